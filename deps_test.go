@@ -1,0 +1,3 @@
+package idem
+
+import _ "github.com/stretchr/testify/require"
