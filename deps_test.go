@@ -1,3 +1,0 @@
-package idem
-
-import _ "github.com/stretchr/testify/require"

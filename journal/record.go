@@ -1,0 +1,108 @@
+package journal
+
+import (
+	"net/http"
+	"time"
+)
+
+// State is where an operation stands. Only StateSucceeded and StateFailed
+// are terminal; every other state keeps the operation in the open index.
+type State string
+
+// The states of an operation, in the order an operation usually meets them.
+const (
+	// StatePending: journaled; no send has been confirmed.
+	StatePending State = "pending"
+	// StateProcessing: the server accepted the operation but has not finished it.
+	StateProcessing State = "processing"
+	// StateSucceeded: terminal; the server performed the operation.
+	StateSucceeded State = "succeeded"
+	// StateFailed: terminal; the server refused the operation or it failed there.
+	StateFailed State = "failed"
+	// StateUnknown: the foreground budget ran out without a confirmed result;
+	// due for reconciliation.
+	StateUnknown State = "unknown"
+)
+
+// Terminal reports whether s is final: succeeded or failed.
+func (s State) Terminal() bool { return s == StateSucceeded || s == StateFailed }
+
+// Valid reports whether s is one of the five defined states.
+func (s State) Valid() bool {
+	switch s {
+	case StatePending, StateProcessing, StateSucceeded, StateFailed, StateUnknown:
+		return true
+	}
+	return false
+}
+
+// AttemptKind tells a submit from a result query.
+type AttemptKind string
+
+// The kinds of attempt.
+const (
+	AttemptSubmit AttemptKind = "submit"
+	AttemptQuery  AttemptKind = "query"
+)
+
+// Attempt is one HTTP exchange made for an operation. A submit attempt is
+// journaled before it is sent (Done false) and completed after its outcome
+// is known; after a crash, an attempt with Done false means "maybe sent".
+type Attempt struct {
+	Number int         // 1-based, across submits and queries
+	Kind   AttemptKind // submit or query
+	Start  time.Time
+	// Wrote is true once net/http reported the whole request written
+	// (httptrace WroteRequest): the server may have acted on it.
+	Wrote      bool
+	Done       bool          // the outcome below is recorded
+	Status     int           // HTTP status code; 0 for a transport error
+	Err        string        // transport or decode error text, for people
+	RetryAfter time.Duration // Retry-After the server sent, already bounded
+	Duration   time.Duration
+}
+
+// Result is what the server said about a settled (or processing) operation.
+type Result struct {
+	ResourceID string
+	StatusCode int
+	Body       []byte // size-capped copy of the response body
+	Reason     string // the server's or the client's reason, for people
+}
+
+// Resolution records who settled an operation by hand, and why.
+type Resolution struct {
+	By     string
+	Reason string
+	At     time.Time
+}
+
+// Record is everything needed to resume an operation with no help from the
+// caller. It never holds credentials: the client refuses to persist
+// Authorization, Cookie and Proxy-Authorization headers.
+type Record struct {
+	Scope    string // caller identity / account the key belongs to
+	Key      string // idempotency key, unique within Scope
+	Ref      string // caller's own reference (order-draft id, …), optional
+	Method   string
+	URL      string
+	QueryURL string      // result endpoint for this key; empty if the API has none
+	Header   http.Header // non-secret headers sent on every attempt
+	Body     []byte      // exact bytes sent on every attempt
+	BodySHA  [32]byte    // SHA-256 of Body
+
+	State    State
+	Review   string // why a person must look at it; empty when none
+	Attempts []Attempt
+	Result   *Result
+	Resolved *Resolution // set only by manual resolution
+
+	Created   time.Time
+	FirstSent time.Time // start of the first submit attempt; zero if never sent
+	Updated   time.Time
+	Settled   time.Time // when it became terminal; zero while open
+	NextDue   time.Time // when reconciliation should look at it next
+}
+
+// Open reports whether the record belongs in the open index (not terminal).
+func (r *Record) Open() bool { return !r.State.Terminal() }

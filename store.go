@@ -1,0 +1,42 @@
+package idem
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Store is the durable journal a Client writes every operation to. The
+// package journal implements it with bbolt; another backend must pass the
+// conformance suite in journal/journaltest.
+//
+// Every write (Create, Update, Resolve) is durable when it returns without
+// error. Implementations must be safe for concurrent use.
+type Store interface {
+	// Create stores a new record. When (Scope, Key) exists it returns the
+	// stored record and an error matching journal.ErrExists.
+	Create(ctx context.Context, rec *journal.Record) (*journal.Record, error)
+	// Get returns the record or an error matching journal.ErrNotFound.
+	Get(ctx context.Context, scope, key string) (*journal.Record, error)
+	// Update applies fn to a copy of the stored record and commits the copy;
+	// nothing is written when fn returns an error. It returns an error
+	// matching journal.ErrTerminal, without calling fn, when the record is
+	// already succeeded or failed.
+	Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error)
+	// Resolve settles a record by hand and records who did it and why.
+	Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error)
+	// ForEachOpen calls fn for every open (non-terminal) record, soonest due
+	// first, outside any transaction. Its cost grows with the number of open
+	// records, not with the journal's size.
+	ForEachOpen(ctx context.Context, fn func(*journal.Record) error) error
+	// Due returns up to limit open records whose NextDue is not after by.
+	Due(ctx context.Context, by time.Time, limit int) ([]*journal.Record, error)
+	// List returns the records that match f.
+	List(ctx context.Context, f journal.Filter) ([]*journal.Record, error)
+	// Prune deletes terminal records settled before the cut-off and returns
+	// how many it deleted. It never deletes an open record.
+	Prune(ctx context.Context, settledBefore time.Time) (int, error)
+	// Close releases the journal.
+	Close() error
+}
