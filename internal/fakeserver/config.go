@@ -1,0 +1,90 @@
+package fakeserver
+
+import (
+	"net/http"
+	"time"
+)
+
+// Defaults for the zero fields of [Config].
+const (
+	DefaultKeyHeader   = "Idempotency-Key"
+	DefaultScopeHeader = "Authorization"
+	DefaultRetention   = 24 * time.Hour
+	DefaultMaxKeys     = 100_000
+	DefaultMaxBody     = 1 << 20
+)
+
+const (
+	// MaxKeyLen is the longest idempotency key accepted, in bytes, after
+	// unquoting.
+	MaxKeyLen = 255
+
+	// MaxRequestLog is how many requests [Server.Requests] remembers: the
+	// most recent ones.
+	MaxRequestLog = 100_000
+)
+
+// Config configures a [Server]. The zero value is ready to use: every zero
+// field takes its default.
+type Config struct {
+	// KeyHeader names the idempotency key header; default "Idempotency-Key".
+	// Its value is accepted bare (abc) or as an RFC 8941 sf-string ("abc",
+	// with \" and \\ escapes); anything else gets 400.
+	KeyHeader string
+
+	// ScopeHeader names the header whose value is the caller's scope
+	// (default "Authorization"; a missing header is scope ""). Keys are
+	// scoped: two callers may use the same key.
+	ScopeHeader string
+
+	// Retention is the key window, measured from the first commit with the
+	// server's clock (default 24h). After it the key is forgotten and the
+	// same key executes again, with a new side effect, as on real servers.
+	Retention time.Duration
+
+	// MaxKeys caps the keys stored (default 100_000). When full, requests
+	// with new keys get 503 {"error":"key store full"} until keys expire.
+	MaxKeys int
+
+	// MaxBody caps a request body, in bytes (default 1 MiB); larger bodies
+	// get 413.
+	MaxBody int64
+
+	// Now is the clock for retention, query lag, slow processing and
+	// HTTP-date Retry-After values; default time.Now. The response delay
+	// fault waits in real time.
+	Now func() time.Time
+
+	// Seed seeds the RNG of the probabilistic faults: the same seed and the
+	// same sequence of submits give the same faults.
+	Seed int64
+
+	// Profile sets probabilistic faults for soak runs; the zero value has
+	// none. New panics if it is invalid (see [Profile]).
+	Profile Profile
+}
+
+// withDefaults returns cfg with its zero fields set to their defaults.
+func (cfg Config) withDefaults() Config {
+	if cfg.KeyHeader == "" {
+		cfg.KeyHeader = DefaultKeyHeader
+	}
+	cfg.KeyHeader = http.CanonicalHeaderKey(cfg.KeyHeader)
+	if cfg.ScopeHeader == "" {
+		cfg.ScopeHeader = DefaultScopeHeader
+	}
+	cfg.ScopeHeader = http.CanonicalHeaderKey(cfg.ScopeHeader)
+	if cfg.Retention <= 0 {
+		cfg.Retention = DefaultRetention
+	}
+	if cfg.MaxKeys <= 0 {
+		cfg.MaxKeys = DefaultMaxKeys
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return cfg
+}

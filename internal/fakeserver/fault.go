@@ -1,0 +1,271 @@
+package fakeserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// FaultKind names a fault. Its string form is used in JSON (POST /_faults),
+// in [Request.Fault] and, except for [DelayResponse], as the command's rate
+// flag.
+type FaultKind string
+
+// The faults. "Commit" means the key, the request digest, the side effect
+// and the stored result, recorded atomically.
+//
+// Submit faults match as follows: [ErrorBeforeCommit], [Throttle] and
+// [Unavailable] match any submit with a valid key and replace its
+// processing; [Decline], [SlowProcessing] and [QueryLag] shape a commit, so
+// they match only a submit that executes (a new key); the other faults shape
+// a response, so they match a submit that executes or replays, not one that
+// gets 409, 422 or 503.
+const (
+	// DropAfterCommit commits and performs the side effect, then hijacks
+	// and closes the connection with no response. As a query fault it
+	// closes the connection with no answer.
+	DropAfterCommit FaultKind = "drop-after-commit"
+	// DelayResponse commits and performs the side effect, then waits
+	// Fault.Delay (real time) before answering, or until the request
+	// context is done. Meanwhile a repeat of the submit gets 409. As a query
+	// fault it delays the answer.
+	DelayResponse FaultKind = "delay"
+	// ErrorAfterCommit commits and performs the side effect, then answers
+	// 500. The 500 is not stored: a replay returns the stored result.
+	ErrorAfterCommit FaultKind = "500-after-commit"
+	// ErrorBeforeCommit answers 500 and records nothing.
+	ErrorBeforeCommit FaultKind = "500-before-commit"
+	// Throttle answers 429 with Retry-After and records nothing.
+	Throttle FaultKind = "429"
+	// Unavailable answers 503 with Retry-After and records nothing.
+	Unavailable FaultKind = "503"
+	// QueryLag commits normally, but GET /operations/{key} answers 404
+	// until Fault.Delay has passed since the commit (read-replica lag).
+	QueryLag FaultKind = "query-lag"
+	// SlowProcessing commits, performs the side effect and answers 202
+	// {"state":"processing",…}. The operation reports processing until
+	// Fault.Delay has passed, then succeeded; a repeat of the submit while
+	// processing gets 409 with Retry-After, and after it a replay of 201
+	// succeeded.
+	SlowProcessing FaultKind = "slow-processing"
+	// GarbageBody commits and performs the side effect, then answers 201
+	// with a body that is not JSON.
+	GarbageBody FaultKind = "garbage-body"
+	// TruncatedBody commits and performs the side effect, then answers 201
+	// with a JSON body cut in half: Content-Length announces the whole body
+	// and the connection is closed.
+	TruncatedBody FaultKind = "truncated-body"
+	// Decline commits a failed result with no side effect: 402
+	// {"state":"failed","reason":"card declined",…}; replays and queries
+	// return failed.
+	Decline FaultKind = "decline"
+)
+
+// faultKinds lists every kind in a fixed order, which is also the order in
+// which a [Profile]'s rates are laid out on [0,1).
+var faultKinds = []FaultKind{
+	DropAfterCommit, DelayResponse, ErrorAfterCommit, ErrorBeforeCommit,
+	Throttle, Unavailable, QueryLag, SlowProcessing, GarbageBody,
+	TruncatedBody, Decline,
+}
+
+// FaultKinds returns every fault kind, in a fixed order.
+func FaultKinds() []FaultKind {
+	return append([]FaultKind(nil), faultKinds...)
+}
+
+// Description returns a one-line description of the fault, or "" for an
+// unknown kind.
+func (k FaultKind) Description() string {
+	switch k {
+	case DropAfterCommit:
+		return "commit and side effect, then close the connection with no response"
+	case DelayResponse:
+		return "commit and side effect, then answer after the delay (repeats get 409 meanwhile)"
+	case ErrorAfterCommit:
+		return "commit and side effect, then answer 500 (a replay returns the stored result)"
+	case ErrorBeforeCommit:
+		return "answer 500; nothing recorded, no side effect"
+	case Throttle:
+		return "answer 429 with Retry-After; nothing recorded"
+	case Unavailable:
+		return "answer 503 with Retry-After; nothing recorded"
+	case QueryLag:
+		return "commit normally, but the result endpoint answers 404 for the delay after the commit"
+	case SlowProcessing:
+		return "commit and side effect, answer 202 processing; processing for the delay, then succeeded"
+	case GarbageBody:
+		return "commit and side effect, then answer 201 with a body that is not JSON"
+	case TruncatedBody:
+		return "commit and side effect, then answer 201 with a truncated JSON body and close"
+	case Decline:
+		return "commit a failed result (402, card declined), no side effect"
+	}
+	return ""
+}
+
+func (k FaultKind) known() bool { return k.Description() != "" }
+
+// replacesProcessing reports whether k answers instead of processing the
+// request, recording nothing.
+func (k FaultKind) replacesProcessing() bool {
+	return k == ErrorBeforeCommit || k == Throttle || k == Unavailable
+}
+
+// shapesCommit reports whether k changes what a new key commits.
+func (k FaultKind) shapesCommit() bool {
+	return k == Decline || k == SlowProcessing || k == QueryLag
+}
+
+// queryable reports whether k can apply to a result query.
+func (k FaultKind) queryable() bool {
+	switch k {
+	case ErrorBeforeCommit, Throttle, Unavailable, DelayResponse, GarbageBody, TruncatedBody, DropAfterCommit:
+		return true
+	}
+	return false
+}
+
+// Fault is a scripted fault, injected with [Server.Inject] or POST /_faults.
+// Its JSON form has the fields kind, count, key, query, delay and
+// retry_after (Go duration strings such as "2s") and http_date.
+type Fault struct {
+	Kind FaultKind
+	// Count is how many of the next matching requests the fault applies
+	// to; 0 means 1.
+	Count int
+	// Key restricts the fault to requests with this key; "" matches any.
+	Key string
+	// Query makes the fault match result queries (GET /operations/{key})
+	// instead of submits. Only 500-before-commit, 429, 503, delay,
+	// garbage-body, truncated-body and drop-after-commit apply to queries.
+	Query bool
+	// Delay is the duration of the delay, query-lag and slow-processing
+	// faults.
+	Delay time.Duration
+	// RetryAfter is the Retry-After of 429, 503 and the 409 of slow
+	// processing, in whole seconds rounded up; 0 means 1s.
+	RetryAfter time.Duration
+	// HTTPDate sends Retry-After as an HTTP-date instead of delta-seconds.
+	HTTPDate bool
+}
+
+// Profile sets probabilistic faults. For each submit the server draws one
+// number from its seeded RNG and picks at most one fault: the rates are laid
+// out on [0,1) in the order of [FaultKinds]. A picked fault that does not
+// match the submit (a decline on a replay, say) does nothing. Every submit
+// with a valid key draws exactly once, so the n-th submit's fault depends
+// only on the seed and n. Queries never draw.
+type Profile struct {
+	// Rates is the probability (0..1) per submit of each fault; the rates
+	// sum to at most 1.
+	Rates map[FaultKind]float64
+	// Delay, RetryAfter and HTTPDate are as in [Fault]; Delay also serves
+	// query-lag and slow-processing.
+	Delay      time.Duration
+	RetryAfter time.Duration
+	HTTPDate   bool
+}
+
+func (f Fault) validate() error {
+	if !f.Kind.known() {
+		return fmt.Errorf("unknown fault kind %q", f.Kind)
+	}
+	if f.Count < 0 {
+		return fmt.Errorf("fault %s: negative count %d", f.Kind, f.Count)
+	}
+	if f.Delay < 0 || f.RetryAfter < 0 {
+		return fmt.Errorf("fault %s: negative duration", f.Kind)
+	}
+	if f.Query && !f.Kind.queryable() {
+		return fmt.Errorf("fault %s does not apply to queries", f.Kind)
+	}
+	return nil
+}
+
+func (p Profile) validate() error {
+	sum := 0.0
+	for k, rate := range p.Rates {
+		if !k.known() {
+			return fmt.Errorf("profile: unknown fault kind %q", k)
+		}
+		if !(rate >= 0 && rate <= 1) {
+			return fmt.Errorf("profile: rate of %s is %v; want 0..1", k, rate)
+		}
+		sum += rate
+	}
+	if sum > 1+1e-9 {
+		return fmt.Errorf("profile: rates sum to %v; want at most 1", sum)
+	}
+	if p.Delay < 0 || p.RetryAfter < 0 {
+		return errors.New("profile: negative duration")
+	}
+	return nil
+}
+
+// clone returns p with its own copy of Rates.
+func (p Profile) clone() Profile {
+	rates := make(map[FaultKind]float64, len(p.Rates))
+	for k, v := range p.Rates {
+		rates[k] = v
+	}
+	p.Rates = rates
+	return p
+}
+
+type faultJSON struct {
+	Kind       FaultKind `json:"kind"`
+	Count      int       `json:"count,omitempty"`
+	Key        string    `json:"key,omitempty"`
+	Query      bool      `json:"query,omitempty"`
+	Delay      string    `json:"delay,omitempty"`
+	RetryAfter string    `json:"retry_after,omitempty"`
+	HTTPDate   bool      `json:"http_date,omitempty"`
+}
+
+// MarshalJSON encodes f with snake_case names and durations as Go duration
+// strings.
+func (f Fault) MarshalJSON() ([]byte, error) {
+	j := faultJSON{Kind: f.Kind, Count: f.Count, Key: f.Key, Query: f.Query, HTTPDate: f.HTTPDate}
+	if f.Delay != 0 {
+		j.Delay = f.Delay.String()
+	}
+	if f.RetryAfter != 0 {
+		j.RetryAfter = f.RetryAfter.String()
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes the form written by [Fault.MarshalJSON]; unknown
+// fields are an error.
+func (f *Fault) UnmarshalJSON(data []byte) error {
+	var j faultJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return err
+	}
+	out := Fault{Kind: j.Kind, Count: j.Count, Key: j.Key, Query: j.Query, HTTPDate: j.HTTPDate}
+	var err error
+	if out.Delay, err = parseDuration("delay", j.Delay); err != nil {
+		return err
+	}
+	if out.RetryAfter, err = parseDuration("retry_after", j.RetryAfter); err != nil {
+		return err
+	}
+	*f = out
+	return nil
+}
+
+func parseDuration(field, s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", field, err)
+	}
+	return d, nil
+}

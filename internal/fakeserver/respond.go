@@ -1,0 +1,193 @@
+package fakeserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// garbageBody is the body of the garbage-body fault: not JSON.
+const garbageBody = "<html>\x00\xff502 gateway hiccup{\"state\":"
+
+type errorJSON struct {
+	Error string `json:"error"`
+}
+
+// writeJSON writes a JSON response with an exact Content-Length.
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// mustJSON encodes v, which holds only strings.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("fakeserver: " + err.Error())
+	}
+	return b
+}
+
+func errorBody(msg string) []byte { return mustJSON(errorJSON{Error: msg}) }
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, errorBody(msg))
+}
+
+// bodyError returns the answer to a failure to read the request body.
+func bodyError(err error) (int, string) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return http.StatusRequestEntityTooLarge, "request body too large"
+	}
+	return http.StatusBadRequest, "reading request body: " + err.Error()
+}
+
+// setRetryAfter sets Retry-After to d (0 means 1s) in whole seconds rounded
+// up, or to the HTTP-date now+d rounded up to the second.
+func setRetryAfter(w http.ResponseWriter, d time.Duration, httpDate bool, now time.Time) {
+	if d <= 0 {
+		d = time.Second
+	}
+	if httpDate {
+		t := now.Add(d)
+		if t2 := t.Truncate(time.Second); !t2.Equal(t) {
+			t = t2.Add(time.Second)
+		}
+		w.Header().Set("Retry-After", t.UTC().Format(http.TimeFormat))
+		return
+	}
+	secs := (d + time.Second - 1) / time.Second
+	w.Header().Set("Retry-After", strconv.FormatInt(int64(secs), 10))
+}
+
+// wait blocks for d or until ctx is done, without leaving a goroutine or a
+// timer behind.
+func wait(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// dropConn closes the connection without an answer: it hijacks and closes
+// it, or, where the ResponseWriter cannot be hijacked (HTTP/2), aborts the
+// handler with http.ErrAbortHandler, which net/http turns into a reset.
+func dropConn(w http.ResponseWriter) {
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// writeTruncated announces body's full length, sends its first half and
+// closes the connection.
+func writeTruncated(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body[:len(body)/2])
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+		}
+	}
+	// Otherwise net/http closes the connection itself after a short body.
+}
+
+// answer is a response decided under the lock, written after it.
+type answer struct {
+	status   int
+	body     []byte
+	replayed bool
+	// retryAfter, when set, is sent as Retry-After (with httpDate).
+	retryAfter time.Duration
+	httpDate   bool
+}
+
+func (a answer) write(w http.ResponseWriter, now time.Time) {
+	if a.replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if a.retryAfter > 0 {
+		setRetryAfter(w, a.retryAfter, a.httpDate, now)
+	}
+	writeJSON(w, a.status, a.body)
+}
+
+func errorAnswer(status int, msg string) answer {
+	return answer{status: status, body: errorBody(msg)}
+}
+
+// faultAnswer returns the answer of the faults that answer instead of
+// processing the request (500-before-commit, 429, 503).
+func faultAnswer(f applied) answer {
+	switch f.kind {
+	case Throttle:
+		a := errorAnswer(http.StatusTooManyRequests, "too many requests")
+		a.retryAfter, a.httpDate = orOneSecond(f.retryAfter), f.httpDate
+		return a
+	case Unavailable:
+		a := errorAnswer(http.StatusServiceUnavailable, "service unavailable")
+		a.retryAfter, a.httpDate = orOneSecond(f.retryAfter), f.httpDate
+		return a
+	}
+	return errorAnswer(http.StatusInternalServerError, "internal server error")
+}
+
+func orOneSecond(d time.Duration) time.Duration {
+	if d <= 0 {
+		return time.Second
+	}
+	return d
+}
+
+// deliver writes a, shaped by the response fault f (if any): it waits for
+// the delay, drops the connection, or mangles the body. It calls done with
+// the status sent (0 if dropped) before anything reaches the client.
+func deliver(w http.ResponseWriter, r *http.Request, a answer, f applied, now func() time.Time, done func(status int)) {
+	switch f.kind {
+	case DropAfterCommit:
+		done(0)
+		dropConn(w)
+		return
+	case DelayResponse:
+		wait(r.Context(), f.delay)
+	case ErrorAfterCommit:
+		a = errorAnswer(http.StatusInternalServerError, "internal server error")
+	case GarbageBody:
+		done(a.status)
+		if a.replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		writeJSON(w, a.status, []byte(garbageBody))
+		return
+	case TruncatedBody:
+		done(a.status)
+		if a.replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		writeTruncated(w, a.status, a.body)
+		return
+	}
+	done(a.status)
+	a.write(w, now())
+}

@@ -1,0 +1,349 @@
+package fakeserver
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxPendingFaults caps the scripted faults waiting to apply.
+const maxPendingFaults = 10_000
+
+// Stats are the server's counters since [New] or the last [Server.Reset].
+// Control requests (paths starting with "/_") are not counted.
+type Stats struct {
+	Requests    int `json:"requests"`     // every request but control ones
+	Submits     int `json:"submits"`      // POST, PUT, PATCH, DELETE to resource paths
+	Queries     int `json:"queries"`      // GET /operations/{key}
+	SideEffects int `json:"side_effects"` // resources created
+	Keys        int `json:"keys"`         // keys stored now (not expired)
+	// MaxEffectsPerKey is the largest number of side effects for one
+	// (scope, key), across expiries: 1 means "exactly one order per
+	// intent" held so far.
+	MaxEffectsPerKey int `json:"max_effects_per_key"`
+	Replays          int `json:"replays"`   // stored responses replayed
+	Conflicts        int `json:"conflicts"` // 422: key reused with a different request
+}
+
+// Server is the fake idempotent server, an [http.Handler]. Create it with
+// [New]; it is safe for concurrent use. Its state lives in memory, behind
+// one mutex: every decision about a key, including the side effect, is
+// atomic.
+type Server struct {
+	cfg Config
+
+	mu      sync.Mutex
+	gen     uint64 // incremented by Reset, so late requests leave the new state alone
+	st      store
+	log     requestLog
+	stats   Stats
+	nextID  int
+	faults  []Fault // scripted, Count > 0, in injection order
+	profile Profile
+	rng     *rand.Rand
+}
+
+// New returns a server configured by cfg, its zero fields set to their
+// defaults. It panics if cfg.Profile is invalid.
+func New(cfg Config) *Server {
+	cfg = cfg.withDefaults()
+	if err := cfg.Profile.validate(); err != nil {
+		panic("fakeserver: New: " + err.Error())
+	}
+	s := &Server{cfg: cfg}
+	s.resetLocked()
+	return s
+}
+
+func (s *Server) resetLocked() {
+	s.gen++
+	s.st = newStore(s.cfg.MaxKeys)
+	s.log = requestLog{}
+	s.stats = Stats{}
+	s.nextID = 0
+	s.faults = nil
+	s.profile = s.cfg.Profile.clone()
+	seed := uint64(s.cfg.Seed)
+	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// Reset returns the server to its state just after [New]: it forgets keys,
+// counters, the request log and scripted faults, restores the profile of
+// the [Config] and reseeds the RNG. Requests in flight finish without
+// touching the new state.
+func (s *Server) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resetLocked()
+}
+
+// Inject scripts a fault: it applies to the next f.Count matching requests
+// (see [FaultKind] for which requests each fault matches), after the faults
+// injected before it. It panics if f is invalid (an unknown kind, a negative
+// count or duration, a query fault of a kind that does not apply to
+// queries) or if 10,000 faults are already pending.
+func (s *Server) Inject(f Fault) {
+	if err := s.inject(f); err != nil {
+		panic("fakeserver: Inject: " + err.Error())
+	}
+}
+
+func (s *Server) inject(f Fault) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	if f.Count == 0 {
+		f.Count = 1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.faults) >= maxPendingFaults {
+		return errTooManyFaults
+	}
+	s.faults = append(s.faults, f)
+	return nil
+}
+
+var errTooManyFaults = errors.New("too many pending faults")
+
+// SetProfile replaces the probabilistic faults; the RNG carries on. It
+// panics if p is invalid (see [Profile]).
+func (s *Server) SetProfile(p Profile) {
+	if err := p.validate(); err != nil {
+		panic("fakeserver: SetProfile: " + err.Error())
+	}
+	p = p.clone()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.profile = p
+}
+
+// Stats returns the counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.st.sweep(s.cfg.Now(), s.cfg.Retention)
+	st := s.stats
+	st.Keys = len(s.st.entries)
+	return st
+}
+
+// Effects returns the side effects performed for (scope, key), counting
+// across expiries: 2 means the key executed again after it expired. Counts
+// of expired keys are remembered for the Config.MaxKeys most recently
+// expired keys.
+func (s *Server) Effects(scope, key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.effects(scopeKey{scope, key})
+}
+
+// Requests returns a copy of the log of requests received, in arrival
+// order: the last [MaxRequestLog] of them, control requests excluded.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.log.requests()
+}
+
+// ServeHTTP answers r; see the package documentation for the HTTP surface.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case strings.HasPrefix(path, "/_"):
+		s.control(w, r)
+	case strings.HasPrefix(path, "/operations/"):
+		if r.Method != http.MethodGet {
+			s.reject(w, r, classQuery, http.StatusMethodNotAllowed, "method not allowed", "GET")
+			return
+		}
+		s.query(w, r)
+	case isSubmitMethod(r.Method):
+		s.submit(w, r)
+	default:
+		s.reject(w, r, classOther, http.StatusMethodNotAllowed, "method not allowed", "POST, PUT, PATCH, DELETE")
+	}
+}
+
+func isSubmitMethod(m string) bool {
+	switch m {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// requestClass says which counter a request adds to.
+type requestClass int
+
+const (
+	classOther requestClass = iota
+	classSubmit
+	classQuery
+)
+
+// logLocked counts and logs req and returns its sequence number for
+// finishLocked.
+func (s *Server) logLocked(req Request, class requestClass) uint64 {
+	s.stats.Requests++
+	switch class {
+	case classSubmit:
+		s.stats.Submits++
+	case classQuery:
+		s.stats.Queries++
+	}
+	return s.log.add(req)
+}
+
+// finishLocked records the answer to a logged request, unless Reset came in
+// between. It runs before the answer is written, so a client that has read
+// the answer sees it in the log.
+func (s *Server) finishLocked(gen, seq uint64, status int, fault FaultKind) {
+	if gen != s.gen {
+		return
+	}
+	if req := s.log.at(seq); req != nil {
+		req.Status, req.Fault = status, fault
+	}
+}
+
+// newRequest starts the log record of r.
+func (s *Server) newRequest(r *http.Request) Request {
+	return Request{
+		Method: r.Method,
+		Path:   r.URL.Path,
+		Scope:  r.Header.Get(s.cfg.ScopeHeader),
+		RawKey: r.Header.Get(s.cfg.KeyHeader),
+		At:     s.cfg.Now(),
+	}
+}
+
+// reject logs r and answers it with a JSON error, with an Allow header if
+// allow is not "".
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, class requestClass, status int, msg, allow string) {
+	s.rejectRequest(w, s.newRequest(r), class, status, msg, allow)
+}
+
+func (s *Server) rejectRequest(w http.ResponseWriter, req Request, class requestClass, status int, msg, allow string) {
+	req.Status = status
+	s.mu.Lock()
+	s.logLocked(req, class)
+	s.mu.Unlock()
+	if allow != "" {
+		w.Header().Set("Allow", allow)
+	}
+	writeError(w, status, msg)
+}
+
+// control serves the /_ endpoints, which are neither counted nor logged.
+func (s *Server) control(w http.ResponseWriter, r *http.Request) {
+	var method string
+	switch r.URL.Path {
+	case "/_stats":
+		method = http.MethodGet
+	case "/_faults", "/_reset":
+		method = http.MethodPost
+	default:
+		writeError(w, http.StatusNotFound, "not found")
+		return
+	}
+	if r.Method != method {
+		w.Header().Set("Allow", method)
+		writeError(w, http.StatusMethodNotAllowed, "method not allowed")
+		return
+	}
+	switch r.URL.Path {
+	case "/_stats":
+		body, _ := json.Marshal(s.Stats())
+		writeJSON(w, http.StatusOK, body)
+	case "/_reset":
+		s.Reset()
+		w.WriteHeader(http.StatusNoContent)
+	case "/_faults":
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+		if err != nil {
+			status, msg := bodyError(err)
+			writeError(w, status, msg)
+			return
+		}
+		var f Fault
+		if err := json.Unmarshal(body, &f); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid fault: "+err.Error())
+			return
+		}
+		if err := s.inject(f); err != nil {
+			status := http.StatusBadRequest
+			if errors.Is(err, errTooManyFaults) {
+				status = http.StatusServiceUnavailable
+			}
+			writeError(w, status, "invalid fault: "+err.Error())
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// takeFaultLocked consumes the first scripted fault that matches, else
+// applies the profile's pick if it matches. drawn is the profile's pick for
+// this request ("" for none).
+func (s *Server) takeFaultLocked(key string, query bool, out outcome, drawn FaultKind) (applied, bool) {
+	for i := range s.faults {
+		f := &s.faults[i]
+		if f.Query != query || (f.Key != "" && f.Key != key) || !matches(f.Kind, query, out) {
+			continue
+		}
+		a := applied{kind: f.Kind, delay: f.Delay, retryAfter: f.RetryAfter, httpDate: f.HTTPDate}
+		if f.Count--; f.Count == 0 {
+			s.faults = slices.Delete(s.faults, i, i+1)
+		}
+		return a, true
+	}
+	if drawn != "" && matches(drawn, query, out) {
+		p := s.profile
+		return applied{kind: drawn, delay: p.Delay, retryAfter: p.RetryAfter, httpDate: p.HTTPDate}, true
+	}
+	return applied{}, false
+}
+
+// drawLocked draws once from the RNG and returns the profile's pick, or ""
+// for none.
+func (s *Server) drawLocked() FaultKind {
+	x := s.rng.Float64()
+	acc := 0.0
+	for _, k := range faultKinds {
+		acc += s.profile.Rates[k]
+		if x < acc {
+			return k
+		}
+	}
+	return ""
+}
+
+// matches reports whether a fault of kind k applies to a request with the
+// given outcome.
+func matches(k FaultKind, query bool, out outcome) bool {
+	switch {
+	case query:
+		return k.queryable()
+	case k.replacesProcessing():
+		return true
+	case k.shapesCommit():
+		return out == outExecute
+	default:
+		return out == outExecute || out == outReplay
+	}
+}
+
+// applied is a fault picked for one request, with its parameters.
+type applied struct {
+	kind       FaultKind
+	delay      time.Duration
+	retryAfter time.Duration
+	httpDate   bool
+}

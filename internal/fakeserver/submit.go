@@ -1,0 +1,166 @@
+package fakeserver
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// outcome is what a submit gets from the key store, before faults.
+type outcome int
+
+const (
+	outExecute    outcome = iota // new key: commit and perform the side effect
+	outReplay                    // same key, same request: replay
+	outConflict                  // same key, different request: 422
+	outInFlight                  // same key, first request not answered yet: 409
+	outProcessing                // same key, slow processing not done: 409
+	outFull                      // new key, store full: 503
+	outQuery                     // a result query (faults only)
+)
+
+const (
+	msgConflict   = "idempotency key reused with a different request"
+	msgInProgress = "request with this key is in progress"
+)
+
+// requestDigest identifies a request for key reuse checks: method, request
+// URI (path and query) and body.
+func requestDigest(method, uri string, bodySum [32]byte) [32]byte {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n", method, uri)
+	h.Write(bodySum[:])
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
+}
+
+func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
+	req := s.newRequest(r)
+	values := r.Header.Values(s.cfg.KeyHeader)
+	if len(values) == 0 || (len(values) == 1 && values[0] == "") {
+		s.rejectRequest(w, req, classSubmit, http.StatusBadRequest, "missing "+s.cfg.KeyHeader+" header", "")
+		return
+	}
+	if len(values) > 1 {
+		s.rejectRequest(w, req, classSubmit, http.StatusBadRequest, "more than one "+s.cfg.KeyHeader+" header", "")
+		return
+	}
+	key, err := parseKey(values[0])
+	if err != nil {
+		s.rejectRequest(w, req, classSubmit, http.StatusBadRequest, "invalid "+s.cfg.KeyHeader+" header: "+err.Error(), "")
+		return
+	}
+	req.Key = key
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		status, msg := bodyError(err)
+		s.rejectRequest(w, req, classSubmit, status, msg, "")
+		return
+	}
+	req.BodySHA256 = sha256.Sum256(body)
+	digest := requestDigest(r.Method, r.URL.RequestURI(), req.BodySHA256)
+
+	s.mu.Lock()
+	gen := s.gen
+	seq := s.logLocked(req, classSubmit)
+	now := s.cfg.Now()
+	s.st.sweep(now, s.cfg.Retention)
+	sk := scopeKey{req.Scope, key}
+	e := s.st.lookup(sk, now, s.cfg.Retention)
+	out := s.classifyLocked(e, digest, now)
+	drawn := s.drawLocked()
+	f, _ := s.takeFaultLocked(key, false, out, drawn)
+
+	var a answer
+	executed := false
+	switch {
+	case f.kind.replacesProcessing():
+		a = faultAnswer(f)
+	case out == outExecute:
+		e = s.executeLocked(sk, digest, now, f)
+		executed = true
+		a.status, a.body = e.response(now)
+	case out == outReplay:
+		s.stats.Replays++
+		a.status, a.body = e.response(now)
+		a.replayed = true
+	case out == outConflict:
+		s.stats.Conflicts++
+		a = errorAnswer(http.StatusUnprocessableEntity, msgConflict)
+	case out == outInFlight:
+		a = errorAnswer(http.StatusConflict, msgInProgress)
+		a.retryAfter = time.Second
+	case out == outProcessing:
+		a = errorAnswer(http.StatusConflict, msgInProgress)
+		a.retryAfter, a.httpDate = e.retryAfter, e.httpDate
+	case out == outFull:
+		a = errorAnswer(http.StatusServiceUnavailable, "key store full")
+	}
+	s.mu.Unlock()
+
+	deliver(w, r, a, responseFault(f), s.cfg.Now, func(status int) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if executed {
+			e.inFlight = false
+		}
+		s.finishLocked(gen, seq, status, f.kind)
+	})
+}
+
+// responseFault returns f if it shapes the response, else no fault.
+func responseFault(f applied) applied {
+	if f.kind.replacesProcessing() || f.kind.shapesCommit() {
+		return applied{}
+	}
+	return f
+}
+
+// classifyLocked decides the outcome of a submit of digest against the live
+// entry e (nil if none).
+func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcome {
+	switch {
+	case e == nil && len(s.st.entries) >= s.cfg.MaxKeys:
+		return outFull
+	case e == nil:
+		return outExecute
+	case e.inFlight:
+		return outInFlight
+	case e.digest != digest:
+		return outConflict
+	case e.processing(now):
+		return outProcessing
+	}
+	return outReplay
+}
+
+// executeLocked commits a new key, shaped by the commit fault f, and
+// performs the side effect unless the fault declines.
+func (s *Server) executeLocked(sk scopeKey, digest [32]byte, now time.Time, f applied) *entry {
+	e := &entry{sk: sk, digest: digest, committedAt: now, state: stateSucceeded}
+	switch f.kind {
+	case Decline:
+		e.state, e.reason = stateFailed, "card declined"
+	case SlowProcessing:
+		e.doneAt = now.Add(f.delay)
+		e.retryAfter, e.httpDate = orOneSecond(f.retryAfter), f.httpDate
+	case QueryLag:
+		e.visibleAt = now.Add(f.delay)
+	case DelayResponse:
+		e.inFlight = true
+	}
+	if e.state == stateSucceeded {
+		s.nextID++
+		e.resourceID = fmt.Sprintf("ord_%06d", s.nextID)
+		e.effects = 1
+		s.stats.SideEffects++
+	}
+	s.st.add(e)
+	if n := s.st.effects(sk); n > s.stats.MaxEffectsPerKey {
+		s.stats.MaxEffectsPerKey = n
+	}
+	return e
+}
