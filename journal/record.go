@@ -75,6 +75,7 @@ type Resolution struct {
 	By     string
 	Reason string
 	At     time.Time
+	From   State // the state the record was in before the resolution
 }
 
 // Record is everything needed to resume an operation with no help from the

@@ -1,0 +1,467 @@
+package journal
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// The record encoding is hand-written rather than JSON because encoding
+// runs inside the single committer goroutine for every write: at 64
+// concurrent writers the CPU, not the disk, is the ceiling.
+//
+// Layout: magic (2 bytes), format version (1 byte), then the fields in the
+// order of encode below. Strings and byte slices are a uvarint length and
+// the bytes; integers and durations are varints; times are a varint of
+// seconds since year 1 (so the zero time is one byte) and a uvarint of
+// nanoseconds. The state and review reason come first so that scans which
+// need only them (Stats, Prune) stop decoding early.
+const (
+	magic0 = 0xE1
+	magic1 = 0xDE
+
+	// formatVersion is the record and file format this build writes; it
+	// reads every version up to it.
+	formatVersion = 1
+
+	// secondsToYear1 shifts Unix seconds so that the zero time.Time is 0.
+	secondsToYear1 = 62135596800
+)
+
+// State codes on disk. 0 is the empty state, which only Resolution.From may
+// hold; codes beyond stateUnknown are corrupt.
+var stateCodes = [...]State{"", StatePending, StateProcessing, StateSucceeded, StateFailed, StateUnknown}
+
+func stateCode(s State) byte {
+	switch s {
+	case "":
+		return 0
+	case StatePending:
+		return 1
+	case StateProcessing:
+		return 2
+	case StateSucceeded:
+		return 3
+	case StateFailed:
+		return 4
+	case StateUnknown:
+		return 5
+	}
+	return 0xFF // rejected by validate before it reaches encode; corrupt on decode
+}
+
+// Attempt kind codes on disk; kindOther is followed by the kind as a string.
+const (
+	kindEmpty = iota
+	kindSubmit
+	kindQuery
+	kindOther
+)
+
+// Attempt flag bits.
+const (
+	flagWrote = 1 << iota
+	flagDone
+	flagMask = flagWrote | flagDone
+)
+
+// encode appends the encoding of r to dst. It never fails: validate has
+// already rejected what the format cannot hold.
+func encode(dst []byte, r *Record) []byte {
+	size := 3 + 1 + len(r.Review) + len(r.Scope) + len(r.Key) + len(r.Ref) + len(r.Method) +
+		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts)
+	for k, vs := range r.Header {
+		size += len(k) + 2
+		for _, v := range vs {
+			size += len(v) + 2
+		}
+	}
+	if r.Result != nil {
+		size += len(r.Result.ResourceID) + len(r.Result.Body) + len(r.Result.Reason) + 16
+	}
+	dst = slices.Grow(dst, size)
+
+	dst = append(dst, magic0, magic1, formatVersion, stateCode(r.State))
+	dst = appendString(dst, r.Review)
+	dst = appendString(dst, r.Scope)
+	dst = appendString(dst, r.Key)
+	dst = appendString(dst, r.Ref)
+	dst = appendString(dst, r.Method)
+	dst = appendString(dst, r.URL)
+	dst = appendString(dst, r.QueryURL)
+	dst = appendHeader(dst, r.Header)
+	dst = appendBytes(dst, r.Body)
+	dst = append(dst, r.BodySHA[:]...)
+
+	dst = binary.AppendUvarint(dst, uint64(len(r.Attempts)))
+	for i := range r.Attempts {
+		a := &r.Attempts[i]
+		dst = binary.AppendVarint(dst, int64(a.Number))
+		switch a.Kind {
+		case "":
+			dst = append(dst, kindEmpty)
+		case AttemptSubmit:
+			dst = append(dst, kindSubmit)
+		case AttemptQuery:
+			dst = append(dst, kindQuery)
+		default:
+			dst = append(dst, kindOther)
+			dst = appendString(dst, string(a.Kind))
+		}
+		dst = appendTime(dst, a.Start)
+		var flags byte
+		if a.Wrote {
+			flags |= flagWrote
+		}
+		if a.Done {
+			flags |= flagDone
+		}
+		dst = append(dst, flags)
+		dst = binary.AppendVarint(dst, int64(a.Status))
+		dst = appendString(dst, a.Err)
+		dst = binary.AppendVarint(dst, int64(a.RetryAfter))
+		dst = binary.AppendVarint(dst, int64(a.Duration))
+	}
+
+	if res := r.Result; res == nil {
+		dst = append(dst, 0)
+	} else {
+		dst = append(dst, 1)
+		dst = appendString(dst, res.ResourceID)
+		dst = binary.AppendVarint(dst, int64(res.StatusCode))
+		dst = appendBytes(dst, res.Body)
+		dst = appendString(dst, res.Reason)
+	}
+	if m := r.Resolved; m == nil {
+		dst = append(dst, 0)
+	} else {
+		dst = append(dst, 1)
+		dst = appendString(dst, m.By)
+		dst = appendString(dst, m.Reason)
+		dst = appendTime(dst, m.At)
+		dst = append(dst, stateCode(m.From))
+	}
+
+	dst = appendTime(dst, r.Created)
+	dst = appendTime(dst, r.FirstSent)
+	dst = appendTime(dst, r.Updated)
+	dst = appendTime(dst, r.Settled)
+	dst = appendTime(dst, r.NextDue)
+	return dst
+}
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+func appendTime(dst []byte, t time.Time) []byte {
+	dst = binary.AppendVarint(dst, t.Unix()+secondsToYear1)
+	return binary.AppendUvarint(dst, uint64(t.Nanosecond()))
+}
+
+// appendHeader writes keys in sorted order so that equal records encode to
+// equal bytes.
+func appendHeader(dst []byte, h http.Header) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(h)))
+	if len(h) == 0 {
+		return dst
+	}
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		dst = appendString(dst, k)
+		vs := h[k]
+		dst = binary.AppendUvarint(dst, uint64(len(vs)))
+		for _, v := range vs {
+			dst = appendString(dst, v)
+		}
+	}
+	return dst
+}
+
+// decode decodes a record. It copies everything it keeps, so b may be
+// bbolt memory that is only valid inside a transaction. It never panics,
+// and it allocates no more than a small multiple of len(b): every count
+// and length is checked against the bytes that remain.
+func decode(b []byte) (*Record, error) {
+	d := decoder{b: b}
+	d.header()
+	r := &Record{State: d.state()}
+	if d.err == nil && !r.State.Valid() {
+		d.fail("invalid state")
+	}
+	r.Review = d.string()
+	r.Scope = d.string()
+	r.Key = d.string()
+	r.Ref = d.string()
+	r.Method = d.string()
+	r.URL = d.string()
+	r.QueryURL = d.string()
+	r.Header = d.httpHeader()
+	r.Body = d.bytes()
+	copy(r.BodySHA[:], d.take(32))
+
+	// An encoded attempt is at least 9 bytes.
+	if n := d.count(9); n > 0 {
+		r.Attempts = make([]Attempt, n)
+		for i := range r.Attempts {
+			a := &r.Attempts[i]
+			a.Number = d.int()
+			switch k := d.byte(); k {
+			case kindEmpty:
+			case kindSubmit:
+				a.Kind = AttemptSubmit
+			case kindQuery:
+				a.Kind = AttemptQuery
+			case kindOther:
+				a.Kind = AttemptKind(d.string())
+			default:
+				d.fail("invalid attempt kind")
+			}
+			a.Start = d.time()
+			flags := d.byte()
+			if flags&^flagMask != 0 {
+				d.fail("invalid attempt flags")
+			}
+			a.Wrote = flags&flagWrote != 0
+			a.Done = flags&flagDone != 0
+			a.Status = d.int()
+			a.Err = d.string()
+			a.RetryAfter = time.Duration(d.varint())
+			a.Duration = time.Duration(d.varint())
+		}
+	}
+
+	if d.present() {
+		r.Result = &Result{
+			ResourceID: d.string(),
+			StatusCode: d.int(),
+			Body:       d.bytes(),
+			Reason:     d.string(),
+		}
+	}
+	if d.present() {
+		r.Resolved = &Resolution{
+			By:     d.string(),
+			Reason: d.string(),
+			At:     d.time(),
+			From:   d.state(),
+		}
+	}
+
+	r.Created = d.time()
+	r.FirstSent = d.time()
+	r.Updated = d.time()
+	r.Settled = d.time()
+	r.NextDue = d.time()
+	if d.err == nil && len(d.b) != 0 {
+		d.fail("trailing bytes")
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return r, nil
+}
+
+// decodeState decodes only a record's state and review reason.
+func decodeState(b []byte) (State, string, error) {
+	d := decoder{b: b}
+	d.header()
+	s := d.state()
+	if d.err == nil && !s.Valid() {
+		d.fail("invalid state")
+	}
+	review := d.string()
+	return s, review, d.err
+}
+
+// decoder reads fields with a sticky error: after the first failure every
+// read returns a zero value, so decode reads straight through and checks
+// once.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: record: %s", ErrCorrupt, what)
+	}
+	d.b = nil
+}
+
+func (d *decoder) header() {
+	if len(d.b) < 3 || d.b[0] != magic0 || d.b[1] != magic1 {
+		d.fail("bad magic")
+		return
+	}
+	switch v := d.b[2]; {
+	case v == 0:
+		d.fail("bad format version")
+		return
+	case v > formatVersion:
+		d.err = fmt.Errorf("%w: record format version %d, this build reads up to %d", ErrVersion, v, formatVersion)
+		d.b = nil
+		return
+	}
+	d.b = d.b[3:]
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	if n > len(d.b) {
+		d.fail("truncated")
+		return nil
+	}
+	p := d.b[:n]
+	d.b = d.b[n:]
+	return p
+}
+
+func (d *decoder) byte() byte {
+	p := d.take(1)
+	if p == nil {
+		return 0
+	}
+	return p[0]
+}
+
+func (d *decoder) present() bool {
+	switch d.byte() {
+	case 0:
+		return false
+	case 1:
+		return true
+	}
+	d.fail("invalid presence byte")
+	return false
+}
+
+func (d *decoder) state() State {
+	c := d.byte()
+	if int(c) >= len(stateCodes) {
+		d.fail("invalid state")
+		return ""
+	}
+	return stateCodes[c]
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail("bad varint")
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+// int decodes a varint into an int; on 32-bit platforms a value that does
+// not fit is corrupt rather than silently truncated.
+func (d *decoder) int() int {
+	v := d.varint()
+	if int64(int(v)) != v {
+		d.fail("integer out of range")
+		return 0
+	}
+	return int(v)
+}
+
+// length reads a length prefix and checks it against the remaining bytes,
+// so a forged length cannot make decode allocate more than the input.
+func (d *decoder) length() int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail("length exceeds record")
+		return 0
+	}
+	return int(n)
+}
+
+// count reads an element count; each element takes at least min bytes.
+func (d *decoder) count(minSize int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)/minSize) {
+		d.fail("count exceeds record")
+		return 0
+	}
+	return int(n)
+}
+
+func (d *decoder) string() string {
+	return string(d.take(d.length()))
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.length()
+	if n == 0 {
+		return nil
+	}
+	return slices.Clone(d.take(n))
+}
+
+func (d *decoder) time() time.Time {
+	s := d.varint()
+	ns := d.uvarint()
+	if ns >= uint64(time.Second) {
+		d.fail("invalid nanoseconds")
+		return time.Time{}
+	}
+	if d.err != nil {
+		return time.Time{}
+	}
+	return time.Unix(s-secondsToYear1, int64(ns)).UTC()
+}
+
+func (d *decoder) httpHeader() http.Header {
+	// An encoded header entry is at least 2 bytes: key length, value count.
+	n := d.count(2)
+	if n == 0 {
+		return nil
+	}
+	h := make(http.Header, n)
+	for range n {
+		k := d.string()
+		vs := make([]string, d.count(1))
+		for i := range vs {
+			vs[i] = d.string()
+		}
+		if _, dup := h[k]; dup {
+			d.fail("duplicate header key")
+		}
+		h[k] = vs
+	}
+	if d.err != nil {
+		return nil
+	}
+	return h
+}

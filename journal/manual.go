@@ -1,0 +1,45 @@
+package journal
+
+import (
+	"fmt"
+	"time"
+)
+
+// Manual is a settlement made by hand, through Store.Resolve: an operator
+// who learned the outcome some other way.
+type Manual struct {
+	State      State     // StateSucceeded or StateFailed
+	ResourceID string    // the server's id for what was created, if any
+	Reason     string    // why; required
+	By         string    // who resolved it
+	At         time.Time // when; required (the Store never reads the clock)
+}
+
+func (m *Manual) validate() error {
+	switch {
+	case !m.State.Terminal():
+		return fmt.Errorf("manual resolution to non-terminal state %q", m.State)
+	case m.Reason == "":
+		return fmt.Errorf("manual resolution without a reason")
+	case m.At.IsZero():
+		return fmt.Errorf("manual resolution without a time")
+	}
+	return nil
+}
+
+// resolve settles r as m says, keeping what the server last said (status
+// code, body) and recording where the record stood before.
+func (m *Manual) resolve(r *Record) {
+	res := r.Result
+	if res == nil {
+		res = &Result{}
+		r.Result = res
+	}
+	res.ResourceID = m.ResourceID
+	res.Reason = m.Reason
+	r.Resolved = &Resolution{By: m.By, Reason: m.Reason, At: m.At, From: r.State}
+	r.State = m.State
+	r.Review = ""
+	r.Settled = m.At
+	r.Updated = m.At
+}

@@ -1,0 +1,46 @@
+package journal
+
+import "time"
+
+// DefaultLockTimeout is how long Open waits for another process to release
+// the journal's file lock before it returns ErrLocked.
+const DefaultLockTimeout = 2 * time.Second
+
+// An Option configures Open.
+type Option interface {
+	apply(*config)
+}
+
+type config struct {
+	lockTimeout time.Duration
+	readOnly    bool
+	noSync      bool
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// WithLockTimeout sets how long Open waits for the file lock held by
+// another process before it returns an error matching ErrLocked. The
+// default is DefaultLockTimeout; zero or less means a single try. Open
+// never waits forever.
+func WithLockTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.lockTimeout = d })
+}
+
+// ReadOnly opens the journal for inspection, as the operator tool does: the
+// file is neither created nor changed, and every write returns ErrReadOnly.
+// Several read-only Stores may share a file, but not with a writer: while
+// the application holds the journal, a read-only Open returns ErrLocked.
+func ReadOnly() Option {
+	return optionFunc(func(c *config) { c.readOnly = true })
+}
+
+// WithUnsafeNoSync turns off fsync. It is unsafe: a crash of the machine
+// (not only of the process) can lose writes that were acknowledged, which
+// breaks every promise the journal makes. It exists for benchmarks and
+// tests only.
+func WithUnsafeNoSync() Option {
+	return optionFunc(func(c *config) { c.noSync = true })
+}

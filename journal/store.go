@@ -1,0 +1,711 @@
+package journal
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// openPage is how many open records ForEachOpen reads per transaction.
+const openPage = 256
+
+// pruneChunk is how many records Prune deletes per commit, so that pruning
+// a large backlog neither builds one huge transaction nor holds up other
+// writers for long.
+const pruneChunk = 10000
+
+// Store is a journal of operations in a bbolt file. It is safe for
+// concurrent use by many goroutines; only one process may have the file
+// open for writing at a time.
+//
+// Every write (Create, Update, Resolve, Prune) is committed and, unless
+// WithUnsafeNoSync was given, fsync'd when it returns without error.
+// Concurrent writes share commits. Once a write has been queued it is
+// carried out even if its context is cancelled, so an error always means
+// "not written". Every *Record a Store returns is the caller's own deep
+// copy.
+//
+// The Store never reads the clock: the caller sets every time in a record.
+type Store struct {
+	db       *bolt.DB
+	path     string
+	readOnly bool
+	c        *committer // nil when read-only
+
+	// mu orders enqueueing writes against Close: writers hold it shared
+	// while they enqueue, Close exclusively while it marks the Store closed.
+	mu     sync.RWMutex
+	closed atomic.Bool
+}
+
+// Open opens the journal at path, creating it (mode 0600) unless ReadOnly
+// is given. It waits a bounded time for another process to release the
+// file (see WithLockTimeout), then fails with an error matching ErrLocked.
+// A file that is not an idem journal, or is damaged, gives ErrCorrupt; one
+// written by a newer format version gives ErrVersion. Every error names
+// the path.
+func Open(path string, opts ...Option) (*Store, error) {
+	cfg := config{lockTimeout: DefaultLockTimeout}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&cfg)
+		}
+	}
+	if cfg.readOnly {
+		// bbolt would try to initialise an empty file, and the operator
+		// deserves better than a bare ENOENT.
+		fi, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("journal: open %s read-only: no journal there (read-only mode never creates one): %w", path, err)
+		}
+		if fi.Size() == 0 {
+			return nil, fmt.Errorf("journal: open %s: empty file: %w", path, ErrCorrupt)
+		}
+	}
+	timeout := cfg.lockTimeout
+	if timeout <= 0 {
+		timeout = time.Nanosecond // one try; bbolt's zero means forever
+	}
+	db, err := openBolt(path, &bolt.Options{
+		Timeout:  timeout,
+		ReadOnly: cfg.readOnly,
+		NoSync:   cfg.noSync,
+	})
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("journal: open %s: another process (probably the running application) holds the journal's lock; stop it, or wait for it to exit, and retry: %w", path, ErrLocked)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, ErrCorrupt):
+		return nil, fmt.Errorf("journal: open %s: not an idem journal, or damaged (%v): %w", path, err, ErrCorrupt)
+	case err != nil:
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	if err := initMeta(db, cfg.readOnly); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path, readOnly: cfg.readOnly}
+	if !cfg.readOnly {
+		s.c = newCommitter(db)
+	}
+	return s, nil
+}
+
+// openBolt opens the bbolt file, turning a panic on a damaged file into
+// ErrCorrupt.
+func openBolt(path string, o *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			db, err = nil, fmt.Errorf("%w: bbolt: %v", ErrCorrupt, p)
+		}
+	}()
+	return bolt.Open(path, 0o600, o)
+}
+
+// initMeta checks that db is an idem journal this build can read, and
+// makes a new file one. A file whose root holds no bucket at all is new
+// (or was created by a process that died before its first commit);
+// anything else without the journal's meta bucket is not a journal.
+func initMeta(db *bolt.DB, readOnly bool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("damaged file (%v): %w", p, ErrCorrupt)
+		}
+	}()
+	empty := false
+	err = db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			k, _ := tx.Cursor().First()
+			empty = k == nil
+			if empty && !readOnly {
+				return nil
+			}
+			return fmt.Errorf("no journal metadata: %w", ErrCorrupt)
+		}
+		if !bytes.Equal(meta.Get(metaMagic), magicValue) {
+			return fmt.Errorf("bad journal magic: %w", ErrCorrupt)
+		}
+		v := meta.Get(metaVersion)
+		switch {
+		case len(v) != 1 || v[0] == 0:
+			return fmt.Errorf("bad format version %x: %w", v, ErrCorrupt)
+		case v[0] > formatVersion:
+			return fmt.Errorf("format version %d, this build reads up to %d: %w", v[0], formatVersion, ErrVersion)
+		}
+		for _, name := range [][]byte{bucketRecords, bucketOpen, bucketSettled} {
+			if tx.Bucket(name) == nil {
+				return fmt.Errorf("bucket %q missing: %w", name, ErrCorrupt)
+			}
+		}
+		return nil
+	})
+	if err != nil || !empty {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(metaMagic, magicValue); err != nil {
+			return err
+		}
+		if err := meta.Put(metaVersion, []byte{formatVersion}); err != nil {
+			return err
+		}
+		for _, name := range [][]byte{bucketRecords, bucketOpen, bucketSettled} {
+			if _, err := tx.CreateBucket(name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Path returns the journal file's path, as given to Open.
+func (s *Store) Path() string { return s.path }
+
+// Close waits for queued writes to commit, then closes the file. It is
+// safe to call more than once; every other method returns ErrClosed
+// afterwards.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed.Store(true)
+	s.mu.Unlock()
+	if s.c != nil {
+		s.c.stop()
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("journal: close: %w", err)
+	}
+	return nil
+}
+
+// write queues run for the committer and waits for its commit.
+func (s *Store) write(ctx context.Context, run func(*bolt.Tx, *request) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if s.readOnly {
+		return ErrReadOnly
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := &request{done: make(chan struct{})}
+	r.run = func(tx *bolt.Tx) error { return run(tx, r) }
+	s.mu.RLock()
+	if s.closed.Load() {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case s.c.queue <- r:
+	case <-ctx.Done():
+		s.mu.RUnlock()
+		return ctx.Err()
+	}
+	s.mu.RUnlock()
+	<-r.done // even if ctx ends now: the write may already be committed
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	return r.err
+}
+
+// view runs fn in a read transaction.
+func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	err := s.db.View(fn)
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed // Close won the race
+	}
+	return err
+}
+
+// Create stores a new record, which must satisfy the journal's rules (see
+// ErrInvalid). When a record with the same Scope and Key exists, nothing is
+// written and Create returns the stored record with an error matching
+// ErrExists, so the caller can compare bodies. Otherwise it returns the
+// record as stored.
+func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
+	if rec == nil {
+		return nil, fmt.Errorf("journal: create: nil record: %w", ErrInvalid)
+	}
+	if err := validate(rec); err != nil {
+		return nil, fmt.Errorf("journal: create: %w", err)
+	}
+	rk := recordKey(rec.Scope, rec.Key)
+	enc := encode(nil, rec)
+	// Decoding before the commit gives the committer a private copy to
+	// index, and the caller exactly what a later Get would return.
+	stored, err := decodeStored(enc)
+	if err != nil {
+		return nil, err
+	}
+	var existing []byte
+	err = s.write(ctx, func(tx *bolt.Tx, _ *request) error {
+		if v := tx.Bucket(bucketRecords).Get(rk); v != nil {
+			existing = slices.Clone(v)
+			return ErrExists
+		}
+		return failed(putRecord(tx, rk, nil, stored, enc))
+	})
+	if errors.Is(err, ErrExists) {
+		old, derr := decode(existing)
+		if derr != nil {
+			return nil, fmt.Errorf("journal: create: existing record: %w", derr)
+		}
+		return old, fmt.Errorf("journal: create %q: %w", rec.Key, ErrExists)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("journal: create: %w", err)
+	}
+	return stored, nil
+}
+
+// decodeStored decodes what the Store itself just encoded, so the caller
+// gets exactly what a later Get would return.
+func decodeStored(enc []byte) (*Record, error) {
+	r, err := decode(enc)
+	if err != nil {
+		return nil, fmt.Errorf("journal: decode own record: %w", err)
+	}
+	return r, nil
+}
+
+// Get returns the record with the given scope and key, or an error
+// matching ErrNotFound.
+func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
+	if err := validateID(scope, key); err != nil {
+		return nil, fmt.Errorf("journal: get: %w", err)
+	}
+	var r *Record
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketRecords).Get(recordKey(scope, key))
+		if v == nil {
+			return ErrNotFound
+		}
+		var err error
+		r, err = decode(v)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: get %q: %w", key, err)
+	}
+	return r, nil
+}
+
+// Update applies fn to a copy of the stored record and commits the result
+// with its index entries, atomically. If fn returns an error nothing is
+// written and Update returns that error, wrapped. If the record is
+// succeeded or failed, fn is not called and the error matches ErrTerminal.
+// If fn breaks the journal's rules (changes Scope, Key, Method, URL or
+// Body, or makes the record invalid), nothing is written and the error
+// matches ErrInvalid. A panic in fn is re-raised in the caller.
+//
+// fn runs inside the commit that it shares with other writers: it must be
+// quick and must not call the Store's write methods, which would wait for
+// that very commit.
+func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) error) (*Record, error) {
+	if err := validateID(scope, key); err != nil {
+		return nil, fmt.Errorf("journal: update: %w", err)
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("journal: update: nil function: %w", ErrInvalid)
+	}
+	rk := recordKey(scope, key)
+	var enc []byte
+	err := s.write(ctx, func(tx *bolt.Tx, req *request) error {
+		r, err := getForWrite(tx, rk)
+		if err != nil {
+			return err
+		}
+		if r.State.Terminal() {
+			return ErrTerminal
+		}
+		was := *r // shallow: only its strings, times and digest are read below
+		if req.panicked, err = protect(fn, r); err != nil {
+			return err
+		}
+		if err := validateChange(&was, r); err != nil {
+			return err
+		}
+		enc = encode(nil, r)
+		return failed(putRecord(tx, rk, &was, r, enc))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: update %q: %w", key, err)
+	}
+	return decodeStored(enc)
+}
+
+// Resolve settles a record by hand, as m says: it sets the state, the
+// result's resource id and reason (keeping the status code and body the
+// server last sent), clears the review reason, sets Settled and Updated to
+// m.At, and records m and the previous state in Resolved. Unlike Update it
+// also accepts a terminal record: it is the explicit, recorded way to
+// correct one.
+func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Record, error) {
+	if err := validateID(scope, key); err != nil {
+		return nil, fmt.Errorf("journal: resolve: %w", err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("journal: resolve: %w: %w", err, ErrInvalid)
+	}
+	rk := recordKey(scope, key)
+	var enc []byte
+	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
+		r, err := getForWrite(tx, rk)
+		if err != nil {
+			return err
+		}
+		was := *r
+		m.resolve(r)
+		if err := validate(r); err != nil {
+			return err
+		}
+		enc = encode(nil, r)
+		return failed(putRecord(tx, rk, &was, r, enc))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: resolve %q: %w", key, err)
+	}
+	return decodeStored(enc)
+}
+
+func getForWrite(tx *bolt.Tx, rk []byte) (*Record, error) {
+	v := tx.Bucket(bucketRecords).Get(rk)
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	return decode(v)
+}
+
+// ForEachOpen calls fn for every open record, soonest NextDue first, and
+// stops at the first error fn returns. It reads the open index a page at a
+// time and calls fn outside any transaction, so fn may call Update. Its
+// cost grows with the number of open records, not with the journal's size.
+//
+// Each record is visited at most once. A record created, or moved to an
+// earlier NextDue than the walk has reached, while ForEachOpen runs may be
+// missed; Due finds it later.
+func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
+	var after, end []byte
+	seen := make(map[string]struct{})
+	for {
+		var page []*Record
+		err := s.view(ctx, func(tx *bolt.Tx) error {
+			c := tx.Bucket(bucketOpen).Cursor()
+			if end == nil {
+				last, _ := c.Last()
+				if last == nil {
+					return nil
+				}
+				// Records rescheduled past the last entry are not revisited.
+				end = slices.Clone(last)
+			}
+			k, _ := c.First()
+			if after != nil {
+				k, _ = c.Seek(after)
+				if bytes.Equal(k, after) {
+					k, _ = c.Next()
+				}
+			}
+			records := tx.Bucket(bucketRecords)
+			for ; k != nil && bytes.Compare(k, end) <= 0 && len(page) < openPage; k, _ = c.Next() {
+				r, err := indexed(records, k)
+				if err != nil {
+					return err
+				}
+				after = slices.Clone(k)
+				page = append(page, r)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("journal: for each open: %w", err)
+		}
+		for _, r := range page {
+			id := r.Scope + "\x00" + r.Key
+			if _, dup := seen[id]; dup {
+				continue
+			}
+			seen[id] = struct{}{}
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < openPage {
+			return nil
+		}
+	}
+}
+
+// indexed decodes the record an index key points at.
+func indexed(records *bolt.Bucket, k []byte) (*Record, error) {
+	v := records.Get(k[timeKeySize:])
+	if v == nil {
+		return nil, fmt.Errorf("index entry %q without record: %w", k, ErrCorrupt)
+	}
+	return decode(v)
+}
+
+// Due returns open records whose NextDue is not after by, soonest first, at
+// most limit of them (limit <= 0 means all). A zero NextDue is always due.
+func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, error) {
+	var out []*Record
+	bound := timeKey(by)
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketOpen).Cursor()
+		records := tx.Bucket(bucketRecords)
+		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= bound; k, _ = c.Next() {
+			if limit > 0 && len(out) == limit {
+				break
+			}
+			r, err := indexed(records, k)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: due: %w", err)
+	}
+	return out, nil
+}
+
+// List returns the records f selects, in (Scope, Key) order. A filter on
+// open states only reads the open index; any other filter reads the whole
+// journal.
+func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
+	var out []*Record
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		records := tx.Bucket(bucketRecords)
+		if f.openOnly() {
+			var keys [][]byte
+			err := tx.Bucket(bucketOpen).ForEach(func(k, _ []byte) error {
+				keys = append(keys, k[timeKeySize:])
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			slices.SortFunc(keys, bytes.Compare)
+			for _, rk := range keys {
+				ok, err := s.listOne(&f, rk, records.Get(rk), &out)
+				if err != nil || !ok {
+					return err
+				}
+			}
+			return nil
+		}
+		c := records.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			ok, err := s.listOne(&f, k, v, &out)
+			if err != nil || !ok {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: list: %w", err)
+	}
+	return out, nil
+}
+
+// listOne appends the record in v to out if f selects it, and reports
+// whether List should go on.
+func (s *Store) listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
+	if v == nil {
+		return false, fmt.Errorf("index entry for %q without record: %w", rk, ErrCorrupt)
+	}
+	st, review, err := decodeState(v)
+	if err != nil {
+		return false, fmt.Errorf("record %q: %w", rk, err)
+	}
+	if !f.matchState(st, review) {
+		return true, nil
+	}
+	r, err := decode(v)
+	if err != nil {
+		return false, fmt.Errorf("record %q: %w", rk, err)
+	}
+	if f.matchCreated(r) {
+		*out = append(*out, r)
+	}
+	return f.Limit <= 0 || len(*out) < f.Limit, nil
+}
+
+// Prune deletes the terminal records settled before settledBefore and
+// returns how many it deleted. It never deletes an open record. It reads
+// only the settled index, so its cost grows with what it deletes, and it
+// commits in chunks: if it fails, the chunks before the failure stay
+// deleted, and the count says how many records that was.
+func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error) {
+	bound := timeKey(settledBefore)
+	total := 0
+	var after []byte
+	for {
+		n, more := 0, false
+		err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
+			n, more = 0, false
+			records, settled := tx.Bucket(bucketRecords), tx.Bucket(bucketSettled)
+			var keys [][]byte
+			c := settled.Cursor()
+			k, _ := c.First()
+			if after != nil {
+				k, _ = c.Seek(after)
+				if bytes.Equal(k, after) {
+					k, _ = c.Next()
+				}
+			}
+			for ; k != nil && binary.BigEndian.Uint64(k) < bound; k, _ = c.Next() {
+				if len(keys) == pruneChunk {
+					more = true
+					break
+				}
+				keys = append(keys, slices.Clone(k))
+			}
+			// Decide everything before deleting anything, so an error
+			// leaves the transaction untouched.
+			drop := make([]bool, len(keys))
+			for i, k := range keys {
+				v := records.Get(k[timeKeySize:])
+				if v == nil {
+					continue // stray index entry: drop it alone
+				}
+				st, _, err := decodeState(v)
+				if err != nil {
+					return fmt.Errorf("record %q: %w", k[timeKeySize:], err)
+				}
+				drop[i] = st.Terminal()
+			}
+			for i, k := range keys {
+				if drop[i] {
+					if err := records.Delete(k[timeKeySize:]); err != nil {
+						return failed(err)
+					}
+					n++
+				}
+				if err := settled.Delete(k); err != nil {
+					return failed(err)
+				}
+			}
+			if len(keys) > 0 {
+				after = keys[len(keys)-1]
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("journal: prune: %w", err)
+		}
+		total += n
+		if !more {
+			return total, nil
+		}
+	}
+}
+
+// Stats counts the journal's records by state. It reads every record (only
+// its first bytes), so it is for the operator tool, not for a hot path.
+func (s *Store) Stats(ctx context.Context) (Stats, error) {
+	st := Stats{ByState: make(map[State]int)}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		st.FileSize = tx.Size()
+		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+			state, review, err := decodeState(v)
+			if err != nil {
+				return fmt.Errorf("record %q: %w", k, err)
+			}
+			st.ByState[state]++
+			st.Total++
+			if !state.Terminal() {
+				st.Open++
+			}
+			if review != "" {
+				st.Review++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return Stats{}, fmt.Errorf("journal: stats: %w", err)
+	}
+	if fi, err := os.Stat(s.path); err == nil {
+		st.FileSize = fi.Size()
+	}
+	return st, nil
+}
+
+func validateID(scope, key string) error {
+	switch {
+	case scope == "":
+		return fmt.Errorf("empty scope: %w", ErrInvalid)
+	case key == "":
+		return fmt.Errorf("empty key: %w", ErrInvalid)
+	case strings.IndexByte(scope, 0) >= 0:
+		return fmt.Errorf("NUL byte in scope: %w", ErrInvalid)
+	case strings.IndexByte(key, 0) >= 0:
+		return fmt.Errorf("NUL byte in key: %w", ErrInvalid)
+	}
+	return nil
+}
+
+// validate checks the rules every stored record obeys.
+func validate(r *Record) error {
+	if err := validateID(r.Scope, r.Key); err != nil {
+		return err
+	}
+	switch {
+	case !r.State.Valid():
+		return fmt.Errorf("invalid state %q: %w", r.State, ErrInvalid)
+	case r.BodySHA != sha256.Sum256(r.Body):
+		return fmt.Errorf("BodySHA is not the SHA-256 of Body: %w", ErrInvalid)
+	case r.State.Terminal() && r.Settled.IsZero():
+		return fmt.Errorf("%s record without a Settled time: %w", r.State, ErrInvalid)
+	case r.Resolved != nil && r.Resolved.From != "" && !r.Resolved.From.Valid():
+		return fmt.Errorf("invalid resolution state %q: %w", r.Resolved.From, ErrInvalid)
+	}
+	return nil
+}
+
+// validateChange checks what Update's fn did: the record must stay valid
+// and keep what identifies the operation on the wire (promise: same key,
+// same bytes, same URL on every attempt).
+func validateChange(was, r *Record) error {
+	switch {
+	case r.Scope != was.Scope || r.Key != was.Key:
+		return fmt.Errorf("update changed Scope or Key: %w", ErrInvalid)
+	case r.Method != was.Method || r.URL != was.URL:
+		return fmt.Errorf("update changed Method or URL: %w", ErrInvalid)
+	case r.BodySHA != was.BodySHA:
+		return fmt.Errorf("update changed Body: %w", ErrInvalid)
+	}
+	return validate(r) // also catches Body changed in place: it no longer matches BodySHA
+}
