@@ -444,11 +444,15 @@ func TestInjectPanicsOnInvalidFault(t *testing.T) {
 	srv := fakeserver.New(fakeserver.Config{})
 	require.PanicsWithValue(t, `fakeserver: Inject: unknown fault kind "boom"`, func() { srv.Inject(fakeserver.Fault{Kind: "boom"}) })
 	require.Panics(t, func() { srv.Inject(fakeserver.Fault{Kind: fakeserver.QueryLag, Query: true}) })
-	require.Panics(t, func() { srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Throttle: 1.5}}) })
+	require.Panics(t, func() {
+		srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Throttle: 1.5}})
+	})
 	require.Panics(t, func() {
 		srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Throttle: 0.6, fakeserver.Unavailable: 0.6}})
 	})
-	require.Panics(t, func() { fakeserver.New(fakeserver.Config{Profile: fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{"x": 0.1}}}) })
+	require.Panics(t, func() {
+		fakeserver.New(fakeserver.Config{Profile: fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{"x": 0.1}}})
+	})
 }
 
 func TestFaultKindsAreDescribed(t *testing.T) {
