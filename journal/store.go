@@ -7,11 +7,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -86,11 +88,13 @@ func Open(path string, opts ...Option) (*Store, error) {
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		return nil, fmt.Errorf("journal: open %s: another process (probably the running application) holds the journal's lock; stop it, or wait for it to exit, and retry: %w", path, ErrLocked)
-	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
-		errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, ErrCorrupt):
-		return nil, fmt.Errorf("journal: open %s: not an idem journal, or damaged (%v): %w", path, err, ErrCorrupt)
-	case err != nil:
+	case err != nil && systemError(err):
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+	case err != nil:
+		// bbolt reports a bad file in several ways, some of them
+		// untyped ("file size too small"): whatever is not the system's
+		// complaint is the file's.
+		return nil, fmt.Errorf("journal: open %s: not an idem journal, or damaged (%v): %w", path, err, ErrCorrupt)
 	}
 	if err := initMeta(db, cfg.readOnly); err != nil {
 		_ = db.Close()
@@ -101,6 +105,14 @@ func Open(path string, opts ...Option) (*Store, error) {
 		s.c = newCommitter(db)
 	}
 	return s, nil
+}
+
+// systemError reports whether err comes from the operating system (no such
+// file, permission denied, …) rather than from the file's content.
+func systemError(err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &errno)
 }
 
 // openBolt opens the bbolt file, turning a panic on a damaged file into

@@ -1,0 +1,783 @@
+// Package journaltest is the conformance suite for idem's journal: every
+// implementation of idem.Store must pass Run.
+package journaltest
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+// T0 is the suite's fixed clock: a Store never reads the clock itself.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// Run runs the conformance suite. open must return a new, empty Store for
+// each call; Run closes every Store it opens, and open may register
+// further checks (such as reopening the file) with t.Cleanup.
+func Run(t *testing.T, open func(t testing.TB) idem.Store) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, idem.Store)
+	}{
+		{"CreateGet", testCreateGet},
+		{"CreateExists", testCreateExists},
+		{"CreateInvalid", testCreateInvalid},
+		{"GetNotFound", testGetNotFound},
+		{"Update", testUpdate},
+		{"UpdateFnError", testUpdateFnError},
+		{"UpdateNotFound", testUpdateNotFound},
+		{"UpdateTerminal", testUpdateTerminal},
+		{"UpdateInvalid", testUpdateInvalid},
+		{"Resolve", testResolve},
+		{"ResolveTerminal", testResolveTerminal},
+		{"ResolveInvalid", testResolveInvalid},
+		{"DeepCopy", testDeepCopy},
+		{"OpenIndex", testOpenIndex},
+		{"DueLimit", testDueLimit},
+		{"ForEachOpenUpdates", testForEachOpenUpdates},
+		{"ForEachOpenStops", testForEachOpenStops},
+		{"List", testList},
+		{"Prune", testPrune},
+		{"ConcurrentWriters", testConcurrentWriters},
+		{"CancelledContext", testCancelledContext},
+		{"Closed", testClosed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t)
+			t.Cleanup(func() { _ = s.Close() })
+			tt.fn(t, s)
+		})
+	}
+}
+
+// NewRecord returns a valid pending record with a body, a header and
+// NextDue at due, as a client would journal it.
+func NewRecord(scope, key string, due time.Time) *journal.Record {
+	body := []byte(fmt.Sprintf(`{"order":%q,"amount":1250}`, key))
+	return &journal.Record{
+		Scope:    scope,
+		Key:      key,
+		Ref:      "ref-" + key,
+		Method:   http.MethodPost,
+		URL:      "https://api.example.com/v1/orders",
+		QueryURL: "https://api.example.com/v1/orders/by-key/" + key,
+		Header:   http.Header{"Content-Type": {"application/json"}},
+		Body:     body,
+		BodySHA:  sha256.Sum256(body),
+		State:    journal.StatePending,
+		Created:  t0,
+		Updated:  t0,
+		NextDue:  due,
+	}
+}
+
+func create(t testing.TB, s idem.Store, rec *journal.Record) *journal.Record {
+	t.Helper()
+	got, err := s.Create(context.Background(), rec)
+	require.NoError(t, err, "Create(%s)", rec.Key)
+	return got
+}
+
+func get(t testing.TB, s idem.Store, scope, key string) *journal.Record {
+	t.Helper()
+	got, err := s.Get(context.Background(), scope, key)
+	require.NoError(t, err, "Get(%s, %s)", scope, key)
+	return got
+}
+
+// settle makes an open record succeeded at the given time through Update.
+func settle(t testing.TB, s idem.Store, scope, key string, at time.Time) *journal.Record {
+	t.Helper()
+	got, err := s.Update(context.Background(), scope, key, func(r *journal.Record) error {
+		r.State = journal.StateSucceeded
+		r.Settled, r.Updated = at, at
+		r.Result = &journal.Result{ResourceID: "res-" + key, StatusCode: 201, Body: []byte(`{"id":1}`)}
+		return nil
+	})
+	require.NoError(t, err, "Update(%s) to succeeded", key)
+	return got
+}
+
+func keys(recs []*journal.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.Scope + "/" + r.Key
+	}
+	return out
+}
+
+func testCreateGet(t *testing.T, s idem.Store) {
+	rec := NewRecord("acct", "k1", t0)
+	rec.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: t0, Wrote: true}}
+	want := NewRecord("acct", "k1", t0)
+	want.Attempts = slices.Clone(rec.Attempts)
+
+	got := create(t, s, rec)
+	require.Equal(t, want, got, "Create() returned record")
+	require.Equal(t, want, get(t, s, "acct", "k1"), "Get() after Create")
+	// Same key in another scope is another record.
+	other := create(t, s, NewRecord("acct2", "k1", t0))
+	require.Equal(t, "acct2", other.Scope)
+	require.Equal(t, want, get(t, s, "acct", "k1"), "Get() after Create in another scope")
+}
+
+func testCreateExists(t *testing.T, s idem.Store) {
+	first := create(t, s, NewRecord("acct", "k1", t0))
+	second := NewRecord("acct", "k1", t0.Add(time.Hour))
+	second.Body = []byte("different")
+	second.BodySHA = sha256.Sum256(second.Body)
+
+	got, err := s.Create(context.Background(), second)
+	require.ErrorIs(t, err, journal.ErrExists, "Create() of an existing key")
+	require.Equal(t, first, got, "Create() of an existing key returns the stored record")
+	require.Equal(t, first, get(t, s, "acct", "k1"), "stored record unchanged")
+}
+
+func testCreateInvalid(t *testing.T, s idem.Store) {
+	tests := []struct {
+		name   string
+		mutate func(*journal.Record)
+	}{
+		{"empty scope", func(r *journal.Record) { r.Scope = "" }},
+		{"empty key", func(r *journal.Record) { r.Key = "" }},
+		{"NUL in scope", func(r *journal.Record) { r.Scope = "a\x00b" }},
+		{"NUL in key", func(r *journal.Record) { r.Key = "a\x00b" }},
+		{"invalid state", func(r *journal.Record) { r.State = "done" }},
+		{"empty state", func(r *journal.Record) { r.State = "" }},
+		{"wrong BodySHA", func(r *journal.Record) { r.BodySHA[0] ^= 1 }},
+		{"body without BodySHA", func(r *journal.Record) { r.BodySHA = [32]byte{} }},
+		{"terminal without Settled", func(r *journal.Record) { r.State = journal.StateFailed }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := NewRecord("acct", "bad", t0)
+			tt.mutate(rec)
+			_, err := s.Create(context.Background(), rec)
+			require.ErrorIs(t, err, journal.ErrInvalid, "Create()")
+		})
+	}
+	_, err := s.Get(context.Background(), "acct", "bad")
+	require.ErrorIs(t, err, journal.ErrNotFound, "Get() after invalid Creates")
+	_, err = s.Create(context.Background(), nil)
+	require.ErrorIs(t, err, journal.ErrInvalid, "Create(nil)")
+}
+
+func testGetNotFound(t *testing.T, s idem.Store) {
+	_, err := s.Get(context.Background(), "acct", "missing")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	create(t, s, NewRecord("acct", "k", t0))
+	_, err = s.Get(context.Background(), "other", "k")
+	require.ErrorIs(t, err, journal.ErrNotFound, "Get() in another scope")
+}
+
+func testUpdate(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	at := t0.Add(time.Second)
+	var seen journal.State // fn may run on another goroutine: assert after
+	got, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+		seen = r.State
+		r.State = journal.StateProcessing
+		r.FirstSent = at
+		r.Updated = at
+		r.NextDue = at.Add(time.Minute)
+		r.Attempts = append(r.Attempts, journal.Attempt{
+			Number: 1, Kind: journal.AttemptSubmit, Start: at, Wrote: true, Done: true,
+			Status: 409, RetryAfter: 2 * time.Second, Duration: 30 * time.Millisecond,
+		})
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, journal.StatePending, seen, "fn saw the stored state")
+	require.Equal(t, journal.StateProcessing, got.State)
+	require.Len(t, got.Attempts, 1)
+	require.Equal(t, got, get(t, s, "acct", "k"), "Get() after Update")
+
+	due, err := s.Due(context.Background(), at.Add(time.Minute), 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"acct/k"}, keys(due), "Due() at the new NextDue")
+	due, err = s.Due(context.Background(), at.Add(time.Minute-1), 0)
+	require.NoError(t, err)
+	require.Empty(t, due, "Due() just before the new NextDue")
+}
+
+func testUpdateFnError(t *testing.T, s idem.Store) {
+	want := create(t, s, NewRecord("acct", "k", t0))
+	boom := errors.New("boom")
+	_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+		r.State = journal.StateUnknown
+		r.Review = "should not stick"
+		return boom
+	})
+	require.ErrorIs(t, err, boom, "Update() returns fn's error")
+	require.Equal(t, want, get(t, s, "acct", "k"), "nothing written when fn fails")
+}
+
+func testUpdateNotFound(t *testing.T, s idem.Store) {
+	called := false
+	_, err := s.Update(context.Background(), "acct", "missing", func(*journal.Record) error {
+		called = true
+		return nil
+	})
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	require.False(t, called, "fn called for a missing record")
+}
+
+func testUpdateTerminal(t *testing.T, s idem.Store) {
+	for _, st := range []journal.State{journal.StateSucceeded, journal.StateFailed} {
+		t.Run(string(st), func(t *testing.T) {
+			key := "k-" + string(st)
+			create(t, s, NewRecord("acct", key, t0))
+			want, err := s.Update(context.Background(), "acct", key, func(r *journal.Record) error {
+				r.State = st
+				r.Settled = t0.Add(time.Second)
+				return nil
+			})
+			require.NoError(t, err)
+			called := false
+			_, err = s.Update(context.Background(), "acct", key, func(r *journal.Record) error {
+				called = true
+				r.State = journal.StatePending
+				return nil
+			})
+			require.ErrorIs(t, err, journal.ErrTerminal, "Update() of a %s record", st)
+			require.False(t, called, "fn called for a terminal record")
+			require.Equal(t, want, get(t, s, "acct", key))
+		})
+	}
+}
+
+func testUpdateInvalid(t *testing.T, s idem.Store) {
+	tests := []struct {
+		name string
+		fn   func(*journal.Record)
+	}{
+		{"change Scope", func(r *journal.Record) { r.Scope = "other" }},
+		{"change Key", func(r *journal.Record) { r.Key = "other" }},
+		{"invalid state", func(r *journal.Record) { r.State = "done" }},
+		{"terminal without Settled", func(r *journal.Record) { r.State = journal.StateSucceeded }},
+		{"Body changed in place", func(r *journal.Record) { r.Body[0] ^= 1 }},
+		{"Body and BodySHA replaced", func(r *journal.Record) {
+			r.Body = []byte("other")
+			r.BodySHA = sha256.Sum256(r.Body)
+		}},
+		{"BodySHA broken", func(r *journal.Record) { r.BodySHA[3] ^= 1 }},
+		{"change URL", func(r *journal.Record) { r.URL = "https://elsewhere.example.com/" }},
+	}
+	want := create(t, s, NewRecord("acct", "k", t0))
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+				tt.fn(r)
+				return nil
+			})
+			require.ErrorIs(t, err, journal.ErrInvalid, "Update()")
+			require.Equal(t, want, get(t, s, "acct", "k"), "nothing written")
+		})
+	}
+}
+
+func testResolve(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+		r.State = journal.StateUnknown
+		r.Review = "key expired"
+		r.Result = &journal.Result{StatusCode: 500, Body: []byte("oops"), Reason: "server error"}
+		return nil
+	})
+	require.NoError(t, err)
+
+	at := t0.Add(48 * time.Hour)
+	m := journal.Manual{State: journal.StateSucceeded, ResourceID: "ord_1", Reason: "seen in the dashboard", By: "alice", At: at}
+	got, err := s.Resolve(context.Background(), "acct", "k", m)
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, got.State)
+	require.Empty(t, got.Review, "Review cleared")
+	require.Equal(t, at, got.Settled, "Settled")
+	require.Equal(t, at, got.Updated, "Updated")
+	require.Equal(t, &journal.Result{ResourceID: "ord_1", StatusCode: 500, Body: []byte("oops"), Reason: "seen in the dashboard"}, got.Result)
+	require.Equal(t, &journal.Resolution{By: "alice", Reason: "seen in the dashboard", At: at, From: journal.StateUnknown}, got.Resolved)
+	require.Equal(t, got, get(t, s, "acct", "k"), "Get() after Resolve")
+
+	due, err := s.Due(context.Background(), at.Add(time.Hour), 0)
+	require.NoError(t, err)
+	require.Empty(t, due, "Due() after Resolve")
+	_, err = s.Resolve(context.Background(), "acct", "missing", m)
+	require.ErrorIs(t, err, journal.ErrNotFound, "Resolve() of a missing record")
+}
+
+func testResolveTerminal(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	settle(t, s, "acct", "k", t0.Add(time.Second))
+	at := t0.Add(time.Hour)
+	got, err := s.Resolve(context.Background(), "acct", "k", journal.Manual{
+		State: journal.StateFailed, Reason: "refunded by hand", By: "bob", At: at,
+	})
+	require.NoError(t, err, "Resolve() of a terminal record")
+	require.Equal(t, journal.StateFailed, got.State)
+	require.Equal(t, journal.StateSucceeded, got.Resolved.From)
+	require.Equal(t, 201, got.Result.StatusCode, "server's status code kept")
+
+	// The settled time moved: pruning between the two times keeps it.
+	n, err := s.Prune(context.Background(), t0.Add(time.Minute))
+	require.NoError(t, err)
+	require.Zero(t, n, "Prune() before the new Settled time")
+	n, err = s.Prune(context.Background(), at.Add(time.Nanosecond))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "Prune() after the new Settled time")
+}
+
+func testResolveInvalid(t *testing.T, s idem.Store) {
+	want := create(t, s, NewRecord("acct", "k", t0))
+	valid := journal.Manual{State: journal.StateFailed, Reason: "r", By: "op", At: t0}
+	tests := []struct {
+		name   string
+		mutate func(*journal.Manual)
+	}{
+		{"open state", func(m *journal.Manual) { m.State = journal.StateUnknown }},
+		{"invalid state", func(m *journal.Manual) { m.State = "done" }},
+		{"no reason", func(m *journal.Manual) { m.Reason = "" }},
+		{"no time", func(m *journal.Manual) { m.At = time.Time{} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := valid
+			tt.mutate(&m)
+			_, err := s.Resolve(context.Background(), "acct", "k", m)
+			require.ErrorIs(t, err, journal.ErrInvalid)
+			require.Equal(t, want, get(t, s, "acct", "k"), "nothing written")
+		})
+	}
+}
+
+// scribble changes every mutable part of r in place.
+func scribble(r *journal.Record) {
+	r.State = journal.StateFailed
+	r.Review = "scribbled"
+	r.Header.Set("Content-Type", "scribbled")
+	r.Header["X-Extra"] = []string{"x"}
+	for i := range r.Body {
+		r.Body[i] = 'X'
+	}
+	for i := range r.Attempts {
+		r.Attempts[i].Status = 999
+	}
+	r.Attempts = append(r.Attempts, journal.Attempt{Number: 99})
+	if r.Result != nil {
+		r.Result.ResourceID = "scribbled"
+		if len(r.Result.Body) > 0 {
+			r.Result.Body[0] = 'X'
+		}
+	}
+	if r.Resolved != nil {
+		r.Resolved.By = "scribbled"
+	}
+	r.NextDue = r.NextDue.Add(1000 * time.Hour)
+}
+
+func testDeepCopy(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	in := NewRecord("acct", "k", t0)
+	in.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: t0}}
+	in.Result = &journal.Result{StatusCode: 202, Body: []byte("accepted")}
+	got := create(t, s, in)
+	want := NewRecord("acct", "k", t0)
+	want.Attempts = slices.Clone(in.Attempts)
+	want.Result = &journal.Result{StatusCode: 202, Body: []byte("accepted")}
+
+	scribble(in)
+	require.Equal(t, want, get(t, s, "acct", "k"), "after changing Create's argument")
+	scribble(got)
+	require.Equal(t, want, get(t, s, "acct", "k"), "after changing Create's result")
+	g := get(t, s, "acct", "k")
+	scribble(g)
+	require.Equal(t, want, get(t, s, "acct", "k"), "after changing Get's result")
+
+	var inFn *journal.Record
+	up, err := s.Update(ctx, "acct", "k", func(r *journal.Record) error {
+		inFn = r
+		r.Review = "look"
+		return nil
+	})
+	require.NoError(t, err)
+	want.Review = "look"
+	scribble(inFn)
+	require.Equal(t, want, get(t, s, "acct", "k"), "after changing the record fn saw")
+	scribble(up)
+	require.Equal(t, want, get(t, s, "acct", "k"), "after changing Update's result")
+
+	list, err := s.List(ctx, journal.Filter{})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	scribble(list[0])
+	due, err := s.Due(ctx, t0, 0)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+	scribble(due[0])
+	require.NoError(t, s.ForEachOpen(ctx, func(r *journal.Record) error {
+		scribble(r)
+		return nil
+	}))
+	require.Equal(t, want, get(t, s, "acct", "k"), "after changing List, Due and ForEachOpen results")
+
+	res, err := s.Resolve(ctx, "acct", "k", journal.Manual{State: journal.StateFailed, Reason: "r", At: t0})
+	require.NoError(t, err)
+	want2 := get(t, s, "acct", "k")
+	scribble(res)
+	require.Equal(t, want2, get(t, s, "acct", "k"), "after changing Resolve's result")
+}
+
+// checkIndex asserts that ForEachOpen and Due see exactly the open records
+// of a full List, in NextDue order.
+func checkIndex(t testing.TB, s idem.Store) {
+	t.Helper()
+	ctx := context.Background()
+	all, err := s.List(ctx, journal.Filter{})
+	require.NoError(t, err)
+	var open []*journal.Record
+	for _, r := range all {
+		if !r.State.Terminal() {
+			open = append(open, r)
+		}
+	}
+	var walked []*journal.Record
+	require.NoError(t, s.ForEachOpen(ctx, func(r *journal.Record) error {
+		walked = append(walked, r)
+		return nil
+	}))
+	require.ElementsMatch(t, keys(open), keys(walked), "ForEachOpen() visits exactly the open records")
+	require.True(t, slices.IsSortedFunc(walked, func(a, b *journal.Record) int { return a.NextDue.Compare(b.NextDue) }),
+		"ForEachOpen() in NextDue order")
+	for _, r := range walked {
+		require.False(t, r.State.Terminal(), "ForEachOpen() visited %s/%s in state %s", r.Scope, r.Key, r.State)
+	}
+
+	// Due at the latest NextDue returns them all, in the same order.
+	by := t0
+	for _, r := range open {
+		if r.NextDue.After(by) {
+			by = r.NextDue
+		}
+	}
+	due, err := s.Due(ctx, by, 0)
+	require.NoError(t, err)
+	require.Equal(t, keys(walked), keys(due), "Due(latest) equals ForEachOpen()")
+	// Due at each record's NextDue returns exactly the records not later.
+	for _, r := range open {
+		due, err := s.Due(ctx, r.NextDue, 0)
+		require.NoError(t, err)
+		n := 0
+		for _, o := range open {
+			if !o.NextDue.After(r.NextDue) {
+				n++
+			}
+		}
+		require.Len(t, due, n, "Due(%v)", r.NextDue)
+		for _, d := range due {
+			require.False(t, d.NextDue.After(r.NextDue), "Due(%v) returned %s due %v", r.NextDue, d.Key, d.NextDue)
+		}
+	}
+}
+
+func testOpenIndex(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	// NextDue out of key order, including duplicates and the zero time.
+	dues := []time.Duration{5, 3, 9, 3, 0, 7, 1, 8, 2, 6, 4, 9}
+	for i, d := range dues {
+		due := t0.Add(d * time.Minute)
+		if i == 4 {
+			due = time.Time{} // never scheduled: due at once
+		}
+		create(t, s, NewRecord("acct", fmt.Sprintf("k%02d", i), due))
+	}
+	// A record created terminal never enters the open index.
+	done := NewRecord("acct", "created-done", t0)
+	done.State, done.Settled = journal.StateSucceeded, t0
+	create(t, s, done)
+	checkIndex(t, s)
+
+	settle(t, s, "acct", "k01", t0.Add(time.Minute))
+	_, err := s.Update(ctx, "acct", "k02", func(r *journal.Record) error {
+		r.State = journal.StateUnknown
+		r.NextDue = t0.Add(-time.Hour) // rescheduled earlier
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = s.Update(ctx, "acct", "k03", func(r *journal.Record) error {
+		r.State = journal.StateFailed
+		r.Settled = t0
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = s.Resolve(ctx, "acct", "k05", journal.Manual{State: journal.StateSucceeded, Reason: "r", At: t0})
+	require.NoError(t, err)
+	checkIndex(t, s)
+
+	due, err := s.Due(ctx, t0.Add(-time.Hour), 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"acct/k04", "acct/k02"}, keys(due), "Due() in NextDue order, zero time first")
+}
+
+func testDueLimit(t *testing.T, s idem.Store) {
+	for i := range 10 {
+		create(t, s, NewRecord("acct", fmt.Sprintf("k%d", i), t0.Add(time.Duration(9-i)*time.Second)))
+	}
+	due, err := s.Due(context.Background(), t0.Add(time.Hour), 3)
+	require.NoError(t, err)
+	require.Equal(t, []string{"acct/k9", "acct/k8", "acct/k7"}, keys(due), "Due(limit 3)")
+	due, err = s.Due(context.Background(), t0.Add(5*time.Second), 100)
+	require.NoError(t, err)
+	require.Len(t, due, 6, "Due(by) with a large limit")
+}
+
+func testForEachOpenUpdates(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	const n = 600 // more than one page of any sensible page size
+	for i := range n {
+		create(t, s, NewRecord("acct", fmt.Sprintf("k%04d", i), t0.Add(time.Duration(i)*time.Second)))
+	}
+	visits := map[string]int{}
+	err := s.ForEachOpen(ctx, func(r *journal.Record) error {
+		visits[r.Key]++
+		settleIt := len(visits)%3 == 0
+		// Reschedule into the part not yet walked, settle some: fn runs
+		// outside any transaction and may write.
+		_, err := s.Update(ctx, r.Scope, r.Key, func(u *journal.Record) error {
+			if settleIt {
+				u.State, u.Settled = journal.StateSucceeded, t0
+			} else {
+				u.NextDue = u.NextDue.Add(time.Duration(n/2) * time.Second)
+			}
+			return nil
+		})
+		return err
+	})
+	require.NoError(t, err)
+	require.Len(t, visits, n, "ForEachOpen() visited every open record")
+	for k, v := range visits {
+		require.Equal(t, 1, v, "ForEachOpen() visits of %s", k)
+	}
+	checkIndex(t, s)
+}
+
+func testForEachOpenStops(t *testing.T, s idem.Store) {
+	for i := range 5 {
+		create(t, s, NewRecord("acct", fmt.Sprintf("k%d", i), t0.Add(time.Duration(i)*time.Second)))
+	}
+	stop := errors.New("stop")
+	calls := 0
+	err := s.ForEachOpen(context.Background(), func(*journal.Record) error {
+		calls++
+		if calls == 2 {
+			return stop
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, stop)
+	require.Equal(t, 2, calls, "fn calls after an error")
+}
+
+func testList(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	// Created times decrease with the key, to tell key order from time order.
+	for i := range 8 {
+		r := NewRecord("acct", fmt.Sprintf("k%d", i), t0)
+		r.Created = t0.Add(time.Duration(8-i) * time.Minute)
+		create(t, s, r)
+	}
+	create(t, s, NewRecord("a-first", "k", t0))
+	settle(t, s, "acct", "k1", t0)
+	settle(t, s, "acct", "k2", t0)
+	for _, k := range []string{"k3", "k4"} {
+		_, err := s.Update(ctx, "acct", k, func(r *journal.Record) error {
+			r.State, r.Review = journal.StateUnknown, "key expired"
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	_, err := s.Update(ctx, "acct", "k5", func(r *journal.Record) error {
+		r.State = journal.StateProcessing
+		return nil
+	})
+	require.NoError(t, err)
+
+	tests := []struct {
+		name string
+		f    journal.Filter
+		want []string
+	}{
+		{"all", journal.Filter{}, []string{"a-first/k", "acct/k0", "acct/k1", "acct/k2", "acct/k3", "acct/k4", "acct/k5", "acct/k6", "acct/k7"}},
+		{"succeeded", journal.Filter{States: []journal.State{journal.StateSucceeded}}, []string{"acct/k1", "acct/k2"}},
+		{"unknown or processing", journal.Filter{States: []journal.State{journal.StateProcessing, journal.StateUnknown}}, []string{"acct/k3", "acct/k4", "acct/k5"}},
+		{"pending", journal.Filter{States: []journal.State{journal.StatePending}}, []string{"a-first/k", "acct/k0", "acct/k6", "acct/k7"}},
+		{"review", journal.Filter{Review: true}, []string{"acct/k3", "acct/k4"}},
+		{"review and processing", journal.Filter{Review: true, States: []journal.State{journal.StateProcessing}}, nil},
+		{"created before", journal.Filter{CreatedBefore: t0.Add(3 * time.Minute)}, []string{"a-first/k", "acct/k6", "acct/k7"}},
+		{"limit", journal.Filter{Limit: 2}, []string{"a-first/k", "acct/k0"}},
+		{"pending limit", journal.Filter{States: []journal.State{journal.StatePending}, Limit: 3}, []string{"a-first/k", "acct/k0", "acct/k6"}},
+		{"failed", journal.Filter{States: []journal.State{journal.StateFailed}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.List(ctx, tt.f)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, nilIfEmpty(keys(got)), "List(%+v)", tt.f)
+		})
+	}
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+func testPrune(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	old := t0.Add(-30 * 24 * time.Hour)
+	// Open records with ancient times everywhere: never pruned.
+	for _, st := range []journal.State{journal.StatePending, journal.StateProcessing, journal.StateUnknown} {
+		r := NewRecord("acct", "open-"+string(st), old)
+		r.State, r.Created, r.Updated = st, old, old
+		r.Settled = old // meaningless on an open record; must not matter
+		create(t, s, r)
+	}
+	for i := range 10 {
+		create(t, s, NewRecord("acct", fmt.Sprintf("done%d", i), old))
+		settle(t, s, "acct", fmt.Sprintf("done%d", i), t0.Add(time.Duration(i)*time.Hour))
+	}
+
+	n, err := s.Prune(ctx, t0)
+	require.NoError(t, err)
+	require.Zero(t, n, "Prune() before the first settlement")
+	n, err = s.Prune(ctx, t0.Add(4*time.Hour)) // strictly before: done0..done3
+	require.NoError(t, err)
+	require.Equal(t, 4, n, "Prune()")
+	for i := range 10 {
+		_, err := s.Get(ctx, "acct", fmt.Sprintf("done%d", i))
+		if i < 4 {
+			require.ErrorIs(t, err, journal.ErrNotFound, "pruned done%d", i)
+		} else {
+			require.NoError(t, err, "kept done%d", i)
+		}
+	}
+	n, err = s.Prune(ctx, t0.Add(1000*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 6, n, "Prune() of the rest")
+	all, err := s.List(ctx, journal.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"acct/open-pending", "acct/open-processing", "acct/open-unknown"}, keys(all), "open records survive Prune()")
+	checkIndex(t, s)
+}
+
+func testConcurrentWriters(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	const writers, each = 32, 15
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*each)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				key := fmt.Sprintf("w%02d-%02d", w, i)
+				if _, err := s.Create(ctx, NewRecord("acct", key, t0.Add(time.Duration(i)*time.Second))); err != nil {
+					errs <- err
+					continue
+				}
+				_, err := s.Update(ctx, "acct", key, func(r *journal.Record) error {
+					if i%2 == 0 {
+						r.State, r.Settled = journal.StateSucceeded, t0
+					} else {
+						r.State = journal.StateProcessing
+					}
+					r.Attempts = append(r.Attempts, journal.Attempt{Number: 1, Kind: journal.AttemptSubmit, Start: t0})
+					return nil
+				})
+				if err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	// Two writers of one record from many goroutines: every update applies.
+	create(t, s, NewRecord("acct", "shared", t0))
+	for range writers {
+		wg.Go(func() {
+			_, err := s.Update(ctx, "acct", "shared", func(r *journal.Record) error {
+				r.Attempts = append(r.Attempts, journal.Attempt{Number: len(r.Attempts) + 1})
+				return nil
+			})
+			if err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for w := range writers {
+		for i := range each {
+			r := get(t, s, "acct", fmt.Sprintf("w%02d-%02d", w, i))
+			require.Len(t, r.Attempts, 1)
+			require.Equal(t, i%2 == 0, r.State == journal.StateSucceeded, "state of %s", r.Key)
+		}
+	}
+	shared := get(t, s, "acct", "shared")
+	require.Len(t, shared.Attempts, writers, "concurrent updates of one record")
+	for i, a := range shared.Attempts {
+		require.Equal(t, i+1, a.Number, "each update saw the one before")
+	}
+	checkIndex(t, s)
+}
+
+func testCancelledContext(t *testing.T, s idem.Store) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.Create(ctx, NewRecord("acct", "k", t0))
+	require.ErrorIs(t, err, context.Canceled, "Create() with a cancelled context")
+	_, err = s.Get(context.Background(), "acct", "k")
+	require.ErrorIs(t, err, journal.ErrNotFound, "nothing written by a cancelled Create")
+	create(t, s, NewRecord("acct", "k", t0))
+	_, err = s.Update(ctx, "acct", "k", func(r *journal.Record) error {
+		t.Error("fn called with a cancelled context")
+		return nil
+	})
+	require.ErrorIs(t, err, context.Canceled, "Update() with a cancelled context")
+}
+
+func testClosed(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	create(t, s, NewRecord("acct", "k", t0))
+	require.NoError(t, s.Close())
+	require.NoError(t, s.Close(), "second Close()")
+
+	_, err := s.Create(ctx, NewRecord("acct", "k2", t0))
+	require.ErrorIs(t, err, journal.ErrClosed, "Create()")
+	_, err = s.Get(ctx, "acct", "k")
+	require.ErrorIs(t, err, journal.ErrClosed, "Get()")
+	_, err = s.Update(ctx, "acct", "k", func(*journal.Record) error { return nil })
+	require.ErrorIs(t, err, journal.ErrClosed, "Update()")
+	_, err = s.Resolve(ctx, "acct", "k", journal.Manual{State: journal.StateFailed, Reason: "r", At: t0})
+	require.ErrorIs(t, err, journal.ErrClosed, "Resolve()")
+	err = s.ForEachOpen(ctx, func(*journal.Record) error { return nil })
+	require.ErrorIs(t, err, journal.ErrClosed, "ForEachOpen()")
+	_, err = s.Due(ctx, t0, 0)
+	require.ErrorIs(t, err, journal.ErrClosed, "Due()")
+	_, err = s.List(ctx, journal.Filter{})
+	require.ErrorIs(t, err, journal.ErrClosed, "List()")
+	_, err = s.Prune(ctx, t0)
+	require.ErrorIs(t, err, journal.ErrClosed, "Prune()")
+}
