@@ -1,9 +1,6 @@
 package fakeserver
 
-import (
-	"net/http"
-	"time"
-)
+import "time"
 
 // Defaults for the zero fields of [Config].
 const (
@@ -27,7 +24,8 @@ const (
 // Config configures a [Server]. The zero value is ready to use: every zero
 // field takes its default.
 type Config struct {
-	// KeyHeader names the idempotency key header; default "Idempotency-Key".
+	// KeyHeader names the idempotency key header (default
+	// "Idempotency-Key"); error messages spell it as given here.
 	// Its value is accepted bare (abc) or as an RFC 8941 sf-string ("abc",
 	// with \" and \\ escapes); anything else gets 400.
 	KeyHeader string
@@ -69,11 +67,9 @@ func (cfg Config) withDefaults() Config {
 	if cfg.KeyHeader == "" {
 		cfg.KeyHeader = DefaultKeyHeader
 	}
-	cfg.KeyHeader = http.CanonicalHeaderKey(cfg.KeyHeader)
 	if cfg.ScopeHeader == "" {
 		cfg.ScopeHeader = DefaultScopeHeader
 	}
-	cfg.ScopeHeader = http.CanonicalHeaderKey(cfg.ScopeHeader)
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention
 	}

@@ -81,7 +81,7 @@ func TestSubmitMissingKey(t *testing.T) {
 	}{
 		{"no header", fakeserver.Config{}, nil, "missing Idempotency-Key header"},
 		{"empty header", fakeserver.Config{}, http.Header{"Idempotency-Key": {""}}, "missing Idempotency-Key header"},
-		{"custom header", fakeserver.Config{KeyHeader: "paypal-request-id"}, http.Header{"Idempotency-Key": {"k1"}}, "missing Paypal-Request-Id header"},
+		{"custom header", fakeserver.Config{KeyHeader: "PayPal-Request-Id"}, http.Header{"Idempotency-Key": {"k1"}}, "missing PayPal-Request-Id header"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

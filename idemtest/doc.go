@@ -1,0 +1,40 @@
+// Package idemtest runs a fake idempotent payment API for tests, in the
+// style of net/http/httptest: [NewServer] starts it on 127.0.0.1, [Server.URL]
+// and [Server.Client] reach it, [Server.Close] stops it.
+//
+// The fake server is faithful, not a stub. Every POST, PUT, PATCH or DELETE
+// to a resource path (anything but /operations/… and /_…) must carry an
+// Idempotency-Key header (bare, or an RFC 8941 quoted string). The first
+// request with a key records it with a digest of the request, performs the
+// side effect (it creates a resource "ord_000001", …) and answers 201
+// {"state":"succeeded","resourceId":"ord_000001","key":"…"}; a repeat of the
+// same request replays that answer with "Idempotent-Replayed: true" and no
+// new side effect; the same key with a different request gets 422; the same
+// key while the first request is still executing gets 409 with Retry-After.
+// Keys are scoped by the Authorization header (see [WithScopeHeader]) and
+// expire after a retention window (see [WithRetention]), after which the key
+// executes again. GET /operations/{key} ([Server.ResultURL]) reports an
+// operation's state.
+//
+// # Proving "exactly one order per intent"
+//
+// [Server.Effects] counts the side effects for one key, across expiries, and
+// [Stats].MaxEffectsPerKey the largest count for any key: a client is correct
+// when, whatever the faults, every intent it settled has exactly one.
+// [Server.Requests] logs every request received, including those net/http
+// resends by itself (its Transport silently resends a request that carries an
+// Idempotency-Key header when a reused connection dies before any answer).
+//
+// # Faults
+//
+// [Server.Inject] scripts a [Fault] for the next requests that match it;
+// [WithProfile] and [Server.SetProfile] apply faults at random with
+// probabilities, reproducibly from [WithSeed]. The kinds: [DropAfterCommit],
+// [DelayResponse], [ErrorAfterCommit], [ErrorBeforeCommit], [Throttle],
+// [Unavailable], [QueryLag], [SlowProcessing], [GarbageBody],
+// [TruncatedBody], [Decline]. A test in another process (or language) can
+// script faults over HTTP: POST /_faults with a JSON fault such as
+// {"kind":"503","retry_after":"2s"}; GET /_stats returns the [Stats] as JSON
+// and POST /_reset resets the server. The command cmd/idem-fakeserver runs
+// the same server as a process.
+package idemtest

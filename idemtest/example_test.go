@@ -1,0 +1,186 @@
+package idemtest_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idem/idemtest"
+)
+
+// post sends body to url with an idempotency key and prints what came back.
+func post(c *http.Client, url, key, body string) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := c.Do(req)
+	if err != nil {
+		fmt.Println("no response")
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		fmt.Println(resp.StatusCode, "body cut short")
+		return
+	}
+	fmt.Println(resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), string(b))
+}
+
+func ExampleNewServer() {
+	srv := idemtest.NewServer()
+	defer srv.Close()
+
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`) // a retry
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":9999}`) // a bug
+
+	fmt.Println("orders for order-42:", srv.Effects("", "order-42"))
+	// Output:
+	// 201  {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
+	// 201 true {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
+	// 422  {"error":"idempotency key reused with a different request"}
+	// orders for order-42: 1
+}
+
+func ExampleServer_Inject() {
+	srv := idemtest.NewServer()
+	defer srv.Close()
+
+	// The server commits the order, then the response is lost.
+	srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "order-42"})
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
+
+	// Retrying with the same key gets the stored result, not a second order.
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
+
+	st := srv.Stats()
+	fmt.Println("side effects:", st.SideEffects, "max per key:", st.MaxEffectsPerKey)
+	for _, r := range srv.Requests() {
+		fmt.Printf("%s %s key=%s status=%d fault=%q\n", r.Method, r.Path, r.Key, r.Status, r.Fault)
+	}
+	// Output:
+	// no response
+	// 201 true {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
+	// side effects: 1 max per key: 1
+	// POST /orders key=order-42 status=0 fault="drop-after-commit"
+	// POST /orders key=order-42 status=201 fault=""
+}
+
+func ExampleServer_ResultURL() {
+	srv := idemtest.NewServer()
+	defer srv.Close()
+
+	// Throttled: nothing recorded, so the result endpoint knows nothing.
+	srv.Inject(idemtest.Fault{Kind: idemtest.Throttle, RetryAfter: 2 * time.Second})
+	post(srv.Client(), srv.URL+"/payments", "pay/7", `{"amount":5}`)
+
+	resp, err := srv.Client().Get(srv.ResultURL("pay/7"))
+	if err != nil {
+		panic(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, string(b))
+
+	post(srv.Client(), srv.URL+"/payments", "pay/7", `{"amount":5}`)
+	resp, err = srv.Client().Get(srv.ResultURL("pay/7"))
+	if err != nil {
+		panic(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(srv.ResultURL("pay/7") == srv.URL+"/operations/pay%2F7", resp.StatusCode, string(b))
+	// Output:
+	// 429  {"error":"too many requests"}
+	// 404 {"error":"not found"}
+	// 201  {"state":"succeeded","resourceId":"ord_000001","key":"pay/7"}
+	// true 200 {"state":"succeeded","resourceId":"ord_000001","key":"pay/7"}
+}
+
+func ExampleWithRetention() {
+	var mu sync.Mutex
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+
+	srv := idemtest.NewServer(idemtest.WithRetention(24*time.Hour), idemtest.WithClock(clock))
+	defer srv.Close()
+
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{}`)
+	mu.Lock()
+	now = now.Add(25 * time.Hour) // the server has forgotten the key
+	mu.Unlock()
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{}`)
+
+	// A client that resends after the window creates a second order.
+	fmt.Println("orders for order-42:", srv.Effects("", "order-42"))
+	// Output:
+	// 201  {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
+	// 201  {"state":"succeeded","resourceId":"ord_000002","key":"order-42"}
+	// orders for order-42: 2
+}
+
+func ExampleWithProfile() {
+	srv := idemtest.NewServer(idemtest.WithSeed(1), idemtest.WithProfile(idemtest.Profile{
+		Rates: map[idemtest.FaultKind]float64{idemtest.Unavailable: 0.5},
+	}))
+	defer srv.Close()
+
+	// Resend until the order is accepted: the seed fixes which attempts
+	// are refused, and the key keeps it to one order.
+	for range 10 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders", strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "order-42")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			panic(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusCreated {
+			break
+		}
+	}
+	fmt.Println("orders:", srv.Stats().SideEffects, "max per key:", srv.Stats().MaxEffectsPerKey)
+	// Output:
+	// orders: 1 max per key: 1
+}
+
+// A test in another process scripts faults and reads counters over HTTP.
+func Example_controlOverHTTP() {
+	srv := idemtest.NewServer()
+	defer srv.Close()
+
+	resp, err := http.Post(srv.URL+"/_faults", "application/json",
+		strings.NewReader(`{"kind":"503","retry_after":"2s"}`))
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println("inject:", resp.StatusCode)
+
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders", strings.NewReader(`{}`))
+	req.Header.Set("Idempotency-Key", `"order-42"`) // an RFC 8941 string
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println("submit:", resp.StatusCode, "Retry-After:", resp.Header.Get("Retry-After"))
+
+	resp, err = http.Get(srv.URL + "/_stats")
+	if err != nil {
+		panic(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(string(b))
+	// Output:
+	// inject: 204
+	// submit: 503 Retry-After: 2
+	// {"requests":1,"submits":1,"queries":0,"side_effects":0,"keys":0,"max_effects_per_key":0,"replays":0,"conflicts":0}
+}

@@ -1,0 +1,74 @@
+package idemtest
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+
+	"github.com/idemkit/idem/internal/fakeserver"
+)
+
+// Server is a fake idempotent payment API listening on 127.0.0.1. Its
+// methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL, of the form http://127.0.0.1:port, with no
+	// trailing slash.
+	URL string
+
+	ts  *httptest.Server
+	srv *fakeserver.Server
+}
+
+// NewServer starts and returns a new Server. The caller should call Close
+// when finished, to shut it down. It panics if an option is invalid (a
+// [Profile] with a rate outside 0..1, say).
+func NewServer(opts ...Option) *Server {
+	var cfg fakeserver.Config
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	srv := fakeserver.New(cfg)
+	ts := httptest.NewServer(srv)
+	return &Server{URL: ts.URL, ts: ts, srv: srv}
+}
+
+// Client returns an HTTP client configured for requests to the server. It
+// reuses connections; so does net/http's Transport resend, silently, a
+// request with an Idempotency-Key header whose reused connection died before
+// any answer (see [Server.Requests]). It is closed by Close.
+func (s *Server) Client() *http.Client { return s.ts.Client() }
+
+// Close shuts down the server and blocks until all outstanding requests on
+// it have completed; requests waiting on a delay fault end when their client
+// gives up.
+func (s *Server) Close() { s.ts.Close() }
+
+// ResultURL returns the URL of the result endpoint for key:
+// s.URL + "/operations/" + url.PathEscape(key).
+func (s *Server) ResultURL(key string) string {
+	return s.URL + "/operations/" + url.PathEscape(key)
+}
+
+// Inject scripts a fault: it applies to the next f.Count matching requests
+// (Count 0 means 1), only those with key f.Key if set, and result queries
+// instead of submits if f.Query. It panics if f is invalid.
+func (s *Server) Inject(f Fault) { s.srv.Inject(f) }
+
+// SetProfile replaces the random faults. It panics if p is invalid.
+func (s *Server) SetProfile(p Profile) { s.srv.SetProfile(p) }
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats { return s.srv.Stats() }
+
+// Effects returns the side effects performed for key in scope (the value of
+// the scope header, "" if none), across expiries.
+func (s *Server) Effects(scope, key string) int { return s.srv.Effects(scope, key) }
+
+// Requests returns a copy of the log of requests received, in arrival order
+// (the last 100,000; requests to /_ endpoints are not logged).
+func (s *Server) Requests() []Request { return s.srv.Requests() }
+
+// Reset returns the server to its state just after NewServer: no keys,
+// counters, log or scripted faults, the profile given to NewServer and its
+// seed.
+func (s *Server) Reset() { s.srv.Reset() }

@@ -1,0 +1,156 @@
+package idemtest_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/idemtest"
+)
+
+// send posts body with the given headers and returns the status, the
+// replay header and the body.
+func send(t *testing.T, c *http.Client, url string, header http.Header, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+	require.NoError(t, err)
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := c.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), string(b)
+}
+
+func TestNewServerListensOnLoopback(t *testing.T) {
+	srv := idemtest.NewServer()
+	defer srv.Close()
+	require.True(t, strings.HasPrefix(srv.URL, "http://127.0.0.1:"), srv.URL)
+	require.Equal(t, srv.URL+"/operations/a%2Fb%20c", srv.ResultURL("a/b c"))
+}
+
+func TestOptions(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var calls atomic.Int64
+	srv := idemtest.NewServer(
+		idemtest.WithKeyHeader("PayPal-Request-Id"),
+		idemtest.WithScopeHeader("X-Account"),
+		idemtest.WithRetention(time.Minute),
+		idemtest.WithClock(func() time.Time { calls.Add(1); return now }),
+		idemtest.WithMaxKeys(1),
+	)
+	defer srv.Close()
+	c := srv.Client()
+
+	status, _, body := send(t, c, srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, "{}")
+	require.Equal(t, http.StatusBadRequest, status)
+	require.JSONEq(t, `{"error":"missing PayPal-Request-Id header"}`, body)
+
+	status, _, _ = send(t, c, srv.URL+"/orders", http.Header{"Paypal-Request-Id": {"k"}, "X-Account": {"acct_1"}}, "{}")
+	require.Equal(t, http.StatusCreated, status)
+	require.Equal(t, 1, srv.Effects("acct_1", "k"))
+	require.Positive(t, calls.Load(), "the clock is used")
+
+	status, _, body = send(t, c, srv.URL+"/orders", http.Header{"Paypal-Request-Id": {"k"}, "X-Account": {"acct_2"}}, "{}")
+	require.Equal(t, http.StatusServiceUnavailable, status, "max keys")
+	require.JSONEq(t, `{"error":"key store full"}`, body)
+}
+
+func TestSeedAndProfile(t *testing.T) {
+	run := func() []idemtest.FaultKind {
+		srv := idemtest.NewServer(idemtest.WithSeed(99), idemtest.WithProfile(idemtest.Profile{
+			Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: 0.3, idemtest.ErrorBeforeCommit: 0.3},
+		}))
+		defer srv.Close()
+		for range 30 {
+			send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, "{}")
+		}
+		var kinds []idemtest.FaultKind
+		for _, r := range srv.Requests() {
+			kinds = append(kinds, r.Fault)
+		}
+		require.Equal(t, 1, srv.Effects("", "k"))
+		return kinds
+	}
+	first := run()
+	require.Contains(t, first, idemtest.Throttle)
+	require.Equal(t, first, run())
+}
+
+func TestSetProfileAndReset(t *testing.T) {
+	srv := idemtest.NewServer()
+	defer srv.Close()
+	srv.SetProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Decline: 1}})
+	status, _, body := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, "{}")
+	require.Equal(t, http.StatusPaymentRequired, status)
+	require.JSONEq(t, `{"state":"failed","reason":"card declined","key":"k"}`, body)
+
+	srv.Reset() // back to the options of NewServer: no profile
+	require.Equal(t, idemtest.Stats{}, srv.Stats())
+	status, replayed, _ := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, "{}")
+	require.Equal(t, http.StatusCreated, status)
+	require.Empty(t, replayed)
+}
+
+func TestFaultKindsReexported(t *testing.T) {
+	kinds := []idemtest.FaultKind{
+		idemtest.DropAfterCommit, idemtest.DelayResponse, idemtest.ErrorAfterCommit,
+		idemtest.ErrorBeforeCommit, idemtest.Throttle, idemtest.Unavailable, idemtest.QueryLag,
+		idemtest.SlowProcessing, idemtest.GarbageBody, idemtest.TruncatedBody, idemtest.Decline,
+	}
+	require.ElementsMatch(t, kinds, idemtest.FaultKinds())
+}
+
+// net/http's Transport resends, by itself, a request carrying an
+// Idempotency-Key header when a reused connection dies before any answer:
+// the server sees two requests where the caller made one call.
+func TestTransportSilentlyResendsOnReusedConnection(t *testing.T) {
+	srv := idemtest.NewServer()
+	defer srv.Close()
+	c := srv.Client()
+
+	send(t, c, srv.URL+"/orders", http.Header{"Idempotency-Key": {"warm-up"}}, "{}")
+	srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"})
+
+	var conns atomic.Int64
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conns.Add(1) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+		http.MethodPost, srv.URL+"/orders", strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Header.Set("Idempotency-Key", "k")
+	resp, err := c.Do(req)
+	require.NoError(t, err, "the caller never sees the drop")
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Equal(t, "true", resp.Header.Get("Idempotent-Replayed"))
+	require.Equal(t, int64(2), conns.Load())
+
+	reqs := srv.Requests()
+	require.Len(t, reqs, 3)
+	require.Equal(t, idemtest.DropAfterCommit, reqs[1].Fault)
+	require.Equal(t, 1, srv.Effects("", "k"))
+}
+
+func TestDelayEndsWhenClientGivesUp(t *testing.T) {
+	srv := idemtest.NewServer()
+	srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Delay: time.Hour})
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/orders", strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Header.Set("Idempotency-Key", "k")
+	_, err = srv.Client().Do(req)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	srv.Close() // returns: the delayed handler ended with its request
+	require.Equal(t, 1, srv.Effects("", "k"))
+}
