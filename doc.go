@@ -1,3 +1,120 @@
 // Package idem calls payment and order APIs so that one business intent
-// becomes exactly one side effect on the server, whatever the network does.
+// becomes exactly one side effect on the server, whatever the network and
+// the process do.
+//
+// A timeout means "no answer", not "it failed": the server may have created
+// the order and lost the response. idem gives each operation one
+// idempotency key for its whole life, writes the key and the exact body to
+// a local journal (package journal, a bbolt file) before the first byte is
+// sent, reuses both on every retry and after every restart, and when it
+// cannot tell what happened it says so ([ErrUnknownOutcome]) and keeps
+// checking in the background.
+//
+// # Use
+//
+//	c, err := idem.Open("payments.journal",
+//		idem.WithResultEndpoint("https://api.example.com/v1/operations/{key}"),
+//		idem.WithRequestHook(func(r *http.Request) error {
+//			r.Header.Set("Authorization", "Bearer "+token) // never journaled
+//			return nil
+//		}))
+//	// At start-up, settle what the last process left open.
+//	sum, err := c.Resume(ctx)
+//	go c.Run(ctx) // background reconciler
+//
+//	res, err := c.Submit(ctx, idem.Request{
+//		Key:  draft.ID, // or empty for a random UUID
+//		URL:  "https://api.example.com/v1/orders",
+//		Body: body,
+//	})
+//	switch {
+//	case err == nil: // res.State == StateSucceeded, res.ResourceID
+//	case errors.Is(err, idem.ErrUnknownOutcome): // journaled; Run settles it
+//	case errors.Is(err, idem.ErrFailed): // the server refused it: res.Reason
+//	}
+//
+// [Client.Prepare] journals an operation without sending it; [Client.Do]
+// drives a journaled one; [Client.Submit] does both with one journal commit
+// fewer.
+//
+// # States
+//
+//	pending ──► processing ──► succeeded | failed   (terminal)
+//	   │             │
+//	   └──► unknown ◄┘   (budget spent, caller gone; due for reconciliation)
+//
+// pending: journaled, no send confirmed. processing: the server accepted it
+// and has not finished. unknown: the call ended without a confirmed
+// outcome; it stays in the journal and [Client.Resume] and [Client.Run]
+// settle it. Only succeeded and failed are terminal, and a terminal
+// operation is never sent again; only [Client.Resolve] (a recorded manual
+// settlement) changes it. A cancelled context never marks an operation
+// failed.
+//
+// # Outcome table
+//
+// Each submit's answer is classified by a [Classifier]
+// ([DefaultClassifier] unless replaced) and, for 2xx, read by a [Decoder]:
+//
+//	answer                                   meaning                 next step
+//	2xx, body decodes                        settled (or processing) record, return
+//	2xx, body does not decode                ambiguous               query the result endpoint
+//	409                                      key in flight           processing: wait, query
+//	422                                      key reused, other body  failed, ErrKeyConflict, never resent
+//	429, 503                                 throttled               wait max(backoff, Retry-After), resend
+//	408, 3xx, 500, 502, 504, other 5xx       may have executed       query, then resend same key
+//	other 4xx (402 declined, 400, 403, …)    rejected                failed with the server's reason
+//	transport error, request not written     not executed            backoff, resend
+//	transport error after writing, timeout   ambiguous               query, then resend same key
+//
+// "Not written" is told from "maybe written" with net/http/httptrace, not by
+// matching error text. Without a result endpoint, an ambiguous operation is
+// settled by resending it with the same key (servers such as Stripe replay
+// the stored response). A result query that answers 404 is not "never
+// happened" (read replicas lag): the operation is resent with its key,
+// which the server de-duplicates.
+//
+// # Budgets and defaults
+//
+//	knob                         default                  option
+//	initial wait, multiplier     500 ms, ×2, ±50% jitter  WithBackoff
+//	longest wait                 30 s                     WithBackoff
+//	attempts per call            5 (submits + queries)    WithMaxAttempts
+//	time per call                60 s                     WithMaxElapsed
+//	time per attempt             10 s                     WithAttemptTimeout
+//	Retry-After cap              60 s                     WithRetryAfterCap
+//	key window (from first send) 24 h                     WithKeyRetention
+//	retry budget (token bucket)  100 tokens, 0.1 refund   WithRetryBudget
+//	reconciler interval          30 s doubling to 1 h     WithReconcile
+//	reconciliation deadline      72 h from creation       WithReconcile
+//	response body read           1 MiB                    WithMaxResponseBytes
+//
+// A wait is never shorter than the server's Retry-After (delta-seconds or
+// HTTP-date), capped by WithRetryAfterCap. A wait that would outlast the
+// call's budget ends the call at once with [ErrUnknownOutcome] and leaves
+// the operation due for the reconciler when the wait ends. The retry
+// budget is client-wide: while it is low, retries are handed to the
+// reconciler instead of adding load to a struggling server; first attempts
+// always go.
+//
+// # Key window
+//
+// Servers forget keys (Stripe after 24 h). Past WithKeyRetention from the
+// first send, idem never resends: it only queries, and if that is
+// inconclusive the operation stays unknown with [ReviewKeyExpired] for a
+// person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
+// or the idem command).
+//
+// # Concurrency and processes
+//
+// A Client is safe for concurrent use. Calls for the same (scope, key) in
+// one process share one request in flight. One process owns a journal
+// file: a second one gets journal.ErrLocked after a bounded wait. Services
+// with several replicas give each its own journal, and each replica
+// resumes its own.
+//
+// # Testing
+//
+// Package idemtest starts a faithful fake idempotent server with fault
+// injection and side-effect counters, and provides a manual [Clock].
 package idem

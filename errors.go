@@ -1,0 +1,84 @@
+package idem
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors from Prepare, before anything is journaled or sent.
+var (
+	// ErrInvalidRequest: the Request cannot be journaled as given; the
+	// message says which field to fix.
+	ErrInvalidRequest = errors.New("idem: invalid request")
+	// ErrSecretHeader: the Request carries a credential header
+	// (Authorization, Cookie, Proxy-Authorization). Credentials are never
+	// written to the journal: add them at send time with WithRequestHook or
+	// with the http.Client's Transport.
+	ErrSecretHeader = errors.New("idem: credential header in a journaled request")
+)
+
+// Errors that describe an operation's outcome. Do and Submit wrap them in
+// an *Error that also carries the key, the state and the attempts.
+var (
+	// ErrUnknownOutcome: the call ended (budget spent, context done, key
+	// expired, retry budget empty) before the outcome was confirmed. The
+	// operation stays in the journal, due for Resume and Run; never treat
+	// this as a failure and never retry with a new key.
+	ErrUnknownOutcome = errors.New("idem: outcome not confirmed yet")
+	// ErrFailed: the operation settled as failed (the server refused it or
+	// reported it failed). The Result says why.
+	ErrFailed = errors.New("idem: operation failed")
+	// ErrKeyConflict: the key is already used for a different request, in
+	// the journal (from Prepare) or on the server (422). Nothing is resent.
+	ErrKeyConflict = errors.New("idem: idempotency key already used with a different request")
+)
+
+// Errors about the client itself.
+var (
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("idem: client closed")
+	// ErrNotFound: no operation with that scope and key in the journal.
+	ErrNotFound = errors.New("idem: operation not found")
+)
+
+// Why a call ended with ErrUnknownOutcome. They are causes inside *Error,
+// matched with errors.Is.
+var (
+	// ErrBudgetSpent: the call used its attempts or its elapsed time.
+	ErrBudgetSpent = errors.New("idem: foreground budget spent")
+	// ErrRetryBudgetEmpty: the client-wide retry budget (token bucket) is
+	// empty, so retries are left to the reconciler.
+	ErrRetryBudgetEmpty = errors.New("idem: client retry budget empty")
+	// ErrKeyExpired: the server's key window has passed since the first
+	// send, so resending could execute the operation twice; only result
+	// queries are allowed and a person must settle what they cannot.
+	ErrKeyExpired = errors.New("idem: idempotency key window passed")
+)
+
+// Error is returned by Do, Submit and Resolve for an operation that exists in
+// the journal. It matches its Kind (ErrUnknownOutcome, ErrFailed or
+// ErrKeyConflict) and its Cause with errors.Is.
+type Error struct {
+	Scope    string
+	Key      string
+	State    State
+	Attempts int   // HTTP exchanges recorded for the operation, over its life
+	Kind     error // ErrUnknownOutcome, ErrFailed or ErrKeyConflict
+	Cause    error // what ended the call; may be nil
+}
+
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%v (scope %q, key %q, state %s, %d attempts)", e.Kind, e.Scope, e.Key, e.State, e.Attempts)
+	if e.Cause != nil {
+		msg += ": " + e.Cause.Error()
+	}
+	return msg
+}
+
+// Unwrap returns Kind and Cause, so errors.Is finds either.
+func (e *Error) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Cause}
+}

@@ -1,0 +1,157 @@
+package idem_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+var epoch = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// env is one client, its journal and a fake server sharing a manual clock.
+type env struct {
+	t       testing.TB
+	srv     *idemtest.Server
+	clock   *idemtest.Clock
+	store   *journal.Store
+	path    string
+	client  *idem.Client
+	ctx     context.Context
+	opts    []idem.Option
+	srvOpts []idemtest.Option
+	script  *scriptTransport
+	// noResult leaves out the result endpoint: reconcile by replay.
+	noResult bool
+}
+
+type envOption func(*env)
+
+func clientOpts(opts ...idem.Option) envOption {
+	return func(e *env) { e.opts = append(e.opts, opts...) }
+}
+
+// script routes the client's submits through st.
+func script(steps ...step) envOption {
+	return func(e *env) { e.script = &scriptTransport{script: steps} }
+}
+
+// noResultEndpoint makes a client for an API without a result endpoint.
+func noResultEndpoint() envOption { return func(e *env) { e.noResult = true } }
+
+func serverOpts(opts ...idemtest.Option) envOption {
+	return func(e *env) { e.srvOpts = append(e.srvOpts, opts...) }
+}
+
+// newEnv starts a fake server and a client with a result endpoint, both on
+// a manual clock, so that waits cost nothing and every wait is recorded.
+func newEnv(t testing.TB, opts ...envOption) *env {
+	t.Helper()
+	e := &env{t: t, clock: idemtest.NewClock(epoch), ctx: context.Background()}
+	for _, o := range opts {
+		o(e)
+	}
+	e.srv = idemtest.NewServer(append([]idemtest.Option{idemtest.WithClock(e.clock.Now)}, e.srvOpts...)...)
+	t.Cleanup(e.srv.Close)
+	e.path = filepath.Join(t.TempDir(), "idem.journal")
+	e.open()
+	return e
+}
+
+func (e *env) baseOpts() []idem.Option {
+	hc := e.srv.Client()
+	if e.script != nil {
+		e.script.base = hc.Transport
+		hc = &http.Client{Transport: e.script}
+	}
+	opts := []idem.Option{
+		idem.WithHTTPClient(hc),
+		idem.WithClock(e.clock),
+		idem.WithAttemptTimeout(2 * time.Second),
+		// A constant wait keeps attempt counts exact; the jitter has its own test.
+		idem.WithBackoff(func() backoff.BackOff { return backoff.NewConstantBackOff(2 * time.Second) }),
+		idem.WithRequestHook(func(r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer sk_test_PLANTED_SECRET")
+			return nil
+		}),
+	}
+	if !e.noResult {
+		opts = append(opts, idem.WithResultEndpoint(e.srv.URL+"/operations/{key}"))
+	}
+	return append(opts, e.opts...)
+}
+
+// open (re)opens the journal and the client, as a restarted process would.
+func (e *env) open() {
+	e.t.Helper()
+	store, err := journal.Open(e.path)
+	require.NoError(e.t, err)
+	c, err := idem.New(store, e.baseOpts()...)
+	require.NoError(e.t, err)
+	e.store, e.client = store, c
+	e.t.Cleanup(func() { _ = store.Close() })
+}
+
+// restart closes the journal and opens it again.
+func (e *env) restart() {
+	e.t.Helper()
+	require.NoError(e.t, e.client.Close())
+	require.NoError(e.t, e.store.Close())
+	e.open()
+}
+
+func (e *env) req(key, body string) idem.Request {
+	return idem.Request{Key: key, URL: e.srv.URL + "/orders", Body: []byte(body)}
+}
+
+func (e *env) record(key string) *journal.Record {
+	e.t.Helper()
+	rec, err := e.store.Get(e.ctx, idem.DefaultScope, key)
+	require.NoError(e.t, err)
+	return rec
+}
+
+// scope is the fake server's scope for our client: the planted credential.
+const scope = "Bearer sk_test_PLANTED_SECRET"
+
+// submits returns the server's log of submits for key, in order.
+func (e *env) submits(key string) []idemtest.Request {
+	var out []idemtest.Request
+	for _, r := range e.srv.Requests() {
+		if r.Method != http.MethodGet && r.Key == key {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// queries counts the result queries the server saw for key.
+func (e *env) queries(key string) int {
+	n := 0
+	for _, r := range e.srv.Requests() {
+		if r.Method == http.MethodGet && r.Path == "/operations/"+key {
+			n++
+		}
+	}
+	return n
+}
+
+// requireSameBytes asserts that every submit for key carried the key and
+// the journaled body, byte for byte.
+func (e *env) requireSameBytes(key string) {
+	e.t.Helper()
+	rec := e.record(key)
+	for i, r := range e.submits(key) {
+		require.Equalf(e.t, key, r.Key, "submit %d key", i+1)
+		require.Equalf(e.t, rec.BodySHA, r.BodySHA256, "submit %d body digest", i+1)
+		require.Equalf(e.t, "/orders", r.Path, "submit %d path", i+1)
+	}
+}

@@ -1,0 +1,314 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// driveMode is who drives an operation: a caller waiting for it, or the
+// reconciler, which never sleeps and reschedules instead.
+type driveMode int
+
+const (
+	foreground driveMode = iota
+	reconciling
+)
+
+// reviewRecheck is how often a flagged operation is queried again: it may
+// still settle by itself if the result endpoint answers.
+const reviewRecheck = 24 * time.Hour
+
+// errSettledElsewhere ends a drive whose record became terminal under it
+// (a manual resolution).
+var errSettledElsewhere = errors.New("idem: settled elsewhere")
+
+// driver runs the submit-or-check loop for one operation, one call.
+type driver struct {
+	c         *Client
+	ctx       context.Context // the caller's: ends waiting, never the operation
+	wctx      context.Context // journal writes: must finish even if ctx ends
+	rec       *journal.Record
+	mode      driveMode
+	start     time.Time
+	deadline  time.Time
+	exchanges int
+	bo        backoff.BackOff
+	// preRecorded: the last attempt was journaled with the record itself
+	// (Submit) and has not been sent yet.
+	preRecorded bool
+}
+
+// drive runs the loop and converts its end into what Do returns.
+func (c *Client) drive(ctx context.Context, rec *journal.Record, mode driveMode, preRecorded bool) (*Result, error) {
+	now := c.cfg.clock.Now()
+	d := &driver{
+		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
+		start: now, deadline: now.Add(c.cfg.maxElapsed), bo: c.cfg.newBackoff(), preRecorded: preRecorded,
+	}
+	wasOpen := rec.Open()
+	cause := d.run()
+	if errors.Is(cause, errSettledElsewhere) {
+		cause = nil
+	}
+	res, err := c.finish(d.rec, cause)
+	if wasOpen && !d.rec.Open() {
+		if c.cfg.hooks.Settle != nil {
+			c.cfg.hooks.Settle(res.clone())
+		}
+	}
+	return res, err
+}
+
+// run returns why the call ended without settling (nil when it settled).
+func (d *driver) run() error {
+	c := d.c
+	if !d.rec.Open() {
+		return nil
+	}
+	if d.mode == reconciling {
+		if d.now().Sub(d.rec.Created) >= c.cfg.reconcileDeadline && d.rec.Review == "" {
+			return d.flag(ReviewDeadlinePassed, ErrBudgetSpent)
+		}
+	}
+	needQuery := !d.preRecorded && maybeSent(d.rec)
+	var wait time.Duration
+	for {
+		if wait > 0 {
+			if err := d.sleep(wait); err != nil {
+				return err
+			}
+			wait = 0
+		}
+		if err := d.ctx.Err(); err != nil {
+			return d.leave(err)
+		}
+		if d.exchanges >= c.cfg.maxAttempts || !d.now().Before(d.deadline) {
+			return d.handoff(ErrBudgetSpent, time.Time{})
+		}
+		expired := d.keyExpired()
+		if needQuery || expired {
+			if d.rec.QueryURL == "" && expired {
+				return d.flag(ReviewKeyExpired, ErrKeyExpired)
+			}
+			if d.rec.QueryURL != "" {
+				if !d.mayRetry() {
+					return d.handoff(ErrRetryBudgetEmpty, time.Time{})
+				}
+				q, err := d.query()
+				if err != nil {
+					return err
+				}
+				switch q.verdict {
+				case Settled:
+					return nil
+				case Processing, Throttled:
+					if wait, err = d.next(q.retryAfter); err != nil {
+						return err
+					}
+					continue
+				}
+				// Inconclusive: "not found" is not "never happened".
+				if expired {
+					return d.flag(ReviewKeyExpired, ErrKeyExpired)
+				}
+				needQuery = false
+				if !q.notFound {
+					if wait, err = d.next(q.retryAfter); err != nil {
+						return err
+					}
+					continue
+				}
+			}
+		}
+		if !d.preRecorded && !d.mayRetry() {
+			return d.handoff(ErrRetryBudgetEmpty, time.Time{})
+		}
+		s, err := d.submit()
+		if err != nil {
+			return err
+		}
+		switch s.verdict {
+		case Settled, Conflict, Rejected:
+			if s.verdict == Conflict {
+				return ErrKeyConflict
+			}
+			return nil
+		case Processing:
+			needQuery = true
+		case Throttled:
+			needQuery = false
+		case Ambiguous:
+			needQuery = true
+			if d.rec.QueryURL != "" && s.retryAfter == 0 {
+				continue // ask at once: the answer is likely there already
+			}
+		}
+		if wait, err = d.next(s.retryAfter); err != nil {
+			return err
+		}
+	}
+}
+
+// mayRetry consults the client-wide retry budget; an operation's very first
+// attempt never does.
+func (d *driver) mayRetry() bool {
+	if attemptCount(d.rec) == 0 {
+		return true
+	}
+	return d.c.budget.allowRetry()
+}
+
+func (d *driver) now() time.Time { return d.c.cfg.clock.Now() }
+
+func (d *driver) keyExpired() bool {
+	return !d.rec.FirstSent.IsZero() && d.now().Sub(d.rec.FirstSent) >= d.c.cfg.keyRetention
+}
+
+// next is the wait before the next attempt: the backoff, never shorter than
+// the server's (already capped) Retry-After.
+func (d *driver) next(retryAfter time.Duration) (time.Duration, error) {
+	b := d.bo.NextBackOff()
+	if b == backoff.Stop {
+		return 0, d.handoff(ErrBudgetSpent, time.Time{})
+	}
+	return max(b, retryAfter), nil
+}
+
+// sleep waits, unless the wait outlives the call's budget: then the
+// operation is handed to the reconciler, due when the wait would end. The
+// reconciler itself never sleeps on an operation.
+func (d *driver) sleep(wait time.Duration) error {
+	now := d.now()
+	if d.mode == reconciling || now.Add(wait).After(d.deadline) {
+		return d.handoff(ErrBudgetSpent, now.Add(wait))
+	}
+	if err := d.c.cfg.clock.Sleep(d.ctx, wait); err != nil {
+		return d.leave(err)
+	}
+	return nil
+}
+
+// commit applies fn to the journaled record. Every state change goes
+// through here, so the caller learns nothing that is not on disk.
+func (d *driver) commit(fn func(r *journal.Record)) error {
+	now := d.now()
+	rec, err := d.c.store.Update(d.wctx, d.rec.Scope, d.rec.Key, func(r *journal.Record) error {
+		fn(r)
+		r.Updated = now
+		compactAttempts(r)
+		return nil
+	})
+	if errors.Is(err, journal.ErrTerminal) {
+		if cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); gerr == nil {
+			d.rec = cur
+			return errSettledElsewhere
+		}
+	}
+	if err != nil {
+		d.c.log.LogAttrs(d.ctx, slog.LevelError, "idem: journal write failed", append(opAttrs(d.rec), slog.Any("err", err))...)
+		return fmt.Errorf("idem: journal: %w", err)
+	}
+	d.rec = rec
+	return nil
+}
+
+// closeOpenAttempts marks attempts left without an outcome by a process
+// that stopped mid-attempt: they may have been sent.
+func closeOpenAttempts(r *journal.Record) {
+	for i := range r.Attempts {
+		if !r.Attempts[i].Done {
+			r.Attempts[i].Done = true
+			r.Attempts[i].Err = "no outcome recorded: the process stopped mid-attempt"
+		}
+	}
+}
+
+// handoff ends the call without an outcome and leaves the operation due for
+// the reconciler at due (zero: its usual schedule).
+func (d *driver) handoff(cause error, due time.Time) error {
+	now := d.now()
+	if due.IsZero() || d.mode == reconciling {
+		due = maxTime(due, now.Add(d.c.reconcileDelay(d.rec)))
+	}
+	if err := d.commit(func(r *journal.Record) {
+		if r.State != StateProcessing {
+			r.State = StateUnknown
+		}
+		r.NextDue = due
+	}); err != nil {
+		return err
+	}
+	d.logEnd(slog.LevelInfo, "idem: handed to the reconciler", cause)
+	return cause
+}
+
+// leave ends the call because the caller's context is done. It never marks
+// the operation failed: what may have been sent becomes unknown, what was
+// surely not stays pending.
+func (d *driver) leave(cause error) error {
+	now := d.now()
+	if err := d.commit(func(r *journal.Record) {
+		if r.State == StatePending && maybeSent(r) {
+			r.State = StateUnknown
+		}
+		r.NextDue = now
+	}); err != nil {
+		return err
+	}
+	d.logEnd(slog.LevelInfo, "idem: caller stopped waiting", cause)
+	return cause
+}
+
+// flag parks the operation for a person, still open, still queried daily.
+func (d *driver) flag(reason string, cause error) error {
+	now := d.now()
+	if err := d.commit(func(r *journal.Record) {
+		if r.State != StateProcessing {
+			r.State = StateUnknown
+		}
+		r.Review = reason
+		r.NextDue = now.Add(reviewRecheck)
+	}); err != nil {
+		return err
+	}
+	d.logEnd(slog.LevelWarn, "idem: flagged for review", cause)
+	return cause
+}
+
+func (d *driver) logEnd(level slog.Level, msg string, cause error) {
+	attrs := append(opAttrs(d.rec), slog.Duration("elapsed", d.now().Sub(d.start)), slog.Int("attempt", attemptCount(d.rec)))
+	if d.rec.Review != "" {
+		attrs = append(attrs, slog.String("review", d.rec.Review))
+	}
+	if cause != nil {
+		attrs = append(attrs, slog.String("err", cause.Error()))
+	}
+	d.c.log.LogAttrs(d.ctx, level, msg, attrs...)
+}
+
+// reconcileDelay spaces the reconciler's visits: the interval doubles with
+// the attempts made, up to the maximum, with jitter so that operations
+// handed off together do not come due together.
+func (c *Client) reconcileDelay(rec *journal.Record) time.Duration {
+	d := c.cfg.reconcileInterval
+	for i := 0; i < attemptCount(rec)/2 && d < c.cfg.reconcileMax; i++ {
+		d *= 2
+	}
+	d = min(d, c.cfg.reconcileMax)
+	return d/2 + rand.N(d/2+1)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

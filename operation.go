@@ -1,0 +1,133 @@
+package idem
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// State is where an operation stands; see the package documentation for the
+// state diagram. Only StateSucceeded and StateFailed are terminal.
+type State = journal.State
+
+// The states of an operation.
+const (
+	StatePending    = journal.StatePending
+	StateProcessing = journal.StateProcessing
+	StateSucceeded  = journal.StateSucceeded
+	StateFailed     = journal.StateFailed
+	StateUnknown    = journal.StateUnknown
+)
+
+// Review reasons: why an open operation needs a person. Automatic
+// reconciliation stops resending such an operation; it may still query.
+const (
+	ReviewKeyExpired       = "key expired"
+	ReviewDeadlinePassed   = "reconciliation deadline passed"
+	ReviewResolutionFailed = "manual resolution required"
+)
+
+// Request describes one business intent to journal with Prepare or Submit.
+// Its Body and Header are sent byte-for-byte on every attempt, forever.
+type Request struct {
+	// Scope is the caller identity or account the key belongs to (keys are
+	// unique per scope). Empty means the client's WithScope default.
+	Scope string
+	// Key is the idempotency key. Empty means a fresh random UUID. Supply
+	// your own (an order-draft id, say) to tie the key to your own record,
+	// or when the key travels in the body (WithKeyInBody).
+	Key string
+	// Ref is your own reference for logs and the operator tool; optional.
+	Ref string
+	// Method defaults to POST.
+	Method string
+	// URL is the absolute http or https URL the operation is sent to.
+	URL string
+	// ResultURL is the endpoint that reports this operation's result by
+	// key. Empty means the client's WithResultEndpoint template, if any;
+	// without one, ambiguous outcomes are settled by resending with the same
+	// key (servers that replay their stored response, like Stripe).
+	ResultURL string
+	// Header holds non-secret headers sent on every attempt; they are
+	// journaled. Credentials go in WithRequestHook instead.
+	Header http.Header
+	// Body is sent as is. Content-Type defaults to application/json.
+	Body []byte
+}
+
+// Operation is a snapshot of one journaled operation.
+type Operation struct {
+	Scope     string
+	Key       string
+	Ref       string
+	Method    string
+	URL       string
+	ResultURL string
+	State     State
+	Review    string    // why a person must look at it; empty when none
+	Attempts  int       // HTTP exchanges so far (submits and result queries)
+	Result    *Result   // nil until the server said something conclusive
+	Created   time.Time // when it was journaled
+	FirstSent time.Time // zero if never sent
+	Updated   time.Time
+	Settled   time.Time // zero while open
+	NextDue   time.Time // when the reconciler looks at it next
+}
+
+func newOperation(rec *journal.Record) *Operation {
+	op := &Operation{
+		Scope:     rec.Scope,
+		Key:       rec.Key,
+		Ref:       rec.Ref,
+		Method:    rec.Method,
+		URL:       rec.URL,
+		ResultURL: rec.QueryURL,
+		State:     rec.State,
+		Review:    rec.Review,
+		Attempts:  attemptCount(rec),
+		Created:   rec.Created,
+		FirstSent: rec.FirstSent,
+		Updated:   rec.Updated,
+		Settled:   rec.Settled,
+		NextDue:   rec.NextDue,
+	}
+	if rec.Result != nil {
+		op.Result = newResult(rec)
+	}
+	return op
+}
+
+// attemptCount is the number of the last attempt: older entries may have
+// been compacted away, numbers never are.
+func attemptCount(rec *journal.Record) int {
+	if len(rec.Attempts) == 0 {
+		return 0
+	}
+	return rec.Attempts[len(rec.Attempts)-1].Number
+}
+
+// maybeSent reports whether any submit may have reached the server: one was
+// written, or one has no recorded outcome (the process stopped mid-attempt).
+func maybeSent(rec *journal.Record) bool {
+	for _, a := range rec.Attempts {
+		if a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done) {
+			return true
+		}
+	}
+	return rec.State == StateProcessing
+}
+
+// maxAttemptEntries bounds a record's history: a long reconciliation must not
+// grow it without end. The first entries and the latest ones are kept.
+const (
+	maxAttemptEntries = 64
+	keepFirstAttempts = 16
+)
+
+func compactAttempts(rec *journal.Record) {
+	if n := len(rec.Attempts); n > maxAttemptEntries {
+		drop := n - maxAttemptEntries
+		rec.Attempts = append(rec.Attempts[:keepFirstAttempts], rec.Attempts[keepFirstAttempts+drop:]...)
+	}
+}

@@ -1,0 +1,431 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Budget and timing defaults. The package documentation has them in one table.
+const (
+	DefaultMaxAttempts          = 5
+	DefaultMaxElapsed           = 60 * time.Second
+	DefaultAttemptTimeout       = 10 * time.Second
+	DefaultKeyRetention         = 24 * time.Hour
+	DefaultKeyHeader            = "Idempotency-Key"
+	DefaultScope                = "default"
+	DefaultMaxResponseBytes     = 1 << 20
+	DefaultReconcileInterval    = 30 * time.Second
+	DefaultReconcileMaxInterval = time.Hour
+	DefaultReconcileDeadline    = 72 * time.Hour
+	DefaultResumeConcurrency    = 8
+	// MaxBodyBytes bounds a journaled request body: every state change
+	// rewrites the record, body included.
+	MaxBodyBytes = 1 << 20
+	// storedBodyBytes bounds the response body kept in the journal.
+	storedBodyBytes = 64 << 10
+)
+
+// KeyFormat says how the key is written in its header.
+type KeyFormat int
+
+const (
+	// KeyBare sends the key as is: Idempotency-Key: 8e0f… (Stripe, most APIs).
+	KeyBare KeyFormat = iota
+	// KeyQuoted sends it as an RFC 8941 string, as the IETF draft does:
+	// Idempotency-Key: "8e0f…".
+	KeyQuoted
+)
+
+// A Clock tells the time and waits. Tests inject one (idemtest.Clock) so
+// that backoff and Retry-After need no real sleeping.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d, or until ctx is done and then returns ctx.Err().
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Hooks receive events for metrics. They run synchronously on the calling
+// goroutine: keep them fast and never call the Client from them.
+type Hooks struct {
+	// Attempt is called after every HTTP exchange.
+	Attempt func(AttemptEvent)
+	// Settle is called when an operation becomes succeeded or failed, after
+	// the outcome is committed, whoever settled it.
+	Settle func(*Result)
+}
+
+// AttemptEvent describes one finished HTTP exchange.
+type AttemptEvent struct {
+	Scope, Key string
+	Number     int
+	Query      bool // a result query rather than a submit
+	Wrote      bool // the request was fully written: the server may have acted
+	StatusCode int  // 0 for a transport error
+	Err        error
+	RetryAfter time.Duration
+	Duration   time.Duration
+}
+
+// An Option configures a Client; see New.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	httpClient        *http.Client
+	hook              func(*http.Request) error
+	newBackoff        func() backoff.BackOff
+	maxAttempts       int
+	maxElapsed        time.Duration
+	attemptTimeout    time.Duration
+	retryAfterCap     time.Duration
+	keyRetention      time.Duration
+	keyHeader         string
+	keyFormat         KeyFormat
+	resultTemplate    string
+	decode            Decoder
+	classify          Classifier
+	retryTokens       float64
+	retryRatio        float64
+	logger            *slog.Logger
+	clock             Clock
+	onSettle          func(*Result)
+	hooks             Hooks
+	scope             string
+	maxResponse       int64
+	reconcileInterval time.Duration
+	reconcileMax      time.Duration
+	reconcileDeadline time.Duration
+	resumeConcurrency int
+	journalOpts       []journal.Option
+	errs              []error
+}
+
+func defaultConfig() *config {
+	return &config{
+		newBackoff:        newDefaultBackoff,
+		maxAttempts:       DefaultMaxAttempts,
+		maxElapsed:        DefaultMaxElapsed,
+		attemptTimeout:    DefaultAttemptTimeout,
+		retryAfterCap:     DefaultRetryAfterCap,
+		keyRetention:      DefaultKeyRetention,
+		keyHeader:         DefaultKeyHeader,
+		decode:            DecodeJSON,
+		classify:          DefaultClassifier,
+		retryTokens:       DefaultRetryTokens,
+		retryRatio:        DefaultRetryTokenRatio,
+		logger:            slog.New(slog.DiscardHandler),
+		clock:             realClock{},
+		scope:             DefaultScope,
+		maxResponse:       DefaultMaxResponseBytes,
+		reconcileInterval: DefaultReconcileInterval,
+		reconcileMax:      DefaultReconcileMaxInterval,
+		reconcileDeadline: DefaultReconcileDeadline,
+		resumeConcurrency: DefaultResumeConcurrency,
+	}
+}
+
+func (c *config) fail(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf("idem: "+format, args...))
+}
+
+func positive(c *config, name string, d time.Duration) bool {
+	if d <= 0 {
+		c.fail("%s must be positive, got %v", name, d)
+		return false
+	}
+	return true
+}
+
+// WithHTTPClient sets the client that sends every attempt. idem copies it
+// and turns redirects off (a redirected POST turns into a GET without its
+// body). The default has a connection pool sized for concurrent callers.
+func WithHTTPClient(hc *http.Client) Option {
+	return optionFunc(func(c *config) {
+		if hc == nil {
+			c.fail("WithHTTPClient: nil *http.Client")
+			return
+		}
+		c.httpClient = hc
+	})
+}
+
+// WithRequestHook runs fn on every outgoing request (submits and result
+// queries) just before it is sent: the place to add credentials, which are
+// never journaled or logged. An error from fn counts as "not sent".
+func WithRequestHook(fn func(*http.Request) error) Option {
+	return optionFunc(func(c *config) { c.hook = fn })
+}
+
+// WithBackoff replaces the wait policy between attempts. newPolicy is called
+// once per call to Do, so the policy may keep state. The default is
+// exponential with jitter (see DefaultInitialInterval). Waits are never
+// shorter than a server's Retry-After.
+func WithBackoff(newPolicy func() backoff.BackOff) Option {
+	return optionFunc(func(c *config) {
+		if newPolicy == nil {
+			c.fail("WithBackoff: nil policy constructor")
+			return
+		}
+		c.newBackoff = newPolicy
+	})
+}
+
+// WithMaxAttempts bounds the HTTP exchanges (submits and result queries) in
+// one foreground call. Default DefaultMaxAttempts.
+func WithMaxAttempts(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 1 {
+			c.fail("WithMaxAttempts: need at least 1, got %d", n)
+			return
+		}
+		c.maxAttempts = n
+	})
+}
+
+// WithMaxElapsed bounds the time one foreground call spends before it hands
+// the operation to the reconciler. Default DefaultMaxElapsed.
+func WithMaxElapsed(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if positive(c, "WithMaxElapsed", d) {
+			c.maxElapsed = d
+		}
+	})
+}
+
+// WithAttemptTimeout bounds one HTTP exchange, separately from the caller's
+// context. Default DefaultAttemptTimeout.
+func WithAttemptTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if positive(c, "WithAttemptTimeout", d) {
+			c.attemptTimeout = d
+		}
+	})
+}
+
+// WithRetryAfterCap bounds the wait a Retry-After header can impose.
+// Default DefaultRetryAfterCap.
+func WithRetryAfterCap(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if positive(c, "WithRetryAfterCap", d) {
+			c.retryAfterCap = d
+		}
+	})
+}
+
+// WithKeyRetention sets how long the server remembers a key, counted from
+// the first send. Past it idem never resends, it only queries. Give the
+// server's documented window, less any clock skew you fear.
+// Default DefaultKeyRetention (Stripe's 24 h).
+func WithKeyRetention(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if positive(c, "WithKeyRetention", d) {
+			c.keyRetention = d
+		}
+	})
+}
+
+// WithKeyHeader sets the header that carries the key (Idempotency-Key by
+// default; PayPal-Request-Id and X-Idempotency-Key are common) and its format.
+func WithKeyHeader(name string, format KeyFormat) Option {
+	return optionFunc(func(c *config) {
+		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+			c.fail("WithKeyHeader: %q is not a header name (use WithKeyInBody when the key travels in the body)", name)
+			return
+		}
+		if format != KeyBare && format != KeyQuoted {
+			c.fail("WithKeyHeader: unknown KeyFormat %d", format)
+			return
+		}
+		c.keyHeader, c.keyFormat = http.CanonicalHeaderKey(name), format
+	})
+}
+
+// WithKeyInBody sends no key header: the caller puts the key in the body
+// itself, so every Request must carry its Key (see NewKey).
+func WithKeyInBody() Option {
+	return optionFunc(func(c *config) { c.keyHeader = "" })
+}
+
+// WithResultEndpoint sets the URL template of the endpoint that reports an
+// operation's result by key, with "{key}" where the (path-escaped) key goes:
+// "https://api.example.com/v1/operations/{key}", or a path such as
+// "/operations/{key}" resolved against each request's URL.
+func WithResultEndpoint(template string) Option {
+	return optionFunc(func(c *config) {
+		if !strings.Contains(template, "{key}") {
+			c.fail("WithResultEndpoint: template %q has no {key}", template)
+			return
+		}
+		if _, err := url.Parse(strings.ReplaceAll(template, "{key}", "k")); err != nil {
+			c.fail("WithResultEndpoint: %v", err)
+			return
+		}
+		c.resultTemplate = template
+	})
+}
+
+// WithDecoder replaces DecodeJSON for reading 2xx bodies.
+func WithDecoder(d Decoder) Option {
+	return optionFunc(func(c *config) {
+		if d == nil {
+			c.fail("WithDecoder: nil decoder")
+			return
+		}
+		c.decode = d
+	})
+}
+
+// WithClassifier replaces DefaultClassifier for submit responses.
+func WithClassifier(cl Classifier) Option {
+	return optionFunc(func(c *config) {
+		if cl == nil {
+			c.fail("WithClassifier: nil classifier")
+			return
+		}
+		c.classify = cl
+	})
+}
+
+// WithRetryBudget sizes the client-wide retry budget: retries stop while
+// fewer than maxTokens/2 tokens remain; each attempt that does not settle
+// costs one token and each one that does earns ratio back. maxTokens 0 turns
+// the budget off. Default DefaultRetryTokens, DefaultRetryTokenRatio.
+func WithRetryBudget(maxTokens, ratio float64) Option {
+	return optionFunc(func(c *config) {
+		if maxTokens < 0 || ratio < 0 {
+			c.fail("WithRetryBudget: tokens and ratio must not be negative, got %v, %v", maxTokens, ratio)
+			return
+		}
+		c.retryTokens, c.retryRatio = maxTokens, ratio
+	})
+}
+
+// WithLogger sets the logger; idem is silent by default. Attributes are
+// stable: op, key, scope, attempt, kind, status, state, resource_id,
+// retry_after, elapsed, outcome. Credentials are never logged.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l == nil {
+			c.fail("WithLogger: nil logger (leave the option out to stay silent)")
+			return
+		}
+		c.logger = l
+	})
+}
+
+// WithClock replaces the wall clock, for tests.
+func WithClock(clk Clock) Option {
+	return optionFunc(func(c *config) {
+		if clk == nil {
+			c.fail("WithClock: nil clock")
+			return
+		}
+		c.clock = clk
+	})
+}
+
+// WithSettleFunc sets the callback told about each operation that Resume or
+// Run settles: work the application handed off and must still learn about.
+// It runs after the outcome is committed.
+func WithSettleFunc(fn func(*Result)) Option {
+	return optionFunc(func(c *config) { c.onSettle = fn })
+}
+
+// WithHooks sets the metrics hooks.
+func WithHooks(h Hooks) Option {
+	return optionFunc(func(c *config) { c.hooks = h })
+}
+
+// WithScope sets the scope of requests that leave Request.Scope empty.
+// Default DefaultScope.
+func WithScope(scope string) Option {
+	return optionFunc(func(c *config) {
+		if err := checkName("scope", scope); err != nil {
+			c.errs = append(c.errs, fmt.Errorf("WithScope: %w", err))
+			return
+		}
+		c.scope = scope
+	})
+}
+
+// WithMaxResponseBytes caps how much of a response body is read. A 2xx body
+// over the cap proves nothing and is treated as ambiguous.
+// Default DefaultMaxResponseBytes.
+func WithMaxResponseBytes(n int64) Option {
+	return optionFunc(func(c *config) {
+		if n < 1 {
+			c.fail("WithMaxResponseBytes: need at least 1, got %d", n)
+			return
+		}
+		c.maxResponse = n
+	})
+}
+
+// WithReconcile sets the reconciler's schedule: an unsettled operation is
+// looked at again after interval, doubling up to maxInterval; after
+// deadline (from its creation) automatic reconciliation stops and the
+// operation is flagged for review. Defaults DefaultReconcileInterval,
+// DefaultReconcileMaxInterval, DefaultReconcileDeadline.
+func WithReconcile(interval, maxInterval, deadline time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if !positive(c, "WithReconcile interval", interval) || !positive(c, "WithReconcile maxInterval", maxInterval) ||
+			!positive(c, "WithReconcile deadline", deadline) {
+			return
+		}
+		if maxInterval < interval {
+			c.fail("WithReconcile: maxInterval %v is shorter than interval %v", maxInterval, interval)
+			return
+		}
+		c.reconcileInterval, c.reconcileMax, c.reconcileDeadline = interval, maxInterval, deadline
+	})
+}
+
+// WithResumeConcurrency bounds how many operations Resume drives at once.
+// Default DefaultResumeConcurrency.
+func WithResumeConcurrency(n int) Option {
+	return optionFunc(func(c *config) {
+		if n < 1 {
+			c.fail("WithResumeConcurrency: need at least 1, got %d", n)
+			return
+		}
+		c.resumeConcurrency = n
+	})
+}
+
+// WithJournalOptions passes options to journal.Open; it only matters to Open.
+func WithJournalOptions(opts ...journal.Option) Option {
+	return optionFunc(func(c *config) { c.journalOpts = append(c.journalOpts, opts...) })
+}
+
+func (c *config) err() error { return errors.Join(c.errs...) }

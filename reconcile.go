@@ -1,0 +1,168 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Summary counts what Resume found and where each operation ended.
+type Summary struct {
+	Visited    int // open operations found in the journal
+	Succeeded  int
+	Failed     int
+	Processing int // accepted by the server, not finished yet
+	Unknown    int // still unconfirmed, due for the reconciler
+	Pending    int // never sent (the caller stopped waiting first)
+	Review     int // flagged for a person (key expired, deadline passed)
+}
+
+func (s *Summary) add(res *Result) {
+	if res == nil {
+		return
+	}
+	switch {
+	case res.Review != "" && !res.State.Terminal():
+		s.Review++
+	case res.State == StateSucceeded:
+		s.Succeeded++
+	case res.State == StateFailed:
+		s.Failed++
+	case res.State == StateProcessing:
+		s.Processing++
+	case res.State == StatePending:
+		s.Pending++
+	default:
+		s.Unknown++
+	}
+}
+
+// Resume drives every open operation in the journal once, as Do would, and
+// reports where each ended. Call it at start-up, before new work: an
+// operation that may have been sent is queried first, then resent with the
+// same key only inside its key window. Its cost grows with the number of
+// open operations, not with the journal's size. Each settlement is also
+// reported to the WithSettleFunc callback.
+//
+// The error is non-nil only if the journal cannot be read or ctx ends; the
+// Summary then counts what was done.
+func (c *Client) Resume(ctx context.Context) (Summary, error) {
+	if c.closed.Load() {
+		return Summary{}, ErrClosed
+	}
+	type ref struct{ scope, key string }
+	var refs []ref
+	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+		refs = append(refs, ref{r.Scope, r.Key})
+		return nil
+	})
+	if err != nil {
+		return Summary{}, fmt.Errorf("idem: resume: %w", err)
+	}
+	sum := Summary{Visited: len(refs)}
+	var mu sync.Mutex
+	jobs := make(chan ref)
+	var wg sync.WaitGroup
+	for range min(c.cfg.resumeConcurrency, len(refs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range jobs {
+				res, _ := c.visit(ctx, r.scope, r.key, foreground)
+				mu.Lock()
+				sum.add(res)
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, r := range refs {
+		if ctx.Err() != nil {
+			break
+		}
+		jobs <- r
+	}
+	close(jobs)
+	wg.Wait()
+	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume done",
+		slog.Int("visited", sum.Visited), slog.Int("succeeded", sum.Succeeded), slog.Int("failed", sum.Failed),
+		slog.Int("processing", sum.Processing), slog.Int("unknown", sum.Unknown), slog.Int("review", sum.Review))
+	return sum, ctx.Err()
+}
+
+// visit drives one journaled operation, joining any call in flight for it.
+// Unlike Do it reports settlements to the WithSettleFunc callback, because
+// nobody is waiting for them.
+func (c *Client) visit(ctx context.Context, scope, key string, mode driveMode) (*Result, error) {
+	var settledHere bool
+	res, err := c.coalesce(ctx, scope, key, func() (*Result, error) {
+		rec, err := c.store.Get(ctx, scope, key)
+		if err != nil {
+			return nil, c.lookupErr(scope, key, err)
+		}
+		wasOpen := rec.Open()
+		res, err := c.drive(ctx, rec, mode, false)
+		settledHere = wasOpen && res != nil && res.State.Terminal()
+		return res, err
+	})
+	if settledHere && c.cfg.onSettle != nil {
+		c.cfg.onSettle(res.clone())
+	}
+	return res, err
+}
+
+// reconcileBatch bounds one pass of Run over due operations.
+const reconcileBatch = 256
+
+// Run is the background reconciler: until ctx ends it settles operations
+// that are due (unknown, processing, or abandoned), on their own schedule
+// (WithReconcile), and reports each settlement to the WithSettleFunc
+// callback. A visit never sleeps on an operation: what does not settle is
+// rescheduled. Operations past the reconciliation deadline are flagged for
+// review and then only queried, once a day.
+//
+// Run returns ctx.Err() when ctx ends, or an error if the journal fails.
+// Run one per Client.
+func (c *Client) Run(ctx context.Context) error {
+	poll := min(c.cfg.reconcileInterval, 5*time.Second)
+	for {
+		if c.closed.Load() {
+			return ErrClosed
+		}
+		due, err := c.store.Due(ctx, c.cfg.clock.Now(), reconcileBatch)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("idem: reconcile: %w", err)
+		}
+		for _, r := range due {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if _, err := c.visit(ctx, r.Scope, r.Key, reconciling); err != nil && isJournalErr(err) {
+				return err
+			}
+		}
+		if len(due) == reconcileBatch {
+			continue // more are due now
+		}
+		if err := c.cfg.clock.Sleep(ctx, poll); err != nil {
+			return err
+		}
+	}
+}
+
+// isJournalErr tells a broken journal (stop the reconciler) from an
+// operation that simply did not settle yet.
+func isJournalErr(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return false
+	}
+	return !errors.Is(err, ErrNotFound)
+}

@@ -1,0 +1,183 @@
+package idem
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Result is what is known of an operation's outcome when a call returns.
+type Result struct {
+	Scope      string
+	Key        string
+	State      State
+	ResourceID string // the server's id for what it created; may be empty
+	StatusCode int    // status of the response that settled it; 0 if none
+	Body       []byte // that response's body, size-capped
+	Reason     string // why it failed or needs review, for people
+	Review     string // non-empty when a person must settle it
+	Attempts   int    // HTTP exchanges over the operation's life
+	Manual     bool   // settled by hand (Resolve)
+}
+
+func newResult(rec *journal.Record) *Result {
+	r := &Result{
+		Scope:    rec.Scope,
+		Key:      rec.Key,
+		State:    rec.State,
+		Review:   rec.Review,
+		Attempts: attemptCount(rec),
+		Manual:   rec.Resolved != nil,
+	}
+	if rec.Result != nil {
+		r.ResourceID = rec.Result.ResourceID
+		r.StatusCode = rec.Result.StatusCode
+		r.Body = append([]byte(nil), rec.Result.Body...)
+		r.Reason = rec.Result.Reason
+	}
+	if r.Reason == "" && rec.Review != "" {
+		r.Reason = rec.Review
+	}
+	return r
+}
+
+// Outcome is what a Decoder read from a response body.
+type Outcome struct {
+	State      State // StateSucceeded, StateFailed or StateProcessing
+	ResourceID string
+	Reason     string
+}
+
+// A Decoder reads the outcome from a 2xx response of a submit or of a result
+// query. An error means the body does not prove anything: idem treats the
+// answer as ambiguous and checks again, never as success.
+type Decoder func(statusCode int, header http.Header, body []byte) (Outcome, error)
+
+// errUndecodable marks a 2xx body that proves nothing.
+var errUndecodable = errors.New("idem: response body does not decode to a result")
+
+// DecodeJSON is the default Decoder. It accepts a JSON object with
+// "state" ("succeeded", "failed", "processing"; "pending" means processing)
+// and "resourceId" (required for succeeded), plus an optional "reason"; or a
+// plain resource object with a non-empty string "id", taken as succeeded.
+func DecodeJSON(_ int, _ http.Header, body []byte) (Outcome, error) {
+	var v struct {
+		State      *string `json:"state"`
+		ResourceID string  `json:"resourceId"`
+		ID         any     `json:"id"`
+		Reason     string  `json:"reason"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		return Outcome{}, fmt.Errorf("%w: %v", errUndecodable, err)
+	}
+	if v.State == nil {
+		id, _ := v.ID.(string)
+		if id == "" {
+			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
+		}
+		return Outcome{State: StateSucceeded, ResourceID: id}, nil
+	}
+	switch s := strings.ToLower(*v.State); s {
+	case "succeeded":
+		if v.ResourceID == "" {
+			return Outcome{}, fmt.Errorf("%w: succeeded without \"resourceId\"", errUndecodable)
+		}
+		return Outcome{State: StateSucceeded, ResourceID: v.ResourceID, Reason: v.Reason}, nil
+	case "failed":
+		return Outcome{State: StateFailed, ResourceID: v.ResourceID, Reason: v.Reason}, nil
+	case "processing", "pending":
+		return Outcome{State: StateProcessing, ResourceID: v.ResourceID}, nil
+	default:
+		return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
+	}
+}
+
+// Verdict is what a response status means for an operation; see the outcome
+// table in the package documentation.
+type Verdict int
+
+// The verdicts, one per row of the outcome table.
+const (
+	// Settled: decode the body; it settles the operation (or says it is
+	// processing). An undecodable body is treated as Ambiguous.
+	Settled Verdict = iota + 1
+	// Processing: the server holds the key in flight; wait, then query.
+	Processing
+	// Conflict: the key was used with another payload; failed, never resent.
+	Conflict
+	// Throttled: not executed; wait max(backoff, Retry-After) and resend.
+	Throttled
+	// Ambiguous: it may or may not have executed; query, then resend with
+	// the same key.
+	Ambiguous
+	// Rejected: the server refused it; failed with the server's reason.
+	Rejected
+)
+
+// A Classifier maps a submit's status code to a Verdict. Wrap
+// DefaultClassifier to change one row, e.g. to make 402 explicit.
+type Classifier func(statusCode int) Verdict
+
+// DefaultClassifier implements the outcome table: 2xx settled; 409
+// processing; 422 conflict; 429 and 503 throttled; 408, 3xx and other 5xx
+// ambiguous; any other 4xx rejected.
+func DefaultClassifier(statusCode int) Verdict {
+	switch {
+	case statusCode >= 200 && statusCode < 300:
+		return Settled
+	case statusCode == http.StatusConflict:
+		return Processing
+	case statusCode == http.StatusUnprocessableEntity:
+		return Conflict
+	case statusCode == http.StatusTooManyRequests, statusCode == http.StatusServiceUnavailable:
+		return Throttled
+	case statusCode == http.StatusRequestTimeout:
+		return Ambiguous
+	case statusCode >= 400 && statusCode < 500:
+		return Rejected
+	default:
+		// 3xx (a 303 may follow a completed create), 5xx and anything odd:
+		// the operation may have executed.
+		return Ambiguous
+	}
+}
+
+// errorReason pulls a human reason out of an error body, falling back to
+// the status text; bounded so a hostile body cannot bloat the journal.
+func errorReason(statusCode int, body []byte) string {
+	var v struct {
+		Reason  string `json:"reason"`
+		Error   any    `json:"error"`
+		Message string `json:"message"`
+	}
+	reason := ""
+	if json.Unmarshal(body, &v) == nil {
+		switch {
+		case v.Reason != "":
+			reason = v.Reason
+		case v.Message != "":
+			reason = v.Message
+		default:
+			switch e := v.Error.(type) {
+			case string:
+				reason = e
+			case map[string]any:
+				if m, ok := e["message"].(string); ok {
+					reason = m
+				}
+			}
+		}
+	}
+	if reason == "" {
+		reason = http.StatusText(statusCode)
+	}
+	const maxReason = 512
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	return fmt.Sprintf("%d: %s", statusCode, reason)
+}

@@ -1,0 +1,188 @@
+package idem_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// sendRaw plays a request the crashed process sent before it died.
+func (e *env) sendRaw(key, body string) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/orders", bytes.NewReader([]byte(body)))
+	require.NoError(e.t, err)
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", scope)
+	resp, err := e.srv.Client().Do(req)
+	require.NoError(e.t, err)
+	require.NoError(e.t, resp.Body.Close())
+}
+
+// crashMidAttempt journals an attempt with no outcome, as a process killed
+// between sending and recording the answer leaves it.
+func (e *env) crashMidAttempt(key string) {
+	e.t.Helper()
+	now := e.clock.Now()
+	_, err := e.store.Update(e.ctx, idem.DefaultScope, key, func(r *journal.Record) error {
+		r.Attempts = append(r.Attempts, journal.Attempt{Number: len(r.Attempts) + 1, Kind: journal.AttemptSubmit, Start: now})
+		r.FirstSent = now
+		return nil
+	})
+	require.NoError(e.t, err)
+}
+
+func TestResume(t *testing.T) {
+	tests := []struct {
+		name        string
+		serverSaw   bool // the crashed process's request reached the server
+		midAttempt  bool // the journal holds an attempt without outcome
+		wantSubmits int
+		wantQueries int
+	}{
+		{name: "pending, never sent", wantSubmits: 1},
+		{name: "attempt without outcome, server executed it", serverSaw: true, midAttempt: true, wantSubmits: 1, wantQueries: 1},
+		{name: "attempt without outcome, server never got it", midAttempt: true, wantSubmits: 1, wantQueries: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var settled []*idem.Result
+			var mu sync.Mutex
+			e := newEnv(t, clientOpts(idem.WithSettleFunc(func(r *idem.Result) {
+				mu.Lock()
+				settled = append(settled, r)
+				mu.Unlock()
+			})))
+			const body = `{"amount":42}`
+			_, err := e.client.Prepare(e.ctx, e.req("k", body))
+			require.NoError(t, err)
+			if tt.midAttempt {
+				e.crashMidAttempt("k")
+			}
+			if tt.serverSaw {
+				e.sendRaw("k", body)
+			}
+			e.restart()
+
+			sum, err := e.client.Resume(e.ctx)
+			require.NoError(t, err)
+			require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
+			require.Len(t, e.submits("k"), tt.wantSubmits, "submits")
+			require.Equal(t, tt.wantQueries, e.queries("k"), "queries")
+			require.Equal(t, 1, e.srv.Effects(scope, "k"), "exactly one order")
+			e.requireSameBytes("k")
+			rec := e.record("k")
+			require.Equal(t, idem.StateSucceeded, rec.State)
+			for _, a := range rec.Attempts {
+				require.True(t, a.Done, "attempt %d closed", a.Number)
+			}
+			mu.Lock()
+			require.Len(t, settled, 1)
+			require.Equal(t, "k", settled[0].Key)
+			mu.Unlock()
+
+			// Nothing open: a second Resume visits nothing and sends nothing.
+			before := len(e.srv.Requests())
+			sum, err = e.client.Resume(e.ctx)
+			require.NoError(t, err)
+			require.Zero(t, sum.Visited)
+			require.Len(t, e.srv.Requests(), before)
+		})
+	}
+}
+
+func TestRunReconcilesHandedOffWork(t *testing.T) {
+	settled := make(chan *idem.Result, 1)
+	e := newEnv(t, clientOpts(
+		idem.WithMaxElapsed(5*time.Second),
+		idem.WithReconcile(10*time.Second, time.Minute, 72*time.Hour),
+		idem.WithSettleFunc(func(r *idem.Result) { settled <- r }),
+	))
+	e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: 30 * time.Second})
+	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+
+	ctx, cancel := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.client.Run(ctx) }()
+	select {
+	case r := <-settled:
+		require.Equal(t, "k", r.Key)
+		require.Equal(t, idem.StateSucceeded, r.State)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not settle the operation")
+	}
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Equal(t, 1, e.srv.Effects(scope, "k"))
+	require.Len(t, e.submits("k"), 2)
+	require.Equal(t, idem.StateSucceeded, e.record("k").State)
+}
+
+func TestRunFlagsPastDeadline(t *testing.T) {
+	e := newEnv(t, clientOpts(idem.WithMaxAttempts(1), idem.WithReconcile(time.Second, time.Minute, time.Hour)))
+	e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 1000})
+	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	e.clock.Advance(2 * time.Hour)
+
+	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+	defer cancel()
+	go func() { _ = e.client.Run(ctx) }()
+	require.Eventually(t, func() bool {
+		op, err := e.client.Lookup(e.ctx, idem.DefaultScope, "k")
+		return err == nil && op.Review == idem.ReviewDeadlinePassed
+	}, 15*time.Second, time.Millisecond)
+	cancel()
+	op, err := e.client.Lookup(e.ctx, idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateUnknown, op.State, "flagged, still open, never failed")
+	require.Zero(t, e.srv.Effects(scope, "k"))
+}
+
+func TestResolveByHand(t *testing.T) {
+	e := newEnv(t, clientOpts(idem.WithMaxAttempts(1)))
+	e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"})
+	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+
+	_, err = e.client.Resolve(e.ctx, idem.DefaultScope, "k", idem.Resolution{State: idem.StateSucceeded})
+	require.ErrorIs(t, err, idem.ErrInvalidRequest)
+	_, err = e.client.Resolve(e.ctx, idem.DefaultScope, "k", idem.Resolution{State: idem.StateUnknown, Reason: "x", By: "y"})
+	require.ErrorIs(t, err, idem.ErrInvalidRequest)
+	_, err = e.client.Resolve(e.ctx, idem.DefaultScope, "nope", idem.Resolution{State: idem.StateFailed, Reason: "x", By: "y"})
+	require.ErrorIs(t, err, idem.ErrNotFound)
+
+	res, err := e.client.Resolve(e.ctx, idem.DefaultScope, "k", idem.Resolution{
+		State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "seen in the provider dashboard", By: "alice"})
+	require.NoError(t, err)
+	require.True(t, res.Manual)
+	rec := e.record("k")
+	require.Equal(t, idem.StateSucceeded, rec.State)
+	require.NotNil(t, rec.Resolved)
+	require.Equal(t, "alice", rec.Resolved.By)
+	require.Equal(t, idem.StateUnknown, rec.Resolved.From)
+
+	before := len(e.srv.Requests())
+	op, err := e.client.Lookup(e.ctx, idem.DefaultScope, "k")
+	require.NoError(t, err)
+	_, err = e.client.Do(e.ctx, op)
+	require.NoError(t, err)
+	require.Len(t, e.srv.Requests(), before, "terminal is final")
+}
+
+func TestJournalLockedByAnotherClient(t *testing.T) {
+	e := newEnv(t)
+	_, err := idem.Open(e.path, idem.WithJournalOptions(journal.WithLockTimeout(50*time.Millisecond)))
+	require.ErrorIs(t, err, journal.ErrLocked)
+	require.ErrorContains(t, err, e.path)
+}

@@ -1,0 +1,102 @@
+package idem_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// TestSoak runs many operations through seeded random faults, then lets
+// Resume settle what the foreground left, and checks the promise: at most
+// one side effect per key, exactly one for every succeeded operation, none
+// for a failed one, and nothing left open without a reason.
+func TestSoak(t *testing.T) {
+	n := 1000
+	if testing.Short() {
+		n = 200
+	}
+	const retention = 1000 * time.Hour // fake time runs fast under many sleepers
+	e := newEnv(t,
+		serverOpts(idemtest.WithSeed(20261129), idemtest.WithRetention(retention), idemtest.WithProfile(idemtest.Profile{
+			Rates: map[idemtest.FaultKind]float64{
+				idemtest.DropAfterCommit:   0.05,
+				idemtest.ErrorAfterCommit:  0.05,
+				idemtest.ErrorBeforeCommit: 0.05,
+				idemtest.Throttle:          0.03,
+				idemtest.Unavailable:       0.03,
+				idemtest.QueryLag:          0.05,
+				idemtest.SlowProcessing:    0.05,
+				idemtest.GarbageBody:       0.03,
+				idemtest.TruncatedBody:     0.02,
+				idemtest.DelayResponse:     0.01,
+				idemtest.Decline:           0.02,
+			},
+			Delay:      3 * time.Second,
+			RetryAfter: 2 * time.Second,
+		})),
+		clientOpts(idem.WithKeyRetention(retention), idem.WithAttemptTimeout(300*time.Millisecond),
+			idem.WithRetryBudget(0, 0)),
+	)
+
+	keys := make([]string, n)
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				res, err := e.client.Submit(e.ctx, e.req(keys[i], fmt.Sprintf(`{"order":%d}`, i)))
+				if err == nil && res.State != idem.StateSucceeded {
+					t.Errorf("Submit(%s) = %s with nil error", keys[i], res.State)
+				}
+			}
+		}()
+	}
+	for i := range keys {
+		keys[i] = fmt.Sprintf("soak-%04d", i)
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+
+	// The faults stop; restarts settle the rest within a bounded number
+	// of rounds.
+	e.srv.SetProfile(idemtest.Profile{})
+	for round := 0; round < 5; round++ {
+		e.restart()
+		sum, err := e.client.Resume(e.ctx)
+		require.NoError(t, err)
+		if sum.Visited == 0 {
+			break
+		}
+		e.clock.Advance(time.Minute)
+	}
+
+	stats := e.srv.Stats()
+	require.LessOrEqual(t, stats.MaxEffectsPerKey, 1, "max_effects_per_key")
+	states := map[idem.State]int{}
+	for _, k := range keys {
+		rec := e.record(k)
+		states[rec.State]++
+		effects := e.srv.Effects(scope, k)
+		switch rec.State {
+		case idem.StateSucceeded:
+			require.Equalf(t, 1, effects, "%s succeeded: side effects", k)
+			require.NotEmpty(t, rec.Result.ResourceID, k)
+		case idem.StateFailed:
+			require.Zerof(t, effects, "%s failed (declined): side effects", k)
+		default:
+			require.NotEmptyf(t, rec.Review, "%s left %s without a review reason", k, rec.State)
+		}
+	}
+	t.Logf("states %v; server %+v", states, stats)
+	require.Equal(t, n, states[idem.StateSucceeded]+states[idem.StateFailed], "all settled once the faults stop")
+	require.Equal(t, stats.SideEffects, states[idem.StateSucceeded], "no side effect outside a succeeded operation")
+}

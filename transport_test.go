@@ -1,0 +1,72 @@
+package idem_test
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// step scripts one round trip of scriptTransport.
+type step struct {
+	forward bool  // send the request to the real server first
+	status  int   // then answer with this status instead (0: the server's answer)
+	err     error // or fail the round trip with this error
+	header  http.Header
+}
+
+// scriptTransport plays a script of answers for submits (POST), then behaves
+// like base. It models proxies and networks that the fake server cannot:
+// 502 from a gateway after the server committed, a refused dial, and so on.
+type scriptTransport struct {
+	base http.RoundTripper
+
+	mu     sync.Mutex
+	script []step
+	posts  int
+}
+
+func (s *scriptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet {
+		return s.base.RoundTrip(req)
+	}
+	s.mu.Lock()
+	s.posts++
+	var st step
+	scripted := len(s.script) > 0
+	if scripted {
+		st, s.script = s.script[0], s.script[1:]
+	}
+	s.mu.Unlock()
+	if !scripted {
+		return s.base.RoundTrip(req)
+	}
+	if st.forward {
+		resp, err := s.base.RoundTrip(req)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	} else if req.Body != nil {
+		_ = req.Body.Close()
+	}
+	if st.err != nil {
+		return nil, st.err
+	}
+	h := st.header
+	if h == nil {
+		h = http.Header{}
+	}
+	body := []byte(`{"error":"scripted ` + strconv.Itoa(st.status) + `"}`)
+	return &http.Response{
+		StatusCode: st.status, Status: http.StatusText(st.status), Header: h, Request: req,
+		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+	}, nil
+}
+
+// dialRefused is what net/http returns when nothing listens: never sent.
+var dialRefused = &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connection refused", Addr: "127.0.0.1:1"}}
