@@ -2,6 +2,7 @@ package journal
 
 import (
 	"errors"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -63,6 +64,7 @@ type committer struct {
 	db      *bolt.DB
 	queue   chan *request
 	stopped chan struct{}
+	rounds  atomic.Int64 // transactions begun, for tests
 }
 
 func newCommitter(db *bolt.DB) *committer {
@@ -100,6 +102,7 @@ func (c *committer) loop() {
 
 // commit applies the round in one transaction and releases its callers.
 func (c *committer) commit(round []*request) {
+	c.rounds.Add(1)
 	err := c.db.Update(func(tx *bolt.Tx) error {
 		for _, r := range round {
 			r.panicked = nil

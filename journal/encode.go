@@ -296,7 +296,7 @@ type decoder struct {
 
 func (d *decoder) fail(what string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("%w: record: %s", ErrCorrupt, what)
+		d.err = fmt.Errorf("record: %s: %w", what, ErrCorrupt)
 	}
 	d.b = nil
 }
@@ -311,7 +311,7 @@ func (d *decoder) header() {
 		d.fail("bad format version")
 		return
 	case v > formatVersion:
-		d.err = fmt.Errorf("%w: record format version %d, this build reads up to %d", ErrVersion, v, formatVersion)
+		d.err = fmt.Errorf("record format version %d, this build reads up to %d: %w", v, formatVersion, ErrVersion)
 		d.b = nil
 		return
 	}

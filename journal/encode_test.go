@@ -1,0 +1,158 @@
+package journal
+
+import (
+	"crypto/sha256"
+	"math"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func fullRecord() *Record {
+	body := []byte(`{"amount":1250,"currency":"EUR"}`)
+	return &Record{
+		Scope:    "acct_42",
+		Key:      "5b0c7a0e-8d1f-4f0a-9d55-1f1bb1f0c0de",
+		Ref:      "draft-17",
+		Method:   http.MethodPost,
+		URL:      "https://api.example.com/v1/orders",
+		QueryURL: "https://api.example.com/v1/orders/by-key/5b0c",
+		Header:   http.Header{"Content-Type": {"application/json"}, "X-Multi": {"a", "", "c"}, "X-Empty": {}},
+		Body:     body,
+		BodySHA:  sha256.Sum256(body),
+		State:    StateUnknown,
+		Review:   "key expired",
+		Attempts: []Attempt{
+			{Number: 1, Kind: AttemptSubmit, Start: t0, Wrote: true, Done: true, Status: 504, Err: "", RetryAfter: 0, Duration: 3 * time.Second},
+			{Number: 2, Kind: AttemptQuery, Start: t0.Add(time.Second), Done: true, Status: 404, Duration: time.Millisecond},
+			{Number: 3, Kind: "future-kind", Start: t0.Add(2 * time.Second), Wrote: true, Err: "read: connection reset", RetryAfter: -time.Second, Duration: math.MaxInt64},
+			{Number: -1},
+		},
+		Result:    &Result{ResourceID: "ord_1", StatusCode: 201, Body: []byte(`{"id":"ord_1"}`), Reason: "created"},
+		Resolved:  &Resolution{By: "alice", Reason: "dashboard", At: t0.Add(time.Hour), From: StateProcessing},
+		Created:   t0,
+		FirstSent: t0.Add(123456789 * time.Nanosecond),
+		Updated:   time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		Settled:   time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		NextDue:   time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+}
+
+func TestEncodeRoundTrip(t *testing.T) {
+	body := []byte("x")
+	tests := []struct {
+		name string
+		rec  *Record
+	}{
+		{"full", fullRecord()},
+		{"minimal", &Record{Scope: "s", Key: "k", State: StatePending}},
+		{"resolved without from", &Record{Scope: "s", Key: "k", State: StateFailed, Resolved: &Resolution{}, Result: &Result{}}},
+		{"binary strings", &Record{Scope: "\xff\xfe", Key: "k\x01", State: StateSucceeded, Body: body, BodySHA: sha256.Sum256(body)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			enc := encode(nil, tt.rec)
+			got, err := decode(enc)
+			require.NoError(t, err)
+			require.Equal(t, tt.rec, got)
+			require.Equal(t, enc, encode(nil, got), "encoding is deterministic")
+
+			st, review, err := decodeState(enc)
+			require.NoError(t, err)
+			require.Equal(t, tt.rec.State, st)
+			require.Equal(t, tt.rec.Review, review)
+		})
+	}
+}
+
+func TestEncodeLocalTimesComeBackUTC(t *testing.T) {
+	loc := time.FixedZone("X", 3600)
+	r := &Record{Scope: "s", Key: "k", State: StatePending, Created: time.Now().In(loc)}
+	got, err := decode(encode(nil, r))
+	require.NoError(t, err)
+	require.True(t, got.Created.Equal(r.Created), "Created = %v; want %v", got.Created, r.Created)
+	require.Equal(t, time.UTC, got.Created.Location())
+}
+
+func TestDecodeRejects(t *testing.T) {
+	enc := encode(nil, fullRecord())
+	// Every truncation is corrupt, never a panic.
+	for i := range len(enc) {
+		_, err := decode(enc[:i])
+		require.ErrorIs(t, err, ErrCorrupt, "decode(first %d of %d bytes)", i, len(enc))
+	}
+	tests := []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"trailing byte", append(encode(nil, fullRecord()), 0), ErrCorrupt},
+		{"bad magic", append([]byte{'{'}, enc[1:]...), ErrCorrupt},
+		{"version 0", append([]byte{magic0, magic1, 0}, enc[3:]...), ErrCorrupt},
+		{"newer version", append([]byte{magic0, magic1, formatVersion + 1}, enc[3:]...), ErrVersion},
+		{"bad state", append([]byte{magic0, magic1, formatVersion, 9}, enc[4:]...), ErrCorrupt},
+		{"empty state", append([]byte{magic0, magic1, formatVersion, 0}, enc[4:]...), ErrCorrupt},
+		{"huge length", []byte{magic0, magic1, formatVersion, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}, ErrCorrupt},
+		{"overlong varint", []byte{magic0, magic1, formatVersion, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, ErrCorrupt},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decode(tt.b)
+			require.ErrorIs(t, err, tt.want)
+		})
+	}
+}
+
+// FuzzDecodeRecord checks that decode never panics, and that whatever it
+// accepts survives another encode and decode unchanged.
+func FuzzDecodeRecord(f *testing.F) {
+	f.Add(encode(nil, fullRecord()))
+	f.Add(encode(nil, &Record{Scope: "s", Key: "k", State: StatePending}))
+	f.Add([]byte{})
+	f.Add([]byte{magic0, magic1, formatVersion})
+	f.Add([]byte{magic0, magic1, formatVersion + 1, 1})
+	f.Add([]byte(`{"scope":"s","key":"k"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := decode(b)
+		if err != nil {
+			if r != nil {
+				t.Fatalf("decode returned a record and an error")
+			}
+			return
+		}
+		enc := encode(nil, r)
+		r2, err := decode(enc)
+		if err != nil {
+			t.Fatalf("decode(encode(decode(b))): %v", err)
+		}
+		require.Equal(t, r, r2)
+		if _, _, err := decodeState(b); err != nil {
+			t.Fatalf("decodeState rejects what decode accepts: %v", err)
+		}
+	})
+}
+
+func TestTimeKeyOrder(t *testing.T) {
+	times := []time.Time{
+		{},
+		time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
+		time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC), // clamped with the zero time
+		time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(-1, 0),
+		time.Unix(0, 0),
+		time.Unix(0, 1),
+		t0,
+		t0.Add(time.Nanosecond),
+		time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), // clamped to the end
+	}
+	for i := 1; i < len(times); i++ {
+		require.LessOrEqual(t, timeKey(times[i-1]), timeKey(times[i]), "timeKey(%v) <= timeKey(%v)", times[i-1], times[i])
+	}
+	require.Less(t, timeKey(t0), timeKey(t0.Add(time.Nanosecond)))
+	require.Less(t, timeKey(time.Unix(-1, 0)), timeKey(time.Unix(0, 0)))
+}
