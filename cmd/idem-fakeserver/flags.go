@@ -1,0 +1,181 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idem/internal/fakeserver"
+)
+
+// options are the parsed command line.
+type options struct {
+	addr        string
+	allowRemote bool
+	cfg         fakeserver.Config
+}
+
+// generalFlags lists the flags other than fault rates, in usage order.
+var generalFlags = []string{
+	"addr", "allow-remote", "key-header", "scope-header", "retention", "max-keys", "max-body",
+	"seed", "delay", "retry-after", "http-date",
+}
+
+// rateFlag returns the name of the rate flag of kind: the kind itself, except
+// "delay", which names the duration flag, so its rate is -delay-response.
+func rateFlag(kind fakeserver.FaultKind) string {
+	if kind == fakeserver.DelayResponse {
+		return "delay-response"
+	}
+	return string(kind)
+}
+
+// rate is a flag.Value for a probability.
+type rate float64
+
+func (r *rate) String() string { return strconv.FormatFloat(float64(*r), 'g', -1, 64) }
+
+func (r *rate) Set(s string) error {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !(v >= 0 && v <= 1) {
+		return errors.New("want a probability between 0 and 1")
+	}
+	*r = rate(v)
+	return nil
+}
+
+func newFlagSet(opts *options, rates map[fakeserver.FaultKind]*rate) *flag.FlagSet {
+	fs := flag.NewFlagSet("idem-fakeserver", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run reports errors and prints the usage
+	fs.Usage = func() {}
+	cfg := &opts.cfg
+	fs.StringVar(&opts.addr, "addr", "127.0.0.1:0", "listen `address`; port 0 picks a free port")
+	fs.BoolVar(&opts.allowRemote, "allow-remote", false, "allow an -addr that is not a loopback address")
+	fs.StringVar(&cfg.KeyHeader, "key-header", fakeserver.DefaultKeyHeader, "idempotency key `header`")
+	fs.StringVar(&cfg.ScopeHeader, "scope-header", fakeserver.DefaultScopeHeader, "`header` whose value scopes keys (the caller)")
+	fs.DurationVar(&cfg.Retention, "retention", fakeserver.DefaultRetention, "key retention window; after it a key executes again")
+	fs.IntVar(&cfg.MaxKeys, "max-keys", fakeserver.DefaultMaxKeys, "keys stored at most; when full, new keys get 503")
+	fs.Int64Var(&cfg.MaxBody, "max-body", fakeserver.DefaultMaxBody, "largest request body in `bytes`; larger get 413")
+	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the random faults: the same seed gives the same faults")
+	fs.DurationVar(&cfg.Profile.Delay, "delay", 2*time.Second, "duration of the delay, query-lag and slow-processing faults")
+	fs.DurationVar(&cfg.Profile.RetryAfter, "retry-after", time.Second, "Retry-After of 429, 503 and the 409 of slow processing")
+	fs.BoolVar(&cfg.Profile.HTTPDate, "http-date", false, "send Retry-After as an HTTP-date instead of seconds")
+	for _, k := range fakeserver.FaultKinds() {
+		r := new(rate)
+		rates[k] = r
+		fs.Var(r, rateFlag(k), k.Description())
+	}
+	return fs
+}
+
+// parseFlags parses the command line into options. It returns flag.ErrHelp
+// for -h.
+func parseFlags(args []string) (options, error) {
+	var opts options
+	rates := make(map[fakeserver.FaultKind]*rate)
+	fs := newFlagSet(&opts, rates)
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := checkAddr(opts.addr, opts.allowRemote); err != nil {
+		return options{}, err
+	}
+	switch {
+	case opts.cfg.Retention <= 0:
+		return options{}, fmt.Errorf("-retention %v: want a positive duration", opts.cfg.Retention)
+	case opts.cfg.MaxKeys <= 0:
+		return options{}, fmt.Errorf("-max-keys %d: want a positive number", opts.cfg.MaxKeys)
+	case opts.cfg.MaxBody <= 0:
+		return options{}, fmt.Errorf("-max-body %d: want a positive number", opts.cfg.MaxBody)
+	case opts.cfg.Profile.Delay < 0 || opts.cfg.Profile.RetryAfter < 0:
+		return options{}, errors.New("-delay and -retry-after must not be negative")
+	case opts.cfg.KeyHeader == "":
+		return options{}, errors.New("-key-header must not be empty")
+	}
+	sum := 0.0
+	for k, r := range rates {
+		if *r > 0 {
+			if opts.cfg.Profile.Rates == nil {
+				opts.cfg.Profile.Rates = make(map[fakeserver.FaultKind]float64)
+			}
+			opts.cfg.Profile.Rates[k] = float64(*r)
+			sum += float64(*r)
+		}
+	}
+	if sum > 1 {
+		return options{}, fmt.Errorf("fault rates sum to %g; want at most 1 (one fault per request)", sum)
+	}
+	return opts, nil
+}
+
+// checkAddr refuses an address that is not loopback unless allowRemote.
+func checkAddr(addr string, allowRemote bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("-addr %q: %w", addr, err)
+	}
+	if allowRemote || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("-addr %q is not a loopback address; add -allow-remote to listen on it", addr)
+}
+
+// printUsage writes the -h text.
+func printUsage(w io.Writer) {
+	var opts options
+	rates := make(map[fakeserver.FaultKind]*rate)
+	fs := newFlagSet(&opts, rates)
+	fmt.Fprint(w, `Usage: idem-fakeserver [flags]
+
+Runs the fake idempotent payment API of github.com/idemkit/idem until SIGINT
+or SIGTERM. On start it prints one line to stdout:
+  idem-fakeserver listening on http://127.0.0.1:PORT
+
+HTTP:
+  POST|PUT|PATCH|DELETE /any/path  submit; needs the key header (bare or "quoted")
+  GET  /operations/{key}           state of an operation; 404 if unknown
+  GET  /_stats                     counters as JSON
+  POST /_faults                    script a fault, e.g. {"kind":"503","count":2,"key":"k",
+                                   "query":false,"delay":"2s","retry_after":"1s","http_date":false}
+  POST /_reset                     forget keys, counters, log and faults
+
+Flags:
+`)
+	for _, name := range generalFlags {
+		printFlag(w, fs.Lookup(name))
+	}
+	fmt.Fprint(w, `
+Faults: each flag is the probability (0..1) that a submit gets that fault;
+a request gets at most one, so the rates sum to at most 1. The same names
+(delay-response is "delay") are the kinds accepted by POST /_faults.
+`)
+	for _, k := range fakeserver.FaultKinds() {
+		printFlag(w, fs.Lookup(rateFlag(k)))
+	}
+}
+
+func printFlag(w io.Writer, f *flag.Flag) {
+	arg, usage := flag.UnquoteUsage(f)
+	if _, ok := f.Value.(*rate); ok {
+		arg = "rate"
+	}
+	line := "  -" + f.Name
+	if arg != "" {
+		line += " " + arg
+	}
+	if def := f.DefValue; def != "" && def != "0" && def != "false" {
+		usage += " (default " + def + ")"
+	}
+	fmt.Fprintf(w, "%-28s %s\n", line, strings.TrimSpace(usage))
+}

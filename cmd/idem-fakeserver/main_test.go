@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/fakeserver"
+)
+
+func TestHelpListsEveryFault(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-h"}, &stdout, &stderr)
+	require.Equal(t, 0, code)
+	require.Empty(t, stderr.String())
+	help := stdout.String()
+	for _, k := range fakeserver.FaultKinds() {
+		require.Contains(t, help, "-"+rateFlag(k)+" rate", "flag of %s", k)
+		require.Contains(t, help, k.Description(), "meaning of %s", k)
+	}
+	for _, name := range generalFlags {
+		require.Contains(t, help, "-"+name, "flag %s", name)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-retention", "soon"}, `invalid value "soon" for flag -retention`},
+		{[]string{"-decline", "2"}, `invalid value "2" for flag -decline: want a probability between 0 and 1`},
+		{[]string{"-429", "x"}, `invalid value "x" for flag -429`},
+		{[]string{"-no-such-flag"}, "flag provided but not defined: -no-such-flag"},
+		{[]string{"-addr", "0.0.0.0:8080"}, `-addr "0.0.0.0:8080" is not a loopback address; add -allow-remote`},
+		{[]string{"-addr", ":8080"}, "is not a loopback address"},
+		{[]string{"-addr", "localhost"}, `-addr "localhost": address localhost: missing port in address`},
+		{[]string{"-503", "0.6", "-500-before-commit", "0.6"}, "fault rates sum to 1.2; want at most 1"},
+		{[]string{"-retention", "0s"}, "-retention 0s: want a positive duration"},
+		{[]string{"-max-keys", "0"}, "-max-keys 0: want a positive number"},
+		{[]string{"serve"}, `unexpected argument "serve"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(t.Context(), tt.args, &stdout, &stderr)
+			require.Equal(t, 2, code)
+			require.Empty(t, stdout.String())
+			require.Contains(t, stderr.String(), tt.want)
+			require.True(t, strings.HasPrefix(stderr.String(), "idem-fakeserver: "), stderr.String())
+			require.Equal(t, 1, strings.Count(stderr.String(), "\n"), "one line: %q", stderr.String())
+		})
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	opts, err := parseFlags([]string{
+		"-addr", "0.0.0.0:9000", "-allow-remote",
+		"-key-header", "X-Request-Id", "-scope-header", "X-Account",
+		"-retention", "1h", "-seed", "7", "-max-keys", "10", "-max-body", "100",
+		"-drop-after-commit", "0.05", "-delay-response", "0.1", "-503", "0.2",
+		"-delay", "3s", "-retry-after", "2s", "-http-date",
+	})
+	require.NoError(t, err)
+	require.Equal(t, "0.0.0.0:9000", opts.addr)
+	require.True(t, opts.allowRemote)
+	require.Equal(t, fakeserver.Config{
+		KeyHeader: "X-Request-Id", ScopeHeader: "X-Account", Retention: time.Hour,
+		MaxKeys: 10, MaxBody: 100, Seed: 7,
+		Profile: fakeserver.Profile{
+			Rates: map[fakeserver.FaultKind]float64{
+				fakeserver.DropAfterCommit: 0.05, fakeserver.DelayResponse: 0.1, fakeserver.Unavailable: 0.2,
+			},
+			Delay: 3 * time.Second, RetryAfter: 2 * time.Second, HTTPDate: true,
+		},
+	}, opts.cfg)
+
+	opts, err = parseFlags(nil)
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:0", opts.addr)
+	require.Nil(t, opts.cfg.Profile.Rates)
+
+	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", "localhost:0", "127.0.0.2:80"} {
+		_, err := parseFlags([]string{"-addr", addr})
+		require.NoError(t, err, addr)
+	}
+}
+
+func TestRunServesUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out, w := io.Pipe()
+	var stderr bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-seed", "3"}, w, &stderr)
+		w.Close()
+	}()
+
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	base, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "idem-fakeserver listening on ")
+	require.True(t, ok, "first line %q", line)
+	require.Regexp(t, `^http://127\.0\.0\.1:\d+$`, base)
+	go io.Copy(io.Discard, out) // nothing else is printed, but never block run
+
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	post := func(path, key, body string) *http.Response {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+path, strings.NewReader(body))
+		require.NoError(t, err)
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		return resp
+	}
+	resp := post("/orders", "k1", "{}")
+	resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+
+	// A response delayed for an hour does not hold up the shutdown.
+	resp = post("/_faults", "", `{"kind":"delay","delay":"1h"}`)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	delayed := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, base+"/orders", strings.NewReader("{}"))
+		req.Header.Set("Idempotency-Key", "k2")
+		resp, err := c.Do(req)
+		if err != nil {
+			delayed <- 0
+			return
+		}
+		resp.Body.Close()
+		delayed <- resp.StatusCode
+	}()
+	require.Eventually(t, func() bool {
+		resp, err := c.Get(base + "/_stats")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var st fakeserver.Stats
+		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.SideEffects == 2
+	}, 5*time.Second, 5*time.Millisecond)
+
+	cancel()
+	require.Equal(t, 0, <-done, "stderr: %s", stderr.String())
+	require.Equal(t, http.StatusCreated, <-delayed, "the delayed request is answered at shutdown")
+	require.Empty(t, stderr.String())
+}
+
+func TestRunListenError(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-addr", "127.0.0.1:99999"}, &stdout, &stderr)
+	require.Equal(t, 1, code)
+	require.Empty(t, stdout.String())
+	require.Contains(t, stderr.String(), "idem-fakeserver: listen tcp")
+}
