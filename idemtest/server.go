@@ -1,6 +1,8 @@
 package idemtest
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,8 +17,9 @@ type Server struct {
 	// trailing slash.
 	URL string
 
-	ts  *httptest.Server
-	srv *fakeserver.Server
+	ts     *httptest.Server
+	srv    *fakeserver.Server
+	cancel context.CancelFunc // ends the requests' contexts
 }
 
 // NewServer starts and returns a new Server. The caller should call Close
@@ -28,20 +31,28 @@ func NewServer(opts ...Option) *Server {
 		o.apply(&cfg)
 	}
 	srv := fakeserver.New(cfg)
-	ts := httptest.NewServer(srv)
-	return &Server{URL: ts.URL, ts: ts, srv: srv}
+	ts := httptest.NewUnstartedServer(srv)
+	// Request contexts derive from base, which Close cancels first: a
+	// response held by a delay fault is then sent at once.
+	base, cancel := context.WithCancel(context.Background())
+	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
+	ts.Start()
+	return &Server{URL: ts.URL, ts: ts, srv: srv, cancel: cancel}
 }
 
-// Client returns an HTTP client configured for requests to the server. It
-// reuses connections; so does net/http's Transport resend, silently, a
-// request with an Idempotency-Key header whose reused connection died before
-// any answer (see [Server.Requests]). It is closed by Close.
+// Client returns an HTTP client configured for requests to the server; Close
+// closes its idle connections. It reuses connections, so note that its
+// Transport, like any net/http Transport, silently resends a request that
+// carries an Idempotency-Key header when a reused connection dies before any
+// answer: [Server.Requests] shows both.
 func (s *Server) Client() *http.Client { return s.ts.Client() }
 
 // Close shuts down the server and blocks until all outstanding requests on
-// it have completed; requests waiting on a delay fault end when their client
-// gives up.
-func (s *Server) Close() { s.ts.Close() }
+// it have completed. Responses held by a delay fault are sent at once.
+func (s *Server) Close() {
+	s.cancel()
+	s.ts.Close()
+}
 
 // ResultURL returns the URL of the result endpoint for key:
 // s.URL + "/operations/" + url.PathEscape(key).

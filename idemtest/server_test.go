@@ -154,3 +154,23 @@ func TestDelayEndsWhenClientGivesUp(t *testing.T) {
 	srv.Close() // returns: the delayed handler ended with its request
 	require.Equal(t, 1, srv.Effects("", "k"))
 }
+
+func TestCloseSendsDelayedResponses(t *testing.T) {
+	srv := idemtest.NewServer()
+	srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Delay: time.Hour})
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders", strings.NewReader("{}"))
+		req.Header.Set("Idempotency-Key", "k")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		resp.Body.Close()
+		status <- resp.StatusCode
+	}()
+	require.Eventually(t, func() bool { return srv.Effects("", "k") == 1 }, 5*time.Second, time.Millisecond)
+	srv.Close()
+	require.Equal(t, http.StatusCreated, <-status)
+}

@@ -156,8 +156,8 @@ type Fault struct {
 // number from its seeded RNG and picks at most one fault: the rates are laid
 // out on [0,1) in the order of [FaultKinds]. A picked fault that does not
 // match the submit (a decline on a replay, say) does nothing. Every submit
-// with a valid key draws exactly once, so the n-th submit's fault depends
-// only on the seed and n. Queries never draw.
+// with a valid key and an acceptable body draws exactly once, so the n-th
+// such submit's fault depends only on the seed and n. Queries never draw.
 type Profile struct {
 	// Rates is the probability (0..1) per submit of each fault; the rates
 	// sum to at most 1.
