@@ -1,0 +1,39 @@
+// Command idem inspects and settles the operations in an idem journal, the
+// bbolt file in which the idem client records every payment or order
+// operation before sending it.
+//
+// Use it while the application that owns the journal is stopped: a running
+// application holds the journal's lock, and idem reports that instead of
+// waiting for ever. list, show and stats open the journal read-only and
+// never create or change the file; resolve and prune open it for writing.
+//
+// Usage:
+//
+//	idem [-journal PATH] [-lock-timeout DURATION] COMMAND [flags] [args]
+//
+// The journal is the -journal flag or, without it, $IDEM_JOURNAL. The
+// global flags may also follow the command. The commands:
+//
+//	list [-state S[,S]] [-open] [-review] [-older-than D] [-scope S] [-limit N] [-json]
+//	    List operations, oldest first, as a table or as a JSON array.
+//	show [-scope S] [-json] KEY
+//	    Print one operation in full: request, state, result, manual
+//	    resolution and the timeline of its attempts.
+//	resolve [-scope S] KEY -succeeded|-failed -reason TEXT [-resource-id ID] [-by NAME] [-force]
+//	    Settle an operation by hand, for instance one flagged for review
+//	    after its key expired. The resolution is recorded in the journal
+//	    with who, why, when and the state it replaced. An operation that
+//	    is already succeeded or failed needs -force.
+//	prune -settled-before D [-dry-run]
+//	    Delete succeeded and failed operations settled more than D ago.
+//	    Open operations are never pruned.
+//	stats [-json]
+//	    Count operations by state.
+//
+// Durations are Go durations (90m, 720h) or whole days (30d). show and
+// resolve look in scope "default", the idem client's default, unless
+// -scope says otherwise.
+//
+// Exit status: 0 on success, 1 when the command failed (locked, missing
+// or damaged journal, unknown key), 2 on a usage error.
+package main

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/idemkit/idem/journal"
+)
+
+func cmdList(e *env, args []string) (err error) {
+	const name = "list"
+	fs := e.flags(name)
+	var (
+		st       states
+		olderArg days
+	)
+	fs.Var(&st, "state", "only operations in these `states` (comma-separated: pending, processing, unknown, succeeded, failed)")
+	open := fs.Bool("open", false, "only open operations (pending, processing, unknown)")
+	review := fs.Bool("review", false, "only operations flagged for review")
+	fs.Var(&olderArg, "older-than", "only operations created more than `duration` ago")
+	scope := fs.String("scope", "", "only operations in this `scope` (default every scope)")
+	limit := fs.Int("limit", 0, "print at most `n` operations, the oldest (0: no limit)")
+	asJSON := fs.Bool("json", false, "print a JSON array of full records")
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(name, pos); err != nil {
+		return err
+	}
+	switch {
+	case *open && len(st) > 0:
+		return usagef(name, "-open and -state do not mix: -open is -state pending,processing,unknown")
+	case *limit < 0:
+		return usagef(name, "-limit must not be negative")
+	}
+	f := journal.Filter{States: []journal.State(st), Review: *review}
+	if *open {
+		f.States = openStates
+	}
+	now := e.now()
+	if olderArg.set {
+		f.CreatedBefore = now.Add(-olderArg.d)
+	}
+	// The journal lists in (scope, key) order and has no scope filter:
+	// sorting by age and limiting are done here, after the scope filter.
+	s, err := e.open(name, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	recs, err := s.List(e.ctx, f)
+	if err != nil {
+		return explain(s.Path(), err)
+	}
+	if *scope != "" {
+		recs = slices.DeleteFunc(recs, func(r *journal.Record) bool { return r.Scope != *scope })
+	}
+	slices.SortStableFunc(recs, func(a, b *journal.Record) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.Scope, b.Scope), cmp.Compare(a.Key, b.Key))
+	})
+	if *limit > 0 && len(recs) > *limit {
+		recs = recs[:*limit]
+	}
+
+	if *asJSON {
+		out := make([]recordJSON, len(recs))
+		for i, r := range recs {
+			out[i] = toJSON(r)
+		}
+		return writeJSON(e.stdout, out)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(e.stderr, "idem: no operations match")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tSCOPE\tSTATE\tREVIEW\tATTEMPTS\tAGE\tREF\tRESOURCE")
+	for _, r := range recs {
+		resource := ""
+		if r.Result != nil {
+			resource = r.Result.ResourceID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			clean(r.Key), clean(r.Scope), r.State, clean(truncate(r.Review, 40)),
+			strconv.Itoa(len(r.Attempts)), age(now, r.Created), clean(r.Ref), clean(resource))
+	}
+	return tw.Flush()
+}

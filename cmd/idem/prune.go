@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+func cmdPrune(e *env, args []string) (err error) {
+	const name = "prune"
+	fs := e.flags(name)
+	var before days
+	fs.Var(&before, "settled-before", "delete operations settled more than `duration` ago (required; e.g. 720h or 30d)")
+	dryRun := fs.Bool("dry-run", false, "count what would be deleted; change nothing")
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(name, pos); err != nil {
+		return err
+	}
+	if !before.set {
+		return usagef(name, "-settled-before is required (e.g. -settled-before 720h)")
+	}
+	if before.d < idem.DefaultKeyRetention {
+		fmt.Fprintf(e.stderr, "idem: warning: -settled-before %s is shorter than the default key retention (%s): a pruned key that is reused may be sent again as a new operation\n",
+			before.d, idem.DefaultKeyRetention)
+	}
+	cutoff := e.now().Add(-before.d)
+
+	if *dryRun {
+		s, err := e.open(name, false)
+		if err != nil {
+			return err
+		}
+		defer closeStore(s, &err)
+		recs, err := s.List(e.ctx, journal.Filter{States: []journal.State{journal.StateSucceeded, journal.StateFailed}})
+		if err != nil {
+			return explain(s.Path(), err)
+		}
+		n := 0
+		for _, r := range recs {
+			if r.Settled.Before(cutoff) {
+				n++
+			}
+		}
+		fmt.Fprintf(e.stdout, "would delete %d settled operations (settled before %s); dry run, nothing deleted\n", n, stamp(cutoff))
+		return nil
+	}
+
+	s, err := e.open(name, true)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	n, err := s.Prune(e.ctx, cutoff)
+	if err != nil {
+		// Prune commits in chunks: what it deleted before failing stays deleted.
+		return fmt.Errorf("%w (%d operations were deleted before the error)", explain(s.Path(), err), n)
+	}
+	fmt.Fprintf(e.stdout, "deleted %d settled operations (settled before %s)\n", n, stamp(cutoff))
+	return nil
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"cmp"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/idemkit/idem/journal"
+)
+
+func cmdResolve(e *env, args []string) (err error) {
+	const name = "resolve"
+	fs := e.flags(name)
+	scope := fs.String("scope", defaultScope, "the operation's `scope`")
+	succeeded := fs.Bool("succeeded", false, "the server performed the operation")
+	failed := fs.Bool("failed", false, "the server did not perform the operation, and never will")
+	resourceID := fs.String("resource-id", "", "the server's `id` for what it created (default: the one already recorded, if any)")
+	reason := fs.String("reason", "", "why, in a few words (required; recorded in the journal)")
+	by := fs.String("by", "", "who resolves it (default $USER, or \"operator\")")
+	force := fs.Bool("force", false, "allow changing an operation that is already succeeded or failed")
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	key, err := oneKey(name, pos)
+	if err != nil {
+		return err
+	}
+	var m journal.Manual
+	switch {
+	case *succeeded && *failed:
+		return usagef(name, "give one of -succeeded and -failed, not both")
+	case *succeeded:
+		m.State = journal.StateSucceeded
+	case *failed:
+		m.State = journal.StateFailed
+	default:
+		return usagef(name, "say how the operation ended: -succeeded or -failed")
+	}
+	if m.Reason = strings.TrimSpace(*reason); m.Reason == "" {
+		return usagef(name, "-reason is required: say why, for whoever reads the journal next")
+	}
+	if *scope == "" {
+		return usagef(name, "empty -scope")
+	}
+	m.By = strings.TrimSpace(*by)
+	if m.By == "" {
+		m.By = cmp.Or(e.getenv("USER"), e.getenv("USERNAME"), "operator")
+	}
+	idSet := false
+	fs.Visit(func(f *flag.Flag) { idSet = idSet || f.Name == "resource-id" })
+	m.ResourceID = *resourceID
+
+	s, err := e.open(name, true)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	// The lock is held from here on: nothing changes r before Resolve.
+	r, err := get(e, s, *scope, key)
+	if err != nil {
+		return err
+	}
+	if r.State.Terminal() && !*force {
+		return fmt.Errorf("operation %q in scope %q is already %s (settled %s); pass -force to change a settled operation",
+			key, *scope, r.State, stamp(r.Settled))
+	}
+	// journal.Resolve replaces the resource id: keep what the server said
+	// unless the operator gave one, even an empty one.
+	if !idSet && r.Result != nil {
+		m.ResourceID = r.Result.ResourceID
+	}
+	m.At = e.now()
+	r, err = s.Resolve(e.ctx, *scope, key, m)
+	if err != nil {
+		return explain(s.Path(), err)
+	}
+	from := journal.State("")
+	if r.Resolved != nil {
+		from = r.Resolved.From
+	}
+	resource := ""
+	if r.Result != nil {
+		resource = r.Result.ResourceID
+	}
+	fmt.Fprintf(e.stdout, "resolved operation %s in scope %s: %s -> %s\n",
+		clean(r.Key), clean(r.Scope), clean(string(from)), r.State)
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(tw, "  ref:\t%s\n", clean(r.Ref))
+	fmt.Fprintf(tw, "  resource id:\t%s\n", clean(resource))
+	fmt.Fprintf(tw, "  reason:\t%s\n", clean(m.Reason))
+	fmt.Fprintf(tw, "  by:\t%s\n", clean(m.By))
+	fmt.Fprintf(tw, "  at:\t%s\n", stamp(m.At))
+	fmt.Fprintf(tw, "  attempts:\t%d\n", len(r.Attempts))
+	return tw.Flush()
+}

@@ -1,0 +1,332 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+// defaultLockTimeout is shorter than journal.DefaultLockTimeout: an
+// operator at a terminal wants to hear quickly that the application is
+// still running.
+const defaultLockTimeout = time.Second
+
+const usageText = `Usage: idem [-journal PATH] [-lock-timeout DURATION] COMMAND [flags] [args]
+
+idem inspects and settles the operations in an idem journal. Use it while
+the application that owns the journal is stopped: the running application
+holds the journal's lock. list, show and stats never change the file.
+
+Commands:
+  list      list operations, oldest first (table or -json)
+  show      print one operation in full, with its attempt timeline
+  resolve   settle an operation by hand (recorded as a manual resolution)
+  prune     delete succeeded and failed operations settled long ago
+  stats     count operations by state
+
+Global flags (also accepted after the command):
+  -journal PATH
+        the journal file (default $IDEM_JOURNAL)
+  -lock-timeout DURATION
+        how long to wait for the journal's lock (default 1s)
+
+Durations are Go durations (90m, 720h) or whole days (30d).
+Run 'idem COMMAND -h' for the flags of a command.
+`
+
+// command is one subcommand.
+type command struct {
+	name     string
+	synopsis string // the flags and arguments, after "idem NAME "
+	summary  string
+	run      func(e *env, args []string) error
+}
+
+var commands = []*command{
+	{"list", "[-state S[,S]] [-open] [-review] [-older-than D] [-scope S] [-limit N] [-json]",
+		"List operations, oldest first. With no flag, every operation in the journal.", cmdList},
+	{"show", "[-scope S] [-json] KEY",
+		"Print one operation in full: request, state, result, manual resolution and attempts.", cmdShow},
+	{"resolve", "[-scope S] KEY -succeeded|-failed -reason TEXT [-resource-id ID] [-by NAME] [-force]",
+		"Settle an operation by hand. The journal records who, why, when and the state it replaced.", cmdResolve},
+	{"prune", "-settled-before D [-dry-run]",
+		"Delete succeeded and failed operations settled more than D ago. Open operations are never pruned.", cmdPrune},
+	{"stats", "[-json]",
+		"Count operations by state.", cmdStats},
+}
+
+// env is what a command runs with: output, the process environment, the
+// clock and the global flags.
+type env struct {
+	ctx    context.Context
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	now    func() time.Time
+
+	journal     string        // -journal
+	lockTimeout time.Duration // -lock-timeout
+
+	cmd *command // the command being run
+}
+
+// run runs the idem command with args (without the program name) and
+// returns the process's exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	e := &env{
+		ctx:         context.Background(),
+		stdout:      stdout,
+		stderr:      stderr,
+		getenv:      os.Getenv,
+		now:         time.Now,
+		lockTimeout: defaultLockTimeout,
+	}
+	return e.main(args)
+}
+
+// usageError is a mistake in the command line: exit status 2.
+type usageError struct {
+	cmd string // the subcommand, or "" for idem itself
+	msg string
+}
+
+func (u *usageError) Error() string { return u.msg }
+
+func usagef(cmd, format string, args ...any) error {
+	return &usageError{cmd: cmd, msg: fmt.Sprintf(format, args...)}
+}
+
+// errHelp means usage was asked for and printed: exit status 0.
+var errHelp = errors.New("help requested")
+
+func (e *env) main(args []string) int {
+	fs := flag.NewFlagSet("idem", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	e.globalFlags(fs)
+	err := fs.Parse(args)
+	if err == nil {
+		err = e.dispatch(fs.Args())
+	} else if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(e.stdout, usageText)
+		err = errHelp
+	} else {
+		err = &usageError{msg: err.Error()}
+	}
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.As(err, &ue):
+		if ue.cmd == "" {
+			fmt.Fprintf(e.stderr, "idem: %s\nRun 'idem -h' for usage.\n", ue.msg)
+		} else {
+			fmt.Fprintf(e.stderr, "idem %s: %s\nRun 'idem %s -h' for usage.\n", ue.cmd, ue.msg, ue.cmd)
+		}
+		return 2
+	default:
+		fmt.Fprintf(e.stderr, "idem: %v\n", err)
+		return 1
+	}
+}
+
+func (e *env) dispatch(args []string) error {
+	if len(args) == 0 {
+		return usagef("", "no command given")
+	}
+	name, args := args[0], args[1:]
+	if name == "help" {
+		if len(args) == 0 {
+			fmt.Fprint(e.stdout, usageText)
+			return nil
+		}
+		name, args = args[0], []string{"-h"}
+	}
+	for _, c := range commands {
+		if c.name == name {
+			e.cmd = c
+			return c.run(e, args)
+		}
+	}
+	return usagef("", "unknown command %q", name)
+}
+
+func (e *env) globalFlags(fs *flag.FlagSet) {
+	fs.StringVar(&e.journal, "journal", e.journal, "the journal file's `path` (default $IDEM_JOURNAL)")
+	fs.DurationVar(&e.lockTimeout, "lock-timeout", e.lockTimeout, "how long to wait for the journal's lock")
+}
+
+// flags returns the FlagSet for c, with the global flags registered.
+func (e *env) flags(c string) *flag.FlagSet {
+	fs := flag.NewFlagSet("idem "+c, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	e.globalFlags(fs)
+	return fs
+}
+
+// parse parses args with fs, allowing flags after positional arguments
+// (idem resolve KEY -succeeded …); "--" ends the flags. It returns the
+// positional arguments.
+func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	name := strings.TrimPrefix(fs.Name(), "idem ")
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				e.commandUsage(name, fs)
+				return nil, errHelp
+			}
+			return nil, usagef(name, "%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+}
+
+func (e *env) commandUsage(name string, fs *flag.FlagSet) {
+	if c := e.cmd; c != nil {
+		fmt.Fprintf(e.stdout, "Usage: idem %s %s\n\n%s\n\nFlags:\n", c.name, c.synopsis, c.summary)
+	}
+	fs.SetOutput(e.stdout)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// path returns the journal's path from -journal or $IDEM_JOURNAL.
+func (e *env) path(cmd string) (string, error) {
+	if e.journal != "" {
+		return e.journal, nil
+	}
+	if p := e.getenv("IDEM_JOURNAL"); p != "" {
+		return p, nil
+	}
+	return "", usagef(cmd, "no journal given: pass -journal PATH or set IDEM_JOURNAL")
+}
+
+// open opens the journal for cmd, read-only unless write is set. It never
+// creates the file, and it turns the journal's errors into advice.
+func (e *env) open(cmd string, write bool) (*journal.Store, error) {
+	path, err := e.path(cmd)
+	if err != nil {
+		return nil, err
+	}
+	// journal.Open creates a missing file when opening for writing: look
+	// first, so that a mistyped path is reported, not made into a journal.
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("journal %s does not exist; check -journal or IDEM_JOURNAL (idem never creates a journal)", path)
+	case err != nil:
+		return nil, explain(path, err)
+	case fi.IsDir():
+		return nil, fmt.Errorf("journal %s is a directory; give the path of the journal file", path)
+	case fi.Size() == 0:
+		return nil, fmt.Errorf("journal %s is an empty file, not an idem journal; check the path", path)
+	}
+	opts := []journal.Option{journal.WithLockTimeout(e.lockTimeout)}
+	if !write {
+		opts = append(opts, journal.ReadOnly())
+	}
+	s, err := journal.Open(path, opts...)
+	if err != nil {
+		return nil, explain(path, err)
+	}
+	return s, nil
+}
+
+// explain turns an error from the journal into a message that says what
+// to do.
+func explain(path string, err error) error {
+	switch {
+	case errors.Is(err, journal.ErrLocked):
+		return fmt.Errorf("journal %s is locked by another process (probably the running application); stop it or wait, then retry", path)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("journal %s does not exist; check -journal or IDEM_JOURNAL (idem never creates a journal)", path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w\nhint: run idem as the user the application runs as", err)
+	case errors.Is(err, journal.ErrVersion):
+		return fmt.Errorf("%w\nhint: the journal was written by a newer idem; use the idem command of the application's idem version", err)
+	case errors.Is(err, journal.ErrCorrupt):
+		return fmt.Errorf("%w\nhint: check that %s is the application's journal; if it is, keep a copy of it before anything else touches it", err, path)
+	}
+	return err
+}
+
+// closeStore closes s, keeping the first error.
+func closeStore(s *journal.Store, err *error) {
+	if cerr := s.Close(); cerr != nil && *err == nil {
+		*err = cerr
+	}
+}
+
+// get returns the record for scope and key, or an error that tells the
+// operator how to find the right one.
+func get(e *env, s *journal.Store, scope, key string) (*journal.Record, error) {
+	r, err := s.Get(e.ctx, scope, key)
+	if errors.Is(err, journal.ErrNotFound) {
+		msg := fmt.Sprintf("no operation with key %q in scope %q; list them with `idem list`", key, scope)
+		if other := otherScopes(e, s, scope, key); len(other) > 0 {
+			msg += fmt.Sprintf(" (the key exists in scope %s: pass -scope)", strings.Join(other, ", "))
+		}
+		return nil, errors.New(msg)
+	}
+	if err != nil {
+		return nil, explain(s.Path(), err)
+	}
+	return r, nil
+}
+
+// otherScopes returns the quoted scopes other than scope that hold key. It
+// reads the whole journal, which only an error path can afford.
+func otherScopes(e *env, s *journal.Store, scope, key string) []string {
+	all, err := s.List(e.ctx, journal.Filter{})
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range all {
+		if r.Key == key && r.Scope != scope {
+			out = append(out, strconv.Quote(r.Scope))
+		}
+	}
+	return out
+}
+
+// oneKey checks that pos is exactly one key.
+func oneKey(cmd string, pos []string) (string, error) {
+	switch {
+	case len(pos) == 0:
+		return "", usagef(cmd, "no key given")
+	case len(pos) > 1:
+		return "", usagef(cmd, "one key expected, got %d arguments: %s", len(pos), strings.Join(pos, " "))
+	case pos[0] == "":
+		return "", usagef(cmd, "empty key")
+	}
+	return pos[0], nil
+}
+
+// noArgs checks that a command that takes no argument got none.
+func noArgs(cmd string, pos []string) error {
+	if len(pos) > 0 {
+		return usagef(cmd, "unexpected argument %q", pos[0])
+	}
+	return nil
+}
+
+// defaultScope is the idem client's default scope.
+const defaultScope = idem.DefaultScope

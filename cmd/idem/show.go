@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+func cmdShow(e *env, args []string) (err error) {
+	const name = "show"
+	fs := e.flags(name)
+	scope := fs.String("scope", defaultScope, "the operation's `scope`")
+	asJSON := fs.Bool("json", false, "print the record as JSON")
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	key, err := oneKey(name, pos)
+	if err != nil {
+		return err
+	}
+	if *scope == "" {
+		return usagef(name, "empty -scope")
+	}
+	s, err := e.open(name, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	r, err := get(e, s, *scope, key)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, toJSON(r))
+	}
+	writeRecord(e.stdout, e.now(), r)
+	return nil
+}
+
+// writeRecord prints r in full for a person.
+func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	field := func(name, value string) { fmt.Fprintf(tw, "%s:\t%s\n", name, value) }
+	field("key", clean(r.Key))
+	field("scope", clean(r.Scope))
+	field("ref", clean(r.Ref))
+	field("state", clean(string(r.State)))
+	if r.Review != "" {
+		field("review", clean(r.Review))
+	}
+	field("request", clean(r.Method)+" "+clean(r.URL))
+	field("result url", clean(r.QueryURL))
+	field("created", stamp(r.Created)+" ("+age(now, r.Created)+" ago)")
+	field("first sent", stamp(r.FirstSent))
+	field("updated", stamp(r.Updated))
+	field("settled", stamp(r.Settled))
+	field("next due", stamp(r.NextDue))
+	_ = tw.Flush()
+
+	if len(r.Header) > 0 {
+		fmt.Fprintln(w, "header:")
+		h := redact(r.Header)
+		names := make([]string, 0, len(h))
+		for k := range h {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			for _, v := range h[k] {
+				fmt.Fprintf(w, "  %s: %s\n", clean(k), clean(v))
+			}
+		}
+	}
+	fmt.Fprintf(w, "body: %d bytes, sha256 %x", len(r.Body), r.BodySHA)
+	if len(r.Body) == 0 {
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintf(w, ", as %s:\n", bodyKind(r.Body))
+		writeBody(w, "  ", r.Body)
+	}
+
+	if res := r.Result; res != nil {
+		fmt.Fprintln(w, "result:")
+		tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+		status := "-"
+		if res.StatusCode != 0 {
+			status = strconv.Itoa(res.StatusCode)
+		}
+		fmt.Fprintf(tw, "  resource id:\t%s\n", clean(res.ResourceID))
+		fmt.Fprintf(tw, "  status:\t%s\n", status)
+		fmt.Fprintf(tw, "  reason:\t%s\n", clean(res.Reason))
+		_ = tw.Flush()
+		if len(res.Body) > 0 {
+			fmt.Fprintf(w, "  body: %d bytes, as %s:\n", len(res.Body), bodyKind(res.Body))
+			writeBody(w, "    ", res.Body)
+		}
+	}
+	if m := r.Resolved; m != nil {
+		fmt.Fprintf(w, "resolved by hand: by %s at %s, from %s: %s\n",
+			clean(m.By), stamp(m.At), clean(string(m.From)), clean(m.Reason))
+	}
+
+	if len(r.Attempts) == 0 {
+		fmt.Fprintln(w, "attempts: none")
+		return
+	}
+	fmt.Fprintln(w, "attempts:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tKIND\tSTART\tWROTE\tSTATUS\tERROR\tRETRY-AFTER\tDURATION")
+	for _, a := range r.Attempts {
+		wrote, status, errText, retry, dur := "no", "-", clean(a.Err), "-", "-"
+		if a.Wrote {
+			wrote = "yes"
+		}
+		switch {
+		case !a.Done:
+			status, errText = "?", "no outcome recorded (maybe sent)"
+		case a.Status != 0:
+			status = strconv.Itoa(a.Status)
+		}
+		if a.RetryAfter > 0 {
+			retry = a.RetryAfter.String()
+		}
+		if a.Done {
+			dur = a.Duration.String()
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			a.Number, clean(string(a.Kind)), stamp(a.Start), wrote, status, errText, retry, dur)
+	}
+	_ = tw.Flush()
+}

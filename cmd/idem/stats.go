@@ -1,0 +1,72 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// statsJSON is the JSON form of stats; its field names are part of idem's
+// command-line interface.
+type statsJSON struct {
+	Journal  string                `json:"journal"`
+	ByState  map[journal.State]int `json:"by_state"`
+	Open     int                   `json:"open"`
+	Review   int                   `json:"review"`
+	Total    int                   `json:"total"`
+	FileSize int64                 `json:"file_size"`
+}
+
+func cmdStats(e *env, args []string) (err error) {
+	const name = "stats"
+	fs := e.flags(name)
+	asJSON := fs.Bool("json", false, "print the counts as JSON")
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(name, pos); err != nil {
+		return err
+	}
+	s, err := e.open(name, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore(s, &err)
+	st, err := s.Stats(e.ctx)
+	if err != nil {
+		return explain(s.Path(), err)
+	}
+	if *asJSON {
+		out := statsJSON{Journal: s.Path(), ByState: map[journal.State]int{}, Open: st.Open,
+			Review: st.Review, Total: st.Total, FileSize: st.FileSize}
+		for _, state := range allStates {
+			out.ByState[state] = st.ByState[state]
+		}
+		return writeJSON(e.stdout, out)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(e.stdout, "journal %s (%s)\n", clean(s.Path()), size(st.FileSize))
+	for _, state := range allStates {
+		fmt.Fprintf(tw, "%s\t%d\t\n", state, st.ByState[state])
+	}
+	fmt.Fprintf(tw, "open\t%d\t\n", st.Open)
+	fmt.Fprintf(tw, "flagged for review\t%d\t\n", st.Review)
+	fmt.Fprintf(tw, "total\t%d\t\n", st.Total)
+	return tw.Flush()
+}
+
+// size prints a byte count for people: 512 B, 32.0 KiB, 1.5 MiB.
+func size(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
