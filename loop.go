@@ -78,7 +78,8 @@ func (d *driver) run() error {
 			return d.flag(ReviewDeadlinePassed, ErrBudgetSpent)
 		}
 	}
-	needQuery := !d.preRecorded && maybeSent(d.rec)
+	// A flagged operation is only ever queried by the reconciler.
+	needQuery := d.reviewOnly() || (!d.preRecorded && maybeSent(d.rec))
 	var wait time.Duration
 	for {
 		if wait > 0 {
@@ -119,14 +120,22 @@ func (d *driver) run() error {
 				if expired {
 					return d.flag(ReviewKeyExpired, ErrKeyExpired)
 				}
+				if d.reviewOnly() {
+					return d.flag(d.rec.Review, ErrBudgetSpent)
+				}
+				// Resend with the same key: the server de-duplicates it. A
+				// 404 means no wait; a failing endpoint means back off.
 				needQuery = false
 				if !q.notFound {
 					if wait, err = d.next(q.retryAfter); err != nil {
 						return err
 					}
-					continue
 				}
+				continue
 			}
+		}
+		if d.reviewOnly() {
+			return d.flag(d.rec.Review, ErrBudgetSpent)
 		}
 		if !d.preRecorded && !d.mayRetry() {
 			return d.handoff(ErrRetryBudgetEmpty, time.Time{})
@@ -155,6 +164,12 @@ func (d *driver) run() error {
 			return err
 		}
 	}
+}
+
+// reviewOnly: the reconciler has given up resending this operation; it
+// still asks the result endpoint, which may settle it.
+func (d *driver) reviewOnly() bool {
+	return d.mode == reconciling && d.rec.Review != ""
 }
 
 // mayRetry consults the client-wide retry budget; an operation's very first

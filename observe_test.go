@@ -1,0 +1,102 @@
+package idem_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) lines(t testing.TB) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &m))
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestLogsTellOutcomesApart: an operator reading the log can tell "never
+// sent", "response lost" and "accepted/settled" apart, by stable attributes,
+// and never sees the credential.
+func TestLogsTellOutcomesApart(t *testing.T) {
+	var buf syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var attempts []idem.AttemptEvent
+	var settled []*idem.Result
+	e := newEnv(t, script(step{err: dialRefused}), clientOpts(idem.WithLogger(logger), idem.WithHooks(idem.Hooks{
+		Attempt: func(a idem.AttemptEvent) { attempts = append(attempts, a) },
+		Settle:  func(r *idem.Result) { settled = append(settled, r) },
+	})))
+	e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"})
+	_, err := e.client.Submit(e.ctx, idem.Request{Key: "k", Ref: "draft-9", URL: e.srv.URL + "/orders", Body: []byte(`{}`)})
+	require.NoError(t, err)
+
+	var outcomes []string
+	for _, l := range buf.lines(t) {
+		if l["msg"] != "idem: attempt" {
+			continue
+		}
+		outcomes = append(outcomes, l["outcome"].(string))
+		require.Equal(t, "k", l["key"])
+		require.Equal(t, idem.DefaultScope, l["scope"])
+		require.Equal(t, "draft-9", l["op"])
+		require.Contains(t, l, "attempt")
+		require.Contains(t, l, "status")
+	}
+	require.Equal(t, []string{"not_sent", "response_lost", "settled"}, outcomes)
+	require.NotContains(t, buf.b.String(), "PLANTED_SECRET")
+
+	require.Len(t, attempts, 3)
+	require.False(t, attempts[0].Wrote, "dial refused: never written")
+	require.True(t, attempts[1].Wrote, "dropped after commit: written")
+	require.True(t, attempts[2].Query)
+	require.Equal(t, http.StatusOK, attempts[2].StatusCode)
+	require.Len(t, settled, 1)
+	require.Equal(t, idem.StateSucceeded, settled[0].State)
+}
+
+func TestCustomClassifierAndDecoder(t *testing.T) {
+	// An API that answers 404 when a dependency is briefly missing: not a
+	// final refusal for us, so treat it as "query, then resend".
+	classify := func(code int) idem.Verdict {
+		if code == http.StatusNotFound {
+			return idem.Ambiguous
+		}
+		return idem.DefaultClassifier(code)
+	}
+	var decoded int
+	decode := func(code int, h http.Header, body []byte) (idem.Outcome, error) {
+		decoded++
+		return idem.DecodeJSON(code, h, body)
+	}
+	e := newEnv(t, script(step{status: http.StatusNotFound}), clientOpts(idem.WithClassifier(classify), idem.WithDecoder(decode)))
+	res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, 1, decoded, "the 201 after the resend")
+	require.Equal(t, 1, e.srv.Effects(scope, "k"))
+}
