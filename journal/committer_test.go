@@ -150,7 +150,7 @@ func TestDamagedRecord(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketRecords)
+		b := tx.Bucket(bucketOpen)
 		v := append([]byte(nil), b.Get(recordKey("s", "future"))...)
 		v[2] = formatVersion + 1
 		return errors.Join(b.Put(recordKey("s", "garbage"), []byte("not a record")), b.Put(recordKey("s", "future"), v))

@@ -11,18 +11,27 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Bucket names. Records are keyed by recordKey; the two indexes are keyed
-// by an 8-byte sortable time followed by the record key, with empty values.
+// Bucket names. Records live in one of two buckets keyed by recordKey:
+// open records in bucketOpen, terminal ones in bucketDone. Two indexes are
+// keyed by an 8-byte sortable time followed by the record key, with empty
+// values: bucketDue holds every open record at its NextDue, bucketSettled
+// every terminal record at its Settled time. A record and its index entry
+// always change in the same transaction.
 //
-// The open index holds every non-terminal record at its NextDue, so Due and
-// ForEachOpen never touch settled records. The settled index holds every
-// terminal record at its Settled time, so Prune's cost grows with what it
-// deletes. Both are changed in the same transaction as the record.
+// Keeping open records apart means Due and ForEachOpen read two small
+// buckets however many settled records the journal holds: looking open
+// records up in one big bucket scatters the reads over the whole file
+// (measured: 2.4 times slower with 1M settled records than with 10k). The
+// settled index makes Prune's cost grow with what it deletes.
 var (
 	bucketMeta    = []byte("meta")
-	bucketRecords = []byte("records")
 	bucketOpen    = []byte("open")
+	bucketDone    = []byte("done")
+	bucketDue     = []byte("due")
 	bucketSettled = []byte("settled")
+
+	// dataBuckets are the buckets besides meta, all created with the file.
+	dataBuckets = [][]byte{bucketOpen, bucketDone, bucketDue, bucketSettled}
 
 	metaMagic   = []byte("magic")
 	metaVersion = []byte("version")
@@ -60,28 +69,42 @@ func indexKey(t time.Time, rk []byte) []byte {
 	return append(k, rk...)
 }
 
-// indexEntry is the index bucket and key a record belongs under.
-func indexEntry(tx *bolt.Tx, r *Record, rk []byte) (*bolt.Bucket, []byte) {
+// home returns the bucket a record lives in, and its index bucket and key.
+func home(tx *bolt.Tx, r *Record, rk []byte) (records, index *bolt.Bucket, ik []byte) {
 	if r.Open() {
-		return tx.Bucket(bucketOpen), indexKey(r.NextDue, rk)
+		return tx.Bucket(bucketOpen), tx.Bucket(bucketDue), indexKey(r.NextDue, rk)
 	}
-	return tx.Bucket(bucketSettled), indexKey(r.Settled, rk)
+	return tx.Bucket(bucketDone), tx.Bucket(bucketSettled), indexKey(r.Settled, rk)
 }
 
-// putRecord writes the encoding of r and moves its index entry from where
-// old (nil for a new record) had it to where r belongs.
-func putRecord(tx *bolt.Tx, rk []byte, old, r *Record, enc []byte) error {
-	if err := tx.Bucket(bucketRecords).Put(rk, enc); err != nil {
-		return err
+// lookup returns the stored encoding of a record, or nil.
+func lookup(tx *bolt.Tx, rk []byte) []byte {
+	if v := tx.Bucket(bucketOpen).Get(rk); v != nil {
+		return v
 	}
+	return tx.Bucket(bucketDone).Get(rk)
+}
+
+// putRecord writes the encoding of r and moves the record and its index
+// entry from where old (nil for a new record) had them to where r belongs.
+// old need only hold State, NextDue and Settled.
+func putRecord(tx *bolt.Tx, rk []byte, old, r *Record, enc []byte) error {
+	records, index, ik := home(tx, r, rk)
 	if old != nil {
-		b, k := indexEntry(tx, old, rk)
-		if err := b.Delete(k); err != nil {
+		oldRecords, oldIndex, oldIK := home(tx, old, rk)
+		if err := oldIndex.Delete(oldIK); err != nil {
 			return err
 		}
+		if old.Open() != r.Open() {
+			if err := oldRecords.Delete(rk); err != nil {
+				return err
+			}
+		}
 	}
-	b, k := indexEntry(tx, r, rk)
-	return b.Put(k, nil)
+	if err := records.Put(rk, enc); err != nil {
+		return err
+	}
+	return index.Put(ik, nil)
 }
 
 // check verifies the indexes against the records: every record decodes,
@@ -89,28 +112,35 @@ func putRecord(tx *bolt.Tx, rk []byte, old, r *Record, enc []byte) error {
 // right time. It reads the whole journal; it is for tests and tools.
 func check(tx *bolt.Tx) error {
 	var errs []error
-	want := map[string]string{} // index key -> bucket name
-	err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-		r, err := decode(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("record %q: %w", k, err))
+	want := map[string]string{} // index bucket + "/" + index key -> record key
+	for _, name := range [][]byte{bucketOpen, bucketDone} {
+		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
+			r, err := decode(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s record %q: %w", name, k, err))
+				return nil
+			}
+			if !bytes.Equal(k, recordKey(r.Scope, r.Key)) {
+				errs = append(errs, fmt.Errorf("%s record %q: stored under the wrong key", name, k))
+			}
+			if r.Open() != bytes.Equal(name, bucketOpen) {
+				errs = append(errs, fmt.Errorf("%s record %q: in the wrong bucket for state %s", name, k, r.State))
+			}
+			id := string(bucketDue) + "/" + string(indexKey(r.NextDue, k))
+			if !r.Open() {
+				id = string(bucketSettled) + "/" + string(indexKey(r.Settled, k))
+			}
+			if _, dup := want[id]; dup {
+				errs = append(errs, fmt.Errorf("record %q: stored twice", k))
+			}
+			want[id] = string(k)
 			return nil
+		})
+		if err != nil {
+			return err
 		}
-		if !bytes.Equal(k, recordKey(r.Scope, r.Key)) {
-			errs = append(errs, fmt.Errorf("record %q: stored under the wrong key", k))
-		}
-		name := bucketSettled
-		ik := indexKey(r.Settled, k)
-		if r.Open() {
-			name, ik = bucketOpen, indexKey(r.NextDue, k)
-		}
-		want[string(name)+"/"+string(ik)] = string(k)
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	for _, name := range [][]byte{bucketOpen, bucketSettled} {
+	for _, name := range [][]byte{bucketDue, bucketSettled} {
 		err := tx.Bucket(name).ForEach(func(k, _ []byte) error {
 			id := string(name) + "/" + string(k)
 			if _, ok := want[id]; !ok {

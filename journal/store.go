@@ -157,7 +157,7 @@ func initMeta(db *bolt.DB, readOnly bool) (err error) {
 		case v[0] > formatVersion:
 			return fmt.Errorf("format version %d, this build reads up to %d: %w", v[0], formatVersion, ErrVersion)
 		}
-		for _, name := range [][]byte{bucketRecords, bucketOpen, bucketSettled} {
+		for _, name := range dataBuckets {
 			if tx.Bucket(name) == nil {
 				return fmt.Errorf("bucket %q missing: %w", name, ErrCorrupt)
 			}
@@ -178,7 +178,7 @@ func initMeta(db *bolt.DB, readOnly bool) (err error) {
 		if err := meta.Put(metaVersion, []byte{formatVersion}); err != nil {
 			return err
 		}
-		for _, name := range [][]byte{bucketRecords, bucketOpen, bucketSettled} {
+		for _, name := range dataBuckets {
 			if _, err := tx.CreateBucket(name); err != nil {
 				return err
 			}
@@ -279,7 +279,7 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 	}
 	var existing []byte
 	err = s.write(ctx, func(tx *bolt.Tx, _ *request) error {
-		if v := tx.Bucket(bucketRecords).Get(rk); v != nil {
+		if v := lookup(tx, rk); v != nil {
 			existing = slices.Clone(v)
 			return ErrExists
 		}
@@ -316,7 +316,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	}
 	var r *Record
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketRecords).Get(recordKey(scope, key))
+		v := lookup(tx, recordKey(scope, key))
 		if v == nil {
 			return ErrNotFound
 		}
@@ -409,7 +409,7 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 }
 
 func getForWrite(tx *bolt.Tx, rk []byte) (*Record, error) {
-	v := tx.Bucket(bucketRecords).Get(rk)
+	v := lookup(tx, rk)
 	if v == nil {
 		return nil, ErrNotFound
 	}
@@ -430,7 +430,7 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 	for {
 		var page []*Record
 		err := s.view(ctx, func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketOpen).Cursor()
+			c := tx.Bucket(bucketDue).Cursor()
 			if end == nil {
 				last, _ := c.Last()
 				if last == nil {
@@ -446,7 +446,7 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 					k, _ = c.Next()
 				}
 			}
-			records := tx.Bucket(bucketRecords)
+			records := tx.Bucket(bucketOpen)
 			for ; k != nil && bytes.Compare(k, end) <= 0 && len(page) < openPage; k, _ = c.Next() {
 				r, err := indexed(records, k)
 				if err != nil {
@@ -476,7 +476,7 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 	}
 }
 
-// indexed decodes the record an index key points at.
+// indexed decodes the open record a due-index key points at.
 func indexed(records *bolt.Bucket, k []byte) (*Record, error) {
 	v := records.Get(k[timeKeySize:])
 	if v == nil {
@@ -491,8 +491,8 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, er
 	var out []*Record
 	bound := timeKey(by)
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketOpen).Cursor()
-		records := tx.Bucket(bucketRecords)
+		c := tx.Bucket(bucketDue).Cursor()
+		records := tx.Bucket(bucketOpen)
 		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= bound; k, _ = c.Next() {
 			if limit > 0 && len(out) == limit {
 				break
@@ -512,34 +512,30 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, er
 }
 
 // List returns the records f selects, in (Scope, Key) order. A filter on
-// open states only reads the open index; any other filter reads the whole
-// journal.
+// open states only reads the open records; any other filter reads the
+// whole journal.
 func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 	var out []*Record
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		records := tx.Bucket(bucketRecords)
-		if f.openOnly() {
-			var keys [][]byte
-			err := tx.Bucket(bucketOpen).ForEach(func(k, _ []byte) error {
-				keys = append(keys, k[timeKeySize:])
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			slices.SortFunc(keys, bytes.Compare)
-			for _, rk := range keys {
-				ok, err := s.listOne(&f, rk, records.Get(rk), &out)
-				if err != nil || !ok {
-					return err
-				}
-			}
-			return nil
+		oc, dc := tx.Bucket(bucketOpen).Cursor(), tx.Bucket(bucketDone).Cursor()
+		ok, ov := oc.First()
+		var dk, dv []byte
+		if !f.openOnly() {
+			dk, dv = dc.First()
 		}
-		c := records.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			ok, err := s.listOne(&f, k, v, &out)
-			if err != nil || !ok {
+		// Merge the two buckets, both in key order. Keys and values stay
+		// valid until the transaction ends.
+		for ok != nil || dk != nil {
+			var k, v []byte
+			if dk == nil || (ok != nil && bytes.Compare(ok, dk) < 0) {
+				k, v = ok, ov
+				ok, ov = oc.Next()
+			} else {
+				k, v = dk, dv
+				dk, dv = dc.Next()
+			}
+			more, err := listOne(&f, k, v, &out)
+			if err != nil || !more {
 				return err
 			}
 		}
@@ -553,10 +549,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 
 // listOne appends the record in v to out if f selects it, and reports
 // whether List should go on.
-func (s *Store) listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
-	if v == nil {
-		return false, fmt.Errorf("index entry for %q without record: %w", rk, ErrCorrupt)
-	}
+func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 	st, review, err := decodeState(v)
 	if err != nil {
 		return false, fmt.Errorf("record %q: %w", rk, err)
@@ -587,7 +580,7 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 		n, more := 0, false
 		err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
 			n, more = 0, false
-			records, settled := tx.Bucket(bucketRecords), tx.Bucket(bucketSettled)
+			records, settled := tx.Bucket(bucketDone), tx.Bucket(bucketSettled)
 			var keys [][]byte
 			c := settled.Cursor()
 			k, _ := c.First()
@@ -650,7 +643,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{ByState: make(map[State]int)}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		st.FileSize = tx.Size()
-		return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+		count := func(k, v []byte) error {
 			state, review, err := decodeState(v)
 			if err != nil {
 				return fmt.Errorf("record %q: %w", k, err)
@@ -664,7 +657,11 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 				st.Review++
 			}
 			return nil
-		})
+		}
+		if err := tx.Bucket(bucketOpen).ForEach(count); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketDone).ForEach(count)
 	})
 	if err != nil {
 		return Stats{}, fmt.Errorf("journal: stats: %w", err)
