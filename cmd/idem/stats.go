@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"text/tabwriter"
 
 	"github.com/idemkit/idem/journal"
 )
@@ -46,15 +45,15 @@ func cmdStats(e *env, args []string) (err error) {
 		}
 		return writeJSON(e.stdout, out)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(e.stdout, "journal %s (%s)\n", clean(s.Path()), size(st.FileSize))
+	line := func(label string, n int) { fmt.Fprintf(e.stdout, "  %-18s %9d\n", label, n) }
 	for _, state := range allStates {
-		fmt.Fprintf(tw, "%s\t%d\t\n", state, st.ByState[state])
+		line(string(state), st.ByState[state])
 	}
-	fmt.Fprintf(tw, "open\t%d\t\n", st.Open)
-	fmt.Fprintf(tw, "flagged for review\t%d\t\n", st.Review)
-	fmt.Fprintf(tw, "total\t%d\t\n", st.Total)
-	return tw.Flush()
+	line("open", st.Open)
+	line("flagged for review", st.Review)
+	line("total", st.Total)
+	return nil
 }
 
 // size prints a byte count for people: 512 B, 32.0 KiB, 1.5 MiB.

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// The tests drive the command only through run, as a shell would, and
+// check the journal by reopening it with the journal package.
+
+const (
+	secretToken = "Bearer sk_live_do_not_print"
+	orderBody   = `{"amount":1250,"currency":"EUR"}`
+)
+
+var binaryBody = []byte{0x00, 0x01, 0xfe, 0xff, 0x1b, 'x'}
+
+// fixture describes the journal that newJournal writes. Times are relative
+// to the real clock, which the command reads.
+type fixture struct {
+	path string
+	now  time.Time
+}
+
+// newJournal writes a journal with operations in every interesting state,
+// closes it and returns its path:
+//
+//	scope    key          state       created  settled  notes
+//	default  k-pending    pending     1h ago            one attempt with no outcome
+//	default  k-unknown    unknown     3d ago            review "key expired", 2 attempts
+//	default  k-succeeded  succeeded   60d ago  40d ago  resource ord_1
+//	default  k-binary     succeeded   50d ago  45d ago  binary body
+//	default  k-failed     failed      2h ago   1h ago   402
+//	acct-2   k-other      processing  10m ago           resource pay_5
+func newJournal(t testing.TB) fixture {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "payments.journal")
+	s, err := journal.Open(path)
+	require.NoError(t, err)
+	now := time.Now()
+	ago := func(d time.Duration) time.Time { return now.Add(-d) }
+	const day = 24 * time.Hour
+	hdr := http.Header{"Content-Type": {"application/json"}, "X-Request-Source": {"checkout"}}
+
+	recs := []*journal.Record{
+		{
+			Scope: "default", Key: "k-pending", Ref: "order-1",
+			Method: "POST", URL: "https://api.example.com/v1/orders", Header: hdr,
+			Body: []byte(orderBody), State: journal.StatePending,
+			Attempts: []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: ago(time.Hour), Wrote: true}},
+			Created:  ago(time.Hour), FirstSent: ago(time.Hour), Updated: ago(time.Hour),
+		},
+		{
+			Scope: "default", Key: "k-unknown", Ref: "order-7",
+			Method: "POST", URL: "https://api.example.com/v1/orders",
+			QueryURL: "https://api.example.com/v1/operations/k-unknown",
+			Header:   http.Header{"Content-Type": {"application/json"}, "Authorization": {secretToken}},
+			Body:     []byte(orderBody), State: journal.StateUnknown, Review: "key expired",
+			Attempts: []journal.Attempt{
+				{Number: 1, Kind: journal.AttemptSubmit, Start: ago(3 * day), Wrote: true, Done: true,
+					Status: 503, RetryAfter: 2 * time.Second, Duration: 120 * time.Millisecond},
+				{Number: 2, Kind: journal.AttemptQuery, Start: ago(3*day - time.Minute), Wrote: true, Done: true,
+					Err: "read tcp: i/o timeout", Duration: 10 * time.Second},
+			},
+			Created: ago(3 * day), FirstSent: ago(3 * day), Updated: ago(2 * day), NextDue: ago(day),
+		},
+		{
+			Scope: "default", Key: "k-succeeded", Method: "POST", URL: "https://api.example.com/v1/orders",
+			Body: []byte(`{"amount":1}`), State: journal.StateSucceeded,
+			Result:  &journal.Result{ResourceID: "ord_1", StatusCode: 201, Body: []byte(`{"id":"ord_1"}`)},
+			Created: ago(60 * day), Updated: ago(40 * day), Settled: ago(40 * day),
+		},
+		{
+			Scope: "default", Key: "k-binary", Method: "PUT", URL: "https://api.example.com/v1/blobs",
+			Body: binaryBody, State: journal.StateSucceeded,
+			Created: ago(50 * day), Updated: ago(45 * day), Settled: ago(45 * day),
+		},
+		{
+			Scope: "default", Key: "k-failed", Method: "POST", URL: "https://api.example.com/v1/charges",
+			Body: []byte(`{"amount":2}`), State: journal.StateFailed,
+			Result:  &journal.Result{StatusCode: 402, Reason: "card declined"},
+			Created: ago(2 * time.Hour), Updated: ago(time.Hour), Settled: ago(time.Hour),
+		},
+		{
+			Scope: "acct-2", Key: "k-other", Method: "POST", URL: "https://api.example.com/v1/orders",
+			Body: []byte(`{"amount":3}`), State: journal.StateProcessing,
+			Result:  &journal.Result{ResourceID: "pay_5", StatusCode: 202},
+			Created: ago(10 * time.Minute), Updated: ago(5 * time.Minute),
+		},
+	}
+	ctx := context.Background()
+	for _, r := range recs {
+		r.BodySHA = sha256.Sum256(r.Body)
+		_, err := s.Create(ctx, r)
+		require.NoError(t, err, "Create(%s)", r.Key)
+	}
+	require.NoError(t, s.Close())
+	return fixture{path: path, now: now}
+}
+
+// runIdem runs the command in-process.
+func runIdem(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+// record reopens the journal read-only and returns one record.
+func record(t testing.TB, path, scope, key string) (*journal.Record, error) {
+	t.Helper()
+	s, err := journal.Open(path, journal.ReadOnly())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, s.Close()) }()
+	return s.Get(context.Background(), scope, key)
+}
+
+func fileSum(t testing.TB, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return sha256.Sum256(b)
+}
+
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   string
+		stderr   string
+		noStdout bool
+	}{
+		{name: "help", args: []string{"-h"}, code: 0, stdout: "Usage: idem [-journal PATH]"},
+		{name: "help command", args: []string{"help"}, code: 0, stdout: "Commands:"},
+		{name: "help list", args: []string{"help", "list"}, code: 0, stdout: "Usage: idem list"},
+		{name: "resolve -h", args: []string{"resolve", "-h"}, code: 0, stdout: "-succeeded"},
+		{name: "no command", args: nil, code: 2, stderr: "idem: no command given"},
+		{name: "unknown command", args: []string{"lst"}, code: 2, stderr: `unknown command "lst"`},
+		{name: "bad global flag", args: []string{"-jornal", "x", "list"}, code: 2, stderr: "flag provided but not defined: -jornal"},
+		{name: "bad flag", args: []string{"list", "-x"}, code: 2, stderr: "idem list: flag provided but not defined: -x\nRun 'idem list -h' for usage."},
+		{name: "no journal", args: []string{"list"}, code: 2, stderr: "no journal given: pass -journal PATH or set IDEM_JOURNAL"},
+		{name: "stray argument", args: []string{"stats", "-journal", "x", "extra"}, code: 2, stderr: `unexpected argument "extra"`},
+		{name: "bad state", args: []string{"list", "-journal", "x", "-state", "pending,done"}, code: 2, stderr: `unknown state "done"`},
+		{name: "open and state", args: []string{"list", "-journal", "x", "-open", "-state", "pending"}, code: 2, stderr: "-open and -state do not mix"},
+		{name: "negative limit", args: []string{"list", "-journal", "x", "-limit", "-1"}, code: 2, stderr: "-limit must not be negative"},
+		{name: "bad duration", args: []string{"list", "-journal", "x", "-older-than", "3 days"}, code: 2, stderr: `invalid duration "3 days"`},
+		{name: "negative duration", args: []string{"list", "-journal", "x", "-older-than", "-1h"}, code: 2, stderr: "must be positive"},
+		{name: "show without key", args: []string{"show", "-journal", "x"}, code: 2, stderr: "no key given"},
+		{name: "show two keys", args: []string{"show", "-journal", "x", "a", "b"}, code: 2, stderr: "one key expected"},
+		{name: "prune without bound", args: []string{"prune", "-journal", "x"}, code: 2, stderr: "-settled-before is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("IDEM_JOURNAL", "")
+			stdout, stderr, code := runIdem(t, tt.args...)
+			require.Equal(t, tt.code, code, "exit status; stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			require.Contains(t, stdout, tt.stdout)
+			require.Contains(t, stderr, tt.stderr)
+			if tt.code == 0 {
+				require.Empty(t, stderr)
+			} else {
+				require.Empty(t, stdout)
+			}
+		})
+	}
+}
+
+func TestJournalFromEnvironment(t *testing.T) {
+	f := newJournal(t)
+	t.Setenv("IDEM_JOURNAL", f.path)
+	stdout, stderr, code := runIdem(t, "list")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "k-unknown")
+
+	// -journal wins over the environment, before or after the command.
+	missing := filepath.Join(t.TempDir(), "other.journal")
+	for _, args := range [][]string{{"-journal", missing, "list"}, {"list", "-journal", missing}} {
+		_, stderr, code = runIdem(t, args...)
+		require.Equal(t, 1, code, "idem %q", args)
+		require.Contains(t, stderr, missing)
+	}
+}
+
+func TestReadOnlyCommandsLeaveTheFileAlone(t *testing.T) {
+	f := newJournal(t)
+	before := fileSum(t, f.path)
+	for _, args := range [][]string{
+		{"list"}, {"list", "-json"}, {"show", "k-unknown"}, {"stats"},
+		{"prune", "-settled-before", "1h", "-dry-run"}, {"show", "nope"},
+	} {
+		_, _, _ = runIdem(t, append(args, "-journal", f.path)...)
+	}
+	require.Equal(t, before, fileSum(t, f.path), "journal changed by a read-only command")
+}
