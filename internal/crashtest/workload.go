@@ -1,0 +1,27 @@
+package crashtest
+
+import (
+	"crypto/sha256"
+	"fmt"
+)
+
+// Key returns the idempotency key of operation i of the workload: "op-0007".
+// Keys are deterministic so that a restarted process, or a test, can name
+// the same business intent again.
+func Key(i int) string { return fmt.Sprintf("op-%04d", i) }
+
+// Body returns the request body of operation i, the same bytes every time.
+func Body(i int) []byte {
+	return fmt.Appendf(nil, `{"order":"draft-%04d","amount":%d,"currency":"EUR"}`, i, 100+(i*7919)%90000)
+}
+
+// BodySHA returns the SHA-256 of Body(i), as the fake server logs it.
+func BodySHA(i int) [32]byte { return sha256.Sum256(Body(i)) }
+
+// OrdersPath is where the workload submits its operations.
+const OrdersPath = "/orders"
+
+// Credential is what the workload's clients send in Authorization, added by
+// idem.WithRequestHook and never journaled. The fake server scopes keys by
+// it.
+const Credential = "Bearer sk_test_crashtest"
