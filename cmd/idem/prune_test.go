@@ -168,5 +168,5 @@ func TestExplainNewerVersion(t *testing.T) {
 		fmt.Errorf("journal: open /var/lib/app/payments.journal: %w", journal.ErrVersion))
 	require.ErrorIs(t, err, journal.ErrVersion)
 	require.Equal(t, "journal: open /var/lib/app/payments.journal: journal: written by a newer idem; upgrade idem to read it\n"+
-		"hint: the journal was written by a newer idem; use the idem command of the application's idem version", err.Error())
+		"hint: use the idem command from the idem version the application is built with (go run github.com/idemkit/idem/cmd/idem@VERSION)", err.Error())
 }

@@ -260,7 +260,7 @@ func explain(path string, err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w\nhint: run idem as the user the application runs as", err)
 	case errors.Is(err, journal.ErrVersion):
-		return fmt.Errorf("%w\nhint: the journal was written by a newer idem; use the idem command of the application's idem version", err)
+		return fmt.Errorf("%w\nhint: use the idem command from the idem version the application is built with (go run github.com/idemkit/idem/cmd/idem@VERSION)", err)
 	case errors.Is(err, journal.ErrCorrupt):
 		return fmt.Errorf("%w\nhint: check that %s is the application's journal; if it is, keep a copy of it before anything else touches it", err, path)
 	}

@@ -127,3 +127,10 @@ func TestShowUnknownKey(t *testing.T) {
 	require.Empty(t, stdout)
 	require.Equal(t, "idem: no operation with key \"nope\" in scope \"default\"; list them with `idem list`\n", stderr)
 }
+
+func TestShowKeyAfterDoubleDash(t *testing.T) {
+	f := newJournal(t)
+	_, stderr, code := runIdem(t, "show", "-journal", f.path, "--", "-json")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, `no operation with key "-json" in scope "default"`)
+}
