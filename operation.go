@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/idemkit/idem/journal"
@@ -27,34 +26,6 @@ const (
 	ReviewDeadlinePassed   = "reconciliation deadline passed"
 	ReviewResolutionFailed = "manual resolution required"
 )
-
-// Request describes one business intent to journal with Prepare or Submit.
-// Its Body and Header are sent byte-for-byte on every attempt, forever.
-type Request struct {
-	// Scope is the caller identity or account the key belongs to (keys are
-	// unique per scope). Empty means the client's WithScope default.
-	Scope string
-	// Key is the idempotency key. Empty means a fresh random UUID. Supply
-	// your own (an order-draft id, say) to tie the key to your own record,
-	// or when the key travels in the body (WithKeyInBody).
-	Key string
-	// Ref is your own reference for logs and the operator tool; optional.
-	Ref string
-	// Method defaults to POST.
-	Method string
-	// URL is the absolute http or https URL the operation is sent to.
-	URL string
-	// ResultURL is the endpoint that reports this operation's result by
-	// key. Empty means the client's WithResultEndpoint template, if any;
-	// without one, ambiguous outcomes are settled by resending with the same
-	// key (servers that replay their stored response, like Stripe).
-	ResultURL string
-	// Header holds non-secret headers sent on every attempt; they are
-	// journaled. Credentials go in WithRequestHook instead.
-	Header http.Header
-	// Body is sent as is. Content-Type defaults to application/json.
-	Body []byte
-}
 
 // Operation is a snapshot of one journaled operation.
 type Operation struct {

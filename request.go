@@ -1,0 +1,171 @@
+package idem
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Request describes one business intent to journal with Prepare or Submit.
+// Its Body and Header are sent byte-for-byte on every attempt, forever.
+type Request struct {
+	// Scope is the caller identity or account the key belongs to (keys are
+	// unique per scope). Empty means the client's WithScope default.
+	Scope string
+	// Key is the idempotency key. Empty means a fresh random UUID. Supply
+	// your own (an order-draft id, say) to tie the key to your own record,
+	// or when the key travels in the body (WithKeyInBody).
+	Key string
+	// Ref is your own reference for logs and the operator tool; optional.
+	Ref string
+	// Method defaults to POST.
+	Method string
+	// URL is the absolute http or https URL the operation is sent to.
+	URL string
+	// ResultURL is the endpoint that reports this operation's result by
+	// key. Empty means the client's WithResultEndpoint template, if any;
+	// without one, ambiguous outcomes are settled by resending with the same
+	// key (servers that replay their stored response, like Stripe).
+	ResultURL string
+	// Header holds non-secret headers sent on every attempt; they are
+	// journaled. Credentials go in WithRequestHook instead.
+	Header http.Header
+	// Body is sent as is. Content-Type defaults to application/json.
+	Body []byte
+}
+
+// secretHeaders are never journaled: they would outlive their credentials.
+var secretHeaders = [...]string{"Authorization", "Cookie", "Proxy-Authorization"}
+
+const maxNameLen = 255
+
+// checkName validates a key or scope: it travels in a header and keys a
+// journal record, so visible ASCII only.
+func checkName(what, s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: empty %s", ErrInvalidRequest, what)
+	}
+	if len(s) > maxNameLen {
+		return fmt.Errorf("%w: %s is %d bytes; at most %d", ErrInvalidRequest, what, len(s), maxNameLen)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return fmt.Errorf("%w: %s %q has byte %#x at %d; use visible ASCII (a UUID is fine)", ErrInvalidRequest, what, s, s[i], i)
+		}
+	}
+	return nil
+}
+
+// newRecord validates req and turns it into a pending journal record.
+func (c *Client) newRecord(req Request) (*journal.Record, error) {
+	scope := req.Scope
+	if scope == "" {
+		scope = c.cfg.scope
+	}
+	if err := checkName("scope", scope); err != nil {
+		return nil, err
+	}
+	key := req.Key
+	if key == "" {
+		if c.cfg.keyHeader == "" {
+			return nil, fmt.Errorf("%w: with WithKeyInBody, set Request.Key (idem.NewKey()) and put it in the body", ErrInvalidRequest)
+		}
+		key = uuid.NewString()
+	}
+	if err := checkName("key", key); err != nil {
+		return nil, err
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	if strings.ContainsAny(method, " \t\r\n") || strings.ToUpper(method) != method {
+		return nil, fmt.Errorf("%w: method %q; use an upper-case HTTP method such as POST", ErrInvalidRequest, method)
+	}
+	u, err := absoluteURL("URL", req.URL)
+	if err != nil {
+		return nil, err
+	}
+	resultURL := req.ResultURL
+	if resultURL == "" && c.cfg.resultTemplate != "" {
+		ref, err := url.Parse(strings.ReplaceAll(c.cfg.resultTemplate, "{key}", url.PathEscape(key)))
+		if err != nil {
+			return nil, fmt.Errorf("%w: result endpoint for key %q: %v", ErrInvalidRequest, key, err)
+		}
+		resultURL = u.ResolveReference(ref).String()
+	}
+	if resultURL != "" {
+		if _, err := absoluteURL("ResultURL", resultURL); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.Body) > MaxBodyBytes {
+		return nil, fmt.Errorf("%w: body is %d bytes; at most %d can be journaled", ErrInvalidRequest, len(req.Body), MaxBodyBytes)
+	}
+	if len(req.Ref) > maxNameLen {
+		return nil, fmt.Errorf("%w: Ref is %d bytes; at most %d", ErrInvalidRequest, len(req.Ref), maxNameLen)
+	}
+	header := req.Header.Clone()
+	for name := range header {
+		canon := http.CanonicalHeaderKey(name)
+		for _, s := range secretHeaders {
+			if canon == s {
+				return nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, s)
+			}
+		}
+		if c.cfg.keyHeader != "" && canon == c.cfg.keyHeader {
+			return nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key", ErrInvalidRequest, canon)
+		}
+	}
+	if header == nil {
+		header = http.Header{}
+	}
+	if header.Get("Content-Type") == "" && len(req.Body) > 0 {
+		header.Set("Content-Type", "application/json")
+	}
+	now := c.cfg.clock.Now()
+	body := bytes.Clone(req.Body)
+	return &journal.Record{
+		Scope:    scope,
+		Key:      key,
+		Ref:      req.Ref,
+		Method:   method,
+		URL:      u.String(),
+		QueryURL: resultURL,
+		Header:   header,
+		Body:     body,
+		BodySHA:  sha256.Sum256(body),
+		State:    StatePending,
+		Created:  now,
+		Updated:  now,
+		// Due only if the caller abandons it: Do normally settles it first.
+		NextDue: now.Add(c.cfg.reconcileInterval),
+	}, nil
+}
+
+func absoluteURL(field, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidRequest, field, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: %s %q must be an absolute http or https URL", ErrInvalidRequest, field, u.Redacted())
+	}
+	if u.User != nil {
+		return nil, fmt.Errorf("%w: %s carries credentials (user:password@); they would be journaled: use WithRequestHook", ErrSecretHeader, field)
+	}
+	return u, nil
+}
+
+// sameRequest reports whether a resubmitted request matches the journaled
+// one: the server's own idempotency check compares the same things.
+func sameRequest(stored, rec *journal.Record) bool {
+	return stored.Method == rec.Method && stored.URL == rec.URL && stored.BodySHA == rec.BodySHA
+}
