@@ -39,6 +39,7 @@ type config struct {
 	FaultDelay time.Duration // slow processing, query lag, delayed responses
 	RetryAfter time.Duration // of 429 and 503
 
+	RetryTokens    float64       // client-wide retry budget; 0 turns it off
 	MaxElapsed     time.Duration // foreground budget per call
 	AttemptTimeout time.Duration
 	SettleTimeout  time.Duration // bound on Resume, and on waiting for Run
@@ -127,8 +128,9 @@ func (s summary) OK() bool {
 
 // counters are shared by the workers, the hooks and the progress line.
 type counters struct {
-	done, succeeded, failed, unknown, inFlight atomic.Int64
-	attempts, queries, settledBackground       atomic.Int64
+	done, inFlight                       atomic.Int64 // foreground calls answered, running
+	settledOK, settledFailed             atomic.Int64 // settlements, whoever settled them
+	attempts, queries, settledBackground atomic.Int64
 }
 
 // run runs the demo: start the server, submit orders, crash, resume, settle,
@@ -177,7 +179,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (summary, er
 		return sum, err
 	}
 	crashAt := cfg.crashPoint()
-	prog.phase("before the crash")
+	prog.phase("submitting")
 	crashed, err := submitAll(ctx, first, srv.URL, orders, cfg.Workers, crashAt, &cnt)
 	if err != nil {
 		first.Close()
@@ -223,7 +225,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (summary, er
 		return nil
 	}
 
-	prog.phase("after the restart")
+	prog.phase("restarted")
 	if _, err := submitAll(ctx, second, srv.URL, orders, cfg.Workers, 0, &cnt); err != nil {
 		stopReconciler()
 		return sum, err
@@ -268,12 +270,22 @@ func clientOptions(cfg config, srv *idemtest.Server, cnt *counters, stderr io.Wr
 			)
 		}),
 		idem.WithReconcile(200*time.Millisecond, time.Second, time.Hour),
-		idem.WithHooks(idem.Hooks{Attempt: func(ev idem.AttemptEvent) {
-			cnt.attempts.Add(1)
-			if ev.Query {
-				cnt.queries.Add(1)
-			}
-		}}),
+		idem.WithRetryBudget(cfg.RetryTokens, idem.DefaultRetryTokenRatio),
+		idem.WithHooks(idem.Hooks{
+			Attempt: func(ev idem.AttemptEvent) {
+				cnt.attempts.Add(1)
+				if ev.Query {
+					cnt.queries.Add(1)
+				}
+			},
+			Settle: func(res *idem.Result) {
+				if res.State == idem.StateSucceeded {
+					cnt.settledOK.Add(1)
+				} else {
+					cnt.settledFailed.Add(1)
+				}
+			},
+		}),
 	}
 	if cfg.Verbose {
 		opts = append(opts, idem.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))))

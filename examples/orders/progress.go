@@ -80,9 +80,10 @@ func (p *progress) draw() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := p.cnt
-	line := fmt.Sprintf("%-18s answered %d/%d  succeeded %d  failed %d  handed off %d  in flight %d  attempts %d  settled in background %d",
-		p.name+":", c.done.Load(), p.total, c.succeeded.Load(), c.failed.Load(), c.unknown.Load(),
-		c.inFlight.Load(), c.attempts.Load(), c.settledBackground.Load())
+	// Short enough for an 80-column terminal, or \r cannot redraw it.
+	ok, failed := c.settledOK.Load(), c.settledFailed.Load()
+	line := fmt.Sprintf("%-12s settled %d/%d  ok %d  failed %d  in flight %d  attempts %d",
+		p.name, ok+failed, p.total, ok, failed, c.inFlight.Load(), c.attempts.Load())
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\x1b[K%s", line)
 		return

@@ -110,17 +110,11 @@ func submitOne(ctx context.Context, c *idem.Client, baseURL string, o *order, cn
 	case err == nil || errors.Is(err, idem.ErrFailed):
 		o.outcome = "settled"
 		cnt.done.Add(1)
-		if err == nil {
-			cnt.succeeded.Add(1)
-		} else {
-			cnt.failed.Add(1)
-		}
 		return true
 	case errors.Is(err, idem.ErrUnknownOutcome):
 		// Not a failure: journaled, and Run will settle it.
 		o.outcome = "handed off"
 		cnt.done.Add(1)
-		cnt.unknown.Add(1)
 		return true
 	default:
 		o.outcome = "error"
