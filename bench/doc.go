@@ -1,0 +1,16 @@
+// Package bench holds idem's comparative benchmarks and the duplicates
+// harness (cmd/dupes). It is a separate module so that the comparison
+// libraries (github.com/hashicorp/go-retryablehttp) never enter idem's own
+// go.mod; `go test ./...` at the repository root does not descend into it.
+//
+// Run it explicitly, from this directory; BENCHMARKS.md at the repository
+// root has the commands and the figures:
+//
+//	go test -run='^$' -bench=. -benchtime=1s -timeout=30m | tee bench.txt
+//	go run ./cmd/benchsum < bench.txt
+//	go run ./cmd/dupes
+//
+// The HTTP benchmarks talk to a server in a child process (the test binary
+// re-executed with IDEMBENCH_ROLE=server), so that the CPU time measured
+// in the benchmark process is the client's alone.
+package bench

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// interleave runs every contender once per round, as sub-benchmarks named
+// round=R/NAME, rotating the starting contender each round.
+func interleave(b *testing.B, contenders []contender, run func(b *testing.B, c contender)) {
+	for r := range *rounds {
+		for i := range contenders {
+			c := contenders[(r+i)%len(contenders)]
+			b.Run(fmt.Sprintf("round=%d/%s", r+1, c.name), func(b *testing.B) { run(b, c) })
+		}
+	}
+}
+
+// cpuTime is this process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runOps runs b.N operations of cl against url from callers goroutines
+// and reports ops/s, latency percentiles, and the CPU time per operation
+// of this process (the client) and of the server process.
+func runOps(b *testing.B, cl client, url string, callers int) {
+	b.Helper()
+	ctx := context.Background()
+	// One operation per caller first: connections dialed, files created.
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			if err := cl.do(ctx, url); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		return
+	}
+	lat := make([][]time.Duration, callers)
+	per := b.N/callers + 1
+	for i := range lat {
+		lat[i] = make([]time.Duration, 0, per)
+	}
+	var next atomic.Int64
+	var failed atomic.Bool
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0, srv0, start := cpuTime(), serverCPU(), time.Now()
+	for w := range callers {
+		wg.Go(func() {
+			for next.Add(1) <= int64(b.N) && !failed.Load() {
+				t := time.Now()
+				if err := cl.do(ctx, url); err != nil {
+					b.Error(err)
+					failed.Store(true)
+					return
+				}
+				lat[w] = append(lat[w], time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	elapsed, cpu, srv := time.Since(start), cpuTime()-cpu0, serverCPU()-srv0
+	b.StopTimer()
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	n := float64(b.N)
+	b.ReportMetric(n/elapsed.Seconds(), "ops/s")
+	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/op")
+	b.ReportMetric(float64(srv.Microseconds())/n, "srv-cpu-µs/op")
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)/2].Nanoseconds())/1e3, "p50-µs")
+		b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds())/1e3, "p99-µs")
+	}
+}
+
+// withClient opens c in a fresh directory, runs fn, and closes it.
+func withClient(b *testing.B, c contender, fn func(client)) {
+	b.Helper()
+	cl, err := c.open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.close()
+	fn(cl)
+}
