@@ -97,37 +97,9 @@ func BenchmarkCreateSettle(b *testing.B) {
 	for _, writers := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("writers=%d/baseline", writers), func(b *testing.B) {
 			b.ReportAllocs()
-			db, err := bolt.Open(filepath.Join(b.TempDir(), "base.db"), 0o600, &bolt.Options{Timeout: time.Second})
-			if err != nil {
-				b.Fatal(err)
-			}
+			db := baselineDB(b)
 			defer db.Close()
-			if err := initMeta(db, false); err != nil {
-				b.Fatal(err)
-			}
-			runWriters(b, writers, func(key string) error {
-				rec := benchRecord(key, benchBody, benchSHA)
-				rk := recordKey(rec.Scope, rec.Key)
-				enc := encode(nil, rec)
-				err := db.Update(func(tx *bolt.Tx) error {
-					if lookup(tx, rk) != nil {
-						return ErrExists
-					}
-					return putRecord(tx, rk, nil, rec, enc)
-				})
-				if err != nil {
-					return err
-				}
-				return db.Update(func(tx *bolt.Tx) error {
-					r, err := getForWrite(tx, rk)
-					if err != nil {
-						return err
-					}
-					was := *r
-					_ = settleRecord(r)
-					return putRecord(tx, rk, &was, r, encode(nil, r))
-				})
-			})
+			runWriters(b, writers, func(key string) error { return baselineCreateSettle(db, key) })
 		})
 		b.Run(fmt.Sprintf("writers=%d/journal", writers), func(b *testing.B) {
 			b.ReportAllocs()
@@ -145,6 +117,85 @@ func BenchmarkCreateSettle(b *testing.B) {
 			})
 		})
 	}
+}
+
+// baselineDB opens a fresh, fsync'd bbolt file with the journal's buckets.
+func baselineDB(b *testing.B) *bolt.DB {
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "base.db"), 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := initMeta(db, false); err != nil {
+		b.Fatal(err)
+	}
+	return db
+}
+
+// baselineCreateSettle does what Create and Update do, with the same
+// encoding and indexes, as one plain bbolt Update per write.
+func baselineCreateSettle(db *bolt.DB, key string) error {
+	rec := benchRecord(key, benchBody, benchSHA)
+	rk := recordKey(rec.Scope, rec.Key)
+	enc := encode(nil, rec)
+	err := db.Update(func(tx *bolt.Tx) error {
+		if lookup(tx, rk) != nil {
+			return ErrExists
+		}
+		return putRecord(tx, rk, nil, rec, enc)
+	})
+	if err != nil {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		r, err := getForWrite(tx, rk)
+		if err != nil {
+			return err
+		}
+		was := *r
+		_ = settleRecord(r)
+		return putRecord(tx, rk, &was, r, encode(nil, r))
+	})
+}
+
+// BenchmarkLoneWriterRatio alternates one record through the baseline and
+// one through the Store, from a single goroutine, so that both latencies
+// are measured under the same (noisy, shared) disk.
+func BenchmarkLoneWriterRatio(b *testing.B) {
+	ctx := context.Background()
+	db := baselineDB(b)
+	defer db.Close()
+	s, err := Open(filepath.Join(b.TempDir(), "journal.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var base, journal []time.Duration
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		key := fmt.Sprintf("key-%09d", i)
+		i++
+		start := time.Now()
+		if err := baselineCreateSettle(db, key); err != nil {
+			b.Fatal(err)
+		}
+		base = append(base, time.Since(start))
+		start = time.Now()
+		if _, err := s.Create(ctx, benchRecord(key, benchBody, benchSHA)); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Update(ctx, "acct_bench", key, settleRecord); err != nil {
+			b.Fatal(err)
+		}
+		journal = append(journal, time.Since(start))
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds())
+	}
+	b.ReportMetric(median(base), "baseline-p50-µs")
+	b.ReportMetric(median(journal), "journal-p50-µs")
+	b.ReportMetric(median(journal)/median(base), "p50-ratio")
 }
 
 const benchOpen = 1000
@@ -257,4 +308,51 @@ func BenchmarkDueScan(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkDueScanRatio alternates the scans of the two journals in one
+// loop, so that both sides of the ratio see the same machine: on a shared,
+// noisy machine, separate sub-benchmarks drift apart by more than the
+// effect measured.
+func BenchmarkDueScanRatio(b *testing.B) {
+	if testing.Short() {
+		b.Skip("large fixture")
+	}
+	ctx := context.Background()
+	var stores [2]*Store
+	for i, settled := range []int{10_000, 1_000_000} {
+		s, err := Open(dueFixture(b, settled), ReadOnly())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer s.Close()
+		stores[i] = s
+	}
+	by := t0.Add(2 * time.Hour)
+	var due, each [2][]time.Duration
+	b.ReportAllocs()
+	for b.Loop() {
+		for i, s := range stores {
+			start := time.Now()
+			if recs, err := s.Due(ctx, by, benchOpen); err != nil || len(recs) != benchOpen {
+				b.Fatalf("Due() = %d records, %v", len(recs), err)
+			}
+			due[i] = append(due[i], time.Since(start))
+			start = time.Now()
+			if err := s.ForEachOpen(ctx, func(*Record) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+			each[i] = append(each[i], time.Since(start))
+		}
+	}
+	median := func(d []time.Duration) float64 {
+		slices.Sort(d)
+		return float64(d[len(d)/2].Microseconds())
+	}
+	b.ReportMetric(median(due[0]), "Due-10k-µs")
+	b.ReportMetric(median(due[1]), "Due-1M-µs")
+	b.ReportMetric(median(due[1])/median(due[0]), "Due-ratio")
+	b.ReportMetric(median(each[0]), "ForEachOpen-10k-µs")
+	b.ReportMetric(median(each[1]), "ForEachOpen-1M-µs")
+	b.ReportMetric(median(each[1])/median(each[0]), "ForEachOpen-ratio")
 }
