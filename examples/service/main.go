@@ -1,0 +1,92 @@
+// Command service shows the start-up and shutdown pattern of a service that
+// embeds idem.
+//
+//	go run ./examples/service               # runs 5 s, then stops by itself
+//	go run ./examples/service -duration 0   # runs until Ctrl-C or SIGTERM
+//
+// The pattern, in order:
+//
+//  1. idem.Open the service's own journal file. One process owns it; each
+//     replica of a service has its own.
+//  2. Client.Resume before taking new work: it settles what the previous
+//     process left open (here, three orders a simulated earlier process
+//     journaled and never sent), and its Summary is logged.
+//  3. go Client.Run: the background reconciler settles what foreground calls
+//     handed off with ErrUnknownOutcome, and tells the service through the
+//     WithSettleFunc callback, the place to update the order's own record.
+//  4. Serve: each incoming order is submitted with a short foreground budget.
+//     An unknown outcome is not an error page; it is "accepted, confirming".
+//  5. On SIGINT or SIGTERM: stop taking work, let calls in flight finish
+//     within a drain timeout, stop the reconciler, log what is still open
+//     (the next start resumes it), and close the journal.
+//
+// The payment API is idem's fake server (package idemtest), in-process on
+// 127.0.0.1, with some 503s with Retry-After, slow processing and dropped
+// responses. Logs go to stderr through log/slog.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	cfg := defaultConfig()
+	flag.StringVar(&cfg.Journal, "journal", "", "journal `path`, kept between runs; default a temporary file, removed")
+	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "stop by itself after this long; 0 runs until SIGINT or SIGTERM")
+	flag.DurationVar(&cfg.Every, "every", cfg.Every, "one incoming order this often")
+	flag.IntVar(&cfg.MaxOrders, "max-orders", cfg.MaxOrders, "stop taking orders after this many")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // a second Ctrl-C kills the process at once
+	}()
+	if cfg.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Duration)
+		defer cancel()
+	}
+	rep, err := run(ctx, cfg, log)
+	if err != nil {
+		log.Error("service failed", "err", err)
+		os.Exit(1)
+	}
+	fmt.Printf("orders taken %d: settled in the call %d, handed off %d; settled in the background %d; open at exit %d; server-side duplicates %d\n",
+		rep.Taken, rep.SettledInCall, rep.HandedOff, rep.SettledInBackground, rep.OpenAtExit, rep.Duplicates)
+	if rep.Duplicates != 0 {
+		os.Exit(1)
+	}
+}
+
+// config is one run of the service.
+type config struct {
+	Journal   string        // "" means a temporary file, removed at exit
+	Duration  time.Duration // 0: until a signal
+	Every     time.Duration // one order this often
+	MaxOrders int           // bound on the orders taken
+
+	MaxElapsed time.Duration // foreground budget per order
+	Drain      time.Duration // how long calls in flight may finish at shutdown
+	Startup    time.Duration // bound on Resume
+}
+
+func defaultConfig() config {
+	return config{
+		Duration:   5 * time.Second,
+		Every:      100 * time.Millisecond,
+		MaxOrders:  1000,
+		MaxElapsed: 800 * time.Millisecond,
+		Drain:      2 * time.Second,
+		Startup:    30 * time.Second,
+	}
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// token scopes the service's keys on the fake server, which reads the
+// Authorization header. It is added at send time, never journaled.
+const token = "Bearer sk_test_service"
+
+// report is what the service did, for its test and its last log line.
+type report struct {
+	Resumed             idem.Summary
+	Taken               int // orders submitted
+	SettledInCall       int
+	HandedOff           int // ErrUnknownOutcome: the reconciler owns them
+	SettledInBackground int // reported by WithSettleFunc (Resume and Run)
+	OpenAtExit          int // left for the next start
+	Duplicates          int // from the fake server's counters
+}
+
+// run is the service: open, resume, reconcile in the background, serve
+// until ctx ends, shut down.
+func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
+	var rep report
+	srv := idemtest.NewServer(
+		idemtest.WithSeed(1),
+		idemtest.WithProfile(idemtest.Profile{
+			Rates: map[idemtest.FaultKind]float64{
+				idemtest.Unavailable:     0.15,
+				idemtest.SlowProcessing:  0.10,
+				idemtest.DropAfterCommit: 0.10,
+			},
+			Delay:      time.Second,
+			RetryAfter: time.Second,
+		}),
+	)
+	defer srv.Close()
+	ordersURL := srv.URL + "/orders"
+
+	path := cfg.Journal
+	if path == "" {
+		dir, err := os.MkdirTemp("", "idem-service-")
+		if err != nil {
+			return rep, err
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "service.journal")
+		// A fresh journal has nothing to resume: pretend a previous
+		// process journaled three orders and died before sending them.
+		if err := simulatePreviousProcess(path, ordersURL); err != nil {
+			return rep, err
+		}
+		log.Info("simulated a previous process that died with 3 orders journaled and unsent", "journal", path)
+	}
+
+	var settledBg atomic.Int64
+	c, err := idem.Open(path,
+		idem.WithHTTPClient(srv.Client()),
+		idem.WithResultEndpoint(srv.URL+"/operations/{key}"),
+		idem.WithRequestHook(func(r *http.Request) error {
+			r.Header.Set("Authorization", token)
+			return nil
+		}),
+		idem.WithLogger(log.With("component", "idem")),
+		idem.WithMaxElapsed(cfg.MaxElapsed),
+		idem.WithAttemptTimeout(time.Second),
+		idem.WithBackoff(func() backoff.BackOff {
+			return backoff.NewExponentialBackOff(backoff.WithInitialInterval(50*time.Millisecond),
+				backoff.WithMaxInterval(500*time.Millisecond), backoff.WithMaxElapsedTime(0))
+		}),
+		idem.WithReconcile(250*time.Millisecond, 2*time.Second, 72*time.Hour),
+		idem.WithSettleFunc(func(res *idem.Result) {
+			// A real service marks its order paid (or failed) here.
+			settledBg.Add(1)
+			log.Info("settled in the background", "key", res.Key, "state", res.State, "resource_id", res.ResourceID)
+		}),
+	)
+	if err != nil {
+		return rep, err // journal.ErrLocked: another process owns this journal
+	}
+	defer c.Close()
+
+	// Start-up: settle what the last process left open, before new work.
+	sctx, cancel := context.WithTimeout(ctx, cfg.Startup)
+	rep.Resumed, err = c.Resume(sctx)
+	cancel()
+	if err != nil {
+		return rep, fmt.Errorf("resume: %w", err)
+	}
+	log.Info("resumed", "visited", rep.Resumed.Visited, "succeeded", rep.Resumed.Succeeded, "failed", rep.Resumed.Failed,
+		"still_open", rep.Resumed.Processing+rep.Resumed.Unknown+rep.Resumed.Pending, "review", rep.Resumed.Review)
+
+	// The reconciler lives until shutdown, after the last call in flight.
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	runDone := make(chan error, 1)
+	go func() { runDone <- c.Run(runCtx) }()
+
+	log.Info("serving", "every", cfg.Every, "max_orders", cfg.MaxOrders)
+	var (
+		wg                       sync.WaitGroup
+		mu                       sync.Mutex
+		settledInCall, handedOff int
+	)
+	// Calls in flight at shutdown get cfg.Drain to finish; they are not
+	// cancelled by the signal.
+	callCtx, stopCalls := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCalls()
+	tick := time.NewTicker(cfg.Every)
+serve:
+	for rep.Taken < cfg.MaxOrders {
+		select {
+		case <-ctx.Done():
+			break serve
+		case <-tick.C:
+		}
+		rep.Taken++
+		n := rep.Taken
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := c.Submit(callCtx, idem.Request{
+				Ref:  fmt.Sprintf("order-%d", n),
+				URL:  ordersURL,
+				Body: fmt.Appendf(nil, `{"order":%d,"amount":%d,"currency":"EUR"}`, n, 500+n),
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil || errors.Is(err, idem.ErrFailed):
+				settledInCall++
+			case errors.Is(err, idem.ErrUnknownOutcome):
+				// Tell the customer "accepted, confirming"; Run settles it.
+				handedOff++
+			default:
+				log.Error("order not journaled", "order", n, "err", err)
+			}
+		}()
+	}
+	tick.Stop()
+
+	// Shutdown.
+	log.Info("shutting down: no new orders; draining calls in flight", "drain", cfg.Drain)
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(cfg.Drain):
+		stopCalls() // they stay journaled, unknown: the next start resumes them
+		<-drained
+	}
+	stopRun()
+	if err := <-runDone; err != nil && !errors.Is(err, context.Canceled) {
+		return rep, fmt.Errorf("reconciler: %w", err)
+	}
+	open, err := c.List(context.WithoutCancel(ctx), idem.Filter{States: []idem.State{idem.StatePending, idem.StateProcessing, idem.StateUnknown}})
+	if err != nil {
+		return rep, err
+	}
+	mu.Lock()
+	rep.SettledInCall, rep.HandedOff = settledInCall, handedOff
+	mu.Unlock()
+	rep.SettledInBackground = int(settledBg.Load())
+	rep.OpenAtExit = len(open)
+	if rep.Duplicates, err = duplicates(context.WithoutCancel(ctx), c, srv); err != nil {
+		return rep, err
+	}
+	log.Info("stopped", "open_for_next_start", rep.OpenAtExit, "server_side_duplicates", rep.Duplicates)
+	return rep, nil
+}
+
+// duplicates counts, from the fake server's counters, the orders made more
+// than once for one key.
+func duplicates(ctx context.Context, c *idem.Client, srv *idemtest.Server) (int, error) {
+	ops, err := c.List(ctx, idem.Filter{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, op := range ops {
+		n += max(0, srv.Effects(token, op.Key)-1)
+	}
+	return n, nil
+}
+
+// simulatePreviousProcess journals three orders and closes the journal
+// without sending them, as a process killed right after Prepare would.
+func simulatePreviousProcess(path, ordersURL string) error {
+	c, err := idem.Open(path)
+	if err != nil {
+		return err
+	}
+	for i := 1; i <= 3; i++ {
+		if _, err := c.Prepare(context.Background(), idem.Request{
+			Ref:  fmt.Sprintf("earlier-%d", i),
+			URL:  ordersURL,
+			Body: fmt.Appendf(nil, `{"order":"earlier-%d","amount":%d,"currency":"EUR"}`, i, 100*i),
+		}); err != nil {
+			c.Close()
+			return err
+		}
+	}
+	return c.Close()
+}
