@@ -15,7 +15,7 @@ type Filter struct {
 }
 
 // openOnly reports whether every record f selects is open, so that List can
-// walk the open index instead of the whole journal.
+// read only the open records instead of the whole journal.
 func (f *Filter) openOnly() bool {
 	if len(f.States) == 0 {
 		return false
