@@ -1,0 +1,447 @@
+package crashtest_test
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/crashtest"
+	"github.com/idemkit/idem/internal/fakeserver"
+	"github.com/idemkit/idem/journal"
+)
+
+// TestCrashHarness runs the real client in child processes against the
+// idem-fakeserver command and kills them: first at fixed crash points, one
+// subtest each, then at random moments at least 100 times over a workload
+// of 1,200 operations with the server's faults on. The server process
+// outlives every child, so it remembers keys across client restarts, as a
+// real API does. -short shrinks the random part; nothing skips it.
+//
+// The random kills are seeded: IDEM_CRASHTEST_SEED=n repeats a run's kill
+// schedule and the server's faults (their timing, and so the exact
+// interleaving, still varies).
+func TestCrashHarness(t *testing.T) {
+	bin := buildServer(t)
+	t.Run("points", func(t *testing.T) { testCrashPoints(t, bin) })
+	t.Run("random_kills", func(t *testing.T) { testRandomKills(t, bin) })
+}
+
+// testCrashPoints kills a child at each boundary of an operation's life,
+// then restarts a clean child that resumes, and checks the operation: one
+// side effect, settled in the journal, the same key and bytes on every
+// request.
+func testCrashPoints(t *testing.T, bin string) {
+	key := crashtest.Key(0)
+	sha := crashtest.BodySHA(0)
+	wantSHA := hex.EncodeToString(sha[:])
+	points := []struct {
+		name, point string
+		// fault is scripted on the server before the child starts.
+		fault *fakeserver.Fault
+		// before checks the server's counters and the journal record
+		// after the crash, before the resume.
+		before func(t *testing.T, st fakeserver.Stats, rec *journal.Record)
+		// resubmit makes the clean child Submit the key again after
+		// Resume, as a restarted application that never heard back would.
+		resubmit bool
+	}{{
+		name: "a_journaled_not_sent", point: "a",
+		before: func(t *testing.T, st fakeserver.Stats, rec *journal.Record) {
+			require.Zero(t, st.Requests, "requests the server saw")
+			require.Zero(t, st.SideEffects, "side effects before the resume")
+			require.Equal(t, journal.StatePending, rec.State, "state")
+			require.Len(t, rec.Attempts, 1, "attempts journaled")
+			require.False(t, rec.Attempts[0].Done, "the attempt has no outcome")
+		},
+	}, {
+		name: "b_sent_outcome_not_committed", point: "b",
+		before: func(t *testing.T, st fakeserver.Stats, rec *journal.Record) {
+			require.Equal(t, 1, st.Submits, "submits")
+			require.Equal(t, 1, st.SideEffects, "side effects")
+			require.True(t, rec.Open(), "the record is open: the outcome was not committed; state %s", rec.State)
+			require.Len(t, rec.Attempts, 1, "attempts journaled")
+			require.False(t, rec.Attempts[0].Done, "the attempt has no outcome")
+		},
+	}, {
+		name: "c_queried_result_not_committed", point: "c",
+		// The submit's answer is a 500 although the server performed
+		// it, so the client asks the result endpoint.
+		fault: &fakeserver.Fault{Kind: fakeserver.ErrorAfterCommit, Key: key},
+		before: func(t *testing.T, st fakeserver.Stats, rec *journal.Record) {
+			require.Equal(t, 1, st.Submits, "submits")
+			require.Equal(t, 1, st.Queries, "queries")
+			require.Equal(t, 1, st.SideEffects, "side effects")
+			require.True(t, rec.Open(), "the record is open: the query's answer was not committed; state %s", rec.State)
+			require.Len(t, rec.Attempts, 1, "attempts journaled: the submit only")
+			require.True(t, rec.Attempts[0].Done, "the submit's outcome is committed")
+			require.Equal(t, http.StatusInternalServerError, rec.Attempts[0].Status, "the submit's status")
+		},
+	}, {
+		name: "d_committed_not_returned", point: "d", resubmit: true,
+		before: func(t *testing.T, st fakeserver.Stats, rec *journal.Record) {
+			require.Equal(t, 1, st.Submits, "submits")
+			require.Equal(t, 1, st.SideEffects, "side effects")
+			require.Equal(t, journal.StateSucceeded, rec.State, "state committed before the crash")
+		},
+	}}
+	for _, p := range points {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			srv := startServer(t, bin)
+			if p.fault != nil {
+				srv.inject(t, *p.fault)
+			}
+			path := filepath.Join(t.TempDir(), "idem.journal")
+			env := []string{envJournal + "=" + path, envURL + "=" + srv.URL}
+
+			var lines []string
+			ch := startChild(t, append(env, envMode+"=point", envPoint+"="+p.point, envKey+"="+key)...)
+			ch.wait(t, time.Minute, func(l string) { lines = append(lines, l) })
+			require.Truef(t, ch.killed(), "child died of SIGKILL; exit %v; lines %q; stderr:\n%s", ch.err, lines, ch.stderr)
+			require.Contains(t, lines, "crash "+p.point+" "+key, "the child crashed at its point")
+			require.Contains(t, lines, "journaled "+key, "Create returned before the crash")
+
+			before := srv.stats(t)
+			rec := readJournal(t, path)[key]
+			require.NotNil(t, rec, "the operation is in the journal after the crash")
+			p.before(t, before, rec)
+
+			// A clean process resumes it.
+			ch = startChild(t, append(env, envMode+"=work", envOps+"=1", envResubmit+"="+map[bool]string{true: "1"}[p.resubmit])...)
+			var resumed string
+			ch.wait(t, time.Minute, func(l string) {
+				lines = append(lines, l)
+				if strings.HasPrefix(l, "resumed ") {
+					resumed = l
+				}
+			})
+			ch.requireClean(t)
+			require.Contains(t, lines, "done")
+			after := srv.stats(t)
+
+			rec = readJournal(t, path)[key]
+			require.Equal(t, journal.StateSucceeded, rec.State, "state after the resume")
+			require.Empty(t, rec.Review, "review reason")
+			require.Equal(t, 1, after.SideEffects, "side effects for %s", key)
+			require.Equal(t, 1, after.MaxEffectsPerKey, "max_effects_per_key")
+			require.Zero(t, after.Conflicts, "422s: a request with the key and other bytes")
+			if p.point == "d" {
+				require.Equal(t, "resumed visited=0 open=0", resumed, "nothing left open after a committed outcome")
+				require.Equal(t, before.Submits+before.Queries, after.Submits+after.Queries,
+					"requests for a settled operation after the restart")
+			} else {
+				require.Equal(t, "resumed visited=1 open=0", resumed, "Resume settled the operation")
+			}
+
+			// Every request for the key carried it, its journaled bytes and
+			// its URL.
+			n := 0
+			for _, l := range lines {
+				f := strings.Fields(l)
+				if len(f) != 5 || f[0] != "sent" || f[2] != key {
+					continue
+				}
+				n++
+				if f[1] == http.MethodGet {
+					require.Equal(t, "/operations/"+key, f[4], l)
+				} else {
+					require.Equal(t, []string{http.MethodPost, wantSHA, crashtest.OrdersPath}, []string{f[1], f[3], f[4]}, l)
+				}
+			}
+			require.NotZero(t, n, "requests logged for %s", key)
+			srvOp := srv.operation(t, key)
+			require.Equal(t, "succeeded", srvOp.State, "the server's state")
+			require.Equal(t, srvOp.ResourceID, rec.Result.ResourceID, "the journal holds the server's resource id")
+			t.Logf("%s: before resume %+v; after %+v; %d requests for the key", p.name, before, after, n)
+		})
+	}
+}
+
+// ledger is the parent's account of what the children said.
+type ledger struct {
+	acked    map[string]journal.State // Submit returned with the key journaled
+	inflight map[string]bool          // begun and not acknowledged by the current child
+	sent     int                      // requests handed to the transport
+	bad      []string                 // requests with other bytes or another URL than the journaled ones
+	errors   []string                 // "error" lines
+}
+
+// line accounts for one line of a child and returns its first word.
+func (l *ledger) line(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	switch {
+	case f[0] == "begin" && len(f) == 2:
+		l.inflight[f[1]] = true
+	case f[0] == "ack" && len(f) == 3:
+		delete(l.inflight, f[1])
+		l.acked[f[1]] = journal.State(f[2])
+	case f[0] == "sent" && len(f) == 5:
+		l.sent++
+		i := keyIndex(f[2])
+		switch {
+		case l.acked[f[2]].Terminal():
+			l.bad = append(l.bad, s+": a request after the caller was told the operation "+string(l.acked[f[2]]))
+		case i < 0:
+			l.bad = append(l.bad, s+": not a workload key")
+		case f[1] == http.MethodGet:
+			if f[4] != "/operations/"+f[2] {
+				l.bad = append(l.bad, s+": query of another key")
+			}
+		case f[1] != http.MethodPost || f[4] != crashtest.OrdersPath:
+			l.bad = append(l.bad, s+": another method or URL than journaled")
+		case f[3] != bodyHex(i):
+			l.bad = append(l.bad, s+": another body than journaled")
+		}
+	case f[0] == "error":
+		l.errors = append(l.errors, s)
+	}
+	return f[0]
+}
+
+// killPlan says when to kill one child: delay after the count-th line
+// starting with after.
+type killPlan struct {
+	after string
+	count int
+	delay time.Duration
+}
+
+// testRandomKills is the random part of the harness.
+func testRandomKills(t *testing.T, bin string) {
+	ops, wantKills := 1200, 100
+	if testing.Short() {
+		ops, wantKills = 300, 30
+	}
+	seed := uint64(20261129)
+	if v := os.Getenv("IDEM_CRASHTEST_SEED"); v != "" {
+		var err error
+		seed, err = strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err, "IDEM_CRASHTEST_SEED")
+	}
+	t.Logf("seed %d (set IDEM_CRASHTEST_SEED to repeat)", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	start := time.Now()
+
+	srv := startServer(t, bin, "-seed", strconv.FormatUint(seed, 10),
+		"-delay", serverDelay.String(), "-retry-after", "1s",
+		"-drop-after-commit", "0.04",
+		"-500-after-commit", "0.04",
+		"-500-before-commit", "0.04",
+		"-503", "0.03",
+		"-429", "0.02",
+		"-query-lag", "0.05",
+		"-slow-processing", "0.04",
+		"-garbage-body", "0.04",
+		"-truncated-body", "0.02",
+		"-delay-response", "0.01",
+		"-decline", "0.02",
+	)
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	env := []string{envJournal + "=" + path, envURL + "=" + srv.URL}
+	led := &ledger{acked: map[string]journal.State{}, inflight: map[string]bool{}}
+
+	// Life n works on operations 0..(n+1)*step-1, so the workload
+	// advances by about step operations a life, plus what the last child
+	// left open; the kill plan lands most kills while Submits are in
+	// flight and some during start-up and Resume.
+	step := ops / wantKills
+	kills, midOp, inResume, lives := 0, 0, 0, 0
+	phaseDeadline := time.Now().Add(150 * time.Second)
+	for kills < wantKills {
+		require.Lessf(t, lives, 4*wantKills, "lives without reaching %d kills (%d so far)", wantKills, kills)
+		require.Truef(t, time.Now().Before(phaseDeadline), "%d kills after %v; want %d", kills, time.Since(start), wantKills)
+		plan := killPlan{after: "begin", count: 1 + rng.IntN(step), delay: time.Duration(rng.IntN(10_000)) * time.Microsecond}
+		switch r := rng.IntN(10); {
+		case r < 2:
+			plan = killPlan{after: "opened", count: 1, delay: time.Duration(rng.IntN(80_000)) * time.Microsecond}
+		case r < 4:
+			plan.delay = time.Duration(rng.IntN(300_000)) * time.Microsecond
+		}
+		hi := min(ops, (lives+1)*step)
+		killed, resumed := runLife(t, led, plan, append(env, envMode+"=work", envOps+"="+strconv.Itoa(hi))...)
+		lives++
+		if killed {
+			kills++
+			if len(led.inflight) > 0 {
+				midOp++
+			}
+			if !resumed {
+				inResume++
+			}
+		}
+		clear(led.inflight)
+	}
+	killPhase := time.Since(start)
+
+	// No more kills: a child finishes the workload, then one only resumes.
+	ch := startChild(t, append(env, envMode+"=work", envOps+"="+strconv.Itoa(ops))...)
+	ch.wait(t, 2*time.Minute, func(l string) { led.line(l) })
+	ch.requireClean(t)
+	require.Empty(t, led.errors, "errors reported by the children")
+	var final string
+	ch = startChild(t, append(env, envMode+"=resume")...)
+	ch.wait(t, 2*time.Minute, func(l string) {
+		if led.line(l) == "open" {
+			final = l
+		}
+	})
+	ch.requireClean(t)
+	require.Empty(t, led.errors, "errors reported by the children")
+	require.NotEmpty(t, final, "the resume child's summary")
+
+	// The verdict: the journal, read as the operator tool reads it, against
+	// the server's side effects.
+	checkBolt(t, path)
+	recs := readJournal(t, path)
+	st := srv.stats(t) // before our own queries below add to it
+	var duplicates, lost, wronglyFailed, unknown, review, performed int
+	var problems []string
+	for i := range ops {
+		key := crashtest.Key(i)
+		rec := recs[key]
+		if rec == nil {
+			lost++
+			problems = append(problems, key+": not in the journal")
+			continue
+		}
+		if rec.BodySHA != crashtest.BodySHA(i) || rec.URL != srv.URL+crashtest.OrdersPath {
+			problems = append(problems, key+": journaled with other bytes or another URL")
+		}
+		op := awaitServerView(t, srv, key, rec)
+		if op.performed() {
+			performed++
+		}
+		switch {
+		case rec.State == journal.StateSucceeded:
+			if !op.performed() || op.ResourceID != rec.Result.ResourceID {
+				problems = append(problems, fmt.Sprintf("%s: succeeded as %s; the server says %+v", key, rec.Result.ResourceID, op))
+			}
+		case rec.State == journal.StateFailed:
+			if op.performed() {
+				wronglyFailed++
+				problems = append(problems, fmt.Sprintf("%s: failed; the server performed it: %+v", key, op))
+			}
+		case rec.Review != "":
+			review++
+		default:
+			unknown++
+			lost++
+			problems = append(problems, fmt.Sprintf("%s: left %s after the final resume with no review reason", key, rec.State))
+		}
+	}
+	for key, state := range led.acked {
+		switch rec := recs[key]; {
+		case keyIndex(key) < 0 || keyIndex(key) >= ops:
+			problems = append(problems, key+": acknowledged, not in the workload")
+		case rec == nil:
+			// Counted as lost above.
+		case state.Terminal() && rec.State != state:
+			problems = append(problems, fmt.Sprintf("%s: acknowledged as %s, now %s", key, state, rec.State))
+		}
+	}
+	duplicates = st.SideEffects - performed
+	if st.MaxEffectsPerKey > 1 {
+		problems = append(problems, fmt.Sprintf("max_effects_per_key = %d", st.MaxEffectsPerKey))
+	}
+	if st.Conflicts != 0 {
+		problems = append(problems, fmt.Sprintf("the server answered 422 %d time(s): a key reused with other bytes", st.Conflicts))
+	}
+	problems = append(problems, led.bad...)
+
+	figures := fmt.Sprintf("kills=%d operations=%d duplicates=%d lost=%d wrongly_failed=%d unknown=%d review=%d",
+		kills, len(recs), duplicates, lost, wronglyFailed, unknown, review)
+	t.Log(figures)
+	fmt.Println(figures)
+	t.Logf("seed=%d lives=%d kills_mid_submit=%d kills_before_resume_returned=%d acked=%d requests_sent=%d final_resume=%q kill_phase=%v total=%v",
+		seed, lives, midOp, inResume, len(led.acked), led.sent, final, killPhase.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	t.Logf("server: %+v", st)
+
+	require.Empty(t, problems, "broken promises")
+	require.GreaterOrEqual(t, kills, wantKills, "kills")
+	require.Equal(t, ops, len(recs), "operations in the journal")
+	require.Zero(t, duplicates, "duplicates")
+	require.Zero(t, lost, "lost")
+	require.Zero(t, wronglyFailed, "wrongly failed")
+	require.Positive(t, midOp, "kills that landed with a Submit in flight")
+}
+
+// runLife runs one child until plan kills it or it finishes. It reports
+// whether it was killed, and whether the child's Resume had returned by then.
+func runLife(t *testing.T, led *ledger, plan killPlan, env ...string) (killed, resumed bool) {
+	t.Helper()
+	ch := startChild(t, env...)
+	seen := 0
+	var fire <-chan time.Time // nil until the plan's line is seen
+	deadline := time.NewTimer(2 * time.Minute)
+	defer deadline.Stop()
+	signalled := false
+	for {
+		select {
+		case line, ok := <-ch.lines:
+			if !ok {
+				<-ch.exited
+				require.Emptyf(t, led.errors, "child errors; stderr:\n%s", ch.stderr)
+				if signalled && ch.killed() {
+					return true, resumed
+				}
+				ch.requireClean(t) // it finished before the kill
+				return false, resumed
+			}
+			word := led.line(line)
+			if word == "resumed" {
+				resumed = true
+			}
+			if word == plan.after && fire == nil && !signalled {
+				if seen++; seen >= plan.count {
+					fire = time.After(plan.delay)
+				}
+			}
+		case <-fire:
+			// Keep reading: the lines the child wrote before it died
+			// still count.
+			require.NoError(t, ch.cmd.Process.Signal(syscall.SIGKILL))
+			signalled, fire = true, nil
+		case <-deadline.C:
+			ch.kill()
+			t.Fatalf("child still running after 2 min; stderr:\n%s", ch.stderr)
+		}
+	}
+}
+
+// awaitServerView asks the server about key. The query-lag fault makes the
+// result endpoint answer 404 for a while after a commit, so an operation the
+// journal holds as performed is asked again until the lag has passed.
+func awaitServerView(t *testing.T, srv *serverProc, key string, rec *journal.Record) serverOp {
+	t.Helper()
+	op := srv.operation(t, key)
+	if op.Status != http.StatusNotFound || rec.State != idem.StateSucceeded {
+		return op
+	}
+	deadline := time.Now().Add(5 * serverDelay)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for op.Status == http.StatusNotFound && time.Now().Before(deadline) {
+		<-tick.C
+		op = srv.operation(t, key)
+	}
+	return op
+}
+
+func bodyHex(i int) string {
+	sha := crashtest.BodySHA(i)
+	return hex.EncodeToString(sha[:])
+}
