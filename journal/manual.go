@@ -9,7 +9,7 @@ import (
 // who learned the outcome some other way.
 type Manual struct {
 	State      State     // StateSucceeded or StateFailed
-	ResourceID string    // the server's id for what was created, if any
+	ResourceID string    // the server's id for what was created; empty keeps the recorded one
 	Reason     string    // why; required
 	By         string    // who resolved it
 	At         time.Time // when; required (the Store never reads the clock)
@@ -35,7 +35,9 @@ func (m *Manual) resolve(r *Record) {
 		res = &Result{}
 		r.Result = res
 	}
-	res.ResourceID = m.ResourceID
+	if m.ResourceID != "" {
+		res.ResourceID = m.ResourceID
+	}
 	res.Reason = m.Reason
 	r.Resolved = &Resolution{By: m.By, Reason: m.Reason, At: m.At, From: r.State}
 	r.State = m.State

@@ -328,6 +328,7 @@ func testResolveTerminal(t *testing.T, s idem.Store) {
 	require.Equal(t, journal.StateFailed, got.State)
 	require.Equal(t, journal.StateSucceeded, got.Resolved.From)
 	require.Equal(t, 201, got.Result.StatusCode, "server's status code kept")
+	require.Equal(t, "res-k", got.Result.ResourceID, "an empty Manual.ResourceID keeps the recorded one")
 
 	// The settled time moved: pruning between the two times keeps it.
 	n, err := s.Prune(context.Background(), t0.Add(time.Minute))
