@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"flag"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -49,8 +48,7 @@ func cmdResolve(e *env, args []string) (err error) {
 	if m.By == "" {
 		m.By = cmp.Or(e.getenv("USER"), e.getenv("USERNAME"), "operator")
 	}
-	idSet := false
-	fs.Visit(func(f *flag.Flag) { idSet = idSet || f.Name == "resource-id" })
+	// Empty keeps the resource id already recorded (journal.Manual).
 	m.ResourceID = *resourceID
 
 	s, err := e.open(name, true)
@@ -66,11 +64,6 @@ func cmdResolve(e *env, args []string) (err error) {
 	if r.State.Terminal() && !*force {
 		return fmt.Errorf("operation %q in scope %q is already %s (settled %s); pass -force to change a settled operation",
 			key, *scope, r.State, stamp(r.Settled))
-	}
-	// journal.Resolve replaces the resource id: keep what the server said
-	// unless the operator gave one, even an empty one.
-	if !idSet && r.Result != nil {
-		m.ResourceID = r.Result.ResourceID
 	}
 	m.At = e.now()
 	r, err = s.Resolve(e.ctx, *scope, key, m)

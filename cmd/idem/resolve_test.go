@@ -78,13 +78,13 @@ func TestResolveTerminalNeedsForce(t *testing.T) {
 	require.Equal(t, journal.StateSucceeded, r.State)
 	require.Nil(t, r.Resolved)
 
-	_, stderr, code = runIdem(t, "resolve", "-journal", f.path, "k-succeeded", "-failed", "-reason", "refunded", "-force", "-resource-id", "")
+	_, stderr, code = runIdem(t, "resolve", "-journal", f.path, "k-succeeded", "-failed", "-reason", "refunded", "-force")
 	require.Equal(t, 0, code, stderr)
 	r, err = record(t, f.path, "default", "k-succeeded")
 	require.NoError(t, err)
 	require.Equal(t, journal.StateFailed, r.State)
 	require.Equal(t, journal.StateSucceeded, r.Resolved.From)
-	require.Empty(t, r.Result.ResourceID, "an explicit empty -resource-id clears it")
+	require.Equal(t, "ord_1", r.Result.ResourceID, "the recorded resource id is kept")
 }
 
 func TestResolveUsage(t *testing.T) {
