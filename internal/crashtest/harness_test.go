@@ -173,6 +173,7 @@ type ledger struct {
 	acked    map[string]journal.State // Submit returned with the key journaled
 	inflight map[string]bool          // begun and not acknowledged by the current child
 	sent     int                      // requests handed to the transport
+	posts    map[string]int           // submits handed to the transport, by key
 	bad      []string                 // requests with other bytes or another URL than the journaled ones
 	errors   []string                 // "error" lines
 }
@@ -191,6 +192,9 @@ func (l *ledger) line(s string) string {
 		l.acked[f[1]] = journal.State(f[2])
 	case f[0] == "sent" && len(f) == 5:
 		l.sent++
+		if f[1] != http.MethodGet {
+			l.posts[f[2]]++
+		}
 		i := keyIndex(f[2])
 		switch {
 		case l.acked[f[2]].Terminal():
@@ -252,7 +256,7 @@ func testRandomKills(t *testing.T, bin string) {
 	)
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	env := []string{envJournal + "=" + path, envURL + "=" + srv.URL}
-	led := &ledger{acked: map[string]journal.State{}, inflight: map[string]bool{}}
+	led := &ledger{acked: map[string]journal.State{}, inflight: map[string]bool{}, posts: map[string]int{}}
 
 	// Life n works on operations 0..(n+1)*step-1, so the workload
 	// advances by about step operations a life, plus what the last child
@@ -320,6 +324,19 @@ func testRandomKills(t *testing.T, bin string) {
 		}
 		if rec.BodySHA != crashtest.BodySHA(i) || rec.URL != srv.URL+crashtest.OrdersPath {
 			problems = append(problems, key+": journaled with other bytes or another URL")
+		}
+		// Write-ahead: every submit that went out had its attempt
+		// journaled first (checked while the history is not compacted).
+		if n := len(rec.Attempts); n > 0 && rec.Attempts[n-1].Number == n {
+			submits := 0
+			for _, a := range rec.Attempts {
+				if a.Kind == journal.AttemptSubmit {
+					submits++
+				}
+			}
+			if submits < led.posts[key] {
+				problems = append(problems, fmt.Sprintf("%s: %d submits sent, %d journaled", key, led.posts[key], submits))
+			}
 		}
 		op := awaitServerView(t, srv, key, rec)
 		if op.performed() {
