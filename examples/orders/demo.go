@@ -117,6 +117,7 @@ type summary struct {
 	Disagree     int      // the journal and the server disagree (succeeded with no order, failed with one)
 	NotSubmitted int      // orders the demo never got acknowledged
 	Errors       []string // the first few unexpected Submit errors
+	OpenSamples  []string // the first few operations still open without a review reason
 
 	Elapsed time.Duration
 }
@@ -210,9 +211,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (summary, er
 	rctx, cancel := context.WithTimeout(ctx, cfg.SettleTimeout)
 	sum.Resume, err = second.Resume(rctx)
 	cancel()
-	if err != nil && ctx.Err() != nil {
-		return sum, err
+	if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)) {
+		return sum, fmt.Errorf("resume: %w", err)
 	}
+	// Past the bound, Run takes over what Resume did not reach.
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan error, 1)

@@ -76,7 +76,7 @@ func TestRun(t *testing.T) {
 			if !sum.OK() {
 				t.Errorf("OK() = false\n%s", out.String())
 			}
-			for _, want := range []string{"server-side duplicates          0", "lost                            0", "OK:"} {
+			for _, want := range []string{"server-side duplicates: 0; lost: 0; OK"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("summary lacks %q:\n%s", want, out.String())
 				}

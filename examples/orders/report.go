@@ -50,6 +50,9 @@ func printSummary(w io.Writer, cfg config, s summary) {
 	if s.NotSubmitted > 0 {
 		row("never acknowledged", s.NotSubmitted, "Submit never returned a result")
 	}
+	for _, o := range s.OpenSamples {
+		fmt.Fprintln(w, "still open:", o)
+	}
 	for _, e := range s.Errors {
 		fmt.Fprintln(w, "error:", e)
 	}
@@ -58,7 +61,9 @@ func printSummary(w io.Writer, cfg config, s summary) {
 		kept = "temporary, removed"
 	}
 	fmt.Fprintf(w, "\nelapsed %v; journal %s (%s)\n", s.Elapsed.Round(10*time.Millisecond), s.JournalPath, kept)
-	if s.OK() {
-		fmt.Fprintln(w, "OK: every order exists exactly once on the server, and none was lost")
+	verdict := "OK: every order exists exactly once on the server, and none was lost"
+	if !s.OK() {
+		verdict = "FAILED"
 	}
+	fmt.Fprintf(w, "server-side duplicates: %d; lost: %d; %s\n", s.Duplicates, s.Lost, verdict)
 }

@@ -203,6 +203,10 @@ func count(ctx context.Context, sum *summary, c *idem.Client, srv *idemtest.Serv
 		default:
 			sum.Open++
 			sum.Lost++ // open, and nobody is told to look at it
+			if len(sum.OpenSamples) < 3 {
+				sum.OpenSamples = append(sum.OpenSamples, fmt.Sprintf("%s (key %s): %s after %d attempts, next due in %v",
+					o.ref, o.key, op.State, op.Attempts, time.Until(op.NextDue).Round(time.Millisecond)))
+			}
 		}
 	}
 	sum.SettledInBackground = int(cnt.settledBackground.Load())
