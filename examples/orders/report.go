@@ -56,7 +56,7 @@ func printSummary(w io.Writer, cfg config, s summary) {
 	for _, e := range s.Errors {
 		fmt.Fprintln(w, "error:", e)
 	}
-	kept := "kept: inspect it with the idem command"
+	kept := "kept: go run ./cmd/idem -journal " + s.JournalPath + " list"
 	if cfg.Journal == "" {
 		kept = "temporary, removed"
 	}
