@@ -172,10 +172,12 @@ func (d *driver) reviewOnly() bool {
 	return d.mode == reconciling && d.rec.Review != ""
 }
 
-// mayRetry consults the client-wide retry budget; an operation's very first
-// attempt never does.
+// mayRetry consults the client-wide retry budget. An operation's very first
+// attempt never does, and neither does the reconciler: its own spaced
+// schedule is its throttle, and it must not be starved of the successes
+// that refill the bucket (with no new traffic, nothing else would).
 func (d *driver) mayRetry() bool {
-	if attemptCount(d.rec) == 0 {
+	if attemptCount(d.rec) == 0 || d.mode == reconciling {
 		return true
 	}
 	return d.c.budget.allowRetry()
@@ -261,7 +263,11 @@ func (d *driver) handoff(cause error, due time.Time) error {
 	}); err != nil {
 		return err
 	}
-	d.logEnd(slog.LevelInfo, "idem: handed to the reconciler", cause)
+	level := slog.LevelInfo
+	if d.mode == reconciling {
+		level = slog.LevelDebug // every unsettled visit: noise at Info
+	}
+	d.logEnd(level, "idem: handed to the reconciler", cause)
 	return cause
 }
 

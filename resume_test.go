@@ -128,6 +128,31 @@ func TestRunReconcilesHandedOffWork(t *testing.T) {
 	require.Equal(t, idem.StateSucceeded, e.record("k").State)
 }
 
+// The retry budget throttles foreground retries; the reconciler has its own
+// schedule and must keep settling even when no new traffic refills the bucket.
+func TestRunIgnoresEmptyRetryBudget(t *testing.T) {
+	settled := make(chan *idem.Result, 1)
+	e := newEnv(t, clientOpts(
+		idem.WithRetryBudget(2, 0.1),
+		idem.WithReconcile(time.Second, time.Minute, 72*time.Hour),
+		idem.WithSettleFunc(func(r *idem.Result) { settled <- r }),
+	))
+	e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: time.Second})
+	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrRetryBudgetEmpty)
+
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	go func() { _ = e.client.Run(ctx) }()
+	select {
+	case r := <-settled:
+		require.Equal(t, idem.StateSucceeded, r.State)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not settle the operation while the retry budget was empty")
+	}
+	require.Equal(t, 1, e.srv.Effects(scope, "k"))
+}
+
 func TestRunFlagsPastDeadline(t *testing.T) {
 	e := newEnv(t, clientOpts(idem.WithMaxAttempts(1), idem.WithReconcile(time.Second, time.Minute, time.Hour)))
 	e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 1000})
