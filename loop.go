@@ -237,13 +237,16 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 	return nil
 }
 
-// closeOpenAttempts marks attempts left without an outcome by a process
-// that stopped mid-attempt: they may have been sent.
+// closeOpenAttempts closes attempts left without an outcome by a process
+// that stopped mid-attempt. Nobody knows whether they reached the server,
+// so they count as written: maybeSent must keep seeing them, or a later
+// cancellation could leave a performed operation "pending, never sent".
 func closeOpenAttempts(r *journal.Record) {
 	for i := range r.Attempts {
 		if !r.Attempts[i].Done {
 			r.Attempts[i].Done = true
-			r.Attempts[i].Err = "no outcome recorded: the process stopped mid-attempt"
+			r.Attempts[i].Wrote = true
+			r.Attempts[i].Err = "no outcome recorded: the process stopped mid-attempt; may have been sent"
 		}
 	}
 }
