@@ -53,11 +53,14 @@ type contender struct {
 }
 
 var (
-	bareC       = contender{"net-http", openBare}
-	retryC      = contender{"retryablehttp", openRetryable}
-	baselineC   = contender{"update-post-update", openBaseline}
-	idemC       = contender{"idem", func(dir string) (client, error) { return openIdem(dir) }}
-	idemNoSyncC = contender{"idem-nosync", func(dir string) (client, error) {
+	bareC     = contender{"net-http", openBare}
+	retryC    = contender{"retryablehttp", openRetryable}
+	baselineC = contender{"update-post-update", func(dir string) (client, error) { return openBaseline(dir, false) }}
+	// baselineNoSyncC is the same with fsync off: the CPU floor of
+	// journaling with bbolt, two commits per operation.
+	baselineNoSyncC = contender{"update-post-update-nosync", func(dir string) (client, error) { return openBaseline(dir, true) }}
+	idemC           = contender{"idem", func(dir string) (client, error) { return openIdem(dir) }}
+	idemNoSyncC     = contender{"idem-nosync", func(dir string) (client, error) {
 		return openIdem(dir, idem.WithJournalOptions(journal.WithUnsafeNoSync()))
 	}}
 )
@@ -147,8 +150,8 @@ type baseRecord struct {
 
 var opsBucket = []byte("ops")
 
-func openBaseline(dir string) (client, error) {
-	db, err := bolt.Open(filepath.Join(dir, "baseline.db"), 0o600, &bolt.Options{Timeout: time.Second})
+func openBaseline(dir string, noSync bool) (client, error) {
+	db, err := bolt.Open(filepath.Join(dir, "baseline.db"), 0o600, &bolt.Options{Timeout: time.Second, NoSync: noSync})
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ import (
 // rounds is how many times each comparison runs, interleaved: round r runs
 // every contender once, starting from a different one each round, so that
 // drift on a noisy machine spreads over all of them.
-var rounds = flag.Int("rounds", 3, "rounds of each interleaved comparison")
+var rounds = flag.Int("rounds", 5, "rounds of each interleaved comparison")
 
 // servers is the child process that answers every HTTP benchmark.
 var servers struct {
