@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,14 +30,12 @@ import (
 // server command and the children, and reading what they leave behind.
 
 // buildServer compiles cmd/idem-fakeserver into a temporary directory and
-// returns the binary's path. It uses the go command on PATH (or in GOROOT)
-// with the environment's GOFLAGS.
+// returns the binary's path. It uses the go command on PATH with the
+// environment's GOFLAGS.
 func buildServer(t testing.TB) string {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
-	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
+	require.NoError(t, err, "the crash harness builds cmd/idem-fakeserver: put the go command on PATH")
 	bin := filepath.Join(t.TempDir(), "idem-fakeserver")
 	cmd := exec.Command(gobin, "build", "-o", bin, "github.com/idemkit/idem/cmd/idem-fakeserver")
 	out, err := cmd.CombinedOutput()

@@ -3,7 +3,6 @@ package crashtest_test
 import (
 	"context"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,23 +15,15 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// knownBugsEnv runs the tests that show client bugs not fixed yet; they
-// skip otherwise, so that CI stays green until the fix lands.
-const knownBugsEnv = "IDEM_CRASHTEST_KNOWN_BUGS"
-
 // TestResumeAfterCrashRemembersMaybeSent: a process is killed after its
 // submit reached the server and before the outcome was committed (crash
 // point b), so the journal holds a submit attempt with no outcome: "maybe
 // sent". The next process resumes it; the result endpoint answers 404
 // (replica lag), and the caller's context ends at that moment. The
-// operation was performed on the server, so it must be left unknown; it is
-// left pending, "never sent", because the query's commit closes the
-// crashed attempt as done and not written (closeOpenAttempts), after which
-// maybeSent no longer sees it.
+// operation was performed on the server, so it must be left unknown, not
+// pending ("never sent"): closing the crashed attempt must keep it "maybe
+// sent". (A regression test: the client once recorded it as not written.)
 func TestResumeAfterCrashRemembersMaybeSent(t *testing.T) {
-	if os.Getenv(knownBugsEnv) == "" {
-		t.Skipf("known client bug, not fixed yet; set %s=1 to run", knownBugsEnv)
-	}
 	key := crashtest.Key(0)
 	srv := startServer(t, buildServer(t))
 	srv.inject(t, fakeserver.Fault{Kind: fakeserver.QueryLag, Key: key, Delay: time.Hour})
