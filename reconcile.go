@@ -55,7 +55,6 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	if c.closed.Load() {
 		return Summary{}, ErrClosed
 	}
-	type ref struct{ scope, key string }
 	var refs []ref
 	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
 		refs = append(refs, ref{r.Scope, r.Key})
@@ -65,6 +64,20 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		return Summary{}, fmt.Errorf("idem: resume: %w", err)
 	}
 	sum := Summary{Visited: len(refs)}
+	c.visitAll(ctx, refs, foreground, func(res *Result, _ error) { sum.add(res) })
+	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume done",
+		slog.Int("visited", sum.Visited), slog.Int("succeeded", sum.Succeeded), slog.Int("failed", sum.Failed),
+		slog.Int("processing", sum.Processing), slog.Int("unknown", sum.Unknown), slog.Int("review", sum.Review))
+	return sum, ctx.Err()
+}
+
+// ref names an operation to visit.
+type ref struct{ scope, key string }
+
+// visitAll drives refs, at most WithResumeConcurrency at a time, and hands
+// each outcome to done, one call at a time. It stops starting new visits
+// when ctx ends.
+func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done func(*Result, error)) {
 	var mu sync.Mutex
 	jobs := make(chan ref)
 	var wg sync.WaitGroup
@@ -73,9 +86,9 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		go func() {
 			defer wg.Done()
 			for r := range jobs {
-				res, _ := c.visit(ctx, r.scope, r.key, foreground)
+				res, err := c.visit(ctx, r.scope, r.key, mode)
 				mu.Lock()
-				sum.add(res)
+				done(res, err)
 				mu.Unlock()
 			}
 		}()
@@ -88,10 +101,6 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	}
 	close(jobs)
 	wg.Wait()
-	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume done",
-		slog.Int("visited", sum.Visited), slog.Int("succeeded", sum.Succeeded), slog.Int("failed", sum.Failed),
-		slog.Int("processing", sum.Processing), slog.Int("unknown", sum.Unknown), slog.Int("review", sum.Review))
-	return sum, ctx.Err()
 }
 
 // visit drives one journaled operation, joining any call in flight for it.
@@ -123,7 +132,9 @@ const reconcileBatch = 256
 // (WithReconcile), and reports each settlement to the WithSettleFunc
 // callback. A visit never sleeps on an operation: what does not settle is
 // rescheduled. Operations past the reconciliation deadline are flagged for
-// review and then only queried, once a day.
+// review and then only queried, once a day. Due operations are visited
+// WithResumeConcurrency at a time, so one slow server answer does not hold
+// up the rest.
 //
 // Run returns ctx.Err() when ctx ends, or an error if the journal fails.
 // Run one per Client.
@@ -140,13 +151,21 @@ func (c *Client) Run(ctx context.Context) error {
 			}
 			return fmt.Errorf("idem: reconcile: %w", err)
 		}
-		for _, r := range due {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		refs := make([]ref, len(due))
+		for i, r := range due {
+			refs[i] = ref{r.Scope, r.Key}
+		}
+		var journalErr error
+		c.visitAll(ctx, refs, reconciling, func(_ *Result, err error) {
+			if err != nil && journalErr == nil && isJournalErr(err) {
+				journalErr = err
 			}
-			if _, err := c.visit(ctx, r.Scope, r.Key, reconciling); err != nil && isJournalErr(err) {
-				return err
-			}
+		})
+		if journalErr != nil {
+			return journalErr
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		if len(due) == reconcileBatch {
 			continue // more are due now
