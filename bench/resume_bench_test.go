@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,11 +24,37 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// journalVersion keys the cached journals: change it whenever the records
-// they hold, or the journal's format, change.
-const journalVersion = "v1"
+// journalVersion keys the cached journals, with a digest of the journal
+// package's source (journalSourceDigest): change it when the records they
+// hold change. The digest covers layout changes made without a format
+// version bump.
+const journalVersion = "v2"
 
-var cold = flag.Bool("cold", false, "BenchmarkResume: also time one cold start per round (drops the page cache; needs root)")
+// journalSourceDigest is the first 12 hex digits of the SHA-256 of the
+// journal package's non-test Go files, read from ../journal.
+func journalSourceDigest(tb testing.TB) string {
+	files, err := filepath.Glob(filepath.Join("..", "journal", "*.go"))
+	if err != nil || len(files) == 0 {
+		tb.Fatalf("journal sources not found from %s: %v", must(os.Getwd()), err)
+	}
+	h := sha256.New()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		h.Write([]byte(filepath.Base(f)))
+		h.Write(b)
+	}
+	return fmt.Sprintf("%x", h.Sum(nil))[:12]
+}
+
+func must[T any](v T, _ error) T { return v }
+
+var cold = flag.Bool("cold", false, "BenchmarkResume: also time cold start-ups (syncs and drops the page cache before each; needs root)")
 
 // resumeBody is the body of the journaled operations: a typical small
 // payment request, 256 bytes.
@@ -50,7 +77,7 @@ func cachedJournal(tb testing.TB, settled, open int) string {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		tb.Fatal(err)
 	}
-	path := filepath.Join(dir, fmt.Sprintf("resume-%s-%d-settled-%d-open.journal", journalVersion, settled, open))
+	path := filepath.Join(dir, fmt.Sprintf("resume-%s-%s-%d-settled-%d-open.journal", journalVersion, journalSourceDigest(tb), settled, open))
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
@@ -275,6 +302,7 @@ func benchCold(b *testing.B, path, addr string) {
 	var open, enum time.Duration
 	for b.Loop() {
 		b.StopTimer()
+		syscall.Sync() // drop_caches drops only clean pages
 		if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
 			b.Skip("cannot drop the page cache:", err)
 		}
