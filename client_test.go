@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ func TestOutcomeTable(t *testing.T) {
 		name      string
 		fault     *idemtest.Fault
 		steps     []step
+		opts      []idem.Option
 		want      idem.State
 		wantErr   error
 		submits   int // POSTs the server saw
@@ -59,6 +61,14 @@ func TestOutcomeTable(t *testing.T) {
 			want: idem.StateFailed, wantErr: idem.ErrFailed},
 		{name: "dial refused: never sent, resend", steps: []step{{err: dialRefused}, {err: dialRefused}},
 			want: idem.StateSucceeded, submits: 1, effects: 1, wantSleep: true},
+		{name: "timeout after commit: query", fault: &idemtest.Fault{Kind: idemtest.DelayResponse, Delay: time.Minute},
+			opts: []idem.Option{idem.WithAttemptTimeout(100 * time.Millisecond)},
+			want: idem.StateSucceeded, submits: 1, queries: 1, effects: 1},
+		{name: "2xx body over the read cap proves nothing: query",
+			steps: []step{{forward: true, status: http.StatusCreated,
+				body: `{"state":"succeeded","resourceId":"ord_000001","padding":"` + strings.Repeat("x", 4096) + `"}`}},
+			opts: []idem.Option{idem.WithMaxResponseBytes(1024)},
+			want: idem.StateSucceeded, submits: 1, queries: 1, effects: 1},
 		{name: "connection dropped after commit: query", fault: &idemtest.Fault{Kind: idemtest.DropAfterCommit},
 			want: idem.StateSucceeded, submits: 1, queries: 1, effects: 1},
 		{name: "result endpoint lags: 404 is not never-happened", fault: &idemtest.Fault{Kind: idemtest.QueryLag, Delay: time.Hour},
@@ -68,7 +78,7 @@ func TestOutcomeTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var opts []envOption
+			opts := []envOption{clientOpts(tt.opts...)}
 			if tt.steps != nil {
 				opts = append(opts, script(tt.steps...))
 			}

@@ -15,6 +15,7 @@ type step struct {
 	status  int   // then answer with this status instead (0: the server's answer)
 	err     error // or fail the round trip with this error
 	header  http.Header
+	body    string // the answer's body; default a JSON error
 }
 
 // scriptTransport plays a script of answers for submits (POST), then behaves
@@ -61,6 +62,9 @@ func (s *scriptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		h = http.Header{}
 	}
 	body := []byte(`{"error":"scripted ` + strconv.Itoa(st.status) + `"}`)
+	if st.body != "" {
+		body = []byte(st.body)
+	}
 	return &http.Response{
 		StatusCode: st.status, Status: http.StatusText(st.status), Header: h, Request: req,
 		Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
