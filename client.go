@@ -142,7 +142,9 @@ func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 	case err != nil:
 		return nil, fmt.Errorf("idem: prepare: journal: %w", err)
 	}
-	c.log.LogAttrs(ctx, slog.LevelDebug, "idem: prepared", opAttrs(stored)...)
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: prepared", opAttrs(stored)...)
+	}
 	return newOperation(stored), nil
 }
 

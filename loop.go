@@ -40,7 +40,7 @@ type driver struct {
 	start     time.Time
 	deadline  time.Time
 	exchanges int
-	bo        backoff.BackOff
+	bo        backoff.BackOff // made at the first wait: most calls never wait
 	// preRecorded: the last attempt was journaled with the record itself
 	// (Submit) and has not been sent yet.
 	preRecorded bool
@@ -51,7 +51,7 @@ func (c *Client) drive(ctx context.Context, rec *journal.Record, mode driveMode,
 	now := c.cfg.clock.Now()
 	d := &driver{
 		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
-		start: now, deadline: now.Add(c.cfg.maxElapsed), bo: c.cfg.newBackoff(), preRecorded: preRecorded,
+		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded,
 	}
 	wasOpen := rec.Open()
 	cause := d.run()
@@ -192,6 +192,9 @@ func (d *driver) keyExpired() bool {
 // next is the wait before the next attempt: the backoff, never shorter than
 // the server's (already capped) Retry-After.
 func (d *driver) next(retryAfter time.Duration) (time.Duration, error) {
+	if d.bo == nil {
+		d.bo = d.c.cfg.newBackoff()
+	}
 	b := d.bo.NextBackOff()
 	if b == backoff.Stop {
 		return 0, d.handoff(ErrBudgetSpent, time.Time{})
