@@ -22,9 +22,8 @@ const (
 // Review reasons: why an open operation needs a person. Automatic
 // reconciliation stops resending such an operation; it may still query.
 const (
-	ReviewKeyExpired       = "key expired"
-	ReviewDeadlinePassed   = "reconciliation deadline passed"
-	ReviewResolutionFailed = "manual resolution required"
+	ReviewKeyExpired     = "key expired"
+	ReviewDeadlinePassed = "reconciliation deadline passed"
 )
 
 // Operation is a snapshot of one journaled operation.
