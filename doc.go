@@ -87,6 +87,7 @@
 //	retry budget (token bucket)  100 tokens, 0.1 refund   WithRetryBudget
 //	reconciler interval          30 s doubling to 1 h     WithReconcile
 //	reconciliation deadline      72 h from creation       WithReconcile
+//	settled kept, then pruned    7 days (≥ key window)    WithRetainSettled
 //	response body read           1 MiB                    WithMaxResponseBytes
 //
 // A wait is never shorter than the server's Retry-After (delta-seconds or

@@ -28,6 +28,11 @@ const (
 	DefaultReconcileMaxInterval = time.Hour
 	DefaultReconcileDeadline    = 72 * time.Hour
 	DefaultResumeConcurrency    = 8
+	// DefaultRetainSettled is how long Run keeps succeeded and failed
+	// operations before pruning them: a week, well past the key window, so
+	// that a redelivered request with the same key still finds its result
+	// and an operator can still look.
+	DefaultRetainSettled = 7 * 24 * time.Hour
 	// MaxBodyBytes bounds a journaled request body: every state change
 	// rewrites the record, body included.
 	MaxBodyBytes = 1 << 20
@@ -127,6 +132,8 @@ type config struct {
 	reconcileMax      time.Duration
 	reconcileDeadline time.Duration
 	resumeConcurrency int
+	retainSettled     time.Duration
+	retainSet         bool // retainSettled chosen by the caller
 	journalOpts       []journal.Option
 	errs              []error
 }
@@ -152,6 +159,7 @@ func defaultConfig() *config {
 		reconcileMax:      DefaultReconcileMaxInterval,
 		reconcileDeadline: DefaultReconcileDeadline,
 		resumeConcurrency: DefaultResumeConcurrency,
+		retainSettled:     DefaultRetainSettled,
 	}
 }
 
@@ -423,9 +431,33 @@ func WithResumeConcurrency(n int) Option {
 	})
 }
 
+// WithRetainSettled sets how long after settling Run keeps a succeeded or
+// failed operation before pruning it; 0 turns pruning off (prune with the
+// idem command instead). It must be at least the key window
+// (WithKeyRetention): within the window, a request resubmitted with the
+// same key must find its journaled result, or it would be sent again.
+// Default DefaultRetainSettled, or the key window if that is longer.
+func WithRetainSettled(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d < 0 {
+			c.fail("WithRetainSettled: negative duration %v", d)
+			return
+		}
+		c.retainSettled, c.retainSet = d, true
+	})
+}
+
 // WithJournalOptions passes options to journal.Open; it only matters to Open.
 func WithJournalOptions(opts ...journal.Option) Option {
 	return optionFunc(func(c *config) { c.journalOpts = append(c.journalOpts, opts...) })
 }
 
-func (c *config) err() error { return errors.Join(c.errs...) }
+func (c *config) err() error {
+	if !c.retainSet {
+		c.retainSettled = max(c.retainSettled, c.keyRetention)
+	}
+	if c.retainSettled != 0 && c.retainSettled < c.keyRetention {
+		c.fail("WithRetainSettled %v is shorter than the key window %v: a resubmitted key could be sent twice; keep settled operations at least as long", c.retainSettled, c.keyRetention)
+	}
+	return errors.Join(c.errs...)
+}

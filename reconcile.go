@@ -127,7 +127,31 @@ func (c *Client) visit(ctx context.Context, scope, key string, mode driveMode) (
 // reconcileBatch bounds one pass of Run over due operations.
 const reconcileBatch = 256
 
-// Run is the background reconciler: until ctx ends it settles operations
+// pruneEvery spaces Run's pruning of old settled operations.
+const pruneEvery = time.Hour
+
+// Prune deletes succeeded and failed operations settled more than
+// WithRetainSettled ago and returns how many it deleted; Run calls it
+// hourly. Open operations are never pruned, whatever their age.
+func (c *Client) Prune(ctx context.Context) (int, error) {
+	if c.closed.Load() {
+		return 0, ErrClosed
+	}
+	if c.cfg.retainSettled == 0 {
+		return 0, nil
+	}
+	n, err := c.store.Prune(ctx, c.cfg.clock.Now().Add(-c.cfg.retainSettled))
+	if err != nil {
+		return n, fmt.Errorf("idem: prune: %w", err)
+	}
+	if n > 0 {
+		c.log.LogAttrs(ctx, slog.LevelInfo, "idem: pruned settled operations", slog.Int("count", n))
+	}
+	return n, nil
+}
+
+// Run is the background reconciler: until ctx ends it prunes settled
+// operations past WithRetainSettled, and settles operations
 // that are due (unknown, processing, or abandoned), on their own schedule
 // (WithReconcile), and reports each settlement to the WithSettleFunc
 // callback. A visit never sleeps on an operation: what does not settle is
@@ -140,9 +164,19 @@ const reconcileBatch = 256
 // Run one per Client.
 func (c *Client) Run(ctx context.Context) error {
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
+	var lastPrune time.Time
 	for {
 		if c.closed.Load() {
 			return ErrClosed
+		}
+		if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(lastPrune) >= pruneEvery {
+			if _, err := c.Prune(ctx); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				return err
+			}
+			lastPrune = now
 		}
 		due, err := c.store.Due(ctx, c.cfg.clock.Now(), reconcileBatch)
 		if err != nil {

@@ -205,6 +205,35 @@ func TestResolveByHand(t *testing.T) {
 	require.Len(t, e.srv.Requests(), before, "terminal is final")
 }
 
+func TestPruneKeepsOpenAndRecent(t *testing.T) {
+	e := newEnv(t, clientOpts(idem.WithMaxAttempts(1), idem.WithRetainSettled(48*time.Hour)))
+	_, err := e.client.Submit(e.ctx, e.req("old", `{}`))
+	require.NoError(t, err)
+	e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "open", Count: 100})
+	_, err = e.client.Submit(e.ctx, e.req("open", `{}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	e.clock.Advance(47 * time.Hour)
+	_, err = e.client.Submit(e.ctx, e.req("recent", `{}`))
+	require.NoError(t, err)
+
+	n, err := e.client.Prune(e.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing settled 48 h ago yet")
+	e.clock.Advance(2 * time.Hour)
+	n, err = e.client.Prune(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	_, err = e.client.Lookup(e.ctx, idem.DefaultScope, "old")
+	require.ErrorIs(t, err, idem.ErrNotFound)
+	for _, k := range []string{"open", "recent"} {
+		_, err = e.client.Lookup(e.ctx, idem.DefaultScope, k)
+		require.NoError(t, err, k)
+	}
+
+	_, err = idem.New(e.store, idem.WithRetainSettled(time.Hour))
+	require.ErrorContains(t, err, "shorter than the key window")
+}
+
 func TestJournalLockedByAnotherClient(t *testing.T) {
 	e := newEnv(t)
 	_, err := idem.Open(e.path, idem.WithJournalOptions(journal.WithLockTimeout(50*time.Millisecond)))
