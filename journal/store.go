@@ -266,19 +266,17 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 	if rec == nil {
 		return nil, fmt.Errorf("journal: create: nil record: %w", ErrInvalid)
 	}
-	if err := validate(rec); err != nil {
+	// The copy is the committer's to index and then the caller's: exactly
+	// what a later Get would return. Validating the copy rather than rec
+	// means what is checked is what is written.
+	stored := clone(rec)
+	if err := validate(stored); err != nil {
 		return nil, fmt.Errorf("journal: create: %w", err)
 	}
-	rk := recordKey(rec.Scope, rec.Key)
-	enc := encode(nil, rec)
-	// Decoding before the commit gives the committer a private copy to
-	// index, and the caller exactly what a later Get would return.
-	stored, err := decodeStored(enc)
-	if err != nil {
-		return nil, err
-	}
+	rk := recordKey(stored.Scope, stored.Key)
+	enc := encode(nil, stored)
 	var existing []byte
-	err = s.write(ctx, func(tx *bolt.Tx, _ *request) error {
+	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
 		if v := lookup(tx, rk); v != nil {
 			existing = slices.Clone(v)
 			return ErrExists
@@ -296,16 +294,6 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 		return nil, fmt.Errorf("journal: create: %w", err)
 	}
 	return stored, nil
-}
-
-// decodeStored decodes what the Store itself just encoded, so the caller
-// gets exactly what a later Get would return.
-func decodeStored(enc []byte) (*Record, error) {
-	r, err := decode(enc)
-	if err != nil {
-		return nil, fmt.Errorf("journal: decode own record: %w", err)
-	}
-	return r, nil
 }
 
 // Get returns the record with the given scope and key, or an error
@@ -349,7 +337,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		return nil, fmt.Errorf("journal: update: nil function: %w", ErrInvalid)
 	}
 	rk := recordKey(scope, key)
-	var enc []byte
+	var stored *Record
 	err := s.write(ctx, func(tx *bolt.Tx, req *request) error {
 		r, err := getForWrite(tx, rk)
 		if err != nil {
@@ -365,13 +353,17 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		if err := validateChange(&was, r); err != nil {
 			return err
 		}
-		enc = encode(nil, r)
-		return failed(putRecord(tx, rk, &was, r, enc))
+		if err := failed(putRecord(tx, rk, &was, r, encode(nil, r))); err != nil {
+			return err
+		}
+		stored = r
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: update %q: %w", key, err)
 	}
-	return decodeStored(enc)
+	// fn may have kept r, or put the caller's own slices in it.
+	return clone(stored), nil
 }
 
 // Resolve settles a record by hand, as m says: it sets the state, the
@@ -388,7 +380,7 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 		return nil, fmt.Errorf("journal: resolve: %w: %w", err, ErrInvalid)
 	}
 	rk := recordKey(scope, key)
-	var enc []byte
+	var stored *Record
 	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
 		r, err := getForWrite(tx, rk)
 		if err != nil {
@@ -399,13 +391,16 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 		if err := validate(r); err != nil {
 			return err
 		}
-		enc = encode(nil, r)
-		return failed(putRecord(tx, rk, &was, r, enc))
+		if err := failed(putRecord(tx, rk, &was, r, encode(nil, r))); err != nil {
+			return err
+		}
+		stored = r
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("journal: resolve %q: %w", key, err)
 	}
-	return decodeStored(enc)
+	return clone(stored), nil
 }
 
 func getForWrite(tx *bolt.Tx, rk []byte) (*Record, error) {
