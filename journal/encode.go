@@ -195,6 +195,13 @@ func appendHeader(dst []byte, h http.Header) []byte {
 // and it allocates no more than a small multiple of len(b): every count
 // and length is checked against the bytes that remain.
 func decode(b []byte) (*Record, error) {
+	r, _, err := decodeBody(b)
+	return r, err
+}
+
+// decodeBody is decode that also returns the stored body: a slice of b,
+// not a copy.
+func decodeBody(b []byte) (*Record, []byte, error) {
 	d := decoder{b: b}
 	d.header()
 	r := &Record{State: d.state()}
@@ -209,7 +216,8 @@ func decode(b []byte) (*Record, error) {
 	r.URL = d.string()
 	r.QueryURL = d.string()
 	r.Header = d.httpHeader()
-	r.Body = d.bytes()
+	body := d.take(d.length())
+	r.Body = cloneBytes(body)
 	copy(r.BodySHA[:], d.take(32))
 
 	// An encoded attempt is at least 9 bytes.
@@ -269,9 +277,9 @@ func decode(b []byte) (*Record, error) {
 		d.fail("trailing bytes")
 	}
 	if d.err != nil {
-		return nil, d.err
+		return nil, nil, d.err
 	}
-	return r, nil
+	return r, body, nil
 }
 
 // decodeState decodes only a record's state and review reason.

@@ -339,14 +339,19 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	rk := recordKey(scope, key)
 	var stored *Record
 	err := s.write(ctx, func(tx *bolt.Tx, req *request) error {
-		r, err := getForWrite(tx, rk)
+		v := lookup(tx, rk)
+		if v == nil {
+			return ErrNotFound
+		}
+		r, body, err := decodeBody(v)
 		if err != nil {
 			return err
 		}
 		if r.State.Terminal() {
 			return ErrTerminal
 		}
-		was := *r // shallow: only its strings, times and digest are read below
+		was := *r       // shallow: only its strings, times and digest are read below
+		was.Body = body // the stored bytes, valid until the transaction ends
 		if req.panicked, err = protect(fn, r); err != nil {
 			return err
 		}
@@ -683,14 +688,21 @@ func validateID(scope, key string) error {
 
 // validate checks the rules every stored record obeys.
 func validate(r *Record) error {
+	if r.BodySHA != sha256.Sum256(r.Body) {
+		return fmt.Errorf("BodySHA is not the SHA-256 of Body: %w", ErrInvalid)
+	}
+	return validateFields(r)
+}
+
+// validateFields is validate without the body digest, for a record whose
+// body and digest are known to equal ones already validated.
+func validateFields(r *Record) error {
 	if err := validateID(r.Scope, r.Key); err != nil {
 		return err
 	}
 	switch {
 	case !r.State.Valid():
 		return fmt.Errorf("invalid state %q: %w", r.State, ErrInvalid)
-	case r.BodySHA != sha256.Sum256(r.Body):
-		return fmt.Errorf("BodySHA is not the SHA-256 of Body: %w", ErrInvalid)
 	case r.State.Terminal() && r.Settled.IsZero():
 		return fmt.Errorf("%s record without a Settled time: %w", r.State, ErrInvalid)
 	case r.Resolved != nil && r.Resolved.From != "" && !r.Resolved.From.Valid():
@@ -701,15 +713,19 @@ func validate(r *Record) error {
 
 // validateChange checks what Update's fn did: the record must stay valid
 // and keep what identifies the operation on the wire (promise: same key,
-// same bytes, same URL on every attempt).
+// same bytes, same URL on every attempt). was.Body must be the stored
+// bytes, not the copy fn was given: comparing with them also catches a
+// Body changed in place, without hashing the body on every update.
 func validateChange(was, r *Record) error {
 	switch {
 	case r.Scope != was.Scope || r.Key != was.Key:
 		return fmt.Errorf("update changed Scope or Key: %w", ErrInvalid)
 	case r.Method != was.Method || r.URL != was.URL:
 		return fmt.Errorf("update changed Method or URL: %w", ErrInvalid)
-	case r.BodySHA != was.BodySHA:
+	case r.BodySHA != was.BodySHA || !bytes.Equal(r.Body, was.Body):
 		return fmt.Errorf("update changed Body: %w", ErrInvalid)
 	}
-	return validate(r) // also catches Body changed in place: it no longer matches BodySHA
+	// The stored body and digest were validated when the record was
+	// created, and neither has changed since.
+	return validateFields(r)
 }
