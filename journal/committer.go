@@ -2,14 +2,18 @@ package journal
 
 import (
 	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// queueSize bounds both the queue and one round: a round never holds more
-// writes than were waiting when it started.
-const queueSize = 1024
+// maxRound bounds one round: a leader commits at most this many writes in
+// one transaction and leaves the rest to the next leader.
+const maxRound = 1024
 
 // A request is one write waiting for the committer.
 type request struct {
@@ -22,7 +26,16 @@ type request struct {
 
 	err      error
 	panicked any           // a panic in the caller's fn, re-raised by the caller
-	done     chan struct{} // closed when err is final
+	done     chan struct{} // closed when err is final, or when lead is set
+	lead     bool          // set before done is closed: commit the next round
+}
+
+// release lets r's writer return, unless r's writer is the leader, whose
+// done was closed to hand it the lead.
+func (r *request) release() {
+	if !r.lead {
+		close(r.done)
+	}
 }
 
 // txFailure marks an error from bbolt itself in the middle of a write: the
@@ -53,51 +66,104 @@ func protect(fn func(*Record) error, rec *Record) (panicked any, err error) {
 	return nil, fn(rec)
 }
 
-// A committer shares commits between concurrent writers without a timer.
-// It takes the first waiting write, drains every other write already
-// queued (without waiting for more), and commits them all in one bbolt
-// Update, so one fsync serves the whole round; writes that arrive during
-// the commit form the next round. A lone writer therefore commits at once.
-// bbolt's Batch is not used: it waits up to 10 ms for company and may run
-// a function twice.
+// A committer shares commits between concurrent writers without a timer
+// and without a goroutine of its own (group commit with a leader, as in
+// LevelDB's write queue). A writer that finds no commit in progress leads:
+// on its own goroutine it takes every write queued so far (its own first),
+// commits them in one bbolt Update, so one fsync serves the whole round,
+// and releases their writers. Writes that arrive meanwhile queue; when the
+// round is done the leader hands the lead to the oldest of them, whose
+// round holds everything that queued during the commit, and returns. A
+// lone writer therefore commits at once, on its own goroutine, with no
+// hand-off to another goroutine and back. bbolt's Batch is not used: it
+// waits up to 10 ms for company and may run a function twice.
+//
+// Invariant, under mu: busy is false only when queue is empty.
 type committer struct {
-	db      *bolt.DB
-	queue   chan *request
-	stopped chan struct{}
-	rounds  atomic.Int64 // transactions begun, for tests
+	db     *bolt.DB
+	rounds atomic.Int64 // transactions begun, for tests
+
+	mu      sync.Mutex
+	queue   []*request    // waiting writes, oldest first; queue[0] leads next
+	spare   []*request    // the last round's slice, for reuse
+	busy    bool          // a leader is committing, or has been handed the lead
+	closed  bool          // stop was called: no more writes are taken
+	drained chan struct{} // closed when busy ends after stop
 }
 
 func newCommitter(db *bolt.DB) *committer {
-	c := &committer{
-		db:      db,
-		queue:   make(chan *request, queueSize),
-		stopped: make(chan struct{}),
-	}
-	go c.loop()
-	return c
+	return &committer{db: db}
 }
 
-// loop runs until the queue is closed and drained.
-func (c *committer) loop() {
-	defer close(c.stopped)
-	round := make([]*request, 0, queueSize)
-	for first := range c.queue {
-		round = append(round[:0], first)
-	drain:
-		for len(round) < queueSize {
-			select {
-			case r, ok := <-c.queue:
-				if !ok {
-					break drain
-				}
-				round = append(round, r)
-			default:
-				break drain
-			}
-		}
-		c.commit(round)
-		clear(round) // let finished requests be collected
+// do carries out r in a round and returns when r's error is final. It
+// returns ErrClosed, without running r, once stop has been called.
+func (c *committer) do(r *request) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
 	}
+	c.queue = append(c.queue, r)
+	if c.busy {
+		c.mu.Unlock()
+		<-r.done
+		if !r.lead {
+			return nil
+		}
+		c.mu.Lock()
+	}
+	c.busy = true
+	c.lead()
+	return nil
+}
+
+// lead commits the rounds of waiting writes until it can hand the lead to
+// a waiting writer or there is none. It is called with mu held and busy
+// set, by the writer at the head of the queue, and returns with mu
+// released.
+func (c *committer) lead() {
+	var round []*request
+	if len(c.queue) <= maxRound {
+		round, c.queue, c.spare = c.queue, c.spare[:0], nil
+	} else {
+		round = slices.Clone(c.queue[:maxRound])
+		c.queue = slices.Delete(c.queue, 0, maxRound)
+	}
+	c.mu.Unlock()
+
+	// A panic that gets here comes from bbolt or from the journal itself
+	// (protect stops those of the callers' functions). It must not unwind
+	// into this writer's caller, which might recover it and leave every
+	// queued writer waiting forever, with the transaction's fate unknown:
+	// like the panic of a dedicated committer goroutine, it ends the
+	// process.
+	defer func() {
+		if p := recover(); p != nil {
+			msg := fmt.Sprintf("journal: commit panicked: %v\n\n%s", p, debug.Stack())
+			go panic(msg)
+			select {}
+		}
+	}()
+	c.commit(round)
+
+	clear(round) // let finished requests be collected
+	c.mu.Lock()
+	if c.spare == nil && cap(round) <= 2*maxRound {
+		c.spare = round[:0]
+	}
+	if len(c.queue) == 0 {
+		c.busy = false
+		if c.drained != nil {
+			close(c.drained)
+			c.drained = nil
+		}
+		c.mu.Unlock()
+		return
+	}
+	next := c.queue[0]
+	next.lead = true
+	c.mu.Unlock()
+	close(next.done)
 }
 
 // commit applies the round in one transaction and releases its callers.
@@ -127,7 +193,7 @@ func (c *committer) commit(round []*request) {
 			var g *txFailure
 			if errors.As(r.err, &g) && g == f {
 				r.err = f.err
-				close(r.done)
+				r.release()
 			} else {
 				rest = append(rest, r)
 			}
@@ -146,13 +212,23 @@ func (c *committer) commit(round []*request) {
 		}
 	}
 	for _, r := range round {
-		close(r.done)
+		r.release()
 	}
 }
 
-// stop drains the queue and waits for the last commit. The caller must
-// make sure nothing is enqueued afterwards.
+// stop makes every later write fail with ErrClosed and waits until the
+// writes already queued have committed.
 func (c *committer) stop() {
-	close(c.queue)
-	<-c.stopped
+	c.mu.Lock()
+	c.closed = true
+	if !c.busy {
+		c.mu.Unlock()
+		return
+	}
+	if c.drained == nil {
+		c.drained = make(chan struct{})
+	}
+	drained := c.drained
+	c.mu.Unlock()
+	<-drained
 }

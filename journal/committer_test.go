@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -168,4 +171,242 @@ func TestDamagedRecord(t *testing.T) {
 	_, err = s.Stats(ctx)
 	require.ErrorIs(t, err, ErrVersion)
 	require.NoError(t, s.Close())
+}
+
+// newRecord returns a valid pending record.
+func newRecord(key string) *Record {
+	body := []byte("b")
+	return &Record{Scope: "s", Key: key, State: StatePending, Body: body, BodySHA: sha256.Sum256(body)}
+}
+
+// TestLoneWriterCommitsOnItsOwnGoroutine: with nobody else writing, a
+// write is committed by its own goroutine, one transaction per write.
+func TestLoneWriterCommitsOnItsOwnGoroutine(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "j.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 3 {
+		key := fmt.Sprint(i)
+		_, err := s.Create(ctx, newRecord(key))
+		require.NoError(t, err)
+		var stack []byte
+		_, err = s.Update(ctx, "s", key, func(r *Record) error {
+			stack = make([]byte, 64<<10)
+			stack = stack[:runtime.Stack(stack, false)]
+			r.Review = "x"
+			return nil
+		})
+		require.NoError(t, err)
+		require.Contains(t, string(stack), "TestLoneWriterCommitsOnItsOwnGoroutine", "fn ran on another goroutine")
+	}
+	require.Equal(t, int64(6), s.c.rounds.Load(), "one transaction per write")
+}
+
+// TestConcurrentUpdatesOneRecord: many writers update one record, some with
+// a function that fails and some with one that panics. No update is lost
+// or applied twice, each function runs exactly once, every update sees
+// the ones committed before it, and each panic reaches its own caller
+// only.
+func TestConcurrentUpdatesOneRecord(t *testing.T) {
+	for _, noSync := range []bool{false, true} {
+		t.Run(fmt.Sprintf("noSync=%v", noSync), func(t *testing.T) {
+			var opts []Option
+			if noSync {
+				opts = append(opts, WithUnsafeNoSync())
+			}
+			s, err := Open(filepath.Join(t.TempDir(), "j.db"), opts...)
+			require.NoError(t, err)
+			defer s.Close()
+			ctx := context.Background()
+			_, err = s.Create(ctx, newRecord("k"))
+			require.NoError(t, err)
+
+			const writers, each = 64, 20
+			var calls [writers][each]atomic.Int32
+			var ok atomic.Int64
+			fnErr := errors.New("fn failed")
+			var wg sync.WaitGroup
+			for w := range writers {
+				wg.Go(func() {
+					for i := range each {
+						kind := (w*each + i) % 10 // 0: fails, 1: panics, else: appends an attempt
+						id := fmt.Sprintf("%d/%d", w, i)
+						var got *Record
+						var err error
+						var panicked any
+						func() {
+							defer func() { panicked = recover() }()
+							got, err = s.Update(ctx, "s", "k", func(r *Record) error {
+								calls[w][i].Add(1)
+								switch kind {
+								case 0:
+									r.Review = "must not stick"
+									return fnErr
+								case 1:
+									r.Review = "must not stick"
+									panic(id)
+								}
+								r.Attempts = append(r.Attempts, Attempt{Number: len(r.Attempts) + 1, Err: id})
+								return nil
+							})
+						}()
+						switch kind {
+						case 0:
+							if !errors.Is(err, fnErr) || panicked != nil {
+								t.Errorf("%s: failing fn: err %v, panic %v", id, err, panicked)
+							}
+						case 1:
+							if panicked != id {
+								t.Errorf("%s: panicking fn: caller got panic %v, err %v", id, panicked, err)
+							}
+						default:
+							if err != nil || panicked != nil {
+								t.Errorf("%s: err %v, panic %v", id, err, panicked)
+								continue
+							}
+							last := got.Attempts[len(got.Attempts)-1]
+							if last.Err != id || last.Number != len(got.Attempts) {
+								t.Errorf("%s: returned record ends with %+v", id, last)
+							}
+							ok.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for w := range writers {
+				for i := range each {
+					require.Equal(t, int32(1), calls[w][i].Load(), "fn %d/%d calls", w, i)
+				}
+			}
+			r, err := s.Get(ctx, "s", "k")
+			require.NoError(t, err)
+			require.Empty(t, r.Review)
+			require.Len(t, r.Attempts, int(ok.Load()), "updates lost or doubled")
+			seen := map[string]bool{}
+			for i, a := range r.Attempts {
+				require.Equal(t, i+1, a.Number, "attempt %d saw a stale record", i)
+				require.False(t, seen[a.Err], "update %s applied twice", a.Err)
+				seen[a.Err] = true
+			}
+			t.Logf("%d writes in %d commits", writers*each, s.c.rounds.Load())
+		})
+	}
+}
+
+// TestCloseDuringLoad: Close while many writers create and update. No
+// writer hangs; each write either returns ErrClosed or is in the file
+// after reopening; the indexes match the records.
+func TestCloseDuringLoad(t *testing.T) {
+	for run := range 5 {
+		path := filepath.Join(t.TempDir(), "j.db")
+		s, err := Open(path)
+		require.NoError(t, err)
+		ctx := context.Background()
+		const writers = 64
+		var mu sync.Mutex
+		acked := map[string]State{}
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					key := fmt.Sprintf("%d-%d", w, i)
+					if _, err := s.Create(ctx, newRecord(key)); err != nil {
+						if !errors.Is(err, ErrClosed) {
+							t.Errorf("Create(%s): %v", key, err)
+						}
+						return
+					}
+					mu.Lock()
+					acked[key] = StatePending
+					mu.Unlock()
+					_, err := s.Update(ctx, "s", key, func(r *Record) error {
+						r.State = StateSucceeded
+						r.Settled = t0
+						return nil
+					})
+					if err != nil {
+						if !errors.Is(err, ErrClosed) {
+							t.Errorf("Update(%s): %v", key, err)
+						}
+						return
+					}
+					mu.Lock()
+					acked[key] = StateSucceeded
+					mu.Unlock()
+				}
+			})
+		}
+		time.Sleep(time.Duration(10+run*10) * time.Millisecond)
+		require.NoError(t, s.Close())
+		wg.Wait()
+		_, err = s.Create(ctx, newRecord("late"))
+		require.ErrorIs(t, err, ErrClosed)
+
+		s, err = Open(path)
+		require.NoError(t, err)
+		for key, st := range acked {
+			r, err := s.Get(ctx, "s", key)
+			require.NoError(t, err, "acknowledged %s lost by Close", key)
+			if st == StateSucceeded {
+				require.Equal(t, st, r.State, key)
+			}
+		}
+		require.NoError(t, s.db.View(check))
+		require.NoError(t, s.Close())
+		t.Logf("run %d: %d records acknowledged", run, len(acked))
+	}
+}
+
+// TestRoundLimit: more writers queue during one commit than a round holds;
+// they are carried out in several rounds, each once.
+func TestRoundLimit(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "j.db"), WithUnsafeNoSync())
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	_, err = s.Create(ctx, newRecord("slow"))
+	require.NoError(t, err)
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, err := s.Update(ctx, "s", "slow", func(*Record) error {
+			close(started)
+			<-release
+			return nil
+		})
+		require.NoError(t, err)
+	})
+	<-started
+	const n = maxRound*2 + 10
+	var queued sync.WaitGroup
+	for i := range n {
+		queued.Add(1)
+		wg.Go(func() {
+			queued.Done()
+			_, err := s.Create(ctx, newRecord(fmt.Sprint(i)))
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	queued.Wait()
+	for {
+		s.c.mu.Lock()
+		waiting := len(s.c.queue)
+		s.c.mu.Unlock()
+		if waiting == n {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	before := s.c.rounds.Load()
+	close(release)
+	wg.Wait()
+	require.Equal(t, int64(3), s.c.rounds.Load()-before, "rounds for %d queued writes", n)
+	recs, err := s.List(ctx, Filter{})
+	require.NoError(t, err)
+	require.Len(t, recs, n+1)
 }

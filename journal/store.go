@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -45,11 +44,7 @@ type Store struct {
 	path     string
 	readOnly bool
 	c        *committer // nil when read-only
-
-	// mu orders enqueueing writes against Close: writers hold it shared
-	// while they enqueue, Close exclusively while it marks the Store closed.
-	mu     sync.RWMutex
-	closed atomic.Bool
+	closed   atomic.Bool
 }
 
 // Open opens the journal at path, creating it (mode 0600) unless ReadOnly
@@ -194,13 +189,9 @@ func (s *Store) Path() string { return s.path }
 // safe to call more than once; every other method returns ErrClosed
 // afterwards.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed.Load() {
-		s.mu.Unlock()
+	if s.closed.Swap(true) {
 		return nil
 	}
-	s.closed.Store(true)
-	s.mu.Unlock()
 	if s.c != nil {
 		s.c.stop()
 	}
@@ -223,19 +214,11 @@ func (s *Store) write(ctx context.Context, run func(*bolt.Tx, *request) error) e
 	}
 	r := &request{done: make(chan struct{})}
 	r.run = func(tx *bolt.Tx) error { return run(tx, r) }
-	s.mu.RLock()
-	if s.closed.Load() {
-		s.mu.RUnlock()
-		return ErrClosed
+	// Once queued, the write is carried out even if ctx ends: it may
+	// already be committed.
+	if err := s.c.do(r); err != nil {
+		return err
 	}
-	select {
-	case s.c.queue <- r:
-	case <-ctx.Done():
-		s.mu.RUnlock()
-		return ctx.Err()
-	}
-	s.mu.RUnlock()
-	<-r.done // even if ctx ends now: the write may already be committed
 	if r.panicked != nil {
 		panic(r.panicked)
 	}
