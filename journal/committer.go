@@ -22,7 +22,7 @@ type request struct {
 	// untouched; run reports a bbolt failure after it may have written
 	// something as a *txFailure, and the committer then fails that request
 	// and commits the rest of the round without it.
-	run func(tx *bolt.Tx) error
+	run func(tx *bolt.Tx, r *request) error
 
 	err      error
 	panicked any           // a panic in the caller's fn, re-raised by the caller
@@ -172,7 +172,7 @@ func (c *committer) commit(round []*request) {
 	err := c.db.Update(func(tx *bolt.Tx) error {
 		for _, r := range round {
 			r.panicked = nil
-			r.err = r.run(tx)
+			r.err = r.run(tx, r)
 			var f *txFailure
 			if errors.As(r.err, &f) {
 				return f

@@ -30,8 +30,8 @@ func counterDB(t testing.TB) *bolt.DB {
 }
 
 // bump increments the counter and reports the value it saw.
-func bump(saw *uint64) func(*bolt.Tx) error {
-	return func(tx *bolt.Tx) error {
+func bump(saw *uint64) func(*bolt.Tx, *request) error {
+	return func(tx *bolt.Tx, _ *request) error {
 		b := tx.Bucket([]byte("c"))
 		if v := b.Get([]byte("n")); v != nil {
 			*saw = binary.BigEndian.Uint64(v)
@@ -47,9 +47,9 @@ func TestCommitterRoundIsolation(t *testing.T) {
 	fnErr, boltErr := errors.New("fn failed"), errors.New("bbolt broke")
 	round := []*request{
 		{run: bump(&saw1)},
-		{run: func(*bolt.Tx) error { return fnErr }},
+		{run: func(*bolt.Tx, *request) error { return fnErr }},
 		{run: bump(&saw3)}, // same record: sees the first request's write
-		{run: func(tx *bolt.Tx) error {
+		{run: func(tx *bolt.Tx, _ *request) error {
 			if err := tx.Bucket([]byte("c")).Put([]byte("x"), []byte("partial")); err != nil {
 				return failed(err)
 			}

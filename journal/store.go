@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -212,8 +213,7 @@ func (s *Store) write(ctx context.Context, run func(*bolt.Tx, *request) error) e
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{done: make(chan struct{})}
-	r.run = func(tx *bolt.Tx) error { return run(tx, r) }
+	r := &request{run: run, done: make(chan struct{})}
 	// Once queued, the write is carried out even if ctx ends: it may
 	// already be committed.
 	if err := s.c.do(r); err != nil {
@@ -257,7 +257,9 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 		return nil, fmt.Errorf("journal: create: %w", err)
 	}
 	rk := recordKey(stored.Scope, stored.Key)
-	enc := encode(nil, stored)
+	buf := getEncodeBuffer()
+	enc := encode(*buf, stored)
+	defer putEncodeBuffer(buf, enc)
 	var existing []byte
 	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
 		if v := lookup(tx, rk); v != nil {
@@ -277,6 +279,34 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 		return nil, fmt.Errorf("journal: create: %w", err)
 	}
 	return stored, nil
+}
+
+// maxPooledBuffer bounds the encode buffers kept for reuse, so that one
+// large record does not stay in memory for good.
+const maxPooledBuffer = 16 << 10
+
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+// getEncodeBuffer returns an empty buffer to encode a record into.
+//
+// bbolt keeps the value given to Put, without copying it, until the
+// transaction ends: a buffer may go back to the pool only once the write
+// that used it has returned, when its transaction has committed or rolled
+// back.
+func getEncodeBuffer() *[]byte {
+	buf := encodeBuffers.Get().(*[]byte)
+	*buf = (*buf)[:0]
+	return buf
+}
+
+// putEncodeBuffer returns buf to the pool, as enc if enc grew from it.
+func putEncodeBuffer(buf *[]byte, enc []byte) {
+	if enc != nil {
+		*buf = enc
+	}
+	if cap(*buf) <= maxPooledBuffer {
+		encodeBuffers.Put(buf)
+	}
 }
 
 // Get returns the record with the given scope and key, or an error
@@ -321,6 +351,8 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	}
 	rk := recordKey(scope, key)
 	var stored *Record
+	buf := getEncodeBuffer()
+	var enc []byte
 	err := s.write(ctx, func(tx *bolt.Tx, req *request) error {
 		v := lookup(tx, rk)
 		if v == nil {
@@ -341,12 +373,14 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		if err := validateChange(&was, r); err != nil {
 			return err
 		}
-		if err := failed(putRecord(tx, rk, &was, r, encode(nil, r))); err != nil {
+		enc = encode(*buf, r)
+		if err := failed(putRecord(tx, rk, &was, r, enc)); err != nil {
 			return err
 		}
 		stored = r
 		return nil
 	})
+	putEncodeBuffer(buf, enc)
 	if err != nil {
 		return nil, fmt.Errorf("journal: update %q: %w", key, err)
 	}
