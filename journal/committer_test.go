@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -409,4 +411,38 @@ func TestRoundLimit(t *testing.T) {
 	recs, err := s.List(ctx, Filter{})
 	require.NoError(t, err)
 	require.Len(t, recs, n+1)
+}
+
+// TestCommitPanicEndsProcess: a panic in a commit that does not come from
+// a caller's function (bbolt's, or the journal's own) ends the process, as
+// it did when commits ran on a goroutine of their own, even though the
+// leader that hit it runs on a caller's goroutine and that caller
+// recovers: otherwise the round's other writers would wait forever.
+func TestCommitPanicEndsProcess(t *testing.T) {
+	if os.Getenv("IDEM_COMMIT_PANIC_CHILD") == "1" {
+		s, err := Open(filepath.Join(t.TempDir(), "j.db"))
+		require.NoError(t, err)
+		func() {
+			defer func() { fmt.Println("RECOVERED", recover()) }()
+			_ = s.c.do(&request{
+				run:  func(*bolt.Tx, *request) error { panic("boom in commit") },
+				done: make(chan struct{}),
+			})
+		}()
+		time.Sleep(5 * time.Second) // the process should be gone by now
+		fmt.Println("SURVIVED")
+		return
+	}
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCommitPanicEndsProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "IDEM_COMMIT_PANIC_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "child output:\n%s", out)
+	require.Equal(t, 2, exit.ExitCode(), "exit code of a Go panic; output:\n%s", out)
+	require.Contains(t, string(out), "journal: commit panicked: boom in commit")
+	require.NotContains(t, string(out), "RECOVERED")
+	require.NotContains(t, string(out), "SURVIVED")
 }
