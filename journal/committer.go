@@ -117,10 +117,10 @@ func (c *committer) do(r *request) error {
 	return nil
 }
 
-// lead commits the rounds of waiting writes until it can hand the lead to
-// a waiting writer or there is none. It is called with mu held and busy
-// set, by the writer at the head of the queue, and returns with mu
-// released.
+// lead commits one round, everything queued up to maxRound, then hands the
+// lead to the oldest write queued meanwhile, or clears busy if there is
+// none. It is called with mu held and busy set, by the writer at the head
+// of the queue, and returns with mu released.
 func (c *committer) lead() {
 	var round []*request
 	if len(c.queue) <= maxRound {
