@@ -704,22 +704,19 @@ func validateID(scope, key string) error {
 }
 
 // validate checks the rules every stored record obeys.
-func validate(r *Record) error {
-	if r.BodySHA != sha256.Sum256(r.Body) {
-		return fmt.Errorf("BodySHA is not the SHA-256 of Body: %w", ErrInvalid)
-	}
-	return validateFields(r)
-}
+func validate(r *Record) error { return validateRecord(r, true) }
 
-// validateFields is validate without the body digest, for a record whose
-// body and digest are known to equal ones already validated.
-func validateFields(r *Record) error {
+// validateRecord is validate, without the body digest unless hash is
+// set: for a record whose body and digest equal ones already validated.
+func validateRecord(r *Record, hash bool) error {
 	if err := validateID(r.Scope, r.Key); err != nil {
 		return err
 	}
 	switch {
 	case !r.State.Valid():
 		return fmt.Errorf("invalid state %q: %w", r.State, ErrInvalid)
+	case hash && r.BodySHA != sha256.Sum256(r.Body):
+		return fmt.Errorf("BodySHA is not the SHA-256 of Body: %w", ErrInvalid)
 	case r.State.Terminal() && r.Settled.IsZero():
 		return fmt.Errorf("%s record without a Settled time: %w", r.State, ErrInvalid)
 	case r.Resolved != nil && r.Resolved.From != "" && !r.Resolved.From.Valid():
@@ -744,5 +741,5 @@ func validateChange(was, r *Record) error {
 	}
 	// The stored body and digest were validated when the record was
 	// created, and neither has changed since.
-	return validateFields(r)
+	return validateRecord(r, false)
 }
