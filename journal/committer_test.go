@@ -463,12 +463,11 @@ func TestConcurrentWritersKeepTheirBytes(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range writers {
 		wg.Go(func() {
-			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			src := rand.NewChaCha8([32]byte{byte(w)})
+			rng := rand.New(src)
 			for i := range each {
 				body := make([]byte, rng.IntN(3*maxPooledBuffer))
-				for j := range body {
-					body[j] = byte(rng.IntN(256))
-				}
+				_, _ = src.Read(body)
 				rec := newRecord(fmt.Sprintf("%d-%d", w, i))
 				rec.Body, rec.BodySHA = body, sha256.Sum256(body)
 				if _, err := s.Create(ctx, rec); err != nil {
