@@ -339,9 +339,10 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 // Body, or makes the record invalid), nothing is written and the error
 // matches ErrInvalid. A panic in fn is re-raised in the caller.
 //
-// fn runs inside the commit that it shares with other writers: it must be
-// quick and must not call the Store's write methods, which would wait for
-// that very commit.
+// fn runs inside the commit that it shares with other writers, on the
+// goroutine of whichever writer leads that commit (the caller's own when
+// it writes alone): it must be quick and must not call the Store's write
+// methods, which would wait for that very commit.
 func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) error) (*Record, error) {
 	if err := validateID(scope, key); err != nil {
 		return nil, fmt.Errorf("journal: update: %w", err)
