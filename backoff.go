@@ -39,8 +39,8 @@ const maxRetryAfterLen = 64
 // ParseRetryAfter reads a Retry-After header value, either delta-seconds
 // ("120") or an HTTP-date, relative to now. It reports false for an empty
 // or malformed value, which callers ignore. A date in the past means no
-// wait; a huge number of seconds saturates rather than overflowing, and the
-// client caps it (WithRetryAfterCap).
+// wait; a huge number of seconds or a far-off date saturates at a year
+// rather than overflowing, and the client caps it (WithRetryAfterCap).
 func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" || len(v) > maxRetryAfterLen {
@@ -67,7 +67,7 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if d < 0 {
 		return 0, true
 	}
-	return d, true
+	return min(d, maxWait), true
 }
 
 // maxWait is where Retry-After saturates: far beyond any sane cap.

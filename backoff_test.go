@@ -25,6 +25,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Sunday, 29-Nov-26 12:00:30 GMT", 30 * time.Second, true}, // RFC 850, still legal
 		{"99999999999999999999999", 365 * 24 * time.Hour, true},    // saturates, capped later
 		{"18446744073709551615", 365 * 24 * time.Hour, true},
+		{"Sun, 01 Nov 2100 0:00:00 GMT", 365 * 24 * time.Hour, true}, // far-off date saturates too
 		{"", 0, false},
 		{"-5", 0, false},
 		{"1.5", 0, false},
