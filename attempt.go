@@ -168,11 +168,19 @@ func (d *driver) submit() (step, error) {
 			}
 		case Processing:
 			outcome = "in_flight"
-		case Conflict:
-			settle, outcome = true, "conflict"
-			out = Outcome{State: StateFailed, Reason: errorReason(ex.status, ex.body)}
-		case Rejected:
+		case Conflict, Rejected:
+			if priorMaybeSent(d.rec, number) && !replayed(ex.header) {
+				// An earlier attempt may have executed: this refusal may
+				// come from a gateway or an expired credential rather than
+				// from the operation's own stored result, and "failed"
+				// would invite a retry under a new key: a second charge.
+				st.verdict, outcome = Ambiguous, "refused_after_maybe_sent"
+				break
+			}
 			settle, outcome = true, "rejected"
+			if st.verdict == Conflict {
+				outcome = "conflict"
+			}
 			out = Outcome{State: StateFailed, Reason: errorReason(ex.status, ex.body)}
 		case Throttled:
 			outcome = "throttled"
@@ -213,10 +221,34 @@ func (d *driver) submit() (step, error) {
 	return st, nil
 }
 
+// priorMaybeSent reports whether a submit before attempt number may have
+// reached the server.
+func priorMaybeSent(rec *journal.Record, number int) bool {
+	for _, a := range rec.Attempts {
+		if a.Number < number && a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done) {
+			return true
+		}
+	}
+	return rec.State == StateProcessing
+}
+
+// replayed reports whether the server says the answer is the stored one
+// for this key (Stripe's Idempotent-Replayed header): then a refusal is
+// the operation's own outcome, whatever came before.
+func replayed(h http.Header) bool {
+	return strings.EqualFold(h.Get("Idempotent-Replayed"), "true")
+}
+
 // query asks the result endpoint; the attempt is journaled with its outcome
 // in one commit (a GET changes nothing on the server).
 func (d *driver) query() (step, error) {
 	c := d.c
+	// Terminal is final: a manual resolution made while this call waited
+	// must stop it before anything is sent. A read, not a commit: no fsync.
+	if cur, err := c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); err == nil && !cur.Open() {
+		d.rec = cur
+		return step{}, errSettledElsewhere
+	}
 	d.exchanges++
 	number := attemptCount(d.rec) + 1
 	start := d.now()

@@ -160,7 +160,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.coalesce(ctx, rec.Scope, rec.Key, func() (*Result, error) {
+	return c.coalesce(ctx, rec.Scope, rec.Key, rec, func() (*Result, error) {
 		now := c.cfg.clock.Now()
 		rec.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: now}}
 		rec.FirstSent = now
@@ -196,7 +196,7 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 	if op == nil {
 		return nil, fmt.Errorf("%w: Do: nil *Operation (get one from Prepare or Lookup)", ErrInvalidRequest)
 	}
-	return c.coalesce(ctx, op.Scope, op.Key, func() (*Result, error) {
+	return c.coalesce(ctx, op.Scope, op.Key, nil, func() (*Result, error) {
 		// Read even if ctx is done, so the caller still learns the state.
 		rec, err := c.store.Get(context.WithoutCancel(ctx), op.Scope, op.Key)
 		if err != nil {
@@ -288,31 +288,66 @@ func (c *Client) conflict(stored *journal.Record) error {
 }
 
 // coalesce runs fn unless a call for the same key is in flight, in which
-// case it waits for that call and shares its result.
-func (c *Client) coalesce(ctx context.Context, scope, key string, fn func() (*Result, error)) (*Result, error) {
+// case it waits for that call and shares its result. want, when not nil,
+// is the request the caller means (Submit): a joiner whose request differs
+// from the journaled one gets ErrKeyConflict, never another request's
+// result. A joiner whose leader gave up without an outcome of its own (its
+// context ended, or it failed before driving) drives the operation itself.
+func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.Record, fn func() (*Result, error)) (*Result, error) {
+	const maxJoins = 3 // then take what the last leader left
+	for joins := 0; ; joins++ {
+		res, joined, err := c.joinOrRun(ctx, scope, key, fn)
+		if !joined || ctx.Err() != nil {
+			return res, err
+		}
+		if want != nil {
+			if stored, gerr := c.store.Get(context.WithoutCancel(ctx), scope, key); gerr == nil && !sameRequest(stored, want) {
+				return nil, c.conflict(stored)
+			}
+		}
+		leaderGaveUp := res == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		if !leaderGaveUp || joins == maxJoins {
+			return res, err
+		}
+	}
+}
+
+// errCallPanicked is what callers joined to a call that panicked learn.
+var errCallPanicked = errors.New("idem: the call driving this operation panicked (a hook, decoder, classifier or transport)")
+
+// joinOrRun runs fn as the key's leader, or waits for the leader in flight
+// (joined). Joiners always get a result: if the leader panics, they get
+// the journaled state, and the panic goes on up the leader's stack.
+func (c *Client) joinOrRun(ctx context.Context, scope, key string, fn func() (*Result, error)) (res *Result, joined bool, err error) {
 	id := scope + "\x00" + key
 	c.mu.Lock()
 	if cl, ok := c.inflight[id]; ok {
 		c.mu.Unlock()
 		select {
 		case <-cl.done:
-			return cl.res.clone(), cl.err
+			return cl.res.clone(), true, cl.err
 		case <-ctx.Done():
-			return c.current(scope, key, ctx.Err())
+			res, err := c.current(scope, key, ctx.Err())
+			return res, true, err
 		}
 	}
 	cl := &call{done: make(chan struct{})}
 	c.inflight[id] = cl
 	c.mu.Unlock()
 
+	finished := false
 	defer func() {
+		if !finished {
+			cl.res, cl.err = c.current(scope, key, errCallPanicked)
+		}
 		c.mu.Lock()
 		delete(c.inflight, id)
 		c.mu.Unlock()
 		close(cl.done)
 	}()
 	cl.res, cl.err = fn()
-	return cl.res.clone(), cl.err
+	finished = true
+	return cl.res.clone(), false, cl.err
 }
 
 // current reports the journaled state to a caller that stopped waiting.

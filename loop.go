@@ -3,7 +3,6 @@ package idem
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -25,6 +24,13 @@ const (
 // reviewRecheck is how often a flagged operation is queried again: it may
 // still settle by itself if the result endpoint answers.
 const reviewRecheck = 24 * time.Hour
+
+// journalError marks a failed journal write: the reconciler stops on it
+// rather than keep sending what it cannot record.
+type journalError struct{ err error }
+
+func (e *journalError) Error() string { return "idem: journal: " + e.err.Error() }
+func (e *journalError) Unwrap() error { return e.err }
 
 // errSettledElsewhere ends a drive whose record became terminal under it
 // (a manual resolution).
@@ -55,11 +61,12 @@ func (c *Client) drive(ctx context.Context, rec *journal.Record, mode driveMode,
 	}
 	wasOpen := rec.Open()
 	cause := d.run()
-	if errors.Is(cause, errSettledElsewhere) {
-		cause = nil
+	elsewhere := errors.Is(cause, errSettledElsewhere)
+	if elsewhere {
+		cause = nil // whoever settled it (Resolve) told the hooks
 	}
 	res, err := c.finish(d.rec, cause)
-	if wasOpen && !d.rec.Open() {
+	if wasOpen && !d.rec.Open() && !elsewhere {
 		if c.cfg.hooks.Settle != nil {
 			c.cfg.hooks.Settle(res.clone())
 		}
@@ -234,7 +241,7 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 	}
 	if err != nil {
 		d.c.log.LogAttrs(d.ctx, slog.LevelError, "idem: journal write failed", append(opAttrs(d.rec), slog.Any("err", err))...)
-		return fmt.Errorf("idem: journal: %w", err)
+		return &journalError{err}
 	}
 	d.rec = rec
 	return nil

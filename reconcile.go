@@ -108,7 +108,7 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done 
 // nobody is waiting for them.
 func (c *Client) visit(ctx context.Context, scope, key string, mode driveMode) (*Result, error) {
 	var settledHere bool
-	res, err := c.coalesce(ctx, scope, key, func() (*Result, error) {
+	res, err := c.coalesce(ctx, scope, key, nil, func() (*Result, error) {
 		rec, err := c.store.Get(ctx, scope, key)
 		if err != nil {
 			return nil, c.lookupErr(scope, key, err)
@@ -213,9 +213,10 @@ func (c *Client) Run(ctx context.Context) error {
 // isJournalErr tells a broken journal (stop the reconciler) from an
 // operation that simply did not settle yet.
 func isJournalErr(err error) bool {
-	var e *Error
-	if errors.As(err, &e) {
-		return false
+	var je *journalError
+	if errors.As(err, &je) {
+		return true
 	}
-	return !errors.Is(err, ErrNotFound)
+	var e *Error
+	return !errors.As(err, &e) && !errors.Is(err, ErrNotFound)
 }

@@ -82,6 +82,11 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	if err := checkName("key", key); err != nil {
 		return nil, err
 	}
+	if key == "." || key == ".." {
+		// URL resolution would turn its result endpoint into another
+		// resource's.
+		return nil, fmt.Errorf("%w: key %q is a URL path segment of its own; use another key", ErrInvalidRequest, key)
+	}
 	method := req.Method
 	if method == "" {
 		method = http.MethodPost
