@@ -17,12 +17,17 @@ import (
 
 // exchange is what one HTTP request/response taught us.
 type exchange struct {
-	status     int
-	header     http.Header
-	body       []byte
-	tooLarge   bool  // the body passed the cap and was cut
-	err        error // transport error, or an error reading the body
-	wrote      bool  // the request was fully written: the server may act on it
+	status   int
+	header   http.Header
+	body     []byte
+	tooLarge bool  // the body passed the cap and was cut
+	err      error // transport error, or an error reading the body
+	wrote    bool  // the request was fully written: the server may act on it
+	// unsent: surely never sent. Only when net/http's trace shows it took
+	// the request (GetConn) and never wrote it, or idem failed before
+	// sending; a transport that reports no trace events gets no benefit of
+	// the doubt.
+	unsent     bool
 	retryAfter time.Duration
 	dur        time.Duration
 }
@@ -41,8 +46,9 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	// not by error text. net/http may itself resend a request carrying an
 	// Idempotency-Key on a reused connection that died before any
 	// response: the same bytes and key, so the server de-duplicates it.
-	var wrote atomic.Bool
+	var wrote, traced atomic.Bool
 	trace := &httptrace.ClientTrace{
+		GetConn:              func(string) { traced.Store(true) },
 		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.Store(true) },
 		GotFirstResponseByte: func() { wrote.Store(true) },
 	}
@@ -56,7 +62,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		req, err = http.NewRequestWithContext(actx, rec.Method, rec.URL, bytes.NewReader(rec.Body))
 	}
 	if err != nil {
-		return exchange{err: fmt.Errorf("idem: build request: %w", err)}
+		return exchange{err: fmt.Errorf("idem: build request: %w", err), unsent: true}
 	}
 	if !query {
 		for name, vals := range rec.Header {
@@ -68,13 +74,14 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	}
 	if c.cfg.hook != nil {
 		if err := c.cfg.hook(req); err != nil {
-			return exchange{err: fmt.Errorf("idem: request hook: %w", err)}
+			return exchange{err: fmt.Errorf("idem: request hook: %w", err), unsent: true}
 		}
 	}
 	resp, err := c.hc.Do(req)
 	ex := exchange{wrote: wrote.Load()}
 	if err != nil {
 		ex.err = err
+		ex.unsent = !ex.wrote && traced.Load()
 		ex.dur = c.cfg.clock.Now().Sub(start)
 		return ex
 	}
@@ -137,7 +144,7 @@ func (d *driver) submit() (step, error) {
 	var out Outcome
 	settle := false
 	switch {
-	case ex.status == 0 && !ex.wrote:
+	case ex.status == 0 && ex.unsent:
 		st.verdict, outcome = Throttled, "not_sent" // definitely not executed: back off, resend
 	case ex.status == 0:
 		st.verdict, outcome = Ambiguous, "response_lost"

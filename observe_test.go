@@ -3,6 +3,7 @@ package idem_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -98,5 +99,35 @@ func TestCustomClassifierAndDecoder(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, res.State)
 	require.Equal(t, 1, decoded, "the 201 after the resend")
+	require.Equal(t, 1, e.srv.Effects(scope, "k"))
+}
+
+// untracedOnce fails its first round trip the way a transport that is not
+// net/http's would: an error, and no httptrace events at all.
+type untracedOnce struct {
+	base http.RoundTripper
+	used bool
+}
+
+func (u *untracedOnce) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !u.used && req.Method == http.MethodPost {
+		u.used = true
+		return nil, errors.New("custom transport: connection reset")
+	}
+	return u.base.RoundTrip(req)
+}
+
+// A transport that reports no trace events gets no benefit of the doubt:
+// its errors count as "maybe sent", so idem asks before resending.
+func TestUntracedTransportErrorIsMaybeSent(t *testing.T) {
+	e := newEnv(t)
+	c, err := idem.New(e.store, append(e.baseOpts(),
+		idem.WithHTTPClient(&http.Client{Transport: &untracedOnce{base: e.srv.Client().Transport}}))...)
+	require.NoError(t, err)
+	res, err := c.Submit(e.ctx, e.req("k", `{}`))
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, 1, e.queries("k"), "asked before resending")
+	require.Len(t, e.submits("k"), 1)
 	require.Equal(t, 1, e.srv.Effects(scope, "k"))
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strconv"
 	"sync"
 )
@@ -55,6 +56,11 @@ func (s *scriptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = req.Body.Close()
 	}
 	if st.err != nil {
+		// Play net/http's part: it reports taking the request before it
+		// dials, which is how idem knows a failed dial sent nothing.
+		if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.GetConn != nil && !st.forward {
+			tr.GetConn(req.URL.Host)
+		}
 		return nil, st.err
 	}
 	h := st.header
