@@ -149,6 +149,10 @@ func TestPrepareSameKey(t *testing.T) {
 
 	_, err = e.client.Prepare(e.ctx, e.req("k", `{"a":2}`))
 	require.ErrorIs(t, err, idem.ErrKeyConflict)
+	other := e.req("k", `{"a":1}`)
+	other.Header = http.Header{"Stripe-Account": {"acct_2"}}
+	_, err = e.client.Prepare(e.ctx, other)
+	require.ErrorIs(t, err, idem.ErrKeyConflict, "same body, different headers: another request")
 	_, err = e.client.Submit(e.ctx, e.req("k", `{"a":2}`))
 	require.ErrorIs(t, err, idem.ErrKeyConflict)
 	require.Empty(t, e.srv.Requests(), "a conflicting body is never sent")
@@ -173,7 +177,7 @@ func TestRandomKeyAndQuotedHeader(t *testing.T) {
 
 func TestCredentialsNeverJournaled(t *testing.T) {
 	e := newEnv(t)
-	for _, h := range []string{"Authorization", "cookie", "Proxy-Authorization"} {
+	for _, h := range []string{"Authorization", "cookie", "Proxy-Authorization", "x-api-key"} {
 		r := e.req("k-"+h, `{}`)
 		r.Header = http.Header{h: {"secret"}}
 		_, err := e.client.Prepare(e.ctx, r)
@@ -202,13 +206,16 @@ func TestCredentialsNeverJournaled(t *testing.T) {
 func TestInvalidRequests(t *testing.T) {
 	e := newEnv(t)
 	tests := map[string]idem.Request{
-		"relative URL":   {Key: "k", URL: "/orders"},
-		"ftp URL":        {Key: "k", URL: "ftp://127.0.0.1/x"},
-		"key with space": {Key: "a b", URL: e.srv.URL},
-		"long key":       {Key: string(bytes.Repeat([]byte("k"), 300)), URL: e.srv.URL},
-		"lower method":   {Key: "k", URL: e.srv.URL, Method: "post"},
-		"huge body":      {Key: "k", URL: e.srv.URL, Body: make([]byte, idem.MaxBodyBytes+1)},
-		"key header set": {Key: "k", URL: e.srv.URL, Header: http.Header{"Idempotency-Key": {"x"}}},
+		"relative URL":    {Key: "k", URL: "/orders"},
+		"ftp URL":         {Key: "k", URL: "ftp://127.0.0.1/x"},
+		"key with space":  {Key: "a b", URL: e.srv.URL},
+		"long key":        {Key: string(bytes.Repeat([]byte("k"), 300)), URL: e.srv.URL},
+		"lower method":    {Key: "k", URL: e.srv.URL, Method: "post"},
+		"huge body":       {Key: "k", URL: e.srv.URL, Body: make([]byte, idem.MaxBodyBytes+1)},
+		"key header set":  {Key: "k", URL: e.srv.URL, Header: http.Header{"Idempotency-Key": {"x"}}},
+		"CRLF in header":  {Key: "k", URL: e.srv.URL, Header: http.Header{"X-Note": {"a\r\nX-Evil: 1"}}},
+		"bad header name": {Key: "k", URL: e.srv.URL, Header: http.Header{"X Note": {"a"}}},
+		"dot key":         {Key: "..", URL: e.srv.URL},
 	}
 	for name, r := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -11,7 +11,8 @@ var (
 	// message says which field to fix.
 	ErrInvalidRequest = errors.New("idem: invalid request")
 	// ErrSecretHeader: the Request carries a credential header
-	// (Authorization, Cookie, Proxy-Authorization). Credentials are never
+	// (Authorization, Cookie, Proxy-Authorization, X-Api-Key, Api-Key,
+	// X-Auth-Token) or credentials in its URL. Credentials are never
 	// written to the journal: add them at send time with WithRequestHook or
 	// with the http.Client's Transport.
 	ErrSecretHeader = errors.New("idem: credential header in a journaled request")

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -42,7 +44,34 @@ type Request struct {
 }
 
 // secretHeaders are never journaled: they would outlive their credentials.
-var secretHeaders = [...]string{"Authorization", "Cookie", "Proxy-Authorization"}
+// The list cannot know every API's custom credential header; these are
+// the standard ones and the most common custom ones.
+var secretHeaders = [...]string{"Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token"}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		b := name[i]
+		if b <= ' ' || b >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, b) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// validHeaderValue refuses control characters (CR and LF above all): a
+// journaled value net/http would refuse could never be sent.
+func validHeaderValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; (b < ' ' && b != '\t') || b == 0x7f {
+			return false
+		}
+	}
+	return true
+}
 
 const maxNameLen = 255
 
@@ -117,8 +146,13 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	if len(req.Ref) > maxNameLen {
 		return nil, fmt.Errorf("%w: Ref is %d bytes; at most %d", ErrInvalidRequest, len(req.Ref), maxNameLen)
 	}
-	header := req.Header.Clone()
-	for name := range header {
+	// Canonical names, so that a resubmission compares equal however the
+	// caller spelled them.
+	header := make(http.Header, len(req.Header)+1)
+	for name, vals := range req.Header {
+		if !validHeaderName(name) {
+			return nil, fmt.Errorf("%w: header name %q is not a valid HTTP token", ErrInvalidRequest, name)
+		}
 		canon := http.CanonicalHeaderKey(name)
 		for _, s := range secretHeaders {
 			if canon == s {
@@ -128,9 +162,12 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		if c.cfg.keyHeader != "" && canon == c.cfg.keyHeader {
 			return nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key", ErrInvalidRequest, canon)
 		}
-	}
-	if header == nil {
-		header = http.Header{}
+		for _, v := range vals {
+			if !validHeaderValue(v) {
+				return nil, fmt.Errorf("%w: header %s has a control character in %q; it could never be sent", ErrInvalidRequest, canon, v)
+			}
+		}
+		header[canon] = append(header[canon], vals...)
 	}
 	if header.Get("Content-Type") == "" && len(req.Body) > 0 {
 		header.Set("Content-Type", "application/json")
@@ -172,5 +209,6 @@ func absoluteURL(field, raw string) (*url.URL, error) {
 // sameRequest reports whether a resubmitted request matches the journaled
 // one: the server's own idempotency check compares the same things.
 func sameRequest(stored, rec *journal.Record) bool {
-	return stored.Method == rec.Method && stored.URL == rec.URL && stored.BodySHA == rec.BodySHA
+	return stored.Method == rec.Method && stored.URL == rec.URL && stored.BodySHA == rec.BodySHA &&
+		maps.EqualFunc(stored.Header, rec.Header, slices.Equal[[]string])
 }
