@@ -17,8 +17,9 @@ import (
 type driveMode int
 
 const (
-	foreground driveMode = iota
-	reconciling
+	foreground  driveMode = iota // Do, Submit: a caller waits
+	resuming                     // Resume: waits like a caller, but automatic
+	reconciling                  // Run: never sleeps, reschedules
 )
 
 // reviewRecheck is how often a flagged operation is queried again: it may
@@ -173,10 +174,11 @@ func (d *driver) run() error {
 	}
 }
 
-// reviewOnly: the reconciler has given up resending this operation; it
-// still asks the result endpoint, which may settle it.
+// reviewOnly: automatic reconciliation (Resume, Run) has given up
+// resending this operation; it still asks the result endpoint, which may
+// settle it. Only an explicit Do may resend it, inside the key window.
 func (d *driver) reviewOnly() bool {
-	return d.mode == reconciling && d.rec.Review != ""
+	return d.mode != foreground && d.rec.Review != ""
 }
 
 // mayRetry consults the client-wide retry budget. An operation's very first

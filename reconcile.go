@@ -64,7 +64,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		return Summary{}, fmt.Errorf("idem: resume: %w", err)
 	}
 	sum := Summary{Visited: len(refs)}
-	c.visitAll(ctx, refs, foreground, func(res *Result, _ error) { sum.add(res) })
+	c.visitAll(ctx, refs, resuming, func(res *Result, _ error) { sum.add(res) })
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume done",
 		slog.Int("visited", sum.Visited), slog.Int("succeeded", sum.Succeeded), slog.Int("failed", sum.Failed),
 		slog.Int("processing", sum.Processing), slog.Int("unknown", sum.Unknown), slog.Int("review", sum.Review))

@@ -172,6 +172,15 @@ func TestRunFlagsPastDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idem.StateUnknown, op.State, "flagged, still open, never failed")
 	require.Zero(t, e.srv.Effects(scope, "k"))
+
+	// A restart's Resume only asks about a flagged operation: resending is
+	// a person's decision now, even inside the key window.
+	submits, queries := len(e.submits("k")), e.queries("k")
+	sum, err := e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: 1, Review: 1}, sum)
+	require.Len(t, e.submits("k"), submits, "Resume resent a flagged operation")
+	require.Equal(t, queries+1, e.queries("k"))
 }
 
 func TestResolveByHand(t *testing.T) {
