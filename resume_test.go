@@ -154,7 +154,7 @@ func TestRunIgnoresEmptyRetryBudget(t *testing.T) {
 }
 
 func TestRunFlagsPastDeadline(t *testing.T) {
-	e := newEnv(t, clientOpts(idem.WithMaxAttempts(1), idem.WithReconcile(time.Second, time.Minute, time.Hour)))
+	e := newEnv(t, clientOpts(idem.WithMaxAttempts(1), idem.WithRetryBudget(0, 0), idem.WithReconcile(time.Second, time.Minute, time.Hour)))
 	e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 1000})
 	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
@@ -176,7 +176,9 @@ func TestRunFlagsPastDeadline(t *testing.T) {
 	// A restart's Resume only asks about a flagged operation: resending is
 	// a person's decision now, even inside the key window.
 	submits, queries := len(e.submits("k")), e.queries("k")
-	sum, err := e.client.Resume(e.ctx)
+	restarted, err := idem.New(e.store, append(e.baseOpts(), idem.WithMaxAttempts(5))...)
+	require.NoError(t, err)
+	sum, err := restarted.Resume(e.ctx)
 	require.NoError(t, err)
 	require.Equal(t, idem.Summary{Visited: 1, Review: 1}, sum)
 	require.Len(t, e.submits("k"), submits, "Resume resent a flagged operation")
