@@ -40,7 +40,8 @@ type call struct {
 }
 
 // New returns a Client that journals to store. Options are validated here,
-// once; an invalid option is reported with what to change.
+// once; an invalid option is reported with what to change. Use one Client
+// per Store: calls for the same key are coalesced within a Client.
 func New(store Store, opts ...Option) (*Client, error) {
 	if store == nil {
 		return nil, errors.New("idem: New: nil Store (use idem.Open to open a journal file)")
@@ -122,8 +123,12 @@ func NewKey() string { return uuid.NewString() }
 
 // Prepare journals the operation (fsync'd) and returns it without sending
 // anything; Do sends it. Preparing the same (scope, key) again with the same
-// method, URL and body returns the journaled operation; with a different
-// request it returns ErrKeyConflict.
+// method, URL, headers and body returns the journaled operation; with a
+// different request it returns ErrKeyConflict.
+//
+// A prepared operation is an intent that will be carried out: if nobody
+// calls Do within the reconcile interval (WithReconcile), Run sends it.
+// To abandon one, Resolve it as failed.
 func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed

@@ -68,7 +68,11 @@
 //	transport error after writing, timeout   ambiguous               query, then resend same key
 //
 // "Not written" is told from "maybe written" with net/http/httptrace, not by
-// matching error text. Without a result endpoint, an ambiguous operation is
+// matching error text; a transport that reports no trace events gets no
+// benefit of the doubt. A 4xx that follows an attempt that may have
+// executed is not taken as the operation's failure (it may come from a
+// gateway or an expired credential) unless the server marks it as the
+// stored answer (Idempotent-Replayed: true): the operation is checked again. Without a result endpoint, an ambiguous operation is
 // settled by resending it with the same key (servers such as Stripe replay
 // the stored response). A result query that answers 404 is not "never
 // happened" (read replicas lag): the operation is resent with its key,

@@ -64,6 +64,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "state" ("succeeded", "failed", "processing"; "pending" means processing)
 // and "resourceId" (required for succeeded), plus an optional "reason"; or a
 // plain resource object with a non-empty string "id", taken as succeeded.
+// APIs whose resources carry a status of their own (a payment object whose
+// "status" may say it failed) need a Decoder that reads it: WithDecoder.
 func DecodeJSON(_ int, _ http.Header, body []byte) (Outcome, error) {
 	var v struct {
 		State      *string `json:"state"`
