@@ -28,7 +28,11 @@ type exchange struct {
 	// sending; a transport that reports no trace events gets no benefit of
 	// the doubt.
 	unsent     bool
-	retryAfter time.Duration
+	retryAfter time.Duration // capped by WithRetryAfterCap: what a caller waits
+	// serverWait is the server's Retry-After bounded only by the
+	// reconciler's longest interval: how long a handed-off operation is
+	// left alone.
+	serverWait time.Duration
 	dur        time.Duration
 }
 
@@ -96,6 +100,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	}
 	if ra, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.clock.Now()); ok {
 		ex.retryAfter = min(ra, c.cfg.retryAfterCap)
+		ex.serverWait = min(ra, c.cfg.reconcileMax)
 	}
 	ex.dur = c.cfg.clock.Now().Sub(start)
 	return ex
@@ -138,6 +143,7 @@ func (d *driver) submit() (step, error) {
 	d.exchanges++
 	number := attemptCount(d.rec)
 	ex := c.send(d.ctx, d.rec, false)
+	d.serverWait = ex.serverWait
 
 	st := step{retryAfter: ex.retryAfter}
 	var outcome string
@@ -260,6 +266,7 @@ func (d *driver) query() (step, error) {
 	number := attemptCount(d.rec) + 1
 	start := d.now()
 	ex := c.send(d.ctx, d.rec, true)
+	d.serverWait = ex.serverWait
 
 	st := step{verdict: Ambiguous, retryAfter: ex.retryAfter}
 	outcome := "query_failed"

@@ -48,6 +48,9 @@ type driver struct {
 	deadline  time.Time
 	exchanges int
 	bo        backoff.BackOff // made at the first wait: most calls never wait
+	// serverWait: the last answer's Retry-After, bounded by the
+	// reconciler's longest interval; a hand-off honours it in full.
+	serverWait time.Duration
 	// preRecorded: the last attempt was journaled with the record itself
 	// (Submit) and has not been sent yet.
 	preRecorded bool
@@ -270,6 +273,7 @@ func (d *driver) handoff(cause error, due time.Time) error {
 	if due.IsZero() || d.mode == reconciling {
 		due = maxTime(due, now.Add(d.c.reconcileDelay(d.rec)))
 	}
+	due = maxTime(due, now.Add(d.serverWait))
 	if err := d.commit(func(r *journal.Record) {
 		if r.State != StateProcessing {
 			r.State = StateUnknown

@@ -91,6 +91,20 @@ func TestRetryAfterBeyondBudgetHandsOff(t *testing.T) {
 	require.Len(t, e.submits("k"), 1)
 }
 
+// The Retry-After cap bounds how long a caller waits, not how long the
+// reconciler leaves the server alone after a hand-off.
+func TestHandOffHonoursLongRetryAfter(t *testing.T) {
+	e := newEnv(t, clientOpts(idem.WithMaxElapsed(10*time.Second), idem.WithRetryAfterCap(5*time.Second)))
+	e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: 20 * time.Minute, Count: 100})
+	start := e.clock.Now()
+	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	handedOff := e.clock.Now()
+	require.True(t, handedOff.Before(start.Add(20*time.Minute)), "the caller waited only the capped time")
+	require.False(t, e.record("k").NextDue.Before(handedOff.Add(20*time.Minute)),
+		"due no sooner than the server's 20 minutes after the hand-off")
+}
+
 func TestBudgetSpentLeavesOperationIntact(t *testing.T) {
 	e := newEnv(t, clientOpts(idem.WithMaxAttempts(5)))
 	e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 100})
