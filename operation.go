@@ -96,8 +96,26 @@ const (
 )
 
 func compactAttempts(rec *journal.Record) {
-	if n := len(rec.Attempts); n > maxAttemptEntries {
-		drop := n - maxAttemptEntries
-		rec.Attempts = append(rec.Attempts[:keepFirstAttempts], rec.Attempts[keepFirstAttempts+drop:]...)
+	n := len(rec.Attempts)
+	if n <= maxAttemptEntries {
+		return
 	}
+	kept := rec.Attempts[:keepFirstAttempts]
+	dropped := rec.Attempts[keepFirstAttempts : n-(maxAttemptEntries-keepFirstAttempts-1)]
+	// "Maybe sent" must survive compaction: it decides whether a later
+	// refusal may fail the operation and whether a cancellation leaves it
+	// pending. Keep the last dropped attempt that may have been sent, or
+	// else one more of the latest.
+	keep := dropped[len(dropped)-1]
+	for i := len(dropped) - 1; i >= 0; i-- {
+		if a := dropped[i]; a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done) {
+			keep = a
+			break
+		}
+	}
+	out := make([]journal.Attempt, 0, maxAttemptEntries)
+	out = append(out, kept...)
+	out = append(out, keep)
+	out = append(out, rec.Attempts[n-(maxAttemptEntries-keepFirstAttempts-1):]...)
+	rec.Attempts = out
 }
