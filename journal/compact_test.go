@@ -1,0 +1,111 @@
+package journal_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/idemkit/idem/journal"
+	"github.com/idemkit/idem/journal/journaltest"
+)
+
+// TestCompact: pruning leaves free pages behind; Compact gives them back
+// without changing a single record, and leaves a journal that checks out.
+func TestCompact(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	s, err := journal.Open(path, journal.WithUnsafeNoSync())
+	require.NoError(t, err)
+	due := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	const n, open = 3000, 50
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += 8 {
+				key := fmt.Sprintf("k%05d", i)
+				_, err := s.Create(ctx, journaltest.NewRecord("acct", key, due))
+				require.NoError(t, err)
+				if i < open {
+					continue
+				}
+				_, err = s.Update(ctx, "acct", key, func(r *journal.Record) error {
+					r.State, r.Settled, r.Updated = journal.StateSucceeded, due, due
+					r.Result = &journal.Result{ResourceID: "res-" + key, StatusCode: 201}
+					return nil
+				})
+				require.NoError(t, err)
+			}
+		}()
+	}
+	wg.Wait()
+	pruned, err := s.Prune(ctx, due.Add(time.Second))
+	require.NoError(t, err)
+	require.Equal(t, n-open, pruned)
+	before, err := s.List(ctx, journal.Filter{})
+	require.NoError(t, err)
+	require.Len(t, before, open)
+
+	// The application holds the lock: Compact refuses.
+	_, err = journal.Compact(path, journal.WithLockTimeout(50*time.Millisecond))
+	require.ErrorIs(t, err, journal.ErrLocked)
+	require.NoError(t, s.Close())
+
+	st, err := journal.Compact(path)
+	require.NoError(t, err)
+	require.Less(t, st.After, st.Before/2, "Compact() sizes %+v", st)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	_, err = os.Stat(path + ".compact")
+	require.ErrorIs(t, err, os.ErrNotExist, "no copy left behind")
+	require.NoError(t, journal.Check(path))
+
+	s, err = journal.Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	after, err := s.List(ctx, journal.Filter{})
+	require.NoError(t, err)
+	require.Equal(t, before, after, "records after Compact()")
+	var visited int
+	require.NoError(t, s.ForEachOpen(ctx, func(*journal.Record) error { visited++; return nil }))
+	require.Equal(t, open, visited, "open index after Compact()")
+}
+
+// TestCheckFindsDamage: an index that disagrees with the records is found.
+func TestCheckFindsDamage(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	s, err := journal.Open(path)
+	require.NoError(t, err)
+	_, err = s.Create(context.Background(), journaltest.NewRecord("acct", "k", time.Now()))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.NoError(t, journal.Check(path))
+
+	_, err = journal.Compact(path, journal.ReadOnly())
+	require.ErrorIs(t, err, journal.ErrReadOnly)
+	require.Error(t, journal.Check(filepath.Join(t.TempDir(), "missing.journal")))
+
+	// Lose the open record's due-index entry behind the journal's back.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte("due")).Cursor()
+		k, _ := c.First()
+		require.NotNil(t, k)
+		return c.Delete()
+	}))
+	require.NoError(t, db.Close())
+	require.ErrorIs(t, journal.Check(path), journal.ErrCorrupt)
+	_, err = journal.Compact(path)
+	require.ErrorIs(t, err, journal.ErrCorrupt, "Compact() refuses to swap in a copy that does not check out")
+	require.ErrorIs(t, journal.Check(path), journal.ErrCorrupt, "the journal is left as it was")
+}
