@@ -4,8 +4,9 @@
 //
 // Use it while the application that owns the journal is stopped: a running
 // application holds the journal's lock, and idem reports that instead of
-// waiting for ever. list, show and stats open the journal read-only and
-// never create or change the file; resolve and prune open it for writing.
+// waiting for ever. list, show, stats and check open the journal read-only
+// and never create or change the file; resolve, prune and compact open it
+// for writing.
 //
 // Usage:
 //
@@ -29,6 +30,13 @@
 //	    Open operations are never pruned.
 //	stats [-json]
 //	    Count operations by state.
+//	check
+//	    Verify the journal: bbolt's page check, every record decodes, and
+//	    the indexes agree with the records.
+//	compact
+//	    Rewrite the journal without the free pages pruning leaves behind
+//	    (they make every commit rewrite a long free list), check the copy,
+//	    and swap it in atomically.
 //
 // Durations are Go durations (90m, 720h) or whole days (30d). show and
 // resolve look in scope "default", the idem client's default, unless

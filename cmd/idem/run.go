@@ -33,6 +33,8 @@ Commands:
   resolve   settle an operation by hand (recorded as a manual resolution)
   prune     delete succeeded and failed operations settled long ago
   stats     count operations by state
+  check     verify the journal's pages and indexes (read-only)
+  compact   give pruned pages back to the file system (atomic swap)
 
 Global flags (also accepted after the command):
   -journal PATH
@@ -63,6 +65,10 @@ var commands = []*command{
 		"Delete succeeded and failed operations settled more than D ago. Open operations are never pruned.", cmdPrune},
 	{"stats", "[-json]",
 		"Count operations by state.", cmdStats},
+	{"check", "",
+		"Verify the journal: bbolt's page check and the journal's own (records decode, indexes agree). Changes nothing.", cmdCheck},
+	{"compact", "",
+		"Rewrite the journal without the free pages that pruning leaves, and swap it in atomically; commits get cheaper.", cmdCompact},
 }
 
 // env is what a command runs with: output, the process environment, the
@@ -221,22 +227,9 @@ func (e *env) path(cmd string) (string, error) {
 // open opens the journal for cmd, read-only unless write is set. It never
 // creates the file, and it turns the journal's errors into advice.
 func (e *env) open(cmd string, write bool) (*journal.Store, error) {
-	path, err := e.path(cmd)
+	path, err := e.existing(cmd)
 	if err != nil {
 		return nil, err
-	}
-	// journal.Open creates a missing file when opening for writing: look
-	// first, so that a mistyped path is reported, not made into a journal.
-	fi, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("journal %s does not exist; check -journal or IDEM_JOURNAL (idem never creates a journal)", path)
-	case err != nil:
-		return nil, explain(path, err)
-	case fi.IsDir():
-		return nil, fmt.Errorf("journal %s is a directory; give the path of the journal file", path)
-	case fi.Size() == 0:
-		return nil, fmt.Errorf("journal %s is an empty file, not an idem journal; check the path", path)
 	}
 	opts := []journal.Option{journal.WithLockTimeout(e.lockTimeout)}
 	if !write {
@@ -247,6 +240,28 @@ func (e *env) open(cmd string, write bool) (*journal.Store, error) {
 		return nil, explain(path, err)
 	}
 	return s, nil
+}
+
+// existing returns the journal's path after checking that a file is there.
+func (e *env) existing(cmd string) (string, error) {
+	path, err := e.path(cmd)
+	if err != nil {
+		return "", err
+	}
+	// journal.Open creates a missing file when opening for writing: look
+	// first, so that a mistyped path is reported, not made into a journal.
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("journal %s does not exist; check -journal or IDEM_JOURNAL (idem never creates a journal)", path)
+	case err != nil:
+		return "", explain(path, err)
+	case fi.IsDir():
+		return "", fmt.Errorf("journal %s is a directory; give the path of the journal file", path)
+	case fi.Size() == 0:
+		return "", fmt.Errorf("journal %s is an empty file, not an idem journal; check the path", path)
+	}
+	return path, nil
 }
 
 // explain turns an error from the journal into a message that says what

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/idemkit/idem/journal"
+)
+
+func cmdCheck(e *env, args []string) error {
+	const name = "check"
+	pos, err := e.parse(e.flags(name), args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(name, pos); err != nil {
+		return err
+	}
+	path, err := e.existing(name)
+	if err != nil {
+		return err
+	}
+	if err := journal.Check(path, journal.WithLockTimeout(e.lockTimeout)); err != nil {
+		return explain(path, err)
+	}
+	fmt.Fprintf(e.stdout, "journal %s: ok (pages, records and indexes check out)\n", clean(path))
+	return nil
+}
+
+func cmdCompact(e *env, args []string) error {
+	const name = "compact"
+	pos, err := e.parse(e.flags(name), args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(name, pos); err != nil {
+		return err
+	}
+	path, err := e.existing(name)
+	if err != nil {
+		return err
+	}
+	st, err := journal.Compact(path, journal.WithLockTimeout(e.lockTimeout))
+	if err != nil {
+		return explain(path, err)
+	}
+	fmt.Fprintf(e.stdout, "journal %s compacted: %s -> %s\n", clean(path), size(st.Before), size(st.After))
+	return nil
+}
