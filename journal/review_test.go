@@ -1,0 +1,592 @@
+package journal
+
+// Review tests: an adversarial review of the journal's promises (DESIGN.md,
+// "Journal promises", and the Store contract in the root package). Every
+// test here passes on the reviewed code and guards a promise; tests that
+// showed bugs live elsewhere until the bugs are fixed.
+//
+// Several tests need two or more writes in one commit round, in a known
+// order. They get it without timing: a "blocker" Update leads a round and
+// waits inside its function; the writes under test queue behind it (the
+// test waits until the committer's queue holds them); releasing the
+// blocker hands the lead to the oldest queued write, whose round holds
+// them all, in queue order.
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+)
+
+var rvT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// rvRecord returns a valid pending record in scope "s", due at due.
+func rvRecord(key string, due time.Time) *Record {
+	body := []byte(`{"order":"` + key + `"}`)
+	return &Record{
+		Scope: "s", Key: key, Method: http.MethodPost, URL: "https://api.example.com/orders",
+		Body: body, BodySHA: sha256.Sum256(body), State: StatePending,
+		Created: rvT0, Updated: rvT0, NextDue: due,
+	}
+}
+
+// rvOpen opens a new journal. The cleanup closes it and checks its
+// indexes, unless the test has already closed it.
+func rvOpen(t *testing.T, opts ...Option) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(path, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if s.closed.Load() {
+			return
+		}
+		require.NoError(t, s.db.View(check), "indexes")
+		require.NoError(t, s.Close())
+	})
+	return s, path
+}
+
+// rvWaitQueued waits until n writes wait in the committer's queue behind
+// the current leader.
+func rvWaitQueued(t *testing.T, s *Store, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.c.mu.Lock()
+		got := len(s.c.queue)
+		s.c.mu.Unlock()
+		if got >= n {
+			require.Equal(t, n, got, "queued writes")
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want %d", got, n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// rvBlock creates record "blk" and starts an Update of it whose function
+// waits until release is called: its writer leads a round, and later
+// writes queue behind it. wait returns the blocker's error.
+func rvBlock(t *testing.T, s *Store) (release func(), wait func() error) {
+	t.Helper()
+	_, err := s.Create(context.Background(), rvRecord("blk", rvT0))
+	require.NoError(t, err)
+	started, rel := make(chan struct{}), make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.Update(context.Background(), "s", "blk", func(r *Record) error {
+			close(started)
+			<-rel
+			r.Review = "blocked a round"
+			return nil
+		})
+		errc <- err
+	}()
+	<-started
+	return func() { close(rel) }, func() error { return <-errc }
+}
+
+// rvBoltFile returns bbolt's *os.File (bbolt 1.5 no longer exports it).
+// Closing it makes every later commit fail to write, as an I/O error
+// would, while reads, which use the memory map, go on working.
+func rvBoltFile(db *bolt.DB) *os.File {
+	f := reflect.ValueOf(db).Elem().FieldByName("file")
+	return *(**os.File)(unsafe.Pointer(f.UnsafeAddr()))
+}
+
+type rvResult struct {
+	rec *Record
+	err error
+}
+
+// rvGo runs op on its own goroutine and returns the channel of its result.
+func rvGo(op func() (*Record, error)) <-chan rvResult {
+	c := make(chan rvResult, 1)
+	go func() {
+		r, err := op()
+		c <- rvResult{r, err}
+	}()
+	return c
+}
+
+// hugeKey is a key bbolt cannot store (MaxKeySize is 32 KiB): the journal
+// does not reject it up front, so its write fails inside the transaction,
+// as a *txFailure — the one deterministic way to reach that path.
+var hugeKey = strings.Repeat("k", bolt.MaxKeySize+100)
+
+// TestReviewTxFailureRetryAppliesOthersOnce checks the txFailure path of
+// the committer (promise: an error means "not written", success means
+// written exactly once). A write that breaks the round's transaction fails
+// alone; the writes before and after it in the round commit, each applied
+// once to the record as committed, not on top of their own rolled-back
+// first run; the indexes stay consistent.
+func TestReviewTxFailureRetryAppliesOthersOnce(t *testing.T) {
+	s, _ := rvOpen(t)
+	ctx := context.Background()
+	_, err := s.Create(ctx, rvRecord("x", rvT0))
+	require.NoError(t, err)
+
+	release, wait := rvBlock(t, s)
+	calls := 0 // only read after the round is over
+	upd := rvGo(func() (*Record, error) {
+		return s.Update(ctx, "s", "x", func(r *Record) error {
+			calls++
+			r.Attempts = append(r.Attempts, Attempt{Number: len(r.Attempts) + 1, Kind: AttemptSubmit, Start: rvT0})
+			r.NextDue = rvT0.Add(time.Hour)
+			return nil
+		})
+	})
+	rvWaitQueued(t, s, 1)
+	bad := rvGo(func() (*Record, error) { return s.Create(ctx, rvRecord(hugeKey, rvT0)) })
+	rvWaitQueued(t, s, 2)
+	after := rvGo(func() (*Record, error) { return s.Create(ctx, rvRecord("y", rvT0)) })
+	rvWaitQueued(t, s, 3)
+	before := s.c.rounds.Load()
+	release()
+	require.NoError(t, wait())
+
+	u, b, a := <-upd, <-bad, <-after
+	require.Error(t, b.err, "Create() of an unstorable key")
+	require.NoError(t, u.err)
+	require.NoError(t, a.err)
+	require.Equal(t, int64(2), s.c.rounds.Load()-before, "the failed round and its retry")
+	t.Logf("Update's function ran %d times (the retry runs it again)", calls)
+
+	got, err := s.Get(ctx, "s", "x")
+	require.NoError(t, err)
+	require.Len(t, got.Attempts, 1, "update applied once")
+	require.Equal(t, u.rec, got, "Update() returned what was committed")
+	_, err = s.Get(ctx, "s", "y")
+	require.NoError(t, err, "the write after the culprit committed")
+	require.NoError(t, s.db.View(func(tx *bolt.Tx) error {
+		require.Nil(t, lookup(tx, recordKey("s", hugeKey[:bolt.MaxKeySize-2])), "nothing of the culprit")
+		return check(tx)
+	}))
+}
+
+// TestReviewCommitFailureReportsNoSuccess checks the committer's "Begin or
+// Commit failed" path (promise 8, and "an error always means not
+// written"): when the round's commit fails (here: the file's descriptor is
+// gone, as after an I/O error), every write in it reports an error, and
+// none of them is in the file.
+func TestReviewCommitFailureReportsNoSuccess(t *testing.T) {
+	s, path := rvOpen(t)
+	ctx := context.Background()
+	_, err := s.Create(ctx, rvRecord("b", rvT0))
+	require.NoError(t, err)
+
+	release, wait := rvBlock(t, s)
+	create := rvGo(func() (*Record, error) { return s.Create(ctx, rvRecord("a", rvT0)) })
+	rvWaitQueued(t, s, 1)
+	update := rvGo(func() (*Record, error) {
+		return s.Update(ctx, "s", "b", func(r *Record) error {
+			r.State, r.Settled = StateSucceeded, rvT0
+			return nil
+		})
+	})
+	rvWaitQueued(t, s, 2)
+	require.NoError(t, rvBoltFile(s.db).Close()) // every later commit fails to write
+	release()
+	require.Error(t, wait(), "blocker's commit")
+	c, u := <-create, <-update
+	require.Error(t, c.err, "Create() in a failed commit")
+	require.Error(t, u.err, "Update() in a failed commit")
+	_ = s.Close() // bbolt cannot unlock a closed file: an error is expected
+
+	s2, err := Open(path)
+	require.NoError(t, err)
+	defer s2.Close()
+	_, err = s2.Get(ctx, "s", "a")
+	require.ErrorIs(t, err, ErrNotFound, "failed Create() not in the file")
+	b, err := s2.Get(ctx, "s", "b")
+	require.NoError(t, err)
+	require.Equal(t, StatePending, b.State, "failed Update() not in the file")
+	require.NoError(t, s2.db.View(check))
+}
+
+// TestReviewSameRecordTwiceInOneRound checks two writes to one record in
+// one round (Store contract: Update returns ErrTerminal without calling fn
+// once the record is terminal; every update sees the ones before it).
+func TestReviewSameRecordTwiceInOneRound(t *testing.T) {
+	s, _ := rvOpen(t)
+	ctx := context.Background()
+	_, err := s.Create(ctx, rvRecord("x", rvT0))
+	require.NoError(t, err)
+
+	release, wait := rvBlock(t, s)
+	settle := rvGo(func() (*Record, error) {
+		return s.Update(ctx, "s", "x", func(r *Record) error {
+			r.State, r.Settled = StateSucceeded, rvT0.Add(time.Minute)
+			return nil
+		})
+	})
+	rvWaitQueued(t, s, 1)
+	called := false
+	late := rvGo(func() (*Record, error) {
+		return s.Update(ctx, "s", "x", func(r *Record) error {
+			called = true
+			r.State = StatePending
+			return nil
+		})
+	})
+	rvWaitQueued(t, s, 2)
+	create := rvGo(func() (*Record, error) { return s.Create(ctx, rvRecord("z", rvT0)) })
+	rvWaitQueued(t, s, 3)
+	follow := rvGo(func() (*Record, error) {
+		return s.Update(ctx, "s", "z", func(r *Record) error {
+			r.State = StateProcessing
+			return nil
+		})
+	})
+	rvWaitQueued(t, s, 4)
+	resolve := rvGo(func() (*Record, error) {
+		return s.Resolve(ctx, "s", "z", Manual{State: StateFailed, Reason: "by hand", By: "op", At: rvT0.Add(time.Hour)})
+	})
+	rvWaitQueued(t, s, 5)
+	release()
+	require.NoError(t, wait())
+
+	st, l, c, f, r := <-settle, <-late, <-create, <-follow, <-resolve
+	require.NoError(t, st.err)
+	require.ErrorIs(t, l.err, ErrTerminal, "second Update() in the round")
+	require.False(t, called, "fn called on a record settled earlier in the round")
+	require.NoError(t, c.err)
+	require.NoError(t, f.err, "Update() of a record created earlier in the round")
+	require.NoError(t, r.err)
+	require.Equal(t, StateProcessing, r.rec.Resolved.From, "Resolve() saw the Update() before it")
+
+	x, err := s.Get(ctx, "s", "x")
+	require.NoError(t, err)
+	require.Equal(t, st.rec, x)
+	z, err := s.Get(ctx, "s", "z")
+	require.NoError(t, err)
+	require.Equal(t, r.rec, z)
+}
+
+// TestReviewQueuedWriteSurvivesCancel checks the Store's ctx rule: once a
+// write has been queued it is carried out even if its context ends, and it
+// reports success only because it committed.
+func TestReviewQueuedWriteSurvivesCancel(t *testing.T) {
+	s, _ := rvOpen(t)
+	release, wait := rvBlock(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	create := rvGo(func() (*Record, error) { return s.Create(ctx, rvRecord("a", rvT0)) })
+	rvWaitQueued(t, s, 1)
+	cancel()
+	release()
+	require.NoError(t, wait())
+	c := <-create
+	require.NoError(t, c.err, "queued Create() with a context cancelled while it waited")
+	got, err := s.Get(context.Background(), "s", "a")
+	require.NoError(t, err)
+	require.Equal(t, c.rec, got)
+}
+
+// TestReviewCloseWaitsForQueuedWrites checks Close against writers (Store
+// contract: every write is durable when it returns without error; every
+// method returns ErrClosed after Close). Close waits for the round in
+// progress and for the writes queued behind it; a write that arrives once
+// Close has begun is refused; every acknowledged write is in the file.
+func TestReviewCloseWaitsForQueuedWrites(t *testing.T) {
+	s, path := rvOpen(t)
+	ctx := context.Background()
+	release, wait := rvBlock(t, s)
+	queued := rvGo(func() (*Record, error) { return s.Create(ctx, rvRecord("a", rvT0)) })
+	rvWaitQueued(t, s, 1)
+
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	for !s.closed.Load() {
+		runtime.Gosched()
+	}
+	_, err := s.Create(ctx, rvRecord("late", rvT0))
+	require.ErrorIs(t, err, ErrClosed, "Create() once Close has begun")
+	select {
+	case err := <-closed:
+		t.Fatalf("Close() returned (%v) while a round was in progress", err)
+	default:
+	}
+	release()
+	require.NoError(t, wait(), "the leader's write")
+	q := <-queued
+	require.NoError(t, q.err, "the write queued before Close")
+	require.NoError(t, <-closed)
+
+	s2, err := Open(path)
+	require.NoError(t, err)
+	defer s2.Close()
+	for _, k := range []string{"blk", "a"} {
+		r, err := s2.Get(ctx, "s", k)
+		require.NoError(t, err, "acknowledged %s lost", k)
+		if k == "blk" {
+			require.Equal(t, "blocked a round", r.Review)
+		}
+	}
+	_, err = s2.Get(ctx, "s", "late")
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// TestReviewUpdateCannotChangeMethod checks that Update keeps the Method
+// (promise 2: same request on every attempt; the conformance suite checks
+// Scope, Key, URL and Body, not Method).
+func TestReviewUpdateCannotChangeMethod(t *testing.T) {
+	s, _ := rvOpen(t)
+	ctx := context.Background()
+	want, err := s.Create(ctx, rvRecord("x", rvT0))
+	require.NoError(t, err)
+	_, err = s.Update(ctx, "s", "x", func(r *Record) error {
+		r.Method = http.MethodPut
+		return nil
+	})
+	require.ErrorIs(t, err, ErrInvalid)
+	got, err := s.Get(ctx, "s", "x")
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+}
+
+// TestReviewRoundTripThroughStore checks that what a write returns is what
+// a later Get returns, field for field, for a record using every corner of
+// the encoding: multi-valued and empty headers, attempts of every kind,
+// a Result with no body, a Resolution, local times with monotonic
+// readings, and times far outside the index's range.
+func TestReviewRoundTripThroughStore(t *testing.T) {
+	s, _ := rvOpen(t)
+	ctx := context.Background()
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	now := time.Now() // carries a monotonic reading
+	rec := rvRecord("x", time.Date(1500, 1, 1, 0, 0, 0, 7, zone))
+	rec.Header = http.Header{
+		"Accept":    {"application/json", "text/plain"},
+		"X-Empty":   {},
+		"X-Blank":   {""},
+		"x-lower":   {"as given"},
+		"X-Lower":   {"canonical"},
+		"X-Unicode": {"é✓"},
+	}
+	rec.Attempts = []Attempt{
+		{Number: 1, Kind: AttemptSubmit, Start: now, Wrote: true, Done: true, Status: 503, Err: "e", RetryAfter: -time.Second, Duration: math.MaxInt64},
+		{Number: 2, Kind: AttemptQuery, Start: now.In(zone)},
+		{Number: -3, Kind: "custom", Start: time.Unix(math.MaxInt64, 999999999)},
+		{},
+	}
+	rec.Result = &Result{StatusCode: 202}
+	rec.Resolved = &Resolution{By: "op", Reason: "r", At: time.Unix(math.MinInt64/2, 1)}
+	rec.Created = now
+	rec.FirstSent = time.Date(9999, 12, 31, 23, 59, 59, 999999999, zone)
+	rec.Updated = now.In(zone)
+
+	created, err := s.Create(ctx, rec)
+	require.NoError(t, err)
+	got, err := s.Get(ctx, "s", "x")
+	require.NoError(t, err)
+	require.Equal(t, created, got, "Create() result equals Get()")
+	require.Equal(t, []string{"application/json", "text/plain"}, got.Header["Accept"])
+	require.Len(t, got.Header, len(rec.Header))
+	require.Len(t, got.Attempts, 4)
+	for i := range rec.Attempts {
+		require.True(t, rec.Attempts[i].Start.Equal(got.Attempts[i].Start), "attempt %d start", i)
+	}
+	require.True(t, got.NextDue.Equal(rec.NextDue) && got.FirstSent.Equal(rec.FirstSent) && got.Created.Equal(rec.Created))
+	require.Equal(t, "custom", string(got.Attempts[2].Kind))
+	require.Nil(t, got.Result.Body)
+
+	updated, err := s.Update(ctx, "s", "x", func(r *Record) error {
+		r.Attempts = append(r.Attempts, Attempt{Number: 5, Start: now})
+		r.NextDue = time.Time{}
+		return nil
+	})
+	require.NoError(t, err)
+	got, err = s.Get(ctx, "s", "x")
+	require.NoError(t, err)
+	require.Equal(t, updated, got, "Update() result equals Get()")
+}
+
+// TestReviewExtremeTimesKeepIndexesConsistent checks the index invariant
+// (a record is in the open index iff it is not terminal, under the key of
+// its NextDue, or in the settled index under its Settled) through every
+// kind of write, with times that timeKey clamps: the zero time, years
+// before 1678 and after 2262, and the ends of time.Unix's range.
+func TestReviewExtremeTimesKeepIndexesConsistent(t *testing.T) {
+	s, _ := rvOpen(t)
+	ctx := context.Background()
+	times := []time.Time{
+		{},
+		time.Unix(math.MinInt64, 0),
+		time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(-1, 999999999),
+		rvT0,
+		time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Unix(math.MaxInt64, 999999999),
+	}
+	requireCheck := func(what string) {
+		t.Helper()
+		require.NoError(t, s.db.View(check), what)
+	}
+	for i, due := range times {
+		_, err := s.Create(ctx, rvRecord(fmt.Sprint(i), due))
+		require.NoError(t, err)
+	}
+	requireCheck("after Create")
+	// The zero time and the clamped early times are due by the zero time.
+	due, err := s.Due(ctx, time.Time{}, 0)
+	require.NoError(t, err)
+	require.Len(t, due, 3, "Due(zero time)")
+	due, err = s.Due(ctx, time.Unix(math.MaxInt64, 999999999), 0)
+	require.NoError(t, err)
+	require.Len(t, due, len(times), "Due(end of time) returns every open record")
+
+	for i := range times {
+		j := len(times) - 1 - i
+		_, err := s.Update(ctx, "s", fmt.Sprint(i), func(r *Record) error {
+			r.NextDue = times[j]
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	requireCheck("after rescheduling")
+	for i := range times {
+		if i%2 == 0 {
+			_, err := s.Update(ctx, "s", fmt.Sprint(i), func(r *Record) error {
+				r.State, r.Settled = StateFailed, times[len(times)-1-i]
+				if r.Settled.IsZero() {
+					r.Settled = time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)
+				}
+				return nil
+			})
+			require.NoError(t, err)
+		}
+	}
+	requireCheck("after settling")
+	for i := range times {
+		_, err := s.Resolve(ctx, "s", fmt.Sprint(i), Manual{State: StateSucceeded, Reason: "r", At: times[(i+3)%len(times)].Add(time.Nanosecond)})
+		if times[(i+3)%len(times)].Add(time.Nanosecond).IsZero() {
+			require.ErrorIs(t, err, ErrInvalid)
+			continue
+		}
+		require.NoError(t, err)
+	}
+	requireCheck("after Resolve")
+	n, err := s.Prune(ctx, time.Unix(math.MaxInt64, 999999999))
+	require.NoError(t, err)
+	require.Positive(t, n)
+	requireCheck("after Prune")
+	list, err := s.List(ctx, Filter{})
+	require.NoError(t, err)
+	for _, r := range list {
+		require.True(t, r.Open() || timeKey(r.Settled) >= timeKey(time.Unix(math.MaxInt64, 999999999)),
+			"%s settled %v not pruned", r.Key, r.Settled)
+	}
+}
+
+// TestReviewPruneSkipsOpenRecordsUnderAnyTimes checks promise 11: Prune
+// never deletes an open record, whatever its times (here an ancient, even
+// meaningless, Settled on open records and a cut-off at the end of time);
+// it deletes the terminal one.
+func TestReviewPruneSkipsOpenRecordsUnderAnyTimes(t *testing.T) {
+	s, _ := rvOpen(t)
+	ctx := context.Background()
+	for i, st := range []State{StatePending, StateProcessing, StateUnknown} {
+		r := rvRecord(fmt.Sprint("open", i), time.Time{})
+		r.State, r.Settled, r.Created, r.Updated = st, time.Unix(0, 0), time.Unix(0, 0), time.Unix(0, 0)
+		_, err := s.Create(ctx, r)
+		require.NoError(t, err)
+	}
+	done := rvRecord("done", rvT0)
+	done.State, done.Settled = StateSucceeded, time.Unix(0, 0)
+	_, err := s.Create(ctx, done)
+	require.NoError(t, err)
+	n, err := s.Prune(ctx, time.Unix(math.MaxInt64, 0))
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	open, err := s.List(ctx, Filter{})
+	require.NoError(t, err)
+	require.Len(t, open, 3)
+}
+
+// TestReviewDecodeRejectsEveryTruncation checks promise 10 (the decoder
+// fails closed): every proper prefix of a full record, and the record with
+// a byte appended, is an error matching ErrCorrupt, never a record with
+// fields silently missing.
+func TestReviewDecodeRejectsEveryTruncation(t *testing.T) {
+	r := fullRecord()
+	r.Header.Add("X-Review-Multi", "one")
+	r.Header.Add("X-Review-Multi", "two")
+	enc := encode(nil, r)
+	for n := range len(enc) {
+		got, err := decode(enc[:n])
+		require.ErrorIs(t, err, ErrCorrupt, "prefix of %d bytes", n)
+		require.Nil(t, got)
+	}
+	_, err := decode(append(enc[:len(enc):len(enc)], 0))
+	require.ErrorIs(t, err, ErrCorrupt, "trailing byte")
+	got, err := decode(enc)
+	require.NoError(t, err)
+	require.Equal(t, []string{"one", "two"}, got.Header["X-Review-Multi"])
+}
+
+// TestReviewLockTimeoutBounded checks promise 9: a second Open of a held
+// journal, for writing or read-only, fails with ErrLocked after a bounded
+// wait, including with a zero (single try) timeout; the holder is
+// unaffected.
+func TestReviewLockTimeoutBounded(t *testing.T) {
+	s, path := rvOpen(t)
+	for _, opts := range [][]Option{
+		{WithLockTimeout(50 * time.Millisecond)},
+		{WithLockTimeout(0)},
+		{WithLockTimeout(-time.Second), ReadOnly()},
+		{WithLockTimeout(50 * time.Millisecond), ReadOnly()},
+	} {
+		start := time.Now()
+		s2, err := Open(path, opts...)
+		if err == nil {
+			s2.Close()
+		}
+		require.ErrorIs(t, err, ErrLocked)
+		require.Contains(t, err.Error(), path)
+		require.Less(t, time.Since(start), 5*time.Second, "bounded wait")
+	}
+	_, err := s.Create(context.Background(), rvRecord("after", rvT0))
+	require.NoError(t, err, "the holder still writes")
+}
+
+// TestReviewErrorsAfterClose checks that every method refuses after Close
+// rather than touching a closed file, including Stats and a ForEachOpen
+// whose fn closes the Store half-way.
+func TestReviewErrorsAfterClose(t *testing.T) {
+	s, _ := rvOpen(t)
+	ctx := context.Background()
+	for i := range openPage + 10 {
+		_, err := s.Create(ctx, rvRecord(fmt.Sprint(i), rvT0.Add(time.Duration(i)*time.Second)))
+		require.NoError(t, err)
+	}
+	visits := 0
+	err := s.ForEachOpen(ctx, func(*Record) error {
+		visits++
+		if visits == 1 {
+			require.NoError(t, s.Close())
+		}
+		return nil
+	})
+	require.ErrorIs(t, err, ErrClosed, "ForEachOpen() past Close")
+	require.Equal(t, openPage, visits, "the page read before Close")
+	_, err = s.Stats(ctx)
+	require.ErrorIs(t, err, ErrClosed, "Stats()")
+	_, err = s.Due(ctx, rvT0, 0)
+	require.ErrorIs(t, err, ErrClosed, "Due()")
+}
