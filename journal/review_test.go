@@ -15,6 +15,7 @@ package journal
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -22,7 +23,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -88,6 +89,9 @@ func rvBlock(t *testing.T, s *Store) (release func(), wait func() error) {
 	_, err := s.Create(context.Background(), rvRecord("blk", rvT0))
 	require.NoError(t, err)
 	started, rel := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(rel) }) }
+	t.Cleanup(release) // a test that fails half-way must not wedge Close
 	errc := make(chan error, 1)
 	go func() {
 		_, err := s.Update(context.Background(), "s", "blk", func(r *Record) error {
@@ -99,7 +103,7 @@ func rvBlock(t *testing.T, s *Store) (release func(), wait func() error) {
 		errc <- err
 	}()
 	<-started
-	return func() { close(rel) }, func() error { return <-errc }
+	return release, func() error { return <-errc }
 }
 
 // rvBoltFile returns bbolt's *os.File (bbolt 1.5 no longer exports it).
@@ -125,10 +129,30 @@ func rvGo(op func() (*Record, error)) <-chan rvResult {
 	return c
 }
 
-// hugeKey is a key bbolt cannot store (MaxKeySize is 32 KiB): the journal
-// does not reject it up front, so its write fails inside the transaction,
-// as a *txFailure — the one deterministic way to reach that path.
-var hugeKey = strings.Repeat("k", bolt.MaxKeySize+100)
+// errInjected is the bbolt failure rvBreakTx reports.
+var errInjected = errors.New("injected bbolt failure")
+
+// rvBreakTx queues a write that breaks its round's transaction the way a
+// failed bbolt Put does: it writes half a record, then reports a
+// *txFailure. It is the one deterministic way into the committer's
+// txFailure path. The channel gets the write's error.
+func rvBreakTx(s *Store) <-chan error {
+	c := make(chan error, 1)
+	go func() {
+		r := &request{done: make(chan struct{}), run: func(tx *bolt.Tx, _ *request) error {
+			if err := tx.Bucket(bucketOpen).Put([]byte("half\x00written"), []byte("garbage")); err != nil {
+				return failed(err)
+			}
+			return failed(errInjected)
+		}}
+		if err := s.c.do(r); err != nil {
+			c <- err
+			return
+		}
+		c <- r.err
+	}()
+	return c
+}
 
 // TestReviewTxFailureRetryAppliesOthersOnce checks the txFailure path of
 // the committer (promise: an error means "not written", success means
@@ -153,7 +177,7 @@ func TestReviewTxFailureRetryAppliesOthersOnce(t *testing.T) {
 		})
 	})
 	rvWaitQueued(t, s, 1)
-	bad := rvGo(func() (*Record, error) { return s.Create(ctx, rvRecord(hugeKey, rvT0)) })
+	bad := rvBreakTx(s)
 	rvWaitQueued(t, s, 2)
 	after := rvGo(func() (*Record, error) { return s.Create(ctx, rvRecord("y", rvT0)) })
 	rvWaitQueued(t, s, 3)
@@ -162,7 +186,7 @@ func TestReviewTxFailureRetryAppliesOthersOnce(t *testing.T) {
 	require.NoError(t, wait())
 
 	u, b, a := <-upd, <-bad, <-after
-	require.Error(t, b.err, "Create() of an unstorable key")
+	require.ErrorIs(t, b, errInjected, "the culprit's error")
 	require.NoError(t, u.err)
 	require.NoError(t, a.err)
 	require.Equal(t, int64(2), s.c.rounds.Load()-before, "the failed round and its retry")
@@ -175,7 +199,7 @@ func TestReviewTxFailureRetryAppliesOthersOnce(t *testing.T) {
 	_, err = s.Get(ctx, "s", "y")
 	require.NoError(t, err, "the write after the culprit committed")
 	require.NoError(t, s.db.View(func(tx *bolt.Tx) error {
-		require.Nil(t, lookup(tx, recordKey("s", hugeKey[:bolt.MaxKeySize-2])), "nothing of the culprit")
+		require.Nil(t, tx.Bucket(bucketOpen).Get([]byte("half\x00written")), "nothing of the culprit")
 		return check(tx)
 	}))
 }
