@@ -22,7 +22,11 @@ type Store interface {
 	// Update applies fn to a copy of the stored record and commits the copy;
 	// nothing is written when fn returns an error. It returns an error
 	// matching journal.ErrTerminal, without calling fn, when the record is
-	// already succeeded or failed.
+	// already succeeded or failed. fn may run more than once (when the
+	// journal retries a round) and on another goroutine: it must only change
+	// the record. The request (scope, key, method, URLs, headers, body),
+	// Created and a manual resolution are not fn's to change
+	// (journal.ErrInvalid).
 	Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error)
 	// Resolve settles a record by hand and records who did it and why.
 	Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error)

@@ -28,11 +28,13 @@ type request struct {
 	panicked any           // a panic in the caller's fn, re-raised by the caller
 	done     chan struct{} // closed when err is final, or when lead is set
 	lead     bool          // set before done is closed: commit the next round
+	released bool          // release was called
 }
 
 // release lets r's writer return, unless r's writer is the leader, whose
 // done was closed to hand it the lead.
 func (r *request) release() {
+	r.released = true
 	if !r.lead {
 		close(r.done)
 	}
@@ -54,6 +56,10 @@ func failed(err error) error {
 
 // errPanicked stands in for the error of a request whose fn panicked.
 var errPanicked = errors.New("journal: update function panicked")
+
+// errGoexit fails the requests of a round whose leader was ended by
+// runtime.Goexit in a caller's function.
+var errGoexit = errors.New("journal: an update function called runtime.Goexit; nothing of its round was written")
 
 // protect calls fn, turning a panic into errPanicked and the panic value,
 // so that a caller's bug fails its own request, not the committer.
@@ -137,14 +143,35 @@ func (c *committer) lead() {
 	// queued writer waiting forever, with the transaction's fate unknown:
 	// like the panic of a dedicated committer goroutine, it ends the
 	// process.
+	finished := false
 	defer func() {
 		if p := recover(); p != nil {
 			msg := fmt.Sprintf("journal: commit panicked: %v\n\n%s", p, debug.Stack())
 			go panic(msg)
 			select {}
 		}
+		if !finished {
+			// runtime.Goexit in a caller's function is unwinding this
+			// goroutine; bbolt has rolled the transaction back. Fail what
+			// is left of the round and pass the lead on, or every writer
+			// waits forever.
+			for _, r := range round {
+				if !r.released {
+					r.err = errGoexit
+					r.release()
+				}
+			}
+			c.handOff(round)
+		}
 	}()
 	c.commit(round)
+	finished = true
+	c.handOff(round)
+}
+
+// handOff ends a round: it hands the lead to the oldest queued write, or
+// clears busy.
+func (c *committer) handOff(round []*request) {
 
 	clear(round) // let finished requests be collected
 	c.mu.Lock()
@@ -205,10 +232,10 @@ func (c *committer) commit(round []*request) {
 	default:
 		// Begin or Commit failed: nothing of the round is known to be
 		// durable, so no request may report success.
+		// Outcomes computed on top of the round's other writes
+		// (ErrExists, ErrTerminal, fn's own decisions) are void too.
 		for _, r := range round {
-			if r.err == nil {
-				r.err = err
-			}
+			r.err, r.panicked = err, nil
 		}
 	}
 	for _, r := range round {

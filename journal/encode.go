@@ -456,7 +456,7 @@ func (d *decoder) httpHeader() http.Header {
 	if n == 0 {
 		return nil
 	}
-	h := make(http.Header, n)
+	h := make(http.Header, min(n, 16)) // n is only bounded by the record's size
 	for range n {
 		k := d.string()
 		vs := make([]string, d.count(1))

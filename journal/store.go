@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -76,11 +78,26 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if timeout <= 0 {
 		timeout = time.Nanosecond // one try; bbolt's zero means forever
 	}
-	db, err := openBolt(path, &bolt.Options{
-		Timeout:  timeout,
-		ReadOnly: cfg.readOnly,
-		NoSync:   cfg.noSync,
-	})
+	var db *bolt.DB
+	var err error
+	for {
+		// The file at path may be replaced (Compact renames its copy over
+		// it) while this Open waits for the lock on the file it opened:
+		// then that file is gone, and the lock protects nothing.
+		before, _ := os.Stat(path)
+		db, err = openBolt(path, &bolt.Options{
+			Timeout:  timeout,
+			ReadOnly: cfg.readOnly,
+			NoSync:   cfg.noSync,
+		})
+		if err != nil || before == nil {
+			break
+		}
+		if after, serr := os.Stat(path); serr == nil && os.SameFile(before, after) {
+			break
+		}
+		_ = db.Close()
+	}
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
 		return nil, fmt.Errorf("journal: open %s: another process (probably the running application) holds the journal's lock; stop it, or wait for it to exit, and retry: %w", path, ErrLocked)
@@ -366,8 +383,13 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		if r.State.Terminal() {
 			return ErrTerminal
 		}
-		was := *r       // shallow: only its strings, times and digest are read below
+		was := *r       // shallow: fields fn could change in place are copied next
 		was.Body = body // the stored bytes, valid until the transaction ends
+		was.Header = r.Header.Clone()
+		if r.Resolved != nil {
+			res := *r.Resolved
+			was.Resolved = &res
+		}
 		if req.panicked, err = protect(fn, r); err != nil {
 			return err
 		}
@@ -443,20 +465,12 @@ func getForWrite(tx *bolt.Tx, rk []byte) (*Record, error) {
 // earlier NextDue than the walk has reached, while ForEachOpen runs may be
 // missed; Due finds it later.
 func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
-	var after, end []byte
+	var after []byte
 	seen := make(map[string]struct{})
 	for {
 		var page []*Record
 		err := s.view(ctx, func(tx *bolt.Tx) error {
 			c := tx.Bucket(bucketDue).Cursor()
-			if end == nil {
-				last, _ := c.Last()
-				if last == nil {
-					return nil
-				}
-				// Records rescheduled past the last entry are not revisited.
-				end = slices.Clone(last)
-			}
 			k, _ := c.First()
 			if after != nil {
 				k, _ = c.Seek(after)
@@ -465,7 +479,7 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 				}
 			}
 			records := tx.Bucket(bucketOpen)
-			for ; k != nil && bytes.Compare(k, end) <= 0 && len(page) < openPage; k, _ = c.Next() {
+			for ; k != nil && len(page) < openPage; k, _ = c.Next() {
 				r, err := indexed(records, k)
 				if err != nil {
 					return err
@@ -596,8 +610,9 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 	var after []byte
 	for {
 		n, more := 0, false
+		start := after
 		err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
-			n, more = 0, false
+			n, more, after = 0, false, start // a retried run starts afresh
 			records, settled := tx.Bucket(bucketDone), tx.Bucket(bucketSettled)
 			var keys [][]byte
 			c := settled.Cursor()
@@ -700,6 +715,8 @@ func validateID(scope, key string) error {
 		return fmt.Errorf("NUL byte in scope: %w", ErrInvalid)
 	case strings.IndexByte(key, 0) >= 0:
 		return fmt.Errorf("NUL byte in key: %w", ErrInvalid)
+	case timeKeySize+len(scope)+1+len(key) > bolt.MaxKeySize:
+		return fmt.Errorf("scope and key longer than %d bytes: %w", bolt.MaxKeySize-timeKeySize-1, ErrInvalid)
 	}
 	return nil
 }
@@ -739,6 +756,13 @@ func validateChange(was, r *Record) error {
 		return fmt.Errorf("update changed Method or URL: %w", ErrInvalid)
 	case r.BodySHA != was.BodySHA || !bytes.Equal(r.Body, was.Body):
 		return fmt.Errorf("update changed Body: %w", ErrInvalid)
+	case r.QueryURL != was.QueryURL || !maps.EqualFunc(r.Header, was.Header, slices.Equal[[]string]):
+		// Promise 2: the same request, headers included, on every attempt.
+		return fmt.Errorf("update changed Header or QueryURL: %w", ErrInvalid)
+	case !r.Created.Equal(was.Created):
+		return fmt.Errorf("update changed Created: %w", ErrInvalid)
+	case !reflect.DeepEqual(r.Resolved, was.Resolved):
+		return fmt.Errorf("update changed Resolved: only Resolve records a manual resolution: %w", ErrInvalid)
 	}
 	// The stored body and digest were validated when the record was
 	// created, and neither has changed since.
