@@ -6,16 +6,21 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-func cmdCheck(e *env, args []string) error {
-	const name = "check"
+// wholeJournal parses a command that takes no flags nor arguments of its
+// own and works on the journal file as a whole, and returns its path.
+func (e *env) wholeJournal(name string, args []string) (string, error) {
 	pos, err := e.parse(e.flags(name), args)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := noArgs(name, pos); err != nil {
-		return err
+		return "", err
 	}
-	path, err := e.existing(name)
+	return e.existing(name)
+}
+
+func cmdCheck(e *env, args []string) error {
+	path, err := e.wholeJournal("check", args)
 	if err != nil {
 		return err
 	}
@@ -27,15 +32,7 @@ func cmdCheck(e *env, args []string) error {
 }
 
 func cmdCompact(e *env, args []string) error {
-	const name = "compact"
-	pos, err := e.parse(e.flags(name), args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(name, pos); err != nil {
-		return err
-	}
-	path, err := e.existing(name)
+	path, err := e.wholeJournal("compact", args)
 	if err != nil {
 		return err
 	}
