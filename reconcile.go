@@ -49,8 +49,8 @@ func (s *Summary) add(res *Result) {
 // open operations, not with the journal's size. Each settlement is also
 // reported to the WithSettleFunc callback.
 //
-// The error is non-nil only if the journal cannot be read or ctx ends; the
-// Summary then counts what was done.
+// The error is non-nil only if the journal cannot be read or written, or
+// ctx ends; the Summary then counts what was done.
 func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	if c.closed.Load() {
 		return Summary{}, ErrClosed
@@ -64,10 +64,19 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		return Summary{}, fmt.Errorf("idem: resume: %w", err)
 	}
 	sum := Summary{Visited: len(refs)}
-	c.visitAll(ctx, refs, resuming, func(res *Result, _ error) { sum.add(res) })
+	var journalErr error
+	c.visitAll(ctx, refs, resuming, func(res *Result, err error) {
+		sum.add(res)
+		if err != nil && journalErr == nil && isJournalErr(err) {
+			journalErr = err
+		}
+	})
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume done",
 		slog.Int("visited", sum.Visited), slog.Int("succeeded", sum.Succeeded), slog.Int("failed", sum.Failed),
 		slog.Int("processing", sum.Processing), slog.Int("unknown", sum.Unknown), slog.Int("review", sum.Review))
+	if journalErr != nil {
+		return sum, fmt.Errorf("idem: resume: %w", journalErr)
+	}
 	return sum, ctx.Err()
 }
 

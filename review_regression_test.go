@@ -131,6 +131,10 @@ func TestReviewRunStopsWhenJournalWritesFail(t *testing.T) {
 	require.False(t, errors.Is(err, context.DeadlineExceeded),
 		"Run spun for 3s on a journal that refuses every write (%d queries sent) instead of reporting it", e.queries("k"))
 	require.ErrorIs(t, err, errDiskFull)
+
+	// Resume at start-up says so too, rather than a clean Summary.
+	_, err = c.Resume(e.ctx)
+	require.ErrorIs(t, err, errDiskFull, "Resume() on a journal that refuses every write")
 }
 
 // Promise 5: terminal is final: after succeeded/failed, zero requests for
