@@ -229,7 +229,7 @@ func (d *driver) submit() (step, error) {
 		c.budget.failure()
 	}
 	if d.ctx.Err() != nil && !settle {
-		return st, d.leave(d.ctx.Err())
+		return st, d.leave(context.Cause(d.ctx))
 	}
 	return st, nil
 }
@@ -312,7 +312,7 @@ func (d *driver) query() (step, error) {
 		c.budget.failure()
 	}
 	if d.ctx.Err() != nil && st.verdict != Settled {
-		return st, d.leave(d.ctx.Err())
+		return st, d.leave(context.Cause(d.ctx))
 	}
 	return st, nil
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/google/uuid"
 
@@ -29,7 +28,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	inflight map[string]*call
-	closed   atomic.Bool
+	life     lifecycle
 }
 
 // call is one in-flight drive that later callers for the same key join.
@@ -61,14 +60,16 @@ func New(store Store, opts ...Option) (*Client, error) {
 	// A redirected POST becomes a GET without its body; a 3xx is returned
 	// as is and classified instead.
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Client{
+	c := &Client{
 		cfg:      *cfg,
 		store:    store,
 		hc:       hc,
 		budget:   newRetryBudget(cfg.retryTokens, cfg.retryRatio),
 		log:      cfg.logger,
 		inflight: make(map[string]*call),
-	}, nil
+	}
+	c.life.init()
+	return c, nil
 }
 
 // Open opens (or creates, mode 0600) the journal file at path with fsync on
@@ -105,18 +106,6 @@ func defaultHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// Close closes the journal if the Client opened it (Open). Calls still in
-// flight finish their current journal write; later calls return ErrClosed.
-func (c *Client) Close() error {
-	if c.closed.Swap(true) {
-		return nil
-	}
-	if c.ownsStore {
-		return c.store.Close()
-	}
-	return nil
-}
-
 // NewKey returns a fresh random idempotency key (a UUID), for callers that
 // must know the key before building the body (WithKeyInBody).
 func NewKey() string { return uuid.NewString() }
@@ -130,9 +119,10 @@ func NewKey() string { return uuid.NewString() }
 // calls Do within the reconcile interval (WithReconcile), Run sends it.
 // To abandon one, Resolve it as failed.
 func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
+	if err := c.enter(); err != nil {
+		return nil, err
 	}
+	defer c.exit()
 	rec, err := c.newRecord(req)
 	if err != nil {
 		return nil, err
@@ -158,9 +148,12 @@ func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 // request with the same Key drives the journaled operation instead (it is
 // never sent twice once settled).
 func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
+	if err := c.enter(); err != nil {
+		return nil, err
 	}
+	defer c.exit()
+	ctx, release := c.bind(ctx, false)
+	defer release()
 	rec, err := c.newRecord(req)
 	if err != nil {
 		return nil, err
@@ -195,12 +188,15 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 // stays in the journal, due for Resume and Run: do not retry it under a new
 // key. A cancelled ctx never marks an operation failed.
 func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
-	}
 	if op == nil {
 		return nil, fmt.Errorf("%w: Do: nil *Operation (get one from Prepare or Lookup)", ErrInvalidRequest)
 	}
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	ctx, release := c.bind(ctx, false)
+	defer release()
 	return c.coalesce(ctx, op.Scope, op.Key, nil, func() (*Result, error) {
 		// Read even if ctx is done, so the caller still learns the state.
 		rec, err := c.store.Get(context.WithoutCancel(ctx), op.Scope, op.Key)
@@ -213,9 +209,10 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 
 // Lookup returns the journaled operation, or an error matching ErrNotFound.
 func (c *Client) Lookup(ctx context.Context, scope, key string) (*Operation, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
+	if err := c.enter(); err != nil {
+		return nil, err
 	}
+	defer c.exit()
 	rec, err := c.store.Get(ctx, scope, key)
 	if err != nil {
 		return nil, c.lookupErr(scope, key, err)
@@ -229,9 +226,10 @@ type Filter = journal.Filter
 // List returns the journaled operations that match f, for example every
 // operation flagged for review: List(ctx, idem.Filter{Review: true}).
 func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
+	if err := c.enter(); err != nil {
+		return nil, err
 	}
+	defer c.exit()
 	recs, err := c.store.List(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("idem: list: %w", err)
@@ -256,9 +254,10 @@ type Resolution struct {
 // terminal state too, and is recorded (who, why, when, previous state) and
 // logged at Warn level. Nothing is sent.
 func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (*Result, error) {
-	if c.closed.Load() {
-		return nil, ErrClosed
+	if err := c.enter(); err != nil {
+		return nil, err
 	}
+	defer c.exit()
 	if !r.State.Terminal() {
 		return nil, fmt.Errorf("%w: Resolve: state must be %s or %s, got %q", ErrInvalidRequest, StateSucceeded, StateFailed, r.State)
 	}
@@ -332,7 +331,7 @@ func (c *Client) joinOrRun(ctx context.Context, scope, key string, fn func() (*R
 		case <-cl.done:
 			return cl.res.clone(), true, cl.err
 		case <-ctx.Done():
-			res, err := c.current(scope, key, ctx.Err())
+			res, err := c.current(scope, key, context.Cause(ctx))
 			return res, true, err
 		}
 	}

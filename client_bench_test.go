@@ -25,7 +25,10 @@ func BenchmarkSubmit(b *testing.B) {
 }
 
 func benchmarkSubmit(b *testing.B, callers int) {
-	srv := idemtest.NewServer(idemtest.WithMaxKeys(10_000_000))
+	srv, err := idemtest.NewServer(idemtest.WithMaxKeys(10_000_000))
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer srv.Close()
 	store, err := journal.Open(filepath.Join(b.TempDir(), "bench.journal"), journal.WithUnsafeNoSync())
 	if err != nil {

@@ -87,7 +87,7 @@ func TestOutcomeTable(t *testing.T) {
 			if tt.fault != nil {
 				f := *tt.fault
 				f.Key = key
-				e.srv.Inject(f)
+				require.NoError(t, e.srv.Inject(f))
 			}
 			res, err := e.client.Submit(e.ctx, e.req(key, `{"amount":100}`))
 			require.NotNil(t, res)
@@ -264,7 +264,7 @@ func TestSameKeyCallsShareOneRequest(t *testing.T) {
 	op, err := e.client.Prepare(e.ctx, e.req("shared", `{"amount":5}`))
 	require.NoError(t, err)
 	// Hold the server's answer until every caller has started.
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Key: "shared", Delay: 200 * time.Millisecond})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Key: "shared", Delay: 200 * time.Millisecond}))
 
 	const callers = 16
 	var wg sync.WaitGroup

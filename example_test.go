@@ -16,7 +16,11 @@ import (
 // idem asks the result endpoint instead of guessing, and the server holds
 // exactly one order.
 func ExampleClient_Submit() {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 	dir, _ := os.MkdirTemp("", "idem-example")
 	defer os.RemoveAll(dir)
@@ -30,7 +34,10 @@ func ExampleClient_Submit() {
 	}
 	defer c.Close()
 
-	srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "order-42"})
+	if err := srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "order-42"}); err != nil {
+		fmt.Println(err)
+		return
+	}
 	res, err := c.Submit(context.Background(), idem.Request{
 		Key:  "order-42",
 		URL:  srv.URL + "/orders",
@@ -50,7 +57,11 @@ func ExampleClient_Submit() {
 // A process journals an order and dies before sending it. The next process
 // resumes it at start-up with the same key and the same bytes.
 func ExampleClient_Resume() {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 	dir, _ := os.MkdirTemp("", "idem-example")
 	defer os.RemoveAll(dir)
@@ -77,7 +88,11 @@ func ExampleClient_Resume() {
 // When the budget runs out the outcome is unknown, not failed: the
 // operation stays journaled and must not be retried under a new key.
 func ExampleErrUnknownOutcome() {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 	dir, _ := os.MkdirTemp("", "idem-example")
 	defer os.RemoveAll(dir)
@@ -89,11 +104,56 @@ func ExampleErrUnknownOutcome() {
 	defer c.Close()
 
 	// The server asks for a minute's patience; the caller has ten seconds.
-	srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, RetryAfter: time.Minute})
+	if err := srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, RetryAfter: time.Minute}); err != nil {
+		fmt.Println(err)
+		return
+	}
 	res, err := c.Submit(context.Background(), idem.Request{Key: "order-9", URL: srv.URL + "/orders", Body: []byte(`{}`)})
 	if errors.Is(err, idem.ErrUnknownOutcome) {
 		fmt.Println(res.State, "- left to the reconciler, due", res.Key)
 	}
 	// Output:
 	// unknown - left to the reconciler, due order-9
+}
+
+// A service stopping: Shutdown refuses new calls, lets the ones in flight
+// finish (here, until a grace period ends), then closes the journal.
+func ExampleClient_Shutdown() {
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	dir, _ := os.MkdirTemp("", "idem-example")
+	defer os.RemoveAll(dir)
+
+	c, err := idem.Open(filepath.Join(dir, "orders.journal"),
+		idem.WithHTTPClient(srv.Client()),
+		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := c.Submit(context.Background(), idem.Request{
+		Key: "order-7", URL: srv.URL + "/orders", Body: []byte(`{"amount":700}`),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.State)
+
+	grace, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Shutdown(grace); err != nil {
+		fmt.Println("shutdown:", err)
+	}
+	_, err = c.Submit(context.Background(), idem.Request{
+		Key: "order-8", URL: srv.URL + "/orders", Body: []byte(`{"amount":800}`),
+	})
+	fmt.Println(errors.Is(err, idem.ErrClosed))
+	// Output:
+	// succeeded
+	// true
 }

@@ -59,7 +59,9 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	for _, o := range opts {
 		o(e)
 	}
-	e.srv = idemtest.NewServer(append([]idemtest.Option{idemtest.WithClock(e.clock.Now)}, e.srvOpts...)...)
+	srv, err := idemtest.NewServer(append([]idemtest.Option{idemtest.WithClock(e.clock.Now)}, e.srvOpts...)...)
+	require.NoError(t, err)
+	e.srv = srv
 	t.Cleanup(e.srv.Close)
 	e.path = filepath.Join(t.TempDir(), "idem.journal")
 	e.open()

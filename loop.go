@@ -99,8 +99,8 @@ func (d *driver) run() error {
 			}
 			wait = 0
 		}
-		if err := d.ctx.Err(); err != nil {
-			return d.leave(err)
+		if d.ctx.Err() != nil {
+			return d.leave(context.Cause(d.ctx))
 		}
 		if d.exchanges >= c.cfg.maxAttempts || !d.now().Before(d.deadline) {
 			return d.handoff(ErrBudgetSpent, time.Time{})
@@ -222,8 +222,8 @@ func (d *driver) sleep(wait time.Duration) error {
 	if d.mode == reconciling || now.Add(wait).After(d.deadline) {
 		return d.handoff(ErrBudgetSpent, now.Add(wait))
 	}
-	if err := d.c.cfg.clock.Sleep(d.ctx, wait); err != nil {
-		return d.leave(err)
+	if d.c.cfg.clock.Sleep(d.ctx, wait) != nil {
+		return d.leave(context.Cause(d.ctx))
 	}
 	return nil
 }

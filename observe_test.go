@@ -52,7 +52,7 @@ func TestLogsTellOutcomesApart(t *testing.T) {
 		Attempt: func(a idem.AttemptEvent) { attempts = append(attempts, a) },
 		Settle:  func(r *idem.Result) { settled = append(settled, r) },
 	})))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 	_, err := e.client.Submit(e.ctx, idem.Request{Key: "k", Ref: "draft-9", URL: e.srv.URL + "/orders", Body: []byte(`{}`)})
 	require.NoError(t, err)
 

@@ -52,9 +52,12 @@ func (s *Summary) add(res *Result) {
 // The error is non-nil only if the journal cannot be read or written, or
 // ctx ends; the Summary then counts what was done.
 func (c *Client) Resume(ctx context.Context) (Summary, error) {
-	if c.closed.Load() {
-		return Summary{}, ErrClosed
+	if err := c.enter(); err != nil {
+		return Summary{}, err
 	}
+	defer c.exit()
+	ctx, release := c.bind(ctx, true)
+	defer release()
 	var refs []ref
 	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
 		refs = append(refs, ref{r.Scope, r.Key})
@@ -77,7 +80,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	if journalErr != nil {
 		return sum, fmt.Errorf("idem: resume: %w", journalErr)
 	}
-	return sum, ctx.Err()
+	return sum, context.Cause(ctx)
 }
 
 // ref names an operation to visit.
@@ -143,9 +146,10 @@ const pruneEvery = time.Hour
 // WithRetainSettled ago and returns how many it deleted; Run calls it
 // hourly. Open operations are never pruned, whatever their age.
 func (c *Client) Prune(ctx context.Context) (int, error) {
-	if c.closed.Load() {
-		return 0, ErrClosed
+	if err := c.enter(); err != nil {
+		return 0, err
 	}
+	defer c.exit()
 	if c.cfg.retainSettled == 0 {
 		return 0, nil
 	}
@@ -169,19 +173,23 @@ func (c *Client) Prune(ctx context.Context) (int, error) {
 // WithResumeConcurrency at a time, so one slow server answer does not hold
 // up the rest.
 //
-// Run returns ctx.Err() when ctx ends, or an error if the journal fails.
+// Run returns ctx.Err() when ctx ends, ErrClosed when the Client is
+// closed, or an error if the journal fails.
 // Run one per Client.
 func (c *Client) Run(ctx context.Context) error {
+	if err := c.enter(); err != nil {
+		return err
+	}
+	defer c.exit()
+	ctx, release := c.bind(ctx, true)
+	defer release()
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
 	var lastPrune time.Time
 	for {
-		if c.closed.Load() {
-			return ErrClosed
-		}
 		if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(lastPrune) >= pruneEvery {
 			if _, err := c.Prune(ctx); err != nil {
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return context.Cause(ctx)
 				}
 				return err
 			}
@@ -190,7 +198,7 @@ func (c *Client) Run(ctx context.Context) error {
 		due, err := c.store.Due(ctx, c.cfg.clock.Now(), reconcileBatch)
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return context.Cause(ctx)
 			}
 			return fmt.Errorf("idem: reconcile: %w", err)
 		}
@@ -208,12 +216,15 @@ func (c *Client) Run(ctx context.Context) error {
 			return journalErr
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return context.Cause(ctx)
 		}
 		if len(due) == reconcileBatch {
 			continue // more are due now
 		}
 		if err := c.cfg.clock.Sleep(ctx, poll); err != nil {
+			if ctx.Err() != nil {
+				return context.Cause(ctx)
+			}
 			return err
 		}
 	}

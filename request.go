@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -47,20 +48,6 @@ type Request struct {
 // The list cannot know every API's custom credential header; these are
 // the standard ones and the most common custom ones.
 var secretHeaders = [...]string{"Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token"}
-
-// validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		b := name[i]
-		if b <= ' ' || b >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, b) >= 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // validHeaderValue refuses control characters (CR and LF above all): a
 // journaled value net/http would refuse could never be sent.
@@ -150,7 +137,7 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	// caller spelled them.
 	header := make(http.Header, len(req.Header)+1)
 	for name, vals := range req.Header {
-		if !validHeaderName(name) {
+		if !httpsyntax.ValidHeaderName(name) {
 			return nil, fmt.Errorf("%w: header name %q is not a valid HTTP token", ErrInvalidRequest, name)
 		}
 		canon := http.CanonicalHeaderKey(name)

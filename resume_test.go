@@ -107,7 +107,7 @@ func TestRunReconcilesHandedOffWork(t *testing.T) {
 		idem.WithReconcile(10*time.Second, time.Minute, 72*time.Hour),
 		idem.WithSettleFunc(func(r *idem.Result) { settled <- r }),
 	))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: 30 * time.Second})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: 30 * time.Second}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 
@@ -137,7 +137,7 @@ func TestRunIgnoresEmptyRetryBudget(t *testing.T) {
 		idem.WithReconcile(time.Second, time.Minute, 72*time.Hour),
 		idem.WithSettleFunc(func(r *idem.Result) { settled <- r }),
 	))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: time.Second})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: time.Second}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.ErrorIs(t, err, idem.ErrRetryBudgetEmpty)
 
@@ -155,7 +155,7 @@ func TestRunIgnoresEmptyRetryBudget(t *testing.T) {
 
 func TestRunFlagsPastDeadline(t *testing.T) {
 	e := newEnv(t, clientOpts(idem.WithMaxAttempts(1), idem.WithRetryBudget(0, 0), idem.WithReconcile(time.Second, time.Minute, time.Hour)))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 1000})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 1000}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	e.clock.Advance(2 * time.Hour)
@@ -187,7 +187,7 @@ func TestRunFlagsPastDeadline(t *testing.T) {
 
 func TestResolveByHand(t *testing.T) {
 	e := newEnv(t, clientOpts(idem.WithMaxAttempts(1)))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 
@@ -220,7 +220,7 @@ func TestPruneKeepsOpenAndRecent(t *testing.T) {
 	e := newEnv(t, clientOpts(idem.WithMaxAttempts(1), idem.WithRetainSettled(48*time.Hour)))
 	_, err := e.client.Submit(e.ctx, e.req("old", `{}`))
 	require.NoError(t, err)
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "open", Count: 100})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "open", Count: 100}))
 	_, err = e.client.Submit(e.ctx, e.req("open", `{}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	e.clock.Advance(47 * time.Hour)

@@ -66,7 +66,7 @@ func TestReviewRejectedResendAfterMaybeExecutedIsNotFailed(t *testing.T) {
 // Same, with a result endpoint that lags (404 is not "never happened").
 func TestReviewRejectedResendAfterQueryLagIsNotFailed(t *testing.T) {
 	e := newEnv(t, script(step{forward: true, status: http.StatusBadGateway}, step{status: http.StatusForbidden}))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.QueryLag, Key: "k", Delay: time.Hour})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.QueryLag, Key: "k", Delay: time.Hour}))
 	res, err := e.client.Submit(e.ctx, e.req("k", `{"amount":42}`))
 	require.Equal(t, 1, e.srv.Effects(scope, "k"))
 	require.NotErrorIs(t, err, idem.ErrFailed)

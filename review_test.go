@@ -171,7 +171,7 @@ func TestReviewHostileRetryAfterIsCapped(t *testing.T) {
 // asks: Submit again, Do, Resume.
 func TestReviewTerminalIsFinalForEveryEntryPoint(t *testing.T) {
 	e := newEnv(t)
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.Decline, Key: "d"})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Decline, Key: "d"}))
 	_, err := e.client.Submit(e.ctx, e.req("s", `{}`))
 	require.NoError(t, err)
 	_, err = e.client.Submit(e.ctx, e.req("d", `{}`))
@@ -194,7 +194,7 @@ func TestReviewTerminalIsFinalForEveryEntryPoint(t *testing.T) {
 // may have been sent is only queried, never resent, and is flagged.
 func TestReviewResumePastKeyWindowNeverResends(t *testing.T) {
 	e := newEnv(t)
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.QueryLag, Key: "k", Delay: 100 * 24 * time.Hour})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.QueryLag, Key: "k", Delay: 100 * 24 * time.Hour}))
 	_, err := e.client.Prepare(e.ctx, e.req("k", `{"amount":7}`))
 	require.NoError(t, err)
 	e.crashMidAttempt("k")
@@ -221,7 +221,7 @@ func TestReviewResumeConcurrentWithDo(t *testing.T) {
 		keys[i] = "k" + strconv.Itoa(i+1)
 		_, err := e.client.Prepare(e.ctx, e.req(keys[i], `{"n":`+strconv.Itoa(i+1)+`}`))
 		require.NoError(t, err)
-		e.srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Key: keys[i], Delay: 20 * time.Millisecond})
+		require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Key: keys[i], Delay: 20 * time.Millisecond}))
 	}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -256,7 +256,8 @@ func TestReviewResumeConcurrentWithDo(t *testing.T) {
 // without hanging and without claiming an outcome it could not journal;
 // after a restart the operation is still open and settles exactly once.
 func TestReviewCloseWhileInFlight(t *testing.T) {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	g := newGate()
 	g.base = srv.Client().Transport

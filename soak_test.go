@@ -68,7 +68,7 @@ func TestSoak(t *testing.T) {
 
 	// The faults stop; restarts settle the rest within a bounded number
 	// of rounds.
-	e.srv.SetProfile(idemtest.Profile{})
+	require.NoError(t, e.srv.SetProfile(idemtest.Profile{}))
 	for round := 0; round < 5; round++ {
 		e.restart()
 		sum, err := e.client.Resume(e.ctx)

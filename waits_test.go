@@ -30,7 +30,7 @@ func TestRetryAfter(t *testing.T) {
 			e := newEnv(t, clientOpts(tt.opts...))
 			f := tt.fault
 			f.Key = "k"
-			e.srv.Inject(f)
+			require.NoError(t, e.srv.Inject(f))
 			res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 			require.NoError(t, err)
 			require.Equal(t, idem.StateSucceeded, res.State)
@@ -78,7 +78,7 @@ func TestDefaultBackoffIsJittered(t *testing.T) {
 
 func TestRetryAfterBeyondBudgetHandsOff(t *testing.T) {
 	e := newEnv(t, clientOpts(idem.WithMaxElapsed(10*time.Second)))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.Throttle, Key: "k", RetryAfter: 30 * time.Second})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Throttle, Key: "k", RetryAfter: 30 * time.Second}))
 	start := e.clock.Now()
 	res, err := e.client.Submit(e.ctx, e.req("k", `{"amount":3}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
@@ -95,7 +95,7 @@ func TestRetryAfterBeyondBudgetHandsOff(t *testing.T) {
 // reconciler leaves the server alone after a hand-off.
 func TestHandOffHonoursLongRetryAfter(t *testing.T) {
 	e := newEnv(t, clientOpts(idem.WithMaxElapsed(10*time.Second), idem.WithRetryAfterCap(5*time.Second)))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: 20 * time.Minute, Count: 100})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: 20 * time.Minute, Count: 100}))
 	start := e.clock.Now()
 	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
@@ -107,7 +107,7 @@ func TestHandOffHonoursLongRetryAfter(t *testing.T) {
 
 func TestBudgetSpentLeavesOperationIntact(t *testing.T) {
 	e := newEnv(t, clientOpts(idem.WithMaxAttempts(5)))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 100})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 100}))
 	res, err := e.client.Submit(e.ctx, e.req("k", `{"amount":4}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.ErrorIs(t, err, idem.ErrBudgetSpent)
@@ -139,7 +139,7 @@ func TestBudgetSpentLeavesOperationIntact(t *testing.T) {
 
 func TestCancelNeverFails(t *testing.T) {
 	e := newEnv(t)
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Key: "k", Delay: time.Minute})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Key: "k", Delay: time.Minute}))
 	ctx, cancel := context.WithCancel(e.ctx)
 	// Cancel once the server has committed: the response is what is lost.
 	go func() {
@@ -176,7 +176,7 @@ func TestCancelBeforeSendStaysPending(t *testing.T) {
 
 func TestRetryBudgetStopsRetries(t *testing.T) {
 	e := newEnv(t, clientOpts(idem.WithRetryBudget(4, 0.1)))
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Count: 100, RetryAfter: time.Second})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Count: 100, RetryAfter: time.Second}))
 	_, err := e.client.Submit(e.ctx, e.req("a", `{}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.ErrorIs(t, err, idem.ErrRetryBudgetEmpty)
@@ -199,7 +199,7 @@ func TestKeyRetention(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			opts := append(opts, clientOpts(idem.WithMaxAttempts(1)))
 			e := newEnv(t, opts...)
-			e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"})
+			require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 			_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 
@@ -227,7 +227,7 @@ func TestKeyRetention(t *testing.T) {
 
 func TestReplayWithoutResultEndpoint(t *testing.T) {
 	e := newEnv(t, noResultEndpoint())
-	e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"})
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 	res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, res.State)

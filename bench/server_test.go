@@ -89,7 +89,12 @@ func startServers() (*exec.Cmd, error) {
 // serve runs in the child: three servers on 127.0.0.1 until killed.
 func serve() {
 	plain := listen(http.HandlerFunc(plainHandler))
-	fake := idemtest.NewServer(idemtest.WithMaxKeys(10_000_000))
+	fake, err := idemtest.NewServer(idemtest.WithMaxKeys(10_000_000))
+	if err != nil {
+		// The parent reads no URLs and reports the start failure.
+		fmt.Fprintln(os.Stderr, "bench: server process:", err)
+		os.Exit(1)
+	}
 	var h holder
 	h.release = make(chan struct{})
 	hold := listen(&h)

@@ -15,7 +15,8 @@ import (
 func post(c *http.Client, url, key, body string) {
 	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	req.Header.Set("Idempotency-Key", key)
 	resp, err := c.Do(req)
@@ -33,7 +34,11 @@ func post(c *http.Client, url, key, body string) {
 }
 
 func ExampleNewServer() {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 
 	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
@@ -49,11 +54,18 @@ func ExampleNewServer() {
 }
 
 func ExampleServer_Inject() {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 
 	// The server commits the order, then the response is lost.
-	srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "order-42"})
+	if err := srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "order-42"}); err != nil {
+		fmt.Println(err)
+		return
+	}
 	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
 
 	// Retrying with the same key gets the stored result, not a second order.
@@ -73,16 +85,24 @@ func ExampleServer_Inject() {
 }
 
 func ExampleServer_ResultURL() {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 
 	// Throttled: nothing recorded, so the result endpoint knows nothing.
-	srv.Inject(idemtest.Fault{Kind: idemtest.Throttle, RetryAfter: 2 * time.Second})
+	if err := srv.Inject(idemtest.Fault{Kind: idemtest.Throttle, RetryAfter: 2 * time.Second}); err != nil {
+		fmt.Println(err)
+		return
+	}
 	post(srv.Client(), srv.URL+"/payments", "pay/7", `{"amount":5}`)
 
 	resp, err := srv.Client().Get(srv.ResultURL("pay/7"))
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -91,7 +111,8 @@ func ExampleServer_ResultURL() {
 	post(srv.Client(), srv.URL+"/payments", "pay/7", `{"amount":5}`)
 	resp, err = srv.Client().Get(srv.ResultURL("pay/7"))
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	b, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -108,7 +129,11 @@ func ExampleWithRetention() {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 
-	srv := idemtest.NewServer(idemtest.WithRetention(24*time.Hour), idemtest.WithClock(clock))
+	srv, err := idemtest.NewServer(idemtest.WithRetention(24*time.Hour), idemtest.WithClock(clock))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 
 	post(srv.Client(), srv.URL+"/orders", "order-42", `{}`)
@@ -126,9 +151,13 @@ func ExampleWithRetention() {
 }
 
 func ExampleWithProfile() {
-	srv := idemtest.NewServer(idemtest.WithSeed(1), idemtest.WithProfile(idemtest.Profile{
+	srv, err := idemtest.NewServer(idemtest.WithSeed(1), idemtest.WithProfile(idemtest.Profile{
 		Rates: map[idemtest.FaultKind]float64{idemtest.Unavailable: 0.5},
 	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 
 	// Resend until the order is accepted: the seed fixes which attempts
@@ -138,7 +167,8 @@ func ExampleWithProfile() {
 		req.Header.Set("Idempotency-Key", "order-42")
 		resp, err := srv.Client().Do(req)
 		if err != nil {
-			panic(err)
+			fmt.Println(err)
+			return
 		}
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusCreated {
@@ -150,15 +180,45 @@ func ExampleWithProfile() {
 	// orders: 1 max per key: 1
 }
 
+// Invalid input is an error that says what to change, never a panic; the
+// server is left as it was.
+func ExampleServer_Inject_invalid() {
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+
+	err = srv.Inject(idemtest.Fault{Kind: idemtest.Throttle, Count: -1})
+	fmt.Println(err)
+	err = srv.SetProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Unavailable: 1.5}})
+	fmt.Println(err)
+	_, err = idemtest.NewServer(idemtest.WithKeyHeader("Idempotency Key"))
+	fmt.Println(err)
+
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{}`)
+	// Output:
+	// idemtest: Inject: fault 429: count -1 is negative (want 0 for one request, or the number of requests to fault)
+	// idemtest: SetProfile: rate of 503 is 1.5 (want a probability between 0 and 1)
+	// idemtest: NewServer: key header "Idempotency Key" is not a valid header name (want a token such as Idempotency-Key, with no spaces, colons or other separators)
+	// 201  {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
+}
+
 // A test in another process scripts faults and reads counters over HTTP.
 func Example_controlOverHTTP() {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	defer srv.Close()
 
 	resp, err := http.Post(srv.URL+"/_faults", "application/json",
 		strings.NewReader(`{"kind":"503","retry_after":"2s"}`))
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	resp.Body.Close()
 	fmt.Println("inject:", resp.StatusCode)
@@ -167,14 +227,16 @@ func Example_controlOverHTTP() {
 	req.Header.Set("Idempotency-Key", `"order-42"`) // an RFC 8941 string
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	resp.Body.Close()
 	fmt.Println("submit:", resp.StatusCode, "Retry-After:", resp.Header.Get("Retry-After"))
 
 	resp, err = http.Get(srv.URL + "/_stats")
 	if err != nil {
-		panic(err)
+		fmt.Println(err)
+		return
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

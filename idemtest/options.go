@@ -48,7 +48,7 @@ func WithSeed(seed int64) Option {
 }
 
 // WithProfile sets the random faults from the start; see [Profile].
-// [NewServer] panics if p is invalid.
+// [NewServer] returns an error if p is invalid.
 func WithProfile(p Profile) Option {
 	return optionFunc(func(cfg *fakeserver.Config) { cfg.Profile = p })
 }

@@ -2,6 +2,8 @@ package idemtest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,21 +25,34 @@ type Server struct {
 }
 
 // NewServer starts and returns a new Server. The caller should call Close
-// when finished, to shut it down. It panics if an option is invalid (a
-// [Profile] with a rate outside 0..1, say).
-func NewServer(opts ...Option) *Server {
+// when finished, to shut it down. If an option is invalid (a [Profile] with a
+// rate outside 0..1, a header name with a space, a negative retention, say)
+// it starts nothing and returns an error that says what to change.
+func NewServer(opts ...Option) (*Server, error) {
 	var cfg fakeserver.Config
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
-	srv := fakeserver.New(cfg)
+	srv, err := fakeserver.New(cfg)
+	if err != nil {
+		return nil, rewrap("NewServer", err)
+	}
 	ts := httptest.NewUnstartedServer(srv)
 	// Request contexts derive from base, which Close cancels first: a
 	// response held by a delay fault is then sent at once.
 	base, cancel := context.WithCancel(context.Background())
 	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
 	ts.Start()
-	return &Server{URL: ts.URL, ts: ts, srv: srv, cancel: cancel}
+	return &Server{URL: ts.URL, ts: ts, srv: srv, cancel: cancel}, nil
+}
+
+// rewrap turns an error of package fakeserver, "fakeserver: Method: cause"
+// wrapping cause, into "idemtest: method: cause".
+func rewrap(method string, err error) error {
+	if cause := errors.Unwrap(err); cause != nil {
+		err = cause
+	}
+	return fmt.Errorf("idemtest: %s: %w", method, err)
 }
 
 // Client returns an HTTP client configured for requests to the server; Close
@@ -62,11 +77,26 @@ func (s *Server) ResultURL(key string) string {
 
 // Inject scripts a fault: it applies to the next f.Count matching requests
 // (Count 0 means 1), only those with key f.Key if set, and result queries
-// instead of submits if f.Query. It panics if f is invalid.
-func (s *Server) Inject(f Fault) { s.srv.Inject(f) }
+// instead of submits if f.Query. If f is invalid (an unknown kind, a negative
+// count or duration, a query fault of a kind that does not apply to result
+// queries) or 10,000 faults are already pending, it scripts nothing and
+// returns an error that says what to change.
+func (s *Server) Inject(f Fault) error {
+	if err := s.srv.Inject(f); err != nil {
+		return rewrap("Inject", err)
+	}
+	return nil
+}
 
-// SetProfile replaces the random faults. It panics if p is invalid.
-func (s *Server) SetProfile(p Profile) { s.srv.SetProfile(p) }
+// SetProfile replaces the random faults. If p is invalid (a rate outside
+// 0..1, rates that sum to more than 1, an unknown kind, a negative duration)
+// it keeps the current profile and returns an error that says what to change.
+func (s *Server) SetProfile(p Profile) error {
+	if err := s.srv.SetProfile(p); err != nil {
+		return rewrap("SetProfile", err)
+	}
+	return nil
+}
 
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats { return s.srv.Stats() }

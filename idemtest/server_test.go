@@ -33,7 +33,8 @@ func send(t *testing.T, c *http.Client, url string, header http.Header, body str
 }
 
 func TestNewServerListensOnLoopback(t *testing.T) {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
 	defer srv.Close()
 	require.True(t, strings.HasPrefix(srv.URL, "http://127.0.0.1:"), srv.URL)
 	require.Equal(t, srv.URL+"/operations/a%2Fb%20c", srv.ResultURL("a/b c"))
@@ -42,13 +43,14 @@ func TestNewServerListensOnLoopback(t *testing.T) {
 func TestOptions(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var calls atomic.Int64
-	srv := idemtest.NewServer(
+	srv, err := idemtest.NewServer(
 		idemtest.WithKeyHeader("PayPal-Request-Id"),
 		idemtest.WithScopeHeader("X-Account"),
 		idemtest.WithRetention(time.Minute),
 		idemtest.WithClock(func() time.Time { calls.Add(1); return now }),
 		idemtest.WithMaxKeys(1),
 	)
+	require.NoError(t, err)
 	defer srv.Close()
 	c := srv.Client()
 
@@ -68,9 +70,10 @@ func TestOptions(t *testing.T) {
 
 func TestSeedAndProfile(t *testing.T) {
 	run := func() []idemtest.FaultKind {
-		srv := idemtest.NewServer(idemtest.WithSeed(99), idemtest.WithProfile(idemtest.Profile{
+		srv, err := idemtest.NewServer(idemtest.WithSeed(99), idemtest.WithProfile(idemtest.Profile{
 			Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: 0.3, idemtest.ErrorBeforeCommit: 0.3},
 		}))
+		require.NoError(t, err)
 		defer srv.Close()
 		for range 30 {
 			send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, "{}")
@@ -88,9 +91,10 @@ func TestSeedAndProfile(t *testing.T) {
 }
 
 func TestSetProfileAndReset(t *testing.T) {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
 	defer srv.Close()
-	srv.SetProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Decline: 1}})
+	require.NoError(t, srv.SetProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Decline: 1}}))
 	status, _, body := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, "{}")
 	require.Equal(t, http.StatusPaymentRequired, status)
 	require.JSONEq(t, `{"state":"failed","reason":"card declined","key":"k"}`, body)
@@ -115,12 +119,13 @@ func TestFaultKindsReexported(t *testing.T) {
 // Idempotency-Key header when a reused connection dies before any answer:
 // the server sees two requests where the caller made one call.
 func TestTransportSilentlyResendsOnReusedConnection(t *testing.T) {
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
 	defer srv.Close()
 	c := srv.Client()
 
 	send(t, c, srv.URL+"/orders", http.Header{"Idempotency-Key": {"warm-up"}}, "{}")
-	srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"})
+	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 
 	var conns atomic.Int64
 	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { conns.Add(1) }}
@@ -142,8 +147,9 @@ func TestTransportSilentlyResendsOnReusedConnection(t *testing.T) {
 }
 
 func TestDelayEndsWhenClientGivesUp(t *testing.T) {
-	srv := idemtest.NewServer()
-	srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Delay: time.Hour})
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Delay: time.Hour}))
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/orders", strings.NewReader("{}"))
@@ -156,8 +162,9 @@ func TestDelayEndsWhenClientGivesUp(t *testing.T) {
 }
 
 func TestCloseSendsDelayedResponses(t *testing.T) {
-	srv := idemtest.NewServer()
-	srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Delay: time.Hour})
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Delay: time.Hour}))
 	status := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/orders", strings.NewReader("{}"))
@@ -173,4 +180,98 @@ func TestCloseSendsDelayedResponses(t *testing.T) {
 	require.Eventually(t, func() bool { return srv.Effects("", "k") == 1 }, 5*time.Second, time.Millisecond)
 	srv.Close()
 	require.Equal(t, http.StatusCreated, <-status)
+}
+
+func TestNewServerInvalidOptionIsAnError(t *testing.T) {
+	tests := []struct {
+		name string
+		opts []idemtest.Option
+		want string
+	}{
+		{"rate above 1", []idemtest.Option{idemtest.WithProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: 1.5}})},
+			"idemtest: NewServer: profile: rate of 429 is 1.5 (want a probability between 0 and 1)"},
+		{"negative rate", []idemtest.Option{idemtest.WithProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: -0.5}})},
+			"idemtest: NewServer: profile: rate of 429 is -0.5 (want a probability between 0 and 1)"},
+		{"unknown kind", []idemtest.Option{idemtest.WithProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{"drop": 0.1}})},
+			`idemtest: NewServer: profile: unknown fault kind "drop" (want one of: drop-after-commit, delay,`},
+		{"key header", []idemtest.Option{idemtest.WithKeyHeader("Idempotency Key")},
+			`idemtest: NewServer: key header "Idempotency Key" is not a valid header name (want a token such as Idempotency-Key`},
+		{"scope header", []idemtest.Option{idemtest.WithScopeHeader("X:Account")},
+			`idemtest: NewServer: scope header "X:Account" is not a valid header name`},
+		{"negative retention", []idemtest.Option{idemtest.WithRetention(-time.Minute)},
+			"idemtest: NewServer: retention -1m0s is negative (want a positive duration, or 0 for the default 24h0m0s)"},
+		{"negative max keys", []idemtest.Option{idemtest.WithMaxKeys(-1)},
+			"idemtest: NewServer: max keys -1 is negative (want a positive number, or 0 for the default 100000)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				srv *idemtest.Server
+				err error
+			)
+			require.NotPanics(t, func() { srv, err = idemtest.NewServer(tt.opts...) })
+			require.Nil(t, srv)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestInjectInvalidFaultIsAnErrorAndScriptsNothing(t *testing.T) {
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	defer srv.Close()
+	tests := []struct {
+		name  string
+		fault idemtest.Fault
+		want  string
+	}{
+		{"unknown kind", idemtest.Fault{Kind: "x"}, `idemtest: Inject: unknown fault kind "x" (want one of: drop-after-commit, delay, 500-after-commit, 500-before-commit, 429, 503, query-lag, slow-processing, garbage-body, truncated-body, decline)`},
+		{"negative count", idemtest.Fault{Kind: idemtest.Unavailable, Count: -2}, "idemtest: Inject: fault 503: count -2 is negative (want 0 for one request, or the number of requests to fault)"},
+		{"negative delay", idemtest.Fault{Kind: idemtest.DelayResponse, Delay: -time.Millisecond}, "idemtest: Inject: fault delay: delay -1ms is negative (want 0 or a positive duration)"},
+		{"negative retry-after", idemtest.Fault{Kind: idemtest.Throttle, RetryAfter: -time.Second}, "idemtest: Inject: fault 429: retry-after -1s is negative (want 0 or a positive duration)"},
+		{"query fault of a submit-only kind", idemtest.Fault{Kind: idemtest.Decline, Query: true}, "idemtest: Inject: fault decline does not apply to result queries (want Query false, or a query fault:"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { err = srv.Inject(tt.fault) })
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+
+	// The refused faults left the server as it was: no fault applies.
+	status, replayed, body := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, "{}")
+	require.Equal(t, http.StatusCreated, status, body)
+	require.Empty(t, replayed)
+	reqs := srv.Requests()
+	require.Len(t, reqs, 1)
+	require.Empty(t, reqs[0].Fault)
+	require.Equal(t, idemtest.Stats{Requests: 1, Submits: 1, SideEffects: 1, Keys: 1, MaxEffectsPerKey: 1}, srv.Stats())
+}
+
+func TestSetProfileInvalidIsAnErrorAndKeepsTheProfile(t *testing.T) {
+	srv, err := idemtest.NewServer(idemtest.WithProfile(idemtest.Profile{
+		Rates: map[idemtest.FaultKind]float64{idemtest.Decline: 1},
+	}))
+	require.NoError(t, err)
+	defer srv.Close()
+	for _, tt := range []struct {
+		profile idemtest.Profile
+		want    string
+	}{
+		{idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: 2}}, "idemtest: SetProfile: rate of 429 is 2 (want a probability between 0 and 1)"},
+		{idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: 0.7, idemtest.Decline: 0.7}}, "idemtest: SetProfile: rates sum to 1.4 (want at most 1: a request gets at most one fault)"},
+		{idemtest.Profile{Delay: -time.Second}, "idemtest: SetProfile: delay -1s is negative (want 0 or a positive duration)"},
+	} {
+		var err error
+		require.NotPanics(t, func() { err = srv.SetProfile(tt.profile) })
+		require.Error(t, err)
+		require.Contains(t, err.Error(), tt.want)
+	}
+
+	// The profile of NewServer still applies.
+	status, _, _ := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, "{}")
+	require.Equal(t, http.StatusPaymentRequired, status)
 }

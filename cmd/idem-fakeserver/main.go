@@ -40,7 +40,8 @@ func main() {
 }
 
 // run parses args, serves until ctx is done and returns the exit code: 0 on
-// success or -h, 2 for bad flags, 1 when serving fails.
+// success or -h, 2 for bad flags (including a configuration the server
+// refuses), 1 when serving fails.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	opts, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -51,16 +52,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idem-fakeserver: %v (see -h)\n", err)
 		return 2
 	}
-	if err := serve(ctx, opts, stdout); err != nil {
+	srv, err := fakeserver.New(opts.cfg)
+	if err != nil {
+		// The cause, without the "fakeserver: New: " prefix, names the
+		// setting to change.
+		if cause := errors.Unwrap(err); cause != nil {
+			err = cause
+		}
+		fmt.Fprintf(stderr, "idem-fakeserver: %v (see -h)\n", err)
+		return 2
+	}
+	if err := serve(ctx, opts.addr, srv, stdout); err != nil {
 		fmt.Fprintf(stderr, "idem-fakeserver: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-// serve listens on opts.addr, prints the URL and serves until ctx is done.
-func serve(ctx context.Context, opts options, stdout io.Writer) error {
-	ln, err := net.Listen("tcp", opts.addr)
+// serve listens on addr, prints the URL and serves h until ctx is done.
+func serve(ctx context.Context, addr string, h http.Handler, stdout io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
@@ -69,7 +80,7 @@ func serve(ctx context.Context, opts options, stdout io.Writer) error {
 	base, cancelBase := context.WithCancel(context.Background())
 	defer cancelBase()
 	srv := &http.Server{
-		Handler:           fakeserver.New(opts.cfg),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return base },
 	}

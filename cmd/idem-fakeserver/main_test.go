@@ -47,6 +47,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-retention", "0s"}, "-retention 0s: want a positive duration"},
 		{[]string{"-max-keys", "0"}, "-max-keys 0: want a positive number"},
 		{[]string{"serve"}, `unexpected argument "serve"`},
+		{[]string{"-key-header", "Request Id"}, `key header "Request Id" is not a valid header name (want a token such as Idempotency-Key, with no spaces, colons or other separators) (see -h)`},
+		{[]string{"-scope-header", "X:Account"}, `scope header "X:Account" is not a valid header name`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

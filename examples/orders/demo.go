@@ -142,10 +142,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (summary, er
 	}
 	start := time.Now()
 
-	srv := idemtest.NewServer(
+	srv, err := idemtest.NewServer(
 		idemtest.WithSeed(cfg.Seed),
 		idemtest.WithProfile(idemtest.Profile{Rates: cfg.Rates, Delay: cfg.FaultDelay, RetryAfter: cfg.RetryAfter}),
 	)
+	if err != nil {
+		return summary{}, err
+	}
 	defer srv.Close()
 
 	path := cfg.Journal

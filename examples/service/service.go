@@ -37,7 +37,7 @@ type report struct {
 // until ctx ends, shut down.
 func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	var rep report
-	srv := idemtest.NewServer(
+	srv, err := idemtest.NewServer(
 		idemtest.WithSeed(1),
 		idemtest.WithProfile(idemtest.Profile{
 			Rates: map[idemtest.FaultKind]float64{
@@ -49,6 +49,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 			RetryAfter: time.Second,
 		}),
 	)
+	if err != nil {
+		return rep, err
+	}
 	defer srv.Close()
 	ordersURL := srv.URL + "/orders"
 

@@ -58,7 +58,10 @@ type report struct {
 
 func run(ctx context.Context, w io.Writer) (report, error) {
 	var rep report
-	srv := idemtest.NewServer()
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		return rep, err
+	}
 	defer srv.Close()
 	dir, err := os.MkdirTemp("", "idem-stripe-")
 	if err != nil {
@@ -92,7 +95,9 @@ func run(ctx context.Context, w io.Writer) (report, error) {
 		Body:   []byte("amount=2000&currency=eur&customer=cus_9s6XKzkNRiz8i3"),
 	}
 	// The server will create the payment, then drop the connection.
-	srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: req.Key})
+	if err := srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: req.Key}); err != nil {
+		return rep, err
+	}
 
 	res, err := c.Submit(ctx, req)
 	if err != nil {

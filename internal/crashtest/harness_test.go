@@ -261,8 +261,11 @@ func testRandomKills(t *testing.T, bin string) {
 	// Life n works on operations 0..(n+1)*step-1, so the workload
 	// advances by about step operations a life, plus what the last child
 	// left open; the kill plan lands most kills while Submits are in
-	// flight and some during start-up and Resume.
-	step := ops / wantKills
+	// flight and some during start-up and Resume. The workload lasts
+	// half as many lives again as there are kills to make: a fast child
+	// may finish its share before its kill lands, and that life counts
+	// none.
+	step := max(1, 2*ops/(3*wantKills))
 	kills, midOp, inResume, lives := 0, 0, 0, 0
 	phaseDeadline := time.Now().Add(150 * time.Second)
 	for kills < wantKills {
@@ -276,6 +279,11 @@ func testRandomKills(t *testing.T, bin string) {
 			plan.delay = time.Duration(rng.IntN(300_000)) * time.Microsecond
 		}
 		hi := min(ops, (lives+1)*step)
+		if lives*step >= ops {
+			// Every operation has been started: only start-up and Resume
+			// are left to interrupt, and they are short.
+			plan = killPlan{after: "opened", count: 1}
+		}
 		killed, resumed := runLife(t, led, plan, append(env, envMode+"=work", envOps+"="+strconv.Itoa(hi))...)
 		lives++
 		if killed {

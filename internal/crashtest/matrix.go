@@ -85,7 +85,10 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 	start := time.Now()
 	row := Row{Scenario: sc.Name, Ops: ops}
 	clk := idemtest.NewClock(epoch)
-	srv := idemtest.NewServer(idemtest.WithClock(clk.Now), idemtest.WithSeed(seed), idemtest.WithProfile(sc.Profile))
+	srv, err := idemtest.NewServer(idemtest.WithClock(clk.Now), idemtest.WithSeed(seed), idemtest.WithProfile(sc.Profile))
+	if err != nil {
+		return row, fmt.Errorf("%s: %w", sc.Name, err)
+	}
 	defer srv.Close()
 	path := filepath.Join(dir, strings.ReplaceAll(sc.Name, "/", "_")+".journal")
 	opts := []idem.Option{
@@ -122,7 +125,9 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 	}
 
 	// The faults stop; a restarted process resumes what was left open.
-	srv.SetProfile(idemtest.Profile{})
+	if err := srv.SetProfile(idemtest.Profile{}); err != nil {
+		return row, fmt.Errorf("%s: %w", sc.Name, err)
+	}
 	if c, err = idem.Open(path, opts...); err != nil {
 		return row, err
 	}

@@ -1,6 +1,11 @@
 package fakeserver
 
-import "time"
+import (
+	"fmt"
+	"time"
+
+	"github.com/idemkit/idem/internal/httpsyntax"
+)
 
 // Defaults for the zero fields of [Config].
 const (
@@ -22,7 +27,9 @@ const (
 )
 
 // Config configures a [Server]. The zero value is ready to use: every zero
-// field takes its default.
+// field takes its default. [New] returns an error for an invalid field: a
+// header name that is not an RFC 9110 token, a negative Retention, MaxKeys
+// or MaxBody, or an invalid Profile.
 type Config struct {
 	// KeyHeader names the idempotency key header (default
 	// "Idempotency-Key"); error messages spell it as given here.
@@ -58,8 +65,33 @@ type Config struct {
 	Seed int64
 
 	// Profile sets probabilistic faults for soak runs; the zero value has
-	// none. New panics if it is invalid (see [Profile]).
+	// none. New returns an error if it is invalid (see [Profile]).
 	Profile Profile
+}
+
+// validate returns why cfg cannot configure a server, or nil. Zero fields are
+// valid: they take their defaults. Its messages say what to change.
+func (cfg Config) validate() error {
+	for _, h := range []struct{ what, name string }{
+		{"key header", cfg.KeyHeader},
+		{"scope header", cfg.ScopeHeader},
+	} {
+		if h.name != "" && !httpsyntax.ValidHeaderName(h.name) {
+			return fmt.Errorf("%s %q is not a valid header name (want a token such as Idempotency-Key, with no spaces, colons or other separators)", h.what, h.name)
+		}
+	}
+	switch {
+	case cfg.Retention < 0:
+		return fmt.Errorf("retention %v is negative (want a positive duration, or 0 for the default %v)", cfg.Retention, DefaultRetention)
+	case cfg.MaxKeys < 0:
+		return fmt.Errorf("max keys %d is negative (want a positive number, or 0 for the default %d)", cfg.MaxKeys, DefaultMaxKeys)
+	case cfg.MaxBody < 0:
+		return fmt.Errorf("max body %d is negative (want a positive number of bytes, or 0 for the default %d)", cfg.MaxBody, DefaultMaxBody)
+	}
+	if err := cfg.Profile.validate(); err != nil {
+		return fmt.Errorf("profile: %w", err)
+	}
+	return nil
 }
 
 // withDefaults returns cfg with its zero fields set to their defaults.

@@ -3,8 +3,9 @@ package fakeserver
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -169,40 +170,84 @@ type Profile struct {
 	HTTPDate   bool
 }
 
-func (f Fault) validate() error {
-	if !f.Kind.known() {
-		return fmt.Errorf("unknown fault kind %q", f.Kind)
+// kindList returns kinds as a comma-separated list, for error messages.
+func kindList(kinds []FaultKind) string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
 	}
-	if f.Count < 0 {
-		return fmt.Errorf("fault %s: negative count %d", f.Kind, f.Count)
+	return strings.Join(names, ", ")
+}
+
+// queryKinds lists the kinds that apply to result queries, in the order of
+// [FaultKinds].
+func queryKinds() []FaultKind {
+	var kinds []FaultKind
+	for _, k := range faultKinds {
+		if k.queryable() {
+			kinds = append(kinds, k)
+		}
 	}
-	if f.Delay < 0 || f.RetryAfter < 0 {
-		return fmt.Errorf("fault %s: negative duration", f.Kind)
-	}
-	if f.Query && !f.Kind.queryable() {
-		return fmt.Errorf("fault %s does not apply to queries", f.Kind)
+	return kinds
+}
+
+// checkDuration refuses a negative duration named what.
+func checkDuration(what string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%s %v is negative (want 0 or a positive duration)", what, d)
 	}
 	return nil
 }
 
+// validate returns why f cannot be injected, or nil. Its messages say what
+// to change.
+func (f Fault) validate() error {
+	if !f.Kind.known() {
+		return fmt.Errorf("unknown fault kind %q (want one of: %s)", f.Kind, kindList(faultKinds))
+	}
+	if f.Count < 0 {
+		return fmt.Errorf("fault %s: count %d is negative (want 0 for one request, or the number of requests to fault)", f.Kind, f.Count)
+	}
+	if err := checkDuration("delay", f.Delay); err != nil {
+		return fmt.Errorf("fault %s: %w", f.Kind, err)
+	}
+	if err := checkDuration("retry-after", f.RetryAfter); err != nil {
+		return fmt.Errorf("fault %s: %w", f.Kind, err)
+	}
+	if f.Query && !f.Kind.queryable() {
+		return fmt.Errorf("fault %s does not apply to result queries (want Query false, or a query fault: %s)", f.Kind, kindList(queryKinds()))
+	}
+	return nil
+}
+
+// validate returns why p cannot be used, or nil. Its messages say what to
+// change.
 func (p Profile) validate() error {
+	// Sorted, so that the message for a profile with several errors does
+	// not depend on map order.
+	kinds := make([]FaultKind, 0, len(p.Rates))
+	for k := range p.Rates {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
 	sum := 0.0
-	for k, rate := range p.Rates {
+	for _, k := range kinds {
+		rate := p.Rates[k]
 		if !k.known() {
-			return fmt.Errorf("profile: unknown fault kind %q", k)
+			return fmt.Errorf("unknown fault kind %q (want one of: %s)", k, kindList(faultKinds))
 		}
 		if !(rate >= 0 && rate <= 1) {
-			return fmt.Errorf("profile: rate of %s is %v; want 0..1", k, rate)
+			return fmt.Errorf("rate of %s is %v (want a probability between 0 and 1)", k, rate)
 		}
 		sum += rate
 	}
 	if sum > 1+1e-9 {
-		return fmt.Errorf("profile: rates sum to %v; want at most 1", sum)
+		return fmt.Errorf("rates sum to %v (want at most 1: a request gets at most one fault)", sum)
 	}
-	if p.Delay < 0 || p.RetryAfter < 0 {
-		return errors.New("profile: negative duration")
+	if err := checkDuration("delay", p.Delay); err != nil {
+		return err
 	}
-	return nil
+	return checkDuration("retry-after", p.RetryAfter)
 }
 
 // clone returns p with its own copy of Rates.

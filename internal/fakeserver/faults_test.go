@@ -16,7 +16,7 @@ import (
 
 func TestFaultDropAfterCommit(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DropAfterCommit})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DropAfterCommit}))
 
 	_, err := h.request(t.Context(), call{key: "k1", body: "{}"})
 	require.Error(t, err)
@@ -35,7 +35,7 @@ func TestFaultDropAfterCommit(t *testing.T) {
 func TestFaultDropAfterCommitAppliesToReplays(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
 	h.submit(t, "k1", "{}")
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DropAfterCommit})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DropAfterCommit}))
 	_, err := h.request(t.Context(), call{key: "k1", body: "{}"})
 	require.Error(t, err)
 	require.Equal(t, 1, h.srv.Stats().Replays)
@@ -44,7 +44,7 @@ func TestFaultDropAfterCommitAppliesToReplays(t *testing.T) {
 
 func TestFaultDelayPastClientTimeout(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DelayResponse, Delay: time.Hour})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DelayResponse, Delay: time.Hour}))
 
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
@@ -64,7 +64,7 @@ func TestFaultDelayPastClientTimeout(t *testing.T) {
 
 func TestFaultDelayRepeatWhileInFlightGets409(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DelayResponse, Delay: time.Hour})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DelayResponse, Delay: time.Hour}))
 
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
@@ -95,7 +95,7 @@ func TestFaultDelayRepeatWhileInFlightGets409(t *testing.T) {
 
 func TestFaultDelayShort(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DelayResponse, Delay: time.Millisecond})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.DelayResponse, Delay: time.Millisecond}))
 	r := h.submit(t, "k1", "{}")
 	require.Equal(t, http.StatusCreated, r.status)
 	require.Equal(t, fakeserver.DelayResponse, h.lastRequest(t).Fault)
@@ -103,7 +103,7 @@ func TestFaultDelayShort(t *testing.T) {
 
 func TestFaultErrorAfterCommit(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.ErrorAfterCommit})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.ErrorAfterCommit}))
 	r := h.submit(t, "k1", "{}")
 	require.Equal(t, http.StatusInternalServerError, r.status)
 	r.errorMessage(t)
@@ -117,7 +117,7 @@ func TestFaultErrorAfterCommit(t *testing.T) {
 
 func TestFaultErrorBeforeCommit(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.ErrorBeforeCommit})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.ErrorBeforeCommit}))
 	r := h.submit(t, "k1", "{}")
 	require.Equal(t, http.StatusInternalServerError, r.status)
 	r.errorMessage(t)
@@ -144,7 +144,7 @@ func TestFaultThrottleAndUnavailable(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.kind)+"/"+tt.want, func(t *testing.T) {
 			h := newHarness(t, fakeserver.Config{})
-			h.srv.Inject(fakeserver.Fault{Kind: tt.kind, RetryAfter: tt.retryAfter})
+			require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: tt.kind, RetryAfter: tt.retryAfter}))
 			r := h.submit(t, "k1", "{}")
 			require.Equal(t, tt.status, r.status)
 			require.Equal(t, tt.want, r.header.Get("Retry-After"))
@@ -160,7 +160,7 @@ func TestFaultThrottleAndUnavailable(t *testing.T) {
 func TestFaultRetryAfterHTTPDate(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
 	// The clock is at 15:09:26.5; now + 2s rounds up to 15:09:29.
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Unavailable, RetryAfter: 2 * time.Second, HTTPDate: true})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Unavailable, RetryAfter: 2 * time.Second, HTTPDate: true}))
 	r := h.submit(t, "k1", "{}")
 	require.Equal(t, http.StatusServiceUnavailable, r.status)
 	require.Equal(t, "Fri, 14 Mar 2025 15:09:29 GMT", r.header.Get("Retry-After"))
@@ -170,7 +170,7 @@ func TestFaultRetryAfterHTTPDate(t *testing.T) {
 
 func TestFaultQueryLag(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.QueryLag, Delay: 10 * time.Second})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.QueryLag, Delay: 10 * time.Second}))
 	r := h.submit(t, "k1", "{}")
 	require.Equal(t, http.StatusCreated, r.status)
 	require.Equal(t, 1, h.srv.Effects("", "k1"))
@@ -188,7 +188,7 @@ func TestFaultQueryLag(t *testing.T) {
 
 func TestFaultSlowProcessing(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.SlowProcessing, Delay: time.Minute, RetryAfter: 5 * time.Second})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.SlowProcessing, Delay: time.Minute, RetryAfter: 5 * time.Second}))
 	r := h.submit(t, "k1", "{}")
 	require.Equal(t, http.StatusAccepted, r.status)
 	require.JSONEq(t, `{"state":"processing","resourceId":"ord_000001","key":"k1"}`, r.body)
@@ -212,7 +212,7 @@ func TestFaultSlowProcessing(t *testing.T) {
 
 func TestFaultGarbageBody(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.GarbageBody})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.GarbageBody}))
 	r := h.submit(t, "k1", "{}")
 	require.Equal(t, http.StatusCreated, r.status)
 	require.False(t, json.Valid([]byte(r.body)), "body %q", r.body)
@@ -224,7 +224,7 @@ func TestFaultGarbageBody(t *testing.T) {
 
 func TestFaultTruncatedBody(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.TruncatedBody})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.TruncatedBody}))
 	resp, err := h.request(t.Context(), call{key: "k1", body: "{}"})
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -240,7 +240,7 @@ func TestFaultTruncatedBody(t *testing.T) {
 
 func TestFaultDecline(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Decline})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Decline}))
 	r := h.submit(t, "k1", "{}")
 	require.Equal(t, http.StatusPaymentRequired, r.status)
 	require.JSONEq(t, `{"state":"failed","reason":"card declined","key":"k1"}`, r.body)
@@ -272,7 +272,7 @@ func TestQueryFaults(t *testing.T) {
 		t.Run(string(tt.kind), func(t *testing.T) {
 			h := newHarness(t, fakeserver.Config{})
 			h.submit(t, "k1", "{}")
-			h.srv.Inject(fakeserver.Fault{Kind: tt.kind, Query: true, Delay: time.Millisecond})
+			require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: tt.kind, Query: true, Delay: time.Millisecond}))
 			// A query fault leaves submits alone.
 			require.Equal(t, "true", h.submit(t, "k1", "{}").header.Get("Idempotent-Replayed"))
 
@@ -298,7 +298,7 @@ func TestQueryFaults(t *testing.T) {
 func TestQueryFaultTruncatedBody(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
 	h.submit(t, "k1", "{}")
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.TruncatedBody, Query: true})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.TruncatedBody, Query: true}))
 	resp, err := h.request(t.Context(), call{method: http.MethodGet, path: "/operations/k1"})
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -308,7 +308,7 @@ func TestQueryFaultTruncatedBody(t *testing.T) {
 
 func TestFaultCountAndKey(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Throttle, Count: 2, Key: "b"})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Throttle, Count: 2, Key: "b"}))
 	require.Equal(t, http.StatusCreated, h.submit(t, "a", "{}").status)
 	require.Equal(t, http.StatusTooManyRequests, h.submit(t, "b", "{}").status)
 	require.Equal(t, http.StatusTooManyRequests, h.submit(t, "b", "{}").status)
@@ -317,8 +317,8 @@ func TestFaultCountAndKey(t *testing.T) {
 
 func TestFaultsApplyInInjectionOrder(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Throttle})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Unavailable})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Throttle}))
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Unavailable}))
 	require.Equal(t, http.StatusTooManyRequests, h.submit(t, "k1", "{}").status)
 	require.Equal(t, http.StatusServiceUnavailable, h.submit(t, "k1", "{}").status)
 	require.Equal(t, http.StatusCreated, h.submit(t, "k1", "{}").status)
@@ -327,7 +327,7 @@ func TestFaultsApplyInInjectionOrder(t *testing.T) {
 func TestCommitFaultWaitsForANewKey(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
 	h.submit(t, "k1", "{}")
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Decline})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Decline}))
 	// A replay cannot be declined: the fault stays pending.
 	require.Equal(t, http.StatusCreated, h.submit(t, "k1", "{}").status)
 	require.Equal(t, http.StatusPaymentRequired, h.submit(t, "k2", "{}").status)
@@ -336,7 +336,7 @@ func TestCommitFaultWaitsForANewKey(t *testing.T) {
 func TestResponseFaultSkipsConflicts(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
 	h.submit(t, "k1", "{}")
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.ErrorAfterCommit})
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.ErrorAfterCommit}))
 	require.Equal(t, http.StatusUnprocessableEntity, h.submit(t, "k1", `{"x":1}`).status)
 	require.Equal(t, http.StatusInternalServerError, h.submit(t, "k1", "{}").status)
 }
@@ -382,22 +382,22 @@ func TestProfileIsReproducibleFromSeed(t *testing.T) {
 
 func TestProfileEffects(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{Seed: 7})
-	h.srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Unavailable: 1}, RetryAfter: 4 * time.Second})
+	require.NoError(t, h.srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Unavailable: 1}, RetryAfter: 4 * time.Second}))
 	r := h.submit(t, "k1", "{}")
 	require.Equal(t, http.StatusServiceUnavailable, r.status)
 	require.Equal(t, "4", r.header.Get("Retry-After"))
 
-	h.srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.SlowProcessing: 1}, Delay: time.Second})
+	require.NoError(t, h.srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.SlowProcessing: 1}, Delay: time.Second}))
 	require.Equal(t, http.StatusAccepted, h.submit(t, "k1", "{}").status)
 	// A 409 while processing is not a new execution: no fault applies.
 	require.Equal(t, http.StatusConflict, h.submit(t, "k1", "{}").status)
 
-	h.srv.SetProfile(fakeserver.Profile{})
+	require.NoError(t, h.srv.SetProfile(fakeserver.Profile{}))
 	require.Equal(t, http.StatusCreated, h.submit(t, "k2", "{}").status)
 
 	// Scripted faults win over the profile.
-	h.srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Unavailable: 1}})
-	h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Throttle})
+	require.NoError(t, h.srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Unavailable: 1}}))
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.Throttle}))
 	require.Equal(t, http.StatusTooManyRequests, h.submit(t, "k3", "{}").status)
 	require.Equal(t, http.StatusServiceUnavailable, h.submit(t, "k3", "{}").status)
 }

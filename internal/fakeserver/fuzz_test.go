@@ -36,7 +36,10 @@ func FuzzServer(f *testing.F) {
 			t.Skip()
 		}
 		clock := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-		srv := fakeserver.New(fakeserver.Config{MaxBody: 64, MaxKeys: 1, Now: func() time.Time { return clock }})
+		srv, err := fakeserver.New(fakeserver.Config{MaxBody: 64, MaxKeys: 1, Now: func() time.Time { return clock }})
+		if err != nil {
+			t.Fatal(err)
+		}
 		// A submit first, so the fuzzed request may hit a stored key.
 		serve(t, srv, "POST", &url.URL{Path: "/orders"}, "k1", "", nil)
 		for range 2 {

@@ -54,7 +54,8 @@ func newHarness(t testing.TB, cfg fakeserver.Config) *harness {
 	if cfg.Now == nil {
 		cfg.Now = clock.Now
 	}
-	srv := fakeserver.New(cfg)
+	srv, err := fakeserver.New(cfg)
+	require.NoError(t, err)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
 	return &harness{

@@ -1,6 +1,9 @@
 package fakeserver
 
 import (
+	"encoding/json"
+	"math"
+	"net/http"
 	"strconv"
 	"testing"
 	"time"
@@ -55,4 +58,34 @@ func TestStoreForgetsOldestRetiredCounts(t *testing.T) {
 	st.sweep(t0.Add(4*time.Hour), time.Minute)
 	require.Equal(t, 0, st.effects(scopeKey{"", "c"}))
 	require.Equal(t, 2, st.effects(scopeKey{"", "b"}))
+}
+
+func TestInjectRefusesTooManyPendingFaults(t *testing.T) {
+	s, err := New(Config{})
+	require.NoError(t, err)
+	for range maxPendingFaults {
+		require.NoError(t, s.Inject(Fault{Kind: Throttle, Key: "never"}))
+	}
+	err = s.Inject(Fault{Kind: Unavailable})
+	require.ErrorIs(t, err, errTooManyFaults)
+	require.EqualError(t, err, "fakeserver: Inject: too many pending faults: 10000 faults are waiting for matching requests (send requests to consume them, or Reset the server)")
+	s.mu.Lock()
+	n, last := len(s.faults), s.faults[len(s.faults)-1].Kind
+	s.mu.Unlock()
+	require.Equal(t, maxPendingFaults, n, "the refused fault is not queued")
+	require.Equal(t, Throttle, last)
+}
+
+func TestEncodeJSONFailureIsA500WithAJSONError(t *testing.T) {
+	status, body := encodeJSON(http.StatusCreated, result{State: stateSucceeded, Key: "k"})
+	require.Equal(t, http.StatusCreated, status)
+	require.JSONEq(t, `{"state":"succeeded","key":"k"}`, string(body))
+
+	// json.Marshal refuses NaN: the answer is a 500 with a JSON error, not
+	// a panic.
+	require.NotPanics(t, func() { status, body = encodeJSON(http.StatusOK, math.NaN()) })
+	require.Equal(t, http.StatusInternalServerError, status)
+	var e errorJSON
+	require.NoError(t, json.Unmarshal(body, &e))
+	require.Contains(t, e.Error, "could not encode")
 }

@@ -38,8 +38,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	} else if e := s.st.lookup(scopeKey{req.Scope, key}, now, s.cfg.Retention); e == nil || now.Before(e.visibleAt) {
 		a = errorAnswer(http.StatusNotFound, "not found")
 	} else {
-		a.status = http.StatusOK
-		a.body = mustJSON(e.result(now))
+		a.status, a.body = encodeJSON(http.StatusOK, e.result(now))
 	}
 	s.mu.Unlock()
 

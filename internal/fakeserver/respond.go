@@ -25,19 +25,23 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// mustJSON encodes v, which holds only strings.
-func mustJSON(v any) []byte {
+// encodeFailedBody answers when a response cannot be encoded.
+var encodeFailedBody = []byte(`{"error":"internal server error: the fake server could not encode its response"}`)
+
+// encodeJSON returns the response status and body that encode v. The values
+// encoded hold only strings, which json.Marshal always encodes; should it
+// fail all the same, the answer is 500 with a JSON error body.
+func encodeJSON(status int, v any) (int, []byte) {
 	b, err := json.Marshal(v)
 	if err != nil {
-		panic("fakeserver: " + err.Error())
+		return http.StatusInternalServerError, encodeFailedBody
 	}
-	return b
+	return status, b
 }
 
-func errorBody(msg string) []byte { return mustJSON(errorJSON{Error: msg}) }
-
 func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, errorBody(msg))
+	status, body := encodeJSON(status, errorJSON{Error: msg})
+	writeJSON(w, status, body)
 }
 
 // bodyError returns the answer to a failure to read the request body.
@@ -134,7 +138,8 @@ func (a answer) write(w http.ResponseWriter, now time.Time) {
 }
 
 func errorAnswer(status int, msg string) answer {
-	return answer{status: status, body: errorBody(msg)}
+	status, body := encodeJSON(status, errorJSON{Error: msg})
+	return answer{status: status, body: body}
 }
 
 // faultAnswer returns the answer of the faults that answer instead of

@@ -3,6 +3,7 @@ package fakeserver
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -50,15 +51,19 @@ type Server struct {
 }
 
 // New returns a server configured by cfg, its zero fields set to their
-// defaults. It panics if cfg.Profile is invalid.
-func New(cfg Config) *Server {
-	cfg = cfg.withDefaults()
-	if err := cfg.Profile.validate(); err != nil {
-		panic("fakeserver: New: " + err.Error())
+// defaults. If a field of cfg is invalid (see [Config]) it returns a nil
+// server and an error that says which field and what to change.
+//
+// The errors of New, [Server.Inject] and [Server.SetProfile] read
+// "fakeserver: Method: cause" and wrap the bare cause, which
+// [errors.Unwrap] returns.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("fakeserver: New: %w", err)
 	}
-	s := &Server{cfg: cfg}
+	s := &Server{cfg: cfg.withDefaults()}
 	s.resetLocked()
-	return s
+	return s, nil
 }
 
 func (s *Server) resetLocked() {
@@ -85,13 +90,15 @@ func (s *Server) Reset() {
 
 // Inject scripts a fault: it applies to the next f.Count matching requests
 // (see [FaultKind] for which requests each fault matches), after the faults
-// injected before it. It panics if f is invalid (an unknown kind, a negative
-// count or duration, a query fault of a kind that does not apply to
-// queries) or if 10,000 faults are already pending.
-func (s *Server) Inject(f Fault) {
+// injected before it. It returns an error, and leaves the server as it was,
+// if f is invalid (an unknown kind, a negative count or duration, a query
+// fault of a kind that does not apply to queries) or if 10,000 faults are
+// already pending.
+func (s *Server) Inject(f Fault) error {
 	if err := s.inject(f); err != nil {
-		panic("fakeserver: Inject: " + err.Error())
+		return fmt.Errorf("fakeserver: Inject: %w", err)
 	}
+	return nil
 }
 
 func (s *Server) inject(f Fault) error {
@@ -104,7 +111,7 @@ func (s *Server) inject(f Fault) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.faults) >= maxPendingFaults {
-		return errTooManyFaults
+		return fmt.Errorf("%w: %d faults are waiting for matching requests (send requests to consume them, or Reset the server)", errTooManyFaults, len(s.faults))
 	}
 	s.faults = append(s.faults, f)
 	return nil
@@ -113,15 +120,17 @@ func (s *Server) inject(f Fault) error {
 var errTooManyFaults = errors.New("too many pending faults")
 
 // SetProfile replaces the probabilistic faults; the RNG carries on. It
-// panics if p is invalid (see [Profile]).
-func (s *Server) SetProfile(p Profile) {
+// returns an error, and keeps the current profile, if p is invalid (see
+// [Profile]).
+func (s *Server) SetProfile(p Profile) error {
 	if err := p.validate(); err != nil {
-		panic("fakeserver: SetProfile: " + err.Error())
+		return fmt.Errorf("fakeserver: SetProfile: %w", err)
 	}
 	p = p.clone()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.profile = p
+	return nil
 }
 
 // Stats returns the counters.

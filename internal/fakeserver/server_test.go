@@ -3,8 +3,10 @@ package fakeserver_test
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -440,19 +442,106 @@ func TestFaultJSONRoundTrip(t *testing.T) {
 	require.Equal(t, f, back)
 }
 
-func TestInjectPanicsOnInvalidFault(t *testing.T) {
-	srv := fakeserver.New(fakeserver.Config{})
-	require.PanicsWithValue(t, `fakeserver: Inject: unknown fault kind "boom"`, func() { srv.Inject(fakeserver.Fault{Kind: "boom"}) })
-	require.Panics(t, func() { srv.Inject(fakeserver.Fault{Kind: fakeserver.QueryLag, Query: true}) })
-	require.Panics(t, func() {
-		srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Throttle: 1.5}})
-	})
-	require.Panics(t, func() {
-		srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Throttle: 0.6, fakeserver.Unavailable: 0.6}})
-	})
-	require.Panics(t, func() {
-		fakeserver.New(fakeserver.Config{Profile: fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{"x": 0.1}}})
-	})
+// allKinds is the list of kinds that error messages offer.
+const allKinds = "drop-after-commit, delay, 500-after-commit, 500-before-commit, 429, 503, query-lag, slow-processing, garbage-body, truncated-body, decline"
+
+func TestInjectInvalidFaultIsAnErrorAndChangesNothing(t *testing.T) {
+	h := newHarness(t, fakeserver.Config{})
+	tests := []struct {
+		name  string
+		fault fakeserver.Fault
+		want  string
+	}{
+		{"unknown kind", fakeserver.Fault{Kind: "boom"}, `fakeserver: Inject: unknown fault kind "boom" (want one of: ` + allKinds + ")"},
+		{"no kind", fakeserver.Fault{Count: 3}, `fakeserver: Inject: unknown fault kind "" (want one of: `},
+		{"negative count", fakeserver.Fault{Kind: fakeserver.Throttle, Count: -1}, "fakeserver: Inject: fault 429: count -1 is negative (want 0 for one request, or the number of requests to fault)"},
+		{"negative delay", fakeserver.Fault{Kind: fakeserver.DelayResponse, Delay: -time.Second}, "fakeserver: Inject: fault delay: delay -1s is negative (want 0 or a positive duration)"},
+		{"negative retry-after", fakeserver.Fault{Kind: fakeserver.Unavailable, RetryAfter: -time.Second}, "fakeserver: Inject: fault 503: retry-after -1s is negative"},
+		{"query fault of a submit-only kind", fakeserver.Fault{Kind: fakeserver.QueryLag, Query: true}, "fakeserver: Inject: fault query-lag does not apply to result queries (want Query false, or a query fault: drop-after-commit, delay, 500-before-commit, 429, 503, garbage-body, truncated-body)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { err = h.srv.Inject(tt.fault) })
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+			// The bare cause, without the prefix, is wrapped.
+			require.Equal(t, strings.TrimPrefix(err.Error(), "fakeserver: Inject: "), errors.Unwrap(err).Error())
+		})
+	}
+
+	// Nothing was scripted: the next submit and query get no fault.
+	r := h.submit(t, "k1", "{}")
+	require.Equal(t, http.StatusCreated, r.status)
+	require.Empty(t, h.lastRequest(t).Fault)
+	require.Equal(t, http.StatusOK, h.query(t, "k1").status)
+	require.Empty(t, h.lastRequest(t).Fault)
+	require.Equal(t, 1, h.srv.Stats().SideEffects)
+}
+
+func TestSetProfileInvalidIsAnErrorAndKeepsTheProfile(t *testing.T) {
+	h := newHarness(t, fakeserver.Config{})
+	require.NoError(t, h.srv.SetProfile(fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Unavailable: 1}}))
+	rates := func(r map[fakeserver.FaultKind]float64) fakeserver.Profile { return fakeserver.Profile{Rates: r} }
+	tests := []struct {
+		name    string
+		profile fakeserver.Profile
+		want    string
+	}{
+		{"rate above 1", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: 1.5}), "fakeserver: SetProfile: rate of 429 is 1.5 (want a probability between 0 and 1)"},
+		{"negative rate", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: -0.1}), "fakeserver: SetProfile: rate of 429 is -0.1 (want a probability between 0 and 1)"},
+		{"NaN rate", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: math.NaN()}), "rate of 429 is NaN"},
+		{"rates above 1 in sum", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: 0.6, fakeserver.Unavailable: 0.6}), "fakeserver: SetProfile: rates sum to 1.2 (want at most 1: a request gets at most one fault)"},
+		{"unknown kind", rates(map[fakeserver.FaultKind]float64{"x": 0.1}), `fakeserver: SetProfile: unknown fault kind "x" (want one of: ` + allKinds + ")"},
+		{"negative delay", fakeserver.Profile{Delay: -time.Second}, "fakeserver: SetProfile: delay -1s is negative (want 0 or a positive duration)"},
+		{"negative retry-after", fakeserver.Profile{RetryAfter: -time.Second}, "fakeserver: SetProfile: retry-after -1s is negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var err error
+			require.NotPanics(t, func() { err = h.srv.SetProfile(tt.profile) })
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+
+	// The profile set before the refusals still applies.
+	require.Equal(t, http.StatusServiceUnavailable, h.submit(t, "k1", "{}").status)
+	require.Equal(t, fakeserver.Unavailable, h.lastRequest(t).Fault)
+}
+
+func TestNewInvalidConfigIsAnError(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  fakeserver.Config
+		want string
+	}{
+		{"invalid profile", fakeserver.Config{Profile: fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Decline: 2}}}, "fakeserver: New: profile: rate of decline is 2 (want a probability between 0 and 1)"},
+		{"unknown kind in profile", fakeserver.Config{Profile: fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{"x": 0.1}}}, `fakeserver: New: profile: unknown fault kind "x"`},
+		{"key header with a space", fakeserver.Config{KeyHeader: "Idempotency Key"}, `fakeserver: New: key header "Idempotency Key" is not a valid header name (want a token such as Idempotency-Key, with no spaces, colons or other separators)`},
+		{"key header with a colon", fakeserver.Config{KeyHeader: "Idem:Key"}, `key header "Idem:Key" is not a valid header name`},
+		{"scope header", fakeserver.Config{ScopeHeader: "X-Account\r\n"}, `fakeserver: New: scope header "X-Account\r\n" is not a valid header name`},
+		{"negative retention", fakeserver.Config{Retention: -time.Hour}, "fakeserver: New: retention -1h0m0s is negative (want a positive duration, or 0 for the default 24h0m0s)"},
+		{"negative max keys", fakeserver.Config{MaxKeys: -1}, "fakeserver: New: max keys -1 is negative (want a positive number, or 0 for the default 100000)"},
+		{"negative max body", fakeserver.Config{MaxBody: -1}, "fakeserver: New: max body -1 is negative (want a positive number of bytes, or 0 for the default 1048576)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var (
+				srv *fakeserver.Server
+				err error
+			)
+			require.NotPanics(t, func() { srv, err = fakeserver.New(tt.cfg) })
+			require.Nil(t, srv)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tt.want)
+		})
+	}
+
+	// Zero fields take their defaults; a token header name is accepted.
+	srv, err := fakeserver.New(fakeserver.Config{KeyHeader: "X-Idempotency_Key.v2", ScopeHeader: "x-account"})
+	require.NoError(t, err)
+	require.NotNil(t, srv)
 }
 
 func TestFaultKindsAreDescribed(t *testing.T) {

@@ -56,7 +56,7 @@ func (e *entry) result(now time.Time) result {
 }
 
 // response returns the stored response at now: 201 succeeded, 402 failed,
-// 202 processing.
+// 202 processing (see encodeJSON for the 500 it cannot reach).
 func (e *entry) response(now time.Time) (int, []byte) {
 	res := e.result(now)
 	status := http.StatusCreated
@@ -66,7 +66,7 @@ func (e *entry) response(now time.Time) (int, []byte) {
 	case stateFailed:
 		status = http.StatusPaymentRequired
 	}
-	return status, mustJSON(res)
+	return encodeJSON(status, res)
 }
 
 // store holds the keys, in commit order, and the side-effect counts of

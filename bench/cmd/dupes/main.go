@@ -113,7 +113,10 @@ func runParent() error {
 	var order []id
 	total := map[id]*row{}
 	for s := *seed; s < *seed+int64(*seeds); s++ {
-		srv := idemtest.NewServer(idemtest.WithProfile(profile), idemtest.WithSeed(s))
+		srv, err := idemtest.NewServer(idemtest.WithProfile(profile), idemtest.WithSeed(s))
+		if err != nil {
+			return fmt.Errorf("seed %d: %w", s, err)
+		}
 		for _, source := range []string{"redelivers", "at most once"} {
 			for _, kind := range []string{"naive", "memory-key", "idem"} {
 				srv.Reset()

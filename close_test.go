@@ -1,0 +1,217 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+// holdTransport forwards every submit to the server, so the server performs
+// it, then holds the answer until release is closed or the request's
+// context ends: a response in flight at the moment of a Close.
+type holdTransport struct {
+	base    http.RoundTripper
+	entered chan struct{}
+	release chan struct{}
+	held    atomic.Int32
+}
+
+func (h *holdTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := h.base.RoundTrip(req)
+	if err != nil || req.Method == http.MethodGet {
+		return resp, err
+	}
+	h.held.Add(1)
+	h.entered <- struct{}{}
+	select {
+	case <-h.release:
+		return resp, nil
+	case <-req.Context().Done():
+		_ = resp.Body.Close()
+		return nil, req.Context().Err()
+	}
+}
+
+func heldEnv(t *testing.T) (*env, *holdTransport) {
+	h := &holdTransport{entered: make(chan struct{}, 16), release: make(chan struct{})}
+	e := newEnv(t, clientOpts(idem.WithHTTPClient(&http.Client{Transport: h})))
+	h.base = e.srv.Client().Transport
+	return e, h
+}
+
+// within fails the test unless ch yields within a generous bound.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: still waiting after 10s", what)
+		panic("unreachable")
+	}
+}
+
+type callResult struct {
+	res *idem.Result
+	err error
+}
+
+func submitAsync(e *env, key string) <-chan callResult {
+	out := make(chan callResult, 1)
+	go func() {
+		res, err := e.client.Submit(context.Background(), e.req(key, `{"amount":1}`))
+		out <- callResult{res, err}
+	}()
+	return out
+}
+
+// Close while the server has performed a submit and its answer is in
+// flight: the call returns at once as unknown, never failed, the journal
+// says unknown, and the next start settles it with no second side effect.
+func TestCloseStopsCallInFlightAndResumeSettlesIt(t *testing.T) {
+	e, h := heldEnv(t)
+	done := submitAsync(e, "close-1")
+	within(t, h.entered, "submit reaching the server")
+
+	closed := make(chan error, 1)
+	go func() { closed <- e.client.Close() }()
+	require.NoError(t, within(t, closed, "Close"))
+	got := within(t, done, "Submit after Close")
+
+	require.ErrorIs(t, got.err, idem.ErrClosed)
+	require.ErrorIs(t, got.err, idem.ErrUnknownOutcome)
+	require.NotNil(t, got.res)
+	require.Equal(t, idem.StateUnknown, got.res.State)
+	require.Equal(t, journal.StateUnknown, e.record("close-1").State)
+	require.Equal(t, 1, e.srv.Effects(scope, "close-1"))
+
+	// Refused after Close, and nothing journaled for it.
+	_, err := e.client.Submit(context.Background(), e.req("close-2", `{"amount":2}`))
+	require.ErrorIs(t, err, idem.ErrClosed)
+	_, err = e.store.Get(context.Background(), idem.DefaultScope, "close-2")
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	require.NoError(t, e.client.Close(), "a second Close")
+
+	e.restart()
+	sum, err := e.client.Resume(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Succeeded)
+	require.Equal(t, journal.StateSucceeded, e.record("close-1").State)
+	require.Equal(t, 1, e.srv.Effects(scope, "close-1"), "Resume must query, not resend")
+	require.Len(t, e.submits("close-1"), 1)
+	require.EqualValues(t, 1, h.held.Load())
+}
+
+// Shutdown refuses new calls at once but lets the call in flight finish.
+func TestShutdownLetsCallsInFlightFinish(t *testing.T) {
+	e, h := heldEnv(t)
+	done := submitAsync(e, "shut-1")
+	within(t, h.entered, "submit reaching the server")
+
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shut <- e.client.Shutdown(ctx)
+	}()
+
+	// Shutdown has begun once new calls are refused.
+	refused := make(chan struct{})
+	go func() {
+		defer close(refused)
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			if _, err := e.client.Lookup(context.Background(), idem.DefaultScope, "shut-1"); errors.Is(err, idem.ErrClosed) {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	within(t, refused, "calls refused during Shutdown")
+	_, err := e.client.Submit(context.Background(), e.req("shut-2", `{"amount":2}`))
+	require.ErrorIs(t, err, idem.ErrClosed)
+	select {
+	case err := <-shut:
+		t.Fatalf("Shutdown returned (%v) while a call was in flight", err)
+	case got := <-done:
+		t.Fatalf("the call in flight ended (%v) before its answer was released", got.err)
+	default:
+	}
+
+	close(h.release)
+	got := within(t, done, "Submit")
+	require.NoError(t, got.err)
+	require.Equal(t, idem.StateSucceeded, got.res.State)
+	require.NoError(t, within(t, shut, "Shutdown"))
+	require.Equal(t, journal.StateSucceeded, e.record("shut-1").State)
+	require.Equal(t, 1, e.srv.Effects(scope, "shut-1"))
+}
+
+// When Shutdown's context ends first, the calls still in flight are
+// stopped as by Close, and Shutdown says so.
+func TestShutdownDeadlineStopsCalls(t *testing.T) {
+	e, h := heldEnv(t)
+	done := submitAsync(e, "late-1")
+	within(t, h.entered, "submit reaching the server")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := e.client.Shutdown(ctx)
+	require.ErrorIs(t, err, context.Canceled)
+
+	got := within(t, done, "Submit")
+	require.ErrorIs(t, got.err, idem.ErrClosed)
+	require.ErrorIs(t, got.err, idem.ErrUnknownOutcome)
+	require.Equal(t, journal.StateUnknown, e.record("late-1").State)
+}
+
+// Run is background work: Close stops it without waiting for ctx, and
+// returns only after it has.
+func TestCloseStopsRun(t *testing.T) {
+	settled := make(chan *idem.Result, 1)
+	e := newEnv(t, clientOpts(idem.WithSettleFunc(func(r *idem.Result) { settled <- r })))
+	// Prepared and never driven: Run sends it once it is due, which shows
+	// that Run is active.
+	_, err := e.client.Prepare(context.Background(), e.req("run-1", `{"amount":1}`))
+	require.NoError(t, err)
+
+	ran := make(chan error, 1)
+	go func() { ran <- e.client.Run(context.Background()) }()
+	require.Equal(t, "run-1", within(t, settled, "Run settling a due operation").Key)
+
+	closed := make(chan error, 1)
+	go func() { closed <- e.client.Close() }()
+	require.NoError(t, within(t, closed, "Close with Run active"))
+	select {
+	case err := <-ran:
+		require.ErrorIs(t, err, idem.ErrClosed)
+	default:
+		t.Fatal("Close returned before Run did")
+	}
+	require.Equal(t, 1, e.srv.Effects(scope, "run-1"))
+}
+
+// A Client from Open owns its journal: Close closes it (the file can be
+// opened again), and a second Close or Shutdown is harmless.
+func TestCloseReleasesOwnedJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "owned.journal")
+	c, err := idem.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Shutdown(context.Background()))
+	_, err = c.Prepare(context.Background(), idem.Request{URL: "http://127.0.0.1:1/orders", Body: []byte(`{}`)})
+	require.ErrorIs(t, err, idem.ErrClosed)
+
+	s, err := journal.Open(path, journal.WithLockTimeout(time.Second))
+	require.NoError(t, err, "the journal must be unlocked after Close")
+	require.NoError(t, s.Close())
+}
