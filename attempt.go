@@ -3,11 +3,14 @@ package idem
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -50,9 +53,15 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	// not by error text. net/http may itself resend a request carrying an
 	// Idempotency-Key on a reused connection that died before any
 	// response: the same bytes and key, so the server de-duplicates it.
-	var wrote, traced atomic.Bool
+	var wrote, traced, gotConn atomic.Bool
 	trace := &httptrace.ClientTrace{
-		GetConn:              func(string) { traced.Store(true) },
+		GetConn: func(string) { traced.Store(true) },
+		// Once a connection has the request it may be on the wire: net/http
+		// writes it on another goroutine and, when the attempt's context
+		// ends, can return before WroteRequest fires (so can a transport
+		// wrapper that times out). Only a request no connection ever had
+		// is surely unsent.
+		GotConn:              func(httptrace.GotConnInfo) { gotConn.Store(true) },
 		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.Store(true) },
 		GotFirstResponseByte: func() { wrote.Store(true) },
 	}
@@ -81,11 +90,27 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 			return exchange{err: fmt.Errorf("idem: request hook: %w", err), unsent: true}
 		}
 	}
+	if err := context.Cause(actx); err != nil {
+		// Surely unsent (Close while the attempt was being journaled, say):
+		// net/http would fail it before any trace event, which reads as
+		// "maybe sent".
+		return exchange{err: err, unsent: true}
+	}
 	resp, err := c.hc.Do(req)
 	ex := exchange{wrote: wrote.Load()}
 	if err != nil {
+		// net/http's *url.Error quotes the URL as sent, with whatever the
+		// request hook added (an API key in the query string): that text
+		// is journaled and logged. Name the journaled URL instead.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			journaled := rec.URL
+			if query {
+				journaled = rec.QueryURL
+			}
+			err = &url.Error{Op: ue.Op, URL: journaled, Err: ue.Err}
+		}
 		ex.err = err
-		ex.unsent = !ex.wrote && traced.Load()
+		ex.unsent = !ex.wrote && traced.Load() && !gotConn.Load()
 		ex.dur = c.cfg.clock.Now().Sub(start)
 		return ex
 	}
@@ -93,7 +118,10 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	ex.wrote = true
 	ex.status = resp.StatusCode
 	ex.header = resp.Header
-	ex.body, ex.err = io.ReadAll(io.LimitReader(resp.Body, c.cfg.maxResponse+1))
+	// One byte past the cap tells "over the cap" from "at it"; a cap of
+	// math.MaxInt64 ("no limit") must not overflow to a negative limit,
+	// which reads nothing and leaves every answer undecodable.
+	ex.body, ex.err = io.ReadAll(io.LimitReader(resp.Body, min(c.cfg.maxResponse, math.MaxInt64-1)+1))
 	if int64(len(ex.body)) > c.cfg.maxResponse {
 		ex.body, ex.tooLarge = ex.body[:c.cfg.maxResponse], true
 		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
@@ -325,7 +353,13 @@ func recordOutcome(r *journal.Record, number int, ex exchange) {
 			continue
 		}
 		a.Done = true
-		a.Wrote = ex.wrote
+		// Wrote is what maybeSent reads: it must say "may have been
+		// written" whenever the request is not surely unsent. A transport
+		// that reports no trace events gets no benefit of the doubt here
+		// either, or a later 4xx would fail an operation the server
+		// performed (priorMaybeSent) and a cancellation would leave it
+		// "pending, never sent".
+		a.Wrote = ex.wrote || !ex.unsent
 		a.Status = ex.status
 		a.RetryAfter = ex.retryAfter
 		a.Duration = ex.dur

@@ -36,6 +36,10 @@ type call struct {
 	done chan struct{}
 	res  *Result
 	err  error
+	mode driveMode
+	// stopped: the leader's own context ended (caller gone, Shutdown
+	// draining background work) before it drove the operation to an end.
+	stopped bool
 }
 
 // New returns a Client that journals to store. Options are validated here,
@@ -158,7 +162,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c.coalesce(ctx, rec.Scope, rec.Key, rec, func() (*Result, error) {
+	return c.coalesce(ctx, rec.Scope, rec.Key, rec, foreground, func() (*Result, error) {
 		now := c.cfg.clock.Now()
 		rec.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: now}}
 		rec.FirstSent = now
@@ -197,7 +201,7 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 	defer c.exit()
 	ctx, release := c.bind(ctx, false)
 	defer release()
-	return c.coalesce(ctx, op.Scope, op.Key, nil, func() (*Result, error) {
+	return c.coalesce(ctx, op.Scope, op.Key, nil, foreground, func() (*Result, error) {
 		// Read even if ctx is done, so the caller still learns the state.
 		rec, err := c.store.Get(context.WithoutCancel(ctx), op.Scope, op.Key)
 		if err != nil {
@@ -297,11 +301,14 @@ func (c *Client) conflict(stored *journal.Record) error {
 // from the journaled one gets ErrKeyConflict, never another request's
 // result. A joiner whose leader gave up without an outcome of its own (its
 // context ended, or it failed before driving) drives the operation itself.
-func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.Record, fn func() (*Result, error)) (*Result, error) {
+// So does a caller who waits (mode foreground or resuming) joined to the
+// reconciler, which never waits and hands off what does not settle at once:
+// the caller's own budget is untouched.
+func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.Record, mode driveMode, fn func() (*Result, error)) (*Result, error) {
 	const maxJoins = 3 // then take what the last leader left
 	for joins := 0; ; joins++ {
-		res, joined, err := c.joinOrRun(ctx, scope, key, fn)
-		if !joined || ctx.Err() != nil {
+		res, cl, err := c.joinOrRun(ctx, scope, key, mode, fn)
+		if cl == nil || ctx.Err() != nil {
 			return res, err
 		}
 		if want != nil {
@@ -309,7 +316,12 @@ func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.
 				return nil, c.conflict(stored)
 			}
 		}
-		leaderGaveUp := res == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+		// Whether the leader gave up is its context's business, not its
+		// error's: a cause set with context.WithCancelCause (or ErrClosed,
+		// when Shutdown drains Resume and Run) is neither Canceled nor
+		// DeadlineExceeded, and the joiner must not inherit it.
+		open := res == nil || !res.State.Terminal()
+		leaderGaveUp := res == nil || (open && (cl.stopped || (mode != reconciling && cl.mode == reconciling)))
 		if !leaderGaveUp || joins == maxJoins {
 			return res, err
 		}
@@ -320,22 +332,23 @@ func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.
 var errCallPanicked = errors.New("idem: the call driving this operation panicked (a hook, decoder, classifier or transport)")
 
 // joinOrRun runs fn as the key's leader, or waits for the leader in flight
-// (joined). Joiners always get a result: if the leader panics, they get
-// the journaled state, and the panic goes on up the leader's stack.
-func (c *Client) joinOrRun(ctx context.Context, scope, key string, fn func() (*Result, error)) (res *Result, joined bool, err error) {
+// and returns its call (joined). Joiners always get a result: if the leader
+// panics, they get the journaled state, and the panic goes on up the
+// leader's stack.
+func (c *Client) joinOrRun(ctx context.Context, scope, key string, mode driveMode, fn func() (*Result, error)) (res *Result, joined *call, err error) {
 	id := scope + "\x00" + key
 	c.mu.Lock()
 	if cl, ok := c.inflight[id]; ok {
 		c.mu.Unlock()
 		select {
 		case <-cl.done:
-			return cl.res.clone(), true, cl.err
+			return cl.res.clone(), cl, cl.err
 		case <-ctx.Done():
 			res, err := c.current(scope, key, context.Cause(ctx))
-			return res, true, err
+			return res, cl, err
 		}
 	}
-	cl := &call{done: make(chan struct{})}
+	cl := &call{done: make(chan struct{}), mode: mode}
 	c.inflight[id] = cl
 	c.mu.Unlock()
 
@@ -350,8 +363,9 @@ func (c *Client) joinOrRun(ctx context.Context, scope, key string, fn func() (*R
 		close(cl.done)
 	}()
 	cl.res, cl.err = fn()
+	cl.stopped = ctx.Err() != nil
 	finished = true
-	return cl.res.clone(), false, cl.err
+	return cl.res.clone(), nil, cl.err
 }
 
 // current reports the journaled state to a caller that stopped waiting.

@@ -190,12 +190,10 @@ func TestCloseStopsRun(t *testing.T) {
 	closed := make(chan error, 1)
 	go func() { closed <- e.client.Close() }()
 	require.NoError(t, within(t, closed, "Close with Run active"))
-	select {
-	case err := <-ran:
-		require.ErrorIs(t, err, idem.ErrClosed)
-	default:
-		t.Fatal("Close returned before Run did")
-	}
+	// Run has left the Client when Close returns, but the goroutine sends
+	// its result a moment later: a select with default here was a race
+	// (about one run in four failed). Run is still bounded by within.
+	require.ErrorIs(t, within(t, ran, "Run after Close"), idem.ErrClosed)
 	require.Equal(t, 1, e.srv.Effects(scope, "run-1"))
 }
 

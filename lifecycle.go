@@ -122,12 +122,18 @@ func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
 	l.mu.Unlock()
 	l.drainNow(ErrClosed)
 
+	// Idle first: with no call in flight there is nothing to stop, even if
+	// ctx is already done (a select would pick either ready case).
 	select {
 	case <-l.idle:
-	case <-ctx.Done():
-		stopped = true
-		l.stopNow(ErrClosed)
-		<-l.idle
+	default:
+		select {
+		case <-l.idle:
+		case <-ctx.Done():
+			stopped = true
+			l.stopNow(ErrClosed)
+			<-l.idle
+		}
 	}
 	l.closeOnce.Do(func() {
 		l.stopNow(ErrClosed)

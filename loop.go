@@ -266,6 +266,33 @@ func closeOpenAttempts(r *journal.Record) {
 	}
 }
 
+// closeUnsent closes the attempt Submit journaled with the record when the
+// call ends before sending it. Left open, it would read as "may have been
+// sent" for ever (maybeSent, closeOpenAttempts): the operation reported
+// unknown rather than pending, and a later refusal never taken as final.
+// n is unsentAttempt's answer, taken before the commit: fn must only
+// change the record.
+func closeUnsent(r *journal.Record, n int) {
+	if n == 0 {
+		return
+	}
+	for i := range r.Attempts {
+		if a := &r.Attempts[i]; a.Number == n && !a.Done {
+			a.Done, a.Wrote = true, false
+			a.Err = "not sent: the call ended before sending it"
+		}
+	}
+}
+
+// unsentAttempt is the number of the attempt journaled with the record and
+// not sent yet, or 0.
+func (d *driver) unsentAttempt() int {
+	if !d.preRecorded {
+		return 0
+	}
+	return attemptCount(d.rec)
+}
+
 // handoff ends the call without an outcome and leaves the operation due for
 // the reconciler at due (zero: its usual schedule).
 func (d *driver) handoff(cause error, due time.Time) error {
@@ -274,7 +301,9 @@ func (d *driver) handoff(cause error, due time.Time) error {
 		due = maxTime(due, now.Add(d.c.reconcileDelay(d.rec)))
 	}
 	due = maxTime(due, now.Add(d.serverWait))
+	unsent := d.unsentAttempt()
 	if err := d.commit(func(r *journal.Record) {
+		closeUnsent(r, unsent)
 		if r.State != StateProcessing {
 			r.State = StateUnknown
 		}
@@ -295,7 +324,9 @@ func (d *driver) handoff(cause error, due time.Time) error {
 // surely not stays pending.
 func (d *driver) leave(cause error) error {
 	now := d.now()
+	unsent := d.unsentAttempt()
 	if err := d.commit(func(r *journal.Record) {
+		closeUnsent(r, unsent)
 		if r.State == StatePending && maybeSent(r) {
 			r.State = StateUnknown
 		}
@@ -340,6 +371,12 @@ func (d *driver) logEnd(level slog.Level, msg string, cause error) {
 func (c *Client) reconcileDelay(rec *journal.Record) time.Duration {
 	d := c.cfg.reconcileInterval
 	for i := 0; i < attemptCount(rec)/2 && d < c.cfg.reconcileMax; i++ {
+		if d > c.cfg.reconcileMax/2 {
+			// Doubling next to a huge maxInterval would overflow to a
+			// negative interval, and rand.N panics on it.
+			d = c.cfg.reconcileMax
+			break
+		}
 		d *= 2
 	}
 	d = min(d, c.cfg.reconcileMax)

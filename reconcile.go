@@ -98,6 +98,9 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done 
 		go func() {
 			defer wg.Done()
 			for r := range jobs {
+				if ctx.Err() != nil {
+					continue // handed over as ctx ended: start no visit
+				}
 				res, err := c.visit(ctx, r.scope, r.key, mode)
 				mu.Lock()
 				done(res, err)
@@ -120,8 +123,10 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done 
 // nobody is waiting for them.
 func (c *Client) visit(ctx context.Context, scope, key string, mode driveMode) (*Result, error) {
 	var settledHere bool
-	res, err := c.coalesce(ctx, scope, key, nil, func() (*Result, error) {
-		rec, err := c.store.Get(ctx, scope, key)
+	res, err := c.coalesce(ctx, scope, key, nil, mode, func() (*Result, error) {
+		// Read even if ctx is done (as Do does): a visit a worker took just
+		// as Close drained ctx must not report a broken journal.
+		rec, err := c.store.Get(context.WithoutCancel(ctx), scope, key)
 		if err != nil {
 			return nil, c.lookupErr(scope, key, err)
 		}

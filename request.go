@@ -116,7 +116,13 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	}
 	resultURL := req.ResultURL
 	if resultURL == "" && c.cfg.resultTemplate != "" {
-		ref, err := url.Parse(strings.ReplaceAll(c.cfg.resultTemplate, "{key}", url.PathEscape(key)))
+		// In a query string '+', '&' and '=' mean something, and
+		// PathEscape keeps them: the server would read another key.
+		escaped := url.PathEscape(key)
+		if q := strings.Index(c.cfg.resultTemplate, "?"); q >= 0 && strings.Index(c.cfg.resultTemplate, "{key}") > q {
+			escaped = url.QueryEscape(key)
+		}
+		ref, err := url.Parse(strings.ReplaceAll(c.cfg.resultTemplate, "{key}", escaped))
 		if err != nil {
 			return nil, fmt.Errorf("%w: result endpoint for key %q: %v", ErrInvalidRequest, key, err)
 		}

@@ -31,7 +31,11 @@ type Server struct {
 func NewServer(opts ...Option) (*Server, error) {
 	var cfg fakeserver.Config
 	for _, o := range opts {
-		o.apply(&cfg)
+		// A nil Option is skipped, as journal.Open skips one, rather than
+		// panicking: NewServer reports bad options, it does not crash.
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	srv, err := fakeserver.New(cfg)
 	if err != nil {

@@ -29,16 +29,34 @@ func Check(path string, opts ...Option) error {
 		return err
 	}
 	defer s.Close()
-	return s.db.View(checkTx)
+	return checkDB(s.db)
+}
+
+// checkDB runs checkTx in a read transaction of db, turning bbolt's panics
+// and faults on a damaged page into ErrCorrupt (see readDamaged).
+func checkDB(db *bolt.DB) error {
+	return readDamaged(func() error { return db.View(checkTx) })
 }
 
 func checkTx(tx *bolt.Tx) error {
 	var errs []error
-	for err := range tx.Check() {
-		errs = append(errs, err)
-	}
+	// The journal's own check first: it reads every record and index
+	// entry on this goroutine, where readDamaged turns a wild read into
+	// ErrCorrupt. bbolt's check runs on a goroutine of its own, where a
+	// fault on a damaged page would kill the process: by the time it runs,
+	// the pages it reads have been read once already, and their headers
+	// checked.
 	if err := check(tx); err != nil {
 		errs = append(errs, err)
+	}
+	// bbolt's check trusts the page headers; pageHeaders does not, and a
+	// file whose headers it refuses is not given to bbolt's check.
+	if err := pageHeaders(tx); err != nil {
+		errs = append(errs, err)
+	} else {
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %v", ErrCorrupt, err)
@@ -53,11 +71,20 @@ func checkTx(tx *bolt.Tx) error {
 // cheap again and the file small.
 //
 // It holds the journal's lock throughout (the application must be stopped;
-// otherwise ErrLocked). A crash at any point leaves either the old journal
+// otherwise ErrLocked). It refuses a journal that does not check out
+// (ErrCorrupt, nothing changed). The copy replaces the file a symbolic
+// link points to, not the link, and takes the journal's owner and group. A crash at any point leaves either the old journal
 // or the new one, never a mix: the copy is written to a temporary file
 // beside the journal, synced, and renamed over it.
 func Compact(path string, opts ...Option) (CompactStats, error) {
 	var st CompactStats
+	// The copy is renamed over the journal itself, not over a symbolic
+	// link to it: renaming over the link would replace the link with a
+	// regular file and leave the journal it points to as it was, two
+	// journals from then on.
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
 	src, err := Open(path, opts...)
 	if err != nil {
 		return st, err
@@ -66,8 +93,16 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	if src.readOnly {
 		return st, fmt.Errorf("journal: compact %s: %w", path, ErrReadOnly)
 	}
-	if fi, err := os.Stat(path); err == nil {
-		st.Before = fi.Size()
+	fi, err := os.Stat(path)
+	if err != nil {
+		return st, fmt.Errorf("journal: compact %s: %w", path, err)
+	}
+	st.Before = fi.Size()
+	// A damaged journal is left alone, as it is: bbolt's copy would fault
+	// on its bad pages, or copy only what it can read, and the original is
+	// what a person needs to recover the rest.
+	if err := checkDB(src.db); err != nil {
+		return st, fmt.Errorf("journal: compact %s: the journal does not check out, nothing changed: %w", path, err)
 	}
 
 	tmp := path + ".compact"
@@ -81,11 +116,18 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 		return st, fmt.Errorf("journal: compact %s: %w", path, err)
 	}
 	cleanup := func() { _ = dst.Close(); _ = os.Remove(tmp) }
+	// The copy replaces the journal: it must be the journal's owner's, or
+	// a compact run as root (sudo idem compact) leaves a journal the
+	// application, running as its own user, can no longer open.
+	if err := sameOwner(tmp, fi); err != nil {
+		cleanup()
+		return st, fmt.Errorf("journal: compact %s: cannot give the copy the journal's owner, the journal is unchanged (run compact as the user the application runs as): %w", path, err)
+	}
 	if err := bolt.Compact(dst, src.db, compactTxSize); err != nil {
 		cleanup()
 		return st, fmt.Errorf("journal: compact %s: copy: %w", path, err)
 	}
-	if err := dst.View(checkTx); err != nil {
+	if err := checkDB(dst); err != nil {
 		cleanup()
 		return st, fmt.Errorf("journal: compact %s: the copy does not check out, the journal is unchanged: %w", path, err)
 	}

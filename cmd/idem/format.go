@@ -21,8 +21,14 @@ import (
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // secretHeaders are never printed. The client refuses to journal them, so
-// a record should not hold any; idem redacts them all the same.
-var secretHeaders = []string{"Authorization", "Cookie", "Proxy-Authorization", "Set-Cookie"}
+// a record should not hold any; idem redacts them all the same. The list
+// must hold at least every header the client refuses (secretHeaders in
+// request.go): X-Api-Key, Api-Key and X-Auth-Token were missing, and a
+// record holding one had its credential printed by show and list -json.
+var secretHeaders = []string{
+	"Authorization", "Cookie", "Proxy-Authorization", "Set-Cookie",
+	"X-Api-Key", "Api-Key", "X-Auth-Token",
+}
 
 // recordJSON is the JSON form of a record, for list -json and show -json.
 // Its field names are part of idem's command-line interface.

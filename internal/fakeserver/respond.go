@@ -64,12 +64,26 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration, httpDate bool, now ti
 		if t2 := t.Truncate(time.Second); !t2.Equal(t) {
 			t = t2.Add(time.Second)
 		}
+		// An HTTP-date has a four-digit year: a huge delay saturates at
+		// the last date it can name rather than printing one no client
+		// parses.
+		if t.After(lastHTTPDate) {
+			t = lastHTTPDate
+		}
 		w.Header().Set("Retry-After", t.UTC().Format(http.TimeFormat))
 		return
 	}
-	secs := (d + time.Second - 1) / time.Second
+	// Rounded up without adding to d: d + 1s - 1 overflowed for the
+	// largest durations and sent a negative Retry-After.
+	secs := d / time.Second
+	if d%time.Second != 0 {
+		secs++
+	}
 	w.Header().Set("Retry-After", strconv.FormatInt(int64(secs), 10))
 }
+
+// lastHTTPDate is the latest instant an HTTP-date can name.
+var lastHTTPDate = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
 // wait blocks for d or until ctx is done, without leaving a goroutine or a
 // timer behind.
