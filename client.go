@@ -139,7 +139,7 @@ func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 		}
 		return newOperation(stored), nil
 	case err != nil:
-		return nil, fmt.Errorf("idem: prepare: journal: %w", err)
+		return nil, createErr("prepare", rec, err)
 	}
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: prepared", opAttrs(stored)...)
@@ -174,7 +174,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 			}
 			return c.drive(ctx, stored, foreground, false)
 		case err != nil:
-			return nil, fmt.Errorf("idem: submit: journal: %w", err)
+			return nil, createErr("submit", rec, err)
 		}
 		return c.drive(ctx, stored, foreground, true)
 	})
@@ -281,6 +281,14 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 		c.cfg.hooks.Settle(res)
 	}
 	return res, nil
+}
+
+// createErr reports a failed journal write of a new operation. A commit
+// whose last step failed (the meta page's fsync) may still be on disk, and
+// Resume would then send it: the caller must retry with the same key, never
+// a new one, so the message names it.
+func createErr(op string, rec *journal.Record, err error) error {
+	return fmt.Errorf("idem: %s: journal (scope %q, key %q; if you retry, reuse this key): %w", op, rec.Scope, rec.Key, err)
 }
 
 func (c *Client) lookupErr(scope, key string, err error) error {

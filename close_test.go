@@ -213,3 +213,43 @@ func TestCloseReleasesOwnedJournal(t *testing.T) {
 	require.NoError(t, err, "the journal must be unlocked after Close")
 	require.NoError(t, s.Close())
 }
+
+// failingCreateStore commits the record, then reports the commit failed:
+// the worst case of a failed fsync, where the caller cannot know.
+type failingCreateStore struct {
+	idem.Store
+	err error
+}
+
+func (s *failingCreateStore) Create(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
+	if _, err := s.Store.Create(ctx, rec); err != nil {
+		return nil, err
+	}
+	return nil, s.err
+}
+
+// A failed journal write names the key, so the caller retries with it;
+// retrying with it then drives the operation that did reach the disk,
+// once.
+func TestSubmitJournalErrorNamesTheKey(t *testing.T) {
+	e := newEnv(t)
+	fsyncErr := errors.New("fdatasync: input/output error")
+	c, err := idem.New(&failingCreateStore{Store: e.store, err: fsyncErr}, e.baseOpts()...)
+	require.NoError(t, err)
+	req := e.req("", `{"amount":5}`) // a key idem makes up
+	_, err = c.Submit(e.ctx, req)
+	require.ErrorIs(t, err, fsyncErr)
+	ops, lerr := e.client.List(e.ctx, idem.Filter{})
+	require.NoError(t, lerr)
+	require.Len(t, ops, 1, "the record reached the disk")
+	key := ops[0].Key
+	require.Contains(t, err.Error(), `key "`+key+`"`)
+	require.Contains(t, err.Error(), "reuse this key")
+	require.Zero(t, len(e.submits(key)), "nothing sent")
+
+	req.Key = key
+	res, err := e.client.Submit(e.ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, 1, e.srv.Effects(scope, key))
+}

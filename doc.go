@@ -76,7 +76,7 @@
 // settled by resending it with the same key (servers such as Stripe replay
 // the stored response). A result query that answers 404 is not "never
 // happened" (read replicas lag): the operation is resent with its key,
-// which the server de-duplicates.
+// which the server de-duplicates, after a backoff wait.
 //
 // # Budgets and defaults
 //

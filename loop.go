@@ -134,10 +134,15 @@ func (d *driver) run() error {
 				if d.reviewOnly() {
 					return d.flag(d.rec.Review, ErrBudgetSpent)
 				}
-				// Resend with the same key: the server de-duplicates it. A
-				// 404 means no wait; a failing endpoint means back off.
+				// Resend with the same key: the server de-duplicates it.
+				// A caller backs off first, even after a 404: the answer
+				// that sent us here was a failure, and a server answering
+				// 500 to every submit must not get one resend per round
+				// trip. The reconciler resends at once after a 404 (its
+				// visits are its backoff) and reschedules when the
+				// endpoint itself fails.
 				needQuery = false
-				if !q.notFound {
+				if !q.notFound || d.mode != reconciling {
 					if wait, err = d.next(q.retryAfter); err != nil {
 						return err
 					}

@@ -236,3 +236,20 @@ func TestReplayWithoutResultEndpoint(t *testing.T) {
 	require.Equal(t, 1, e.srv.Effects(scope, "k"))
 	e.requireSameBytes("k")
 }
+
+// A server that fails every submit before committing, with a result
+// endpoint that knows nothing: each resend follows a backoff wait, so a
+// struggling server never gets one submit per round trip.
+func TestResendAfterInconclusiveQueryBacksOff(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 100}))
+	res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateUnknown, res.State)
+	submits := len(e.submits("k"))
+	require.GreaterOrEqual(t, submits, 2, "it resent within the budget")
+	require.Equal(t, submits-1, e.queries("k"), "a query after every failed submit but the last")
+	require.Len(t, e.clock.Sleeps(), submits-1, "one backoff wait before every resend")
+	require.Zero(t, e.srv.Effects(scope, "k"))
+	e.requireSameBytes("k")
+}
