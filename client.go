@@ -15,9 +15,10 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// Client sends journaled operations. It is immutable after New and safe for
-// concurrent use. Two calls in one process for the same (scope, key) never
-// have two requests in flight: the second joins the first.
+// Client sends journaled operations. Its configuration is fixed by New, and
+// it is safe for concurrent use until Shutdown or Close. Two calls in one
+// process for the same (scope, key) never have two requests in flight: the
+// second joins the first.
 type Client struct {
 	cfg       config
 	store     Store

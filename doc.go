@@ -18,6 +18,9 @@
 //			r.Header.Set("Authorization", "Bearer "+token) // never journaled
 //			return nil
 //		}))
+//	if err != nil { … } // journal.ErrLocked: another process holds the file
+//	defer c.Close()
+//
 //	// At start-up, settle what the last process left open.
 //	sum, err := c.Resume(ctx)
 //	go c.Run(ctx) // background reconciler
@@ -36,6 +39,12 @@
 // [Client.Prepare] journals an operation without sending it; [Client.Do]
 // drives a journaled one; [Client.Submit] does both with one journal commit
 // fewer.
+//
+// [Client.Shutdown] refuses new calls, stops Run and Resume, lets calls in
+// flight finish until its context ends, and closes the journal;
+// [Client.Close] does the same without waiting. A call either one stops
+// returns [ErrUnknownOutcome] (and [ErrClosed]) and its operation stays
+// open, never failed, for the next [Client.Resume].
 //
 // # States
 //
@@ -121,5 +130,6 @@
 // # Testing
 //
 // Package idemtest starts a faithful fake idempotent server with fault
-// injection and side-effect counters, and provides a manual [Clock].
+// injection and side-effect counters, and provides a manual clock
+// (idemtest.NewClock) for [WithClock].
 package idem

@@ -68,6 +68,7 @@ type Error struct {
 	Cause    error // what ended the call; may be nil
 }
 
+// Error describes the operation and why the call ended, for logs.
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("%v (scope %q, key %q, state %s, %d attempts)", e.Kind, e.Scope, e.Key, e.State, e.Attempts)
 	if e.Cause != nil {

@@ -204,8 +204,13 @@ func count(ctx context.Context, sum *summary, c *idem.Client, srv *idemtest.Serv
 			sum.Open++
 			sum.Lost++ // open, and nobody is told to look at it
 			if len(sum.OpenSamples) < 3 {
-				sum.OpenSamples = append(sum.OpenSamples, fmt.Sprintf("%s (key %s): %s after %d attempts, next due in %v",
-					o.ref, o.key, op.State, op.Attempts, time.Until(op.NextDue).Round(time.Millisecond)))
+				// Run stopped at the settle timeout, so the due time may be past.
+				due := "next due in " + time.Until(op.NextDue).Round(time.Millisecond).String()
+				if late := time.Since(op.NextDue); late > 0 {
+					due = "overdue by " + late.Round(time.Millisecond).String()
+				}
+				sum.OpenSamples = append(sum.OpenSamples, fmt.Sprintf("%s (key %s): %s after %d attempts, %s",
+					o.ref, o.key, op.State, op.Attempts, due))
 			}
 		}
 	}

@@ -156,7 +156,10 @@ serve:
 	}
 	tick.Stop()
 
-	// Shutdown.
+	// Shutdown. The calls are drained by hand rather than with
+	// c.Shutdown, which would close the journal: this example still lists
+	// what is left open, for its report. A service without that report
+	// calls c.Shutdown(drainCtx) and is done.
 	log.Info("shutting down: no new orders; draining calls in flight", "drain", cfg.Drain)
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
