@@ -160,8 +160,13 @@ func (d *driver) submit() (step, error) {
 		now := d.now()
 		if err := d.commit(func(r *journal.Record) {
 			closeOpenAttempts(r)
+			// The key window starts with the first attempt that may reach
+			// the server: one after attempts that surely went unsent starts
+			// it afresh, or the window would be spent before the key was
+			// ever sent (see keyExpired).
+			fresh := !maybeSent(r)
 			r.Attempts = append(r.Attempts, journal.Attempt{Number: attemptCount(r) + 1, Kind: journal.AttemptSubmit, Start: now})
-			if r.FirstSent.IsZero() {
+			if r.FirstSent.IsZero() || fresh {
 				r.FirstSent = now
 			}
 		}); err != nil {

@@ -203,7 +203,12 @@ func (d *driver) mayRetry() bool {
 func (d *driver) now() time.Time { return d.c.cfg.clock.Now() }
 
 func (d *driver) keyExpired() bool {
-	return !d.rec.FirstSent.IsZero() && d.now().Sub(d.rec.FirstSent) >= d.c.cfg.keyRetention
+	// Only a key that may have reached the server can have been forgotten
+	// by it. FirstSent is set when the first attempt is journaled, before
+	// sending; an operation whose every attempt surely went unsent (a
+	// Submit stopped before sending, a refused dial) was otherwise flagged
+	// "key expired" past the window and never sent (TestKeyWindowStartsAtFirstSend).
+	return !d.rec.FirstSent.IsZero() && maybeSent(d.rec) && d.now().Sub(d.rec.FirstSent) >= d.c.cfg.keyRetention
 }
 
 // next is the wait before the next attempt: the backoff, never shorter than

@@ -99,7 +99,7 @@ type Record struct {
 	Resolved *Resolution // set only by manual resolution
 
 	Created   time.Time
-	FirstSent time.Time // start of the first submit attempt; zero if never sent
+	FirstSent time.Time // start of the first submit attempt that may have reached the server (the key window runs from it); zero if none
 	Updated   time.Time
 	Settled   time.Time // when it became terminal; zero while open
 	NextDue   time.Time // when reconciliation should look at it next
