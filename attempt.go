@@ -174,6 +174,7 @@ func (d *driver) submit() (step, error) {
 		}
 	}
 	d.exchanges++
+	d.submits++
 	number := attemptCount(d.rec)
 	ex := c.send(d.ctx, d.rec, false)
 	d.serverWait = ex.serverWait

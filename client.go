@@ -175,7 +175,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 			}
 			return c.drive(ctx, stored, foreground, false)
 		case err != nil:
-			return nil, createErr("submit", rec, err)
+			return nil, createErr("submit", rec, withCause(ctx, err))
 		}
 		return c.drive(ctx, stored, foreground, true)
 	})
@@ -290,6 +290,20 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 // a new one, so the message names it.
 func createErr(op string, rec *journal.Record, err error) error {
 	return fmt.Errorf("idem: %s: journal (scope %q, key %q; if you retry, reuse this key): %w", op, rec.Scope, rec.Key, err)
+}
+
+// withCause adds ctx's cause to err, an error that ctx's ending caused
+// (the journal refusing a write or a scan with ctx.Err()): the cause is
+// ErrClosed when Close or Shutdown stopped the call, and the caller must
+// be able to tell that from its own cancellation.
+func withCause(ctx context.Context, err error) error {
+	if ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		return err
+	}
+	if cause := context.Cause(ctx); !errors.Is(err, cause) {
+		return fmt.Errorf("%w: %w", cause, err)
+	}
+	return err
 }
 
 func (c *Client) lookupErr(scope, key string, err error) error {

@@ -75,7 +75,9 @@ func (c *Client) bind(ctx context.Context, background bool) (context.Context, co
 }
 
 // Shutdown closes the Client gracefully. New calls get ErrClosed at once,
-// and Run and Resume stop after their current visits. Calls in flight (Do,
+// and Run and Resume stop at once, their visits in flight too (each leaves
+// its operation unknown or pending for the next Resume, and a Do or Submit
+// joined to one drives the operation itself). Calls in flight (Do,
 // Submit) carry on until they settle or hand their operation to the
 // reconciler, as they would have; when ctx ends first they are stopped as
 // by Close. Then the journal is closed if the Client opened it (Open).

@@ -47,6 +47,7 @@ type driver struct {
 	start     time.Time
 	deadline  time.Time
 	exchanges int
+	submits   int             // submits sent by this call
 	bo        backoff.BackOff // made at the first wait: most calls never wait
 	// serverWait: the last answer's Retry-After, bounded by the
 	// reconciler's longest interval; a hand-off honours it in full.
@@ -140,9 +141,14 @@ func (d *driver) run() error {
 				// 500 to every submit must not get one resend per round
 				// trip. The reconciler resends at once after a 404 (its
 				// visits are its backoff) and reschedules when the
-				// endpoint itself fails.
+				// endpoint itself fails. Only a visit's first submit goes
+				// at once: once this visit's own submit has failed, no
+				// visit spacing stands between it and the next, so the
+				// wait (which the reconciler never takes) reschedules the
+				// operation rather than send maxAttempts requests back to
+				// back, with no retry budget to stop them.
 				needQuery = false
-				if !q.notFound || d.mode != reconciling {
+				if !q.notFound || d.mode != reconciling || d.submits > 0 {
 					if wait, err = d.next(q.retryAfter); err != nil {
 						return err
 					}

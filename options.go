@@ -286,7 +286,8 @@ func WithKeyInBody() Option {
 }
 
 // WithResultEndpoint sets the URL template of the endpoint that reports an
-// operation's result by key, with "{key}" where the (path-escaped) key goes:
+// operation's result by key, with "{key}" where the key goes (path-escaped
+// in the path, query-escaped in the query string):
 // "https://api.example.com/v1/operations/{key}", or a path such as
 // "/operations/{key}" resolved against each request's URL.
 func WithResultEndpoint(template string) Option {

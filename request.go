@@ -117,12 +117,16 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	resultURL := req.ResultURL
 	if resultURL == "" && c.cfg.resultTemplate != "" {
 		// In a query string '+', '&' and '=' mean something, and
-		// PathEscape keeps them: the server would read another key.
-		escaped := url.PathEscape(key)
-		if q := strings.Index(c.cfg.resultTemplate, "?"); q >= 0 && strings.Index(c.cfg.resultTemplate, "{key}") > q {
-			escaped = url.QueryEscape(key)
+		// PathEscape keeps them: the server would read another key. Each
+		// {key} is escaped for the part it is in (a template may have one
+		// in the path and another in the query string).
+		tmpl, query := c.cfg.resultTemplate, ""
+		if q := strings.IndexByte(tmpl, '?'); q >= 0 {
+			tmpl, query = tmpl[:q], tmpl[q:]
 		}
-		ref, err := url.Parse(strings.ReplaceAll(c.cfg.resultTemplate, "{key}", escaped))
+		filled := strings.ReplaceAll(tmpl, "{key}", url.PathEscape(key)) +
+			strings.ReplaceAll(query, "{key}", url.QueryEscape(key))
+		ref, err := url.Parse(filled)
 		if err != nil {
 			return nil, fmt.Errorf("%w: result endpoint for key %q: %v", ErrInvalidRequest, key, err)
 		}
