@@ -3,8 +3,10 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -252,4 +255,120 @@ func TestSubmitJournalErrorNamesTheKey(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, res.State)
 	require.Equal(t, 1, e.srv.Effects(scope, key))
+}
+
+// TestShutdownUnderLoadLosesNothing stops a busy client half-way through a
+// faulty workload with a short grace period, then restarts and resumes:
+// whatever was journaled settles exactly once, and whatever Shutdown
+// refused was neither journaled nor sent.
+func TestShutdownUnderLoadLosesNothing(t *testing.T) {
+	const n, retention = 400, 1000 * time.Hour
+	e := newEnv(t,
+		serverOpts(idemtest.WithSeed(11), idemtest.WithRetention(retention), idemtest.WithProfile(idemtest.Profile{
+			Rates: map[idemtest.FaultKind]float64{
+				idemtest.DropAfterCommit:   0.05,
+				idemtest.ErrorAfterCommit:  0.05,
+				idemtest.ErrorBeforeCommit: 0.05,
+				idemtest.Unavailable:       0.03,
+				idemtest.QueryLag:          0.05,
+				idemtest.SlowProcessing:    0.05,
+				idemtest.DelayResponse:     0.05, // held 3 s, real time: in flight at the Shutdown
+				idemtest.Decline:           0.02,
+			},
+			Delay:      3 * time.Second,
+			RetryAfter: time.Second,
+		})),
+		clientOpts(idem.WithKeyRetention(retention), idem.WithAttemptTimeout(10*time.Second), idem.WithRetryBudget(0, 0)),
+	)
+
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("load-%04d", i)
+	}
+	var returned atomic.Int32
+	half := make(chan struct{})
+	var halfOnce sync.Once
+	var refused sync.Map // keys Submit refused with ErrClosed before journaling
+	var stopped atomic.Int32 // calls Shutdown stopped mid-way
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				res, err := e.client.Submit(context.Background(), e.req(keys[i], fmt.Sprintf(`{"order":%d}`, i)))
+				if res == nil && errors.Is(err, idem.ErrClosed) {
+					refused.Store(keys[i], true)
+				}
+				if res != nil && errors.Is(err, idem.ErrClosed) {
+					stopped.Add(1)
+					if res.State.Terminal() || !errors.Is(err, idem.ErrUnknownOutcome) {
+						t.Errorf("%s: stopped by Shutdown, left %s (%v)", keys[i], res.State, err)
+					}
+				}
+				if returned.Add(1) == n/4 {
+					halfOnce.Do(func() { close(half) })
+				}
+			}
+		}()
+	}
+	go func() {
+		for i := range keys {
+			jobs <- i
+		}
+		close(jobs)
+	}()
+
+	within(t, half, "a quarter of the workload")
+	grace, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := e.client.Shutdown(grace); err != nil {
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	}
+	wg.Wait()
+
+	// What Shutdown refused was never journaled, and the server never saw it.
+	nRefused := 0
+	refused.Range(func(k, _ any) bool {
+		nRefused++
+		_, err := e.store.Get(context.Background(), idem.DefaultScope, k.(string))
+		require.ErrorIs(t, err, journal.ErrNotFound, "%s refused but journaled", k)
+		require.Empty(t, e.submits(k.(string)), "%s refused but sent", k)
+		return true
+	})
+	require.Positive(t, nRefused, "Shutdown came too late to refuse anything")
+	require.Positive(t, stopped.Load(), "no call was in flight at the Shutdown (the delay fault holds some for 3 s)")
+
+	// A restart with the faults gone settles the rest.
+	require.NoError(t, e.srv.SetProfile(idemtest.Profile{}))
+	for round := 0; round < 5; round++ {
+		e.restart()
+		sum, err := e.client.Resume(context.Background())
+		require.NoError(t, err)
+		if sum.Visited == 0 {
+			break
+		}
+		e.clock.Advance(time.Minute)
+	}
+	stats := e.srv.Stats()
+	require.LessOrEqual(t, stats.MaxEffectsPerKey, 1, "max_effects_per_key")
+	succeeded := 0
+	for _, k := range keys {
+		if _, ok := refused.Load(k); ok {
+			continue
+		}
+		rec := e.record(k) // not refused: journaled, so it must be here
+		switch rec.State {
+		case idem.StateSucceeded:
+			succeeded++
+			require.Equalf(t, 1, e.srv.Effects(scope, k), "%s succeeded: side effects", k)
+		case idem.StateFailed:
+			require.Zerof(t, e.srv.Effects(scope, k), "%s failed: side effects", k)
+		default:
+			t.Fatalf("%s left %s after the restarts (review %q)", k, rec.State, rec.Review)
+		}
+	}
+	require.Equal(t, stats.SideEffects, succeeded, "no side effect outside a succeeded operation")
+	t.Logf("refused %d of %d, stopped %d; server %+v", nRefused, n, stopped.Load(), stats)
 }
