@@ -288,7 +288,7 @@ func TestShutdownUnderLoadLosesNothing(t *testing.T) {
 	var returned atomic.Int32
 	half := make(chan struct{})
 	var halfOnce sync.Once
-	var refused sync.Map // keys Submit refused with ErrClosed before journaling
+	var refused sync.Map     // keys Submit refused with ErrClosed before journaling
 	var stopped atomic.Int32 // calls Shutdown stopped mid-way
 	jobs := make(chan int)
 	var wg sync.WaitGroup
