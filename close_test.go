@@ -341,16 +341,7 @@ func TestShutdownUnderLoadLosesNothing(t *testing.T) {
 	require.Positive(t, stopped.Load(), "no call was in flight at the Shutdown (the delay fault holds some for 3 s)")
 
 	// A restart with the faults gone settles the rest.
-	require.NoError(t, e.srv.SetProfile(idemtest.Profile{}))
-	for round := 0; round < 5; round++ {
-		e.restart()
-		sum, err := e.client.Resume(context.Background())
-		require.NoError(t, err)
-		if sum.Visited == 0 {
-			break
-		}
-		e.clock.Advance(time.Minute)
-	}
+	e.settleByRestarts()
 	stats := e.srv.Stats()
 	require.LessOrEqual(t, stats.MaxEffectsPerKey, 1, "max_effects_per_key")
 	succeeded := 0

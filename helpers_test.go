@@ -157,3 +157,19 @@ func (e *env) requireSameBytes(key string) {
 		require.Equalf(e.t, "/orders", r.Path, "submit %d path", i+1)
 	}
 }
+
+// settleByRestarts stops the server's faults, then restarts the client and
+// resumes until nothing is left open, within a bounded number of rounds.
+func (e *env) settleByRestarts() {
+	e.t.Helper()
+	require.NoError(e.t, e.srv.SetProfile(idemtest.Profile{}))
+	for round := 0; round < 5; round++ {
+		e.restart()
+		sum, err := e.client.Resume(e.ctx)
+		require.NoError(e.t, err)
+		if sum.Visited == 0 {
+			return
+		}
+		e.clock.Advance(time.Minute)
+	}
+}

@@ -66,18 +66,7 @@ func TestSoak(t *testing.T) {
 	close(jobs)
 	wg.Wait()
 
-	// The faults stop; restarts settle the rest within a bounded number
-	// of rounds.
-	require.NoError(t, e.srv.SetProfile(idemtest.Profile{}))
-	for round := 0; round < 5; round++ {
-		e.restart()
-		sum, err := e.client.Resume(e.ctx)
-		require.NoError(t, err)
-		if sum.Visited == 0 {
-			break
-		}
-		e.clock.Advance(time.Minute)
-	}
+	e.settleByRestarts()
 
 	stats := e.srv.Stats()
 	require.LessOrEqual(t, stats.MaxEffectsPerKey, 1, "max_effects_per_key")
