@@ -134,11 +134,14 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	return ex
 }
 
+// sfStringEscaper escapes an RFC 8941 sf-string: checkName already limited
+// keys to visible ASCII, so only the quote and the backslash need escaping.
+// Built once: keyValue runs on every submit.
+var sfStringEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
+
 func (c *Client) keyValue(key string) string {
 	if c.cfg.keyFormat == KeyQuoted {
-		// RFC 8941 sf-string: checkName already limited keys to visible
-		// ASCII, so only the quote and the backslash need escaping.
-		return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`
+		return `"` + sfStringEscaper.Replace(key) + `"`
 	}
 	return key
 }
@@ -254,9 +257,10 @@ func (d *driver) submit() (step, error) {
 		return st, err
 	}
 	if settle {
-		st.verdict = Settled
-		if out.State == StateFailed && c.cfg.classify(ex.status) == Conflict {
-			st.verdict = Conflict
+		// A settled 422 stays Conflict (st.verdict is still the
+		// classifier's): no second call into the user's Classifier.
+		if st.verdict != Conflict {
+			st.verdict = Settled
 		}
 		c.budget.success()
 	} else if st.verdict != Processing {
@@ -272,7 +276,7 @@ func (d *driver) submit() (step, error) {
 // reached the server.
 func priorMaybeSent(rec *journal.Record, number int) bool {
 	for _, a := range rec.Attempts {
-		if a.Number < number && a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done) {
+		if a.Number < number && submitMaybeSent(a) {
 			return true
 		}
 	}

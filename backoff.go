@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,7 +50,7 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v[0] >= '0' && v[0] <= '9' {
 		secs, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			if errors.Is(err, strconv.ErrRange) {
 				return maxWait, true
 			}
 			return 0, false

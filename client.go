@@ -50,6 +50,15 @@ func New(store Store, opts ...Option) (*Client, error) {
 	if store == nil {
 		return nil, errors.New("idem: New: nil Store (use idem.Open to open a journal file)")
 	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newClient(store, cfg), nil
+}
+
+// newConfig applies and validates opts, once for New and Open alike.
+func newConfig(opts []Option) (*config, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o.apply(cfg)
@@ -57,6 +66,11 @@ func New(store Store, opts ...Option) (*Client, error) {
 	if err := cfg.err(); err != nil {
 		return nil, err
 	}
+	return cfg, nil
+}
+
+// newClient builds a Client from a validated configuration; it cannot fail.
+func newClient(store Store, cfg *config) *Client {
 	hc := defaultHTTPClient()
 	if cfg.httpClient != nil {
 		copied := *cfg.httpClient
@@ -74,7 +88,7 @@ func New(store Store, opts ...Option) (*Client, error) {
 		inflight: make(map[string]*call),
 	}
 	c.life.init()
-	return c, nil
+	return c
 }
 
 // Open opens (or creates, mode 0600) the journal file at path with fsync on
@@ -82,22 +96,16 @@ func New(store Store, opts ...Option) (*Client, error) {
 // another process fails after a bounded wait with an error matching
 // journal.ErrLocked.
 func Open(path string, opts ...Option) (*Client, error) {
-	cfg := defaultConfig()
-	for _, o := range opts {
-		o.apply(cfg)
-	}
-	if err := cfg.err(); err != nil {
+	// Options are applied once: the journal's come from the same config.
+	cfg, err := newConfig(opts)
+	if err != nil {
 		return nil, err
 	}
 	store, err := journal.Open(path, cfg.journalOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("idem: open journal: %w", err)
 	}
-	c, err := New(store, opts...)
-	if err != nil {
-		_ = store.Close()
-		return nil, err
-	}
+	c := newClient(store, cfg)
 	c.ownsStore = true
 	return c, nil
 }
@@ -313,9 +321,14 @@ func (c *Client) lookupErr(scope, key string, err error) error {
 	return fmt.Errorf("idem: journal: %w", err)
 }
 
+// errKeyHeldByOther is the cause of a journal-side ErrKeyConflict.
+// sameRequest compares headers too, so the message names them.
+var errKeyHeldByOther = errors.New("idem: the journal holds this key for a different method, URL, headers or body; " +
+	"resend the journaled request unchanged (Lookup shows it), or use a new key for a new intent")
+
 func (c *Client) conflict(stored *journal.Record) error {
 	return &Error{Scope: stored.Scope, Key: stored.Key, State: stored.State, Attempts: attemptCount(stored),
-		Kind: ErrKeyConflict, Cause: errors.New("idem: the journal holds this key for a different method, URL or body")}
+		Kind: ErrKeyConflict, Cause: errKeyHeldByOther}
 }
 
 // coalesce runs fn unless a call for the same key is in flight, in which

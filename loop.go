@@ -167,11 +167,10 @@ func (d *driver) run() error {
 			return err
 		}
 		switch s.verdict {
-		case Settled, Conflict, Rejected:
-			if s.verdict == Conflict {
-				return ErrKeyConflict
-			}
+		case Settled: // submit reports a settlement as Settled or Conflict
 			return nil
+		case Conflict:
+			return ErrKeyConflict
 		case Processing:
 			needQuery = true
 		case Throttled:
@@ -371,6 +370,11 @@ func (d *driver) flag(reason string, cause error) error {
 }
 
 func (d *driver) logEnd(level slog.Level, msg string, cause error) {
+	// Every reconciler visit that does not settle ends here, at Debug:
+	// build no attributes for a logger that drops them (the default).
+	if !d.c.log.Enabled(d.ctx, level) {
+		return
+	}
 	attrs := append(opAttrs(d.rec), slog.Duration("elapsed", d.now().Sub(d.start)), slog.Int("attempt", attemptCount(d.rec)))
 	if d.rec.Review != "" {
 		attrs = append(attrs, slog.String("review", d.rec.Review))

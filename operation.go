@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"math"
 	"time"
 
 	"github.com/idemkit/idem/journal"
@@ -80,12 +81,14 @@ func attemptCount(rec *journal.Record) int {
 // maybeSent reports whether any submit may have reached the server: one was
 // written, or one has no recorded outcome (the process stopped mid-attempt).
 func maybeSent(rec *journal.Record) bool {
-	for _, a := range rec.Attempts {
-		if a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done) {
-			return true
-		}
-	}
-	return rec.State == StateProcessing
+	return priorMaybeSent(rec, math.MaxInt)
+}
+
+// submitMaybeSent is the one test of whether an attempt may have reached
+// the server, shared by maybeSent, priorMaybeSent and compactAttempts so
+// that they can never disagree.
+func submitMaybeSent(a journal.Attempt) bool {
+	return a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done)
 }
 
 // maxAttemptEntries bounds a record's history: a long reconciliation must not
@@ -108,7 +111,7 @@ func compactAttempts(rec *journal.Record) {
 	// else one more of the latest.
 	keep := dropped[len(dropped)-1]
 	for i := len(dropped) - 1; i >= 0; i-- {
-		if a := dropped[i]; a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done) {
+		if a := dropped[i]; submitMaybeSent(a) {
 			keep = a
 			break
 		}

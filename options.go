@@ -12,6 +12,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -267,12 +268,15 @@ func WithKeyRetention(d time.Duration) Option {
 // default; PayPal-Request-Id and X-Idempotency-Key are common) and its format.
 func WithKeyHeader(name string, format KeyFormat) Option {
 	return optionFunc(func(c *config) {
-		if name == "" || strings.ContainsAny(name, " \t\r\n:") {
+		// The same RFC 9110 token check as Request.Header names: a name
+		// net/http refuses would fail every attempt before sending it,
+		// with no trace event, so each would read as "maybe sent".
+		if !httpsyntax.ValidHeaderName(name) {
 			c.fail("WithKeyHeader: %q is not a header name (use WithKeyInBody when the key travels in the body)", name)
 			return
 		}
 		if format != KeyBare && format != KeyQuoted {
-			c.fail("WithKeyHeader: unknown KeyFormat %d", format)
+			c.fail("WithKeyHeader: unknown KeyFormat %d; use idem.KeyBare or idem.KeyQuoted", format)
 			return
 		}
 		c.keyHeader, c.keyFormat = http.CanonicalHeaderKey(name), format
@@ -293,7 +297,7 @@ func WithKeyInBody() Option {
 func WithResultEndpoint(template string) Option {
 	return optionFunc(func(c *config) {
 		if !strings.Contains(template, "{key}") {
-			c.fail("WithResultEndpoint: template %q has no {key}", template)
+			c.fail("WithResultEndpoint: template %q has no {key}; put {key} where the key goes, e.g. \"/v1/operations/{key}\"", template)
 			return
 		}
 		if _, err := url.Parse(strings.ReplaceAll(template, "{key}", "k")); err != nil {

@@ -151,13 +151,11 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 			return nil, fmt.Errorf("%w: header name %q is not a valid HTTP token", ErrInvalidRequest, name)
 		}
 		canon := http.CanonicalHeaderKey(name)
-		for _, s := range secretHeaders {
-			if canon == s {
-				return nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, s)
-			}
+		if slices.Contains(secretHeaders[:], canon) {
+			return nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, canon)
 		}
 		if c.cfg.keyHeader != "" && canon == c.cfg.keyHeader {
-			return nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key", ErrInvalidRequest, canon)
+			return nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key; remove it from Header", ErrInvalidRequest, canon)
 		}
 		for _, v := range vals {
 			if !validHeaderValue(v) {

@@ -177,9 +177,5 @@ func errorReason(statusCode int, body []byte) string {
 	if reason == "" {
 		reason = http.StatusText(statusCode)
 	}
-	const maxReason = 512
-	if len(reason) > maxReason {
-		reason = reason[:maxReason]
-	}
-	return fmt.Sprintf("%d: %s", statusCode, reason)
+	return fmt.Sprintf("%d: %s", statusCode, truncate(reason, 512))
 }

@@ -49,6 +49,8 @@ func cloneBytes(b []byte) []byte {
 	return slices.Clone(b)
 }
 
+// cloneHeader is not http.Header.Clone: that keeps a nil value slice nil,
+// where decode gives an empty one, and returns an empty map, not nil.
 func cloneHeader(h http.Header) http.Header {
 	if len(h) == 0 {
 		return nil

@@ -172,7 +172,6 @@ func (c *committer) lead() {
 // handOff ends a round: it hands the lead to the oldest queued write, or
 // clears busy.
 func (c *committer) handOff(round []*request) {
-
 	clear(round) // let finished requests be collected
 	c.mu.Lock()
 	if c.spare == nil && cap(round) <= 2*maxRound {

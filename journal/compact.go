@@ -73,9 +73,10 @@ func checkTx(tx *bolt.Tx) error {
 // It holds the journal's lock throughout (the application must be stopped;
 // otherwise ErrLocked). It refuses a journal that does not check out
 // (ErrCorrupt, nothing changed). The copy replaces the file a symbolic
-// link points to, not the link, and takes the journal's owner and group. A crash at any point leaves either the old journal
-// or the new one, never a mix: the copy is written to a temporary file
-// beside the journal, synced, and renamed over it.
+// link points to, not the link, and takes the journal's owner and group.
+// A crash at any point leaves either the old journal or the new one, never
+// a mix: the copy is written to a temporary file beside the journal,
+// synced, and renamed over it.
 func Compact(path string, opts ...Option) (CompactStats, error) {
 	var st CompactStats
 	// The copy is renamed over the journal itself, not over a symbolic

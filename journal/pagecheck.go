@@ -29,7 +29,7 @@ const (
 // overflow field made `idem check` insert up to 2^32 pages into a map
 // until memory ran out, and a wild page id makes it read outside the
 // memory map on a goroutine of its own, where the fault kills the process.
-// It reads each page at most once.
+// It visits each page at most once.
 func pageHeaders(tx *bolt.Tx) error {
 	f, err := os.Open(tx.DB().Path())
 	if err != nil {
@@ -100,8 +100,13 @@ func (w *pageWalker) page(id uint64) (b []byte, flags uint16, count int, err err
 	case id+overflow >= w.hwm:
 		return nil, 0, 0, fmt.Errorf("page %d: %d overflow pages run past the file (%d pages)", id, overflow, w.hwm)
 	}
-	if b, err = w.read(id, overflow+1); err != nil {
-		return nil, 0, 0, err
+	// Without overflow h is the whole page: read again only a page that
+	// has overflow pages to take.
+	b = h
+	if overflow > 0 {
+		if b, err = w.read(id, overflow+1); err != nil {
+			return nil, 0, 0, err
+		}
 	}
 	return b, binary.LittleEndian.Uint16(h[8:10]), int(binary.LittleEndian.Uint16(h[10:12])), nil
 }

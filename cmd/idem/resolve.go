@@ -41,9 +41,6 @@ func cmdResolve(e *env, args []string) (err error) {
 	if m.Reason = strings.TrimSpace(*reason); m.Reason == "" {
 		return usagef(name, "-reason is required: say why, for whoever reads the journal next")
 	}
-	if *scope == "" {
-		return usagef(name, "empty -scope")
-	}
 	m.By = strings.TrimSpace(*by)
 	if m.By == "" {
 		m.By = cmp.Or(e.getenv("USER"), e.getenv("USERNAME"), "operator")
@@ -51,16 +48,12 @@ func cmdResolve(e *env, args []string) (err error) {
 	// Empty keeps the resource id already recorded (journal.Manual).
 	m.ResourceID = *resourceID
 
-	s, err := e.open(name, true)
+	// The lock is held from here on: nothing changes r before Resolve.
+	s, r, err := e.openRecord(name, *scope, key, true)
 	if err != nil {
 		return err
 	}
 	defer closeStore(s, &err)
-	// The lock is held from here on: nothing changes r before Resolve.
-	r, err := get(e, s, *scope, key)
-	if err != nil {
-		return err
-	}
 	if r.State.Terminal() && !*force {
 		return fmt.Errorf("operation %q in scope %q is already %s (settled %s); pass -force to change a settled operation",
 			key, *scope, r.State, stamp(r.Settled))

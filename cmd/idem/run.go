@@ -289,6 +289,25 @@ func closeStore(s *journal.Store, err *error) {
 	}
 }
 
+// openRecord opens the journal for cmd (read-only unless write is set) and
+// reads the operation scope and key from it: the setup show and resolve
+// share. On success the caller closes the store; on error it is closed.
+func (e *env) openRecord(cmd, scope, key string, write bool) (*journal.Store, *journal.Record, error) {
+	if scope == "" {
+		return nil, nil, usagef(cmd, "empty -scope")
+	}
+	s, err := e.open(cmd, write)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := get(e, s, scope, key)
+	if err != nil {
+		_ = s.Close() // the error from get is the one to report
+		return nil, nil, err
+	}
+	return s, r, nil
+}
+
 // get returns the record for scope and key, or an error that tells the
 // operator how to find the right one.
 func get(e *env, s *journal.Store, scope, key string) (*journal.Record, error) {

@@ -24,18 +24,11 @@ func cmdShow(e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	if *scope == "" {
-		return usagef(name, "empty -scope")
-	}
-	s, err := e.open(name, false)
+	s, r, err := e.openRecord(name, *scope, key, false)
 	if err != nil {
 		return err
 	}
 	defer closeStore(s, &err)
-	r, err := get(e, s, *scope, key)
-	if err != nil {
-		return err
-	}
 	if *asJSON {
 		return writeJSON(e.stdout, toJSON(r))
 	}

@@ -287,11 +287,13 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err := s.inject(f); err != nil {
-			status := http.StatusBadRequest
+			// The fault is valid, the queue is full: "invalid fault" would
+			// send the caller to fix the wrong thing.
 			if errors.Is(err, errTooManyFaults) {
-				status = http.StatusServiceUnavailable
+				writeError(w, http.StatusServiceUnavailable, "fault not scripted: "+err.Error()+"; POST /_reset resets the server")
+				return
 			}
-			writeError(w, status, "invalid fault: "+err.Error())
+			writeError(w, http.StatusBadRequest, "invalid fault: "+err.Error())
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)

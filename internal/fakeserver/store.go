@@ -46,6 +46,11 @@ type result struct {
 
 func (e *entry) processing(now time.Time) bool { return now.Before(e.doneAt) }
 
+// expired reports whether the key's window has ended at now.
+func (e *entry) expired(now time.Time, retention time.Duration) bool {
+	return !now.Before(e.committedAt.Add(retention))
+}
+
 // result returns the entry's state as seen at now.
 func (e *entry) result(now time.Time) result {
 	state := e.state
@@ -105,7 +110,7 @@ func (st *store) add(e *entry) {
 // are appended in clock order, so expired entries are at the front.
 func (st *store) sweep(now time.Time, retention time.Duration) {
 	n := 0
-	for n < len(st.order) && !now.Before(st.order[n].committedAt.Add(retention)) {
+	for n < len(st.order) && st.order[n].expired(now, retention) {
 		e := st.order[n]
 		if st.entries[e.sk] == e {
 			delete(st.entries, e.sk)
@@ -158,7 +163,7 @@ func (st *store) lookup(sk scopeKey, now time.Time, retention time.Duration) *en
 	if !ok {
 		return nil
 	}
-	if !now.Before(e.committedAt.Add(retention)) {
+	if e.expired(now, retention) {
 		delete(st.entries, sk)
 		st.retire(e)
 		return nil
