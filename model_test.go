@@ -1,0 +1,1254 @@
+package idem_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+// The model-based test: seeded, randomized histories of a client talking
+// to a simulated Idempotency-Key server (model_server_test.go) that answers
+// as real servers do (replays, 409 in flight, 422 or 417 for another body,
+// stored errors, silent replays, short key windows) under faults (lost
+// responses, 500 before and after commit, throttling, slow processing,
+// result-endpoint lag, garbage bodies, a foreign request on the same key),
+// while the client's process crashes at random points and restarts on the
+// surviving journal. After each history the invariants of DESIGN.md are
+// checked: one side effect per intent, never a wrong "succeeded" or
+// "failed", no resend once the server's answer is final or the key window
+// has passed, nothing left stuck.
+//
+// A failing history prints its seed; replay it with
+//
+//	go test -run 'TestModel$' -model.seed=N -v
+//
+// which prints the whole history. -model.n=100000 runs a longer search.
+// Histories are deterministic but for the client's own jitter (backoff
+// and reconciler spacing draw from math/rand), which can shift when a
+// visit lands; the printed history shows what happened.
+
+var (
+	modelSeed  = flag.Uint64("model.seed", 1, "first history seed of TestModel; alone it runs that one history")
+	modelN     = flag.Int("model.n", 10000, "number of histories TestModel runs")
+	modelStore = flag.String("model.store", "mem", "journal under TestModel: mem (in-memory Store) or bbolt (journal without fsync)")
+	modelShow  = flag.Int("model.show", 1, "failing histories TestModel prints in full (the next ones up to 20 by seed)")
+)
+
+// Limits that keep every history bounded whatever the client does.
+const (
+	maxRequestsPerHistory = 4000
+	maxSleepsPerHistory   = 200000
+	// finalLifeSpan is how long the last life's reconciler runs: past the
+	// client's reconciliation deadline (72 h) and every key window, so
+	// each operation has either settled or been flagged by then.
+	finalLifeSpan = 75 * time.Hour
+	modelScope    = "default"
+	modelURL      = "http://127.0.0.1:1/v1/orders"
+	modelQuery    = "/v1/ops/{key}"
+)
+
+var modelEpoch = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+var (
+	errCrashed = errors.New("model: the process crashed")
+	errRunOver = errors.New("model: the reconciler's time is up")
+	errRunaway = errors.New("model: history ran past its bounds")
+)
+
+// Violation kinds: each names an invariant.
+const (
+	vDuplicate       = "duplicate side effect"
+	vWrongSuccess    = "succeeded without an effect of this request"
+	vWrongSuccessID  = "succeeded with another request's resource"
+	vWrongFailure    = "failed though this request made an effect"
+	vStuck           = "open and not flagged for review at the end"
+	vStuckDeadline   = "left to the reconciliation deadline"
+	vResendFinal     = "resent after the server's answer was final"
+	vResendWindow    = "resent after the key window"
+	vAfterTerminal   = "request after the journal said terminal"
+	vChangedRequest  = "request changed between attempts"
+	vNotJournaled    = "sent before the attempt was journaled"
+	vCallerOutcome   = "caller told an outcome the journal does not hold"
+	vUnexpectedError = "unexpected error"
+	vRunaway         = "history ran past its bounds"
+)
+
+// crashKind is where a life's process dies.
+type crashKind int
+
+const (
+	crashNone         crashKind = iota
+	crashWriteFails             // the n-th journal write fails: it never committed
+	crashWriteCommits           // the n-th journal write commits, then the process dies
+	crashBeforeSend             // the n-th request never leaves: the process died first
+	crashAfterServer            // the server executes the n-th request, then the process dies
+)
+
+func (k crashKind) String() string {
+	return [...]string{"no crash", "journal write fails", "journal write commits, then dies",
+		"dies before sending", "dies after the server executed"}[k]
+}
+
+type lifePlan struct {
+	crash  crashKind
+	n      int           // which write or request (from 1, in this life)
+	offset time.Duration // client clock minus true time
+	runFor time.Duration // how long Run goes on (every life but the last)
+	heal   time.Duration // last life: faults stop this long after it starts
+	redo   float64       // share of unanswered intents the application sends again
+}
+
+// foreignPlan is another request with the same key and another body.
+type foreignPlan struct {
+	body     []byte
+	inflight time.Duration // 0: done before ours arrives; else still in flight for this long
+	handler  handlerPlan
+	applied  bool
+	resID    string
+}
+
+// modelOp is one business intent of ours, and what the model saw of it.
+type modelOp struct {
+	idx        int
+	key        string
+	body       []byte
+	viaPrepare bool
+	handler    handlerPlan
+	foreign    *foreignPlan
+	rng        *rand.Rand // this key's faults, in the order of its requests
+
+	// Observations, under history.mu.
+	effects     []string // resources our executions created
+	execs       int
+	submits     int
+	queries     int
+	finals      int       // final answers delivered intact
+	finalLife   int       // life of the first of them
+	firstMaybe  time.Time // true time of the first submit that may have executed
+	terminalSeq int64     // event number of the commit that made it terminal
+	lastState   journal.State
+	lastReview  string
+	appFinal    bool // the application was told a final outcome
+	flagged     map[string]bool
+}
+
+type event struct {
+	at   time.Duration // true time since the history began
+	life int
+	text string
+}
+
+type violation struct {
+	kind, detail string
+}
+
+// history is one run of the model, from its seed.
+type history struct {
+	seed  uint64
+	rng   *rand.Rand
+	prof  modelProfile
+	ops   []*modelOp
+	byKey map[string]*modelOp
+	lives []lifePlan
+	start time.Time
+
+	clock  *modelClock
+	base   idem.Store
+	mem    *memStore // base, when it is one
+	window time.Duration
+
+	mu         sync.Mutex // guards what follows, the server and the ops' observations
+	srv        modelServer
+	events     []event
+	violations []violation
+	seq        int64
+	life       int
+	lifeReqs   int
+	requests   int
+	dead       *atomic.Bool // this life's process has crashed
+	cancel     context.CancelCauseFunc
+	healAt     time.Time
+	runaway    bool
+}
+
+type historyResult struct {
+	seed       uint64
+	violations []violation
+	outcomes   []string
+	text       string // the plan and events, filled in when asked for
+}
+
+// TestModel runs the randomized model-based test; see the comment at the
+// top of this file.
+func TestModel(t *testing.T) {
+	first, n := *modelSeed, *modelN
+	seedSet, nSet := false, false
+	flag.Visit(func(f *flag.Flag) {
+		seedSet = seedSet || f.Name == "model.seed"
+		nSet = nSet || f.Name == "model.n"
+	})
+	if seedSet && !nSet {
+		n = 1
+	}
+	if testing.Short() && !nSet {
+		n = min(n, 1000)
+	}
+	verbose := testing.Verbose() && n == 1
+	workers := runtime.GOMAXPROCS(0)
+	stores := make([]idem.Store, workers)
+	for w := range stores {
+		switch *modelStore {
+		case "mem":
+		case "bbolt":
+			j, err := journal.Open(filepath.Join(t.TempDir(), fmt.Sprintf("model-%d.journal", w)), journal.WithUnsafeNoSync())
+			if err != nil {
+				t.Fatalf("journal.Open: %v", err)
+			}
+			t.Cleanup(func() { _ = j.Close() })
+			stores[w] = j
+		default:
+			t.Fatalf("-model.store=%q: want mem or bbolt", *modelStore)
+		}
+	}
+
+	start := time.Now()
+	cpuStart := processCPU()
+	results := make([]*historyResult, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				results[i] = runHistory(first+uint64(i), stores[w], verbose)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed, cpu := time.Since(start), processCPU()-cpuStart
+
+	byKind := map[string][]uint64{}
+	outcomes := map[string]int{}
+	var failed []*historyResult
+	for _, r := range results {
+		for _, o := range r.outcomes {
+			outcomes[o]++
+		}
+		if len(r.violations) == 0 {
+			continue
+		}
+		failed = append(failed, r)
+		seen := map[string]bool{}
+		for _, v := range r.violations {
+			if !seen[v.kind] {
+				seen[v.kind] = true
+				byKind[v.kind] = append(byKind[v.kind], r.seed)
+			}
+		}
+	}
+	t.Logf("%d histories (seeds %d..%d) in %v wall, %v CPU, %d workers, journal %s", n, first, first+uint64(n)-1,
+		elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), workers, *modelStore)
+	if testing.Verbose() {
+		for _, k := range slices.Sorted(mapsKeys(outcomes)) {
+			t.Logf("  outcome %-48s %6d", k, outcomes[k])
+		}
+	}
+	if verbose && len(failed) == 0 {
+		t.Logf("history of seed %d:\n%s", first, results[0].text)
+	}
+	if len(failed) == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d histories broke an invariant:\n", len(failed), n)
+	for _, k := range slices.Sorted(mapsKeys(byKind)) {
+		seeds := byKind[k]
+		fmt.Fprintf(&b, "  %-50s %5d histories, seeds %v\n", k, len(seeds), seeds[:min(len(seeds), 8)])
+	}
+	for i, r := range failed[:min(len(failed), max(*modelShow, 20))] {
+		if i < *modelShow {
+			fmt.Fprintf(&b, "\nhistory of seed %d (replay: go test -run 'TestModel$' -model.seed=%d -v):\n%s", r.seed, r.seed, r.text)
+		} else {
+			fmt.Fprintf(&b, "\nseed %d: %v\n", r.seed, r.violations)
+		}
+	}
+	t.Error(b.String())
+}
+
+func mapsKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// runHistory plays the history of seed on a fresh server and clock; shared
+// is a journal reused across histories (nil: a fresh in-memory one).
+func runHistory(seed uint64, shared idem.Store, verbose bool) *historyResult {
+	h := newHistory(seed, shared)
+	h.play()
+	h.check()
+	res := &historyResult{seed: seed, violations: h.violations, outcomes: h.outcomes()}
+	if len(h.violations) > 0 || verbose {
+		res.text = h.String()
+	}
+	if shared != nil {
+		h.retire()
+	}
+	return res
+}
+
+func newHistory(seed uint64, shared idem.Store) *history {
+	rng := rand.New(rand.NewPCG(seed, 0x1de3))
+	h := &history{seed: seed, rng: rng, byKey: map[string]*modelOp{}, start: modelEpoch}
+	h.plan()
+	h.srv = modelServer{prof: &h.prof, entries: map[string]*srvEntry{}}
+	h.clock = &modelClock{now: h.start}
+	if shared != nil {
+		h.base = shared
+	} else {
+		h.mem = newMemStore()
+		h.base = h.mem
+	}
+	h.window = idem.DefaultKeyRetention
+	if h.prof.clientKnows {
+		h.window = h.prof.window
+	}
+	return h
+}
+
+// pick returns the index of a weighted choice.
+func pick(rng *rand.Rand, weights ...int) int {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	r := rng.IntN(total)
+	for i, w := range weights {
+		if r < w {
+			return i
+		}
+		r -= w
+	}
+	return len(weights) - 1
+}
+
+func between(rng *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rng.Int64N(int64(hi-lo)+1))
+}
+
+// plan draws the server, the intents and the lives from the seed.
+func (h *history) plan() {
+	rng, p := h.rng, &h.prof
+	p.bodyCheck = bodyCheck(pick(rng, 50, 15, 35))
+	p.storeErrors = rng.IntN(10) < 4
+	switch pick(rng, 35, 15, 50) {
+	case 0: // a short window the client is told: a framework's 30 min, or another
+		p.window, p.clientKnows = 30*time.Minute, true
+		if rng.IntN(2) == 0 {
+			p.window = between(rng, 5*time.Minute, 2*time.Hour).Round(time.Second)
+		}
+	case 1: // a documented long window (Stripe's 24 h), configured
+		p.window, p.clientKnows = 24*time.Hour, true
+	default: // not configured: the server keeps keys at least as long as the client's default
+		p.window = idem.DefaultKeyRetention + between(rng, 0, idem.DefaultKeyRetention).Round(time.Second)
+	}
+	p.resultEP = rng.IntN(2) == 0
+	p.idShape = rng.IntN(10) < 3
+	if rng.IntN(10) < 3 {
+		p.skew = between(rng, -2*time.Minute, 2*time.Minute).Round(time.Second)
+	}
+	if rng.IntN(10) < 4 {
+		p.lag = between(rng, time.Second, 10*time.Minute).Round(time.Second)
+	}
+	p.faultRate = []float64{0.05, 0.2, 0.4}[rng.IntN(3)]
+
+	nOps := 1 + pick(rng, 60, 30, 10)
+	anyForeign := false
+	for i := range nOps {
+		op := &modelOp{
+			idx:        i,
+			key:        fmt.Sprintf("h%d-op%d", h.seed, i),
+			viaPrepare: rng.IntN(5) == 0,
+			handler:    h.drawHandler(),
+			rng:        rand.New(rand.NewPCG(h.seed, uint64(i)+1)),
+			lastState:  "none",
+			flagged:    map[string]bool{},
+		}
+		op.body = fmt.Appendf(nil, `{"order":%q,"amount":%d}`, op.key, 100+rng.IntN(10000))
+		if rng.IntN(5) == 0 {
+			fp := &foreignPlan{body: fmt.Appendf(nil, `{"order":"foreign","amount":%d}`, 1+rng.IntN(99)), handler: h.drawHandler()}
+			if rng.IntN(2) == 0 {
+				fp.inflight = between(rng, time.Second, 5*time.Minute).Round(time.Second)
+			}
+			op.foreign = fp
+			anyForeign = true
+		}
+		h.ops = append(h.ops, op)
+		h.byKey[op.key] = op
+	}
+
+	crashes := pick(rng, 30, 50, 20)
+	offset := time.Duration(0)
+	for i := range crashes + 1 {
+		lp := lifePlan{redo: 0.5}
+		if i > 0 {
+			switch pick(rng, 85, 10, 5) {
+			case 1: // the clock is stepped forward while the process is down
+				offset += between(rng, time.Minute, 3*time.Hour).Round(time.Second)
+			case 2: // or far back, as a host with a reset clock
+				offset -= 30 * 24 * time.Hour
+			}
+		}
+		lp.offset = offset
+		if i < crashes {
+			lp.crash = crashKind(1 + pick(rng, 30, 30, 20, 20))
+			if anyForeign && lp.crash >= crashBeforeSend {
+				// An attempt journaled and never answered is "maybe
+				// executed" for ever; with a foreign request on the key no
+				// client could then tell its answer from ours. Such a
+				// crash is drawn only where nothing is open (fairCrash).
+				lp.crash -= 2
+			}
+			if lp.crash <= crashWriteCommits {
+				lp.n = 1 + rng.IntN(10)
+			} else {
+				lp.n = 1 + rng.IntN(6)
+			}
+			if rng.IntN(3) > 0 {
+				lp.runFor = between(rng, 0, 3*time.Hour)
+			}
+		} else {
+			lp.heal = between(rng, 0, 30*time.Minute)
+		}
+		h.lives = append(h.lives, lp)
+	}
+}
+
+// drawHandler draws what the application does with one request body.
+func (h *history) drawHandler() handlerPlan {
+	rng := h.rng
+	switch pick(rng, 75, 12, 13) {
+	case 1:
+		statuses := []int{http.StatusPaymentRequired, http.StatusBadRequest}
+		if h.prof.storeErrors {
+			statuses = append(statuses, http.StatusConflict)
+		}
+		return handlerPlan{kind: hDecline, status: statuses[rng.IntN(len(statuses))]}
+	case 2:
+		// Handler errors matter only where the server stores them: else
+		// the key is released and the error is a 500 before commit.
+		if h.prof.storeErrors {
+			return handlerPlan{kind: hError, status: []int{500, 503, 502}[rng.IntN(3)], effect: rng.IntN(2) == 0}
+		}
+	}
+	return handlerPlan{kind: hSucceed}
+}
+
+// play runs the lives: the first sends the intents, each later one
+// resumes the journal the crashed one left, and the last runs the
+// reconciler until everything settled or was flagged.
+func (h *history) play() {
+	for i, lp := range h.lives {
+		final := i == len(h.lives)-1
+		cl, ctx := h.startLife(i, lp)
+		ok := true
+		if i == 0 {
+			ok = h.firstLife(ctx, cl)
+		} else {
+			ok = h.restart(ctx, cl, lp)
+		}
+		if ok {
+			h.reconcile(ctx, cl, lp, final)
+		}
+		h.cancel(nil)
+		if err := cl.Close(); err != nil {
+			h.violate(nil, vUnexpectedError, "Close: %v", err)
+		}
+		if h.runaway {
+			return
+		}
+	}
+}
+
+func (h *history) startLife(i int, lp lifePlan) (*idem.Client, context.Context) {
+	h.mu.Lock()
+	h.life, h.lifeReqs = i, 0
+	h.dead = new(atomic.Bool)
+	h.mu.Unlock()
+	h.clock.setOffset(lp.offset)
+	now := h.clock.trueNow()
+	if i == len(h.lives)-1 {
+		h.healAt = now.Add(lp.heal)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	h.cancel = cancel
+	h.logf("life %d starts: %v at write/request %d; client clock %+v", i, lp.crash, lp.n, lp.offset)
+	store := &crashStore{h: h, base: h.base, dead: h.dead, plan: lp}
+	opts := []idem.Option{
+		idem.WithHTTPClient(&http.Client{Transport: &modelTransport{h: h}}),
+		idem.WithClock(h.clock),
+	}
+	if h.prof.resultEP {
+		opts = append(opts, idem.WithResultEndpoint(modelQuery))
+	}
+	if h.prof.clientKnows {
+		opts = append(opts, idem.WithKeyRetention(h.prof.window))
+	}
+	cl, err := idem.New(store, opts...)
+	if err != nil {
+		panic(fmt.Sprintf("model: idem.New: %v", err))
+	}
+	return cl, ctx
+}
+
+// crash ends this life's process: every later journal write and request
+// fails, and the call in progress is cancelled.
+func (h *history) crash(format string, args ...any) {
+	if h.dead.Swap(true) {
+		return
+	}
+	h.logfLocked("CRASH: "+format, args...)
+	h.cancel(errCrashed)
+}
+
+func (h *history) crashed() bool { return h.dead.Load() }
+
+// firstLife sends each intent once, as the application would.
+func (h *history) firstLife(ctx context.Context, cl *idem.Client) bool {
+	for _, op := range h.ops {
+		if h.crashed() {
+			return false
+		}
+		h.clock.advance(between(op.rng, 0, 3*time.Second))
+		h.call(ctx, cl, op)
+	}
+	return !h.crashed()
+}
+
+// restart is a new process on the surviving journal: Resume, then the
+// application sends again (same key, same body) what it has no answer
+// for, as a redelivered message would.
+func (h *history) restart(ctx context.Context, cl *idem.Client, lp lifePlan) bool {
+	sum, err := cl.Resume(ctx)
+	if h.crashed() {
+		return false
+	}
+	h.logf("Resume: %+v, err %v", sum, err)
+	if err != nil {
+		h.violate(nil, vUnexpectedError, "Resume: %v", err)
+	}
+	for _, op := range h.ops {
+		if h.crashed() {
+			return false
+		}
+		if op.appFinal {
+			continue
+		}
+		_, gerr := h.base.Get(context.Background(), modelScope, op.key)
+		if gerr == nil && h.rng.Float64() >= lp.redo {
+			continue
+		}
+		h.call(ctx, cl, op)
+	}
+	return !h.crashed()
+}
+
+// call sends op as the application does (Submit, or Prepare and Do) and
+// checks what it is told against the journal.
+func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
+	req := idem.Request{Key: op.key, URL: modelURL, Body: op.body}
+	var res *idem.Result
+	var err error
+	how := "Submit"
+	if op.viaPrepare {
+		how = "Prepare+Do"
+		var o *idem.Operation
+		o, err = cl.Prepare(ctx, req)
+		if err == nil {
+			res, err = cl.Do(ctx, o)
+		}
+	} else {
+		res, err = cl.Submit(ctx, req)
+	}
+	state := journal.State("-")
+	if res != nil {
+		state = res.State
+	}
+	h.logf("app: %s %s → %s, err %v", how, op.key, state, err)
+	if h.crashed() {
+		return
+	}
+	rec, gerr := h.base.Get(context.Background(), modelScope, op.key)
+	switch {
+	case err == nil:
+		op.appFinal = true
+		if gerr != nil || rec.State != idem.StateSucceeded || res == nil || res.State != idem.StateSucceeded ||
+			rec.Result == nil || res.ResourceID != rec.Result.ResourceID {
+			h.violate(op, vCallerOutcome, "%s returned success (%+v) but the journal holds %v", how, res, describeRecord(rec, gerr))
+		}
+	case errors.Is(err, idem.ErrFailed):
+		op.appFinal = true
+		if gerr != nil || rec.State != idem.StateFailed {
+			h.violate(op, vCallerOutcome, "%s returned ErrFailed but the journal holds %v", how, describeRecord(rec, gerr))
+		}
+	case errors.Is(err, idem.ErrKeyConflict):
+		op.appFinal = true
+	case errors.Is(err, idem.ErrUnknownOutcome):
+		if gerr != nil || rec.State.Terminal() {
+			h.violate(op, vCallerOutcome, "%s returned ErrUnknownOutcome but the journal holds %v", how, describeRecord(rec, gerr))
+		}
+	default:
+		h.violate(op, vUnexpectedError, "%s: %v", how, err)
+	}
+}
+
+func describeRecord(rec *journal.Record, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	s := string(rec.State)
+	if rec.Review != "" {
+		s += " (review: " + rec.Review + ")"
+	}
+	if rec.Result != nil {
+		s += fmt.Sprintf(" status %d resource %q", rec.Result.StatusCode, rec.Result.ResourceID)
+	}
+	return s
+}
+
+// reconcile runs the client's reconciler for the life's span, on virtual
+// time that skips ahead to the next operation due.
+func (h *history) reconcile(ctx context.Context, cl *idem.Client, lp lifePlan, final bool) {
+	span := lp.runFor
+	if final {
+		span = finalLifeSpan
+	}
+	h.clock.startRun(h.clock.trueNow().Add(span), final, h.nextDue)
+	err := cl.Run(ctx)
+	h.clock.stopRun()
+	switch {
+	case h.crashed(), errors.Is(err, errRunOver):
+	case errors.Is(err, errRunaway):
+		h.markRunaway("Run")
+	default:
+		h.violate(nil, vUnexpectedError, "Run: %v", err)
+	}
+}
+
+// nextDue is when the journal's next open operation is due (client time),
+// whether every open one is flagged for review, and whether any is open.
+func (h *history) nextDue() (time.Time, bool, bool) {
+	if h.mem != nil {
+		return h.mem.nextDue()
+	}
+	var due time.Time
+	ok, allFlagged := false, true
+	_ = h.base.ForEachOpen(context.Background(), func(r *journal.Record) error {
+		if !ok || r.NextDue.Before(due) {
+			due, ok = r.NextDue, true
+		}
+		allFlagged = allFlagged && r.Review != ""
+		return nil
+	})
+	return due, allFlagged, ok
+}
+
+func (h *history) markRunaway(where string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.runaway {
+		h.runaway = true
+		h.violations = append(h.violations, violation{vRunaway, where + ": more than the bounded requests or sleeps"})
+		h.logfLocked("RUNAWAY in %s", where)
+	}
+}
+
+// retire settles what a history left open in a journal shared with the
+// next histories, so that their reconcilers never see it.
+func (h *history) retire() {
+	for _, op := range h.ops {
+		if _, err := h.base.Resolve(context.Background(), modelScope, op.key, journal.Manual{
+			State: journal.StateFailed, Reason: "model: history over", By: "model", At: h.clock.Now(),
+		}); err != nil && !errors.Is(err, journal.ErrNotFound) {
+			panic(fmt.Sprintf("model: retire %s: %v", op.key, err))
+		}
+	}
+}
+
+// check judges the history once it is over.
+func (h *history) check() {
+	if h.runaway {
+		return
+	}
+	for _, op := range h.ops {
+		rec, err := h.base.Get(context.Background(), modelScope, op.key)
+		if len(op.effects) > 1 {
+			h.violate(op, vDuplicate, "our request created %v", op.effects)
+		}
+		if err != nil {
+			if op.submits > 0 {
+				h.violate(op, vNotJournaled, "%d submits, no journal record: %v", op.submits, err)
+			}
+			continue
+		}
+		switch rec.State {
+		case idem.StateSucceeded:
+			switch {
+			case len(op.effects) == 0:
+				h.violate(op, vWrongSuccess, "journal %s; our request created nothing (foreign: %v)", describeRecord(rec, nil), h.foreignResult(op))
+			case rec.Result == nil || !slices.Contains(op.effects, rec.Result.ResourceID):
+				h.violate(op, vWrongSuccessID, "journal %s; our request created %v", describeRecord(rec, nil), op.effects)
+			}
+		case idem.StateFailed:
+			if len(op.effects) > 0 {
+				h.violate(op, vWrongFailure, "journal %s; our request created %v", describeRecord(rec, nil), op.effects)
+			}
+		default:
+			switch rec.Review {
+			case "":
+				h.violate(op, vStuck, "journal %s, next due %v", describeRecord(rec, nil), rec.NextDue.Sub(h.clock.Now()))
+			case idem.ReviewDeadlinePassed:
+				h.violate(op, vStuckDeadline, "journal %s after %d submits, %d queries", describeRecord(rec, nil), op.submits, op.queries)
+			}
+		}
+	}
+}
+
+func (h *history) foreignResult(op *modelOp) string {
+	if op.foreign == nil {
+		return "none"
+	}
+	return fmt.Sprintf("applied %v, created %q", op.foreign.applied, op.foreign.resID)
+}
+
+// outcomes names where each operation ended, for the summary.
+func (h *history) outcomes() []string {
+	out := make([]string, 0, len(h.ops))
+	for _, op := range h.ops {
+		rec, err := h.base.Get(context.Background(), modelScope, op.key)
+		switch {
+		case err != nil:
+			out = append(out, "never journaled")
+		case rec.State.Terminal():
+			out = append(out, string(rec.State))
+		case rec.Review != "":
+			out = append(out, "review: "+truncateString(rec.Review, 40))
+		default:
+			out = append(out, "open: "+string(rec.State))
+		}
+	}
+	return out
+}
+
+func truncateString(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func (h *history) violate(op *modelOp, kind, format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.violateLocked(op, kind, format, args...)
+}
+
+// violateLocked records a violation once per operation and kind.
+func (h *history) violateLocked(op *modelOp, kind, format string, args ...any) {
+	detail := fmt.Sprintf(format, args...)
+	if op != nil {
+		if op.flagged[kind] {
+			return
+		}
+		op.flagged[kind] = true
+		detail = op.key + ": " + detail
+	}
+	h.violations = append(h.violations, violation{kind, detail})
+	h.logfLocked("VIOLATION %s: %s", kind, detail)
+}
+
+func (h *history) logf(format string, args ...any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.logfLocked(format, args...)
+}
+
+func (h *history) logfLocked(format string, args ...any) {
+	h.events = append(h.events, event{at: h.clock.trueNow().Sub(h.start), life: h.life, text: fmt.Sprintf(format, args...)})
+}
+
+// String prints the plan and every event, for a failing seed.
+func (h *history) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "  server: %s\n", &h.prof)
+	fmt.Fprintf(&b, "  client key window %v, result endpoint %v\n", h.window, h.prof.resultEP)
+	for _, op := range h.ops {
+		fmt.Fprintf(&b, "  intent %s: handler %v, via Prepare %v", op.key, op.handler, op.viaPrepare)
+		if fp := op.foreign; fp != nil {
+			fmt.Fprintf(&b, "; foreign request on its key: handler %v, in flight %v", fp.handler, fp.inflight)
+		}
+		b.WriteString("\n")
+	}
+	for i, lp := range h.lives {
+		fmt.Fprintf(&b, "  life %d: %v at %d, clock %+v, run %v, heal after %v\n", i, lp.crash, lp.n, lp.offset, lp.runFor, lp.heal)
+	}
+	for _, e := range h.events {
+		fmt.Fprintf(&b, "  %12s L%d %s\n", e.at.Round(time.Millisecond), e.life, e.text)
+	}
+	for _, v := range h.violations {
+		fmt.Fprintf(&b, "  => %s: %s\n", v.kind, v.detail)
+	}
+	return b.String()
+}
+
+// noteCommit follows the journal: state changes for the history, and the
+// moment an operation became terminal (no request may follow it).
+func (h *history) noteCommit(rec *journal.Record) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	op := h.byKey[rec.Key]
+	if op == nil {
+		return
+	}
+	h.seq++
+	if rec.State.Terminal() && op.terminalSeq == 0 {
+		op.terminalSeq = h.seq
+	}
+	if rec.State != op.lastState || rec.Review != op.lastReview {
+		op.lastState, op.lastReview = rec.State, rec.Review
+		h.logfLocked("journal: %s %s", rec.Key, describeRecord(rec, nil))
+	}
+}
+
+// fairCrash reports whether the process may die now: in a history with a
+// foreign request, not while one of those operations has a journaled
+// attempt without an outcome (see plan).
+func (h *history) fairCrash() bool {
+	for _, op := range h.ops {
+		if op.foreign == nil {
+			continue
+		}
+		rec, err := h.base.Get(context.Background(), modelScope, op.key)
+		if err != nil {
+			continue
+		}
+		for _, a := range rec.Attempts {
+			if a.Kind == journal.AttemptSubmit && !a.Done {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// crashStore is the journal as one process sees it: after the process
+// dies, nothing more is read or committed.
+type crashStore struct {
+	h      *history
+	base   idem.Store
+	dead   *atomic.Bool
+	plan   lifePlan
+	mu     sync.Mutex
+	writes int
+}
+
+func (s *crashStore) write(what string, fn func() (*journal.Record, error)) (*journal.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dead.Load() {
+		return nil, errCrashed
+	}
+	s.writes++
+	due := s.writes >= s.plan.n
+	if s.plan.crash == crashWriteFails && due && s.h.fairCrash() {
+		s.h.mu.Lock()
+		s.h.crash("journal write #%d (%s) fails", s.writes, what)
+		s.h.mu.Unlock()
+		return nil, errCrashed
+	}
+	rec, err := fn()
+	if err == nil && rec != nil {
+		s.h.noteCommit(rec)
+	}
+	if s.plan.crash == crashWriteCommits && due && s.h.fairCrash() {
+		s.h.mu.Lock()
+		s.h.crash("journal write #%d (%s) committed, then the process died", s.writes, what)
+		s.h.mu.Unlock()
+		return nil, errCrashed
+	}
+	return rec, err
+}
+
+func (s *crashStore) read() error {
+	if s.dead.Load() {
+		return errCrashed
+	}
+	return nil
+}
+
+func (s *crashStore) Create(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
+	return s.write("create "+rec.Key, func() (*journal.Record, error) { return s.base.Create(ctx, rec) })
+}
+
+func (s *crashStore) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
+	return s.write("update "+key, func() (*journal.Record, error) { return s.base.Update(ctx, scope, key, fn) })
+}
+
+func (s *crashStore) Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error) {
+	return s.write("resolve "+key, func() (*journal.Record, error) { return s.base.Resolve(ctx, scope, key, m) })
+}
+
+func (s *crashStore) Get(ctx context.Context, scope, key string) (*journal.Record, error) {
+	if err := s.read(); err != nil {
+		return nil, err
+	}
+	return s.base.Get(ctx, scope, key)
+}
+
+func (s *crashStore) ForEachOpen(ctx context.Context, fn func(*journal.Record) error) error {
+	if err := s.read(); err != nil {
+		return err
+	}
+	return s.base.ForEachOpen(ctx, fn)
+}
+
+func (s *crashStore) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Record, error) {
+	if err := s.read(); err != nil {
+		return nil, err
+	}
+	return s.base.Due(ctx, by, limit)
+}
+
+func (s *crashStore) List(ctx context.Context, f journal.Filter) ([]*journal.Record, error) {
+	if err := s.read(); err != nil {
+		return nil, err
+	}
+	return s.base.List(ctx, f)
+}
+
+func (s *crashStore) Prune(ctx context.Context, settledBefore time.Time) (int, error) {
+	if err := s.read(); err != nil {
+		return 0, err
+	}
+	// Pruning would let the final check miss what a history settled.
+	return 0, nil
+}
+
+// Close does not close the surviving journal: the next life reopens it.
+func (s *crashStore) Close() error { return nil }
+
+// modelClock is the history's virtual time. The server reads true time;
+// the client reads true time plus its life's offset (a stepped clock).
+// Sleep advances time at once. While Run goes, its poll skips ahead to the
+// next operation due, and ends Run (errRunOver) at the horizon, or when
+// nothing open is left unflagged (the last life).
+type modelClock struct {
+	mu           sync.Mutex
+	now          time.Time
+	offset       time.Duration
+	running      bool
+	horizon      time.Time
+	untilFlagged bool
+	nextDue      func() (time.Time, bool, bool)
+	sleeps       int
+}
+
+func (c *modelClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now.Add(c.offset)
+}
+
+func (c *modelClock) trueNow() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *modelClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(max(d, 0))
+}
+
+func (c *modelClock) setOffset(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset = d
+}
+
+func (c *modelClock) startRun(horizon time.Time, untilFlagged bool, nextDue func() (time.Time, bool, bool)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running, c.horizon, c.untilFlagged, c.nextDue = true, horizon, untilFlagged, nextDue
+}
+
+func (c *modelClock) stopRun() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.running = false
+}
+
+func (c *modelClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sleeps++
+	if c.sleeps > maxSleepsPerHistory {
+		return errRunaway
+	}
+	next := c.now.Add(max(d, 0))
+	if c.running {
+		due, allFlagged, ok := c.nextDue()
+		if !ok || (c.untilFlagged && allFlagged) {
+			return errRunOver
+		}
+		if t := due.Add(-c.offset); t.After(next) {
+			next = t
+		}
+		if !next.Before(c.horizon) {
+			return errRunOver
+		}
+	}
+	c.now = next
+	return nil
+}
+
+// modelTransport hands every request to the model: no socket is opened.
+// It reports the httptrace events net/http would, so the client can tell
+// a request that never left from one that may have been executed.
+type modelTransport struct{ h *history }
+
+func (tr *modelTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+	trace := httptrace.ContextClientTrace(req.Context())
+	if trace != nil && trace.GetConn != nil {
+		trace.GetConn(req.URL.Host)
+	}
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	a, err := tr.h.exchange(req, body)
+	if err != nil {
+		return nil, err
+	}
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{})
+	}
+	if trace != nil && trace.WroteRequest != nil {
+		trace.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	if a.lost {
+		if a.timeout {
+			return nil, fmt.Errorf("model: no answer within the attempt timeout: %w", context.DeadlineExceeded)
+		}
+		return nil, errors.New("model: connection reset after the request was written")
+	}
+	return &http.Response{
+		StatusCode:    a.status,
+		Status:        fmt.Sprintf("%d %s", a.status, http.StatusText(a.status)),
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        a.header,
+		Body:          io.NopCloser(bytes.NewReader(a.body)),
+		ContentLength: int64(len(a.body)),
+		Request:       req,
+	}, nil
+}
+
+var errRefused = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+
+// exchange is one request as the model sees it: crash points, faults, the
+// server's answer, and the invariants that each request must keep. An
+// error means the request never left the client.
+func (h *history) exchange(req *http.Request, body []byte) (srvAnswer, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.dead.Load() {
+		return srvAnswer{}, errCrashed
+	}
+	h.requests++
+	h.lifeReqs++
+	if h.requests > maxRequestsPerHistory {
+		if !h.runaway {
+			h.runaway = true
+			h.violations = append(h.violations, violation{vRunaway, fmt.Sprintf("more than %d requests", maxRequestsPerHistory)})
+		}
+		h.crash("runaway")
+		return srvAnswer{}, errCrashed
+	}
+	lp := h.lives[h.life]
+	if lp.crash == crashBeforeSend && h.lifeReqs >= lp.n {
+		h.crash("before request #%d left", h.lifeReqs)
+		return srvAnswer{}, errCrashed
+	}
+	h.seq++
+	t := h.clock.trueNow()
+	healthy := h.life == len(h.lives)-1 && !t.Before(h.healAt)
+
+	var op *modelOp
+	query := req.Method == http.MethodGet
+	if query {
+		op = h.byKey[strings.TrimPrefix(req.URL.Path, "/v1/ops/")]
+	} else {
+		op = h.byKey[req.Header.Get("Idempotency-Key")]
+	}
+	if op == nil {
+		h.violateLocked(nil, vChangedRequest, "%s %s with key %q: no such intent", req.Method, req.URL, req.Header.Get("Idempotency-Key"))
+		return jsonAnswer(http.StatusBadRequest, `{"error":"unknown"}`), nil
+	}
+	f := fNone
+	if !healthy && op.rng.Float64() < h.prof.faultRate {
+		switch {
+		case query:
+			f = queryFaults[op.rng.IntN(len(queryFaults))]
+		case op.foreign != nil:
+			f = fairSubmitFaults[op.rng.IntN(len(fairSubmitFaults))]
+		default:
+			f = allSubmitFaults[op.rng.IntN(len(allSubmitFaults))]
+		}
+	}
+	if op.terminalSeq != 0 {
+		h.violateLocked(op, vAfterTerminal, "%s after the journal settled it", req.Method)
+	}
+	if query {
+		op.queries++
+		if f == fNotWritten {
+			h.logfLocked("query %s [%v]", op.key, f)
+			return srvAnswer{}, errRefused
+		}
+		a := h.srv.query(op.key, f, op.rng, t)
+		h.logfLocked("query %s [%v] → %s %s", op.key, f, answerText(a), a.note)
+		return a, nil
+	}
+
+	op.submits++
+	h.checkSubmit(op, req, body, t)
+	if f == fNotWritten {
+		h.logfLocked("submit %s [%v]", op.key, f)
+		return srvAnswer{}, errRefused
+	}
+	a := h.srv.submit(op, req.Header.Get("Idempotency-Key"), body, f, op.rng, t)
+	if e := a.executed; e != nil {
+		op.execs++
+		if e.resID != "" {
+			op.effects = append(op.effects, e.resID)
+		}
+	}
+	if a.final {
+		if op.finals == 0 {
+			op.finalLife = h.life
+		}
+		op.finals++
+	}
+	if !a.notExec && op.firstMaybe.IsZero() {
+		op.firstMaybe = t
+	}
+	if a.timeout {
+		// The attempt waited out its timeout.
+		h.clock.advance(idem.DefaultAttemptTimeout)
+	}
+	h.logfLocked("submit %s #%d [%v] → %s %s", op.key, op.submits, f, answerText(a), a.note)
+	if lp.crash == crashAfterServer && h.lifeReqs >= lp.n {
+		h.crash("after the server answered request #%d", h.lifeReqs)
+		return srvAnswer{}, errCrashed
+	}
+	return a, nil
+}
+
+// checkSubmit holds the rules every submit must keep: the journaled
+// request, byte for byte, with its attempt journaled first; nothing after
+// the server's final answer or past the key window.
+func (h *history) checkSubmit(op *modelOp, req *http.Request, body []byte, t time.Time) {
+	if req.Method != http.MethodPost || req.URL.String() != modelURL || !bytes.Equal(body, op.body) ||
+		req.Header.Get("Idempotency-Key") != op.key {
+		h.violateLocked(op, vChangedRequest, "%s %s key %q body %q", req.Method, req.URL, req.Header.Get("Idempotency-Key"), body)
+	}
+	journaled := false
+	check := func(rec *journal.Record) {
+		if rec == nil || len(rec.Attempts) == 0 {
+			return
+		}
+		a := rec.Attempts[len(rec.Attempts)-1]
+		journaled = a.Kind == journal.AttemptSubmit && !a.Done
+	}
+	if h.mem != nil {
+		h.mem.peek(modelScope, op.key, check)
+	} else if rec, err := h.base.Get(context.Background(), modelScope, op.key); err == nil {
+		check(rec)
+	}
+	if !journaled {
+		h.violateLocked(op, vNotJournaled, "submit #%d with no open attempt in the journal", op.submits)
+	}
+	if restarts := h.life - op.finalLife; op.finals >= 2+restarts {
+		h.violateLocked(op, vResendFinal, "submit #%d after %d final answers (%d restarts since the first)", op.submits, op.finals, restarts)
+	}
+	if !op.firstMaybe.IsZero() && !t.Before(op.firstMaybe.Add(h.window)) {
+		h.violateLocked(op, vResendWindow, "submit #%d at %v after the first send that may have executed (window %v)",
+			op.submits, t.Sub(op.firstMaybe), h.window)
+	}
+}
+
+func answerText(a srvAnswer) string {
+	if a.lost {
+		if a.timeout {
+			return "(timed out)"
+		}
+		return "(lost)"
+	}
+	s := fmt.Sprintf("%d %s", a.status, truncateString(string(a.body), 80))
+	if a.header.Get("Idempotent-Replayed") != "" {
+		s += " [replayed]"
+	}
+	if ra := a.header.Get("Retry-After"); ra != "" {
+		s += " [Retry-After " + ra + "]"
+	}
+	return s
+}
