@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -431,7 +433,7 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		return res, nil
 	case StateFailed:
 		e.Kind = ErrFailed
-		if rec.Result != nil && rec.Resolved == nil && c.cfg.classify(rec.Result.StatusCode) == Conflict {
+		if r := rec.Result; r != nil && rec.Resolved == nil && c.verdict(r.StatusCode) == Conflict && c.keyConflict(r.StatusCode, r.Body) {
 			e.Kind = ErrKeyConflict
 		}
 		if e.Cause == nil {
@@ -439,8 +441,23 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		}
 	default:
 		e.Kind = ErrUnknownOutcome
+		if rec.Review == ReviewKeyInUse {
+			e.Kind = ErrKeyConflict
+		}
 	}
 	return res, e
+}
+
+// keyRetention is the key window for rec's host.
+func (c *Client) keyRetention(rec *journal.Record) time.Duration {
+	if len(c.cfg.hostRetention) > 0 {
+		if u, err := url.Parse(rec.URL); err == nil {
+			if d, ok := c.cfg.hostRetention[strings.ToLower(u.Host)]; ok {
+				return d
+			}
+		}
+	}
+	return c.cfg.keyRetention
 }
 
 func opAttrs(rec *journal.Record) []slog.Attr {
