@@ -18,9 +18,9 @@ import (
 
 // Budget and timing defaults. The package documentation has them in one table.
 const (
-	DefaultMaxAttempts          = 5
-	DefaultMaxElapsed           = 60 * time.Second
-	DefaultAttemptTimeout       = 10 * time.Second
+	DefaultMaxAttempts    = 5
+	DefaultMaxElapsed     = 60 * time.Second
+	DefaultAttemptTimeout = 10 * time.Second
 	// DefaultKeyRetention is the key window idem assumes when it knows
 	// no better: shorter than common servers' defaults, so that it never
 	// resends a key a server may have forgotten. The shortest common
@@ -30,7 +30,7 @@ const (
 	// the server's documented window with WithKeyRetention or
 	// WithHostKeyRetention (presets: KeyRetentionStripe, …) to resend
 	// for longer.
-	DefaultKeyRetention = 20 * time.Minute
+	DefaultKeyRetention         = 20 * time.Minute
 	DefaultKeyHeader            = "Idempotency-Key"
 	DefaultScope                = "default"
 	DefaultMaxResponseBytes     = 1 << 20
