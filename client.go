@@ -330,7 +330,7 @@ var errKeyHeldByOther = errors.New("idem: the journal holds this key for a diffe
 
 func (c *Client) conflict(stored *journal.Record) error {
 	return &Error{Scope: stored.Scope, Key: stored.Key, State: stored.State, Attempts: attemptCount(stored),
-		Kind: ErrKeyConflict, Cause: errKeyHeldByOther}
+		Kind: ErrKeyConflict, Cause: errKeyHeldByOther, local: true}
 }
 
 // coalesce runs fn unless a call for the same key is in flight, in which

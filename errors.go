@@ -66,9 +66,11 @@ var (
 // ErrKeyConflict) and its Cause with errors.Is. A key conflict also matches
 // what the operation's state means: ErrFailed when it settled failed (the
 // server refused the key's reuse), ErrUnknownOutcome while it is open (the
-// server replayed another request's answer: flagged for review). So every
-// error that does not match ErrUnknownOutcome means nothing of the call's
-// is journaled open, and nothing more will be sent for it.
+// server replayed another request's answer: flagged for review). A
+// conflict with the journal (a key it holds for another request) matches
+// ErrKeyConflict alone: nothing of that call's was journaled or sent. So
+// every error that does not match ErrUnknownOutcome means nothing of the
+// call's is journaled open, and nothing more will be sent for it.
 type Error struct {
 	Scope    string
 	Key      string
@@ -76,6 +78,10 @@ type Error struct {
 	Attempts int   // HTTP exchanges recorded for the operation, over its life
 	Kind     error // ErrUnknownOutcome, ErrFailed or ErrKeyConflict
 	Cause    error // what ended the call; may be nil
+	// local: a conflict with the journal (Prepare or Submit with a key the
+	// journal holds for another request): nothing of this call's was
+	// journaled or sent, whatever the stored operation's state.
+	local bool
 }
 
 // Error describes the operation and why the call ended, for logs.
@@ -91,7 +97,7 @@ func (e *Error) Error() string {
 // conflict the kind its state implies.
 func (e *Error) Unwrap() []error {
 	errs := []error{e.Kind}
-	if e.Kind == ErrKeyConflict {
+	if e.Kind == ErrKeyConflict && !e.local {
 		switch {
 		case e.State == StateFailed:
 			errs = append(errs, ErrFailed)

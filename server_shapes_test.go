@@ -224,6 +224,17 @@ func TestKeyConflictStatuses(t *testing.T) {
 		require.NotErrorIs(t, err, idem.ErrKeyConflict)
 		require.Contains(t, res.Reason, "amount must be positive")
 	})
+	t.Run("journal conflict with an open operation: nothing of this call journaled", func(t *testing.T) {
+		e := newEnv(t, clientOpts(idem.WithMaxAttempts(1)))
+		require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
+		_, err := e.client.Submit(e.ctx, e.req("k", `{"a":1}`))
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+		res, err := e.client.Submit(e.ctx, e.req("k", `{"a":2}`))
+		require.Nil(t, res)
+		require.ErrorIs(t, err, idem.ErrKeyConflict)
+		require.NotErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, idem.ErrFailed)
+	})
 	t.Run("WithKeyConflictStatus refuses a non-4xx status", func(t *testing.T) {
 		e := newEnv(t)
 		_, err := idem.New(e.store, idem.WithKeyConflictStatus(500))
