@@ -352,3 +352,60 @@ func runCommitChild(t *testing.T, strace, mode, template string, args ...string)
 	require.NotEmpty(t, run.result, "child reported no RESULT: stdout:\n%s\nstderr:\n%s", out, stderr.String())
 	return run
 }
+
+// maybeCreateStore commits the record, then reports what a journal says
+// when the disk failed the commit's last step and a second commit too:
+// the record may or may not be there.
+type maybeCreateStore struct {
+	idem.Store
+}
+
+func (s *maybeCreateStore) Create(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
+	if _, err := s.Store.Create(ctx, rec); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("journal: create: %w: input/output error", journal.ErrMaybeCommitted)
+}
+
+// A journal that cannot tell whether it took a new operation makes Submit
+// and Prepare return ErrUnknownOutcome with the key, never a plain error
+// (which would say "nothing journaled": retry under a new key, while the
+// reconciler sends the journaled one). Retrying with the key carries out
+// the one operation, once.
+func TestCreateMaybeCommittedIsUnknownOutcome(t *testing.T) {
+	for _, mode := range []string{"submit", "prepare"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			c, err := idem.New(&maybeCreateStore{Store: e.store}, e.baseOpts()...)
+			require.NoError(t, err)
+			req := e.req("", `{"amount":7}`) // a key idem makes up
+			if mode == "submit" {
+				var res *idem.Result
+				res, err = c.Submit(e.ctx, req)
+				require.NotNil(t, res, "Submit's Result on ErrUnknownOutcome")
+				require.Equal(t, idem.StatePending, res.State)
+			} else {
+				_, err = c.Prepare(e.ctx, req)
+			}
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+			require.ErrorIs(t, err, journal.ErrMaybeCommitted)
+			var ie *idem.Error
+			require.ErrorAs(t, err, &ie)
+			ops, lerr := e.client.List(e.ctx, idem.Filter{})
+			require.NoError(t, lerr)
+			require.Len(t, ops, 1)
+			key := ops[0].Key
+			require.Equal(t, key, ie.Key, "the error names the journaled key")
+			require.Equal(t, idem.DefaultScope, ie.Scope)
+			require.Contains(t, err.Error(), "never a new one")
+			require.Empty(t, e.submits(key), "nothing sent by the failed call")
+
+			req.Key = key
+			res, err := e.client.Submit(e.ctx, req)
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.Len(t, e.submits(key), 1, "submits for the key")
+			require.Equal(t, 1, e.srv.Effects(scope, key), "orders")
+		})
+	}
+}
