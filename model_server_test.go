@@ -85,6 +85,7 @@ const (
 	f401              // a gateway refuses the credentials
 	fLost             // executed, then the connection drops: no answer
 	f500After         // executed, then a 500 instead of the answer
+	f503After         // executed, then a gateway's 503 (with Retry-After) instead of the answer
 	fGarbage          // executed, then a garbage 2xx body
 	fTimeout          // processing outlives the attempt timeout; the key stays in flight
 	fSlow             // executed asynchronously: 202 now, the result later
@@ -93,7 +94,7 @@ const (
 
 func (f fault) String() string {
 	return [...]string{"", "not-written", "429", "503", "500-before-commit", "401-gateway", "lost-response",
-		"500-after-commit", "garbage-2xx", "timeout", "slow"}[f]
+		"500-after-commit", "503-after-commit", "garbage-2xx", "timeout", "slow"}[f]
 }
 
 // Faults a submit may meet. A history with a foreign request on an
@@ -102,7 +103,7 @@ func (f fault) String() string {
 // cannot tell the foreign request's stored answer from its own (see
 // fairFaults in model_test.go).
 var (
-	allSubmitFaults  = []fault{fNotWritten, f429, f503, f500Before, f401, fLost, f500After, fGarbage, fTimeout, fSlow}
+	allSubmitFaults  = []fault{fNotWritten, f429, f503, f500Before, f401, fLost, f500After, f503After, fGarbage, fTimeout, fSlow}
 	fairSubmitFaults = []fault{fNotWritten, f429, f401, fSlow}
 	queryFaults      = []fault{fNotWritten, f503, f500Before, fLost, fGarbage}
 )
@@ -298,6 +299,10 @@ func (s *modelServer) submitRaw(op *modelOp, keyHeader string, body []byte, f fa
 	case f500After:
 		a.status, a.body, a.final = http.StatusInternalServerError, []byte(`{"error":"internal error"}`), false
 		a.header.Del("Idempotent-Replayed")
+	case f503After:
+		a.status, a.body, a.final = http.StatusServiceUnavailable, []byte(`{"error":"upstream timed out"}`), false
+		a.header.Del("Idempotent-Replayed")
+		s.retryAfter(&a, rng, t)
 	case fGarbage:
 		a.status, a.body, a.final = http.StatusOK, []byte("<html>\x00502 gateway hiccup{\"state\":"), false
 		a.header.Del("Idempotent-Replayed")

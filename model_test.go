@@ -91,6 +91,7 @@ const (
 	vCallerOutcome   = "caller told an outcome the journal does not hold"
 	vUnexpectedError = "unexpected error"
 	vRunaway         = "history ran past its bounds"
+	vWrongReview     = "flagged as another request's key though none used it"
 )
 
 // crashKind is where a life's process dies.
@@ -149,6 +150,11 @@ type modelOp struct {
 	lastState   journal.State
 	lastReview  string
 	appFinal    bool // the application was told a final outcome
+	// lastRefused: the last submit's answer said it did not execute (409,
+	// 429, …). A server that answers nothing else (a stored handler 409
+	// whose key is forgotten between the reconciler's visits) leaves the
+	// operation to the reconciliation deadline, as designed.
+	lastRefused bool
 	flagged     map[string]bool
 }
 
@@ -740,10 +746,16 @@ func (h *history) check() {
 				h.violate(op, vWrongFailure, "journal %s; our request created %v", describeRecord(rec, nil), op.effects)
 			}
 		default:
+			if rec.Review == idem.ReviewKeyInUse && (op.foreign == nil || !op.foreign.applied) {
+				h.violate(op, vWrongReview, "journal %s; our request created %v", describeRecord(rec, nil), op.effects)
+			}
 			switch rec.Review {
 			case "":
 				h.violate(op, vStuck, "journal %s, next due %v", describeRecord(rec, nil), rec.NextDue.Sub(h.clock.Now()))
 			case idem.ReviewDeadlinePassed:
+				if op.lastRefused {
+					break
+				}
 				h.violate(op, vStuckDeadline, "journal %s after %d submits, %d queries", describeRecord(rec, nil), op.submits, op.queries)
 			}
 		}
@@ -1177,7 +1189,10 @@ func (h *history) exchange(req *http.Request, body []byte) (srvAnswer, error) {
 	}
 	a := h.srv.submit(op, req.Header.Get("Idempotency-Key"), body, f, op.rng, t)
 	if e := a.executed; e != nil {
+		// A new execution: the server forgot the key's earlier answers,
+		// which are final no longer.
 		op.execs++
+		op.finals = 0
 		if e.resID != "" {
 			op.effects = append(op.effects, e.resID)
 		}
@@ -1191,6 +1206,7 @@ func (h *history) exchange(req *http.Request, body []byte) (srvAnswer, error) {
 	if !a.notExec && op.firstMaybe.IsZero() {
 		op.firstMaybe = t
 	}
+	op.lastRefused = a.notExec
 	if a.timeout {
 		// The attempt waited out its timeout.
 		h.clock.advance(idem.DefaultAttemptTimeout)
