@@ -36,13 +36,27 @@ type modelProfile struct {
 	resultEP    bool          // a result endpoint by key exists, and the client knows it
 	idShape     bool          // a created resource is answered {"id":…}, not {"state":…}
 	skew        time.Duration // server clock minus true time: shows in Retry-After dates
-	lag         time.Duration // the result endpoint answers 404 this long after a commit
+	lag         time.Duration // the result endpoint may answer 404 this long after a commit
+	knowsBy     knowWindow    // how the client is told the window, if it is
+	conflict417 bool          // the client is told that 417 means "key used with another body"
 	faultRate   float64       // share of requests hit by a fault
 }
 
 func (p *modelProfile) String() string {
-	return fmt.Sprintf("bodyCheck=%v storeErrors=%v window=%v clientKnows=%v resultEndpoint=%v idShape=%v skew=%v lag=%v faultRate=%v",
-		p.bodyCheck, p.storeErrors, p.window, p.clientKnows, p.resultEP, p.idShape, p.skew, p.lag, p.faultRate)
+	return fmt.Sprintf("bodyCheck=%v storeErrors=%v window=%v clientKnows=%v (%v) resultEndpoint=%v idShape=%v skew=%v lag=%v faultRate=%v conflict417=%v",
+		p.bodyCheck, p.storeErrors, p.window, p.clientKnows, p.knowsBy, p.resultEP, p.idShape, p.skew, p.lag, p.faultRate, p.conflict417)
+}
+
+// knowWindow is how the client is configured with the server's window.
+type knowWindow int
+
+const (
+	knowByDefault knowWindow = iota // WithKeyRetention (a preset where one fits)
+	knowByHost                      // WithHostKeyRetention, with a longer default for other hosts
+)
+
+func (k knowWindow) String() string {
+	return [...]string{"WithKeyRetention", "WithHostKeyRetention"}[k]
 }
 
 // handlerKind is what the application behind the middleware does with a
@@ -120,6 +134,7 @@ type srvEntry struct {
 	status  int
 	resp    []byte
 	resID   string // what the execution created; "" if nothing
+	lag     time.Duration
 }
 
 // srvAnswer is what the server (and the network) made of one request.
@@ -164,6 +179,10 @@ func (s *modelServer) lookup(key string, t time.Time) *srvEntry {
 func (s *modelServer) execute(key string, owner *modelOp, foreign bool, body []byte, plan handlerPlan, t time.Time, inflight time.Duration, async bool) *srvEntry {
 	s.nextID++
 	e := &srvEntry{owner: owner, foreign: foreign, body: string(body), plan: plan, created: t, doneAt: t.Add(inflight)}
+	if s.nextID%2 == 0 {
+		// Not every commit reaches the endpoint's replica late.
+		e.lag = s.prof.lag
+	}
 	switch plan.kind {
 	case hSucceed:
 		e.resID = fmt.Sprintf("ord_%d", s.nextID)
@@ -327,7 +346,7 @@ func (s *modelServer) query(key string, f fault, rng *rand.Rand, t time.Time) sr
 		a = jsonAnswer(http.StatusNotFound, `{"error":"no operation with this key"}`)
 	case t.Before(e.doneAt):
 		a = jsonAnswer(http.StatusOK, `{"state":"processing"}`)
-	case t.Before(e.doneAt.Add(s.prof.lag)):
+	case t.Before(e.doneAt.Add(e.lag)):
 		a = jsonAnswer(http.StatusNotFound, `{"error":"no operation with this key"}`)
 		a.note = "lagging"
 	case e.resID != "":

@@ -394,6 +394,10 @@ func (h *history) plan() {
 	default: // not configured: the server keeps keys at least as long as the client's default
 		p.window = idem.DefaultKeyRetention + between(rng, 0, idem.DefaultKeyRetention).Round(time.Second)
 	}
+	if p.clientKnows && rng.IntN(2) == 0 {
+		p.knowsBy = knowByHost
+	}
+	p.conflict417 = p.bodyCheck == bodyCheck417 && rng.IntN(2) == 0
 	p.resultEP = rng.IntN(2) == 0
 	p.idShape = rng.IntN(10) < 3
 	if rng.IntN(10) < 3 {
@@ -533,8 +537,23 @@ func (h *history) startLife(i int, lp lifePlan) (*idem.Client, context.Context) 
 	if h.prof.resultEP {
 		opts = append(opts, idem.WithResultEndpoint(modelQuery))
 	}
-	if h.prof.clientKnows {
-		opts = append(opts, idem.WithKeyRetention(h.prof.window))
+	if p := h.prof; p.clientKnows {
+		w := p.window
+		switch w {
+		case 30 * time.Minute:
+			w = idem.KeyRetentionFiber
+		case 24 * time.Hour:
+			w = idem.KeyRetentionStripe
+		}
+		if p.knowsBy == knowByHost {
+			// The host's window must win over a longer default.
+			opts = append(opts, idem.WithHostKeyRetention("127.0.0.1:1", w), idem.WithKeyRetention(48*time.Hour))
+		} else {
+			opts = append(opts, idem.WithKeyRetention(w))
+		}
+	}
+	if h.prof.conflict417 {
+		opts = append(opts, idem.WithKeyConflictStatus(http.StatusExpectationFailed))
 	}
 	cl, err := idem.New(store, opts...)
 	if err != nil {
@@ -632,6 +651,8 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 		op.appFinal = true
 		if gerr != nil || rec.State != idem.StateFailed {
 			h.violate(op, vCallerOutcome, "%s returned ErrFailed but the journal holds %v", how, describeRecord(rec, gerr))
+		} else if h.keyConflict(rec) && !errors.Is(err, idem.ErrKeyConflict) {
+			h.violate(op, vCallerOutcome, "%s failed on a key conflict (%s) but its error does not match ErrKeyConflict: %v", how, describeRecord(rec, nil), err)
 		}
 	case errors.Is(err, idem.ErrKeyConflict):
 		op.appFinal = true
@@ -639,9 +660,28 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 		if gerr != nil || rec.State.Terminal() {
 			h.violate(op, vCallerOutcome, "%s returned ErrUnknownOutcome but the journal holds %v", how, describeRecord(rec, gerr))
 		}
+		if gerr == nil && rec.Review == idem.ReviewKeyInUse && !errors.Is(err, idem.ErrKeyConflict) {
+			h.violate(op, vCallerOutcome, "%s left it flagged %q but its error does not match ErrKeyConflict: %v", how, rec.Review, err)
+		}
 	default:
 		h.violate(op, vUnexpectedError, "%s: %v", how, err)
 	}
+}
+
+// keyConflict reports whether rec failed on the server's "key used with
+// another body" (422, or 417 where the client was told so), the first
+// answer of an operation none of whose attempts had executed.
+func (h *history) keyConflict(rec *journal.Record) bool {
+	if rec.Result == nil || rec.Resolved != nil {
+		return false
+	}
+	switch rec.Result.StatusCode {
+	case http.StatusUnprocessableEntity:
+		return h.prof.bodyCheck == bodyCheck422
+	case http.StatusExpectationFailed:
+		return h.prof.conflict417
+	}
+	return false
 }
 
 func describeRecord(rec *journal.Record, err error) string {
