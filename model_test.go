@@ -242,18 +242,26 @@ func TestModel(t *testing.T) {
 	results := make([]*historyResult, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	// A history takes milliseconds. One that takes a minute has hung in
+	// the client: name its seed rather than wait for go test's timeout.
+	running := make([]atomic.Uint64, workers)
+	stop := make(chan struct{})
+	go watchHistories(running, stop)
 	for w := range workers {
 		wg.Go(func() {
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(n) {
+					running[w].Store(0)
 					return
 				}
+				running[w].Store(first + uint64(i))
 				results[i] = runHistory(first+uint64(i), stores[w], verbose)
 			}
 		})
 	}
 	wg.Wait()
+	close(stop)
 	elapsed, cpu := time.Since(start), processCPU()-cpuStart
 
 	byKind := map[string][]uint64{}
@@ -302,6 +310,31 @@ func TestModel(t *testing.T) {
 		}
 	}
 	t.Error(b.String())
+}
+
+// historyHangs is how long one history may run in real time.
+const historyHangs = time.Minute
+
+// watchHistories panics, naming the seed, when a worker stays on one
+// history for historyHangs.
+func watchHistories(running []atomic.Uint64, stop <-chan struct{}) {
+	tick := time.NewTicker(historyHangs)
+	defer tick.Stop()
+	last := make([]uint64, len(running))
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		for w := range running {
+			seed := running[w].Load()
+			if seed != 0 && seed == last[w] {
+				panic(fmt.Sprintf("model: the history of seed %d has run for over %v: the client hangs (replay: go test -run 'TestModel$' -model.seed=%d -v)", seed, historyHangs, seed))
+			}
+			last[w] = seed
+		}
+	}
 }
 
 func mapsKeys[V any](m map[string]V) func(func(string) bool) {
@@ -791,6 +824,12 @@ func (h *history) check() {
 			}
 			switch rec.Review {
 			case "":
+				if op.lastRefused && h.lives[len(h.lives)-1].offset < 0 {
+					// As below, the reconciliation deadline is this
+					// operation's only way out, and a clock stepped back
+					// puts it off by the step: Created lies in the future.
+					break
+				}
 				h.violate(op, vStuck, "journal %s, next due %v", describeRecord(rec, nil), rec.NextDue.Sub(h.clock.Now()))
 			case idem.ReviewDeadlinePassed:
 				if op.lastRefused {
