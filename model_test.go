@@ -439,9 +439,9 @@ func (h *history) plan() {
 	if rng.IntN(10) < 4 {
 		p.lag = between(rng, time.Second, 10*time.Minute).Round(time.Second)
 	}
-	p.faultRate = []float64{0.05, 0.2, 0.4}[rng.IntN(3)]
+	p.faultRate = []float64{0.05, 0.2, 0.4, 0.6}[rng.IntN(4)]
 
-	nOps := 1 + pick(rng, 60, 30, 10)
+	nOps := 1 + pick(rng, 45, 30, 15, 10)
 	anyForeign := false
 	for i := range nOps {
 		op := &modelOp{
@@ -466,7 +466,7 @@ func (h *history) plan() {
 		h.byKey[op.key] = op
 	}
 
-	crashes := pick(rng, 30, 50, 20)
+	crashes := pick(rng, 25, 40, 25, 10)
 	offset := time.Duration(0)
 	for i := range crashes + 1 {
 		lp := lifePlan{redo: 0.5}
