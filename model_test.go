@@ -117,6 +117,9 @@ type lifePlan struct {
 	runFor time.Duration // how long Run goes on (every life but the last)
 	heal   time.Duration // last life: faults stop this long after it starts
 	redo   float64       // share of unanswered intents the application sends again
+	// concurrent: the reconciler runs while the application calls, as in
+	// a service, one pass of it alongside each call; else it runs after.
+	concurrent bool
 }
 
 // foreignPlan is another request with the same key and another body.
@@ -377,7 +380,7 @@ func newHistory(seed uint64, shared idem.Store) *history {
 	h := &history{seed: seed, rng: rng, byKey: map[string]*modelOp{}, start: modelEpoch}
 	h.plan()
 	h.srv = modelServer{prof: &h.prof, entries: map[string]*srvEntry{}}
-	h.clock = &modelClock{now: h.start}
+	h.clock = newModelClock(h.start)
 	if shared != nil {
 		h.base = shared
 	} else {
@@ -469,7 +472,7 @@ func (h *history) plan() {
 	crashes := pick(rng, 25, 40, 25, 10)
 	offset := time.Duration(0)
 	for i := range crashes + 1 {
-		lp := lifePlan{redo: 0.5}
+		lp := lifePlan{redo: 0.5, concurrent: rng.IntN(4) == 0}
 		if i > 0 {
 			switch pick(rng, 85, 10, 5) {
 			case 1: // the clock is stepped forward while the process is down
@@ -530,14 +533,29 @@ func (h *history) play() {
 	for i, lp := range h.lives {
 		final := i == len(h.lives)-1
 		cl, ctx := h.startLife(i, lp)
-		ok := true
-		if i == 0 {
-			ok = h.firstLife(ctx, cl)
-		} else {
-			ok = h.restart(ctx, cl, lp)
-		}
-		if ok {
-			h.reconcile(ctx, cl, lp, final)
+		if i == 0 || h.resume(ctx, cl) {
+			var run chan struct{}
+			if lp.concurrent {
+				run = make(chan struct{})
+				h.startReconciler(lp, final, false)
+				go func() {
+					defer close(run)
+					h.reconcile(ctx, cl)
+				}()
+			}
+			if i == 0 {
+				h.firstLife(ctx, cl)
+			} else {
+				h.redeliver(ctx, cl, lp)
+			}
+			h.clock.appDone()
+			switch {
+			case lp.concurrent:
+				<-run
+			case !h.crashed():
+				h.startReconciler(lp, final, true)
+				h.reconcile(ctx, cl)
+			}
 		}
 		h.cancel(nil)
 		if err := cl.Close(); err != nil {
@@ -608,21 +626,19 @@ func (h *history) crash(format string, args ...any) {
 func (h *history) crashed() bool { return h.dead.Load() }
 
 // firstLife sends each intent once, as the application would.
-func (h *history) firstLife(ctx context.Context, cl *idem.Client) bool {
+func (h *history) firstLife(ctx context.Context, cl *idem.Client) {
 	for _, op := range h.ops {
 		if h.crashed() {
-			return false
+			return
 		}
 		h.clock.advance(between(op.rng, 0, 3*time.Second))
 		h.call(ctx, cl, op)
 	}
-	return !h.crashed()
 }
 
-// restart is a new process on the surviving journal: Resume, then the
-// application sends again (same key, same body) what it has no answer
-// for, as a redelivered message would.
-func (h *history) restart(ctx context.Context, cl *idem.Client, lp lifePlan) bool {
+// resume is a new process's first step on the surviving journal. It
+// reports whether the process is still alive.
+func (h *history) resume(ctx context.Context, cl *idem.Client) bool {
 	sum, err := cl.Resume(ctx)
 	if h.crashed() {
 		return false
@@ -631,9 +647,15 @@ func (h *history) restart(ctx context.Context, cl *idem.Client, lp lifePlan) boo
 	if err != nil {
 		h.violate(nil, vUnexpectedError, "Resume: %v", err)
 	}
+	return true
+}
+
+// redeliver sends again (same key, same body) what the application has no
+// answer for, as a redelivered message would.
+func (h *history) redeliver(ctx context.Context, cl *idem.Client, lp lifePlan) {
 	for _, op := range h.ops {
 		if h.crashed() {
-			return false
+			return
 		}
 		if op.appFinal {
 			continue
@@ -644,7 +666,6 @@ func (h *history) restart(ctx context.Context, cl *idem.Client, lp lifePlan) boo
 		}
 		h.call(ctx, cl, op)
 	}
-	return !h.crashed()
 }
 
 // call sends op as the application does (Submit, or Prepare and Do) and
@@ -664,11 +685,15 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 	} else {
 		res, err = cl.Submit(ctx, req)
 	}
+	h.clock.appStep()
 	state := journal.State("-")
 	if res != nil {
 		state = res.State
 	}
 	h.logf("app: %s %s → %s, err %v", how, op.key, state, err)
+	// With the reconciler running alongside, an open operation may move on
+	// between the call's return and this look at the journal.
+	concurrent := h.lives[h.life].concurrent
 	if h.crashed() {
 		return
 	}
@@ -689,6 +714,7 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 		}
 	case errors.Is(err, idem.ErrKeyConflict):
 		op.appFinal = true
+	case errors.Is(err, idem.ErrUnknownOutcome) && concurrent:
 	case errors.Is(err, idem.ErrUnknownOutcome):
 		if gerr != nil || rec.State.Terminal() {
 			h.violate(op, vCallerOutcome, "%s returned ErrUnknownOutcome but the journal holds %v", how, describeRecord(rec, gerr))
@@ -733,13 +759,8 @@ func describeRecord(rec *journal.Record, err error) string {
 
 // reconcile runs the client's reconciler for the life's span, on virtual
 // time that skips ahead to the next operation due.
-func (h *history) reconcile(ctx context.Context, cl *idem.Client, lp lifePlan, final bool) {
-	span := lp.runFor
-	if final {
-		span = finalLifeSpan
-	}
-	h.clock.startRun(h.clock.trueNow().Add(span), final, h.nextDue)
-	err := cl.Run(ctx)
+func (h *history) reconcile(ctx context.Context, cl *idem.Client) {
+	err := cl.Run(context.WithValue(ctx, runCtxKey{}, true))
 	h.clock.stopRun()
 	switch {
 	case h.crashed(), errors.Is(err, errRunOver):
@@ -749,6 +770,19 @@ func (h *history) reconcile(ctx context.Context, cl *idem.Client, lp lifePlan, f
 		h.violate(nil, vUnexpectedError, "Run: %v", err)
 	}
 }
+
+// startReconciler readies the clock for Run: from now, for the life's
+// span. appDone: the application has made its calls already.
+func (h *history) startReconciler(lp lifePlan, final, appDone bool) {
+	span := lp.runFor
+	if final {
+		span = finalLifeSpan
+	}
+	h.clock.startRun(h.clock.trueNow().Add(span), final, appDone, h.nextDue)
+}
+
+// runCtxKey marks the context of Run, whose clock waits are its polls.
+type runCtxKey struct{}
 
 // nextDue is when the journal's next open operation is due (client time),
 // whether every open one is flagged for review, and whether any is open.
@@ -917,7 +951,8 @@ func (h *history) String() string {
 		b.WriteString("\n")
 	}
 	for i, lp := range h.lives {
-		fmt.Fprintf(&b, "  life %d: %v at %d, clock %+v, run %v, heal after %v\n", i, lp.crash, lp.n, lp.offset, lp.runFor, lp.heal)
+		fmt.Fprintf(&b, "  life %d: %v at %d, clock %+v, run %v (alongside the calls: %v), heal after %v\n",
+			i, lp.crash, lp.n, lp.offset, lp.runFor, lp.concurrent, lp.heal)
 	}
 	for _, e := range h.events {
 		fmt.Fprintf(&b, "  %12s L%d %s\n", e.at.Round(time.Millisecond), e.life, e.text)
@@ -1066,9 +1101,11 @@ func (s *crashStore) Close() error { return nil }
 
 // modelClock is the history's virtual time. The server reads true time;
 // the client reads true time plus its life's offset (a stepped clock).
-// Sleep advances time at once. While Run goes, its poll skips ahead to the
-// next operation due, and ends Run (errRunOver) at the horizon, or when
-// nothing open is left unflagged (the last life).
+// Sleep advances time at once. Run's poll (a Sleep with Run's context)
+// skips ahead to the next operation due, and ends Run (errRunOver) at the
+// horizon, or when nothing open is left unflagged (the last life). While
+// the application is still making calls, the poll waits for the next call
+// to end instead, so that the reconciler makes one pass alongside each.
 type modelClock struct {
 	mu           sync.Mutex
 	now          time.Time
@@ -1078,6 +1115,31 @@ type modelClock struct {
 	untilFlagged bool
 	nextDue      func() (time.Time, bool, bool)
 	sleeps       int
+	cond         *sync.Cond // signals appSteps, appFinished and cancellations
+	appFinished  bool
+	appSteps     int
+}
+
+func newModelClock(now time.Time) *modelClock {
+	c := &modelClock{now: now}
+	c.cond = sync.NewCond(&c.mu)
+	return c
+}
+
+// appStep tells a poll waiting for the application that a call ended.
+func (c *modelClock) appStep() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.appSteps++
+	c.cond.Broadcast()
+}
+
+// appDone tells the polls that the application made all its calls.
+func (c *modelClock) appDone() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.appFinished = true
+	c.cond.Broadcast()
 }
 
 func (c *modelClock) Now() time.Time {
@@ -1104,10 +1166,10 @@ func (c *modelClock) setOffset(d time.Duration) {
 	c.offset = d
 }
 
-func (c *modelClock) startRun(horizon time.Time, untilFlagged bool, nextDue func() (time.Time, bool, bool)) {
+func (c *modelClock) startRun(horizon time.Time, untilFlagged, appDone bool, nextDue func() (time.Time, bool, bool)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.running, c.horizon, c.untilFlagged, c.nextDue = true, horizon, untilFlagged, nextDue
+	c.running, c.horizon, c.untilFlagged, c.appFinished, c.nextDue = true, horizon, untilFlagged, appDone, nextDue
 }
 
 func (c *modelClock) stopRun() {
@@ -1127,17 +1189,39 @@ func (c *modelClock) Sleep(ctx context.Context, d time.Duration) error {
 		return errRunaway
 	}
 	next := c.now.Add(max(d, 0))
-	if c.running {
-		due, allFlagged, ok := c.nextDue()
-		if !ok || (c.untilFlagged && allFlagged) {
-			return errRunOver
+	if !c.running || ctx.Value(runCtxKey{}) == nil {
+		c.now = next
+		return nil
+	}
+	if !c.appFinished {
+		seen := c.appSteps
+		stop := context.AfterFunc(ctx, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.cond.Broadcast()
+		})
+		defer stop()
+		for !c.appFinished && c.appSteps == seen && ctx.Err() == nil {
+			c.cond.Wait()
 		}
-		if t := due.Add(-c.offset); t.After(next) {
-			next = t
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		if !next.Before(c.horizon) {
-			return errRunOver
+		if !c.appFinished {
+			c.now = c.now.Add(max(d, 0))
+			return nil
 		}
+		next = c.now.Add(max(d, 0))
+	}
+	due, allFlagged, ok := c.nextDue()
+	if !ok || (c.untilFlagged && allFlagged) {
+		return errRunOver
+	}
+	if t := due.Add(-c.offset); t.After(next) {
+		next = t
+	}
+	if !next.Before(c.horizon) {
+		return errRunOver
 	}
 	c.now = next
 	return nil
