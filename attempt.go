@@ -292,7 +292,7 @@ func (d *driver) query() (step, error) {
 	ex := c.send(d.ctx, d.rec, true)
 	d.serverWait = ex.serverWait
 
-	st := step{judgment: judgeQuery(c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
+	st := step{judgment: judgeQuery(pastOf(d.rec, math.MaxInt), c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
 	if st.err != nil {
 		ex.err = st.err
 	}
@@ -306,6 +306,8 @@ func (d *driver) query() (step, error) {
 			settleRecord(r, st.out, ex, false, now)
 		case moveProcessing:
 			r.State = StateProcessing
+		case moveReview:
+			r.Review = st.review
 		}
 	})
 	d.observe(number, true, ex, st.label)

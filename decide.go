@@ -27,6 +27,11 @@ type past struct {
 	// final: the server answered with its stored response for the key
 	// (a replay). Resending the same key can never change that answer.
 	final bool
+	// contested: the server said the key was in flight (409) before
+	// anything of ours could have executed, so another request holds it.
+	// What the server stores for the key from then on may be that
+	// request's: a result read by key, or replayed, is not proof of ours.
+	contested bool
 }
 
 // pastOf reads a record's attempts numbered below before.
@@ -39,6 +44,8 @@ func pastOf(rec *journal.Record, before int) past {
 		switch {
 		case maybeExecuted(a):
 			p.maybeExecuted, p.refusals = true, 0
+		case a.Refused && a.Status == http.StatusConflict && !a.Replayed && !p.maybeExecuted:
+			p.contested = true
 		case a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests:
 			p.refusals++
 		}
@@ -115,11 +122,12 @@ const maxRefusalsAfterSend = 3
 
 // Review reasons the judge gives.
 const (
-	// ReviewKeyInUse: the server replayed its stored answer for the key to
-	// the first of our requests that could reach it, so that answer is
-	// another request's (or this journal was lost and rebuilt). Not ours:
-	// never taken as success.
-	ReviewKeyInUse = "key used by another request: the server replayed its stored answer to our first request"
+	// ReviewKeyInUse: another request used the key (the server replayed
+	// its stored answer to the first of our requests that could reach it,
+	// or said the key was in flight before anything of ours could have
+	// executed), or this journal was lost and rebuilt. What the server
+	// holds for the key may be that request's: never taken as ours.
+	ReviewKeyInUse = "key used by another request: the server's answer for it may not be ours"
 	// ReviewRefusedAfterSend: after an attempt that may have executed, the
 	// server refused every resend; whether the first one executed is
 	// unknown.
@@ -212,6 +220,8 @@ func replayMeaning(p past, a answer) judgment {
 			conflict: a.verdict == Conflict && a.keyConflict}
 	case !p.maybeExecuted:
 		return judgment{move: moveReview, label: "replayed_foreign", review: ReviewKeyInUse, conflict: true}
+	case p.contested && a.status >= 200 && a.status < 300:
+		return judgment{move: moveReview, label: "replayed_contested", review: ReviewKeyInUse, conflict: true}
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "replayed_result", "replayed_processing")
 		if j.move == moveQuery && !a.cut {
@@ -243,12 +253,16 @@ func judgeResult(a answer, settled, processing string) judgment {
 }
 
 // judgeQuery decides what a result query's answer means.
-func judgeQuery(a answer) judgment {
+func judgeQuery(p past, a answer) judgment {
 	switch {
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "settled", "processing")
-		if j.move == moveQuery {
+		switch {
+		case j.move == moveQuery:
 			j.move, j.label = moveInconclusive, "query_failed"
+		case j.move == moveSettle && p.contested:
+			// Another request held the key: the result may be its.
+			return judgment{move: moveReview, label: "query_contested", review: ReviewKeyInUse, conflict: true}
 		}
 		return j
 	case a.status == http.StatusNotFound:

@@ -118,7 +118,7 @@ func TestJudgeQuery(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j := judgeQuery(tt.a)
+			j := judgeQuery(past{maybeExecuted: true}, tt.a)
 			if j.move != tt.move || j.notFound != tt.notFound {
 				t.Fatalf("judgeQuery() = move %d notFound %v; want %d %v", j.move, j.notFound, tt.move, tt.notFound)
 			}
@@ -137,7 +137,7 @@ func TestPastOf(t *testing.T) {
 		want     past
 	}{
 		{"nothing", nil, 10, past{}},
-		{"409 then 422: nothing executed", []journal.Attempt{sub(1, 409, true, true, true, false), sub(2, 422, true, true, true, false)}, 10, past{refusals: 1}},
+		{"409 then 422: nothing executed", []journal.Attempt{sub(1, 409, true, true, true, false), sub(2, 422, true, true, true, false)}, 10, past{refusals: 1, contested: true}},
 		{"lost response", []journal.Attempt{sub(1, 0, true, true, false, false)}, 10, past{maybeExecuted: true}},
 		{"no recorded outcome: a crash mid-attempt", []journal.Attempt{sub(1, 0, false, false, false, false)}, 10, past{maybeExecuted: true}},
 		{"the attempt being judged is left out", []journal.Attempt{sub(1, 0, false, false, false, false)}, 1, past{}},
@@ -194,5 +194,35 @@ func TestMentionsKey(t *testing.T) {
 		if got := mentionsKey([]byte(body)); got != want {
 			t.Errorf("mentionsKey(%s) = %v; want %v", body, got, want)
 		}
+	}
+}
+
+// After a 409 that came before anything of ours could have executed,
+// another request holds the key: a result read by key or replayed may be
+// that request's.
+func TestContestedKey(t *testing.T) {
+	rec := &journal.Record{Attempts: []journal.Attempt{
+		{Number: 1, Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 409, Refused: true},
+		{Number: 2, Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 502},
+	}}
+	p := pastOf(rec, 3)
+	if !p.contested || !p.maybeExecuted {
+		t.Fatalf("pastOf() = %+v; want contested and maybe executed", p)
+	}
+	ok := Outcome{State: StateSucceeded, ResourceID: "ord_1"}
+	if j := judgeQuery(p, answer{status: 200, out: ok}); j.move != moveReview || !j.conflict {
+		t.Errorf("judgeQuery(contested, succeeded) = %+v; want review as a key conflict", j)
+	}
+	if j := judgeSubmit(p, answer{status: 201, verdict: Settled, replayed: true, out: ok}); j.move != moveReview || !j.conflict {
+		t.Errorf("judgeSubmit(contested, replayed 201) = %+v; want review as a key conflict", j)
+	}
+	if j := judgeSubmit(p, answer{status: 201, verdict: Settled, out: ok}); j.move != moveSettle {
+		t.Errorf("judgeSubmit(contested, fresh 201) = %+v; want settled: the server executed ours", j)
+	}
+	// Our own request in flight (a 409 after ours may have executed) is no contest.
+	rec.Attempts[0], rec.Attempts[1] = journal.Attempt{Number: 1, Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 502},
+		journal.Attempt{Number: 2, Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 409, Refused: true}
+	if p := pastOf(rec, 3); p.contested {
+		t.Errorf("pastOf(502 then 409) = %+v; want not contested", p)
 	}
 }

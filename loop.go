@@ -125,6 +125,8 @@ func (d *driver) run() error {
 			switch q.move {
 			case moveSettle:
 				return nil
+			case moveReview:
+				return d.flag(q.review, ErrKeyConflict)
 			case moveProcessing, moveResend:
 				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
