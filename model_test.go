@@ -158,7 +158,11 @@ type modelOp struct {
 	// whose key is forgotten between the reconciler's visits) leaves the
 	// operation to the reconciliation deadline, as designed.
 	lastRefused bool
-	flagged     map[string]bool
+	// saw409: a 409 that was not a replay reached the client: "in flight",
+	// by the outcome table, which a client may read as the key being
+	// another request's even when the 409 was our own handler's.
+	saw409  bool
+	flagged map[string]bool
 }
 
 type event struct {
@@ -853,7 +857,7 @@ func (h *history) check() {
 				h.violate(op, vWrongFailure, "journal %s; our request created %v", describeRecord(rec, nil), op.effects)
 			}
 		default:
-			if rec.Review == idem.ReviewKeyInUse && (op.foreign == nil || !op.foreign.applied) {
+			if rec.Review == idem.ReviewKeyInUse && (op.foreign == nil || !op.foreign.applied) && !op.saw409 {
 				h.violate(op, vWrongReview, "journal %s; our request created %v", describeRecord(rec, nil), op.effects)
 			}
 			switch rec.Review {
@@ -1370,6 +1374,9 @@ func (h *history) exchange(req *http.Request, body []byte) (srvAnswer, error) {
 		op.firstMaybe = t
 	}
 	op.lastRefused = a.notExec
+	if !a.lost && a.status == http.StatusConflict && a.header.Get("Idempotent-Replayed") == "" {
+		op.saw409 = true
+	}
 	if a.timeout {
 		// The attempt waited out its timeout.
 		h.clock.advance(idem.DefaultAttemptTimeout)
