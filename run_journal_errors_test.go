@@ -131,7 +131,7 @@ func TestRunOutlivesJournalWriteErrors(t *testing.T) {
 	e := newEnv(t)
 	_, err := e.client.Prepare(e.ctx, e.req("k", `{"amount":1}`))
 	require.NoError(t, err)
-	e.crashMidAttempt("k") // maybe sent: every visit queries before it writes
+	e.crashMidAttempt("k")     // maybe sent: every visit queries before it writes
 	e.clock.Advance(time.Hour) // due
 	fs := &faultyStore{Store: e.store}
 	c, err := idem.New(fs, append(e.baseOpts(),
