@@ -106,14 +106,20 @@ func runAsync(ctx context.Context, c *idem.Client) <-chan error {
 	return ran
 }
 
-// waitHealth polls Health until ok holds, for at most 10s.
-func waitHealth(t *testing.T, c *idem.Client, what string, ok func(idem.Health) bool) idem.Health {
+// waitHealth polls Health until ok holds, for at most 10s, and fails at
+// once if Run (whose result arrives on ran) returns meanwhile.
+func waitHealth(t *testing.T, c *idem.Client, ran <-chan error, what string, ok func(idem.Health) bool) idem.Health {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		h := c.Health()
 		if ok(h) {
 			return h
+		}
+		select {
+		case err := <-ran:
+			t.Fatalf("%s: Run() returned %v; Health() = %+v", what, err, h)
+		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: still not so after 10s; Health() = %+v", what, h)
@@ -144,7 +150,7 @@ func TestRunOutlivesJournalWriteErrors(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	ran := runAsync(ctx, c)
-	h := waitHealth(t, c, "Run failing passes", func(h idem.Health) bool { return h.ConsecutiveErrors >= 7 })
+	h := waitHealth(t, c, ran, "Run failing passes", func(h idem.Health) bool { return h.ConsecutiveErrors >= 7 })
 	require.True(t, h.RunActive, "Health() = %+v", h)
 	require.ErrorIs(t, h.LastJournalError, syscall.ENOSPC)
 	require.False(t, h.LastJournalErrorAt.IsZero())
@@ -183,7 +189,7 @@ func TestRunOutlivesJournalWriteErrors(t *testing.T) {
 	r := within(t, settled, "Run settling once writes work")
 	require.Equal(t, "k", r.Key)
 	require.Equal(t, idem.StateSucceeded, r.State)
-	h = waitHealth(t, c, "a clean pass", func(h idem.Health) bool { return h.ConsecutiveErrors == 0 })
+	h = waitHealth(t, c, ran, "a clean pass", func(h idem.Health) bool { return h.ConsecutiveErrors == 0 })
 	require.True(t, h.RunActive)
 	require.True(t, h.LastPass.After(h.LastJournalErrorAt), "Health() = %+v", h)
 	require.ErrorIs(t, h.LastJournalError, syscall.ENOSPC, "the last error is kept after recovery")
@@ -227,7 +233,7 @@ func TestRunOutlivesFailingDueAndPrune(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	ran := runAsync(ctx, c)
-	h := waitHealth(t, c, "failing passes", func(h idem.Health) bool { return h.ConsecutiveErrors >= 3 })
+	h := waitHealth(t, c, ran, "failing passes", func(h idem.Health) bool { return h.ConsecutiveErrors >= 3 })
 	require.ErrorIs(t, h.LastJournalError, syscall.ENOSPC, "a failed prune is reported first")
 	require.Zero(t, e.srv.Stats().Requests, "nothing to visit while the due operations cannot be read")
 
@@ -240,7 +246,7 @@ func TestRunOutlivesFailingDueAndPrune(t *testing.T) {
 	require.ErrorIs(t, h.LastJournalError, syscall.ENOSPC)
 
 	fs.set(nil, nil, nil)
-	waitHealth(t, c, "a clean pass", func(h idem.Health) bool { return h.ConsecutiveErrors == 0 && !h.LastPass.IsZero() })
+	waitHealth(t, c, ran, "a clean pass", func(h idem.Health) bool { return h.ConsecutiveErrors == 0 && !h.LastPass.IsZero() })
 	cancel()
 	require.ErrorIs(t, within(t, ran, "Run after cancel"), context.Canceled)
 	require.Equal(t, 1, e.srv.Effects(scope, "k"))
@@ -292,7 +298,7 @@ func TestCloseStopsRunBackingOff(t *testing.T) {
 	require.NoError(t, err)
 	fs.set(errNoSpace, nil, nil)
 	ran := runAsync(e.ctx, c)
-	waitHealth(t, c, "failing passes", func(h idem.Health) bool { return h.ConsecutiveErrors >= 2 })
+	waitHealth(t, c, ran, "failing passes", func(h idem.Health) bool { return h.ConsecutiveErrors >= 2 })
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, within(t, ran, "Run after Close"), idem.ErrClosed)
 	h := c.Health()
