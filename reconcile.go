@@ -160,12 +160,20 @@ const pruneEvery = time.Hour
 
 // Prune deletes succeeded and failed operations settled more than
 // WithRetainSettled ago and returns how many it deleted; Run calls it
-// hourly. Open operations are never pruned, whatever their age.
+// hourly, and again on its next pass after a failed prune. Open operations
+// are never pruned, whatever their age.
 func (c *Client) Prune(ctx context.Context) (int, error) {
 	if err := c.enter(); err != nil {
 		return 0, err
 	}
 	defer c.exit()
+	return c.prune(ctx)
+}
+
+// prune is Prune for a caller that has entered the Client already (Run):
+// entering again would fail as soon as Close begins, before ctx ends, and
+// read as a journal error.
+func (c *Client) prune(ctx context.Context) (int, error) {
 	if c.cfg.retainSettled == 0 {
 		return 0, nil
 	}
@@ -292,7 +300,7 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 // and the next pass prunes again.
 func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, phase string, err error) {
 	if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(*lastPrune) >= pruneEvery {
-		if _, perr := c.Prune(ctx); perr != nil {
+		if _, perr := c.prune(ctx); perr != nil {
 			if ctx.Err() != nil {
 				return false, "", nil
 			}
