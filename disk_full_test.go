@@ -203,7 +203,7 @@ func requireDiskFull(t *testing.T, err error, errno syscall.Errno) {
 type lossyTransport struct {
 	base http.RoundTripper
 	on   atomic.Bool
-	keys map[string]bool // read-only once requests flow
+	keys map[string]bool // read-only once the workload starts
 }
 
 func (l *lossyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -226,7 +226,7 @@ func (l *lossyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // meeting the full disk, more work arriving while it is full, and the disk
 // freed.
 func runDiskFull(t *testing.T, disk fullDisk) {
-	const n = 24
+	const n, late = 24, 8 // before the disk fills, and on the full disk
 	const lag = 12 * time.Hour
 	clock := idemtest.NewClock(epoch)
 	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(30*24*time.Hour))
@@ -234,6 +234,11 @@ func runDiskFull(t *testing.T, disk fullDisk) {
 	t.Cleanup(srv.Close)
 	lossy := &lossyTransport{base: srv.Client().Transport, keys: map[string]bool{}}
 	lossy.on.Store(true)
+	for i := range n + late {
+		if i%3 != 0 || i >= n {
+			lossy.keys[fmt.Sprintf("order-%02d", i)] = true
+		}
+	}
 
 	jpath := filepath.Join(disk.dir(), "idem.journal")
 	if fd, ok := disk.(*fsizeDisk); ok {
@@ -270,10 +275,7 @@ func runDiskFull(t *testing.T, disk fullDisk) {
 		switch i % 3 {
 		case 0:
 			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: key, Delay: lag}))
-		case 1:
-			lossy.keys[key] = true
 		case 2:
-			lossy.keys[key] = true
 			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.QueryLag, Key: key, Delay: lag}))
 		}
 		res, err := c.Submit(ctx, idem.Request{Key: key, URL: srv.URL + "/orders", Body: body(i)})
@@ -286,9 +288,8 @@ func runDiskFull(t *testing.T, disk fullDisk) {
 	// be journaled must leave nothing behind and send nothing; one that
 	// was journaled joins the operations that must settle.
 	var refused []string
-	for i := n; i < n+8; i++ {
+	for i := n; i < n+late; i++ {
 		key := fmt.Sprintf("order-%02d", i)
-		lossy.keys[key] = true
 		_, err := c.Submit(ctx, idem.Request{Key: key, URL: srv.URL + "/orders", Body: body(i)})
 		if err == nil || errors.Is(err, idem.ErrUnknownOutcome) {
 			keys = append(keys, key)
@@ -297,7 +298,7 @@ func runDiskFull(t *testing.T, disk fullDisk) {
 		requireDiskFull(t, err, disk.errno())
 		refused = append(refused, key)
 	}
-	t.Logf("on the full disk: %d submits refused, %d journaled", len(refused), n+8-n-len(refused))
+	t.Logf("on the full disk: %d submits refused, %d journaled", len(refused), late-len(refused))
 
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()
