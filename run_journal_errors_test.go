@@ -141,6 +141,7 @@ func TestRunOutlivesJournalWriteErrors(t *testing.T) {
 	e.clock.Advance(time.Hour) // due
 	fs := &faultyStore{Store: e.store}
 	c, err := idem.New(fs, append(e.baseOpts(),
+		idem.WithKeyRetention(idem.KeyRetentionStripe), // an hour later, still inside the key window
 		idem.WithLogger(slog.New(logs)),
 		idem.WithSettleFunc(func(r *idem.Result) { settled <- r }))...)
 	require.NoError(t, err)
