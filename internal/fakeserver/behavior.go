@@ -107,6 +107,28 @@ func BehaviorNamed(name string) (Behavior, error) {
 	return Behavior{}, fmt.Errorf("unknown behavior %q (want one of: %s)", name, strings.Join(names, ", "))
 }
 
+// Description returns a one-line description of the behaviour: how it
+// differs from the IETF draft.
+func (b Behavior) Description() string {
+	var diffs []string
+	if b.StoreErrors {
+		diffs = append(diffs, "the handler's 500 and 503 are stored and replayed for the key's life")
+	}
+	if b.NoBodyCompare {
+		diffs = append(diffs, "a used key replays its answer to any request, whatever the body (silent replay)")
+	}
+	if s := b.conflictStatus(); s != http.StatusUnprocessableEntity {
+		diffs = append(diffs, fmt.Sprintf("%d, not 422, for a used key with another request", s))
+	}
+	if b.Retention != 0 {
+		diffs = append(diffs, "keys kept "+b.Retention.String())
+	}
+	if len(diffs) == 0 {
+		return "400 without a key, 409 in flight, 422 for a used key with another request; server errors not stored"
+	}
+	return "as " + nameIETFDraft + ", but " + strings.Join(diffs, "; ")
+}
+
 // String returns b.Name, or if it is "" the knobs that differ from the
 // IETF draft, joined by "+" ("store-errors+conflict-417"), or "ietf-draft"
 // when none does.
