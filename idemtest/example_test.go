@@ -269,7 +269,7 @@ func ExampleWithBehavior() {
 	// 500  {"error":"internal server error"}
 	// 500 true {"error":"internal server error"}
 	// 500 true {"error":"internal server error"}
-	// stored-errors: {Effects:0 ForeignEffects:0 SubmitsAfterFinal:2}
+	// stored-errors: {Effects:0 ForeignEffects:0 SubmitsAfterFinal:2 Conflicts:0}
 }
 
 // Someone else used the key first. While their request processes, ours
@@ -294,5 +294,5 @@ func ExampleServer_Preempt() {
 	// Output:
 	// 409  {"error":"request with this key is in progress"}
 	// 201 true {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
-	// {Effects:0 ForeignEffects:1 SubmitsAfterFinal:1}
+	// {Effects:0 ForeignEffects:1 SubmitsAfterFinal:1 Conflicts:0}
 }

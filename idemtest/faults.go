@@ -45,7 +45,8 @@ type (
 	// effects of requests received; ForeignEffects, those of someone
 	// else's requests (Server.Preempt, the Preempt fault); and
 	// SubmitsAfterFinal, submits that arrived once the key's answer could no
-	// longer change.
+	// longer change; Conflicts, answers that the key was used with another
+	// request.
 	KeyStats = fakeserver.KeyStats
 	// Request is one request received, as logged by the server: Method,
 	// Path, Scope, Key (parsed; "" if missing or invalid), RawKey,

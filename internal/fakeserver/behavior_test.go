@@ -175,7 +175,11 @@ func TestPreempt(t *testing.T) {
 						require.Equal(t, "ord_000001", r.result(t)["resourceId"], "the other request's order")
 					}
 				}
-				require.Equal(t, fakeserver.KeyStats{ForeignEffects: 1, SubmitsAfterFinal: 3}, h.srv.KeyStats("", "k1"))
+				want := fakeserver.KeyStats{ForeignEffects: 1, SubmitsAfterFinal: 3, Conflicts: 3}
+				if tt.replayed {
+					want.Conflicts = 0
+				}
+				require.Equal(t, want, h.srv.KeyStats("", "k1"))
 				st := h.srv.Stats()
 				require.Zero(t, st.SideEffects, "side effects of requests received")
 				require.Zero(t, st.MaxEffectsPerKey)
@@ -231,7 +235,7 @@ func TestSubmitsAfterFinal(t *testing.T) {
 	h.submit(t, "k1", "{}")
 	h.submit(t, "k1", `{"other":1}`) // 422, after the answer was final
 	h.query(t, "k1")
-	require.Equal(t, fakeserver.KeyStats{Effects: 1, SubmitsAfterFinal: 2}, h.srv.KeyStats("", "k1"))
+	require.Equal(t, fakeserver.KeyStats{Effects: 1, SubmitsAfterFinal: 2, Conflicts: 1}, h.srv.KeyStats("", "k1"))
 	require.Equal(t, 2, h.srv.Stats().MaxSubmitsAfterFinal)
 	h.srv.Reset()
 	require.Zero(t, h.srv.KeyStats("", "k1"), "Reset forgets")
@@ -254,7 +258,7 @@ func TestBehaviorOverHTTP(t *testing.T) {
 	h.do(t, call{key: "k/1", scope: "Bearer a", body: "{}"})
 	r = h.do(t, call{method: http.MethodGet, path: "/_key?key=k%2F1&scope=Bearer+a"})
 	require.Equal(t, http.StatusOK, r.status)
-	require.JSONEq(t, `{"effects":1,"foreign_effects":0,"submits_after_final":1}`, r.body)
+	require.JSONEq(t, `{"effects":1,"foreign_effects":0,"submits_after_final":1,"conflicts":0}`, r.body)
 	r = h.do(t, call{method: http.MethodGet, path: "/_key?scope=x"})
 	require.Equal(t, http.StatusBadRequest, r.status)
 	require.Equal(t, "missing key parameter (GET /_key?key=K&scope=S)", r.errorMessage(t))

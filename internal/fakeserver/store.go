@@ -60,12 +60,16 @@ type KeyStats struct {
 	// was final: stored, and neither in flight nor processing. A client
 	// that keeps resending a key whose answer cannot change makes it grow.
 	SubmitsAfterFinal int `json:"submits_after_final"`
+	// Conflicts counts the answers that the key was used with another
+	// request (422, or the behaviour's status).
+	Conflicts int `json:"conflicts"`
 }
 
 func (k *KeyStats) add(o KeyStats) {
 	k.Effects += o.Effects
 	k.ForeignEffects += o.ForeignEffects
 	k.SubmitsAfterFinal += o.SubmitsAfterFinal
+	k.Conflicts += o.Conflicts
 }
 
 // result is the body of submit and query answers.

@@ -104,6 +104,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		a.replayed = true
 	case out == outConflict:
 		s.stats.Conflicts++
+		e.counts.Conflicts++
 		a = errorAnswer(s.cfg.Behavior.conflictStatus(), msgConflict)
 	case out == outInFlight:
 		a = errorAnswer(http.StatusConflict, msgInProgress)
