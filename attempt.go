@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -30,7 +31,12 @@ type exchange struct {
 	// the request (GetConn) and never wrote it, or idem failed before
 	// sending; a transport that reports no trace events gets no benefit of
 	// the doubt.
-	unsent     bool
+	unsent bool
+	// resent: net/http sent the request again on a fresh connection, on
+	// its own, after the first died with no answer (it does so for a
+	// request with an Idempotency-Key header): that first copy may have
+	// executed, so this attempt's replayed answer may be its own.
+	resent     bool
 	retryAfter time.Duration // capped by WithRetryAfterCap: what a caller waits
 	// serverWait is the server's Retry-After bounded only by the
 	// reconciler's longest interval: how long a handed-off operation is
@@ -53,7 +59,8 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	// not by error text. net/http may itself resend a request carrying an
 	// Idempotency-Key on a reused connection that died before any
 	// response: the same bytes and key, so the server de-duplicates it.
-	var wrote, traced, gotConn atomic.Bool
+	var wrote, traced atomic.Bool
+	var conns atomic.Int32
 	trace := &httptrace.ClientTrace{
 		GetConn: func(string) { traced.Store(true) },
 		// Once a connection has the request it may be on the wire: net/http
@@ -61,7 +68,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		// ends, can return before WroteRequest fires (so can a transport
 		// wrapper that times out). Only a request no connection ever had
 		// is surely unsent.
-		GotConn:              func(httptrace.GotConnInfo) { gotConn.Store(true) },
+		GotConn:              func(httptrace.GotConnInfo) { conns.Add(1) },
 		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.Store(true) },
 		GotFirstResponseByte: func() { wrote.Store(true) },
 	}
@@ -97,7 +104,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		return exchange{err: err, unsent: true}
 	}
 	resp, err := c.hc.Do(req)
-	ex := exchange{wrote: wrote.Load()}
+	ex := exchange{wrote: wrote.Load(), resent: conns.Load() > 1}
 	if err != nil {
 		// net/http's *url.Error quotes the URL as sent, with whatever the
 		// request hook added (an API key in the query string): that text
@@ -110,7 +117,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 			err = &url.Error{Op: ue.Op, URL: journaled, Err: ue.Err}
 		}
 		ex.err = err
-		ex.unsent = !ex.wrote && traced.Load() && !gotConn.Load()
+		ex.unsent = !ex.wrote && traced.Load() && conns.Load() == 0
 		ex.dur = c.cfg.clock.Now().Sub(start)
 		return ex
 	}
@@ -146,11 +153,10 @@ func (c *Client) keyValue(key string) string {
 	return key
 }
 
-// step is one attempt's verdict as the loop sees it.
+// step is one attempt's judgment as the loop sees it.
 type step struct {
-	verdict    Verdict
+	judgment
 	retryAfter time.Duration
-	notFound   bool // a result query answered 404
 }
 
 // submit sends the operation once. The attempt is journaled before the
@@ -163,11 +169,11 @@ func (d *driver) submit() (step, error) {
 		now := d.now()
 		if err := d.commit(func(r *journal.Record) {
 			closeOpenAttempts(r)
-			// The key window starts with the first attempt that may reach
-			// the server: one after attempts that surely went unsent starts
-			// it afresh, or the window would be spent before the key was
-			// ever sent (see keyExpired).
-			fresh := !maybeSent(r)
+			// The key window starts with the first attempt that may
+			// execute: one after attempts that surely did not starts it
+			// afresh, or the window would be spent before the key was ever
+			// executed (see keyWindow).
+			fresh := !pastOf(r, math.MaxInt).maybeExecuted
 			r.Attempts = append(r.Attempts, journal.Attempt{Number: attemptCount(r) + 1, Kind: journal.AttemptSubmit, Start: now})
 			if r.FirstSent.IsZero() || fresh {
 				r.FirstSent = now
@@ -182,112 +188,92 @@ func (d *driver) submit() (step, error) {
 	ex := c.send(d.ctx, d.rec, false)
 	d.serverWait = ex.serverWait
 
-	st := step{retryAfter: ex.retryAfter}
-	var outcome string
-	var out Outcome
-	settle := false
-	switch {
-	case ex.status == 0 && ex.unsent:
-		st.verdict, outcome = Throttled, "not_sent" // definitely not executed: back off, resend
-	case ex.status == 0:
-		st.verdict, outcome = Ambiguous, "response_lost"
-	default:
-		st.verdict = c.cfg.classify(ex.status)
-		switch st.verdict {
-		case Settled:
-			var derr error
-			switch {
-			case ex.err != nil:
-				derr = ex.err
-			case ex.tooLarge:
-				derr = fmt.Errorf("%w: body over %d bytes", errUndecodable, c.cfg.maxResponse)
-			default:
-				out, derr = c.cfg.decode(ex.status, ex.header, ex.body)
-			}
-			switch {
-			case derr != nil:
-				st.verdict, outcome = Ambiguous, "undecodable"
-				ex.err = derr
-			case out.State == StateProcessing:
-				st.verdict, outcome = Processing, "accepted"
-			case out.State.Terminal():
-				settle, outcome = true, "settled"
-			default:
-				st.verdict, outcome = Ambiguous, "undecodable"
-				ex.err = fmt.Errorf("%w: decoder returned state %q", errUndecodable, out.State)
-			}
-		case Processing:
-			outcome = "in_flight"
-		case Conflict, Rejected:
-			if priorMaybeSent(d.rec, number) && !replayed(ex.header) {
-				// An earlier attempt may have executed: this refusal may
-				// come from a gateway or an expired credential rather than
-				// from the operation's own stored result, and "failed"
-				// would invite a retry under a new key: a second charge.
-				st.verdict, outcome = Ambiguous, "refused_after_maybe_sent"
-				break
-			}
-			settle, outcome = true, "rejected"
-			if st.verdict == Conflict {
-				outcome = "conflict"
-			}
-			out = Outcome{State: StateFailed, Reason: errorReason(ex.status, ex.body)}
-		case Throttled:
-			outcome = "throttled"
-		default:
-			st.verdict, outcome = Ambiguous, "ambiguous"
-		}
+	a := c.answerOf(d.rec, ex, false)
+	st := step{judgment: judgeSubmit(pastOf(d.rec, number), a), retryAfter: ex.retryAfter}
+	if st.err != nil {
+		ex.err = st.err
 	}
-
 	now := d.now()
 	err := d.commit(func(r *journal.Record) {
-		recordOutcome(r, number, ex)
-		switch {
-		case settle:
-			settleRecord(r, out, ex, now)
-		case st.verdict == Processing:
+		// A replay whose body was cut in transit is read again by a resend:
+		// it does not make the answer final.
+		recordOutcome(r, number, ex, st.refused, a.replayed && st.move != moveQuery)
+		switch st.move {
+		case moveSettle:
+			settleRecord(r, st.out, ex, a.replayed, now)
+		case moveProcessing:
 			r.State = StateProcessing
-			if out.ResourceID != "" {
-				r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status}
+			if st.out.ResourceID != "" {
+				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: a.replayed}
 			}
+		case moveReview:
+			// Durable before anything else is tried: a crash now must not
+			// leave the operation looking resendable.
+			r.Review = st.review
 		}
 	})
-	d.observe(number, false, ex, outcome)
+	d.observe(number, false, ex, st.label)
 	if err != nil {
 		return st, err
 	}
-	if settle {
-		// A settled 422 stays Conflict (st.verdict is still the
-		// classifier's): no second call into the user's Classifier.
-		if st.verdict != Conflict {
-			st.verdict = Settled
-		}
+	switch st.move {
+	case moveSettle:
 		c.budget.success()
-	} else if st.verdict != Processing {
+	case moveProcessing:
+	default:
 		c.budget.failure()
 	}
-	if d.ctx.Err() != nil && !settle {
+	if d.ctx.Err() != nil && st.move != moveSettle {
 		return st, d.leave(context.Cause(d.ctx))
 	}
 	return st, nil
 }
 
-// priorMaybeSent reports whether a submit before attempt number may have
-// reached the server.
-func priorMaybeSent(rec *journal.Record, number int) bool {
-	for _, a := range rec.Attempts {
-		if a.Number < number && submitMaybeSent(a) {
-			return true
-		}
+// answerOf prepares an exchange for the judge: the classifier's verdict
+// and, for a 2xx that may settle, the decoder's outcome.
+func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
+	a := answer{status: ex.status, unsent: ex.unsent, resent: ex.resent, cut: ex.err != nil || ex.tooLarge, body: ex.body}
+	if ex.status == 0 {
+		return a
 	}
-	return rec.State == StateProcessing
+	a.replayed = !query && replayed(ex.header)
+	a.verdict = c.verdict(ex.status)
+	a.keyConflict = c.keyConflict(ex.status, ex.body)
+	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
+		return a
+	}
+	switch {
+	case ex.err != nil:
+		a.decodeErr = ex.err
+	case ex.tooLarge:
+		a.decodeErr = fmt.Errorf("%w: body over %d bytes", errUndecodable, c.cfg.maxResponse)
+	default:
+		a.out, a.decodeErr = c.cfg.decode(&Answer{
+			Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
+			Query: query, StatusCode: ex.status, Header: ex.header, Body: ex.body, Replayed: a.replayed,
+		})
+	}
+	return a
+}
+
+// verdict is the classifier's, with WithKeyConflictStatus's statuses first.
+func (c *Client) verdict(status int) Verdict {
+	if slices.Contains(c.cfg.conflictStatus, status) {
+		return Conflict
+	}
+	return c.cfg.classify(status)
+}
+
+// keyConflict reports whether a Conflict answer is about the key rather
+// than a validation error with the same status.
+func (c *Client) keyConflict(status int, body []byte) bool {
+	return slices.Contains(c.cfg.conflictStatus, status) || mentionsKey(body)
 }
 
 // replayed reports whether the server says the answer is the stored one
-// for this key (Stripe's Idempotent-Replayed header): then a refusal is
-// the operation's own outcome, whatever came before.
+// for this key (Stripe's Idempotent-Replayed header).
 func replayed(h http.Header) bool {
-	return strings.EqualFold(h.Get("Idempotent-Replayed"), "true")
+	return strings.EqualFold(strings.TrimSpace(h.Get("Idempotent-Replayed")), "true")
 }
 
 // query asks the result endpoint; the attempt is journaled with its outcome
@@ -306,70 +292,55 @@ func (d *driver) query() (step, error) {
 	ex := c.send(d.ctx, d.rec, true)
 	d.serverWait = ex.serverWait
 
-	st := step{verdict: Ambiguous, retryAfter: ex.retryAfter}
-	outcome := "query_failed"
-	var out Outcome
-	switch {
-	case ex.status >= 200 && ex.status < 300 && ex.err == nil && !ex.tooLarge:
-		var derr error
-		out, derr = c.cfg.decode(ex.status, ex.header, ex.body)
-		switch {
-		case derr != nil:
-			ex.err = derr
-		case out.State.Terminal():
-			st.verdict, outcome = Settled, "settled"
-		case out.State == StateProcessing:
-			st.verdict, outcome = Processing, "processing"
-		}
-	case ex.status == http.StatusNotFound:
-		st.notFound, outcome = true, "query_not_found"
-	case ex.status == http.StatusTooManyRequests || ex.status == http.StatusServiceUnavailable:
-		st.verdict, outcome = Throttled, "throttled"
+	st := step{judgment: judgeQuery(c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
+	if st.err != nil {
+		ex.err = st.err
 	}
-
 	now := d.now()
 	err := d.commit(func(r *journal.Record) {
 		closeOpenAttempts(r)
 		r.Attempts = append(r.Attempts, journal.Attempt{Number: number, Kind: journal.AttemptQuery, Start: start})
-		recordOutcome(r, number, ex)
-		switch st.verdict {
-		case Settled:
-			settleRecord(r, out, ex, now)
-		case Processing:
+		recordOutcome(r, number, ex, false, false)
+		switch st.move {
+		case moveSettle:
+			settleRecord(r, st.out, ex, false, now)
+		case moveProcessing:
 			r.State = StateProcessing
 		}
 	})
-	d.observe(number, true, ex, outcome)
+	d.observe(number, true, ex, st.label)
 	if err != nil {
 		return st, err
 	}
-	switch st.verdict {
-	case Settled:
+	switch st.move {
+	case moveSettle:
 		c.budget.success()
-	case Ambiguous, Throttled:
+	case moveProcessing:
+	default:
 		c.budget.failure()
 	}
-	if d.ctx.Err() != nil && st.verdict != Settled {
+	if d.ctx.Err() != nil && st.move != moveSettle {
 		return st, d.leave(context.Cause(d.ctx))
 	}
 	return st, nil
 }
 
 // recordOutcome fills in attempt number's outcome.
-func recordOutcome(r *journal.Record, number int, ex exchange) {
+func recordOutcome(r *journal.Record, number int, ex exchange, refused, replayed bool) {
 	for i := len(r.Attempts) - 1; i >= 0; i-- {
 		a := &r.Attempts[i]
 		if a.Number != number {
 			continue
 		}
 		a.Done = true
-		// Wrote is what maybeSent reads: it must say "may have been
+		// Wrote is what maybeExecuted reads: it must say "may have been
 		// written" whenever the request is not surely unsent. A transport
 		// that reports no trace events gets no benefit of the doubt here
 		// either, or a later 4xx would fail an operation the server
-		// performed (priorMaybeSent) and a cancellation would leave it
-		// "pending, never sent".
+		// performed (pastOf) and a cancellation would leave it "pending,
+		// never sent".
 		a.Wrote = ex.wrote || !ex.unsent
+		a.Refused, a.Replayed = refused, replayed
 		a.Status = ex.status
 		a.RetryAfter = ex.retryAfter
 		a.Duration = ex.dur
@@ -380,13 +351,13 @@ func recordOutcome(r *journal.Record, number int, ex exchange) {
 	}
 }
 
-func settleRecord(r *journal.Record, out Outcome, ex exchange, now time.Time) {
+func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, now time.Time) {
 	body := ex.body
 	if len(body) > storedBodyBytes {
 		body = body[:storedBodyBytes]
 	}
 	r.State = out.State
-	r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: bytes.Clone(body), Reason: out.Reason}
+	r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: bytes.Clone(body), Reason: out.Reason, Replayed: replayed}
 	r.Review = ""
 	r.Settled = now
 	r.NextDue = time.Time{}

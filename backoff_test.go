@@ -77,7 +77,7 @@ func TestDecodeJSON(t *testing.T) {
 		{``, idem.Outcome{}, true},
 	}
 	for _, tt := range tests {
-		got, err := idem.DecodeJSON(200, nil, []byte(tt.body))
+		got, err := idem.DecodeJSON(&idem.Answer{Key: "k1", StatusCode: 200, Body: []byte(tt.body)})
 		if tt.wantErr {
 			require.Errorf(t, err, "DecodeJSON(%s)", tt.body)
 			continue

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -131,6 +133,13 @@ func NewKey() string { return uuid.NewString() }
 // A prepared operation is an intent that will be carried out: if nobody
 // calls Do within the reconcile interval (WithReconcile), Run sends it.
 // To abandon one, Resolve it as failed.
+//
+// An error matching ErrUnknownOutcome means the journal write failed at a
+// step after which it may have taken effect (the disk failed the commit's
+// last fsync): the operation may be journaled and sent later. Retry with
+// the same key (the *Error's Key), never a new one. Any other error
+// (a journal error, ErrKeyConflict, ErrInvalidRequest) means nothing was
+// journaled for this call and nothing will be sent for it.
 func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -159,7 +168,11 @@ func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 // Submit is Prepare followed by Do in one call, and cheaper: the operation
 // and its first attempt are journaled in one commit. Resubmitting the same
 // request with the same Key drives the journaled operation instead (it is
-// never sent twice once settled).
+// never sent twice once settled). As with Prepare, an error that matches
+// none of ErrUnknownOutcome, ErrFailed and ErrKeyConflict means nothing
+// was journaled and nothing will be sent. An ErrUnknownOutcome whose Cause
+// matches journal.ErrMaybeCommitted means nothing was sent yet and the
+// journal may or may not hold the operation: retry with the same key.
 func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -182,6 +195,9 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 				return nil, c.conflict(stored)
 			}
 			return c.drive(ctx, stored, foreground, false)
+		case errors.Is(err, journal.ErrMaybeCommitted):
+			// What a later Lookup would show, if the journal holds it.
+			return newResult(rec), createErr("submit", rec, err)
 		case err != nil:
 			return nil, createErr("submit", rec, withCause(ctx, err))
 		}
@@ -292,12 +308,19 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	return res, nil
 }
 
-// createErr reports a failed journal write of a new operation. A commit
-// whose last step failed (the meta page's fsync) may still be on disk, and
-// Resume would then send it: the caller must retry with the same key, never
-// a new one, so the message names it.
+// createErr reports a failed journal write of a new operation. A plain
+// error means the journal does not hold it, and never will: the caller may
+// give up, or retry (reusing the key is still the safe habit). A commit
+// that may have taken effect (journal.ErrMaybeCommitted: the disk failed
+// its last step) is an *Error matching ErrUnknownOutcome: the operation
+// may be journaled and Run may send it, so the caller must retry with the
+// same key, never a new one.
 func createErr(op string, rec *journal.Record, err error) error {
-	return fmt.Errorf("idem: %s: journal (scope %q, key %q; if you retry, reuse this key): %w", op, rec.Scope, rec.Key, err)
+	if errors.Is(err, journal.ErrMaybeCommitted) {
+		return &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: attemptCount(rec), Kind: ErrUnknownOutcome,
+			Cause: fmt.Errorf("idem: %s: the journal may or may not hold the operation; retry with this key, never a new one: %w", op, err)}
+	}
+	return fmt.Errorf("idem: %s: journal (scope %q, key %q; nothing was journaled; if you retry, reuse this key): %w", op, rec.Scope, rec.Key, err)
 }
 
 // withCause adds ctx's cause to err, an error that ctx's ending caused
@@ -328,7 +351,7 @@ var errKeyHeldByOther = errors.New("idem: the journal holds this key for a diffe
 
 func (c *Client) conflict(stored *journal.Record) error {
 	return &Error{Scope: stored.Scope, Key: stored.Key, State: stored.State, Attempts: attemptCount(stored),
-		Kind: ErrKeyConflict, Cause: errKeyHeldByOther}
+		Kind: ErrKeyConflict, Cause: errKeyHeldByOther, local: true}
 }
 
 // coalesce runs fn unless a call for the same key is in flight, in which
@@ -431,7 +454,7 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		return res, nil
 	case StateFailed:
 		e.Kind = ErrFailed
-		if rec.Result != nil && rec.Resolved == nil && c.cfg.classify(rec.Result.StatusCode) == Conflict {
+		if r := rec.Result; r != nil && rec.Resolved == nil && c.verdict(r.StatusCode) == Conflict && c.keyConflict(r.StatusCode, r.Body) {
 			e.Kind = ErrKeyConflict
 		}
 		if e.Cause == nil {
@@ -439,8 +462,23 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		}
 	default:
 		e.Kind = ErrUnknownOutcome
+		if rec.Review == ReviewKeyInUse {
+			e.Kind = ErrKeyConflict
+		}
 	}
 	return res, e
+}
+
+// keyRetention is the key window for rec's host.
+func (c *Client) keyRetention(rec *journal.Record) time.Duration {
+	if len(c.cfg.hostRetention) > 0 {
+		if u, err := url.Parse(rec.URL); err == nil {
+			if d, ok := c.cfg.hostRetention[strings.ToLower(u.Host)]; ok {
+				return d
+			}
+		}
+	}
+	return c.cfg.keyRetention
 }
 
 func opAttrs(rec *journal.Record) []slog.Attr {

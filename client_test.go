@@ -39,8 +39,10 @@ func TestOutcomeTable(t *testing.T) {
 			want: idem.StateSucceeded, submits: 1, queries: 1, effects: 1},
 		{name: "2xx truncated body is ambiguous: query", fault: &idemtest.Fault{Kind: idemtest.TruncatedBody},
 			want: idem.StateSucceeded, submits: 1, queries: 1, effects: 1},
-		{name: "409 in flight: wait, query", steps: []step{{status: http.StatusConflict, header: http.Header{"Retry-After": {"2"}}}},
-			want: idem.StateSucceeded, submits: 1, queries: 1, effects: 1, wantSleep: true},
+		// Nothing of ours can have executed: the request in flight is
+		// someone else's, and a query would read its result.
+		{name: "409 before anything of ours executed: wait, resend, never query", steps: []step{{status: http.StatusConflict, header: http.Header{"Retry-After": {"2"}}}},
+			want: idem.StateSucceeded, submits: 1, effects: 1, wantSleep: true},
 		{name: "429 throttled: wait, resend", fault: &idemtest.Fault{Kind: idemtest.Throttle, RetryAfter: 3 * time.Second},
 			want: idem.StateSucceeded, submits: 2, effects: 1, wantSleep: true},
 		{name: "503 unavailable: wait, resend", fault: &idemtest.Fault{Kind: idemtest.Unavailable, RetryAfter: time.Second, HTTPDate: true},

@@ -68,24 +68,38 @@
 //	answer                                   meaning                 next step
 //	2xx, body decodes                        settled (or processing) record, return
 //	2xx, body does not decode                ambiguous               query the result endpoint
-//	409                                      key in flight           processing: wait, query
-//	422                                      key reused, other body  failed, ErrKeyConflict, never resent
-//	429, 503                                 throttled               wait max(backoff, Retry-After), resend
+//	409, ours may have executed              ours in flight          processing: wait, query
+//	409, nothing of ours executed            someone else's in flight wait, resend (never query)
+//	422 naming the key, WithKeyConflictStatus key reused, other body failed, ErrKeyConflict, never resent
+//	429                                      throttled               wait max(backoff, Retry-After), resend
+//	503                                      unavailable             wait max(backoff, Retry-After), resend
 //	408, 3xx, 500, 502, 504, other 5xx       may have executed       query, then resend same key
 //	other 4xx (402 declined, 400, 403, …)    rejected                failed with the server's reason
 //	transport error, request not written     not executed            backoff, resend
 //	transport error after writing, timeout   ambiguous               query, then resend same key
+//	any answer marked replayed               the key's final answer  never resent (below)
 //
-// "Not written" is told from "maybe written" with net/http/httptrace, not by
-// matching error text; a transport that reports no trace events gets no
-// benefit of the doubt. A 4xx that follows an attempt that may have
-// executed is not taken as the operation's failure (it may come from a
-// gateway or an expired credential) unless the server marks it as the
-// stored answer (Idempotent-Replayed: true): the operation is checked again. Without a result endpoint, an ambiguous operation is
-// settled by resending it with the same key (servers such as Stripe replay
-// the stored response). A result query that answers 404 is not "never
-// happened" (read replicas lag): the operation is resent with its key,
-// which the server de-duplicates, after a backoff wait.
+// A replayed answer (Idempotent-Replayed: true) is the server's stored one
+// for the key: a replayed 2xx settles only if an earlier attempt may have
+// reached the server, else the key is another request's ([ReviewKeyInUse],
+// an error matching [ErrKeyConflict] and [ErrUnknownOutcome]); a replayed
+// 4xx settles failed; a replayed 5xx is flagged for review at once
+// ([ErrNeedsReview]) and still queried.
+//
+// An answer that says this attempt did not execute (409 in flight, 429, a
+// 4xx, a request never written) says nothing of earlier attempts: an
+// operation is "maybe executed" only while some attempt may have reached
+// the server without such an answer (503 is not among them). Only then is
+// a refusal after it ambiguous, and it is queried rather than failed; a
+// result endpoint is asked only then, since before it the key's result is
+// someone else's. "Not written" is told from "maybe written" with
+// net/http/httptrace, not by matching error text; a transport that reports
+// no trace events gets no benefit of the doubt, and a request net/http sent
+// twice counts as maybe executed. Without a result endpoint, an ambiguous
+// operation is settled by resending it with the same key (servers such as
+// Stripe replay the stored response). A result query that answers 404 is
+// not "never happened" (read replicas lag): the operation is resent with
+// its key, which the server de-duplicates, after a backoff wait.
 //
 // # Budgets and defaults
 //
@@ -96,7 +110,7 @@
 //	time per call                60 s                     WithMaxElapsed
 //	time per attempt             10 s                     WithAttemptTimeout
 //	Retry-After cap              60 s                     WithRetryAfterCap
-//	key window (from first send) 24 h                     WithKeyRetention
+//	key window (from first send) 20 min                   WithKeyRetention, WithHostKeyRetention
 //	retry budget (token bucket)  100 tokens, 0.1 refund   WithRetryBudget
 //	reconciler interval          30 s doubling to 1 h     WithReconcile
 //	reconciliation deadline      72 h from creation       WithReconcile
@@ -113,11 +127,16 @@
 //
 // # Key window
 //
-// Servers forget keys (Stripe after 24 h). Past WithKeyRetention from the
-// first send, idem never resends: it only queries, and if that is
+// Servers forget keys (Stripe after 24 h, the Fiber framework's middleware
+// after 30 min by default). Past the key window from the first send that
+// may have executed, idem never resends: it only queries, and if that is
 // inconclusive the operation stays unknown with [ReviewKeyExpired] for a
 // person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
-// or the idem command).
+// or the idem command). The default window, [DefaultKeyRetention] (20 min),
+// is shorter than common servers' defaults; name yours with
+// [WithKeyRetention] or [WithHostKeyRetention] (presets such as
+// [KeyRetentionStripe]). A journaled send time in the future (a clock
+// stepped back) blocks resends for good: [ReviewClockStepped].
 //
 // # Concurrency and processes
 //

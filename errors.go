@@ -54,11 +54,23 @@ var (
 	// send, so resending could execute the operation twice; only result
 	// queries are allowed and a person must settle what they cannot.
 	ErrKeyExpired = errors.New("idem: idempotency key window passed")
+	// ErrNeedsReview: what the server or the clock said leaves the outcome
+	// open and resending cannot settle it (a replayed 5xx, a clock that
+	// stepped back); the operation is flagged for review (Result.Review
+	// says why) and still queried where a result endpoint exists.
+	ErrNeedsReview = errors.New("idem: flagged for review")
 )
 
 // Error is returned by Do, Submit and Resolve for an operation that exists in
 // the journal. It matches its Kind (ErrUnknownOutcome, ErrFailed or
-// ErrKeyConflict) and its Cause with errors.Is.
+// ErrKeyConflict) and its Cause with errors.Is. A key conflict also matches
+// what the operation's state means: ErrFailed when it settled failed (the
+// server refused the key's reuse), ErrUnknownOutcome while it is open (the
+// server replayed another request's answer: flagged for review). A
+// conflict with the journal (a key it holds for another request) matches
+// ErrKeyConflict alone: nothing of that call's was journaled or sent. So
+// every error that does not match ErrUnknownOutcome means nothing of the
+// call's is journaled open, and nothing more will be sent for it.
 type Error struct {
 	Scope    string
 	Key      string
@@ -66,6 +78,10 @@ type Error struct {
 	Attempts int   // HTTP exchanges recorded for the operation, over its life
 	Kind     error // ErrUnknownOutcome, ErrFailed or ErrKeyConflict
 	Cause    error // what ended the call; may be nil
+	// local: a conflict with the journal (Prepare or Submit with a key the
+	// journal holds for another request): nothing of this call's was
+	// journaled or sent, whatever the stored operation's state.
+	local bool
 }
 
 // Error describes the operation and why the call ended, for logs.
@@ -77,10 +93,20 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Unwrap returns Kind and Cause, so errors.Is finds either.
+// Unwrap returns Kind and Cause, so errors.Is finds either, and for a key
+// conflict the kind its state implies.
 func (e *Error) Unwrap() []error {
-	if e.Cause == nil {
-		return []error{e.Kind}
+	errs := []error{e.Kind}
+	if e.Kind == ErrKeyConflict && !e.local {
+		switch {
+		case e.State == StateFailed:
+			errs = append(errs, ErrFailed)
+		case e.State != "" && !e.State.Terminal():
+			errs = append(errs, ErrUnknownOutcome)
+		}
 	}
-	return []error{e.Kind, e.Cause}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	return errs
 }

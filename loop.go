@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -55,6 +56,9 @@ type driver struct {
 	// preRecorded: the last attempt was journaled with the record itself
 	// (Submit) and has not been sent yet.
 	preRecorded bool
+	// reviewed: this call flagged the operation for review; it may still
+	// query, never resend.
+	reviewed bool
 }
 
 // drive runs the loop and converts its end into what Do returns.
@@ -91,7 +95,7 @@ func (d *driver) run() error {
 		}
 	}
 	// A flagged operation is only ever queried by the reconciler.
-	needQuery := d.reviewOnly() || (!d.preRecorded && maybeSent(d.rec))
+	needQuery := d.reviewOnly() || (!d.preRecorded && pastOf(d.rec, math.MaxInt).maybeExecuted)
 	var wait time.Duration
 	for {
 		if wait > 0 {
@@ -106,58 +110,52 @@ func (d *driver) run() error {
 		if d.exchanges >= c.cfg.maxAttempts || !d.now().Before(d.deadline) {
 			return d.handoff(ErrBudgetSpent, time.Time{})
 		}
-		expired := d.keyExpired()
-		if needQuery || expired {
-			if d.rec.QueryURL == "" && expired {
-				return d.flag(ReviewKeyExpired, ErrKeyExpired)
+		p := pastOf(d.rec, math.MaxInt)
+		block := d.resendBlock(p)
+		// Only a key that may have executed for us can hold our result: a
+		// query before that would read someone else's.
+		if (needQuery || block != nil) && d.rec.QueryURL != "" && p.maybeExecuted {
+			if !d.mayRetry() {
+				return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 			}
-			if d.rec.QueryURL != "" {
-				if !d.mayRetry() {
-					return d.handoff(ErrRetryBudgetEmpty, time.Time{})
-				}
-				q, err := d.query()
-				if err != nil {
+			q, err := d.query()
+			if err != nil {
+				return err
+			}
+			switch q.move {
+			case moveSettle:
+				return nil
+			case moveProcessing, moveResend:
+				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
-				}
-				switch q.verdict {
-				case Settled:
-					return nil
-				case Processing, Throttled:
-					if wait, err = d.next(q.retryAfter); err != nil {
-						return err
-					}
-					continue
-				}
-				// Inconclusive: "not found" is not "never happened".
-				if expired {
-					return d.flag(ReviewKeyExpired, ErrKeyExpired)
-				}
-				if d.reviewOnly() {
-					return d.flag(d.rec.Review, ErrBudgetSpent)
-				}
-				// Resend with the same key: the server de-duplicates it.
-				// A caller backs off first, even after a 404: the answer
-				// that sent us here was a failure, and a server answering
-				// 500 to every submit must not get one resend per round
-				// trip. The reconciler resends at once after a 404 (its
-				// visits are its backoff) and reschedules when the
-				// endpoint itself fails. Only a visit's first submit goes
-				// at once: once this visit's own submit has failed, no
-				// visit spacing stands between it and the next, so the
-				// wait (which the reconciler never takes) reschedules the
-				// operation rather than send maxAttempts requests back to
-				// back, with no retry budget to stop them.
-				needQuery = false
-				if !q.notFound || d.mode != reconciling || d.submits > 0 {
-					if wait, err = d.next(q.retryAfter); err != nil {
-						return err
-					}
 				}
 				continue
 			}
+			// Inconclusive: "not found" is not "never happened".
+			if block != nil {
+				return d.flag(block.reason, block.cause)
+			}
+			// Resend with the same key: the server de-duplicates it.
+			// A caller backs off first, even after a 404: the answer
+			// that sent us here was a failure, and a server answering
+			// 500 to every submit must not get one resend per round
+			// trip. Resume and the reconciler resend at once after a 404
+			// (their visits are spaced, and a restart must settle a
+			// backlog fast) and reschedule when the endpoint itself
+			// fails. Only a visit's first submit goes at once: once this
+			// visit's own submit has failed, the wait (which the
+			// reconciler never takes) reschedules the operation rather
+			// than send maxAttempts requests back to back.
+			needQuery = false
+			if !q.notFound || d.mode == foreground || d.submits > 0 {
+				if wait, err = d.next(q.retryAfter); err != nil {
+					return err
+				}
+			}
+			continue
 		}
-		if d.reviewOnly() {
-			return d.flag(d.rec.Review, ErrBudgetSpent)
+		if block != nil {
+			return d.flag(block.reason, block.cause)
 		}
 		if !d.preRecorded && !d.mayRetry() {
 			return d.handoff(ErrRetryBudgetEmpty, time.Time{})
@@ -166,16 +164,22 @@ func (d *driver) run() error {
 		if err != nil {
 			return err
 		}
-		switch s.verdict {
-		case Settled: // submit reports a settlement as Settled or Conflict
+		switch s.move {
+		case moveSettle:
+			if s.conflict {
+				return ErrKeyConflict
+			}
 			return nil
-		case Conflict:
-			return ErrKeyConflict
-		case Processing:
+		case moveReview:
+			// Flagged in the submit's own commit; a result endpoint may
+			// still settle it, so the loop queries before it ends.
+			d.reviewed = true
+			continue
+		case moveProcessing:
 			needQuery = true
-		case Throttled:
+		case moveResend:
 			needQuery = false
-		case Ambiguous:
+		case moveQuery:
 			needQuery = true
 			if d.rec.QueryURL != "" && s.retryAfter == 0 {
 				continue // ask at once: the answer is likely there already
@@ -187,6 +191,42 @@ func (d *driver) run() error {
 	}
 }
 
+// blocked is why the operation must not be resent, and how the call ends
+// if no query settles it.
+type blocked struct {
+	reason string // the review reason
+	cause  error
+}
+
+// resendBlock says whether the operation may be resent now; nil if it may.
+func (d *driver) resendBlock(p past) *blocked {
+	rec := d.rec
+	switch {
+	case p.final || d.reviewed:
+		// The server's stored answer for the key is final, or this call
+		// has just flagged it: resending changes nothing.
+		reason := rec.Review
+		if reason == "" {
+			reason = ReviewFinalAnswer
+		}
+		cause := ErrNeedsReview
+		if reason == ReviewKeyInUse {
+			cause = ErrKeyConflict
+		}
+		return &blocked{reason, cause}
+	}
+	switch keyWindow(rec, p, d.now(), d.c.keyRetention(rec)) {
+	case windowUntrusted:
+		return &blocked{ReviewClockStepped, ErrNeedsReview}
+	case windowExpired:
+		return &blocked{ReviewKeyExpired, ErrKeyExpired}
+	}
+	if d.reviewOnly() {
+		return &blocked{rec.Review, ErrBudgetSpent}
+	}
+	return nil
+}
+
 // reviewOnly: automatic reconciliation (Resume, Run) has given up
 // resending this operation; it still asks the result endpoint, which may
 // settle it. Only an explicit Do may resend it, inside the key window.
@@ -194,27 +234,20 @@ func (d *driver) reviewOnly() bool {
 	return d.mode != foreground && d.rec.Review != ""
 }
 
-// mayRetry consults the client-wide retry budget. An operation's very first
-// attempt never does, and neither does the reconciler: its own spaced
-// schedule is its throttle, and it must not be starved of the successes
-// that refill the bucket (with no new traffic, nothing else would).
+// mayRetry consults the client-wide retry budget. Only callers' retries
+// do: an operation's very first attempt never does, and neither do Resume
+// and the reconciler. Their own bounded concurrency and spaced schedule
+// are their throttle; a restart after an outage must settle its backlog,
+// not leave it to wait for callers' successes to refill the bucket (with
+// no new traffic, nothing else would).
 func (d *driver) mayRetry() bool {
-	if attemptCount(d.rec) == 0 || d.mode == reconciling {
+	if attemptCount(d.rec) == 0 || d.mode != foreground {
 		return true
 	}
 	return d.c.budget.allowRetry()
 }
 
 func (d *driver) now() time.Time { return d.c.cfg.clock.Now() }
-
-func (d *driver) keyExpired() bool {
-	// Only a key that may have reached the server can have been forgotten
-	// by it. FirstSent is set when the first attempt is journaled, before
-	// sending; an operation whose every attempt surely went unsent (a
-	// Submit stopped before sending, a refused dial) was otherwise flagged
-	// "key expired" past the window and never sent (TestKeyWindowStartsAtFirstSend).
-	return !d.rec.FirstSent.IsZero() && maybeSent(d.rec) && d.now().Sub(d.rec.FirstSent) >= d.c.cfg.keyRetention
-}
 
 // next is the wait before the next attempt: the backoff, never shorter than
 // the server's (already capped) Retry-After.
@@ -269,7 +302,7 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 
 // closeOpenAttempts closes attempts left without an outcome by a process
 // that stopped mid-attempt. Nobody knows whether they reached the server,
-// so they count as written: maybeSent must keep seeing them, or a later
+// so they count as written: maybeExecuted must keep seeing them, or a later
 // cancellation could leave a performed operation "pending, never sent".
 func closeOpenAttempts(r *journal.Record) {
 	for i := range r.Attempts {
@@ -283,7 +316,7 @@ func closeOpenAttempts(r *journal.Record) {
 
 // closeUnsent closes the attempt Submit journaled with the record when the
 // call ends before sending it. Left open, it would read as "may have been
-// sent" for ever (maybeSent, closeOpenAttempts): the operation reported
+// sent" for ever (maybeExecuted, closeOpenAttempts): the operation reported
 // unknown rather than pending, and a later refusal never taken as final.
 // n is unsentAttempt's answer, taken before the commit: fn must only
 // change the record.
@@ -342,7 +375,7 @@ func (d *driver) leave(cause error) error {
 	unsent := d.unsentAttempt()
 	if err := d.commit(func(r *journal.Record) {
 		closeUnsent(r, unsent)
-		if r.State == StatePending && maybeSent(r) {
+		if r.State == StatePending && pastOf(r, math.MaxInt).maybeExecuted {
 			r.State = StateUnknown
 		}
 		r.NextDue = now

@@ -90,9 +90,9 @@ func TestCustomClassifierAndDecoder(t *testing.T) {
 		return idem.DefaultClassifier(code)
 	}
 	var decoded int
-	decode := func(code int, h http.Header, body []byte) (idem.Outcome, error) {
+	decode := func(a *idem.Answer) (idem.Outcome, error) {
 		decoded++
-		return idem.DecodeJSON(code, h, body)
+		return idem.DecodeJSON(a)
 	}
 	e := newEnv(t, script(step{status: http.StatusNotFound}), clientOpts(idem.WithClassifier(classify), idem.WithDecoder(decode)))
 	res, err := e.client.Submit(e.ctx, e.req("k", `{}`))

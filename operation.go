@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"math"
 	"time"
 
 	"github.com/idemkit/idem/journal"
@@ -78,19 +77,6 @@ func attemptCount(rec *journal.Record) int {
 	return rec.Attempts[len(rec.Attempts)-1].Number
 }
 
-// maybeSent reports whether any submit may have reached the server: one was
-// written, or one has no recorded outcome (the process stopped mid-attempt).
-func maybeSent(rec *journal.Record) bool {
-	return priorMaybeSent(rec, math.MaxInt)
-}
-
-// submitMaybeSent is the one test of whether an attempt may have reached
-// the server, shared by maybeSent, priorMaybeSent and compactAttempts so
-// that they can never disagree.
-func submitMaybeSent(a journal.Attempt) bool {
-	return a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done)
-}
-
 // maxAttemptEntries bounds a record's history: a long reconciliation must not
 // grow it without end. The first entries and the latest ones are kept.
 const (
@@ -105,20 +91,40 @@ func compactAttempts(rec *journal.Record) {
 	}
 	kept := rec.Attempts[:keepFirstAttempts]
 	dropped := rec.Attempts[keepFirstAttempts : n-(maxAttemptEntries-keepFirstAttempts-1)]
-	// "Maybe sent" must survive compaction: it decides whether a later
-	// refusal may fail the operation and whether a cancellation leaves it
-	// pending. Keep the last dropped attempt that may have been sent, or
-	// else one more of the latest.
+	// "Maybe executed" and "replayed" must survive compaction: they decide
+	// whether a later refusal may fail the operation, whether a
+	// cancellation leaves it pending, and whether it may ever be resent.
+	// Keep the last dropped attempt that may have executed (or else one
+	// more of the latest), and the last replayed one: a replay is
+	// followed by no submit, only by queries, and those can outnumber
+	// the latest entries kept.
 	keep := dropped[len(dropped)-1]
 	for i := len(dropped) - 1; i >= 0; i-- {
-		if a := dropped[i]; submitMaybeSent(a) {
+		if a := dropped[i]; maybeExecuted(a) {
 			keep = a
+			break
+		}
+	}
+	var replay *journal.Attempt
+	for i := len(dropped) - 1; i >= 0; i-- {
+		if dropped[i].Replayed && dropped[i].Number != keep.Number {
+			replay = &dropped[i]
 			break
 		}
 	}
 	out := make([]journal.Attempt, 0, maxAttemptEntries)
 	out = append(out, kept...)
-	out = append(out, keep)
-	out = append(out, rec.Attempts[n-(maxAttemptEntries-keepFirstAttempts-1):]...)
+	tail := rec.Attempts[n-(maxAttemptEntries-keepFirstAttempts-1):]
+	if replay != nil {
+		// One entry more than the bound, only for this rare history.
+		if replay.Number < keep.Number {
+			out = append(out, *replay, keep)
+		} else {
+			out = append(out, keep, *replay)
+		}
+	} else {
+		out = append(out, keep)
+	}
+	out = append(out, tail...)
 	rec.Attempts = out
 }

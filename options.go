@@ -18,10 +18,19 @@ import (
 
 // Budget and timing defaults. The package documentation has them in one table.
 const (
-	DefaultMaxAttempts          = 5
-	DefaultMaxElapsed           = 60 * time.Second
-	DefaultAttemptTimeout       = 10 * time.Second
-	DefaultKeyRetention         = 24 * time.Hour
+	DefaultMaxAttempts    = 5
+	DefaultMaxElapsed     = 60 * time.Second
+	DefaultAttemptTimeout = 10 * time.Second
+	// DefaultKeyRetention is the key window idem assumes when it knows
+	// no better: shorter than common servers' defaults, so that it never
+	// resends a key a server may have forgotten. The shortest common
+	// default found is 30 min (the Idempotency middleware of the Fiber Go
+	// framework, Lifetime, counted from when it stores the response); 20
+	// min leaves room for the request's own time and clock drift. Name
+	// the server's documented window with WithKeyRetention or
+	// WithHostKeyRetention (presets: KeyRetentionStripe, …) to resend
+	// for longer.
+	DefaultKeyRetention         = 20 * time.Minute
 	DefaultKeyHeader            = "Idempotency-Key"
 	DefaultScope                = "default"
 	DefaultMaxResponseBytes     = 1 << 20
@@ -116,6 +125,8 @@ type config struct {
 	attemptTimeout    time.Duration
 	retryAfterCap     time.Duration
 	keyRetention      time.Duration
+	hostRetention     map[string]time.Duration // lower-case host → key window
+	conflictStatus    []int                    // statuses that always mean a key conflict
 	keyHeader         string
 	keyFormat         KeyFormat
 	resultTemplate    string
@@ -252,14 +263,73 @@ func WithRetryAfterCap(d time.Duration) Option {
 	})
 }
 
+// Key windows documented by providers, for WithKeyRetention and
+// WithHostKeyRetention. Each is the provider's published minimum; check
+// it against your contract.
+const (
+	// KeyRetentionStripe: "keys are eligible to be removed from the system
+	// automatically after they're at least 24 hours old"
+	// (docs.stripe.com/api/idempotent_requests).
+	KeyRetentionStripe = 24 * time.Hour
+	// KeyRetentionCheckout: Checkout.com's Cko-Idempotency-Key "by default,
+	// keys expire after 24 hours" (checkout.com/docs/payments/manage-payments/idempotency).
+	KeyRetentionCheckout = 24 * time.Hour
+	// KeyRetentionFiber: the Fiber framework's idempotency middleware,
+	// Lifetime default 30 min (docs.gofiber.io/api/middleware/idempotency):
+	// for servers built on it with its defaults.
+	KeyRetentionFiber = 30 * time.Minute
+)
+
 // WithKeyRetention sets how long the server remembers a key, counted from
-// the first send. Past it idem never resends, it only queries. Give the
-// server's documented window, less any clock skew you fear.
-// Default DefaultKeyRetention (Stripe's 24 h).
+// the first send that may have executed. Past it idem never resends, it
+// only queries, and flags what queries cannot settle for review. Give the
+// server's documented window (or a preset such as KeyRetentionStripe),
+// less any clock skew you fear. Default DefaultKeyRetention (20 min).
 func WithKeyRetention(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if positive(c, "WithKeyRetention", d) {
 			c.keyRetention = d
+		}
+	})
+}
+
+// WithHostKeyRetention sets the key window for requests to one host (as
+// in the URL: "api.stripe.com", or "host:port"), overriding
+// WithKeyRetention for it. Use it once per host.
+func WithHostKeyRetention(host string, d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if host == "" || strings.ContainsAny(host, "/ ") {
+			c.fail("WithHostKeyRetention: %q is not a host; give it as in the URL, e.g. \"api.stripe.com\"", host)
+			return
+		}
+		if !positive(c, "WithHostKeyRetention", d) {
+			return
+		}
+		host = strings.ToLower(host)
+		if _, dup := c.hostRetention[host]; dup {
+			c.fail("WithHostKeyRetention: host %q given twice", host)
+			return
+		}
+		if c.hostRetention == nil {
+			c.hostRetention = make(map[string]time.Duration)
+		}
+		c.hostRetention[host] = d
+	})
+}
+
+// WithKeyConflictStatus names statuses (besides a 422 whose body mentions
+// the idempotency key) with which the server says "this key was used with
+// another request": 417 for some servers, say. Such an answer to an
+// operation none of whose attempts may have executed fails it with
+// ErrKeyConflict; it is never resent.
+func WithKeyConflictStatus(codes ...int) Option {
+	return optionFunc(func(c *config) {
+		for _, code := range codes {
+			if code < 400 || code > 499 {
+				c.fail("WithKeyConflictStatus: %d is not a 4xx status", code)
+				return
+			}
+			c.conflictStatus = append(c.conflictStatus, code)
 		}
 	})
 }
@@ -460,11 +530,15 @@ func WithJournalOptions(opts ...journal.Option) Option {
 }
 
 func (c *config) err() error {
-	if !c.retainSet {
-		c.retainSettled = max(c.retainSettled, c.keyRetention)
+	longest := c.keyRetention
+	for _, d := range c.hostRetention {
+		longest = max(longest, d)
 	}
-	if c.retainSettled != 0 && c.retainSettled < c.keyRetention {
-		c.fail("WithRetainSettled %v is shorter than the key window %v: a resubmitted key could be sent twice; keep settled operations at least as long", c.retainSettled, c.keyRetention)
+	if !c.retainSet {
+		c.retainSettled = max(c.retainSettled, longest)
+	}
+	if c.retainSettled != 0 && c.retainSettled < longest {
+		c.fail("WithRetainSettled %v is shorter than the key window %v: a resubmitted key could be sent twice; keep settled operations at least as long", c.retainSettled, longest)
 	}
 	return errors.Join(c.errs...)
 }

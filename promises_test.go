@@ -229,9 +229,10 @@ func TestRowRejectedKeepsServerReason(t *testing.T) {
 // Outcome table, 422: failed with ErrKeyConflict, also when asked again
 // later, and never resent.
 func TestRowKeyConflictStaysAConflict(t *testing.T) {
-	e := newEnv(t, script(step{status: http.StatusUnprocessableEntity}))
+	e := newEnv(t, script(step{status: http.StatusUnprocessableEntity, body: `{"error":"Idempotency-Key reused with a different payload"}`}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.ErrorIs(t, err, idem.ErrKeyConflict)
+	require.ErrorIs(t, err, idem.ErrFailed, "a settled conflict is a failure too")
 	op, err := e.client.Lookup(e.ctx, idem.DefaultScope, "k")
 	require.NoError(t, err)
 	before := len(e.srv.Requests())

@@ -22,6 +22,9 @@ type Result struct {
 	Review     string // non-empty when a person must settle it
 	Attempts   int    // HTTP exchanges over the operation's life
 	Manual     bool   // settled by hand (Resolve)
+	// Replayed: the settling answer was the server's stored response for
+	// the key (Idempotent-Replayed: true), not a fresh execution.
+	Replayed bool
 }
 
 func newResult(rec *journal.Record) *Result {
@@ -38,6 +41,7 @@ func newResult(rec *journal.Record) *Result {
 		r.StatusCode = rec.Result.StatusCode
 		r.Body = append([]byte(nil), rec.Result.Body...)
 		r.Reason = rec.Result.Reason
+		r.Replayed = rec.Result.Replayed
 	}
 	if r.Reason == "" && rec.Review != "" {
 		r.Reason = rec.Review
@@ -52,10 +56,24 @@ type Outcome struct {
 	Reason     string
 }
 
+// Answer is one 2xx response as a Decoder sees it, with what it answers:
+// the operation's key and journaled request, so that a decoder can refuse
+// a body that names another key or another request.
+type Answer struct {
+	Scope, Key  string
+	Method, URL string // the journaled request
+	RequestBody []byte // the journaled body; do not modify
+	Query       bool   // the answer to a result query, not to a submit
+	StatusCode  int
+	Header      http.Header
+	Body        []byte
+	Replayed    bool // the server marked it as its stored answer for the key
+}
+
 // A Decoder reads the outcome from a 2xx response of a submit or of a result
 // query. An error means the body does not prove anything: idem treats the
 // answer as ambiguous and checks again, never as success.
-type Decoder func(statusCode int, header http.Header, body []byte) (Outcome, error)
+type Decoder func(a *Answer) (Outcome, error)
 
 // errUndecodable marks a 2xx body that proves nothing.
 var errUndecodable = errors.New("idem: response body does not decode to a result")
@@ -64,17 +82,32 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "state" ("succeeded", "failed", "processing"; "pending" means processing)
 // and "resourceId" (required for succeeded), plus an optional "reason"; or a
 // plain resource object with a non-empty string "id", taken as succeeded.
+// A body that echoes a key ("idempotencyKey", "idempotency_key", or "key"
+// beside "state") must echo the operation's own: an answer about another
+// key proves nothing about this one.
 // APIs whose resources carry a status of their own (a payment object whose
 // "status" may say it failed) need a Decoder that reads it: WithDecoder.
-func DecodeJSON(_ int, _ http.Header, body []byte) (Outcome, error) {
+func DecodeJSON(a *Answer) (Outcome, error) {
 	var v struct {
 		State      *string `json:"state"`
 		ResourceID string  `json:"resourceId"`
 		ID         any     `json:"id"`
 		Reason     string  `json:"reason"`
+		Key        any     `json:"key"`
+		IdemKey    any     `json:"idempotencyKey"`
+		IdemKey2   any     `json:"idempotency_key"`
 	}
-	if err := json.Unmarshal(body, &v); err != nil {
+	if err := json.Unmarshal(a.Body, &v); err != nil {
 		return Outcome{}, fmt.Errorf("%w: %v", errUndecodable, err)
+	}
+	echoes := []any{v.IdemKey, v.IdemKey2}
+	if v.State != nil {
+		echoes = append(echoes, v.Key)
+	}
+	for _, e := range echoes {
+		if k, ok := e.(string); ok && k != a.Key {
+			return Outcome{}, fmt.Errorf("%w: the body names key %q, not %q", errUndecodable, truncate(k, 64), a.Key)
+		}
 	}
 	if v.State == nil {
 		id, _ := v.ID.(string)
@@ -127,6 +160,13 @@ type Classifier func(statusCode int) Verdict
 // DefaultClassifier implements the outcome table: 2xx settled; 409
 // processing; 422 conflict; 429 and 503 throttled; 408, 3xx and other 5xx
 // ambiguous; any other 4xx rejected.
+//
+// A Conflict is a key conflict (ErrKeyConflict) only when the status was
+// named with WithKeyConflictStatus or the body mentions the idempotency key
+// ("idempot…", as the IETF draft's and common middlewares' messages do):
+// a 422 from a handler's own validation is a plain rejection (ErrFailed).
+// Answers marked replayed (Idempotent-Replayed: true) are judged before
+// the classifier: see the package documentation.
 func DefaultClassifier(statusCode int) Verdict {
 	switch {
 	case statusCode >= 200 && statusCode < 300:

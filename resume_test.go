@@ -241,7 +241,7 @@ func TestPruneKeepsOpenAndRecent(t *testing.T) {
 		require.NoError(t, err, k)
 	}
 
-	_, err = idem.New(e.store, idem.WithRetainSettled(time.Hour))
+	_, err = idem.New(e.store, idem.WithRetainSettled(idem.DefaultKeyRetention/2))
 	require.ErrorContains(t, err, "shorter than the key window")
 }
 

@@ -61,7 +61,8 @@ func runOnePass(t *testing.T, e *env, clk *pollSignalClock) {
 // by maxAttempts. Now a visit resends at most once at once and reschedules.
 func TestReview3ReconcilerVisitResendsOnceThenReschedules(t *testing.T) {
 	clk := &pollSignalClock{polled: make(chan struct{}, 1)}
-	e := newEnv(t, clientOpts(idem.WithClock(clk)))
+	// Visits hours apart: a server (and client) window of a day.
+	e := newEnv(t, clientOpts(idem.WithClock(clk), idem.WithKeyRetention(idem.KeyRetentionStripe)))
 	clk.Clock = e.clock
 
 	// A prepared operation nobody drove: the reconciler sends it.

@@ -80,12 +80,12 @@ func TestReviewRejectedResendAfterQueryLagIsNotFailed(t *testing.T) {
 // get (nil, nil).
 func TestReviewJoinedCallerAfterLeaderPanic(t *testing.T) {
 	calls := 0
-	e, g := gatedEnv(t, clientOpts(idem.WithDecoder(func(code int, h http.Header, b []byte) (idem.Outcome, error) {
+	e, g := gatedEnv(t, clientOpts(idem.WithDecoder(func(a *idem.Answer) (idem.Outcome, error) {
 		calls++
 		if calls == 1 {
 			panic("decoder bug")
 		}
-		return idem.DecodeJSON(code, h, b)
+		return idem.DecodeJSON(a)
 	})))
 	first := make(chan any, 1)
 	go func() {

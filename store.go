@@ -12,7 +12,9 @@ import (
 // conformance suite in journal/journaltest.
 //
 // Every write (Create, Update, Resolve) is durable when it returns without
-// error. Implementations must be safe for concurrent use.
+// error, and not made at all when it returns an error, except one matching
+// journal.ErrMaybeCommitted (the commit failed at a point after which it
+// may have taken effect). Implementations must be safe for concurrent use.
 type Store interface {
 	// Create stores a new record. When (Scope, Key) exists it returns the
 	// stored record and an error matching journal.ErrExists.

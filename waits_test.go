@@ -197,13 +197,14 @@ func TestKeyRetention(t *testing.T) {
 			opts = append(opts, noResultEndpoint())
 		}
 		t.Run(name, func(t *testing.T) {
-			opts := append(opts, clientOpts(idem.WithMaxAttempts(1)))
+			// The server forgets keys when idem's default window says so.
+			opts := append(opts, clientOpts(idem.WithMaxAttempts(1)), serverOpts(idemtest.WithRetention(idem.DefaultKeyRetention)))
 			e := newEnv(t, opts...)
 			require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 			_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 
-			// A day later the server has forgotten the key: resending
+			// Past the window the server has forgotten the key: resending
 			// would charge twice.
 			e.clock.Advance(idem.DefaultKeyRetention + time.Minute)
 			op, err := e.client.Lookup(e.ctx, idem.DefaultScope, "k")

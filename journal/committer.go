@@ -88,6 +88,9 @@ func protect(fn func(*Record) error, rec *Record) (panicked any, err error) {
 type committer struct {
 	db     *bolt.DB
 	rounds atomic.Int64 // transactions begun, for tests
+	// failCommit, when set by a test, stands in for db.Update to fail a
+	// commit at a chosen step.
+	failCommit func(db *bolt.DB, fn func(*bolt.Tx) error) error
 
 	mu      sync.Mutex
 	queue   []*request    // waiting writes, oldest first; queue[0] leads next
@@ -195,7 +198,9 @@ func (c *committer) handOff(round []*request) {
 // commit applies the round in one transaction and releases its callers.
 func (c *committer) commit(round []*request) {
 	c.rounds.Add(1)
-	err := c.db.Update(func(tx *bolt.Tx) error {
+	txid := 0 // the round's transaction, once begun
+	err := c.update(func(tx *bolt.Tx) error {
+		txid = tx.ID()
 		for _, r := range round {
 			r.panicked = nil
 			r.err = r.run(tx, r)
@@ -229,10 +234,14 @@ func (c *committer) commit(round []*request) {
 		}
 		return
 	default:
-		// Begin or Commit failed: nothing of the round is known to be
-		// durable, so no request may report success.
-		// Outcomes computed on top of the round's other writes
-		// (ErrExists, ErrTerminal, fn's own decisions) are void too.
+		err = c.afterFailure(txid, err)
+		if err == nil {
+			break // the round is committed and durable after all
+		}
+		// Nothing of the round is known to be durable, so no request may
+		// report success. Outcomes computed on top of the round's other
+		// writes (ErrExists, ErrTerminal, fn's own decisions) are void
+		// too: when the round's fate is unknown, so is theirs.
 		for _, r := range round {
 			r.err, r.panicked = err, nil
 		}
@@ -240,6 +249,69 @@ func (c *committer) commit(round []*request) {
 	for _, r := range round {
 		r.release()
 	}
+}
+
+// update runs fn in a write transaction and commits it.
+func (c *committer) update(fn func(*bolt.Tx) error) error {
+	if c.failCommit != nil {
+		return c.failCommit(c.db, fn)
+	}
+	return c.db.Update(fn)
+}
+
+// afterFailure finds out what a failed commit of transaction txid left
+// behind, and returns the error its round's requests get: err itself when
+// nothing was committed, nil when the round turns out committed and
+// durable, or an error matching ErrMaybeCommitted when nobody can tell.
+//
+// bbolt's Commit writes the transaction's pages, fsyncs them, writes the
+// meta page that makes them the current tree, and fsyncs again; on any
+// error it rolls back its in-memory state and returns the error. A
+// failure before the meta page was written leaves the old tree current:
+// nothing was committed. A failure after it (the last fsync, or a meta
+// write that reached the page cache before failing) leaves the new meta
+// page in the page cache, where bbolt reads it through its memory map:
+// every later read in this process sees the round, a later commit builds
+// on it, and the file may or may not hold it after a crash. Answering
+// "failed" then invites a caller to retry under a new key while the
+// reconciler sends the journaled one: two orders.
+func (c *committer) afterFailure(txid int, err error) error {
+	if txid == 0 {
+		return err // Begin failed: nothing was written
+	}
+	current, verr := c.currentTx()
+	switch {
+	case verr != nil:
+		return fmt.Errorf("%w: the commit failed (%w), and reading the journal back failed too (%v)", ErrMaybeCommitted, err, verr)
+	case current < txid:
+		return err
+	}
+	// The round is visible. Its pages were fsync'd before its meta page
+	// was written, so only that meta page may be missing on disk: a later
+	// meta page, fsync'd, that points at the same tree makes the round
+	// durable. An empty transaction commits exactly that (bbolt commits a
+	// new freelist page and a new meta page even when nothing changed).
+	cerr := c.update(func(*bolt.Tx) error { return nil })
+	if cerr == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: the commit failed (%w) after the journal had taken it, and a second commit to make it durable failed too (%v)", ErrMaybeCommitted, err, cerr)
+}
+
+// currentTx returns the id of the journal's current transaction, as a new
+// read transaction sees it. bbolt can panic on a damaged meta page; that
+// is an error here, not a crash.
+func (c *committer) currentTx() (id int, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("bbolt: %v", p)
+		}
+	}()
+	err = c.db.View(func(tx *bolt.Tx) error {
+		id = tx.ID()
+		return nil
+	})
+	return id, err
 }
 
 // stop makes every later write fail with ErrClosed and waits until the

@@ -159,7 +159,7 @@ func TestDamagedRecord(t *testing.T) {
 	require.NoError(t, s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketOpen)
 		v := append([]byte(nil), b.Get(recordKey("s", "future"))...)
-		v[2] = formatVersion + 1
+		v[2] = recordVersion + 1
 		return errors.Join(b.Put(recordKey("s", "garbage"), []byte("not a record")), b.Put(recordKey("s", "future"), v))
 	}))
 	_, err = s.Get(ctx, "s", "garbage")

@@ -22,9 +22,15 @@ const (
 	magic0 = 0xE1
 	magic1 = 0xDE
 
-	// formatVersion is the record and file format this build writes; it
-	// reads every version up to it.
+	// formatVersion is the file format this build writes (the meta
+	// bucket's version); it reads every version up to it.
 	formatVersion = 1
+	// recordVersion is the record encoding this build writes; it reads
+	// every version up to it. Version 2 added the replayed and refused
+	// attempt flags and the replayed result flag: a build that knows only
+	// version 1 must refuse such a record (ErrVersion) rather than drop
+	// the flags, which decide whether an operation may be resent.
+	recordVersion = 2
 
 	// secondsToYear1 shifts Unix seconds so that the zero time.Time is 0.
 	secondsToYear1 = 62135596800
@@ -64,7 +70,17 @@ const (
 const (
 	flagWrote = 1 << iota
 	flagDone
-	flagMask = flagWrote | flagDone
+	flagReplayed // version 2
+	flagRefused  // version 2
+	flagMaskV1   = flagWrote | flagDone
+	flagMask     = flagMaskV1 | flagReplayed | flagRefused
+)
+
+// Result presence codes: a replayed result needs version 2.
+const (
+	resultAbsent   = 0
+	resultPresent  = 1
+	resultReplayed = 2
 )
 
 // encode appends the encoding of r to dst. It never fails: validate has
@@ -83,7 +99,7 @@ func encode(dst []byte, r *Record) []byte {
 	}
 	dst = slices.Grow(dst, size)
 
-	dst = append(dst, magic0, magic1, formatVersion, stateCode(r.State))
+	dst = append(dst, magic0, magic1, recordVersion, stateCode(r.State))
 	dst = appendString(dst, r.Review)
 	dst = appendString(dst, r.Scope)
 	dst = appendString(dst, r.Key)
@@ -118,6 +134,12 @@ func encode(dst []byte, r *Record) []byte {
 		if a.Done {
 			flags |= flagDone
 		}
+		if a.Replayed {
+			flags |= flagReplayed
+		}
+		if a.Refused {
+			flags |= flagRefused
+		}
 		dst = append(dst, flags)
 		dst = binary.AppendVarint(dst, int64(a.Status))
 		dst = appendString(dst, a.Err)
@@ -126,9 +148,13 @@ func encode(dst []byte, r *Record) []byte {
 	}
 
 	if res := r.Result; res == nil {
-		dst = append(dst, 0)
+		dst = append(dst, resultAbsent)
 	} else {
-		dst = append(dst, 1)
+		if res.Replayed {
+			dst = append(dst, resultReplayed)
+		} else {
+			dst = append(dst, resultPresent)
+		}
 		dst = appendString(dst, res.ResourceID)
 		dst = binary.AppendVarint(dst, int64(res.StatusCode))
 		dst = appendBytes(dst, res.Body)
@@ -239,11 +265,13 @@ func decodeBody(b []byte) (*Record, []byte, error) {
 			}
 			a.Start = d.time()
 			flags := d.byte()
-			if flags&^flagMask != 0 {
+			if flags&^d.flagMask() != 0 {
 				d.fail("invalid attempt flags")
 			}
 			a.Wrote = flags&flagWrote != 0
 			a.Done = flags&flagDone != 0
+			a.Replayed = flags&flagReplayed != 0
+			a.Refused = flags&flagRefused != 0
 			a.Status = d.int()
 			a.Err = d.string()
 			a.RetryAfter = time.Duration(d.varint())
@@ -251,13 +279,18 @@ func decodeBody(b []byte) (*Record, []byte, error) {
 		}
 	}
 
-	if d.present() {
+	switch p := d.byte(); {
+	case p == resultAbsent:
+	case p == resultPresent, p == resultReplayed && d.version >= 2:
 		r.Result = &Result{
 			ResourceID: d.string(),
 			StatusCode: d.int(),
 			Body:       d.bytes(),
 			Reason:     d.string(),
+			Replayed:   p == resultReplayed,
 		}
+	default:
+		d.fail("invalid presence byte")
 	}
 	if d.present() {
 		r.Resolved = &Resolution{
@@ -298,8 +331,17 @@ func decodeState(b []byte) (State, string, error) {
 // read returns a zero value, so decode reads straight through and checks
 // once.
 type decoder struct {
-	b   []byte
-	err error
+	b       []byte
+	err     error
+	version byte // the record's encoding version, once header has read it
+}
+
+// flagMask is the attempt flags the record's version may hold.
+func (d *decoder) flagMask() byte {
+	if d.version < 2 {
+		return flagMaskV1
+	}
+	return flagMask
 }
 
 func (d *decoder) fail(what string) {
@@ -318,11 +360,12 @@ func (d *decoder) header() {
 	case v == 0:
 		d.fail("bad format version")
 		return
-	case v > formatVersion:
-		d.err = fmt.Errorf("record format version %d, this build reads up to %d: %w", v, formatVersion, ErrVersion)
+	case v > recordVersion:
+		d.err = fmt.Errorf("record format version %d, this build reads up to %d: %w", v, recordVersion, ErrVersion)
 		d.b = nil
 		return
 	}
+	d.version = d.b[2]
 	d.b = d.b[3:]
 }
 

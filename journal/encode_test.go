@@ -29,10 +29,12 @@ func fullRecord() *Record {
 		Attempts: []Attempt{
 			{Number: 1, Kind: AttemptSubmit, Start: t0, Wrote: true, Done: true, Status: 504, Err: "", RetryAfter: 0, Duration: 3 * time.Second},
 			{Number: 2, Kind: AttemptQuery, Start: t0.Add(time.Second), Done: true, Status: 404, Duration: time.Millisecond},
+			{Number: 3, Kind: AttemptSubmit, Start: t0.Add(time.Second), Wrote: true, Done: true, Status: 409, Refused: true},
+			{Number: 4, Kind: AttemptSubmit, Start: t0.Add(time.Second), Wrote: true, Done: true, Status: 500, Replayed: true},
 			{Number: 3, Kind: "future-kind", Start: t0.Add(2 * time.Second), Wrote: true, Err: "read: connection reset", RetryAfter: -time.Second, Duration: math.MaxInt64},
 			{Number: -1},
 		},
-		Result:    &Result{ResourceID: "ord_1", StatusCode: 201, Body: []byte(`{"id":"ord_1"}`), Reason: "created"},
+		Result:    &Result{ResourceID: "ord_1", StatusCode: 201, Body: []byte(`{"id":"ord_1"}`), Reason: "created", Replayed: true},
 		Resolved:  &Resolution{By: "alice", Reason: "dashboard", At: t0.Add(time.Hour), From: StateProcessing},
 		Created:   t0,
 		FirstSent: t0.Add(123456789 * time.Nanosecond),
@@ -93,16 +95,47 @@ func TestDecodeRejects(t *testing.T) {
 		{"trailing byte", append(encode(nil, fullRecord()), 0), ErrCorrupt},
 		{"bad magic", append([]byte{'{'}, enc[1:]...), ErrCorrupt},
 		{"version 0", append([]byte{magic0, magic1, 0}, enc[3:]...), ErrCorrupt},
-		{"newer version", append([]byte{magic0, magic1, formatVersion + 1}, enc[3:]...), ErrVersion},
-		{"bad state", append([]byte{magic0, magic1, formatVersion, 9}, enc[4:]...), ErrCorrupt},
-		{"empty state", append([]byte{magic0, magic1, formatVersion, 0}, enc[4:]...), ErrCorrupt},
-		{"huge length", []byte{magic0, magic1, formatVersion, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}, ErrCorrupt},
-		{"overlong varint", []byte{magic0, magic1, formatVersion, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, ErrCorrupt},
+		{"newer version", append([]byte{magic0, magic1, recordVersion + 1}, enc[3:]...), ErrVersion},
+		{"bad state", append([]byte{magic0, magic1, recordVersion, 9}, enc[4:]...), ErrCorrupt},
+		{"empty state", append([]byte{magic0, magic1, recordVersion, 0}, enc[4:]...), ErrCorrupt},
+		{"huge length", []byte{magic0, magic1, recordVersion, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}, ErrCorrupt},
+		{"overlong varint", []byte{magic0, magic1, recordVersion, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, ErrCorrupt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decode(tt.b)
 			require.ErrorIs(t, err, tt.want)
+		})
+	}
+}
+
+// A version 1 record cannot hold the flags version 2 added: reading them
+// from one means the bytes are damaged, not that the flags were set.
+func TestDecodeVersion1(t *testing.T) {
+	plain := &Record{Scope: "s", Key: "k", State: StateUnknown,
+		Attempts: []Attempt{{Number: 1, Kind: AttemptSubmit, Wrote: true, Done: true, Status: 504}},
+		Result:   &Result{StatusCode: 504}}
+	v1 := encode(nil, plain)
+	v1[2] = 1
+	got, err := decode(v1)
+	require.NoError(t, err, "a version 1 record without the new flags")
+	require.Equal(t, plain, got)
+
+	for _, tt := range []struct {
+		name string
+		set  func(*Record)
+	}{
+		{"refused attempt", func(r *Record) { r.Attempts[0].Refused = true }},
+		{"replayed attempt", func(r *Record) { r.Attempts[0].Replayed = true }},
+		{"replayed result", func(r *Record) { r.Result.Replayed = true }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := clone(plain)
+			tt.set(r)
+			b := encode(nil, r)
+			b[2] = 1
+			_, err := decode(b)
+			require.ErrorIs(t, err, ErrCorrupt)
 		})
 	}
 }

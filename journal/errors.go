@@ -37,3 +37,12 @@ var (
 	// rules; nothing was written.
 	ErrInvalid = errors.New("journal: invalid record")
 )
+
+// ErrMaybeCommitted is matched by the error of a write whose commit failed
+// at a step after which the write may have taken effect anyway (the disk
+// failed the final fsync, and a second commit meant to make it durable
+// failed too). The write may be in the journal, and may be carried out
+// (sent) later; it may also be gone after a restart. Treat it as
+// neither done nor undone: check with Get later, and never replace the
+// record with another one under a new key.
+var ErrMaybeCommitted = errors.New("journal: write may or may not be committed")

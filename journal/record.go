@@ -54,8 +54,16 @@ type Attempt struct {
 	Start  time.Time
 	// Wrote is true once net/http reported the whole request written
 	// (httptrace WroteRequest): the server may have acted on it.
-	Wrote      bool
-	Done       bool          // the outcome below is recorded
+	Wrote bool
+	Done  bool // the outcome below is recorded
+	// Replayed: the server marked the answer as its stored one for the key
+	// (Idempotent-Replayed: true).
+	Replayed bool
+	// Refused: the answer says this attempt did not execute (409 in
+	// flight, 429, a 4xx refusal, a request never written), whatever
+	// earlier attempts did. Only attempts that may have reached the server
+	// without such an answer make an operation "maybe executed".
+	Refused    bool
 	Status     int           // HTTP status code; 0 for a transport error
 	Err        string        // transport or decode error text, for people
 	RetryAfter time.Duration // Retry-After the server sent, already bounded
@@ -68,6 +76,7 @@ type Result struct {
 	StatusCode int
 	Body       []byte // size-capped copy of the response body
 	Reason     string // the server's or the client's reason, for people
+	Replayed   bool   // the answer was the server's stored one for the key
 }
 
 // Resolution records who settled an operation by hand, and why.

@@ -38,9 +38,10 @@ const pruneChunk = 10000
 // Every write (Create, Update, Resolve, Prune) is committed and, unless
 // WithUnsafeNoSync was given, fsync'd when it returns without error.
 // Concurrent writes share commits. Once a write has been queued it is
-// carried out even if its context is cancelled, so an error always means
-// "not written". Every *Record a Store returns is the caller's own deep
-// copy.
+// carried out even if its context is cancelled, so an error means "not
+// written", except one matching ErrMaybeCommitted: the disk failed the
+// commit's last step, and the write may or may not be in the journal.
+// Every *Record a Store returns is the caller's own deep copy.
 //
 // The Store never reads the clock: the caller sets every time in a record.
 type Store struct {

@@ -23,9 +23,11 @@ func cmdPrune(e *env, args []string) (err error) {
 	if !before.set {
 		return usagef(name, "-settled-before is required (e.g. -settled-before 720h)")
 	}
-	if before.d < idem.DefaultKeyRetention {
-		fmt.Fprintf(e.stderr, "idem: warning: -settled-before %s is shorter than the default key retention (%s): a pruned key that is reused may be sent again as a new operation\n",
-			before.d, idem.DefaultKeyRetention)
+	// The journal does not know which window the application configured:
+	// warn below the longest common provider window, not idem's default.
+	if before.d < idem.KeyRetentionStripe {
+		fmt.Fprintf(e.stderr, "idem: warning: -settled-before %s is shorter than common payment providers' key windows (%s, e.g. Stripe): a pruned key that is reused may be sent again as a new operation\n",
+			before.d, idem.KeyRetentionStripe)
 	}
 	cutoff := e.now().Add(-before.d)
 

@@ -42,7 +42,7 @@ func TestPruneShortWindowWarns(t *testing.T) {
 	f := newJournal(t)
 	stdout, stderr, code := runIdem(t, "prune", "-journal", f.path, "-settled-before", "30m")
 	require.Equal(t, 0, code, stderr)
-	require.Contains(t, stderr, "warning: -settled-before 30m0s is shorter than the default key retention (24h0m0s)")
+	require.Contains(t, stderr, "warning: -settled-before 30m0s is shorter than common payment providers' key windows (24h0m0s, e.g. Stripe)")
 	require.Contains(t, stdout, "deleted 3 settled operations")
 	_, err := record(t, f.path, "default", "k-unknown")
 	require.NoError(t, err)

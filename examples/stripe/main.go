@@ -73,7 +73,7 @@ func run(ctx context.Context, w io.Writer) (report, error) {
 		idem.WithHTTPClient(srv.Client()),
 		// No WithResultEndpoint: ambiguity is settled by resending.
 		idem.WithKeyHeader("Idempotency-Key", idem.KeyBare),
-		idem.WithKeyRetention(24*time.Hour), // Stripe forgets keys after 24 h
+		idem.WithKeyRetention(idem.KeyRetentionStripe), // Stripe forgets keys after 24 h
 		idem.WithRequestHook(func(r *http.Request) error {
 			r.Header.Set("Authorization", apiKey)
 			return nil

@@ -1,0 +1,316 @@
+package idem
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// What an answer means is decided here, by pure functions of what the
+// journal says came before and of one exchange: no I/O, no clock, no
+// configuration but what is passed in. The driver (loop.go, attempt.go)
+// sends, commits and waits around them. decide_test.go is the outcome
+// table of the package documentation, row by row.
+
+// past is what a record's earlier attempts tell the judge.
+type past struct {
+	// maybeExecuted: some submit may have reached the server without an
+	// answer saying it did not execute. Only then can the server hold a
+	// result of ours for the key.
+	maybeExecuted bool
+	// refusals: 4xx refusals answered since the last attempt that may have
+	// executed; they cannot all be a gateway's passing trouble.
+	refusals int
+	// final: the server answered with its stored response for the key
+	// (a replay). Resending the same key can never change that answer.
+	final bool
+}
+
+// pastOf reads a record's attempts numbered below before.
+func pastOf(rec *journal.Record, before int) past {
+	var p past
+	for _, a := range rec.Attempts {
+		if a.Kind != journal.AttemptSubmit || a.Number >= before {
+			continue
+		}
+		switch {
+		case maybeExecuted(a):
+			p.maybeExecuted, p.refusals = true, 0
+		case a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests:
+			p.refusals++
+		}
+		if a.Replayed {
+			p.final = true
+		}
+	}
+	return p
+}
+
+// maybeExecuted is the one test of whether an attempt may have executed on
+// the server: it may have been written (or has no recorded outcome: the
+// process stopped mid-attempt) and no answer said it did not execute.
+// pastOf and compactAttempts share it so that they can never disagree.
+func maybeExecuted(a journal.Attempt) bool {
+	return a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done) && !a.Refused
+}
+
+// answer is one exchange as the judge sees it. The driver fills it in:
+// the classifier's verdict, the decoder's outcome for a 2xx.
+type answer struct {
+	status   int
+	unsent   bool // surely never sent (no connection ever took it)
+	resent   bool // net/http sent it twice: its first copy may have executed
+	cut      bool // the body was not read whole (a read error, or over the cap)
+	replayed bool // Idempotent-Replayed: true
+	verdict  Verdict
+	// keyConflict: a Conflict verdict is about the key (a status set with
+	// WithKeyConflictStatus, or a body that names the idempotency key),
+	// not a validation error that happens to be 422.
+	keyConflict bool
+	body        []byte
+	out         Outcome // what the decoder read from a 2xx
+	decodeErr   error   // why a 2xx proves nothing; nil when out is valid
+}
+
+// move is what the driver does next.
+type move int
+
+const (
+	// moveSettle: the operation is succeeded or failed (judgment.out).
+	moveSettle move = iota + 1
+	// moveProcessing: the server holds it, unfinished: wait, then ask.
+	moveProcessing
+	// moveQuery: it may have executed: query, then resend the same key.
+	moveQuery
+	// moveResend: this attempt did not execute: wait, resend the same key.
+	moveResend
+	// moveReview: only a person can settle it; nothing is resent.
+	moveReview
+	// moveInconclusive: a result query told nothing (notFound says how).
+	moveInconclusive
+)
+
+// judgment is what one exchange means.
+type judgment struct {
+	move  move
+	label string // the log's outcome attribute: stable names
+	// refused: the answer says this attempt did not execute, whatever
+	// earlier attempts did. Journaled with the attempt (pastOf).
+	refused  bool
+	out      Outcome // moveSettle: the terminal outcome; moveProcessing: what is known
+	review   string  // moveReview: why, for people
+	conflict bool    // the key is someone else's, or was used with another body
+	notFound bool    // moveInconclusive: the result endpoint said 404
+	err      error   // what to record on the attempt (a decode error)
+}
+
+// maxRefusalsAfterSend bounds the resends answered with a refusal after an
+// attempt that may have executed. One refusal may be a gateway's or an
+// expired credential's; several in a row are the server's own answer for
+// the key, and resending until the reconciliation deadline changes nothing.
+const maxRefusalsAfterSend = 3
+
+// Review reasons the judge gives.
+const (
+	// ReviewKeyInUse: the server replayed its stored answer for the key to
+	// the first of our requests that could reach it, so that answer is
+	// another request's (or this journal was lost and rebuilt). Not ours:
+	// never taken as success.
+	ReviewKeyInUse = "key used by another request: the server replayed its stored answer to our first request"
+	// ReviewRefusedAfterSend: after an attempt that may have executed, the
+	// server refused every resend; whether the first one executed is
+	// unknown.
+	ReviewRefusedAfterSend = "server refuses resends of a request that may have executed"
+	// ReviewClockStepped: a journaled time lies in the future, so the key
+	// window cannot be measured: resending could reach a server that has
+	// forgotten the key.
+	ReviewClockStepped = "clock stepped back: the key window cannot be measured"
+	// ReviewFinalAnswer: the server's stored answer for the key (a replay)
+	// leaves the outcome open, and no result endpoint can settle it.
+	ReviewFinalAnswer = "server's stored answer for the key does not settle it"
+)
+
+// judgeSubmit decides what a submit's answer means.
+func judgeSubmit(p past, a answer) judgment {
+	if a.resent {
+		// The copy net/http sent first is an earlier attempt of ours that
+		// may have executed: the answer is about the copy sent last.
+		p.maybeExecuted = true
+		p.refusals = 0
+	}
+	j := submitMeaning(p, a)
+	j.refused = j.refused && !a.resent
+	return j
+}
+
+func submitMeaning(p past, a answer) judgment {
+	switch {
+	case a.status == 0 && a.unsent:
+		return judgment{move: moveResend, label: "not_sent", refused: true}
+	case a.status == 0:
+		return judgment{move: moveQuery, label: "response_lost"}
+	case a.replayed:
+		return judgeReplay(p, a)
+	}
+	switch a.verdict {
+	case Settled:
+		return judgeResult(a, "settled", "accepted")
+	case Processing:
+		// The key is in flight on the server. Ours, if an earlier attempt
+		// may have executed: wait for it. Otherwise someone else's: ours
+		// did not execute, and a query would read their result.
+		if !p.maybeExecuted {
+			return judgment{move: moveResend, label: "in_flight_elsewhere", refused: true}
+		}
+		return judgment{move: moveProcessing, label: "in_flight", refused: true}
+	case Throttled:
+		// A gateway can answer 503 after the origin executed.
+		return judgment{move: moveResend, label: "throttled", refused: a.status != http.StatusServiceUnavailable}
+	case Conflict, Rejected:
+		if p.maybeExecuted {
+			// An earlier attempt may have executed: this refusal may be a
+			// gateway's or an expired credential's rather than the
+			// operation's own result, and "failed" would invite a retry
+			// under a new key: a second charge.
+			j := judgment{move: moveQuery, label: "refused_after_maybe_sent", refused: true}
+			if p.refusals+1 >= maxRefusalsAfterSend {
+				j.move, j.review = moveReview, ReviewRefusedAfterSend
+			}
+			return j
+		}
+		j := judgment{move: moveSettle, label: "rejected", refused: true,
+			out: Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)}}
+		if a.verdict == Conflict && a.keyConflict {
+			j.label, j.conflict = "conflict", true
+		}
+		return j
+	default:
+		return judgment{move: moveQuery, label: "ambiguous"}
+	}
+}
+
+// judgeReplay: a replayed answer is the server's final word for the key.
+// The attempt it answers did not execute (refused): the server answered
+// from its store.
+func judgeReplay(p past, a answer) judgment {
+	j := replayMeaning(p, a)
+	j.refused = true
+	return j
+}
+
+func replayMeaning(p past, a answer) judgment {
+	switch {
+	case a.status >= 400 && a.status < 500:
+		// A stored refusal: whichever request ran first was refused, and
+		// nothing ran after it. Failed, even if it was not ours: nothing
+		// of ours executed either.
+		return judgment{move: moveSettle, label: "replayed_rejection",
+			out:      Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)},
+			conflict: a.verdict == Conflict && a.keyConflict}
+	case !p.maybeExecuted:
+		return judgment{move: moveReview, label: "replayed_foreign", review: ReviewKeyInUse, conflict: true}
+	case a.status >= 200 && a.status < 300:
+		j := judgeResult(a, "replayed_result", "replayed_processing")
+		if j.move == moveQuery && !a.cut {
+			// The stored answer itself proves nothing: resending replays
+			// it again. A body cut in transit is another matter.
+			j.move, j.review = moveReview, ReviewFinalAnswer+": "+j.err.Error()
+		}
+		return j
+	default:
+		// A stored 5xx: the handler may have done work before failing.
+		return judgment{move: moveReview, label: "replayed_error",
+			review: fmt.Sprintf("server replayed a stored %d for this key: the request may have executed", a.status)}
+	}
+}
+
+// judgeResult reads a decoded 2xx.
+func judgeResult(a answer, settled, processing string) judgment {
+	switch {
+	case a.decodeErr != nil:
+		return judgment{move: moveQuery, label: "undecodable", err: a.decodeErr}
+	case a.out.State == StateProcessing:
+		return judgment{move: moveProcessing, label: processing, out: a.out}
+	case a.out.State.Terminal():
+		return judgment{move: moveSettle, label: settled, out: a.out}
+	default:
+		return judgment{move: moveQuery, label: "undecodable",
+			err: fmt.Errorf("%w: decoder returned state %q", errUndecodable, a.out.State)}
+	}
+}
+
+// judgeQuery decides what a result query's answer means.
+func judgeQuery(a answer) judgment {
+	switch {
+	case a.status >= 200 && a.status < 300:
+		j := judgeResult(a, "settled", "processing")
+		if j.move == moveQuery {
+			j.move, j.label = moveInconclusive, "query_failed"
+		}
+		return j
+	case a.status == http.StatusNotFound:
+		// "Not found" is not "never happened": replicas lag.
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true}
+	case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
+		return judgment{move: moveResend, label: "throttled"}
+	default:
+		return judgment{move: moveInconclusive, label: "query_failed"}
+	}
+}
+
+// mentionsKey reports whether an error body is about the idempotency key
+// ("Idempotency key reused with a different payload"), which tells a key
+// conflict from a validation error that happens to share its status.
+func mentionsKey(body []byte) bool {
+	return bytes.Contains(bytes.ToLower(body), []byte("idempot"))
+}
+
+// windowState is whether the key window still allows a resend.
+type windowState int
+
+const (
+	windowOpen      windowState = iota
+	windowExpired               // the server may have forgotten the key
+	windowUntrusted             // a journaled time is in the future
+)
+
+// clockSlack is how far in the future a journaled time may lie before the
+// clock is taken to have stepped back: more than a slewing clock's drift,
+// less than any key window's margin.
+const clockSlack = 2 * time.Second
+
+// keyWindow judges the key window of rec at now. Only a key that may have
+// executed can be forgotten to harm: resending one that never executed
+// cannot duplicate anything. A record the window once could not judge
+// (flagged ReviewClockStepped) stays untrusted: its FirstSent is no
+// measure of the key's age, even once the clock has caught up with it.
+func keyWindow(rec *journal.Record, p past, now time.Time, window time.Duration) windowState {
+	if !p.maybeExecuted || rec.FirstSent.IsZero() {
+		return windowOpen
+	}
+	if rec.Review == ReviewClockStepped || inFuture(rec, now) {
+		return windowUntrusted
+	}
+	if now.Sub(rec.FirstSent) >= window {
+		return windowExpired
+	}
+	return windowOpen
+}
+
+// inFuture reports whether any time the journal holds for rec's sends lies
+// past now by more than clockSlack.
+func inFuture(rec *journal.Record, now time.Time) bool {
+	limit := now.Add(clockSlack)
+	if rec.FirstSent.After(limit) || rec.Created.After(limit) {
+		return true
+	}
+	for _, a := range rec.Attempts {
+		if a.Start.After(limit) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,198 @@
+package idem
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// TestJudgeSubmit is the outcome table of the package documentation, row
+// by row, with what came before: "fresh" is an operation nothing of which
+// can have executed; "maybe" one with an earlier attempt that may have.
+func TestJudgeSubmit(t *testing.T) {
+	fresh := past{}
+	maybe := past{maybeExecuted: true}
+	ok := Outcome{State: StateSucceeded, ResourceID: "ord_1"}
+	declined := Outcome{State: StateFailed, Reason: "card declined"}
+	processing := Outcome{State: StateProcessing, ResourceID: "ord_1"}
+	garbage := errors.New("garbage")
+	keyBody := []byte(`{"error":"idempotency key reused with a different payload"}`)
+	tests := []struct {
+		name         string
+		p            past
+		a            answer
+		move         move
+		refused      bool
+		conflict     bool
+		wantState    State  // for moveSettle
+		reviewPrefix string // for moveReview
+	}{
+		{name: "2xx decodes", p: fresh, a: answer{status: 201, verdict: Settled, out: ok}, move: moveSettle, wantState: StateSucceeded},
+		{name: "2xx says failed", p: fresh, a: answer{status: 200, verdict: Settled, out: declined}, move: moveSettle, wantState: StateFailed},
+		{name: "2xx says processing", p: fresh, a: answer{status: 202, verdict: Settled, out: processing}, move: moveProcessing},
+		{name: "2xx does not decode: query", p: fresh, a: answer{status: 201, verdict: Settled, decodeErr: garbage}, move: moveQuery},
+		{name: "2xx with a state the decoder should not give: query", p: fresh, a: answer{status: 201, verdict: Settled, out: Outcome{State: StateUnknown}}, move: moveQuery},
+
+		{name: "409 with nothing of ours executed: someone else's, resend", p: fresh, a: answer{status: 409, verdict: Processing}, move: moveResend, refused: true},
+		{name: "409 after ours may have executed: ours in flight", p: maybe, a: answer{status: 409, verdict: Processing}, move: moveProcessing, refused: true},
+
+		{name: "422 key conflict on a fresh operation: failed, conflict", p: fresh, a: answer{status: 422, verdict: Conflict, keyConflict: true, body: keyBody},
+			move: moveSettle, refused: true, conflict: true, wantState: StateFailed},
+		{name: "422 validation error: failed, no conflict", p: fresh, a: answer{status: 422, verdict: Conflict, body: []byte(`{"error":"amount"}`)},
+			move: moveSettle, refused: true, wantState: StateFailed},
+		{name: "422 after maybe executed: ambiguous", p: maybe, a: answer{status: 422, verdict: Conflict, keyConflict: true}, move: moveQuery, refused: true},
+		{name: "third refusal after maybe executed: review", p: past{maybeExecuted: true, refusals: 2}, a: answer{status: 422, verdict: Conflict, keyConflict: true},
+			move: moveReview, refused: true, reviewPrefix: ReviewRefusedAfterSend},
+
+		{name: "429 throttled: resend, did not execute", p: maybe, a: answer{status: 429, verdict: Throttled}, move: moveResend, refused: true},
+		{name: "503 unavailable: resend, may have executed", p: fresh, a: answer{status: 503, verdict: Throttled}, move: moveResend},
+
+		{name: "408 ambiguous", p: fresh, a: answer{status: 408, verdict: Ambiguous}, move: moveQuery},
+		{name: "500 ambiguous", p: fresh, a: answer{status: 500, verdict: Ambiguous}, move: moveQuery},
+		{name: "502 ambiguous", p: fresh, a: answer{status: 502, verdict: Ambiguous}, move: moveQuery},
+		{name: "504 ambiguous", p: fresh, a: answer{status: 504, verdict: Ambiguous}, move: moveQuery},
+
+		{name: "other 4xx on a fresh operation: failed", p: fresh, a: answer{status: 403, verdict: Rejected}, move: moveSettle, refused: true, wantState: StateFailed},
+		{name: "other 4xx after maybe executed: ambiguous", p: maybe, a: answer{status: 401, verdict: Rejected}, move: moveQuery, refused: true},
+
+		{name: "transport error, never sent: resend", p: fresh, a: answer{unsent: true}, move: moveResend, refused: true},
+		{name: "transport error after writing: query", p: fresh, a: answer{}, move: moveQuery},
+
+		{name: "replayed 2xx after maybe executed: settled", p: maybe, a: answer{status: 201, verdict: Settled, replayed: true, out: ok}, move: moveSettle, refused: true, wantState: StateSucceeded},
+		{name: "replayed 2xx to a fresh operation: someone else's", p: fresh, a: answer{status: 201, verdict: Settled, replayed: true, out: ok},
+			move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
+		{name: "replayed 2xx that net/http sent twice: ours", p: fresh, a: answer{status: 201, verdict: Settled, replayed: true, resent: true, out: ok}, move: moveSettle, wantState: StateSucceeded},
+		{name: "replayed 2xx that does not decode: review", p: maybe, a: answer{status: 201, verdict: Settled, replayed: true, decodeErr: garbage},
+			move: moveReview, refused: true, reviewPrefix: ReviewFinalAnswer},
+		{name: "replayed 2xx cut in transit: query", p: maybe, a: answer{status: 201, verdict: Settled, replayed: true, cut: true, decodeErr: garbage}, move: moveQuery, refused: true},
+		{name: "replayed 4xx: failed", p: maybe, a: answer{status: 409, verdict: Processing, replayed: true}, move: moveSettle, refused: true, wantState: StateFailed},
+		{name: "replayed 4xx to a fresh operation: failed", p: fresh, a: answer{status: 400, verdict: Rejected, replayed: true}, move: moveSettle, refused: true, wantState: StateFailed},
+		{name: "replayed 5xx: review", p: maybe, a: answer{status: 500, verdict: Ambiguous, replayed: true}, move: moveReview, refused: true, reviewPrefix: "server replayed a stored 500"},
+		{name: "replayed 503: review, not throttling", p: maybe, a: answer{status: 503, verdict: Throttled, replayed: true}, move: moveReview, refused: true, reviewPrefix: "server replayed a stored 503"},
+		{name: "429 that net/http sent twice: may have executed", p: fresh, a: answer{status: 429, verdict: Throttled, resent: true}, move: moveResend},
+		{name: "422 that net/http sent twice: ambiguous", p: fresh, a: answer{status: 422, verdict: Conflict, keyConflict: true, resent: true}, move: moveQuery},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := judgeSubmit(tt.p, tt.a)
+			if j.move != tt.move {
+				t.Fatalf("judgeSubmit() move = %d (%s); want %d", j.move, j.label, tt.move)
+			}
+			if j.refused != tt.refused {
+				t.Errorf("judgeSubmit() refused = %v; want %v", j.refused, tt.refused)
+			}
+			if j.conflict != tt.conflict {
+				t.Errorf("judgeSubmit() conflict = %v; want %v", j.conflict, tt.conflict)
+			}
+			if tt.move == moveSettle && j.out.State != tt.wantState {
+				t.Errorf("judgeSubmit() state = %s; want %s", j.out.State, tt.wantState)
+			}
+			if tt.move == moveReview && (len(j.review) < len(tt.reviewPrefix) || j.review[:len(tt.reviewPrefix)] != tt.reviewPrefix) {
+				t.Errorf("judgeSubmit() review = %q; want it to start %q", j.review, tt.reviewPrefix)
+			}
+			if j.label == "" {
+				t.Errorf("judgeSubmit() has no log label")
+			}
+		})
+	}
+}
+
+func TestJudgeQuery(t *testing.T) {
+	tests := []struct {
+		name     string
+		a        answer
+		move     move
+		notFound bool
+	}{
+		{"succeeded", answer{status: 200, out: Outcome{State: StateSucceeded, ResourceID: "r"}}, moveSettle, false},
+		{"failed", answer{status: 200, out: Outcome{State: StateFailed}}, moveSettle, false},
+		{"processing", answer{status: 200, out: Outcome{State: StateProcessing}}, moveProcessing, false},
+		{"undecodable", answer{status: 200, decodeErr: errUndecodable}, moveInconclusive, false},
+		{"404 is not never-happened", answer{status: 404}, moveInconclusive, true},
+		{"429 waits", answer{status: 429}, moveResend, false},
+		{"503 waits", answer{status: 503}, moveResend, false},
+		{"500 inconclusive", answer{status: 500}, moveInconclusive, false},
+		{"transport error inconclusive", answer{}, moveInconclusive, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := judgeQuery(tt.a)
+			if j.move != tt.move || j.notFound != tt.notFound {
+				t.Fatalf("judgeQuery() = move %d notFound %v; want %d %v", j.move, j.notFound, tt.move, tt.notFound)
+			}
+		})
+	}
+}
+
+func TestPastOf(t *testing.T) {
+	sub := func(n, status int, wrote, done, refused, replayed bool) journal.Attempt {
+		return journal.Attempt{Number: n, Kind: journal.AttemptSubmit, Status: status, Wrote: wrote, Done: done, Refused: refused, Replayed: replayed}
+	}
+	tests := []struct {
+		name     string
+		attempts []journal.Attempt
+		before   int
+		want     past
+	}{
+		{"nothing", nil, 10, past{}},
+		{"409 then 422: nothing executed", []journal.Attempt{sub(1, 409, true, true, true, false), sub(2, 422, true, true, true, false)}, 10, past{refusals: 1}},
+		{"lost response", []journal.Attempt{sub(1, 0, true, true, false, false)}, 10, past{maybeExecuted: true}},
+		{"no recorded outcome: a crash mid-attempt", []journal.Attempt{sub(1, 0, false, false, false, false)}, 10, past{maybeExecuted: true}},
+		{"the attempt being judged is left out", []journal.Attempt{sub(1, 0, false, false, false, false)}, 1, past{}},
+		{"refusals counted after the maybe-executed one", []journal.Attempt{sub(1, 401, true, true, true, false), sub(2, 502, true, true, false, false),
+			sub(3, 422, true, true, true, false), sub(4, 429, true, true, true, false), sub(5, 403, true, true, true, false)}, 10, past{maybeExecuted: true, refusals: 2}},
+		{"a query never counts", []journal.Attempt{{Number: 1, Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 200}}, 10, past{}},
+		{"replayed", []journal.Attempt{sub(1, 502, true, true, false, false), sub(2, 500, true, true, true, true)}, 10, past{maybeExecuted: true, final: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pastOf(&journal.Record{Attempts: tt.attempts}, tt.before); got != tt.want {
+				t.Fatalf("pastOf() = %+v; want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKeyWindow(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	const window = 20 * time.Minute
+	maybe := past{maybeExecuted: true}
+	tests := []struct {
+		name string
+		rec  journal.Record
+		p    past
+		want windowState
+	}{
+		{"never executed: no window", journal.Record{FirstSent: now.Add(-time.Hour)}, past{}, windowOpen},
+		{"inside", journal.Record{FirstSent: now.Add(-window + time.Second)}, maybe, windowOpen},
+		{"at the edge", journal.Record{FirstSent: now.Add(-window)}, maybe, windowExpired},
+		{"past", journal.Record{FirstSent: now.Add(-2 * window)}, maybe, windowExpired},
+		{"first send in the future: clock stepped back", journal.Record{FirstSent: now.Add(2 * time.Hour)}, maybe, windowUntrusted},
+		{"within the slack", journal.Record{FirstSent: now.Add(time.Second)}, maybe, windowOpen},
+		{"an attempt in the future", journal.Record{FirstSent: now.Add(-time.Minute),
+			Attempts: []journal.Attempt{{Number: 2, Start: now.Add(time.Hour)}}}, maybe, windowUntrusted},
+		{"flagged once, untrusted for ever", journal.Record{FirstSent: now.Add(-time.Minute), Review: ReviewClockStepped}, maybe, windowUntrusted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := keyWindow(&tt.rec, tt.p, now, window); got != tt.want {
+				t.Fatalf("keyWindow() = %d; want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMentionsKey(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"error":"Idempotency-Key reused with a different payload"}`: true,
+		`{"type":"https://example.com/errors/idempotency"}`:           true,
+		`{"error":"amount must be positive"}`:                         false,
+		``:                                                            false,
+	} {
+		if got := mentionsKey([]byte(body)); got != want {
+			t.Errorf("mentionsKey(%s) = %v; want %v", body, got, want)
+		}
+	}
+}
