@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 	"time"
 
@@ -47,7 +48,8 @@ func TestOutcomeTableUnderBehaviors(t *testing.T) {
 		// setup scripts the server (faults, someone else's request)
 		// before the Submit.
 		setup    func(t *testing.T, srv *idemtest.Server)
-		noResult bool // the API has no result endpoint: reconcile by replay
+		noResult bool   // the API has no result endpoint: reconcile by replay
+		steps    []step // a script of answers in front of the server
 		opts     []idem.Option
 		want     outcome
 		// per overrides want under the behaviours named.
@@ -79,6 +81,14 @@ func TestOutcomeTableUnderBehaviors(t *testing.T) {
 			want: keyConflict, per: map[string]outcome{"no-body-compare": reviewConflict, "conflict-417": declined}},
 		{name: "someone else in flight, no result endpoint", setup: preempt(key, 5*time.Second), noResult: true,
 			want: keyConflict, per: map[string]outcome{"no-body-compare": reviewConflict, "conflict-417": declined}},
+		// The first answer, 409 to an operation nothing of which was sent
+		// before, says someone else holds the key: while they do, no
+		// request of ours with it can execute, so a gateway's 502 on the
+		// way does not make ours "maybe executed", and the result endpoint,
+		// which reports the key's request, reports theirs.
+		{name: "someone else in flight, then a gateway 502", setup: preempt(key, 5*time.Second),
+			steps: []step{{forward: true}, {status: http.StatusBadGateway}},
+			want:  keyConflict, per: map[string]outcome{"no-body-compare": reviewConflict, "conflict-417": declined}},
 		// Someone else used the key and was answered: on our first attempt,
 		// the conflict, or a silent replay of their 201.
 		{name: "someone else done: conflict or silent replay", setup: preempt(key, 0),
@@ -94,6 +104,9 @@ func TestOutcomeTableUnderBehaviors(t *testing.T) {
 				opts := []envOption{serverOpts(idemtest.WithBehavior(b)), clientOpts(tt.opts...)}
 				if tt.noResult {
 					opts = append(opts, noResultEndpoint())
+				}
+				if tt.steps != nil {
+					opts = append(opts, script(tt.steps...))
 				}
 				e := newEnv(t, opts...)
 				if tt.setup != nil {
