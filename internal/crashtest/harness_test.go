@@ -428,7 +428,7 @@ func testRandomKills(t *testing.T, bin string, hb harnessBehavior) {
 			if ks.Effects != 1 {
 				wronglySucceeded++
 				problems = append(problems, fmt.Sprintf("%s: succeeded as %s with %d side effects of its own (%d of someone else's); attempts %s",
-					key, rec.Result.ResourceID, ks.Effects, ks.ForeignEffects, attemptsString(rec.Attempts)))
+					key, rec.Result.ResourceID, ks.Effects, ks.ForeignEffects, crashtest.DescribeAttempts(rec.Attempts)))
 			} else if op := awaitServerView(t, srv, key, rec, hb); op.Status == http.StatusOK && op.ResourceID != rec.Result.ResourceID {
 				// A key past a short window answers 404: only its count
 				// of side effects speaks for it.
@@ -547,27 +547,4 @@ func awaitServerView(t *testing.T, srv *serverProc, key string, rec *journal.Rec
 func bodyHex(i int) string {
 	sha := crashtest.BodySHA(i)
 	return hex.EncodeToString(sha[:])
-}
-
-// attemptsString renders a record's attempts compactly, for a problem's
-// message: "submit:409:refused query:200".
-func attemptsString(attempts []journal.Attempt) string {
-	parts := make([]string, len(attempts))
-	for i, a := range attempts {
-		p := fmt.Sprintf("%s:%d", a.Kind, a.Status)
-		if !a.Done {
-			p += ":no-outcome"
-		}
-		if a.Wrote {
-			p += ":wrote"
-		}
-		if a.Replayed {
-			p += ":replayed"
-		}
-		if a.Refused {
-			p += ":refused"
-		}
-		parts[i] = p
-	}
-	return strings.Join(parts, " ")
 }

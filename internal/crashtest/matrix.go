@@ -234,7 +234,7 @@ func (row *Row) check(ctx context.Context, path string, srv *idemtest.Server) er
 			row.Succeeded++
 			if effects != 1 {
 				row.WronglySucceeded++
-				problem("%s: succeeded with %d side effects of its own (%d of someone else's)", key, effects, ks.ForeignEffects)
+				problem("%s: succeeded with %d side effects of its own (%d of someone else's); attempts %s", key, effects, ks.ForeignEffects, DescribeAttempts(rec.Attempts))
 			}
 		case rec.State == journal.StateFailed:
 			row.Failed++
@@ -291,4 +291,23 @@ func Markdown(rows []Row) string {
 			r.Attempts, r.Queries, r.Preempted, r.MaxAfterFinal, r.Duplicates, r.Lost, r.WronglyFailed, r.WronglySucceeded)
 	}
 	return b.String()
+}
+
+// DescribeAttempts renders a record's attempts compactly, for a problem's
+// message: "submit:409:wrote:refused query:200:wrote".
+func DescribeAttempts(attempts []journal.Attempt) string {
+	parts := make([]string, len(attempts))
+	for i, a := range attempts {
+		p := fmt.Sprintf("%s:%d", a.Kind, a.Status)
+		for _, flag := range []struct {
+			on   bool
+			name string
+		}{{!a.Done, "no-outcome"}, {a.Wrote, "wrote"}, {a.Replayed, "replayed"}, {a.Refused, "refused"}} {
+			if flag.on {
+				p += ":" + flag.name
+			}
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, " ")
 }
