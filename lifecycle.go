@@ -27,6 +27,10 @@ type lifecycle struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// health is Run's state, for Health (health.go). It outlives Close,
+	// so that a probe still learns why Run stopped.
+	health healthState
 }
 
 func (l *lifecycle) init() {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/idemkit/idem/journal"
 )
 
@@ -68,11 +70,12 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	}
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
-	c.visitAll(ctx, refs, resuming, func(res *Result, err error) {
+	c.visitAll(ctx, refs, resuming, func(res *Result, err error) bool {
 		sum.add(res)
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
 		}
+		return true
 	})
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume done",
 		slog.Int("visited", sum.Visited), slog.Int("succeeded", sum.Succeeded), slog.Int("failed", sum.Failed),
@@ -87,10 +90,16 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 type ref struct{ scope, key string }
 
 // visitAll drives refs, at most WithResumeConcurrency at a time, and hands
-// each outcome to done, one call at a time. It stops starting new visits
-// when ctx ends.
-func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done func(*Result, error)) {
+// each outcome to done, one call at a time; once done returns false, no
+// further visit starts. It stops starting new visits when ctx ends.
+func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done func(*Result, error) bool) {
 	var mu sync.Mutex
+	halted := false
+	stop := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return halted || ctx.Err() != nil
+	}
 	jobs := make(chan ref)
 	var wg sync.WaitGroup
 	for range min(c.cfg.resumeConcurrency, len(refs)) {
@@ -98,18 +107,20 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done 
 		go func() {
 			defer wg.Done()
 			for r := range jobs {
-				if ctx.Err() != nil {
-					continue // handed over as ctx ended: start no visit
+				if stop() {
+					continue // handed over as ctx ended or done said stop: start no visit
 				}
 				res, err := c.visit(ctx, r.scope, r.key, mode)
 				mu.Lock()
-				done(res, err)
+				if !halted && !done(res, err) {
+					halted = true
+				}
 				mu.Unlock()
 			}
 		}()
 	}
 	for _, r := range refs {
-		if ctx.Err() != nil {
+		if stop() {
 			break
 		}
 		jobs <- r
@@ -149,12 +160,20 @@ const pruneEvery = time.Hour
 
 // Prune deletes succeeded and failed operations settled more than
 // WithRetainSettled ago and returns how many it deleted; Run calls it
-// hourly. Open operations are never pruned, whatever their age.
+// hourly, and again on its next pass after a failed prune. Open operations
+// are never pruned, whatever their age.
 func (c *Client) Prune(ctx context.Context) (int, error) {
 	if err := c.enter(); err != nil {
 		return 0, err
 	}
 	defer c.exit()
+	return c.prune(ctx)
+}
+
+// prune is Prune for a caller that has entered the Client already (Run):
+// entering again would fail as soon as Close begins, before ctx ends, and
+// read as a journal error.
+func (c *Client) prune(ctx context.Context) (int, error) {
 	if c.cfg.retainSettled == 0 {
 		return 0, nil
 	}
@@ -178,61 +197,155 @@ func (c *Client) Prune(ctx context.Context) (int, error) {
 // WithResumeConcurrency at a time, so one slow server answer does not hold
 // up the rest.
 //
-// Run returns ctx.Err() when ctx ends, ErrClosed when the Client is
-// closed, or an error if the journal fails.
-// Run one per Client.
-func (c *Client) Run(ctx context.Context) error {
+// Run outlives journal errors that may pass (a full disk, a failed write
+// or fsync, an I/O error): a pass that meets one, while pruning, reading
+// the due operations or recording a visit, starts no further visits, and
+// Run waits before the next pass (jittered exponential backoff from 1s up
+// to a minute), logs the error (Warn, then Error once it persists) and
+// reports it through Health. An operation whose visit could not be
+// recorded stays due, so the first pass after writes work again settles
+// it. Run stops only on a journal it cannot use again: a damaged file
+// (journal.ErrCorrupt), one written by a newer idem (journal.ErrVersion),
+// or a journal closed (journal.ErrClosed) or read-only under the Client.
+//
+// Run returns context.Cause(ctx) when ctx ends, ErrClosed when the Client
+// is closed, or an error matching the journal's sentinel when the journal
+// is unusable. Run one per Client.
+func (c *Client) Run(ctx context.Context) (err error) {
 	if err := c.enter(); err != nil {
 		return err
 	}
 	defer c.exit()
 	ctx, release := c.bind(ctx, true)
 	defer release()
+	h := &c.life.health
+	h.runStarted()
+	defer func() { h.runEnded(err) }()
+
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
+	bo := newRunBackoff(c.cfg.clock)
 	var lastPrune time.Time
 	for {
-		if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(lastPrune) >= pruneEvery {
-			if _, err := c.Prune(ctx); err != nil {
-				if ctx.Err() != nil {
-					return context.Cause(ctx)
-				}
-				return err
-			}
-			lastPrune = now
-		}
-		due, err := c.store.Due(ctx, c.cfg.clock.Now(), reconcileBatch)
-		if err != nil {
-			if ctx.Err() != nil {
-				return context.Cause(ctx)
-			}
-			return fmt.Errorf("idem: reconcile: %w", err)
-		}
-		refs := make([]ref, len(due))
-		for i, r := range due {
-			refs[i] = ref{r.Scope, r.Key}
-		}
-		var journalErr error
-		c.visitAll(ctx, refs, reconciling, func(_ *Result, err error) {
-			if err != nil && journalErr == nil && isJournalErr(err) {
-				journalErr = err
-			}
-		})
-		if journalErr != nil {
-			return journalErr
-		}
+		full, phase, perr := c.pass(ctx, &lastPrune)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		if len(due) == reconcileBatch {
-			continue // more are due now
+		now := c.cfg.clock.Now()
+		wait := poll
+		if perr != nil {
+			if permanentJournalErr(perr) {
+				h.stopped(perr, now)
+				c.log.LogAttrs(ctx, slog.LevelError, "idem: reconciler stopped: journal unusable",
+					slog.String("phase", phase), slog.String("err", perr.Error()))
+				return perr
+			}
+			wait = bo.NextBackOff()
+			n, since := h.failed(perr, now, now.Add(wait))
+			level := slog.LevelWarn
+			if n >= runErrorLevelAfter {
+				level = slog.LevelError
+			}
+			c.log.LogAttrs(ctx, level, "idem: reconciler: journal error, retrying",
+				slog.String("phase", phase), slog.String("err", perr.Error()),
+				slog.Int("consecutive_errors", n), slog.Duration("retry_in", wait),
+				slog.Duration("elapsed", now.Sub(since)))
+		} else {
+			bo.Reset()
+			if n, since := h.passed(now); n > 0 {
+				c.log.LogAttrs(ctx, slog.LevelInfo, "idem: reconciler: journal recovered",
+					slog.Int("consecutive_errors", n), slog.Duration("elapsed", now.Sub(since)))
+			}
+			if full {
+				continue // more are due now
+			}
 		}
-		if err := c.cfg.clock.Sleep(ctx, poll); err != nil {
+		if err := c.cfg.clock.Sleep(ctx, wait); err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
 			}
 			return err
 		}
 	}
+}
+
+// Run's waits after a pass that met a journal error. A minute at most:
+// a freed disk should not leave operations unsettled for long, and a
+// failing pass costs little (it stops at its first journal error).
+const (
+	runRetryInitial = time.Second
+	runRetryMax     = time.Minute
+	// runErrorLevelAfter is the streak of failed passes (about 2.5 minutes
+	// of backoff) from which Run logs at Error rather than Warn: a blip is
+	// a warning, a journal that stays broken needs someone.
+	runErrorLevelAfter = 5
+)
+
+func newRunBackoff(clk Clock) backoff.BackOff {
+	bo := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(runRetryInitial),
+		backoff.WithMultiplier(DefaultMultiplier),
+		backoff.WithRandomizationFactor(DefaultJitter),
+		backoff.WithMaxInterval(runRetryMax),
+		backoff.WithMaxElapsedTime(0), // only ctx and Close stop Run
+		backoff.WithClockProvider(clk),
+	)
+	bo.Reset()
+	return bo
+}
+
+// pass prunes (hourly), then visits the operations due now, once. It
+// returns whether a whole batch was due, and the first journal error it
+// met with where ("prune", "due", "visit"). A failed prune does not skip
+// the visits: settling operations matters more than deleting old ones,
+// and the next pass prunes again.
+func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, phase string, err error) {
+	if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(*lastPrune) >= pruneEvery {
+		if _, perr := c.prune(ctx); perr != nil {
+			if ctx.Err() != nil {
+				return false, "", nil
+			}
+			phase, err = "prune", perr
+		} else {
+			*lastPrune = now
+		}
+	}
+	due, derr := c.store.Due(ctx, c.cfg.clock.Now(), reconcileBatch)
+	if derr != nil {
+		if ctx.Err() != nil {
+			return false, "", nil
+		}
+		if err == nil {
+			phase, err = "due", fmt.Errorf("idem: reconcile: %w", derr)
+		}
+		return false, phase, err
+	}
+	refs := make([]ref, len(due))
+	for i, r := range due {
+		refs[i] = ref{r.Scope, r.Key}
+	}
+	var verr error
+	c.visitAll(ctx, refs, reconciling, func(_ *Result, err error) bool {
+		if err != nil && isJournalErr(err) {
+			verr = journalCause(err)
+			// Every further visit would fail to record its outcome
+			// too, after sending a query whose answer is lost.
+			return false
+		}
+		return true
+	})
+	if err == nil && verr != nil {
+		phase, err = "visit", verr
+	}
+	return len(due) == reconcileBatch, phase, err
+}
+
+// journalCause digs the journal's error out of what a visit returned: the
+// *Error a visit returns names the operation, not the journal.
+func journalCause(err error) error {
+	if je := (*journalError)(nil); errors.As(err, &je) {
+		return je
+	}
+	return err
 }
 
 // isJournalErr tells a broken journal (stop the reconciler) from an

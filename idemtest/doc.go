@@ -25,6 +25,19 @@
 // resends by itself (its Transport silently resends a request that carries an
 // Idempotency-Key header when a reused connection dies before any answer).
 //
+// # Behaviours
+//
+// Real Idempotency-Key middlewares answer differently from one another.
+// [WithBehavior] picks how the server answers a key it has seen: the IETF
+// draft above ([IETFDraft], the default), stored 500 and 503 replayed for
+// the key's life ([StoredErrors]), a silent replay of a used key's answer
+// whatever the body ([NoBodyCompare]), 417 for a used key with another
+// body ([Conflict417]), or a 30-minute key window ([ShortWindow]); the knobs
+// of a [Behavior] combine. [Server.Preempt] (or the [Preempt] fault) makes
+// someone else use a key first. [Server.KeyStats] counts, per key, the
+// submits that arrived once the key's answer could no longer change, so a
+// test can bound how often a client resends a settled key.
+//
 // # Faults
 //
 // [Server.Inject] scripts a [Fault] for the next requests that match it;
@@ -32,9 +45,10 @@
 // probabilities, reproducibly from [WithSeed]. The kinds: [DropAfterCommit],
 // [DelayResponse], [ErrorAfterCommit], [ErrorBeforeCommit], [Throttle],
 // [Unavailable], [QueryLag], [SlowProcessing], [GarbageBody],
-// [TruncatedBody], [Decline]. A test in another process (or language) can
-// script faults over HTTP: POST /_faults with a JSON fault such as
-// {"kind":"503","retry_after":"2s"}; GET /_stats returns the [Stats] as JSON
-// and POST /_reset resets the server. The command cmd/idem-fakeserver runs
-// the same server as a process.
+// [TruncatedBody], [Decline], [Reject409], [Preempt]. A test in another
+// process (or language) can script faults over HTTP: POST /_faults with a
+// JSON fault such as {"kind":"503","retry_after":"2s"}; GET /_stats returns
+// the [Stats] as JSON, GET /_key?key=K&scope=S the [KeyStats] of one key,
+// GET /_behavior the [Behavior], and POST /_reset resets the server. The
+// command cmd/idem-fakeserver runs the same server as a process.
 package idemtest

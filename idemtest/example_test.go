@@ -244,5 +244,55 @@ func Example_controlOverHTTP() {
 	// Output:
 	// inject: 204
 	// submit: 503 Retry-After: 2
-	// {"requests":1,"submits":1,"queries":0,"side_effects":0,"keys":0,"max_effects_per_key":0,"replays":0,"conflicts":0}
+	// {"requests":1,"submits":1,"queries":0,"side_effects":0,"keys":0,"max_effects_per_key":0,"replays":0,"conflicts":0,"foreign_effects":0,"max_submits_after_final":0}
+}
+
+// Servers differ in what they store for a key. Under StoredErrors the
+// handler's 500 is the key's answer for its whole life: resending the key
+// cannot change it.
+func ExampleWithBehavior() {
+	srv, err := idemtest.NewServer(idemtest.WithBehavior(idemtest.StoredErrors()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	if err := srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
+	fmt.Printf("%s: %+v\n", srv.Behavior(), srv.KeyStats("", "order-42"))
+	// Output:
+	// 500  {"error":"internal server error"}
+	// 500 true {"error":"internal server error"}
+	// 500 true {"error":"internal server error"}
+	// stored-errors: {Effects:0 ForeignEffects:0 SubmitsAfterFinal:2 Conflicts:0}
+}
+
+// Someone else used the key first. While their request processes, ours
+// gets 409; then, under NoBodyCompare, their order, marked replayed: a
+// client must not take it for its own.
+func ExampleServer_Preempt() {
+	clock := idemtest.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	srv, err := idemtest.NewServer(idemtest.WithBehavior(idemtest.NoBodyCompare()), idemtest.WithClock(clock.Now))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	if err := srv.Preempt("", "order-42", 10*time.Second); err != nil {
+		fmt.Println(err)
+		return
+	}
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
+	clock.Advance(10 * time.Second)
+	post(srv.Client(), srv.URL+"/orders", "order-42", `{"amount":1000}`)
+	fmt.Printf("%+v\n", srv.KeyStats("", "order-42"))
+	// Output:
+	// 409  {"error":"request with this key is in progress"}
+	// 201 true {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
+	// {Effects:0 ForeignEffects:1 SubmitsAfterFinal:1 Conflicts:0}
 }

@@ -28,8 +28,9 @@ func WithScopeHeader(name string) Option {
 }
 
 // WithRetention sets how long the server remembers a key, measured from its
-// first commit with the server's clock (default 24h). After it, the same key
-// executes again.
+// first commit with the server's clock (default: the behaviour's window,
+// else 24h). After it, the same key executes again. [NewServer] returns an
+// error if it differs from the window of the [Behavior] given.
 func WithRetention(d time.Duration) Option {
 	return optionFunc(func(cfg *fakeserver.Config) { cfg.Retention = d })
 }
@@ -57,4 +58,12 @@ func WithProfile(p Profile) Option {
 // with a new key gets 503 {"error":"key store full"}.
 func WithMaxKeys(n int) Option {
 	return optionFunc(func(cfg *fakeserver.Config) { cfg.MaxKeys = n })
+}
+
+// WithBehavior sets how the server answers a key it has seen, for its whole
+// life: one of the presets ([IETFDraft], the default; [StoredErrors],
+// [NoBodyCompare], [Conflict417], [ShortWindow]) or a [Behavior] of one's
+// own. [NewServer] returns an error if b is invalid.
+func WithBehavior(b Behavior) Option {
+	return optionFunc(func(cfg *fakeserver.Config) { cfg.Behavior = b })
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"time"
 
 	"github.com/idemkit/idem/internal/fakeserver"
 )
@@ -108,6 +109,28 @@ func (s *Server) Stats() Stats { return s.srv.Stats() }
 // Effects returns the side effects performed for key in scope (the value of
 // the scope header, "" if none), across expiries.
 func (s *Server) Effects(scope, key string) int { return s.srv.Effects(scope, key) }
+
+// KeyStats returns the counters of key in scope, across expiries: its side
+// effects, someone else's (see Preempt) and the submits that arrived once
+// its answer could no longer change.
+func (s *Server) KeyStats(scope, key string) KeyStats { return s.srv.KeyStats(scope, key) }
+
+// Preempt makes someone else use key in scope first: a request with the
+// key and a body of its own executes now, and is processing for hold (by
+// the server's clock). Meanwhile requests with the key get 409; after it,
+// a different request gets 422 (the behaviour's conflict status), or under
+// NoBodyCompare a silent replay of the other request's 201. Its side
+// effect counts in KeyStats.ForeignEffects, not in Effects. It returns an
+// error if hold is negative or the key is already in use.
+func (s *Server) Preempt(scope, key string, hold time.Duration) error {
+	if err := s.srv.Preempt(scope, key, hold); err != nil {
+		return rewrap("Preempt", err)
+	}
+	return nil
+}
+
+// Behavior returns the server's behaviour, as given to NewServer.
+func (s *Server) Behavior() Behavior { return s.srv.Behavior() }
 
 // Requests returns a copy of the log of requests received, in arrival order
 // (the last 100,000; requests to /_ endpoints are not logged).

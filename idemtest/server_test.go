@@ -111,6 +111,7 @@ func TestFaultKindsReexported(t *testing.T) {
 		idemtest.DropAfterCommit, idemtest.DelayResponse, idemtest.ErrorAfterCommit,
 		idemtest.ErrorBeforeCommit, idemtest.Throttle, idemtest.Unavailable, idemtest.QueryLag,
 		idemtest.SlowProcessing, idemtest.GarbageBody, idemtest.TruncatedBody, idemtest.Decline,
+		idemtest.Reject409, idemtest.Preempt,
 	}
 	require.ElementsMatch(t, kinds, idemtest.FaultKinds())
 }
@@ -226,7 +227,7 @@ func TestInjectInvalidFaultIsAnErrorAndScriptsNothing(t *testing.T) {
 		fault idemtest.Fault
 		want  string
 	}{
-		{"unknown kind", idemtest.Fault{Kind: "x"}, `idemtest: Inject: unknown fault kind "x" (want one of: drop-after-commit, delay, 500-after-commit, 500-before-commit, 429, 503, query-lag, slow-processing, garbage-body, truncated-body, decline)`},
+		{"unknown kind", idemtest.Fault{Kind: "x"}, `idemtest: Inject: unknown fault kind "x" (want one of: drop-after-commit, delay, 500-after-commit, 500-before-commit, 429, 503, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt)`},
 		{"negative count", idemtest.Fault{Kind: idemtest.Unavailable, Count: -2}, "idemtest: Inject: fault 503: count -2 is negative (want 0 for one request, or the number of requests to fault)"},
 		{"negative delay", idemtest.Fault{Kind: idemtest.DelayResponse, Delay: -time.Millisecond}, "idemtest: Inject: fault delay: delay -1ms is negative (want 0 or a positive duration)"},
 		{"negative retry-after", idemtest.Fault{Kind: idemtest.Throttle, RetryAfter: -time.Second}, "idemtest: Inject: fault 429: retry-after -1s is negative (want 0 or a positive duration)"},
@@ -274,4 +275,30 @@ func TestSetProfileInvalidIsAnErrorAndKeepsTheProfile(t *testing.T) {
 	// The profile of NewServer still applies.
 	status, _, _ := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, "{}")
 	require.Equal(t, http.StatusPaymentRequired, status)
+}
+
+// TestBehaviorPresetsReexported: every preset of the server is reachable
+// by name and by its function, and an invalid behaviour is refused with
+// the package's prefix.
+func TestBehaviorPresetsReexported(t *testing.T) {
+	funcs := []func() idemtest.Behavior{
+		idemtest.IETFDraft, idemtest.StoredErrors, idemtest.NoBodyCompare, idemtest.Conflict417, idemtest.ShortWindow,
+	}
+	presets := idemtest.Behaviors()
+	require.Len(t, presets, len(funcs))
+	for i, b := range presets {
+		require.Equal(t, funcs[i](), b)
+		got, err := idemtest.BehaviorNamed(b.Name)
+		require.NoError(t, err)
+		require.Equal(t, b, got)
+	}
+	_, err := idemtest.BehaviorNamed("nope")
+	require.ErrorContains(t, err, `idemtest: unknown behavior "nope" (want one of: ietf-draft,`)
+	_, err = idemtest.NewServer(idemtest.WithBehavior(idemtest.ShortWindow()), idemtest.WithRetention(time.Hour))
+	require.EqualError(t, err, "idemtest: NewServer: retention 1h0m0s and behavior short-window's retention 30m0s differ (set one of them)")
+	srv, err := idemtest.NewServer(idemtest.WithBehavior(idemtest.Conflict417()))
+	require.NoError(t, err)
+	defer srv.Close()
+	require.Equal(t, "conflict-417", srv.Behavior().Name)
+	require.EqualError(t, srv.Preempt("", "k", -time.Second), "idemtest: Preempt: hold -1s is negative (want 0 or a positive duration)")
 }

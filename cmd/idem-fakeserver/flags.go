@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -18,13 +19,19 @@ type options struct {
 	addr        string
 	allowRemote bool
 	cfg         fakeserver.Config
+	// behavior is the -behavior preset's name; the knob flags modify it.
+	behavior string
 }
 
-// generalFlags lists the flags other than fault rates, in usage order.
+// generalFlags lists the flags other than fault rates and behaviours, in
+// usage order.
 var generalFlags = []string{
 	"addr", "allow-remote", "key-header", "scope-header", "retention", "max-keys", "max-body",
 	"seed", "delay", "retry-after", "http-date",
 }
+
+// behaviorFlags lists the flags of the server's behaviour, in usage order.
+var behaviorFlags = []string{"behavior", "store-errors", "no-body-compare", "conflict-status"}
 
 // rateFlag returns the name of the rate flag of kind: the kind itself, except
 // "delay", which names the duration flag, so its rate is -delay-response.
@@ -58,13 +65,17 @@ func newFlagSet(opts *options, rates map[fakeserver.FaultKind]*rate) *flag.FlagS
 	fs.BoolVar(&opts.allowRemote, "allow-remote", false, "allow an -addr that is not a loopback address")
 	fs.StringVar(&cfg.KeyHeader, "key-header", fakeserver.DefaultKeyHeader, "idempotency key `header`")
 	fs.StringVar(&cfg.ScopeHeader, "scope-header", fakeserver.DefaultScopeHeader, "`header` whose value scopes keys (the caller)")
-	fs.DurationVar(&cfg.Retention, "retention", fakeserver.DefaultRetention, "key retention window; after it a key executes again")
+	fs.DurationVar(&cfg.Retention, "retention", 0, "key retention window; after it a key executes again (default: the behavior's, else 24h)")
 	fs.IntVar(&cfg.MaxKeys, "max-keys", fakeserver.DefaultMaxKeys, "keys stored at most; when full, new keys get 503")
 	fs.Int64Var(&cfg.MaxBody, "max-body", fakeserver.DefaultMaxBody, "largest request body in `bytes`; larger get 413")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the random faults: the same seed gives the same faults")
 	fs.DurationVar(&cfg.Profile.Delay, "delay", 2*time.Second, "duration of the delay, query-lag and slow-processing faults")
 	fs.DurationVar(&cfg.Profile.RetryAfter, "retry-after", time.Second, "Retry-After of 429, 503 and the 409 of slow processing")
 	fs.BoolVar(&cfg.Profile.HTTPDate, "http-date", false, "send Retry-After as an HTTP-date instead of seconds")
+	fs.StringVar(&opts.behavior, "behavior", fakeserver.IETFDraft().Name, "how the server answers a key it has seen: `name` of a preset (see below)")
+	fs.BoolVar(&cfg.Behavior.StoreErrors, "store-errors", false, "store the handler's 500 and 503 as the key's answer and replay them")
+	fs.BoolVar(&cfg.Behavior.NoBodyCompare, "no-body-compare", false, "replay a used key's answer to any request with it, whatever the body")
+	fs.IntVar(&cfg.Behavior.ConflictStatus, "conflict-status", http.StatusUnprocessableEntity, "`status` for a used key with another request")
 	for _, k := range fakeserver.FaultKinds() {
 		r := new(rate)
 		rates[k] = r
@@ -85,11 +96,16 @@ func parseFlags(args []string) (options, error) {
 	if fs.NArg() > 0 {
 		return options{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := opts.resolveBehavior(set); err != nil {
+		return options{}, err
+	}
 	if err := checkAddr(opts.addr, opts.allowRemote); err != nil {
 		return options{}, err
 	}
 	switch {
-	case opts.cfg.Retention <= 0:
+	case set["retention"] && opts.cfg.Retention <= 0:
 		return options{}, fmt.Errorf("-retention %v: want a positive duration", opts.cfg.Retention)
 	case opts.cfg.MaxKeys <= 0:
 		return options{}, fmt.Errorf("-max-keys %d: want a positive number", opts.cfg.MaxKeys)
@@ -118,6 +134,36 @@ func parseFlags(args []string) (options, error) {
 		return options{}, fmt.Errorf("fault rates sum to %g; want at most 1 (one fault per request)", sum)
 	}
 	return opts, nil
+}
+
+// resolveBehavior turns the -behavior preset and the knob flags the
+// command line set into the server's behaviour.
+func (opts *options) resolveBehavior(set map[string]bool) error {
+	b, err := fakeserver.BehaviorNamed(opts.behavior)
+	if err != nil {
+		return fmt.Errorf("-behavior: %w", err)
+	}
+	knobs := opts.cfg.Behavior
+	changed := false
+	if set["store-errors"] && knobs.StoreErrors != b.StoreErrors {
+		b.StoreErrors, changed = knobs.StoreErrors, true
+	}
+	if set["no-body-compare"] && knobs.NoBodyCompare != b.NoBodyCompare {
+		b.NoBodyCompare, changed = knobs.NoBodyCompare, true
+	}
+	current := b.ConflictStatus
+	if current == 0 {
+		current = http.StatusUnprocessableEntity
+	}
+	if set["conflict-status"] && knobs.ConflictStatus != current {
+		b.ConflictStatus, changed = knobs.ConflictStatus, true
+	}
+	if changed {
+		// No longer the preset: named by its knobs.
+		b.Name = ""
+	}
+	opts.cfg.Behavior = b
+	return nil
 }
 
 // checkAddr refuses an address that is not loopback unless allowRemote.
@@ -150,6 +196,8 @@ HTTP:
   POST|PUT|PATCH|DELETE /any/path  submit; needs the key header (bare or "quoted")
   GET  /operations/{key}           state of an operation; 404 if unknown
   GET  /_stats                     counters as JSON
+  GET  /_key?key=K&scope=S         counters of one key as JSON
+  GET  /_behavior                  the server's behavior as JSON
   POST /_faults                    script a fault, e.g. {"kind":"503","count":2,"key":"k",
                                    "query":false,"delay":"2s","retry_after":"1s","http_date":false}
   POST /_reset                     forget keys, counters, log and faults
@@ -158,6 +206,17 @@ Flags:
 `)
 	for _, name := range generalFlags {
 		printFlag(w, fs.Lookup(name))
+	}
+	fmt.Fprint(w, `
+Behavior: how the server answers a key it has seen. -behavior picks a preset;
+-store-errors, -no-body-compare and -conflict-status change it. GET /_behavior
+shows the result under the same names.
+`)
+	for _, name := range behaviorFlags {
+		printFlag(w, fs.Lookup(name))
+	}
+	for _, b := range fakeserver.Behaviors() {
+		fmt.Fprintf(w, "    %-24s %s\n", b.Name, b.Description())
 	}
 	fmt.Fprint(w, `
 Faults: each flag is the probability (0..1) that a submit gets that fault;
@@ -178,7 +237,7 @@ func printFlag(w io.Writer, f *flag.Flag) {
 	if arg != "" {
 		line += " " + arg
 	}
-	if def := f.DefValue; def != "" && def != "0" && def != "false" {
+	if def := f.DefValue; def != "" && def != "0" && def != "0s" && def != "false" {
 		usage += " (default " + def + ")"
 	}
 	fmt.Fprintf(w, "%-28s %s\n", line, strings.TrimSpace(usage))

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,12 @@ func TestHelpListsEveryFault(t *testing.T) {
 		require.Contains(t, help, "-"+rateFlag(k)+" rate", "flag of %s", k)
 		require.Contains(t, help, k.Description(), "meaning of %s", k)
 	}
-	for _, name := range generalFlags {
+	for _, name := range append(generalFlags, behaviorFlags...) {
 		require.Contains(t, help, "-"+name, "flag %s", name)
+	}
+	for _, b := range fakeserver.Behaviors() {
+		require.Contains(t, help, b.Name+" ", "preset %s", b.Name)
+		require.Contains(t, help, b.Description(), "meaning of %s", b.Name)
 	}
 }
 
@@ -45,6 +50,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-addr", "localhost"}, `-addr "localhost": address localhost: missing port in address`},
 		{[]string{"-503", "0.6", "-500-before-commit", "0.6"}, "fault rates sum to 1.2; want at most 1"},
 		{[]string{"-retention", "0s"}, "-retention 0s: want a positive duration"},
+		{[]string{"-behavior", "stripe"}, `-behavior: unknown behavior "stripe" (want one of: ietf-draft, stored-errors, no-body-compare, conflict-417, short-window)`},
+		{[]string{"-conflict-status", "200"}, "behavior conflict-200: conflict status 200 is not a 4xx"},
+		{[]string{"-behavior", "short-window", "-retention", "1h"}, "retention 1h0m0s and behavior short-window's retention 30m0s differ (set one of them)"},
 		{[]string{"-max-keys", "0"}, "-max-keys 0: want a positive number"},
 		{[]string{"serve"}, `unexpected argument "serve"`},
 		{[]string{"-key-header", "Request Id"}, `key header "Request Id" is not a valid header name (want a token such as Idempotency-Key, with no spaces, colons or other separators) (see -h)`},
@@ -76,7 +84,7 @@ func TestParseFlags(t *testing.T) {
 	require.True(t, opts.allowRemote)
 	require.Equal(t, fakeserver.Config{
 		KeyHeader: "X-Request-Id", ScopeHeader: "X-Account", Retention: time.Hour,
-		MaxKeys: 10, MaxBody: 100, Seed: 7,
+		MaxKeys: 10, MaxBody: 100, Seed: 7, Behavior: fakeserver.IETFDraft(),
 		Profile: fakeserver.Profile{
 			Rates: map[fakeserver.FaultKind]float64{
 				fakeserver.DropAfterCommit: 0.05, fakeserver.DelayResponse: 0.1, fakeserver.Unavailable: 0.2,
@@ -89,6 +97,8 @@ func TestParseFlags(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "127.0.0.1:0", opts.addr)
 	require.Nil(t, opts.cfg.Profile.Rates)
+	require.Equal(t, fakeserver.IETFDraft(), opts.cfg.Behavior)
+	require.Zero(t, opts.cfg.Retention, "the behaviour's window")
 
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0", "localhost:0", "127.0.0.2:80"} {
 		_, err := parseFlags([]string{"-addr", addr})
@@ -167,4 +177,37 @@ func TestRunListenError(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Empty(t, stdout.String())
 	require.Contains(t, stderr.String(), "idem-fakeserver: listen tcp")
+}
+
+// TestBehaviorFlags: -behavior picks a preset by the name GET /_behavior
+// reports; a knob flag that changes the preset leaves a behaviour named by
+// its knobs; one that repeats it changes nothing.
+func TestBehaviorFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want fakeserver.Behavior
+	}{
+		{[]string{"-behavior", "stored-errors"}, fakeserver.StoredErrors()},
+		{[]string{"-behavior", "short-window"}, fakeserver.ShortWindow()},
+		{[]string{"-behavior", "conflict-417", "-conflict-status", "417"}, fakeserver.Conflict417()},
+		{[]string{"-behavior", "no-body-compare", "-no-body-compare"}, fakeserver.NoBodyCompare()},
+		{[]string{"-store-errors"}, fakeserver.Behavior{StoreErrors: true}},
+		{[]string{"-behavior", "stored-errors", "-no-body-compare", "-conflict-status", "409"},
+			fakeserver.Behavior{StoreErrors: true, NoBodyCompare: true, ConflictStatus: 409}},
+		{[]string{"-behavior", "stored-errors", "-store-errors=false"}, fakeserver.Behavior{}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			opts, err := parseFlags(tt.args)
+			require.NoError(t, err)
+			require.Equal(t, tt.want, opts.cfg.Behavior)
+			srv, err := fakeserver.New(opts.cfg)
+			require.NoError(t, err)
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/_behavior", nil))
+			var got map[string]any
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+			require.Equal(t, tt.want.String(), got["name"])
+		})
+	}
 }

@@ -14,35 +14,67 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// Scenario is one row of the fault matrix: a fake-server fault profile.
+// Scenario is one row of the fault matrix: a server behaviour and a fault
+// profile.
 type Scenario struct {
-	Name    string
-	Profile idemtest.Profile
+	Name     string // the fault's name, "none" or "mixed"
+	Behavior idemtest.Behavior
+	Profile  idemtest.Profile
+	// RestartAfter is how long the client stays down, by the shared
+	// clock, between the faulty run and the restart that resumes.
+	RestartAfter time.Duration
+	// ClientOptions are added to the client's options (a test's
+	// classifier, say).
+	ClientOptions []idem.Option
+	// ForegroundOptions are added to the options of the first process
+	// only, the one that submits under the faults.
+	ForegroundOptions []idem.Option
 }
 
 // MatrixRate is how often a fault strikes in the single-fault rows: every
 // other submit.
 const MatrixRate = 0.5
 
+// MaxSubmitsAfterFinal bounds, per key, the submits a server may see once
+// its answer for the key can no longer change (a lost response is resent
+// once or twice; a client that resends a stored answer in a loop is not
+// correct).
+const MaxSubmitsAfterFinal = 3
+
 // The matrix's timings. The client and the server share a manual clock, so
 // backoff, Retry-After, query lag and slow processing cost no real time; only
 // the attempt timeout and the delay fault run on the wall clock.
 const (
-	matrixDelay          = 2 * time.Second        // query lag, slow processing (manual clock); delay fault (wall clock)
+	matrixDelay          = 2 * time.Second        // query lag, slow processing, preempt (manual clock); delay fault (wall clock)
 	matrixRetryAfter     = 2 * time.Second        // 429, 503 and the 409 of slow processing
 	matrixAttemptTimeout = 200 * time.Millisecond // wall clock: cuts the delay fault short
 )
 
-// Scenarios returns the fault matrix: no fault, each fault of the fake
-// server alone at MatrixRate, and a mixed profile with every fault at once.
-func Scenarios() []Scenario {
-	sc := []Scenario{{Name: "none"}}
+// Scenarios returns the fault matrix of one server behaviour: no fault,
+// each fault of the fake server alone at MatrixRate, a mixed profile with
+// every fault at once, and drop-then-restart: responses lost after the
+// commit, and a first process that gives up after one attempt, so that the
+// restarted process finds them open. Under a behaviour with a key window of
+// its own (short-window), the client restarts twice that window later, as a
+// process that was down for a while.
+func Scenarios(b idemtest.Behavior) []Scenario {
+	var restart time.Duration
+	if b.Retention != 0 {
+		restart = 2 * b.Retention
+	}
+	row := func(name string, p idemtest.Profile) Scenario {
+		return Scenario{Name: name, Behavior: b, Profile: p, RestartAfter: restart}
+	}
+	sc := []Scenario{row("none", idemtest.Profile{})}
 	mixed := map[idemtest.FaultKind]float64{}
 	for _, k := range idemtest.FaultKinds() {
-		sc = append(sc, Scenario{Name: string(k), Profile: profile(map[idemtest.FaultKind]float64{k: MatrixRate})})
+		sc = append(sc, row(string(k), profile(map[idemtest.FaultKind]float64{k: MatrixRate})))
 		mixed[k] = 0.05
 	}
-	return append(sc, Scenario{Name: "mixed", Profile: profile(mixed)})
+	sc = append(sc, row("mixed", profile(mixed)))
+	handOff := row("drop-then-restart", profile(map[idemtest.FaultKind]float64{idemtest.DropAfterCommit: MatrixRate}))
+	handOff.ForegroundOptions = []idem.Option{idem.WithMaxAttempts(1)}
+	return append(sc, handOff)
 }
 
 func profile(rates map[idemtest.FaultKind]float64) idemtest.Profile {
@@ -53,6 +85,7 @@ func profile(rates map[idemtest.FaultKind]float64) idemtest.Profile {
 // foreground calls and one Resume with the faults off.
 type Row struct {
 	Scenario  string
+	Behavior  string
 	Ops       int
 	HandedOff int // not settled when Submit returned (unknown or processing)
 	Succeeded int
@@ -69,6 +102,16 @@ type Row struct {
 	// WronglyFailed counts operations marked failed although the server
 	// performed them.
 	WronglyFailed int
+	// WronglySucceeded counts operations marked succeeded without exactly
+	// one side effect of their own (someone else's order taken for ours).
+	WronglySucceeded int
+	// Preempted counts the keys someone else used first (the preempt
+	// fault).
+	Preempted int
+	// MaxAfterFinal is the most submits one key got once the server's
+	// answer for it was final; above MaxSubmitsAfterFinal it is a broken
+	// promise.
+	MaxAfterFinal int
 	// Problems lists every broken promise found, one line each; empty when
 	// all held.
 	Problems []string
@@ -83,14 +126,15 @@ var epoch = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // operation against the server's side-effect counters and request log.
 func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir string) (Row, error) {
 	start := time.Now()
-	row := Row{Scenario: sc.Name, Ops: ops}
+	row := Row{Scenario: sc.Name, Behavior: sc.Behavior.String(), Ops: ops}
 	clk := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clk.Now), idemtest.WithSeed(seed), idemtest.WithProfile(sc.Profile))
+	srv, err := idemtest.NewServer(idemtest.WithClock(clk.Now), idemtest.WithSeed(seed),
+		idemtest.WithProfile(sc.Profile), idemtest.WithBehavior(sc.Behavior))
 	if err != nil {
 		return row, fmt.Errorf("%s: %w", sc.Name, err)
 	}
 	defer srv.Close()
-	path := filepath.Join(dir, strings.ReplaceAll(sc.Name, "/", "_")+".journal")
+	path := filepath.Join(dir, strings.ReplaceAll(row.Behavior+"-"+sc.Name, "/", "_")+".journal")
 	opts := []idem.Option{
 		idem.WithHTTPClient(srv.Client()),
 		idem.WithClock(clk),
@@ -101,8 +145,9 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 			return nil
 		}),
 	}
+	opts = append(opts, sc.ClientOptions...)
 
-	c, err := idem.Open(path, opts...)
+	c, err := idem.Open(path, append(opts[:len(opts):len(opts)], sc.ForegroundOptions...)...)
 	if err != nil {
 		return row, err
 	}
@@ -128,6 +173,7 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 	if err := srv.SetProfile(idemtest.Profile{}); err != nil {
 		return row, fmt.Errorf("%s: %w", sc.Name, err)
 	}
+	clk.Advance(sc.RestartAfter)
 	if c, err = idem.Open(path, opts...); err != nil {
 		return row, err
 	}
@@ -159,8 +205,18 @@ func (row *Row) check(ctx context.Context, path string, srv *idemtest.Server) er
 	}
 	for i := range row.Ops {
 		key := Key(i)
-		effects := srv.Effects(Credential, key)
+		ks := srv.KeyStats(Credential, key)
+		effects := ks.Effects
 		row.Duplicates += max(0, effects-1)
+		row.MaxAfterFinal = max(row.MaxAfterFinal, ks.SubmitsAfterFinal)
+		if ks.SubmitsAfterFinal > MaxSubmitsAfterFinal {
+			problem("%s: %d submits after the server's answer was final (at most %d)", key, ks.SubmitsAfterFinal, MaxSubmitsAfterFinal)
+		}
+		if ks.ForeignEffects > 0 {
+			row.Preempted++
+		} else if ks.Conflicts > 0 {
+			problem("%s: the server answered %d time(s) that the key was used with another request, and no one else used it", key, ks.Conflicts)
+		}
 		rec, err := store.Get(ctx, idem.DefaultScope, key)
 		if errors.Is(err, journal.ErrNotFound) {
 			row.Lost++
@@ -177,7 +233,8 @@ func (row *Row) check(ctx context.Context, path string, srv *idemtest.Server) er
 		case rec.State == journal.StateSucceeded:
 			row.Succeeded++
 			if effects != 1 {
-				problem("%s: succeeded with %d side effects", key, effects)
+				row.WronglySucceeded++
+				problem("%s: succeeded with %d side effects of its own (%d of someone else's); attempts %s", key, effects, ks.ForeignEffects, DescribeAttempts(rec.Attempts))
 			}
 		case rec.State == journal.StateFailed:
 			row.Failed++
@@ -220,21 +277,37 @@ func (row *Row) check(ctx context.Context, path string, srv *idemtest.Server) er
 	if st.MaxEffectsPerKey > 1 {
 		problem("max_effects_per_key = %d", st.MaxEffectsPerKey)
 	}
-	if st.Conflicts != 0 {
-		problem("the server answered 422 (key reused with another body) %d time(s)", st.Conflicts)
-	}
 	return nil
 }
 
 // Markdown renders rows as a Markdown table.
 func Markdown(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| fault | ops | handed off | succeeded | failed | unknown | review | attempts | queries | duplicates | lost | wrongly failed |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| fault | ops | handed off | succeeded | failed | unknown | review | attempts | queries | preempted | max after final | duplicates | lost | wrongly failed | wrongly succeeded |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n",
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n",
 			r.Scenario, r.Ops, r.HandedOff, r.Succeeded, r.Failed, r.Unknown, r.Review,
-			r.Attempts, r.Queries, r.Duplicates, r.Lost, r.WronglyFailed)
+			r.Attempts, r.Queries, r.Preempted, r.MaxAfterFinal, r.Duplicates, r.Lost, r.WronglyFailed, r.WronglySucceeded)
 	}
 	return b.String()
+}
+
+// DescribeAttempts renders a record's attempts compactly, for a problem's
+// message: "submit:409:wrote:refused query:200:wrote".
+func DescribeAttempts(attempts []journal.Attempt) string {
+	parts := make([]string, len(attempts))
+	for i, a := range attempts {
+		p := fmt.Sprintf("%s:%d", a.Kind, a.Status)
+		for _, flag := range []struct {
+			on   bool
+			name string
+		}{{!a.Done, "no-outcome"}, {a.Wrote, "wrote"}, {a.Replayed, "replayed"}, {a.Refused, "refused"}} {
+			if flag.on {
+				p += ":" + flag.name
+			}
+		}
+		parts[i] = p
+	}
+	return strings.Join(parts, " ")
 }

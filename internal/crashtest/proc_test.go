@@ -97,6 +97,19 @@ func (s *serverProc) stats(t testing.TB) fakeserver.Stats {
 	return st
 }
 
+// keyStats returns the server's counters of key in the workload's scope.
+func (s *serverProc) keyStats(t testing.TB, key string) fakeserver.KeyStats {
+	t.Helper()
+	q := url.Values{"key": {key}, "scope": {crashtest.Credential}}
+	resp, err := s.hc.Get(s.URL + "/_key?" + q.Encode())
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "GET /_key")
+	var ks fakeserver.KeyStats
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&ks))
+	return ks
+}
+
 func (s *serverProc) inject(t testing.TB, f fakeserver.Fault) {
 	t.Helper()
 	body, err := json.Marshal(f)
@@ -150,6 +163,9 @@ const (
 	envResubmit = "IDEM_CRASHTEST_RESUBMIT"
 	envPoint    = "IDEM_CRASHTEST_POINT" // point: where to crash
 	envKey      = "IDEM_CRASHTEST_KEY"   // point: the operation
+	// envKeyWindow is the key window the client is told (a Go duration);
+	// unset leaves the client's default.
+	envKeyWindow = "IDEM_CRASHTEST_KEY_WINDOW"
 )
 
 // child is a running child process: this test binary running

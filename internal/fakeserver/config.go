@@ -29,7 +29,8 @@ const (
 // Config configures a [Server]. The zero value is ready to use: every zero
 // field takes its default. [New] returns an error for an invalid field: a
 // header name that is not an RFC 9110 token, a negative Retention, MaxKeys
-// or MaxBody, or an invalid Profile.
+// or MaxBody, an invalid Profile or Behavior, or a Retention that differs
+// from the Behavior's.
 type Config struct {
 	// KeyHeader names the idempotency key header (default
 	// "Idempotency-Key"); error messages spell it as given here.
@@ -43,8 +44,9 @@ type Config struct {
 	ScopeHeader string
 
 	// Retention is the key window, measured from the first commit with the
-	// server's clock (default 24h). After it the key is forgotten and the
-	// same key executes again, with a new side effect, as on real servers.
+	// server's clock (default: Behavior.Retention, else 24h). After it the
+	// key is forgotten and the same key executes again, with a new side
+	// effect, as on real servers.
 	Retention time.Duration
 
 	// MaxKeys caps the keys stored (default 100_000). When full, requests
@@ -67,6 +69,10 @@ type Config struct {
 	// Profile sets probabilistic faults for soak runs; the zero value has
 	// none. New returns an error if it is invalid (see [Profile]).
 	Profile Profile
+
+	// Behavior is how the server answers a key it has seen (see
+	// [Behavior]); the zero value is the IETF draft.
+	Behavior Behavior
 }
 
 // validate returns why cfg cannot configure a server, or nil. Zero fields are
@@ -91,6 +97,12 @@ func (cfg Config) validate() error {
 	if err := cfg.Profile.validate(); err != nil {
 		return fmt.Errorf("profile: %w", err)
 	}
+	if err := cfg.Behavior.validate(); err != nil {
+		return fmt.Errorf("behavior %s: %w", cfg.Behavior, err)
+	}
+	if b := cfg.Behavior.Retention; b != 0 && cfg.Retention != 0 && b != cfg.Retention {
+		return fmt.Errorf("retention %v and behavior %s's retention %v differ (set one of them)", cfg.Retention, cfg.Behavior, b)
+	}
 	return nil
 }
 
@@ -101,6 +113,9 @@ func (cfg Config) withDefaults() Config {
 	}
 	if cfg.ScopeHeader == "" {
 		cfg.ScopeHeader = DefaultScopeHeader
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = cfg.Behavior.Retention
 	}
 	if cfg.Retention <= 0 {
 		cfg.Retention = DefaultRetention

@@ -29,7 +29,7 @@
 //     body bytes): the stored status and body, with the header
 //     "Idempotent-Replayed: true", and no side effect.
 //   - the same key and a different request: 422 {"error":"idempotency key
-//     reused with a different request"}.
+//     reused with a different request"} (the status is the behaviour's).
 //   - the same key while the first request is still executing (or, with the
 //     [SlowProcessing] fault, still processing): 409 with Retry-After and
 //     {"error":"request with this key is in progress"}.
@@ -41,11 +41,26 @@
 // "…","key":"…"} with "reason" when failed, or 404 {"error":"not found"}.
 //
 // Control endpoints, which are neither counted nor logged: GET /_stats
-// answers [Stats] as JSON; POST /_faults with a [Fault] as JSON injects it
-// (204); POST /_reset resets the server (204).
+// answers [Stats] as JSON; GET /_key?key=K&scope=S the [KeyStats] of one
+// key; GET /_behavior the [Behavior], defaults filled in; POST /_faults
+// with a [Fault] as JSON injects it (204); POST /_reset resets the server
+// (204).
 //
 // Every JSON response has Content-Type application/json and every error body
 // is {"error":"…"}.
+//
+// # Behaviours
+//
+// Real Idempotency-Key middlewares answer differently from the above, which
+// is the IETF draft. [Config.Behavior] selects how the server answers; the
+// presets ([Behaviors]) model the shapes met in practice: stored server
+// errors replayed with the replay header ([StoredErrors]), no request
+// comparison, so a used key silently replays its first answer
+// ([NoBodyCompare]), another status for a changed request ([Conflict417]),
+// a 30-minute key window ([ShortWindow]). [Server.Preempt] and the
+// [Preempt] fault make someone else use a key first; [KeyStats] counts, per
+// key, the side effects of requests received and of someone else's, and
+// the submits that arrived once the key's answer could no longer change.
 //
 // # Faults
 //

@@ -19,10 +19,13 @@ type FaultKind string
 //
 // Submit faults match as follows: [ErrorBeforeCommit], [Throttle] and
 // [Unavailable] match any submit with a valid key and replace its
-// processing; [Decline], [SlowProcessing] and [QueryLag] shape a commit, so
-// they match only a submit that executes (a new key); the other faults shape
-// a response, so they match a submit that executes or replays, not one that
-// gets 409, 422 or 503.
+// processing; [Decline], [Reject409], [SlowProcessing], [QueryLag] and
+// [Preempt] shape a commit, so they match only a submit that executes (a
+// new key); the other faults shape a response, so they match a submit that
+// executes or replays, not one that gets 409, 422 or 503. Under
+// [Behavior.StoreErrors], [ErrorAfterCommit], [ErrorBeforeCommit] and
+// [Unavailable] are the handler's answers: they match only a submit that
+// executes, and are stored as the key's answer.
 const (
 	// DropAfterCommit commits and performs the side effect, then hijacks
 	// and closes the connection with no response. As a query fault it
@@ -34,13 +37,18 @@ const (
 	// fault it delays the answer.
 	DelayResponse FaultKind = "delay"
 	// ErrorAfterCommit commits and performs the side effect, then answers
-	// 500. The 500 is not stored: a replay returns the stored result.
+	// 500. The 500 is not stored: a replay returns the stored result;
+	// under Behavior.StoreErrors, it is stored and replayed.
 	ErrorAfterCommit FaultKind = "500-after-commit"
-	// ErrorBeforeCommit answers 500 and records nothing.
+	// ErrorBeforeCommit answers 500 and records nothing; under
+	// Behavior.StoreErrors, it stores the 500 as the key's answer, with no
+	// side effect.
 	ErrorBeforeCommit FaultKind = "500-before-commit"
 	// Throttle answers 429 with Retry-After and records nothing.
 	Throttle FaultKind = "429"
-	// Unavailable answers 503 with Retry-After and records nothing.
+	// Unavailable answers 503 with Retry-After and records nothing; under
+	// Behavior.StoreErrors, it stores the 503 as the key's answer, with no
+	// side effect.
 	Unavailable FaultKind = "503"
 	// QueryLag commits normally, but GET /operations/{key} answers 404
 	// until Fault.Delay has passed since the commit (read-replica lag).
@@ -62,6 +70,20 @@ const (
 	// {"state":"failed","reason":"card declined",…}; replays and queries
 	// return failed.
 	Decline FaultKind = "decline"
+	// Reject409 is the handler refusing the order with 409 (it conflicts
+	// with the resource's state): it commits a failed result with no side
+	// effect; replays answer the stored 409, queries failed. Unlike the
+	// 409 of a request in flight, it is the key's final answer.
+	Reject409 FaultKind = "reject-409"
+	// Preempt makes someone else use the key first: just before this
+	// submit, another request with the same key and another body arrives
+	// and executes (a side effect counted in KeyStats.ForeignEffects, not
+	// Effects), processing for Fault.Delay. This submit, and repeats until
+	// then, get 409; after it, the answer to a used key with another
+	// request (422, the behaviour's conflict status, or under
+	// Behavior.NoBodyCompare a silent replay of the other request's 201).
+	// See also [Server.Preempt].
+	Preempt FaultKind = "preempt"
 )
 
 // faultKinds lists every kind in a fixed order, which is also the order in
@@ -69,7 +91,7 @@ const (
 var faultKinds = []FaultKind{
 	DropAfterCommit, DelayResponse, ErrorAfterCommit, ErrorBeforeCommit,
 	Throttle, Unavailable, QueryLag, SlowProcessing, GarbageBody,
-	TruncatedBody, Decline,
+	TruncatedBody, Decline, Reject409, Preempt,
 }
 
 // FaultKinds returns every fault kind, in a fixed order.
@@ -86,13 +108,13 @@ func (k FaultKind) Description() string {
 	case DelayResponse:
 		return "commit and side effect, then answer after the delay (repeats get 409 meanwhile)"
 	case ErrorAfterCommit:
-		return "commit and side effect, then answer 500 (a replay returns the stored result)"
+		return "commit and side effect, then answer 500 (a replay returns the stored result; stored-errors: the 500)"
 	case ErrorBeforeCommit:
-		return "answer 500; nothing recorded, no side effect"
+		return "answer 500; nothing recorded, no side effect (stored-errors: the 500 is stored)"
 	case Throttle:
 		return "answer 429 with Retry-After; nothing recorded"
 	case Unavailable:
-		return "answer 503 with Retry-After; nothing recorded"
+		return "answer 503 with Retry-After; nothing recorded (stored-errors: the 503 is stored)"
 	case QueryLag:
 		return "commit normally, but the result endpoint answers 404 for the delay after the commit"
 	case SlowProcessing:
@@ -103,6 +125,10 @@ func (k FaultKind) Description() string {
 		return "commit and side effect, then answer 201 with a truncated JSON body and close"
 	case Decline:
 		return "commit a failed result (402, card declined), no side effect"
+	case Reject409:
+		return "commit a failed result (409, conflicts with the resource's state), no side effect"
+	case Preempt:
+		return "someone else's request with the key and another body executes first, processing for the delay (409 meanwhile, then 422 or a silent replay)"
 	}
 	return ""
 }
@@ -117,7 +143,13 @@ func (k FaultKind) replacesProcessing() bool {
 
 // shapesCommit reports whether k changes what a new key commits.
 func (k FaultKind) shapesCommit() bool {
-	return k == Decline || k == SlowProcessing || k == QueryLag
+	return k == Decline || k == Reject409 || k == SlowProcessing || k == QueryLag || k == Preempt
+}
+
+// storedUnder reports whether, under b, k is the handler's answer, stored
+// as the key's answer.
+func (k FaultKind) storedUnder(b Behavior) bool {
+	return b.StoreErrors && (k == ErrorAfterCommit || k == ErrorBeforeCommit || k == Unavailable)
 }
 
 // queryable reports whether k can apply to a result query.
@@ -143,8 +175,8 @@ type Fault struct {
 	// instead of submits. Only 500-before-commit, 429, 503, delay,
 	// garbage-body, truncated-body and drop-after-commit apply to queries.
 	Query bool
-	// Delay is the duration of the delay, query-lag and slow-processing
-	// faults.
+	// Delay is the duration of the delay, query-lag, slow-processing and
+	// preempt faults.
 	Delay time.Duration
 	// RetryAfter is the Retry-After of 429, 503 and the 409 of slow
 	// processing, in whole seconds rounded up; 0 means 1s.
@@ -164,7 +196,7 @@ type Profile struct {
 	// sum to at most 1.
 	Rates map[FaultKind]float64
 	// Delay, RetryAfter and HTTPDate are as in [Fault]; Delay also serves
-	// query-lag and slow-processing.
+	// query-lag, slow-processing and preempt.
 	Delay      time.Duration
 	RetryAfter time.Duration
 	HTTPDate   bool

@@ -40,24 +40,24 @@ func TestStoreForgetsOldestRetiredCounts(t *testing.T) {
 	st := newStore(2)
 	t0 := time.Unix(0, 0)
 	for i, k := range []string{"a", "b", "c"} {
-		st.add(&entry{sk: scopeKey{"", k}, committedAt: t0.Add(time.Duration(i)), effects: 1})
+		st.add(&entry{sk: scopeKey{"", k}, committedAt: t0.Add(time.Duration(i)), counts: KeyStats{Effects: 1, SubmitsAfterFinal: 1}})
 	}
 	st.sweep(t0.Add(time.Hour), time.Minute)
 	require.Empty(t, st.entries)
 	require.Empty(t, st.order)
-	require.Equal(t, 0, st.effects(scopeKey{"", "a"}), "forgotten: beyond maxRetired")
-	require.Equal(t, 1, st.effects(scopeKey{"", "b"}))
-	require.Equal(t, 1, st.effects(scopeKey{"", "c"}))
+	require.Equal(t, 0, st.keyStats(scopeKey{"", "a"}).Effects, "forgotten: beyond maxRetired")
+	require.Equal(t, 1, st.keyStats(scopeKey{"", "b"}).Effects)
+	require.Equal(t, 1, st.keyStats(scopeKey{"", "c"}).Effects)
 
 	// A key that expires again adds to its count and becomes the newest.
-	st.add(&entry{sk: scopeKey{"", "b"}, committedAt: t0.Add(2 * time.Hour), effects: 1})
-	require.Equal(t, 2, st.effects(scopeKey{"", "b"}))
+	st.add(&entry{sk: scopeKey{"", "b"}, committedAt: t0.Add(2 * time.Hour), counts: KeyStats{Effects: 1, SubmitsAfterFinal: 1}})
+	require.Equal(t, 2, st.keyStats(scopeKey{"", "b"}).Effects)
 	st.sweep(t0.Add(3*time.Hour), time.Minute)
-	require.Equal(t, 2, st.effects(scopeKey{"", "b"}))
-	st.add(&entry{sk: scopeKey{"", "d"}, committedAt: t0.Add(3 * time.Hour), effects: 1})
+	require.Equal(t, 2, st.keyStats(scopeKey{"", "b"}).Effects)
+	st.add(&entry{sk: scopeKey{"", "d"}, committedAt: t0.Add(3 * time.Hour), counts: KeyStats{Effects: 1, SubmitsAfterFinal: 1}})
 	st.sweep(t0.Add(4*time.Hour), time.Minute)
-	require.Equal(t, 0, st.effects(scopeKey{"", "c"}))
-	require.Equal(t, 2, st.effects(scopeKey{"", "b"}))
+	require.Equal(t, 0, st.keyStats(scopeKey{"", "c"}).Effects)
+	require.Equal(t, 2, st.keyStats(scopeKey{"", "b"}).Effects)
 }
 
 func TestInjectRefusesTooManyPendingFaults(t *testing.T) {

@@ -169,7 +169,7 @@ func faultAnswer(f applied) answer {
 		a.retryAfter, a.httpDate = orOneSecond(f.retryAfter), f.httpDate
 		return a
 	}
-	return errorAnswer(http.StatusInternalServerError, "internal server error")
+	return errorAnswer(http.StatusInternalServerError, msgInternal)
 }
 
 func orOneSecond(d time.Duration) time.Duration {
@@ -191,7 +191,7 @@ func deliver(w http.ResponseWriter, r *http.Request, a answer, f applied, now fu
 	case DelayResponse:
 		wait(r.Context(), f.delay)
 	case ErrorAfterCommit:
-		a = errorAnswer(http.StatusInternalServerError, "internal server error")
+		a = errorAnswer(http.StatusInternalServerError, msgInternal)
 	case GarbageBody:
 		done(a.status)
 		if a.replayed {

@@ -29,7 +29,14 @@ type Stats struct {
 	// intent" held so far.
 	MaxEffectsPerKey int `json:"max_effects_per_key"`
 	Replays          int `json:"replays"`   // stored responses replayed
-	Conflicts        int `json:"conflicts"` // 422: key reused with a different request
+	Conflicts        int `json:"conflicts"` // 422 (or the behaviour's status): key reused with a different request
+	// ForeignEffects counts the side effects of someone else's requests
+	// (Server.Preempt and the preempt fault), not in SideEffects.
+	ForeignEffects int `json:"foreign_effects"`
+	// MaxSubmitsAfterFinal is the largest KeyStats.SubmitsAfterFinal of any
+	// key: how often one key was resent at most once its answer could no
+	// longer change.
+	MaxSubmitsAfterFinal int `json:"max_submits_after_final"`
 }
 
 // Server is the fake idempotent server, an [http.Handler]. Create it with
@@ -143,15 +150,79 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// Effects returns the side effects performed for (scope, key), counting
-// across expiries: 2 means the key executed again after it expired. Counts
-// of expired keys are remembered for the Config.MaxKeys most recently
-// expired keys.
+// Effects returns the side effects performed for (scope, key) by requests
+// received, counting across expiries: 2 means the key executed again after
+// it expired. It is KeyStats(scope, key).Effects.
 func (s *Server) Effects(scope, key string) int {
+	return s.KeyStats(scope, key).Effects
+}
+
+// KeyStats returns the counters of (scope, key), across expiries. Counts of
+// expired keys are remembered for the Config.MaxKeys most recently expired
+// keys.
+func (s *Server) KeyStats(scope, key string) KeyStats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.st.effects(scopeKey{scope, key})
+	return s.st.keyStats(scopeKey{scope, key})
 }
+
+// Behavior returns the behaviour the server runs with, as configured.
+func (s *Server) Behavior() Behavior { return s.cfg.Behavior }
+
+// Preempt makes someone else use (scope, key) first, as the preempt fault
+// does: a request with the key and a body of its own executes now (its
+// side effect counts in KeyStats.ForeignEffects) and is processing for
+// hold, by the server's clock. Meanwhile requests with the key get 409;
+// after it, a different request gets the behaviour's conflict status, or
+// under Behavior.NoBodyCompare a silent replay of the other request's 201.
+// It returns an error if hold is negative or the key is in use.
+func (s *Server) Preempt(scope, key string, hold time.Duration) error {
+	if err := s.preempt(scope, key, hold); err != nil {
+		return fmt.Errorf("fakeserver: Preempt: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) preempt(scope, key string, hold time.Duration) error {
+	if err := checkDuration("hold", hold); err != nil {
+		return err
+	}
+	if key == "" || len(key) > MaxKeyLen {
+		return fmt.Errorf("key %q: want 1 to %d bytes", key, MaxKeyLen)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.cfg.Now()
+	s.st.sweep(now, s.cfg.Retention)
+	sk := scopeKey{scope, key}
+	if s.st.lookup(sk, now, s.cfg.Retention) != nil {
+		return fmt.Errorf("key %q of scope %q is in use (preempt a key before its first request)", key, scope)
+	}
+	if len(s.st.entries) >= s.cfg.MaxKeys {
+		return fmt.Errorf("key store full (%d keys)", s.cfg.MaxKeys)
+	}
+	s.preemptLocked(sk, now, hold)
+	return nil
+}
+
+// preemptLocked commits someone else's request for sk, processing for
+// hold.
+func (s *Server) preemptLocked(sk scopeKey, now time.Time, hold time.Duration) *entry {
+	s.nextID++
+	e := &entry{
+		sk: sk, digest: foreignDigest, committedAt: now, state: stateSucceeded,
+		resourceID: fmt.Sprintf("ord_%06d", s.nextID), foreign: true,
+		doneAt: now.Add(hold), retryAfter: time.Second,
+	}
+	e.counts.ForeignEffects = 1
+	s.stats.ForeignEffects++
+	s.st.add(e)
+	return e
+}
+
+// foreignDigest is the digest of someone else's request: no request the
+// server receives has it (it is not a SHA-256 output anyone can aim at).
+var foreignDigest = [32]byte{'f', 'o', 'r', 'e', 'i', 'g', 'n'}
 
 // Requests returns a copy of the log of requests received, in arrival
 // order: the last [MaxRequestLog] of them, control requests excluded.
@@ -254,7 +325,7 @@ func (s *Server) rejectRequest(w http.ResponseWriter, req Request, class request
 func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	var method string
 	switch r.URL.Path {
-	case "/_stats":
+	case "/_stats", "/_behavior", "/_key":
 		method = http.MethodGet
 	case "/_faults", "/_reset":
 		method = http.MethodPost
@@ -270,6 +341,16 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/_stats":
 		body, _ := json.Marshal(s.Stats())
+		writeJSON(w, http.StatusOK, body)
+	case "/_behavior":
+		writeJSON(w, http.StatusOK, marshalBehavior(s.cfg.Behavior, s.cfg.Retention))
+	case "/_key":
+		q := r.URL.Query()
+		if !q.Has("key") {
+			writeError(w, http.StatusBadRequest, "missing key parameter (GET /_key?key=K&scope=S)")
+			return
+		}
+		body, _ := json.Marshal(s.KeyStats(q.Get("scope"), q.Get("key")))
 		writeJSON(w, http.StatusOK, body)
 	case "/_reset":
 		s.Reset()
@@ -306,7 +387,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 func (s *Server) takeFaultLocked(key string, query bool, out outcome, drawn FaultKind) (applied, bool) {
 	for i := range s.faults {
 		f := &s.faults[i]
-		if f.Query != query || (f.Key != "" && f.Key != key) || !matches(f.Kind, query, out) {
+		if f.Query != query || (f.Key != "" && f.Key != key) || !matches(f.Kind, query, out, s.cfg.Behavior) {
 			continue
 		}
 		a := applied{kind: f.Kind, delay: f.Delay, retryAfter: f.RetryAfter, httpDate: f.HTTPDate}
@@ -315,7 +396,7 @@ func (s *Server) takeFaultLocked(key string, query bool, out outcome, drawn Faul
 		}
 		return a, true
 	}
-	if drawn != "" && matches(drawn, query, out) {
+	if drawn != "" && matches(drawn, query, out, s.cfg.Behavior) {
 		p := s.profile
 		return applied{kind: drawn, delay: p.Delay, retryAfter: p.RetryAfter, httpDate: p.HTTPDate}, true
 	}
@@ -337,11 +418,13 @@ func (s *Server) drawLocked() FaultKind {
 }
 
 // matches reports whether a fault of kind k applies to a request with the
-// given outcome.
-func matches(k FaultKind, query bool, out outcome) bool {
+// given outcome, under behaviour b.
+func matches(k FaultKind, query bool, out outcome, b Behavior) bool {
 	switch {
 	case query:
 		return k.queryable()
+	case k.storedUnder(b):
+		return out == outExecute
 	case k.replacesProcessing():
 		return true
 	case k.shapesCommit():

@@ -395,7 +395,7 @@ func TestControlEndpoints(t *testing.T) {
 	r := h.do(t, call{method: http.MethodGet, path: "/_stats"})
 	require.Equal(t, http.StatusOK, r.status)
 	require.Equal(t, "application/json", r.header.Get("Content-Type"))
-	require.JSONEq(t, `{"requests":2,"submits":2,"queries":0,"side_effects":1,"keys":1,"max_effects_per_key":1,"replays":1,"conflicts":0}`, r.body)
+	require.JSONEq(t, `{"requests":2,"submits":2,"queries":0,"side_effects":1,"keys":1,"max_effects_per_key":1,"replays":1,"conflicts":0,"foreign_effects":0,"max_submits_after_final":1}`, r.body)
 
 	r = h.do(t, call{path: "/_faults", body: `{"kind":"503","retry_after":"2s"}`})
 	require.Equal(t, http.StatusNoContent, r.status)
@@ -443,7 +443,7 @@ func TestFaultJSONRoundTrip(t *testing.T) {
 }
 
 // allKinds is the list of kinds that error messages offer.
-const allKinds = "drop-after-commit, delay, 500-after-commit, 500-before-commit, 429, 503, query-lag, slow-processing, garbage-body, truncated-body, decline"
+const allKinds = "drop-after-commit, delay, 500-after-commit, 500-before-commit, 429, 503, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt"
 
 func TestInjectInvalidFaultIsAnErrorAndChangesNothing(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
@@ -546,7 +546,7 @@ func TestNewInvalidConfigIsAnError(t *testing.T) {
 
 func TestFaultKindsAreDescribed(t *testing.T) {
 	kinds := fakeserver.FaultKinds()
-	require.Len(t, kinds, 11)
+	require.Len(t, kinds, 13)
 	for _, k := range kinds {
 		require.NotEmpty(t, k.Description(), k)
 	}

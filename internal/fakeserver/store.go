@@ -23,17 +23,53 @@ type entry struct {
 	resourceID  string
 	state       string // stateSucceeded or stateFailed once processing ends
 	reason      string
-	effects     int
+	// failStatus is the status of a failed result: 402 (decline) or 409
+	// (reject-409).
+	failStatus int
+	counts     KeyStats
 
 	// inFlight is true while the request that committed the entry has not
 	// answered yet (the delay fault): repeats get 409.
 	inFlight bool
+	// foreign marks an entry committed by Preempt: repeats get 409 while
+	// it is processing, as while a request is in flight.
+	foreign bool
 	// doneAt ends slow processing; visibleAt ends query lag.
 	doneAt, visibleAt time.Time
 	// retryAfter and httpDate shape the Retry-After of the 409 while
 	// processing.
 	retryAfter time.Duration
 	httpDate   bool
+	// stored, under Behavior.StoreErrors, is the server error stored as
+	// the key's answer, replayed instead of the result.
+	stored *answer
+	// noResult hides the entry from the result endpoint: a stored error
+	// that performed nothing.
+	noResult bool
+}
+
+// KeyStats are the counters of one (scope, key), across expiries.
+type KeyStats struct {
+	// Effects counts the side effects of requests received: 2 means the
+	// key executed again after it expired.
+	Effects int `json:"effects"`
+	// ForeignEffects counts the side effects of requests made by
+	// [Server.Preempt] or the preempt fault: someone else's order.
+	ForeignEffects int `json:"foreign_effects"`
+	// SubmitsAfterFinal counts the submits received while the key's answer
+	// was final: stored, and neither in flight nor processing. A client
+	// that keeps resending a key whose answer cannot change makes it grow.
+	SubmitsAfterFinal int `json:"submits_after_final"`
+	// Conflicts counts the answers that the key was used with another
+	// request (422, or the behaviour's status).
+	Conflicts int `json:"conflicts"`
+}
+
+func (k *KeyStats) add(o KeyStats) {
+	k.Effects += o.Effects
+	k.ForeignEffects += o.ForeignEffects
+	k.SubmitsAfterFinal += o.SubmitsAfterFinal
+	k.Conflicts += o.Conflicts
 }
 
 // result is the body of submit and query answers.
@@ -45,6 +81,9 @@ type result struct {
 }
 
 func (e *entry) processing(now time.Time) bool { return now.Before(e.doneAt) }
+
+// final reports whether the key's answer can no longer change at now.
+func (e *entry) final(now time.Time) bool { return !e.inFlight && !e.processing(now) }
 
 // expired reports whether the key's window has ended at now.
 func (e *entry) expired(now time.Time, retention time.Duration) bool {
@@ -60,36 +99,42 @@ func (e *entry) result(now time.Time) result {
 	return result{State: state, ResourceID: e.resourceID, Key: e.sk.key, Reason: e.reason}
 }
 
-// response returns the stored response at now: 201 succeeded, 402 failed,
-// 202 processing (see encodeJSON for the 500 it cannot reach).
-func (e *entry) response(now time.Time) (int, []byte) {
+// response returns the stored answer at now: a stored error, else 201
+// succeeded, 402 or 409 failed, 202 processing (see encodeJSON for the 500
+// it cannot reach).
+func (e *entry) response(now time.Time) answer {
+	if e.stored != nil {
+		return *e.stored
+	}
 	res := e.result(now)
 	status := http.StatusCreated
 	switch res.State {
 	case stateProcessing:
 		status = http.StatusAccepted
 	case stateFailed:
-		status = http.StatusPaymentRequired
+		status = e.failStatus
 	}
-	return encodeJSON(status, res)
+	var a answer
+	a.status, a.body = encodeJSON(status, res)
+	return a
 }
 
-// store holds the keys, in commit order, and the side-effect counts of
-// expired keys. It is guarded by Server.mu.
+// store holds the keys, in commit order, and the counters of expired keys.
+// It is guarded by Server.mu.
 type store struct {
 	entries map[scopeKey]*entry
 	order   []*entry // commit order; entries may have been replaced
-	// retired counts the side effects of expired keys, most recently
-	// expired last, so Effects keeps counting across expiry. At most
-	// maxRetired keys are remembered.
+	// retired holds the counters of expired keys, most recently expired
+	// last, so KeyStats keeps counting across expiry. At most maxRetired
+	// keys are remembered.
 	retired    map[scopeKey]*list.Element
 	retiredLRU *list.List // of *retiredCount
 	maxRetired int
 }
 
 type retiredCount struct {
-	sk      scopeKey
-	effects int
+	sk     scopeKey
+	counts KeyStats
 }
 
 func newStore(maxKeys int) store {
@@ -128,15 +173,15 @@ func (st *store) sweep(now time.Time, retention time.Duration) {
 }
 
 func (st *store) retire(e *entry) {
-	if e.effects == 0 {
+	if e.counts == (KeyStats{}) {
 		return
 	}
 	if el, ok := st.retired[e.sk]; ok {
-		el.Value.(*retiredCount).effects += e.effects
+		el.Value.(*retiredCount).counts.add(e.counts)
 		st.retiredLRU.MoveToBack(el)
 		return
 	}
-	st.retired[e.sk] = st.retiredLRU.PushBack(&retiredCount{sk: e.sk, effects: e.effects})
+	st.retired[e.sk] = st.retiredLRU.PushBack(&retiredCount{sk: e.sk, counts: e.counts})
 	for st.retiredLRU.Len() > st.maxRetired {
 		front := st.retiredLRU.Front()
 		delete(st.retired, front.Value.(*retiredCount).sk)
@@ -144,16 +189,16 @@ func (st *store) retire(e *entry) {
 	}
 }
 
-// effects returns the side effects for sk, across expiry.
-func (st *store) effects(sk scopeKey) int {
-	n := 0
+// keyStats returns the counters of sk, across expiry.
+func (st *store) keyStats(sk scopeKey) KeyStats {
+	var k KeyStats
 	if e, ok := st.entries[sk]; ok {
-		n += e.effects
+		k.add(e.counts)
 	}
 	if el, ok := st.retired[sk]; ok {
-		n += el.Value.(*retiredCount).effects
+		k.add(el.Value.(*retiredCount).counts)
 	}
-	return n
+	return k
 }
 
 // lookup returns the live entry for sk, forgetting it if it has expired

@@ -24,6 +24,8 @@ const (
 const (
 	msgConflict   = "idempotency key reused with a different request"
 	msgInProgress = "request with this key is in progress"
+	msgRejected   = "order conflicts with the current state of the resource"
+	msgInternal   = "internal server error"
 )
 
 // requestDigest identifies a request for key reuse checks: method, request
@@ -70,26 +72,40 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	s.st.sweep(now, s.cfg.Retention)
 	sk := scopeKey{req.Scope, key}
 	e := s.st.lookup(sk, now, s.cfg.Retention)
+	if e != nil && e.final(now) {
+		e.counts.SubmitsAfterFinal++
+		s.stats.MaxSubmitsAfterFinal = max(s.stats.MaxSubmitsAfterFinal, s.st.keyStats(sk).SubmitsAfterFinal)
+	}
 	out := s.classifyLocked(e, digest, now)
 	drawn := s.drawLocked()
 	f, _ := s.takeFaultLocked(key, false, out, drawn)
+	if f.kind == Preempt {
+		// Someone else's request got there first; this one meets it.
+		e = s.preemptLocked(sk, now, f.delay)
+		out = s.classifyLocked(e, digest, now)
+	}
 
 	var a answer
 	executed := false
 	switch {
+	case f.kind.storedUnder(s.cfg.Behavior):
+		e = s.executeLocked(sk, digest, now, f)
+		executed = true
+		a = e.response(now)
 	case f.kind.replacesProcessing():
 		a = faultAnswer(f)
 	case out == outExecute:
 		e = s.executeLocked(sk, digest, now, f)
 		executed = true
-		a.status, a.body = e.response(now)
+		a = e.response(now)
 	case out == outReplay:
 		s.stats.Replays++
-		a.status, a.body = e.response(now)
+		a = e.response(now)
 		a.replayed = true
 	case out == outConflict:
 		s.stats.Conflicts++
-		a = errorAnswer(http.StatusUnprocessableEntity, msgConflict)
+		e.counts.Conflicts++
+		a = errorAnswer(s.cfg.Behavior.conflictStatus(), msgConflict)
 	case out == outInFlight:
 		a = errorAnswer(http.StatusConflict, msgInProgress)
 		a.retryAfter = time.Second
@@ -101,7 +117,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
-	deliver(w, r, a, responseFault(f), s.cfg.Now, func(status int) {
+	deliver(w, r, a, s.responseFault(f), s.cfg.Now, func(status int) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if executed {
@@ -112,8 +128,8 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 }
 
 // responseFault returns f if it shapes the response, else no fault.
-func responseFault(f applied) applied {
-	if f.kind.replacesProcessing() || f.kind.shapesCommit() {
+func (s *Server) responseFault(f applied) applied {
+	if f.kind.replacesProcessing() || f.kind.shapesCommit() || f.kind.storedUnder(s.cfg.Behavior) {
 		return applied{}
 	}
 	return f
@@ -127,9 +143,11 @@ func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcom
 		return outFull
 	case e == nil:
 		return outExecute
-	case e.inFlight:
+	case e.inFlight, e.foreign && e.processing(now):
+		// Someone else's request is still executing: like a request in
+		// flight, whatever the body.
 		return outInFlight
-	case e.digest != digest:
+	case e.digest != digest && !s.cfg.Behavior.NoBodyCompare:
 		return outConflict
 	case e.processing(now):
 		return outProcessing
@@ -138,12 +156,16 @@ func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcom
 }
 
 // executeLocked commits a new key, shaped by the commit fault f, and
-// performs the side effect unless the fault declines.
+// performs the side effect unless the fault declines or refuses. A fault
+// stored under the behaviour (see FaultKind.storedUnder) becomes the key's
+// answer.
 func (s *Server) executeLocked(sk scopeKey, digest [32]byte, now time.Time, f applied) *entry {
 	e := &entry{sk: sk, digest: digest, committedAt: now, state: stateSucceeded}
 	switch f.kind {
 	case Decline:
-		e.state, e.reason = stateFailed, "card declined"
+		e.state, e.reason, e.failStatus = stateFailed, "card declined", http.StatusPaymentRequired
+	case Reject409:
+		e.state, e.reason, e.failStatus = stateFailed, msgRejected, http.StatusConflict
 	case SlowProcessing:
 		e.doneAt = now.Add(f.delay)
 		e.retryAfter, e.httpDate = orOneSecond(f.retryAfter), f.httpDate
@@ -152,14 +174,23 @@ func (s *Server) executeLocked(sk scopeKey, digest [32]byte, now time.Time, f ap
 	case DelayResponse:
 		e.inFlight = true
 	}
+	if f.kind.storedUnder(s.cfg.Behavior) {
+		stored := faultAnswer(f)
+		e.stored = &stored
+		if f.kind != ErrorAfterCommit {
+			// The handler failed before it did anything: there is no
+			// result to report.
+			e.noResult, e.state = true, stateFailed
+		}
+	}
 	if e.state == stateSucceeded {
 		s.nextID++
 		e.resourceID = fmt.Sprintf("ord_%06d", s.nextID)
-		e.effects = 1
+		e.counts.Effects = 1
 		s.stats.SideEffects++
 	}
 	s.st.add(e)
-	if n := s.st.effects(sk); n > s.stats.MaxEffectsPerKey {
+	if n := s.st.keyStats(sk).Effects; n > s.stats.MaxEffectsPerKey {
 		s.stats.MaxEffectsPerKey = n
 	}
 	return e

@@ -1,12 +1,15 @@
 // Command faultmatrix runs the fault matrix of package crashtest: a fixed
 // workload through the real client under each fake-server fault alone and a
 // mixed profile, then one Resume with the faults off, and prints a Markdown
-// table of the outcomes.
+// table of the outcomes for each server behaviour (ietf-draft,
+// stored-errors, no-body-compare, conflict-417, short-window).
 //
-//	go run ./internal/crashtest/cmd/faultmatrix [-ops 100] [-seed 1]
+//	go run ./internal/crashtest/cmd/faultmatrix [-ops 100] [-seed 1] [-behavior name]
 //
-// It exits 1 if any operation was performed twice, lost, or marked failed
-// although the server performed it, and prints what broke to stderr.
+// It exits 1 if any operation was performed twice, lost, marked failed
+// although the server performed it or succeeded without a side effect of
+// its own, or resent more than crashtest.MaxSubmitsAfterFinal times once
+// the server's answer was final, and prints what broke to stderr.
 package main
 
 import (
@@ -17,21 +20,32 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/internal/crashtest"
 )
 
 func main() {
 	ops := flag.Int("ops", 100, "operations per fault")
 	seed := flag.Int64("seed", 1, "seed of the fake server's random faults (row n uses seed+n)")
+	name := flag.String("behavior", "", "run only the server behavior with this `name` (default: every one)")
 	flag.Parse()
 	if *ops <= 0 {
 		fmt.Fprintln(os.Stderr, "faultmatrix: -ops must be positive")
 		os.Exit(2)
 	}
-	os.Exit(run(*ops, *seed))
+	behaviors := idemtest.Behaviors()
+	if *name != "" {
+		b, err := idemtest.BehaviorNamed(*name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "faultmatrix: -behavior:", err)
+			os.Exit(2)
+		}
+		behaviors = []idemtest.Behavior{b}
+	}
+	os.Exit(run(behaviors, *ops, *seed))
 }
 
-func run(ops int, seed int64) int {
+func run(behaviors []idemtest.Behavior, ops int, seed int64) int {
 	dir, err := os.MkdirTemp("", "faultmatrix")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faultmatrix:", err)
@@ -40,21 +54,27 @@ func run(ops int, seed int64) int {
 	defer os.RemoveAll(dir)
 
 	start := time.Now()
-	var rows []crashtest.Row
 	broken := 0
-	for n, sc := range crashtest.Scenarios() {
-		row, err := crashtest.RunScenario(context.Background(), sc, ops, seed+int64(n), dir)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "faultmatrix: %s: %v\n", sc.Name, err)
-			return 1
+	for i, b := range behaviors {
+		if i > 0 {
+			fmt.Println()
 		}
-		for _, p := range row.Problems {
-			fmt.Fprintln(os.Stderr, "faultmatrix:", p)
+		var rows []crashtest.Row
+		for n, sc := range crashtest.Scenarios(b) {
+			row, err := crashtest.RunScenario(context.Background(), sc, ops, seed+int64(n), dir)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "faultmatrix: %s: %s: %v\n", b, sc.Name, err)
+				return 1
+			}
+			for _, p := range row.Problems {
+				fmt.Fprintf(os.Stderr, "faultmatrix: %s: %s\n", b, p)
+			}
+			broken += len(row.Problems)
+			rows = append(rows, row)
 		}
-		broken += len(row.Problems)
-		rows = append(rows, row)
+		fmt.Printf("### %s: %s\n\n", b, b.Description())
+		fmt.Print(crashtest.Markdown(rows))
 	}
-	fmt.Print(crashtest.Markdown(rows))
 	fmt.Printf("\n%d operations per fault, seed %d, %s/%s, %d CPUs, %s, in %.1fs\n",
 		ops, seed, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Since(start).Seconds())
 	if broken > 0 {

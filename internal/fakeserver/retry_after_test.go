@@ -1,8 +1,5 @@
 package fakeserver_test
 
-// Second adversarial review of the fake server. Each test failed on the
-// reviewed code.
-
 import (
 	"math"
 	"net/http"
@@ -15,13 +12,13 @@ import (
 	"github.com/idemkit/idem/internal/fakeserver"
 )
 
-// TestReview2HugeRetryAfterStaysValid: a fault with the largest duration
+// TestHugeRetryAfterStaysValid: a fault with the largest duration
 // (POST /_faults {"kind":"429","retry_after":"2562047h47m16.854775807s"},
 // or any value within a second of it) overflowed the rounding up to whole
 // seconds and sent "Retry-After: -9223372036", a negative delay; as an
 // HTTP-date it sent a twelve-digit year, which no HTTP-date parser reads.
 // A faithful server sends a valid header: a huge wait, saturated.
-func TestReview2HugeRetryAfterStaysValid(t *testing.T) {
+func TestHugeRetryAfterStaysValid(t *testing.T) {
 	for _, httpDate := range []bool{false, true} {
 		h := newHarness(t, fakeserver.Config{})
 		require.NoError(t, h.srv.Inject(fakeserver.Fault{

@@ -1,8 +1,5 @@
 package idemtest_test
 
-// Second adversarial review of idemtest. Each test failed on the reviewed
-// code.
-
 import (
 	"testing"
 
@@ -11,11 +8,11 @@ import (
 	"github.com/idemkit/idem/idemtest"
 )
 
-// TestReview2NilOptionIsIgnored: NewServer promises an error, not a panic,
+// TestNilOptionIsIgnored: NewServer promises an error, not a panic,
 // for a bad option, and journal.Open skips a nil Option; NewServer
 // dereferenced it and panicked (an option slice built conditionally, with
 // a nil left in it, is enough).
-func TestReview2NilOptionIsIgnored(t *testing.T) {
+func TestNilOptionIsIgnored(t *testing.T) {
 	var srv *idemtest.Server
 	var err error
 	require.NotPanics(t, func() { srv, err = idemtest.NewServer(nil, idemtest.WithSeed(1)) })

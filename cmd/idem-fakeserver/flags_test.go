@@ -1,8 +1,5 @@
 package main
 
-// Second adversarial review of the fake server command. Each test failed
-// on the reviewed code.
-
 import (
 	"testing"
 
@@ -11,13 +8,13 @@ import (
 	"github.com/idemkit/idem/internal/fakeserver"
 )
 
-// TestReview2RatesThatSumToOneAreAccepted: rates that sum to exactly 1
+// TestRatesThatSumToOneAreAccepted: rates that sum to exactly 1
 // (0.1 + 0.34 + 0.56) were refused at random. parseFlags added them in map
 // order, with no tolerance, and floating-point addition is not
 // associative: in two orders of six the sum is 1.0000000000000002 > 1, so
 // the same command line exited 2 one run and served the next. The server
 // itself (Profile.validate) allows for rounding.
-func TestReview2RatesThatSumToOneAreAccepted(t *testing.T) {
+func TestRatesThatSumToOneAreAccepted(t *testing.T) {
 	args := []string{"-drop-after-commit", "0.1", "-500-after-commit", "0.34", "-decline", "0.56"}
 	for range 200 {
 		opts, err := parseFlags(args)

@@ -1,0 +1,126 @@
+package idem
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Health is a snapshot of the background reconciler (Run) and of the
+// journal errors it met, for a readiness probe, an admin handler or a
+// metric. Times are read from the Client's clock.
+//
+// A journal error Run can outlive (a full disk, a failed write or fsync)
+// makes it wait and try again: ConsecutiveErrors is then above zero and
+// RetryAt says when. One it cannot (a damaged journal, one written by a
+// newer idem, a journal closed under the Client) ends Run: RunActive turns
+// false and RunErr says why.
+type Health struct {
+	// RunActive: a Run call is in progress.
+	RunActive bool
+	// LastPass is when Run last finished a pass over the due operations
+	// without a journal error; zero before the first.
+	LastPass time.Time
+	// ConsecutiveErrors counts Run's passes in a row that met a journal
+	// error. It is back to zero after the first clean pass.
+	ConsecutiveErrors int
+	// LastJournalError is the last journal error Run met, kept after a
+	// recovery (compare LastJournalErrorAt with LastPass); nil if none.
+	// errors.Is finds its cause (syscall.ENOSPC, journal.ErrCorrupt).
+	LastJournalError error
+	// LastJournalErrorAt is when Run met LastJournalError.
+	LastJournalErrorAt time.Time
+	// RetryAt is when Run tries again after a failed pass; zero while
+	// passes succeed.
+	RetryAt time.Time
+	// RunErr is why the last Run call returned (its context ended, the
+	// Client was closed, the journal is unusable); nil while Run is active
+	// or before any Run call has returned.
+	RunErr error
+}
+
+// Health reports the state of the background reconciler. It is safe to call
+// at any time, also after Close, and costs one mutex: an admin handler or a
+// probe may call it on every request.
+func (c *Client) Health() Health {
+	h := &c.life.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := h.h
+	out.RunActive = h.runs > 0
+	return out
+}
+
+// healthState is what Health reports, updated by Run.
+type healthState struct {
+	mu   sync.Mutex
+	runs int // Run calls in progress: "one per Client" is advice, not enforced
+	h    Health
+	// since is when the current streak of failed passes began.
+	since time.Time
+}
+
+func (h *healthState) runStarted() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.runs++
+	h.h.RunErr = nil
+}
+
+func (h *healthState) runEnded(err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.runs--
+	h.h.RetryAt = time.Time{}
+	h.h.RunErr = err
+}
+
+// failed records a failed pass and returns the streak's length and start.
+func (h *healthState) failed(err error, now, retry time.Time) (n int, since time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.h.ConsecutiveErrors == 0 {
+		h.since = now
+	}
+	h.h.ConsecutiveErrors++
+	h.h.LastJournalError, h.h.LastJournalErrorAt = err, now
+	h.h.RetryAt = retry
+	return h.h.ConsecutiveErrors, h.since
+}
+
+// stopped records the error that ended Run for good.
+func (h *healthState) stopped(err error, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.h.ConsecutiveErrors++
+	h.h.LastJournalError, h.h.LastJournalErrorAt = err, now
+}
+
+// passed records a clean pass and returns the streak of failed passes it
+// ended (0 if none) and when that began.
+func (h *healthState) passed(now time.Time) (n int, since time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n, since = h.h.ConsecutiveErrors, h.since
+	h.h.ConsecutiveErrors = 0
+	h.h.RetryAt = time.Time{}
+	h.h.LastPass = now
+	return n, since
+}
+
+// permanentJournalErr tells a journal Run cannot outlive from a failure
+// that may pass (a full disk, an I/O error): retrying a damaged file, one
+// from a newer idem, or a closed or read-only journal would fail the same
+// way for ever, and each attempt may send a result query whose answer
+// cannot be kept. What is not known to be permanent is retried: stopping
+// on a passing fault is what left operations open until a restart.
+func permanentJournalErr(err error) bool {
+	for _, p := range []error{journal.ErrCorrupt, journal.ErrVersion, journal.ErrClosed, journal.ErrReadOnly} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
+}

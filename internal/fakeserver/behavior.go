@@ -1,0 +1,197 @@
+package fakeserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Behavior is how the server answers a key it has seen: which kind of
+// real Idempotency-Key middleware it models. A behaviour is a set of
+// knobs, which combine; the presets ([IETFDraft], [StoredErrors],
+// [NoBodyCompare], [Conflict417], [ShortWindow], listed by [Behaviors])
+// each turn one knob, and their Name is the word used by the command's
+// -behavior flag and by GET /_behavior. The zero value is the IETF draft.
+//
+// A behaviour is the server's nature, not a fault: it holds for the
+// server's life, across [Server.Reset] and whatever faults are on.
+type Behavior struct {
+	// Name labels the behaviour in tables and in GET /_behavior; the
+	// presets set it to their name. "" reads as the knobs' description
+	// (see [Behavior.String]).
+	Name string
+
+	// StoreErrors makes the handler's server errors the key's stored
+	// answer, as middlewares that cache any response do: the faults
+	// 500-after-commit, 500-before-commit and 503 then match only a submit
+	// that executes (a new key), and every later request with the key gets
+	// the same status and body with "Idempotent-Replayed: true" for the
+	// life of the key. (500-after-commit still performed the side effect;
+	// the result endpoint reports it. The others performed nothing; the
+	// result endpoint answers 404.) The 429 fault, a rate limiter in front
+	// of the middleware, is never stored.
+	StoreErrors bool
+
+	// NoBodyCompare replays a used key's stored answer to any request with
+	// that key, whatever its method, path or body, instead of refusing a
+	// different request: the silent replay of middlewares that do not
+	// fingerprint requests.
+	NoBodyCompare bool
+
+	// ConflictStatus is the status of the answer to a different request
+	// with a used key (default 422, as in the IETF draft); a 4xx.
+	ConflictStatus int
+
+	// Retention is the key window (see [Config.Retention]); 0 leaves it to
+	// Config.Retention. Setting both to different values is an error.
+	Retention time.Duration
+}
+
+// The names of the presets.
+const (
+	nameIETFDraft     = "ietf-draft"
+	nameStoredErrors  = "stored-errors"
+	nameNoBodyCompare = "no-body-compare"
+	nameConflict417   = "conflict-417"
+	nameShortWindow   = "short-window"
+)
+
+// ShortWindowRetention is the key window of the [ShortWindow] preset: the
+// default Lifetime of the Fiber framework's idempotency middleware
+// (https://docs.gofiber.io/api/middleware/idempotency/, "Lifetime ...
+// Default 30 * time.Minute").
+const ShortWindowRetention = 30 * time.Minute
+
+// IETFDraft is the behaviour of the IETF draft
+// (draft-ietf-httpapi-idempotency-key-header): 400 without a key, 409 while
+// a request with the key is in flight, 422 for the key with a different
+// request; the stored result (201, 402, 202) is replayed, server errors
+// are not stored. It is the zero Behavior, named.
+func IETFDraft() Behavior { return Behavior{Name: nameIETFDraft} }
+
+// StoredErrors is IETFDraft with [Behavior.StoreErrors]: a stored 500 or
+// 503 is replayed, marked replayed, for the life of the key.
+func StoredErrors() Behavior { return Behavior{Name: nameStoredErrors, StoreErrors: true} }
+
+// NoBodyCompare is IETFDraft with [Behavior.NoBodyCompare]: a used key
+// gets its stored answer, marked replayed, whatever the request.
+func NoBodyCompare() Behavior { return Behavior{Name: nameNoBodyCompare, NoBodyCompare: true} }
+
+// Conflict417 is IETFDraft answering 417 Expectation Failed, instead of
+// 422, to a used key with a different request.
+func Conflict417() Behavior {
+	return Behavior{Name: nameConflict417, ConflictStatus: http.StatusExpectationFailed}
+}
+
+// ShortWindow is IETFDraft with a key window of [ShortWindowRetention]
+// (30 minutes), after which a key executes again.
+func ShortWindow() Behavior { return Behavior{Name: nameShortWindow, Retention: ShortWindowRetention} }
+
+// Behaviors returns the presets, in a fixed order: IETFDraft first.
+func Behaviors() []Behavior {
+	return []Behavior{IETFDraft(), StoredErrors(), NoBodyCompare(), Conflict417(), ShortWindow()}
+}
+
+// BehaviorNamed returns the preset called name, or an error listing the
+// names.
+func BehaviorNamed(name string) (Behavior, error) {
+	var names []string
+	for _, b := range Behaviors() {
+		if b.Name == name {
+			return b, nil
+		}
+		names = append(names, b.Name)
+	}
+	return Behavior{}, fmt.Errorf("unknown behavior %q (want one of: %s)", name, strings.Join(names, ", "))
+}
+
+// Description returns a one-line description of the behaviour: how it
+// differs from the IETF draft.
+func (b Behavior) Description() string {
+	var diffs []string
+	if b.StoreErrors {
+		diffs = append(diffs, "the handler's 500 and 503 are stored and replayed for the key's life")
+	}
+	if b.NoBodyCompare {
+		diffs = append(diffs, "a used key replays its answer to any request, whatever the body (silent replay)")
+	}
+	if s := b.conflictStatus(); s != http.StatusUnprocessableEntity {
+		diffs = append(diffs, fmt.Sprintf("%d, not 422, for a used key with another request", s))
+	}
+	if b.Retention != 0 {
+		diffs = append(diffs, "keys kept "+b.Retention.String())
+	}
+	if len(diffs) == 0 {
+		return "400 without a key, 409 in flight, 422 for a used key with another request; server errors not stored"
+	}
+	return "as " + nameIETFDraft + ", but " + strings.Join(diffs, "; ")
+}
+
+// String returns b.Name, or if it is "" the knobs that differ from the
+// IETF draft, joined by "+" ("store-errors+conflict-417"), or "ietf-draft"
+// when none does.
+func (b Behavior) String() string {
+	if b.Name != "" {
+		return b.Name
+	}
+	var knobs []string
+	if b.StoreErrors {
+		knobs = append(knobs, "store-errors")
+	}
+	if b.NoBodyCompare {
+		knobs = append(knobs, "no-body-compare")
+	}
+	if b.ConflictStatus != 0 && b.ConflictStatus != http.StatusUnprocessableEntity {
+		knobs = append(knobs, fmt.Sprintf("conflict-%d", b.ConflictStatus))
+	}
+	if b.Retention != 0 {
+		knobs = append(knobs, "retention-"+b.Retention.String())
+	}
+	if len(knobs) == 0 {
+		return nameIETFDraft
+	}
+	return strings.Join(knobs, "+")
+}
+
+// conflictStatus returns the status of a key reused with another request.
+func (b Behavior) conflictStatus() int {
+	if b.ConflictStatus == 0 {
+		return http.StatusUnprocessableEntity
+	}
+	return b.ConflictStatus
+}
+
+// validate returns why b cannot be used, or nil. Its messages say what to
+// change.
+func (b Behavior) validate() error {
+	if s := b.ConflictStatus; s != 0 && (s < 400 || s > 499) {
+		return fmt.Errorf("conflict status %d is not a 4xx (want a client error such as 422, 409 or 417, or 0 for 422)", s)
+	}
+	if b.Retention < 0 {
+		return fmt.Errorf("retention %v is negative (want a positive duration, or 0 for Config.Retention)", b.Retention)
+	}
+	return nil
+}
+
+type behaviorJSON struct {
+	Name           string `json:"name"`
+	StoreErrors    bool   `json:"store_errors"`
+	NoBodyCompare  bool   `json:"no_body_compare"`
+	ConflictStatus int    `json:"conflict_status"`
+	Retention      string `json:"retention"`
+}
+
+// marshalBehavior encodes the behaviour a server runs with, defaults
+// filled in, for GET /_behavior.
+func marshalBehavior(b Behavior, retention time.Duration) []byte {
+	body, _ := json.Marshal(behaviorJSON{
+		Name:           b.String(),
+		StoreErrors:    b.StoreErrors,
+		NoBodyCompare:  b.NoBodyCompare,
+		ConflictStatus: b.conflictStatus(),
+		Retention:      retention.String(),
+	})
+	return body
+}
