@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -293,7 +294,7 @@ func TestModel(t *testing.T) {
 	t.Logf("%d histories (seeds %d..%d) in %v wall, %v CPU, %d workers, journal %s", n, first, first+uint64(n)-1,
 		elapsed.Round(time.Millisecond), cpu.Round(time.Millisecond), workers, *modelStore)
 	if testing.Verbose() {
-		for _, k := range slices.Sorted(mapsKeys(outcomes)) {
+		for _, k := range slices.Sorted(maps.Keys(outcomes)) {
 			t.Logf("  outcome %-48s %6d", k, outcomes[k])
 		}
 	}
@@ -305,7 +306,7 @@ func TestModel(t *testing.T) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of %d histories broke an invariant:\n", len(failed), n)
-	for _, k := range slices.Sorted(mapsKeys(byKind)) {
+	for _, k := range slices.Sorted(maps.Keys(byKind)) {
 		seeds := byKind[k]
 		fmt.Fprintf(&b, "  %-50s %5d histories, seeds %v\n", k, len(seeds), seeds[:min(len(seeds), 8)])
 	}
@@ -340,16 +341,6 @@ func watchHistories(running []atomic.Uint64, stop <-chan struct{}) {
 				panic(fmt.Sprintf("model: the history of seed %d has run for over %v: the client hangs (replay: go test -run 'TestModel$' -model.seed=%d -v)", seed, historyHangs, seed))
 			}
 			last[w] = seed
-		}
-	}
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
 		}
 	}
 }
