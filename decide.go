@@ -220,10 +220,11 @@ func replayMeaning(p past, a answer) judgment {
 			conflict: a.verdict == Conflict && a.keyConflict}
 	case !p.maybeExecuted:
 		return judgment{move: moveReview, label: "replayed_foreign", review: ReviewKeyInUse, conflict: true}
-	case p.contested && a.status >= 200 && a.status < 300:
-		return judgment{move: moveReview, label: "replayed_contested", review: ReviewKeyInUse, conflict: true}
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "replayed_result", "replayed_processing")
+		if p.contested && j.move == moveSettle && j.out.State == StateSucceeded {
+			return contestedSuccess("replayed_contested")
+		}
 		if j.move == moveQuery && !a.cut {
 			// The stored answer itself proves nothing: resending replays
 			// it again. A body cut in transit is another matter.
@@ -235,6 +236,13 @@ func replayMeaning(p past, a answer) judgment {
 		return judgment{move: moveReview, label: "replayed_error",
 			review: fmt.Sprintf("server replayed a stored %d for this key: the request may have executed", a.status)}
 	}
+}
+
+// contestedSuccess: another request held the key, so a success stored for
+// it may be that request's order, never taken as ours. A stored failure
+// is safe to take: whoever ran first failed, and nothing ran after it.
+func contestedSuccess(label string) judgment {
+	return judgment{move: moveReview, label: label, review: ReviewKeyInUse, conflict: true}
 }
 
 // judgeResult reads a decoded 2xx.
@@ -260,9 +268,8 @@ func judgeQuery(p past, a answer) judgment {
 		switch {
 		case j.move == moveQuery:
 			j.move, j.label = moveInconclusive, "query_failed"
-		case j.move == moveSettle && p.contested:
-			// Another request held the key: the result may be its.
-			return judgment{move: moveReview, label: "query_contested", review: ReviewKeyInUse, conflict: true}
+		case j.move == moveSettle && p.contested && j.out.State == StateSucceeded:
+			return contestedSuccess("query_contested")
 		}
 		return j
 	case a.status == http.StatusNotFound:

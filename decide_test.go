@@ -226,3 +226,16 @@ func TestContestedKey(t *testing.T) {
 		t.Errorf("pastOf(502 then 409) = %+v; want not contested", p)
 	}
 }
+
+// A failure stored for a contested key is safe to take: whoever ran first
+// failed, and nothing ran after it.
+func TestContestedKeyFailureSettles(t *testing.T) {
+	p := past{maybeExecuted: true, contested: true}
+	failed := Outcome{State: StateFailed, Reason: "order already exists"}
+	if j := judgeQuery(p, answer{status: 200, out: failed}); j.move != moveSettle || j.out.State != StateFailed {
+		t.Errorf("judgeQuery(contested, failed) = %+v; want settled failed", j)
+	}
+	if j := judgeSubmit(p, answer{status: 200, verdict: Settled, replayed: true, out: failed}); j.move != moveSettle {
+		t.Errorf("judgeSubmit(contested, replayed 200 failed) = %+v; want settled failed", j)
+	}
+}

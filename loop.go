@@ -392,7 +392,9 @@ func (d *driver) leave(cause error) error {
 func (d *driver) flag(reason string, cause error) error {
 	now := d.now()
 	if err := d.commit(func(r *journal.Record) {
-		if r.State != StateProcessing {
+		// "Processing" seen for a key another request holds was that
+		// request's progress, not ours.
+		if r.State != StateProcessing || reason == ReviewKeyInUse {
 			r.State = StateUnknown
 		}
 		r.Review = reason

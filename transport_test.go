@@ -13,7 +13,7 @@ import (
 // step scripts one round trip of scriptTransport.
 type step struct {
 	forward bool  // send the request to the real server first
-	status  int   // then answer with this status instead (0: the server's answer)
+	status  int   // then answer with this status instead (0, with no err: the server's own answer)
 	err     error // or fail the round trip with this error
 	header  http.Header
 	body    string // the answer's body; default a JSON error
@@ -47,8 +47,8 @@ func (s *scriptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if st.forward {
 		resp, err := s.base.RoundTrip(req)
-		if err != nil {
-			return nil, err
+		if err != nil || (st.status == 0 && st.err == nil) {
+			return resp, err // the server's own answer
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()

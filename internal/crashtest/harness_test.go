@@ -396,7 +396,7 @@ func testRandomKills(t *testing.T, bin string, hb harnessBehavior) {
 			problems = append(problems, fmt.Sprintf("%s: %d submits after the server's answer was final (at most %d)", key, ks.SubmitsAfterFinal, harnessAfterFinal))
 		}
 		if (ks.Conflicts > 0 || led.conflicts[key]) && ks.ForeignEffects == 0 {
-			problems = append(problems, fmt.Sprintf("%s: a key conflict (%d from the server), and no one else used the key", key, ks.Conflicts))
+			problems = append(problems, fmt.Sprintf("%s: a key conflict (%d from the server), and no one else used the key; attempts %s", key, ks.Conflicts, describe(recs, key)))
 		}
 		rec := recs[key]
 		if rec == nil {
@@ -544,4 +544,12 @@ func awaitServerView(t *testing.T, srv *serverProc, key string, rec *journal.Rec
 func bodyHex(i int) string {
 	sha := crashtest.BodySHA(i)
 	return hex.EncodeToString(sha[:])
+}
+
+// describe names the journaled attempts of key, for a problem report.
+func describe(recs map[string]*journal.Record, key string) string {
+	if r, ok := recs[key]; ok {
+		return crashtest.DescribeAttempts(r.Attempts) + " review " + r.Review
+	}
+	return "(not journaled)"
 }

@@ -54,14 +54,14 @@ func requireRowHolds(t *testing.T, row crashtest.Row) {
 
 // TestFaultMatrixCatchesABrokenClassifier shows that a server behaviour can
 // make a client fail and that the matrix says so. The classifier reads 417
-// as "ambiguous: it may have executed". Against a server that answers 422
-// to a key someone else used first, it never sees a 417 and does no harm;
-// against one that answers 417 (conflict-417) it takes someone else's
-// refusal for a maybe, where the default classifier passes.
+// as "throttled: resend". Against a server that answers 422 to a key
+// someone else used first, it never sees a 417 and does no harm; against
+// one that answers 417 (conflict-417) it keeps resending after the
+// server's final answer, where the default classifier stops.
 func TestFaultMatrixCatchesABrokenClassifier(t *testing.T) {
 	broken := idem.WithClassifier(func(status int) idem.Verdict {
 		if status == http.StatusExpectationFailed {
-			return idem.Ambiguous
+			return idem.Throttled
 		}
 		return idem.DefaultClassifier(status)
 	})
