@@ -39,12 +39,13 @@ type modelProfile struct {
 	lag         time.Duration // the result endpoint may answer 404 this long after a commit
 	knowsBy     knowWindow    // how the client is told the window, if it is
 	conflict417 bool          // the client is told that 417 means "key used with another body"
+	quotedKey   bool          // the key travels as an sf-string, "…", as the IETF draft has it
 	faultRate   float64       // share of requests hit by a fault
 }
 
 func (p *modelProfile) String() string {
-	return fmt.Sprintf("bodyCheck=%v storeErrors=%v window=%v clientKnows=%v (%v) resultEndpoint=%v idShape=%v skew=%v lag=%v faultRate=%v conflict417=%v",
-		p.bodyCheck, p.storeErrors, p.window, p.clientKnows, p.knowsBy, p.resultEP, p.idShape, p.skew, p.lag, p.faultRate, p.conflict417)
+	return fmt.Sprintf("bodyCheck=%v storeErrors=%v window=%v clientKnows=%v (%v) resultEndpoint=%v idShape=%v skew=%v lag=%v faultRate=%v conflict417=%v quotedKey=%v",
+		p.bodyCheck, p.storeErrors, p.window, p.clientKnows, p.knowsBy, p.resultEP, p.idShape, p.skew, p.lag, p.faultRate, p.conflict417, p.quotedKey)
 }
 
 // knowWindow is how the client is configured with the server's window.

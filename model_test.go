@@ -429,6 +429,7 @@ func (h *history) plan() {
 		p.knowsBy = knowByHost
 	}
 	p.conflict417 = p.bodyCheck == bodyCheck417 && rng.IntN(2) == 0
+	p.quotedKey = p.bodyCheck == bodyCheck422 && rng.IntN(2) == 0
 	p.resultEP = rng.IntN(2) == 0
 	p.idShape = rng.IntN(10) < 3
 	if rng.IntN(10) < 3 {
@@ -600,6 +601,9 @@ func (h *history) startLife(i int, lp lifePlan) (*idem.Client, context.Context) 
 	}
 	if h.prof.conflict417 {
 		opts = append(opts, idem.WithKeyConflictStatus(http.StatusExpectationFailed))
+	}
+	if h.prof.quotedKey {
+		opts = append(opts, idem.WithKeyHeader(idem.DefaultKeyHeader, idem.KeyQuoted))
 	}
 	cl, err := idem.New(store, opts...)
 	if err != nil {
@@ -1308,7 +1312,7 @@ func (h *history) exchange(req *http.Request, body []byte) (srvAnswer, error) {
 	if query {
 		op = h.byKey[strings.TrimPrefix(req.URL.Path, "/v1/ops/")]
 	} else {
-		op = h.byKey[req.Header.Get("Idempotency-Key")]
+		op = h.byKey[h.keyOf(req)]
 	}
 	if op == nil {
 		h.violateLocked(nil, vChangedRequest, "%s %s with key %q: no such intent", req.Method, req.URL, req.Header.Get("Idempotency-Key"))
@@ -1345,7 +1349,7 @@ func (h *history) exchange(req *http.Request, body []byte) (srvAnswer, error) {
 		h.logfLocked("submit %s [%v]", op.key, f)
 		return srvAnswer{}, errRefused
 	}
-	a := h.srv.submit(op, req.Header.Get("Idempotency-Key"), body, f, op.rng, t)
+	a := h.srv.submit(op, h.keyOf(req), body, f, op.rng, t)
 	if e := a.executed; e != nil {
 		// A new execution: the server forgot the key's earlier answers,
 		// which are final no longer.
@@ -1385,7 +1389,7 @@ func (h *history) exchange(req *http.Request, body []byte) (srvAnswer, error) {
 // the server's final answer or past the key window.
 func (h *history) checkSubmit(op *modelOp, req *http.Request, body []byte, t time.Time) {
 	if req.Method != http.MethodPost || req.URL.String() != modelURL || !bytes.Equal(body, op.body) ||
-		req.Header.Get("Idempotency-Key") != op.key {
+		h.keyOf(req) != op.key {
 		h.violateLocked(op, vChangedRequest, "%s %s key %q body %q", req.Method, req.URL, req.Header.Get("Idempotency-Key"), body)
 	}
 	journaled := false
@@ -1411,6 +1415,20 @@ func (h *history) checkSubmit(op *modelOp, req *http.Request, body []byte, t tim
 		h.violateLocked(op, vResendWindow, "submit #%d at %v after the first send that may have executed (window %v)",
 			op.submits, t.Sub(op.firstMaybe), h.window)
 	}
+}
+
+// keyOf reads the key header as the server does: bare, or as the IETF
+// draft's sf-string ("…") where the profile says so. The model's keys
+// need no escaping. A key in the wrong form reads as no key.
+func (h *history) keyOf(req *http.Request) string {
+	v := req.Header.Get("Idempotency-Key")
+	if !h.prof.quotedKey {
+		return v
+	}
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return ""
+	}
+	return v[1 : len(v)-1]
 }
 
 func answerText(a srvAnswer) string {
