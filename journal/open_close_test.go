@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,4 +135,51 @@ func rvOpenFDs(t *testing.T, path string) int {
 		}
 	}
 	return n
+}
+
+// TestSecondOpenInProcessSaysSo: issue 10, item 7. A second Open of a
+// journal this process already holds said "another process (probably the
+// running application) holds the journal's lock", sending the operator
+// after a process that does not exist. It now says the journal is already
+// open in this process, and how (read-only or for writing), whatever name
+// the file is reached by; the error still matches ErrLocked. Once the
+// holder closes, Open works again.
+func TestSecondOpenInProcessSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "j.db")
+	link := filepath.Join(dir, "link.db")
+	hard := filepath.Join(dir, "hard.db")
+	w, err := Open(path)
+	require.NoError(t, err)
+	require.NoError(t, os.Symlink(path, link))
+	require.NoError(t, os.Link(path, hard))
+
+	// second opens the file by name with opts, and returns the error.
+	second := func(name string, opts ...Option) error {
+		t.Helper()
+		s, err := Open(name, append(opts, WithLockTimeout(20*time.Millisecond))...)
+		if err == nil {
+			require.NoError(t, s.Close())
+			return nil
+		}
+		require.ErrorIs(t, err, ErrLocked)
+		require.NotContains(t, err.Error(), "another process", "Open(%s)", name)
+		require.Equal(t, 1, strings.Count(err.Error(), "journal:"), "say it once: %v", err)
+		return err
+	}
+	for _, name := range []string{path, link, hard} {
+		for _, opts := range [][]Option{nil, {ReadOnly()}} {
+			err := second(name, opts...)
+			require.ErrorContains(t, err, "journal: open "+name+": already open for writing in this process; use that Store, or close it first")
+		}
+	}
+	require.NoError(t, w.Close())
+
+	// Read-only Stores share the file; a writer is kept out, and told why.
+	r1, err := Open(path, ReadOnly())
+	require.NoError(t, err)
+	require.NoError(t, second(hard, ReadOnly()), "a second read-only Open")
+	require.ErrorContains(t, second(link), "already open read-only in this process")
+	require.NoError(t, r1.Close())
+	require.NoError(t, second(path), "Open after the holder closed")
 }
