@@ -138,10 +138,16 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 		return st, fmt.Errorf("journal: compact %s: %w", path, err)
 	}
 	// bbolt opens its file by name; the hook gives it the descriptor
-	// created above instead, so no name lookup can be redirected.
+	// created above instead, so no name lookup can be redirected. It
+	// gives it once: bbolt closes what it opened.
+	given := false
 	dst, err := bolt.Open(tmp.Name(), 0o600, &bolt.Options{
 		NoSync: true, // synced once, whole, below, before it can replace anything
-		OpenFile: func(string, int, os.FileMode) (*os.File, error) {
+		OpenFile: func(name string, _ int, _ os.FileMode) (*os.File, error) {
+			if given {
+				return nil, fmt.Errorf("open %s: Compact's copy is opened once", name)
+			}
+			given = true
 			return tmp, nil
 		},
 	})
