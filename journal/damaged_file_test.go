@@ -142,10 +142,12 @@ func TestDamagedPagesFailClosed(t *testing.T) {
 				// these offsets point outside the map: into unmapped memory
 				// (a fault, which must come back as ErrCorrupt) or into
 				// whatever else the process has mapped there, which reads
-				// as garbage without a fault and may look like a missing
-				// key. What must never happen is a crash; Check and
-				// Compact, which validate the pages first, must still say
-				// "damaged".
+				// as garbage without a fault. bbolt's own search for a key
+				// compares with such keys before anything can check them,
+				// so Get may not find the key. What must never happen is
+				// a crash. List and Stats, which see every key and value
+				// before using it, and Check and Compact, which validate
+				// the pages first, must still say "damaged".
 				read = func(what string, fn func() error) {
 					t.Helper()
 					if err := run(fn); err != nil && !errors.Is(err, journal.ErrCorrupt) && !errors.Is(err, journal.ErrNotFound) {
@@ -155,8 +157,8 @@ func TestDamagedPagesFailClosed(t *testing.T) {
 			}
 			s, err := journal.Open(path, journal.ReadOnly())
 			require.NoError(t, err)
-			read("List", func() error { _, err := s.List(ctx, journal.Filter{}); return err })
-			read("Stats", func() error { _, err := s.Stats(ctx); return err })
+			noPanic("List", func() error { _, err := s.List(ctx, journal.Filter{}); return err })
+			noPanic("Stats", func() error { _, err := s.Stats(ctx); return err })
 			read("Get", func() error { _, err := s.Get(ctx, "acct", "k00001"); return err })
 			require.NoError(t, s.Close())
 			noPanic("Check", func() error { return journal.Check(path) })

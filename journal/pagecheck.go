@@ -125,6 +125,13 @@ func fileFits(f *os.File, size int64) error {
 	return m.fits(f, size)
 }
 
+// truncated is the error for a journal file of size bytes whose last
+// commit needs need.
+func truncated(size, need int64) error {
+	return withKind(ErrCorrupt, "truncated: the file is %d bytes, but its last commit needs %d; "+
+		"restore the journal from a complete copy (idem check tells whether a copy is complete)", size, need)
+}
+
 // fits checks m against the file f of size bytes (see fileFits).
 func (m meta) fits(f *os.File, size int64) error {
 	switch {
@@ -133,9 +140,7 @@ func (m meta) fits(f *os.File, size int64) error {
 	case m.pgid < 2:
 		return withKind(ErrCorrupt, "damaged: the meta page gives %d pages", m.pgid)
 	case m.pgid > uint64(size)/m.pageSize:
-		return withKind(ErrCorrupt, "truncated: the file is %d bytes, but its last commit wrote %d; "+
-			"restore the journal from a complete copy (idem check tells whether a copy is complete)",
-			size, m.pgid*m.pageSize)
+		return truncated(size, int64(m.pgid*m.pageSize))
 	case m.root < 2 || m.root >= m.pgid:
 		return withKind(ErrCorrupt, "damaged: the root page %d is outside the file's %d pages", m.root, m.pgid)
 	case m.freelist == noFreelist:
@@ -167,7 +172,7 @@ func pageHeaders(tx *bolt.Tx, f *os.File) error {
 	ps := uint64(tx.DB().Info().PageSize)
 	hwm := uint64(tx.Size()) / ps
 	if n := uint64(fi.Size()) / ps; n < hwm {
-		return fmt.Errorf("truncated: the file holds %d pages, its last commit wrote %d", n, hwm)
+		return fmt.Errorf("truncated: the file holds %d pages, its last commit needs %d", n, hwm)
 	}
 	w := pageWalker{f: f, ps: ps, hwm: hwm, seen: make(map[uint64]bool)}
 

@@ -99,10 +99,12 @@ const openTries = 8
 
 // Open opens the journal at path, creating it (mode 0600) unless ReadOnly
 // is given. It waits a bounded time for another process to release the
-// file (see WithLockTimeout), then fails with an error matching ErrLocked.
-// A file that is not an idem journal, or is damaged, gives ErrCorrupt; one
-// written by a newer format version gives ErrVersion. Every error names
-// the path.
+// file (see WithLockTimeout), then fails with an error matching ErrLocked;
+// the error says whether the holder is another process or a Store still
+// open in this one. A file that is not an idem journal, or is damaged, or
+// is shorter than its last commit needs (truncated), gives ErrCorrupt
+// without being changed, read-only or not; one written by a newer format
+// version gives ErrVersion. Every error names the path.
 func Open(path string, opts ...Option) (*Store, error) {
 	cfg := config{lockTimeout: DefaultLockTimeout}
 	for _, o := range opts {
@@ -250,8 +252,7 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 				return err
 			}
 			if fi.Size() < tx.Size() {
-				return withKind(ErrCorrupt, "truncated: the file is %d bytes, but its last commit wrote %d; "+
-					"restore the journal from a complete copy (idem check tells whether a copy is complete)", fi.Size(), tx.Size())
+				return truncated(fi.Size(), tx.Size())
 			}
 			meta := tx.Bucket(bucketMeta)
 			if meta == nil {
