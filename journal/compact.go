@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -29,40 +30,47 @@ func Check(path string, opts ...Option) error {
 		return err
 	}
 	defer s.Close()
-	return checkDB(s.db)
-}
-
-// checkDB runs checkTx in a read transaction of db, turning bbolt's panics
-// and faults on a damaged page into ErrCorrupt (see readDamaged).
-func checkDB(db *bolt.DB) error {
-	return readDamaged(func() error { return db.View(checkTx) })
-}
-
-func checkTx(tx *bolt.Tx) error {
-	var errs []error
-	// The journal's own check first: it reads every record and index
-	// entry on this goroutine, where readDamaged turns a wild read into
-	// ErrCorrupt. bbolt's check runs on a goroutine of its own, where a
-	// fault on a damaged page would kill the process: by the time it runs,
-	// the pages it reads have been read once already, and their headers
-	// checked.
-	if err := check(tx); err != nil {
-		errs = append(errs, err)
-	}
-	// bbolt's check trusts the page headers; pageHeaders does not, and a
-	// file whose headers it refuses is not given to bbolt's check.
-	if err := pageHeaders(tx); err != nil {
-		errs = append(errs, err)
-	} else {
-		for err := range tx.Check() {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	if err := checkDB(s.db, s.file); err != nil {
+		return fmt.Errorf("journal: check %s: %w", path, err)
 	}
 	return nil
 }
+
+// checkDB runs checkTx in a read transaction of db, whose file is f,
+// turning bbolt's panics and faults on a damaged page into ErrCorrupt (see
+// readDamaged).
+func checkDB(db *bolt.DB, f *os.File) error {
+	return readDamaged(func() error {
+		return db.View(func(tx *bolt.Tx) error { return checkTx(tx, f) })
+	})
+}
+
+func checkTx(tx *bolt.Tx, f *os.File) error {
+	// The pages first, read from the file rather than the memory map:
+	// bbolt's check and the journal's own trust the page headers and the
+	// element offsets and lengths, which pageHeaders does not. A damaged
+	// key length made the journal's check format a gigabyte-long key, and
+	// bbolt's check runs on a goroutine of its own, where a fault would
+	// kill the process.
+	if err := pageHeaders(tx, f); err != nil {
+		return withKind(ErrCorrupt, "damaged: %v", err)
+	}
+	var errs []error
+	if err := check(tx); err != nil {
+		errs = append(errs, err)
+	}
+	for err := range tx.Check() {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return withKind(ErrCorrupt, "damaged: %v", err)
+	}
+	return nil
+}
+
+// compactSuffix ends the name of Compact's temporary copy, which is the
+// journal's name, this suffix, and a random part.
+const compactSuffix = ".compact-"
 
 // Compact rewrites the journal at path into a new file that holds only the
 // pages in use, checks the copy, and atomically replaces the journal with
@@ -73,10 +81,16 @@ func checkTx(tx *bolt.Tx) error {
 // It holds the journal's lock throughout (the application must be stopped;
 // otherwise ErrLocked). It refuses a journal that does not check out
 // (ErrCorrupt, nothing changed). The copy replaces the file a symbolic
-// link points to, not the link, and takes the journal's owner and group.
-// A crash at any point leaves either the old journal or the new one, never
-// a mix: the copy is written to a temporary file beside the journal,
-// synced, and renamed over it.
+// link points to, not the link, and takes the journal's owner, group and
+// mode. A crash at any point leaves either the old journal or the new one,
+// never a mix: the copy is written to a new temporary file beside the
+// journal, synced, and renamed over it; a copy a killed Compact left
+// behind is removed by the next one.
+//
+// The temporary file is created exclusively under a random name and never
+// opened again by name, so a symbolic link planted in the journal's
+// directory is never followed: Compact, run as root, cannot be made to
+// create or hand over a file elsewhere.
 func Compact(path string, opts ...Option) (CompactStats, error) {
 	var st CompactStats
 	// The copy is renamed over the journal itself, not over a symbolic
@@ -94,7 +108,7 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	if src.readOnly {
 		return st, fmt.Errorf("journal: compact %s: %w", path, ErrReadOnly)
 	}
-	fi, err := os.Stat(path)
+	fi, err := src.file.Stat()
 	if err != nil {
 		return st, fmt.Errorf("journal: compact %s: %w", path, err)
 	}
@@ -102,33 +116,52 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	// A damaged journal is left alone, as it is: bbolt's copy would fault
 	// on its bad pages, or copy only what it can read, and the original is
 	// what a person needs to recover the rest.
-	if err := checkDB(src.db); err != nil {
-		return st, fmt.Errorf("journal: compact %s: the journal does not check out, nothing changed: %w", path, err)
+	if err := checkDB(src.db, src.file); err != nil {
+		return st, withKind(ErrCorrupt, "journal: compact %s: the journal does not check out, nothing changed: %w", path, err)
 	}
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	// Only a Compact holding the journal's lock writes a copy of it, and
+	// this one holds it: a copy already there is a killed run's.
+	removeStaleCopies(dir, base, fi)
 
-	tmp := path + ".compact"
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return st, fmt.Errorf("journal: compact %s: remove a leftover copy: %w", path, err)
-	}
-	// No fsync per commit of the copy: it is synced once, whole, below,
-	// before it can replace anything.
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{NoSync: true})
+	tmp, err := newCopyFile(dir, base, fi)
 	if err != nil {
+		return st, fmt.Errorf("journal: compact %s: the journal is unchanged: %w", path, err)
+	}
+	tmpID, err := tmp.Stat()
+	if err != nil {
+		_ = tmp.Close()
+		_ = removeCopy(tmp.Name(), nil)
 		return st, fmt.Errorf("journal: compact %s: %w", path, err)
 	}
-	cleanup := func() { _ = dst.Close(); _ = os.Remove(tmp) }
-	// The copy replaces the journal: it must be the journal's owner's, or
-	// a compact run as root (sudo idem compact) leaves a journal the
-	// application, running as its own user, can no longer open.
-	if err := sameOwner(tmp, fi); err != nil {
-		cleanup()
-		return st, fmt.Errorf("journal: compact %s: cannot give the copy the journal's owner, the journal is unchanged (run compact as the user the application runs as): %w", path, err)
+	// bbolt opens its file by name; the hook gives it the descriptor
+	// created above instead, so no name lookup can be redirected. It
+	// gives it once: bbolt closes what it opened.
+	given := false
+	dst, err := bolt.Open(tmp.Name(), 0o600, &bolt.Options{
+		NoSync: true, // synced once, whole, below, before it can replace anything
+		OpenFile: func(name string, _ int, _ os.FileMode) (*os.File, error) {
+			if given {
+				return nil, fmt.Errorf("open %s: Compact's copy is opened once", name)
+			}
+			given = true
+			return tmp, nil
+		},
+	})
+	if err != nil {
+		_ = tmp.Close()
+		_ = removeCopy(tmp.Name(), tmpID)
+		return st, fmt.Errorf("journal: compact %s: %w", path, err)
 	}
+	cleanup := func() { _ = dst.Close(); _ = removeCopy(tmp.Name(), tmpID) }
 	if err := bolt.Compact(dst, src.db, compactTxSize); err != nil {
 		cleanup()
 		return st, fmt.Errorf("journal: compact %s: copy: %w", path, err)
 	}
-	if err := checkDB(dst); err != nil {
+	if err := checkDB(dst, tmp); err != nil {
 		cleanup()
 		return st, fmt.Errorf("journal: compact %s: the copy does not check out, the journal is unchanged: %w", path, err)
 	}
@@ -137,20 +170,88 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 		return st, fmt.Errorf("journal: compact %s: sync: %w", path, err)
 	}
 	if err := dst.Close(); err != nil {
-		_ = os.Remove(tmp)
+		_ = removeCopy(tmp.Name(), tmpID)
 		return st, fmt.Errorf("journal: compact %s: %w", path, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	// The name must still be the file written: only someone who may
+	// rename files of this directory could have swapped it, and they
+	// could replace the journal itself.
+	if now, err := os.Lstat(tmp.Name()); err != nil || !os.SameFile(now, tmpID) {
+		return st, fmt.Errorf("journal: compact %s: the copy %s was replaced behind Compact's back; the journal is unchanged", path, tmp.Name())
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = removeCopy(tmp.Name(), tmpID)
 		return st, fmt.Errorf("journal: compact %s: replace: %w", path, err)
 	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
+	if err := syncDir(dir); err != nil {
 		return st, fmt.Errorf("journal: compact %s: the new journal is in place, but syncing its directory failed: %w", path, err)
 	}
 	if fi, err := os.Stat(path); err == nil {
 		st.After = fi.Size()
 	}
 	return st, nil
+}
+
+// newCopyFile creates, exclusively and under a random name, the file in
+// dir that Compact writes the copy of the journal base into, and gives it,
+// through its descriptor, the journal's owner, group and mode (fi): the
+// copy replaces the journal, and a compact run as root (sudo idem compact)
+// must not leave a journal the application, running as its own user, can
+// no longer open.
+func newCopyFile(dir, base string, fi os.FileInfo) (*os.File, error) {
+	f, err := os.CreateTemp(dir, base+compactSuffix+"*")
+	if err != nil {
+		return nil, err
+	}
+	if err := sameOwner(f, fi); err != nil {
+		err = fmt.Errorf("cannot give the copy the journal's owner (run compact as the user the application runs as): %w", err)
+	} else if err = f.Chmod(fi.Mode().Perm()); err != nil {
+		err = fmt.Errorf("cannot give the copy the journal's mode %v: %w", fi.Mode().Perm(), err)
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return nil, err
+	}
+	return f, nil
+}
+
+// removeStaleCopies removes the copies of the journal base (whose file fi
+// describes) that killed runs of Compact left in dir: regular files named
+// as Compact names its copies (and as it named its one copy before,
+// base.compact), owned by this process's user or the journal's, never a
+// symbolic link or anything else, and never through one.
+func removeStaleCopies(dir, base string, journal os.FileInfo) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return // a leftover costs disk space, nothing more
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if name != base+".compact" && !strings.HasPrefix(name, base+compactSuffix) {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && ownCopy(fi, journal) {
+			_ = removeCopy(filepath.Join(dir, name), fi)
+		}
+	}
+}
+
+// removeCopy removes the file at path if it is a regular file and, when
+// id is not nil, the very file id describes. The removal of a name never
+// follows a symbolic link; the check keeps Compact from removing what it
+// did not make.
+func removeCopy(path string, id os.FileInfo) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return err
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file, left alone", path)
+	case id != nil && !os.SameFile(fi, id):
+		return fmt.Errorf("%s is not the copy Compact wrote, left alone", path)
+	}
+	return unlinkName(path)
 }
 
 // syncDir makes a rename in dir durable.

@@ -1,15 +1,21 @@
 package journal
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Errors returned by Open. The error Open returns wraps one of them and
 // names the journal's path.
 var (
-	// ErrLocked means another process holds the journal's file lock; Open
-	// gave up after the configured wait (see WithLockTimeout).
-	ErrLocked = errors.New("journal: locked by another process")
-	// ErrCorrupt means the file is not an idem journal, or is damaged. It is
-	// also returned by reads that meet a damaged record.
+	// ErrLocked means another Store holds the journal's file lock: one in
+	// another process, or one still open in this process. Open gave up
+	// after the configured wait (see WithLockTimeout); its message says
+	// which of the two it was.
+	ErrLocked = errors.New("journal: locked")
+	// ErrCorrupt means the file is not an idem journal, or is damaged or
+	// truncated. It is also returned by reads that meet a damaged page or
+	// record.
 	ErrCorrupt = errors.New("journal: not an idem journal or damaged")
 	// ErrVersion means the file or a record was written by a newer format
 	// version than this build of idem reads.
@@ -46,3 +52,22 @@ var (
 // neither done nor undone: check with Get later, and never replace the
 // record with another one under a new key.
 var ErrMaybeCommitted = errors.New("journal: write may or may not be committed")
+
+// kindError is an error of one of the kinds above whose message says all
+// there is to say: errors.Is matches the kind, but the kind's own text is
+// not appended ("journal: open x: truncated …", not "…: journal: not an
+// idem journal or damaged").
+type kindError struct {
+	kind error
+	err  error
+}
+
+func (e *kindError) Error() string        { return e.err.Error() }
+func (e *kindError) Unwrap() error        { return e.err }
+func (e *kindError) Is(target error) bool { return target == e.kind }
+
+// withKind returns an error matching kind, with the message format says;
+// %w in format wraps a cause as fmt.Errorf does.
+func withKind(kind error, format string, args ...any) error {
+	return &kindError{kind: kind, err: fmt.Errorf(format, args...)}
+}

@@ -151,7 +151,12 @@ func baselineDB(b *testing.B) *bolt.DB {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := initMeta(db, false); err != nil {
+	f, err := os.Open(db.Path())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	if err := initMeta(db, f, false); err != nil {
 		b.Fatal(err)
 	}
 	return db

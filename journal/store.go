@@ -46,18 +46,66 @@ const pruneChunk = 10000
 // The Store never reads the clock: the caller sets every time in a record.
 type Store struct {
 	db       *bolt.DB
+	file     *os.File    // the file bbolt opened (bbolt's to close)
+	id       os.FileInfo // which file that is, for openFiles
 	path     string
 	readOnly bool
 	c        *committer // nil when read-only
 	closed   atomic.Bool
 }
 
+// openFiles holds every Store of this process that is open, so that an
+// Open that finds the file locked can tell whether the lock is held here
+// (bbolt's lock is per open file, so a second Open in one process waits
+// for the first to close like any other process would).
+var openFiles struct {
+	sync.Mutex
+	stores map[*Store]struct{}
+}
+
+// register adds s to openFiles.
+func (s *Store) register() {
+	openFiles.Lock()
+	defer openFiles.Unlock()
+	if openFiles.stores == nil {
+		openFiles.stores = make(map[*Store]struct{})
+	}
+	openFiles.stores[s] = struct{}{}
+}
+
+// unregister removes s from openFiles.
+func (s *Store) unregister() {
+	openFiles.Lock()
+	defer openFiles.Unlock()
+	delete(openFiles.stores, s)
+}
+
+// heldHere reports whether a Store of this process holds the file id in a
+// mode that keeps an Open for readOnly out, and whether that Store writes.
+func heldHere(id os.FileInfo, readOnly bool) (held, writer bool) {
+	openFiles.Lock()
+	defer openFiles.Unlock()
+	for s := range openFiles.stores {
+		if (!s.readOnly || !readOnly) && os.SameFile(s.id, id) {
+			held = true
+			writer = writer || !s.readOnly
+		}
+	}
+	return held, writer
+}
+
+// openTries bounds how often Open starts again because the file at its
+// path was replaced while it waited for the lock (see Open).
+const openTries = 8
+
 // Open opens the journal at path, creating it (mode 0600) unless ReadOnly
 // is given. It waits a bounded time for another process to release the
-// file (see WithLockTimeout), then fails with an error matching ErrLocked.
-// A file that is not an idem journal, or is damaged, gives ErrCorrupt; one
-// written by a newer format version gives ErrVersion. Every error names
-// the path.
+// file (see WithLockTimeout), then fails with an error matching ErrLocked;
+// the error says whether the holder is another process or a Store still
+// open in this one. A file that is not an idem journal, or is damaged, or
+// is shorter than its last commit needs (truncated), gives ErrCorrupt
+// without being changed, read-only or not; one written by a newer format
+// version gives ErrVersion. Every error names the path.
 func Open(path string, opts ...Option) (*Store, error) {
 	cfg := config{lockTimeout: DefaultLockTimeout}
 	for _, o := range opts {
@@ -73,52 +121,90 @@ func Open(path string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("journal: open %s read-only: no journal there (read-only mode never creates one): %w", path, err)
 		}
 		if fi.Size() == 0 {
-			return nil, fmt.Errorf("journal: open %s: empty file: %w", path, ErrCorrupt)
+			return nil, withKind(ErrCorrupt, "journal: open %s: empty file, not a journal", path)
 		}
 	}
 	timeout := cfg.lockTimeout
 	if timeout <= 0 {
 		timeout = time.Nanosecond // one try; bbolt's zero means forever
 	}
-	var db *bolt.DB
-	var err error
-	for {
-		// The file at path may be replaced (Compact renames its copy over
-		// it) while this Open waits for the lock on the file it opened:
-		// then that file is gone, and the lock protects nothing.
-		before, _ := os.Stat(path)
-		db, err = openBolt(path, &bolt.Options{
-			Timeout:  timeout,
-			ReadOnly: cfg.readOnly,
-			NoSync:   cfg.noSync,
-		})
-		if err != nil || before == nil {
-			break
+	for range openTries {
+		s, err := openOnce(path, &cfg, timeout)
+		if s != nil || err != nil {
+			return s, err
 		}
-		if after, serr := os.Stat(path); serr == nil && os.SameFile(before, after) {
-			break
-		}
-		_ = db.Close()
 	}
+	return nil, fmt.Errorf("journal: open %s: the file was replaced %d times while Open waited for its lock; is something rewriting it?", path, openTries)
+}
+
+// openOnce opens the file at path, or returns neither a Store nor an error
+// when the file it opened is no longer the one at path: Compact renames
+// its copy over the journal while this Open may wait for the lock on the
+// file it opened, and then the lock protects nothing.
+func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
+	var file *os.File
+	var id os.FileInfo
+	o := &bolt.Options{
+		Timeout:  timeout,
+		ReadOnly: cfg.readOnly,
+		NoSync:   cfg.noSync,
+		// bbolt opens the file by path; the hook keeps what Open needs
+		// of it, and refuses a truncated file before bbolt maps it.
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			if err != nil || file != nil {
+				return f, err // a second file: bbolt's own copy of the journal
+			}
+			fi, err := f.Stat()
+			if err == nil && fi.Size() > 0 {
+				err = fileFits(f, fi.Size())
+			}
+			if err != nil {
+				_ = f.Close()
+				return nil, err
+			}
+			file, id = f, fi
+			return f, nil
+		},
+	}
+	db, err := openBolt(path, o, &file)
+	var kind *kindError
 	switch {
 	case errors.Is(err, berrors.ErrTimeout):
-		return nil, fmt.Errorf("journal: open %s: another process (probably the running application) holds the journal's lock; stop it, or wait for it to exit, and retry: %w", path, ErrLocked)
+		if held, writer := heldHere(id, cfg.readOnly); held {
+			how := "read-only"
+			if writer {
+				how = "for writing"
+			}
+			return nil, withKind(ErrLocked, "journal: open %s: already open %s in this process; use that Store, or close it first", path, how)
+		}
+		return nil, withKind(ErrLocked, "journal: open %s: another process (probably the running application) holds the journal's lock; stop it, or wait for it to exit, and retry", path)
+	case errors.As(err, &kind):
+		return nil, withKind(kind.kind, "journal: open %s: %w", path, err)
 	case err != nil && systemError(err):
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	case err != nil:
 		// bbolt reports a bad file in several ways, some of them
 		// untyped ("file size too small"): whatever is not the system's
 		// complaint is the file's.
-		return nil, fmt.Errorf("journal: open %s: not an idem journal, or damaged (%v): %w", path, err, ErrCorrupt)
+		return nil, withKind(ErrCorrupt, "journal: open %s: not an idem journal, or damaged (%v)", path, err)
 	}
-	if err := initMeta(db, cfg.readOnly); err != nil {
+	if now, serr := os.Stat(path); serr == nil && !os.SameFile(id, now) {
 		_ = db.Close()
+		return nil, nil
+	}
+	if err := initMeta(db, file, cfg.readOnly); err != nil {
+		_ = db.Close()
+		if errors.As(err, &kind) {
+			return nil, withKind(kind.kind, "journal: open %s: %w", path, err)
+		}
 		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path, readOnly: cfg.readOnly}
+	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly}
 	if !cfg.readOnly {
 		s.c = newCommitter(db)
 	}
+	s.register()
 	return s, nil
 }
 
@@ -130,12 +216,23 @@ func systemError(err error) bool {
 	return errors.As(err, &pe) || errors.As(err, &errno)
 }
 
-// openBolt opens the bbolt file, turning a panic on a damaged file into
-// ErrCorrupt.
-func openBolt(path string, o *bolt.Options) (db *bolt.DB, err error) {
+// openBolt opens the bbolt file, turning a panic or a fault on a damaged
+// file into ErrCorrupt. *file is the file o.OpenFile opened, unlocked and
+// closed here if bbolt panics. The memory map bbolt may have made is lost
+// with the DB that never came back: fileFits refuses beforehand what is
+// known to make bbolt panic while opening, so that this is rare.
+func openBolt(path string, o *bolt.Options, file **os.File) (db *bolt.DB, err error) {
+	old := debug.SetPanicOnFault(true)
 	defer func() {
+		debug.SetPanicOnFault(old)
 		if p := recover(); p != nil {
-			db, err = nil, fmt.Errorf("%w: bbolt: %v", ErrCorrupt, p)
+			if *file != nil {
+				// The memory map keeps the open file, and its lock, alive
+				// after the descriptor is closed: unlock it first.
+				unlockFile(*file)
+				_ = (*file).Close()
+			}
+			db, err = nil, withKind(ErrCorrupt, "damaged file (bbolt: %v)", p)
 		}
 	}()
 	return bolt.Open(path, 0o600, o)
@@ -145,39 +242,48 @@ func openBolt(path string, o *bolt.Options) (db *bolt.DB, err error) {
 // makes a new file one. A file whose root holds no bucket at all is new
 // (or was created by a process that died before its first commit);
 // anything else without the journal's meta bucket is not a journal.
-func initMeta(db *bolt.DB, readOnly bool) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("damaged file (%v): %w", p, ErrCorrupt)
-		}
-	}()
+func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 	empty := false
-	err = db.View(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if meta == nil {
-			k, _ := tx.Cursor().First()
-			empty = k == nil
-			if empty && !readOnly {
-				return nil
+	err = readDamaged(func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			// Checked again now that the lock is held: the file bbolt mapped
+			// must hold every page its meta page names (see fileFits).
+			fi, err := file.Stat()
+			if err != nil {
+				return err
 			}
-			return fmt.Errorf("no journal metadata: %w", ErrCorrupt)
-		}
-		if !bytes.Equal(meta.Get(metaMagic), magicValue) {
-			return fmt.Errorf("bad journal magic: %w", ErrCorrupt)
-		}
-		v := meta.Get(metaVersion)
-		switch {
-		case len(v) != 1 || v[0] == 0:
-			return fmt.Errorf("bad format version %x: %w", v, ErrCorrupt)
-		case v[0] > formatVersion:
-			return fmt.Errorf("format version %d, this build reads up to %d: %w", v[0], formatVersion, ErrVersion)
-		}
-		for _, name := range dataBuckets {
-			if tx.Bucket(name) == nil {
-				return fmt.Errorf("bucket %q missing: %w", name, ErrCorrupt)
+			if fi.Size() < tx.Size() {
+				return truncated(fi.Size(), tx.Size())
 			}
-		}
-		return nil
+			meta := tx.Bucket(bucketMeta)
+			if meta == nil {
+				k, _ := tx.Cursor().First()
+				empty = k == nil
+				if empty && !readOnly {
+					return nil
+				}
+				return withKind(ErrCorrupt, "not an idem journal (no journal metadata)")
+			}
+			if !bytes.Equal(meta.Get(metaMagic), magicValue) {
+				return withKind(ErrCorrupt, "not an idem journal, or damaged (bad journal magic)")
+			}
+			v := meta.Get(metaVersion)
+			switch {
+			case len(v) != 1:
+				// Not formatted: a damaged page can make it gigabytes long.
+				return withKind(ErrCorrupt, "damaged (a format version of %d bytes)", len(v))
+			case v[0] == 0:
+				return withKind(ErrCorrupt, "damaged (format version 0)")
+			case v[0] > formatVersion:
+				return withKind(ErrVersion, "written by a newer idem (format version %d; this build reads up to %d): upgrade idem to read it", v[0], formatVersion)
+			}
+			for _, name := range dataBuckets {
+				if tx.Bucket(name) == nil {
+					return withKind(ErrCorrupt, "damaged (bucket %q missing)", name)
+				}
+			}
+			return nil
+		})
 	})
 	if err != nil || !empty {
 		return err
@@ -215,6 +321,7 @@ func (s *Store) Close() error {
 	if s.c != nil {
 		s.c.stop()
 	}
+	defer s.unregister()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("journal: close: %w", err)
 	}
@@ -274,7 +381,7 @@ func readDamaged(read func() error) (err error) {
 	defer func() {
 		debug.SetPanicOnFault(old)
 		if p := recover(); p != nil {
-			err = fmt.Errorf("damaged page (bbolt: %v): %w", p, ErrCorrupt)
+			err = withKind(ErrCorrupt, "damaged page (bbolt: %v)", p)
 		}
 	}()
 	return read()
@@ -357,7 +464,17 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	}
 	var r *Record
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		v := lookup(tx, recordKey(scope, key))
+		rk := recordKey(scope, key)
+		var v []byte
+		for _, name := range [][]byte{bucketOpen, bucketDone} {
+			b := tx.Bucket(name)
+			if v = b.Get(rk); v != nil {
+				if err := mappedOf(tx, b).check(v); err != nil {
+					return err
+				}
+				break
+			}
+		}
 		if v == nil {
 			return ErrNotFound
 		}
@@ -493,7 +610,8 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 	for {
 		var page []*Record
 		err := s.view(ctx, func(tx *bolt.Tx) error {
-			c := tx.Bucket(bucketDue).Cursor()
+			due := tx.Bucket(bucketDue)
+			c := due.Cursor()
 			k, _ := c.First()
 			if after != nil {
 				k, _ = c.Seek(after)
@@ -502,8 +620,9 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 				}
 			}
 			records := tx.Bucket(bucketOpen)
+			ix := indexReader{records, mappedOf(tx, due), mappedOf(tx, records)}
 			for ; k != nil && len(page) < openPage; k, _ = c.Next() {
-				r, err := indexed(records, k)
+				r, err := ix.read(k)
 				if err != nil {
 					return err
 				}
@@ -531,11 +650,34 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 	}
 }
 
-// indexed decodes the open record a due-index key points at.
-func indexed(records *bolt.Bucket, k []byte) (*Record, error) {
-	v := records.Get(k[timeKeySize:])
+// indexReader reads the open records the due index points at.
+type indexReader struct {
+	records       *bolt.Bucket
+	index, values mapped // the bounds of the index's keys and the records
+}
+
+// check checks the due-index key k.
+func (ix indexReader) check(k []byte) error {
+	if err := ix.index.check(k); err != nil {
+		return err
+	}
+	if len(k) < timeKeySize {
+		return withKind(ErrCorrupt, "damaged index: entry %q too short", k)
+	}
+	return nil
+}
+
+// read decodes the open record the due-index key k points at.
+func (ix indexReader) read(k []byte) (*Record, error) {
+	if err := ix.check(k); err != nil {
+		return nil, err
+	}
+	v := ix.records.Get(k[timeKeySize:])
 	if v == nil {
-		return nil, fmt.Errorf("index entry %q without record: %w", k, ErrCorrupt)
+		return nil, withKind(ErrCorrupt, "damaged index: entry %q without record", k)
+	}
+	if err := ix.values.check(v); err != nil {
+		return nil, err
 	}
 	return decode(v)
 }
@@ -546,13 +688,17 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, er
 	var out []*Record
 	bound := timeKey(by)
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketDue).Cursor()
-		records := tx.Bucket(bucketOpen)
-		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= bound; k, _ = c.Next() {
-			if limit > 0 && len(out) == limit {
+		due, records := tx.Bucket(bucketDue), tx.Bucket(bucketOpen)
+		ix := indexReader{records, mappedOf(tx, due), mappedOf(tx, records)}
+		c := due.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if err := ix.check(k); err != nil {
+				return err
+			}
+			if binary.BigEndian.Uint64(k) > bound || limit > 0 && len(out) == limit {
 				break
 			}
-			r, err := indexed(records, k)
+			r, err := ix.read(k)
 			if err != nil {
 				return err
 			}
@@ -572,7 +718,9 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, er
 func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 	var out []*Record
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		oc, dc := tx.Bucket(bucketOpen).Cursor(), tx.Bucket(bucketDone).Cursor()
+		open, done := tx.Bucket(bucketOpen), tx.Bucket(bucketDone)
+		om, dm := mappedOf(tx, open), mappedOf(tx, done)
+		oc, dc := open.Cursor(), done.Cursor()
 		ok, ov := oc.First()
 		var dk, dv []byte
 		if !f.openOnly() {
@@ -581,6 +729,12 @@ func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 		// Merge the two buckets, both in key order. Keys and values stay
 		// valid until the transaction ends.
 		for ok != nil || dk != nil {
+			if err := om.checkKV(ok, ov); err != nil {
+				return err
+			}
+			if err := dm.checkKV(dk, dv); err != nil {
+				return err
+			}
 			var k, v []byte
 			if dk == nil || (ok != nil && bytes.Compare(ok, dk) < 0) {
 				k, v = ok, ov
@@ -699,7 +853,11 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{ByState: make(map[State]int)}
 	err := s.view(ctx, func(tx *bolt.Tx) error {
 		st.FileSize = tx.Size()
+		var m mapped
 		count := func(k, v []byte) error {
+			if err := m.checkKV(k, v); err != nil {
+				return err
+			}
 			state, review, err := decodeState(v)
 			if err != nil {
 				return fmt.Errorf("record %q: %w", k, err)
@@ -714,10 +872,14 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 			}
 			return nil
 		}
-		if err := tx.Bucket(bucketOpen).ForEach(count); err != nil {
-			return err
+		for _, name := range [][]byte{bucketOpen, bucketDone} {
+			b := tx.Bucket(name)
+			m = mappedOf(tx, b)
+			if err := b.ForEach(count); err != nil {
+				return err
+			}
 		}
-		return tx.Bucket(bucketDone).ForEach(count)
+		return nil
 	})
 	if err != nil {
 		return Stats{}, fmt.Errorf("journal: stats: %w", err)

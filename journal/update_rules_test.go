@@ -12,9 +12,9 @@ import (
 	"github.com/idemkit/idem/journal/journaltest"
 )
 
-// TestReviewUpdateKeepsRequestAndResolution: promise 2 covers headers and
+// TestUpdateKeepsRequestAndResolution: promise 2 covers headers and
 // the result URL too, and only Resolve may record a manual resolution.
-func TestReviewUpdateKeepsRequestAndResolution(t *testing.T) {
+func TestUpdateKeepsRequestAndResolution(t *testing.T) {
 	ctx := context.Background()
 	s, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)

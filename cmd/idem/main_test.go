@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +109,45 @@ func newJournal(t testing.TB) fixture {
 	}
 	require.NoError(t, s.Close())
 	return fixture{path: path, now: now}
+}
+
+// TestMain makes the test binary the idem command itself when
+// asCommandEnv is set, so that a test can run the command as a process of
+// its own and see how that process ends (runIdemProcess).
+func TestMain(m *testing.M) {
+	if os.Getenv(asCommandEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+const asCommandEnv = "IDEM_TEST_AS_COMMAND"
+
+// runIdemProcess runs the command as a child process: a crash (a fault the
+// runtime cannot turn into a panic, a fatal error) ends it with a status
+// and output of the runtime's, where runIdem would take the test binary
+// down with it.
+func runIdemProcess(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	// A race-enabled binary sleeps a second before it exits, unless told
+	// not to: hundreds of runs would take minutes.
+	cmd.Env = append(os.Environ(), asCommandEnv+"=1", "IDEM_JOURNAL=",
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		code = exit.ExitCode() // -1 if a signal killed it
+	default:
+		t.Fatalf("idem %q: %v", args, err)
+	}
+	return out.String(), errOut.String(), code
 }
 
 // runIdem runs the command in-process.

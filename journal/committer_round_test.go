@@ -1,9 +1,8 @@
 package journal
 
-// Review tests: an adversarial review of the journal's promises (DESIGN.md,
-// "Journal promises", and the Store contract in the root package). Every
-// test here passes on the reviewed code and guards a promise; tests that
-// showed bugs live elsewhere until the bugs are fixed.
+// Commit rounds: several writes share one commit, and each is applied,
+// reported and made durable as if it had committed alone. The rv*
+// helpers here are shared by the package's internal tests.
 //
 // Several tests need two or more writes in one commit round, in a known
 // order. They get it without timing: a "blocker" Update leads a round and
@@ -16,8 +15,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -154,13 +151,13 @@ func rvBreakTx(s *Store) <-chan error {
 	return c
 }
 
-// TestReviewTxFailureRetryAppliesOthersOnce checks the txFailure path of
+// TestTxFailureRetryAppliesOthersOnce checks the txFailure path of
 // the committer (promise: an error means "not written", success means
 // written exactly once). A write that breaks the round's transaction fails
 // alone; the writes before and after it in the round commit, each applied
 // once to the record as committed, not on top of their own rolled-back
 // first run; the indexes stay consistent.
-func TestReviewTxFailureRetryAppliesOthersOnce(t *testing.T) {
+func TestTxFailureRetryAppliesOthersOnce(t *testing.T) {
 	s, _ := rvOpen(t)
 	ctx := context.Background()
 	_, err := s.Create(ctx, rvRecord("x", rvT0))
@@ -204,12 +201,12 @@ func TestReviewTxFailureRetryAppliesOthersOnce(t *testing.T) {
 	}))
 }
 
-// TestReviewCommitFailureReportsNoSuccess checks the committer's "Begin or
+// TestCommitFailureReportsNoSuccess checks the committer's "Begin or
 // Commit failed" path (promise 8, and "an error always means not
 // written"): when the round's commit fails (here: the file's descriptor is
 // gone, as after an I/O error), every write in it reports an error, and
 // none of them is in the file.
-func TestReviewCommitFailureReportsNoSuccess(t *testing.T) {
+func TestCommitFailureReportsNoSuccess(t *testing.T) {
 	s, path := rvOpen(t)
 	ctx := context.Background()
 	_, err := s.Create(ctx, rvRecord("b", rvT0))
@@ -244,10 +241,10 @@ func TestReviewCommitFailureReportsNoSuccess(t *testing.T) {
 	require.NoError(t, s2.db.View(check))
 }
 
-// TestReviewSameRecordTwiceInOneRound checks two writes to one record in
+// TestSameRecordTwiceInOneRound checks two writes to one record in
 // one round (Store contract: Update returns ErrTerminal without calling fn
 // once the record is terminal; every update sees the ones before it).
-func TestReviewSameRecordTwiceInOneRound(t *testing.T) {
+func TestSameRecordTwiceInOneRound(t *testing.T) {
 	s, _ := rvOpen(t)
 	ctx := context.Background()
 	_, err := s.Create(ctx, rvRecord("x", rvT0))
@@ -303,10 +300,10 @@ func TestReviewSameRecordTwiceInOneRound(t *testing.T) {
 	require.Equal(t, r.rec, z)
 }
 
-// TestReviewQueuedWriteSurvivesCancel checks the Store's ctx rule: once a
+// TestQueuedWriteSurvivesCancel checks the Store's ctx rule: once a
 // write has been queued it is carried out even if its context ends, and it
 // reports success only because it committed.
-func TestReviewQueuedWriteSurvivesCancel(t *testing.T) {
+func TestQueuedWriteSurvivesCancel(t *testing.T) {
 	s, _ := rvOpen(t)
 	release, wait := rvBlock(t, s)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -322,12 +319,12 @@ func TestReviewQueuedWriteSurvivesCancel(t *testing.T) {
 	require.Equal(t, c.rec, got)
 }
 
-// TestReviewCloseWaitsForQueuedWrites checks Close against writers (Store
+// TestCloseWaitsForQueuedWrites checks Close against writers (Store
 // contract: every write is durable when it returns without error; every
 // method returns ErrClosed after Close). Close waits for the round in
 // progress and for the writes queued behind it; a write that arrives once
 // Close has begun is refused; every acknowledged write is in the file.
-func TestReviewCloseWaitsForQueuedWrites(t *testing.T) {
+func TestCloseWaitsForQueuedWrites(t *testing.T) {
 	s, path := rvOpen(t)
 	ctx := context.Background()
 	release, wait := rvBlock(t, s)
@@ -364,253 +361,4 @@ func TestReviewCloseWaitsForQueuedWrites(t *testing.T) {
 	}
 	_, err = s2.Get(ctx, "s", "late")
 	require.ErrorIs(t, err, ErrNotFound)
-}
-
-// TestReviewUpdateCannotChangeMethod checks that Update keeps the Method
-// (promise 2: same request on every attempt; the conformance suite checks
-// Scope, Key, URL and Body, not Method).
-func TestReviewUpdateCannotChangeMethod(t *testing.T) {
-	s, _ := rvOpen(t)
-	ctx := context.Background()
-	want, err := s.Create(ctx, rvRecord("x", rvT0))
-	require.NoError(t, err)
-	_, err = s.Update(ctx, "s", "x", func(r *Record) error {
-		r.Method = http.MethodPut
-		return nil
-	})
-	require.ErrorIs(t, err, ErrInvalid)
-	got, err := s.Get(ctx, "s", "x")
-	require.NoError(t, err)
-	require.Equal(t, want, got)
-}
-
-// TestReviewRoundTripThroughStore checks that what a write returns is what
-// a later Get returns, field for field, for a record using every corner of
-// the encoding: multi-valued and empty headers, attempts of every kind,
-// a Result with no body, a Resolution, local times with monotonic
-// readings, and times far outside the index's range.
-func TestReviewRoundTripThroughStore(t *testing.T) {
-	s, _ := rvOpen(t)
-	ctx := context.Background()
-	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
-	now := time.Now() // carries a monotonic reading
-	rec := rvRecord("x", time.Date(1500, 1, 1, 0, 0, 0, 7, zone))
-	rec.Header = http.Header{
-		"Accept":    {"application/json", "text/plain"},
-		"X-Empty":   {},
-		"X-Blank":   {""},
-		"x-lower":   {"as given"},
-		"X-Lower":   {"canonical"},
-		"X-Unicode": {"é✓"},
-	}
-	rec.Attempts = []Attempt{
-		{Number: 1, Kind: AttemptSubmit, Start: now, Wrote: true, Done: true, Status: 503, Err: "e", RetryAfter: -time.Second, Duration: math.MaxInt64},
-		{Number: 2, Kind: AttemptQuery, Start: now.In(zone)},
-		{Number: -3, Kind: "custom", Start: time.Unix(math.MaxInt64, 999999999)},
-		{},
-	}
-	rec.Result = &Result{StatusCode: 202}
-	rec.Resolved = &Resolution{By: "op", Reason: "r", At: time.Unix(math.MinInt64/2, 1)}
-	rec.Created = now
-	rec.FirstSent = time.Date(9999, 12, 31, 23, 59, 59, 999999999, zone)
-	rec.Updated = now.In(zone)
-
-	created, err := s.Create(ctx, rec)
-	require.NoError(t, err)
-	got, err := s.Get(ctx, "s", "x")
-	require.NoError(t, err)
-	require.Equal(t, created, got, "Create() result equals Get()")
-	require.Equal(t, []string{"application/json", "text/plain"}, got.Header["Accept"])
-	require.Len(t, got.Header, len(rec.Header))
-	require.Len(t, got.Attempts, 4)
-	for i := range rec.Attempts {
-		require.True(t, rec.Attempts[i].Start.Equal(got.Attempts[i].Start), "attempt %d start", i)
-	}
-	require.True(t, got.NextDue.Equal(rec.NextDue) && got.FirstSent.Equal(rec.FirstSent) && got.Created.Equal(rec.Created))
-	require.Equal(t, "custom", string(got.Attempts[2].Kind))
-	require.Nil(t, got.Result.Body)
-
-	updated, err := s.Update(ctx, "s", "x", func(r *Record) error {
-		r.Attempts = append(r.Attempts, Attempt{Number: 5, Start: now})
-		r.NextDue = time.Time{}
-		return nil
-	})
-	require.NoError(t, err)
-	got, err = s.Get(ctx, "s", "x")
-	require.NoError(t, err)
-	require.Equal(t, updated, got, "Update() result equals Get()")
-}
-
-// TestReviewExtremeTimesKeepIndexesConsistent checks the index invariant
-// (a record is in the open index iff it is not terminal, under the key of
-// its NextDue, or in the settled index under its Settled) through every
-// kind of write, with times that timeKey clamps: the zero time, years
-// before 1678 and after 2262, and the ends of time.Unix's range.
-func TestReviewExtremeTimesKeepIndexesConsistent(t *testing.T) {
-	s, _ := rvOpen(t)
-	ctx := context.Background()
-	times := []time.Time{
-		{},
-		time.Unix(math.MinInt64, 0),
-		time.Date(1500, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Unix(-1, 999999999),
-		rvT0,
-		time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Unix(math.MaxInt64, 999999999),
-	}
-	requireCheck := func(what string) {
-		t.Helper()
-		require.NoError(t, s.db.View(check), what)
-	}
-	for i, due := range times {
-		_, err := s.Create(ctx, rvRecord(fmt.Sprint(i), due))
-		require.NoError(t, err)
-	}
-	requireCheck("after Create")
-	// The zero time and the clamped early times are due by the zero time.
-	due, err := s.Due(ctx, time.Time{}, 0)
-	require.NoError(t, err)
-	require.Len(t, due, 3, "Due(zero time)")
-	due, err = s.Due(ctx, time.Unix(math.MaxInt64, 999999999), 0)
-	require.NoError(t, err)
-	require.Len(t, due, len(times), "Due(end of time) returns every open record")
-
-	for i := range times {
-		j := len(times) - 1 - i
-		_, err := s.Update(ctx, "s", fmt.Sprint(i), func(r *Record) error {
-			r.NextDue = times[j]
-			return nil
-		})
-		require.NoError(t, err)
-	}
-	requireCheck("after rescheduling")
-	for i := range times {
-		if i%2 == 0 {
-			_, err := s.Update(ctx, "s", fmt.Sprint(i), func(r *Record) error {
-				r.State, r.Settled = StateFailed, times[len(times)-1-i]
-				if r.Settled.IsZero() {
-					r.Settled = time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)
-				}
-				return nil
-			})
-			require.NoError(t, err)
-		}
-	}
-	requireCheck("after settling")
-	for i := range times {
-		_, err := s.Resolve(ctx, "s", fmt.Sprint(i), Manual{State: StateSucceeded, Reason: "r", At: times[(i+3)%len(times)].Add(time.Nanosecond)})
-		if times[(i+3)%len(times)].Add(time.Nanosecond).IsZero() {
-			require.ErrorIs(t, err, ErrInvalid)
-			continue
-		}
-		require.NoError(t, err)
-	}
-	requireCheck("after Resolve")
-	n, err := s.Prune(ctx, time.Unix(math.MaxInt64, 999999999))
-	require.NoError(t, err)
-	require.Positive(t, n)
-	requireCheck("after Prune")
-	list, err := s.List(ctx, Filter{})
-	require.NoError(t, err)
-	for _, r := range list {
-		require.True(t, r.Open() || timeKey(r.Settled) >= timeKey(time.Unix(math.MaxInt64, 999999999)),
-			"%s settled %v not pruned", r.Key, r.Settled)
-	}
-}
-
-// TestReviewPruneSkipsOpenRecordsUnderAnyTimes checks promise 11: Prune
-// never deletes an open record, whatever its times (here an ancient, even
-// meaningless, Settled on open records and a cut-off at the end of time);
-// it deletes the terminal one.
-func TestReviewPruneSkipsOpenRecordsUnderAnyTimes(t *testing.T) {
-	s, _ := rvOpen(t)
-	ctx := context.Background()
-	for i, st := range []State{StatePending, StateProcessing, StateUnknown} {
-		r := rvRecord(fmt.Sprint("open", i), time.Time{})
-		r.State, r.Settled, r.Created, r.Updated = st, time.Unix(0, 0), time.Unix(0, 0), time.Unix(0, 0)
-		_, err := s.Create(ctx, r)
-		require.NoError(t, err)
-	}
-	done := rvRecord("done", rvT0)
-	done.State, done.Settled = StateSucceeded, time.Unix(0, 0)
-	_, err := s.Create(ctx, done)
-	require.NoError(t, err)
-	n, err := s.Prune(ctx, time.Unix(math.MaxInt64, 0))
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	open, err := s.List(ctx, Filter{})
-	require.NoError(t, err)
-	require.Len(t, open, 3)
-}
-
-// TestReviewDecodeRejectsEveryTruncation checks promise 10 (the decoder
-// fails closed): every proper prefix of a full record, and the record with
-// a byte appended, is an error matching ErrCorrupt, never a record with
-// fields silently missing.
-func TestReviewDecodeRejectsEveryTruncation(t *testing.T) {
-	r := fullRecord()
-	r.Header.Add("X-Review-Multi", "one")
-	r.Header.Add("X-Review-Multi", "two")
-	enc := encode(nil, r)
-	for n := range len(enc) {
-		got, err := decode(enc[:n])
-		require.ErrorIs(t, err, ErrCorrupt, "prefix of %d bytes", n)
-		require.Nil(t, got)
-	}
-	_, err := decode(append(enc[:len(enc):len(enc)], 0))
-	require.ErrorIs(t, err, ErrCorrupt, "trailing byte")
-	got, err := decode(enc)
-	require.NoError(t, err)
-	require.Equal(t, []string{"one", "two"}, got.Header["X-Review-Multi"])
-}
-
-// TestReviewLockTimeoutBounded checks promise 9: a second Open of a held
-// journal, for writing or read-only, fails with ErrLocked after a bounded
-// wait, including with a zero (single try) timeout; the holder is
-// unaffected.
-func TestReviewLockTimeoutBounded(t *testing.T) {
-	s, path := rvOpen(t)
-	for _, opts := range [][]Option{
-		{WithLockTimeout(50 * time.Millisecond)},
-		{WithLockTimeout(0)},
-		{WithLockTimeout(-time.Second), ReadOnly()},
-		{WithLockTimeout(50 * time.Millisecond), ReadOnly()},
-	} {
-		start := time.Now()
-		s2, err := Open(path, opts...)
-		if err == nil {
-			s2.Close()
-		}
-		require.ErrorIs(t, err, ErrLocked)
-		require.Contains(t, err.Error(), path)
-		require.Less(t, time.Since(start), 5*time.Second, "bounded wait")
-	}
-	_, err := s.Create(context.Background(), rvRecord("after", rvT0))
-	require.NoError(t, err, "the holder still writes")
-}
-
-// TestReviewErrorsAfterClose checks that every method refuses after Close
-// rather than touching a closed file, including Stats and a ForEachOpen
-// whose fn closes the Store half-way.
-func TestReviewErrorsAfterClose(t *testing.T) {
-	s, _ := rvOpen(t)
-	ctx := context.Background()
-	for i := range openPage + 10 {
-		_, err := s.Create(ctx, rvRecord(fmt.Sprint(i), rvT0.Add(time.Duration(i)*time.Second)))
-		require.NoError(t, err)
-	}
-	visits := 0
-	err := s.ForEachOpen(ctx, func(*Record) error {
-		visits++
-		if visits == 1 {
-			require.NoError(t, s.Close())
-		}
-		return nil
-	})
-	require.ErrorIs(t, err, ErrClosed, "ForEachOpen() past Close")
-	require.Equal(t, openPage, visits, "the page read before Close")
-	_, err = s.Stats(ctx)
-	require.ErrorIs(t, err, ErrClosed, "Stats()")
-	_, err = s.Due(ctx, rvT0, 0)
-	require.ErrorIs(t, err, ErrClosed, "Due()")
 }

@@ -1,0 +1,51 @@
+package main
+
+// What the tool prints never includes a credential.
+
+import (
+	"context"
+	"crypto/sha256"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// TestShowRedactsEveryCredentialHeader: format.go promises that
+// the credential headers the client refuses to journal are redacted all
+// the same if a record holds one (written by another tool, an older
+// version, or straight through package journal). Its list had only
+// Authorization, Cookie, Proxy-Authorization and Set-Cookie; the client
+// refuses X-Api-Key, Api-Key and X-Auth-Token too, and show / list -json
+// printed those in clear.
+func TestShowRedactsEveryCredentialHeader(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "payments.journal")
+	s, err := journal.Open(path)
+	require.NoError(t, err)
+	now := time.Now()
+	body := []byte(orderBody)
+	_, err = s.Create(context.Background(), &journal.Record{
+		Scope: "default", Key: "k-secret", Method: "POST", URL: "https://api.example.com/v1/orders",
+		Header: http.Header{
+			"X-Api-Key":    {"sk_live_xapikey"},
+			"Api-Key":      {"sk_live_apikey"},
+			"X-Auth-Token": {"sk_live_authtoken"},
+			"Content-Type": {"application/json"},
+		},
+		Body: body, BodySHA: sha256.Sum256(body), State: journal.StateUnknown,
+		Created: now, Updated: now,
+	})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	for _, args := range [][]string{{"show", "k-secret"}, {"show", "-json", "k-secret"}, {"list", "-json"}} {
+		stdout, stderr, code := runIdem(t, append(args, "-journal", path)...)
+		require.Equal(t, 0, code, stderr)
+		require.Contains(t, stdout, "application/json", "idem %q", args)
+		require.NotContains(t, stdout, "sk_live", "idem %q printed a credential", args)
+	}
+}
