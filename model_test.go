@@ -203,6 +203,7 @@ type history struct {
 	cancel     context.CancelCauseFunc
 	healAt     time.Time
 	runaway    bool
+	extra      []idem.Option // more options for every Client
 }
 
 type historyResult struct {
@@ -247,29 +248,7 @@ func TestModel(t *testing.T) {
 
 	start := time.Now()
 	cpuStart := processCPU()
-	results := make([]*historyResult, n)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	// A history takes milliseconds. One that takes a minute has hung in
-	// the client: name its seed rather than wait for go test's timeout.
-	running := make([]atomic.Uint64, workers)
-	stop := make(chan struct{})
-	go watchHistories(running, stop)
-	for w := range workers {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					running[w].Store(0)
-					return
-				}
-				running[w].Store(first + uint64(i))
-				results[i] = runHistory(first+uint64(i), stores[w], verbose)
-			}
-		})
-	}
-	wg.Wait()
-	close(stop)
+	results := runHistories(first, n, stores, verbose)
 	elapsed, cpu := time.Since(start), processCPU()-cpuStart
 
 	byKind := map[string][]uint64{}
@@ -320,6 +299,98 @@ func TestModel(t *testing.T) {
 	t.Error(b.String())
 }
 
+// runHistories plays the histories of seeds first..first+n-1, one worker
+// per store (a nil store: a fresh in-memory journal per history). extra
+// options go to every Client.
+func runHistories(first uint64, n int, stores []idem.Store, verbose bool, extra ...idem.Option) []*historyResult {
+	results := make([]*historyResult, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	// A history takes milliseconds. One that takes a minute has hung in
+	// the client: name its seed rather than wait for go test's timeout.
+	running := make([]atomic.Uint64, len(stores))
+	stop := make(chan struct{})
+	go watchHistories(running, stop)
+	for w := range stores {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					running[w].Store(0)
+					return
+				}
+				running[w].Store(first + uint64(i))
+				results[i] = runHistory(first+uint64(i), stores[w], verbose, extra...)
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	return results
+}
+
+// TestModelCatchesBrokenClients shows that the model can fail: clients
+// broken on purpose (through options, as a user could break them) must
+// each break the invariant their flaw threatens within a few hundred
+// histories. A model that lost its teeth would pass them.
+func TestModelCatchesBrokenClients(t *testing.T) {
+	tests := []struct {
+		name string
+		opt  idem.Option
+		want string
+	}{
+		{
+			// A 5xx taken as a refusal: a first attempt the server executed
+			// (500 after commit) fails.
+			name: "5xx read as rejected",
+			opt: idem.WithClassifier(func(code int) idem.Verdict {
+				if code >= 500 {
+					return idem.Rejected
+				}
+				return idem.DefaultClassifier(code)
+			}),
+			want: vWrongFailure,
+		},
+		{
+			// Any 2xx taken as success, garbage included.
+			name: "credulous decoder",
+			opt: idem.WithDecoder(func(a *idem.Answer) (idem.Outcome, error) {
+				if out, err := idem.DecodeJSON(a); err == nil {
+					return out, nil
+				}
+				return idem.Outcome{State: idem.StateSucceeded, ResourceID: "unread"}, nil
+			}),
+			want: vWrongSuccessID,
+		},
+		{
+			// A key conflict read as "maybe executed": resent for ever.
+			name: "422 read as ambiguous",
+			opt: idem.WithClassifier(func(code int) idem.Verdict {
+				if code == http.StatusUnprocessableEntity {
+					return idem.Ambiguous
+				}
+				return idem.DefaultClassifier(code)
+			}),
+			want: vResendFinal,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const n = 500
+			caught := 0
+			for _, r := range runHistories(1, n, make([]idem.Store, runtime.GOMAXPROCS(0)), false, tt.opt) {
+				if slices.ContainsFunc(r.violations, func(v violation) bool { return v.kind == tt.want }) {
+					caught++
+				}
+			}
+			if caught == 0 {
+				t.Errorf("%d histories with a client whose %s: no %q; want some", n, tt.name, tt.want)
+			}
+			t.Logf("%d of %d histories caught %q", caught, n, tt.want)
+		})
+	}
+}
+
 // historyHangs is how long one history may run in real time.
 const historyHangs = time.Minute
 
@@ -356,8 +427,9 @@ func processCPU() time.Duration {
 
 // runHistory plays the history of seed on a fresh server and clock; shared
 // is a journal reused across histories (nil: a fresh in-memory one).
-func runHistory(seed uint64, shared idem.Store, verbose bool) *historyResult {
+func runHistory(seed uint64, shared idem.Store, verbose bool, extra ...idem.Option) *historyResult {
 	h := newHistory(seed, shared)
+	h.extra = extra
 	h.play()
 	h.check()
 	res := &historyResult{seed: seed, violations: h.violations, outcomes: h.outcomes()}
@@ -605,6 +677,7 @@ func (h *history) startLife(i int, lp lifePlan) (*idem.Client, context.Context) 
 	if h.prof.quotedKey {
 		opts = append(opts, idem.WithKeyHeader(idem.DefaultKeyHeader, idem.KeyQuoted))
 	}
+	opts = append(opts, h.extra...)
 	cl, err := idem.New(store, opts...)
 	if err != nil {
 		panic(fmt.Sprintf("model: idem.New: %v", err))
