@@ -203,7 +203,7 @@ func newCopyFile(dir, base string, fi os.FileInfo) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sameOwner(f, fi); err != nil {
+	if err = sameOwner(f, fi); err != nil {
 		err = fmt.Errorf("cannot give the copy the journal's owner (run compact as the user the application runs as): %w", err)
 	} else if err = f.Chmod(fi.Mode().Perm()); err != nil {
 		err = fmt.Errorf("cannot give the copy the journal's mode %v: %w", fi.Mode().Perm(), err)

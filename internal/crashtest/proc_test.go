@@ -127,12 +127,6 @@ type serverOp struct {
 	ResourceID string `json:"resourceId"`
 }
 
-// performed reports whether the server performed the operation's side
-// effect: a declined (failed) one has none.
-func (o serverOp) performed() bool {
-	return o.Status == http.StatusOK && (o.State == "succeeded" || o.State == "processing")
-}
-
 // operation asks the server's result endpoint about key, in the workload's
 // scope. It counts as a query in the server's stats.
 func (s *serverProc) operation(t testing.TB, key string) serverOp {
