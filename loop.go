@@ -217,7 +217,15 @@ func (d *driver) resendBlock(p past) *blocked {
 		}
 		return &blocked{reason, cause}
 	}
-	switch keyWindow(rec, p, d.now(), d.c.keyRetention(rec)) {
+	window := d.c.keyRetention(rec)
+	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && d.now().Sub(rec.Attempts[0].Start) >= window {
+		// Nothing of ours ever ran, and the key has been someone else's
+		// for longer than a server keeps keys: whatever answers it now
+		// (a handler's own 409 run again on every resend, once the key is
+		// forgotten) will not become ours.
+		return &blocked{ReviewKeyInUse, ErrKeyConflict}
+	}
+	switch keyWindow(rec, p, d.now(), window) {
 	case windowUntrusted:
 		return &blocked{ReviewClockStepped, ErrNeedsReview}
 	case windowExpired:

@@ -256,3 +256,26 @@ func TestRefusalsAfterMaybeExecutedEndInReview(t *testing.T) {
 	require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
 	require.Equal(t, 4, e.script.posts, "one 502, then three refusals")
 }
+
+// A key that answers 409 for longer than a server keeps keys, with
+// nothing of ours ever executed, is not resent for ever: once the window
+// has passed it is flagged as another request's key.
+func TestEndlessInFlightKeyIsFlagged(t *testing.T) {
+	var steps []step
+	for range 20 {
+		steps = append(steps, step{status: http.StatusConflict, header: http.Header{"Retry-After": {"1"}}})
+	}
+	e := newEnv(t, script(steps...))
+	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	sent := e.script.posts
+
+	e.clock.Advance(idem.DefaultKeyRetention)
+	e.restart()
+	sum, err := e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review)
+	require.Equal(t, idem.ReviewKeyInUse, e.record("k").Review)
+	require.Equal(t, sent, e.script.posts, "resent after the key window")
+	require.Zero(t, e.queries("k"))
+}
