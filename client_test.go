@@ -3,6 +3,7 @@ package idem_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -252,6 +253,17 @@ func TestInvalidOptions(t *testing.T) {
 	}
 	_, err := idem.New(nil)
 	require.ErrorContains(t, err, "idem.Open")
+}
+
+// WithMaxResponseBytes(math.MaxInt64) ("no limit") overflowed the read
+// limit to a negative one: every body read empty, every 2xx was
+// "undecodable", and no operation could ever settle.
+func TestMaxResponseBytesUnlimited(t *testing.T) {
+	e := newEnv(t, clientOpts(idem.WithMaxResponseBytes(math.MaxInt64)))
+	res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.NotEmpty(t, res.ResourceID)
 }
 
 func TestKeyInBody(t *testing.T) {

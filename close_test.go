@@ -363,3 +363,230 @@ func TestShutdownUnderLoadLosesNothing(t *testing.T) {
 	require.Equal(t, stats.SideEffects, succeeded, "no side effect outside a succeeded operation")
 	t.Logf("refused %d of %d, stopped %d; server %+v", nRefused, n, stopped.Load(), stats)
 }
+
+// Close while a call is in flight (Open owns the journal): the call returns
+// without hanging and without claiming an outcome it could not journal;
+// after a restart the operation is still open and settles exactly once.
+func TestCloseWhileInFlight(t *testing.T) {
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	g := newGate()
+	g.base = srv.Client().Transport
+	path := t.TempDir() + "/j"
+	hook := idem.WithRequestHook(func(r *http.Request) error { r.Header.Set("Authorization", scope); return nil })
+	c, err := idem.Open(path, idem.WithHTTPClient(&http.Client{Transport: g}), hook,
+		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Submit(context.Background(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{}`)})
+		done <- err
+	}()
+	waitEntered(t, g)
+	require.NoError(t, c.Close())
+	close(g.release)
+	select {
+	case err := <-done:
+		require.Error(t, err, "an outcome was reported that the closed journal could not hold")
+		require.NotErrorIs(t, err, idem.ErrFailed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Submit hung after Close")
+	}
+	_, err = c.Submit(context.Background(), idem.Request{Key: "k2", URL: srv.URL + "/orders"})
+	require.ErrorIs(t, err, idem.ErrClosed)
+
+	c2, err := idem.Open(path, idem.WithHTTPClient(srv.Client()), hook, idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
+	require.NoError(t, err)
+	defer c2.Close()
+	op, err := c2.Lookup(context.Background(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.False(t, op.State.Terminal())
+	sum, err := c2.Resume(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Succeeded)
+	require.Equal(t, 1, srv.Effects(scope, "k"))
+}
+
+// Close while a caller waits in coalesce for the call in flight, with a
+// second Close and a Shutdown racing it: every call returns (unknown, never
+// failed), every closer returns, and the next start settles the operation
+// exactly once.
+func TestCloseWithJoinerAndConcurrentClosers(t *testing.T) {
+	e, h := heldEnv(t)
+	leader := submitAsync(e, "k")
+	within(t, h.entered, "submit reaching the server")
+	joiner := submitAsync(e, "k")
+	waitJoined(t, 1)
+
+	closers := make(chan error, 3)
+	go func() { closers <- e.client.Close() }()
+	go func() { closers <- e.client.Close() }()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		closers <- e.client.Shutdown(ctx)
+	}()
+	for _, ch := range []<-chan callResult{leader, joiner} {
+		got := within(t, ch, "a call after Close")
+		require.ErrorIs(t, got.err, idem.ErrUnknownOutcome)
+		require.ErrorIs(t, got.err, idem.ErrClosed)
+		require.NotNil(t, got.res)
+		require.False(t, got.res.State.Terminal())
+	}
+	for range 3 {
+		require.NoError(t, within(t, closers, "a closer"))
+	}
+	e.restart()
+	sum, err := e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Succeeded)
+	require.Equal(t, 1, e.srv.Effects(scope, "k"))
+}
+
+// Shutdown: "Calls in flight (Do, Submit) carry on until they settle". A
+// Submit that joined a Resume visit for the same key got the visit's
+// ErrClosed when Shutdown drained the background work, and was stopped
+// with ErrUnknownOutcome although its own context and Shutdown's were alive.
+func TestShutdownLetsForegroundJoinerOfResumeFinish(t *testing.T) {
+	e, g := gatedEnv(t)
+	_, err := e.client.Prepare(e.ctx, e.req("k", `{}`))
+	require.NoError(t, err)
+	resumed := make(chan error, 1)
+	go func() {
+		_, err := e.client.Resume(e.ctx)
+		resumed <- err
+	}()
+	waitEntered(t, g) // Resume's visit is sending "k"
+	sub := make(chan callResult, 1)
+	go func() {
+		res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+		sub <- callResult{res, err}
+	}()
+	waitJoined(t, 1)
+
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		shut <- e.client.Shutdown(ctx)
+	}()
+	require.ErrorIs(t, within(t, resumed, "Resume drained by Shutdown"), idem.ErrClosed)
+	close(g.release)
+	got := within(t, sub, "Submit")
+	require.NoError(t, got.err, "the foreground call was stopped by a graceful Shutdown")
+	require.Equal(t, idem.StateSucceeded, got.res.State)
+	require.NoError(t, within(t, shut, "Shutdown"))
+	require.Equal(t, 1, e.srv.Effects(scope, "k"))
+}
+
+// Shutdown "returns ctx's error if it had to stop calls". With no call in
+// flight it had nothing to stop, yet a done ctx made it return an error
+// half of the time (select between two ready cases).
+func TestShutdownIdleReportsNothingStopped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 40 {
+		e := newEnv(t)
+		require.NoError(t, e.client.Shutdown(ctx))
+	}
+}
+
+// Run's contract: "Run returns ctx.Err() when ctx ends, ErrClosed when the
+// Client is closed, or an error if the journal fails". On Close, a visit
+// already handed to a worker read the journal with the drained context and
+// Run reported "idem: journal: context canceled", a broken journal, and
+// visitAll went on starting visits after its context ended.
+func TestRunReturnsErrClosedNotJournalError(t *testing.T) {
+	clk := pollBlockClock{}
+	e, g := gatedEnv(t, clientOpts(idem.WithClock(&clk), idem.WithResumeConcurrency(1)))
+	clk.Clock = e.clock
+	for _, k := range []string{"a", "b", "c"} {
+		_, err := e.client.Prepare(e.ctx, e.req(k, `{}`))
+		require.NoError(t, err)
+	}
+	e.clock.Advance(time.Minute)
+	ran := make(chan error, 1)
+	go func() { ran <- e.client.Run(e.ctx) }()
+	waitEntered(t, g) // the one worker is sending the first; the next waits for it
+	require.NoError(t, e.client.Close())
+	err := within(t, ran, "Run")
+	require.ErrorIs(t, err, idem.ErrClosed)
+	require.Zero(t, len(e.srv.Requests()), "nothing was released")
+	close(g.release)
+	n := 0
+	for _, k := range []string{"a", "b", "c"} {
+		if len(e.record(k).Attempts) > 0 {
+			n++
+		}
+	}
+	require.Equal(t, 1, n, "visits started after Run's context ended")
+}
+
+// closeDuringCreateStore starts Close while Submit's Create is about to
+// run, and lets Create go on only once Close has stopped the call.
+type closeDuringCreateStore struct {
+	idem.Store
+	client func() *idem.Client
+	closed chan error
+}
+
+func (s *closeDuringCreateStore) Create(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
+	go func() { s.closed <- s.client().Close() }()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+	}
+	return s.Store.Create(ctx, rec)
+}
+
+// Close: "calls in flight ... return errors matching ErrClosed". A Submit
+// that Close stopped just before its record was written got the journal's
+// "context canceled", which matches neither ErrClosed nor anything else a
+// caller can tell apart from a caller's own cancellation.
+func TestSubmitStoppedByCloseBeforeJournalingSaysClosed(t *testing.T) {
+	e := newEnv(t)
+	var c *idem.Client
+	st := &closeDuringCreateStore{Store: e.store, client: func() *idem.Client { return c }, closed: make(chan error, 1)}
+	c, err := idem.New(st, e.baseOpts()...)
+	require.NoError(t, err)
+	_, err = c.Submit(e.ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrClosed)
+	require.Contains(t, err.Error(), `key "k"`, "still names the key to retry with")
+	require.NoError(t, within(t, st.closed, "Close"))
+	require.Empty(t, e.srv.Requests())
+}
+
+// drainDuringScanStore starts Shutdown while Resume scans the journal.
+type drainDuringScanStore struct {
+	idem.Store
+	client func() *idem.Client
+	closed chan error
+}
+
+func (s *drainDuringScanStore) ForEachOpen(ctx context.Context, fn func(*journal.Record) error) error {
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s.closed <- s.client().Shutdown(ctx)
+	}()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+	}
+	return s.Store.ForEachOpen(ctx, fn)
+}
+
+// Resume is drained by Shutdown and says so with ErrClosed (as Run does,
+// and as its visits do); drained during its scan of the journal it
+// reported "idem: resume: context canceled" instead.
+func TestResumeDrainedDuringScanSaysClosed(t *testing.T) {
+	e := newEnv(t)
+	var c *idem.Client
+	st := &drainDuringScanStore{Store: e.store, client: func() *idem.Client { return c }, closed: make(chan error, 1)}
+	c, err := idem.New(st, e.baseOpts()...)
+	require.NoError(t, err)
+	_, err = c.Resume(e.ctx)
+	require.ErrorIs(t, err, idem.ErrClosed)
+	require.NoError(t, within(t, st.closed, "Shutdown"))
+}

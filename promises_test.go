@@ -157,6 +157,13 @@ func TestPromiseJournalBeforeWire(t *testing.T) {
 	require.Equal(t, 1, e.queries("k2"), "asked before resending")
 }
 
+// errDiskFull is what a journal that cannot write returns.
+var errDiskFull = &journalTestErr{"disk full"}
+
+type journalTestErr struct{ s string }
+
+func (e *journalTestErr) Error() string { return e.s }
+
 // failAfterSend fails every journal write once a submit has gone out: the
 // answer arrives, but its outcome cannot be committed.
 type failAfterSend struct {

@@ -251,3 +251,24 @@ func TestJournalLockedByAnotherClient(t *testing.T) {
 	require.ErrorIs(t, err, journal.ErrLocked)
 	require.ErrorContains(t, err, e.path)
 }
+
+// Key retention: after a restart past the key window, an operation that
+// may have been sent is only queried, never resent, and is flagged.
+func TestResumePastKeyWindowNeverResends(t *testing.T) {
+	e := newEnv(t)
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.QueryLag, Key: "k", Delay: 100 * 24 * time.Hour}))
+	_, err := e.client.Prepare(e.ctx, e.req("k", `{"amount":7}`))
+	require.NoError(t, err)
+	e.crashMidAttempt("k")
+	e.sendRaw("k", `{"amount":7}`) // the crashed process's request arrived
+	e.clock.Advance(idem.DefaultKeyRetention + time.Second)
+	e.restart()
+
+	sum, err := e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review)
+	require.Len(t, e.submits("k"), 1, "resent past the key window")
+	rec := e.record("k")
+	require.Equal(t, idem.StateUnknown, rec.State)
+	require.Equal(t, idem.ReviewKeyExpired, rec.Review)
+}

@@ -80,3 +80,8 @@ func (s *scriptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // dialRefused is what net/http returns when nothing listens: never sent.
 var dialRefused = &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connection refused", Addr: "127.0.0.1:1"}}
+
+// rtFunc is a RoundTripper made of a function.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
 )
 
 func TestRetryAfter(t *testing.T) {
@@ -52,6 +54,24 @@ func TestGarbageRetryAfterIgnored(t *testing.T) {
 				require.LessOrEqual(t, d, 10*time.Second, "a hostile Retry-After is capped")
 				require.GreaterOrEqual(t, d, 2*time.Second, "never shorter than the backoff")
 			}
+		})
+	}
+}
+
+// A hostile Retry-After (absurd delta-seconds, a date decades away)
+// never parks a caller beyond the cap, and garbage is ignored.
+func TestHostileRetryAfterIsCapped(t *testing.T) {
+	for _, ra := range []string{"99999999999999999999999", "Fri, 01 Jan 2100 00:00:00 GMT", "-5", "1e9", strings.Repeat("9", 200)} {
+		t.Run(ra[:min(len(ra), 20)], func(t *testing.T) {
+			e := newEnv(t, clientOpts(idem.WithMaxElapsed(time.Hour)),
+				script(step{status: http.StatusServiceUnavailable, header: http.Header{"Retry-After": {ra}}}))
+			res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, res.State)
+			for _, s := range e.clock.Sleeps() {
+				require.LessOrEqual(t, s, idem.DefaultRetryAfterCap)
+			}
+			require.Equal(t, 1, e.srv.Effects(scope, "k"))
 		})
 	}
 }
@@ -172,6 +192,83 @@ func TestCancelBeforeSendStaysPending(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.Contains(t, []idem.State{idem.StatePending}, res.State)
 	require.Empty(t, e.srv.Requests())
+}
+
+// createHookStore runs onCreate after each Create commits.
+type createHookStore struct {
+	idem.Store
+	onCreate func()
+}
+
+func (s *createHookStore) Create(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
+	r, err := s.Store.Create(ctx, rec)
+	if err == nil && s.onCreate != nil {
+		s.onCreate()
+	}
+	return r, err
+}
+
+// Close/cancellation: "unknown, or pending if nothing can have been sent".
+// A Submit stopped after its record (with attempt 1) was committed but
+// before anything was sent left attempt 1 open: the operation was reported
+// unknown, and the next start closed the attempt as "may have been sent",
+// so a later legitimate refusal (a 400) could never settle it as failed.
+func TestSubmitStoppedBeforeSendingStaysPending(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(e.ctx)
+	c, err := idem.New(&createHookStore{Store: e.store, onCreate: cancel}, e.baseOpts()...)
+	require.NoError(t, err)
+	res, err := c.Submit(ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, e.srv.Requests())
+	require.Equal(t, idem.StatePending, res.State, "nothing was sent")
+	rec := e.record("k")
+	require.Equal(t, idem.StatePending, rec.State)
+	for _, a := range rec.Attempts {
+		require.True(t, a.Done, "an attempt never sent is left open: it will count as maybe sent")
+		require.False(t, a.Wrote)
+	}
+	// The next start sends it without asking first, and a refusal settles it.
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Decline, Key: "k"}))
+	sum, err := e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Failed)
+	require.Zero(t, e.queries("k"))
+}
+
+// updateHookStore runs onUpdate after each Update commits.
+type updateHookStore struct {
+	idem.Store
+	onUpdate func()
+}
+
+func (s *updateHookStore) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
+	r, err := s.Store.Update(ctx, scope, key, fn)
+	if err == nil && s.onUpdate != nil {
+		s.onUpdate()
+	}
+	return r, err
+}
+
+// The other side of counting untraced errors as "maybe sent": a call
+// stopped while its attempt was being journaled never reaches net/http, and
+// must stay pending, not become unknown.
+func TestDoStoppedBeforeSendingStaysPending(t *testing.T) {
+	e := newEnv(t)
+	ctx, cancel := context.WithCancel(e.ctx)
+	c, err := idem.New(&updateHookStore{Store: e.store, onUpdate: cancel}, e.baseOpts()...)
+	require.NoError(t, err)
+	op, err := c.Prepare(e.ctx, e.req("k", `{}`))
+	require.NoError(t, err)
+	res, err := c.Do(ctx, op)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Empty(t, e.srv.Requests())
+	require.Equal(t, idem.StatePending, res.State)
+	rec := e.record("k")
+	require.Len(t, rec.Attempts, 1)
+	require.True(t, rec.Attempts[0].Done)
+	require.False(t, rec.Attempts[0].Wrote)
 }
 
 func TestRetryBudgetStopsRetries(t *testing.T) {
