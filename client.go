@@ -237,11 +237,13 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 }
 
 // Lookup returns the journaled operation, or an error matching ErrNotFound.
+// An empty scope is the client's default (WithScope), as in Request.
 func (c *Client) Lookup(ctx context.Context, scope, key string) (*Operation, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.exit()
+	scope = c.scopeOr(scope)
 	rec, err := c.store.Get(ctx, scope, key)
 	if err != nil {
 		return nil, c.lookupErr(scope, key, err)
@@ -249,17 +251,45 @@ func (c *Client) Lookup(ctx context.Context, scope, key string) (*Operation, err
 	return newOperation(rec), nil
 }
 
-// Filter selects operations for List; see journal.Filter.
-type Filter = journal.Filter
+// Filter selects operations for List. Each field set narrows the
+// selection; the zero Filter selects every operation of the default scope.
+type Filter struct {
+	// Scope: only operations of this scope. Empty is the client's default
+	// (WithScope), as in Request and Lookup.
+	Scope string
+	// AllScopes: operations of every scope; Scope must then be empty.
+	AllScopes bool
+	States    []State // only operations in one of these states; empty means any
+	Open      bool    // only open operations: pending, processing, unknown
+	Review    bool    // only operations flagged for review
+	// OlderThan: only operations created more than this long ago, by the
+	// client's clock; 0 means any age.
+	OlderThan time.Duration
+	Limit     int // at most this many, oldest keys first; 0 means no limit
+}
 
-// List returns the journaled operations that match f, for example every
-// operation flagged for review: List(ctx, idem.Filter{Review: true}).
+// List returns the journaled operations that match f, in (scope, key)
+// order; for example every open operation flagged for review, in every
+// scope: List(ctx, idem.Filter{AllScopes: true, Open: true, Review: true}).
 func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
 	defer c.exit()
-	recs, err := c.store.List(ctx, f)
+	if f.AllScopes && f.Scope != "" {
+		return nil, fmt.Errorf("%w: List: Filter.AllScopes with Scope %q; set one of them", ErrInvalidRequest, f.Scope)
+	}
+	if f.OlderThan < 0 || f.Limit < 0 {
+		return nil, fmt.Errorf("%w: List: negative Filter.OlderThan (%v) or Limit (%d)", ErrInvalidRequest, f.OlderThan, f.Limit)
+	}
+	jf := journal.Filter{States: f.States, Open: f.Open, Review: f.Review, Limit: f.Limit}
+	if !f.AllScopes {
+		jf.Scope = c.scopeOr(f.Scope)
+	}
+	if f.OlderThan > 0 {
+		jf.CreatedBefore = c.cfg.clock.Now().Add(-f.OlderThan)
+	}
+	recs, err := c.store.List(ctx, jf)
 	if err != nil {
 		return nil, fmt.Errorf("idem: list: %w", err)
 	}
@@ -281,7 +311,8 @@ type Resolution struct {
 
 // Resolve settles an operation by hand. It is the only way out of a
 // terminal state too, and is recorded (who, why, when, previous state) and
-// logged at Warn level. Nothing is sent.
+// logged at Warn level. Nothing is sent. An empty scope is the client's
+// default (WithScope).
 func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (*Result, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -293,6 +324,7 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	if strings.TrimSpace(r.Reason) == "" || strings.TrimSpace(r.By) == "" {
 		return nil, fmt.Errorf("%w: Resolve: Reason and By are required: a manual settlement must say who and why", ErrInvalidRequest)
 	}
+	scope = c.scopeOr(scope)
 	rec, err := c.store.Resolve(ctx, scope, key, journal.Manual{
 		State: r.State, ResourceID: r.ResourceID, Reason: r.Reason, By: r.By, At: c.cfg.clock.Now(),
 	})
@@ -467,6 +499,14 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		}
 	}
 	return res, e
+}
+
+// scopeOr is scope, or the client's default scope when it is empty.
+func (c *Client) scopeOr(scope string) string {
+	if scope == "" {
+		return c.cfg.scope
+	}
+	return scope
 }
 
 // keyRetention is the key window for rec's host.

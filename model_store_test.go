@@ -250,6 +250,9 @@ func (s *memStore) List(ctx context.Context, f journal.Filter) ([]*journal.Recor
 		if len(f.States) > 0 && !slices.Contains(f.States, r.State) {
 			continue
 		}
+		if (f.Scope != "" && r.Scope != f.Scope) || (f.Open && !r.Open()) {
+			continue
+		}
 		if f.Review && r.Review == "" {
 			continue
 		}

@@ -81,10 +81,7 @@ func checkName(what, s string) error {
 
 // newRecord validates req and turns it into a pending journal record.
 func (c *Client) newRecord(req Request) (*journal.Record, error) {
-	scope := req.Scope
-	if scope == "" {
-		scope = c.cfg.scope
-	}
+	scope := c.scopeOr(req.Scope)
 	if err := checkName("scope", scope); err != nil {
 		return nil, err
 	}

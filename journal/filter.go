@@ -1,14 +1,17 @@
 package journal
 
 import (
+	"bytes"
 	"slices"
 	"time"
 )
 
 // Filter selects records for Store.List. The zero Filter selects every
-// record.
+// record; each field set narrows the selection.
 type Filter struct {
+	Scope         string    // only records of this scope; empty means any
 	States        []State   // only records in one of these states; empty means any
+	Open          bool      // only open records (pending, processing, unknown)
 	Review        bool      // only records with a review reason
 	CreatedBefore time.Time // only records created before it; zero means no bound
 	Limit         int       // at most this many; 0 means no limit
@@ -17,6 +20,9 @@ type Filter struct {
 // openOnly reports whether every record f selects is open, so that List can
 // read only the open records instead of the whole journal.
 func (f *Filter) openOnly() bool {
+	if f.Open {
+		return true
+	}
 	if len(f.States) == 0 {
 		return false
 	}
@@ -34,7 +40,18 @@ func (f *Filter) matchState(s State, review string) bool {
 	if len(f.States) > 0 && !slices.Contains(f.States, s) {
 		return false
 	}
+	if f.Open && s.Terminal() {
+		return false
+	}
 	return !f.Review || review != ""
+}
+
+// matchScope applies f.Scope to a record key (scope, NUL, key).
+func (f *Filter) matchScope(rk []byte) bool {
+	if f.Scope == "" {
+		return true
+	}
+	return len(rk) > len(f.Scope) && rk[len(f.Scope)] == 0 && bytes.HasPrefix(rk, []byte(f.Scope))
 }
 
 func (f *Filter) matchCreated(r *Record) bool {

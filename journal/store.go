@@ -759,6 +759,9 @@ func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 // listOne appends the record in v to out if f selects it, and reports
 // whether List should go on.
 func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
+	if !f.matchScope(rk) {
+		return true, nil
+	}
 	st, review, err := decodeState(v)
 	if err != nil {
 		return false, fmt.Errorf("record %q: %w", rk, err)

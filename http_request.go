@@ -1,0 +1,74 @@
+package idem
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+)
+
+// RequestFromHTTP turns an outgoing *http.Request into a Request to
+// journal: its method, absolute URL, headers and body (read once, here,
+// and closed). An Idempotency-Key header becomes the Request's Key (idem
+// sends the key itself, in the header WithKeyHeader names); Content-Length
+// is dropped, since the journaled body sets it. A credential header
+// (Authorization, Cookie, …) is refused with ErrSecretHeader, as Prepare
+// refuses it: add credentials at send time with WithRequestHook. A body
+// over MaxBodyBytes is refused with ErrInvalidRequest. The Request's
+// Scope, Ref and ResultURL are left for the caller to set.
+func RequestFromHTTP(r *http.Request) (Request, error) {
+	if r == nil || r.URL == nil {
+		return Request{}, fmt.Errorf("%w: RequestFromHTTP: nil request or URL", ErrInvalidRequest)
+	}
+	for name := range r.Header {
+		if slices.Contains(secretHeaders[:], http.CanonicalHeaderKey(name)) {
+			return Request{}, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, http.CanonicalHeaderKey(name))
+		}
+	}
+	req := Request{Method: r.Method, URL: r.URL.String(), Header: r.Header.Clone()}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	if keys := req.Header.Values(DefaultKeyHeader); len(keys) > 0 {
+		if len(keys) > 1 {
+			return Request{}, fmt.Errorf("%w: RequestFromHTTP: %d %s headers; one operation has one key", ErrInvalidRequest, len(keys), DefaultKeyHeader)
+		}
+		req.Key = keys[0]
+		req.Header.Del(DefaultKeyHeader)
+	}
+	req.Header.Del("Content-Length")
+	if len(req.Header) == 0 {
+		req.Header = nil
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		defer r.Body.Close()
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		if err != nil {
+			return Request{}, fmt.Errorf("idem: RequestFromHTTP: read body: %w", err)
+		}
+		if len(body) > MaxBodyBytes {
+			return Request{}, fmt.Errorf("%w: RequestFromHTTP: body over %d bytes (MaxBodyBytes)", ErrInvalidRequest, MaxBodyBytes)
+		}
+		req.Body = body
+	}
+	return req, nil
+}
+
+// errNoBody is DecodeBody's answer for a Result without a body.
+var errNoBody = errors.New("idem: DecodeBody: the result has no body (nil Result, or settled by hand or by a query without one)")
+
+// DecodeBody decodes a Result's body, the server's answer that settled the
+// operation, as JSON into a T: the created resource, say. The journal keeps
+// at most 64 KiB of a body, so a larger one fails to decode.
+func DecodeBody[T any](res *Result) (T, error) {
+	var v T
+	if res == nil || len(res.Body) == 0 {
+		return v, errNoBody
+	}
+	if err := json.Unmarshal(res.Body, &v); err != nil {
+		return v, fmt.Errorf("idem: DecodeBody: %w", err)
+	}
+	return v, nil
+}
