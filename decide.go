@@ -120,27 +120,6 @@ type judgment struct {
 // the key, and resending until the reconciliation deadline changes nothing.
 const maxRefusalsAfterSend = 3
 
-// Review reasons the judge gives.
-const (
-	// ReviewKeyInUse: another request used the key (the server replayed
-	// its stored answer to the first of our requests that could reach it,
-	// or said the key was in flight before anything of ours could have
-	// executed), or this journal was lost and rebuilt. What the server
-	// holds for the key may be that request's: never taken as ours.
-	ReviewKeyInUse = "key used by another request: the server's answer for it may not be ours"
-	// ReviewRefusedAfterSend: after an attempt that may have executed, the
-	// server refused every resend; whether the first one executed is
-	// unknown.
-	ReviewRefusedAfterSend = "server refuses resends of a request that may have executed"
-	// ReviewClockStepped: a journaled time lies in the future, so the key
-	// window cannot be measured: resending could reach a server that has
-	// forgotten the key.
-	ReviewClockStepped = "clock stepped back: the key window cannot be measured"
-	// ReviewFinalAnswer: the server's stored answer for the key (a replay)
-	// leaves the outcome open, and no result endpoint can settle it.
-	ReviewFinalAnswer = "server's stored answer for the key does not settle it"
-)
-
 // judgeSubmit decides what a submit's answer means.
 func judgeSubmit(p past, a answer) judgment {
 	if a.resent {
