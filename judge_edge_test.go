@@ -153,4 +153,3 @@ func TestContestedKeySurvivesAttemptCompaction(t *testing.T) {
 		"another request's replayed order settled as ours (resource %q)", res.ResourceID)
 	require.ErrorIs(t, err, idem.ErrKeyConflict)
 }
-
