@@ -153,3 +153,19 @@ func TestContestedKeySurvivesAttemptCompaction(t *testing.T) {
 		"another request's replayed order settled as ours (resource %q)", res.ResourceID)
 	require.ErrorIs(t, err, idem.ErrKeyConflict)
 }
+
+// A replay over the response cap is cut the same way every time: resending
+// the key replays it again. Unlike a body cut in transit, it is final.
+// Without a result endpoint the client resends it until its budget (and
+// then every reconciler visit, until the deadline).
+func TestReplayOverTheResponseCapIsNotResentForEver(t *testing.T) {
+	e := newEnv(t, noResultEndpoint(), clientOpts(idem.WithMaxResponseBytes(8), idem.WithMaxAttempts(10),
+		idem.WithMaxElapsed(time.Hour), idem.WithRetryBudget(0, 0)))
+	res, err := e.client.Submit(e.ctx, e.req("k-big", `{"amount":100}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, 1, e.srv.Effects(scope, "k-big"))
+	// The first answer (not a replay) is undecodable: one resend to read
+	// the stored answer is fair. Its replay is the final word.
+	require.LessOrEqual(t, len(e.submits("k-big")), 2,
+		"replayed over-cap answer resent %d times; review %q", len(e.submits("k-big")), res.Review)
+}
