@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -168,4 +169,27 @@ func TestReplayOverTheResponseCapIsNotResentForEver(t *testing.T) {
 	// the stored answer is fair. Its replay is the final word.
 	require.LessOrEqual(t, len(e.submits("k-big")), 2,
 		"replayed over-cap answer resent %d times; review %q", len(e.submits("k-big")), res.Review)
+}
+
+// The Processing verdict means "the server holds the key in flight"
+// (Verdict's documentation): a classifier that gives it to 202 Accepted,
+// the status of an API that runs the order asynchronously, is what it is
+// for. Yet a Processing answer to the first attempt is judged "someone
+// else's request holds the key": the attempt is journaled as refused, so
+// the order the server accepted for us is never queried, and its stored
+// answer, once replayed, is taken for another request's.
+func TestProcessingVerdictOnTheFirstAttemptIsOurs(t *testing.T) {
+	accepted := func(status int) idem.Verdict {
+		if status == http.StatusAccepted {
+			return idem.Processing
+		}
+		return idem.DefaultClassifier(status)
+	}
+	e := newEnv(t, clientOpts(idem.WithClassifier(accepted), idem.WithMaxAttempts(10), idem.WithRetryBudget(0, 0)))
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Delay: 5 * time.Second}))
+
+	res, err := e.client.Submit(e.ctx, e.req("k-202", `{"amount":100}`))
+	require.Equal(t, 1, e.srv.Effects(scope, "k-202"))
+	require.NoError(t, err, "review %q", res.Review)
+	require.Equal(t, idem.StateSucceeded, res.State)
 }
