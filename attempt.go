@@ -60,7 +60,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	// Idempotency-Key on a reused connection that died before any
 	// response: the same bytes and key, so the server de-duplicates it.
 	var wrote, traced atomic.Bool
-	var conns atomic.Int32
+	var conns, writes atomic.Int32
 	trace := &httptrace.ClientTrace{
 		GetConn: func(string) { traced.Store(true) },
 		// Once a connection has the request it may be on the wire: net/http
@@ -68,8 +68,13 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		// ends, can return before WroteRequest fires (so can a transport
 		// wrapper that times out). Only a request no connection ever had
 		// is surely unsent.
-		GotConn:              func(httptrace.GotConnInfo) { conns.Add(1) },
-		WroteRequest:         func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+		GotConn: func(httptrace.GotConnInfo) { conns.Add(1) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			wrote.Store(true)
+			if info.Err == nil {
+				writes.Add(1)
+			}
+		},
 		GotFirstResponseByte: func() { wrote.Store(true) },
 	}
 	actx = httptrace.WithClientTrace(actx, trace)
@@ -104,7 +109,9 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		return exchange{err: err, unsent: true}
 	}
 	resp, err := c.hc.Do(req)
-	ex := exchange{wrote: wrote.Load(), resent: conns.Load() > 1}
+	// Only a first copy that was written whole may have executed: net/http
+	// also retries a request it never wrote (a dead idle connection).
+	ex := exchange{wrote: wrote.Load(), resent: writes.Load() > 1}
 	if err != nil {
 		// net/http's *url.Error quotes the URL as sent, with whatever the
 		// request hook added (an API key in the query string): that text
@@ -232,7 +239,9 @@ func (d *driver) submit() (step, error) {
 // answerOf prepares an exchange for the judge: the classifier's verdict
 // and, for a 2xx that may settle, the decoder's outcome.
 func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
-	a := answer{status: ex.status, unsent: ex.unsent, resent: ex.resent, cut: ex.err != nil || ex.tooLarge, body: ex.body}
+	// Over the cap is not "cut": a stored answer over the cap is over it
+	// on every replay, and reading it again changes nothing.
+	a := answer{status: ex.status, unsent: ex.unsent, resent: ex.resent, cut: ex.err != nil, body: ex.body}
 	if ex.status == 0 {
 		return a
 	}

@@ -40,6 +40,10 @@ type call struct {
 	res  *Result
 	err  error
 	mode driveMode
+	// want: the request a Submit leader means to journal (nil for Do and
+	// visits), so that a joiner can be told a conflict before the leader
+	// has journaled anything.
+	want *journal.Record
 	// stopped: the leader's own context ended (caller gone, Shutdown
 	// draining background work) before it drove the operation to an end.
 	stopped bool
@@ -398,14 +402,24 @@ func (c *Client) conflict(stored *journal.Record) error {
 func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.Record, mode driveMode, fn func() (*Result, error)) (*Result, error) {
 	const maxJoins = 3 // then take what the last leader left
 	for joins := 0; ; joins++ {
-		res, cl, err := c.joinOrRun(ctx, scope, key, mode, fn)
-		if cl == nil || ctx.Err() != nil {
+		res, cl, err := c.joinOrRun(ctx, scope, key, want, mode, fn)
+		if cl == nil {
 			return res, err
 		}
+		// A joiner whose request is not the one journaled (or about to
+		// be) is told so on every path, its context's end included: never
+		// another request's result or state.
 		if want != nil {
-			if stored, gerr := c.store.Get(context.WithoutCancel(ctx), scope, key); gerr == nil && !sameRequest(stored, want) {
+			stored, gerr := c.store.Get(context.WithoutCancel(ctx), scope, key)
+			switch {
+			case gerr == nil && !sameRequest(stored, want):
 				return nil, c.conflict(stored)
+			case gerr != nil && cl.want != nil && !sameRequest(cl.want, want):
+				return nil, c.conflict(cl.want)
 			}
+		}
+		if ctx.Err() != nil {
+			return res, err
 		}
 		// Whether the leader gave up is its context's business, not its
 		// error's: a cause set with context.WithCancelCause (or ErrClosed,
@@ -426,7 +440,7 @@ var errCallPanicked = errors.New("idem: the call driving this operation panicked
 // and returns its call (joined). Joiners always get a result: if the leader
 // panics, they get the journaled state, and the panic goes on up the
 // leader's stack.
-func (c *Client) joinOrRun(ctx context.Context, scope, key string, mode driveMode, fn func() (*Result, error)) (res *Result, joined *call, err error) {
+func (c *Client) joinOrRun(ctx context.Context, scope, key string, want *journal.Record, mode driveMode, fn func() (*Result, error)) (res *Result, joined *call, err error) {
 	id := scope + "\x00" + key
 	c.mu.Lock()
 	if cl, ok := c.inflight[id]; ok {
@@ -439,7 +453,7 @@ func (c *Client) joinOrRun(ctx context.Context, scope, key string, mode driveMod
 			return res, cl, err
 		}
 	}
-	cl := &call{done: make(chan struct{}), mode: mode}
+	cl := &call{done: make(chan struct{}), mode: mode, want: want}
 	c.inflight[id] = cl
 	c.mu.Unlock()
 
@@ -460,8 +474,14 @@ func (c *Client) joinOrRun(ctx context.Context, scope, key string, mode driveMod
 }
 
 // current reports the journaled state to a caller that stopped waiting.
+// Not journaled yet is not "nothing will be sent": the call in flight may
+// still journal and send it, so the caller is told the outcome is unknown.
 func (c *Client) current(scope, key string, cause error) (*Result, error) {
 	rec, err := c.store.Get(context.Background(), scope, key)
+	if errors.Is(err, journal.ErrNotFound) {
+		return &Result{Scope: scope, Key: key, State: StatePending},
+			&Error{Scope: scope, Key: key, State: StatePending, Kind: ErrUnknownOutcome, Cause: cause}
+	}
 	if err != nil {
 		return nil, errors.Join(cause, c.lookupErr(scope, key, err))
 	}

@@ -21,8 +21,9 @@ type past struct {
 	// answer saying it did not execute. Only then can the server hold a
 	// result of ours for the key.
 	maybeExecuted bool
-	// refusals: 4xx refusals answered since the last attempt that may have
-	// executed; they cannot all be a gateway's passing trouble.
+	// refusals: 4xx refusals answered since the first attempt that may
+	// have executed; they cannot all be a gateway's passing trouble. Not
+	// reset by a later maybe-executed answer (a 503 between refusals).
 	refusals int
 	// final: the server answered with its stored response for the key
 	// (a replay). Resending the same key can never change that answer.
@@ -38,22 +39,36 @@ type past struct {
 func pastOf(rec *journal.Record, before int) past {
 	var p past
 	for _, a := range rec.Attempts {
-		if a.Kind != journal.AttemptSubmit || a.Number >= before {
-			continue
-		}
-		switch {
-		case maybeExecuted(a):
-			p.maybeExecuted, p.refusals = true, 0
-		case a.Refused && a.Status == http.StatusConflict && !a.Replayed && !p.maybeExecuted:
-			p.contested = true
-		case a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests:
-			p.refusals++
-		}
-		if a.Replayed {
-			p.final = true
+		if a.Number < before {
+			p = p.after(a)
 		}
 	}
 	return p
+}
+
+// after is p with attempt a read too.
+func (p past) after(a journal.Attempt) past {
+	if a.Kind != journal.AttemptSubmit {
+		return p
+	}
+	switch {
+	case maybeExecuted(a):
+		p.maybeExecuted = true
+	case contesting(a, p):
+		p.contested = true
+	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests:
+		p.refusals++
+	}
+	if a.Replayed {
+		p.final = true
+	}
+	return p
+}
+
+// contesting reports whether a, coming after p, says another request holds
+// the key: a 409 before anything of ours may have executed.
+func contesting(a journal.Attempt, p past) bool {
+	return a.Kind == journal.AttemptSubmit && a.Refused && a.Status == http.StatusConflict && !a.Replayed && !p.maybeExecuted
 }
 
 // maybeExecuted is the one test of whether an attempt may have executed on
@@ -126,7 +141,6 @@ func judgeSubmit(p past, a answer) judgment {
 		// The copy net/http sent first is an earlier attempt of ours that
 		// may have executed: the answer is about the copy sent last.
 		p.maybeExecuted = true
-		p.refusals = 0
 	}
 	j := submitMeaning(p, a)
 	j.refused = j.refused && !a.resent
@@ -146,6 +160,10 @@ func submitMeaning(p past, a answer) judgment {
 	case Settled:
 		return judgeResult(a, "settled", "accepted")
 	case Processing:
+		if a.status >= 200 && a.status < 300 {
+			// A classifier's 2xx "accepted": this attempt is in hand.
+			return judgment{move: moveProcessing, label: "accepted"}
+		}
 		// The key is in flight on the server. Ours, if an earlier attempt
 		// may have executed: wait for it. Otherwise someone else's: ours
 		// did not execute, and a query would read their result.

@@ -137,12 +137,14 @@ func TestPastOf(t *testing.T) {
 		want     past
 	}{
 		{"nothing", nil, 10, past{}},
-		{"409 then 422: nothing executed", []journal.Attempt{sub(1, 409, true, true, true, false), sub(2, 422, true, true, true, false)}, 10, past{refusals: 1, contested: true}},
+		{"409 then 422: nothing executed", []journal.Attempt{sub(1, 409, true, true, true, false), sub(2, 422, true, true, true, false)}, 10, past{contested: true}},
 		{"lost response", []journal.Attempt{sub(1, 0, true, true, false, false)}, 10, past{maybeExecuted: true}},
 		{"no recorded outcome: a crash mid-attempt", []journal.Attempt{sub(1, 0, false, false, false, false)}, 10, past{maybeExecuted: true}},
 		{"the attempt being judged is left out", []journal.Attempt{sub(1, 0, false, false, false, false)}, 1, past{}},
 		{"refusals counted after the maybe-executed one", []journal.Attempt{sub(1, 401, true, true, true, false), sub(2, 502, true, true, false, false),
 			sub(3, 422, true, true, true, false), sub(4, 429, true, true, true, false), sub(5, 403, true, true, true, false)}, 10, past{maybeExecuted: true, refusals: 2}},
+		{"a 503 between refusals does not reset them", []journal.Attempt{sub(1, 502, true, true, false, false), sub(2, 400, true, true, true, false),
+			sub(3, 503, true, true, false, false), sub(4, 400, true, true, true, false)}, 10, past{maybeExecuted: true, refusals: 2}},
 		{"a query never counts", []journal.Attempt{{Number: 1, Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 200}}, 10, past{}},
 		{"replayed", []journal.Attempt{sub(1, 502, true, true, false, false), sub(2, 500, true, true, true, true)}, 10, past{maybeExecuted: true, final: true}},
 	}

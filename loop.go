@@ -204,7 +204,7 @@ type blocked struct {
 func (d *driver) resendBlock(p past) *blocked {
 	rec := d.rec
 	switch {
-	case p.final || d.reviewed:
+	case p.final || d.reviewed || rec.Review == ReviewKeyInUse:
 		// The server's stored answer for the key is final, or this call
 		// has just flagged it: resending changes nothing.
 		reason := rec.Review
@@ -362,7 +362,9 @@ func (d *driver) handoff(cause error, due time.Time) error {
 	unsent := d.unsentAttempt()
 	if err := d.commit(func(r *journal.Record) {
 		closeUnsent(r, unsent)
-		if r.State != StateProcessing {
+		// What surely never reached the server stays pending, as leave
+		// keeps it: "unknown" is for what may have executed.
+		if r.State != StateProcessing && (r.State != StatePending || pastOf(r, math.MaxInt).maybeExecuted) {
 			r.State = StateUnknown
 		}
 		r.NextDue = due

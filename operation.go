@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"slices"
 	"time"
 
 	"github.com/idemkit/idem/journal"
@@ -110,41 +111,50 @@ func compactAttempts(rec *journal.Record) {
 		return
 	}
 	kept := rec.Attempts[:keepFirstAttempts]
-	dropped := rec.Attempts[keepFirstAttempts : n-(maxAttemptEntries-keepFirstAttempts-1)]
-	// "Maybe executed" and "replayed" must survive compaction: they decide
-	// whether a later refusal may fail the operation, whether a
-	// cancellation leaves it pending, and whether it may ever be resent.
-	// Keep the last dropped attempt that may have executed (or else one
-	// more of the latest), and the last replayed one: a replay is
-	// followed by no submit, only by queries, and those can outnumber
-	// the latest entries kept.
-	keep := dropped[len(dropped)-1]
-	for i := len(dropped) - 1; i >= 0; i-- {
-		if a := dropped[i]; maybeExecuted(a) {
-			keep = a
-			break
-		}
-	}
-	var replay *journal.Attempt
-	for i := len(dropped) - 1; i >= 0; i-- {
-		if dropped[i].Replayed && dropped[i].Number != keep.Number {
-			replay = &dropped[i]
-			break
-		}
-	}
-	out := make([]journal.Attempt, 0, maxAttemptEntries)
-	out = append(out, kept...)
 	tail := rec.Attempts[n-(maxAttemptEntries-keepFirstAttempts-1):]
-	if replay != nil {
-		// One entry more than the bound, only for this rare history.
-		if replay.Number < keep.Number {
-			out = append(out, *replay, keep)
-		} else {
-			out = append(out, keep, *replay)
-		}
-	} else {
-		out = append(out, keep)
+	dropped := rec.Attempts[keepFirstAttempts : n-len(tail)]
+	// What pastOf reads must survive compaction: whether an attempt may
+	// have executed (a later refusal may then not fail the operation, and
+	// a cancellation leaves it unknown), whether the server replayed its
+	// final answer (never resend), and whether another request held the
+	// key first (never take a success for it as ours). Keep, from the
+	// dropped middle, the last attempt that may have executed (or else
+	// one more of the latest), the last replayed one (queries after a
+	// replay can outnumber the entries kept) and the first 409 that
+	// contested the key. Up to two entries over the bound, only for such
+	// histories.
+	var p past
+	for _, a := range kept {
+		p = p.after(a)
 	}
-	out = append(out, tail...)
-	rec.Attempts = out
+	keep := map[int]journal.Attempt{}
+	last := dropped[len(dropped)-1]
+	replayed, contested := -1, -1
+	for i, a := range dropped {
+		if contested < 0 && contesting(a, p) {
+			contested = i
+		}
+		if maybeExecuted(a) {
+			last = a
+		}
+		if a.Replayed {
+			replayed = i
+		}
+		p = p.after(a)
+	}
+	keep[last.Number] = last
+	for _, i := range []int{replayed, contested} {
+		if i >= 0 {
+			keep[dropped[i].Number] = dropped[i]
+		}
+	}
+	middle := make([]journal.Attempt, 0, len(keep))
+	for _, a := range keep {
+		middle = append(middle, a)
+	}
+	slices.SortFunc(middle, func(a, b journal.Attempt) int { return a.Number - b.Number })
+	out := make([]journal.Attempt, 0, len(kept)+len(middle)+len(tail))
+	out = append(out, kept...)
+	out = append(out, middle...)
+	rec.Attempts = append(out, tail...)
 }

@@ -1,6 +1,8 @@
 package idem
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/idemkit/idem/journal"
@@ -58,6 +60,51 @@ func TestCompactAttemptsKeepsReplay(t *testing.T) {
 	for i := 1; i < len(rec.Attempts); i++ {
 		if rec.Attempts[i].Number <= rec.Attempts[i-1].Number {
 			t.Fatalf("attempt numbers out of order at %d: %v", i, rec.Attempts[i-1:i+1])
+		}
+	}
+}
+
+// Compaction never changes what pastOf reads from a history: whether it
+// may have executed, whether the answer is final, whether the key was
+// contested.
+func TestCompactAttemptsKeepsThePast(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	kinds := []journal.Attempt{
+		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 429, Refused: true},
+		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 409, Refused: true},
+		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 422, Refused: true},
+		{Kind: journal.AttemptSubmit, Done: true, Refused: true}, // never written
+		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 502},
+		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 201, Replayed: true, Refused: true},
+		{Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 404},
+	}
+	for h := range 2000 {
+		rec := &journal.Record{}
+		n := 60 + rng.IntN(200)
+		weights := []int{rng.IntN(10), rng.IntN(3), rng.IntN(3), rng.IntN(5), rng.IntN(2), rng.IntN(2), rng.IntN(20) + 1}
+		total := 0
+		for _, w := range weights {
+			total += w
+		}
+		for i := 1; i <= n; i++ {
+			r := rng.IntN(total)
+			k := 0
+			for r >= weights[k] {
+				r -= weights[k]
+				k++
+			}
+			a := kinds[k]
+			a.Number = i
+			rec.Attempts = append(rec.Attempts, a)
+			want := pastOf(rec, math.MaxInt)
+			compactAttempts(rec)
+			got := pastOf(rec, math.MaxInt)
+			if got.maybeExecuted != want.maybeExecuted || got.final != want.final || got.contested != want.contested {
+				t.Fatalf("history %d, after attempt %d: pastOf(compacted) = %+v; want %+v", h, i, got, want)
+			}
+			if len(rec.Attempts) > maxAttemptEntries+2 {
+				t.Fatalf("history %d: %d entries after compaction", h, len(rec.Attempts))
+			}
 		}
 	}
 }

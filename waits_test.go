@@ -103,7 +103,9 @@ func TestRetryAfterBeyondBudgetHandsOff(t *testing.T) {
 	res, err := e.client.Submit(e.ctx, e.req("k", `{"amount":3}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.ErrorIs(t, err, idem.ErrBudgetSpent)
-	require.Equal(t, idem.StateUnknown, res.State)
+	// A 429 says the attempt did not execute: nothing of ours can have
+	// run, so the operation stays pending, as a cancelled one does.
+	require.Equal(t, idem.StatePending, res.State)
 	require.Empty(t, e.clock.Sleeps(), "no sleeping past the budget")
 	rec := e.record("k")
 	require.Equal(t, start.Add(30*time.Second), rec.NextDue, "due when the server said")
