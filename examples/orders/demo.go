@@ -259,7 +259,7 @@ func clientOptions(cfg config, srv *idemtest.Server, cnt *counters, stderr io.Wr
 	opts := []idem.Option{
 		idem.WithHTTPClient(srv.Client()),
 		idem.WithScope(journalScope),
-		idem.WithResultEndpoint(srv.URL + "/operations/{key}"),
+		idem.WithResultEndpoint(srv.ResultTemplate()),
 		idem.WithRequestHook(func(r *http.Request) error {
 			r.Header.Set("Authorization", authorization) // never journaled
 			return nil
