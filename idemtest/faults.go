@@ -254,7 +254,7 @@ func (b Behavior) Description() string { return b.internal().Description() }
 
 // ShortWindowRetention is the key window of [ShortWindow]: 30 minutes, the
 // default of the Fiber framework's idempotency middleware.
-const ShortWindowRetention = fakeserver.ShortWindowRetention
+const ShortWindowRetention = 30 * time.Minute
 
 // IETFDraft is the default behaviour, the IETF draft's: 400 without a key,
 // 409 while a request with the key is in flight, 422 for the key with

@@ -77,3 +77,10 @@ func TestConstantsAreTheServersKinds(t *testing.T) {
 	}
 	require.Equal(t, ours, FaultKinds())
 }
+
+// TestShortWindowRetentionIsTheServers: the constant is spelt out here for
+// go doc; it must stay the preset's window.
+func TestShortWindowRetentionIsTheServers(t *testing.T) {
+	require.Equal(t, fakeserver.ShortWindowRetention, ShortWindowRetention)
+	require.Equal(t, ShortWindowRetention, ShortWindow().Retention)
+}
