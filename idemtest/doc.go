@@ -14,7 +14,8 @@
 // Keys are scoped by the Authorization header (see [WithScopeHeader]) and
 // expire after a retention window (see [WithRetention]), after which the key
 // executes again. GET /operations/{key} ([Server.ResultURL]) reports an
-// operation's state.
+// operation's state; [Server.ResultTemplate] is its template for
+// idem.WithResultEndpoint.
 //
 // # Proving "exactly one order per intent"
 //
@@ -47,7 +48,8 @@
 // [Unavailable], [QueryLag], [SlowProcessing], [GarbageBody],
 // [TruncatedBody], [Decline], [Reject409], [Preempt]. A test in another
 // process (or language) can script faults over HTTP: POST /_faults with a
-// JSON fault such as {"kind":"503","retry_after":"2s"}; GET /_stats returns
+// JSON fault such as {"kind":"unavailable","retry_after":"2s"} (the kind is
+// the constant's name in kebab case); GET /_stats returns
 // the [Stats] as JSON, GET /_key?key=K&scope=S the [KeyStats] of one key,
 // GET /_behavior the [Behavior], and POST /_reset resets the server. The
 // command cmd/idem-fakeserver runs the same server as a process.

@@ -1,13 +1,17 @@
 package idemtest_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
 )
 
@@ -199,8 +203,8 @@ func ExampleServer_Inject_invalid() {
 
 	post(srv.Client(), srv.URL+"/orders", "order-42", `{}`)
 	// Output:
-	// idemtest: Inject: fault 429: count -1 is negative (want 0 for one request, or the number of requests to fault)
-	// idemtest: SetProfile: rate of 503 is 1.5 (want a probability between 0 and 1)
+	// idemtest: Inject: fault throttle: count -1 is negative (want 0 for one request, or the number of requests to fault)
+	// idemtest: SetProfile: rate of unavailable is 1.5 (want a probability between 0 and 1)
 	// idemtest: NewServer: key header "Idempotency Key" is not a valid header name (want a token such as Idempotency-Key, with no spaces, colons or other separators)
 	// 201  {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
 }
@@ -215,7 +219,7 @@ func Example_controlOverHTTP() {
 	defer srv.Close()
 
 	resp, err := http.Post(srv.URL+"/_faults", "application/json",
-		strings.NewReader(`{"kind":"503","retry_after":"2s"}`))
+		strings.NewReader(`{"kind":"unavailable","retry_after":"2s"}`))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -295,4 +299,52 @@ func ExampleServer_Preempt() {
 	// 409  {"error":"request with this key is in progress"}
 	// 201 true {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
 	// {Effects:0 ForeignEffects:1 SubmitsAfterFinal:1 Conflicts:0}
+}
+
+// An idem client asks the server's result endpoint about an operation whose
+// answer was lost; ResultTemplate is the endpoint's template.
+func ExampleServer_ResultTemplate() {
+	srv, err := idemtest.NewServer()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	dir, err := os.MkdirTemp("", "idemtest-example")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+
+	c, err := idem.Open(filepath.Join(dir, "orders.journal"),
+		idem.WithHTTPClient(srv.Client()),
+		idem.WithResultEndpoint(srv.ResultTemplate()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+
+	if err := srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "order/42"}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := c.Submit(context.Background(), idem.Request{
+		Key: "order/42", URL: srv.URL + "/orders", Body: []byte(`{"amount":1999}`),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(srv.ResultTemplate() == srv.URL+"/operations/{key}")
+	for _, r := range srv.Requests() {
+		fmt.Printf("%s %s %d fault=%q\n", r.Method, r.Path, r.Status, r.Fault)
+	}
+	fmt.Println(res.State, res.ResourceID, "orders:", srv.Effects("", "order/42"))
+	// Output:
+	// true
+	// POST /orders 0 fault="drop-after-commit"
+	// GET /operations/order/42 200 fault=""
+	// succeeded ord_000001 orders: 1
 }

@@ -1,58 +1,22 @@
 package idemtest
 
 import (
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/idemkit/idem/internal/fakeserver"
 )
 
-// Types of the fake server, named here so that users can use them. Their
-// package is internal, so go doc does not show their fields here: each
-// comment lists them.
-type (
-	// Fault is a scripted fault; see [Server.Inject]. Fields: Kind; Count,
-	// how many of the next matching requests (0 means 1); Key, only
-	// requests with this key ("" for any); Query, result queries instead of
-	// submits; Delay, for the delay, query-lag and slow-processing faults;
-	// RetryAfter, for 429, 503 and the 409 of slow processing (whole
-	// seconds, 0 means 1s); HTTPDate, Retry-After as an HTTP-date.
-	Fault = fakeserver.Fault
-	// FaultKind names a fault. Its string form ("drop-after-commit",
-	// "503", …) is the kind in POST /_faults.
-	FaultKind = fakeserver.FaultKind
-	// Profile sets random faults, reproducible from the seed. Fields: Rates,
-	// a map from FaultKind to its probability per submit (0..1, summing to
-	// at most 1; a submit gets at most one fault); Delay, RetryAfter and
-	// HTTPDate, as in Fault. Result queries never get a random fault.
-	Profile = fakeserver.Profile
-	// Stats are the server's counters since NewServer or Reset: Requests,
-	// Submits, Queries, SideEffects, Keys (stored now), MaxEffectsPerKey,
-	// Replays, Conflicts (422, or the behaviour's status), ForeignEffects
-	// (someone else's side effects) and MaxSubmitsAfterFinal (the largest
-	// KeyStats.SubmitsAfterFinal). Requests to /_ endpoints are not counted.
-	Stats = fakeserver.Stats
-	// Behavior is how the server answers a key it has seen; see
-	// [WithBehavior]. Fields: Name, the preset's name ("stored-errors",
-	// …), the -behavior flag of cmd/idem-fakeserver and the "name" of GET
-	// /_behavior; StoreErrors, the handler's 500 (before or after the
-	// commit) and 503 become the key's answer, replayed with
-	// Idempotent-Replayed: true for the key's life; NoBodyCompare, a used
-	// key replays its answer to any request (a silent replay);
-	// ConflictStatus, the status for a used key with another request (0
-	// means 422); Retention, the key window (0: WithRetention's, else 24h).
-	Behavior = fakeserver.Behavior
-	// KeyStats are the counters of one key, across expiries: Effects, side
-	// effects of requests received; ForeignEffects, those of someone
-	// else's requests (Server.Preempt, the Preempt fault); and
-	// SubmitsAfterFinal, submits that arrived once the key's answer could no
-	// longer change; Conflicts, answers that the key was used with another
-	// request.
-	KeyStats = fakeserver.KeyStats
-	// Request is one request received, as logged by the server: Method,
-	// Path, Scope, Key (parsed; "" if missing or invalid), RawKey,
-	// BodySHA256, Status (0 if the connection was dropped), Fault and At.
-	Request = fakeserver.Request
-)
+// FaultKind names a fault. Its string form is the constant's name in kebab
+// case (DelayResponse is "delay-response"): the same word is the kind in
+// POST /_faults, the rate flag of cmd/idem-fakeserver and the fault flag of
+// examples/orders.
+type FaultKind string
+
+// Description returns a one-line description of the fault, or "" for an
+// unknown kind.
+func (k FaultKind) Description() string { return fakeserver.FaultKind(k).Description() }
 
 // The faults. As submit faults, [ErrorBeforeCommit], [Throttle] and
 // [Unavailable] match any submit with a valid key; [Decline], [Reject409],
@@ -64,77 +28,262 @@ type (
 const (
 	// DropAfterCommit commits and performs the side effect, then closes the
 	// connection with no response.
-	DropAfterCommit = fakeserver.DropAfterCommit
+	DropAfterCommit FaultKind = "drop-after-commit"
 	// DelayResponse commits and performs the side effect, then answers after
 	// Fault.Delay, or when the client gives up; repeats get 409 meanwhile.
-	DelayResponse = fakeserver.DelayResponse
+	DelayResponse FaultKind = "delay-response"
 	// ErrorAfterCommit commits and performs the side effect, then answers
 	// 500; a replay returns the stored result (under StoredErrors, the
 	// 500).
-	ErrorAfterCommit = fakeserver.ErrorAfterCommit
+	ErrorAfterCommit FaultKind = "error-after-commit"
 	// ErrorBeforeCommit answers 500 and records nothing (under
 	// StoredErrors, it stores the 500, with no side effect).
-	ErrorBeforeCommit = fakeserver.ErrorBeforeCommit
+	ErrorBeforeCommit FaultKind = "error-before-commit"
 	// Throttle answers 429 with Retry-After and records nothing.
-	Throttle = fakeserver.Throttle
+	Throttle FaultKind = "throttle"
 	// Unavailable answers 503 with Retry-After and records nothing (under
 	// StoredErrors, it stores the 503, with no side effect).
-	Unavailable = fakeserver.Unavailable
+	Unavailable FaultKind = "unavailable"
 	// QueryLag commits, but the result endpoint answers 404 until
 	// Fault.Delay has passed since the commit.
-	QueryLag = fakeserver.QueryLag
+	QueryLag FaultKind = "query-lag"
 	// SlowProcessing commits, performs the side effect and answers 202
 	// processing; the operation is processing until Fault.Delay has passed,
 	// then succeeded. Repeats get 409 meanwhile.
-	SlowProcessing = fakeserver.SlowProcessing
+	SlowProcessing FaultKind = "slow-processing"
 	// GarbageBody commits and performs the side effect, then answers 201
 	// with a body that is not JSON.
-	GarbageBody = fakeserver.GarbageBody
+	GarbageBody FaultKind = "garbage-body"
 	// TruncatedBody commits and performs the side effect, then answers 201
 	// with a truncated JSON body and closes the connection.
-	TruncatedBody = fakeserver.TruncatedBody
+	TruncatedBody FaultKind = "truncated-body"
 	// Decline commits a failed result (402, "card declined") with no side
 	// effect; replays and queries return failed.
-	Decline = fakeserver.Decline
+	Decline FaultKind = "decline"
 	// Reject409 is the handler refusing with 409: a failed result with no
 	// side effect, stored; replays answer the stored 409, queries failed.
-	Reject409 = fakeserver.Reject409
+	Reject409 FaultKind = "reject-409"
 	// Preempt makes someone else use the key first, processing for
 	// Fault.Delay: this submit gets 409 meanwhile, then the answer to a
 	// used key with another request (422, 417 under Conflict417, a silent
 	// replay of the other's 201 under NoBodyCompare). See Server.Preempt.
-	Preempt = fakeserver.Preempt
+	Preempt FaultKind = "preempt"
 )
 
-// FaultKinds returns every fault kind, in a fixed order.
-func FaultKinds() []FaultKind { return fakeserver.FaultKinds() }
+// FaultKinds returns every fault kind, in a fixed order: the order in which
+// a [Profile]'s rates are laid out.
+func FaultKinds() []FaultKind {
+	var kinds []FaultKind
+	for _, k := range fakeserver.FaultKinds() {
+		kinds = append(kinds, FaultKind(k))
+	}
+	return kinds
+}
+
+// Fault is a scripted fault; see [Server.Inject]. Its JSON form, the body
+// of POST /_faults, has the fields kind, count, key, query, delay and
+// retry_after (Go duration strings such as "2s") and http_date.
+type Fault struct {
+	// Kind is the fault.
+	Kind FaultKind
+	// Count is how many of the next matching requests the fault applies
+	// to; 0 means 1.
+	Count int
+	// Key restricts the fault to requests with this key; "" matches any.
+	Key string
+	// Query makes the fault match result queries (GET /operations/{key})
+	// instead of submits. Only ErrorBeforeCommit, Throttle, Unavailable,
+	// DelayResponse, GarbageBody, TruncatedBody and DropAfterCommit apply
+	// to queries.
+	Query bool
+	// Delay is the duration of the DelayResponse, QueryLag, SlowProcessing
+	// and Preempt faults.
+	Delay time.Duration
+	// RetryAfter is the Retry-After of Throttle (429), Unavailable (503)
+	// and the 409 of slow processing, in whole seconds rounded up; 0 means
+	// 1s.
+	RetryAfter time.Duration
+	// HTTPDate sends Retry-After as an HTTP-date instead of delta-seconds.
+	HTTPDate bool
+}
+
+// MarshalJSON encodes f as POST /_faults takes it: snake_case names and
+// durations as Go duration strings.
+func (f Fault) MarshalJSON() ([]byte, error) { return json.Marshal(f.internal()) }
+
+// UnmarshalJSON decodes the form written by [Fault.MarshalJSON]; unknown
+// fields are an error.
+func (f *Fault) UnmarshalJSON(data []byte) error {
+	var in fakeserver.Fault
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	*f = faultOf(in)
+	return nil
+}
+
+// Profile sets random faults, reproducible from the seed (see [WithSeed]).
+// For each submit the server draws one number and picks at most one fault:
+// the rates are laid out on [0,1) in the order of [FaultKinds]. A picked
+// fault that does not match the submit (a decline on a replay, say) does
+// nothing. Result queries never get a random fault.
+type Profile struct {
+	// Rates is the probability (0..1) per submit of each fault; the rates
+	// sum to at most 1.
+	Rates map[FaultKind]float64
+	// Delay is the duration of the DelayResponse, QueryLag, SlowProcessing
+	// and Preempt faults, as in [Fault].
+	Delay time.Duration
+	// RetryAfter is the Retry-After of Throttle, Unavailable and the 409
+	// of slow processing, as in [Fault].
+	RetryAfter time.Duration
+	// HTTPDate sends Retry-After as an HTTP-date, as in [Fault].
+	HTTPDate bool
+}
+
+// Stats are the server's counters since NewServer or Reset. Requests to
+// the /_ endpoints are not counted. Its JSON form is the body of GET
+// /_stats.
+type Stats struct {
+	// Requests counts every request but the /_ ones.
+	Requests int `json:"requests"`
+	// Submits counts the POST, PUT, PATCH and DELETE to resource paths.
+	Submits int `json:"submits"`
+	// Queries counts the GET /operations/{key}.
+	Queries int `json:"queries"`
+	// SideEffects counts the resources created by requests received.
+	SideEffects int `json:"side_effects"`
+	// Keys is the number of keys stored now (not expired).
+	Keys int `json:"keys"`
+	// MaxEffectsPerKey is the largest number of side effects for one
+	// (scope, key), across expiries: 1 means "exactly one order per intent"
+	// held so far.
+	MaxEffectsPerKey int `json:"max_effects_per_key"`
+	// Replays counts the stored answers replayed.
+	Replays int `json:"replays"`
+	// Conflicts counts the answers that a key was reused with a different
+	// request (422, or the behaviour's status).
+	Conflicts int `json:"conflicts"`
+	// ForeignEffects counts the side effects of someone else's requests
+	// ([Server.Preempt] and the Preempt fault), not in SideEffects.
+	ForeignEffects int `json:"foreign_effects"`
+	// MaxSubmitsAfterFinal is the largest KeyStats.SubmitsAfterFinal of any
+	// key: how often one key was resent at most once its answer could no
+	// longer change.
+	MaxSubmitsAfterFinal int `json:"max_submits_after_final"`
+}
+
+// KeyStats are the counters of one key, across expiries; see
+// [Server.KeyStats]. Its JSON form is the body of GET /_key.
+type KeyStats struct {
+	// Effects counts the side effects of requests received: 2 means the
+	// key executed again after it expired.
+	Effects int `json:"effects"`
+	// ForeignEffects counts the side effects of someone else's requests
+	// ([Server.Preempt], the Preempt fault).
+	ForeignEffects int `json:"foreign_effects"`
+	// SubmitsAfterFinal counts the submits received while the key's answer
+	// was final: stored, and neither in flight nor processing. A client
+	// that keeps resending a key whose answer cannot change makes it grow.
+	SubmitsAfterFinal int `json:"submits_after_final"`
+	// Conflicts counts the answers that the key was used with another
+	// request (422, or the behaviour's status).
+	Conflicts int `json:"conflicts"`
+}
+
+// Request is one request received, as the server logged it; see
+// [Server.Requests].
+type Request struct {
+	// Method is the request's method.
+	Method string
+	// Path is the URL path, unescaped.
+	Path string
+	// Scope is the value of the scope header ("" if none).
+	Scope string
+	// Key is the parsed key ("" if missing or invalid); for a query, the
+	// key from the path.
+	Key string
+	// RawKey is the key header's value as sent; for a query, the escaped
+	// path segment.
+	RawKey string
+	// BodySHA256 is the SHA-256 of the body read; zero if it was not read.
+	BodySHA256 [32]byte
+	// Status is the status answered; 0 if the connection was dropped.
+	Status int
+	// Fault is the fault applied to the request; "" for none.
+	Fault FaultKind
+	// At is the arrival time, by the server's clock.
+	At time.Time
+}
+
+// Behavior is how the server answers a key it has seen: which kind of real
+// Idempotency-Key middleware it models; see [WithBehavior]. Its knobs
+// combine; the presets ([IETFDraft], [StoredErrors], [NoBodyCompare],
+// [Conflict417], [ShortWindow]) each turn one. The zero value is the IETF
+// draft.
+type Behavior struct {
+	// Name labels the behaviour: the preset's name ("stored-errors", …),
+	// the -behavior flag of cmd/idem-fakeserver and the "name" of GET
+	// /_behavior. "" reads as the knobs' description (see
+	// [Behavior.String]).
+	Name string
+	// StoreErrors makes the handler's 500 (ErrorBeforeCommit,
+	// ErrorAfterCommit) and 503 (Unavailable) the key's answer, replayed
+	// with Idempotent-Replayed: true for the key's life. The 429 of
+	// Throttle, a rate limiter in front of the middleware, is never stored.
+	StoreErrors bool
+	// NoBodyCompare replays a used key's answer to any request with that
+	// key, whatever its method, path or body: a silent replay.
+	NoBodyCompare bool
+	// ConflictStatus is the status of the answer to a different request
+	// with a used key; 0 means 422, as in the IETF draft. A 4xx.
+	ConflictStatus int
+	// Retention is the key window; 0 leaves it to [WithRetention], else
+	// 24h. Setting both to different values is an error.
+	Retention time.Duration
+}
+
+// String returns b.Name, or if it is "" the knobs that differ from the
+// IETF draft, joined by "+" ("store-errors+conflict-417"), or "ietf-draft"
+// when none does.
+func (b Behavior) String() string { return b.internal().String() }
+
+// Description returns a one-line description of the behaviour: how it
+// differs from the IETF draft.
+func (b Behavior) Description() string { return b.internal().Description() }
 
 // ShortWindowRetention is the key window of [ShortWindow]: 30 minutes, the
 // default of the Fiber framework's idempotency middleware.
-const ShortWindowRetention = fakeserver.ShortWindowRetention
+const ShortWindowRetention = 30 * time.Minute
 
 // IETFDraft is the default behaviour, the IETF draft's: 400 without a key,
 // 409 while a request with the key is in flight, 422 for the key with
 // another request; server errors are not stored.
-func IETFDraft() Behavior { return fakeserver.IETFDraft() }
+func IETFDraft() Behavior { return behaviorOf(fakeserver.IETFDraft()) }
 
 // StoredErrors stores the handler's 500 and 503 as the key's answer and
 // replays them, marked replayed, for the life of the key.
-func StoredErrors() Behavior { return fakeserver.StoredErrors() }
+func StoredErrors() Behavior { return behaviorOf(fakeserver.StoredErrors()) }
 
 // NoBodyCompare replays a used key's answer, marked replayed, to any
 // request with the key, whatever its body: a silent replay.
-func NoBodyCompare() Behavior { return fakeserver.NoBodyCompare() }
+func NoBodyCompare() Behavior { return behaviorOf(fakeserver.NoBodyCompare()) }
 
 // Conflict417 answers 417, instead of 422, to a used key with another
 // request.
-func Conflict417() Behavior { return fakeserver.Conflict417() }
+func Conflict417() Behavior { return behaviorOf(fakeserver.Conflict417()) }
 
 // ShortWindow forgets a key after ShortWindowRetention (30 minutes).
-func ShortWindow() Behavior { return fakeserver.ShortWindow() }
+func ShortWindow() Behavior { return behaviorOf(fakeserver.ShortWindow()) }
 
 // Behaviors returns the presets, IETFDraft first.
-func Behaviors() []Behavior { return fakeserver.Behaviors() }
+func Behaviors() []Behavior {
+	var bs []Behavior
+	for _, b := range fakeserver.Behaviors() {
+		bs = append(bs, behaviorOf(b))
+	}
+	return bs
+}
 
 // BehaviorNamed returns the preset called name ("stored-errors", …), or an
 // error listing the names.
@@ -143,5 +292,5 @@ func BehaviorNamed(name string) (Behavior, error) {
 	if err != nil {
 		return Behavior{}, fmt.Errorf("idemtest: %w", err)
 	}
-	return b, nil
+	return behaviorOf(b), nil
 }

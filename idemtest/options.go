@@ -51,7 +51,7 @@ func WithSeed(seed int64) Option {
 // WithProfile sets the random faults from the start; see [Profile].
 // [NewServer] returns an error if p is invalid.
 func WithProfile(p Profile) Option {
-	return optionFunc(func(cfg *fakeserver.Config) { cfg.Profile = p })
+	return optionFunc(func(cfg *fakeserver.Config) { cfg.Profile = p.internal() })
 }
 
 // WithMaxKeys caps the keys stored (default 100,000); when full, a request
@@ -65,5 +65,5 @@ func WithMaxKeys(n int) Option {
 // [NoBodyCompare], [Conflict417], [ShortWindow]) or a [Behavior] of one's
 // own. [NewServer] returns an error if b is invalid.
 func WithBehavior(b Behavior) Option {
-	return optionFunc(func(cfg *fakeserver.Config) { cfg.Behavior = b })
+	return optionFunc(func(cfg *fakeserver.Config) { cfg.Behavior = b.internal() })
 }

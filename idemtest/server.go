@@ -80,6 +80,14 @@ func (s *Server) ResultURL(key string) string {
 	return s.URL + "/operations/" + url.PathEscape(key)
 }
 
+// ResultTemplate returns the template of the result endpoint,
+// s.URL + "/operations/{key}", as idem.WithResultEndpoint takes it: idem
+// puts each operation's key, escaped, in place of {key}, which gives
+// [Server.ResultURL] of the key.
+func (s *Server) ResultTemplate() string {
+	return s.URL + "/operations/{key}"
+}
+
 // Inject scripts a fault: it applies to the next f.Count matching requests
 // (Count 0 means 1), only those with key f.Key if set, and result queries
 // instead of submits if f.Query. If f is invalid (an unknown kind, a negative
@@ -87,7 +95,7 @@ func (s *Server) ResultURL(key string) string {
 // queries) or 10,000 faults are already pending, it scripts nothing and
 // returns an error that says what to change.
 func (s *Server) Inject(f Fault) error {
-	if err := s.srv.Inject(f); err != nil {
+	if err := s.srv.Inject(f.internal()); err != nil {
 		return rewrap("Inject", err)
 	}
 	return nil
@@ -97,14 +105,14 @@ func (s *Server) Inject(f Fault) error {
 // 0..1, rates that sum to more than 1, an unknown kind, a negative duration)
 // it keeps the current profile and returns an error that says what to change.
 func (s *Server) SetProfile(p Profile) error {
-	if err := s.srv.SetProfile(p); err != nil {
+	if err := s.srv.SetProfile(p.internal()); err != nil {
 		return rewrap("SetProfile", err)
 	}
 	return nil
 }
 
 // Stats returns the server's counters.
-func (s *Server) Stats() Stats { return s.srv.Stats() }
+func (s *Server) Stats() Stats { return statsOf(s.srv.Stats()) }
 
 // Effects returns the side effects performed for key in scope (the value of
 // the scope header, "" if none), across expiries.
@@ -113,7 +121,9 @@ func (s *Server) Effects(scope, key string) int { return s.srv.Effects(scope, ke
 // KeyStats returns the counters of key in scope, across expiries: its side
 // effects, someone else's (see Preempt) and the submits that arrived once
 // its answer could no longer change.
-func (s *Server) KeyStats(scope, key string) KeyStats { return s.srv.KeyStats(scope, key) }
+func (s *Server) KeyStats(scope, key string) KeyStats {
+	return keyStatsOf(s.srv.KeyStats(scope, key))
+}
 
 // Preempt makes someone else use key in scope first: a request with the
 // key and a body of its own executes now, and is processing for hold (by
@@ -130,11 +140,18 @@ func (s *Server) Preempt(scope, key string, hold time.Duration) error {
 }
 
 // Behavior returns the server's behaviour, as given to NewServer.
-func (s *Server) Behavior() Behavior { return s.srv.Behavior() }
+func (s *Server) Behavior() Behavior { return behaviorOf(s.srv.Behavior()) }
 
 // Requests returns a copy of the log of requests received, in arrival order
 // (the last 100,000; requests to /_ endpoints are not logged).
-func (s *Server) Requests() []Request { return s.srv.Requests() }
+func (s *Server) Requests() []Request {
+	log := s.srv.Requests()
+	out := make([]Request, len(log))
+	for i, r := range log {
+		out[i] = requestOf(r)
+	}
+	return out
+}
 
 // Reset returns the server to its state just after NewServer: no keys,
 // counters, log or scripted faults, the profile given to NewServer and its

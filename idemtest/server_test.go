@@ -190,11 +190,11 @@ func TestNewServerInvalidOptionIsAnError(t *testing.T) {
 		want string
 	}{
 		{"rate above 1", []idemtest.Option{idemtest.WithProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: 1.5}})},
-			"idemtest: NewServer: profile: rate of 429 is 1.5 (want a probability between 0 and 1)"},
+			"idemtest: NewServer: profile: rate of throttle is 1.5 (want a probability between 0 and 1)"},
 		{"negative rate", []idemtest.Option{idemtest.WithProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: -0.5}})},
-			"idemtest: NewServer: profile: rate of 429 is -0.5 (want a probability between 0 and 1)"},
+			"idemtest: NewServer: profile: rate of throttle is -0.5 (want a probability between 0 and 1)"},
 		{"unknown kind", []idemtest.Option{idemtest.WithProfile(idemtest.Profile{Rates: map[idemtest.FaultKind]float64{"drop": 0.1}})},
-			`idemtest: NewServer: profile: unknown fault kind "drop" (want one of: drop-after-commit, delay,`},
+			`idemtest: NewServer: profile: unknown fault kind "drop" (want one of: drop-after-commit, delay-response,`},
 		{"key header", []idemtest.Option{idemtest.WithKeyHeader("Idempotency Key")},
 			`idemtest: NewServer: key header "Idempotency Key" is not a valid header name (want a token such as Idempotency-Key`},
 		{"scope header", []idemtest.Option{idemtest.WithScopeHeader("X:Account")},
@@ -227,10 +227,10 @@ func TestInjectInvalidFaultIsAnErrorAndScriptsNothing(t *testing.T) {
 		fault idemtest.Fault
 		want  string
 	}{
-		{"unknown kind", idemtest.Fault{Kind: "x"}, `idemtest: Inject: unknown fault kind "x" (want one of: drop-after-commit, delay, 500-after-commit, 500-before-commit, 429, 503, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt)`},
-		{"negative count", idemtest.Fault{Kind: idemtest.Unavailable, Count: -2}, "idemtest: Inject: fault 503: count -2 is negative (want 0 for one request, or the number of requests to fault)"},
-		{"negative delay", idemtest.Fault{Kind: idemtest.DelayResponse, Delay: -time.Millisecond}, "idemtest: Inject: fault delay: delay -1ms is negative (want 0 or a positive duration)"},
-		{"negative retry-after", idemtest.Fault{Kind: idemtest.Throttle, RetryAfter: -time.Second}, "idemtest: Inject: fault 429: retry-after -1s is negative (want 0 or a positive duration)"},
+		{"unknown kind", idemtest.Fault{Kind: "x"}, `idemtest: Inject: unknown fault kind "x" (want one of: drop-after-commit, delay-response, error-after-commit, error-before-commit, throttle, unavailable, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt)`},
+		{"negative count", idemtest.Fault{Kind: idemtest.Unavailable, Count: -2}, "idemtest: Inject: fault unavailable: count -2 is negative (want 0 for one request, or the number of requests to fault)"},
+		{"negative delay", idemtest.Fault{Kind: idemtest.DelayResponse, Delay: -time.Millisecond}, "idemtest: Inject: fault delay-response: delay -1ms is negative (want 0 or a positive duration)"},
+		{"negative retry-after", idemtest.Fault{Kind: idemtest.Throttle, RetryAfter: -time.Second}, "idemtest: Inject: fault throttle: retry-after -1s is negative (want 0 or a positive duration)"},
 		{"query fault of a submit-only kind", idemtest.Fault{Kind: idemtest.Decline, Query: true}, "idemtest: Inject: fault decline does not apply to result queries (want Query false, or a query fault:"},
 	}
 	for _, tt := range tests {
@@ -262,7 +262,7 @@ func TestSetProfileInvalidIsAnErrorAndKeepsTheProfile(t *testing.T) {
 		profile idemtest.Profile
 		want    string
 	}{
-		{idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: 2}}, "idemtest: SetProfile: rate of 429 is 2 (want a probability between 0 and 1)"},
+		{idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: 2}}, "idemtest: SetProfile: rate of throttle is 2 (want a probability between 0 and 1)"},
 		{idemtest.Profile{Rates: map[idemtest.FaultKind]float64{idemtest.Throttle: 0.7, idemtest.Decline: 0.7}}, "idemtest: SetProfile: rates sum to 1.4 (want at most 1: a request gets at most one fault)"},
 		{idemtest.Profile{Delay: -time.Second}, "idemtest: SetProfile: delay -1s is negative (want 0 or a positive duration)"},
 	} {

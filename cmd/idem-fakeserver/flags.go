@@ -33,14 +33,25 @@ var generalFlags = []string{
 // behaviorFlags lists the flags of the server's behaviour, in usage order.
 var behaviorFlags = []string{"behavior", "store-errors", "no-body-compare", "conflict-status"}
 
-// rateFlag returns the name of the rate flag of kind: the kind itself, except
-// "delay", which names the duration flag, so its rate is -delay-response.
-func rateFlag(kind fakeserver.FaultKind) string {
-	if kind == fakeserver.DelayResponse {
-		return "delay-response"
-	}
-	return string(kind)
+// rateFlag returns the name of the rate flag of kind: the kind itself, the
+// word POST /_faults takes.
+func rateFlag(kind fakeserver.FaultKind) string { return string(kind) }
+
+// renamedFlag is the flag.Value of a rate flag's former name ("-503"): it
+// refuses any value, naming the flag to use, so a script written for the
+// former names fails at once and says how to fix it.
+type renamedFlag struct{ now fakeserver.FaultKind }
+
+func (r renamedFlag) String() string { return "" }
+
+func (r renamedFlag) Set(string) error {
+	return fmt.Errorf("renamed: use -%s", rateFlag(r.now))
 }
+
+// formerRateFlags lists the former names of rate flags that differ from
+// the kind's former name ("-delay" is still the duration flag, and
+// "-delay-response" is the current name).
+var formerRateFlags = []string{"500-after-commit", "500-before-commit", "429", "503"}
 
 // rate is a flag.Value for a probability.
 type rate float64
@@ -69,8 +80,8 @@ func newFlagSet(opts *options, rates map[fakeserver.FaultKind]*rate) *flag.FlagS
 	fs.IntVar(&cfg.MaxKeys, "max-keys", fakeserver.DefaultMaxKeys, "keys stored at most; when full, new keys get 503")
 	fs.Int64Var(&cfg.MaxBody, "max-body", fakeserver.DefaultMaxBody, "largest request body in `bytes`; larger get 413")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the random faults: the same seed gives the same faults")
-	fs.DurationVar(&cfg.Profile.Delay, "delay", 2*time.Second, "duration of the delay, query-lag and slow-processing faults")
-	fs.DurationVar(&cfg.Profile.RetryAfter, "retry-after", time.Second, "Retry-After of 429, 503 and the 409 of slow processing")
+	fs.DurationVar(&cfg.Profile.Delay, "delay", 2*time.Second, "duration of the delay-response, query-lag, slow-processing and preempt faults")
+	fs.DurationVar(&cfg.Profile.RetryAfter, "retry-after", time.Second, "Retry-After of the throttle (429) and unavailable (503) faults and the 409 of slow processing")
 	fs.BoolVar(&cfg.Profile.HTTPDate, "http-date", false, "send Retry-After as an HTTP-date instead of seconds")
 	fs.StringVar(&opts.behavior, "behavior", fakeserver.IETFDraft().Name, "how the server answers a key it has seen: `name` of a preset (see below)")
 	fs.BoolVar(&cfg.Behavior.StoreErrors, "store-errors", false, "store the handler's 500 and 503 as the key's answer and replay them")
@@ -80,6 +91,10 @@ func newFlagSet(opts *options, rates map[fakeserver.FaultKind]*rate) *flag.FlagS
 		r := new(rate)
 		rates[k] = r
 		fs.Var(r, rateFlag(k), k.Description())
+	}
+	for _, name := range formerRateFlags {
+		now, _ := fakeserver.Renamed(name)
+		fs.Var(renamedFlag{now}, name, "former name of -"+rateFlag(now))
 	}
 	return fs
 }
@@ -198,7 +213,7 @@ HTTP:
   GET  /_stats                     counters as JSON
   GET  /_key?key=K&scope=S         counters of one key as JSON
   GET  /_behavior                  the server's behavior as JSON
-  POST /_faults                    script a fault, e.g. {"kind":"503","count":2,"key":"k",
+  POST /_faults                    script a fault, e.g. {"kind":"unavailable","count":2,"key":"k",
                                    "query":false,"delay":"2s","retry_after":"1s","http_date":false}
   POST /_reset                     forget keys, counters, log and faults
 
@@ -220,8 +235,8 @@ shows the result under the same names.
 	}
 	fmt.Fprint(w, `
 Faults: each flag is the probability (0..1) that a submit gets that fault;
-a request gets at most one, so the rates sum to at most 1. The same names
-(delay-response is "delay") are the kinds accepted by POST /_faults.
+a request gets at most one, so the rates sum to at most 1. Each flag's
+name is the fault's kind in POST /_faults.
 `)
 	for _, k := range fakeserver.FaultKinds() {
 		printFlag(w, fs.Lookup(rateFlag(k)))

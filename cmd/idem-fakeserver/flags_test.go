@@ -15,7 +15,7 @@ import (
 // the same command line exited 2 one run and served the next. The server
 // itself (Profile.validate) allows for rounding.
 func TestRatesThatSumToOneAreAccepted(t *testing.T) {
-	args := []string{"-drop-after-commit", "0.1", "-500-after-commit", "0.34", "-decline", "0.56"}
+	args := []string{"-drop-after-commit", "0.1", "-error-after-commit", "0.34", "-decline", "0.56"}
 	for range 200 {
 		opts, err := parseFlags(args)
 		require.NoError(t, err)

@@ -43,12 +43,16 @@ func TestBadFlags(t *testing.T) {
 	}{
 		{[]string{"-retention", "soon"}, `invalid value "soon" for flag -retention`},
 		{[]string{"-decline", "2"}, `invalid value "2" for flag -decline: want a probability between 0 and 1`},
-		{[]string{"-429", "x"}, `invalid value "x" for flag -429`},
+		{[]string{"-throttle", "x"}, `invalid value "x" for flag -throttle`},
+		{[]string{"-429", "0.1"}, `invalid value "0.1" for flag -429: renamed: use -throttle`},
+		{[]string{"-503", "0.1"}, `invalid value "0.1" for flag -503: renamed: use -unavailable`},
+		{[]string{"-500-after-commit", "0.1"}, `invalid value "0.1" for flag -500-after-commit: renamed: use -error-after-commit`},
+		{[]string{"-500-before-commit", "0.1"}, `invalid value "0.1" for flag -500-before-commit: renamed: use -error-before-commit`},
 		{[]string{"-no-such-flag"}, "flag provided but not defined: -no-such-flag"},
 		{[]string{"-addr", "0.0.0.0:8080"}, `-addr "0.0.0.0:8080" is not a loopback address; add -allow-remote`},
 		{[]string{"-addr", ":8080"}, "is not a loopback address"},
 		{[]string{"-addr", "localhost"}, `-addr "localhost": address localhost: missing port in address`},
-		{[]string{"-503", "0.6", "-500-before-commit", "0.6"}, "fault rates sum to 1.2; want at most 1"},
+		{[]string{"-unavailable", "0.6", "-error-before-commit", "0.6"}, "fault rates sum to 1.2; want at most 1"},
 		{[]string{"-retention", "0s"}, "-retention 0s: want a positive duration"},
 		{[]string{"-behavior", "stripe"}, `-behavior: unknown behavior "stripe" (want one of: ietf-draft, stored-errors, no-body-compare, conflict-417, short-window)`},
 		{[]string{"-conflict-status", "200"}, "behavior conflict-200: conflict status 200 is not a 4xx"},
@@ -76,7 +80,7 @@ func TestParseFlags(t *testing.T) {
 		"-addr", "0.0.0.0:9000", "-allow-remote",
 		"-key-header", "X-Request-Id", "-scope-header", "X-Account",
 		"-retention", "1h", "-seed", "7", "-max-keys", "10", "-max-body", "100",
-		"-drop-after-commit", "0.05", "-delay-response", "0.1", "-503", "0.2",
+		"-drop-after-commit", "0.05", "-delay-response", "0.1", "-unavailable", "0.2",
 		"-delay", "3s", "-retry-after", "2s", "-http-date",
 	})
 	require.NoError(t, err)
@@ -140,7 +144,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	require.Equal(t, http.StatusCreated, resp.StatusCode)
 
 	// A response delayed for an hour does not hold up the shutdown.
-	resp = post("/_faults", "", `{"kind":"delay","delay":"1h"}`)
+	resp = post("/_faults", "", `{"kind":"delay-response","delay":"1h"}`)
 	resp.Body.Close()
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
 	delayed := make(chan int, 1)

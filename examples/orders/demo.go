@@ -102,8 +102,13 @@ type summary struct {
 	// How the foreground calls ended.
 	SettledAtOnce, HandedOff, Abandoned int
 
-	Resume              idem.Summary // what Resume found after the crash
-	SettledInBackground int          // settlements reported by WithSettleFunc
+	Resume idem.Summary // what Resume found after the crash
+	// OpenAtRestart breaks down the operations Resume found open: those
+	// the crash abandoned mid-call, and those handed off (unknown or
+	// processing) before the crash, which the dead process's reconciler
+	// never settled. The second is why "resumed" can exceed "abandoned".
+	OpenAtRestart       openAtRestart
+	SettledInBackground int // settlements reported by WithSettleFunc
 
 	// From the client's hooks.
 	Attempts, Queries int
@@ -120,6 +125,40 @@ type summary struct {
 	OpenSamples  []string // the first few operations still open without a review reason
 
 	Elapsed time.Duration
+}
+
+// openAtRestart counts the operations open in the journal when the second
+// process starts, by how the first process's call for them ended.
+type openAtRestart struct {
+	Abandoned int // the crash cut the call short
+	HandedOff int // the call returned ErrUnknownOutcome before the crash
+	Other     int // the call settled or failed with another error, yet the operation is open
+}
+
+// countOpen counts the journal's open operations by how the dead process's
+// call for them ended.
+func countOpen(ctx context.Context, c *idem.Client, orders []*order) (openAtRestart, error) {
+	var n openAtRestart
+	open, err := c.List(ctx, idem.Filter{States: openStates})
+	if err != nil {
+		return n, fmt.Errorf("list the open operations after the crash: %w", err)
+	}
+	byKey := make(map[string]*order, len(orders))
+	for _, o := range orders {
+		byKey[o.key] = o
+	}
+	for _, op := range open {
+		o := byKey[op.Key]
+		switch {
+		case o != nil && o.outcome == "abandoned":
+			n.Abandoned++
+		case o != nil && o.outcome == "handed off":
+			n.HandedOff++
+		default:
+			n.Other++
+		}
+	}
+	return n, nil
 }
 
 // OK reports whether every order exists exactly once and nothing was lost.
@@ -211,6 +250,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) (summary, er
 	defer second.Close()
 
 	prog.phase("resume")
+	if crashed {
+		if sum.OpenAtRestart, err = countOpen(ctx, second, orders); err != nil {
+			return sum, err
+		}
+	}
 	rctx, cancel := context.WithTimeout(ctx, cfg.SettleTimeout)
 	sum.Resume, err = second.Resume(rctx)
 	cancel()
@@ -259,7 +303,7 @@ func clientOptions(cfg config, srv *idemtest.Server, cnt *counters, stderr io.Wr
 	opts := []idem.Option{
 		idem.WithHTTPClient(srv.Client()),
 		idem.WithScope(journalScope),
-		idem.WithResultEndpoint(srv.URL + "/operations/{key}"),
+		idem.WithResultEndpoint(srv.ResultTemplate()),
 		idem.WithRequestHook(func(r *http.Request) error {
 			r.Header.Set("Authorization", authorization) // never journaled
 			return nil

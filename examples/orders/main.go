@@ -27,12 +27,15 @@
 //     command exits 1 if either is not zero.
 //
 // Flags choose the number of orders (-n), workers (-c), the seed, the fault
-// rates (-drop, -unavailable, -lag, -slow, …) and when to crash
-// (-crash-after: a fraction of -n, or a count).
+// rates (-drop-after-commit, -unavailable, -query-lag, -slow-processing, …:
+// each flag is the fault's kind, as in package idemtest and
+// cmd/idem-fakeserver) and when to crash (-crash-after: a fraction of -n,
+// or a count).
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,7 +48,13 @@ import (
 )
 
 func main() {
+	// Named for the program, not for the binary go run builds in its
+	// cache (flag's default usage printed "Usage of /tmp/go-build…/exe/orders").
+	flag.CommandLine.Init("orders", flag.ContinueOnError)
 	cfg, err := parseFlags(flag.CommandLine, os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
 	if err != nil {
 		os.Exit(2)
 	}
@@ -62,9 +71,10 @@ func main() {
 	}
 }
 
-// faultFlag ties a command-line flag to a fault kind of the fake server.
+// faultFlag is a fault the demo injects, with its default rate. The flag's
+// name is the kind: one name per fault, as in idemtest, POST /_faults and
+// cmd/idem-fakeserver.
 type faultFlag struct {
-	name string
 	kind idemtest.FaultKind
 	rate float64 // default probability per submit
 }
@@ -72,17 +82,61 @@ type faultFlag struct {
 // faultFlags are the faults the demo injects by default, with their rates.
 // The fake server picks at most one fault per submit.
 var faultFlags = []faultFlag{
-	{"drop", idemtest.DropAfterCommit, 0.06},
-	{"unavailable", idemtest.Unavailable, 0.05},
-	{"lag", idemtest.QueryLag, 0.05},
-	{"slow", idemtest.SlowProcessing, 0.05},
-	{"error-after-commit", idemtest.ErrorAfterCommit, 0.02},
-	{"garbage", idemtest.GarbageBody, 0.02},
-	{"throttle", idemtest.Throttle, 0.02},
-	{"error-before-commit", idemtest.ErrorBeforeCommit, 0.01},
-	{"truncated", idemtest.TruncatedBody, 0.01},
-	{"delay", idemtest.DelayResponse, 0.01},
-	{"decline", idemtest.Decline, 0.02},
+	{idemtest.DropAfterCommit, 0.06},
+	{idemtest.Unavailable, 0.05},
+	{idemtest.QueryLag, 0.05},
+	{idemtest.SlowProcessing, 0.05},
+	{idemtest.ErrorAfterCommit, 0.02},
+	{idemtest.GarbageBody, 0.02},
+	{idemtest.Throttle, 0.02},
+	{idemtest.ErrorBeforeCommit, 0.01},
+	{idemtest.TruncatedBody, 0.01},
+	{idemtest.DelayResponse, 0.01},
+	{idemtest.Decline, 0.02},
+}
+
+// renamedFlags maps the fault flags' former names to the kinds they were
+// renamed to. They are refused with the new name rather than accepted: one
+// name per fault.
+var renamedFlags = map[string]idemtest.FaultKind{
+	"drop":      idemtest.DropAfterCommit,
+	"lag":       idemtest.QueryLag,
+	"slow":      idemtest.SlowProcessing,
+	"garbage":   idemtest.GarbageBody,
+	"truncated": idemtest.TruncatedBody,
+	"delay":     idemtest.DelayResponse,
+}
+
+// renamedFlag refuses any value, naming the flag to use instead.
+type renamedFlag struct{ now idemtest.FaultKind }
+
+func (r renamedFlag) String() string { return "" }
+
+func (r renamedFlag) Set(string) error { return fmt.Errorf("renamed: use -%s", r.now) }
+
+// usageHeader starts the -h text.
+const usageHeader = `usage: go run ./examples/orders [flags]
+
+Sends orders through a flaky fake payment API, crashes half-way, resumes
+from the journal and proves from the server's counters that every order
+exists exactly once. Exits 1 on a duplicate, lost or unsettled order.
+
+Flags:
+`
+
+// printUsage writes the -h text: the program as one runs it, and every
+// flag but the former names.
+func printUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprint(w, usageHeader)
+	shown := flag.NewFlagSet("orders", flag.ContinueOnError)
+	shown.SetOutput(w)
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, old := renamedFlags[f.Name]; !old {
+			shown.Var(f.Value, f.Name, f.Usage)
+		}
+	})
+	shown.PrintDefaults()
 }
 
 // parseFlags reads the command line into a config.
@@ -101,9 +155,20 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.BoolVar(&cfg.Verbose, "v", cfg.Verbose, "log every attempt (slog, to stderr)")
 	rates := make(map[idemtest.FaultKind]*float64, len(faultFlags))
 	for _, f := range faultFlags {
-		rates[f.kind] = fs.Float64(f.name, f.rate, fmt.Sprintf("rate of %q faults (0..1): %s", f.kind, faultDescription(f.kind)))
+		rates[f.kind] = fs.Float64(string(f.kind), f.rate, "rate (0..1): "+faultDescription(f.kind))
 	}
+	for old, now := range renamedFlags {
+		fs.Var(renamedFlag{now}, old, "former name of -"+string(now))
+	}
+	// Parse prints a bad flag's error and calls Usage; the full text, for
+	// -h only, would bury that one line.
+	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(fs)
+		} else {
+			fmt.Fprintln(fs.Output(), "run go run ./examples/orders -h for the flags")
+		}
 		return config{}, err
 	}
 	for k, r := range rates {

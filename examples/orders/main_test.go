@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"path/filepath"
@@ -76,6 +77,12 @@ func TestRun(t *testing.T) {
 			if !sum.OK() {
 				t.Errorf("OK() = false\n%s", out.String())
 			}
+			if o := sum.OpenAtRestart; sum.CrashedAt > 0 && o.Abandoned+o.HandedOff+o.Other != sum.Resume.Visited {
+				t.Errorf("open at restart %+v does not add up to the %d resumed", o, sum.Resume.Visited)
+			}
+			if sum.CrashedAt > 0 && !strings.Contains(out.String(), "handed off before it") {
+				t.Errorf("summary does not say why resumed can exceed abandoned:\n%s", out.String())
+			}
 			for _, want := range []string{"server-side duplicates: 0; lost: 0; OK"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("summary lacks %q:\n%s", want, out.String())
@@ -103,7 +110,7 @@ func TestCrashPoint(t *testing.T) {
 func TestParseFlags(t *testing.T) {
 	fs := flag.NewFlagSet("orders", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	cfg, err := parseFlags(fs, []string{"-n", "10", "-c", "2", "-drop", "0.3", "-crash-after", "4", "-seed", "7"})
+	cfg, err := parseFlags(fs, []string{"-n", "10", "-c", "2", "-drop-after-commit", "0.3", "-crash-after", "4", "-seed", "7"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,5 +142,65 @@ func TestRunRejects(t *testing.T) {
 				t.Error("run() error = nil; want an error")
 			}
 		})
+	}
+}
+
+// TestFaultFlagsAreTheKinds: each fault flag is the fault's kind, the word
+// idemtest, POST /_faults and cmd/idem-fakeserver use (the demo had -drop,
+// -lag, -slow, -garbage, -truncated and -delay).
+func TestFaultFlagsAreTheKinds(t *testing.T) {
+	for _, f := range faultFlags {
+		fs := flag.NewFlagSet("orders", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		cfg, err := parseFlags(fs, []string{"-" + string(f.kind), "0.5"})
+		if err != nil {
+			t.Fatalf("-%s: %v", f.kind, err)
+		}
+		if got := cfg.Rates[f.kind]; got != 0.5 {
+			t.Errorf("-%s 0.5: rate of %s = %v; want 0.5", f.kind, f.kind, got)
+		}
+	}
+}
+
+// TestRenamedFaultFlagsAreRefused: a former name fails, naming the flag to
+// use, and the usage does not list it.
+func TestRenamedFaultFlagsAreRefused(t *testing.T) {
+	for old, now := range renamedFlags {
+		fs := flag.NewFlagSet("orders", flag.ContinueOnError)
+		var out bytes.Buffer
+		fs.SetOutput(&out)
+		_, err := parseFlags(fs, []string{"-" + old, "0.1"})
+		want := "renamed: use -" + string(now)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("-%s: error %v; want one containing %q", old, err, want)
+		}
+		if !strings.Contains(out.String(), "-h for the flags") || strings.Contains(out.String(), "usage:") {
+			t.Errorf("-%s: output %q; want the error and a pointer to -h, not the whole usage", old, out.String())
+		}
+	}
+}
+
+// TestUsageNamesTheProgram: -h printed "Usage of /tmp/go-build…/exe/orders",
+// the binary go run builds; it names the command one types.
+func TestUsageNamesTheProgram(t *testing.T) {
+	fs := flag.NewFlagSet("/tmp/go-build123/b001/exe/orders", flag.ContinueOnError)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	if _, err := parseFlags(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("parseFlags(-h) error = %v; want flag.ErrHelp", err)
+	}
+	help := out.String()
+	if !strings.HasPrefix(help, "usage: go run ./examples/orders [flags]\n") || strings.Contains(help, "go-build") {
+		t.Errorf("usage does not name the program:\n%s", help)
+	}
+	for _, f := range faultFlags {
+		if !strings.Contains(help, "  -"+string(f.kind)+" float") {
+			t.Errorf("usage lacks -%s:\n%s", f.kind, help)
+		}
+	}
+	for old := range renamedFlags {
+		if strings.Contains(help, "  -"+old+" ") {
+			t.Errorf("usage lists the former name -%s", old)
+		}
 	}
 }

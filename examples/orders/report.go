@@ -30,8 +30,19 @@ func printSummary(w io.Writer, cfg config, s summary) {
 	row("handed to the reconciler", s.HandedOff, "ErrUnknownOutcome: journaled, not failed")
 	if s.CrashedAt > 0 {
 		row("abandoned by the crash", s.Abandoned, fmt.Sprintf("in flight when the process died, after %d answers", s.CrashedAt))
-		row("resumed", s.Resume.Visited, fmt.Sprintf("Resume: %d succeeded, %d failed, %d still open",
-			s.Resume.Succeeded, s.Resume.Failed, s.Resume.Processing+s.Resume.Unknown+s.Resume.Pending+s.Resume.Review))
+		// Resume takes every operation open in the journal, not only those
+		// the crash cut short: the calls handed off before the crash are
+		// open too (the dead process's reconciler never settled them), and
+		// an abandoned call the crash stopped before its journal write has
+		// nothing to resume. Say so, or "resumed" > "abandoned" looks wrong.
+		o := s.OpenAtRestart
+		why := fmt.Sprintf("open in the journal: %d abandoned by the crash, %d handed off before it", o.Abandoned, o.HandedOff)
+		if o.Other > 0 {
+			why += fmt.Sprintf(", %d other", o.Other)
+		}
+		row("resumed", s.Resume.Visited, why)
+		fmt.Fprintf(w, "  %-26s %6s  Resume: %d succeeded, %d failed, %d still open\n", "", "",
+			s.Resume.Succeeded, s.Resume.Failed, s.Resume.Processing+s.Resume.Unknown+s.Resume.Pending+s.Resume.Review)
 	}
 	row("settled in the background", s.SettledInBackground, "reported by WithSettleFunc (Resume and Run)")
 	row("attempts", s.Attempts, "HTTP exchanges, from the client's hooks")

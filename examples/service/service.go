@@ -74,7 +74,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	var settledBg atomic.Int64
 	c, err := idem.Open(path,
 		idem.WithHTTPClient(srv.Client()),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"),
+		idem.WithResultEndpoint(srv.ResultTemplate()),
 		idem.WithRequestHook(func(r *http.Request) error {
 			r.Header.Set("Authorization", token)
 			return nil

@@ -25,13 +25,14 @@ type Behavior struct {
 
 	// StoreErrors makes the handler's server errors the key's stored
 	// answer, as middlewares that cache any response do: the faults
-	// 500-after-commit, 500-before-commit and 503 then match only a submit
-	// that executes (a new key), and every later request with the key gets
-	// the same status and body with "Idempotent-Replayed: true" for the
-	// life of the key. (500-after-commit still performed the side effect;
-	// the result endpoint reports it. The others performed nothing; the
-	// result endpoint answers 404.) The 429 fault, a rate limiter in front
-	// of the middleware, is never stored.
+	// error-after-commit, error-before-commit and unavailable (503) then
+	// match only a submit that executes (a new key), and every later
+	// request with the key gets the same status and body with
+	// "Idempotent-Replayed: true" for the life of the key.
+	// (error-after-commit still performed the side effect; the result
+	// endpoint reports it. The others performed nothing; the result
+	// endpoint answers 404.) The throttle fault (429), a rate limiter in
+	// front of the middleware, is never stored.
 	StoreErrors bool
 
 	// NoBodyCompare replays a used key's stored answer to any request with

@@ -3,15 +3,17 @@ package fakeserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 )
 
-// FaultKind names a fault. Its string form is used in JSON (POST /_faults),
-// in [Request.Fault] and, except for [DelayResponse], as the command's rate
-// flag.
+// FaultKind names a fault. Its string form is the Go constant's name in
+// kebab case (DelayResponse is "delay-response"): one word per fault, used
+// as the kind in JSON (POST /_faults), in [Request.Fault], as the rate flag
+// of cmd/idem-fakeserver and as the fault flag of examples/orders.
 type FaultKind string
 
 // The faults. "Commit" means the key, the request digest, the side effect
@@ -35,21 +37,21 @@ const (
 	// Fault.Delay (real time) before answering, or until the request
 	// context is done. Meanwhile a repeat of the submit gets 409. As a query
 	// fault it delays the answer.
-	DelayResponse FaultKind = "delay"
+	DelayResponse FaultKind = "delay-response"
 	// ErrorAfterCommit commits and performs the side effect, then answers
 	// 500. The 500 is not stored: a replay returns the stored result;
 	// under Behavior.StoreErrors, it is stored and replayed.
-	ErrorAfterCommit FaultKind = "500-after-commit"
+	ErrorAfterCommit FaultKind = "error-after-commit"
 	// ErrorBeforeCommit answers 500 and records nothing; under
 	// Behavior.StoreErrors, it stores the 500 as the key's answer, with no
 	// side effect.
-	ErrorBeforeCommit FaultKind = "500-before-commit"
+	ErrorBeforeCommit FaultKind = "error-before-commit"
 	// Throttle answers 429 with Retry-After and records nothing.
-	Throttle FaultKind = "429"
+	Throttle FaultKind = "throttle"
 	// Unavailable answers 503 with Retry-After and records nothing; under
 	// Behavior.StoreErrors, it stores the 503 as the key's answer, with no
 	// side effect.
-	Unavailable FaultKind = "503"
+	Unavailable FaultKind = "unavailable"
 	// QueryLag commits normally, but GET /operations/{key} answers 404
 	// until Fault.Delay has passed since the commit (read-replica lag).
 	QueryLag FaultKind = "query-lag"
@@ -135,6 +137,33 @@ func (k FaultKind) Description() string {
 
 func (k FaultKind) known() bool { return k.Description() != "" }
 
+// renamedKinds maps the kinds' former names to their names now. They are
+// refused, not accepted as aliases: one name per fault, and an error that
+// names the new word fixes a script at once.
+var renamedKinds = map[FaultKind]FaultKind{
+	"delay":             DelayResponse,
+	"500-after-commit":  ErrorAfterCommit,
+	"500-before-commit": ErrorBeforeCommit,
+	"429":               Throttle,
+	"503":               Unavailable,
+}
+
+// Renamed returns the current name of a fault kind's former name ("503"
+// gives "unavailable"), and whether old is one.
+func Renamed(old string) (FaultKind, bool) {
+	k, ok := renamedKinds[FaultKind(old)]
+	return k, ok
+}
+
+// unknownKindError says that k is not a fault kind, naming the kind it was
+// renamed to if it is a former name.
+func unknownKindError(k FaultKind) error {
+	if now, ok := renamedKinds[k]; ok {
+		return fmt.Errorf("fault kind %q was renamed %q (want one of: %s)", k, now, kindList(faultKinds))
+	}
+	return fmt.Errorf("unknown fault kind %q (want one of: %s)", k, kindList(faultKinds))
+}
+
 // replacesProcessing reports whether k answers instead of processing the
 // request, recording nothing.
 func (k FaultKind) replacesProcessing() bool {
@@ -172,14 +201,15 @@ type Fault struct {
 	// Key restricts the fault to requests with this key; "" matches any.
 	Key string
 	// Query makes the fault match result queries (GET /operations/{key})
-	// instead of submits. Only 500-before-commit, 429, 503, delay,
-	// garbage-body, truncated-body and drop-after-commit apply to queries.
+	// instead of submits. Only error-before-commit, throttle, unavailable,
+	// delay-response, garbage-body, truncated-body and drop-after-commit
+	// apply to queries.
 	Query bool
-	// Delay is the duration of the delay, query-lag, slow-processing and
-	// preempt faults.
+	// Delay is the duration of the delay-response, query-lag,
+	// slow-processing and preempt faults.
 	Delay time.Duration
-	// RetryAfter is the Retry-After of 429, 503 and the 409 of slow
-	// processing, in whole seconds rounded up; 0 means 1s.
+	// RetryAfter is the Retry-After of throttle (429), unavailable (503)
+	// and the 409 of slow processing, in whole seconds rounded up; 0 means 1s.
 	RetryAfter time.Duration
 	// HTTPDate sends Retry-After as an HTTP-date instead of delta-seconds.
 	HTTPDate bool
@@ -235,7 +265,7 @@ func checkDuration(what string, d time.Duration) error {
 // to change.
 func (f Fault) validate() error {
 	if !f.Kind.known() {
-		return fmt.Errorf("unknown fault kind %q (want one of: %s)", f.Kind, kindList(faultKinds))
+		return unknownKindError(f.Kind)
 	}
 	if f.Count < 0 {
 		return fmt.Errorf("fault %s: count %d is negative (want 0 for one request, or the number of requests to fault)", f.Kind, f.Count)
@@ -266,7 +296,7 @@ func (p Profile) validate() error {
 	for _, k := range kinds {
 		rate := p.Rates[k]
 		if !k.known() {
-			return fmt.Errorf("unknown fault kind %q (want one of: %s)", k, kindList(faultKinds))
+			return unknownKindError(k)
 		}
 		if !(rate >= 0 && rate <= 1) {
 			return fmt.Errorf("rate of %s is %v (want a probability between 0 and 1)", k, rate)
@@ -322,7 +352,7 @@ func (f *Fault) UnmarshalJSON(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
-		return err
+		return jsonFieldError(err)
 	}
 	out := Fault{Kind: j.Kind, Count: j.Count, Key: j.Key, Query: j.Query, HTTPDate: j.HTTPDate}
 	var err error
@@ -334,6 +364,44 @@ func (f *Fault) UnmarshalJSON(data []byte) error {
 	}
 	*f = out
 	return nil
+}
+
+// jsonWants says, per field of the JSON form of a [Fault], what value it
+// takes.
+var jsonWants = map[string]string{
+	"kind":        `a string such as "unavailable"`,
+	"count":       "a whole number",
+	"key":         "a string",
+	"query":       "true or false",
+	"delay":       `a duration string such as "2s"`,
+	"retry_after": `a duration string such as "1s"`,
+	"http_date":   "true or false",
+}
+
+// jsonFieldError rewords a type error of encoding/json, which names the
+// internal Go type ("Go struct field faultJSON.retry_after of type
+// string"), to name the field as the caller wrote it and the value it
+// takes. Other errors are returned as they are: they already speak JSON.
+func jsonFieldError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return err
+	}
+	if te.Field == "" {
+		return fmt.Errorf("got a JSON %s, want an object such as {\"kind\":\"unavailable\",\"retry_after\":\"2s\"}", jsonValueKind(te.Value))
+	}
+	want, ok := jsonWants[te.Field]
+	if !ok {
+		want = "another type"
+	}
+	return fmt.Errorf("%s: got a JSON %s, want %s", te.Field, jsonValueKind(te.Value), want)
+}
+
+// jsonValueKind returns the kind of a JSON value as encoding/json describes
+// it ("number -5" is a number).
+func jsonValueKind(v string) string {
+	kind, _, _ := strings.Cut(v, " ")
+	return kind
 }
 
 func parseDuration(field, s string) (time.Duration, error) {

@@ -24,7 +24,7 @@ func FuzzServer(f *testing.F) {
 	f.Add("GET", "/operations/%zz", "", "", []byte(nil))
 	f.Add("POST", "/_faults", "", "", []byte(`{"kind":"drop-after-commit","count":3}`))
 	f.Add("POST", "/_faults", "", "", []byte(`{"kind":"slow-processing","delay":"1h"}`))
-	f.Add("POST", "/_faults", "", "", []byte(`{"kind":"delay","delay":"1h"}`))
+	f.Add("POST", "/_faults", "", "", []byte(`{"kind":"delay-response","delay":"1h"}`))
 	f.Add("POST", "/_reset", "", "", []byte(nil))
 	f.Add("GET", "/_stats", "", "", []byte(nil))
 	f.Add("BREW", "/", "k\r\n", "s", []byte("x"))

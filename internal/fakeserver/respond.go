@@ -157,7 +157,7 @@ func errorAnswer(status int, msg string) answer {
 }
 
 // faultAnswer returns the answer of the faults that answer instead of
-// processing the request (500-before-commit, 429, 503).
+// processing the request (error-before-commit, throttle, unavailable).
 func faultAnswer(f applied) answer {
 	switch f.kind {
 	case Throttle:

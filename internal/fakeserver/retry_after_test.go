@@ -13,7 +13,7 @@ import (
 )
 
 // TestHugeRetryAfterStaysValid: a fault with the largest duration
-// (POST /_faults {"kind":"429","retry_after":"2562047h47m16.854775807s"},
+// (POST /_faults {"kind":"throttle","retry_after":"2562047h47m16.854775807s"},
 // or any value within a second of it) overflowed the rounding up to whole
 // seconds and sent "Retry-After: -9223372036", a negative delay; as an
 // HTTP-date it sent a twelve-digit year, which no HTTP-date parser reads.

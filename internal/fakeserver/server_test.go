@@ -397,7 +397,7 @@ func TestControlEndpoints(t *testing.T) {
 	require.Equal(t, "application/json", r.header.Get("Content-Type"))
 	require.JSONEq(t, `{"requests":2,"submits":2,"queries":0,"side_effects":1,"keys":1,"max_effects_per_key":1,"replays":1,"conflicts":0,"foreign_effects":0,"max_submits_after_final":1}`, r.body)
 
-	r = h.do(t, call{path: "/_faults", body: `{"kind":"503","retry_after":"2s"}`})
+	r = h.do(t, call{path: "/_faults", body: `{"kind":"unavailable","retry_after":"2s"}`})
 	require.Equal(t, http.StatusNoContent, r.status)
 	r = h.submit(t, "k2", "{}")
 	require.Equal(t, http.StatusServiceUnavailable, r.status)
@@ -419,10 +419,10 @@ func TestInjectFaultOverHTTPRejectsBadFaults(t *testing.T) {
 		``,
 		`not json`,
 		`{"kind":"nope"}`,
-		`{"kind":"429","retryAfter":"1s"}`,
-		`{"kind":"delay","delay":"soon"}`,
-		`{"kind":"delay","delay":"-1s"}`,
-		`{"kind":"429","count":-1}`,
+		`{"kind":"throttle","retryAfter":"1s"}`,
+		`{"kind":"delay-response","delay":"soon"}`,
+		`{"kind":"delay-response","delay":"-1s"}`,
+		`{"kind":"throttle","count":-1}`,
 		`{"kind":"decline","query":true}`,
 	} {
 		r := h.do(t, call{path: "/_faults", body: body})
@@ -436,14 +436,14 @@ func TestFaultJSONRoundTrip(t *testing.T) {
 	f := fakeserver.Fault{Kind: fakeserver.Throttle, Count: 2, Key: "k", Query: true, Delay: 1500 * time.Millisecond, RetryAfter: 3 * time.Second, HTTPDate: true}
 	b, err := json.Marshal(f)
 	require.NoError(t, err)
-	require.JSONEq(t, `{"kind":"429","count":2,"key":"k","query":true,"delay":"1.5s","retry_after":"3s","http_date":true}`, string(b))
+	require.JSONEq(t, `{"kind":"throttle","count":2,"key":"k","query":true,"delay":"1.5s","retry_after":"3s","http_date":true}`, string(b))
 	var back fakeserver.Fault
 	require.NoError(t, json.Unmarshal(b, &back))
 	require.Equal(t, f, back)
 }
 
 // allKinds is the list of kinds that error messages offer.
-const allKinds = "drop-after-commit, delay, 500-after-commit, 500-before-commit, 429, 503, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt"
+const allKinds = "drop-after-commit, delay-response, error-after-commit, error-before-commit, throttle, unavailable, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt"
 
 func TestInjectInvalidFaultIsAnErrorAndChangesNothing(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
@@ -454,10 +454,10 @@ func TestInjectInvalidFaultIsAnErrorAndChangesNothing(t *testing.T) {
 	}{
 		{"unknown kind", fakeserver.Fault{Kind: "boom"}, `fakeserver: Inject: unknown fault kind "boom" (want one of: ` + allKinds + ")"},
 		{"no kind", fakeserver.Fault{Count: 3}, `fakeserver: Inject: unknown fault kind "" (want one of: `},
-		{"negative count", fakeserver.Fault{Kind: fakeserver.Throttle, Count: -1}, "fakeserver: Inject: fault 429: count -1 is negative (want 0 for one request, or the number of requests to fault)"},
-		{"negative delay", fakeserver.Fault{Kind: fakeserver.DelayResponse, Delay: -time.Second}, "fakeserver: Inject: fault delay: delay -1s is negative (want 0 or a positive duration)"},
-		{"negative retry-after", fakeserver.Fault{Kind: fakeserver.Unavailable, RetryAfter: -time.Second}, "fakeserver: Inject: fault 503: retry-after -1s is negative"},
-		{"query fault of a submit-only kind", fakeserver.Fault{Kind: fakeserver.QueryLag, Query: true}, "fakeserver: Inject: fault query-lag does not apply to result queries (want Query false, or a query fault: drop-after-commit, delay, 500-before-commit, 429, 503, garbage-body, truncated-body)"},
+		{"negative count", fakeserver.Fault{Kind: fakeserver.Throttle, Count: -1}, "fakeserver: Inject: fault throttle: count -1 is negative (want 0 for one request, or the number of requests to fault)"},
+		{"negative delay", fakeserver.Fault{Kind: fakeserver.DelayResponse, Delay: -time.Second}, "fakeserver: Inject: fault delay-response: delay -1s is negative (want 0 or a positive duration)"},
+		{"negative retry-after", fakeserver.Fault{Kind: fakeserver.Unavailable, RetryAfter: -time.Second}, "fakeserver: Inject: fault unavailable: retry-after -1s is negative"},
+		{"query fault of a submit-only kind", fakeserver.Fault{Kind: fakeserver.QueryLag, Query: true}, "fakeserver: Inject: fault query-lag does not apply to result queries (want Query false, or a query fault: drop-after-commit, delay-response, error-before-commit, throttle, unavailable, garbage-body, truncated-body)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -488,9 +488,9 @@ func TestSetProfileInvalidIsAnErrorAndKeepsTheProfile(t *testing.T) {
 		profile fakeserver.Profile
 		want    string
 	}{
-		{"rate above 1", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: 1.5}), "fakeserver: SetProfile: rate of 429 is 1.5 (want a probability between 0 and 1)"},
-		{"negative rate", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: -0.1}), "fakeserver: SetProfile: rate of 429 is -0.1 (want a probability between 0 and 1)"},
-		{"NaN rate", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: math.NaN()}), "rate of 429 is NaN"},
+		{"rate above 1", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: 1.5}), "fakeserver: SetProfile: rate of throttle is 1.5 (want a probability between 0 and 1)"},
+		{"negative rate", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: -0.1}), "fakeserver: SetProfile: rate of throttle is -0.1 (want a probability between 0 and 1)"},
+		{"NaN rate", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: math.NaN()}), "rate of throttle is NaN"},
 		{"rates above 1 in sum", rates(map[fakeserver.FaultKind]float64{fakeserver.Throttle: 0.6, fakeserver.Unavailable: 0.6}), "fakeserver: SetProfile: rates sum to 1.2 (want at most 1: a request gets at most one fault)"},
 		{"unknown kind", rates(map[fakeserver.FaultKind]float64{"x": 0.1}), `fakeserver: SetProfile: unknown fault kind "x" (want one of: ` + allKinds + ")"},
 		{"negative delay", fakeserver.Profile{Delay: -time.Second}, "fakeserver: SetProfile: delay -1s is negative (want 0 or a positive duration)"},

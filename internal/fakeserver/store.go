@@ -29,7 +29,7 @@ type entry struct {
 	counts     KeyStats
 
 	// inFlight is true while the request that committed the entry has not
-	// answered yet (the delay fault): repeats get 409.
+	// answered yet (the delay-response fault): repeats get 409.
 	inFlight bool
 	// foreign marks an entry committed by Preempt: repeats get 409 while
 	// it is processing, as while a request is in flight.
