@@ -27,7 +27,7 @@ func ExampleClient_Submit() {
 
 	c, err := idem.Open(filepath.Join(dir, "orders.journal"),
 		idem.WithHTTPClient(srv.Client()),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
+		idem.WithResultEndpoint(srv.ResultTemplate()))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -67,7 +67,7 @@ func ExampleClient_Resume() {
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "orders.journal")
 	ctx := context.Background()
-	opts := []idem.Option{idem.WithHTTPClient(srv.Client()), idem.WithResultEndpoint(srv.URL + "/operations/{key}")}
+	opts := []idem.Option{idem.WithHTTPClient(srv.Client()), idem.WithResultEndpoint(srv.ResultTemplate())}
 
 	first, _ := idem.Open(path, opts...)
 	op, _ := first.Prepare(ctx, idem.Request{Key: "order-7", URL: srv.URL + "/orders", Body: []byte(`{"amount":500}`)})
@@ -130,7 +130,7 @@ func ExampleClient_Shutdown() {
 
 	c, err := idem.Open(filepath.Join(dir, "orders.journal"),
 		idem.WithHTTPClient(srv.Client()),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
+		idem.WithResultEndpoint(srv.ResultTemplate()))
 	if err != nil {
 		fmt.Println(err)
 		return

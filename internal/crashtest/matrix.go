@@ -139,7 +139,7 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 		idem.WithHTTPClient(srv.Client()),
 		idem.WithClock(clk),
 		idem.WithAttemptTimeout(matrixAttemptTimeout),
-		idem.WithResultEndpoint(srv.URL + "/operations/{key}"),
+		idem.WithResultEndpoint(srv.ResultTemplate()),
 		idem.WithRequestHook(func(r *http.Request) error {
 			r.Header.Set("Authorization", Credential)
 			return nil
