@@ -2,7 +2,6 @@ package journal
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +30,7 @@ func Check(path string, opts ...Option) error {
 	}
 	defer s.Close()
 	if err := checkDB(s.db, s.file); err != nil {
-		return fmt.Errorf("journal: check %s: %w", path, err)
+		return errorf("journal: check %s: %w", path, err)
 	}
 	return nil
 }
@@ -106,11 +105,11 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	}
 	defer src.Close()
 	if src.readOnly {
-		return st, fmt.Errorf("journal: compact %s: %w", path, ErrReadOnly)
+		return st, errorf("journal: compact %s: %w", path, ErrReadOnly)
 	}
 	fi, err := src.file.Stat()
 	if err != nil {
-		return st, fmt.Errorf("journal: compact %s: %w", path, err)
+		return st, errorf("journal: compact %s: %w", path, err)
 	}
 	st.Before = fi.Size()
 	// A damaged journal is left alone, as it is: bbolt's copy would fault
@@ -129,13 +128,13 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 
 	tmp, err := newCopyFile(dir, base, fi)
 	if err != nil {
-		return st, fmt.Errorf("journal: compact %s: the journal is unchanged: %w", path, err)
+		return st, errorf("journal: compact %s: the journal is unchanged: %w", path, err)
 	}
 	tmpID, err := tmp.Stat()
 	if err != nil {
 		_ = tmp.Close()
 		_ = removeCopy(tmp.Name(), nil)
-		return st, fmt.Errorf("journal: compact %s: %w", path, err)
+		return st, errorf("journal: compact %s: %w", path, err)
 	}
 	// bbolt opens its file by name; the hook gives it the descriptor
 	// created above instead, so no name lookup can be redirected. It
@@ -145,7 +144,7 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 		NoSync: true, // synced once, whole, below, before it can replace anything
 		OpenFile: func(name string, _ int, _ os.FileMode) (*os.File, error) {
 			if given {
-				return nil, fmt.Errorf("open %s: Compact's copy is opened once", name)
+				return nil, errorf("open %s: Compact's copy is opened once", name)
 			}
 			given = true
 			return tmp, nil
@@ -154,37 +153,37 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	if err != nil {
 		_ = tmp.Close()
 		_ = removeCopy(tmp.Name(), tmpID)
-		return st, fmt.Errorf("journal: compact %s: %w", path, err)
+		return st, errorf("journal: compact %s: %w", path, err)
 	}
 	cleanup := func() { _ = dst.Close(); _ = removeCopy(tmp.Name(), tmpID) }
 	if err := bolt.Compact(dst, src.db, compactTxSize); err != nil {
 		cleanup()
-		return st, fmt.Errorf("journal: compact %s: copy: %w", path, err)
+		return st, errorf("journal: compact %s: copy: %w", path, err)
 	}
 	if err := checkDB(dst, tmp); err != nil {
 		cleanup()
-		return st, fmt.Errorf("journal: compact %s: the copy does not check out, the journal is unchanged: %w", path, err)
+		return st, errorf("journal: compact %s: the copy does not check out, the journal is unchanged: %w", path, err)
 	}
 	if err := dst.Sync(); err != nil {
 		cleanup()
-		return st, fmt.Errorf("journal: compact %s: sync: %w", path, err)
+		return st, errorf("journal: compact %s: sync: %w", path, err)
 	}
 	if err := dst.Close(); err != nil {
 		_ = removeCopy(tmp.Name(), tmpID)
-		return st, fmt.Errorf("journal: compact %s: %w", path, err)
+		return st, errorf("journal: compact %s: %w", path, err)
 	}
 	// The name must still be the file written: only someone who may
 	// rename files of this directory could have swapped it, and they
 	// could replace the journal itself.
 	if now, err := os.Lstat(tmp.Name()); err != nil || !os.SameFile(now, tmpID) {
-		return st, fmt.Errorf("journal: compact %s: the copy %s was replaced behind Compact's back; the journal is unchanged", path, tmp.Name())
+		return st, errorf("journal: compact %s: the copy %s was replaced behind Compact's back; the journal is unchanged", path, tmp.Name())
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		_ = removeCopy(tmp.Name(), tmpID)
-		return st, fmt.Errorf("journal: compact %s: replace: %w", path, err)
+		return st, errorf("journal: compact %s: replace: %w", path, err)
 	}
 	if err := syncDir(dir); err != nil {
-		return st, fmt.Errorf("journal: compact %s: the new journal is in place, but syncing its directory failed: %w", path, err)
+		return st, errorf("journal: compact %s: the new journal is in place, but syncing its directory failed: %w", path, err)
 	}
 	if fi, err := os.Stat(path); err == nil {
 		st.After = fi.Size()
@@ -204,9 +203,9 @@ func newCopyFile(dir, base string, fi os.FileInfo) (*os.File, error) {
 		return nil, err
 	}
 	if err = sameOwner(f, fi); err != nil {
-		err = fmt.Errorf("cannot give the copy the journal's owner (run compact as the user the application runs as): %w", err)
+		err = errorf("cannot give the copy the journal's owner (run compact as the user the application runs as): %w", err)
 	} else if err = f.Chmod(fi.Mode().Perm()); err != nil {
-		err = fmt.Errorf("cannot give the copy the journal's mode %v: %w", fi.Mode().Perm(), err)
+		err = errorf("cannot give the copy the journal's mode %v: %w", fi.Mode().Perm(), err)
 	}
 	if err != nil {
 		_ = f.Close()
@@ -247,9 +246,9 @@ func removeCopy(path string, id os.FileInfo) error {
 	case err != nil:
 		return err
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is not a regular file, left alone", path)
+		return errorf("%s is not a regular file, left alone", path)
 	case id != nil && !os.SameFile(fi, id):
-		return fmt.Errorf("%s is not the copy Compact wrote, left alone", path)
+		return errorf("%s is not the copy Compact wrote, left alone", path)
 	}
 	return unlinkName(path)
 }
