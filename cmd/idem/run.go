@@ -33,8 +33,8 @@ Commands:
   resolve   settle an operation by hand (recorded as a manual resolution)
   prune     delete succeeded and failed operations settled long ago
   stats     count operations by state
-  check     verify the journal's pages and indexes (read-only)
-  compact   give pruned pages back to the file system (atomic swap)
+  check     verify the journal's pages and indexes (read-only; -json)
+  compact   give pruned pages back to the file system (atomic swap; -json)
 
 Global flags (also accepted after the command):
   -journal PATH
@@ -65,10 +65,8 @@ var commands = []*command{
 		"Delete succeeded and failed operations settled more than D ago. Open operations are never pruned.", cmdPrune},
 	{"stats", "[-json]",
 		"Count operations by state.", cmdStats},
-	{"check", "",
-		"Verify the journal: bbolt's page check and the journal's own (records decode, indexes agree). Changes nothing.", cmdCheck},
-	{"compact", "",
-		"Rewrite the journal without the free pages that pruning leaves, and swap it in atomically; commits get cheaper.", cmdCompact},
+	{"check", "[-json]", checkHelp, cmdCheck},
+	{"compact", "[-json]", compactHelp, cmdCompact},
 }
 
 // env is what a command runs with: output, the process environment, the
