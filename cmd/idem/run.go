@@ -56,7 +56,9 @@ type command struct {
 
 var commands = []*command{
 	{"list", "[-state S[,S]] [-open] [-review] [-older-than D] [-scope S] [-limit N] [-json]",
-		"List operations, oldest first. With no flag, every operation in the journal.", cmdList},
+		"List operations, oldest first. With no flag, every operation in the journal.\n" +
+			"REASON is why an operation is flagged for review, or why it failed, cut to " + strconv.Itoa(reasonWidth) + " characters\n" +
+			"(show prints it whole).", cmdList},
 	{"show", "[-scope S] [-json] KEY",
 		"Print one operation in full: request, state, result, manual resolution and attempts.", cmdShow},
 	{"resolve", "[-scope S] KEY -succeeded|-failed -reason TEXT [-resource-id ID] [-by NAME] [-force]",
