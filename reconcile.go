@@ -66,7 +66,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		return nil
 	})
 	if err != nil {
-		return Summary{}, fmt.Errorf("idem: resume: %w", withCause(ctx, err))
+		return Summary{}, errorf("idem: resume: %w", withCause(ctx, err))
 	}
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
