@@ -55,7 +55,8 @@
 //
 // [ReadOnly] opens a journal for inspection (several readers, no writer):
 // nothing is created or changed, and writes return [ErrReadOnly].
-// [Check] verifies a journal's pages, records and indexes; [Compact]
+// [Check] verifies a journal's pages, records and indexes ([Inspect] also
+// reports what it read and lists each problem); [Compact]
 // rewrites it without the free pages pruning leaves, checked and replaced
 // atomically. Both need the application stopped. [Store.Prune] deletes
 // records settled before a time; [Store.Stats] counts records by state.
