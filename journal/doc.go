@@ -58,7 +58,7 @@
 // [Check] verifies a journal's pages, records and indexes ([Inspect] also
 // reports what it read and lists each problem); [Compact]
 // rewrites it without the free pages pruning leaves, checked and replaced
-// atomically. Both need the application stopped. [Store.Prune] deletes
+// atomically. All three need the application stopped. [Store.Prune] deletes
 // records settled before a time; [Store.Stats] counts records by state.
 // The idem command (cmd/idem) wraps all of these.
 //
