@@ -109,7 +109,7 @@ func Open(path string, opts ...Option) (*Client, error) {
 	}
 	store, err := journal.Open(path, cfg.journalOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("idem: open journal: %w", err)
+		return nil, fmt.Errorf("idem: %w", err) // the journal's error names the path
 	}
 	c := newClient(store, cfg)
 	c.ownsStore = true
@@ -354,9 +354,9 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 func createErr(op string, rec *journal.Record, err error) error {
 	if errors.Is(err, journal.ErrMaybeCommitted) {
 		return &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: attemptCount(rec), Kind: ErrUnknownOutcome,
-			Cause: fmt.Errorf("idem: %s: the journal may or may not hold the operation; retry with this key, never a new one: %w", op, err)}
+			Cause: fmt.Errorf("%s: retry with this key, never a new one: %w", op, err)}
 	}
-	return fmt.Errorf("idem: %s: journal (scope %q, key %q; nothing was journaled; if you retry, reuse this key): %w", op, rec.Scope, rec.Key, err)
+	return fmt.Errorf("idem: %s (scope %q, key %q): nothing was journaled; if you retry, reuse this key: %w", op, rec.Scope, rec.Key, err)
 }
 
 // withCause adds ctx's cause to err, an error that ctx's ending caused
@@ -377,12 +377,12 @@ func (c *Client) lookupErr(scope, key string, err error) error {
 	if errors.Is(err, journal.ErrNotFound) {
 		return fmt.Errorf("%w: scope %q, key %q", ErrNotFound, scope, key)
 	}
-	return fmt.Errorf("idem: journal: %w", err)
+	return fmt.Errorf("idem: %w", err)
 }
 
 // errKeyHeldByOther is the cause of a journal-side ErrKeyConflict.
 // sameRequest compares headers too, so the message names them.
-var errKeyHeldByOther = errors.New("idem: the journal holds this key for a different method, URL, headers or body; " +
+var errKeyHeldByOther = errors.New("the journaled request differs in method, URL, headers or body; " +
 	"resend the journaled request unchanged (Lookup shows it), or use a new key for a new intent")
 
 func (c *Client) conflict(stored *journal.Record) error {

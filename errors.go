@@ -3,6 +3,7 @@ package idem
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Errors from Prepare, before anything is journaled or sent.
@@ -84,11 +85,20 @@ type Error struct {
 	local bool
 }
 
-// Error describes the operation and why the call ended, for logs.
+// Error describes the operation and why the call ended, for logs. A Cause
+// that says the Kind again (a server's key conflict is both) is not
+// repeated, nor is its "idem: ".
 func (e *Error) Error() string {
 	msg := fmt.Sprintf("%v (scope %q, key %q, state %s, %d attempts)", e.Kind, e.Scope, e.Key, e.State, e.Attempts)
-	if e.Cause != nil {
-		msg += ": " + e.Cause.Error()
+	if e.Cause == nil {
+		return msg
+	}
+	cause := e.Cause.Error()
+	if e.Kind != nil {
+		cause = strings.TrimPrefix(strings.TrimPrefix(cause, e.Kind.Error()), ": ")
+	}
+	if cause = strings.TrimPrefix(cause, "idem: "); cause != "" {
+		msg += ": " + cause
 	}
 	return msg
 }
@@ -110,3 +120,33 @@ func (e *Error) Unwrap() []error {
 	}
 	return errs
 }
+
+// errorf is fmt.Errorf for messages that start "idem: " and wrap an error
+// whose text starts so too (an *Error, a journal write's error): the
+// wrapped text is shown without it, so that a message names the package
+// once. The chain is fmt.Errorf's.
+func errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	shown := make([]any, len(args))
+	trimmed := false
+	for i, a := range args {
+		shown[i] = a
+		if e, ok := a.(error); ok && e != nil && strings.HasPrefix(e.Error(), "idem: ") {
+			shown[i] = errors.New(strings.TrimPrefix(e.Error(), "idem: "))
+			trimmed = true
+		}
+	}
+	if !trimmed {
+		return err
+	}
+	return &shownError{msg: fmt.Errorf(format, shown...).Error(), err: err}
+}
+
+// shownError is errorf's error: its own text, and fmt.Errorf's chain.
+type shownError struct {
+	msg string
+	err error
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }

@@ -31,7 +31,7 @@ const reviewRecheck = 24 * time.Hour
 // rather than keep sending what it cannot record.
 type journalError struct{ err error }
 
-func (e *journalError) Error() string { return "idem: journal: " + e.err.Error() }
+func (e *journalError) Error() string { return "idem: " + e.err.Error() } // "idem: journal: …"
 func (e *journalError) Unwrap() error { return e.err }
 
 // errSettledElsewhere ends a drive whose record became terminal under it

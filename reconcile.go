@@ -66,7 +66,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		return nil
 	})
 	if err != nil {
-		return Summary{}, fmt.Errorf("idem: resume: %w", withCause(ctx, err))
+		return Summary{}, errorf("idem: resume: %w", withCause(ctx, err))
 	}
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
@@ -81,7 +81,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		slog.Int("visited", sum.Visited), slog.Int("succeeded", sum.Succeeded), slog.Int("failed", sum.Failed),
 		slog.Int("processing", sum.Processing), slog.Int("unknown", sum.Unknown), slog.Int("review", sum.Review))
 	if journalErr != nil {
-		return sum, fmt.Errorf("idem: resume: %w", journalErr)
+		return sum, errorf("idem: resume: %w", journalErr)
 	}
 	return sum, context.Cause(ctx)
 }
@@ -179,7 +179,7 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 	}
 	n, err := c.store.Prune(ctx, c.cfg.clock.Now().Add(-c.cfg.retainSettled))
 	if err != nil {
-		return n, fmt.Errorf("idem: prune: %w", err)
+		return n, fmt.Errorf("idem: %w", err) // "idem: journal: prune: …"
 	}
 	if n > 0 {
 		c.log.LogAttrs(ctx, slog.LevelInfo, "idem: pruned settled operations", slog.Int("count", n))

@@ -282,7 +282,7 @@ func (c *committer) afterFailure(txid int, err error) error {
 	current, verr := c.currentTx()
 	switch {
 	case verr != nil:
-		return fmt.Errorf("%w: the commit failed (%w), and reading the journal back failed too (%v)", ErrMaybeCommitted, err, verr)
+		return errorf("%w: the commit failed (%w), and reading the journal back failed too (%v)", ErrMaybeCommitted, err, verr)
 	case current < txid:
 		return err
 	}
@@ -295,7 +295,7 @@ func (c *committer) afterFailure(txid int, err error) error {
 	if cerr == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: the commit failed (%w) after the journal had taken it, and a second commit to make it durable failed too (%v)", ErrMaybeCommitted, err, cerr)
+	return errorf("%w: the commit failed (%w) after the journal had taken it, and a second commit to make it durable failed too (%v)", ErrMaybeCommitted, err, cerr)
 }
 
 // currentTx returns the id of the journal's current transaction, as a new
@@ -304,7 +304,7 @@ func (c *committer) afterFailure(txid int, err error) error {
 func (c *committer) currentTx() (id int, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("bbolt: %v", p)
+			err = errorf("bbolt: %v", p)
 		}
 	}()
 	err = c.db.View(func(tx *bolt.Tx) error {

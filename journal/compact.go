@@ -2,7 +2,6 @@ package journal
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,49 +22,121 @@ type CompactStats struct {
 // consistency check, then the journal's own (every record decodes, and each
 // index holds exactly the records that belong in it). It takes the lock in
 // read-only mode, so the application must be stopped. Its cost grows with
-// the journal's size.
+// the journal's size. A journal that does not check out gives ErrCorrupt;
+// Inspect says what was read and lists every problem found.
 func Check(path string, opts ...Option) error {
+	_, err := Inspect(path, opts...)
+	return err
+}
+
+// CheckReport says what Inspect read and found.
+type CheckReport struct {
+	FileSize int64 // bytes
+	Pages    int64 // pages the last commit uses, all of them read
+	Records  int   // records, open and settled
+	// Problems lists each inconsistency found, one sentence each; it is
+	// empty when the journal checks out. A file Open already refuses (not
+	// a journal, truncated) gives one problem: Open's error.
+	Problems []string
+}
+
+// Inspect is Check with a report: it returns the error Check returns
+// (nil, or one matching ErrCorrupt when there are problems, or the error
+// that kept it from checking, such as ErrLocked) and what it read. The
+// report is filled as far as the check got.
+func Inspect(path string, opts ...Option) (CheckReport, error) {
+	var rep CheckReport
 	s, err := Open(path, append(opts, ReadOnly())...)
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			rep.Problems = []string{strings.TrimPrefix(err.Error(), prefix)}
+		}
+		return rep, err
+	}
+	defer s.Close()
+	if fi, err := s.file.Stat(); err == nil {
+		rep.FileSize = fi.Size()
+	}
+	problems, err := inspectDB(s.db, s.file, &rep)
+	if err == nil {
+		err = damaged(problems)
+	}
+	if err != nil {
+		if len(problems) == 0 {
+			problems = []error{err}
+		}
+		for _, p := range problems {
+			rep.Problems = append(rep.Problems, p.Error())
+		}
+		return rep, errorf("journal: check %s: %w", path, err)
+	}
+	return rep, nil
+}
+
+// checkDB checks db, whose file is f, and returns an error matching
+// ErrCorrupt that lists every problem, if it found any.
+func checkDB(db *bolt.DB, f *os.File) error {
+	problems, err := inspectDB(db, f, nil)
 	if err != nil {
 		return err
 	}
-	defer s.Close()
-	if err := checkDB(s.db, s.file); err != nil {
-		return fmt.Errorf("journal: check %s: %w", path, err)
+	return damaged(problems)
+}
+
+// damaged returns an error matching ErrCorrupt that lists problems, or nil.
+func damaged(problems []error) error {
+	if len(problems) == 0 {
+		return nil
 	}
-	return nil
+	return withKind(ErrCorrupt, "damaged: %v", errors.Join(problems...))
 }
 
-// checkDB runs checkTx in a read transaction of db, whose file is f,
+// inspectDB runs checkTx in a read transaction of db, whose file is f,
 // turning bbolt's panics and faults on a damaged page into ErrCorrupt (see
-// readDamaged).
-func checkDB(db *bolt.DB, f *os.File) error {
-	return readDamaged(func() error {
-		return db.View(func(tx *bolt.Tx) error { return checkTx(tx, f) })
+// readDamaged). It returns the problems it found, and an error when it
+// could not look (a damaged page that stops the walk is one).
+func inspectDB(db *bolt.DB, f *os.File, rep *CheckReport) (problems []error, err error) {
+	err = readDamaged(func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			problems, err = checkTx(tx, f, rep)
+			return err
+		})
 	})
+	return problems, err
 }
 
-func checkTx(tx *bolt.Tx, f *os.File) error {
+// checkTx checks the pages, then the records and indexes, of tx, whose
+// file is f, and counts what it read in rep (which may be nil).
+func checkTx(tx *bolt.Tx, f *os.File, rep *CheckReport) ([]error, error) {
 	// The pages first, read from the file rather than the memory map:
 	// bbolt's check and the journal's own trust the page headers and the
 	// element offsets and lengths, which pageHeaders does not. A damaged
 	// key length made the journal's check format a gigabyte-long key, and
 	// bbolt's check runs on a goroutine of its own, where a fault would
 	// kill the process.
+	if rep != nil {
+		rep.Pages = tx.Size() / int64(tx.DB().Info().PageSize)
+	}
 	if err := pageHeaders(tx, f); err != nil {
-		return withKind(ErrCorrupt, "damaged: %v", err)
+		return nil, withKind(ErrCorrupt, "damaged: %v", err)
 	}
 	var errs []error
 	if err := check(tx); err != nil {
-		errs = append(errs, err)
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = append(errs, j.Unwrap()...)
+		} else {
+			errs = append(errs, err)
+		}
 	}
 	for err := range tx.Check() {
 		errs = append(errs, err)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return withKind(ErrCorrupt, "damaged: %v", err)
+	if rep != nil {
+		for _, name := range [][]byte{bucketOpen, bucketDone} {
+			rep.Records += tx.Bucket(name).Stats().KeyN
+		}
 	}
-	return nil
+	return errs, nil
 }
 
 // compactSuffix ends the name of Compact's temporary copy, which is the
@@ -106,11 +177,11 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	}
 	defer src.Close()
 	if src.readOnly {
-		return st, fmt.Errorf("journal: compact %s: %w", path, ErrReadOnly)
+		return st, errorf("journal: compact %s: %w", path, ErrReadOnly)
 	}
 	fi, err := src.file.Stat()
 	if err != nil {
-		return st, fmt.Errorf("journal: compact %s: %w", path, err)
+		return st, errorf("journal: compact %s: %w", path, err)
 	}
 	st.Before = fi.Size()
 	// A damaged journal is left alone, as it is: bbolt's copy would fault
@@ -129,13 +200,13 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 
 	tmp, err := newCopyFile(dir, base, fi)
 	if err != nil {
-		return st, fmt.Errorf("journal: compact %s: the journal is unchanged: %w", path, err)
+		return st, errorf("journal: compact %s: the journal is unchanged: %w", path, err)
 	}
 	tmpID, err := tmp.Stat()
 	if err != nil {
 		_ = tmp.Close()
 		_ = removeCopy(tmp.Name(), nil)
-		return st, fmt.Errorf("journal: compact %s: %w", path, err)
+		return st, errorf("journal: compact %s: %w", path, err)
 	}
 	// bbolt opens its file by name; the hook gives it the descriptor
 	// created above instead, so no name lookup can be redirected. It
@@ -145,7 +216,7 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 		NoSync: true, // synced once, whole, below, before it can replace anything
 		OpenFile: func(name string, _ int, _ os.FileMode) (*os.File, error) {
 			if given {
-				return nil, fmt.Errorf("open %s: Compact's copy is opened once", name)
+				return nil, errorf("open %s: Compact's copy is opened once", name)
 			}
 			given = true
 			return tmp, nil
@@ -154,37 +225,37 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	if err != nil {
 		_ = tmp.Close()
 		_ = removeCopy(tmp.Name(), tmpID)
-		return st, fmt.Errorf("journal: compact %s: %w", path, err)
+		return st, errorf("journal: compact %s: %w", path, err)
 	}
 	cleanup := func() { _ = dst.Close(); _ = removeCopy(tmp.Name(), tmpID) }
 	if err := bolt.Compact(dst, src.db, compactTxSize); err != nil {
 		cleanup()
-		return st, fmt.Errorf("journal: compact %s: copy: %w", path, err)
+		return st, errorf("journal: compact %s: copy: %w", path, err)
 	}
 	if err := checkDB(dst, tmp); err != nil {
 		cleanup()
-		return st, fmt.Errorf("journal: compact %s: the copy does not check out, the journal is unchanged: %w", path, err)
+		return st, errorf("journal: compact %s: the copy does not check out, the journal is unchanged: %w", path, err)
 	}
 	if err := dst.Sync(); err != nil {
 		cleanup()
-		return st, fmt.Errorf("journal: compact %s: sync: %w", path, err)
+		return st, errorf("journal: compact %s: sync: %w", path, err)
 	}
 	if err := dst.Close(); err != nil {
 		_ = removeCopy(tmp.Name(), tmpID)
-		return st, fmt.Errorf("journal: compact %s: %w", path, err)
+		return st, errorf("journal: compact %s: %w", path, err)
 	}
 	// The name must still be the file written: only someone who may
 	// rename files of this directory could have swapped it, and they
 	// could replace the journal itself.
 	if now, err := os.Lstat(tmp.Name()); err != nil || !os.SameFile(now, tmpID) {
-		return st, fmt.Errorf("journal: compact %s: the copy %s was replaced behind Compact's back; the journal is unchanged", path, tmp.Name())
+		return st, errorf("journal: compact %s: the copy %s was replaced behind Compact's back; the journal is unchanged", path, tmp.Name())
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		_ = removeCopy(tmp.Name(), tmpID)
-		return st, fmt.Errorf("journal: compact %s: replace: %w", path, err)
+		return st, errorf("journal: compact %s: replace: %w", path, err)
 	}
 	if err := syncDir(dir); err != nil {
-		return st, fmt.Errorf("journal: compact %s: the new journal is in place, but syncing its directory failed: %w", path, err)
+		return st, errorf("journal: compact %s: the new journal is in place, but syncing its directory failed: %w", path, err)
 	}
 	if fi, err := os.Stat(path); err == nil {
 		st.After = fi.Size()
@@ -204,9 +275,9 @@ func newCopyFile(dir, base string, fi os.FileInfo) (*os.File, error) {
 		return nil, err
 	}
 	if err = sameOwner(f, fi); err != nil {
-		err = fmt.Errorf("cannot give the copy the journal's owner (run compact as the user the application runs as): %w", err)
+		err = errorf("cannot give the copy the journal's owner (run compact as the user the application runs as): %w", err)
 	} else if err = f.Chmod(fi.Mode().Perm()); err != nil {
-		err = fmt.Errorf("cannot give the copy the journal's mode %v: %w", fi.Mode().Perm(), err)
+		err = errorf("cannot give the copy the journal's mode %v: %w", fi.Mode().Perm(), err)
 	}
 	if err != nil {
 		_ = f.Close()
@@ -247,9 +318,9 @@ func removeCopy(path string, id os.FileInfo) error {
 	case err != nil:
 		return err
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%s is not a regular file, left alone", path)
+		return errorf("%s is not a regular file, left alone", path)
 	case id != nil && !os.SameFile(fi, id):
-		return fmt.Errorf("%s is not the copy Compact wrote, left alone", path)
+		return errorf("%s is not the copy Compact wrote, left alone", path)
 	}
 	return unlinkName(path)
 }

@@ -1,6 +1,7 @@
 package journal_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -107,4 +108,60 @@ func TestCheckFindsDamage(t *testing.T) {
 	_, err = journal.Compact(path)
 	require.ErrorIs(t, err, journal.ErrCorrupt, "Compact() refuses to swap in a copy that does not check out")
 	require.ErrorIs(t, journal.Check(path), journal.ErrCorrupt, "the journal is left as it was")
+}
+
+// TestInspectReports: Inspect says what it read, and lists each problem
+// on its own, not only the first.
+func TestInspectReports(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	s, err := journal.Open(path)
+	require.NoError(t, err)
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		_, err = s.Create(ctx, journaltest.NewRecord("acct", k, time.Now()))
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+
+	rep, err := journal.Inspect(path)
+	require.NoError(t, err)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Records)
+	require.Equal(t, fi.Size(), rep.FileSize)
+	require.Positive(t, rep.Pages)
+	require.LessOrEqual(t, rep.Pages*int64(os.Getpagesize()), fi.Size(), "pages in use fit the file")
+	require.Empty(t, rep.Problems)
+
+	// Lose two due-index entries behind the journal's back: two problems.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte("due")).Cursor()
+		for range 2 {
+			k, _ := c.First()
+			require.NotNil(t, k)
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, db.Close())
+	rep, err = journal.Inspect(path)
+	require.ErrorIs(t, err, journal.ErrCorrupt)
+	require.Equal(t, 3, rep.Records)
+	require.Len(t, rep.Problems, 2, "%q", rep.Problems)
+	for _, p := range rep.Problems {
+		require.Contains(t, p, "missing index entry")
+		require.NotContains(t, p, "\n")
+	}
+
+	// A file Open refuses is one problem.
+	junk := filepath.Join(t.TempDir(), "junk.journal")
+	require.NoError(t, os.WriteFile(junk, bytes.Repeat([]byte("junk"), 4096), 0o600))
+	rep, err = journal.Inspect(junk)
+	require.ErrorIs(t, err, journal.ErrCorrupt)
+	require.Len(t, rep.Problems, 1)
+	require.Contains(t, rep.Problems[0], "not an idem journal")
 }

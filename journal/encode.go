@@ -2,7 +2,6 @@ package journal
 
 import (
 	"encoding/binary"
-	"fmt"
 	"net/http"
 	"slices"
 	"time"
@@ -346,7 +345,7 @@ func (d *decoder) flagMask() byte {
 
 func (d *decoder) fail(what string) {
 	if d.err == nil {
-		d.err = fmt.Errorf("record: %s: %w", what, ErrCorrupt)
+		d.err = errorf("record: %s: %w", what, ErrCorrupt)
 	}
 	d.b = nil
 }
@@ -361,7 +360,7 @@ func (d *decoder) header() {
 		d.fail("bad format version")
 		return
 	case v > recordVersion:
-		d.err = fmt.Errorf("record format version %d, this build reads up to %d: %w", v, recordVersion, ErrVersion)
+		d.err = errorf("record format version %d, this build reads up to %d: %w", v, recordVersion, ErrVersion)
 		d.b = nil
 		return
 	}

@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Errors returned by Open. The error Open returns wraps one of them and
@@ -69,5 +70,40 @@ func (e *kindError) Is(target error) bool { return target == e.kind }
 // withKind returns an error matching kind, with the message format says;
 // %w in format wraps a cause as fmt.Errorf does.
 func withKind(kind error, format string, args ...any) error {
-	return &kindError{kind: kind, err: fmt.Errorf(format, args...)}
+	return &kindError{kind: kind, err: errorf(format, args...)}
 }
+
+// prefix starts every message of the package's errors.
+const prefix = "journal: "
+
+// errorf is fmt.Errorf for the package's messages: an error argument whose
+// text already starts with "journal: " (a sentinel, or another of these
+// messages) is shown without it, so that a message names the package once
+// ("journal: update "k": closed", not "journal: update "k": journal:
+// closed"). The chain is fmt.Errorf's: errors.Is and errors.As see every
+// %w argument.
+func errorf(format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	shown := make([]any, len(args))
+	trimmed := false
+	for i, a := range args {
+		shown[i] = a
+		if e, ok := a.(error); ok && e != nil && strings.HasPrefix(e.Error(), prefix) {
+			shown[i] = errors.New(strings.TrimPrefix(e.Error(), prefix))
+			trimmed = true
+		}
+	}
+	if !trimmed {
+		return err
+	}
+	return &shownError{msg: fmt.Errorf(format, shown...).Error(), err: err}
+}
+
+// shownError is errorf's error: its own text, and fmt.Errorf's chain.
+type shownError struct {
+	msg string
+	err error
+}
+
+func (e *shownError) Error() string { return e.msg }
+func (e *shownError) Unwrap() error { return e.err }

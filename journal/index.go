@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"time"
 
@@ -117,21 +116,21 @@ func check(tx *bolt.Tx) error {
 		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
 			r, err := decode(v)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s record %q: %w", name, k, err))
+				errs = append(errs, errorf("%s record %q: %w", name, k, err))
 				return nil
 			}
 			if !bytes.Equal(k, recordKey(r.Scope, r.Key)) {
-				errs = append(errs, fmt.Errorf("%s record %q: stored under the wrong key", name, k))
+				errs = append(errs, errorf("%s record %q: stored under the wrong key", name, k))
 			}
 			if r.Open() != bytes.Equal(name, bucketOpen) {
-				errs = append(errs, fmt.Errorf("%s record %q: in the wrong bucket for state %s", name, k, r.State))
+				errs = append(errs, errorf("%s record %q: in the wrong bucket for state %s", name, k, r.State))
 			}
 			id := string(bucketDue) + "/" + string(indexKey(r.NextDue, k))
 			if !r.Open() {
 				id = string(bucketSettled) + "/" + string(indexKey(r.Settled, k))
 			}
 			if _, dup := want[id]; dup {
-				errs = append(errs, fmt.Errorf("record %q: stored twice", k))
+				errs = append(errs, errorf("record %q: stored twice", k))
 			}
 			want[id] = string(k)
 			return nil
@@ -144,7 +143,7 @@ func check(tx *bolt.Tx) error {
 		err := tx.Bucket(name).ForEach(func(k, _ []byte) error {
 			id := string(name) + "/" + string(k)
 			if _, ok := want[id]; !ok {
-				errs = append(errs, fmt.Errorf("%s index: stray entry %q", name, k))
+				errs = append(errs, errorf("%s index: stray entry %q", name, k))
 			}
 			delete(want, id)
 			return nil
@@ -154,7 +153,7 @@ func check(tx *bolt.Tx) error {
 		}
 	}
 	for id, rk := range want {
-		errs = append(errs, fmt.Errorf("record %q: missing index entry %q", rk, id))
+		errs = append(errs, errorf("record %q: missing index entry %q", rk, id))
 	}
 	return errors.Join(errs...)
 }

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -18,11 +17,11 @@ type Manual struct {
 func (m *Manual) validate() error {
 	switch {
 	case !m.State.Terminal():
-		return fmt.Errorf("manual resolution to non-terminal state %q", m.State)
+		return errorf("manual resolution to non-terminal state %q", m.State)
 	case m.Reason == "":
-		return fmt.Errorf("manual resolution without a reason")
+		return errorf("manual resolution without a reason")
 	case m.At.IsZero():
-		return fmt.Errorf("manual resolution without a time")
+		return errorf("manual resolution without a time")
 	}
 	return nil
 }

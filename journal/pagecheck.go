@@ -172,7 +172,7 @@ func pageHeaders(tx *bolt.Tx, f *os.File) error {
 	ps := uint64(tx.DB().Info().PageSize)
 	hwm := uint64(tx.Size()) / ps
 	if n := uint64(fi.Size()) / ps; n < hwm {
-		return fmt.Errorf("truncated: the file holds %d pages, its last commit needs %d", n, hwm)
+		return errorf("truncated: the file holds %d pages, its last commit needs %d", n, hwm)
 	}
 	w := pageWalker{f: f, ps: ps, hwm: hwm, seen: make(map[uint64]bool)}
 
@@ -189,7 +189,7 @@ func pageHeaders(tx *bolt.Tx, f *os.File) error {
 		}
 	}
 	if !found {
-		return fmt.Errorf("no meta page for transaction %d", tx.ID())
+		return errorf("no meta page for transaction %d", tx.ID())
 	}
 	if freelist != noFreelist {
 		if err := w.freelist(freelist); err != nil {
@@ -210,7 +210,7 @@ type pageWalker struct {
 func (w *pageWalker) read(id, n uint64) ([]byte, error) {
 	b := make([]byte, n*w.ps)
 	if _, err := w.f.ReadAt(b, int64(id*w.ps)); err != nil {
-		return nil, fmt.Errorf("page %d: %w", id, err)
+		return nil, errorf("page %d: %w", id, err)
 	}
 	return b, nil
 }
@@ -218,10 +218,10 @@ func (w *pageWalker) read(id, n uint64) ([]byte, error) {
 // page reads page id and its overflow, checking its header.
 func (w *pageWalker) page(id uint64) (b []byte, flags uint16, count int, err error) {
 	if id < 2 || id >= w.hwm {
-		return nil, 0, 0, fmt.Errorf("page %d: outside the file (%d pages)", id, w.hwm)
+		return nil, 0, 0, errorf("page %d: outside the file (%d pages)", id, w.hwm)
 	}
 	if w.seen[id] {
-		return nil, 0, 0, fmt.Errorf("page %d: reached twice", id)
+		return nil, 0, 0, errorf("page %d: reached twice", id)
 	}
 	w.seen[id] = true
 	h, err := w.read(id, 1)
@@ -231,9 +231,9 @@ func (w *pageWalker) page(id uint64) (b []byte, flags uint16, count int, err err
 	overflow := uint64(binary.LittleEndian.Uint32(h[12:16]))
 	switch {
 	case binary.LittleEndian.Uint64(h[0:8]) != id:
-		return nil, 0, 0, fmt.Errorf("page %d: identifies as page %d", id, binary.LittleEndian.Uint64(h[0:8]))
+		return nil, 0, 0, errorf("page %d: identifies as page %d", id, binary.LittleEndian.Uint64(h[0:8]))
 	case id+overflow >= w.hwm:
-		return nil, 0, 0, fmt.Errorf("page %d: %d overflow pages run past the file (%d pages)", id, overflow, w.hwm)
+		return nil, 0, 0, errorf("page %d: %d overflow pages run past the file (%d pages)", id, overflow, w.hwm)
 	}
 	// Without overflow h is the whole page: read again only a page that
 	// has overflow pages to take.
@@ -255,21 +255,21 @@ func (w *pageWalker) freelist(id uint64) error {
 		return err
 	}
 	if flags != freelistFlag { // bbolt compares the whole field
-		return fmt.Errorf("page %d: the freelist page has flags %#x", id, flags)
+		return errorf("page %d: the freelist page has flags %#x", id, flags)
 	}
 	n, first := uint64(count), uint64(0)
 	if count == 0xFFFF { // the real count is the first element
 		if len(b) < pageHeaderSize+8 {
-			return fmt.Errorf("page %d: freelist truncated", id)
+			return errorf("page %d: freelist truncated", id)
 		}
 		n, first = binary.LittleEndian.Uint64(b[pageHeaderSize:]), 1
 	}
 	if n > (uint64(len(b))-pageHeaderSize)/8-first {
-		return fmt.Errorf("page %d: freelist of %d ids does not fit its pages", id, n)
+		return errorf("page %d: freelist of %d ids does not fit its pages", id, n)
 	}
 	for i := first; i < first+n; i++ {
 		if free := binary.LittleEndian.Uint64(b[pageHeaderSize+8*i:]); free < 2 || free >= w.hwm {
-			return fmt.Errorf("page %d: the freelist holds page %d, outside the file (%d pages)", id, free, w.hwm)
+			return errorf("page %d: the freelist holds page %d, outside the file (%d pages)", id, free, w.hwm)
 		}
 	}
 	return nil
@@ -283,7 +283,7 @@ func (w *pageWalker) tree(id uint64) error {
 		return err
 	}
 	if flags != branchPageFlag && flags != leafPageFlag { // bbolt compares the whole field
-		return fmt.Errorf("page %d: neither a branch nor a leaf (flags %#x)", id, flags)
+		return errorf("page %d: neither a branch nor a leaf (flags %#x)", id, flags)
 	}
 	return w.elements(fmt.Sprintf("page %d", id), b, flags == branchPageFlag, count)
 }
@@ -294,7 +294,7 @@ func (w *pageWalker) tree(id uint64) error {
 // point to.
 func (w *pageWalker) elements(where string, b []byte, branch bool, count int) error {
 	if pageHeaderSize+count*pageElementSize > len(b) {
-		return fmt.Errorf("%s: %d elements do not fit the page", where, count)
+		return errorf("%s: %d elements do not fit the page", where, count)
 	}
 	le := binary.LittleEndian
 	for i := range count {
@@ -303,7 +303,7 @@ func (w *pageWalker) elements(where string, b []byte, branch bool, count int) er
 		if branch {
 			// pos and ksize are u32: their sum cannot overflow a uint64.
 			if end := uint64(e) + uint64(le.Uint32(el[0:4])) + uint64(le.Uint32(el[4:8])); end > uint64(len(b)) {
-				return fmt.Errorf("%s: the key of element %d runs past the page", where, i)
+				return errorf("%s: the key of element %d runs past the page", where, i)
 			}
 			if err := w.tree(le.Uint64(el[8:16])); err != nil {
 				return err
@@ -314,7 +314,7 @@ func (w *pageWalker) elements(where string, b []byte, branch bool, count int) er
 		val := key + uint64(le.Uint32(el[8:12]))
 		end := val + uint64(le.Uint32(el[12:16]))
 		if end > uint64(len(b)) {
-			return fmt.Errorf("%s: the key or value of element %d runs past the page", where, i)
+			return errorf("%s: the key or value of element %d runs past the page", where, i)
 		}
 		if le.Uint32(el[0:4])&bucketLeafFlag == 0 {
 			continue
@@ -322,7 +322,7 @@ func (w *pageWalker) elements(where string, b []byte, branch bool, count int) er
 		// A bucket: its value starts with the bucket's root page, or 0
 		// for an inline bucket, whose leaf page follows in the value.
 		if end-val < bucketHeader {
-			return fmt.Errorf("%s: bucket element %d is too short", where, i)
+			return errorf("%s: bucket element %d is too short", where, i)
 		}
 		if sub := le.Uint64(b[val : val+8]); sub != 0 {
 			if err := w.tree(sub); err != nil {
@@ -332,11 +332,11 @@ func (w *pageWalker) elements(where string, b []byte, branch bool, count int) er
 		}
 		inline := b[val+bucketHeader : end]
 		if len(inline) < pageHeaderSize {
-			return fmt.Errorf("%s: inline bucket %d is too short", where, i)
+			return errorf("%s: inline bucket %d is too short", where, i)
 		}
 		flags := le.Uint16(inline[8:10])
 		if flags != leafPageFlag {
-			return fmt.Errorf("%s: inline bucket %d is not a leaf (flags %#x)", where, i, flags)
+			return errorf("%s: inline bucket %d is not a leaf (flags %#x)", where, i, flags)
 		}
 		if err := w.elements(fmt.Sprintf("%s, inline bucket %d", where, i), inline, false, int(le.Uint16(inline[10:12]))); err != nil {
 			return err

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"io/fs"
 	"maps"
 	"os"
@@ -118,7 +117,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		// deserves better than a bare ENOENT.
 		fi, err := os.Stat(path)
 		if err != nil {
-			return nil, fmt.Errorf("journal: open %s read-only: no journal there (read-only mode never creates one): %w", path, err)
+			return nil, errorf("journal: open %s read-only: no journal there (read-only mode never creates one): %w", path, err)
 		}
 		if fi.Size() == 0 {
 			return nil, withKind(ErrCorrupt, "journal: open %s: empty file, not a journal", path)
@@ -134,7 +133,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 			return s, err
 		}
 	}
-	return nil, fmt.Errorf("journal: open %s: the file was replaced %d times while Open waited for its lock; is something rewriting it?", path, openTries)
+	return nil, errorf("journal: open %s: the file was replaced %d times while Open waited for its lock; is something rewriting it?", path, openTries)
 }
 
 // openOnce opens the file at path, or returns neither a Store nor an error
@@ -182,7 +181,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 	case errors.As(err, &kind):
 		return nil, withKind(kind.kind, "journal: open %s: %w", path, err)
 	case err != nil && systemError(err):
-		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+		return nil, errorf("journal: open %s: %w", path, err)
 	case err != nil:
 		// bbolt reports a bad file in several ways, some of them
 		// untyped ("file size too small"): whatever is not the system's
@@ -198,7 +197,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		if errors.As(err, &kind) {
 			return nil, withKind(kind.kind, "journal: open %s: %w", path, err)
 		}
-		return nil, fmt.Errorf("journal: open %s: %w", path, err)
+		return nil, errorf("journal: open %s: %w", path, err)
 	}
 	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly}
 	if !cfg.readOnly {
@@ -323,7 +322,7 @@ func (s *Store) Close() error {
 	}
 	defer s.unregister()
 	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("journal: close: %w", err)
+		return errorf("journal: close: %w", err)
 	}
 	return nil
 }
@@ -394,14 +393,14 @@ func readDamaged(read func() error) (err error) {
 // record as stored.
 func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 	if rec == nil {
-		return nil, fmt.Errorf("journal: create: nil record: %w", ErrInvalid)
+		return nil, errorf("journal: create: nil record: %w", ErrInvalid)
 	}
 	// The copy is the committer's to index and then the caller's: exactly
 	// what a later Get would return. Validating the copy rather than rec
 	// means what is checked is what is written.
 	stored := clone(rec)
 	if err := validate(stored); err != nil {
-		return nil, fmt.Errorf("journal: create: %w", err)
+		return nil, errorf("journal: create: %w", err)
 	}
 	rk := recordKey(stored.Scope, stored.Key)
 	buf := getEncodeBuffer()
@@ -418,12 +417,12 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 	if errors.Is(err, ErrExists) {
 		old, derr := decode(existing)
 		if derr != nil {
-			return nil, fmt.Errorf("journal: create: existing record: %w", derr)
+			return nil, errorf("journal: create: existing record: %w", derr)
 		}
-		return old, fmt.Errorf("journal: create %q: %w", rec.Key, ErrExists)
+		return old, errorf("journal: create %q: %w", rec.Key, ErrExists)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("journal: create: %w", err)
+		return nil, errorf("journal: create: %w", err)
 	}
 	return stored, nil
 }
@@ -460,7 +459,7 @@ func putEncodeBuffer(buf *[]byte, enc []byte) {
 // matching ErrNotFound.
 func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	if err := validateID(scope, key); err != nil {
-		return nil, fmt.Errorf("journal: get: %w", err)
+		return nil, errorf("journal: get: %w", err)
 	}
 	var r *Record
 	err := s.view(ctx, func(tx *bolt.Tx) error {
@@ -483,7 +482,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("journal: get %q: %w", key, err)
+		return nil, errorf("journal: get %q: %w", key, err)
 	}
 	return r, nil
 }
@@ -502,10 +501,10 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 // methods, which would wait for that very commit.
 func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) error) (*Record, error) {
 	if err := validateID(scope, key); err != nil {
-		return nil, fmt.Errorf("journal: update: %w", err)
+		return nil, errorf("journal: update: %w", err)
 	}
 	if fn == nil {
-		return nil, fmt.Errorf("journal: update: nil function: %w", ErrInvalid)
+		return nil, errorf("journal: update: nil function: %w", ErrInvalid)
 	}
 	rk := recordKey(scope, key)
 	var stored *Record
@@ -545,7 +544,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	})
 	putEncodeBuffer(buf, enc)
 	if err != nil {
-		return nil, fmt.Errorf("journal: update %q: %w", key, err)
+		return nil, errorf("journal: update %q: %w", key, err)
 	}
 	// fn may have kept r, or put the caller's own slices in it.
 	return clone(stored), nil
@@ -559,10 +558,10 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 // correct one.
 func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Record, error) {
 	if err := validateID(scope, key); err != nil {
-		return nil, fmt.Errorf("journal: resolve: %w", err)
+		return nil, errorf("journal: resolve: %w", err)
 	}
 	if err := m.validate(); err != nil {
-		return nil, fmt.Errorf("journal: resolve: %w: %w", err, ErrInvalid)
+		return nil, errorf("journal: resolve: %w: %w", err, ErrInvalid)
 	}
 	rk := recordKey(scope, key)
 	var stored *Record
@@ -583,7 +582,7 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("journal: resolve %q: %w", key, err)
+		return nil, errorf("journal: resolve %q: %w", key, err)
 	}
 	return clone(stored), nil
 }
@@ -632,7 +631,7 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("journal: for each open: %w", err)
+			return errorf("journal: for each open: %w", err)
 		}
 		for _, r := range page {
 			id := r.Scope + "\x00" + r.Key
@@ -707,7 +706,7 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, er
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("journal: due: %w", err)
+		return nil, errorf("journal: due: %w", err)
 	}
 	return out, nil
 }
@@ -751,7 +750,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("journal: list: %w", err)
+		return nil, errorf("journal: list: %w", err)
 	}
 	return out, nil
 }
@@ -764,14 +763,14 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 	}
 	st, review, err := decodeState(v)
 	if err != nil {
-		return false, fmt.Errorf("record %q: %w", rk, err)
+		return false, errorf("record %q: %w", rk, err)
 	}
 	if !f.matchState(st, review) {
 		return true, nil
 	}
 	r, err := decode(v)
 	if err != nil {
-		return false, fmt.Errorf("record %q: %w", rk, err)
+		return false, errorf("record %q: %w", rk, err)
 	}
 	if f.matchCreated(r) {
 		*out = append(*out, r)
@@ -820,7 +819,7 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 				}
 				st, _, err := decodeState(v)
 				if err != nil {
-					return fmt.Errorf("record %q: %w", k[timeKeySize:], err)
+					return errorf("record %q: %w", k[timeKeySize:], err)
 				}
 				drop[i] = st.Terminal()
 			}
@@ -841,7 +840,7 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 			return nil
 		})
 		if err != nil {
-			return total, fmt.Errorf("journal: prune: %w", err)
+			return total, errorf("journal: prune: %w", err)
 		}
 		total += n
 		if !more {
@@ -863,7 +862,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 			}
 			state, review, err := decodeState(v)
 			if err != nil {
-				return fmt.Errorf("record %q: %w", k, err)
+				return errorf("record %q: %w", k, err)
 			}
 			st.ByState[state]++
 			st.Total++
@@ -885,7 +884,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		return nil
 	})
 	if err != nil {
-		return Stats{}, fmt.Errorf("journal: stats: %w", err)
+		return Stats{}, errorf("journal: stats: %w", err)
 	}
 	if fi, err := os.Stat(s.path); err == nil {
 		st.FileSize = fi.Size()
@@ -896,15 +895,15 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 func validateID(scope, key string) error {
 	switch {
 	case scope == "":
-		return fmt.Errorf("empty scope: %w", ErrInvalid)
+		return errorf("empty scope: %w", ErrInvalid)
 	case key == "":
-		return fmt.Errorf("empty key: %w", ErrInvalid)
+		return errorf("empty key: %w", ErrInvalid)
 	case strings.IndexByte(scope, 0) >= 0:
-		return fmt.Errorf("NUL byte in scope: %w", ErrInvalid)
+		return errorf("NUL byte in scope: %w", ErrInvalid)
 	case strings.IndexByte(key, 0) >= 0:
-		return fmt.Errorf("NUL byte in key: %w", ErrInvalid)
+		return errorf("NUL byte in key: %w", ErrInvalid)
 	case timeKeySize+len(scope)+1+len(key) > bolt.MaxKeySize:
-		return fmt.Errorf("scope and key longer than %d bytes: %w", bolt.MaxKeySize-timeKeySize-1, ErrInvalid)
+		return errorf("scope and key longer than %d bytes: %w", bolt.MaxKeySize-timeKeySize-1, ErrInvalid)
 	}
 	return nil
 }
@@ -920,13 +919,13 @@ func validateRecord(r *Record, hash bool) error {
 	}
 	switch {
 	case !r.State.Valid():
-		return fmt.Errorf("invalid state %q: %w", r.State, ErrInvalid)
+		return errorf("invalid state %q: %w", r.State, ErrInvalid)
 	case hash && r.BodySHA != sha256.Sum256(r.Body):
-		return fmt.Errorf("BodySHA is not the SHA-256 of Body: %w", ErrInvalid)
+		return errorf("BodySHA is not the SHA-256 of Body: %w", ErrInvalid)
 	case r.State.Terminal() && r.Settled.IsZero():
-		return fmt.Errorf("%s record without a Settled time: %w", r.State, ErrInvalid)
+		return errorf("%s record without a Settled time: %w", r.State, ErrInvalid)
 	case r.Resolved != nil && r.Resolved.From != "" && !r.Resolved.From.Valid():
-		return fmt.Errorf("invalid resolution state %q: %w", r.Resolved.From, ErrInvalid)
+		return errorf("invalid resolution state %q: %w", r.Resolved.From, ErrInvalid)
 	}
 	return nil
 }
@@ -939,18 +938,18 @@ func validateRecord(r *Record, hash bool) error {
 func validateChange(was, r *Record) error {
 	switch {
 	case r.Scope != was.Scope || r.Key != was.Key:
-		return fmt.Errorf("update changed Scope or Key: %w", ErrInvalid)
+		return errorf("update changed Scope or Key: %w", ErrInvalid)
 	case r.Method != was.Method || r.URL != was.URL:
-		return fmt.Errorf("update changed Method or URL: %w", ErrInvalid)
+		return errorf("update changed Method or URL: %w", ErrInvalid)
 	case r.BodySHA != was.BodySHA || !bytes.Equal(r.Body, was.Body):
-		return fmt.Errorf("update changed Body: %w", ErrInvalid)
+		return errorf("update changed Body: %w", ErrInvalid)
 	case r.QueryURL != was.QueryURL || !maps.EqualFunc(r.Header, was.Header, slices.Equal[[]string]):
 		// Promise 2: the same request, headers included, on every attempt.
-		return fmt.Errorf("update changed Header or QueryURL: %w", ErrInvalid)
+		return errorf("update changed Header or QueryURL: %w", ErrInvalid)
 	case !r.Created.Equal(was.Created):
-		return fmt.Errorf("update changed Created: %w", ErrInvalid)
+		return errorf("update changed Created: %w", ErrInvalid)
 	case !reflect.DeepEqual(r.Resolved, was.Resolved):
-		return fmt.Errorf("update changed Resolved: only Resolve records a manual resolution: %w", ErrInvalid)
+		return errorf("update changed Resolved: only Resolve records a manual resolution: %w", ErrInvalid)
 	}
 	// The stored body and digest were validated when the record was
 	// created, and neither has changed since.

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 
 	"github.com/idemkit/idem/journal"
 )
 
-// wholeJournal parses a command that takes no flags nor arguments of its
-// own and works on the journal file as a whole, and returns its path.
-func (e *env) wholeJournal(name string, args []string) (string, error) {
-	pos, err := e.parse(e.flags(name), args)
+// wholeJournal parses a command that takes no arguments and works on the
+// journal file as a whole, and returns its path.
+func (e *env) wholeJournal(fs *flag.FlagSet, args []string) (string, error) {
+	name := fs.Name()[len("idem "):]
+	pos, err := e.parse(fs, args)
 	if err != nil {
 		return "", err
 	}
@@ -19,26 +22,95 @@ func (e *env) wholeJournal(name string, args []string) (string, error) {
 	return e.existing(name)
 }
 
+// checkJSON is the JSON form of check; its field names are part of idem's
+// command-line interface (see checkHelp).
+type checkJSON struct {
+	Journal  string   `json:"journal"`
+	OK       bool     `json:"ok"`
+	Problems []string `json:"problems"`
+	FileSize int64    `json:"file_size"`
+	Pages    int64    `json:"pages"`
+	Records  int      `json:"records"`
+}
+
+const checkHelp = `Verify the journal: bbolt's page check and the journal's own (records decode,
+indexes agree). Changes nothing. Exit status 1 when the journal does not check out.
+
+With -json, check prints one JSON object, also when the journal does not check out:
+  journal    the journal's path
+  ok         true when the journal checks out
+  problems   each problem found, one string each; [] when ok
+  file_size  the file's size in bytes
+  pages      the pages in use (all of them read)
+  records    the operations in the journal, open and settled
+A journal that cannot be checked at all (missing, locked) prints no JSON: the
+error goes to standard error, as without -json.`
+
 func cmdCheck(e *env, args []string) error {
-	path, err := e.wholeJournal("check", args)
+	fs := e.flags("check")
+	asJSON := fs.Bool("json", false, "print the result as a JSON object")
+	path, err := e.wholeJournal(fs, args)
 	if err != nil {
 		return err
 	}
-	if err := journal.Check(path, journal.WithLockTimeout(e.lockTimeout)); err != nil {
+	rep, err := journal.Inspect(path, journal.WithLockTimeout(e.lockTimeout))
+	corrupt := errors.Is(err, journal.ErrCorrupt)
+	if err != nil && !corrupt {
 		return explain(path, err)
 	}
-	fmt.Fprintf(e.stdout, "journal %s: ok (pages, records and indexes check out)\n", clean(path))
+	if *asJSON {
+		out := checkJSON{Journal: path, OK: err == nil, Problems: rep.Problems,
+			FileSize: rep.FileSize, Pages: rep.Pages, Records: rep.Records}
+		if out.Problems == nil {
+			out.Problems = []string{}
+		}
+		if werr := writeJSON(e.stdout, out); werr != nil {
+			return werr
+		}
+	}
+	if err != nil {
+		return explain(path, err)
+	}
+	if !*asJSON {
+		fmt.Fprintf(e.stdout, "journal %s: ok (%d records, %d pages, %s; pages, records and indexes check out)\n",
+			clean(path), rep.Records, rep.Pages, size(rep.FileSize))
+	}
 	return nil
 }
 
+// compactJSON is the JSON form of compact; its field names are part of
+// idem's command-line interface (see compactHelp).
+type compactJSON struct {
+	Journal string `json:"journal"`
+	Before  int64  `json:"before"`
+	After   int64  `json:"after"`
+	Saved   int64  `json:"saved"`
+}
+
+const compactHelp = `Rewrite the journal without the free pages that pruning leaves, check the copy,
+and swap it in atomically; commits get cheaper.
+
+With -json, compact prints one JSON object:
+  journal  the journal's path
+  before   the file's size in bytes before
+  after    the file's size in bytes after
+  saved    before minus after
+On an error nothing is printed on standard output; the error says whether the
+journal was replaced.`
+
 func cmdCompact(e *env, args []string) error {
-	path, err := e.wholeJournal("compact", args)
+	fs := e.flags("compact")
+	asJSON := fs.Bool("json", false, "print the sizes as a JSON object")
+	path, err := e.wholeJournal(fs, args)
 	if err != nil {
 		return err
 	}
 	st, err := journal.Compact(path, journal.WithLockTimeout(e.lockTimeout))
 	if err != nil {
 		return explain(path, err)
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, compactJSON{Journal: path, Before: st.Before, After: st.After, Saved: st.Before - st.After})
 	}
 	fmt.Fprintf(e.stdout, "journal %s compacted: %s -> %s\n", clean(path), size(st.Before), size(st.After))
 	return nil

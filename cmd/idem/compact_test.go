@@ -1,10 +1,17 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/idemkit/idem/journal"
 )
@@ -35,4 +42,75 @@ func TestCheckAndCompact(t *testing.T) {
 		require.Contains(t, stderr, "locked by another process", cmd)
 		require.Less(t, time.Since(start), 10*time.Second, cmd)
 	}
+}
+
+// TestCheckJSON: check -json prints one object with the documented fields,
+// also for a journal that does not check out (and then exits 1).
+func TestCheckJSON(t *testing.T) {
+	f := newJournal(t)
+	stdout, stderr, code := runIdem(t, "check", "-json", "-journal", f.path)
+	require.Equal(t, 0, code, stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	fi, err := os.Stat(f.path)
+	require.NoError(t, err)
+	require.Equal(t, []string{"file_size", "journal", "ok", "pages", "problems", "records"}, slices.Sorted(maps.Keys(got)))
+	require.Equal(t, f.path, got["journal"])
+	require.Equal(t, true, got["ok"])
+	require.Equal(t, []any{}, got["problems"])
+	require.Equal(t, float64(fi.Size()), got["file_size"])
+	require.Equal(t, float64(6), got["records"], "the fixture's operations")
+	require.Positive(t, got["pages"])
+
+	// Lose an index entry behind the journal's back.
+	db, err := bolt.Open(f.path, 0o600, &bolt.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket([]byte("due")).Cursor()
+		k, _ := c.First()
+		require.NotNil(t, k)
+		return c.Delete()
+	}))
+	require.NoError(t, db.Close())
+	stdout, stderr, code = runIdem(t, "check", "-json", "-journal", f.path)
+	require.Equal(t, 1, code, stdout)
+	require.Contains(t, stderr, "damaged")
+	var bad checkJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &bad), stdout)
+	require.False(t, bad.OK)
+	require.Len(t, bad.Problems, 1)
+	require.Contains(t, bad.Problems[0], "missing index entry")
+	require.Equal(t, 6, bad.Records)
+
+	// A journal it cannot check at all: no JSON, the error on stderr.
+	stdout, stderr, code = runIdem(t, "check", "-json", "-journal", filepath.Join(t.TempDir(), "missing"))
+	require.Equal(t, 1, code)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, "does not exist")
+}
+
+// TestCompactJSON: compact -json prints the sizes before and after.
+func TestCompactJSON(t *testing.T) {
+	path := settledJournal(t, 2000)
+	s, err := journal.Open(path)
+	require.NoError(t, err)
+	n, err := s.Prune(context.Background(), time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 2000, n)
+	require.NoError(t, s.Close())
+	before, err := os.Stat(path)
+	require.NoError(t, err)
+
+	stdout, stderr, code := runIdem(t, "compact", "-json", "-journal", path)
+	require.Equal(t, 0, code, stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	require.Equal(t, []string{"after", "before", "journal", "saved"}, slices.Sorted(maps.Keys(got)))
+	after, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, path, got["journal"])
+	require.Equal(t, float64(before.Size()), got["before"])
+	require.Equal(t, float64(after.Size()), got["after"])
+	require.Equal(t, float64(before.Size()-after.Size()), got["saved"])
+	require.Less(t, after.Size(), before.Size(), "pruned pages given back")
 }

@@ -17,9 +17,12 @@
 //
 //	list [-state S[,S]] [-open] [-review] [-older-than D] [-scope S] [-limit N] [-json]
 //	    List operations, oldest first, as a table or as a JSON array.
+//	    The table's REASON column says why an operation is flagged for
+//	    review, or why it failed, cut to fit.
 //	show [-scope S] [-json] KEY
 //	    Print one operation in full: request, state, result, manual
-//	    resolution and the timeline of its attempts.
+//	    resolution and the timeline of its attempts; when it is next
+//	    due while open, when it settled once settled.
 //	resolve [-scope S] KEY -succeeded|-failed -reason TEXT [-resource-id ID] [-by NAME] [-force]
 //	    Settle an operation by hand, for instance one flagged for review
 //	    after its key expired. The resolution is recorded in the journal
@@ -30,13 +33,17 @@
 //	    Open operations are never pruned.
 //	stats [-json]
 //	    Count operations by state.
-//	check
+//	check [-json]
 //	    Verify the journal: bbolt's page check, every record decodes, and
-//	    the indexes agree with the records.
-//	compact
+//	    the indexes agree with the records. -json prints one object, also
+//	    for a journal that does not check out: journal (path), ok,
+//	    problems (one string each, [] when ok), file_size (bytes), pages
+//	    (in use) and records.
+//	compact [-json]
 //	    Rewrite the journal without the free pages pruning leaves behind
 //	    (they make every commit rewrite a long free list), check the copy,
-//	    and swap it in atomically.
+//	    and swap it in atomically. -json prints one object: journal
+//	    (path), before and after (file sizes in bytes) and saved.
 //
 // Durations are Go durations (90m, 720h) or whole days (30d). show and
 // resolve look in scope "default", the idem client's default, unless

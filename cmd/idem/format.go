@@ -111,6 +111,9 @@ func toJSON(r *journal.Record) recordJSON {
 	if m := r.Resolved; m != nil {
 		j.Resolved = &resolvedJSON{By: m.By, Reason: m.Reason, At: m.At.UTC(), From: m.From}
 	}
+	if r.State.Terminal() {
+		j.NextDue = nil // never due again (see writeRecord)
+	}
 	for _, a := range r.Attempts {
 		aj := attemptJSON{
 			Number: a.Number, Kind: a.Kind, Start: a.Start.UTC(), Wrote: a.Wrote,

@@ -78,15 +78,34 @@ func cmdList(e *env, args []string) (err error) {
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tSCOPE\tSTATE\tREVIEW\tATTEMPTS\tAGE\tREF\tRESOURCE")
+	fmt.Fprintln(tw, "KEY\tSCOPE\tSTATE\tATTEMPTS\tAGE\tREF\tRESOURCE\tREASON")
 	for _, r := range recs {
 		resource := ""
 		if r.Result != nil {
 			resource = r.Result.ResourceID
 		}
+		// The reason is last: the one free-text column, it is the one a
+		// long value may push past the terminal's edge.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			clean(r.Key), clean(r.Scope), r.State, clean(truncate(r.Review, 40)),
-			strconv.Itoa(len(r.Attempts)), age(now, r.Created), clean(r.Ref), clean(resource))
+			clean(r.Key), clean(r.Scope), r.State,
+			strconv.Itoa(len(r.Attempts)), age(now, r.Created), clean(r.Ref), clean(resource),
+			clean(truncate(reason(r), reasonWidth)))
 	}
 	return tw.Flush()
+}
+
+// reasonWidth is how many characters of a reason list prints; show
+// prints it whole.
+const reasonWidth = 60
+
+// reason is what list's REASON column says of r: why it is flagged for
+// review, or why it failed (the server's or the operator's reason).
+func reason(r *journal.Record) string {
+	switch {
+	case r.Review != "":
+		return r.Review
+	case r.State == journal.StateFailed && r.Result != nil:
+		return r.Result.Reason
+	}
+	return ""
 }

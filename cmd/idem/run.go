@@ -33,8 +33,8 @@ Commands:
   resolve   settle an operation by hand (recorded as a manual resolution)
   prune     delete succeeded and failed operations settled long ago
   stats     count operations by state
-  check     verify the journal's pages and indexes (read-only)
-  compact   give pruned pages back to the file system (atomic swap)
+  check     verify the journal's pages and indexes (read-only; -json)
+  compact   give pruned pages back to the file system (atomic swap; -json)
 
 Global flags (also accepted after the command):
   -journal PATH
@@ -56,7 +56,9 @@ type command struct {
 
 var commands = []*command{
 	{"list", "[-state S[,S]] [-open] [-review] [-older-than D] [-scope S] [-limit N] [-json]",
-		"List operations, oldest first. With no flag, every operation in the journal.", cmdList},
+		"List operations, oldest first. With no flag, every operation in the journal.\n" +
+			"REASON is why an operation is flagged for review, or why it failed, cut to " + strconv.Itoa(reasonWidth) + " characters\n" +
+			"(show prints it whole).", cmdList},
 	{"show", "[-scope S] [-json] KEY",
 		"Print one operation in full: request, state, result, manual resolution and attempts.", cmdShow},
 	{"resolve", "[-scope S] KEY -succeeded|-failed -reason TEXT [-resource-id ID] [-by NAME] [-force]",
@@ -65,10 +67,8 @@ var commands = []*command{
 		"Delete succeeded and failed operations settled more than D ago. Open operations are never pruned.", cmdPrune},
 	{"stats", "[-json]",
 		"Count operations by state.", cmdStats},
-	{"check", "",
-		"Verify the journal: bbolt's page check and the journal's own (records decode, indexes agree). Changes nothing.", cmdCheck},
-	{"compact", "",
-		"Rewrite the journal without the free pages that pruning leaves, and swap it in atomically; commits get cheaper.", cmdCompact},
+	{"check", "[-json]", checkHelp, cmdCheck},
+	{"compact", "[-json]", compactHelp, cmdCompact},
 }
 
 // env is what a command runs with: output, the process environment, the

@@ -52,8 +52,13 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 	field("created", stamp(r.Created)+" ("+age(now, r.Created)+" ago)")
 	field("first sent", stamp(r.FirstSent))
 	field("updated", stamp(r.Updated))
-	field("settled", stamp(r.Settled))
-	field("next due", stamp(r.NextDue))
+	// A settled operation is never due again: its NextDue is what it was
+	// when it settled, and printing it would suggest otherwise.
+	if r.State.Terminal() {
+		field("settled", stamp(r.Settled))
+	} else {
+		field("next due", stamp(r.NextDue))
+	}
 	_ = tw.Flush()
 
 	if len(r.Header) > 0 {

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/journal"
 )
 
 func TestShow(t *testing.T) {
@@ -133,4 +138,49 @@ func TestShowKeyAfterDoubleDash(t *testing.T) {
 	_, stderr, code := runIdem(t, "show", "-journal", f.path, "--", "-json")
 	require.Equal(t, 1, code)
 	require.Contains(t, stderr, `no operation with key "-json" in scope "default"`)
+}
+
+// TestShowNextDueOnlyWhileOpen: a settled operation is never due again, so
+// show prints when it settled and no "next due" (the journal keeps the
+// NextDue a record had when it settled, and show printed it); an open one
+// the reverse. show -json leaves next_due out for a settled one too.
+func TestShowNextDueOnlyWhileOpen(t *testing.T) {
+	f := newJournal(t)
+	s, err := journal.Open(f.path)
+	require.NoError(t, err)
+	ctx := context.Background()
+	due := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	body := []byte(`{"amount":9}`)
+	for _, key := range []string{"k-due", "k-settled"} {
+		_, err = s.Create(ctx, &journal.Record{
+			Scope: "default", Key: key, Method: "POST", URL: "https://api.example.com/v1/orders",
+			Body: body, BodySHA: sha256.Sum256(body), State: journal.StateUnknown,
+			Created: due.Add(-time.Hour), Updated: due.Add(-time.Hour), NextDue: due,
+		})
+		require.NoError(t, err)
+	}
+	settled, err := s.Update(ctx, "default", "k-settled", func(r *journal.Record) error {
+		r.State, r.Settled, r.Updated = journal.StateSucceeded, due.Add(time.Minute), due.Add(time.Minute)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, due, settled.NextDue.UTC(), "the journal keeps NextDue: show must not print it")
+	require.NoError(t, s.Close())
+
+	stdout, stderr, code := runIdem(t, "show", "-journal", f.path, "k-settled")
+	require.Equal(t, 0, code, stderr)
+	require.NotContains(t, stdout, "next due")
+	require.Regexp(t, `(?m)^settled:\s+2026-05-01T09:01:00.000Z$`, stdout)
+
+	stdout, stderr, code = runIdem(t, "show", "-journal", f.path, "k-due")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `(?m)^next due:\s+2026-05-01T09:00:00.000Z$`, stdout)
+	require.NotContains(t, stdout, "settled:")
+
+	stdout, stderr, code = runIdem(t, "show", "-json", "-journal", f.path, "k-settled")
+	require.Equal(t, 0, code, stderr)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	require.NotContains(t, got, "next_due")
+	require.Equal(t, "2026-05-01T09:01:00Z", got["settled"])
 }

@@ -1,5 +1,25 @@
 // Package journaltest is the conformance suite for idem's journal: every
-// implementation of idem.Store must pass Run.
+// implementation of [idem.Store] must pass [Run], the bbolt journal of
+// package [journal] included.
+//
+// Run checks what the client relies on, each in a named subtest: Create
+// refuses a second record under the same scope and key and returns the
+// stored one ([journal.ErrExists]); Get and Update report a
+// missing record ([journal.ErrNotFound]); Update never calls its function
+// on a terminal record ([journal.ErrTerminal]) and refuses changes to the
+// request ([journal.ErrInvalid]); every returned record is the caller's
+// own copy; Due, ForEachOpen and List see exactly the open records they
+// should; Prune deletes only settled records; concurrent writers lose
+// nothing; a cancelled context and a closed Store fail cleanly.
+//
+// Call it from a test of the implementation, with a function that opens a
+// new, empty Store:
+//
+//	func TestConformance(t *testing.T) {
+//		journaltest.Run(t, func(t testing.TB) idem.Store {
+//			return openMyStore(t, filepath.Join(t.TempDir(), "journal"))
+//		})
+//	}
 package journaltest
 
 import (

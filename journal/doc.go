@@ -1,0 +1,70 @@
+// Package journal is idem's write-ahead journal: a single bbolt file that
+// holds every operation the client has taken on, from before its first
+// send until it is settled and pruned. The client ([github.com/idemkit/idem])
+// writes an operation here, fsync'd, before anything goes out, and records
+// each attempt and answer as they happen, so that a process that crashes
+// at any point can be restarted and finish what it started without
+// sending anything twice or losing anything.
+//
+// Most programs never use this package directly: [github.com/idemkit/idem.Open]
+// opens a journal and owns it. It is for programs that open the Store
+// themselves (to pass options, or to share one Store between clients), for
+// operator tools such as cmd/idem, and for implementers of another Store.
+//
+// # Records and states
+//
+// A [Record] is one operation, named by its Scope (the caller's identity
+// or account) and its idempotency Key: the exact request (method, URL,
+// non-secret headers, body and its SHA-256), every [Attempt] made for it,
+// the server's [Result], and the times that drive it (Created, FirstSent,
+// NextDue, Settled). It holds everything needed to resume the operation
+// with no help from the caller, and never a credential.
+//
+// Its [State] is one of pending, processing and unknown (open: due for
+// reconciliation at NextDue) or succeeded and failed (terminal). [Store.Update]
+// never changes a terminal record ([ErrTerminal]), nor the request itself
+// ([ErrInvalid]); only [Store.Resolve], a settlement made by hand, may
+// correct a terminal record, and it records who did it and why.
+//
+// # What a Store promises
+//
+//   - Write-ahead: a write returns only once it is committed and, unless
+//     [WithUnsafeNoSync] was given, fsync'd. An error means "not written",
+//     except one matching [ErrMaybeCommitted]: the disk failed the commit's
+//     last step, and the write may or may not be in the journal, so the
+//     caller must treat it as neither done nor undone.
+//   - Group commit: concurrent writes share one transaction and one fsync,
+//     so many goroutines writing at once cost few fsyncs. A queued write is
+//     carried out even if its context ends.
+//   - One writer: [Open] creates the file with mode 0600 and takes its
+//     lock; a second Open, in this process or another, waits a bounded time
+//     ([WithLockTimeout], [DefaultLockTimeout]) and then fails with
+//     [ErrLocked], saying which of the two holds it. Open never waits for
+//     ever.
+//   - Fail closed: a file that is not a journal, is damaged or is truncated
+//     gives [ErrCorrupt], and one written by a newer idem gives
+//     [ErrVersion], without the file being changed; reads that meet a
+//     damaged page or record return ErrCorrupt rather than crash or guess.
+//   - Every [*Record] a Store returns is the caller's own copy, and the
+//     Store never reads the clock: the caller sets every time in a record.
+//
+// Errors match the package's sentinels with [errors.Is]; their messages
+// name the journal's path where it matters and say "journal: " once.
+//
+// # Operators
+//
+// [ReadOnly] opens a journal for inspection (several readers, no writer):
+// nothing is created or changed, and writes return [ErrReadOnly].
+// [Check] verifies a journal's pages, records and indexes ([Inspect] also
+// reports what it read and lists each problem); [Compact]
+// rewrites it without the free pages pruning leaves, checked and replaced
+// atomically. All three need the application stopped. [Store.Prune] deletes
+// records settled before a time; [Store.Stats] counts records by state.
+// The idem command (cmd/idem) wraps all of these.
+//
+// # Other implementations
+//
+// The client depends only on the [github.com/idemkit/idem.Store] interface;
+// [github.com/idemkit/idem/journal/journaltest.Run] is the conformance
+// suite every implementation must pass, this one included.
+package journal
