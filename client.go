@@ -295,7 +295,7 @@ func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
 	}
 	recs, err := c.store.List(ctx, jf)
 	if err != nil {
-		return nil, fmt.Errorf("idem: list: %w", err)
+		return nil, fmt.Errorf("idem: %w", err)
 	}
 	ops := make([]*Operation, len(recs))
 	for i, r := range recs {
