@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/idemkit/idem/internal/errtext"
 )
 
 // Errors from Prepare, before anything is journaled or sent.
@@ -126,27 +128,5 @@ func (e *Error) Unwrap() []error {
 // wrapped text is shown without it, so that a message names the package
 // once. The chain is fmt.Errorf's.
 func errorf(format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	shown := make([]any, len(args))
-	trimmed := false
-	for i, a := range args {
-		shown[i] = a
-		if e, ok := a.(error); ok && e != nil && strings.HasPrefix(e.Error(), "idem: ") {
-			shown[i] = errors.New(strings.TrimPrefix(e.Error(), "idem: "))
-			trimmed = true
-		}
-	}
-	if !trimmed {
-		return err
-	}
-	return &shownError{msg: fmt.Errorf(format, shown...).Error(), err: err}
+	return errtext.Errorf("idem: ", format, args...)
 }
-
-// shownError is errorf's error: its own text, and fmt.Errorf's chain.
-type shownError struct {
-	msg string
-	err error
-}
-
-func (e *shownError) Error() string { return e.msg }
-func (e *shownError) Unwrap() error { return e.err }

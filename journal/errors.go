@@ -2,8 +2,8 @@ package journal
 
 import (
 	"errors"
-	"fmt"
-	"strings"
+
+	"github.com/idemkit/idem/internal/errtext"
 )
 
 // Errors returned by Open. The error Open returns wraps one of them and
@@ -83,27 +83,5 @@ const prefix = "journal: "
 // closed"). The chain is fmt.Errorf's: errors.Is and errors.As see every
 // %w argument.
 func errorf(format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	shown := make([]any, len(args))
-	trimmed := false
-	for i, a := range args {
-		shown[i] = a
-		if e, ok := a.(error); ok && e != nil && strings.HasPrefix(e.Error(), prefix) {
-			shown[i] = errors.New(strings.TrimPrefix(e.Error(), prefix))
-			trimmed = true
-		}
-	}
-	if !trimmed {
-		return err
-	}
-	return &shownError{msg: fmt.Errorf(format, shown...).Error(), err: err}
+	return errtext.Errorf(prefix, format, args...)
 }
-
-// shownError is errorf's error: its own text, and fmt.Errorf's chain.
-type shownError struct {
-	msg string
-	err error
-}
-
-func (e *shownError) Error() string { return e.msg }
-func (e *shownError) Unwrap() error { return e.err }
