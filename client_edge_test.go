@@ -5,6 +5,8 @@ package idem_test
 // windows.
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -16,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
 )
 
 // net/http: "For client requests, an empty string means GET." A request
@@ -136,4 +139,50 @@ func TestHostKeyRetentionDefaultPort(t *testing.T) {
 			require.Equal(t, idem.ReviewKeyExpired, rec.Review)
 		})
 	}
+}
+
+// keyFaultStore fails every Update of one key: a record the store cannot
+// write (a custom Store's row that violates a constraint, a lease another
+// replica holds), while every other record writes fine.
+type keyFaultStore struct {
+	idem.Store
+	key string
+	err error
+}
+
+func (s *keyFaultStore) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
+	if key == s.key {
+		return nil, s.err
+	}
+	return s.Store.Update(ctx, scope, key, fn)
+}
+
+// Run's pass starts no further visit after the first journal error, and
+// the failing operation is first in Due's order on every pass: one record
+// that cannot be written kept every operation behind it from ever being
+// visited, though the journal writes them fine.
+func TestRunOneUnwritableRecordDoesNotStarveTheRest(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.client.Prepare(e.ctx, e.req("a", `{"amount":1}`))
+	require.NoError(t, err)
+	e.clock.Advance(time.Second)
+	_, err = e.client.Prepare(e.ctx, e.req("b", `{"amount":2}`))
+	require.NoError(t, err)
+	e.clock.Advance(time.Hour) // both due, "a" first
+
+	fs := &keyFaultStore{Store: e.store, key: "a", err: fmt.Errorf("row for key a: %w", journal.ErrInvalid)}
+	c, err := idem.New(fs, append(e.baseOpts(), idem.WithResumeConcurrency(1))...)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(e.ctx)
+	ran := runAsync(ctx, c)
+	defer func() {
+		cancel()
+		<-ran
+	}()
+	waitHealth(t, c, ran, "Run failing passes", func(h idem.Health) bool { return h.ConsecutiveErrors >= 5 })
+	rec := e.record("b")
+	require.Equal(t, idem.StateSucceeded, rec.State,
+		"operation b, which the journal writes fine, was never visited by %d passes", c.Health().ConsecutiveErrors)
+	require.Len(t, e.submits("b"), 1)
+	require.Empty(t, e.submits("a"), "a's attempt could not be journaled: never sent")
 }
