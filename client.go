@@ -269,7 +269,7 @@ type Filter struct {
 	// OlderThan: only operations created more than this long ago, by the
 	// client's clock; 0 means any age.
 	OlderThan time.Duration
-	Limit     int // at most this many, oldest keys first; 0 means no limit
+	Limit     int // at most this many, the first in (scope, key) order; 0 means no limit
 }
 
 // List returns the journaled operations that match f, in (scope, key)
@@ -533,8 +533,13 @@ func (c *Client) scopeOr(scope string) string {
 func (c *Client) keyRetention(rec *journal.Record) time.Duration {
 	if len(c.cfg.hostRetention) > 0 {
 		if u, err := url.Parse(rec.URL); err == nil {
-			if d, ok := c.cfg.hostRetention[strings.ToLower(u.Host)]; ok {
-				return d
+			// "host:port" as given first, then the host alone: a window
+			// named without a port holds for every port of the host
+			// (https://h:443/ and https://h/ are one server).
+			for _, h := range []string{normalHost(u.Host), normalHost(u.Hostname())} {
+				if d, ok := c.cfg.hostRetention[h]; ok {
+					return d
+				}
 			}
 		}
 	}

@@ -67,6 +67,10 @@ func (h *healthState) runStarted() {
 	defer h.mu.Unlock()
 	h.runs++
 	h.h.RunErr = nil
+	if h.runs == 1 {
+		// A new Run has failed no pass yet; the last error stays on record.
+		h.h.ConsecutiveErrors, h.since = 0, time.Time{}
+	}
 }
 
 func (h *healthState) runEnded(err error) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 )
 
 // RequestFromHTTP turns an outgoing *http.Request into a Request to
@@ -27,13 +28,23 @@ func RequestFromHTTP(r *http.Request) (Request, error) {
 			return Request{}, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, http.CanonicalHeaderKey(name))
 		}
 	}
-	req := Request{Method: r.Method, URL: r.URL.String(), Header: r.Header.Clone()}
+	// net/http sends an empty Method as GET; Prepare would make it POST.
+	method := r.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	req := Request{Method: method, URL: r.URL.String(), Header: r.Header.Clone()}
 	if req.Header == nil {
 		req.Header = http.Header{}
 	}
 	if keys := req.Header.Values(DefaultKeyHeader); len(keys) > 0 {
 		if len(keys) > 1 {
 			return Request{}, fmt.Errorf("%w: RequestFromHTTP: %d %s headers; one operation has one key", ErrInvalidRequest, len(keys), DefaultKeyHeader)
+		}
+		if strings.TrimSpace(keys[0]) == "" {
+			// An empty Key means "make one up": the same http.Request
+			// submitted twice would become two operations.
+			return Request{}, fmt.Errorf("%w: RequestFromHTTP: empty %s header; set a key or remove the header", ErrInvalidRequest, DefaultKeyHeader)
 		}
 		req.Key = keys[0]
 		req.Header.Del(DefaultKeyHeader)

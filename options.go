@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -295,7 +296,9 @@ func WithKeyRetention(d time.Duration) Option {
 
 // WithHostKeyRetention sets the key window for requests to one host (as
 // in the URL: "api.stripe.com", or "host:port"), overriding
-// WithKeyRetention for it. Use it once per host.
+// WithKeyRetention for it. A host named without a port holds for every
+// port of it; one named with a port, for that port only (and first). Use
+// it once per host.
 func WithHostKeyRetention(host string, d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if host == "" || strings.ContainsAny(host, "/ ") {
@@ -305,7 +308,7 @@ func WithHostKeyRetention(host string, d time.Duration) Option {
 		if !positive(c, "WithHostKeyRetention", d) {
 			return
 		}
-		host = strings.ToLower(host)
+		host = normalHost(host)
 		if _, dup := c.hostRetention[host]; dup {
 			c.fail("WithHostKeyRetention: host %q given twice", host)
 			return
@@ -315,6 +318,16 @@ func WithHostKeyRetention(host string, d time.Duration) Option {
 		}
 		c.hostRetention[host] = d
 	})
+}
+
+// normalHost is a host (or host:port) as the key windows are keyed: lower
+// case, without a fully qualified name's trailing dot.
+func normalHost(h string) string {
+	h = strings.ToLower(h)
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		return net.JoinHostPort(strings.TrimSuffix(host, "."), port)
+	}
+	return strings.TrimSuffix(h, ".")
 }
 
 // WithKeyConflictStatus names statuses (besides a 422 whose body mentions

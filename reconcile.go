@@ -324,12 +324,16 @@ func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, pha
 		refs[i] = ref{r.Scope, r.Key}
 	}
 	var verr error
+	failed := 0
 	c.visitAll(ctx, refs, reconciling, func(_ *Result, err error) bool {
 		if err != nil && isJournalErr(err) {
 			verr = journalCause(err)
-			// Every further visit would fail to record its outcome
-			// too, after sending a query whose answer is lost.
-			return false
+			failed++
+			// One record the journal cannot write must not starve the
+			// others (it is first in Due's order on every pass); several
+			// failures say the journal itself fails, and every further
+			// visit would send a query whose answer is lost.
+			return failed < maxVisitFailures
 		}
 		return true
 	})
@@ -338,6 +342,10 @@ func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, pha
 	}
 	return len(due) == reconcileBatch, phase, err
 }
+
+// maxVisitFailures is how many visits of one pass may fail to write the
+// journal before the pass stops starting visits.
+const maxVisitFailures = 3
 
 // journalCause digs the journal's error out of what a visit returned: the
 // *Error a visit returns names the operation, not the journal.

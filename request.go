@@ -3,6 +3,7 @@ package idem
 import (
 	"bytes"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -187,7 +188,13 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 func absoluteURL(field, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrInvalidRequest, field, err)
+		// url.Parse's error quotes the whole URL, a password in it
+		// included: name the field and the reason only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%w: %s is not a valid URL: %v", ErrInvalidRequest, field, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: %s %q must be an absolute http or https URL", ErrInvalidRequest, field, u.Redacted())
