@@ -17,7 +17,7 @@ import (
 // meta write that never reached the page cache: bbolt rolls back and the
 // old tree stays current), or after (the last fsync: the new tree is
 // current in this process, and perhaps on disk). The strace tests in
-// commit_failure_test.go fail the real system calls.
+// the root package's commit_failure_test.go fail the real system calls.
 
 // failBeforeMeta fails the first commit at a step before its meta page:
 // the transaction's writes are made, then rolled back.
