@@ -69,6 +69,15 @@ func webhookBody(i int) []byte {
 	return fmt.Appendf(b[:len(b)-1:len(b)-1], `,"metadata":{"idem_key":%q}}`, Key(i))
 }
 
+// eventKey is the idempotency key in an event's metadata, or "".
+func eventKey(ev idemtest.WebhookEvent) string {
+	var meta struct {
+		Key string `json:"idem_key"`
+	}
+	_ = json.Unmarshal(ev.Metadata, &meta)
+	return meta.Key
+}
+
 // eventQueue is the service's webhook endpoint: it queues what it receives.
 type eventQueue struct {
 	mu     sync.Mutex
@@ -185,10 +194,8 @@ func (row *WebhookRow) confirm(ctx context.Context, c *idem.Client, events []ide
 			row.Redelivered++
 		}
 		seen[ev.ID] = true
-		var meta struct {
-			Key string `json:"idem_key"`
-		}
-		if err := json.Unmarshal(ev.Metadata, &meta); err != nil || meta.Key == "" {
+		key := eventKey(ev)
+		if key == "" {
 			row.Problems = append(row.Problems, fmt.Sprintf("event %s carries no key in its metadata", ev.ID))
 			continue
 		}
@@ -201,15 +208,15 @@ func (row *WebhookRow) confirm(ctx context.Context, c *idem.Client, events []ide
 		default:
 			continue // processing confirms nothing
 		}
-		before, err := c.Lookup(ctx, "", meta.Key)
+		before, err := c.Lookup(ctx, "", key)
 		if err != nil {
 			return err
 		}
-		res, err := c.Confirm(ctx, "", meta.Key, conf)
+		res, err := c.Confirm(ctx, "", key, conf)
 		switch {
 		case errors.Is(err, idem.ErrConfirmConflict):
 			row.Conflicts++
-			row.Problems = append(row.Problems, fmt.Sprintf("%s: event %s contradicts the journal", meta.Key, ev.ID))
+			row.Problems = append(row.Problems, fmt.Sprintf("%s: event %s contradicts the journal", key, ev.ID))
 		case err != nil:
 			return err
 		case !before.State.Terminal() && res.State.Terminal():
@@ -225,11 +232,8 @@ func (row *WebhookRow) confirm(ctx context.Context, c *idem.Client, events []ide
 func (row *WebhookRow) check(ctx context.Context, path string, srv *idemtest.Server, events []idemtest.WebhookEvent) error {
 	answered := map[string]bool{}
 	for _, ev := range events {
-		var meta struct {
-			Key string `json:"idem_key"`
-		}
-		if json.Unmarshal(ev.Metadata, &meta) == nil && ev.State != "processing" {
-			answered[meta.Key] = true
+		if ev.State != "processing" {
+			answered[eventKey(ev)] = true
 		}
 	}
 	store, err := journal.Open(path, journal.ReadOnly())
