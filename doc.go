@@ -138,6 +138,17 @@
 // [KeyRetentionStripe]). A journaled send time in the future (a clock
 // stepped back) blocks resends for good: [ReviewClockStepped].
 //
+// # Settling from webhooks
+//
+// A provider's webhook event can settle what neither a query nor a resend
+// may: [Client.Confirm] records it (source and event id, so a redelivery
+// changes nothing) and settles the open operation, which is never sent
+// again; an event that contradicts a settled outcome is flagged
+// ([ReviewConfirmConflict], [ErrConfirmConflict]), never applied. Put the
+// key in the request's metadata so that the events carry it back;
+// [Client.LookupResource] finds an open operation by the resource id its
+// response named.
+//
 // # Concurrency and processes
 //
 // A Client is safe for concurrent use. Calls for the same (scope, key) in
