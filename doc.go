@@ -57,8 +57,9 @@
 // outcome; it stays in the journal and [Client.Resume] and [Client.Run]
 // settle it. Only succeeded and failed are terminal, and a terminal
 // operation is never sent again; only [Client.Resolve] (a recorded manual
-// settlement) changes it. A cancelled context never marks an operation
-// failed.
+// settlement) changes its outcome ([Client.Confirm] may flag it for review
+// when an event contradicts it, never change it). A cancelled context
+// never marks an operation failed.
 //
 // # Outcome table
 //
