@@ -221,6 +221,7 @@ func (d *driver) submit() (step, error) {
 	})
 	d.observe(number, false, ex, st.label)
 	if err != nil {
+		d.lateAnswer(err, st, number, ex.status)
 		return st, err
 	}
 	switch st.move {
@@ -321,6 +322,7 @@ func (d *driver) query() (step, error) {
 	})
 	d.observe(number, true, ex, st.label)
 	if err != nil {
+		d.lateAnswer(err, st, number, ex.status)
 		return st, err
 	}
 	switch st.move {
@@ -369,7 +371,11 @@ func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, no
 	}
 	r.State = out.State
 	r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: bytes.Clone(body), Reason: out.Reason, Replayed: replayed}
-	r.Review = ""
+	if r.Review != ReviewConfirmConflict {
+		// A contradiction between an event and the server stays for a
+		// person, whichever answer settles it.
+		r.Review = ""
+	}
 	r.Settled = now
 	r.NextDue = time.Time{}
 }

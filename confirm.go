@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 
 	"github.com/idemkit/idem/journal"
@@ -176,4 +177,37 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 			ErrInvalidRequest, len(found), scope, resourceID, found[0].Key, found[1].Key)
 	}
 	return newOperation(found[0]), nil
+}
+
+// ResponseSource is the Source of the confirmation a call records when the
+// server's own answer settles an operation that a confirmation settled
+// while the call was in flight: compared like any other, it is recorded if
+// it agrees and flagged (ReviewConfirmConflict) if it contradicts.
+const ResponseSource = "idem: server response"
+
+// lateAnswer handles a settling answer whose commit found the operation
+// settled by a confirmation (err is the commit's): the answer is not lost
+// but checked against the confirmation, so that a contradiction reaches a
+// person. An operation a person resolved is left alone.
+func (d *driver) lateAnswer(err error, st step, number, status int) {
+	if !errors.Is(err, errSettledElsewhere) || st.move != moveSettle || st.conflict || d.rec.Resolved != nil || len(d.rec.Confirmations) == 0 {
+		return
+	}
+	conf := Confirmation{
+		State: st.out.State, ResourceID: st.out.ResourceID, StatusCode: status,
+		Source: ResponseSource, EventID: "attempt " + strconv.Itoa(number), At: d.now(),
+		Reason: "the server's answer, after a confirmation settled it",
+	}
+	rec, cerr := d.c.store.Confirm(d.wctx, d.rec.Scope, d.rec.Key, conf)
+	if rec != nil {
+		d.rec = rec
+	}
+	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
+		return
+	}
+	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts a confirmation; flagged for review",
+		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(conf.State)), slog.String("answer_resource_id", conf.ResourceID))...)
+	if d.c.cfg.hooks.ConfirmConflict != nil {
+		d.c.cfg.hooks.ConfirmConflict(newResult(d.rec), conf)
+	}
 }

@@ -75,7 +75,7 @@ func TestConfirmRacesResend(t *testing.T) {
 	t.Cleanup(func() { _ = resender.Close() })
 
 	won := map[journal.ConfirmEffect]int{}
-	rounds := 0
+	rounds, lateAnswers := 0, 0
 	for ; rounds < maxRounds && time.Now().Before(deadline); rounds++ {
 		key := fmt.Sprintf("k%d", rounds)
 		id := fmt.Sprintf("ord_%06d", rounds+1)
@@ -148,8 +148,17 @@ func TestConfirmRacesResend(t *testing.T) {
 		}
 		require.LessOrEqual(t, len(e.submits(key)), journaled, "round %d: every submit the server saw was journaled", rounds)
 		require.LessOrEqual(t, tr.late.Load(), int32(1), "round %d: submits started after the confirmation returned", rounds)
-		require.Len(t, rec.Confirmations, 1)
+		// The event, and perhaps the resend's answer after it, which
+		// agrees.
+		require.NotEmpty(t, rec.Confirmations)
+		require.LessOrEqual(t, len(rec.Confirmations), 2)
 		effect := rec.Confirmations[0].Effect
+		if len(rec.Confirmations) == 2 {
+			late := rec.Confirmations[1]
+			require.Equal(t, idem.ResponseSource, late.Source, "round %d", rounds)
+			require.Equal(t, journal.ConfirmAgreed, late.Effect, "round %d: the late answer", rounds)
+			lateAnswers++
+		}
 		won[effect]++
 		require.Equal(t, 1, counts.get(counts.hook, key), "round %d: settle hook calls", rounds)
 		wantFn := 0
@@ -159,5 +168,81 @@ func TestConfirmRacesResend(t *testing.T) {
 		require.Equal(t, wantFn, counts.get(counts.fn, key), "round %d: settle func calls", rounds)
 	}
 	require.GreaterOrEqual(t, rounds, 20, "races run before the deadline")
-	t.Logf("%d races: the confirmation settled %d, agreed with the resend's settlement %d", rounds, won[journal.ConfirmSettled], won[journal.ConfirmAgreed])
+	t.Logf("%d races: the confirmation settled %d (the resend's answer came later in %d), agreed with the resend's settlement %d",
+		rounds, won[journal.ConfirmSettled], lateAnswers, won[journal.ConfirmAgreed])
+}
+
+// confirmOnSend confirms the operation while its submit is on the wire,
+// before the server answers: the answer then meets a settled operation.
+type confirmOnSend struct {
+	base    http.RoundTripper
+	confirm func() error
+	err     error
+}
+
+func (c *confirmOnSend) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && c.confirm != nil {
+		c.err = c.confirm()
+		c.confirm = nil
+	}
+	return c.base.RoundTrip(r)
+}
+
+// TestConfirmLateAnswer: a resend's answer that arrives after a
+// confirmation settled the operation is checked against it, not lost: if
+// it agrees it is recorded, if it contradicts the confirmed outcome is
+// kept and the operation flagged.
+func TestConfirmLateAnswer(t *testing.T) {
+	tests := []struct {
+		name     string
+		c        idem.Confirmation
+		conflict bool
+	}{
+		{"agrees", webhookEvent(idem.StateSucceeded, "ord_000001", "evt_1"), false},
+		{"contradicts", webhookEvent(idem.StateFailed, "", "evt_1"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			counts := newSettleCounts()
+			e := newEnv(t, noResultEndpoint(), clientOpts(idem.WithMaxAttempts(1)), counts.options())
+			require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
+			_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+
+			tr := &confirmOnSend{base: e.srv.Client().Transport}
+			resender, err := idem.New(e.store, append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = resender.Close() })
+			tr.confirm = func() error {
+				_, err := resender.Confirm(e.ctx, "", "k", tt.c)
+				return err
+			}
+			op, err := resender.Lookup(e.ctx, "", "k")
+			require.NoError(t, err)
+			res, err := resender.Do(e.ctx, op)
+			require.NoError(t, tr.err, "Confirm() during the resend")
+			require.Len(t, e.submits("k"), 2, "the resend went out")
+
+			rec := e.record("k")
+			require.Equal(t, tt.c.State, rec.State, "the confirmed state is kept")
+			require.Len(t, rec.Confirmations, 2, "the event, then the server's answer")
+			late := rec.Confirmations[1]
+			require.Equal(t, idem.ResponseSource, late.Source)
+			require.Equal(t, idem.StateSucceeded, late.State, "the server's answer: its replay")
+			require.Equal(t, "ord_000001", late.ResourceID)
+			if tt.conflict {
+				require.ErrorIs(t, err, idem.ErrFailed, "Do() reports the confirmed outcome")
+				require.Equal(t, journal.ConfirmConflicted, late.Effect)
+				require.Equal(t, idem.ReviewConfirmConflict, rec.Review)
+				require.Equal(t, idem.ReviewConfirmConflict, res.Review)
+				require.Equal(t, 1, counts.get(counts.conflict, "k"), "conflict hook calls")
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, journal.ConfirmAgreed, late.Effect)
+				require.Empty(t, rec.Review)
+				require.Zero(t, counts.get(counts.conflict, "k"))
+			}
+			require.Equal(t, 1, counts.get(counts.hook, "k"), "settle hook calls")
+		})
+	}
 }
