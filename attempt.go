@@ -216,7 +216,7 @@ func (d *driver) submit() (step, error) {
 		case moveReview:
 			// Durable before anything else is tried: a crash now must not
 			// leave the operation looking resendable.
-			r.Review = st.review
+			setReview(r, st.review)
 		}
 	})
 	d.observe(number, false, ex, st.label)
@@ -317,7 +317,7 @@ func (d *driver) query() (step, error) {
 		case moveProcessing:
 			r.State = StateProcessing
 		case moveReview:
-			r.Review = st.review
+			setReview(r, st.review)
 		}
 	})
 	d.observe(number, true, ex, st.label)
@@ -371,11 +371,7 @@ func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, no
 	}
 	r.State = out.State
 	r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: bytes.Clone(body), Reason: out.Reason, Replayed: replayed}
-	if r.Review != ReviewConfirmConflict {
-		// A contradiction between an event and the server stays for a
-		// person, whichever answer settles it.
-		r.Review = ""
-	}
+	setReview(r, "")
 	r.Settled = now
 	r.NextDue = time.Time{}
 }

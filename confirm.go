@@ -179,6 +179,15 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 	return newOperation(found[0]), nil
 }
 
+// setReview sets the record's review reason, or clears it (reason ""),
+// unless a confirmation contradicted the record: that stays for a person,
+// whatever the driver learns later, until Resolve.
+func setReview(r *journal.Record, reason string) {
+	if r.Review != ReviewConfirmConflict {
+		r.Review = reason
+	}
+}
+
 // ResponseSource is the Source of the confirmation a call records when the
 // server's own answer settles an operation that a confirmation settled
 // while the call was in flight: compared like any other, it is recorded if

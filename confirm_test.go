@@ -336,4 +336,13 @@ func TestConfirmConflictOpen(t *testing.T) {
 	require.Equal(t, sent, len(e.submits("k")), "automatic reconciliation never resends a flagged operation")
 	require.Equal(t, 1, counts.get(counts.conflict, "k"))
 	require.Zero(t, counts.get(counts.hook, "k"))
+
+	// An explicit Do past the key window flags it for that too, and a
+	// later answer could settle it; neither hides the contradiction.
+	op, err := e.client.Lookup(e.ctx, "", "k")
+	require.NoError(t, err)
+	_, err = e.client.Do(e.ctx, op)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, sent, len(e.submits("k")), "past the key window: no resend")
+	require.Equal(t, idem.ReviewConfirmConflict, e.record("k").Review, "the conflict is still the reason")
 }

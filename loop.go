@@ -414,7 +414,7 @@ func (d *driver) flag(reason string, cause error) error {
 		if r.State != StateProcessing || reason == ReviewKeyInUse {
 			r.State = StateUnknown
 		}
-		r.Review = reason
+		setReview(r, reason)
 		r.NextDue = now.Add(reviewRecheck)
 	}); err != nil {
 		return err
