@@ -24,9 +24,10 @@ import (
 //
 // State (StateSucceeded or StateFailed), Source and EventID are required;
 // (Source, EventID) names the event, so the same event delivered twice
-// changes nothing. At is when the source says it happened; zero means now
-// (the client's clock). Effect is set by the journal when it records the
-// confirmation (Operation.Confirmations); Confirm ignores it.
+// changes nothing. At and Effect are set when it is recorded (At from the
+// client's clock, as Settled: a provider's clock does not decide when an
+// operation is pruned) and shown in Operation.Confirmations; Confirm
+// ignores what the caller puts there.
 type Confirmation = journal.Confirmation
 
 // ErrConfirmConflict: a confirmation contradicts the operation's recorded
@@ -72,10 +73,7 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	if err := validConfirmation(key, &conf); err != nil {
 		return nil, err
 	}
-	now := c.cfg.clock.Now()
-	if conf.At.IsZero() {
-		conf.At = now
-	}
+	conf.At = c.cfg.clock.Now()
 	rec, err := c.store.Confirm(ctx, scope, key, conf)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
