@@ -47,8 +47,9 @@ const (
 	ReviewFinalAnswer = "server's stored answer for the key does not settle it"
 	// ReviewConfirmConflict: an external confirmation (Confirm) contradicts
 	// the recorded outcome, which was kept. Unlike the others it may flag
-	// a succeeded or failed operation, without changing its state; Resolve
-	// clears it.
+	// a succeeded or failed operation, without changing its state (List
+	// with Filter{Review: true}, not Open, shows those); nothing but
+	// Resolve clears it.
 	ReviewConfirmConflict = journal.ReviewConfirmConflict
 )
 
