@@ -35,7 +35,7 @@ func (e *journalError) Error() string { return "idem: " + e.err.Error() } // "id
 func (e *journalError) Unwrap() error { return e.err }
 
 // errSettledElsewhere ends a drive whose record became terminal under it
-// (a manual resolution).
+// (a manual resolution, a confirmation).
 var errSettledElsewhere = errors.New("idem: settled elsewhere")
 
 // driver runs the submit-or-check loop for one operation, one call.
@@ -63,6 +63,14 @@ type driver struct {
 
 // drive runs the loop and converts its end into what Do returns.
 func (c *Client) drive(ctx context.Context, rec *journal.Record, mode driveMode, preRecorded bool) (*Result, error) {
+	res, _, err := c.driveSettling(ctx, rec, mode, preRecorded)
+	return res, err
+}
+
+// driveSettling is drive that also reports whether this drive settled the
+// operation: not when someone else (Resolve, Confirm) settled it under
+// the drive, who told the hooks.
+func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, mode driveMode, preRecorded bool) (*Result, bool, error) {
 	now := c.cfg.clock.Now()
 	d := &driver{
 		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
@@ -75,12 +83,11 @@ func (c *Client) drive(ctx context.Context, rec *journal.Record, mode driveMode,
 		cause = nil // whoever settled it (Resolve) told the hooks
 	}
 	res, err := c.finish(d.rec, cause)
-	if wasOpen && !d.rec.Open() && !elsewhere {
-		if c.cfg.hooks.Settle != nil {
-			c.cfg.hooks.Settle(res.clone())
-		}
+	settled := wasOpen && !d.rec.Open() && !elsewhere
+	if settled && c.cfg.hooks.Settle != nil {
+		c.cfg.hooks.Settle(res.clone())
 	}
-	return res, err
+	return res, settled, err
 }
 
 // run returns why the call ended without settling (nil when it settled).
@@ -407,7 +414,7 @@ func (d *driver) flag(reason string, cause error) error {
 		if r.State != StateProcessing || reason == ReviewKeyInUse {
 			r.State = StateUnknown
 		}
-		r.Review = reason
+		setReview(r, reason)
 		r.NextDue = now.Add(reviewRecheck)
 	}); err != nil {
 		return err

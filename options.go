@@ -96,6 +96,11 @@ type Hooks struct {
 	// Settle is called when an operation becomes succeeded or failed, after
 	// the outcome is committed, whoever settled it.
 	Settle func(*Result)
+	// ConfirmConflict is called when Confirm met a confirmation that
+	// contradicts the recorded outcome (which it kept, flagging the
+	// operation for review), with the operation's Result and the
+	// confirmation; once per event.
+	ConfirmConflict func(*Result, Confirmation)
 }
 
 // AttemptEvent describes one finished HTTP exchange.

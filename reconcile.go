@@ -141,9 +141,8 @@ func (c *Client) visit(ctx context.Context, scope, key string, mode driveMode) (
 		if err != nil {
 			return nil, c.lookupErr(scope, key, err)
 		}
-		wasOpen := rec.Open()
-		res, err := c.drive(ctx, rec, mode, false)
-		settledHere = wasOpen && res != nil && res.State.Terminal()
+		res, settled, err := c.driveSettling(ctx, rec, mode, false)
+		settledHere = settled
 		return res, err
 	})
 	if settledHere && c.cfg.onSettle != nil {

@@ -41,6 +41,10 @@ func fullRecord() *Record {
 		Updated:   time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
 		Settled:   time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
 		NextDue:   time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
+		Confirmations: []Confirmation{
+			{State: StateSucceeded, ResourceID: "ord_1", Source: "webhook", EventID: "evt_1", Reason: "order.created", StatusCode: 201, At: t0.Add(time.Minute), Effect: ConfirmAgreed},
+			{State: StateFailed, Source: "webhook", EventID: "evt_2", At: t0.Add(2 * time.Minute), Effect: ConfirmConflicted},
+		},
 	}
 }
 
@@ -115,8 +119,7 @@ func TestDecodeVersion1(t *testing.T) {
 	plain := &Record{Scope: "s", Key: "k", State: StateUnknown,
 		Attempts: []Attempt{{Number: 1, Kind: AttemptSubmit, Wrote: true, Done: true, Status: 504}},
 		Result:   &Result{StatusCode: 504}}
-	v1 := encode(nil, plain)
-	v1[2] = 1
+	v1 := encodeOld(plain, 1)
 	got, err := decode(v1)
 	require.NoError(t, err, "a version 1 record without the new flags")
 	require.Equal(t, plain, got)
@@ -132,12 +135,34 @@ func TestDecodeVersion1(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := clone(plain)
 			tt.set(r)
-			b := encode(nil, r)
-			b[2] = 1
-			_, err := decode(b)
+			_, err := decode(encodeOld(r, 1))
 			require.ErrorIs(t, err, ErrCorrupt)
 		})
 	}
+}
+
+// encodeOld encodes r, which must hold nothing the versions after version
+// did not add, as record version version (1 or 2).
+func encodeOld(r *Record, version byte) []byte {
+	b := encode(nil, r)
+	b[2] = version
+	return b[:len(b)-1] // version 3's empty confirmation count
+}
+
+// A version 2 record (written before confirmations existed) decodes with
+// none; confirmation bytes in one are damage.
+func TestDecodeVersion2(t *testing.T) {
+	plain := &Record{Scope: "s", Key: "k", State: StateSucceeded, Settled: t0, Result: &Result{ResourceID: "r", Replayed: true}}
+	got, err := decode(encodeOld(plain, 2))
+	require.NoError(t, err, "a version 2 record")
+	require.Equal(t, plain, got)
+
+	r := clone(plain)
+	r.Confirmations = []Confirmation{{State: StateSucceeded, Source: "s", EventID: "e", At: t0, Effect: ConfirmAgreed}}
+	b := encode(nil, r)
+	b[2] = 2
+	_, err = decode(b)
+	require.ErrorIs(t, err, ErrCorrupt, "a version 2 record with confirmations")
 }
 
 // FuzzDecodeRecord checks that decode never panics, and that whatever it

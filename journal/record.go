@@ -106,6 +106,9 @@ type Record struct {
 	Attempts []Attempt
 	Result   *Result
 	Resolved *Resolution // set only by manual resolution
+	// Confirmations: outcomes learned from outside (webhook events), the
+	// latest MaxConfirmations; set only by Store.Confirm.
+	Confirmations []Confirmation
 
 	Created   time.Time
 	FirstSent time.Time // start of the first submit attempt that may have reached the server (the key window runs from it); zero if none

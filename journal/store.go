@@ -529,6 +529,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 			res := *r.Resolved
 			was.Resolved = &res
 		}
+		was.Confirmations = slices.Clone(r.Confirmations)
 		if req.panicked, err = protect(fn, r); err != nil {
 			return err
 		}
@@ -563,28 +564,14 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 	if err := m.validate(); err != nil {
 		return nil, errorf("journal: resolve: %w: %w", err, ErrInvalid)
 	}
-	rk := recordKey(scope, key)
-	var stored *Record
-	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
-		r, err := getForWrite(tx, rk)
-		if err != nil {
-			return err
-		}
-		was := *r
+	stored, err := s.rewrite(ctx, recordKey(scope, key), func(r *Record) bool {
 		m.resolve(r)
-		if err := validate(r); err != nil {
-			return err
-		}
-		if err := failed(putRecord(tx, rk, &was, r, encode(nil, r))); err != nil {
-			return err
-		}
-		stored = r
-		return nil
+		return true
 	})
 	if err != nil {
 		return nil, errorf("journal: resolve %q: %w", key, err)
 	}
-	return clone(stored), nil
+	return stored, nil
 }
 
 func getForWrite(tx *bolt.Tx, rk []byte) (*Record, error) {
@@ -950,6 +937,8 @@ func validateChange(was, r *Record) error {
 		return errorf("update changed Created: %w", ErrInvalid)
 	case !reflect.DeepEqual(r.Resolved, was.Resolved):
 		return errorf("update changed Resolved: only Resolve records a manual resolution: %w", ErrInvalid)
+	case !slices.Equal(r.Confirmations, was.Confirmations):
+		return errorf("update changed Confirmations: only Confirm records a confirmation: %w", ErrInvalid)
 	}
 	// The stored body and digest were validated when the record was
 	// created, and neither has changed since.

@@ -103,6 +103,10 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 		fmt.Fprintf(w, "resolved by hand: by %s at %s, from %s: %s\n",
 			clean(m.By), stamp(m.At), clean(string(m.From)), clean(m.Reason))
 	}
+	for _, c := range r.Confirmations {
+		fmt.Fprintf(w, "confirmation (%s): %s event %s at %s: %s %s %s\n", c.Effect, clean(c.Source), clean(c.EventID),
+			stamp(c.At), c.State, clean(c.ResourceID), clean(c.Reason))
+	}
 
 	if len(r.Attempts) == 0 {
 		fmt.Fprintln(w, "attempts: none")
