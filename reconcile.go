@@ -233,6 +233,7 @@ func (c *Client) Run(ctx context.Context) (err error) {
 		now := c.cfg.clock.Now()
 		wait := poll
 		if perr != nil {
+			c.runFailed(ctx, perr)
 			if permanentJournalErr(perr) {
 				h.stopped(perr, now)
 				c.log.LogAttrs(ctx, slog.LevelError, "idem: reconciler stopped: journal unusable",

@@ -41,7 +41,19 @@ func fullRecord() *Record {
 		Updated:   time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
 		Settled:   time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
 		NextDue:   time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
+		Trace:     "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	}
+}
+
+// encodeAs encodes r as an older record version would have: without the
+// fields added since. r must hold none of them.
+func encodeAs(tb testing.TB, r *Record, version byte) []byte {
+	tb.Helper()
+	require.Empty(tb, r.Trace, "a version %d record cannot hold a trace", version)
+	b := encode(nil, r)
+	b = b[:len(b)-1] // the empty Trace, version 3
+	b[2] = version
+	return b
 }
 
 func TestEncodeRoundTrip(t *testing.T) {
@@ -115,8 +127,7 @@ func TestDecodeVersion1(t *testing.T) {
 	plain := &Record{Scope: "s", Key: "k", State: StateUnknown,
 		Attempts: []Attempt{{Number: 1, Kind: AttemptSubmit, Wrote: true, Done: true, Status: 504}},
 		Result:   &Result{StatusCode: 504}}
-	v1 := encode(nil, plain)
-	v1[2] = 1
+	v1 := encodeAs(t, plain, 1)
 	got, err := decode(v1)
 	require.NoError(t, err, "a version 1 record without the new flags")
 	require.Equal(t, plain, got)
@@ -132,12 +143,24 @@ func TestDecodeVersion1(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := clone(plain)
 			tt.set(r)
-			b := encode(nil, r)
-			b[2] = 1
-			_, err := decode(b)
+			_, err := decode(encodeAs(t, r, 1))
 			require.ErrorIs(t, err, ErrCorrupt)
 		})
 	}
+}
+
+// A version 2 record has no trace context: it decodes with an empty one,
+// and its bytes end where a version 3 record's trace begins.
+func TestDecodeVersion2(t *testing.T) {
+	r := fullRecord()
+	r.Trace = ""
+	got, err := decode(encodeAs(t, r, 2))
+	require.NoError(t, err)
+	require.Equal(t, r, got)
+
+	v2 := encodeAs(t, r, 2)
+	_, err = decode(append(v2, 0))
+	require.ErrorIs(t, err, ErrCorrupt, "a version 2 record with a trace field is damaged")
 }
 
 // FuzzDecodeRecord checks that decode never panics, and that whatever it
