@@ -63,6 +63,7 @@ type CallEvent struct {
 	Scope, Key string
 	Method     string
 	URL        string // as journaled: no credentials (they are added at send time)
+	ResultURL  string // the result endpoint's URL; empty if none
 	// Kind is "call" (Do, Submit), "resume" or "reconcile" (a Run visit).
 	Kind string
 	// Trace is the trace context journaled with the operation by
@@ -114,7 +115,7 @@ func (c *Client) callStarted(ctx context.Context, rec *journal.Record, mode driv
 		return ctx, nil
 	}
 	hctx, end := c.cfg.hooks.Call(ctx, CallEvent{
-		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, Kind: callKind(mode),
+		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, ResultURL: rec.QueryURL, Kind: callKind(mode),
 		Trace: rec.Trace, State: rec.State, Attempts: attemptCount(rec),
 	})
 	if hctx == nil {
