@@ -27,6 +27,6 @@ go vet ./...
 (cd bench && go vet ./...)
 go test -race "$@" ./...
 # Nested modules with their own dependencies (OpenTelemetry, Prometheus).
-for m in idemotel; do
+for m in idemotel examples/service; do
   (cd "$m" && go vet ./... && go test -race "$@" ./...)
 done
