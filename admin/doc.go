@@ -14,7 +14,7 @@
 //
 // # Endpoints
 //
-//	GET  /operations   list: ?state=unknown,pending&scope=S&flagged=true&older_than=1h&limit=100&cursor=C
+//	GET  /operations   list: ?state=unknown,pending&scope=S&flagged=true&older_than=1h&limit=100&cursor=C&timeline=false
 //	GET  /operation    one operation with its attempt timeline: ?scope=S&key=K
 //	GET  /stats        counts by state, oldest open and unknown ages, review count, retry-budget tokens
 //	GET  /health       journal and Run state; 200 when ok, 503 otherwise
@@ -37,7 +37,7 @@
 //	            attempts (exchanges so far), result {resource_id,
 //	            status_code, reason, replayed}, resolved {by, reason, at,
 //	            from}, created, first_sent, updated, settled, next_due,
-//	            timeline (one operation only)
+//	            timeline (one operation, or a list with timeline=true)
 //	timeline[]  number, kind (submit, query), start, wrote, done, replayed,
 //	            refused, status, error, retry_after_seconds, duration_seconds
 //	stats       by_state {state: count}, open, review, total, complete

@@ -164,6 +164,14 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 		}
 		limit = n
 	}
+	timeline := false
+	if v := q.Get("timeline"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return badRequest("timeline %q: want true or false", v)
+		}
+		timeline = b
+	}
 	after, err := decodeCursor(q.Get("cursor"))
 	if err != nil {
 		return err
@@ -192,7 +200,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return clientError(err)
 		}
-		page.Operations = append(page.Operations, FromRecord(rec, false))
+		page.Operations = append(page.Operations, FromRecord(rec, timeline))
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
