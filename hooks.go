@@ -15,7 +15,8 @@ import (
 // Each hook runs synchronously on the goroutine that produced the event,
 // with the context of the call (Do, Submit, Resolve) or of the Resume or
 // Run visit that produced it, and only after what it reports is committed
-// to the journal (a hook never learns of an outcome a crash could undo).
+// to the journal (a hook never learns of an outcome a crash could undo;
+// Attempt is the one exception, below).
 // Each event is reported exactly once: callers joined to a call in flight
 // share its events, and a Run visit that leaves an operation as it was
 // reports nothing but its attempts. Keep hooks fast, and never call Close
@@ -34,7 +35,9 @@ type Hooks struct {
 	// when not nil, is called once as the call returns, with what it
 	// returns.
 	Call func(ctx context.Context, ev CallEvent) (_ context.Context, end func(*Result, error))
-	// Attempt is called after every HTTP exchange, once it is journaled.
+	// Attempt is called after every HTTP exchange, once its outcome is
+	// journaled (or the journal refused it: the request was sent all the
+	// same, and counts).
 	Attempt func(ctx context.Context, ev AttemptEvent)
 	// Settle is called when an operation becomes succeeded or failed,
 	// whoever settled it: a call, a Resume or Run visit, or Resolve (also
@@ -168,8 +171,10 @@ func (c *Client) runFailed(ctx context.Context, err error) {
 //
 // A settlement in this process (a call, Resume, Run, Resolve) wakes Wait
 // at once. One made by another process sharing the journal is seen by
-// reading the journal again, every WaitPoll on the Client's clock. An
-// unknown key is an error matching ErrNotFound. An empty scope is the
+// reading the journal again, every WaitPoll on the Client's clock (a test
+// clock whose Sleep returns at once, as idemtest.Clock's does, makes that
+// a tight loop that moves the clock). An unknown key is an error matching
+// ErrNotFound. An empty scope is the
 // client's default (WithScope).
 func (c *Client) Wait(ctx context.Context, scope, key string) (*Result, error) {
 	if err := c.enter(); err != nil {
