@@ -16,6 +16,7 @@ package idemotel
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -241,19 +242,38 @@ func (i *Instrumentation) journaled(s string) trace.SpanContext {
 	return trace.SpanContextFromContext(ctx)
 }
 
-// callState is what a call's attempt spans need from its CallEvent.
+// callState is what a call's attempt spans need, worked out once per
+// call rather than on every attempt.
 type callState struct {
-	method, url, resultURL string
+	submit, query []attribute.KeyValue // method and URL attributes of each kind of exchange
 }
 
 type callStateKey struct{}
+
+// endpointAttrs are the HTTP semantic-convention attributes of a request
+// to u. The query string is left out: it may hold a secret idem cannot
+// recognise (credentials belong in a request hook, which is never seen).
+func endpointAttrs(method, u string) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 12) // room for the attempt's own
+	kv = append(kv, attribute.String("http.request.method", method))
+	pu, err := url.Parse(u)
+	if err != nil || u == "" {
+		return kv
+	}
+	pu.User, pu.RawQuery, pu.ForceQuery, pu.Fragment = nil, "", false, ""
+	kv = append(kv, attribute.String("url.full", pu.String()), attribute.String("server.address", pu.Hostname()))
+	if p, err := strconv.Atoi(pu.Port()); err == nil {
+		kv = append(kv, attribute.Int("server.port", p))
+	}
+	return kv
+}
 
 func (i *Instrumentation) call(ctx context.Context, ev idem.CallEvent) (context.Context, func(*idem.Result, error)) {
 	start := time.Now()
 	opts := []trace.SpanStartOption{
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(AttrKey.String(ev.Key), AttrScope.String(ev.Scope), AttrCallKind.String(ev.Kind),
-			attribute.String("http.request.method", ev.Method), AttrState.String(string(ev.State))),
+			attribute.String("http.request.method", ev.Method)),
 	}
 	if sc := i.journaled(ev.Trace); sc.IsValid() && sc.TraceID() != trace.SpanContextFromContext(ctx).TraceID() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
@@ -261,64 +281,83 @@ func (i *Instrumentation) call(ctx context.Context, ev idem.CallEvent) (context.
 		}}))
 	}
 	ctx, span := i.tracer.Start(ctx, "idem "+ev.Kind, opts...)
-	ctx = context.WithValue(ctx, callStateKey{}, &callState{ev.Method, ev.URL, ev.ResultURL})
-	kind := AttrCallKind.String(ev.Kind)
+	if span.IsRecording() {
+		ctx = context.WithValue(ctx, callStateKey{}, &callState{
+			submit: endpointAttrs(ev.Method, ev.URL), query: endpointAttrs(http.MethodGet, ev.ResultURL),
+		})
+	}
 	return ctx, func(res *idem.Result, err error) {
-		state := ""
 		if res != nil {
-			state = string(res.State)
-			span.SetAttributes(AttrState.String(state), attribute.Int("idem.attempts", res.Attempts))
+			span.SetAttributes(AttrState.String(string(res.State)))
 		}
 		if err != nil && !errors.Is(err, idem.ErrUnknownOutcome) {
 			span.SetStatus(codes.Error, err.Error())
 		}
 		span.End()
-		i.operationDur.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(kind, AttrState.String(state)))
+		i.recordCall(ctx, ev.Kind, res, start)
 	}
 }
 
-func (i *Instrumentation) attempt(ctx context.Context, ev idem.AttemptEvent) {
-	kind, class := "submit", statusClass(ev)
-	attrs := metric.WithAttributeSet(attemptSet(ev.Query, class))
-	if ev.Query {
-		kind = "query"
+func (i *Instrumentation) recordCall(ctx context.Context, kind string, res *idem.Result, start time.Time) {
+	state := idem.State("")
+	if res != nil {
+		state = res.State
 	}
+	i.operationDur.Record(ctx, time.Since(start).Seconds(), metric.WithAttributeSet(callSet(kind, state)))
+}
+
+func (i *Instrumentation) attempt(ctx context.Context, ev idem.AttemptEvent) {
+	class := statusClass(ev)
+	attrs := metric.WithAttributeSet(attemptSet(ev.Query, class))
 	i.attempts.Add(ctx, 1, attrs)
 	i.attemptDur.Record(ctx, ev.Duration.Seconds(), attrs)
 
 	cs, _ := ctx.Value(callStateKey{}).(*callState)
-	if cs == nil || !trace.SpanFromContext(ctx).IsRecording() {
-		return
+	if cs == nil {
+		return // not traced, or the call's span is not sampled
 	}
-	method, u := cs.method, cs.url
+	kind, base := "submit", cs.submit
 	if ev.Query {
-		method, u = "GET", cs.resultURL
+		kind, base = "query", cs.query
 	}
-	sa := []attribute.KeyValue{
-		attribute.String("http.request.method", method),
-		AttrKey.String(ev.Key), AttrAttempt.Int(ev.Number), AttrAttemptKind.String(kind), AttrWrote.Bool(ev.Wrote),
-	}
-	if pu, err := url.Parse(u); err == nil {
-		pu.User, pu.RawQuery, pu.Fragment = nil, "", "" // a query string may hold a secret idem cannot recognise
-		sa = append(sa, attribute.String("url.full", pu.String()), attribute.String("server.address", pu.Hostname()))
-		if p, err := strconv.Atoi(pu.Port()); err == nil {
-			sa = append(sa, attribute.Int("server.port", p))
-		}
-	}
+	sa := append(base[:len(base):len(base)],
+		AttrKey.String(ev.Key), AttrAttempt.Int(ev.Number), AttrAttemptKind.String(kind), AttrWrote.Bool(ev.Wrote))
 	if ev.StatusCode != 0 {
 		sa = append(sa, attribute.Int("http.response.status_code", ev.StatusCode))
 	}
-	_, span := i.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindClient),
+	switch {
+	case ev.Err != nil:
+		sa = append(sa, attribute.String("error.type", "transport"))
+	case ev.StatusCode >= 500:
+		sa = append(sa, attribute.String("error.type", strconv.Itoa(ev.StatusCode)))
+	}
+	_, span := i.tracer.Start(ctx, base[0].Value.AsString(), trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(ev.Start), trace.WithAttributes(sa...))
 	switch {
 	case ev.Err != nil:
-		span.SetAttributes(attribute.String("error.type", "transport"))
 		span.SetStatus(codes.Error, ev.Err.Error())
 	case ev.StatusCode >= 500:
-		span.SetAttributes(attribute.String("error.type", strconv.Itoa(ev.StatusCode)))
 		span.SetStatus(codes.Error, "")
 	}
 	span.End(trace.WithTimestamp(ev.Start.Add(ev.Duration)))
+}
+
+// callSets holds the attribute sets of operation durations.
+var callSets = func() map[[2]string]attribute.Set {
+	m := map[[2]string]attribute.Set{}
+	for _, k := range []string{"call", "resume", "reconcile"} {
+		for _, s := range []idem.State{"", idem.StatePending, idem.StateProcessing, idem.StateSucceeded, idem.StateFailed, idem.StateUnknown} {
+			m[[2]string{k, string(s)}] = attribute.NewSet(AttrCallKind.String(k), AttrState.String(string(s)))
+		}
+	}
+	return m
+}()
+
+func callSet(kind string, state idem.State) attribute.Set {
+	if s, ok := callSets[[2]string{kind, string(state)}]; ok {
+		return s
+	}
+	return attribute.NewSet(AttrCallKind.String(kind), AttrState.String(string(state)))
 }
 
 func statusClass(ev idem.AttemptEvent) string {
