@@ -53,7 +53,8 @@ type Hooks struct {
 	// pending, if nothing can have been sent). Wait learns its outcome.
 	Handoff func(ctx context.Context, res *Result)
 	// RunError is called for every pass of Run that met a journal error,
-	// the one that stops Run too (Health says which).
+	// the one that stops Run too, once Health reports it (Health says
+	// whether Run goes on).
 	RunError func(ctx context.Context, err error)
 }
 

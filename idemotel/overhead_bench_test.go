@@ -16,6 +16,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemotel"
@@ -27,8 +29,9 @@ var rounds = flag.Int("rounds", 5, "interleaved rounds of BenchmarkOverhead")
 // BenchmarkOverhead measures what the OpenTelemetry layer adds to a
 // happy-path Submit, for a lone caller and for 64, with the journal's
 // fsync on and off (off, the client's CPU is the whole cost: the harshest
-// ratio). Each round runs both contenders, in alternating order, so a
-// ratio compares runs made seconds apart on a noisy machine:
+// ratio). Each round runs every contender, starting from a different one
+// each round, so a ratio compares runs made seconds apart on a noisy
+// machine:
 //
 //	go test -run='^$' -bench=Overhead -benchtime=1s -rounds=5 ./idemotel
 //
@@ -37,8 +40,9 @@ var rounds = flag.Int("rounds", 5, "interleaved rounds of BenchmarkOverhead")
 // The server is a plain in-process handler (idemtest's fake server costs
 // more than the client would). Metrics go to an SDK MeterProvider (a
 // reader that is never collected: aggregation still runs on every
-// record), spans to an SDK TracerProvider sampling everything, batched to
-// an exporter that drops them.
+// record); spans (contender otel) to an SDK TracerProvider sampling
+// everything, batched to an exporter that drops them, or (contender
+// metrics) to a no-op tracer.
 func BenchmarkOverhead(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -50,20 +54,22 @@ func BenchmarkOverhead(b *testing.B) {
 	for _, sync := range []bool{false, true} {
 		for _, callers := range []int{1, 64} {
 			for r := 1; r <= *rounds; r++ {
-				order := []bool{false, true}
-				if r%2 == 0 {
-					order = []bool{true, false}
-				}
-				for _, instrumented := range order {
-					name := fmt.Sprintf("sync=%t/callers=%d/round=%d/%s", sync, callers, r, map[bool]string{false: "plain", true: "otel"}[instrumented])
-					b.Run(name, func(b *testing.B) { benchmarkOverhead(b, srv, callers, sync, instrumented) })
+				// Each round starts from another contender.
+				for j := range contenders {
+					who := contenders[(j+r)%len(contenders)]
+					name := fmt.Sprintf("sync=%t/callers=%d/round=%d/%s", sync, callers, r, who)
+					b.Run(name, func(b *testing.B) { benchmarkOverhead(b, srv, callers, sync, who) })
 				}
 			}
 		}
 	}
 }
 
-func benchmarkOverhead(b *testing.B, srv *httptest.Server, callers int, sync, instrumented bool) {
+// The contenders: no instrumentation; metrics only (a no-op tracer);
+// metrics and spans, every operation sampled.
+var contenders = []string{"plain", "metrics", "otel"}
+
+func benchmarkOverhead(b *testing.B, srv *httptest.Server, callers int, sync bool, who string) {
 	var jopts []journal.Option
 	if !sync {
 		jopts = append(jopts, journal.WithUnsafeNoSync())
@@ -75,11 +81,15 @@ func benchmarkOverhead(b *testing.B, srv *httptest.Server, callers int, sync, in
 	defer store.Close()
 	opts := []idem.Option{idem.WithResultEndpoint(srv.URL + "/operations/{key}")}
 	flush := func() {}
-	if instrumented {
+	if who != "plain" {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-		defer tp.Shutdown(context.Background())
-		flush = func() { _ = tp.ForceFlush(context.Background()) }
+		var tp trace.TracerProvider = noop.NewTracerProvider()
+		if who == "otel" {
+			sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+			defer sdk.Shutdown(context.Background())
+			flush = func() { _ = sdk.ForceFlush(context.Background()) }
+			tp = sdk
+		}
 		inst, err := idemotel.New(idemotel.WithMeterProvider(mp), idemotel.WithTracerProvider(tp))
 		if err != nil {
 			b.Fatal(err)
