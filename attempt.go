@@ -403,9 +403,9 @@ func (d *driver) observe(number int, query bool, ex exchange, outcome string) {
 		c.log.LogAttrs(d.ctx, slog.LevelDebug, "idem: attempt", attrs...)
 	}
 	if c.cfg.hooks.Attempt != nil {
-		c.cfg.hooks.Attempt(AttemptEvent{
+		c.cfg.hooks.Attempt(d.hctx, AttemptEvent{
 			Scope: d.rec.Scope, Key: d.rec.Key, Number: number, Query: query, Wrote: ex.wrote,
-			StatusCode: ex.status, Err: ex.err, RetryAfter: ex.retryAfter, Duration: ex.dur,
+			StatusCode: ex.status, Err: ex.err, RetryAfter: ex.retryAfter, Start: d.attemptStart(number, ex), Duration: ex.dur,
 		})
 	}
 }

@@ -54,8 +54,9 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     else changes, and Confirm returns its Result with a nil error.
 //   - A contradiction: the recorded outcome is kept, the operation is
 //     flagged for review (a person settles it with Resolve), the
-//     confirmation is recorded beside it, Hooks.ConfirmConflict is called,
-//     and the error matches ErrConfirmConflict.
+//     confirmation is recorded beside it, Hooks.ConfirmConflict is called
+//     (and Hooks.Review, for the first contradiction), and the error
+//     matches ErrConfirmConflict.
 //   - The same (Source, EventID) again: nothing changes, and Confirm
 //     returns what it returned the first time.
 //
@@ -100,19 +101,25 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	if conflict {
 		c.log.LogAttrs(ctx, slog.LevelWarn, "idem: confirmation contradicts the recorded outcome; flagged for review",
 			append(attrs, slog.String("confirmed_state", string(conf.State)), slog.String("confirmed_resource_id", conf.ResourceID))...)
-		if c.cfg.hooks.ConfirmConflict != nil {
-			c.cfg.hooks.ConfirmConflict(res.clone(), conf)
-		}
+		c.confirmed(ctx, res, conf, true, earlierConflict(rec, &conf))
 		return res, err
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: settled by confirmation", attrs...)
-	if c.cfg.hooks.Settle != nil {
-		c.cfg.hooks.Settle(res.clone())
-	}
-	if c.cfg.onSettle != nil {
-		c.cfg.onSettle(res.clone())
-	}
+	c.confirmed(ctx, res, conf, false, "")
 	return res, nil
+}
+
+// earlierConflict returns the review reason of a conflict that an earlier
+// event than conf recorded in rec, or "": a second contradiction does not
+// flag the operation anew.
+func earlierConflict(rec *journal.Record, conf *Confirmation) string {
+	for i := range rec.Confirmations {
+		r := &rec.Confirmations[i]
+		if r.Effect == journal.ConfirmConflicted && (r.Source != conf.Source || r.EventID != conf.EventID) {
+			return journal.ReviewConfirmConflict
+		}
+	}
+	return ""
 }
 
 // recordedEffect is what the journal recorded for conf's event in rec.
@@ -214,7 +221,5 @@ func (d *driver) lateAnswer(err error, st step, number, status int) {
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts a confirmation; flagged for review",
 		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(conf.State)), slog.String("answer_resource_id", conf.ResourceID))...)
-	if d.c.cfg.hooks.ConfirmConflict != nil {
-		d.c.cfg.hooks.ConfirmConflict(newResult(d.rec), conf)
-	}
+	d.c.confirmed(d.hctx, newResult(d.rec), conf, true, earlierConflict(d.rec, &conf))
 }

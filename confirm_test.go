@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -13,23 +14,25 @@ import (
 )
 
 // settleCounts counts, per key, the calls of the settle hook, the settle
-// func and the conflict hook.
+// func, the conflict hook and the review hook.
 type settleCounts struct {
 	mu                      sync.Mutex
 	hook, fn, conflict      map[string]int
+	review                  map[string]int
 	lastConflict            idem.Confirmation
 	lastConflictResultState idem.State
 }
 
 func newSettleCounts() *settleCounts {
-	return &settleCounts{hook: map[string]int{}, fn: map[string]int{}, conflict: map[string]int{}}
+	return &settleCounts{hook: map[string]int{}, fn: map[string]int{}, conflict: map[string]int{}, review: map[string]int{}}
 }
 
 func (s *settleCounts) options() envOption {
 	return clientOpts(
 		idem.WithHooks(idem.Hooks{
-			Settle: func(r *idem.Result) { s.add(s.hook, r.Key) },
-			ConfirmConflict: func(r *idem.Result, c idem.Confirmation) {
+			Settle: func(_ context.Context, r *idem.Result) { s.add(s.hook, r.Key) },
+			Review: func(_ context.Context, r *idem.Result) { s.add(s.review, r.Key) },
+			ConfirmConflict: func(_ context.Context, r *idem.Result, c idem.Confirmation) {
 				s.add(s.conflict, r.Key)
 				s.mu.Lock()
 				s.lastConflict, s.lastConflictResultState = c, r.State
@@ -186,6 +189,7 @@ func TestConfirmSettled(t *testing.T) {
 				require.Len(t, review, 1, "List(Review) shows the conflict")
 			}
 			require.Equal(t, want, counts.get(counts.conflict, "k"), "conflict hook calls")
+			require.Equal(t, want, counts.get(counts.review, "k"), "review hook calls: once for the flagging, not per redelivery")
 			require.Equal(t, 1, len(e.submits("k")), "nothing sent")
 		})
 	}

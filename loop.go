@@ -42,6 +42,7 @@ var errSettledElsewhere = errors.New("idem: settled elsewhere")
 type driver struct {
 	c         *Client
 	ctx       context.Context // the caller's: ends waiting, never the operation
+	hctx      context.Context // the hooks': ctx, as Hooks.Call returned it
 	wctx      context.Context // journal writes: must finish even if ctx ends
 	rec       *journal.Record
 	mode      driveMode
@@ -59,6 +60,8 @@ type driver struct {
 	// reviewed: this call flagged the operation for review; it may still
 	// query, never resend.
 	reviewed bool
+	// handedOff: this call committed a hand-off to the reconciler.
+	handedOff bool
 }
 
 // drive runs the loop and converts its end into what Do returns.
@@ -76,7 +79,9 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, mode dr
 		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
 		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded,
 	}
-	wasOpen := rec.Open()
+	wasOpen, wasReview := rec.Open(), rec.Review
+	hctx, end := c.callStarted(ctx, rec, mode)
+	d.hctx = hctx
 	cause := d.run()
 	elsewhere := errors.Is(cause, errSettledElsewhere)
 	if elsewhere {
@@ -84,8 +89,11 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, mode dr
 	}
 	res, err := c.finish(d.rec, cause)
 	settled := wasOpen && !d.rec.Open() && !elsewhere
-	if settled && c.cfg.hooks.Settle != nil {
-		c.cfg.hooks.Settle(res.clone())
+	if wasOpen && !elsewhere {
+		c.driveEnded(hctx, d, wasReview, !d.rec.Open(), res)
+	}
+	if end != nil {
+		end(res.clone(), err)
 	}
 	return res, settled, err
 }
@@ -378,6 +386,7 @@ func (d *driver) handoff(cause error, due time.Time) error {
 	}); err != nil {
 		return err
 	}
+	d.handedOff = true
 	level := slog.LevelInfo
 	if d.mode == reconciling {
 		level = slog.LevelDebug // every unsettled visit: noise at Info

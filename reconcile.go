@@ -234,12 +234,14 @@ func (c *Client) Run(ctx context.Context) (err error) {
 		if perr != nil {
 			if permanentJournalErr(perr) {
 				h.stopped(perr, now)
+				c.runFailed(ctx, perr)
 				c.log.LogAttrs(ctx, slog.LevelError, "idem: reconciler stopped: journal unusable",
 					slog.String("phase", phase), slog.String("err", perr.Error()))
 				return perr
 			}
 			wait = bo.NextBackOff()
 			n, since := h.failed(perr, now, now.Add(wait))
+			c.runFailed(ctx, perr)
 			level := slog.LevelWarn
 			if n >= runErrorLevelAfter {
 				level = slog.LevelError

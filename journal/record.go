@@ -115,6 +115,12 @@ type Record struct {
 	Updated   time.Time
 	Settled   time.Time // when it became terminal; zero while open
 	NextDue   time.Time // when reconciliation should look at it next
+
+	// Trace is the trace context of the call that journaled the operation
+	// (for OpenTelemetry, the W3C traceparent and tracestate), so that a
+	// later visit can link back to it; empty when none was given. Like
+	// the request, it is set at Create and never changed.
+	Trace string
 }
 
 // Open reports whether the record belongs in the open index (not terminal).

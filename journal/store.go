@@ -935,6 +935,8 @@ func validateChange(was, r *Record) error {
 		return errorf("update changed Header or QueryURL: %w", ErrInvalid)
 	case !r.Created.Equal(was.Created):
 		return errorf("update changed Created: %w", ErrInvalid)
+	case r.Trace != was.Trace:
+		return errorf("update changed Trace: %w", ErrInvalid)
 	case !reflect.DeepEqual(r.Resolved, was.Resolved):
 		return errorf("update changed Resolved: only Resolve records a manual resolution: %w", ErrInvalid)
 	case !slices.Equal(r.Confirmations, was.Confirmations):
