@@ -148,6 +148,8 @@ type config struct {
 	retainSettled     time.Duration
 	retainSet         bool // retainSettled chosen by the caller
 	journalOpts       []journal.Option
+	owner             string        // lease owner (lease.go)
+	leaseFor          time.Duration // lease margin (lease.go)
 	errs              []error
 }
 
@@ -173,6 +175,8 @@ func defaultConfig() *config {
 		reconcileDeadline: DefaultReconcileDeadline,
 		resumeConcurrency: DefaultResumeConcurrency,
 		retainSettled:     DefaultRetainSettled,
+		owner:             defaultOwner(),
+		leaseFor:          DefaultLeaseDuration,
 	}
 }
 
