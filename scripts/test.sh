@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The test command of the README: everything, on a fresh machine, in one
 # command. It installs what the tests need from the OS packages (strace,
-# for the syscall fault-injection tests), then checks formatting, vets
-# every module, and runs every test with the race detector.
+# for the syscall fault-injection tests; PostgreSQL, for the pgjournal
+# module, started throwaway by scripts/postgres.sh unless IDEM_PG_DSN is
+# set), then checks formatting, vets every module, and runs every test
+# with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,10 +21,21 @@ fi
 # skipping them.
 export IDEM_REQUIRE_STRACE=1
 
+# The PostgreSQL journal's tests need a server: a throwaway one unless
+# IDEM_PG_DSN names one. Either way they must run, not skip.
+if [ -z "${IDEM_PG_DSN:-}" ]; then
+  source scripts/postgres.sh
+  trap pg_stop EXIT
+  pg_start
+fi
+export IDEM_REQUIRE_PG=1
+
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
 (cd bench && go vet ./...)
+(cd pgjournal && go vet ./...)
 go test -race "$@" ./...
+(cd pgjournal && go test -race "$@" ./...)
