@@ -265,10 +265,12 @@ func colValues(r *journal.Record) []any {
 
 // Create stores a new record; see idem.Store.
 func (s *Store) Create(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
-	return s.create(ctx, s.pool, rec)
+	return s.create(ctx, s.pool, rec, true)
 }
 
-func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record) (*journal.Record, error) {
+// create inserts rec with q. commits: q commits the statement itself (not
+// the caller's transaction, whose commit is the caller's to judge).
+func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record, commits bool) (*journal.Record, error) {
 	if err := journal.CheckRecord(rec); err != nil {
 		return nil, errorf("create: %w", err)
 	}
@@ -280,7 +282,10 @@ func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record) (*jo
 	tag, err := q.Exec(ctx, `INSERT INTO `+s.table+` (scope, key, `+recordCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (scope, key) DO NOTHING`, args...)
 	if err != nil {
-		return nil, errorf("create %q: %w", rec.Key, writeErr(err))
+		if commits {
+			err = writeErr(err)
+		}
+		return nil, errorf("create %q: %w", rec.Key, err)
 	}
 	if tag.RowsAffected() == 0 {
 		old, err := s.get(ctx, q, rec.Scope, rec.Key)
@@ -578,3 +583,22 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 	}
 	return nil
 }
+
+// PrepareTx journals req's operation inside tx, the caller's own
+// transaction on this Store's database, as c.Prepare would journal it
+// (see idem.Client.PrepareIn): the intent commits or rolls back with the
+// caller's rows. Once tx commits, the operation is due at once, and the
+// first Run of any replica sharing the journal sends it. c must journal
+// to this Store. Errors are Prepare's; a failed statement leaves tx
+// aborted, as any failed statement does in PostgreSQL.
+func (s *Store) PrepareTx(ctx context.Context, tx pgx.Tx, c *idem.Client, req idem.Request) (*idem.Operation, error) {
+	if tx == nil || c == nil {
+		return nil, fmt.Errorf("%w: PrepareTx: nil transaction or client", idem.ErrInvalidRequest)
+	}
+	return c.PrepareIn(ctx, req, func(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
+		return s.create(ctx, tx, rec, false)
+	})
+}
+
+// Schema returns the schema the Store's tables live in.
+func (s *Store) Schema() string { return s.schema }
