@@ -57,7 +57,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // request.
 func TestSameKeyTwoReplicas(t *testing.T) {
 	tests := []struct {
-		name      string
+		name    string
 		bBudget time.Duration
 		settled bool // B returns A's outcome
 	}{
