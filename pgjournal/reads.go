@@ -119,6 +119,9 @@ func (s *Store) List(ctx context.Context, f journal.Filter) ([]*journal.Record, 
 		return fmt.Sprintf("$%d", len(args))
 	}
 	if f.Scope != "" {
+		if err := journal.CheckID(f.Scope, "-"); err != nil {
+			return nil, errorf("list: %w", err) // a NUL byte PostgreSQL's text refuses
+		}
 		where = append(where, "scope = "+arg(f.Scope))
 	}
 	if len(f.States) > 0 {

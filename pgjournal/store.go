@@ -229,15 +229,13 @@ func writeErr(err error) error {
 		return nil
 	case errors.As(err, &pgErr), pgconn.SafeToRetry(err), errors.Is(err, pgx.ErrNoRows):
 		return err
-	case pgconn.Timeout(err), errors.Is(err, context.Canceled):
-		// Cancelled while in flight: the server may have committed it.
-		return fmt.Errorf("%w: %w", journal.ErrMaybeCommitted, err)
 	}
+	// A broken connection, a timeout or a cancellation while the
+	// statement was in flight: the server may have committed it.
 	return fmt.Errorf("%w: %w", journal.ErrMaybeCommitted, err)
 }
 
-// undefinedTable tells a missing schema (Migrate not run) from other
-// errors.
+// schemaErr tells a missing schema (Migrate not run) from other errors.
 func schemaErr(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {

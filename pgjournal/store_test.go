@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
 	"github.com/idemkit/idem/journal/journaltest"
 	"github.com/idemkit/idem/pgjournal"
 )
@@ -93,6 +94,11 @@ func TestBadInput(t *testing.T) {
 	require.NotContains(t, err.Error(), "s3cret", "error quotes the password")
 	_, err = pgjournal.New(nil)
 	require.ErrorIs(t, err, pgjournal.ErrConfig, "New(nil)")
+}
+
+func TestNULInFilter(t *testing.T) {
+	_, err := openStore(t).List(context.Background(), journal.Filter{Scope: "a\x00b"})
+	require.ErrorIs(t, err, journal.ErrInvalid, "List() with a NUL byte in the scope")
 }
 
 func TestNotMigrated(t *testing.T) {
