@@ -185,3 +185,36 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 		}
 	}
 }
+
+// Stats counts the journal's records by state, as the bbolt journal's
+// Stats does (for the operator tool); FileSize is the table's size on
+// disk, indexes included. It reads every record's state column, not the
+// records.
+func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
+	if err := s.usable(ctx); err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	st := journal.Stats{ByState: make(map[journal.State]int)}
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*), count(*) FILTER (WHERE review) FROM `+s.table+` GROUP BY state`)
+	if err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	var state string
+	var n, review int
+	_, err = pgx.ForEachRow(rows, []any{&state, &n, &review}, func() error {
+		st.ByState[journal.State(state)] = n
+		st.Total += n
+		st.Review += review
+		if !journal.State(state).Terminal() {
+			st.Open += n
+		}
+		return nil
+	})
+	if err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT pg_total_relation_size($1::regclass)`, s.table).Scan(&st.FileSize); err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	return st, nil
+}

@@ -18,6 +18,18 @@
 // PrepareTx journals an operation inside the caller's own transaction
 // (outbox): the business row and the intent to call the API commit or
 // roll back together, and Run on any replica sends it.
+//
+// # Tools, tests and harnesses
+//
+// An operator tool opens the live journal with Open and reads it with
+// Get, List, Stats and ForEachOpen while the replicas run. To resolve an
+// operation without racing the replica that may be driving it, Claim it
+// under the tool's own owner name first (journal.ErrLeased names the
+// replica that holds it, and until when), then Resolve with a context
+// carrying that lease (journal.WithLease): the replica's next write is
+// refused and it stops. Tests get a throwaway server from
+// scripts/postgres.sh (pg_start exports IDEM_PG_DSN), a schema of their
+// own with WithSchema, and remove it with DropSchema.
 package pgjournal
 
 import (

@@ -109,3 +109,27 @@ func TestNotMigrated(t *testing.T) {
 	_, err = s.Get(ctx, "acct", "k")
 	require.ErrorIs(t, err, pgjournal.ErrNotMigrated)
 }
+
+func TestStats(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	now := time.Now()
+	for _, k := range []string{"a", "b", "c"} {
+		_, err := s.Create(ctx, journaltest.NewRecord("acct", k, now))
+		require.NoError(t, err)
+	}
+	_, err := s.Update(ctx, "acct", "b", func(r *journal.Record) error {
+		r.State, r.Review = journal.StateUnknown, "key expired"
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = s.Resolve(ctx, "acct", "c", journal.Manual{State: journal.StateSucceeded, Reason: "seen", At: now})
+	require.NoError(t, err)
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[journal.State]int{journal.StatePending: 1, journal.StateUnknown: 1, journal.StateSucceeded: 1}, st.ByState)
+	require.Equal(t, 3, st.Total)
+	require.Equal(t, 2, st.Open)
+	require.Equal(t, 1, st.Review)
+	require.Positive(t, st.FileSize)
+}
