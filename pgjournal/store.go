@@ -494,7 +494,7 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT scope, key FROM `+s.table+`
 			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= $1)
-			ORDER BY next_due_ns, scope COLLATE "C", key COLLATE "C" LIMIT $2
+			ORDER BY next_due_ns, scope, key LIMIT $2
 			FOR UPDATE SKIP LOCKED)
 		UPDATE `+s.table+` AS r SET lease_owner = $3, lease_expires = $4, lease_token = r.lease_token + 1
 		FROM due WHERE r.scope = due.scope AND r.key = due.key
