@@ -111,7 +111,10 @@ func WithSchema(name string) Option {
 
 // Open connects to the database dsn names (a postgres:// URL or a
 // key=value string, as pgx reads it) and returns a Store that owns the
-// connection pool: Close closes it. Open checks that the server answers;
+// connection pool: Close closes it. The pool's size is the DSN's
+// pool_max_conns (pgx's default is 4, or the CPU count if greater): give
+// it about as many connections as the callers you expect at once.
+// Open checks that the server answers;
 // until Migrate has created the schema, calls fail with an error matching
 // ErrNotMigrated.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
