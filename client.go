@@ -201,14 +201,15 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 			if !sameRequest(stored, rec) {
 				return nil, c.conflict(stored)
 			}
-			return c.drive(ctx, stored, foreground, false)
+			return c.claimAndDrive(ctx, stored.Scope, stored.Key, nil, foreground)
 		case errors.Is(err, journal.ErrMaybeCommitted):
 			// What a later Lookup would show, if the journal holds it.
 			return newResult(rec), createErr("submit", rec, err)
 		case err != nil:
 			return nil, createErr("submit", rec, withCause(ctx, err))
 		}
-		return c.drive(ctx, stored, foreground, true)
+		// Journaled: from here on every error is ErrUnknownOutcome.
+		return c.claimAndDrive(ctx, stored.Scope, stored.Key, stored, foreground)
 	})
 }
 
@@ -234,12 +235,9 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 	ctx, release := c.bind(ctx, false)
 	defer release()
 	return c.coalesce(ctx, op.Scope, op.Key, nil, foreground, func() (*Result, error) {
-		// Read even if ctx is done, so the caller still learns the state.
-		rec, err := c.store.Get(context.WithoutCancel(ctx), op.Scope, op.Key)
-		if err != nil {
-			return nil, c.lookupErr(op.Scope, op.Key, err)
-		}
-		return c.drive(ctx, rec, foreground, false)
+		// Claimed (read) even if ctx is done, so the caller still learns
+		// the state.
+		return c.claimAndDrive(ctx, op.Scope, op.Key, nil, foreground)
 	})
 }
 

@@ -265,17 +265,20 @@ func (c *Client) sleepUntil(ctx context.Context, woken <-chan struct{}, d time.D
 // operation settles or is flagged. The zero value is ready to use.
 type watchers struct {
 	mu sync.Mutex
-	m  map[ref]map[*chan struct{}]struct{}
+	m  map[opID]map[*chan struct{}]struct{}
 }
+
+// opID names an operation in the watchers' map.
+type opID struct{ scope, key string }
 
 // add registers a waiter for (scope, key); cancel unregisters it.
 func (w *watchers) add(scope, key string) (<-chan struct{}, func()) {
 	ch := make(chan struct{})
-	id := ref{scope, key}
+	id := opID{scope, key}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.m == nil {
-		w.m = make(map[ref]map[*chan struct{}]struct{})
+		w.m = make(map[opID]map[*chan struct{}]struct{})
 	}
 	if w.m[id] == nil {
 		w.m[id] = make(map[*chan struct{}]struct{})
@@ -295,7 +298,7 @@ func (w *watchers) add(scope, key string) (<-chan struct{}, func()) {
 
 // notify wakes every waiter of (scope, key).
 func (w *watchers) notify(scope, key string) {
-	id := ref{scope, key}
+	id := opID{scope, key}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for ch := range w.m[id] {

@@ -62,27 +62,32 @@ type driver struct {
 	reviewed bool
 	// handedOff: this call committed a hand-off to the reconciler.
 	handedOff bool
+	// lease: the drive's claim on the operation (lease.go); every write
+	// carries it. leaseLost: another owner took it over.
+	lease     journal.Lease
+	leaseLost bool
 }
 
 // drive runs the loop and converts its end into what Do returns.
-func (c *Client) drive(ctx context.Context, rec *journal.Record, mode driveMode, preRecorded bool) (*Result, error) {
-	res, _, err := c.driveSettling(ctx, rec, mode, preRecorded)
+func (c *Client) drive(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, error) {
+	res, _, err := c.driveSettling(ctx, rec, l, mode, preRecorded)
 	return res, err
 }
 
 // driveSettling is drive that also reports whether this drive settled the
 // operation: not when someone else (Resolve, Confirm) settled it under
 // the drive, who told the hooks.
-func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, mode driveMode, preRecorded bool) (*Result, bool, error) {
+func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, bool, error) {
 	now := c.cfg.clock.Now()
 	d := &driver{
 		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
-		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded,
+		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded, lease: l,
 	}
 	wasOpen, wasReview := rec.Open(), rec.Review
 	hctx, end := c.callStarted(ctx, rec, mode)
 	d.hctx = hctx
 	cause := d.run()
+	d.release()
 	elsewhere := errors.Is(cause, errSettledElsewhere)
 	if elsewhere {
 		cause = nil // whoever settled it (Resolve) told the hooks
@@ -133,6 +138,9 @@ func (d *driver) run() error {
 			if !d.mayRetry() {
 				return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 			}
+			if err := d.hold(c.cfg.attemptTimeout); err != nil {
+				return err
+			}
 			q, err := d.query()
 			if err != nil {
 				return err
@@ -176,6 +184,9 @@ func (d *driver) run() error {
 		}
 		if !d.preRecorded && !d.mayRetry() {
 			return d.handoff(ErrRetryBudgetEmpty, time.Time{})
+		}
+		if err := d.hold(c.cfg.attemptTimeout); err != nil {
+			return err
 		}
 		s, err := d.submit()
 		if err != nil {
@@ -295,6 +306,9 @@ func (d *driver) sleep(wait time.Duration) error {
 	if d.mode == reconciling || now.Add(wait).After(d.deadline) {
 		return d.handoff(ErrBudgetSpent, now.Add(wait))
 	}
+	if err := d.hold(wait + d.c.cfg.attemptTimeout); err != nil {
+		return err
+	}
 	if d.c.cfg.clock.Sleep(d.ctx, wait) != nil {
 		return d.leave(context.Cause(d.ctx))
 	}
@@ -304,13 +318,24 @@ func (d *driver) sleep(wait time.Duration) error {
 // commit applies fn to the journaled record. Every state change goes
 // through here, so the caller learns nothing that is not on disk.
 func (d *driver) commit(fn func(r *journal.Record)) error {
+	if d.leaseLost {
+		return &leaseLostError{journal.ErrLeaseLost}
+	}
 	now := d.now()
-	rec, err := d.c.store.Update(d.wctx, d.rec.Scope, d.rec.Key, func(r *journal.Record) error {
+	wctx := d.wctx
+	if d.lease.Token != 0 {
+		wctx = journal.WithLease(wctx, d.lease)
+	}
+	rec, err := d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, func(r *journal.Record) error {
 		fn(r)
 		r.Updated = now
 		compactAttempts(r)
 		return nil
 	})
+	if errors.Is(err, journal.ErrLeaseLost) {
+		// Never retried: the operation is another owner's now.
+		return d.lost(err)
+	}
 	if errors.Is(err, journal.ErrTerminal) {
 		if cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); gerr == nil {
 			d.rec = cur

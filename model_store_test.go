@@ -29,10 +29,14 @@ import (
 type memStore struct {
 	mu     sync.Mutex
 	recs   map[string]*journal.Record
+	leases map[string]journal.Lease
+	tokens uint64 // last token handed out
 	closed bool
 }
 
-func newMemStore() *memStore { return &memStore{recs: make(map[string]*journal.Record)} }
+func newMemStore() *memStore {
+	return &memStore{recs: make(map[string]*journal.Record), leases: make(map[string]journal.Lease)}
+}
 
 var _ idem.Store = (*memStore)(nil)
 
@@ -109,6 +113,9 @@ func (s *memStore) Update(ctx context.Context, scope, key string, fn func(*journ
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.fenced(ctx, scope, key); err != nil {
+		return nil, err
+	}
 	old, ok := s.recs[memKey(scope, key)]
 	if !ok {
 		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrNotFound, scope, key)
@@ -138,6 +145,9 @@ func (s *memStore) Resolve(ctx context.Context, scope, key string, m journal.Man
 	}
 	if !m.State.Terminal() || m.Reason == "" || m.At.IsZero() {
 		return nil, fmt.Errorf("%w: manual resolution needs a terminal state, a reason and a time", journal.ErrInvalid)
+	}
+	if err := s.fenced(ctx, scope, key); err != nil {
+		return nil, err
 	}
 	old, ok := s.recs[memKey(scope, key)]
 	if !ok {
@@ -235,6 +245,104 @@ func (s *memStore) Due(ctx context.Context, by time.Time, limit int) ([]*journal
 		return nil, err
 	}
 	return s.openSorted(&by, limit), nil
+}
+
+// fenced refuses a write whose context carries a lease that is no longer
+// the record's. s.mu is held.
+func (s *memStore) fenced(ctx context.Context, scope, key string) error {
+	l, ok, err := journal.CheckLease(ctx, scope, key)
+	if err != nil || !ok {
+		return err
+	}
+	if s.leases[memKey(scope, key)].Token != l.Token {
+		return fmt.Errorf("%w: scope %q, key %q", journal.ErrLeaseLost, scope, key)
+	}
+	return nil
+}
+
+// claim takes the lease of the open record k for owner; again: even if
+// owner's own lease is live. s.mu is held.
+func (s *memStore) claim(k, owner string, now, expires time.Time, again bool) (journal.Lease, error) {
+	if cur := s.leases[k]; cur.Held(owner, now) || !again && cur.Owner != "" && now.Before(cur.Expires) {
+		return cur, fmt.Errorf("%w: %s holds it", journal.ErrLeased, cur.Owner)
+	}
+	r := s.recs[k]
+	s.tokens++
+	l := journal.Lease{Scope: r.Scope, Key: r.Key, Owner: owner, Token: s.tokens, Expires: expires}
+	s.leases[k] = l
+	return l, nil
+}
+
+func (s *memStore) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return nil, journal.Lease{}, err
+	}
+	if owner == "" || scope == "" || key == "" || strings.ContainsRune(scope, 0) || strings.ContainsRune(key, 0) {
+		return nil, journal.Lease{}, fmt.Errorf("%w: empty owner, scope or key, or a NUL in one", journal.ErrInvalid)
+	}
+	k := memKey(scope, key)
+	r, ok := s.recs[k]
+	switch {
+	case !ok:
+		return nil, journal.Lease{}, fmt.Errorf("%w: scope %q, key %q", journal.ErrNotFound, scope, key)
+	case r.State.Terminal():
+		return cloneRecord(r), journal.Lease{}, fmt.Errorf("%w: scope %q, key %q", journal.ErrTerminal, scope, key)
+	}
+	l, err := s.claim(k, owner, now, expires, true)
+	return cloneRecord(r), l, err
+}
+
+func (s *memStore) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if owner == "" {
+		return nil, fmt.Errorf("%w: empty owner", journal.ErrInvalid)
+	}
+	var out []journal.Claimed
+	for _, r := range s.openSorted(&now, 0) {
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		if l, err := s.claim(memKey(r.Scope, r.Key), owner, now, expires, false); err == nil {
+			out = append(out, journal.Claimed{Record: r, Lease: l})
+		}
+	}
+	return out, nil
+}
+
+func (s *memStore) Renew(ctx context.Context, l journal.Lease, expires time.Time) (journal.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return journal.Lease{}, err
+	}
+	k := memKey(l.Scope, l.Key)
+	cur, ok := s.leases[k]
+	if !ok || l.Token == 0 || cur.Token != l.Token {
+		return journal.Lease{}, fmt.Errorf("%w: scope %q, key %q", journal.ErrLeaseLost, l.Scope, l.Key)
+	}
+	cur.Expires = expires
+	s.leases[k] = cur
+	return cur, nil
+}
+
+func (s *memStore) Release(ctx context.Context, l journal.Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return err
+	}
+	k := memKey(l.Scope, l.Key)
+	if cur, ok := s.leases[k]; !ok || l.Token == 0 || cur.Token != l.Token {
+		return fmt.Errorf("%w: scope %q, key %q", journal.ErrLeaseLost, l.Scope, l.Key)
+	}
+	delete(s.leases, k)
+	return nil
 }
 
 // nextDue returns the earliest NextDue of an open record, and whether every

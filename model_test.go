@@ -652,6 +652,15 @@ func (h *history) startLife(i int, lp lifePlan) (*idem.Client, context.Context) 
 	opts := []idem.Option{
 		idem.WithHTTPClient(&http.Client{Transport: &modelTransport{h: h}}),
 		idem.WithClock(h.clock),
+		// Every life is the one process restarted under its name: its
+		// Resume takes its dead predecessor's leases anew. The model's
+		// clock jumps whenever Run sleeps, while a call is between two
+		// steps: with a lease of seconds, a call would lose its lease to
+		// its own process's Run in virtual time, as a process stalled
+		// past its lease would (a crash, as far as what it learned is
+		// concerned). Leases and their expiry are tested elsewhere
+		// (lease_test.go, journaltest, pgjournal).
+		idem.WithLease("model-process", 10*365*24*time.Hour),
 	}
 	if h.prof.resultEP {
 		opts = append(opts, idem.WithResultEndpoint(modelQuery))
@@ -1155,6 +1164,34 @@ func (s *crashStore) Due(ctx context.Context, by time.Time, limit int) ([]*journ
 		return nil, err
 	}
 	return s.base.Due(ctx, by, limit)
+}
+
+func (s *crashStore) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error) {
+	if err := s.read(); err != nil {
+		return nil, err
+	}
+	return s.base.ClaimDue(ctx, owner, now, expires, limit)
+}
+
+func (s *crashStore) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error) {
+	if err := s.read(); err != nil {
+		return nil, journal.Lease{}, err
+	}
+	return s.base.Claim(ctx, scope, key, owner, now, expires)
+}
+
+func (s *crashStore) Renew(ctx context.Context, l journal.Lease, expires time.Time) (journal.Lease, error) {
+	if err := s.read(); err != nil {
+		return journal.Lease{}, err
+	}
+	return s.base.Renew(ctx, l, expires)
+}
+
+func (s *crashStore) Release(ctx context.Context, l journal.Lease) error {
+	if err := s.read(); err != nil {
+		return err
+	}
+	return s.base.Release(ctx, l)
 }
 
 func (s *crashStore) List(ctx context.Context, f journal.Filter) ([]*journal.Record, error) {

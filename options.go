@@ -126,6 +126,8 @@ type config struct {
 	retainSettled     time.Duration
 	retainSet         bool // retainSettled chosen by the caller
 	journalOpts       []journal.Option
+	owner             string        // lease owner (lease.go)
+	leaseFor          time.Duration // lease margin (lease.go)
 	errs              []error
 }
 
@@ -151,6 +153,8 @@ func defaultConfig() *config {
 		reconcileDeadline: DefaultReconcileDeadline,
 		resumeConcurrency: DefaultResumeConcurrency,
 		retainSettled:     DefaultRetainSettled,
+		owner:             defaultOwner(),
+		leaseFor:          DefaultLeaseDuration,
 	}
 }
 

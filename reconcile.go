@@ -62,7 +62,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	defer release()
 	var refs []ref
 	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
-		refs = append(refs, ref{r.Scope, r.Key})
+		refs = append(refs, ref{scope: r.Scope, key: r.Key})
 		return nil
 	})
 	if err != nil {
@@ -70,7 +70,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	}
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
-	c.visitAll(ctx, refs, resuming, func(res *Result, err error) bool {
+	c.visitAll(ctx, refs, resuming, func(_ ref, res *Result, err error) bool {
 		sum.add(res)
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
@@ -86,13 +86,17 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	return sum, context.Cause(ctx)
 }
 
-// ref names an operation to visit.
-type ref struct{ scope, key string }
+// ref names an operation to visit, and the lease Run claimed it with
+// (none for Resume, whose visits claim their own).
+type ref struct {
+	scope, key string
+	lease      journal.Lease
+}
 
 // visitAll drives refs, at most WithResumeConcurrency at a time, and hands
 // each outcome to done, one call at a time; once done returns false, no
 // further visit starts. It stops starting new visits when ctx ends.
-func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done func(*Result, error) bool) {
+func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done func(ref, *Result, error) bool) {
 	var mu sync.Mutex
 	halted := false
 	stop := func() bool {
@@ -110,9 +114,9 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done 
 				if stop() {
 					continue // handed over as ctx ended or done said stop: start no visit
 				}
-				res, err := c.visit(ctx, r.scope, r.key, mode)
+				res, err := c.visit(ctx, r, mode)
 				mu.Lock()
-				if !halted && !done(res, err) {
+				if !halted && !done(r, res, err) {
 					halted = true
 				}
 				mu.Unlock()
@@ -132,16 +136,29 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done 
 // visit drives one journaled operation, joining any call in flight for it.
 // Unlike Do it reports settlements to the WithSettleFunc callback, because
 // nobody is waiting for them.
-func (c *Client) visit(ctx context.Context, scope, key string, mode driveMode) (*Result, error) {
+func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, error) {
+	scope, key := r.scope, r.key
 	var settledHere bool
 	res, err := c.coalesce(ctx, scope, key, nil, mode, func() (*Result, error) {
 		// Read even if ctx is done (as Do does): a visit a worker took just
 		// as Close drained ctx must not report a broken journal.
-		rec, err := c.store.Get(context.WithoutCancel(ctx), scope, key)
-		if err != nil {
+		var rec *journal.Record
+		var err error
+		l := r.lease
+		if l.Token != 0 {
+			// Claimed by Run: read it again, a caller of this process may
+			// have driven it since (and then its claim fences this one).
+			rec, err = c.store.Get(context.WithoutCancel(ctx), scope, key)
+		} else {
+			rec, l, err = c.claim(ctx, scope, key, mode)
+		}
+		switch {
+		case errors.Is(err, journal.ErrLeased):
+			return c.finish(rec, err)
+		case err != nil:
 			return nil, c.lookupErr(scope, key, err)
 		}
-		res, settled, err := c.driveSettling(ctx, rec, mode, false)
+		res, settled, err := c.driveSettling(ctx, rec, l, mode, false)
 		settledHere = settled
 		return res, err
 	})
@@ -310,7 +327,8 @@ func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, pha
 			*lastPrune = now
 		}
 	}
-	due, derr := c.store.Due(ctx, c.cfg.clock.Now(), reconcileBatch)
+	now := c.cfg.clock.Now()
+	due, derr := c.store.ClaimDue(ctx, c.cfg.owner, now, now.Add(c.leaseSpan(c.cfg.attemptTimeout)), reconcileBatch)
 	if derr != nil {
 		if ctx.Err() != nil {
 			return false, "", nil
@@ -321,12 +339,14 @@ func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, pha
 		return false, phase, err
 	}
 	refs := make([]ref, len(due))
-	for i, r := range due {
-		refs[i] = ref{r.Scope, r.Key}
+	for i, d := range due {
+		refs[i] = ref{d.Record.Scope, d.Record.Key, d.Lease}
 	}
 	var verr error
 	failed := 0
-	c.visitAll(ctx, refs, reconciling, func(_ *Result, err error) bool {
+	visited := make(map[ref]bool, len(refs))
+	c.visitAll(ctx, refs, reconciling, func(r ref, _ *Result, err error) bool {
+		visited[r] = true
 		if err != nil && isJournalErr(err) {
 			verr = journalCause(err)
 			failed++
@@ -338,10 +358,24 @@ func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, pha
 		}
 		return true
 	})
+	c.releaseUnvisited(ctx, refs, visited)
 	if err == nil && verr != nil {
 		phase, err = "visit", verr
 	}
 	return len(due) == reconcileBatch, phase, err
+}
+
+// releaseUnvisited gives up the leases of the operations a pass claimed
+// but did not visit (it stopped early): another replica may take them
+// now rather than when the leases expire.
+func (c *Client) releaseUnvisited(ctx context.Context, refs []ref, visited map[ref]bool) {
+	wctx := context.WithoutCancel(ctx)
+	for _, r := range refs {
+		if !visited[r] {
+			// A failure only leaves the lease to expire.
+			_ = c.store.Release(wctx, r.lease)
+		}
+	}
 }
 
 // maxVisitFailures is how many visits of one pass may fail to write the

@@ -162,12 +162,14 @@ func TestRunFlagsPastDeadline(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
 	defer cancel()
-	go func() { _ = e.client.Run(ctx) }()
+	ran := make(chan struct{})
+	go func() { _ = e.client.Run(ctx); close(ran) }()
 	require.Eventually(t, func() bool {
 		op, err := e.client.Lookup(e.ctx, idem.DefaultScope, "k")
 		return err == nil && op.Review == idem.ReviewDeadlinePassed
 	}, 15*time.Second, time.Millisecond)
 	cancel()
+	<-ran // the restart below comes after this process's Run (and its lease) ended
 	op, err := e.client.Lookup(e.ctx, idem.DefaultScope, "k")
 	require.NoError(t, err)
 	require.Equal(t, idem.StateUnknown, op.State, "flagged, still open, never failed")

@@ -56,7 +56,8 @@ func (s *faultyStore) Update(ctx context.Context, scope, key string, fn func(*jo
 	return s.Store.Update(ctx, scope, key, fn)
 }
 
-func (s *faultyStore) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Record, error) {
+// ClaimDue is Run's read of the due operations.
+func (s *faultyStore) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error) {
 	s.mu.Lock()
 	err := s.dueErr
 	if s.dueFails > 0 {
@@ -68,7 +69,7 @@ func (s *faultyStore) Due(ctx context.Context, by time.Time, limit int) ([]*jour
 	if err != nil {
 		return nil, err
 	}
-	return s.Store.Due(ctx, by, limit)
+	return s.Store.ClaimDue(ctx, owner, now, expires, limit)
 }
 
 func (s *faultyStore) Prune(ctx context.Context, before time.Time) (int, error) {

@@ -15,13 +15,42 @@ import (
 // error, and not made at all when it returns an error, except one matching
 // journal.ErrMaybeCommitted (the commit failed at a point after which it
 // may have taken effect). Implementations must be safe for concurrent use.
+//
+// # Leases and fencing
+//
+// A Store may be shared by several processes (the PostgreSQL journal of
+// module pgjournal), each with its own Client. Whoever drives an operation
+// holds its lease (journal.Lease): an owner (WithLease names this
+// Client's), an expiry, and a fencing token that grows on every claim of
+// the record. The Client drives an operation only under a lease it took
+// with Claim (Do, Submit, Resume) or ClaimDue (Run); it makes every write
+// of that drive with a context carrying the lease (journal.WithLease), and
+// the Store refuses such a write, with an error matching
+// journal.ErrLeaseLost and without calling Update's function, once another
+// owner has claimed the record: a replica presumed dead never overwrites a
+// newer state. The Client then stops at once (nothing more sent or
+// written; the caller told ErrUnknownOutcome) and never retries that
+// write. A drive that outlives its lease's margin extends it with Renew
+// before each exchange and each wait; one that ends with the operation
+// still open gives the lease up with Release, so that the reconciler of
+// any replica may take the operation when it is due. A lease that its
+// owner left behind (the process died) expires, and any owner may then
+// claim the record: its token is greater, which fences the old owner.
+//
+// A Store used by one process at a time (the bbolt journal) keeps its
+// leases in memory: one process's Client already joins callers of one key
+// to one flight, so the leases only ever fence that process's own stale
+// drives, and a restart starts with none. Leases compare times the
+// callers give (the Store never reads the clock): processes sharing a
+// Store need clocks that agree to well within the lease's duration.
 type Store interface {
 	// Create stores a new record. When (Scope, Key) exists it returns the
 	// stored record and an error matching journal.ErrExists.
 	Create(ctx context.Context, rec *journal.Record) (*journal.Record, error)
 	// Get returns the record or an error matching journal.ErrNotFound.
 	Get(ctx context.Context, scope, key string) (*journal.Record, error)
-	// Update applies fn to a copy of the stored record and commits the copy;
+	// Update applies fn to a copy of the stored record and commits the copy
+	// (fenced when ctx carries a lease: see journal.WithLease);
 	// nothing is written when fn returns an error. It returns an error
 	// matching journal.ErrTerminal, without calling fn, when the record is
 	// already succeeded or failed. fn may run more than once (when the
@@ -30,7 +59,8 @@ type Store interface {
 	// Created and a manual resolution are not fn's to change
 	// (journal.ErrInvalid).
 	Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error)
-	// Resolve settles a record by hand and records who did it and why.
+	// Resolve settles a record by hand and records who did it and why
+	// (fenced, as Update is, when ctx carries a lease).
 	Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error)
 	// Confirm applies journal.ApplyConfirmation to the stored record and
 	// commits what it changed, in one transaction: it settles an open
@@ -46,7 +76,34 @@ type Store interface {
 	// records, not with the journal's size.
 	ForEachOpen(ctx context.Context, fn func(*journal.Record) error) error
 	// Due returns up to limit open records whose NextDue is not after by.
+	// It reads; it claims nothing (see ClaimDue).
 	Due(ctx context.Context, by time.Time, limit int) ([]*journal.Record, error)
+
+	// Claim takes the lease on an open record for owner until expires,
+	// with a token greater than any the record had, and returns the
+	// record and the lease. When another owner holds a lease on it that
+	// is live at now, it takes nothing and returns the record, that
+	// owner's lease and an error matching journal.ErrLeased. A terminal
+	// record is returned with an error matching journal.ErrTerminal and
+	// no lease; a missing one is journal.ErrNotFound. A claim by the
+	// lease's own owner takes it anew (a new token): owners are unique
+	// per live process.
+	Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error)
+	// ClaimDue claims, as Claim does, up to limit open records whose
+	// NextDue is not after now and on which no other owner holds a lease
+	// live at now, soonest due first, and returns them with their leases.
+	// Records other claimants are claiming at the same moment are skipped,
+	// not waited for.
+	ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error)
+	// Renew extends lease l to expires, keeping its token; the error
+	// matches journal.ErrLeaseLost if another owner claimed the record
+	// since.
+	Renew(ctx context.Context, l journal.Lease, expires time.Time) (journal.Lease, error)
+	// Release gives lease l up, so that any owner may claim the record at
+	// once; the error matches journal.ErrLeaseLost if l is no longer the
+	// record's. A record's next claim still gets a greater token.
+	Release(ctx context.Context, l journal.Lease) error
+
 	// List returns the records that match f.
 	List(ctx context.Context, f journal.Filter) ([]*journal.Record, error)
 	// Prune deletes terminal records settled before the cut-off and returns

@@ -231,9 +231,9 @@ func (s *Store) Confirm(ctx context.Context, scope, key string, c Confirmation) 
 	}
 	var effect ConfirmEffect
 	var verdict error
-	stored, err := s.rewrite(ctx, recordKey(scope, key), func(r *Record) bool {
+	stored, err := s.rewrite(ctx, recordKey(scope, key), func(r *Record) (bool, error) {
 		effect, verdict = ApplyConfirmation(r, c)
-		return effect.Changed()
+		return effect.Changed(), nil
 	})
 	switch {
 	case err != nil:
@@ -252,10 +252,11 @@ func (s *Store) Confirm(ctx context.Context, scope, key string, c Confirmation) 
 
 // rewrite reads the record under rk, lets change change it, and writes it
 // back with its index entries, all in one transaction, unless change
-// reports that it changed nothing. It returns the record as stored.
+// reports that it changed nothing; nothing is written when change fails.
+// It returns the record as stored.
 // change may run more than once (a retried round), each time on a fresh
 // copy.
-func (s *Store) rewrite(ctx context.Context, rk []byte, change func(*Record) bool) (*Record, error) {
+func (s *Store) rewrite(ctx context.Context, rk []byte, change func(*Record) (bool, error)) (*Record, error) {
 	var stored *Record
 	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
 		stored = nil
@@ -264,7 +265,9 @@ func (s *Store) rewrite(ctx context.Context, rk []byte, change func(*Record) boo
 			return err
 		}
 		was := *r
-		if !change(r) {
+		if changed, err := change(r); err != nil {
+			return err
+		} else if !changed {
 			stored = r
 			return nil
 		}

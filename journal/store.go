@@ -51,6 +51,7 @@ type Store struct {
 	readOnly bool
 	c        *committer // nil when read-only
 	closed   atomic.Bool
+	leases   leases // in memory: see lease.go
 }
 
 // openFiles holds every Store of this process that is open, so that an
@@ -506,11 +507,15 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if fn == nil {
 		return nil, errorf("journal: update: nil function: %w", ErrInvalid)
 	}
+	fn, err := s.fenced(ctx, scope, key, fn)
+	if err != nil {
+		return nil, errorf("journal: update %q: %w", key, err)
+	}
 	rk := recordKey(scope, key)
 	var stored *Record
 	buf := getEncodeBuffer()
 	var enc []byte
-	err := s.write(ctx, func(tx *bolt.Tx, req *request) error {
+	err = s.write(ctx, func(tx *bolt.Tx, req *request) error {
 		v := lookup(tx, rk)
 		if v == nil {
 			return ErrNotFound
@@ -547,6 +552,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
+	s.settledUnder(ctx, stored)
 	// fn may have kept r, or put the caller's own slices in it.
 	return clone(stored), nil
 }
@@ -564,13 +570,21 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 	if err := m.validate(); err != nil {
 		return nil, errorf("journal: resolve: %w: %w", err, ErrInvalid)
 	}
-	stored, err := s.rewrite(ctx, recordKey(scope, key), func(r *Record) bool {
+	check, err := s.fenced(ctx, scope, key, func(*Record) error { return nil })
+	if err != nil {
+		return nil, errorf("journal: resolve %q: %w", key, err)
+	}
+	stored, err := s.rewrite(ctx, recordKey(scope, key), func(r *Record) (bool, error) {
+		if err := check(r); err != nil {
+			return false, err
+		}
 		m.resolve(r)
-		return true
+		return true, nil
 	})
 	if err != nil {
 		return nil, errorf("journal: resolve %q: %w", key, err)
 	}
+	s.settledUnder(ctx, stored)
 	return stored, nil
 }
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # The test command of the README: everything, on a fresh machine, in one
 # command. It installs what the tests need from the OS packages (strace,
-# for the syscall fault-injection tests), then checks formatting, vets
-# every module, and runs every test with the race detector.
+# for the syscall fault-injection tests; PostgreSQL, for the pgjournal
+# module, started throwaway by scripts/postgres.sh unless IDEM_PG_DSN is
+# set), then checks formatting, vets every module, and runs every test
+# with the race detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/modules.sh
 
 if ! command -v strace >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -19,6 +22,15 @@ fi
 # skipping them.
 export IDEM_REQUIRE_STRACE=1
 
+# The PostgreSQL journal's tests need a server: a throwaway one unless
+# IDEM_PG_DSN names one. Either way they must run, not skip.
+if [ -z "${IDEM_PG_DSN:-}" ]; then
+  source scripts/postgres.sh
+  trap pg_stop EXIT
+  pg_start
+fi
+export IDEM_REQUIRE_PG=1
+
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
@@ -26,7 +38,8 @@ fi
 go vet ./...
 (cd bench && go vet ./...)
 go test -race "$@" ./...
-# Nested modules with their own dependencies (OpenTelemetry, Prometheus).
-for m in idemotel examples/service; do
+# Nested modules with their own dependencies (OpenTelemetry, Prometheus,
+# pgx): PostgreSQL's tests use the server started above.
+for m in $NESTED_MODULES; do
   (cd "$m" && go vet ./... && go test -race "$@" ./...)
 done

@@ -15,6 +15,14 @@
 // contradictions ([journal.ErrConfirmConflict]) as
 // [journal.ApplyConfirmation] decides, atomically.
 //
+// Leases (see [idem.Store]): Claim hands out tokens that grow on every
+// claim and refuses a live lease of another owner ([journal.ErrLeased]);
+// a write whose context carries a lease another claim has replaced is
+// refused ([journal.ErrLeaseLost]) without calling its function; an
+// expired lease is taken over; Renew and Release work only for the
+// current lease; ClaimDue skips records leased by others, and concurrent
+// ClaimDue calls never hand one record to two owners.
+//
 // Call it from a test of the implementation, with a function that opens a
 // new, empty Store:
 //
@@ -75,6 +83,14 @@ func Run(t *testing.T, open func(t testing.TB) idem.Store) {
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
+		{"LeaseClaim", testLeaseClaim},
+		{"LeaseFencing", testLeaseFencing},
+		{"LeaseTakeover", testLeaseTakeover},
+		{"LeaseRenewRelease", testLeaseRenewRelease},
+		{"LeaseTerminal", testLeaseTerminal},
+		{"LeaseInvalid", testLeaseInvalid},
+		{"ClaimDue", testClaimDue},
+		{"ClaimDueConcurrent", testClaimDueConcurrent},
 	}
 	tests = append(tests, confirmTests...)
 	for _, tt := range tests {
@@ -809,4 +825,254 @@ func testClosed(t *testing.T, s idem.Store) {
 	require.ErrorIs(t, err, journal.ErrClosed, "List()")
 	_, err = s.Prune(ctx, t0)
 	require.ErrorIs(t, err, journal.ErrClosed, "Prune()")
+}
+
+// Lease tests use times around t0, as the client's clock gives them.
+func claim(t testing.TB, s idem.Store, key, owner string, now time.Time, d time.Duration) journal.Lease {
+	t.Helper()
+	_, l, err := s.Claim(context.Background(), "acct", key, owner, now, now.Add(d))
+	require.NoError(t, err, "Claim(%s) by %s", key, owner)
+	require.Equal(t, owner, l.Owner, "lease owner")
+	require.Equal(t, key, l.Key, "lease key")
+	require.True(t, l.Expires.Equal(now.Add(d)), "lease expiry %v; want %v", l.Expires, now.Add(d))
+	return l
+}
+
+// leasedUpdate writes under l: one more attempt.
+func leasedUpdate(s idem.Store, l journal.Lease, called *bool) (*journal.Record, error) {
+	return s.Update(journal.WithLease(context.Background(), l), l.Scope, l.Key, func(r *journal.Record) error {
+		if called != nil {
+			*called = true
+		}
+		r.Attempts = append(r.Attempts, journal.Attempt{Number: len(r.Attempts) + 1, Kind: journal.AttemptSubmit, Start: t0})
+		return nil
+	})
+}
+
+func testLeaseClaim(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	want := create(t, s, NewRecord("acct", "k", t0))
+	rec, l1, err := s.Claim(ctx, "acct", "k", "a", t0, t0.Add(time.Minute))
+	require.NoError(t, err, "Claim() of a free record")
+	require.Equal(t, want, rec, "Claim() returns the record")
+	require.NotZero(t, l1.Token, "token")
+
+	// Another owner meets a live lease: told who holds it until when.
+	rec, held, err := s.Claim(ctx, "acct", "k", "b", t0.Add(59*time.Second), t0.Add(2*time.Minute))
+	require.ErrorIs(t, err, journal.ErrLeased, "Claim() of a live lease by another owner")
+	require.Equal(t, want, rec, "Claim() refused returns the record")
+	require.Equal(t, "a", held.Owner, "holder's owner")
+	require.True(t, held.Expires.Equal(t0.Add(time.Minute)), "holder's expiry %v", held.Expires)
+
+	// Its own owner claims it anew (a restart under the same name).
+	l2 := claim(t, s, "k", "a", t0.Add(time.Second), time.Minute)
+	require.Greater(t, l2.Token, l1.Token, "token of a second claim")
+	_, err = leasedUpdate(s, l1, nil)
+	require.ErrorIs(t, err, journal.ErrLeaseLost, "write under the first claim after the second")
+
+	_, _, err = s.Claim(ctx, "acct", "missing", "a", t0, t0.Add(time.Minute))
+	require.ErrorIs(t, err, journal.ErrNotFound, "Claim() of a missing record")
+}
+
+func testLeaseFencing(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	la := claim(t, s, "k", "a", t0, time.Minute)
+	got, err := leasedUpdate(s, la, nil)
+	require.NoError(t, err, "write under the current lease")
+	require.Len(t, got.Attempts, 1)
+
+	// a's lease expires; b takes over and writes.
+	lb := claim(t, s, "k", "b", t0.Add(time.Minute), time.Minute)
+	require.Greater(t, lb.Token, la.Token, "token of the takeover")
+	_, err = leasedUpdate(s, lb, nil)
+	require.NoError(t, err, "write under the takeover's lease")
+	want := get(t, s, "acct", "k")
+
+	// a wakes up: every write it makes is refused, its function not called.
+	called := false
+	_, err = leasedUpdate(s, la, &called)
+	require.ErrorIs(t, err, journal.ErrLeaseLost, "stale Update()")
+	require.False(t, called, "fn called for a stale lease")
+	_, err = s.Resolve(journal.WithLease(context.Background(), la), "acct", "k",
+		journal.Manual{State: journal.StateFailed, Reason: "stale", At: t0})
+	require.ErrorIs(t, err, journal.ErrLeaseLost, "stale Resolve()")
+	_, err = s.Renew(context.Background(), la, t0.Add(time.Hour))
+	require.ErrorIs(t, err, journal.ErrLeaseLost, "stale Renew()")
+	require.ErrorIs(t, s.Release(context.Background(), la), journal.ErrLeaseLost, "stale Release()")
+	require.Equal(t, want, get(t, s, "acct", "k"), "record after the stale writes")
+
+	// A write without a lease (an operator's) is not fenced.
+	_, err = s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+		r.Review = "looked at"
+		return nil
+	})
+	require.NoError(t, err, "Update() without a lease")
+	// b still holds the lease.
+	_, err = leasedUpdate(s, lb, nil)
+	require.NoError(t, err, "write under the current lease after an unleased write")
+}
+
+func testLeaseTakeover(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	create(t, s, NewRecord("acct", "k", t0))
+	la := claim(t, s, "k", "a", t0, time.Minute)
+	// Live until its expiry, exclusive.
+	_, _, err := s.Claim(ctx, "acct", "k", "b", t0.Add(time.Minute-time.Nanosecond), t0.Add(2*time.Minute))
+	require.ErrorIs(t, err, journal.ErrLeased, "Claim() just before the expiry")
+	lb := claim(t, s, "k", "b", t0.Add(time.Minute), time.Minute)
+	require.Greater(t, lb.Token, la.Token)
+	// Now a meets b's live lease.
+	_, held, err := s.Claim(ctx, "acct", "k", "a", t0.Add(90*time.Second), t0.Add(3*time.Minute))
+	require.ErrorIs(t, err, journal.ErrLeased, "the old owner claims back a live takeover")
+	require.Equal(t, "b", held.Owner)
+}
+
+func testLeaseRenewRelease(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	create(t, s, NewRecord("acct", "k", t0))
+	la := claim(t, s, "k", "a", t0, time.Minute)
+	renewed, err := s.Renew(ctx, la, t0.Add(5*time.Minute))
+	require.NoError(t, err, "Renew()")
+	require.Equal(t, la.Token, renewed.Token, "Renew() keeps the token")
+	require.True(t, renewed.Expires.Equal(t0.Add(5*time.Minute)), "renewed expiry %v", renewed.Expires)
+	// Past the first expiry, the renewal holds the record.
+	_, _, err = s.Claim(ctx, "acct", "k", "b", t0.Add(2*time.Minute), t0.Add(3*time.Minute))
+	require.ErrorIs(t, err, journal.ErrLeased, "Claim() of a renewed lease")
+	_, err = leasedUpdate(s, renewed, nil)
+	require.NoError(t, err, "write under the renewed lease")
+
+	require.NoError(t, s.Release(ctx, renewed), "Release()")
+	// Free at once, and the next claim's token is greater still.
+	lb := claim(t, s, "k", "b", t0.Add(2*time.Minute), time.Minute)
+	require.Greater(t, lb.Token, renewed.Token, "token after a release")
+	_, err = leasedUpdate(s, renewed, nil)
+	require.ErrorIs(t, err, journal.ErrLeaseLost, "write under a released lease")
+}
+
+func testLeaseTerminal(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	create(t, s, NewRecord("acct", "k", t0))
+	l := claim(t, s, "k", "a", t0, time.Minute)
+	done, err := s.Update(journal.WithLease(ctx, l), "acct", "k", func(r *journal.Record) error {
+		r.State, r.Settled = journal.StateSucceeded, t0
+		return nil
+	})
+	require.NoError(t, err, "settling Update() under the lease")
+	rec, _, err := s.Claim(ctx, "acct", "k", "b", t0, t0.Add(time.Minute))
+	require.ErrorIs(t, err, journal.ErrTerminal, "Claim() of a terminal record")
+	require.Equal(t, done, rec, "Claim() of a terminal record returns it")
+}
+
+func testLeaseInvalid(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	create(t, s, NewRecord("acct", "k", t0))
+	create(t, s, NewRecord("acct", "other", t0))
+	_, _, err := s.Claim(ctx, "acct", "k", "", t0, t0.Add(time.Minute))
+	require.ErrorIs(t, err, journal.ErrInvalid, "Claim() without an owner")
+	_, _, err = s.Claim(ctx, "acct", "a\x00b", "a", t0, t0.Add(time.Minute))
+	require.ErrorIs(t, err, journal.ErrInvalid, "Claim() of a key with a NUL byte")
+	_, err = s.ClaimDue(ctx, "", t0, t0.Add(time.Minute), 0)
+	require.ErrorIs(t, err, journal.ErrInvalid, "ClaimDue() without an owner")
+	// A lease of one record does not let a write of another through.
+	l := claim(t, s, "k", "a", t0, time.Minute)
+	called := false
+	_, err = s.Update(journal.WithLease(ctx, l), "acct", "other", func(*journal.Record) error {
+		called = true
+		return nil
+	})
+	require.ErrorIs(t, err, journal.ErrInvalid, "Update() of another record under a lease")
+	require.False(t, called, "fn called")
+	_, err = leasedUpdate(s, journal.Lease{Scope: "acct", Key: "k", Owner: "a"}, nil)
+	require.Error(t, err, "Update() under a lease without a token")
+}
+
+func testClaimDue(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	for i := range 6 {
+		create(t, s, NewRecord("acct", fmt.Sprintf("k%d", i), t0.Add(time.Duration(i)*time.Second)))
+	}
+	done := NewRecord("acct", "done", t0)
+	done.State, done.Settled = journal.StateSucceeded, t0
+	create(t, s, done)
+	// b drives k1 right now; k0's lease of c expired.
+	claim(t, s, "k1", "b", t0, time.Hour)
+	lc := claim(t, s, "k0", "c", t0.Add(-time.Hour), time.Minute)
+
+	now := t0.Add(4 * time.Second)
+	got, err := s.ClaimDue(ctx, "a", now, now.Add(time.Minute), 3)
+	require.NoError(t, err)
+	var names []string
+	for _, c := range got {
+		names = append(names, c.Record.Key)
+		require.Equal(t, c.Record.Key, c.Lease.Key, "lease of %s", c.Record.Key)
+		require.Equal(t, "a", c.Lease.Owner)
+		require.True(t, c.Lease.Expires.Equal(now.Add(time.Minute)), "expiry of %s", c.Record.Key)
+		require.Equal(t, get(t, s, "acct", c.Record.Key), c.Record, "record of %s", c.Record.Key)
+	}
+	require.Equal(t, []string{"k0", "k2", "k3"}, names, "ClaimDue(limit 3) skips the live lease, takes the expired one")
+	require.Greater(t, got[0].Lease.Token, lc.Token, "token of the takeover by ClaimDue")
+
+	// The claimed are a's now: nobody's ClaimDue gets them, not even a's
+	// own (a drive of a's is under way).
+	again, err := s.ClaimDue(ctx, "a", now, now.Add(time.Minute), 0)
+	require.NoError(t, err)
+	require.Len(t, again, 1, "ClaimDue() again by a: only what it had not claimed")
+	require.Equal(t, "k4", again[0].Record.Key)
+	got, err = s.ClaimDue(ctx, "d", now, now.Add(time.Minute), 0)
+	require.NoError(t, err)
+	require.Empty(t, got, "ClaimDue() by another owner while every due record is leased")
+	_, err = leasedUpdate(s, lc, nil)
+	require.ErrorIs(t, err, journal.ErrLeaseLost, "write under the lease ClaimDue took over")
+}
+
+func testClaimDueConcurrent(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	const n, owners = 60, 6
+	for i := range n {
+		create(t, s, NewRecord("acct", fmt.Sprintf("k%02d", i), t0))
+	}
+	var mu sync.Mutex
+	claimedBy := map[string][]string{}
+	var wg sync.WaitGroup
+	errs := make(chan error, owners*n)
+	for o := range owners {
+		owner := fmt.Sprintf("owner%d", o)
+		wg.Go(func() {
+			for range n { // bounded: each round claims at least one or ends
+				got, err := s.ClaimDue(ctx, owner, t0, t0.Add(time.Minute), 4)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(got) == 0 {
+					return
+				}
+				mu.Lock()
+				for _, c := range got {
+					claimedBy[c.Record.Key] = append(claimedBy[c.Record.Key], owner)
+				}
+				mu.Unlock()
+				// Drive each: a visit reschedules what it does not settle,
+				// and its lease keeps the others off meanwhile.
+				for _, c := range got {
+					_, err := s.Update(journal.WithLease(ctx, c.Lease), c.Record.Scope, c.Record.Key, func(r *journal.Record) error {
+						r.NextDue = t0.Add(time.Hour)
+						return nil
+					})
+					if err != nil {
+						errs <- err
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, claimedBy, n, "every due record claimed")
+	for k, by := range claimedBy {
+		require.Len(t, by, 1, "owners of %s", k)
+	}
 }

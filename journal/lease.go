@@ -1,0 +1,275 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Lease is a claim on one operation: while it holds, only its Owner sends
+// the operation's requests or writes its record. In a journal shared by
+// several processes (PostgreSQL) it is what keeps two replicas from
+// driving one operation at once.
+//
+// Token is the fencing token: it grows on every claim of the record, by
+// any owner, and every write made under the lease carries it. A write
+// whose token is no longer the record's (another owner claimed the record
+// after this lease expired) is refused with ErrLeaseLost, so an owner that
+// was presumed dead cannot overwrite a newer state.
+type Lease struct {
+	Scope   string
+	Key     string
+	Owner   string    // who holds it: one name per live process
+	Token   uint64    // fencing token; 0 means no lease
+	Expires time.Time // after it, any owner may claim the record
+}
+
+// Held reports whether l is a live lease of another owner than owner at
+// now: one a claim by owner must not take over.
+func (l Lease) Held(owner string, now time.Time) bool {
+	return l.Owner != "" && l.Owner != owner && now.Before(l.Expires)
+}
+
+// Claimed is a record and the lease its claimant now holds on it.
+type Claimed struct {
+	Record *Record
+	Lease  Lease
+}
+
+// Errors of leases.
+var (
+	// ErrLeased means Claim found the record leased by another owner, and
+	// the lease has not expired: that owner drives the operation. Claim
+	// returns the holder's lease with it.
+	ErrLeased = errors.New("journal: operation leased by another owner")
+	// ErrLeaseLost means a write, Renew or Release carried a lease that is
+	// no longer the record's: another owner claimed the record since. The
+	// operation is that owner's now; the write was not made, and must not
+	// be retried.
+	ErrLeaseLost = errors.New("journal: lease lost: another owner claimed the operation")
+)
+
+// leases is the bbolt journal's lease table. One process holds the file,
+// and a process's Client already joins callers of one key to one flight,
+// so leases need not survive the process: they live in memory, and a
+// restart (the only way another owner gets the file) starts with none.
+type leases struct {
+	mu    sync.Mutex
+	next  uint64 // last token handed out, journal-wide
+	table map[string]Lease
+}
+
+func (t *leases) get(scope, key string) Lease {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.table[scope+"\x00"+key]
+}
+
+// claim takes the lease for owner unless another owner's is live at now,
+// or, unless again is set, owner's own.
+func (t *leases) claim(scope, key, owner string, now, expires time.Time, again bool) (Lease, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := scope + "\x00" + key
+	cur := t.table[id]
+	if cur.Held(owner, now) || !again && cur.Owner != "" && now.Before(cur.Expires) {
+		return cur, ErrLeased
+	}
+	if t.table == nil {
+		t.table = make(map[string]Lease)
+	}
+	t.next++
+	l := Lease{Scope: scope, Key: key, Owner: owner, Token: t.next, Expires: expires}
+	t.table[id] = l
+	return l, nil
+}
+
+// check reports ErrLeaseLost unless l is the record's current lease.
+func (t *leases) check(l Lease) error {
+	if l.Token == 0 || t.get(l.Scope, l.Key).Token != l.Token {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// set changes l's entry if l is still current.
+func (t *leases) set(l Lease, update func(*Lease)) (Lease, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := l.Scope + "\x00" + l.Key
+	cur, ok := t.table[id]
+	if !ok || l.Token == 0 || cur.Token != l.Token {
+		return Lease{}, ErrLeaseLost
+	}
+	update(&cur)
+	t.table[id] = cur
+	return cur, nil
+}
+
+// release drops l's entry if l is still current. Tokens are journal-wide:
+// the next claim's is greater without the entry.
+func (t *leases) release(l Lease) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := l.Scope + "\x00" + l.Key
+	if cur, ok := t.table[id]; !ok || l.Token == 0 || cur.Token != l.Token {
+		return ErrLeaseLost
+	}
+	delete(t.table, id)
+	return nil
+}
+
+func (t *leases) drop(scope, key string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.table, scope+"\x00"+key)
+}
+
+// Claim takes the lease on the record for owner until expires, unless
+// another owner holds a lease on it that is live at now: then it returns
+// the record, that owner's lease and an error matching ErrLeased. A claim
+// by the lease's own owner (a restart under the same name) takes it anew.
+// Every claim gets a new, greater Token. A terminal record is returned
+// with an error matching ErrTerminal and no lease: there is nothing left
+// to drive.
+func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*Record, Lease, error) {
+	if owner == "" {
+		return nil, Lease{}, errorf("journal: claim: empty owner: %w", ErrInvalid)
+	}
+	r, err := s.Get(ctx, scope, key)
+	if err != nil {
+		return nil, Lease{}, errorf("journal: claim: %w", err) // ErrInvalid for a bad scope or key
+	}
+	if r.State.Terminal() {
+		return r, Lease{}, errorf("journal: claim %q: %w", key, ErrTerminal)
+	}
+	l, err := s.leases.claim(scope, key, owner, now, expires, true)
+	if err != nil {
+		return r, l, errorf("journal: claim %q: %w", key, err)
+	}
+	return r, l, nil
+}
+
+// ClaimDue claims, for owner until expires, up to limit open records whose
+// NextDue is not after now (limit <= 0 means all) and on which nobody, not
+// even owner, holds a live lease (owner's own is a drive of its under
+// way), soonest due first.
+func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]Claimed, error) {
+	if owner == "" {
+		return nil, errorf("journal: claim due: empty owner: %w", ErrInvalid)
+	}
+	// Leased records are skipped after the read: in one process they are
+	// the few the Client drives right now.
+	due, err := s.Due(ctx, now, 0)
+	if err != nil {
+		return nil, err
+	}
+	var out []Claimed
+	for _, r := range due {
+		if limit > 0 && len(out) == limit {
+			break
+		}
+		l, err := s.leases.claim(r.Scope, r.Key, owner, now, expires, false)
+		if err != nil {
+			continue
+		}
+		out = append(out, Claimed{Record: r, Lease: l})
+	}
+	return out, nil
+}
+
+// Renew extends l to expires, if l is still the record's lease; otherwise
+// the error matches ErrLeaseLost. The token stays the same.
+func (s *Store) Renew(ctx context.Context, l Lease, expires time.Time) (Lease, error) {
+	if err := s.usable(ctx); err != nil {
+		return Lease{}, errorf("journal: renew: %w", err)
+	}
+	nl, err := s.leases.set(l, func(cur *Lease) { cur.Expires = expires })
+	if err != nil {
+		return Lease{}, errorf("journal: renew %q: %w", l.Key, err)
+	}
+	return nl, nil
+}
+
+// Release gives l up, if it is still the record's lease (otherwise the
+// error matches ErrLeaseLost): any owner may claim the record at once.
+// The token is kept, so that the next claim's is greater.
+func (s *Store) Release(ctx context.Context, l Lease) error {
+	if err := s.usable(ctx); err != nil {
+		return errorf("journal: release: %w", err)
+	}
+	if err := s.leases.release(l); err != nil {
+		return errorf("journal: release %q: %w", l.Key, err)
+	}
+	return nil
+}
+
+type leaseKey struct{}
+
+// WithLease returns a copy of ctx that carries l: every write (Update,
+// Resolve) made with it is made under the lease, and refused with an
+// error matching ErrLeaseLost, without calling Update's function, once
+// another owner has claimed the record. Writes whose context carries no
+// lease (an operator's, a webhook's) are not fenced. A lease carried for
+// another record than the one written is ErrInvalid.
+func WithLease(ctx context.Context, l Lease) context.Context {
+	return context.WithValue(ctx, leaseKey{}, l)
+}
+
+// LeaseFrom returns the lease ctx carries, if any (see WithLease).
+func LeaseFrom(ctx context.Context) (Lease, bool) {
+	l, ok := ctx.Value(leaseKey{}).(Lease)
+	return l, ok
+}
+
+// CheckLease reports whether a write of (scope, key) with ctx may be made
+// under the lease ctx carries, if any: ErrInvalid for a lease of another
+// record or without a token. Stores call it before they look at the
+// record, then compare the token with the record's.
+func CheckLease(ctx context.Context, scope, key string) (Lease, bool, error) {
+	l, ok := LeaseFrom(ctx)
+	if !ok {
+		return Lease{}, false, nil
+	}
+	if l.Scope != scope || l.Key != key || l.Token == 0 {
+		return l, true, errorf("lease of %q/%q (token %d) for a write of %q/%q: %w", l.Scope, l.Key, l.Token, scope, key, ErrInvalid)
+	}
+	return l, true, nil
+}
+
+// fenced wraps fn, the function of a write of (scope, key) with ctx, so
+// that it refuses the write once ctx's lease is no longer current. It is
+// checked inside the commit: a claim made while the write waited for its
+// commit fences it too.
+func (s *Store) fenced(ctx context.Context, scope, key string, fn func(*Record) error) (func(*Record) error, error) {
+	l, ok, err := CheckLease(ctx, scope, key)
+	if err != nil || !ok {
+		return fn, err
+	}
+	if err := s.leases.check(l); err != nil {
+		return nil, err
+	}
+	return func(r *Record) error {
+		if err := s.leases.check(l); err != nil {
+			return err
+		}
+		return fn(r)
+	}, nil
+}
+
+// settledUnder drops the lease ctx carries once its record is terminal:
+// nothing is left to drive.
+func (s *Store) settledUnder(ctx context.Context, r *Record) {
+	if l, ok := LeaseFrom(ctx); ok && r.State.Terminal() {
+		s.leases.drop(l.Scope, l.Key)
+	}
+}
+
+// usable reports why s cannot be used now: closed, or ctx done.
+func (s *Store) usable(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
+}

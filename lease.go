@@ -1,0 +1,158 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// DefaultLeaseDuration is how long a lease outlasts the exchange it covers
+// (see WithLease): long enough that a busy process renews in time, short
+// enough that another replica takes over a dead one's work soon.
+const DefaultLeaseDuration = 30 * time.Second
+
+// leasePoll spaces a waiting caller's claims of an operation another owner
+// drives.
+const leasePoll = 200 * time.Millisecond
+
+// WithLease names this Client's owner in the leases it takes (see Store)
+// and sets how long a lease outlasts the exchange or wait it covers. The
+// owner must be unique among the live processes sharing a journal: a pod
+// name, or the default, the host name, process id and a random suffix.
+// Default DefaultLeaseDuration; only a Store shared by several processes
+// (PostgreSQL) needs either.
+func WithLease(owner string, d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if err := checkName("lease owner", owner); err != nil {
+			c.errs = append(c.errs, err)
+			return
+		}
+		if positive(c, "WithLease duration", d) {
+			c.owner, c.leaseFor = owner, d
+		}
+	})
+}
+
+// defaultOwner names a Client in its leases: unique per Client, and
+// readable by an operator who lists who drives what.
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "host"
+	}
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8])
+}
+
+// leaseSpan is how far from now a lease must reach to cover need (an
+// exchange, a wait) with the lease's margin.
+func (c *Client) leaseSpan(need time.Duration) time.Duration { return need + c.cfg.leaseFor }
+
+// leaseLostError ends a drive whose lease another owner took over: the
+// operation is that owner's now.
+type leaseLostError struct{ err error }
+
+func (e *leaseLostError) Error() string {
+	return "idem: another replica took the operation over; it drives it now: " + e.err.Error()
+}
+func (e *leaseLostError) Unwrap() error { return e.err }
+
+// claim takes the operation's lease for a drive in mode. A terminal record
+// comes back without a lease (there is nothing to drive). When another
+// owner drives the operation, a caller (mode foreground) polls, within its
+// budget, until that owner settles it, gives the lease up or lets it
+// expire; Resume does not wait. Either then gets the record with an error
+// matching journal.ErrLeased: the operation is journaled, and someone
+// else's now.
+func (c *Client) claim(ctx context.Context, scope, key string, mode driveMode) (*journal.Record, journal.Lease, error) {
+	wctx := context.WithoutCancel(ctx)
+	deadline := c.cfg.clock.Now().Add(c.cfg.maxElapsed)
+	for {
+		now := c.cfg.clock.Now()
+		rec, l, err := c.store.Claim(wctx, scope, key, c.cfg.owner, now, now.Add(c.leaseSpan(c.cfg.attemptTimeout)))
+		switch {
+		case err == nil:
+			return rec, l, nil
+		case errors.Is(err, journal.ErrTerminal) && rec != nil:
+			return rec, journal.Lease{}, nil
+		case !errors.Is(err, journal.ErrLeased) || rec == nil:
+			return nil, journal.Lease{}, err
+		}
+		wait := min(l.Expires.Sub(now), leasePoll)
+		if mode != foreground || ctx.Err() != nil || !now.Add(wait).Before(deadline) {
+			return rec, l, fmt.Errorf("idem: %s drives the operation (lease until %s): %w",
+				l.Owner, l.Expires.UTC().Format(time.RFC3339), err)
+		}
+		if err := c.cfg.clock.Sleep(ctx, max(wait, time.Millisecond)); err != nil {
+			return rec, l, fmt.Errorf("idem: %s drives the operation: %w", l.Owner, errors.Join(journal.ErrLeased, context.Cause(ctx)))
+		}
+	}
+}
+
+// claimAndDrive claims the operation and drives it. created is the record
+// this call has just journaled (Submit), nil otherwise: a claim that fails
+// then still leaves an operation journaled, and the caller is told its
+// outcome is unknown (promise 13).
+func (c *Client) claimAndDrive(ctx context.Context, scope, key string, created *journal.Record, mode driveMode) (*Result, error) {
+	rec, l, err := c.claim(ctx, scope, key, mode)
+	switch {
+	case errors.Is(err, journal.ErrLeased):
+		return c.finish(rec, err)
+	case err != nil && created != nil:
+		return c.finish(created, &journalError{err})
+	case err != nil:
+		return nil, c.lookupErr(scope, key, err)
+	}
+	return c.drive(ctx, rec, l, mode, created != nil)
+}
+
+// hold makes the drive's lease cover need from now, renewing it when less
+// than half its margin is left. The renewals are bounded by the drive's
+// exchanges and waits.
+func (d *driver) hold(need time.Duration) error {
+	if d.lease.Token == 0 {
+		return nil
+	}
+	now := d.now()
+	if d.lease.Expires.After(now.Add(need + d.c.cfg.leaseFor/2)) {
+		return nil
+	}
+	l, err := d.c.store.Renew(d.wctx, d.lease, now.Add(d.c.leaseSpan(need)))
+	if err != nil {
+		if errors.Is(err, journal.ErrLeaseLost) {
+			return d.lost(err)
+		}
+		d.c.log.LogAttrs(d.ctx, slog.LevelError, "idem: lease renewal failed", append(opAttrs(d.rec), slog.Any("err", err))...)
+		return &journalError{err}
+	}
+	d.lease = l
+	return nil
+}
+
+// lost ends the drive on a write or renewal refused because another owner
+// claimed the operation: nothing more is sent or written.
+func (d *driver) lost(err error) error {
+	d.leaseLost = true
+	d.c.log.LogAttrs(d.ctx, slog.LevelInfo, "idem: lease lost: another replica drives the operation",
+		append(opAttrs(d.rec), slog.Any("err", err))...)
+	return &leaseLostError{err}
+}
+
+// release gives the lease up at the end of a drive that left the operation
+// open, so that any replica's reconciler may take it when it is due. A
+// failure only delays that until the lease expires.
+func (d *driver) release() {
+	if d.lease.Token == 0 || d.leaseLost || !d.rec.Open() {
+		return
+	}
+	if err := d.c.store.Release(d.wctx, d.lease); err != nil && !errors.Is(err, journal.ErrLeaseLost) {
+		d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: lease release failed; it expires by itself",
+			append(opAttrs(d.rec), slog.Any("err", err))...)
+	}
+}

@@ -1,0 +1,48 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// PrepareIn is Prepare with the journal write made by create rather than
+// by the Client's Store: a Store that can write inside the caller's own
+// database transaction (pgjournal's PrepareTx) journals the intent
+// together with the caller's business rows, so both commit or roll back
+// together (the outbox pattern). create must store the record as the
+// Client's Store's Create would (ErrExists with the stored record for a
+// key that exists), in the same database as the Client's Store.
+//
+// The operation is due at once: once the transaction commits, the first
+// Run of any process sharing the journal sends it (or a Do, whichever
+// claims it first; leases keep it to one). If the transaction rolls back,
+// nothing was journaled and nothing will be sent. Errors are Prepare's;
+// an error matching ErrUnknownOutcome is create's journal.ErrMaybeCommitted.
+func (c *Client) PrepareIn(ctx context.Context, req Request, create func(context.Context, *journal.Record) (*journal.Record, error)) (*Operation, error) {
+	if create == nil {
+		return nil, fmt.Errorf("%w: PrepareIn: nil create function", ErrInvalidRequest)
+	}
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	rec, err := c.newRecord(req)
+	if err != nil {
+		return nil, err
+	}
+	rec.NextDue = rec.Created // nobody is waiting to call Do for it
+	stored, err := create(ctx, rec)
+	switch {
+	case errors.Is(err, journal.ErrExists) && stored != nil:
+		if !sameRequest(stored, rec) {
+			return nil, c.conflict(stored)
+		}
+		return newOperation(stored), nil
+	case err != nil:
+		return nil, createErr("prepare", rec, err)
+	}
+	return newOperation(stored), nil
+}

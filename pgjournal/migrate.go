@@ -1,0 +1,129 @@
+package pgjournal
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migration is one numbered step of the schema.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+func loadMigrations() ([]migration, error) {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, n := range names {
+		base := strings.TrimPrefix(n, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("migration %s: name must start with its number", base)
+		}
+		b, err := migrations.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{v, base, string(b)})
+	}
+	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
+	return out, nil
+}
+
+// SchemaVersion is the schema version this build writes and reads.
+const SchemaVersion = 1
+
+// Migrate creates the journal's schema, or brings it up to SchemaVersion,
+// each step in its own transaction, and records the version reached. It
+// holds a PostgreSQL advisory lock (per schema) while it works, so
+// replicas starting at once may all call it: one migrates, the others
+// wait and then find nothing to do. A schema newer than this build is an
+// error: upgrade idem. Run it at start-up, before the Client.
+func (s *Store) Migrate(ctx context.Context) error {
+	if err := s.usable(ctx); err != nil {
+		return errorf("migrate: %w", err)
+	}
+	steps, err := loadMigrations()
+	if err != nil {
+		return errorf("migrate: %w", err)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return errorf("migrate: %w", err)
+	}
+	defer conn.Release()
+	lock := lockID(s.schema)
+	// Session-level: held across the steps' transactions.
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, lock); err != nil {
+		return errorf("migrate: advisory lock: %w", err)
+	}
+	defer func() {
+		// A failed unlock (a broken connection) ends with the session.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, lock)
+	}()
+	schema := pgx.Identifier{s.schema}.Sanitize()
+	versions := pgx.Identifier{s.schema, "schema_version"}.Sanitize()
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+		return errorf("migrate: create schema %s: %w", schema, err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+versions+` (version int NOT NULL)`); err != nil {
+		return errorf("migrate: %w", err)
+	}
+	var current int
+	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+versions).Scan(&current); err != nil {
+		return errorf("migrate: %w", err)
+	}
+	if current > SchemaVersion {
+		return errorf("migrate: schema %s is at version %d, newer than this build's %d: upgrade idem", schema, current, SchemaVersion)
+	}
+	for _, m := range steps {
+		if m.version <= current {
+			continue
+		}
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{{schema}}", schema)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO `+versions+` (version) VALUES ($1)`, m.version)
+			return err
+		})
+		if err != nil {
+			return errorf("migrate: %s: %w", m.name, err)
+		}
+	}
+	return nil
+}
+
+// lockID is the advisory lock of a schema's migrations.
+func lockID(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("idem pgjournal migrate " + schema))
+	return int64(h.Sum64())
+}
+
+// DropSchema drops schema and everything in it: the journal's records
+// too. It is for tests and for taking a journal down for good.
+func (s *Store) DropSchema(ctx context.Context, schema string) error {
+	if !schemaName.MatchString(schema) {
+		return fmt.Errorf("%w: schema %q", ErrConfig, schema)
+	}
+	if _, err := s.pool.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+		return errorf("drop schema: %w", err)
+	}
+	return nil
+}

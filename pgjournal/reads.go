@@ -1,0 +1,221 @@
+package pgjournal
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// scanRecords decodes the data column of every row.
+func scanRecords(rows pgx.Rows) ([]*journal.Record, error) {
+	var out []*journal.Record
+	var data []byte
+	_, err := pgx.ForEachRow(rows, []any{&data}, func() error {
+		r, err := journal.DecodeRecord(data)
+		if err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// openPage is how many open records ForEachOpen reads at a time.
+const openPage = 256
+
+// ForEachOpen calls fn for every open record, soonest due first, outside
+// any transaction, each at most once; see idem.Store. It reads a page of
+// the open index at a time.
+func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error) error {
+	if err := s.usable(ctx); err != nil {
+		return errorf("for each open: %w", err)
+	}
+	// fn may reschedule a record into the part not read yet: remember
+	// what was visited (the cost grows with the open records only).
+	seen := make(map[[2]string]bool)
+	// No scope is empty: the first page starts after ("", "") at the
+	// smallest time, the zero time's.
+	afterDue, afterScope, afterKey := int64(math.MinInt64), "", ""
+	for {
+		rows, err := s.pool.Query(ctx, `SELECT data, next_due_ns FROM `+s.table+`
+			WHERE open AND (next_due_ns, scope, key) > ($1, $2, $3)
+			ORDER BY next_due_ns, scope, key LIMIT $4`,
+			afterDue, afterScope, afterKey, openPage)
+		if err != nil {
+			return errorf("for each open: %w", err)
+		}
+		var page []*journal.Record
+		var dues []int64
+		var data []byte
+		var due int64
+		_, err = pgx.ForEachRow(rows, []any{&data, &due}, func() error {
+			r, err := journal.DecodeRecord(data)
+			if err != nil {
+				return err
+			}
+			page, dues = append(page, r), append(dues, due)
+			return nil
+		})
+		if err != nil {
+			return errorf("for each open: %w", err)
+		}
+		for i, r := range page {
+			afterDue, afterScope, afterKey = dues[i], r.Scope, r.Key
+			id := [2]string{r.Scope, r.Key}
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			if err := ctx.Err(); err != nil {
+				return errorf("for each open: %w", err)
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if len(page) < openPage {
+			return nil
+		}
+	}
+}
+
+// Due returns up to limit open records whose NextDue is not after by; see
+// idem.Store.
+func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Record, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, errorf("due: %w", err)
+	}
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, `SELECT data FROM `+s.table+` WHERE open AND next_due_ns <= $1
+		ORDER BY next_due_ns, scope, key LIMIT $2`, ns(by), lim)
+	if err != nil {
+		return nil, errorf("due: %w", err)
+	}
+	out, err := scanRecords(rows)
+	if err != nil {
+		return nil, errorf("due: %w", err)
+	}
+	return out, nil
+}
+
+// List returns the records f selects, in (Scope, Key) order.
+func (s *Store) List(ctx context.Context, f journal.Filter) ([]*journal.Record, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, errorf("list: %w", err)
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Scope != "" {
+		if err := journal.CheckID(f.Scope, "-"); err != nil {
+			return nil, errorf("list: %w", err) // a NUL byte PostgreSQL's text refuses
+		}
+		where = append(where, "scope = "+arg(f.Scope))
+	}
+	if len(f.States) > 0 {
+		states := make([]string, len(f.States))
+		for i, st := range f.States {
+			states[i] = string(st)
+		}
+		where = append(where, "state = ANY("+arg(states)+")")
+	}
+	if f.Open {
+		where = append(where, "open")
+	}
+	if f.Review {
+		where = append(where, "review")
+	}
+	if !f.CreatedBefore.IsZero() {
+		where = append(where, "created_ns < "+arg(ns(f.CreatedBefore)))
+	}
+	q := `SELECT data FROM ` + s.table
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += ` ORDER BY scope, key`
+	if f.Limit > 0 {
+		q += " LIMIT " + arg(f.Limit)
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, errorf("list: %w", err)
+	}
+	out, err := scanRecords(rows)
+	if err != nil {
+		return nil, errorf("list: %w", err)
+	}
+	return out, nil
+}
+
+// pruneChunk bounds one Prune statement: a large backlog is deleted in
+// several short transactions, not one that holds locks for long.
+const pruneChunk = 500
+
+// Prune deletes terminal records settled before the cut-off, in chunks of
+// pruneChunk, and returns how many it deleted (those of the chunks done
+// before an error included). It never deletes an open record.
+func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error) {
+	total := 0
+	for {
+		if err := s.usable(ctx); err != nil {
+			return total, errorf("prune: %w", err)
+		}
+		tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE (scope, key) IN (
+			SELECT scope, key FROM `+s.table+` WHERE NOT open AND settled_ns < $1 LIMIT $2
+			FOR UPDATE SKIP LOCKED)`, ns(settledBefore), pruneChunk)
+		if err != nil {
+			return total, errorf("prune: %w", writeErr(err))
+		}
+		n := int(tag.RowsAffected())
+		total += n
+		if n < pruneChunk {
+			return total, nil
+		}
+	}
+}
+
+// Stats counts the journal's records by state, as the bbolt journal's
+// Stats does (for the operator tool); FileSize is the table's size on
+// disk, indexes included. It reads every record's state column, not the
+// records.
+func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
+	if err := s.usable(ctx); err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	st := journal.Stats{ByState: make(map[journal.State]int)}
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*), count(*) FILTER (WHERE review) FROM `+s.table+` GROUP BY state`)
+	if err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	var state string
+	var n, review int
+	_, err = pgx.ForEachRow(rows, []any{&state, &n, &review}, func() error {
+		st.ByState[journal.State(state)] = n
+		st.Total += n
+		st.Review += review
+		if !journal.State(state).Terminal() {
+			st.Open += n
+		}
+		return nil
+	})
+	if err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT pg_total_relation_size($1::regclass)`, s.table).Scan(&st.FileSize); err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	return st, nil
+}

@@ -1,0 +1,626 @@
+// Package pgjournal is idem's journal in PostgreSQL: a Store that any
+// number of processes share, each with its own idem.Client and Run, so
+// that a replica's pending and unknown operations outlive its pod, and
+// operators read the live journal.
+//
+// It implements idem.Store with its leases (see idem.Store): Claim and
+// ClaimDue take a lease with a token one greater than the record's last
+// (ClaimDue with FOR UPDATE SKIP LOCKED, so replicas never wait for one
+// another's claims), and every write made under a lease carries the token
+// in its WHERE clause, so a replica presumed dead never overwrites a newer
+// state. Records are stored in the journal's own encoding (never a
+// credential: the client refuses to journal one) beside the few columns
+// the queries need; partial indexes keep Due, ClaimDue, ForEachOpen and
+// Prune to the open or settled records they read.
+//
+// The schema is created by Migrate, explicitly: call it at start-up (two
+// replicas may call it at once: an advisory lock serialises them).
+// PrepareTx journals an operation inside the caller's own transaction
+// (outbox): the business row and the intent to call the API commit or
+// roll back together, and Run on any replica sends it.
+//
+// # Tools, tests and harnesses
+//
+// An operator tool opens the live journal with Open and reads it with
+// Get, List, Stats and ForEachOpen while the replicas run. To resolve an
+// operation without racing the replica that may be driving it, Claim it
+// under the tool's own owner name first (journal.ErrLeased names the
+// replica that holds it, and until when), then Resolve with a context
+// carrying that lease (journal.WithLease): the replica's next write is
+// refused and it stops. Tests get a throwaway server from
+// scripts/postgres.sh (pg_start exports IDEM_PG_DSN), a schema of their
+// own with WithSchema, and remove it with DropSchema.
+package pgjournal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+// DefaultSchema is the schema the journal's tables live in unless
+// WithSchema names another.
+const DefaultSchema = "idem"
+
+// Errors of Open and New.
+var (
+	// ErrConfig means a DSN or an option is not usable; nothing was
+	// opened.
+	ErrConfig = errors.New("pgjournal: bad configuration")
+	// ErrNotMigrated means the schema is missing or older than this build
+	// needs: call Migrate.
+	ErrNotMigrated = errors.New("pgjournal: schema not migrated; call Migrate")
+)
+
+// Store is a journal in PostgreSQL, safe for concurrent use by many
+// goroutines and shared by many processes. Every write is one statement
+// committed on its own (or inside the caller's transaction, PrepareTx):
+// durable when it returns without error, not made when it returns an
+// error, except one matching journal.ErrMaybeCommitted (the connection
+// broke after the statement was sent: it may have committed).
+type Store struct {
+	pool   *pgxpool.Pool
+	owned  bool // Close closes the pool
+	schema string
+	table  string // quoted schema.records
+	closed atomic.Bool
+}
+
+var (
+	_ idem.Store      = (*Store)(nil)
+	_ idem.StatsStore = (*Store)(nil)
+)
+
+// Option configures Open and New.
+type Option interface{ apply(*config) }
+
+type config struct {
+	schema string
+	errs   []error
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// schemaName is what WithSchema accepts: a plain, unquoted PostgreSQL
+// identifier, so that it means the same quoted or not.
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// WithSchema sets the schema of the journal's tables (default
+// DefaultSchema): lower-case letters, digits and underscores, not starting
+// with a digit, at most 63 bytes. Replicas sharing a journal use the same.
+func WithSchema(name string) Option {
+	return optionFunc(func(c *config) {
+		if !schemaName.MatchString(name) {
+			c.errs = append(c.errs, fmt.Errorf("%w: schema %q: use lower-case letters, digits and _, starting with a letter, at most 63", ErrConfig, name))
+			return
+		}
+		c.schema = name
+	})
+}
+
+// Open connects to the database dsn names (a postgres:// URL or a
+// key=value string, as pgx reads it) and returns a Store that owns the
+// connection pool: Close closes it. The pool's size is the DSN's
+// pool_max_conns (pgx's default is 4, or the CPU count if greater): give
+// it about as many connections as the callers you expect at once.
+// Open checks that the server answers;
+// until Migrate has created the schema, calls fail with an error matching
+// ErrNotMigrated.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	pc, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's message may quote the DSN, password included.
+		return nil, fmt.Errorf("%w: DSN not understood: use postgres://user@host/db or key=value pairs (%s)", ErrConfig, redact(err))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("pgjournal: open: %w", err)
+	}
+	s := newStore(pool, cfg)
+	s.owned = true
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgjournal: open: cannot reach the server: %w", err)
+	}
+	return s, nil
+}
+
+// redact returns a pgx parse error's text without the DSN it may quote.
+func redact(err error) string {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) && pe.Unwrap() != nil {
+		return pe.Unwrap().Error()
+	}
+	return "check its syntax"
+}
+
+// New returns a Store on the caller's pool, which the caller closes after
+// the Store (Close leaves it open). Use it to share the pool the
+// application's own transactions use (PrepareTx).
+func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: nil pool", ErrConfig)
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return newStore(pool, cfg), nil
+}
+
+func newConfig(opts []Option) (*config, error) {
+	cfg := &config{schema: DefaultSchema}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(cfg)
+		}
+	}
+	if len(cfg.errs) > 0 {
+		return nil, errors.Join(cfg.errs...)
+	}
+	return cfg, nil
+}
+
+func newStore(pool *pgxpool.Pool, cfg *config) *Store {
+	return &Store{
+		pool:   pool,
+		schema: cfg.schema,
+		table:  pgx.Identifier{cfg.schema, "records"}.Sanitize(),
+	}
+}
+
+// Close releases the Store, and the pool if Open made it. It is safe to
+// call more than once.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.owned {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// usable reports why s cannot be used now: closed, or ctx done.
+func (s *Store) usable(ctx context.Context) error {
+	if s.closed.Load() {
+		return journal.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// Times are stored as Unix nanoseconds, the journal's precision (a
+// timestamptz keeps microseconds: Due at a record's NextDue less a
+// nanosecond would see it). Times outside int64's range are clamped,
+// which keeps their order; the zero time is the smallest of all.
+func ns(t time.Time) int64 {
+	switch {
+	case t.IsZero():
+		return math.MinInt64
+	case t.Year() < 1678:
+		return math.MinInt64 + 1
+	case t.Year() > 2261:
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+func fromNS(n int64) time.Time {
+	if n == math.MinInt64 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// queryer is what a statement runs on: the pool, or a caller's transaction.
+type queryer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// writeErr classifies the error of a write statement: one the server
+// answered, or one never sent, did not commit; any other (the connection
+// broke while the statement was in flight) may have.
+func writeErr(err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &pgErr), pgconn.SafeToRetry(err), errors.Is(err, pgx.ErrNoRows):
+		return err
+	}
+	// A broken connection, a timeout or a cancellation while the
+	// statement was in flight: the server may have committed it.
+	return fmt.Errorf("%w: %w", journal.ErrMaybeCommitted, err)
+}
+
+// schemaErr tells a missing schema (Migrate not run) from other errors.
+func schemaErr(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+		return fmt.Errorf("%w (%s)", ErrNotMigrated, pgErr.Message)
+	}
+	return err
+}
+
+func errorf(format string, args ...any) error {
+	for i, a := range args {
+		if e, ok := a.(error); ok {
+			args[i] = schemaErr(e)
+		}
+	}
+	return fmt.Errorf("pgjournal: "+format, args...)
+}
+
+func encode(r *journal.Record) []byte { return journal.EncodeRecord(nil, r) }
+
+const recordCols = `state, open, review, created_ns, next_due_ns, settled_ns, data`
+
+func colValues(r *journal.Record) []any {
+	return []any{string(r.State), r.Open(), r.Review != "", ns(r.Created), ns(r.NextDue), ns(r.Settled), encode(r)}
+}
+
+// Create stores a new record; see idem.Store.
+func (s *Store) Create(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
+	return s.create(ctx, s.pool, rec, true)
+}
+
+// create inserts rec with q. commits: q commits the statement itself (not
+// the caller's transaction, whose commit is the caller's to judge).
+func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record, commits bool) (*journal.Record, error) {
+	if err := journal.CheckRecord(rec); err != nil {
+		return nil, errorf("create: %w", err)
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, errorf("create: %w", err)
+	}
+	stored := journal.CloneRecord(rec)
+	args := append([]any{stored.Scope, stored.Key}, colValues(stored)...)
+	tag, err := q.Exec(ctx, `INSERT INTO `+s.table+` (scope, key, `+recordCols+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (scope, key) DO NOTHING`, args...)
+	if err != nil {
+		if commits {
+			err = writeErr(err)
+		}
+		return nil, errorf("create %q: %w", rec.Key, err)
+	}
+	if tag.RowsAffected() == 0 {
+		old, err := s.get(ctx, q, rec.Scope, rec.Key)
+		if err != nil {
+			return nil, errorf("create %q: existing record: %w", rec.Key, err)
+		}
+		return old, errorf("create %q: %w", rec.Key, journal.ErrExists)
+	}
+	return stored, nil
+}
+
+// Get returns the record or an error matching journal.ErrNotFound.
+func (s *Store) Get(ctx context.Context, scope, key string) (*journal.Record, error) {
+	if err := journal.CheckID(scope, key); err != nil {
+		return nil, errorf("get: %w", err)
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, errorf("get: %w", err)
+	}
+	r, err := s.get(ctx, s.pool, scope, key)
+	if err != nil {
+		return nil, errorf("get %q: %w", key, err)
+	}
+	return r, nil
+}
+
+func (s *Store) get(ctx context.Context, q queryer, scope, key string) (*journal.Record, error) {
+	var data []byte
+	err := q.QueryRow(ctx, `SELECT data FROM `+s.table+` WHERE scope = $1 AND key = $2`, scope, key).Scan(&data)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, journal.ErrNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return journal.DecodeRecord(data)
+}
+
+// maxRounds bounds an Update's optimistic rounds against concurrent
+// writers of one record.
+const maxRounds = 100
+
+// Update applies fn to a copy of the stored record and commits it; see
+// idem.Store. The write is conditional on the version read (and, under a
+// lease, on its token): a concurrent writer makes it read and apply fn
+// again, so fn may run more than once.
+func (s *Store) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
+	if fn == nil {
+		return nil, errorf("update: nil function: %w", journal.ErrInvalid)
+	}
+	return s.write(ctx, "update", scope, key, func(r *journal.Record) error {
+		if r.State.Terminal() {
+			return journal.ErrTerminal
+		}
+		was := journal.CloneRecord(r)
+		if err := fn(r); err != nil {
+			return err
+		}
+		return journal.CheckChange(was, r)
+	})
+}
+
+// Resolve settles a record by hand; see idem.Store.
+func (s *Store) Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error) {
+	if err := journal.CheckManual(m); err != nil {
+		return nil, errorf("resolve: %w", err)
+	}
+	return s.write(ctx, "resolve", scope, key, func(r *journal.Record) error {
+		journal.ApplyManual(r, m)
+		return journal.CheckRecord(r)
+	})
+}
+
+// errUnchanged, returned by a write's change, says there is nothing to
+// write: write returns the record as read.
+var errUnchanged = errors.New("unchanged")
+
+// write reads the record, applies change and writes it back if nobody
+// wrote it meanwhile, under ctx's lease if it carries one.
+func (s *Store) write(ctx context.Context, op, scope, key string, change func(*journal.Record) error) (*journal.Record, error) {
+	if err := journal.CheckID(scope, key); err != nil {
+		return nil, errorf("%s: %w", op, err)
+	}
+	l, leased, err := journal.CheckLease(ctx, scope, key)
+	if err != nil {
+		return nil, errorf("%s %q: %w", op, key, err)
+	}
+	for range maxRounds {
+		if err := s.usable(ctx); err != nil {
+			return nil, errorf("%s %q: %w", op, key, err)
+		}
+		var data []byte
+		var version, token int64
+		err := s.pool.QueryRow(ctx, `SELECT data, version, lease_token FROM `+s.table+` WHERE scope = $1 AND key = $2`,
+			scope, key).Scan(&data, &version, &token)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, errorf("%s %q: %w", op, key, journal.ErrNotFound)
+		}
+		if err != nil {
+			return nil, errorf("%s %q: %w", op, key, err)
+		}
+		if leased && uint64(token) != l.Token {
+			return nil, errorf("%s %q: %w", op, key, journal.ErrLeaseLost)
+		}
+		r, err := journal.DecodeRecord(data)
+		if err != nil {
+			return nil, errorf("%s %q: %w", op, key, err)
+		}
+		if err := change(r); errors.Is(err, errUnchanged) {
+			return r, nil
+		} else if err != nil {
+			return nil, errorf("%s %q: %w", op, key, err)
+		}
+		// The token is in the WHERE clause: a claim since the read fences
+		// this write, whatever the version says.
+		args := append([]any{scope, key, version, token}, colValues(r)...)
+		tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET (`+recordCols+`) = ($5, $6, $7, $8, $9, $10, $11),
+			version = version + 1 WHERE scope = $1 AND key = $2 AND version = $3 AND lease_token = $4`, args...)
+		if err != nil {
+			return nil, errorf("%s %q: %w", op, key, writeErr(err))
+		}
+		if tag.RowsAffected() == 1 {
+			return journal.CloneRecord(r), nil
+		}
+		// Written (or claimed) since the read: read again.
+	}
+	return nil, errorf("%s %q: %d concurrent writes in a row; try again", op, key, maxRounds)
+}
+
+// Claim takes the lease on an open record; see idem.Store.
+func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error) {
+	if err := journal.CheckID(scope, key); err != nil {
+		return nil, journal.Lease{}, errorf("claim: %w", err)
+	}
+	if err := checkOwner(owner); err != nil {
+		return nil, journal.Lease{}, errorf("claim: %w", err)
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, journal.Lease{}, errorf("claim: %w", err)
+	}
+	var data []byte
+	var token int64
+	err := s.pool.QueryRow(ctx, `UPDATE `+s.table+` SET lease_owner = $3, lease_expires = $4, lease_token = lease_token + 1
+		WHERE scope = $1 AND key = $2 AND open AND (lease_owner = '' OR lease_owner = $3 OR lease_expires <= $5)
+		RETURNING data, lease_token`, scope, key, owner, ns(expires), ns(now)).Scan(&data, &token)
+	if err == nil {
+		r, err := journal.DecodeRecord(data)
+		if err != nil {
+			return nil, journal.Lease{}, errorf("claim %q: %w", key, err)
+		}
+		return r, journal.Lease{Scope: scope, Key: key, Owner: owner, Token: uint64(token), Expires: fromNS(ns(expires))}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, journal.Lease{}, errorf("claim %q: %w", key, writeErr(err))
+	}
+	// Not claimed: missing, terminal or leased. Say which.
+	var open bool
+	var holder string
+	var until int64
+	err = s.pool.QueryRow(ctx, `SELECT data, open, lease_owner, lease_expires, lease_token FROM `+s.table+`
+		WHERE scope = $1 AND key = $2`, scope, key).Scan(&data, &open, &holder, &until, &token)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, journal.Lease{}, errorf("claim %q: %w", key, journal.ErrNotFound)
+	}
+	if err != nil {
+		return nil, journal.Lease{}, errorf("claim %q: %w", key, err)
+	}
+	r, err := journal.DecodeRecord(data)
+	if err != nil {
+		return nil, journal.Lease{}, errorf("claim %q: %w", key, err)
+	}
+	if !open {
+		return r, journal.Lease{}, errorf("claim %q: %w", key, journal.ErrTerminal)
+	}
+	held := journal.Lease{Scope: scope, Key: key, Owner: holder, Token: uint64(token), Expires: fromNS(until)}
+	return r, held, errorf("claim %q: %s holds it: %w", key, holder, journal.ErrLeased)
+}
+
+func checkOwner(owner string) error {
+	if owner == "" {
+		return fmt.Errorf("empty owner: %w", journal.ErrInvalid)
+	}
+	if err := journal.CheckID("owner", owner); err != nil {
+		return fmt.Errorf("owner: %w", err)
+	}
+	return nil
+}
+
+// ClaimDue claims due records no one holds a live lease on; see
+// idem.Store. Rows other claimants have locked are skipped (SKIP LOCKED).
+func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error) {
+	if err := checkOwner(owner); err != nil {
+		return nil, errorf("claim due: %w", err)
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, errorf("claim due: %w", err)
+	}
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, `WITH due AS (
+			SELECT scope, key FROM `+s.table+`
+			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= $1)
+			ORDER BY next_due_ns, scope, key LIMIT $2
+			FOR UPDATE SKIP LOCKED)
+		UPDATE `+s.table+` AS r SET lease_owner = $3, lease_expires = $4, lease_token = r.lease_token + 1
+		FROM due WHERE r.scope = due.scope AND r.key = due.key
+		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, ns(expires))
+	if err != nil {
+		return nil, errorf("claim due: %w", writeErr(err))
+	}
+	type row struct {
+		c   journal.Claimed
+		due int64
+	}
+	var got []row
+	var data []byte
+	var token, due int64
+	_, err = pgx.ForEachRow(rows, []any{&data, &token, &due}, func() error {
+		r, err := journal.DecodeRecord(data)
+		if err != nil {
+			return err
+		}
+		got = append(got, row{journal.Claimed{Record: r, Lease: journal.Lease{
+			Scope: r.Scope, Key: r.Key, Owner: owner, Token: uint64(token), Expires: fromNS(ns(expires)),
+		}}, due})
+		return nil
+	})
+	if err != nil {
+		return nil, errorf("claim due: %w", writeErr(err))
+	}
+	// RETURNING keeps no order.
+	slices.SortFunc(got, func(a, b row) int {
+		if a.due != b.due {
+			return cmpInt(a.due, b.due)
+		}
+		if a.c.Record.Scope != b.c.Record.Scope {
+			return cmpStr(a.c.Record.Scope, b.c.Record.Scope)
+		}
+		return cmpStr(a.c.Record.Key, b.c.Record.Key)
+	})
+	out := make([]journal.Claimed, len(got))
+	for i, g := range got {
+		out[i] = g.c
+	}
+	return out, nil
+}
+
+func cmpInt(a, b int64) int {
+	if a < b {
+		return -1
+	}
+	return 1
+}
+
+func cmpStr(a, b string) int {
+	if a < b {
+		return -1
+	}
+	return 1
+}
+
+// Renew extends a lease; see idem.Store.
+func (s *Store) Renew(ctx context.Context, l journal.Lease, expires time.Time) (journal.Lease, error) {
+	if err := s.usable(ctx); err != nil {
+		return journal.Lease{}, errorf("renew: %w", err)
+	}
+	if err := journal.CheckID(l.Scope, l.Key); err != nil {
+		return journal.Lease{}, errorf("renew: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_expires = $5
+		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
+		l.Scope, l.Key, int64(l.Token), l.Owner, ns(expires))
+	if err != nil {
+		return journal.Lease{}, errorf("renew %q: %w", l.Key, writeErr(err))
+	}
+	if tag.RowsAffected() == 0 || l.Token == 0 {
+		return journal.Lease{}, errorf("renew %q: %w", l.Key, journal.ErrLeaseLost)
+	}
+	l.Expires = fromNS(ns(expires))
+	return l, nil
+}
+
+// Release gives a lease up; see idem.Store.
+func (s *Store) Release(ctx context.Context, l journal.Lease) error {
+	if err := s.usable(ctx); err != nil {
+		return errorf("release: %w", err)
+	}
+	if err := journal.CheckID(l.Scope, l.Key); err != nil {
+		return errorf("release: %w", err)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
+		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
+		l.Scope, l.Key, int64(l.Token), l.Owner)
+	if err != nil {
+		return errorf("release %q: %w", l.Key, writeErr(err))
+	}
+	if tag.RowsAffected() == 0 || l.Token == 0 {
+		return errorf("release %q: %w", l.Key, journal.ErrLeaseLost)
+	}
+	return nil
+}
+
+// PrepareTx journals req's operation inside tx, the caller's own
+// transaction on this Store's database, as c.Prepare would journal it
+// (see idem.Client.PrepareIn): the intent commits or rolls back with the
+// caller's rows. Once tx commits, the operation is due at once, and the
+// first Run of any replica sharing the journal sends it. c must journal
+// to this Store. Errors are Prepare's; a failed statement leaves tx
+// aborted, as any failed statement does in PostgreSQL.
+func (s *Store) PrepareTx(ctx context.Context, tx pgx.Tx, c *idem.Client, req idem.Request) (*idem.Operation, error) {
+	if tx == nil || c == nil {
+		return nil, fmt.Errorf("%w: PrepareTx: nil transaction or client", idem.ErrInvalidRequest)
+	}
+	return c.PrepareIn(ctx, req, func(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
+		return s.create(ctx, tx, rec, false)
+	})
+}
+
+// Schema returns the schema the Store's tables live in.
+func (s *Store) Schema() string { return s.schema }

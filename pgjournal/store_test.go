@@ -1,0 +1,135 @@
+package pgjournal_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+	"github.com/idemkit/idem/journal/journaltest"
+	"github.com/idemkit/idem/pgjournal"
+)
+
+// dsn is the test server's, or skips the test when none is given and none
+// is required (IDEM_REQUIRE_PG, set by scripts/test.sh and CI).
+func dsn(t testing.TB) string {
+	t.Helper()
+	d := os.Getenv("IDEM_PG_DSN")
+	if d == "" {
+		if os.Getenv("IDEM_REQUIRE_PG") != "" {
+			t.Fatal("IDEM_REQUIRE_PG is set but IDEM_PG_DSN is not: give the test server's DSN")
+		}
+		t.Skip("IDEM_PG_DSN not set: run ./scripts/test.sh, which starts a PostgreSQL for the tests")
+	}
+	return d
+}
+
+var schemas atomic.Int64
+
+// openStore opens a Store on a fresh, migrated schema of its own, dropped
+// when the test ends.
+func openStore(t testing.TB) *pgjournal.Store {
+	t.Helper()
+	ctx := context.Background()
+	schema := fmt.Sprintf("t%d_%d", os.Getpid(), schemas.Add(1))
+	s, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(schema))
+	require.NoError(t, err, "Open()")
+	require.NoError(t, s.Migrate(ctx), "Migrate()")
+	t.Cleanup(func() {
+		admin, err := pgjournal.Open(context.Background(), dsn(t))
+		if err == nil {
+			_ = admin.DropSchema(context.Background(), schema)
+			_ = admin.Close()
+		}
+	})
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	journaltest.Run(t, func(t testing.TB) idem.Store { return openStore(t) })
+}
+
+func TestMigrateConcurrent(t *testing.T) {
+	ctx := context.Background()
+	schema := fmt.Sprintf("m%d_%d", os.Getpid(), schemas.Add(1))
+	const replicas = 4
+	errs := make(chan error, replicas)
+	for range replicas {
+		go func() {
+			s, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(schema))
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			errs <- s.Migrate(ctx)
+		}()
+	}
+	for range replicas {
+		require.NoError(t, <-errs, "Migrate() by replicas starting at once")
+	}
+	s, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(schema))
+	require.NoError(t, err)
+	defer s.Close()
+	defer s.DropSchema(ctx, schema)
+	require.NoError(t, s.Migrate(ctx), "Migrate() of a migrated schema")
+	_, err = s.Create(ctx, journaltest.NewRecord("acct", "k", time.Now()))
+	require.NoError(t, err, "Create() after concurrent migrations")
+}
+
+func TestBadInput(t *testing.T) {
+	ctx := context.Background()
+	for _, name := range []string{"", "Idem", "a-b", "1abc", "x; DROP TABLE y", `a"b`, "a\x00b"} {
+		_, err := pgjournal.Open(ctx, "postgres://u@127.0.0.1:1/db", pgjournal.WithSchema(name))
+		require.ErrorIs(t, err, pgjournal.ErrConfig, "WithSchema(%q)", name)
+	}
+	_, err := pgjournal.Open(ctx, "postgres://user:s3cret@host:notaport/db")
+	require.ErrorIs(t, err, pgjournal.ErrConfig, "bad DSN")
+	require.NotContains(t, err.Error(), "s3cret", "error quotes the password")
+	_, err = pgjournal.New(nil)
+	require.ErrorIs(t, err, pgjournal.ErrConfig, "New(nil)")
+}
+
+func TestNULInFilter(t *testing.T) {
+	_, err := openStore(t).List(context.Background(), journal.Filter{Scope: "a\x00b"})
+	require.ErrorIs(t, err, journal.ErrInvalid, "List() with a NUL byte in the scope")
+}
+
+func TestNotMigrated(t *testing.T) {
+	ctx := context.Background()
+	s, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(fmt.Sprintf("none%d", os.Getpid())))
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Get(ctx, "acct", "k")
+	require.ErrorIs(t, err, pgjournal.ErrNotMigrated)
+}
+
+func TestStats(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	now := time.Now()
+	for _, k := range []string{"a", "b", "c"} {
+		_, err := s.Create(ctx, journaltest.NewRecord("acct", k, now))
+		require.NoError(t, err)
+	}
+	_, err := s.Update(ctx, "acct", "b", func(r *journal.Record) error {
+		r.State, r.Review = journal.StateUnknown, "key expired"
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = s.Resolve(ctx, "acct", "c", journal.Manual{State: journal.StateSucceeded, Reason: "seen", At: now})
+	require.NoError(t, err)
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[journal.State]int{journal.StatePending: 1, journal.StateUnknown: 1, journal.StateSucceeded: 1}, st.ByState)
+	require.Equal(t, 3, st.Total)
+	require.Equal(t, 2, st.Open)
+	require.Equal(t, 1, st.Review)
+	require.Positive(t, st.FileSize)
+}
