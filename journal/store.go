@@ -151,6 +151,9 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		Timeout:  timeout,
 		ReadOnly: cfg.readOnly,
 		NoSync:   cfg.noSync,
+		// The array freelist merges its whole list into a new slice on
+		// every commit; the map keeps spans (see freelist.go).
+		FreelistType: bolt.FreelistMapType,
 		// bbolt opens the file by path; the hook keeps what Open needs
 		// of it, and refuses a truncated file before bbolt maps it.
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -337,12 +340,18 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	var ferr error
 	if s.c != nil {
 		s.c.stop()
+		ferr = syncFreelist(s.db)
 	}
 	defer s.unregister()
 	if err := s.db.Close(); err != nil {
 		return errorf("journal: close: %w", err)
+	}
+	if ferr != nil {
+		// Every record is intact; only the next Open's start-up is slower.
+		return errorf("journal: close: writing the free-page list failed (the journal is intact; the next Open rebuilds the list): %w", ferr)
 	}
 	return nil
 }
