@@ -133,6 +133,12 @@ func addKey(tx *bolt.Tx, rk []byte) ([]byte, error) {
 		return nil, err
 	}
 	sk := seqKey(n)
+	// A sequence number is never given twice (bbolt keeps the counter in
+	// the bucket, and Compact copies it); were it ever reset, the new
+	// record would overwrite an old one: refuse instead.
+	if tx.Bucket(bucketOpen).Get(sk) != nil || tx.Bucket(bucketDone).Get(sk) != nil {
+		return nil, withKind(ErrCorrupt, "damaged key index: sequence number %d already in use", n)
+	}
 	return sk, keys.Put(rk, sk)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -110,8 +111,29 @@ func TestCompactMigratesFormatVersion1(t *testing.T) {
 	require.NoError(t, journal.Check(path))
 	s, err := journal.Open(path, journal.ReadOnly())
 	require.NoError(t, err)
-	defer s.Close()
 	requireRecords(t, s, want)
+	require.NoError(t, s.Close())
+
+	// The compacted copy keeps the sequence counter: new records never
+	// take an old record's place.
+	s, err = journal.Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	for i := range 10 {
+		r := *want[0]
+		r.Key = fmt.Sprintf("after-compact-%d", i)
+		_, err := s.Create(ctx, &r)
+		require.NoError(t, err)
+	}
+	for _, w := range want {
+		g, err := s.Get(ctx, w.Scope, w.Key)
+		require.NoError(t, err)
+		require.Equal(t, w, g, "Get(%q, %q) after new records", w.Scope, w.Key)
+	}
+	got, err := s.List(ctx, journal.Filter{})
+	require.NoError(t, err)
+	require.Len(t, got, len(want)+10, "old and new records")
 }
 
 // TestFailedMigrationLeavesTheFile: the migration is one bbolt
