@@ -216,11 +216,12 @@ func (d *driver) submit() (step, error) {
 		case moveReview:
 			// Durable before anything else is tried: a crash now must not
 			// leave the operation looking resendable.
-			r.Review = st.review
+			setReview(r, st.review)
 		}
 	})
 	d.observe(number, false, ex, st.label)
 	if err != nil {
+		d.lateAnswer(err, st, number, ex.status)
 		return st, err
 	}
 	switch st.move {
@@ -316,11 +317,12 @@ func (d *driver) query() (step, error) {
 		case moveProcessing:
 			r.State = StateProcessing
 		case moveReview:
-			r.Review = st.review
+			setReview(r, st.review)
 		}
 	})
 	d.observe(number, true, ex, st.label)
 	if err != nil {
+		d.lateAnswer(err, st, number, ex.status)
 		return st, err
 	}
 	switch st.move {
@@ -369,7 +371,7 @@ func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, no
 	}
 	r.State = out.State
 	r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: bytes.Clone(body), Reason: out.Reason, Replayed: replayed}
-	r.Review = ""
+	setReview(r, "")
 	r.Settled = now
 	r.NextDue = time.Time{}
 }
@@ -401,9 +403,9 @@ func (d *driver) observe(number int, query bool, ex exchange, outcome string) {
 		c.log.LogAttrs(d.ctx, slog.LevelDebug, "idem: attempt", attrs...)
 	}
 	if c.cfg.hooks.Attempt != nil {
-		c.cfg.hooks.Attempt(AttemptEvent{
+		c.cfg.hooks.Attempt(d.hctx, AttemptEvent{
 			Scope: d.rec.Scope, Key: d.rec.Key, Number: number, Query: query, Wrote: ex.wrote,
-			StatusCode: ex.status, Err: ex.err, RetryAfter: ex.retryAfter, Duration: ex.dur,
+			StatusCode: ex.status, Err: ex.err, RetryAfter: ex.retryAfter, Start: d.attemptStart(number, ex), Duration: ex.dur,
 		})
 	}
 }

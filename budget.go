@@ -52,3 +52,13 @@ func (b *retryBudget) success() {
 	b.tokens = min(b.max, b.tokens+b.ratio)
 	b.mu.Unlock()
 }
+
+// level returns the tokens held and the bucket's size.
+func (b *retryBudget) level() (tokens, size float64) {
+	if b.max == 0 {
+		return 0, 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tokens, b.max
+}

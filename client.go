@@ -32,6 +32,7 @@ type Client struct {
 	mu       sync.Mutex
 	inflight map[string]*call
 	life     lifecycle
+	watch    watchers // Wait calls (hooks.go)
 }
 
 // call is one in-flight drive that later callers for the same key join.
@@ -174,6 +175,7 @@ func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec.Trace = c.traceOf(ctx)
 	stored, err := c.store.Create(ctx, rec)
 	switch {
 	case errors.Is(err, journal.ErrExists):
@@ -209,6 +211,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	rec.Trace = c.traceOf(ctx)
 	return c.coalesce(ctx, rec.Scope, rec.Key, rec, foreground, func() (*Result, error) {
 		now := c.cfg.clock.Now()
 		rec.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: now}}
@@ -264,14 +267,9 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 // Lookup returns the journaled operation, or an error matching ErrNotFound.
 // An empty scope is the client's default (WithScope), as in Request.
 func (c *Client) Lookup(ctx context.Context, scope, key string) (*Operation, error) {
-	if err := c.enter(); err != nil {
-		return nil, err
-	}
-	defer c.exit()
-	scope = c.scopeOr(scope)
-	rec, err := c.store.Get(ctx, scope, key)
+	rec, err := c.Record(ctx, scope, key)
 	if err != nil {
-		return nil, c.lookupErr(scope, key, err)
+		return nil, err
 	}
 	return newOperation(rec), nil
 }
@@ -359,9 +357,7 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resolved by hand",
 		append(opAttrs(rec), slog.String("by", r.By), slog.String("reason", r.Reason))...)
 	res := newResult(rec)
-	if c.cfg.hooks.Settle != nil {
-		c.cfg.hooks.Settle(res)
-	}
+	c.resolved(ctx, res)
 	return res, nil
 }
 

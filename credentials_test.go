@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"net/http"
 	"os"
@@ -29,7 +30,7 @@ func TestHookCredentialInURLNotJournaledOrLogged(t *testing.T) {
 	var events []idem.AttemptEvent
 	e := newEnv(t, script(step{err: dialRefused}), clientOpts(
 		idem.WithLogger(logger),
-		idem.WithHooks(idem.Hooks{Attempt: func(ev idem.AttemptEvent) { events = append(events, ev) }}),
+		idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) { events = append(events, ev) }}),
 		idem.WithRequestHook(func(r *http.Request) error {
 			r.Header.Set("Authorization", scope)
 			q := r.URL.Query()

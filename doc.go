@@ -57,8 +57,9 @@
 // outcome; it stays in the journal and [Client.Resume] and [Client.Run]
 // settle it. Only succeeded and failed are terminal, and a terminal
 // operation is never sent again; only [Client.Resolve] (a recorded manual
-// settlement) changes it. A cancelled context never marks an operation
-// failed.
+// settlement) changes its outcome ([Client.Confirm] may flag it for review
+// when an event contradicts it, never change it). A cancelled context
+// never marks an operation failed.
 //
 // # Outcome table
 //
@@ -137,6 +138,17 @@
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as
 // [KeyRetentionStripe]). A journaled send time in the future (a clock
 // stepped back) blocks resends for good: [ReviewClockStepped].
+//
+// # Settling from webhooks
+//
+// A provider's webhook event can settle what neither a query nor a resend
+// may: [Client.Confirm] records it (source and event id, so a redelivery
+// changes nothing) and settles the open operation, which is never sent
+// again; an event that contradicts a settled outcome is flagged
+// ([ReviewConfirmConflict], [ErrConfirmConflict]), never applied. Put the
+// key in the request's metadata so that the events carry it back;
+// [Client.LookupResource] finds an open operation by the resource id its
+// response named.
 //
 // # Concurrency and processes
 //

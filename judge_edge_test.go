@@ -24,7 +24,7 @@ func TestJoinerWithAnotherBodyWhoseContextEndedIsNotToldTheLeadersSuccess(t *tes
 	var joinRes *idem.Result
 	var joinErr error
 	joined := false
-	e = newEnv(t, clientOpts(idem.WithHooks(idem.Hooks{Settle: func(*idem.Result) {
+	e = newEnv(t, clientOpts(idem.WithHooks(idem.Hooks{Settle: func(context.Context, *idem.Result) {
 		if joined {
 			return
 		}

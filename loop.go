@@ -35,13 +35,14 @@ func (e *journalError) Error() string { return "idem: " + e.err.Error() } // "id
 func (e *journalError) Unwrap() error { return e.err }
 
 // errSettledElsewhere ends a drive whose record became terminal under it
-// (a manual resolution).
+// (a manual resolution, a confirmation).
 var errSettledElsewhere = errors.New("idem: settled elsewhere")
 
 // driver runs the submit-or-check loop for one operation, one call.
 type driver struct {
 	c         *Client
 	ctx       context.Context // the caller's: ends waiting, never the operation
+	hctx      context.Context // the hooks': ctx, as Hooks.Call returned it
 	wctx      context.Context // journal writes: must finish even if ctx ends
 	rec       *journal.Record
 	mode      driveMode
@@ -59,28 +60,42 @@ type driver struct {
 	// reviewed: this call flagged the operation for review; it may still
 	// query, never resend.
 	reviewed bool
+	// handedOff: this call committed a hand-off to the reconciler.
+	handedOff bool
 }
 
 // drive runs the loop and converts its end into what Do returns.
 func (c *Client) drive(ctx context.Context, rec *journal.Record, mode driveMode, preRecorded bool) (*Result, error) {
+	res, _, err := c.driveSettling(ctx, rec, mode, preRecorded)
+	return res, err
+}
+
+// driveSettling is drive that also reports whether this drive settled the
+// operation: not when someone else (Resolve, Confirm) settled it under
+// the drive, who told the hooks.
+func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, mode driveMode, preRecorded bool) (*Result, bool, error) {
 	now := c.cfg.clock.Now()
 	d := &driver{
 		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
 		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded,
 	}
-	wasOpen := rec.Open()
+	wasOpen, wasReview := rec.Open(), rec.Review
+	hctx, end := c.callStarted(ctx, rec, mode)
+	d.hctx = hctx
 	cause := d.run()
 	elsewhere := errors.Is(cause, errSettledElsewhere)
 	if elsewhere {
 		cause = nil // whoever settled it (Resolve) told the hooks
 	}
 	res, err := c.finish(d.rec, cause)
-	if wasOpen && !d.rec.Open() && !elsewhere {
-		if c.cfg.hooks.Settle != nil {
-			c.cfg.hooks.Settle(res.clone())
-		}
+	settled := wasOpen && !d.rec.Open() && !elsewhere
+	if wasOpen && !elsewhere {
+		c.driveEnded(hctx, d, wasReview, !d.rec.Open(), res)
 	}
-	return res, err
+	if end != nil {
+		end(res.clone(), err)
+	}
+	return res, settled, err
 }
 
 // run returns why the call ended without settling (nil when it settled).
@@ -371,6 +386,7 @@ func (d *driver) handoff(cause error, due time.Time) error {
 	}); err != nil {
 		return err
 	}
+	d.handedOff = true
 	level := slog.LevelInfo
 	if d.mode == reconciling {
 		level = slog.LevelDebug // every unsettled visit: noise at Info
@@ -407,7 +423,7 @@ func (d *driver) flag(reason string, cause error) error {
 		if r.State != StateProcessing || reason == ReviewKeyInUse {
 			r.State = StateUnknown
 		}
-		r.Review = reason
+		setReview(r, reason)
 		r.NextDue = now.Add(reviewRecheck)
 	}); err != nil {
 		return err

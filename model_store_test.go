@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -98,7 +99,8 @@ func sameRequestFields(a, b *journal.Record) bool {
 	return a.Scope == b.Scope && a.Key == b.Key && a.Method == b.Method && a.URL == b.URL &&
 		a.QueryURL == b.QueryURL && bytes.Equal(a.Body, b.Body) && a.BodySHA == b.BodySHA &&
 		a.Created.Equal(b.Created) && a.Ref == b.Ref &&
-		maps.EqualFunc(a.Header, b.Header, slices.Equal[[]string]) && a.Resolved == nil && b.Resolved == nil
+		maps.EqualFunc(a.Header, b.Header, slices.Equal[[]string]) && a.Resolved == nil && b.Resolved == nil &&
+		slices.Equal(a.Confirmations, b.Confirmations)
 }
 
 func (s *memStore) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
@@ -155,6 +157,32 @@ func (s *memStore) Resolve(ctx context.Context, scope, key string, m journal.Man
 	r.State, r.Review, r.Settled, r.Updated = m.State, "", m.At, m.At
 	s.recs[memKey(scope, key)] = r
 	return cloneRecord(r), nil
+}
+
+// Confirm applies the journal's own decision, as every Store must.
+func (s *memStore) Confirm(ctx context.Context, scope, key string, c journal.Confirmation) (*journal.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	if scope == "" || key == "" {
+		return nil, fmt.Errorf("%w: empty scope or key", journal.ErrInvalid)
+	}
+	old, ok := s.recs[memKey(scope, key)]
+	if !ok {
+		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrNotFound, scope, key)
+	}
+	r := cloneRecord(old)
+	effect, err := journal.ApplyConfirmation(r, c)
+	switch {
+	case effect == journal.ConfirmDuplicate:
+		return cloneRecord(old), errors.Join(journal.ErrExists, err)
+	case !effect.Changed():
+		return nil, err
+	}
+	s.recs[memKey(scope, key)] = r
+	return cloneRecord(r), err
 }
 
 // openSorted returns copies of the open records, soonest due first.
@@ -295,6 +323,7 @@ func cloneRecord(r *journal.Record) *journal.Record {
 	cp.Header = cloneHeader(r.Header)
 	cp.Body = bytes.Clone(r.Body)
 	cp.Attempts = slices.Clone(r.Attempts)
+	cp.Confirmations = slices.Clone(r.Confirmations)
 	if r.Result != nil {
 		res := *r.Result
 		res.Body = bytes.Clone(r.Result.Body)

@@ -1132,6 +1132,10 @@ func (s *crashStore) Resolve(ctx context.Context, scope, key string, m journal.M
 	return s.write("resolve "+key, func() (*journal.Record, error) { return s.base.Resolve(ctx, scope, key, m) })
 }
 
+func (s *crashStore) Confirm(ctx context.Context, scope, key string, c journal.Confirmation) (*journal.Record, error) {
+	return s.write("confirm "+key, func() (*journal.Record, error) { return s.base.Confirm(ctx, scope, key, c) })
+}
+
 func (s *crashStore) Get(ctx context.Context, scope, key string) (*journal.Record, error) {
 	if err := s.read(); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -49,8 +50,8 @@ func TestLogsTellOutcomesApart(t *testing.T) {
 	var attempts []idem.AttemptEvent
 	var settled []*idem.Result
 	e := newEnv(t, script(step{err: dialRefused}), clientOpts(idem.WithLogger(logger), idem.WithHooks(idem.Hooks{
-		Attempt: func(a idem.AttemptEvent) { attempts = append(attempts, a) },
-		Settle:  func(r *idem.Result) { settled = append(settled, r) },
+		Attempt: func(_ context.Context, a idem.AttemptEvent) { attempts = append(attempts, a) },
+		Settle:  func(_ context.Context, r *idem.Result) { settled = append(settled, r) },
 	})))
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 	_, err := e.client.Submit(e.ctx, idem.Request{Key: "k", Ref: "draft-9", URL: e.srv.URL + "/orders", Body: []byte(`{}`)})

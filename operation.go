@@ -45,6 +45,12 @@ const (
 	// ReviewFinalAnswer: the server's stored answer for the key (a replay)
 	// leaves the outcome open, and no result endpoint can settle it.
 	ReviewFinalAnswer = "server's stored answer for the key does not settle it"
+	// ReviewConfirmConflict: an external confirmation (Confirm) contradicts
+	// the recorded outcome, which was kept. Unlike the others it may flag
+	// a succeeded or failed operation, without changing its state (List
+	// with Filter{Review: true}, not Open, shows those); nothing but
+	// Resolve clears it.
+	ReviewConfirmConflict = journal.ReviewConfirmConflict
 )
 
 // Operation is a snapshot of one journaled operation.
@@ -64,6 +70,9 @@ type Operation struct {
 	Updated   time.Time
 	Settled   time.Time // zero while open
 	NextDue   time.Time // when the reconciler looks at it next
+	// Confirmations: the external confirmations recorded (Confirm), the
+	// latest journal.MaxConfirmations, oldest first.
+	Confirmations []Confirmation
 }
 
 func newOperation(rec *journal.Record) *Operation {
@@ -86,6 +95,7 @@ func newOperation(rec *journal.Record) *Operation {
 	if rec.Result != nil {
 		op.Result = newResult(rec)
 	}
+	op.Confirmations = slices.Clone(rec.Confirmations)
 	return op
 }
 

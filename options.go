@@ -88,28 +88,6 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// Hooks receive events for metrics. They run synchronously on the calling
-// goroutine: keep them fast and never call the Client from them.
-type Hooks struct {
-	// Attempt is called after every HTTP exchange.
-	Attempt func(AttemptEvent)
-	// Settle is called when an operation becomes succeeded or failed, after
-	// the outcome is committed, whoever settled it.
-	Settle func(*Result)
-}
-
-// AttemptEvent describes one finished HTTP exchange.
-type AttemptEvent struct {
-	Scope, Key string
-	Number     int
-	Query      bool // a result query rather than a submit
-	Wrote      bool // the request was fully written: the server may have acted
-	StatusCode int  // 0 for a transport error
-	Err        error
-	RetryAfter time.Duration
-	Duration   time.Duration
-}
-
 // An Option configures a Client; see New.
 type Option interface{ apply(*config) }
 
@@ -460,7 +438,8 @@ func WithSettleFunc(fn func(*Result)) Option {
 	return optionFunc(func(c *config) { c.onSettle = fn })
 }
 
-// WithHooks sets the metrics hooks.
+// WithHooks sets the hooks (hooks.go): events for metrics, traces and a
+// service's own reactions.
 func WithHooks(h Hooks) Option {
 	return optionFunc(func(c *config) { c.hooks = h })
 }

@@ -141,9 +141,8 @@ func (c *Client) visit(ctx context.Context, scope, key string, mode driveMode) (
 		if err != nil {
 			return nil, c.lookupErr(scope, key, err)
 		}
-		wasOpen := rec.Open()
-		res, err := c.drive(ctx, rec, mode, false)
-		settledHere = wasOpen && res != nil && res.State.Terminal()
+		res, settled, err := c.driveSettling(ctx, rec, mode, false)
+		settledHere = settled
 		return res, err
 	})
 	if settledHere && c.cfg.onSettle != nil {
@@ -235,12 +234,14 @@ func (c *Client) Run(ctx context.Context) (err error) {
 		if perr != nil {
 			if permanentJournalErr(perr) {
 				h.stopped(perr, now)
+				c.runFailed(ctx, perr)
 				c.log.LogAttrs(ctx, slog.LevelError, "idem: reconciler stopped: journal unusable",
 					slog.String("phase", phase), slog.String("err", perr.Error()))
 				return perr
 			}
 			wait = bo.NextBackOff()
 			n, since := h.failed(perr, now, now.Add(wait))
+			c.runFailed(ctx, perr)
 			level := slog.LevelWarn
 			if n >= runErrorLevelAfter {
 				level = slog.LevelError

@@ -22,6 +22,7 @@ type Result struct {
 	Review     string // non-empty when a person must settle it
 	Attempts   int    // HTTP exchanges over the operation's life
 	Manual     bool   // settled by hand (Resolve)
+	Confirmed  bool   // settled by an external confirmation (Confirm)
 	// Replayed: the settling answer was the server's stored response for
 	// the key (Idempotent-Replayed: true), not a fresh execution.
 	Replayed bool
@@ -35,6 +36,9 @@ func newResult(rec *journal.Record) *Result {
 		Review:   rec.Review,
 		Attempts: attemptCount(rec),
 		Manual:   rec.Resolved != nil,
+	}
+	for i := range rec.Confirmations {
+		r.Confirmed = r.Confirmed || rec.Confirmations[i].Effect == journal.ConfirmSettled
 	}
 	if rec.Result != nil {
 		r.ResourceID = rec.Result.ResourceID

@@ -32,6 +32,15 @@ type Store interface {
 	Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error)
 	// Resolve settles a record by hand and records who did it and why.
 	Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error)
+	// Confirm applies journal.ApplyConfirmation to the stored record and
+	// commits what it changed, in one transaction: it settles an open
+	// record, or records that c agrees with a settled one, or flags the
+	// record for review when c contradicts it (returning the stored record
+	// with an error matching journal.ErrConfirmConflict). A (Source,
+	// EventID) already recorded writes nothing and returns the stored
+	// record with an error matching journal.ErrExists. A missing record is
+	// journal.ErrNotFound, and nothing is created.
+	Confirm(ctx context.Context, scope, key string, c journal.Confirmation) (*journal.Record, error)
 	// ForEachOpen calls fn for every open (non-terminal) record, soonest due
 	// first, outside any transaction. Its cost grows with the number of open
 	// records, not with the journal's size.

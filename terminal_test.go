@@ -86,7 +86,7 @@ func TestSettleHookOncePerSettlement(t *testing.T) {
 	clk := &sleepHookClock{}
 	e = newEnv(t,
 		script(step{status: http.StatusTooManyRequests, header: http.Header{"Retry-After": {"2"}}}),
-		clientOpts(idem.WithClock(clk), idem.WithHooks(idem.Hooks{Settle: func(*idem.Result) { settles++ }})))
+		clientOpts(idem.WithClock(clk), idem.WithHooks(idem.Hooks{Settle: func(context.Context, *idem.Result) { settles++ }})))
 	clk.Clock = e.clock
 	clk.fn = func() {
 		_, err := e.client.Resolve(context.Background(), idem.DefaultScope, "k",

@@ -53,4 +53,14 @@
 // the [Stats] as JSON, GET /_key?key=K&scope=S the [KeyStats] of one key,
 // GET /_behavior the [Behavior], and POST /_reset resets the server. The
 // command cmd/idem-fakeserver runs the same server as a process.
+//
+// # Webhooks
+//
+// [WithWebhook] makes the server POST a signed [WebhookEvent] to a loopback
+// URL for every state each committed operation reaches, echoing the
+// request's metadata (where a client puts its key), with the faults real
+// providers have: lost, duplicated and delayed (out of order) events, and
+// deliveries retried within bounds. [Server.FlushWebhooks] waits for the
+// deliveries, [Server.WebhookStats] counts them, and Close stops them.
+// The events feed idem.Client.Confirm.
 package idemtest

@@ -69,9 +69,11 @@ func (s *Server) Client() *http.Client { return s.ts.Client() }
 
 // Close shuts down the server and blocks until all outstanding requests on
 // it have completed. Responses held by a delay fault are sent at once.
+// Webhook deliveries (WithWebhook) still queued or in flight are stopped.
 func (s *Server) Close() {
 	s.cancel()
 	s.ts.Close()
+	s.srv.Close() // webhook deliveries, once no request can make more
 }
 
 // ResultURL returns the URL of the result endpoint for key:

@@ -21,6 +21,9 @@ func TestTypesMirrorTheServers(t *testing.T) {
 		{KeyStats{}, fakeserver.KeyStats{}},
 		{Request{}, fakeserver.Request{}},
 		{Behavior{}, fakeserver.Behavior{}},
+		{Webhook{}, fakeserver.Webhook{}},
+		{WebhookEvent{}, fakeserver.Event{}},
+		{WebhookStats{}, fakeserver.WebhookStats{}},
 	}
 	kindOurs, kindTheirs := reflect.TypeFor[FaultKind](), reflect.TypeFor[fakeserver.FaultKind]()
 	for _, p := range pairs {
@@ -55,6 +58,10 @@ func TestConversionsKeepEveryField(t *testing.T) {
 
 	st := fakeserver.Stats{Requests: 1, Submits: 2, Queries: 3, SideEffects: 4, Keys: 5, MaxEffectsPerKey: 6, Replays: 7, Conflicts: 8, ForeignEffects: 9, MaxSubmitsAfterFinal: 10}
 	require.Equal(t, Stats{Requests: 1, Submits: 2, Queries: 3, SideEffects: 4, Keys: 5, MaxEffectsPerKey: 6, Replays: 7, Conflicts: 8, ForeignEffects: 9, MaxSubmitsAfterFinal: 10}, statsOf(st))
+	w := Webhook{URL: "http://127.0.0.1:1/", Secret: []byte("s"), Lose: 0.1, Duplicate: 0.2, Delay: time.Second, Retries: 2, RetryWait: time.Millisecond, Timeout: time.Minute}
+	require.Equal(t, &fakeserver.Webhook{URL: w.URL, Secret: w.Secret, Lose: 0.1, Duplicate: 0.2, Delay: time.Second, Retries: 2, RetryWait: time.Millisecond, Timeout: time.Minute}, w.internal())
+	ws := fakeserver.WebhookStats{Events: 1, Delivered: 2, Duplicated: 3, Lost: 4, Failed: 5, Retries: 6}
+	require.Equal(t, WebhookStats{Events: 1, Delivered: 2, Duplicated: 3, Lost: 4, Failed: 5, Retries: 6}, webhookStatsOf(ws))
 	ks := fakeserver.KeyStats{Effects: 1, ForeignEffects: 2, SubmitsAfterFinal: 3, Conflicts: 4}
 	require.Equal(t, KeyStats{Effects: 1, ForeignEffects: 2, SubmitsAfterFinal: 3, Conflicts: 4}, keyStatsOf(ks))
 	at := time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)

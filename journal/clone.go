@@ -34,12 +34,24 @@ func clone(r *Record) *Record {
 		m.At = m.At.UTC()
 		c.Resolved = &m
 	}
+	c.Confirmations = cloneConfirmations(r.Confirmations)
 	c.Created = r.Created.UTC()
 	c.FirstSent = r.FirstSent.UTC()
 	c.Updated = r.Updated.UTC()
 	c.Settled = r.Settled.UTC()
 	c.NextDue = r.NextDue.UTC()
 	return &c
+}
+
+func cloneConfirmations(cs []Confirmation) []Confirmation {
+	if len(cs) == 0 {
+		return nil
+	}
+	cs = slices.Clone(cs)
+	for i := range cs {
+		cs[i].At = cs[i].At.UTC()
+	}
+	return cs
 }
 
 func cloneBytes(b []byte) []byte {

@@ -25,6 +25,11 @@
 // never changes a terminal record ([ErrTerminal]), nor the request itself
 // ([ErrInvalid]); only [Store.Resolve], a settlement made by hand, may
 // correct a terminal record, and it records who did it and why.
+// [Store.Confirm] records an outcome learned from outside (a provider's
+// webhook event), as [ApplyConfirmation] decides: it settles an open
+// record, and on a terminal one it only records the event and, if the
+// event contradicts the record, flags it for review without changing its
+// state.
 //
 // # What a Store promises
 //

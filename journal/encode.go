@@ -29,7 +29,10 @@ const (
 	// attempt flags and the replayed result flag: a build that knows only
 	// version 1 must refuse such a record (ErrVersion) rather than drop
 	// the flags, which decide whether an operation may be resent.
-	recordVersion = 2
+	// Version 3 appended the confirmations (confirm.go) and then the
+	// caller's trace context (Record.Trace) after NextDue; older records
+	// decode with neither.
+	recordVersion = 3
 
 	// secondsToYear1 shifts Unix seconds so that the zero time.Time is 0.
 	secondsToYear1 = 62135596800
@@ -86,7 +89,7 @@ const (
 // already rejected what the format cannot hold.
 func encode(dst []byte, r *Record) []byte {
 	size := 3 + 1 + len(r.Review) + len(r.Scope) + len(r.Key) + len(r.Ref) + len(r.Method) +
-		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts)
+		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts) + 1 + 64*len(r.Confirmations) + len(r.Trace) + 1
 	for k, vs := range r.Header {
 		size += len(k) + 2
 		for _, v := range vs {
@@ -174,6 +177,8 @@ func encode(dst []byte, r *Record) []byte {
 	dst = appendTime(dst, r.Updated)
 	dst = appendTime(dst, r.Settled)
 	dst = appendTime(dst, r.NextDue)
+	dst = appendConfirmations(dst, r.Confirmations) // version 3
+	dst = appendString(dst, r.Trace)                // version 3
 	return dst
 }
 
@@ -305,6 +310,10 @@ func decodeBody(b []byte) (*Record, []byte, error) {
 	r.Updated = d.time()
 	r.Settled = d.time()
 	r.NextDue = d.time()
+	r.Confirmations = d.confirmations() // version 3
+	if d.version >= 3 {
+		r.Trace = d.string()
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
 	}

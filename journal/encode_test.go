@@ -41,7 +41,23 @@ func fullRecord() *Record {
 		Updated:   time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC),
 		Settled:   time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
 		NextDue:   time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC),
+		Confirmations: []Confirmation{
+			{State: StateSucceeded, ResourceID: "ord_1", Source: "webhook", EventID: "evt_1", Reason: "order.created", StatusCode: 201, At: t0.Add(time.Minute), Effect: ConfirmAgreed},
+			{State: StateFailed, Source: "webhook", EventID: "evt_2", At: t0.Add(2 * time.Minute), Effect: ConfirmConflicted},
+		},
+		Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	}
+}
+
+// encodeAs encodes r as an older record version would have: without the
+// fields added since. r must hold none of them.
+func encodeAs(tb testing.TB, r *Record, version byte) []byte {
+	tb.Helper()
+	require.Empty(tb, r.Trace, "a version %d record cannot hold a trace", version)
+	b := encode(nil, r)
+	b = b[:len(b)-1] // the empty Trace, version 3
+	b[2] = version
+	return b
 }
 
 func TestEncodeRoundTrip(t *testing.T) {
@@ -115,8 +131,7 @@ func TestDecodeVersion1(t *testing.T) {
 	plain := &Record{Scope: "s", Key: "k", State: StateUnknown,
 		Attempts: []Attempt{{Number: 1, Kind: AttemptSubmit, Wrote: true, Done: true, Status: 504}},
 		Result:   &Result{StatusCode: 504}}
-	v1 := encode(nil, plain)
-	v1[2] = 1
+	v1 := encodeOld(t, plain, 1)
 	got, err := decode(v1)
 	require.NoError(t, err, "a version 1 record without the new flags")
 	require.Equal(t, plain, got)
@@ -132,12 +147,40 @@ func TestDecodeVersion1(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := clone(plain)
 			tt.set(r)
-			b := encode(nil, r)
-			b[2] = 1
-			_, err := decode(b)
+			_, err := decode(encodeOld(t, r, 1))
 			require.ErrorIs(t, err, ErrCorrupt)
 		})
 	}
+}
+
+// encodeOld encodes r, which must hold nothing the versions after version
+// added, as record version version (1 or 2).
+func encodeOld(tb testing.TB, r *Record, version byte) []byte {
+	tb.Helper()
+	require.Empty(tb, r.Confirmations, "a version %d record cannot hold confirmations", version)
+	require.Empty(tb, r.Trace, "a version %d record cannot hold a trace", version)
+	b := encode(nil, r)
+	b[2] = version
+	return b[:len(b)-2] // version 3's empty confirmation count and empty Trace
+}
+
+// A version 2 record (written before confirmations and trace contexts
+// existed) decodes with neither; version 3's bytes in one are damage.
+func TestDecodeVersion2(t *testing.T) {
+	plain := &Record{Scope: "s", Key: "k", State: StateSucceeded, Settled: t0, Result: &Result{ResourceID: "r", Replayed: true}}
+	got, err := decode(encodeOld(t, plain, 2))
+	require.NoError(t, err, "a version 2 record")
+	require.Equal(t, plain, got)
+
+	r := clone(plain)
+	r.Confirmations = []Confirmation{{State: StateSucceeded, Source: "s", EventID: "e", At: t0, Effect: ConfirmAgreed}}
+	b := encode(nil, r)
+	b[2] = 2
+	_, err = decode(b)
+	require.ErrorIs(t, err, ErrCorrupt, "a version 2 record with confirmations")
+
+	_, err = decode(append(encodeOld(t, plain, 2), 0))
+	require.ErrorIs(t, err, ErrCorrupt, "a version 2 record with a trace field")
 }
 
 // FuzzDecodeRecord checks that decode never panics, and that whatever it

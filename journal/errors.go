@@ -42,7 +42,8 @@ var (
 	// ErrExists means Create found a record with the same scope and key.
 	ErrExists = errors.New("journal: record exists")
 	// ErrTerminal means Update met a succeeded or failed record; its function
-	// was not called. Only Resolve may change a terminal record.
+	// was not called. Only Resolve may change a terminal record's outcome;
+	// Confirm may record a confirmation in one and flag it for review.
 	ErrTerminal = errors.New("journal: record is terminal")
 	// ErrInvalid means a record, or a change to one, breaks the journal's
 	// rules; nothing was written.

@@ -106,12 +106,21 @@ type Record struct {
 	Attempts []Attempt
 	Result   *Result
 	Resolved *Resolution // set only by manual resolution
+	// Confirmations: outcomes learned from outside (webhook events), the
+	// latest MaxConfirmations; set only by Store.Confirm.
+	Confirmations []Confirmation
 
 	Created   time.Time
 	FirstSent time.Time // start of the first submit attempt that may have reached the server (the key window runs from it); zero if none
 	Updated   time.Time
 	Settled   time.Time // when it became terminal; zero while open
 	NextDue   time.Time // when reconciliation should look at it next
+
+	// Trace is the trace context of the call that journaled the operation
+	// (for OpenTelemetry, the W3C traceparent and tracestate), so that a
+	// later visit can link back to it; empty when none was given. Like
+	// the request, it is set at Create and never changed.
+	Trace string
 }
 
 // Open reports whether the record belongs in the open index (not terminal).

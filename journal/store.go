@@ -576,6 +576,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 			res := *r.Resolved
 			was.Resolved = &res
 		}
+		was.Confirmations = slices.Clone(r.Confirmations)
 		if req.panicked, err = protect(fn, r); err != nil {
 			return err
 		}
@@ -610,28 +611,14 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 	if err := m.validate(); err != nil {
 		return nil, errorf("journal: resolve: %w: %w", err, ErrInvalid)
 	}
-	rk := recordKey(scope, key)
-	var stored *Record
-	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
-		sk, r, err := getForWrite(tx, rk)
-		if err != nil {
-			return err
-		}
-		was := *r
+	stored, err := s.rewrite(ctx, recordKey(scope, key), func(r *Record) bool {
 		m.resolve(r)
-		if err := validate(r); err != nil {
-			return err
-		}
-		if err := failed(putRecord(tx, sk, rk, &was, r, encode(nil, r))); err != nil {
-			return err
-		}
-		stored = r
-		return nil
+		return true
 	})
 	if err != nil {
 		return nil, errorf("journal: resolve %q: %w", key, err)
 	}
-	return clone(stored), nil
+	return stored, nil
 }
 
 // getForWrite decodes the record rk and returns it with its sequence key.
@@ -1051,8 +1038,12 @@ func validateChange(was, r *Record) error {
 		return errorf("update changed Header or QueryURL: %w", ErrInvalid)
 	case !r.Created.Equal(was.Created):
 		return errorf("update changed Created: %w", ErrInvalid)
+	case r.Trace != was.Trace:
+		return errorf("update changed Trace: %w", ErrInvalid)
 	case !reflect.DeepEqual(r.Resolved, was.Resolved):
 		return errorf("update changed Resolved: only Resolve records a manual resolution: %w", ErrInvalid)
+	case !slices.Equal(r.Confirmations, was.Confirmations):
+		return errorf("update changed Confirmations: only Confirm records a confirmation: %w", ErrInvalid)
 	}
 	// The stored body and digest were validated when the record was
 	// created, and neither has changed since.

@@ -26,3 +26,7 @@ fi
 go vet ./...
 (cd bench && go vet ./...)
 go test -race "$@" ./...
+# Nested modules with their own dependencies (OpenTelemetry, Prometheus).
+for m in idemotel examples/service; do
+  (cd "$m" && go vet ./... && go test -race "$@" ./...)
+done

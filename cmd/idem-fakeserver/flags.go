@@ -21,6 +21,7 @@ type options struct {
 	cfg         fakeserver.Config
 	// behavior is the -behavior preset's name; the knob flags modify it.
 	behavior string
+	webhook  webhookOptions
 }
 
 // generalFlags lists the flags other than fault rates and behaviours, in
@@ -87,6 +88,7 @@ func newFlagSet(opts *options, rates map[fakeserver.FaultKind]*rate) *flag.FlagS
 	fs.BoolVar(&cfg.Behavior.StoreErrors, "store-errors", false, "store the handler's 500 and 503 as the key's answer and replay them")
 	fs.BoolVar(&cfg.Behavior.NoBodyCompare, "no-body-compare", false, "replay a used key's answer to any request with it, whatever the body")
 	fs.IntVar(&cfg.Behavior.ConflictStatus, "conflict-status", http.StatusUnprocessableEntity, "`status` for a used key with another request")
+	opts.webhook.register(fs)
 	for _, k := range fakeserver.FaultKinds() {
 		r := new(rate)
 		rates[k] = r
@@ -117,6 +119,9 @@ func parseFlags(args []string) (options, error) {
 		return options{}, err
 	}
 	if err := checkAddr(opts.addr, opts.allowRemote); err != nil {
+		return options{}, err
+	}
+	if err := opts.webhook.resolve(&opts.cfg, set); err != nil {
 		return options{}, err
 	}
 	switch {
@@ -241,6 +246,7 @@ name is the fault's kind in POST /_faults.
 	for _, k := range fakeserver.FaultKinds() {
 		printFlag(w, fs.Lookup(rateFlag(k)))
 	}
+	printWebhookUsage(w, fs)
 }
 
 func printFlag(w io.Writer, f *flag.Flag) {

@@ -65,6 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idem-fakeserver: %v (see -h)\n", err)
 		return 2
 	}
+	defer srv.Close() // webhook deliveries, after the last request
 	if err := serve(ctx, opts.addr, srv, stdout); err != nil {
 		fmt.Fprintf(stderr, "idem-fakeserver: %v\n", err)
 		return 1

@@ -27,7 +27,7 @@ func TestHelpListsEveryFault(t *testing.T) {
 		require.Contains(t, help, "-"+rateFlag(k)+" rate", "flag of %s", k)
 		require.Contains(t, help, k.Description(), "meaning of %s", k)
 	}
-	for _, name := range append(generalFlags, behaviorFlags...) {
+	for _, name := range append(append(generalFlags, behaviorFlags...), webhookFlags...) {
 		require.Contains(t, help, "-"+name, "flag %s", name)
 	}
 	for _, b := range fakeserver.Behaviors() {

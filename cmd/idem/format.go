@@ -54,6 +54,19 @@ type recordJSON struct {
 	Settled    *time.Time          `json:"settled,omitempty"`
 	NextDue    *time.Time          `json:"next_due,omitempty"`
 	Attempts   []attemptJSON       `json:"attempts"`
+	// Confirmations: outcomes learned from outside (webhook events).
+	Confirmations []confirmationJSON `json:"confirmations,omitempty"`
+}
+
+type confirmationJSON struct {
+	Source     string        `json:"source"`
+	EventID    string        `json:"event_id"`
+	State      journal.State `json:"state"`
+	ResourceID string        `json:"resource_id,omitempty"`
+	Reason     string        `json:"reason,omitempty"`
+	StatusCode int           `json:"status_code,omitempty"`
+	At         time.Time     `json:"at"`
+	Effect     string        `json:"effect"` // settled, agreed or conflicted
 }
 
 type resultJSON struct {
@@ -113,6 +126,10 @@ func toJSON(r *journal.Record) recordJSON {
 	}
 	if r.State.Terminal() {
 		j.NextDue = nil // never due again (see writeRecord)
+	}
+	for _, c := range r.Confirmations {
+		j.Confirmations = append(j.Confirmations, confirmationJSON{Source: c.Source, EventID: c.EventID, State: c.State,
+			ResourceID: c.ResourceID, Reason: c.Reason, StatusCode: c.StatusCode, At: c.At.UTC(), Effect: c.Effect.String()})
 	}
 	for _, a := range r.Attempts {
 		aj := attemptJSON{

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/idemkit/idem/journal"
 )
@@ -47,14 +48,9 @@ func cmdList(e *env, args []string) (err error) {
 	}
 	// The journal lists in (scope, key) order and has no scope filter:
 	// sorting by age and limiting are done here, after the scope filter.
-	s, err := e.open(name, false)
+	recs, err := e.listRecords(name, f, olderArg.d, *scope)
 	if err != nil {
 		return err
-	}
-	defer closeStore(s, &err)
-	recs, err := s.List(e.ctx, f)
-	if err != nil {
-		return explain(s.Path(), err)
 	}
 	if *scope != "" {
 		recs = slices.DeleteFunc(recs, func(r *journal.Record) bool { return r.Scope != *scope })
@@ -108,4 +104,26 @@ func reason(r *journal.Record) string {
 		return r.Result.Reason
 	}
 	return ""
+}
+
+// listRecords reads what f selects from the journal, or from the admin
+// handler in remote mode.
+func (e *env) listRecords(name string, f journal.Filter, olderThan time.Duration, scope string) (recs []*journal.Record, err error) {
+	if e.url != "" {
+		r, err := e.remote(name)
+		if err != nil {
+			return nil, err
+		}
+		return r.list(f, olderThan, scope)
+	}
+	s, err := e.open(name, false)
+	if err != nil {
+		return nil, err
+	}
+	defer closeStore(s, &err)
+	recs, err = s.List(e.ctx, f)
+	if err != nil {
+		return nil, explain(s.Path(), err)
+	}
+	return recs, nil
 }

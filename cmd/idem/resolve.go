@@ -48,24 +48,39 @@ func cmdResolve(e *env, args []string) (err error) {
 	// Empty keeps the resource id already recorded (journal.Manual).
 	m.ResourceID = *resourceID
 
-	// The lock is held from here on: nothing changes r before Resolve.
-	s, r, err := e.openRecord(name, *scope, key, true)
-	if err != nil {
-		return err
-	}
-	defer closeStore(s, &err)
-	if r.State.Terminal() && !*force {
-		return fmt.Errorf("operation %q in scope %q is already %s (settled %s); pass -force to change a settled operation",
-			key, *scope, r.State, stamp(r.Settled))
-	}
-	m.At = e.now()
-	r, err = s.Resolve(e.ctx, *scope, key, m)
-	if err != nil {
-		return explain(s.Path(), err)
-	}
-	from := journal.State("")
-	if r.Resolved != nil {
-		from = r.Resolved.From
+	var (
+		r    *journal.Record
+		from journal.State
+	)
+	if e.url != "" {
+		// The service records the time on its own clock, and refuses a
+		// settled operation without force (409), as below.
+		rm, err := e.remote(name)
+		if err != nil {
+			return err
+		}
+		if r, from, err = rm.resolve(*scope, key, m, *force); err != nil {
+			return err
+		}
+		m.At = r.Resolved.At
+	} else {
+		// The lock is held from here on: nothing changes r before Resolve.
+		s, rec, err := e.openRecord(name, *scope, key, true)
+		if err != nil {
+			return err
+		}
+		defer closeStore(s, &err)
+		if rec.State.Terminal() && !*force {
+			return fmt.Errorf("operation %q in scope %q is already %s (settled %s); pass -force to change a settled operation",
+				key, *scope, rec.State, stamp(rec.Settled))
+		}
+		m.At = e.now()
+		if r, err = s.Resolve(e.ctx, *scope, key, m); err != nil {
+			return explain(s.Path(), err)
+		}
+		if r.Resolved != nil {
+			from = r.Resolved.From
+		}
 	}
 	resource := ""
 	if r.Result != nil {

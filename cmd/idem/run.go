@@ -21,7 +21,7 @@ import (
 // still running.
 const defaultLockTimeout = time.Second
 
-const usageText = `Usage: idem [-journal PATH] [-lock-timeout DURATION] COMMAND [flags] [args]
+const usageText = `Usage: idem [-journal PATH] [-url URL] [-lock-timeout DURATION] COMMAND [flags] [args]
 
 idem inspects and settles the operations in an idem journal. Use it while
 the application that owns the journal is stopped: the running application
@@ -41,6 +41,11 @@ Global flags (also accepted after the command):
         the journal file (default $IDEM_JOURNAL)
   -lock-timeout DURATION
         how long to wait for the journal's lock (default 1s)
+  -url URL
+        a running service's admin handler (package admin), instead of a
+        journal: list, show, stats and resolve work on the live service,
+        with the same output; $IDEM_AUTHORIZATION, if set, is sent as
+        the Authorization header
 
 Durations are Go durations (90m, 720h) or whole days (30d).
 Run 'idem COMMAND -h' for the flags of a command.
@@ -82,6 +87,7 @@ type env struct {
 
 	journal     string        // -journal
 	lockTimeout time.Duration // -lock-timeout
+	url         string        // -url: a running service's admin handler (remote.go)
 
 	cmd *command // the command being run
 }
@@ -169,6 +175,7 @@ func (e *env) dispatch(args []string) error {
 func (e *env) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.journal, "journal", e.journal, "the journal file's `path` (default $IDEM_JOURNAL)")
 	fs.DurationVar(&e.lockTimeout, "lock-timeout", e.lockTimeout, "how long to wait for the journal's lock")
+	fs.StringVar(&e.url, "url", e.url, "a running service's admin handler, such as http://127.0.0.1:8081/idem/ (list, show, stats, resolve)")
 }
 
 // flags returns the FlagSet for c, with the global flags registered.

@@ -24,11 +24,23 @@ func cmdShow(e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	s, r, err := e.openRecord(name, *scope, key, false)
-	if err != nil {
-		return err
+	var r *journal.Record
+	if e.url != "" {
+		rm, err := e.remote(name)
+		if err != nil {
+			return err
+		}
+		if r, err = rm.record(*scope, key); err != nil {
+			return err
+		}
+	} else {
+		s, rec, err := e.openRecord(name, *scope, key, false)
+		if err != nil {
+			return err
+		}
+		defer closeStore(s, &err)
+		r = rec
 	}
-	defer closeStore(s, &err)
 	if *asJSON {
 		return writeJSON(e.stdout, toJSON(r))
 	}
@@ -75,11 +87,15 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 			}
 		}
 	}
-	fmt.Fprintf(w, "body: %d bytes, sha256 %x", len(r.Body), r.BodySHA)
-	if len(r.Body) == 0 {
-		fmt.Fprintln(w)
-	} else {
-		fmt.Fprintf(w, ", as %s:\n", bodyKind(r.Body))
+	switch {
+	case r.BodySHA == [32]byte{}:
+		// Only from the admin handler (remote mode): a journaled body,
+		// even an empty one, has its digest.
+		fmt.Fprintln(w, "body: not served by the admin handler (read it from the journal file)")
+	case len(r.Body) == 0:
+		fmt.Fprintf(w, "body: %d bytes, sha256 %x\n", len(r.Body), r.BodySHA)
+	default:
+		fmt.Fprintf(w, "body: %d bytes, sha256 %x, as %s:\n", len(r.Body), r.BodySHA, bodyKind(r.Body))
 		writeBody(w, "  ", r.Body)
 	}
 
@@ -102,6 +118,10 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 	if m := r.Resolved; m != nil {
 		fmt.Fprintf(w, "resolved by hand: by %s at %s, from %s: %s\n",
 			clean(m.By), stamp(m.At), clean(string(m.From)), clean(m.Reason))
+	}
+	for _, c := range r.Confirmations {
+		fmt.Fprintf(w, "confirmation (%s): %s event %s at %s: %s %s %s\n", c.Effect, clean(c.Source), clean(c.EventID),
+			stamp(c.At), c.State, clean(c.ResourceID), clean(c.Reason))
 	}
 
 	if len(r.Attempts) == 0 {

@@ -28,24 +28,43 @@ func cmdStats(e *env, args []string) (err error) {
 	if err := noArgs(name, pos); err != nil {
 		return err
 	}
-	s, err := e.open(name, false)
-	if err != nil {
-		return err
-	}
-	defer closeStore(s, &err)
-	st, err := s.Stats(e.ctx)
-	if err != nil {
-		return explain(s.Path(), err)
+	var (
+		st    journal.Stats
+		where string // the journal's path, or the handler's URL
+	)
+	if e.url != "" {
+		r, err := e.remote(name)
+		if err != nil {
+			return err
+		}
+		if st, err = r.stats(); err != nil {
+			return err
+		}
+		where = r.base.Redacted()
+	} else {
+		s, err := e.open(name, false)
+		if err != nil {
+			return err
+		}
+		defer closeStore(s, &err)
+		if st, err = s.Stats(e.ctx); err != nil {
+			return explain(s.Path(), err)
+		}
+		where = s.Path()
 	}
 	if *asJSON {
-		out := statsJSON{Journal: s.Path(), ByState: map[journal.State]int{}, Open: st.Open,
+		out := statsJSON{Journal: where, ByState: map[journal.State]int{}, Open: st.Open,
 			Review: st.Review, Total: st.Total, FileSize: st.FileSize}
 		for _, state := range allStates {
 			out.ByState[state] = st.ByState[state]
 		}
 		return writeJSON(e.stdout, out)
 	}
-	fmt.Fprintf(e.stdout, "journal %s (%s)\n", clean(s.Path()), size(st.FileSize))
+	if e.url != "" {
+		fmt.Fprintf(e.stdout, "service %s\n", clean(where))
+	} else {
+		fmt.Fprintf(e.stdout, "journal %s (%s)\n", clean(where), size(st.FileSize))
+	}
 	line := func(label string, n int) { fmt.Fprintf(e.stdout, "  %-18s %9d\n", label, n) }
 	for _, state := range allStates {
 		line(string(state), st.ByState[state])

@@ -321,13 +321,13 @@ func clientOptions(cfg config, srv *idemtest.Server, cnt *counters, stderr io.Wr
 		idem.WithReconcile(200*time.Millisecond, time.Second, time.Hour),
 		idem.WithRetryBudget(cfg.RetryTokens, idem.DefaultRetryTokenRatio),
 		idem.WithHooks(idem.Hooks{
-			Attempt: func(ev idem.AttemptEvent) {
+			Attempt: func(_ context.Context, ev idem.AttemptEvent) {
 				cnt.attempts.Add(1)
 				if ev.Query {
 					cnt.queries.Add(1)
 				}
 			},
-			Settle: func(res *idem.Result) {
+			Settle: func(_ context.Context, res *idem.Result) {
 				if res.State == idem.StateSucceeded {
 					cnt.settledOK.Add(1)
 				} else {

@@ -1,8 +1,13 @@
 // Command service shows the start-up and shutdown pattern of a service that
 // embeds idem.
 //
-//	go run ./examples/service               # runs 5 s, then stops by itself
-//	go run ./examples/service -duration 0   # runs until Ctrl-C or SIGTERM
+//	cd examples/service && go run .      # runs 5 s, then stops by itself
+//	go run . -duration 0                 # runs until Ctrl-C or SIGTERM
+//	curl 127.0.0.1:8081/metrics          # while it runs: Prometheus metrics
+//	curl 127.0.0.1:8081/idem/stats       # and the admin handler
+//
+// It is a module of its own (it pulls OpenTelemetry and Prometheus, which
+// idem's root module does not depend on).
 //
 // The pattern, in order:
 //
@@ -16,7 +21,9 @@
 //     WithSettleFunc callback, the place to update the order's own record.
 //  4. Serve: each incoming order is submitted with a short foreground budget.
 //     An unknown outcome is not an error page; it is "accepted, confirming".
-//  5. On SIGINT or SIGTERM: stop taking work, let calls in flight finish
+//  5. Operate: /metrics (the OpenTelemetry layer, idemotel, exported to
+//     Prometheus) and the admin handler under /idem/, on loopback.
+//  6. On SIGINT or SIGTERM: stop taking work, let calls in flight finish
 //     within a drain timeout, stop the reconciler, log what is still open
 //     (the next start resumes it), and close the journal.
 //
@@ -42,6 +49,7 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "stop by itself after this long; 0 runs until SIGINT or SIGTERM")
 	flag.DurationVar(&cfg.Every, "every", cfg.Every, "one incoming order this often")
 	flag.IntVar(&cfg.MaxOrders, "max-orders", cfg.MaxOrders, "stop taking orders after this many")
+	flag.StringVar(&cfg.OpsAddr, "ops", cfg.OpsAddr, "`address` of /metrics and of the admin handler (/idem/)")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -74,6 +82,10 @@ type config struct {
 	Duration  time.Duration // 0: until a signal
 	Every     time.Duration // one order this often
 	MaxOrders int           // bound on the orders taken
+	OpsAddr   string        // where /metrics and /idem/ listen
+	// Inspect, when set, is called with the ops endpoints' base URL once
+	// the orders are taken, before shutdown (the test scrapes there).
+	Inspect func(opsURL string)
 
 	MaxElapsed time.Duration // foreground budget per order
 	Drain      time.Duration // how long calls in flight may finish at shutdown
@@ -88,5 +100,6 @@ func defaultConfig() config {
 		MaxElapsed: 800 * time.Millisecond,
 		Drain:      2 * time.Second,
 		Startup:    30 * time.Second,
+		OpsAddr:    "127.0.0.1:8081",
 	}
 }

@@ -71,8 +71,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 		log.Info("simulated a previous process that died with 3 orders journaled and unsent", "journal", path)
 	}
 
+	tel, err := newTelemetry()
+	if err != nil {
+		return rep, err
+	}
+	defer tel.provider.Shutdown(context.WithoutCancel(ctx))
 	var settledBg atomic.Int64
 	c, err := idem.Open(path,
+		idem.WithHooks(tel.inst.Hooks()),
 		idem.WithHTTPClient(srv.Client()),
 		idem.WithResultEndpoint(srv.ResultTemplate()),
 		idem.WithRequestHook(func(r *http.Request) error {
@@ -97,6 +103,16 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 		return rep, err // journal.ErrLocked: another process owns this journal
 	}
 	defer c.Close()
+	gauges, err := tel.inst.Observe(c)
+	if err != nil {
+		return rep, err
+	}
+	defer gauges.Unregister()
+	opsURL, stopOps, err := serveOps(cfg.OpsAddr, c, tel, log)
+	if err != nil {
+		return rep, err
+	}
+	defer stopOps()
 
 	// Start-up: settle what the last process left open, before new work.
 	sctx, cancel := context.WithTimeout(ctx, cfg.Startup)
@@ -155,6 +171,9 @@ serve:
 		}()
 	}
 	tick.Stop()
+	if cfg.Inspect != nil {
+		cfg.Inspect(opsURL)
+	}
 
 	// Shutdown. The calls are drained by hand rather than with
 	// c.Shutdown, which would close the journal: this example still lists

@@ -73,6 +73,11 @@ type Config struct {
 	// Behavior is how the server answers a key it has seen (see
 	// [Behavior]); the zero value is the IETF draft.
 	Behavior Behavior
+
+	// Webhook, when set, sends an event for every state each committed
+	// operation reaches (see [Webhook]). The server then runs delivery
+	// goroutines until [Server.Close].
+	Webhook *Webhook
 }
 
 // validate returns why cfg cannot configure a server, or nil. Zero fields are
@@ -93,6 +98,9 @@ func (cfg Config) validate() error {
 		return fmt.Errorf("max keys %d is negative (want a positive number, or 0 for the default %d)", cfg.MaxKeys, DefaultMaxKeys)
 	case cfg.MaxBody < 0:
 		return fmt.Errorf("max body %d is negative (want a positive number of bytes, or 0 for the default %d)", cfg.MaxBody, DefaultMaxBody)
+	}
+	if err := cfg.Webhook.validate(); err != nil {
+		return err
 	}
 	if err := cfg.Profile.validate(); err != nil {
 		return fmt.Errorf("profile: %w", err)

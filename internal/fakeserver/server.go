@@ -1,6 +1,7 @@
 package fakeserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,6 +56,7 @@ type Server struct {
 	faults  []Fault // scripted, Count > 0, in injection order
 	profile Profile
 	rng     *rand.Rand
+	hooks   *webhooks // nil without Config.Webhook
 }
 
 // New returns a server configured by cfg, its zero fields set to their
@@ -69,8 +71,41 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("fakeserver: New: %w", err)
 	}
 	s := &Server{cfg: cfg.withDefaults()}
+	if cfg.Webhook != nil {
+		s.hooks = newWebhooks(*cfg.Webhook, s.cfg.Now, uint64(cfg.Seed))
+	}
 	s.resetLocked()
 	return s, nil
+}
+
+// Close stops webhook deliveries, those in flight included, and waits for
+// them to end. Without Config.Webhook it does nothing. Call it once the
+// server serves no more requests.
+func (s *Server) Close() {
+	if s.hooks != nil {
+		s.hooks.close()
+	}
+}
+
+// FlushWebhooks waits until every webhook event made so far has been
+// delivered or given up (see [Webhook]), or ctx ends; after Close it
+// returns an error. Without Config.Webhook it returns at once.
+func (s *Server) FlushWebhooks(ctx context.Context) error {
+	if s.hooks == nil {
+		return nil
+	}
+	if err := s.hooks.flush(ctx); err != nil {
+		return fmt.Errorf("fakeserver: FlushWebhooks: %w", err)
+	}
+	return nil
+}
+
+// WebhookStats returns the webhook counters; zero without Config.Webhook.
+func (s *Server) WebhookStats() WebhookStats {
+	if s.hooks == nil {
+		return WebhookStats{}
+	}
+	return s.hooks.statsNow()
 }
 
 func (s *Server) resetLocked() {
@@ -83,6 +118,10 @@ func (s *Server) resetLocked() {
 	s.profile = s.cfg.Profile.clone()
 	seed := uint64(s.cfg.Seed)
 	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	if s.hooks != nil {
+		s.hooks.nextID = 0
+		s.hooks.reset(s.gen)
+	}
 }
 
 // Reset returns the server to its state just after [New]: it forgets keys,

@@ -115,6 +115,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	case out == outFull:
 		a = errorAnswer(http.StatusServiceUnavailable, "key store full")
 	}
+	if executed {
+		s.eventLocked(e, body, now)
+	}
 	s.mu.Unlock()
 
 	deliver(w, r, a, s.responseFault(f), s.cfg.Now, func(status int) {

@@ -10,7 +10,10 @@
 // request ([journal.ErrInvalid]); every returned record is the caller's
 // own copy; Due, ForEachOpen and List see exactly the open records they
 // should; Prune deletes only settled records; concurrent writers lose
-// nothing; a cancelled context and a closed Store fail cleanly.
+// nothing; a cancelled context and a closed Store fail cleanly; Confirm
+// settles, agrees, refuses duplicates ([journal.ErrExists]) and records
+// contradictions ([journal.ErrConfirmConflict]) as
+// [journal.ApplyConfirmation] decides, atomically.
 //
 // Call it from a test of the implementation, with a function that opens a
 // new, empty Store:
@@ -73,6 +76,7 @@ func Run(t *testing.T, open func(t testing.TB) idem.Store) {
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
 	}
+	tests = append(tests, confirmTests...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := open(t)

@@ -5,6 +5,10 @@
 // stored-errors, no-body-compare, conflict-417, short-window).
 //
 //	go run ./internal/crashtest/cmd/faultmatrix [-ops 100] [-seed 1] [-behavior name]
+//	go run ./internal/crashtest/cmd/faultmatrix -webhooks [-ops 100] [-seed 1]
+//
+// With -webhooks it runs only the webhook row (crashtest.WebhookScenario):
+// events settle what neither a resend nor a query may.
 //
 // It exits 1 if any operation was performed twice, lost, marked failed
 // although the server performed it or succeeded without a side effect of
@@ -28,10 +32,14 @@ func main() {
 	ops := flag.Int("ops", 100, "operations per fault")
 	seed := flag.Int64("seed", 1, "seed of the fake server's random faults (row n uses seed+n)")
 	name := flag.String("behavior", "", "run only the server behavior with this `name` (default: every one)")
+	webhooks := flag.Bool("webhooks", false, "run only the webhook row: no result endpoint, responses lost past the key window, events settle")
 	flag.Parse()
 	if *ops <= 0 {
 		fmt.Fprintln(os.Stderr, "faultmatrix: -ops must be positive")
 		os.Exit(2)
+	}
+	if *webhooks {
+		os.Exit(runWebhooks(*ops, *seed))
 	}
 	behaviors := idemtest.Behaviors()
 	if *name != "" {
@@ -78,6 +86,33 @@ func run(behaviors []idemtest.Behavior, ops int, seed int64) int {
 	fmt.Printf("\n%d operations per fault, seed %d, %s/%s, %d CPUs, %s, in %.1fs\n",
 		ops, seed, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), time.Since(start).Seconds())
 	if broken > 0 {
+		return 1
+	}
+	return 0
+}
+
+func runWebhooks(ops int, seed int64) int {
+	dir, err := os.MkdirTemp("", "faultmatrix")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faultmatrix:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	sc := crashtest.DefaultWebhookScenario
+	row, err := crashtest.RunWebhookScenario(context.Background(), sc, ops, seed, dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "faultmatrix: webhooks:", err)
+		return 1
+	}
+	for _, p := range row.Problems {
+		fmt.Fprintln(os.Stderr, "faultmatrix: webhooks:", p)
+	}
+	fmt.Printf("### webhooks: no result endpoint; drop-after-commit %g, decline %g; restart after twice the key window; events lost %g, duplicated %g, delayed up to %v\n\n",
+		sc.Drop, sc.Decline, sc.Lose, sc.Duplicate, sc.Delay)
+	fmt.Print(crashtest.WebhookMarkdown(row))
+	fmt.Printf("\n%d operations, seed %d, %s/%s, %d CPUs, %s, in %.1fs\n",
+		ops, seed, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), row.Elapsed.Seconds())
+	if len(row.Problems) > 0 {
 		return 1
 	}
 	return 0

@@ -1,0 +1,56 @@
+// Package admin serves a running Client's journal to operators over HTTP:
+// JSON endpoints to list and inspect operations, read counts and health,
+// and settle an operation by hand. It uses only the standard library.
+//
+// Mount it behind your own authentication and authorization middleware:
+// whoever reaches it can read every operation's state and resolve
+// operations. It serves only what is journaled, and not all of that: never
+// a request or response body, never a header (credentials are never
+// journaled in the first place).
+//
+//	mux.Handle("/idem/", http.StripPrefix("/idem", requireOperator(admin.NewHandler(client))))
+//
+// The idem command talks to it with -url (idem -url https://svc/idem/ list).
+//
+// # Endpoints
+//
+//	GET  /operations   list: ?state=unknown,pending&scope=S&flagged=true&older_than=1h&limit=100&cursor=C&timeline=false
+//	GET  /operation    one operation with its attempt timeline: ?scope=S&key=K
+//	GET  /stats        counts by state, oldest open and unknown ages, review count, retry-budget tokens
+//	GET  /health       journal and Run state; 200 when ok, 503 otherwise
+//	POST /resolve      {"key","state","reason","by"} (+ "scope", "resource_id", "force")
+//
+// A list without scope covers every scope, in (scope, key) order; its
+// answer is {"operations": [...], "next": C}, and next is the cursor of the
+// following page (absent on the last). Errors are
+// {"error": {"code", "message"}} with status 400 (bad_request: a bad
+// filter, a missing by or reason), 404 (not_found: unknown key or
+// endpoint), 405 (method_not_allowed), 409 (conflict: resolving a settled
+// operation without force) or 503 (unavailable: the Client is closed).
+//
+// # Fields
+//
+// The names are stable. Times are RFC 3339 in UTC; a zero time reads
+// "0001-01-01T00:00:00Z".
+//
+//	operation   scope, key, ref, method, url, result_url, state, review,
+//	            attempts (exchanges so far), result {resource_id,
+//	            status_code, reason, replayed}, resolved {by, reason, at,
+//	            from}, created, first_sent, updated, settled, next_due,
+//	            timeline (one operation, or a list with timeline=true)
+//	timeline[]  number, kind (submit, query), start, wrote, done, replayed,
+//	            refused, status, error, retry_after_seconds, duration_seconds
+//	stats       by_state {state: count}, open, review, total, complete
+//	            (by_state and total include settled operations),
+//	            oldest_open_age_seconds, oldest_unknown_age_seconds,
+//	            retry_tokens, retry_tokens_max
+//	health      ok, journal_ok, journal_error, run_active, run_error,
+//	            last_pass, consecutive_errors, last_journal_error,
+//	            last_journal_error_at, retry_at, retry_tokens,
+//	            retry_tokens_max
+//	resolve     from (the state before), operation
+//
+// A resolve is recorded as the idem command's resolve is: who (by), why
+// (reason), when (the Client's clock) and the state it replaced, and it is
+// logged at Warn and reported to Hooks.Settle.
+package admin

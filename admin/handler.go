@@ -1,0 +1,395 @@
+package admin
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/idemkit/idem"
+)
+
+// Limits of a list page.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 1000
+)
+
+// maxResolveBody bounds a resolve request's body.
+const maxResolveBody = 64 << 10
+
+// An Option configures the handler.
+type Option interface{ apply(*handler) }
+
+type optionFunc func(*handler)
+
+func (f optionFunc) apply(h *handler) { f(h) }
+
+// WithClock sets the clock the handler measures ages with; use the
+// Client's (WithClock) so that ages agree with the journal's times.
+// Default: the wall clock.
+func WithClock(clk idem.Clock) Option {
+	return optionFunc(func(h *handler) { h.now = clk.Now })
+}
+
+type handler struct {
+	c   *idem.Client
+	now func() time.Time
+}
+
+// NewHandler returns the admin handler for c. Mount it behind your own
+// authentication and authorization: it lets whoever reaches it read every
+// operation's state and settle operations by hand. For example:
+//
+//	mux.Handle("/idem/", http.StripPrefix("/idem", requireOperator(admin.NewHandler(c))))
+func NewHandler(c *idem.Client, opts ...Option) http.Handler {
+	h := &handler{c: c, now: time.Now}
+	for _, o := range opts {
+		o.apply(h)
+	}
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	route := map[string]struct {
+		method string
+		serve  func(http.ResponseWriter, *http.Request) error
+	}{
+		"/operations": {http.MethodGet, h.list},
+		"/operation":  {http.MethodGet, h.show},
+		"/stats":      {http.MethodGet, h.stats},
+		"/health":     {http.MethodGet, h.health},
+		"/resolve":    {http.MethodPost, h.resolve},
+	}
+	rt, ok := route[strings.TrimSuffix(r.URL.Path, "/")]
+	switch {
+	case !ok:
+		writeError(w, &Error{http.StatusNotFound, "not_found", "no such endpoint; see the package documentation of github.com/idemkit/idem/admin"})
+		return
+	case r.Method != rt.method:
+		w.Header().Set("Allow", rt.method)
+		writeError(w, &Error{http.StatusMethodNotAllowed, "method_not_allowed", "use " + rt.method})
+		return
+	}
+	if err := rt.serve(w, r); err != nil {
+		writeError(w, err)
+	}
+}
+
+// Error is the JSON body of every error answer: {"error": {"code": …,
+// "message": …}}.
+type Error struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"` // not_found, bad_request, conflict, method_not_allowed, unavailable
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return "admin: " + e.Message }
+
+func badRequest(format string, args ...any) error {
+	return &Error{http.StatusBadRequest, "bad_request", fmt.Sprintf(format, args...)}
+}
+
+// clientError maps the Client's errors to answers.
+func clientError(err error) error {
+	switch {
+	case errors.Is(err, idem.ErrNotFound):
+		return &Error{http.StatusNotFound, "not_found", err.Error()}
+	case errors.Is(err, idem.ErrInvalidRequest):
+		return &Error{http.StatusBadRequest, "bad_request", err.Error()}
+	case errors.Is(err, idem.ErrClosed):
+		return &Error{http.StatusServiceUnavailable, "unavailable", err.Error()}
+	}
+	return &Error{http.StatusInternalServerError, "internal", err.Error()}
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		e = &Error{http.StatusInternalServerError, "internal", err.Error()}
+	}
+	writeJSON(w, e.Status, map[string]*Error{"error": e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away: nothing to tell it
+}
+
+// Page is the answer of GET /operations.
+type Page struct {
+	Operations []*Operation `json:"operations"`
+	// Next is the cursor of the next page; empty on the last one.
+	Next string `json:"next,omitempty"`
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := idem.Filter{Scope: q.Get("scope")}
+	f.AllScopes = f.Scope == ""
+	for _, s := range splitList(q.Get("state")) {
+		st := idem.State(s)
+		if !st.Valid() || st == "" {
+			return badRequest("state %q: want pending, processing, unknown, succeeded or failed (comma-separated)", s)
+		}
+		f.States = append(f.States, st)
+	}
+	if v := q.Get("flagged"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return badRequest("flagged %q: want true or false", v)
+		}
+		f.Review = b
+	}
+	if v := q.Get("older_than"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return badRequest("older_than %q: want a non-negative Go duration such as 15m or 2h", v)
+		}
+		f.OlderThan = d
+	}
+	limit := DefaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return badRequest("limit %q: want a number from 1 to %d", v, MaxLimit)
+		}
+		limit = n
+	}
+	timeline := false
+	if v := q.Get("timeline"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return badRequest("timeline %q: want true or false", v)
+		}
+		timeline = b
+	}
+	after, err := decodeCursor(q.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	if after == "" {
+		f.Limit = limit + 1 // one more tells whether there is a next page
+	}
+	ops, err := h.c.List(r.Context(), f)
+	if err != nil {
+		return clientError(err)
+	}
+	page := Page{Operations: []*Operation{}}
+	for _, op := range ops {
+		if after != "" && cursorOf(op.Scope, op.Key) <= after {
+			continue
+		}
+		if len(page.Operations) == limit {
+			last := page.Operations[limit-1]
+			page.Next = encodeCursor(cursorOf(last.Scope, last.Key))
+			break
+		}
+		rec, err := h.c.Record(r.Context(), op.Scope, op.Key)
+		if errors.Is(err, idem.ErrNotFound) {
+			continue // pruned since List
+		}
+		if err != nil {
+			return clientError(err)
+		}
+		page.Operations = append(page.Operations, FromRecord(rec, timeline))
+	}
+	writeJSON(w, http.StatusOK, page)
+	return nil
+}
+
+func splitList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	return strings.Split(v, ",")
+}
+
+// The cursor is the last (scope, key) of a page, in the journal's order:
+// opaque to clients, and stable across writes.
+func cursorOf(scope, key string) string { return scope + "\x00" + key }
+
+func encodeCursor(c string) string { return base64.RawURLEncoding.EncodeToString([]byte(c)) }
+
+func decodeCursor(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil || !strings.Contains(string(b), "\x00") {
+		return "", badRequest("cursor %q: pass the next value of a previous page unchanged", v)
+	}
+	return string(b), nil
+}
+
+func (h *handler) show(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	key := q.Get("key")
+	if key == "" {
+		return badRequest("key is required: /operation?scope=S&key=K (an empty scope is the client's default)")
+	}
+	rec, err := h.c.Record(r.Context(), q.Get("scope"), key)
+	if err != nil {
+		return clientError(err)
+	}
+	writeJSON(w, http.StatusOK, FromRecord(rec, true))
+	return nil
+}
+
+// Stats is the answer of GET /stats.
+type Stats struct {
+	ByState  map[string]int `json:"by_state"`
+	Open     int            `json:"open"`
+	Review   int            `json:"review"`
+	Total    int            `json:"total"`
+	Complete bool           `json:"complete"` // by_state and total count settled operations too
+	// Ages in seconds of the oldest open and unknown operations, 0 if none.
+	OldestOpenAge    float64 `json:"oldest_open_age_seconds"`
+	OldestUnknownAge float64 `json:"oldest_unknown_age_seconds"`
+	RetryTokens      float64 `json:"retry_tokens"`
+	RetryTokensMax   float64 `json:"retry_tokens_max"`
+}
+
+func (h *handler) stats(w http.ResponseWriter, r *http.Request) error {
+	st, err := h.c.Stats(r.Context())
+	if err != nil {
+		return clientError(err)
+	}
+	out := Stats{
+		ByState: make(map[string]int), Open: st.Open, Review: st.Review, Total: st.Total, Complete: st.Complete,
+		OldestOpenAge: h.age(st.OldestOpen), OldestUnknownAge: h.age(st.OldestUnknown),
+		RetryTokens: st.RetryTokens, RetryTokensMax: st.RetryTokensMax,
+	}
+	for s, n := range st.ByState {
+		out.ByState[string(s)] = n
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (h *handler) age(t time.Time) float64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(0, h.now().Sub(t).Seconds())
+}
+
+// Health is the answer of GET /health: 200 when OK, 503 otherwise.
+type Health struct {
+	OK bool `json:"ok"` // journal_ok and run_active
+	// JournalOK: the journal can be read and Run's last pass, if any,
+	// wrote it without error.
+	JournalOK          bool       `json:"journal_ok"`
+	JournalError       string     `json:"journal_error,omitempty"`
+	RunActive          bool       `json:"run_active"`
+	RunError           string     `json:"run_error,omitempty"`
+	LastPass           *time.Time `json:"last_pass,omitempty"`
+	ConsecutiveErrors  int        `json:"consecutive_errors"`
+	LastJournalError   string     `json:"last_journal_error,omitempty"`
+	LastJournalErrorAt *time.Time `json:"last_journal_error_at,omitempty"`
+	RetryAt            *time.Time `json:"retry_at,omitempty"`
+	RetryTokens        float64    `json:"retry_tokens"`
+	RetryTokensMax     float64    `json:"retry_tokens_max"`
+}
+
+func (h *handler) health(w http.ResponseWriter, r *http.Request) error {
+	hl := h.c.Health()
+	out := Health{
+		RunActive: hl.RunActive, ConsecutiveErrors: hl.ConsecutiveErrors,
+		LastPass: timePtr(hl.LastPass), LastJournalErrorAt: timePtr(hl.LastJournalErrorAt), RetryAt: timePtr(hl.RetryAt),
+	}
+	if hl.RunErr != nil {
+		out.RunError = hl.RunErr.Error()
+	}
+	if hl.LastJournalError != nil {
+		out.LastJournalError = hl.LastJournalError.Error()
+	}
+	st, err := h.c.Stats(r.Context())
+	switch {
+	case err != nil:
+		out.JournalError = err.Error()
+	case hl.ConsecutiveErrors > 0:
+		out.JournalError = out.LastJournalError
+	default:
+		out.JournalOK = true
+	}
+	out.RetryTokens, out.RetryTokensMax = st.RetryTokens, st.RetryTokensMax
+	out.OK = out.JournalOK && out.RunActive
+	status := http.StatusOK
+	if !out.OK {
+		status = http.StatusServiceUnavailable
+	}
+	writeJSON(w, status, out)
+	return nil
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// ResolveRequest is the body of POST /resolve.
+type ResolveRequest struct {
+	Scope      string `json:"scope"` // empty: the client's default
+	Key        string `json:"key"`
+	State      string `json:"state"` // succeeded or failed
+	ResourceID string `json:"resource_id,omitempty"`
+	Reason     string `json:"reason"`
+	By         string `json:"by"`
+	// Force allows changing an operation that is already settled.
+	Force bool `json:"force,omitempty"`
+}
+
+// ResolveAnswer is the answer of POST /resolve.
+type ResolveAnswer struct {
+	From      string     `json:"from"`
+	Operation *Operation `json:"operation"`
+}
+
+func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
+	var req ResolveRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResolveBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return badRequest("body: want a JSON object with key, state, reason and by (and optionally scope, resource_id, force): %v", err)
+	}
+	st := idem.State(req.State)
+	switch {
+	case req.Key == "":
+		return badRequest("key is required")
+	case !st.Terminal():
+		return badRequest("state %q: want succeeded or failed", req.State)
+	case strings.TrimSpace(req.Reason) == "" || strings.TrimSpace(req.By) == "":
+		return badRequest("by and reason are required: a manual settlement says who and why")
+	}
+	cur, err := h.c.Record(r.Context(), req.Scope, req.Key)
+	if err != nil {
+		return clientError(err)
+	}
+	if cur.State.Terminal() && !req.Force {
+		return &Error{http.StatusConflict, "conflict", fmt.Sprintf(
+			"operation %q in scope %q is already %s; pass force to change a settled operation", cur.Key, cur.Scope, cur.State)}
+	}
+	_, err = h.c.Resolve(r.Context(), cur.Scope, cur.Key, idem.Resolution{
+		State: st, ResourceID: req.ResourceID, Reason: strings.TrimSpace(req.Reason), By: strings.TrimSpace(req.By),
+	})
+	if err != nil {
+		return clientError(err)
+	}
+	rec, err := h.c.Record(r.Context(), cur.Scope, cur.Key)
+	if err != nil {
+		return clientError(err)
+	}
+	writeJSON(w, http.StatusOK, ResolveAnswer{From: string(cur.State), Operation: FromRecord(rec, true)})
+	return nil
+}

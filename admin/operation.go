@@ -1,0 +1,120 @@
+package admin
+
+import (
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Operation is the JSON form of a journaled operation. Its field names are
+// stable (see the package documentation). It holds no request or response
+// body and no header: the handler serves only the state of operations.
+type Operation struct {
+	Scope     string      `json:"scope"`
+	Key       string      `json:"key"`
+	Ref       string      `json:"ref,omitempty"`
+	Method    string      `json:"method"`
+	URL       string      `json:"url"`
+	ResultURL string      `json:"result_url,omitempty"`
+	State     string      `json:"state"`
+	Review    string      `json:"review,omitempty"`
+	Attempts  int         `json:"attempts"`
+	Result    *Result     `json:"result,omitempty"`
+	Resolved  *Resolution `json:"resolved,omitempty"`
+	Created   time.Time   `json:"created"`
+	FirstSent time.Time   `json:"first_sent"`
+	Updated   time.Time   `json:"updated"`
+	Settled   time.Time   `json:"settled"`
+	NextDue   time.Time   `json:"next_due"`
+	// Timeline is the journaled attempts, oldest first; only in the
+	// answer for one operation.
+	Timeline []Attempt `json:"timeline,omitempty"`
+}
+
+// Result is what the server answered that settled (or will settle) an
+// operation, without its body.
+type Result struct {
+	ResourceID string `json:"resource_id,omitempty"`
+	StatusCode int    `json:"status_code"`
+	Reason     string `json:"reason,omitempty"`
+	Replayed   bool   `json:"replayed"`
+}
+
+// Resolution is a manual settlement: who, why, when, from which state.
+type Resolution struct {
+	By     string    `json:"by"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+	From   string    `json:"from"`
+}
+
+// Attempt is one journaled HTTP exchange.
+type Attempt struct {
+	Number     int       `json:"number"`
+	Kind       string    `json:"kind"` // "submit" or "query"
+	Start      time.Time `json:"start"`
+	Wrote      bool      `json:"wrote"`
+	Done       bool      `json:"done"`
+	Replayed   bool      `json:"replayed"`
+	Refused    bool      `json:"refused"`
+	Status     int       `json:"status"`
+	Error      string    `json:"error,omitempty"`
+	RetryAfter float64   `json:"retry_after_seconds"`
+	Duration   float64   `json:"duration_seconds"`
+}
+
+// FromRecord converts a journaled record, leaving out its bodies and
+// headers; timeline adds the attempts.
+func FromRecord(r *journal.Record, timeline bool) *Operation {
+	n := 0
+	if len(r.Attempts) > 0 {
+		n = r.Attempts[len(r.Attempts)-1].Number
+	}
+	op := &Operation{
+		Scope: r.Scope, Key: r.Key, Ref: r.Ref, Method: r.Method, URL: r.URL, ResultURL: r.QueryURL,
+		State: string(r.State), Review: r.Review, Attempts: n,
+		Created: r.Created, FirstSent: r.FirstSent, Updated: r.Updated, Settled: r.Settled, NextDue: r.NextDue,
+	}
+	if res := r.Result; res != nil {
+		op.Result = &Result{ResourceID: res.ResourceID, StatusCode: res.StatusCode, Reason: res.Reason, Replayed: res.Replayed}
+	}
+	if m := r.Resolved; m != nil {
+		op.Resolved = &Resolution{By: m.By, Reason: m.Reason, At: m.At, From: string(m.From)}
+	}
+	if timeline {
+		op.Timeline = make([]Attempt, len(r.Attempts))
+		for i, a := range r.Attempts {
+			op.Timeline[i] = Attempt{
+				Number: a.Number, Kind: string(a.Kind), Start: a.Start, Wrote: a.Wrote, Done: a.Done,
+				Replayed: a.Replayed, Refused: a.Refused, Status: a.Status, Error: a.Err,
+				RetryAfter: a.RetryAfter.Seconds(), Duration: a.Duration.Seconds(),
+			}
+		}
+	}
+	return op
+}
+
+// Record converts back to a journal record, without bodies or headers
+// (the handler never serves them): what the idem command's remote mode
+// formats as it formats a record read from a journal file.
+func (o *Operation) Record() *journal.Record {
+	r := &journal.Record{
+		Scope: o.Scope, Key: o.Key, Ref: o.Ref, Method: o.Method, URL: o.URL, QueryURL: o.ResultURL,
+		State: journal.State(o.State), Review: o.Review,
+		Created: o.Created, FirstSent: o.FirstSent, Updated: o.Updated, Settled: o.Settled, NextDue: o.NextDue,
+	}
+	if res := o.Result; res != nil {
+		r.Result = &journal.Result{ResourceID: res.ResourceID, StatusCode: res.StatusCode, Reason: res.Reason, Replayed: res.Replayed}
+	}
+	if m := o.Resolved; m != nil {
+		r.Resolved = &journal.Resolution{By: m.By, Reason: m.Reason, At: m.At, From: journal.State(m.From)}
+	}
+	for _, a := range o.Timeline {
+		r.Attempts = append(r.Attempts, journal.Attempt{
+			Number: a.Number, Kind: journal.AttemptKind(a.Kind), Start: a.Start, Wrote: a.Wrote, Done: a.Done,
+			Replayed: a.Replayed, Refused: a.Refused, Status: a.Status, Err: a.Error,
+			RetryAfter: time.Duration(a.RetryAfter * float64(time.Second)), Duration: time.Duration(a.Duration * float64(time.Second)),
+		})
+	}
+	return r
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// TestShowConfirmations: show, as text and JSON, lists what webhook events
+// said about an operation, a contradiction included.
+func TestShowConfirmations(t *testing.T) {
+	f := newJournal(t)
+	s, err := journal.Open(f.path)
+	require.NoError(t, err)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	_, err = s.Confirm(context.Background(), "default", "k-succeeded", journal.Confirmation{
+		State: journal.StateFailed, Source: "stripe-webhook", EventID: "evt_9", Reason: "charge.failed", At: at})
+	require.ErrorIs(t, err, journal.ErrConfirmConflict)
+	require.NoError(t, s.Close())
+
+	stdout, stderr, code := runIdem(t, "-journal", f.path, "show", "k-succeeded")
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "review:     "+journal.ReviewConfirmConflict+"\n")
+	require.Regexp(t, `(?m)^confirmation \(conflicted\): stripe-webhook event evt_9 at 2026-12-01T10:00:00.000Z: failed - charge.failed$`, stdout)
+
+	stdout, stderr, code = runIdem(t, "-journal", f.path, "show", "-json", "k-succeeded")
+	require.Equal(t, 0, code, stderr)
+	var got struct {
+		Confirmations []confirmationJSON `json:"confirmations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	require.Equal(t, []confirmationJSON{{Source: "stripe-webhook", EventID: "evt_9", State: journal.StateFailed, Reason: "charge.failed", At: at, Effect: "conflicted"}}, got.Confirmations)
+}

@@ -1,0 +1,225 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Confirmation is an outcome learned outside the client's own exchanges,
+// typically a provider's webhook event, given to Confirm:
+//
+//	c := idem.Confirmation{
+//		State:      idem.StateSucceeded,
+//		ResourceID: event.Data.Object.ID, // "ch_3Nx…"
+//		Source:     "stripe-webhook",
+//		EventID:    event.ID, // "evt_1Nx…": a redelivery changes nothing
+//		Reason:     event.Type, // "charge.succeeded"
+//	}
+//
+// State (StateSucceeded or StateFailed), Source and EventID are required;
+// (Source, EventID) names the event, so the same event delivered twice
+// changes nothing. At and Effect are set when it is recorded (At from the
+// client's clock, as Settled: a provider's clock does not decide when an
+// operation is pruned) and shown in Operation.Confirmations; Confirm
+// ignores what the caller puts there.
+type Confirmation = journal.Confirmation
+
+// ErrConfirmConflict: a confirmation contradicts the operation's recorded
+// outcome (succeeded against failed, or another resource id). The
+// recorded outcome is kept, never overwritten; the operation is flagged
+// for review (ReviewConfirmConflict) and Hooks.ConfirmConflict is called.
+// The error also matches journal.ErrConfirmConflict.
+var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded outcome")
+
+// Confirm settles an operation from an external confirmation, such as a
+// provider's webhook event, and records it in the journal with its source
+// and event id. Nothing is sent. An empty scope is the client's default
+// (WithScope).
+//
+//   - An open operation (pending, processing, unknown, flagged for review
+//     or not) becomes succeeded or failed as c says, and nothing more is
+//     ever sent for it: a call in flight for it (Do, Resume, Run) finds
+//     the settled record at its next journal write, which precedes every
+//     resend, stops, and reports the confirmed outcome. The settle hook
+//     (Hooks.Settle) and the settle func (WithSettleFunc) are called once,
+//     here.
+//   - An operation already settled the same way (same state, and the same
+//     resource id or none in c): the confirmation is recorded, nothing
+//     else changes, and Confirm returns its Result with a nil error.
+//   - A contradiction: the recorded outcome is kept, the operation is
+//     flagged for review (a person settles it with Resolve), the
+//     confirmation is recorded beside it, Hooks.ConfirmConflict is called
+//     (and Hooks.Review, for the first contradiction), and the error
+//     matches ErrConfirmConflict.
+//   - The same (Source, EventID) again: nothing changes, and Confirm
+//     returns what it returned the first time.
+//
+// Confirm returns the operation's Result (nil only with an error that
+// matches none of ErrConfirmConflict), whose State says the outcome: a
+// confirmed failure is not an error of Confirm's. A key the journal does
+// not know gives an error matching ErrNotFound and journal.ErrNotFound,
+// and nothing is created; bad input gives ErrInvalidRequest.
+func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmation) (*Result, error) {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	scope = c.scopeOr(scope)
+	if err := validConfirmation(key, &conf); err != nil {
+		return nil, err
+	}
+	conf.At = c.cfg.clock.Now()
+	rec, err := c.store.Confirm(ctx, scope, key, conf)
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		return nil, fmt.Errorf("%w: Confirm: scope %q, key %q: nothing recorded, nothing created (does the event carry the key the request was sent with, in its metadata?): %w",
+			ErrNotFound, scope, key, journal.ErrNotFound)
+	case errors.Is(err, journal.ErrInvalid):
+		return nil, fmt.Errorf("%w: Confirm: %w", ErrInvalidRequest, err)
+	case rec == nil:
+		return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
+	}
+	res := newResult(rec)
+	redelivered := errors.Is(err, journal.ErrExists)
+	conflict := errors.Is(err, journal.ErrConfirmConflict)
+	err = nil
+	if conflict {
+		err = fmt.Errorf("%w (scope %q, key %q): %w", ErrConfirmConflict, scope, key, journal.ErrConfirmConflict)
+	}
+	if redelivered || !conflict && recordedEffect(rec, &conf) != journal.ConfirmSettled {
+		// A redelivery (the first delivery's answer again), or agreement
+		// with what was settled already.
+		return res, err
+	}
+	attrs := append(opAttrs(rec), slog.String("source", conf.Source), slog.String("event", conf.EventID))
+	if conflict {
+		c.log.LogAttrs(ctx, slog.LevelWarn, "idem: confirmation contradicts the recorded outcome; flagged for review",
+			append(attrs, slog.String("confirmed_state", string(conf.State)), slog.String("confirmed_resource_id", conf.ResourceID))...)
+		c.confirmed(ctx, res, conf, true, earlierConflict(rec, &conf))
+		return res, err
+	}
+	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: settled by confirmation", attrs...)
+	c.confirmed(ctx, res, conf, false, "")
+	return res, nil
+}
+
+// earlierConflict returns the review reason of a conflict that an earlier
+// event than conf recorded in rec, or "": a second contradiction does not
+// flag the operation anew.
+func earlierConflict(rec *journal.Record, conf *Confirmation) string {
+	for i := range rec.Confirmations {
+		r := &rec.Confirmations[i]
+		if r.Effect == journal.ConfirmConflicted && (r.Source != conf.Source || r.EventID != conf.EventID) {
+			return journal.ReviewConfirmConflict
+		}
+	}
+	return ""
+}
+
+// recordedEffect is what the journal recorded for conf's event in rec.
+func recordedEffect(rec *journal.Record, conf *Confirmation) journal.ConfirmEffect {
+	for i := len(rec.Confirmations) - 1; i >= 0; i-- {
+		if r := &rec.Confirmations[i]; r.Source == conf.Source && r.EventID == conf.EventID {
+			return r.Effect
+		}
+	}
+	return journal.ConfirmInvalid
+}
+
+// validConfirmation checks what the caller can fix, with messages that say
+// how; the journal checks the rest (lengths) again.
+func validConfirmation(key string, conf *Confirmation) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: Confirm: empty key: pass the idempotency key the event carries (put it in the request's metadata)", ErrInvalidRequest)
+	case !conf.State.Terminal():
+		return fmt.Errorf("%w: Confirm: State must be %s or %s, got %q (a confirmation settles; an event that says \"processing\" confirms nothing)", ErrInvalidRequest, StateSucceeded, StateFailed, conf.State)
+	case strings.TrimSpace(conf.Source) == "" || strings.TrimSpace(conf.EventID) == "":
+		return fmt.Errorf("%w: Confirm: Source and EventID are required: they make a redelivered event harmless", ErrInvalidRequest)
+	}
+	conf.Effect = journal.ConfirmInvalid
+	return nil
+}
+
+// LookupResource returns the open operation (pending, processing, unknown)
+// whose recorded result names resourceID: for an event that carries the
+// provider's object id but not the idempotency key. Only open operations
+// are searched, so its cost grows with their number, not with the
+// journal's size; an operation settled already needs no confirmation
+// (look it up by key). An empty scope is the client's default (WithScope).
+// It returns an error matching ErrNotFound when no open operation names
+// resourceID. Prefer carrying the key in the provider's metadata: an
+// operation whose response was lost has no resource id recorded.
+func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (*Operation, error) {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	if resourceID == "" {
+		return nil, fmt.Errorf("%w: LookupResource: empty resource id", ErrInvalidRequest)
+	}
+	scope = c.scopeOr(scope)
+	var found []*journal.Record
+	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+		if r.Scope == scope && r.Result != nil && r.Result.ResourceID == resourceID {
+			found = append(found, r)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, errorf("idem: LookupResource: %w", err)
+	case len(found) == 0:
+		return nil, fmt.Errorf("%w: LookupResource: no open operation of scope %q names resource %q", ErrNotFound, scope, resourceID)
+	case len(found) > 1:
+		return nil, fmt.Errorf("%w: LookupResource: %d open operations of scope %q name resource %q (keys %q, %q, …): settle them by key",
+			ErrInvalidRequest, len(found), scope, resourceID, found[0].Key, found[1].Key)
+	}
+	return newOperation(found[0]), nil
+}
+
+// setReview sets the record's review reason, or clears it (reason ""),
+// unless a confirmation contradicted the record: that stays for a person,
+// whatever the driver learns later, until Resolve.
+func setReview(r *journal.Record, reason string) {
+	if r.Review != ReviewConfirmConflict {
+		r.Review = reason
+	}
+}
+
+// ResponseSource is the Source of the confirmation a call records when the
+// server's own answer settles an operation that a confirmation settled
+// while the call was in flight: compared like any other, it is recorded if
+// it agrees and flagged (ReviewConfirmConflict) if it contradicts.
+const ResponseSource = "idem: server response"
+
+// lateAnswer handles a settling answer whose commit found the operation
+// settled by a confirmation (err is the commit's): the answer is not lost
+// but checked against the confirmation, so that a contradiction reaches a
+// person. An operation a person resolved is left alone.
+func (d *driver) lateAnswer(err error, st step, number, status int) {
+	if !errors.Is(err, errSettledElsewhere) || st.move != moveSettle || st.conflict || d.rec.Resolved != nil || len(d.rec.Confirmations) == 0 {
+		return
+	}
+	conf := Confirmation{
+		State: st.out.State, ResourceID: st.out.ResourceID, StatusCode: status,
+		Source: ResponseSource, EventID: "attempt " + strconv.Itoa(number), At: d.now(),
+		Reason: "the server's answer, after a confirmation settled it",
+	}
+	rec, cerr := d.c.store.Confirm(d.wctx, d.rec.Scope, d.rec.Key, conf)
+	if rec != nil {
+		d.rec = rec
+	}
+	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
+		return
+	}
+	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts a confirmation; flagged for review",
+		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(conf.State)), slog.String("answer_resource_id", conf.ResourceID))...)
+	d.c.confirmed(d.hctx, newResult(d.rec), conf, true, earlierConflict(d.rec, &conf))
+}

@@ -1,0 +1,315 @@
+package idem
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Hooks receive an operation's events, for metrics, traces and a service's
+// own reactions (page someone on a review, retry a handed-off order
+// later). Every field is optional.
+//
+// Each hook runs synchronously on the goroutine that produced the event,
+// with the context of the call (Do, Submit, Resolve) or of the Resume or
+// Run visit that produced it, and only after what it reports is committed
+// to the journal (a hook never learns of an outcome a crash could undo;
+// Attempt is the one exception, below).
+// Each event is reported exactly once: callers joined to a call in flight
+// share its events, and a Run visit that leaves an operation as it was
+// reports nothing but its attempts. Keep hooks fast, and never call Close
+// or Shutdown from one (they wait for the call that runs it).
+type Hooks struct {
+	// Trace returns the trace context of the call that journals a new
+	// operation (Prepare, Submit), for example a W3C traceparent and
+	// tracestate, kept with the operation so that a later Resume or Run
+	// visit can link back to the trace that started it (CallEvent.Trace).
+	// Up to MaxTraceBytes are kept; a longer one is dropped.
+	Trace func(ctx context.Context) string
+	// Call is called when a call starts driving an open operation: Do,
+	// Submit, a Resume or a Run visit, not a caller joined to one in
+	// flight. The context it returns (derived from ctx) is the one the
+	// call's other hooks get; it does not reach the HTTP requests. end,
+	// when not nil, is called once as the call returns, with what it
+	// returns.
+	Call func(ctx context.Context, ev CallEvent) (_ context.Context, end func(*Result, error))
+	// Attempt is called after every HTTP exchange, once its outcome is
+	// journaled (or the journal refused it: the request was sent all the
+	// same, and counts).
+	Attempt func(ctx context.Context, ev AttemptEvent)
+	// Settle is called when an operation becomes succeeded or failed,
+	// whoever settled it: a call, a Resume or Run visit, or Resolve (also
+	// when Resolve settles an operation that was settled already).
+	Settle func(ctx context.Context, res *Result)
+	// Review is called when an operation is flagged for review: automatic
+	// reconciliation gave up on it and a person must look (Result.Review
+	// says why). It fires once per flagging, not on every later visit.
+	Review func(ctx context.Context, res *Result)
+	// Handoff is called when a Do or Submit call spent its budget (or the
+	// retry budget) and handed the operation to the reconciler: the call
+	// returns ErrUnknownOutcome, and the operation is unknown (or still
+	// pending, if nothing can have been sent). Wait learns its outcome.
+	Handoff func(ctx context.Context, res *Result)
+	// RunError is called for every pass of Run that met a journal error,
+	// the one that stops Run too, once Health reports it (Health says
+	// whether Run goes on).
+	RunError func(ctx context.Context, err error)
+	// ConfirmConflict is called when Confirm met a confirmation that
+	// contradicts the recorded outcome (which it kept, flagging the
+	// operation for review), with the operation's Result and the
+	// confirmation; once per event. Review is called too when the
+	// operation was not flagged already.
+	ConfirmConflict func(ctx context.Context, res *Result, conf Confirmation)
+}
+
+// MaxTraceBytes bounds the trace context journaled with an operation: a
+// traceparent is 55 bytes and W3C bounds a tracestate at 512.
+const MaxTraceBytes = 1024
+
+// CallEvent describes a call that starts driving an operation.
+type CallEvent struct {
+	Scope, Key string
+	Method     string
+	URL        string // as journaled: no credentials (they are added at send time)
+	ResultURL  string // the result endpoint's URL; empty if none
+	// Kind is "call" (Do, Submit), "resume" or "reconcile" (a Run visit).
+	Kind string
+	// Trace is the trace context journaled with the operation by
+	// Hooks.Trace; empty if none.
+	Trace    string
+	State    State // the journaled state as the call starts
+	Attempts int   // exchanges made before this call
+}
+
+// AttemptEvent describes one finished HTTP exchange.
+type AttemptEvent struct {
+	Scope, Key string
+	Number     int
+	Query      bool // a result query rather than a submit
+	Wrote      bool // the request was fully written: the server may have acted
+	StatusCode int  // 0 for a transport error
+	Err        error
+	RetryAfter time.Duration
+	Start      time.Time // on the Client's clock
+	Duration   time.Duration
+}
+
+// callKind names a drive mode for CallEvent.Kind.
+func callKind(m driveMode) string {
+	switch m {
+	case resuming:
+		return "resume"
+	case reconciling:
+		return "reconcile"
+	}
+	return "call"
+}
+
+// traceOf is the trace context to journal with a new operation.
+func (c *Client) traceOf(ctx context.Context) string {
+	if c.cfg.hooks.Trace == nil {
+		return ""
+	}
+	if t := c.cfg.hooks.Trace(ctx); len(t) <= MaxTraceBytes {
+		return t
+	}
+	return ""
+}
+
+// callStarted tells the Call hook that a drive begins and returns the
+// context for the drive's hooks and the function that ends the call.
+func (c *Client) callStarted(ctx context.Context, rec *journal.Record, mode driveMode) (context.Context, func(*Result, error)) {
+	if c.cfg.hooks.Call == nil || !rec.Open() {
+		return ctx, nil
+	}
+	hctx, end := c.cfg.hooks.Call(ctx, CallEvent{
+		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, ResultURL: rec.QueryURL, Kind: callKind(mode),
+		Trace: rec.Trace, State: rec.State, Attempts: attemptCount(rec),
+	})
+	if hctx == nil {
+		hctx = ctx
+	}
+	return hctx, end
+}
+
+// driveEnded reports what a drive committed: a settlement, a flagging, a
+// hand-off. Each is the drive's own, so each fires once.
+func (c *Client) driveEnded(ctx context.Context, d *driver, wasReview string, settled bool, res *Result) {
+	h := &c.cfg.hooks
+	switch {
+	case settled:
+		c.watch.notify(d.rec.Scope, d.rec.Key)
+		if h.Settle != nil {
+			h.Settle(ctx, res.clone())
+		}
+	case d.rec.Open() && d.rec.Review != "" && wasReview == "":
+		c.watch.notify(d.rec.Scope, d.rec.Key)
+		if h.Review != nil {
+			h.Review(ctx, res.clone())
+		}
+	case d.handedOff && d.mode == foreground && d.rec.Open():
+		if h.Handoff != nil {
+			h.Handoff(ctx, res.clone())
+		}
+	}
+}
+
+// resolved reports a settlement by hand.
+func (c *Client) resolved(ctx context.Context, res *Result) {
+	c.watch.notify(res.Scope, res.Key)
+	if c.cfg.hooks.Settle != nil {
+		c.cfg.hooks.Settle(ctx, res.clone())
+	}
+}
+
+// confirmed reports what a confirmation committed: a settlement (which a
+// drive's own settle func would otherwise report), or a contradiction
+// that flagged the operation (wasReview: its review reason before).
+func (c *Client) confirmed(ctx context.Context, res *Result, conf Confirmation, conflict bool, wasReview string) {
+	h := &c.cfg.hooks
+	c.watch.notify(res.Scope, res.Key)
+	if conflict {
+		if h.ConfirmConflict != nil {
+			h.ConfirmConflict(ctx, res.clone(), conf)
+		}
+		if wasReview == "" && h.Review != nil {
+			h.Review(ctx, res.clone())
+		}
+		return
+	}
+	if h.Settle != nil {
+		h.Settle(ctx, res.clone())
+	}
+	if c.cfg.onSettle != nil {
+		c.cfg.onSettle(res.clone())
+	}
+}
+
+func (c *Client) runFailed(ctx context.Context, err error) {
+	if c.cfg.hooks.RunError != nil {
+		c.cfg.hooks.RunError(ctx, err)
+	}
+}
+
+// Wait blocks until the operation is settled (succeeded or failed) or
+// flagged for review, and returns its result, or until ctx ends (its
+// cause, with the journaled state as the Result) or the Client closes
+// (ErrClosed). It returns at once if the operation is already there.
+// The error is nil once it is: read Result.State and Result.Review.
+//
+// A settlement in this process (a call, Resume, Run, Resolve) wakes Wait
+// at once. One made by another process sharing the journal is seen by
+// reading the journal again, every WaitPoll on the Client's clock (a test
+// clock whose Sleep returns at once, as idemtest.Clock's does, makes that
+// a tight loop that moves the clock). An unknown key is an error matching
+// ErrNotFound. An empty scope is the
+// client's default (WithScope).
+func (c *Client) Wait(ctx context.Context, scope, key string) (*Result, error) {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	ctx, release := c.bind(ctx, true)
+	defer release()
+	scope = c.scopeOr(scope)
+	for {
+		woken, cancel := c.watch.add(scope, key)
+		rec, err := c.store.Get(context.WithoutCancel(ctx), scope, key)
+		if err != nil {
+			cancel()
+			return nil, c.lookupErr(scope, key, err)
+		}
+		res := newResult(rec)
+		if !rec.Open() || rec.Review != "" {
+			cancel()
+			return res, nil
+		}
+		err = c.sleepUntil(ctx, woken, WaitPoll)
+		cancel()
+		if ctx.Err() != nil {
+			return res, context.Cause(ctx)
+		}
+		if err != nil {
+			return res, err
+		}
+	}
+}
+
+// WaitPoll is how often Wait reads the journal again for a settlement made
+// by another process.
+const WaitPoll = 5 * time.Second
+
+// sleepUntil waits d on the Client's clock, or until woken is closed or
+// ctx ends; only ctx's end is an error.
+func (c *Client) sleepUntil(ctx context.Context, woken <-chan struct{}, d time.Duration) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-woken:
+			cancel()
+		case <-stop:
+		}
+	}()
+	if err := c.cfg.clock.Sleep(sctx, d); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return nil
+}
+
+// watchers are the channels of Wait calls, per operation, closed when the
+// operation settles or is flagged. The zero value is ready to use.
+type watchers struct {
+	mu sync.Mutex
+	m  map[ref]map[*chan struct{}]struct{}
+}
+
+// add registers a waiter for (scope, key); cancel unregisters it.
+func (w *watchers) add(scope, key string) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	id := ref{scope, key}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = make(map[ref]map[*chan struct{}]struct{})
+	}
+	if w.m[id] == nil {
+		w.m[id] = make(map[*chan struct{}]struct{})
+	}
+	w.m[id][&ch] = struct{}{}
+	return ch, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if set, ok := w.m[id]; ok {
+			delete(set, &ch)
+			if len(set) == 0 {
+				delete(w.m, id)
+			}
+		}
+	}
+}
+
+// notify wakes every waiter of (scope, key).
+func (w *watchers) notify(scope, key string) {
+	id := ref{scope, key}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.m[id] {
+		close(*ch)
+	}
+	delete(w.m, id)
+}
+
+// attemptStart is when attempt number began, as journaled.
+func (d *driver) attemptStart(number int, ex exchange) time.Time {
+	for i := len(d.rec.Attempts) - 1; i >= 0; i-- {
+		if a := d.rec.Attempts[i]; a.Number == number {
+			return a.Start
+		}
+	}
+	return d.now().Add(-ex.dur)
+}

@@ -1,0 +1,338 @@
+package journal
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrConfirmConflict is matched by the error of a confirmation that
+// contradicts what the record already says (succeeded against failed, or
+// another resource id). The recorded outcome is kept; the record is
+// flagged for review (ReviewConfirmConflict) and the confirmation is kept
+// beside it, so a person sees both.
+var ErrConfirmConflict = errors.New("journal: confirmation contradicts the recorded outcome")
+
+// ReviewConfirmConflict is the review reason ApplyConfirmation sets on a
+// record that a confirmation contradicted.
+const ReviewConfirmConflict = "an external confirmation contradicts the recorded outcome"
+
+// MaxConfirmations bounds the confirmations a record keeps: the latest
+// ones, each of a distinct (Source, EventID). A provider redelivers an
+// event for days; an operation does not collect many distinct events.
+const MaxConfirmations = 16
+
+// Limits on a confirmation's fields, so that an event from outside cannot
+// bloat a record that every later write rewrites.
+const (
+	maxConfirmID     = 255  // Source, EventID, ResourceID
+	maxConfirmReason = 1024 // Reason
+)
+
+// ConfirmEffect is what a confirmation did to a record.
+type ConfirmEffect uint8
+
+// The effects of a confirmation.
+const (
+	// ConfirmInvalid: refused (bad input); nothing changed.
+	ConfirmInvalid ConfirmEffect = iota
+	// ConfirmSettled: it settled an open record.
+	ConfirmSettled
+	// ConfirmAgreed: the record was already settled so; the confirmation
+	// is recorded, nothing else changed.
+	ConfirmAgreed
+	// ConfirmConflicted: it contradicts the record, which keeps its state
+	// and is flagged for review.
+	ConfirmConflicted
+	// ConfirmDuplicate: the same (Source, EventID) was already recorded;
+	// nothing changed.
+	ConfirmDuplicate
+)
+
+// Changed reports whether the record must be written.
+func (e ConfirmEffect) Changed() bool {
+	return e == ConfirmSettled || e == ConfirmAgreed || e == ConfirmConflicted
+}
+
+func (e ConfirmEffect) String() string {
+	switch e {
+	case ConfirmSettled:
+		return "settled"
+	case ConfirmAgreed:
+		return "agreed"
+	case ConfirmConflicted:
+		return "conflicted"
+	case ConfirmDuplicate:
+		return "duplicate"
+	}
+	return "invalid"
+}
+
+// Confirmation is an outcome learned outside the client's own exchanges: a
+// provider's webhook event, a settlement report, a message from another
+// system. It is recorded in the record it confirms.
+type Confirmation struct {
+	State      State  // StateSucceeded or StateFailed
+	ResourceID string // the provider's id for what was created; may be empty
+	// Source names where it came from ("stripe-webhook"); with EventID it
+	// identifies the confirmation, so that a redelivered event changes
+	// nothing.
+	Source     string
+	EventID    string    // the source's id for the event; required
+	Reason     string    // for people: the event type, the decline reason
+	StatusCode int       // a status the source reported, if any; 0 if none
+	At         time.Time // when it was recorded, by the caller's clock; required (the Store never reads the clock)
+	// Effect is what it did, set by ApplyConfirmation when it is recorded.
+	Effect ConfirmEffect
+}
+
+// Validate reports what is wrong with c as input, or nil. Its errors
+// match ErrInvalid.
+func (c *Confirmation) Validate() error {
+	switch {
+	case !c.State.Terminal():
+		return errorf("confirmation state %q: must be %s or %s: %w", c.State, StateSucceeded, StateFailed, ErrInvalid)
+	case strings.TrimSpace(c.Source) == "" || strings.TrimSpace(c.EventID) == "":
+		return errorf("confirmation without a Source or EventID (they make a redelivered event harmless): %w", ErrInvalid)
+	case len(c.Source) > maxConfirmID || len(c.EventID) > maxConfirmID || len(c.ResourceID) > maxConfirmID:
+		return errorf("confirmation Source, EventID or ResourceID longer than %d bytes: %w", maxConfirmID, ErrInvalid)
+	case len(c.Reason) > maxConfirmReason:
+		return errorf("confirmation Reason longer than %d bytes: %w", maxConfirmReason, ErrInvalid)
+	case c.StatusCode < 0 || c.StatusCode > 999:
+		return errorf("confirmation StatusCode %d: %w", c.StatusCode, ErrInvalid)
+	case c.At.IsZero():
+		return errorf("confirmation without a time: %w", ErrInvalid)
+	}
+	return nil
+}
+
+// same reports whether c and o are one event.
+func (c *Confirmation) same(o *Confirmation) bool {
+	return c.Source == o.Source && c.EventID == o.EventID
+}
+
+// ApplyConfirmation decides what confirmation c means for rec and applies
+// it to rec. It is a pure function: every Store calls it inside its own
+// transaction, on the record as stored, and writes rec back when the
+// effect Changed.
+//
+//   - A (Source, EventID) rec already holds: ConfirmDuplicate, rec
+//     untouched, and the error the first delivery got (nil, or one
+//     matching ErrConfirmConflict).
+//   - An open record (pending, processing, unknown, flagged for review or
+//     not): ConfirmSettled, the state and result set as c says, the
+//     review reason cleared. A processing result that named another
+//     resource id is a contradiction (below).
+//   - A settled record with c's state and resource id (or c without
+//     one): ConfirmAgreed, c recorded, nothing else changed.
+//   - A contradiction: ConfirmConflicted and an error matching
+//     ErrConfirmConflict. The state and result are kept; c is recorded
+//     and the record flagged ReviewConfirmConflict. This, and the
+//     recording of c, are the only changes made to a terminal record
+//     other than Resolve's.
+//   - Bad input: ConfirmInvalid and an error matching ErrInvalid.
+//
+// The record keeps the latest MaxConfirmations confirmations.
+func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
+	if err := c.Validate(); err != nil {
+		return ConfirmInvalid, err
+	}
+	c.At = c.At.UTC()
+	for i := range rec.Confirmations {
+		old := &rec.Confirmations[i]
+		if !old.same(&c) {
+			continue
+		}
+		if old.State != c.State || old.ResourceID != c.ResourceID {
+			return ConfirmInvalid, errorf("confirmation %s/%s redelivered with another outcome (%s %q, first %s %q): an event id names one event: %w",
+				c.Source, c.EventID, c.State, c.ResourceID, old.State, old.ResourceID, ErrInvalid)
+		}
+		if old.Effect == ConfirmConflicted {
+			return ConfirmDuplicate, conflictErr(rec, &c)
+		}
+		return ConfirmDuplicate, nil
+	}
+	var known string // the resource id the record holds
+	if rec.Result != nil {
+		known = rec.Result.ResourceID
+	}
+	otherID := c.ResourceID != "" && known != "" && c.ResourceID != known
+	var err error
+	switch {
+	case otherID || (rec.State.Terminal() && rec.State != c.State):
+		c.Effect = ConfirmConflicted
+		rec.Review = ReviewConfirmConflict
+		err = conflictErr(rec, &c)
+	case rec.State.Terminal():
+		c.Effect = ConfirmAgreed
+	default:
+		c.Effect = ConfirmSettled
+		res := rec.Result
+		if res == nil {
+			res = &Result{}
+			rec.Result = res
+		}
+		if c.ResourceID != "" {
+			res.ResourceID = c.ResourceID
+		}
+		if c.StatusCode != 0 {
+			res.StatusCode = c.StatusCode
+		}
+		res.Reason = c.Reason
+		if res.Reason == "" {
+			res.Reason = "confirmed by " + c.Source + " event " + c.EventID
+		}
+		res.Replayed = false
+		rec.State = c.State
+		rec.Review = ""
+		rec.Settled = c.At
+	}
+	rec.Confirmations = append(rec.Confirmations, c)
+	if n := len(rec.Confirmations); n > MaxConfirmations {
+		rec.Confirmations = append(rec.Confirmations[:0:0], rec.Confirmations[n-MaxConfirmations:]...)
+	}
+	if c.At.After(rec.Updated) {
+		rec.Updated = c.At
+	}
+	return c.Effect, err
+}
+
+func conflictErr(rec *Record, c *Confirmation) error {
+	id := ""
+	if rec.Result != nil {
+		id = rec.Result.ResourceID
+	}
+	return errorf("confirmation %s/%s says %s %q, the journal says %s %q: kept the journal's, flagged for review: %w",
+		c.Source, c.EventID, c.State, c.ResourceID, rec.State, id, ErrConfirmConflict)
+}
+
+// Confirm records confirmation c in the record and settles it, as
+// ApplyConfirmation decides, atomically. It returns the record as stored
+// and:
+//   - nil when c settled the record or agreed with it;
+//   - an error matching ErrExists, and the stored record, when c's
+//     (Source, EventID) was already recorded: nothing was written (the
+//     error also matches ErrConfirmConflict if the first delivery did);
+//   - an error matching ErrConfirmConflict, and the record as stored
+//     (flagged for review, its outcome kept), when c contradicts it;
+//   - ErrNotFound when no record has that scope and key: nothing is
+//     created;
+//   - ErrInvalid, without a record, for bad input.
+func (s *Store) Confirm(ctx context.Context, scope, key string, c Confirmation) (*Record, error) {
+	if err := validateID(scope, key); err != nil {
+		return nil, errorf("journal: confirm: %w", err)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, errorf("journal: confirm %q: %w", key, err)
+	}
+	var effect ConfirmEffect
+	var verdict error
+	stored, err := s.rewrite(ctx, recordKey(scope, key), func(r *Record) bool {
+		effect, verdict = ApplyConfirmation(r, c)
+		return effect.Changed()
+	})
+	switch {
+	case err != nil:
+		return nil, errorf("journal: confirm %q: %w", key, err)
+	case effect == ConfirmDuplicate && verdict != nil:
+		return stored, errorf("journal: confirm %q: event %s/%s already recorded (%w): %w", key, c.Source, c.EventID, ErrExists, verdict)
+	case effect == ConfirmDuplicate:
+		return stored, errorf("journal: confirm %q: event %s/%s already recorded: %w", key, c.Source, c.EventID, ErrExists)
+	case effect == ConfirmInvalid:
+		return nil, errorf("journal: confirm %q: %w", key, verdict)
+	case verdict != nil:
+		return stored, errorf("journal: confirm %q: %w", key, verdict)
+	}
+	return stored, nil
+}
+
+// rewrite reads the record under rk, lets change change it, and writes it
+// back with its index entries, all in one transaction, unless change
+// reports that it changed nothing. It returns the record as stored.
+// change may run more than once (a retried round), each time on a fresh
+// copy.
+func (s *Store) rewrite(ctx context.Context, rk []byte, change func(*Record) bool) (*Record, error) {
+	var stored *Record
+	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
+		stored = nil
+		sk, r, err := getForWrite(tx, rk)
+		if err != nil {
+			return err
+		}
+		was := *r
+		if !change(r) {
+			stored = r
+			return nil
+		}
+		if err := validate(r); err != nil {
+			return err
+		}
+		if err := failed(putRecord(tx, sk, rk, &was, r, encode(nil, r))); err != nil {
+			return err
+		}
+		stored = r
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return clone(stored), nil
+}
+
+// Confirmation encoding (record version 3), after the record's last time:
+// a count, then per confirmation its state, resource id, source, event id,
+// reason, status code, time and effect.
+
+// appendConfirmations appends the record's confirmations.
+func appendConfirmations(dst []byte, cs []Confirmation) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(cs)))
+	for i := range cs {
+		c := &cs[i]
+		dst = append(dst, stateCode(c.State))
+		dst = appendString(dst, c.ResourceID)
+		dst = appendString(dst, c.Source)
+		dst = appendString(dst, c.EventID)
+		dst = appendString(dst, c.Reason)
+		dst = binary.AppendVarint(dst, int64(c.StatusCode))
+		dst = appendTime(dst, c.At)
+		dst = append(dst, byte(c.Effect))
+	}
+	return dst
+}
+
+// confirmations decodes what appendConfirmations wrote, in a version 3
+// record or later.
+func (d *decoder) confirmations() []Confirmation {
+	if d.version < 3 {
+		return nil
+	}
+	// An encoded confirmation is at least 9 bytes: state, four empty
+	// strings, status, time (2) and effect.
+	n := d.count(9)
+	if n == 0 {
+		return nil
+	}
+	cs := make([]Confirmation, n)
+	for i := range cs {
+		c := &cs[i]
+		c.State = d.state()
+		c.ResourceID = d.string()
+		c.Source = d.string()
+		c.EventID = d.string()
+		c.Reason = d.string()
+		c.StatusCode = d.int()
+		c.At = d.time()
+		c.Effect = ConfirmEffect(d.byte())
+		if d.err == nil && (!c.State.Terminal() || !c.Effect.Changed()) {
+			d.fail("invalid confirmation")
+		}
+	}
+	if d.err != nil {
+		return nil
+	}
+	return cs
+}

@@ -1,0 +1,143 @@
+package journal_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/journal"
+)
+
+var c0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func confirmation(state journal.State, id, event string) journal.Confirmation {
+	return journal.Confirmation{State: state, ResourceID: id, Source: "webhook", EventID: event, At: c0.Add(time.Hour)}
+}
+
+// recordIn is a record in state st, with a result naming id if id is set.
+func recordIn(st journal.State, review, id string) *journal.Record {
+	r := &journal.Record{Scope: "s", Key: "k", State: st, Review: review, Created: c0, Updated: c0}
+	if id != "" {
+		r.Result = &journal.Result{ResourceID: id, StatusCode: 201}
+	}
+	if st.Terminal() {
+		r.Settled = c0.Add(time.Minute)
+	}
+	return r
+}
+
+// TestApplyConfirmation is the decision table of a confirmation.
+func TestApplyConfirmation(t *testing.T) {
+	ok, fail := journal.StateSucceeded, journal.StateFailed
+	tests := []struct {
+		name       string
+		rec        *journal.Record
+		c          journal.Confirmation
+		effect     journal.ConfirmEffect
+		err        error
+		state      journal.State
+		id, review string
+	}{
+		{"pending settles", recordIn(journal.StatePending, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"processing settles", recordIn(journal.StateProcessing, "", ""), confirmation(fail, "", "e1"), journal.ConfirmSettled, nil, fail, "", ""},
+		{"processing with the same id settles", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"processing without id keeps the known one", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"unknown settles", recordIn(journal.StateUnknown, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"review settles and clears it", recordIn(journal.StateUnknown, "key expired", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"processing with another id conflicts", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, journal.StateProcessing, "ch_1", journal.ReviewConfirmConflict},
+		{"settled agrees", recordIn(ok, "", "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmAgreed, nil, ok, "ch_1", ""},
+		{"settled agrees without id", recordIn(ok, "", "ch_1"), confirmation(ok, "", "e1"), journal.ConfirmAgreed, nil, ok, "ch_1", ""},
+		{"failed agrees", recordIn(fail, "", ""), confirmation(fail, "", "e1"), journal.ConfirmAgreed, nil, fail, "", ""},
+		{"succeeded against failed", recordIn(ok, "", "ch_1"), confirmation(fail, "", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
+		{"failed against succeeded", recordIn(fail, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, fail, "", journal.ReviewConfirmConflict},
+		{"another resource id", recordIn(ok, "", "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
+		{"non-terminal state", recordIn(journal.StatePending, "", ""), confirmation(journal.StateProcessing, "", "e1"), journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},
+		{"no source", recordIn(journal.StatePending, "", ""), journal.Confirmation{State: ok, EventID: "e", At: c0}, journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},
+		{"no event id", recordIn(journal.StatePending, "", ""), journal.Confirmation{State: ok, Source: "w", At: c0}, journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},
+		{"no time", recordIn(journal.StatePending, "", ""), journal.Confirmation{State: ok, Source: "w", EventID: "e"}, journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},
+		{"huge reason", recordIn(journal.StatePending, "", ""), journal.Confirmation{State: ok, Source: "w", EventID: "e", At: c0, Reason: strings.Repeat("x", 5000)}, journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := tt.rec
+			wasSettled := rec.Settled
+			effect, err := journal.ApplyConfirmation(rec, tt.c)
+			require.Equal(t, tt.effect, effect, "effect")
+			if tt.err == nil {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, tt.err)
+			}
+			require.Equal(t, tt.state, rec.State, "state")
+			id := ""
+			if rec.Result != nil {
+				id = rec.Result.ResourceID
+			}
+			require.Equal(t, tt.id, id, "resource id")
+			require.Equal(t, tt.review, rec.Review, "review")
+			if !effect.Changed() {
+				require.Empty(t, rec.Confirmations, "a refused confirmation is not recorded")
+				return
+			}
+			require.Len(t, rec.Confirmations, 1)
+			require.Equal(t, effect, rec.Confirmations[0].Effect, "recorded effect")
+			if effect == journal.ConfirmSettled {
+				require.Equal(t, tt.c.At, rec.Settled, "Settled")
+			} else {
+				require.Equal(t, wasSettled, rec.Settled, "Settled of a record that was already settled")
+			}
+		})
+	}
+}
+
+// The same event twice changes nothing and gets the first answer.
+func TestApplyConfirmationDuplicate(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		rec  *journal.Record
+		c    journal.Confirmation
+		err  error
+	}{
+		{"settling", recordIn(journal.StateUnknown, "", ""), confirmation(journal.StateSucceeded, "ch_1", "e1"), nil},
+		{"conflicting", recordIn(journal.StateFailed, "", ""), confirmation(journal.StateSucceeded, "ch_1", "e1"), journal.ErrConfirmConflict},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, first := journal.ApplyConfirmation(tt.rec, tt.c)
+			after := *tt.rec
+			again := tt.c
+			again.At = again.At.Add(time.Hour) // a redelivery, later
+			effect, err := journal.ApplyConfirmation(tt.rec, again)
+			require.Equal(t, journal.ConfirmDuplicate, effect)
+			require.Equal(t, errors.Is(first, journal.ErrConfirmConflict), errors.Is(err, journal.ErrConfirmConflict), "the same answer: first %v, again %v", first, err)
+			if tt.err == nil {
+				require.NoError(t, err)
+			}
+			require.Equal(t, &after, tt.rec, "a duplicate changes nothing")
+
+			other := tt.c
+			other.State = journal.StateFailed
+			other.ResourceID = ""
+			if tt.c.State == journal.StateFailed {
+				other.State = journal.StateSucceeded
+			}
+			effect, err = journal.ApplyConfirmation(tt.rec, other)
+			require.Equal(t, journal.ConfirmInvalid, effect, "an event id redelivered with another outcome")
+			require.ErrorIs(t, err, journal.ErrInvalid)
+		})
+	}
+}
+
+// A record keeps the latest MaxConfirmations events.
+func TestApplyConfirmationBounded(t *testing.T) {
+	rec := recordIn(journal.StateSucceeded, "", "ch_1")
+	for i := range journal.MaxConfirmations + 5 {
+		effect, err := journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "ch_1", "e"+string(rune('a'+i))))
+		require.NoError(t, err)
+		require.Equal(t, journal.ConfirmAgreed, effect)
+	}
+	require.Len(t, rec.Confirmations, journal.MaxConfirmations)
+	require.Equal(t, "e"+string(rune('a'+journal.MaxConfirmations+4)), rec.Confirmations[journal.MaxConfirmations-1].EventID, "the latest is kept")
+}

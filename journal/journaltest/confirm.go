@@ -1,0 +1,278 @@
+package journaltest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+// confirmTests are the suite's tests of Store.Confirm.
+var confirmTests = []struct {
+	name string
+	fn   func(*testing.T, idem.Store)
+}{
+	{"ConfirmSettles", testConfirmSettles},
+	{"ConfirmDuplicate", testConfirmDuplicate},
+	{"ConfirmAgrees", testConfirmAgrees},
+	{"ConfirmConflict", testConfirmConflict},
+	{"ConfirmNotFound", testConfirmNotFound},
+	{"ConfirmInvalid", testConfirmInvalid},
+	{"ConfirmKeptByUpdate", testConfirmKeptByUpdate},
+	{"ConfirmConcurrent", testConfirmConcurrent},
+}
+
+func confirmation(st journal.State, id, event string, at time.Time) journal.Confirmation {
+	return journal.Confirmation{State: st, ResourceID: id, Source: "webhook", EventID: event, Reason: "charge." + string(st), At: at}
+}
+
+// flagged makes an open record unknown and flagged for review, as a client
+// does when the key window passed.
+func flagged(t testing.TB, s idem.Store, key string) {
+	t.Helper()
+	_, err := s.Update(context.Background(), "acct", key, func(r *journal.Record) error {
+		r.State = journal.StateUnknown
+		r.Review = "key expired"
+		r.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: t0, Wrote: true, Done: true, Err: "timeout"}}
+		return nil
+	})
+	require.NoError(t, err)
+}
+
+func testConfirmSettles(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	flagged(t, s, "k")
+	at := t0.Add(25 * time.Hour)
+	got, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ch_1", "evt_1", at))
+	require.NoError(t, err, "Confirm() of a flagged record")
+	require.Equal(t, journal.StateSucceeded, got.State)
+	require.Empty(t, got.Review, "Review cleared")
+	require.Equal(t, at, got.Settled, "Settled")
+	require.Equal(t, "ch_1", got.Result.ResourceID)
+	require.Len(t, got.Confirmations, 1)
+	require.Equal(t, journal.ConfirmSettled, got.Confirmations[0].Effect)
+	require.Equal(t, "evt_1", got.Confirmations[0].EventID)
+	require.Equal(t, got, get(t, s, "acct", "k"), "Get() after Confirm")
+
+	due, err := s.Due(context.Background(), t0.Add(1000*time.Hour), 0)
+	require.NoError(t, err)
+	require.Empty(t, due, "Due() after the record was confirmed")
+	open, err := s.List(context.Background(), journal.Filter{Open: true})
+	require.NoError(t, err)
+	require.Empty(t, open, "List(Open) after the record was confirmed")
+	n, err := s.Prune(context.Background(), at.Add(time.Nanosecond))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "Prune() finds the confirmed record by its Settled time")
+}
+
+func testConfirmDuplicate(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	c := confirmation(journal.StateFailed, "", "evt_1", t0.Add(time.Hour))
+	first, err := s.Confirm(context.Background(), "acct", "k", c)
+	require.NoError(t, err)
+	c.At = c.At.Add(time.Hour) // redelivered later
+	got, err := s.Confirm(context.Background(), "acct", "k", c)
+	require.ErrorIs(t, err, journal.ErrExists, "Confirm() of a recorded event")
+	require.NotErrorIs(t, err, journal.ErrConfirmConflict)
+	require.Equal(t, first, got, "Confirm() of a recorded event returns the stored record")
+	require.Equal(t, first, get(t, s, "acct", "k"), "nothing written")
+}
+
+func testConfirmAgrees(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	settled := settle(t, s, "acct", "k", t0.Add(time.Second))
+	for i, id := range []string{"res-k", ""} {
+		got, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, id, fmt.Sprintf("evt_%d", i), t0.Add(time.Hour)))
+		require.NoError(t, err, "Confirm() agreeing with the record (resource id %q)", id)
+		require.Equal(t, settled.State, got.State)
+		require.Equal(t, settled.Settled, got.Settled, "Settled unchanged")
+		require.Equal(t, settled.Result, got.Result, "Result unchanged")
+		require.Empty(t, got.Review)
+		require.Len(t, got.Confirmations, i+1)
+		require.Equal(t, journal.ConfirmAgreed, got.Confirmations[i].Effect)
+		require.Equal(t, got, get(t, s, "acct", "k"))
+	}
+	n, err := s.Prune(context.Background(), t0.Add(2*time.Second))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "the settled index still holds the record under its Settled time")
+}
+
+func testConfirmConflict(t *testing.T, s idem.Store) {
+	tests := []struct {
+		name string
+		c    journal.Confirmation
+	}{
+		{"failed against succeeded", confirmation(journal.StateFailed, "", "evt_f", t0.Add(time.Hour))},
+		{"another resource id", confirmation(journal.StateSucceeded, "res-other", "evt_o", t0.Add(time.Hour))},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key := fmt.Sprintf("k%d", i)
+			create(t, s, NewRecord("acct", key, t0))
+			settled := settle(t, s, "acct", key, t0.Add(time.Second))
+			got, err := s.Confirm(context.Background(), "acct", key, tt.c)
+			require.ErrorIs(t, err, journal.ErrConfirmConflict, "Confirm() contradicting the record")
+			require.NotNil(t, got, "the record as stored, with the conflict")
+			require.Equal(t, journal.StateSucceeded, got.State, "the settled state is kept")
+			require.Equal(t, settled.Result, got.Result, "the result is kept")
+			require.Equal(t, settled.Settled, got.Settled)
+			require.Equal(t, journal.ReviewConfirmConflict, got.Review)
+			require.Len(t, got.Confirmations, 1)
+			require.Equal(t, journal.ConfirmConflicted, got.Confirmations[0].Effect)
+			require.Equal(t, got, get(t, s, "acct", key))
+
+			again, err := s.Confirm(context.Background(), "acct", key, tt.c)
+			require.ErrorIs(t, err, journal.ErrExists, "the same event again")
+			require.ErrorIs(t, err, journal.ErrConfirmConflict, "the same event again gets the same answer")
+			require.Equal(t, got, again)
+
+			_, err = s.Update(context.Background(), "acct", key, func(r *journal.Record) error { return nil })
+			require.ErrorIs(t, err, journal.ErrTerminal, "a flagged terminal record is still terminal")
+			review, err := s.List(context.Background(), journal.Filter{Review: true, Scope: "acct"})
+			require.NoError(t, err)
+			require.Contains(t, keys(review), "acct/"+key, "List(Review) shows the conflict")
+
+			resolved, err := s.Resolve(context.Background(), "acct", key, journal.Manual{State: journal.StateSucceeded, Reason: "checked", By: "alice", At: t0.Add(2 * time.Hour)})
+			require.NoError(t, err)
+			require.Empty(t, resolved.Review, "Resolve clears the conflict")
+			require.Len(t, resolved.Confirmations, 1, "Resolve keeps the confirmations")
+		})
+	}
+}
+
+func testConfirmNotFound(t *testing.T, s idem.Store) {
+	_, err := s.Confirm(context.Background(), "acct", "missing", confirmation(journal.StateSucceeded, "ch_1", "evt_1", t0))
+	require.ErrorIs(t, err, journal.ErrNotFound)
+	_, err = s.Get(context.Background(), "acct", "missing")
+	require.ErrorIs(t, err, journal.ErrNotFound, "nothing created")
+}
+
+func testConfirmInvalid(t *testing.T, s idem.Store) {
+	want := create(t, s, NewRecord("acct", "k", t0))
+	ok := confirmation(journal.StateSucceeded, "ch_1", "evt_1", t0)
+	tests := []struct {
+		name   string
+		scope  string
+		mutate func(*journal.Confirmation)
+	}{
+		{"processing", "acct", func(c *journal.Confirmation) { c.State = journal.StateProcessing }},
+		{"empty state", "acct", func(c *journal.Confirmation) { c.State = "" }},
+		{"no source", "acct", func(c *journal.Confirmation) { c.Source = "" }},
+		{"no event id", "acct", func(c *journal.Confirmation) { c.EventID = " " }},
+		{"no time", "acct", func(c *journal.Confirmation) { c.At = time.Time{} }},
+		{"empty scope", "", func(*journal.Confirmation) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := ok
+			tt.mutate(&c)
+			got, err := s.Confirm(context.Background(), tt.scope, "k", c)
+			require.ErrorIs(t, err, journal.ErrInvalid)
+			require.Nil(t, got)
+			require.Equal(t, want, get(t, s, "acct", "k"), "nothing written")
+		})
+	}
+}
+
+func testConfirmKeptByUpdate(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+		r.State = journal.StateProcessing
+		r.Result = &journal.Result{ResourceID: "ch_1", StatusCode: 202}
+		return nil
+	})
+	require.NoError(t, err)
+	flaggedRec, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ch_2", "evt_1", t0.Add(time.Hour)))
+	require.ErrorIs(t, err, journal.ErrConfirmConflict, "Confirm() naming another resource than the processing one")
+	require.Equal(t, journal.StateProcessing, flaggedRec.State, "still open")
+
+	got, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+		r.NextDue = t0.Add(2 * time.Hour)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, flaggedRec.Confirmations, got.Confirmations, "Update keeps the confirmations")
+
+	for _, fn := range []func(*journal.Record){
+		func(r *journal.Record) { r.Confirmations = nil },
+		func(r *journal.Record) { r.Confirmations[0].State = journal.StateFailed },
+		func(r *journal.Record) { r.Confirmations = append(r.Confirmations, r.Confirmations[0]) },
+	} {
+		_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+			fn(r)
+			return nil
+		})
+		require.ErrorIs(t, err, journal.ErrInvalid, "Update() changing Confirmations")
+	}
+	require.Equal(t, got, get(t, s, "acct", "k"), "nothing written")
+}
+
+// testConfirmConcurrent races one event delivered many times against
+// writers that drive the record: exactly one delivery settles it, the
+// rest are duplicates, and no Update lands after it.
+func testConfirmConcurrent(t *testing.T, s idem.Store) {
+	const deliveries, writers = 8, 4
+	create(t, s, NewRecord("acct", "k", t0))
+	var wg sync.WaitGroup
+	errs := make([]error, deliveries)
+	for i := range deliveries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ch_1", "evt_1", t0.Add(time.Hour)))
+		}()
+	}
+	updates := make([]int, writers)
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+					r.Attempts = append(r.Attempts, journal.Attempt{Number: len(r.Attempts) + 1, Kind: journal.AttemptQuery, Start: t0, Done: true, Status: 404})
+					return nil
+				})
+				if errors.Is(err, journal.ErrTerminal) {
+					return
+				}
+				if err != nil {
+					updates[i] = -1
+					return
+				}
+				updates[i]++
+			}
+		}()
+	}
+	wg.Wait()
+	settled, dup := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			settled++
+		case errors.Is(err, journal.ErrExists):
+			dup++
+		default:
+			t.Errorf("Confirm(): %v", err)
+		}
+	}
+	require.Equal(t, 1, settled, "deliveries that settled")
+	require.Equal(t, deliveries-1, dup, "deliveries that were duplicates")
+	for i, n := range updates {
+		require.GreaterOrEqual(t, n, 0, "writer %d failed other than ErrTerminal", i)
+	}
+	got := get(t, s, "acct", "k")
+	require.Equal(t, journal.StateSucceeded, got.State)
+	require.Len(t, got.Confirmations, 1)
+	total := 0
+	for _, n := range updates {
+		total += n
+	}
+	require.Len(t, got.Attempts, total, "every Update committed before the confirmation, none after")
+}

@@ -1,0 +1,96 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// StatsStore is a Store that can count its records by state cheaply; the
+// package journal's Store is one. Client.Stats uses it when the Client's
+// store provides it, and counts only open operations otherwise.
+type StatsStore interface {
+	Stats(ctx context.Context) (journal.Stats, error)
+}
+
+// Stats is a snapshot of the journal and of the Client's retry budget, for
+// an admin handler, a metric or an alert.
+type Stats struct {
+	// ByState counts operations per state. Terminal states are counted
+	// only when the store is a StatsStore (Complete).
+	ByState map[State]int
+	Open    int // pending, processing or unknown
+	Review  int // flagged for a person (open ones)
+	// Total counts every journaled operation; 0 unless Complete.
+	Total int
+	// Complete: the store counted terminal operations too.
+	Complete bool
+	// OldestOpen and OldestUnknown are when the oldest open and the
+	// oldest unknown operation were journaled; zero if there is none.
+	OldestOpen, OldestUnknown time.Time
+	// RetryTokens is what the client-wide retry budget holds, out of
+	// RetryTokensMax (0 when the budget is off: WithRetryBudget(0, 0)).
+	RetryTokens, RetryTokensMax float64
+}
+
+// Stats reads the journal's counts. It visits every open operation (its
+// cost grows with their number, as Resume's does) and, when the store is a
+// StatsStore, asks it for the rest: it is for an admin page or a metric
+// scraped every few seconds, not for a hot path.
+func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	if err := c.enter(); err != nil {
+		return Stats{}, err
+	}
+	defer c.exit()
+	st := Stats{ByState: make(map[State]int)}
+	st.RetryTokens, st.RetryTokensMax = c.budget.level()
+	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+		st.ByState[r.State]++
+		st.Open++
+		if r.Review != "" {
+			st.Review++
+		}
+		if st.OldestOpen.IsZero() || r.Created.Before(st.OldestOpen) {
+			st.OldestOpen = r.Created
+		}
+		if r.State == StateUnknown && (st.OldestUnknown.IsZero() || r.Created.Before(st.OldestUnknown)) {
+			st.OldestUnknown = r.Created
+		}
+		return nil
+	})
+	if err != nil {
+		return Stats{}, fmt.Errorf("idem: stats: %w", withCause(ctx, err))
+	}
+	if ss, ok := c.store.(StatsStore); ok {
+		js, err := ss.Stats(ctx)
+		if err != nil {
+			return Stats{}, fmt.Errorf("idem: stats: %w", err)
+		}
+		for _, s := range []State{StateSucceeded, StateFailed} {
+			if n := js.ByState[s]; n > 0 {
+				st.ByState[s] = n
+			}
+		}
+		st.Total, st.Complete = js.Total, true
+	}
+	return st, nil
+}
+
+// Record returns a copy of the journaled record of an operation, attempts
+// included, for an operator tool; or an error matching ErrNotFound. It
+// holds nothing secret: credentials are added at send time and never
+// journaled. An empty scope is the client's default (WithScope).
+func (c *Client) Record(ctx context.Context, scope, key string) (*journal.Record, error) {
+	if err := c.enter(); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	scope = c.scopeOr(scope)
+	rec, err := c.store.Get(ctx, scope, key)
+	if err != nil {
+		return nil, c.lookupErr(scope, key, err)
+	}
+	return rec, nil
+}
