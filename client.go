@@ -126,9 +126,30 @@ func defaultHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// NewKey returns a fresh random idempotency key (a UUID), for callers that
-// must know the key before building the body (WithKeyInBody).
-func NewKey() string { return uuid.NewString() }
+// NewKey returns a fresh idempotency key, for callers that must know the
+// key before building the body (WithKeyInBody). It is a UUIDv7: random,
+// but time-ordered, so the journal's key index grows at its right edge. It
+// falls back to a random UUIDv4 if a UUIDv7 cannot be made, and to the
+// empty string if neither can (the system's random source failed, which
+// Go 1.24 and later never report): an empty key is one Prepare and Do
+// generate themselves, or refuse with WithKeyInBody, never one sent.
+func NewKey() string {
+	k, _ := newKey()
+	return k
+}
+
+// newKey returns a UUIDv7 key, a UUIDv4 one if that fails, or an error
+// saying neither could be made.
+func newKey() (string, error) {
+	if u, err := uuid.NewV7(); err == nil {
+		return u.String(), nil
+	}
+	u, err := uuid.NewRandom()
+	if err != nil {
+		return "", fmt.Errorf("idem: cannot make an idempotency key (random source failed): %w", err)
+	}
+	return u.String(), nil
+}
 
 // Prepare journals the operation (fsync'd) and returns it without sending
 // anything; Do sends it. Preparing the same (scope, key) again with the same

@@ -11,8 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/journal"
 )
@@ -91,7 +89,10 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		if c.cfg.keyHeader == "" {
 			return nil, fmt.Errorf("%w: with WithKeyInBody, set Request.Key (idem.NewKey()) and put it in the body", ErrInvalidRequest)
 		}
-		key = uuid.NewString()
+		var err error
+		if key, err = newKey(); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkName("key", key); err != nil {
 		return nil, err

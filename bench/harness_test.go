@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,30 @@ func interleave(b *testing.B, contenders []contender, run func(b *testing.B, c c
 			b.Run(fmt.Sprintf("round=%d/%s", r+1, c.name), func(b *testing.B) { run(b, c) })
 		}
 	}
+}
+
+// gcSample is the garbage collector's CPU time and cycle count so far.
+type gcSample struct {
+	cpuSeconds float64
+	cycles     uint64
+}
+
+// gcStats reads the runtime's estimates. The GC's CPU is assists,
+// dedicated mark workers and pauses: not the idle-priority marking, which
+// runs only on otherwise idle processors and would count idle time.
+func gcStats() gcSample {
+	s := []metrics.Sample{
+		{Name: "/cpu/classes/gc/mark/assist:cpu-seconds"},
+		{Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"},
+		{Name: "/cpu/classes/gc/pause:cpu-seconds"},
+		{Name: "/gc/cycles/total:gc-cycles"},
+	}
+	metrics.Read(s)
+	return gcSample{cpuSeconds: s[0].Value.Float64() + s[1].Value.Float64() + s[2].Value.Float64(), cycles: s[3].Value.Uint64()}
+}
+
+func (g gcSample) since(old gcSample) gcSample {
+	return gcSample{g.cpuSeconds - old.cpuSeconds, g.cycles - old.cycles}
 }
 
 // cpuTime is this process's user+system CPU time so far.
@@ -59,7 +84,7 @@ func runOps(b *testing.B, cl client, url string, callers int) {
 	var failed atomic.Bool
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0, srv0, start := cpuTime(), serverCPU(), time.Now()
+	cpu0, srv0, gc0, start := cpuTime(), serverCPU(), gcStats(), time.Now()
 	for w := range callers {
 		wg.Go(func() {
 			for next.Add(1) <= int64(b.N) && !failed.Load() {
@@ -74,7 +99,7 @@ func runOps(b *testing.B, cl client, url string, callers int) {
 		})
 	}
 	wg.Wait()
-	elapsed, cpu, srv := time.Since(start), cpuTime()-cpu0, serverCPU()-srv0
+	elapsed, cpu, srv, gc := time.Since(start), cpuTime()-cpu0, serverCPU()-srv0, gcStats().since(gc0)
 	b.StopTimer()
 	all := slices.Concat(lat...)
 	slices.Sort(all)
@@ -82,6 +107,10 @@ func runOps(b *testing.B, cl client, url string, callers int) {
 	b.ReportMetric(n/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/op")
 	b.ReportMetric(float64(srv.Microseconds())/n, "srv-cpu-µs/op")
+	// GC pressure, visible: the collector's CPU (the runtime's estimate,
+	// see gcStats) and collections per 1,000 operations.
+	b.ReportMetric(gc.cpuSeconds*1e6/n, "gc-cpu-µs/op")
+	b.ReportMetric(float64(gc.cycles)*1000/n, "gcs/1k-ops")
 	if len(all) > 0 {
 		b.ReportMetric(float64(all[len(all)/2].Nanoseconds())/1e3, "p50-µs")
 		b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds())/1e3, "p99-µs")

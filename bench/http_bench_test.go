@@ -22,7 +22,7 @@ func BenchmarkLoneCaller(b *testing.B) {
 func BenchmarkThroughput(b *testing.B) {
 	for _, callers := range []int{1, 8, 64} {
 		b.Run(fmt.Sprintf("callers=%d", callers), func(b *testing.B) {
-			interleave(b, []contender{idemC, idemNoSyncC, bareC, retryC, baselineNoSyncC}, func(b *testing.B, c contender) {
+			interleave(b, []contender{idemC, idemNoSyncC, bareC, retryC, baselineNoSyncC, floorC}, func(b *testing.B, c contender) {
 				withClient(b, c, func(cl client) { runOps(b, cl, servers.plain+"/v1/orders", callers) })
 			})
 		})

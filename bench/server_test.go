@@ -113,12 +113,21 @@ func listen(h http.Handler) string {
 
 var resourceSeq atomic.Int64
 
+// Requests under slowPrefix are answered after serverLatency.
+const (
+	slowPrefix    = "/slow"
+	serverLatency = 2 * time.Millisecond
+)
+
 // plainHandler is the fast server: it reads the body and answers the way
 // an idempotent API answers a successful create, and the way its result
 // endpoint answers a query. It does as little as a server can, so that the
 // benchmarks measure the clients.
 func plainHandler(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
+	if strings.HasPrefix(r.URL.Path, slowPrefix+"/") {
+		time.Sleep(serverLatency) // the server's own work: a real API's latency
+	}
 	id := strconv.FormatInt(resourceSeq.Add(1), 10)
 	w.Header().Set("Content-Type", "application/json")
 	if r.Method == http.MethodGet {

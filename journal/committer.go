@@ -256,6 +256,7 @@ func (c *committer) update(fn func(*bolt.Tx) error) error {
 	if c.failCommit != nil {
 		return c.failCommit(c.db, fn)
 	}
+	tuneFreelist(c.db)
 	return c.db.Update(fn)
 }
 

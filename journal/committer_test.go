@@ -152,15 +152,16 @@ func TestDamagedRecord(t *testing.T) {
 	s, err := Open(path)
 	require.NoError(t, err)
 	body := []byte("b")
-	for _, k := range []string{"garbage", "future"} {
+	for _, k := range []string{"future", "garbage"} {
 		_, err := s.Create(ctx, &Record{Scope: "s", Key: k, State: StatePending, Body: body, BodySHA: sha256.Sum256(body)})
 		require.NoError(t, err)
 	}
 	require.NoError(t, s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketOpen)
-		v := append([]byte(nil), b.Get(recordKey("s", "future"))...)
+		b, keys := tx.Bucket(bucketOpen), tx.Bucket(bucketKeys)
+		future, garbage := keys.Get(recordKey("s", "future")), keys.Get(recordKey("s", "garbage"))
+		v := append([]byte(nil), b.Get(future)...)
 		v[2] = recordVersion + 1
-		return errors.Join(b.Put(recordKey("s", "garbage"), []byte("not a record")), b.Put(recordKey("s", "future"), v))
+		return errors.Join(b.Put(garbage, []byte("not a record")), b.Put(future, v))
 	}))
 	_, err = s.Get(ctx, "s", "garbage")
 	require.ErrorIs(t, err, ErrCorrupt)

@@ -146,8 +146,9 @@ const compactSuffix = ".compact-"
 // Compact rewrites the journal at path into a new file that holds only the
 // pages in use, checks the copy, and atomically replaces the journal with
 // it. A journal whose settled records were pruned keeps their pages as free
-// pages, which bbolt rewrites on every commit: compacting makes commits
-// cheap again and the file small.
+// pages (commits do not pay for them, see freelist.go, but the file stays
+// as large as it ever was): compacting makes the file small again. It also
+// migrates a journal in an older format version, as Open does.
 //
 // It holds the journal's lock throughout (the application must be stopped;
 // otherwise ErrLocked). It refuses a journal that does not check out

@@ -98,7 +98,7 @@ func TestCheckFindsDamage(t *testing.T) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket([]byte("due")).Cursor()
+		c := tx.Bucket([]byte("due.seq")).Cursor()
 		k, _ := c.First()
 		require.NotNil(t, k)
 		return c.Delete()
@@ -137,7 +137,7 @@ func TestInspectReports(t *testing.T) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket([]byte("due")).Cursor()
+		c := tx.Bucket([]byte("due.seq")).Cursor()
 		for range 2 {
 			k, _ := c.First()
 			require.NotNil(t, k)

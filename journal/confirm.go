@@ -260,7 +260,7 @@ func (s *Store) rewrite(ctx context.Context, rk []byte, change func(*Record) (bo
 	var stored *Record
 	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
 		stored = nil
-		r, err := getForWrite(tx, rk)
+		sk, r, err := getForWrite(tx, rk)
 		if err != nil {
 			return err
 		}
@@ -274,7 +274,7 @@ func (s *Store) rewrite(ctx context.Context, rk []byte, change func(*Record) (bo
 		if err := validate(r); err != nil {
 			return err
 		}
-		if err := failed(putRecord(tx, rk, &was, r, encode(nil, r))); err != nil {
+		if err := failed(putRecord(tx, sk, rk, &was, r, encode(nil, r))); err != nil {
 			return err
 		}
 		stored = r

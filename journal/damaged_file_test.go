@@ -59,7 +59,7 @@ func damageDonePage(t *testing.T, path string, damage func(page []byte)) {
 	var root uint64
 	var pageSize int
 	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket([]byte("done")).Root())
+		root = uint64(tx.Bucket([]byte("done.seq")).Root())
 		pageSize = tx.DB().Info().PageSize
 		return nil
 	}))

@@ -50,6 +50,8 @@
 //     gives [ErrCorrupt], and one written by a newer idem gives
 //     [ErrVersion], without the file being changed; reads that meet a
 //     damaged page or record return ErrCorrupt rather than crash or guess.
+//     A journal in an older format is migrated in place, atomically, the
+//     first time it is opened for writing ([ErrOldFormat] until then).
 //   - Every [*Record] a Store returns is the caller's own copy, and the
 //     Store never reads the clock: the caller sets every time in a record.
 //

@@ -22,8 +22,8 @@ const (
 	magic1 = 0xDE
 
 	// formatVersion is the file format this build writes (the meta
-	// bucket's version); it reads every version up to it.
-	formatVersion = 1
+	// bucket's version); it migrates older ones (see migrateV1).
+	formatVersion = 2
 	// recordVersion is the record encoding this build writes; it reads
 	// every version up to it. Version 2 added the replayed and refused
 	// attempt flags and the replayed result flag: a build that knows only

@@ -21,6 +21,10 @@ var (
 	// ErrVersion means the file or a record was written by a newer format
 	// version than this build of idem reads.
 	ErrVersion = errors.New("journal: written by a newer idem; upgrade idem to read it")
+	// ErrOldFormat means a read-only Open found a file in an older format
+	// version, which only an Open for writing migrates (the application's
+	// next start, or Compact).
+	ErrOldFormat = errors.New("journal: older format; open it for writing once to migrate it")
 )
 
 // Errors returned by any method once the Store is in the wrong mode.

@@ -10,12 +10,24 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Bucket names. Records live in one of two buckets keyed by recordKey:
-// open records in bucketOpen, terminal ones in bucketDone. Two indexes are
-// keyed by an 8-byte sortable time followed by the record key, with empty
-// values: bucketDue holds every open record at its NextDue, bucketSettled
-// every terminal record at its Settled time. A record and its index entry
+// Bucket names (format version 2). Every record has a sequence number,
+// given when it is created and never changed: an 8-byte big-endian
+// counter (the keys bucket's bbolt sequence). bucketKeys maps each record
+// key (scope, NUL, key) to its sequence number. Records live in one of two
+// buckets keyed by their sequence number: open records in bucketOpen,
+// terminal ones in bucketDone. Two indexes are keyed by an 8-byte sortable
+// time followed by the sequence number: bucketDue holds every open record
+// at its NextDue (empty value), bucketSettled every terminal record at its
+// Settled time (the record key as value, so Prune can drop the key
+// without decoding the record). A record, its key and its index entry
 // always change in the same transaction.
+//
+// Sequence numbers make every new record, and nearly every settled one,
+// land at the right edge of its B+tree: a commit dirties the last leaf or
+// two of the big buckets instead of one leaf per record, whatever keys the
+// caller chose (with random keys in format version 1, each settle
+// rewrote its own 4 KiB leaf of the done bucket). Only bucketKeys is
+// written at random, once per record, and its entries are small.
 //
 // Keeping open records apart means Due and ForEachOpen read two small
 // buckets however many settled records the journal holds: looking open
@@ -24,20 +36,28 @@ import (
 // settled index makes Prune's cost grow with what it deletes.
 var (
 	bucketMeta    = []byte("meta")
-	bucketOpen    = []byte("open")
-	bucketDone    = []byte("done")
-	bucketDue     = []byte("due")
-	bucketSettled = []byte("settled")
+	bucketKeys    = []byte("keys")
+	bucketOpen    = []byte("open.seq")
+	bucketDone    = []byte("done.seq")
+	bucketDue     = []byte("due.seq")
+	bucketSettled = []byte("settled.seq")
 
 	// dataBuckets are the buckets besides meta, all created with the file.
-	dataBuckets = [][]byte{bucketOpen, bucketDone, bucketDue, bucketSettled}
+	dataBuckets = [][]byte{bucketKeys, bucketOpen, bucketDone, bucketDue, bucketSettled}
 
 	metaMagic   = []byte("magic")
 	metaVersion = []byte("version")
 	magicValue  = []byte("idem-journal")
 )
 
-const timeKeySize = 8
+const (
+	timeKeySize = 8
+	seqKeySize  = 8
+	// appendFill is the fill percent of the buckets written at their
+	// right edge: bbolt's default (half) would leave every page of an
+	// append-only tree half empty.
+	appendFill = 0.9
+)
 
 // recordKey joins scope and key with a NUL, which validate forbids in both,
 // so distinct (scope, key) pairs never collide.
@@ -46,6 +66,11 @@ func recordKey(scope, key string) []byte {
 	k = append(k, scope...)
 	k = append(k, 0)
 	return append(k, key...)
+}
+
+// seqKey is the key of the record with sequence number n.
+func seqKey(n uint64) []byte {
+	return binary.BigEndian.AppendUint64(make([]byte, 0, seqKeySize), n)
 }
 
 // timeKey maps t to 8 bytes whose byte order is time order: Unix
@@ -62,88 +87,143 @@ func timeKey(t time.Time) uint64 {
 	return uint64(t.UnixNano()) ^ (1 << 63)
 }
 
-func indexKey(t time.Time, rk []byte) []byte {
-	k := make([]byte, timeKeySize, timeKeySize+len(rk))
+// indexKey is the key of the index entry at t of the record whose key in
+// its bucket is sk.
+func indexKey(t time.Time, sk []byte) []byte {
+	k := make([]byte, timeKeySize, timeKeySize+len(sk))
 	binary.BigEndian.PutUint64(k, timeKey(t))
-	return append(k, rk...)
+	return append(k, sk...)
 }
 
 // home returns the bucket a record lives in, and its index bucket and key.
-func home(tx *bolt.Tx, r *Record, rk []byte) (records, index *bolt.Bucket, ik []byte) {
+func home(tx *bolt.Tx, r *Record, sk []byte) (records, index *bolt.Bucket, ik []byte) {
 	if r.Open() {
-		return tx.Bucket(bucketOpen), tx.Bucket(bucketDue), indexKey(r.NextDue, rk)
+		return tx.Bucket(bucketOpen), tx.Bucket(bucketDue), indexKey(r.NextDue, sk)
 	}
-	return tx.Bucket(bucketDone), tx.Bucket(bucketSettled), indexKey(r.Settled, rk)
+	records, index = tx.Bucket(bucketDone), tx.Bucket(bucketSettled)
+	records.FillPercent, index.FillPercent = appendFill, appendFill
+	return records, index, indexKey(r.Settled, sk)
 }
 
-// lookup returns the stored encoding of a record, or nil.
-func lookup(tx *bolt.Tx, rk []byte) []byte {
-	if v := tx.Bucket(bucketOpen).Get(rk); v != nil {
-		return v
+// lookup returns the sequence key and stored encoding of a record, or
+// nils. A key entry whose record is missing is damage, reported as such.
+func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
+	sk = tx.Bucket(bucketKeys).Get(rk)
+	if sk == nil {
+		return nil, nil, nil
 	}
-	return tx.Bucket(bucketDone).Get(rk)
+	if len(sk) != seqKeySize {
+		return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q of %d bytes", rk, len(sk))
+	}
+	if v = tx.Bucket(bucketOpen).Get(sk); v == nil {
+		v = tx.Bucket(bucketDone).Get(sk)
+	}
+	if v == nil {
+		return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q without record", rk)
+	}
+	return sk, v, nil
 }
 
-// putRecord writes the encoding of r and moves the record and its index
-// entry from where old (nil for a new record) had them to where r belongs.
-// old need only hold State, NextDue and Settled.
-func putRecord(tx *bolt.Tx, rk []byte, old, r *Record, enc []byte) error {
-	records, index, ik := home(tx, r, rk)
+// addKey gives the record rk its sequence number and key entry, and
+// returns its key in the record buckets.
+func addKey(tx *bolt.Tx, rk []byte) ([]byte, error) {
+	keys := tx.Bucket(bucketKeys)
+	n, err := keys.NextSequence()
+	if err != nil {
+		return nil, err
+	}
+	sk := seqKey(n)
+	// A sequence number is never given twice (bbolt keeps the counter in
+	// the bucket, and Compact copies it); were it ever reset, the new
+	// record would overwrite an old one: refuse instead.
+	if tx.Bucket(bucketOpen).Get(sk) != nil || tx.Bucket(bucketDone).Get(sk) != nil {
+		return nil, withKind(ErrCorrupt, "damaged key index: sequence number %d already in use", n)
+	}
+	return sk, keys.Put(rk, sk)
+}
+
+// putRecord writes the encoding of r, whose record key is rk and sequence
+// key sk, and moves the record and its index entry from where old (nil
+// for a new record) had them to where r belongs. old need only hold
+// State, NextDue and Settled.
+func putRecord(tx *bolt.Tx, sk, rk []byte, old, r *Record, enc []byte) error {
+	records, index, ik := home(tx, r, sk)
 	if old != nil {
-		oldRecords, oldIndex, oldIK := home(tx, old, rk)
+		oldRecords, oldIndex, oldIK := home(tx, old, sk)
 		if err := oldIndex.Delete(oldIK); err != nil {
 			return err
 		}
 		if old.Open() != r.Open() {
-			if err := oldRecords.Delete(rk); err != nil {
+			if err := oldRecords.Delete(sk); err != nil {
 				return err
 			}
 		}
 	}
-	if err := records.Put(rk, enc); err != nil {
+	if err := records.Put(sk, enc); err != nil {
 		return err
 	}
-	return index.Put(ik, nil)
+	var iv []byte
+	if !r.Open() {
+		iv = rk
+	}
+	return index.Put(ik, iv)
 }
 
 // check verifies the indexes against the records: every record decodes,
-// and each index holds exactly the records that belong in it, under the
-// right time. It reads the whole journal; it is for tests and tools.
+// has its key entry, and each index holds exactly the records that belong
+// in it, under the right time. It reads the whole journal; it is for tests
+// and tools.
 func check(tx *bolt.Tx) error {
 	var errs []error
 	want := map[string]string{} // index bucket + "/" + index key -> record key
+	keys := tx.Bucket(bucketKeys)
+	seen := map[string]bool{} // sequence keys of the records
 	for _, name := range [][]byte{bucketOpen, bucketDone} {
 		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
 			r, err := decode(v)
 			if err != nil {
-				errs = append(errs, errorf("%s record %q: %w", name, k, err))
+				errs = append(errs, errorf("%s record %x: %w", name, k, err))
 				return nil
 			}
-			if !bytes.Equal(k, recordKey(r.Scope, r.Key)) {
-				errs = append(errs, errorf("%s record %q: stored under the wrong key", name, k))
+			rk := recordKey(r.Scope, r.Key)
+			if sk := keys.Get(rk); !bytes.Equal(sk, k) {
+				errs = append(errs, errorf("%s record %x (%q): the key index says %x", name, k, rk, sk))
 			}
 			if r.Open() != bytes.Equal(name, bucketOpen) {
-				errs = append(errs, errorf("%s record %q: in the wrong bucket for state %s", name, k, r.State))
+				errs = append(errs, errorf("%s record %q: in the wrong bucket for state %s", name, rk, r.State))
 			}
+			if seen[string(k)] {
+				errs = append(errs, errorf("record %q: stored twice", rk))
+			}
+			seen[string(k)] = true
 			id := string(bucketDue) + "/" + string(indexKey(r.NextDue, k))
 			if !r.Open() {
-				id = string(bucketSettled) + "/" + string(indexKey(r.Settled, k))
+				id = string(bucketSettled) + "/" + string(indexKey(r.Settled, k)) + "=" + string(rk)
 			}
-			if _, dup := want[id]; dup {
-				errs = append(errs, errorf("record %q: stored twice", k))
-			}
-			want[id] = string(k)
+			want[id] = string(rk)
 			return nil
 		})
 		if err != nil {
 			return err
 		}
 	}
+	err := keys.ForEach(func(rk, sk []byte) error {
+		if !seen[string(sk)] {
+			errs = append(errs, errorf("key index: stray entry %q", rk))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	for _, name := range [][]byte{bucketDue, bucketSettled} {
-		err := tx.Bucket(name).ForEach(func(k, _ []byte) error {
+		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
 			id := string(name) + "/" + string(k)
+			if bytes.Equal(name, bucketSettled) {
+				id += "=" + string(v)
+			}
 			if _, ok := want[id]; !ok {
-				errs = append(errs, errorf("%s index: stray entry %q", name, k))
+				errs = append(errs, errorf("%s index: stray entry %x", name, k))
 			}
 			delete(want, id)
 			return nil

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"fmt"
@@ -169,22 +170,26 @@ func baselineCreateSettle(db *bolt.DB, key string) error {
 	rk := recordKey(rec.Scope, rec.Key)
 	enc := encode(nil, rec)
 	err := db.Update(func(tx *bolt.Tx) error {
-		if lookup(tx, rk) != nil {
-			return ErrExists
+		if _, v, err := lookup(tx, rk); v != nil || err != nil {
+			return cmp.Or(err, ErrExists)
 		}
-		return putRecord(tx, rk, nil, rec, enc)
+		sk, err := addKey(tx, rk)
+		if err != nil {
+			return err
+		}
+		return putRecord(tx, sk, rk, nil, rec, enc)
 	})
 	if err != nil {
 		return err
 	}
 	return db.Update(func(tx *bolt.Tx) error {
-		r, err := getForWrite(tx, rk)
+		sk, r, err := getForWrite(tx, rk)
 		if err != nil {
 			return err
 		}
 		was := *r
 		_ = settleRecord(r)
-		return putRecord(tx, rk, &was, r, encode(nil, r))
+		return putRecord(tx, sk, rk, &was, r, encode(nil, r))
 	})
 }
 
@@ -273,7 +278,7 @@ func dueFixture(b *testing.B, settled int) string {
 	})
 	for chunk := range slices.Chunk(entries, 50000) {
 		err := db.Update(func(tx *bolt.Tx) error {
-			tx.Bucket(bucketDone).FillPercent = 0.9
+			tx.Bucket(bucketKeys).FillPercent = 0.9
 			for _, e := range chunk {
 				r := benchRecord(e.key, body, sha)
 				r.NextDue = t0.Add(time.Duration(rng.IntN(3600)) * time.Second)
@@ -282,7 +287,11 @@ func dueFixture(b *testing.B, settled int) string {
 					r.Settled = t0.Add(-time.Duration(rng.IntN(30*24*3600)) * time.Second)
 				}
 				rk := recordKey(r.Scope, r.Key)
-				if err := putRecord(tx, rk, nil, r, encode(nil, r)); err != nil {
+				sk, err := addKey(tx, rk)
+				if err != nil {
+					return err
+				}
+				if err := putRecord(tx, sk, rk, nil, r, encode(nil, r)); err != nil {
 					return err
 				}
 			}

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -105,7 +106,10 @@ const openTries = 8
 // open in this one. A file that is not an idem journal, or is damaged, or
 // is shorter than its last commit needs (truncated), gives ErrCorrupt
 // without being changed, read-only or not; one written by a newer format
-// version gives ErrVersion. Every error names the path.
+// version gives ErrVersion. One written in an older format version is
+// migrated to the current one when opened for writing, in a single
+// transaction (a crash leaves it as it was; the next Open starts again);
+// opened read-only it gives ErrOldFormat. Every error names the path.
 func Open(path string, opts ...Option) (*Store, error) {
 	cfg := config{lockTimeout: DefaultLockTimeout}
 	for _, o := range opts {
@@ -148,6 +152,9 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		Timeout:  timeout,
 		ReadOnly: cfg.readOnly,
 		NoSync:   cfg.noSync,
+		// The array freelist merges its whole list into a new slice on
+		// every commit; the map keeps spans (see freelist.go).
+		FreelistType: bolt.FreelistMapType,
 		// bbolt opens the file by path; the hook keeps what Open needs
 		// of it, and refuses a truncated file before bbolt maps it.
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -242,8 +249,13 @@ func openBolt(path string, o *bolt.Options, file **os.File) (db *bolt.DB, err er
 // makes a new file one. A file whose root holds no bucket at all is new
 // (or was created by a process that died before its first commit);
 // anything else without the journal's meta bucket is not a journal.
+//
+// A file of format version 1 is migrated to the current layout in one
+// write transaction (see migrateV1) when it is opened for writing; opened
+// read-only, it gives ErrOldFormat.
 func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 	empty := false
+	var old byte
 	err = readDamaged(func() error {
 		return db.View(func(tx *bolt.Tx) error {
 			// Checked again now that the lock is held: the file bbolt mapped
@@ -276,6 +288,11 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 				return withKind(ErrCorrupt, "damaged (format version 0)")
 			case v[0] > formatVersion:
 				return withKind(ErrVersion, "written by a newer idem (format version %d; this build reads up to %d): upgrade idem to read it", v[0], formatVersion)
+			case v[0] < formatVersion && readOnly:
+				return withKind(ErrOldFormat, "format version %d, written by an older idem: open it for writing once to migrate it to version %d (start the application, or run idem compact), then read it", v[0], formatVersion)
+			case v[0] < formatVersion:
+				old = v[0]
+				return nil
 			}
 			for _, name := range dataBuckets {
 				if tx.Bucket(name) == nil {
@@ -285,6 +302,12 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 			return nil
 		})
 	})
+	if err == nil && old != 0 {
+		// Only version 1 is older than version 2.
+		if err = db.Update(migrateV1); err != nil {
+			return errorf("migrate from format version %d to %d (the file is unchanged): %w", old, formatVersion, err)
+		}
+	}
 	if err != nil || !empty {
 		return err
 	}
@@ -318,12 +341,18 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	var ferr error
 	if s.c != nil {
 		s.c.stop()
+		ferr = syncFreelist(s.db)
 	}
 	defer s.unregister()
 	if err := s.db.Close(); err != nil {
 		return errorf("journal: close: %w", err)
+	}
+	if ferr != nil {
+		// Every record is intact; only the next Open's start-up is slower.
+		return errorf("journal: close: writing the free-page list failed (the journal is intact; the next Open rebuilds the list): %w", ferr)
 	}
 	return nil
 }
@@ -409,11 +438,19 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 	defer putEncodeBuffer(buf, enc)
 	var existing []byte
 	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
-		if v := lookup(tx, rk); v != nil {
+		_, v, err := lookup(tx, rk)
+		if err != nil {
+			return err
+		}
+		if v != nil {
 			existing = slices.Clone(v)
 			return ErrExists
 		}
-		return failed(putRecord(tx, rk, nil, stored, enc))
+		sk, err := addKey(tx, rk)
+		if err != nil {
+			return failed(err)
+		}
+		return failed(putRecord(tx, sk, rk, nil, stored, enc))
 	})
 	if errors.Is(err, ErrExists) {
 		old, derr := decode(existing)
@@ -464,11 +501,18 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	}
 	var r *Record
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		rk := recordKey(scope, key)
+		keys := tx.Bucket(bucketKeys)
+		sk := keys.Get(recordKey(scope, key))
+		if sk == nil {
+			return ErrNotFound
+		}
+		if err := mappedOf(tx, keys).check(sk); err != nil {
+			return err
+		}
 		var v []byte
 		for _, name := range [][]byte{bucketOpen, bucketDone} {
 			b := tx.Bucket(name)
-			if v = b.Get(rk); v != nil {
+			if v = b.Get(sk); v != nil {
 				if err := mappedOf(tx, b).check(v); err != nil {
 					return err
 				}
@@ -476,7 +520,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 			}
 		}
 		if v == nil {
-			return ErrNotFound
+			return withKind(ErrCorrupt, "damaged key index: entry without record")
 		}
 		var err error
 		r, err = decode(v)
@@ -516,7 +560,10 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	buf := getEncodeBuffer()
 	var enc []byte
 	err = s.write(ctx, func(tx *bolt.Tx, req *request) error {
-		v := lookup(tx, rk)
+		sk, v, err := lookup(tx, rk)
+		if err != nil {
+			return err
+		}
 		if v == nil {
 			return ErrNotFound
 		}
@@ -542,7 +589,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 			return err
 		}
 		enc = encode(*buf, r)
-		if err := failed(putRecord(tx, rk, &was, r, enc)); err != nil {
+		if err := failed(putRecord(tx, sk, rk, &was, r, enc)); err != nil {
 			return err
 		}
 		stored = r
@@ -588,12 +635,17 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 	return stored, nil
 }
 
-func getForWrite(tx *bolt.Tx, rk []byte) (*Record, error) {
-	v := lookup(tx, rk)
-	if v == nil {
-		return nil, ErrNotFound
+// getForWrite decodes the record rk and returns it with its sequence key.
+func getForWrite(tx *bolt.Tx, rk []byte) ([]byte, *Record, error) {
+	sk, v, err := lookup(tx, rk)
+	if err != nil {
+		return nil, nil, err
 	}
-	return decode(v)
+	if v == nil {
+		return nil, nil, ErrNotFound
+	}
+	r, err := decode(v)
+	return sk, r, err
 }
 
 // ForEachOpen calls fn for every open record, soonest NextDue first, and
@@ -713,35 +765,39 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, er
 }
 
 // List returns the records f selects, in (Scope, Key) order. A filter on
-// open states only reads the open records; any other filter reads the
-// whole journal.
+// open states only reads the open records; any other filter walks the key
+// index (only the scope's part of it when f names one) and reads each
+// record it selects.
 func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 	var out []*Record
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		open, done := tx.Bucket(bucketOpen), tx.Bucket(bucketDone)
-		om, dm := mappedOf(tx, open), mappedOf(tx, done)
-		oc, dc := open.Cursor(), done.Cursor()
-		ok, ov := oc.First()
-		var dk, dv []byte
-		if !f.openOnly() {
-			dk, dv = dc.First()
+		if f.openOnly() {
+			return listOpen(tx, &f, &out)
 		}
-		// Merge the two buckets, both in key order. Keys and values stay
-		// valid until the transaction ends.
-		for ok != nil || dk != nil {
-			if err := om.checkKV(ok, ov); err != nil {
+		keys, open, done := tx.Bucket(bucketKeys), tx.Bucket(bucketOpen), tx.Bucket(bucketDone)
+		km, om, dm := mappedOf(tx, keys), mappedOf(tx, open), mappedOf(tx, done)
+		c := keys.Cursor()
+		var prefix []byte
+		k, sk := c.First()
+		if f.Scope != "" {
+			prefix = recordKey(f.Scope, "")
+			k, sk = c.Seek(prefix)
+		}
+		// Keys and values stay valid until the transaction ends.
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, sk = c.Next() {
+			if err := km.checkKV(k, sk); err != nil {
 				return err
 			}
-			if err := dm.checkKV(dk, dv); err != nil {
-				return err
+			v := open.Get(sk)
+			m := om
+			if v == nil {
+				v, m = done.Get(sk), dm
 			}
-			var k, v []byte
-			if dk == nil || (ok != nil && bytes.Compare(ok, dk) < 0) {
-				k, v = ok, ov
-				ok, ov = oc.Next()
-			} else {
-				k, v = dk, dv
-				dk, dv = dc.Next()
+			if v == nil {
+				return withKind(ErrCorrupt, "damaged key index: entry %q without record", k)
+			}
+			if err := m.check(v); err != nil {
+				return err
 			}
 			more, err := listOne(&f, k, v, &out)
 			if err != nil || !more {
@@ -754,6 +810,41 @@ func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 		return nil, errorf("journal: list: %w", err)
 	}
 	return out, nil
+}
+
+// listOpen is List for a filter that selects only open records: it reads
+// the open bucket (in sequence order) and sorts what it selects.
+func listOpen(tx *bolt.Tx, f *Filter, out *[]*Record) error {
+	open := tx.Bucket(bucketOpen)
+	om := mappedOf(tx, open)
+	all := Filter{Scope: f.Scope, States: f.States, Open: f.Open, Review: f.Review, CreatedBefore: f.CreatedBefore}
+	c := open.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if err := om.checkKV(k, v); err != nil {
+			return err
+		}
+		st, review, err := decodeState(v)
+		if err != nil {
+			return errorf("record %x: %w", k, err)
+		}
+		if !all.matchState(st, review) {
+			continue
+		}
+		r, err := decode(v)
+		if err != nil {
+			return errorf("record %x: %w", k, err)
+		}
+		if all.matchScope(recordKey(r.Scope, r.Key)) && all.matchCreated(r) {
+			*out = append(*out, r)
+		}
+	}
+	slices.SortFunc(*out, func(a, b *Record) int {
+		return cmp.Or(strings.Compare(a.Scope, b.Scope), strings.Compare(a.Key, b.Key))
+	})
+	if f.Limit > 0 && len(*out) > f.Limit {
+		*out = (*out)[:f.Limit]
+	}
+	return nil
 }
 
 // listOne appends the record in v to out if f selects it, and reports
@@ -793,45 +884,57 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 		start := after
 		err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
 			n, more, after = 0, false, start // a retried run starts afresh
-			records, settled := tx.Bucket(bucketDone), tx.Bucket(bucketSettled)
+			records, settled, index := tx.Bucket(bucketDone), tx.Bucket(bucketSettled), tx.Bucket(bucketKeys)
+			type entry struct{ ik, rk []byte }
 			var keys [][]byte
+			var entries []entry
 			c := settled.Cursor()
-			k, _ := c.First()
+			k, rk := c.First()
 			if after != nil {
-				k, _ = c.Seek(after)
+				k, rk = c.Seek(after)
 				if bytes.Equal(k, after) {
-					k, _ = c.Next()
+					k, rk = c.Next()
 				}
 			}
-			for ; k != nil && binary.BigEndian.Uint64(k) < bound; k, _ = c.Next() {
+			for ; k != nil && binary.BigEndian.Uint64(k) < bound; k, rk = c.Next() {
 				if len(keys) == pruneChunk {
 					more = true
 					break
 				}
 				keys = append(keys, slices.Clone(k))
+				entries = append(entries, entry{keys[len(keys)-1], slices.Clone(rk)})
 			}
 			// Decide everything before deleting anything, so an error
 			// leaves the transaction untouched.
-			drop := make([]bool, len(keys))
-			for i, k := range keys {
-				v := records.Get(k[timeKeySize:])
+			drop := make([]bool, len(entries))
+			for i, e := range entries {
+				if len(e.ik) != timeKeySize+seqKeySize {
+					return withKind(ErrCorrupt, "damaged settled index: entry %x", e.ik)
+				}
+				v := records.Get(e.ik[timeKeySize:])
 				if v == nil {
 					continue // stray index entry: drop it alone
 				}
 				st, _, err := decodeState(v)
 				if err != nil {
-					return errorf("record %q: %w", k[timeKeySize:], err)
+					return errorf("record %q: %w", e.rk, err)
 				}
 				drop[i] = st.Terminal()
 			}
-			for i, k := range keys {
+			for i, e := range entries {
 				if drop[i] {
-					if err := records.Delete(k[timeKeySize:]); err != nil {
+					sk := e.ik[timeKeySize:]
+					if err := records.Delete(sk); err != nil {
 						return failed(err)
+					}
+					if bytes.Equal(index.Get(e.rk), sk) {
+						if err := index.Delete(e.rk); err != nil {
+							return failed(err)
+						}
 					}
 					n++
 				}
-				if err := settled.Delete(k); err != nil {
+				if err := settled.Delete(e.ik); err != nil {
 					return failed(err)
 				}
 			}

@@ -66,7 +66,7 @@ func TestCheckJSON(t *testing.T) {
 	db, err := bolt.Open(f.path, 0o600, &bolt.Options{Timeout: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		c := tx.Bucket([]byte("due")).Cursor()
+		c := tx.Bucket([]byte("due.seq")).Cursor()
 		k, _ := c.First()
 		require.NotNil(t, k)
 		return c.Delete()

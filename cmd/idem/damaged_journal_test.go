@@ -56,7 +56,7 @@ func TestDamagedJournalExitsOne(t *testing.T) {
 		ps := tx.DB().Info().PageSize
 		data, err := os.ReadFile(f.path)
 		require.NoError(t, err)
-		off = int(tx.Bucket([]byte("done")).Root()) * ps
+		off = int(tx.Bucket([]byte("done.seq")).Root()) * ps
 		for binary.LittleEndian.Uint16(data[off+8:off+10])&0x01 != 0 {
 			off = int(binary.LittleEndian.Uint64(data[off+24:off+32])) * ps
 		}
@@ -195,7 +195,10 @@ func TestFlippedBytesExitZeroOrOne(t *testing.T) {
 		for _, cmd := range []string{"check", "stats", "list"} {
 			args := []string{"-journal", flipped, cmd}
 			stdout, stderr, code := runIdemProcess(t, args...)
-			if code != 0 {
+			// A flip of a record's version byte to a higher number is
+			// exactly a record written by a newer idem: exit 1 with the
+			// upgrade hint, not the damage one.
+			if code != 0 && !(code == 1 && strings.Contains(stderr, "record format version") && strings.Contains(stderr, "hint: use the idem command")) {
 				requireExitOne(t, args, stdout, stderr, code)
 			}
 			codes[cmd] = code

@@ -58,6 +58,15 @@ var ratios = []ratio{
 	{"BenchmarkResume/settled=1000000/drive", "BenchmarkResume/settled=10000/drive", "ops/s", ""},
 	{"BenchmarkInFlight/idem", "BenchmarkInFlight/net-http", "heap-B/inflight", ""},
 	{"BenchmarkInFlight/retryablehttp", "BenchmarkInFlight/net-http", "heap-B/inflight", ""},
+	// Issue 14's targets.
+	tp("64", "idem", "net-http", "ops/s", "issue 14 target ≥ 0.45"),
+	{"BenchmarkJournalAlone/journal-alone", "BenchmarkJournalAlone/net-http", "ops/s", "issue 14 target ≥ 0.60"},
+	{"BenchmarkJournalAlone/journal-alone-v4keys", "BenchmarkJournalAlone/net-http", "ops/s", "caller's random keys"},
+	tp("64", "idem-nosync", "retryablehttp", "cpu-µs/op", "issue 14 target ≤ 2.50"),
+	tp("64", "idem-nosync", "idem-nojournal", "cpu-µs/op", "issue 14 target ≤ 1.30"),
+	tp("64", "idem-nosync", "idem-nojournal", "gc-cpu-µs/op", ""),
+	{"BenchmarkRealisticLatency/idem", "BenchmarkRealisticLatency/net-http", "ops/s", "issue 14 target ≥ 0.90"},
+	{"BenchmarkRealisticLatency/idem", "BenchmarkRealisticLatency/net-http", "p99-µs", ""},
 	{"BenchmarkServer/server=fake/net-http", "BenchmarkServer/server=plain/net-http", "ops/s", ""},
 	{"BenchmarkServer/server=fake/idem-nosync", "BenchmarkServer/server=plain/idem-nosync", "ops/s", ""},
 }

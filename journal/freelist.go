@@ -1,0 +1,46 @@
+package journal
+
+import bolt "go.etcd.io/bbolt"
+
+// bbolt writes its whole freelist (8 bytes per free page) in every commit.
+// A journal that pruned a million records holds hundreds of thousands of
+// free pages: megabytes written, and allocated, per commit, which made
+// commits on such a file 20 times slower than on a fresh one (measured:
+// 11.9 ms against 0.53 ms per record, fsync'd). Above freelistUnsyncAbove
+// free pages, commits skip the freelist (bbolt's NoFreelistSync, as etcd
+// runs it); below freelistSyncBelow they write it again, and Close writes
+// it once, so that a journal closed cleanly opens without rebuilding it.
+//
+// The cost moves to recovery: a journal that was not closed while its
+// freelist was unsynced (a crash, a kill) has bbolt rebuild the freelist
+// when it is next opened, by walking every page its trees reach, a cost
+// that grows with the records it holds (measured on 1M records: 230-290
+// ms warm, 13.6 s cold). Durability is unchanged: the freelist is derived
+// data, and bbolt's recovery from an unsynced one is part of its design.
+const (
+	freelistUnsyncAbove = 4096 // a 32 KiB freelist per commit
+	freelistSyncBelow   = 1024
+)
+
+// tuneFreelist decides, before a commit, whether the commit writes the
+// freelist. Only the committer's leader calls it, between transactions.
+func tuneFreelist(db *bolt.DB) {
+	st := db.Stats()
+	n := st.FreePageN + st.PendingPageN
+	switch {
+	case !db.NoFreelistSync && n > freelistUnsyncAbove:
+		db.NoFreelistSync = true
+	case db.NoFreelistSync && n < freelistSyncBelow:
+		db.NoFreelistSync = false
+	}
+}
+
+// syncFreelist writes the freelist, with an empty commit, if the last
+// commit skipped it.
+func syncFreelist(db *bolt.DB) error {
+	if !db.NoFreelistSync {
+		return nil
+	}
+	db.NoFreelistSync = false
+	return db.Update(func(*bolt.Tx) error { return nil })
+}
