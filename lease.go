@@ -54,7 +54,7 @@ func defaultOwner() string {
 // exchange, a wait) with the lease's margin.
 func (c *Client) leaseSpan(need time.Duration) time.Duration { return need + c.cfg.leaseFor }
 
-// errLeaseLost ends a drive whose lease another owner took over: the
+// leaseLostError ends a drive whose lease another owner took over: the
 // operation is that owner's now.
 type leaseLostError struct{ err error }
 

@@ -652,9 +652,15 @@ func (h *history) startLife(i int, lp lifePlan) (*idem.Client, context.Context) 
 	opts := []idem.Option{
 		idem.WithHTTPClient(&http.Client{Transport: &modelTransport{h: h}}),
 		idem.WithClock(h.clock),
-		// Every life is the one process restarted under its name: it
-		// takes its dead predecessor's leases anew.
-		idem.WithLease("model-process", idem.DefaultLeaseDuration),
+		// Every life is the one process restarted under its name: its
+		// Resume takes its dead predecessor's leases anew. The model's
+		// clock jumps whenever Run sleeps, while a call is between two
+		// steps: with a lease of seconds, a call would lose its lease to
+		// its own process's Run in virtual time, as a process stalled
+		// past its lease would (a crash, as far as what it learned is
+		// concerned). Leases and their expiry are tested elsewhere
+		// (lease_test.go, journaltest, pgjournal).
+		idem.WithLease("model-process", 10*365*24*time.Hour),
 	}
 	if h.prof.resultEP {
 		opts = append(opts, idem.WithResultEndpoint(modelQuery))

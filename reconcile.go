@@ -70,7 +70,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	}
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
-	c.visitAll(ctx, refs, resuming, func(res *Result, err error) bool {
+	c.visitAll(ctx, refs, resuming, func(_ ref, res *Result, err error) bool {
 		sum.add(res)
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
@@ -96,7 +96,7 @@ type ref struct {
 // visitAll drives refs, at most WithResumeConcurrency at a time, and hands
 // each outcome to done, one call at a time; once done returns false, no
 // further visit starts. It stops starting new visits when ctx ends.
-func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done func(*Result, error) bool) {
+func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done func(ref, *Result, error) bool) {
 	var mu sync.Mutex
 	halted := false
 	stop := func() bool {
@@ -116,7 +116,7 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done 
 				}
 				res, err := c.visit(ctx, r, mode)
 				mu.Lock()
-				if !halted && !done(res, err) {
+				if !halted && !done(r, res, err) {
 					halted = true
 				}
 				mu.Unlock()
@@ -343,7 +343,9 @@ func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, pha
 	}
 	var verr error
 	failed := 0
-	c.visitAll(ctx, refs, reconciling, func(_ *Result, err error) bool {
+	visited := make(map[ref]bool, len(refs))
+	c.visitAll(ctx, refs, reconciling, func(r ref, _ *Result, err error) bool {
+		visited[r] = true
 		if err != nil && isJournalErr(err) {
 			verr = journalCause(err)
 			failed++
@@ -355,10 +357,24 @@ func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, pha
 		}
 		return true
 	})
+	c.releaseUnvisited(ctx, refs, visited)
 	if err == nil && verr != nil {
 		phase, err = "visit", verr
 	}
 	return len(due) == reconcileBatch, phase, err
+}
+
+// releaseUnvisited gives up the leases of the operations a pass claimed
+// but did not visit (it stopped early): another replica may take them
+// now rather than when the leases expire.
+func (c *Client) releaseUnvisited(ctx context.Context, refs []ref, visited map[ref]bool) {
+	wctx := context.WithoutCancel(ctx)
+	for _, r := range refs {
+		if !visited[r] {
+			// A failure only leaves the lease to expire.
+			_ = c.store.Release(wctx, r.lease)
+		}
+	}
 }
 
 // maxVisitFailures is how many visits of one pass may fail to write the

@@ -3,6 +3,7 @@ package pgjournal
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -39,13 +40,14 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error)
 	// fn may reschedule a record into the part not read yet: remember
 	// what was visited (the cost grows with the open records only).
 	seen := make(map[[2]string]bool)
-	afterDue, afterScope, afterKey := int64(-1<<63), "", ""
-	first := true
+	// No scope is empty: the first page starts after ("", "") at the
+	// smallest time, the zero time's.
+	afterDue, afterScope, afterKey := int64(math.MinInt64), "", ""
 	for {
 		rows, err := s.pool.Query(ctx, `SELECT data, next_due_ns FROM `+s.table+`
-			WHERE open AND ($1 OR (next_due_ns, scope COLLATE "C", key COLLATE "C") > ($2, $3, $4))
-			ORDER BY next_due_ns, scope COLLATE "C", key COLLATE "C" LIMIT $5`,
-			first, afterDue, afterScope, afterKey, openPage)
+			WHERE open AND (next_due_ns, scope, key) > ($1, $2, $3)
+			ORDER BY next_due_ns, scope, key LIMIT $4`,
+			afterDue, afterScope, afterKey, openPage)
 		if err != nil {
 			return errorf("for each open: %w", err)
 		}
@@ -78,7 +80,6 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error)
 				return err
 			}
 		}
-		first = false
 		if len(page) < openPage {
 			return nil
 		}
@@ -96,7 +97,7 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Re
 		lim = &limit
 	}
 	rows, err := s.pool.Query(ctx, `SELECT data FROM `+s.table+` WHERE open AND next_due_ns <= $1
-		ORDER BY next_due_ns, scope COLLATE "C", key COLLATE "C" LIMIT $2`, ns(by), lim)
+		ORDER BY next_due_ns, scope, key LIMIT $2`, ns(by), lim)
 	if err != nil {
 		return nil, errorf("due: %w", err)
 	}
@@ -119,6 +120,9 @@ func (s *Store) List(ctx context.Context, f journal.Filter) ([]*journal.Record, 
 		return fmt.Sprintf("$%d", len(args))
 	}
 	if f.Scope != "" {
+		if err := journal.CheckID(f.Scope, "-"); err != nil {
+			return nil, errorf("list: %w", err) // a NUL byte PostgreSQL's text refuses
+		}
 		where = append(where, "scope = "+arg(f.Scope))
 	}
 	if len(f.States) > 0 {
@@ -141,7 +145,7 @@ func (s *Store) List(ctx context.Context, f journal.Filter) ([]*journal.Record, 
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += ` ORDER BY scope COLLATE "C", key COLLATE "C"`
+	q += ` ORDER BY scope, key`
 	if f.Limit > 0 {
 		q += " LIMIT " + arg(f.Limit)
 	}
@@ -181,4 +185,37 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 			return total, nil
 		}
 	}
+}
+
+// Stats counts the journal's records by state, as the bbolt journal's
+// Stats does (for the operator tool); FileSize is the table's size on
+// disk, indexes included. It reads every record's state column, not the
+// records.
+func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
+	if err := s.usable(ctx); err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	st := journal.Stats{ByState: make(map[journal.State]int)}
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*), count(*) FILTER (WHERE review) FROM `+s.table+` GROUP BY state`)
+	if err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	var state string
+	var n, review int
+	_, err = pgx.ForEachRow(rows, []any{&state, &n, &review}, func() error {
+		st.ByState[journal.State(state)] = n
+		st.Total += n
+		st.Review += review
+		if !journal.State(state).Terminal() {
+			st.Open += n
+		}
+		return nil
+	})
+	if err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	if err := s.pool.QueryRow(ctx, `SELECT pg_total_relation_size($1::regclass)`, s.table).Scan(&st.FileSize); err != nil {
+		return journal.Stats{}, errorf("stats: %w", err)
+	}
+	return st, nil
 }

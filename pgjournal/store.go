@@ -18,6 +18,18 @@
 // PrepareTx journals an operation inside the caller's own transaction
 // (outbox): the business row and the intent to call the API commit or
 // roll back together, and Run on any replica sends it.
+//
+// # Tools, tests and harnesses
+//
+// An operator tool opens the live journal with Open and reads it with
+// Get, List, Stats and ForEachOpen while the replicas run. To resolve an
+// operation without racing the replica that may be driving it, Claim it
+// under the tool's own owner name first (journal.ErrLeased names the
+// replica that holds it, and until when), then Resolve with a context
+// carrying that lease (journal.WithLease): the replica's next write is
+// refused and it stops. Tests get a throwaway server from
+// scripts/postgres.sh (pg_start exports IDEM_PG_DSN), a schema of their
+// own with WithSchema, and remove it with DropSchema.
 package pgjournal
 
 import (
@@ -99,7 +111,10 @@ func WithSchema(name string) Option {
 
 // Open connects to the database dsn names (a postgres:// URL or a
 // key=value string, as pgx reads it) and returns a Store that owns the
-// connection pool: Close closes it. Open checks that the server answers;
+// connection pool: Close closes it. The pool's size is the DSN's
+// pool_max_conns (pgx's default is 4, or the CPU count if greater): give
+// it about as many connections as the callers you expect at once.
+// Open checks that the server answers;
 // until Migrate has created the schema, calls fail with an error matching
 // ErrNotMigrated.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
@@ -229,15 +244,13 @@ func writeErr(err error) error {
 		return nil
 	case errors.As(err, &pgErr), pgconn.SafeToRetry(err), errors.Is(err, pgx.ErrNoRows):
 		return err
-	case pgconn.Timeout(err), errors.Is(err, context.Canceled):
-		// Cancelled while in flight: the server may have committed it.
-		return fmt.Errorf("%w: %w", journal.ErrMaybeCommitted, err)
 	}
+	// A broken connection, a timeout or a cancellation while the
+	// statement was in flight: the server may have committed it.
 	return fmt.Errorf("%w: %w", journal.ErrMaybeCommitted, err)
 }
 
-// undefinedTable tells a missing schema (Migrate not run) from other
-// errors.
+// schemaErr tells a missing schema (Migrate not run) from other errors.
 func schemaErr(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
@@ -484,7 +497,7 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT scope, key FROM `+s.table+`
 			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= $1)
-			ORDER BY next_due_ns, scope COLLATE "C", key COLLATE "C" LIMIT $2
+			ORDER BY next_due_ns, scope, key LIMIT $2
 			FOR UPDATE SKIP LOCKED)
 		UPDATE `+s.table+` AS r SET lease_owner = $3, lease_expires = $4, lease_token = r.lease_token + 1
 		FROM due WHERE r.scope = due.scope AND r.key = due.key

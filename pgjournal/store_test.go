@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
 	"github.com/idemkit/idem/journal/journaltest"
 	"github.com/idemkit/idem/pgjournal"
 )
@@ -95,6 +96,11 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, err, pgjournal.ErrConfig, "New(nil)")
 }
 
+func TestNULInFilter(t *testing.T) {
+	_, err := openStore(t).List(context.Background(), journal.Filter{Scope: "a\x00b"})
+	require.ErrorIs(t, err, journal.ErrInvalid, "List() with a NUL byte in the scope")
+}
+
 func TestNotMigrated(t *testing.T) {
 	ctx := context.Background()
 	s, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(fmt.Sprintf("none%d", os.Getpid())))
@@ -102,4 +108,28 @@ func TestNotMigrated(t *testing.T) {
 	defer s.Close()
 	_, err = s.Get(ctx, "acct", "k")
 	require.ErrorIs(t, err, pgjournal.ErrNotMigrated)
+}
+
+func TestStats(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	now := time.Now()
+	for _, k := range []string{"a", "b", "c"} {
+		_, err := s.Create(ctx, journaltest.NewRecord("acct", k, now))
+		require.NoError(t, err)
+	}
+	_, err := s.Update(ctx, "acct", "b", func(r *journal.Record) error {
+		r.State, r.Review = journal.StateUnknown, "key expired"
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = s.Resolve(ctx, "acct", "c", journal.Manual{State: journal.StateSucceeded, Reason: "seen", At: now})
+	require.NoError(t, err)
+	st, err := s.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, map[journal.State]int{journal.StatePending: 1, journal.StateUnknown: 1, journal.StateSucceeded: 1}, st.ByState)
+	require.Equal(t, 3, st.Total)
+	require.Equal(t, 2, st.Open)
+	require.Equal(t, 1, st.Review)
+	require.Positive(t, st.FileSize)
 }

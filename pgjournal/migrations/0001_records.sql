@@ -1,7 +1,7 @@
 -- {{schema}} is the configured schema, already quoted.
 CREATE TABLE {{schema}}.records (
-	scope         text    NOT NULL,
-	key           text    NOT NULL,
+	scope         text    COLLATE "C" NOT NULL, -- byte order, as the bbolt journal lists
+	key           text    COLLATE "C" NOT NULL,
 	state         text    NOT NULL,
 	open          boolean NOT NULL,
 	review        boolean NOT NULL,
