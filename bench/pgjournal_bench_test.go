@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,7 +21,9 @@ import (
 // with the bbolt journal and bare net/http, at 1 and 64 callers,
 // interleaved, fsync on both sides (PostgreSQL's synchronous_commit stays
 // on). The PostgreSQL contender also reports its statements (round trips)
-// and its commits (autocommitted writes and COMMITs) per operation. It
+// and its commits (autocommitted writes and COMMITs) per operation, and
+// the CPU time of the PostgreSQL server's processes per operation
+// (pg-cpu-µs/op: they share the machine's cores with the client). It
 // needs a server: IDEM_PG_DSN (scripts/postgres.sh starts one).
 func BenchmarkJournals(b *testing.B) {
 	dsn := os.Getenv("IDEM_PG_DSN")
@@ -39,12 +43,15 @@ func BenchmarkJournals(b *testing.B) {
 			interleave(b, contenders, func(b *testing.B, c contender) {
 				withClient(b, c, func(cl client) {
 					pg, _ := cl.(*pgClient)
+					var cpu0 time.Duration
 					if pg != nil {
 						pg.count.reset()
+						cpu0 = pg.serverCPU()
 					}
 					runOps(b, cl, servers.plain+"/v1/orders", callers)
 					if pg != nil {
 						pg.count.report(b, callers)
+						b.ReportMetric(float64((pg.serverCPU()-cpu0).Microseconds())/float64(b.N+callers), "pg-cpu-µs/op")
 					}
 				})
 			})
@@ -66,6 +73,9 @@ type pgClient struct {
 	pool   *pgxpool.Pool
 	schema string
 	count  *stmtCounter
+	// postmaster is the PostgreSQL server's main process: its children
+	// are the backends, the WAL writer and the rest.
+	postmaster int
 }
 
 func openPG(dsn string, poolSize int32) (client, error) {
@@ -94,7 +104,51 @@ func openPG(dsn string, poolSize int32) (client, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &pgClient{idemClient: idemClient{c: c}, store: s, pool: pool, schema: schema, count: count}, nil
+	var backend int
+	if err := pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	postmaster, _ := procStat(backend)
+	return &pgClient{idemClient: idemClient{c: c}, store: s, pool: pool, schema: schema, count: count, postmaster: postmaster}, nil
+}
+
+// serverCPU is the CPU time so far of the PostgreSQL server's processes
+// (on this machine: its socket is local), or 0 if /proc says nothing.
+func (c *pgClient) serverCPU() time.Duration {
+	if c.postmaster <= 0 {
+		return 0
+	}
+	_, total := procStat(c.postmaster)
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, cpu := procStat(pid); ppid == c.postmaster {
+			total += cpu
+		}
+	}
+	return total
+}
+
+// procStat reads a process's parent and CPU time (user + system) from
+// /proc/PID/stat; zeros when it cannot.
+func procStat(pid int) (ppid int, cpu time.Duration) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		return 0, 0
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return ppid, time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 func (c *pgClient) close() {
