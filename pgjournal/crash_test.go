@@ -60,7 +60,6 @@ func TestReplicaCrashHarnessFencingOff(t *testing.T) {
 	t.Logf("fencing off: stale_writes=%d duplicates=%d lost=%d wrongly_failed=%d problems=%d",
 		rep.stale, rep.duplicates, rep.lost, rep.wronglyFailed, len(rep.problems))
 	require.Positive(t, rep.stale, "stale writes made with fencing off")
-	require.Zero(t, rep.refused, "writes refused with fencing off")
 }
 
 type harnessConfig struct {
