@@ -242,10 +242,13 @@ type queryer interface {
 // broke while the statement was in flight) may have.
 func writeErr(err error) error {
 	var pgErr *pgconn.PgError
+	// A connection attempt that failed (the server is down) sent nothing;
+	// pgx does not call it safe to retry.
+	var connErr *pgconn.ConnectError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &pgErr), pgconn.SafeToRetry(err), errors.Is(err, pgx.ErrNoRows):
+	case errors.As(err, &pgErr), errors.As(err, &connErr), pgconn.SafeToRetry(err), errors.Is(err, pgx.ErrNoRows):
 		return err
 	}
 	// A broken connection, a timeout or a cancellation while the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL 15 for tests, benchmarks and harnesses.
 #
-#   source scripts/postgres.sh && pg_start   # exports IDEM_PG_DSN, IDEM_REQUIRE_PG=1
+#   source scripts/postgres.sh && pg_start   # exports IDEM_PG_DSN, IDEM_PG_BIN, IDEM_REQUIRE_PG=1
 #   ...                                      # run what needs it
 #   pg_stop                                  # stops the server, removes its files
 #
@@ -48,6 +48,9 @@ pg_start() {
   PG_RUN="${run[*]}"
   export IDEM_PG_DSN="postgres://postgres@/postgres?host=$PG_DIR&sslmode=disable"
   export IDEM_REQUIRE_PG=1
+  # The restart test (pgjournal's TestPostgresRestart) starts and stops a
+  # PostgreSQL of its own with these binaries.
+  export IDEM_PG_BIN="$bin"
   echo "PostgreSQL running in $PG_DIR"
 }
 

@@ -30,6 +30,12 @@ if [ -z "${IDEM_PG_DSN:-}" ]; then
   pg_start
 fi
 export IDEM_REQUIRE_PG=1
+# The restart test starts a PostgreSQL of its own: it needs the binaries
+# even when IDEM_PG_DSN names an existing server.
+if [ -z "${IDEM_PG_BIN:-}" ]; then
+  source scripts/postgres.sh
+  if b=$(pg_bin); then export IDEM_PG_BIN="$b"; fi
+fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
