@@ -75,6 +75,15 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		return nil, err
 	}
 	conf.At = c.cfg.clock.Now()
+	// A contradiction overwrites the review reason: read the one before,
+	// so that Hooks.Review fires only for an operation not flagged yet.
+	// Only a Review hook needs it; a failed read reads as "not flagged".
+	var flagged string
+	if c.cfg.hooks.Review != nil {
+		if prior, gerr := c.store.Get(ctx, scope, key); gerr == nil {
+			flagged = prior.Review
+		}
+	}
 	rec, err := c.store.Confirm(ctx, scope, key, conf)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
@@ -101,7 +110,11 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	if conflict {
 		c.log.LogAttrs(ctx, slog.LevelWarn, "idem: confirmation contradicts the recorded outcome; flagged for review",
 			append(attrs, slog.String("confirmed_state", string(conf.State)), slog.String("confirmed_resource_id", conf.ResourceID))...)
-		c.confirmed(ctx, res, conf, true, earlierConflict(rec, &conf))
+		wasReview := earlierConflict(rec, &conf)
+		if wasReview == "" {
+			wasReview = flagged
+		}
+		c.confirmed(ctx, res, conf, true, wasReview)
 		return res, err
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: settled by confirmation", attrs...)

@@ -144,7 +144,9 @@ func (c *Client) driveEnded(ctx context.Context, d *driver, wasReview string, se
 		if h.Settle != nil {
 			h.Settle(ctx, res.clone())
 		}
-	case d.rec.Open() && d.rec.Review != "" && wasReview == "":
+	// A contradicting confirmation flags the operation in Confirm's (or
+	// lateAnswer's) own commit, which reports it: it is never the drive's.
+	case d.rec.Open() && d.rec.Review != "" && wasReview == "" && d.rec.Review != ReviewConfirmConflict:
 		c.watch.notify(d.rec.Scope, d.rec.Key)
 		if h.Review != nil {
 			h.Review(ctx, res.clone())

@@ -109,7 +109,16 @@ func (c *Client) claimAndDrive(ctx context.Context, scope, key string, created *
 	case err != nil:
 		return nil, c.lookupErr(scope, key, err)
 	}
-	return c.drive(ctx, rec, l, mode, created != nil)
+	return c.drive(ctx, rec, l, mode, created != nil && unsentSince(rec, created))
+}
+
+// unsentSince reports whether rec, as claimed, still ends with the attempt
+// Submit journaled with created, unsent. Another replica may have claimed
+// the operation first and driven it (closing that attempt as "may have
+// been sent"): then the next send must journal an attempt of its own.
+func unsentSince(rec, created *journal.Record) bool {
+	n := len(rec.Attempts)
+	return n > 0 && attemptCount(rec) == attemptCount(created) && !rec.Attempts[n-1].Done
 }
 
 // hold makes the drive's lease cover need from now, renewing it when less

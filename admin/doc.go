@@ -37,7 +37,10 @@
 //	            attempts (exchanges so far), result {resource_id,
 //	            status_code, reason, replayed}, resolved {by, reason, at,
 //	            from}, created, first_sent, updated, settled, next_due,
-//	            timeline (one operation, or a list with timeline=true)
+//	            timeline (one operation, or a list with timeline=true),
+//	            confirmations
+//	confirmations[]  source, event_id, state, resource_id, reason,
+//	            status_code, at, effect (settled, agreed, conflicted)
 //	timeline[]  number, kind (submit, query), start, wrote, done, replayed,
 //	            refused, status, error, retry_after_seconds, duration_seconds
 //	stats       by_state {state: count}, open, review, total, complete

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
 )
 
 // Limits of a list page.
@@ -99,7 +100,9 @@ func clientError(err error) error {
 	switch {
 	case errors.Is(err, idem.ErrNotFound):
 		return &Error{http.StatusNotFound, "not_found", err.Error()}
-	case errors.Is(err, idem.ErrInvalidRequest):
+	case errors.Is(err, idem.ErrInvalidRequest), errors.Is(err, journal.ErrInvalid):
+		// journal.ErrInvalid: a scope or key the journal cannot hold
+		// (a NUL byte, too long), the caller's to fix.
 		return &Error{http.StatusBadRequest, "bad_request", err.Error()}
 	case errors.Is(err, idem.ErrClosed):
 		return &Error{http.StatusServiceUnavailable, "unavailable", err.Error()}

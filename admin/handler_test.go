@@ -191,6 +191,8 @@ func TestBadInput(t *testing.T) {
 		{"GET", "/operations?cursor=***", "", 400, "bad_request"},
 		{"GET", "/operation?key=nope", "", 404, "not_found"},
 		{"GET", "/operation", "", 400, "bad_request"},
+		{"GET", "/operation?scope=a%00b&key=k", "", 400, "bad_request"},
+		{"POST", "/resolve", `{"key":"a\u0000b","state":"failed","by":"alice","reason":"seen"}`, 400, "bad_request"},
 		{"GET", "/nowhere", "", 404, "not_found"},
 		{"POST", "/operations", "", 405, "method_not_allowed"},
 		{"GET", "/resolve", "", 405, "method_not_allowed"},

@@ -29,6 +29,9 @@ type Operation struct {
 	// Timeline is the journaled attempts, oldest first; only in the
 	// answer for one operation.
 	Timeline []Attempt `json:"timeline,omitempty"`
+	// Confirmations: what webhook events (Client.Confirm) said about the
+	// operation, a contradiction included; at most journal.MaxConfirmations.
+	Confirmations []Confirmation `json:"confirmations,omitempty"`
 }
 
 // Result is what the server answered that settled (or will settle) an
@@ -46,6 +49,27 @@ type Resolution struct {
 	Reason string    `json:"reason"`
 	At     time.Time `json:"at"`
 	From   string    `json:"from"`
+}
+
+// Confirmation is one external confirmation of the operation's outcome.
+type Confirmation struct {
+	Source     string    `json:"source"`
+	EventID    string    `json:"event_id"`
+	State      string    `json:"state"`
+	ResourceID string    `json:"resource_id,omitempty"`
+	Reason     string    `json:"reason,omitempty"`
+	StatusCode int       `json:"status_code,omitempty"`
+	At         time.Time `json:"at"`
+	Effect     string    `json:"effect"` // settled, agreed, conflicted
+}
+
+// effects reads Confirmation.Effect back.
+var effects = map[string]journal.ConfirmEffect{}
+
+func init() {
+	for e := journal.ConfirmInvalid; e <= journal.ConfirmDuplicate; e++ {
+		effects[e.String()] = e
+	}
 }
 
 // Attempt is one journaled HTTP exchange.
@@ -81,6 +105,12 @@ func FromRecord(r *journal.Record, timeline bool) *Operation {
 	if m := r.Resolved; m != nil {
 		op.Resolved = &Resolution{By: m.By, Reason: m.Reason, At: m.At, From: string(m.From)}
 	}
+	for _, c := range r.Confirmations {
+		op.Confirmations = append(op.Confirmations, Confirmation{
+			Source: c.Source, EventID: c.EventID, State: string(c.State), ResourceID: c.ResourceID,
+			Reason: c.Reason, StatusCode: c.StatusCode, At: c.At, Effect: c.Effect.String(),
+		})
+	}
 	if timeline {
 		op.Timeline = make([]Attempt, len(r.Attempts))
 		for i, a := range r.Attempts {
@@ -108,6 +138,12 @@ func (o *Operation) Record() *journal.Record {
 	}
 	if m := o.Resolved; m != nil {
 		r.Resolved = &journal.Resolution{By: m.By, Reason: m.Reason, At: m.At, From: journal.State(m.From)}
+	}
+	for _, c := range o.Confirmations {
+		r.Confirmations = append(r.Confirmations, journal.Confirmation{
+			Source: c.Source, EventID: c.EventID, State: journal.State(c.State), ResourceID: c.ResourceID,
+			Reason: c.Reason, StatusCode: c.StatusCode, At: c.At, Effect: effects[c.Effect],
+		})
 	}
 	for _, a := range o.Timeline {
 		r.Attempts = append(r.Attempts, journal.Attempt{

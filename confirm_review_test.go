@@ -1,0 +1,67 @@
+package idem_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// TestConfirmConflictOnFlagged: a confirmation that contradicts an
+// operation the driver has flagged for review already calls
+// Hooks.ConfirmConflict, but not Hooks.Review a second time: the hook's
+// contract is "when the operation was not flagged already".
+func TestConfirmConflictOnFlagged(t *testing.T) {
+	counts := newSettleCounts()
+	e := newEnv(t, noResultEndpoint(), clientOpts(idem.WithMaxAttempts(1)), counts.options())
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
+	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+
+	// Past the key window an explicit Do flags it (ReviewKeyExpired).
+	e.clock.Advance(idem.DefaultKeyRetention + time.Minute)
+	op, err := e.client.Lookup(e.ctx, "", "k")
+	require.NoError(t, err)
+	_, err = e.client.Do(e.ctx, op)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotEmpty(t, e.record("k").Review, "flagged by the driver")
+	require.Equal(t, 1, counts.get(counts.review, "k"), "Review hook calls after the driver flagged it")
+
+	res, err := e.client.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "ord_other", "evt_1"))
+	require.ErrorIs(t, err, idem.ErrConfirmConflict)
+	require.Equal(t, idem.ReviewConfirmConflict, res.Review)
+	require.Equal(t, 1, counts.get(counts.conflict, "k"), "ConfirmConflict hook calls")
+	require.Equal(t, 1, counts.get(counts.review, "k"), "Review hook calls: the operation was flagged already")
+}
+
+// TestConfirmConflictDuringDrive: a confirmation that contradicts an open
+// operation while a call drives it flags the operation and calls
+// Hooks.Review; the call, ending with the operation still open and
+// flagged, must not call it again for that same flagging.
+func TestConfirmConflictDuringDrive(t *testing.T) {
+	counts := newSettleCounts()
+	e := newEnv(t)
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
+	var confirmErr error
+	var c *idem.Client
+	clk := &hookClock{Clock: e.clock, fn: func() {
+		_, confirmErr = c.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "ord_other", "evt_1"))
+	}}
+	var err error
+	c, err = idem.New(e.store, append(e.baseOpts(), idem.WithClock(clk), idem.WithHooks(idem.Hooks{
+		Review: func(_ context.Context, r *idem.Result) { counts.add(counts.review, r.Key) },
+	}))...)
+	require.NoError(t, err)
+	defer c.Close()
+
+	res, err := c.Submit(e.ctx, e.req("k", `{"n":1}`))
+	require.ErrorIs(t, confirmErr, idem.ErrConfirmConflict, "the webhook's Confirm() during the call")
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit()")
+	require.True(t, res.State == idem.StateProcessing || res.State == idem.StateUnknown, "state %s", res.State)
+	require.Equal(t, idem.ReviewConfirmConflict, e.record("k").Review)
+	require.Equal(t, 1, counts.get(counts.review, "k"), "Review hook calls for one flagging")
+}
