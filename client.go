@@ -328,6 +328,11 @@ type Resolution struct {
 	ResourceID string // what the server created, if known
 	Reason     string // required: why, for the record
 	By         string // who; required
+	// OnlyOpen: settle the operation only if it is still open when the
+	// journal writes the resolution; one that settled meanwhile is left as
+	// it is and the error matches journal.ErrTerminal. Tools that show an
+	// operator an open operation and then resolve it should set it.
+	OnlyOpen bool
 }
 
 // Resolve settles an operation by hand. It is the only way out of a
@@ -348,7 +353,11 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	scope = c.scopeOr(scope)
 	rec, err := c.store.Resolve(ctx, scope, key, journal.Manual{
 		State: r.State, ResourceID: r.ResourceID, Reason: r.Reason, By: r.By, At: c.cfg.clock.Now(),
+		OnlyOpen: r.OnlyOpen,
 	})
+	if errors.Is(err, journal.ErrTerminal) {
+		return nil, fmt.Errorf("idem: Resolve (scope %q, key %q): already settled, left as it is (resolve without OnlyOpen to correct a settled outcome): %w", scope, key, err)
+	}
 	if err != nil {
 		return nil, c.lookupErr(scope, key, err)
 	}

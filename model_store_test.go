@@ -153,6 +153,9 @@ func (s *memStore) Resolve(ctx context.Context, scope, key string, m journal.Man
 	if !ok {
 		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrNotFound, scope, key)
 	}
+	if m.OnlyOpen && old.State.Terminal() {
+		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrTerminal, scope, key)
+	}
 	r := cloneRecord(old)
 	res := r.Result
 	if res == nil {

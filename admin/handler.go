@@ -383,9 +383,16 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
 		return &Error{http.StatusConflict, "conflict", fmt.Sprintf(
 			"operation %q in scope %q is already %s; pass force to change a settled operation", cur.Key, cur.Scope, cur.State)}
 	}
+	// OnlyOpen: an operation that settles between the check above and the
+	// write keeps its outcome unless force was asked for.
 	_, err = h.c.Resolve(r.Context(), cur.Scope, cur.Key, idem.Resolution{
 		State: st, ResourceID: req.ResourceID, Reason: strings.TrimSpace(req.Reason), By: strings.TrimSpace(req.By),
+		OnlyOpen: !req.Force,
 	})
+	if errors.Is(err, journal.ErrTerminal) {
+		return &Error{http.StatusConflict, "conflict", fmt.Sprintf(
+			"operation %q in scope %q settled while it was being resolved; pass force to change a settled operation", cur.Key, cur.Scope)}
+	}
 	if err != nil {
 		return clientError(err)
 	}

@@ -12,6 +12,12 @@ type Manual struct {
 	Reason     string    // why; required
 	By         string    // who resolved it
 	At         time.Time // when; required (the Store never reads the clock)
+	// OnlyOpen makes Resolve refuse, with an error matching ErrTerminal
+	// and without writing, a record that is already succeeded or failed
+	// when the resolution's transaction reads it: an operator who settles
+	// what looked open never overwrites an outcome that landed meanwhile.
+	// Leave it unset only to correct a settled outcome on purpose.
+	OnlyOpen bool
 }
 
 func (m *Manual) validate() error {

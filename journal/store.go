@@ -625,6 +625,9 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 		if err := check(r); err != nil {
 			return false, err
 		}
+		if m.OnlyOpen && r.State.Terminal() {
+			return false, ErrTerminal
+		}
 		m.resolve(r)
 		return true, nil
 	})

@@ -72,6 +72,7 @@ func Run(t *testing.T, open func(t testing.TB) idem.Store) {
 		{"UpdateInvalid", testUpdateInvalid},
 		{"Resolve", testResolve},
 		{"ResolveTerminal", testResolveTerminal},
+		{"ResolveOnlyOpen", testResolveOnlyOpen},
 		{"ResolveInvalid", testResolveInvalid},
 		{"DeepCopy", testDeepCopy},
 		{"OpenIndex", testOpenIndex},
@@ -377,6 +378,26 @@ func testResolveTerminal(t *testing.T, s idem.Store) {
 	n, err = s.Prune(context.Background(), at.Add(time.Nanosecond))
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "Prune() after the new Settled time")
+}
+
+// testResolveOnlyOpen: a resolution meant for an open operation never
+// overwrites an outcome that landed before its transaction read the record.
+func testResolveOnlyOpen(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "open", t0))
+	got, err := s.Resolve(context.Background(), "acct", "open", journal.Manual{
+		State: journal.StateFailed, Reason: "cancelled upstream", By: "bob", At: t0.Add(time.Hour), OnlyOpen: true,
+	})
+	require.NoError(t, err, "Resolve(OnlyOpen) of an open record")
+	require.Equal(t, journal.StateFailed, got.State)
+
+	create(t, s, NewRecord("acct", "k", t0))
+	settle(t, s, "acct", "k", t0.Add(time.Second))
+	want := get(t, s, "acct", "k")
+	_, err = s.Resolve(context.Background(), "acct", "k", journal.Manual{
+		State: journal.StateFailed, Reason: "looked stuck", By: "bob", At: t0.Add(time.Hour), OnlyOpen: true,
+	})
+	require.ErrorIs(t, err, journal.ErrTerminal, "Resolve(OnlyOpen) of a settled record")
+	require.Equal(t, want, get(t, s, "acct", "k"), "nothing written")
 }
 
 func testResolveInvalid(t *testing.T, s idem.Store) {
