@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -88,14 +88,16 @@ type env struct {
 	journal     string        // -journal
 	lockTimeout time.Duration // -lock-timeout
 	url         string        // -url: a running service's admin handler (remote.go)
+	modes       []Mode        // other ways to the operations (Run)
 
 	cmd *command // the command being run
 }
 
 // run runs the idem command with args (without the program name) and
 // returns the process's exit status.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer, modes ...Mode) int {
 	e := &env{
+		modes:       modes,
 		ctx:         context.Background(),
 		stdout:      stdout,
 		stderr:      stderr,
@@ -129,7 +131,7 @@ func (e *env) main(args []string) int {
 	if err == nil {
 		err = e.dispatch(fs.Args())
 	} else if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(e.stdout, usageText)
+		e.usage()
 		err = errHelp
 	} else {
 		err = &usageError{msg: err.Error()}
@@ -158,7 +160,7 @@ func (e *env) dispatch(args []string) error {
 	name, args := args[0], args[1:]
 	if name == "help" {
 		if len(args) == 0 {
-			fmt.Fprint(e.stdout, usageText)
+			e.usage()
 			return nil
 		}
 		name, args = args[0], []string{"-h"}
@@ -176,6 +178,23 @@ func (e *env) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.journal, "journal", e.journal, "the journal file's `path` (default $IDEM_JOURNAL)")
 	fs.DurationVar(&e.lockTimeout, "lock-timeout", e.lockTimeout, "how long to wait for the journal's lock")
 	fs.StringVar(&e.url, "url", e.url, "a running service's admin handler, such as http://127.0.0.1:8081/idem/ (list, show, stats, resolve)")
+	for _, m := range e.modes {
+		m.Flags(fs)
+	}
+}
+
+// usage prints idem's usage, with the modes' global flags.
+func (e *env) usage() {
+	text := usageText
+	if len(e.modes) > 0 {
+		var extra strings.Builder
+		for _, m := range e.modes {
+			extra.WriteString(m.Usage)
+		}
+		i := strings.Index(text, "\nDurations are")
+		text = text[:i] + extra.String() + text[i:]
+	}
+	fmt.Fprint(e.stdout, text)
 }
 
 // flags returns the FlagSet for c, with the global flags registered.
