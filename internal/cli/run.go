@@ -337,24 +337,50 @@ func (e *env) openRecord(cmd, scope, key string, write bool) (*journal.Store, *j
 // get returns the record for scope and key, or an error that tells the
 // operator how to find the right one.
 func get(e *env, s *journal.Store, scope, key string) (*journal.Record, error) {
-	r, err := s.Get(e.ctx, scope, key)
+	r, err := Lookup(e.ctx, s, scope, key)
+	if err != nil && !errors.Is(err, ErrNoOperation) {
+		return nil, explain(s.Path(), err)
+	}
+	return r, err
+}
+
+// Reader is the part of a journal Lookup reads.
+type Reader interface {
+	Get(ctx context.Context, scope, key string) (*journal.Record, error)
+	List(ctx context.Context, f journal.Filter) ([]*journal.Record, error)
+}
+
+// ErrNoOperation marks Lookup's message for an unknown key.
+var ErrNoOperation = errors.New("no such operation")
+
+// Lookup returns the record for scope and key from s. For an unknown key
+// it returns an error that tells the operator how to find the right one
+// (and names the other scopes holding the key); s's other errors come
+// back as they are.
+func Lookup(ctx context.Context, s Reader, scope, key string) (*journal.Record, error) {
+	r, err := s.Get(ctx, scope, key)
 	if errors.Is(err, journal.ErrNotFound) {
 		msg := fmt.Sprintf("no operation with key %q in scope %q; list them with `idem list`", key, scope)
-		if other := otherScopes(e, s, scope, key); len(other) > 0 {
+		if other := otherScopes(ctx, s, scope, key); len(other) > 0 {
 			msg += fmt.Sprintf(" (the key exists in scope %s: pass -scope)", strings.Join(other, ", "))
 		}
-		return nil, errors.New(msg)
+		return nil, &noOperationError{msg}
 	}
 	if err != nil {
-		return nil, explain(s.Path(), err)
+		return nil, err
 	}
 	return r, nil
 }
 
+type noOperationError struct{ msg string }
+
+func (e *noOperationError) Error() string        { return e.msg }
+func (e *noOperationError) Is(target error) bool { return target == ErrNoOperation }
+
 // otherScopes returns the quoted scopes other than scope that hold key. It
 // reads the whole journal, which only an error path can afford.
-func otherScopes(e *env, s *journal.Store, scope, key string) []string {
-	all, err := s.List(e.ctx, journal.Filter{})
+func otherScopes(ctx context.Context, s Reader, scope, key string) []string {
+	all, err := s.List(ctx, journal.Filter{})
 	if err != nil {
 		return nil
 	}

@@ -74,6 +74,9 @@ func cmdStats(e *env, args []string) (err error) {
 	return nil
 }
 
+// Size prints a byte count as stats does.
+func Size(n int64) string { return size(n) }
+
 // size prints a byte count for people: 512 B, 32.0 KiB, 1.5 MiB.
 func size(n int64) string {
 	const unit = 1024
