@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -18,6 +18,9 @@ func cmdPrune(e *env, args []string) (err error) {
 		return err
 	}
 	if err := noArgs(name, pos); err != nil {
+		return err
+	}
+	if err := e.fileOnly(name); err != nil {
 		return err
 	}
 	if !before.set {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -17,6 +17,9 @@ func (e *env) wholeJournal(fs *flag.FlagSet, args []string) (string, error) {
 		return "", err
 	}
 	if err := noArgs(name, pos); err != nil {
+		return "", err
+	}
+	if err := e.fileOnly(name); err != nil {
 		return "", err
 	}
 	return e.existing(name)

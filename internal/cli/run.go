@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -88,14 +88,16 @@ type env struct {
 	journal     string        // -journal
 	lockTimeout time.Duration // -lock-timeout
 	url         string        // -url: a running service's admin handler (remote.go)
+	modes       []Mode        // other ways to the operations (Run)
 
 	cmd *command // the command being run
 }
 
 // run runs the idem command with args (without the program name) and
 // returns the process's exit status.
-func run(args []string, stdout, stderr io.Writer) int {
+func run(args []string, stdout, stderr io.Writer, modes ...Mode) int {
 	e := &env{
+		modes:       modes,
 		ctx:         context.Background(),
 		stdout:      stdout,
 		stderr:      stderr,
@@ -129,7 +131,7 @@ func (e *env) main(args []string) int {
 	if err == nil {
 		err = e.dispatch(fs.Args())
 	} else if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(e.stdout, usageText)
+		e.usage()
 		err = errHelp
 	} else {
 		err = &usageError{msg: err.Error()}
@@ -158,7 +160,7 @@ func (e *env) dispatch(args []string) error {
 	name, args := args[0], args[1:]
 	if name == "help" {
 		if len(args) == 0 {
-			fmt.Fprint(e.stdout, usageText)
+			e.usage()
 			return nil
 		}
 		name, args = args[0], []string{"-h"}
@@ -176,6 +178,23 @@ func (e *env) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.journal, "journal", e.journal, "the journal file's `path` (default $IDEM_JOURNAL)")
 	fs.DurationVar(&e.lockTimeout, "lock-timeout", e.lockTimeout, "how long to wait for the journal's lock")
 	fs.StringVar(&e.url, "url", e.url, "a running service's admin handler, such as http://127.0.0.1:8081/idem/ (list, show, stats, resolve)")
+	for _, m := range e.modes {
+		m.Flags(fs)
+	}
+}
+
+// usage prints idem's usage, with the modes' global flags.
+func (e *env) usage() {
+	text := usageText
+	if len(e.modes) > 0 {
+		var extra strings.Builder
+		for _, m := range e.modes {
+			extra.WriteString(m.Usage)
+		}
+		i := strings.Index(text, "\nDurations are")
+		text = text[:i] + extra.String() + text[i:]
+	}
+	fmt.Fprint(e.stdout, text)
 }
 
 // flags returns the FlagSet for c, with the global flags registered.
@@ -318,24 +337,50 @@ func (e *env) openRecord(cmd, scope, key string, write bool) (*journal.Store, *j
 // get returns the record for scope and key, or an error that tells the
 // operator how to find the right one.
 func get(e *env, s *journal.Store, scope, key string) (*journal.Record, error) {
-	r, err := s.Get(e.ctx, scope, key)
+	r, err := Lookup(e.ctx, s, scope, key)
+	if err != nil && !errors.Is(err, ErrNoOperation) {
+		return nil, explain(s.Path(), err)
+	}
+	return r, err
+}
+
+// Reader is the part of a journal Lookup reads.
+type Reader interface {
+	Get(ctx context.Context, scope, key string) (*journal.Record, error)
+	List(ctx context.Context, f journal.Filter) ([]*journal.Record, error)
+}
+
+// ErrNoOperation marks Lookup's message for an unknown key.
+var ErrNoOperation = errors.New("no such operation")
+
+// Lookup returns the record for scope and key from s. For an unknown key
+// it returns an error that tells the operator how to find the right one
+// (and names the other scopes holding the key); s's other errors come
+// back as they are.
+func Lookup(ctx context.Context, s Reader, scope, key string) (*journal.Record, error) {
+	r, err := s.Get(ctx, scope, key)
 	if errors.Is(err, journal.ErrNotFound) {
 		msg := fmt.Sprintf("no operation with key %q in scope %q; list them with `idem list`", key, scope)
-		if other := otherScopes(e, s, scope, key); len(other) > 0 {
+		if other := otherScopes(ctx, s, scope, key); len(other) > 0 {
 			msg += fmt.Sprintf(" (the key exists in scope %s: pass -scope)", strings.Join(other, ", "))
 		}
-		return nil, errors.New(msg)
+		return nil, &noOperationError{msg}
 	}
 	if err != nil {
-		return nil, explain(s.Path(), err)
+		return nil, err
 	}
 	return r, nil
 }
 
+type noOperationError struct{ msg string }
+
+func (e *noOperationError) Error() string        { return e.msg }
+func (e *noOperationError) Is(target error) bool { return target == ErrNoOperation }
+
 // otherScopes returns the quoted scopes other than scope that hold key. It
 // reads the whole journal, which only an error path can afford.
-func otherScopes(e *env, s *journal.Store, scope, key string) []string {
-	all, err := s.List(e.ctx, journal.Filter{})
+func otherScopes(ctx context.Context, s Reader, scope, key string) []string {
+	all, err := s.List(ctx, journal.Filter{})
 	if err != nil {
 		return nil
 	}

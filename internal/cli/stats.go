@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -29,18 +29,20 @@ func cmdStats(e *env, args []string) (err error) {
 		return err
 	}
 	var (
-		st    journal.Stats
-		where string // the journal's path, or the handler's URL
+		st      journal.Stats
+		where   string // the journal's path, or the backend's name
+		heading string
 	)
-	if e.url != "" {
-		r, err := e.remote(name)
-		if err != nil {
+	b, err := e.backend(name)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		defer closeBackend(b, &err)
+		if st, err = b.Stats(e.ctx); err != nil {
 			return err
 		}
-		if st, err = r.stats(); err != nil {
-			return err
-		}
-		where = r.base.Redacted()
+		where, heading = b.Where(), b.Heading(st)
 	} else {
 		s, err := e.open(name, false)
 		if err != nil {
@@ -51,6 +53,7 @@ func cmdStats(e *env, args []string) (err error) {
 			return explain(s.Path(), err)
 		}
 		where = s.Path()
+		heading = fmt.Sprintf("journal %s (%s)", clean(where), size(st.FileSize))
 	}
 	if *asJSON {
 		out := statsJSON{Journal: where, ByState: map[journal.State]int{}, Open: st.Open,
@@ -60,11 +63,7 @@ func cmdStats(e *env, args []string) (err error) {
 		}
 		return writeJSON(e.stdout, out)
 	}
-	if e.url != "" {
-		fmt.Fprintf(e.stdout, "service %s\n", clean(where))
-	} else {
-		fmt.Fprintf(e.stdout, "journal %s (%s)\n", clean(where), size(st.FileSize))
-	}
+	fmt.Fprintln(e.stdout, heading)
 	line := func(label string, n int) { fmt.Fprintf(e.stdout, "  %-18s %9d\n", label, n) }
 	for _, state := range allStates {
 		line(string(state), st.ByState[state])
@@ -74,6 +73,9 @@ func cmdStats(e *env, args []string) (err error) {
 	line("total", st.Total)
 	return nil
 }
+
+// Size prints a byte count as stats does.
+func Size(n int64) string { return size(n) }
 
 // size prints a byte count for people: 512 B, 32.0 KiB, 1.5 MiB.
 func size(n int64) string {

@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,7 +45,7 @@ func (e *env) remote(cmd string) (*remote, error) {
 }
 
 // call sends one request and decodes the JSON answer into out.
-func (r *remote) call(method, path string, q url.Values, body, out any) error {
+func (r *remote) call(ctx context.Context, method, path string, q url.Values, body, out any) error {
 	u := r.base.ResolveReference(&url.URL{Path: path, RawQuery: q.Encode()})
 	var rd io.Reader
 	if body != nil {
@@ -54,7 +55,7 @@ func (r *remote) call(method, path string, q url.Values, body, out any) error {
 		}
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(r.e.ctx, method, u.String(), rd)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return err
 	}
@@ -89,8 +90,8 @@ func (r *remote) call(method, path string, q url.Values, body, out any) error {
 	return nil
 }
 
-// list reads every operation f selects, page after page.
-func (r *remote) list(f journal.Filter, olderThan time.Duration, scope string) ([]*journal.Record, error) {
+// List reads every operation f selects, page after page.
+func (r *remote) List(ctx context.Context, f journal.Filter, olderThan time.Duration, scope string) ([]*journal.Record, error) {
 	q := url.Values{"limit": {fmt.Sprint(admin.MaxLimit)}, "timeline": {"true"}}
 	if len(f.States) > 0 {
 		ss := make([]string, len(f.States))
@@ -111,7 +112,7 @@ func (r *remote) list(f journal.Filter, olderThan time.Duration, scope string) (
 	var recs []*journal.Record
 	for {
 		var p admin.Page
-		if err := r.call(http.MethodGet, "operations", q, nil, &p); err != nil {
+		if err := r.call(ctx, http.MethodGet, "operations", q, nil, &p); err != nil {
 			return nil, err
 		}
 		for _, op := range p.Operations {
@@ -124,17 +125,17 @@ func (r *remote) list(f journal.Filter, olderThan time.Duration, scope string) (
 	}
 }
 
-func (r *remote) record(scope, key string) (*journal.Record, error) {
+func (r *remote) Get(ctx context.Context, scope, key string) (*journal.Record, error) {
 	var op admin.Operation
-	if err := r.call(http.MethodGet, "operation", url.Values{"scope": {scope}, "key": {key}}, nil, &op); err != nil {
+	if err := r.call(ctx, http.MethodGet, "operation", url.Values{"scope": {scope}, "key": {key}}, nil, &op); err != nil {
 		return nil, err
 	}
 	return op.Record(), nil
 }
 
-func (r *remote) stats() (journal.Stats, error) {
+func (r *remote) Stats(ctx context.Context) (journal.Stats, error) {
 	var st admin.Stats
-	if err := r.call(http.MethodGet, "stats", nil, nil, &st); err != nil {
+	if err := r.call(ctx, http.MethodGet, "stats", nil, nil, &st); err != nil {
 		return journal.Stats{}, err
 	}
 	out := journal.Stats{ByState: map[journal.State]int{}, Open: st.Open, Review: st.Review, Total: st.Total}
@@ -144,9 +145,9 @@ func (r *remote) stats() (journal.Stats, error) {
 	return out, nil
 }
 
-func (r *remote) resolve(scope, key string, m journal.Manual, force bool) (*journal.Record, journal.State, error) {
+func (r *remote) Resolve(ctx context.Context, scope, key string, m journal.Manual, force bool) (*journal.Record, journal.State, error) {
 	var ans admin.ResolveAnswer
-	err := r.call(http.MethodPost, "resolve", nil, admin.ResolveRequest{
+	err := r.call(ctx, http.MethodPost, "resolve", nil, admin.ResolveRequest{
 		Scope: scope, Key: key, State: string(m.State), ResourceID: m.ResourceID, Reason: m.Reason, By: m.By, Force: force,
 	}, &ans)
 	if err != nil {
@@ -154,3 +155,12 @@ func (r *remote) resolve(scope, key string, m journal.Manual, force bool) (*jour
 	}
 	return ans.Operation.Record(), journal.State(ans.From), nil
 }
+
+// Where is the handler's URL, without a password.
+func (r *remote) Where() string { return r.base.Redacted() }
+
+// Heading names the service, whose file size the handler does not serve.
+func (r *remote) Heading(journal.Stats) string { return "service " + clean(r.Where()) }
+
+// Close has nothing to release: each request is its own.
+func (r *remote) Close() error { return nil }

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -106,15 +106,16 @@ func reason(r *journal.Record) string {
 	return ""
 }
 
-// listRecords reads what f selects from the journal, or from the admin
-// handler in remote mode.
+// listRecords reads what f selects from the journal, or from the
+// backend (the admin handler in remote mode).
 func (e *env) listRecords(name string, f journal.Filter, olderThan time.Duration, scope string) (recs []*journal.Record, err error) {
-	if e.url != "" {
-		r, err := e.remote(name)
-		if err != nil {
-			return nil, err
-		}
-		return r.list(f, olderThan, scope)
+	b, err := e.backend(name)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		defer closeBackend(b, &err)
+		return b.List(e.ctx, f, olderThan, scope)
 	}
 	s, err := e.open(name, false)
 	if err != nil {

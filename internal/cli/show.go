@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -25,12 +25,13 @@ func cmdShow(e *env, args []string) (err error) {
 		return err
 	}
 	var r *journal.Record
-	if e.url != "" {
-		rm, err := e.remote(name)
-		if err != nil {
-			return err
-		}
-		if r, err = rm.record(*scope, key); err != nil {
+	b, err := e.backend(name)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		defer closeBackend(b, &err)
+		if r, err = b.Get(e.ctx, *scope, key); err != nil {
 			return err
 		}
 	} else {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"cmp"
@@ -52,14 +52,16 @@ func cmdResolve(e *env, args []string) (err error) {
 		r    *journal.Record
 		from journal.State
 	)
-	if e.url != "" {
-		// The service records the time on its own clock, and refuses a
-		// settled operation without force (409), as below.
-		rm, err := e.remote(name)
-		if err != nil {
-			return err
-		}
-		if r, from, err = rm.resolve(*scope, key, m, *force); err != nil {
+	b, err := e.backend(name)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		// A backend may record the time on its own clock (the service
+		// does), and refuses a settled operation without force, as below.
+		defer closeBackend(b, &err)
+		m.At = e.now()
+		if r, from, err = b.Resolve(e.ctx, *scope, key, m, *force); err != nil {
 			return err
 		}
 		m.At = r.Resolved.At
@@ -71,8 +73,7 @@ func cmdResolve(e *env, args []string) (err error) {
 		}
 		defer closeStore(s, &err)
 		if rec.State.Terminal() && !*force {
-			return fmt.Errorf("operation %q in scope %q is already %s (settled %s); pass -force to change a settled operation",
-				key, *scope, rec.State, stamp(rec.Settled))
+			return SettledError(rec)
 		}
 		m.At = e.now()
 		if r, err = s.Resolve(e.ctx, *scope, key, m); err != nil {
@@ -96,4 +97,11 @@ func cmdResolve(e *env, args []string) (err error) {
 	fmt.Fprintf(tw, "  at:\t%s\n", stamp(m.At))
 	fmt.Fprintf(tw, "  attempts:\t%d\n", len(r.Attempts))
 	return tw.Flush()
+}
+
+// SettledError is resolve's refusal of an operation already succeeded or
+// failed, without -force.
+func SettledError(r *journal.Record) error {
+	return fmt.Errorf("operation %q in scope %q is already %s (settled %s); pass -force to change a settled operation",
+		r.Key, r.Scope, r.State, stamp(r.Settled))
 }
