@@ -177,7 +177,13 @@ func (b *pgBackend) Resolve(ctx context.Context, scope, key string, m journal.Ma
 		// work. Were Release to fail, the lease would expire on its own.
 		defer func() { _ = b.s.Release(context.WithoutCancel(ctx), l) }()
 	}
+	// A webhook's Confirm takes no lease: without force, an outcome that
+	// lands between the claim and this write is kept, not overwritten.
+	m.OnlyOpen = !force
 	r, err := b.s.Resolve(wctx, scope, key, m)
+	if errors.Is(err, journal.ErrTerminal) {
+		return nil, "", fmt.Errorf("operation %q in scope %q settled while it was being resolved; nothing was changed: show it, and resolve with -force to change a settled outcome", key, scope)
+	}
 	if errors.Is(err, journal.ErrLeaseLost) {
 		return nil, "", fmt.Errorf("operation %q in scope %q was claimed by a replica while it was being resolved; nothing was changed: run resolve again", key, scope)
 	}
