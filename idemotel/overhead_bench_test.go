@@ -40,9 +40,10 @@ var rounds = flag.Int("rounds", 5, "interleaved rounds of BenchmarkOverhead")
 // The server is a plain in-process handler (idemtest's fake server costs
 // more than the client would). Metrics go to an SDK MeterProvider (a
 // reader that is never collected: aggregation still runs on every
-// record); spans (contender otel) to an SDK TracerProvider sampling
-// everything, batched to an exporter that drops them, or (contender
-// metrics) to a no-op tracer.
+// record); spans to an SDK TracerProvider sampling everything
+// (contender otel) or one trace in ten (contender sampled),
+// batched to an exporter that drops them, or (contender metrics) to a
+// no-op tracer.
 func BenchmarkOverhead(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -66,8 +67,10 @@ func BenchmarkOverhead(b *testing.B) {
 }
 
 // The contenders: no instrumentation; metrics only (a no-op tracer);
-// metrics and spans, every operation sampled.
-var contenders = []string{"plain", "metrics", "otel"}
+// metrics and spans, every operation sampled; metrics and spans with the
+// sampler a production service would run, one trace in ten (parent-based:
+// a caller's sampled trace is followed, and these callers have none).
+var contenders = []string{"plain", "metrics", "otel", "sampled"}
 
 func benchmarkOverhead(b *testing.B, srv *httptest.Server, callers int, sync bool, who string) {
 	var jopts []journal.Option
@@ -84,8 +87,12 @@ func benchmarkOverhead(b *testing.B, srv *httptest.Server, callers int, sync boo
 	if who != "plain" {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 		var tp trace.TracerProvider = noop.NewTracerProvider()
-		if who == "otel" {
-			sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		if who == "otel" || who == "sampled" {
+			sampler := sdktrace.AlwaysSample()
+			if who == "sampled" {
+				sampler = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))
+			}
+			sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 			defer sdk.Shutdown(context.Background())
 			flush = func() { _ = sdk.ForceFlush(context.Background()) }
 			tp = sdk
