@@ -8,14 +8,7 @@ import (
 	"testing"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
-
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/idemotel"
 )
 
 // BenchmarkHooks measures the layer alone: the hooks of one happy-path
@@ -29,24 +22,8 @@ import (
 func BenchmarkHooks(b *testing.B) {
 	for _, who := range contenders[1:] {
 		b.Run(who, func(b *testing.B) {
-			mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-			var tp trace.TracerProvider = noop.NewTracerProvider()
-			flush := func() {}
-			if who != "metrics" {
-				sampler := sdktrace.AlwaysSample()
-				if who == "sampled" {
-					sampler = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))
-				}
-				sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-				defer sdk.Shutdown(context.Background())
-				flush = func() { _ = sdk.ForceFlush(context.Background()) }
-				tp = sdk
-			}
-			inst, err := idemotel.New(idemotel.WithMeterProvider(mp), idemotel.WithTracerProvider(tp))
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := inst.Hooks()
+			h, flush, shutdown := contenderHooks(b, who)
+			defer shutdown()
 			var n atomic.Int64
 			b.ReportAllocs()
 			b.ResetTimer()
