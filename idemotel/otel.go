@@ -370,10 +370,12 @@ var (
 type spanArgs struct {
 	attrs []attribute.KeyValue
 	opts  []trace.SpanStartOption
+	end   []trace.SpanEndOption
 }
 
 var spanArgsPool = sync.Pool{New: func() any {
-	return &spanArgs{attrs: make([]attribute.KeyValue, 0, 12), opts: make([]trace.SpanStartOption, 0, 4)}
+	return &spanArgs{attrs: make([]attribute.KeyValue, 0, 12), opts: make([]trace.SpanStartOption, 0, 4),
+		end: make([]trace.SpanEndOption, 0, 1)}
 }}
 
 func getSpanArgs() *spanArgs { return spanArgsPool.Get().(*spanArgs) }
@@ -381,7 +383,8 @@ func getSpanArgs() *spanArgs { return spanArgsPool.Get().(*spanArgs) }
 func putSpanArgs(a *spanArgs) {
 	clear(a.attrs[:cap(a.attrs)]) // drop the strings they hold
 	clear(a.opts[:cap(a.opts)])
-	a.attrs, a.opts = a.attrs[:0], a.opts[:0]
+	clear(a.end[:cap(a.end)])
+	a.attrs, a.opts, a.end = a.attrs[:0], a.opts[:0], a.end[:0]
 	spanArgsPool.Put(a)
 }
 
@@ -431,9 +434,26 @@ func (i *Instrumentation) call(ctx context.Context, ev idem.CallEvent) (context.
 	return ctx, c.end
 }
 
+// stateAttr holds the idem.state attribute of each state, as the
+// one-element slice SetAttributes takes (the SDK copies it).
+var stateAttr = func() map[idem.State][]attribute.KeyValue {
+	m := map[idem.State][]attribute.KeyValue{}
+	for _, s := range []idem.State{idem.StatePending, idem.StateProcessing, idem.StateSucceeded, idem.StateFailed, idem.StateUnknown} {
+		m[s] = []attribute.KeyValue{AttrState.String(string(s))}
+	}
+	return m
+}()
+
+func stateAttrs(s idem.State) []attribute.KeyValue {
+	if kv, ok := stateAttr[s]; ok {
+		return kv
+	}
+	return []attribute.KeyValue{AttrState.String(string(s))}
+}
+
 func (c *callSpan) end(res *idem.Result, err error) {
 	if res != nil {
-		c.span.SetAttributes(AttrState.String(string(res.State)))
+		c.span.SetAttributes(stateAttrs(res.State)...)
 	}
 	if err != nil && !errors.Is(err, idem.ErrUnknownOutcome) {
 		c.span.SetStatus(codes.Error, err.Error())
@@ -481,14 +501,15 @@ func (i *Instrumentation) attempt(ctx context.Context, ev idem.AttemptEvent) {
 	}
 	a.opts = append(a.opts, clientSpan, trace.WithTimestamp(ev.Start), trace.WithAttributes(a.attrs...))
 	_, span := i.tracer.Start(ctx, base[0].Value.AsString(), a.opts...)
-	putSpanArgs(a)
 	switch {
 	case ev.Err != nil:
 		span.SetStatus(codes.Error, ev.Err.Error())
 	case ev.StatusCode >= 500:
 		span.SetStatus(codes.Error, "")
 	}
-	span.End(trace.WithTimestamp(ev.Start.Add(ev.Duration)))
+	a.end = append(a.end, trace.WithTimestamp(ev.Start.Add(ev.Duration)))
+	span.End(a.end...)
+	putSpanArgs(a)
 }
 
 // callMeasurements holds the options of operation durations.
