@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -28,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemkit/idem"
 )
@@ -103,6 +105,8 @@ type Instrumentation struct {
 	oldestUnknown, tokens    metric.Float64ObservableGauge
 	prop                     propagation.TraceContext
 	now                      func() time.Time
+	noopTracer               bool // spans are never recorded: skip building them
+	endpoints                endpointCache
 }
 
 // New creates the instruments.
@@ -121,6 +125,7 @@ func New(opts ...Option) (*Instrumentation, error) {
 		cfg.now = time.Now
 	}
 	i := &Instrumentation{meter: cfg.mp.Meter(ScopeName), tracer: cfg.tp.Tracer(ScopeName), now: cfg.now}
+	_, i.noopTracer = cfg.tp.(noop.TracerProvider)
 	m := i.meter
 	var errs []error
 	add := func(err error) { errs = append(errs, err) }
@@ -191,32 +196,70 @@ func (i *Instrumentation) Hooks() idem.Hooks {
 		Call:    i.call,
 		Attempt: i.attempt,
 		Settle: func(ctx context.Context, r *idem.Result) {
-			i.outcomes.Add(ctx, 1, metric.WithAttributeSet(outcomeSet(string(r.State))))
+			i.outcomes.Add(ctx, 1, outcomeOpts(string(r.State))...)
 		},
 		Review: func(ctx context.Context, r *idem.Result) {
-			i.outcomes.Add(ctx, 1, metric.WithAttributeSet(outcomeSet("review")))
+			i.outcomes.Add(ctx, 1, outcomeOpts("review")...)
 			trace.SpanFromContext(ctx).AddEvent("idem.flagged", trace.WithAttributes(AttrReview.String(r.Review)))
 		},
 		Handoff: func(ctx context.Context, _ *idem.Result) {
-			i.outcomes.Add(ctx, 1, metric.WithAttributeSet(outcomeSet("handed_off")))
+			i.outcomes.Add(ctx, 1, outcomeOpts("handed_off")...)
 		},
 	}
 }
 
-var outcomeSets = map[string]attribute.Set{}
+// measurement holds the options of one attribute set, built once: each
+// metric.WithAttributeSet call allocates, and so does the variadic slice
+// of a single option passed to an instrument.
+type measurement struct {
+	add []metric.AddOption
+	rec []metric.RecordOption
+}
 
-func init() {
+func newMeasurement(kv ...attribute.KeyValue) measurement {
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	return measurement{add: []metric.AddOption{o}, rec: []metric.RecordOption{o}}
+}
+
+var outcomeMeasurements = func() map[string]measurement {
+	m := map[string]measurement{}
 	for _, o := range []string{"succeeded", "failed", "review", "handed_off"} {
-		outcomeSets[o] = attribute.NewSet(AttrOutcome.String(o))
+		m[o] = newMeasurement(AttrOutcome.String(o))
+	}
+	return m
+}()
+
+func outcomeOpts(o string) []metric.AddOption {
+	if m, ok := outcomeMeasurements[o]; ok {
+		return m.add
+	}
+	return newMeasurement(AttrOutcome.String(o)).add
+}
+
+// traceCarrier holds the two W3C headers without the map a
+// propagation.MapCarrier costs.
+type traceCarrier struct{ parent, state string }
+
+func (c *traceCarrier) Get(k string) string {
+	switch k {
+	case "traceparent":
+		return c.parent
+	case "tracestate":
+		return c.state
+	}
+	return ""
+}
+
+func (c *traceCarrier) Set(k, v string) {
+	switch k {
+	case "traceparent":
+		c.parent = v
+	case "tracestate":
+		c.state = v
 	}
 }
 
-func outcomeSet(o string) attribute.Set {
-	if s, ok := outcomeSets[o]; ok {
-		return s
-	}
-	return attribute.NewSet(AttrOutcome.String(o))
-}
+func (c *traceCarrier) Keys() []string { return []string{"traceparent", "tracestate"} }
 
 // trace is the caller's W3C trace context: traceparent, then tracestate
 // after a newline (neither may hold one).
@@ -224,12 +267,12 @@ func (i *Instrumentation) trace(ctx context.Context) string {
 	if !trace.SpanContextFromContext(ctx).IsValid() {
 		return ""
 	}
-	c := propagation.MapCarrier{}
-	i.prop.Inject(ctx, c)
-	if ts := c["tracestate"]; ts != "" {
-		return c["traceparent"] + "\n" + ts
+	var c traceCarrier
+	i.prop.Inject(ctx, &c)
+	if c.state != "" {
+		return c.parent + "\n" + c.state
 	}
-	return c["traceparent"]
+	return c.parent
 }
 
 // journaled is the span context a journaled trace names.
@@ -237,15 +280,24 @@ func (i *Instrumentation) journaled(s string) trace.SpanContext {
 	if s == "" {
 		return trace.SpanContext{}
 	}
-	tp, ts, _ := strings.Cut(s, "\n")
-	ctx := i.prop.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp, "tracestate": ts})
-	return trace.SpanContextFromContext(ctx)
+	var c traceCarrier
+	c.parent, c.state, _ = strings.Cut(s, "\n")
+	return trace.SpanContextFromContext(i.prop.Extract(context.Background(), &c))
 }
 
 // callState is what a call's attempt spans need, worked out once per
 // call rather than on every attempt.
 type callState struct {
-	submit, query []attribute.KeyValue // method and URL attributes of each kind of exchange
+	submit []attribute.KeyValue // method and URL attributes of a submit; shared, read-only
+	// The query's, worked out on the first query: most calls make none.
+	resultURL string
+	queryOnce sync.Once
+	query     []attribute.KeyValue
+}
+
+func (cs *callState) queryAttrs() []attribute.KeyValue {
+	cs.queryOnce.Do(func() { cs.query = endpointAttrs(http.MethodGet, cs.resultURL) })
+	return cs.query
 }
 
 type callStateKey struct{}
@@ -254,7 +306,7 @@ type callStateKey struct{}
 // to u. The query string is left out: it may hold a secret idem cannot
 // recognise (credentials belong in a request hook, which is never seen).
 func endpointAttrs(method, u string) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 12) // room for the attempt's own
+	kv := make([]attribute.KeyValue, 0, 4)
 	kv = append(kv, attribute.String("http.request.method", method))
 	pu, err := url.Parse(u)
 	if err != nil || u == "" {
@@ -268,34 +320,146 @@ func endpointAttrs(method, u string) []attribute.KeyValue {
 	return kv
 }
 
+// endpoint is the key of endpointCache.
+type endpoint struct{ method, url string }
+
+// endpointCacheSize bounds endpointCache: a service calls a few
+// endpoints, but URLs holding an ID would otherwise grow it without end
+// (past the bound they are worked out on each call, as before).
+const endpointCacheSize = 256
+
+// endpointCache holds the submit attributes of the endpoints seen, so
+// that a call does not parse and re-format its URL.
+type endpointCache struct {
+	mu sync.RWMutex
+	m  map[endpoint][]attribute.KeyValue
+}
+
+func (c *endpointCache) attrs(method, u string) []attribute.KeyValue {
+	k := endpoint{method, u}
+	c.mu.RLock()
+	kv, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return kv
+	}
+	kv = endpointAttrs(method, u)
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[endpoint][]attribute.KeyValue{}
+	}
+	if len(c.m) < endpointCacheSize {
+		c.m[k] = kv
+	}
+	c.mu.Unlock()
+	return kv
+}
+
+// Span start options that never change.
+var (
+	internalSpan = trace.WithSpanKind(trace.SpanKindInternal)
+	clientSpan   = trace.WithSpanKind(trace.SpanKindClient)
+	// journaledLink is the attributes of a link to the journaled trace;
+	// the SDK keeps the slice, and never writes to it.
+	journaledLink = []attribute.KeyValue{attribute.String("idem.link", "journaled")}
+)
+
+// spanArgs is the scratch a span start is built in, pooled: the SDK
+// copies the attributes into the span before Start returns (the link's
+// attributes, which it keeps, are never in here).
+type spanArgs struct {
+	attrs []attribute.KeyValue
+	opts  []trace.SpanStartOption
+	end   []trace.SpanEndOption
+}
+
+var spanArgsPool = sync.Pool{New: func() any {
+	return &spanArgs{attrs: make([]attribute.KeyValue, 0, 12), opts: make([]trace.SpanStartOption, 0, 4),
+		end: make([]trace.SpanEndOption, 0, 1)}
+}}
+
+func getSpanArgs() *spanArgs { return spanArgsPool.Get().(*spanArgs) }
+
+func putSpanArgs(a *spanArgs) {
+	clear(a.attrs[:cap(a.attrs)]) // drop the strings they hold
+	clear(a.opts[:cap(a.opts)])
+	clear(a.end[:cap(a.end)])
+	a.attrs, a.opts, a.end = a.attrs[:0], a.opts[:0], a.end[:0]
+	spanArgsPool.Put(a)
+}
+
+var callSpanNames = map[string]string{"call": "idem call", "resume": "idem resume", "reconcile": "idem reconcile"}
+
+func callSpanName(kind string) string {
+	if n, ok := callSpanNames[kind]; ok {
+		return n
+	}
+	return "idem " + kind
+}
+
+// callSpan is one call's span, the state its attempts need and what
+// its end records: one allocation (the closure of a func literal would
+// move the context and the whole CallEvent to the heap besides).
+type callSpan struct {
+	callState
+	i     *Instrumentation
+	ctx   context.Context
+	span  trace.Span
+	kind  string
+	start time.Time
+}
+
 func (i *Instrumentation) call(ctx context.Context, ev idem.CallEvent) (context.Context, func(*idem.Result, error)) {
-	start := time.Now()
-	opts := []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(AttrKey.String(ev.Key), AttrScope.String(ev.Scope), AttrCallKind.String(ev.Kind),
-			attribute.String("http.request.method", ev.Method)),
+	c := &callSpan{i: i, kind: ev.Kind, start: time.Now()}
+	if i.noopTracer {
+		// A no-op tracer ignores every option: only its context matters
+		// (it puts a non-recording span in it, as any tracer's would).
+		c.ctx, c.span = i.tracer.Start(ctx, callSpanName(ev.Kind))
+		return c.ctx, c.end
 	}
+	a := getSpanArgs()
+	a.attrs = append(a.attrs, AttrKey.String(ev.Key), AttrScope.String(ev.Scope), AttrCallKind.String(ev.Kind),
+		attribute.String("http.request.method", ev.Method))
+	a.opts = append(a.opts, internalSpan, trace.WithAttributes(a.attrs...))
 	if sc := i.journaled(ev.Trace); sc.IsValid() && sc.TraceID() != trace.SpanContextFromContext(ctx).TraceID() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{
-			attribute.String("idem.link", "journaled"),
-		}}))
+		a.opts = append(a.opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: journaledLink}))
 	}
-	ctx, span := i.tracer.Start(ctx, "idem "+ev.Kind, opts...)
-	if span.IsRecording() {
-		ctx = context.WithValue(ctx, callStateKey{}, &callState{
-			submit: endpointAttrs(ev.Method, ev.URL), query: endpointAttrs(http.MethodGet, ev.ResultURL),
-		})
+	ctx, c.span = i.tracer.Start(ctx, callSpanName(ev.Kind), a.opts...)
+	putSpanArgs(a)
+	if c.span.IsRecording() {
+		c.submit, c.resultURL = i.endpoints.attrs(ev.Method, ev.URL), ev.ResultURL
+		ctx = context.WithValue(ctx, callStateKey{}, &c.callState)
 	}
-	return ctx, func(res *idem.Result, err error) {
-		if res != nil {
-			span.SetAttributes(AttrState.String(string(res.State)))
-		}
-		if err != nil && !errors.Is(err, idem.ErrUnknownOutcome) {
-			span.SetStatus(codes.Error, err.Error())
-		}
-		span.End()
-		i.recordCall(ctx, ev.Kind, res, start)
+	c.ctx = ctx
+	return ctx, c.end
+}
+
+// stateAttr holds the idem.state attribute of each state, as the
+// one-element slice SetAttributes takes (the SDK copies it).
+var stateAttr = func() map[idem.State][]attribute.KeyValue {
+	m := map[idem.State][]attribute.KeyValue{}
+	for _, s := range []idem.State{idem.StatePending, idem.StateProcessing, idem.StateSucceeded, idem.StateFailed, idem.StateUnknown} {
+		m[s] = []attribute.KeyValue{AttrState.String(string(s))}
 	}
+	return m
+}()
+
+func stateAttrs(s idem.State) []attribute.KeyValue {
+	if kv, ok := stateAttr[s]; ok {
+		return kv
+	}
+	return []attribute.KeyValue{AttrState.String(string(s))}
+}
+
+func (c *callSpan) end(res *idem.Result, err error) {
+	if res != nil {
+		c.span.SetAttributes(stateAttrs(res.State)...)
+	}
+	if err != nil && !errors.Is(err, idem.ErrUnknownOutcome) {
+		c.span.SetStatus(codes.Error, err.Error())
+	}
+	c.span.End()
+	c.i.recordCall(c.ctx, c.kind, res, c.start)
 }
 
 func (i *Instrumentation) recordCall(ctx context.Context, kind string, res *idem.Result, start time.Time) {
@@ -303,86 +467,87 @@ func (i *Instrumentation) recordCall(ctx context.Context, kind string, res *idem
 	if res != nil {
 		state = res.State
 	}
-	i.operationDur.Record(ctx, time.Since(start).Seconds(), metric.WithAttributeSet(callSet(kind, state)))
+	i.operationDur.Record(ctx, time.Since(start).Seconds(), callOpts(kind, state)...)
 }
 
 func (i *Instrumentation) attempt(ctx context.Context, ev idem.AttemptEvent) {
-	class := statusClass(ev)
-	attrs := metric.WithAttributeSet(attemptSet(ev.Query, class))
-	i.attempts.Add(ctx, 1, attrs)
-	i.attemptDur.Record(ctx, ev.Duration.Seconds(), attrs)
+	kind, class := 0, statusClass(ev.StatusCode)
+	if ev.Query {
+		kind = 1
+	}
+	m := attemptMeasurements[kind][class]
+	i.attempts.Add(ctx, 1, m.add...)
+	i.attemptDur.Record(ctx, ev.Duration.Seconds(), m.rec...)
 
 	cs, _ := ctx.Value(callStateKey{}).(*callState)
 	if cs == nil {
 		return // not traced, or the call's span is not sampled
 	}
-	kind, base := "submit", cs.submit
+	base := cs.submit
 	if ev.Query {
-		kind, base = "query", cs.query
+		base = cs.queryAttrs()
 	}
-	sa := append(base[:len(base):len(base)],
-		AttrKey.String(ev.Key), AttrAttempt.Int(ev.Number), AttrAttemptKind.String(kind), AttrWrote.Bool(ev.Wrote))
+	a := getSpanArgs()
+	a.attrs = append(append(a.attrs, base...),
+		AttrKey.String(ev.Key), AttrAttempt.Int(ev.Number), AttrAttemptKind.String(attemptKinds[kind]), AttrWrote.Bool(ev.Wrote))
 	if ev.StatusCode != 0 {
-		sa = append(sa, attribute.Int("http.response.status_code", ev.StatusCode))
+		a.attrs = append(a.attrs, attribute.Int("http.response.status_code", ev.StatusCode))
 	}
 	switch {
 	case ev.Err != nil:
-		sa = append(sa, attribute.String("error.type", "transport"))
+		a.attrs = append(a.attrs, attribute.String("error.type", "transport"))
 	case ev.StatusCode >= 500:
-		sa = append(sa, attribute.String("error.type", strconv.Itoa(ev.StatusCode)))
+		a.attrs = append(a.attrs, attribute.String("error.type", strconv.Itoa(ev.StatusCode)))
 	}
-	_, span := i.tracer.Start(ctx, base[0].Value.AsString(), trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithTimestamp(ev.Start), trace.WithAttributes(sa...))
+	a.opts = append(a.opts, clientSpan, trace.WithTimestamp(ev.Start), trace.WithAttributes(a.attrs...))
+	_, span := i.tracer.Start(ctx, base[0].Value.AsString(), a.opts...)
 	switch {
 	case ev.Err != nil:
 		span.SetStatus(codes.Error, ev.Err.Error())
 	case ev.StatusCode >= 500:
 		span.SetStatus(codes.Error, "")
 	}
-	span.End(trace.WithTimestamp(ev.Start.Add(ev.Duration)))
+	a.end = append(a.end, trace.WithTimestamp(ev.Start.Add(ev.Duration)))
+	span.End(a.end...)
+	putSpanArgs(a)
 }
 
-// callSets holds the attribute sets of operation durations.
-var callSets = func() map[[2]string]attribute.Set {
-	m := map[[2]string]attribute.Set{}
+// callMeasurements holds the options of operation durations.
+var callMeasurements = func() map[[2]string]measurement {
+	m := map[[2]string]measurement{}
 	for _, k := range []string{"call", "resume", "reconcile"} {
 		for _, s := range []idem.State{"", idem.StatePending, idem.StateProcessing, idem.StateSucceeded, idem.StateFailed, idem.StateUnknown} {
-			m[[2]string{k, string(s)}] = attribute.NewSet(AttrCallKind.String(k), AttrState.String(string(s)))
+			m[[2]string{k, string(s)}] = newMeasurement(AttrCallKind.String(k), AttrState.String(string(s)))
 		}
 	}
 	return m
 }()
 
-func callSet(kind string, state idem.State) attribute.Set {
-	if s, ok := callSets[[2]string{kind, string(state)}]; ok {
-		return s
+func callOpts(kind string, state idem.State) []metric.RecordOption {
+	if m, ok := callMeasurements[[2]string{kind, string(state)}]; ok {
+		return m.rec
 	}
-	return attribute.NewSet(AttrCallKind.String(kind), AttrState.String(string(state)))
+	return newMeasurement(AttrCallKind.String(kind), AttrState.String(string(state))).rec
 }
 
-func statusClass(ev idem.AttemptEvent) string {
-	if ev.StatusCode < 100 || ev.StatusCode > 599 {
-		return "error"
-	}
-	return strconv.Itoa(ev.StatusCode/100) + "xx"
-}
-
-// attemptSets holds the attribute sets of every (kind, class): built once,
-// since attempts are on the hot path.
-var attemptSets = func() map[[2]string]attribute.Set {
-	m := map[[2]string]attribute.Set{}
-	for _, k := range []string{"submit", "query"} {
-		for _, c := range []string{"1xx", "2xx", "3xx", "4xx", "5xx", "error"} {
-			m[[2]string{k, c}] = attribute.NewSet(AttrAttemptKind.String(k), AttrStatusClass.String(c))
+var (
+	attemptKinds        = [2]string{"submit", "query"}
+	statusClasses       = [6]string{"1xx", "2xx", "3xx", "4xx", "5xx", "error"}
+	classError          = len(statusClasses) - 1
+	attemptMeasurements = func() (m [len(attemptKinds)][len(statusClasses)]measurement) {
+		for k, kind := range attemptKinds {
+			for c, class := range statusClasses {
+				m[k][c] = newMeasurement(AttrAttemptKind.String(kind), AttrStatusClass.String(class))
+			}
 		}
-	}
-	return m
-}()
+		return m
+	}()
+)
 
-func attemptSet(query bool, class string) attribute.Set {
-	k := "submit"
-	if query {
-		k = "query"
+// statusClass is the index in statusClasses of a status code's class.
+func statusClass(code int) int {
+	if code < 100 || code > 599 {
+		return classError
 	}
-	return attemptSets[[2]string{k, class}]
+	return code/100 - 1
 }

@@ -40,9 +40,10 @@ var rounds = flag.Int("rounds", 5, "interleaved rounds of BenchmarkOverhead")
 // The server is a plain in-process handler (idemtest's fake server costs
 // more than the client would). Metrics go to an SDK MeterProvider (a
 // reader that is never collected: aggregation still runs on every
-// record); spans (contender otel) to an SDK TracerProvider sampling
-// everything, batched to an exporter that drops them, or (contender
-// metrics) to a no-op tracer.
+// record); spans to an SDK TracerProvider sampling everything
+// (contender otel) or one trace in ten (contender sampled),
+// batched to an exporter that drops them, or (contender metrics) to a
+// no-op tracer.
 func BenchmarkOverhead(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -66,8 +67,10 @@ func BenchmarkOverhead(b *testing.B) {
 }
 
 // The contenders: no instrumentation; metrics only (a no-op tracer);
-// metrics and spans, every operation sampled.
-var contenders = []string{"plain", "metrics", "otel"}
+// metrics and spans, every operation sampled; metrics and spans with the
+// sampler a production service would run, one trace in ten (parent-based:
+// a caller's sampled trace is followed, and these callers have none).
+var contenders = []string{"plain", "metrics", "otel", "sampled"}
 
 func benchmarkOverhead(b *testing.B, srv *httptest.Server, callers int, sync bool, who string) {
 	var jopts []journal.Option
@@ -82,19 +85,10 @@ func benchmarkOverhead(b *testing.B, srv *httptest.Server, callers int, sync boo
 	opts := []idem.Option{idem.WithResultEndpoint(srv.URL + "/operations/{key}")}
 	flush := func() {}
 	if who != "plain" {
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		var tp trace.TracerProvider = noop.NewTracerProvider()
-		if who == "otel" {
-			sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(tracetest.NewNoopExporter()))
-			defer sdk.Shutdown(context.Background())
-			flush = func() { _ = sdk.ForceFlush(context.Background()) }
-			tp = sdk
-		}
-		inst, err := idemotel.New(idemotel.WithMeterProvider(mp), idemotel.WithTracerProvider(tp))
-		if err != nil {
-			b.Fatal(err)
-		}
-		opts = append(opts, idem.WithHooks(inst.Hooks()))
+		hooks, f, shutdown := contenderHooks(b, who)
+		defer shutdown()
+		flush = f
+		opts = append(opts, idem.WithHooks(hooks))
 	}
 	c, err := idem.New(store, opts...)
 	if err != nil {
@@ -125,4 +119,29 @@ func benchmarkOverhead(b *testing.B, srv *httptest.Server, callers int, sync boo
 	// same for both contenders, so the ratio understates the overhead a
 	// little.
 	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// contenderHooks are the hooks of a contender other than plain, what
+// flushes the spans it has queued (part of its cost) and what shuts its
+// tracer provider down.
+func contenderHooks(b *testing.B, who string) (_ idem.Hooks, flush, shutdown func()) {
+	b.Helper()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	var tp trace.TracerProvider = noop.NewTracerProvider()
+	flush, shutdown = func() {}, func() {}
+	if who == "otel" || who == "sampled" {
+		sampler := sdktrace.AlwaysSample()
+		if who == "sampled" {
+			sampler = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.1))
+		}
+		sdk := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+		flush = func() { _ = sdk.ForceFlush(context.Background()) }
+		shutdown = func() { _ = sdk.Shutdown(context.Background()) }
+		tp = sdk
+	}
+	inst, err := idemotel.New(idemotel.WithMeterProvider(mp), idemotel.WithTracerProvider(tp))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return inst.Hooks(), flush, shutdown
 }
