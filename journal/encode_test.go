@@ -49,17 +49,6 @@ func fullRecord() *Record {
 	}
 }
 
-// encodeAs encodes r as an older record version would have: without the
-// fields added since. r must hold none of them.
-func encodeAs(tb testing.TB, r *Record, version byte) []byte {
-	tb.Helper()
-	require.Empty(tb, r.Trace, "a version %d record cannot hold a trace", version)
-	b := encode(nil, r)
-	b = b[:len(b)-1] // the empty Trace, version 3
-	b[2] = version
-	return b
-}
-
 func TestEncodeRoundTrip(t *testing.T) {
 	body := []byte("x")
 	tests := []struct {
