@@ -189,6 +189,7 @@ func TestWebhookCloseStops(t *testing.T) {
 		t.Fatal("Close() did not return within 10s with deliveries waiting")
 	}
 	require.Empty(t, r.got(), "nothing delivered: every delivery was still waiting")
+	require.Equal(t, fakeserver.WebhookStats{Events: 5, Failed: 5}, srv.WebhookStats(), "deliveries stopped by Close count as failed")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	require.Error(t, srv.FlushWebhooks(ctx), "FlushWebhooks() after Close with deliveries undone")
