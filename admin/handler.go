@@ -38,8 +38,15 @@ func WithClock(clk idem.Clock) Option {
 }
 
 type handler struct {
-	c   *idem.Client
-	now func() time.Time
+	c      *idem.Client
+	now    func() time.Time
+	routes map[string]route
+}
+
+// route is an endpoint's method and what serves it.
+type route struct {
+	method string
+	serve  func(http.ResponseWriter, *http.Request) error
 }
 
 // NewHandler returns the admin handler for c. Mount it behind your own
@@ -52,21 +59,18 @@ func NewHandler(c *idem.Client, opts ...Option) http.Handler {
 	for _, o := range opts {
 		o.apply(h)
 	}
-	return h
-}
-
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	route := map[string]struct {
-		method string
-		serve  func(http.ResponseWriter, *http.Request) error
-	}{
+	h.routes = map[string]route{
 		"/operations": {http.MethodGet, h.list},
 		"/operation":  {http.MethodGet, h.show},
 		"/stats":      {http.MethodGet, h.stats},
 		"/health":     {http.MethodGet, h.health},
 		"/resolve":    {http.MethodPost, h.resolve},
 	}
-	rt, ok := route[strings.TrimSuffix(r.URL.Path, "/")]
+	return h
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rt, ok := h.routes[strings.TrimSuffix(r.URL.Path, "/")]
 	switch {
 	case !ok:
 		writeError(w, &Error{http.StatusNotFound, "not_found", "no such endpoint; see the package documentation of github.com/idemkit/idem/admin"})

@@ -298,10 +298,10 @@ func (w *webhooks) deliver(d *delivery, delay time.Duration) {
 	if w.wait(delay) {
 		for try := 0; try <= w.cfg.Retries; try++ {
 			if try > 0 {
-				retries++
 				if !w.wait(w.cfg.RetryWait) {
-					break
+					break // closed: this retry was never sent
 				}
+				retries++
 			}
 			if ok = w.post(d.body); ok {
 				break

@@ -160,6 +160,23 @@ func TestWebhookRetriesBounded(t *testing.T) {
 	require.Equal(t, fakeserver.WebhookStats{Events: 1, Failed: 1, Retries: 2}, h.srv.WebhookStats())
 }
 
+// TestWebhookCloseDuringRetryWait: a retry that Close stops while it
+// waits was never sent, and is not counted as one.
+func TestWebhookCloseDuringRetryWait(t *testing.T) {
+	r := newReceiver(t)
+	r.status = http.StatusInternalServerError
+	h := withHooks(t, r, fakeserver.Webhook{Retries: 2, RetryWait: time.Minute})
+	h.submit(t, "k", `{}`)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.got()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond) // polling a condition, with a deadline
+	}
+	require.Len(t, r.got(), 1, "first delivery, before Close")
+	h.srv.Close()
+	require.Len(t, r.got(), 1, "deliveries after Close")
+	require.Equal(t, fakeserver.WebhookStats{Events: 1, Failed: 1}, h.srv.WebhookStats())
+}
+
 // TestWebhookCloseStops: Close ends deliveries waiting out a delay, and
 // leaves no goroutine behind.
 func TestWebhookCloseStops(t *testing.T) {
@@ -189,6 +206,7 @@ func TestWebhookCloseStops(t *testing.T) {
 		t.Fatal("Close() did not return within 10s with deliveries waiting")
 	}
 	require.Empty(t, r.got(), "nothing delivered: every delivery was still waiting")
+	require.Equal(t, fakeserver.WebhookStats{Events: 5, Failed: 5}, srv.WebhookStats(), "deliveries stopped by Close count as failed")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	require.Error(t, srv.FlushWebhooks(ctx), "FlushWebhooks() after Close with deliveries undone")
