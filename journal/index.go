@@ -107,21 +107,27 @@ func home(tx *bolt.Tx, r *Record, sk []byte) (records, index *bolt.Bucket, ik []
 
 // lookup returns the sequence key and stored encoding of a record, or
 // nils. A key entry whose record is missing is damage, reported as such.
+// In a read transaction it also refuses a key or value that a damaged
+// page makes bbolt return from outside the file (see mappedOf).
 func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
-	sk = tx.Bucket(bucketKeys).Get(rk)
+	keys := tx.Bucket(bucketKeys)
+	sk = keys.Get(rk)
 	if sk == nil {
 		return nil, nil, nil
+	}
+	if err := mappedOf(tx, keys).check(sk); err != nil {
+		return nil, nil, err
 	}
 	if len(sk) != seqKeySize {
 		return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q of %d bytes", rk, len(sk))
 	}
-	if v = tx.Bucket(bucketOpen).Get(sk); v == nil {
-		v = tx.Bucket(bucketDone).Get(sk)
+	for _, name := range [][]byte{bucketOpen, bucketDone} {
+		b := tx.Bucket(name)
+		if v = b.Get(sk); v != nil {
+			return sk, v, mappedOf(tx, b).check(v)
+		}
 	}
-	if v == nil {
-		return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q without record", rk)
-	}
-	return sk, v, nil
+	return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q without record", rk)
 }
 
 // addKey gives the record rk its sequence number and key entry, and

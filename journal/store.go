@@ -501,28 +501,13 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	}
 	var r *Record
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		keys := tx.Bucket(bucketKeys)
-		sk := keys.Get(recordKey(scope, key))
-		if sk == nil {
-			return ErrNotFound
-		}
-		if err := mappedOf(tx, keys).check(sk); err != nil {
+		_, v, err := lookup(tx, recordKey(scope, key))
+		if err != nil {
 			return err
 		}
-		var v []byte
-		for _, name := range [][]byte{bucketOpen, bucketDone} {
-			b := tx.Bucket(name)
-			if v = b.Get(sk); v != nil {
-				if err := mappedOf(tx, b).check(v); err != nil {
-					return err
-				}
-				break
-			}
-		}
 		if v == nil {
-			return withKind(ErrCorrupt, "damaged key index: entry without record")
+			return ErrNotFound
 		}
-		var err error
 		r, err = decode(v)
 		return err
 	})
