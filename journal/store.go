@@ -873,8 +873,12 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 		err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
 			n, more, after = 0, false, start // a retried run starts afresh
 			records, settled, index := tx.Bucket(bucketDone), tx.Bucket(bucketSettled), tx.Bucket(bucketKeys)
-			type entry struct{ ik, rk []byte }
-			var keys [][]byte
+			// An entry of the settled index: its key, its value (the
+			// record key), and whether its record goes with it.
+			type entry struct {
+				ik, rk []byte
+				drop   bool
+			}
 			var entries []entry
 			c := settled.Cursor()
 			k, rk := c.First()
@@ -885,17 +889,16 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 				}
 			}
 			for ; k != nil && binary.BigEndian.Uint64(k) < bound; k, rk = c.Next() {
-				if len(keys) == pruneChunk {
+				if len(entries) == pruneChunk {
 					more = true
 					break
 				}
-				keys = append(keys, slices.Clone(k))
-				entries = append(entries, entry{keys[len(keys)-1], slices.Clone(rk)})
+				entries = append(entries, entry{ik: slices.Clone(k), rk: slices.Clone(rk)})
 			}
 			// Decide everything before deleting anything, so an error
 			// leaves the transaction untouched.
-			drop := make([]bool, len(entries))
-			for i, e := range entries {
+			for i := range entries {
+				e := &entries[i]
 				if len(e.ik) != timeKeySize+seqKeySize {
 					return withKind(ErrCorrupt, "damaged settled index: entry %x", e.ik)
 				}
@@ -907,10 +910,10 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 				if err != nil {
 					return errorf("record %q: %w", e.rk, err)
 				}
-				drop[i] = st.Terminal()
+				e.drop = st.Terminal()
 			}
-			for i, e := range entries {
-				if drop[i] {
+			for _, e := range entries {
+				if e.drop {
 					sk := e.ik[timeKeySize:]
 					if err := records.Delete(sk); err != nil {
 						return failed(err)
@@ -926,8 +929,8 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 					return failed(err)
 				}
 			}
-			if len(keys) > 0 {
-				after = keys[len(keys)-1]
+			if len(entries) > 0 {
+				after = entries[len(entries)-1].ik
 			}
 			return nil
 		})
