@@ -805,7 +805,6 @@ func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 func listOpen(tx *bolt.Tx, f *Filter, out *[]*Record) error {
 	open := tx.Bucket(bucketOpen)
 	om := mappedOf(tx, open)
-	all := Filter{Scope: f.Scope, States: f.States, Open: f.Open, Review: f.Review, CreatedBefore: f.CreatedBefore}
 	c := open.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if err := om.checkKV(k, v); err != nil {
@@ -815,14 +814,14 @@ func listOpen(tx *bolt.Tx, f *Filter, out *[]*Record) error {
 		if err != nil {
 			return errorf("record %x: %w", k, err)
 		}
-		if !all.matchState(st, review) {
+		if !f.matchState(st, review) {
 			continue
 		}
 		r, err := decode(v)
 		if err != nil {
 			return errorf("record %x: %w", k, err)
 		}
-		if all.matchScope(recordKey(r.Scope, r.Key)) && all.matchCreated(r) {
+		if f.matchScope(recordKey(r.Scope, r.Key)) && f.matchCreated(r) {
 			*out = append(*out, r)
 		}
 	}
