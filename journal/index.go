@@ -130,22 +130,26 @@ func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q without record", rk)
 }
 
-// addKey gives the record rk its sequence number and key entry, and
-// returns its key in the record buckets.
-func addKey(tx *bolt.Tx, rk []byte) ([]byte, error) {
+// addRecord stores r, a new record whose record key is rk and encoding
+// enc: it gives r its sequence number and key entry, then its record and
+// index entry (putRecord).
+func addRecord(tx *bolt.Tx, rk []byte, r *Record, enc []byte) error {
 	keys := tx.Bucket(bucketKeys)
 	n, err := keys.NextSequence()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sk := seqKey(n)
 	// A sequence number is never given twice (bbolt keeps the counter in
 	// the bucket, and Compact copies it); were it ever reset, the new
 	// record would overwrite an old one: refuse instead.
 	if tx.Bucket(bucketOpen).Get(sk) != nil || tx.Bucket(bucketDone).Get(sk) != nil {
-		return nil, withKind(ErrCorrupt, "damaged key index: sequence number %d already in use", n)
+		return withKind(ErrCorrupt, "damaged key index: sequence number %d already in use", n)
 	}
-	return sk, keys.Put(rk, sk)
+	if err := keys.Put(rk, sk); err != nil {
+		return err
+	}
+	return putRecord(tx, sk, rk, nil, r, enc)
 }
 
 // putRecord writes the encoding of r, whose record key is rk and sequence

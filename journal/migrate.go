@@ -79,11 +79,7 @@ func migrateV1(tx *bolt.Tx) error {
 	}
 	tx.Bucket(bucketKeys).FillPercent = appendFill
 	for _, m := range recs {
-		sk, err := addKey(tx, m.rk)
-		if err != nil {
-			return err
-		}
-		if err := putRecord(tx, sk, m.rk, nil, m.r, m.v); err != nil {
+		if err := addRecord(tx, m.rk, m.r, m.v); err != nil {
 			return err
 		}
 	}

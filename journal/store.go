@@ -446,11 +446,7 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 			existing = slices.Clone(v)
 			return ErrExists
 		}
-		sk, err := addKey(tx, rk)
-		if err != nil {
-			return failed(err)
-		}
-		return failed(putRecord(tx, sk, rk, nil, stored, enc))
+		return failed(addRecord(tx, rk, stored, enc))
 	})
 	if errors.Is(err, ErrExists) {
 		old, derr := decode(existing)
