@@ -38,12 +38,7 @@ func agedFixture(b *testing.B) string {
 				r := benchRecord(fmt.Sprintf("aged-%09d", i), benchBody, benchSHA)
 				_ = settleRecord(r)
 				r.Settled = t0.Add(-48 * time.Hour)
-				rk := recordKey(r.Scope, r.Key)
-				sk, err := addKey(tx, rk)
-				if err != nil {
-					return err
-				}
-				if err := putRecord(tx, sk, rk, nil, r, encode(nil, r)); err != nil {
+				if err := addRecord(tx, recordKey(r.Scope, r.Key), r, encode(nil, r)); err != nil {
 					return err
 				}
 			}

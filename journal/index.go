@@ -107,39 +107,49 @@ func home(tx *bolt.Tx, r *Record, sk []byte) (records, index *bolt.Bucket, ik []
 
 // lookup returns the sequence key and stored encoding of a record, or
 // nils. A key entry whose record is missing is damage, reported as such.
+// In a read transaction it also refuses a key or value that a damaged
+// page makes bbolt return from outside the file (see mappedOf).
 func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
-	sk = tx.Bucket(bucketKeys).Get(rk)
+	keys := tx.Bucket(bucketKeys)
+	sk = keys.Get(rk)
 	if sk == nil {
 		return nil, nil, nil
+	}
+	if err := mappedOf(tx, keys).check(sk); err != nil {
+		return nil, nil, err
 	}
 	if len(sk) != seqKeySize {
 		return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q of %d bytes", rk, len(sk))
 	}
-	if v = tx.Bucket(bucketOpen).Get(sk); v == nil {
-		v = tx.Bucket(bucketDone).Get(sk)
+	for _, name := range [][]byte{bucketOpen, bucketDone} {
+		b := tx.Bucket(name)
+		if v = b.Get(sk); v != nil {
+			return sk, v, mappedOf(tx, b).check(v)
+		}
 	}
-	if v == nil {
-		return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q without record", rk)
-	}
-	return sk, v, nil
+	return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q without record", rk)
 }
 
-// addKey gives the record rk its sequence number and key entry, and
-// returns its key in the record buckets.
-func addKey(tx *bolt.Tx, rk []byte) ([]byte, error) {
+// addRecord stores r, a new record whose record key is rk and encoding
+// enc: it gives r its sequence number and key entry, then its record and
+// index entry (putRecord).
+func addRecord(tx *bolt.Tx, rk []byte, r *Record, enc []byte) error {
 	keys := tx.Bucket(bucketKeys)
 	n, err := keys.NextSequence()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	sk := seqKey(n)
 	// A sequence number is never given twice (bbolt keeps the counter in
 	// the bucket, and Compact copies it); were it ever reset, the new
 	// record would overwrite an old one: refuse instead.
 	if tx.Bucket(bucketOpen).Get(sk) != nil || tx.Bucket(bucketDone).Get(sk) != nil {
-		return nil, withKind(ErrCorrupt, "damaged key index: sequence number %d already in use", n)
+		return withKind(ErrCorrupt, "damaged key index: sequence number %d already in use", n)
 	}
-	return sk, keys.Put(rk, sk)
+	if err := keys.Put(rk, sk); err != nil {
+		return err
+	}
+	return putRecord(tx, sk, rk, nil, r, enc)
 }
 
 // putRecord writes the encoding of r, whose record key is rk and sequence

@@ -173,11 +173,7 @@ func baselineCreateSettle(db *bolt.DB, key string) error {
 		if _, v, err := lookup(tx, rk); v != nil || err != nil {
 			return cmp.Or(err, ErrExists)
 		}
-		sk, err := addKey(tx, rk)
-		if err != nil {
-			return err
-		}
-		return putRecord(tx, sk, rk, nil, rec, enc)
+		return addRecord(tx, rk, rec, enc)
 	})
 	if err != nil {
 		return err
@@ -286,12 +282,7 @@ func dueFixture(b *testing.B, settled int) string {
 					_ = settleRecord(r)
 					r.Settled = t0.Add(-time.Duration(rng.IntN(30*24*3600)) * time.Second)
 				}
-				rk := recordKey(r.Scope, r.Key)
-				sk, err := addKey(tx, rk)
-				if err != nil {
-					return err
-				}
-				if err := putRecord(tx, sk, rk, nil, r, encode(nil, r)); err != nil {
+				if err := addRecord(tx, recordKey(r.Scope, r.Key), r, encode(nil, r)); err != nil {
 					return err
 				}
 			}

@@ -24,7 +24,9 @@ var (
 // migrated is one record of a version 1 file on its way to version 2.
 type migrated struct {
 	rk, v []byte // record key and stored encoding (copied as they are)
-	r     *Record
+	// r holds only what the sort and putRecord read (Created, State,
+	// NextDue, Settled), not the decoded body and attempts.
+	r *Record
 }
 
 // migrateV1 rewrites a format version 1 journal in the layout of version
@@ -59,7 +61,9 @@ func migrateV1(tx *bolt.Tx) error {
 			if r.Open() != bytes.Equal(name, v1Open) {
 				return withKind(ErrCorrupt, "damaged (record %q in the wrong bucket for state %s)", k, r.State)
 			}
-			recs = append(recs, migrated{rk: k, v: v, r: r})
+			recs = append(recs, migrated{rk: k, v: v, r: &Record{
+				Created: r.Created, State: r.State, NextDue: r.NextDue, Settled: r.Settled,
+			}})
 			return nil
 		})
 		if err != nil {
@@ -79,11 +83,7 @@ func migrateV1(tx *bolt.Tx) error {
 	}
 	tx.Bucket(bucketKeys).FillPercent = appendFill
 	for _, m := range recs {
-		sk, err := addKey(tx, m.rk)
-		if err != nil {
-			return err
-		}
-		if err := putRecord(tx, sk, m.rk, nil, m.r, m.v); err != nil {
+		if err := addRecord(tx, m.rk, m.r, m.v); err != nil {
 			return err
 		}
 	}

@@ -446,11 +446,7 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 			existing = slices.Clone(v)
 			return ErrExists
 		}
-		sk, err := addKey(tx, rk)
-		if err != nil {
-			return failed(err)
-		}
-		return failed(putRecord(tx, sk, rk, nil, stored, enc))
+		return failed(addRecord(tx, rk, stored, enc))
 	})
 	if errors.Is(err, ErrExists) {
 		old, derr := decode(existing)
@@ -501,28 +497,13 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	}
 	var r *Record
 	err := s.view(ctx, func(tx *bolt.Tx) error {
-		keys := tx.Bucket(bucketKeys)
-		sk := keys.Get(recordKey(scope, key))
-		if sk == nil {
-			return ErrNotFound
-		}
-		if err := mappedOf(tx, keys).check(sk); err != nil {
+		_, v, err := lookup(tx, recordKey(scope, key))
+		if err != nil {
 			return err
 		}
-		var v []byte
-		for _, name := range [][]byte{bucketOpen, bucketDone} {
-			b := tx.Bucket(name)
-			if v = b.Get(sk); v != nil {
-				if err := mappedOf(tx, b).check(v); err != nil {
-					return err
-				}
-				break
-			}
-		}
 		if v == nil {
-			return withKind(ErrCorrupt, "damaged key index: entry without record")
+			return ErrNotFound
 		}
-		var err error
 		r, err = decode(v)
 		return err
 	})
@@ -820,7 +801,6 @@ func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 func listOpen(tx *bolt.Tx, f *Filter, out *[]*Record) error {
 	open := tx.Bucket(bucketOpen)
 	om := mappedOf(tx, open)
-	all := Filter{Scope: f.Scope, States: f.States, Open: f.Open, Review: f.Review, CreatedBefore: f.CreatedBefore}
 	c := open.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if err := om.checkKV(k, v); err != nil {
@@ -830,14 +810,14 @@ func listOpen(tx *bolt.Tx, f *Filter, out *[]*Record) error {
 		if err != nil {
 			return errorf("record %x: %w", k, err)
 		}
-		if !all.matchState(st, review) {
+		if !f.matchState(st, review) {
 			continue
 		}
 		r, err := decode(v)
 		if err != nil {
 			return errorf("record %x: %w", k, err)
 		}
-		if all.matchScope(recordKey(r.Scope, r.Key)) && all.matchCreated(r) {
+		if f.matchScope(recordKey(r.Scope, r.Key)) && f.matchCreated(r) {
 			*out = append(*out, r)
 		}
 	}
@@ -888,8 +868,12 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 		err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
 			n, more, after = 0, false, start // a retried run starts afresh
 			records, settled, index := tx.Bucket(bucketDone), tx.Bucket(bucketSettled), tx.Bucket(bucketKeys)
-			type entry struct{ ik, rk []byte }
-			var keys [][]byte
+			// An entry of the settled index: its key, its value (the
+			// record key), and whether its record goes with it.
+			type entry struct {
+				ik, rk []byte
+				drop   bool
+			}
 			var entries []entry
 			c := settled.Cursor()
 			k, rk := c.First()
@@ -900,17 +884,16 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 				}
 			}
 			for ; k != nil && binary.BigEndian.Uint64(k) < bound; k, rk = c.Next() {
-				if len(keys) == pruneChunk {
+				if len(entries) == pruneChunk {
 					more = true
 					break
 				}
-				keys = append(keys, slices.Clone(k))
-				entries = append(entries, entry{keys[len(keys)-1], slices.Clone(rk)})
+				entries = append(entries, entry{ik: slices.Clone(k), rk: slices.Clone(rk)})
 			}
 			// Decide everything before deleting anything, so an error
 			// leaves the transaction untouched.
-			drop := make([]bool, len(entries))
-			for i, e := range entries {
+			for i := range entries {
+				e := &entries[i]
 				if len(e.ik) != timeKeySize+seqKeySize {
 					return withKind(ErrCorrupt, "damaged settled index: entry %x", e.ik)
 				}
@@ -922,10 +905,10 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 				if err != nil {
 					return errorf("record %q: %w", e.rk, err)
 				}
-				drop[i] = st.Terminal()
+				e.drop = st.Terminal()
 			}
-			for i, e := range entries {
-				if drop[i] {
+			for _, e := range entries {
+				if e.drop {
 					sk := e.ik[timeKeySize:]
 					if err := records.Delete(sk); err != nil {
 						return failed(err)
@@ -941,8 +924,8 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 					return failed(err)
 				}
 			}
-			if len(keys) > 0 {
-				after = keys[len(keys)-1]
+			if len(entries) > 0 {
+				after = entries[len(entries)-1].ik
 			}
 			return nil
 		})
