@@ -33,6 +33,7 @@
 package pgjournal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -542,33 +543,14 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	}
 	// RETURNING keeps no order.
 	slices.SortFunc(got, func(a, b row) int {
-		if a.due != b.due {
-			return cmpInt(a.due, b.due)
-		}
-		if a.c.Record.Scope != b.c.Record.Scope {
-			return cmpStr(a.c.Record.Scope, b.c.Record.Scope)
-		}
-		return cmpStr(a.c.Record.Key, b.c.Record.Key)
+		return cmp.Or(cmp.Compare(a.due, b.due),
+			cmp.Compare(a.c.Record.Scope, b.c.Record.Scope), cmp.Compare(a.c.Record.Key, b.c.Record.Key))
 	})
 	out := make([]journal.Claimed, len(got))
 	for i, g := range got {
 		out[i] = g.c
 	}
 	return out, nil
-}
-
-func cmpInt(a, b int64) int {
-	if a < b {
-		return -1
-	}
-	return 1
-}
-
-func cmpStr(a, b string) int {
-	if a < b {
-		return -1
-	}
-	return 1
 }
 
 // Renew extends a lease; see idem.Store.
