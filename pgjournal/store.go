@@ -33,6 +33,7 @@
 package pgjournal
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -542,33 +543,14 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	}
 	// RETURNING keeps no order.
 	slices.SortFunc(got, func(a, b row) int {
-		if a.due != b.due {
-			return cmpInt(a.due, b.due)
-		}
-		if a.c.Record.Scope != b.c.Record.Scope {
-			return cmpStr(a.c.Record.Scope, b.c.Record.Scope)
-		}
-		return cmpStr(a.c.Record.Key, b.c.Record.Key)
+		return cmp.Or(cmp.Compare(a.due, b.due),
+			cmp.Compare(a.c.Record.Scope, b.c.Record.Scope), cmp.Compare(a.c.Record.Key, b.c.Record.Key))
 	})
 	out := make([]journal.Claimed, len(got))
 	for i, g := range got {
 		out[i] = g.c
 	}
 	return out, nil
-}
-
-func cmpInt(a, b int64) int {
-	if a < b {
-		return -1
-	}
-	return 1
-}
-
-func cmpStr(a, b string) int {
-	if a < b {
-		return -1
-	}
-	return 1
 }
 
 // Renew extends a lease; see idem.Store.
@@ -579,13 +561,18 @@ func (s *Store) Renew(ctx context.Context, l journal.Lease, expires time.Time) (
 	if err := journal.CheckID(l.Scope, l.Key); err != nil {
 		return journal.Lease{}, errorf("renew: %w", err)
 	}
+	// A zero token is no claim's (the first is 1): refused unsent, as the
+	// statement would match, and touch, a row no one ever claimed.
+	if l.Token == 0 {
+		return journal.Lease{}, errorf("renew %q: %w", l.Key, journal.ErrLeaseLost)
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_expires = $5
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
 		l.Scope, l.Key, int64(l.Token), l.Owner, ns(expires))
 	if err != nil {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, writeErr(err))
 	}
-	if tag.RowsAffected() == 0 || l.Token == 0 {
+	if tag.RowsAffected() == 0 {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, journal.ErrLeaseLost)
 	}
 	l.Expires = fromNS(ns(expires))
@@ -600,13 +587,18 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 	if err := journal.CheckID(l.Scope, l.Key); err != nil {
 		return errorf("release: %w", err)
 	}
+	// A zero token is no claim's (the first is 1): refused unsent, as the
+	// statement would match, and touch, a row no one ever claimed.
+	if l.Token == 0 {
+		return errorf("release %q: %w", l.Key, journal.ErrLeaseLost)
+	}
 	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
 		l.Scope, l.Key, int64(l.Token), l.Owner)
 	if err != nil {
 		return errorf("release %q: %w", l.Key, writeErr(err))
 	}
-	if tag.RowsAffected() == 0 || l.Token == 0 {
+	if tag.RowsAffected() == 0 {
 		return errorf("release %q: %w", l.Key, journal.ErrLeaseLost)
 	}
 	return nil

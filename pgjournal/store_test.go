@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
@@ -132,4 +134,32 @@ func TestStats(t *testing.T) {
 	require.Equal(t, 2, st.Open)
 	require.Equal(t, 1, st.Review)
 	require.Positive(t, st.FileSize)
+}
+
+// A lease with token 0 is no claim's: Renew and Release refuse it without
+// a statement, which would match a row no one ever claimed (its token and
+// owner are 0 and "") and set its expiry.
+func TestZeroLeaseUnsent(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	now := time.Now()
+	_, err := s.Create(ctx, journaltest.NewRecord("acct", "k", now))
+	require.NoError(t, err)
+	pool, err := pgxpool.New(ctx, dsn(t))
+	require.NoError(t, err)
+	defer pool.Close()
+	expires := func() int64 {
+		t.Helper()
+		var n int64
+		require.NoError(t, pool.QueryRow(ctx, `SELECT lease_expires FROM `+pgx.Identifier{s.Schema(), "records"}.Sanitize()+
+			` WHERE scope = 'acct' AND key = 'k'`).Scan(&n))
+		return n
+	}
+
+	zero := journal.Lease{Scope: "acct", Key: "k"}
+	_, err = s.Renew(ctx, zero, now.Add(time.Hour))
+	require.ErrorIs(t, err, journal.ErrLeaseLost, "Renew(zero lease)")
+	require.Zero(t, expires(), "lease_expires of a record never claimed, after Renew(zero lease)")
+	require.ErrorIs(t, s.Release(ctx, zero), journal.ErrLeaseLost, "Release(zero lease)")
+	require.Zero(t, expires(), "lease_expires after Release(zero lease)")
 }

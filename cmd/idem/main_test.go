@@ -5,16 +5,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/cli/clitest"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -22,8 +23,8 @@ import (
 // check the journal by reopening it with the journal package.
 
 const (
-	secretToken = "Bearer sk_live_do_not_print"
-	orderBody   = `{"amount":1250,"currency":"EUR"}`
+	secretToken = clitest.SecretToken
+	orderBody   = clitest.OrderBody
 )
 
 var binaryBody = []byte{0x00, 0x01, 0xfe, 0xff, 0x1b, 'x'}
@@ -35,8 +36,9 @@ type fixture struct {
 	now  time.Time
 }
 
-// newJournal writes a journal with operations in every interesting state,
-// closes it and returns its path:
+// newJournal writes a journal with operations in every interesting state
+// (clitest.Records and, between k-succeeded and k-failed, k-binary), closes
+// it and returns its path:
 //
 //	scope    key          state       created  settled  notes
 //	default  k-pending    pending     1h ago            one attempt with no outcome
@@ -51,59 +53,14 @@ func newJournal(t testing.TB) fixture {
 	s, err := journal.Open(path)
 	require.NoError(t, err)
 	now := time.Now()
-	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	const day = 24 * time.Hour
-	hdr := http.Header{"Content-Type": {"application/json"}, "X-Request-Source": {"checkout"}}
-
-	recs := []*journal.Record{
-		{
-			Scope: "default", Key: "k-pending", Ref: "order-1",
-			Method: "POST", URL: "https://api.example.com/v1/orders", Header: hdr,
-			Body: []byte(orderBody), State: journal.StatePending,
-			Attempts: []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: ago(time.Hour), Wrote: true}},
-			Created:  ago(time.Hour), FirstSent: ago(time.Hour), Updated: ago(time.Hour),
-		},
-		{
-			Scope: "default", Key: "k-unknown", Ref: "order-7",
-			Method: "POST", URL: "https://api.example.com/v1/orders",
-			QueryURL: "https://api.example.com/v1/operations/k-unknown",
-			Header:   http.Header{"Content-Type": {"application/json"}, "Authorization": {secretToken}},
-			Body:     []byte(orderBody), State: journal.StateUnknown, Review: "key expired",
-			Attempts: []journal.Attempt{
-				{Number: 1, Kind: journal.AttemptSubmit, Start: ago(3 * day), Wrote: true, Done: true,
-					Status: 503, RetryAfter: 2 * time.Second, Duration: 120 * time.Millisecond},
-				{Number: 2, Kind: journal.AttemptQuery, Start: ago(3*day - time.Minute), Wrote: true, Done: true,
-					Err: "read tcp: i/o timeout", Duration: 10 * time.Second},
-			},
-			Created: ago(3 * day), FirstSent: ago(3 * day), Updated: ago(2 * day), NextDue: ago(day),
-		},
-		{
-			Scope: "default", Key: "k-succeeded", Method: "POST", URL: "https://api.example.com/v1/orders",
-			Body: []byte(`{"amount":1}`), State: journal.StateSucceeded,
-			Result:  &journal.Result{ResourceID: "ord_1", StatusCode: 201, Body: []byte(`{"id":"ord_1"}`)},
-			Created: ago(60 * day), Updated: ago(40 * day), Settled: ago(40 * day),
-		},
-		{
-			Scope: "default", Key: "k-binary", Method: "PUT", URL: "https://api.example.com/v1/blobs",
-			Body: binaryBody, State: journal.StateSucceeded,
-			Created: ago(50 * day), Updated: ago(45 * day), Settled: ago(45 * day),
-		},
-		{
-			Scope: "default", Key: "k-failed", Method: "POST", URL: "https://api.example.com/v1/charges",
-			Body: []byte(`{"amount":2}`), State: journal.StateFailed,
-			Result:  &journal.Result{StatusCode: 402, Reason: "card declined"},
-			Created: ago(2 * time.Hour), Updated: ago(time.Hour), Settled: ago(time.Hour),
-		},
-		{
-			Scope: "acct-2", Key: "k-other", Method: "POST", URL: "https://api.example.com/v1/orders",
-			Body: []byte(`{"amount":3}`), State: journal.StateProcessing,
-			Result:  &journal.Result{ResourceID: "pay_5", StatusCode: 202},
-			Created: ago(10 * time.Minute), Updated: ago(5 * time.Minute),
-		},
-	}
+	recs := slices.Insert(clitest.Records(now), 3, &journal.Record{
+		Scope: "default", Key: "k-binary", Method: "PUT", URL: "https://api.example.com/v1/blobs",
+		Body: binaryBody, BodySHA: sha256.Sum256(binaryBody), State: journal.StateSucceeded,
+		Created: now.Add(-50 * day), Updated: now.Add(-45 * day), Settled: now.Add(-45 * day),
+	})
 	ctx := context.Background()
 	for _, r := range recs {
-		r.BodySHA = sha256.Sum256(r.Body)
 		_, err := s.Create(ctx, r)
 		require.NoError(t, err, "Create(%s)", r.Key)
 	}
