@@ -364,7 +364,7 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resolved by hand",
 		append(opAttrs(rec), slog.String("by", r.By), slog.String("reason", r.Reason))...)
 	res := newResult(rec)
-	c.resolved(ctx, res)
+	c.settled(ctx, res)
 	return res, nil
 }
 
