@@ -48,7 +48,7 @@ func TestConfirmConflictDuringDrive(t *testing.T) {
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
 	var confirmErr error
 	var c *idem.Client
-	clk := &hookClock{Clock: e.clock, fn: func() {
+	clk := &sleepHookClock{Clock: e.clock, fn: func() {
 		_, confirmErr = c.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "ord_other", "evt_1"))
 	}}
 	var err error
