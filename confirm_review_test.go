@@ -17,7 +17,7 @@ import (
 // contract is "when the operation was not flagged already".
 func TestConfirmConflictOnFlagged(t *testing.T) {
 	counts := newSettleCounts()
-	e := newEnv(t, noResultEndpoint(), clientOpts(idem.WithMaxAttempts(1)), counts.options())
+	e := newEnv(t, noResultEndpoint(), counts.options())
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
