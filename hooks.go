@@ -23,7 +23,7 @@ import (
 // or Shutdown from one (they wait for the call that runs it).
 type Hooks struct {
 	// Trace returns the trace context of the call that journals a new
-	// operation (Prepare, Submit), for example a W3C traceparent and
+	// operation (Prepare, PrepareIn, Submit), for example a W3C traceparent and
 	// tracestate, kept with the operation so that a later Resume or Run
 	// visit can link back to the trace that started it (CallEvent.Trace).
 	// Up to MaxTraceBytes are kept; a longer one is dropped.
