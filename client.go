@@ -167,6 +167,13 @@ func newKey() (string, error) {
 // (a journal error, ErrKeyConflict, ErrInvalidRequest) means nothing was
 // journaled for this call and nothing will be sent for it.
 func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
+	return c.prepare(ctx, req, c.store.Create, false)
+}
+
+// prepare is Prepare with the journal write made by create (the Store's
+// Create, or PrepareIn's); dueNow makes the operation due at once, for
+// Run, when no caller is there to call Do.
+func (c *Client) prepare(ctx context.Context, req Request, create func(context.Context, *journal.Record) (*journal.Record, error), dueNow bool) (*Operation, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
 	}
@@ -176,9 +183,12 @@ func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 		return nil, err
 	}
 	rec.Trace = c.traceOf(ctx)
-	stored, err := c.store.Create(ctx, rec)
+	if dueNow {
+		rec.NextDue = rec.Created
+	}
+	stored, err := create(ctx, rec)
 	switch {
-	case errors.Is(err, journal.ErrExists):
+	case errors.Is(err, journal.ErrExists) && stored != nil:
 		if !sameRequest(stored, rec) {
 			return nil, c.conflict(stored)
 		}
@@ -364,7 +374,7 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resolved by hand",
 		append(opAttrs(rec), slog.String("by", r.By), slog.String("reason", r.Reason))...)
 	res := newResult(rec)
-	c.resolved(ctx, res)
+	c.settled(ctx, res)
 	return res, nil
 }
 

@@ -114,11 +114,16 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		if wasReview == "" {
 			wasReview = flagged
 		}
-		c.confirmed(ctx, res, conf, true, wasReview)
+		c.conflicted(ctx, res, conf, wasReview)
 		return res, err
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: settled by confirmation", attrs...)
-	c.confirmed(ctx, res, conf, false, "")
+	// As with a Run visit's settlement, nobody waits for this one: the
+	// settle func learns of it too.
+	c.settled(ctx, res)
+	if c.cfg.onSettle != nil {
+		c.cfg.onSettle(res.clone())
+	}
 	return res, nil
 }
 
@@ -234,5 +239,5 @@ func (d *driver) lateAnswer(err error, st step, number, status int) {
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts a confirmation; flagged for review",
 		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(conf.State)), slog.String("answer_resource_id", conf.ResourceID))...)
-	d.c.confirmed(d.hctx, newResult(d.rec), conf, true, earlierConflict(d.rec, &conf))
+	d.c.conflicted(d.hctx, newResult(d.rec), conf, earlierConflict(d.rec, &conf))
 }

@@ -17,7 +17,7 @@ import (
 // contract is "when the operation was not flagged already".
 func TestConfirmConflictOnFlagged(t *testing.T) {
 	counts := newSettleCounts()
-	e := newEnv(t, noResultEndpoint(), clientOpts(idem.WithMaxAttempts(1)), counts.options())
+	e := newEnv(t, noResultEndpoint(), counts.options())
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
@@ -48,7 +48,7 @@ func TestConfirmConflictDuringDrive(t *testing.T) {
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
 	var confirmErr error
 	var c *idem.Client
-	clk := &hookClock{Clock: e.clock, fn: func() {
+	clk := &sleepHookClock{Clock: e.clock, fn: func() {
 		_, confirmErr = c.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "ord_other", "evt_1"))
 	}}
 	var err error

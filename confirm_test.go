@@ -297,7 +297,7 @@ func TestConfirmInvalid(t *testing.T) {
 // TestConfirmResourceLookup: an event that carries only the provider's
 // object id finds the open operation whose result named it.
 func TestConfirmResourceLookup(t *testing.T) {
-	e := newEnv(t, noResultEndpoint(), clientOpts(idem.WithMaxAttempts(1)))
+	e := newEnv(t, noResultEndpoint())
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
@@ -324,7 +324,7 @@ func TestConfirmResourceLookup(t *testing.T) {
 // one an open operation's server reported flags it, and stops resends.
 func TestConfirmConflictOpen(t *testing.T) {
 	counts := newSettleCounts()
-	e := newEnv(t, noResultEndpoint(), clientOpts(idem.WithMaxAttempts(1)), counts.options())
+	e := newEnv(t, noResultEndpoint(), counts.options())
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)

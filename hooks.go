@@ -23,7 +23,7 @@ import (
 // or Shutdown from one (they wait for the call that runs it).
 type Hooks struct {
 	// Trace returns the trace context of the call that journals a new
-	// operation (Prepare, Submit), for example a W3C traceparent and
+	// operation (Prepare, PrepareIn, Submit), for example a W3C traceparent and
 	// tracestate, kept with the operation so that a later Resume or Run
 	// visit can link back to the trace that started it (CallEvent.Trace).
 	// Up to MaxTraceBytes are kept; a longer one is dropped.
@@ -137,55 +137,48 @@ func (c *Client) callStarted(ctx context.Context, rec *journal.Record, mode driv
 // driveEnded reports what a drive committed: a settlement, a flagging, a
 // hand-off. Each is the drive's own, so each fires once.
 func (c *Client) driveEnded(ctx context.Context, d *driver, wasReview string, settled bool, res *Result) {
-	h := &c.cfg.hooks
 	switch {
 	case settled:
-		c.watch.notify(d.rec.Scope, d.rec.Key)
-		if h.Settle != nil {
-			h.Settle(ctx, res.clone())
-		}
+		c.settled(ctx, res)
 	// A contradicting confirmation flags the operation in Confirm's (or
 	// lateAnswer's) own commit, which reports it: it is never the drive's.
 	case d.rec.Open() && d.rec.Review != "" && wasReview == "" && d.rec.Review != ReviewConfirmConflict:
-		c.watch.notify(d.rec.Scope, d.rec.Key)
-		if h.Review != nil {
-			h.Review(ctx, res.clone())
-		}
+		c.flagged(ctx, res)
 	case d.handedOff && d.mode == foreground && d.rec.Open():
-		if h.Handoff != nil {
-			h.Handoff(ctx, res.clone())
+		if c.cfg.hooks.Handoff != nil {
+			c.cfg.hooks.Handoff(ctx, res.clone())
 		}
 	}
 }
 
-// resolved reports a settlement by hand.
-func (c *Client) resolved(ctx context.Context, res *Result) {
+// settled reports a settlement committed by whoever made it (a drive,
+// Resolve, Confirm), which calls it once: it wakes Wait and calls
+// Hooks.Settle.
+func (c *Client) settled(ctx context.Context, res *Result) {
 	c.watch.notify(res.Scope, res.Key)
 	if c.cfg.hooks.Settle != nil {
 		c.cfg.hooks.Settle(ctx, res.clone())
 	}
 }
 
-// confirmed reports what a confirmation committed: a settlement (which a
-// drive's own settle func would otherwise report), or a contradiction
-// that flagged the operation (wasReview: its review reason before).
-func (c *Client) confirmed(ctx context.Context, res *Result, conf Confirmation, conflict bool, wasReview string) {
-	h := &c.cfg.hooks
+// flagged reports that an operation not flagged before was flagged for
+// review: it wakes Wait and calls Hooks.Review.
+func (c *Client) flagged(ctx context.Context, res *Result) {
 	c.watch.notify(res.Scope, res.Key)
-	if conflict {
-		if h.ConfirmConflict != nil {
-			h.ConfirmConflict(ctx, res.clone(), conf)
-		}
-		if wasReview == "" && h.Review != nil {
-			h.Review(ctx, res.clone())
-		}
-		return
+	if c.cfg.hooks.Review != nil {
+		c.cfg.hooks.Review(ctx, res.clone())
 	}
-	if h.Settle != nil {
-		h.Settle(ctx, res.clone())
+}
+
+// conflicted reports a confirmation that contradicted the recorded outcome
+// and flagged the operation (wasReview: its review reason before; a
+// flagged operation is not reported as flagged again).
+func (c *Client) conflicted(ctx context.Context, res *Result, conf Confirmation, wasReview string) {
+	if c.cfg.hooks.ConfirmConflict != nil {
+		c.cfg.hooks.ConfirmConflict(ctx, res.clone(), conf)
 	}
-	if c.cfg.onSettle != nil {
-		c.cfg.onSettle(res.clone())
+	if wasReview == "" {
+		c.flagged(ctx, res)
 	}
 }
 

@@ -140,8 +140,8 @@ func TestHooksReportEachEventOnce(t *testing.T) {
 
 	t.Run("flagged once, settled by hand", func(t *testing.T) {
 		h := newHookLog()
-		e := newEnv(t, clientOpts(idem.WithHooks(h.hooks()), idem.WithMaxAttempts(1),
-			idem.WithRetryBudget(0, 0), idem.WithReconcile(time.Second, time.Minute, time.Hour)))
+		e := newEnv(t, clientOpts(idem.WithHooks(h.hooks()),
+			idem.WithReconcile(time.Second, time.Minute, time.Hour)))
 		require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: "k", Count: 1000}))
 		_, err := e.client.Submit(tagged(e.ctx, "caller"), e.req("k", `{}`))
 		require.ErrorIs(t, err, idem.ErrUnknownOutcome)

@@ -1,8 +1,6 @@
 package idem_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,18 +11,6 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// hookClock runs fn once, at the first Sleep, before the sleep.
-type hookClock struct {
-	*idemtest.Clock
-	once sync.Once
-	fn   func()
-}
-
-func (c *hookClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.once.Do(c.fn)
-	return c.Clock.Sleep(ctx, d)
-}
-
 // TestLeaseLostStopsTheDriver: another owner claims the operation while
 // this call waits out a Retry-After; the call's next write is refused and
 // it stops at once: no further request, no write, ErrUnknownOutcome.
@@ -32,7 +18,7 @@ func TestLeaseLostStopsTheDriver(t *testing.T) {
 	e := newEnv(t)
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Throttle, Key: "k", RetryAfter: 5 * time.Second}))
 	var takenOver journal.Lease
-	clk := &hookClock{Clock: e.clock, fn: func() {
+	clk := &sleepHookClock{Clock: e.clock, fn: func() {
 		// Far in the future for this lease holder: "b" treats it as expired.
 		now := e.clock.Now().Add(time.Hour)
 		var err error

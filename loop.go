@@ -95,7 +95,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	res, err := c.finish(d.rec, cause)
 	settled := wasOpen && !d.rec.Open() && !elsewhere
 	if wasOpen && !elsewhere {
-		c.driveEnded(hctx, d, wasReview, !d.rec.Open(), res)
+		c.driveEnded(hctx, d, wasReview, settled, res)
 	}
 	if end != nil {
 		end(res.clone(), err)

@@ -2,7 +2,6 @@ package idem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/idemkit/idem/journal"
@@ -25,24 +24,5 @@ func (c *Client) PrepareIn(ctx context.Context, req Request, create func(context
 	if create == nil {
 		return nil, fmt.Errorf("%w: PrepareIn: nil create function", ErrInvalidRequest)
 	}
-	if err := c.enter(); err != nil {
-		return nil, err
-	}
-	defer c.exit()
-	rec, err := c.newRecord(req)
-	if err != nil {
-		return nil, err
-	}
-	rec.NextDue = rec.Created // nobody is waiting to call Do for it
-	stored, err := create(ctx, rec)
-	switch {
-	case errors.Is(err, journal.ErrExists) && stored != nil:
-		if !sameRequest(stored, rec) {
-			return nil, c.conflict(stored)
-		}
-		return newOperation(stored), nil
-	case err != nil:
-		return nil, createErr("prepare", rec, err)
-	}
-	return newOperation(stored), nil
+	return c.prepare(ctx, req, create, true) // nobody is waiting to call Do for it
 }

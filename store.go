@@ -90,8 +90,10 @@ type Store interface {
 	// per live process.
 	Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error)
 	// ClaimDue claims, as Claim does, up to limit open records whose
-	// NextDue is not after now and on which no other owner holds a lease
-	// live at now, soonest due first, and returns them with their leases.
+	// NextDue is not after now and on which no owner, not even owner,
+	// holds a lease live at now (owner's own is a drive of this Client's
+	// under way, which Run must not fence), soonest due first, and
+	// returns them with their leases.
 	// Records other claimants are claiming at the same moment are skipped,
 	// not waited for.
 	ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error)

@@ -1,0 +1,60 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+// TestPrepareIn: PrepareIn journals through the caller's create (here the
+// Store's own Create, standing in for a transaction's), the operation is
+// due at once and carries the caller's trace, as Prepare's does; a key
+// journaled already is Prepare's answer; a create that fails leaves
+// nothing journaled; a Resume visit sends it once, and sees the trace.
+func TestPrepareIn(t *testing.T) {
+	h := newHookLog()
+	e := newEnv(t, clientOpts(idem.WithHooks(h.hooks())))
+	var creates int
+	create := func(ctx context.Context, r *journal.Record) (*journal.Record, error) {
+		creates++
+		return e.store.Create(ctx, r)
+	}
+
+	op, err := e.client.PrepareIn(tagged(e.ctx, "tx"), e.req("k", `{"n":1}`), create)
+	require.NoError(t, err)
+	require.Equal(t, 1, creates, "create calls")
+	rec := e.record("k")
+	require.False(t, rec.NextDue.After(rec.Created), "due at %v, journaled at %v: due at once", rec.NextDue, rec.Created)
+	require.Equal(t, "trace-of-tx", rec.Trace)
+	require.Empty(t, e.submits("k"), "submits before Run")
+
+	again, err := e.client.PrepareIn(e.ctx, e.req("k", `{"n":1}`), create)
+	require.NoError(t, err, "the same request again")
+	require.Equal(t, op.Key, again.Key)
+	_, err = e.client.PrepareIn(e.ctx, e.req("k", `{"n":2}`), create)
+	require.ErrorIs(t, err, idem.ErrKeyConflict, "another request under the key")
+
+	rolledBack := errors.New("tx rolled back")
+	_, err = e.client.PrepareIn(e.ctx, e.req("other", `{}`), func(context.Context, *journal.Record) (*journal.Record, error) {
+		return nil, rolledBack
+	})
+	require.ErrorIs(t, err, rolledBack)
+	_, err = e.store.Get(e.ctx, idem.DefaultScope, "other")
+	require.ErrorIs(t, err, journal.ErrNotFound, "nothing journaled when create fails")
+	_, err = e.client.PrepareIn(e.ctx, e.req("other", `{}`), nil)
+	require.ErrorIs(t, err, idem.ErrInvalidRequest, "nil create")
+
+	sum, err := e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Visited, "open operations visited")
+	require.Equal(t, idem.StateSucceeded, e.record("k").State)
+	require.Len(t, e.submits("k"), 1, "submits")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Equal(t, []string{"trace-of-tx"}, h.traces, "the visit's CallEvent.Trace")
+}
