@@ -213,8 +213,12 @@ func TestRunOutlivesJournalWriteErrors(t *testing.T) {
 	require.True(t, h.LastPass.After(h.LastJournalErrorAt), "Health() = %+v", h)
 	require.ErrorIs(t, h.LastJournalError, syscall.ENOSPC, "the last error is kept after recovery")
 	require.True(t, h.RetryAt.IsZero())
-	_, attrs = logs.find("idem: reconciler: journal recovered")
-	require.NotEmpty(t, attrs)
+	// Run publishes the clean pass in Health just before it logs the
+	// recovery: wait for the line, not only for Health.
+	require.Eventually(t, func() bool {
+		_, attrs = logs.find("idem: reconciler: journal recovered")
+		return len(attrs) > 0
+	}, 10*time.Second, time.Millisecond, "the recovery is logged")
 	require.GreaterOrEqual(t, attrs[0]["consecutive_errors"].Int64(), int64(7))
 
 	cancel()
