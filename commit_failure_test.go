@@ -22,14 +22,15 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// The test below fails, in turn, each system call of the commit that
-// journals a new operation, in a child process run under strace's fault
+// The test below fails, in turn, each system call of the log writes that
+// journal a new operation, in a child process run under strace's fault
 // injection: a disk that returns EIO at that step. It checks the rule
 // callers rely on (DESIGN promise 13): an error that does not match
 // ErrUnknownOutcome means nothing was journaled and nothing will ever be
-// sent. A failed fsync of bbolt's meta page used to break it: the call
-// said "journal error", yet the record was current in the process (and
-// on disk after it exited) and the reconciler sent it.
+// sent. (A failed fsync of bbolt's meta page once broke it, when bbolt
+// commits were the journal's write path: the call said "journal error",
+// yet the record was current in the process and on disk after it
+// exited, and the reconciler sent it.)
 const (
 	commitFailModeEnv = "IDEM_COMMITFAIL_CHILD" // "submit" or "prepare"
 	commitFailPathEnv = "IDEM_COMMITFAIL_PATH"  // the journal, created by the parent
@@ -103,52 +104,39 @@ func TestCommitFailureChild(t *testing.T) {
 	_ = store.Close()
 }
 
-// commitStep is one system call of a commit to fail.
+// commitStep is one system call of the call's log writes to fail. On the
+// calling thread (a lone writer commits on its own goroutine), the first
+// write after Open starts a log segment: its header (pwrite64, fdatasync),
+// the directory (fsync), then the round (pwrite64, fdatasync). Submit's
+// second write, the server's answer, is one more round: pwrite64,
+// fdatasync.
 type commitStep struct {
 	name    string
-	commit  int    // which commit after the mark: 1 journals the operation
 	syscall string // "pwrite64" or "fdatasync"
-	meta    bool   // the meta page's call, not the data pages'
+	nth     int    // which call of that kind on the calling thread
 	after   bool   // fail every later call of that kind too
 	want    string // what the call must report (RESULT's first word)
 	submit  bool   // only for Submit
 }
 
-// nth is the number of the call step fails, among the calls of its kind
-// that the child's calling thread makes (strace counts per thread).
-func (step commitStep) nth(dataPages []int) int {
-	pwrites, syncs := 0, 0
-	for _, pages := range dataPages[:step.commit-1] {
-		pwrites += pages + 1
-		syncs += 2
-	}
-	switch {
-	case step.syscall == "pwrite64" && step.meta:
-		return pwrites + dataPages[step.commit-1] + 1
-	case step.syscall == "pwrite64":
-		return pwrites + 1
-	case step.meta:
-		return syncs + 2
-	default:
-		return syncs + 1
-	}
-}
-
 var commitSteps = []commitStep{
-	{name: "data page write", commit: 1, syscall: "pwrite64", want: "plain"},
-	{name: "data fsync", commit: 1, syscall: "fdatasync", want: "plain"},
-	{name: "meta page write", commit: 1, syscall: "pwrite64", meta: true, want: "plain"},
-	// The commit is current in the process; a second commit makes it
-	// durable, so it succeeded after all.
-	{name: "meta fsync", commit: 1, syscall: "fdatasync", meta: true, want: "ok"},
-	// The disk fails every fsync from the meta page's on: nobody can tell
-	// whether the operation is journaled.
-	{name: "meta fsync and every later one", commit: 1, syscall: "fdatasync", meta: true, after: true, want: "unknown"},
-	// Submit's second commit records the server's answer (promise 8: the
+	// Nothing is in the log yet: the call is refused, nothing journaled.
+	{name: "segment header write", syscall: "pwrite64", nth: 1, want: "plain"},
+	{name: "segment header fsync", syscall: "fdatasync", nth: 1, want: "plain"},
+	// A failed round is written again on a new segment that voids the
+	// first try: a disk that fails once does not fail the call.
+	{name: "round write", syscall: "pwrite64", nth: 2, want: "ok"},
+	{name: "round fsync", syscall: "fdatasync", nth: 2, want: "ok"},
+	// The disk fails everything from the round's write on: the new
+	// segment cannot void the first try, whose bytes may be on disk.
+	// Nobody can tell whether the operation is journaled.
+	{name: "round write and every later one", syscall: "pwrite64", nth: 2, after: true, want: "unknown"},
+	{name: "round fsync and every later one", syscall: "fdatasync", nth: 2, after: true, want: "unknown"},
+	// Submit's second round records the server's answer (promise 8: the
 	// caller sees an outcome only once it is committed).
-	{name: "outcome meta fsync", commit: 2, syscall: "fdatasync", meta: true, want: "ok", submit: true},
-	{name: "outcome meta fsync and every later one", commit: 2, syscall: "fdatasync", meta: true, after: true, want: "unknown", submit: true},
-	{name: "outcome data fsync and every later one", commit: 2, syscall: "fdatasync", after: true, want: "unknown", submit: true},
+	{name: "outcome fsync", syscall: "fdatasync", nth: 3, want: "ok", submit: true},
+	{name: "outcome fsync and every later one", syscall: "fdatasync", nth: 3, after: true, want: "unknown", submit: true},
+	{name: "outcome write and every later one", syscall: "pwrite64", nth: 3, after: true, want: "unknown", submit: true},
 }
 
 // TestCommitFailureInjected fails each step of the commit that journals a
@@ -167,14 +155,13 @@ func TestCommitFailureInjected(t *testing.T) {
 			// Submit commits twice on the calling thread (the operation,
 			// then the server's answer); Prepare once.
 			commits := map[string]int{"submit": 2, "prepare": 1}[mode]
-			pages := calibrateCommit(t, strace, mode, template, commits)
-			t.Logf("%s: data pages of the call's commits: %v", mode, pages)
+			calibrateCommit(t, strace, mode, template, commits)
 			for _, step := range commitSteps {
 				if step.submit && mode != "submit" {
 					continue
 				}
 				t.Run(strings.ReplaceAll(step.name, " ", "_"), func(t *testing.T) {
-					when := fmt.Sprint(step.nth(pages))
+					when := fmt.Sprint(step.nth)
 					if step.after {
 						when += "+"
 					}
@@ -263,16 +250,15 @@ func findStrace(t *testing.T) string {
 	return path
 }
 
-// calibrateCommit runs the child once under strace without a fault, and
-// returns how many data pages each of the call's first commits writes:
-// bbolt writes the dirty pages (a pwrite64 each), fdatasync, the meta page
-// (pwrite64), fdatasync. It checks that nothing in the child writes the
-// file before the call, and that the call's commits run on the thread
-// that printed the mark.
-func calibrateCommit(t *testing.T, strace, mode, template string, commits int) []int {
+// calibrateCommit runs the child once under strace without a fault and
+// checks the system calls commitSteps counts on: on the thread that
+// printed the mark, the segment header, the directory, then one round per
+// commit (see commitStep). It also checks that nothing in the child
+// writes before the call.
+func calibrateCommit(t *testing.T, strace, mode, template string, commits int) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "strace.log")
-	run := runCommitChild(t, strace, mode, template, "-o", logPath, "-e", "trace=pwrite64,fdatasync,write")
+	run := runCommitChild(t, strace, mode, template, "-o", logPath, "-e", "trace=pwrite64,fdatasync,fsync,write")
 	require.Equal(t, "ok", run.result, "calibration run without a fault: %s", run.resultLine)
 	f, err := os.Open(logPath)
 	require.NoError(t, err)
@@ -280,8 +266,8 @@ func calibrateCommit(t *testing.T, strace, mode, template string, commits int) [
 	// With -f each line starts with the thread's id. A call another
 	// thread interrupts is logged "<unfinished ...>" and later "<...
 	// pwrite64 resumed>": each call is counted by its start.
-	call := regexp.MustCompile(`^(\d+)\s+(pwrite64|fdatasync|write)\((.*)`)
-	var seq []string // the calling thread's, after the mark: "W" and "S"
+	call := regexp.MustCompile(`^(\d+)\s+(pwrite64|fdatasync|fsync|write)\((.*)`)
+	var seq []string // the calling thread's, after the mark: "W", "S" and "D"
 	before, markPid := 0, ""
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -297,20 +283,17 @@ func calibrateCommit(t *testing.T, strace, mode, template string, commits int) [
 			before++
 		case m[1] == markPid && m[2] == "pwrite64":
 			seq = append(seq, "W")
-		case m[1] == markPid:
+		case m[1] == markPid && m[2] == "fdatasync":
 			seq = append(seq, "S")
+		case m[1] == markPid:
+			seq = append(seq, "D")
 		}
 	}
 	require.NoError(t, sc.Err())
 	require.NotEmpty(t, markPid, "the mark is not in strace's log")
-	require.Zero(t, before, "pwrite64 or fdatasync calls before the call: the counts below would be off")
-	shape := strings.Join(seq, "")
-	require.Regexp(t, fmt.Sprintf(`^(W+SWS){%d}`, commits), shape, "the calling thread's system calls for the call's %d commits (W pwrite64, S fdatasync); want for each: data pages, fdatasync, meta page, fdatasync", commits)
-	var pages []int
-	for _, m := range regexp.MustCompile(`W+SWS`).FindAllString(shape, commits) {
-		pages = append(pages, len(m)-3)
-	}
-	return pages
+	require.Zero(t, before, "pwrite64, fdatasync or fsync calls before the call: the counts would be off")
+	want := "WSD" + strings.Repeat("WS", commits)
+	require.True(t, strings.HasPrefix(strings.Join(seq, ""), want), "the calling thread's system calls for the call's %d commits: %s, want a start of %s (W pwrite64, S fdatasync, D the directory's fsync)", commits, strings.Join(seq, ""), want)
 }
 
 // runCommitChild copies the template journal, starts a fake server, and

@@ -2,155 +2,87 @@ package journal
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
-// The stand-ins below fail a commit the two ways bbolt's Commit can leave
-// it: before the meta page is written (a data page write or its fsync, a
-// meta write that never reached the page cache: bbolt rolls back and the
-// old tree stays current), or after (the last fsync: the new tree is
-// current in this process, and perhaps on disk). The strace tests in
-// the root package's commit_failure_test.go fail the real system calls.
+// The stand-ins below fail a round's log write the ways a disk can: before
+// anything reaches the file, or once the bytes are in it and their
+// fdatasync fails (they may then be on disk or not); and, after either,
+// the new segment that voids the failed round may fail in turn. The
+// strace tests in the root package's commit_failure_test.go fail the real
+// system calls.
 
-// failBeforeMeta fails the first commit at a step before its meta page:
-// the transaction's writes are made, then rolled back.
-func failBeforeMeta(calls *int) func(*bolt.DB, func(*bolt.Tx) error) error {
-	return func(db *bolt.DB, fn func(*bolt.Tx) error) error {
-		*calls++
-		if *calls > 1 {
-			return db.Update(fn)
-		}
-		tx, err := db.Begin(true)
-		if err != nil {
-			return err
-		}
-		if err := fn(tx); err != nil {
-			_ = tx.Rollback()
-			return err
-		}
-		_ = tx.Rollback()
-		return syscall.EIO
-	}
+// logFault describes which of the log's writes fail, counted from the
+// next round on.
+type logFault struct {
+	written bool // fail after the bytes are written (a failed fdatasync)
+	writes  int  // how many writes of the round's bytes fail (0: one)
+	headers int  // how many new segments' headers fail, after the first failed write
 }
 
-// failAfterMeta fails the first n commits after their meta page: each
-// takes effect, and reports EIO.
-func failAfterMeta(calls *int, n int) func(*bolt.DB, func(*bolt.Tx) error) error {
-	return func(db *bolt.DB, fn func(*bolt.Tx) error) error {
-		*calls++
-		if err := db.Update(fn); err != nil || *calls > n {
-			return err
-		}
-		return syscall.EIO
-	}
-}
-
-// failBegin fails the first commit before its transaction begins.
-func failBegin(calls *int) func(*bolt.DB, func(*bolt.Tx) error) error {
-	return func(db *bolt.DB, fn func(*bolt.Tx) error) error {
-		*calls++
-		if *calls > 1 {
-			return db.Update(fn)
-		}
-		return syscall.EIO
-	}
-}
-
-// counter reads the counter bump increments.
-func counter(t testing.TB, db *bolt.DB) uint64 {
-	t.Helper()
-	var n uint64
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket([]byte("c")).Get([]byte("n")); v != nil {
-			n = binary.BigEndian.Uint64(v)
+// install makes the next rounds' writes fail as f says.
+func (f logFault) install(s *Store) {
+	writes, headers, failed := max(f.writes, 1), f.headers, false
+	s.log.failWrite = func(header, written bool) error {
+		switch {
+		case header && failed && headers > 0 && written:
+			headers--
+			return syscall.EIO
+		case !header && writes > 0 && written == f.written:
+			writes--
+			failed = true
+			return syscall.EIO
 		}
 		return nil
-	}))
-	return n
+	}
 }
 
-// TestCommitFailureRound: a round whose commit fails gets one answer for
-// all its requests, and the right one for what the failure left: a plain
-// error when nothing was committed, each request's own result when the
-// round turns out committed and a second commit made it durable, and
-// ErrMaybeCommitted for every request when that second commit fails too.
+// TestCommitFailureRound: a round whose log write fails is written again
+// on a new segment; if that fails too, all its requests get one answer: a
+// plain error when a new segment voided whatever the writes left,
+// ErrMaybeCommitted when that new segment failed too. Either way nothing
+// of the round is visible in this process, and the next round commits on
+// what was current before it.
 func TestCommitFailureRound(t *testing.T) {
 	fnErr := errors.New("fn decided not to write")
 	tests := []struct {
-		name        string
-		fail        func(calls *int) func(*bolt.DB, func(*bolt.Tx) error) error
-		wantCalls   int    // commits tried: the round's, and a confirmation
-		wantCounter uint64 // after the round
-		want        func(t *testing.T, round []*request)
+		name  string
+		fault logFault
+		ok    bool // the second try succeeded
+		maybe bool
 	}{
-		{
-			name:      "begin fails",
-			fail:      failBegin,
-			wantCalls: 1,
-			want: func(t *testing.T, round []*request) {
-				for i, r := range round {
-					require.ErrorIs(t, r.err, syscall.EIO, "request %d", i)
-					require.NotErrorIs(t, r.err, ErrMaybeCommitted, "request %d", i)
-				}
-			},
-		},
-		{
-			name:      "fails before the meta page",
-			fail:      failBeforeMeta,
-			wantCalls: 1,
-			want: func(t *testing.T, round []*request) {
-				for i, r := range round {
-					require.ErrorIs(t, r.err, syscall.EIO, "request %d", i)
-					require.NotErrorIs(t, r.err, ErrMaybeCommitted, "request %d: nothing was committed", i)
-				}
-			},
-		},
-		{
-			name:        "fails after the meta page, confirmed",
-			fail:        func(calls *int) func(*bolt.DB, func(*bolt.Tx) error) error { return failAfterMeta(calls, 1) },
-			wantCalls:   2,
-			wantCounter: 2,
-			want: func(t *testing.T, round []*request) {
-				require.NoError(t, round[0].err)
-				require.ErrorIs(t, round[1].err, fnErr, "a request's own error stands")
-				require.NoError(t, round[2].err)
-			},
-		},
-		{
-			name:        "fails after the meta page, confirmation fails",
-			fail:        func(calls *int) func(*bolt.DB, func(*bolt.Tx) error) error { return failAfterMeta(calls, 2) },
-			wantCalls:   2,
-			wantCounter: 2, // visible in this process: that is the danger
-			want: func(t *testing.T, round []*request) {
-				for i, r := range round {
-					require.ErrorIs(t, r.err, ErrMaybeCommitted, "request %d", i)
-					require.ErrorIs(t, r.err, syscall.EIO, "request %d", i)
-				}
-			},
-		},
+		{name: "write fails once", fault: logFault{}, ok: true},
+		{name: "fdatasync fails once", fault: logFault{written: true}, ok: true},
+		{name: "write fails twice", fault: logFault{writes: 2}},
+		{name: "fdatasync fails twice", fault: logFault{written: true, writes: 2}},
+		{name: "fdatasync fails, then the new segment", fault: logFault{written: true, headers: 1}, maybe: true},
+		{name: "write fails, then the new segment", fault: logFault{headers: 1}, maybe: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			db := counterDB(t)
-			calls := 0
-			c := &committer{db: db, failCommit: tt.fail(&calls)}
-			var saw1, saw3 uint64
+			s, _ := rvOpen(t)
+			var saw0 int
+			first := &request{run: bump(&saw0), done: make(chan struct{})}
+			s.c.commit([]*request{first})
+			require.NoError(t, first.err)
+
+			tt.fault.install(s)
+			var saw1, saw3 int
 			round := []*request{
 				{run: bump(&saw1)},
-				{run: func(*bolt.Tx, *request) error { return fnErr }},
+				{run: func(*view, *request) error { return fnErr }},
 				{run: bump(&saw3)},
 			}
 			for _, r := range round {
 				r.done = make(chan struct{})
 			}
-			c.commit(round)
+			s.c.commit(round)
 			for i, r := range round {
 				select {
 				case <-r.done:
@@ -158,81 +90,102 @@ func TestCommitFailureRound(t *testing.T) {
 					t.Fatalf("request %d not released", i)
 				}
 			}
-			tt.want(t, round)
-			require.Equal(t, tt.wantCalls, calls, "commits tried")
-			require.Equal(t, tt.wantCounter, counter(t, db), "counter after the round")
+			want := "1"
+			if tt.ok {
+				require.NoError(t, round[0].err)
+				require.ErrorIs(t, round[1].err, fnErr, "a request's own error stands")
+				require.NoError(t, round[2].err)
+				want = "3"
+			} else {
+				for i, r := range round {
+					require.ErrorIs(t, r.err, syscall.EIO, "request %d: the round's fate, not its own", i)
+					if tt.maybe {
+						require.ErrorIs(t, r.err, ErrMaybeCommitted, "request %d", i)
+					} else {
+						require.NotErrorIs(t, r.err, ErrMaybeCommitted, "request %d: voided", i)
+					}
+				}
+			}
+			got, err := s.Get(context.Background(), "s", "c")
+			require.NoError(t, err)
+			require.Equal(t, want, got.Ref, "what the round left visible")
 
 			// The committer goes on: the next round commits on top of
-			// whatever the failed one left.
-			var saw uint64
+			// what was current, and voids the failed round on disk.
+			s.log.failWrite = nil
+			var saw int
 			next := &request{run: bump(&saw), done: make(chan struct{})}
-			c.failCommit = nil
-			c.commit([]*request{next})
+			s.c.commit([]*request{next})
 			require.NoError(t, next.err)
-			require.Equal(t, tt.wantCounter, saw, "the next round builds on what is current")
+			n, _ := strconv.Atoi(want)
+			require.Equal(t, n, saw, "the next round builds on what is current")
 		})
 	}
 }
 
 // TestCommitFailureStore: Create and Update through a Store answer a failed
-// commit as the round's fate says, and what they answer holds after a
-// reopen.
+// log write as the round's fate says, and what they answer holds after a
+// reopen: a plain error is never in the journal; ErrMaybeCommitted may
+// come back after a crash (the bytes reached the file and nothing voided
+// them), and is gone once a later write succeeded.
 func TestCommitFailureStore(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
-		name    string
-		fail    func(calls *int) func(*bolt.DB, func(*bolt.Tx) error) error
-		present bool // the write is there after the failure
-		maybe   bool // the error matches ErrMaybeCommitted
-		noError bool
+		name     string
+		fault    logFault
+		maybe    bool
+		thenGood bool // a successful write follows before the reopen
+		present  bool // the failed writes are there after the reopen
 	}{
-		{name: "before meta", fail: failBeforeMeta},
-		{name: "after meta, confirmed", fail: func(c *int) func(*bolt.DB, func(*bolt.Tx) error) error { return failAfterMeta(c, 1) }, present: true, noError: true},
-		{name: "after meta, unconfirmed", fail: func(c *int) func(*bolt.DB, func(*bolt.Tx) error) error { return failAfterMeta(c, 2) }, present: true, maybe: true},
+		{name: "write fails twice", fault: logFault{writes: 2}},
+		{name: "fdatasync fails twice", fault: logFault{written: true, writes: 2}},
+		{name: "unvoided, then crash", fault: logFault{written: true, headers: 2}, maybe: true, present: true},
+		{name: "unvoided, then a good write", fault: logFault{written: true, headers: 2}, maybe: true, thenGood: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "j.db")
 			s, err := Open(path)
 			require.NoError(t, err)
-			defer func() { _ = s.Close() }()
 			_, err = s.Create(ctx, newRecord("old"))
 			require.NoError(t, err)
 
-			calls := 0
-			s.c.failCommit = tt.fail(&calls)
+			tt.fault.install(s)
 			_, cerr := s.Create(ctx, newRecord("k"))
-			calls = 0
-			_, uerr := s.Update(ctx, "s", "old", func(r *Record) error { r.State = StateProcessing; return nil })
-			s.c.failCommit = nil
-			for name, err := range map[string]error{"Create": cerr, "Update": uerr} {
-				switch {
-				case tt.noError:
-					require.NoError(t, err, name)
-				case tt.maybe:
-					require.ErrorIs(t, err, ErrMaybeCommitted, name)
-				default:
-					require.ErrorIs(t, err, syscall.EIO, name)
-					require.NotErrorIs(t, err, ErrMaybeCommitted, name)
-				}
+			if tt.maybe {
+				// The second failing header: this write's new segment.
+				require.ErrorIs(t, cerr, ErrMaybeCommitted, "Create")
+				_, uerr := s.Update(ctx, "s", "old", func(r *Record) error { r.State = StateProcessing; return nil })
+				require.ErrorIs(t, uerr, errLogPoisoned, "Update while the log cannot start a segment")
+				require.NotErrorIs(t, uerr, ErrMaybeCommitted, "nothing of it was written")
+			} else {
+				require.ErrorIs(t, cerr, syscall.EIO, "Create")
+				require.NotErrorIs(t, cerr, ErrMaybeCommitted, "Create")
 			}
-			check := func(when string) {
-				_, err := s.Get(ctx, "s", "k")
-				old, oerr := s.Get(ctx, "s", "old")
-				require.NoError(t, oerr)
-				if tt.present {
-					require.NoError(t, err, when)
-					require.Equal(t, StateProcessing, old.State, when)
-				} else {
-					require.ErrorIs(t, err, ErrNotFound, when)
-					require.Equal(t, StatePending, old.State, when)
-				}
+			s.log.failWrite = nil
+			_, err = s.Get(ctx, "s", "k")
+			require.ErrorIs(t, err, ErrNotFound, "in this process")
+			if tt.thenGood {
+				_, err := s.Create(ctx, newRecord("good"))
+				require.NoError(t, err)
 			}
-			check("in this process")
-			require.NoError(t, s.Close())
+			// A crash: the Store is abandoned, its log as it is (a
+			// second Store can open the file once the lock is gone).
+			s.crash(t)
+
 			s, err = Open(path)
 			require.NoError(t, err)
-			check("after a reopen")
+			defer s.Close()
+			_, err = s.Get(ctx, "s", "k")
+			if tt.present {
+				require.NoError(t, err, "after a reopen")
+			} else {
+				require.ErrorIs(t, err, ErrNotFound, "after a reopen")
+			}
+			old, err := s.Get(ctx, "s", "old")
+			require.NoError(t, err)
+			require.Equal(t, StatePending, old.State, "after a reopen")
+			require.NoError(t, s.viewChecked())
 		})
 	}
 }

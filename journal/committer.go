@@ -7,22 +7,18 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // maxRound bounds one round: a leader commits at most this many writes in
-// one transaction and leaves the rest to the next leader.
+// one log write and leaves the rest to the next leader.
 const maxRound = 1024
 
 // A request is one write waiting for the committer.
 type request struct {
-	// run applies the write inside the round's transaction. An ordinary
-	// error (not found, invalid, fn's own error) must leave the transaction
-	// untouched; run reports a bbolt failure after it may have written
-	// something as a *txFailure, and the committer then fails that request
-	// and commits the rest of the round without it.
-	run func(tx *bolt.Tx, r *request) error
+	// run carries out the write against the round's view: it reads what it
+	// needs and, as its last step, stages its write (view.put). An error
+	// (not found, invalid, fn's own error) drops what it staged.
+	run func(v *view, r *request) error
 
 	err      error
 	panicked any           // a panic in the caller's fn, re-raised by the caller
@@ -38,20 +34,6 @@ func (r *request) release() {
 	if !r.lead {
 		close(r.done)
 	}
-}
-
-// txFailure marks an error from bbolt itself in the middle of a write: the
-// transaction may hold part of the request, so it must not commit.
-type txFailure struct{ err error }
-
-func (f *txFailure) Error() string { return f.err.Error() }
-func (f *txFailure) Unwrap() error { return f.err }
-
-func failed(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &txFailure{err}
 }
 
 // errPanicked stands in for the error of a request whose fn panicked.
@@ -76,8 +58,9 @@ func protect(fn func(*Record) error, rec *Record) (panicked any, err error) {
 // and without a goroutine of its own (group commit with a leader, as in
 // LevelDB's write queue). A writer that finds no commit in progress leads:
 // on its own goroutine it takes every write queued so far (its own first),
-// commits them in one bbolt Update, so one fsync serves the whole round,
-// and releases their writers. Writes that arrive meanwhile queue; when the
+// carries them out against one view of the journal, appends them to the
+// log in one write, so one fdatasync serves the whole round, publishes
+// them to the overlay and releases their writers. Writes that arrive meanwhile queue; when the
 // round is done the leader hands the lead to the oldest of them, whose
 // round holds everything that queued during the commit, and returns. A
 // lone writer therefore commits at once, on its own goroutine, with no
@@ -86,11 +69,8 @@ func protect(fn func(*Record) error, rec *Record) (panicked any, err error) {
 //
 // Invariant, under mu: busy is false only when queue is empty.
 type committer struct {
-	db     *bolt.DB
-	rounds atomic.Int64 // transactions begun, for tests
-	// failCommit, when set by a test, stands in for db.Update to fail a
-	// commit at a chosen step.
-	failCommit func(db *bolt.DB, fn func(*bolt.Tx) error) error
+	s      *Store
+	rounds atomic.Int64 // rounds begun, for tests
 
 	mu      sync.Mutex
 	queue   []*request    // waiting writes, oldest first; queue[0] leads next
@@ -100,8 +80,8 @@ type committer struct {
 	drained chan struct{} // closed when busy ends after stop
 }
 
-func newCommitter(db *bolt.DB) *committer {
-	return &committer{db: db}
+func newCommitter(s *Store) *committer {
+	return &committer{s: s}
 }
 
 // do carries out r in a round and returns when r's error is final. It
@@ -195,55 +175,32 @@ func (c *committer) handOff(round []*request) {
 	close(next.done)
 }
 
-// commit applies the round in one transaction and releases its callers.
+// commit carries out the round, logs its writes and releases its callers.
 func (c *committer) commit(round []*request) {
 	c.rounds.Add(1)
-	txid := 0 // the round's transaction, once begun
-	err := c.update(func(tx *bolt.Tx) error {
-		txid = tx.ID()
-		for _, r := range round {
-			r.panicked = nil
-			r.err = r.run(tx, r)
-			var f *txFailure
-			if errors.As(r.err, &f) {
-				return f
+	s := c.s
+	writes := c.run(round)
+	if len(writes) > 0 {
+		payloads := make([][]byte, len(writes))
+		for i, w := range writes {
+			payloads[i] = w.enc
+		}
+		first, err := s.log.append(payloads)
+		if err != nil {
+			// Nothing of the round is known to be in the journal, so no
+			// request may report success. Outcomes computed on top of the
+			// round's other writes (ErrExists, ErrTerminal, fn's own
+			// decisions) are void too: when the round's fate is unknown,
+			// so is theirs.
+			for _, r := range round {
+				r.err, r.panicked = err, nil
 			}
-		}
-		return nil
-	})
-	var f *txFailure
-	switch {
-	case err == nil:
-	case errors.As(err, &f):
-		// One request broke the transaction (bbolt refused a Put), after
-		// the requests before it had applied. It alone fails; the others
-		// commit in a round of their own, so their functions run again on
-		// fresh copies. This only happens when bbolt itself fails a write.
-		var rest []*request
-		for _, r := range round {
-			var g *txFailure
-			if errors.As(r.err, &g) && g == f {
-				r.err = f.err
-				r.release()
-			} else {
-				rest = append(rest, r)
+		} else {
+			for i, w := range writes {
+				w.lsn = first + uint64(i)
 			}
-		}
-		if len(rest) > 0 {
-			c.commit(rest)
-		}
-		return
-	default:
-		err = c.afterFailure(txid, err)
-		if err == nil {
-			break // the round is committed and durable after all
-		}
-		// Nothing of the round is known to be durable, so no request may
-		// report success. Outcomes computed on top of the round's other
-		// writes (ErrExists, ErrTerminal, fn's own decisions) are void
-		// too: when the round's fate is unknown, so is theirs.
-		for _, r := range round {
-			r.err, r.panicked = err, nil
+			s.ov.publish(writes)
+			s.kickApplier()
 		}
 	}
 	for _, r := range round {
@@ -251,68 +208,16 @@ func (c *committer) commit(round []*request) {
 	}
 }
 
-// update runs fn in a write transaction and commits it.
-func (c *committer) update(fn func(*bolt.Tx) error) error {
-	if c.failCommit != nil {
-		return c.failCommit(c.db, fn)
+// run carries out the round's requests against one view and returns the
+// writes they staged, in order.
+func (c *committer) run(round []*request) []*logged {
+	v := c.s.newView()
+	for _, r := range round {
+		r.panicked = nil
+		r.err = r.run(v, r)
+		v.settle(r.err == nil)
 	}
-	tuneFreelist(c.db)
-	return c.db.Update(fn)
-}
-
-// afterFailure finds out what a failed commit of transaction txid left
-// behind, and returns the error its round's requests get: err itself when
-// nothing was committed, nil when the round turns out committed and
-// durable, or an error matching ErrMaybeCommitted when nobody can tell.
-//
-// bbolt's Commit writes the transaction's pages, fsyncs them, writes the
-// meta page that makes them the current tree, and fsyncs again; on any
-// error it rolls back its in-memory state and returns the error. A
-// failure before the meta page was written leaves the old tree current:
-// nothing was committed. A failure after it (the last fsync, or a meta
-// write that reached the page cache before failing) leaves the new meta
-// page in the page cache, where bbolt reads it through its memory map:
-// every later read in this process sees the round, a later commit builds
-// on it, and the file may or may not hold it after a crash. Answering
-// "failed" then invites a caller to retry under a new key while the
-// reconciler sends the journaled one: two orders.
-func (c *committer) afterFailure(txid int, err error) error {
-	if txid == 0 {
-		return err // Begin failed: nothing was written
-	}
-	current, verr := c.currentTx()
-	switch {
-	case verr != nil:
-		return errorf("%w: the commit failed (%w), and reading the journal back failed too (%v)", ErrMaybeCommitted, err, verr)
-	case current < txid:
-		return err
-	}
-	// The round is visible. Its pages were fsync'd before its meta page
-	// was written, so only that meta page may be missing on disk: a later
-	// meta page, fsync'd, that points at the same tree makes the round
-	// durable. An empty transaction commits exactly that (bbolt commits a
-	// new freelist page and a new meta page even when nothing changed).
-	cerr := c.update(func(*bolt.Tx) error { return nil })
-	if cerr == nil {
-		return nil
-	}
-	return errorf("%w: the commit failed (%w) after the journal had taken it, and a second commit to make it durable failed too (%v)", ErrMaybeCommitted, err, cerr)
-}
-
-// currentTx returns the id of the journal's current transaction, as a new
-// read transaction sees it. bbolt can panic on a damaged meta page; that
-// is an error here, not a crash.
-func (c *committer) currentTx() (id int, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = errorf("bbolt: %v", p)
-		}
-	}()
-	err = c.db.View(func(tx *bolt.Tx) error {
-		id = tx.ID()
-		return nil
-	})
-	return id, err
+	return v.writes()
 }
 
 // stop makes every later write fail with ErrClosed and waits until the

@@ -80,7 +80,7 @@ func TestCommitFailureNoPhantomOutcomes(t *testing.T) {
 		})
 	})
 	rvWaitQueued(t, s, 4)
-	require.NoError(t, rvBoltFile(s.db).Close()) // the next commits fail to write
+	rvFailWrites(s, 4) // the blocker's round, then the round of the four, each twice
 	release()
 	require.Error(t, wait())
 	f, sc, st, a := <-first, <-second, <-settle, <-after
@@ -101,14 +101,12 @@ func TestCommitFailureNoPhantomOutcomes(t *testing.T) {
 	assert.NotErrorIs(t, a.err, ErrTerminal, "Update() reported ErrTerminal for a record that is still %s", x.State)
 }
 
-// TestPruneRetriedAfterTxFailure: Prune "deletes terminal records
-// settled before the cut-off". When another write in its round breaks the
-// transaction, the committer re-runs Prune's function on a fresh
-// transaction (committer.commit, txFailure case), but the function's
-// cursor position (after) survived the rolled-back run: the retry starts
-// past every record the first run deleted, deletes none of them, and
-// Prune returns 0 with no error.
-func TestPruneRetriedAfterTxFailure(t *testing.T) {
+// TestPruneKeepsRecordsWrittenMeanwhile: Prune brings the file up to date
+// with the log, then deletes from the file. A terminal record written
+// again in between (a manual resolution) is neither deleted nor left
+// without its latest version: the Resolve's write is what the journal
+// holds afterwards.
+func TestPruneKeepsRecordsWrittenMeanwhile(t *testing.T) {
 	s, _ := rvOpen(t)
 	ctx := context.Background()
 	for i := range 3 {
@@ -117,24 +115,27 @@ func TestPruneRetriedAfterTxFailure(t *testing.T) {
 		_, err := s.Create(ctx, r)
 		require.NoError(t, err)
 	}
-	release, wait := rvBlock(t, s)
-	var n int
-	pruned := make(chan error, 1)
-	go func() {
-		var err error
-		n, err = s.Prune(ctx, rvT0.Add(time.Hour))
-		pruned <- err
-	}()
-	rvWaitQueued(t, s, 1)
-	bad := rvBreakTx(s)
-	rvWaitQueued(t, s, 2)
-	release()
-	require.NoError(t, wait())
-	require.ErrorIs(t, <-bad, errInjected)
-	require.NoError(t, <-pruned)
-
-	left, err := s.List(ctx, Filter{States: []State{StateSucceeded}})
+	commits := 0
+	s.ap.failApply = func() error {
+		commits++
+		if commits == 2 { // Prune's deletion, after its apply
+			_, err := s.Resolve(ctx, "s", "done1", Manual{State: StateFailed, Reason: "refunded", By: "op", At: rvT0})
+			require.NoError(t, err)
+		}
+		return nil
+	}
+	n, err := s.Prune(ctx, rvT0.Add(time.Hour))
 	require.NoError(t, err)
-	require.Equal(t, 3, n+len(left), "Prune()'s count matches what it deleted")
-	require.Empty(t, left, "terminal records settled before the cut-off survived Prune()")
+	require.Equal(t, 2, n, "the two records nobody wrote meanwhile")
+	s.ap.failApply = nil
+	got, err := s.Get(ctx, "s", "done1")
+	require.NoError(t, err)
+	require.Equal(t, StateFailed, got.State)
+	require.NoError(t, s.viewChecked())
+	got, err = s.Get(ctx, "s", "done1")
+	require.NoError(t, err, "once applied")
+	require.Equal(t, StateFailed, got.State)
+	left, err := s.List(ctx, Filter{})
+	require.NoError(t, err)
+	require.Len(t, left, 1)
 }

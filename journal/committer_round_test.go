@@ -16,17 +16,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"net/http"
-	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 var rvT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -52,7 +48,7 @@ func rvOpen(t *testing.T, opts ...Option) (*Store, string) {
 		if s.closed.Load() {
 			return
 		}
-		require.NoError(t, s.db.View(check), "indexes")
+		require.NoError(t, s.viewChecked(), "indexes")
 		require.NoError(t, s.Close())
 	})
 	return s, path
@@ -103,14 +99,6 @@ func rvBlock(t *testing.T, s *Store) (release func(), wait func() error) {
 	return release, func() error { return <-errc }
 }
 
-// rvBoltFile returns bbolt's *os.File (bbolt 1.5 no longer exports it).
-// Closing it makes every later commit fail to write, as an I/O error
-// would, while reads, which use the memory map, go on working.
-func rvBoltFile(db *bolt.DB) *os.File {
-	f := reflect.ValueOf(db).Elem().FieldByName("file")
-	return *(**os.File)(unsafe.Pointer(f.UnsafeAddr()))
-}
-
 type rvResult struct {
 	rec *Record
 	err error
@@ -126,86 +114,28 @@ func rvGo(op func() (*Record, error)) <-chan rvResult {
 	return c
 }
 
-// errInjected is the bbolt failure rvBreakTx reports.
-var errInjected = errors.New("injected bbolt failure")
+// errInjected is the disk failure the tests inject.
+var errInjected = errors.New("injected I/O error")
 
-// rvBreakTx queues a write that breaks its round's transaction the way a
-// failed bbolt Put does: it writes half a record, then reports a
-// *txFailure. It is the one deterministic way into the committer's
-// txFailure path. The channel gets the write's error.
-func rvBreakTx(s *Store) <-chan error {
-	c := make(chan error, 1)
-	go func() {
-		r := &request{done: make(chan struct{}), run: func(tx *bolt.Tx, _ *request) error {
-			if err := tx.Bucket(bucketOpen).Put([]byte("half\x00written"), []byte("garbage")); err != nil {
-				return failed(err)
-			}
-			return failed(errInjected)
-		}}
-		if err := s.c.do(r); err != nil {
-			c <- err
-			return
-		}
-		c <- r.err
-	}()
-	return c
-}
-
-// TestTxFailureRetryAppliesOthersOnce checks the txFailure path of
-// the committer (promise: an error means "not written", success means
-// written exactly once). A write that breaks the round's transaction fails
-// alone; the writes before and after it in the round commit, each applied
-// once to the record as committed, not on top of their own rolled-back
-// first run; the indexes stay consistent.
-func TestTxFailureRetryAppliesOthersOnce(t *testing.T) {
-	s, _ := rvOpen(t)
-	ctx := context.Background()
-	_, err := s.Create(ctx, rvRecord("x", rvT0))
-	require.NoError(t, err)
-
-	release, wait := rvBlock(t, s)
-	calls := 0 // only read after the round is over
-	upd := rvGo(func() (*Record, error) {
-		return s.Update(ctx, "s", "x", func(r *Record) error {
-			calls++
-			r.Attempts = append(r.Attempts, Attempt{Number: len(r.Attempts) + 1, Kind: AttemptSubmit, Start: rvT0})
-			r.NextDue = rvT0.Add(time.Hour)
+// rvFailWrites makes the log's next n writes of a round's bytes fail with
+// errInjected, as a disk returning EIO would (each round tries twice);
+// new segments' headers are written normally.
+func rvFailWrites(s *Store, n int) {
+	left := n
+	s.log.failWrite = func(header, written bool) error {
+		if header || written || left == 0 {
 			return nil
-		})
-	})
-	rvWaitQueued(t, s, 1)
-	bad := rvBreakTx(s)
-	rvWaitQueued(t, s, 2)
-	after := rvGo(func() (*Record, error) { return s.Create(ctx, rvRecord("y", rvT0)) })
-	rvWaitQueued(t, s, 3)
-	before := s.c.rounds.Load()
-	release()
-	require.NoError(t, wait())
-
-	u, b, a := <-upd, <-bad, <-after
-	require.ErrorIs(t, b, errInjected, "the culprit's error")
-	require.NoError(t, u.err)
-	require.NoError(t, a.err)
-	require.Equal(t, int64(2), s.c.rounds.Load()-before, "the failed round and its retry")
-	t.Logf("Update's function ran %d times (the retry runs it again)", calls)
-
-	got, err := s.Get(ctx, "s", "x")
-	require.NoError(t, err)
-	require.Len(t, got.Attempts, 1, "update applied once")
-	require.Equal(t, u.rec, got, "Update() returned what was committed")
-	_, err = s.Get(ctx, "s", "y")
-	require.NoError(t, err, "the write after the culprit committed")
-	require.NoError(t, s.db.View(func(tx *bolt.Tx) error {
-		require.Nil(t, tx.Bucket(bucketOpen).Get([]byte("half\x00written")), "nothing of the culprit")
-		return check(tx)
-	}))
+		}
+		left--
+		return errInjected
+	}
 }
 
-// TestCommitFailureReportsNoSuccess checks the committer's "Begin or
-// Commit failed" path (promise 8, and "an error always means not
-// written"): when the round's commit fails (here: the file's descriptor is
-// gone, as after an I/O error), every write in it reports an error, and
-// none of them is in the file.
+// TestCommitFailureReportsNoSuccess checks the committer's failure path
+// (promise 8, and "an error always means not written"): when the log
+// write of a round fails, every write in it reports an error, none of
+// them is in the journal, after a reopen either, and the rounds after it
+// commit normally.
 func TestCommitFailureReportsNoSuccess(t *testing.T) {
 	s, path := rvOpen(t)
 	ctx := context.Background()
@@ -222,23 +152,30 @@ func TestCommitFailureReportsNoSuccess(t *testing.T) {
 		})
 	})
 	rvWaitQueued(t, s, 2)
-	require.NoError(t, rvBoltFile(s.db).Close()) // every later commit fails to write
+	rvFailWrites(s, 4) // the blocker's round, then the round of the two, each twice
 	release()
-	require.Error(t, wait(), "blocker's commit")
+	require.ErrorIs(t, wait(), errInjected, "blocker's commit")
 	c, u := <-create, <-update
-	require.Error(t, c.err, "Create() in a failed commit")
-	require.Error(t, u.err, "Update() in a failed commit")
-	_ = s.Close() // bbolt cannot unlock a closed file: an error is expected
+	require.ErrorIs(t, c.err, errInjected, "Create() in a failed commit")
+	require.ErrorIs(t, u.err, errInjected, "Update() in a failed commit")
+	require.NotErrorIs(t, c.err, ErrMaybeCommitted, "the new segment voided the round")
+	_, err = s.Get(ctx, "s", "a")
+	require.ErrorIs(t, err, ErrNotFound, "failed Create() visible")
+	_, err = s.Create(ctx, rvRecord("later", rvT0))
+	require.NoError(t, err, "a round after the failure")
+	require.NoError(t, s.Close())
 
 	s2, err := Open(path)
 	require.NoError(t, err)
 	defer s2.Close()
 	_, err = s2.Get(ctx, "s", "a")
-	require.ErrorIs(t, err, ErrNotFound, "failed Create() not in the file")
+	require.ErrorIs(t, err, ErrNotFound, "failed Create() in the journal")
 	b, err := s2.Get(ctx, "s", "b")
 	require.NoError(t, err)
-	require.Equal(t, StatePending, b.State, "failed Update() not in the file")
-	require.NoError(t, s2.db.View(check))
+	require.Equal(t, StatePending, b.State, "failed Update() in the journal")
+	_, err = s2.Get(ctx, "s", "later")
+	require.NoError(t, err)
+	require.NoError(t, s2.viewChecked())
 }
 
 // TestSameRecordTwiceInOneRound checks two writes to one record in

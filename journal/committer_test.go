@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,50 +21,50 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-func counterDB(t testing.TB) *bolt.DB {
-	t.Helper()
-	db, err := bolt.Open(filepath.Join(t.TempDir(), "c.db"), 0o600, &bolt.Options{NoSync: true})
-	require.NoError(t, err)
-	t.Cleanup(func() { db.Close() })
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucket([]byte("c"))
-		return err
-	}))
-	return db
-}
-
-// bump increments the counter and reports the value it saw.
-func bump(saw *uint64) func(*bolt.Tx, *request) error {
-	return func(tx *bolt.Tx, _ *request) error {
-		b := tx.Bucket([]byte("c"))
-		if v := b.Get([]byte("n")); v != nil {
-			*saw = binary.BigEndian.Uint64(v)
+// bump counts, in record "c"'s Ref, the requests that ran against it, and
+// reports the count it saw.
+func bump(saw *int) func(*view, *request) error {
+	rk := recordKey("s", "c")
+	return func(v *view, _ *request) error {
+		cur, err := v.get(rk)
+		if err != nil {
+			return err
 		}
-		return failed(b.Put([]byte("n"), binary.BigEndian.AppendUint64(nil, *saw+1)))
+		r := newRecord("c")
+		if cur != nil {
+			if r, err = decode(cur); err != nil {
+				return err
+			}
+			*saw, _ = strconv.Atoi(r.Ref)
+		}
+		r.Ref = strconv.Itoa(*saw + 1)
+		v.put(rk, r, encode(nil, r))
+		return nil
 	}
 }
 
+// TestCommitterRoundIsolation: the requests of one round see each other's
+// writes in order; a request that fails leaves nothing of its own, and
+// does not fail the others.
 func TestCommitterRoundIsolation(t *testing.T) {
-	db := counterDB(t)
-	c := &committer{db: db}
-	var saw1, saw3, saw5 uint64
-	fnErr, boltErr := errors.New("fn failed"), errors.New("bbolt broke")
+	s, err := Open(filepath.Join(t.TempDir(), "j.db"))
+	require.NoError(t, err)
+	defer s.Close()
+	var saw1, saw3, saw5 int
+	fnErr := errors.New("fn failed")
 	round := []*request{
 		{run: bump(&saw1)},
-		{run: func(*bolt.Tx, *request) error { return fnErr }},
-		{run: bump(&saw3)}, // same record: sees the first request's write
-		{run: func(tx *bolt.Tx, _ *request) error {
-			if err := tx.Bucket([]byte("c")).Put([]byte("x"), []byte("partial")); err != nil {
-				return failed(err)
-			}
-			return failed(boltErr) // the transaction now holds half a write
+		{run: func(v *view, _ *request) error {
+			v.put(recordKey("s", "c"), newRecord("c"), encode(nil, newRecord("c"))) // then fails: dropped
+			return fnErr
 		}},
+		{run: bump(&saw3)}, // same record: sees the first request's write
 		{run: bump(&saw5)},
 	}
 	for _, r := range round {
 		r.done = make(chan struct{})
 	}
-	c.commit(round)
+	s.c.commit(round)
 	for i, r := range round {
 		select {
 		case <-r.done:
@@ -75,18 +75,14 @@ func TestCommitterRoundIsolation(t *testing.T) {
 	require.NoError(t, round[0].err)
 	require.ErrorIs(t, round[1].err, fnErr)
 	require.NoError(t, round[2].err)
-	require.Equal(t, boltErr, round[3].err, "the culprit gets bbolt's error, unwrapped")
-	require.NoError(t, round[4].err)
-	require.Equal(t, uint64(0), saw1)
-	require.Equal(t, uint64(1), saw3, "second write to a record sees the first")
-	require.Equal(t, uint64(2), saw5)
-	require.Equal(t, int64(2), c.rounds.Load(), "rounds: the failed one and its retry")
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte("c"))
-		require.Equal(t, uint64(3), binary.BigEndian.Uint64(b.Get([]byte("n"))), "counter")
-		require.Nil(t, b.Get([]byte("x")), "the culprit's partial write")
-		return nil
-	}))
+	require.NoError(t, round[3].err)
+	require.Equal(t, 0, saw1)
+	require.Equal(t, 1, saw3, "second write to a record sees the first")
+	require.Equal(t, 2, saw5)
+	require.Equal(t, int64(1), s.c.rounds.Load(), "one round")
+	r, err := s.Get(context.Background(), "s", "c")
+	require.NoError(t, err)
+	require.Equal(t, "3", r.Ref, "counter")
 }
 
 func TestCommitterSharesCommits(t *testing.T) {
@@ -156,6 +152,7 @@ func TestDamagedRecord(t *testing.T) {
 		_, err := s.Create(ctx, &Record{Scope: "s", Key: k, State: StatePending, Body: body, BodySHA: sha256.Sum256(body)})
 		require.NoError(t, err)
 	}
+	require.NoError(t, s.applyAll()) // into the file, out of the overlay
 	require.NoError(t, s.db.Update(func(tx *bolt.Tx) error {
 		b, keys := tx.Bucket(bucketOpen), tx.Bucket(bucketKeys)
 		future, garbage := keys.Get(recordKey("s", "future")), keys.Get(recordKey("s", "garbage"))
@@ -358,7 +355,7 @@ func TestCloseDuringLoad(t *testing.T) {
 				require.Equal(t, st, r.State, key)
 			}
 		}
-		require.NoError(t, s.db.View(check))
+		require.NoError(t, s.viewChecked())
 		require.NoError(t, s.Close())
 		t.Logf("run %d: %d records acknowledged", run, len(acked))
 	}
@@ -428,7 +425,7 @@ func TestCommitPanicEndsProcess(t *testing.T) {
 		func() {
 			defer func() { fmt.Println("RECOVERED", recover()) }()
 			_ = s.c.do(&request{
-				run:  func(*bolt.Tx, *request) error { panic("boom in commit") },
+				run:  func(*view, *request) error { panic("boom in commit") },
 				done: make(chan struct{}),
 			})
 		}()
@@ -451,15 +448,16 @@ func TestCommitPanicEndsProcess(t *testing.T) {
 }
 
 // TestConcurrentWritersKeepTheirBytes: concurrent writes of records of many
-// sizes (below and above the pooled buffers' limit) each store exactly
-// their own bytes: a reused encode buffer never leaks into another
-// record.
+// sizes (small and large, above what a log round's buffer keeps between
+// rounds) each store exactly their own bytes: a reused buffer never leaks
+// into another record.
 func TestConcurrentWritersKeepTheirBytes(t *testing.T) {
 	s, err := Open(filepath.Join(t.TempDir(), "j.db"), WithUnsafeNoSync())
 	require.NoError(t, err)
 	defer s.Close()
 	ctx := context.Background()
 	const writers, each = 32, 40
+	const big = 16 << 10
 	want := make([][]*Record, writers)
 	var wg sync.WaitGroup
 	for w := range writers {
@@ -467,7 +465,7 @@ func TestConcurrentWritersKeepTheirBytes(t *testing.T) {
 			src := rand.NewChaCha8([32]byte{byte(w)})
 			rng := rand.New(src)
 			for i := range each {
-				body := make([]byte, rng.IntN(3*maxPooledBuffer))
+				body := make([]byte, rng.IntN(3*big))
 				_, _ = src.Read(body)
 				rec := newRecord(fmt.Sprintf("%d-%d", w, i))
 				rec.Body, rec.BodySHA = body, sha256.Sum256(body)
@@ -475,7 +473,7 @@ func TestConcurrentWritersKeepTheirBytes(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				errText := strings.Repeat(string(rune('a'+w%26)), rng.IntN(2*maxPooledBuffer))
+				errText := strings.Repeat(string(rune('a'+w%26)), rng.IntN(2*big))
 				got, err := s.Update(ctx, "s", rec.Key, func(r *Record) error {
 					r.Attempts = append(r.Attempts, Attempt{Number: 1, Err: errText})
 					return nil
@@ -496,5 +494,5 @@ func TestConcurrentWritersKeepTheirBytes(t *testing.T) {
 			require.Equal(t, r, got, "record %s", r.Key)
 		}
 	}
-	require.NoError(t, s.db.View(check))
+	require.NoError(t, s.viewChecked())
 }

@@ -180,6 +180,12 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	if src.readOnly {
 		return st, errorf("journal: compact %s: %w", path, ErrReadOnly)
 	}
+	// What the log holds (a process that stopped without closing the
+	// journal left it) goes into the file first: the copy is of the file
+	// alone, and Close deletes the log.
+	if err := src.flush(); err != nil {
+		return st, errorf("journal: compact %s: nothing changed: %w", path, err)
+	}
 	fi, err := src.file.Stat()
 	if err != nil {
 		return st, errorf("journal: compact %s: %w", path, err)

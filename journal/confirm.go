@@ -6,8 +6,6 @@ import (
 	"errors"
 	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // ErrConfirmConflict is matched by the error of a confirmation that
@@ -258,13 +256,19 @@ func (s *Store) Confirm(ctx context.Context, scope, key string, c Confirmation) 
 // copy.
 func (s *Store) rewrite(ctx context.Context, rk []byte, change func(*Record) (bool, error)) (*Record, error) {
 	var stored *Record
-	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
+	err := s.write(ctx, func(v *view, _ *request) error {
 		stored = nil
-		sk, r, err := getForWrite(tx, rk)
+		cur, err := v.get(rk)
 		if err != nil {
 			return err
 		}
-		was := *r
+		if cur == nil {
+			return ErrNotFound
+		}
+		r, err := decode(cur)
+		if err != nil {
+			return err
+		}
 		if changed, err := change(r); err != nil {
 			return err
 		} else if !changed {
@@ -274,9 +278,7 @@ func (s *Store) rewrite(ctx context.Context, rk []byte, change func(*Record) (bo
 		if err := validate(r); err != nil {
 			return err
 		}
-		if err := failed(putRecord(tx, sk, rk, &was, r, encode(nil, r))); err != nil {
-			return err
-		}
+		v.put(rk, r, encode(nil, r))
 		stored = r
 		return nil
 	})

@@ -22,8 +22,9 @@ const (
 	magic1 = 0xDE
 
 	// formatVersion is the file format this build writes (the meta
-	// bucket's version); it migrates older ones (see migrateV1).
-	formatVersion = 2
+	// bucket's version); it migrates older ones (see migrateV1 and
+	// migrateV2). Version 3 has a log beside the file (log.go).
+	formatVersion = 3
 	// recordVersion is the record encoding this build writes; it reads
 	// every version up to it. Version 2 added the replayed and refused
 	// attempt flags and the replayed result flag: a build that knows only

@@ -26,3 +26,25 @@ func CheckFile(path string) error {
 
 // FormatVersion is the format version this build writes.
 const FormatVersion = formatVersion
+
+// viewChecked brings the file up to date with the log, then checks its
+// indexes against its records.
+func (s *Store) viewChecked() error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	return s.db.View(check)
+}
+
+// crash abandons s as a killed process would: nothing more is written (no
+// apply, no log deletion), and the file's lock is released so that the
+// test can open the journal again.
+func (s *Store) crash(t interface{ Helper() }) {
+	t.Helper()
+	s.closed.Store(true)
+	close(s.ap.stop)
+	<-s.ap.done
+	s.log.close()
+	s.unregister()
+	_ = s.db.Close()
+}

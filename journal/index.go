@@ -48,6 +48,13 @@ var (
 	metaMagic   = []byte("magic")
 	metaVersion = []byte("version")
 	magicValue  = []byte("idem-journal")
+	// metaID names the journal (16 random bytes, format version 3): its
+	// log's segments carry it, so a log left beside another journal is
+	// never replayed into this one.
+	metaID = []byte("id")
+	// metaApplied is the LSN up to which the file holds every write of
+	// the log (format version 3), committed with the records it covers.
+	metaApplied = []byte("log applied")
 )
 
 const (

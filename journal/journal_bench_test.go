@@ -179,7 +179,11 @@ func baselineCreateSettle(db *bolt.DB, key string) error {
 		return err
 	}
 	return db.Update(func(tx *bolt.Tx) error {
-		sk, r, err := getForWrite(tx, rk)
+		sk, v, err := lookup(tx, rk)
+		if err != nil {
+			return err
+		}
+		r, err := decode(v)
 		if err != nil {
 			return err
 		}

@@ -92,5 +92,22 @@ func migrateV1(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	return tx.Bucket(bucketMeta).Put(metaVersion, []byte{formatVersion})
+	return migrateV2(tx)
+}
+
+// migrateV2 makes a format version 2 journal a version 3 one: the layout is
+// the same; version 3 adds the log beside the file, and the meta entries
+// that tie the two together (the journal's id, and the LSN applied, none
+// yet). The version tells an older idem, which would not read the log,
+// to refuse the file.
+func migrateV2(tx *bolt.Tx) error {
+	meta := tx.Bucket(bucketMeta)
+	id, err := newJournalID()
+	if err != nil {
+		return err
+	}
+	if err := meta.Put(metaID, id[:]); err != nil {
+		return err
+	}
+	return meta.Put(metaVersion, []byte{formatVersion})
 }

@@ -53,6 +53,10 @@ type Store struct {
 	c        *committer // nil when read-only
 	closed   atomic.Bool
 	leases   leases // in memory: see lease.go
+
+	log *logWriter // nil when read-only
+	ov  overlay    // logged writes the file does not hold yet (overlay.go)
+	ap  applier    // copies them into the file
 }
 
 // openFiles holds every Store of this process that is open, so that an
@@ -208,8 +212,13 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		return nil, errorf("journal: open %s: %w", path, err)
 	}
 	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly}
-	if !cfg.readOnly {
-		s.c = newCommitter(db)
+	if err := s.openLog(cfg); err != nil {
+		_ = db.Close()
+		var kind *kindError
+		if errors.As(err, &kind) {
+			return nil, withKind(kind.kind, "journal: open %s: %w", path, err)
+		}
+		return nil, errorf("journal: open %s: %w", path, err)
 	}
 	s.register()
 	return s, nil
@@ -288,6 +297,9 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 				return withKind(ErrCorrupt, "damaged (format version 0)")
 			case v[0] > formatVersion:
 				return withKind(ErrVersion, "written by a newer idem (format version %d; this build reads up to %d): upgrade idem to read it", v[0], formatVersion)
+			case v[0] == 2 && readOnly:
+				// Version 3 only adds the log: a version 2 file reads
+				// as it is, and has none.
 			case v[0] < formatVersion && readOnly:
 				return withKind(ErrOldFormat, "format version %d, written by an older idem: open it for writing once to migrate it to version %d (start the application, or run idem compact), then read it", v[0], formatVersion)
 			case v[0] < formatVersion:
@@ -303,8 +315,11 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 		})
 	})
 	if err == nil && old != 0 {
-		// Only version 1 is older than version 2.
-		if err = db.Update(migrateV1); err != nil {
+		migrate := migrateV2
+		if old == 1 {
+			migrate = migrateV1 // which ends with migrateV2
+		}
+		if err = db.Update(migrate); err != nil {
 			return errorf("migrate from format version %d to %d (the file is unchanged): %w", old, formatVersion, err)
 		}
 	}
@@ -322,6 +337,13 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 		if err := meta.Put(metaVersion, []byte{formatVersion}); err != nil {
 			return err
 		}
+		id, err := newJournalID()
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(metaID, id[:]); err != nil {
+			return err
+		}
 		for _, name := range dataBuckets {
 			if _, err := tx.CreateBucket(name); err != nil {
 				return err
@@ -334,21 +356,35 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 // Path returns the journal file's path, as given to Open.
 func (s *Store) Path() string { return s.path }
 
-// Close waits for queued writes to commit, then closes the file. It is
-// safe to call more than once; every other method returns ErrClosed
-// afterwards.
+// Close waits for queued writes to commit, copies the log into the file,
+// then closes the file. It is safe to call more than once; every other
+// method returns ErrClosed afterwards. If the copy fails, nothing is
+// lost: the writes stay in the log, and the next Open applies them.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	var ferr error
+	var aerr, ferr error
 	if s.c != nil {
 		s.c.stop()
+		close(s.ap.stop)
+		<-s.ap.done
+		s.ap.mu.Lock()
+		aerr = s.applyLocked()
+		s.log.close()
+		if aerr == nil {
+			// Everything is in the file: the log is no longer needed.
+			_ = s.log.deleteApplied(s.ap.applied, true)
+		}
 		ferr = syncFreelist(s.db)
+		s.ap.mu.Unlock()
 	}
 	defer s.unregister()
 	if err := s.db.Close(); err != nil {
 		return errorf("journal: close: %w", err)
+	}
+	if aerr != nil {
+		return errorf("journal: close: %w; the next Open applies them", aerr)
 	}
 	if ferr != nil {
 		// Every record is intact; only the next Open's start-up is slower.
@@ -358,7 +394,7 @@ func (s *Store) Close() error {
 }
 
 // write queues run for the committer and waits for its commit.
-func (s *Store) write(ctx context.Context, run func(*bolt.Tx, *request) error) error {
+func (s *Store) write(ctx context.Context, run func(*view, *request) error) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -433,20 +469,19 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 		return nil, errorf("journal: create: %w", err)
 	}
 	rk := recordKey(stored.Scope, stored.Key)
-	buf := getEncodeBuffer()
-	enc := encode(*buf, stored)
-	defer putEncodeBuffer(buf, enc)
+	enc := encode(nil, stored)
 	var existing []byte
-	err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
-		_, v, err := lookup(tx, rk)
+	err := s.write(ctx, func(v *view, _ *request) error {
+		cur, err := v.get(rk)
 		if err != nil {
 			return err
 		}
-		if v != nil {
-			existing = slices.Clone(v)
+		if cur != nil {
+			existing = slices.Clone(cur)
 			return ErrExists
 		}
-		return failed(addRecord(tx, rk, stored, enc))
+		v.put(rk, stored, enc)
+		return nil
 	})
 	if errors.Is(err, ErrExists) {
 		old, derr := decode(existing)
@@ -461,56 +496,35 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 	return stored, nil
 }
 
-// maxPooledBuffer bounds the encode buffers kept for reuse, so that one
-// large record does not stay in memory for good.
-const maxPooledBuffer = 16 << 10
-
-var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// getEncodeBuffer returns an empty buffer to encode a record into.
-//
-// bbolt keeps the value given to Put, without copying it, until the
-// transaction ends: a buffer may go back to the pool only once the write
-// that used it has returned, when its transaction has committed or rolled
-// back.
-func getEncodeBuffer() *[]byte {
-	buf := encodeBuffers.Get().(*[]byte)
-	*buf = (*buf)[:0]
-	return buf
-}
-
-// putEncodeBuffer returns buf to the pool, as enc if enc grew from it.
-func putEncodeBuffer(buf *[]byte, enc []byte) {
-	if enc != nil {
-		*buf = enc
-	}
-	if cap(*buf) <= maxPooledBuffer {
-		encodeBuffers.Put(buf)
-	}
-}
-
 // Get returns the record with the given scope and key, or an error
 // matching ErrNotFound.
 func (s *Store) Get(ctx context.Context, scope, key string) (*Record, error) {
 	if err := validateID(scope, key); err != nil {
 		return nil, errorf("journal: get: %w", err)
 	}
-	var r *Record
-	err := s.view(ctx, func(tx *bolt.Tx) error {
-		_, v, err := lookup(tx, recordKey(scope, key))
-		if err != nil {
-			return err
-		}
-		if v == nil {
-			return ErrNotFound
-		}
-		r, err = decode(v)
-		return err
-	})
+	r, err := s.get(ctx, recordKey(scope, key))
 	if err != nil {
 		return nil, errorf("journal: get %q: %w", key, err)
 	}
 	return r, nil
+}
+
+// get returns the record rk: its latest logged version, or the file's.
+func (s *Store) get(ctx context.Context, rk []byte) (*Record, error) {
+	if err := s.usable(ctx); err != nil {
+		return nil, err
+	}
+	v, err := s.latest(rk)
+	if err != nil {
+		if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+			return nil, ErrClosed // Close won the race
+		}
+		return nil, err
+	}
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	return decode(v)
 }
 
 // Update applies fn to a copy of the stored record and commits the result
@@ -538,17 +552,15 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	}
 	rk := recordKey(scope, key)
 	var stored *Record
-	buf := getEncodeBuffer()
-	var enc []byte
-	err = s.write(ctx, func(tx *bolt.Tx, req *request) error {
-		sk, v, err := lookup(tx, rk)
+	err = s.write(ctx, func(v *view, req *request) error {
+		cur, err := v.get(rk)
 		if err != nil {
 			return err
 		}
-		if v == nil {
+		if cur == nil {
 			return ErrNotFound
 		}
-		r, body, err := decodeBody(v)
+		r, body, err := decodeBody(cur)
 		if err != nil {
 			return err
 		}
@@ -556,7 +568,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 			return ErrTerminal
 		}
 		was := *r       // shallow: fields fn could change in place are copied next
-		was.Body = body // the stored bytes, valid until the transaction ends
+		was.Body = body // the stored bytes, valid until the round ends
 		was.Header = r.Header.Clone()
 		if r.Resolved != nil {
 			res := *r.Resolved
@@ -569,14 +581,10 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		if err := validateChange(&was, r); err != nil {
 			return err
 		}
-		enc = encode(*buf, r)
-		if err := failed(putRecord(tx, sk, rk, &was, r, enc)); err != nil {
-			return err
-		}
+		v.put(rk, r, encode(nil, r))
 		stored = r
 		return nil
 	})
-	putEncodeBuffer(buf, enc)
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
@@ -619,19 +627,6 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 	return stored, nil
 }
 
-// getForWrite decodes the record rk and returns it with its sequence key.
-func getForWrite(tx *bolt.Tx, rk []byte) ([]byte, *Record, error) {
-	sk, v, err := lookup(tx, rk)
-	if err != nil {
-		return nil, nil, err
-	}
-	if v == nil {
-		return nil, nil, ErrNotFound
-	}
-	r, err := decode(v)
-	return sk, r, err
-}
-
 // ForEachOpen calls fn for every open record, soonest NextDue first, and
 // stops at the first error fn returns. It reads the open index a page at a
 // time and calls fn outside any transaction, so fn may call Update. Its
@@ -641,11 +636,14 @@ func getForWrite(tx *bolt.Tx, rk []byte) ([]byte, *Record, error) {
 // earlier NextDue than the walk has reached, while ForEachOpen runs may be
 // missed; Due finds it later.
 func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
+	if over := s.overlaid(); over != nil {
+		return s.forEachOpenOverlaid(ctx, over, fn)
+	}
 	var after []byte
 	seen := make(map[string]struct{})
 	for {
 		var page []*Record
-		err := s.view(ctx, func(tx *bolt.Tx) error {
+		err := s.scan(ctx, func(tx *bolt.Tx) error {
 			due := tx.Bucket(bucketDue)
 			c := due.Cursor()
 			k, _ := c.First()
@@ -721,9 +719,25 @@ func (ix indexReader) read(k []byte) (*Record, error) {
 // Due returns open records whose NextDue is not after by, soonest first, at
 // most limit of them (limit <= 0 means all). A zero NextDue is always due.
 func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, error) {
+	over := s.overlaid()
+	out, err := s.due(ctx, by, widen(limit, over))
+	if err != nil {
+		return nil, errorf("journal: due: %w", err)
+	}
+	if over != nil {
+		bound := timeKey(by)
+		out = merge(out, over, func(r *Record) bool {
+			return r.Open() && timeKey(r.NextDue) <= bound
+		}, byDue, limit)
+	}
+	return out, nil
+}
+
+// due is Due from the file alone.
+func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, error) {
 	var out []*Record
 	bound := timeKey(by)
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.scan(ctx, func(tx *bolt.Tx) error {
 		due, records := tx.Bucket(bucketDue), tx.Bucket(bucketOpen)
 		ix := indexReader{records, mappedOf(tx, due), mappedOf(tx, records)}
 		c := due.Cursor()
@@ -742,10 +756,7 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, er
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, errorf("journal: due: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // List returns the records f selects, in (Scope, Key) order. A filter on
@@ -753,8 +764,25 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, er
 // index (only the scope's part of it when f names one) and reads each
 // record it selects.
 func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
+	over := s.overlaid()
+	wide := f
+	wide.Limit = widen(f.Limit, over)
+	out, err := s.list(ctx, wide)
+	if err != nil {
+		return nil, errorf("journal: list: %w", err)
+	}
+	if over != nil {
+		out = merge(out, over, func(r *Record) bool {
+			return f.matchScope(recordKey(r.Scope, r.Key)) && f.matchState(r.State, r.Review) && f.matchCreated(r)
+		}, byKey, f.Limit)
+	}
+	return out, nil
+}
+
+// list is List from the file alone.
+func (s *Store) list(ctx context.Context, f Filter) ([]*Record, error) {
 	var out []*Record
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	err := s.scan(ctx, func(tx *bolt.Tx) error {
 		if f.openOnly() {
 			return listOpen(tx, &f, &out)
 		}
@@ -790,10 +818,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, errorf("journal: list: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // listOpen is List for a filter that selects only open records: it reads
@@ -854,81 +879,24 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 }
 
 // Prune deletes the terminal records settled before settledBefore and
-// returns how many it deleted. It never deletes an open record. It reads
-// only the settled index, so its cost grows with what it deletes, and it
-// commits in chunks: if it fails, the chunks before the failure stay
-// deleted, and the count says how many records that was.
+// returns how many it deleted. It never deletes an open record, nor one
+// written since the log was last copied into the file (its latest version
+// decides, once copied). It reads only the settled index, so its cost
+// grows with what it deletes, and it commits in chunks: if it fails, the
+// chunks before the failure stay deleted, and the count says how many
+// records that was.
 func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error) {
+	if err := s.usable(ctx); err != nil {
+		return 0, errorf("journal: prune: %w", err)
+	}
+	if s.readOnly {
+		return 0, errorf("journal: prune: %w", ErrReadOnly)
+	}
 	bound := timeKey(settledBefore)
 	total := 0
 	var after []byte
 	for {
-		n, more := 0, false
-		start := after
-		err := s.write(ctx, func(tx *bolt.Tx, _ *request) error {
-			n, more, after = 0, false, start // a retried run starts afresh
-			records, settled, index := tx.Bucket(bucketDone), tx.Bucket(bucketSettled), tx.Bucket(bucketKeys)
-			// An entry of the settled index: its key, its value (the
-			// record key), and whether its record goes with it.
-			type entry struct {
-				ik, rk []byte
-				drop   bool
-			}
-			var entries []entry
-			c := settled.Cursor()
-			k, rk := c.First()
-			if after != nil {
-				k, rk = c.Seek(after)
-				if bytes.Equal(k, after) {
-					k, rk = c.Next()
-				}
-			}
-			for ; k != nil && binary.BigEndian.Uint64(k) < bound; k, rk = c.Next() {
-				if len(entries) == pruneChunk {
-					more = true
-					break
-				}
-				entries = append(entries, entry{ik: slices.Clone(k), rk: slices.Clone(rk)})
-			}
-			// Decide everything before deleting anything, so an error
-			// leaves the transaction untouched.
-			for i := range entries {
-				e := &entries[i]
-				if len(e.ik) != timeKeySize+seqKeySize {
-					return withKind(ErrCorrupt, "damaged settled index: entry %x", e.ik)
-				}
-				v := records.Get(e.ik[timeKeySize:])
-				if v == nil {
-					continue // stray index entry: drop it alone
-				}
-				st, _, err := decodeState(v)
-				if err != nil {
-					return errorf("record %q: %w", e.rk, err)
-				}
-				e.drop = st.Terminal()
-			}
-			for _, e := range entries {
-				if e.drop {
-					sk := e.ik[timeKeySize:]
-					if err := records.Delete(sk); err != nil {
-						return failed(err)
-					}
-					if bytes.Equal(index.Get(e.rk), sk) {
-						if err := index.Delete(e.rk); err != nil {
-							return failed(err)
-						}
-					}
-					n++
-				}
-				if err := settled.Delete(e.ik); err != nil {
-					return failed(err)
-				}
-			}
-			if len(entries) > 0 {
-				after = entries[len(entries)-1].ik
-			}
-			return nil
-		})
+		n, more, err := s.pruneChunk(bound, &after)
 		if err != nil {
 			return total, errorf("journal: prune: %w", err)
 		}
@@ -939,11 +907,117 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 	}
 }
 
+// pruneChunk deletes up to pruneChunk records of the settled index after
+// *after and below bound, in one commit, and moves *after past them.
+func (s *Store) pruneChunk(bound uint64, after *[]byte) (n int, more bool, err error) {
+	s.ap.mu.Lock()
+	defer s.ap.mu.Unlock()
+	if s.closed.Load() {
+		return 0, false, ErrClosed
+	}
+	// Everything acknowledged so far goes into the file first, so that
+	// the settled index is current.
+	if err := s.applyLocked(); err != nil {
+		return 0, false, err
+	}
+	start := *after
+	err = s.commitBolt(func(tx *bolt.Tx) error {
+		n, more, *after = 0, false, start // a retried run starts afresh
+		records, settled, index := tx.Bucket(bucketDone), tx.Bucket(bucketSettled), tx.Bucket(bucketKeys)
+		// An entry of the settled index: its key, its value (the
+		// record key), and whether its record goes with it.
+		type entry struct {
+			ik, rk     []byte
+			drop, keep bool // keep: neither the record nor its entry
+		}
+		var entries []entry
+		c := settled.Cursor()
+		k, rk := c.First()
+		if *after != nil {
+			k, rk = c.Seek(*after)
+			if bytes.Equal(k, *after) {
+				k, rk = c.Next()
+			}
+		}
+		for ; k != nil && binary.BigEndian.Uint64(k) < bound; k, rk = c.Next() {
+			if len(entries) == pruneChunk {
+				more = true
+				break
+			}
+			entries = append(entries, entry{ik: slices.Clone(k), rk: slices.Clone(rk)})
+		}
+		// Decide everything before deleting anything, so an error
+		// leaves the transaction untouched.
+		for i := range entries {
+			e := &entries[i]
+			if len(e.ik) != timeKeySize+seqKeySize {
+				return withKind(ErrCorrupt, "damaged settled index: entry %x", e.ik)
+			}
+			v := records.Get(e.ik[timeKeySize:])
+			if v == nil {
+				continue // stray index entry: drop it alone
+			}
+			if s.ov.get(e.rk) != nil {
+				// Written again since the file was brought up to
+				// date (a manual resolution, a confirmation): its
+				// copy moves it where it now belongs.
+				e.keep = true
+				continue
+			}
+			st, _, err := decodeState(v)
+			if err != nil {
+				return errorf("record %q: %w", e.rk, err)
+			}
+			e.drop = st.Terminal()
+		}
+		for _, e := range entries {
+			if e.keep {
+				continue
+			}
+			if e.drop {
+				sk := e.ik[timeKeySize:]
+				if err := records.Delete(sk); err != nil {
+					return err
+				}
+				if bytes.Equal(index.Get(e.rk), sk) {
+					if err := index.Delete(e.rk); err != nil {
+						return err
+					}
+				}
+				n++
+			}
+			if err := settled.Delete(e.ik); err != nil {
+				return err
+			}
+		}
+		if len(entries) > 0 {
+			*after = entries[len(entries)-1].ik
+		}
+		return nil
+	})
+	if err != nil {
+		*after = start
+		return 0, false, err
+	}
+	return n, more, nil
+}
+
 // Stats counts the journal's records by state. It reads every record (only
 // its first bytes), so it is for the operator tool, not for a hot path.
 func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	st := Stats{ByState: make(map[State]int)}
-	err := s.view(ctx, func(tx *bolt.Tx) error {
+	over := s.overlaid()
+	add := func(state State, review string, n int) {
+		st.ByState[state] += n
+		st.Total += n
+		if !state.Terminal() {
+			st.Open += n
+		}
+		if review != "" {
+			st.Review += n
+		}
+	}
+	err := s.scan(ctx, func(tx *bolt.Tx) error {
 		st.FileSize = tx.Size()
 		var m mapped
 		count := func(k, v []byte) error {
@@ -954,14 +1028,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 			if err != nil {
 				return errorf("record %q: %w", k, err)
 			}
-			st.ByState[state]++
-			st.Total++
-			if !state.Terminal() {
-				st.Open++
-			}
-			if review != "" {
-				st.Review++
-			}
+			add(state, review, 1)
 			return nil
 		}
 		for _, name := range [][]byte{bucketOpen, bucketDone} {
@@ -971,10 +1038,31 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 				return err
 			}
 		}
+		// A logged write the file does not hold yet replaces the
+		// file's version of its record, if the file has one.
+		for _, r := range over {
+			_, v, err := lookup(tx, recordKey(r.Scope, r.Key))
+			if err != nil {
+				return err
+			}
+			if v != nil {
+				state, review, err := decodeState(v)
+				if err != nil {
+					return errorf("record %q: %w", r.Key, err)
+				}
+				add(state, review, -1)
+			}
+			add(r.State, r.Review, 1)
+		}
 		return nil
 	})
 	if err != nil {
 		return Stats{}, errorf("journal: stats: %w", err)
+	}
+	for state, n := range st.ByState {
+		if n == 0 {
+			delete(st.ByState, state)
+		}
 	}
 	if fi, err := os.Stat(s.path); err == nil {
 		st.FileSize = fi.Size()

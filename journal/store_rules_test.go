@@ -110,7 +110,7 @@ func TestExtremeTimesKeepIndexesConsistent(t *testing.T) {
 	}
 	requireCheck := func(what string) {
 		t.Helper()
-		require.NoError(t, s.db.View(check), what)
+		require.NoError(t, s.viewChecked(), what)
 	}
 	for i, due := range times {
 		_, err := s.Create(ctx, rvRecord(fmt.Sprint(i), due))

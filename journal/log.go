@@ -1,0 +1,571 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// The log is where a write becomes durable. bbolt makes a commit durable
+// with two fsyncs and rewrites the pages of every B+tree it touched;
+// measured on this project's machines a round of a few dozen writes spent
+// more CPU in bbolt (its syscalls, node rewrites and the garbage they
+// leave) than the client spent on HTTP. A write therefore goes, encoded,
+// to the end of an append-only file, one write and one fdatasync per
+// round of concurrent writes, and the Store keeps it in memory (overlay.go)
+// until the applier (apply.go) has copied it into the bbolt file in a
+// large, fsync'd transaction of its own. The bbolt file and its log are
+// one journal: Open replays into bbolt whatever the log holds that bbolt
+// does not, so nothing a write acknowledged is ever lost, and a write that
+// was not acknowledged is either wholly there or not at all.
+//
+// The log is a series of segment files beside the journal, named
+// <journal>.log.<generation, 16 hex digits>. A segment starts with a
+// header (segHeaderSize bytes):
+//
+//	magic "idem-log" | version u32 | 0 u32 | generation u64 | start LSN u64 | journal id [16] | crc32c u32 | 0 u32
+//
+// and then holds entries, each one a whole record after a write:
+//
+//	crc32c u32 | payload size u32 | LSN u64 | payload (the record's encoding)
+//
+// The CRC (Castagnoli) covers everything after it in the entry (or, in the
+// header, everything before it). Every write gets the next log sequence
+// number (LSN); within a segment the LSNs follow each other from the
+// header's start. The meta bucket of the bbolt file records the LSN up to
+// which bbolt holds every entry (metaApplied), in the same transaction as
+// the records it applied.
+//
+// Reading the log (scanLog) takes the segments in (start, generation)
+// order and, in each, the entries up to the first that is cut short, fails
+// its CRC or breaks the LSN sequence: a crash can tear only the last write
+// to a segment, which was never acknowledged. A segment's start also
+// voids every entry of the older segments at or past that LSN: after a
+// failed write the Store starts a new segment at the failed round's first
+// LSN (logWriter.fail), which turns what the failed write may have left on
+// disk into nothing, durably, before the failure is reported. A hole
+// (a segment starting past the LSN the entries before it reach) means
+// acknowledged writes are missing: the journal is damaged, and Open fails
+// closed.
+const (
+	logMagic        = "idem-log"
+	logVersion      = 1
+	segHeaderSize   = 56
+	entryHeaderSize = 16
+	// maxEntrySize bounds one entry's payload when reading: a length field
+	// a crash or bad sector garbled must not make recovery allocate
+	// gigabytes. No record comes near it (request and response bodies are
+	// capped far below).
+	maxEntrySize = 256 << 20
+	// segmentSize is the size past which the next round starts a new
+	// segment, so that the applier can delete what it has applied.
+	segmentSize = 8 << 20
+	// logInfix names the segments: <journal>.log.<generation>.
+	logInfix = ".log."
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// segHeader is a segment's header.
+type segHeader struct {
+	gen, start uint64
+	id         [16]byte
+}
+
+func (h segHeader) encode() []byte {
+	b := make([]byte, segHeaderSize)
+	copy(b, logMagic)
+	binary.BigEndian.PutUint32(b[8:], logVersion)
+	binary.BigEndian.PutUint64(b[16:], h.gen)
+	binary.BigEndian.PutUint64(b[24:], h.start)
+	copy(b[32:48], h.id[:])
+	binary.BigEndian.PutUint32(b[48:], crc32.Checksum(b[:48], castagnoli))
+	return b
+}
+
+// parseSegHeader parses b; the error says what is wrong with it.
+func parseSegHeader(b []byte) (segHeader, error) {
+	var h segHeader
+	switch {
+	case len(b) < segHeaderSize:
+		return h, fmt.Errorf("header cut short (%d bytes)", len(b))
+	case string(b[:8]) != logMagic:
+		return h, errors.New("not a journal log segment (bad magic)")
+	case binary.BigEndian.Uint32(b[48:]) != crc32.Checksum(b[:48], castagnoli):
+		return h, errors.New("damaged header (checksum)")
+	}
+	if v := binary.BigEndian.Uint32(b[8:]); v != logVersion {
+		return h, withKind(ErrVersion, "log format version %d; this build reads %d: upgrade idem to read it", v, logVersion)
+	}
+	h.gen = binary.BigEndian.Uint64(b[16:])
+	h.start = binary.BigEndian.Uint64(b[24:])
+	copy(h.id[:], b[32:48])
+	return h, nil
+}
+
+// appendEntry appends the entry of the record encoded as payload, at lsn.
+func appendEntry(dst []byte, lsn uint64, payload []byte) []byte {
+	at := len(dst)
+	dst = append(dst, make([]byte, entryHeaderSize)...)
+	binary.BigEndian.PutUint32(dst[at+4:], uint32(len(payload)))
+	binary.BigEndian.PutUint64(dst[at+8:], lsn)
+	dst = append(dst, payload...)
+	binary.BigEndian.PutUint32(dst[at:], crc32.Checksum(dst[at+4:], castagnoli))
+	return dst
+}
+
+// nextEntry parses the entry at the start of b. ok is false when b does not
+// start with a whole, intact entry (the end of what was written).
+func nextEntry(b []byte) (lsn uint64, payload []byte, size int, ok bool) {
+	if len(b) < entryHeaderSize {
+		return 0, nil, 0, false
+	}
+	n := binary.BigEndian.Uint32(b[4:])
+	if n > maxEntrySize || int(n) > len(b)-entryHeaderSize {
+		return 0, nil, 0, false
+	}
+	size = entryHeaderSize + int(n)
+	if binary.BigEndian.Uint32(b) != crc32.Checksum(b[4:size], castagnoli) {
+		return 0, nil, 0, false
+	}
+	return binary.BigEndian.Uint64(b[8:]), b[entryHeaderSize:size], size, true
+}
+
+// logEntry is one entry read back from the log.
+type logEntry struct {
+	lsn     uint64
+	payload []byte // the record's encoding
+}
+
+// segment is a segment file found on disk or written by this Store.
+type segment struct {
+	path string
+	segHeader
+	end uint64 // one past the last LSN read from it (start when empty)
+}
+
+// logState is what scanLog read: the entries past the applied LSN, in LSN
+// order, and what the writer needs to go on.
+type logState struct {
+	entries  []logEntry
+	next     uint64    // the LSN the next write gets
+	maxGen   uint64    // the highest generation on disk
+	segments []segment // every segment, oldest first
+}
+
+// segmentPaths lists the files in dir named as base's log segments, with
+// their generations. A name that only looks like one (wrong digits) is
+// not the journal's and is left alone.
+func segmentPaths(dir, base string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	prefix := base + logInfix
+	for _, e := range entries {
+		name := e.Name()
+		gen, ok := strings.CutPrefix(name, prefix)
+		if !ok || len(gen) != 16 {
+			continue
+		}
+		if _, err := strconv.ParseUint(gen, 16, 64); err != nil {
+			continue
+		}
+		out = append(out, filepath.Join(dir, name))
+	}
+	return out, nil
+}
+
+// segmentPath names the segment of generation gen.
+func segmentPath(dir, base string, gen uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%s%s%016x", base, logInfix, gen))
+}
+
+// scanLog reads the log of the journal base in dir whose id is id and whose
+// bbolt file holds every entry up to applied. It returns the entries past
+// applied. A segment of another journal, a damaged segment before the
+// newest, or a hole in the LSNs is ErrCorrupt: acknowledged writes would
+// be lost, and a person must look. The newest segment's header may be
+// missing or cut short (a crash while it was created, before anything was
+// written to it): such a segment is reported as empty.
+func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
+	paths, err := segmentPaths(dir, base)
+	if err != nil {
+		return nil, err
+	}
+	type found struct {
+		segment
+		data []byte
+		bad  error // a header that could not be read
+	}
+	all := make([]found, 0, len(paths))
+	st := &logState{}
+	for _, p := range paths {
+		data, err := readSegment(p)
+		if err != nil {
+			return nil, errorf("log segment %s: %w", filepath.Base(p), err)
+		}
+		f := found{segment: segment{path: p}, data: data}
+		f.segHeader, f.bad = parseSegHeader(data)
+		if f.bad == nil && f.id != id {
+			return nil, withKind(ErrCorrupt, "log segment %s belongs to another journal (id %x, this journal's is %x): a log left behind by a journal that was deleted or replaced; move it away if that journal is gone for good", filepath.Base(p), f.id, id)
+		}
+		if errors.Is(f.bad, ErrVersion) {
+			return nil, errorf("log segment %s: %w", filepath.Base(p), f.bad)
+		}
+		all = append(all, f)
+	}
+	// Unreadable headers sort last (they void nothing).
+	slices.SortFunc(all, func(a, b found) int {
+		switch {
+		case (a.bad == nil) != (b.bad == nil):
+			if a.bad == nil {
+				return -1
+			}
+			return 1
+		case a.start != b.start:
+			if a.start < b.start {
+				return -1
+			}
+			return 1
+		}
+		if a.gen < b.gen {
+			return -1
+		}
+		if a.gen > b.gen {
+			return 1
+		}
+		return strings.Compare(a.path, b.path)
+	})
+	reached := applied // every LSN up to it is accounted for
+	for _, f := range all {
+		if f.bad != nil {
+			if allZero(f.data) {
+				// Created, but its header never reached the disk: a write
+				// is acknowledged only once its segment's header is
+				// durable, so it holds nothing acknowledged.
+				st.segments = append(st.segments, f.segment)
+				continue
+			}
+			return nil, withKind(ErrCorrupt, "log segment %s: %v", filepath.Base(f.path), f.bad)
+		}
+		st.maxGen = max(st.maxGen, f.gen)
+		// This segment voids what older ones hold at or past its start.
+		for len(st.entries) > 0 && st.entries[len(st.entries)-1].lsn >= f.start {
+			st.entries = st.entries[:len(st.entries)-1]
+		}
+		if f.start > reached+1 {
+			return nil, withKind(ErrCorrupt, "log segment %s starts at entry %d, but the journal and the log before it hold entries only up to %d: acknowledged writes are missing", filepath.Base(f.path), f.start, reached)
+		}
+		reached = max(applied, f.start-1)
+		b := f.data[segHeaderSize:]
+		want := f.start
+		for {
+			lsn, payload, size, ok := nextEntry(b)
+			if !ok || lsn != want {
+				break
+			}
+			if lsn > applied {
+				st.entries = append(st.entries, logEntry{lsn: lsn, payload: payload})
+			}
+			b = b[size:]
+			want++
+		}
+		f.end = want
+		reached = max(applied, want-1)
+		st.segments = append(st.segments, f.segment)
+	}
+	st.next = reached + 1
+	return st, nil
+}
+
+// readSegment reads a whole segment file, refusing one so large that it
+// cannot be a segment this package wrote.
+func readSegment(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, withKind(ErrCorrupt, "not a regular file")
+	}
+	if fi.Size() > segmentSize+2*maxEntrySize {
+		return nil, withKind(ErrCorrupt, "%d bytes: larger than any segment", fi.Size())
+	}
+	return io.ReadAll(io.LimitReader(f, fi.Size()))
+}
+
+func allZero(b []byte) bool {
+	return len(bytes.Trim(b, "\x00")) == 0
+}
+
+// logWriter appends rounds of entries to the active segment. Only the
+// committer's leader calls append, one round at a time; the applier
+// reads the segment list (under mu) to delete what it has applied.
+type logWriter struct {
+	dir, base string
+	id        [16]byte
+	noSync    bool
+
+	f         *os.File // the active segment; nil until the first round, and after a failure
+	size      int64    // bytes in the active segment
+	start     uint64   // the active segment's first LSN
+	next      uint64   // the LSN the next entry gets
+	gen       uint64   // the last generation used
+	dirSynced bool     // the active segment's name is durable
+	buf       []byte   // the round being written, reused
+
+	// failWrite, when a test sets it, can fail the write of a round (or,
+	// with header set, of a new segment's header): before anything is
+	// written, or with written set, once the bytes are in the file and
+	// before they are synced, as a failed fdatasync leaves them.
+	failWrite func(header, written bool) error
+
+	mu       sync.Mutex
+	segments []segment // every segment not yet deleted, oldest first, the active one last
+}
+
+// errLogPoisoned is the cause of every write refused because the log has
+// no segment to write to: starting one failed (after a failed round, or
+// the first after Open). Nothing of such a write was written; the next
+// write tries again.
+var errLogPoisoned = errors.New("the log has no segment to write to; nothing of this write was written")
+
+// append writes the round's entries (payloads, in order), durably, and
+// returns the LSN of the first. On error nothing of the round is in the
+// journal, unless the error matches ErrMaybeCommitted: then the round may
+// or may not be, until a later round succeeds, which voids it.
+//
+// A write that fails is tried once more, on a new segment that voids the
+// first try: a disk that failed one fdatasync (a transient I/O error) need
+// not fail the writers, as long as the second copy is durable.
+func (w *logWriter) append(payloads [][]byte) (uint64, error) {
+	if w.f == nil || w.size >= segmentSize {
+		// A new segment starts at the next LSN. After a failure, that is
+		// the failed round's first: its segment voids what the failed
+		// write left.
+		if err := w.rotate(); err != nil {
+			return 0, errorf("%w (%w)", err, errLogPoisoned)
+		}
+	}
+	first := w.next
+	buf := w.buf[:0]
+	for i, p := range payloads {
+		buf = appendEntry(buf, first+uint64(i), p)
+	}
+	w.buf = buf
+	if cap(w.buf) > 4<<20 {
+		w.buf = nil // one huge round must not stay in memory
+	}
+	err := w.write(buf)
+	for try := 0; err != nil; try++ {
+		if ferr := w.fail(err); ferr != nil || try == 1 {
+			if ferr == nil {
+				ferr = errorf("log write: %w", err)
+			}
+			return 0, ferr
+		}
+		err = w.write(buf)
+	}
+	w.size += int64(len(buf))
+	w.next += uint64(len(payloads))
+	w.mu.Lock()
+	w.segments[len(w.segments)-1].end = w.next
+	w.mu.Unlock()
+	return first, nil
+}
+
+// write writes buf at the end of the active segment and makes it durable.
+func (w *logWriter) write(buf []byte) error {
+	if err := w.inject(false, false); err != nil {
+		return err
+	}
+	if _, err := w.f.WriteAt(buf, w.size); err != nil {
+		return err
+	}
+	if err := w.inject(false, true); err != nil {
+		return err
+	}
+	if w.noSync {
+		return nil
+	}
+	if err := fdatasync(w.f); err != nil {
+		return err
+	}
+	if !w.dirSynced {
+		if err := syncDir(w.dir); err != nil {
+			return err
+		}
+		w.dirSynced = true
+	}
+	return nil
+}
+
+// fail handles a round that failed with err: the round's bytes may be
+// anywhere between absent and whole on disk. A new segment starting at the
+// round's first LSN voids them; once its header is durable the round is
+// surely not in the journal, and fail returns nil. If the new segment
+// cannot be made durable, the round may come back after a crash: the
+// error then matches ErrMaybeCommitted, and the next round tries again.
+func (w *logWriter) fail(err error) error {
+	w.retire()
+	if rerr := w.rotate(); rerr != nil {
+		return errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
+	}
+	return nil
+}
+
+// retire closes the active segment; it stays on disk until applied.
+func (w *logWriter) retire() {
+	if w.f != nil {
+		_ = w.f.Close()
+		w.f = nil
+	}
+}
+
+// rotate starts a new segment at w.next and makes its header and name
+// durable.
+func (w *logWriter) rotate() error {
+	w.retire()
+	var f *os.File
+	var path string
+	var err error
+	for range openTries {
+		// A name already taken is a segment this Store did not list (a
+		// deletion that a crash undid): it is never overwritten.
+		w.gen++
+		path = segmentPath(w.dir, w.base, w.gen)
+		f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if !errors.Is(err, os.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return errorf("new log segment: %w", err)
+	}
+	h := segHeader{gen: w.gen, start: w.next, id: w.id}
+	if err := w.writeHeader(f, h); err != nil {
+		_ = f.Close()
+		// Removed if it can be. If not, it stays listed and on disk: with
+		// its header there it voids only what the next segment, which
+		// starts where it does, voids too; without, it holds nothing.
+		if os.Remove(path) != nil {
+			w.mu.Lock()
+			w.segments = append(w.segments, segment{path: path, segHeader: h, end: h.start})
+			w.mu.Unlock()
+		}
+		return errorf("new log segment %s: %w", filepath.Base(path), err)
+	}
+	w.mu.Lock()
+	w.segments = append(w.segments, segment{path: path, segHeader: h, end: h.start})
+	w.mu.Unlock()
+	w.f, w.size, w.start, w.dirSynced = f, segHeaderSize, h.start, true
+	return nil
+}
+
+func (w *logWriter) writeHeader(f *os.File, h segHeader) error {
+	if err := w.inject(true, false); err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(h.encode(), 0); err != nil {
+		return err
+	}
+	if err := w.inject(true, true); err != nil {
+		return err
+	}
+	if w.noSync {
+		return nil
+	}
+	if err := fdatasync(f); err != nil {
+		return err
+	}
+	return syncDir(w.dir)
+}
+
+// deleteApplied deletes, oldest first, the segments whose entries bbolt
+// holds (applied), all of them with all set (Close, once everything is
+// applied), otherwise every one but the active. A segment's entries end
+// where they stop or where the next segment starts (which voids the rest).
+// The oldest goes first so that a crash midway never leaves a segment
+// whose entries a newer segment voided without that newer segment.
+func (w *logWriter) deleteApplied(applied uint64, all bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	var err error
+	for i, seg := range w.segments {
+		last := i == len(w.segments)-1
+		if last && !all {
+			break
+		}
+		end := seg.end
+		if !last {
+			end = min(end, w.segments[i+1].start)
+		}
+		if end > applied+1 {
+			break
+		}
+		if err = os.Remove(seg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		err = nil
+		n++
+	}
+	w.segments = w.segments[n:]
+	if n > 0 && !w.noSync {
+		err = errors.Join(err, syncDir(w.dir))
+	}
+	return err
+}
+
+// logBytes returns the size of the log's segments on disk.
+func (w *logWriter) logBytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var n int64
+	for _, s := range w.segments {
+		if fi, err := os.Stat(s.path); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// close closes the active segment's file.
+func (w *logWriter) close() {
+	w.retire()
+}
+
+// inject returns the error a test's failWrite makes a step fail with.
+func (w *logWriter) inject(header, written bool) error {
+	if w.failWrite == nil {
+		return nil
+	}
+	return w.failWrite(header, written)
+}
+
+// fdatasync flushes f's data (and the size, when it grew) to the disk.
+func fdatasync(f *os.File) error {
+	for {
+		err := syscall.Fdatasync(int(f.Fd()))
+		if err != syscall.EINTR {
+			return err
+		}
+	}
+}

@@ -1,0 +1,545 @@
+package journal
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// logged is a record as a write left it: durable in the log, and in the
+// bbolt file only once the applier has copied it there. It never changes
+// after it is published; a later write of the record publishes another.
+type logged struct {
+	rk  string // record key (scope, NUL, key)
+	lsn uint64
+	enc []byte // the record's encoding, the Store's own
+	// What the indexes need of the record, so that applying it decodes
+	// nothing.
+	open    bool
+	nextDue time.Time
+	settled time.Time
+}
+
+func newLogged(rk []byte, r *Record, enc []byte) *logged {
+	return &logged{rk: string(rk), enc: enc, open: r.Open(), nextDue: r.NextDue, settled: r.Settled}
+}
+
+// summary is the part of the record putRecord reads.
+func (e *logged) summary() *Record {
+	r := &Record{State: StatePending, NextDue: e.nextDue, Settled: e.settled}
+	if !e.open {
+		r.State = StateSucceeded // any terminal state: putRecord only asks Open
+	}
+	return r
+}
+
+// overlay holds the latest logged version of every record written since the
+// applier last copied the log into the bbolt file: reads look here first.
+//
+// The applier removes an entry only after the bbolt transaction holding it
+// has committed, and only if it is still the record's latest; a reader
+// that misses here and then opens a bbolt transaction (in that order)
+// therefore always finds the latest version in one of the two.
+type overlay struct {
+	mu    sync.RWMutex
+	m     map[string]*logged
+	bytes int64  // the encodings' total size
+	last  uint64 // the highest LSN published
+}
+
+// get returns the record's latest logged version, or nil.
+func (o *overlay) get(rk []byte) *logged {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.m[string(rk)]
+}
+
+// publish makes a round's entries, now durable, visible to readers.
+func (o *overlay) publish(entries []*logged) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = make(map[string]*logged)
+	}
+	for _, e := range entries {
+		if old := o.m[e.rk]; old != nil {
+			o.bytes -= int64(len(old.enc))
+		}
+		o.m[e.rk] = e
+		o.bytes += int64(len(e.enc))
+		o.last = max(o.last, e.lsn)
+	}
+}
+
+// size returns how many records and bytes the overlay holds.
+func (o *overlay) size() (int, int64) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return len(o.m), o.bytes
+}
+
+// batch returns up to limit entries, oldest LSN first, and the LSN through
+// which bbolt holds every write once they are applied: every entry at or
+// below it is in the batch or was superseded by a later version of its
+// record, which a later batch applies (and which replaces it on recovery).
+func (o *overlay) batch(limit int) ([]*logged, uint64) {
+	o.mu.RLock()
+	out := make([]*logged, 0, min(len(o.m), limit))
+	for _, e := range o.m {
+		out = append(out, e)
+	}
+	through := o.last
+	o.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *logged) int { return cmp.Compare(a.lsn, b.lsn) })
+	if len(out) > limit {
+		out = out[:limit]
+		through = out[limit-1].lsn
+	}
+	return out, through
+}
+
+// drop removes the applied entries that are still their records' latest.
+func (o *overlay) drop(applied []*logged) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, e := range applied {
+		if o.m[e.rk] == e {
+			delete(o.m, e.rk)
+			o.bytes -= int64(len(e.enc))
+		}
+	}
+}
+
+// all returns the overlay's entries, in no order.
+func (o *overlay) all() []*logged {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	out := make([]*logged, 0, len(o.m))
+	for _, e := range o.m {
+		out = append(out, e)
+	}
+	return out
+}
+
+// view is what one round of writes reads and stages: each request reads
+// the latest version of a record from the round's own staged writes, the
+// overlay or the bbolt file, in that order, and stages at most one write
+// as its last step.
+type view struct {
+	s       *Store
+	staged  map[string]*logged
+	order   []*logged
+	pending *logged // the current request's write, until it returns nil
+}
+
+func (s *Store) newView() *view {
+	return &view{s: s}
+}
+
+// get returns the current encoding of the record rk, or nil; the caller
+// must not change it.
+func (v *view) get(rk []byte) ([]byte, error) {
+	if e := v.staged[string(rk)]; e != nil {
+		return e.enc, nil
+	}
+	return v.s.latest(rk)
+}
+
+// latest returns the encoding of the latest version of the record rk: the
+// overlay's, or a copy of the file's; nil if there is none.
+func (s *Store) latest(rk []byte) ([]byte, error) {
+	// The read lock keeps the applier from removing the record from the
+	// overlay between the miss there and the read of the file, which
+	// would then be older than the write the applier copied.
+	s.ov.mu.RLock()
+	defer s.ov.mu.RUnlock()
+	if e := s.ov.m[string(rk)]; e != nil {
+		return e.enc, nil
+	}
+	var out []byte
+	err := readDamaged(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			_, v, err := lookup(tx, rk)
+			// A copy: the file's bytes last only as long as the
+			// transaction, and the caller's function runs after it.
+			out = slices.Clone(v)
+			return err
+		})
+	})
+	return out, err
+}
+
+// put stages the current request's write of r, encoded as enc (which the
+// Store owns from now on).
+func (v *view) put(rk []byte, r *Record, enc []byte) {
+	v.pending = newLogged(rk, r, enc)
+}
+
+// settle keeps or drops the current request's staged write.
+func (v *view) settle(keep bool) {
+	if keep && v.pending != nil {
+		if v.staged == nil {
+			v.staged = make(map[string]*logged)
+		}
+		v.staged[v.pending.rk] = v.pending
+		v.order = append(v.order, v.pending)
+	}
+	v.pending = nil
+}
+
+// writes returns the round's writes, in order.
+func (v *view) writes() []*logged { return v.order }
+
+// Applying the log to the bbolt file.
+const (
+	// applyDelay is how long the applier lets writes gather after the
+	// first one it has not applied: the longer, the more records are
+	// created and settled before they reach bbolt, which then writes each
+	// once, and the fewer bbolt commits (each one two fsyncs).
+	applyDelay = 100 * time.Millisecond
+	// applyEntries and applyBytes make the applier start at once when
+	// this much waits, so that the overlay (memory) and the log stay
+	// bounded whatever the write rate.
+	applyEntries = 8192
+	applyBytes   = 16 << 20
+	// applyBatch bounds the records of one bbolt transaction.
+	applyBatch = 16384
+	// applyRetry is the wait after a failed apply (a full disk, say)
+	// before the applier tries again.
+	applyRetry = time.Second
+)
+
+// applier copies the overlay into the bbolt file in the background. All
+// bbolt writes go through its mutex: applies, Prune's deletions, Close.
+type applier struct {
+	mu      sync.Mutex
+	applied uint64 // bbolt holds every write up to this LSN
+	kick    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	delay   time.Duration // applyDelay; tests shorten or lengthen it
+	// failApply, when a test sets it, stands in for the bbolt commit of an
+	// apply.
+	failApply func() error
+}
+
+// start runs the applier's goroutine.
+func (s *Store) startApplier() {
+	a := &s.ap
+	a.kick = make(chan struct{}, 1)
+	a.stop = make(chan struct{})
+	a.done = make(chan struct{})
+	if a.delay == 0 {
+		a.delay = applyDelay
+	}
+	go s.applyLoop()
+}
+
+// kickApplier tells the applier that writes wait.
+func (s *Store) kickApplier() {
+	select {
+	case s.ap.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Store) applyLoop() {
+	a := &s.ap
+	defer close(a.done)
+	var timer *time.Timer
+	var fire <-chan time.Time
+	arm := func(d time.Duration) {
+		if timer == nil {
+			timer = time.NewTimer(d)
+			fire = timer.C
+		}
+	}
+	for {
+		select {
+		case <-a.stop:
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-a.kick:
+			if n, b := s.ov.size(); n < applyEntries && b < applyBytes {
+				arm(a.delay)
+				continue
+			}
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
+			timer, fire = nil, nil
+		}
+		if err := s.applyAll(); err != nil {
+			// The writes are safe in the log; the next try, or Open,
+			// applies them.
+			arm(applyRetry)
+		} else if n, _ := s.ov.size(); n > 0 {
+			arm(a.delay)
+		}
+	}
+}
+
+// applyAll copies everything published so far into the bbolt file.
+func (s *Store) applyAll() error {
+	s.ap.mu.Lock()
+	defer s.ap.mu.Unlock()
+	return s.applyLocked()
+}
+
+// applyLocked is applyAll with the applier's mutex held.
+func (s *Store) applyLocked() error {
+	for {
+		batch, through := s.ov.batch(applyBatch)
+		if through <= s.ap.applied {
+			return nil
+		}
+		err := s.commitBolt(func(tx *bolt.Tx) error {
+			for _, e := range batch {
+				if err := applyOne(tx, e); err != nil {
+					return err
+				}
+			}
+			return tx.Bucket(bucketMeta).Put(metaApplied, binary.BigEndian.AppendUint64(nil, through))
+		})
+		if err != nil {
+			return errorf("applying the log to the journal file (the writes are safe in the log): %w", err)
+		}
+		s.ap.applied = through
+		s.ov.drop(batch)
+		// A segment that cannot be deleted now is deleted after a later
+		// apply; it only takes disk space.
+		_ = s.log.deleteApplied(through, false)
+	}
+}
+
+// commitBolt runs fn in a bbolt write transaction and commits it. Only the
+// holder of the applier's mutex calls it (or Open, before any write).
+func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
+	if s.ap.failApply != nil {
+		if err := s.ap.failApply(); err != nil {
+			return err
+		}
+	}
+	tuneFreelist(s.db)
+	return s.db.Update(fn)
+}
+
+// applyOne writes the logged record e into the bbolt file with its key
+// and index entries, replacing the version the file holds.
+func applyOne(tx *bolt.Tx, e *logged) error {
+	rk := []byte(e.rk)
+	sk, v, err := lookup(tx, rk)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return addRecord(tx, rk, e.summary(), e.enc)
+	}
+	old, err := decode(v)
+	if err != nil {
+		return errorf("record %q in the journal file: %w", rk, err)
+	}
+	return putRecord(tx, sk, rk, old, e.summary(), e.enc)
+}
+
+// flush applies everything published so far, so that a scan of the bbolt
+// file sees every write acknowledged before it began.
+func (s *Store) flush() error {
+	if s.readOnly {
+		return nil
+	}
+	if n, _ := s.ov.size(); n == 0 {
+		return nil
+	}
+	return s.applyAll()
+}
+
+// logLocation returns the directory and base name the journal's log
+// segments are named after: those of the file itself, not of a symbolic
+// link to it, so that every path to one journal finds one log.
+func logLocation(path string) (dir, base string) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return filepath.Dir(path), filepath.Base(path)
+}
+
+// newJournalID returns a new journal id.
+func newJournalID() ([16]byte, error) {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return id, errorf("new journal id: %w", err)
+	}
+	return id, nil
+}
+
+// openLog reads the journal's log back (Open): every write it holds that
+// the bbolt file does not goes into the overlay, where reads find it and
+// from where the applier copies it into the file. Opened for writing, the
+// Store then appends to a new segment and starts the applier.
+func (s *Store) openLog(cfg *config) error {
+	var id [16]byte
+	var applied uint64
+	err := readDamaged(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			meta := tx.Bucket(bucketMeta)
+			switch v := meta.Get(metaID); len(v) {
+			case 0: // format version 2, read-only: no log
+			case len(id):
+				copy(id[:], v)
+			default:
+				return withKind(ErrCorrupt, "damaged (a journal id of %d bytes)", len(v))
+			}
+			switch v := meta.Get(metaApplied); len(v) {
+			case 0:
+			case 8:
+				applied = binary.BigEndian.Uint64(v)
+			default:
+				return withKind(ErrCorrupt, "damaged (an applied log position of %d bytes)", len(v))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	dir, base := logLocation(s.path)
+	st, err := scanLog(dir, base, id, applied)
+	if err != nil {
+		return err
+	}
+	entries := make([]*logged, 0, len(st.entries))
+	for _, e := range st.entries {
+		r, err := decode(e.payload)
+		if err != nil {
+			return errorf("log entry %d: %w", e.lsn, err)
+		}
+		l := newLogged(recordKey(r.Scope, r.Key), r, e.payload)
+		l.lsn = e.lsn
+		entries = append(entries, l)
+	}
+	s.ov.publish(entries)
+	s.ap.applied = applied
+	if s.readOnly {
+		return nil
+	}
+	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, gen: st.maxGen, segments: st.segments}
+	s.c = newCommitter(s)
+	s.startApplier()
+	if len(entries) > 0 {
+		s.kickApplier()
+	}
+	return nil
+}
+
+// scan runs fn in a read transaction of the file, once the file holds
+// every write acknowledged so far.
+func (s *Store) scan(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	if err := s.flush(); err != nil {
+		return err
+	}
+	return s.view(ctx, fn)
+}
+
+// overlaid returns, decoded, the logged writes a scan of the file misses:
+// those of a read-only Store over a log that a process which stopped
+// without closing the journal left (nothing can be applied without the
+// write lock). A Store open for writing applies the log before it scans
+// (scan), and returns nil.
+func (s *Store) overlaid() []*Record {
+	if !s.readOnly {
+		return nil
+	}
+	entries := s.ov.all()
+	if len(entries) == 0 {
+		return nil
+	}
+	out := make([]*Record, 0, len(entries))
+	for _, e := range entries {
+		// The entries were decoded once when Open read the log.
+		r, err := decode(e.enc)
+		if err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// forEachOpenOverlaid is ForEachOpen on a read-only Store with logged
+// writes: every open record, merged, in one pass.
+func (s *Store) forEachOpenOverlaid(ctx context.Context, over []*Record, fn func(*Record) error) error {
+	recs, err := s.due(ctx, endOfTime, 0)
+	if err != nil {
+		return errorf("journal: for each open: %w", err)
+	}
+	recs = merge(recs, over, (*Record).Open, byDue, 0)
+	for _, r := range recs {
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endOfTime is after every NextDue (timeKey clamps it to the last key).
+var endOfTime = time.Unix(1<<62, 0)
+
+// widen is the limit a read of the file needs so that merging the logged
+// writes over into its result still leaves limit records: each of them
+// can displace at most one.
+func widen(limit int, over []*Record) int {
+	if limit <= 0 || len(over) == 0 {
+		return limit
+	}
+	return limit + len(over)
+}
+
+// merge replaces in recs (read from the file, in order) every record of
+// which over holds a later version with that version if match selects
+// it, adds the other records of over that match selects, sorts the whole
+// by order (stable: records equal by it keep the file's order) and keeps
+// the first limit (all when limit <= 0).
+func merge(recs, over []*Record, match func(*Record) bool, order func(a, b *Record) int, limit int) []*Record {
+	newer := make(map[string]bool, len(over))
+	for _, r := range over {
+		newer[r.Scope+"\x00"+r.Key] = true
+	}
+	out := recs[:0:0]
+	for _, r := range recs {
+		if !newer[r.Scope+"\x00"+r.Key] {
+			out = append(out, r)
+		}
+	}
+	for _, r := range over {
+		if match(r) {
+			out = append(out, r)
+		}
+	}
+	slices.SortStableFunc(out, order)
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// byDue orders records as the due index does: soonest NextDue first.
+func byDue(a, b *Record) int { return cmp.Compare(timeKey(a.NextDue), timeKey(b.NextDue)) }
+
+// byKey orders records as List returns them: by scope, then key.
+func byKey(a, b *Record) int {
+	return cmp.Or(strings.Compare(a.Scope, b.Scope), strings.Compare(a.Key, b.Key))
+}
