@@ -48,3 +48,9 @@ func (s *Store) crash(t interface{ Helper() }) {
 	s.unregister()
 	_ = s.db.Close()
 }
+
+// withApplyDelay sets how long the applier lets writes gather (a test
+// that wants the log left unapplied gives it an hour).
+func withApplyDelay(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.applyDelay = d })
+}

@@ -221,12 +221,15 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 		if f.bad == nil && f.id != id {
 			return nil, withKind(ErrCorrupt, "log segment %s belongs to another journal (id %x, this journal's is %x): a log left behind by a journal that was deleted or replaced; move it away if that journal is gone for good", filepath.Base(p), f.id, id)
 		}
-		if errors.Is(f.bad, ErrVersion) {
+		switch {
+		case errors.Is(f.bad, ErrVersion):
 			return nil, errorf("log segment %s: %w", filepath.Base(p), f.bad)
+		case f.bad != nil && !allZero(data):
+			return nil, withKind(ErrCorrupt, "log segment %s: %v", filepath.Base(p), f.bad)
 		}
 		all = append(all, f)
 	}
-	// Unreadable headers sort last (they void nothing).
+	// Segments without a header (all zeros) sort last: they void nothing.
 	slices.SortFunc(all, func(a, b found) int {
 		switch {
 		case (a.bad == nil) != (b.bad == nil):
@@ -251,14 +254,12 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 	reached := applied // every LSN up to it is accounted for
 	for _, f := range all {
 		if f.bad != nil {
-			if allZero(f.data) {
-				// Created, but its header never reached the disk: a write
-				// is acknowledged only once its segment's header is
-				// durable, so it holds nothing acknowledged.
-				st.segments = append(st.segments, f.segment)
-				continue
-			}
-			return nil, withKind(ErrCorrupt, "log segment %s: %v", filepath.Base(f.path), f.bad)
+			// Created, but its header never reached the disk (it is
+			// all zeros): a write is acknowledged only once its
+			// segment's header is durable, so it holds nothing
+			// acknowledged.
+			st.segments = append(st.segments, f.segment)
+			continue
 		}
 		st.maxGen = max(st.maxGen, f.gen)
 		// This segment voids what older ones hold at or past its start.

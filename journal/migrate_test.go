@@ -158,3 +158,87 @@ func TestFailedMigrationLeavesTheFile(t *testing.T) {
 	_, err = journal.Open(path, journal.ReadOnly())
 	require.ErrorIs(t, err, journal.ErrOldFormat, "still version 1")
 }
+
+// v2Journal is v1Journal for the format version 2 journal of testdata/v2
+// (written by the last release without a log, see its README).
+func v2Journal(t testing.TB) (string, []*journal.Record) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "v2", "journal.db"))
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "v2.journal")
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	dump, err := os.ReadFile(filepath.Join("testdata", "v2", "records.json"))
+	require.NoError(t, err)
+	var want []*journal.Record
+	require.NoError(t, json.Unmarshal(dump, &want))
+	require.Len(t, want, 386, "records in testdata/v2")
+	return path, want
+}
+
+// formatOf reads the format version of the journal file at path.
+func formatOf(t testing.TB, path string) byte {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	require.NoError(t, err)
+	defer db.Close()
+	var v byte
+	require.NoError(t, db.View(func(tx *bolt.Tx) error {
+		v = tx.Bucket([]byte("meta")).Get([]byte("version"))[0]
+		return nil
+	}))
+	return v
+}
+
+// TestOpenMigratesFormatVersion2: format version 3 is version 2's layout
+// with a log beside it. A version 2 file reads as it is, read-only and
+// unchanged; an Open for writing makes it version 3 (so that an older
+// idem, which would not read the log, refuses it) with every record as it
+// was, and it then takes writes like a new journal.
+func TestOpenMigratesFormatVersion2(t *testing.T) {
+	path, want := v2Journal(t)
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.Equal(t, byte(2), formatOf(t, path))
+
+	s, err := journal.Open(path, journal.ReadOnly())
+	require.NoError(t, err, "read-only Open() of a version 2 file")
+	requireRecords(t, s, want)
+	require.NoError(t, s.Close())
+	require.NoError(t, journal.Check(path))
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(before, after), "a read-only Open() changed the version 2 file")
+
+	s, err = journal.Open(path)
+	require.NoError(t, err, "Open() for writing migrates")
+	requireRecords(t, s, want)
+	ctx := context.Background()
+	open, err := s.List(ctx, journal.Filter{Open: true})
+	require.NoError(t, err)
+	require.NotEmpty(t, open)
+	settleAt := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	_, err = s.Update(ctx, open[0].Scope, open[0].Key, func(r *journal.Record) error {
+		r.State, r.Settled, r.Updated = journal.StateSucceeded, settleAt, settleAt
+		return nil
+	})
+	require.NoError(t, err)
+	r := *want[0]
+	r.Key = "after-migration"
+	_, err = s.Create(ctx, &r)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.Equal(t, byte(journal.FormatVersion), formatOf(t, path))
+	require.Equal(t, byte(3), formatOf(t, path))
+	require.NoError(t, journal.Check(path))
+	require.NoError(t, journal.CheckFile(path))
+
+	s, err = journal.Open(path, journal.ReadOnly())
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.Get(ctx, open[0].Scope, open[0].Key)
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, got.State)
+	all, err := s.List(ctx, journal.Filter{})
+	require.NoError(t, err)
+	require.Len(t, all, len(want)+1)
+}

@@ -15,6 +15,7 @@ type config struct {
 	lockTimeout time.Duration
 	readOnly    bool
 	noSync      bool
+	applyDelay  time.Duration // tests: see applyDelay
 }
 
 type optionFunc func(*config)

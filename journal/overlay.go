@@ -436,6 +436,7 @@ func (s *Store) openLog(cfg *config) error {
 	}
 	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, gen: st.maxGen, segments: st.segments}
 	s.c = newCommitter(s)
+	s.ap.delay = cfg.applyDelay
 	s.startApplier()
 	if len(entries) > 0 {
 		s.kickApplier()
@@ -468,6 +469,9 @@ func (s *Store) overlaid() []*Record {
 	if len(entries) == 0 {
 		return nil
 	}
+	// In the order they were written: merge keeps it among records due
+	// at the same time, as the file's sequence numbers would.
+	slices.SortFunc(entries, func(a, b *logged) int { return cmp.Compare(a.lsn, b.lsn) })
 	out := make([]*Record, 0, len(entries))
 	for _, e := range entries {
 		// The entries were decoded once when Open read the log.

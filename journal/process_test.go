@@ -221,12 +221,27 @@ func TestKill(t *testing.T) {
 }
 
 // checkAcked reopens the journal and checks that every acknowledged write
-// survived, the indexes match the records, and bbolt finds no damage.
+// survived, the indexes match the records, and bbolt finds no damage:
+// first read-only, where the reads merge the log the killed child left
+// with the file, then for writing, which applies the log.
 func checkAcked(t testing.TB, path string, acked map[string]journal.State) {
 	t.Helper()
+	for _, ro := range []bool{true, false} {
+		var opts []journal.Option
+		if ro {
+			opts = append(opts, journal.ReadOnly())
+		}
+		s, err := journal.Open(path, opts...)
+		require.NoError(t, err, "reopen after kill (read-only %v)", ro)
+		checkAckedIn(t, s, acked)
+	}
+	requireConsistent(t, path)
+}
+
+// checkAckedIn is checkAcked's check of one Store, which it closes.
+func checkAckedIn(t testing.TB, s *journal.Store, acked map[string]journal.State) {
+	t.Helper()
 	ctx := context.Background()
-	s, err := journal.Open(path)
-	require.NoError(t, err, "reopen after kill")
 	for key, st := range acked {
 		r, err := s.Get(ctx, "acct", key)
 		require.NoError(t, err, "acknowledged record %s", key)
@@ -247,6 +262,8 @@ func checkAcked(t testing.TB, path string, acked map[string]journal.State) {
 		return nil
 	}))
 	require.ElementsMatch(t, open, walked, "open index after kill")
+	due, err := s.Due(ctx, t0.Add(24*time.Hour), 0)
+	require.NoError(t, err)
+	require.Len(t, due, len(open), "Due() after kill")
 	require.NoError(t, s.Close())
-	requireConsistent(t, path)
 }
