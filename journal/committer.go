@@ -179,6 +179,15 @@ func (c *committer) handOff(round []*request) {
 func (c *committer) commit(round []*request) {
 	c.rounds.Add(1)
 	s := c.s
+	if err := s.backPressure(); err != nil {
+		// Nothing of the round is written: the log may not outgrow what
+		// the file can take.
+		for _, r := range round {
+			r.err = err
+			r.release()
+		}
+		return
+	}
 	writes := c.run(round)
 	if len(writes) > 0 {
 		payloads := make([][]byte, len(writes))

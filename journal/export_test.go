@@ -54,3 +54,8 @@ func (s *Store) crash(t interface{ Helper() }) {
 func withApplyDelay(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.applyDelay = d })
 }
+
+// withOverlayMax lowers overlayMax, the overlay's bound.
+func withOverlayMax(n int64) Option {
+	return optionFunc(func(c *config) { c.overlayMax = n })
+}

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -478,4 +480,53 @@ func TestCompactAppliesTheLog(t *testing.T) {
 	recs, err := s.List(ctx, Filter{})
 	require.NoError(t, err)
 	require.Len(t, recs, 20)
+}
+
+// TestLogBackPressure: while the file cannot take the log's writes (a
+// full disk under the bbolt file, here a failing commit), the overlay
+// grows only to its bound (overlayMax, lowered here); past it, writes are refused, unwritten, with
+// the file's error, and taken again once the file recovers.
+func TestLogBackPressure(t *testing.T) {
+	ctx := context.Background()
+	const bound = 1 << 20
+	s, err := Open(filepath.Join(t.TempDir(), "j.db"), WithUnsafeNoSync(), withApplyDelay(time.Millisecond), withOverlayMax(bound))
+	require.NoError(t, err)
+	defer s.Close()
+	diskFull := errors.New("no space left on device (injected)")
+	var broken atomic.Bool
+	broken.Store(true)
+	s.ap.mu.Lock()
+	s.ap.failApply = func() error {
+		if broken.Load() {
+			return diskFull
+		}
+		return nil
+	}
+	s.ap.mu.Unlock()
+	big := make([]byte, 16<<10)
+	var refused error
+	var n int
+	for n = 0; n < 4*bound/len(big); n++ {
+		r := rvRecord(fmt.Sprint("k", n), rvT0)
+		r.Body, r.BodySHA = big, sha256.Sum256(big)
+		if _, refused = s.Create(ctx, r); refused != nil {
+			break
+		}
+	}
+	require.ErrorIs(t, refused, diskFull, "writes past the bound")
+	require.ErrorContains(t, refused, "refused until it can")
+	_, b := s.ov.size()
+	require.LessOrEqual(t, b, int64(bound+len(big)+4096), "the overlay stays bounded")
+	_, err = s.Get(ctx, "s", fmt.Sprint("k", n))
+	require.ErrorIs(t, err, ErrNotFound, "the refused write is not there")
+
+	broken.Store(false)
+	r := rvRecord("after", rvT0)
+	_, err = s.Create(ctx, r)
+	require.NoError(t, err, "once the file takes writes again")
+	for i := range n {
+		_, err := s.Get(ctx, "s", fmt.Sprint("k", i))
+		require.NoError(t, err, "k%d", i)
+	}
+	require.NoError(t, s.viewChecked())
 }

@@ -16,6 +16,7 @@ type config struct {
 	readOnly    bool
 	noSync      bool
 	applyDelay  time.Duration // tests: see applyDelay
+	overlayMax  int64         // tests: see overlayMax
 }
 
 type optionFunc func(*config)

@@ -210,6 +210,11 @@ const (
 	// bounded whatever the write rate.
 	applyEntries = 8192
 	applyBytes   = 16 << 20
+	// overlayMax is as much as the overlay may hold before a round
+	// waits for the applier (backPressure): a file that cannot keep up,
+	// or cannot be written at all, must not make the process's memory
+	// and the log grow without bound.
+	overlayMax = 4 * applyBytes
 	// applyBatch bounds the records of one bbolt transaction.
 	applyBatch = 16384
 	// applyRetry is the wait after a failed apply (a full disk, say)
@@ -226,6 +231,7 @@ type applier struct {
 	stop    chan struct{}
 	done    chan struct{}
 	delay   time.Duration // applyDelay; tests shorten or lengthen it
+	max     int64         // overlayMax; tests lower it
 	// failApply, when a test sets it, stands in for the bbolt commit of an
 	// apply.
 	failApply func() error
@@ -353,6 +359,19 @@ func applyOne(tx *bolt.Tx, e *logged) error {
 	return putRecord(tx, sk, rk, old, e.summary(), e.enc)
 }
 
+// backPressure makes the committer's leader copy the log into the file
+// itself, before its round, when the overlay holds more than overlayMax;
+// its error (the file cannot be written) fails the round, unwritten.
+func (s *Store) backPressure() error {
+	if _, b := s.ov.size(); b < s.ap.max {
+		return nil
+	}
+	if err := s.applyAll(); err != nil {
+		return errorf("the journal file cannot take the log's writes, which are refused until it can: %w", err)
+	}
+	return nil
+}
+
 // flush applies everything published so far, so that a scan of the bbolt
 // file sees every write acknowledged before it began.
 func (s *Store) flush() error {
@@ -437,6 +456,7 @@ func (s *Store) openLog(cfg *config) error {
 	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, gen: st.maxGen, segments: st.segments}
 	s.c = newCommitter(s)
 	s.ap.delay = cfg.applyDelay
+	s.ap.max = cmp.Or(cfg.overlayMax, overlayMax)
 	s.startApplier()
 	if len(entries) > 0 {
 		s.kickApplier()
