@@ -1,10 +1,27 @@
-// Package journal is idem's write-ahead journal: a single bbolt file that
-// holds every operation the client has taken on, from before its first
-// send until it is settled and pruned. The client ([github.com/idemkit/idem])
-// writes an operation here, fsync'd, before anything goes out, and records
-// each attempt and answer as they happen, so that a process that crashes
-// at any point can be restarted and finish what it started without
-// sending anything twice or losing anything.
+// Package journal is idem's write-ahead journal: a bbolt file, and the log
+// beside it, that hold every operation the client has taken on, from
+// before its first send until it is settled and pruned. The client
+// ([github.com/idemkit/idem]) writes an operation here, fsync'd, before
+// anything goes out, and records each attempt and answer as they happen,
+// so that a process that crashes at any point can be restarted and finish
+// what it started without sending anything twice or losing anything.
+//
+// # The file and its log
+//
+// A write is durable once it is in the log: segment files named after the
+// journal (payments.journal.log.0000000000000001, …), appended to with one
+// write and one fdatasync per round of concurrent writes. The Store keeps
+// what the log holds in memory until a background applier has copied it
+// into the bbolt file, in large fsync'd transactions, every 100 ms or so;
+// the file records how far it has copied, and the applier then deletes the
+// segments it no longer needs. Reads see the latest write at once; scans
+// (Due, List, Stats, …) first bring the file up to date. Open reads the
+// log back: whatever it holds that the file does not (a process that
+// stopped without Close) is there again, for reads at once and in the file
+// once applied; a write a crash interrupted (never acknowledged) is there
+// whole or not at all. Close applies the whole log and deletes it, so that a journal
+// closed cleanly is its file alone. To copy a journal, stop the
+// application first, or copy the file and every segment together.
 //
 // Most programs never use this package directly: [github.com/idemkit/idem.Open]
 // opens a journal and owns it. It is for programs that open the Store
@@ -33,22 +50,26 @@
 //
 // # What a Store promises
 //
-//   - Write-ahead: a write returns only once it is committed and, unless
+//   - Write-ahead: a write returns only once it is in the log and, unless
 //     [WithUnsafeNoSync] was given, fsync'd. An error means "not written",
-//     except one matching [ErrMaybeCommitted]: the disk failed the commit's
-//     last step, and the write may or may not be in the journal, so the
-//     caller must treat it as neither done nor undone.
-//   - Group commit: concurrent writes share one transaction and one fsync,
+//     except one matching [ErrMaybeCommitted]: the disk failed the write,
+//     and then failed the step that would have made sure of it, so the
+//     write may or may not be in the journal; the caller must treat it as
+//     neither done nor undone. A write the disk fails once is written
+//     again, on a new segment that voids the first try.
+//   - Group commit: concurrent writes share one log write and one fsync,
 //     so many goroutines writing at once cost few fsyncs. A queued write is
 //     carried out even if its context ends.
-//   - One writer: [Open] creates the file with mode 0600 and takes its
-//     lock; a second Open, in this process or another, waits a bounded time
+//   - One writer: [Open] creates the file and its log segments with mode
+//     0600 and takes the file's lock; a second Open, in this process or another, waits a bounded time
 //     ([WithLockTimeout], [DefaultLockTimeout]) and then fails with
 //     [ErrLocked], saying which of the two holds it. Open never waits for
 //     ever.
 //   - Fail closed: a file that is not a journal, is damaged or is truncated
 //     gives [ErrCorrupt], and one written by a newer idem gives
-//     [ErrVersion], without the file being changed; reads that meet a
+//     [ErrVersion], without the file being changed; so does a log with a
+//     hole where acknowledged writes were, or a segment of another
+//     journal; reads that meet a
 //     damaged page or record return ErrCorrupt rather than crash or guess.
 //     A journal in an older format is migrated in place, atomically, the
 //     first time it is opened for writing ([ErrOldFormat] until then).
@@ -61,7 +82,8 @@
 // # Operators
 //
 // [ReadOnly] opens a journal for inspection (several readers, no writer):
-// nothing is created or changed, and writes return [ErrReadOnly].
+// nothing is created or changed, and writes return [ErrReadOnly]. Its
+// reads merge the log, if a process left one, with the file.
 // [Check] verifies a journal's pages, records and indexes ([Inspect] also
 // reports what it read and lists each problem); [Compact]
 // rewrites it without the free pages pruning leaves, checked and replaced

@@ -31,17 +31,19 @@ const openPage = 256
 // writers for long.
 const pruneChunk = 10000
 
-// Store is a journal of operations in a bbolt file. It is safe for
-// concurrent use by many goroutines; only one process may have the file
-// open for writing at a time.
+// Store is a journal of operations in a bbolt file and its log (see the
+// package documentation). It is safe for concurrent use by many
+// goroutines; only one process may have the journal open for writing at a
+// time.
 //
-// Every write (Create, Update, Resolve, Prune) is committed and, unless
-// WithUnsafeNoSync was given, fsync'd when it returns without error.
-// Concurrent writes share commits. Once a write has been queued it is
-// carried out even if its context is cancelled, so an error means "not
+// Every write (Create, Update, Resolve, Confirm, Prune) is committed and,
+// unless WithUnsafeNoSync was given, fsync'd when it returns without
+// error. Concurrent writes share commits. Once a write has been queued it
+// is carried out even if its context is cancelled, so an error means "not
 // written", except one matching ErrMaybeCommitted: the disk failed the
-// commit's last step, and the write may or may not be in the journal.
-// Every *Record a Store returns is the caller's own deep copy.
+// write and the step that would have made sure of it, and the write may
+// or may not be in the journal. Every *Record a Store returns is the
+// caller's own deep copy.
 //
 // The Store never reads the clock: the caller sets every time in a record.
 type Store struct {
