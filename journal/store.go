@@ -379,6 +379,7 @@ func (s *Store) Close() error {
 			_ = s.log.deleteApplied(s.ap.applied, true)
 		}
 		ferr = syncFreelist(s.db)
+		s.ap.closed = true
 		s.ap.mu.Unlock()
 	}
 	defer s.unregister()

@@ -1,0 +1,90 @@
+package journal
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/binary"
+	"path/filepath"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// logLocation returns the directory and base name the journal's log
+// segments are named after: those of the file itself, not of a symbolic
+// link to it, so that every path to one journal finds one log.
+func logLocation(path string) (dir, base string) {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		path = real
+	}
+	return filepath.Dir(path), filepath.Base(path)
+}
+
+// newJournalID returns a new journal id.
+func newJournalID() ([16]byte, error) {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return id, errorf("new journal id: %w", err)
+	}
+	return id, nil
+}
+
+// openLog reads the journal's log back (Open): every write it holds that
+// the bbolt file does not goes into the overlay, where reads find it and
+// from where the applier copies it into the file. Opened for writing, the
+// Store then appends to a new segment and starts the applier.
+func (s *Store) openLog(cfg *config) error {
+	var id [16]byte
+	var applied uint64
+	err := readDamaged(func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			meta := tx.Bucket(bucketMeta)
+			switch v := meta.Get(metaID); len(v) {
+			case 0: // format version 2, read-only: no log
+			case len(id):
+				copy(id[:], v)
+			default:
+				return withKind(ErrCorrupt, "damaged (a journal id of %d bytes)", len(v))
+			}
+			switch v := meta.Get(metaApplied); len(v) {
+			case 0:
+			case 8:
+				applied = binary.BigEndian.Uint64(v)
+			default:
+				return withKind(ErrCorrupt, "damaged (an applied log position of %d bytes)", len(v))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	dir, base := logLocation(s.path)
+	st, err := scanLog(dir, base, id, applied)
+	if err != nil {
+		return err
+	}
+	entries := make([]*logged, 0, len(st.entries))
+	for _, e := range st.entries {
+		r, err := decode(e.payload)
+		if err != nil {
+			return errorf("log entry %d: %w", e.lsn, err)
+		}
+		l := newLogged(recordKey(r.Scope, r.Key), r, e.payload)
+		l.lsn = e.lsn
+		entries = append(entries, l)
+	}
+	s.ov.publish(entries)
+	s.ap.applied = applied
+	if s.readOnly {
+		return nil
+	}
+	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, gen: st.maxGen, segments: st.segments}
+	s.c = newCommitter(s)
+	s.ap.delay = cfg.applyDelay
+	s.ap.max = cmp.Or(cfg.overlayMax, overlayMax)
+	s.startApplier()
+	if len(entries) > 0 {
+		s.kickApplier()
+	}
+	return nil
+}
