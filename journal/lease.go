@@ -151,6 +151,39 @@ func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expire
 	return r, l, nil
 }
 
+// CreateClaimed is Create with the new record leased to owner until
+// expires, as Claim would lease it (idem.CreateClaimer): Submit journals
+// its record and takes the lease without reading the record back. When
+// (Scope, Key) exists it writes and leases nothing and returns the stored
+// record with an error matching ErrExists, as Create does. rec.Created is
+// the time the lease is taken at (the Store never reads the clock).
+//
+// The lease is taken before the record is written, so that nobody (Run's
+// ClaimDue) can claim the record between its commit and the lease. A key
+// on which a lease is live (a record pruned and created again within a
+// lease's span, say) is created without one: the zero Lease tells the
+// caller to Claim it.
+func (s *Store) CreateClaimed(ctx context.Context, rec *Record, owner string, expires time.Time) (*Record, Lease, error) {
+	if owner == "" {
+		return nil, Lease{}, errorf("journal: create: empty owner: %w", ErrInvalid)
+	}
+	if rec == nil {
+		_, err := s.Create(ctx, rec) // its ErrInvalid
+		return nil, Lease{}, err
+	}
+	l, err := s.leases.claim(rec.Scope, rec.Key, owner, rec.Created, expires, false)
+	if err != nil {
+		stored, err := s.Create(ctx, rec)
+		return stored, Lease{}, err
+	}
+	stored, err := s.Create(ctx, rec)
+	if err != nil {
+		_ = s.leases.release(l)
+		return stored, Lease{}, err
+	}
+	return stored, l, nil
+}
+
 // ClaimDue claims, for owner until expires, up to limit open records whose
 // NextDue is not after now (limit <= 0 means all) and on which nobody, not
 // even owner, holds a live lease (owner's own is a drive of its under
