@@ -56,6 +56,11 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// A drainer finishes, inside the measured window, the work its operations
+// left to the background (idem's journal copies its log into the bbolt
+// file behind the callers): the figures then count all of it.
+type drainer interface{ drain() error }
+
 // runOps runs b.N operations of cl against url from callers goroutines
 // and reports ops/s, latency percentiles, and the CPU time per operation
 // of this process (the client) and of the server process.
@@ -99,6 +104,11 @@ func runOps(b *testing.B, cl client, url string, callers int) {
 		})
 	}
 	wg.Wait()
+	if d, ok := cl.(drainer); ok {
+		if err := d.drain(); err != nil {
+			b.Error(err)
+		}
+	}
 	elapsed, cpu, srv, gc := time.Since(start), cpuTime()-cpu0, serverCPU()-srv0, gcStats().since(gc0)
 	b.StopTimer()
 	all := slices.Concat(lat...)

@@ -55,6 +55,9 @@ func (c *journalOnly) do(ctx context.Context, url string) error {
 
 func (c *journalOnly) close() { _ = c.s.Close() }
 
+// drain copies the journal's log into its file (see drainer).
+func (c *journalOnly) drain() error { return checkpoint(c.s) }
+
 var (
 	// journalC uses the keys idem generates (idem.NewKey).
 	journalC = contender{"journal-alone", func(dir string) (client, error) { return openJournalOnly(dir, idem.NewKey) }}

@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"encoding/binary"
 	"sync"
 	"time"
@@ -184,6 +185,25 @@ func (s *Store) backPressure() error {
 	}
 	if err := s.applyAll(); err != nil {
 		return errorf("the journal file cannot take the log's writes, which are refused until it can: %w", err)
+	}
+	return nil
+}
+
+// Checkpoint copies every write acknowledged so far from the log into the
+// file, fsync'd, and deletes the log segments that then hold nothing the
+// file lacks. The Store does this by itself in the background, and Close
+// does it for the last writes; Checkpoint is for a caller that wants the
+// file current at a moment of its choosing (a benchmark that counts all
+// of its writes' work, say).
+func (s *Store) Checkpoint(ctx context.Context) error {
+	if err := s.usable(ctx); err != nil {
+		return errorf("journal: checkpoint: %w", err)
+	}
+	if s.readOnly {
+		return errorf("journal: checkpoint: %w", ErrReadOnly)
+	}
+	if err := s.applyAll(); err != nil {
+		return errorf("journal: checkpoint: %w", err)
 	}
 	return nil
 }
