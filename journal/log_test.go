@@ -530,3 +530,33 @@ func TestLogBackPressure(t *testing.T) {
 	}
 	require.NoError(t, s.viewChecked())
 }
+
+// TestCheckpoint: Checkpoint puts every acknowledged write into the file
+// at once: a copy of the file alone then holds them all.
+func TestCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	s, path := rvOpen(t, withApplyDelay(time.Hour))
+	for i := range 5 {
+		_, err := s.Create(ctx, rvRecord(fmt.Sprint("k", i), rvT0))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 5, s.ov.len(), "held back by the applier's delay")
+	require.NoError(t, s.Checkpoint(ctx))
+	require.Zero(t, s.ov.len())
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	alone := filepath.Join(t.TempDir(), "copy.db")
+	require.NoError(t, os.WriteFile(alone, data, 0o600))
+	c, err := Open(alone, ReadOnly())
+	require.NoError(t, err)
+	recs, err := c.List(ctx, Filter{})
+	require.NoError(t, err)
+	require.Len(t, recs, 5, "the file alone")
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, c.Checkpoint(ctx), ErrClosed)
+
+	ro, err := Open(alone, ReadOnly())
+	require.NoError(t, err)
+	defer ro.Close()
+	require.ErrorIs(t, ro.Checkpoint(ctx), ErrReadOnly)
+}
