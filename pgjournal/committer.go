@@ -322,21 +322,37 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 		}
 	}
 
-	// The round is committed: answer what is final.
+	// The round is committed. A create that found its record returns the
+	// record that won, read after the commit (in one statement for all),
+	// as a lone Create reads it.
+	won := make(map[rowKey]*row)
+	for _, r := range creates {
+		if r.conflict {
+			won[rowKey{r.scope, r.key}] = &row{version: -1}
+		}
+	}
+	var wonErr error
+	if len(won) > 0 {
+		wonErr = s.readRows(ctx, conn, won)
+	}
+	// Answer what is final.
 	for _, r := range reqs {
 		if slices.Contains(again, r) {
 			continue
 		}
-		if r.conflict {
-			// Read after the commit, as Create does: the record that won.
-			old, err := s.get(ctx, conn, r.scope, r.key)
-			if err != nil {
-				r.out, r.err = nil, fmt.Errorf("existing record: %w", err)
-			} else {
-				r.out, r.err = old, journal.ErrExists
-			}
-		} else if r.create != nil {
+		switch w := won[rowKey{r.scope, r.key}]; {
+		case r.create == nil:
+		case !r.conflict:
 			r.out = r.create
+		case wonErr != nil:
+			r.err = fmt.Errorf("existing record: %w", wonErr)
+		case w.version < 0:
+			r.err = fmt.Errorf("existing record: %w", journal.ErrNotFound) // pruned since
+		case w.err != nil:
+			r.err = fmt.Errorf("existing record: %w", w.err)
+		default:
+			// Each caller its own copy.
+			r.out, r.err = journal.CloneRecord(w.rec), journal.ErrExists
 		}
 		if r.err != nil {
 			r.err = errorf("%s %q: %w", r.op, r.key, r.err)
