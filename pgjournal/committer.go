@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync/atomic"
 
@@ -93,13 +94,15 @@ var (
 // (scope, key) order, so that two replicas' rounds never wait on one
 // another in a cycle.
 type committer struct {
-	s      *Store
-	q      groupcommit.Queue[*request]
-	rounds atomic.Int64 // transactions attempted, for tests
+	s                    *Store
+	q                    groupcommit.Queue[*request]
+	read, insert, update form
+	rounds               atomic.Int64 // transactions attempted, for tests
 }
 
 func newCommitter(s *Store) *committer {
-	c := &committer{s: s}
+	c := &committer{s: s, read: newForm(s.table, readOne, readAll),
+		insert: newForm(s.table, insertOne, insertAll), update: newForm(s.table, updateOne, updateAll)}
 	c.q = groupcommit.Queue[*request]{Max: maxRound, Commit: c.commit, Abandon: abandon, Name: "pgjournal"}
 	return c
 }
@@ -245,7 +248,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 		}
 	}
 	if len(rows) > 0 {
-		if err := s.readRows(ctx, conn, rows); err != nil {
+		if err := c.readRows(ctx, conn, rows); err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) {
 				return nil, err
@@ -301,7 +304,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 		}
 	}
 	if len(ins)+len(upd) > 0 {
-		inserted, updated, err := s.writeRows(ctx, conn, ins, upd, rows)
+		inserted, updated, err := c.writeRows(ctx, conn, ins, upd, rows)
 		if err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) {
@@ -333,7 +336,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 	}
 	var wonErr error
 	if len(won) > 0 {
-		wonErr = s.readRows(ctx, conn, won)
+		wonErr = c.readRows(ctx, conn, won)
 	}
 	// Answer what is final.
 	for _, r := range reqs {
@@ -373,16 +376,68 @@ func (c *committer) settle(reqs []*request, err error) {
 	}
 }
 
+// The round's statements, for one row and for several. One row is the
+// lone writer's round, the commonest: PostgreSQL runs the plain form
+// with a cached generic plan, while it plans the unnest form afresh for
+// every small array (its generic plan assumes ten elements, which looks
+// dearer than a fresh plan for one or two), which costs more CPU than
+// the statement itself.
+const (
+	readOne = `SELECT scope, key, data, version, lease_token FROM %[1]s WHERE scope = $1 AND key = $2`
+	readAll = `SELECT r.scope, r.key, r.data, r.version, r.lease_token FROM %[1]s AS r
+		JOIN unnest($1::text[], $2::text[]) AS u(scope, key) ON r.scope = u.scope COLLATE "C" AND r.key = u.key COLLATE "C"`
+
+	insertCols = `(scope, key, ` + recordCols + `, lease_owner, lease_expires, lease_token)`
+	insertOne  = `INSERT INTO %[1]s ` + insertCols + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+		ON CONFLICT (scope, key) DO NOTHING RETURNING scope, key`
+	insertAll = `INSERT INTO %[1]s ` + insertCols + `
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::bool[], $6::int8[], $7::int8[], $8::int8[],
+			$9::bytea[], $10::text[], $11::int8[], $12::int8[])
+		ON CONFLICT (scope, key) DO NOTHING RETURNING scope, key`
+
+	// The token is in the WHERE clause: a claim since the read fences the
+	// write, whatever the version says.
+	updateOne = `UPDATE %[1]s SET (` + recordCols + `) = ($5, $6, $7, $8, $9, $10, $11), version = version + 1
+		WHERE scope = $1 AND key = $2 AND version = $3 AND lease_token = $4 RETURNING scope, key`
+	updateAll = `UPDATE %[1]s AS r SET (` + recordCols + `) =
+			(u.state, u.open, u.review, u.created_ns, u.next_due_ns, u.settled_ns, u.data), version = r.version + 1
+		FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::text[], $6::bool[], $7::bool[], $8::int8[],
+			$9::int8[], $10::int8[], $11::bytea[])
+			AS u(scope, key, version, token, state, open, review, created_ns, next_due_ns, settled_ns, data)
+		WHERE r.scope = u.scope COLLATE "C" AND r.key = u.key COLLATE "C" AND r.version = u.version AND r.lease_token = u.token
+		RETURNING r.scope, r.key`
+)
+
+// A form is a statement of the round on the Store's table, for one row
+// and for several.
+type form struct{ one, all string }
+
+func newForm(table, one, all string) form {
+	return form{fmt.Sprintf(one, table), fmt.Sprintf(all, table)}
+}
+
+// args returns the form for the rows of cols (one slice per column) and
+// its arguments: the slices, or for one row their only elements.
+func (f form) args(cols ...any) (string, []any) {
+	if reflect.ValueOf(cols[0]).Len() != 1 {
+		return f.all, cols
+	}
+	args := make([]any, len(cols))
+	for i, c := range cols {
+		args[i] = reflect.ValueOf(c).Index(0).Interface()
+	}
+	return f.one, args
+}
+
 // readRows reads the version, lease token and record of every row in
 // rows, which it fills in; a missing record keeps version -1.
-func (s *Store) readRows(ctx context.Context, q queryer, rows map[rowKey]*row) error {
+func (c *committer) readRows(ctx context.Context, q queryer, rows map[rowKey]*row) error {
 	scopes, keys := make([]string, 0, len(rows)), make([]string, 0, len(rows))
 	for k := range rows {
 		scopes, keys = append(scopes, k.scope), append(keys, k.key)
 	}
-	rs, err := q.Query(ctx, `SELECT r.scope, r.key, r.data, r.version, r.lease_token FROM `+s.table+` AS r
-		JOIN unnest($1::text[], $2::text[]) AS u(scope, key) ON r.scope = u.scope COLLATE "C" AND r.key = u.key COLLATE "C"`,
-		scopes, keys)
+	sql, args := c.read.args(scopes, keys)
+	rs, err := q.Query(ctx, sql, args...)
 	if err != nil {
 		return err
 	}
@@ -408,7 +463,7 @@ func (s *Store) readRows(ctx context.Context, q queryer, rows map[rowKey]*row) e
 // read). Both statements take rows in (scope, key) order. A PgError
 // means nothing was written; any other error, that the batch may have
 // been committed.
-func (s *Store) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*request, upd []rowKey, rows map[rowKey]*row) (inserted, updated map[rowKey]bool, err error) {
+func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*request, upd []rowKey, rows map[rowKey]*row) (inserted, updated map[rowKey]bool, err error) {
 	inserted, updated = make(map[rowKey]bool, len(ins)), make(map[rowKey]bool, len(upd))
 	b := &pgx.Batch{}
 	scan := func(into map[rowKey]bool) func(pgx.Rows) error {
@@ -441,11 +496,8 @@ func (s *Store) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*reques
 				owners[i], expires[i], tokens[i] = r.owner, r.expires, 1
 			}
 		}
-		b.Queue(`INSERT INTO `+s.table+` (scope, key, `+recordCols+`, lease_owner, lease_expires, lease_token)
-			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::bool[], $6::int8[], $7::int8[], $8::int8[],
-				$9::bytea[], $10::text[], $11::int8[], $12::int8[])
-			ON CONFLICT (scope, key) DO NOTHING RETURNING scope, key`,
-			scopes, keys, states, open, review, created, due, settled, data, owners, expires, tokens).Query(scan(inserted))
+		sql, args := c.insert.args(scopes, keys, states, open, review, created, due, settled, data, owners, expires, tokens)
+		b.Queue(sql, args...).Query(scan(inserted))
 	}
 	if len(upd) > 0 {
 		slices.SortFunc(upd, func(a, b rowKey) int { return cmp.Or(cmp.Compare(a.scope, b.scope), cmp.Compare(a.key, b.key)) })
@@ -463,16 +515,8 @@ func (s *Store) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*reques
 			created[i], due[i], settled[i] = ns(rec.Created), ns(rec.NextDue), ns(rec.Settled)
 			data[i] = encode(rec)
 		}
-		// The token is in the WHERE clause: a claim since the read fences
-		// the write, whatever the version says.
-		b.Queue(`UPDATE `+s.table+` AS r SET (`+recordCols+`) =
-				(u.state, u.open, u.review, u.created_ns, u.next_due_ns, u.settled_ns, u.data), version = r.version + 1
-			FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::text[], $6::bool[], $7::bool[], $8::int8[],
-				$9::int8[], $10::int8[], $11::bytea[])
-				AS u(scope, key, version, token, state, open, review, created_ns, next_due_ns, settled_ns, data)
-			WHERE r.scope = u.scope COLLATE "C" AND r.key = u.key COLLATE "C" AND r.version = u.version AND r.lease_token = u.token
-			RETURNING r.scope, r.key`,
-			scopes, keys, versions, tokens, states, open, review, created, due, settled, data).Query(scan(updated))
+		sql, args := c.update.args(scopes, keys, versions, tokens, states, open, review, created, due, settled, data)
+		b.Queue(sql, args...).Query(scan(updated))
 	}
 	return inserted, updated, conn.SendBatch(ctx, b).Close()
 }
