@@ -8,10 +8,16 @@
 // (ClaimDue with FOR UPDATE SKIP LOCKED, so replicas never wait for one
 // another's claims), and every write made under a lease carries the token
 // in its WHERE clause, so a replica presumed dead never overwrites a newer
-// state. Records are stored in the journal's own encoding (never a
-// credential: the client refuses to journal one) beside the few columns
-// the queries need; partial indexes keep Due, ClaimDue, ForEachOpen and
-// Prune to the open or settled records they read.
+// state. Submit's new record is created with its lease in one write
+// (idem.CreateClaimer). Records are stored in the journal's own encoding
+// (never a credential: the client refuses to journal one) beside the few
+// columns the queries need; partial indexes keep Due, ClaimDue,
+// ForEachOpen and Prune to the open or settled records they read.
+//
+// Concurrent writes share commits: the writes that queue while one
+// transaction is under way are made together in the next, one
+// PostgreSQL transaction and one WAL flush for all of them, each still
+// fenced by its own lease (see Store).
 //
 // The schema is created by Migrate, explicitly: call it at start-up (two
 // replicas may call it at once: an advisory lock serialises them).
@@ -123,9 +129,10 @@ func WithSchema(name string) Option {
 // Open connects to the database dsn names (a postgres:// URL or a
 // key=value string, as pgx reads it) and returns a Store that owns the
 // connection pool: Close closes it. The pool's size is the DSN's
-// pool_max_conns (pgx's default is 4, or the CPU count if greater): give
-// it about as many connections as the callers you expect at once.
-// Open checks that the server answers;
+// pool_max_conns (pgx's default is 4, or the CPU count if greater).
+// Concurrent writes share one connection per round (see Store); reads,
+// claims and renewals take one each: a few connections serve many
+// callers. Open checks that the server answers;
 // until Migrate has created the schema, calls fail with an error matching
 // ErrNotMigrated.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
