@@ -17,9 +17,14 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// maxRound bounds one round: a leader writes at most this many requests
-// in one transaction and leaves the rest to the next leader.
-const maxRound = 256
+// maxRound bounds one round: a leader takes at most this many requests
+// and leaves the rest to the next leader. It bounds what the round's
+// SELECT may read (records of up to idem.MaxBodyBytes each).
+const maxRound = 64
+
+// maxRoundBytes bounds the records one transaction writes (the first
+// whatever its size): the round's other writes go in the next one.
+const maxRoundBytes = 4 << 20
 
 // maxRounds bounds the optimistic rounds of one write against concurrent
 // writers of its record (another replica's writes and claims).
@@ -52,6 +57,10 @@ type request struct {
 	conflict bool
 	err      error
 	panicked any
+	// data is the encoded record a create inserts; rerun: the round
+	// leaves the request to the next transaction.
+	data  []byte
+	rerun bool
 
 	groupcommit.Slot
 }
@@ -217,6 +226,7 @@ type row struct {
 	rec            *journal.Record // the record with the round's changes so far
 	err            error           // it could not be decoded
 	dirty          bool            // changed: to be written
+	data           []byte          // rec encoded, once dirty
 	reqs           []*request      // the changes of it in this round, in order
 }
 
@@ -240,7 +250,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 	rows := make(map[rowKey]*row)
 	var creates []*request
 	for _, r := range reqs {
-		r.out, r.err, r.conflict, r.panicked = nil, nil, false, nil
+		r.out, r.err, r.conflict, r.panicked, r.rerun = nil, nil, false, nil, false
 		if r.create != nil {
 			creates = append(creates, r)
 		} else if rows[rowKey{r.scope, r.key}] == nil {
@@ -286,14 +296,14 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 		}
 	}
 
-	// A second create of one key in the round finds the first's record.
-	seen := make(map[rowKey]bool, len(creates))
-	ins := creates[:0:0]
+	// The first create of a key inserts it; a second finds its record.
+	first := make(map[rowKey]bool, len(creates))
+	var ins []*request
 	for _, r := range creates {
-		if k := (rowKey{r.scope, r.key}); seen[k] {
+		if k := (rowKey{r.scope, r.key}); first[k] {
 			r.conflict = true
 		} else {
-			seen[k] = true
+			first[k] = true
 			ins = append(ins, r)
 		}
 	}
@@ -303,6 +313,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 			upd = append(upd, k)
 		}
 	}
+	ins, upd, again = c.budget(ins, upd, rows, creates)
 	if len(ins)+len(upd) > 0 {
 		inserted, updated, err := c.writeRows(ctx, conn, ins, upd, rows)
 		if err != nil {
@@ -320,7 +331,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 			if !updated[k] {
 				// Written or claimed since the read: every change of it
 				// in this round saw a stale record. Run them again.
-				again = append(again, rows[k].reqs...)
+				again = rerun(again, rows[k].reqs...)
 			}
 		}
 	}
@@ -340,7 +351,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 	}
 	// Answer what is final.
 	for _, r := range reqs {
-		if slices.Contains(again, r) {
+		if r.rerun {
 			continue
 		}
 		switch w := won[rowKey{r.scope, r.key}]; {
@@ -363,6 +374,54 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 		r.Release()
 	}
 	return again, nil
+}
+
+// budget keeps the creates and changed rows of one transaction to
+// maxRoundBytes of encoded records (the first whatever its size), which
+// it encodes, and returns the requests of the rest, left to the next
+// transaction: a create, with any other create of its key, or every
+// change of a row.
+func (c *committer) budget(ins []*request, upd []rowKey, rows map[rowKey]*row, creates []*request) (keptIns []*request, keptUpd []rowKey, later []*request) {
+	size := 0
+	fits := func(data []byte) bool {
+		if size > 0 && size+len(data) > maxRoundBytes {
+			return false
+		}
+		size += len(data)
+		return true
+	}
+	left := make(map[rowKey]bool)
+	for _, r := range ins {
+		r.data = encode(r.create)
+		if fits(r.data) {
+			keptIns = append(keptIns, r)
+		} else {
+			left[rowKey{r.scope, r.key}] = true
+		}
+	}
+	for _, r := range creates {
+		if left[rowKey{r.scope, r.key}] {
+			later = rerun(later, r)
+		}
+	}
+	for _, k := range upd {
+		w := rows[k]
+		w.data = encode(w.rec)
+		if fits(w.data) {
+			keptUpd = append(keptUpd, k)
+		} else {
+			later = rerun(later, w.reqs...)
+		}
+	}
+	return keptIns, keptUpd, later
+}
+
+// rerun adds reqs to again, marked to run in the next transaction.
+func rerun(again []*request, reqs ...*request) []*request {
+	for _, r := range reqs {
+		r.rerun = true
+	}
+	return append(again, reqs...)
 }
 
 // settle fails every request of a round with err: nothing was written, or
@@ -489,7 +548,7 @@ func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*re
 			scopes[i], keys[i], states[i] = rec.Scope, rec.Key, string(rec.State)
 			open[i], review[i] = rec.Open(), rec.Review != ""
 			created[i], due[i], settled[i] = ns(rec.Created), ns(rec.NextDue), ns(rec.Settled)
-			data[i] = encode(rec)
+			data[i] = r.data
 			if r.owner != "" {
 				owners[i], expires[i], tokens[i] = r.owner, r.expires, 1
 			}
@@ -511,7 +570,7 @@ func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*re
 			scopes[i], keys[i], versions[i], tokens[i] = k.scope, k.key, w.version, w.token
 			states[i], open[i], review[i] = string(rec.State), rec.Open(), rec.Review != ""
 			created[i], due[i], settled[i] = ns(rec.Created), ns(rec.NextDue), ns(rec.Settled)
-			data[i] = encode(rec)
+			data[i] = w.data
 		}
 		sql, args := c.update.args(scopes, keys, versions, tokens, states, open, review, created, due, settled, data)
 		b.Queue(sql, args...).Query(scan(updated))

@@ -3,7 +3,9 @@ package pgjournal_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"sync"
@@ -376,4 +378,45 @@ func TestCommitterCallerPanicsAndExits(t *testing.T) {
 	require.True(t, w.Open(), "nothing of the round written")
 	_, err = s.Update(ctx, "acct", "after", settleFn)
 	require.NoError(t, err, "write after the exit")
+}
+
+// bigRecord is a pending record with a body of n bytes.
+func bigRecord(key string, n int) *journal.Record {
+	r := journaltest.NewRecord("acct", key, t0)
+	r.Body = bytes.Repeat([]byte("x"), n)
+	r.BodySHA = sha256.Sum256(r.Body)
+	return r
+}
+
+// TestCommitterBoundsTransactionBytes: a round whose records outweigh
+// one transaction's budget (4 MiB) is written in several, each write
+// still answered once, and all made.
+func TestCommitterBoundsTransactionBytes(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	const mib = 1 << 20
+	_, err := s.Create(ctx, bigRecord("big-u", mib))
+	require.NoError(t, err)
+
+	g := holdRound(t, s)
+	var wg sync.WaitGroup
+	errs := make([]error, 6)
+	for i := range 5 {
+		wg.Go(func() {
+			_, errs[i] = s.Create(ctx, bigRecord(fmt.Sprintf("big-%d", i), mib))
+		})
+	}
+	wg.Go(func() { _, errs[5] = s.Update(ctx, "acct", "big-u", settleFn) })
+	g.queued(6)
+	// About 6 MiB of records: two transactions.
+	require.Equal(t, int64(2), g.release(wg.Wait), "transactions")
+	for i, err := range errs {
+		require.NoError(t, err, "write %d", i)
+	}
+	all, err := s.List(ctx, journal.Filter{})
+	require.NoError(t, err)
+	require.Len(t, all, 7, "records") // with the gate
+	u, err := s.Get(ctx, "acct", "big-u")
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, u.State)
 }
