@@ -321,8 +321,15 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 			if errors.As(err, &pgErr) {
 				return nil, err // rolled back: nothing written
 			}
-			c.settle(reqs, writeErr(err))
-			return nil, nil
+			// What was left to the next transaction was not sent.
+			var sent []*request
+			for _, r := range reqs {
+				if !r.rerun {
+					sent = append(sent, r)
+				}
+			}
+			c.settle(sent, writeErr(err))
+			return again, nil
 		}
 		for _, r := range ins {
 			r.conflict = !inserted[rowKey{r.scope, r.key}]
