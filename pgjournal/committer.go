@@ -194,8 +194,12 @@ func (c *committer) commit(round []*request) {
 // every writer's context has ended, since until then someone waits for
 // the round; a statement cut short then leaves the round's fate unknown
 // (journal.ErrMaybeCommitted), as it would a lone write's. It carries the
-// first writer's values (a tracer's span).
+// first writer's values (a tracer's span). A lone writer's round runs
+// with its own context.
 func roundContext(round []*request) (context.Context, func()) {
+	if len(round) == 1 {
+		return round[0].ctx, func() {}
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(round[0].ctx))
 	for _, r := range round {
 		if r.ctx.Done() == nil {
