@@ -26,8 +26,9 @@ const maxRound = 64
 // whatever its size): the round's other writes go in the next one.
 const maxRoundBytes = 4 << 20
 
-// maxRounds bounds the optimistic rounds of one write against concurrent
-// writers of its record (another replica's writes and claims).
+// maxRounds bounds the transactions of one round: a write runs again when
+// another replica wrote or claimed its record since the round read it, or
+// when the transaction had no room left for it (maxRoundBytes).
 const maxRounds = 100
 
 // A request is one write (Create, CreateClaimed, Update, Resolve,
@@ -91,10 +92,11 @@ var (
 // no timer, no goroutine of its own; a lone writer commits at once) whose
 // rounds are PostgreSQL transactions.
 //
-// A round is one optimistic transaction, whatever its size: one SELECT
-// reads every record the round changes, the changes are applied in Go,
-// and one pipelined batch of one INSERT (every create) and one UPDATE
-// (every changed record) commits them: one WAL flush for the lot. Each
+// A round is one optimistic transaction (more if its records outweigh
+// maxRoundBytes): one SELECT reads every record the round changes, the
+// changes are applied in Go, and one pipelined batch of one INSERT (every
+// create) and one UPDATE (every changed record) commits them: one WAL
+// flush for the lot. Each
 // changed row is written only if its version and its lease token are
 // still the ones read (the fencing), so a row another replica wrote or
 // claimed meanwhile is read and changed again in the next round (its
@@ -238,8 +240,9 @@ type rowKey struct{ scope, key string }
 
 // run carries out reqs in one transaction. It releases the requests whose
 // outcome is final and returns those to run again (their record was
-// written or claimed since the round read it). An error means a statement
-// failed and the transaction wrote nothing: reqs are not released.
+// written or claimed since the round read it, or the transaction had no
+// room for them). An error means a statement failed and the transaction
+// wrote nothing: reqs are not released.
 func (c *committer) run(ctx context.Context, reqs []*request) (again []*request, err error) {
 	c.rounds.Add(1)
 	s := c.s
