@@ -226,7 +226,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		now := c.cfg.clock.Now()
 		rec.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: now}}
 		rec.FirstSent = now
-		stored, err := c.store.Create(ctx, rec)
+		stored, lease, err := c.createClaimed(ctx, rec)
 		switch {
 		case errors.Is(err, journal.ErrExists):
 			if !sameRequest(stored, rec) {
@@ -240,6 +240,10 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 			return nil, createErr("submit", rec, withCause(ctx, err))
 		}
 		// Journaled: from here on every error is ErrUnknownOutcome.
+		if lease.Token != 0 {
+			// Leased with the record: its first attempt is still unsent.
+			return c.drive(ctx, stored, lease, foreground, true)
+		}
 		return c.claimAndDrive(ctx, stored.Scope, stored.Key, stored, foreground)
 	})
 }

@@ -23,7 +23,8 @@ import (
 // holds its lease (journal.Lease): an owner (WithLease names this
 // Client's), an expiry, and a fencing token that grows on every claim of
 // the record. The Client drives an operation only under a lease it took
-// with Claim (Do, Submit, Resume) or ClaimDue (Run); it makes every write
+// with Claim (Do, Submit, Resume), ClaimDue (Run) or, for Submit on a
+// Store that implements CreateClaimer, with the record; it makes every write
 // of that drive with a context carrying the lease (journal.WithLease), and
 // the Store refuses such a write, with an error matching
 // journal.ErrLeaseLost and without calling Update's function, once another

@@ -157,9 +157,10 @@ func (c *pgClient) close() {
 	c.pool.Close()
 }
 
-// stmtCounter counts the statements the pool sends (each one round trip)
-// and the commits among them: a write outside a transaction commits by
-// itself.
+// stmtCounter counts the statements the pool sends and the commits among
+// them: a write outside a transaction commits by itself, and so does a
+// batch (one pipeline, one round trip) that writes outside a transaction:
+// PostgreSQL runs it as one implicit transaction.
 type stmtCounter struct {
 	stmts, commits atomic.Int64
 	inTx           atomic.Int64 // open transactions (BEGIN seen, no COMMIT/ROLLBACK yet)
@@ -184,6 +185,31 @@ func (s *stmtCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 }
 
 func (s *stmtCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (s *stmtCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	s.stmts.Add(int64(d.Batch.Len()))
+	explicit, writes := s.inTx.Load() != 0, false
+	for _, q := range d.Batch.QueuedQueries {
+		sql := strings.ToUpper(strings.TrimSpace(q.SQL))
+		switch {
+		case strings.HasPrefix(sql, "BEGIN"):
+			explicit = true
+		case strings.HasPrefix(sql, "COMMIT"):
+			s.commits.Add(1)
+		case strings.HasPrefix(sql, "INSERT"), strings.HasPrefix(sql, "UPDATE"),
+			strings.HasPrefix(sql, "DELETE"), strings.HasPrefix(sql, "WITH"):
+			writes = true
+		}
+	}
+	if writes && !explicit {
+		s.commits.Add(1)
+	}
+	return ctx
+}
+
+func (s *stmtCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (s *stmtCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (s *stmtCounter) reset() { s.stmts.Store(0); s.commits.Store(0) }
 

@@ -8,10 +8,16 @@
 // (ClaimDue with FOR UPDATE SKIP LOCKED, so replicas never wait for one
 // another's claims), and every write made under a lease carries the token
 // in its WHERE clause, so a replica presumed dead never overwrites a newer
-// state. Records are stored in the journal's own encoding (never a
-// credential: the client refuses to journal one) beside the few columns
-// the queries need; partial indexes keep Due, ClaimDue, ForEachOpen and
-// Prune to the open or settled records they read.
+// state. Submit's new record is created with its lease in one write
+// (idem.CreateClaimer). Records are stored in the journal's own encoding
+// (never a credential: the client refuses to journal one) beside the few
+// columns the queries need; partial indexes keep Due, ClaimDue,
+// ForEachOpen and Prune to the open or settled records they read.
+//
+// Concurrent writes share commits: the writes that queue while one
+// transaction is under way are made together in the next, one
+// PostgreSQL transaction and one WAL flush for all of them, each still
+// fenced by its own lease (see Store).
 //
 // The schema is created by Migrate, explicitly: call it at start-up (two
 // replicas may call it at once: an advisory lock serialises them).
@@ -66,22 +72,29 @@ var (
 )
 
 // Store is a journal in PostgreSQL, safe for concurrent use by many
-// goroutines and shared by many processes. Every write is one statement
-// committed on its own (or inside the caller's transaction, PrepareTx):
-// durable when it returns without error, not made when it returns an
-// error, except one matching journal.ErrMaybeCommitted (the connection
-// broke after the statement was sent: it may have committed).
+// goroutines and shared by many processes. Its writes (Create,
+// CreateClaimed, Update, Resolve, Confirm) share commits: the writes of
+// concurrent callers are made in one transaction, one WAL flush, and a
+// lone write commits at once (see committer); Claim, ClaimDue, Renew and
+// Release are one statement each, and PrepareTx writes inside the
+// caller's transaction. A write is durable when it returns without
+// error, not made when it returns an error, except one matching
+// journal.ErrMaybeCommitted (the connection broke after its transaction
+// was sent: it may have committed).
 type Store struct {
 	pool   *pgxpool.Pool
 	owned  bool // Close closes the pool
 	schema string
 	table  string // quoted schema.records
 	closed atomic.Bool
+	// committer shares commits between concurrent writes.
+	committer *committer
 }
 
 var (
-	_ idem.Store      = (*Store)(nil)
-	_ idem.StatsStore = (*Store)(nil)
+	_ idem.Store         = (*Store)(nil)
+	_ idem.StatsStore    = (*Store)(nil)
+	_ idem.CreateClaimer = (*Store)(nil)
 )
 
 // Option configures Open and New.
@@ -116,9 +129,10 @@ func WithSchema(name string) Option {
 // Open connects to the database dsn names (a postgres:// URL or a
 // key=value string, as pgx reads it) and returns a Store that owns the
 // connection pool: Close closes it. The pool's size is the DSN's
-// pool_max_conns (pgx's default is 4, or the CPU count if greater): give
-// it about as many connections as the callers you expect at once.
-// Open checks that the server answers;
+// pool_max_conns (pgx's default is 4, or the CPU count if greater).
+// Concurrent writes share one connection per round (see Store); reads,
+// claims and renewals take one each: a few connections serve many
+// callers. Open checks that the server answers;
 // until Migrate has created the schema, calls fail with an error matching
 // ErrNotMigrated.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
@@ -181,19 +195,23 @@ func newConfig(opts []Option) (*config, error) {
 }
 
 func newStore(pool *pgxpool.Pool, cfg *config) *Store {
-	return &Store{
+	s := &Store{
 		pool:   pool,
 		schema: cfg.schema,
 		table:  pgx.Identifier{cfg.schema, "records"}.Sanitize(),
 	}
+	s.committer = newCommitter(s)
+	return s
 }
 
-// Close releases the Store, and the pool if Open made it. It is safe to
-// call more than once.
+// Close releases the Store, and the pool if Open made it, once the writes
+// under way are answered (those still queued fail with journal.ErrClosed).
+// It is safe to call more than once.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.committer.stop()
 	if s.owned {
 		s.pool.Close()
 	}
@@ -283,14 +301,43 @@ func colValues(r *journal.Record) []any {
 	return []any{string(r.State), r.Open(), r.Review != "", ns(r.Created), ns(r.NextDue), ns(r.Settled), encode(r)}
 }
 
-// Create stores a new record; see idem.Store.
+// Create stores a new record; see idem.Store. Concurrent writes share
+// commits (see Store).
 func (s *Store) Create(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
-	return s.create(ctx, s.pool, rec, true)
+	stored, _, err := s.createLeased(ctx, rec, "", time.Time{})
+	return stored, err
 }
 
-// create inserts rec with q. commits: q commits the statement itself (not
-// the caller's transaction, whose commit is the caller's to judge).
-func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record, commits bool) (*journal.Record, error) {
+// CreateClaimed stores a new record leased to owner until expires, in one
+// write; see idem.CreateClaimer. The lease's token is 1, as a first Claim
+// of the record would take.
+func (s *Store) CreateClaimed(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error) {
+	if err := checkOwner(owner); err != nil {
+		return nil, journal.Lease{}, errorf("create: %w", err)
+	}
+	return s.createLeased(ctx, rec, owner, expires)
+}
+
+// createLeased is Create, with owner's lease when owner is not empty.
+func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error) {
+	if err := journal.CheckRecord(rec); err != nil {
+		return nil, journal.Lease{}, errorf("create: %w", err)
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, journal.Lease{}, errorf("create: %w", err)
+	}
+	stored := journal.CloneRecord(rec)
+	out, err := s.committer.do(&request{ctx: ctx, op: "create", scope: rec.Scope, key: rec.Key,
+		create: stored, owner: owner, expires: ns(expires)})
+	if err != nil || owner == "" {
+		return out, journal.Lease{}, err
+	}
+	return out, journal.Lease{Scope: rec.Scope, Key: rec.Key, Owner: owner, Token: 1, Expires: fromNS(ns(expires))}, nil
+}
+
+// create inserts rec with q, inside the caller's transaction (PrepareTx),
+// whose commit is the caller's to judge.
+func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record) (*journal.Record, error) {
 	if err := journal.CheckRecord(rec); err != nil {
 		return nil, errorf("create: %w", err)
 	}
@@ -302,9 +349,6 @@ func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record, comm
 	tag, err := q.Exec(ctx, `INSERT INTO `+s.table+` (scope, key, `+recordCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (scope, key) DO NOTHING`, args...)
 	if err != nil {
-		if commits {
-			err = writeErr(err)
-		}
 		return nil, errorf("create %q: %w", rec.Key, err)
 	}
 	if tag.RowsAffected() == 0 {
@@ -343,10 +387,6 @@ func (s *Store) get(ctx context.Context, q queryer, scope, key string) (*journal
 	}
 	return journal.DecodeRecord(data)
 }
-
-// maxRounds bounds an Update's optimistic rounds against concurrent
-// writers of one record.
-const maxRounds = 100
 
 // Update applies fn to a copy of the stored record and commits it; see
 // idem.Store. The write is conditional on the version read (and, under a
@@ -387,7 +427,10 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m journal.Manual
 var errUnchanged = errors.New("unchanged")
 
 // write reads the record, applies change and writes it back if nobody
-// wrote it meanwhile, under ctx's lease if it carries one.
+// wrote it meanwhile, under ctx's lease if it carries one (fenced: change
+// is not called once another owner has claimed the record). Concurrent
+// writes share commits (see committer); change may run more than once,
+// and on another writer's goroutine.
 func (s *Store) write(ctx context.Context, op, scope, key string, change func(*journal.Record) error) (*journal.Record, error) {
 	if err := journal.CheckID(scope, key); err != nil {
 		return nil, errorf("%s: %w", op, err)
@@ -396,46 +439,10 @@ func (s *Store) write(ctx context.Context, op, scope, key string, change func(*j
 	if err != nil {
 		return nil, errorf("%s %q: %w", op, key, err)
 	}
-	for range maxRounds {
-		if err := s.usable(ctx); err != nil {
-			return nil, errorf("%s %q: %w", op, key, err)
-		}
-		var data []byte
-		var version, token int64
-		err := s.pool.QueryRow(ctx, `SELECT data, version, lease_token FROM `+s.table+` WHERE scope = $1 AND key = $2`,
-			scope, key).Scan(&data, &version, &token)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, errorf("%s %q: %w", op, key, journal.ErrNotFound)
-		}
-		if err != nil {
-			return nil, errorf("%s %q: %w", op, key, err)
-		}
-		if leased && uint64(token) != l.Token {
-			return nil, errorf("%s %q: %w", op, key, journal.ErrLeaseLost)
-		}
-		r, err := journal.DecodeRecord(data)
-		if err != nil {
-			return nil, errorf("%s %q: %w", op, key, err)
-		}
-		if err := change(r); errors.Is(err, errUnchanged) {
-			return r, nil
-		} else if err != nil {
-			return nil, errorf("%s %q: %w", op, key, err)
-		}
-		// The token is in the WHERE clause: a claim since the read fences
-		// this write, whatever the version says.
-		args := append([]any{scope, key, version, token}, colValues(r)...)
-		tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET (`+recordCols+`) = ($5, $6, $7, $8, $9, $10, $11),
-			version = version + 1 WHERE scope = $1 AND key = $2 AND version = $3 AND lease_token = $4`, args...)
-		if err != nil {
-			return nil, errorf("%s %q: %w", op, key, writeErr(err))
-		}
-		if tag.RowsAffected() == 1 {
-			return journal.CloneRecord(r), nil
-		}
-		// Written (or claimed) since the read: read again.
+	if err := s.usable(ctx); err != nil {
+		return nil, errorf("%s %q: %w", op, key, err)
 	}
-	return nil, errorf("%s %q: %d concurrent writes in a row; try again", op, key, maxRounds)
+	return s.committer.do(&request{ctx: ctx, op: op, scope: scope, key: key, change: change, lease: l, leased: leased})
 }
 
 // Claim takes the lease on an open record; see idem.Store.
@@ -616,7 +623,7 @@ func (s *Store) PrepareTx(ctx context.Context, tx pgx.Tx, c *idem.Client, req id
 		return nil, fmt.Errorf("%w: PrepareTx: nil transaction or client", idem.ErrInvalidRequest)
 	}
 	return c.PrepareIn(ctx, req, func(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
-		return s.create(ctx, tx, rec, false)
+		return s.create(ctx, tx, rec)
 	})
 }
 

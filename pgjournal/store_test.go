@@ -36,11 +36,28 @@ var schemas atomic.Int64
 
 // openStore opens a Store on a fresh, migrated schema of its own, dropped
 // when the test ends.
-func openStore(t testing.TB) *pgjournal.Store {
+func openStore(t testing.TB) *pgjournal.Store { return openStoreWith(t, nil) }
+
+// openStoreWith is openStore on a pool whose configuration cfg changes,
+// when not nil: the Store then uses a pool of its own (New), which
+// cleanup closes.
+func openStoreWith(t testing.TB, cfg func(*pgxpool.Config)) *pgjournal.Store {
 	t.Helper()
 	ctx := context.Background()
 	schema := fmt.Sprintf("t%d_%d", os.Getpid(), schemas.Add(1))
-	s, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(schema))
+	var s *pgjournal.Store
+	var err error
+	if cfg == nil {
+		s, err = pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(schema))
+	} else {
+		pc, perr := pgxpool.ParseConfig(dsn(t))
+		require.NoError(t, perr)
+		cfg(pc)
+		pool, perr := pgxpool.NewWithConfig(ctx, pc)
+		require.NoError(t, perr)
+		t.Cleanup(pool.Close)
+		s, err = pgjournal.New(pool, pgjournal.WithSchema(schema))
+	}
 	require.NoError(t, err, "Open()")
 	require.NoError(t, s.Migrate(ctx), "Migrate()")
 	t.Cleanup(func() {

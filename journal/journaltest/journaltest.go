@@ -21,7 +21,10 @@
 // refused ([journal.ErrLeaseLost]) without calling its function; an
 // expired lease is taken over; Renew and Release work only for the
 // current lease; ClaimDue skips records leased by others, and concurrent
-// ClaimDue calls never hand one record to two owners.
+// ClaimDue calls never hand one record to two owners. Writes made at once
+// (which a Store may commit together) each get their own answer; a Store
+// that implements [idem.CreateClaimer] creates a record with a lease like
+// any Claim's.
 //
 // Call it from a test of the implementation, with a function that opens a
 // new, empty Store:
@@ -92,6 +95,12 @@ func Run(t *testing.T, open func(t testing.TB) idem.Store) {
 		{"LeaseInvalid", testLeaseInvalid},
 		{"ClaimDue", testClaimDue},
 		{"ClaimDueConcurrent", testClaimDueConcurrent},
+		// Writes made at once, which a Store may commit together (group
+		// commit), each get their own answer. The CreateClaimed cases
+		// run only on a Store that implements idem.CreateClaimer.
+		{"ConcurrentMixed", testConcurrentMixed},
+		{"CreateClaimed", testCreateClaimed},
+		{"CreateClaimedConcurrent", testCreateClaimedConcurrent},
 	}
 	tests = append(tests, confirmTests...)
 	for _, tt := range tests {

@@ -1,0 +1,34 @@
+package idem
+
+import (
+	"context"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// CreateClaimer is a Store that journals a new record and takes its lease
+// in one write: Submit then commits once where Create followed by Claim
+// commits twice. Submit uses it when the Store implements it (the
+// PostgreSQL journal of module pgjournal does); a Store without it (the
+// bbolt journal, whose leases live in memory) is claimed after Create.
+type CreateClaimer interface {
+	// CreateClaimed is Create with the new record leased to owner until
+	// expires, with a token as Claim would take on it, in the same
+	// commit: it returns the stored record and its lease. When (Scope,
+	// Key) exists it writes nothing and returns the stored record, a
+	// zero Lease and an error matching journal.ErrExists, as Create does.
+	CreateClaimed(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error)
+}
+
+// createClaimed journals Submit's record: with its lease, when the Store
+// takes both in one write, or with Create alone (a zero Lease: the caller
+// claims it then).
+func (c *Client) createClaimed(ctx context.Context, rec *journal.Record) (*journal.Record, journal.Lease, error) {
+	if cc, ok := c.store.(CreateClaimer); ok {
+		now := c.cfg.clock.Now()
+		return cc.CreateClaimed(ctx, rec, c.cfg.owner, now.Add(c.leaseSpan(c.cfg.attemptTimeout)))
+	}
+	stored, err := c.store.Create(ctx, rec)
+	return stored, journal.Lease{}, err
+}

@@ -1,0 +1,183 @@
+// Package groupcommit shares commits between concurrent writers, without a
+// timer and without a goroutine of its own: group commit with a leader, as
+// in LevelDB's write queue. A writer that finds no round in progress
+// leads one on its own goroutine: it takes every request queued so far
+// (its own first), commits them together, so that one flush serves the
+// whole round, and releases their writers. Requests that arrive meanwhile
+// queue; when the round is done the leader hands the lead to the oldest of
+// them, whose round holds everything that queued during the commit, and
+// returns. A lone writer therefore commits at once, on its own goroutine,
+// with no hand-off to another goroutine and back.
+//
+// Journals use it (pgjournal: one PostgreSQL transaction per round);
+// what a round does with its requests is theirs.
+package groupcommit
+
+import (
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+)
+
+// Slot is what a request embeds to be queued: its writer waits on it until
+// the round that carries the request releases it.
+type Slot struct {
+	done     chan struct{} // closed when the outcome is final, or when lead is set
+	lead     bool          // set before done is closed: lead the next round
+	released bool
+}
+
+func (s *Slot) slot() *Slot { return s }
+
+// Release makes the request's outcome final and lets its writer return
+// (the leader's own request returns with its round). A round releases
+// each of its requests once.
+func (s *Slot) Release() {
+	s.released = true
+	if !s.lead {
+		close(s.done)
+	}
+}
+
+// Released reports whether the request was released.
+func (s *Slot) Released() bool { return s.released }
+
+// A Request is a pointer to a struct that embeds Slot.
+type Request interface{ slot() *Slot }
+
+// Queue runs the requests of its writers in rounds. Set its fields before
+// the first Do; its zero Max means rounds of any size.
+//
+// Invariant, under mu: busy is false only when queue is empty.
+type Queue[R Request] struct {
+	// Max bounds a round: a leader takes at most this many requests and
+	// leaves the rest to the next leader.
+	Max int
+	// Commit carries out a round, on the leader's goroutine, and releases
+	// every request of it. A function of a caller's that it calls may
+	// call runtime.Goexit (t.FailNow in a test): Commit must then have
+	// written nothing for the requests it has not released.
+	Commit func(round []R)
+	// Abandon fails and releases a request Commit left unreleased when a
+	// caller's function ended the leader's goroutine with runtime.Goexit.
+	Abandon func(r R)
+	// Name prefixes the message of a panic in Commit, which ends the
+	// process (see Do).
+	Name string
+
+	mu      sync.Mutex
+	queue   []R
+	busy    bool          // a leader is committing, or has been handed the lead
+	closed  bool          // Stop was called: no more requests are taken
+	drained chan struct{} // closed when busy ends after Stop
+}
+
+// Do queues r and returns once a round has released it, or false at once,
+// without running r, after Stop.
+//
+// A panic in Commit (not one of a caller's functions: Commit recovers
+// those itself) must not unwind into the leader's caller, which might
+// recover it and leave every queued writer waiting for ever, with the
+// round's fate unknown: like the panic of a dedicated committer
+// goroutine, it ends the process.
+func (q *Queue[R]) Do(r R) bool {
+	s := r.slot()
+	s.done, s.lead, s.released = make(chan struct{}), false, false
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return false
+	}
+	q.queue = append(q.queue, r)
+	if q.busy {
+		q.mu.Unlock()
+		<-s.done
+		if !s.lead {
+			return true
+		}
+		q.mu.Lock()
+	}
+	q.busy = true
+	q.lead()
+	return true
+}
+
+// Len is how many requests wait for a round.
+func (q *Queue[R]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queue)
+}
+
+// lead commits one round, then hands the lead on. It is called with mu
+// held and busy set, by the writer at the head of the queue, and returns
+// with mu released.
+func (q *Queue[R]) lead() {
+	n := len(q.queue)
+	if q.Max > 0 {
+		n = min(n, q.Max)
+	}
+	round := slices.Clone(q.queue[:n])
+	q.queue = slices.Delete(q.queue, 0, n)
+	q.mu.Unlock()
+
+	finished := false
+	defer func() {
+		if p := recover(); p != nil {
+			msg := fmt.Sprintf("%s: commit panicked: %v\n\n%s", q.Name, p, debug.Stack())
+			go panic(msg)
+			select {}
+		}
+		if !finished {
+			// runtime.Goexit in a caller's function is unwinding this
+			// goroutine. Fail what is left of the round and pass the
+			// lead on, or every writer waits for ever.
+			for _, r := range round {
+				if !r.slot().released {
+					q.Abandon(r)
+				}
+			}
+			q.handOff()
+		}
+	}()
+	q.Commit(round)
+	finished = true
+	q.handOff()
+}
+
+// handOff ends a round: it hands the lead to the oldest queued request, or
+// clears busy.
+func (q *Queue[R]) handOff() {
+	q.mu.Lock()
+	if len(q.queue) == 0 {
+		q.busy = false
+		if q.drained != nil {
+			close(q.drained)
+			q.drained = nil
+		}
+		q.mu.Unlock()
+		return
+	}
+	next := q.queue[0].slot()
+	next.lead = true
+	q.mu.Unlock()
+	close(next.done)
+}
+
+// Stop makes every later Do return false and waits until the requests
+// already queued have been released.
+func (q *Queue[R]) Stop() {
+	q.mu.Lock()
+	q.closed = true
+	if !q.busy {
+		q.mu.Unlock()
+		return
+	}
+	if q.drained == nil {
+		q.drained = make(chan struct{})
+	}
+	drained := q.drained
+	q.mu.Unlock()
+	<-drained
+}

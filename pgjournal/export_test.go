@@ -1,0 +1,12 @@
+package pgjournal
+
+// Seams for the committer's tests (package pgjournal_test).
+
+// ErrGoexit is errGoexit.
+var ErrGoexit = errGoexit
+
+// CommitterQueued is how many writes wait for the next round.
+func CommitterQueued(s *Store) int { return s.committer.q.Len() }
+
+// CommitterRounds is how many transactions the committer has begun.
+func CommitterRounds(s *Store) int64 { return s.committer.rounds.Load() }
