@@ -9,9 +9,11 @@ import (
 
 // CreateClaimer is a Store that journals a new record and takes its lease
 // in one write: Submit then commits once where Create followed by Claim
-// commits twice. Submit uses it when the Store implements it (the
-// PostgreSQL journal of module pgjournal does); a Store without it (the
-// bbolt journal, whose leases live in memory) is claimed after Create.
+// commits twice, and need not read its record back. Submit uses it when
+// the Store implements it (the PostgreSQL journal of module pgjournal and
+// the bbolt journal do); a Store without it is claimed after Create. A
+// Store may return the record without a lease (a zero Lease) when it
+// cannot take one at once: Submit then claims it as Do would.
 type CreateClaimer interface {
 	// CreateClaimed is Create with the new record leased to owner until
 	// expires, with a token as Claim would take on it, in the same
