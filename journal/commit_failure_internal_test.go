@@ -68,8 +68,8 @@ func TestCommitFailureRound(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := rvOpen(t)
 			var saw0 int
-			first := &request{run: bump(&saw0), done: make(chan struct{})}
-			s.c.commit([]*request{first})
+			first := &request{run: bump(&saw0)}
+			require.NoError(t, s.c.do(first))
 			require.NoError(t, first.err)
 
 			tt.fault.install(s)
@@ -79,17 +79,7 @@ func TestCommitFailureRound(t *testing.T) {
 				{run: func(*view, *request) error { return fnErr }},
 				{run: bump(&saw3)},
 			}
-			for _, r := range round {
-				r.done = make(chan struct{})
-			}
-			s.c.commit(round)
-			for i, r := range round {
-				select {
-				case <-r.done:
-				default:
-					t.Fatalf("request %d not released", i)
-				}
-			}
+			rvCommit(t, s, round...)
 			want := "1"
 			if tt.ok {
 				require.NoError(t, round[0].err)
@@ -114,8 +104,8 @@ func TestCommitFailureRound(t *testing.T) {
 			// what was current, and voids the failed round on disk.
 			s.log.failWrite = nil
 			var saw int
-			next := &request{run: bump(&saw), done: make(chan struct{})}
-			s.c.commit([]*request{next})
+			next := &request{run: bump(&saw)}
+			require.NoError(t, s.c.do(next))
 			require.NoError(t, next.err)
 			n, _ := strconv.Atoi(want)
 			require.Equal(t, n, saw, "the next round builds on what is current")

@@ -60,9 +60,7 @@ func rvWaitQueued(t *testing.T, s *Store, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s.c.mu.Lock()
-		got := len(s.c.queue)
-		s.c.mu.Unlock()
+		got := s.c.q.Len()
 		if got >= n {
 			require.Equal(t, n, got, "queued writes")
 			return
@@ -71,6 +69,38 @@ func rvWaitQueued(t *testing.T, s *Store, n int) {
 			t.Fatalf("%d writes queued, want %d", got, n)
 		}
 		runtime.Gosched()
+	}
+}
+
+// rvCommit carries out reqs as one round of s's committer, in their order,
+// and returns once every one of them is released. A blocker that writes
+// nothing leads the round before, while reqs queue behind it.
+func rvCommit(t *testing.T, s *Store, reqs ...*request) {
+	t.Helper()
+	started, rel := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = s.c.do(&request{run: func(*view, *request) error {
+			close(started)
+			<-rel
+			return nil
+		}})
+	})
+	<-started
+	for i, r := range reqs {
+		wg.Go(func() {
+			if err := s.c.do(r); err != nil {
+				r.err = err
+			}
+		})
+		rvWaitQueued(t, s, i+1)
+	}
+	before := s.c.rounds.Load()
+	close(rel)
+	wg.Wait()
+	require.Equal(t, int64(1), s.c.rounds.Load()-before, "the requests' rounds")
+	for i, r := range reqs {
+		require.True(t, r.Released(), "request %d not released", i)
 	}
 }
 

@@ -61,17 +61,7 @@ func TestCommitterRoundIsolation(t *testing.T) {
 		{run: bump(&saw3)}, // same record: sees the first request's write
 		{run: bump(&saw5)},
 	}
-	for _, r := range round {
-		r.done = make(chan struct{})
-	}
-	s.c.commit(round)
-	for i, r := range round {
-		select {
-		case <-r.done:
-		default:
-			t.Fatalf("request %d not released", i)
-		}
-	}
+	rvCommit(t, s, round...)
 	require.NoError(t, round[0].err)
 	require.ErrorIs(t, round[1].err, fnErr)
 	require.NoError(t, round[2].err)
@@ -79,7 +69,6 @@ func TestCommitterRoundIsolation(t *testing.T) {
 	require.Equal(t, 0, saw1)
 	require.Equal(t, 1, saw3, "second write to a record sees the first")
 	require.Equal(t, 2, saw5)
-	require.Equal(t, int64(1), s.c.rounds.Load(), "one round")
 	r, err := s.Get(context.Background(), "s", "c")
 	require.NoError(t, err)
 	require.Equal(t, "3", r.Ref, "counter")
@@ -395,15 +384,7 @@ func TestRoundLimit(t *testing.T) {
 		})
 	}
 	queued.Wait()
-	for {
-		s.c.mu.Lock()
-		waiting := len(s.c.queue)
-		s.c.mu.Unlock()
-		if waiting == n {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	rvWaitQueued(t, s, n)
 	before := s.c.rounds.Load()
 	close(release)
 	wg.Wait()
@@ -425,8 +406,7 @@ func TestCommitPanicEndsProcess(t *testing.T) {
 		func() {
 			defer func() { fmt.Println("RECOVERED", recover()) }()
 			_ = s.c.do(&request{
-				run:  func(*view, *request) error { panic("boom in commit") },
-				done: make(chan struct{}),
+				run: func(*view, *request) error { panic("boom in commit") },
 			})
 		}()
 		time.Sleep(5 * time.Second) // the process should be gone by now

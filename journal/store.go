@@ -407,7 +407,7 @@ func (s *Store) write(ctx context.Context, run func(*view, *request) error) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{run: run, done: make(chan struct{})}
+	r := &request{run: run}
 	// Once queued, the write is carried out even if ctx ends: it may
 	// already be committed.
 	if err := s.c.do(r); err != nil {
