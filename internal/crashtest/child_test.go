@@ -282,11 +282,23 @@ type crashStore struct {
 
 func (s *crashStore) Create(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
 	stored, err := s.Store.Create(ctx, rec)
+	s.created(rec, err)
+	return stored, err
+}
+
+// CreateClaimed is the journal's (idem.CreateClaimer), which Submit calls
+// instead of Create: it must mark the key journaled too.
+func (s *crashStore) CreateClaimed(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error) {
+	stored, l, err := s.Store.CreateClaimed(ctx, rec, owner, expires)
+	s.created(rec, err)
+	return stored, l, err
+}
+
+func (s *crashStore) created(rec *journal.Record, err error) {
 	if err == nil && rec.Key == s.key {
 		s.journaled.Store(true)
 		say("journaled %s", rec.Key)
 	}
-	return stored, err
 }
 
 func (s *crashStore) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
