@@ -5,64 +5,122 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/journal"
 )
 
 // memStore keeps records in a map instead of the journal: idem's client
-// with nothing written to disk, its own CPU floor. The writes a happy
-// operation makes (Create, Get, Update) stay in memory; everything else
-// goes to the embedded, empty journal. Settled records are dropped so the
-// map stays small. Never durable: a benchmark's floor only.
+// with nothing written to disk, its own CPU floor. The calls a happy
+// operation makes (Create, Claim, Update under the lease, Get, and Renew
+// and Release when a drive needs them) stay in memory; everything else
+// goes to the embedded, empty journal, so Due and ClaimDue find nothing
+// and Run never visits the map. Settled records are dropped so the map
+// stays small. Never durable: a benchmark's floor only.
 type memStore struct {
 	*journal.Store
-	mu sync.Mutex
-	m  map[string]*journal.Record
+	mu    sync.Mutex
+	m     map[string]*memEntry
+	token uint64 // last lease token handed out
 }
+
+// memEntry is a record and its lease (a zero Token: none).
+type memEntry struct {
+	rec   *journal.Record
+	lease journal.Lease
+}
+
+func memID(scope, key string) string { return scope + "\x00" + key }
 
 func (s *memStore) Create(_ context.Context, rec *journal.Record) (*journal.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := rec.Scope + "\x00" + rec.Key
+	k := memID(rec.Scope, rec.Key)
 	if old, ok := s.m[k]; ok {
-		return copyRecord(old), journal.ErrExists
+		return copyRecord(old.rec), journal.ErrExists
 	}
-	s.m[k] = copyRecord(rec)
+	s.m[k] = &memEntry{rec: copyRecord(rec)}
 	return copyRecord(rec), nil
 }
 
 func (s *memStore) Get(_ context.Context, scope, key string) (*journal.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r, ok := s.m[scope+"\x00"+key]
+	e, ok := s.m[memID(scope, key)]
 	if !ok {
 		return nil, journal.ErrNotFound
 	}
-	return copyRecord(r), nil
+	return copyRecord(e.rec), nil
 }
 
-func (s *memStore) Update(_ context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
+// Update is fenced as the journal's is: a write under a lease that is no
+// longer the record's is refused.
+func (s *memStore) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
+	l, leased, err := journal.CheckLease(ctx, scope, key)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := scope + "\x00" + key
-	old, ok := s.m[k]
+	k := memID(scope, key)
+	e, ok := s.m[k]
 	if !ok {
 		return nil, journal.ErrNotFound
 	}
-	if old.State.Terminal() {
+	if e.rec.State.Terminal() {
 		return nil, journal.ErrTerminal
 	}
-	r := copyRecord(old)
+	if leased && e.lease.Token != l.Token {
+		return nil, journal.ErrLeaseLost
+	}
+	r := copyRecord(e.rec)
 	if err := fn(r); err != nil {
 		return nil, err
 	}
 	if r.State.Terminal() {
 		delete(s.m, k)
 	} else {
-		s.m[k] = r
+		e.rec = r
 	}
 	return copyRecord(r), nil
+}
+
+func (s *memStore) Claim(_ context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[memID(scope, key)]
+	if !ok {
+		return nil, journal.Lease{}, journal.ErrNotFound
+	}
+	if e.lease.Held(owner, now) {
+		return copyRecord(e.rec), e.lease, journal.ErrLeased
+	}
+	s.token++
+	e.lease = journal.Lease{Scope: scope, Key: key, Owner: owner, Token: s.token, Expires: expires}
+	return copyRecord(e.rec), e.lease, nil
+}
+
+func (s *memStore) Renew(_ context.Context, l journal.Lease, expires time.Time) (journal.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[memID(l.Scope, l.Key)]
+	if !ok || l.Token == 0 || e.lease.Token != l.Token {
+		return journal.Lease{}, journal.ErrLeaseLost
+	}
+	e.lease.Expires = expires
+	return e.lease, nil
+}
+
+func (s *memStore) Release(_ context.Context, l journal.Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[memID(l.Scope, l.Key)]
+	if !ok || l.Token == 0 || e.lease.Token != l.Token {
+		return journal.ErrLeaseLost
+	}
+	e.lease = journal.Lease{}
+	return nil
 }
 
 // copyRecord copies what the client changes in a record.
@@ -82,7 +140,7 @@ var floorC = contender{"idem-nojournal", func(dir string) (client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := idem.New(&memStore{Store: s, m: map[string]*journal.Record{}})
+	c, err := idem.New(&memStore{Store: s, m: map[string]*memEntry{}})
 	if err != nil {
 		_ = s.Close()
 		return nil, err
