@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -39,7 +38,9 @@ type Request struct {
 	// Header holds non-secret headers sent on every attempt; they are
 	// journaled. Credentials go in WithRequestHook instead.
 	Header http.Header
-	// Body is sent as is. Content-Type defaults to application/json.
+	// Body is sent as is. Content-Type defaults to application/json. It
+	// must not change while Prepare or Submit reads it; the journal keeps
+	// a copy, and the call keeps none once it returns.
 	Body []byte
 }
 
@@ -167,7 +168,10 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		header.Set("Content-Type", "application/json")
 	}
 	now := c.cfg.clock.Now()
-	body := bytes.Clone(req.Body)
+	// Not copied: the Store's Create keeps a copy of its own (journaltest's
+	// DeepCopy holds every Store to it), and every attempt sends the
+	// journaled record's bytes, never these.
+	body := req.Body
 	return &journal.Record{
 		Scope:    scope,
 		Key:      key,

@@ -104,9 +104,9 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	if err := json.Unmarshal(a.Body, &v); err != nil {
 		return Outcome{}, fmt.Errorf("%w: %v", errUndecodable, err)
 	}
-	echoes := []any{v.IdemKey, v.IdemKey2}
+	echoes := [...]any{v.IdemKey, v.IdemKey2, nil}
 	if v.State != nil {
-		echoes = append(echoes, v.Key)
+		echoes[2] = v.Key
 	}
 	for _, e := range echoes {
 		if k, ok := e.(string); ok && k != a.Key {
