@@ -21,7 +21,7 @@ import (
 type memStore struct {
 	*journal.Store
 	mu    sync.Mutex
-	m     map[string]*memEntry
+	m     map[memKey]*memEntry
 	token uint64 // last lease token handed out
 }
 
@@ -31,12 +31,13 @@ type memEntry struct {
 	lease journal.Lease
 }
 
-func memID(scope, key string) string { return scope + "\x00" + key }
+// memKey names a record in the map without building a string per call.
+type memKey struct{ scope, key string }
 
 func (s *memStore) Create(_ context.Context, rec *journal.Record) (*journal.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := memID(rec.Scope, rec.Key)
+	k := memKey{rec.Scope, rec.Key}
 	if old, ok := s.m[k]; ok {
 		return copyRecord(old.rec), journal.ErrExists
 	}
@@ -47,7 +48,7 @@ func (s *memStore) Create(_ context.Context, rec *journal.Record) (*journal.Reco
 func (s *memStore) Get(_ context.Context, scope, key string) (*journal.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.m[memID(scope, key)]
+	e, ok := s.m[memKey{scope, key}]
 	if !ok {
 		return nil, journal.ErrNotFound
 	}
@@ -63,7 +64,7 @@ func (s *memStore) Update(ctx context.Context, scope, key string, fn func(*journ
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := memID(scope, key)
+	k := memKey{scope, key}
 	e, ok := s.m[k]
 	if !ok {
 		return nil, journal.ErrNotFound
@@ -89,7 +90,7 @@ func (s *memStore) Update(ctx context.Context, scope, key string, fn func(*journ
 func (s *memStore) Claim(_ context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.m[memID(scope, key)]
+	e, ok := s.m[memKey{scope, key}]
 	if !ok {
 		return nil, journal.Lease{}, journal.ErrNotFound
 	}
@@ -104,7 +105,7 @@ func (s *memStore) Claim(_ context.Context, scope, key, owner string, now, expir
 func (s *memStore) Renew(_ context.Context, l journal.Lease, expires time.Time) (journal.Lease, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.m[memID(l.Scope, l.Key)]
+	e, ok := s.m[memKey{l.Scope, l.Key}]
 	if !ok || l.Token == 0 || e.lease.Token != l.Token {
 		return journal.Lease{}, journal.ErrLeaseLost
 	}
@@ -115,7 +116,7 @@ func (s *memStore) Renew(_ context.Context, l journal.Lease, expires time.Time) 
 func (s *memStore) Release(_ context.Context, l journal.Lease) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.m[memID(l.Scope, l.Key)]
+	e, ok := s.m[memKey{l.Scope, l.Key}]
 	if !ok || l.Token == 0 || e.lease.Token != l.Token {
 		return journal.ErrLeaseLost
 	}
@@ -140,7 +141,7 @@ var floorC = contender{"idem-nojournal", func(dir string) (client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := idem.New(&memStore{Store: s, m: map[string]*memEntry{}})
+	c, err := idem.New(&memStore{Store: s, m: map[memKey]*memEntry{}})
 	if err != nil {
 		_ = s.Close()
 		return nil, err
