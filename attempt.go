@@ -61,6 +61,13 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	var err error
 	if query {
 		req, err = http.NewRequestWithContext(actx, http.MethodGet, rec.QueryURL, nil)
+	} else if p := c.urls.lookup(rec.URL); p != nil {
+		// Parsed already: NewRequest's own parse of rec.URL would give the
+		// same, and the URL and Host are all it sets from it
+		// (TestRequestFromCachedURL).
+		if req, err = http.NewRequestWithContext(actx, rec.Method, "", bytes.NewReader(rec.Body)); err == nil {
+			p.setRequestURL(req)
+		}
 	} else {
 		req, err = http.NewRequestWithContext(actx, rec.Method, rec.URL, bytes.NewReader(rec.Body))
 	}

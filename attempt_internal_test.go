@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -73,4 +75,48 @@ func equalHeader(a, b http.Header) bool {
 		}
 	}
 	return true
+}
+
+// A request built from the cached parse is the one http.NewRequest builds
+// from the journaled URL.
+func TestRequestFromCachedURL(t *testing.T) {
+	for _, raw := range []string{
+		"https://api.example.com/v1/orders",
+		"http://127.0.0.1:8080/v1/orders?expand=customer&x=%20y",
+		"http://h:/empty-port",
+		"http://[::1]:/v6-empty-port",
+		"http://[fe80::1%25en0]:8443/zone",
+		"https://api.example.com/a%2Fb/c%20d",
+		"https://api.example.com/x#frag",
+		"HTTPS://API.example.com:443/Upper",
+	} {
+		var c urlCache
+		p, err := c.parse(raw)
+		if err != nil {
+			t.Fatalf("parse(%q): %v", raw, err)
+		}
+		want, err := http.NewRequest(http.MethodPost, raw, bytes.NewReader([]byte("body")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := http.NewRequest(http.MethodPost, "", bytes.NewReader([]byte("body")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.setRequestURL(got)
+		if *got.URL != *want.URL || got.Host != want.Host {
+			t.Errorf("%q: request URL %#v, Host %q; want %#v, %q", raw, *got.URL, got.Host, *want.URL, want.Host)
+		}
+		got.GetBody, want.GetBody = nil, nil
+		got.URL, want.URL = nil, nil
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: request %+v; want %+v", raw, got, want)
+		}
+		if u, _ := url.Parse(raw); p.journaled != u.String() {
+			t.Errorf("%q: journaled %q; want %q", raw, p.journaled, u.String())
+		}
+		if c.lookup(raw) != p || c.lookup(raw+"x") != nil {
+			t.Errorf("%q: lookup does not find the parse, or finds it for another URL", raw)
+		}
+	}
 }

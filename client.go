@@ -28,6 +28,7 @@ type Client struct {
 	hc        *http.Client
 	budget    *retryBudget
 	log       *slog.Logger
+	urls      urlCache // the submit URL parsed last
 
 	mu       sync.Mutex
 	inflight map[opID]*call
@@ -588,7 +589,7 @@ func (c *Client) scopeOr(scope string) string {
 // keyRetention is the key window for rec's host.
 func (c *Client) keyRetention(rec *journal.Record) time.Duration {
 	if len(c.cfg.hostRetention) > 0 {
-		if u, err := url.Parse(rec.URL); err == nil {
+		if u, err := c.parsedURL(rec.URL); err == nil {
 			// "host:port" as given first, then the host alone: a window
 			// named without a port holds for every port of the host
 			// (https://h:443/ and https://h/ are one server).
@@ -600,6 +601,14 @@ func (c *Client) keyRetention(rec *journal.Record) time.Duration {
 		}
 	}
 	return c.cfg.keyRetention
+}
+
+// parsedURL is url.Parse(s), from the cache when it holds s; read only.
+func (c *Client) parsedURL(s string) (*url.URL, error) {
+	if p := c.urls.lookup(s); p != nil {
+		return &p.u, nil
+	}
+	return url.Parse(s)
 }
 
 func opAttrs(rec *journal.Record) []slog.Attr {

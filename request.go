@@ -110,10 +110,11 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	if strings.ContainsAny(method, " \t\r\n") || strings.ToUpper(method) != method {
 		return nil, fmt.Errorf("%w: method %q; use an upper-case HTTP method such as POST", ErrInvalidRequest, method)
 	}
-	u, err := absoluteURL("URL", req.URL)
+	target, err := c.urls.parse(req.URL)
 	if err != nil {
 		return nil, err
 	}
+	u := &target.u // read only: the cache's
 	resultURL := req.ResultURL
 	if resultURL == "" && c.cfg.resultTemplate != "" {
 		// In a query string '+', '&' and '=' mean something, and
@@ -177,7 +178,7 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		Key:      key,
 		Ref:      req.Ref,
 		Method:   method,
-		URL:      u.String(),
+		URL:      target.journaled,
 		QueryURL: resultURL,
 		Header:   header,
 		Body:     body,

@@ -28,6 +28,10 @@ type Result struct {
 	Replayed bool
 }
 
+// newResult is what rec says of the operation's outcome. The Result
+// shares rec's response body: rec must be the caller's own, as every
+// record a Store returns is (journaltest's DeepCopy), and not used to
+// change the body after.
 func newResult(rec *journal.Record) *Result {
 	r := &Result{
 		Scope:    rec.Scope,
@@ -43,7 +47,9 @@ func newResult(rec *journal.Record) *Result {
 	if rec.Result != nil {
 		r.ResourceID = rec.Result.ResourceID
 		r.StatusCode = rec.Result.StatusCode
-		r.Body = append([]byte(nil), rec.Result.Body...)
+		if b := rec.Result.Body; len(b) > 0 {
+			r.Body = b[:len(b):len(b)] // an append by the caller copies
+		}
 		r.Reason = rec.Result.Reason
 		r.Replayed = rec.Result.Replayed
 	}
