@@ -124,7 +124,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		ex.body, ex.tooLarge = ex.body[:c.cfg.maxResponse], true
 		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
 	}
-	if v := resp.Header.Get("Retry-After"); v != "" {
+	if v := headerValue(resp.Header, "Retry-After"); v != "" {
 		if ra, ok := ParseRetryAfter(v, c.cfg.clock.Now()); ok {
 			ex.retryAfter = min(ra, c.cfg.retryAfterCap)
 			ex.serverWait = min(ra, c.cfg.reconcileMax)
@@ -352,7 +352,16 @@ func (c *Client) keyConflict(status int, body []byte) bool {
 // replayed reports whether the server says the answer is the stored one
 // for this key (Stripe's Idempotent-Replayed header).
 func replayed(h http.Header) bool {
-	return strings.EqualFold(strings.TrimSpace(h.Get("Idempotent-Replayed")), "true")
+	return strings.EqualFold(strings.TrimSpace(headerValue(h, "Idempotent-Replayed")), "true")
+}
+
+// headerValue is h.Get(name) for a name already in canonical form:
+// Get would canonicalize it again on every call.
+func headerValue(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // query asks the result endpoint; the attempt is journaled with its outcome

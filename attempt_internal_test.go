@@ -120,3 +120,13 @@ func TestRequestFromCachedURL(t *testing.T) {
 		}
 	}
 }
+
+// headerValue is Header.Get for the canonical names idem reads.
+func TestHeaderValueIsGet(t *testing.T) {
+	h := http.Header{"Retry-After": {"5", "6"}, "Idempotent-Replayed": {""}, "content-type": {"text/plain"}}
+	for _, name := range []string{"Retry-After", "Idempotent-Replayed", "Content-Type", "X-Missing"} {
+		if got, want := headerValue(h, name), h.Get(name); got != want {
+			t.Errorf("headerValue(%q) = %q; want %q", name, got, want)
+		}
+	}
+}

@@ -165,8 +165,8 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		}
 		header[canon] = append(header[canon], vals...)
 	}
-	if header.Get("Content-Type") == "" && len(req.Body) > 0 {
-		header.Set("Content-Type", "application/json")
+	if headerValue(header, "Content-Type") == "" && len(req.Body) > 0 {
+		header["Content-Type"] = []string{"application/json"}
 	}
 	now := c.cfg.clock.Now()
 	// Not copied: the Store's Create keeps a copy of its own (journaltest's
