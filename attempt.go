@@ -54,35 +54,20 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	start := c.cfg.clock.Now()
 	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
 	defer cancel()
-
-	// "Never sent" and "maybe sent" are told apart by what net/http saw,
-	// not by error text. net/http may itself resend a request carrying an
-	// Idempotency-Key on a reused connection that died before any
-	// response: the same bytes and key, so the server de-duplicates it.
-	var wrote, traced atomic.Bool
-	var conns, writes atomic.Int32
-	trace := &httptrace.ClientTrace{
-		GetConn: func(string) { traced.Store(true) },
-		// Once a connection has the request it may be on the wire: net/http
-		// writes it on another goroutine and, when the attempt's context
-		// ends, can return before WroteRequest fires (so can a transport
-		// wrapper that times out). Only a request no connection ever had
-		// is surely unsent.
-		GotConn: func(httptrace.GotConnInfo) { conns.Add(1) },
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			wrote.Store(true)
-			if info.Err == nil {
-				writes.Add(1)
-			}
-		},
-		GotFirstResponseByte: func() { wrote.Store(true) },
-	}
-	actx = httptrace.WithClientTrace(actx, trace)
+	tr := newAttemptTrace()
+	actx = httptrace.WithClientTrace(actx, &tr.hooks)
 
 	var req *http.Request
 	var err error
 	if query {
 		req, err = http.NewRequestWithContext(actx, http.MethodGet, rec.QueryURL, nil)
+	} else if p := c.urls.lookup(rec.URL); p != nil {
+		// Parsed already: NewRequest's own parse of rec.URL would give the
+		// same, and the URL and Host are all it sets from it
+		// (TestRequestFromCachedURL).
+		if req, err = http.NewRequestWithContext(actx, rec.Method, "", bytes.NewReader(rec.Body)); err == nil {
+			p.setRequestURL(req)
+		}
 	} else {
 		req, err = http.NewRequestWithContext(actx, rec.Method, rec.URL, bytes.NewReader(rec.Body))
 	}
@@ -90,11 +75,10 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		return exchange{err: fmt.Errorf("idem: build request: %w", err), unsent: true}
 	}
 	if !query {
-		for name, vals := range rec.Header {
-			req.Header[name] = append([]string(nil), vals...)
-		}
+		copyHeader(req.Header, rec.Header)
 		if c.cfg.keyHeader != "" {
-			req.Header.Set(c.cfg.keyHeader, c.keyValue(rec.Key))
+			// keyHeader is canonical (WithKeyHeader): Set's work is done.
+			req.Header[c.cfg.keyHeader] = []string{c.keyValue(rec.Key)}
 		}
 	}
 	if c.cfg.hook != nil {
@@ -111,7 +95,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	resp, err := c.hc.Do(req)
 	// Only a first copy that was written whole may have executed: net/http
 	// also retries a request it never wrote (a dead idle connection).
-	ex := exchange{wrote: wrote.Load(), resent: writes.Load() > 1}
+	ex := exchange{wrote: tr.wrote.Load(), resent: tr.writes.Load() > 1}
 	if err != nil {
 		// net/http's *url.Error quotes the URL as sent, with whatever the
 		// request hook added (an API key in the query string): that text
@@ -124,7 +108,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 			err = &url.Error{Op: ue.Op, URL: journaled, Err: ue.Err}
 		}
 		ex.err = err
-		ex.unsent = !ex.wrote && traced.Load() && conns.Load() == 0
+		ex.unsent = !ex.wrote && tr.traced.Load() && tr.conns.Load() == 0
 		ex.dur = c.cfg.clock.Now().Sub(start)
 		return ex
 	}
@@ -135,17 +119,100 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	// One byte past the cap tells "over the cap" from "at it"; a cap of
 	// math.MaxInt64 ("no limit") must not overflow to a negative limit,
 	// which reads nothing and leaves every answer undecodable.
-	ex.body, ex.err = io.ReadAll(io.LimitReader(resp.Body, min(c.cfg.maxResponse, math.MaxInt64-1)+1))
+	ex.body, ex.err = readAtMost(resp.Body, min(c.cfg.maxResponse, math.MaxInt64-1)+1, resp.ContentLength)
 	if int64(len(ex.body)) > c.cfg.maxResponse {
 		ex.body, ex.tooLarge = ex.body[:c.cfg.maxResponse], true
 		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
 	}
-	if ra, ok := ParseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.clock.Now()); ok {
-		ex.retryAfter = min(ra, c.cfg.retryAfterCap)
-		ex.serverWait = min(ra, c.cfg.reconcileMax)
+	if v := headerValue(resp.Header, "Retry-After"); v != "" {
+		if ra, ok := ParseRetryAfter(v, c.cfg.clock.Now()); ok {
+			ex.retryAfter = min(ra, c.cfg.retryAfterCap)
+			ex.serverWait = min(ra, c.cfg.reconcileMax)
+		}
 	}
 	ex.dur = c.cfg.clock.Now().Sub(start)
 	return ex
+}
+
+// attemptTrace is what net/http's trace hooks saw of one attempt. The
+// hooks may run on net/http's own goroutines, even after Do returned.
+//
+// "Never sent" and "maybe sent" are told apart by what net/http saw, not
+// by error text. net/http may itself resend a request carrying an
+// Idempotency-Key on a reused connection that died before any response:
+// the same bytes and key, so the server de-duplicates it.
+type attemptTrace struct {
+	wrote  atomic.Bool  // written whole, or answered
+	traced atomic.Bool  // net/http took the request (GetConn)
+	conns  atomic.Int32 // connections that had the request
+	writes atomic.Int32 // copies written whole
+	hooks  httptrace.ClientTrace
+}
+
+func newAttemptTrace() *attemptTrace {
+	t := &attemptTrace{}
+	t.hooks = httptrace.ClientTrace{
+		GetConn: func(string) { t.traced.Store(true) },
+		// Once a connection has the request it may be on the wire: net/http
+		// writes it on another goroutine and, when the attempt's context
+		// ends, can return before WroteRequest fires (so can a transport
+		// wrapper that times out). Only a request no connection ever had
+		// is surely unsent.
+		GotConn: func(httptrace.GotConnInfo) { t.conns.Add(1) },
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			t.wrote.Store(true)
+			if info.Err == nil {
+				t.writes.Add(1)
+			}
+		},
+		GotFirstResponseByte: func() { t.wrote.Store(true) },
+	}
+	return t
+}
+
+// copyHeader copies src's values into dst, all in one backing array
+// (as http.Header.Clone does): the request hook may change dst, never the
+// journaled record.
+func copyHeader(dst, src http.Header) {
+	n := 0
+	for _, vals := range src {
+		n += len(vals)
+	}
+	all := make([]string, 0, n)
+	for name, vals := range src {
+		all = append(all, vals...)
+		dst[name] = all[len(all)-len(vals) : len(all) : len(all)]
+	}
+}
+
+// maxSizeHint bounds the buffer readAtMost makes from a Content-Length
+// before reading: a larger body grows it as it comes.
+const maxSizeHint = 32 << 10
+
+// readAtMost is io.ReadAll(io.LimitReader(r, n)), with a first buffer
+// sized from the Content-Length (size; -1 when unknown) instead of
+// ReadAll's 512 bytes: most answers are a few dozen bytes.
+func readAtMost(r io.Reader, n, size int64) ([]byte, error) {
+	first := int64(512)
+	if size >= 0 && size < maxSizeHint {
+		first = size + 1 // room for the read that finds EOF
+	}
+	b := make([]byte, 0, min(first, n))
+	for int64(len(b)) < n {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append pick the growth
+		}
+		room := b[len(b):min(int64(cap(b)), n)]
+		k, err := r.Read(room)
+		b = b[:len(b)+k]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // sfStringEscaper escapes an RFC 8941 sf-string: checkName already limited
@@ -248,7 +315,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	}
 	a.replayed = !query && replayed(ex.header)
 	a.verdict = c.verdict(ex.status)
-	a.keyConflict = c.keyConflict(ex.status, ex.body)
+	// The judge reads keyConflict only for a Conflict verdict: spare the
+	// scan of every other body.
+	a.keyConflict = a.verdict == Conflict && c.keyConflict(ex.status, ex.body)
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a
 	}
@@ -283,7 +352,16 @@ func (c *Client) keyConflict(status int, body []byte) bool {
 // replayed reports whether the server says the answer is the stored one
 // for this key (Stripe's Idempotent-Replayed header).
 func replayed(h http.Header) bool {
-	return strings.EqualFold(strings.TrimSpace(h.Get("Idempotent-Replayed")), "true")
+	return strings.EqualFold(strings.TrimSpace(headerValue(h, "Idempotent-Replayed")), "true")
+}
+
+// headerValue is h.Get(name) for a name already in canonical form:
+// Get would canonicalize it again on every call.
+func headerValue(h http.Header, name string) string {
+	if v := h[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
 }
 
 // query asks the result endpoint; the attempt is journaled with its outcome
@@ -365,12 +443,15 @@ func recordOutcome(r *journal.Record, number int, ex exchange, refused, replayed
 }
 
 func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, now time.Time) {
+	// ex.body is this exchange's own and nothing changes it: the record
+	// may share it (the Store copies what it keeps), unless only a part
+	// is kept, which must not pin the whole.
 	body := ex.body
 	if len(body) > storedBodyBytes {
-		body = body[:storedBodyBytes]
+		body = bytes.Clone(body[:storedBodyBytes])
 	}
 	r.State = out.State
-	r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: bytes.Clone(body), Reason: out.Reason, Replayed: replayed}
+	r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: body, Reason: out.Reason, Replayed: replayed}
 	setReview(r, "")
 	r.Settled = now
 	r.NextDue = time.Time{}

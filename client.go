@@ -28,15 +28,18 @@ type Client struct {
 	hc        *http.Client
 	budget    *retryBudget
 	log       *slog.Logger
+	urls      urlCache // the submit URL parsed last
 
 	mu       sync.Mutex
-	inflight map[string]*call
+	inflight map[opID]*call
 	life     lifecycle
 	watch    watchers // Wait calls (hooks.go)
 }
 
 // call is one in-flight drive that later callers for the same key join.
 type call struct {
+	// done is closed when the call ends; made (under Client.mu) by the
+	// first joiner only, as most calls have none.
 	done chan struct{}
 	res  *Result
 	err  error
@@ -92,7 +95,7 @@ func newClient(store Store, cfg *config) *Client {
 		hc:       hc,
 		budget:   newRetryBudget(cfg.retryTokens, cfg.retryRatio),
 		log:      cfg.logger,
-		inflight: make(map[string]*call),
+		inflight: make(map[opID]*call),
 	}
 	c.life.init()
 	return c
@@ -211,12 +214,11 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 // matches journal.ErrMaybeCommitted means nothing was sent yet and the
 // journal may or may not hold the operation: retry with the same key.
 func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
-	if err := c.enter(); err != nil {
+	ctx, b, err := c.begin(ctx, false)
+	if err != nil {
 		return nil, err
 	}
-	defer c.exit()
-	ctx, release := c.bind(ctx, false)
-	defer release()
+	defer c.end(b)
 	rec, err := c.newRecord(req)
 	if err != nil {
 		return nil, err
@@ -263,12 +265,11 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 	if op == nil {
 		return nil, fmt.Errorf("%w: Do: nil *Operation (get one from Prepare or Lookup)", ErrInvalidRequest)
 	}
-	if err := c.enter(); err != nil {
+	ctx, b, err := c.begin(ctx, false)
+	if err != nil {
 		return nil, err
 	}
-	defer c.exit()
-	ctx, release := c.bind(ctx, false)
-	defer release()
+	defer c.end(b)
 	return c.coalesce(ctx, op.Scope, op.Key, nil, foreground, func() (*Result, error) {
 		// Claimed (read) even if ctx is done, so the caller still learns
 		// the state.
@@ -479,19 +480,23 @@ var errCallPanicked = errors.New("idem: the call driving this operation panicked
 // panics, they get the journaled state, and the panic goes on up the
 // leader's stack.
 func (c *Client) joinOrRun(ctx context.Context, scope, key string, want *journal.Record, mode driveMode, fn func() (*Result, error)) (res *Result, joined *call, err error) {
-	id := scope + "\x00" + key
+	id := opID{scope, key}
 	c.mu.Lock()
 	if cl, ok := c.inflight[id]; ok {
+		if cl.done == nil {
+			cl.done = make(chan struct{})
+		}
+		done := cl.done
 		c.mu.Unlock()
 		select {
-		case <-cl.done:
+		case <-done:
 			return cl.res.clone(), cl, cl.err
 		case <-ctx.Done():
 			res, err := c.current(scope, key, context.Cause(ctx))
 			return res, cl, err
 		}
 	}
-	cl := &call{done: make(chan struct{}), mode: mode, want: want}
+	cl := &call{mode: mode, want: want}
 	c.inflight[id] = cl
 	c.mu.Unlock()
 
@@ -499,16 +504,33 @@ func (c *Client) joinOrRun(ctx context.Context, scope, key string, want *journal
 	defer func() {
 		if !finished {
 			cl.res, cl.err = c.current(scope, key, errCallPanicked)
+			c.endCall(id, cl)
 		}
-		c.mu.Lock()
-		delete(c.inflight, id)
-		c.mu.Unlock()
-		close(cl.done)
 	}()
 	cl.res, cl.err = fn()
 	cl.stopped = ctx.Err() != nil
 	finished = true
-	return cl.res.clone(), nil, cl.err
+	res = cl.res
+	if c.endCall(id, cl) {
+		// The joiners copy cl.res as they wake: the caller gets a copy
+		// too, so that changing it cannot race with them.
+		res = res.clone()
+	}
+	return res, nil, cl.err
+}
+
+// endCall takes the call off the in-flight set and wakes its joiners. It
+// reports whether any joined.
+func (c *Client) endCall(id opID, cl *call) bool {
+	c.mu.Lock()
+	delete(c.inflight, id)
+	done := cl.done
+	c.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	close(done)
+	return true
 }
 
 // current reports the journaled state to a caller that stopped waiting.
@@ -538,10 +560,11 @@ func (r *Result) clone() *Result {
 // finish turns the journaled state into what Do returns.
 func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	res := newResult(rec)
+	if rec.State == StateSucceeded {
+		return res, nil
+	}
 	e := &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: res.Attempts, Cause: cause}
 	switch rec.State {
-	case StateSucceeded:
-		return res, nil
 	case StateFailed:
 		e.Kind = ErrFailed
 		if r := rec.Result; r != nil && rec.Resolved == nil && c.verdict(r.StatusCode) == Conflict && c.keyConflict(r.StatusCode, r.Body) {
@@ -570,7 +593,7 @@ func (c *Client) scopeOr(scope string) string {
 // keyRetention is the key window for rec's host.
 func (c *Client) keyRetention(rec *journal.Record) time.Duration {
 	if len(c.cfg.hostRetention) > 0 {
-		if u, err := url.Parse(rec.URL); err == nil {
+		if u, err := c.parsedURL(rec.URL); err == nil {
 			// "host:port" as given first, then the host alone: a window
 			// named without a port holds for every port of the host
 			// (https://h:443/ and https://h/ are one server).
@@ -582,6 +605,14 @@ func (c *Client) keyRetention(rec *journal.Record) time.Duration {
 		}
 	}
 	return c.cfg.keyRetention
+}
+
+// parsedURL is url.Parse(s), from the cache when it holds s; read only.
+func (c *Client) parsedURL(s string) (*url.URL, error) {
+	if p := c.urls.lookup(s); p != nil {
+		return &p.u, nil
+	}
+	return url.Parse(s)
 }
 
 func opAttrs(rec *journal.Record) []slog.Attr {

@@ -70,17 +70,21 @@ func waitEntered(t *testing.T, g *gateTransport) {
 }
 
 // waitJoined polls the goroutine dump until n callers wait in coalesce for
-// a call in flight (blocked in its select, not driving themselves).
+// a call in flight: blocked in joinOrRun's select, the innermost frame of
+// package idem. (A leader blocked in a select further in, a transport's,
+// is not one: Resume's leader has no drive frame to tell it by.)
 func waitJoined(t *testing.T, n int) {
 	t.Helper()
+	const pkg = "github.com/idemkit/idem."
 	deadline := time.Now().Add(10 * time.Second)
 	buf := make([]byte, 1<<22)
 	for time.Now().Before(deadline) {
 		dump := string(buf[:runtime.Stack(buf, true)])
 		joined := 0
 		for _, g := range strings.Split(dump, "\n\n") {
-			if strings.Contains(g, "idem.(*Client).coalesce(") && !strings.Contains(g, "idem.(*Client).drive(") &&
-				strings.Contains(strings.SplitN(g, "\n", 2)[0], "select") {
+			header, frames, _ := strings.Cut(g, "\n")
+			if i := strings.Index(frames, pkg); i >= 0 && strings.Contains(header, "select") &&
+				strings.HasPrefix(frames[i+len(pkg):], "(*Client).joinOrRun(") {
 				joined++
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/idemkit/idem/journal"
 )
@@ -283,7 +284,34 @@ func judgeQuery(p past, a answer) judgment {
 // ("Idempotency key reused with a different payload"), which tells a key
 // conflict from a validation error that happens to share its status.
 func mentionsKey(body []byte) bool {
-	return bytes.Contains(bytes.ToLower(body), []byte("idempot"))
+	const word = "idempot"
+	for _, b := range body {
+		if b >= utf8.RuneSelf {
+			// Unicode case folding (U+0130 lowers to 'i'): the general way.
+			return bytes.Contains(bytes.ToLower(body), []byte(word))
+		}
+	}
+	// ASCII only: fold in place of a lower-cased copy of every body.
+	for i := 0; i+len(word) <= len(body); i++ {
+		if body[i]|0x20 == word[0] && asciiFold(body[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
+}
+
+// asciiFold reports whether ASCII b equals lower-case word, ignoring case.
+func asciiFold(b []byte, word string) bool {
+	for i := range len(word) {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != word[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // windowState is whether the key window still allows a resend.

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"bytes"
 	"errors"
 	"testing"
 	"time"
@@ -240,4 +241,19 @@ func TestContestedKeyFailureSettles(t *testing.T) {
 	if j := judgeSubmit(p, answer{status: 200, verdict: Settled, replayed: true, out: failed}); j.move != moveSettle {
 		t.Errorf("judgeSubmit(contested, replayed 200 failed) = %+v; want settled failed", j)
 	}
+}
+
+// FuzzMentionsKey holds mentionsKey to the plain definition it speeds up:
+// a lower-cased copy of the body contains "idempot".
+func FuzzMentionsKey(f *testing.F) {
+	for _, s := range []string{"", "idempot", "IDEMPOTENCY key reused", `{"error":"Idempotency-Key in use"}`,
+		"idempo", "xidEmPoTx", "\u0130dempotency", "\xffidempot", "validation failed", "ıdempot"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		want := bytes.Contains(bytes.ToLower(body), []byte("idempot"))
+		if got := mentionsKey(body); got != want {
+			t.Fatalf("mentionsKey(%q) = %v; want %v", body, got, want)
+		}
+	})
 }

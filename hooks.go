@@ -202,12 +202,11 @@ func (c *Client) runFailed(ctx context.Context, err error) {
 // ErrNotFound. An empty scope is the
 // client's default (WithScope).
 func (c *Client) Wait(ctx context.Context, scope, key string) (*Result, error) {
-	if err := c.enter(); err != nil {
+	ctx, b, err := c.begin(ctx, true)
+	if err != nil {
 		return nil, err
 	}
-	defer c.exit()
-	ctx, release := c.bind(ctx, true)
-	defer release()
+	defer c.end(b)
 	scope = c.scopeOr(scope)
 	for {
 		woken, cancel := c.watch.add(scope, key)

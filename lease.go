@@ -72,9 +72,9 @@ func (e *leaseLostError) Unwrap() error { return e.err }
 // else's now.
 func (c *Client) claim(ctx context.Context, scope, key string, mode driveMode) (*journal.Record, journal.Lease, error) {
 	wctx := context.WithoutCancel(ctx)
-	deadline := c.cfg.clock.Now().Add(c.cfg.maxElapsed)
+	now := c.cfg.clock.Now()
+	deadline := now.Add(c.cfg.maxElapsed)
 	for {
-		now := c.cfg.clock.Now()
 		rec, l, err := c.store.Claim(wctx, scope, key, c.cfg.owner, now, now.Add(c.leaseSpan(c.cfg.attemptTimeout)))
 		switch {
 		case err == nil:
@@ -92,6 +92,7 @@ func (c *Client) claim(ctx context.Context, scope, key string, mode driveMode) (
 		if err := c.cfg.clock.Sleep(ctx, max(wait, time.Millisecond)); err != nil {
 			return rec, l, fmt.Errorf("idem: %s drives the operation: %w", l.Owner, errors.Join(journal.ErrLeased, context.Cause(ctx)))
 		}
+		now = c.cfg.clock.Now()
 	}
 }
 
@@ -124,11 +125,10 @@ func unsentSince(rec, created *journal.Record) bool {
 // hold makes the drive's lease cover need from now, renewing it when less
 // than half its margin is left. The renewals are bounded by the drive's
 // exchanges and waits.
-func (d *driver) hold(need time.Duration) error {
+func (d *driver) hold(now time.Time, need time.Duration) error {
 	if d.lease.Token == 0 {
 		return nil
 	}
-	now := d.now()
 	if d.lease.Expires.After(now.Add(need + d.c.cfg.leaseFor/2)) {
 		return nil
 	}

@@ -16,14 +16,16 @@ import (
 // records where it stands (unknown, or pending if nothing can have been
 // sent) before it returns, so the next Resume picks it up.
 type lifecycle struct {
-	mu       sync.Mutex
-	closing  bool
-	active   int
-	idle     chan struct{} // closed when closing and no call is active
-	drain    context.Context
-	drainNow context.CancelCauseFunc
-	stop     context.Context
-	stopNow  context.CancelCauseFunc
+	mu      sync.Mutex
+	closing bool
+	active  int
+	idle    chan struct{} // closed when closing and no call is active
+	// bound are the contexts of the calls begun with begin, ended with
+	// ErrClosed when closing drains (background work) or stops (every
+	// call). A list under mu rather than context.AfterFunc on a shared
+	// context: every call registers and unregisters, and AfterFunc costs
+	// three allocations and a lock of that context's own each time.
+	bound *boundCall
 
 	closeOnce sync.Once
 	closeErr  error
@@ -35,8 +37,6 @@ type lifecycle struct {
 
 func (l *lifecycle) init() {
 	l.idle = make(chan struct{})
-	l.drain, l.drainNow = context.WithCancelCause(context.Background())
-	l.stop, l.stopNow = context.WithCancelCause(context.Background())
 }
 
 // enter registers a call, or refuses it once closing has begun. Every
@@ -45,6 +45,10 @@ func (c *Client) enter() error {
 	l := &c.life
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.enterLocked()
+}
+
+func (l *lifecycle) enterLocked() error {
 	if l.closing {
 		return ErrClosed
 	}
@@ -56,25 +60,80 @@ func (c *Client) exit() {
 	l := &c.life
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.exitLocked()
+}
+
+func (l *lifecycle) exitLocked() {
 	l.active--
 	if l.closing && l.active == 0 {
 		close(l.idle)
 	}
 }
 
-// bind derives a call's context: it ends with the caller's ctx, or when
-// the Client stops the call (a foreground call), or begins draining
-// (background work), with ErrClosed as its cause.
-func (c *Client) bind(ctx context.Context, background bool) (context.Context, context.CancelFunc) {
-	on := c.life.stop
-	if background {
-		on = c.life.drain
-	}
+// boundCall is one call's context, listed so that closing can end it.
+type boundCall struct {
+	cancel     context.CancelCauseFunc
+	background bool
+	prev, next *boundCall
+}
+
+// begin is enter for a call that runs under a context of its own: the
+// context it returns ends with the caller's ctx, or when the Client
+// stops the call (a foreground call) or begins draining (background
+// work), with ErrClosed as its cause. Every successful begin must be
+// paired with end.
+func (c *Client) begin(ctx context.Context, background bool) (context.Context, *boundCall, error) {
+	l := &c.life
+	// Derived outside the lock: a caller's own context type may run code.
 	ctx, cancel := context.WithCancelCause(ctx)
-	unhook := context.AfterFunc(on, func() { cancel(ErrClosed) })
-	return ctx, func() {
-		unhook()
+	b := &boundCall{cancel: cancel, background: background}
+	l.mu.Lock()
+	if err := l.enterLocked(); err != nil {
+		l.mu.Unlock()
 		cancel(nil)
+		return nil, nil, err
+	}
+	b.next = l.bound
+	if l.bound != nil {
+		l.bound.prev = b
+	}
+	l.bound = b
+	l.mu.Unlock()
+	return ctx, b, nil
+}
+
+// end unregisters a call begun with begin and releases its context.
+func (c *Client) end(b *boundCall) {
+	b.cancel(nil)
+	l := &c.life
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b.prev != nil {
+		b.prev.next = b.next
+	} else {
+		l.bound = b.next
+	}
+	if b.next != nil {
+		b.next.prev = b.prev
+	}
+	b.prev, b.next = nil, nil
+	l.exitLocked()
+}
+
+// endBound ends, with ErrClosed, the contexts of the calls in flight:
+// the background ones, or all of them. No call begins after it: closing
+// is set first, and begin checks it under the same lock as it lists.
+func (l *lifecycle) endBound(all bool) {
+	l.mu.Lock()
+	var cancels []context.CancelCauseFunc
+	for b := l.bound; b != nil; b = b.next {
+		if all || b.background {
+			cancels = append(cancels, b.cancel)
+		}
+	}
+	l.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel(ErrClosed)
 	}
 }
 
@@ -126,7 +185,7 @@ func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
 		}
 	}
 	l.mu.Unlock()
-	l.drainNow(ErrClosed)
+	l.endBound(false)
 
 	// Idle first: with no call in flight there is nothing to stop, even if
 	// ctx is already done (a select would pick either ready case).
@@ -137,12 +196,12 @@ func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
 		case <-l.idle:
 		case <-ctx.Done():
 			stopped = true
-			l.stopNow(ErrClosed)
+			l.endBound(true)
 			<-l.idle
 		}
 	}
 	l.closeOnce.Do(func() {
-		l.stopNow(ErrClosed)
+		l.endBound(true)
 		if c.ownsStore {
 			l.closeErr = c.store.Close()
 		}

@@ -127,18 +127,21 @@ func (d *driver) run() error {
 		if d.ctx.Err() != nil {
 			return d.leave(context.Cause(d.ctx))
 		}
-		if d.exchanges >= c.cfg.maxAttempts || !d.now().Before(d.deadline) {
+		// One reading of the clock for this round's checks: nothing in
+		// between waits.
+		now := d.now()
+		if d.exchanges >= c.cfg.maxAttempts || !now.Before(d.deadline) {
 			return d.handoff(ErrBudgetSpent, time.Time{})
 		}
 		p := pastOf(d.rec, math.MaxInt)
-		block := d.resendBlock(p)
+		block := d.resendBlock(p, now)
 		// Only a key that may have executed for us can hold our result: a
 		// query before that would read someone else's.
 		if (needQuery || block != nil) && d.rec.QueryURL != "" && p.maybeExecuted {
 			if !d.mayRetry() {
 				return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 			}
-			if err := d.hold(c.cfg.attemptTimeout); err != nil {
+			if err := d.hold(now, c.cfg.attemptTimeout); err != nil {
 				return err
 			}
 			q, err := d.query()
@@ -185,7 +188,7 @@ func (d *driver) run() error {
 		if !d.preRecorded && !d.mayRetry() {
 			return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 		}
-		if err := d.hold(c.cfg.attemptTimeout); err != nil {
+		if err := d.hold(now, c.cfg.attemptTimeout); err != nil {
 			return err
 		}
 		s, err := d.submit()
@@ -227,7 +230,7 @@ type blocked struct {
 }
 
 // resendBlock says whether the operation may be resent now; nil if it may.
-func (d *driver) resendBlock(p past) *blocked {
+func (d *driver) resendBlock(p past, now time.Time) *blocked {
 	rec := d.rec
 	switch {
 	case p.final || d.reviewed || rec.Review == ReviewKeyInUse:
@@ -244,14 +247,14 @@ func (d *driver) resendBlock(p past) *blocked {
 		return &blocked{reason, cause}
 	}
 	window := d.c.keyRetention(rec)
-	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && d.now().Sub(rec.Attempts[0].Start) >= window {
+	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && now.Sub(rec.Attempts[0].Start) >= window {
 		// Nothing of ours ever ran, and the key has been someone else's
 		// for longer than a server keeps keys: whatever answers it now
 		// (a handler's own 409 run again on every resend, once the key is
 		// forgotten) will not become ours.
 		return &blocked{ReviewKeyInUse, ErrKeyConflict}
 	}
-	switch keyWindow(rec, p, d.now(), window) {
+	switch keyWindow(rec, p, now, window) {
 	case windowUntrusted:
 		return &blocked{ReviewClockStepped, ErrNeedsReview}
 	case windowExpired:
@@ -306,7 +309,7 @@ func (d *driver) sleep(wait time.Duration) error {
 	if d.mode == reconciling || now.Add(wait).After(d.deadline) {
 		return d.handoff(ErrBudgetSpent, now.Add(wait))
 	}
-	if err := d.hold(wait + d.c.cfg.attemptTimeout); err != nil {
+	if err := d.hold(now, wait+d.c.cfg.attemptTimeout); err != nil {
 		return err
 	}
 	if d.c.cfg.clock.Sleep(d.ctx, wait) != nil {

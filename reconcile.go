@@ -54,14 +54,13 @@ func (s *Summary) add(res *Result) {
 // The error is non-nil only if the journal cannot be read or written, or
 // ctx ends; the Summary then counts what was done.
 func (c *Client) Resume(ctx context.Context) (Summary, error) {
-	if err := c.enter(); err != nil {
+	ctx, b, err := c.begin(ctx, true)
+	if err != nil {
 		return Summary{}, err
 	}
-	defer c.exit()
-	ctx, release := c.bind(ctx, true)
-	defer release()
+	defer c.end(b)
 	var refs []ref
-	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+	err = c.store.ForEachOpen(ctx, func(r *journal.Record) error {
 		refs = append(refs, ref{scope: r.Scope, key: r.Key})
 		return nil
 	})
@@ -228,12 +227,11 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 // is closed, or an error matching the journal's sentinel when the journal
 // is unusable. Run one per Client.
 func (c *Client) Run(ctx context.Context) (err error) {
-	if err := c.enter(); err != nil {
+	ctx, b, err := c.begin(ctx, true)
+	if err != nil {
 		return err
 	}
-	defer c.exit()
-	ctx, release := c.bind(ctx, true)
-	defer release()
+	defer c.end(b)
 	h := &c.life.health
 	h.runStarted()
 	defer func() { h.runEnded(err) }()

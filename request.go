@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -39,7 +38,9 @@ type Request struct {
 	// Header holds non-secret headers sent on every attempt; they are
 	// journaled. Credentials go in WithRequestHook instead.
 	Header http.Header
-	// Body is sent as is. Content-Type defaults to application/json.
+	// Body is sent as is. Content-Type defaults to application/json. It
+	// must not change while Prepare or Submit reads it; the journal keeps
+	// a copy, and the call keeps none once it returns.
 	Body []byte
 }
 
@@ -109,10 +110,11 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	if strings.ContainsAny(method, " \t\r\n") || strings.ToUpper(method) != method {
 		return nil, fmt.Errorf("%w: method %q; use an upper-case HTTP method such as POST", ErrInvalidRequest, method)
 	}
-	u, err := absoluteURL("URL", req.URL)
+	target, err := c.urls.parse(req.URL)
 	if err != nil {
 		return nil, err
 	}
+	u := &target.u // read only: the cache's
 	resultURL := req.ResultURL
 	if resultURL == "" && c.cfg.resultTemplate != "" {
 		// In a query string '+', '&' and '=' mean something, and
@@ -163,17 +165,20 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		}
 		header[canon] = append(header[canon], vals...)
 	}
-	if header.Get("Content-Type") == "" && len(req.Body) > 0 {
-		header.Set("Content-Type", "application/json")
+	if headerValue(header, "Content-Type") == "" && len(req.Body) > 0 {
+		header["Content-Type"] = []string{"application/json"}
 	}
 	now := c.cfg.clock.Now()
-	body := bytes.Clone(req.Body)
+	// Not copied: the Store's Create keeps a copy of its own (journaltest's
+	// DeepCopy holds every Store to it), and every attempt sends the
+	// journaled record's bytes, never these.
+	body := req.Body
 	return &journal.Record{
 		Scope:    scope,
 		Key:      key,
 		Ref:      req.Ref,
 		Method:   method,
-		URL:      u.String(),
+		URL:      target.journaled,
 		QueryURL: resultURL,
 		Header:   header,
 		Body:     body,

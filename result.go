@@ -28,6 +28,10 @@ type Result struct {
 	Replayed bool
 }
 
+// newResult is what rec says of the operation's outcome. The Result
+// shares rec's response body: rec must be the caller's own, as every
+// record a Store returns is (journaltest's DeepCopy), and not used to
+// change the body after.
 func newResult(rec *journal.Record) *Result {
 	r := &Result{
 		Scope:    rec.Scope,
@@ -43,7 +47,9 @@ func newResult(rec *journal.Record) *Result {
 	if rec.Result != nil {
 		r.ResourceID = rec.Result.ResourceID
 		r.StatusCode = rec.Result.StatusCode
-		r.Body = append([]byte(nil), rec.Result.Body...)
+		if b := rec.Result.Body; len(b) > 0 {
+			r.Body = b[:len(b):len(b)] // an append by the caller copies
+		}
 		r.Reason = rec.Result.Reason
 		r.Replayed = rec.Result.Replayed
 	}
@@ -92,6 +98,75 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // APIs whose resources carry a status of their own (a payment object whose
 // "status" may say it failed) need a Decoder that reads it: WithDecoder.
 func DecodeJSON(a *Answer) (Outcome, error) {
+	v, ok := scanResult(a.Body)
+	if !ok {
+		var err error
+		if v, err = unmarshalResult(a.Body); err != nil {
+			return Outcome{}, fmt.Errorf("%w: %v", errUndecodable, err)
+		}
+	}
+	echoes := [...]jsonString{v[memIdemKey], v[memIdemKey2], {}}
+	if v[memState].ok {
+		echoes[2] = v[memKey]
+	}
+	for _, e := range echoes {
+		if e.ok && e.s != a.Key {
+			return Outcome{}, fmt.Errorf("%w: the body names key %q, not %q", errUndecodable, truncate(e.s, 64), a.Key)
+		}
+	}
+	if !v[memState].ok {
+		if v[memID].s == "" {
+			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
+		}
+		return Outcome{State: StateSucceeded, ResourceID: v[memID].s}, nil
+	}
+	resourceID, reason := v[memResourceID].s, v[memReason].s
+	switch s := strings.ToLower(v[memState].s); s {
+	case "succeeded":
+		if resourceID == "" {
+			return Outcome{}, fmt.Errorf("%w: succeeded without \"resourceId\"", errUndecodable)
+		}
+		return Outcome{State: StateSucceeded, ResourceID: resourceID, Reason: reason}, nil
+	case "failed":
+		return Outcome{State: StateFailed, ResourceID: resourceID, Reason: reason}, nil
+	case "processing", "pending":
+		return Outcome{State: StateProcessing, ResourceID: resourceID}, nil
+	default:
+		return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
+	}
+}
+
+// resultBody is what DecodeJSON reads from a body: its members below,
+// each with ok set when it is a JSON string (state: present and not
+// null; resourceId and reason, which are strings or absent: not empty).
+// The others may hold any JSON value.
+type resultBody [memMembers]jsonString
+
+// The members of resultBody.
+const (
+	memState = iota
+	memResourceID
+	memID
+	memReason
+	memKey
+	memIdemKey
+	memIdemKey2
+	memMembers // how many
+)
+
+// plainMember reports whether member m is a string field of
+// unmarshalResult's struct: null leaves it as it is, and "" is no value.
+func plainMember(m int) bool { return m == memResourceID || m == memReason }
+
+// jsonString is a member's value when it is a string (ok).
+type jsonString struct {
+	s  string
+	ok bool
+}
+
+// unmarshalResult reads a body with encoding/json: the definition of
+// DecodeJSON's reading, which scanResult follows.
+func unmarshalResult(body []byte) (resultBody, error) {
 	var v struct {
 		State      *string `json:"state"`
 		ResourceID string  `json:"resourceId"`
@@ -101,38 +176,20 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 		IdemKey    any     `json:"idempotencyKey"`
 		IdemKey2   any     `json:"idempotency_key"`
 	}
-	if err := json.Unmarshal(a.Body, &v); err != nil {
-		return Outcome{}, fmt.Errorf("%w: %v", errUndecodable, err)
+	if err := json.Unmarshal(body, &v); err != nil {
+		return resultBody{}, err
 	}
-	echoes := []any{v.IdemKey, v.IdemKey2}
+	r := resultBody{memResourceID: {v.ResourceID, v.ResourceID != ""}, memReason: {v.Reason, v.Reason != ""},
+		memID: anyString(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2)}
 	if v.State != nil {
-		echoes = append(echoes, v.Key)
+		r[memState] = jsonString{*v.State, true}
 	}
-	for _, e := range echoes {
-		if k, ok := e.(string); ok && k != a.Key {
-			return Outcome{}, fmt.Errorf("%w: the body names key %q, not %q", errUndecodable, truncate(k, 64), a.Key)
-		}
-	}
-	if v.State == nil {
-		id, _ := v.ID.(string)
-		if id == "" {
-			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
-		}
-		return Outcome{State: StateSucceeded, ResourceID: id}, nil
-	}
-	switch s := strings.ToLower(*v.State); s {
-	case "succeeded":
-		if v.ResourceID == "" {
-			return Outcome{}, fmt.Errorf("%w: succeeded without \"resourceId\"", errUndecodable)
-		}
-		return Outcome{State: StateSucceeded, ResourceID: v.ResourceID, Reason: v.Reason}, nil
-	case "failed":
-		return Outcome{State: StateFailed, ResourceID: v.ResourceID, Reason: v.Reason}, nil
-	case "processing", "pending":
-		return Outcome{State: StateProcessing, ResourceID: v.ResourceID}, nil
-	default:
-		return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
-	}
+	return r, nil
+}
+
+func anyString(v any) jsonString {
+	s, ok := v.(string)
+	return jsonString{s, ok}
 }
 
 // Verdict is what a response status means for an operation; see the outcome

@@ -90,8 +90,15 @@ func run(in io.Reader, out io.Writer) error {
 	var metricOrder = map[string][]string{}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	// Each run of a test binary starts with a "goos:" line and numbers its
+	// rounds from 1: rounds of later runs are rounds of their own, not
+	// overwrites of the first run's (ratios still pair within a round).
+	runs := 0
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
+		if len(f) > 0 && f[0] == "goos:" {
+			runs++
+		}
 		if len(f) < 4 || !strings.HasPrefix(f[0], "Benchmark") {
 			continue
 		}
@@ -101,6 +108,7 @@ func run(in io.Reader, out io.Writer) error {
 			round, _ = strconv.Atoi(m[1])
 			full = roundRE.ReplaceAllString(full, "")
 		}
+		round += runs << 20
 		if data[full] == nil {
 			data[full] = map[string]map[int]float64{}
 			names = append(names, full)

@@ -1,0 +1,52 @@
+package idem
+
+import "testing"
+
+// FuzzScanResult holds DecodeJSON's fast path to encoding/json's reading:
+// whatever body scanResult reads, unmarshalResult reads the same.
+func FuzzScanResult(f *testing.F) {
+	for _, s := range []string{
+		`{"state":"succeeded","resourceId":"ord_1"}`,
+		` { "state" : "failed" , "reason" : "card declined" , "resourceId":"" } `,
+		`{"id":"ch_1","object":"charge","amount":1999,"captured":true,"failure_code":null,"fee":-0.5e+3}`,
+		`{"STATE":"pending","State":null,"RESOURCEID":"x","resourceid":null}`,
+		`{"idempotencyKey":"k1","idempotency_key":"k1","key":"k1","state":"processing"}`,
+		`{"Id":5,"key":true,"idempotencyKey":null}`,
+		`{"note":"caf\u00e9","x":"é","y":1.5E-2,"z":0}`,
+		`{"state":"succeeded","state":"failed"}`,
+		`{}`, ` {} `, `{"a":{}}`, `{"a":[1]}`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":1e}`, `{"a":nul}`, `{"a":nullx}`,
+		`{"a":"b",}`, `{,}`, `{"a" "b"}`, `{"a":"b"} x`, `null`, `[]`, `"s"`, ``, `{"s\"":"x"}`, "{\"a\":\"\x01\"}",
+		`{"ſtate":"succeeded"}`, `{"\u212aey":"x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := scanResult(body)
+		if !ok {
+			return
+		}
+		want, err := unmarshalResult(body)
+		if err != nil {
+			t.Fatalf("scanResult(%q) read %+v; encoding/json refuses it: %v", body, got, err)
+		}
+		if got != want {
+			t.Fatalf("scanResult(%q) = %+v; encoding/json reads %+v", body, got, want)
+		}
+	})
+}
+
+// The usual answers take the fast path: the fuzz target compares only
+// what it reads.
+func TestScanResultReadsUsualAnswers(t *testing.T) {
+	for _, body := range []string{
+		`{"state":"succeeded","resourceId":"ord_1"}`,
+		`{"id":"ch_1","object":"charge","amount":1999,"paid":true,"failure_code":null}`,
+		"{\n  \"state\": \"failed\",\n  \"reason\": \"card declined\"\n}\n",
+	} {
+		got, ok := scanResult([]byte(body))
+		want, err := unmarshalResult([]byte(body))
+		if !ok || err != nil || got != want {
+			t.Errorf("scanResult(%s) = %+v, %v; want %+v, true (json: %v)", body, got, ok, want, err)
+		}
+	}
+}
