@@ -13,7 +13,9 @@ import (
 // the Store implements it (the PostgreSQL journal of module pgjournal and
 // the bbolt journal do); a Store without it is claimed after Create. A
 // Store may return the record without a lease (a zero Lease) when it
-// cannot take one at once: Submit then claims it as Do would.
+// cannot take one at once: Submit then claims it as Do would. A wrapper
+// that embeds such a Store and changes what Create does must change
+// CreateClaimed too, or Submit goes around it.
 type CreateClaimer interface {
 	// CreateClaimed is Create with the new record leased to owner until
 	// expires, with a token as Claim would take on it, in the same

@@ -19,8 +19,9 @@ import (
 
 // memStore keeps records in a map instead of the journal: idem's client
 // with nothing written to disk, its own CPU floor. The calls a happy
-// operation makes (Create, Claim, Update under the lease, Get, and Renew
-// and Release when a drive needs them) stay in memory; everything else
+// operation makes (CreateClaimed or Create and Claim, Update under the
+// lease, Get, and Renew and Release when a drive needs them) stay in
+// memory; everything else
 // goes to the embedded, empty journal, so Due and ClaimDue find nothing
 // and Run never visits the map. Settled records are dropped so the map
 // stays small. Never durable: a benchmark's floor only.
@@ -49,6 +50,22 @@ func (s *memStore) Create(_ context.Context, rec *journal.Record) (*journal.Reco
 	}
 	s.m[k] = &memEntry{rec: copyRecord(rec)}
 	return copyRecord(rec), nil
+}
+
+// CreateClaimed is Create with the lease (idem.CreateClaimer), as the
+// journal's is: without it, the embedded journal's would take Submit's
+// record.
+func (s *memStore) CreateClaimed(_ context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := memKey{rec.Scope, rec.Key}
+	if old, ok := s.m[k]; ok {
+		return copyRecord(old.rec), journal.Lease{}, journal.ErrExists
+	}
+	s.token++
+	e := &memEntry{rec: copyRecord(rec), lease: journal.Lease{Scope: rec.Scope, Key: rec.Key, Owner: owner, Token: s.token, Expires: expires}}
+	s.m[k] = e
+	return copyRecord(rec), e.lease, nil
 }
 
 func (s *memStore) Get(_ context.Context, scope, key string) (*journal.Record, error) {
