@@ -33,7 +33,12 @@ func Check(path string, opts ...Option) error {
 type CheckReport struct {
 	FileSize int64 // bytes
 	Pages    int64 // pages the last commit uses, all of them read
-	Records  int   // records, open and settled
+	Records  int   // records in the file, open and settled
+	// Logged is how many records the journal's log holds a newer version
+	// of than the file: a process stopped without closing the journal,
+	// and the next Open for writing applies them. They were read back
+	// whole (a damaged log fails the check).
+	Logged int
 	// Problems lists each inconsistency found, one sentence each; it is
 	// empty when the journal checks out. A file Open already refuses (not
 	// a journal, truncated) gives one problem: Open's error.
@@ -57,6 +62,7 @@ func Inspect(path string, opts ...Option) (CheckReport, error) {
 	if fi, err := s.file.Stat(); err == nil {
 		rep.FileSize = fi.Size()
 	}
+	rep.Logged = s.ov.len()
 	problems, err := inspectDB(s.db, s.file, &rep)
 	if err == nil {
 		err = damaged(problems)

@@ -560,3 +560,22 @@ func TestCheckpoint(t *testing.T) {
 	defer ro.Close()
 	require.ErrorIs(t, ro.Checkpoint(ctx), ErrReadOnly)
 }
+
+// TestInspectCountsTheLog: Check reads the log too, and Inspect says how
+// many records it holds newer than the file.
+func TestInspectCountsTheLog(t *testing.T) {
+	ctx := context.Background()
+	path := crashedJournal(t, func(s *Store) {
+		for i := range 3 {
+			_, err := s.Create(ctx, rvRecord(fmt.Sprint("k", i), rvT0))
+			require.NoError(t, err)
+		}
+	})
+	rep, err := Inspect(path)
+	require.NoError(t, err)
+	require.Equal(t, 3, rep.Logged)
+	require.Zero(t, rep.Records, "none in the file yet")
+	flipByte(t, segmentsOf(t, path)[0], 20)
+	_, err = Inspect(path)
+	require.ErrorIs(t, err, ErrCorrupt, "a damaged log fails the check")
+}

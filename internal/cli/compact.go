@@ -34,6 +34,7 @@ type checkJSON struct {
 	FileSize int64    `json:"file_size"`
 	Pages    int64    `json:"pages"`
 	Records  int      `json:"records"`
+	Logged   int      `json:"logged"`
 }
 
 const checkHelp = `Verify the journal: bbolt's page check and the journal's own (records decode,
@@ -45,7 +46,9 @@ With -json, check prints one JSON object, also when the journal does not check o
   problems   each problem found, one string each; [] when ok
   file_size  the file's size in bytes
   pages      the pages in use (all of them read)
-  records    the operations in the journal, open and settled
+  records    the operations in the journal file, open and settled
+  logged     records its log holds newer than the file (left by a process that
+             stopped without closing the journal; its next start applies them)
 A journal that cannot be checked at all (missing, locked) prints no JSON: the
 error goes to standard error, as without -json.`
 
@@ -63,7 +66,7 @@ func cmdCheck(e *env, args []string) error {
 	}
 	if *asJSON {
 		out := checkJSON{Journal: path, OK: err == nil, Problems: rep.Problems,
-			FileSize: rep.FileSize, Pages: rep.Pages, Records: rep.Records}
+			FileSize: rep.FileSize, Pages: rep.Pages, Records: rep.Records, Logged: rep.Logged}
 		if out.Problems == nil {
 			out.Problems = []string{}
 		}
@@ -77,6 +80,9 @@ func cmdCheck(e *env, args []string) error {
 	if !*asJSON {
 		fmt.Fprintf(e.stdout, "journal %s: ok (%d records, %d pages, %s; pages, records and indexes check out)\n",
 			clean(path), rep.Records, rep.Pages, size(rep.FileSize))
+		if rep.Logged > 0 {
+			fmt.Fprintf(e.stdout, "  and %d records newer in its log than in the file: the application's next start applies them\n", rep.Logged)
+		}
 	}
 	return nil
 }
