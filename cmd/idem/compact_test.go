@@ -54,13 +54,14 @@ func TestCheckJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
 	fi, err := os.Stat(f.path)
 	require.NoError(t, err)
-	require.Equal(t, []string{"file_size", "journal", "ok", "pages", "problems", "records"}, slices.Sorted(maps.Keys(got)))
+	require.Equal(t, []string{"file_size", "journal", "logged", "ok", "pages", "problems", "records"}, slices.Sorted(maps.Keys(got)))
 	require.Equal(t, f.path, got["journal"])
 	require.Equal(t, true, got["ok"])
 	require.Equal(t, []any{}, got["problems"])
 	require.Equal(t, float64(fi.Size()), got["file_size"])
 	require.Equal(t, float64(6), got["records"], "the fixture's operations")
 	require.Positive(t, got["pages"])
+	require.Equal(t, float64(0), got["logged"], "a journal closed cleanly")
 
 	// Lose an index entry behind the journal's back.
 	db, err := bolt.Open(f.path, 0o600, &bolt.Options{Timeout: time.Second})
