@@ -269,7 +269,6 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 		if f.start > reached+1 {
 			return nil, withKind(ErrCorrupt, "log segment %s starts at entry %d, but the journal and the log before it hold entries only up to %d: acknowledged writes are missing", filepath.Base(f.path), f.start, reached)
 		}
-		reached = max(applied, f.start-1)
 		b := f.data[segHeaderSize:]
 		want := f.start
 		for {
@@ -533,19 +532,6 @@ func (w *logWriter) deleteApplied(applied uint64, all bool) error {
 		err = errors.Join(err, syncDir(w.dir))
 	}
 	return err
-}
-
-// logBytes returns the size of the log's segments on disk.
-func (w *logWriter) logBytes() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var n int64
-	for _, s := range w.segments {
-		if fi, err := os.Stat(s.path); err == nil {
-			n += fi.Size()
-		}
-	}
-	return n
 }
 
 // close closes the active segment's file.
