@@ -12,10 +12,13 @@ import (
 // Applying the log to the bbolt file.
 const (
 	// applyDelay is how long the applier lets writes gather after the
-	// first one it has not applied: the longer, the more records are
-	// created and settled before they reach bbolt, which then writes each
-	// once, and the fewer bbolt commits (each one two fsyncs).
-	applyDelay = 100 * time.Millisecond
+	// first one it has not applied: the longer, the fewer bbolt commits
+	// (each one two fsyncs), the shorter, the steadier the heap (the
+	// overlay is freed a little at a time) and the shorter the disk's
+	// stalls behind each commit. Records are created and settled before
+	// they reach bbolt either way: young open ones are held back
+	// (holdFor).
+	applyDelay = 25 * time.Millisecond
 	// applyEntries and applyBytes make the applier start at once when
 	// this much waits, so that the overlay (memory) and the log stay
 	// bounded whatever the write rate.
@@ -26,6 +29,11 @@ const (
 	// or cannot be written at all, must not make the process's memory
 	// and the log grow without bound.
 	overlayMax = 4 * applyBytes
+	// holdFor is how long an open record may stay out of the file after
+	// its first write the file lacks: an operation settles within it, as
+	// most do, and the file gets it once, settled. Scans, Checkpoint and
+	// Close hold nothing back.
+	holdFor = time.Second
 	// applyBatch bounds the records of one bbolt transaction.
 	applyBatch = 16384
 	// applyRetry is the wait after a failed apply (a full disk, say)
@@ -99,7 +107,13 @@ func (s *Store) applyLoop() {
 			timer.Stop()
 			timer, fire = nil, nil
 		}
-		if err := s.applyAll(); err != nil {
+		var err error
+		if n, b := s.ov.size(); n < applyEntries && b < applyBytes {
+			err = s.applySettled()
+		} else {
+			err = s.applyAll() // a backlog: everything, young or not
+		}
+		if err != nil {
 			// The writes are safe in the log; the next try, or Open,
 			// applies them.
 			failing = true
@@ -117,14 +131,32 @@ func (s *Store) applyAll() error {
 	return s.applyLocked()
 }
 
+// applySettled is applyAll but for open records written in the last
+// holdFor: the applier's routine pass.
+func (s *Store) applySettled() error {
+	s.ap.mu.Lock()
+	defer s.ap.mu.Unlock()
+	return s.apply(time.Now().Add(-holdFor))
+}
+
 // applyLocked is applyAll with the applier's mutex held.
-func (s *Store) applyLocked() error {
+func (s *Store) applyLocked() error { return s.apply(time.Time{}) }
+
+// apply copies the overlay into the file, but for the open records
+// published after holdAfter (none held back when it is zero). The
+// applier's mutex is held.
+func (s *Store) apply(holdAfter time.Time) error {
 	if s.ap.closed {
 		return ErrClosed
 	}
+	// One pass: what was published when it began. Writes published
+	// meanwhile wait for the next pass, so that a steady stream of them
+	// gathers into one transaction per pass, not many small ones.
+	upTo := s.ov.lastLSN()
 	for {
-		batch, through := s.ov.batch(applyBatch)
-		if through <= s.ap.applied {
+		batch, through := s.ov.batch(applyBatch, upTo, holdAfter)
+		through = max(through, s.ap.applied)
+		if len(batch) == 0 {
 			return nil
 		}
 		err := s.commitBolt(func(tx *bolt.Tx) error {
@@ -177,10 +209,12 @@ func applyOne(tx *bolt.Tx, e *logged) error {
 }
 
 // backPressure makes the committer's leader copy the log into the file
-// itself, before its round, when the overlay holds more than overlayMax;
-// its error (the file cannot be written) fails the round, unwritten.
+// itself, before its round, when the overlay holds more than overlayMax
+// or the log more than four times that (every write appends a whole
+// record, and only the file's taking them lets segments go); its error
+// (the file cannot be written) fails the round, unwritten.
 func (s *Store) backPressure() error {
-	if _, b := s.ov.size(); b < s.ap.max {
+	if _, b := s.ov.size(); b < s.ap.max && s.log.bytes() < 4*s.ap.max {
 		return nil
 	}
 	if err := s.applyAll(); err != nil {

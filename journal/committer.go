@@ -3,6 +3,7 @@ package journal
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/idemkit/idem/internal/groupcommit"
 )
@@ -21,6 +22,12 @@ type request struct {
 
 	err      error
 	panicked any // a panic in the caller's fn, re-raised by the caller
+	// claim, set by a create's run, is the lease (owner, expiry) its
+	// creator takes with the record; the committer grants it, into
+	// *lease, once the round is durable and before anyone can see the
+	// record (CreateClaimed).
+	claim *Lease
+	lease *Lease
 }
 
 // errPanicked stands in for the error of a request whose fn panicked.
@@ -115,7 +122,12 @@ func (c *committer) commit(round []*request) {
 			for i, w := range writes {
 				w.lsn = first + uint64(i)
 			}
-			s.ov.publish(writes)
+			for _, r := range round {
+				if r.err == nil && r.claim != nil {
+					*r.lease = s.leases.grant(r.claim.Scope, r.claim.Key, r.claim.Owner, r.claim.Expires)
+				}
+			}
+			s.ov.publish(writes, time.Now())
 			s.kickApplier()
 		}
 	}

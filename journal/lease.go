@@ -85,6 +85,20 @@ func (t *leases) claim(scope, key, owner string, now, expires time.Time, again b
 	return l, nil
 }
 
+// grant gives owner a new lease until expires, whatever entry the table
+// had: the record has just been created, so any entry is a stale one.
+func (t *leases) grant(scope, key, owner string, expires time.Time) Lease {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.table == nil {
+		t.table = make(map[string]Lease)
+	}
+	t.next++
+	l := Lease{Scope: scope, Key: key, Owner: owner, Token: t.next, Expires: expires}
+	t.table[scope+"\x00"+key] = l
+	return l
+}
+
 // check reports ErrLeaseLost unless l is the record's current lease.
 func (t *leases) check(l Lease) error {
 	if l.Token == 0 || t.get(l.Scope, l.Key).Token != l.Token {
@@ -154,34 +168,23 @@ func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expire
 // CreateClaimed is Create with the new record leased to owner until
 // expires, as Claim would lease it (idem.CreateClaimer): Submit journals
 // its record and takes the lease without reading the record back. When
-// (Scope, Key) exists it writes and leases nothing and returns the stored
-// record with an error matching ErrExists, as Create does. rec.Created is
-// the time the lease is taken at (the Store never reads the clock).
+// (Scope, Key) exists it writes and leases nothing (a lease on it is left
+// as it is) and returns the stored record with an error matching
+// ErrExists, as Create does.
 //
-// The lease is taken before the record is written, so that nobody (Run's
-// ClaimDue) can claim the record between its commit and the lease. A key
-// on which a lease is live (a record pruned and created again within a
-// lease's span, say) is created without one: the zero Lease tells the
-// caller to Claim it.
+// The lease is granted in the commit that makes the record durable,
+// before the record is visible to any reader: nobody (Run's ClaimDue)
+// can claim it in between. A lease entry the key had is a stale one, of
+// a record pruned since: it is replaced, which fences its holder.
 func (s *Store) CreateClaimed(ctx context.Context, rec *Record, owner string, expires time.Time) (*Record, Lease, error) {
 	if owner == "" {
 		return nil, Lease{}, errorf("journal: create: empty owner: %w", ErrInvalid)
 	}
-	if rec == nil {
-		_, err := s.Create(ctx, rec) // its ErrInvalid
-		return nil, Lease{}, err
+	claim := &Lease{Owner: owner, Expires: expires}
+	if rec != nil {
+		claim.Scope, claim.Key = rec.Scope, rec.Key
 	}
-	l, err := s.leases.claim(rec.Scope, rec.Key, owner, rec.Created, expires, false)
-	if err != nil {
-		stored, err := s.Create(ctx, rec)
-		return stored, Lease{}, err
-	}
-	stored, err := s.Create(ctx, rec)
-	if err != nil {
-		_ = s.leases.release(l)
-		return stored, Lease{}, err
-	}
-	return stored, l, nil
+	return s.create(ctx, rec, claim)
 }
 
 // ClaimDue claims, for owner until expires, up to limit open records whose

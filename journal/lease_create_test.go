@@ -11,8 +11,8 @@ import (
 
 // TestCreateClaimed: the record comes back leased to its creator, as Claim
 // would lease it; a key that exists is neither written nor leased, and its
-// live lease is left alone; a key with a live lease is created without
-// one, for the caller to Claim.
+// live lease is left alone; a lease left on a key without a record is
+// replaced.
 func TestCreateClaimed(t *testing.T) {
 	s, _ := rvOpen(t)
 	ctx := context.Background()
@@ -34,14 +34,16 @@ func TestCreateClaimed(t *testing.T) {
 	_, err = s.Update(WithLease(ctx, l), "s", "a", func(r *Record) error { r.Review = "y"; return nil })
 	require.NoError(t, err, "the first lease still holds")
 
-	// A live lease on a key that has no record: Created without a lease.
-	_, err = s.leases.claim("s", "b", "someone", rvT0, rvT0.Add(time.Hour), false)
+	// A live lease on a key that has no record (its record was pruned
+	// under it): stale; the creator's replaces it and fences its holder.
+	stale, err := s.leases.claim("s", "b", "someone", rvT0, rvT0.Add(time.Hour), false)
 	require.NoError(t, err)
 	_, l3, err := s.CreateClaimed(ctx, rvRecord("b", rvT0), "me", rvT0.Add(time.Minute))
 	require.NoError(t, err)
-	require.Zero(t, l3, "no lease over someone else's live one")
-	_, err = s.Get(ctx, "s", "b")
-	require.NoError(t, err)
+	require.Equal(t, "me", l3.Owner)
+	require.Greater(t, l3.Token, stale.Token)
+	_, err = s.Renew(ctx, stale, rvT0.Add(2*time.Hour))
+	require.ErrorIs(t, err, ErrLeaseLost, "the stale holder is fenced")
 
 	_, _, err = s.CreateClaimed(ctx, rvRecord("c", rvT0), "", rvT0.Add(time.Minute))
 	require.ErrorIs(t, err, ErrInvalid, "an empty owner")
@@ -81,4 +83,30 @@ func TestCreateClaimedRacesClaimDue(t *testing.T) {
 		})
 		require.NoError(t, err)
 	}
+}
+
+// TestCreateClaimedExistsLeavesLeaseAlone: CreateClaimed of a key that
+// exists writes and leases nothing: a lease whose time ran out but that
+// nobody claimed (its holder still driving the operation: fenced writes
+// compare tokens only) is left as it is, and nobody else is told
+// ErrLeased meanwhile.
+func TestCreateClaimedExistsLeavesLeaseAlone(t *testing.T) {
+	s, _ := rvOpen(t)
+	ctx := context.Background()
+	_, err := s.Create(ctx, rvRecord("a", rvT0))
+	require.NoError(t, err)
+	_, holder, err := s.Claim(ctx, "s", "a", "run", rvT0, rvT0.Add(time.Minute))
+	require.NoError(t, err)
+	_, err = s.Update(WithLease(ctx, holder), "s", "a", func(r *Record) error { r.Ref = "1"; return nil })
+	require.NoError(t, err, "a write under the lease, before it runs out")
+
+	// Later, another caller submits the same caller-chosen key.
+	late := rvRecord("a", rvT0.Add(2*time.Minute))
+	late.Created = rvT0.Add(2 * time.Minute)
+	_, l, err := s.CreateClaimed(ctx, late, "caller", late.Created.Add(time.Minute))
+	require.ErrorIs(t, err, ErrExists)
+	require.Zero(t, l)
+
+	_, err = s.Update(WithLease(ctx, holder), "s", "a", func(r *Record) error { r.Ref = "2"; return nil })
+	require.NoError(t, err, "nobody claimed the record, yet a CreateClaimed that leased nothing fenced its holder")
 }

@@ -35,21 +35,29 @@ import (
 //
 //	magic "idem-log" | version u32 | 0 u32 | generation u64 | start LSN u64 | journal id [16] | crc32c u32 | 0 u32
 //
-// and then holds entries, each one a whole record after a write:
+// and then holds rounds, each the writes of one group commit, written and
+// fsync'd in one go, each starting at a multiple of 8 bytes:
 //
-//	crc32c u32 | payload size u32 | LSN u64 | payload (the record's encoding)
+//	round: "IRND" | crc32c u32 | first LSN u64 | entries u32 | length u32 | entries (length bytes) | zeros to 8
+//	entry: crc32c u32 | payload size u32 | LSN u64 | payload (the record's encoding)
 //
-// The CRC (Castagnoli) covers everything after it in the entry (or, in the
-// header, everything before it). Every write gets the next log sequence
-// number (LSN); within a segment the LSNs follow each other from the
-// header's start. The meta bucket of the bbolt file records the LSN up to
-// which bbolt holds every entry (metaApplied), in the same transaction as
-// the records it applied.
+// An entry is a whole record after a write. Its CRC (Castagnoli) covers
+// everything after it in the entry; a round's covers the journal's id and
+// the rest of the round header (so that bytes of a record that look like
+// a round header are not one), the segment header's everything before it.
+// Every write gets the next log sequence number (LSN); within a segment
+// the LSNs follow each other from the header's start. The meta bucket of
+// the bbolt file records the LSN up to which bbolt holds every entry
+// (metaApplied), in the same transaction as the records it applied.
 //
 // Reading the log (scanLog) takes the segments in (start, generation)
-// order and, in each, the entries up to the first that is cut short, fails
-// its CRC or breaks the LSN sequence: a crash can tear only the last write
-// to a segment, which was never acknowledged. A segment's start also
+// order and, in each, the rounds up to the first that is cut short or
+// damaged, or breaks the LSN sequence: a crash can tear only the last
+// round written to a segment, which was never acknowledged (its whole
+// entries are kept: each write is there whole or not at all). A damaged
+// round followed by an intact later one is not a torn write: rounds are
+// written one after another, each fsync'd, so that is damage to writes
+// that were acknowledged, and Open fails closed. A segment's start also
 // voids every entry of the older segments at or past that LSN: after a
 // failed write the Store starts a new segment at the failed round's first
 // LSN (logWriter.fail), which turns what the failed write may have left on
@@ -61,6 +69,8 @@ const (
 	logMagic        = "idem-log"
 	logVersion      = 1
 	segHeaderSize   = 56
+	roundHeaderSize = 24
+	roundMagic      = "IRND"
 	entryHeaderSize = 16
 	// maxEntrySize bounds one entry's payload when reading: a length field
 	// a crash or bad sector garbled must not make recovery allocate
@@ -113,6 +123,53 @@ func parseSegHeader(b []byte) (segHeader, error) {
 	return h, nil
 }
 
+// appendRound appends the round of the records encoded as payloads, whose
+// first gets LSN first, in the log of the journal id.
+func appendRound(dst []byte, id [16]byte, first uint64, payloads [][]byte) []byte {
+	at := len(dst)
+	dst = append(dst, make([]byte, roundHeaderSize)...)
+	for i, p := range payloads {
+		dst = appendEntry(dst, first+uint64(i), p)
+	}
+	h := dst[at : at+roundHeaderSize]
+	copy(h, roundMagic)
+	binary.BigEndian.PutUint64(h[8:], first)
+	binary.BigEndian.PutUint32(h[16:], uint32(len(payloads)))
+	binary.BigEndian.PutUint32(h[20:], uint32(len(dst)-at-roundHeaderSize))
+	binary.BigEndian.PutUint32(h[4:], roundSum(id, h))
+	for len(dst)%8 != 0 {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// roundSum is the CRC of a round header h (its first LSN, entry count and
+// length), seeded with the journal's id.
+func roundSum(id [16]byte, h []byte) uint32 {
+	return crc32.Update(crc32.Checksum(id[:], castagnoli), castagnoli, h[8:roundHeaderSize])
+}
+
+// roundAt parses the round header at the start of b. ok is false when b
+// does not start with an intact header of the journal id whose entries
+// fit in b.
+func roundAt(b []byte, id [16]byte) (first uint64, count int, body []byte, ok bool) {
+	if len(b) < roundHeaderSize || string(b[:4]) != roundMagic || binary.BigEndian.Uint32(b[4:]) != roundSum(id, b) {
+		return 0, 0, nil, false
+	}
+	n := int64(binary.BigEndian.Uint32(b[20:]))
+	if n > int64(len(b)-roundHeaderSize) {
+		return 0, 0, nil, false
+	}
+	return binary.BigEndian.Uint64(b[8:]), int(binary.BigEndian.Uint32(b[16:])), b[roundHeaderSize : roundHeaderSize+n], true
+}
+
+// roundEnd is the offset of the round after one at off whose body is n
+// bytes long.
+func roundEnd(off, n int) int {
+	end := off + roundHeaderSize + n
+	return (end + 7) &^ 7
+}
+
 // appendEntry appends the entry of the record encoded as payload, at lsn.
 func appendEntry(dst []byte, lsn uint64, payload []byte) []byte {
 	at := len(dst)
@@ -152,6 +209,10 @@ type segment struct {
 	path string
 	segHeader
 	end uint64 // one past the last LSN read from it (start when empty)
+	// blank: no header (all zeros: a crash while the segment was being
+	// created). It holds nothing, voids nothing, and is deleted at Open.
+	blank bool
+	size  int64 // bytes in the file, as far as the writer knows
 }
 
 // logState is what scanLog read: the entries past the applied LSN, in LSN
@@ -216,7 +277,7 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 		if err != nil {
 			return nil, errorf("log segment %s: %w", filepath.Base(p), err)
 		}
-		f := found{segment: segment{path: p}, data: data}
+		f := found{segment: segment{path: p, size: int64(len(data))}, data: data}
 		f.segHeader, f.bad = parseSegHeader(data)
 		if f.bad == nil && f.id != id {
 			return nil, withKind(ErrCorrupt, "log segment %s belongs to another journal (id %x, this journal's is %x): a log left behind by a journal that was deleted or replaced; move it away if that journal is gone for good", filepath.Base(p), f.id, id)
@@ -258,6 +319,7 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 			// all zeros): a write is acknowledged only once its
 			// segment's header is durable, so it holds nothing
 			// acknowledged.
+			f.blank = true
 			st.segments = append(st.segments, f.segment)
 			continue
 		}
@@ -269,18 +331,13 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 		if f.start > reached+1 {
 			return nil, withKind(ErrCorrupt, "log segment %s starts at entry %d, but the journal and the log before it hold entries only up to %d: acknowledged writes are missing", filepath.Base(f.path), f.start, reached)
 		}
-		b := f.data[segHeaderSize:]
-		want := f.start
-		for {
-			lsn, payload, size, ok := nextEntry(b)
-			if !ok || lsn != want {
-				break
-			}
+		want, err := readRounds(f.data, id, f.start, func(lsn uint64, payload []byte) {
 			if lsn > applied {
 				st.entries = append(st.entries, logEntry{lsn: lsn, payload: payload})
 			}
-			b = b[size:]
-			want++
+		})
+		if err != nil {
+			return nil, withKind(ErrCorrupt, "log segment %s: %v", filepath.Base(f.path), err)
 		}
 		f.end = want
 		reached = max(applied, want-1)
@@ -288,6 +345,46 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 	}
 	st.next = reached + 1
 	return st, nil
+}
+
+// readRounds reads the rounds of the segment data (whose journal id is id
+// and whose first LSN is start), calling fn for each whole entry in LSN
+// order, and returns the LSN after the last. It stops at the first round
+// that is cut short, damaged or out of sequence, keeping the whole entries
+// of that round (a write torn by a crash was never acknowledged, and each
+// of its writes is there whole or not at all); if an intact round of a
+// later LSN follows, the damage is to acknowledged writes: an error.
+func readRounds(data []byte, id [16]byte, start uint64, fn func(lsn uint64, payload []byte)) (uint64, error) {
+	want := start
+	off := segHeaderSize
+	for off < len(data) {
+		first, count, body, ok := roundAt(data[off:], id)
+		if !ok || first != want {
+			break
+		}
+		n := 0
+		for b := body; n < count; n++ {
+			lsn, payload, size, ok := nextEntry(b)
+			if !ok || lsn != want {
+				break
+			}
+			fn(lsn, payload)
+			b = b[size:]
+			want++
+		}
+		if n < count {
+			break
+		}
+		off = roundEnd(off, len(body))
+	}
+	// Where the rounds stop, a crash tore the last one, or the disk
+	// damaged one: only an intact round after it tells them apart.
+	for at := (off + 8) &^ 7; at < len(data); at += 8 {
+		if first, _, _, ok := roundAt(data[at:], id); ok && first >= want {
+			return want, fmt.Errorf("the log's writes from entry %d on are damaged, yet intact writes (from entry %d) were logged after them: acknowledged writes are lost", want, first)
+		}
+	}
+	return want, nil
 }
 
 // readSegment reads a whole segment file, refusing one so large that it
@@ -325,6 +422,7 @@ type logWriter struct {
 
 	f         *os.File // the active segment; nil until the first round, and after a failure
 	size      int64    // bytes in the active segment
+	maxSize   int64    // the active segment's size past which a round starts a new one
 	start     uint64   // the active segment's first LSN
 	next      uint64   // the LSN the next entry gets
 	gen       uint64   // the last generation used
@@ -356,7 +454,7 @@ var errLogPoisoned = errors.New("the log has no segment to write to; nothing of 
 // first try: a disk that failed one fdatasync (a transient I/O error) need
 // not fail the writers, as long as the second copy is durable.
 func (w *logWriter) append(payloads [][]byte) (uint64, error) {
-	if w.f == nil || w.size >= segmentSize {
+	if w.f == nil || w.size >= w.maxSize {
 		// A new segment starts at the next LSN. After a failure, that is
 		// the failed round's first: its segment voids what the failed
 		// write left.
@@ -365,16 +463,14 @@ func (w *logWriter) append(payloads [][]byte) (uint64, error) {
 		}
 	}
 	first := w.next
-	buf := w.buf[:0]
-	for i, p := range payloads {
-		buf = appendEntry(buf, first+uint64(i), p)
-	}
+	buf := appendRound(w.buf[:0], w.id, first, payloads)
 	w.buf = buf
 	if cap(w.buf) > 4<<20 {
 		w.buf = nil // one huge round must not stay in memory
 	}
 	err := w.write(buf)
 	for try := 0; err != nil; try++ {
+		w.grow(int64(len(buf))) // the failed write's bytes may be in the file
 		if ferr := w.fail(err); ferr != nil || try == 1 {
 			if ferr == nil {
 				ferr = errorf("log write: %w", err)
@@ -385,10 +481,33 @@ func (w *logWriter) append(payloads [][]byte) (uint64, error) {
 	}
 	w.size += int64(len(buf))
 	w.next += uint64(len(payloads))
+	w.grow(int64(len(buf)))
 	w.mu.Lock()
 	w.segments[len(w.segments)-1].end = w.next
 	w.mu.Unlock()
 	return first, nil
+}
+
+// grow counts n more bytes in the active segment (or, after a failure, in
+// the last one).
+func (w *logWriter) grow(n int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.segments) > 0 {
+		w.segments[len(w.segments)-1].size += n
+	}
+}
+
+// bytes returns the size of the log's segments on disk, as the writer
+// counts them.
+func (w *logWriter) bytes() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var n int64
+	for _, seg := range w.segments {
+		n += seg.size
+	}
+	return n
 }
 
 // write writes buf at the end of the active segment and makes it durable.
@@ -467,13 +586,13 @@ func (w *logWriter) rotate() error {
 		// starts where it does, voids too; without, it holds nothing.
 		if os.Remove(path) != nil {
 			w.mu.Lock()
-			w.segments = append(w.segments, segment{path: path, segHeader: h, end: h.start})
+			w.segments = append(w.segments, segment{path: path, segHeader: h, end: h.start, size: segHeaderSize})
 			w.mu.Unlock()
 		}
 		return errorf("new log segment %s: %w", filepath.Base(path), err)
 	}
 	w.mu.Lock()
-	w.segments = append(w.segments, segment{path: path, segHeader: h, end: h.start})
+	w.segments = append(w.segments, segment{path: path, segHeader: h, end: h.start, size: segHeaderSize})
 	w.mu.Unlock()
 	w.f, w.size, w.start, w.dirSynced = f, segHeaderSize, h.start, true
 	return nil
@@ -514,12 +633,17 @@ func (w *logWriter) deleteApplied(applied uint64, all bool) error {
 		if last && !all {
 			break
 		}
-		end := seg.end
-		if !last {
-			end = min(end, w.segments[i+1].start)
-		}
-		if end > applied+1 {
-			break
+		if !seg.blank {
+			end := seg.end
+			for _, later := range w.segments[i+1:] {
+				if !later.blank { // a blank one voids nothing
+					end = min(end, later.start)
+					break
+				}
+			}
+			if end > applied+1 {
+				break
+			}
 		}
 		if err = os.Remove(seg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			break

@@ -3,6 +3,7 @@ package journal
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,11 @@ type logged struct {
 	open    bool
 	nextDue time.Time
 	settled time.Time
+	// since is when the record's oldest version not yet in the file was
+	// published (zero for what Open read back from the log): the applier
+	// holds a young open record back, so that an operation created and
+	// settled within holdFor reaches the file once, settled.
+	since time.Time
 }
 
 func newLogged(rk []byte, r *Record, enc []byte) *logged {
@@ -59,21 +65,31 @@ func (o *overlay) get(rk []byte) *logged {
 	return o.m[string(rk)]
 }
 
-// publish makes a round's entries, now durable, visible to readers.
-func (o *overlay) publish(entries []*logged) {
+// publish makes a round's entries, now durable, visible to readers; at is
+// when (zero for entries read back from the log).
+func (o *overlay) publish(entries []*logged, at time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.m == nil {
 		o.m = make(map[string]*logged)
 	}
 	for _, e := range entries {
+		e.since = at
 		if old := o.m[e.rk]; old != nil {
 			o.bytes -= int64(len(old.enc))
+			e.since = old.since
 		}
 		o.m[e.rk] = e
 		o.bytes += int64(len(e.enc))
 		o.last = max(o.last, e.lsn)
 	}
+}
+
+// lastLSN returns the highest LSN published.
+func (o *overlay) lastLSN() uint64 {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	return o.last
 }
 
 // len returns how many records the overlay holds.
@@ -93,18 +109,30 @@ func (o *overlay) size() (int, int64) {
 // which bbolt holds every write once they are applied: every entry at or
 // below it is in the batch or was superseded by a later version of its
 // record, which a later batch applies (and which replaces it on recovery).
-func (o *overlay) batch(limit int) ([]*logged, uint64) {
+// Only entries up to LSN upTo are taken, and open records whose oldest
+// unapplied version was published after holdAfter are held back (none
+// with a zero holdAfter): the LSN the batch covers then stops below the
+// first of them.
+func (o *overlay) batch(limit int, upTo uint64, holdAfter time.Time) ([]*logged, uint64) {
 	o.mu.RLock()
 	out := make([]*logged, 0, min(len(o.m), limit))
+	through := min(o.last, upTo)
 	for _, e := range o.m {
+		if e.lsn > upTo {
+			// Published since the pass began: the next pass's.
+			continue
+		}
+		if e.open && !holdAfter.IsZero() && e.since.After(holdAfter) {
+			through = min(through, e.lsn-1)
+			continue
+		}
 		out = append(out, e)
 	}
-	through := o.last
 	o.mu.RUnlock()
 	slices.SortFunc(out, func(a, b *logged) int { return cmp.Compare(a.lsn, b.lsn) })
 	if len(out) > limit {
 		out = out[:limit]
-		through = out[limit-1].lsn
+		through = min(through, out[limit-1].lsn)
 	}
 	return out, through
 }
@@ -226,8 +254,8 @@ func (s *Store) overlaid() []*Record {
 	if len(entries) == 0 {
 		return nil
 	}
-	// In the order they were written: merge keeps it among records due
-	// at the same time, as the file's sequence numbers would.
+	// In the order they were written: the order the applier would give
+	// the new ones their sequence numbers in (dueOrder).
 	slices.SortFunc(entries, func(a, b *logged) int { return cmp.Compare(a.lsn, b.lsn) })
 	out := make([]*Record, 0, len(entries))
 	for _, e := range entries {
@@ -243,11 +271,15 @@ func (s *Store) overlaid() []*Record {
 // forEachOpenOverlaid is ForEachOpen on a read-only Store with logged
 // writes: every open record, merged, in one pass.
 func (s *Store) forEachOpenOverlaid(ctx context.Context, over []*Record, fn func(*Record) error) error {
-	recs, err := s.due(ctx, endOfTime, 0)
+	recs, seqs, err := s.due(ctx, endOfTime, 0)
 	if err != nil {
 		return errorf("journal: for each open: %w", err)
 	}
-	recs = merge(recs, over, (*Record).Open, byDue, 0)
+	order, err := s.dueOrder(ctx, recs, seqs, over)
+	if err != nil {
+		return errorf("journal: for each open: %w", err)
+	}
+	recs = merge(recs, over, (*Record).Open, order, 0)
 	for _, r := range recs {
 		if err := fn(r); err != nil {
 			return err
@@ -297,8 +329,34 @@ func merge(recs, over []*Record, match func(*Record) bool, order func(a, b *Reco
 	return out
 }
 
-// byDue orders records as the due index does: soonest NextDue first.
-func byDue(a, b *Record) int { return cmp.Compare(timeKey(a.NextDue), timeKey(b.NextDue)) }
+// dueOrder orders records as the due index does once the log is applied:
+// soonest NextDue first, then by sequence number. recs, read from the
+// file, have theirs in seqs; a record of over keeps the file's number if
+// the file holds it, and otherwise gets the next ones, in the order the
+// log holds them (over's), as the applier would give them.
+func (s *Store) dueOrder(ctx context.Context, recs []*Record, seqs []uint64, over []*Record) (func(a, b *Record) int, error) {
+	seq := make(map[*Record]uint64, len(recs)+len(over))
+	for i, r := range recs {
+		seq[r] = seqs[i]
+	}
+	err := s.view(ctx, func(tx *bolt.Tx) error {
+		keys := tx.Bucket(bucketKeys)
+		next := keys.Sequence()
+		for _, r := range over {
+			sk := keys.Get(recordKey(r.Scope, r.Key))
+			if len(sk) == seqKeySize {
+				seq[r] = binary.BigEndian.Uint64(sk)
+				continue
+			}
+			next++
+			seq[r] = next
+		}
+		return nil
+	})
+	return func(a, b *Record) int {
+		return cmp.Or(cmp.Compare(timeKey(a.NextDue), timeKey(b.NextDue)), cmp.Compare(seq[a], seq[b]))
+	}, err
+}
 
 // byKey orders records as List returns them: by scope, then key.
 func byKey(a, b *Record) int {

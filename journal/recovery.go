@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
+	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -73,15 +76,30 @@ func (s *Store) openLog(cfg *config) error {
 		l.lsn = e.lsn
 		entries = append(entries, l)
 	}
-	s.ov.publish(entries)
+	s.ov.publish(entries, time.Time{})
 	s.ap.applied = applied
 	if s.readOnly {
 		return nil
 	}
-	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, gen: st.maxGen, segments: st.segments}
+	// A segment without a header holds nothing; left in the list, its
+	// zero start would make the one before it look applied.
+	segs := st.segments[:0:0]
+	for _, seg := range st.segments {
+		if seg.blank {
+			if err := os.Remove(seg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return errorf("log segment %s holds nothing but cannot be removed: %w", filepath.Base(seg.path), err)
+			}
+			continue
+		}
+		segs = append(segs, seg)
+	}
+	s.ap.max = cmp.Or(cfg.overlayMax, overlayMax)
+	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, gen: st.maxGen, segments: segs,
+		// Segments small enough that the bound on the log (backPressure)
+		// leaves room for several.
+		maxSize: min(segmentSize, s.ap.max/2)}
 	s.c = newCommitter(s)
 	s.ap.delay = cfg.applyDelay
-	s.ap.max = cmp.Or(cfg.overlayMax, overlayMax)
 	s.startApplier()
 	if len(entries) > 0 {
 		s.kickApplier()

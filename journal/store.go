@@ -461,20 +461,29 @@ func readDamaged(read func() error) (err error) {
 // ErrExists, so the caller can compare bodies. Otherwise it returns the
 // record as stored.
 func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
+	stored, _, err := s.create(ctx, rec, nil)
+	return stored, err
+}
+
+// create is Create, and CreateClaimed when claim is set: the lease is
+// granted with the commit, before any reader can see the record.
+func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record, Lease, error) {
 	if rec == nil {
-		return nil, errorf("journal: create: nil record: %w", ErrInvalid)
+		return nil, Lease{}, errorf("journal: create: nil record: %w", ErrInvalid)
 	}
 	// The copy is the committer's to index and then the caller's: exactly
 	// what a later Get would return. Validating the copy rather than rec
 	// means what is checked is what is written.
 	stored := clone(rec)
 	if err := validate(stored); err != nil {
-		return nil, errorf("journal: create: %w", err)
+		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
 	rk := recordKey(stored.Scope, stored.Key)
 	enc := encode(nil, stored)
 	var existing []byte
-	err := s.write(ctx, func(v *view, _ *request) error {
+	var lease Lease
+	err := s.write(ctx, func(v *view, req *request) error {
+		req.claim = nil
 		cur, err := v.get(rk)
 		if err != nil {
 			return err
@@ -484,19 +493,22 @@ func (s *Store) Create(ctx context.Context, rec *Record) (*Record, error) {
 			return ErrExists
 		}
 		v.put(rk, stored, enc)
+		if claim != nil {
+			req.claim, req.lease = claim, &lease
+		}
 		return nil
 	})
 	if errors.Is(err, ErrExists) {
 		old, derr := decode(existing)
 		if derr != nil {
-			return nil, errorf("journal: create: existing record: %w", derr)
+			return nil, Lease{}, errorf("journal: create: existing record: %w", derr)
 		}
-		return old, errorf("journal: create %q: %w", rec.Key, ErrExists)
+		return old, Lease{}, errorf("journal: create %q: %w", rec.Key, ErrExists)
 	}
 	if err != nil {
-		return nil, errorf("journal: create: %w", err)
+		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
-	return stored, nil
+	return stored, lease, nil
 }
 
 // Get returns the record with the given scope and key, or an error
@@ -723,22 +735,28 @@ func (ix indexReader) read(k []byte) (*Record, error) {
 // most limit of them (limit <= 0 means all). A zero NextDue is always due.
 func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, error) {
 	over := s.overlaid()
-	out, err := s.due(ctx, by, widen(limit, over))
+	out, seqs, err := s.due(ctx, by, widen(limit, over))
 	if err != nil {
 		return nil, errorf("journal: due: %w", err)
 	}
 	if over != nil {
+		order, err := s.dueOrder(ctx, out, seqs, over)
+		if err != nil {
+			return nil, errorf("journal: due: %w", err)
+		}
 		bound := timeKey(by)
 		out = merge(out, over, func(r *Record) bool {
 			return r.Open() && timeKey(r.NextDue) <= bound
-		}, byDue, limit)
+		}, order, limit)
 	}
 	return out, nil
 }
 
-// due is Due from the file alone.
-func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, error) {
+// due is Due from the file alone; it also returns each record's sequence
+// number, which orders records due at the same time.
+func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, []uint64, error) {
 	var out []*Record
+	var seqs []uint64
 	bound := timeKey(by)
 	err := s.scan(ctx, func(tx *bolt.Tx) error {
 		due, records := tx.Bucket(bucketDue), tx.Bucket(bucketOpen)
@@ -756,10 +774,11 @@ func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, er
 				return err
 			}
 			out = append(out, r)
+			seqs = append(seqs, binary.BigEndian.Uint64(k[timeKeySize:]))
 		}
 		return nil
 	})
-	return out, err
+	return out, seqs, err
 }
 
 // List returns the records f selects, in (Scope, Key) order. A filter on
