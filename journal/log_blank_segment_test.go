@@ -17,13 +17,7 @@ import (
 // (a crash while it was created) voids nothing; the segment before it
 // counts as applied only as far as the file holds it.
 func TestZeroHeaderSegmentDeletesUnappliedSegment(t *testing.T) {
-	ctx := context.Background()
-	path := crashedJournal(t, func(s *Store) {
-		for i := range 5 {
-			_, err := s.Create(ctx, rvRecord(fmt.Sprint("k", i), rvT0))
-			require.NoError(t, err)
-		}
-	})
+	path := crashedJournal(t, createKeys(t, 5))
 	segs := segmentsOf(t, path)
 	require.Len(t, segs, 1)
 	dir, base := logLocation(path)

@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,21 +16,13 @@ import (
 func TestDamagedEntryInNewestSegment(t *testing.T) {
 	ctx := context.Background()
 	const n = 4
-	path := crashedJournal(t, func(s *Store) {
-		for i := range n { // one round each
-			_, err := s.Create(ctx, rvRecord(fmt.Sprint("k", i), rvT0))
-			require.NoError(t, err)
-		}
-	})
-	segs := segmentsOf(t, path)
-	require.Len(t, segs, 1)
-	data, err := os.ReadFile(segs[0])
-	require.NoError(t, err)
+	path := crashedJournal(t, createKeys(t, n))
+	seg, data := segmentData(t, path)
 	ends := entryEnds(t, path, data)
 	require.Len(t, ends, n)
 	// One byte of the second entry's payload: entries 3 and 4, written
 	// and synced in later rounds, are intact behind it.
-	flipByte(t, segs[0], roundEnd(ends[0]-roundHeaderSize, 0)+roundHeaderSize+entryHeaderSize+5)
+	flipByte(t, seg, roundEnd(ends[0]-roundHeaderSize, 0)+roundHeaderSize+entryHeaderSize+5)
 
 	s, err := Open(path, ReadOnly())
 	if err == nil {

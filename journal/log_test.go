@@ -36,6 +36,26 @@ func crashedJournal(t *testing.T, write func(s *Store)) string {
 	return path
 }
 
+// createKeys creates records k0 … k(n-1), one round each.
+func createKeys(t *testing.T, n int) func(s *Store) {
+	return func(s *Store) {
+		for i := range n {
+			_, err := s.Create(context.Background(), rvRecord(fmt.Sprint("k", i), rvT0))
+			require.NoError(t, err)
+		}
+	}
+}
+
+// segmentData returns the journal's one log segment and its bytes.
+func segmentData(t *testing.T, path string) (string, []byte) {
+	t.Helper()
+	segs := segmentsOf(t, path)
+	require.Len(t, segs, 1)
+	data, err := os.ReadFile(segs[0])
+	require.NoError(t, err)
+	return segs[0], data
+}
+
 // segmentsOf returns the paths of path's log segments, oldest first.
 func segmentsOf(t *testing.T, path string) []string {
 	t.Helper()
@@ -93,10 +113,7 @@ func TestLogTornTail(t *testing.T) {
 			require.NoError(t, err)
 		}
 	})
-	segs := segmentsOf(t, path)
-	require.Len(t, segs, 1)
-	data, err := os.ReadFile(segs[0])
-	require.NoError(t, err)
+	_, data := segmentData(t, path)
 	ends := entryEnds(t, path, data)
 	require.Len(t, ends, 2*n, "a create and a settle per record")
 	// Every cut within the last three entries, and a few before.
@@ -467,12 +484,7 @@ func TestLogReadOnlyMatchesApplied(t *testing.T) {
 // the file does not copies them too, and leaves no log behind.
 func TestCompactAppliesTheLog(t *testing.T) {
 	ctx := context.Background()
-	path := crashedJournal(t, func(s *Store) {
-		for i := range 20 {
-			_, err := s.Create(ctx, rvRecord(fmt.Sprint("k", i), rvT0))
-			require.NoError(t, err)
-		}
-	})
+	path := crashedJournal(t, createKeys(t, 20))
 	require.NotEmpty(t, segmentsOf(t, path))
 	_, err := Compact(path)
 	require.NoError(t, err)
@@ -569,13 +581,7 @@ func TestCheckpoint(t *testing.T) {
 // TestInspectCountsTheLog: Check reads the log too, and Inspect says how
 // many records it holds newer than the file.
 func TestInspectCountsTheLog(t *testing.T) {
-	ctx := context.Background()
-	path := crashedJournal(t, func(s *Store) {
-		for i := range 3 {
-			_, err := s.Create(ctx, rvRecord(fmt.Sprint("k", i), rvT0))
-			require.NoError(t, err)
-		}
-	})
+	path := crashedJournal(t, createKeys(t, 3))
 	rep, err := Inspect(path)
 	require.NoError(t, err)
 	require.Equal(t, 3, rep.Logged)
