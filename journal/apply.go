@@ -97,7 +97,7 @@ func (s *Store) applyLoop() {
 			}
 			return
 		case <-a.kick:
-			if n, b := s.ov.size(); failing || n < applyEntries && b < applyBytes {
+			if failing || !s.backlog() {
 				arm(a.delay)
 				continue
 			}
@@ -108,10 +108,10 @@ func (s *Store) applyLoop() {
 			timer, fire = nil, nil
 		}
 		var err error
-		if n, b := s.ov.size(); n < applyEntries && b < applyBytes {
-			err = s.applySettled()
+		if s.backlog() {
+			err = s.applyAll() // everything, young or not
 		} else {
-			err = s.applyAll() // a backlog: everything, young or not
+			err = s.applySettled()
 		}
 		if err != nil {
 			// The writes are safe in the log; the next try, or Open,
@@ -122,6 +122,13 @@ func (s *Store) applyLoop() {
 			arm(a.delay)
 		}
 	}
+}
+
+// backlog reports whether so much waits in the overlay (applyEntries,
+// applyBytes) that the applier copies it at once, whole.
+func (s *Store) backlog() bool {
+	n, b := s.ov.size()
+	return n >= applyEntries || b >= applyBytes
 }
 
 // applyAll copies everything published so far into the bbolt file.

@@ -329,7 +329,7 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 			st.entries = st.entries[:len(st.entries)-1]
 		}
 		if f.start > reached+1 {
-			return nil, withKind(ErrCorrupt, "log segment %s starts at entry %d, but the journal and the log before it hold entries only up to %d: acknowledged writes are missing", filepath.Base(f.path), f.start, reached)
+			return nil, withKind(ErrCorrupt, "log segment %s starts at entry %d, but the journal and the log before it hold entries only up to %d: acknowledged writes are missing (a journal file restored from an older copy than its log, or a segment lost); keep the file and its segments as they are, and restore both from one complete copy", filepath.Base(f.path), f.start, reached)
 		}
 		want, err := readRounds(f.data, id, f.start, func(lsn uint64, payload []byte) {
 			if lsn > applied {
@@ -381,7 +381,7 @@ func readRounds(data []byte, id [16]byte, start uint64, fn func(lsn uint64, payl
 	// damaged one: only an intact round after it tells them apart.
 	for at := (off + 8) &^ 7; at < len(data); at += 8 {
 		if first, _, _, ok := roundAt(data[at:], id); ok && first >= want {
-			return want, fmt.Errorf("the log's writes from entry %d on are damaged, yet intact writes (from entry %d) were logged after them: acknowledged writes are lost", want, first)
+			return want, fmt.Errorf("the log's writes from entry %d on are damaged, yet intact writes (from entry %d) were logged after them: acknowledged writes are lost; keep the file and its segments as they are, and restore both from one complete copy", want, first)
 		}
 	}
 	return want, nil
@@ -420,14 +420,12 @@ type logWriter struct {
 	id        [16]byte
 	noSync    bool
 
-	f         *os.File // the active segment; nil until the first round, and after a failure
-	size      int64    // bytes in the active segment
-	maxSize   int64    // the active segment's size past which a round starts a new one
-	start     uint64   // the active segment's first LSN
-	next      uint64   // the LSN the next entry gets
-	gen       uint64   // the last generation used
-	dirSynced bool     // the active segment's name is durable
-	buf       []byte   // the round being written, reused
+	f       *os.File // the active segment; nil until the first round, and after a failure
+	size    int64    // bytes in the active segment
+	maxSize int64    // the active segment's size past which a round starts a new one
+	next    uint64   // the LSN the next entry gets
+	gen     uint64   // the last generation used
+	buf     []byte   // the round being written, reused
 
 	// failWrite, when a test sets it, can fail the write of a round (or,
 	// with header set, of a new segment's header): before anything is
@@ -481,15 +479,15 @@ func (w *logWriter) append(payloads [][]byte) (uint64, error) {
 	}
 	w.size += int64(len(buf))
 	w.next += uint64(len(payloads))
-	w.grow(int64(len(buf)))
 	w.mu.Lock()
-	w.segments[len(w.segments)-1].end = w.next
+	active := &w.segments[len(w.segments)-1]
+	active.size += int64(len(buf))
+	active.end = w.next
 	w.mu.Unlock()
 	return first, nil
 }
 
-// grow counts n more bytes in the active segment (or, after a failure, in
-// the last one).
+// grow counts n more bytes, a failed write's, in the last segment.
 func (w *logWriter) grow(n int64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -524,16 +522,8 @@ func (w *logWriter) write(buf []byte) error {
 	if w.noSync {
 		return nil
 	}
-	if err := fdatasync(w.f); err != nil {
-		return err
-	}
-	if !w.dirSynced {
-		if err := syncDir(w.dir); err != nil {
-			return err
-		}
-		w.dirSynced = true
-	}
-	return nil
+	// The segment's name was made durable when it was started (rotate).
+	return fdatasync(w.f)
 }
 
 // fail handles a round that failed with err: the round's bytes may be
@@ -543,15 +533,16 @@ func (w *logWriter) write(buf []byte) error {
 // cannot be made durable, the round may come back after a crash: the
 // error then matches ErrMaybeCommitted, and the next round tries again.
 func (w *logWriter) fail(err error) error {
-	w.retire()
+	w.close()
 	if rerr := w.rotate(); rerr != nil {
 		return errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
 	}
 	return nil
 }
 
-// retire closes the active segment; it stays on disk until applied.
-func (w *logWriter) retire() {
+// close closes the active segment's file; the segment stays on disk until
+// applied.
+func (w *logWriter) close() {
 	if w.f != nil {
 		_ = w.f.Close()
 		w.f = nil
@@ -561,7 +552,7 @@ func (w *logWriter) retire() {
 // rotate starts a new segment at w.next and makes its header and name
 // durable.
 func (w *logWriter) rotate() error {
-	w.retire()
+	w.close()
 	var f *os.File
 	var path string
 	var err error
@@ -579,22 +570,23 @@ func (w *logWriter) rotate() error {
 		return errorf("new log segment: %w", err)
 	}
 	h := segHeader{gen: w.gen, start: w.next, id: w.id}
-	if err := w.writeHeader(f, h); err != nil {
+	herr := w.writeHeader(f, h)
+	if herr != nil {
 		_ = f.Close()
 		// Removed if it can be. If not, it stays listed and on disk: with
 		// its header there it voids only what the next segment, which
 		// starts where it does, voids too; without, it holds nothing.
-		if os.Remove(path) != nil {
-			w.mu.Lock()
-			w.segments = append(w.segments, segment{path: path, segHeader: h, end: h.start, size: segHeaderSize})
-			w.mu.Unlock()
+		if os.Remove(path) == nil {
+			return errorf("new log segment %s: %w", filepath.Base(path), herr)
 		}
-		return errorf("new log segment %s: %w", filepath.Base(path), err)
 	}
 	w.mu.Lock()
 	w.segments = append(w.segments, segment{path: path, segHeader: h, end: h.start, size: segHeaderSize})
 	w.mu.Unlock()
-	w.f, w.size, w.start, w.dirSynced = f, segHeaderSize, h.start, true
+	if herr != nil {
+		return errorf("new log segment %s: %w", filepath.Base(path), herr)
+	}
+	w.f, w.size = f, segHeaderSize
 	return nil
 }
 
@@ -656,11 +648,6 @@ func (w *logWriter) deleteApplied(applied uint64, all bool) error {
 		err = errors.Join(err, syncDir(w.dir))
 	}
 	return err
-}
-
-// close closes the active segment's file.
-func (w *logWriter) close() {
-	w.retire()
 }
 
 // inject returns the error a test's failWrite makes a step fail with.

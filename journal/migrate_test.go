@@ -20,17 +20,21 @@ import (
 // the release before the version 2 layout, see its README) into a fresh
 // directory, and returns its path and the records that release read from
 // it.
-func v1Journal(t testing.TB) (string, []*journal.Record) {
+func v1Journal(t testing.TB) (string, []*journal.Record) { return oldJournal(t, "v1") }
+
+// oldJournal copies testdata/<version>/journal.db into a fresh directory
+// and returns its path and the records of testdata/<version>/records.json.
+func oldJournal(t testing.TB, version string) (string, []*journal.Record) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "v1", "journal.db"))
+	data, err := os.ReadFile(filepath.Join("testdata", version, "journal.db"))
 	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "old.journal")
+	path := filepath.Join(t.TempDir(), version+".journal")
 	require.NoError(t, os.WriteFile(path, data, 0o600))
-	dump, err := os.ReadFile(filepath.Join("testdata", "v1", "records.json"))
+	dump, err := os.ReadFile(filepath.Join("testdata", version, "records.json"))
 	require.NoError(t, err)
 	var want []*journal.Record
 	require.NoError(t, json.Unmarshal(dump, &want))
-	require.Len(t, want, 386, "records in testdata/v1")
+	require.Len(t, want, 386, "records in testdata/%s", version)
 	return path, want
 }
 
@@ -161,19 +165,7 @@ func TestFailedMigrationLeavesTheFile(t *testing.T) {
 
 // v2Journal is v1Journal for the format version 2 journal of testdata/v2
 // (written by the last release without a log, see its README).
-func v2Journal(t testing.TB) (string, []*journal.Record) {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "v2", "journal.db"))
-	require.NoError(t, err)
-	path := filepath.Join(t.TempDir(), "v2.journal")
-	require.NoError(t, os.WriteFile(path, data, 0o600))
-	dump, err := os.ReadFile(filepath.Join("testdata", "v2", "records.json"))
-	require.NoError(t, err)
-	var want []*journal.Record
-	require.NoError(t, json.Unmarshal(dump, &want))
-	require.Len(t, want, 386, "records in testdata/v2")
-	return path, want
-}
+func v2Journal(t testing.TB) (string, []*journal.Record) { return oldJournal(t, "v2") }
 
 // formatOf reads the format version of the journal file at path.
 func formatOf(t testing.TB, path string) byte {

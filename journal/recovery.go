@@ -87,7 +87,7 @@ func (s *Store) openLog(cfg *config) error {
 	for _, seg := range st.segments {
 		if seg.blank {
 			if err := os.Remove(seg.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return errorf("log segment %s holds nothing but cannot be removed: %w", filepath.Base(seg.path), err)
+				return errorf("log segment %s holds nothing (a crash while it was created) but cannot be removed: %w; remove it by hand", filepath.Base(seg.path), err)
 			}
 			continue
 		}

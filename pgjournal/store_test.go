@@ -16,21 +16,11 @@ import (
 	"github.com/idemkit/idem/journal"
 	"github.com/idemkit/idem/journal/journaltest"
 	"github.com/idemkit/idem/pgjournal"
+	"github.com/idemkit/idem/pgjournal/internal/pgtest"
 )
 
-// dsn is the test server's, or skips the test when none is given and none
-// is required (IDEM_REQUIRE_PG, set by scripts/test.sh and CI).
-func dsn(t testing.TB) string {
-	t.Helper()
-	d := os.Getenv("IDEM_PG_DSN")
-	if d == "" {
-		if os.Getenv("IDEM_REQUIRE_PG") != "" {
-			t.Fatal("IDEM_REQUIRE_PG is set but IDEM_PG_DSN is not: give the test server's DSN")
-		}
-		t.Skip("IDEM_PG_DSN not set: run ./scripts/test.sh, which starts a PostgreSQL for the tests")
-	}
-	return d
-}
+// dsn is the test server's DSN (pgtest.DSN).
+func dsn(t testing.TB) string { return pgtest.DSN(t) }
 
 var schemas atomic.Int64
 

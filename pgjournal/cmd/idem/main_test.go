@@ -16,6 +16,7 @@ import (
 	"github.com/idemkit/idem/internal/cli/clitest"
 	"github.com/idemkit/idem/journal"
 	"github.com/idemkit/idem/pgjournal"
+	"github.com/idemkit/idem/pgjournal/internal/pgtest"
 )
 
 // The tests drive the command through run, as a shell would, on a
@@ -26,19 +27,8 @@ const (
 	orderBody   = clitest.OrderBody
 )
 
-// pgDSN is the test server's DSN, or skips the test when none is given and
-// none is required (IDEM_REQUIRE_PG, set by scripts/test.sh and CI).
-func pgDSN(t testing.TB) string {
-	t.Helper()
-	d := os.Getenv("IDEM_PG_DSN")
-	if d == "" {
-		if os.Getenv("IDEM_REQUIRE_PG") != "" {
-			t.Fatal("IDEM_REQUIRE_PG is set but IDEM_PG_DSN is not: give the test server's DSN")
-		}
-		t.Skip("IDEM_PG_DSN not set: run ./scripts/test.sh, which starts a PostgreSQL for the tests")
-	}
-	return d
-}
+// pgDSN is the test server's DSN (pgtest.DSN).
+func pgDSN(t testing.TB) string { return pgtest.DSN(t) }
 
 var schemas atomic.Int64
 
