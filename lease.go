@@ -155,9 +155,13 @@ func (d *driver) lost(err error) error {
 
 // release gives the lease up at the end of a drive that left the operation
 // open, so that any replica's reconciler may take it when it is due. A
-// failure only delays that until the lease expires.
-func (d *driver) release() {
-	if d.lease.Token == 0 || d.leaseLost || !d.rec.Open() {
+// failure only delays that until the lease expires. A drive that settled
+// the operation has nothing to give up (its terminal write dropped the
+// lease); one that found it settled elsewhere (Resolve, Confirm) made no
+// such write, and gives it up too, or the bbolt journal, which keeps
+// leases in memory, would keep the entry until the process ends.
+func (d *driver) release(settledElsewhere bool) {
+	if d.lease.Token == 0 || d.leaseLost || !d.rec.Open() && !settledElsewhere {
 		return
 	}
 	if err := d.c.store.Release(d.wctx, d.lease); err != nil && !errors.Is(err, journal.ErrLeaseLost) {

@@ -1,6 +1,8 @@
 package idem_test
 
 import (
+	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -83,5 +85,33 @@ func TestForeignLease(t *testing.T) {
 			}
 			require.Len(t, e.submits("k"), map[bool]int{true: 1, false: 0}[tt.takeover], "submits")
 		})
+	}
+}
+
+// TestLeaseGivenUpWhenSettledElsewhere: an operator resolves the operation
+// while its drive waits out a 409's Retry-After. The drive stops without a
+// write of its own, so no write of its drops its lease: it must give the
+// lease up itself, or the bbolt journal (leases in memory) keeps an entry
+// for every such operation until the process ends.
+func TestLeaseGivenUpWhenSettledElsewhere(t *testing.T) {
+	var e *env
+	clk := &sleepHookClock{}
+	e = newEnv(t,
+		script(step{status: http.StatusConflict, header: http.Header{"Retry-After": {"2"}}}),
+		clientOpts(idem.WithClock(clk)))
+	clk.Clock = e.clock
+	clk.fn = func() {
+		_, err := e.client.Resolve(context.Background(), idem.DefaultScope, "k",
+			idem.Resolution{State: idem.StateFailed, Reason: "refunded by phone", By: "ops"})
+		require.NoError(t, err)
+	}
+	res, _ := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.NotNil(t, res)
+	require.Equal(t, idem.StateFailed, res.State)
+	// Tokens are journal-wide and count up from 1: whatever token the
+	// drive held is among these, and none may still be current.
+	for tok := uint64(1); tok <= 8; tok++ {
+		_, err := e.store.Renew(e.ctx, journal.Lease{Scope: idem.DefaultScope, Key: "k", Token: tok}, e.clock.Now().Add(time.Hour))
+		require.ErrorIs(t, err, journal.ErrLeaseLost, "token %d is still the record's lease", tok)
 	}
 }

@@ -87,8 +87,8 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	hctx, end := c.callStarted(ctx, rec, mode)
 	d.hctx = hctx
 	cause := d.run()
-	d.release()
 	elsewhere := errors.Is(cause, errSettledElsewhere)
+	d.release(elsewhere)
 	if elsewhere {
 		cause = nil // whoever settled it (Resolve) told the hooks
 	}
