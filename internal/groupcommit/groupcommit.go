@@ -58,7 +58,13 @@ type Queue[R Request] struct {
 	// every request of it. A function of a caller's that it calls may
 	// call runtime.Goexit (t.FailNow in a test): Commit must then have
 	// written nothing for the requests it has not released.
-	Commit func(round []R)
+	//
+	// Commit may call handOff once the rest of its round may overlap the
+	// next one: the next leader then starts its round while Commit
+	// finishes this one (a pipeline; what the two rounds may do at once
+	// is Commit's to order). The queue calls handOff itself when Commit
+	// returns; a second call does nothing.
+	Commit func(round []R, handOff func())
 	// Abandon fails and releases a request Commit left unreleased when a
 	// caller's function ended the leader's goroutine with runtime.Goexit.
 	Abandon func(r R)
@@ -69,8 +75,9 @@ type Queue[R Request] struct {
 	mu      sync.Mutex
 	queue   []R
 	busy    bool          // a leader is committing, or has been handed the lead
+	active  int           // leads begun and not yet returned (two once Commit hands off early)
 	closed  bool          // Stop was called: no more requests are taken
-	drained chan struct{} // closed when busy ends after Stop
+	drained chan struct{} // closed when, after Stop, busy is false and active zero
 }
 
 // Do queues r and returns once a round has released it, or false at once,
@@ -96,9 +103,11 @@ func (q *Queue[R]) Do(r R) bool {
 		if !s.lead {
 			return true
 		}
-		q.mu.Lock()
+		q.mu.Lock() // handOff counted this lead in active
+	} else {
+		q.busy = true
+		q.active++
 	}
-	q.busy = true
 	q.lead()
 	return true
 }
@@ -110,9 +119,9 @@ func (q *Queue[R]) Len() int {
 	return len(q.queue)
 }
 
-// lead commits one round, then hands the lead on. It is called with mu
-// held and busy set, by the writer at the head of the queue, and returns
-// with mu released.
+// lead commits one round, then hands the lead on (Commit may hand it on
+// earlier). It is called with mu held, busy set and active counting it,
+// by the writer at the head of the queue, and returns with mu released.
 func (q *Queue[R]) lead() {
 	n := len(q.queue)
 	if q.Max > 0 {
@@ -122,6 +131,13 @@ func (q *Queue[R]) lead() {
 	q.queue = slices.Delete(q.queue, 0, n)
 	q.mu.Unlock()
 
+	handed := false
+	handOff := func() {
+		if !handed {
+			handed = true
+			q.handOff()
+		}
+	}
 	finished := false
 	defer func() {
 		if p := recover(); p != nil {
@@ -138,12 +154,16 @@ func (q *Queue[R]) lead() {
 					q.Abandon(r)
 				}
 			}
-			q.handOff()
+			handOff()
 		}
+		q.mu.Lock()
+		q.active--
+		q.drainedIfIdle()
+		q.mu.Unlock()
 	}()
-	q.Commit(round)
+	q.Commit(round, handOff)
 	finished = true
-	q.handOff()
+	handOff()
 }
 
 // handOff ends a round: it hands the lead to the oldest queued request, or
@@ -152,25 +172,31 @@ func (q *Queue[R]) handOff() {
 	q.mu.Lock()
 	if len(q.queue) == 0 {
 		q.busy = false
-		if q.drained != nil {
-			close(q.drained)
-			q.drained = nil
-		}
+		q.drainedIfIdle()
 		q.mu.Unlock()
 		return
 	}
 	next := q.queue[0].slot()
 	next.lead = true
+	q.active++ // counted before the handing leader can return
 	q.mu.Unlock()
 	close(next.done)
 }
 
+// drainedIfIdle tells Stop, under mu, that no round is left.
+func (q *Queue[R]) drainedIfIdle() {
+	if !q.busy && q.active == 0 && q.drained != nil {
+		close(q.drained)
+		q.drained = nil
+	}
+}
+
 // Stop makes every later Do return false and waits until the requests
-// already queued have been released.
+// already queued have been released and every round begun has ended.
 func (q *Queue[R]) Stop() {
 	q.mu.Lock()
 	q.closed = true
-	if !q.busy {
+	if !q.busy && q.active == 0 {
 		q.mu.Unlock()
 		return
 	}
