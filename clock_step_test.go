@@ -64,3 +64,35 @@ func TestClockSteppedBackNeverResends(t *testing.T) {
 		})
 	}
 }
+
+// An operation handed to the reconciler while the client's clock ran two
+// days fast is due, by the corrected clock, two days late: Run must not
+// leave it that long. Here the server refused every connection, so the
+// order was never sent; once the server is back Run sends it, once, in
+// its first hour, not in its third day.
+func TestRunVisitsOperationsScheduledBeforeClockSteppedBack(t *testing.T) {
+	clk := &skewedClock{}
+	settled := make(chan time.Time, 1)
+	refused := step{err: dialRefused}
+	e := newEnv(t, script(refused, refused, refused, refused, refused),
+		clientOpts(idem.WithClock(clk), idem.WithSettleFunc(func(*idem.Result) { settled <- clk.Now() })))
+	clk.Clock = e.clock
+	clk.offset.Store(int64(48 * time.Hour))
+	res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StatePending, res.State, "the server refused every connection: never sent")
+
+	clk.offset.Store(0) // NTP corrects the clock; the server is back
+	start := clk.Now()
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	ran := runAsync(ctx, e.client)
+	at := within(t, settled, "Run settling the operation")
+	cancel()
+	require.ErrorIs(t, within(t, ran, "Run after cancel"), context.Canceled)
+	require.Less(t, at.Sub(start), idem.DefaultReconcileMaxInterval,
+		"Run settled the operation %v after the clock was corrected", at.Sub(start))
+	require.Equal(t, idem.StateSucceeded, e.record("k").State)
+	require.Len(t, e.submits("k"), 1, "submits that reached the server")
+	require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders")
+}

@@ -208,7 +208,10 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 // (WithReconcile), and reports each settlement to the WithSettleFunc
 // callback. A visit never sleeps on an operation: what does not settle is
 // rescheduled. Operations past the reconciliation deadline are flagged for
-// review and then only queried, once a day. Due operations are visited
+// review and then only queried, once a day. An operation scheduled
+// further ahead than any schedule reaches (written while the clock ran
+// fast, before a step back) is made due at once, on Run's first pass and
+// hourly after. Due operations are visited
 // WithResumeConcurrency at a time, so one slow server answer does not hold
 // up the rest.
 //
@@ -238,9 +241,9 @@ func (c *Client) Run(ctx context.Context) (err error) {
 
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
 	bo := newRunBackoff(c.cfg.clock)
-	var lastPrune time.Time
+	var lastPrune, lastSweep time.Time
 	for {
-		full, phase, perr := c.pass(ctx, &lastPrune)
+		full, phase, perr := c.pass(ctx, &lastPrune, &lastSweep)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
@@ -309,12 +312,13 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 	return bo
 }
 
-// pass prunes (hourly), then visits the operations due now, once. It
-// returns whether a whole batch was due, and the first journal error it
-// met with where ("prune", "due", "visit"). A failed prune does not skip
-// the visits: settling operations matters more than deleting old ones,
-// and the next pass prunes again.
-func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, phase string, err error) {
+// pass prunes and looks for operations scheduled too far ahead (hourly
+// each), then visits the operations due now, once. It returns whether a
+// whole batch was due, and the first journal error it met with where
+// ("prune", "reschedule", "due", "visit"). A failed prune or reschedule
+// does not skip the visits: settling operations matters more, and the
+// next pass tries again.
+func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time) (full bool, phase string, err error) {
 	if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(*lastPrune) >= pruneEvery {
 		if _, perr := c.prune(ctx); perr != nil {
 			if ctx.Err() != nil {
@@ -323,6 +327,18 @@ func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, pha
 			phase, err = "prune", perr
 		} else {
 			*lastPrune = now
+		}
+	}
+	if now := c.cfg.clock.Now(); lastSweep.IsZero() || now.Sub(*lastSweep) >= rescheduleEvery {
+		if serr := c.reschedule(ctx); serr != nil {
+			if ctx.Err() != nil {
+				return false, "", nil
+			}
+			if err == nil {
+				phase, err = "reschedule", serr
+			}
+		} else {
+			*lastSweep = now
 		}
 	}
 	now := c.cfg.clock.Now()
@@ -361,6 +377,70 @@ func (c *Client) pass(ctx context.Context, lastPrune *time.Time) (full bool, pha
 		phase, err = "visit", verr
 	}
 	return len(due) == reconcileBatch, phase, err
+}
+
+// rescheduleEvery spaces Run's searches for operations scheduled further
+// ahead than any schedule reaches (reschedule).
+const rescheduleEvery = time.Hour
+
+// reschedule makes due now every open operation whose NextDue lies
+// further ahead than any schedule of this Client sets it
+// (furthestDue): it was written while the clock ran fast, and the clock
+// has been stepped back since. Left as it is, Run would not visit the
+// operation for as long as the clock was wrong: an order never sent, or
+// never confirmed, for days. It reads every open operation, so Run calls
+// it on its first pass and then hourly; Resume visits every open
+// operation whatever its NextDue and needs none of it.
+func (c *Client) reschedule(ctx context.Context) error {
+	now := c.cfg.clock.Now()
+	var late []ref
+	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+		if c.scheduledTooFar(r, now) {
+			late = append(late, ref{scope: r.Scope, key: r.Key})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("idem: reconcile: %w", err)
+	}
+	wctx := context.WithoutCancel(ctx)
+	moved := 0
+	for _, r := range late {
+		// Unfenced, and only NextDue: a drive under way writes its own
+		// when it ends, and one that already has is seen here.
+		_, err := c.store.Update(wctx, r.scope, r.key, func(rec *journal.Record) error {
+			if c.scheduledTooFar(rec, now) {
+				rec.NextDue = now
+			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, journal.ErrTerminal) || errors.Is(err, journal.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("idem: reconcile: %w", err)
+		default:
+			moved++
+		}
+	}
+	if moved > 0 {
+		c.log.LogAttrs(ctx, slog.LevelWarn, "idem: operations scheduled past any schedule's reach (the clock was stepped back) made due now",
+			slog.Int("count", moved))
+	}
+	return nil
+}
+
+// scheduledTooFar reports whether rec's NextDue lies further from now
+// than any schedule of this Client puts it: a hand-off's (the reconcile
+// interval, a server's wait, a wait the budget could not take) or a
+// flagged operation's daily recheck. A custom backoff's longer wait is
+// taken for a stepped clock too: the operation is then visited early,
+// which costs one exchange.
+func (c *Client) scheduledTooFar(rec *journal.Record, now time.Time) bool {
+	furthest := max(c.cfg.reconcileMax, c.cfg.retryAfterCap)
+	if rec.Review != "" {
+		furthest = max(furthest, reviewRecheck)
+	}
+	return rec.Open() && rec.NextDue.After(now.Add(furthest+clockSlack))
 }
 
 // releaseUnvisited gives up the leases of the operations a pass claimed

@@ -134,6 +134,13 @@ func (t *leases) release(l Lease) error {
 	return nil
 }
 
+// count returns the number of entries, live or expired.
+func (t *leases) count() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.table)
+}
+
 func (t *leases) drop(scope, key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -196,8 +203,16 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 		return nil, errorf("journal: claim due: empty owner: %w", ErrInvalid)
 	}
 	// Leased records are skipped after the read: in one process they are
-	// the few the Client drives right now.
-	due, err := s.Due(ctx, now, 0)
+	// the few the Client drives right now. So the read stops at limit
+	// records past as many as the table has leases: after an outage
+	// thousands may be due, and decoding them all to claim a batch made
+	// every pass cost the whole backlog. (A lease taken after the count
+	// can only make this call claim fewer.)
+	want := 0
+	if limit > 0 {
+		want = limit + s.leases.count()
+	}
+	due, err := s.Due(ctx, now, want)
 	if err != nil {
 		return nil, err
 	}
