@@ -3,8 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime/metrics"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -45,6 +48,34 @@ func gcStats() gcSample {
 
 func (g gcSample) since(old gcSample) gcSample {
 	return gcSample{g.cpuSeconds - old.cpuSeconds, g.cycles - old.cycles}
+}
+
+// machineTicks is the machine's CPU time so far, in clock ticks: all of it
+// and the idle part (idle and iowait), from /proc/stat; ok is false where
+// there is none.
+func machineTicks() (total, idle uint64, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		if i < 8 { // user … steal; guest time is already in user
+			total += n
+		}
+		if i == 3 || i == 4 { // idle, iowait
+			idle += n
+		}
+	}
+	return total, idle, true
 }
 
 // cpuTime is this process's user+system CPU time so far.
@@ -89,6 +120,7 @@ func runOps(b *testing.B, cl client, url string, callers int) {
 	var failed atomic.Bool
 	b.ReportAllocs()
 	b.ResetTimer()
+	tot0, idle0, ticksOK := machineTicks()
 	cpu0, srv0, gc0, start := cpuTime(), serverCPU(), gcStats(), time.Now()
 	for w := range callers {
 		wg.Go(func() {
@@ -110,7 +142,14 @@ func runOps(b *testing.B, cl client, url string, callers int) {
 		}
 	}
 	elapsed, cpu, srv, gc := time.Since(start), cpuTime()-cpu0, serverCPU()-srv0, gcStats().since(gc0)
+	tot1, idle1, ticksOK1 := machineTicks()
 	b.StopTimer()
+	if ticksOK && ticksOK1 && tot1 > tot0 {
+		// How busy the machine's CPUs were: near 100 the contender is
+		// CPU-bound; well below, it waits (for fsync, for its turn in a
+		// commit round) with CPU to spare.
+		b.ReportMetric(100*float64((tot1-tot0)-(idle1-idle0))/float64(tot1-tot0), "busy-%")
+	}
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	n := float64(b.N)

@@ -76,9 +76,10 @@ func BenchmarkJournalAlone(b *testing.B) {
 }
 
 // BenchmarkRealisticLatency: the server answers each request after 2 ms,
-// as a real API nearby would; 64 callers. Compare ops/s and p99-µs.
+// as a real API nearby would; 64 callers. Compare ops/s and p99-µs;
+// idem-nosync shows what the journal's fsyncs cost there.
 func BenchmarkRealisticLatency(b *testing.B) {
-	interleave(b, []contender{idemC, bareC}, func(b *testing.B, c contender) {
+	interleave(b, []contender{idemC, idemNoSyncC, bareC}, func(b *testing.B, c contender) {
 		withClient(b, c, func(cl client) { runOps(b, cl, servers.plain+slowPrefix+"/v1/orders", 64) })
 	})
 }

@@ -84,7 +84,8 @@ type flight struct {
 	ok     bool
 }
 
-// inFlight returns f's writes while f has not ended, or nil.
+// inFlight returns f's writes (a non-nil map, if empty) while f has not
+// ended, or nil.
 func (f *flight) inFlight() map[string]*logged {
 	if f == nil {
 		return nil
@@ -125,24 +126,38 @@ func (c *committer) do(r *request) error {
 func (c *committer) stop() { c.q.Stop() }
 
 // commit carries out the round, logs its writes and releases its callers.
-func (c *committer) commit(round []*request, handOff func()) {
+func (c *committer) commit(round []*request, lead *groupcommit.Lead[*request]) {
 	c.rounds.Add(1)
 	s := c.s
 	prev := c.last
-	v := c.run(round, prev)
-	if prev != nil {
+	v := c.newView(prev)
+	c.run(v, round)
+	if v.prev != nil {
 		<-prev.done
 		if !prev.ok && v.readPrev {
 			// What the requests computed on top of the previous round's
 			// writes is void with them: run them again, on what is.
-			v = c.run(round, nil)
+			v = c.newView(nil)
+			c.run(v, round)
+		}
+		// The previous round is published or void: the overlay says
+		// which. The writers that queued while it synced join this
+		// round, so that its one write serves them too.
+		v.prev = nil
+		if more := lead.More(maxRound - len(round)); len(more) > 0 {
+			c.run(v, more)
+			round = append(round, more...)
 		}
 	}
-	me := &flight{staged: v.staged, done: make(chan struct{})}
+	staged := v.staged
+	if staged == nil {
+		staged = map[string]*logged{} // non-nil: in flight, if empty (inFlight)
+	}
+	me := &flight{staged: staged, done: make(chan struct{})}
 	c.last = me
 	// The next round may now run its requests, against me.staged too,
 	// while this one writes; it writes only once me.done is closed.
-	handOff()
+	lead.HandOff()
 	defer close(me.done) // after the writers' release: see below
 	if err := s.backPressure(); err != nil {
 		// Nothing of the round is written: the log may not outgrow what
@@ -194,16 +209,19 @@ func (c *committer) commit(round []*request, handOff func()) {
 	}
 }
 
-// run carries out the round's requests against one view, which also reads
-// the writes of prev while prev is in flight, and returns it, with the
-// writes they staged.
-func (c *committer) run(round []*request, prev *flight) *view {
+// newView returns a view for a round, which also reads the writes of prev
+// if prev is in flight (v.prev is then non-nil, if empty).
+func (c *committer) newView(prev *flight) *view {
 	v := c.s.newView()
 	v.prev = prev.inFlight()
-	for _, r := range round {
+	return v
+}
+
+// run carries out requests against v, which holds what they staged.
+func (c *committer) run(v *view, requests []*request) {
+	for _, r := range requests {
 		r.panicked = nil
 		r.err = r.run(v, r)
 		v.settle(r.err == nil)
 	}
-	return v
 }

@@ -231,3 +231,50 @@ func TestCloseWaitsForOverlappingRounds(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "b1", b.Ref)
 }
+
+// TestWritersQueuedDuringASyncJoinTheNextWrite: a writer that queues
+// while one round syncs and the next waits to write joins the waiting
+// round: the three writes take two log writes, not three.
+func TestWritersQueuedDuringASyncJoinTheNextWrite(t *testing.T) {
+	ctx := context.Background()
+	s, _ := rvOpen(t)
+	_, err := s.Create(ctx, newRecord("b"))
+	require.NoError(t, err)
+	before := s.c.rounds.Load()
+
+	in, release := holdFirstSync(s)
+	aDone := make(chan error, 1)
+	go func() {
+		_, err := s.Create(ctx, newRecord("a"))
+		aDone <- err
+	}()
+	signalled(t, in, "a's round written, waiting to sync")
+	ran := make(chan struct{})
+	var once sync.Once
+	bDone := make(chan error, 1)
+	go func() {
+		_, err := s.Update(ctx, "s", "b", func(r *Record) error {
+			once.Do(func() { close(ran) })
+			r.Ref = "b1"
+			return nil
+		})
+		bDone <- err
+	}()
+	signalled(t, ran, "b's round ran")
+	cDone := make(chan error, 1)
+	go func() {
+		_, err := s.Create(ctx, newRecord("c"))
+		cDone <- err
+	}()
+	rvWaitQueued(t, s, 1)
+
+	close(release)
+	require.NoError(t, <-aDone)
+	require.NoError(t, <-bDone)
+	require.NoError(t, <-cDone)
+	require.Equal(t, int64(2), s.c.rounds.Load()-before, "rounds: a's, then b's with c")
+	for _, k := range []string{"a", "b", "c"} {
+		_, err := s.Get(ctx, "s", k)
+		require.NoError(t, err, k)
+	}
+}

@@ -59,12 +59,9 @@ type Queue[R Request] struct {
 	// call runtime.Goexit (t.FailNow in a test): Commit must then have
 	// written nothing for the requests it has not released.
 	//
-	// Commit may call handOff once the rest of its round may overlap the
-	// next one: the next leader then starts its round while Commit
-	// finishes this one (a pipeline; what the two rounds may do at once
-	// is Commit's to order). The queue calls handOff itself when Commit
-	// returns; a second call does nothing.
-	Commit func(round []R, handOff func())
+	// Commit may use lead to take more queued requests into its round
+	// (Lead.More) or to hand the lead on before it returns (Lead.HandOff).
+	Commit func(round []R, lead *Lead[R])
 	// Abandon fails and releases a request Commit left unreleased when a
 	// caller's function ended the leader's goroutine with runtime.Goexit.
 	Abandon func(r R)
@@ -131,13 +128,7 @@ func (q *Queue[R]) lead() {
 	q.queue = slices.Delete(q.queue, 0, n)
 	q.mu.Unlock()
 
-	handed := false
-	handOff := func() {
-		if !handed {
-			handed = true
-			q.handOff()
-		}
-	}
+	l := &Lead[R]{q: q, round: round}
 	finished := false
 	defer func() {
 		if p := recover(); p != nil {
@@ -149,21 +140,58 @@ func (q *Queue[R]) lead() {
 			// runtime.Goexit in a caller's function is unwinding this
 			// goroutine. Fail what is left of the round and pass the
 			// lead on, or every writer waits for ever.
-			for _, r := range round {
+			for _, r := range l.round {
 				if !r.slot().released {
 					q.Abandon(r)
 				}
 			}
-			handOff()
+			l.HandOff()
 		}
 		q.mu.Lock()
 		q.active--
 		q.drainedIfIdle()
 		q.mu.Unlock()
 	}()
-	q.Commit(round, handOff)
+	q.Commit(round, l)
 	finished = true
-	handOff()
+	l.HandOff()
+}
+
+// A Lead is a leader's hold on its Queue while Commit runs.
+type Lead[R Request] struct {
+	q      *Queue[R]
+	round  []R // the round, with what More added
+	handed bool
+}
+
+// More takes up to n of the requests queued since the round began into
+// it (Commit must release them too), oldest first; none once the lead is
+// handed on. A leader that must wait before it writes (for the previous
+// round, say) takes with it the writers that queued meanwhile, so that
+// one write serves them too.
+func (l *Lead[R]) More(n int) []R {
+	if l.handed || n <= 0 {
+		return nil
+	}
+	q := l.q
+	q.mu.Lock()
+	n = min(n, len(q.queue))
+	more := slices.Clone(q.queue[:n])
+	q.queue = slices.Delete(q.queue, 0, n)
+	q.mu.Unlock()
+	l.round = append(l.round, more...)
+	return more
+}
+
+// HandOff hands the lead on before Commit returns: the next leader then
+// starts its round while Commit finishes this one (a pipeline: what the
+// two may do at once is Commit's to order). The queue hands it on itself
+// when Commit returns; a second call does nothing.
+func (l *Lead[R]) HandOff() {
+	if !l.handed {
+		l.handed = true
+		l.q.handOff()
+	}
 }
 
 // handOff ends a round: it hands the lead to the oldest queued request, or

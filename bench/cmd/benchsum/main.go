@@ -67,6 +67,7 @@ var ratios = []ratio{
 	tp("64", "idem-nosync", "idem-nojournal", "gc-cpu-µs/op", ""),
 	{"BenchmarkRealisticLatency/idem", "BenchmarkRealisticLatency/net-http", "ops/s", "issue 14 target ≥ 0.90"},
 	{"BenchmarkRealisticLatency/idem", "BenchmarkRealisticLatency/net-http", "p99-µs", ""},
+	{"BenchmarkRealisticLatency/idem-nosync", "BenchmarkRealisticLatency/net-http", "ops/s", "what fsync costs there"},
 	{"BenchmarkServer/server=fake/net-http", "BenchmarkServer/server=plain/net-http", "ops/s", ""},
 	{"BenchmarkServer/server=fake/idem-nosync", "BenchmarkServer/server=plain/idem-nosync", "ops/s", ""},
 }
