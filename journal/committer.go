@@ -56,46 +56,10 @@ func protect(fn func(*Record) error, rec *Record) (panicked any, err error) {
 // the overlay and releases their writers. A lone writer commits at once,
 // on its own goroutine. bbolt's Batch is not used: it waits up to 10 ms
 // for company and may run a function twice.
-//
-// Rounds overlap by one: once a round has its writes and the previous
-// round has ended, it hands the lead on and then writes and syncs, while
-// the next round carries its requests out against the overlay and the
-// writes still being synced (the only ones its view adds to what readers
-// see). The log itself is written as without the overlap, one round at a
-// time, each durable before the next is written: a crash leaves at most
-// the last round torn, as recovery expects. A round that ends failed
-// voids what the next one computed on top of it: the next round runs its
-// requests again (their functions may run twice).
 type committer struct {
 	s      *Store
 	q      groupcommit.Queue[*request]
 	rounds atomic.Int64 // rounds begun, for tests
-	// last is the latest round to have written, or to be writing: the
-	// next round reads its writes while it is in flight, and waits for it
-	// to end before it writes. Only the leader reads or sets it; the
-	// queue's hand-off orders one leader after the other.
-	last *flight
-}
-
-// A flight is a round's writes while they are written and synced.
-type flight struct {
-	staged map[string]*logged
-	done   chan struct{} // closed once ok is final and the writes are published (ok) or void
-	ok     bool
-}
-
-// inFlight returns f's writes (a non-nil map, if empty) while f has not
-// ended, or nil.
-func (f *flight) inFlight() map[string]*logged {
-	if f == nil {
-		return nil
-	}
-	select {
-	case <-f.done:
-		return nil
-	default:
-		return f.staged
-	}
 }
 
 func newCommitter(s *Store) *committer {
@@ -126,39 +90,9 @@ func (c *committer) do(r *request) error {
 func (c *committer) stop() { c.q.Stop() }
 
 // commit carries out the round, logs its writes and releases its callers.
-func (c *committer) commit(round []*request, lead *groupcommit.Lead[*request]) {
+func (c *committer) commit(round []*request) {
 	c.rounds.Add(1)
 	s := c.s
-	prev := c.last
-	v := c.newView(prev)
-	c.run(v, round)
-	if v.prev != nil {
-		<-prev.done
-		if !prev.ok && v.readPrev {
-			// What the requests computed on top of the previous round's
-			// writes is void with them: run them again, on what is.
-			v = c.newView(nil)
-			c.run(v, round)
-		}
-		// The previous round is published or void: the overlay says
-		// which. The writers that queued while it synced join this
-		// round, so that its one write serves them too.
-		v.prev = nil
-		if more := lead.More(maxRound - len(round)); len(more) > 0 {
-			c.run(v, more)
-			round = append(round, more...)
-		}
-	}
-	staged := v.staged
-	if staged == nil {
-		staged = map[string]*logged{} // non-nil: in flight, if empty (inFlight)
-	}
-	me := &flight{staged: staged, done: make(chan struct{})}
-	c.last = me
-	// The next round may now run its requests, against me.staged too,
-	// while this one writes; it writes only once me.done is closed.
-	lead.HandOff()
-	defer close(me.done) // after the writers' release: see below
 	if err := s.backPressure(); err != nil {
 		// Nothing of the round is written: the log may not outgrow what
 		// the file can take.
@@ -168,10 +102,8 @@ func (c *committer) commit(round []*request, lead *groupcommit.Lead[*request]) {
 		}
 		return
 	}
-	writes := v.writes()
-	if len(writes) == 0 {
-		me.ok = true
-	} else {
+	writes := c.run(round)
+	if len(writes) > 0 {
 		payloads := make([][]byte, len(writes))
 		for i, w := range writes {
 			payloads[i] = w.enc
@@ -196,32 +128,22 @@ func (c *committer) commit(round []*request, lead *groupcommit.Lead[*request]) {
 				}
 			}
 			s.ov.publish(writes, time.Now())
-			me.ok = true
 			s.kickApplier()
 		}
 	}
-	// The writers are released before the next leader, waiting on
-	// me.done, is woken (the deferred close): Go's scheduler runs the
-	// goroutine readied last first, so the next round writes as soon as
-	// this goroutine yields, not after every released writer has run.
 	for _, r := range round {
 		r.Release()
 	}
 }
 
-// newView returns a view for a round, which also reads the writes of prev
-// if prev is in flight (v.prev is then non-nil, if empty).
-func (c *committer) newView(prev *flight) *view {
+// run carries out the round's requests against one view and returns the
+// writes they staged, in order.
+func (c *committer) run(round []*request) []*logged {
 	v := c.s.newView()
-	v.prev = prev.inFlight()
-	return v
-}
-
-// run carries out requests against v, which holds what they staged.
-func (c *committer) run(v *view, requests []*request) {
-	for _, r := range requests {
+	for _, r := range round {
 		r.panicked = nil
 		r.err = r.run(v, r)
 		v.settle(r.err == nil)
 	}
+	return v.writes()
 }

@@ -162,16 +162,13 @@ func (o *overlay) all() []*logged {
 
 // view is what one round of writes reads and stages: each request reads
 // the latest version of a record from the round's own staged writes, the
-// previous round's while they are being synced (only the committer sees
-// those), the overlay or the bbolt file, in that order, and stages at
-// most one write as its last step.
+// overlay or the bbolt file, in that order, and stages at most one write
+// as its last step.
 type view struct {
-	s        *Store
-	staged   map[string]*logged
-	order    []*logged
-	pending  *logged            // the current request's write, until it returns nil
-	prev     map[string]*logged // the previous round's writes, in flight when the round began
-	readPrev bool               // a request read one of them: the round depends on it
+	s       *Store
+	staged  map[string]*logged
+	order   []*logged
+	pending *logged // the current request's write, until it returns nil
 }
 
 func (s *Store) newView() *view {
@@ -182,10 +179,6 @@ func (s *Store) newView() *view {
 // must not change it.
 func (v *view) get(rk []byte) ([]byte, error) {
 	if e := v.staged[string(rk)]; e != nil {
-		return e.enc, nil
-	}
-	if e := v.prev[string(rk)]; e != nil {
-		v.readPrev = true
 		return e.enc, nil
 	}
 	return v.s.latest(rk)

@@ -114,7 +114,7 @@ type committer struct {
 func newCommitter(s *Store) *committer {
 	c := &committer{s: s, read: newForm(s.table, readOne, readAll),
 		insert: newForm(s.table, insertOne, insertAll), update: newForm(s.table, updateOne, updateAll)}
-	c.q = groupcommit.Queue[*request]{Max: maxRound, Commit: func(round []*request, _ *groupcommit.Lead[*request]) { c.commit(round) }, Abandon: abandon, Name: "pgjournal"}
+	c.q = groupcommit.Queue[*request]{Max: maxRound, Commit: c.commit, Abandon: abandon, Name: "pgjournal"}
 	return c
 }
 

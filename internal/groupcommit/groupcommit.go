@@ -58,10 +58,7 @@ type Queue[R Request] struct {
 	// every request of it. A function of a caller's that it calls may
 	// call runtime.Goexit (t.FailNow in a test): Commit must then have
 	// written nothing for the requests it has not released.
-	//
-	// Commit may use lead to take more queued requests into its round
-	// (Lead.More) or to hand the lead on before it returns (Lead.HandOff).
-	Commit func(round []R, lead *Lead[R])
+	Commit func(round []R)
 	// Abandon fails and releases a request Commit left unreleased when a
 	// caller's function ended the leader's goroutine with runtime.Goexit.
 	Abandon func(r R)
@@ -72,9 +69,8 @@ type Queue[R Request] struct {
 	mu      sync.Mutex
 	queue   []R
 	busy    bool          // a leader is committing, or has been handed the lead
-	active  int           // leads begun and not yet returned (two once Commit hands off early)
 	closed  bool          // Stop was called: no more requests are taken
-	drained chan struct{} // closed when, after Stop, busy is false and active zero
+	drained chan struct{} // closed when busy ends after Stop
 }
 
 // Do queues r and returns once a round has released it, or false at once,
@@ -100,11 +96,9 @@ func (q *Queue[R]) Do(r R) bool {
 		if !s.lead {
 			return true
 		}
-		q.mu.Lock() // handOff counted this lead in active
-	} else {
-		q.busy = true
-		q.active++
+		q.mu.Lock()
 	}
+	q.busy = true
 	q.lead()
 	return true
 }
@@ -116,9 +110,9 @@ func (q *Queue[R]) Len() int {
 	return len(q.queue)
 }
 
-// lead commits one round, then hands the lead on (Commit may hand it on
-// earlier). It is called with mu held, busy set and active counting it,
-// by the writer at the head of the queue, and returns with mu released.
+// lead commits one round, then hands the lead on. It is called with mu
+// held and busy set, by the writer at the head of the queue, and returns
+// with mu released.
 func (q *Queue[R]) lead() {
 	n := len(q.queue)
 	if q.Max > 0 {
@@ -128,7 +122,6 @@ func (q *Queue[R]) lead() {
 	q.queue = slices.Delete(q.queue, 0, n)
 	q.mu.Unlock()
 
-	l := &Lead[R]{q: q, round: round}
 	finished := false
 	defer func() {
 		if p := recover(); p != nil {
@@ -140,58 +133,17 @@ func (q *Queue[R]) lead() {
 			// runtime.Goexit in a caller's function is unwinding this
 			// goroutine. Fail what is left of the round and pass the
 			// lead on, or every writer waits for ever.
-			for _, r := range l.round {
+			for _, r := range round {
 				if !r.slot().released {
 					q.Abandon(r)
 				}
 			}
-			l.HandOff()
+			q.handOff()
 		}
-		q.mu.Lock()
-		q.active--
-		q.drainedIfIdle()
-		q.mu.Unlock()
 	}()
-	q.Commit(round, l)
+	q.Commit(round)
 	finished = true
-	l.HandOff()
-}
-
-// A Lead is a leader's hold on its Queue while Commit runs.
-type Lead[R Request] struct {
-	q      *Queue[R]
-	round  []R // the round, with what More added
-	handed bool
-}
-
-// More takes up to n of the requests queued since the round began into
-// it (Commit must release them too), oldest first; none once the lead is
-// handed on. A leader that must wait before it writes (for the previous
-// round, say) takes with it the writers that queued meanwhile, so that
-// one write serves them too.
-func (l *Lead[R]) More(n int) []R {
-	if l.handed || n <= 0 {
-		return nil
-	}
-	q := l.q
-	q.mu.Lock()
-	n = min(n, len(q.queue))
-	more := slices.Clone(q.queue[:n])
-	q.queue = slices.Delete(q.queue, 0, n)
-	q.mu.Unlock()
-	l.round = append(l.round, more...)
-	return more
-}
-
-// HandOff hands the lead on before Commit returns: the next leader then
-// starts its round while Commit finishes this one (a pipeline: what the
-// two may do at once is Commit's to order). The queue hands it on itself
-// when Commit returns; a second call does nothing.
-func (l *Lead[R]) HandOff() {
-	if !l.handed {
-		l.handed = true
-		l.q.handOff()
-	}
+	q.handOff()
 }
 
 // handOff ends a round: it hands the lead to the oldest queued request, or
@@ -200,31 +152,25 @@ func (q *Queue[R]) handOff() {
 	q.mu.Lock()
 	if len(q.queue) == 0 {
 		q.busy = false
-		q.drainedIfIdle()
+		if q.drained != nil {
+			close(q.drained)
+			q.drained = nil
+		}
 		q.mu.Unlock()
 		return
 	}
 	next := q.queue[0].slot()
 	next.lead = true
-	q.active++ // counted before the handing leader can return
 	q.mu.Unlock()
 	close(next.done)
 }
 
-// drainedIfIdle tells Stop, under mu, that no round is left.
-func (q *Queue[R]) drainedIfIdle() {
-	if !q.busy && q.active == 0 && q.drained != nil {
-		close(q.drained)
-		q.drained = nil
-	}
-}
-
 // Stop makes every later Do return false and waits until the requests
-// already queued have been released and every round begun has ended.
+// already queued have been released.
 func (q *Queue[R]) Stop() {
 	q.mu.Lock()
 	q.closed = true
-	if !q.busy && q.active == 0 {
+	if !q.busy {
 		q.mu.Unlock()
 		return
 	}

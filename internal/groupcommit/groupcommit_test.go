@@ -29,7 +29,7 @@ type held struct {
 
 func newHeld(limit int) *held {
 	h := &held{gate: make(chan struct{}), in: make(chan struct{})}
-	h.q = Queue[*req]{Max: limit, Name: "test", Commit: func(round []*req, _ *Lead[*req]) {
+	h.q = Queue[*req]{Max: limit, Name: "test", Commit: func(round []*req) {
 		if h.gate != nil {
 			close(h.in)
 			<-h.gate
