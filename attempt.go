@@ -74,12 +74,20 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	if err != nil {
 		return exchange{err: fmt.Errorf("idem: build request: %w", err), unsent: true}
 	}
-	if !query {
-		copyHeader(req.Header, rec.Header)
-		if c.cfg.keyHeader != "" {
-			// keyHeader is canonical (WithKeyHeader): Set's work is done.
-			req.Header[c.cfg.keyHeader] = []string{c.keyValue(rec.Key)}
+	copyHeader(req.Header, rec.Header)
+	if query {
+		// A result query carries the journaled headers too: one may scope
+		// the key (an account header such as Stripe-Account), and without
+		// it the server reads the result another account holds for the
+		// same key. Only those describing the body stay off a GET without one.
+		for name := range req.Header {
+			if strings.HasPrefix(name, "Content-") {
+				delete(req.Header, name)
+			}
 		}
+	} else if c.cfg.keyHeader != "" {
+		// keyHeader is canonical (WithKeyHeader): Set's work is done.
+		req.Header[c.cfg.keyHeader] = []string{c.keyValue(rec.Key)}
 	}
 	if c.cfg.hook != nil {
 		if err := c.cfg.hook(req); err != nil {

@@ -35,8 +35,9 @@ type Request struct {
 	// without one, ambiguous outcomes are settled by resending with the same
 	// key (servers that replay their stored response, like Stripe).
 	ResultURL string
-	// Header holds non-secret headers sent on every attempt; they are
-	// journaled. Credentials go in WithRequestHook instead.
+	// Header holds non-secret headers sent on every attempt, result
+	// queries included (but for the Content-* ones, which describe the
+	// body); they are journaled. Credentials go in WithRequestHook instead.
 	Header http.Header
 	// Body is sent as is. Content-Type defaults to application/json. It
 	// must not change while Prepare or Submit reads it; the journal keeps
