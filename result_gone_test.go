@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
-	"github.com/idemkit/idem/journal"
 )
 
 // expiringServer is another vendor's idempotent API: it keeps a key for
@@ -96,16 +94,10 @@ func (s *expiringServer) counts(key string) (submits, effects int) {
 func TestResultGoneIsNeverResent(t *testing.T) {
 	clock := idemtest.NewClock(epoch)
 	srv := newExpiringServer(t, clock, 10*time.Minute)
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clock),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := clientFor(t, srv.Server, clock, idem.WithResultEndpoint("/operations/{key}"))
 
 	srv.set(true) // the result endpoint is down: the call cannot settle
-	_, err = c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
+	_, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	submits, effects := srv.counts("k")
 	require.Equal(t, 1, submits)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
-	"github.com/idemkit/idem/journal"
 )
 
 // tenantServer is a platform API whose keys are scoped per connected
@@ -57,13 +55,7 @@ func TestResultQueryCarriesJournaledHeaders(t *testing.T) {
 	srv := &tenantServer{results: map[string]string{" order-1001": "ord_of_platform"}}
 	srv.Server = httptest.NewServer(http.HandlerFunc(srv.serve))
 	t.Cleanup(srv.Close)
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(idemtest.NewClock(epoch)),
-		idem.WithResultEndpoint("/operations/{key}"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c := clientFor(t, srv.Server, idemtest.NewClock(epoch), idem.WithResultEndpoint("/operations/{key}"))
 
 	res, err := c.Submit(t.Context(), idem.Request{Key: "order-1001", URL: srv.URL + "/orders",
 		Header: http.Header{"X-Account": {"acct_acme"}}, Body: []byte(`{"amount":100}`)})
