@@ -91,7 +91,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // DecodeJSON is the default Decoder. It accepts a JSON object with
 // "state" ("succeeded", "failed", "processing"; "pending" means processing)
 // and "resourceId" (required for succeeded), plus an optional "reason"; or a
-// plain resource object with a non-empty string "id", taken as succeeded.
+// plain resource object with a non-empty string "id", taken as succeeded
+// (as processing when the status is 202 Accepted: not completed).
 // A body that echoes a key ("idempotencyKey", "idempotency_key", or "key"
 // beside "state") must echo the operation's own: an answer about another
 // key proves nothing about this one.
@@ -117,6 +118,11 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	if !v[memState].ok {
 		if v[memID].s == "" {
 			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
+		}
+		if a.StatusCode == http.StatusAccepted {
+			// The resource exists, but 202 says its work is not done: an
+			// asynchronous order may still be declined.
+			return Outcome{State: StateProcessing, ResourceID: v[memID].s}, nil
 		}
 		return Outcome{State: StateSucceeded, ResourceID: v[memID].s}, nil
 	}
