@@ -2,6 +2,7 @@ package idem
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -124,10 +125,29 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	ex.wrote = true
 	ex.status = resp.StatusCode
 	ex.header = resp.Header
+	body, size := io.Reader(resp.Body), resp.ContentLength
+	if !resp.Uncompressed && strings.EqualFold(strings.TrimSpace(headerValue(resp.Header, "Content-Encoding")), "gzip") {
+		// net/http decompresses only what it asked for: a journaled
+		// Accept-Encoding turns that off, and gzip bytes decode to
+		// nothing, so the answer could never settle the operation. The
+		// cap below bounds the decompressed size.
+		zr, err := gzip.NewReader(resp.Body)
+		switch {
+		case err == nil:
+			body, size = zr, -1
+		case err == io.EOF:
+			body, size = http.NoBody, 0 // an empty body, as a 204's
+		default:
+			// Not read whole: judged as a body cut in transit.
+			body, ex.err = http.NoBody, fmt.Errorf("idem: gzip body: %w", err)
+		}
+	}
 	// One byte past the cap tells "over the cap" from "at it"; a cap of
 	// math.MaxInt64 ("no limit") must not overflow to a negative limit,
 	// which reads nothing and leaves every answer undecodable.
-	ex.body, ex.err = readAtMost(resp.Body, min(c.cfg.maxResponse, math.MaxInt64-1)+1, resp.ContentLength)
+	if ex.err == nil {
+		ex.body, ex.err = readAtMost(body, min(c.cfg.maxResponse, math.MaxInt64-1)+1, size)
+	}
 	if int64(len(ex.body)) > c.cfg.maxResponse {
 		ex.body, ex.tooLarge = ex.body[:c.cfg.maxResponse], true
 		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
