@@ -80,9 +80,10 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		// A result query carries the journaled headers too: one may scope
 		// the key (an account header such as Stripe-Account), and without
 		// it the server reads the result another account holds for the
-		// same key. Only those describing the body stay off a GET without one.
+		// same key. Those about the submit's body or its target (a
+		// conditional If-None-Match: * would get a 304) stay off the GET.
 		for name := range req.Header {
-			if strings.HasPrefix(name, "Content-") {
+			if submitOnlyHeader(name) {
 				delete(req.Header, name)
 			}
 		}
@@ -196,6 +197,17 @@ func newAttemptTrace() *attemptTrace {
 		GotFirstResponseByte: func() { t.wrote.Store(true) },
 	}
 	return t
+}
+
+// submitOnlyHeader reports whether the journaled header name (canonical)
+// describes the submit's body or makes it conditional on its target, so
+// that a result query must not carry it.
+func submitOnlyHeader(name string) bool {
+	switch name {
+	case "Range", "Expect", "Digest", "Repr-Digest", "X-Http-Method-Override", "X-Http-Method", "X-Method-Override":
+		return true
+	}
+	return strings.HasPrefix(name, "Content-") || strings.HasPrefix(name, "If-")
 }
 
 // copyHeader copies src's values into dst, all in one backing array

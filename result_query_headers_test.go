@@ -65,3 +65,43 @@ func TestResultQueryCarriesJournaledHeaders(t *testing.T) {
 	defer srv.mu.Unlock()
 	require.Equal(t, []string{"acct_acme"}, srv.queried)
 }
+
+// The journaled headers that make the submit conditional (If-None-Match:
+// * for a create-only PUT) or describe its body are about the submit's
+// target, not the result endpoint: on the query, a server answers a
+// GET with If-None-Match: * for an existing record with 304, which
+// settles nothing.
+func TestResultQueryLeavesConditionalHeaders(t *testing.T) {
+	var mu sync.Mutex
+	var got []http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if !strings.HasPrefix(r.URL.Path, "/operations/") {
+			w.WriteHeader(http.StatusBadGateway) // committed, answer lost
+			return
+		}
+		mu.Lock()
+		got = append(got, r.Header.Clone())
+		mu.Unlock()
+		if r.Header.Get("If-None-Match") == "*" {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = io.WriteString(w, `{"state":"succeeded","resourceId":"doc_1"}`)
+	}))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithResultEndpoint("/operations/{key}"))
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", Method: http.MethodPut, URL: srv.URL + "/docs/1",
+		Header: http.Header{"If-None-Match": {"*"}, "X-Account": {"acct_acme"}, "Digest": {"sha-256=abc"}},
+		Body:   []byte(`{"title":"t"}`)})
+	require.NoError(t, err)
+	require.Equal(t, "doc_1", res.ResourceID)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, 1)
+	require.Equal(t, "acct_acme", got[0].Get("X-Account"))
+	for _, name := range []string{"If-None-Match", "Digest", "Content-Type"} {
+		require.Emptyf(t, got[0].Values(name), "query carried %s", name)
+	}
+}
