@@ -8,7 +8,8 @@ package idem
 // true, false or null, the members DecodeJSON reads holding only strings
 // of printable ASCII or null ("error" and "errors": null only). For
 // anything else (nested values, escapes, other characters, invalid JSON)
-// ok is false and unmarshalResult reads the body. FuzzScanResult holds the two to the same reading.
+// ok is false and unmarshalResult reads the body. FuzzScanResult holds
+// the two to the same reading.
 func scanResult(b []byte) (r resultBody, ok bool) {
 	i := skipSpace(b, 0)
 	if i == len(b) || b[i] != '{' {

@@ -35,6 +35,7 @@ type expiringServer struct {
 }
 
 func newExpiringServer(t testing.TB, clock *idemtest.Clock, window time.Duration) *expiringServer {
+	t.Helper()
 	s := &expiringServer{clock: clock, window: window, stored: map[string]time.Time{}, effects: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.Close)
