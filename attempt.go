@@ -2,6 +2,7 @@ package idem
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -74,12 +75,21 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	if err != nil {
 		return exchange{err: fmt.Errorf("idem: build request: %w", err), unsent: true}
 	}
-	if !query {
-		copyHeader(req.Header, rec.Header)
-		if c.cfg.keyHeader != "" {
-			// keyHeader is canonical (WithKeyHeader): Set's work is done.
-			req.Header[c.cfg.keyHeader] = []string{c.keyValue(rec.Key)}
+	copyHeader(req.Header, rec.Header)
+	if query {
+		// A result query carries the journaled headers too: one may scope
+		// the key (an account header such as Stripe-Account), and without
+		// it the server reads the result another account holds for the
+		// same key. Those about the submit's body or its target (a
+		// conditional If-None-Match: * would get a 304) stay off the GET.
+		for name := range req.Header {
+			if submitOnlyHeader(name) {
+				delete(req.Header, name)
+			}
 		}
+	} else if c.cfg.keyHeader != "" {
+		// keyHeader is canonical (WithKeyHeader): Set's work is done.
+		req.Header[c.cfg.keyHeader] = []string{c.keyValue(rec.Key)}
 	}
 	if c.cfg.hook != nil {
 		if err := c.cfg.hook(req); err != nil {
@@ -116,10 +126,29 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	ex.wrote = true
 	ex.status = resp.StatusCode
 	ex.header = resp.Header
+	body, size := io.Reader(resp.Body), resp.ContentLength
+	if !resp.Uncompressed && strings.EqualFold(strings.TrimSpace(headerValue(resp.Header, "Content-Encoding")), "gzip") {
+		// net/http decompresses only what it asked for: a journaled
+		// Accept-Encoding turns that off, and gzip bytes decode to
+		// nothing, so the answer could never settle the operation. The
+		// cap below bounds the decompressed size.
+		zr, err := gzip.NewReader(resp.Body)
+		switch {
+		case err == nil:
+			body, size = zr, -1
+		case err == io.EOF:
+			body, size = http.NoBody, 0 // an empty body, as a 204's
+		default:
+			// Not read whole: judged as a body cut in transit.
+			body, ex.err = http.NoBody, fmt.Errorf("idem: gzip body: %w", err)
+		}
+	}
 	// One byte past the cap tells "over the cap" from "at it"; a cap of
 	// math.MaxInt64 ("no limit") must not overflow to a negative limit,
 	// which reads nothing and leaves every answer undecodable.
-	ex.body, ex.err = readAtMost(resp.Body, min(c.cfg.maxResponse, math.MaxInt64-1)+1, resp.ContentLength)
+	if ex.err == nil {
+		ex.body, ex.err = readAtMost(body, min(c.cfg.maxResponse, math.MaxInt64-1)+1, size)
+	}
 	if int64(len(ex.body)) > c.cfg.maxResponse {
 		ex.body, ex.tooLarge = ex.body[:c.cfg.maxResponse], true
 		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
@@ -168,6 +197,17 @@ func newAttemptTrace() *attemptTrace {
 		GotFirstResponseByte: func() { t.wrote.Store(true) },
 	}
 	return t
+}
+
+// submitOnlyHeader reports whether the journaled header name (canonical)
+// describes the submit's body or makes it conditional on its target, so
+// that a result query must not carry it.
+func submitOnlyHeader(name string) bool {
+	switch name {
+	case "Range", "Expect", "Digest", "Repr-Digest", "X-Http-Method-Override", "X-Http-Method", "X-Method-Override":
+		return true
+	}
+	return strings.HasPrefix(name, "Content-") || strings.HasPrefix(name, "If-")
 }
 
 // copyHeader copies src's values into dst, all in one backing array

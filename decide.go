@@ -273,6 +273,11 @@ func judgeQuery(p past, a answer) judgment {
 	case a.status == http.StatusNotFound:
 		// "Not found" is not "never happened": replicas lag.
 		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true}
+	case a.status == http.StatusGone:
+		// Unlike 404, "gone" says the server held the key and has
+		// forgotten it, sooner than the client's key window assumed: a
+		// resend would be executed afresh.
+		return judgment{move: moveReview, label: "query_gone", review: ReviewKeyExpired}
 	case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
 		return judgment{move: moveResend, label: "throttled"}
 	default:

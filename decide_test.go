@@ -112,6 +112,7 @@ func TestJudgeQuery(t *testing.T) {
 		{"processing", answer{status: 200, out: Outcome{State: StateProcessing}}, moveProcessing, false},
 		{"undecodable", answer{status: 200, decodeErr: errUndecodable}, moveInconclusive, false},
 		{"404 is not never-happened", answer{status: 404}, moveInconclusive, true},
+		{"410 is a forgotten key: review, never resend", answer{status: 410}, moveReview, false},
 		{"429 waits", answer{status: 429}, moveResend, false},
 		{"503 waits", answer{status: 503}, moveResend, false},
 		{"500 inconclusive", answer{status: 500}, moveInconclusive, false},

@@ -100,7 +100,9 @@
 // operation is settled by resending it with the same key (servers such as
 // Stripe replay the stored response). A result query that answers 404 is
 // not "never happened" (read replicas lag): the operation is resent with
-// its key, which the server de-duplicates, after a backoff wait.
+// its key, which the server de-duplicates, after a backoff wait. One that
+// answers 410 Gone says the server has forgotten the key: the operation is
+// never resent, and stays unknown with [ReviewKeyExpired].
 //
 // # Budgets and defaults
 //

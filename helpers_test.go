@@ -3,6 +3,7 @@ package idem_test
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"testing"
 	"time"
@@ -172,4 +173,18 @@ func (e *env) settleByRestarts() {
 		}
 		e.clock.Advance(time.Minute)
 	}
+}
+
+// clientFor is a client with the default settings for srv, another
+// vendor's server modelled by a test: its result endpoint, if any, and
+// clock are the only options besides opts.
+func clientFor(t testing.TB, srv *httptest.Server, clock *idemtest.Clock, opts ...idem.Option) *idem.Client {
+	t.Helper()
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := idem.New(store, append([]idem.Option{idem.WithHTTPClient(srv.Client()), idem.WithClock(clock)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }

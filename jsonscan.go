@@ -6,9 +6,10 @@ package idem
 // reflection and allocations. It reads member names of printable ASCII
 // without escapes, and values that are strings without escapes, numbers,
 // true, false or null, the members DecodeJSON reads holding only strings
-// of printable ASCII or null. For anything else (nested values, escapes,
-// other characters, invalid JSON) ok is false and unmarshalResult reads
-// the body. FuzzScanResult holds the two to the same reading.
+// of printable ASCII or null ("error" and "errors": null only). For
+// anything else (nested values, escapes, other characters, invalid JSON)
+// ok is false and unmarshalResult reads the body. FuzzScanResult holds
+// the two to the same reading.
 func scanResult(b []byte) (r resultBody, ok bool) {
 	i := skipSpace(b, 0)
 	if i == len(b) || b[i] != '{' {
@@ -52,7 +53,7 @@ func scanResult(b []byte) (r resultBody, ok bool) {
 // and returns the index past it.
 func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 	names := [memMembers]string{memState: "state", memResourceID: "resourceid", memID: "id", memReason: "reason",
-		memKey: "key", memIdemKey: "idempotencykey", memIdemKey2: "idempotency_key"}
+		memKey: "key", memIdemKey: "idempotencykey", memIdemKey2: "idempotency_key", memError: "error", memErrors: "errors"}
 	m := 0
 	for m < memMembers && !foldEqual(name, names[m]) {
 		m++
@@ -65,6 +66,9 @@ func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 			r[m] = jsonString{}
 		}
 		return i + len("null"), true
+	}
+	if errorMember(m) {
+		return 0, false // whether it holds an error is unmarshalResult's to read
 	}
 	s, j, ok := scanASCIIString(b, i)
 	if !ok {

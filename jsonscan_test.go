@@ -17,6 +17,7 @@ func FuzzScanResult(f *testing.F) {
 		`{}`, ` {} `, `{"a":{}}`, `{"a":[1]}`, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":1e}`, `{"a":nul}`, `{"a":nullx}`,
 		`{"a":"b",}`, `{,}`, `{"a" "b"}`, `{"a":"b"} x`, `null`, `[]`, `"s"`, ``, `{"s\"":"x"}`, "{\"a\":\"\x01\"}",
 		`{"ſtate":"succeeded"}`, `{"\u212aey":"x"}`,
+		`{"id":"1","error":null,"Errors":null}`, `{"id":"1","error":"x"}`, `{"id":"1","ERROR":false}`, `{"errors":[]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -152,7 +152,11 @@ func (d *driver) run() error {
 			case moveSettle:
 				return nil
 			case moveReview:
-				return d.flag(q.review, ErrKeyConflict)
+				cause := ErrKeyConflict
+				if q.review == ReviewKeyExpired {
+					cause = ErrKeyExpired
+				}
+				return d.flag(q.review, cause)
 			case moveProcessing, moveResend:
 				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
@@ -245,6 +249,12 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			cause = ErrKeyConflict
 		}
 		return &blocked{reason, cause}
+	}
+	if rec.Review == ReviewKeyExpired {
+		// Expiry is for good, whether the client's window or the server's
+		// own answer (a 410 from the result endpoint) said so; a later 404
+		// from the endpoint must not reopen it.
+		return &blocked{ReviewKeyExpired, ErrKeyExpired}
 	}
 	window := d.c.keyRetention(rec)
 	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && now.Sub(rec.Attempts[0].Start) >= window {

@@ -35,8 +35,11 @@ type Request struct {
 	// without one, ambiguous outcomes are settled by resending with the same
 	// key (servers that replay their stored response, like Stripe).
 	ResultURL string
-	// Header holds non-secret headers sent on every attempt; they are
-	// journaled. Credentials go in WithRequestHook instead.
+	// Header holds non-secret headers sent on every attempt, result
+	// queries included (but for those about the body or conditional on
+	// the target: Content-*, If-*, Range, Expect, Digest, Repr-Digest and
+	// method overrides); they are journaled. Credentials go in
+	// WithRequestHook instead.
 	Header http.Header
 	// Body is sent as is. Content-Type defaults to application/json. It
 	// must not change while Prepare or Submit reads it; the journal keeps

@@ -91,10 +91,13 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // DecodeJSON is the default Decoder. It accepts a JSON object with
 // "state" ("succeeded", "failed", "processing"; "pending" means processing)
 // and "resourceId" (required for succeeded), plus an optional "reason"; or a
-// plain resource object with a non-empty string "id", taken as succeeded.
+// plain resource object with a non-empty string "id", taken as succeeded
+// (as processing when the status is 202 Accepted: not completed).
 // A body that echoes a key ("idempotencyKey", "idempotency_key", or "key"
 // beside "state") must echo the operation's own: an answer about another
-// key proves nothing about this one.
+// key proves nothing about this one. Nor does a body that carries an error
+// (an "error" or "errors" member that is not null or empty), unless its
+// "state" is "failed".
 // APIs whose resources carry a status of their own (a payment object whose
 // "status" may say it failed) need a Decoder that reads it: WithDecoder.
 func DecodeJSON(a *Answer) (Outcome, error) {
@@ -114,9 +117,22 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 			return Outcome{}, fmt.Errorf("%w: the body names key %q, not %q", errUndecodable, truncate(e.s, 64), a.Key)
 		}
 	}
+	if v[memError].ok || v[memErrors].ok {
+		// A 2xx that carries an error (a JSON-RPC error answer, with the
+		// call's "id" beside it) is no proof of success: its "id" is not
+		// a created resource.
+		if !v[memState].ok || !strings.EqualFold(v[memState].s, "failed") {
+			return Outcome{}, fmt.Errorf("%w: the body carries an error", errUndecodable)
+		}
+	}
 	if !v[memState].ok {
 		if v[memID].s == "" {
 			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
+		}
+		if a.StatusCode == http.StatusAccepted {
+			// The resource exists, but 202 says its work is not done: an
+			// asynchronous order may still be declined.
+			return Outcome{State: StateProcessing, ResourceID: v[memID].s}, nil
 		}
 		return Outcome{State: StateSucceeded, ResourceID: v[memID].s}, nil
 	}
@@ -151,12 +167,20 @@ const (
 	memKey
 	memIdemKey
 	memIdemKey2
+	// memError and memErrors are ok when the member holds an error: any
+	// value but null, false, 0, "", [] and {}.
+	memError
+	memErrors
 	memMembers // how many
 )
 
 // plainMember reports whether member m is a string field of
 // unmarshalResult's struct: null leaves it as it is, and "" is no value.
 func plainMember(m int) bool { return m == memResourceID || m == memReason }
+
+// errorMember reports whether member m is one that says the answer is an
+// error (memError, memErrors): scanResult reads only null in them.
+func errorMember(m int) bool { return m == memError || m == memErrors }
 
 // jsonString is a member's value when it is a string (ok).
 type jsonString struct {
@@ -175,12 +199,15 @@ func unmarshalResult(body []byte) (resultBody, error) {
 		Key        any     `json:"key"`
 		IdemKey    any     `json:"idempotencyKey"`
 		IdemKey2   any     `json:"idempotency_key"`
+		Error      any     `json:"error"`
+		Errors     any     `json:"errors"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return resultBody{}, err
 	}
 	r := resultBody{memResourceID: {v.ResourceID, v.ResourceID != ""}, memReason: {v.Reason, v.Reason != ""},
-		memID: anyString(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2)}
+		memID: anyString(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2),
+		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}}
 	if v.State != nil {
 		r[memState] = jsonString{*v.State, true}
 	}
@@ -190,6 +217,26 @@ func unmarshalResult(body []byte) (resultBody, error) {
 func anyString(v any) jsonString {
 	s, ok := v.(string)
 	return jsonString{s, ok}
+}
+
+// holdsError reports whether an "error" or "errors" member's value says
+// there was one: some APIs send "error": null or "errors": [] on success.
+func holdsError(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return v
+	case float64:
+		return v != 0
+	case string:
+		return v != ""
+	case []any:
+		return len(v) > 0
+	case map[string]any:
+		return len(v) > 0
+	}
+	return true
 }
 
 // Verdict is what a response status means for an operation; see the outcome
