@@ -1,8 +1,6 @@
 package idem_test
 
 import (
-	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -94,20 +92,7 @@ func TestForeignLease(t *testing.T) {
 // lease up itself, or the bbolt journal (leases in memory) keeps an entry
 // for every such operation until the process ends.
 func TestLeaseGivenUpWhenSettledElsewhere(t *testing.T) {
-	var e *env
-	clk := &sleepHookClock{}
-	e = newEnv(t,
-		script(step{status: http.StatusConflict, header: http.Header{"Retry-After": {"2"}}}),
-		clientOpts(idem.WithClock(clk)))
-	clk.Clock = e.clock
-	clk.fn = func() {
-		_, err := e.client.Resolve(context.Background(), idem.DefaultScope, "k",
-			idem.Resolution{State: idem.StateFailed, Reason: "refunded by phone", By: "ops"})
-		require.NoError(t, err)
-	}
-	res, _ := e.client.Submit(e.ctx, e.req("k", `{}`))
-	require.NotNil(t, res)
-	require.Equal(t, idem.StateFailed, res.State)
+	e := submitResolvedInBackoff(t)
 	// Tokens are journal-wide and count up from 1: whatever token the
 	// drive held is among these, and none may still be current.
 	for tok := uint64(1); tok <= 8; tok++ {

@@ -58,6 +58,15 @@ func TestTerminalIsFinalForEveryEntryPoint(t *testing.T) {
 // after a 409; when the wait ended the caller still sent a result query
 // for the resolved key (query() sent first and journaled after).
 func TestNoRequestAfterManualResolution(t *testing.T) {
+	e := submitResolvedInBackoff(t)
+	require.Zero(t, e.queries("k"), "a request went out for a key already resolved by hand")
+}
+
+// submitResolvedInBackoff submits "k" against a server that answers 409
+// with Retry-After: 2; while the caller waits, an operator resolves the
+// operation as failed. It checks that Submit returns the resolution.
+func submitResolvedInBackoff(t *testing.T) *env {
+	t.Helper()
 	var e *env
 	clk := &sleepHookClock{}
 	e = newEnv(t,
@@ -69,11 +78,10 @@ func TestNoRequestAfterManualResolution(t *testing.T) {
 			idem.Resolution{State: idem.StateFailed, Reason: "refunded by phone", By: "ops"})
 		require.NoError(t, err)
 	}
-	res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	res, _ := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.NotNil(t, res)
 	require.Equal(t, idem.StateFailed, res.State)
-	_ = err
-	require.Zero(t, e.queries("k"), "a request went out for a key already resolved by hand")
+	return e
 }
 
 // Hooks.Settle "is called when an operation becomes succeeded or failed".
