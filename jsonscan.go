@@ -53,7 +53,8 @@ func scanResult(b []byte) (r resultBody, ok bool) {
 // and returns the index past it.
 func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 	names := [memMembers]string{memState: "state", memResourceID: "resourceid", memID: "id", memReason: "reason",
-		memKey: "key", memIdemKey: "idempotencykey", memIdemKey2: "idempotency_key", memError: "error", memErrors: "errors"}
+		memKey: "key", memIdemKey: "idempotencykey", memIdemKey2: "idempotency_key", memStatus: "status",
+		memError: "error", memErrors: "errors"}
 	m := 0
 	for m < memMembers && !foldEqual(name, names[m]) {
 		m++

@@ -18,6 +18,7 @@ func FuzzScanResult(f *testing.F) {
 		`{"a":"b",}`, `{,}`, `{"a" "b"}`, `{"a":"b"} x`, `null`, `[]`, `"s"`, ``, `{"s\"":"x"}`, "{\"a\":\"\x01\"}",
 		`{"ſtate":"succeeded"}`, `{"\u212aey":"x"}`,
 		`{"id":"1","error":null,"Errors":null}`, `{"id":"1","error":"x"}`, `{"id":"1","ERROR":false}`, `{"errors":[]}`,
+		`{"id":"pay_1","status":"Declined"}`, `{"id":"pay_1","Status":7}`, `{"status":null,"id":"x","STATUS":"failed"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -92,14 +92,23 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "state" ("succeeded", "failed", "processing"; "pending" means processing)
 // and "resourceId" (required for succeeded), plus an optional "reason"; or a
 // plain resource object with a non-empty string "id", taken as succeeded
-// (as processing when the status is 202 Accepted: not completed).
+// (as processing when the status is 202 Accepted: not completed) unless
+// its "status" names a failure: "failed", "declined", "rejected",
+// "refused", "denied", "canceled", "cancelled", "voided" or "expired" (in
+// any case) make it failed, with the status as the reason, and "error" or
+// "errored" prove nothing. A payment created declined (Checkout.com's
+// "Declined", Mercado Pago's "rejected", PayPal's "DECLINED") is a failed
+// payment, not a success.
 // A body that echoes a key ("idempotencyKey", "idempotency_key", or "key"
 // beside "state") must echo the operation's own: an answer about another
 // key proves nothing about this one. Nor does a body that carries an error
 // (an "error" or "errors" member that is not null or empty), unless its
 // "state" is "failed".
-// APIs whose resources carry a status of their own (a payment object whose
-// "status" may say it failed) need a Decoder that reads it: WithDecoder.
+// Any other status is taken as the resource's creation succeeding: APIs
+// whose resources may be created in a state that is not yet an outcome (a
+// payment "pending" its authorisation) need a Decoder that reads it, and
+// so do those that say a failure another way (Adyen's "resultCode"):
+// WithDecoder.
 func DecodeJSON(a *Answer) (Outcome, error) {
 	v, ok := scanResult(a.Body)
 	if !ok {
@@ -129,6 +138,14 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 		if v[memID].s == "" {
 			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
 		}
+		if st := v[memStatus]; st.ok {
+			switch failedStatus(st.s) {
+			case statusFailed:
+				return Outcome{State: StateFailed, ResourceID: v[memID].s, Reason: truncate(st.s, 64)}, nil
+			case statusError:
+				return Outcome{}, fmt.Errorf("%w: the resource's status is %q", errUndecodable, truncate(st.s, 64))
+			}
+		}
 		if a.StatusCode == http.StatusAccepted {
 			// The resource exists, but 202 says its work is not done: an
 			// asynchronous order may still be declined.
@@ -152,6 +169,24 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	}
 }
 
+// What a resource's "status" says of its creation.
+const (
+	statusOther  = iota // taken as created
+	statusFailed        // the resource records a failure: failed, never resent
+	statusError         // an error of the call's, not an outcome: proves nothing
+)
+
+// failedStatus reads a resource's status word.
+func failedStatus(s string) int {
+	switch strings.ToLower(s) {
+	case "failed", "declined", "rejected", "refused", "denied", "canceled", "cancelled", "voided", "expired":
+		return statusFailed
+	case "error", "errored":
+		return statusError
+	}
+	return statusOther
+}
+
 // resultBody is what DecodeJSON reads from a body: its members below,
 // each with ok set when it is a JSON string (state: present and not
 // null; resourceId and reason, which are strings or absent: not empty).
@@ -167,6 +202,7 @@ const (
 	memKey
 	memIdemKey
 	memIdemKey2
+	memStatus // a plain resource's own status
 	// memError and memErrors are ok when the member holds an error: any
 	// value but null, false, 0, "", [] and {}.
 	memError
@@ -201,12 +237,13 @@ func unmarshalResult(body []byte) (resultBody, error) {
 		IdemKey2   any     `json:"idempotency_key"`
 		Error      any     `json:"error"`
 		Errors     any     `json:"errors"`
+		Status     any     `json:"status"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return resultBody{}, err
 	}
 	r := resultBody{memResourceID: {v.ResourceID, v.ResourceID != ""}, memReason: {v.Reason, v.Reason != ""},
-		memID: anyString(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2),
+		memID: anyString(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status),
 		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}}
 	if v.State != nil {
 		r[memState] = jsonString{*v.State, true}

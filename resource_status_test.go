@@ -1,0 +1,109 @@
+package idem_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// A plain resource object carries a status of its own: a payment created
+// declined is a failed payment, whatever the HTTP status says.
+func TestDecodeJSONReadsResourceStatus(t *testing.T) {
+	for _, tt := range []struct {
+		body   string
+		code   int
+		want   idem.Outcome
+		proves bool // false: DecodeJSON must return an error
+	}{
+		{`{"id":"pay_1","status":"Declined"}`, 201, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "Declined"}, true},
+		{`{"id":"pay_1","status":"DECLINED"}`, 201, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "DECLINED"}, true},
+		{`{"id":"pay_1","status":"rejected"}`, 201, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "rejected"}, true},
+		{`{"id":"pay_1","status":"failed"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "failed"}, true},
+		{`{"id":"pay_1","status":"refused"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "refused"}, true},
+		{`{"id":"pay_1","status":"denied"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "denied"}, true},
+		{`{"id":"ord_1","status":"canceled"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "ord_1", Reason: "canceled"}, true},
+		{`{"id":"ord_1","status":"CANCELLED"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "ord_1", Reason: "CANCELLED"}, true},
+		{`{"id":"pay_1","status":"voided"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "voided"}, true},
+		{`{"id":"cs_1","status":"expired"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "cs_1", Reason: "expired"}, true},
+		// 202 says the work is not done, but a declined resource is done.
+		{`{"id":"pay_1","status":"declined"}`, 202, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "declined"}, true},
+		// An error of the call's is no outcome: query, never settle.
+		{`{"id":"req_1","status":"error"}`, 200, idem.Outcome{}, false},
+		{`{"id":"req_1","status":"Errored"}`, 200, idem.Outcome{}, false},
+		// Any other status is the resource created, as before.
+		{`{"id":"ch_1","status":"succeeded"}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ch_1"}, true},
+		{`{"id":"ch_1","status":"paid"}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ch_1"}, true},
+		{`{"id":"ord_1","status":"pending"}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
+		{`{"id":"ord_1","status":7}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
+		{`{"id":"ord_1","status":null}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
+		// idem's own protocol ("state") decides when it is there.
+		{`{"state":"succeeded","resourceId":"ord_1","status":"declined"}`, 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
+		// A status without a resource proves nothing, as before.
+		{`{"status":"declined"}`, 200, idem.Outcome{}, false},
+	} {
+		got, err := idem.DecodeJSON(&idem.Answer{Key: "k1", StatusCode: tt.code, Body: []byte(tt.body)})
+		if !tt.proves {
+			require.Errorf(t, err, "DecodeJSON(%d %s) = %+v", tt.code, tt.body, got)
+			continue
+		}
+		require.NoErrorf(t, err, "DecodeJSON(%d %s)", tt.code, tt.body)
+		require.Equalf(t, tt.want, got, "DecodeJSON(%d %s)", tt.code, tt.body)
+	}
+}
+
+// Payment APIs answer a declined card with a 201 and the payment they
+// created, declined: the answer shapes below are Checkout.com's, Mercado
+// Pago's and PayPal's (a capture). The call is failed, once, and a retry
+// of the intent replays the failure from the journal without a request.
+func TestDeclinedPaymentSettlesFailed(t *testing.T) {
+	for name, body := range map[string]string{
+		"checkout.com": `{"id":"pay_mbabizu24mvu3mela5njyhpit4","action_id":"act_1","amount":6540,"currency":"USD",` +
+			`"approved":false,"status":"Declined","response_code":"20005","response_summary":"Declined - Do Not Honour",` +
+			`"source":{"type":"card","last4":"4242"},"processed_on":"2026-12-02T09:00:00Z"}`,
+		"mercado pago": `{"id":1234567890,"status":"rejected","status_detail":"cc_rejected_insufficient_amount","transaction_amount":100}`,
+		"paypal capture": `{"id":"2GG279541U471931P","status":"DECLINED","amount":{"currency_code":"USD","value":"10.00"},` +
+			`"links":[{"rel":"self","href":"https://api.example/v2/payments/captures/2GG279541U471931P"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			var posts atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				posts.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusCreated)
+				_, _ = io.WriteString(w, body)
+			}))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch))
+			req := idem.Request{Key: "pay-k1", URL: srv.URL + "/payments", Body: []byte(`{"amount":6540}`)}
+
+			res, err := c.Submit(t.Context(), req)
+			if name == "mercado pago" {
+				// Its "id" is a number, which DecodeJSON does not take for a
+				// resource id: no proof either way, so never a success.
+				require.NotEqual(t, idem.StateSucceeded, res.State, "a rejected payment was taken for a success")
+				return
+			}
+			require.ErrorIs(t, err, idem.ErrFailed)
+			require.Equal(t, idem.StateFailed, res.State, "a declined payment was taken for %s", res.State)
+			require.NotEmpty(t, res.ResourceID, "the declined payment's id is kept")
+			require.Equal(t, int64(1), posts.Load(), "requests")
+
+			op, gerr := c.Lookup(t.Context(), "", req.Key)
+			require.NoError(t, gerr)
+			require.Equal(t, idem.StateFailed, op.State, "journaled state")
+
+			again, err := c.Submit(t.Context(), req)
+			require.ErrorIs(t, err, idem.ErrFailed)
+			require.Equal(t, idem.StateFailed, again.State)
+			require.Equal(t, int64(1), posts.Load(), "a failed payment is never sent again")
+		})
+	}
+}
