@@ -15,14 +15,26 @@ import (
 
 // Summary counts what Resume found and where each operation ended.
 type Summary struct {
-	Visited    int // open operations found in the journal
+	Visited    int // open operations found in the journal (Deferred among them)
 	Succeeded  int
 	Failed     int
 	Processing int // accepted by the server, not finished yet
 	Unknown    int // still unconfirmed, due for the reconciler
 	Pending    int // never sent (the caller stopped waiting first)
 	Review     int // flagged for a person (key expired, deadline passed)
+	// Deferred counts the open operations Resume left to Run without
+	// visiting them, because the server looked unreachable: its last
+	// visits, many in a row, all ended unknown or never sent.
+	Deferred int
 }
+
+// resumeGiveUp is how many visits in a row must end without progress
+// (unknown, or never sent) before Resume leaves the rest to Run. During an
+// outage each visit spends its whole budget (60 s by default against a
+// server that never answers): visiting a backlog of thousands that way
+// would hold a service's start-up for hours, for nothing that Run will
+// not do as well once the server is back.
+func resumeGiveUp(concurrency int) int { return max(8, 2*concurrency) }
 
 func (s *Summary) add(res *Result) {
 	if res == nil {
@@ -51,6 +63,12 @@ func (s *Summary) add(res *Result) {
 // open operations, not with the journal's size. Each settlement is also
 // reported to the WithSettleFunc callback.
 //
+// Resume does not wait out an outage: once many visits in a row (twice
+// WithResumeConcurrency, at least 8) have ended unknown or unsent, it
+// starts no more and counts the operations it left in Summary.Deferred.
+// They stay journaled and due, and Run settles them once the server
+// answers; call Resume again to settle them at once instead.
+//
 // The error is non-nil only if the journal cannot be read or written, or
 // ctx ends; the Summary then counts what was done.
 func (c *Client) Resume(ctx context.Context) (Summary, error) {
@@ -69,16 +87,29 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	}
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
+	visited, fruitless, giveUp := 0, 0, resumeGiveUp(c.cfg.resumeConcurrency)
 	c.visitAll(ctx, refs, resuming, func(_ ref, res *Result, err error) bool {
+		visited++
 		sum.add(res)
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
 		}
-		return true
+		if res != nil && !res.State.Terminal() && res.State != StateProcessing && res.Review == "" {
+			fruitless++
+		} else {
+			fruitless = 0
+		}
+		return fruitless < giveUp
 	})
+	if fruitless >= giveUp && ctx.Err() == nil {
+		sum.Deferred = sum.Visited - visited
+		c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resume: the server looks unreachable; the reconciler (Run) settles the rest once it answers",
+			slog.Int("fruitless_in_a_row", fruitless), slog.Int("deferred", sum.Deferred))
+	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume done",
 		slog.Int("visited", sum.Visited), slog.Int("succeeded", sum.Succeeded), slog.Int("failed", sum.Failed),
-		slog.Int("processing", sum.Processing), slog.Int("unknown", sum.Unknown), slog.Int("review", sum.Review))
+		slog.Int("processing", sum.Processing), slog.Int("unknown", sum.Unknown), slog.Int("review", sum.Review),
+		slog.Int("deferred", sum.Deferred))
 	if journalErr != nil {
 		return sum, errorf("idem: resume: %w", journalErr)
 	}
@@ -115,7 +146,7 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done 
 				}
 				res, err := c.visit(ctx, r, mode)
 				mu.Lock()
-				if !halted && !done(r, res, err) {
+				if !done(r, res, err) {
 					halted = true
 				}
 				mu.Unlock()
