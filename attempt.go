@@ -390,9 +390,18 @@ func (c *Client) keyConflict(status int, body []byte) bool {
 }
 
 // replayed reports whether the server says the answer is the stored one
-// for this key (Stripe's Idempotent-Replayed header).
+// for this key: Stripe's Idempotent-Replayed: true, or the same marker
+// under the X- and "Idempotency-" names other APIs document (fiskaly's
+// X-Idempotency-Replayed), the value bare or quoted. A replay missed is
+// worse than one seen: another request's stored success would be taken
+// for ours.
 func replayed(h http.Header) bool {
-	return strings.EqualFold(strings.TrimSpace(headerValue(h, "Idempotent-Replayed")), "true")
+	for _, name := range [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed"} {
+		if strings.EqualFold(strings.Trim(strings.TrimSpace(headerValue(h, name)), `"`), "true") {
+			return true
+		}
+	}
+	return false
 }
 
 // headerValue is h.Get(name) for a name already in canonical form:

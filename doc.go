@@ -80,12 +80,13 @@
 //	transport error after writing, timeout   ambiguous               query, then resend same key
 //	any answer marked replayed               the key's final answer  never resent (below)
 //
-// A replayed answer (Idempotent-Replayed: true) is the server's stored one
-// for the key: a replayed 2xx settles only if an earlier attempt may have
-// reached the server, else the key is another request's ([ReviewKeyInUse],
-// an error matching [ErrKeyConflict] and [ErrUnknownOutcome]); a replayed
-// 4xx settles failed; a replayed 5xx is flagged for review at once
-// ([ErrNeedsReview]) and still queried.
+// A replayed answer (Idempotent-Replayed: true, or the same marker named
+// Idempotency-Replayed, X-Idempotent-Replayed or X-Idempotency-Replayed)
+// is the server's stored one for the key: a replayed 2xx settles only if
+// an earlier attempt may have reached the server, else the key is another
+// request's ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
+// [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx is
+// flagged for review at once ([ErrNeedsReview]) and still queried.
 //
 // An answer that says this attempt did not execute (409 in flight, 429, a
 // 4xx, a request never written) says nothing of earlier attempts: an

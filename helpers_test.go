@@ -2,9 +2,11 @@ package idem_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,4 +189,54 @@ func clientFor(t testing.TB, srv *httptest.Server, clock *idemtest.Clock, opts .
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// shape is one answer of a vendor's server, in its documented form.
+type shape struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// vendor answers each submit with the next of its shapes, the last one
+// again once they run out, and counts the submits.
+type vendor struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	shapes []shape
+	n      int
+}
+
+func newVendor(t testing.TB, shapes ...shape) *vendor {
+	t.Helper()
+	v := &vendor{shapes: shapes}
+	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		v.mu.Lock()
+		s := v.shapes[min(v.n, len(v.shapes)-1)]
+		v.n++
+		v.mu.Unlock()
+		for name, vals := range s.header {
+			w.Header()[name] = vals
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(s.status)
+		_, _ = io.WriteString(w, s.body)
+	}))
+	t.Cleanup(v.srv.Close)
+	return v
+}
+
+// posts counts the submits the vendor answered.
+func (v *vendor) posts() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.n
+}
+
+// submit sends one payment through a client with the default settings.
+func (v *vendor) submit(t testing.TB, opts ...idem.Option) (*idem.Result, error) {
+	t.Helper()
+	c := clientFor(t, v.srv, idemtest.NewClock(epoch), opts...)
+	return c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(`{"amount":100}`)})
 }
