@@ -355,9 +355,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	}
 	a.replayed = !query && replayed(ex.header)
 	a.verdict = c.verdict(ex.status)
-	// The judge reads keyConflict only for a Conflict verdict: spare the
-	// scan of every other body.
-	a.keyConflict = a.verdict == Conflict && c.keyConflict(ex.status, ex.body)
+	a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a
 	}
@@ -383,10 +381,18 @@ func (c *Client) verdict(status int) Verdict {
 	return c.cfg.classify(status)
 }
 
-// keyConflict reports whether a Conflict answer is about the key rather
-// than a validation error with the same status.
-func (c *Client) keyConflict(status int, body []byte) bool {
-	return slices.Contains(c.cfg.conflictStatus, status) || mentionsKey(body)
+// keyConflict reports whether a refusal is about the key: a Conflict
+// answer rather than a validation error with the same status, or a 400
+// that says the key was used with other parameters. Other answers' bodies
+// are not scanned.
+func (c *Client) keyConflict(v Verdict, status int, body []byte) bool {
+	switch {
+	case v == Conflict:
+		return slices.Contains(c.cfg.conflictStatus, status) || mentionsKey(body)
+	case v == Rejected && status == http.StatusBadRequest:
+		return reusesKey(body)
+	}
+	return false
 }
 
 // replayed reports whether the server says the answer is the stored one

@@ -567,7 +567,7 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	switch rec.State {
 	case StateFailed:
 		e.Kind = ErrFailed
-		if r := rec.Result; r != nil && rec.Resolved == nil && c.verdict(r.StatusCode) == Conflict && c.keyConflict(r.StatusCode, r.Body) {
+		if r := rec.Result; r != nil && rec.Resolved == nil && c.keyConflict(c.verdict(r.StatusCode), r.StatusCode, r.Body) {
 			e.Kind = ErrKeyConflict
 		}
 		if e.Cause == nil {

@@ -91,7 +91,8 @@ type answer struct {
 	verdict  Verdict
 	// keyConflict: a Conflict verdict is about the key (a status set with
 	// WithKeyConflictStatus, or a body that names the idempotency key),
-	// not a validation error that happens to be 422.
+	// not a validation error that happens to be 422; or a 400 says the
+	// key was used with other parameters (reusesKey).
 	keyConflict bool
 	body        []byte
 	out         Outcome // what the decoder read from a 2xx
@@ -189,7 +190,7 @@ func submitMeaning(p past, a answer) judgment {
 		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
 			out: Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)}}
-		if a.verdict == Conflict && a.keyConflict {
+		if a.keyConflict {
 			j.label, j.conflict = "conflict", true
 		}
 		return j
@@ -215,7 +216,7 @@ func replayMeaning(p past, a answer) judgment {
 		// of ours executed either.
 		return judgment{move: moveSettle, label: "replayed_rejection",
 			out:      Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)},
-			conflict: a.verdict == Conflict && a.keyConflict}
+			conflict: a.keyConflict}
 	case !p.maybeExecuted:
 		return judgment{move: moveReview, label: "replayed_foreign", review: ReviewKeyInUse, conflict: true}
 	case a.status >= 200 && a.status < 300:
@@ -299,6 +300,23 @@ func mentionsKey(body []byte) bool {
 	// ASCII only: fold in place of a lower-cased copy of every body.
 	for i := 0; i+len(word) <= len(body); i++ {
 		if body[i]|0x20 == word[0] && asciiFold(body[i:i+len(word)], word) {
+			return true
+		}
+	}
+	return false
+}
+
+// reusesKey reports whether a 400's body says the idempotency key was
+// used before with other parameters (Stripe's idempotency_error, Square's
+// IDEMPOTENCY_KEY_REUSED), not that it is missing or malformed: servers
+// answer all three with 400, and only the first is a key conflict.
+func reusesKey(body []byte) bool {
+	if !mentionsKey(body) {
+		return false
+	}
+	lower := bytes.ToLower(body)
+	for _, w := range [...]string{"reuse", "re-use", "same", "differ", "mismatch", "already", "previously"} {
+		if bytes.Contains(lower, []byte(w)) {
 			return true
 		}
 	}

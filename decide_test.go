@@ -55,6 +55,9 @@ func TestJudgeSubmit(t *testing.T) {
 		{name: "502 ambiguous", p: fresh, a: answer{status: 502, verdict: Ambiguous}, move: moveQuery},
 		{name: "504 ambiguous", p: fresh, a: answer{status: 504, verdict: Ambiguous}, move: moveQuery},
 
+		{name: "400 saying the key was reused, fresh: failed, conflict", p: fresh, a: answer{status: 400, verdict: Rejected, keyConflict: true},
+			move: moveSettle, refused: true, conflict: true, wantState: StateFailed},
+		{name: "400 saying the key was reused, after maybe executed: ambiguous", p: maybe, a: answer{status: 400, verdict: Rejected, keyConflict: true}, move: moveQuery, refused: true},
 		{name: "other 4xx on a fresh operation: failed", p: fresh, a: answer{status: 403, verdict: Rejected}, move: moveSettle, refused: true, wantState: StateFailed},
 		{name: "other 4xx after maybe executed: ambiguous", p: maybe, a: answer{status: 401, verdict: Rejected}, move: moveQuery, refused: true},
 
@@ -185,6 +188,25 @@ func TestKeyWindow(t *testing.T) {
 				t.Fatalf("keyWindow() = %d; want %d", got, tt.want)
 			}
 		})
+	}
+}
+
+// Servers answer 400 both to a key used with other parameters and to a
+// key missing or malformed: only the first is a key conflict.
+func TestReusesKey(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}}`: true,
+		`{"errors":[{"code":"IDEMPOTENCY_KEY_REUSED"}]}`:                      true,
+		`{"error":{"code":"idempotency_key_mismatch"}}`:                       true,
+		`{"error":"Transaction request already exists with idempotency key"}`: true,
+		`{"title":"Idempotency-Key is missing"}`:                              false,
+		`{"error":"Idempotency-Key must be at most 255 characters"}`:          false,
+		`{"error":"amount differs from the order total"}`:                     false,
+		``: false,
+	} {
+		if got := reusesKey([]byte(body)); got != want {
+			t.Errorf("reusesKey(%s) = %v; want %v", body, got, want)
+		}
 	}
 }
 

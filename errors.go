@@ -33,7 +33,8 @@ var (
 	// reported it failed). The Result says why.
 	ErrFailed = errors.New("idem: operation failed")
 	// ErrKeyConflict: the key is already used for a different request, in
-	// the journal (from Prepare) or on the server (422). Nothing is resent.
+	// the journal (from Prepare) or on the server (a 422 or 400 saying so).
+	// Nothing is resent.
 	ErrKeyConflict = errors.New("idem: idempotency key already used with a different request")
 )
 

@@ -313,10 +313,12 @@ func normalHost(h string) string {
 }
 
 // WithKeyConflictStatus names statuses (besides a 422 whose body mentions
-// the idempotency key) with which the server says "this key was used with
-// another request": 417 for some servers, say. Such an answer to an
-// operation none of whose attempts may have executed fails it with
-// ErrKeyConflict; it is never resent.
+// the idempotency key, and a 400 whose body says it was used before) with
+// which the server says "this key was used with another request": 417 for
+// some servers, say. Such an answer to an operation none of whose attempts
+// may have executed fails it with ErrKeyConflict; it is never resent. A
+// status named here is a key conflict whatever its body: never name one
+// the server also gives other refusals (Stripe's and Square's 400).
 func WithKeyConflictStatus(codes ...int) Option {
 	return optionFunc(func(c *config) {
 		for _, code := range codes {

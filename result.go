@@ -310,6 +310,9 @@ type Classifier func(statusCode int) Verdict
 // named with WithKeyConflictStatus or the body mentions the idempotency key
 // ("idempot…", as the IETF draft's and common middlewares' messages do):
 // a 422 from a handler's own validation is a plain rejection (ErrFailed).
+// A Rejected 400 is a key conflict when its body names the key and says it
+// was used before or with other parameters (Stripe's idempotency_error,
+// Square's IDEMPOTENCY_KEY_REUSED), not when it says the key is missing.
 // Answers marked replayed (Idempotent-Replayed: true) are judged before
 // the classifier: see the package documentation.
 func DefaultClassifier(statusCode int) Verdict {
