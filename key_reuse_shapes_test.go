@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,6 +61,44 @@ func TestBadRequestNotAboutReuseIsPlainFailure(t *testing.T) {
 			require.NotErrorIs(t, err, idem.ErrKeyConflict)
 			require.Equal(t, idem.StateFailed, res.State)
 			require.Equal(t, 1, v.posts(), "submits")
+		})
+	}
+}
+
+// Answers that idem cannot settle from at the default settings, read
+// safely: never a failure for what may have executed, never a new key.
+// GoCardless answers a create resent after it succeeded with 409
+// idempotent_creation_conflict naming the resource; Stripe answers a key
+// still in flight with 409 idempotency_key_in_use, and a key used with
+// other parameters with 400 even when ours may have executed first.
+func TestKeyShapesAfterALostResponse(t *testing.T) {
+	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
+	for _, tt := range []struct {
+		name   string
+		shapes []shape
+		state  idem.State
+		review string
+		posts  int
+	}{
+		{"gocardless 409 idempotent_creation_conflict", []shape{lost, {status: 409, body: `{"error":{"type":"invalid_state","code":409,` +
+			`"errors":[{"reason":"idempotent_creation_conflict","message":"A resource has already been created with this idempotency key",` +
+			`"links":{"conflicting_resource_id":"PM123"}}]}}`}}, idem.StateProcessing, "", 5},
+		{"stripe 409 idempotency_key_in_use, nothing of ours executed", []shape{{status: 409, body: `{"error":{"code":"idempotency_key_in_use",` +
+			`"type":"invalid_request_error","message":"There is currently another in-progress request using this Stripe API key and idempotency key."}}`}},
+			idem.StatePending, "", 5},
+		{"stripe 400 idempotency_error after ours may have executed", []shape{lost, {status: 400, body: `{"error":{"type":"idempotency_error",` +
+			`"message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}}`}},
+			idem.StateUnknown, idem.ReviewRefusedAfterSend, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newVendor(t, tt.shapes...)
+			res, err := v.submit(t)
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+			require.NotErrorIs(t, err, idem.ErrFailed)
+			require.NotErrorIs(t, err, idem.ErrKeyConflict)
+			require.Equal(t, tt.state, res.State)
+			require.Equal(t, tt.review, res.Review)
+			require.Equal(t, tt.posts, v.posts(), "submits")
 		})
 	}
 }
