@@ -205,7 +205,10 @@ func appendHeader(dst []byte, h http.Header) []byte {
 	if len(h) == 0 {
 		return dst
 	}
-	keys := make([]string, 0, len(h))
+	// On the stack for the few headers a request has: this runs on every
+	// write.
+	var small [8]string
+	keys := small[:0]
 	for k := range h {
 		keys = append(keys, k)
 	}
