@@ -327,6 +327,28 @@ func decodeBody(b []byte) (*Record, []byte, error) {
 	return r, body, nil
 }
 
+// encodedHeader returns the request header's bytes in the encoding b
+// (a slice of b), nil if b is damaged.
+func encodedHeader(b []byte) []byte {
+	d := decoder{b: b}
+	d.header()
+	d.state()
+	for range 7 { // Review, Scope, Key, Ref, Method, URL, QueryURL
+		d.take(d.length())
+	}
+	start := len(b) - len(d.b)
+	for range d.count(2) {
+		d.take(d.length())
+		for range d.count(1) {
+			d.take(d.length())
+		}
+	}
+	if d.err != nil {
+		return nil
+	}
+	return b[start : len(b)-len(d.b)]
+}
+
 // decodeState decodes only a record's state and review reason.
 func decodeState(b []byte) (State, string, error) {
 	d := decoder{b: b}

@@ -584,7 +584,6 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		}
 		was := *r       // shallow: fields fn could change in place are copied next
 		was.Body = body // the stored bytes, valid until the round ends
-		was.Header = r.Header.Clone()
 		if r.Resolved != nil {
 			res := *r.Resolved
 			was.Resolved = &res
@@ -593,10 +592,23 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		if req.panicked, err = protect(fn, r); err != nil {
 			return err
 		}
+		// The header is checked on the encodings, which sort it, rather
+		// than on a copy of the map taken before fn (which may change the
+		// map in place): equal encoded headers are equal headers. Only
+		// when they differ is the stored one decoded again, so that
+		// validateChange reports the first rule broken, as ever.
+		enc := encode(nil, r)
+		if bytes.Equal(encodedHeader(enc), encodedHeader(cur)) {
+			was.Header = r.Header
+		} else if old, err := decode(cur); err == nil {
+			was.Header = old.Header
+		} else {
+			return err
+		}
 		if err := validateChange(&was, r); err != nil {
 			return err
 		}
-		v.put(rk, r, encode(nil, r))
+		v.put(rk, r, enc)
 		stored = r
 		return nil
 	})
