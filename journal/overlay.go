@@ -165,11 +165,18 @@ func (o *overlay) all() []*logged {
 // overlay or the bbolt file, in that order, and stages at most one write
 // as its last step.
 type view struct {
-	s       *Store
-	staged  map[string]*logged
-	order   []*logged
+	s     *Store
+	order []*logged // the staged writes, in order
+	// index finds a record's latest staged write once the round has more
+	// than stagedScan of them; a smaller round is searched in order, and
+	// builds no map (most rounds carry a few writes).
+	index   map[string]*logged
 	pending *logged // the current request's write, until it returns nil
 }
+
+// stagedScan is how many staged writes a view searches one by one before
+// it indexes them.
+const stagedScan = 16
 
 func (s *Store) newView() *view {
 	return &view{s: s}
@@ -178,10 +185,23 @@ func (s *Store) newView() *view {
 // get returns the current encoding of the record rk, or nil; the caller
 // must not change it.
 func (v *view) get(rk []byte) ([]byte, error) {
-	if e := v.staged[string(rk)]; e != nil {
+	if e := v.staged(rk); e != nil {
 		return e.enc, nil
 	}
 	return v.s.latest(rk)
+}
+
+// staged returns the round's latest staged write of the record rk, or nil.
+func (v *view) staged(rk []byte) *logged {
+	if v.index != nil {
+		return v.index[string(rk)]
+	}
+	for i := len(v.order) - 1; i >= 0; i-- {
+		if v.order[i].rk == string(rk) {
+			return v.order[i]
+		}
+	}
+	return nil
 }
 
 // latest returns the encoding of the latest version of the record rk: the
@@ -217,11 +237,16 @@ func (v *view) put(rk []byte, r *Record, enc []byte) {
 // settle keeps or drops the current request's staged write.
 func (v *view) settle(keep bool) {
 	if keep && v.pending != nil {
-		if v.staged == nil {
-			v.staged = make(map[string]*logged)
-		}
-		v.staged[v.pending.rk] = v.pending
 		v.order = append(v.order, v.pending)
+		switch {
+		case v.index != nil:
+			v.index[v.pending.rk] = v.pending
+		case len(v.order) > stagedScan:
+			v.index = make(map[string]*logged, 2*len(v.order))
+			for _, e := range v.order { // in order: the latest write of a record wins
+				v.index[e.rk] = e
+			}
+		}
 	}
 	v.pending = nil
 }
