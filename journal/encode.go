@@ -242,6 +242,7 @@ func decodeBody(b []byte) (*Record, []byte, error) {
 	if d.err == nil && !r.State.Valid() {
 		d.fail("invalid state")
 	}
+	d.textAhead()
 	r.Review = d.string()
 	r.Scope = d.string()
 	r.Key = d.string()
@@ -368,6 +369,34 @@ type decoder struct {
 	b       []byte
 	err     error
 	version byte // the record's encoding version, once header has read it
+	// text is a copy of the bytes that held len(b) == textEnd bytes
+	// before them: string takes the strings that lie in it as substrings
+	// of it (see textAhead).
+	text    string
+	textEnd int
+}
+
+// textAhead copies, as one string, the bytes from here to the end of the
+// request's header (the review reason, the request's strings and its
+// header), so that the dozen strings in them cost one allocation, not
+// one each. They are immutable, so sharing one backing is safe; a caller
+// that keeps one of them keeps the rest (a few hundred bytes) alive.
+func (d *decoder) textAhead() {
+	ahead := decoder{b: d.b}
+	for range 7 { // Review, Scope, Key, Ref, Method, URL, QueryURL
+		ahead.take(ahead.length())
+	}
+	for range ahead.count(2) {
+		ahead.take(ahead.length())
+		for range ahead.count(1) {
+			ahead.take(ahead.length())
+		}
+	}
+	if d.err != nil || ahead.err != nil {
+		return // read as before: the reads themselves report the damage
+	}
+	d.text = string(d.b[:len(d.b)-len(ahead.b)])
+	d.textEnd = len(d.b)
 }
 
 // flagMask is the attempt flags the record's version may hold.
@@ -503,7 +532,12 @@ func (d *decoder) count(minSize int) int {
 }
 
 func (d *decoder) string() string {
-	return string(d.take(d.length()))
+	n := d.length()
+	if off := d.textEnd - len(d.b); d.err == nil && n > 0 && off >= 0 && off+n <= len(d.text) {
+		d.b = d.b[n:]
+		return d.text[off : off+n]
+	}
+	return string(d.take(n))
 }
 
 func (d *decoder) bytes() []byte {
