@@ -480,8 +480,12 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	}
 	rk := recordKey(stored.Scope, stored.Key)
 	enc := encode(nil, stored)
-	var existing []byte
-	var lease Lease
+	// What the write hands back, in one variable: every variable the
+	// closure assigns is a heap allocation of its own.
+	var out struct {
+		existing []byte
+		lease    Lease
+	}
 	err := s.write(ctx, func(v *view, req *request) error {
 		req.claim = nil
 		cur, err := v.get(rk)
@@ -489,17 +493,17 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 			return err
 		}
 		if cur != nil {
-			existing = slices.Clone(cur)
+			out.existing = slices.Clone(cur)
 			return ErrExists
 		}
 		v.put(rk, stored, enc)
 		if claim != nil {
-			req.claim, req.lease = claim, &lease
+			req.claim, req.lease = claim, &out.lease
 		}
 		return nil
 	})
 	if errors.Is(err, ErrExists) {
-		old, derr := decode(existing)
+		old, derr := decode(out.existing)
 		if derr != nil {
 			return nil, Lease{}, errorf("journal: create: existing record: %w", derr)
 		}
@@ -508,7 +512,7 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	if err != nil {
 		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
-	return stored, lease, nil
+	return stored, out.lease, nil
 }
 
 // Get returns the record with the given scope and key, or an error
