@@ -175,6 +175,8 @@ type view struct {
 	// read is the record key of the last write get found, which put
 	// reuses rather than convert rk again.
 	read string
+	// first holds order's first writes: most rounds stage a few.
+	first [8]*logged
 }
 
 // stagedScan is how many staged writes a view searches one by one before
@@ -182,7 +184,9 @@ type view struct {
 const stagedScan = 16
 
 func (s *Store) newView() *view {
-	return &view{s: s}
+	v := &view{s: s}
+	v.order = v.first[:0]
+	return v
 }
 
 // get returns the current encoding of the record rk, or nil; the caller
