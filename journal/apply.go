@@ -195,6 +195,8 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 		}
 	}
 	tuneFreelist(s.db)
+	s.kept.suspend()
+	defer s.kept.resume()
 	return s.db.Update(fn)
 }
 

@@ -120,17 +120,41 @@ func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	return (*getter)(nil).lookup(tx, rk)
 }
 
-// A getter reads the buckets of one write transaction through a cursor
-// per bucket, kept: bbolt's Bucket.Get makes a cursor for every read and
+// A getter reads the buckets of one transaction through a cursor per
+// bucket, kept: bbolt's Bucket.Get makes a cursor for every read and
 // grows its stack from empty, an allocation per level of the tree, and
-// the applier reads three keys of every record it copies. A nil getter
-// reads with Bucket.Get.
+// the applier reads three keys of every record it copies. It keeps the
+// buckets too: a read transaction's Bucket makes a new one every call. A
+// nil getter reads with Tx.Bucket and Bucket.Get.
 type getter struct {
+	buckets []namedBucket
 	cursors []*bolt.Cursor
 }
 
-// get is b.Get(key): b must be a bucket of a write transaction (whose
-// Bucket returns the same *Bucket every time) and hold no nested bucket.
+type namedBucket struct {
+	name []byte
+	b    *bolt.Bucket
+}
+
+// bucket is tx.Bucket(name), made once per getter; tx must be the same
+// transaction every time.
+func (g *getter) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
+	if g == nil {
+		return tx.Bucket(name)
+	}
+	for _, nb := range g.buckets {
+		if bytes.Equal(nb.name, name) {
+			return nb.b
+		}
+	}
+	b := tx.Bucket(name)
+	if b != nil {
+		g.buckets = append(g.buckets, namedBucket{name, b})
+	}
+	return b
+}
+
+// get is b.Get(key) for a bucket b that holds no nested bucket.
 func (g *getter) get(b *bolt.Bucket, key []byte) []byte {
 	if g == nil {
 		return b.Get(key)
@@ -156,7 +180,7 @@ func (g *getter) get(b *bolt.Bucket, key []byte) []byte {
 
 // lookup is the package's lookup, reading through g.
 func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
-	keys := tx.Bucket(bucketKeys)
+	keys := g.bucket(tx, bucketKeys)
 	sk = g.get(keys, rk)
 	if sk == nil {
 		return nil, nil, nil
@@ -168,7 +192,7 @@ func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 		return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q of %d bytes", rk, len(sk))
 	}
 	for _, name := range [][]byte{bucketOpen, bucketDone} {
-		b := tx.Bucket(name)
+		b := g.bucket(tx, name)
 		if v = g.get(b, sk); v != nil {
 			return sk, v, mappedOf(tx, b).check(v)
 		}

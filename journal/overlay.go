@@ -196,7 +196,7 @@ func (v *view) get(rk []byte) ([]byte, error) {
 		v.read = e.rk
 		return e.enc, nil
 	}
-	enc, key, err := v.s.latestKeyed(rk)
+	enc, key, err := v.s.latestKeyed(rk, true)
 	if key != "" {
 		v.read = key
 	}
@@ -219,13 +219,14 @@ func (v *view) staged(rk []byte) *logged {
 // latest returns the encoding of the latest version of the record rk: the
 // overlay's, or a copy of the file's; nil if there is none.
 func (s *Store) latest(rk []byte) ([]byte, error) {
-	enc, _, err := s.latestKeyed(rk)
+	enc, _, err := s.latestKeyed(rk, false)
 	return enc, err
 }
 
 // latestKeyed is latest that also returns, when the overlay holds the
-// record, its entry's record key: rk as a string, already made.
-func (s *Store) latestKeyed(rk []byte) (enc []byte, key string, err error) {
+// record, its entry's record key: rk as a string, already made. The
+// committer's rounds (kept) read the file in the transaction they keep.
+func (s *Store) latestKeyed(rk []byte, kept bool) (enc []byte, key string, err error) {
 	// The read lock keeps the applier from removing the record from the
 	// overlay between the miss there and the read of the file, which
 	// would then be older than the write the applier copied.
@@ -233,6 +234,11 @@ func (s *Store) latestKeyed(rk []byte) (enc []byte, key string, err error) {
 	defer s.ov.mu.RUnlock()
 	if e := s.ov.m[string(rk)]; e != nil {
 		return e.enc, e.rk, nil
+	}
+	if kept {
+		if enc, ok, err := s.kept.lookup(s.db, rk); ok {
+			return enc, "", err
+		}
 	}
 	err = readDamaged(func() error {
 		return s.db.View(func(tx *bolt.Tx) error {

@@ -56,9 +56,10 @@ type Store struct {
 	closed   atomic.Bool
 	leases   leases // in memory: see lease.go
 
-	log *logWriter // nil when read-only
-	ov  overlay    // logged writes the file does not hold yet (overlay.go)
-	ap  applier    // copies them into the file
+	log  *logWriter // nil when read-only
+	ov   overlay    // logged writes the file does not hold yet (overlay.go)
+	ap   applier    // copies them into the file
+	kept keptRead   // the committer's read transaction of the file
 }
 
 // openFiles holds every Store of this process that is open, so that an
@@ -371,6 +372,9 @@ func (s *Store) Close() error {
 		s.c.stop()
 		close(s.ap.stop)
 		<-s.ap.done
+		// For good: no round runs now, and db.Close waits for every read
+		// transaction to end.
+		s.kept.suspend()
 		s.ap.mu.Lock()
 		aerr = s.applyLocked()
 		s.log.close()
