@@ -300,12 +300,9 @@ func CheckLease(ctx context.Context, scope, key string) (Lease, bool, error) {
 // checked inside the commit: a claim made while the write waited for its
 // commit fences it too.
 func (s *Store) fenced(ctx context.Context, scope, key string, fn func(*Record) error) (func(*Record) error, error) {
-	l, ok, err := CheckLease(ctx, scope, key)
+	l, ok, err := s.fence(ctx, scope, key)
 	if err != nil || !ok {
 		return fn, err
-	}
-	if err := s.leases.check(l); err != nil {
-		return nil, err
 	}
 	return func(r *Record) error {
 		if err := s.leases.check(l); err != nil {
@@ -313,6 +310,20 @@ func (s *Store) fenced(ctx context.Context, scope, key string, fn func(*Record) 
 		}
 		return fn(r)
 	}, nil
+}
+
+// fence returns the lease a write of (scope, key) with ctx is made under,
+// if any (ok), after checking that it is still current. A write checks it
+// again inside its commit (see fenced).
+func (s *Store) fence(ctx context.Context, scope, key string) (l Lease, ok bool, err error) {
+	l, ok, err = CheckLease(ctx, scope, key)
+	if err != nil || !ok {
+		return l, false, err
+	}
+	if err := s.leases.check(l); err != nil {
+		return l, false, err
+	}
+	return l, true, nil
 }
 
 // settledUnder drops the lease ctx carries once its record is terminal:

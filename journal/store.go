@@ -569,7 +569,9 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if fn == nil {
 		return nil, errorf("journal: update: nil function: %w", ErrInvalid)
 	}
-	fn, err := s.fenced(ctx, scope, key, fn)
+	// fenced's check, made here rather than by wrapping fn: the wrapper
+	// was an allocation per write.
+	lease, leased, err := s.fence(ctx, scope, key)
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
@@ -597,6 +599,11 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 			was.Resolved = &res
 		}
 		was.Confirmations = slices.Clone(r.Confirmations)
+		if leased {
+			if err := s.leases.check(lease); err != nil {
+				return err
+			}
+		}
 		if req.panicked, err = protect(fn, r); err != nil {
 			return err
 		}
