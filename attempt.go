@@ -75,7 +75,11 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	if err != nil {
 		return exchange{err: fmt.Errorf("idem: build request: %w", err), unsent: true}
 	}
-	copyHeader(req.Header, rec.Header)
+	spare := 0
+	if !query && c.cfg.keyHeader != "" {
+		spare = 1 // the key's value shares the copy's backing array
+	}
+	room := copyHeader(req.Header, rec.Header, spare)
 	if query {
 		// A result query carries the journaled headers too: one may scope
 		// the key (an account header such as Stripe-Account), and without
@@ -89,7 +93,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		}
 	} else if c.cfg.keyHeader != "" {
 		// keyHeader is canonical (WithKeyHeader): Set's work is done.
-		req.Header[c.cfg.keyHeader] = []string{c.keyValue(rec.Key)}
+		req.Header[c.cfg.keyHeader] = append(room, c.keyValue(rec.Key))
 	}
 	if c.cfg.hook != nil {
 		if err := c.cfg.hook(req); err != nil {
@@ -212,9 +216,11 @@ func submitOnlyHeader(name string) bool {
 
 // copyHeader copies src's values into dst, all in one backing array
 // (as http.Header.Clone does): the request hook may change dst, never the
-// journaled record.
-func copyHeader(dst, src http.Header) {
-	n := 0
+// journaled record. It leaves room in the array for spare more values and
+// returns it (empty, with capacity spare); every slice it puts in dst has
+// its capacity capped, so an append to one never lands in another.
+func copyHeader(dst, src http.Header, spare int) []string {
+	n := spare
 	for _, vals := range src {
 		n += len(vals)
 	}
@@ -223,6 +229,7 @@ func copyHeader(dst, src http.Header) {
 		all = append(all, vals...)
 		dst[name] = all[len(all)-len(vals) : len(all) : len(all)]
 	}
+	return all[len(all):len(all):n]
 }
 
 // maxSizeHint bounds the buffer readAtMost makes from a Content-Length

@@ -50,10 +50,14 @@ func TestCopyHeaderIsTheRequests(t *testing.T) {
 	src := http.Header{"Content-Type": {"application/json"}, "X-A": {"1", "2"}, "X-B": {"3"}}
 	orig := src.Clone()
 	dst := http.Header{}
-	copyHeader(dst, src)
+	room := copyHeader(dst, src, 1)
 	if !equalHeader(dst, orig) {
 		t.Fatalf("copyHeader() = %v; want %v", dst, orig)
 	}
+	if len(room) != 0 || cap(room) != 1 {
+		t.Fatalf("copyHeader() room: len %d, cap %d; want 0, 1", len(room), cap(room))
+	}
+	dst["Idempotency-Key"] = append(room, "k")
 	dst["X-A"] = append(dst["X-A"], "appended")
 	dst["Content-Type"][0] = "changed"
 	dst.Add("X-B", "added")
@@ -62,6 +66,15 @@ func TestCopyHeaderIsTheRequests(t *testing.T) {
 	}
 	if got := dst["X-B"]; !slices.Equal(got, []string{"3", "added"}) {
 		t.Fatalf("X-B = %q; want [3 added]", got)
+	}
+	dst.Add("Idempotency-Key", "again")
+	if got := dst["Idempotency-Key"]; !slices.Equal(got, []string{"k", "again"}) {
+		t.Fatalf("Idempotency-Key = %q; want [k again]", got)
+	}
+	for name, vals := range dst {
+		if name != "Idempotency-Key" && slices.Contains(vals, "again") {
+			t.Fatalf("%s = %q: an append to another header landed in it", name, vals)
+		}
 	}
 }
 

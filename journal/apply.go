@@ -167,8 +167,9 @@ func (s *Store) apply(holdAfter time.Time) error {
 			return nil
 		}
 		err := s.commitBolt(func(tx *bolt.Tx) error {
+			g := &getter{}
 			for _, e := range batch {
-				if err := applyOne(tx, e); err != nil {
+				if err := applyOne(tx, g, e); err != nil {
 					return err
 				}
 			}
@@ -194,19 +195,21 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 		}
 	}
 	tuneFreelist(s.db)
+	s.kept.suspend()
+	defer s.kept.resume()
 	return s.db.Update(fn)
 }
 
 // applyOne writes the logged record e into the bbolt file with its key
-// and index entries, replacing the version the file holds.
-func applyOne(tx *bolt.Tx, e *logged) error {
+// and index entries, replacing the version the file holds; g reads tx.
+func applyOne(tx *bolt.Tx, g *getter, e *logged) error {
 	rk := []byte(e.rk)
-	sk, v, err := lookup(tx, rk)
+	sk, v, err := g.lookup(tx, rk)
 	if err != nil {
 		return err
 	}
 	if v == nil {
-		return addRecord(tx, rk, e.summary(), e.enc)
+		return g.addRecord(tx, rk, e.summary(), e.enc)
 	}
 	old, err := decode(v)
 	if err != nil {

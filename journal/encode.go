@@ -205,7 +205,10 @@ func appendHeader(dst []byte, h http.Header) []byte {
 	if len(h) == 0 {
 		return dst
 	}
-	keys := make([]string, 0, len(h))
+	// On the stack for the few headers a request has: this runs on every
+	// write.
+	var small [8]string
+	keys := small[:0]
 	for k := range h {
 		keys = append(keys, k)
 	}
@@ -239,6 +242,7 @@ func decodeBody(b []byte) (*Record, []byte, error) {
 	if d.err == nil && !r.State.Valid() {
 		d.fail("invalid state")
 	}
+	d.textAhead()
 	r.Review = d.string()
 	r.Scope = d.string()
 	r.Key = d.string()
@@ -324,6 +328,28 @@ func decodeBody(b []byte) (*Record, []byte, error) {
 	return r, body, nil
 }
 
+// encodedHeader returns the request header's bytes in the encoding b
+// (a slice of b), nil if b is damaged.
+func encodedHeader(b []byte) []byte {
+	d := decoder{b: b}
+	d.header()
+	d.state()
+	for range 7 { // Review, Scope, Key, Ref, Method, URL, QueryURL
+		d.take(d.length())
+	}
+	start := len(b) - len(d.b)
+	for range d.count(2) {
+		d.take(d.length())
+		for range d.count(1) {
+			d.take(d.length())
+		}
+	}
+	if d.err != nil {
+		return nil
+	}
+	return b[start : len(b)-len(d.b)]
+}
+
 // decodeState decodes only a record's state and review reason.
 func decodeState(b []byte) (State, string, error) {
 	d := decoder{b: b}
@@ -343,6 +369,34 @@ type decoder struct {
 	b       []byte
 	err     error
 	version byte // the record's encoding version, once header has read it
+	// text is a copy of the bytes that held len(b) == textEnd bytes
+	// before them: string takes the strings that lie in it as substrings
+	// of it (see textAhead).
+	text    string
+	textEnd int
+}
+
+// textAhead copies, as one string, the bytes from here to the end of the
+// request's header (the review reason, the request's strings and its
+// header), so that the dozen strings in them cost one allocation, not
+// one each. They are immutable, so sharing one backing is safe; a caller
+// that keeps one of them keeps the rest (a few hundred bytes) alive.
+func (d *decoder) textAhead() {
+	ahead := decoder{b: d.b}
+	for range 7 { // Review, Scope, Key, Ref, Method, URL, QueryURL
+		ahead.take(ahead.length())
+	}
+	for range ahead.count(2) {
+		ahead.take(ahead.length())
+		for range ahead.count(1) {
+			ahead.take(ahead.length())
+		}
+	}
+	if d.err != nil || ahead.err != nil {
+		return // read as before: the reads themselves report the damage
+	}
+	d.text = string(d.b[:len(d.b)-len(ahead.b)])
+	d.textEnd = len(d.b)
 }
 
 // flagMask is the attempt flags the record's version may hold.
@@ -478,7 +532,12 @@ func (d *decoder) count(minSize int) int {
 }
 
 func (d *decoder) string() string {
-	return string(d.take(d.length()))
+	n := d.length()
+	if off := d.textEnd - len(d.b); d.err == nil && n > 0 && off >= 0 && off+n <= len(d.text) {
+		d.b = d.b[n:]
+		return d.text[off : off+n]
+	}
+	return string(d.take(n))
 }
 
 func (d *decoder) bytes() []byte {

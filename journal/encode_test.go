@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"math"
 	"net/http"
@@ -72,6 +73,7 @@ func TestEncodeRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, tt.rec.State, st)
 			require.Equal(t, tt.rec.Review, review)
+			require.Equal(t, appendHeader(nil, tt.rec.Header), encodedHeader(enc), "encodedHeader")
 		})
 	}
 }
@@ -197,6 +199,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		require.Equal(t, r, r2)
 		if _, _, err := decodeState(b); err != nil {
 			t.Fatalf("decodeState rejects what decode accepts: %v", err)
+		}
+		if h := encodedHeader(enc); !bytes.Equal(h, appendHeader(nil, r.Header)) {
+			t.Fatalf("encodedHeader = %x; want the header's encoding %x", h, appendHeader(nil, r.Header))
 		}
 	})
 }

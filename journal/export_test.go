@@ -46,6 +46,7 @@ func (s *Store) crash(t interface{ Helper() }) {
 	<-s.ap.done
 	s.log.close()
 	s.unregister()
+	s.kept.suspend() // db.Close waits for every read transaction to end
 	_ = s.db.Close()
 }
 

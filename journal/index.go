@@ -117,8 +117,71 @@ func home(tx *bolt.Tx, r *Record, sk []byte) (records, index *bolt.Bucket, ik []
 // In a read transaction it also refuses a key or value that a damaged
 // page makes bbolt return from outside the file (see mappedOf).
 func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
-	keys := tx.Bucket(bucketKeys)
-	sk = keys.Get(rk)
+	return (*getter)(nil).lookup(tx, rk)
+}
+
+// A getter reads the buckets of one transaction through a cursor per
+// bucket, kept: bbolt's Bucket.Get makes a cursor for every read and
+// grows its stack from empty, an allocation per level of the tree, and
+// the applier reads three keys of every record it copies. It keeps the
+// buckets too: a read transaction's Bucket makes a new one every call. A
+// nil getter reads with Tx.Bucket and Bucket.Get.
+type getter struct {
+	buckets []namedBucket
+	cursors []*bolt.Cursor
+}
+
+type namedBucket struct {
+	name []byte
+	b    *bolt.Bucket
+}
+
+// bucket is tx.Bucket(name), made once per getter; tx must be the same
+// transaction every time.
+func (g *getter) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
+	if g == nil {
+		return tx.Bucket(name)
+	}
+	for _, nb := range g.buckets {
+		if bytes.Equal(nb.name, name) {
+			return nb.b
+		}
+	}
+	b := tx.Bucket(name)
+	if b != nil {
+		g.buckets = append(g.buckets, namedBucket{name, b})
+	}
+	return b
+}
+
+// get is b.Get(key) for a bucket b that holds no nested bucket.
+func (g *getter) get(b *bolt.Bucket, key []byte) []byte {
+	if g == nil {
+		return b.Get(key)
+	}
+	var c *bolt.Cursor
+	for _, o := range g.cursors {
+		if o.Bucket() == b {
+			c = o
+			break
+		}
+	}
+	if c == nil {
+		c = b.Cursor()
+		g.cursors = append(g.cursors, c)
+	}
+	// Seek repositions the cursor from the root, as a new one would: a
+	// Put since its last use does not mislead it.
+	if k, v := c.Seek(key); bytes.Equal(k, key) {
+		return v
+	}
+	return nil
+}
+
+// lookup is the package's lookup, reading through g.
+func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
+	keys := g.bucket(tx, bucketKeys)
+	sk = g.get(keys, rk)
 	if sk == nil {
 		return nil, nil, nil
 	}
@@ -129,8 +192,8 @@ func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 		return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q of %d bytes", rk, len(sk))
 	}
 	for _, name := range [][]byte{bucketOpen, bucketDone} {
-		b := tx.Bucket(name)
-		if v = b.Get(sk); v != nil {
+		b := g.bucket(tx, name)
+		if v = g.get(b, sk); v != nil {
 			return sk, v, mappedOf(tx, b).check(v)
 		}
 	}
@@ -141,6 +204,11 @@ func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 // enc: it gives r its sequence number and key entry, then its record and
 // index entry (putRecord).
 func addRecord(tx *bolt.Tx, rk []byte, r *Record, enc []byte) error {
+	return (*getter)(nil).addRecord(tx, rk, r, enc)
+}
+
+// addRecord is the package's addRecord, reading through g.
+func (g *getter) addRecord(tx *bolt.Tx, rk []byte, r *Record, enc []byte) error {
 	keys := tx.Bucket(bucketKeys)
 	n, err := keys.NextSequence()
 	if err != nil {
@@ -150,7 +218,7 @@ func addRecord(tx *bolt.Tx, rk []byte, r *Record, enc []byte) error {
 	// A sequence number is never given twice (bbolt keeps the counter in
 	// the bucket, and Compact copies it); were it ever reset, the new
 	// record would overwrite an old one: refuse instead.
-	if tx.Bucket(bucketOpen).Get(sk) != nil || tx.Bucket(bucketDone).Get(sk) != nil {
+	if g.get(tx.Bucket(bucketOpen), sk) != nil || g.get(tx.Bucket(bucketDone), sk) != nil {
 		return withKind(ErrCorrupt, "damaged key index: sequence number %d already in use", n)
 	}
 	if err := keys.Put(rk, sk); err != nil {

@@ -57,13 +57,19 @@ var (
 type leases struct {
 	mu    sync.Mutex
 	next  uint64 // last token handed out, journal-wide
-	table map[string]Lease
+	table map[leaseID]Lease
 }
+
+// leaseID keys the lease table. A struct rather than scope, NUL, key
+// joined: the joined string, longer than the compiler's 32-byte stack
+// buffer for a UUID key, was a heap allocation on every lookup, and
+// every write under a lease looks its lease up twice.
+type leaseID struct{ scope, key string }
 
 func (t *leases) get(scope, key string) Lease {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.table[scope+"\x00"+key]
+	return t.table[leaseID{scope, key}]
 }
 
 // claim takes the lease for owner unless another owner's is live at now,
@@ -71,13 +77,13 @@ func (t *leases) get(scope, key string) Lease {
 func (t *leases) claim(scope, key, owner string, now, expires time.Time, again bool) (Lease, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	id := scope + "\x00" + key
+	id := leaseID{scope, key}
 	cur := t.table[id]
 	if cur.Held(owner, now) || !again && cur.Owner != "" && now.Before(cur.Expires) {
 		return cur, ErrLeased
 	}
 	if t.table == nil {
-		t.table = make(map[string]Lease)
+		t.table = make(map[leaseID]Lease)
 	}
 	t.next++
 	l := Lease{Scope: scope, Key: key, Owner: owner, Token: t.next, Expires: expires}
@@ -91,11 +97,11 @@ func (t *leases) grant(scope, key, owner string, expires time.Time) Lease {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.table == nil {
-		t.table = make(map[string]Lease)
+		t.table = make(map[leaseID]Lease)
 	}
 	t.next++
 	l := Lease{Scope: scope, Key: key, Owner: owner, Token: t.next, Expires: expires}
-	t.table[scope+"\x00"+key] = l
+	t.table[leaseID{scope, key}] = l
 	return l
 }
 
@@ -111,7 +117,7 @@ func (t *leases) check(l Lease) error {
 func (t *leases) set(l Lease, update func(*Lease)) (Lease, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	id := l.Scope + "\x00" + l.Key
+	id := leaseID{l.Scope, l.Key}
 	cur, ok := t.table[id]
 	if !ok || l.Token == 0 || cur.Token != l.Token {
 		return Lease{}, ErrLeaseLost
@@ -126,7 +132,7 @@ func (t *leases) set(l Lease, update func(*Lease)) (Lease, error) {
 func (t *leases) release(l Lease) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	id := l.Scope + "\x00" + l.Key
+	id := leaseID{l.Scope, l.Key}
 	if cur, ok := t.table[id]; !ok || l.Token == 0 || cur.Token != l.Token {
 		return ErrLeaseLost
 	}
@@ -144,7 +150,7 @@ func (t *leases) count() int {
 func (t *leases) drop(scope, key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.table, scope+"\x00"+key)
+	delete(t.table, leaseID{scope, key})
 }
 
 // Claim takes the lease on the record for owner until expires, unless
@@ -294,12 +300,9 @@ func CheckLease(ctx context.Context, scope, key string) (Lease, bool, error) {
 // checked inside the commit: a claim made while the write waited for its
 // commit fences it too.
 func (s *Store) fenced(ctx context.Context, scope, key string, fn func(*Record) error) (func(*Record) error, error) {
-	l, ok, err := CheckLease(ctx, scope, key)
+	l, ok, err := s.fence(ctx, scope, key)
 	if err != nil || !ok {
 		return fn, err
-	}
-	if err := s.leases.check(l); err != nil {
-		return nil, err
 	}
 	return func(r *Record) error {
 		if err := s.leases.check(l); err != nil {
@@ -307,6 +310,20 @@ func (s *Store) fenced(ctx context.Context, scope, key string, fn func(*Record) 
 		}
 		return fn(r)
 	}, nil
+}
+
+// fence returns the lease a write of (scope, key) with ctx is made under,
+// if any (ok), after checking that it is still current. A write checks it
+// again inside its commit (see fenced).
+func (s *Store) fence(ctx context.Context, scope, key string) (l Lease, ok bool, err error) {
+	l, ok, err = CheckLease(ctx, scope, key)
+	if err != nil || !ok {
+		return l, false, err
+	}
+	if err := s.leases.check(l); err != nil {
+		return l, false, err
+	}
+	return l, true, nil
 }
 
 // settledUnder drops the lease ctx carries once its record is terminal:

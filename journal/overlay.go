@@ -31,8 +31,8 @@ type logged struct {
 	since time.Time
 }
 
-func newLogged(rk []byte, r *Record, enc []byte) *logged {
-	return &logged{rk: string(rk), enc: enc, open: r.Open(), nextDue: r.NextDue, settled: r.Settled}
+func newLogged(rk string, r *Record, enc []byte) *logged {
+	return &logged{rk: rk, enc: enc, open: r.Open(), nextDue: r.NextDue, settled: r.Settled}
 }
 
 // summary is the part of the record putRecord reads.
@@ -165,63 +165,116 @@ func (o *overlay) all() []*logged {
 // overlay or the bbolt file, in that order, and stages at most one write
 // as its last step.
 type view struct {
-	s       *Store
-	staged  map[string]*logged
-	order   []*logged
+	s     *Store
+	order []*logged // the staged writes, in order
+	// index finds a record's latest staged write once the round has more
+	// than stagedScan of them; a smaller round is searched in order, and
+	// builds no map (most rounds carry a few writes).
+	index   map[string]*logged
 	pending *logged // the current request's write, until it returns nil
+	// read is the record key of the last write get found, which put
+	// reuses rather than convert rk again.
+	read string
+	// first holds order's first writes: most rounds stage a few.
+	first [8]*logged
 }
 
+// stagedScan is how many staged writes a view searches one by one before
+// it indexes them.
+const stagedScan = 16
+
 func (s *Store) newView() *view {
-	return &view{s: s}
+	v := &view{s: s}
+	v.order = v.first[:0]
+	return v
 }
 
 // get returns the current encoding of the record rk, or nil; the caller
 // must not change it.
 func (v *view) get(rk []byte) ([]byte, error) {
-	if e := v.staged[string(rk)]; e != nil {
+	if e := v.staged(rk); e != nil {
+		v.read = e.rk
 		return e.enc, nil
 	}
-	return v.s.latest(rk)
+	enc, key, err := v.s.latestKeyed(rk, true)
+	if key != "" {
+		v.read = key
+	}
+	return enc, err
+}
+
+// staged returns the round's latest staged write of the record rk, or nil.
+func (v *view) staged(rk []byte) *logged {
+	if v.index != nil {
+		return v.index[string(rk)]
+	}
+	for i := len(v.order) - 1; i >= 0; i-- {
+		if v.order[i].rk == string(rk) {
+			return v.order[i]
+		}
+	}
+	return nil
 }
 
 // latest returns the encoding of the latest version of the record rk: the
 // overlay's, or a copy of the file's; nil if there is none.
 func (s *Store) latest(rk []byte) ([]byte, error) {
+	enc, _, err := s.latestKeyed(rk, false)
+	return enc, err
+}
+
+// latestKeyed is latest that also returns, when the overlay holds the
+// record, its entry's record key: rk as a string, already made. The
+// committer's rounds (kept) read the file in the transaction they keep.
+func (s *Store) latestKeyed(rk []byte, kept bool) (enc []byte, key string, err error) {
 	// The read lock keeps the applier from removing the record from the
 	// overlay between the miss there and the read of the file, which
 	// would then be older than the write the applier copied.
 	s.ov.mu.RLock()
 	defer s.ov.mu.RUnlock()
 	if e := s.ov.m[string(rk)]; e != nil {
-		return e.enc, nil
+		return e.enc, e.rk, nil
 	}
-	var out []byte
-	err := readDamaged(func() error {
+	if kept {
+		if enc, ok, err := s.kept.lookup(s.db, rk); ok {
+			return enc, "", err
+		}
+	}
+	err = readDamaged(func() error {
 		return s.db.View(func(tx *bolt.Tx) error {
 			_, v, err := lookup(tx, rk)
 			// A copy: the file's bytes last only as long as the
 			// transaction, and the caller's function runs after it.
-			out = slices.Clone(v)
+			enc = slices.Clone(v)
 			return err
 		})
 	})
-	return out, err
+	return enc, "", err
 }
 
 // put stages the current request's write of r, encoded as enc (which the
 // Store owns from now on).
 func (v *view) put(rk []byte, r *Record, enc []byte) {
-	v.pending = newLogged(rk, r, enc)
+	key := v.read
+	if key != string(rk) {
+		key = string(rk)
+	}
+	v.pending = newLogged(key, r, enc)
 }
 
 // settle keeps or drops the current request's staged write.
 func (v *view) settle(keep bool) {
 	if keep && v.pending != nil {
-		if v.staged == nil {
-			v.staged = make(map[string]*logged)
-		}
-		v.staged[v.pending.rk] = v.pending
 		v.order = append(v.order, v.pending)
+		switch {
+		case v.index != nil:
+			v.index[v.pending.rk] = v.pending
+		case len(v.order) > stagedScan:
+			v.index = make(map[string]*logged, 2*len(v.order))
+			for _, e := range v.order { // in order: the latest write of a record wins
+				v.index[e.rk] = e
+			}
+		}
 	}
 	v.pending = nil
 }

@@ -72,7 +72,7 @@ func (s *Store) openLog(cfg *config) error {
 		if err != nil {
 			return errorf("log entry %d: %w", e.lsn, err)
 		}
-		l := newLogged(recordKey(r.Scope, r.Key), r, e.payload)
+		l := newLogged(string(recordKey(r.Scope, r.Key)), r, e.payload)
 		l.lsn = e.lsn
 		entries = append(entries, l)
 	}

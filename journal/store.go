@@ -56,9 +56,10 @@ type Store struct {
 	closed   atomic.Bool
 	leases   leases // in memory: see lease.go
 
-	log *logWriter // nil when read-only
-	ov  overlay    // logged writes the file does not hold yet (overlay.go)
-	ap  applier    // copies them into the file
+	log  *logWriter // nil when read-only
+	ov   overlay    // logged writes the file does not hold yet (overlay.go)
+	ap   applier    // copies them into the file
+	kept keptRead   // the committer's read transaction of the file
 }
 
 // openFiles holds every Store of this process that is open, so that an
@@ -371,6 +372,9 @@ func (s *Store) Close() error {
 		s.c.stop()
 		close(s.ap.stop)
 		<-s.ap.done
+		// For good: no round runs now, and db.Close waits for every read
+		// transaction to end.
+		s.kept.suspend()
 		s.ap.mu.Lock()
 		aerr = s.applyLocked()
 		s.log.close()
@@ -480,8 +484,12 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	}
 	rk := recordKey(stored.Scope, stored.Key)
 	enc := encode(nil, stored)
-	var existing []byte
-	var lease Lease
+	// What the write hands back, in one variable: every variable the
+	// closure assigns is a heap allocation of its own.
+	var out struct {
+		existing []byte
+		lease    Lease
+	}
 	err := s.write(ctx, func(v *view, req *request) error {
 		req.claim = nil
 		cur, err := v.get(rk)
@@ -489,17 +497,17 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 			return err
 		}
 		if cur != nil {
-			existing = slices.Clone(cur)
+			out.existing = slices.Clone(cur)
 			return ErrExists
 		}
 		v.put(rk, stored, enc)
 		if claim != nil {
-			req.claim, req.lease = claim, &lease
+			req.claim, req.lease = claim, &out.lease
 		}
 		return nil
 	})
 	if errors.Is(err, ErrExists) {
-		old, derr := decode(existing)
+		old, derr := decode(out.existing)
 		if derr != nil {
 			return nil, Lease{}, errorf("journal: create: existing record: %w", derr)
 		}
@@ -508,7 +516,7 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	if err != nil {
 		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
-	return stored, lease, nil
+	return stored, out.lease, nil
 }
 
 // Get returns the record with the given scope and key, or an error
@@ -561,7 +569,9 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if fn == nil {
 		return nil, errorf("journal: update: nil function: %w", ErrInvalid)
 	}
-	fn, err := s.fenced(ctx, scope, key, fn)
+	// fenced's check, made here rather than by wrapping fn: the wrapper
+	// was an allocation per write.
+	lease, leased, err := s.fence(ctx, scope, key)
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
@@ -584,19 +594,36 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		}
 		was := *r       // shallow: fields fn could change in place are copied next
 		was.Body = body // the stored bytes, valid until the round ends
-		was.Header = r.Header.Clone()
 		if r.Resolved != nil {
 			res := *r.Resolved
 			was.Resolved = &res
 		}
 		was.Confirmations = slices.Clone(r.Confirmations)
+		if leased {
+			if err := s.leases.check(lease); err != nil {
+				return err
+			}
+		}
 		if req.panicked, err = protect(fn, r); err != nil {
+			return err
+		}
+		// The header is checked on the encodings, which sort it, rather
+		// than on a copy of the map taken before fn (which may change the
+		// map in place): equal encoded headers are equal headers. Only
+		// when they differ is the stored one decoded again, so that
+		// validateChange reports the first rule broken, as ever.
+		enc := encode(nil, r)
+		if bytes.Equal(encodedHeader(enc), encodedHeader(cur)) {
+			was.Header = r.Header
+		} else if old, err := decode(cur); err == nil {
+			was.Header = old.Header
+		} else {
 			return err
 		}
 		if err := validateChange(&was, r); err != nil {
 			return err
 		}
-		v.put(rk, r, encode(nil, r))
+		v.put(rk, r, enc)
 		stored = r
 		return nil
 	})
