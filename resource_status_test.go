@@ -1,10 +1,7 @@
 package idem_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -72,17 +69,10 @@ func TestDeclinedPaymentSettlesFailed(t *testing.T) {
 			`"links":[{"rel":"self","href":"https://api.example/v2/payments/captures/2GG279541U471931P"}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			var posts atomic.Int64
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				posts.Add(1)
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusCreated)
-				_, _ = io.WriteString(w, body)
-			}))
-			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, idemtest.NewClock(epoch))
-			req := idem.Request{Key: "pay-k1", URL: srv.URL + "/payments", Body: []byte(`{"amount":6540}`)}
+			v := newVendor(t, shape{status: http.StatusCreated, body: body})
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch))
+			posts := v.posts
+			req := idem.Request{Key: "pay-k1", URL: v.srv.URL + "/payments", Body: []byte(`{"amount":6540}`)}
 
 			res, err := c.Submit(t.Context(), req)
 			if name == "mercado pago" {
@@ -94,7 +84,7 @@ func TestDeclinedPaymentSettlesFailed(t *testing.T) {
 			require.ErrorIs(t, err, idem.ErrFailed)
 			require.Equal(t, idem.StateFailed, res.State, "a declined payment was taken for %s", res.State)
 			require.NotEmpty(t, res.ResourceID, "the declined payment's id is kept")
-			require.Equal(t, int64(1), posts.Load(), "requests")
+			require.Equal(t, 1, posts(), "requests")
 
 			op, gerr := c.Lookup(t.Context(), "", req.Key)
 			require.NoError(t, gerr)
@@ -103,7 +93,7 @@ func TestDeclinedPaymentSettlesFailed(t *testing.T) {
 			again, err := c.Submit(t.Context(), req)
 			require.ErrorIs(t, err, idem.ErrFailed)
 			require.Equal(t, idem.StateFailed, again.State)
-			require.Equal(t, int64(1), posts.Load(), "a failed payment is never sent again")
+			require.Equal(t, 1, posts(), "a failed payment is never sent again")
 		})
 	}
 }
