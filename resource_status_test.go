@@ -25,15 +25,18 @@ func TestDecodeJSONReadsResourceStatus(t *testing.T) {
 		{`{"id":"pay_1","status":"failed"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "failed"}, true},
 		{`{"id":"pay_1","status":"refused"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "refused"}, true},
 		{`{"id":"pay_1","status":"denied"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "denied"}, true},
-		{`{"id":"ord_1","status":"canceled"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "ord_1", Reason: "canceled"}, true},
-		{`{"id":"ord_1","status":"CANCELLED"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "ord_1", Reason: "CANCELLED"}, true},
-		{`{"id":"pay_1","status":"voided"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "voided"}, true},
-		{`{"id":"cs_1","status":"expired"}`, 200, idem.Outcome{State: idem.StateFailed, ResourceID: "cs_1", Reason: "expired"}, true},
 		// 202 says the work is not done, but a declined resource is done.
 		{`{"id":"pay_1","status":"declined"}`, 202, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "declined"}, true},
 		// An error of the call's is no outcome: query, never settle.
 		{`{"id":"req_1","status":"error"}`, 200, idem.Outcome{}, false},
 		{`{"id":"req_1","status":"Errored"}`, 200, idem.Outcome{}, false},
+		// A status a created resource reaches later is no failure of the
+		// call: the order was made, and "failed" could have it made again.
+		{`{"id":"ord_1","status":"canceled"}`, 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
+		{`{"id":"ord_1","status":"CANCELLED"}`, 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
+		{`{"id":"pay_1","status":"voided"}`, 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: "pay_1"}, true},
+		{`{"id":"pay_1","status":"refunded"}`, 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: "pay_1"}, true},
+		{`{"id":"cs_1","status":"expired"}`, 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: "cs_1"}, true},
 		// Any other status is the resource created, as before.
 		{`{"id":"ch_1","status":"succeeded"}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ch_1"}, true},
 		{`{"id":"ch_1","status":"paid"}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ch_1"}, true},

@@ -93,12 +93,15 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // and "resourceId" (required for succeeded), plus an optional "reason"; or a
 // plain resource object with a non-empty string "id", taken as succeeded
 // (as processing when the status is 202 Accepted: not completed) unless
-// its "status" names a failure: "failed", "declined", "rejected",
-// "refused", "denied", "canceled", "cancelled", "voided" or "expired" (in
-// any case) make it failed, with the status as the reason, and "error" or
-// "errored" prove nothing. A payment created declined (Checkout.com's
-// "Declined", Mercado Pago's "rejected", PayPal's "DECLINED") is a failed
-// payment, not a success.
+// its "status" says the server refused to carry it out: "failed",
+// "declined", "rejected", "refused" or "denied" (in any case) make it
+// failed, with the status as the reason, and "error" or "errored" prove
+// nothing. A payment created declined (Checkout.com's "Declined", Mercado
+// Pago's "rejected", PayPal's "DECLINED") is a failed payment, not a
+// success. A status that a created resource reaches later ("canceled",
+// "voided", "expired", "refunded") is not a failure of the call: the
+// order or payment was made, and a caller told "failed" might make it
+// again.
 // A body that echoes a key ("idempotencyKey", "idempotency_key", or "key"
 // beside "state") must echo the operation's own: an answer about another
 // key proves nothing about this one. Nor does a body that carries an error
@@ -179,7 +182,7 @@ const (
 // failedStatus reads a resource's status word.
 func failedStatus(s string) int {
 	switch strings.ToLower(s) {
-	case "failed", "declined", "rejected", "refused", "denied", "canceled", "cancelled", "voided", "expired":
+	case "failed", "declined", "rejected", "refused", "denied":
 		return statusFailed
 	case "error", "errored":
 		return statusError
