@@ -15,6 +15,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"runtime"
@@ -328,4 +329,71 @@ func TestCloseWaitsForQueuedWrites(t *testing.T) {
 	}
 	_, err = s2.Get(ctx, "s", "late")
 	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// TestManyWritesOfOneRecordInOneRound: a round finds its staged writes by
+// searching them in order while it has few (the first eight in the view's
+// own array) and through a map past stagedScan. Across both switches,
+// each write must see the one just before it, not an older one, for the
+// record written again and again and for records created mid-round; and
+// what the round logs is the last of each.
+func TestManyWritesOfOneRecordInOneRound(t *testing.T) {
+	s, _ := rvOpen(t)
+	ctx := context.Background()
+	_, err := s.Create(ctx, rvRecord("x", rvT0))
+	require.NoError(t, err)
+
+	const n = 2*stagedScan + 3
+	release, wait := rvBlock(t, s)
+	var results []<-chan rvResult
+	for i := range n {
+		var op func() (*Record, error)
+		switch {
+		case i%5 == 4: // a record of its own, created mid-round
+			op = func() (*Record, error) { return s.Create(ctx, rvRecord(fmt.Sprintf("y%02d", i), rvT0)) }
+		case i%5 == 3: // and written again at once
+			op = func() (*Record, error) {
+				return s.Update(ctx, "s", fmt.Sprintf("y%02d", i+1), func(r *Record) error {
+					return errors.New("created later in the round: must not be found yet")
+				})
+			}
+		default:
+			op = func() (*Record, error) {
+				return s.Update(ctx, "s", "x", func(r *Record) error {
+					r.Attempts = append(r.Attempts, Attempt{Number: len(r.Attempts) + 1, Kind: AttemptSubmit, Start: rvT0})
+					return nil
+				})
+			}
+		}
+		results = append(results, rvGo(op))
+		rvWaitQueued(t, s, i+1)
+	}
+	before := s.c.rounds.Load()
+	release()
+	require.NoError(t, wait())
+
+	attempts := 0
+	for i, c := range results {
+		res := <-c
+		switch {
+		case i%5 == 4:
+			require.NoError(t, res.err, "write %d: Create()", i)
+		case i%5 == 3:
+			require.ErrorIs(t, res.err, ErrNotFound, "write %d: Update() of a record created after it", i)
+		default:
+			require.NoError(t, res.err, "write %d: Update()", i)
+			attempts++
+			require.Len(t, res.rec.Attempts, attempts, "write %d saw an older version of the record", i)
+		}
+	}
+	require.Equal(t, int64(1), s.c.rounds.Load()-before, "rounds after the blocker's")
+	x, err := s.Get(ctx, "s", "x")
+	require.NoError(t, err)
+	require.Len(t, x.Attempts, attempts, "Get() after the round")
+	for i := range n {
+		if i%5 == 4 {
+			_, err := s.Get(ctx, "s", fmt.Sprintf("y%02d", i))
+			require.NoError(t, err, "Get(y%02d)", i)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -40,4 +41,45 @@ func TestCreateReadsTheFileAsWritten(t *testing.T) {
 	require.NoError(t, err, "Prune()")
 	require.Equal(t, 1, n, "Prune() deleted")
 	require.NoError(t, create("applied"), "Create(applied) again, once pruned")
+}
+
+// TestCreateOnDamagedFileFailsClosed: a Create whose key lies on a damaged
+// page of the file reads it through the committer's kept transaction,
+// which must report the damage (ErrCorrupt) like any other read, rather
+// than crash the process or report the key absent (a second record for
+// an operation already sent), and must not stay stuck on the damage: the
+// next Create begins afresh, and Close does not wait for the transaction.
+func TestCreateOnDamagedFileFailsClosed(t *testing.T) {
+	damages := map[string]func(page []byte){
+		"wrong page id": func(p []byte) {
+			binary.LittleEndian.PutUint64(p[0:8], binary.LittleEndian.Uint64(p[0:8])+12345)
+		},
+		"wild element offsets": func(p []byte) {
+			count := int(binary.LittleEndian.Uint16(p[10:12]))
+			for i := range count {
+				e := 16 + 16*i
+				if e+16 > len(p) {
+					break
+				}
+				binary.LittleEndian.PutUint32(p[e+4:e+8], 0x7ffffff0)
+			}
+		},
+	}
+	for name, damage := range damages {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			path := settledJournal(t, 3000)
+			damageDonePage(t, path, damage)
+			s, err := journal.Open(path)
+			require.NoError(t, err)
+			for i := range 2 {
+				err := failsClosed(func() error {
+					_, err := s.Create(ctx, journaltest.NewRecord("acct", "k00001", t0))
+					return err
+				})
+				require.ErrorIs(t, err, journal.ErrCorrupt, "Create() %d of a key on the damaged page", i+1)
+			}
+			require.NoError(t, s.Close(), "Close()")
+		})
+	}
 }
