@@ -2,7 +2,6 @@ package journal_test
 
 import (
 	"context"
-	"encoding/binary"
 	"testing"
 	"time"
 
@@ -50,22 +49,11 @@ func TestCreateReadsTheFileAsWritten(t *testing.T) {
 // an operation already sent), and must not stay stuck on the damage: the
 // next Create begins afresh, and Close does not wait for the transaction.
 func TestCreateOnDamagedFileFailsClosed(t *testing.T) {
-	damages := map[string]func(page []byte){
-		"wrong page id": func(p []byte) {
-			binary.LittleEndian.PutUint64(p[0:8], binary.LittleEndian.Uint64(p[0:8])+12345)
-		},
-		"wild element offsets": func(p []byte) {
-			count := int(binary.LittleEndian.Uint16(p[10:12]))
-			for i := range count {
-				e := 16 + 16*i
-				if e+16 > len(p) {
-					break
-				}
-				binary.LittleEndian.PutUint32(p[e+4:e+8], 0x7ffffff0)
-			}
-		},
-	}
-	for name, damage := range damages {
+	// Not "element offsets past the file": with it bbolt can miss a key
+	// that is there, through any transaction (TestDamagedPagesFailClosed
+	// allows ErrNotFound from Get), so a Create may not see the damage.
+	for _, name := range []string{"wrong page id", "wild element offsets"} {
+		damage := pageDamages()[name]
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			path := settledJournal(t, 3000)
