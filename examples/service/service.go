@@ -122,7 +122,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 		return rep, fmt.Errorf("resume: %w", err)
 	}
 	log.Info("resumed", "visited", rep.Resumed.Visited, "succeeded", rep.Resumed.Succeeded, "failed", rep.Resumed.Failed,
-		"still_open", rep.Resumed.Processing+rep.Resumed.Unknown+rep.Resumed.Pending, "review", rep.Resumed.Review)
+		"still_open", rep.Resumed.Processing+rep.Resumed.Unknown+rep.Resumed.Pending+rep.Resumed.Deferred,
+		"deferred_to_run", rep.Resumed.Deferred, "review", rep.Resumed.Review)
 
 	// The reconciler lives until shutdown, after the last call in flight.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
