@@ -36,9 +36,11 @@ type Summary struct {
 // not do as well once the server is back.
 func resumeGiveUp(concurrency int) int { return max(8, 2*concurrency) }
 
-func (s *Summary) add(res *Result) {
+// add counts where a visit left its operation, and reports whether it got
+// nowhere: still unknown, or never sent.
+func (s *Summary) add(res *Result) (stalled bool) {
 	if res == nil {
-		return
+		return false
 	}
 	switch {
 	case res.Review != "" && !res.State.Terminal():
@@ -51,9 +53,12 @@ func (s *Summary) add(res *Result) {
 		s.Processing++
 	case res.State == StatePending:
 		s.Pending++
+		return true
 	default:
 		s.Unknown++
+		return true
 	}
+	return false
 }
 
 // Resume drives every open operation in the journal once, as Do would, and
@@ -90,14 +95,13 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	visited, fruitless, giveUp := 0, 0, resumeGiveUp(c.cfg.resumeConcurrency)
 	c.visitAll(ctx, refs, resuming, func(_ ref, res *Result, err error) bool {
 		visited++
-		sum.add(res)
-		if err != nil && journalErr == nil && isJournalErr(err) {
-			journalErr = err
-		}
-		if res != nil && !res.State.Terminal() && res.State != StateProcessing && res.Review == "" {
+		if sum.add(res) {
 			fruitless++
 		} else {
 			fruitless = 0
+		}
+		if err != nil && journalErr == nil && isJournalErr(err) {
+			journalErr = err
 		}
 		return fruitless < giveUp
 	})

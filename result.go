@@ -98,20 +98,19 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // failed, with the status as the reason, and "error" or "errored" prove
 // nothing. A payment created declined (Checkout.com's "Declined", Mercado
 // Pago's "rejected", PayPal's "DECLINED") is a failed payment, not a
-// success. A status that a created resource reaches later ("canceled",
-// "voided", "expired", "refunded") is not a failure of the call: the
-// order or payment was made, and a caller told "failed" might make it
-// again.
+// success. Any other status is taken as the resource's creation
+// succeeding. One that a created resource reaches later ("canceled",
+// "voided", "expired", "refunded") is no failure of the call: the order
+// or payment was made, and a caller told "failed" might make it again.
+// APIs whose resources may be created in a state that is not yet an
+// outcome (a payment "pending" its authorisation), or that say a failure
+// another way (Adyen's "resultCode"), need a Decoder that reads it:
+// WithDecoder.
 // A body that echoes a key ("idempotencyKey", "idempotency_key", or "key"
 // beside "state") must echo the operation's own: an answer about another
 // key proves nothing about this one. Nor does a body that carries an error
 // (an "error" or "errors" member that is not null or empty), unless its
 // "state" is "failed".
-// Any other status is taken as the resource's creation succeeding: APIs
-// whose resources may be created in a state that is not yet an outcome (a
-// payment "pending" its authorisation) need a Decoder that reads it, and
-// so do those that say a failure another way (Adyen's "resultCode"):
-// WithDecoder.
 func DecodeJSON(a *Answer) (Outcome, error) {
 	v, ok := scanResult(a.Body)
 	if !ok {
@@ -142,7 +141,7 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
 		}
 		if st := v[memStatus]; st.ok {
-			switch failedStatus(st.s) {
+			switch resourceStatusOf(st.s) {
 			case statusFailed:
 				return Outcome{State: StateFailed, ResourceID: v[memID].s, Reason: truncate(st.s, 64)}, nil
 			case statusError:
@@ -172,15 +171,17 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	}
 }
 
-// What a resource's "status" says of its creation.
+// resourceStatus is what a resource's "status" says of its creation.
+type resourceStatus int
+
 const (
-	statusOther  = iota // taken as created
-	statusFailed        // the resource records a failure: failed, never resent
-	statusError         // an error of the call's, not an outcome: proves nothing
+	statusOther  resourceStatus = iota // taken as created
+	statusFailed                       // the server refused it: failed, never resent
+	statusError                        // an error of the call's, not an outcome: proves nothing
 )
 
-// failedStatus reads a resource's status word.
-func failedStatus(s string) int {
+// resourceStatusOf reads a resource's status word.
+func resourceStatusOf(s string) resourceStatus {
 	switch strings.ToLower(s) {
 	case "failed", "declined", "rejected", "refused", "denied":
 		return statusFailed

@@ -334,16 +334,9 @@ func encodedHeader(b []byte) []byte {
 	d := decoder{b: b}
 	d.header()
 	d.state()
-	for range 7 { // Review, Scope, Key, Ref, Method, URL, QueryURL
-		d.take(d.length())
-	}
+	d.skipRequestStrings()
 	start := len(b) - len(d.b)
-	for range d.count(2) {
-		d.take(d.length())
-		for range d.count(1) {
-			d.take(d.length())
-		}
-	}
+	d.skipHeader()
 	if d.err != nil {
 		return nil
 	}
@@ -383,20 +376,31 @@ type decoder struct {
 // that keeps one of them keeps the rest (a few hundred bytes) alive.
 func (d *decoder) textAhead() {
 	ahead := decoder{b: d.b}
-	for range 7 { // Review, Scope, Key, Ref, Method, URL, QueryURL
-		ahead.take(ahead.length())
-	}
-	for range ahead.count(2) {
-		ahead.take(ahead.length())
-		for range ahead.count(1) {
-			ahead.take(ahead.length())
-		}
-	}
+	ahead.skipRequestStrings()
+	ahead.skipHeader()
 	if d.err != nil || ahead.err != nil {
 		return // read as before: the reads themselves report the damage
 	}
 	d.text = string(d.b[:len(d.b)-len(ahead.b)])
 	d.textEnd = len(d.b)
+}
+
+// skipRequestStrings passes over the strings between a record's state and
+// its request header: Review, Scope, Key, Ref, Method, URL, QueryURL.
+func (d *decoder) skipRequestStrings() {
+	for range 7 {
+		d.take(d.length())
+	}
+}
+
+// skipHeader passes over an encoded request header (appendHeader).
+func (d *decoder) skipHeader() {
+	for range d.count(2) {
+		d.take(d.length())
+		for range d.count(1) {
+			d.take(d.length())
+		}
+	}
 }
 
 // flagMask is the attempt flags the record's version may hold.
