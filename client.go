@@ -607,6 +607,15 @@ func (c *Client) keyRetention(rec *journal.Record) time.Duration {
 	return c.cfg.keyRetention
 }
 
+// hostOf is the host rec is sent to, named as WithHostKeyRetention names
+// hosts ("" if its URL does not parse).
+func (c *Client) hostOf(rec *journal.Record) string {
+	if u, err := c.parsedURL(rec.URL); err == nil {
+		return normalHost(u.Host)
+	}
+	return ""
+}
+
 // parsedURL is url.Parse(s), from the cache when it holds s; read only.
 func (c *Client) parsedURL(s string) (*url.URL, error) {
 	if p := c.urls.lookup(s); p != nil {

@@ -23,18 +23,55 @@ type Summary struct {
 	Pending    int // never sent (the caller stopped waiting first)
 	Review     int // flagged for a person (key expired, deadline passed)
 	// Deferred counts the open operations Resume left to Run without
-	// visiting them, because the server looked unreachable: its last
+	// visiting them, because their server looked unreachable: its last
 	// visits, many in a row, all ended unknown or never sent.
 	Deferred int
 }
 
 // resumeGiveUp is how many visits in a row must end without progress
-// (unknown, or never sent) before Resume leaves the rest to Run. During an
-// outage each visit spends its whole budget (60 s by default against a
-// server that never answers): visiting a backlog of thousands that way
-// would hold a service's start-up for hours, for nothing that Run will
-// not do as well once the server is back.
+// (unknown, or never sent) before Resume leaves the rest to Run: the rest
+// of one host's operations when that host's visits got nowhere, or all of
+// them when visits to several hosts did. During an outage each visit
+// spends its whole budget (60 s by default against a server that never
+// answers): visiting a backlog of thousands that way would hold a
+// service's start-up for hours, for nothing that Run will not do as well
+// once the server is back.
 func resumeGiveUp(concurrency int) int { return max(8, 2*concurrency) }
+
+// resumeStalls tracks Resume's visits that got nowhere: per host, in a
+// row, so that one host down neither holds start-up for its whole backlog
+// nor hides another's progress; and across hosts since the last visit
+// that got anywhere, so that a network down for every host stops Resume
+// as soon as one host down does.
+type resumeStalls struct {
+	giveUp  int
+	perHost map[string]int  // host → its visits in a row that got nowhere
+	gaveUp  map[string]bool // hosts whose remaining operations are left to Run
+	since   int             // visits that got nowhere since the last that did
+	hosts   map[string]bool // the hosts of those visits
+}
+
+func newResumeStalls(giveUp int) *resumeStalls {
+	return &resumeStalls{giveUp: giveUp, perHost: map[string]int{}, gaveUp: map[string]bool{}, hosts: map[string]bool{}}
+}
+
+// visited records where a visit to host ended, and reports whether the
+// host was just given up on, and whether Resume should start no visit at
+// all.
+func (s *resumeStalls) visited(host string, stalled bool) (hostGivenUp, halt bool) {
+	if !stalled {
+		s.perHost[host], s.since = 0, 0
+		clear(s.hosts)
+		return false, false
+	}
+	s.perHost[host]++
+	s.since++
+	s.hosts[host] = true
+	if s.perHost[host] >= s.giveUp && !s.gaveUp[host] {
+		s.gaveUp[host], hostGivenUp = true, true
+	}
+	return hostGivenUp, s.since >= s.giveUp && len(s.hosts) > 1
+}
 
 // add counts where a visit left its operation, and reports whether it got
 // nowhere: still unknown, or never sent.
@@ -69,10 +106,12 @@ func (s *Summary) add(res *Result) (stalled bool) {
 // reported to the WithSettleFunc callback.
 //
 // Resume does not wait out an outage: once many visits in a row (twice
-// WithResumeConcurrency, at least 8) have ended unknown or unsent, it
-// starts no more and counts the operations it left in Summary.Deferred.
-// They stay journaled and due, and Run settles them once the server
-// answers; call Resume again to settle them at once instead.
+// WithResumeConcurrency, at least 8) to one host have ended unknown or
+// unsent, it starts no more for that host, and goes on with the others;
+// once that many in a row to several hosts have, it starts no more at
+// all. It counts the operations it left in Summary.Deferred. They stay
+// journaled and due, and Run settles them once the server answers; call
+// Resume again to settle them at once instead.
 //
 // The error is non-nil only if the journal cannot be read or written, or
 // ctx ends; the Summary then counts what was done.
@@ -84,7 +123,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	defer c.end(b)
 	var refs []ref
 	err = c.store.ForEachOpen(ctx, func(r *journal.Record) error {
-		refs = append(refs, ref{scope: r.Scope, key: r.Key})
+		refs = append(refs, ref{scope: r.Scope, key: r.Key, host: c.hostOf(r)})
 		return nil
 	})
 	if err != nil {
@@ -92,23 +131,28 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	}
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
-	visited, fruitless, giveUp := 0, 0, resumeGiveUp(c.cfg.resumeConcurrency)
-	c.visitAll(ctx, refs, resuming, func(_ ref, res *Result, err error) bool {
+	visited, halted := 0, false
+	stalls := newResumeStalls(resumeGiveUp(c.cfg.resumeConcurrency))
+	skip := func(r ref) bool { return stalls.gaveUp[r.host] }
+	c.visitAll(ctx, refs, resuming, skip, func(r ref, res *Result, err error) bool {
 		visited++
-		if sum.add(res) {
-			fruitless++
-		} else {
-			fruitless = 0
-		}
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
 		}
-		return fruitless < giveUp
+		hostGivenUp, halt := stalls.visited(r.host, sum.add(res))
+		if hostGivenUp && !halt {
+			c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resume: a host looks unreachable; the reconciler (Run) settles its operations once it answers",
+				slog.String("host", r.host), slog.Int("fruitless_in_a_row", stalls.perHost[r.host]))
+		}
+		halted = halted || halt
+		return !halt
 	})
-	if fruitless >= giveUp && ctx.Err() == nil {
+	if visited < sum.Visited && ctx.Err() == nil {
 		sum.Deferred = sum.Visited - visited
-		c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resume: the server looks unreachable; the reconciler (Run) settles the rest once it answers",
-			slog.Int("fruitless_in_a_row", fruitless), slog.Int("deferred", sum.Deferred))
+		if halted {
+			c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resume: the servers look unreachable; the reconciler (Run) settles the rest once they answer",
+				slog.Int("fruitless_in_a_row", stalls.since), slog.Int("hosts", len(stalls.hosts)), slog.Int("deferred", sum.Deferred))
+		}
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume done",
 		slog.Int("visited", sum.Visited), slog.Int("succeeded", sum.Succeeded), slog.Int("failed", sum.Failed),
@@ -125,12 +169,15 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 type ref struct {
 	scope, key string
 	lease      journal.Lease
+	host       string // where it is sent (Resume only: a stall is per host)
 }
 
 // visitAll drives refs, at most WithResumeConcurrency at a time, and hands
 // each outcome to done, one call at a time; once done returns false, no
-// further visit starts. It stops starting new visits when ctx ends.
-func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done func(ref, *Result, error) bool) {
+// further visit starts. It starts none for a ref that skip (if not nil)
+// names, asked after every earlier outcome that reached done before it. It
+// stops starting new visits when ctx ends.
+func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip func(ref) bool, done func(ref, *Result, error) bool) {
 	var mu sync.Mutex
 	halted := false
 	stop := func() bool {
@@ -147,6 +194,14 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, done 
 			for r := range jobs {
 				if stop() {
 					continue // handed over as ctx ended or done said stop: start no visit
+				}
+				if skip != nil {
+					mu.Lock()
+					skipped := skip(r)
+					mu.Unlock()
+					if skipped {
+						continue
+					}
 				}
 				res, err := c.visit(ctx, r, mode)
 				mu.Lock()
@@ -389,12 +444,12 @@ func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time) (ful
 	}
 	refs := make([]ref, len(due))
 	for i, d := range due {
-		refs[i] = ref{d.Record.Scope, d.Record.Key, d.Lease}
+		refs[i] = ref{scope: d.Record.Scope, key: d.Record.Key, lease: d.Lease}
 	}
 	var verr error
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
-	c.visitAll(ctx, refs, reconciling, func(r ref, _ *Result, err error) bool {
+	c.visitAll(ctx, refs, reconciling, nil, func(r ref, _ *Result, err error) bool {
 		visited[r] = true
 		if err != nil && isJournalErr(err) {
 			verr = journalCause(err)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -117,4 +118,140 @@ func TestResumeLeavesBacklogToReconcilerDuringOutage(t *testing.T) {
 	for _, k := range keys {
 		require.Equal(t, 1, srv.Effects("", k), "side effects of %s (the server scopes keys by Authorization: none here)", k)
 	}
+}
+
+// hostDown refuses every connection to one host and passes the rest
+// through: one of the servers a service calls is down, the others are
+// not.
+type hostDown struct {
+	base    http.RoundTripper
+	host    string
+	refused atomic.Int64
+}
+
+func (h *hostDown) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Host != h.host {
+		return h.base.RoundTrip(r)
+	}
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	h.refused.Add(1)
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+}
+
+// One server down must neither hold start-up for its whole backlog nor
+// make Resume leave the healthy servers' operations unsettled: it gives
+// up on the host that looks unreachable, and on that host only, however
+// the two hosts' operations are ordered in the journal. Default settings
+// but the clock.
+func TestResumeGivesUpOnTheUnreachableHostOnly(t *testing.T) {
+	const perHost = 60
+	giveUp := 2 * idem.DefaultResumeConcurrency
+	for _, order := range []string{"interleaved", "down-host-first"} {
+		t.Run(order, func(t *testing.T) {
+			clock := idemtest.NewClock(epoch)
+			down, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+			require.NoError(t, err)
+			t.Cleanup(down.Close)
+			up, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+			require.NoError(t, err)
+			t.Cleanup(up.Close)
+			lossy := &outage{base: http.DefaultTransport}
+			lossy.mode.Store(netLossy)
+			path := filepath.Join(t.TempDir(), "idem.journal")
+			open := func(rt http.RoundTripper) (*journal.Store, *idem.Client) {
+				store, err := journal.Open(path)
+				require.NoError(t, err)
+				c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: rt}), idem.WithClock(clock))
+				require.NoError(t, err)
+				return store, c
+			}
+
+			// Every answer is lost: both servers' orders execute, unconfirmed.
+			store, c := open(lossy)
+			type op struct {
+				srv *idemtest.Server
+				key string
+			}
+			var ops []op
+			for i := range perHost {
+				ops = append(ops, op{down, fmt.Sprintf("%03d-down", i)}, op{up, fmt.Sprintf("%03d-up", i)})
+			}
+			if order == "down-host-first" {
+				ops = ops[:0]
+				for i := range perHost {
+					ops = append(ops, op{down, fmt.Sprintf("a-%03d", i)})
+				}
+				for i := range perHost {
+					ops = append(ops, op{up, fmt.Sprintf("b-%03d", i)})
+				}
+			}
+			for _, o := range ops {
+				_, err := c.Submit(t.Context(), idem.Request{Key: o.key, URL: o.srv.URL + "/orders", Body: []byte(`{"order":1}`)})
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome, o.key)
+			}
+			require.NoError(t, c.Close())
+			require.NoError(t, store.Close())
+
+			// Restart with one server down.
+			network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(down.URL, "http://")}
+			store, c = open(network)
+			defer func() {
+				require.NoError(t, c.Close())
+				require.NoError(t, store.Close())
+			}()
+			sum, err := c.Resume(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, 2*perHost, sum.Visited, "open operations found")
+			require.Equal(t, perHost, sum.Succeeded, "the healthy server's operations settle (%+v)", sum)
+			visitedDown := perHost - sum.Deferred
+			require.GreaterOrEqual(t, visitedDown, giveUp, "visits to the down host before giving up on it (%+v)", sum)
+			require.LessOrEqual(t, visitedDown, giveUp+idem.DefaultResumeConcurrency-1, "visits to the down host (%+v)", sum)
+			require.Equal(t, visitedDown, sum.Unknown+sum.Pending, "the down host's visits got nowhere (%+v)", sum)
+			require.LessOrEqual(t, network.refused.Load(), int64(visitedDown*idem.DefaultMaxAttempts), "requests to the down host")
+			for _, o := range ops {
+				if o.srv == up {
+					require.Equal(t, 1, up.Effects("", o.key), "side effects of %s", o.key)
+				}
+			}
+			left, err := c.List(t.Context(), idem.Filter{Open: true})
+			require.NoError(t, err)
+			require.Len(t, left, perHost, "the down host's operations stay journaled and open")
+		})
+	}
+}
+
+// A network down for every host must stop Resume as one host down does,
+// though no host has enough operations to be given up on by itself.
+func TestResumeStopsWhenEveryHostIsDown(t *testing.T) {
+	const hosts, perHost = 12, 5
+	giveUp := 2 * idem.DefaultResumeConcurrency
+	clock := idemtest.NewClock(epoch)
+	network := &outage{}
+	network.mode.Store(netDown)
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock))
+	require.NoError(t, err)
+	defer func() {
+		require.NoError(t, c.Close())
+		require.NoError(t, store.Close())
+	}()
+	for i := range hosts * perHost {
+		// Never dialled: the transport refuses every connection first.
+		url := fmt.Sprintf("http://127.0.0.1:%d/orders", 40000+i%hosts)
+		_, err := c.Submit(t.Context(), idem.Request{Key: fmt.Sprintf("%03d", i), URL: url, Body: []byte(`{}`)})
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	}
+	sent := network.refused.Load()
+
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	visited := hosts*perHost - sum.Deferred
+	require.Equal(t, hosts*perHost, sum.Visited, "open operations found")
+	require.GreaterOrEqual(t, visited, giveUp, "visits before giving up (%+v)", sum)
+	require.LessOrEqual(t, visited, giveUp+idem.DefaultResumeConcurrency-1, "visits started after every host looked unreachable (%+v)", sum)
+	require.Equal(t, visited, sum.Unknown+sum.Pending, "no visit got anywhere (%+v)", sum)
+	require.LessOrEqual(t, network.refused.Load()-sent, int64(visited*idem.DefaultMaxAttempts), "requests tried")
 }
