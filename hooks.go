@@ -262,7 +262,7 @@ type watchers struct {
 	m  map[opID]map[*chan struct{}]struct{}
 }
 
-// opID names an operation in the watchers' map.
+// opID names an operation in the Client's maps.
 type opID struct{ scope, key string }
 
 // add registers a waiter for (scope, key); cancel unregisters it.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -500,8 +499,7 @@ func (c *Client) reconcileDelay(rec *journal.Record) time.Duration {
 		}
 		d *= 2
 	}
-	d = min(d, c.cfg.reconcileMax)
-	return d/2 + rand.N(d/2+1)
+	return c.spread(d)
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -28,51 +28,6 @@ type Summary struct {
 	Deferred int
 }
 
-// resumeGiveUp is how many visits in a row must end without progress
-// (unknown, or never sent) before Resume leaves the rest to Run: the rest
-// of one host's operations when that host's visits got nowhere, or all of
-// them when visits to several hosts did. During an outage each visit
-// spends its whole budget (60 s by default against a server that never
-// answers): visiting a backlog of thousands that way would hold a
-// service's start-up for hours, for nothing that Run will not do as well
-// once the server is back.
-func resumeGiveUp(concurrency int) int { return max(8, 2*concurrency) }
-
-// resumeStalls tracks Resume's visits that got nowhere: per host, in a
-// row, so that one host down neither holds start-up for its whole backlog
-// nor hides another's progress; and across hosts since the last visit
-// that got anywhere, so that a network down for every host stops Resume
-// as soon as one host down does.
-type resumeStalls struct {
-	giveUp  int
-	perHost map[string]int  // host → its visits in a row that got nowhere
-	gaveUp  map[string]bool // hosts whose remaining operations are left to Run
-	since   int             // visits that got nowhere since the last that did
-	hosts   map[string]bool // the hosts of those visits
-}
-
-func newResumeStalls(giveUp int) *resumeStalls {
-	return &resumeStalls{giveUp: giveUp, perHost: map[string]int{}, gaveUp: map[string]bool{}, hosts: map[string]bool{}}
-}
-
-// visited records where a visit to host ended, and reports whether the
-// host was just given up on, and whether Resume should start no visit at
-// all.
-func (s *resumeStalls) visited(host string, stalled bool) (hostGivenUp, halt bool) {
-	if !stalled {
-		s.perHost[host], s.since = 0, 0
-		clear(s.hosts)
-		return false, false
-	}
-	s.perHost[host]++
-	s.since++
-	s.hosts[host] = true
-	if s.perHost[host] >= s.giveUp && !s.gaveUp[host] {
-		s.gaveUp[host], hostGivenUp = true, true
-	}
-	return hostGivenUp, s.since >= s.giveUp && len(s.hosts) > 1
-}
-
 // add counts where a visit left its operation, and reports whether it got
 // nowhere: still unknown, or never sent.
 func (s *Summary) add(res *Result) (stalled bool) {
@@ -132,26 +87,38 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
 	visited, halted := 0, false
-	stalls := newResumeStalls(resumeGiveUp(c.cfg.resumeConcurrency))
-	skip := func(r ref) bool { return stalls.gaveUp[r.host] }
+	// Per host, so that one host down neither holds start-up for its whole
+	// backlog nor hides another's progress; and across hosts since the
+	// last visit that got anywhere, so that a network down for every host
+	// stops Resume as soon as one host down does.
+	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
+	fruitless, fruitlessHosts := 0, map[string]bool{}
+	skip := func(r ref) bool { return stalls.isDown(r.host) }
 	c.visitAll(ctx, refs, resuming, skip, func(r ref, res *Result, err error) bool {
 		visited++
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
 		}
-		hostGivenUp, halt := stalls.visited(r.host, sum.add(res))
-		if hostGivenUp && !halt {
+		stalled := sum.add(res)
+		if stalls.visited(r.host, stalled, c.cfg.clock.Now()) == hostFoundDown {
 			c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resume: a host looks unreachable; the reconciler (Run) settles its operations once it answers",
-				slog.String("host", r.host), slog.Int("fruitless_in_a_row", stalls.perHost[r.host]))
+				slog.String("host", r.host), slog.Int("fruitless_in_a_row", stalls.giveUp))
 		}
-		halted = halted || halt
-		return !halt
+		if !stalled {
+			fruitless = 0
+			clear(fruitlessHosts)
+			return true
+		}
+		fruitless++
+		fruitlessHosts[r.host] = true
+		halted = fruitless >= stalls.giveUp && len(fruitlessHosts) > 1
+		return !halted
 	})
 	if visited < sum.Visited && ctx.Err() == nil {
 		sum.Deferred = sum.Visited - visited
 		if halted {
 			c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resume: the servers look unreachable; the reconciler (Run) settles the rest once they answer",
-				slog.Int("fruitless_in_a_row", stalls.since), slog.Int("hosts", len(stalls.hosts)), slog.Int("deferred", sum.Deferred))
+				slog.Int("fruitless_in_a_row", fruitless), slog.Int("hosts", len(fruitlessHosts)), slog.Int("deferred", sum.Deferred))
 		}
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume done",
@@ -303,7 +270,13 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 // fast, before a step back) is made due at once, on Run's first pass and
 // hourly after. Due operations are visited
 // WithResumeConcurrency at a time, so one slow server answer does not hold
-// up the rest.
+// up the rest. Nor does one server down: once many visits in a row to a
+// host (twice WithResumeConcurrency, at least 8) have ended unknown or
+// unsent, Run probes that host with one visit a pass and postpones its
+// other due operations, by about as long as it has been unreachable
+// (within WithReconcile's interval and maximum); once a probe gets
+// anywhere they are due at once. An operation past the reconciliation
+// deadline is still flagged on time.
 //
 // Run outlives journal errors that may pass (a full disk, a failed write
 // or fsync, an I/O error): a pass that meets one, while pruning, reading
@@ -332,8 +305,9 @@ func (c *Client) Run(ctx context.Context) (err error) {
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
 	bo := newRunBackoff(c.cfg.clock)
 	var lastPrune, lastSweep time.Time
+	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
 	for {
-		full, phase, perr := c.pass(ctx, &lastPrune, &lastSweep)
+		full, phase, perr := c.pass(ctx, &lastPrune, &lastSweep, stalls)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
@@ -403,12 +377,14 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 }
 
 // pass prunes and looks for operations scheduled too far ahead (hourly
-// each), then visits the operations due now, once. It returns whether a
-// whole batch was due, and the first journal error it met with where
-// ("prune", "reschedule", "due", "visit"). A failed prune or reschedule
-// does not skip the visits: settling operations matters more, and the
-// next pass tries again.
-func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time) (full bool, phase string, err error) {
+// each), then visits the operations due now, once: for a host that looks
+// unreachable (stalls), one of them, and it postpones the rest. It returns
+// whether a whole batch was due, and the first journal error it met with
+// where ("prune", "reschedule", "due", "visit", "postpone", "bring
+// back"). A failed
+// prune or reschedule does not skip the visits: settling operations
+// matters more, and the next pass tries again.
+func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time, stalls *hostStalls) (full bool, phase string, err error) {
 	if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(*lastPrune) >= pruneEvery {
 		if _, perr := c.prune(ctx); perr != nil {
 			if ctx.Err() != nil {
@@ -443,14 +419,42 @@ func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time) (ful
 		return false, phase, err
 	}
 	refs := make([]ref, len(due))
+	overdue := make(map[ref]bool)
 	for i, d := range due {
-		refs[i] = ref{scope: d.Record.Scope, key: d.Record.Key, lease: d.Lease}
+		refs[i] = ref{scope: d.Record.Scope, key: d.Record.Key, lease: d.Lease, host: c.hostOf(d.Record)}
+		if d.Record.Review == "" && now.Sub(d.Record.Created) >= c.cfg.reconcileDeadline {
+			overdue[refs[i]] = true
+		}
+	}
+	// One visit a pass probes a host that looks unreachable; the rest of its
+	// operations are postponed, so that its backlog does not hold up the
+	// other hosts' operations. One past the reconciliation deadline is
+	// visited all the same: its visit flags it for review, with no request.
+	probed := map[string]bool{}
+	var postponed []ref
+	skip := func(r ref) bool {
+		if !stalls.isDown(r.host) || overdue[r] {
+			return false
+		}
+		if !probed[r.host] {
+			probed[r.host] = true
+			return false
+		}
+		postponed = append(postponed, r)
+		return true
 	}
 	var verr error
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
-	c.visitAll(ctx, refs, reconciling, nil, func(r ref, _ *Result, err error) bool {
+	c.visitAll(ctx, refs, reconciling, skip, func(r ref, res *Result, err error) bool {
 		visited[r] = true
+		switch stalls.visited(r.host, stalled(res), c.cfg.clock.Now()) {
+		case hostFoundDown:
+			c.log.LogAttrs(ctx, slog.LevelWarn, "idem: reconciler: a host looks unreachable; its operations are postponed, and probed one a pass",
+				slog.String("host", r.host), slog.Int("fruitless_in_a_row", stalls.giveUp))
+		case hostBack:
+			c.log.LogAttrs(ctx, slog.LevelInfo, "idem: reconciler: a host answers again", slog.String("host", r.host))
+		}
 		if err != nil && isJournalErr(err) {
 			verr = journalCause(err)
 			failed++
@@ -462,6 +466,12 @@ func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time) (ful
 		}
 		return true
 	})
+	if perr := c.postpone(ctx, postponed, stalls); perr != nil && err == nil && verr == nil {
+		phase, err = "postpone", perr
+	}
+	if berr := c.bringBack(ctx, stalls); berr != nil && err == nil && verr == nil {
+		phase, err = "bring back", berr
+	}
 	c.releaseUnvisited(ctx, refs, visited)
 	if err == nil && verr != nil {
 		phase, err = "visit", verr

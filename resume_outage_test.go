@@ -120,6 +120,19 @@ func TestResumeLeavesBacklogToReconcilerDuringOutage(t *testing.T) {
 	}
 }
 
+// downAndUp starts two fake servers on clock: one to be taken down, one
+// that stays up.
+func downAndUp(t *testing.T, clock *idemtest.Clock) (down, up *idemtest.Server) {
+	t.Helper()
+	down, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(down.Close)
+	up, err = idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(up.Close)
+	return down, up
+}
+
 // hostDown refuses every connection to one host and passes the rest
 // through: one of the servers a service calls is down, the others are
 // not.
@@ -127,10 +140,11 @@ type hostDown struct {
 	base    http.RoundTripper
 	host    string
 	refused atomic.Int64
+	back    atomic.Bool // the host is up again
 }
 
 func (h *hostDown) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Host != h.host {
+	if r.URL.Host != h.host || h.back.Load() {
 		return h.base.RoundTrip(r)
 	}
 	if r.Body != nil {
@@ -151,12 +165,7 @@ func TestResumeGivesUpOnTheUnreachableHostOnly(t *testing.T) {
 	for _, order := range []string{"interleaved", "down-host-first"} {
 		t.Run(order, func(t *testing.T) {
 			clock := idemtest.NewClock(epoch)
-			down, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-			require.NoError(t, err)
-			t.Cleanup(down.Close)
-			up, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-			require.NoError(t, err)
-			t.Cleanup(up.Close)
+			down, up := downAndUp(t, clock)
 			lossy := &outage{base: http.DefaultTransport}
 			lossy.mode.Store(netLossy)
 			path := filepath.Join(t.TempDir(), "idem.journal")

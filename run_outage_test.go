@@ -1,0 +1,93 @@
+package idem_test
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// One server down must not hold up the reconciliation of the others'
+// operations behind its backlog: Run stops visiting a host whose visits,
+// many in a row, got nowhere, and pushes its due operations back, probing
+// it once a pass. A healthy server's operation due after a backlog for the
+// down one settles without the whole backlog visited first, and once the
+// down server is back every operation settles, each executed once.
+// Default settings but the clock.
+func TestRunDefersTheUnreachableHostsBacklog(t *testing.T) {
+	const backlog = 300
+	giveUp := 2 * idem.DefaultResumeConcurrency
+	clock := idemtest.NewClock(epoch)
+	down, up := downAndUp(t, clock)
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+
+	// Every answer is lost: the down server's backlog, then, later, one
+	// order for the healthy server; all executed, none confirmed.
+	lossy := &outage{base: http.DefaultTransport}
+	lossy.mode.Store(netLossy)
+	// One attempt each, so that the set-up spends none of the key window.
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: lossy}), idem.WithClock(clock),
+		idem.WithMaxAttempts(1))
+	require.NoError(t, err)
+	submit := func(srv *idemtest.Server, key string) {
+		_, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"order":1}`)})
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome, key)
+	}
+	for i := range backlog {
+		submit(down, fmt.Sprintf("down-%03d", i))
+	}
+	clock.Advance(time.Minute) // the healthy server's order comes due after the whole backlog
+	submit(up, "up")
+	require.NoError(t, c.Close())
+	clock.Advance(2 * time.Minute) // all due, well inside the key window
+
+	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(down.URL, "http://")}
+	settled := make(chan string, backlog+1)
+	c, err = idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
+		idem.WithSettleFunc(func(r *idem.Result) { settled <- r.Key }))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	ran := runAsync(t.Context(), c)
+	waitSettled := func(n int) []string {
+		t.Helper()
+		var keys []string
+		timeout := time.After(20 * time.Second)
+		for len(keys) < n {
+			select {
+			case k := <-settled:
+				keys = append(keys, k)
+			case err := <-ran:
+				t.Fatalf("Run() returned %v", err)
+			case <-timeout:
+				t.Fatalf("%d of %d operations settled after 20s (%d requests refused, clock %v)", len(keys), n, network.refused.Load(), clock.Now().Sub(epoch))
+			}
+		}
+		return keys
+	}
+	require.Equal(t, []string{"up"}, waitSettled(1), "the first settlement")
+	refused := network.refused.Load()
+	require.LessOrEqual(t, refused, int64((giveUp+idem.DefaultResumeConcurrency)*idem.DefaultMaxAttempts),
+		"requests to the down server before the healthy server's operation settled")
+	require.Equal(t, 1, up.Effects("", "up"))
+
+	// The down server is back: its backlog settles, nothing lost, nothing
+	// executed twice.
+	network.back.Store(true)
+	waitSettled(backlog)
+	for i := range backlog {
+		require.Equal(t, 1, down.Effects("", fmt.Sprintf("down-%03d", i)), "side effects of down-%03d", i)
+	}
+	open, err := c.List(t.Context(), idem.Filter{Open: true})
+	require.NoError(t, err)
+	require.Empty(t, open, "operations still open")
+}

@@ -1,0 +1,158 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// resumeGiveUp is how many visits in a row to one host must end without
+// progress (unknown, or never sent) before Resume and Run take the host
+// for unreachable. During an outage each visit spends its whole budget
+// (60 s by default against a server that never answers, one attempt's
+// timeout for Run): visiting a backlog of thousands that way would hold a
+// service's start-up for hours, and the reconciliation of every other
+// server's operations behind it, for nothing that a later visit will not
+// do as well once the server is back.
+func resumeGiveUp(concurrency int) int { return max(8, 2*concurrency) }
+
+// stalled reports whether a visit got nowhere: its operation is still
+// unknown, or was never sent.
+func stalled(res *Result) bool {
+	var s Summary
+	return s.add(res)
+}
+
+// hostStalls counts, per host, the visits in a row that got nowhere, and
+// names the hosts that look unreachable: giveUp such visits in a row, and
+// none since that got anywhere. Not safe for concurrent use.
+type hostStalls struct {
+	giveUp    int
+	streak    map[string]int       // host → its visits in a row that got nowhere
+	down      map[string]time.Time // host → when it was found unreachable
+	postponed map[string]map[opID]time.Time
+	back      []string // hosts found answering again, whose postponed operations are not due yet
+}
+
+func newHostStalls(giveUp int) *hostStalls {
+	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, down: map[string]time.Time{},
+		postponed: map[string]map[opID]time.Time{}}
+}
+
+// hostChange is what a visit told of its host's reachability.
+type hostChange int
+
+const (
+	hostUnchanged hostChange = iota
+	hostFoundDown            // the visit made the streak that marks the host unreachable
+	hostBack                 // a visit to an unreachable host got somewhere
+)
+
+// visited records where a visit to host, ending at now, left its
+// operation.
+func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChange {
+	if !stalled {
+		delete(h.streak, host)
+		if _, down := h.down[host]; down {
+			delete(h.down, host)
+			if len(h.postponed[host]) > 0 {
+				h.back = append(h.back, host)
+			}
+			return hostBack
+		}
+		return hostUnchanged
+	}
+	h.streak[host]++
+	if _, down := h.down[host]; !down && h.streak[host] >= h.giveUp {
+		h.down[host] = now
+		return hostFoundDown
+	}
+	return hostUnchanged
+}
+
+// isDown reports whether host looks unreachable.
+func (h *hostStalls) isDown(host string) bool {
+	_, down := h.down[host]
+	return down
+}
+
+// postpone pushes the operations of refs, which Run claimed and did not
+// visit because their host looks unreachable, back by about as long as the
+// host has been so (at least the reconcile interval, at most its
+// maximum): the next pass then reaches the other hosts' due operations
+// instead of claiming the same backlog again, and one probe a pass tells
+// when the host is back (then bringBack makes them due at once). Only
+// NextDue changes, under the pass's lease: nothing about the operation is
+// decided. It returns the first journal error.
+func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) error {
+	wctx := context.WithoutCancel(ctx)
+	now := c.cfg.clock.Now()
+	for _, r := range refs {
+		due := now.Add(c.spread(now.Sub(stalls.down[r.host])))
+		rec, err := c.store.Update(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) error {
+			if rec.NextDue.Before(due) {
+				rec.NextDue = due
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			if stalls.postponed[r.host] == nil {
+				stalls.postponed[r.host] = map[opID]time.Time{}
+			}
+			stalls.postponed[r.host][opID{r.scope, r.key}] = rec.NextDue
+		case errors.Is(err, journal.ErrTerminal), errors.Is(err, journal.ErrLeaseLost), errors.Is(err, journal.ErrNotFound):
+			// Settled or taken over meanwhile: not this pass's to push.
+		default:
+			return fmt.Errorf("idem: reconcile: postpone: %w", err)
+		}
+	}
+	if len(refs) > 0 {
+		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: reconciler: postponed the operations of unreachable hosts", slog.Int("count", len(refs)))
+	}
+	return nil
+}
+
+// bringBack makes due now the operations postpone pushed back whose host
+// answers again, unless something rescheduled them since (a drive, or a
+// server's Retry-After, which must be honoured). It returns the first
+// journal error; what it did not bring back stays due when postponed.
+func (c *Client) bringBack(ctx context.Context, stalls *hostStalls) error {
+	wctx := context.WithoutCancel(ctx)
+	for len(stalls.back) > 0 {
+		host := stalls.back[0]
+		now := c.cfg.clock.Now()
+		for id, due := range stalls.postponed[host] {
+			// Unfenced, and only NextDue, as reschedule: a drive under way
+			// writes its own when it ends.
+			_, err := c.store.Update(wctx, id.scope, id.key, func(rec *journal.Record) error {
+				// Within a millisecond: a Store may keep times coarser
+				// than Go's (PostgreSQL: microseconds).
+				if rec.NextDue.Sub(due).Abs() < time.Millisecond {
+					rec.NextDue = now
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, journal.ErrTerminal) && !errors.Is(err, journal.ErrNotFound) {
+				return fmt.Errorf("idem: reconcile: bring back: %w", err)
+			}
+			delete(stalls.postponed[host], id)
+		}
+		delete(stalls.postponed, host)
+		stalls.back = stalls.back[1:]
+	}
+	return nil
+}
+
+// spread is d clamped to the reconciler's interval and maximum, then
+// jittered over its upper half, so that operations pushed back together
+// do not come due together.
+func (c *Client) spread(d time.Duration) time.Duration {
+	d = min(max(d, c.cfg.reconcileInterval), c.cfg.reconcileMax)
+	return d/2 + rand.N(d/2+1)
+}

@@ -1,0 +1,61 @@
+package idem
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// When a host answers again, Run makes due at once the operations it
+// postponed for that host, but not one something rescheduled since: a
+// server's Retry-After, or a drive's own schedule, must stand.
+func TestBringBackLeavesRescheduledOperations(t *testing.T) {
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c, err := New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	later := c.cfg.clock.Now().Add(time.Hour)
+	for _, key := range []string{"postponed", "rescheduled"} {
+		if _, err := c.Prepare(t.Context(), Request{Key: key, URL: "http://127.0.0.1:1/orders", Body: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Update(t.Context(), DefaultScope, key, func(r *journal.Record) error { r.NextDue = later; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stalls := newHostStalls(1)
+	stalls.postponed["127.0.0.1:1"] = map[opID]time.Time{
+		{DefaultScope, "postponed"}:   later,
+		{DefaultScope, "rescheduled"}: later.Add(-30 * time.Minute), // what postpone set, before a Retry-After moved it
+	}
+	stalls.back = []string{"127.0.0.1:1"}
+	before := c.cfg.clock.Now()
+	if err := c.bringBack(t.Context(), stalls); err != nil {
+		t.Fatalf("bringBack() = %v", err)
+	}
+	rec, err := store.Get(t.Context(), DefaultScope, "postponed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.NextDue.Before(before) || !rec.NextDue.Before(later) {
+		t.Errorf("postponed: NextDue = %v; want now (%v)", rec.NextDue, before)
+	}
+	rec, err = store.Get(t.Context(), DefaultScope, "rescheduled")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.NextDue.Equal(later) {
+		t.Errorf("rescheduled: NextDue = %v; want %v, unchanged", rec.NextDue, later)
+	}
+	if len(stalls.postponed) != 0 || len(stalls.back) != 0 {
+		t.Errorf("after bringBack: postponed = %v, back = %v; want both empty", stalls.postponed, stalls.back)
+	}
+}
