@@ -69,15 +69,16 @@ type driver struct {
 
 // drive runs the loop and converts its end into what Do returns.
 func (c *Client) drive(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, error) {
-	res, _, err := c.driveSettling(ctx, rec, l, mode, preRecorded)
+	res, _, _, err := c.driveSettling(ctx, rec, l, mode, preRecorded)
 	return res, err
 }
 
 // driveSettling is drive that also reports whether this drive settled the
 // operation: not when someone else (Resolve, Confirm) settled it under
 // the drive, who told the hooks.
-func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, bool, error) {
+func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, bool, hostReach, error) {
 	now := c.cfg.clock.Now()
+	before := attemptCount(rec)
 	d := &driver{
 		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
 		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded, lease: l,
@@ -99,7 +100,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if end != nil {
 		end(res.clone(), err)
 	}
-	return res, settled, err
+	return res, settled, reachOf(d.rec, before), err
 }
 
 // run returns why the call ended without settling (nil when it settled).

@@ -94,7 +94,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
 	fruitless, fruitlessHosts := 0, map[string]bool{}
 	skip := func(r ref) bool { return stalls.isDown(r.host) }
-	c.visitAll(ctx, refs, resuming, skip, func(r ref, res *Result, err error) bool {
+	c.visitAll(ctx, refs, resuming, skip, func(r ref, res *Result, _ hostReach, err error) bool {
 		visited++
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
@@ -144,7 +144,7 @@ type ref struct {
 // further visit starts. It starts none for a ref that skip (if not nil)
 // names, asked after every earlier outcome that reached done before it. It
 // stops starting new visits when ctx ends.
-func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip func(ref) bool, done func(ref, *Result, error) bool) {
+func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip func(ref) bool, done func(ref, *Result, hostReach, error) bool) {
 	var mu sync.Mutex
 	halted := false
 	stop := func() bool {
@@ -170,9 +170,9 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip 
 						continue
 					}
 				}
-				res, err := c.visit(ctx, r, mode)
+				res, reach, err := c.visit(ctx, r, mode)
 				mu.Lock()
-				if !done(r, res, err) {
+				if !done(r, res, reach, err) {
 					halted = true
 				}
 				mu.Unlock()
@@ -189,12 +189,14 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip 
 	wg.Wait()
 }
 
-// visit drives one journaled operation, joining any call in flight for it.
-// Unlike Do it reports settlements to the WithSettleFunc callback, because
-// nobody is waiting for them.
-func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, error) {
+// visit drives one journaled operation, joining any call in flight for it
+// (and then reports reachNone: it made no exchange of its own). Unlike Do
+// it reports settlements to the WithSettleFunc callback, because nobody is
+// waiting for them.
+func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, hostReach, error) {
 	scope, key := r.scope, r.key
 	var settledHere bool
+	reach := reachNone
 	res, err := c.coalesce(ctx, scope, key, nil, mode, func() (*Result, error) {
 		// Read even if ctx is done (as Do does): a visit a worker took just
 		// as Close drained ctx must not report a broken journal.
@@ -205,6 +207,11 @@ func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, err
 			// Claimed by Run: read it again, a caller of this process may
 			// have driven it since (and then its claim fences this one).
 			rec, err = c.store.Get(context.WithoutCancel(ctx), scope, key)
+			if err != nil {
+				// Undriven, the claim must not keep every reconciler off
+				// the operation until it expires. A failure leaves it to.
+				_ = c.store.Release(context.WithoutCancel(ctx), l)
+			}
 		} else {
 			rec, l, err = c.claim(ctx, scope, key, mode)
 		}
@@ -214,14 +221,14 @@ func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, err
 		case err != nil:
 			return nil, c.lookupErr(scope, key, err)
 		}
-		res, settled, err := c.driveSettling(ctx, rec, l, mode, false)
-		settledHere = settled
+		res, settled, drove, err := c.driveSettling(ctx, rec, l, mode, false)
+		settledHere, reach = settled, drove
 		return res, err
 	})
 	if settledHere && c.cfg.onSettle != nil {
 		c.cfg.onSettle(res.clone())
 	}
-	return res, err
+	return res, reach, err
 }
 
 // reconcileBatch bounds one pass of Run over due operations.
@@ -271,8 +278,9 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 // hourly after. Due operations are visited
 // WithResumeConcurrency at a time, so one slow server answer does not hold
 // up the rest. Nor does one server down: once many visits in a row to a
-// host (twice WithResumeConcurrency, at least 8) have ended unknown or
-// unsent, Run probes that host with one visit a pass and postpones its
+// host (twice WithResumeConcurrency, at least 8) have had no answer from
+// it (or only 502, 503 or 504), Run probes that host with one visit a pass
+// and postpones its
 // other due operations, by about as long as it has been unreachable
 // (within WithReconcile's interval and maximum); once a probe gets
 // anywhere they are due at once. An operation past the reconciliation
@@ -446,9 +454,16 @@ func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time, stal
 	var verr error
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
-	c.visitAll(ctx, refs, reconciling, skip, func(r ref, res *Result, err error) bool {
+	c.visitAll(ctx, refs, reconciling, skip, func(r ref, _ *Result, reach hostReach, err error) bool {
 		visited[r] = true
-		switch stalls.visited(r.host, stalled(res), c.cfg.clock.Now()) {
+		// Only silence: an operation a host answers about without
+		// settling it (a query's 404) says the host is there, and a
+		// visit that sent nothing says nothing.
+		var change hostChange
+		if reach != reachNone {
+			change = stalls.visited(r.host, reach == reachSilent, c.cfg.clock.Now())
+		}
+		switch change {
 		case hostFoundDown:
 			c.log.LogAttrs(ctx, slog.LevelWarn, "idem: reconciler: a host looks unreachable; its operations are postponed, and probed one a pass",
 				slog.String("host", r.host), slog.Int("fruitless_in_a_row", stalls.giveUp))

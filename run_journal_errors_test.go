@@ -28,6 +28,25 @@ type faultyStore struct {
 	// real time, so a switch made by the test itself lands after an
 	// unknown number of them (enough, under load, for years of clock).
 	dueFails int
+	// getFails, when positive, is how many more Get calls fail with
+	// getErr.
+	getErr   error
+	getFails int
+}
+
+func (s *faultyStore) Get(ctx context.Context, scope, key string) (*journal.Record, error) {
+	s.mu.Lock()
+	err := s.getErr
+	if s.getFails > 0 {
+		if s.getFails--; s.getFails == 0 {
+			s.getErr = nil
+		}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return s.Store.Get(ctx, scope, key)
 }
 
 // failDue makes the next n Due calls fail with err.
@@ -324,4 +343,36 @@ func TestCloseStopsRunBackingOff(t *testing.T) {
 	require.False(t, h.RunActive)
 	require.ErrorIs(t, h.RunErr, idem.ErrClosed)
 	require.ErrorIs(t, h.LastJournalError, syscall.ENOSPC)
+}
+
+// A visit whose re-read of the operation fails gives up the claim its pass
+// took: otherwise no reconciler could visit the operation until the claim
+// expired.
+func TestRunReleasesClaimWhenRereadFails(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.client.Prepare(e.ctx, e.req("k", `{"amount":1}`))
+	require.NoError(t, err)
+	e.crashMidAttempt("k")     // maybe sent: due for the reconciler
+	e.clock.Advance(time.Hour) // due
+	fs := &faultyStore{Store: e.store, getErr: fmt.Errorf("read /var/lib/app/idem.journal: %w", syscall.EIO), getFails: 1}
+	settledAt := make(chan time.Time, 1)
+	c, err := idem.New(fs, append(e.baseOpts(),
+		idem.WithKeyRetention(idem.KeyRetentionStripe), // an hour later, still inside the key window
+		idem.WithSettleFunc(func(*idem.Result) { settledAt <- e.clock.Now() }))...)
+	require.NoError(t, err)
+	start := e.clock.Now()
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	ran := runAsync(ctx, c)
+	select {
+	case at := <-settledAt:
+		require.Less(t, at.Sub(start), idem.DefaultLeaseDuration, "clock time from the failed re-read to the settlement")
+	case err := <-ran:
+		t.Fatalf("Run() returned %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not settled after 10s")
+	}
+	cancel()
+	require.ErrorIs(t, <-ran, context.Canceled)
+	require.NoError(t, c.Close())
 }

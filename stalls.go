@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"time"
 
 	"github.com/idemkit/idem/journal"
 )
 
-// resumeGiveUp is how many visits in a row to one host must end without
-// progress (unknown, or never sent) before Resume and Run take the host
-// for unreachable. During an outage each visit spends its whole budget
+// resumeGiveUp is how many visits in a row to one host must get nowhere
+// before Resume and Run take the host for unreachable: for Resume, end
+// unknown or unsent (each such visit holds start-up); for Run, whose
+// visits never wait, get no answer from the host. During an outage each visit spends its whole budget
 // (60 s by default against a server that never answers, one attempt's
 // timeout for Run): visiting a backlog of thousands that way would hold a
 // service's start-up for hours, and the reconciliation of every other
@@ -21,16 +23,37 @@ import (
 // do as well once the server is back.
 func resumeGiveUp(concurrency int) int { return max(8, 2*concurrency) }
 
-// stalled reports whether a visit got nowhere: its operation is still
-// unknown, or was never sent.
-func stalled(res *Result) bool {
-	var s Summary
-	return s.add(res)
+// hostReach is what a drive's own exchanges told of its host.
+type hostReach int
+
+const (
+	reachNone     hostReach = iota // it made no exchange
+	reachSilent                    // no answer, or only a gateway's or an unavailable server's (502, 503, 504)
+	reachAnswered                  // the server answered at least once
+)
+
+// reachOf is what the exchanges of rec numbered after `after` told of its
+// host.
+func reachOf(rec *journal.Record, after int) hostReach {
+	reach := reachNone
+	for _, a := range rec.Attempts {
+		if a.Number <= after || !a.Done {
+			continue
+		}
+		switch a.Status {
+		case 0, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+			reach = reachSilent
+		default:
+			return reachAnswered
+		}
+	}
+	return reach
 }
 
-// hostStalls counts, per host, the visits in a row that got nowhere, and
-// names the hosts that look unreachable: giveUp such visits in a row, and
-// none since that got anywhere. Not safe for concurrent use.
+// hostStalls counts, per host, the visits in a row that got nowhere (as
+// resumeGiveUp says), and names the hosts that look unreachable: giveUp
+// such visits in a row, and none since that got anywhere. Not safe for
+// concurrent use.
 type hostStalls struct {
 	giveUp    int
 	streak    map[string]int       // host → its visits in a row that got nowhere

@@ -59,3 +59,35 @@ func TestBringBackLeavesRescheduledOperations(t *testing.T) {
 		t.Errorf("after bringBack: postponed = %v, back = %v; want both empty", stalls.postponed, stalls.back)
 	}
 }
+
+// Run takes a host for unreachable on silence only: no answer, or a
+// gateway's or an unavailable server's. A host that answers about an
+// operation without settling it (a query's 404, a 500) is there.
+func TestReachOf(t *testing.T) {
+	old := journal.Attempt{Number: 1, Done: true, Status: 201} // before this drive
+	for _, tc := range []struct {
+		name     string
+		statuses []int // this drive's attempts, in order; -1: not done
+		want     hostReach
+	}{
+		{"no exchange", nil, reachNone},
+		{"unfinished only", []int{-1}, reachNone},
+		{"refused", []int{0}, reachSilent},
+		{"gateways", []int{0, 502, 503, 504}, reachSilent},
+		{"query not found", []int{404}, reachAnswered},
+		{"server error", []int{0, 500}, reachAnswered},
+		{"throttled", []int{429}, reachAnswered},
+		{"answered, then silent", []int{404, 0}, reachAnswered},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &journal.Record{Attempts: []journal.Attempt{old}}
+			for i, st := range tc.statuses {
+				a := journal.Attempt{Number: 2 + i, Done: st >= 0, Status: max(st, 0)}
+				rec.Attempts = append(rec.Attempts, a)
+			}
+			if got := reachOf(rec, 1); got != tc.want {
+				t.Errorf("reachOf(%v) = %d; want %d", tc.statuses, got, tc.want)
+			}
+		})
+	}
+}
