@@ -318,14 +318,14 @@ func (d *driver) submit() (step, error) {
 	err := d.commit(func(r *journal.Record) {
 		// A replay whose body was cut in transit is read again by a resend:
 		// it does not make the answer final.
-		recordOutcome(r, number, ex, st.refused, a.replayed && st.move != moveQuery)
+		recordOutcome(r, number, ex, st.refused, a.stored() && st.move != moveQuery)
 		switch st.move {
 		case moveSettle:
-			settleRecord(r, st.out, ex, a.replayed, now)
+			settleRecord(r, st.out, ex, a.stored(), now)
 		case moveProcessing:
 			r.State = StateProcessing
 			if st.out.ResourceID != "" {
-				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: a.replayed}
+				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: a.stored()}
 			}
 		case moveReview:
 			// Durable before anything else is tried: a crash now must not
@@ -360,7 +360,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if ex.status == 0 {
 		return a
 	}
-	a.replayed = !query && replayed(ex.header)
+	if !query {
+		a.replayed, a.created = replayed(ex.header), createdResource(ex.status, ex.body)
+	}
 	a.verdict = c.verdict(ex.status)
 	a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -88,7 +89,11 @@ type answer struct {
 	resent   bool // net/http sent it twice: its first copy may have executed
 	cut      bool // the body was not read whole (a read error, or over the cap)
 	replayed bool // Idempotent-Replayed: true
-	verdict  Verdict
+	// created: a refusal that names the resource the key already created
+	// (GoCardless's 409 idempotent_creation_conflict), the server's final
+	// word for the key as a replay is; empty for any other answer.
+	created string
+	verdict Verdict
 	// keyConflict: a Conflict verdict is about the key (a status set with
 	// WithKeyConflictStatus, or a body that names the idempotency key),
 	// not a validation error that happens to be 422; or a 400 says the
@@ -155,7 +160,7 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveResend, label: "not_sent", refused: true}
 	case a.status == 0:
 		return judgment{move: moveQuery, label: "response_lost"}
-	case a.replayed:
+	case a.stored():
 		return judgeReplay(p, a)
 	}
 	switch a.verdict {
@@ -199,6 +204,10 @@ func submitMeaning(p past, a answer) judgment {
 	}
 }
 
+// stored reports whether the answer is the server's stored one for the
+// key: marked replayed, or naming the resource the key created.
+func (a answer) stored() bool { return a.replayed || a.created != "" }
+
 // judgeReplay: a replayed answer is the server's final word for the key.
 // The attempt it answers did not execute (refused): the server answered
 // from its store.
@@ -210,7 +219,7 @@ func judgeReplay(p past, a answer) judgment {
 
 func replayMeaning(p past, a answer) judgment {
 	switch {
-	case a.status >= 400 && a.status < 500:
+	case a.status >= 400 && a.status < 500 && a.created == "":
 		// A stored refusal: whichever request ran first was refused, and
 		// nothing ran after it. Failed, even if it was not ours: nothing
 		// of ours executed either.
@@ -219,6 +228,11 @@ func replayMeaning(p past, a answer) judgment {
 			conflict: a.keyConflict}
 	case !p.maybeExecuted:
 		return judgment{move: moveReview, label: "replayed_foreign", review: ReviewKeyInUse, conflict: true}
+	case a.created != "":
+		if p.contested {
+			return contestedSuccess("created_contested")
+		}
+		return judgment{move: moveSettle, label: "created", out: Outcome{State: StateSucceeded, ResourceID: a.created}}
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "replayed_result", "replayed_processing")
 		if p.contested && j.move == moveSettle && j.out.State == StateSucceeded {
@@ -321,6 +335,38 @@ func reusesKey(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// createdResource is the resource a 409 says its key already created:
+// GoCardless answers a create resent after it succeeded so, never with
+// the 201 again, with an error whose reason is
+// idempotent_creation_conflict and whose links name the resource. Empty
+// for any other answer, and for one that names no resource: only the
+// resource makes the answer final.
+func createdResource(status int, body []byte) string {
+	const reason = "idempotent_creation_conflict"
+	if status != http.StatusConflict || !bytes.Contains(body, []byte(reason)) {
+		return ""
+	}
+	var v struct {
+		Error struct {
+			Errors []struct {
+				Reason string `json:"reason"`
+				Links  struct {
+					Resource string `json:"conflicting_resource_id"`
+				} `json:"links"`
+			} `json:"errors"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	for _, e := range v.Error.Errors {
+		if e.Reason == reason && e.Links.Resource != "" {
+			return e.Links.Resource
+		}
+	}
+	return ""
 }
 
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.

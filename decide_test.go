@@ -75,6 +75,12 @@ func TestJudgeSubmit(t *testing.T) {
 		{name: "replayed 4xx to a fresh operation: failed", p: fresh, a: answer{status: 400, verdict: Rejected, replayed: true}, move: moveSettle, refused: true, wantState: StateFailed},
 		{name: "replayed 5xx: review", p: maybe, a: answer{status: 500, verdict: Ambiguous, replayed: true}, move: moveReview, refused: true, reviewPrefix: "server replayed a stored 500"},
 		{name: "replayed 503: review, not throttling", p: maybe, a: answer{status: 503, verdict: Throttled, replayed: true}, move: moveReview, refused: true, reviewPrefix: "server replayed a stored 503"},
+		{name: "409 naming the resource the key created, after maybe executed: settled", p: maybe, a: answer{status: 409, verdict: Processing, created: "PM1"},
+			move: moveSettle, refused: true, wantState: StateSucceeded},
+		{name: "409 naming the resource the key created, fresh: someone else's", p: fresh, a: answer{status: 409, verdict: Processing, created: "PM1"},
+			move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
+		{name: "409 naming the resource the key created, after the key was contested: not ours", p: past{maybeExecuted: true, contested: true},
+			a: answer{status: 409, verdict: Processing, created: "PM1"}, move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
 		{name: "429 that net/http sent twice: may have executed", p: fresh, a: answer{status: 429, verdict: Throttled, resent: true}, move: moveResend},
 		{name: "422 that net/http sent twice: ambiguous", p: fresh, a: answer{status: 422, verdict: Conflict, keyConflict: true, resent: true}, move: moveQuery},
 	}
@@ -92,6 +98,9 @@ func TestJudgeSubmit(t *testing.T) {
 			}
 			if tt.move == moveSettle && j.out.State != tt.wantState {
 				t.Errorf("judgeSubmit() state = %s; want %s", j.out.State, tt.wantState)
+			}
+			if tt.a.created != "" && tt.move == moveSettle && j.out.ResourceID != tt.a.created {
+				t.Errorf("judgeSubmit() resource = %q; want the one the key created, %q", j.out.ResourceID, tt.a.created)
 			}
 			if tt.move == moveReview && (len(j.review) < len(tt.reviewPrefix) || j.review[:len(tt.reviewPrefix)] != tt.reviewPrefix) {
 				t.Errorf("judgeSubmit() review = %q; want it to start %q", j.review, tt.reviewPrefix)
@@ -206,6 +215,30 @@ func TestReusesKey(t *testing.T) {
 	} {
 		if got := reusesKey([]byte(body)); got != want {
 			t.Errorf("reusesKey(%s) = %v; want %v", body, got, want)
+		}
+	}
+}
+
+// Only a 409 that names the resource its key created is the key's final
+// answer; any other 409 is still a key in flight.
+func TestCreatedResource(t *testing.T) {
+	const conflict = `{"error":{"type":"invalid_state","errors":[{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":"PM1"}}]}}`
+	for _, tt := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{409, conflict, "PM1"},
+		{409, `{"error":{"errors":[{"reason":"other"},{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":"PM2"}}]}}`, "PM2"},
+		{422, conflict, ""},
+		{409, `{"error":{"errors":[{"reason":"idempotent_creation_conflict"}]}}`, ""},
+		{409, `{"error":{"errors":[{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":7}}]}}`, ""},
+		{409, `{"error":{"errors":[{"reason":"idempotency_key_in_use","links":{"conflicting_resource_id":"PM1"}}]}}`, ""},
+		{409, `idempotent_creation_conflict`, ""},
+		{409, ``, ""},
+	} {
+		if got := createdResource(tt.status, []byte(tt.body)); got != tt.want {
+			t.Errorf("createdResource(%d, %s) = %q; want %q", tt.status, tt.body, got, tt.want)
 		}
 	}
 }

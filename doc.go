@@ -80,6 +80,7 @@
 //	transport error, request not written     not executed            backoff, resend
 //	transport error after writing, timeout   ambiguous               query, then resend same key
 //	any answer marked replayed               the key's final answer  never resent (below)
+//	409 naming the resource the key created  the key's final answer  as a replayed 2xx (below)
 //
 // A replayed answer (Idempotent-Replayed: true, or the same marker named
 // Idempotency-Replayed, X-Idempotent-Replayed or X-Idempotency-Replayed)
@@ -87,7 +88,11 @@
 // an earlier attempt may have reached the server, else the key is another
 // request's ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
 // [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx is
-// flagged for review at once ([ErrNeedsReview]) and still queried.
+// flagged for review at once ([ErrNeedsReview]) and still queried. A 409
+// that names the resource its key already created (GoCardless's
+// idempotent_creation_conflict with links.conflicting_resource_id) is
+// judged as a replayed 2xx: succeeded with that resource only if an
+// earlier attempt may have reached the server.
 //
 // An answer that says this attempt did not execute (409 in flight, 429, a
 // 4xx, a request never written) says nothing of earlier attempts: an

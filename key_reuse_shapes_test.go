@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
 )
 
 // How payment servers say "this key was used with other parameters", in
@@ -51,10 +52,9 @@ func TestKeyReusedWithOtherParameters(t *testing.T) {
 
 // Answers that idem cannot settle from at the default settings, read
 // safely: never a failure for what may have executed, never a new key.
-// GoCardless answers a create resent after it succeeded with 409
-// idempotent_creation_conflict naming the resource; Stripe answers a key
-// still in flight with 409 idempotency_key_in_use, and a key used with
-// other parameters with 400 even when ours may have executed first.
+// Stripe answers a key still in flight with 409 idempotency_key_in_use,
+// and a key used with other parameters with 400 even when ours may have
+// executed first.
 func TestKeyShapesAfterALostResponse(t *testing.T) {
 	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
 	for _, tt := range []struct {
@@ -64,9 +64,6 @@ func TestKeyShapesAfterALostResponse(t *testing.T) {
 		review string
 		posts  int
 	}{
-		{"gocardless 409 idempotent_creation_conflict", []shape{lost, {status: 409, body: `{"error":{"type":"invalid_state","code":409,` +
-			`"errors":[{"reason":"idempotent_creation_conflict","message":"A resource has already been created with this idempotency key",` +
-			`"links":{"conflicting_resource_id":"PM123"}}]}}`}}, idem.StateProcessing, "", 5},
 		{"stripe 409 idempotency_key_in_use, nothing of ours executed", []shape{{status: 409, body: `{"error":{"code":"idempotency_key_in_use",` +
 			`"type":"invalid_request_error","message":"There is currently another in-progress request using this Stripe API key and idempotency key."}}`}},
 			idem.StatePending, "", 5},
@@ -85,4 +82,68 @@ func TestKeyShapesAfterALostResponse(t *testing.T) {
 			require.Equal(t, tt.posts, v.posts(), "submits")
 		})
 	}
+}
+
+// gocardlessCreated is GoCardless's answer to a create whose idempotency
+// key already created a resource: a 409 naming it, never a replay of the
+// 201 (https://gocardless.com/blog/idempotency-keys/; its client
+// libraries fetch links.conflicting_resource_id and return it).
+var gocardlessCreated = shape{status: http.StatusConflict, body: `{"error":{"type":"invalid_state","code":409,` +
+	`"message":"A resource has already been created with this idempotency key",` +
+	`"documentation_url":"https://developer.gocardless.com/api-reference#idempotent_creation_conflict","request_id":"req_1",` +
+	`"errors":[{"reason":"idempotent_creation_conflict","message":"A resource has already been created with this idempotency key",` +
+	`"links":{"conflicting_resource_id":"PM123"}}]}}`}
+
+// The 409 is the server's final word for the key, judged as a replayed
+// success is: ours once an attempt of ours may have reached the server,
+// another request's otherwise, and never resent either way.
+func TestGoCardlessCreationConflict(t *testing.T) {
+	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
+	inFlight := shape{status: http.StatusConflict, body: `{"error":{"type":"invalid_state","code":409,` +
+		`"errors":[{"reason":"idempotency_key_in_use","message":"A request with this idempotency key is already in progress"}]}}`}
+	t.Run("after a lost response: the resource created is ours", func(t *testing.T) {
+		v := newVendor(t, lost, gocardlessCreated)
+		c := clientFor(t, v.srv, idemtest.NewClock(epoch))
+		req := idem.Request{Key: "k", URL: v.srv.URL + "/payments", Body: []byte(`{"payments":{"amount":100}}`)}
+		res, err := c.Submit(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, "PM123", res.ResourceID)
+		require.True(t, res.Replayed, "the server's stored answer, not a fresh execution")
+		v.requireKeys(t, "Idempotency-Key", "k", 2)
+
+		again, err := c.Submit(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, "PM123", again.ResourceID)
+		v.requireKeys(t, "Idempotency-Key", "k", 2)
+	})
+	t.Run("nothing of ours executed: another request's key", func(t *testing.T) {
+		v := newVendor(t, gocardlessCreated)
+		c := clientFor(t, v.srv, idemtest.NewClock(epoch))
+		req := idem.Request{Key: "k", URL: v.srv.URL + "/payments", Body: []byte(`{"payments":{"amount":100}}`)}
+		res, err := c.Submit(t.Context(), req)
+		requireForeignKey(t, res, err)
+		v.requireKeys(t, "Idempotency-Key", "k", 1)
+
+		op, err := c.Lookup(t.Context(), "", "k")
+		require.NoError(t, err)
+		_, err = c.Do(t.Context(), op)
+		require.ErrorIs(t, err, idem.ErrKeyConflict)
+		v.requireKeys(t, "Idempotency-Key", "k", 1)
+	})
+	t.Run("the key was in flight elsewhere before ours: not ours", func(t *testing.T) {
+		v := newVendor(t, inFlight, lost, gocardlessCreated)
+		res, err := v.submit(t)
+		requireForeignKey(t, res, err)
+		v.requireKeys(t, "Idempotency-Key", "k", 3)
+	})
+	t.Run("a 409 that names no resource: still in flight", func(t *testing.T) {
+		v := newVendor(t, lost, shape{status: http.StatusConflict, body: `{"error":{"type":"invalid_state","code":409,` +
+			`"errors":[{"reason":"idempotent_creation_conflict","message":"A resource has already been created with this idempotency key"}]}}`})
+		res, err := v.submit(t)
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, idem.ErrKeyConflict)
+		require.Equal(t, idem.StateProcessing, res.State)
+		v.requireKeys(t, "Idempotency-Key", "k", 5)
+	})
 }

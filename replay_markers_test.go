@@ -34,12 +34,8 @@ func TestReplayMarkerVariants(t *testing.T) {
 			t.Run(name+"="+val[0], func(t *testing.T) {
 				v := newVendor(t, shape{status: 201, header: h, body: `{"id":"ord_someone_elses"}`})
 				res, err := v.submit(t)
-				require.ErrorIs(t, err, idem.ErrKeyConflict)
-				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-				require.Equal(t, idem.StateUnknown, res.State)
-				require.Empty(t, res.ResourceID)
-				require.Equal(t, idem.ReviewKeyInUse, res.Review)
-				require.Equal(t, 1, v.posts(), "submits")
+				requireForeignKey(t, res, err)
+				v.requireKeys(t, "Idempotency-Key", "k", 1)
 			})
 		}
 	}

@@ -24,7 +24,8 @@ type Result struct {
 	Manual     bool   // settled by hand (Resolve)
 	Confirmed  bool   // settled by an external confirmation (Confirm)
 	// Replayed: the settling answer was the server's stored response for
-	// the key (Idempotent-Replayed: true), not a fresh execution.
+	// the key (Idempotent-Replayed: true, or a 409 naming the resource
+	// the key created), not a fresh execution.
 	Replayed bool
 }
 
@@ -317,8 +318,10 @@ type Classifier func(statusCode int) Verdict
 // A Rejected 400 is a key conflict when its body names the key and says it
 // was used before or with other parameters (Stripe's idempotency_error,
 // Square's IDEMPOTENCY_KEY_REUSED), not when it says the key is missing.
-// Answers marked replayed (Idempotent-Replayed: true) are judged before
-// the classifier: see the package documentation.
+// Answers marked replayed (Idempotent-Replayed: true), and a 409 that
+// names the resource its key already created (GoCardless's
+// idempotent_creation_conflict), are judged before the classifier: see
+// the package documentation.
 func DefaultClassifier(statusCode int) Verdict {
 	switch {
 	case statusCode >= 200 && statusCode < 300:
