@@ -397,9 +397,9 @@ func (c *Client) verdict(status int) Verdict {
 func (c *Client) keyConflict(v Verdict, status int, body []byte) bool {
 	switch {
 	case v == Conflict:
-		return slices.Contains(c.cfg.conflictStatus, status) || mentionsKey(body)
+		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, c.cfg.keyHeader)
 	case v == Rejected && status == http.StatusBadRequest:
-		return reusesKey(body)
+		return reusesKey(body, c.cfg.keyHeader)
 	}
 	return false
 }

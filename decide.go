@@ -320,12 +320,53 @@ func mentionsKey(body []byte) bool {
 	return false
 }
 
+// namesKey reports whether an error body is about the idempotency key:
+// it mentions it (mentionsKey) or names the header the key is sent in,
+// for servers whose header does not say "idempotency" (PayPal's 422
+// PAYPAL_REQUEST_ID_PREVIOUSLY_USED, "The PayPal-Request-Id has already
+// been used for another request"). header is empty when the key goes in
+// the body. The name is matched without regard to case, and '-', '_' and
+// ' ' match one another: error codes spell a header name with
+// underscores.
+func namesKey(body []byte, header string) bool {
+	if mentionsKey(body) {
+		return true
+	}
+	for i := 0; header != "" && i+len(header) <= len(body); i++ {
+		if sameName(body[i:i+len(header)], header) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameName reports whether b spells the header name, as namesKey matches.
+func sameName(b []byte, name string) bool {
+	for i := range len(name) {
+		if lower(b[i]) != lower(name[i]) && !(separator(b[i]) && separator(name[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// lower is c in lower case if it is an ASCII letter.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func separator(c byte) bool { return c == '-' || c == '_' || c == ' ' }
+
 // reusesKey reports whether a 400's body says the idempotency key was
 // used before with other parameters (Stripe's idempotency_error, Square's
-// IDEMPOTENCY_KEY_REUSED), not that it is missing or malformed: servers
-// answer all three with 400, and only the first is a key conflict.
-func reusesKey(body []byte) bool {
-	if !mentionsKey(body) {
+// IDEMPOTENCY_KEY_REUSED, PayPal's DUPLICATE_REQUEST_ID), not that it is
+// missing or malformed: servers answer all three with 400, and only the
+// first is a key conflict. header is as for namesKey.
+func reusesKey(body []byte, header string) bool {
+	if !namesKey(body, header) {
 		return false
 	}
 	lower := bytes.ToLower(body)
@@ -372,11 +413,7 @@ func createdResource(status int, body []byte) string {
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.
 func asciiFold(b []byte, word string) bool {
 	for i := range len(word) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != word[i] {
+		if lower(b[i]) != word[i] {
 			return false
 		}
 	}

@@ -213,7 +213,7 @@ func TestReusesKey(t *testing.T) {
 		`{"error":"amount differs from the order total"}`:                     false,
 		``: false,
 	} {
-		if got := reusesKey([]byte(body)); got != want {
+		if got := reusesKey([]byte(body), "Idempotency-Key"); got != want {
 			t.Errorf("reusesKey(%s) = %v; want %v", body, got, want)
 		}
 	}
@@ -239,6 +239,30 @@ func TestCreatedResource(t *testing.T) {
 	} {
 		if got := createdResource(tt.status, []byte(tt.body)); got != tt.want {
 			t.Errorf("createdResource(%d, %s) = %q; want %q", tt.status, tt.body, got, tt.want)
+		}
+	}
+}
+
+// A server whose key header does not say "idempotency" names the header,
+// or spells it in an error code.
+func TestNamesKey(t *testing.T) {
+	for _, tt := range []struct {
+		body, header string
+		want         bool
+	}{
+		{`{"description":"The PayPal-Request-Id has already been used for another request."}`, "Paypal-Request-Id", true},
+		{`{"issue":"PAYPAL_REQUEST_ID_PREVIOUSLY_USED"}`, "Paypal-Request-Id", true},
+		{`{"message":"the paypal request id was used"}`, "Paypal-Request-Id", true},
+		{`{"issue":"INSTRUMENT_DECLINED"}`, "Paypal-Request-Id", false},
+		{`{"issue":"PAYPAL_REQUEST"}`, "Paypal-Request-Id", false},
+		{`{"error":"Idempotency-Key reused"}`, "Paypal-Request-Id", true},
+		{`{"error":"Idempotency-Key reused"}`, "", true},
+		{`{"field":"PayPal-Request-Id"}`, "", false},
+		{`Paypal+Request+Id`, "Paypal-Request-Id", false},
+		{``, "Paypal-Request-Id", false},
+	} {
+		if got := namesKey([]byte(tt.body), tt.header); got != tt.want {
+			t.Errorf("namesKey(%s, %q) = %v; want %v", tt.body, tt.header, got, tt.want)
 		}
 	}
 }

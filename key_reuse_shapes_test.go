@@ -20,32 +20,57 @@ import (
 // payment was declined. A 400 about the key that is not its reuse
 // (missing, malformed) and an ordinary 400 stay plain failures.
 func TestKeyReusedWithOtherParameters(t *testing.T) {
+	paypal := []idem.Option{idem.WithKeyHeader("PayPal-Request-Id", idem.KeyBare)}
 	for _, tt := range []struct {
 		name string
 		shape
 		conflict bool
+		opts     []idem.Option // the key's header where the API names its own
 	}{
 		{"stripe 400 idempotency_error", shape{status: 400, body: `{"error":{"type":"idempotency_error",` +
 			`"message":"Keys for idempotent requests can only be used with the same parameters they were first used with. ` +
-			`Try using a key other than 'k' if you meant to execute a different request."}}`}, true},
+			`Try using a key other than 'k' if you meant to execute a different request."}}`}, true, nil},
 		{"square 400 IDEMPOTENCY_KEY_REUSED", shape{status: 400, body: `{"errors":[{"category":"INVALID_REQUEST_ERROR",` +
-			`"code":"IDEMPOTENCY_KEY_REUSED","detail":"The idempotency key can only be retried with the same request data."}]}`}, true},
+			`"code":"IDEMPOTENCY_KEY_REUSED","detail":"The idempotency key can only be retried with the same request data."}]}`}, true, nil},
 		{"whop 400 idempotency_key_mismatch", shape{status: 400, body: `{"error":{"code":"idempotency_key_mismatch",` +
-			`"message":"Idempotency-Key was used with a different request"}}`}, true},
+			`"message":"Idempotency-Key was used with a different request"}}`}, true, nil},
 		{"ietf draft 422", shape{status: 422, body: `{"type":"https://developer.example.com/idempotency/docs",` +
-			`"title":"Idempotency-Key is already used","detail":"Idempotency Key MUST not be reused across different payloads of this operation."}`}, true},
+			`"title":"Idempotency-Key is already used","detail":"Idempotency Key MUST not be reused across different payloads of this operation."}`}, true, nil},
 		{"ietf draft missing key", shape{status: 400, body: `{"type":"https://developer.example.com/idempotency/docs",` +
-			`"title":"Idempotency-Key is missing","detail":"This operation is idempotent and it requires correct usage of Idempotency Key."}`}, false},
-		{"malformed key", shape{status: 400, body: `{"error":"Idempotency-Key must be at most 255 characters"}`}, false},
-		{"stripe parameter_missing", shape{status: 400, body: `{"error":{"type":"invalid_request_error","code":"parameter_missing","message":"Missing required param: currency."}}`}, false},
+			`"title":"Idempotency-Key is missing","detail":"This operation is idempotent and it requires correct usage of Idempotency Key."}`}, false, nil},
+		{"malformed key", shape{status: 400, body: `{"error":"Idempotency-Key must be at most 255 characters"}`}, false, nil},
+		{"stripe parameter_missing", shape{status: 400, body: `{"error":{"type":"invalid_request_error","code":"parameter_missing","message":"Missing required param: currency."}}`}, false, nil},
+		// https://developer.paypal.com/api/payment-tokens/v3/errors/paypal_request_id_previously_used
+		{"paypal 422 PAYPAL_REQUEST_ID_PREVIOUSLY_USED", shape{status: 422, body: `{"name":"UNPROCESSABLE_ENTITY",` +
+			`"details":[{"issue":"PAYPAL_REQUEST_ID_PREVIOUSLY_USED","description":"The PayPal-Request-Id has already been used for another request."}],` +
+			`"message":"The requested action could not be performed, semantically incorrect, or failed business validation.","debug_id":"f1c2d3e4a5b6c",` +
+			`"links":[{"href":"https://developer.paypal.com/docs/api/orders/v2/#error-PAYPAL_REQUEST_ID_PREVIOUSLY_USED","rel":"information_link","method":"GET"}]}`},
+			true, paypal},
+		{"paypal 422 issue code alone", shape{status: 422, body: `{"name":"UNPROCESSABLE_ENTITY",` +
+			`"details":[{"issue":"PAYPAL_REQUEST_ID_PREVIOUSLY_USED"}],"debug_id":"f1c2d3e4a5b6c"}`}, true, paypal},
+		// https://developer.paypal.com/api/deprecated/payments/v1/errors/duplicate_request_id
+		{"paypal v1 400 DUPLICATE_REQUEST_ID", shape{status: 400, body: `{"name":"DUPLICATE_REQUEST_ID",` +
+			`"message":"The value of PayPal-Request-Id header has already been used","information_link":"https://developer.paypal.com/docs/api/payments/#errors",` +
+			`"debug_id":"95864e144146b"}`}, true, paypal},
+		{"paypal 422 INSTRUMENT_DECLINED", shape{status: 422, body: `{"name":"UNPROCESSABLE_ENTITY",` +
+			`"details":[{"issue":"INSTRUMENT_DECLINED","description":"The instrument presented was either declined by the processor or bank, or it can't be used for this payment."}],` +
+			`"message":"The requested action could not be performed, semantically incorrect, or failed business validation.","debug_id":"a1b2c3d4e5f60"}`},
+			false, paypal},
+		{"paypal 400 malformed request id", shape{status: 400, body: `{"name":"INVALID_REQUEST",` +
+			`"details":[{"field":"PayPal-Request-Id","issue":"INVALID_PARAMETER_SYNTAX","description":"The value of a field does not conform to the expected format."}],` +
+			`"debug_id":"a1b2c3d4e5f61"}`}, false, paypal},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			header := "Idempotency-Key"
+			if tt.opts != nil {
+				header = "PayPal-Request-Id"
+			}
 			v := newVendor(t, tt.shape)
-			res, err := v.submit(t)
+			res, err := v.submit(t, tt.opts...)
 			require.ErrorIs(t, err, idem.ErrFailed)
 			require.Equal(t, tt.conflict, errors.Is(err, idem.ErrKeyConflict), "ErrKeyConflict in %v", err)
 			require.Equal(t, idem.StateFailed, res.State)
-			require.Equal(t, 1, v.posts(), "submits")
+			v.requireKeys(t, header, "k", 1)
 		})
 	}
 }

@@ -312,12 +312,15 @@ type Classifier func(statusCode int) Verdict
 // ambiguous; any other 4xx rejected.
 //
 // A Conflict is a key conflict (ErrKeyConflict) only when the status was
-// named with WithKeyConflictStatus or the body mentions the idempotency key
-// ("idempot…", as the IETF draft's and common middlewares' messages do):
-// a 422 from a handler's own validation is a plain rejection (ErrFailed).
-// A Rejected 400 is a key conflict when its body names the key and says it
-// was used before or with other parameters (Stripe's idempotency_error,
-// Square's IDEMPOTENCY_KEY_REUSED), not when it says the key is missing.
+// named with WithKeyConflictStatus or the body is about the idempotency
+// key: it mentions it ("idempot…", as the IETF draft's and common
+// middlewares' messages do) or names the header the key is sent in
+// (WithKeyHeader; PayPal's PAYPAL_REQUEST_ID_PREVIOUSLY_USED names
+// PayPal-Request-Id). A 422 from a handler's own validation is a plain
+// rejection (ErrFailed). A Rejected 400 is a key conflict when its body
+// is about the key (as above) and says it was used before or with other
+// parameters (Stripe's idempotency_error, Square's IDEMPOTENCY_KEY_REUSED,
+// PayPal's DUPLICATE_REQUEST_ID), not when it says the key is missing.
 // Answers marked replayed (Idempotent-Replayed: true), and a 409 that
 // names the resource its key already created (GoCardless's
 // idempotent_creation_conflict), are judged before the classifier: see
