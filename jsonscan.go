@@ -54,7 +54,7 @@ func scanResult(b []byte) (r resultBody, ok bool) {
 func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 	names := [memMembers]string{memState: "state", memResourceID: "resourceid", memID: "id", memReason: "reason",
 		memKey: "key", memIdemKey: "idempotencykey", memIdemKey2: "idempotency_key", memStatus: "status",
-		memError: "error", memErrors: "errors"}
+		memError: "error", memErrors: "errors", memJSONRPC: "jsonrpc"}
 	m := 0
 	for m < memMembers && !foldEqual(name, names[m]) {
 		m++

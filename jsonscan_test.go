@@ -19,6 +19,7 @@ func FuzzScanResult(f *testing.F) {
 		`{"ſtate":"succeeded"}`, `{"\u212aey":"x"}`,
 		`{"id":"1","error":null,"Errors":null}`, `{"id":"1","error":"x"}`, `{"id":"1","ERROR":false}`, `{"errors":[]}`,
 		`{"id":"pay_1","status":"Declined"}`, `{"id":"pay_1","Status":7}`, `{"status":null,"id":"x","STATUS":"failed"}`,
+		`{"jsonrpc":"2.0","id":"1","result":null}`, `{"JSONRPC":null,"id":"x","jsonRpc":true}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -111,7 +111,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // beside "state") must echo the operation's own: an answer about another
 // key proves nothing about this one. Nor does a body that carries an error
 // (an "error" or "errors" member that is not null or empty), unless its
-// "state" is "failed".
+// "state" is "failed", nor a JSON-RPC answer (a "jsonrpc" member) without
+// "state": its "id" is the call's, not a resource's.
 func DecodeJSON(a *Answer) (Outcome, error) {
 	v, ok := scanResult(a.Body)
 	if !ok {
@@ -140,6 +141,11 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	if !v[memState].ok {
 		if v[memID].s == "" {
 			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
+		}
+		if v[memJSONRPC].ok {
+			// A JSON-RPC answer's "id" is the call's, and what the call did
+			// is in "result", in a shape of the method's own.
+			return Outcome{}, fmt.Errorf("%w: a JSON-RPC answer: its \"id\" is the call's", errUndecodable)
 		}
 		if st := v[memStatus]; st.ok {
 			switch resourceStatusOf(st.s) {
@@ -212,6 +218,7 @@ const (
 	// value but null, false, 0, "", [] and {}.
 	memError
 	memErrors
+	memJSONRPC // "jsonrpc": the "id" is a call's, not a resource's
 	memMembers // how many
 )
 
@@ -243,12 +250,13 @@ func unmarshalResult(body []byte) (resultBody, error) {
 		Error      any     `json:"error"`
 		Errors     any     `json:"errors"`
 		Status     any     `json:"status"`
+		JSONRPC    any     `json:"jsonrpc"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return resultBody{}, err
 	}
 	r := resultBody{memResourceID: {v.ResourceID, v.ResourceID != ""}, memReason: {v.Reason, v.Reason != ""},
-		memID: anyString(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status),
+		memID: anyString(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status), memJSONRPC: anyString(v.JSONRPC),
 		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}}
 	if v.State != nil {
 		r[memState] = jsonString{*v.State, true}
