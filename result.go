@@ -92,7 +92,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // DecodeJSON is the default Decoder. It accepts a JSON object with
 // "state" ("succeeded", "failed", "processing"; "pending" means processing)
 // and "resourceId" (required for succeeded), plus an optional "reason"; or a
-// plain resource object with a non-empty string "id", taken as succeeded
+// plain resource object with an "id" that is a non-empty string or a
+// positive integer (Mercado Pago's payments: its digits are the resource
+// id; no other number names a resource), taken as succeeded
 // (as processing when the status is 202 Accepted: not completed) unless
 // its "status" says the server refused to carry it out: "failed",
 // "declined", "rejected", "refused" or "denied" (in any case) make it
@@ -200,8 +202,9 @@ func resourceStatusOf(s string) resourceStatus {
 
 // resultBody is what DecodeJSON reads from a body: its members below,
 // each with ok set when it is a JSON string (state: present and not
-// null; resourceId and reason, which are strings or absent: not empty).
-// The others may hold any JSON value.
+// null; resourceId and reason, which are strings or absent: not empty;
+// id: a positive integer too, as its digits). The others may hold any
+// JSON value.
 type resultBody [memMembers]jsonString
 
 // The members of resultBody.
@@ -240,28 +243,52 @@ type jsonString struct {
 // DecodeJSON's reading, which scanResult follows.
 func unmarshalResult(body []byte) (resultBody, error) {
 	var v struct {
-		State      *string `json:"state"`
-		ResourceID string  `json:"resourceId"`
-		ID         any     `json:"id"`
-		Reason     string  `json:"reason"`
-		Key        any     `json:"key"`
-		IdemKey    any     `json:"idempotencyKey"`
-		IdemKey2   any     `json:"idempotency_key"`
-		Error      any     `json:"error"`
-		Errors     any     `json:"errors"`
-		Status     any     `json:"status"`
-		JSONRPC    any     `json:"jsonrpc"`
+		State      *string         `json:"state"`
+		ResourceID string          `json:"resourceId"`
+		ID         json.RawMessage `json:"id"`
+		Reason     string          `json:"reason"`
+		Key        any             `json:"key"`
+		IdemKey    any             `json:"idempotencyKey"`
+		IdemKey2   any             `json:"idempotency_key"`
+		Error      any             `json:"error"`
+		Errors     any             `json:"errors"`
+		Status     any             `json:"status"`
+		JSONRPC    any             `json:"jsonrpc"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return resultBody{}, err
 	}
 	r := resultBody{memResourceID: {v.ResourceID, v.ResourceID != ""}, memReason: {v.Reason, v.Reason != ""},
-		memID: anyString(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status), memJSONRPC: anyString(v.JSONRPC),
+		memID: idOf(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status), memJSONRPC: anyString(v.JSONRPC),
 		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}}
 	if v.State != nil {
 		r[memState] = jsonString{*v.State, true}
 	}
 	return r, nil
+}
+
+// idOf is a resource's "id" member, raw: a string, or a positive integer
+// as its digits (no float in between: ids pass 2^53).
+func idOf(raw json.RawMessage) jsonString {
+	var s string
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		if json.Unmarshal(raw, &s) == nil {
+			return jsonString{s, true}
+		}
+	case positiveInteger(raw):
+		return jsonString{string(raw), true}
+	}
+	return jsonString{}
+}
+
+// positiveInteger reports whether b is a JSON number with no sign,
+// fraction or exponent, and not 0: the only numbers taken for an id.
+func positiveInteger(b []byte) bool {
+	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
+		return false
+	}
+	return skipDigits(b, 1) == len(b)
 }
 
 func anyString(v any) jsonString {
