@@ -361,7 +361,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		return a
 	}
 	if !query {
-		a.replayed, a.created = replayed(ex.header), createdResource(ex.status, ex.body)
+		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
 	}
 	a.verdict = c.verdict(ex.status)
 	a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
@@ -404,19 +404,34 @@ func (c *Client) keyConflict(v Verdict, status int, body []byte) bool {
 	return false
 }
 
-// replayed reports whether the server says the answer is the stored one
-// for this key: Stripe's Idempotent-Replayed: true, or the same marker
-// under the X- and "Idempotency-" names other APIs document (fiskaly's
-// X-Idempotency-Replayed), the value bare or quoted. A replay missed is
-// worse than one seen: another request's stored success would be taken
-// for ours.
-func replayed(h http.Header) bool {
+// replayed reports whether the server says the answer of this status is
+// the stored one for this key: Stripe's Idempotent-Replayed: true, or the
+// same marker under the X- and "Idempotency-" names other APIs document
+// (fiskaly's X-Idempotency-Replayed), the value bare or quoted; an
+// Idempotency-Status of "replayed" (Integrated Finance's
+// X-Idempotency-Status); or Worldline's X-GCS-Idempotence-Request-
+// Timestamp. A replay missed is worse than one seen: another request's
+// stored success would be taken for ours.
+func replayed(h http.Header, status int) bool {
 	for _, name := range [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed"} {
-		if strings.EqualFold(strings.Trim(strings.TrimSpace(headerValue(h, name)), `"`), "true") {
+		if markerIs(h, name, "true") {
 			return true
 		}
 	}
-	return false
+	if markerIs(h, "Idempotency-Status", "replayed") || markerIs(h, "X-Idempotency-Status", "replayed") {
+		return true
+	}
+	// Worldline's platform (GlobalCollect, Ingenico, PAYONE) gives every
+	// answer to a key's later requests the first one's time: its stored
+	// answer, or a 409 while the first still runs, which is no answer of
+	// its.
+	return status != http.StatusConflict && headerValue(h, "X-Gcs-Idempotence-Request-Timestamp") != ""
+}
+
+// markerIs reports whether header name (canonical) holds value, bare or
+// quoted, in any case.
+func markerIs(h http.Header, name, value string) bool {
+	return strings.EqualFold(strings.Trim(strings.TrimSpace(headerValue(h, name)), `"`), value)
 }
 
 // headerValue is h.Get(name) for a name already in canonical form:
