@@ -364,6 +364,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
 	}
 	a.verdict = c.verdict(ex.status)
+	if a.verdict == Processing && ex.status == http.StatusConflict && reusedElsewhere(ex.body, c.cfg.keyHeader) {
+		a.verdict = Conflict
+	}
 	a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a

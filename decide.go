@@ -410,6 +410,33 @@ func createdResource(status int, body []byte) string {
 	return ""
 }
 
+// reusedElsewhere reports whether a 409's body says the key was used
+// before by a request other than this one (PayFacto's
+// IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error):
+// the 422 of servers that answer it with 409. Other 409s say the key's
+// request is still running, often in words about the key too ("already
+// in progress", "in use"), so the words for a request that differs are
+// narrower than reusesKey's, and any word of a request still running
+// leaves the 409 read as in flight: read as a conflict, a request still
+// running would fail ours while it may yet succeed.
+func reusedElsewhere(body []byte, header string) bool {
+	if !namesKey(body, header) {
+		return false
+	}
+	lower := bytes.ToLower(body)
+	for _, w := range [...]string{"progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still"} {
+		if bytes.Contains(lower, []byte(w)) {
+			return false
+		}
+	}
+	for _, w := range [...]string{"differ", "mismatch", "not match", "reuse", "re-use", "already used", "already_used", "already been used", "previously used"} {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.
 func asciiFold(b []byte, word string) bool {
 	for i := range len(word) {

@@ -267,6 +267,28 @@ func TestNamesKey(t *testing.T) {
 	}
 }
 
+// A 409 is a key used by another request only when it says the request
+// differs, and never when it says one is still running.
+func TestReusedElsewhere(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"error":{"code":"IDEMPOTENCY_KEY_REUSED","details":["Idempotency-Key exists and the request does not match"]}}`: true,
+		`{"type":"idempotency_key_already_used_error","resource_id":"ach_1"}`:                                             true,
+		`{"message":"Idempotency-Key was previously used with a different request body"}`:                                 true,
+		`{"code":"idempotency_key_mismatch"}`:                                                                             true,
+		`{"error":"There is currently another in-progress request using this Stripe API key and idempotency key."}`:       false,
+		`{"error":"Idempotency key already in use"}`:                                                                      false,
+		`{"error":"idempotency key reused while the first request is still processing"}`:                                  false,
+		`{"code":"idempotency_request_in_progress"}`:                                                                      false,
+		`{"error":"A resource has already been created with this idempotency key"}`:                                       false,
+		`{"error":"order differs from the cart"}`:                                                                         false,
+		``: false,
+	} {
+		if got := reusedElsewhere([]byte(body), "Idempotency-Key"); got != want {
+			t.Errorf("reusedElsewhere(%s) = %v; want %v", body, got, want)
+		}
+	}
+}
+
 func TestMentionsKey(t *testing.T) {
 	for body, want := range map[string]bool{
 		`{"error":"Idempotency-Key reused with a different payload"}`: true,

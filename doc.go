@@ -73,6 +73,7 @@
 //	409, nothing of ours executed            someone else's in flight wait, resend (never query)
 //	422 naming the key, WithKeyConflictStatus key reused, other body failed, ErrKeyConflict, never resent
 //	400 saying the key was used before       key reused, other body failed, ErrKeyConflict, never resent
+//	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
 //	408, 3xx, 500, 502, 504, other 5xx       may have executed       query, then resend same key

@@ -56,6 +56,14 @@ func TestKeyReusedWithOtherParameters(t *testing.T) {
 			`"details":[{"issue":"INSTRUMENT_DECLINED","description":"The instrument presented was either declined by the processor or bank, or it can't be used for this payment."}],` +
 			`"message":"The requested action could not be performed, semantically incorrect, or failed business validation.","debug_id":"a1b2c3d4e5f60"}`},
 			false, paypal},
+		// https://cd.support.payfacto.com/portal/en/kb/articles/idempotency-support
+		{"payfacto 409 IDEMPOTENCY_KEY_REUSED", shape{status: 409, body: `{"error":{"code":"IDEMPOTENCY_KEY_REUSED","type":"IDEMPOTENCY_ERROR",` +
+			`"details":["Idempotency-Key exists and the request does not match"],"message":"Idempotency Key Reused"}}`}, true, nil},
+		// https://increase.com/documentation/idempotency-keys
+		{"increase 409 idempotency_key_already_used_error", shape{status: 409, body: `{"status":409,` +
+			`"type":"idempotency_key_already_used_error","resource_id":"ach_transfer_uoxatyh3lt5evrsdvo7q"}`}, true, nil},
+		{"409 key used with a different payload", shape{status: 409, body: `{"error":{"code":"idempotency_conflict",` +
+			`"message":"Idempotency-Key was previously used with a different request body"}}`}, true, nil},
 		{"paypal 400 malformed request id", shape{status: 400, body: `{"name":"INVALID_REQUEST",` +
 			`"details":[{"field":"PayPal-Request-Id","issue":"INVALID_PARAMETER_SYNTAX","description":"The value of a field does not conform to the expected format."}],` +
 			`"debug_id":"a1b2c3d4e5f61"}`}, false, paypal},
@@ -91,6 +99,21 @@ func TestKeyShapesAfterALostResponse(t *testing.T) {
 	}{
 		{"stripe 409 idempotency_key_in_use, nothing of ours executed", []shape{{status: 409, body: `{"error":{"code":"idempotency_key_in_use",` +
 			`"type":"invalid_request_error","message":"There is currently another in-progress request using this Stripe API key and idempotency key."}}`}},
+			idem.StatePending, "", 5},
+		{"payfacto 409 IDEMPOTENCY_KEY_REUSED after ours may have executed", []shape{lost, {status: 409, body: `{"error":{"code":"IDEMPOTENCY_KEY_REUSED",` +
+			`"type":"IDEMPOTENCY_ERROR","details":["Idempotency-Key exists and the request does not match"],"message":"Idempotency Key Reused"}}`}},
+			idem.StateUnknown, "", 5},
+		// https://docs.whop.com/developer/api/idempotency
+		{"whop 409 idempotency_request_in_progress", []shape{{status: 409, body: `{"error":{"code":"idempotency_request_in_progress",` +
+			`"message":"A request with this Idempotency-Key is already in progress"}}`}}, idem.StatePending, "", 5},
+		// https://cintra-iapi.redoc.ly/tag/idempotency
+		{"cintra 409 processing", []shape{{status: 409, body: `{"errors":[{"status":"409","title":"Conflict",` +
+			`"detail":"The original request is still being processed. Retry after the specified interval.",` +
+			`"meta":{"conflictReason":"processing","retryAfterSeconds":30}}]}`}}, idem.StatePending, "", 5},
+		// https://www.mercadopago.com.ar/developers/en/docs/wallet-connect/payment-flow/idempotency/responses
+		{"mercado pago 409 not completed yet", []shape{{status: 409, body: `{"status":"409","error":"Conflict",` +
+			`"message":"The process has not been completed yet. Try again later.","cause":[{"code":"401001"}]}`}}, idem.StatePending, "", 5},
+		{"409 key already in use", []shape{{status: 409, body: `{"error":"Idempotency key already in use: the same request is being processed"}`}},
 			idem.StatePending, "", 5},
 		{"stripe 400 idempotency_error after ours may have executed", []shape{lost, {status: 400, body: `{"error":{"type":"idempotency_error",` +
 			`"message":"Keys for idempotent requests can only be used with the same parameters they were first used with."}}`}},

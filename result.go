@@ -356,6 +356,11 @@ type Classifier func(statusCode int) Verdict
 // is about the key (as above) and says it was used before or with other
 // parameters (Stripe's idempotency_error, Square's IDEMPOTENCY_KEY_REUSED,
 // PayPal's DUPLICATE_REQUEST_ID), not when it says the key is missing.
+// A Processing 409 is a key conflict, as a 422 is, when its body is about
+// the key and says the key's request differs from this one (PayFacto's
+// IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error),
+// unless it also says a request is still running ("in progress", "in
+// use", "processing"…): that is the key in flight.
 // Answers marked replayed (Idempotent-Replayed: true), and a 409 that
 // names the resource its key already created (GoCardless's
 // idempotent_creation_conflict), are judged before the classifier: see
