@@ -427,8 +427,10 @@ func replayed(h http.Header, status int) bool {
 	// Worldline's platform (GlobalCollect, Ingenico, PAYONE) gives every
 	// answer to a key's later requests the first one's time: its stored
 	// answer, or a 409 while the first still runs, which is no answer of
-	// its.
-	return status != http.StatusConflict && headerValue(h, "X-Gcs-Idempotence-Request-Timestamp") != ""
+	// its; nor is a 429, whatever headers it carries: a stored refusal
+	// would settle the operation failed.
+	return status != http.StatusConflict && status != http.StatusTooManyRequests &&
+		headerValue(h, "X-Gcs-Idempotence-Request-Timestamp") != ""
 }
 
 // markerIs reports whether header name (canonical) holds value, bare or

@@ -87,12 +87,12 @@
 // Idempotency-Replayed, X-Idempotent-Replayed or X-Idempotency-Replayed;
 // Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
 // X-GCS-Idempotence-Request-Timestamp on any answer but a 409, which says
-// the key's first request still runs) is the server's stored one for the
-// key: a replayed 2xx settles only if an earlier attempt may have reached
-// the server, else the key is another request's ([ReviewKeyInUse], an
-// error matching [ErrKeyConflict] and [ErrUnknownOutcome]); a replayed 4xx
-// settles failed; a replayed 5xx is flagged for review at once
-// ([ErrNeedsReview]) and still queried. A 409
+// the key's first request still runs, or a 429) is the server's stored
+// one for the key: a replayed 2xx settles only if an earlier attempt may
+// have reached the server, else the key is another request's
+// ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
+// [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx is
+// flagged for review at once ([ErrNeedsReview]) and still queried. A 409
 // that names the resource its key already created (GoCardless's
 // idempotent_creation_conflict with links.conflicting_resource_id) is
 // judged as a replayed 2xx: succeeded with that resource only if an

@@ -78,6 +78,14 @@ func TestWorldlineFollowUpAnswers(t *testing.T) {
 		require.True(t, res.Replayed)
 		v.requireKeys(t, "X-GCS-Idempotence-Key", "k", 2)
 	})
+	t.Run("429 on a follow-up: throttled, not a stored refusal", func(t *testing.T) {
+		v := newVendor(t, lost, shape{status: http.StatusTooManyRequests, header: followUp, body: `{"errorId":"1","errors":[{"httpStatusCode":429}]}`})
+		res, err := v.submit(t, worldline)
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, idem.ErrFailed)
+		require.NotEqual(t, idem.StateFailed, res.State)
+		v.requireKeys(t, "X-GCS-Idempotence-Key", "k", 5)
+	})
 	t.Run("409 while the first runs: in flight, not a stored refusal", func(t *testing.T) {
 		v := newVendor(t, lost, shape{status: http.StatusConflict, header: followUp,
 			body: `{"errorId":"657b10da-d2f9-4d7c-9f3b-4d3b4b1a2c3d","errors":[{"httpStatusCode":409}]}`})
