@@ -21,6 +21,8 @@ import (
 // Shapes for one idempotency behaviour of several APIs are in
 // key_reuse_shapes_test.go and replay_markers_test.go.
 func TestProviderShapes(t *testing.T) {
+	const mangopayBlocked = `{"Message":"A resource has already been created with this Idempotency Key",` +
+		`"Type":"idempotent_creation_conflict","Id":"bf6cce22-4c12-454f-ac05-ca20c8683735#1452723935","Date":1452723944,"errors":null}`
 	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
 	replayed := http.Header{"Idempotent-Replayed": {"true"}}
 	for _, tt := range []struct {
@@ -85,6 +87,18 @@ func TestProviderShapes(t *testing.T) {
 			shapes: []shape{lost, {status: 429, body: ``}},
 			opts:   []idem.Option{idem.WithKeyHeader("Cko-Idempotency-Key", idem.KeyBare)}, header: "Cko-Idempotency-Key",
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://docs.mangopay.com/api-reference/overview/idempotency:
+		// every request after the first with a key is blocked with 409,
+		// whatever the first one's outcome, and its "Id" is the error's.
+		// Not GoCardless's answer (which names the resource created): the
+		// key in flight, never settled, never the error's id for ours.
+		{name: "mangopay 409 idempotent_creation_conflict, after a lost response",
+			shapes: []shape{lost, {status: 409, body: mangopayBlocked}},
+			state:  idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "mangopay 409 idempotent_creation_conflict to a key nothing of ours used",
+			shapes: []shape{{status: 409, body: mangopayBlocked}},
+			state:  idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
 
 		// https://developer.paypal.com/braintree/in-person/guides/graphql-error-handling:
 		// every answer is 200, an error in "errors"; a success comes
