@@ -88,7 +88,7 @@ type answer struct {
 	unsent   bool // surely never sent (no connection ever took it)
 	resent   bool // net/http sent it twice: its first copy may have executed
 	cut      bool // the body was not read whole (a read error, or over the cap)
-	replayed bool // Idempotent-Replayed: true
+	replayed bool // marked as the stored answer (Idempotent-Replayed: true, …)
 	// created: a refusal that names the resource the key already created
 	// (GoCardless's 409 idempotent_creation_conflict), the server's final
 	// word for the key as a replay is; empty for any other answer.
