@@ -318,14 +318,14 @@ func (d *driver) submit() (step, error) {
 	err := d.commit(func(r *journal.Record) {
 		// A replay whose body was cut in transit is read again by a resend:
 		// it does not make the answer final.
-		recordOutcome(r, number, ex, st.refused, a.replayed && st.move != moveQuery)
+		recordOutcome(r, number, ex, st.refused, a.stored() && st.move != moveQuery)
 		switch st.move {
 		case moveSettle:
-			settleRecord(r, st.out, ex, a.replayed, now)
+			settleRecord(r, st.out, ex, a.stored(), now)
 		case moveProcessing:
 			r.State = StateProcessing
 			if st.out.ResourceID != "" {
-				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: a.replayed}
+				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: a.stored()}
 			}
 		case moveReview:
 			// Durable before anything else is tried: a crash now must not
@@ -360,8 +360,13 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if ex.status == 0 {
 		return a
 	}
-	a.replayed = !query && replayed(ex.header)
+	if !query {
+		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
+	}
 	a.verdict = c.verdict(ex.status)
+	if a.verdict == Processing && ex.status == http.StatusConflict && reusedElsewhere(ex.body, c.cfg.keyHeader) {
+		a.verdict = Conflict
+	}
 	a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a
@@ -395,26 +400,43 @@ func (c *Client) verdict(status int) Verdict {
 func (c *Client) keyConflict(v Verdict, status int, body []byte) bool {
 	switch {
 	case v == Conflict:
-		return slices.Contains(c.cfg.conflictStatus, status) || mentionsKey(body)
+		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, c.cfg.keyHeader)
 	case v == Rejected && status == http.StatusBadRequest:
-		return reusesKey(body)
+		return reusesKey(body, c.cfg.keyHeader)
 	}
 	return false
 }
 
-// replayed reports whether the server says the answer is the stored one
-// for this key: Stripe's Idempotent-Replayed: true, or the same marker
-// under the X- and "Idempotency-" names other APIs document (fiskaly's
-// X-Idempotency-Replayed), the value bare or quoted. A replay missed is
-// worse than one seen: another request's stored success would be taken
-// for ours.
-func replayed(h http.Header) bool {
+// replayed reports whether the server says the answer of this status is
+// the stored one for this key: Stripe's Idempotent-Replayed: true, or the
+// same marker under the X- and "Idempotency-" names other APIs document
+// (fiskaly's X-Idempotency-Replayed), the value bare or quoted; an
+// Idempotency-Status of "replayed" (Integrated Finance's
+// X-Idempotency-Status); or Worldline's X-GCS-Idempotence-Request-
+// Timestamp. A replay missed is worse than one seen: another request's
+// stored success would be taken for ours.
+func replayed(h http.Header, status int) bool {
 	for _, name := range [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed"} {
-		if strings.EqualFold(strings.Trim(strings.TrimSpace(headerValue(h, name)), `"`), "true") {
+		if markerIs(h, name, "true") {
 			return true
 		}
 	}
-	return false
+	if markerIs(h, "Idempotency-Status", "replayed") || markerIs(h, "X-Idempotency-Status", "replayed") {
+		return true
+	}
+	// Worldline's platform (GlobalCollect, Ingenico, PAYONE) gives every
+	// answer to a key's later requests the first one's time: its stored
+	// answer, or a 409 while the first still runs, which is no answer of
+	// its; nor is a 429, whatever headers it carries: a stored refusal
+	// would settle the operation failed.
+	return status != http.StatusConflict && status != http.StatusTooManyRequests &&
+		headerValue(h, "X-Gcs-Idempotence-Request-Timestamp") != ""
+}
+
+// markerIs reports whether header name (canonical) holds value, bare or
+// quoted, in any case.
+func markerIs(h http.Header, name, value string) bool {
+	return strings.EqualFold(strings.Trim(strings.TrimSpace(headerValue(h, name)), `"`), value)
 }
 
 // headerValue is h.Get(name) for a name already in canonical form:

@@ -69,7 +69,9 @@ func TestDecodeJSON(t *testing.T) {
 		{`{"id":"ch_123","amount":5}`, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ch_123"}, false},
 		{`{"state":"succeeded"}`, idem.Outcome{}, true}, // success must name what it created
 		{`{"state":"weird"}`, idem.Outcome{}, true},
-		{`{"id":42}`, idem.Outcome{}, true},
+		{`{"id":42}`, idem.Outcome{State: idem.StateSucceeded, ResourceID: "42"}, false}, // a positive integer id, as Mercado Pago's
+		{`{"id":0}`, idem.Outcome{}, true},
+		{`{"id":4.2}`, idem.Outcome{}, true},
 		{`{"id":""}`, idem.Outcome{}, true},
 		{`{}`, idem.Outcome{}, true},
 		{`{"state":"succeeded","resourceId":"ord_1"`, idem.Outcome{}, true}, // truncated

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -87,8 +88,12 @@ type answer struct {
 	unsent   bool // surely never sent (no connection ever took it)
 	resent   bool // net/http sent it twice: its first copy may have executed
 	cut      bool // the body was not read whole (a read error, or over the cap)
-	replayed bool // Idempotent-Replayed: true
-	verdict  Verdict
+	replayed bool // marked as the stored answer (Idempotent-Replayed: true, …)
+	// created: a refusal that names the resource the key already created
+	// (GoCardless's 409 idempotent_creation_conflict), the server's final
+	// word for the key as a replay is; empty for any other answer.
+	created string
+	verdict Verdict
 	// keyConflict: a Conflict verdict is about the key (a status set with
 	// WithKeyConflictStatus, or a body that names the idempotency key),
 	// not a validation error that happens to be 422; or a 400 says the
@@ -155,7 +160,7 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveResend, label: "not_sent", refused: true}
 	case a.status == 0:
 		return judgment{move: moveQuery, label: "response_lost"}
-	case a.replayed:
+	case a.stored():
 		return judgeReplay(p, a)
 	}
 	switch a.verdict {
@@ -199,6 +204,10 @@ func submitMeaning(p past, a answer) judgment {
 	}
 }
 
+// stored reports whether the answer is the server's stored one for the
+// key: marked replayed, or naming the resource the key created.
+func (a answer) stored() bool { return a.replayed || a.created != "" }
+
 // judgeReplay: a replayed answer is the server's final word for the key.
 // The attempt it answers did not execute (refused): the server answered
 // from its store.
@@ -210,7 +219,7 @@ func judgeReplay(p past, a answer) judgment {
 
 func replayMeaning(p past, a answer) judgment {
 	switch {
-	case a.status >= 400 && a.status < 500:
+	case a.status >= 400 && a.status < 500 && a.created == "":
 		// A stored refusal: whichever request ran first was refused, and
 		// nothing ran after it. Failed, even if it was not ours: nothing
 		// of ours executed either.
@@ -219,6 +228,11 @@ func replayMeaning(p past, a answer) judgment {
 			conflict: a.keyConflict}
 	case !p.maybeExecuted:
 		return judgment{move: moveReview, label: "replayed_foreign", review: ReviewKeyInUse, conflict: true}
+	case a.created != "":
+		if p.contested {
+			return contestedSuccess("created_contested")
+		}
+		return judgment{move: moveSettle, label: "created", out: Outcome{State: StateSucceeded, ResourceID: a.created}}
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "replayed_result", "replayed_processing")
 		if p.contested && j.move == moveSettle && j.out.State == StateSucceeded {
@@ -306,12 +320,53 @@ func mentionsKey(body []byte) bool {
 	return false
 }
 
+// namesKey reports whether an error body is about the idempotency key:
+// it mentions it (mentionsKey) or names the header the key is sent in,
+// for servers whose header does not say "idempotency" (PayPal's 422
+// PAYPAL_REQUEST_ID_PREVIOUSLY_USED, "The PayPal-Request-Id has already
+// been used for another request"). header is empty when the key goes in
+// the body. The name is matched without regard to case, and '-', '_' and
+// ' ' match one another: error codes spell a header name with
+// underscores.
+func namesKey(body []byte, header string) bool {
+	if mentionsKey(body) {
+		return true
+	}
+	for i := 0; header != "" && i+len(header) <= len(body); i++ {
+		if sameName(body[i:i+len(header)], header) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameName reports whether b spells the header name, as namesKey matches.
+func sameName(b []byte, name string) bool {
+	for i := range len(name) {
+		if lower(b[i]) != lower(name[i]) && !(separator(b[i]) && separator(name[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+// lower is c in lower case if it is an ASCII letter.
+func lower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func separator(c byte) bool { return c == '-' || c == '_' || c == ' ' }
+
 // reusesKey reports whether a 400's body says the idempotency key was
 // used before with other parameters (Stripe's idempotency_error, Square's
-// IDEMPOTENCY_KEY_REUSED), not that it is missing or malformed: servers
-// answer all three with 400, and only the first is a key conflict.
-func reusesKey(body []byte) bool {
-	if !mentionsKey(body) {
+// IDEMPOTENCY_KEY_REUSED, PayPal's DUPLICATE_REQUEST_ID), not that it is
+// missing or malformed: servers answer all three with 400, and only the
+// first is a key conflict. header is as for namesKey.
+func reusesKey(body []byte, header string) bool {
+	if !namesKey(body, header) {
 		return false
 	}
 	lower := bytes.ToLower(body)
@@ -323,14 +378,69 @@ func reusesKey(body []byte) bool {
 	return false
 }
 
+// createdResource is the resource a 409 says its key already created:
+// GoCardless answers a create resent after it succeeded so, never with
+// the 201 again, with an error whose reason is
+// idempotent_creation_conflict and whose links name the resource. Empty
+// for any other answer, and for one that names no resource: only the
+// resource makes the answer final.
+func createdResource(status int, body []byte) string {
+	const reason = "idempotent_creation_conflict"
+	if status != http.StatusConflict || !bytes.Contains(body, []byte(reason)) {
+		return ""
+	}
+	var v struct {
+		Error struct {
+			Errors []struct {
+				Reason string `json:"reason"`
+				Links  struct {
+					Resource string `json:"conflicting_resource_id"`
+				} `json:"links"`
+			} `json:"errors"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	for _, e := range v.Error.Errors {
+		if e.Reason == reason && e.Links.Resource != "" {
+			return e.Links.Resource
+		}
+	}
+	return ""
+}
+
+// reusedElsewhere reports whether a 409's body says the key was used
+// before by a request other than this one (PayFacto's
+// IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error):
+// the 422 of servers that answer it with 409. Other 409s say the key's
+// request is still running, often in words about the key too ("already
+// in progress", "in use"), so the words for a request that differs are
+// narrower than reusesKey's, and any word of a request still running
+// leaves the 409 read as in flight: read as a conflict, a request still
+// running would fail ours while it may yet succeed.
+func reusedElsewhere(body []byte, header string) bool {
+	if !namesKey(body, header) {
+		return false
+	}
+	lower := bytes.ToLower(body)
+	for _, w := range [...]string{"progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still"} {
+		if bytes.Contains(lower, []byte(w)) {
+			return false
+		}
+	}
+	for _, w := range [...]string{"differ", "mismatch", "not match", "reuse", "re-use", "already used", "already_used", "already been used", "previously used"} {
+		if bytes.Contains(lower, []byte(w)) {
+			return true
+		}
+	}
+	return false
+}
+
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.
 func asciiFold(b []byte, word string) bool {
 	for i := range len(word) {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != word[i] {
+		if lower(b[i]) != word[i] {
 			return false
 		}
 	}

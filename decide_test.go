@@ -75,6 +75,12 @@ func TestJudgeSubmit(t *testing.T) {
 		{name: "replayed 4xx to a fresh operation: failed", p: fresh, a: answer{status: 400, verdict: Rejected, replayed: true}, move: moveSettle, refused: true, wantState: StateFailed},
 		{name: "replayed 5xx: review", p: maybe, a: answer{status: 500, verdict: Ambiguous, replayed: true}, move: moveReview, refused: true, reviewPrefix: "server replayed a stored 500"},
 		{name: "replayed 503: review, not throttling", p: maybe, a: answer{status: 503, verdict: Throttled, replayed: true}, move: moveReview, refused: true, reviewPrefix: "server replayed a stored 503"},
+		{name: "409 naming the resource the key created, after maybe executed: settled", p: maybe, a: answer{status: 409, verdict: Processing, created: "PM1"},
+			move: moveSettle, refused: true, wantState: StateSucceeded},
+		{name: "409 naming the resource the key created, fresh: someone else's", p: fresh, a: answer{status: 409, verdict: Processing, created: "PM1"},
+			move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
+		{name: "409 naming the resource the key created, after the key was contested: not ours", p: past{maybeExecuted: true, contested: true},
+			a: answer{status: 409, verdict: Processing, created: "PM1"}, move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
 		{name: "429 that net/http sent twice: may have executed", p: fresh, a: answer{status: 429, verdict: Throttled, resent: true}, move: moveResend},
 		{name: "422 that net/http sent twice: ambiguous", p: fresh, a: answer{status: 422, verdict: Conflict, keyConflict: true, resent: true}, move: moveQuery},
 	}
@@ -92,6 +98,9 @@ func TestJudgeSubmit(t *testing.T) {
 			}
 			if tt.move == moveSettle && j.out.State != tt.wantState {
 				t.Errorf("judgeSubmit() state = %s; want %s", j.out.State, tt.wantState)
+			}
+			if tt.a.created != "" && tt.move == moveSettle && j.out.ResourceID != tt.a.created {
+				t.Errorf("judgeSubmit() resource = %q; want the one the key created, %q", j.out.ResourceID, tt.a.created)
 			}
 			if tt.move == moveReview && (len(j.review) < len(tt.reviewPrefix) || j.review[:len(tt.reviewPrefix)] != tt.reviewPrefix) {
 				t.Errorf("judgeSubmit() review = %q; want it to start %q", j.review, tt.reviewPrefix)
@@ -204,8 +213,78 @@ func TestReusesKey(t *testing.T) {
 		`{"error":"amount differs from the order total"}`:                     false,
 		``: false,
 	} {
-		if got := reusesKey([]byte(body)); got != want {
+		if got := reusesKey([]byte(body), "Idempotency-Key"); got != want {
 			t.Errorf("reusesKey(%s) = %v; want %v", body, got, want)
+		}
+	}
+}
+
+// Only a 409 that names the resource its key created is the key's final
+// answer; any other 409 is still a key in flight.
+func TestCreatedResource(t *testing.T) {
+	const conflict = `{"error":{"type":"invalid_state","errors":[{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":"PM1"}}]}}`
+	for _, tt := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{409, conflict, "PM1"},
+		{409, `{"error":{"errors":[{"reason":"other"},{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":"PM2"}}]}}`, "PM2"},
+		{422, conflict, ""},
+		{409, `{"error":{"errors":[{"reason":"idempotent_creation_conflict"}]}}`, ""},
+		{409, `{"error":{"errors":[{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":7}}]}}`, ""},
+		{409, `{"error":{"errors":[{"reason":"idempotency_key_in_use","links":{"conflicting_resource_id":"PM1"}}]}}`, ""},
+		{409, `idempotent_creation_conflict`, ""},
+		{409, ``, ""},
+	} {
+		if got := createdResource(tt.status, []byte(tt.body)); got != tt.want {
+			t.Errorf("createdResource(%d, %s) = %q; want %q", tt.status, tt.body, got, tt.want)
+		}
+	}
+}
+
+// A server whose key header does not say "idempotency" names the header,
+// or spells it in an error code.
+func TestNamesKey(t *testing.T) {
+	for _, tt := range []struct {
+		body, header string
+		want         bool
+	}{
+		{`{"description":"The PayPal-Request-Id has already been used for another request."}`, "Paypal-Request-Id", true},
+		{`{"issue":"PAYPAL_REQUEST_ID_PREVIOUSLY_USED"}`, "Paypal-Request-Id", true},
+		{`{"message":"the paypal request id was used"}`, "Paypal-Request-Id", true},
+		{`{"issue":"INSTRUMENT_DECLINED"}`, "Paypal-Request-Id", false},
+		{`{"issue":"PAYPAL_REQUEST"}`, "Paypal-Request-Id", false},
+		{`{"error":"Idempotency-Key reused"}`, "Paypal-Request-Id", true},
+		{`{"error":"Idempotency-Key reused"}`, "", true},
+		{`{"field":"PayPal-Request-Id"}`, "", false},
+		{`Paypal+Request+Id`, "Paypal-Request-Id", false},
+		{``, "Paypal-Request-Id", false},
+	} {
+		if got := namesKey([]byte(tt.body), tt.header); got != tt.want {
+			t.Errorf("namesKey(%s, %q) = %v; want %v", tt.body, tt.header, got, tt.want)
+		}
+	}
+}
+
+// A 409 is a key used by another request only when it says the request
+// differs, and never when it says one is still running.
+func TestReusedElsewhere(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"error":{"code":"IDEMPOTENCY_KEY_REUSED","details":["Idempotency-Key exists and the request does not match"]}}`: true,
+		`{"type":"idempotency_key_already_used_error","resource_id":"ach_1"}`:                                             true,
+		`{"message":"Idempotency-Key was previously used with a different request body"}`:                                 true,
+		`{"code":"idempotency_key_mismatch"}`:                                                                             true,
+		`{"error":"There is currently another in-progress request using this Stripe API key and idempotency key."}`:       false,
+		`{"error":"Idempotency key already in use"}`:                                                                      false,
+		`{"error":"idempotency key reused while the first request is still processing"}`:                                  false,
+		`{"code":"idempotency_request_in_progress"}`:                                                                      false,
+		`{"error":"A resource has already been created with this idempotency key"}`:                                       false,
+		`{"error":"order differs from the cart"}`:                                                                         false,
+		``: false,
+	} {
+		if got := reusedElsewhere([]byte(body), "Idempotency-Key"); got != want {
+			t.Errorf("reusedElsewhere(%s) = %v; want %v", body, got, want)
 		}
 	}
 }

@@ -73,6 +73,7 @@
 //	409, nothing of ours executed            someone else's in flight wait, resend (never query)
 //	422 naming the key, WithKeyConflictStatus key reused, other body failed, ErrKeyConflict, never resent
 //	400 saying the key was used before       key reused, other body failed, ErrKeyConflict, never resent
+//	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
 //	408, 3xx, 500, 502, 504, other 5xx       may have executed       query, then resend same key
@@ -80,14 +81,22 @@
 //	transport error, request not written     not executed            backoff, resend
 //	transport error after writing, timeout   ambiguous               query, then resend same key
 //	any answer marked replayed               the key's final answer  never resent (below)
+//	409 naming the resource the key created  the key's final answer  as a replayed 2xx (below)
 //
 // A replayed answer (Idempotent-Replayed: true, or the same marker named
-// Idempotency-Replayed, X-Idempotent-Replayed or X-Idempotency-Replayed)
-// is the server's stored one for the key: a replayed 2xx settles only if
-// an earlier attempt may have reached the server, else the key is another
-// request's ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
+// Idempotency-Replayed, X-Idempotent-Replayed or X-Idempotency-Replayed;
+// Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
+// X-GCS-Idempotence-Request-Timestamp on any answer but a 409, which says
+// the key's first request still runs, or a 429) is the server's stored
+// one for the key: a replayed 2xx settles only if an earlier attempt may
+// have reached the server, else the key is another request's
+// ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
 // [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx is
-// flagged for review at once ([ErrNeedsReview]) and still queried.
+// flagged for review at once ([ErrNeedsReview]) and still queried. A 409
+// that names the resource its key already created (GoCardless's
+// idempotent_creation_conflict with links.conflicting_resource_id) is
+// judged as a replayed 2xx: succeeded with that resource only if an
+// earlier attempt may have reached the server.
 //
 // An answer that says this attempt did not execute (409 in flight, 429, a
 // 4xx, a request never written) says nothing of earlier attempts: an

@@ -199,12 +199,13 @@ type shape struct {
 }
 
 // vendor answers each submit with the next of its shapes, the last one
-// again once they run out, and counts the submits.
+// again once they run out, and keeps the headers of each submit.
 type vendor struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	shapes []shape
 	n      int
+	seen   []http.Header
 }
 
 func newVendor(t testing.TB, shapes ...shape) *vendor {
@@ -215,6 +216,7 @@ func newVendor(t testing.TB, shapes ...shape) *vendor {
 		v.mu.Lock()
 		s := v.shapes[min(v.n, len(v.shapes)-1)]
 		v.n++
+		v.seen = append(v.seen, r.Header.Clone())
 		v.mu.Unlock()
 		for name, vals := range s.header {
 			w.Header()[name] = vals
@@ -232,6 +234,31 @@ func (v *vendor) posts() int {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.n
+}
+
+// requireKeys asserts that the vendor answered n submits, each carrying
+// key in the header name.
+func (v *vendor) requireKeys(t testing.TB, name, key string, n int) {
+	t.Helper()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	require.Len(t, v.seen, n, "submits")
+	for i, h := range v.seen {
+		require.Equalf(t, key, h.Get(name), "submit %d: %s", i+1, name)
+	}
+}
+
+// requireForeignKey asserts that a call ended as one whose key another
+// request used: flagged for a person, open, and with none of that
+// request's outcome taken for ours.
+func requireForeignKey(t testing.TB, res *idem.Result, err error) {
+	t.Helper()
+	require.ErrorIs(t, err, idem.ErrKeyConflict)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "journaled and open: for a person")
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Empty(t, res.ResourceID, "another request's resource taken for ours")
+	require.Equal(t, idem.ReviewKeyInUse, res.Review)
 }
 
 // submit sends one payment through a client with the default settings.

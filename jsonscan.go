@@ -6,10 +6,10 @@ package idem
 // reflection and allocations. It reads member names of printable ASCII
 // without escapes, and values that are strings without escapes, numbers,
 // true, false or null, the members DecodeJSON reads holding only strings
-// of printable ASCII or null ("error" and "errors": null only). For
-// anything else (nested values, escapes, other characters, invalid JSON)
-// ok is false and unmarshalResult reads the body. FuzzScanResult holds
-// the two to the same reading.
+// of printable ASCII or null ("error" and "errors": null only; "id": a
+// number too). For anything else (nested values, escapes, other
+// characters, invalid JSON) ok is false and unmarshalResult reads the
+// body. FuzzScanResult holds the two to the same reading.
 func scanResult(b []byte) (r resultBody, ok bool) {
 	i := skipSpace(b, 0)
 	if i == len(b) || b[i] != '{' {
@@ -54,7 +54,7 @@ func scanResult(b []byte) (r resultBody, ok bool) {
 func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 	names := [memMembers]string{memState: "state", memResourceID: "resourceid", memID: "id", memReason: "reason",
 		memKey: "key", memIdemKey: "idempotencykey", memIdemKey2: "idempotency_key", memStatus: "status",
-		memError: "error", memErrors: "errors"}
+		memError: "error", memErrors: "errors", memJSONRPC: "jsonrpc"}
 	m := 0
 	for m < memMembers && !foldEqual(name, names[m]) {
 		m++
@@ -70,6 +70,14 @@ func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 	}
 	if errorMember(m) {
 		return 0, false // whether it holds an error is unmarshalResult's to read
+	}
+	if m == memID && i < len(b) && (b[i] == '-' || '0' <= b[i] && b[i] <= '9') {
+		j, ok := skipNumber(b, i)
+		if !ok {
+			return 0, false
+		}
+		r[m] = idOf(b[i:j])
+		return j, true
 	}
 	s, j, ok := scanASCIIString(b, i)
 	if !ok {

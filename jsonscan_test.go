@@ -19,6 +19,9 @@ func FuzzScanResult(f *testing.F) {
 		`{"ſtate":"succeeded"}`, `{"\u212aey":"x"}`,
 		`{"id":"1","error":null,"Errors":null}`, `{"id":"1","error":"x"}`, `{"id":"1","ERROR":false}`, `{"errors":[]}`,
 		`{"id":"pay_1","status":"Declined"}`, `{"id":"pay_1","Status":7}`, `{"status":null,"id":"x","STATUS":"failed"}`,
+		`{"jsonrpc":"2.0","id":"1","result":null}`, `{"JSONRPC":null,"id":"x","jsonRpc":true}`,
+		`{"id":10458724,"status":"approved"}`, `{"id":"x","ID":0}`, `{"Id":-1,"id":12.5e3}`, `{"id":007}`, `{"id":12,"iD":null}`,
+		`{"id":123456789012345678901234567890}`, `{"id":5,"id":"ord_1"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -43,6 +46,7 @@ func TestScanResultReadsUsualAnswers(t *testing.T) {
 	for _, body := range []string{
 		`{"state":"succeeded","resourceId":"ord_1"}`,
 		`{"id":"ch_1","object":"charge","amount":1999,"paid":true,"failure_code":null}`,
+		`{"id":1234567890,"status":"rejected","status_detail":"cc_rejected_insufficient_amount","transaction_amount":100}`,
 		"{\n  \"state\": \"failed\",\n  \"reason\": \"card declined\"\n}\n",
 	} {
 		got, ok := scanResult([]byte(body))

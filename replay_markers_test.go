@@ -14,33 +14,85 @@ import (
 // another request's: taking it as ours would report an order placed that
 // never was.
 func TestReplayMarkerVariants(t *testing.T) {
-	t.Run("fresh answer marked false: settles", func(t *testing.T) {
-		v := newVendor(t, shape{status: 201, header: http.Header{"X-Idempotency-Replayed": {"false"}}, body: `{"id":"ord_1"}`})
-		res, err := v.submit(t)
-		require.NoError(t, err)
-		require.Equal(t, idem.StateSucceeded, res.State)
-		require.Equal(t, "ord_1", res.ResourceID)
-		require.False(t, res.Replayed)
-		require.Equal(t, 1, v.posts(), "submits")
-	})
+	for _, h := range []http.Header{
+		{"X-Idempotency-Replayed": {"false"}},
+		// https://developer.integrated.finance/changelog/release-notes-for-idempotency-support
+		{"X-Idempotency-Status": {"processed"}},
+	} {
+		for name, val := range h {
+			t.Run("fresh answer marked "+name+"="+val[0]+": settles", func(t *testing.T) {
+				v := newVendor(t, shape{status: 201, header: h, body: `{"id":"ord_1"}`})
+				res, err := v.submit(t)
+				require.NoError(t, err)
+				require.Equal(t, idem.StateSucceeded, res.State)
+				require.Equal(t, "ord_1", res.ResourceID)
+				require.False(t, res.Replayed)
+				v.requireKeys(t, "Idempotency-Key", "k", 1)
+			})
+		}
+	}
 	for _, h := range []http.Header{
 		{"Idempotent-Replayed": {"true"}},
 		{"Idempotency-Replayed": {"true"}},
 		{"X-Idempotency-Replayed": {"true"}},
 		{"X-Idempotent-Replayed": {"true"}},
 		{"X-Idempotency-Replayed": {`"true"`}},
+		{"X-Idempotency-Status": {"replayed"}},
+		{"Idempotency-Status": {"Replayed"}},
+		{"X-Gcs-Idempotence-Request-Timestamp": {"1700000000000"}},
 	} {
 		for name, val := range h {
 			t.Run(name+"="+val[0], func(t *testing.T) {
 				v := newVendor(t, shape{status: 201, header: h, body: `{"id":"ord_someone_elses"}`})
 				res, err := v.submit(t)
-				require.ErrorIs(t, err, idem.ErrKeyConflict)
-				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-				require.Equal(t, idem.StateUnknown, res.State)
-				require.Empty(t, res.ResourceID)
-				require.Equal(t, idem.ReviewKeyInUse, res.Review)
-				require.Equal(t, 1, v.posts(), "submits")
+				requireForeignKey(t, res, err)
+				v.requireKeys(t, "Idempotency-Key", "k", 1)
 			})
 		}
 	}
+}
+
+// Worldline's GlobalCollect platform (Worldline Direct, Ingenico, PAYONE)
+// answers every request after the first with its key with the first
+// one's time in X-GCS-Idempotence-Request-Timestamp, and with the first
+// one's answer "even with different payloads"; or with 409 while the
+// first still runs.
+// https://docs.direct.worldline-solutions.com/en/integration/api-developer-guide/idempotent-requests
+func TestWorldlineFollowUpAnswers(t *testing.T) {
+	worldline := idem.WithKeyHeader("X-GCS-Idempotence-Key", idem.KeyBare)
+	followUp := http.Header{"X-Gcs-Idempotence-Request-Timestamp": {"1700000000000"}}
+	payout := `{"id":"000000123410000595980000100001","payoutOutput":{"amountOfMoney":{"amount":1000,"currencyCode":"EUR"}},"status":"PAYOUT_REQUESTED"}`
+	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
+	t.Run("to a key nothing of ours used: another request's answer", func(t *testing.T) {
+		v := newVendor(t, shape{status: http.StatusCreated, header: followUp, body: payout})
+		res, err := v.submit(t, worldline)
+		requireForeignKey(t, res, err)
+		v.requireKeys(t, "X-GCS-Idempotence-Key", "k", 1)
+	})
+	t.Run("after a lost response: ours", func(t *testing.T) {
+		v := newVendor(t, lost, shape{status: http.StatusCreated, header: followUp, body: payout})
+		res, err := v.submit(t, worldline)
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, "000000123410000595980000100001", res.ResourceID)
+		require.True(t, res.Replayed)
+		v.requireKeys(t, "X-GCS-Idempotence-Key", "k", 2)
+	})
+	t.Run("429 on a follow-up: throttled, not a stored refusal", func(t *testing.T) {
+		v := newVendor(t, lost, shape{status: http.StatusTooManyRequests, header: followUp, body: `{"errorId":"1","errors":[{"httpStatusCode":429}]}`})
+		res, err := v.submit(t, worldline)
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, idem.ErrFailed)
+		require.NotEqual(t, idem.StateFailed, res.State)
+		v.requireKeys(t, "X-GCS-Idempotence-Key", "k", 5)
+	})
+	t.Run("409 while the first runs: in flight, not a stored refusal", func(t *testing.T) {
+		v := newVendor(t, lost, shape{status: http.StatusConflict, header: followUp,
+			body: `{"errorId":"657b10da-d2f9-4d7c-9f3b-4d3b4b1a2c3d","errors":[{"httpStatusCode":409}]}`})
+		res, err := v.submit(t, worldline)
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, idem.ErrFailed)
+		require.Equal(t, idem.StateProcessing, res.State)
+		v.requireKeys(t, "X-GCS-Idempotence-Key", "k", 5)
+	})
 }

@@ -47,6 +47,25 @@ func TestDecodeJSONReadsResourceStatus(t *testing.T) {
 		{`{"state":"succeeded","resourceId":"ord_1","status":"declined"}`, 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
 		// A status without a resource proves nothing, as before.
 		{`{"status":"declined"}`, 200, idem.Outcome{}, false},
+		// A positive integer "id" is a resource's (Mercado Pago's payments),
+		// read digit for digit, never through a float.
+		{`{"id":1234567890,"status":"approved"}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "1234567890"}, true},
+		{`{"id":1234567890,"status":"rejected"}`, 201, idem.Outcome{State: idem.StateFailed, ResourceID: "1234567890", Reason: "rejected"}, true},
+		{`{"id":1234567890}`, 202, idem.Outcome{State: idem.StateProcessing, ResourceID: "1234567890"}, true},
+		{`{"id":123456789012345678901234567890}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "123456789012345678901234567890"}, true},
+		{`{"ID":9007199254740993,"payer":{"id":5}}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "9007199254740993"}, true},
+		// No other number names a resource: 0 is "none" to many APIs.
+		{`{"id":0,"status":"approved"}`, 201, idem.Outcome{}, false},
+		{`{"id":-12,"status":"approved"}`, 201, idem.Outcome{}, false},
+		{`{"id":1.5,"status":"approved"}`, 201, idem.Outcome{}, false},
+		{`{"id":1e9,"status":"approved"}`, 201, idem.Outcome{}, false},
+		{`{"id":10.0,"status":"approved"}`, 201, idem.Outcome{}, false},
+		{`{"id":"ord_1","id":5}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "5"}, true},
+		{`{"id":5,"Id":null}`, 201, idem.Outcome{}, false},
+		// The guards hold for a number as for a string.
+		{`{"id":12,"error":{"message":"insufficient funds"}}`, 200, idem.Outcome{}, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"status":"approved"}}`, 200, idem.Outcome{}, false},
+		{`{"id":12,"idempotency_key":"another-key"}`, 201, idem.Outcome{}, false},
 	} {
 		got, err := idem.DecodeJSON(&idem.Answer{Key: "k1", StatusCode: tt.code, Body: []byte(tt.body)})
 		if !tt.proves {
@@ -78,12 +97,6 @@ func TestDeclinedPaymentSettlesFailed(t *testing.T) {
 			req := idem.Request{Key: "pay-k1", URL: v.srv.URL + "/payments", Body: []byte(`{"amount":6540}`)}
 
 			res, err := c.Submit(t.Context(), req)
-			if name == "mercado pago" {
-				// Its "id" is a number, which DecodeJSON does not take for a
-				// resource id: no proof either way, so never a success.
-				require.NotEqual(t, idem.StateSucceeded, res.State, "a rejected payment was taken for a success")
-				return
-			}
 			require.ErrorIs(t, err, idem.ErrFailed)
 			require.Equal(t, idem.StateFailed, res.State, "a declined payment was taken for %s", res.State)
 			require.NotEmpty(t, res.ResourceID, "the declined payment's id is kept")
@@ -99,4 +112,20 @@ func TestDeclinedPaymentSettlesFailed(t *testing.T) {
 			require.Equal(t, 1, posts(), "a failed payment is never sent again")
 		})
 	}
+}
+
+// Mercado Pago's payments have numeric ids; its documented answer to a
+// payment made with an X-Idempotency-Key settles it, with the id.
+// https://www.mercadopago.com.br/developers/en/docs/wallet-connect/payment-flow/idempotency/responses
+func TestNumericResourceID(t *testing.T) {
+	v := newVendor(t, shape{status: http.StatusOK, body: `{"id":10458724,"status":"approved",` +
+		`"wallet_payment":{"transaction_amount":700.50,"description":"Payment Google","external_reference":"Pago_123"},` +
+		`"payments":[{"id":3870106238,"status":"approved","status_detail":"accredited","payment_type_id":"credit_card",` +
+		`"transaction_amount":700.50,"installments":1,"capture":true}],"disbursements":[{"collector_id":"ID_COLLECTOR"}],` +
+		`"payer":{"id":786547},"site_id":"MLM","binary_mode":true,"date_created":"2018-10-20T09:34:20.518-04:00"}`})
+	res, err := v.submit(t, idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare))
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, "10458724", res.ResourceID)
+	v.requireKeys(t, "X-Idempotency-Key", "k", 1)
 }

@@ -24,7 +24,8 @@ type Result struct {
 	Manual     bool   // settled by hand (Resolve)
 	Confirmed  bool   // settled by an external confirmation (Confirm)
 	// Replayed: the settling answer was the server's stored response for
-	// the key (Idempotent-Replayed: true), not a fresh execution.
+	// the key (Idempotent-Replayed: true, or a 409 naming the resource
+	// the key created), not a fresh execution.
 	Replayed bool
 }
 
@@ -91,7 +92,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // DecodeJSON is the default Decoder. It accepts a JSON object with
 // "state" ("succeeded", "failed", "processing"; "pending" means processing)
 // and "resourceId" (required for succeeded), plus an optional "reason"; or a
-// plain resource object with a non-empty string "id", taken as succeeded
+// plain resource object with an "id" that is a non-empty string or a
+// positive integer (Mercado Pago's payments: its digits are the resource
+// id; no other number names a resource), taken as succeeded
 // (as processing when the status is 202 Accepted: not completed) unless
 // its "status" says the server refused to carry it out: "failed",
 // "declined", "rejected", "refused" or "denied" (in any case) make it
@@ -110,7 +113,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // beside "state") must echo the operation's own: an answer about another
 // key proves nothing about this one. Nor does a body that carries an error
 // (an "error" or "errors" member that is not null or empty), unless its
-// "state" is "failed".
+// "state" is "failed", nor a JSON-RPC answer (a "jsonrpc" member) without
+// "state": its "id" is the call's, not a resource's.
 func DecodeJSON(a *Answer) (Outcome, error) {
 	v, ok := scanResult(a.Body)
 	if !ok {
@@ -139,6 +143,11 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	if !v[memState].ok {
 		if v[memID].s == "" {
 			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
+		}
+		if v[memJSONRPC].ok {
+			// A JSON-RPC answer's "id" is the call's, and what the call did
+			// is in "result", in a shape of the method's own.
+			return Outcome{}, fmt.Errorf("%w: a JSON-RPC answer: its \"id\" is the call's", errUndecodable)
 		}
 		if st := v[memStatus]; st.ok {
 			switch resourceStatusOf(st.s) {
@@ -193,8 +202,9 @@ func resourceStatusOf(s string) resourceStatus {
 
 // resultBody is what DecodeJSON reads from a body: its members below,
 // each with ok set when it is a JSON string (state: present and not
-// null; resourceId and reason, which are strings or absent: not empty).
-// The others may hold any JSON value.
+// null; resourceId and reason, which are strings or absent: not empty;
+// id: a positive integer too, as its digits). The others may hold any
+// JSON value.
 type resultBody [memMembers]jsonString
 
 // The members of resultBody.
@@ -211,6 +221,7 @@ const (
 	// value but null, false, 0, "", [] and {}.
 	memError
 	memErrors
+	memJSONRPC // "jsonrpc": the "id" is a call's, not a resource's
 	memMembers // how many
 )
 
@@ -232,27 +243,52 @@ type jsonString struct {
 // DecodeJSON's reading, which scanResult follows.
 func unmarshalResult(body []byte) (resultBody, error) {
 	var v struct {
-		State      *string `json:"state"`
-		ResourceID string  `json:"resourceId"`
-		ID         any     `json:"id"`
-		Reason     string  `json:"reason"`
-		Key        any     `json:"key"`
-		IdemKey    any     `json:"idempotencyKey"`
-		IdemKey2   any     `json:"idempotency_key"`
-		Error      any     `json:"error"`
-		Errors     any     `json:"errors"`
-		Status     any     `json:"status"`
+		State      *string         `json:"state"`
+		ResourceID string          `json:"resourceId"`
+		ID         json.RawMessage `json:"id"`
+		Reason     string          `json:"reason"`
+		Key        any             `json:"key"`
+		IdemKey    any             `json:"idempotencyKey"`
+		IdemKey2   any             `json:"idempotency_key"`
+		Error      any             `json:"error"`
+		Errors     any             `json:"errors"`
+		Status     any             `json:"status"`
+		JSONRPC    any             `json:"jsonrpc"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return resultBody{}, err
 	}
 	r := resultBody{memResourceID: {v.ResourceID, v.ResourceID != ""}, memReason: {v.Reason, v.Reason != ""},
-		memID: anyString(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status),
+		memID: idOf(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status), memJSONRPC: anyString(v.JSONRPC),
 		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}}
 	if v.State != nil {
 		r[memState] = jsonString{*v.State, true}
 	}
 	return r, nil
+}
+
+// idOf is a resource's "id" member, raw: a string, or a positive integer
+// as its digits (no float in between: ids pass 2^53).
+func idOf(raw json.RawMessage) jsonString {
+	var s string
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		if json.Unmarshal(raw, &s) == nil {
+			return jsonString{s, true}
+		}
+	case positiveInteger(raw):
+		return jsonString{string(raw), true}
+	}
+	return jsonString{}
+}
+
+// positiveInteger reports whether b is a JSON number with no sign,
+// fraction or exponent, and not 0: the only numbers taken for an id.
+func positiveInteger(b []byte) bool {
+	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
+		return false
+	}
+	return skipDigits(b, 1) == len(b)
 }
 
 func anyString(v any) jsonString {
@@ -311,14 +347,24 @@ type Classifier func(statusCode int) Verdict
 // ambiguous; any other 4xx rejected.
 //
 // A Conflict is a key conflict (ErrKeyConflict) only when the status was
-// named with WithKeyConflictStatus or the body mentions the idempotency key
-// ("idempot…", as the IETF draft's and common middlewares' messages do):
-// a 422 from a handler's own validation is a plain rejection (ErrFailed).
-// A Rejected 400 is a key conflict when its body names the key and says it
-// was used before or with other parameters (Stripe's idempotency_error,
-// Square's IDEMPOTENCY_KEY_REUSED), not when it says the key is missing.
-// Answers marked replayed (Idempotent-Replayed: true) are judged before
-// the classifier: see the package documentation.
+// named with WithKeyConflictStatus or the body is about the idempotency
+// key: it mentions it ("idempot…", as the IETF draft's and common
+// middlewares' messages do) or names the header the key is sent in
+// (WithKeyHeader; PayPal's PAYPAL_REQUEST_ID_PREVIOUSLY_USED names
+// PayPal-Request-Id). A 422 from a handler's own validation is a plain
+// rejection (ErrFailed). A Rejected 400 is a key conflict when its body
+// is about the key (as above) and says it was used before or with other
+// parameters (Stripe's idempotency_error, Square's IDEMPOTENCY_KEY_REUSED,
+// PayPal's DUPLICATE_REQUEST_ID), not when it says the key is missing.
+// A Processing 409 is a key conflict, as a 422 is, when its body is about
+// the key and says the key's request differs from this one (PayFacto's
+// IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error),
+// unless it also says a request is still running ("in progress", "in
+// use", "processing"…): that is the key in flight.
+// Answers marked replayed (Idempotent-Replayed: true), and a 409 that
+// names the resource its key already created (GoCardless's
+// idempotent_creation_conflict), are judged before the classifier: see
+// the package documentation.
 func DefaultClassifier(statusCode int) Verdict {
 	switch {
 	case statusCode >= 200 && statusCode < 300:
