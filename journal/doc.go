@@ -72,7 +72,9 @@
 //     [ErrVersion], without the file being changed; so does a log with a
 //     hole where acknowledged writes were, or a segment of another
 //     journal; reads that meet a
-//     damaged page or record return ErrCorrupt rather than crash or guess.
+//     damaged page or record return ErrCorrupt rather than crash or guess,
+//     and a key is reported absent (to Create, Get, Update, …) only once
+//     the pages searched for it have passed a check.
 //     A journal in an older format is migrated in place, atomically, the
 //     first time it is opened for writing ([ErrOldFormat] until then).
 //   - Every [*Record] a Store returns is the caller's own copy, and the
