@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"sync"
 	"time"
 
@@ -55,6 +56,13 @@ type applier struct {
 	// failApply, when a test sets it, stands in for the bbolt commit of an
 	// apply.
 	failApply func() error
+	// failCommit, when a test sets it, fails the bbolt commits whose
+	// function succeeded: before anything is written (written false:
+	// bbolt rolls back, as after a full disk or a failed write of the
+	// pages), or once everything is (written true: pages and meta page
+	// written, shown through the map, perhaps not on disk, as a failed
+	// final fdatasync leaves them).
+	failCommit func(written bool) error
 }
 
 // start runs the applier's goroutine.
@@ -156,6 +164,9 @@ func (s *Store) apply(holdAfter time.Time) error {
 	if s.ap.closed {
 		return ErrClosed
 	}
+	if err := s.failure(); err != nil {
+		return err // no batch to build: commitBolt would refuse it
+	}
 	// One pass: what was published when it began. Writes published
 	// meanwhile wait for the next pass, so that a steady stream of them
 	// gathers into one transaction per pass, not many small ones.
@@ -188,7 +199,28 @@ func (s *Store) apply(holdAfter time.Time) error {
 
 // commitBolt runs fn in a bbolt write transaction and commits it. Only the
 // holder of the applier's mutex calls it (or Open, before any write).
+//
+// A commit that fails after bbolt has written it (its final fdatasync
+// failed, say) stays in the file bbolt maps: pages and meta page are
+// written, so every later reader sees the commit, and every later commit
+// builds on it and reuses the pages it freed, though the disk may not
+// hold it (after a failed fsync the kernel may drop the pages it could
+// not write, and report nothing the next time). A pruned record looked
+// gone though a restart could bring it back, and a Create of its key
+// journaled a record meanwhile. So such a failure ends the Store's use of the file
+// for good, as the log's failed write ends the segment it was written to:
+// the error matches ErrMaybeCommitted (the commit may be on disk or not),
+// and every later call fails with the same cause (Store.failure) until
+// the journal is closed and opened again, which reads the file afresh and
+// applies the log on top. (A read under way as the commit fails may still
+// see it, as reads see every commit a moment before its fsync returns.) A
+// commit that fails before bbolt writes its meta page (a full disk, a
+// failed write of its pages) leaves the file as it was, and the applier
+// tries again later, as ever.
 func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
+	if err := s.failure(); err != nil {
+		return err
+	}
 	if s.ap.failApply != nil {
 		if err := s.ap.failApply(); err != nil {
 			return err
@@ -197,7 +229,53 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 	tuneFreelist(s.db)
 	s.kept.suspend()
 	defer s.kept.resume()
-	return s.db.Update(fn)
+	var id int
+	ran := false // fn returned nil: an error is the commit's own
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		id = tx.ID()
+		if err := fn(tx); err != nil {
+			return err
+		}
+		ran = true
+		if s.ap.failCommit != nil {
+			return s.ap.failCommit(false)
+		}
+		return nil
+	})
+	if err == nil && s.ap.failCommit != nil {
+		err = s.ap.failCommit(true)
+	}
+	if err != nil && ran && s.shows(id) {
+		ferr := errorf("%w: %w", errFileFailed, err)
+		s.failed.Store(&ferr)
+		return errorf("%w: %w", ErrMaybeCommitted, ferr)
+	}
+	return err
+}
+
+// errFileFailed is the cause of every call a Store refuses once a commit
+// of its file has failed after bbolt wrote it (see commitBolt).
+var errFileFailed = errors.New("the journal file failed a commit after it was written, so the disk may not hold what the file shows; " +
+	"nothing more is read from the file or written to it until the journal is closed and opened again (acknowledged writes are safe in its log)")
+
+// failure returns the error every call fails with since a commit of the
+// file failed after bbolt wrote it, or nil.
+func (s *Store) failure() error {
+	if f := s.failed.Load(); f != nil {
+		return *f
+	}
+	return nil
+}
+
+// shows reports whether a reader of the file sees the transaction id (or
+// a later one), as it does once bbolt has written its meta page.
+func (s *Store) shows(id int) bool {
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return true // cannot tell: the worst
+	}
+	defer func() { _ = tx.Rollback() }()
+	return tx.ID() >= id
 }
 
 // applyOne writes the logged record e into the bbolt file with its key

@@ -107,7 +107,9 @@ func TestCommitFailureNoPhantomOutcomes(t *testing.T) {
 // without its latest version: the Resolve's write is what the journal
 // holds afterwards.
 func TestPruneKeepsRecordsWrittenMeanwhile(t *testing.T) {
-	s, _ := rvOpen(t)
+	// The applier waits: Prune's own apply is the file's first commit, its
+	// deletion the second, however slowly the test runs.
+	s, _ := rvOpen(t, withApplyDelay(time.Hour))
 	ctx := context.Background()
 	for i := range 3 {
 		r := rvRecord(fmt.Sprint("done", i), rvT0)
@@ -116,6 +118,9 @@ func TestPruneKeepsRecordsWrittenMeanwhile(t *testing.T) {
 		require.NoError(t, err)
 	}
 	commits := 0
+	// Under the applier's mutex, which its goroutine holds when it reads
+	// the hook.
+	s.ap.mu.Lock()
 	s.ap.failApply = func() error {
 		commits++
 		if commits == 2 { // Prune's deletion, after its apply
@@ -124,10 +129,13 @@ func TestPruneKeepsRecordsWrittenMeanwhile(t *testing.T) {
 		}
 		return nil
 	}
+	s.ap.mu.Unlock()
 	n, err := s.Prune(ctx, rvT0.Add(time.Hour))
 	require.NoError(t, err)
 	require.Equal(t, 2, n, "the two records nobody wrote meanwhile")
+	s.ap.mu.Lock()
 	s.ap.failApply = nil
+	s.ap.mu.Unlock()
 	got, err := s.Get(ctx, "s", "done1")
 	require.NoError(t, err)
 	require.Equal(t, StateFailed, got.State)

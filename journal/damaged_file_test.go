@@ -54,17 +54,28 @@ func settledJournal(t *testing.T, n int) string {
 // The journal still opens: only reads that reach that page see it.
 func damageDonePage(t *testing.T, path string, damage func(page []byte)) {
 	t.Helper()
+	damageFirstLeaf(t, path, "done.seq", func(data []byte, off, pageSize int) []byte {
+		damage(data[off : off+pageSize])
+		return data
+	})
+}
+
+// damageFirstLeaf rewrites the first leaf page of the bucket named bucket
+// with damage(data, off, pageSize), where data is the whole file and the
+// page starts at off; damage returns the file as it is to be written.
+func damageFirstLeaf(t *testing.T, path, bucket string, damage func(data []byte, off, pageSize int) []byte) {
+	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
 	require.NoError(t, err)
 	var root uint64
 	var pageSize int
 	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket([]byte("done.seq")).Root())
+		root = uint64(tx.Bucket([]byte(bucket)).Root())
 		pageSize = tx.DB().Info().PageSize
 		return nil
 	}))
 	require.NoError(t, db.Close())
-	require.NotZero(t, root, "the done bucket is inline: write more records")
+	require.NotZero(t, root, "the %s bucket is inline: write more records", bucket)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	off := int(root) * pageSize
@@ -72,8 +83,7 @@ func damageDonePage(t *testing.T, path string, damage func(page []byte)) {
 		child := binary.LittleEndian.Uint64(data[off+16+8 : off+16+16])
 		off = int(child) * pageSize
 	}
-	damage(data[off : off+pageSize])
-	require.NoError(t, os.WriteFile(path, data, 0o600))
+	require.NoError(t, os.WriteFile(path, damage(data, off, pageSize), 0o600))
 }
 
 // pageDamages returns the kinds of damage to a leaf page of the file
@@ -141,30 +151,11 @@ func TestDamagedPagesFailClosed(t *testing.T) {
 				t.Helper()
 				require.ErrorIs(t, run(fn), journal.ErrCorrupt, "%s on a damaged journal", what)
 			}
-			read := noPanic
-			if name == "element offsets past the file" {
-				// A small journal's file ends where its memory map ends, so
-				// these offsets point outside the map: into unmapped memory
-				// (a fault, which must come back as ErrCorrupt) or into
-				// whatever else the process has mapped there, which reads
-				// as garbage without a fault. bbolt's own search for a key
-				// compares with such keys before anything can check them,
-				// so Get may not find the key. What must never happen is
-				// a crash. List and Stats, which see every key and value
-				// before using it, and Check and Compact, which validate
-				// the pages first, must still say "damaged".
-				read = func(what string, fn func() error) {
-					t.Helper()
-					if err := run(fn); err != nil && !errors.Is(err, journal.ErrCorrupt) && !errors.Is(err, journal.ErrNotFound) {
-						t.Fatalf("%s on a damaged journal: %v", what, err)
-					}
-				}
-			}
 			s, err := journal.Open(path, journal.ReadOnly())
 			require.NoError(t, err)
 			noPanic("List", func() error { _, err := s.List(ctx, journal.Filter{}); return err })
 			noPanic("Stats", func() error { _, err := s.Stats(ctx); return err })
-			read("Get", func() error { _, err := s.Get(ctx, "acct", "k00001"); return err })
+			noPanic("Get", func() error { _, err := s.Get(ctx, "acct", "k00001"); return err })
 			require.NoError(t, s.Close())
 			noPanic("Check", func() error { return journal.Check(path) })
 			noPanic("Compact", func() error { _, err := journal.Compact(path); return err })

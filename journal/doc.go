@@ -59,6 +59,14 @@
 //     write may or may not be in the journal; the caller must treat it as
 //     neither done nor undone. A write the disk fails once is written
 //     again, on a new segment that voids the first try.
+//   - Nothing shown that the disk may lack: a commit of the file (the
+//     applier's copy of the log, a [Store.Prune]) that fails once bbolt
+//     has written it, at its fsync, may or may not be on disk, though the
+//     file already shows it. Its error matches [ErrMaybeCommitted], and
+//     every later call of the Store fails with the same cause, reads
+//     included, until the journal is closed and opened again (the log
+//     keeps every acknowledged write; that Open applies it). A commit
+//     that fails before it is written (a full disk) is tried again later.
 //   - Group commit: concurrent writes share one log write and one fsync,
 //     so many goroutines writing at once cost few fsyncs. A queued write is
 //     carried out even if its context ends.
@@ -72,7 +80,9 @@
 //     [ErrVersion], without the file being changed; so does a log with a
 //     hole where acknowledged writes were, or a segment of another
 //     journal; reads that meet a
-//     damaged page or record return ErrCorrupt rather than crash or guess.
+//     damaged page or record return ErrCorrupt rather than crash or guess,
+//     and a key is reported absent (to Create, Get, Update, …) only once
+//     the pages searched for it have passed a check.
 //     A journal in an older format is migrated in place, atomically, the
 //     first time it is opened for writing ([ErrOldFormat] until then).
 //   - Every [*Record] a Store returns is the caller's own copy, and the

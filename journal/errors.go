@@ -57,6 +57,11 @@ var (
 // (sent) later; it may also be gone after a restart. Treat it as
 // neither done nor undone: check with Get later, and never replace the
 // record with another one under a new key.
+//
+// Prune and Checkpoint match it when their commit of the file failed at
+// its fsync: the deletions, or the copy of the log, may be on disk or
+// not, and the Store refuses every call until the journal is reopened
+// (see Store.Prune).
 var ErrMaybeCommitted = errors.New("journal: write may or may not be committed")
 
 // kindError is an error of one of the kinds above whose message says all

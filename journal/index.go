@@ -115,7 +115,8 @@ func home(tx *bolt.Tx, r *Record, sk []byte) (records, index *bolt.Bucket, ik []
 // lookup returns the sequence key and stored encoding of a record, or
 // nils. A key entry whose record is missing is damage, reported as such.
 // In a read transaction it also refuses a key or value that a damaged
-// page makes bbolt return from outside the file (see mappedOf).
+// page makes bbolt return from outside the file (see mappedOf), and
+// answers "no such record" only from pages that pass a check (vetMiss).
 func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	return (*getter)(nil).lookup(tx, rk)
 }
@@ -129,6 +130,7 @@ func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 type getter struct {
 	buckets []namedBucket
 	cursors []*bolt.Cursor
+	tree    treeReader // for vetMiss, made at its first miss
 }
 
 type namedBucket struct {
@@ -183,7 +185,15 @@ func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	keys := g.bucket(tx, bucketKeys)
 	sk = g.get(keys, rk)
 	if sk == nil {
-		return nil, nil, nil
+		if tx.Writable() { // its changed pages are not in the map vetMiss reads
+			return nil, nil, nil
+		}
+		var tree treeReader
+		t := &tree
+		if g != nil {
+			t = &g.tree
+		}
+		return nil, nil, vetMiss(tx, t, keys, bucketKeys, rk)
 	}
 	if err := mappedOf(tx, keys).check(sk); err != nil {
 		return nil, nil, err

@@ -334,10 +334,14 @@ func (s *Store) settledUnder(ctx context.Context, r *Record) {
 	}
 }
 
-// usable reports why s cannot be used now: closed, or ctx done.
+// usable reports why s cannot be used now: closed, its file failed a
+// commit (see commitBolt), or ctx done.
 func (s *Store) usable(ctx context.Context) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if err := s.failure(); err != nil {
+		return err
 	}
 	return ctx.Err()
 }

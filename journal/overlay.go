@@ -235,6 +235,9 @@ func (s *Store) latestKeyed(rk []byte, kept bool) (enc []byte, key string, err e
 	if e := s.ov.m[string(rk)]; e != nil {
 		return e.enc, e.rk, nil
 	}
+	if err := s.failure(); err != nil {
+		return nil, "", err // a round begun before the file's commit failed
+	}
 	if kept {
 		if enc, ok, err := s.kept.lookup(s.db, rk); ok {
 			return enc, "", err

@@ -42,8 +42,10 @@ const pruneChunk = 10000
 // is carried out even if its context is cancelled, so an error means "not
 // written", except one matching ErrMaybeCommitted: the disk failed the
 // write and the step that would have made sure of it, and the write may
-// or may not be in the journal. Every *Record a Store returns is the
-// caller's own deep copy.
+// or may not be in the journal. A commit of the file itself that fails
+// once written makes every later call fail until the journal is reopened
+// (see Prune). Every *Record a Store returns is the caller's own deep
+// copy.
 //
 // The Store never reads the clock: the caller sets every time in a record.
 type Store struct {
@@ -60,6 +62,10 @@ type Store struct {
 	ov   overlay    // logged writes the file does not hold yet (overlay.go)
 	ap   applier    // copies them into the file
 	kept keptRead   // the committer's read transaction of the file
+
+	// failed, once set, is the error of every call: a commit of the file
+	// failed after bbolt had written it (see commitBolt).
+	failed atomic.Pointer[error]
 }
 
 // openFiles holds every Store of this process that is open, so that an
@@ -362,7 +368,10 @@ func (s *Store) Path() string { return s.path }
 // Close waits for queued writes to commit, copies the log into the file,
 // then closes the file. It is safe to call more than once; every other
 // method returns ErrClosed afterwards. If the copy fails, nothing is
-// lost: the writes stay in the log, and the next Open applies them.
+// lost: the writes stay in the log, and the next Open applies them. After
+// a commit of the file failed once written (the Store's calls have failed
+// since), Close writes nothing to the file, keeps the log whole, and
+// returns that failure.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -376,13 +385,18 @@ func (s *Store) Close() error {
 		// transaction to end.
 		s.kept.suspend()
 		s.ap.mu.Lock()
-		aerr = s.applyLocked()
+		aerr = s.failure()
+		if aerr == nil {
+			aerr = s.applyLocked()
+		}
 		s.log.close()
 		if aerr == nil {
 			// Everything is in the file: the log is no longer needed.
 			_ = s.log.deleteApplied(s.ap.applied, true)
 		}
-		ferr = syncFreelist(s.db)
+		if s.failure() == nil {
+			ferr = syncFreelist(s.db)
+		}
 		s.ap.closed = true
 		s.ap.mu.Unlock()
 	}
@@ -408,6 +422,9 @@ func (s *Store) write(ctx context.Context, run func(*view, *request) error) erro
 	if s.readOnly {
 		return ErrReadOnly
 	}
+	if err := s.failure(); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -427,6 +444,9 @@ func (s *Store) write(ctx context.Context, run func(*view, *request) error) erro
 func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	if err := s.failure(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -933,7 +953,11 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 // decides, once copied). It reads only the settled index, so its cost
 // grows with what it deletes, and it commits in chunks: if it fails, the
 // chunks before the failure stay deleted, and the count says how many
-// records that was.
+// records that was. An error matching ErrMaybeCommitted means the chunk
+// that failed was written but its fsync failed: its deletions may be on
+// disk or not, and from then on every call of the Store fails, reads
+// included, until the journal is closed and opened again, rather than
+// show records as deleted that may come back.
 func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error) {
 	if err := s.usable(ctx); err != nil {
 		return 0, errorf("journal: prune: %w", err)

@@ -1,0 +1,233 @@
+package journal
+
+import (
+	"bytes"
+	"encoding/binary"
+	"unsafe"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// A key bbolt's search misses is believed absent only once the pages that
+// search read pass a check. bbolt compares the key sought with the keys
+// its branch and leaf elements point to, wherever they point: an element
+// whose offset a damaged page sends off its page, past the pages in use or
+// past the file, makes it compare with bytes that are not the page's keys
+// and miss a key the file holds. Create then journaled a second record for
+// an operation already taken on, Get said ErrNotFound. (A fault on the
+// way is already ErrCorrupt, see readDamaged; reading garbage is not.)
+//
+// vetMiss searches again, as bbolt does (cursor.go: search, searchPage,
+// nsearch), with every element it reads first checked to lie on its page.
+// It checks only the elements the binary searches probe: the search's
+// answer is decided by them, and an element off its page that could hide
+// the key is one of them. Suppose the key's element j is off its page and
+// never probed: the search ends at an index i whose element i-1 compared
+// below the key and element i at or above it (or i is the page's end), so
+// i-1 < j < i for sound elements, which no index is. Checking every
+// element of each page on the path (as pageWalker.elements does) cost
+// about eight times as much as the probes (BenchmarkLookupMiss), on the
+// path every new key takes.
+//
+// Only read transactions are vetted: a write transaction reads the pages
+// it changed from memory, which the file's map does not show.
+
+// treeReader reads the pages of one read transaction through its memory
+// map.
+type treeReader struct {
+	mm []byte // the pages in use, [0, high-water mark × page size)
+	ps uint64
+}
+
+// maxDepth bounds a search: a B+tree of pages of 1 KiB or more holding at
+// most 2^48 bytes is far shallower, and a damaged page id can send a
+// search round a loop.
+const maxDepth = 32
+
+// treeOf returns the reader of tx's pages. tx must be a read transaction:
+// bbolt keeps its memory map in place until tx ends.
+func treeOf(tx *bolt.Tx) treeReader {
+	info := tx.DB().Info()
+	// The map is bbolt's mmap, not memory of Go's: the GC neither moves nor
+	// frees it, and tx holds bbolt's mmap lock. The uintptr is read as the
+	// pointer it is.
+	base := *(*unsafe.Pointer)(unsafe.Pointer(&info.Data))
+	return treeReader{mm: unsafe.Slice((*byte)(base), int(tx.Size())), ps: uint64(info.PageSize)}
+}
+
+// vetMiss returns nil if key is absent from bucket b (named name) of the
+// read transaction tx, as bbolt's search just answered, and an error
+// matching ErrCorrupt if a page that search reads is damaged, or if the
+// key is there after all.
+func vetMiss(tx *bolt.Tx, r *treeReader, b *bolt.Bucket, name, key []byte) error {
+	if r.mm == nil {
+		*r = treeOf(tx)
+	}
+	var found bool
+	var err error
+	if root := uint64(b.Root()); root != 0 {
+		found, _, err = r.seek(root, key)
+	} else {
+		found, err = r.seekInline(tx, name, key)
+	}
+	switch {
+	case err != nil:
+		return withKind(ErrCorrupt, "damaged page in bucket %q: %w", name, err)
+	case found:
+		return withKind(ErrCorrupt, "damaged page in bucket %q: bbolt's search missed a key the bucket holds", name)
+	}
+	return nil
+}
+
+// seekInline is seek in the bucket named name of tx, a bucket small enough
+// to be held inline: its page is the tail of its value in the root bucket.
+func (r *treeReader) seekInline(tx *bolt.Tx, name, key []byte) (bool, error) {
+	found, v, err := r.seek(uint64(tx.Cursor().Bucket().Root()), name)
+	switch {
+	case err != nil:
+		return false, err
+	case !found:
+		return false, errorf("the root bucket misses bucket %q", name)
+	case len(v) < bucketHeader+pageHeaderSize || binary.LittleEndian.Uint64(v[0:8]) != 0:
+		return false, errorf("bucket %q: not an inline bucket", name)
+	}
+	pg := v[bucketHeader:]
+	if flags := binary.LittleEndian.Uint16(pg[8:10]); flags != leafPageFlag {
+		return false, errorf("bucket %q: inline page is not a leaf (flags %#x)", name, flags)
+	}
+	found, _, err = searchLeaf(pg, key)
+	return found, err
+}
+
+// page returns page id with its overflow pages, its header checked.
+func (r *treeReader) page(id uint64) ([]byte, error) {
+	hwm := uint64(len(r.mm)) / r.ps
+	if id < 2 || id >= hwm {
+		return nil, errorf("page %d: outside the file (%d pages)", id, hwm)
+	}
+	h := r.mm[id*r.ps:]
+	switch overflow := uint64(binary.LittleEndian.Uint32(h[12:16])); {
+	case binary.LittleEndian.Uint64(h[0:8]) != id:
+		return nil, errorf("page %d: identifies as page %d", id, binary.LittleEndian.Uint64(h[0:8]))
+	case id+overflow >= hwm:
+		return nil, errorf("page %d: %d overflow pages run past the file (%d pages)", id, overflow, hwm)
+	default:
+		return r.mm[id*r.ps : (id+overflow+1)*r.ps], nil
+	}
+}
+
+// seek searches the tree rooted at page root for key, and returns whether
+// it holds it, and its value.
+func (r *treeReader) seek(root uint64, key []byte) (found bool, v []byte, err error) {
+	id := root
+	for range maxDepth {
+		pg, err := r.page(id)
+		if err != nil {
+			return false, nil, err
+		}
+		switch flags := binary.LittleEndian.Uint16(pg[8:10]); flags {
+		case leafPageFlag:
+			found, v, err = searchLeaf(pg, key)
+			if err != nil {
+				return false, nil, errorf("page %d: %w", id, err)
+			}
+			return found, v, nil
+		case branchPageFlag:
+			child, err := searchBranch(pg, key)
+			if err != nil {
+				return false, nil, errorf("page %d: %w", id, err)
+			}
+			id = child
+		default:
+			return false, nil, errorf("page %d: neither a branch nor a leaf (flags %#x)", id, flags)
+		}
+	}
+	return false, nil, errorf("page %d: more than %d levels of branch pages", id, maxDepth)
+}
+
+// elementKey returns the key of element i of the page pg (a branch's if
+// branch), once checked to lie on the page.
+func elementKey(pg []byte, i int, branch bool) ([]byte, error) {
+	e := pageHeaderSize + i*pageElementSize
+	el := pg[e : e+pageElementSize]
+	pos, ksize := binary.LittleEndian.Uint32(el[4:8]), binary.LittleEndian.Uint32(el[8:12])
+	if branch {
+		pos, ksize = binary.LittleEndian.Uint32(el[0:4]), binary.LittleEndian.Uint32(el[4:8])
+	}
+	// u32 offsets from an int: their sum cannot overflow a uint64.
+	start := uint64(e) + uint64(pos)
+	if end := start + uint64(ksize); end > uint64(len(pg)) {
+		return nil, errorf("the key of element %d runs off the page", i)
+	}
+	return pg[start : start+uint64(ksize)], nil
+}
+
+// count returns the element count of the page pg, checked to fit it.
+func count(pg []byte) (int, error) {
+	n := int(binary.LittleEndian.Uint16(pg[10:12]))
+	if pageHeaderSize+n*pageElementSize > len(pg) {
+		return 0, errorf("%d elements do not fit the page", n)
+	}
+	return n, nil
+}
+
+// search is sort.Search over the n elements of pg for the first key at or
+// above key, as bbolt's, and reports whether that key is key.
+func search(pg []byte, n int, key []byte, branch bool) (i int, exact bool, err error) {
+	lo, hi := 0, n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		k, err := elementKey(pg, mid, branch)
+		if err != nil {
+			return 0, false, err
+		}
+		switch c := bytes.Compare(k, key); {
+		case c < 0:
+			lo = mid + 1
+		default:
+			exact = exact || c == 0
+			hi = mid
+		}
+	}
+	return lo, exact, nil
+}
+
+// searchBranch returns the child of the branch page pg that may hold key.
+func searchBranch(pg, key []byte) (uint64, error) {
+	n, err := count(pg)
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, errorf("a branch without elements")
+	}
+	i, exact, err := search(pg, n, key, true)
+	if err != nil {
+		return 0, err
+	}
+	if !exact && i > 0 {
+		i--
+	}
+	e := pageHeaderSize + i*pageElementSize
+	return binary.LittleEndian.Uint64(pg[e+8 : e+16]), nil
+}
+
+// searchLeaf reports whether the leaf page pg holds key, and its value.
+func searchLeaf(pg, key []byte) (bool, []byte, error) {
+	n, err := count(pg)
+	if err != nil {
+		return false, nil, err
+	}
+	i, exact, err := search(pg, n, key, false)
+	if err != nil || !exact {
+		return false, nil, err
+	}
+	e := pageHeaderSize + i*pageElementSize
+	el := pg[e : e+pageElementSize]
+	vstart := uint64(e) + uint64(binary.LittleEndian.Uint32(el[4:8])) + uint64(binary.LittleEndian.Uint32(el[8:12]))
+	vend := vstart + uint64(binary.LittleEndian.Uint32(el[12:16]))
+	if vend > uint64(len(pg)) {
+		return false, nil, errorf("the value of element %d runs off the page", i)
+	}
+	return true, pg[vstart:vend], nil
+}
