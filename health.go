@@ -121,7 +121,7 @@ func (h *healthState) passed(now time.Time) (n int, since time.Time) {
 // cannot be kept. What is not known to be permanent is retried: stopping
 // on a passing fault is what left operations open until a restart.
 func permanentJournalErr(err error) bool {
-	for _, p := range []error{journal.ErrCorrupt, journal.ErrVersion, journal.ErrClosed, journal.ErrReadOnly} {
+	for _, p := range []error{journal.ErrCorrupt, journal.ErrVersion, journal.ErrClosed, journal.ErrReadOnly, journal.ErrFileFailed} {
 		if errors.Is(err, p) {
 			return true
 		}

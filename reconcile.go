@@ -295,7 +295,9 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 // recorded stays due, so the first pass after writes work again settles
 // it. Run stops only on a journal it cannot use again: a damaged file
 // (journal.ErrCorrupt), one written by a newer idem (journal.ErrVersion),
-// or a journal closed (journal.ErrClosed) or read-only under the Client.
+// one whose file failed a commit after writing it (journal.ErrFileFailed:
+// close and reopen it, or restart), or a journal closed
+// (journal.ErrClosed) or read-only under the Client.
 //
 // Run returns context.Cause(ctx) when ctx ends, ErrClosed when the Client
 // is closed, or an error matching the journal's sentinel when the journal

@@ -293,7 +293,7 @@ func TestRunOutlivesFailingDueAndPrune(t *testing.T) {
 // A journal Run can never use again ends it: retrying a damaged file or a
 // closed journal would fail the same way for ever.
 func TestRunStopsOnUnusableJournal(t *testing.T) {
-	for _, sentinel := range []error{journal.ErrCorrupt, journal.ErrVersion, journal.ErrClosed, journal.ErrReadOnly} {
+	for _, sentinel := range []error{journal.ErrCorrupt, journal.ErrVersion, journal.ErrClosed, journal.ErrReadOnly, journal.ErrFileFailed} {
 		for _, where := range []string{"update", "due"} {
 			t.Run(strings.TrimPrefix(sentinel.Error(), "journal: ")+"/"+where, func(t *testing.T) {
 				e := newEnv(t)

@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"sync"
 	"time"
 
@@ -246,17 +245,12 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 		err = s.ap.failCommit(true)
 	}
 	if err != nil && ran && s.shows(id) {
-		ferr := errorf("%w: %w", errFileFailed, err)
+		ferr := errorf("%w: %w", ErrFileFailed, err)
 		s.failed.Store(&ferr)
 		return errorf("%w: %w", ErrMaybeCommitted, ferr)
 	}
 	return err
 }
-
-// errFileFailed is the cause of every call a Store refuses once a commit
-// of its file has failed after bbolt wrote it (see commitBolt).
-var errFileFailed = errors.New("the journal file failed a commit after it was written, so the disk may not hold what the file shows; " +
-	"nothing more is read from the file or written to it until the journal is closed and opened again (acknowledged writes are safe in its log)")
 
 // failure returns the error every call fails with since a commit of the
 // file failed after bbolt wrote it, or nil.

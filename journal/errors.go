@@ -33,6 +33,14 @@ var (
 	ErrReadOnly = errors.New("journal: opened read-only")
 	// ErrClosed is returned by every call after Close.
 	ErrClosed = errors.New("journal: closed")
+	// ErrFileFailed is returned by every call once a commit of the file
+	// failed after bbolt had written it (its fsync failed): the disk may
+	// not hold what the file shows, so nothing more is read from the file
+	// or written to it. Close the journal and open it again (restart the
+	// process): acknowledged writes are safe in its log, and Open applies
+	// them.
+	ErrFileFailed = errors.New("journal: the file failed a commit after writing it, so the disk may not hold what it shows; " +
+		"nothing more is read from it or written to it until the journal is closed and opened again (acknowledged writes are safe in its log)")
 )
 
 // Errors returned by reads and writes of one record.
