@@ -111,12 +111,20 @@ func (h *hostStalls) isDown(host string) bool {
 // instead of claiming the same backlog again, and one probe a pass tells
 // when the host is back (then bringBack makes them due at once). Only
 // NextDue changes, under the pass's lease: nothing about the operation is
-// decided. It returns the first journal error.
+// decided. One whose host answered later in the pass is left due: the
+// next pass visits it (bringBack knows only what postpone recorded, and
+// the host has no outage left to time). It returns the first journal
+// error.
 func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) error {
 	wctx := context.WithoutCancel(ctx)
 	now := c.cfg.clock.Now()
+	n := 0
 	for _, r := range refs {
-		due := now.Add(c.spread(now.Sub(stalls.down[r.host])))
+		since, down := stalls.down[r.host]
+		if !down {
+			continue
+		}
+		due := now.Add(c.spread(now.Sub(since)))
 		rec, err := c.store.Update(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) error {
 			if rec.NextDue.Before(due) {
 				rec.NextDue = due
@@ -125,6 +133,7 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 		})
 		switch {
 		case err == nil:
+			n++
 			if stalls.postponed[r.host] == nil {
 				stalls.postponed[r.host] = map[opID]time.Time{}
 			}
@@ -135,8 +144,8 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 			return fmt.Errorf("idem: reconcile: postpone: %w", err)
 		}
 	}
-	if len(refs) > 0 {
-		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: reconciler: postponed the operations of unreachable hosts", slog.Int("count", len(refs)))
+	if n > 0 {
+		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: reconciler: postponed the operations of unreachable hosts", slog.Int("count", n))
 	}
 	return nil
 }
