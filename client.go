@@ -616,6 +616,16 @@ func (c *Client) hostOf(rec *journal.Record) string {
 	return ""
 }
 
+// queriesHost reports whether rec's result endpoint, if it has one, is on
+// the host it is sent to (hostOf).
+func (c *Client) queriesHost(rec *journal.Record) bool {
+	if rec.QueryURL == "" {
+		return true
+	}
+	u, err := c.parsedURL(rec.QueryURL)
+	return err == nil && normalHost(u.Host) == c.hostOf(rec)
+}
+
 // parsedURL is url.Parse(s), from the cache when it holds s; read only.
 func (c *Client) parsedURL(s string) (*url.URL, error) {
 	if p := c.urls.lookup(s); p != nil {

@@ -100,7 +100,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if end != nil {
 		end(res.clone(), err)
 	}
-	return res, settled, reachOf(d.rec, before), err
+	return res, settled, reachOf(d.rec, before, c.queriesHost(d.rec)), err
 }
 
 // run returns why the call ended without settling (nil when it settled).

@@ -163,3 +163,117 @@ func TestRunDoesNotPostponeAHostThatAnswersAgain(t *testing.T) {
 		require.Equal(t, 1, srv.Effects("", key), "side effects of %s", key)
 	}
 }
+
+// refusing refuses the connections for the requests to one host, and for
+// those that carry a key with a given prefix (net/http's trace shows them
+// unsent), and passes the rest to base.
+type refusing struct {
+	base   http.RoundTripper
+	host   string // when set
+	prefix string // when set
+}
+
+var refuseDial = &http.Transport{DialContext: func(context.Context, string, string) (net.Conn, error) {
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+}}
+
+func (f *refusing) RoundTrip(r *http.Request) (*http.Response, error) {
+	if f.host != "" && r.URL.Host == f.host || f.prefix != "" && strings.HasPrefix(r.Header.Get("Idempotency-Key"), f.prefix) {
+		return refuseDial.RoundTrip(r)
+	}
+	return f.base.RoundTrip(r)
+}
+
+// A host is taken for unreachable on the silence of its own exchanges
+// only: a result endpoint on another host that is down says nothing of
+// the host the orders go to. Here the orders' server answers, its result
+// endpoint (another host) does not: the operations that may have been
+// sent cannot be settled (each visit's query goes unanswered), but those
+// never sent must be sent on Run's first pass, not postponed as if their
+// server were down. Default settings but the clock, and a result
+// endpoint.
+func TestRunJudgesAHostByItsOwnExchanges(t *testing.T) {
+	giveUp := 2 * idem.DefaultResumeConcurrency
+	maybeSent := giveUp + idem.DefaultResumeConcurrency // every visit begun before the host could be taken for down
+	const neverSent = 8
+	clock := idemtest.NewClock(epoch)
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	results, err := idemtest.NewServer(idemtest.WithClock(clock.Now)) // another host: down during Run
+	require.NoError(t, err)
+	t.Cleanup(results.Close)
+	resultHost := strings.TrimPrefix(results.URL, "http://")
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+
+	// The set-up: "m-" orders executed, their answers lost; "p-" orders
+	// never sent (their connections refused).
+	lossy := &outage{base: http.DefaultTransport}
+	lossy.mode.Store(netLossy)
+	endpoint := idem.WithResultEndpoint(results.URL + "/operations/{key}")
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: &refusing{base: lossy, host: resultHost, prefix: "p-"}}),
+		idem.WithClock(clock), endpoint, idem.WithMaxAttempts(1))
+	require.NoError(t, err)
+	var keys []string
+	for i := range maybeSent {
+		keys = append(keys, fmt.Sprintf("m-%02d", i))
+	}
+	for i := range neverSent {
+		keys = append(keys, fmt.Sprintf("p-%02d", i))
+	}
+	for _, key := range keys {
+		res, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"order":1}`)})
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome, key)
+		want := idem.StateUnknown
+		if strings.HasPrefix(key, "p-") {
+			want = idem.StatePending
+		}
+		require.Equal(t, want, res.State, key)
+	}
+	require.NoError(t, c.Close())
+	start := clock.Now()
+	for i, key := range keys { // due in this order, the never sent last
+		_, err := store.Update(t.Context(), idem.DefaultScope, key, func(r *journal.Record) error {
+			r.NextDue = start.Add(time.Duration(i-len(keys)) * time.Millisecond)
+			return nil
+		})
+		require.NoError(t, err)
+	}
+
+	settled := make(chan string, len(keys))
+	c, err = idem.New(store, idem.WithHTTPClient(&http.Client{Transport: &refusing{base: http.DefaultTransport, host: resultHost}}),
+		idem.WithClock(clock), endpoint, idem.WithSettleFunc(func(r *idem.Result) {
+			if clock.Now().Equal(start) {
+				settled <- r.Key
+			}
+		}))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ran := runAsync(ctx, c)
+	var first []string
+	deadline := time.After(20 * time.Second)
+	for len(first) < neverSent && clock.Now().Equal(start) {
+		select {
+		case k := <-settled:
+			first = append(first, k)
+		case err := <-ran:
+			t.Fatalf("Run() returned %v", err)
+		case <-deadline:
+			t.Fatalf("%d never-sent operations settled after 20s, clock %v", len(first), clock.Now().Sub(start))
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	require.ErrorIs(t, <-ran, context.Canceled)
+	for len(settled) > 0 {
+		first = append(first, <-settled)
+	}
+	require.Len(t, first, neverSent, "operations settled on Run's first pass (%v): its never-sent orders, to a server that answers", first)
+	for i := range neverSent {
+		require.Equal(t, 1, srv.Effects("", fmt.Sprintf("p-%02d", i)), "side effects of p-%02d", i)
+	}
+}

@@ -33,11 +33,13 @@ const (
 )
 
 // reachOf is what the exchanges of rec numbered after `after` told of its
-// host.
-func reachOf(rec *journal.Record, after int) hostReach {
+// host (hostOf, the submit URL's). Queries count only when queriesHost
+// says the result endpoint is on that host: another host's silence says
+// nothing of it.
+func reachOf(rec *journal.Record, after int, queriesHost bool) hostReach {
 	reach := reachNone
 	for _, a := range rec.Attempts {
-		if a.Number <= after || !a.Done {
+		if a.Number <= after || !a.Done || a.Kind == journal.AttemptQuery && !queriesHost {
 			continue
 		}
 		switch a.Status {

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,30 +63,39 @@ func TestBringBackLeavesRescheduledOperations(t *testing.T) {
 
 // Run takes a host for unreachable on silence only: no answer, or a
 // gateway's or an unavailable server's. A host that answers about an
-// operation without settling it (a query's 404, a 500) is there.
+// operation without settling it (a query's 404, a 500) is there. A result
+// endpoint on another host tells nothing of it.
 func TestReachOf(t *testing.T) {
 	old := journal.Attempt{Number: 1, Done: true, Status: 201} // before this drive
 	for _, tc := range []struct {
-		name     string
-		statuses []int // this drive's attempts, in order; -1: not done
-		want     hostReach
+		name        string
+		statuses    []int // this drive's attempts, in order; -1: not done
+		queries     []int // which of them (indexes) are queries
+		queriesHost bool  // the result endpoint is on the submit URL's host
+		want        hostReach
 	}{
-		{"no exchange", nil, reachNone},
-		{"unfinished only", []int{-1}, reachNone},
-		{"refused", []int{0}, reachSilent},
-		{"gateways", []int{0, 502, 503, 504}, reachSilent},
-		{"query not found", []int{404}, reachAnswered},
-		{"server error", []int{0, 500}, reachAnswered},
-		{"throttled", []int{429}, reachAnswered},
-		{"answered, then silent", []int{404, 0}, reachAnswered},
+		{"no exchange", nil, nil, true, reachNone},
+		{"unfinished only", []int{-1}, nil, true, reachNone},
+		{"refused", []int{0}, nil, true, reachSilent},
+		{"gateways", []int{0, 502, 503, 504}, nil, true, reachSilent},
+		{"query not found", []int{404}, []int{0}, true, reachAnswered},
+		{"server error", []int{0, 500}, nil, true, reachAnswered},
+		{"throttled", []int{429}, nil, true, reachAnswered},
+		{"answered, then silent", []int{404, 0}, []int{0}, true, reachAnswered},
+		{"query elsewhere refused", []int{0}, []int{0}, false, reachNone},
+		{"query elsewhere answered, submit refused", []int{404, 0}, []int{0}, false, reachSilent},
+		{"query elsewhere refused, submit answered", []int{0, 201}, []int{0}, false, reachAnswered},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &journal.Record{Attempts: []journal.Attempt{old}}
 			for i, st := range tc.statuses {
-				a := journal.Attempt{Number: 2 + i, Done: st >= 0, Status: max(st, 0)}
+				a := journal.Attempt{Number: 2 + i, Kind: journal.AttemptSubmit, Done: st >= 0, Status: max(st, 0)}
+				if slices.Contains(tc.queries, i) {
+					a.Kind = journal.AttemptQuery
+				}
 				rec.Attempts = append(rec.Attempts, a)
 			}
-			if got := reachOf(rec, 1); got != tc.want {
+			if got := reachOf(rec, 1, tc.queriesHost); got != tc.want {
 				t.Errorf("reachOf(%v) = %d; want %d", tc.statuses, got, tc.want)
 			}
 		})
