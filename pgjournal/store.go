@@ -9,7 +9,10 @@
 // another's claims), and every write made under a lease carries the token
 // in its WHERE clause, so a replica presumed dead never overwrites a newer
 // state. Submit's new record is created with its lease in one write
-// (idem.CreateClaimer). Records are stored in the journal's own encoding
+// (idem.CreateClaimer). Whether a lease has ended is judged by the
+// database's clock, never by a replica's: replicas whose clocks disagree,
+// or one whose clock is stepped, still never drive one operation at once
+// (see Store). Records are stored in the journal's own encoding
 // (never a credential: the client refuses to journal one) beside the few
 // columns the queries need; partial indexes keep Due, ClaimDue,
 // ForEachOpen and Prune to the open or settled records they read.
@@ -31,9 +34,9 @@
 // Get, List, Stats and ForEachOpen while the replicas run. To resolve an
 // operation without racing the replica that may be driving it, Claim it
 // under the tool's own owner name first (journal.ErrLeased names the
-// replica that holds it, and until when), then Resolve with a context
-// carrying that lease (journal.WithLease): the replica's next write is
-// refused and it stops. Tests get a throwaway server from
+// replica that holds it, and until when; TakeOver takes its lease over),
+// then Resolve with a context carrying that lease (journal.WithLease):
+// the replica's next write is refused and it stops. Tests get a throwaway server from
 // scripts/postgres.sh (pg_start exports IDEM_PG_DSN), a schema of their
 // own with WithSchema, and remove it with DropSchema.
 package pgjournal
@@ -81,6 +84,17 @@ var (
 // error, not made when it returns an error, except one matching
 // journal.ErrMaybeCommitted (the connection broke after its transaction
 // was sent: it may have committed).
+//
+// Leases are judged by the database's clock, so that replicas whose
+// clocks disagree still agree on them: of the times a caller gives,
+// Claim, ClaimDue and TakeOver take only the lease's length (expires -
+// now), CreateClaimed the time from the record's Created to expires, and
+// Renew how far expires moves the lease's end on; the lease then lasts
+// that long as the database's clock measures it. The lease returned keeps
+// the caller's expires, in the caller's clock, and a lease another owner
+// holds is reported with its end in the caller's clock. (NextDue, and so
+// ClaimDue's and Due's "due", stay in the callers' clocks: they schedule
+// work, they fence nothing.)
 type Store struct {
 	pool   *pgxpool.Pool
 	owned  bool // Close closes the pool
@@ -89,6 +103,11 @@ type Store struct {
 	closed atomic.Bool
 	// committer shares commits between concurrent writes.
 	committer *committer
+	// callerClock makes the lease statements judge by the times their
+	// callers give, as the bbolt journal does, instead of the database's
+	// clock: for the conformance suite, whose fixed clock jumps (see
+	// export_test.go), never for replicas.
+	callerClock bool
 }
 
 var (
@@ -249,6 +268,41 @@ func fromNS(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
+// dbClock is the database's clock in Unix nanoseconds (to the
+// microsecond): the start of the statement that reads it, one reading for
+// all of the statement.
+const dbClock = `(extract(epoch FROM statement_timestamp()) * 1000000000)::int8`
+
+// clockSQL is the clock a lease statement judges by: the database's,
+// unless its parameter $n is not NULL (see clockArg).
+func clockSQL(n int) string { return fmt.Sprintf(`coalesce($%d::int8, %s)`, n, dbClock) }
+
+// clampNS is sum, a sum of int8 expressions, computed without overflow
+// and held within int8's range, as ns holds times.
+func clampNS(sum string) string {
+	return `least(greatest(0::numeric + ` + sum + `, -9223372036854775808), 9223372036854775807)::int8`
+}
+
+// clockArg is the parameter of clockSQL: NULL, the database's clock, or
+// now on a Store of the conformance suite's (see Store.callerClock).
+func (s *Store) clockArg(now time.Time) any {
+	if s.callerClock {
+		return ns(now)
+	}
+	return nil
+}
+
+// insertClock is the parameter of clockSQL in an insert of records
+// created leased: NULL, the database's clock; on a Store of the
+// conformance suite's, 0, from which each lease's length is its end
+// (createLeased).
+func (s *Store) insertClock() any {
+	if s.callerClock {
+		return int64(0)
+	}
+	return nil
+}
+
 // queryer is what a statement runs on: the pool, or a caller's transaction.
 type queryer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -310,7 +364,9 @@ func (s *Store) Create(ctx context.Context, rec *journal.Record) (*journal.Recor
 
 // CreateClaimed stores a new record leased to owner until expires, in one
 // write; see idem.CreateClaimer. The lease's token is 1, as a first Claim
-// of the record would take.
+// of the record would take. It is given no now: the lease lasts from the
+// commit for as long as from the record's Created to expires (see Store),
+// and a record without Created is journal.ErrInvalid.
 func (s *Store) CreateClaimed(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error) {
 	if err := checkOwner(owner); err != nil {
 		return nil, journal.Lease{}, errorf("create: %w", err)
@@ -326,9 +382,17 @@ func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner str
 	if err := s.usable(ctx); err != nil {
 		return nil, journal.Lease{}, errorf("create: %w", err)
 	}
-	stored := journal.CloneRecord(rec)
-	out, err := s.committer.do(&request{ctx: ctx, op: "create", scope: rec.Scope, key: rec.Key,
-		create: stored, owner: owner, expires: ns(expires)})
+	req := &request{ctx: ctx, op: "create", scope: rec.Scope, key: rec.Key, create: journal.CloneRecord(rec), owner: owner}
+	switch {
+	case owner == "":
+	case rec.Created.IsZero():
+		return nil, journal.Lease{}, errorf("create %q: the lease's length is reckoned from the record's Created, which is not set: %w", rec.Key, journal.ErrInvalid)
+	case s.callerClock:
+		req.leaseFor = ns(expires) // from the clock's 0 (see insertClock)
+	default:
+		req.leaseFor = int64(expires.Sub(rec.Created))
+	}
+	out, err := s.committer.do(req)
 	if err != nil || owner == "" {
 		return out, journal.Lease{}, err
 	}
@@ -445,53 +509,73 @@ func (s *Store) write(ctx context.Context, op, scope, key string, change func(*j
 	return s.committer.do(&request{ctx: ctx, op: op, scope: scope, key: key, change: change, lease: l, leased: leased})
 }
 
-// Claim takes the lease on an open record; see idem.Store.
+// Claim takes the lease on an open record; see idem.Store. The lease
+// lasts expires - now as the database's clock measures it (see Store): a
+// lease another owner holds is live until the database's clock passes its
+// end, whatever now says, and is reported with its end in the caller's
+// clock (now plus what is left of it).
 func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error) {
+	return s.claim(ctx, "claim", scope, key, owner, now, expires, false)
+}
+
+// TakeOver is Claim, except that it takes a live lease of another owner
+// over too: its new token makes that owner's next write fail with
+// journal.ErrLeaseLost. It is for an operator who has decided that the
+// owner must stop (idem resolve -force), not for replicas, which wait for
+// a lease to end.
+func (s *Store) TakeOver(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error) {
+	return s.claim(ctx, "take over", scope, key, owner, now, expires, true)
+}
+
+// claim is Claim, and TakeOver when force is set.
+func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, expires time.Time, force bool) (*journal.Record, journal.Lease, error) {
 	if err := journal.CheckID(scope, key); err != nil {
-		return nil, journal.Lease{}, errorf("claim: %w", err)
+		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
 	if err := checkOwner(owner); err != nil {
-		return nil, journal.Lease{}, errorf("claim: %w", err)
+		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
 	if err := s.usable(ctx); err != nil {
-		return nil, journal.Lease{}, errorf("claim: %w", err)
+		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
+	clock := s.clockArg(now)
 	var data []byte
 	var token int64
-	err := s.pool.QueryRow(ctx, `UPDATE `+s.table+` SET lease_owner = $3, lease_expires = $4, lease_token = lease_token + 1
-		WHERE scope = $1 AND key = $2 AND open AND (lease_owner = '' OR lease_owner = $3 OR lease_expires <= $5)
-		RETURNING data, lease_token`, scope, key, owner, ns(expires), ns(now)).Scan(&data, &token)
+	err := s.pool.QueryRow(ctx, `UPDATE `+s.table+` SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`,
+			lease_token = lease_token + 1
+		WHERE scope = $1 AND key = $2 AND open AND (lease_owner = '' OR lease_owner = $3 OR lease_expires <= `+clockSQL(5)+` OR $6)
+		RETURNING data, lease_token`, scope, key, owner, int64(expires.Sub(now)), clock, force).Scan(&data, &token)
 	if err == nil {
 		r, err := journal.DecodeRecord(data)
 		if err != nil {
-			return nil, journal.Lease{}, errorf("claim %q: %w", key, err)
+			return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 		}
 		return r, journal.Lease{Scope: scope, Key: key, Owner: owner, Token: uint64(token), Expires: fromNS(ns(expires))}, nil
 	}
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, journal.Lease{}, errorf("claim %q: %w", key, writeErr(err))
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, writeErr(err))
 	}
 	// Not claimed: missing, terminal or leased. Say which.
 	var open bool
 	var holder string
-	var until int64
-	err = s.pool.QueryRow(ctx, `SELECT data, open, lease_owner, lease_expires, lease_token FROM `+s.table+`
-		WHERE scope = $1 AND key = $2`, scope, key).Scan(&data, &open, &holder, &until, &token)
+	var left int64 // of the holder's lease, by the database's clock
+	err = s.pool.QueryRow(ctx, `SELECT data, open, lease_owner, `+clampNS("lease_expires - "+clockSQL(3))+`, lease_token FROM `+s.table+`
+		WHERE scope = $1 AND key = $2`, scope, key, clock).Scan(&data, &open, &holder, &left, &token)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, journal.Lease{}, errorf("claim %q: %w", key, journal.ErrNotFound)
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, journal.ErrNotFound)
 	}
 	if err != nil {
-		return nil, journal.Lease{}, errorf("claim %q: %w", key, err)
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 	}
 	r, err := journal.DecodeRecord(data)
 	if err != nil {
-		return nil, journal.Lease{}, errorf("claim %q: %w", key, err)
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 	}
 	if !open {
-		return r, journal.Lease{}, errorf("claim %q: %w", key, journal.ErrTerminal)
+		return r, journal.Lease{}, errorf("%s %q: %w", op, key, journal.ErrTerminal)
 	}
-	held := journal.Lease{Scope: scope, Key: key, Owner: holder, Token: uint64(token), Expires: fromNS(until)}
-	return r, held, errorf("claim %q: %s holds it: %w", key, holder, journal.ErrLeased)
+	held := journal.Lease{Scope: scope, Key: key, Owner: holder, Token: uint64(token), Expires: now.Add(time.Duration(left)).UTC()}
+	return r, held, errorf("%s %q: %s holds it: %w", op, key, holder, journal.ErrLeased)
 }
 
 func checkOwner(owner string) error {
@@ -517,14 +601,16 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	if limit > 0 {
 		lim = &limit
 	}
+	// Due by now, the caller's clock, as NextDue was written; leased by
+	// the database's clock.
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT scope, key FROM `+s.table+`
-			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= $1)
+			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= `+clockSQL(5)+`)
 			ORDER BY next_due_ns, scope, key LIMIT $2
 			FOR UPDATE SKIP LOCKED)
-		UPDATE `+s.table+` AS r SET lease_owner = $3, lease_expires = $4, lease_token = r.lease_token + 1
+		UPDATE `+s.table+` AS r SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`, lease_token = r.lease_token + 1
 		FROM due WHERE r.scope = due.scope AND r.key = due.key
-		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, ns(expires))
+		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, int64(expires.Sub(now)), s.clockArg(now))
 	if err != nil {
 		return nil, errorf("claim due: %w", writeErr(err))
 	}
@@ -573,9 +659,14 @@ func (s *Store) Renew(ctx context.Context, l journal.Lease, expires time.Time) (
 	if l.Token == 0 {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, journal.ErrLeaseLost)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_expires = $5
+	// Renew has no now: the lease is moved on by as much as its end in
+	// the holder's clock moves on, by the database's clock (see Store).
+	if l.Expires.IsZero() {
+		return journal.Lease{}, errorf("renew %q: a lease without its expiry: %w", l.Key, journal.ErrInvalid)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_expires = `+clampNS("lease_expires + $5::int8")+`
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
-		l.Scope, l.Key, int64(l.Token), l.Owner, ns(expires))
+		l.Scope, l.Key, int64(l.Token), l.Owner, int64(expires.Sub(l.Expires)))
 	if err != nil {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, writeErr(err))
 	}
