@@ -281,15 +281,8 @@ func (c *cutConn) Write(b []byte) (int, error) {
 func TestCommitterConnectionCut(t *testing.T) {
 	ctx := context.Background()
 	var armed atomic.Bool
-	s := openStoreWith(t, func(pc *pgxpool.Config) {
-		var d net.Dialer
-		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &cutConn{Conn: c, marker: []byte("cut-here"), armed: &armed}, nil
-		}
+	s := openStoreWrapping(t, func(c net.Conn) net.Conn {
+		return &cutConn{Conn: c, marker: []byte("cut-here"), armed: &armed}
 	})
 	mustCreate(t, s, "u1")
 

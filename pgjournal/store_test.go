@@ -3,6 +3,7 @@ package pgjournal_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -58,6 +59,22 @@ func openStoreWith(t testing.TB, cfg func(*pgxpool.Config)) *pgjournal.Store {
 		}
 	})
 	return s
+}
+
+// openStoreWrapping is openStore on a pool whose connections to the
+// server pass through wrap's: a test's hand on the wire.
+func openStoreWrapping(t testing.TB, wrap func(net.Conn) net.Conn) *pgjournal.Store {
+	t.Helper()
+	return openStoreWith(t, func(pc *pgxpool.Config) {
+		var d net.Dialer
+		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return wrap(c), nil
+		}
+	})
 }
 
 // TestConformance runs the conformance suite on a Store that judges leases
