@@ -552,6 +552,7 @@ func (c *committer) readRows(ctx context.Context, q queryer, rows map[rowKey]*ro
 func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*request, upd []rowKey, rows map[rowKey]*row) (inserted, updated map[rowKey]bool, err error) {
 	inserted, updated = make(map[rowKey]bool, len(ins)), make(map[rowKey]bool, len(upd))
 	b := &pgx.Batch{}
+	b.Queue(setLockWait)
 	scan := func(into map[rowKey]bool) func(pgx.Rows) error {
 		return func(rs pgx.Rows) error {
 			var k rowKey

@@ -83,7 +83,10 @@ var (
 // caller's transaction. A write is durable when it returns without
 // error, not made when it returns an error, except one matching
 // journal.ErrMaybeCommitted (the connection broke after its transaction
-// was sent: it may have committed).
+// was sent: it may have committed). A write or claim waits at most 5 s
+// for a row that another transaction holds locked, whatever its context
+// (PostgreSQL's lock_timeout, for its own transaction only), then fails
+// unmade.
 //
 // Leases are judged by the database's clock, so that replicas whose
 // clocks disagree still agree on them: of the times a caller gives,
@@ -301,6 +304,37 @@ func (s *Store) insertClock() any {
 		return int64(0)
 	}
 	return nil
+}
+
+// setLockWait bounds how long the rest of its transaction waits for a
+// lock another transaction holds (a row: an operator's forgotten psql
+// session, an application's long transaction inserting the same key) to
+// 5 s, PostgreSQL's lock_timeout for that transaction alone; the
+// statement waiting then fails, and its transaction is rolled back. The
+// journal's own transactions hold a row for milliseconds. Without it, a
+// write made with a context that never ends, as the client makes its
+// outcome writes, would wait as long as the lock is held, and every write
+// queued behind its round with it.
+const setLockWait = `SELECT set_config('lock_timeout', '5s', true)`
+
+// bounded sends the statements queue adds to a batch, in one transaction
+// whose lock waits setLockWait bounds, and returns the first error.
+func (s *Store) bounded(ctx context.Context, queue func(b *pgx.Batch)) error {
+	b := &pgx.Batch{}
+	b.Queue(setLockWait)
+	queue(b)
+	return s.pool.SendBatch(ctx, b).Close()
+}
+
+// execBounded is pool.Exec, in a transaction bounded by setLockWait.
+func (s *Store) execBounded(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
+	err = s.bounded(ctx, func(b *pgx.Batch) {
+		b.Queue(sql, args...).Exec(func(t pgconn.CommandTag) error {
+			tag = t
+			return nil
+		})
+	})
+	return tag, err
 }
 
 // queryer is what a statement runs on: the pool, or a caller's transaction.
@@ -541,10 +575,13 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 	clock := s.clockArg(now)
 	var data []byte
 	var token int64
-	err := s.pool.QueryRow(ctx, `UPDATE `+s.table+` SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`,
-			lease_token = lease_token + 1
-		WHERE scope = $1 AND key = $2 AND open AND (lease_owner = '' OR lease_owner = $3 OR lease_expires <= `+clockSQL(5)+` OR $6)
-		RETURNING data, lease_token`, scope, key, owner, int64(expires.Sub(now)), clock, force).Scan(&data, &token)
+	err := s.bounded(ctx, func(b *pgx.Batch) {
+		b.Queue(`UPDATE `+s.table+` SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`,
+				lease_token = lease_token + 1
+			WHERE scope = $1 AND key = $2 AND open AND (lease_owner = '' OR lease_owner = $3 OR lease_expires <= `+clockSQL(5)+` OR $6)
+			RETURNING data, lease_token`, scope, key, owner, int64(expires.Sub(now)), clock, force).
+			QueryRow(func(row pgx.Row) error { return row.Scan(&data, &token) })
+	})
 	if err == nil {
 		r, err := journal.DecodeRecord(data)
 		if err != nil {
@@ -664,7 +701,7 @@ func (s *Store) Renew(ctx context.Context, l journal.Lease, expires time.Time) (
 	if l.Expires.IsZero() {
 		return journal.Lease{}, errorf("renew %q: a lease without its expiry: %w", l.Key, journal.ErrInvalid)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_expires = `+clampNS("lease_expires + $5::int8")+`
+	tag, err := s.execBounded(ctx, `UPDATE `+s.table+` SET lease_expires = `+clampNS("lease_expires + $5::int8")+`
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
 		l.Scope, l.Key, int64(l.Token), l.Owner, int64(expires.Sub(l.Expires)))
 	if err != nil {
@@ -690,7 +727,7 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 	if l.Token == 0 {
 		return errorf("release %q: %w", l.Key, journal.ErrLeaseLost)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
+	tag, err := s.execBounded(ctx, `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
 		l.Scope, l.Key, int64(l.Token), l.Owner)
 	if err != nil {
