@@ -28,6 +28,26 @@
 // (outbox): the business row and the intent to call the API commit or
 // roll back together, and Run on any replica sends it.
 //
+// # The database on a bad day
+//
+// The journal is as durable as the database's commits, and write-ahead
+// rests on it: an operation is sent only after its journal write was
+// acknowledged. A server that restarts, or crashes and recovers from its
+// WAL, loses nothing acknowledged; the calls made while it is down fail
+// saying nothing was journaled, a write whose connection broke after it
+// was sent says it may have committed (journal.ErrMaybeCommitted: the
+// client then reports the outcome unknown, and the same call made again
+// with the same key finds what was journaled), and Run settles what was
+// in flight once the server is back. A write or claim that meets a row
+// another transaction holds locked waits at most 5 s, then fails unmade
+// (see Store). A failover to a standby that
+// replicates asynchronously may lose commits already acknowledged: an
+// operation sent, its record gone. Fail over only to a standby that
+// confirmed the commits (synchronous_commit on, with the standby in
+// synchronous_standby_names). Since leases are judged by the database's
+// clock, the standby's clock must agree with the primary's to well within
+// a lease (NTP), as the replicas' need not.
+//
 // # Tools, tests and harnesses
 //
 // An operator tool opens the live journal with Open and reads it with
@@ -36,9 +56,9 @@
 // under the tool's own owner name first (journal.ErrLeased names the
 // replica that holds it, and until when; TakeOver takes its lease over),
 // then Resolve with a context carrying that lease (journal.WithLease):
-// the replica's next write is refused and it stops. Tests get a throwaway server from
-// scripts/postgres.sh (pg_start exports IDEM_PG_DSN), a schema of their
-// own with WithSchema, and remove it with DropSchema.
+// the replica's next write is refused and it stops. Tests get a throwaway
+// server from scripts/postgres.sh (pg_start exports IDEM_PG_DSN), a schema
+// of their own with WithSchema, and remove it with DropSchema.
 package pgjournal
 
 import (
