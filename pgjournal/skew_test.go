@@ -172,8 +172,9 @@ func requestsFor(srv *idemtest.Server, key string) []string {
 }
 
 // TestLeaseLengthEdges: a lease's length comes from the caller's times, so
-// times that give none are refused rather than read as a lease for ever,
-// and lengths past int64's nanoseconds are held, not overflowed.
+// times that give none (a zero now, Created or expiry) are refused rather
+// than read as a lease for ever, and a lease to year 9999 is held at
+// int64's end, not overflowed.
 func TestLeaseLengthEdges(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
@@ -202,6 +203,8 @@ func TestLeaseLengthEdges(t *testing.T) {
 	_, held, err := s.Claim(ctx, "acct", "k", "b", now, now.Add(time.Minute))
 	require.ErrorIs(t, err, journal.ErrLeased, "Claim() of a lease renewed to year 9999")
 	require.True(t, held.Expires.After(now.Add(100*365*24*time.Hour)), "its end %v", held.Expires)
-	_, _, err = s.Claim(ctx, "acct", "k", "a", time.Time{}, far)
-	require.NoError(t, err, "Claim() from the zero time to year 9999")
+	_, _, err = s.Claim(ctx, "acct", "k", "a", time.Time{}, now.Add(time.Minute))
+	require.ErrorIs(t, err, journal.ErrInvalid, "Claim() at the zero time")
+	_, err = s.ClaimDue(ctx, "a", time.Time{}, now.Add(time.Minute), 0)
+	require.ErrorIs(t, err, journal.ErrInvalid, "ClaimDue() at the zero time")
 }

@@ -589,6 +589,9 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 	if err := checkOwner(owner); err != nil {
 		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
+	if err := checkNow(now); err != nil {
+		return nil, journal.Lease{}, errorf("%s: %w", op, err)
+	}
 	if err := s.usable(ctx); err != nil {
 		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
@@ -635,6 +638,15 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 	return r, held, errorf("%s %q: %s holds it: %w", op, key, holder, journal.ErrLeased)
 }
 
+// checkNow refuses a zero now, from which a lease's length cannot be
+// reckoned: read as one, it would make the lease last for ever.
+func checkNow(now time.Time) error {
+	if now.IsZero() {
+		return fmt.Errorf("zero now: the lease's length is reckoned from it: %w", journal.ErrInvalid)
+	}
+	return nil
+}
+
 func checkOwner(owner string) error {
 	if owner == "" {
 		return fmt.Errorf("empty owner: %w", journal.ErrInvalid)
@@ -649,6 +661,9 @@ func checkOwner(owner string) error {
 // idem.Store. Rows other claimants have locked are skipped (SKIP LOCKED).
 func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error) {
 	if err := checkOwner(owner); err != nil {
+		return nil, errorf("claim due: %w", err)
+	}
+	if err := checkNow(now); err != nil {
 		return nil, errorf("claim due: %w", err)
 	}
 	if err := s.usable(ctx); err != nil {
