@@ -598,22 +598,32 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 	clock := s.clockArg(now)
 	var data []byte
 	var token int64
+	claimed := false
 	err := s.bounded(ctx, func(b *pgx.Batch) {
 		b.Queue(`UPDATE `+s.table+` SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`,
 				lease_token = lease_token + 1
 			WHERE scope = $1 AND key = $2 AND open AND (lease_owner = '' OR lease_owner = $3 OR lease_expires <= `+clockSQL(5)+` OR $6)
 			RETURNING data, lease_token`, scope, key, owner, int64(expires.Sub(now)), clock, force).
-			QueryRow(func(row pgx.Row) error { return row.Scan(&data, &token) })
+			QueryRow(func(row pgx.Row) error {
+				err := row.Scan(&data, &token)
+				if errors.Is(err, pgx.ErrNoRows) {
+					// Not claimed: said below. Not the batch's error,
+					// which would make pgx prepare its statements anew.
+					return nil
+				}
+				claimed = err == nil
+				return err
+			})
 	})
-	if err == nil {
+	if err != nil {
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, writeErr(err))
+	}
+	if claimed {
 		r, err := journal.DecodeRecord(data)
 		if err != nil {
 			return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 		}
 		return r, journal.Lease{Scope: scope, Key: key, Owner: owner, Token: uint64(token), Expires: fromNS(ns(expires))}, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, writeErr(err))
 	}
 	// Not claimed: missing, terminal or leased. Say which.
 	var open bool
