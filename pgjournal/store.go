@@ -10,9 +10,9 @@
 // in its WHERE clause, so a replica presumed dead never overwrites a newer
 // state. Submit's new record is created with its lease in one write
 // (idem.CreateClaimer). Whether a lease has ended is judged by the
-// database's clock, never by a replica's: replicas whose clocks disagree,
-// or one whose clock is stepped, still never drive one operation at once
-// (see Store). Records are stored in the journal's own encoding
+// database's clock, never by a replica's: a replica whose clock runs fast
+// does not take a live lease over, nor is one whose clock runs slow taken
+// over early (see Store). Records are stored in the journal's own encoding
 // (never a credential: the client refuses to journal one) beside the few
 // columns the queries need; partial indexes keep Due, ClaimDue,
 // ForEachOpen and Prune to the open or settled records they read.
@@ -40,13 +40,13 @@
 // with the same key finds what was journaled), and Run settles what was
 // in flight once the server is back. A write or claim that meets a row
 // another transaction holds locked waits at most 5 s, then fails unmade
-// (see Store). A failover to a standby that
-// replicates asynchronously may lose commits already acknowledged: an
-// operation sent, its record gone. Fail over only to a standby that
-// confirmed the commits (synchronous_commit on, with the standby in
-// synchronous_standby_names). Since leases are judged by the database's
-// clock, the standby's clock must agree with the primary's to well within
-// a lease (NTP), as the replicas' need not.
+// (see Store). A failover to a standby that replicates asynchronously may
+// lose commits already acknowledged: an operation sent, its record gone.
+// Fail over only to a standby that confirmed the commits
+// (synchronous_commit on, with the standby in synchronous_standby_names).
+// Since leases are judged by the database's clock, the standby's clock
+// must agree with the primary's to well within a lease (NTP), as the
+// replicas' need not.
 //
 // # Tools, tests and harnesses
 //
@@ -117,7 +117,9 @@ var (
 // the caller's expires, in the caller's clock, and a lease another owner
 // holds is reported with its end in the caller's clock. (NextDue, and so
 // ClaimDue's and Due's "due", stay in the callers' clocks: they schedule
-// work, they fence nothing.)
+// work, they fence nothing. A holder judges what is left of its own lease
+// by its own clock: one stepped back while it holds a lease may overstay
+// it.)
 type Store struct {
 	pool   *pgxpool.Pool
 	owned  bool // Close closes the pool
