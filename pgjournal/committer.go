@@ -40,10 +40,12 @@ type request struct {
 	scope, key string
 
 	// create is the record to insert (the request's own copy); nil for a
-	// change. owner, expires: the lease to take with it (owner "": none).
-	create  *journal.Record
-	owner   string
-	expires int64
+	// change. owner, leaseFor: the lease to take with it (owner "": none)
+	// and its length in nanoseconds, from the insert by the database's
+	// clock (see Store.insertClock).
+	create   *journal.Record
+	owner    string
+	leaseFor int64
 
 	// change is applied to a copy of the stored record; the write is
 	// fenced by lease when leased.
@@ -113,7 +115,7 @@ type committer struct {
 
 func newCommitter(s *Store) *committer {
 	c := &committer{s: s, read: newForm(s.table, readOne, readAll),
-		insert: newForm(s.table, insertOne, insertAll), update: newForm(s.table, updateOne, updateAll)}
+		insert: newInsertForm(s.table), update: newForm(s.table, updateOne, updateAll)}
 	c.q = groupcommit.Queue[*request]{Max: maxRound, Commit: c.commit, Abandon: abandon, Name: "pgjournal"}
 	return c
 }
@@ -458,12 +460,18 @@ const (
 	readAll = `SELECT r.scope, r.key, r.data, r.version, r.lease_token FROM %[1]s AS r
 		JOIN unnest($1::text[], $2::text[]) AS u(scope, key) ON r.scope = u.scope COLLATE "C" AND r.key = u.key COLLATE "C"`
 
+	// A lease taken with the record ends leaseFor after the insert by the
+	// database's clock ($13, see Store.insertClock).
 	insertCols = `(scope, key, ` + recordCols + `, lease_owner, lease_expires, lease_token)`
-	insertOne  = `INSERT INTO %[1]s ` + insertCols + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+	insertOne  = `INSERT INTO %[1]s ` + insertCols + ` VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
+			CASE WHEN $10 = '' THEN 0 ELSE %[2]s END, $12)
 		ON CONFLICT (scope, key) DO NOTHING RETURNING scope, key`
 	insertAll = `INSERT INTO %[1]s ` + insertCols + `
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::bool[], $6::int8[], $7::int8[], $8::int8[],
+		SELECT u.scope, u.key, u.state, u.open, u.review, u.created_ns, u.next_due_ns, u.settled_ns, u.data, u.owner,
+			CASE WHEN u.owner = '' THEN 0 ELSE %[2]s END, u.token
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::bool[], $6::int8[], $7::int8[], $8::int8[],
 			$9::bytea[], $10::text[], $11::int8[], $12::int8[])
+			AS u(scope, key, state, open, review, created_ns, next_due_ns, settled_ns, data, owner, lease_for, token)
 		ON CONFLICT (scope, key) DO NOTHING RETURNING scope, key`
 
 	// The token is in the WHERE clause: a claim since the read fences the
@@ -485,6 +493,13 @@ type form struct{ one, all string }
 
 func newForm(table, one, all string) form {
 	return form{fmt.Sprintf(one, table), fmt.Sprintf(all, table)}
+}
+
+// newInsertForm is the inserts' form: the end of the lease a row takes is
+// the second argument of their formats.
+func newInsertForm(table string) form {
+	return form{fmt.Sprintf(insertOne, table, clampNS(clockSQL(13)+" + $11::int8")),
+		fmt.Sprintf(insertAll, table, clampNS(clockSQL(13)+" + u.lease_for"))}
 }
 
 // args returns the form for the rows of cols (one slice per column) and
@@ -537,6 +552,7 @@ func (c *committer) readRows(ctx context.Context, q queryer, rows map[rowKey]*ro
 func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*request, upd []rowKey, rows map[rowKey]*row) (inserted, updated map[rowKey]bool, err error) {
 	inserted, updated = make(map[rowKey]bool, len(ins)), make(map[rowKey]bool, len(upd))
 	b := &pgx.Batch{}
+	b.Queue(setLockWait)
 	scan := func(into map[rowKey]bool) func(pgx.Rows) error {
 		return func(rs pgx.Rows) error {
 			var k rowKey
@@ -556,7 +572,7 @@ func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*re
 		open, review := make([]bool, n), make([]bool, n)
 		created, due, settled := make([]int64, n), make([]int64, n), make([]int64, n)
 		data := make([][]byte, n)
-		owners, expires, tokens := make([]string, n), make([]int64, n), make([]int64, n)
+		owners, leaseFor, tokens := make([]string, n), make([]int64, n), make([]int64, n)
 		for i, r := range ins {
 			rec := r.create
 			scopes[i], keys[i], states[i] = rec.Scope, rec.Key, string(rec.State)
@@ -564,11 +580,11 @@ func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*re
 			created[i], due[i], settled[i] = ns(rec.Created), ns(rec.NextDue), ns(rec.Settled)
 			data[i] = r.data
 			if r.owner != "" {
-				owners[i], expires[i], tokens[i] = r.owner, r.expires, 1
+				owners[i], leaseFor[i], tokens[i] = r.owner, r.leaseFor, 1
 			}
 		}
-		sql, args := c.insert.args(scopes, keys, states, open, review, created, due, settled, data, owners, expires, tokens)
-		b.Queue(sql, args...).Query(scan(inserted))
+		sql, args := c.insert.args(scopes, keys, states, open, review, created, due, settled, data, owners, leaseFor, tokens)
+		b.Queue(sql, append(args, c.s.insertClock())...).Query(scan(inserted))
 	}
 	if len(upd) > 0 {
 		slices.SortFunc(upd, func(a, b rowKey) int { return cmp.Or(cmp.Compare(a.scope, b.scope), cmp.Compare(a.key, b.key)) })

@@ -103,7 +103,7 @@ func TestCommitterSharesOneTransaction(t *testing.T) {
 	mustCreate(t, s, "u1", "u2", "stale", "fnerr", "cancelled")
 	_, stale, err := s.Claim(ctx, "acct", "stale", "a", t0, t0.Add(time.Minute))
 	require.NoError(t, err)
-	_, _, err = s.Claim(ctx, "acct", "stale", "b", t0.Add(time.Minute), t0.Add(2*time.Minute))
+	_, _, err = s.TakeOver(ctx, "acct", "stale", "b", t0, t0.Add(time.Minute))
 	require.NoError(t, err)
 	before := map[string]*journal.Record{}
 	for _, k := range []string{"stale", "fnerr", "cancelled"} {
@@ -190,7 +190,11 @@ func TestCommitterSharesOneTransaction(t *testing.T) {
 	require.Equal(t, "looked at", u2.Review)
 	_, held, err := s.Claim(ctx, "acct", "new2", "b", t0, t0.Add(time.Minute))
 	require.ErrorIs(t, err, journal.ErrLeased, "Claim() of the record created leased")
-	require.Equal(t, lease, held, "the created lease")
+	require.Equal(t, journal.Lease{Scope: "acct", Key: "new2", Owner: "a", Token: 1, Expires: t0.Add(time.Minute)}, lease, "the created lease")
+	require.Equal(t, lease.Token, held.Token, "the holder's token")
+	require.Equal(t, lease.Owner, held.Owner, "the holder")
+	// Its end in the claimant's clock: what is left of its minute.
+	require.WithinRange(t, held.Expires, t0, lease.Expires, "the holder's expiry")
 }
 
 // TestCommitterStatementAbort: a statement the server refuses aborts the
@@ -277,15 +281,8 @@ func (c *cutConn) Write(b []byte) (int, error) {
 func TestCommitterConnectionCut(t *testing.T) {
 	ctx := context.Background()
 	var armed atomic.Bool
-	s := openStoreWith(t, func(pc *pgxpool.Config) {
-		var d net.Dialer
-		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			c, err := d.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &cutConn{Conn: c, marker: []byte("cut-here"), armed: &armed}, nil
-		}
+	s := openStoreWrapping(t, func(c net.Conn) net.Conn {
+		return &cutConn{Conn: c, marker: []byte("cut-here"), armed: &armed}
 	})
 	mustCreate(t, s, "u1")
 

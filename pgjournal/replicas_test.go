@@ -54,15 +54,20 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // B's Do for the same key finds A's live lease and sends nothing: with a
 // budget longer than A's call it returns A's outcome, with a shorter one
 // it reports the outcome unknown (journal.ErrLeased), never a second
-// request.
+// request. So too when their clocks disagree by more than a lease: B's
+// fast or A's slow (leases are judged by the database's clock).
 func TestSameKeyTwoReplicas(t *testing.T) {
 	tests := []struct {
 		name    string
 		bBudget time.Duration
+		aClock  time.Duration // off by
+		bClock  time.Duration
 		settled bool // B returns A's outcome
 	}{
-		{"B waits for A", 20 * time.Second, true},
-		{"B's budget ends first", 200 * time.Millisecond, false},
+		{"B waits for A", 20 * time.Second, 0, 0, true},
+		{"B's budget ends first", 200 * time.Millisecond, 0, 0, false},
+		{"B's clock fast", 20 * time.Second, 0, skew, true},
+		{"A's clock slow", 20 * time.Second, -skew, 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,8 +76,8 @@ func TestSameKeyTwoReplicas(t *testing.T) {
 			srv, err := idemtest.NewServer()
 			require.NoError(t, err)
 			defer srv.Close()
-			a, _ := replica(t, ctx, schema, "replica-a", srv)
-			b, _ := replica(t, ctx, schema, "replica-b", srv, idem.WithMaxElapsed(tt.bBudget))
+			a, _ := replica(t, ctx, schema, "replica-a", srv, idem.WithClock(skewedClock{tt.aClock}))
+			b, _ := replica(t, ctx, schema, "replica-b", srv, idem.WithMaxElapsed(tt.bBudget), idem.WithClock(skewedClock{tt.bClock}))
 
 			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Key: "k", Delay: time.Second}))
 			req := idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"amount":1}`)}
@@ -86,7 +91,10 @@ func TestSameKeyTwoReplicas(t *testing.T) {
 			op, err := b.Lookup(ctx, "", "k")
 			require.NoError(t, err)
 			res, err := b.Do(ctx, op)
-			require.NoError(t, <-aDone, "A's Submit()")
+			aErr := <-aDone
+			// B sent nothing, not even a query, while A drove.
+			require.Len(t, requestsFor(srv, "k"), 1, "requests for the key across both replicas")
+			require.NoError(t, aErr, "A's Submit(): its outcome written under its lease")
 			require.Equal(t, tt.settled, res.State == idem.StateSucceeded, "B's Do() state %s", res.State)
 			if !tt.settled {
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome, "B's Do()")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -80,6 +81,21 @@ func (s *privateServer) ctl(args ...string) error {
 	return nil
 }
 
+// startRestartRig starts a private server, opens a migrated Store on it
+// and starts a fake API server; cleanup closes them.
+func startRestartRig(t *testing.T) (*privateServer, *pgjournal.Store, *idemtest.Server) {
+	t.Helper()
+	pg := startPrivateServer(t)
+	store, err := pgjournal.Open(context.Background(), pg.DSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	require.NoError(t, store.Migrate(context.Background()))
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	return pg, store, srv
+}
+
 // Start starts the server and waits until it accepts connections.
 func (s *privateServer) Start(t *testing.T) {
 	t.Helper()
@@ -103,14 +119,7 @@ func (s *privateServer) Crash(t *testing.T) {
 // operation has two side effects.
 func TestPostgresRestart(t *testing.T) {
 	ctx := context.Background()
-	pg := startPrivateServer(t)
-	store, err := pgjournal.Open(ctx, pg.DSN)
-	require.NoError(t, err)
-	defer store.Close()
-	require.NoError(t, store.Migrate(ctx))
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	defer srv.Close()
+	pg, store, srv := startRestartRig(t)
 	c, err := idem.New(store,
 		idem.WithHTTPClient(srv.Client()),
 		idem.WithResultEndpoint(srv.ResultTemplate()),
@@ -185,10 +194,119 @@ func TestPostgresRestart(t *testing.T) {
 		require.Equal(t, idem.StateSucceeded, res.State)
 	}
 
-	// The verdict: one side effect per operation, each settled in the
-	// journal, and every request the server saw was journaled first.
+	var keys []string
 	for i := range before + down + 1 {
-		key := req(i).Key
+		keys = append(keys, req(i).Key)
+	}
+	checkSettledOnce(t, store, srv, keys)
+	stop()
+	require.ErrorIs(t, <-runDone, context.Canceled, "Run lived through the outage")
+}
+
+// TestPostgresRestartDefaults: PostgreSQL crashes (immediate stop: no
+// checkpoint, recovery from the WAL) while operations are in flight at
+// every stage: sent and awaiting their answers, being journaled by
+// callers submitting one operation after another, and being submitted
+// while the server is down; then it comes back. The client runs with its
+// default settings (leases, reconcile interval, budgets), and its callers
+// retry a failed Submit with the same key, as its errors tell them to.
+// Every operation ends settled, with one side effect each; every request
+// the server saw was journaled first.
+func TestPostgresRestartDefaults(t *testing.T) {
+	ctx := context.Background()
+	pg, store, srv := startRestartRig(t)
+	c := newClient(t, store, srv)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	runDone := make(chan error, 1)
+	go func() { runDone <- c.Run(runCtx) }()
+
+	req := func(key string) idem.Request {
+		return idem.Request{Key: key, URL: srv.URL + "/orders", Body: fmt.Appendf(nil, `{"key":%q}`, key)}
+	}
+	var keys []string
+
+	// Sent, their answers held past the crash.
+	const inflight = 16
+	flightErrs := make(chan error, inflight)
+	for i := range inflight {
+		key := fmt.Sprintf("flight-%02d", i)
+		keys = append(keys, key)
+		require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DelayResponse, Key: key, Delay: 3 * time.Second}))
+		go func() {
+			_, err := c.Submit(ctx, req(key))
+			flightErrs <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return srv.Stats().Submits >= inflight }, 10*time.Second, 5*time.Millisecond,
+		"the in-flight submits reached the server")
+
+	// Callers submitting one operation after another, through it all:
+	// a failed Submit is made again with its key, paced, until it settles.
+	const workers, each = 4, 12
+	var failed atomic.Int64 // Submits that failed or ended unknown
+	workerErrs := make(chan error, workers)
+	for w := range workers {
+		var mine []string
+		for j := range each {
+			mine = append(mine, fmt.Sprintf("w%d-%02d", w, j))
+		}
+		keys = append(keys, mine...)
+		go func() {
+			pace := time.NewTicker(50 * time.Millisecond)
+			defer pace.Stop()
+			deadline := time.Now().Add(4 * time.Minute)
+			for _, key := range mine {
+				for {
+					res, err := c.Submit(ctx, req(key))
+					if err == nil && res.State == idem.StateSucceeded {
+						break
+					}
+					failed.Add(1)
+					if time.Now().After(deadline) {
+						workerErrs <- fmt.Errorf("%s not settled by the deadline: %v", key, err)
+						return
+					}
+					<-pace.C
+				}
+			}
+			workerErrs <- nil
+		}()
+	}
+
+	pg.Crash(t)
+	// Down until the in-flight calls have returned and the callers have
+	// met the outage.
+	for range inflight {
+		err := <-flightErrs
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome, "a Submit whose outcome could not be written")
+	}
+	require.Eventually(t, func() bool { return failed.Load() >= workers }, 30*time.Second, 5*time.Millisecond,
+		"the callers met the outage")
+	pg.Start(t)
+	back := time.Now()
+
+	for range workers {
+		require.NoError(t, <-workerErrs)
+	}
+	require.Eventually(t, func() bool {
+		open, err := store.List(ctx, journal.Filter{Open: true})
+		return err == nil && len(open) == 0
+	}, 3*time.Minute, 50*time.Millisecond, "Run settles every operation left open")
+	t.Logf("all settled %v after the restart; %d Submits failed or ended unknown meanwhile", time.Since(back).Round(time.Millisecond), failed.Load())
+
+	checkSettledOnce(t, store, srv, keys)
+	stop()
+	require.ErrorIs(t, <-runDone, context.Canceled, "Run lived through the outage")
+}
+
+// checkSettledOnce is the verdict of a restart: one side effect per
+// operation of keys, each succeeded in the journal, and every request the
+// server saw was for an operation journaled first.
+func checkSettledOnce(t *testing.T, store *pgjournal.Store, srv *idemtest.Server, keys []string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, key := range keys {
 		require.Equal(t, 1, srv.Effects("", key), "side effects of %s", key)
 		rec, err := store.Get(ctx, idem.DefaultScope, key)
 		require.NoError(t, err, key)
@@ -198,6 +316,4 @@ func TestPostgresRestart(t *testing.T) {
 		_, err := store.Get(ctx, idem.DefaultScope, r.Key)
 		require.NoError(t, err, "%s %s: a request for an operation not journaled", r.Method, r.Key)
 	}
-	stop()
-	require.ErrorIs(t, <-runDone, context.Canceled, "Run lived through the outage")
 }

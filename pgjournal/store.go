@@ -9,7 +9,10 @@
 // another's claims), and every write made under a lease carries the token
 // in its WHERE clause, so a replica presumed dead never overwrites a newer
 // state. Submit's new record is created with its lease in one write
-// (idem.CreateClaimer). Records are stored in the journal's own encoding
+// (idem.CreateClaimer). Whether a lease has ended is judged by the
+// database's clock, never by a replica's: a replica whose clock runs fast
+// does not take a live lease over, nor is one whose clock runs slow taken
+// over early (see Store). Records are stored in the journal's own encoding
 // (never a credential: the client refuses to journal one) beside the few
 // columns the queries need; partial indexes keep Due, ClaimDue,
 // ForEachOpen and Prune to the open or settled records they read.
@@ -25,17 +28,37 @@
 // (outbox): the business row and the intent to call the API commit or
 // roll back together, and Run on any replica sends it.
 //
+// # The database on a bad day
+//
+// The journal is as durable as the database's commits, and write-ahead
+// rests on it: an operation is sent only after its journal write was
+// acknowledged. A server that restarts, or crashes and recovers from its
+// WAL, loses nothing acknowledged; the calls made while it is down fail
+// saying nothing was journaled, a write whose connection broke after it
+// was sent says it may have committed (journal.ErrMaybeCommitted: the
+// client then reports the outcome unknown, and the same call made again
+// with the same key finds what was journaled), and Run settles what was
+// in flight once the server is back. A write or claim that meets a row
+// another transaction holds locked waits at most 5 s, then fails unmade
+// (see Store). A failover to a standby that replicates asynchronously may
+// lose commits already acknowledged: an operation sent, its record gone.
+// Fail over only to a standby that confirmed the commits
+// (synchronous_commit on, with the standby in synchronous_standby_names).
+// Since leases are judged by the database's clock, the standby's clock
+// must agree with the primary's to well within a lease (NTP), as the
+// replicas' need not.
+//
 // # Tools, tests and harnesses
 //
 // An operator tool opens the live journal with Open and reads it with
 // Get, List, Stats and ForEachOpen while the replicas run. To resolve an
 // operation without racing the replica that may be driving it, Claim it
 // under the tool's own owner name first (journal.ErrLeased names the
-// replica that holds it, and until when), then Resolve with a context
-// carrying that lease (journal.WithLease): the replica's next write is
-// refused and it stops. Tests get a throwaway server from
-// scripts/postgres.sh (pg_start exports IDEM_PG_DSN), a schema of their
-// own with WithSchema, and remove it with DropSchema.
+// replica that holds it, and until when; TakeOver takes its lease over),
+// then Resolve with a context carrying that lease (journal.WithLease):
+// the replica's next write is refused and it stops. Tests get a throwaway
+// server from scripts/postgres.sh (pg_start exports IDEM_PG_DSN), a schema
+// of their own with WithSchema, and remove it with DropSchema.
 package pgjournal
 
 import (
@@ -80,7 +103,23 @@ var (
 // caller's transaction. A write is durable when it returns without
 // error, not made when it returns an error, except one matching
 // journal.ErrMaybeCommitted (the connection broke after its transaction
-// was sent: it may have committed).
+// was sent: it may have committed). A write or claim waits at most 5 s
+// for a row that another transaction holds locked, whatever its context
+// (PostgreSQL's lock_timeout, for its own transaction only), then fails
+// unmade.
+//
+// Leases are judged by the database's clock, so that replicas whose
+// clocks disagree still agree on them: of the times a caller gives,
+// Claim, ClaimDue and TakeOver take only the lease's length (expires -
+// now), CreateClaimed the time from the record's Created to expires, and
+// Renew how far expires moves the lease's end on; the lease then lasts
+// that long as the database's clock measures it. The lease returned keeps
+// the caller's expires, in the caller's clock, and a lease another owner
+// holds is reported with its end in the caller's clock. (NextDue, and so
+// ClaimDue's and Due's "due", stay in the callers' clocks: they schedule
+// work, they fence nothing. A holder judges what is left of its own lease
+// by its own clock: one stepped back while it holds a lease may overstay
+// it.)
 type Store struct {
 	pool   *pgxpool.Pool
 	owned  bool // Close closes the pool
@@ -89,6 +128,11 @@ type Store struct {
 	closed atomic.Bool
 	// committer shares commits between concurrent writes.
 	committer *committer
+	// callerClock makes the lease statements judge by the times their
+	// callers give, as the bbolt journal does, instead of the database's
+	// clock: for the conformance suite, whose fixed clock jumps (see
+	// export_test.go), never for replicas.
+	callerClock bool
 }
 
 var (
@@ -249,6 +293,72 @@ func fromNS(n int64) time.Time {
 	return time.Unix(0, n).UTC()
 }
 
+// dbClock is the database's clock in Unix nanoseconds (to the
+// microsecond): the start of the statement that reads it, one reading for
+// all of the statement.
+const dbClock = `(extract(epoch FROM statement_timestamp()) * 1000000000)::int8`
+
+// clockSQL is the clock a lease statement judges by: the database's,
+// unless its parameter $n is not NULL (see clockArg).
+func clockSQL(n int) string { return fmt.Sprintf(`coalesce($%d::int8, %s)`, n, dbClock) }
+
+// clampNS is sum, a sum of int8 expressions, computed without overflow
+// and held within int8's range, as ns holds times.
+func clampNS(sum string) string {
+	return `least(greatest(0::numeric + ` + sum + `, -9223372036854775808), 9223372036854775807)::int8`
+}
+
+// clockArg is the parameter of clockSQL: NULL, the database's clock, or
+// now on a Store of the conformance suite's (see Store.callerClock).
+func (s *Store) clockArg(now time.Time) any {
+	if s.callerClock {
+		return ns(now)
+	}
+	return nil
+}
+
+// insertClock is the parameter of clockSQL in an insert of records
+// created leased: NULL, the database's clock; on a Store of the
+// conformance suite's, 0, from which each lease's length is its end
+// (createLeased).
+func (s *Store) insertClock() any {
+	if s.callerClock {
+		return int64(0)
+	}
+	return nil
+}
+
+// setLockWait bounds how long the rest of its transaction waits for a
+// lock another transaction holds (a row: an operator's forgotten psql
+// session, an application's long transaction inserting the same key) to
+// 5 s, PostgreSQL's lock_timeout for that transaction alone; the
+// statement waiting then fails, and its transaction is rolled back. The
+// journal's own transactions hold a row for milliseconds. Without it, a
+// write made with a context that never ends, as the client makes its
+// outcome writes, would wait as long as the lock is held, and every write
+// queued behind its round with it.
+const setLockWait = `SELECT set_config('lock_timeout', '5s', true)`
+
+// bounded sends the statements queue adds to a batch, in one transaction
+// whose lock waits setLockWait bounds, and returns the first error.
+func (s *Store) bounded(ctx context.Context, queue func(b *pgx.Batch)) error {
+	b := &pgx.Batch{}
+	b.Queue(setLockWait)
+	queue(b)
+	return s.pool.SendBatch(ctx, b).Close()
+}
+
+// execBounded is pool.Exec, in a transaction bounded by setLockWait.
+func (s *Store) execBounded(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
+	err = s.bounded(ctx, func(b *pgx.Batch) {
+		b.Queue(sql, args...).Exec(func(t pgconn.CommandTag) error {
+			tag = t
+			return nil
+		})
+	})
+	return tag, err
+}
+
 // queryer is what a statement runs on: the pool, or a caller's transaction.
 type queryer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -310,7 +420,9 @@ func (s *Store) Create(ctx context.Context, rec *journal.Record) (*journal.Recor
 
 // CreateClaimed stores a new record leased to owner until expires, in one
 // write; see idem.CreateClaimer. The lease's token is 1, as a first Claim
-// of the record would take.
+// of the record would take. It is given no now: the lease lasts from the
+// commit for as long as from the record's Created to expires (see Store),
+// and a record without Created is journal.ErrInvalid.
 func (s *Store) CreateClaimed(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error) {
 	if err := checkOwner(owner); err != nil {
 		return nil, journal.Lease{}, errorf("create: %w", err)
@@ -326,9 +438,17 @@ func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner str
 	if err := s.usable(ctx); err != nil {
 		return nil, journal.Lease{}, errorf("create: %w", err)
 	}
-	stored := journal.CloneRecord(rec)
-	out, err := s.committer.do(&request{ctx: ctx, op: "create", scope: rec.Scope, key: rec.Key,
-		create: stored, owner: owner, expires: ns(expires)})
+	req := &request{ctx: ctx, op: "create", scope: rec.Scope, key: rec.Key, create: journal.CloneRecord(rec), owner: owner}
+	switch {
+	case owner == "":
+	case rec.Created.IsZero():
+		return nil, journal.Lease{}, errorf("create %q: the lease's length is reckoned from the record's Created, which is not set: %w", rec.Key, journal.ErrInvalid)
+	case s.callerClock:
+		req.leaseFor = ns(expires) // from the clock's 0 (see insertClock)
+	default:
+		req.leaseFor = int64(expires.Sub(rec.Created))
+	}
+	out, err := s.committer.do(req)
 	if err != nil || owner == "" {
 		return out, journal.Lease{}, err
 	}
@@ -445,53 +565,98 @@ func (s *Store) write(ctx context.Context, op, scope, key string, change func(*j
 	return s.committer.do(&request{ctx: ctx, op: op, scope: scope, key: key, change: change, lease: l, leased: leased})
 }
 
-// Claim takes the lease on an open record; see idem.Store.
+// Claim takes the lease on an open record; see idem.Store. The lease
+// lasts expires - now as the database's clock measures it (see Store): a
+// lease another owner holds is live until the database's clock passes its
+// end, whatever now says, and is reported with its end in the caller's
+// clock (now plus what is left of it).
 func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error) {
+	return s.claim(ctx, "claim", scope, key, owner, now, expires, false)
+}
+
+// TakeOver is Claim, except that it takes a live lease of another owner
+// over too: its new token makes that owner's next write fail with
+// journal.ErrLeaseLost. It is for an operator who has decided that the
+// owner must stop (idem resolve -force), not for replicas, which wait for
+// a lease to end.
+func (s *Store) TakeOver(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error) {
+	return s.claim(ctx, "take over", scope, key, owner, now, expires, true)
+}
+
+// claim is Claim, and TakeOver when force is set.
+func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, expires time.Time, force bool) (*journal.Record, journal.Lease, error) {
 	if err := journal.CheckID(scope, key); err != nil {
-		return nil, journal.Lease{}, errorf("claim: %w", err)
+		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
 	if err := checkOwner(owner); err != nil {
-		return nil, journal.Lease{}, errorf("claim: %w", err)
+		return nil, journal.Lease{}, errorf("%s: %w", op, err)
+	}
+	if err := checkNow(now); err != nil {
+		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
 	if err := s.usable(ctx); err != nil {
-		return nil, journal.Lease{}, errorf("claim: %w", err)
+		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
+	clock := s.clockArg(now)
 	var data []byte
 	var token int64
-	err := s.pool.QueryRow(ctx, `UPDATE `+s.table+` SET lease_owner = $3, lease_expires = $4, lease_token = lease_token + 1
-		WHERE scope = $1 AND key = $2 AND open AND (lease_owner = '' OR lease_owner = $3 OR lease_expires <= $5)
-		RETURNING data, lease_token`, scope, key, owner, ns(expires), ns(now)).Scan(&data, &token)
-	if err == nil {
+	claimed := false
+	err := s.bounded(ctx, func(b *pgx.Batch) {
+		b.Queue(`UPDATE `+s.table+` SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`,
+				lease_token = lease_token + 1
+			WHERE scope = $1 AND key = $2 AND open AND (lease_owner = '' OR lease_owner = $3 OR lease_expires <= `+clockSQL(5)+` OR $6)
+			RETURNING data, lease_token`, scope, key, owner, int64(expires.Sub(now)), clock, force).
+			QueryRow(func(row pgx.Row) error {
+				err := row.Scan(&data, &token)
+				if errors.Is(err, pgx.ErrNoRows) {
+					// Not claimed: said below. Not the batch's error,
+					// which would make pgx prepare its statements anew.
+					return nil
+				}
+				claimed = err == nil
+				return err
+			})
+	})
+	if err != nil {
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, writeErr(err))
+	}
+	if claimed {
 		r, err := journal.DecodeRecord(data)
 		if err != nil {
-			return nil, journal.Lease{}, errorf("claim %q: %w", key, err)
+			return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 		}
 		return r, journal.Lease{Scope: scope, Key: key, Owner: owner, Token: uint64(token), Expires: fromNS(ns(expires))}, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, journal.Lease{}, errorf("claim %q: %w", key, writeErr(err))
 	}
 	// Not claimed: missing, terminal or leased. Say which.
 	var open bool
 	var holder string
-	var until int64
-	err = s.pool.QueryRow(ctx, `SELECT data, open, lease_owner, lease_expires, lease_token FROM `+s.table+`
-		WHERE scope = $1 AND key = $2`, scope, key).Scan(&data, &open, &holder, &until, &token)
+	var left int64 // of the holder's lease, by the database's clock
+	err = s.pool.QueryRow(ctx, `SELECT data, open, lease_owner, `+clampNS("lease_expires - "+clockSQL(3))+`, lease_token FROM `+s.table+`
+		WHERE scope = $1 AND key = $2`, scope, key, clock).Scan(&data, &open, &holder, &left, &token)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, journal.Lease{}, errorf("claim %q: %w", key, journal.ErrNotFound)
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, journal.ErrNotFound)
 	}
 	if err != nil {
-		return nil, journal.Lease{}, errorf("claim %q: %w", key, err)
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 	}
 	r, err := journal.DecodeRecord(data)
 	if err != nil {
-		return nil, journal.Lease{}, errorf("claim %q: %w", key, err)
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 	}
 	if !open {
-		return r, journal.Lease{}, errorf("claim %q: %w", key, journal.ErrTerminal)
+		return r, journal.Lease{}, errorf("%s %q: %w", op, key, journal.ErrTerminal)
 	}
-	held := journal.Lease{Scope: scope, Key: key, Owner: holder, Token: uint64(token), Expires: fromNS(until)}
-	return r, held, errorf("claim %q: %s holds it: %w", key, holder, journal.ErrLeased)
+	held := journal.Lease{Scope: scope, Key: key, Owner: holder, Token: uint64(token), Expires: now.Add(time.Duration(left)).UTC()}
+	return r, held, errorf("%s %q: %s holds it: %w", op, key, holder, journal.ErrLeased)
+}
+
+// checkNow refuses a zero now, from which a lease's length cannot be
+// reckoned: read as one, it would make the lease last for ever.
+func checkNow(now time.Time) error {
+	if now.IsZero() {
+		return fmt.Errorf("zero now: the lease's length is reckoned from it: %w", journal.ErrInvalid)
+	}
+	return nil
 }
 
 func checkOwner(owner string) error {
@@ -510,6 +675,9 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	if err := checkOwner(owner); err != nil {
 		return nil, errorf("claim due: %w", err)
 	}
+	if err := checkNow(now); err != nil {
+		return nil, errorf("claim due: %w", err)
+	}
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("claim due: %w", err)
 	}
@@ -517,14 +685,16 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	if limit > 0 {
 		lim = &limit
 	}
+	// Due by now, the caller's clock, as NextDue was written; leased by
+	// the database's clock.
 	rows, err := s.pool.Query(ctx, `WITH due AS (
 			SELECT scope, key FROM `+s.table+`
-			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= $1)
+			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= `+clockSQL(5)+`)
 			ORDER BY next_due_ns, scope, key LIMIT $2
 			FOR UPDATE SKIP LOCKED)
-		UPDATE `+s.table+` AS r SET lease_owner = $3, lease_expires = $4, lease_token = r.lease_token + 1
+		UPDATE `+s.table+` AS r SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`, lease_token = r.lease_token + 1
 		FROM due WHERE r.scope = due.scope AND r.key = due.key
-		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, ns(expires))
+		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, int64(expires.Sub(now)), s.clockArg(now))
 	if err != nil {
 		return nil, errorf("claim due: %w", writeErr(err))
 	}
@@ -573,9 +743,14 @@ func (s *Store) Renew(ctx context.Context, l journal.Lease, expires time.Time) (
 	if l.Token == 0 {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, journal.ErrLeaseLost)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_expires = $5
+	// Renew has no now: the lease is moved on by as much as its end in
+	// the holder's clock moves on, by the database's clock (see Store).
+	if l.Expires.IsZero() {
+		return journal.Lease{}, errorf("renew %q: a lease without its expiry: %w", l.Key, journal.ErrInvalid)
+	}
+	tag, err := s.execBounded(ctx, `UPDATE `+s.table+` SET lease_expires = `+clampNS("lease_expires + $5::int8")+`
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
-		l.Scope, l.Key, int64(l.Token), l.Owner, ns(expires))
+		l.Scope, l.Key, int64(l.Token), l.Owner, int64(expires.Sub(l.Expires)))
 	if err != nil {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, writeErr(err))
 	}
@@ -599,7 +774,7 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 	if l.Token == 0 {
 		return errorf("release %q: %w", l.Key, journal.ErrLeaseLost)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
+	tag, err := s.execBounded(ctx, `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
 		l.Scope, l.Key, int64(l.Token), l.Owner)
 	if err != nil {

@@ -1,8 +1,10 @@
 package pgjournal_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -60,8 +62,35 @@ func openStoreWith(t testing.TB, cfg func(*pgxpool.Config)) *pgjournal.Store {
 	return s
 }
 
+// openStoreWrapping is openStore on a pool whose connections to the
+// server pass through wrap's: a test's hand on the wire.
+func openStoreWrapping(t testing.TB, wrap func(net.Conn) net.Conn) *pgjournal.Store {
+	t.Helper()
+	return openStoreWith(t, func(pc *pgxpool.Config) { wrapDial(pc, wrap) })
+}
+
+// wrapDial makes the connections pc's pool dials pass through wrap's.
+func wrapDial(pc *pgxpool.Config, wrap func(net.Conn) net.Conn) {
+	var d net.Dialer
+	pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return wrap(c), nil
+	}
+}
+
+// TestConformance runs the conformance suite on a Store that judges leases
+// by the suite's fixed clock, which jumps past a lease's end at once (see
+// journaltest's t0): the database's clock, which a Store judges by
+// otherwise, has its own tests (TestLeaseSkewedClocks).
 func TestConformance(t *testing.T) {
-	journaltest.Run(t, func(t testing.TB) idem.Store { return openStore(t) })
+	journaltest.Run(t, func(t testing.TB) idem.Store {
+		s := openStore(t)
+		pgjournal.UseCallerClock(s)
+		return s
+	})
 }
 
 func TestMigrateConcurrent(t *testing.T) {
@@ -169,4 +198,46 @@ func TestZeroLeaseUnsent(t *testing.T) {
 	require.Zero(t, expires(), "lease_expires of a record never claimed, after Renew(zero lease)")
 	require.ErrorIs(t, s.Release(ctx, zero), journal.ErrLeaseLost, "Release(zero lease)")
 	require.Zero(t, expires(), "lease_expires after Release(zero lease)")
+}
+
+// parseCounter counts, in what its connection sends, the statements
+// prepared (Parse messages) whose text holds marker.
+type parseCounter struct {
+	net.Conn
+	marker []byte
+	n      *atomic.Int64
+}
+
+func (c *parseCounter) Write(b []byte) (int, error) {
+	for _, msg := range bytes.SplitAfter(b, []byte{0}) {
+		if len(msg) > 0 && bytes.Contains(msg, c.marker) {
+			c.n.Add(1)
+		}
+	}
+	return c.Conn.Write(b)
+}
+
+// TestRefusedClaimKeepsStatements: a Claim refused for another owner's
+// lease (a caller polls it while that owner drives the operation) keeps
+// its prepared statements: it is not an error of its batch, which would
+// make pgx prepare them anew at every poll.
+func TestRefusedClaimKeepsStatements(t *testing.T) {
+	ctx := context.Background()
+	var prepared atomic.Int64
+	s := openStoreWith(t, func(pc *pgxpool.Config) {
+		pc.MaxConns = 1 // one connection: each statement prepared once
+		wrapDial(pc, func(c net.Conn) net.Conn {
+			return &parseCounter{Conn: c, marker: []byte("SET lease_owner = $3"), n: &prepared}
+		})
+	})
+	now := time.Now()
+	_, err := s.Create(ctx, journaltest.NewRecord("acct", "k", now))
+	require.NoError(t, err)
+	_, _, err = s.Claim(ctx, "acct", "k", "a", now, now.Add(time.Minute))
+	require.NoError(t, err)
+	for range 10 {
+		_, _, err = s.Claim(ctx, "acct", "k", "b", now, now.Add(time.Minute))
+		require.ErrorIs(t, err, journal.ErrLeased)
+	}
+	require.Equal(t, int64(1), prepared.Load(), "Claim's statement prepared")
 }

@@ -33,10 +33,6 @@ const dsnUsage = `  -dsn DSN
 // hear soon that the address is wrong.
 const openTimeout = 10 * time.Second
 
-// claimRounds bounds a forced resolve's take-overs of a lease that its
-// holder renews in between.
-const claimRounds = 5
-
 // dsnMode holds the -dsn and -schema flags.
 type dsnMode struct {
 	dsn    string
@@ -200,40 +196,32 @@ func (b *pgBackend) Resolve(ctx context.Context, scope, key string, m journal.Ma
 // claim takes the operation's lease for the tool. A settled operation
 // comes back with no lease (nobody drives it), and is refused without
 // force as a journal file's is. A live lease of a replica is refused
-// without force; with force it is taken over: the claim is made as at the
-// holder's expiry, which the journal accepts as an expired lease, and its
-// new token fences the holder.
+// without force; with force it is taken over (Store.TakeOver): the new
+// token fences the holder.
 func (b *pgBackend) claim(ctx context.Context, scope, key string, force bool) (journal.Lease, error) {
-	now := b.m.now()
-	for range claimRounds {
-		rec, l, err := b.s.Claim(ctx, scope, key, b.m.owner, now, now.Add(idem.DefaultLeaseDuration))
-		switch {
-		case err == nil:
-			return l, nil
-		case errors.Is(err, journal.ErrNotFound):
-			if _, gerr := b.Get(ctx, scope, key); gerr != nil {
-				return journal.Lease{}, gerr
-			}
-			return journal.Lease{}, b.explain(err)
-		case errors.Is(err, journal.ErrTerminal) && rec != nil:
-			if !force {
-				return journal.Lease{}, cli.SettledError(rec)
-			}
-			return journal.Lease{}, nil
-		case errors.Is(err, journal.ErrLeased) && rec != nil:
-			if !force {
-				return journal.Lease{}, fmt.Errorf("operation %q in scope %q is being driven by %s, whose lease runs until %s (%s from now): it may be sending the request right now; wait until the lease ends and retry, or pass -force to take the lease over (that replica's next write is then refused)",
-					key, scope, l.Owner, l.Expires.UTC().Format(time.RFC3339), l.Expires.Sub(b.m.now()).Round(time.Second))
-			}
-			// Claimed as at the lease's end: the journal hands it over.
-			now = l.Expires
-			if b.m.now().After(now) {
-				now = b.m.now()
-			}
-			continue
-		default:
-			return journal.Lease{}, b.explain(err)
-		}
+	claim := b.s.Claim
+	if force {
+		claim = b.s.TakeOver
 	}
-	return journal.Lease{}, fmt.Errorf("operation %q in scope %q: its lease changed hands %d times while resolve took it over; retry", key, scope, claimRounds)
+	now := b.m.now()
+	rec, l, err := claim(ctx, scope, key, b.m.owner, now, now.Add(idem.DefaultLeaseDuration))
+	switch {
+	case err == nil:
+		return l, nil
+	case errors.Is(err, journal.ErrNotFound):
+		if _, gerr := b.Get(ctx, scope, key); gerr != nil {
+			return journal.Lease{}, gerr
+		}
+		return journal.Lease{}, b.explain(err)
+	case errors.Is(err, journal.ErrTerminal) && rec != nil:
+		if !force {
+			return journal.Lease{}, cli.SettledError(rec)
+		}
+		return journal.Lease{}, nil
+	case errors.Is(err, journal.ErrLeased) && rec != nil:
+		return journal.Lease{}, fmt.Errorf("operation %q in scope %q is being driven by %s, whose lease runs until %s (%s from now): it may be sending the request right now; wait until the lease ends and retry, or pass -force to take the lease over (that replica's next write is then refused)",
+			key, scope, l.Owner, l.Expires.UTC().Format(time.RFC3339), l.Expires.Sub(now).Round(time.Second))
+	default:
+		return journal.Lease{}, b.explain(err)
+	}
 }

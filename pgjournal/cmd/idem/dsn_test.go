@@ -173,8 +173,9 @@ func TestDSNResolveReleasesItsLease(t *testing.T) {
 	_, _, err := pg.store.Claim(ctx, "acct-2", "k-unknown", "replica-1", now, now.Add(time.Minute))
 	require.ErrorIs(t, err, journal.ErrTerminal)
 
-	// An expired lease is no one's: resolve needs no -force.
-	_, _, err = pg.store.Claim(ctx, "default", "k-pending", "replica-1", now.Add(-time.Hour), now.Add(-time.Minute))
+	// An expired lease is no one's: resolve needs no -force. (Its length
+	// is what counts: the journal judges leases by the database's clock.)
+	_, _, err = pg.store.Claim(ctx, "default", "k-pending", "replica-1", now, now.Add(-time.Minute))
 	require.NoError(t, err)
 	_, errOut, code = runIdem(t, pg.args("resolve", "k-pending", "-failed", "-reason", "replica gone", "-by", "bob")...)
 	require.Equal(t, 0, code, errOut)
