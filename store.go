@@ -41,9 +41,13 @@ import (
 // A Store used by one process at a time (the bbolt journal) keeps its
 // leases in memory: one process's Client already joins callers of one key
 // to one flight, so the leases only ever fence that process's own stale
-// drives, and a restart starts with none. Leases compare times the
-// callers give (the Store never reads the clock): processes sharing a
-// Store need clocks that agree to well within the lease's duration.
+// drives, and a restart starts with none. The Client gives each lease's
+// end in its own clock (expires, with now). A Store shared by processes
+// should judge leases by a clock of its own, taking only the lease's
+// length from the caller's times, as the PostgreSQL journal does with the
+// database's: a process whose clock runs fast would otherwise take live
+// leases over. NextDue is in the callers' clocks, and so is the key
+// window: processes sharing a Store still need clocks that agree.
 type Store interface {
 	// Create stores a new record. When (Scope, Key) exists it returns the
 	// stored record and an error matching journal.ErrExists.
