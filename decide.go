@@ -369,9 +369,15 @@ func reusesKey(body []byte, header string) bool {
 	if !namesKey(body, header) {
 		return false
 	}
-	lower := bytes.ToLower(body)
-	for _, w := range [...]string{"reuse", "re-use", "same", "differ", "mismatch", "already", "previously"} {
-		if bytes.Contains(lower, []byte(w)) {
+	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously")
+}
+
+// saysAny reports whether body contains any of words (lower case),
+// ignoring case.
+func saysAny(body []byte, words ...string) bool {
+	text := bytes.ToLower(body)
+	for _, w := range words {
+		if bytes.Contains(text, []byte(w)) {
 			return true
 		}
 	}
@@ -423,18 +429,8 @@ func reusedElsewhere(body []byte, header string) bool {
 	if !namesKey(body, header) {
 		return false
 	}
-	lower := bytes.ToLower(body)
-	for _, w := range [...]string{"progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still"} {
-		if bytes.Contains(lower, []byte(w)) {
-			return false
-		}
-	}
-	for _, w := range [...]string{"differ", "mismatch", "not match", "reuse", "re-use", "already used", "already_used", "already been used", "previously used"} {
-		if bytes.Contains(lower, []byte(w)) {
-			return true
-		}
-	}
-	return false
+	return !saysAny(body, "progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still") &&
+		saysAny(body, "differ", "mismatch", "not match", "reuse", "re-use", "already used", "already_used", "already been used", "previously used")
 }
 
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.

@@ -110,7 +110,7 @@ func (d *driver) run() error {
 		return nil
 	}
 	if d.mode == reconciling {
-		if d.now().Sub(d.rec.Created) >= c.cfg.reconcileDeadline && d.rec.Review == "" {
+		if c.pastDeadline(d.rec, d.now()) {
 			return d.flag(ReviewDeadlinePassed, ErrBudgetSpent)
 		}
 	}

@@ -136,7 +136,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 type ref struct {
 	scope, key string
 	lease      journal.Lease
-	host       string // where it is sent (Resume only: a stall is per host)
+	host       string // where it is sent (hostOf): Resume and Run judge stalls per host
 }
 
 // visitAll drives refs, at most WithResumeConcurrency at a time, and hands
@@ -284,8 +284,8 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 // host with one visit a pass and postpones its other due operations, by
 // about as long as it has been unreachable (within WithReconcile's
 // interval and maximum); once a probe gets an answer they are due at
-// once. An operation past the reconciliation
-// deadline is still flagged on time.
+// once. An operation past the reconciliation deadline is still flagged on
+// time.
 //
 // Run outlives journal errors that may pass (a full disk, a failed write
 // or fsync, an I/O error): a pass that meets one, while pruning, reading
@@ -392,9 +392,8 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 // unreachable (stalls), one of them, and it postpones the rest. It returns
 // whether a whole batch was due, and the first journal error it met with
 // where ("prune", "reschedule", "due", "visit", "postpone", "bring
-// back"). A failed
-// prune or reschedule does not skip the visits: settling operations
-// matters more, and the next pass tries again.
+// back"). A failed prune or reschedule does not skip the visits: settling
+// operations matters more, and the next pass tries again.
 func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time, stalls *hostStalls) (full bool, phase string, err error) {
 	if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(*lastPrune) >= pruneEvery {
 		if _, perr := c.prune(ctx); perr != nil {
@@ -433,7 +432,7 @@ func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time, stal
 	overdue := make(map[ref]bool)
 	for i, d := range due {
 		refs[i] = ref{scope: d.Record.Scope, key: d.Record.Key, lease: d.Lease, host: c.hostOf(d.Record)}
-		if d.Record.Review == "" && now.Sub(d.Record.Created) >= c.cfg.reconcileDeadline {
+		if c.pastDeadline(d.Record, now) {
 			overdue[refs[i]] = true
 		}
 	}
@@ -497,6 +496,12 @@ func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time, stal
 	return len(due) == reconcileBatch, phase, err
 }
 
+// pastDeadline reports whether rec, not yet flagged, has passed the
+// reconciliation deadline: Run's next visit flags it for review.
+func (c *Client) pastDeadline(rec *journal.Record, now time.Time) bool {
+	return rec.Review == "" && now.Sub(rec.Created) >= c.cfg.reconcileDeadline
+}
+
 // rescheduleEvery spaces Run's searches for operations scheduled further
 // ahead than any schedule reaches (reschedule).
 const rescheduleEvery = time.Hour
@@ -524,19 +529,15 @@ func (c *Client) reschedule(ctx context.Context) error {
 	wctx := context.WithoutCancel(ctx)
 	moved := 0
 	for _, r := range late {
-		// Unfenced, and only NextDue: a drive under way writes its own
-		// when it ends, and one that already has is seen here.
-		_, err := c.store.Update(wctx, r.scope, r.key, func(rec *journal.Record) error {
-			if c.scheduledTooFar(rec, now) {
-				rec.NextDue = now
-			}
-			return nil
+		// Unfenced: a drive under way writes its own NextDue when it
+		// ends, and one that already has is seen here.
+		rec, err := c.moveDue(wctx, r.scope, r.key, func(rec *journal.Record) (time.Time, bool) {
+			return now, c.scheduledTooFar(rec, now)
 		})
-		switch {
-		case errors.Is(err, journal.ErrTerminal) || errors.Is(err, journal.ErrNotFound):
-		case err != nil:
+		if err != nil {
 			return fmt.Errorf("idem: reconcile: %w", err)
-		default:
+		}
+		if rec != nil {
 			moved++
 		}
 	}

@@ -76,20 +76,11 @@ func TestRunDoesNotPostponeAHostThatAnswersAgain(t *testing.T) {
 	others := idem.DefaultResumeConcurrency - 1
 	clock := idemtest.NewClock(epoch)
 	down, up := downAndUp(t, clock)
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-
 	// Every answer is lost: all executed, none confirmed.
-	lossy := &outage{base: http.DefaultTransport}
-	lossy.mode.Store(netLossy)
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: lossy}), idem.WithClock(clock),
-		idem.WithMaxAttempts(1))
-	require.NoError(t, err)
+	store, send, closeSetup := unconfirmed(t, clock)
 	due := map[string]time.Duration{} // after the set-up
 	submit := func(srv *idemtest.Server, key string, at time.Duration) {
-		_, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"order":1}`)})
-		require.ErrorIs(t, err, idem.ErrUnknownOutcome, key)
+		send(srv, key)
 		due[key] = at
 	}
 	for i := range giveUp {
@@ -101,7 +92,7 @@ func TestRunDoesNotPostponeAHostThatAnswersAgain(t *testing.T) {
 	for i := range others {
 		submit(up, fmt.Sprintf("c-%02d", i), 8*time.Second) // the same pass, after them
 	}
-	require.NoError(t, c.Close())
+	closeSetup()
 	start := clock.Now() // the set-up's backoffs moved the clock
 	for key, at := range due {
 		_, err := store.Update(t.Context(), idem.DefaultScope, key, func(r *journal.Record) error { r.NextDue = start.Add(at); return nil })
@@ -118,7 +109,7 @@ func TestRunDoesNotPostponeAHostThatAnswersAgain(t *testing.T) {
 		at  time.Time
 	}
 	settled := make(chan settlement, len(due))
-	c, err = idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
 		idem.WithSettleFunc(func(r *idem.Result) { settled <- settlement{r.Key, clock.Now()} }))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()

@@ -20,28 +20,37 @@ import (
 // faultyStore fails the journal calls it is told to, until healed.
 type faultyStore struct {
 	idem.Store
-	mu                        sync.Mutex
-	updateErr, dueErr, prunes error
-	updates                   int // Update calls refused
-	// dueFails, when positive, is how many more Due calls fail with
-	// dueErr; then they work. Run's passes on the test's clock take no
-	// real time, so a switch made by the test itself lands after an
-	// unknown number of them (enough, under load, for years of clock).
-	dueFails int
-	// getFails, when positive, is how many more Get calls fail with
-	// getErr.
-	getErr   error
-	getFails int
+	mu                sync.Mutex
+	updateErr, prunes error
+	updates           int // Update calls refused
+	// due and get fail Due and Get calls. Run's passes on the test's
+	// clock take no real time, so a switch made by the test itself lands
+	// after an unknown number of them (enough, under load, for years of
+	// clock): a countdown ends by itself.
+	due, get countdown
+}
+
+// countdown is an error to fail calls with: every call while left is 0,
+// or the next left calls and then none.
+type countdown struct {
+	err  error
+	left int
+}
+
+// next returns the error for one more call.
+func (c *countdown) next() error {
+	err := c.err
+	if c.left > 0 {
+		if c.left--; c.left == 0 {
+			c.err = nil
+		}
+	}
+	return err
 }
 
 func (s *faultyStore) Get(ctx context.Context, scope, key string) (*journal.Record, error) {
 	s.mu.Lock()
-	err := s.getErr
-	if s.getFails > 0 {
-		if s.getFails--; s.getFails == 0 {
-			s.getErr = nil
-		}
-	}
+	err := s.get.next()
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -53,13 +62,13 @@ func (s *faultyStore) Get(ctx context.Context, scope, key string) (*journal.Reco
 func (s *faultyStore) failDue(err error, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dueErr, s.dueFails = err, n
+	s.due = countdown{err, n}
 }
 
 func (s *faultyStore) set(update, due, prune error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.updateErr, s.dueErr, s.prunes = update, due, prune
+	s.updateErr, s.due, s.prunes = update, countdown{err: due}, prune
 }
 
 func (s *faultyStore) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
@@ -78,12 +87,7 @@ func (s *faultyStore) Update(ctx context.Context, scope, key string, fn func(*jo
 // ClaimDue is Run's read of the due operations.
 func (s *faultyStore) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error) {
 	s.mu.Lock()
-	err := s.dueErr
-	if s.dueFails > 0 {
-		if s.dueFails--; s.dueFails == 0 {
-			s.dueErr = nil
-		}
-	}
+	err := s.due.next()
 	s.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -354,7 +358,7 @@ func TestRunReleasesClaimWhenRereadFails(t *testing.T) {
 	require.NoError(t, err)
 	e.crashMidAttempt("k")     // maybe sent: due for the reconciler
 	e.clock.Advance(time.Hour) // due
-	fs := &faultyStore{Store: e.store, getErr: fmt.Errorf("read /var/lib/app/idem.journal: %w", syscall.EIO), getFails: 1}
+	fs := &faultyStore{Store: e.store, get: countdown{fmt.Errorf("read /var/lib/app/idem.journal: %w", syscall.EIO), 1}}
 	settledAt := make(chan time.Time, 1)
 	c, err := idem.New(fs, append(e.baseOpts(),
 		idem.WithKeyRetention(idem.KeyRetentionStripe), // an hour later, still inside the key window

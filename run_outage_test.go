@@ -27,33 +27,20 @@ func TestRunDefersTheUnreachableHostsBacklog(t *testing.T) {
 	giveUp := 2 * idem.DefaultResumeConcurrency
 	clock := idemtest.NewClock(epoch)
 	down, up := downAndUp(t, clock)
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-
 	// Every answer is lost: the down server's backlog, then, later, one
 	// order for the healthy server; all executed, none confirmed.
-	lossy := &outage{base: http.DefaultTransport}
-	lossy.mode.Store(netLossy)
-	// One attempt each, so that the set-up spends none of the key window.
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: lossy}), idem.WithClock(clock),
-		idem.WithMaxAttempts(1))
-	require.NoError(t, err)
-	submit := func(srv *idemtest.Server, key string) {
-		_, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"order":1}`)})
-		require.ErrorIs(t, err, idem.ErrUnknownOutcome, key)
-	}
+	store, submit, closeSetup := unconfirmed(t, clock)
 	for i := range backlog {
 		submit(down, fmt.Sprintf("down-%03d", i))
 	}
 	clock.Advance(time.Minute) // the healthy server's order comes due after the whole backlog
 	submit(up, "up")
-	require.NoError(t, c.Close())
+	closeSetup()
 	clock.Advance(2 * time.Minute) // all due, well inside the key window
 
 	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(down.URL, "http://")}
 	settled := make(chan string, backlog+1)
-	c, err = idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
 		idem.WithSettleFunc(func(r *idem.Result) { settled <- r.Key }))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
@@ -90,4 +77,25 @@ func TestRunDefersTheUnreachableHostsBacklog(t *testing.T) {
 	open, err := c.List(t.Context(), idem.Filter{Open: true})
 	require.NoError(t, err)
 	require.Empty(t, open, "operations still open")
+}
+
+// unconfirmed opens a journal (closed with the test) and a client on clock
+// whose every answer is lost: submit journals an order to srv that
+// executes and stays unconfirmed, with one attempt, so that the set-up
+// spends none of the key window. done closes the client.
+func unconfirmed(t *testing.T, clock *idemtest.Clock) (store *journal.Store, submit func(srv *idemtest.Server, key string), done func()) {
+	t.Helper()
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	lossy := &outage{base: http.DefaultTransport}
+	lossy.mode.Store(netLossy)
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: lossy}), idem.WithClock(clock),
+		idem.WithMaxAttempts(1))
+	require.NoError(t, err)
+	submit = func(srv *idemtest.Server, key string) {
+		_, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"order":1}`)})
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome, key)
+	}
+	return store, submit, func() { require.NoError(t, c.Close()) }
 }

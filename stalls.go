@@ -15,12 +15,12 @@ import (
 // resumeGiveUp is how many visits in a row to one host must get nowhere
 // before Resume and Run take the host for unreachable: for Resume, end
 // unknown or unsent (each such visit holds start-up); for Run, whose
-// visits never wait, get no answer from the host. During an outage each visit spends its whole budget
-// (60 s by default against a server that never answers, one attempt's
-// timeout for Run): visiting a backlog of thousands that way would hold a
-// service's start-up for hours, and the reconciliation of every other
-// server's operations behind it, for nothing that a later visit will not
-// do as well once the server is back.
+// visits never wait, get no answer from the host. During an outage each
+// visit spends its whole budget (60 s by default against a server that
+// never answers, one attempt's timeout for Run): visiting a backlog of
+// thousands that way would hold a service's start-up for hours, and the
+// reconciliation of every other server's operations behind it, for
+// nothing that a later visit will not do as well once the server is back.
 func resumeGiveUp(concurrency int) int { return max(8, 2*concurrency) }
 
 // hostReach is what a drive's own exchanges told of its host.
@@ -127,23 +127,18 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 			continue
 		}
 		due := now.Add(c.spread(now.Sub(since)))
-		rec, err := c.store.Update(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) error {
-			if rec.NextDue.Before(due) {
-				rec.NextDue = due
-			}
-			return nil
+		rec, err := c.moveDue(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) (time.Time, bool) {
+			return due, rec.NextDue.Before(due)
 		})
-		switch {
-		case err == nil:
+		if err != nil {
+			return fmt.Errorf("idem: reconcile: postpone: %w", err)
+		}
+		if rec != nil {
 			n++
 			if stalls.postponed[r.host] == nil {
 				stalls.postponed[r.host] = map[opID]time.Time{}
 			}
 			stalls.postponed[r.host][opID{r.scope, r.key}] = rec.NextDue
-		case errors.Is(err, journal.ErrTerminal), errors.Is(err, journal.ErrLeaseLost), errors.Is(err, journal.ErrNotFound):
-			// Settled or taken over meanwhile: not this pass's to push.
-		default:
-			return fmt.Errorf("idem: reconcile: postpone: %w", err)
 		}
 	}
 	if n > 0 {
@@ -162,17 +157,14 @@ func (c *Client) bringBack(ctx context.Context, stalls *hostStalls) error {
 		host := stalls.back[0]
 		now := c.cfg.clock.Now()
 		for id, due := range stalls.postponed[host] {
-			// Unfenced, and only NextDue, as reschedule: a drive under way
-			// writes its own when it ends.
-			_, err := c.store.Update(wctx, id.scope, id.key, func(rec *journal.Record) error {
+			// Unfenced, as reschedule: a drive under way writes its own
+			// NextDue when it ends.
+			_, err := c.moveDue(wctx, id.scope, id.key, func(rec *journal.Record) (time.Time, bool) {
 				// Within a millisecond: a Store may keep times coarser
 				// than Go's (PostgreSQL: microseconds).
-				if rec.NextDue.Sub(due).Abs() < time.Millisecond {
-					rec.NextDue = now
-				}
-				return nil
+				return now, rec.NextDue.Sub(due).Abs() < time.Millisecond
 			})
-			if err != nil && !errors.Is(err, journal.ErrTerminal) && !errors.Is(err, journal.ErrNotFound) {
+			if err != nil {
 				return fmt.Errorf("idem: reconcile: bring back: %w", err)
 			}
 			delete(stalls.postponed[host], id)
@@ -181,6 +173,24 @@ func (c *Client) bringBack(ctx context.Context, stalls *hostStalls) error {
 		stalls.back = stalls.back[1:]
 	}
 	return nil
+}
+
+// moveDue sets the NextDue of (scope, key) to what to returns for the
+// stored record, when it says so; nothing else changes, and a lease in
+// ctx fences the write. It returns the record written, or nil and no
+// error when the record was settled, gone or taken over meanwhile: not
+// the caller's to move.
+func (c *Client) moveDue(ctx context.Context, scope, key string, to func(*journal.Record) (time.Time, bool)) (*journal.Record, error) {
+	rec, err := c.store.Update(ctx, scope, key, func(r *journal.Record) error {
+		if due, ok := to(r); ok {
+			r.NextDue = due
+		}
+		return nil
+	})
+	if errors.Is(err, journal.ErrTerminal) || errors.Is(err, journal.ErrNotFound) || errors.Is(err, journal.ErrLeaseLost) {
+		return nil, nil
+	}
+	return rec, err
 }
 
 // spread is d clamped to the reconciler's interval and maximum, then
