@@ -20,13 +20,22 @@
 //	GET  /health       journal and Run state; 200 when ok, 503 otherwise
 //	POST /resolve      {"key","state","reason","by"} (+ "scope", "resource_id", "force")
 //
+// POST /resolve takes only a Content-Type: application/json body, and the
+// handler refuses any POST a browser sends for another site (Go's
+// http.CrossOriginProtection: Sec-Fetch-Site, else Origin against Host).
+// Cookie-based authentication lets such a request in with the operator's
+// rights, and a form or a no-cors fetch can make its body parse as JSON:
+// one click on another site could otherwise settle a payment as failed.
+//
 // A list without scope covers every scope, in (scope, key) order; its
 // answer is {"operations": [...], "next": C}, and next is the cursor of the
 // following page (absent on the last). Errors are
 // {"error": {"code", "message"}} with status 400 (bad_request: a bad
 // filter, a missing by or reason), 404 (not_found: unknown key or
-// endpoint), 405 (method_not_allowed), 409 (conflict: resolving a settled
-// operation without force) or 503 (unavailable: the Client is closed).
+// endpoint), 403 (forbidden: a cross-site browser request), 405
+// (method_not_allowed), 409 (conflict: resolving a settled operation
+// without force), 415 (unsupported_media_type: a body that is not
+// application/json) or 503 (unavailable: the Client is closed).
 //
 // # Fields
 //

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,6 +42,10 @@ type handler struct {
 	c      *idem.Client
 	now    func() time.Time
 	routes map[string]route
+	// csrf refuses a state-changing request a browser sends for another
+	// site (Sec-Fetch-Site, else Origin against Host): authentication by
+	// cookie lets such a request in with the operator's rights.
+	csrf *http.CrossOriginProtection
 }
 
 // route is an endpoint's method and what serves it.
@@ -55,7 +60,7 @@ type route struct {
 //
 //	mux.Handle("/idem/", http.StripPrefix("/idem", requireOperator(admin.NewHandler(c))))
 func NewHandler(c *idem.Client, opts ...Option) http.Handler {
-	h := &handler{c: c, now: time.Now}
+	h := &handler{c: c, now: time.Now, csrf: http.NewCrossOriginProtection()}
 	for _, o := range opts {
 		o.apply(h)
 	}
@@ -80,6 +85,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &Error{http.StatusMethodNotAllowed, "method_not_allowed", "use " + rt.method})
 		return
 	}
+	if err := h.csrf.Check(r); err != nil {
+		writeError(w, &Error{http.StatusForbidden, "forbidden", "a browser sent this request for another site (cross-site request forgery?); " +
+			"send it from the handler's own origin, or from a client that is not a browser"})
+		return
+	}
 	if err := rt.serve(w, r); err != nil {
 		writeError(w, err)
 	}
@@ -89,7 +99,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // "message": …}}.
 type Error struct {
 	Status  int    `json:"-"`
-	Code    string `json:"code"` // not_found, bad_request, conflict, method_not_allowed, unavailable
+	Code    string `json:"code"` // not_found, bad_request, conflict, method_not_allowed, forbidden, unsupported_media_type, unavailable
 	Message string `json:"message"`
 }
 
@@ -364,6 +374,12 @@ type ResolveAnswer struct {
 }
 
 func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
+	// Only JSON: a browser sends a form or a text/plain body to any site
+	// without asking, and either can be made to parse as JSON.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return &Error{http.StatusUnsupportedMediaType, "unsupported_media_type",
+			fmt.Sprintf("Content-Type %q: send the body as application/json", r.Header.Get("Content-Type"))}
+	}
 	var req ResolveRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResolveBody))
 	dec.DisallowUnknownFields()

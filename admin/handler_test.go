@@ -104,6 +104,9 @@ func (f *fixture) do(method, path string, body string, v any) int {
 	}
 	req, err := http.NewRequest(method, f.admin.URL+path, rd)
 	require.NoError(f.t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	req.Header.Set("Authorization", plantedAdminAuth)
 	req.Header.Set("Cookie", "session="+plantedAdminAuth)
 	req.Header.Set("X-Forwarded-For", plantedAdminAuth)
