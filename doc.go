@@ -76,7 +76,7 @@
 //	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
-//	408, 3xx, 500, 502, 504, other 5xx       may have executed       query, then resend same key
+//	408, 499, 3xx, 500, 502, 504, other 5xx  may have executed       query, then resend same key
 //	other 4xx (402 declined, 400, 403, …)    rejected                failed with the server's reason
 //	transport error, request not written     not executed            backoff, resend
 //	transport error after writing, timeout   ambiguous               query, then resend same key

@@ -343,8 +343,8 @@ const (
 type Classifier func(statusCode int) Verdict
 
 // DefaultClassifier implements the outcome table: 2xx settled; 409
-// processing; 422 conflict; 429 and 503 throttled; 408, 3xx and other 5xx
-// ambiguous; any other 4xx rejected.
+// processing; 422 conflict; 429 and 503 throttled; 408, 499, 3xx and
+// other 5xx ambiguous; any other 4xx rejected.
 //
 // A Conflict is a key conflict (ErrKeyConflict) only when the status was
 // named with WithKeyConflictStatus or the body is about the idempotency
@@ -375,7 +375,7 @@ func DefaultClassifier(statusCode int) Verdict {
 		return Conflict
 	case statusCode == http.StatusTooManyRequests, statusCode == http.StatusServiceUnavailable:
 		return Throttled
-	case statusCode == http.StatusRequestTimeout:
+	case statusCode == http.StatusRequestTimeout, statusCode == statusCancelled:
 		return Ambiguous
 	case statusCode >= 400 && statusCode < 500:
 		return Rejected
@@ -385,6 +385,13 @@ func DefaultClassifier(statusCode int) Verdict {
 		return Ambiguous
 	}
 }
+
+// statusCancelled is 499, google.rpc.Code's CANCELLED over HTTP (and
+// Connect's "canceled", and nginx's "client closed request"): the
+// operation was stopped, possibly after it had done its work, as a
+// handler's call made after its commit is cancelled. It says nothing of
+// whether it executed, unlike the other 4xx.
+const statusCancelled = 499
 
 // errorReason pulls a human reason out of an error body, falling back to
 // the status text; bounded so a hostile body cannot bloat the journal.
