@@ -91,8 +91,9 @@
 // one for the key: a replayed 2xx settles only if an earlier attempt may
 // have reached the server, else the key is another request's
 // ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
-// [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx is
-// flagged for review at once ([ErrNeedsReview]) and still queried. A 409
+// [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx,
+// 408 or 499 is flagged for review at once ([ErrNeedsReview]) and still
+// queried. A 409
 // that names the resource its key already created (GoCardless's
 // idempotent_creation_conflict with links.conflicting_resource_id) is
 // judged as a replayed 2xx: succeeded with that resource only if an
