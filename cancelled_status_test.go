@@ -119,8 +119,15 @@ func (s *cancelledCharge) requireOneCharge(t testing.TB, posts int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	require.Len(t, s.charges, 1, "charges")
-	require.Len(t, s.posts, posts, "submits")
-	for i, p := range s.posts {
+	requireSubmits(t, s.posts, posts)
+}
+
+// requireSubmits asserts that n submits were seen, each with the key "k"
+// and chargeBody, byte for byte.
+func requireSubmits(t testing.TB, seen []submitSeen, n int) {
+	t.Helper()
+	require.Len(t, seen, n, "submits")
+	for i, p := range seen {
 		require.Equalf(t, "k", p.key, "submit %d key", i+1)
 		require.Truef(t, bytes.Equal(chargeBody, p.body), "submit %d body = %s", i+1, p.body)
 	}

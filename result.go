@@ -1,10 +1,13 @@
 package idem
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 
 	"github.com/idemkit/idem/journal"
@@ -115,7 +118,15 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // (an "error" or "errors" member that is not null or empty), unless its
 // "state" is "failed", nor a JSON-RPC answer (a "jsonrpc" member) without
 // "state": its "id" is the call's, not a resource's.
+// A submit answered 201 Created or 204 No Content with no body at all
+// (Klarna's captures and cancels) succeeded: the status is the server's
+// whole answer. A 201's resource is the last segment of its Location's
+// path. An empty answer to a result query, or an empty 200 or 202,
+// proves nothing.
 func DecodeJSON(a *Answer) (Outcome, error) {
+	if out, ok := noContent(a); ok {
+		return out, nil
+	}
 	v, ok := scanResult(a.Body)
 	if !ok {
 		var err error
@@ -178,6 +189,36 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	default:
 		return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
 	}
+}
+
+// noContent reads a submit answered 201 Created or 204 No Content without
+// a body (Klarna's captures and cancels): the status is the server's
+// whole answer that it did what was asked, and no body will ever come to
+// say more, so resending could only get it again. The resource a 201
+// created is the last segment of its Location's path, as REST APIs name
+// it. Not a result query's: a search answered 204 found nothing. Nor a
+// 200's or 202's: the one says nothing without its body, the other that
+// the work is not done.
+func noContent(a *Answer) (Outcome, bool) {
+	if a.Query || len(bytes.TrimSpace(a.Body)) > 0 {
+		return Outcome{}, false
+	}
+	switch a.StatusCode {
+	case http.StatusNoContent:
+		return Outcome{State: StateSucceeded}, true
+	case http.StatusCreated:
+		out := Outcome{State: StateSucceeded}
+		if u, err := url.Parse(headerValue(a.Header, "Location")); err == nil {
+			// The segment is cut from the escaped path: an escaped '/' is
+			// part of the id.
+			seg := path.Base(strings.TrimRight(u.EscapedPath(), "/"))
+			if id, err := url.PathUnescape(seg); err == nil && id != "." && id != "/" {
+				out.ResourceID = id
+			}
+		}
+		return out, true
+	}
+	return Outcome{}, false
 }
 
 // resourceStatus is what a resource's "status" says of its creation.
