@@ -93,11 +93,11 @@
 // ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
 // [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx,
 // 408 or 499 is flagged for review at once ([ErrNeedsReview]) and still
-// queried. A 409
-// that names the resource its key already created (GoCardless's
-// idempotent_creation_conflict with links.conflicting_resource_id) is
-// judged as a replayed 2xx: succeeded with that resource only if an
-// earlier attempt may have reached the server.
+// queried. A 409 that names the resource its key already created
+// (GoCardless's idempotent_creation_conflict with
+// links.conflicting_resource_id) is judged as a replayed 2xx: succeeded
+// with that resource only if an earlier attempt may have reached the
+// server.
 //
 // An answer that says this attempt did not execute (409 in flight, 429, a
 // 4xx, a request never written) says nothing of earlier attempts: an
