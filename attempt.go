@@ -13,6 +13,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -80,6 +81,14 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		spare = 1 // the key's value shares the copy's backing array
 	}
 	room := copyHeader(req.Header, rec.Header, spare)
+	if v, ok := req.Header["Accept-Encoding"]; ok && !readableCodings(v) {
+		// A journaled Accept-Encoding (copied from a browser's request,
+		// say) that offers Brotli, zstd or deflate gets answers in it from
+		// a CDN that picks the best coding offered: bodies idem cannot
+		// read, so no answer would ever settle the operation. Without the
+		// header net/http asks for gzip itself, and decodes it.
+		delete(req.Header, "Accept-Encoding")
+	}
 	if query {
 		// A result query carries the journaled headers too: one may scope
 		// the key (an account header such as Stripe-Account), and without
@@ -212,6 +221,37 @@ func submitOnlyHeader(name string) bool {
 		return true
 	}
 	return strings.HasPrefix(name, "Content-") || strings.HasPrefix(name, "If-")
+}
+
+// readableCodings reports whether the Accept-Encoding values offer only
+// codings idem decodes (gzip and identity), or others only with q=0.
+func readableCodings(vals []string) bool {
+	for _, v := range vals {
+		for tok := range strings.SplitSeq(v, ",") {
+			name, params, _ := strings.Cut(tok, ";")
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "", "gzip", "x-gzip", "identity":
+				continue
+			}
+			if !refusedCoding(params) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// refusedCoding reports whether a coding's parameters give it q=0: "not
+// acceptable".
+func refusedCoding(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, _ := strings.Cut(p, "=")
+		if strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && q == 0
+		}
+	}
+	return false
 }
 
 // copyHeader copies src's values into dst, all in one backing array

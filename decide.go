@@ -219,10 +219,12 @@ func judgeReplay(p past, a answer) judgment {
 
 func replayMeaning(p past, a answer) judgment {
 	switch {
-	case a.status >= 400 && a.status < 500 && a.created == "":
+	case a.status >= 400 && a.status < 500 && a.created == "" && a.verdict != Ambiguous:
 		// A stored refusal: whichever request ran first was refused, and
 		// nothing ran after it. Failed, even if it was not ours: nothing
-		// of ours executed either.
+		// of ours executed either. Not a stored 408 or 499 (a timeout, a
+		// cancellation): the handler may have done its work before it,
+		// as before a stored 5xx.
 		return judgment{move: moveSettle, label: "replayed_rejection",
 			out:      Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)},
 			conflict: a.keyConflict}
@@ -245,7 +247,8 @@ func replayMeaning(p past, a answer) judgment {
 		}
 		return j
 	default:
-		// A stored 5xx: the handler may have done work before failing.
+		// A stored 5xx, 408 or 499: the handler may have done work
+		// before failing.
 		return judgment{move: moveReview, label: "replayed_error",
 			review: fmt.Sprintf("server replayed a stored %d for this key: the request may have executed", a.status)}
 	}

@@ -76,7 +76,7 @@
 //	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
-//	408, 3xx, 500, 502, 504, other 5xx       may have executed       query, then resend same key
+//	408, 499, 3xx, 500, 502, 504, other 5xx  may have executed       query, then resend same key
 //	other 4xx (402 declined, 400, 403, …)    rejected                failed with the server's reason
 //	transport error, request not written     not executed            backoff, resend
 //	transport error after writing, timeout   ambiguous               query, then resend same key
@@ -91,12 +91,13 @@
 // one for the key: a replayed 2xx settles only if an earlier attempt may
 // have reached the server, else the key is another request's
 // ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
-// [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx is
-// flagged for review at once ([ErrNeedsReview]) and still queried. A 409
-// that names the resource its key already created (GoCardless's
-// idempotent_creation_conflict with links.conflicting_resource_id) is
-// judged as a replayed 2xx: succeeded with that resource only if an
-// earlier attempt may have reached the server.
+// [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx,
+// 408 or 499 is flagged for review at once ([ErrNeedsReview]) and still
+// queried. A 409 that names the resource its key already created
+// (GoCardless's idempotent_creation_conflict with
+// links.conflicting_resource_id) is judged as a replayed 2xx: succeeded
+// with that resource only if an earlier attempt may have reached the
+// server.
 //
 // An answer that says this attempt did not execute (409 in flight, 429, a
 // 4xx, a request never written) says nothing of earlier attempts: an

@@ -38,7 +38,9 @@ type Request struct {
 	// Header holds non-secret headers sent on every attempt, result
 	// queries included (but for those about the body or conditional on
 	// the target: Content-*, If-*, Range, Expect, Digest, Repr-Digest and
-	// method overrides); they are journaled. Credentials go in
+	// method overrides); they are journaled. An Accept-Encoding that
+	// offers a coding idem cannot decode (br, zstd, deflate) is left off
+	// the wire, and net/http asks for gzip itself. Credentials go in
 	// WithRequestHook instead.
 	Header http.Header
 	// Body is sent as is. Content-Type defaults to application/json. It

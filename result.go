@@ -1,10 +1,13 @@
 package idem
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 
 	"github.com/idemkit/idem/journal"
@@ -115,7 +118,15 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // (an "error" or "errors" member that is not null or empty), unless its
 // "state" is "failed", nor a JSON-RPC answer (a "jsonrpc" member) without
 // "state": its "id" is the call's, not a resource's.
+// A submit answered 201 Created or 204 No Content with no body at all
+// (Klarna's captures and cancels) succeeded: the status is the server's
+// whole answer. A 201's resource is the last segment of its Location's
+// path. An empty answer to a result query, or an empty 200 or 202,
+// proves nothing.
 func DecodeJSON(a *Answer) (Outcome, error) {
+	if out, ok := noContent(a); ok {
+		return out, nil
+	}
 	v, ok := scanResult(a.Body)
 	if !ok {
 		var err error
@@ -178,6 +189,36 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	default:
 		return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
 	}
+}
+
+// noContent reads a submit answered 201 Created or 204 No Content without
+// a body (Klarna's captures and cancels): the status is the server's
+// whole answer that it did what was asked, and no body will ever come to
+// say more, so resending could only get it again. The resource a 201
+// created is the last segment of its Location's path, as REST APIs name
+// it. Not a result query's: a search answered 204 found nothing. Nor a
+// 200's or 202's: the one says nothing without its body, the other that
+// the work is not done.
+func noContent(a *Answer) (Outcome, bool) {
+	if a.Query || len(bytes.TrimSpace(a.Body)) > 0 {
+		return Outcome{}, false
+	}
+	switch a.StatusCode {
+	case http.StatusNoContent:
+		return Outcome{State: StateSucceeded}, true
+	case http.StatusCreated:
+		out := Outcome{State: StateSucceeded}
+		if u, err := url.Parse(headerValue(a.Header, "Location")); err == nil {
+			// The segment is cut from the escaped path: an escaped '/' is
+			// part of the id.
+			seg := path.Base(strings.TrimRight(u.EscapedPath(), "/"))
+			if id, err := url.PathUnescape(seg); err == nil && id != "." && id != "/" {
+				out.ResourceID = id
+			}
+		}
+		return out, true
+	}
+	return Outcome{}, false
 }
 
 // resourceStatus is what a resource's "status" says of its creation.
@@ -343,8 +384,8 @@ const (
 type Classifier func(statusCode int) Verdict
 
 // DefaultClassifier implements the outcome table: 2xx settled; 409
-// processing; 422 conflict; 429 and 503 throttled; 408, 3xx and other 5xx
-// ambiguous; any other 4xx rejected.
+// processing; 422 conflict; 429 and 503 throttled; 408, 499, 3xx and
+// other 5xx ambiguous; any other 4xx rejected.
 //
 // A Conflict is a key conflict (ErrKeyConflict) only when the status was
 // named with WithKeyConflictStatus or the body is about the idempotency
@@ -375,7 +416,7 @@ func DefaultClassifier(statusCode int) Verdict {
 		return Conflict
 	case statusCode == http.StatusTooManyRequests, statusCode == http.StatusServiceUnavailable:
 		return Throttled
-	case statusCode == http.StatusRequestTimeout:
+	case statusCode == http.StatusRequestTimeout, statusCode == statusCancelled:
 		return Ambiguous
 	case statusCode >= 400 && statusCode < 500:
 		return Rejected
@@ -385,6 +426,13 @@ func DefaultClassifier(statusCode int) Verdict {
 		return Ambiguous
 	}
 }
+
+// statusCancelled is 499, google.rpc.Code's CANCELLED over HTTP (and
+// Connect's "canceled", and nginx's "client closed request"): the
+// operation was stopped, possibly after it had done its work, as a
+// handler's call made after its commit is cancelled. It says nothing of
+// whether it executed, unlike the other 4xx.
+const statusCancelled = 499
 
 // errorReason pulls a human reason out of an error body, falling back to
 // the status text; bounded so a hostile body cannot bloat the journal.
