@@ -404,6 +404,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
 	}
 	a.verdict = c.verdict(ex.status)
+	if !query && !a.stored() && a.verdict == Ambiguous {
+		if a.redirect = routerRedirect(rec.URL, ex.status, ex.header); a.redirect != "" {
+			a.verdict = Rejected
+		}
+	}
 	if a.verdict == Processing && ex.status == http.StatusConflict && reusedElsewhere(ex.body, c.cfg.keyHeader) {
 		a.verdict = Conflict
 	}

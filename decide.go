@@ -93,7 +93,10 @@ type answer struct {
 	// (GoCardless's 409 idempotent_creation_conflict), the server's final
 	// word for the key as a replay is; empty for any other answer.
 	created string
-	verdict Verdict
+	// redirect: where a router's redirect points (routerRedirect), which
+	// no handler ran for; empty for any other answer.
+	redirect string
+	verdict  Verdict
 	// keyConflict: a Conflict verdict is about the key (a status set with
 	// WithKeyConflictStatus, or a body that names the idempotency key),
 	// not a validation error that happens to be 422; or a 400 says the
@@ -195,6 +198,11 @@ func submitMeaning(p past, a answer) judgment {
 		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
 			out: Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)}}
+		if a.redirect != "" {
+			j.label = "redirected"
+			j.out.Reason = fmt.Sprintf("%d: the server's router redirects this URL to %s before any handler runs: nothing executed; send the request there",
+				a.status, a.redirect)
+		}
 		if a.keyConflict {
 			j.label, j.conflict = "conflict", true
 		}

@@ -1,0 +1,63 @@
+package idem
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// routerRedirect returns where a redirect of a submit to reqURL points,
+// when the redirect can only come from a router or a front end, answered
+// before any handler ran: to the same URL but for a trailing slash added
+// or removed (FastAPI's redirect_slashes, Werkzeug's strict_slashes,
+// Django's APPEND_SLASH), or for http upgraded to https (a load balancer).
+// No handler ran, so nothing executed. It returns "" for any other answer:
+// a redirect elsewhere (to the created resource, to a login page, a 303)
+// may follow a handler's work.
+func routerRedirect(reqURL string, status int, h http.Header) string {
+	switch status {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return ""
+	}
+	loc := headerValue(h, "Location")
+	if loc == "" {
+		return ""
+	}
+	from, err := url.Parse(reqURL)
+	if err != nil {
+		return ""
+	}
+	to, err := from.Parse(loc)
+	if err != nil || to.User != nil || to.RawQuery != from.RawQuery || !strings.EqualFold(to.Hostname(), from.Hostname()) {
+		return ""
+	}
+	upgrade := from.Scheme == "http" && to.Scheme == "https"
+	switch {
+	case upgrade:
+		if p := to.Port(); p != "" && p != "443" {
+			return ""
+		}
+	case to.Scheme != from.Scheme || portOf(to) != portOf(from):
+		return ""
+	}
+	fp, tp := from.EscapedPath(), to.EscapedPath()
+	switch {
+	case fp == tp && !upgrade: // a redirect to itself says nothing
+		return ""
+	case fp != tp && fp+"/" != tp && tp+"/" != fp:
+		return ""
+	}
+	return to.String()
+}
+
+// portOf is u's port, or its scheme's default.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
