@@ -238,9 +238,10 @@ const reconcileBatch = 256
 const pruneEvery = time.Hour
 
 // Prune deletes succeeded and failed operations settled more than
-// WithRetainSettled ago and returns how many it deleted; Run calls it
-// hourly, and again on its next pass after a failed prune. Open operations
-// are never pruned, whatever their age.
+// WithRetainSettled ago by the Client's clock, and returns how many it
+// deleted. Run prunes hourly on its own (see Run), with a cut-off it also
+// checks against the time it has measured. Open operations are never
+// pruned, whatever their age.
 func (c *Client) Prune(ctx context.Context) (int, error) {
 	if err := c.enter(); err != nil {
 		return 0, err
@@ -256,7 +257,12 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 	if c.cfg.retainSettled == 0 {
 		return 0, nil
 	}
-	n, err := c.store.Prune(ctx, c.cfg.clock.Now().Add(-c.cfg.retainSettled))
+	return c.pruneBefore(ctx, c.cfg.clock.Now().Add(-c.cfg.retainSettled))
+}
+
+// pruneBefore prunes the operations settled before cutoff.
+func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error) {
+	n, err := c.store.Prune(ctx, cutoff)
 	if err != nil {
 		return n, fmt.Errorf("idem: %w", err) // "idem: journal: prune: …"
 	}
@@ -267,25 +273,32 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 }
 
 // Run is the background reconciler: until ctx ends it prunes settled
-// operations past WithRetainSettled, and settles operations
-// that are due (unknown, processing, or abandoned), on their own schedule
-// (WithReconcile), and reports each settlement to the WithSettleFunc
-// callback. A visit never sleeps on an operation: what does not settle is
-// rescheduled. Operations past the reconciliation deadline are flagged for
-// review and then only queried, once a day. An operation scheduled
-// further ahead than any schedule reaches (written while the clock ran
-// fast, before a step back) is made due at once, on Run's first pass and
-// hourly after. Due operations are visited
-// WithResumeConcurrency at a time, so one slow server answer does not hold
-// up the rest. Nor does one server down: once many visits in a row to a
-// host (twice WithResumeConcurrency, at least 8) have had no answer from
-// it (or only 502, 503 or 504; the host is the request URL's, and queries
-// to a result endpoint on another host do not count), Run probes that
-// host with one visit a pass and postpones its other due operations, by
-// about as long as it has been unreachable (within WithReconcile's
-// interval and maximum); once a probe gets an answer they are due at
-// once. An operation past the reconciliation deadline is still flagged on
-// time.
+// operations past WithRetainSettled (first an hour after it starts, then
+// hourly, and again on its next pass after a failed prune), and settles
+// operations that are due (unknown, processing, or abandoned), on their own
+// schedule (WithReconcile), and reports each settlement to the
+// WithSettleFunc callback. A visit never sleeps on an operation: what does
+// not settle is rescheduled. Operations past the reconciliation deadline
+// are flagged for review and then only queried, once a day. An operation
+// scheduled further ahead than any schedule reaches (written while the
+// clock ran fast, before a step back) is made due at once, on Run's first
+// pass and hourly after. Due operations are visited WithResumeConcurrency
+// at a time, so one slow server answer does not hold up the rest. Nor does
+// one server down: once many visits in a row to a host (twice
+// WithResumeConcurrency, at least 8) have had no answer from it (or only
+// 502, 503 or 504; the host is the request URL's, and queries to a result
+// endpoint on another host do not count), Run probes that host with one
+// visit a pass and postpones its other due operations, by about as long as
+// it has been unreachable (within WithReconcile's interval and maximum);
+// once a probe gets an answer they are due at once. An operation past the
+// reconciliation deadline is still flagged on time.
+//
+// A clock stepped forward does not make Run prune early: a prune's cut-off
+// goes no further than the first prune's plus the time Run has measured
+// since (by its own waits and passes), and the first prune waits until Run
+// has run an hour, long enough for NTP to put right a clock that was wrong
+// at boot. After such a step, settled operations are kept longer, by the
+// step, until Run starts again.
 //
 // Run outlives journal errors that may pass (a full disk, a failed write
 // or fsync, an I/O error): a pass that meets one, while pruning, reading
@@ -315,14 +328,17 @@ func (c *Client) Run(ctx context.Context) (err error) {
 
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
 	bo := newRunBackoff(c.cfg.clock)
-	var lastPrune, lastSweep time.Time
+	var prunes pruneSchedule
+	var lastSweep time.Time
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
 	for {
-		full, phase, perr := c.pass(ctx, &lastPrune, &lastSweep, stalls)
+		start := c.cfg.clock.Now()
+		full, phase, perr := c.pass(ctx, &prunes, &lastSweep, stalls)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		now := c.cfg.clock.Now()
+		prunes.ran(start, now)
 		wait := poll
 		if perr != nil {
 			if permanentJournalErr(perr) {
@@ -359,6 +375,7 @@ func (c *Client) Run(ctx context.Context) (err error) {
 			}
 			return err
 		}
+		prunes.waited(wait)
 	}
 }
 
@@ -394,15 +411,16 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 // where ("prune", "reschedule", "due", "visit", "postpone", "bring
 // back"). A failed prune or reschedule does not skip the visits: settling
 // operations matters more, and the next pass tries again.
-func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time, stalls *hostStalls) (full bool, phase string, err error) {
-	if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(*lastPrune) >= pruneEvery {
-		if _, perr := c.prune(ctx); perr != nil {
+func (c *Client) pass(ctx context.Context, prunes *pruneSchedule, lastSweep *time.Time, stalls *hostStalls) (full bool, phase string, err error) {
+	if c.cfg.retainSettled > 0 && prunes.due() {
+		cutoff := prunes.cutoff(c.cfg.clock.Now(), c.cfg.retainSettled)
+		if _, perr := c.pruneBefore(ctx, cutoff); perr != nil {
 			if ctx.Err() != nil {
 				return false, "", nil
 			}
 			phase, err = "prune", perr
 		} else {
-			*lastPrune = now
+			prunes.pruned(cutoff)
 		}
 	}
 	if now := c.cfg.clock.Now(); lastSweep.IsZero() || now.Sub(*lastSweep) >= rescheduleEvery {
