@@ -239,28 +239,25 @@ const pruneEvery = time.Hour
 
 // Prune deletes succeeded and failed operations settled more than
 // WithRetainSettled ago by the Client's clock, and returns how many it
-// deleted. Run prunes hourly on its own (see Run), with a cut-off it also
-// checks against the time it has measured. Open operations are never
-// pruned, whatever their age.
+// deleted. Run prunes on its own hourly, and again on its next pass after
+// a failed prune, with a cut-off it also checks against the time it has
+// measured (see Run). Open operations are never pruned, whatever their
+// age.
 func (c *Client) Prune(ctx context.Context) (int, error) {
 	if err := c.enter(); err != nil {
 		return 0, err
 	}
 	defer c.exit()
-	return c.prune(ctx)
-}
-
-// prune is Prune for a caller that has entered the Client already (Run):
-// entering again would fail as soon as Close begins, before ctx ends, and
-// read as a journal error.
-func (c *Client) prune(ctx context.Context) (int, error) {
 	if c.cfg.retainSettled == 0 {
 		return 0, nil
 	}
 	return c.pruneBefore(ctx, c.cfg.clock.Now().Add(-c.cfg.retainSettled))
 }
 
-// pruneBefore prunes the operations settled before cutoff.
+// pruneBefore prunes the operations settled before cutoff. It does not
+// enter the Client: Run, which calls it too, has entered already, and
+// entering again would fail as soon as Close begins, before ctx ends, and
+// read as a journal error.
 func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error) {
 	n, err := c.store.Prune(ctx, cutoff)
 	if err != nil {
@@ -274,24 +271,25 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 
 // Run is the background reconciler: until ctx ends it prunes settled
 // operations past WithRetainSettled (first an hour after it starts, then
-// hourly, and again on its next pass after a failed prune), and settles
-// operations that are due (unknown, processing, or abandoned), on their own
-// schedule (WithReconcile), and reports each settlement to the
-// WithSettleFunc callback. A visit never sleeps on an operation: what does
-// not settle is rescheduled. Operations past the reconciliation deadline
-// are flagged for review and then only queried, once a day. An operation
-// scheduled further ahead than any schedule reaches (written while the
-// clock ran fast, before a step back) is made due at once, on Run's first
-// pass and hourly after. Due operations are visited WithResumeConcurrency
-// at a time, so one slow server answer does not hold up the rest. Nor does
-// one server down: once many visits in a row to a host (twice
-// WithResumeConcurrency, at least 8) have had no answer from it (or only
-// 502, 503 or 504; the host is the request URL's, and queries to a result
-// endpoint on another host do not count), Run probes that host with one
-// visit a pass and postpones its other due operations, by about as long as
-// it has been unreachable (within WithReconcile's interval and maximum);
-// once a probe gets an answer they are due at once. An operation past the
-// reconciliation deadline is still flagged on time.
+// hourly), and settles operations
+// that are due (unknown, processing, or abandoned), on their own schedule
+// (WithReconcile), and reports each settlement to the WithSettleFunc
+// callback. A visit never sleeps on an operation: what does not settle is
+// rescheduled. Operations past the reconciliation deadline are flagged for
+// review and then only queried, once a day. An operation scheduled
+// further ahead than any schedule reaches (written while the clock ran
+// fast, before a step back) is made due at once, on Run's first pass and
+// hourly after. Due operations are visited
+// WithResumeConcurrency at a time, so one slow server answer does not hold
+// up the rest. Nor does one server down: once many visits in a row to a
+// host (twice WithResumeConcurrency, at least 8) have had no answer from
+// it (or only 502, 503 or 504; the host is the request URL's, and queries
+// to a result endpoint on another host do not count), Run probes that
+// host with one visit a pass and postpones its other due operations, by
+// about as long as it has been unreachable (within WithReconcile's
+// interval and maximum); once a probe gets an answer they are due at
+// once. An operation past the reconciliation deadline is still flagged on
+// time.
 //
 // A clock stepped forward does not make Run prune early: a prune's cut-off
 // goes no further than the first prune's plus the time Run has measured
