@@ -291,11 +291,12 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // once. An operation past the reconciliation deadline is still flagged on
 // time.
 //
-// A clock stepped forward does not make Run prune early: a prune's cut-off
-// goes no further than the first prune's plus the time Run has measured
-// since (by its own waits and passes), and the first prune waits until Run
-// has run an hour, long enough for NTP to put right a clock that was wrong
-// at boot. After such a step, settled operations are kept longer, by the
+// A clock stepped forward does not make Run prune early, nor flag
+// operations past the reconciliation deadline early: once Run has run an
+// hour (long enough for NTP to put right a clock that was wrong at boot;
+// the first prune waits for it), it never believes the clock further
+// ahead than its reading then plus the time Run has measured since, by
+// its own waits and passes. After such a step, both wait longer, by the
 // step, until Run starts again.
 //
 // Run outlives journal errors that may pass (a full disk, a failed write
@@ -326,17 +327,17 @@ func (c *Client) Run(ctx context.Context) (err error) {
 
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
 	bo := newRunBackoff(c.cfg.clock)
-	var prunes pruneSchedule
-	var lastSweep time.Time
+	c.life.run.start()
+	var sched runSchedule
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
 	for {
 		start := c.cfg.clock.Now()
-		full, phase, perr := c.pass(ctx, &prunes, &lastSweep, stalls)
+		full, phase, perr := c.pass(ctx, &sched, stalls)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		now := c.cfg.clock.Now()
-		prunes.ran(start, now)
+		c.measure(&sched, min(now.Sub(start), maxPassMeasured), now)
 		wait := poll
 		if perr != nil {
 			if permanentJournalErr(perr) {
@@ -373,7 +374,7 @@ func (c *Client) Run(ctx context.Context) (err error) {
 			}
 			return err
 		}
-		prunes.waited(wait)
+		c.measure(&sched, wait, c.cfg.clock.Now())
 	}
 }
 
@@ -409,19 +410,19 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 // where ("prune", "reschedule", "due", "visit", "postpone", "bring
 // back"). A failed prune or reschedule does not skip the visits: settling
 // operations matters more, and the next pass tries again.
-func (c *Client) pass(ctx context.Context, prunes *pruneSchedule, lastSweep *time.Time, stalls *hostStalls) (full bool, phase string, err error) {
-	if c.cfg.retainSettled > 0 && prunes.due() {
-		cutoff := prunes.cutoff(c.cfg.clock.Now(), c.cfg.retainSettled)
+func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStalls) (full bool, phase string, err error) {
+	if c.cfg.retainSettled > 0 && sched.sincePrune >= pruneEvery {
+		cutoff := c.life.run.trusted(c.cfg.clock.Now()).Add(-c.cfg.retainSettled)
 		if _, perr := c.pruneBefore(ctx, cutoff); perr != nil {
 			if ctx.Err() != nil {
 				return false, "", nil
 			}
 			phase, err = "prune", perr
 		} else {
-			prunes.pruned(cutoff)
+			sched.sincePrune = 0
 		}
 	}
-	if now := c.cfg.clock.Now(); lastSweep.IsZero() || now.Sub(*lastSweep) >= rescheduleEvery {
+	if !sched.swept || sched.sinceSweep >= rescheduleEvery {
 		if serr := c.reschedule(ctx); serr != nil {
 			if ctx.Err() != nil {
 				return false, "", nil
@@ -430,7 +431,7 @@ func (c *Client) pass(ctx context.Context, prunes *pruneSchedule, lastSweep *tim
 				phase, err = "reschedule", serr
 			}
 		} else {
-			*lastSweep = now
+			sched.swept, sched.sinceSweep = true, 0
 		}
 	}
 	now := c.cfg.clock.Now()
@@ -513,9 +514,11 @@ func (c *Client) pass(ctx context.Context, prunes *pruneSchedule, lastSweep *tim
 }
 
 // pastDeadline reports whether rec, not yet flagged, has passed the
-// reconciliation deadline: Run's next visit flags it for review.
+// reconciliation deadline: Run's next visit flags it for review. Run's
+// measured time bounds now (runClock): a clock stepped forward must not
+// hand every open operation to a person, for good.
 func (c *Client) pastDeadline(rec *journal.Record, now time.Time) bool {
-	return rec.Review == "" && now.Sub(rec.Created) >= c.cfg.reconcileDeadline
+	return rec.Review == "" && c.life.run.trusted(now).Sub(rec.Created) >= c.cfg.reconcileDeadline
 }
 
 // rescheduleEvery spaces Run's searches for operations scheduled further
