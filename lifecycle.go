@@ -33,6 +33,8 @@ type lifecycle struct {
 	// health is Run's state, for Health (health.go). It outlives Close,
 	// so that a probe still learns why Run stopped.
 	health healthState
+	// run is the time Run has measured (run_clock.go).
+	run runClock
 }
 
 func (l *lifecycle) init() {

@@ -238,25 +238,28 @@ const reconcileBatch = 256
 const pruneEvery = time.Hour
 
 // Prune deletes succeeded and failed operations settled more than
-// WithRetainSettled ago and returns how many it deleted; Run calls it
-// hourly, and again on its next pass after a failed prune. Open operations
-// are never pruned, whatever their age.
+// WithRetainSettled ago by the Client's clock, and returns how many it
+// deleted. Run prunes on its own hourly, and again on its next pass after
+// a failed prune, with a cut-off it also checks against the time it has
+// measured (see Run). Open operations are never pruned, whatever their
+// age.
 func (c *Client) Prune(ctx context.Context) (int, error) {
 	if err := c.enter(); err != nil {
 		return 0, err
 	}
 	defer c.exit()
-	return c.prune(ctx)
-}
-
-// prune is Prune for a caller that has entered the Client already (Run):
-// entering again would fail as soon as Close begins, before ctx ends, and
-// read as a journal error.
-func (c *Client) prune(ctx context.Context) (int, error) {
 	if c.cfg.retainSettled == 0 {
 		return 0, nil
 	}
-	n, err := c.store.Prune(ctx, c.cfg.clock.Now().Add(-c.cfg.retainSettled))
+	return c.pruneBefore(ctx, c.cfg.clock.Now().Add(-c.cfg.retainSettled))
+}
+
+// pruneBefore prunes the operations settled before cutoff. It does not
+// enter the Client: Run, which calls it too, has entered already, and
+// entering again would fail as soon as Close begins, before ctx ends, and
+// read as a journal error.
+func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error) {
+	n, err := c.store.Prune(ctx, cutoff)
 	if err != nil {
 		return n, fmt.Errorf("idem: %w", err) // "idem: journal: prune: …"
 	}
@@ -267,7 +270,8 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 }
 
 // Run is the background reconciler: until ctx ends it prunes settled
-// operations past WithRetainSettled, and settles operations
+// operations past WithRetainSettled (first an hour after it starts, then
+// hourly), and settles operations
 // that are due (unknown, processing, or abandoned), on their own schedule
 // (WithReconcile), and reports each settlement to the WithSettleFunc
 // callback. A visit never sleeps on an operation: what does not settle is
@@ -286,6 +290,14 @@ func (c *Client) prune(ctx context.Context) (int, error) {
 // interval and maximum); once a probe gets an answer they are due at
 // once. An operation past the reconciliation deadline is still flagged on
 // time.
+//
+// A clock stepped forward does not make Run prune early, nor flag
+// operations past the reconciliation deadline early: once Run has run an
+// hour (long enough for NTP to put right a clock that was wrong at boot;
+// the first prune waits for it), it never believes the clock further
+// ahead than its reading then plus the time Run has measured since, by
+// its own waits and passes. After such a step, both wait longer, by the
+// step, until Run starts again.
 //
 // Run outlives journal errors that may pass (a full disk, a failed write
 // or fsync, an I/O error): a pass that meets one, while pruning, reading
@@ -315,14 +327,17 @@ func (c *Client) Run(ctx context.Context) (err error) {
 
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
 	bo := newRunBackoff(c.cfg.clock)
-	var lastPrune, lastSweep time.Time
+	c.life.run.start()
+	var sched runSchedule
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
 	for {
-		full, phase, perr := c.pass(ctx, &lastPrune, &lastSweep, stalls)
+		start := c.cfg.clock.Now()
+		full, phase, perr := c.pass(ctx, &sched, stalls)
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
 		now := c.cfg.clock.Now()
+		c.measure(&sched, min(now.Sub(start), maxPassMeasured), now)
 		wait := poll
 		if perr != nil {
 			if permanentJournalErr(perr) {
@@ -359,6 +374,7 @@ func (c *Client) Run(ctx context.Context) (err error) {
 			}
 			return err
 		}
+		c.measure(&sched, wait, c.cfg.clock.Now())
 	}
 }
 
@@ -394,18 +410,19 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 // where ("prune", "reschedule", "due", "visit", "postpone", "bring
 // back"). A failed prune or reschedule does not skip the visits: settling
 // operations matters more, and the next pass tries again.
-func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time, stalls *hostStalls) (full bool, phase string, err error) {
-	if now := c.cfg.clock.Now(); c.cfg.retainSettled > 0 && now.Sub(*lastPrune) >= pruneEvery {
-		if _, perr := c.prune(ctx); perr != nil {
+func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStalls) (full bool, phase string, err error) {
+	if c.cfg.retainSettled > 0 && sched.sincePrune >= pruneEvery {
+		cutoff := c.life.run.trusted(c.cfg.clock.Now()).Add(-c.cfg.retainSettled)
+		if _, perr := c.pruneBefore(ctx, cutoff); perr != nil {
 			if ctx.Err() != nil {
 				return false, "", nil
 			}
 			phase, err = "prune", perr
 		} else {
-			*lastPrune = now
+			sched.sincePrune = 0
 		}
 	}
-	if now := c.cfg.clock.Now(); lastSweep.IsZero() || now.Sub(*lastSweep) >= rescheduleEvery {
+	if !sched.swept || sched.sinceSweep >= rescheduleEvery {
 		if serr := c.reschedule(ctx); serr != nil {
 			if ctx.Err() != nil {
 				return false, "", nil
@@ -414,7 +431,7 @@ func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time, stal
 				phase, err = "reschedule", serr
 			}
 		} else {
-			*lastSweep = now
+			sched.swept, sched.sinceSweep = true, 0
 		}
 	}
 	now := c.cfg.clock.Now()
@@ -497,9 +514,11 @@ func (c *Client) pass(ctx context.Context, lastPrune, lastSweep *time.Time, stal
 }
 
 // pastDeadline reports whether rec, not yet flagged, has passed the
-// reconciliation deadline: Run's next visit flags it for review.
+// reconciliation deadline: Run's next visit flags it for review. Run's
+// measured time bounds now (runClock): a clock stepped forward must not
+// hand every open operation to a person, for good.
 func (c *Client) pastDeadline(rec *journal.Record, now time.Time) bool {
-	return rec.Review == "" && now.Sub(rec.Created) >= c.cfg.reconcileDeadline
+	return rec.Review == "" && c.life.run.trusted(now).Sub(rec.Created) >= c.cfg.reconcileDeadline
 }
 
 // rescheduleEvery spaces Run's searches for operations scheduled further

@@ -268,8 +268,6 @@ func TestRunOutlivesJournalWriteErrors(t *testing.T) {
 func TestRunOutlivesFailingDueAndPrune(t *testing.T) {
 	settled := make(chan *idem.Result, 1)
 	e := newEnv(t)
-	_, err := e.client.Prepare(e.ctx, e.req("k", `{"amount":1}`))
-	require.NoError(t, err)
 	fs := &faultyStore{Store: e.store}
 	c, err := idem.New(fs, append(e.baseOpts(), idem.WithSettleFunc(func(r *idem.Result) { settled <- r }))...)
 	require.NoError(t, err)
@@ -280,6 +278,13 @@ func TestRunOutlivesFailingDueAndPrune(t *testing.T) {
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	ran := runAsync(ctx, c)
+	// Run first prunes an hour after it starts (its waits move the
+	// clock); once that prune has failed, an operation comes due.
+	waitHealth(t, c, ran, "the failing prune reported", func(h idem.Health) bool {
+		return errors.Is(h.LastJournalError, syscall.ENOSPC)
+	})
+	_, err = c.Prepare(e.ctx, e.req("k", `{"amount":1}`))
+	require.NoError(t, err)
 	r := within(t, settled, "Run settling while Prune fails")
 	require.Equal(t, idem.StateSucceeded, r.State)
 	h := c.Health()

@@ -37,7 +37,10 @@ func agedFixture(b *testing.B) string {
 			for i := start; i < start+20000 && i < agedRecords; i++ {
 				r := benchRecord(fmt.Sprintf("aged-%09d", i), benchBody, benchSHA)
 				_ = settleRecord(r)
-				r.Settled = t0.Add(-48 * time.Hour)
+				// Sent and settled two days ago: Prune judges by the
+				// latest of these times (Record.Prunable).
+				ago := t0.Add(-48 * time.Hour)
+				r.Created, r.Settled, r.Attempts[0].Start = ago, ago, ago
 				if err := addRecord(tx, recordKey(r.Scope, r.Key), r, encode(nil, r)); err != nil {
 					return err
 				}

@@ -950,14 +950,16 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 // Prune deletes the terminal records settled before settledBefore and
 // returns how many it deleted. It never deletes an open record, nor one
 // written since the log was last copied into the file (its latest version
-// decides, once copied). It reads only the settled index, so its cost
-// grows with what it deletes, and it commits in chunks: if it fails, the
-// chunks before the failure stay deleted, and the count says how many
-// records that was. An error matching ErrMaybeCommitted means the chunk
-// that failed was written but its fsync failed: its deletions may be on
-// disk or not, and from then on every call of the Store fails, reads
-// included, until the journal is closed and opened again, rather than
-// show records as deleted that may come back.
+// decides, once copied), nor one whose other times say it settled later
+// than its Settled time (the clock was stepped back: see Record.Prunable).
+// It reads only the settled index, so its cost grows with what it deletes
+// (and the few records such a clock keeps), and it commits in chunks: if it
+// fails, the chunks before the failure stay deleted, and the count says how
+// many records that was. An error matching ErrMaybeCommitted means the
+// chunk that failed was written but its fsync failed: its deletions may be
+// on disk or not, and from then on every call of the Store fails, reads
+// included, until the journal is closed and opened again, rather than show
+// records as deleted that may come back.
 func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error) {
 	if err := s.usable(ctx); err != nil {
 		return 0, errorf("journal: prune: %w", err)
@@ -1042,6 +1044,9 @@ func (s *Store) pruneChunk(bound uint64, after *[]byte) (n int, more bool, err e
 				return errorf("record %q: %w", e.rk, err)
 			}
 			e.drop = st.Terminal()
+			if r, derr := decode(v); e.drop && derr == nil && timeKey(lastEvent(r)) >= bound {
+				e.keep = true // settled while the clock was behind: see Record.Prunable
+			}
 		}
 		for _, e := range entries {
 			if e.keep {

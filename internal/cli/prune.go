@@ -46,7 +46,7 @@ func cmdPrune(e *env, args []string) (err error) {
 		}
 		n := 0
 		for _, r := range recs {
-			if r.Settled.Before(cutoff) {
+			if r.Prunable(cutoff) { // as Prune judges it, a stepped clock included
 				n++
 			}
 		}

@@ -1,0 +1,37 @@
+package journal
+
+import "time"
+
+// Prunable reports whether Store.Prune, given settledBefore, deletes r: r
+// is terminal, and every time it journals up to its settlement (Created,
+// FirstSent, each attempt's Start, Settled) lies before settledBefore.
+//
+// Settled alone is no measure of when r settled if the clock was stepped
+// back before r settled: it then lies days before the sends that led to
+// it, and r would be pruned while the server still keeps its key, or
+// while the retention promised a resubmission would find it, so that a
+// request resubmitted with its key would be sent again. The latest of its
+// times is the closest to when it really settled. A time in the future
+// (the clock ran fast) keeps r until the clock has passed it: as with the
+// key window, its age cannot be measured before then.
+func (r *Record) Prunable(settledBefore time.Time) bool {
+	return r.State.Terminal() && timeKey(lastEvent(r)) < timeKey(settledBefore)
+}
+
+// lastEvent is the latest of the times r journals up to its settlement.
+// Later writes (a confirmation, Updated) are left out: they do not
+// settle it again.
+func lastEvent(r *Record) time.Time {
+	last := r.Settled
+	for _, t := range []time.Time{r.Created, r.FirstSent} {
+		if t.After(last) {
+			last = t
+		}
+	}
+	for _, a := range r.Attempts {
+		if a.Start.After(last) {
+			last = a.Start
+		}
+	}
+	return last
+}

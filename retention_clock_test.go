@@ -1,0 +1,141 @@
+package idem_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// An operation sent while the clock was right and settled after the clock
+// was stepped back eight days has a Settled time eight days too old. Once
+// the clock is corrected, pruning must not take it for a week old: a
+// request resubmitted with its key two days later (the server, which keeps
+// keys 24 h, has forgotten it) must find the journaled result, not be sent
+// again as a new order.
+func TestPruneKeepsOperationSettledWhileClockSteppedBack(t *testing.T) {
+	clk := &skewedClock{}
+	e := newEnv(t, serverOpts(idemtest.WithRetention(idem.KeyRetentionStripe)), clientOpts(idem.WithClock(clk)))
+	clk.Clock = e.clock
+	const body = `{"amount":100}`
+	_, err := e.client.Prepare(e.ctx, e.req("k", body))
+	require.NoError(t, err)
+	e.crashMidAttempt("k")
+	e.sendRaw("k", body) // the crashed process's request reached the server
+
+	clk.offset.Store(int64(-8 * 24 * time.Hour)) // NTP steps the clock eight days back
+	e.restart()
+	sum, err := e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Succeeded, "the result endpoint settles it: %+v", sum)
+
+	clk.offset.Store(0) // and corrects it
+	e.clock.Advance(time.Hour)
+	n, err := e.client.Prune(e.ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "Prune() deleted an operation settled an hour ago")
+
+	e.clock.Advance(2 * 24 * time.Hour) // the server has forgotten the key
+	res, err := e.client.Submit(e.ctx, e.req("k", body))
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Len(t, e.submits("k"), 1, "submits that reached the server")
+	require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders")
+}
+
+// steppedClock is the client's clock: the shared one, set ahead by ahead
+// while the shared one reads within [from, to), as NTP steps a clock
+// ahead (a bad time source, a wrong hardware clock at boot) and back.
+type steppedClock struct {
+	*idemtest.Clock
+	from, to time.Time
+	ahead    time.Duration
+}
+
+func (c *steppedClock) Now() time.Time {
+	now := c.Clock.Now()
+	if !now.Before(c.from) && now.Before(c.to) {
+		return now.Add(c.ahead)
+	}
+	return now
+}
+
+// A clock eight days fast for twenty minutes must not make Run prune an
+// operation settled two days ago: the server, which keeps keys 24 h, has
+// forgotten its key, and a request resubmitted with it once the clock is
+// right must find the journaled result, not be sent again as a new order.
+// Run still prunes what the right clock says is past retention.
+func TestRunPruneOutlivesClockSteppedAhead(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		from time.Duration // after Run starts, by the shared clock
+	}{
+		{"at start-up", 0},
+		{"while Run runs", 110 * time.Minute}, // across Run's hourly prune
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &steppedClock{}
+			e := newEnv(t, serverOpts(idemtest.WithRetention(idem.KeyRetentionStripe)), clientOpts(idem.WithClock(clk)))
+			clk.Clock = e.clock
+			const body = `{"amount":100}`
+			_, err := e.client.Submit(e.ctx, e.req("old", body))
+			require.NoError(t, err)
+			e.clock.Advance(8 * 24 * time.Hour)
+			_, err = e.client.Submit(e.ctx, e.req("k", body))
+			require.NoError(t, err)
+			e.clock.Advance(2 * 24 * time.Hour) // the server has forgotten "k"
+
+			start := e.clock.Now()
+			clk.from, clk.to, clk.ahead = start.Add(tt.from), start.Add(tt.from+20*time.Minute), 8*24*time.Hour
+			runUntil(t, e, start.Add(3*time.Hour))
+
+			_, err = e.client.Lookup(e.ctx, idem.DefaultScope, "old")
+			require.ErrorIs(t, err, idem.ErrNotFound, "settled ten days ago: pruned")
+			_, err = e.client.Lookup(e.ctx, idem.DefaultScope, "k")
+			require.NoError(t, err, "settled two days ago: kept a week")
+			res, err := e.client.Submit(e.ctx, e.req("k", body))
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.Len(t, e.submits("k"), 1, "submits that reached the server")
+			require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders")
+		})
+	}
+}
+
+// A clock stepped back for a while as Run prunes keeps it from pruning
+// only while the step lasts: once the clock is right again, an operation
+// that has passed retention since is pruned on time, not a step later.
+func TestRunPruneCatchesUpAfterClockSteppedBack(t *testing.T) {
+	clk := &steppedClock{}
+	e := newEnv(t, clientOpts(idem.WithClock(clk)))
+	clk.Clock = e.clock
+	_, err := e.client.Submit(e.ctx, e.req("old", `{"amount":100}`))
+	require.NoError(t, err)
+	e.clock.Advance(idem.DefaultRetainSettled - 150*time.Minute) // past retention 2.5 h after Run starts
+
+	start := e.clock.Now()
+	clk.from, clk.to, clk.ahead = start.Add(110*time.Minute), start.Add(130*time.Minute), -8*24*time.Hour
+	runUntil(t, e, start.Add(200*time.Minute))
+	_, err = e.client.Lookup(e.ctx, idem.DefaultScope, "old")
+	require.ErrorIs(t, err, idem.ErrNotFound, "past retention since 2.5 h after Run started: pruned by the prune at 3 h")
+}
+
+// runUntil runs e's client's Run until the shared clock, which Run's
+// waits move, reads end, then stops it.
+func runUntil(t *testing.T, e *env, end time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	ran := runAsync(ctx, e.client)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.clock.Now().Before(end) {
+		require.True(t, time.Now().Before(deadline), "Run's clock %v short of its end after 10s", end.Sub(e.clock.Now()))
+		time.Sleep(time.Millisecond) // polling interval, not a condition
+	}
+	cancel()
+	require.ErrorIs(t, within(t, ran, "Run after cancel"), context.Canceled)
+}

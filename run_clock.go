@@ -1,0 +1,100 @@
+package idem
+
+import (
+	"sync"
+	"time"
+)
+
+// runClock is the time Run has measured itself, by its waits (Clock.Sleep:
+// a timer, which stepping the clock does not move) and its passes. Run
+// takes the clock's word for the time only until it has run an hour
+// (pruneEvery: long enough for NTP to put right a clock that was wrong at
+// boot); then it takes the clock's reading as its anchor, and from then
+// on never believes the clock further ahead than the anchor plus the time
+// measured since (trusted).
+//
+// Run judges with it the two things a clock running fast would make it do
+// for good: prune a settled operation (it is gone, and a request
+// resubmitted with its key is journaled afresh and sent, a second order if
+// the server has forgotten the key), and flag an open one past the
+// reconciliation deadline (automatic reconciliation never sends it again:
+// an order never sent stays unsent until a person acts). After a clock is
+// stepped forward both wait longer, by the step, until Run starts again;
+// a clock stepped back holds them back only while the step lasts, unless
+// it was still wrong when Run took its anchor (then, too, until Run
+// starts again).
+//
+// Safe for concurrent use: Run's visits read it while Run moves it on.
+type runClock struct {
+	mu     sync.Mutex
+	total  time.Duration // measured since Run started
+	anchor time.Time     // the clock's wall reading once total reached pruneEvery; zero before
+	since  time.Duration // measured since the anchor
+}
+
+// maxPassMeasured bounds how much of one pass counts as measured time: a
+// pass's length is read from the clock, which may have been stepped during
+// it. Longer passes count for less (Run then waits a little longer).
+const maxPassMeasured = 10 * time.Minute
+
+// start forgets what an earlier Run measured.
+func (r *runClock) start() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total, r.anchor, r.since = 0, time.Time{}, 0
+}
+
+// advance counts d, measured by Run, which ended when the clock read now.
+func (r *runClock) advance(d time.Duration, now time.Time) {
+	d = max(d, 0)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.total += d
+	switch {
+	case !r.anchor.IsZero():
+		r.since += d
+	case r.total >= pruneEvery:
+		// The wall reading alone: compared with a later one, a monotonic
+		// reading (time.Now's) would hide the very step this is for.
+		r.anchor = now.Round(0)
+	}
+}
+
+// trusted is the time now, as the clock reads it, unless that lies
+// further on from the anchor than the time measured since: then the
+// anchor plus that time. Wall readings only.
+func (r *runClock) trusted(now time.Time) time.Time {
+	now = now.Round(0)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.anchor.IsZero() {
+		return now
+	}
+	if lim := r.anchor.Add(r.since); now.After(lim) {
+		return lim
+	}
+	return now
+}
+
+// runSchedule spaces Run's hourly work (pruning, looking for operations
+// scheduled too far ahead) by the time Run measured, not by the clock's
+// readings, which a step moves by days either way. Not safe for
+// concurrent use: Run's own.
+type runSchedule struct {
+	sincePrune time.Duration // since the last prune, or Run's start
+	sinceSweep time.Duration // since the last sweep
+	swept      bool          // a sweep has been made: the first one is at once
+}
+
+// advance counts d, measured by Run.
+func (s *runSchedule) advance(d time.Duration) {
+	d = max(d, 0)
+	s.sincePrune += d
+	s.sinceSweep += d
+}
+
+// measure counts d, measured by Run and ended when the clock read now.
+func (c *Client) measure(s *runSchedule, d time.Duration, now time.Time) {
+	s.advance(d)
+	c.life.run.advance(d, now)
+}
