@@ -270,9 +270,8 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 }
 
 // Run is the background reconciler: until ctx ends it prunes settled
-// operations past WithRetainSettled (first an hour after it starts, then
-// hourly), and settles operations
-// that are due (unknown, processing, or abandoned), on their own schedule
+// operations past WithRetainSettled (hourly; until it has run an hour,
+// only those past twice that), and settles operations that are due (unknown, processing, or abandoned), on their own schedule
 // (WithReconcile), and reports each settlement to the WithSettleFunc
 // callback. A visit never sleeps on an operation: what does not settle is
 // rescheduled. Operations past the reconciliation deadline are flagged for
@@ -293,11 +292,13 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 //
 // A clock stepped forward does not make Run prune early, nor flag
 // operations past the reconciliation deadline early: once Run has run an
-// hour (long enough for NTP to put right a clock that was wrong at boot;
-// the first prune waits for it), it never believes the clock further
-// ahead than its reading then plus the time Run has measured since, by
-// its own waits and passes. After such a step, both wait longer, by the
-// step, until Run starts again.
+// hour (long enough for NTP to put right a clock that was wrong at boot),
+// it never believes the clock further ahead than its reading then plus
+// the time Run has measured since, by its own waits and passes. After such
+// a step, both wait longer, by the step, until Run starts again. Before
+// that hour, Run prunes only what is past twice the retention: a clock
+// fast by less than the retention cannot make it prune early, and a
+// process that never lives an hour still prunes.
 //
 // Run outlives journal errors that may pass (a full disk, a failed write
 // or fsync, an I/O error): a pass that meets one, while pruning, reading
@@ -411,15 +412,15 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 // back"). A failed prune or reschedule does not skip the visits: settling
 // operations matters more, and the next pass tries again.
 func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStalls) (full bool, phase string, err error) {
-	if c.cfg.retainSettled > 0 && sched.sincePrune >= pruneEvery {
-		cutoff := c.life.run.trusted(c.cfg.clock.Now()).Add(-c.cfg.retainSettled)
+	if c.cfg.retainSettled > 0 && (!sched.pruned || sched.sincePrune >= pruneEvery) {
+		cutoff := c.life.run.pruneCutoff(c.cfg.clock.Now(), c.cfg.retainSettled)
 		if _, perr := c.pruneBefore(ctx, cutoff); perr != nil {
 			if ctx.Err() != nil {
 				return false, "", nil
 			}
 			phase, err = "prune", perr
 		} else {
-			sched.sincePrune = 0
+			sched.pruned, sched.sincePrune = true, 0
 		}
 	}
 	if !sched.swept || sched.sinceSweep >= rescheduleEvery {

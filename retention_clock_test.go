@@ -106,6 +106,32 @@ func TestRunPruneOutlivesClockSteppedAhead(t *testing.T) {
 	}
 }
 
+// A process that lives less than an hour (a job run by cron, a service
+// deployed often) must still prune, or its journal grows without end and
+// fills the disk: Run prunes at start-up what is past twice the retention
+// (a clock fast by less than the retention cannot prune early then), and
+// the rest once it has measured an hour.
+func TestRunPrunesAtStartUpWhatIsFarPastRetention(t *testing.T) {
+	e := newEnv(t)
+	_, err := e.client.Submit(e.ctx, e.req("ancient", `{"amount":100}`))
+	require.NoError(t, err)
+	e.clock.Advance(idem.DefaultRetainSettled + time.Hour)
+	_, err = e.client.Submit(e.ctx, e.req("old", `{"amount":100}`))
+	require.NoError(t, err)
+	e.clock.Advance(idem.DefaultRetainSettled + time.Hour) // "ancient" is past twice the retention, "old" past it
+
+	start := e.clock.Now()
+	runUntil(t, e, start.Add(10*time.Minute))
+	_, err = e.client.Lookup(e.ctx, idem.DefaultScope, "ancient")
+	require.ErrorIs(t, err, idem.ErrNotFound, "past twice the retention: pruned at start-up")
+	_, err = e.client.Lookup(e.ctx, idem.DefaultScope, "old")
+	require.NoError(t, err, "past the retention only: kept until Run has measured an hour")
+
+	runUntil(t, e, start.Add(2*time.Hour))
+	_, err = e.client.Lookup(e.ctx, idem.DefaultScope, "old")
+	require.ErrorIs(t, err, idem.ErrNotFound, "pruned once Run has measured an hour")
+}
+
 // A clock stepped back for a while as Run prunes keeps it from pruning
 // only while the step lasts: once the clock is right again, an operation
 // that has passed retention since is pruned on time, not a step later.

@@ -18,7 +18,9 @@ import (
 // resubmitted with its key is journaled afresh and sent, a second order if
 // the server has forgotten the key), and flag an open one past the
 // reconciliation deadline (automatic reconciliation never sends it again:
-// an order never sent stays unsent until a person acts). After a clock is
+// an order never sent stays unsent until a person acts). Before the
+// anchor, Run prunes with a cut-off set back by a second retention
+// (pruneCutoff) rather than not at all. After a clock is
 // stepped forward both wait longer, by the step, until Run starts again;
 // a clock stepped back holds them back only while the step lasts, unless
 // it was still wrong when Run took its anchor (then, too, until Run
@@ -76,12 +78,29 @@ func (r *runClock) trusted(now time.Time) time.Time {
 	return now
 }
 
+// pruneCutoff is the time before which Run prunes operations settled,
+// given the clock's reading now and the retention: retain before the
+// trusted time once Run has taken its anchor; before that, twice retain
+// before the clock's reading, so that a process that never lives an hour
+// (a job, a service deployed often) still prunes, and a clock fast by less
+// than the retention cannot make it prune early.
+func (r *runClock) pruneCutoff(now time.Time, retain time.Duration) time.Time {
+	r.mu.Lock()
+	anchored := !r.anchor.IsZero()
+	r.mu.Unlock()
+	if !anchored {
+		return now.Round(0).Add(-2 * retain)
+	}
+	return r.trusted(now).Add(-retain)
+}
+
 // runSchedule spaces Run's hourly work (pruning, looking for operations
 // scheduled too far ahead) by the time Run measured, not by the clock's
 // readings, which a step moves by days either way. Not safe for
 // concurrent use: Run's own.
 type runSchedule struct {
 	sincePrune time.Duration // since the last prune, or Run's start
+	pruned     bool          // a prune has been made: the first one is at once
 	sinceSweep time.Duration // since the last sweep
 	swept      bool          // a sweep has been made: the first one is at once
 }
