@@ -80,23 +80,33 @@ func vetMiss(tx *bolt.Tx, r *treeReader, b *bolt.Bucket, name, key []byte) error
 }
 
 // seekInline is seek in the bucket named name of tx, a bucket small enough
-// to be held inline: its page is the tail of its value in the root bucket.
+// to be held inline.
 func (r *treeReader) seekInline(tx *bolt.Tx, name, key []byte) (bool, error) {
+	pg, err := r.inlinePage(tx, name)
+	if err != nil {
+		return false, err
+	}
+	found, _, err := searchLeaf(pg, key)
+	return found, err
+}
+
+// inlinePage returns the page of the inline bucket named name of tx: the
+// tail of its value in the root bucket.
+func (r *treeReader) inlinePage(tx *bolt.Tx, name []byte) ([]byte, error) {
 	found, v, err := r.seek(uint64(tx.Cursor().Bucket().Root()), name)
 	switch {
 	case err != nil:
-		return false, err
+		return nil, err
 	case !found:
-		return false, errorf("the root bucket misses bucket %q", name)
+		return nil, errorf("the root bucket misses bucket %q", name)
 	case len(v) < bucketHeader+pageHeaderSize || binary.LittleEndian.Uint64(v[0:8]) != 0:
-		return false, errorf("bucket %q: not an inline bucket", name)
+		return nil, errorf("bucket %q: not an inline bucket", name)
 	}
 	pg := v[bucketHeader:]
 	if flags := binary.LittleEndian.Uint16(pg[8:10]); flags != leafPageFlag {
-		return false, errorf("bucket %q: inline page is not a leaf (flags %#x)", name, flags)
+		return nil, errorf("bucket %q: inline page is not a leaf (flags %#x)", name, flags)
 	}
-	found, _, err = searchLeaf(pg, key)
-	return found, err
+	return pg, nil
 }
 
 // page returns page id with its overflow pages, its header checked.

@@ -65,24 +65,9 @@ func damageDonePage(t *testing.T, path string, damage func(page []byte)) {
 // page starts at off; damage returns the file as it is to be written.
 func damageFirstLeaf(t *testing.T, path, bucket string, damage func(data []byte, off, pageSize int) []byte) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	require.NoError(t, err)
-	var root uint64
-	var pageSize int
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket([]byte(bucket)).Root())
-		pageSize = tx.DB().Info().PageSize
-		return nil
-	}))
-	require.NoError(t, db.Close())
-	require.NotZero(t, root, "the %s bucket is inline: write more records", bucket)
+	pageSize, _, off := bucketPages(t, path, bucket)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	off := int(root) * pageSize
-	for binary.LittleEndian.Uint16(data[off+8:off+10])&0x01 != 0 { // branch: go to the first child
-		child := binary.LittleEndian.Uint64(data[off+16+8 : off+16+16])
-		off = int(child) * pageSize
-	}
 	require.NoError(t, os.WriteFile(path, damage(data, off, pageSize), 0o600))
 }
 
