@@ -29,8 +29,10 @@ import (
 // about eight times as much as the probes (BenchmarkLookupMiss), on the
 // path every new key takes.
 //
-// Only read transactions are vetted: a write transaction reads the pages
-// it changed from memory, which the file's map does not show.
+// Only read transactions are vetted so: a write transaction reads the
+// pages it changed from memory, which the file's map does not show. The
+// applier's write transactions check instead every page on the path of
+// every key they read or write, whole, before bbolt reads it (vetPath).
 
 // treeReader reads the pages of one read transaction through its memory
 // map.

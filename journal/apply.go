@@ -183,7 +183,7 @@ func (s *Store) apply(holdAfter time.Time) error {
 					return err
 				}
 			}
-			return tx.Bucket(bucketMeta).Put(metaApplied, binary.BigEndian.AppendUint64(nil, through))
+			return g.put(tx, g.bucket(tx, bucketMeta), metaApplied, binary.BigEndian.AppendUint64(nil, through))
 		})
 		if err != nil {
 			return errorf("applying the log to the journal file (the writes are safe in the log): %w", err)
@@ -287,7 +287,7 @@ func applyOne(tx *bolt.Tx, g *getter, e *logged) error {
 	if err != nil {
 		return errorf("record %q in the journal file: %w", rk, err)
 	}
-	return putRecord(tx, sk, rk, old, e.summary(), e.enc)
+	return g.putRecord(tx, sk, rk, old, e.summary(), e.enc)
 }
 
 // backPressure makes the committer's leader copy the log into the file

@@ -37,7 +37,14 @@ type scanCursor struct {
 	root   uint64 // 0: the bucket is inline
 	inline []byte // its page then
 	stack  []scanFrame
+	// known, if not nil, holds the pages checked already (by any cursor
+	// of the transaction), which enter checks again only against their
+	// parent's keys.
+	known map[uint64]keyRange
 }
+
+// keyRange is the first and last key of a checked page.
+type keyRange struct{ first, last []byte }
 
 // scanFrame is one checked page on the path to the cursor's entry.
 type scanFrame struct {
@@ -78,26 +85,35 @@ func (c *scanCursor) first() (k, v []byte, err error) {
 // seek returns the first entry whose key is at or after key, or a nil key
 // when there is none.
 func (c *scanCursor) seek(key []byte) (k, v []byte, err error) {
+	if err := c.path(key); err != nil {
+		return nil, nil, err
+	}
+	return c.settle()
+}
+
+// path enters the pages bbolt's search for key goes through, down to the
+// leaf where key is or would be, and stops there.
+func (c *scanCursor) path(key []byte) error {
 	c.stack = c.stack[:0]
 	if err := c.enter(c.root, nil, nil); err != nil {
-		return nil, nil, err
+		return err
 	}
 	for {
 		f := &c.stack[len(c.stack)-1]
 		// The page is checked: its keys are on it and in order.
 		i, exact, err := search(f.pg, f.n, key, f.branch)
 		if err != nil {
-			return nil, nil, c.damaged(err)
+			return c.damaged(err)
 		}
 		f.i = i
 		if !f.branch {
-			return c.settle()
+			return nil
 		}
 		if !exact && i > 0 {
 			f.i-- // the child whose keys start below key, as bbolt's
 		}
 		if err := c.down(); err != nil {
-			return nil, nil, err
+			return err
 		}
 	}
 }
@@ -141,37 +157,82 @@ func (c *scanCursor) settle() (k, v []byte, err error) {
 // position.
 func (c *scanCursor) down() error {
 	f := &c.stack[len(c.stack)-1]
-	lo, hi := branchKey(f.pg, f.i), f.hi
-	if f.i+1 < f.n {
-		hi = branchKey(f.pg, f.i+1)
+	id, lo, hi := f.child(f.i)
+	return c.enter(id, lo, hi)
+}
+
+// child returns the page id of child i of the frame's branch page, and
+// the bounds of the keys it may hold.
+func (f *scanFrame) child(i int) (id uint64, lo, hi []byte) {
+	lo, hi = branchKey(f.pg, i), f.hi
+	if i+1 < f.n {
+		hi = branchKey(f.pg, i+1)
 	}
-	e := pageHeaderSize + f.i*pageElementSize
-	return c.enter(binary.LittleEndian.Uint64(f.pg[e+8:e+16]), lo, hi)
+	e := pageHeaderSize + i*pageElementSize
+	return binary.LittleEndian.Uint64(f.pg[e+8 : e+16]), lo, hi
+}
+
+// siblings checks, after path, the pages beside each page of the path
+// under the same parent: bbolt merges a page that a deletion left small
+// with one of them (node.rebalance), and writes the merged page back.
+func (c *scanCursor) siblings() error {
+	for j := range len(c.stack) - 1 {
+		f := c.stack[j]
+		for _, i := range [2]int{f.i - 1, f.i + 1} {
+			if i < 0 || i >= f.n {
+				continue
+			}
+			id, lo, hi := f.child(i)
+			if _, err := c.load(id, lo, hi, false); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // enter checks page id (the bucket's root, or its inline page) and pushes
 // it, positioned at its first element; its keys must lie in [lo, hi).
 func (c *scanCursor) enter(id uint64, lo, hi []byte) error {
-	root := len(c.stack) == 0
 	if len(c.stack) == maxDepth {
 		return c.damaged(errorf("page %d: more than %d levels of branch pages", id, maxDepth))
 	}
+	f, err := c.load(id, lo, hi, len(c.stack) == 0)
+	if err != nil {
+		return err
+	}
+	c.stack = append(c.stack, f)
+	return nil
+}
+
+// load checks page id (the bucket's root if root, which may be its inline
+// page), whose keys must lie in [lo, hi), and returns its frame.
+func (c *scanCursor) load(id uint64, lo, hi []byte, root bool) (scanFrame, error) {
 	pg := c.inline
 	if !root || c.root != 0 {
 		var err error
 		if pg, err = c.r.page(id); err != nil {
-			return c.damaged(err)
+			return scanFrame{}, c.damaged(err)
+		}
+		if kr, ok := c.known[id]; ok {
+			if lo != nil && bytes.Compare(kr.first, lo) < 0 || hi != nil && bytes.Compare(kr.last, hi) >= 0 {
+				return scanFrame{}, c.damaged(errorf("page %d: its keys lie outside those its parent gives it", id))
+			}
+			return scanFrame{pg: pg, n: int(binary.LittleEndian.Uint16(pg[10:12])),
+				branch: binary.LittleEndian.Uint16(pg[8:10]) == branchPageFlag, hi: hi}, nil
 		}
 	}
 	f, err := vetPage(pg, lo, hi, root)
 	if err != nil {
 		if root && c.root == 0 {
-			return c.damaged(errorf("inline page: %w", err))
+			return scanFrame{}, c.damaged(errorf("inline page: %w", err))
 		}
-		return c.damaged(errorf("page %d: %w", id, err))
+		return scanFrame{}, c.damaged(errorf("page %d: %w", id, err))
 	}
-	c.stack = append(c.stack, f)
-	return nil
+	if c.known != nil && (!root || c.root != 0) && f.n > 0 {
+		c.known[id] = keyRange{f.key(0), f.key(f.n - 1)}
+	}
+	return f, nil
 }
 
 // vetPage checks the branch or leaf page pg (a page with its overflow, or
@@ -231,6 +292,15 @@ func vetPage(pg, lo, hi []byte, root bool) (scanFrame, error) {
 		return scanFrame{}, errorf("its last key lies at or above the key of its parent's next child")
 	}
 	return scanFrame{pg: pg, n: n, branch: branch, hi: hi}, nil
+}
+
+// key returns the key of element i of the frame's page.
+func (f *scanFrame) key(i int) []byte {
+	if f.branch {
+		return branchKey(f.pg, i)
+	}
+	k, _ := leafEntry(f.pg, i)
+	return k
 }
 
 // branchKey returns the key of element i of the checked branch page pg.
