@@ -24,10 +24,13 @@ import (
 // the key is one of them. Suppose the key's element j is off its page and
 // never probed: the search ends at an index i whose element i-1 compared
 // below the key and element i at or above it (or i is the page's end), so
-// i-1 < j < i for sound elements, which no index is. Checking every
-// element of each page on the path (as pageWalker.elements does) cost
-// about eight times as much as the probes (BenchmarkLookupMiss), on the
-// path every new key takes.
+// i-1 < j < i for sound elements, which no index is. A probe's key must
+// also lie between its neighbours' (search): a bad byte inside a key,
+// every offset left as it was, put it out of order and turned the search
+// past keys the page holds (TestDamagedKeyOrderHidesNoKey). Checking
+// every element of each page on the path (as pageWalker.elements does)
+// cost about eight times as much as the probes (BenchmarkLookupMiss), on
+// the path every new key takes.
 //
 // Only read transactions are vetted so: a write transaction reads the
 // pages it changed from memory, which the file's map does not show. The
@@ -184,7 +187,11 @@ func count(pg []byte) (int, error) {
 }
 
 // search is sort.Search over the n elements of pg for the first key at or
-// above key, as bbolt's, and reports whether that key is key.
+// above key, as bbolt's, and reports whether that key is key. Each key it
+// probes must lie between its neighbours: a probe whose key a damaged
+// byte moved past the key sought turns the search the wrong way, past
+// keys the page holds, and is then out of order with its neighbour on the
+// sought key's side (unless that neighbour is damaged too).
 func search(pg []byte, n int, key []byte, branch bool) (i int, exact bool, err error) {
 	lo, hi := 0, n
 	for lo < hi {
@@ -192,6 +199,18 @@ func search(pg []byte, n int, key []byte, branch bool) (i int, exact bool, err e
 		k, err := elementKey(pg, mid, branch)
 		if err != nil {
 			return 0, false, err
+		}
+		for _, j := range [2]int{mid - 1, mid + 1} {
+			if j < 0 || j >= n {
+				continue
+			}
+			nk, err := elementKey(pg, j, branch)
+			if err != nil {
+				return 0, false, err
+			}
+			if (j < mid) != (bytes.Compare(nk, k) < 0) {
+				return 0, false, errorf("the keys of elements %d and %d are out of order", min(j, mid), max(j, mid))
+			}
 		}
 		switch c := bytes.Compare(k, key); {
 		case c < 0:
