@@ -44,7 +44,8 @@ const pruneChunk = 10000
 // write and the step that would have made sure of it, and the write may
 // or may not be in the journal. A commit of the file itself that fails
 // once written makes every later call fail until the journal is reopened
-// (see Prune). Every *Record a Store returns is the caller's own deep
+// (see Prune), and so does a write of the file that meets a damaged page
+// (ErrCorrupt). Every *Record a Store returns is the caller's own deep
 // copy.
 //
 // The Store never reads the clock: the caller sets every time in a record.
@@ -466,8 +467,7 @@ func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 // goroutine asked for a panic instead. Both were seen from List, Get and
 // Stats, so the operator tool crashed where it should say "damaged".
 // Recovering is safe for a read: bbolt's View rolls its transaction back
-// as the panic unwinds, and nothing was written. (Writes are different:
-// the committer ends the process, see lead.)
+// as the panic unwinds, and nothing was written. (Writes: updateDamaged.)
 func readDamaged(read func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {
