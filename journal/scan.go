@@ -265,7 +265,9 @@ func vetPage(pg, lo, hi []byte, root bool) (scanFrame, error) {
 			pos, ksize = uint64(le.Uint32(el[0:4])), uint64(le.Uint32(el[4:8]))
 			size = ksize
 		} else {
-			if le.Uint32(el[0:4]) != 0 {
+			// bbolt reads only this bit of the flags; the others are
+			// nothing to it, and so nothing to the journal.
+			if le.Uint32(el[0:4])&bucketLeafFlag != 0 {
 				return scanFrame{}, errorf("element %d is a nested bucket", i)
 			}
 			pos, ksize = uint64(le.Uint32(el[4:8])), uint64(le.Uint32(el[8:12]))
