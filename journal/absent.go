@@ -24,13 +24,18 @@ import (
 // the key is one of them. Suppose the key's element j is off its page and
 // never probed: the search ends at an index i whose element i-1 compared
 // below the key and element i at or above it (or i is the page's end), so
-// i-1 < j < i for sound elements, which no index is. Checking every
-// element of each page on the path (as pageWalker.elements does) cost
-// about eight times as much as the probes (BenchmarkLookupMiss), on the
-// path every new key takes.
+// i-1 < j < i for sound elements, which no index is. A probe's key must
+// also lie between its neighbours' (search): a bad byte inside a key,
+// every offset left as it was, put it out of order and turned the search
+// past keys the page holds (TestDamagedKeyOrderHidesNoKey). Checking
+// every element of each page on the path (as pageWalker.elements does)
+// cost about eight times as much as the probes (BenchmarkLookupMiss), on
+// the path every new key takes.
 //
-// Only read transactions are vetted: a write transaction reads the pages
-// it changed from memory, which the file's map does not show.
+// Only read transactions are vetted so: a write transaction reads the
+// pages it changed from memory, which the file's map does not show. The
+// applier's write transactions check instead every page on the path of
+// every key they read or write, whole, before bbolt reads it (vetPath).
 
 // treeReader reads the pages of one read transaction through its memory
 // map.
@@ -80,23 +85,33 @@ func vetMiss(tx *bolt.Tx, r *treeReader, b *bolt.Bucket, name, key []byte) error
 }
 
 // seekInline is seek in the bucket named name of tx, a bucket small enough
-// to be held inline: its page is the tail of its value in the root bucket.
+// to be held inline.
 func (r *treeReader) seekInline(tx *bolt.Tx, name, key []byte) (bool, error) {
+	pg, err := r.inlinePage(tx, name)
+	if err != nil {
+		return false, err
+	}
+	found, _, err := searchLeaf(pg, key)
+	return found, err
+}
+
+// inlinePage returns the page of the inline bucket named name of tx: the
+// tail of its value in the root bucket.
+func (r *treeReader) inlinePage(tx *bolt.Tx, name []byte) ([]byte, error) {
 	found, v, err := r.seek(uint64(tx.Cursor().Bucket().Root()), name)
 	switch {
 	case err != nil:
-		return false, err
+		return nil, err
 	case !found:
-		return false, errorf("the root bucket misses bucket %q", name)
+		return nil, errorf("the root bucket misses bucket %q", name)
 	case len(v) < bucketHeader+pageHeaderSize || binary.LittleEndian.Uint64(v[0:8]) != 0:
-		return false, errorf("bucket %q: not an inline bucket", name)
+		return nil, errorf("bucket %q: not an inline bucket", name)
 	}
 	pg := v[bucketHeader:]
 	if flags := binary.LittleEndian.Uint16(pg[8:10]); flags != leafPageFlag {
-		return false, errorf("bucket %q: inline page is not a leaf (flags %#x)", name, flags)
+		return nil, errorf("bucket %q: inline page is not a leaf (flags %#x)", name, flags)
 	}
-	found, _, err = searchLeaf(pg, key)
-	return found, err
+	return pg, nil
 }
 
 // page returns page id with its overflow pages, its header checked.
@@ -172,7 +187,11 @@ func count(pg []byte) (int, error) {
 }
 
 // search is sort.Search over the n elements of pg for the first key at or
-// above key, as bbolt's, and reports whether that key is key.
+// above key, as bbolt's, and reports whether that key is key. Each key it
+// probes must lie between its neighbours: a probe whose key a damaged
+// byte moved past the key sought turns the search the wrong way, past
+// keys the page holds, and is then out of order with its neighbour on the
+// sought key's side (unless that neighbour is damaged too).
 func search(pg []byte, n int, key []byte, branch bool) (i int, exact bool, err error) {
 	lo, hi := 0, n
 	for lo < hi {
@@ -180,6 +199,18 @@ func search(pg []byte, n int, key []byte, branch bool) (i int, exact bool, err e
 		k, err := elementKey(pg, mid, branch)
 		if err != nil {
 			return 0, false, err
+		}
+		for _, j := range [2]int{mid - 1, mid + 1} {
+			if j < 0 || j >= n {
+				continue
+			}
+			nk, err := elementKey(pg, j, branch)
+			if err != nil {
+				return 0, false, err
+			}
+			if (j < mid) != (bytes.Compare(nk, k) < 0) {
+				return 0, false, errorf("the keys of elements %d and %d are out of order", min(j, mid), max(j, mid))
+			}
 		}
 		switch c := bytes.Compare(k, key); {
 		case c < 0:

@@ -29,8 +29,8 @@ func BenchmarkLookupMiss(b *testing.B) {
 					rk := missing[i%len(missing)]
 					i++
 					if name == "search" {
-						if g.get(keys, rk) != nil {
-							b.Fatal("found")
+						if v, err := g.get(tx, keys, rk); v != nil || err != nil {
+							b.Fatal("found", err)
 						}
 						continue
 					}

@@ -98,55 +98,63 @@ func TestVetMissAgreesWithBbolt(t *testing.T) {
 	}
 }
 
+// keysImage writes a journal of 3000 records (absentJournal) and returns
+// its file up to its high-water mark, its page size, the root page of its
+// key index, and the record keys.
+func keysImage(tb testing.TB) (image []byte, ps, root uint64, rks [][]byte) {
+	tb.Helper()
+	s, rks := absentJournal(tb, 3000, func(i int) int { return 7 + i%40 })
+	require.NoError(tb, s.Close())
+	db, err := bolt.Open(s.path, 0o600, &bolt.Options{ReadOnly: true})
+	require.NoError(tb, err)
+	var hwm uint64
+	require.NoError(tb, db.View(func(tx *bolt.Tx) error {
+		root = uint64(tx.Bucket(bucketKeys).Root())
+		hwm, ps = uint64(tx.Size()), uint64(tx.DB().Info().PageSize)
+		return nil
+	}))
+	require.NoError(tb, db.Close())
+	require.NotZero(tb, root)
+	image, err = os.ReadFile(s.path)
+	require.NoError(tb, err)
+	return image[:hwm], ps, root, rks
+}
+
+// damageImage writes patch into image at at or, when patch's first byte is
+// odd, on the root page or the pages after it, and returns what restores
+// image: restoring rather than copying spares megabytes per input.
+func damageImage(image []byte, root, ps uint64, at uint32, patch []byte) (restore func()) {
+	hwm := uint64(len(image))
+	off := min(uint64(at), hwm)
+	if len(patch) > 0 && patch[0]&1 == 1 {
+		off = min(root*ps+uint64(at)%(8*ps), hwm)
+	}
+	was := bytes.Clone(image[off:min(off+uint64(len(patch)), hwm)])
+	copy(image[off:], patch)
+	return func() { copy(image[off:], was) }
+}
+
 // FuzzTreeSeek: the search of vetMiss reads pages that may be damaged in
 // any way; whatever the bytes, it must return: no panic (it runs where a
 // panic would be taken for bbolt's, and its slicing is all its own
 // checks), no endless descent.
 func FuzzTreeSeek(f *testing.F) {
-	s, rks := absentJournal(f, 3000, func(i int) int { return 7 + i%40 })
-	var root uint64
-	require.NoError(f, s.db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket(bucketKeys).Root())
-		return nil
-	}))
-	require.NotZero(f, root)
-	require.NoError(f, s.Close())
-	image, err := os.ReadFile(s.path)
-	require.NoError(f, err)
-	var hwm, ps uint64
-	{
-		db, err := bolt.Open(s.path, 0o600, &bolt.Options{ReadOnly: true})
-		require.NoError(f, err)
-		require.NoError(f, db.View(func(tx *bolt.Tx) error {
-			hwm, ps = uint64(tx.Size()), uint64(tx.DB().Info().PageSize)
-			return nil
-		}))
-		require.NoError(f, db.Close())
-	}
-	image = image[:hwm]
+	image, ps, root, rks := keysImage(f)
 
 	f.Add(uint32(root*ps+16+4), []byte{0xff, 0xff, 0xff, 0x7f}, rks[1])
 	f.Add(uint32(root*ps), []byte{1, 2, 3}, rks[2000])
 	f.Add(uint32(root*ps+10), []byte{0xff, 0xff}, []byte("s\x00zzz"))
 	f.Add(uint32(root*ps+16+8), []byte{byte(root)}, rks[5])
 	f.Fuzz(func(t *testing.T, at uint32, patch, key []byte) {
-		// Damage anywhere, or (odd first byte) on the root or the pages
-		// after it; the image is restored afterwards rather than copied
-		// (megabytes) for every input.
-		off := min(uint64(at), hwm)
-		if len(patch) > 0 && patch[0]&1 == 1 {
-			off = min(root*ps+uint64(at)%(8*ps), hwm)
-		}
-		was := bytes.Clone(image[off:min(off+uint64(len(patch)), hwm)])
-		copy(image[off:], patch)
-		defer copy(image[off:], was)
+		defer damageImage(image, root, ps, at, patch)()
 		r := treeReader{mm: image, ps: ps}
 		_, _, _ = r.seek(root, key)
 	})
 }
 
 // TestTreeSeekBounded: a branch page whose child is itself (a damaged
-// page id) sends the search round a loop; it must stop and say so.
+// page id) sends the search round a loop; it must stop and say so. So must
+// the scans' cursor, whose checks of the keys such a page passes.
 func TestTreeSeekBounded(t *testing.T) {
 	const ps = 4096
 	mm := make([]byte, 4*ps)
@@ -160,5 +168,12 @@ func TestTreeSeekBounded(t *testing.T) {
 	pg[32] = 'a'
 	r := treeReader{mm: mm, ps: ps}
 	_, _, err := r.seek(2, []byte("b"))
+	require.ErrorContains(t, err, "levels of branch pages")
+
+	c := &scanCursor{r: r, name: bucketKeys, root: 2}
+	_, _, err = c.first()
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.ErrorContains(t, err, "levels of branch pages")
+	_, _, err = c.seek([]byte("b"))
 	require.ErrorContains(t, err, "levels of branch pages")
 }

@@ -3,10 +3,14 @@ package journal
 import (
 	"context"
 	"encoding/binary"
+	"errors"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Applying the log to the bbolt file.
@@ -183,7 +187,7 @@ func (s *Store) apply(holdAfter time.Time) error {
 					return err
 				}
 			}
-			return tx.Bucket(bucketMeta).Put(metaApplied, binary.BigEndian.AppendUint64(nil, through))
+			return g.put(tx, g.bucket(tx, bucketMeta), metaApplied, binary.BigEndian.AppendUint64(nil, through))
 		})
 		if err != nil {
 			return errorf("applying the log to the journal file (the writes are safe in the log): %w", err)
@@ -230,7 +234,7 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 	defer s.kept.resume()
 	var id int
 	ran := false // fn returned nil: an error is the commit's own
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.updateDamaged(func(tx *bolt.Tx) error {
 		id = tx.ID()
 		if err := fn(tx); err != nil {
 			return err
@@ -252,8 +256,69 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 	return err
 }
 
+// updateDamaged is s.db.Update(fn), turning what bbolt does on a damaged
+// page into an error matching ErrCorrupt, as readDamaged does for reads:
+// bbolt trusts its pages in a write transaction too, and panics (an
+// assertion on a page's id, a slice out of range) or faults on the memory
+// map (an offset past the file: SIGSEGV or SIGBUS, which kills the process
+// unless the goroutine asked for a panic instead). A Prune that met a
+// damaged page of the settled index panicked in its caller's goroutine,
+// or killed the process; in the applier's goroutine either kills it. The
+// applier checks the pages it reads (vetPath); Prune, the root bucket and
+// bbolt's own commit do not.
+//
+// Recovering is safe: bbolt's Update rolls its transaction back as the
+// panic unwinds, before anything is written. But the file is known to be
+// damaged, so the Store stops using it, as after a commit that failed
+// once written (ErrFileFailed): every later call fails with this error,
+// and Close leaves the log whole, until the journal is reopened.
+//
+// Only what bbolt panics with on a damaged page is taken for damage: a
+// runtime error (a slice out of range, a fault) or a string (its
+// assertions); any other panic goes on.
+//
+// bbolt's ErrIncompatibleValue is damage too: the journal's buckets hold
+// no nested bucket, so an element flagged as one is a damaged page (a
+// Prune met one and failed with bbolt's bare "incompatible value").
+func (s *Store) updateDamaged(fn func(*bolt.Tx) error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	var damage any
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if p := recover(); p != nil {
+			if !bboltPanic(p) {
+				panic(p) // not bbolt's: a bug in fn, the caller's to see
+			}
+			damage = p
+		}
+		if damage != nil {
+			ferr := withKind(ErrCorrupt, "damaged page met while writing the journal file (bbolt: %v); nothing was written, "+
+				"and nothing more is read from the file or written to it (acknowledged writes are safe in its log): "+
+				"stop, keep a copy, and restore the journal (idem check says what is damaged)", damage)
+			s.failed.Store(&ferr)
+			err = ferr
+		}
+	}()
+	err = s.db.Update(fn)
+	if errors.Is(err, berrors.ErrIncompatibleValue) {
+		damage = err
+	}
+	return err
+}
+
+// bboltPanic reports whether p, a panic's value, is of a kind bbolt panics
+// with on a damaged page.
+func bboltPanic(p any) bool {
+	switch p.(type) {
+	case runtime.Error, string:
+		return true
+	}
+	return false
+}
+
 // failure returns the error every call fails with since a commit of the
-// file failed after bbolt wrote it, or nil.
+// file failed after bbolt wrote it, or since a write met a damaged page
+// (updateDamaged), or nil.
 func (s *Store) failure() error {
 	if f := s.failed.Load(); f != nil {
 		return *f
@@ -287,7 +352,7 @@ func applyOne(tx *bolt.Tx, g *getter, e *logged) error {
 	if err != nil {
 		return errorf("record %q in the journal file: %w", rk, err)
 	}
-	return putRecord(tx, sk, rk, old, e.summary(), e.enc)
+	return g.putRecord(tx, sk, rk, old, e.summary(), e.enc)
 }
 
 // backPressure makes the committer's leader copy the log into the file

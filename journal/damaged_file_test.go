@@ -65,24 +65,9 @@ func damageDonePage(t *testing.T, path string, damage func(page []byte)) {
 // page starts at off; damage returns the file as it is to be written.
 func damageFirstLeaf(t *testing.T, path, bucket string, damage func(data []byte, off, pageSize int) []byte) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	require.NoError(t, err)
-	var root uint64
-	var pageSize int
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		root = uint64(tx.Bucket([]byte(bucket)).Root())
-		pageSize = tx.DB().Info().PageSize
-		return nil
-	}))
-	require.NoError(t, db.Close())
-	require.NotZero(t, root, "the %s bucket is inline: write more records", bucket)
+	pageSize, _, off := bucketPages(t, path, bucket)
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	off := int(root) * pageSize
-	for binary.LittleEndian.Uint16(data[off+8:off+10])&0x01 != 0 { // branch: go to the first child
-		child := binary.LittleEndian.Uint64(data[off+16+8 : off+16+16])
-		off = int(child) * pageSize
-	}
 	require.NoError(t, os.WriteFile(path, damage(data, off, pageSize), 0o600))
 }
 
@@ -293,6 +278,27 @@ func TestTruncatedJournalFailsClosed(t *testing.T) {
 	}
 }
 
+// flippedCopy writes to dir case i: img's file with one to three bytes
+// set to random other values, most where the live pages are, as a bad
+// sector or a stray write leaves it; it returns the copy's path and what
+// was changed, for messages.
+func flippedCopy(t *testing.T, img journalImage, dir string, i int, rng *rand.Rand) (path, what string) {
+	t.Helper()
+	data := bytes.Clone(img.data)
+	var where []int
+	for range 1 + rng.IntN(3) {
+		off := rng.IntN(int(img.used))
+		if rng.IntN(8) == 0 {
+			off = rng.IntN(len(data))
+		}
+		data[off] ^= byte(1 + rng.IntN(255))
+		where = append(where, off)
+	}
+	path = filepath.Join(dir, fmt.Sprintf("flip-%d.journal", i))
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+	return path, fmt.Sprintf("case %d, bytes changed at %v", i, where)
+}
+
 // TestFlippedBytesNeverCrash: issue 10, item 5. Random damage anywhere in
 // the file (a few bytes set to random values, as a bad sector or a stray
 // write leaves it) never crashes a reader: each Open, List, Stats, Get,
@@ -306,20 +312,7 @@ func TestFlippedBytesNeverCrash(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	const cases = 300
 	for i := range cases {
-		data := bytes.Clone(img.data)
-		var where []int
-		for range 1 + rng.IntN(3) {
-			// Most of the damage where the live pages are.
-			off := rng.IntN(int(img.used))
-			if rng.IntN(8) == 0 {
-				off = rng.IntN(len(data))
-			}
-			data[off] ^= byte(1 + rng.IntN(255))
-			where = append(where, off)
-		}
-		path := filepath.Join(dir, fmt.Sprintf("flip-%d.journal", i))
-		require.NoError(t, os.WriteFile(path, data, 0o600))
-		what := fmt.Sprintf("case %d, bytes changed at %v", i, where)
+		path, what := flippedCopy(t, img, dir, i, rng)
 
 		read := func(name string, err error) {
 			t.Helper()

@@ -15,8 +15,9 @@ var (
 	// which of the two it was.
 	ErrLocked = errors.New("journal: locked")
 	// ErrCorrupt means the file is not an idem journal, or is damaged or
-	// truncated. It is also returned by reads that meet a damaged page or
-	// record.
+	// truncated. It is also returned by reads and writes that meet a
+	// damaged page or record; once a write has met one, by every call
+	// until the journal is closed and opened again.
 	ErrCorrupt = errors.New("journal: not an idem journal or damaged")
 	// ErrVersion means the file or a record was written by a newer format
 	// version than this build of idem reads.

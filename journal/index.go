@@ -2,6 +2,7 @@ package journal
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -103,11 +104,11 @@ func indexKey(t time.Time, sk []byte) []byte {
 }
 
 // home returns the bucket a record lives in, and its index bucket and key.
-func home(tx *bolt.Tx, r *Record, sk []byte) (records, index *bolt.Bucket, ik []byte) {
+func (g *getter) home(tx *bolt.Tx, r *Record, sk []byte) (records, index *bolt.Bucket, ik []byte) {
 	if r.Open() {
-		return tx.Bucket(bucketOpen), tx.Bucket(bucketDue), indexKey(r.NextDue, sk)
+		return g.bucket(tx, bucketOpen), g.bucket(tx, bucketDue), indexKey(r.NextDue, sk)
 	}
-	records, index = tx.Bucket(bucketDone), tx.Bucket(bucketSettled)
+	records, index = g.bucket(tx, bucketDone), g.bucket(tx, bucketSettled)
 	records.FillPercent, index.FillPercent = appendFill, appendFill
 	return records, index, indexKey(r.Settled, sk)
 }
@@ -116,7 +117,9 @@ func home(tx *bolt.Tx, r *Record, sk []byte) (records, index *bolt.Bucket, ik []
 // nils. A key entry whose record is missing is damage, reported as such.
 // In a read transaction it also refuses a key or value that a damaged
 // page makes bbolt return from outside the file (see mappedOf), and
-// answers "no such record" only from pages that pass a check (vetMiss).
+// answers "no such record" only from pages that pass a check (vetMiss);
+// through a getter in a write transaction, it reads only pages checked
+// whole (vetPath).
 func lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	return (*getter)(nil).lookup(tx, rk)
 }
@@ -131,6 +134,99 @@ type getter struct {
 	buckets []namedBucket
 	cursors []*bolt.Cursor
 	tree    treeReader // for vetMiss, made at its first miss
+	// In a write transaction: a cursor per bucket for vetPath, and the
+	// pages it has checked.
+	paths []bucketPath
+	known map[uint64]keyRange
+}
+
+// bucketPath is the cursor that checks the pages of one bucket.
+type bucketPath struct {
+	b *bolt.Bucket
+	c *scanCursor
+}
+
+// vetPath checks, in a write transaction, every page of bucket b on the
+// path of bbolt's search for key, as a scan checks the pages it reads
+// (scanCursor), before bbolt reads any of them or changes them. bbolt
+// trusts a damaged page in a write transaction as in a read one, and
+// worse: a Put or Delete copies the page into a node, element count and
+// offsets as they are, and writes that node back as a sound page. The
+// applier, copying a logged update of a record whose key lay on a
+// damaged page of the key index, missed the key, gave the record a
+// second sequence number and record, and wrote the page back with every
+// key of it made one zero byte: the damage became data no check could
+// tell from the journal's. A page that fails is ErrCorrupt, and the
+// transaction rolls back with nothing written. Each page is checked
+// whole once per transaction (the pages bbolt changes it rewrites whole
+// anyway), then only against the keys its parent gives it.
+//
+// The pages read are the file's (the memory map), not the transaction's:
+// until its commit, a write transaction changes only leaves held in
+// memory, so its search for key goes through the branch pages of the
+// file, and reaches the file's page for any leaf it has not changed yet
+// (one it has changed was checked before its first change). A nil getter,
+// or a read transaction, checks nothing here.
+func (g *getter) vetPath(tx *bolt.Tx, b *bolt.Bucket, key []byte) error {
+	_, err := g.pathOf(tx, b, key)
+	return err
+}
+
+// pathOf is vetPath, and returns the cursor left on the path (nil when
+// nothing is checked).
+func (g *getter) pathOf(tx *bolt.Tx, b *bolt.Bucket, key []byte) (*scanCursor, error) {
+	if g == nil || !tx.Writable() {
+		return nil, nil
+	}
+	var c *scanCursor
+	for _, p := range g.paths {
+		if p.b == b {
+			c = p.c
+			break
+		}
+	}
+	if c == nil {
+		var name []byte
+		for _, nb := range g.buckets {
+			if nb.b == b {
+				name = nb.name
+			}
+		}
+		if name == nil {
+			return nil, errorf("vetPath: a bucket the getter did not open") // a bug, not damage
+		}
+		var err error
+		if c, err = newScanCursor(tx, b, name); err != nil {
+			return nil, err
+		}
+		if g.known == nil {
+			g.known = make(map[uint64]keyRange)
+		}
+		c.known = g.known
+		g.paths = append(g.paths, bucketPath{b, c})
+	}
+	return c, c.path(key)
+}
+
+// put is b.Put(key, value) once the path to key is checked (vetPath).
+func (g *getter) put(tx *bolt.Tx, b *bolt.Bucket, key, value []byte) error {
+	if err := g.vetPath(tx, b, key); err != nil {
+		return err
+	}
+	return b.Put(key, value)
+}
+
+// del is b.Delete(key) once the path to key is checked (vetPath), and
+// the pages beside it that bbolt may merge the page it leaves small with.
+func (g *getter) del(tx *bolt.Tx, b *bolt.Bucket, key []byte) error {
+	c, err := g.pathOf(tx, b, key)
+	if err == nil && c != nil {
+		err = c.siblings()
+	}
+	if err != nil {
+		return err
+	}
+	return b.Delete(key)
 }
 
 type namedBucket struct {
@@ -156,10 +252,14 @@ func (g *getter) bucket(tx *bolt.Tx, name []byte) *bolt.Bucket {
 	return b
 }
 
-// get is b.Get(key) for a bucket b that holds no nested bucket.
-func (g *getter) get(b *bolt.Bucket, key []byte) []byte {
+// get is b.Get(key) for a bucket b that holds no nested bucket, once the
+// path to key is checked (vetPath).
+func (g *getter) get(tx *bolt.Tx, b *bolt.Bucket, key []byte) ([]byte, error) {
 	if g == nil {
-		return b.Get(key)
+		return b.Get(key), nil
+	}
+	if err := g.vetPath(tx, b, key); err != nil {
+		return nil, err
 	}
 	var c *bolt.Cursor
 	for _, o := range g.cursors {
@@ -175,17 +275,19 @@ func (g *getter) get(b *bolt.Bucket, key []byte) []byte {
 	// Seek repositions the cursor from the root, as a new one would: a
 	// Put since its last use does not mislead it.
 	if k, v := c.Seek(key); bytes.Equal(k, key) {
-		return v
+		return v, nil
 	}
-	return nil
+	return nil, nil
 }
 
 // lookup is the package's lookup, reading through g.
 func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	keys := g.bucket(tx, bucketKeys)
-	sk = g.get(keys, rk)
+	if sk, err = g.get(tx, keys, rk); err != nil {
+		return nil, nil, err
+	}
 	if sk == nil {
-		if tx.Writable() { // its changed pages are not in the map vetMiss reads
+		if tx.Writable() { // a getter checked the path (vetPath), a nil one migrates
 			return nil, nil, nil
 		}
 		var tree treeReader
@@ -203,7 +305,10 @@ func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	}
 	for _, name := range [][]byte{bucketOpen, bucketDone} {
 		b := g.bucket(tx, name)
-		if v = g.get(b, sk); v != nil {
+		if v, err = g.get(tx, b, sk); err != nil {
+			return nil, nil, err
+		}
+		if v != nil {
 			return sk, v, mappedOf(tx, b).check(v)
 		}
 	}
@@ -219,7 +324,10 @@ func addRecord(tx *bolt.Tx, rk []byte, r *Record, enc []byte) error {
 
 // addRecord is the package's addRecord, reading through g.
 func (g *getter) addRecord(tx *bolt.Tx, rk []byte, r *Record, enc []byte) error {
-	keys := tx.Bucket(bucketKeys)
+	keys := g.bucket(tx, bucketKeys)
+	if err := g.vetPath(tx, keys, rk); err != nil {
+		return err // before NextSequence changes the bucket's root
+	}
 	n, err := keys.NextSequence()
 	if err != nil {
 		return err
@@ -228,40 +336,42 @@ func (g *getter) addRecord(tx *bolt.Tx, rk []byte, r *Record, enc []byte) error 
 	// A sequence number is never given twice (bbolt keeps the counter in
 	// the bucket, and Compact copies it); were it ever reset, the new
 	// record would overwrite an old one: refuse instead.
-	if g.get(tx.Bucket(bucketOpen), sk) != nil || g.get(tx.Bucket(bucketDone), sk) != nil {
-		return withKind(ErrCorrupt, "damaged key index: sequence number %d already in use", n)
+	for _, name := range [][]byte{bucketOpen, bucketDone} {
+		if v, err := g.get(tx, g.bucket(tx, name), sk); err != nil || v != nil {
+			return cmp.Or(err, withKind(ErrCorrupt, "damaged key index: sequence number %d already in use", n))
+		}
 	}
-	if err := keys.Put(rk, sk); err != nil {
+	if err := g.put(tx, keys, rk, sk); err != nil {
 		return err
 	}
-	return putRecord(tx, sk, rk, nil, r, enc)
+	return g.putRecord(tx, sk, rk, nil, r, enc)
 }
 
 // putRecord writes the encoding of r, whose record key is rk and sequence
 // key sk, and moves the record and its index entry from where old (nil
 // for a new record) had them to where r belongs. old need only hold
 // State, NextDue and Settled.
-func putRecord(tx *bolt.Tx, sk, rk []byte, old, r *Record, enc []byte) error {
-	records, index, ik := home(tx, r, sk)
+func (g *getter) putRecord(tx *bolt.Tx, sk, rk []byte, old, r *Record, enc []byte) error {
+	records, index, ik := g.home(tx, r, sk)
 	if old != nil {
-		oldRecords, oldIndex, oldIK := home(tx, old, sk)
-		if err := oldIndex.Delete(oldIK); err != nil {
+		oldRecords, oldIndex, oldIK := g.home(tx, old, sk)
+		if err := g.del(tx, oldIndex, oldIK); err != nil {
 			return err
 		}
 		if old.Open() != r.Open() {
-			if err := oldRecords.Delete(sk); err != nil {
+			if err := g.del(tx, oldRecords, sk); err != nil {
 				return err
 			}
 		}
 	}
-	if err := records.Put(sk, enc); err != nil {
+	if err := g.put(tx, records, sk, enc); err != nil {
 		return err
 	}
 	var iv []byte
 	if !r.Open() {
 		iv = rk
 	}
-	return index.Put(ik, iv)
+	return g.put(tx, index, ik, iv)
 }
 
 // check verifies the indexes against the records: every record decodes,

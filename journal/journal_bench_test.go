@@ -189,7 +189,7 @@ func baselineCreateSettle(db *bolt.DB, key string) error {
 		}
 		was := *r
 		_ = settleRecord(r)
-		return putRecord(tx, sk, rk, &was, r, encode(nil, r))
+		return (*getter)(nil).putRecord(tx, sk, rk, &was, r, encode(nil, r))
 	})
 }
 

@@ -361,8 +361,8 @@ type mapped struct {
 // A write transaction's may be on the heap, as may those of an inline
 // bucket (bbolt copies one that is not aligned): those of an inline
 // bucket are only checked against the page size (an inline bucket is
-// smaller than a page), and a write transaction's not at all (a write to
-// a damaged journal ends the process anyway, see lead).
+// smaller than a page), and a write transaction's not at all (the
+// applier's reads only pages it checked whole first, see vetPath).
 func mappedOf(tx *bolt.Tx, b *bolt.Bucket) mapped {
 	switch {
 	case tx.Writable():

@@ -44,7 +44,8 @@ const pruneChunk = 10000
 // write and the step that would have made sure of it, and the write may
 // or may not be in the journal. A commit of the file itself that fails
 // once written makes every later call fail until the journal is reopened
-// (see Prune). Every *Record a Store returns is the caller's own deep
+// (see Prune), and so does a write of the file that meets a damaged page
+// (ErrCorrupt). Every *Record a Store returns is the caller's own deep
 // copy.
 //
 // The Store never reads the clock: the caller sets every time in a record.
@@ -466,8 +467,7 @@ func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 // goroutine asked for a panic instead. Both were seen from List, Get and
 // Stats, so the operator tool crashed where it should say "damaged".
 // Recovering is safe for a read: bbolt's View rolls its transaction back
-// as the panic unwinds, and nothing was written. (Writes are different:
-// the committer ends the process, see lead.)
+// as the panic unwinds, and nothing was written. (Writes: updateDamaged.)
 func readDamaged(read func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {
@@ -696,7 +696,8 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 //
 // Each record is visited at most once. A record created, or moved to an
 // earlier NextDue than the walk has reached, while ForEachOpen runs may be
-// missed; Due finds it later.
+// missed; Due finds it later. A damaged page of the index ends the walk
+// with an error matching ErrCorrupt: no record is skipped silently.
 func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 	if over := s.overlaid(); over != nil {
 		return s.forEachOpenOverlaid(ctx, over, fn)
@@ -707,23 +708,34 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 		var page []*Record
 		err := s.scan(ctx, func(tx *bolt.Tx) error {
 			due := tx.Bucket(bucketDue)
-			c := due.Cursor()
-			k, _ := c.First()
-			if after != nil {
-				k, _ = c.Seek(after)
-				if bytes.Equal(k, after) {
-					k, _ = c.Next()
-				}
+			c, err := newScanCursor(tx, due, bucketDue)
+			if err != nil {
+				return err
+			}
+			var k []byte
+			if after == nil {
+				k, _, err = c.first()
+			} else if k, _, err = c.seek(after); err == nil && bytes.Equal(k, after) {
+				k, _, err = c.next()
+			}
+			if err != nil {
+				return err
 			}
 			records := tx.Bucket(bucketOpen)
 			ix := indexReader{records, mappedOf(tx, due), mappedOf(tx, records)}
-			for ; k != nil && len(page) < openPage; k, _ = c.Next() {
+			for k != nil && len(page) < openPage {
 				r, err := ix.read(k)
 				if err != nil {
 					return err
 				}
 				after = slices.Clone(k)
 				page = append(page, r)
+				if len(page) == openPage {
+					break // the next page's transaction reads on
+				}
+				if k, _, err = c.next(); err != nil {
+					return err
+				}
 			}
 			return nil
 		})
@@ -775,7 +787,16 @@ func (ix indexReader) read(k []byte) (*Record, error) {
 	if err := ix.values.check(v); err != nil {
 		return nil, err
 	}
-	return decode(v)
+	r, err := decode(v)
+	switch {
+	case err != nil:
+		return nil, err
+	case !r.Open() || timeKey(r.NextDue) != binary.BigEndian.Uint64(k):
+		// A damaged key that names another record: the one it should
+		// name would be missed.
+		return nil, withKind(ErrCorrupt, "damaged index: entry %x names record %q, %s and due at %s", k, r.Key, r.State, r.NextDue)
+	}
+	return r, nil
 }
 
 // Due returns open records whose NextDue is not after by, soonest first, at
@@ -808,8 +829,12 @@ func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, []
 	err := s.scan(ctx, func(tx *bolt.Tx) error {
 		due, records := tx.Bucket(bucketDue), tx.Bucket(bucketOpen)
 		ix := indexReader{records, mappedOf(tx, due), mappedOf(tx, records)}
-		c := due.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		c, err := newScanCursor(tx, due, bucketDue)
+		if err != nil {
+			return err
+		}
+		k, _, err := c.first()
+		for ; k != nil && err == nil; k, _, err = c.next() {
 			if err := ix.check(k); err != nil {
 				return err
 			}
@@ -823,7 +848,7 @@ func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, []
 			out = append(out, r)
 			seqs = append(seqs, binary.BigEndian.Uint64(k[timeKeySize:]))
 		}
-		return nil
+		return err
 	})
 	return out, seqs, err
 }
@@ -857,15 +882,20 @@ func (s *Store) list(ctx context.Context, f Filter) ([]*Record, error) {
 		}
 		keys, open, done := tx.Bucket(bucketKeys), tx.Bucket(bucketOpen), tx.Bucket(bucketDone)
 		km, om, dm := mappedOf(tx, keys), mappedOf(tx, open), mappedOf(tx, done)
-		c := keys.Cursor()
+		c, err := newScanCursor(tx, keys, bucketKeys)
+		if err != nil {
+			return err
+		}
 		var prefix []byte
-		k, sk := c.First()
-		if f.Scope != "" {
+		var k, sk []byte
+		if f.Scope == "" {
+			k, sk, err = c.first()
+		} else {
 			prefix = recordKey(f.Scope, "")
-			k, sk = c.Seek(prefix)
+			k, sk, err = c.seek(prefix)
 		}
 		// Keys and values stay valid until the transaction ends.
-		for ; k != nil && bytes.HasPrefix(k, prefix); k, sk = c.Next() {
+		for ; err == nil && k != nil && bytes.HasPrefix(k, prefix); k, sk, err = c.next() {
 			if err := km.checkKV(k, sk); err != nil {
 				return err
 			}
@@ -885,7 +915,7 @@ func (s *Store) list(ctx context.Context, f Filter) ([]*Record, error) {
 				return err
 			}
 		}
-		return nil
+		return err
 	})
 	return out, err
 }
@@ -895,8 +925,12 @@ func (s *Store) list(ctx context.Context, f Filter) ([]*Record, error) {
 func listOpen(tx *bolt.Tx, f *Filter, out *[]*Record) error {
 	open := tx.Bucket(bucketOpen)
 	om := mappedOf(tx, open)
-	c := open.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	c, err := newScanCursor(tx, open, bucketOpen)
+	if err != nil {
+		return err
+	}
+	k, v, err := c.first()
+	for ; err == nil && k != nil; k, v, err = c.next() {
 		if err := om.checkKV(k, v); err != nil {
 			return err
 		}
@@ -914,6 +948,9 @@ func listOpen(tx *bolt.Tx, f *Filter, out *[]*Record) error {
 		if f.matchScope(recordKey(r.Scope, r.Key)) && f.matchCreated(r) {
 			*out = append(*out, r)
 		}
+	}
+	if err != nil {
+		return err
 	}
 	slices.SortFunc(*out, func(a, b *Record) int {
 		return cmp.Or(strings.Compare(a.Scope, b.Scope), strings.Compare(a.Key, b.Key))
@@ -1112,7 +1149,17 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		for _, name := range [][]byte{bucketOpen, bucketDone} {
 			b := tx.Bucket(name)
 			m = mappedOf(tx, b)
-			if err := b.ForEach(count); err != nil {
+			c, err := newScanCursor(tx, b, name)
+			if err != nil {
+				return err
+			}
+			k, v, err := c.first()
+			for ; err == nil && k != nil; k, v, err = c.next() {
+				if err := count(k, v); err != nil {
+					return err
+				}
+			}
+			if err != nil {
 				return err
 			}
 		}
