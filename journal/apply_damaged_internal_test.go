@@ -209,3 +209,57 @@ func TestApplyMergeWithDamagedSibling(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.Equal(data, after), "the damaged journal was written")
 }
+
+// TestPruneMergeWithDamagedSibling: Prune's deletions make bbolt merge
+// the settled index's first leaf, left with one entry, with the leaf
+// beside it, read as it is. When a bad block had lowered that leaf's
+// element count, the prune wrote the merge back as a sound page and lost
+// the entries the count no longer covered: their records were never
+// pruned again, and the file held damage no check could tell from data.
+// The prune must fail with ErrCorrupt and write nothing.
+func TestPruneMergeWithDamagedSibling(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(path, WithUnsafeNoSync())
+	require.NoError(t, err)
+	for i := range 3000 {
+		key := fmt.Sprintf("k%05d", i)
+		_, err := s.Create(ctx, rvRecord(key, rvT0))
+		require.NoError(t, err)
+		_, err = s.Update(ctx, "s", key, func(r *Record) error {
+			at := rvT0.Add(time.Duration(i+1) * time.Second)
+			r.State, r.Settled, r.Updated = StateSucceeded, at, at
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+
+	root, ps := bucketRoot(t, path, bucketSettled)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	rp := data[int(root)*ps:]
+	require.Equal(t, uint16(branchPageFlag), binary.LittleEndian.Uint16(rp[8:10]), "the settled index's root is a branch")
+	leaf := func(i int) []byte {
+		id := binary.LittleEndian.Uint64(rp[16+16*i+8:])
+		return data[int(id)*ps : int(id+1)*ps]
+	}
+	first := int(binary.LittleEndian.Uint16(leaf(0)[10:12]))
+	second := leaf(1)
+	binary.LittleEndian.PutUint16(second[10:12], binary.LittleEndian.Uint16(second[10:12])/2)
+	require.NoError(t, os.WriteFile(path, data, 0o600))
+
+	s, err = Open(path, WithUnsafeNoSync())
+	require.NoError(t, err)
+	// Every record of the first leaf but its last: settled at 1 s … first-1 s.
+	var n int
+	err = failsClosed(func() (err error) {
+		n, err = s.Prune(ctx, rvT0.Add(time.Duration(first-1)*time.Second+time.Millisecond))
+		return err
+	})
+	require.ErrorIs(t, err, ErrCorrupt, "pruning beside a damaged page (%d pruned)", n)
+	_ = s.Close()
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(data, after), "the damaged journal was written")
+}

@@ -1035,7 +1035,10 @@ func (s *Store) pruneChunk(bound uint64, after *[]byte) (n int, more bool, err e
 	start := *after
 	err = s.commitBolt(func(tx *bolt.Tx) error {
 		n, more, *after = 0, false, start // a retried run starts afresh
-		records, settled, index := tx.Bucket(bucketDone), tx.Bucket(bucketSettled), tx.Bucket(bucketKeys)
+		// Through a getter: bbolt writes a damaged page it deletes from,
+		// or merges a page left small with, back as a sound one (vetPath).
+		g := &getter{}
+		records, settled, index := g.bucket(tx, bucketDone), g.bucket(tx, bucketSettled), g.bucket(tx, bucketKeys)
 		// An entry of the settled index: its key, its value (the
 		// record key), and whether its record goes with it.
 		type entry struct {
@@ -1065,7 +1068,10 @@ func (s *Store) pruneChunk(bound uint64, after *[]byte) (n int, more bool, err e
 			if len(e.ik) != timeKeySize+seqKeySize {
 				return withKind(ErrCorrupt, "damaged settled index: entry %x", e.ik)
 			}
-			v := records.Get(e.ik[timeKeySize:])
+			v, err := g.get(tx, records, e.ik[timeKeySize:])
+			if err != nil {
+				return err
+			}
 			if v == nil {
 				continue // stray index entry: drop it alone
 			}
@@ -1091,17 +1097,21 @@ func (s *Store) pruneChunk(bound uint64, after *[]byte) (n int, more bool, err e
 			}
 			if e.drop {
 				sk := e.ik[timeKeySize:]
-				if err := records.Delete(sk); err != nil {
+				if err := g.del(tx, records, sk); err != nil {
 					return err
 				}
-				if bytes.Equal(index.Get(e.rk), sk) {
-					if err := index.Delete(e.rk); err != nil {
+				cur, err := g.get(tx, index, e.rk)
+				if err != nil {
+					return err
+				}
+				if bytes.Equal(cur, sk) {
+					if err := g.del(tx, index, e.rk); err != nil {
 						return err
 					}
 				}
 				n++
 			}
-			if err := settled.Delete(e.ik); err != nil {
+			if err := g.del(tx, settled, e.ik); err != nil {
 				return err
 			}
 		}
