@@ -279,7 +279,9 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 //
 // bbolt's ErrIncompatibleValue is damage too: the journal's buckets hold
 // no nested bucket, so an element flagged as one is a damaged page (a
-// Prune met one and failed with bbolt's bare "incompatible value").
+// Prune met one and failed with bbolt's bare "incompatible value"); so is
+// an ErrCorrupt from fn's own checks (a Prune whose checked path found the
+// page first went on, and the next Create was acknowledged).
 func (s *Store) updateDamaged(fn func(*bolt.Tx) error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	var damage any
@@ -300,7 +302,9 @@ func (s *Store) updateDamaged(fn func(*bolt.Tx) error) (err error) {
 		}
 	}()
 	err = s.db.Update(fn)
-	if errors.Is(err, berrors.ErrIncompatibleValue) {
+	if errors.Is(err, berrors.ErrIncompatibleValue) || errors.Is(err, ErrCorrupt) {
+		// ErrCorrupt: fn's own checks (vetPath) found the damage before
+		// bbolt tripped on it; the file is as damaged either way.
 		damage = err
 	}
 	return err

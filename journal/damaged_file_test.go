@@ -283,9 +283,14 @@ func TestTruncatedJournalFailsClosed(t *testing.T) {
 // sector or a stray write leaves it; it returns the copy's path and what
 // was changed, for messages.
 func flippedCopy(t *testing.T, img journalImage, dir string, i int, rng *rand.Rand) (path, what string) {
+	path, what, _ = flippedCopyAt(t, img, dir, i, rng)
+	return path, what
+}
+
+// flippedCopyAt is flippedCopy, and returns the offsets it changed.
+func flippedCopyAt(t *testing.T, img journalImage, dir string, i int, rng *rand.Rand) (path, what string, where []int) {
 	t.Helper()
 	data := bytes.Clone(img.data)
-	var where []int
 	for range 1 + rng.IntN(3) {
 		off := rng.IntN(int(img.used))
 		if rng.IntN(8) == 0 {
@@ -296,7 +301,7 @@ func flippedCopy(t *testing.T, img journalImage, dir string, i int, rng *rand.Ra
 	}
 	path = filepath.Join(dir, fmt.Sprintf("flip-%d.journal", i))
 	require.NoError(t, os.WriteFile(path, data, 0o600))
-	return path, fmt.Sprintf("case %d, bytes changed at %v", i, where)
+	return path, fmt.Sprintf("case %d, bytes changed at %v", i, where), where
 }
 
 // TestFlippedBytesNeverCrash: issue 10, item 5. Random damage anywhere in

@@ -3,8 +3,10 @@ package journal_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -75,10 +77,16 @@ func TestFlippedBytesNeverCrashWrites(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	const cases = 200
 	for i := range cases {
-		path, what := flippedCopy(t, img, dir, i, rng)
+		path, what, where := flippedCopyAt(t, img, dir, i, rng)
+		// A damaged meta page makes bbolt open the file as of its
+		// previous commit, which no check can tell from a file that was
+		// never written further: records of the last commit are then
+		// missing, not damaged. (Which records that commit held depends
+		// on the applier's timing as the fixture was written.)
+		meta := slices.ContainsFunc(where, func(off int) bool { return off < 2*os.Getpagesize() })
 		write := func(name string, err error) {
 			t.Helper()
-			if err != nil && !damagedOK(err) {
+			if err != nil && !damagedOK(err) && !(meta && errors.Is(err, journal.ErrNotFound)) {
 				t.Fatalf("%s, %s: %v", what, name, err)
 			}
 		}
