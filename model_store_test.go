@@ -414,7 +414,7 @@ func (s *memStore) Prune(ctx context.Context, settledBefore time.Time) (int, err
 	}
 	n := 0
 	for k, r := range s.recs {
-		if !r.Open() && r.Settled.Before(settledBefore) {
+		if r.Prunable(settledBefore) {
 			delete(s.recs, k)
 			n++
 		}

@@ -114,7 +114,10 @@ type Store interface {
 	// List returns the records that match f.
 	List(ctx context.Context, f journal.Filter) ([]*journal.Record, error)
 	// Prune deletes terminal records settled before the cut-off and returns
-	// how many it deleted. It never deletes an open record.
+	// how many it deleted. It never deletes an open record. A record's
+	// settlement is judged by the latest time it journals up to it
+	// (Record.Prunable, Record.RetainFrom), not by Settled alone, which a
+	// clock stepped back before it settled makes too old.
 	Prune(ctx context.Context, settledBefore time.Time) (int, error)
 	// Close releases the journal.
 	Close() error

@@ -18,6 +18,12 @@ func (r *Record) Prunable(settledBefore time.Time) bool {
 	return r.State.Terminal() && timeKey(lastEvent(r)) < timeKey(settledBefore)
 }
 
+// RetainFrom is the time a settled record's retention counts from, which
+// Prune compares with its cut-off: the latest of the times it journals up
+// to its settlement (see Prunable). Stores other than this package's
+// (pgjournal) index it in place of Settled.
+func (r *Record) RetainFrom() time.Time { return lastEvent(r) }
+
 // lastEvent is the latest of the times r journals up to its settlement.
 // Later writes (a confirmation, Updated) are left out: they do not
 // settle it again.

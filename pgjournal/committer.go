@@ -577,7 +577,7 @@ func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*re
 			rec := r.create
 			scopes[i], keys[i], states[i] = rec.Scope, rec.Key, string(rec.State)
 			open[i], review[i] = rec.Open(), rec.Review != ""
-			created[i], due[i], settled[i] = ns(rec.Created), ns(rec.NextDue), ns(rec.Settled)
+			created[i], due[i], settled[i] = ns(rec.Created), ns(rec.NextDue), ns(rec.RetainFrom())
 			data[i] = r.data
 			if r.owner != "" {
 				owners[i], leaseFor[i], tokens[i] = r.owner, r.leaseFor, 1
@@ -599,7 +599,7 @@ func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*re
 			rec := w.rec
 			scopes[i], keys[i], versions[i], tokens[i] = k.scope, k.key, w.version, w.token
 			states[i], open[i], review[i] = string(rec.State), rec.Open(), rec.Review != ""
-			created[i], due[i], settled[i] = ns(rec.Created), ns(rec.NextDue), ns(rec.Settled)
+			created[i], due[i], settled[i] = ns(rec.Created), ns(rec.NextDue), ns(rec.RetainFrom())
 			data[i] = w.data
 		}
 		sql, args := c.update.args(scopes, keys, versions, tokens, states, open, review, created, due, settled, data)

@@ -408,7 +408,7 @@ func encode(r *journal.Record) []byte { return journal.EncodeRecord(nil, r) }
 const recordCols = `state, open, review, created_ns, next_due_ns, settled_ns, data`
 
 func colValues(r *journal.Record) []any {
-	return []any{string(r.State), r.Open(), r.Review != "", ns(r.Created), ns(r.NextDue), ns(r.Settled), encode(r)}
+	return []any{string(r.State), r.Open(), r.Review != "", ns(r.Created), ns(r.NextDue), ns(r.RetainFrom()), encode(r)}
 }
 
 // Create stores a new record; see idem.Store. Concurrent writes share

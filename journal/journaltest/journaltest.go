@@ -84,6 +84,7 @@ func Run(t *testing.T, open func(t testing.TB) idem.Store) {
 		{"ForEachOpenStops", testForEachOpenStops},
 		{"List", testList},
 		{"Prune", testPrune},
+		{"PruneByLatestTime", testPruneByLatestTime},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"CancelledContext", testCancelledContext},
 		{"Closed", testClosed},
@@ -755,6 +756,56 @@ func testPrune(t *testing.T, s idem.Store) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"acct/open-pending", "acct/open-processing", "acct/open-unknown"}, keys(all), "open records survive Prune()")
 	checkIndex(t, s)
+}
+
+// testPruneByLatestTime: Prune judges a settled record by the latest time
+// it journals up to its settlement (Record.RetainFrom), not by Settled
+// alone: one settled after the clock was stepped back (Settled days
+// before its own sends) or sent while the clock ran fast (a time still in
+// the future) is kept until that time is as old as the cut-off, and then
+// pruned like any other. Pruned early, a request resubmitted with its key
+// would be journaled afresh and sent again.
+func testPruneByLatestTime(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	day := 24 * time.Hour
+	settled := func(key string, settled time.Time, sent ...time.Time) {
+		t.Helper()
+		r := NewRecord("s", key, t0.Add(-9*day))
+		r.Created, r.Updated = t0.Add(-9*day), t0.Add(-9*day)
+		create(t, s, r)
+		_, err := s.Update(ctx, "s", key, func(r *journal.Record) error {
+			for i, at := range sent {
+				r.Attempts = append(r.Attempts, journal.Attempt{Number: i + 1, Kind: journal.AttemptSubmit, Start: at, Done: true, Status: 201})
+				if i == 0 {
+					r.FirstSent = at
+				}
+			}
+			r.State, r.Settled, r.Updated = journal.StateSucceeded, settled, settled
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	prune := func(before time.Time) int {
+		t.Helper()
+		n, err := s.Prune(ctx, before)
+		require.NoError(t, err)
+		return n
+	}
+	settled("old", t0.Add(-9*day), t0.Add(-9*day))
+	settled("stepped-back", t0.Add(-8*day), t0.Add(-9*day), t0) // retried at t0, settled with the clock 8 days behind
+	settled("ran-fast", t0.Add(-8*day), t0.Add(30*day))         // sent with the clock 30 days ahead
+	settled("never-sent", t0.Add(-8*day))                       // failed before any send: only Created and Settled
+	require.Equal(t, 2, prune(t0.Add(-time.Hour)), "old and never-sent")
+	for _, key := range []string{"stepped-back", "ran-fast"} {
+		_, err := s.Get(ctx, "s", key)
+		require.NoError(t, err, "Get(%s) after Prune()", key)
+	}
+	require.Equal(t, 1, prune(t0.Add(time.Second)), "stepped-back, once its last send is as old")
+	require.Zero(t, prune(t0.Add(30*day)), "ran-fast, before its send")
+	require.Equal(t, 1, prune(t0.Add(30*day+time.Second)), "ran-fast, once its send is as old")
+	all, err := s.List(ctx, journal.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, all)
 }
 
 func testConcurrentWriters(t *testing.T, s idem.Store) {
