@@ -40,8 +40,11 @@
 // with the same key finds what was journaled), and Run settles what was
 // in flight once the server is back. A write or claim that meets a row
 // another transaction holds locked waits at most 5 s, then fails unmade
-// (see Store). A failover to a standby that replicates asynchronously may
-// lose commits already acknowledged: an operation sent, its record gone.
+// (see Store). A server that stops answering altogether (its host gone,
+// packets dropped: no reset) holds no call for ever: each gives up after
+// WithCallTimeout, as a broken connection would fail it. A failover to a
+// standby that replicates asynchronously may lose commits already
+// acknowledged: an operation sent, its record gone.
 // Fail over only to a standby that confirmed the commits
 // (synchronous_commit on, with the standby in synchronous_standby_names).
 // Since leases are judged by the database's clock, the standby's clock
@@ -84,6 +87,12 @@ import (
 // WithSchema names another.
 const DefaultSchema = "idem"
 
+// DefaultCallTimeout is how long a call of a Store waits for the database
+// unless WithCallTimeout sets another bound: three times the longest a
+// healthy database makes a call wait (a locked row, 5 s; see Store), far
+// above a commit's milliseconds.
+const DefaultCallTimeout = 15 * time.Second
+
 // Errors of Open and New.
 var (
 	// ErrConfig means a DSN or an option is not usable; nothing was
@@ -106,7 +115,7 @@ var (
 // was sent: it may have committed). A write or claim waits at most 5 s
 // for a row that another transaction holds locked, whatever its context
 // (PostgreSQL's lock_timeout, for its own transaction only), then fails
-// unmade.
+// unmade; and any call waits for the database at most WithCallTimeout.
 //
 // Leases are judged by the database's clock, so that replicas whose
 // clocks disagree still agree on them: of the times a caller gives,
@@ -133,6 +142,8 @@ type Store struct {
 	// clock: for the conformance suite, whose fixed clock jumps (see
 	// export_test.go), never for replicas.
 	callerClock bool
+	// callTimeout bounds each call's wait for the database (bound).
+	callTimeout time.Duration
 }
 
 var (
@@ -145,8 +156,9 @@ var (
 type Option interface{ apply(*config) }
 
 type config struct {
-	schema string
-	errs   []error
+	schema      string
+	callTimeout time.Duration
+	errs        []error
 }
 
 type optionFunc func(*config)
@@ -167,6 +179,31 @@ func WithSchema(name string) Option {
 			return
 		}
 		c.schema = name
+	})
+}
+
+// WithCallTimeout sets how long each call of the Store waits for the
+// database (default DefaultCallTimeout), whatever its context: a write,
+// a claim, a read, and each statement of ForEachOpen and Prune (Migrate,
+// DropSchema and PrepareTx answer to their context only). The client
+// makes its journal calls with contexts that never end, so that a
+// caller's cancellation never leaves a write half-known; without this
+// bound a database that stops answering (its host gone, packets dropped:
+// no reset, no error, nothing statement_timeout can end) would hold Do,
+// Submit, Resume and Run, and Close after them, for ever. A call the
+// bound ends fails with an error matching context.DeadlineExceeded, and
+// journal.ErrMaybeCommitted too if its write was sent (the client then
+// reports the outcome unknown; the operation stays journaled, and Resume
+// or Run settle it once the database answers); pgx drops its connection
+// rather than use it again. A bound under 10 s would fail calls that a
+// healthy database makes wait for a locked row (see Store).
+func WithCallTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("%w: call timeout %v: give a positive duration (the default is %v)", ErrConfig, d, DefaultCallTimeout))
+			return
+		}
+		c.callTimeout = d
 	})
 }
 
@@ -226,7 +263,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 }
 
 func newConfig(opts []Option) (*config, error) {
-	cfg := &config{schema: DefaultSchema}
+	cfg := &config{schema: DefaultSchema, callTimeout: DefaultCallTimeout}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(cfg)
@@ -240,9 +277,10 @@ func newConfig(opts []Option) (*config, error) {
 
 func newStore(pool *pgxpool.Pool, cfg *config) *Store {
 	s := &Store{
-		pool:   pool,
-		schema: cfg.schema,
-		table:  pgx.Identifier{cfg.schema, "records"}.Sanitize(),
+		pool:        pool,
+		schema:      cfg.schema,
+		table:       pgx.Identifier{cfg.schema, "records"}.Sanitize(),
+		callTimeout: cfg.callTimeout,
 	}
 	s.committer = newCommitter(s)
 	return s
@@ -268,6 +306,12 @@ func (s *Store) usable(ctx context.Context) error {
 		return journal.ErrClosed
 	}
 	return ctx.Err()
+}
+
+// bound is ctx for one call to the database: ended after the Store's call
+// timeout (WithCallTimeout), if ctx has not ended first.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.callTimeout)
 }
 
 // Times are stored as Unix nanoseconds, the journal's precision (a
@@ -438,6 +482,8 @@ func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner str
 	if err := s.usable(ctx); err != nil {
 		return nil, journal.Lease{}, errorf("create: %w", err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	req := &request{ctx: ctx, op: "create", scope: rec.Scope, key: rec.Key, create: journal.CloneRecord(rec), owner: owner}
 	switch {
 	case owner == "":
@@ -489,6 +535,8 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*journal.Record, er
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("get: %w", err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	r, err := s.get(ctx, s.pool, scope, key)
 	if err != nil {
 		return nil, errorf("get %q: %w", key, err)
@@ -562,6 +610,8 @@ func (s *Store) write(ctx context.Context, op, scope, key string, change func(*j
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("%s %q: %w", op, key, err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	return s.committer.do(&request{ctx: ctx, op: op, scope: scope, key: key, change: change, lease: l, leased: leased})
 }
 
@@ -597,6 +647,8 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 	if err := s.usable(ctx); err != nil {
 		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	clock := s.clockArg(now)
 	var data []byte
 	var token int64
@@ -681,6 +733,8 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("claim due: %w", err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -743,6 +797,8 @@ func (s *Store) Renew(ctx context.Context, l journal.Lease, expires time.Time) (
 	if l.Token == 0 {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, journal.ErrLeaseLost)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	// Renew has no now: the lease is moved on by as much as its end in
 	// the holder's clock moves on, by the database's clock (see Store).
 	if l.Expires.IsZero() {
@@ -774,6 +830,8 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 	if l.Token == 0 {
 		return errorf("release %q: %w", l.Key, journal.ErrLeaseLost)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	tag, err := s.execBounded(ctx, `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
 		l.Scope, l.Key, int64(l.Token), l.Owner)
