@@ -466,7 +466,9 @@ func (s *Store) Create(ctx context.Context, rec *journal.Record) (*journal.Recor
 // write; see idem.CreateClaimer. The lease's token is 1, as a first Claim
 // of the record would take. It is given no now: the lease lasts from the
 // commit for as long as from the record's Created to expires (see Store),
-// and a record without Created is journal.ErrInvalid.
+// and a record without Created is journal.ErrInvalid. An error matching
+// journal.ErrMaybeCommitted comes with the lease the write took if it
+// committed (token 1), for the caller to give up.
 func (s *Store) CreateClaimed(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error) {
 	if err := checkOwner(owner); err != nil {
 		return nil, journal.Lease{}, errorf("create: %w", err)
@@ -495,10 +497,19 @@ func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner str
 		req.leaseFor = int64(expires.Sub(rec.Created))
 	}
 	out, err := s.committer.do(req)
-	if err != nil || owner == "" {
+	if owner == "" {
 		return out, journal.Lease{}, err
 	}
-	return out, journal.Lease{Scope: rec.Scope, Key: rec.Key, Owner: owner, Token: 1, Expires: fromNS(ns(expires))}, nil
+	// A record is inserted with token 1 or not at all: the lease is known
+	// even when the commit is not (see idem.CreateClaimer).
+	l := journal.Lease{Scope: rec.Scope, Key: rec.Key, Owner: owner, Token: 1, Expires: fromNS(ns(expires))}
+	switch {
+	case errors.Is(err, journal.ErrMaybeCommitted):
+		return nil, l, err
+	case err != nil:
+		return out, journal.Lease{}, err
+	}
+	return out, l, nil
 }
 
 // create inserts rec with q, inside the caller's transaction (PrepareTx),
