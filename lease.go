@@ -124,7 +124,10 @@ func unsentSince(rec, created *journal.Record) bool {
 
 // hold makes the drive's lease cover need from now, renewing it when less
 // than half its margin is left. The renewals are bounded by the drive's
-// exchanges and waits.
+// exchanges and waits. What is left is judged by the Client's clock: a
+// clock stepped back may skip a renewal the Store's clock needed, and the
+// lease may end under the drive; fencing then stops it at its next write,
+// before any new submit (see pgjournal's Store on what that leaves).
 func (d *driver) hold(now time.Time, need time.Duration) error {
 	if d.lease.Token == 0 {
 		return nil

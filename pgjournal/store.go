@@ -128,7 +128,15 @@ var (
 // ClaimDue's and Due's "due", stay in the callers' clocks: they schedule
 // work, they fence nothing. A holder judges what is left of its own lease
 // by its own clock: one stepped back while it holds a lease may overstay
-// it.)
+// it, and another replica may then take the operation over. That makes
+// no second order and no second outcome: the holder journals each submit
+// before sending it, and its writes carry the lease's token, so after the
+// takeover it sends no new submit and records nothing (its caller is told
+// the outcome is unknown). At most, a submit it journaled before the
+// takeover is still in flight while the new holder, finding that attempt
+// open, queries and resends the same key and bytes: two requests for one
+// key at once, which the server answers as one (409 while in flight, or
+// its stored answer), as for a holder paused past its lease.)
 type Store struct {
 	pool   *pgxpool.Pool
 	owned  bool // Close closes the pool
