@@ -167,11 +167,11 @@ func storeStalled(err error) bool { return errors.Is(err, context.DeadlineExceed
 // failure only delays that until the lease expires, and so does a drive
 // whose journal call found the database not answering: its release would
 // most likely wait as long again, and hold the caller past its deadline
-// twice over. A drive that settled
-// the operation has nothing to give up (its terminal write dropped the
-// lease); one that found it settled elsewhere (Resolve, Confirm) made no
-// such write, and gives it up too, or the bbolt journal, which keeps
-// leases in memory, would keep the entry until the process ends.
+// twice over. A drive that settled the operation has nothing to give up
+// (its terminal write dropped the lease); one that found it settled
+// elsewhere (Resolve, Confirm) made no such write, and gives it up too,
+// or the bbolt journal, which keeps leases in memory, would keep the
+// entry until the process ends.
 func (d *driver) release(settledElsewhere bool) {
 	if d.lease.Token == 0 || d.leaseLost || !d.rec.Open() && !settledElsewhere {
 		return
