@@ -198,13 +198,13 @@ func WithSchema(name string) Option {
 // caller's cancellation never leaves a write half-known; without this
 // bound a database that stops answering (its host gone, packets dropped:
 // no reset, no error, nothing statement_timeout can end) would hold Do,
-// Submit, Resume and Run, and Close after them, for ever. A call the
-// bound ends fails with an error matching context.DeadlineExceeded, and
-// journal.ErrMaybeCommitted too if its write was sent (the client then
-// reports the outcome unknown; the operation stays journaled, and Resume
-// or Run settle it once the database answers); pgx drops its connection
-// rather than use it again. A bound under 10 s would fail calls that a
-// healthy database makes wait for a locked row (see Store).
+// Submit, Resume and Run for ever. A call the bound ends fails with an
+// error matching context.DeadlineExceeded, and journal.ErrMaybeCommitted
+// too if its write was sent (the client then reports the outcome
+// unknown; the operation stays journaled, and Resume or Run settle it
+// once the database answers); pgx drops its connection rather than use
+// it again. A bound under 10 s would fail calls that a healthy database
+// makes wait for a locked row (see Store).
 func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d <= 0 {
