@@ -162,6 +162,17 @@ func (d *driver) lost(err error) error {
 // journal contexts never end of themselves, so a deadline is the Store's.
 func storeStalled(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
 
+// releasesContext is the context of a batch of best-effort lease releases
+// (Run's, of the operations a pass claimed but did not visit): not ended
+// by ctx, so that a Run shutting down still gives its leases up, but
+// bounded as a whole by the attempt timeout, so that a database that has
+// stopped answering holds Run for that long, not for one journal bound
+// per lease (a batch is up to 256). A release not made leaves its lease to
+// expire.
+func (c *Client) releasesContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.attemptTimeout)
+}
+
 // release gives the lease up at the end of a drive that left the operation
 // open, so that any replica's reconciler may take it when it is due. A
 // failure only delays that until the lease expires, and so does a drive

@@ -2,6 +2,7 @@ package pgjournal_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -171,6 +172,51 @@ func TestStalledDatabaseDo(t *testing.T) {
 	})
 }
 
+// A running is a Run of the test's.
+type running struct {
+	c    *idem.Client
+	stop context.CancelFunc
+	ran  chan error
+}
+
+// startRun starts c's Run, stopped at cleanup.
+func startRun(t *testing.T, c *idem.Client) *running {
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	r := &running{c: c, stop: stop, ran: make(chan error, 1)}
+	go func() { r.ran <- c.Run(ctx) }()
+	return r
+}
+
+// failedPass waits, at most d (see returnsWithin), until one of Run's
+// passes has failed, and returns its error, or Run's if it returned.
+func (r *running) failedPass(t *testing.T, p *stallProxy, d time.Duration) error {
+	t.Helper()
+	return returnsWithin(t, p, d, "Run's failing pass", func() error {
+		for r.c.Health().ConsecutiveErrors == 0 {
+			select {
+			case err := <-r.ran:
+				return err
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		return r.c.Health().LastJournalError
+	})
+}
+
+// stopped ends Run's context and fails the test unless Run returns
+// context.Canceled within d.
+func (r *running) stopped(t *testing.T, d time.Duration) {
+	t.Helper()
+	r.stop()
+	select {
+	case err := <-r.ran:
+		require.ErrorIs(t, err, context.Canceled, "Run()")
+	case <-time.After(d):
+		t.Fatal("Run() did not return once its context ended")
+	}
+}
+
 // TestStalledDatabaseRun: Run whose visit meets a database that stops
 // answering mid-visit does not hang: the pass fails within one journal
 // call's bound and Run backs off (Health says so); once the database
@@ -185,20 +231,8 @@ func TestStalledDatabaseRun(t *testing.T) {
 	_, err := c.Prepare(context.Background(), order(srv, "k"))
 	require.NoError(t, err)
 
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	ran := make(chan error, 1)
-	go func() { ran <- c.Run(ctx) }()
-	err = returnsWithin(t, p, stallBound, "Run's failing pass", func() error {
-		for c.Health().ConsecutiveErrors == 0 {
-			select {
-			case err := <-ran:
-				return err
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-		return c.Health().LastJournalError
-	})
+	r := startRun(t, c)
+	err = r.failedPass(t, p, stallBound)
 	require.Error(t, err, "Run's pass on a stalled database")
 	require.Equal(t, 1, srv.Effects("", "k"), "side effects")
 
@@ -210,13 +244,7 @@ func TestStalledDatabaseRun(t *testing.T) {
 	}, stallBound, 10*time.Millisecond, "Run settles the operation once the database answers")
 	t.Logf("settled %v after the database answered again", time.Since(back).Round(time.Millisecond))
 	checkOneOrder(t, c, srv, "k")
-	stop()
-	select {
-	case err := <-ran:
-		require.ErrorIs(t, err, context.Canceled, "Run()")
-	case <-time.After(stallBound):
-		t.Fatal("Run() did not return once its context ended")
-	}
+	r.stopped(t, stallBound)
 }
 
 // TestStalledConnectionDropped: a connection that stopped answering (a
@@ -269,4 +297,47 @@ func TestStalledConnectionDropped(t *testing.T) {
 		require.NoError(t, err, "%s after one on a stalled connection gave up", tc.name)
 		require.Greater(t, p.connections(), before, "connections after %s: the stalled one was used again", tc.name)
 	}
+}
+
+// TestStalledDatabaseRunBatch: Run's pass that claimed a batch of due
+// operations and meets a database that stops answering mid-pass fails
+// within a few journal call bounds, however many it claimed: the writes
+// of a shared round that gave up say so (context.DeadlineExceeded, not
+// the round's context.Canceled), so their drives do not then wait on a
+// release too, and the leases of the operations the pass did not visit
+// are given up within the attempt timeout, not one journal bound each.
+// Run then backs off, and stops when asked; once the database answers
+// again every operation settles with one order.
+func TestStalledDatabaseRunBatch(t *testing.T) {
+	const ops = 60
+	p, store, srv := stallRig(t)
+	c := stallingClient(t, store, srv, p,
+		idem.WithReconcile(50*time.Millisecond, time.Second, time.Hour), idem.WithLease("run", time.Second))
+	keys := make([]string, ops)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%02d", i)
+		_, err := c.Prepare(context.Background(), order(srv, keys[i]))
+		require.NoError(t, err)
+	}
+
+	r := startRun(t, c)
+	// The visits under way give up after a journal bound; those the
+	// workers took up as the first failed (before three failures stopped
+	// the pass) wait for a place in the pool, which pgx frees up to a bound
+	// later, and give up a bound after that; then the releases, within
+	// the attempt timeout. A bound per operation the pass claimed would be
+	// 15 minutes.
+	bound := 3*pgjournal.DefaultCallTimeout + idem.DefaultAttemptTimeout + 20*time.Second
+	err := r.failedPass(t, p, bound)
+	require.Error(t, err, "Run's pass on a stalled database")
+
+	p.resume()
+	require.Eventually(t, func() bool {
+		ops, err := c.List(context.Background(), idem.Filter{Open: true})
+		return err == nil && len(ops) == 0
+	}, 2*bound, 10*time.Millisecond, "Run settles every operation once the database answers")
+	for _, k := range keys {
+		checkOneOrder(t, c, srv, k)
+	}
+	r.stopped(t, bound)
 }

@@ -322,6 +322,18 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, s.callTimeout)
 }
 
+// overdue adds context.DeadlineExceeded to err, the error of a write made
+// in a shared round, when ctx, the write's own bounded context, has passed
+// its deadline: the round's statements end when every writer's context
+// has, and pgx then reports context.Canceled, which would hide from the
+// caller that the database did not answer in time.
+func overdue(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+}
+
 // Times are stored as Unix nanoseconds, the journal's precision (a
 // timestamptz keeps microseconds: Due at a record's NextDue less a
 // nanosecond would see it). Times outside int64's range are clamped,
@@ -505,6 +517,7 @@ func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner str
 		req.leaseFor = int64(expires.Sub(rec.Created))
 	}
 	out, err := s.committer.do(req)
+	err = overdue(ctx, err)
 	if owner == "" {
 		return out, journal.Lease{}, err
 	}
@@ -631,7 +644,8 @@ func (s *Store) write(ctx context.Context, op, scope, key string, change func(*j
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.committer.do(&request{ctx: ctx, op: op, scope: scope, key: key, change: change, lease: l, leased: leased})
+	out, err := s.committer.do(&request{ctx: ctx, op: op, scope: scope, key: key, change: change, lease: l, leased: leased})
+	return out, overdue(ctx, err)
 }
 
 // Claim takes the lease on an open record; see idem.Store. The lease
