@@ -236,6 +236,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 			}
 			return c.claimAndDrive(ctx, stored.Scope, stored.Key, nil, foreground)
 		case errors.Is(err, journal.ErrMaybeCommitted):
+			c.releaseMaybeCreated(ctx, rec, lease, err)
 			// What a later Lookup would show, if the journal holds it.
 			return newResult(rec), createErr("submit", rec, err)
 		case err != nil:

@@ -2,6 +2,8 @@ package idem
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/idemkit/idem/journal"
@@ -22,6 +24,12 @@ type CreateClaimer interface {
 	// commit: it returns the stored record and its lease. When (Scope,
 	// Key) exists it writes nothing and returns the stored record, a
 	// zero Lease and an error matching journal.ErrExists, as Create does.
+	// When the write may or may not have committed (an error matching
+	// journal.ErrMaybeCommitted) it returns a nil record and, if it
+	// knows it, the lease the write took if it committed: Submit, which
+	// drives nothing then, gives that lease up (Release is fenced by its
+	// token), so that another replica need not wait for it to expire. A
+	// Store that cannot tell the token returns a zero Lease.
 	CreateClaimed(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error)
 }
 
@@ -35,4 +43,24 @@ func (c *Client) createClaimed(ctx context.Context, rec *journal.Record) (*journ
 	}
 	stored, err := c.store.Create(ctx, rec)
 	return stored, journal.Lease{}, err
+}
+
+// releaseMaybeCreated gives up l, the lease Submit's create took with its
+// record if that create committed after all (err, journal.ErrMaybeCommitted):
+// Submit drives nothing then, and another replica's Submit of the same
+// key would otherwise wait for the lease to expire. Its token fences the
+// release to that lease alone: a create that did not commit, or a record
+// claimed since, is left as it is. Made with ctx's values but not its end,
+// whose cut may be what left the create half-known; skipped when the Store
+// gave up waiting for its database (storeStalled), which would hold the
+// caller as long again. A failure leaves the lease to expire.
+func (c *Client) releaseMaybeCreated(ctx context.Context, rec *journal.Record, l journal.Lease, err error) {
+	if l.Token == 0 || storeStalled(err) && ctx.Err() == nil {
+		return
+	}
+	rerr := c.store.Release(context.WithoutCancel(ctx), l)
+	if rerr != nil && !errors.Is(rerr, journal.ErrLeaseLost) && !errors.Is(rerr, journal.ErrNotFound) {
+		c.log.LogAttrs(ctx, slog.LevelWarn, "idem: lease of a create that may not have committed not released; it expires by itself",
+			append(opAttrs(rec), slog.Any("err", rerr))...)
+	}
 }

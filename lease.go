@@ -124,7 +124,10 @@ func unsentSince(rec, created *journal.Record) bool {
 
 // hold makes the drive's lease cover need from now, renewing it when less
 // than half its margin is left. The renewals are bounded by the drive's
-// exchanges and waits.
+// exchanges and waits. What is left is judged by the Client's clock: a
+// clock stepped back may skip a renewal the Store's clock needed, and the
+// lease may end under the drive; fencing then stops it at its next write,
+// before any new submit (see pgjournal's Store on what that leaves).
 func (d *driver) hold(now time.Time, need time.Duration) error {
 	if d.lease.Token == 0 {
 		return nil
@@ -137,6 +140,7 @@ func (d *driver) hold(now time.Time, need time.Duration) error {
 		if errors.Is(err, journal.ErrLeaseLost) {
 			return d.lost(err)
 		}
+		d.journalStalled = storeStalled(err)
 		d.c.log.LogAttrs(d.ctx, slog.LevelError, "idem: lease renewal failed", append(opAttrs(d.rec), slog.Any("err", err))...)
 		return &journalError{err}
 	}
@@ -153,15 +157,39 @@ func (d *driver) lost(err error) error {
 	return &leaseLostError{err}
 }
 
+// storeStalled reports whether a journal call failed because the Store gave
+// up waiting for its database (pgjournal's WithCallTimeout): the drive's
+// journal contexts never end of themselves, so a deadline is the Store's.
+func storeStalled(err error) bool { return errors.Is(err, context.DeadlineExceeded) }
+
+// releasesContext is the context of a batch of best-effort lease releases
+// (Run's, of the operations a pass claimed but did not visit): not ended
+// by ctx, so that a Run shutting down still gives its leases up, but
+// bounded as a whole by the attempt timeout, so that a database that has
+// stopped answering holds Run for that long, not for one journal bound
+// per lease (a batch is up to 256). A release not made leaves its lease to
+// expire.
+func (c *Client) releasesContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.attemptTimeout)
+}
+
 // release gives the lease up at the end of a drive that left the operation
 // open, so that any replica's reconciler may take it when it is due. A
-// failure only delays that until the lease expires. A drive that settled
-// the operation has nothing to give up (its terminal write dropped the
-// lease); one that found it settled elsewhere (Resolve, Confirm) made no
-// such write, and gives it up too, or the bbolt journal, which keeps
-// leases in memory, would keep the entry until the process ends.
+// failure only delays that until the lease expires, and so does a drive
+// whose journal call found the database not answering: its release would
+// most likely wait as long again, and hold the caller past its deadline
+// twice over. A drive that settled the operation has nothing to give up
+// (its terminal write dropped the lease); one that found it settled
+// elsewhere (Resolve, Confirm) made no such write, and gives it up too,
+// or the bbolt journal, which keeps leases in memory, would keep the
+// entry until the process ends.
 func (d *driver) release(settledElsewhere bool) {
 	if d.lease.Token == 0 || d.leaseLost || !d.rec.Open() && !settledElsewhere {
+		return
+	}
+	if d.journalStalled {
+		d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: lease not released: the journal did not answer; it expires by itself",
+			opAttrs(d.rec)...)
 		return
 	}
 	if err := d.c.store.Release(d.wctx, d.lease); err != nil && !errors.Is(err, journal.ErrLeaseLost) {

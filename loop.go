@@ -65,6 +65,9 @@ type driver struct {
 	// carries it. leaseLost: another owner took it over.
 	lease     journal.Lease
 	leaseLost bool
+	// journalStalled: a journal call of this drive gave up waiting for
+	// the Store's database (storeStalled); the drive makes no more.
+	journalStalled bool
 }
 
 // drive runs the loop and converts its end into what Do returns.
@@ -356,6 +359,7 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 		}
 	}
 	if err != nil {
+		d.journalStalled = storeStalled(err)
 		d.c.log.LogAttrs(d.ctx, slog.LevelError, "idem: journal write failed", append(opAttrs(d.rec), slog.Any("err", err))...)
 		return &journalError{err}
 	}

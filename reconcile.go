@@ -586,7 +586,8 @@ func (c *Client) scheduledTooFar(rec *journal.Record, now time.Time) bool {
 // but did not visit (it stopped early): another replica may take them
 // now rather than when the leases expire.
 func (c *Client) releaseUnvisited(ctx context.Context, refs []ref, visited map[ref]bool) {
-	wctx := context.WithoutCancel(ctx)
+	wctx, cancel := c.releasesContext(ctx)
+	defer cancel()
 	for _, r := range refs {
 		if !visited[r] {
 			// A failure only leaves the lease to expire.

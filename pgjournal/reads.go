@@ -44,25 +44,7 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error)
 	// smallest time, the zero time's.
 	afterDue, afterScope, afterKey := int64(math.MinInt64), "", ""
 	for {
-		rows, err := s.pool.Query(ctx, `SELECT data, next_due_ns FROM `+s.table+`
-			WHERE open AND (next_due_ns, scope, key) > ($1, $2, $3)
-			ORDER BY next_due_ns, scope, key LIMIT $4`,
-			afterDue, afterScope, afterKey, openPage)
-		if err != nil {
-			return errorf("for each open: %w", err)
-		}
-		var page []*journal.Record
-		var dues []int64
-		var data []byte
-		var due int64
-		_, err = pgx.ForEachRow(rows, []any{&data, &due}, func() error {
-			r, err := journal.DecodeRecord(data)
-			if err != nil {
-				return err
-			}
-			page, dues = append(page, r), append(dues, due)
-			return nil
-		})
+		page, dues, err := s.openPage(ctx, afterDue, afterScope, afterKey)
 		if err != nil {
 			return errorf("for each open: %w", err)
 		}
@@ -86,12 +68,40 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error)
 	}
 }
 
+// openPage reads the page of open records after (afterDue, afterScope,
+// afterKey), soonest due first, and their NextDue as stored. Each page is
+// one call to the database (see bound): ForEachOpen's fn may take long.
+func (s *Store) openPage(ctx context.Context, afterDue int64, afterScope, afterKey string) (page []*journal.Record, dues []int64, err error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	rows, err := s.pool.Query(ctx, `SELECT data, next_due_ns FROM `+s.table+`
+		WHERE open AND (next_due_ns, scope, key) > ($1, $2, $3)
+		ORDER BY next_due_ns, scope, key LIMIT $4`,
+		afterDue, afterScope, afterKey, openPage)
+	if err != nil {
+		return nil, nil, err
+	}
+	var data []byte
+	var due int64
+	_, err = pgx.ForEachRow(rows, []any{&data, &due}, func() error {
+		r, err := journal.DecodeRecord(data)
+		if err != nil {
+			return err
+		}
+		page, dues = append(page, r), append(dues, due)
+		return nil
+	})
+	return page, dues, err
+}
+
 // Due returns up to limit open records whose NextDue is not after by; see
 // idem.Store.
 func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Record, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("due: %w", err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -113,6 +123,8 @@ func (s *Store) List(ctx context.Context, f journal.Filter) ([]*journal.Record, 
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("list: %w", err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var where []string
 	var args []any
 	arg := func(v any) string {
@@ -173,18 +185,26 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 		if err := s.usable(ctx); err != nil {
 			return total, errorf("prune: %w", err)
 		}
-		tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE (scope, key) IN (
-			SELECT scope, key FROM `+s.table+` WHERE NOT open AND settled_ns < $1 LIMIT $2
-			FOR UPDATE SKIP LOCKED)`, ns(settledBefore), pruneChunk)
+		n, err := s.pruneSome(ctx, settledBefore)
 		if err != nil {
 			return total, errorf("prune: %w", writeErr(err))
 		}
-		n := int(tag.RowsAffected())
 		total += n
 		if n < pruneChunk {
 			return total, nil
 		}
 	}
+}
+
+// pruneSome deletes up to pruneChunk terminal records settled before the
+// cut-off, in one call to the database (see bound).
+func (s *Store) pruneSome(ctx context.Context, settledBefore time.Time) (int, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE (scope, key) IN (
+		SELECT scope, key FROM `+s.table+` WHERE NOT open AND settled_ns < $1 LIMIT $2
+		FOR UPDATE SKIP LOCKED)`, ns(settledBefore), pruneChunk)
+	return int(tag.RowsAffected()), err
 }
 
 // Stats counts the journal's records by state, as the bbolt journal's
@@ -195,6 +215,8 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	if err := s.usable(ctx); err != nil {
 		return journal.Stats{}, errorf("stats: %w", err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	st := journal.Stats{ByState: make(map[journal.State]int)}
 	rows, err := s.pool.Query(ctx, `SELECT state, count(*), count(*) FILTER (WHERE review) FROM `+s.table+` GROUP BY state`)
 	if err != nil {

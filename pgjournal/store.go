@@ -40,8 +40,11 @@
 // with the same key finds what was journaled), and Run settles what was
 // in flight once the server is back. A write or claim that meets a row
 // another transaction holds locked waits at most 5 s, then fails unmade
-// (see Store). A failover to a standby that replicates asynchronously may
-// lose commits already acknowledged: an operation sent, its record gone.
+// (see Store). A server that stops answering altogether (its host gone,
+// packets dropped: no reset) holds no call for ever: each gives up after
+// WithCallTimeout, as a broken connection would fail it. A failover to a
+// standby that replicates asynchronously may lose commits already
+// acknowledged: an operation sent, its record gone.
 // Fail over only to a standby that confirmed the commits
 // (synchronous_commit on, with the standby in synchronous_standby_names).
 // Since leases are judged by the database's clock, the standby's clock
@@ -84,6 +87,12 @@ import (
 // WithSchema names another.
 const DefaultSchema = "idem"
 
+// DefaultCallTimeout is how long a call of a Store waits for the database
+// unless WithCallTimeout sets another bound: three times the longest a
+// healthy database makes a call wait (a locked row, 5 s; see Store), far
+// above a commit's milliseconds.
+const DefaultCallTimeout = 15 * time.Second
+
 // Errors of Open and New.
 var (
 	// ErrConfig means a DSN or an option is not usable; nothing was
@@ -106,7 +115,7 @@ var (
 // was sent: it may have committed). A write or claim waits at most 5 s
 // for a row that another transaction holds locked, whatever its context
 // (PostgreSQL's lock_timeout, for its own transaction only), then fails
-// unmade.
+// unmade; and any call waits for the database at most WithCallTimeout.
 //
 // Leases are judged by the database's clock, so that replicas whose
 // clocks disagree still agree on them: of the times a caller gives,
@@ -119,7 +128,15 @@ var (
 // ClaimDue's and Due's "due", stay in the callers' clocks: they schedule
 // work, they fence nothing. A holder judges what is left of its own lease
 // by its own clock: one stepped back while it holds a lease may overstay
-// it.)
+// it, and another replica may then take the operation over. That makes
+// no second order and no second outcome: the holder journals each submit
+// before sending it, and its writes carry the lease's token, so after the
+// takeover it sends no new submit and records nothing (its caller is told
+// the outcome is unknown). At most, a submit it journaled before the
+// takeover is still in flight while the new holder, finding that attempt
+// open, queries and resends the same key and bytes: two requests for one
+// key at once, which the server answers as one (409 while in flight, or
+// its stored answer), as for a holder paused past its lease.)
 type Store struct {
 	pool   *pgxpool.Pool
 	owned  bool // Close closes the pool
@@ -133,6 +150,8 @@ type Store struct {
 	// clock: for the conformance suite, whose fixed clock jumps (see
 	// export_test.go), never for replicas.
 	callerClock bool
+	// callTimeout bounds each call's wait for the database (bound).
+	callTimeout time.Duration
 }
 
 var (
@@ -145,8 +164,9 @@ var (
 type Option interface{ apply(*config) }
 
 type config struct {
-	schema string
-	errs   []error
+	schema      string
+	callTimeout time.Duration
+	errs        []error
 }
 
 type optionFunc func(*config)
@@ -167,6 +187,31 @@ func WithSchema(name string) Option {
 			return
 		}
 		c.schema = name
+	})
+}
+
+// WithCallTimeout sets how long each call of the Store waits for the
+// database (default DefaultCallTimeout), whatever its context: a write,
+// a claim, a read, and each statement of ForEachOpen and Prune (Migrate,
+// DropSchema and PrepareTx answer to their context only). The client
+// makes its journal calls with contexts that never end, so that a
+// caller's cancellation never leaves a write half-known; without this
+// bound a database that stops answering (its host gone, packets dropped:
+// no reset, no error, nothing statement_timeout can end) would hold Do,
+// Submit, Resume and Run for ever. A call the bound ends fails with an
+// error matching context.DeadlineExceeded, and journal.ErrMaybeCommitted
+// too if its write was sent (the client then reports the outcome
+// unknown; the operation stays journaled, and Resume or Run settle it
+// once the database answers); pgx drops its connection rather than use
+// it again. A bound under 10 s would fail calls that a healthy database
+// makes wait for a locked row (see Store).
+func WithCallTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		if d <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("%w: call timeout %v: give a positive duration (the default is %v)", ErrConfig, d, DefaultCallTimeout))
+			return
+		}
+		c.callTimeout = d
 	})
 }
 
@@ -226,7 +271,7 @@ func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 }
 
 func newConfig(opts []Option) (*config, error) {
-	cfg := &config{schema: DefaultSchema}
+	cfg := &config{schema: DefaultSchema, callTimeout: DefaultCallTimeout}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(cfg)
@@ -240,9 +285,10 @@ func newConfig(opts []Option) (*config, error) {
 
 func newStore(pool *pgxpool.Pool, cfg *config) *Store {
 	s := &Store{
-		pool:   pool,
-		schema: cfg.schema,
-		table:  pgx.Identifier{cfg.schema, "records"}.Sanitize(),
+		pool:        pool,
+		schema:      cfg.schema,
+		table:       pgx.Identifier{cfg.schema, "records"}.Sanitize(),
+		callTimeout: cfg.callTimeout,
 	}
 	s.committer = newCommitter(s)
 	return s
@@ -268,6 +314,24 @@ func (s *Store) usable(ctx context.Context) error {
 		return journal.ErrClosed
 	}
 	return ctx.Err()
+}
+
+// bound is ctx for one call to the database: ended after the Store's call
+// timeout (WithCallTimeout), if ctx has not ended first.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.callTimeout)
+}
+
+// overdue adds context.DeadlineExceeded to err, the error of a write made
+// in a shared round, when ctx, the write's own bounded context, has passed
+// its deadline: the round's statements end when every writer's context
+// has, and pgx then reports context.Canceled, which would hide from the
+// caller that the database did not answer in time.
+func overdue(ctx context.Context, err error) error {
+	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
 }
 
 // Times are stored as Unix nanoseconds, the journal's precision (a
@@ -422,7 +486,9 @@ func (s *Store) Create(ctx context.Context, rec *journal.Record) (*journal.Recor
 // write; see idem.CreateClaimer. The lease's token is 1, as a first Claim
 // of the record would take. It is given no now: the lease lasts from the
 // commit for as long as from the record's Created to expires (see Store),
-// and a record without Created is journal.ErrInvalid.
+// and a record without Created is journal.ErrInvalid. An error matching
+// journal.ErrMaybeCommitted comes with the lease the write took if it
+// committed (token 1), for the caller to give up.
 func (s *Store) CreateClaimed(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error) {
 	if err := checkOwner(owner); err != nil {
 		return nil, journal.Lease{}, errorf("create: %w", err)
@@ -438,6 +504,8 @@ func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner str
 	if err := s.usable(ctx); err != nil {
 		return nil, journal.Lease{}, errorf("create: %w", err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	req := &request{ctx: ctx, op: "create", scope: rec.Scope, key: rec.Key, create: journal.CloneRecord(rec), owner: owner}
 	switch {
 	case owner == "":
@@ -449,10 +517,20 @@ func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner str
 		req.leaseFor = int64(expires.Sub(rec.Created))
 	}
 	out, err := s.committer.do(req)
-	if err != nil || owner == "" {
+	err = overdue(ctx, err)
+	if owner == "" {
 		return out, journal.Lease{}, err
 	}
-	return out, journal.Lease{Scope: rec.Scope, Key: rec.Key, Owner: owner, Token: 1, Expires: fromNS(ns(expires))}, nil
+	// A record is inserted with token 1 or not at all: the lease is known
+	// even when the commit is not (see idem.CreateClaimer).
+	l := journal.Lease{Scope: rec.Scope, Key: rec.Key, Owner: owner, Token: 1, Expires: fromNS(ns(expires))}
+	switch {
+	case errors.Is(err, journal.ErrMaybeCommitted):
+		return nil, l, err
+	case err != nil:
+		return out, journal.Lease{}, err
+	}
+	return out, l, nil
 }
 
 // create inserts rec with q, inside the caller's transaction (PrepareTx),
@@ -489,6 +567,8 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*journal.Record, er
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("get: %w", err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	r, err := s.get(ctx, s.pool, scope, key)
 	if err != nil {
 		return nil, errorf("get %q: %w", key, err)
@@ -562,7 +642,10 @@ func (s *Store) write(ctx context.Context, op, scope, key string, change func(*j
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("%s %q: %w", op, key, err)
 	}
-	return s.committer.do(&request{ctx: ctx, op: op, scope: scope, key: key, change: change, lease: l, leased: leased})
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	out, err := s.committer.do(&request{ctx: ctx, op: op, scope: scope, key: key, change: change, lease: l, leased: leased})
+	return out, overdue(ctx, err)
 }
 
 // Claim takes the lease on an open record; see idem.Store. The lease
@@ -597,6 +680,8 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 	if err := s.usable(ctx); err != nil {
 		return nil, journal.Lease{}, errorf("%s: %w", op, err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	clock := s.clockArg(now)
 	var data []byte
 	var token int64
@@ -681,6 +766,8 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("claim due: %w", err)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -743,6 +830,8 @@ func (s *Store) Renew(ctx context.Context, l journal.Lease, expires time.Time) (
 	if l.Token == 0 {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, journal.ErrLeaseLost)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	// Renew has no now: the lease is moved on by as much as its end in
 	// the holder's clock moves on, by the database's clock (see Store).
 	if l.Expires.IsZero() {
@@ -774,6 +863,8 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 	if l.Token == 0 {
 		return errorf("release %q: %w", l.Key, journal.ErrLeaseLost)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	tag, err := s.execBounded(ctx, `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
 		l.Scope, l.Key, int64(l.Token), l.Owner)

@@ -32,15 +32,15 @@ func openStore(t testing.TB) *pgjournal.Store { return openStoreWith(t, nil) }
 
 // openStoreWith is openStore on a pool whose configuration cfg changes,
 // when not nil: the Store then uses a pool of its own (New), which
-// cleanup closes.
-func openStoreWith(t testing.TB, cfg func(*pgxpool.Config)) *pgjournal.Store {
+// cleanup closes. opts are the Store's.
+func openStoreWith(t testing.TB, cfg func(*pgxpool.Config), opts ...pgjournal.Option) *pgjournal.Store {
 	t.Helper()
 	ctx := context.Background()
 	schema := fmt.Sprintf("t%d_%d", os.Getpid(), schemas.Add(1))
 	var s *pgjournal.Store
 	var err error
 	if cfg == nil {
-		s, err = pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(schema))
+		s, err = pgjournal.Open(ctx, dsn(t), append(opts, pgjournal.WithSchema(schema))...)
 	} else {
 		pc, perr := pgxpool.ParseConfig(dsn(t))
 		require.NoError(t, perr)
@@ -48,7 +48,7 @@ func openStoreWith(t testing.TB, cfg func(*pgxpool.Config)) *pgjournal.Store {
 		pool, perr := pgxpool.NewWithConfig(ctx, pc)
 		require.NoError(t, perr)
 		t.Cleanup(pool.Close)
-		s, err = pgjournal.New(pool, pgjournal.WithSchema(schema))
+		s, err = pgjournal.New(pool, append(opts, pgjournal.WithSchema(schema))...)
 	}
 	require.NoError(t, err, "Open()")
 	require.NoError(t, s.Migrate(ctx), "Migrate()")
@@ -132,6 +132,11 @@ func TestBadInput(t *testing.T) {
 	require.NotContains(t, err.Error(), "s3cret", "error quotes the password")
 	_, err = pgjournal.New(nil)
 	require.ErrorIs(t, err, pgjournal.ErrConfig, "New(nil)")
+	for _, d := range []time.Duration{0, -time.Second} {
+		_, err = pgjournal.Open(ctx, "postgres://u@127.0.0.1:1/db", pgjournal.WithCallTimeout(d))
+		require.ErrorIs(t, err, pgjournal.ErrConfig, "WithCallTimeout(%v)", d)
+		require.ErrorContains(t, err, "positive", "WithCallTimeout(%v)", d)
+	}
 }
 
 func TestNULInFilter(t *testing.T) {
