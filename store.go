@@ -48,6 +48,14 @@ import (
 // database's: a process whose clock runs fast would otherwise take live
 // leases over. NextDue is in the callers' clocks, and so is the key
 // window: processes sharing a Store still need clocks that agree.
+//
+// The Client makes its writes with contexts its caller's cancellation does
+// not end (a write cut short is half-known), so a Store that reaches its
+// journal over a network must bound each call itself, and report a call it
+// gave up on after sending a write as journal.ErrMaybeCommitted, wrapping
+// context.DeadlineExceeded: pgjournal does (WithCallTimeout). The Client
+// then leaves that drive's lease to expire rather than wait on the same
+// silent database again to release it.
 type Store interface {
 	// Create stores a new record. When (Scope, Key) exists it returns the
 	// stored record and an error matching journal.ErrExists.
