@@ -89,7 +89,10 @@ func (r *runClock) pruneCutoff(now time.Time, retain time.Duration) time.Time {
 	anchored := !r.anchor.IsZero()
 	r.mu.Unlock()
 	if !anchored {
-		return now.Round(0).Add(-2 * retain)
+		// Twice, not by -2*retain: doubling a retention past 146 years
+		// (math.MaxInt64, "keep forever") overflows to a cut-off in the
+		// future, which prunes every settled operation.
+		return now.Round(0).Add(-retain).Add(-retain)
 	}
 	return r.trusted(now).Add(-retain)
 }
