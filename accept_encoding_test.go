@@ -64,7 +64,11 @@ func (b *brotliCDN) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Encoding", "br")
 		_, _ = w.Write([]byte{0x1b, 0x29, 0x00, 0xf8, 0x8d, 0x94, 0x6e, 0xde, 0xb4, 0xd7})
 	case strings.Contains(ae, "gzip"):
-		w.Header().Set("Content-Encoding", "gzip")
+		coding := "gzip"
+		if ae == "x-gzip" {
+			coding = ae // named as it was asked for
+		}
+		w.Header().Set("Content-Encoding", coding)
 		zw := gzip.NewWriter(w)
 		_, _ = io.WriteString(zw, body)
 		_ = zw.Close()
@@ -132,4 +136,22 @@ func TestReadableCodingIsKept(t *testing.T) {
 			require.Equal(t, []string{ae}, b.offered)
 		})
 	}
+}
+
+// A journaled Accept-Encoding of x-gzip is kept (idem reads it: x-gzip is
+// gzip, RFC 9110 8.4.1.3), so an answer in x-gzip must be decoded too: a
+// server that names the coding as it was asked for answered every submit
+// and query in bytes idem left compressed, and the order, made at once,
+// never settled.
+func TestXGzipAnswerIsDecoded(t *testing.T) {
+	b := newBrotliCDN(t, false)
+	c := clientFor(t, b.srv, idemtest.NewClock(epoch))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: b.srv.URL + "/orders",
+		Header: http.Header{"Accept-Encoding": {"x-gzip"}}, Body: []byte(`{"amount":100}`)})
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, "ord_1", res.ResourceID)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.Equal(t, 1, b.posts, "submits")
 }

@@ -140,7 +140,8 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 	ex.status = resp.StatusCode
 	ex.header = resp.Header
 	body, size := io.Reader(resp.Body), resp.ContentLength
-	if !resp.Uncompressed && strings.EqualFold(strings.TrimSpace(headerValue(resp.Header, "Content-Encoding")), "gzip") {
+	if ce := strings.TrimSpace(headerValue(resp.Header, "Content-Encoding")); !resp.Uncompressed &&
+		(strings.EqualFold(ce, "gzip") || strings.EqualFold(ce, "x-gzip")) { // x-gzip is gzip (RFC 9110), and readableCodings keeps it
 		// net/http decompresses only what it asked for: a journaled
 		// Accept-Encoding turns that off, and gzip bytes decode to
 		// nothing, so the answer could never settle the operation. The
