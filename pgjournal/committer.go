@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
@@ -187,11 +188,47 @@ func (c *committer) commit(round []*request) {
 			r.Release()
 			return
 		}
-		for _, r := range pending {
-			c.commit([]*request{r})
-		}
+		c.alone(pending)
 		return
 	}
+}
+
+// alone carries out each of reqs in a transaction of its own, after a
+// statement aborted the transaction they shared. Not one after another:
+// each may wait up to the lock timeout for a row another transaction
+// holds, and in a row those waits added up past a caller's bound
+// (WithCallTimeout) on a healthy database, so that a write refused for a
+// lock wait, which wrote nothing, came back ErrMaybeCommitted. Writes of
+// different records run at once; those of one record keep their order.
+func (c *committer) alone(reqs []*request) {
+	groups := make(map[rowKey][]*request, len(reqs))
+	var order []rowKey
+	for _, r := range reqs {
+		k := rowKey{r.scope, r.key}
+		if groups[k] == nil {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	var wg sync.WaitGroup
+	for _, k := range order {
+		wg.Add(1)
+		go func(rs []*request) {
+			n := 0
+			defer func() {
+				// Ended by runtime.Goexit in a caller's function (t.FailNow
+				// in a test): the writes not made yet were not written.
+				for _, r := range rs[n:] {
+					abandon(r)
+				}
+				wg.Done()
+			}()
+			for ; n < len(rs); n++ {
+				c.commit(rs[n : n+1])
+			}
+		}(groups[k])
+	}
+	wg.Wait()
 }
 
 // roundContext is the context of a round's statements: it ends only when
