@@ -88,10 +88,14 @@ import (
 const DefaultSchema = "idem"
 
 // DefaultCallTimeout is how long a call of a Store waits for the database
-// unless WithCallTimeout sets another bound: three times the longest a
-// healthy database makes a call wait (a locked row, 5 s; see Store), far
-// above a commit's milliseconds.
-const DefaultCallTimeout = 15 * time.Second
+// unless WithCallTimeout sets another bound: six times the longest a
+// healthy database makes one statement wait (a locked row, 5 s; see
+// Store), far above a commit's milliseconds. A write can meet that wait
+// three times over on a healthy database: queued behind a round that
+// waits it out, in its own round, then alone once that round aborts. At
+// three times, such a write, which wrote nothing, came back
+// journal.ErrMaybeCommitted.
+const DefaultCallTimeout = 30 * time.Second
 
 // Errors of Open and New.
 var (
