@@ -66,9 +66,13 @@ func (r *runClock) advance(d time.Duration, now time.Time) {
 // further on from the anchor than the time measured since: then the
 // anchor plus that time. Wall readings only.
 func (r *runClock) trusted(now time.Time) time.Time {
-	now = now.Round(0)
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.trustedLocked(now.Round(0))
+}
+
+// trustedLocked is trusted, r.mu held and now a wall reading.
+func (r *runClock) trustedLocked(now time.Time) time.Time {
 	if r.anchor.IsZero() {
 		return now
 	}
@@ -85,16 +89,16 @@ func (r *runClock) trusted(now time.Time) time.Time {
 // (a job, a service deployed often) still prunes, and a clock fast by less
 // than the retention cannot make it prune early.
 func (r *runClock) pruneCutoff(now time.Time, retain time.Duration) time.Time {
+	now = now.Round(0)
 	r.mu.Lock()
-	anchored := !r.anchor.IsZero()
-	r.mu.Unlock()
-	if !anchored {
+	defer r.mu.Unlock()
+	if r.anchor.IsZero() {
 		// Twice, not by -2*retain: doubling a retention past 146 years
 		// (math.MaxInt64, "keep forever") overflows to a cut-off in the
 		// future, which prunes every settled operation.
-		return now.Round(0).Add(-retain).Add(-retain)
+		return now.Add(-retain).Add(-retain)
 	}
-	return r.trusted(now).Add(-retain)
+	return r.trustedLocked(now).Add(-retain)
 }
 
 // runSchedule spaces Run's hourly work (pruning, looking for operations

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -105,40 +106,26 @@ func TestSlashRedirectIsNotExecuted(t *testing.T) {
 // A load balancer that upgrades http to https answers before any server
 // behind it sees the request: the same.
 func TestHTTPSUpgradeRedirectIsNotExecuted(t *testing.T) {
-	var posts int
-	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		posts++
-		mu.Unlock()
+	srv, posts := countingServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 		w.Header().Set("Location", "https://"+r.Host[:strings.LastIndexByte(r.Host, ':')]+r.URL.RequestURI())
 		w.WriteHeader(http.StatusPermanentRedirect)
-	}))
-	t.Cleanup(srv.Close)
+	})
 	c := clientFor(t, srv, idemtest.NewClock(epoch))
 
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: chargeBody})
 	require.ErrorIs(t, err, idem.ErrFailed, "%v", err)
 	require.Equal(t, idem.StateFailed, res.State)
 	require.Contains(t, err.Error(), "https://127.0.0.1/orders")
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, 1, posts)
+	require.Equal(t, 1, posts())
 }
 
 // When an earlier attempt's answer was lost, that attempt may have run
 // (a deploy may have changed the routes since): a router's redirect now
 // says nothing of it, and the operation is not failed.
 func TestSlashRedirectAfterLostAnswerIsNotFailed(t *testing.T) {
-	var posts int
-	var mu sync.Mutex
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv, posts := countingServer(t, func(w http.ResponseWriter, r *http.Request, n int) {
 		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		posts++
-		first := posts == 1
-		mu.Unlock()
-		if first {
+		if n == 1 {
 			conn, _, err := http.NewResponseController(w).Hijack()
 			if err == nil {
 				_ = conn.Close() // the answer is lost
@@ -147,17 +134,14 @@ func TestSlashRedirectAfterLostAnswerIsNotFailed(t *testing.T) {
 		}
 		w.Header().Set("Location", r.URL.Path+"/")
 		w.WriteHeader(http.StatusTemporaryRedirect)
-	}))
-	t.Cleanup(srv.Close)
+	})
 	c := clientFor(t, srv, idemtest.NewClock(epoch))
 
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: chargeBody})
 	require.Error(t, err)
 	require.False(t, errors.Is(err, idem.ErrFailed), "%v", err)
 	require.NotEqual(t, idem.StateFailed, res.State)
-	mu.Lock()
-	defer mu.Unlock()
-	require.Greater(t, posts, 1)
+	require.Greater(t, posts(), 1)
 }
 
 // Only a router's redirect proves nothing ran: a redirect elsewhere (to
@@ -166,25 +150,30 @@ func TestSlashRedirectAfterLostAnswerIsNotFailed(t *testing.T) {
 func TestOtherRedirectsStayAmbiguous(t *testing.T) {
 	for _, loc := range []string{"/orders/ord_1", "/login?next=/orders", "/orders/?other=1", "//elsewhere.example/orders/"} {
 		t.Run(loc, func(t *testing.T) {
-			var posts int
-			var mu sync.Mutex
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				posts++
-				mu.Unlock()
+			srv, posts := countingServer(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
 				w.Header().Set("Location", loc)
 				w.WriteHeader(http.StatusTemporaryRedirect)
-			}))
-			t.Cleanup(srv.Close)
+			})
 			c := clientFor(t, srv, idemtest.NewClock(epoch))
 
 			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: chargeBody})
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "%v", err)
 			require.False(t, errors.Is(err, idem.ErrFailed))
 			require.Equal(t, idem.StateUnknown, res.State)
-			mu.Lock()
-			defer mu.Unlock()
-			require.Greater(t, posts, 1, "resent with the same key")
+			require.Greater(t, posts(), 1, "resent with the same key")
 		})
 	}
+}
+
+// countingServer serves every request with answer, handing it the
+// request's number (from 1), and returns the server and a count of the
+// requests it has had.
+func countingServer(t *testing.T, answer func(w http.ResponseWriter, r *http.Request, n int)) (*httptest.Server, func() int) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answer(w, r, int(n.Add(1)))
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() int { return int(n.Load()) }
 }

@@ -53,6 +53,23 @@ func bucketRoot(t *testing.T, path string, bucket []byte) (root uint64, ps int) 
 	return root, ps
 }
 
+// leavesOf reads the journal at path (which nothing holds) and returns
+// its bytes and the i-th leaf page under the root of the bucket named
+// bucket, a branch: a slice of those bytes, to damage before writing them
+// back.
+func leavesOf(t *testing.T, path string, bucket []byte) (data []byte, leaf func(i int) []byte) {
+	t.Helper()
+	root, ps := bucketRoot(t, path, bucket)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	rp := data[int(root)*ps:]
+	require.Equal(t, uint16(branchPageFlag), binary.LittleEndian.Uint16(rp[8:10]), "bucket %s's root is a branch", bucket)
+	return data, func(i int) []byte {
+		id := binary.LittleEndian.Uint64(rp[16+16*i+8:])
+		return data[int(id)*ps : int(id+1)*ps]
+	}
+}
+
 // damageFirstLeafOf rewrites, in the journal at path (which nothing
 // holds), the first leaf of the bucket named bucket with damage(page), or
 // when damage is nil makes every key on it one zero byte of the file's
@@ -174,15 +191,7 @@ func failsClosed(fn func() error) (err error) {
 func TestApplyMergeWithDamagedSibling(t *testing.T) {
 	ctx := context.Background()
 	path := damagedApplyJournal(t)
-	root, ps := bucketRoot(t, path, bucketDue)
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	rp := data[int(root)*ps:]
-	require.Equal(t, uint16(branchPageFlag), binary.LittleEndian.Uint16(rp[8:10]), "the due index's root is a branch")
-	leaf := func(i int) []byte {
-		id := binary.LittleEndian.Uint64(rp[16+16*i+8:])
-		return data[int(id)*ps : int(id+1)*ps]
-	}
+	data, leaf := leavesOf(t, path, bucketDue)
 	first := int(binary.LittleEndian.Uint16(leaf(0)[10:12]))
 
 	s, err := Open(path, WithUnsafeNoSync(), withApplyDelay(time.Hour))
@@ -235,15 +244,7 @@ func TestPruneMergeWithDamagedSibling(t *testing.T) {
 	}
 	require.NoError(t, s.Close())
 
-	root, ps := bucketRoot(t, path, bucketSettled)
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	rp := data[int(root)*ps:]
-	require.Equal(t, uint16(branchPageFlag), binary.LittleEndian.Uint16(rp[8:10]), "the settled index's root is a branch")
-	leaf := func(i int) []byte {
-		id := binary.LittleEndian.Uint64(rp[16+16*i+8:])
-		return data[int(id)*ps : int(id+1)*ps]
-	}
+	data, leaf := leavesOf(t, path, bucketSettled)
 	first := int(binary.LittleEndian.Uint16(leaf(0)[10:12]))
 	second := leaf(1)
 	binary.LittleEndian.PutUint16(second[10:12], binary.LittleEndian.Uint16(second[10:12])/2)
