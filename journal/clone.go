@@ -29,18 +29,70 @@ func clone(r *Record) *Record {
 		res.Body = cloneBytes(res.Body)
 		c.Result = &res
 	}
+	storedTimes(&c)
+	return &c
+}
+
+// storedTimes puts r's times in decode's form (UTC, without a monotonic
+// reading), those of its resolution and confirmations in copies of them.
+func storedTimes(r *Record) {
 	if r.Resolved != nil {
 		m := *r.Resolved
 		m.At = m.At.UTC()
-		c.Resolved = &m
+		r.Resolved = &m
 	}
-	c.Confirmations = cloneConfirmations(r.Confirmations)
-	c.Created = r.Created.UTC()
-	c.FirstSent = r.FirstSent.UTC()
-	c.Updated = r.Updated.UTC()
-	c.Settled = r.Settled.UTC()
-	c.NextDue = r.NextDue.UTC()
-	return &c
+	r.Confirmations = cloneConfirmations(r.Confirmations)
+	r.Created = r.Created.UTC()
+	r.FirstSent = r.FirstSent.UTC()
+	r.Updated = r.Updated.UTC()
+	r.Settled = r.Settled.UTC()
+	r.NextDue = r.NextDue.UTC()
+}
+
+// asStored puts r, in place, in the form a later Get returns it (that of
+// decode(encode(r)): times in UTC without a monotonic reading, empty
+// slices and maps nil) and returns it. It is clone without the copies,
+// for a record that is the caller's already: the one Update's fn was
+// given, which the Store keeps nothing of but its encoding. Copying it
+// again, body and all, was a third copy of the body per Update.
+//
+// What r holds that fn may have put there from elsewhere is copied, not
+// changed, where its form must change: a header with a nil value list,
+// an empty result body, confirmations, a resolution. r must satisfy
+// validate.
+func asStored(r *Record) *Record {
+	if len(r.Header) == 0 {
+		r.Header = nil
+	} else {
+		for _, vs := range r.Header {
+			if vs == nil { // decode gives an empty list
+				r.Header = cloneHeader(r.Header)
+				break
+			}
+		}
+	}
+	if len(r.Body) == 0 {
+		r.Body = nil
+	}
+	if len(r.Attempts) == 0 {
+		r.Attempts = nil
+	}
+	for i := range r.Attempts {
+		if s := r.Attempts[i].Start; s != s.UTC() { // a local time, or a monotonic reading
+			r.Attempts = slices.Clone(r.Attempts)
+			for i := range r.Attempts {
+				r.Attempts[i].Start = r.Attempts[i].Start.UTC()
+			}
+			break
+		}
+	}
+	if r.Result != nil && r.Result.Body != nil && len(r.Result.Body) == 0 {
+		res := *r.Result
+		res.Body = nil
+		r.Result = &res
+	}
+	storedTimes(r)
+	return r
 }
 
 func cloneConfirmations(cs []Confirmation) []Confirmation {

@@ -98,8 +98,9 @@ func randomRecord(rng *rand.Rand) *Record {
 	return r
 }
 
-// TestCloneIsDecodeOfEncode: what a write returns (clone) is exactly what
-// a later Get returns (decode of the stored bytes).
+// TestCloneIsDecodeOfEncode: what a write returns (clone, or asStored for
+// Update's) is exactly what a later Get returns (decode of the stored
+// bytes).
 func TestCloneIsDecodeOfEncode(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	recs := []*Record{fullRecord(), {Scope: "s", Key: "k", State: StatePending, BodySHA: sha256.Sum256(nil)}}
@@ -113,6 +114,34 @@ func TestCloneIsDecodeOfEncode(t *testing.T) {
 		got := clone(r)
 		require.Equal(t, want, got, "record %d: clone differs from decode(encode())", i)
 		require.Equal(t, encode(nil, r), encode(nil, got), "record %d: encoding", i)
+		// asStored changes its argument: give it a copy sharing r's
+		// slices, and check that r (what fn may have taken them from) is
+		// left as it was.
+		in := *r
+		starts := make([]time.Time, len(r.Attempts))
+		for j, a := range r.Attempts {
+			starts[j] = a.Start
+		}
+		nilValues := map[string]bool{}
+		for k, vs := range r.Header {
+			nilValues[k] = vs == nil
+		}
+		res := r.Result
+		var resBody []byte
+		if res != nil {
+			resBody = res.Body
+		}
+		require.Equal(t, want, asStored(&in), "record %d: asStored differs from decode(encode())", i)
+		for j, a := range r.Attempts {
+			require.True(t, a.Start == starts[j], "record %d: asStored changed attempt %d's Start in the slice it was given", i, j)
+		}
+		for k, vs := range r.Header {
+			require.Equal(t, nilValues[k], vs == nil, "record %d: asStored changed the header it was given", i)
+		}
+		require.Same(t, res, r.Result)
+		if res != nil {
+			require.Equal(t, resBody == nil, res.Body == nil, "record %d: asStored changed the result it was given", i)
+		}
 	}
 }
 

@@ -577,6 +577,10 @@ func (s *Store) get(ctx context.Context, rk []byte) (*Record, error) {
 // If fn breaks the journal's rules (changes Scope, Key, Method, URL or
 // Body, or makes the record invalid), nothing is written and the error
 // matches ErrInvalid. A panic in fn is re-raised in the caller.
+// Otherwise it returns the record as committed: the very record fn was
+// given and changed, in the form Get returns (times in UTC). The Store
+// keeps none of it, so it shares nothing with the journal, only with
+// what fn kept of it or put in it.
 //
 // fn runs inside the commit that it shares with other writers, on the
 // goroutine of whichever writer leads that commit (the caller's own when
@@ -651,8 +655,9 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
 	s.settledUnder(ctx, stored)
-	// fn may have kept r, or put the caller's own slices in it.
-	return clone(stored), nil
+	// The record fn changed is the caller's: the Store kept only its
+	// encoding (v.put), so it is handed back rather than copied again.
+	return asStored(stored), nil
 }
 
 // Resolve settles a record by hand, as m says: it sets the state, the
