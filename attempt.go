@@ -422,6 +422,14 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.decodeErr = ex.err
 	case ex.tooLarge:
 		a.decodeErr = fmt.Errorf("%w: body over %d bytes", errUndecodable, c.cfg.maxResponse)
+	case c.otherKeyEchoed(ex.header, rec.Key):
+		// Servers that echo the key (Stripe's answers carry the
+		// request's Idempotency-Key) name the request an answer is for.
+		// Another key's is another request's answer: exchanges mixed up
+		// by a proxy or a pooled connection, or a cache keyed on the URL
+		// alone. Its body, however decodable, says nothing of this one.
+		a.decodeErr = fmt.Errorf("%w: the answer's %s header names key %q, not %q", errUndecodable,
+			c.cfg.keyHeader, truncate(ex.header.Get(c.cfg.keyHeader), 64), rec.Key)
 	default:
 		a.out, a.decodeErr = c.cfg.decode(&Answer{
 			Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
@@ -429,6 +437,22 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		})
 	}
 	return a
+}
+
+// otherKeyEchoed reports whether h, an answer's header, carries the key
+// header with values none of which is key, as sent or as written on the
+// wire (KeyQuoted).
+func (c *Client) otherKeyEchoed(h http.Header, key string) bool {
+	vs := h[c.cfg.keyHeader] // both canonical
+	if c.cfg.keyHeader == "" || len(vs) == 0 {
+		return false
+	}
+	for _, v := range vs {
+		if v = strings.TrimSpace(v); v == key || v == c.keyValue(key) {
+			return false
+		}
+	}
+	return true
 }
 
 // verdict is the classifier's, with WithKeyConflictStatus's statuses first.

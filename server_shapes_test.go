@@ -185,6 +185,38 @@ func TestResultTiedToRequest(t *testing.T) {
 		require.NotEmpty(t, res.ResourceID)
 		require.Equal(t, 1, e.queries("k"), "the answer was checked by key")
 	})
+	// An answer whose Idempotency-Key header (Stripe's answers carry
+	// the request's) names another key is another request's answer: a
+	// proxy or a pooled connection mixed two exchanges up, or a cache
+	// that keys on the URL alone replayed another caller's. Whatever the
+	// decoder makes of its body.
+	t.Run("header names another key", func(t *testing.T) {
+		e := newEnv(t, script(step{forward: true, status: http.StatusCreated,
+			header: http.Header{"Idempotency-Key": {"another-key"}}, body: `{"id":"ord_wrong","status":"succeeded"}`}))
+		res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+		require.NoError(t, err)
+		require.NotEqual(t, "ord_wrong", res.ResourceID)
+		require.NotEmpty(t, res.ResourceID)
+		require.Equal(t, 1, e.queries("k"), "the answer was checked by key")
+		require.Equal(t, 1, e.srv.Effects(scope, "k"))
+	})
+	t.Run("header names this key", func(t *testing.T) {
+		e := newEnv(t, script(step{forward: true, status: http.StatusCreated,
+			header: http.Header{"Idempotency-Key": {"k"}}, body: `{"id":"ord_1","status":"succeeded"}`}))
+		res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+		require.NoError(t, err)
+		require.Equal(t, "ord_1", res.ResourceID)
+		require.Zero(t, e.queries("k"), "the answer is this request's")
+	})
+	t.Run("header names this key as sent, quoted", func(t *testing.T) {
+		e := newEnv(t, clientOpts(idem.WithKeyHeader(idem.DefaultKeyHeader, idem.KeyQuoted)),
+			script(step{forward: true, status: http.StatusCreated,
+				header: http.Header{"Idempotency-Key": {` "k"`}}, body: `{"id":"ord_1","status":"succeeded"}`}))
+		res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+		require.NoError(t, err)
+		require.Equal(t, "ord_1", res.ResourceID)
+		require.Zero(t, e.queries("k"), "the answer is this request's")
+	})
 	t.Run("decoder sees key, request and replay", func(t *testing.T) {
 		var seen []idem.Answer
 		e := newEnv(t, clientOpts(idem.WithDecoder(func(a *idem.Answer) (idem.Outcome, error) {
