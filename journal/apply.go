@@ -163,6 +163,10 @@ func (s *Store) applyLocked() error { return s.apply(time.Time{}) }
 // apply copies the overlay into the file, but for the open records
 // published after holdAfter (none held back when it is zero). The
 // applier's mutex is held.
+//
+// Once the file is gone from its path (fileGone), everything goes into
+// it, so that the copy the error asks the operator for holds every write
+// acknowledged so far, and then the Store stops.
 func (s *Store) apply(holdAfter time.Time) error {
 	if s.ap.closed {
 		return ErrClosed
@@ -170,6 +174,20 @@ func (s *Store) apply(holdAfter time.Time) error {
 	if err := s.failure(); err != nil {
 		return err // no batch to build: commitBolt would refuse it
 	}
+	gone := s.fileGone()
+	if gone == nil {
+		return s.applyUpTo(holdAfter)
+	}
+	err := s.applyUpTo(time.Time{})
+	s.failed.CompareAndSwap(nil, &gone)
+	if err != nil {
+		return errorf("%w; and copying the log into it failed: %w", gone, err)
+	}
+	return gone
+}
+
+// applyUpTo is apply's pass over what was published when it began.
+func (s *Store) applyUpTo(holdAfter time.Time) error {
 	// One pass: what was published when it began. Writes published
 	// meanwhile wait for the next pass, so that a steady stream of them
 	// gathers into one transaction per pass, not many small ones.

@@ -263,6 +263,7 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	if now, err := os.Lstat(tmp.Name()); err != nil || !os.SameFile(now, tmpID) {
 		return st, errorf("journal: compact %s: the copy %s was replaced behind Compact's back; the journal is unchanged", path, tmp.Name())
 	}
+	src.replaced.Store(true) // by its copy, on purpose: not fileGone's case
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		_ = removeCopy(tmp.Name(), tmpID)
 		return st, errorf("journal: compact %s: replace: %w", path, err)

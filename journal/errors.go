@@ -40,6 +40,11 @@ var (
 	// or written to it. Close the journal and open it again (restart the
 	// process): acknowledged writes are safe in its log, and Open applies
 	// them.
+	//
+	// It is also the error of every call once the file was removed from
+	// its path, or another file put there, while the Store had it open:
+	// the message says how to save the file, which holds every
+	// acknowledged write, before the process stops.
 	ErrFileFailed = errors.New("journal: the file failed a commit after writing it, so the disk may not hold what it shows; " +
 		"nothing more is read from it or written to it until the journal is closed and opened again (acknowledged writes are safe in its log)")
 )

@@ -108,6 +108,7 @@ func TestOpenWaitingDuringCompactUsesTheNewFile(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path+".compact", data, 0o600))
+	holder.replaced.Store(true)
 	require.NoError(t, os.Rename(path+".compact", path))
 	require.NoError(t, holder.Close())
 

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path/filepath"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -54,6 +55,9 @@ type Store struct {
 	file     *os.File    // the file bbolt opened (bbolt's to close)
 	id       os.FileInfo // which file that is, for openFiles
 	path     string
+	abs      string      // path made absolute at Open, for fileGone; "" if that failed
+	gone     atomic.Bool // fileGone found the file gone from its path
+	replaced atomic.Bool // Compact renames its copy over the file: fileGone is off
 	readOnly bool
 	c        *committer // nil when read-only
 	closed   atomic.Bool
@@ -222,6 +226,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		return nil, errorf("journal: open %s: %w", path, err)
 	}
 	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly}
+	s.abs, _ = filepath.Abs(path) // before the process changes its directory
 	if err := s.openLog(cfg); err != nil {
 		_ = db.Close()
 		var kind *kindError
@@ -404,6 +409,9 @@ func (s *Store) Close() error {
 	defer s.unregister()
 	if err := s.db.Close(); err != nil {
 		return errorf("journal: close: %w", err)
+	}
+	if aerr != nil && s.gone.Load() {
+		return errorf("journal: close: %w", aerr)
 	}
 	if aerr != nil {
 		return errorf("journal: close: %w; the next Open applies them", aerr)

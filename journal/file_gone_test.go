@@ -1,0 +1,114 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A journal file removed while the Store has it open (a cleanup job, a
+// deploy script's rm -rf of the data directory, a volume swapped under a
+// container) took every write as ever, on a file nobody could open again:
+// at the next start the journal was empty, and every operation still open
+// in it (an "unknown" the caller was told idem would settle) was gone.
+// The Store now notices at its next pass over the file, writes everything
+// acknowledged into the file it has, and refuses every later call with an
+// error that says how to save it while the process runs.
+func TestRemovedFileStopsTheStore(t *testing.T) {
+	for _, how := range []string{"removed", "replaced"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "j.db")
+			s, err := Open(path)
+			require.NoError(t, err)
+			defer s.Close()
+			for i := range 3 {
+				_, err := s.Create(ctx, newRecord(fmt.Sprint("before-", i)))
+				require.NoError(t, err)
+			}
+			require.NoError(t, s.Checkpoint(ctx))
+
+			switch how {
+			case "removed":
+				require.NoError(t, os.Remove(path))
+			case "replaced":
+				other := filepath.Join(dir, "other.db")
+				o, err := Open(other)
+				require.NoError(t, err)
+				require.NoError(t, o.Close())
+				require.NoError(t, os.Rename(other, path))
+			}
+			// Acknowledged after the removal, before the Store could know:
+			// in the log only, until the pass that notices.
+			_, err = s.Create(ctx, newRecord("after"))
+			require.NoError(t, err)
+
+			err = s.Checkpoint(ctx)
+			require.ErrorIs(t, err, ErrFileFailed, "the pass over the file notices")
+			require.ErrorContains(t, err, "was "+how)
+			if runtime.GOOS == "linux" {
+				require.ErrorContains(t, err, fmt.Sprintf("/proc/%d/fd/", os.Getpid()), "says how to save the file")
+			}
+			_, err = s.Create(ctx, newRecord("refused"))
+			require.ErrorIs(t, err, ErrFileFailed, "nothing more is journaled into a file that is gone")
+			_, err = s.Get(ctx, "s", "before-0")
+			require.ErrorIs(t, err, ErrFileFailed)
+
+			// The file the Store had holds every acknowledged write: the
+			// operator's copy of it (as the error says) opens whole.
+			saved := filepath.Join(t.TempDir(), "saved.db")
+			copyFile(t, s.file, saved)
+			err = s.Close()
+			require.ErrorIs(t, err, ErrFileFailed, "Close says it too")
+			require.NotContains(t, err.Error(), "the next Open applies them")
+			r, err := Open(saved, ReadOnly())
+			require.NoError(t, err)
+			defer r.Close()
+			for _, k := range []string{"before-0", "before-1", "before-2", "after"} {
+				_, err := r.Get(ctx, "s", k)
+				require.NoError(t, err, "record %s in the saved file", k)
+			}
+		})
+	}
+}
+
+// A relative path stays the Store's file when the process changes its
+// working directory.
+func TestRelativePathSurvivesChdir(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s, err := Open("j.db")
+	require.NoError(t, err)
+	defer s.Close()
+	t.Chdir(t.TempDir())
+	_, err = s.Create(ctx, newRecord("k"))
+	require.NoError(t, err)
+	require.NoError(t, s.Checkpoint(ctx))
+	_, err = s.Create(ctx, newRecord("k2"))
+	require.NoError(t, err)
+}
+
+// copyFile copies the open file f to a new file at path, as an operator's
+// cp /proc/<pid>/fd/<n> would.
+func copyFile(t *testing.T, f *os.File, path string) {
+	t.Helper()
+	src, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", f.Fd()))
+	if err != nil { // not Linux: read the open file itself
+		src = f
+	} else {
+		defer src.Close()
+	}
+	dst, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+	require.NoError(t, err)
+	_, err = io.Copy(dst, io.NewSectionReader(src, 0, 1<<40))
+	require.NoError(t, err)
+	require.NoError(t, dst.Close())
+}
