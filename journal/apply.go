@@ -178,6 +178,11 @@ func (s *Store) apply(holdAfter time.Time) error {
 	if gone == nil {
 		return s.applyUpTo(holdAfter)
 	}
+	// No round writes from here on, and what rounds published before is
+	// all copied in: the file then holds every acknowledged write.
+	s.stopMu.Lock()
+	s.stopping = gone
+	s.stopMu.Unlock()
 	err := s.applyUpTo(time.Time{})
 	s.failed.CompareAndSwap(nil, &gone)
 	if err != nil {

@@ -104,6 +104,18 @@ func (c *committer) commit(round []*request) {
 	}
 	writes := c.run(round)
 	if len(writes) > 0 {
+		// Under stopMu, so that once the applier has found the file gone
+		// (apply) every round either is published before it copies the
+		// overlay into the file, or writes nothing.
+		s.stopMu.Lock()
+		defer s.stopMu.Unlock()
+		if s.stopping != nil {
+			for _, r := range round {
+				r.err, r.panicked = s.stopping, nil
+				r.Release()
+			}
+			return
+		}
 		payloads := make([][]byte, len(writes))
 		for i, w := range writes {
 			payloads[i] = w.enc

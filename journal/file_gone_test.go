@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +28,9 @@ func TestRemovedFileStopsTheStore(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			path := filepath.Join(dir, "j.db")
-			s, err := Open(path)
+			// The applier's own passes wait an hour: the test's
+			// Checkpoint is the pass that notices.
+			s, err := Open(path, withApplyDelay(time.Hour))
 			require.NoError(t, err)
 			defer s.Close()
 			for i := range 3 {
@@ -79,8 +83,62 @@ func TestRemovedFileStopsTheStore(t *testing.T) {
 	}
 }
 
-// A relative path stays the Store's file when the process changes its
-// working directory.
+// Writers busy as the file is found gone: every write acknowledged is in
+// the file the Store holds, and every later one is refused, unwritten.
+func TestRemovedFileUnderWritersKeepsEveryAcknowledgedWrite(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(path, withApplyDelay(time.Hour))
+	require.NoError(t, err)
+	defer s.Close()
+
+	const writers = 8
+	acked := make(chan string, writers*2000)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 2000 { // bounded: the Store stops them well before
+				k := fmt.Sprintf("w%d-%d", w, i)
+				if _, err := s.Create(ctx, newRecord(k)); err != nil {
+					require.ErrorIs(t, err, ErrFileFailed)
+					require.NotErrorIs(t, err, ErrMaybeCommitted, "a refused round wrote nothing")
+					return
+				}
+				acked <- k
+			}
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(acked) < writers*10 {
+		require.True(t, time.Now().Before(deadline), "the writers never got going")
+		runtime.Gosched()
+	}
+	require.NoError(t, os.Remove(path))
+	require.ErrorIs(t, s.Checkpoint(ctx), ErrFileFailed)
+	wg.Wait()
+	close(acked)
+
+	saved := filepath.Join(t.TempDir(), "saved.db")
+	copyFile(t, s.file, saved)
+	r, err := Open(saved, ReadOnly())
+	require.NoError(t, err)
+	defer r.Close()
+	n := 0
+	for k := range acked {
+		_, err := r.Get(ctx, "s", k)
+		require.NoError(t, err, "acknowledged write %s in the saved file", k)
+		n++
+	}
+	require.Less(t, n, writers*2000, "the writers were stopped")
+}
+
+// A journal opened by a relative path stays where it was opened when the
+// process changes its working directory: the log's segments went to the
+// new one, where the next Open, from the service's directory, never
+// looked for them (a crash lost what they held), and the removal check
+// took the file for gone.
 func TestRelativePathSurvivesChdir(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -88,10 +146,17 @@ func TestRelativePathSurvivesChdir(t *testing.T) {
 	s, err := Open("j.db")
 	require.NoError(t, err)
 	defer s.Close()
-	t.Chdir(t.TempDir())
+	elsewhere := t.TempDir()
+	t.Chdir(elsewhere)
 	_, err = s.Create(ctx, newRecord("k"))
 	require.NoError(t, err)
-	require.NoError(t, s.Checkpoint(ctx))
+	segs, err := filepath.Glob(filepath.Join(dir, "j.db.log.*"))
+	require.NoError(t, err)
+	require.Len(t, segs, 1, "the log's segment beside the journal")
+	stray, err := filepath.Glob(filepath.Join(elsewhere, "*"))
+	require.NoError(t, err)
+	require.Empty(t, stray, "nothing written in the new working directory")
+	require.NoError(t, s.Checkpoint(ctx), "not taken for removed")
 	_, err = s.Create(ctx, newRecord("k2"))
 	require.NoError(t, err)
 }

@@ -61,7 +61,9 @@ func (s *Store) openLog(cfg *config) error {
 	if err != nil {
 		return err
 	}
-	dir, base := logLocation(s.path)
+	// From the absolute path: a process that changes its working
+	// directory must not start segments in the new one.
+	dir, base := logLocation(cmp.Or(s.abs, s.path))
 	st, err := scanLog(dir, base, id, applied)
 	if err != nil {
 		return err

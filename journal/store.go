@@ -58,6 +58,11 @@ type Store struct {
 	abs      string      // path made absolute at Open, for fileGone; "" if that failed
 	gone     atomic.Bool // fileGone found the file gone from its path
 	replaced atomic.Bool // Compact renames its copy over the file: fileGone is off
+	// stopping, once set (under stopMu, which a round holds from its
+	// check of it to its publication), is the error of every round: the
+	// file is gone (apply).
+	stopMu   sync.Mutex
+	stopping error
 	readOnly bool
 	c        *committer // nil when read-only
 	closed   atomic.Bool
