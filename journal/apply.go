@@ -176,6 +176,15 @@ func (s *Store) apply(holdAfter time.Time) error {
 	}
 	gone := s.fileGone()
 	if gone == nil {
+		if s.log.activeGone() {
+			// Every round from here on starts a new segment, and every
+			// round before it, in the segment that is gone, goes into
+			// the file now, young open records included.
+			s.stopMu.Lock()
+			s.log.renew.Store(true)
+			s.stopMu.Unlock()
+			holdAfter = time.Time{}
+		}
 		return s.applyUpTo(holdAfter)
 	}
 	// No round writes from here on, and what rounds published before is

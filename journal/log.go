@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -433,8 +435,13 @@ type logWriter struct {
 	// before they are synced, as a failed fdatasync leaves them.
 	failWrite func(header, written bool) error
 
+	// renew makes the next round start a new segment: the active one is
+	// gone from the directory (activeGone).
+	renew atomic.Bool
+
 	mu       sync.Mutex
-	segments []segment // every segment not yet deleted, oldest first, the active one last
+	segments []segment   // every segment not yet deleted, oldest first, the active one last
+	activeID os.FileInfo // the active segment's file, for activeGone; nil before the first
 }
 
 // errLogPoisoned is the cause of every write refused because the log has
@@ -452,7 +459,7 @@ var errLogPoisoned = errors.New("the log has no segment to write to; nothing of 
 // first try: a disk that failed one fdatasync (a transient I/O error) need
 // not fail the writers, as long as the second copy is durable.
 func (w *logWriter) append(payloads [][]byte) (uint64, error) {
-	if w.f == nil || w.size >= w.maxSize {
+	if w.f == nil || w.size >= w.maxSize || w.renew.Swap(false) {
 		// A new segment starts at the next LSN. After a failure, that is
 		// the failed round's first: its segment voids what the failed
 		// write left.
@@ -580,8 +587,10 @@ func (w *logWriter) rotate() error {
 			return errorf("new log segment %s: %w", filepath.Base(path), herr)
 		}
 	}
+	fi, _ := f.Stat() // nil on error: activeGone then never finds it gone
 	w.mu.Lock()
 	w.segments = append(w.segments, segment{path: path, segHeader: h, end: h.start, size: segHeaderSize})
+	w.activeID = fi
 	w.mu.Unlock()
 	if herr != nil {
 		return errorf("new log segment %s: %w", filepath.Base(path), herr)
@@ -666,4 +675,28 @@ func fdatasync(f *os.File) error {
 			return err
 		}
 	}
+}
+
+// activeGone reports whether the active segment is no longer the file at
+// its path: removed (a cleanup job that deletes "*.log*" files, say) or
+// replaced. Every round written to it since is acknowledged but in a file
+// nobody can read again: until the applier copies it into the journal
+// file, a crash loses it. A Stat that fails for another reason proves
+// nothing.
+func (w *logWriter) activeGone() bool {
+	w.mu.Lock()
+	id := w.activeID
+	var path string
+	if n := len(w.segments); n > 0 {
+		path = w.segments[n-1].path
+	}
+	w.mu.Unlock()
+	if id == nil || path == "" {
+		return false
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	return !os.SameFile(fi, id)
 }
