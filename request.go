@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/idemkit/idem/internal/httpsyntax"
@@ -38,7 +39,11 @@ type Request struct {
 	// Header holds non-secret headers sent on every attempt, result
 	// queries included (but for those about the body or conditional on
 	// the target: Content-*, If-*, Range, Expect, Digest, Repr-Digest and
-	// method overrides); they are journaled. An Accept-Encoding that
+	// method overrides); they are journaled. Headers net/http sets itself
+	// or would not send as journaled (Host, Content-Length,
+	// Transfer-Encoding, Trailer, and the hop-by-hop Connection,
+	// Keep-Alive, Proxy-Connection, TE and Upgrade) are refused with
+	// ErrInvalidRequest. An Accept-Encoding that
 	// offers a coding idem cannot decode (br, zstd, deflate) is left off
 	// the wire, and net/http asks for gzip itself. Credentials go in
 	// WithRequestHook instead.
@@ -53,6 +58,26 @@ type Request struct {
 // The list cannot know every API's custom credential header; these are
 // the standard ones and the most common custom ones.
 var secretHeaders = [...]string{"Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token"}
+
+// connectionHeader says why a header (canonical name) cannot be
+// journaled, or "" if it can. Each is about one connection or one
+// message's framing, not the operation: net/http sends the URL's host and
+// frames the body itself, dropping these over HTTP/1.1 (the server would
+// not get what the journal says it got), and its HTTP/2 transport refuses
+// a request with some of them (Transfer-Encoding other than chunked,
+// Connection other than close or keep-alive, Upgrade) before sending it,
+// on every attempt, for ever.
+func connectionHeader(canon string) string {
+	switch canon {
+	case "Host":
+		return "net/http sends the URL's host, never this header; put the host in URL"
+	case "Content-Length", "Transfer-Encoding", "Trailer":
+		return "net/http frames the body itself, from Body; remove it"
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Upgrade":
+		return "a hop-by-hop header, about one connection, not the operation (HTTP/2 refuses some outright); remove it, and configure connections on your http.Client's Transport"
+	}
+	return ""
+}
 
 // validHeaderValue refuses control characters (CR and LF above all): a
 // journaled value net/http would refuse could never be sent.
@@ -112,7 +137,9 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	if method == "" {
 		method = http.MethodPost
 	}
-	if strings.ContainsAny(method, " \t\r\n") || strings.ToUpper(method) != method {
+	// A method is a token, as a header name is: net/http refuses any
+	// other before sending, on every attempt.
+	if !httpsyntax.ValidHeaderName(method) || strings.ToUpper(method) != method {
 		return nil, fmt.Errorf("%w: method %q; use an upper-case HTTP method such as POST", ErrInvalidRequest, method)
 	}
 	target, err := c.urls.parse(req.URL)
@@ -159,6 +186,9 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		canon := http.CanonicalHeaderKey(name)
 		if slices.Contains(secretHeaders[:], canon) {
 			return nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, canon)
+		}
+		if why := connectionHeader(canon); why != "" {
+			return nil, fmt.Errorf("%w: header %s: %s", ErrInvalidRequest, canon, why)
 		}
 		if c.cfg.keyHeader != "" && canon == c.cfg.keyHeader {
 			return nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key; remove it from Header", ErrInvalidRequest, canon)
@@ -212,6 +242,16 @@ func absoluteURL(field, raw string) (*url.URL, error) {
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: %s carries credentials (user:password@); they would be journaled: use WithRequestHook", ErrSecretHeader, field)
+	}
+	// Dialing fails on every attempt without a host name ("http://:8080/"
+	// dials this machine, not the API) or with a port no socket has.
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("%w: %s %q has no host name; name the API's host", ErrInvalidRequest, field, u.String())
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%w: %s %q: port %s is out of range; use 1 to 65535, or none for the scheme's default", ErrInvalidRequest, field, u.String(), p)
+		}
 	}
 	return u, nil
 }

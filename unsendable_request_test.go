@@ -1,0 +1,71 @@
+package idem_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// TestUnsendableRequestNeverJournaled: a request net/http would refuse on
+// every attempt, or send other than as journaled, is refused by Prepare
+// with an error naming what to change. Journaled, it could never be sent:
+// retried, then left unknown for ever, and a caller told "unknown" may
+// make the payment again.
+func TestUnsendableRequestNeverJournaled(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"ord_1"}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, idemtest.NewClock(epoch))
+	url := srv.URL + "/orders"
+	hdr := func(name, value string) idem.Request {
+		return idem.Request{URL: url, Header: http.Header{name: {value}}, Body: []byte(`{}`)}
+	}
+	tests := map[string]struct {
+		req  idem.Request
+		want string // what the message must name
+	}{
+		"method with a comma":     {idem.Request{URL: url, Method: "POST,"}, "method"},
+		"method not ASCII":        {idem.Request{URL: url, Method: "PÖST"}, "method"},
+		"method with a NUL":       {idem.Request{URL: url, Method: "POST\x00"}, "method"},
+		"port out of range":       {idem.Request{URL: "http://127.0.0.1:99999/orders"}, "port"},
+		"port 0":                  {idem.Request{URL: "http://127.0.0.1:0/orders"}, "port"},
+		"no host name":            {idem.Request{URL: "http://:8080/orders"}, "host"},
+		"result URL port":         {idem.Request{URL: url, ResultURL: "http://127.0.0.1:70000/ops/k"}, "ResultURL"},
+		"Host header":             {hdr("Host", "api.example.com"), "Host"},
+		"Content-Length header":   {hdr("Content-Length", "2"), "Content-Length"},
+		"Transfer-Encoding gzip":  {hdr("Transfer-Encoding", "gzip"), "Transfer-Encoding"},
+		"Transfer-Encoding chunk": {hdr("transfer-encoding", "chunked"), "Transfer-Encoding"},
+		"Connection upgrade":      {hdr("Connection", "upgrade"), "Connection"},
+		"Upgrade":                 {hdr("Upgrade", "websocket"), "Upgrade"},
+		"Keep-Alive":              {hdr("Keep-Alive", "timeout=5"), "Keep-Alive"},
+		"Proxy-Connection":        {hdr("Proxy-Connection", "keep-alive"), "Proxy-Connection"},
+		"TE":                      {hdr("TE", "gzip"), "Te"},
+		"Trailer":                 {hdr("Trailer", "X-Checksum"), "Trailer"},
+	}
+	n := 0
+	for name, tc := range tests {
+		n++
+		t.Run(name, func(t *testing.T) {
+			tc.req.Key = fmt.Sprint("k", n)
+			_, err := c.Submit(t.Context(), tc.req)
+			require.ErrorIs(t, err, idem.ErrInvalidRequest)
+			require.NotErrorIs(t, err, idem.ErrUnknownOutcome)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	ops, err := c.List(t.Context(), idem.Filter{AllScopes: true})
+	require.NoError(t, err)
+	require.Empty(t, ops, "List() after refused requests")
+	require.Zero(t, hits.Load(), "server hits after refused requests")
+}
