@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -191,7 +192,8 @@ func WithRequestHook(fn func(*http.Request) error) Option {
 }
 
 // WithBackoff replaces the wait policy between attempts. newPolicy is called
-// once per call to Do, so the policy may keep state. The default is
+// once by New, to check that it returns a policy, and once per call to Do,
+// so the policy may keep state. The default is
 // exponential with jitter (see DefaultInitialInterval). Waits are never
 // shorter than a server's Retry-After.
 func WithBackoff(newPolicy func() backoff.BackOff) Option {
@@ -200,7 +202,20 @@ func WithBackoff(newPolicy func() backoff.BackOff) Option {
 			c.fail("WithBackoff: nil policy constructor")
 			return
 		}
-		c.newBackoff = newPolicy
+		// The loop asks the policy for a wait only after an attempt, with
+		// the operation journaled: a nil one would panic there.
+		if newPolicy() == nil {
+			c.fail("WithBackoff: the constructor returned a nil policy; return one, e.g. backoff.NewExponentialBackOff()")
+			return
+		}
+		c.newBackoff = func() backoff.BackOff {
+			if p := newPolicy(); p != nil {
+				return p
+			}
+			// Nil after New's check: end the call with ErrUnknownOutcome,
+			// the operation left to the reconciler.
+			return &backoff.StopBackOff{}
+		}
 	})
 }
 
@@ -342,6 +357,10 @@ func WithKeyHeader(name string, format KeyFormat) Option {
 			c.fail("WithKeyHeader: %q is not a header name (use WithKeyInBody when the key travels in the body)", name)
 			return
 		}
+		if why := connectionHeader(http.CanonicalHeaderKey(name)); why != "" {
+			c.fail("WithKeyHeader: %q cannot carry the key: %s", name, why)
+			return
+		}
 		if format != KeyBare && format != KeyQuoted {
 			c.fail("WithKeyHeader: unknown KeyFormat %d; use idem.KeyBare or idem.KeyQuoted", format)
 			return
@@ -405,6 +424,12 @@ func WithRetryBudget(maxTokens, ratio float64) Option {
 	return optionFunc(func(c *config) {
 		if maxTokens < 0 || ratio < 0 {
 			c.fail("WithRetryBudget: tokens and ratio must not be negative, got %v, %v", maxTokens, ratio)
+			return
+		}
+		// Comparisons with NaN and Inf/2 > Inf are false: the bucket would
+		// never allow a retry (or never again after a NaN refund).
+		if math.IsNaN(maxTokens) || math.IsInf(maxTokens, 0) || math.IsNaN(ratio) {
+			c.fail("WithRetryBudget: tokens must be a finite number and ratio a number, got %v, %v; 0 tokens turns the budget off", maxTokens, ratio)
 			return
 		}
 		c.retryTokens, c.retryRatio = maxTokens, ratio
