@@ -69,3 +69,26 @@ func TestUnsendableRequestNeverJournaled(t *testing.T) {
 	require.Empty(t, ops, "List() after refused requests")
 	require.Zero(t, hits.Load(), "server hits after refused requests")
 }
+
+// TestCredentialInURLQueryNeverJournaled: an API key written into the URL's
+// query string was journaled and shown by the operator tool; the request
+// hook is where it belongs (TestHookCredentialInURLNotJournaledOrLogged).
+func TestCredentialInURLQueryNeverJournaled(t *testing.T) {
+	e := newEnv(t)
+	for i, raw := range []string{
+		e.srv.URL + "/orders?api_key=sk_live_PLANTED",
+		e.srv.URL + "/orders?x=1&Access_Token=PLANTED",
+		e.srv.URL + "/orders?client_secret=PLANTED",
+	} {
+		_, err := e.client.Prepare(e.ctx, idem.Request{Key: fmt.Sprint("q", i), URL: raw})
+		require.ErrorIs(t, err, idem.ErrSecretHeader, raw)
+		require.NotErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.ErrorContains(t, err, "WithRequestHook")
+		require.NotContains(t, err.Error(), "PLANTED")
+	}
+	_, err := e.client.Prepare(e.ctx, idem.Request{Key: "r", URL: e.srv.URL + "/orders", ResultURL: e.srv.URL + "/operations/r?apikey=PLANTED"})
+	require.ErrorIs(t, err, idem.ErrSecretHeader)
+	ops, err := e.client.List(e.ctx, idem.Filter{})
+	require.NoError(t, err)
+	require.Empty(t, ops, "List() after refused requests")
+}
