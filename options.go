@@ -386,9 +386,19 @@ func WithResultEndpoint(template string) Option {
 			c.fail("WithResultEndpoint: template %q has no {key}; put {key} where the key goes, e.g. \"/v1/operations/{key}\"", template)
 			return
 		}
-		if _, err := url.Parse(strings.ReplaceAll(template, "{key}", "k")); err != nil {
+		u, err := url.Parse(strings.ReplaceAll(template, "{key}", "k"))
+		if err != nil {
 			c.fail("WithResultEndpoint: %v", err)
 			return
+		}
+		// An absolute template is checked as each request's ResultURL
+		// would be, once, here: else every Prepare would refuse it, blaming
+		// a ResultURL the caller never set.
+		if u.Scheme != "" || u.Host != "" {
+			if _, err := absoluteURL("WithResultEndpoint", u.String()); err != nil {
+				c.errs = append(c.errs, err)
+				return
+			}
 		}
 		c.resultTemplate = template
 	})

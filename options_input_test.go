@@ -31,6 +31,10 @@ func TestOptionsRefuseWhatWouldBreakEveryCall(t *testing.T) {
 		"key header Content-Length":    idem.WithKeyHeader("content-length", idem.KeyBare),
 		"key header Transfer-Encoding": idem.WithKeyHeader("Transfer-Encoding", idem.KeyBare),
 		"key header Connection":        idem.WithKeyHeader("Connection", idem.KeyBare),
+		// Each Prepare refused these, blaming a ResultURL the caller never set.
+		"result endpoint with a password": idem.WithResultEndpoint("https://u:p@api.example.com/ops/{key}"),
+		"result endpoint ftp":             idem.WithResultEndpoint("ftp://api.example.com/ops/{key}"),
+		"result endpoint port":            idem.WithResultEndpoint("https://api.example.com:99999/ops/{key}"),
 	}
 	want := map[string]string{
 		"backoff constructor returns nil": "WithBackoff",
@@ -41,6 +45,9 @@ func TestOptionsRefuseWhatWouldBreakEveryCall(t *testing.T) {
 		"key header Content-Length":       "WithKeyHeader",
 		"key header Transfer-Encoding":    "WithKeyHeader",
 		"key header Connection":           "WithKeyHeader",
+		"result endpoint with a password": "WithResultEndpoint",
+		"result endpoint ftp":             "WithResultEndpoint",
+		"result endpoint port":            "WithResultEndpoint",
 	}
 	for name, o := range bad {
 		t.Run(name, func(t *testing.T) {
