@@ -95,6 +95,25 @@ func validHeaderValue(v string) bool {
 	return true
 }
 
+// hookHeaderErr checks the headers after the request hook ran: net/http
+// refuses an invalid one before sending and before any trace event, which
+// reads as "maybe sent", so the operation would be judged maybe executed
+// though never sent. The error names the header, never its value (a
+// credential, most likely).
+func hookHeaderErr(h http.Header) error {
+	for name, vals := range h {
+		if !httpsyntax.ValidHeaderName(name) {
+			return fmt.Errorf("idem: request hook: header name %q is not a valid HTTP token; net/http refuses it, so nothing was sent", name)
+		}
+		for _, v := range vals {
+			if !validHeaderValue(v) {
+				return fmt.Errorf("idem: request hook: header %s has a control character (a token read with its trailing newline?); net/http refuses it, so nothing was sent", name)
+			}
+		}
+	}
+	return nil
+}
+
 const maxNameLen = 255
 
 // checkName validates a key or scope: it travels in a header and keys a
