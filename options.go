@@ -163,9 +163,18 @@ func (c *config) fail(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf("idem: "+format, args...))
 }
 
+// minDuration is the shortest duration option: below it no HTTP exchange
+// completes, and a bare number (WithAttemptTimeout(10)) is nanoseconds,
+// which made every attempt time out before it was sent.
+const minDuration = time.Millisecond
+
 func positive(c *config, name string, d time.Duration) bool {
 	if d <= 0 {
 		c.fail("%s must be positive, got %v", name, d)
+		return false
+	}
+	if d < minDuration {
+		c.fail("%s must be at least %v, got %v (a bare number is nanoseconds: write 10*time.Second)", name, minDuration, d)
 		return false
 	}
 	return true

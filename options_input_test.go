@@ -31,6 +31,12 @@ func TestOptionsRefuseWhatWouldBreakEveryCall(t *testing.T) {
 		"key header Content-Length":    idem.WithKeyHeader("content-length", idem.KeyBare),
 		"key header Transfer-Encoding": idem.WithKeyHeader("Transfer-Encoding", idem.KeyBare),
 		"key header Connection":        idem.WithKeyHeader("Connection", idem.KeyBare),
+		// A bare number is nanoseconds: WithAttemptTimeout(10) failed every
+		// attempt before sending, so every operation stayed journaled, unsent.
+		"attempt timeout a bare 10": idem.WithAttemptTimeout(10),
+		"max elapsed a bare 60":     idem.WithMaxElapsed(60),
+		"key window a bare 24":      idem.WithKeyRetention(24),
+		"reconcile bare numbers":    idem.WithReconcile(30, 3600, 72),
 		// Each Prepare refused these, blaming a ResultURL the caller never set.
 		"result endpoint with a password": idem.WithResultEndpoint("https://u:p@api.example.com/ops/{key}"),
 		"result endpoint ftp":             idem.WithResultEndpoint("ftp://api.example.com/ops/{key}"),
@@ -45,6 +51,10 @@ func TestOptionsRefuseWhatWouldBreakEveryCall(t *testing.T) {
 		"key header Content-Length":       "WithKeyHeader",
 		"key header Transfer-Encoding":    "WithKeyHeader",
 		"key header Connection":           "WithKeyHeader",
+		"attempt timeout a bare 10":       "time.Second",
+		"max elapsed a bare 60":           "WithMaxElapsed",
+		"key window a bare 24":            "WithKeyRetention",
+		"reconcile bare numbers":          "WithReconcile",
 		"result endpoint with a password": "WithResultEndpoint",
 		"result endpoint ftp":             "WithResultEndpoint",
 		"result endpoint port":            "WithResultEndpoint",
