@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -35,6 +36,12 @@ func TestUnsendableRequestNeverJournaled(t *testing.T) {
 		req  idem.Request
 		want string // what the message must name
 	}{
+		// Pinned: keys go in a header and a journal index.
+		"key with CRLF":           {idem.Request{URL: url, Key: "k\r\nX-Evil: 1"}, "key"},
+		"key not UTF-8":           {idem.Request{URL: url, Key: "k\xff"}, "key"},
+		"key trailing space":      {idem.Request{URL: url, Key: "k "}, "key"},
+		"key past 255 bytes":      {idem.Request{URL: url, Key: strings.Repeat("k", 256)}, "key"},
+		"scope with a NUL":        {idem.Request{URL: url, Scope: "a\x00b"}, "scope"},
 		"method with a comma":     {idem.Request{URL: url, Method: "POST,"}, "method"},
 		"method not ASCII":        {idem.Request{URL: url, Method: "PÖST"}, "method"},
 		"method with a NUL":       {idem.Request{URL: url, Method: "POST\x00"}, "method"},
@@ -57,7 +64,9 @@ func TestUnsendableRequestNeverJournaled(t *testing.T) {
 	for name, tc := range tests {
 		n++
 		t.Run(name, func(t *testing.T) {
-			tc.req.Key = fmt.Sprint("k", n)
+			if tc.req.Key == "" {
+				tc.req.Key = fmt.Sprint("k", n)
+			}
 			_, err := c.Submit(t.Context(), tc.req)
 			require.ErrorIs(t, err, idem.ErrInvalidRequest)
 			require.NotErrorIs(t, err, idem.ErrUnknownOutcome)
