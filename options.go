@@ -189,6 +189,10 @@ func WithHTTPClient(hc *http.Client) Option {
 			c.fail("WithHTTPClient: nil *http.Client")
 			return
 		}
+		if hc.Timeout > 0 && hc.Timeout < minDuration {
+			c.fail("WithHTTPClient: the client's Timeout %v is under %v: every attempt would time out before it is sent (a bare number is nanoseconds: write 30*time.Second)", hc.Timeout, minDuration)
+			return
+		}
 		c.httpClient = hc
 	})
 }

@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"math"
+	"net/http"
 	"sync/atomic"
 	"testing"
 
@@ -37,6 +38,9 @@ func TestOptionsRefuseWhatWouldBreakEveryCall(t *testing.T) {
 		"max elapsed a bare 60":     idem.WithMaxElapsed(60),
 		"key window a bare 24":      idem.WithKeyRetention(24),
 		"reconcile bare numbers":    idem.WithReconcile(30, 3600, 72),
+		// The same through the user's client: each attempt timed out before
+		// a trace event, read as "maybe sent", and was queried as such.
+		"http client Timeout a bare 5": idem.WithHTTPClient(&http.Client{Timeout: 5}),
 		// Each Prepare refused these, blaming a ResultURL the caller never set.
 		"result endpoint with a password": idem.WithResultEndpoint("https://u:p@api.example.com/ops/{key}"),
 		"result endpoint ftp":             idem.WithResultEndpoint("ftp://api.example.com/ops/{key}"),
@@ -55,6 +59,7 @@ func TestOptionsRefuseWhatWouldBreakEveryCall(t *testing.T) {
 		"max elapsed a bare 60":           "WithMaxElapsed",
 		"key window a bare 24":            "WithKeyRetention",
 		"reconcile bare numbers":          "WithReconcile",
+		"http client Timeout a bare 5":    "WithHTTPClient",
 		"result endpoint with a password": "WithResultEndpoint",
 		"result endpoint ftp":             "WithResultEndpoint",
 		"result endpoint port":            "WithResultEndpoint",
