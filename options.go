@@ -383,7 +383,9 @@ func WithKeyHeader(name string, format KeyFormat) Option {
 }
 
 // WithKeyInBody sends no key header: the caller puts the key in the body
-// itself, so every Request must carry its Key (see NewKey).
+// itself, so every Request must carry its Key (see NewKey), and Prepare
+// refuses a body that does not hold it (as written, JSON-escaped or
+// form-encoded): without it the server would get no key at all.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }

@@ -1,7 +1,9 @@
 package idem
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -194,6 +196,9 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 			return nil, err
 		}
 	}
+	if c.cfg.keyHeader == "" && !keyInBody(key, req.Body) {
+		return nil, fmt.Errorf("%w: with WithKeyInBody, the body must carry Request.Key %q: without it the server gets no key and may execute every retry", ErrInvalidRequest, key)
+	}
 	if len(req.Body) > MaxBodyBytes {
 		return nil, fmt.Errorf("%w: body is %d bytes; at most %d can be journaled", ErrInvalidRequest, len(req.Body), MaxBodyBytes)
 	}
@@ -248,6 +253,23 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		// Due only if the caller abandons it: Do normally settles it first.
 		NextDue: now.Add(c.cfg.reconcileInterval),
 	}, nil
+}
+
+// keyInBody reports whether body holds key as written, as JSON writes it
+// (with or without HTML escaping) or as form encoding writes it.
+func keyInBody(key string, body []byte) bool {
+	if bytes.Contains(body, []byte(key)) || bytes.Contains(body, []byte(url.QueryEscape(key))) {
+		return true
+	}
+	for _, html := range []bool{true, false} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if enc.Encode(key) == nil && bytes.Contains(body, bytes.TrimSuffix(b.Bytes(), []byte("\n"))) {
+			return true
+		}
+	}
+	return false
 }
 
 func absoluteURL(field, raw string) (*url.URL, error) {
