@@ -227,6 +227,12 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 				return nil, fmt.Errorf("%w: header %s has a control character in %q; it could never be sent", ErrInvalidRequest, canon, v)
 			}
 		}
+		if _, twice := header[canon]; twice {
+			// Merged in map order, which varies: the same Request would
+			// journal differently, and a resubmission would read as the
+			// key reused for another request.
+			return nil, fmt.Errorf("%w: header %s is given under two spellings of its name; give its values once, in the order to send them", ErrInvalidRequest, canon)
+		}
 		header[canon] = append(header[canon], vals...)
 	}
 	if headerValue(header, "Content-Type") == "" && len(req.Body) > 0 {

@@ -101,3 +101,17 @@ func TestCredentialInURLQueryNeverJournaled(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, ops, "List() after refused requests")
 }
+
+// TestHeaderSpelledTwiceRefused: one header under two spellings of its
+// name was merged in map order, which varies: the same Request prepared
+// again got "key already used with a different request" about one time
+// in five, and a caller told that may use a new key, and pay twice.
+func TestHeaderSpelledTwiceRefused(t *testing.T) {
+	e := newEnv(t)
+	r := idem.Request{Key: "spelt-twice", URL: e.srv.URL + "/orders", Header: http.Header{"x-note": {"1"}, "X-Note": {"2"}}, Body: []byte(`{}`)}
+	for range 20 { // map order: one try in five or so merged the other way
+		_, err := e.client.Prepare(e.ctx, r)
+		require.ErrorIs(t, err, idem.ErrInvalidRequest)
+		require.ErrorContains(t, err, "X-Note")
+	}
+}
