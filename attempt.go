@@ -108,6 +108,9 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		if err := c.cfg.hook(req); err != nil {
 			return exchange{err: fmt.Errorf("idem: request hook: %w", err), unsent: true}
 		}
+		if err := hookHeaderErr(req.Header); err != nil {
+			return exchange{err: err, unsent: true}
+		}
 	}
 	if err := context.Cause(actx); err != nil {
 		// Surely unsent (Close while the attempt was being journaled, say):

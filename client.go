@@ -319,6 +319,11 @@ func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
 	if f.OlderThan < 0 || f.Limit < 0 {
 		return nil, fmt.Errorf("%w: List: negative Filter.OlderThan (%v) or Limit (%d)", ErrInvalidRequest, f.OlderThan, f.Limit)
 	}
+	for _, s := range f.States {
+		if !s.Valid() {
+			return nil, fmt.Errorf("%w: List: Filter.States has %q; use the State constants (StateUnknown, …)", ErrInvalidRequest, s)
+		}
+	}
 	jf := journal.Filter{States: f.States, Open: f.Open, Review: f.Review, Limit: f.Limit}
 	if !f.AllScopes {
 		jf.Scope = c.scopeOr(f.Scope)

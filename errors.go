@@ -15,7 +15,8 @@ var (
 	ErrInvalidRequest = errors.New("idem: invalid request")
 	// ErrSecretHeader: the Request carries a credential header
 	// (Authorization, Cookie, Proxy-Authorization, X-Api-Key, Api-Key,
-	// X-Auth-Token) or credentials in its URL. Credentials are never
+	// X-Auth-Token) or credentials in its URL (user:password@, or a query
+	// parameter such as api_key or access_token). Credentials are never
 	// written to the journal: add them at send time with WithRequestHook or
 	// with the http.Client's Transport.
 	ErrSecretHeader = errors.New("idem: credential header in a journaled request")

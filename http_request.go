@@ -14,7 +14,10 @@ import (
 // journal: its method, absolute URL, headers and body (read once, here,
 // and closed). An Idempotency-Key header becomes the Request's Key (idem
 // sends the key itself, in the header WithKeyHeader names); Content-Length
-// is dropped, since the journaled body sets it. A credential header
+// is dropped, since the journaled body sets it. A body whose length is not
+// a positive ContentLength, a Host other than the URL's and trailers are
+// refused with ErrInvalidRequest: none could be journaled as it would have
+// been sent. A credential header
 // (Authorization, Cookie, …) is refused with ErrSecretHeader, as Prepare
 // refuses it: add credentials at send time with WithRequestHook. A body
 // over MaxBodyBytes is refused with ErrInvalidRequest. The Request's
@@ -27,6 +30,14 @@ func RequestFromHTTP(r *http.Request) (Request, error) {
 		if slices.Contains(secretHeaders[:], http.CanonicalHeaderKey(name)) {
 			return Request{}, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, http.CanonicalHeaderKey(name))
 		}
+	}
+	// A Request has no Host or trailers: journaled without them, it would
+	// go to the URL's virtual host, with a body other than the caller's.
+	if r.Host != "" && r.Host != r.URL.Host && r.Host != strings.TrimSuffix(r.URL.Host, ":") {
+		return Request{}, fmt.Errorf("%w: RequestFromHTTP: Host %q differs from the URL's host; put the host in the URL (a Request sends the URL's)", ErrInvalidRequest, r.Host)
+	}
+	if len(r.Trailer) > 0 {
+		return Request{}, fmt.Errorf("%w: RequestFromHTTP: Trailer set; trailers are not journaled: put what they carry in a header or the body", ErrInvalidRequest)
 	}
 	// net/http sends an empty Method as GET; Prepare would make it POST.
 	method := r.Method
@@ -61,6 +72,12 @@ func RequestFromHTTP(r *http.Request) (Request, error) {
 		}
 		if len(body) > MaxBodyBytes {
 			return Request{}, fmt.Errorf("%w: RequestFromHTTP: body over %d bytes (MaxBodyBytes)", ErrInvalidRequest, MaxBodyBytes)
+		}
+		// net/http refuses to send a body of another length than a
+		// positive ContentLength says (0 means unknown): a short one is
+		// most likely cut, and would be journaled and sent cut for ever.
+		if r.ContentLength > 0 && int64(len(body)) != r.ContentLength {
+			return Request{}, fmt.Errorf("%w: RequestFromHTTP: body is %d bytes, ContentLength says %d; set ContentLength to the body's length (or -1 for unknown)", ErrInvalidRequest, len(body), r.ContentLength)
 		}
 		req.Body = body
 	}

@@ -38,6 +38,34 @@ func TestRequestFromHTTP(t *testing.T) {
 		_, err := idem.RequestFromHTTP(r)
 		require.ErrorIs(t, err, idem.ErrInvalidRequest)
 	})
+	// net/http would refuse to send a body of another length than its
+	// ContentLength, a Host override or trailers are not journaled: each
+	// would have become an operation other than the caller's.
+	t.Run("not what it would send", func(t *testing.T) {
+		short := httptest.NewRequest(http.MethodPost, "https://api.example.com/v1/orders", strings.NewReader(`{"a":1}`))
+		short.ContentLength = 70
+		long := httptest.NewRequest(http.MethodPost, "https://api.example.com/v1/orders", strings.NewReader(`{"a":1}`))
+		long.ContentLength = 3
+		host := httptest.NewRequest(http.MethodPost, "https://10.0.0.7/v1/orders", nil)
+		host.Host = "api.example.com"
+		trailer := httptest.NewRequest(http.MethodPost, "https://api.example.com/v1/orders", strings.NewReader(`{"a":1}`))
+		trailer.Trailer = http.Header{"X-Checksum": {"abc"}}
+		for name, tc := range map[string]struct {
+			r    *http.Request
+			want string
+		}{
+			"body shorter than ContentLength": {short, "ContentLength"},
+			"body longer than ContentLength":  {long, "ContentLength"},
+			"Host other than the URL's":       {host, "Host"},
+			"trailers":                        {trailer, "Trailer"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				_, err := idem.RequestFromHTTP(tc.r)
+				require.ErrorIs(t, err, idem.ErrInvalidRequest)
+				require.ErrorContains(t, err, tc.want)
+			})
+		}
+	})
 	t.Run("nil", func(t *testing.T) {
 		_, err := idem.RequestFromHTTP(nil)
 		require.ErrorIs(t, err, idem.ErrInvalidRequest)

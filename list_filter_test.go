@@ -74,4 +74,9 @@ func TestListFilter(t *testing.T) {
 	require.ErrorIs(t, err, idem.ErrInvalidRequest)
 	_, err = e.client.List(e.ctx, idem.Filter{OlderThan: -time.Second})
 	require.ErrorIs(t, err, idem.ErrInvalidRequest)
+	// A misspelt state matched nothing: an empty list that reads as "no
+	// unknown operations" while some wait for a person.
+	_, err = e.client.List(e.ctx, idem.Filter{States: []idem.State{idem.StateUnknown, "Unknown"}})
+	require.ErrorIs(t, err, idem.ErrInvalidRequest)
+	require.ErrorContains(t, err, `"Unknown"`)
 }

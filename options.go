@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -162,9 +163,18 @@ func (c *config) fail(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf("idem: "+format, args...))
 }
 
+// minDuration is the shortest duration option: below it no HTTP exchange
+// completes, and a bare number (WithAttemptTimeout(10)) is nanoseconds,
+// which made every attempt time out before it was sent.
+const minDuration = time.Millisecond
+
 func positive(c *config, name string, d time.Duration) bool {
 	if d <= 0 {
 		c.fail("%s must be positive, got %v", name, d)
+		return false
+	}
+	if d < minDuration {
+		c.fail("%s must be at least %v, got %v (a bare number is nanoseconds: write 10*time.Second)", name, minDuration, d)
 		return false
 	}
 	return true
@@ -179,6 +189,10 @@ func WithHTTPClient(hc *http.Client) Option {
 			c.fail("WithHTTPClient: nil *http.Client")
 			return
 		}
+		if hc.Timeout > 0 && hc.Timeout < minDuration {
+			c.fail("WithHTTPClient: the client's Timeout %v is under %v: every attempt would time out before it is sent (a bare number is nanoseconds: write 30*time.Second)", hc.Timeout, minDuration)
+			return
+		}
 		c.httpClient = hc
 	})
 }
@@ -191,7 +205,8 @@ func WithRequestHook(fn func(*http.Request) error) Option {
 }
 
 // WithBackoff replaces the wait policy between attempts. newPolicy is called
-// once per call to Do, so the policy may keep state. The default is
+// once by New, to check that it returns a policy, and once per call to Do,
+// so the policy may keep state. The default is
 // exponential with jitter (see DefaultInitialInterval). Waits are never
 // shorter than a server's Retry-After.
 func WithBackoff(newPolicy func() backoff.BackOff) Option {
@@ -200,7 +215,20 @@ func WithBackoff(newPolicy func() backoff.BackOff) Option {
 			c.fail("WithBackoff: nil policy constructor")
 			return
 		}
-		c.newBackoff = newPolicy
+		// The loop asks the policy for a wait only after an attempt, with
+		// the operation journaled: a nil one would panic there.
+		if newPolicy() == nil {
+			c.fail("WithBackoff: the constructor returned a nil policy; return one, e.g. backoff.NewExponentialBackOff()")
+			return
+		}
+		c.newBackoff = func() backoff.BackOff {
+			if p := newPolicy(); p != nil {
+				return p
+			}
+			// Nil after New's check: end the call with ErrUnknownOutcome,
+			// the operation left to the reconciler.
+			return &backoff.StopBackOff{}
+		}
 	})
 }
 
@@ -342,6 +370,10 @@ func WithKeyHeader(name string, format KeyFormat) Option {
 			c.fail("WithKeyHeader: %q is not a header name (use WithKeyInBody when the key travels in the body)", name)
 			return
 		}
+		if why := connectionHeader(http.CanonicalHeaderKey(name)); why != "" {
+			c.fail("WithKeyHeader: %q cannot carry the key: %s", name, why)
+			return
+		}
 		if format != KeyBare && format != KeyQuoted {
 			c.fail("WithKeyHeader: unknown KeyFormat %d; use idem.KeyBare or idem.KeyQuoted", format)
 			return
@@ -351,7 +383,9 @@ func WithKeyHeader(name string, format KeyFormat) Option {
 }
 
 // WithKeyInBody sends no key header: the caller puts the key in the body
-// itself, so every Request must carry its Key (see NewKey).
+// itself, so every Request must carry its Key (see NewKey), and Prepare
+// refuses a body that does not hold it (as written, JSON-escaped or
+// form-encoded): without it the server would get no key at all.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }
@@ -367,9 +401,19 @@ func WithResultEndpoint(template string) Option {
 			c.fail("WithResultEndpoint: template %q has no {key}; put {key} where the key goes, e.g. \"/v1/operations/{key}\"", template)
 			return
 		}
-		if _, err := url.Parse(strings.ReplaceAll(template, "{key}", "k")); err != nil {
+		u, err := url.Parse(strings.ReplaceAll(template, "{key}", "k"))
+		if err != nil {
 			c.fail("WithResultEndpoint: %v", err)
 			return
+		}
+		// An absolute template is checked as each request's ResultURL
+		// would be, once, here: else every Prepare would refuse it, blaming
+		// a ResultURL the caller never set.
+		if u.Scheme != "" || u.Host != "" {
+			if _, err := absoluteURL("WithResultEndpoint", u.String()); err != nil {
+				c.errs = append(c.errs, err)
+				return
+			}
 		}
 		c.resultTemplate = template
 	})
@@ -405,6 +449,12 @@ func WithRetryBudget(maxTokens, ratio float64) Option {
 	return optionFunc(func(c *config) {
 		if maxTokens < 0 || ratio < 0 {
 			c.fail("WithRetryBudget: tokens and ratio must not be negative, got %v, %v", maxTokens, ratio)
+			return
+		}
+		// Comparisons with NaN and Inf/2 > Inf are false: the bucket would
+		// never allow a retry (or never again after a NaN refund).
+		if math.IsNaN(maxTokens) || math.IsInf(maxTokens, 0) || math.IsNaN(ratio) {
+			c.fail("WithRetryBudget: tokens must be a finite number and ratio a number, got %v, %v; 0 tokens turns the budget off", maxTokens, ratio)
 			return
 		}
 		c.retryTokens, c.retryRatio = maxTokens, ratio

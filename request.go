@@ -1,13 +1,16 @@
 package idem
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/idemkit/idem/internal/httpsyntax"
@@ -38,7 +41,11 @@ type Request struct {
 	// Header holds non-secret headers sent on every attempt, result
 	// queries included (but for those about the body or conditional on
 	// the target: Content-*, If-*, Range, Expect, Digest, Repr-Digest and
-	// method overrides); they are journaled. An Accept-Encoding that
+	// method overrides); they are journaled. Headers net/http sets itself
+	// or would not send as journaled (Host, Content-Length,
+	// Transfer-Encoding, Trailer, and the hop-by-hop Connection,
+	// Keep-Alive, Proxy-Connection, TE and Upgrade) are refused with
+	// ErrInvalidRequest. An Accept-Encoding that
 	// offers a coding idem cannot decode (br, zstd, deflate) is left off
 	// the wire, and net/http asks for gzip itself. Credentials go in
 	// WithRequestHook instead.
@@ -54,6 +61,31 @@ type Request struct {
 // the standard ones and the most common custom ones.
 var secretHeaders = [...]string{"Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token"}
 
+// connectionHeader says why a header (canonical name) cannot be
+// journaled, or "" if it can. Each is about one connection or one
+// message's framing, not the operation: net/http sends the URL's host and
+// frames the body itself, dropping these over HTTP/1.1 (the server would
+// not get what the journal says it got), and its HTTP/2 transport refuses
+// a request with some of them (Transfer-Encoding other than chunked,
+// Connection other than close or keep-alive, Upgrade) before sending it,
+// on every attempt, for ever.
+func connectionHeader(canon string) string {
+	switch canon {
+	case "Host":
+		return "net/http sends the URL's host, never this header; put the host in URL"
+	case "Content-Length", "Transfer-Encoding", "Trailer":
+		return "net/http frames the body itself, from Body; remove it"
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Upgrade":
+		return "a hop-by-hop header, about one connection, not the operation (HTTP/2 refuses some outright); remove it, and configure connections on your http.Client's Transport"
+	}
+	return ""
+}
+
+// secretParams are query parameter names (lower case) that carry an API
+// credential. Generic names such as "token" or "key" are left alone: a
+// PayPal return URL's token is an order id.
+var secretParams = [...]string{"api_key", "apikey", "api-key", "access_token", "client_secret", "password"}
+
 // validHeaderValue refuses control characters (CR and LF above all): a
 // journaled value net/http would refuse could never be sent.
 func validHeaderValue(v string) bool {
@@ -63,6 +95,25 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// hookHeaderErr checks the headers after the request hook ran: net/http
+// refuses an invalid one before sending and before any trace event, which
+// reads as "maybe sent", so the operation would be judged maybe executed
+// though never sent. The error names the header, never its value (a
+// credential, most likely).
+func hookHeaderErr(h http.Header) error {
+	for name, vals := range h {
+		if !httpsyntax.ValidHeaderName(name) {
+			return fmt.Errorf("idem: request hook: header name %q is not a valid HTTP token; net/http refuses it, so nothing was sent", name)
+		}
+		for _, v := range vals {
+			if !validHeaderValue(v) {
+				return fmt.Errorf("idem: request hook: header %s has a control character (a token read with its trailing newline?); net/http refuses it, so nothing was sent", name)
+			}
+		}
+	}
+	return nil
 }
 
 const maxNameLen = 255
@@ -112,7 +163,9 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	if method == "" {
 		method = http.MethodPost
 	}
-	if strings.ContainsAny(method, " \t\r\n") || strings.ToUpper(method) != method {
+	// A method is a token, as a header name is: net/http refuses any
+	// other before sending, on every attempt.
+	if !httpsyntax.ValidHeaderName(method) || strings.ToUpper(method) != method {
 		return nil, fmt.Errorf("%w: method %q; use an upper-case HTTP method such as POST", ErrInvalidRequest, method)
 	}
 	target, err := c.urls.parse(req.URL)
@@ -143,6 +196,9 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 			return nil, err
 		}
 	}
+	if c.cfg.keyHeader == "" && !keyInBody(key, req.Body) {
+		return nil, fmt.Errorf("%w: with WithKeyInBody, the body must carry Request.Key %q: without it the server gets no key and may execute every retry", ErrInvalidRequest, key)
+	}
 	if len(req.Body) > MaxBodyBytes {
 		return nil, fmt.Errorf("%w: body is %d bytes; at most %d can be journaled", ErrInvalidRequest, len(req.Body), MaxBodyBytes)
 	}
@@ -160,6 +216,9 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		if slices.Contains(secretHeaders[:], canon) {
 			return nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, canon)
 		}
+		if why := connectionHeader(canon); why != "" {
+			return nil, fmt.Errorf("%w: header %s: %s", ErrInvalidRequest, canon, why)
+		}
 		if c.cfg.keyHeader != "" && canon == c.cfg.keyHeader {
 			return nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key; remove it from Header", ErrInvalidRequest, canon)
 		}
@@ -167,6 +226,12 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 			if !validHeaderValue(v) {
 				return nil, fmt.Errorf("%w: header %s has a control character in %q; it could never be sent", ErrInvalidRequest, canon, v)
 			}
+		}
+		if _, twice := header[canon]; twice {
+			// Merged in map order, which varies: the same Request would
+			// journal differently, and a resubmission would read as the
+			// key reused for another request.
+			return nil, fmt.Errorf("%w: header %s is given under two spellings of its name; give its values once, in the order to send them", ErrInvalidRequest, canon)
 		}
 		header[canon] = append(header[canon], vals...)
 	}
@@ -196,6 +261,23 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	}, nil
 }
 
+// keyInBody reports whether body holds key as written, as JSON writes it
+// (with or without HTML escaping) or as form encoding writes it.
+func keyInBody(key string, body []byte) bool {
+	if bytes.Contains(body, []byte(key)) || bytes.Contains(body, []byte(url.QueryEscape(key))) {
+		return true
+	}
+	for _, html := range []bool{true, false} {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(html)
+		if enc.Encode(key) == nil && bytes.Contains(body, bytes.TrimSuffix(b.Bytes(), []byte("\n"))) {
+			return true
+		}
+	}
+	return false
+}
+
 func absoluteURL(field, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -212,6 +294,21 @@ func absoluteURL(field, raw string) (*url.URL, error) {
 	}
 	if u.User != nil {
 		return nil, fmt.Errorf("%w: %s carries credentials (user:password@); they would be journaled: use WithRequestHook", ErrSecretHeader, field)
+	}
+	for name := range u.Query() {
+		if slices.Contains(secretParams[:], strings.ToLower(name)) {
+			return nil, fmt.Errorf("%w: %s has a %s query parameter; it would be journaled: add it at send time with WithRequestHook (r.URL.RawQuery)", ErrSecretHeader, field, name)
+		}
+	}
+	// Dialing fails on every attempt without a host name ("http://:8080/"
+	// dials this machine, not the API) or with a port no socket has.
+	if u.Hostname() == "" {
+		return nil, fmt.Errorf("%w: %s %q has no host name; name the API's host", ErrInvalidRequest, field, u.String())
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("%w: %s %q: port %s is out of range; use 1 to 65535, or none for the scheme's default", ErrInvalidRequest, field, u.String(), p)
+		}
 	}
 	return u, nil
 }

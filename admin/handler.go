@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -33,9 +34,15 @@ func (f optionFunc) apply(h *handler) { f(h) }
 
 // WithClock sets the clock the handler measures ages with; use the
 // Client's (WithClock) so that ages agree with the journal's times.
-// Default: the wall clock.
+// Default (and with a nil clk): the wall clock.
 func WithClock(clk idem.Clock) Option {
-	return optionFunc(func(h *handler) { h.now = clk.Now })
+	return optionFunc(func(h *handler) {
+		// NewHandler has no error to return: a nil clock must not panic
+		// in the service that mounts the handler.
+		if clk != nil {
+			h.now = clk.Now
+		}
+	})
 }
 
 type handler struct {
@@ -385,6 +392,11 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
 		return badRequest("body: want a JSON object with key, state, reason and by (and optionally scope, resource_id, force): %v", err)
+	}
+	// A second value would be dropped unread while the first is applied:
+	// one settlement per request, so that what was asked is what was done.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return badRequest("body: want one JSON object; resolve one operation per request")
 	}
 	st := idem.State(req.State)
 	switch {

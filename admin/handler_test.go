@@ -207,6 +207,8 @@ func TestBadInput(t *testing.T) {
 		{"POST", "/resolve", `{"key":"lost","state":"failed","by":"alice","reason":"seen","extra":1}`, 400, "bad_request"},
 		{"POST", "/resolve", `{"key":"nope","state":"failed","by":"alice","reason":"seen"}`, 404, "not_found"},
 		{"POST", "/resolve", `{"key":"ok","state":"failed","by":"alice","reason":"seen"}`, 409, "conflict"},
+		// Two resolutions in one body: the first was applied, the second dropped unread.
+		{"POST", "/resolve", `{"key":"lost","state":"succeeded","by":"alice","reason":"seen"} {"key":"lost","state":"failed","by":"bob","reason":"seen"}`, 400, "bad_request"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path+" "+tt.body, func(t *testing.T) {

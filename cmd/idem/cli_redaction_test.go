@@ -49,3 +49,19 @@ func TestShowRedactsEveryCredentialHeader(t *testing.T) {
 		require.NotContains(t, stdout, "sk_live", "idem %q printed a credential", args)
 	}
 }
+
+// TestBadURLFlagDoesNotEchoItsPassword: a mistyped -url (a wrong scheme,
+// a bad escape) was quoted whole in the usage error, with the password
+// it carries: printed to a terminal or a CI log.
+func TestBadURLFlagDoesNotEchoItsPassword(t *testing.T) {
+	for _, u := range []string{
+		"htps://admin:PLANTED_PASSWORD@svc.internal/idem/",
+		"https://admin:PLANTED_PASSWORD@svc.internal/idem/%zz",
+		"https://admin:PLANTED_PASSWORD@/idem/",
+	} {
+		_, stderr, code := runIdem(t, "list", "-url", u)
+		require.Equal(t, 2, code, stderr)
+		require.Contains(t, stderr, "-url")
+		require.NotContains(t, stderr, "PLANTED_PASSWORD", "idem list -url %q", u)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -34,9 +35,18 @@ type remote struct {
 }
 
 func (e *env) remote(cmd string) (*remote, error) {
+	// Never quote the flag as given: it may carry a password, and the
+	// message goes to a terminal or a CI log.
 	u, err := url.Parse(e.url)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usagef(cmd, "-url %q: want the admin handler's base URL, such as https://svc.internal/idem/", e.url)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Parse's own error quotes the whole URL
+		}
+		return nil, usagef(cmd, "-url is not a valid URL (%v): want the admin handler's base URL, such as https://svc.internal/idem/", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usagef(cmd, "-url %q: want the admin handler's base URL, such as https://svc.internal/idem/", u.Redacted())
 	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
