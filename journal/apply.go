@@ -282,32 +282,38 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 // Prune met one and failed with bbolt's bare "incompatible value"); so is
 // an ErrCorrupt from fn's own checks (a Prune whose checked path found the
 // page first went on, and the next Create was acknowledged).
-func (s *Store) updateDamaged(fn func(*bolt.Tx) error) (err error) {
+func (s *Store) updateDamaged(fn func(*bolt.Tx) error) error {
+	err := updateRecovered(s.db, fn)
+	if errors.Is(err, berrors.ErrIncompatibleValue) || errors.Is(err, ErrCorrupt) {
+		// ErrCorrupt: fn's own checks (vetPath) found the damage before
+		// bbolt tripped on it, or bbolt tripped; the file is as damaged
+		// either way.
+		ferr := withKind(ErrCorrupt, "damaged page met while writing the journal file (bbolt: %v); nothing was written, "+
+			"and nothing more is read from the file or written to it (acknowledged writes are safe in its log): "+
+			"stop, keep a copy, and restore the journal (idem check says what is damaged)", err)
+		s.failed.Store(&ferr)
+		return ferr
+	}
+	return err
+}
+
+// updateRecovered is db.Update(fn), with a panic of the kinds bbolt
+// panics with on a damaged page (bboltPanic), or a fault on the memory
+// map, turned into an error matching ErrCorrupt; any other panic goes on.
+// bbolt rolls the transaction back as the panic unwinds, before anything
+// is written.
+func updateRecovered(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
 	old := debug.SetPanicOnFault(true)
-	var damage any
 	defer func() {
 		debug.SetPanicOnFault(old)
 		if p := recover(); p != nil {
 			if !bboltPanic(p) {
 				panic(p) // not bbolt's: a bug in fn, the caller's to see
 			}
-			damage = p
-		}
-		if damage != nil {
-			ferr := withKind(ErrCorrupt, "damaged page met while writing the journal file (bbolt: %v); nothing was written, "+
-				"and nothing more is read from the file or written to it (acknowledged writes are safe in its log): "+
-				"stop, keep a copy, and restore the journal (idem check says what is damaged)", damage)
-			s.failed.Store(&ferr)
-			err = ferr
+			err = withKind(ErrCorrupt, "%v", p)
 		}
 	}()
-	err = s.db.Update(fn)
-	if errors.Is(err, berrors.ErrIncompatibleValue) || errors.Is(err, ErrCorrupt) {
-		// ErrCorrupt: fn's own checks (vetPath) found the damage before
-		// bbolt tripped on it; the file is as damaged either way.
-		damage = err
-	}
-	return err
+	return db.Update(fn)
 }
 
 // bboltPanic reports whether p, a panic's value, is of a kind bbolt panics

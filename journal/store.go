@@ -325,11 +325,7 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 		})
 	})
 	if err == nil && old != 0 {
-		migrate := migrateV2
-		if old == 1 {
-			migrate = migrateV1 // which ends with migrateV2
-		}
-		if err = db.Update(migrate); err != nil {
+		if err = migrate(db, file, old); err != nil {
 			return errorf("migrate from format version %d to %d (the file is unchanged): %w", old, formatVersion, err)
 		}
 	}
