@@ -1000,11 +1000,10 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 	if s.readOnly {
 		return 0, errorf("journal: prune: %w", ErrReadOnly)
 	}
-	bound := timeKey(settledBefore)
 	total := 0
 	var after []byte
 	for {
-		n, more, err := s.pruneChunk(bound, &after)
+		n, more, err := s.pruneChunk(settledBefore, &after)
 		if err != nil {
 			return total, errorf("journal: prune: %w", err)
 		}
@@ -1016,8 +1015,10 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 }
 
 // pruneChunk deletes up to pruneChunk records of the settled index after
-// *after and below bound, in one commit, and moves *after past them.
-func (s *Store) pruneChunk(bound uint64, after *[]byte) (n int, more bool, err error) {
+// *after and settled before settledBefore, in one commit, and moves *after
+// past them.
+func (s *Store) pruneChunk(settledBefore time.Time, after *[]byte) (n int, more bool, err error) {
+	bound := timeKey(settledBefore)
 	s.ap.mu.Lock()
 	defer s.ap.mu.Unlock()
 	if s.closed.Load() {
@@ -1078,14 +1079,20 @@ func (s *Store) pruneChunk(bound uint64, after *[]byte) (n int, more bool, err e
 				e.keep = true
 				continue
 			}
-			st, _, err := decodeState(v)
+			// One read of the whole record: the retention rule needs
+			// its times, and a record that does not read whole is
+			// damaged, not to be judged by its first bytes.
+			r, err := decode(v)
 			if err != nil {
 				return errorf("record %q: %w", e.rk, err)
 			}
-			e.drop = st.Terminal()
-			if r, derr := decode(v); e.drop && derr == nil && timeKey(lastEvent(r)) >= bound {
-				e.keep = true // settled while the clock was behind: see Record.Prunable
+			if !r.State.Terminal() {
+				continue // an open record is never pruned: its stray entry goes alone
 			}
+			e.drop = r.Prunable(settledBefore)
+			// Not Prunable: settled while the clock was behind; it keeps
+			// its entry, where the next Prune finds it again.
+			e.keep = !e.drop
 		}
 		for _, e := range entries {
 			if e.keep {
