@@ -7,10 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 )
 
 // oldFormatCopy copies testdata/<version>/journal.db into a fresh
@@ -24,23 +22,16 @@ func oldFormatCopy(t *testing.T, version string) string {
 	return path
 }
 
-// rootPageOf returns the page of the root bucket of the file at path (which
-// nothing holds): in the old formats it holds every bucket, and the meta
-// bucket inline.
+// rootPageOf returns the bytes of the file at path, and the page of its
+// root bucket among them: in the old formats it holds every bucket, and
+// the meta bucket inline.
 func rootPageOf(t *testing.T, path string) (data, page []byte) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var root uint64
-	var ps int
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		root, ps = uint64(tx.Cursor().Bucket().Root()), tx.DB().Info().PageSize
-		return nil
-	}))
-	require.NoError(t, db.Close())
-	data, err = os.ReadFile(path)
-	require.NoError(t, err)
-	page = data[int(root)*ps : int(root+1)*ps]
+	m, ok := newestMetaOf(data)
+	require.True(t, ok, "a valid meta page")
+	page = data[m.root*m.pageSize : (m.root+1)*m.pageSize]
 	require.Equal(t, uint16(leafPageFlag), binary.LittleEndian.Uint16(page[8:10]), "the root bucket is one leaf")
 	return data, page
 }

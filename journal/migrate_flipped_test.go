@@ -6,26 +6,20 @@ import (
 	"math/rand/v2"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/idemkit/idem/journal"
 )
 
-// oldImage reads the old-format journal at path, which nothing holds: a
-// read-only Store refuses a version 1 file, so imageOf cannot.
+// oldImage reads the old-format journal at path: a read-only Store
+// refuses a version 1 file, so imageOf cannot.
 func oldImage(t *testing.T, path string, want []*journal.Record) journalImage {
 	t.Helper()
-	img := journalImage{}
-	var err error
-	img.data, err = os.ReadFile(path)
+	data, err := os.ReadFile(path)
 	require.NoError(t, err)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	require.NoError(t, err)
-	require.NoError(t, db.View(func(tx *bolt.Tx) error { img.used = tx.Size(); return nil }))
-	require.NoError(t, db.Close())
+	img := journalImage{data: data, used: journal.UsedBytes(data)}
+	require.Positive(t, img.used, "a valid meta page")
 	for _, r := range want {
 		img.keys = append(img.keys, r.Scope+"\x00"+r.Key)
 	}

@@ -3,56 +3,25 @@ package journal
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // pruneRecords is how many settled operations the prune fixture holds.
 const pruneRecords = 100_000
 
-// pruneFixture returns the path of a journal of pruneRecords settled
-// operations, indexed as settled two days before t0 but sent at t0: a
-// Prune at t0 + 1 h deletes every one of them, a Prune at t0 - 1 h reads
-// every one and keeps it (Record.Prunable). It is built once and cached in
-// the temporary directory; callers copy it or open it read-only-in-effect.
+// pruneFixture writes a journal of pruneRecords settled operations,
+// indexed as settled two days before t0 but sent at t0, and returns its
+// path: a Prune at t0 + 1 h deletes every one of them, a Prune at
+// t0 - 1 h reads every one and keeps it (Record.Prunable).
 func pruneFixture(b *testing.B) string {
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("idem-journal-bench-prune-v%d-%d.db", formatVersion, pruneRecords))
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	b.Logf("building %s (cached for later runs)", path)
-	tmp := path + ".building"
-	_ = os.Remove(tmp)
-	s, err := Open(tmp, WithUnsafeNoSync())
-	if err != nil {
-		b.Fatal(err)
-	}
-	for start := 0; start < pruneRecords; start += 20000 {
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			for i := start; i < start+20000 && i < pruneRecords; i++ {
-				r := benchRecord(fmt.Sprintf("prune-%09d", i), benchBody, benchSHA)
-				_ = settleRecord(r)
-				r.Settled = t0.Add(-48*time.Hour + time.Duration(i)*time.Millisecond)
-				if err := addRecord(tx, recordKey(r.Scope, r.Key), r, encode(nil, r)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := s.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		b.Fatal(err)
-	}
+	path := newJournalFile(b)
+	putRecords(b, path, pruneRecords, func(i int) *Record {
+		r := benchRecord(fmt.Sprintf("prune-%09d", i), benchBody, benchSHA)
+		_ = settleRecord(r)
+		r.Settled = t0.Add(-48*time.Hour + time.Duration(i)*time.Millisecond)
+		return r
+	})
 	return path
 }
 

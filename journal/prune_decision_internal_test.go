@@ -11,30 +11,34 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// putRecords writes recs into the journal file at path (which nothing
-// holds) as they are, indexed by their Settled time, as Prune finds them.
-func putRecords(t *testing.T, path string, recs ...*Record) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		for _, r := range recs {
-			if err := addRecord(tx, recordKey(r.Scope, r.Key), r, encode(nil, r)); err != nil {
-				return err
+// putRecords writes n records, rec(0) to rec(n-1), into the journal file
+// at path (which nothing holds) as they are, indexed by their times as
+// Prune finds them, in transactions of a bounded size.
+func putRecords(tb testing.TB, path string, n int, rec func(i int) *Record) {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, NoSync: true})
+	require.NoError(tb, err)
+	for start := 0; start < n; start += 20000 {
+		require.NoError(tb, db.Update(func(tx *bolt.Tx) error {
+			for i := start; i < min(start+20000, n); i++ {
+				r := rec(i)
+				if err := addRecord(tx, recordKey(r.Scope, r.Key), r, encode(nil, r)); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
-	}))
-	require.NoError(t, db.Close())
+			return nil
+		}))
+	}
+	require.NoError(tb, db.Close())
 }
 
 // newJournalFile creates an empty journal and returns its path.
-func newJournalFile(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "j.db")
+func newJournalFile(tb testing.TB) string {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "j.db")
 	s, err := Open(path, WithUnsafeNoSync())
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
+	require.NoError(tb, err)
+	require.NoError(tb, s.Close())
 	return path
 }
 
@@ -65,7 +69,7 @@ func TestPruneDeletesWhatPrunableSays(t *testing.T) {
 		settled("confirmed", func(r *Record) { r.Review = "checked by hand" }),
 	}
 	path := newJournalFile(t)
-	putRecords(t, path, recs...)
+	putRecords(t, path, len(recs), func(i int) *Record { return recs[i] })
 
 	s, err := Open(path, WithUnsafeNoSync())
 	require.NoError(t, err)
@@ -102,7 +106,7 @@ func TestPruneRefusesRecordItCannotRead(t *testing.T) {
 	ok := rvRecord("sound", rvT0)
 	ok.State, ok.Settled = StateFailed, rvT0
 	path := newJournalFile(t)
-	putRecords(t, path, r, ok)
+	putRecords(t, path, 2, func(i int) *Record { return []*Record{r, ok}[i] })
 
 	// Cut the damaged record's encoding short after its state.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
@@ -134,7 +138,7 @@ func TestPruneDropsStrayIndexEntry(t *testing.T) {
 	ctx := context.Background()
 	r := rvRecord("open", rvT0)
 	path := newJournalFile(t)
-	putRecords(t, path, r)
+	putRecords(t, path, 1, func(int) *Record { return r })
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	require.NoError(t, err)
 	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
