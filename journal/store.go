@@ -985,7 +985,8 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 // written since the log was last copied into the file (its latest version
 // decides, once copied), nor one whose other times say it settled later
 // than its Settled time (the clock was stepped back: see Record.Prunable).
-// It reads only the settled index, so its cost grows with what it deletes
+// A record it cannot read whole is damaged, not judged: the prune fails
+// with ErrCorrupt, as on a damaged page. It reads only the settled index, so its cost grows with what it deletes
 // (and the few records such a clock keeps), and it commits in chunks: if it
 // fails, the chunks before the failure stay deleted, and the count says how
 // many records that was. An error matching ErrMaybeCommitted means the
