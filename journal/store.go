@@ -986,10 +986,10 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 // decides, once copied), nor one whose other times say it settled later
 // than its Settled time (the clock was stepped back: see Record.Prunable).
 // A record it cannot read whole is damaged, not judged: the prune fails
-// with ErrCorrupt, as on a damaged page. It reads only the settled index, so its cost grows with what it deletes
-// (and the few records such a clock keeps), and it commits in chunks: if it
-// fails, the chunks before the failure stay deleted, and the count says how
-// many records that was. An error matching ErrMaybeCommitted means the
+// with ErrCorrupt, as on a damaged page. It reads only the settled index,
+// so its cost grows with what it deletes (and the few records such a
+// clock keeps), and it commits in chunks: if it fails, the chunks before
+// the failure stay deleted, and the count says how many records that was. An error matching ErrMaybeCommitted means the
 // chunk that failed was written but its fsync failed: its deletions may be
 // on disk or not, and from then on every call of the Store fails, reads
 // included, until the journal is closed and opened again, rather than show
