@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -307,39 +309,53 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 //
 // Only what bbolt panics with on a damaged page is taken for damage: a
 // runtime error (a slice out of range, a fault) or a string (its
-// assertions); any other panic goes on.
+// assertions); any other panic goes on. A bug in fn raises runtime errors
+// too, and the Store fails closed on those as well, but the error says
+// what was seen: the panic's value and the function that raised it, in
+// bbolt or outside it (panicSeen). Every such panic read "damaged page
+// met", and an operator told to restore a sound file lost the writes
+// since the backup, and the bug stayed unreported.
 //
 // bbolt's ErrIncompatibleValue is damage too: the journal's buckets hold
 // no nested bucket, so an element flagged as one is a damaged page (a
 // Prune met one and failed with bbolt's bare "incompatible value"); so is
 // an ErrCorrupt from fn's own checks (a Prune whose checked path found the
 // page first went on, and the next Create was acknowledged).
-func (s *Store) updateDamaged(fn func(*bolt.Tx) error) (err error) {
+func (s *Store) updateDamaged(fn func(*bolt.Tx) error) error {
+	err := updateRecovered(s.db, fn)
+	if errors.Is(err, berrors.ErrIncompatibleValue) {
+		err = withKind(ErrCorrupt, "bbolt found a nested bucket where the journal keeps none, on a damaged page (%w)", err)
+	}
+	if errors.Is(err, ErrCorrupt) {
+		// ErrCorrupt: fn's own checks (vetPath) found the damage before
+		// bbolt tripped on it, or bbolt tripped; the file is as damaged
+		// either way.
+		ferr := withKind(ErrCorrupt, "writing the journal file: %v; nothing was written, "+
+			"and nothing more is read from the file or written to it (acknowledged writes are safe in its log): "+
+			"stop, keep a copy, and run idem check: restore the journal if it finds damage, report this message if it finds none", err)
+		s.failed.Store(&ferr)
+		return ferr
+	}
+	return err
+}
+
+// updateRecovered is db.Update(fn), with a panic of the kinds bbolt
+// panics with on a damaged page (bboltPanic), or a fault on the memory
+// map, turned into an error matching ErrCorrupt that says what was seen
+// (see panicSeen); any other panic goes on. bbolt rolls the transaction
+// back as the panic unwinds, before anything is written.
+func updateRecovered(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
 	old := debug.SetPanicOnFault(true)
-	var damage any
 	defer func() {
 		debug.SetPanicOnFault(old)
 		if p := recover(); p != nil {
 			if !bboltPanic(p) {
 				panic(p) // not bbolt's: a bug in fn, the caller's to see
 			}
-			damage = p
-		}
-		if damage != nil {
-			ferr := withKind(ErrCorrupt, "damaged page met while writing the journal file (bbolt: %v); nothing was written, "+
-				"and nothing more is read from the file or written to it (acknowledged writes are safe in its log): "+
-				"stop, keep a copy, and restore the journal (idem check says what is damaged)", damage)
-			s.failed.Store(&ferr)
-			err = ferr
+			err = withKind(ErrCorrupt, "%s", panicSeen(p, panicSite()))
 		}
 	}()
-	err = s.db.Update(fn)
-	if errors.Is(err, berrors.ErrIncompatibleValue) || errors.Is(err, ErrCorrupt) {
-		// ErrCorrupt: fn's own checks (vetPath) found the damage before
-		// bbolt tripped on it; the file is as damaged either way.
-		damage = err
-	}
-	return err
+	return db.Update(fn)
 }
 
 // bboltPanic reports whether p, a panic's value, is of a kind bbolt panics
@@ -350,6 +366,46 @@ func bboltPanic(p any) bool {
 		return true
 	}
 	return false
+}
+
+// panicSeen describes the panic p, raised in the function site, for an
+// operator who must tell a damaged file from a bug. A runtime error is
+// what bbolt raises on a damaged page (a slice out of range, a fault on
+// the memory map), but also what a bug raises: where it was raised tells
+// them apart better than its kind, though not for certain (the journal's
+// own code may fault on a value bbolt read from a damaged page).
+func panicSeen(p any, site string) string {
+	if strings.HasPrefix(site, "go.etcd.io/bbolt") {
+		return fmt.Sprintf("bbolt panicked in %s: %v (as it does on a damaged page)", site, p)
+	}
+	return fmt.Sprintf("panic in %s, outside bbolt: %v (a bug in idem more likely than a damaged page)", site, p)
+}
+
+// panicSite returns the innermost function outside the standard library
+// on the stack of the panic under way, or "an unknown function". bbolt's
+// search faults inside bytes.Compare (its assembly), the journal's code
+// inside the runtime's memmove: the site is their caller. Only a function
+// deferred while the panic unwinds may call it: its stack then still
+// holds the panicking frames, below the runtime's gopanic.
+func panicSite() string {
+	var pcs [64]uintptr
+	frames := runtime.CallersFrames(pcs[:runtime.Callers(1, pcs[:])])
+	unwinding := false
+	for {
+		f, more := frames.Next()
+		// A module's import path starts with a domain; the standard
+		// library's ("bytes", "internal/bytealg", "runtime") does not.
+		slash := strings.IndexByte(f.Function, '/')
+		switch {
+		case f.Function == "runtime.gopanic":
+			unwinding = true
+		case unwinding && slash > 0 && strings.Contains(f.Function[:slash], "."):
+			return f.Function
+		}
+		if !more {
+			return "an unknown function"
+		}
+	}
 }
 
 // failure returns the error every call fails with since a commit of the

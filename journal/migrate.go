@@ -3,6 +3,8 @@ package journal
 import (
 	"bytes"
 	"cmp"
+	"errors"
+	"os"
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
@@ -20,6 +22,90 @@ var (
 
 	v1Buckets = [][]byte{v1Open, v1Done, v1Due, v1Settled}
 )
+
+// migrate brings db, whose file is f, from the format version old to the
+// current one, or fails with the file unchanged.
+//
+// The migration's write transaction reads every record of a version 1
+// file, deletes the buckets it read them from (bbolt walks each of their
+// pages to free it), and rewrites the root and meta pages; bbolt trusts
+// all of them. A damaged page of an old file made Open panic (an
+// assertion on a page's id, a slice out of range, a page freed twice) or
+// fault on the memory map, which killed the process; worse, a page whose
+// element count a bad block had lowered read as a sound one without the
+// elements the count no longer covered, and the migration wrote the file
+// back without them: records lost for good, in a file that checked out.
+// So the file is checked first, in a read transaction, as a whole: a
+// migration runs once per file, and reads most of it anyway. Nothing
+// writes the file in between: Open holds its lock, and no Store has it
+// yet. The write itself still goes through updateRecovered, in case
+// bbolt trips on something the checks let by.
+func migrate(db *bolt.DB, f *os.File, old byte) error {
+	err := readDamaged(func() error {
+		return db.View(func(tx *bolt.Tx) error { return vetOld(tx, f, old) })
+	})
+	if err == nil {
+		fn := migrateV2
+		if old == 1 {
+			fn = migrateV1 // which ends with migrateV2
+		}
+		err = updateRecovered(db, fn)
+	}
+	if errors.Is(err, ErrCorrupt) {
+		return withKind(ErrCorrupt, "%w; only a file that checks out is migrated: stop, keep a copy of the file, and restore the journal from a backup", err)
+	}
+	return err
+}
+
+// vetOld checks the pages and records of tx, a read transaction of the
+// file f in format version old, that a migration reads, frees or
+// rewrites, and returns an error matching ErrCorrupt for the first
+// problem found. A version 2 file has the current layout: it gets the
+// whole of Check. A version 1 file gets bbolt's check once the page
+// headers are known to be safe for it (see pageHeaders), and every page
+// of the buckets the migration reads and deletes is checked as a scan
+// checks the pages it reads (scanCursor): bbolt's check misses a leaf
+// whose element count was lowered.
+func vetOld(tx *bolt.Tx, f *os.File, old byte) error {
+	if old == 2 {
+		for _, name := range dataBuckets {
+			if tx.Bucket(name) == nil {
+				return withKind(ErrCorrupt, "damaged (bucket %q missing)", name)
+			}
+		}
+		problems, err := checkTx(tx, f, nil)
+		if err != nil {
+			return err
+		}
+		return damaged(problems)
+	}
+	if err := pageHeaders(tx, f); err != nil {
+		return withKind(ErrCorrupt, "damaged: %v", err)
+	}
+	var problems []error
+	for err := range tx.Check() {
+		problems = append(problems, err)
+	}
+	if err := damaged(problems); err != nil {
+		return err
+	}
+	for _, name := range append([][]byte{bucketMeta}, v1Buckets...) {
+		b := tx.Bucket(name)
+		if b == nil {
+			continue // migrateV1 refuses the file
+		}
+		c, err := newScanCursor(tx, b, name)
+		if err != nil {
+			return err
+		}
+		for k, _, err := c.first(); k != nil || err != nil; k, _, err = c.next() {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 // migrated is one record of a version 1 file on its way to version 2.
 type migrated struct {

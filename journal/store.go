@@ -335,11 +335,7 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 		})
 	})
 	if err == nil && old != 0 {
-		migrate := migrateV2
-		if old == 1 {
-			migrate = migrateV1 // which ends with migrateV2
-		}
-		if err = db.Update(migrate); err != nil {
+		if err = migrate(db, file, old); err != nil {
 			return errorf("migrate from format version %d to %d (the file is unchanged): %w", old, formatVersion, err)
 		}
 	}
@@ -1007,10 +1003,11 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 // written since the log was last copied into the file (its latest version
 // decides, once copied), nor one whose other times say it settled later
 // than its Settled time (the clock was stepped back: see Record.Prunable).
-// It reads only the settled index, so its cost grows with what it deletes
-// (and the few records such a clock keeps), and it commits in chunks: if it
-// fails, the chunks before the failure stay deleted, and the count says how
-// many records that was. An error matching ErrMaybeCommitted means the
+// A record it cannot read whole is damaged, not judged: the prune fails
+// with ErrCorrupt, as on a damaged page. It reads only the settled index,
+// so its cost grows with what it deletes (and the few records such a
+// clock keeps), and it commits in chunks: if it fails, the chunks before
+// the failure stay deleted, and the count says how many records that was. An error matching ErrMaybeCommitted means the
 // chunk that failed was written but its fsync failed: its deletions may be
 // on disk or not, and from then on every call of the Store fails, reads
 // included, until the journal is closed and opened again, rather than show
@@ -1022,11 +1019,10 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 	if s.readOnly {
 		return 0, errorf("journal: prune: %w", ErrReadOnly)
 	}
-	bound := timeKey(settledBefore)
 	total := 0
 	var after []byte
 	for {
-		n, more, err := s.pruneChunk(bound, &after)
+		n, more, err := s.pruneChunk(settledBefore, &after)
 		if err != nil {
 			return total, errorf("journal: prune: %w", err)
 		}
@@ -1038,8 +1034,10 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 }
 
 // pruneChunk deletes up to pruneChunk records of the settled index after
-// *after and below bound, in one commit, and moves *after past them.
-func (s *Store) pruneChunk(bound uint64, after *[]byte) (n int, more bool, err error) {
+// *after and settled before settledBefore, in one commit, and moves *after
+// past them.
+func (s *Store) pruneChunk(settledBefore time.Time, after *[]byte) (n int, more bool, err error) {
+	bound := timeKey(settledBefore)
 	s.ap.mu.Lock()
 	defer s.ap.mu.Unlock()
 	if s.closed.Load() {
@@ -1100,14 +1098,20 @@ func (s *Store) pruneChunk(bound uint64, after *[]byte) (n int, more bool, err e
 				e.keep = true
 				continue
 			}
-			st, _, err := decodeState(v)
+			// One read of the whole record: the retention rule needs
+			// its times, and a record that does not read whole is
+			// damaged, not to be judged by its first bytes.
+			r, err := decode(v)
 			if err != nil {
 				return errorf("record %q: %w", e.rk, err)
 			}
-			e.drop = st.Terminal()
-			if r, derr := decode(v); e.drop && derr == nil && timeKey(lastEvent(r)) >= bound {
-				e.keep = true // settled while the clock was behind: see Record.Prunable
+			if !r.State.Terminal() {
+				continue // an open record is never pruned: its stray entry goes alone
 			}
+			e.drop = r.Prunable(settledBefore)
+			// Not Prunable: settled while the clock was behind; it keeps
+			// its entry, where the next Prune finds it again.
+			e.keep = !e.drop
 		}
 		for _, e := range entries {
 			if e.keep {
