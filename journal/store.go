@@ -482,7 +482,12 @@ func readDamaged(read func() error) (err error) {
 	defer func() {
 		debug.SetPanicOnFault(old)
 		if p := recover(); p != nil {
-			err = withKind(ErrCorrupt, "damaged page (bbolt: %v)", p)
+			if !bboltPanic(p) {
+				panic(p) // not of bbolt's kinds: the caller's to see
+			}
+			// Where, as a write says it (panicSeen): an operator must
+			// tell a damaged file from a bug.
+			err = withKind(ErrCorrupt, "reading the journal file: %s", panicSeen(p, panicSite()))
 		}
 	}()
 	return read()

@@ -62,3 +62,20 @@ func TestWritePanicSaysWhatWasSeen(t *testing.T) {
 		})
 	}
 }
+
+// TestReadPanicSaysWhatWasSeen: a read recovered every panic as "damaged
+// page (bbolt: …)", a bug in the journal's own reading code (or in a
+// caller's ForEachOpen function) included. It still fails closed, with
+// ErrCorrupt, but says where the panic was raised.
+func TestReadPanicSaysWhatWasSeen(t *testing.T) {
+	err := failsClosed(func() error {
+		return readDamaged(func() error {
+			outOfRange(nil, 8)
+			return nil
+		})
+	})
+	require.ErrorIs(t, err, ErrCorrupt)
+	require.Contains(t, err.Error(), "panic in github.com/idemkit/idem/journal.outOfRange")
+	require.Contains(t, err.Error(), "outside bbolt")
+	require.NotContains(t, err.Error(), "damaged page (bbolt")
+}
