@@ -423,7 +423,17 @@ func (s *Store) insertClock() any {
 // write made with a context that never ends, as the client makes its
 // outcome writes, would wait as long as the lock is held, and every write
 // queued behind its round with it.
-const setLockWait = `SELECT set_config('lock_timeout', '5s', true)`
+//
+// It bounds the other side too: a transaction left open by its client
+// between its statements and its COMMIT (see inTx: a replica frozen by a
+// pause of its process, its VM or its network) holds the rows it wrote
+// locked, and other replicas could neither write nor claim them, nor take
+// the replica's leases over, for as long as it stays frozen. After 5 s
+// idle in it, PostgreSQL ends the session and rolls the transaction back
+// (idle_in_transaction_session_timeout, for that transaction alone); the
+// COMMIT the client sends later fails, and the write reports that it was
+// not made, or, if pgx does not hear why, that it may have been.
+const setLockWait = `SELECT set_config('lock_timeout', '5s', true), set_config('idle_in_transaction_session_timeout', '5s', true)`
 
 // bounded runs the statements queue adds in one transaction on a
 // connection of the pool (see inTx) and returns the first error, as
