@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/journal"
+	"github.com/idemkit/idem/journal/journaltest"
 	"github.com/idemkit/idem/pgjournal"
 )
 
@@ -341,4 +345,97 @@ func TestStalledDatabaseRunBatch(t *testing.T) {
 		checkOneOrder(t, c, srv, k)
 	}
 	r.stopped(t, bound)
+}
+
+// TestStalledPoolBounded: when every connection of the pool is stuck on a
+// database that stopped answering (and new ones get no answer either),
+// each call gives up at its bound (WithCallTimeout), whether it holds a
+// stuck connection, waits for one to come free, or has pgx ping an idle
+// one before use; a write says it wrote nothing. Once the database
+// answers again, calls work.
+func TestStalledPoolBounded(t *testing.T) {
+	const bound = time.Second
+	p := newStallProxy(t)
+	var pinged atomic.Int64
+	store := openStoreVia(t, p, func(pc *pgxpool.Config) {
+		pc.MaxConns = 2
+		// pgx pings a connection idle for over a second before handing
+		// it out: here every time, so that the ping is among the waits.
+		pc.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool {
+			pinged.Add(1)
+			return true
+		}
+	}, pgjournal.WithCallTimeout(bound))
+	mustCreate(t, store, "k")
+	forever := context.Background()
+	p.stall(true)
+	calls := map[string]func() error{
+		"Get()": func() error { _, err := store.Get(forever, "acct", "k"); return err },
+		"Update()": func() error {
+			_, err := store.Update(forever, "acct", "k", func(r *journal.Record) error {
+				r.Review = "looked at"
+				return nil
+			})
+			return err
+		},
+		"Claim()": func() error {
+			now := time.Now()
+			_, _, err := store.Claim(forever, "acct", "k", "a", now, now.Add(time.Minute))
+			return err
+		},
+		"Create()": func() error {
+			_, err := store.Create(forever, journaltest.NewRecord("acct", "new", time.Now()))
+			return err
+		},
+	}
+	type result struct {
+		what string
+		err  error
+	}
+	results := make(chan result, len(calls))
+	begin := time.Now()
+	for what, call := range calls {
+		go func() { results <- result{what, call()} }()
+	}
+	deadline := time.After(3 * bound)
+	for range calls {
+		select {
+		case r := <-results:
+			t.Logf("%s returned after %v: %v", r.what, time.Since(begin).Round(time.Millisecond), r.err)
+			require.ErrorIs(t, r.err, context.DeadlineExceeded, "%s on a stalled pool", r.what)
+			require.NotErrorIs(t, r.err, journal.ErrMaybeCommitted, "%s on a stalled pool: nothing was committed", r.what)
+		case <-deadline:
+			p.resume() // frees what is stuck, for cleanup
+			t.Fatalf("calls on a stalled pool still waiting %v after they began", 3*bound)
+		}
+	}
+	require.NotZero(t, pinged.Load(), "pings")
+
+	p.resume()
+	_, err := store.Get(forever, "acct", "k")
+	require.NoError(t, err, "Get() once the database answers")
+}
+
+// TestStalledOpenBounded: Open on a database that accepts connections
+// but never answers gives up at WithCallTimeout, though its context
+// never ends, and says it could not reach the server.
+func TestStalledOpenBounded(t *testing.T) {
+	const bound = time.Second
+	p := newStallProxy(t)
+	p.stall(true)
+	u, err := url.Parse(dsn(t))
+	require.NoError(t, err)
+	q := u.Query()
+	q.Del("host")
+	u.RawQuery = q.Encode()
+	u.Host = p.ln.Addr().String()
+	err = returnsWithin(t, p, 3*bound, "Open()", func() error {
+		s, err := pgjournal.Open(context.Background(), u.String(), pgjournal.WithCallTimeout(bound))
+		if err == nil {
+			_ = s.Close()
+		}
+		return err
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "Open() on a stalled database")
+	require.ErrorContains(t, err, "WithCallTimeout")
 }

@@ -200,8 +200,9 @@ func WithSchema(name string) Option {
 
 // WithCallTimeout sets how long each call of the Store waits for the
 // database (default DefaultCallTimeout), whatever its context: a write,
-// a claim, a read, and each statement of ForEachOpen and Prune (Migrate,
-// DropSchema and PrepareTx answer to their context only). The client makes its journal calls
+// a claim, a read, Open's check that the server answers, and each
+// statement of ForEachOpen and Prune (Migrate, DropSchema and PrepareTx
+// answer to their context only). The client makes its journal calls
 // with contexts that never end, so that a caller's cancellation never
 // leaves a write half-known; without this bound a database that stops
 // answering (its host gone, packets dropped: no reset, no error, nothing
@@ -234,9 +235,9 @@ func WithCallTimeout(d time.Duration) Option {
 // pool_max_conns (pgx's default is 4, or the CPU count if greater).
 // Concurrent writes share one connection per round (see Store); reads,
 // claims and renewals take one each: a few connections serve many
-// callers. Open checks that the server answers;
-// until Migrate has created the schema, calls fail with an error matching
-// ErrNotMigrated.
+// callers. Open checks that the server answers, waiting at most
+// WithCallTimeout, whatever ctx says; until Migrate has created the
+// schema, calls fail with an error matching ErrNotMigrated.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -253,8 +254,19 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	s := newStore(pool, cfg)
 	s.owned = true
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
+	// Bounded as every call is: a server that accepts the connection and
+	// never answers would hold Open for ever with a context that never
+	// ends.
+	pctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		// Not waited for: pgx waits for a stalled connection to close,
+		// up to 15 s more.
+		go pool.Close()
+		var ct callTimeout
+		if errors.As(context.Cause(pctx), &ct) {
+			return nil, fmt.Errorf("pgjournal: open: cannot reach the server: %w (%w)", ct, err)
+		}
 		return nil, fmt.Errorf("pgjournal: open: cannot reach the server: %w", err)
 	}
 	return s, nil
