@@ -24,22 +24,27 @@ import (
 type cut int32
 
 const (
-	// afterCommit lets the server run and commit the transaction and say
-	// so, then cuts the connection before the client hears it: committed,
-	// the client cannot tell.
+	// afterCommit lets the server run the transaction's statements and
+	// its COMMIT and say so, then cuts the connection before the client
+	// hears it: committed, the client cannot tell.
 	afterCommit cut = iota + 1
-	// beforeCommit sends the transaction's statements but not the Sync
-	// that ends (commits) it, then cuts: the server rolls it back.
+	// beforeCommit sends the transaction's statements, takes the COMMIT
+	// the client sends next and cuts instead of passing it on: the server
+	// rolls it back, the client cannot tell.
 	beforeCommit
+	// unsent sends the transaction's statements but not the Sync that
+	// ends their batch, then cuts, before the client has sent the COMMIT:
+	// the server rolls it back, and the client knows it did.
+	unsent
 )
 
 // A commitCutter sits between a Store's pool and PostgreSQL, in each
 // connection the pool dials (an in-process proxy on the server's socket),
 // and, once armed, cuts the first connection that sends a transaction
 // whose bytes hold marker (a parameter of its statements) at a point
-// chosen deterministically: after the server said the transaction ended,
-// or before the client asked it to end. What the server did is then
-// known, and the client is told nothing.
+// chosen deterministically: after the server said its COMMIT ended it,
+// as the COMMIT is sent, or before. What the server did is then known,
+// and the client is told nothing.
 type commitCutter struct {
 	marker []byte
 	armed  atomic.Int32 // a cut, or 0
@@ -85,14 +90,20 @@ func (c *commitCutter) wait(t testing.TB) bool {
 	}
 }
 
-// syncMsg is the extended protocol's Sync message, which ends (commits) the
-// implicit transaction of the statements sent before it.
+// syncMsg is the extended protocol's Sync message, which ends the batch
+// of statements sent before it.
 var syncMsg = []byte{'S', 0, 0, 0, 4}
+
+// commitMsg is in the simple-protocol Query message of a COMMIT.
+var commitMsg = []byte("COMMIT\x00")
 
 type cutterConn struct {
 	net.Conn
 	c *commitCutter
-	// afterCommit: the transaction was sent; Read looks for the server's
+	// at is the cut to make at this connection's next COMMIT: its
+	// transaction holds the marker.
+	at cut
+	// afterCommit: the COMMIT was sent; Read looks for the server's
 	// ReadyForQuery, which says it ended, and hands the client nothing.
 	waiting bool
 	in      []byte
@@ -100,16 +111,27 @@ type cutterConn struct {
 }
 
 func (cc *cutterConn) Write(b []byte) (int, error) {
+	if cc.at != 0 && bytes.Contains(b, commitMsg) {
+		at := cc.at
+		cc.at = 0
+		if at == afterCommit {
+			cc.waiting = true
+			return cc.Conn.Write(b)
+		}
+		_ = cc.Conn.Close()
+		cc.c.committed <- false
+		return len(b), nil // the client goes on to read, and meets the cut
+	}
 	if !bytes.Contains(b, cc.c.marker) || len(cc.c.marker) == 0 {
 		return cc.Conn.Write(b)
 	}
-	switch cut(cc.c.armed.Load()) {
-	case afterCommit:
-		if cc.c.armed.CompareAndSwap(int32(afterCommit), 0) {
-			cc.waiting = true
+	switch at := cut(cc.c.armed.Load()); at {
+	case afterCommit, beforeCommit:
+		if cc.c.armed.CompareAndSwap(int32(at), 0) {
+			cc.at = at
 		}
-	case beforeCommit:
-		if !bytes.HasSuffix(b, syncMsg) || !cc.c.armed.CompareAndSwap(int32(beforeCommit), 0) {
+	case unsent:
+		if !bytes.HasSuffix(b, syncMsg) || !cc.c.armed.CompareAndSwap(int32(unsent), 0) {
 			break
 		}
 		if _, err := cc.Conn.Write(b[:len(b)-len(syncMsg)]); err != nil {
@@ -152,15 +174,32 @@ func (cc *cutterConn) Read(p []byte) (int, error) {
 	}
 }
 
+// requireCut checks the error of a write cut at at: one whose COMMIT was
+// sent may have committed (journal.ErrMaybeCommitted), one cut before
+// it did not, and says so.
+func requireCut(t *testing.T, err error, at cut, what string) {
+	t.Helper()
+	if at == unsent {
+		require.Error(t, err, "%s cut before its COMMIT", what)
+		require.NotErrorIs(t, err, journal.ErrMaybeCommitted, "%s cut before its COMMIT", what)
+		return
+	}
+	require.ErrorIs(t, err, journal.ErrMaybeCommitted, "%s cut", what)
+}
+
+// cutNames names the cuts in subtests.
+var cutNames = map[cut]string{afterCommit: "committed", beforeCommit: "rolled back", unsent: "not sent"}
+
 // TestAmbiguousCommit: the connection breaks after a write was sent, at a
-// known point either side of its commit. The write reports
-// journal.ErrMaybeCommitted either way; what is read next is what the
-// server did; and the same write made again gets an answer that says
-// where it stands, not a duplicate and not an error it cannot get past:
-// a create finds its record (journal.ErrExists, the same record), a
-// settle under the same lease finds it settled (journal.ErrTerminal, not
-// journal.ErrLeaseLost) or makes it, a renewal or a release under the
-// same lease works.
+// known point either side of its COMMIT, or before the COMMIT was sent.
+// The write reports journal.ErrMaybeCommitted when its COMMIT was sent,
+// committed or not, and a plain error when it was not; what is read next
+// is what the server did; and the same write made again gets an answer
+// that says where it stands, not a duplicate and not an error it cannot
+// get past: a create finds its record (journal.ErrExists, the same
+// record), a settle under the same lease finds it settled
+// (journal.ErrTerminal, not journal.ErrLeaseLost) or makes it, a renewal
+// or a release under the same lease works.
 func TestAmbiguousCommit(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC() // as records are read back
@@ -169,9 +208,9 @@ func TestAmbiguousCommit(t *testing.T) {
 		r.Result = &journal.Result{ResourceID: "cut-here"}
 		return nil
 	}
-	for _, at := range []cut{afterCommit, beforeCommit} {
+	for _, at := range []cut{afterCommit, beforeCommit, unsent} {
 		committed := at == afterCommit
-		name := map[cut]string{afterCommit: "committed", beforeCommit: "rolled back"}[at]
+		name := cutNames[at]
 
 		t.Run("create "+name, func(t *testing.T) {
 			s, c := openCutStore(t)
@@ -179,7 +218,7 @@ func TestAmbiguousCommit(t *testing.T) {
 			rec.Created = now
 			c.arm("cut-here", at)
 			_, _, err := s.CreateClaimed(ctx, rec, "a", now.Add(time.Minute))
-			require.ErrorIs(t, err, journal.ErrMaybeCommitted, "CreateClaimed() cut")
+			requireCut(t, err, at, "CreateClaimed()")
 			require.Equal(t, committed, c.wait(t), "committed")
 
 			got, err := s.Get(ctx, "acct", "cut-here")
@@ -211,7 +250,7 @@ func TestAmbiguousCommit(t *testing.T) {
 			s, c, l := openLeasedCutStore(t, "a", now)
 			c.arm("cut-here", at)
 			_, err := s.Update(journal.WithLease(ctx, l), "acct", "k", settle)
-			require.ErrorIs(t, err, journal.ErrMaybeCommitted, "Update() cut")
+			requireCut(t, err, at, "Update()")
 			require.Equal(t, committed, c.wait(t), "committed")
 
 			got, err := s.Get(ctx, "acct", "k")
@@ -240,7 +279,7 @@ func TestAmbiguousCommit(t *testing.T) {
 				r.Review = "cut-here"
 				return nil
 			})
-			require.ErrorIs(t, err, journal.ErrMaybeCommitted, "Update() cut")
+			requireCut(t, err, at, "Update()")
 			require.Equal(t, committed, c.wait(t), "committed")
 
 			// Made again under the same lease, it sees what the first made.
@@ -258,7 +297,7 @@ func TestAmbiguousCommit(t *testing.T) {
 			mustCreate(t, s, "k")
 			c.arm("cut-owner", at)
 			_, _, err := s.Claim(ctx, "acct", "k", "cut-owner", now, now.Add(time.Minute))
-			require.ErrorIs(t, err, journal.ErrMaybeCommitted, "Claim() cut")
+			requireCut(t, err, at, "Claim()")
 			require.Equal(t, committed, c.wait(t), "committed")
 
 			_, held, err := s.Claim(ctx, "acct", "k", "b", now, now.Add(time.Minute))
@@ -277,7 +316,7 @@ func TestAmbiguousCommit(t *testing.T) {
 			s, c, l := openLeasedCutStore(t, "cut-owner", now)
 			c.arm("cut-owner", at)
 			_, err := s.Renew(ctx, l, now.Add(time.Hour))
-			require.ErrorIs(t, err, journal.ErrMaybeCommitted, "Renew() cut")
+			requireCut(t, err, at, "Renew()")
 			require.Equal(t, committed, c.wait(t), "committed")
 			_, err = s.Renew(ctx, l, now.Add(time.Hour))
 			require.NoError(t, err, "Renew() again with the same lease")
@@ -289,7 +328,9 @@ func TestAmbiguousCommit(t *testing.T) {
 // TestAmbiguousCommitSubmit: through the client at its default settings.
 // A Submit whose journal write may or may not have committed sends
 // nothing and says so (ErrUnknownOutcome, journal.ErrMaybeCommitted), and
-// the same Submit again settles the operation with one request. A Submit
+// the same Submit again settles the operation with one request; one whose
+// create was cut before its COMMIT was sent says nothing was journaled
+// (not ErrUnknownOutcome), and the same Submit again settles it. A Submit
 // whose outcome's write was cut after its commit reports the outcome
 // unknown, and what is read next is the outcome: Do returns it and sends
 // nothing more. Cut before its commit, the next Do settles it by a query,
@@ -303,15 +344,20 @@ func TestAmbiguousCommitSubmit(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return c, srv, newClient(t, s, srv)
 	}
-	for _, at := range []cut{afterCommit, beforeCommit} {
-		name := map[cut]string{afterCommit: "committed", beforeCommit: "rolled back"}[at]
+	for _, at := range []cut{afterCommit, beforeCommit, unsent} {
+		name := cutNames[at]
 		t.Run("create "+name, func(t *testing.T) {
 			c, srv, cl := setup(t)
 			c.arm("cut-key", at)
 			res, err := cl.Submit(ctx, order(srv, "cut-key"))
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() cut")
-			require.ErrorIs(t, err, journal.ErrMaybeCommitted, "Submit() cut")
-			require.NotNil(t, res)
+			requireCut(t, err, at, "Submit()")
+			if at == unsent {
+				require.NotErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() cut before its COMMIT")
+				require.ErrorContains(t, err, "nothing was journaled")
+			} else {
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() cut")
+				require.NotNil(t, res)
+			}
 			c.wait(t)
 			require.Empty(t, requestsFor(srv, "cut-key"), "requests for an operation not known to be journaled")
 

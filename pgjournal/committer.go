@@ -154,7 +154,7 @@ func (c *committer) commit(round []*request) {
 	for _, r := range round {
 		if err := c.s.usable(r.ctx); err != nil {
 			// Ended while queued: nothing written.
-			r.err = errorf("%s %q: %w", r.op, r.key, err)
+			r.err = errorf("%s %q: %w", r.op, r.key, callErr(r.ctx, r.op, err, false))
 			r.Release()
 			continue
 		}
@@ -197,9 +197,9 @@ func (c *committer) commit(round []*request) {
 // statement aborted the transaction they shared. Not one after another:
 // each may wait up to the lock timeout for a row another transaction
 // holds, and in a row those waits added up past a caller's bound
-// (WithCallTimeout) on a healthy database, so that a write refused for a
-// lock wait, which wrote nothing, came back ErrMaybeCommitted. Writes of
-// different records run at once; those of one record keep their order.
+// (WithCallTimeout) on a healthy database, failing a write that a lock
+// wait alone would not have. Writes of different records run at once;
+// those of one record keep their order.
 func (c *committer) alone(reqs []*request) {
 	groups := make(map[rowKey][]*request, len(reqs))
 	var order []rowKey
@@ -233,10 +233,10 @@ func (c *committer) alone(reqs []*request) {
 
 // roundContext is the context of a round's statements: it ends only when
 // every writer's context has ended, since until then someone waits for
-// the round; a statement cut short then leaves the round's fate unknown
-// (journal.ErrMaybeCommitted), as it would a lone write's. It carries the
-// first writer's values (a tracer's span). A lone writer's round runs
-// with its own context.
+// the round; cut short before its COMMIT was sent, the round wrote
+// nothing, and after, its fate is unknown (journal.ErrMaybeCommitted), as
+// a lone write's would be. It carries the first writer's values (a
+// tracer's span). A lone writer's round runs with its own context.
 func roundContext(round []*request) (context.Context, func()) {
 	if len(round) == 1 {
 		return round[0].ctx, func() {}
@@ -287,7 +287,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 	s := c.s
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		c.settle(reqs, err) // nothing sent
+		c.settle(reqs, err, false) // nothing sent
 		return nil, nil
 	}
 	defer conn.Release()
@@ -309,7 +309,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 			if errors.As(err, &pgErr) {
 				return nil, err
 			}
-			c.settle(reqs, err) // a read: nothing written
+			c.settle(reqs, err, false) // a read: nothing written
 			return nil, nil
 		}
 	}
@@ -361,20 +361,21 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 	}
 	ins, upd, again = c.budget(ins, upd, rows, creates)
 	if len(ins)+len(upd) > 0 {
-		inserted, updated, err := c.writeRows(ctx, conn, ins, upd, rows)
+		inserted, updated, committing, err := c.writeRows(ctx, conn, ins, upd, rows)
 		if err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) {
 				return nil, err // rolled back: nothing written
 			}
-			// What was left to the next transaction was not sent.
+			// Written only if the COMMIT was sent (committing), and then
+			// maybe. What was left to the next transaction was not sent.
 			var sent []*request
 			for _, r := range reqs {
 				if !r.rerun {
 					sent = append(sent, r)
 				}
 			}
-			c.settle(sent, writeErr(err))
+			c.settle(sent, err, committing)
 			return again, nil
 		}
 		for _, r := range ins {
@@ -477,13 +478,16 @@ func rerun(again []*request, reqs ...*request) []*request {
 	return append(again, reqs...)
 }
 
-// settle fails every request of a round with err: nothing was written, or
-// (err matching journal.ErrMaybeCommitted) nobody can tell, and then no
+// settle fails every request of a round with err, as callErr classifies
+// it for each (committing: the round's COMMIT had been sent): nothing was
+// written, or (journal.ErrMaybeCommitted) nobody can tell, and then no
 // request may report an outcome, not even one computed on the round's
-// read, since it may stand on another request's write.
-func (c *committer) settle(reqs []*request, err error) {
+// read, since it may stand on another request's write. Each request's
+// own context says whether its bound ended it: the round's ends only
+// once every writer's has.
+func (c *committer) settle(reqs []*request, err error, committing bool) {
 	for _, r := range reqs {
-		r.out, r.err, r.panicked = nil, errorf("%s %q: %w", r.op, r.key, err), nil
+		r.out, r.err, r.panicked = nil, errorf("%s %q: %w", r.op, r.key, callErr(r.ctx, r.op, err, committing)), nil
 		r.Release()
 	}
 }
@@ -580,16 +584,21 @@ func (c *committer) readRows(ctx context.Context, q queryer, rows map[rowKey]*ro
 }
 
 // writeRows inserts the creates and updates the changed rows in one
-// pipelined batch, which PostgreSQL runs as one transaction, committed
-// at its end, and returns which rows it inserted and which it updated
-// (an update is made only if the row's version and token are the ones
-// read). Both statements take rows in (scope, key) order. A PgError
-// means nothing was written; any other error, that the batch may have
-// been committed.
-func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*request, upd []rowKey, rows map[rowKey]*row) (inserted, updated map[rowKey]bool, err error) {
+// transaction (inTx: one pipelined batch, then its COMMIT), and returns
+// which rows it inserted and which it updated (an update is made only if
+// the row's version and token are the ones read). Both statements take
+// rows in (scope, key) order. A PgError means nothing was written; any
+// other error, that nothing was written unless committing (the COMMIT
+// was sent), and then that it may have been.
+func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*request, upd []rowKey, rows map[rowKey]*row) (inserted, updated map[rowKey]bool, committing bool, err error) {
 	inserted, updated = make(map[rowKey]bool, len(ins)), make(map[rowKey]bool, len(upd))
-	b := &pgx.Batch{}
-	b.Queue(setLockWait)
+	committing, err = inTx(ctx, conn.Conn(), func(b *pgx.Batch) { c.queueWrites(b, ins, upd, rows, inserted, updated) })
+	return inserted, updated, committing, err
+}
+
+// queueWrites adds writeRows' statements to b; their rows fill in inserted
+// and updated.
+func (c *committer) queueWrites(b *pgx.Batch, ins []*request, upd []rowKey, rows map[rowKey]*row, inserted, updated map[rowKey]bool) {
 	scan := func(into map[rowKey]bool) func(pgx.Rows) error {
 		return func(rs pgx.Rows) error {
 			var k rowKey
@@ -642,5 +651,4 @@ func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*re
 		sql, args := c.update.args(scopes, keys, versions, tokens, states, open, review, created, due, settled, data)
 		b.Queue(sql, args...).Query(scan(updated))
 	}
-	return inserted, updated, conn.SendBatch(ctx, b).Close()
 }

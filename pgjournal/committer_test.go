@@ -257,75 +257,97 @@ func TestCommitterStatementAbort(t *testing.T) {
 	}
 }
 
-// cutConn closes its connection right after it has sent bytes holding
-// marker, once armed: the server has the whole batch, the client never
-// hears back.
+// cutConn closes its connection, once armed, right after it has sent bytes
+// holding marker (the batch of a transaction's statements: the server
+// has them all, and not the COMMIT), or with inCommit, after the COMMIT
+// that follows them: the client never hears back.
 type cutConn struct {
 	net.Conn
-	marker []byte
-	armed  *atomic.Bool
+	marker   []byte
+	armed    *atomic.Bool
+	inCommit bool
+	seen     bool // the marker went out on this connection
 }
 
 func (c *cutConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
-	if bytes.Contains(b, c.marker) && c.armed.CompareAndSwap(true, false) {
+	if bytes.Contains(b, c.marker) && c.armed.Load() {
+		c.seen = true
+	}
+	if c.seen && (!c.inCommit || bytes.Contains(b, []byte("COMMIT"))) && c.armed.CompareAndSwap(true, false) {
 		_ = c.Conn.Close()
 	}
 	return n, err
 }
 
 // TestCommitterConnectionCut: the connection breaks after a shared
-// transaction was sent. Every write of it is told journal.ErrMaybeCommitted
-// (none a success, none a plain failure), and the transaction took effect
-// whole or not at all.
+// transaction's statements were sent. Before its COMMIT was sent, every
+// write of it is told it was not written (none a success, none
+// journal.ErrMaybeCommitted), and none was. While its COMMIT was in
+// flight, every write is told journal.ErrMaybeCommitted (none a success,
+// none a plain failure), and the transaction took effect whole or not at
+// all.
 func TestCommitterConnectionCut(t *testing.T) {
-	ctx := context.Background()
-	var armed atomic.Bool
-	s := openStoreWrapping(t, func(c net.Conn) net.Conn {
-		return &cutConn{Conn: c, marker: []byte("cut-here"), armed: &armed}
-	})
-	mustCreate(t, s, "u1")
+	for _, inCommit := range []bool{false, true} {
+		name := map[bool]string{false: "before COMMIT", true: "in COMMIT"}[inCommit]
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			var armed atomic.Bool
+			s := openStoreWrapping(t, func(c net.Conn) net.Conn {
+				return &cutConn{Conn: c, marker: []byte("cut-here"), armed: &armed, inCommit: inCommit}
+			})
+			mustCreate(t, s, "u1")
 
-	g := holdRound(t, s)
-	armed.Store(true)
-	var wg sync.WaitGroup
-	errs := make(map[string]error)
-	var mu sync.Mutex
-	record := func(k string, err error) {
-		mu.Lock()
-		errs[k] = err
-		mu.Unlock()
-	}
-	for _, k := range []string{"cut-here", "c2"} {
-		wg.Go(func() {
-			_, err := s.Create(ctx, journaltest.NewRecord("acct", k, t0))
-			record(k, err)
+			g := holdRound(t, s)
+			armed.Store(true)
+			var wg sync.WaitGroup
+			errs := make(map[string]error)
+			var mu sync.Mutex
+			record := func(k string, err error) {
+				mu.Lock()
+				errs[k] = err
+				mu.Unlock()
+			}
+			for _, k := range []string{"cut-here", "c2"} {
+				wg.Go(func() {
+					_, err := s.Create(ctx, journaltest.NewRecord("acct", k, t0))
+					record(k, err)
+				})
+			}
+			wg.Go(func() {
+				_, _, err := s.CreateClaimed(ctx, journaltest.NewRecord("acct", "c3", t0), "a", t0.Add(time.Minute))
+				record("c3", err)
+			})
+			wg.Go(func() {
+				_, err := s.Update(ctx, "acct", "u1", settleFn)
+				record("u1", err)
+			})
+			g.queued(4)
+			require.Equal(t, int64(1), g.release(wg.Wait), "transactions")
+			require.False(t, armed.Load(), "the connection was cut")
+
+			for k, err := range errs {
+				if inCommit {
+					require.ErrorIs(t, err, journal.ErrMaybeCommitted, "write of %s", k)
+				} else {
+					require.Error(t, err, "write of %s", k)
+					require.NotErrorIs(t, err, journal.ErrMaybeCommitted, "write of %s cut before its COMMIT", k)
+				}
+			}
+			// All or nothing, in one snapshot (List is one statement): the
+			// server may still be committing while the client has given up.
+			all, err := s.List(ctx, journal.Filter{})
+			require.NoError(t, err)
+			made := map[string]bool{}
+			for _, r := range all {
+				made[r.Key] = r.Key != "u1" || r.State == journal.StateSucceeded
+			}
+			require.True(t, made["cut-here"] == made["c2"] && made["c2"] == made["c3"] && made["c3"] == made["u1"], "writes made: %v", made)
+			if !inCommit {
+				require.False(t, made["u1"], "writes made before the COMMIT was sent: %v", made)
+			}
 		})
 	}
-	wg.Go(func() {
-		_, _, err := s.CreateClaimed(ctx, journaltest.NewRecord("acct", "c3", t0), "a", t0.Add(time.Minute))
-		record("c3", err)
-	})
-	wg.Go(func() {
-		_, err := s.Update(ctx, "acct", "u1", settleFn)
-		record("u1", err)
-	})
-	g.queued(4)
-	require.Equal(t, int64(1), g.release(wg.Wait), "transactions")
-	require.False(t, armed.Load(), "the connection was cut")
-
-	for k, err := range errs {
-		require.ErrorIs(t, err, journal.ErrMaybeCommitted, "write of %s", k)
-	}
-	// All or nothing, in one snapshot (List is one statement): the server
-	// may still be committing the batch while the client has given up.
-	all, err := s.List(ctx, journal.Filter{})
-	require.NoError(t, err)
-	made := map[string]bool{}
-	for _, r := range all {
-		made[r.Key] = r.Key != "u1" || r.State == journal.StateSucceeded
-	}
-	require.True(t, made["cut-here"] == made["c2"] && made["c2"] == made["c3"] && made["c3"] == made["u1"], "writes made: %v", made)
 }
 
 // TestCommitterCallerPanicsAndExits: a panic in one writer's function is

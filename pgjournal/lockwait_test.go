@@ -1,8 +1,12 @@
 package pgjournal_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -220,6 +224,8 @@ func TestLockWaitLocal(t *testing.T) {
 	var timeout string
 	require.NoError(t, pool.QueryRow(ctx, `SHOW lock_timeout`).Scan(&timeout))
 	require.Equal(t, "0", timeout, "the session's lock_timeout after the journal's statements")
+	require.NoError(t, pool.QueryRow(ctx, `SHOW idle_in_transaction_session_timeout`).Scan(&timeout))
+	require.Equal(t, "0", timeout, "the session's idle_in_transaction_session_timeout after the journal's statements")
 }
 
 // TestStatementTimeout: a statement the server ends for its
@@ -246,4 +252,88 @@ func TestStatementTimeout(t *testing.T) {
 	r, err := s.Get(ctx, "acct", "k")
 	require.NoError(t, err)
 	require.Empty(t, r.Review, "the write the server ended")
+}
+
+// commitFreezer, once armed, holds the COMMIT of the connection that sent
+// marker until thaw is closed: a client frozen (its process paused, its
+// VM migrated) between its transaction's statements and its COMMIT.
+type commitFreezer struct {
+	net.Conn
+	marker []byte
+	armed  *atomic.Bool
+	seen   bool
+	frozen chan struct{} // closed once the COMMIT is held
+	thaw   chan struct{}
+}
+
+func (f *commitFreezer) Write(b []byte) (int, error) {
+	if bytes.Contains(b, f.marker) && f.armed.Load() {
+		f.seen = true
+	}
+	if f.seen && bytes.Contains(b, []byte("COMMIT")) && f.armed.CompareAndSwap(true, false) {
+		close(f.frozen)
+		<-f.thaw
+	}
+	return f.Conn.Write(b)
+}
+
+// TestFrozenWriterLocksBounded: a replica frozen between its write's
+// statements and its COMMIT holds the rows it wrote locked for at most
+// about 5 s (the server then ends its session and rolls the write back),
+// not for as long as it stays frozen: another replica takes its lease
+// over meanwhile. Thawed, the frozen write fails, was not made, and is not
+// reported as made.
+func TestFrozenWriterLocksBounded(t *testing.T) {
+	ctx := context.Background()
+	var armed atomic.Bool
+	frozen, thaw := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	thawed := func() { once.Do(func() { close(thaw) }) }
+	s := openStoreWrapping(t, func(c net.Conn) net.Conn {
+		return &commitFreezer{Conn: c, marker: []byte("frozen"), armed: &armed, frozen: frozen, thaw: thaw}
+	})
+	defer thawed() // before the pool's cleanup, which waits for the held connection
+	now := time.Now().UTC()
+	mustCreate(t, s, "k")
+	_, l, err := s.Claim(ctx, "acct", "k", "a", now, now.Add(time.Minute))
+	require.NoError(t, err)
+
+	armed.Store(true)
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := s.Update(journal.WithLease(ctx, l), "acct", "k", func(r *journal.Record) error {
+			r.Review = "frozen"
+			return nil
+		})
+		wrote <- err
+	}()
+	select {
+	case <-frozen:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write never reached its COMMIT")
+	}
+
+	other, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(s.Schema()))
+	require.NoError(t, err)
+	defer other.Close()
+	begin := time.Now()
+	deadline := begin.Add(lockWaitBound)
+	for {
+		now := time.Now()
+		_, _, err = other.TakeOver(ctx, "acct", "k", "b", now, now.Add(time.Minute))
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		t.Logf("TakeOver() after %v: %v", time.Since(begin).Round(time.Millisecond), err)
+	}
+	require.NoError(t, err, "TakeOver() of a row a frozen writer holds, %v after it froze", time.Since(begin).Round(time.Millisecond))
+	t.Logf("taken over %v after the writer froze", time.Since(begin).Round(time.Millisecond))
+
+	thawed()
+	err = <-wrote
+	t.Logf("the frozen Update(): %v", err)
+	require.Error(t, err, "Update() frozen past its session's end")
+	r, err := other.Get(ctx, "acct", "k")
+	require.NoError(t, err)
+	require.Empty(t, r.Review, "the frozen write was made")
 }

@@ -187,7 +187,7 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 		}
 		n, err := s.pruneSome(ctx, settledBefore)
 		if err != nil {
-			return total, errorf("prune: %w", writeErr(err))
+			return total, errorf("prune: %w", err)
 		}
 		total += n
 		if n < pruneChunk {
@@ -197,11 +197,13 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 }
 
 // pruneSome deletes up to pruneChunk terminal records settled before the
-// cut-off, in one call to the database (see bound).
+// cut-off, in one call to the database (see bound), in a transaction of
+// its own (bounded: its error says whether the deletions may have
+// committed).
 func (s *Store) pruneSome(ctx context.Context, settledBefore time.Time) (int, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(ctx, `DELETE FROM `+s.table+` WHERE (scope, key) IN (
+	tag, err := s.execBounded(ctx, "prune", `DELETE FROM `+s.table+` WHERE (scope, key) IN (
 		SELECT scope, key FROM `+s.table+` WHERE NOT open AND settled_ns < $1 LIMIT $2
 		FOR UPDATE SKIP LOCKED)`, ns(settledBefore), pruneChunk)
 	return int(tag.RowsAffected()), err

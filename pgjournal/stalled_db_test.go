@@ -4,15 +4,19 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/journal"
+	"github.com/idemkit/idem/journal/journaltest"
 	"github.com/idemkit/idem/pgjournal"
 )
 
@@ -252,10 +256,12 @@ func TestStalledDatabaseRun(t *testing.T) {
 // call on it reaches the Store's bound (WithCallTimeout), though the
 // caller's context never ends, as the client's journal contexts never
 // do; it is not handed to the next call, which is made at once on a new
-// one. A write that gave up once its statement was sent reports that it
-// may have committed, one that gave up before says it did not. (pgx holds
-// the dropped connection's place in the pool for up to 15 s more while it
-// closes it: a pool of one would make the next call wait that long.)
+// one. A write that gave up before its COMMIT was sent (each here: the
+// statements before it got no answer) says it did not commit, and names
+// the bound (one cut after its COMMIT: TestCallTimeoutMessages). (pgx
+// holds the dropped connection's place in the pool for up to 15 s more
+// while it closes it: a pool of one would make the next call wait that
+// long.)
 func TestStalledConnectionDropped(t *testing.T) {
 	const bound = time.Second
 	p := newStallProxy(t)
@@ -266,7 +272,7 @@ func TestStalledConnectionDropped(t *testing.T) {
 	calls := []struct {
 		name  string
 		call  func() error
-		maybe bool // the call that gave up may have committed
+		write bool // its error names the bound
 	}{
 		{"Get()", func() error { _, err := store.Get(forever, "acct", "k"); return err }, false},
 		// Its round's read gives up: nothing written, and it says so.
@@ -276,7 +282,7 @@ func TestStalledConnectionDropped(t *testing.T) {
 				return nil
 			})
 			return err
-		}, false},
+		}, true},
 		{"Claim()", func() error {
 			now := time.Now()
 			_, _, err := store.Claim(forever, "acct", "k", "a", now, now.Add(time.Minute))
@@ -288,10 +294,9 @@ func TestStalledConnectionDropped(t *testing.T) {
 		p.stall(false)
 		err := returnsWithin(t, p, 5*bound, tc.name, tc.call)
 		require.ErrorIs(t, err, context.DeadlineExceeded, "%s on a stalled connection", tc.name)
-		if tc.maybe {
-			require.ErrorIs(t, err, journal.ErrMaybeCommitted, "%s on a stalled connection", tc.name)
-		} else {
-			require.NotErrorIs(t, err, journal.ErrMaybeCommitted, "%s on a stalled connection", tc.name)
+		require.NotErrorIs(t, err, journal.ErrMaybeCommitted, "%s on a stalled connection", tc.name)
+		if tc.write {
+			require.ErrorContains(t, err, "WithCallTimeout", "%s on a stalled connection", tc.name)
 		}
 		err = returnsWithin(t, p, 5*bound, tc.name+" again", tc.call)
 		require.NoError(t, err, "%s after one on a stalled connection gave up", tc.name)
@@ -340,4 +345,97 @@ func TestStalledDatabaseRunBatch(t *testing.T) {
 		checkOneOrder(t, c, srv, k)
 	}
 	r.stopped(t, bound)
+}
+
+// TestStalledPoolBounded: when every connection of the pool is stuck on a
+// database that stopped answering (and new ones get no answer either),
+// each call gives up at its bound (WithCallTimeout), whether it holds a
+// stuck connection, waits for one to come free, or has pgx ping an idle
+// one before use; a write says it wrote nothing. Once the database
+// answers again, calls work.
+func TestStalledPoolBounded(t *testing.T) {
+	const bound = time.Second
+	p := newStallProxy(t)
+	var pinged atomic.Int64
+	store := openStoreVia(t, p, func(pc *pgxpool.Config) {
+		pc.MaxConns = 2
+		// pgx pings a connection idle for over a second before handing
+		// it out: here every time, so that the ping is among the waits.
+		pc.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool {
+			pinged.Add(1)
+			return true
+		}
+	}, pgjournal.WithCallTimeout(bound))
+	mustCreate(t, store, "k")
+	forever := context.Background()
+	p.stall(true)
+	calls := map[string]func() error{
+		"Get()": func() error { _, err := store.Get(forever, "acct", "k"); return err },
+		"Update()": func() error {
+			_, err := store.Update(forever, "acct", "k", func(r *journal.Record) error {
+				r.Review = "looked at"
+				return nil
+			})
+			return err
+		},
+		"Claim()": func() error {
+			now := time.Now()
+			_, _, err := store.Claim(forever, "acct", "k", "a", now, now.Add(time.Minute))
+			return err
+		},
+		"Create()": func() error {
+			_, err := store.Create(forever, journaltest.NewRecord("acct", "new", time.Now()))
+			return err
+		},
+	}
+	type result struct {
+		what string
+		err  error
+	}
+	results := make(chan result, len(calls))
+	begin := time.Now()
+	for what, call := range calls {
+		go func() { results <- result{what, call()} }()
+	}
+	deadline := time.After(3 * bound)
+	for range calls {
+		select {
+		case r := <-results:
+			t.Logf("%s returned after %v: %v", r.what, time.Since(begin).Round(time.Millisecond), r.err)
+			require.ErrorIs(t, r.err, context.DeadlineExceeded, "%s on a stalled pool", r.what)
+			require.NotErrorIs(t, r.err, journal.ErrMaybeCommitted, "%s on a stalled pool: nothing was committed", r.what)
+		case <-deadline:
+			p.resume() // frees what is stuck, for cleanup
+			t.Fatalf("calls on a stalled pool still waiting %v after they began", 3*bound)
+		}
+	}
+	require.NotZero(t, pinged.Load(), "pings")
+
+	p.resume()
+	_, err := store.Get(forever, "acct", "k")
+	require.NoError(t, err, "Get() once the database answers")
+}
+
+// TestStalledOpenBounded: Open on a database that accepts connections
+// but never answers gives up at WithCallTimeout, though its context
+// never ends, and says it could not reach the server.
+func TestStalledOpenBounded(t *testing.T) {
+	const bound = time.Second
+	p := newStallProxy(t)
+	p.stall(true)
+	u, err := url.Parse(dsn(t))
+	require.NoError(t, err)
+	q := u.Query()
+	q.Del("host")
+	u.RawQuery = q.Encode()
+	u.Host = p.ln.Addr().String()
+	err = returnsWithin(t, p, 3*bound, "Open()", func() error {
+		s, err := pgjournal.Open(context.Background(), u.String(), pgjournal.WithCallTimeout(bound))
+		if err == nil {
+			_ = s.Close()
+		}
+		return err
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "Open() on a stalled database")
+	require.ErrorContains(t, err, "WithCallTimeout")
 }

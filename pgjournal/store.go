@@ -34,10 +34,10 @@
 // rests on it: an operation is sent only after its journal write was
 // acknowledged. A server that restarts, or crashes and recovers from its
 // WAL, loses nothing acknowledged; the calls made while it is down fail
-// saying nothing was journaled, a write whose connection broke after it
-// was sent says it may have committed (journal.ErrMaybeCommitted: the
-// client then reports the outcome unknown, and the same call made again
-// with the same key finds what was journaled), and Run settles what was
+// saying nothing was journaled, a write whose connection broke after its
+// COMMIT was sent says it may have committed (journal.ErrMaybeCommitted:
+// the client then reports the outcome unknown, and the same call made
+// again with the same key finds what was journaled), and Run settles what was
 // in flight once the server is back. A write or claim that meets a row
 // another transaction holds locked waits at most 5 s, then fails unmade
 // (see Store). A server that stops answering altogether (its host gone,
@@ -93,8 +93,8 @@ const DefaultSchema = "idem"
 // Store), far above a commit's milliseconds. A write can meet that wait
 // three times over on a healthy database: queued behind a round that
 // waits it out, in its own round, then alone once that round aborts. At
-// three times, such a write, which wrote nothing, came back
-// journal.ErrMaybeCommitted.
+// three times, such a write failed (unwritten, and saying so) on a
+// healthy database.
 const DefaultCallTimeout = 30 * time.Second
 
 // Errors of Open and New.
@@ -115,8 +115,12 @@ var (
 // Release are one statement each, and PrepareTx writes inside the
 // caller's transaction. A write is durable when it returns without
 // error, not made when it returns an error, except one matching
-// journal.ErrMaybeCommitted (the connection broke after its transaction
-// was sent: it may have committed). A write or claim waits at most 5 s
+// journal.ErrMaybeCommitted (the connection broke, or WithCallTimeout's
+// bound ended the call, after its COMMIT was sent: it may have
+// committed). Each write is a transaction whose COMMIT is sent only once
+// its statements have been answered, so a call ended before then (a
+// locked row, a busy pool, the rounds queued ahead) is known to have
+// written nothing. A write or claim waits at most 5 s
 // for a row that another transaction holds locked, whatever its context
 // (PostgreSQL's lock_timeout, for its own transaction only), then fails
 // unmade; and any call waits for the database at most WithCallTimeout.
@@ -196,19 +200,25 @@ func WithSchema(name string) Option {
 
 // WithCallTimeout sets how long each call of the Store waits for the
 // database (default DefaultCallTimeout), whatever its context: a write,
-// a claim, a read, and each statement of ForEachOpen and Prune (Migrate,
-// DropSchema and PrepareTx answer to their context only). The client
-// makes its journal calls with contexts that never end, so that a
-// caller's cancellation never leaves a write half-known; without this
-// bound a database that stops answering (its host gone, packets dropped:
-// no reset, no error, nothing statement_timeout can end) would hold Do,
-// Submit, Resume and Run for ever. A call the bound ends fails with an
-// error matching context.DeadlineExceeded, and journal.ErrMaybeCommitted
-// too if its write was sent (the client then reports the outcome
-// unknown; the operation stays journaled, and Resume or Run settle it
-// once the database answers); pgx drops its connection rather than use
-// it again. A bound under 10 s would fail calls that a healthy database
-// makes wait for a locked row (see Store).
+// a claim, a read, Open's check that the server answers, and each
+// statement of ForEachOpen and Prune (Migrate, DropSchema and PrepareTx
+// answer to their context only). The client makes its journal calls
+// with contexts that never end, so that a caller's cancellation never
+// leaves a write half-known; without this bound a database that stops
+// answering (its host gone, packets dropped: no reset, no error, nothing
+// statement_timeout can end) would hold Do, Submit, Resume and Run for
+// ever. A call the bound ends fails with an error matching
+// context.DeadlineExceeded; a write's names WithCallTimeout. Ended
+// before its COMMIT was sent (waiting for a locked row, a connection of
+// the pool, or the rounds queued ahead), a write wrote nothing, and says
+// so: the client reports nothing journaled for a create, and an
+// operation it already journaled stays as it was, for Resume or Run to
+// settle. Ended after, the error matches journal.ErrMaybeCommitted too
+// (the client then reports the outcome unknown; the operation stays
+// journaled, and Resume or Run settle it once the database answers).
+// pgx drops the connection rather than use it again. A bound under 10 s
+// would fail calls that a healthy database makes wait for a locked row
+// (see Store).
 func WithCallTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if d <= 0 {
@@ -225,9 +235,9 @@ func WithCallTimeout(d time.Duration) Option {
 // pool_max_conns (pgx's default is 4, or the CPU count if greater).
 // Concurrent writes share one connection per round (see Store); reads,
 // claims and renewals take one each: a few connections serve many
-// callers. Open checks that the server answers;
-// until Migrate has created the schema, calls fail with an error matching
-// ErrNotMigrated.
+// callers. Open checks that the server answers, waiting at most
+// WithCallTimeout, whatever ctx says; until Migrate has created the
+// schema, calls fail with an error matching ErrNotMigrated.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -244,8 +254,19 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	s := newStore(pool, cfg)
 	s.owned = true
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
+	// Bounded as every call is: a server that accepts the connection and
+	// never answers would hold Open for ever with a context that never
+	// ends.
+	pctx, cancel := s.bound(ctx)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		// Not waited for: pgx waits for a stalled connection to close,
+		// up to 15 s more.
+		go pool.Close()
+		var ct callTimeout
+		if errors.As(context.Cause(pctx), &ct) {
+			return nil, fmt.Errorf("pgjournal: open: cannot reach the server: %w (%w)", ct, err)
+		}
 		return nil, fmt.Errorf("pgjournal: open: cannot reach the server: %w", err)
 	}
 	return s, nil
@@ -321,9 +342,18 @@ func (s *Store) usable(ctx context.Context) error {
 }
 
 // bound is ctx for one call to the database: ended after the Store's call
-// timeout (WithCallTimeout), if ctx has not ended first.
+// timeout (WithCallTimeout), if ctx has not ended first. Its cause is
+// then a callTimeout, which the call's error names (see cutError).
 func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.callTimeout)
+	return context.WithTimeoutCause(ctx, s.callTimeout, callTimeout(s.callTimeout))
+}
+
+// callTimeout is the cause of a call's context that the Store's bound
+// ended: the bound's length.
+type callTimeout time.Duration
+
+func (d callTimeout) Error() string {
+	return fmt.Sprintf("no answer from the database within the call timeout (WithCallTimeout: %v)", time.Duration(d))
 }
 
 // overdue adds context.DeadlineExceeded to err, the error of a write made
@@ -405,26 +435,77 @@ func (s *Store) insertClock() any {
 // write made with a context that never ends, as the client makes its
 // outcome writes, would wait as long as the lock is held, and every write
 // queued behind its round with it.
-const setLockWait = `SELECT set_config('lock_timeout', '5s', true)`
+//
+// It bounds the other side too: a transaction left open by its client
+// between its statements and its COMMIT (see inTx: a replica frozen by a
+// pause of its process, its VM or its network) holds the rows it wrote
+// locked, and other replicas could neither write nor claim them, nor take
+// the replica's leases over, for as long as it stays frozen. After 5 s
+// idle in it, PostgreSQL ends the session and rolls the transaction back
+// (idle_in_transaction_session_timeout, for that transaction alone); the
+// COMMIT the client sends later fails, and the write reports that it was
+// not made, or, if pgx does not hear why, that it may have been.
+const setLockWait = `SELECT set_config('lock_timeout', '5s', true), set_config('idle_in_transaction_session_timeout', '5s', true)`
 
-// bounded sends the statements queue adds to a batch, in one transaction
-// whose lock waits setLockWait bounds, and returns the first error.
-func (s *Store) bounded(ctx context.Context, queue func(b *pgx.Batch)) error {
-	b := &pgx.Batch{}
-	b.Queue(setLockWait)
-	queue(b)
-	return s.pool.SendBatch(ctx, b).Close()
+// bounded runs the statements queue adds in one transaction on a
+// connection of the pool (see inTx) and returns the first error, as
+// callErr classifies it for op.
+func (s *Store) bounded(ctx context.Context, op string, queue func(b *pgx.Batch)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return callErr(ctx, op, err, false) // nothing sent
+	}
+	defer conn.Release()
+	committing, err := inTx(ctx, conn.Conn(), queue)
+	return callErr(ctx, op, err, committing)
 }
 
-// execBounded is pool.Exec, in a transaction bounded by setLockWait.
-func (s *Store) execBounded(ctx context.Context, sql string, args ...any) (tag pgconn.CommandTag, err error) {
-	err = s.bounded(ctx, func(b *pgx.Batch) {
+// execBounded is pool.Exec, in a transaction of its own (see bounded).
+func (s *Store) execBounded(ctx context.Context, op, sql string, args ...any) (tag pgconn.CommandTag, err error) {
+	err = s.bounded(ctx, op, func(b *pgx.Batch) {
 		b.Queue(sql, args...).Exec(func(t pgconn.CommandTag) error {
 			tag = t
 			return nil
 		})
 	})
 	return tag, err
+}
+
+// inTx runs the statements queue adds on conn in one transaction whose
+// lock waits setLockWait bounds: BEGIN and the statements in one
+// pipelined batch, then COMMIT on its own. PostgreSQL commits the
+// transaction only on that COMMIT, so a call cut before it was sent (its
+// bound ended while a statement waited for a locked row) wrote nothing,
+// which a batch committing at its end could not tell: the server may
+// finish and commit such a batch after the client has given up on it.
+// committing reports whether err came from the COMMIT (see callErr). The
+// COMMIT costs a round trip of its own.
+func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (committing bool, err error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(setLockWait)
+	queue(b)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		if !conn.IsClosed() {
+			// A statement failed (the transaction is aborted) or a
+			// callback refused a row: end the transaction, or the pool
+			// drops the connection. A cut connection is closed, and the
+			// server rolls back when it sees it gone.
+			_, _ = conn.Exec(ctx, "ROLLBACK")
+		}
+		return false, err
+	}
+	tag, err := conn.Exec(ctx, "COMMIT")
+	switch {
+	case err == nil && tag.String() != "COMMIT":
+		return true, pgx.ErrTxCommitRollback // rolled back, not committed
+	case err != nil && pgconn.SafeToRetry(err) && ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		// Refused unsent: the context had ended. (Other errors pgx calls
+		// safe to retry here are not: it reports a connection that broke
+		// while the COMMIT was in flight as "conn closed", safe to retry.)
+		return false, err
+	}
+	return true, err
 }
 
 // queryer is what a statement runs on: the pool, or a caller's transaction.
@@ -434,23 +515,77 @@ type queryer interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// writeErr classifies the error of a write statement: one the server
-// answered, or one never sent, did not commit; any other (the connection
-// broke while the statement was in flight) may have.
-func writeErr(err error) error {
+// callErr classifies err, the error of a write call op made with ctx, its
+// bounded context (see bound): committing says whether inTx had sent the
+// COMMIT. What the server answered and anything before the COMMIT did
+// not commit; a connection that broke or a context that ended while the
+// COMMIT was in flight may have (journal.ErrMaybeCommitted). A call its
+// context ended is a cutError, which says which of the two, and why.
+func callErr(ctx context.Context, op string, err error, committing bool) error {
 	var pgErr *pgconn.PgError
-	// A connection attempt that failed (the server is down) sent nothing;
-	// pgx does not call it safe to retry.
-	var connErr *pgconn.ConnectError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &pgErr), errors.As(err, &connErr), pgconn.SafeToRetry(err), errors.Is(err, pgx.ErrNoRows):
+	case errors.As(err, &pgErr), errors.Is(err, pgx.ErrTxCommitRollback):
 		return err
 	}
-	// A broken connection, a timeout or a cancellation while the
-	// statement was in flight: the server may have committed it.
-	return fmt.Errorf("%w: %w", journal.ErrMaybeCommitted, err)
+	if ctx.Err() != nil {
+		return &cutError{op: op, sent: committing, cause: context.Cause(ctx), ctxErr: ctx.Err(), err: err}
+	}
+	if committing {
+		// A broken connection while the COMMIT was in flight: the
+		// server may have committed it.
+		return fmt.Errorf("%w: %w", journal.ErrMaybeCommitted, err)
+	}
+	return err
+}
+
+// A cutError is the error of a write call whose context ended (the
+// Store's bound, WithCallTimeout, or the caller's context) before the
+// database answered it: before its COMMIT was sent, when nothing was
+// written (a wait for a locked row, for a connection of the pool, or for
+// the rounds queued ahead of it took that long), or after, when the write
+// may or may not have committed (it matches journal.ErrMaybeCommitted
+// then). It matches the context's error (context.DeadlineExceeded) and
+// pgx's.
+type cutError struct {
+	op     string // create, update, claim, ...
+	sent   bool   // the COMMIT had been sent
+	cause  error  // the context's cause: a callTimeout when the bound ended it
+	ctxErr error  // the context's error
+	err    error  // pgx's
+}
+
+func (e *cutError) Error() string {
+	what := "the call's context ended (" + e.cause.Error() + ") before the database answered"
+	var ct callTimeout
+	if errors.As(e.cause, &ct) {
+		what = ct.Error()
+	}
+	record := e.op == "create" || e.op == "update" || e.op == "resolve" || e.op == "confirm"
+	switch {
+	case !e.sent && e.op == "create":
+		return what + ", before the write's COMMIT was sent: nothing was written; the operation is not journaled"
+	case !e.sent && record:
+		return what + ", before the write's COMMIT was sent: nothing was written; the operation stays journaled as it was, " +
+			"and Run settles it once the database answers"
+	case !e.sent:
+		return what + ", before the write's COMMIT was sent: nothing was written"
+	case e.op == "create":
+		return what + ", after the write's COMMIT was sent: it may or may not be committed; " +
+			"make the same call again with the same key, which finds the record if it was (journal.ErrExists), and Run settles it once the database answers"
+	case record:
+		return what + ", after the write's COMMIT was sent: it may or may not be committed; " +
+			"the operation stays journaled either way, as it was or as written, and Run settles it once the database answers"
+	}
+	return what + ", after the write's COMMIT was sent: it may or may not be committed; a lease it took or extended expires by itself"
+}
+
+func (e *cutError) Unwrap() []error {
+	if e.sent {
+		return []error{journal.ErrMaybeCommitted, e.ctxErr, e.err}
+	}
+	return []error{e.ctxErr, e.err}
 }
 
 // schemaErr tells a missing schema (Migrate not run) from other errors.
@@ -690,7 +825,7 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 	var data []byte
 	var token int64
 	claimed := false
-	err := s.bounded(ctx, func(b *pgx.Batch) {
+	err := s.bounded(ctx, op, func(b *pgx.Batch) {
 		b.Queue(`UPDATE `+s.table+` SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`,
 				lease_token = lease_token + 1
 			WHERE scope = $1 AND key = $2 AND open AND (lease_owner = '' OR lease_owner = $3 OR lease_expires <= `+clockSQL(5)+` OR $6)
@@ -707,7 +842,7 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 			})
 	})
 	if err != nil {
-		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, writeErr(err))
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 	}
 	if claimed {
 		r, err := journal.DecodeRecord(data)
@@ -776,38 +911,41 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	if limit > 0 {
 		lim = &limit
 	}
+	type row struct {
+		c   journal.Claimed
+		due int64
+	}
+	var got []row
 	// Due by now, the caller's clock, as NextDue was written; leased by
-	// the database's clock.
-	rows, err := s.pool.Query(ctx, `WITH due AS (
+	// the database's clock. In a transaction of its own (bounded): a
+	// record it cannot decode rolls every claim back.
+	err := s.bounded(ctx, "claim due", func(b *pgx.Batch) {
+		b.Queue(`WITH due AS (
 			SELECT scope, key FROM `+s.table+`
 			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= `+clockSQL(5)+`)
 			ORDER BY next_due_ns, scope, key LIMIT $2
 			FOR UPDATE SKIP LOCKED)
 		UPDATE `+s.table+` AS r SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`, lease_token = r.lease_token + 1
 		FROM due WHERE r.scope = due.scope AND r.key = due.key
-		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, int64(expires.Sub(now)), s.clockArg(now))
-	if err != nil {
-		return nil, errorf("claim due: %w", writeErr(err))
-	}
-	type row struct {
-		c   journal.Claimed
-		due int64
-	}
-	var got []row
-	var data []byte
-	var token, due int64
-	_, err = pgx.ForEachRow(rows, []any{&data, &token, &due}, func() error {
-		r, err := journal.DecodeRecord(data)
-		if err != nil {
-			return err
-		}
-		got = append(got, row{journal.Claimed{Record: r, Lease: journal.Lease{
-			Scope: r.Scope, Key: r.Key, Owner: owner, Token: uint64(token), Expires: fromNS(ns(expires)),
-		}}, due})
-		return nil
+		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, int64(expires.Sub(now)), s.clockArg(now)).
+			Query(func(rows pgx.Rows) error {
+				var data []byte
+				var token, due int64
+				_, err := pgx.ForEachRow(rows, []any{&data, &token, &due}, func() error {
+					r, err := journal.DecodeRecord(data)
+					if err != nil {
+						return err
+					}
+					got = append(got, row{journal.Claimed{Record: r, Lease: journal.Lease{
+						Scope: r.Scope, Key: r.Key, Owner: owner, Token: uint64(token), Expires: fromNS(ns(expires)),
+					}}, due})
+					return nil
+				})
+				return err
+			})
 	})
 	if err != nil {
-		return nil, errorf("claim due: %w", writeErr(err))
+		return nil, errorf("claim due: %w", err)
 	}
 	// RETURNING keeps no order.
 	slices.SortFunc(got, func(a, b row) int {
@@ -841,11 +979,11 @@ func (s *Store) Renew(ctx context.Context, l journal.Lease, expires time.Time) (
 	if l.Expires.IsZero() {
 		return journal.Lease{}, errorf("renew %q: a lease without its expiry: %w", l.Key, journal.ErrInvalid)
 	}
-	tag, err := s.execBounded(ctx, `UPDATE `+s.table+` SET lease_expires = `+clampNS("lease_expires + $5::int8")+`
+	tag, err := s.execBounded(ctx, "renew", `UPDATE `+s.table+` SET lease_expires = `+clampNS("lease_expires + $5::int8")+`
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
 		l.Scope, l.Key, int64(l.Token), l.Owner, int64(expires.Sub(l.Expires)))
 	if err != nil {
-		return journal.Lease{}, errorf("renew %q: %w", l.Key, writeErr(err))
+		return journal.Lease{}, errorf("renew %q: %w", l.Key, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, journal.ErrLeaseLost)
@@ -869,11 +1007,11 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	tag, err := s.execBounded(ctx, `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
+	tag, err := s.execBounded(ctx, "release", `UPDATE `+s.table+` SET lease_owner = '', lease_expires = 0
 		WHERE scope = $1 AND key = $2 AND lease_token = $3 AND lease_owner = $4`,
 		l.Scope, l.Key, int64(l.Token), l.Owner)
 	if err != nil {
-		return errorf("release %q: %w", l.Key, writeErr(err))
+		return errorf("release %q: %w", l.Key, err)
 	}
 	if tag.RowsAffected() == 0 {
 		return errorf("release %q: %w", l.Key, journal.ErrLeaseLost)

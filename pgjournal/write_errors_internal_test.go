@@ -6,35 +6,68 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem/journal"
 )
 
-// TestWriteErr: what the server answered, or what never left, did not
-// commit; a connection that broke while the statement was in flight may
-// have committed it (journal.ErrMaybeCommitted: the client then says
-// ErrUnknownOutcome, never "nothing journaled").
-func TestWriteErr(t *testing.T) {
+// TestCallErr: what the server answered, and anything before the COMMIT
+// was sent, did not commit; a connection that broke, or a
+// context that ended, while the COMMIT was in flight may have committed
+// it (journal.ErrMaybeCommitted: the client then says ErrUnknownOutcome,
+// never "nothing journaled").
+func TestCallErr(t *testing.T) {
+	live := context.Background()
+	ended, cancel := context.WithCancel(live)
+	cancel()
 	tests := []struct {
-		name  string
-		err   error
-		maybe bool
+		name       string
+		ctx        context.Context
+		err        error
+		committing bool
+		maybe      bool
 	}{
-		{"server refused", &pgconn.PgError{Code: "23505", Message: "duplicate key"}, false},
-		{"server terminated the statement", &pgconn.PgError{Code: "57P01", Message: "terminating connection"}, false},
-		{"connection reset in flight", &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}, true},
-		{"EOF in flight", io.ErrUnexpectedEOF, true},
-		{"cancelled in flight", context.Canceled, true},
+		{"server refused", live, &pgconn.PgError{Code: "23505", Message: "duplicate key"}, true, false},
+		{"server terminated the statement", live, &pgconn.PgError{Code: "57P01", Message: "terminating connection"}, true, false},
+		{"COMMIT rolled back", live, pgx.ErrTxCommitRollback, true, false},
+		{"connection reset before COMMIT", live, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}, false, false},
+		{"connection reset in COMMIT", live, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}, true, true},
+		{"EOF in COMMIT", live, io.ErrUnexpectedEOF, true, true},
+		{"cancelled before COMMIT", ended, context.Canceled, false, false},
+		{"cancelled in COMMIT", ended, context.Canceled, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := writeErr(tt.err)
+			got := callErr(tt.ctx, "update", tt.err, tt.committing)
 			require.ErrorIs(t, got, tt.err, "cause kept")
 			require.Equal(t, tt.maybe, errors.Is(got, journal.ErrMaybeCommitted), "maybe committed: %v", got)
 		})
 	}
-	require.NoError(t, writeErr(nil))
+	require.NoError(t, callErr(live, "update", nil, true))
+}
+
+// TestCutErrorSaysWhichContext: a call the Store's bound ended names
+// WithCallTimeout and its length; one its caller's context ended says
+// so, not WithCallTimeout.
+func TestCutErrorSaysWhichContext(t *testing.T) {
+	s := &Store{callTimeout: time.Millisecond}
+	bounded, cancel := s.bound(context.Background())
+	defer cancel()
+	<-bounded.Done()
+	err := callErr(bounded, "update", context.DeadlineExceeded, false)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "WithCallTimeout: 1ms")
+
+	caller, stop := context.WithCancel(context.Background())
+	stop()
+	bounded, cancel = s.bound(caller)
+	defer cancel()
+	err = callErr(bounded, "update", context.Canceled, false)
+	require.ErrorIs(t, err, context.Canceled)
+	require.NotContains(t, err.Error(), "WithCallTimeout")
+	require.ErrorContains(t, err, "the call's context ended")
 }
