@@ -356,10 +356,14 @@ type Resolution struct {
 	OnlyOpen bool
 }
 
+// maxResolveReason bounds Resolution.Reason, as journal.Confirmation's.
+const maxResolveReason = 1024
+
 // Resolve settles an operation by hand. It is the only way out of a
 // terminal state too, and is recorded (who, why, when, previous state) and
 // logged at Warn level. Nothing is sent. An empty scope is the client's
-// default (WithScope).
+// default (WithScope). ResourceID and By take at most 255 bytes, Reason
+// at most 1024.
 func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (*Result, error) {
 	if err := c.enter(); err != nil {
 		return nil, err
@@ -370,6 +374,12 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	}
 	if strings.TrimSpace(r.Reason) == "" || strings.TrimSpace(r.By) == "" {
 		return nil, fmt.Errorf("%w: Resolve: Reason and By are required: a manual settlement must say who and why", ErrInvalidRequest)
+	}
+	// The bounds of a confirmation's (journal.Confirmation): every later
+	// read of the operation carries what is journaled here.
+	if len(r.ResourceID) > maxNameLen || len(r.By) > maxNameLen || len(r.Reason) > maxResolveReason {
+		return nil, fmt.Errorf("%w: Resolve: ResourceID and By take at most %d bytes, Reason at most %d (got %d, %d and %d); link to longer notes",
+			ErrInvalidRequest, maxNameLen, maxResolveReason, len(r.ResourceID), len(r.By), len(r.Reason))
 	}
 	scope = c.scopeOr(scope)
 	rec, err := c.store.Resolve(ctx, scope, key, journal.Manual{

@@ -81,11 +81,6 @@ func connectionHeader(canon string) string {
 	return ""
 }
 
-// secretParams are query parameter names (lower case) that carry an API
-// credential. Generic names such as "token" or "key" are left alone: a
-// PayPal return URL's token is an order id.
-var secretParams = [...]string{"api_key", "apikey", "api-key", "access_token", "client_secret", "password"}
-
 // validHeaderValue refuses control characters (CR and LF above all): a
 // journaled value net/http would refuse could never be sent.
 func validHeaderValue(v string) bool {
@@ -296,7 +291,7 @@ func absoluteURL(field, raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: %s carries credentials (user:password@); they would be journaled: use WithRequestHook", ErrSecretHeader, field)
 	}
 	for name := range u.Query() {
-		if slices.Contains(secretParams[:], strings.ToLower(name)) {
+		if httpsyntax.SecretParam(name) {
 			return nil, fmt.Errorf("%w: %s has a %s query parameter; it would be journaled: add it at send time with WithRequestHook (r.URL.RawQuery)", ErrSecretHeader, field, name)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -199,6 +200,19 @@ func TestResolveByHand(t *testing.T) {
 	require.ErrorIs(t, err, idem.ErrInvalidRequest)
 	_, err = e.client.Resolve(e.ctx, idem.DefaultScope, "nope", idem.Resolution{State: idem.StateFailed, Reason: "x", By: "y"})
 	require.ErrorIs(t, err, idem.ErrNotFound)
+	// Bounded as a confirmation's are: a pasted log (3 MiB) is no reason,
+	// and a resource id is an id.
+	huge := strings.Repeat("x", 3<<20)
+	for _, r := range []idem.Resolution{
+		{State: idem.StateSucceeded, ResourceID: huge, Reason: "x", By: "y"},
+		{State: idem.StateSucceeded, ResourceID: "ord_1", Reason: huge, By: "y"},
+		{State: idem.StateSucceeded, ResourceID: "ord_1", Reason: "x", By: huge},
+	} {
+		_, err = e.client.Resolve(e.ctx, idem.DefaultScope, "k", r)
+		require.ErrorIs(t, err, idem.ErrInvalidRequest)
+		require.ErrorContains(t, err, "at most")
+	}
+	require.Nil(t, e.record("k").Resolved, "nothing resolved")
 
 	res, err := e.client.Resolve(e.ctx, idem.DefaultScope, "k", idem.Resolution{
 		State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "seen in the provider dashboard", By: "alice"})

@@ -3,6 +3,7 @@ package admin_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -249,6 +250,27 @@ func TestShow(t *testing.T) {
 	back := op.Record()
 	rec.Body, rec.BodySHA, rec.Header, rec.Trace = nil, [32]byte{}, nil, ""
 	require.Equal(t, rec, back)
+}
+
+// TestShowRedactsCredentialsInURLs: a record journaled before the client
+// refused credentials in URLs (or straight through package journal) was
+// shown with its API key.
+func TestShowRedactsCredentialsInURLs(t *testing.T) {
+	f := newFixture(t)
+	body := []byte(`{}`)
+	now := f.clock.Now()
+	_, err := f.store.Create(context.Background(), &journal.Record{
+		Scope: idem.DefaultScope, Key: "legacy", Method: http.MethodPost,
+		URL:      f.srv.URL + "/orders?api_key=" + plantedCredential + "&region=eu",
+		QueryURL: f.srv.URL + "/orders/legacy?access_token=" + plantedCredential,
+		Body:     body, BodySHA: sha256.Sum256(body), State: journal.StateUnknown, Created: now, Updated: now,
+	})
+	require.NoError(t, err)
+	var op admin.Operation
+	require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/operation?key=legacy", "", &op))
+	require.Contains(t, op.URL, "region=eu")
+	var page admin.Page
+	require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/operations", "", &page))
 }
 
 func TestStats(t *testing.T) {

@@ -3,6 +3,7 @@ package admin
 import (
 	"time"
 
+	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -95,7 +96,7 @@ func FromRecord(r *journal.Record, timeline bool) *Operation {
 		n = r.Attempts[len(r.Attempts)-1].Number
 	}
 	op := &Operation{
-		Scope: r.Scope, Key: r.Key, Ref: r.Ref, Method: r.Method, URL: r.URL, ResultURL: r.QueryURL,
+		Scope: r.Scope, Key: r.Key, Ref: r.Ref, Method: r.Method, URL: httpsyntax.RedactURL(r.URL), ResultURL: httpsyntax.RedactURL(r.QueryURL),
 		State: string(r.State), Review: r.Review, Attempts: n,
 		Created: r.Created, FirstSent: r.FirstSent, Updated: r.Updated, Settled: r.Settled, NextDue: r.NextDue,
 	}

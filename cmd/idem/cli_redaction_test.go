@@ -29,7 +29,10 @@ func TestShowRedactsEveryCredentialHeader(t *testing.T) {
 	now := time.Now()
 	body := []byte(orderBody)
 	_, err = s.Create(context.Background(), &journal.Record{
-		Scope: "default", Key: "k-secret", Method: "POST", URL: "https://api.example.com/v1/orders",
+		// A URL with an API key in its query, journaled before the
+		// client refused them, was printed whole too.
+		Scope: "default", Key: "k-secret", Method: "POST", URL: "https://api.example.com/v1/orders?api_key=sk_live_query&region=eu",
+		QueryURL: "https://u:sk_live_password@api.example.com/v1/orders/k-secret?Access_Token=sk_live_token",
 		Header: http.Header{
 			"X-Api-Key":    {"sk_live_xapikey"},
 			"Api-Key":      {"sk_live_apikey"},
@@ -46,6 +49,7 @@ func TestShowRedactsEveryCredentialHeader(t *testing.T) {
 		stdout, stderr, code := runIdem(t, append(args, "-journal", path)...)
 		require.Equal(t, 0, code, stderr)
 		require.Contains(t, stdout, "application/json", "idem %q", args)
+		require.Contains(t, stdout, "region=eu", "idem %q: the rest of the URL is shown", args)
 		require.NotContains(t, stdout, "sk_live", "idem %q printed a credential", args)
 	}
 }

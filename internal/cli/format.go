@@ -14,6 +14,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -104,8 +105,8 @@ func toJSON(r *journal.Record) recordJSON {
 		State:      r.State,
 		Review:     r.Review,
 		Method:     r.Method,
-		URL:        r.URL,
-		ResultURL:  r.QueryURL,
+		URL:        httpsyntax.RedactURL(r.URL),
+		ResultURL:  httpsyntax.RedactURL(r.QueryURL),
 		Header:     redact(r.Header),
 		BodySize:   len(r.Body),
 		BodySHA256: hex.EncodeToString(r.BodySHA[:]),

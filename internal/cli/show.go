@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -60,8 +61,8 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 	if r.Review != "" {
 		field("review", clean(r.Review))
 	}
-	field("request", clean(r.Method)+" "+clean(r.URL))
-	field("result url", clean(r.QueryURL))
+	field("request", clean(r.Method)+" "+clean(httpsyntax.RedactURL(r.URL)))
+	field("result url", clean(httpsyntax.RedactURL(r.QueryURL)))
 	field("created", stamp(r.Created)+" ("+age(now, r.Created)+" ago)")
 	field("first sent", stamp(r.FirstSent))
 	field("updated", stamp(r.Updated))

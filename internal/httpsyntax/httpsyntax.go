@@ -2,7 +2,10 @@
 // fake server share, so both refuse the same header names.
 package httpsyntax
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // ValidHeaderName reports whether name is an RFC 9110 token, the only
 // thing net/http will send as a header field name.
@@ -17,4 +20,49 @@ func ValidHeaderName(name string) bool {
 		}
 	}
 	return true
+}
+
+// secretParams are query parameter names (lower case) that carry an API
+// credential. Generic names such as "token" or "key" are left alone: a
+// PayPal return URL's token is an order id.
+var secretParams = [...]string{"api_key", "apikey", "api-key", "access_token", "client_secret", "password"}
+
+// SecretParam reports whether a URL query parameter named name (in any
+// case) carries an API credential.
+func SecretParam(name string) bool {
+	name = strings.ToLower(name)
+	for _, p := range secretParams {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// RedactURL returns raw for display, with the values of its secret query
+// parameters (SecretParam) and its password replaced: records journaled
+// before the client refused such URLs still hold them. A URL that does
+// not parse, or holds no secret, is returned as it is.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	changed := false
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+		changed = true
+	}
+	q := u.Query()
+	for name := range q {
+		if SecretParam(name) {
+			q[name] = []string{"REDACTED"}
+			changed = true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }

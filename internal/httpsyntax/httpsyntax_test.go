@@ -12,3 +12,18 @@ func TestValidHeaderName(t *testing.T) {
 		}
 	}
 }
+
+func TestRedactURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://api.example.com/v1/orders":                         "https://api.example.com/v1/orders",
+		"https://api.example.com/v1/orders?b=2&a=1":                 "https://api.example.com/v1/orders?b=2&a=1", // untouched: no secret
+		"https://api.example.com/v1/orders?API_KEY=sk&a=1":          "https://api.example.com/v1/orders?API_KEY=REDACTED&a=1",
+		"https://u:pw@api.example.com/x?client_secret=s&password=p": "https://u:REDACTED@api.example.com/x?client_secret=REDACTED&password=REDACTED",
+		"https://api.example.com/x?token=paypal-order":              "https://api.example.com/x?token=paypal-order",
+		"%zz": "%zz",
+	} {
+		if got := RedactURL(raw); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
