@@ -178,16 +178,21 @@ func (s *Store) apply(holdAfter time.Time) error {
 	}
 	gone := s.fileGone()
 	if gone == nil {
-		if s.log.activeGone() {
-			// Every round from here on starts a new segment, and every
-			// round before it, in the segment that is gone, goes into
-			// the file now, young open records included.
-			s.stopMu.Lock()
-			s.log.renew.Store(true)
-			s.stopMu.Unlock()
-			holdAfter = time.Time{}
+		seg, truncated, lost := s.log.activeGone()
+		if !lost {
+			return s.applyUpTo(holdAfter)
 		}
-		return s.applyUpTo(holdAfter)
+		// Every round from here on starts a new segment, and every round
+		// before it, in the segment that is gone, goes into the file now,
+		// young open records included.
+		s.stopMu.Lock()
+		s.log.renew.Store(true)
+		s.stopMu.Unlock()
+		err := s.applyUpTo(time.Time{})
+		if err == nil && truncated {
+			s.log.removeDead(seg)
+		}
+		return err
 	}
 	// No round writes from here on, and what rounds published before is
 	// all copied in: the file then holds every acknowledged write.

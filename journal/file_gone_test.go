@@ -182,37 +182,48 @@ func copyFile(t *testing.T, f *os.File, path string) {
 // cleanup job that deletes "*.log*" files) took every later round, each
 // acknowledged, into a file nobody could read again, until the segment
 // filled (8 MiB: hours of a quiet service). A crash before the applier
-// copied a round into the journal file lost it. The Store now notices at
-// its next pass, copies everything into the file, and starts a new
-// segment for the next round.
-func TestRemovedLogSegmentIsReplaced(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := Open(path, withApplyDelay(time.Hour))
-	require.NoError(t, err)
-	_, err = s.Create(ctx, newRecord("before"))
-	require.NoError(t, err)
-	segs, err := filepath.Glob(path + ".log.*")
-	require.NoError(t, err)
-	require.Len(t, segs, 1)
-	require.NoError(t, os.Remove(segs[0]))
+// copied a round into the journal file lost it. Truncated in place
+// instead (logrotate's copytruncate), it kept its inode, and later rounds
+// went after a hole of zeros where its header had been: the next Open
+// refused the log ("bad magic") and the service could not start. The
+// Store now notices at its next pass, copies everything into the file,
+// removes a truncated segment, and starts a new one for the next round.
+func TestLostLogSegmentIsReplaced(t *testing.T) {
+	for _, how := range []string{"removed", "truncated"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "j.db")
+			s, err := Open(path, withApplyDelay(time.Hour))
+			require.NoError(t, err)
+			_, err = s.Create(ctx, newRecord("before"))
+			require.NoError(t, err)
+			segs, err := filepath.Glob(path + ".log.*")
+			require.NoError(t, err)
+			require.Len(t, segs, 1)
+			if how == "removed" {
+				require.NoError(t, os.Remove(segs[0]))
+			} else {
+				require.NoError(t, os.Truncate(segs[0], 0))
+			}
 
-	_, err = s.Create(ctx, newRecord("after"))
-	require.NoError(t, err)
-	require.NoError(t, s.Checkpoint(ctx), "a removed segment is no reason to stop")
-	_, err = s.Create(ctx, newRecord("later"))
-	require.NoError(t, err)
-	now, err := filepath.Glob(path + ".log.*")
-	require.NoError(t, err)
-	require.Len(t, now, 1, "a new segment on disk")
-	require.NotEqual(t, segs[0], now[0])
+			_, err = s.Create(ctx, newRecord("after"))
+			require.NoError(t, err)
+			require.NoError(t, s.Checkpoint(ctx), "a lost segment is no reason to stop")
+			_, err = s.Create(ctx, newRecord("later"))
+			require.NoError(t, err)
+			now, err := filepath.Glob(path + ".log.*")
+			require.NoError(t, err)
+			require.Len(t, now, 1, "a new segment on disk, and only it")
+			require.NotEqual(t, segs[0], now[0])
 
-	s.crash(t) // "later" is in the log only
-	s, err = Open(path)
-	require.NoError(t, err)
-	defer s.Close()
-	for _, k := range []string{"before", "after", "later"} {
-		_, err := s.Get(ctx, "s", k)
-		require.NoError(t, err, "acknowledged write %s after the crash", k)
+			s.crash(t) // "later" is in the log only
+			s, err = Open(path)
+			require.NoError(t, err)
+			defer s.Close()
+			for _, k := range []string{"before", "after", "later"} {
+				_, err := s.Get(ctx, "s", k)
+				require.NoError(t, err, "acknowledged write %s after the crash", k)
+			}
+		})
 	}
 }

@@ -678,25 +678,55 @@ func fdatasync(f *os.File) error {
 }
 
 // activeGone reports whether the active segment is no longer the file at
-// its path: removed (a cleanup job that deletes "*.log*" files, say) or
-// replaced. Every round written to it since is acknowledged but in a file
-// nobody can read again: until the applier copies it into the journal
-// file, a crash loses it. A Stat that fails for another reason proves
-// nothing.
-func (w *logWriter) activeGone() bool {
+// its path (removed, by a cleanup job that deletes "*.log*" files, say, or
+// replaced), or no longer starts with the header written to it (truncated
+// in place, as logrotate's copytruncate does: later rounds land after a
+// hole of zeros, and Open then refuses the segment). Every round written
+// to it since is acknowledged but in a file nobody can read back: until
+// the applier copies it into the journal file, a crash loses it. It also
+// returns the segment's path and whether the file there is still the
+// segment (truncated), for the caller to remove once all of it is
+// applied. A Stat or read that fails for another reason proves nothing.
+func (w *logWriter) activeGone() (path string, truncated, gone bool) {
 	w.mu.Lock()
 	id := w.activeID
-	var path string
+	var h segHeader
 	if n := len(w.segments); n > 0 {
-		path = w.segments[n-1].path
+		path, h = w.segments[n-1].path, w.segments[n-1].segHeader
 	}
 	w.mu.Unlock()
 	if id == nil || path == "" {
-		return false
+		return "", false, false
 	}
-	fi, err := os.Stat(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return errors.Is(err, fs.ErrNotExist)
+		return path, false, errors.Is(err, fs.ErrNotExist)
 	}
-	return !os.SameFile(fi, id)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return path, false, false
+	}
+	if !os.SameFile(fi, id) {
+		return path, false, true
+	}
+	got := make([]byte, segHeaderSize)
+	if _, err := f.ReadAt(got, 0); err != nil && !errors.Is(err, io.EOF) {
+		return path, false, false
+	}
+	if !bytes.Equal(got, h.encode()) {
+		return path, true, true
+	}
+	return path, false, false
+}
+
+// removeDead removes the segment file at path, found truncated
+// (activeGone) and now wholly applied: left there, its zeroed header would
+// make the next Open refuse the log. Segment names are never reused (see
+// rotate), so the path names that segment or nothing. It stays listed;
+// deleteApplied takes it off.
+func (w *logWriter) removeDead(path string) {
+	if err := os.Remove(path); err == nil && !w.noSync {
+		_ = syncDir(w.dir)
+	}
 }
