@@ -200,23 +200,23 @@ func TestResultTiedToRequest(t *testing.T) {
 		require.Equal(t, 1, e.queries("k"), "the answer was checked by key")
 		require.Equal(t, 1, e.srv.Effects(scope, "k"))
 	})
-	t.Run("header names this key", func(t *testing.T) {
-		e := newEnv(t, script(step{forward: true, status: http.StatusCreated,
-			header: http.Header{"Idempotency-Key": {"k"}}, body: `{"id":"ord_1","status":"succeeded"}`}))
-		res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
-		require.NoError(t, err)
-		require.Equal(t, "ord_1", res.ResourceID)
-		require.Zero(t, e.queries("k"), "the answer is this request's")
-	})
-	t.Run("header names this key as sent, quoted", func(t *testing.T) {
-		e := newEnv(t, clientOpts(idem.WithKeyHeader(idem.DefaultKeyHeader, idem.KeyQuoted)),
-			script(step{forward: true, status: http.StatusCreated,
-				header: http.Header{"Idempotency-Key": {` "k"`}}, body: `{"id":"ord_1","status":"succeeded"}`}))
-		res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
-		require.NoError(t, err)
-		require.Equal(t, "ord_1", res.ResourceID)
-		require.Zero(t, e.queries("k"), "the answer is this request's")
-	})
+	for _, tc := range []struct {
+		name, echo string
+		format     idem.KeyFormat
+	}{
+		{"header names this key", "k", idem.KeyBare},
+		{"header names this key as sent, quoted", ` "k"`, idem.KeyQuoted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, clientOpts(idem.WithKeyHeader(idem.DefaultKeyHeader, tc.format)),
+				script(step{forward: true, status: http.StatusCreated,
+					header: http.Header{"Idempotency-Key": {tc.echo}}, body: `{"id":"ord_1","status":"succeeded"}`}))
+			res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+			require.NoError(t, err)
+			require.Equal(t, "ord_1", res.ResourceID)
+			require.Zero(t, e.queries("k"), "the answer is this request's")
+		})
+	}
 	t.Run("decoder sees key, request and replay", func(t *testing.T) {
 		var seen []idem.Answer
 		e := newEnv(t, clientOpts(idem.WithDecoder(func(a *idem.Answer) (idem.Outcome, error) {

@@ -17,18 +17,25 @@ import (
 // damagedApplyJournal writes a journal of 3000 records, every tenth open
 // (k00000, k00010, …), the others settled, all in the file, and closes it.
 func damagedApplyJournal(t *testing.T) string {
+	return journalOf(t, 3000, func(i int) (time.Time, bool) { return rvT0, i%10 != 0 })
+}
+
+// journalOf writes a journal of n records k00000, k00001, …, each settled
+// at the time settled gives unless it says to leave the record open, all
+// in the file, and closes it.
+func journalOf(t *testing.T, n int, settled func(i int) (at time.Time, ok bool)) string {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "j.db")
 	s, err := Open(path, WithUnsafeNoSync())
 	require.NoError(t, err)
-	for i := range 3000 {
+	for i := range n {
 		key := fmt.Sprintf("k%05d", i)
 		_, err := s.Create(ctx, rvRecord(key, rvT0))
 		require.NoError(t, err)
-		if i%10 != 0 {
+		if at, ok := settled(i); ok {
 			_, err = s.Update(ctx, "s", key, func(r *Record) error {
-				r.State, r.Settled, r.Updated = StateSucceeded, rvT0, rvT0
+				r.State, r.Settled, r.Updated = StateSucceeded, at, at
 				return nil
 			})
 			require.NoError(t, err)
@@ -228,21 +235,7 @@ func TestApplyMergeWithDamagedSibling(t *testing.T) {
 // The prune must fail with ErrCorrupt and write nothing.
 func TestPruneMergeWithDamagedSibling(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := Open(path, WithUnsafeNoSync())
-	require.NoError(t, err)
-	for i := range 3000 {
-		key := fmt.Sprintf("k%05d", i)
-		_, err := s.Create(ctx, rvRecord(key, rvT0))
-		require.NoError(t, err)
-		_, err = s.Update(ctx, "s", key, func(r *Record) error {
-			at := rvT0.Add(time.Duration(i+1) * time.Second)
-			r.State, r.Settled, r.Updated = StateSucceeded, at, at
-			return nil
-		})
-		require.NoError(t, err)
-	}
-	require.NoError(t, s.Close())
+	path := journalOf(t, 3000, func(i int) (time.Time, bool) { return rvT0.Add(time.Duration(i+1) * time.Second), true })
 
 	data, leaf := leavesOf(t, path, bucketSettled)
 	first := int(binary.LittleEndian.Uint16(leaf(0)[10:12]))
@@ -250,7 +243,7 @@ func TestPruneMergeWithDamagedSibling(t *testing.T) {
 	binary.LittleEndian.PutUint16(second[10:12], binary.LittleEndian.Uint16(second[10:12])/2)
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 
-	s, err = Open(path, WithUnsafeNoSync())
+	s, err := Open(path, WithUnsafeNoSync())
 	require.NoError(t, err)
 	// Every record of the first leaf but its last: settled at 1 s … first-1 s.
 	var n int

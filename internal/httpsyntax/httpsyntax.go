@@ -4,6 +4,7 @@ package httpsyntax
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -30,13 +31,7 @@ var secretParams = [...]string{"api_key", "apikey", "api-key", "access_token", "
 // SecretParam reports whether a URL query parameter named name (in any
 // case) carries an API credential.
 func SecretParam(name string) bool {
-	name = strings.ToLower(name)
-	for _, p := range secretParams {
-		if p == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(secretParams[:], strings.ToLower(name))
 }
 
 // RedactURL returns raw for display, with the values of its secret query
