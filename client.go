@@ -111,7 +111,12 @@ func Open(path string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	store, err := journal.Open(path, cfg.journalOpts...)
+	jopts := cfg.journalOpts
+	if cfg.logger != nil {
+		// First, so that a journal.WithLogger of the caller's wins.
+		jopts = append([]journal.Option{journal.WithLogger(cfg.logger)}, jopts...)
+	}
+	store, err := journal.Open(path, jopts...)
 	if err != nil {
 		return nil, fmt.Errorf("idem: %w", err) // the journal's error names the path
 	}

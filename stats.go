@@ -33,6 +33,11 @@ type Stats struct {
 	// RetryTokens is what the client-wide retry budget holds, out of
 	// RetryTokensMax (0 when the budget is off: WithRetryBudget(0, 0)).
 	RetryTokens, RetryTokensMax float64
+	// LostLogSegments counts the journal's log segments found removed or
+	// truncated under it since it was opened (journal.Stats); 0 unless
+	// Complete. Above zero, something (a cleanup job, a log rotation)
+	// touches <journal>.log.*: exclude them from it.
+	LostLogSegments int
 }
 
 // Stats reads the journal's counts. It visits every open operation (its
@@ -74,6 +79,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 			}
 		}
 		st.Total, st.Complete = js.Total, true
+		st.LostLogSegments = js.LostLogSegments
 	}
 	return st, nil
 }

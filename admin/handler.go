@@ -280,6 +280,8 @@ type Stats struct {
 	OldestUnknownAge float64 `json:"oldest_unknown_age_seconds"`
 	RetryTokens      float64 `json:"retry_tokens"`
 	RetryTokensMax   float64 `json:"retry_tokens_max"`
+	// LostLogSegments: see idem.Stats.
+	LostLogSegments int `json:"lost_log_segments"`
 }
 
 func (h *handler) stats(w http.ResponseWriter, r *http.Request) error {
@@ -290,7 +292,7 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) error {
 	out := Stats{
 		ByState: make(map[string]int), Open: st.Open, Review: st.Review, Total: st.Total, Complete: st.Complete,
 		OldestOpenAge: h.age(st.OldestOpen), OldestUnknownAge: h.age(st.OldestUnknown),
-		RetryTokens: st.RetryTokens, RetryTokensMax: st.RetryTokensMax,
+		RetryTokens: st.RetryTokens, RetryTokensMax: st.RetryTokensMax, LostLogSegments: st.LostLogSegments,
 	}
 	for s, n := range st.ByState {
 		out.ByState[string(s)] = n

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -186,8 +187,11 @@ func (s *Store) apply(holdAfter time.Time) error {
 		// before it, in the segment that is gone, goes into the file now,
 		// young open records included.
 		s.stopMu.Lock()
-		s.log.renew.Store(true)
+		first := !s.log.renew.Swap(true)
 		s.stopMu.Unlock()
+		if first {
+			s.segmentLost(seg, truncated)
+		}
 		err := s.applyUpTo(time.Time{})
 		if err == nil && truncated {
 			s.log.removeDead(seg)
@@ -205,6 +209,25 @@ func (s *Store) apply(holdAfter time.Time) error {
 		return errorf("%w; and copying the log into it failed: %w", gone, err)
 	}
 	return gone
+}
+
+// segmentLost tells the operator that the active log segment at path was
+// lost: mended here, but whatever removed or truncated it will do it again,
+// and a crash in the window before the applier's next pass (up to its
+// delay) loses what only that segment held.
+func (s *Store) segmentLost(path string, truncated bool) {
+	s.lostSegs.Add(1)
+	if s.logger == nil {
+		return
+	}
+	how := "removed"
+	if truncated {
+		how = "truncated"
+	}
+	s.logger.Warn("journal: a log segment was "+how+" while the journal was writing to it; "+
+		"its writes are being copied into the journal file and a new segment started. "+
+		"Exclude the journal's log segments from log cleanup and rotation: a crash before such a copy loses acknowledged writes",
+		slog.String("segment", path), slog.String("journal", s.path), slog.String("how", how))
 }
 
 // applyUpTo is apply's pass over what was published when it began.

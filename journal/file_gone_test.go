@@ -1,9 +1,12 @@
 package journal
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -188,12 +191,15 @@ func copyFile(t *testing.T, f *os.File, path string) {
 // refused the log ("bad magic") and the service could not start. The
 // Store now notices at its next pass, copies everything into the file,
 // removes a truncated segment, and starts a new one for the next round.
+// It also warns its logger and counts the segment in Stats: it used to
+// mend it without a word.
 func TestLostLogSegmentIsReplaced(t *testing.T) {
 	for _, how := range []string{"removed", "truncated"} {
 		t.Run(how, func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "j.db")
-			s, err := Open(path, withApplyDelay(time.Hour))
+			var logged bytes.Buffer
+			s, err := Open(path, withApplyDelay(time.Hour), WithLogger(slog.New(slog.NewJSONHandler(&logged, nil))))
 			require.NoError(t, err)
 			_, err = s.Create(ctx, newRecord("before"))
 			require.NoError(t, err)
@@ -215,6 +221,18 @@ func TestLostLogSegmentIsReplaced(t *testing.T) {
 			require.NoError(t, err)
 			require.Len(t, now, 1, "a new segment on disk, and only it")
 			require.NotEqual(t, segs[0], now[0])
+			// Mended, but not in silence: whatever removed it will do it
+			// again. Once, though the pass after saw a healthy segment.
+			require.NoError(t, s.Checkpoint(ctx))
+			st, err := s.Stats(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, st.LostLogSegments)
+			var warned map[string]any
+			require.NoError(t, json.Unmarshal(logged.Bytes(), &warned), "one JSON line: %s", logged.String())
+			require.Equal(t, "WARN", warned["level"])
+			require.Equal(t, segs[0], warned["segment"])
+			require.Equal(t, how, warned["how"])
+			require.Contains(t, warned["msg"], "Exclude the journal's log segments")
 
 			s.crash(t) // "later" is in the log only
 			s, err = Open(path)

@@ -65,4 +65,9 @@ type Stats struct {
 	Review   int           // records with a review reason
 	Total    int           // all records
 	FileSize int64         // size of the journal file in bytes
+	// LostLogSegments counts the log segments found removed or truncated
+	// under this Store since Open (a cleanup job or a log rotation that
+	// matches <journal>.log.*): mended, but a sign that something will do
+	// it again. WithLogger's logger hears of each.
+	LostLogSegments int
 }

@@ -1,6 +1,9 @@
 package journal
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // DefaultLockTimeout is how long Open waits for another process to release
 // the journal's file lock before it returns ErrLocked.
@@ -15,6 +18,8 @@ type config struct {
 	lockTimeout time.Duration
 	readOnly    bool
 	noSync      bool
+	mustExist   bool
+	logger      *slog.Logger
 	applyDelay  time.Duration // tests: see applyDelay
 	overlayMax  int64         // tests: see overlayMax
 }
@@ -45,4 +50,24 @@ func ReadOnly() Option {
 // tests only.
 func WithUnsafeNoSync() Option {
 	return optionFunc(func(c *config) { c.noSync = true })
+}
+
+// WithLogger gives the Store a logger for what it mends by itself but an
+// operator must hear of: today, a log segment (<journal>.log.<n>) removed
+// or truncated under it by a cleanup job or a log rotation. Without it (or
+// with nil) the Store stays silent, and Stats' LostLogSegments is the only
+// trace. idem.Open passes the Client's WithLogger on.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) { c.logger = l })
+}
+
+// MustExist makes Open refuse to create the journal: a missing or empty
+// file is an error matching fs.ErrNotExist, not a fresh journal. Use it
+// once the journal exists (every start after the first). Otherwise a
+// volume not mounted, or a path changed by a deploy, looks like a first
+// start: Open creates an empty journal beside the real one, and every
+// operation still open in the real one (an "unknown" its caller was told
+// idem would settle) is never resumed.
+func MustExist() Option {
+	return optionFunc(func(c *config) { c.mustExist = true })
 }

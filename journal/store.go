@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -76,6 +77,9 @@ type Store struct {
 	// failed, once set, is the error of every call: a commit of the file
 	// failed after bbolt had written it (see commitBolt).
 	failed atomic.Pointer[error]
+
+	logger   *slog.Logger // WithLogger's; nil: silent
+	lostSegs atomic.Int64 // log segments found lost (apply), for Stats
 }
 
 // openFiles holds every Store of this process that is open, so that an
@@ -181,13 +185,22 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		// bbolt opens the file by path; the hook keeps what Open needs
 		// of it, and refuses a truncated file before bbolt maps it.
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			if cfg.mustExist && file == nil {
+				flag &^= os.O_CREATE
+			}
 			f, err := os.OpenFile(name, flag, perm)
 			if err != nil || file != nil {
+				if file == nil && cfg.mustExist && errors.Is(err, fs.ErrNotExist) {
+					err = noJournal(path, "no file there")
+				}
 				return f, err // a second file: bbolt's own copy of the journal
 			}
 			fi, err := f.Stat()
-			if err == nil && fi.Size() > 0 {
+			switch {
+			case err == nil && fi.Size() > 0:
 				err = fileFits(f, fi.Size())
+			case err == nil && cfg.mustExist && !cfg.readOnly:
+				err = noJournal(path, "an empty file there")
 			}
 			if err != nil {
 				_ = f.Close()
@@ -199,7 +212,10 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 	}
 	db, err := openBolt(path, o, &file)
 	var kind *kindError
+	var missing *missingJournal
 	switch {
+	case errors.As(err, &missing):
+		return nil, err
 	case errors.Is(err, berrors.ErrTimeout):
 		if held, writer := heldHere(id, cfg.readOnly); held {
 			how := "read-only"
@@ -230,7 +246,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		}
 		return nil, errorf("journal: open %s: %w", path, err)
 	}
-	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly}
+	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly, logger: cfg.logger}
 	s.abs, _ = filepath.Abs(path) // before the process changes its directory
 	if err := s.openLog(cfg); err != nil {
 		_ = db.Close()
@@ -243,6 +259,22 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 	s.register()
 	return s, nil
 }
+
+// noJournal is Open's error, under MustExist, for a journal that is not
+// there. It matches fs.ErrNotExist.
+func noJournal(path, what string) error {
+	return &missingJournal{path: path, what: what}
+}
+
+type missingJournal struct{ path, what string }
+
+func (e *missingJournal) Error() string {
+	return "journal: open " + e.path + ": " + e.what + ", and journal.MustExist forbids creating a journal. " +
+		"Is the journal's volume mounted, and is this the path the service used before? " +
+		"To start a new journal on purpose, open it once without MustExist"
+}
+
+func (e *missingJournal) Unwrap() error { return fs.ErrNotExist }
 
 // systemError reports whether err comes from the operating system (no such
 // file, permission denied, …) rather than from the file's content.
@@ -1229,6 +1261,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	if fi, err := os.Stat(s.path); err == nil {
 		st.FileSize = fi.Size()
 	}
+	st.LostLogSegments = int(s.lostSegs.Load())
 	return st, nil
 }
 
