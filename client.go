@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -385,6 +386,9 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	if len(r.ResourceID) > maxNameLen || len(r.By) > maxNameLen || len(r.Reason) > maxResolveReason {
 		return nil, fmt.Errorf("%w: Resolve: ResourceID and By take at most %d bytes, Reason at most %d (got %d, %d and %d); link to longer notes",
 			ErrInvalidRequest, maxNameLen, maxResolveReason, len(r.ResourceID), len(r.By), len(r.Reason))
+	}
+	if !printableName(r.ResourceID) || !printableName(r.By) || !utf8.ValidString(r.Reason) {
+		return nil, fmt.Errorf("%w: Resolve: ResourceID and By must be free of control characters, and all three valid UTF-8", ErrInvalidRequest)
 	}
 	scope = c.scopeOr(scope)
 	rec, err := c.store.Resolve(ctx, scope, key, journal.Manual{

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/idemkit/idem/journal"
 )
@@ -22,7 +24,8 @@ import (
 //		Reason:     event.Type, // "charge.succeeded"
 //	}
 //
-// State (StateSucceeded or StateFailed), Source and EventID are required;
+// State (StateSucceeded or StateFailed), Source and EventID are required,
+// and they and ResourceID are ids: valid UTF-8 without control characters;
 // (Source, EventID) names the event, so the same event delivered twice
 // changes nothing. At and Effect are set when it is recorded (At from the
 // client's clock, as Settled: a provider's clock does not decide when an
@@ -161,8 +164,24 @@ func validConfirmation(key string, conf *Confirmation) error {
 	case strings.TrimSpace(conf.Source) == "" || strings.TrimSpace(conf.EventID) == "":
 		return fmt.Errorf("%w: Confirm: Source and EventID are required: they make a redelivered event harmless", ErrInvalidRequest)
 	}
+	for _, f := range [...]struct{ name, v string }{{"Source", conf.Source}, {"EventID", conf.EventID}, {"ResourceID", conf.ResourceID}} {
+		if !printableName(f.v) {
+			return fmt.Errorf("%w: Confirm: %s %q holds a control character or invalid UTF-8; pass the provider's id as it is, not the raw payload around it", ErrInvalidRequest, f.name, f.v)
+		}
+	}
+	if !utf8.ValidString(conf.Reason) {
+		return fmt.Errorf("%w: Confirm: Reason is not valid UTF-8", ErrInvalidRequest)
+	}
 	conf.Effect = journal.ConfirmInvalid
 	return nil
+}
+
+// printableName reports whether s, an identifier from outside (an event's,
+// a provider's, an operator's), is valid UTF-8 without control characters.
+// A newline or a NUL in one is never a real id, and would forge lines in
+// the operator tool's output and in plain-text logs.
+func printableName(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // LookupResource returns the open operation (pending, processing, unknown)

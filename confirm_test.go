@@ -280,6 +280,11 @@ func TestConfirmInvalid(t *testing.T) {
 		{"no event id", "k", idem.Confirmation{State: idem.StateSucceeded, Source: "s"}},
 		{"blank event id", "k", idem.Confirmation{State: idem.StateSucceeded, Source: "s", EventID: "  "}},
 		{"huge event id", "k", idem.Confirmation{State: idem.StateSucceeded, Source: "s", EventID: string(long)}},
+		{"newline in event id", "k", idem.Confirmation{State: idem.StateSucceeded, Source: "s", EventID: "evt_1\nsucceeded by hand"}},
+		{"NUL in source", "k", idem.Confirmation{State: idem.StateSucceeded, Source: "s\x00", EventID: "e"}},
+		{"escape in resource id", "k", idem.Confirmation{State: idem.StateSucceeded, Source: "s", EventID: "e", ResourceID: "ch_1\x1b[2K"}},
+		{"invalid UTF-8 event id", "k", idem.Confirmation{State: idem.StateSucceeded, Source: "s", EventID: "e\xff"}},
+		{"invalid UTF-8 reason", "k", idem.Confirmation{State: idem.StateSucceeded, Source: "s", EventID: "e", Reason: "\xc3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

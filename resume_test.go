@@ -212,6 +212,16 @@ func TestResolveByHand(t *testing.T) {
 		require.ErrorIs(t, err, idem.ErrInvalidRequest)
 		require.ErrorContains(t, err, "at most")
 	}
+	// A newline in By forges a line in the operator tool's history.
+	for _, r := range []idem.Resolution{
+		{State: idem.StateSucceeded, ResourceID: "ord_1\n", Reason: "x", By: "y"},
+		{State: idem.StateSucceeded, ResourceID: "ord_1", Reason: "x", By: "alice\nresolved by: bob"},
+		{State: idem.StateSucceeded, ResourceID: "ord_1", Reason: "\xff", By: "y"},
+	} {
+		_, err = e.client.Resolve(e.ctx, idem.DefaultScope, "k", r)
+		require.ErrorIs(t, err, idem.ErrInvalidRequest)
+		require.ErrorContains(t, err, "control characters")
+	}
 	require.Nil(t, e.record("k").Resolved, "nothing resolved")
 
 	res, err := e.client.Resolve(e.ctx, idem.DefaultScope, "k", idem.Resolution{
