@@ -79,7 +79,7 @@ func (c *Client) drive(ctx context.Context, rec *journal.Record, l journal.Lease
 // driveSettling is drive that also reports whether this drive settled the
 // operation: not when someone else (Resolve, Confirm) settled it under
 // the drive, who told the hooks.
-func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, bool, hostReach, error) {
+func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, bool, hostNews, error) {
 	now := c.cfg.clock.Now()
 	before := attemptCount(rec)
 	d := &driver{
@@ -103,7 +103,12 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if end != nil {
 		end(res.clone(), err)
 	}
-	return res, settled, reachOf(d.rec, before, c.queriesHost(d.rec)), err
+	queriesHost := c.queriesHost(d.rec)
+	news := hostNews{reach: reachOf(d.rec, before, queriesHost)}
+	if d.serverWait > 0 && throttledBy(d.rec, before, queriesHost) {
+		news.rest = d.now().Add(d.serverWait)
+	}
+	return res, settled, news, err
 }
 
 // run returns why the call ended without settling (nil when it settled).
