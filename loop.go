@@ -37,6 +37,10 @@ func (e *journalError) Unwrap() error { return e.err }
 // (a manual resolution, a confirmation).
 var errSettledElsewhere = errors.New("idem: settled elsewhere")
 
+// errClockAhead ends a call that could not judge the key window: the
+// clock reads further ahead than Run has measured (resendBlock).
+var errClockAhead = errors.New("idem: the clock reads further ahead than the reconciler has measured (stepped?); the key window is judged again on the next visit")
+
 // driver runs the submit-or-check loop for one operation, one call.
 type driver struct {
 	c         *Client
@@ -143,6 +147,12 @@ func (d *driver) run() error {
 		}
 		p := pastOf(d.rec, math.MaxInt)
 		block := d.resendBlock(p, now)
+		if block != nil && block.reason == "" {
+			// Not now, and not even a query: its attempt would be
+			// journaled at a time the clock, put right, finds in the
+			// future, and the window could never be judged again.
+			return d.handoff(block.cause, time.Time{})
+		}
 		// Only a key that may have executed for us can hold our result: a
 		// query before that would read someone else's.
 		if (needQuery || block != nil) && d.rec.QueryURL != "" && p.maybeExecuted {
@@ -237,7 +247,7 @@ func (d *driver) run() error {
 // blocked is why the operation must not be resent, and how the call ends
 // if no query settles it.
 type blocked struct {
-	reason string // the review reason
+	reason string // the review reason; none: not now, handed off unflagged
 	cause  error
 }
 
@@ -276,6 +286,15 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 	case windowUntrusted:
 		return &blocked{ReviewClockStepped, ErrNeedsReview}
 	case windowExpired:
+		if trusted := d.c.life.run.trusted(now); now.Sub(trusted) > clockSlack && keyWindow(rec, p, trusted, window) == windowOpen {
+			// The clock reads further ahead than Run has measured (it was
+			// stepped): expired by it, not by Run's measure. Flagged, the
+			// operation would be for a person for good; resent, it would
+			// be sent on a window nobody can judge. Neither: the next
+			// visit judges it again, by then by a clock put right or by a
+			// measure that has caught up.
+			return &blocked{cause: errClockAhead}
+		}
 		return &blocked{ReviewKeyExpired, ErrKeyExpired}
 	}
 	if d.reviewOnly() {
