@@ -1,13 +1,9 @@
 package idem_test
 
 import (
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,57 +14,17 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// failingUntil is a payment API that answers every submit 500, before
-// taking the order, until `back` by the shared clock; then it takes one
-// order per key. Its result endpoint (GET /operations/{key}) knows only
-// the orders it took.
-type failingUntil struct {
-	srv   *httptest.Server
-	clock *idemtest.Clock
-	back  time.Time
-
-	mu     sync.Mutex
-	orders map[string]int
-}
-
-func newFailingUntil(t *testing.T, clock *idemtest.Clock, back time.Time) *failingUntil {
-	t.Helper()
-	s := &failingUntil{clock: clock, back: back, orders: map[string]int{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		if r.Method == http.MethodGet {
-			key := strings.TrimPrefix(r.URL.Path, "/operations/")
-			if s.orders[key] == 0 {
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = io.WriteString(w, `{"error":"no such operation"}`)
-				return
-			}
-			_, _ = fmt.Fprintf(w, `{"id":"ord_%s","state":"succeeded"}`, key)
-			return
+// failingUntil answers every submit 500, before taking the order, until
+// back.
+func failingUntil(back time.Time) func(time.Time, http.ResponseWriter) bool {
+	return func(now time.Time, w http.ResponseWriter) bool {
+		if !now.Before(back) {
+			return false
 		}
-		key := r.Header.Get("Idempotency-Key")
-		if s.clock.Now().Before(s.back) {
-			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = io.WriteString(w, `{"error":"internal"}`)
-			return
-		}
-		if s.orders[key] == 0 {
-			s.orders[key]++
-		}
-		w.WriteHeader(http.StatusCreated)
-		_, _ = fmt.Fprintf(w, `{"id":"ord_%s"}`, key)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *failingUntil) ordersFor(key string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.orders[key]
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `{"error":"internal"}`)
+		return true
+	}
 }
 
 // A clock two days fast for twenty minutes (a bad time source, put right
@@ -80,7 +36,7 @@ func (s *failingUntil) ordersFor(key string) int {
 func TestRunKeyWindowOutlivesClockSteppedAhead(t *testing.T) {
 	clock := idemtest.NewClock(epoch)
 	clk := &steppedClock{Clock: clock}
-	srv := newFailingUntil(t, clock, epoch.Add(130*time.Minute))
+	srv := newOrderAPI(t, clock, failingUntil(epoch.Add(130*time.Minute)))
 	clk.from, clk.to, clk.ahead = epoch.Add(2*time.Hour), epoch.Add(140*time.Minute), 2*24*time.Hour
 
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
@@ -99,12 +55,18 @@ func TestRunKeyWindowOutlivesClockSteppedAhead(t *testing.T) {
 	rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
 	require.NoError(t, err)
 	require.Empty(t, rec.Review, "flagged while the clock ran two days fast")
-	require.Zero(t, srv.ordersFor("k"), "resent while the clock could not tell the key's age")
+	require.Zero(t, orders(srv, "k"), "resent while the clock could not tell the key's age")
 
 	runUntil(t, e, epoch.Add(5*time.Hour))
 	rec, err = store.Get(t.Context(), idem.DefaultScope, "k")
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, rec.State, "review %q", rec.Review)
 	require.Empty(t, rec.Review)
-	require.Equal(t, 1, srv.ordersFor("k"), "orders")
+	require.Equal(t, 1, orders(srv, "k"), "orders")
+}
+
+// orders returns the orders srv took for key.
+func orders(srv *orderAPI, key string) int {
+	_, taken := srv.counts()
+	return taken[key]
 }

@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,57 +15,20 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// throttling is a payment API back from an outage and flooded by every
-// client catching up: until `until` (by the shared clock) it answers
-// every request 429 or 503 with a Retry-After of that long, as a rate
-// limiter in front of the API does for the client, not for one request.
-// Then it de-duplicates by key and creates one order per key.
-type throttling struct {
-	srv    *httptest.Server
-	clock  *idemtest.Clock
-	until  time.Time
-	status int
-
-	mu        sync.Mutex
-	throttled int            // requests answered status before until
-	orders    map[string]int // key → orders created
-}
-
-func newThrottling(t *testing.T, clock *idemtest.Clock, status int, until time.Time) *throttling {
-	t.Helper()
-	s := &throttling{clock: clock, until: until, status: status, orders: map[string]int{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		key := r.Header.Get("Idempotency-Key")
-		now := s.clock.Now()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		if now.Before(s.until) {
-			s.throttled++
-			w.Header().Set("Retry-After", fmt.Sprint(int(s.until.Sub(now)/time.Second)+1))
-			w.WriteHeader(s.status)
-			_, _ = io.WriteString(w, `{"error":"slow down"}`)
-			return
+// throttling answers every submit status, with a Retry-After that ends
+// at until, before until: a rate limiter in front of an API back from an
+// outage, flooded by every client catching up, asks the client to wait,
+// not one request.
+func throttling(status int, until time.Time) func(time.Time, http.ResponseWriter) bool {
+	return func(now time.Time, w http.ResponseWriter) bool {
+		if !now.Before(until) {
+			return false
 		}
-		if s.orders[key] == 0 {
-			s.orders[key]++
-		}
-		w.WriteHeader(http.StatusCreated)
-		_, _ = fmt.Fprintf(w, `{"id":"ord_%s"}`, key)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *throttling) counts() (throttled int, orders map[string]int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	orders = make(map[string]int, len(s.orders))
-	for k, v := range s.orders {
-		orders[k] = v
+		w.Header().Set("Retry-After", fmt.Sprint(int(until.Sub(now)/time.Second)+1))
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, `{"error":"slow down"}`)
+		return true
 	}
-	return s.throttled, orders
 }
 
 // A server back from an outage that answers "429 (or 503), come back in
@@ -80,8 +41,8 @@ func TestRunHonoursAHostsRetryAfterAcrossOperations(t *testing.T) {
 	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			clock := idemtest.NewClock(epoch)
-			wait := time.Hour
-			srv := newThrottling(t, clock, status, epoch.Add(3*time.Minute+wait))
+			until := epoch.Add(3*time.Minute + time.Hour)
+			srv := newOrderAPI(t, clock, throttling(status, until))
 
 			// The orders were taken while the server was down: never sent.
 			path := filepath.Join(t.TempDir(), "idem.journal")
@@ -103,12 +64,12 @@ func TestRunHonoursAHostsRetryAfterAcrossOperations(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			e := &env{t: t, clock: clock, client: c, ctx: t.Context()}
-			runUntil(t, e, srv.until.Add(-time.Minute))
+			runUntil(t, e, until.Add(-time.Minute))
 			throttled, _ := srv.counts()
 			require.LessOrEqual(t, throttled, 2*idem.DefaultResumeConcurrency,
 				"requests sent to a server that asked for an hour's rest, in that hour")
 
-			runUntil(t, e, srv.until.Add(3*time.Hour))
+			runUntil(t, e, until.Add(3*time.Hour))
 			_, orders := srv.counts()
 			flagged := 0
 			for i := range backlog {
