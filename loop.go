@@ -362,16 +362,22 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 		return &leaseLostError{journal.ErrLeaseLost}
 	}
 	now := d.now()
-	wctx := d.wctx
-	if d.lease.Token != 0 {
-		wctx = journal.WithLease(wctx, d.lease)
+	update := func() (*journal.Record, error) {
+		wctx := d.wctx
+		if d.lease.Token != 0 {
+			wctx = journal.WithLease(wctx, d.lease)
+		}
+		return d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, func(r *journal.Record) error {
+			fn(r)
+			r.Updated = now
+			compactAttempts(r)
+			return nil
+		})
 	}
-	rec, err := d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, func(r *journal.Record) error {
-		fn(r)
-		r.Updated = now
-		compactAttempts(r)
-		return nil
-	})
+	rec, err := update()
+	if errors.Is(err, journal.ErrLeaseLost) && d.adopt() {
+		rec, err = update()
+	}
 	if errors.Is(err, journal.ErrLeaseLost) {
 		// Never retried: the operation is another owner's now.
 		return d.lost(err)

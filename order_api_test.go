@@ -23,6 +23,7 @@ type orderAPI struct {
 	refuse func(now time.Time, w http.ResponseWriter) bool
 
 	mu      sync.Mutex
+	submits int            // submits received
 	refused int            // submits refused
 	orders  map[string]int // key → orders taken
 }
@@ -45,6 +46,7 @@ func newOrderAPI(t *testing.T, clock *idemtest.Clock, refuse func(time.Time, htt
 			_, _ = fmt.Fprintf(w, `{"id":"ord_%s","state":"succeeded"}`, key)
 			return
 		}
+		s.submits++
 		if s.refuse(s.clock.Now(), w) {
 			s.refused++
 			return
@@ -69,4 +71,11 @@ func (s *orderAPI) counts() (refused int, orders map[string]int) {
 		orders[k] = v
 	}
 	return s.refused, orders
+}
+
+// received returns the submits received.
+func (s *orderAPI) received() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.submits
 }

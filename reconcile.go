@@ -440,7 +440,11 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 	}
 	now := c.cfg.clock.Now()
+	c.handover.claiming.Lock()
 	due, derr := c.store.ClaimDue(ctx, c.cfg.owner, now, now.Add(c.leaseSpan(c.cfg.attemptTimeout)), reconcileBatch)
+	claimed := len(due)
+	due = c.handOver(due)
+	c.handover.claiming.Unlock()
 	if derr != nil {
 		if ctx.Err() != nil {
 			return false, "", nil
@@ -527,7 +531,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	if err == nil && verr != nil {
 		phase, err = "visit", verr
 	}
-	return len(due) == reconcileBatch, phase, err
+	return claimed == reconcileBatch, phase, err
 }
 
 // pastDeadline reports whether rec, not yet flagged, has passed the
