@@ -296,6 +296,13 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			return &blocked{cause: errClockAhead}
 		}
 		return &blocked{ReviewKeyExpired, ErrKeyExpired}
+	case windowOpen:
+		if m, ok := d.c.life.run.measuredNow(); ok && m.Sub(now) > clockSlack && keyWindow(rec, p, m, window) == windowExpired {
+			// The clock reads behind what Run has measured (it was
+			// stepped back): by Run's measure the server may have
+			// forgotten the key, and a resend would order again.
+			return &blocked{ReviewClockStepped, ErrNeedsReview}
+		}
 	}
 	if d.reviewOnly() {
 		return &blocked{rec.Review, ErrBudgetSpent}

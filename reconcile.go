@@ -298,7 +298,12 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // hour (long enough for NTP to put right a clock that was wrong at boot),
 // it never believes the clock further ahead than its reading then plus
 // the time Run has measured since, by its own waits and passes. After such
-// a step, both wait longer, by the step, until Run starts again. Before
+// a step, both wait longer, by the step, until Run starts again. While
+// Run runs, an operation's key window is judged by that measure as well
+// as by the clock: no resend while the clock reads less time than Run
+// measured (stepped back: flagged ReviewClockStepped if by Run's measure
+// the key expired), and no "key expired" flag while it reads more (the
+// visit is put off). Before
 // that hour, Run prunes only what is past twice the retention: a clock
 // fast by less than the retention cannot make it prune early, and a
 // process that never lives an hour still prunes.
@@ -332,6 +337,7 @@ func (c *Client) Run(ctx context.Context) (err error) {
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
 	bo := newRunBackoff(c.cfg.clock)
 	c.life.run.start()
+	defer c.life.run.stop()
 	var sched runSchedule
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
 	stalls.maxRest = c.cfg.reconcileMax

@@ -18,7 +18,11 @@ import (
 // resubmitted with its key is journaled afresh and sent, a second order if
 // the server has forgotten the key), and flag an open one past the
 // reconciliation deadline (automatic reconciliation never sends it again:
-// an order never sent stays unsent until a person acts). Before the
+// an order never sent stays unsent until a person acts). Drives judge
+// the key window by it too, while Run runs: a clock behind it (stepped
+// back) must not make a forgotten key look fresh and resendable, and one
+// ahead of it must not make a fresh key look expired for good (see
+// driver.resendBlock). Before the
 // anchor, Run prunes with a cut-off set back by a second retention
 // (pruneCutoff) rather than not at all. After a clock is
 // stepped forward both wait longer, by the step, until Run starts again;
@@ -44,6 +48,23 @@ func (r *runClock) start() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.total, r.anchor, r.since = 0, time.Time{}, 0
+}
+
+// stop forgets what Run measured, as Run returns: its measure no longer
+// moves, and soon lags the time, so nothing may judge by it.
+func (r *runClock) stop() { r.start() }
+
+// measuredNow is the anchor plus the time Run has measured since, once
+// Run has taken its anchor: the time by Run's own measure, which a
+// step of the clock does not move (it lags the time by Run's wait or
+// pass under way).
+func (r *runClock) measuredNow() (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.anchor.IsZero() {
+		return time.Time{}, false
+	}
+	return r.anchor.Add(r.since), true
 }
 
 // advance counts d, measured by Run, which ended when the clock read now.
