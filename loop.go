@@ -282,11 +282,12 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// forgotten) will not become ours.
 		return &blocked{ReviewKeyInUse, ErrKeyConflict}
 	}
+	measured, running := d.c.life.run.measuredNow(now)
 	switch keyWindow(rec, p, now, window) {
 	case windowUntrusted:
 		return &blocked{ReviewClockStepped, ErrNeedsReview}
 	case windowExpired:
-		if trusted := d.c.life.run.trusted(now); now.Sub(trusted) > clockSlack && keyWindow(rec, p, trusted, window) == windowOpen {
+		if running && now.Sub(measured) > clockSlack && keyWindow(rec, p, measured, window) == windowOpen {
 			// The clock reads further ahead than Run has measured (it was
 			// stepped): expired by it, not by Run's measure. Flagged, the
 			// operation would be for a person for good; resent, it would
@@ -297,7 +298,7 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		}
 		return &blocked{ReviewKeyExpired, ErrKeyExpired}
 	case windowOpen:
-		if m, ok := d.c.life.run.measuredNow(); ok && m.Sub(now) > clockSlack && keyWindow(rec, p, m, window) == windowExpired {
+		if running && measured.Sub(now) > clockSlack && keyWindow(rec, p, measured, window) == windowExpired {
 			// The clock reads behind what Run has measured (it was
 			// stepped back): by Run's measure the server may have
 			// forgotten the key, and a resend would order again.
