@@ -190,9 +190,9 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip 
 }
 
 // visit drives one journaled operation, joining any call in flight for it
-// (and then reports no news of the host: it made no exchange of its own). Unlike Do
-// it reports settlements to the WithSettleFunc callback, because nobody is
-// waiting for them.
+// (and then reports no news of the host: it made no exchange of its own).
+// Unlike Do it reports settlements to the WithSettleFunc callback, because
+// nobody is waiting for them.
 func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, hostNews, error) {
 	scope, key := r.scope, r.key
 	var settledHere bool
