@@ -33,6 +33,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	inflight map[opID]*call
+	handover handovers // Run's claims on calls in flight (lease.go)
 	life     lifecycle
 	watch    watchers // Wait calls (hooks.go)
 }

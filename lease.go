@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -136,6 +138,9 @@ func (d *driver) hold(now time.Time, need time.Duration) error {
 		return nil
 	}
 	l, err := d.c.store.Renew(d.wctx, d.lease, now.Add(d.c.leaseSpan(need)))
+	if errors.Is(err, journal.ErrLeaseLost) && d.adopt() {
+		l, err = d.c.store.Renew(d.wctx, d.lease, now.Add(d.c.leaseSpan(need)))
+	}
 	if err != nil {
 		if errors.Is(err, journal.ErrLeaseLost) {
 			return d.lost(err)
@@ -184,6 +189,9 @@ func (c *Client) releasesContext(ctx context.Context) (context.Context, context.
 // or the bbolt journal, which keeps leases in memory, would keep the
 // entry until the process ends.
 func (d *driver) release(settledElsewhere bool) {
+	if l, ok := d.c.handover.take(opID{d.rec.Scope, d.rec.Key}, false); ok && !d.leaseLost && l.Token > d.lease.Token && d.lease.Token != 0 {
+		d.lease = l // Run's claim, handed to this drive, which wrote no more since
+	}
 	if d.lease.Token == 0 || d.leaseLost || !d.rec.Open() && !settledElsewhere {
 		return
 	}
@@ -196,4 +204,85 @@ func (d *driver) release(settledElsewhere bool) {
 		d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: lease release failed; it expires by itself",
 			append(opAttrs(d.rec), slog.Any("err", err))...)
 	}
+}
+
+// handovers are the claims Run's ClaimDue took on operations a call of
+// this Client was driving at that moment: only possible once that call's
+// lease looked expired (a clock stepped ahead, a journal slow to commit).
+// The claim fences the call, yet the operation is this process's own, and
+// Run's visit would only join the call: so Run hands the claim to the
+// call instead of visiting (handOver), and the call, refused a write or a
+// renewal, takes it up and goes on (adopt) rather than drop the answer it
+// holds as "another replica's".
+type handovers struct {
+	// claiming is held across Run's ClaimDue and its hand-over: a call
+	// refused a write waits for it before it looks for a claim.
+	claiming sync.Mutex
+	mu       sync.Mutex
+	n        atomic.Int32 // len(leases): most drives end with none to look up
+	leases   map[opID]journal.Lease
+}
+
+// handOver removes from due, just claimed by Run (h.claiming held), the
+// operations a call of c drives right now, and hands their claims to
+// those calls.
+func (c *Client) handOver(due []journal.Claimed) []journal.Claimed {
+	h := &c.handover
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	kept := due[:0]
+	for _, d := range due {
+		id := opID{d.Record.Scope, d.Record.Key}
+		if _, driving := c.inflight[id]; !driving {
+			delete(h.leases, id) // a call's that ended before it needed it
+			kept = append(kept, d)
+			continue
+		}
+		if h.leases == nil {
+			h.leases = map[opID]journal.Lease{}
+		}
+		h.leases[id] = d.Lease
+		c.log.LogAttrs(context.Background(), slog.LevelWarn, "idem: reconciler: claimed an operation a call of this process drives (its lease looked expired: was the clock stepped?); the call keeps it",
+			slog.String("scope", d.Record.Scope), slog.String("key", d.Record.Key))
+	}
+	h.n.Store(int32(len(h.leases)))
+	return kept
+}
+
+// take removes and returns the claim Run handed over for id, if any;
+// after Run's hand-over under way, if wait.
+func (h *handovers) take(id opID, wait bool) (journal.Lease, bool) {
+	if wait {
+		h.claiming.Lock()
+		//lint:ignore SA2001 a barrier: Run's hand-over under way is done
+		h.claiming.Unlock()
+	}
+	if h.n.Load() == 0 {
+		return journal.Lease{}, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l, ok := h.leases[id]
+	if ok {
+		delete(h.leases, id)
+		h.n.Store(int32(len(h.leases)))
+	}
+	return l, ok
+}
+
+// adopt takes up the claim Run handed to this drive, after a write or
+// renewal of its own lease was refused, and reports whether it did: the
+// refusal was then Run's claim, not another owner's.
+func (d *driver) adopt() bool {
+	if d.lease.Token == 0 {
+		return false
+	}
+	l, ok := d.c.handover.take(opID{d.rec.Scope, d.rec.Key}, true)
+	if !ok || l.Token <= d.lease.Token {
+		return false
+	}
+	d.lease = l
+	return true
 }

@@ -37,6 +37,10 @@ func (e *journalError) Unwrap() error { return e.err }
 // (a manual resolution, a confirmation).
 var errSettledElsewhere = errors.New("idem: settled elsewhere")
 
+// errClockAhead ends a call that could not judge the key window: the
+// clock reads further ahead than Run has measured (resendBlock).
+var errClockAhead = errors.New("idem: the clock reads further ahead than the reconciler has measured (stepped?); the key window is judged again on the next visit")
+
 // driver runs the submit-or-check loop for one operation, one call.
 type driver struct {
 	c         *Client
@@ -79,7 +83,7 @@ func (c *Client) drive(ctx context.Context, rec *journal.Record, l journal.Lease
 // driveSettling is drive that also reports whether this drive settled the
 // operation: not when someone else (Resolve, Confirm) settled it under
 // the drive, who told the hooks.
-func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, bool, hostReach, error) {
+func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, bool, hostNews, error) {
 	now := c.cfg.clock.Now()
 	before := attemptCount(rec)
 	d := &driver{
@@ -103,7 +107,12 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if end != nil {
 		end(res.clone(), err)
 	}
-	return res, settled, reachOf(d.rec, before, c.queriesHost(d.rec)), err
+	queriesHost := c.queriesHost(d.rec)
+	news := hostNews{reach: reachOf(d.rec, before, queriesHost)}
+	if d.serverWait > 0 && throttledBy(d.rec, before, queriesHost) {
+		news.rest = d.now().Add(d.serverWait)
+	}
+	return res, settled, news, err
 }
 
 // run returns why the call ended without settling (nil when it settled).
@@ -138,6 +147,12 @@ func (d *driver) run() error {
 		}
 		p := pastOf(d.rec, math.MaxInt)
 		block := d.resendBlock(p, now)
+		if block != nil && block.reason == "" {
+			// Not now, and not even a query: its attempt would be
+			// journaled at a time the clock, put right, finds in the
+			// future, and the window could never be judged again.
+			return d.handoff(block.cause, time.Time{})
+		}
 		// Only a key that may have executed for us can hold our result: a
 		// query before that would read someone else's.
 		if (needQuery || block != nil) && d.rec.QueryURL != "" && p.maybeExecuted {
@@ -232,7 +247,7 @@ func (d *driver) run() error {
 // blocked is why the operation must not be resent, and how the call ends
 // if no query settles it.
 type blocked struct {
-	reason string // the review reason
+	reason string // the review reason; none: not now, handed off unflagged
 	cause  error
 }
 
@@ -267,11 +282,28 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// forgotten) will not become ours.
 		return &blocked{ReviewKeyInUse, ErrKeyConflict}
 	}
+	measured, running := d.c.life.run.measuredNow(now)
 	switch keyWindow(rec, p, now, window) {
 	case windowUntrusted:
 		return &blocked{ReviewClockStepped, ErrNeedsReview}
 	case windowExpired:
+		if running && now.Sub(measured) > clockSlack && keyWindow(rec, p, measured, window) == windowOpen {
+			// The clock reads further ahead than Run has measured (it was
+			// stepped): expired by it, not by Run's measure. Flagged, the
+			// operation would be for a person for good; resent, it would
+			// be sent on a window nobody can judge. Neither: the next
+			// visit judges it again, by then by a clock put right or by a
+			// measure that has caught up.
+			return &blocked{cause: errClockAhead}
+		}
 		return &blocked{ReviewKeyExpired, ErrKeyExpired}
+	case windowOpen:
+		if running && measured.Sub(now) > clockSlack && keyWindow(rec, p, measured, window) == windowExpired {
+			// The clock reads behind what Run has measured (it was
+			// stepped back): by Run's measure the server may have
+			// forgotten the key, and a resend would order again.
+			return &blocked{ReviewClockStepped, ErrNeedsReview}
+		}
 	}
 	if d.reviewOnly() {
 		return &blocked{rec.Review, ErrBudgetSpent}
@@ -338,16 +370,22 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 		return &leaseLostError{journal.ErrLeaseLost}
 	}
 	now := d.now()
-	wctx := d.wctx
-	if d.lease.Token != 0 {
-		wctx = journal.WithLease(wctx, d.lease)
+	update := func() (*journal.Record, error) {
+		wctx := d.wctx
+		if d.lease.Token != 0 {
+			wctx = journal.WithLease(wctx, d.lease)
+		}
+		return d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, func(r *journal.Record) error {
+			fn(r)
+			r.Updated = now
+			compactAttempts(r)
+			return nil
+		})
 	}
-	rec, err := d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, func(r *journal.Record) error {
-		fn(r)
-		r.Updated = now
-		compactAttempts(r)
-		return nil
-	})
+	rec, err := update()
+	if errors.Is(err, journal.ErrLeaseLost) && d.adopt() {
+		rec, err = update()
+	}
 	if errors.Is(err, journal.ErrLeaseLost) {
 		// Never retried: the operation is another owner's now.
 		return d.lost(err)

@@ -94,7 +94,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
 	fruitless, fruitlessHosts := 0, map[string]bool{}
 	skip := func(r ref) bool { return stalls.isDown(r.host) }
-	c.visitAll(ctx, refs, resuming, skip, func(r ref, res *Result, _ hostReach, err error) bool {
+	c.visitAll(ctx, refs, resuming, skip, func(r ref, res *Result, _ hostNews, err error) bool {
 		visited++
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
@@ -144,7 +144,7 @@ type ref struct {
 // further visit starts. It starts none for a ref that skip (if not nil)
 // names, asked after every earlier outcome that reached done before it. It
 // stops starting new visits when ctx ends.
-func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip func(ref) bool, done func(ref, *Result, hostReach, error) bool) {
+func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip func(ref) bool, done func(ref, *Result, hostNews, error) bool) {
 	var mu sync.Mutex
 	halted := false
 	stop := func() bool {
@@ -190,13 +190,13 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip 
 }
 
 // visit drives one journaled operation, joining any call in flight for it
-// (and then reports reachNone: it made no exchange of its own). Unlike Do
-// it reports settlements to the WithSettleFunc callback, because nobody is
-// waiting for them.
-func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, hostReach, error) {
+// (and then reports no news of the host: it made no exchange of its own).
+// Unlike Do it reports settlements to the WithSettleFunc callback, because
+// nobody is waiting for them.
+func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, hostNews, error) {
 	scope, key := r.scope, r.key
 	var settledHere bool
-	reach := reachNone
+	var news hostNews
 	res, err := c.coalesce(ctx, scope, key, nil, mode, func() (*Result, error) {
 		// Read even if ctx is done (as Do does): a visit a worker took just
 		// as Close drained ctx must not report a broken journal.
@@ -222,13 +222,13 @@ func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, hos
 			return nil, c.lookupErr(scope, key, err)
 		}
 		res, settled, drove, err := c.driveSettling(ctx, rec, l, mode, false)
-		settledHere, reach = settled, drove
+		settledHere, news = settled, drove
 		return res, err
 	})
 	if settledHere && c.cfg.onSettle != nil {
 		c.cfg.onSettle(res.clone())
 	}
-	return res, reach, err
+	return res, news, err
 }
 
 // reconcileBatch bounds one pass of Run over due operations.
@@ -287,15 +287,23 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // host with one visit a pass and postpones its other due operations, by
 // about as long as it has been unreachable (within WithReconcile's
 // interval and maximum); once a probe gets an answer they are due at
-// once. An operation past the reconciliation deadline is still flagged on
-// time.
+// once. A host that answers 429 or 503 with a Retry-After has asked this
+// client, not one request, to wait: Run sends it nothing more until that
+// wait (at most WithReconcile's maximum) is over, and postpones its due
+// operations to then. An operation past the reconciliation deadline is
+// still flagged on time.
 //
 // A clock stepped forward does not make Run prune early, nor flag
 // operations past the reconciliation deadline early: once Run has run an
 // hour (long enough for NTP to put right a clock that was wrong at boot),
 // it never believes the clock further ahead than its reading then plus
 // the time Run has measured since, by its own waits and passes. After such
-// a step, both wait longer, by the step, until Run starts again. Before
+// a step, both wait longer, by the step, until Run starts again. While
+// Run runs, an operation's key window is judged by that measure as well
+// as by the clock: no resend while the clock reads less time than Run
+// measured (stepped back: flagged ReviewClockStepped if by Run's measure
+// the key expired), and no "key expired" flag while it reads more (the
+// visit is put off). Before
 // that hour, Run prunes only what is past twice the retention: a clock
 // fast by less than the retention cannot make it prune early, and a
 // process that never lives an hour still prunes.
@@ -329,8 +337,10 @@ func (c *Client) Run(ctx context.Context) (err error) {
 	poll := min(c.cfg.reconcileInterval, 5*time.Second)
 	bo := newRunBackoff(c.cfg.clock)
 	c.life.run.start()
+	defer c.life.run.stop()
 	var sched runSchedule
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
+	stalls.maxRest = c.cfg.reconcileMax
 	for {
 		start := c.cfg.clock.Now()
 		full, phase, perr := c.pass(ctx, &sched, stalls)
@@ -436,7 +446,11 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 	}
 	now := c.cfg.clock.Now()
+	c.handover.claiming.Lock()
 	due, derr := c.store.ClaimDue(ctx, c.cfg.owner, now, now.Add(c.leaseSpan(c.cfg.attemptTimeout)), reconcileBatch)
+	claimed := len(due)
+	due = c.handOver(due)
+	c.handover.claiming.Unlock()
 	if derr != nil {
 		if ctx.Err() != nil {
 			return false, "", nil
@@ -456,12 +470,21 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	}
 	// One visit a pass probes a host that looks unreachable; the rest of its
 	// operations are postponed, so that its backlog does not hold up the
-	// other hosts' operations. One past the reconciliation deadline is
+	// other hosts' operations. A host that asked for rest (429 or 503 with
+	// Retry-After) gets no visit until the rest is over: its operations
+	// are postponed to then. One past the reconciliation deadline is
 	// visited all the same: its visit flags it for review, with no request.
 	probed := map[string]bool{}
 	var postponed []ref
 	skip := func(r ref) bool {
-		if !stalls.isDown(r.host) || overdue[r] {
+		if overdue[r] {
+			return false
+		}
+		if _, ok := stalls.restUntil(r.host, c.cfg.clock.Now()); ok {
+			postponed = append(postponed, r)
+			return true
+		}
+		if !stalls.isDown(r.host) {
 			return false
 		}
 		if !probed[r.host] {
@@ -474,14 +497,17 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var verr error
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
-	c.visitAll(ctx, refs, reconciling, skip, func(r ref, _ *Result, reach hostReach, err error) bool {
+	c.visitAll(ctx, refs, reconciling, skip, func(r ref, _ *Result, news hostNews, err error) bool {
 		visited[r] = true
+		if !news.rest.IsZero() {
+			stalls.rested(r.host, news.rest)
+		}
 		// Only silence: an operation a host answers about without
 		// settling it (a query's 404) says the host is there, and a
 		// visit that sent nothing says nothing.
 		var change hostChange
-		if reach != reachNone {
-			change = stalls.visited(r.host, reach == reachSilent, c.cfg.clock.Now())
+		if news.reach != reachNone {
+			change = stalls.visited(r.host, news.reach == reachSilent, c.cfg.clock.Now())
 		}
 		switch change {
 		case hostFoundDown:
@@ -511,7 +537,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	if err == nil && verr != nil {
 		phase, err = "visit", verr
 	}
-	return len(due) == reconcileBatch, phase, err
+	return claimed == reconcileBatch, phase, err
 }
 
 // pastDeadline reports whether rec, not yet flagged, has passed the

@@ -18,7 +18,11 @@ import (
 // resubmitted with its key is journaled afresh and sent, a second order if
 // the server has forgotten the key), and flag an open one past the
 // reconciliation deadline (automatic reconciliation never sends it again:
-// an order never sent stays unsent until a person acts). Before the
+// an order never sent stays unsent until a person acts). Drives judge
+// the key window by it too, while Run runs: a clock behind it (stepped
+// back) must not make a forgotten key look fresh and resendable, and one
+// ahead of it must not make a fresh key look expired for good (see
+// driver.resendBlock). Before the
 // anchor, Run prunes with a cut-off set back by a second retention
 // (pruneCutoff) rather than not at all. After a clock is
 // stepped forward both wait longer, by the step, until Run starts again;
@@ -32,6 +36,7 @@ type runClock struct {
 	total  time.Duration // measured since Run started
 	anchor time.Time     // the clock's wall reading once total reached pruneEvery; zero before
 	since  time.Duration // measured since the anchor
+	last   time.Time     // the clock's wall reading at the last advance
 }
 
 // maxPassMeasured bounds how much of one pass counts as measured time: a
@@ -43,7 +48,26 @@ const maxPassMeasured = 10 * time.Minute
 func (r *runClock) start() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.total, r.anchor, r.since = 0, time.Time{}, 0
+	r.total, r.anchor, r.since, r.last = 0, time.Time{}, 0, time.Time{}
+}
+
+// stop forgets what Run measured, as Run returns: its measure no longer
+// moves, and soon lags the time, so nothing may judge by it.
+func (r *runClock) stop() { r.start() }
+
+// measuredNow is the time by Run's measure when the clock reads now, once
+// Run has taken its anchor: the anchor plus the time measured since, plus
+// what the clock says has passed since the last advance (Run's wait or
+// pass under way, not measured yet; none if the clock went back). So
+// only a step in the segment under way goes unseen, until it ends.
+func (r *runClock) measuredNow(now time.Time) (time.Time, bool) {
+	now = now.Round(0)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.anchor.IsZero() {
+		return time.Time{}, false
+	}
+	return r.anchor.Add(r.since).Add(max(now.Sub(r.last), 0)), true
 }
 
 // advance counts d, measured by Run, which ended when the clock read now.
@@ -52,6 +76,7 @@ func (r *runClock) advance(d time.Duration, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.total += d
+	r.last = now.Round(0)
 	switch {
 	case !r.anchor.IsZero():
 		r.since += d

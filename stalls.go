@@ -32,6 +32,36 @@ const (
 	reachAnswered                  // the server answered at least once
 )
 
+// hostNews is what a drive's own exchanges told of its host (hostOf).
+type hostNews struct {
+	reach hostReach
+	// rest: the host's last answer was a 429 or 503 asking this client to
+	// wait (Retry-After, bounded by the reconciler's maximum) until then.
+	rest time.Time
+}
+
+// throttledBy reports whether the last exchange of rec numbered after
+// `after` was answered 429 or 503 by its host (hostOf; a query counts
+// only when queriesHost says so). Such a Retry-After is the host's word
+// to this client, not to one request: RFC 6585 and RFC 9110 ask the
+// client to wait before making a new request.
+func throttledBy(rec *journal.Record, after int, queriesHost bool) bool {
+	for i := len(rec.Attempts) - 1; i >= 0; i-- {
+		a := rec.Attempts[i]
+		if a.Number <= after {
+			return false
+		}
+		if !a.Done {
+			continue
+		}
+		if a.Kind == journal.AttemptQuery && !queriesHost {
+			return false
+		}
+		return a.Status == http.StatusTooManyRequests || a.Status == http.StatusServiceUnavailable
+	}
+	return false
+}
+
 // reachOf is what the exchanges of rec numbered after `after` told of its
 // host (hostOf, the submit URL's). Queries count only when queriesHost
 // says the result endpoint is on that host: another host's silence says
@@ -57,7 +87,11 @@ func reachOf(rec *journal.Record, after int, queriesHost bool) hostReach {
 // such visits in a row, and none since that got anywhere. Not safe for
 // concurrent use.
 type hostStalls struct {
-	giveUp    int
+	giveUp int
+	// maxRest bounds a rest (Run's longest interval): a rest further
+	// ahead was set while the clock ran fast, and is over.
+	maxRest   time.Duration
+	rest      map[string]time.Time // host → when its Retry-After ends
 	streak    map[string]int       // host → its visits in a row that got nowhere
 	down      map[string]time.Time // host → when it was found unreachable
 	postponed map[string]map[opID]time.Time
@@ -66,7 +100,7 @@ type hostStalls struct {
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, down: map[string]time.Time{},
-		postponed: map[string]map[opID]time.Time{}}
+		rest: map[string]time.Time{}, postponed: map[string]map[opID]time.Time{}}
 }
 
 // hostChange is what a visit told of its host's reachability.
@@ -100,6 +134,28 @@ func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChang
 	return hostUnchanged
 }
 
+// rested records that host asked this client to send nothing before
+// until (throttledBy).
+func (h *hostStalls) rested(host string, until time.Time) {
+	if until.After(h.rest[host]) {
+		h.rest[host] = until
+	}
+}
+
+// restUntil reports until when host asked this client to send nothing, if
+// that is still ahead of now and within maxRest of it.
+func (h *hostStalls) restUntil(host string, now time.Time) (time.Time, bool) {
+	until, ok := h.rest[host]
+	if !ok {
+		return time.Time{}, false
+	}
+	if !until.After(now) || until.Sub(now) > h.maxRest+clockSlack {
+		delete(h.rest, host)
+		return time.Time{}, false
+	}
+	return until, true
+}
+
 // isDown reports whether host looks unreachable.
 func (h *hostStalls) isDown(host string) bool {
 	_, down := h.down[host]
@@ -107,9 +163,9 @@ func (h *hostStalls) isDown(host string) bool {
 }
 
 // postpone pushes the operations of refs, which Run claimed and did not
-// visit because their host looks unreachable, back by about as long as the
-// host has been so (at least the reconcile interval, at most its
-// maximum): the next pass then reaches the other hosts' due operations
+// visit because their host asked for rest, back to the rest's end, or
+// because it looks unreachable, back by about as long as the host has
+// been so (at least the reconcile interval, at most its maximum): the next pass then reaches the other hosts' due operations
 // instead of claiming the same backlog again, and one probe a pass tells
 // when the host is back (then bringBack makes them due at once). Only
 // NextDue changes, under the pass's lease: nothing about the operation is
@@ -122,19 +178,29 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 	now := c.cfg.clock.Now()
 	n := 0
 	for _, r := range refs {
-		since, down := stalls.down[r.host]
-		if !down {
+		var due time.Time
+		if since, down := stalls.down[r.host]; down {
+			due = now.Add(c.spread(now.Sub(since)))
+		}
+		if until, ok := stalls.restUntil(r.host, now); ok {
+			due = maxTime(due, until)
+		}
+		if due.IsZero() {
 			continue
 		}
-		due := now.Add(c.spread(now.Sub(since)))
 		rec, err := c.moveDue(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) (time.Time, bool) {
 			return due, rec.NextDue.Before(due)
 		})
 		if err != nil {
 			return fmt.Errorf("idem: reconcile: postpone: %w", err)
 		}
-		if rec != nil {
-			n++
+		if rec == nil {
+			continue
+		}
+		n++
+		// Only an unreachable host's: bringBack makes them due when it
+		// answers again. A rest ends by itself.
+		if _, down := stalls.down[r.host]; down {
 			if stalls.postponed[r.host] == nil {
 				stalls.postponed[r.host] = map[opID]time.Time{}
 			}

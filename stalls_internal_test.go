@@ -64,7 +64,8 @@ func TestBringBackLeavesRescheduledOperations(t *testing.T) {
 // Run takes a host for unreachable on silence only: no answer, or a
 // gateway's or an unavailable server's. A host that answers about an
 // operation without settling it (a query's 404, a 500) is there. A result
-// endpoint on another host tells nothing of it.
+// endpoint on another host tells nothing of it. A host whose last answer
+// is a 429 or 503 asks for rest.
 func TestReachOf(t *testing.T) {
 	old := journal.Attempt{Number: 1, Done: true, Status: 201} // before this drive
 	for _, tc := range []struct {
@@ -73,18 +74,24 @@ func TestReachOf(t *testing.T) {
 		queries     []int // which of them (indexes) are queries
 		queriesHost bool  // the result endpoint is on the submit URL's host
 		want        hostReach
+		throttled   bool // throttledBy: the host asked this client to wait
 	}{
-		{"no exchange", nil, nil, true, reachNone},
-		{"unfinished only", []int{-1}, nil, true, reachNone},
-		{"refused", []int{0}, nil, true, reachSilent},
-		{"gateways", []int{0, 502, 503, 504}, nil, true, reachSilent},
-		{"query not found", []int{404}, []int{0}, true, reachAnswered},
-		{"server error", []int{0, 500}, nil, true, reachAnswered},
-		{"throttled", []int{429}, nil, true, reachAnswered},
-		{"answered, then silent", []int{404, 0}, []int{0}, true, reachAnswered},
-		{"query elsewhere refused", []int{0}, []int{0}, false, reachNone},
-		{"query elsewhere answered, submit refused", []int{404, 0}, []int{0}, false, reachSilent},
-		{"query elsewhere refused, submit answered", []int{0, 201}, []int{0}, false, reachAnswered},
+		{"no exchange", nil, nil, true, reachNone, false},
+		{"unfinished only", []int{-1}, nil, true, reachNone, false},
+		{"refused", []int{0}, nil, true, reachSilent, false},
+		{"gateways", []int{0, 502, 503, 504}, nil, true, reachSilent, false},
+		{"unavailable last", []int{0, 503}, nil, true, reachSilent, true},
+		{"query not found", []int{404}, []int{0}, true, reachAnswered, false},
+		{"server error", []int{0, 500}, nil, true, reachAnswered, false},
+		{"throttled", []int{429}, nil, true, reachAnswered, true},
+		{"throttled, then answered", []int{429, 201}, nil, true, reachAnswered, false},
+		{"throttled, then unfinished", []int{429, -1}, nil, true, reachAnswered, true},
+		{"query throttled", []int{429}, []int{0}, true, reachAnswered, true},
+		{"answered, then silent", []int{404, 0}, []int{0}, true, reachAnswered, false},
+		{"query elsewhere refused", []int{0}, []int{0}, false, reachNone, false},
+		{"query elsewhere throttled", []int{429}, []int{0}, false, reachNone, false},
+		{"query elsewhere answered, submit refused", []int{404, 0}, []int{0}, false, reachSilent, false},
+		{"query elsewhere refused, submit answered", []int{0, 201}, []int{0}, false, reachAnswered, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &journal.Record{Attempts: []journal.Attempt{old}}
@@ -97,6 +104,9 @@ func TestReachOf(t *testing.T) {
 			}
 			if got := reachOf(rec, 1, tc.queriesHost); got != tc.want {
 				t.Errorf("reachOf(%v) = %d; want %d", tc.statuses, got, tc.want)
+			}
+			if got := throttledBy(rec, 1, tc.queriesHost); got != tc.throttled {
+				t.Errorf("throttledBy(%v) = %t; want %t", tc.statuses, got, tc.throttled)
 			}
 		})
 	}
