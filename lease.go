@@ -138,7 +138,10 @@ func (d *driver) hold(now time.Time, need time.Duration) error {
 		return nil
 	}
 	l, err := d.c.store.Renew(d.wctx, d.lease, now.Add(d.c.leaseSpan(need)))
-	if errors.Is(err, journal.ErrLeaseLost) && d.adopt() {
+	for range maxAdoptions {
+		if !errors.Is(err, journal.ErrLeaseLost) || !d.adopt() {
+			break
+		}
 		l, err = d.c.store.Renew(d.wctx, d.lease, now.Add(d.c.leaseSpan(need)))
 	}
 	if err != nil {
@@ -271,6 +274,12 @@ func (h *handovers) take(id opID, wait bool) (journal.Lease, bool) {
 	}
 	return l, ok
 }
+
+// maxAdoptions bounds the claims a drive takes up for one write: the claim
+// it took up may itself have expired by then (the drive was held longer
+// than a lease, as by a clock stepped ahead), and Run's next pass claims
+// and hands it over again between the take and the write.
+const maxAdoptions = 4
 
 // adopt takes up the claim Run handed to this drive, after a write or
 // renewal of its own lease was refused, and reports whether it did: the

@@ -383,7 +383,10 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 		})
 	}
 	rec, err := update()
-	if errors.Is(err, journal.ErrLeaseLost) && d.adopt() {
+	for range maxAdoptions {
+		if !errors.Is(err, journal.ErrLeaseLost) || !d.adopt() {
+			break
+		}
 		rec, err = update()
 	}
 	if errors.Is(err, journal.ErrLeaseLost) {
