@@ -416,7 +416,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if a.verdict == Processing && ex.status == http.StatusConflict && reusedElsewhere(ex.body, c.cfg.keyHeader) {
 		a.verdict = Conflict
 	}
-	a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
+	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.body, c.cfg.keyHeader); !a.inFlight {
+		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
+	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a
 	}

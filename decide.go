@@ -102,9 +102,12 @@ type answer struct {
 	// not a validation error that happens to be 422; or a 400 says the
 	// key was used with other parameters (reusesKey).
 	keyConflict bool
-	body        []byte
-	out         Outcome // what the decoder read from a 2xx
-	decodeErr   error   // why a 2xx proves nothing; nil when out is valid
+	// inFlight: a refusal other than a 409 says the key's request is
+	// still running or ran (refusalInFlight): not this one's merits.
+	inFlight  bool
+	body      []byte
+	out       Outcome // what the decoder read from a 2xx
+	decodeErr error   // why a 2xx proves nothing; nil when out is valid
 }
 
 // move is what the driver does next.
@@ -165,6 +168,16 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveQuery, label: "response_lost"}
 	case a.stored():
 		return judgeReplay(p, a)
+	case a.inFlight:
+		// The 409 of servers that answer it otherwise. Ours, if an
+		// earlier attempt may have executed. Otherwise another request's,
+		// which may charge: not "failed". Unlike a 409 it is not resent:
+		// the journal marks a key contested by a 409 alone, and a result
+		// replayed for the key later would be taken for ours.
+		if p.maybeExecuted {
+			return judgment{move: moveProcessing, label: "in_flight", refused: true}
+		}
+		return judgment{move: moveReview, label: "in_flight_foreign", refused: true, review: ReviewKeyInUse, conflict: true}
 	}
 	switch a.verdict {
 	case Settled:
@@ -442,6 +455,21 @@ func reusedElsewhere(body []byte, header string) bool {
 	}
 	return !saysAny(body, "progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still") &&
 		saysAny(body, "differ", "mismatch", "not match", "reuse", "re-use", "already used", "already_used", "already been used", "previously used")
+}
+
+// refusalInFlight reports whether a refusal other than a 409 (a
+// Conflict, or a Rejected 400) says the key's request is still running,
+// or has run: Adyen's 422 errorCode 704, "request already processed or
+// in progress", which names no key, or a 400 about the key "currently
+// being processed". header is as for namesKey.
+func refusalInFlight(v Verdict, status int, body []byte, header string) bool {
+	if v != Conflict && (v != Rejected || status != http.StatusBadRequest) {
+		return false
+	}
+	if !namesKey(body, header) && !saysAny(body, "request already") {
+		return false
+	}
+	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")
 }
 
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.

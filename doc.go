@@ -74,6 +74,8 @@
 //	422 naming the key, WithKeyConflictStatus key reused, other body failed, ErrKeyConflict, never resent
 //	400 saying the key was used before       key reused, other body failed, ErrKeyConflict, never resent
 //	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
+//	422/400 in progress, ours may have run   ours in flight          processing: wait, resend
+//	422/400 in progress, nothing of ours     someone else's          unknown, ReviewKeyInUse, ErrKeyConflict
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
 //	408, 499, 3xx, 500, 502, 504, other 5xx  may have executed       query, then resend same key

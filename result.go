@@ -402,6 +402,11 @@ type Classifier func(statusCode int) Verdict
 // IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error),
 // unless it also says a request is still running ("in progress", "in
 // use", "processing"…): that is the key in flight.
+// A Conflict, or a Rejected 400, whose body is about the key or says
+// "request already" and says a request is still running ("in progress",
+// "being processed"…; Adyen's 422 errorCode 704, "request already
+// processed or in progress") is the key in flight too, as a 409: never
+// failed.
 // Answers marked replayed (Idempotent-Replayed: true), and a 409 that
 // names the resource its key already created (GoCardless's
 // idempotent_creation_conflict), are judged before the classifier: see

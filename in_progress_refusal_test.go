@@ -1,0 +1,59 @@
+package idem_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+)
+
+// adyenInProgress is Adyen's answer to a request whose Idempotency-Key
+// belongs to a request it has already processed or is still processing:
+// a 422 with errorCode 704, in words that name no key. It says the key's
+// request ran or runs, not that this one was refused on its merits.
+var adyenInProgress = shape{status: http.StatusUnprocessableEntity,
+	body: `{"status":422,"errorCode":"704","message":"request already processed or in progress","errorType":"validation"}`}
+
+// A refusal that says the key's request is still running is the 409 of
+// servers that answer it with 422 or 400: never "failed", which tells
+// the caller nothing was charged when the key's request may charge.
+func TestInProgressRefusal(t *testing.T) {
+	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
+	authorised := shape{status: http.StatusOK, body: `{"pspReference":"993617895204576J","resultCode":"Authorised"}`}
+
+	t.Run("to a key nothing of ours used: another request's, for a person", func(t *testing.T) {
+		v := newVendor(t, adyenInProgress, authorised)
+		res, err := v.submit(t, idem.WithDecoder(decodeAdyen))
+		requireForeignKey(t, res, err)
+		v.requireKeys(t, "Idempotency-Key", "k", 1)
+	})
+
+	t.Run("after ours may have executed: ours, in flight, waited for", func(t *testing.T) {
+		v := newVendor(t, lost, adyenInProgress, adyenInProgress, adyenInProgress, authorised)
+		res, err := v.submit(t, idem.WithDecoder(decodeAdyen))
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, "993617895204576J", res.ResourceID)
+		require.Empty(t, res.Review)
+		v.requireKeys(t, "Idempotency-Key", "k", 5)
+	})
+
+	t.Run("a 400 that says the key's request is in progress", func(t *testing.T) {
+		v := newVendor(t, shape{status: http.StatusBadRequest,
+			body: `{"error":{"code":"idempotency_key_in_use","message":"A request with this idempotency key is currently being processed"}}`})
+		res, err := v.submit(t)
+		requireForeignKey(t, res, err)
+		v.requireKeys(t, "Idempotency-Key", "k", 1)
+	})
+
+	t.Run("an ordinary 422 stays a failure", func(t *testing.T) {
+		v := newVendor(t, shape{status: http.StatusUnprocessableEntity,
+			body: `{"status":422,"errorCode":"101","message":"Invalid card number","errorType":"validation"}`})
+		res, err := v.submit(t)
+		require.ErrorIs(t, err, idem.ErrFailed)
+		require.Equal(t, idem.StateFailed, res.State)
+		v.requireKeys(t, "Idempotency-Key", "k", 1)
+	})
+}
