@@ -122,15 +122,16 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // (Klarna's captures and cancels) succeeded: the status is the server's
 // whole answer. A 201's resource is the last segment of its Location's
 // path. An empty answer to a result query, or an empty 200 or 202,
-// proves nothing.
+// proves nothing. A UTF-8 byte order mark before the JSON is ignored.
 func DecodeJSON(a *Answer) (Outcome, error) {
 	if out, ok := noContent(a); ok {
 		return out, nil
 	}
-	v, ok := scanResult(a.Body)
+	body := trimBOM(a.Body)
+	v, ok := scanResult(body)
 	if !ok {
 		var err error
-		if v, err = unmarshalResult(a.Body); err != nil {
+		if v, err = unmarshalResult(body); err != nil {
 			return Outcome{}, fmt.Errorf("%w: %v", errUndecodable, err)
 		}
 	}
@@ -189,6 +190,14 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	default:
 		return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
 	}
+}
+
+// trimBOM is body without a leading UTF-8 byte order mark, which RFC
+// 8259 lets a JSON parser ignore and encoding/json refuses: servers on
+// .NET's Encoding.UTF8 write one, and an answer read as undecodable for
+// it would leave every operation of theirs unknown.
+func trimBOM(body []byte) []byte {
+	return bytes.TrimPrefix(body, []byte("\ufeff"))
 }
 
 // noContent reads a submit answered 201 Created or 204 No Content without
@@ -448,7 +457,7 @@ func errorReason(statusCode int, body []byte) string {
 		Message string `json:"message"`
 	}
 	reason := ""
-	if json.Unmarshal(body, &v) == nil {
+	if json.Unmarshal(trimBOM(body), &v) == nil {
 		switch {
 		case v.Reason != "":
 			reason = v.Reason
