@@ -408,6 +408,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
 	}
 	a.verdict = c.verdict(ex.status)
+	if a.verdict == Rejected && ex.status == http.StatusBadRequest && throttledAnswer(ex.header, ex.body) {
+		a.verdict = Throttled
+	}
 	if !query && !a.stored() && a.verdict == Ambiguous {
 		if a.redirect = routerRedirect(rec.URL, ex.status, ex.header); a.redirect != "" {
 			a.verdict = Rejected

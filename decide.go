@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -471,6 +472,45 @@ func refusalInFlight(v Verdict, status int, body []byte, header string) bool {
 	}
 	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")
 }
+
+// throttleCodes are the error codes of AWS's SDKs' throttling errors
+// (aws-sdk-go-v2's retry.DefaultThrottleErrorCodes) that its JSON and
+// Query protocols answer with 400, not 429. Not LimitExceededException
+// and the like: they may name a limit a resend never gets under.
+var throttleCodes = map[string]bool{
+	"Throttling": true, "ThrottlingException": true, "ThrottledException": true, "RequestThrottledException": true,
+	"TooManyRequestsException": true, "RequestThrottled": true, "RequestLimitExceeded": true, "SlowDown": true,
+	"EC2ThrottledException": true,
+}
+
+// throttledAnswer reports whether a 400 is a throttled request's: its
+// X-Amzn-ErrorType header or a word of its body, as spelled, is one of
+// throttleCodes (words are runs of ASCII letters and digits, so that
+// "com.amazon.coral.availability#ThrottlingException" and
+// "<Code>Throttling</Code>" both name one, and a message about a
+// "throttling_rate" or "Throttling rate" does not).
+func throttledAnswer(h http.Header, body []byte) bool {
+	if typ, _, _ := strings.Cut(headerValue(h, "X-Amzn-Errortype"), ":"); throttleCodes[strings.TrimSpace(typ)] {
+		return true
+	}
+	for i := 0; i < len(body); {
+		j := i
+		for j < len(body) && alnum(body[j]) {
+			j++
+		}
+		// A code ends a JSON string or an XML element; an exception's
+		// name is one wherever it stands. "Throttling" opening a sentence
+		// is not.
+		if j > i && throttleCodes[string(body[i:j])] &&
+			(bytes.HasSuffix(body[i:j], []byte("Exception")) || j < len(body) && (body[j] == '"' || body[j] == '<')) {
+			return true
+		}
+		i = j + 1
+	}
+	return false
+}
+
+func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
 
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.
 func asciiFold(b []byte, word string) bool {

@@ -78,6 +78,7 @@
 //	422/400 in progress, nothing of ours     someone else's          unknown, ReviewKeyInUse, ErrKeyConflict
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
+//	400 with AWS's ThrottlingException…      throttled               wait max(backoff, Retry-After), resend
 //	408, 499, 3xx, 500, 502, 504, other 5xx  may have executed       query, then resend same key
 //	3xx to the URL ± a trailing slash, https not executed (a router)  failed, the reason names the URL
 //	other 4xx (402 declined, 400, 403, …)    rejected                failed with the server's reason

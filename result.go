@@ -416,6 +416,9 @@ type Classifier func(statusCode int) Verdict
 // "being processed"…; Adyen's 422 errorCode 704, "request already
 // processed or in progress") is the key in flight too, as a 409: never
 // failed.
+// A Rejected 400 that carries an AWS throttling error code
+// (ThrottlingException, Throttling, TooManyRequestsException…, in its
+// body or its X-Amzn-ErrorType header) is Throttled, as a 429.
 // Answers marked replayed (Idempotent-Replayed: true), and a 409 that
 // names the resource its key already created (GoCardless's
 // idempotent_creation_conflict), are judged before the classifier: see
