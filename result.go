@@ -453,26 +453,32 @@ const statusCancelled = 499
 
 // errorReason pulls a human reason out of an error body, falling back to
 // the status text; bounded so a hostile body cannot bloat the journal.
+// It reads "reason", "message" and "error" (a string, or an object's
+// "message"), then the shapes that say it otherwise: RFC 9457's "detail"
+// and "title", an "errors" list's first "detail" or "message" (Square,
+// GraphQL) or an "errors" string, and Checkout.com's "error_type" with
+// its "error_codes". Members of other types are passed over, not a
+// reason to read none.
 func errorReason(statusCode int, body []byte) string {
 	var v struct {
-		Reason  string `json:"reason"`
-		Error   any    `json:"error"`
-		Message string `json:"message"`
+		Reason     any `json:"reason"`
+		Error      any `json:"error"`
+		Message    any `json:"message"`
+		Detail     any `json:"detail"`
+		Title      any `json:"title"`
+		Errors     any `json:"errors"`
+		ErrorType  any `json:"error_type"`
+		ErrorCodes any `json:"error_codes"`
 	}
 	reason := ""
 	if json.Unmarshal(trimBOM(body), &v) == nil {
-		switch {
-		case v.Reason != "":
-			reason = v.Reason
-		case v.Message != "":
-			reason = v.Message
-		default:
-			switch e := v.Error.(type) {
-			case string:
-				reason = e
-			case map[string]any:
-				if m, ok := e["message"].(string); ok {
-					reason = m
+		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Errors,
+			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"))
+		if reason == "" {
+			if typ, _ := v.ErrorType.(string); typ != "" {
+				reason = typ
+				if code, _ := firstOf(v.ErrorCodes).(string); code != "" {
+					reason += ": " + code
 				}
 			}
 		}
@@ -481,4 +487,30 @@ func errorReason(statusCode int, body []byte) string {
 		reason = http.StatusText(statusCode)
 	}
 	return fmt.Sprintf("%d: %s", statusCode, truncate(reason, 512))
+}
+
+// firstString is the first of vs that is a non-empty string.
+func firstString(vs ...any) string {
+	for _, v := range vs {
+		if s, ok := v.(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// memberOf is v's member name when v is a JSON object.
+func memberOf(v any, name string) any {
+	if m, ok := v.(map[string]any); ok {
+		return m[name]
+	}
+	return nil
+}
+
+// firstOf is v's first element when v is a JSON array.
+func firstOf(v any) any {
+	if a, ok := v.([]any); ok && len(a) > 0 {
+		return a[0]
+	}
+	return nil
 }
