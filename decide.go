@@ -310,6 +310,10 @@ func judgeQuery(p past, a answer) judgment {
 			return contestedSuccess("query_contested")
 		}
 		return j
+	case a.status == http.StatusNotFound && saysKeyForgotten(a.body):
+		// A 404 that says the key expired is a 410 in other words: the
+		// server has forgotten it, and a resend would execute afresh.
+		return judgment{move: moveReview, label: "query_expired", review: ReviewKeyExpired}
 	case a.status == http.StatusNotFound:
 		// "Not found" is not "never happened": replicas lag.
 		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true}
@@ -323,6 +327,14 @@ func judgeQuery(p past, a answer) judgment {
 	default:
 		return judgment{move: moveInconclusive, label: "query_failed"}
 	}
+}
+
+// saysKeyForgotten reports whether a result query's error body says the
+// server no longer holds the idempotency key: it mentions the key and
+// says "expired" or "no longer". A body that only says "not found" is
+// no such word: replicas lag.
+func saysKeyForgotten(body []byte) bool {
+	return mentionsKey(body) && saysAny(body, "expired", "no longer")
 }
 
 // mentionsKey reports whether an error body is about the idempotency key

@@ -117,8 +117,9 @@
 // Stripe replay the stored response). A result query that answers 404 is
 // not "never happened" (read replicas lag): the operation is resent with
 // its key, which the server de-duplicates, after a backoff wait. One that
-// answers 410 Gone says the server has forgotten the key: the operation is
-// never resent, and stays unknown with [ReviewKeyExpired].
+// answers 410 Gone says the server has forgotten the key, as does a 404
+// whose body says the idempotency key "expired" or is "no longer" held:
+// the operation is never resent, and stays unknown with [ReviewKeyExpired].
 //
 // # Budgets and defaults
 //
