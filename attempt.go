@@ -313,10 +313,13 @@ var sfStringEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 
 func (c *Client) keyValue(key string) string {
 	if c.cfg.keyFormat == KeyQuoted {
-		return `"` + sfStringEscaper.Replace(key) + `"`
+		return sfString(key)
 	}
 	return key
 }
+
+// sfString is key as an RFC 8941 sf-string, the IETF draft's form.
+func sfString(key string) string { return `"` + sfStringEscaper.Replace(key) + `"` }
 
 // step is one attempt's judgment as the loop sees it.
 type step struct {
@@ -456,15 +459,16 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 }
 
 // otherKeyEchoed reports whether h, an answer's header, carries the key
-// header with values none of which is key, as sent or as written on the
-// wire (KeyQuoted).
+// header with values none of which is key, bare or as an sf-string
+// (KeyQuoted's form), whichever was sent: a server may echo the key in
+// the form it parses it to or the one the IETF draft writes.
 func (c *Client) otherKeyEchoed(h http.Header, key string) bool {
 	vs := h[c.cfg.keyHeader] // both canonical
 	if c.cfg.keyHeader == "" || len(vs) == 0 {
 		return false
 	}
 	for _, v := range vs {
-		if v = strings.TrimSpace(v); v == key || v == c.keyValue(key) {
+		if v = strings.TrimSpace(v); v == key || v == sfString(key) {
 			return false
 		}
 	}
