@@ -35,6 +35,9 @@ func TestFailureReasonShapes(t *testing.T) {
 			`"error_type":"request_invalid","error_codes":["card_expired"]}`}, "422: request_invalid: card_expired"},
 		{"an error's message still first", shape{status: http.StatusPaymentRequired, body: `{"error":{"message":"Your card was declined."},` +
 			`"detail":"other"}`}, "402: Your card was declined."},
+		// A UTF-8 byte order mark first (json_bom_test.go).
+		{"after a byte order mark", shape{status: http.StatusPaymentRequired, body: "\ufeff" + `{"error":{"message":"Your card was declined."}}`},
+			"402: Your card was declined."},
 		{"no reason in the body", shape{status: http.StatusForbidden, body: `{"errors":[]}`}, "403: Forbidden"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -36,12 +36,6 @@ func TestJSONByteOrderMark(t *testing.T) {
 		})
 	}
 
-	t.Run("an error's reason", func(t *testing.T) {
-		v := newVendor(t, shape{status: http.StatusPaymentRequired, body: bom + `{"error":{"message":"Your card was declined."}}`})
-		res, err := v.submit(t)
-		require.ErrorIs(t, err, idem.ErrFailed)
-		require.Equal(t, "402: Your card was declined.", res.Reason)
-	})
 	t.Run("a BOM alone is no answer", func(t *testing.T) {
 		out, err := idem.DecodeJSON(&idem.Answer{Key: "k", StatusCode: http.StatusOK, Body: []byte(bom)})
 		require.Error(t, err)
