@@ -98,7 +98,11 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // plain resource object with an "id" that is a non-empty string or a
 // positive integer (Mercado Pago's payments: its digits are the resource
 // id; no other number names a resource), taken as succeeded
-// (as processing when the status is 202 Accepted: not completed) unless
+// (as processing when the status is 202 Accepted: not completed, unless
+// its "status" says it is done: "authorized" or "authorised",
+// "captured", "paid", "succeeded", "completed", "approved", "settled" or
+// "card verified", as in Checkout.com's 202 replay of a processed
+// payment) unless
 // its "status" says the server refused to carry it out: "failed",
 // "declined", "rejected", "refused" or "denied" (in any case) make it
 // failed, with the status as the reason, and "error" or "errored" prove
@@ -161,15 +165,18 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 			// is in "result", in a shape of the method's own.
 			return Outcome{}, fmt.Errorf("%w: a JSON-RPC answer: its \"id\" is the call's", errUndecodable)
 		}
+		done := false
 		if st := v[memStatus]; st.ok {
 			switch resourceStatusOf(st.s) {
 			case statusFailed:
 				return Outcome{State: StateFailed, ResourceID: v[memID].s, Reason: truncate(st.s, 64)}, nil
 			case statusError:
 				return Outcome{}, fmt.Errorf("%w: the resource's status is %q", errUndecodable, truncate(st.s, 64))
+			case statusDone:
+				done = true
 			}
 		}
-		if a.StatusCode == http.StatusAccepted {
+		if a.StatusCode == http.StatusAccepted && !done {
 			// The resource exists, but 202 says its work is not done: an
 			// asynchronous order may still be declined.
 			return Outcome{State: StateProcessing, ResourceID: v[memID].s}, nil
@@ -237,6 +244,9 @@ const (
 	statusOther  resourceStatus = iota // taken as created
 	statusFailed                       // the server refused it: failed, never resent
 	statusError                        // an error of the call's, not an outcome: proves nothing
+	// statusDone: the work is done, even in a 202 (Checkout.com replays
+	// a processed payment with 202 and the first answer's body).
+	statusDone
 )
 
 // resourceStatusOf reads a resource's status word.
@@ -246,6 +256,8 @@ func resourceStatusOf(s string) resourceStatus {
 		return statusFailed
 	case "error", "errored":
 		return statusError
+	case "authorized", "authorised", "captured", "paid", "succeeded", "completed", "approved", "settled", "card verified":
+		return statusDone
 	}
 	return statusOther
 }
