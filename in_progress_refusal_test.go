@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
 )
 
 // adyenInProgress is Adyen's answer to a request whose Idempotency-Key
@@ -25,8 +26,13 @@ func TestInProgressRefusal(t *testing.T) {
 
 	t.Run("to a key nothing of ours used: another request's, for a person", func(t *testing.T) {
 		v := newVendor(t, adyenInProgress, authorised)
-		res, err := v.submit(t, idem.WithDecoder(decodeAdyen))
+		c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithDecoder(decodeAdyen))
+		res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(`{"amount":100}`)})
 		requireForeignKey(t, res, err)
+		// Nor does Resume take the other request's answer for ours.
+		sum, err := c.Resume(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 1, sum.Review)
 		v.requireKeys(t, "Idempotency-Key", "k", 1)
 	})
 
