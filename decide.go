@@ -473,13 +473,15 @@ func reusedElsewhere(body []byte, header string) bool {
 // refusalInFlight reports whether a refusal other than a 409 (a
 // Conflict, or a Rejected 400) says the key's request is still running,
 // or has run: Adyen's 422 errorCode 704, "request already processed or
-// in progress", which names no key, or a 400 about the key "currently
-// being processed". header is as for namesKey.
+// in progress", and PayPal's 422 PREVIOUS_REQUEST_IN_PROGRESS, "a
+// previous request on this resource is currently in progress", which
+// name no key, or a 400 about the key "currently being processed".
+// header is as for namesKey.
 func refusalInFlight(v Verdict, status int, body []byte, header string) bool {
 	if v != Conflict && (v != Rejected || status != http.StatusBadRequest) {
 		return false
 	}
-	if !namesKey(body, header) && !saysAny(body, "request already") {
+	if !namesKey(body, header) && !saysAny(body, "request already", "previous request") {
 		return false
 	}
 	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")

@@ -54,6 +54,30 @@ func TestInProgressRefusal(t *testing.T) {
 		v.requireKeys(t, "Idempotency-Key", "k", 1)
 	})
 
+	// https://developer.paypal.com/api/rest/reference/idempotency: two
+	// simultaneous requests with one PayPal-Request-Id, "PayPal processes
+	// the first request and might fail the second", in the words of its
+	// PREVIOUS_REQUEST_IN_PROGRESS issue.
+	paypal := []idem.Option{idem.WithKeyHeader("PayPal-Request-Id", idem.KeyBare)}
+	paypalInProgress := shape{status: http.StatusUnprocessableEntity, body: `{"name":"UNPROCESSABLE_ENTITY",` +
+		`"details":[{"issue":"PREVIOUS_REQUEST_IN_PROGRESS","description":"A previous request on this resource is currently in progress. ` +
+		`Please wait for some time and try again."}],"message":"The requested action could not be performed, semantically incorrect, ` +
+		`or failed business validation.","debug_id":"90957fca61718"}`}
+	t.Run("paypal, after ours may have executed", func(t *testing.T) {
+		v := newVendor(t, lost, paypalInProgress, paypalInProgress, paypalInProgress,
+			shape{status: http.StatusCreated, body: `{"id":"2GG279541U471931P","status":"COMPLETED"}`})
+		res, err := v.submit(t, paypal...)
+		require.NoError(t, err)
+		require.Equal(t, "2GG279541U471931P", res.ResourceID)
+		v.requireKeys(t, "PayPal-Request-Id", "k", 5)
+	})
+	t.Run("paypal, to a key nothing of ours used", func(t *testing.T) {
+		v := newVendor(t, paypalInProgress)
+		res, err := v.submit(t, paypal...)
+		requireForeignKey(t, res, err)
+		v.requireKeys(t, "PayPal-Request-Id", "k", 1)
+	})
+
 	t.Run("an ordinary 422 stays a failure", func(t *testing.T) {
 		v := newVendor(t, shape{status: http.StatusUnprocessableEntity,
 			body: `{"status":422,"errorCode":"101","message":"Invalid card number","errorType":"validation"}`})

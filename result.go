@@ -424,10 +424,11 @@ type Classifier func(statusCode int) Verdict
 // unless it also says a request is still running ("in progress", "in
 // use", "processing"…): that is the key in flight.
 // A Conflict, or a Rejected 400, whose body is about the key or says
-// "request already" and says a request is still running ("in progress",
-// "being processed"…; Adyen's 422 errorCode 704, "request already
-// processed or in progress") is the key in flight too, as a 409: never
-// failed.
+// "request already" or "previous request", and says a request is still
+// running ("in progress", "being processed"…; Adyen's 422 errorCode 704,
+// "request already processed or in progress", PayPal's 422
+// PREVIOUS_REQUEST_IN_PROGRESS) is the key in flight too, as a 409:
+// never failed.
 // A Rejected 400 that carries an AWS throttling error code
 // (ThrottlingException, Throttling, TooManyRequestsException…, in its
 // body or its X-Amzn-ErrorType header) is Throttled, as a 429.
