@@ -87,8 +87,9 @@
 //	any answer marked replayed               the key's final answer  never resent (below)
 //	409 naming the resource the key created  the key's final answer  as a replayed 2xx (below)
 //
-// A replayed answer (Idempotent-Replayed: true, or the same marker named
-// Idempotency-Replayed, X-Idempotent-Replayed or X-Idempotency-Replayed;
+// A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
+// named Idempotency-Replayed, X-Idempotent-Replayed or
+// X-Idempotency-Replayed;
 // Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
 // X-GCS-Idempotence-Request-Timestamp on any answer but a 409, which says
 // the key's first request still runs, or a 429) is the server's stored
