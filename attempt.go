@@ -313,10 +313,13 @@ var sfStringEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 
 func (c *Client) keyValue(key string) string {
 	if c.cfg.keyFormat == KeyQuoted {
-		return `"` + sfStringEscaper.Replace(key) + `"`
+		return sfString(key)
 	}
 	return key
 }
+
+// sfString is key as an RFC 8941 sf-string, the IETF draft's form.
+func sfString(key string) string { return `"` + sfStringEscaper.Replace(key) + `"` }
 
 // step is one attempt's judgment as the loop sees it.
 type step struct {
@@ -408,6 +411,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
 	}
 	a.verdict = c.verdict(ex.status)
+	if a.verdict == Rejected && ex.status == http.StatusBadRequest && throttledAnswer(ex.header, ex.body) {
+		a.verdict = Throttled
+	}
 	if !query && !a.stored() && a.verdict == Ambiguous {
 		if a.redirect = routerRedirect(rec.URL, ex.status, ex.header); a.redirect != "" {
 			a.verdict = Rejected
@@ -416,7 +422,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if a.verdict == Processing && ex.status == http.StatusConflict && reusedElsewhere(ex.body, c.cfg.keyHeader) {
 		a.verdict = Conflict
 	}
-	a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
+	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.body, c.cfg.keyHeader); !a.inFlight {
+		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
+	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a
 	}
@@ -433,6 +441,14 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// alone. Its body, however decodable, says nothing of this one.
 		a.decodeErr = fmt.Errorf("%w: the answer's %s header names key %q, not %q", errUndecodable,
 			c.cfg.keyHeader, truncate(ex.header.Get(c.cfg.keyHeader), 64), rec.Key)
+	case !query && fromCache(ex.header):
+		// A shared cache that stores POST answers by URL (nginx's
+		// proxy_cache_methods POST) answers every later request to the
+		// URL with the first one's: another request's order, and this
+		// one never reached the server. A result query's cached answer
+		// is about this key's URL, so at worst stale.
+		a.decodeErr = fmt.Errorf("%w: the answer came out of a cache (Age: %s), not from this request", errUndecodable,
+			truncate(headerValue(ex.header, "Age"), 20))
 	default:
 		a.out, a.decodeErr = c.cfg.decode(&Answer{
 			Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
@@ -443,19 +459,29 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 }
 
 // otherKeyEchoed reports whether h, an answer's header, carries the key
-// header with values none of which is key, as sent or as written on the
-// wire (KeyQuoted).
+// header with values none of which is key, bare or as an sf-string
+// (KeyQuoted's form), whichever was sent: a server may echo the key in
+// the form it parses it to or the one the IETF draft writes.
 func (c *Client) otherKeyEchoed(h http.Header, key string) bool {
 	vs := h[c.cfg.keyHeader] // both canonical
 	if c.cfg.keyHeader == "" || len(vs) == 0 {
 		return false
 	}
 	for _, v := range vs {
-		if v = strings.TrimSpace(v); v == key || v == c.keyValue(key) {
+		if v = strings.TrimSpace(v); v == key || v == sfString(key) {
 			return false
 		}
 	}
 	return true
+}
+
+// fromCache reports whether an answer's Age header (RFC 9111 5.1), which
+// a cache adds to what it serves from its store, says it was stored for
+// a while: a positive number of seconds. Age: 0 is what a cache in front
+// adds to an answer it passed through.
+func fromCache(h http.Header) bool {
+	age, err := strconv.ParseUint(strings.TrimSpace(headerValue(h, "Age")), 10, 64)
+	return err == nil && age > 0 || errors.Is(err, strconv.ErrRange)
 }
 
 // verdict is the classifier's, with WithKeyConflictStatus's statuses first.
@@ -483,14 +509,17 @@ func (c *Client) keyConflict(v Verdict, status int, body []byte) bool {
 // replayed reports whether the server says the answer of this status is
 // the stored one for this key: Stripe's Idempotent-Replayed: true, or the
 // same marker under the X- and "Idempotency-" names other APIs document
-// (fiskaly's X-Idempotency-Replayed), the value bare or quoted; an
+// (fiskaly's X-Idempotency-Replayed), the value bare, quoted or the
+// structured-field boolean ?1; an
 // Idempotency-Status of "replayed" (Integrated Finance's
 // X-Idempotency-Status); or Worldline's X-GCS-Idempotence-Request-
 // Timestamp. A replay missed is worse than one seen: another request's
 // stored success would be taken for ours.
 func replayed(h http.Header, status int) bool {
 	for _, name := range [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed"} {
-		if markerIs(h, name, "true") {
+		// "?1" is true as an RFC 8941 boolean, as a server that writes
+		// its headers as structured fields sends it.
+		if markerIs(h, name, "true") || strings.TrimSpace(headerValue(h, name)) == "?1" {
 			return true
 		}
 	}

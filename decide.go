@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -102,9 +103,12 @@ type answer struct {
 	// not a validation error that happens to be 422; or a 400 says the
 	// key was used with other parameters (reusesKey).
 	keyConflict bool
-	body        []byte
-	out         Outcome // what the decoder read from a 2xx
-	decodeErr   error   // why a 2xx proves nothing; nil when out is valid
+	// inFlight: a refusal other than a 409 says the key's request is
+	// still running or ran (refusalInFlight): not this one's merits.
+	inFlight  bool
+	body      []byte
+	out       Outcome // what the decoder read from a 2xx
+	decodeErr error   // why a 2xx proves nothing; nil when out is valid
 }
 
 // move is what the driver does next.
@@ -165,6 +169,16 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveQuery, label: "response_lost"}
 	case a.stored():
 		return judgeReplay(p, a)
+	case a.inFlight:
+		// The 409 of servers that answer it otherwise. Ours, if an
+		// earlier attempt may have executed. Otherwise another request's,
+		// which may charge: not "failed". Unlike a 409 it is not resent:
+		// the journal marks a key contested by a 409 alone, and a result
+		// replayed for the key later would be taken for ours.
+		if p.maybeExecuted {
+			return judgment{move: moveProcessing, label: "in_flight", refused: true}
+		}
+		return judgment{move: moveReview, label: "in_flight_foreign", refused: true, review: ReviewKeyInUse, conflict: true}
 	}
 	switch a.verdict {
 	case Settled:
@@ -296,6 +310,10 @@ func judgeQuery(p past, a answer) judgment {
 			return contestedSuccess("query_contested")
 		}
 		return j
+	case a.status == http.StatusNotFound && saysKeyForgotten(a.body):
+		// A 404 that says the key expired is a 410 in other words: the
+		// server has forgotten it, and a resend would execute afresh.
+		return judgment{move: moveReview, label: "query_expired", review: ReviewKeyExpired}
 	case a.status == http.StatusNotFound:
 		// "Not found" is not "never happened": replicas lag.
 		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true}
@@ -309,6 +327,14 @@ func judgeQuery(p past, a answer) judgment {
 	default:
 		return judgment{move: moveInconclusive, label: "query_failed"}
 	}
+}
+
+// saysKeyForgotten reports whether a result query's error body says the
+// server no longer holds the idempotency key: it mentions the key and
+// says "expired" or "no longer". A body that only says "not found" is
+// no such word: replicas lag.
+func saysKeyForgotten(body []byte) bool {
+	return mentionsKey(body) && saysAny(body, "expired", "no longer")
 }
 
 // mentionsKey reports whether an error body is about the idempotency key
@@ -443,6 +469,62 @@ func reusedElsewhere(body []byte, header string) bool {
 	return !saysAny(body, "progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still") &&
 		saysAny(body, "differ", "mismatch", "not match", "reuse", "re-use", "already used", "already_used", "already been used", "previously used")
 }
+
+// refusalInFlight reports whether a refusal other than a 409 (a
+// Conflict, or a Rejected 400) says the key's request is still running,
+// or has run: Adyen's 422 errorCode 704, "request already processed or
+// in progress", and PayPal's 422 PREVIOUS_REQUEST_IN_PROGRESS, "a
+// previous request on this resource is currently in progress", which
+// name no key, or a 400 about the key "currently being processed".
+// header is as for namesKey.
+func refusalInFlight(v Verdict, status int, body []byte, header string) bool {
+	if v != Conflict && (v != Rejected || status != http.StatusBadRequest) {
+		return false
+	}
+	if !namesKey(body, header) && !saysAny(body, "request already", "previous request") {
+		return false
+	}
+	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")
+}
+
+// throttleCodes are the error codes of AWS's SDKs' throttling errors
+// (aws-sdk-go-v2's retry.DefaultThrottleErrorCodes) that its JSON and
+// Query protocols answer with 400, not 429. Not LimitExceededException
+// and the like: they may name a limit a resend never gets under.
+var throttleCodes = map[string]bool{
+	"Throttling": true, "ThrottlingException": true, "ThrottledException": true, "RequestThrottledException": true,
+	"TooManyRequestsException": true, "RequestThrottled": true, "RequestLimitExceeded": true, "SlowDown": true,
+	"EC2ThrottledException": true,
+}
+
+// throttledAnswer reports whether a 400 is a throttled request's: its
+// X-Amzn-ErrorType header or a word of its body, as spelled, is one of
+// throttleCodes (words are runs of ASCII letters and digits, so that
+// "com.amazon.coral.availability#ThrottlingException" and
+// "<Code>Throttling</Code>" both name one, and a message about a
+// "throttling_rate" or "Throttling rate" does not).
+func throttledAnswer(h http.Header, body []byte) bool {
+	if typ, _, _ := strings.Cut(headerValue(h, "X-Amzn-Errortype"), ":"); throttleCodes[strings.TrimSpace(typ)] {
+		return true
+	}
+	for i := 0; i < len(body); {
+		j := i
+		for j < len(body) && alnum(body[j]) {
+			j++
+		}
+		// A code ends a JSON string or an XML element; an exception's
+		// name is one wherever it stands. "Throttling" opening a sentence
+		// is not.
+		if j > i && throttleCodes[string(body[i:j])] &&
+			(bytes.HasSuffix(body[i:j], []byte("Exception")) || j < len(body) && (body[j] == '"' || body[j] == '<')) {
+			return true
+		}
+		i = j + 1
+	}
+	return false
+}
+
+func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
 
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.
 func asciiFold(b []byte, word string) bool {

@@ -47,6 +47,13 @@ func TestJudgeSubmit(t *testing.T) {
 		{name: "third refusal after maybe executed: review", p: past{maybeExecuted: true, refusals: 2}, a: answer{status: 422, verdict: Conflict, keyConflict: true},
 			move: moveReview, refused: true, reviewPrefix: ReviewRefusedAfterSend},
 
+		{name: "422 saying the key's request is in progress, fresh: someone else's, review", p: fresh, a: answer{status: 422, verdict: Conflict, inFlight: true},
+			move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
+		{name: "422 saying the key's request is in progress, after maybe executed: ours in flight", p: maybe, a: answer{status: 422, verdict: Conflict, inFlight: true},
+			move: moveProcessing, refused: true},
+		{name: "400 saying the key's request is in progress, net/http sent twice: ours in flight", p: fresh, a: answer{status: 400, verdict: Rejected, inFlight: true, resent: true},
+			move: moveProcessing},
+
 		{name: "429 throttled: resend, did not execute", p: maybe, a: answer{status: 429, verdict: Throttled}, move: moveResend, refused: true},
 		{name: "503 unavailable: resend, may have executed", p: fresh, a: answer{status: 503, verdict: Throttled}, move: moveResend},
 
@@ -125,6 +132,8 @@ func TestJudgeQuery(t *testing.T) {
 		{"undecodable", answer{status: 200, decodeErr: errUndecodable}, moveInconclusive, false},
 		{"404 is not never-happened", answer{status: 404}, moveInconclusive, true},
 		{"410 is a forgotten key: review, never resend", answer{status: 410}, moveReview, false},
+		{"404 saying the key expired is a 410", answer{status: 404, body: []byte(`{"error":"Idempotency key expired"}`)}, moveReview, false},
+		{"404 saying the key is not found is not", answer{status: 404, body: []byte(`{"error":"Idempotency key not found"}`)}, moveInconclusive, true},
 		{"429 waits", answer{status: 429}, moveResend, false},
 		{"503 waits", answer{status: 503}, moveResend, false},
 		{"500 inconclusive", answer{status: 500}, moveInconclusive, false},

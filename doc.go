@@ -74,8 +74,11 @@
 //	422 naming the key, WithKeyConflictStatus key reused, other body failed, ErrKeyConflict, never resent
 //	400 saying the key was used before       key reused, other body failed, ErrKeyConflict, never resent
 //	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
+//	422/400 in progress, ours may have run   ours in flight          processing: wait, resend
+//	422/400 in progress, nothing of ours     someone else's          unknown, ReviewKeyInUse, ErrKeyConflict
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
+//	400 with AWS's ThrottlingException…      throttled               wait max(backoff, Retry-After), resend
 //	408, 499, 3xx, 500, 502, 504, other 5xx  may have executed       query, then resend same key
 //	3xx to the URL ± a trailing slash, https not executed (a router)  failed, the reason names the URL
 //	other 4xx (402 declined, 400, 403, …)    rejected                failed with the server's reason
@@ -84,8 +87,9 @@
 //	any answer marked replayed               the key's final answer  never resent (below)
 //	409 naming the resource the key created  the key's final answer  as a replayed 2xx (below)
 //
-// A replayed answer (Idempotent-Replayed: true, or the same marker named
-// Idempotency-Replayed, X-Idempotent-Replayed or X-Idempotency-Replayed;
+// A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
+// named Idempotency-Replayed, X-Idempotent-Replayed or
+// X-Idempotency-Replayed;
 // Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
 // X-GCS-Idempotence-Request-Timestamp on any answer but a 409, which says
 // the key's first request still runs, or a 429) is the server's stored
@@ -114,8 +118,9 @@
 // Stripe replay the stored response). A result query that answers 404 is
 // not "never happened" (read replicas lag): the operation is resent with
 // its key, which the server de-duplicates, after a backoff wait. One that
-// answers 410 Gone says the server has forgotten the key: the operation is
-// never resent, and stays unknown with [ReviewKeyExpired].
+// answers 410 Gone says the server has forgotten the key, as does a 404
+// whose body says the idempotency key "expired" or is "no longer" held:
+// the operation is never resent, and stays unknown with [ReviewKeyExpired].
 //
 // # Budgets and defaults
 //

@@ -16,6 +16,7 @@ import (
 func TestReplayMarkerVariants(t *testing.T) {
 	for _, h := range []http.Header{
 		{"X-Idempotency-Replayed": {"false"}},
+		{"Idempotency-Replayed": {"?0"}}, // an RFC 8941 boolean, false
 		// https://developer.integrated.finance/changelog/release-notes-for-idempotency-support
 		{"X-Idempotency-Status": {"processed"}},
 	} {
@@ -37,6 +38,10 @@ func TestReplayMarkerVariants(t *testing.T) {
 		{"X-Idempotency-Replayed": {"true"}},
 		{"X-Idempotent-Replayed": {"true"}},
 		{"X-Idempotency-Replayed": {`"true"`}},
+		// An RFC 8941 boolean, as a server that writes structured fields
+		// sends it.
+		{"Idempotency-Replayed": {"?1"}},
+		{"Idempotent-Replayed": {"?1"}},
 		{"X-Idempotency-Status": {"replayed"}},
 		{"Idempotency-Status": {"Replayed"}},
 		{"X-Gcs-Idempotence-Request-Timestamp": {"1700000000000"}},

@@ -98,7 +98,11 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // plain resource object with an "id" that is a non-empty string or a
 // positive integer (Mercado Pago's payments: its digits are the resource
 // id; no other number names a resource), taken as succeeded
-// (as processing when the status is 202 Accepted: not completed) unless
+// (as processing when the status is 202 Accepted: not completed, unless
+// its "status" says it is done: "authorized" or "authorised",
+// "captured", "paid", "succeeded", "completed", "approved", "settled" or
+// "card verified", as in Checkout.com's 202 replay of a processed
+// payment) unless
 // its "status" says the server refused to carry it out: "failed",
 // "declined", "rejected", "refused" or "denied" (in any case) make it
 // failed, with the status as the reason, and "error" or "errored" prove
@@ -122,15 +126,16 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // (Klarna's captures and cancels) succeeded: the status is the server's
 // whole answer. A 201's resource is the last segment of its Location's
 // path. An empty answer to a result query, or an empty 200 or 202,
-// proves nothing.
+// proves nothing. A UTF-8 byte order mark before the JSON is ignored.
 func DecodeJSON(a *Answer) (Outcome, error) {
 	if out, ok := noContent(a); ok {
 		return out, nil
 	}
-	v, ok := scanResult(a.Body)
+	body := trimBOM(a.Body)
+	v, ok := scanResult(body)
 	if !ok {
 		var err error
-		if v, err = unmarshalResult(a.Body); err != nil {
+		if v, err = unmarshalResult(body); err != nil {
 			return Outcome{}, fmt.Errorf("%w: %v", errUndecodable, err)
 		}
 	}
@@ -160,15 +165,18 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 			// is in "result", in a shape of the method's own.
 			return Outcome{}, fmt.Errorf("%w: a JSON-RPC answer: its \"id\" is the call's", errUndecodable)
 		}
+		done := false
 		if st := v[memStatus]; st.ok {
 			switch resourceStatusOf(st.s) {
 			case statusFailed:
 				return Outcome{State: StateFailed, ResourceID: v[memID].s, Reason: truncate(st.s, 64)}, nil
 			case statusError:
 				return Outcome{}, fmt.Errorf("%w: the resource's status is %q", errUndecodable, truncate(st.s, 64))
+			case statusDone:
+				done = true
 			}
 		}
-		if a.StatusCode == http.StatusAccepted {
+		if a.StatusCode == http.StatusAccepted && !done {
 			// The resource exists, but 202 says its work is not done: an
 			// asynchronous order may still be declined.
 			return Outcome{State: StateProcessing, ResourceID: v[memID].s}, nil
@@ -189,6 +197,14 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	default:
 		return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
 	}
+}
+
+// trimBOM is body without a leading UTF-8 byte order mark, which RFC
+// 8259 lets a JSON parser ignore and encoding/json refuses: servers on
+// .NET's Encoding.UTF8 write one, and an answer read as undecodable for
+// it would leave every operation of theirs unknown.
+func trimBOM(body []byte) []byte {
+	return bytes.TrimPrefix(body, []byte("\ufeff"))
 }
 
 // noContent reads a submit answered 201 Created or 204 No Content without
@@ -228,6 +244,9 @@ const (
 	statusOther  resourceStatus = iota // taken as created
 	statusFailed                       // the server refused it: failed, never resent
 	statusError                        // an error of the call's, not an outcome: proves nothing
+	// statusDone: the work is done, even in a 202 (Checkout.com replays
+	// a processed payment with 202 and the first answer's body).
+	statusDone
 )
 
 // resourceStatusOf reads a resource's status word.
@@ -237,6 +256,8 @@ func resourceStatusOf(s string) resourceStatus {
 		return statusFailed
 	case "error", "errored":
 		return statusError
+	case "authorized", "authorised", "captured", "paid", "succeeded", "completed", "approved", "settled", "card verified":
+		return statusDone
 	}
 	return statusOther
 }
@@ -402,6 +423,15 @@ type Classifier func(statusCode int) Verdict
 // IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error),
 // unless it also says a request is still running ("in progress", "in
 // use", "processing"…): that is the key in flight.
+// A Conflict, or a Rejected 400, whose body is about the key or says
+// "request already" or "previous request", and says a request is still
+// running ("in progress", "being processed"…; Adyen's 422 errorCode 704,
+// "request already processed or in progress", PayPal's 422
+// PREVIOUS_REQUEST_IN_PROGRESS) is the key in flight too, as a 409:
+// never failed.
+// A Rejected 400 that carries an AWS throttling error code
+// (ThrottlingException, Throttling, TooManyRequestsException…, in its
+// body or its X-Amzn-ErrorType header) is Throttled, as a 429.
 // Answers marked replayed (Idempotent-Replayed: true), and a 409 that
 // names the resource its key already created (GoCardless's
 // idempotent_creation_conflict), are judged before the classifier: see
@@ -436,26 +466,32 @@ const statusCancelled = 499
 
 // errorReason pulls a human reason out of an error body, falling back to
 // the status text; bounded so a hostile body cannot bloat the journal.
+// It reads "reason", "message" and "error" (a string, or an object's
+// "message"), then the shapes that say it otherwise: RFC 9457's "detail"
+// and "title", an "errors" list's first "detail" or "message" (Square,
+// GraphQL) or an "errors" string, and Checkout.com's "error_type" with
+// its "error_codes". Members of other types are passed over, not a
+// reason to read none.
 func errorReason(statusCode int, body []byte) string {
 	var v struct {
-		Reason  string `json:"reason"`
-		Error   any    `json:"error"`
-		Message string `json:"message"`
+		Reason     any `json:"reason"`
+		Error      any `json:"error"`
+		Message    any `json:"message"`
+		Detail     any `json:"detail"`
+		Title      any `json:"title"`
+		Errors     any `json:"errors"`
+		ErrorType  any `json:"error_type"`
+		ErrorCodes any `json:"error_codes"`
 	}
 	reason := ""
-	if json.Unmarshal(body, &v) == nil {
-		switch {
-		case v.Reason != "":
-			reason = v.Reason
-		case v.Message != "":
-			reason = v.Message
-		default:
-			switch e := v.Error.(type) {
-			case string:
-				reason = e
-			case map[string]any:
-				if m, ok := e["message"].(string); ok {
-					reason = m
+	if json.Unmarshal(trimBOM(body), &v) == nil {
+		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Errors,
+			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"))
+		if reason == "" {
+			if typ, _ := v.ErrorType.(string); typ != "" {
+				reason = typ
+				if code, _ := firstOf(v.ErrorCodes).(string); code != "" {
+					reason += ": " + code
 				}
 			}
 		}
@@ -464,4 +500,30 @@ func errorReason(statusCode int, body []byte) string {
 		reason = http.StatusText(statusCode)
 	}
 	return fmt.Sprintf("%d: %s", statusCode, truncate(reason, 512))
+}
+
+// firstString is the first of vs that is a non-empty string.
+func firstString(vs ...any) string {
+	for _, v := range vs {
+		if s, ok := v.(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// memberOf is v's member name when v is a JSON object.
+func memberOf(v any, name string) any {
+	if m, ok := v.(map[string]any); ok {
+		return m[name]
+	}
+	return nil
+}
+
+// firstOf is v's first element when v is a JSON array.
+func firstOf(v any) any {
+	if a, ok := v.([]any); ok && len(a) > 0 {
+		return a[0]
+	}
+	return nil
 }

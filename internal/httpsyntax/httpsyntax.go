@@ -35,17 +35,23 @@ func SecretParam(name string) bool {
 }
 
 // RedactURL returns raw for display, with the values of its secret query
-// parameters (SecretParam) and its password replaced: records journaled
-// before the client refused such URLs still hold them. A URL that does
-// not parse, or holds no secret, is returned as it is.
+// parameters (SecretParam) and its user information replaced: records
+// journaled before the client refused such URLs still hold them. The user
+// name goes too, not only the password: Stripe's secret key is the
+// basic-auth user name (sk_live_…:@api.stripe.com). A URL that does not
+// parse, or holds no secret, is returned as it is.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return raw
 	}
 	changed := false
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "REDACTED")
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword("REDACTED", "REDACTED")
+		} else {
+			u.User = url.User("REDACTED")
+		}
 		changed = true
 	}
 	q := u.Query()

@@ -18,8 +18,11 @@ func TestRedactURL(t *testing.T) {
 		"https://api.example.com/v1/orders":                         "https://api.example.com/v1/orders",
 		"https://api.example.com/v1/orders?b=2&a=1":                 "https://api.example.com/v1/orders?b=2&a=1", // untouched: no secret
 		"https://api.example.com/v1/orders?API_KEY=sk&a=1":          "https://api.example.com/v1/orders?API_KEY=REDACTED&a=1",
-		"https://u:pw@api.example.com/x?client_secret=s&password=p": "https://u:REDACTED@api.example.com/x?client_secret=REDACTED&password=REDACTED",
-		"https://api.example.com/x?token=paypal-order":              "https://api.example.com/x?token=paypal-order",
+		"https://u:pw@api.example.com/x?client_secret=s&password=p": "https://REDACTED:REDACTED@api.example.com/x?client_secret=REDACTED&password=REDACTED",
+		// Stripe's secret key is the basic-auth user name, its password empty.
+		"https://sk_live_abc:@api.stripe.com/v1/charges": "https://REDACTED:REDACTED@api.stripe.com/v1/charges",
+		"https://sk_live_abc@api.stripe.com/v1/charges":  "https://REDACTED@api.stripe.com/v1/charges",
+		"https://api.example.com/x?token=paypal-order":   "https://api.example.com/x?token=paypal-order",
 		"%zz": "%zz",
 	} {
 		if got := RedactURL(raw); got != want {

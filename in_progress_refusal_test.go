@@ -1,0 +1,89 @@
+package idem_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// adyenInProgress is Adyen's answer to a request whose Idempotency-Key
+// belongs to a request it has already processed or is still processing:
+// a 422 with errorCode 704, in words that name no key. It says the key's
+// request ran or runs, not that this one was refused on its merits.
+var adyenInProgress = shape{status: http.StatusUnprocessableEntity,
+	body: `{"status":422,"errorCode":"704","message":"request already processed or in progress","errorType":"validation"}`}
+
+// A refusal that says the key's request is still running is the 409 of
+// servers that answer it with 422 or 400: never "failed", which tells
+// the caller nothing was charged when the key's request may charge.
+func TestInProgressRefusal(t *testing.T) {
+	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
+	authorised := shape{status: http.StatusOK, body: `{"pspReference":"993617895204576J","resultCode":"Authorised"}`}
+
+	t.Run("to a key nothing of ours used: another request's, for a person", func(t *testing.T) {
+		v := newVendor(t, adyenInProgress, authorised)
+		c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithDecoder(decodeAdyen))
+		res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(`{"amount":100}`)})
+		requireForeignKey(t, res, err)
+		// Nor does Resume take the other request's answer for ours.
+		sum, err := c.Resume(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 1, sum.Review)
+		v.requireKeys(t, "Idempotency-Key", "k", 1)
+	})
+
+	t.Run("after ours may have executed: ours, in flight, waited for", func(t *testing.T) {
+		v := newVendor(t, lost, adyenInProgress, adyenInProgress, adyenInProgress, authorised)
+		res, err := v.submit(t, idem.WithDecoder(decodeAdyen))
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, "993617895204576J", res.ResourceID)
+		require.Empty(t, res.Review)
+		v.requireKeys(t, "Idempotency-Key", "k", 5)
+	})
+
+	t.Run("a 400 that says the key's request is in progress", func(t *testing.T) {
+		v := newVendor(t, shape{status: http.StatusBadRequest,
+			body: `{"error":{"code":"idempotency_key_in_use","message":"A request with this idempotency key is currently being processed"}}`})
+		res, err := v.submit(t)
+		requireForeignKey(t, res, err)
+		v.requireKeys(t, "Idempotency-Key", "k", 1)
+	})
+
+	// https://developer.paypal.com/api/rest/reference/idempotency: two
+	// simultaneous requests with one PayPal-Request-Id, "PayPal processes
+	// the first request and might fail the second", in the words of its
+	// PREVIOUS_REQUEST_IN_PROGRESS issue.
+	paypal := []idem.Option{idem.WithKeyHeader("PayPal-Request-Id", idem.KeyBare)}
+	paypalInProgress := shape{status: http.StatusUnprocessableEntity, body: `{"name":"UNPROCESSABLE_ENTITY",` +
+		`"details":[{"issue":"PREVIOUS_REQUEST_IN_PROGRESS","description":"A previous request on this resource is currently in progress. ` +
+		`Please wait for some time and try again."}],"message":"The requested action could not be performed, semantically incorrect, ` +
+		`or failed business validation.","debug_id":"90957fca61718"}`}
+	t.Run("paypal, after ours may have executed", func(t *testing.T) {
+		v := newVendor(t, lost, paypalInProgress, paypalInProgress, paypalInProgress,
+			shape{status: http.StatusCreated, body: `{"id":"2GG279541U471931P","status":"COMPLETED"}`})
+		res, err := v.submit(t, paypal...)
+		require.NoError(t, err)
+		require.Equal(t, "2GG279541U471931P", res.ResourceID)
+		v.requireKeys(t, "PayPal-Request-Id", "k", 5)
+	})
+	t.Run("paypal, to a key nothing of ours used", func(t *testing.T) {
+		v := newVendor(t, paypalInProgress)
+		res, err := v.submit(t, paypal...)
+		requireForeignKey(t, res, err)
+		v.requireKeys(t, "PayPal-Request-Id", "k", 1)
+	})
+
+	t.Run("an ordinary 422 stays a failure", func(t *testing.T) {
+		v := newVendor(t, shape{status: http.StatusUnprocessableEntity,
+			body: `{"status":422,"errorCode":"101","message":"Invalid card number","errorType":"validation"}`})
+		res, err := v.submit(t)
+		require.ErrorIs(t, err, idem.ErrFailed)
+		require.Equal(t, idem.StateFailed, res.State)
+		v.requireKeys(t, "Idempotency-Key", "k", 1)
+	})
+}
