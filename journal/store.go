@@ -659,7 +659,7 @@ func (u *updateOp) run(v *view, req *request) error {
 	if cur == nil {
 		return ErrNotFound
 	}
-	r, body, err := decodeBody(cur)
+	r, body, header, err := decodeStored(cur)
 	if err != nil {
 		return err
 	}
@@ -686,8 +686,8 @@ func (u *updateOp) run(v *view, req *request) error {
 	// map in place): equal encoded headers are equal headers. Only
 	// when they differ is the stored one decoded again, so that
 	// validateChange reports the first rule broken, as ever.
-	enc := encode(nil, r)
-	if bytes.Equal(encodedHeader(enc), encodedHeader(cur)) {
+	enc, encHeader := encodeHeader(nil, r)
+	if bytes.Equal(encHeader, header) {
 		was.Header = r.Header
 	} else if old, err := decode(cur); err == nil {
 		was.Header = old.Header
