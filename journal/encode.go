@@ -2,7 +2,6 @@ package journal
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"net/http"
 	"slices"
 	"time"
@@ -98,9 +97,18 @@ func encode(dst []byte, r *Record) []byte {
 // (appendHeader), a slice of the record's: what encodedHeader would find
 // in it, without reading the record again.
 func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
-	// Exactly the size: an estimate with room to spare put a record with
-	// a 1 KiB body in the allocator's next size class up.
-	dst = slices.Grow(dst, encodedSize(r))
+	size := 3 + 1 + len(r.Review) + len(r.Scope) + len(r.Key) + len(r.Ref) + len(r.Method) +
+		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts) + 1 + 64*len(r.Confirmations) + len(r.Trace) + 1
+	for k, vs := range r.Header {
+		size += len(k) + 2
+		for _, v := range vs {
+			size += len(v) + 2
+		}
+	}
+	if r.Result != nil {
+		size += len(r.Result.ResourceID) + len(r.Result.Body) + len(r.Result.Reason) + 16
+	}
+	dst = slices.Grow(dst, size)
 
 	dst = append(dst, magic0, magic1, recordVersion, stateCode(r.State))
 	dst = appendString(dst, r.Review)
@@ -183,65 +191,6 @@ func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
 	dst = appendConfirmations(dst, r.Confirmations) // version 3
 	dst = appendString(dst, r.Trace)                // version 3
 	return dst, dst[hs:he:he]
-}
-
-// encodedSize is the length of r's encoding (encode).
-func encodedSize(r *Record) int {
-	n := 4 + stringSize(r.Review) + stringSize(r.Scope) + stringSize(r.Key) + stringSize(r.Ref) +
-		stringSize(r.Method) + stringSize(r.URL) + stringSize(r.QueryURL) +
-		uvarintSize(uint64(len(r.Header))) + uvarintSize(uint64(len(r.Body))) + len(r.Body) + 32 +
-		uvarintSize(uint64(len(r.Attempts))) + 1 + 1
-	for k, vs := range r.Header {
-		n += stringSize(k) + uvarintSize(uint64(len(vs)))
-		for _, v := range vs {
-			n += stringSize(v)
-		}
-	}
-	for i := range r.Attempts {
-		a := &r.Attempts[i]
-		n += varintSize(int64(a.Number)) + 1 + timeSize(a.Start) + 1 + varintSize(int64(a.Status)) +
-			stringSize(a.Err) + varintSize(int64(a.RetryAfter)) + varintSize(int64(a.Duration))
-		switch a.Kind {
-		case "", AttemptSubmit, AttemptQuery:
-		default:
-			n += stringSize(string(a.Kind))
-		}
-	}
-	if res := r.Result; res != nil {
-		n += stringSize(res.ResourceID) + varintSize(int64(res.StatusCode)) +
-			uvarintSize(uint64(len(res.Body))) + len(res.Body) + stringSize(res.Reason)
-	}
-	if m := r.Resolved; m != nil {
-		n += stringSize(m.By) + stringSize(m.Reason) + timeSize(m.At) + 1
-	}
-	n += timeSize(r.Created) + timeSize(r.FirstSent) + timeSize(r.Updated) + timeSize(r.Settled) + timeSize(r.NextDue)
-	n += uvarintSize(uint64(len(r.Confirmations)))
-	for i := range r.Confirmations {
-		n += confirmationSize(&r.Confirmations[i])
-	}
-	return n + stringSize(r.Trace)
-}
-
-// confirmationSize is the length of c's encoding (appendConfirmations).
-func confirmationSize(c *Confirmation) int {
-	return 1 + stringSize(c.ResourceID) + stringSize(c.Source) + stringSize(c.EventID) + stringSize(c.Reason) +
-		varintSize(int64(c.StatusCode)) + timeSize(c.At) + 1
-}
-
-func uvarintSize(v uint64) int { return (bits.Len64(v|1) + 6) / 7 }
-
-func varintSize(v int64) int {
-	u := uint64(v) << 1 // zig-zag, as binary.AppendVarint
-	if v < 0 {
-		u = ^u
-	}
-	return uvarintSize(u)
-}
-
-func stringSize(s string) int { return uvarintSize(uint64(len(s))) + len(s) }
-
-func timeSize(t time.Time) int {
-	return varintSize(t.Unix()+secondsToYear1) + uvarintSize(uint64(t.Nanosecond()))
 }
 
 func appendString(dst []byte, s string) []byte {
