@@ -89,6 +89,14 @@ const (
 // encode appends the encoding of r to dst. It never fails: validate has
 // already rejected what the format cannot hold.
 func encode(dst []byte, r *Record) []byte {
+	dst, _ = encodeHeader(dst, r)
+	return dst
+}
+
+// encodeHeader is encode that also returns the request header's encoding
+// (appendHeader), a slice of the record's: what encodedHeader would find
+// in it, without reading the record again.
+func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
 	size := 3 + 1 + len(r.Review) + len(r.Scope) + len(r.Key) + len(r.Ref) + len(r.Method) +
 		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts) + 1 + 64*len(r.Confirmations) + len(r.Trace) + 1
 	for k, vs := range r.Header {
@@ -110,7 +118,9 @@ func encode(dst []byte, r *Record) []byte {
 	dst = appendString(dst, r.Method)
 	dst = appendString(dst, r.URL)
 	dst = appendString(dst, r.QueryURL)
+	hs := len(dst)
 	dst = appendHeader(dst, r.Header)
+	he := len(dst)
 	dst = appendBytes(dst, r.Body)
 	dst = append(dst, r.BodySHA[:]...)
 
@@ -180,7 +190,7 @@ func encode(dst []byte, r *Record) []byte {
 	dst = appendTime(dst, r.NextDue)
 	dst = appendConfirmations(dst, r.Confirmations) // version 3
 	dst = appendString(dst, r.Trace)                // version 3
-	return dst
+	return dst, dst[hs:he:he]
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -229,16 +239,16 @@ func appendHeader(dst []byte, h http.Header) []byte {
 // and it allocates no more than a small multiple of len(b): every count
 // and length is checked against the bytes that remain.
 func decode(b []byte) (*Record, error) {
-	r, _, err := decodeBody(b)
+	r, _, _, err := decodeStored(b)
 	return r, err
 }
 
-// decodeBody is decode that also returns the stored body: a slice of b,
-// not a copy.
-func decodeBody(b []byte) (*Record, []byte, error) {
+// decodeStored is decode that also returns the stored body and the request
+// header's encoding (encodedHeader's): slices of b, not copies.
+func decodeStored(b []byte) (r *Record, body, header []byte, err error) {
 	d := decoder{b: b}
 	d.header()
-	r := &Record{State: d.state()}
+	r = &Record{State: d.state()}
 	if d.err == nil && !r.State.Valid() {
 		d.fail("invalid state")
 	}
@@ -250,8 +260,10 @@ func decodeBody(b []byte) (*Record, []byte, error) {
 	r.Method = d.string()
 	r.URL = d.string()
 	r.QueryURL = d.string()
+	hs := len(b) - len(d.b)
 	r.Header = d.httpHeader()
-	body := d.take(d.length())
+	header = b[hs : len(b)-len(d.b)]
+	body = d.take(d.length())
 	r.Body = cloneBytes(body)
 	copy(r.BodySHA[:], d.take(32))
 
@@ -323,9 +335,9 @@ func decodeBody(b []byte) (*Record, []byte, error) {
 		d.fail("trailing bytes")
 	}
 	if d.err != nil {
-		return nil, nil, d.err
+		return nil, nil, nil, d.err
 	}
-	return r, body, nil
+	return r, body, header, nil
 }
 
 // encodedHeader returns the request header's bytes in the encoding b

@@ -183,10 +183,11 @@ type view struct {
 // it indexes them.
 const stagedScan = 16
 
-func (s *Store) newView() *view {
-	v := &view{s: s}
+// reset makes v an empty view of s, keeping nothing of its last round
+// but its first array (cleared).
+func (v *view) reset(s *Store) {
+	*v = view{s: s}
 	v.order = v.first[:0]
-	return v
 }
 
 // get returns the current encoding of the record rk, or nil; the caller

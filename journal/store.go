@@ -458,6 +458,11 @@ func (s *Store) Close() error {
 
 // write queues run for the committer and waits for its commit.
 func (s *Store) write(ctx context.Context, run func(*view, *request) error) error {
+	return s.do(ctx, &request{run: run})
+}
+
+// do queues r for the committer and waits for its commit.
+func (s *Store) do(ctx context.Context, r *request) error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
@@ -470,7 +475,6 @@ func (s *Store) write(ctx context.Context, run func(*view, *request) error) erro
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{run: run}
 	// Once queued, the write is carried out even if ctx ends: it may
 	// already be committed.
 	if err := s.c.do(r); err != nil {
@@ -548,32 +552,12 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	if err := validate(stored); err != nil {
 		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
-	rk := recordKey(stored.Scope, stored.Key)
-	enc := encode(nil, stored)
-	// What the write hands back, in one variable: every variable the
-	// closure assigns is a heap allocation of its own.
-	var out struct {
-		existing []byte
-		lease    Lease
-	}
-	err := s.write(ctx, func(v *view, req *request) error {
-		req.claim = nil
-		cur, err := v.get(rk)
-		if err != nil {
-			return err
-		}
-		if cur != nil {
-			out.existing = slices.Clone(cur)
-			return ErrExists
-		}
-		v.put(rk, stored, enc)
-		if claim != nil {
-			req.claim, req.lease = claim, &out.lease
-		}
-		return nil
-	})
+	w := &createOp{rk: recordKey(stored.Scope, stored.Key), stored: stored, claim: claim}
+	w.enc = encode(nil, stored)
+	w.op = w
+	err := s.do(ctx, &w.request)
 	if errors.Is(err, ErrExists) {
-		old, derr := decode(out.existing)
+		old, derr := decode(w.existing)
 		if derr != nil {
 			return nil, Lease{}, errorf("journal: create: existing record: %w", derr)
 		}
@@ -582,7 +566,38 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	if err != nil {
 		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
-	return stored, out.lease, nil
+	return stored, w.granted, nil
+}
+
+// createOp is a create's write: the request, what its run reads, and what
+// it hands back, in one allocation.
+type createOp struct {
+	request
+	rk     []byte
+	stored *Record
+	enc    []byte
+	claim  *Lease
+	// existing is a copy of the record already stored under rk
+	// (ErrExists); granted is the lease the commit granted with claim.
+	existing []byte
+	granted  Lease
+}
+
+func (w *createOp) run(v *view, req *request) error {
+	req.claim = nil
+	cur, err := v.get(w.rk)
+	if err != nil {
+		return err
+	}
+	if cur != nil {
+		w.existing = slices.Clone(cur)
+		return ErrExists
+	}
+	v.put(w.rk, w.stored, w.enc)
+	if w.claim != nil {
+		req.claim, req.lease = w.claim, &w.granted
+	}
+	return nil
 }
 
 // Get returns the record with the given scope and key, or an error
@@ -645,65 +660,78 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
-	rk := recordKey(scope, key)
-	var stored *Record
-	err = s.write(ctx, func(v *view, req *request) error {
-		cur, err := v.get(rk)
-		if err != nil {
-			return err
-		}
-		if cur == nil {
-			return ErrNotFound
-		}
-		r, body, err := decodeBody(cur)
-		if err != nil {
-			return err
-		}
-		if r.State.Terminal() {
-			return ErrTerminal
-		}
-		was := *r       // shallow: fields fn could change in place are copied next
-		was.Body = body // the stored bytes, valid until the round ends
-		if r.Resolved != nil {
-			res := *r.Resolved
-			was.Resolved = &res
-		}
-		was.Confirmations = slices.Clone(r.Confirmations)
-		if leased {
-			if err := s.leases.check(lease); err != nil {
-				return err
-			}
-		}
-		if req.panicked, err = protect(fn, r); err != nil {
-			return err
-		}
-		// The header is checked on the encodings, which sort it, rather
-		// than on a copy of the map taken before fn (which may change the
-		// map in place): equal encoded headers are equal headers. Only
-		// when they differ is the stored one decoded again, so that
-		// validateChange reports the first rule broken, as ever.
-		enc := encode(nil, r)
-		if bytes.Equal(encodedHeader(enc), encodedHeader(cur)) {
-			was.Header = r.Header
-		} else if old, err := decode(cur); err == nil {
-			was.Header = old.Header
-		} else {
-			return err
-		}
-		if err := validateChange(&was, r); err != nil {
-			return err
-		}
-		v.put(rk, r, enc)
-		stored = r
-		return nil
-	})
-	if err != nil {
+	u := &updateOp{s: s, rk: recordKey(scope, key), fn: fn, lease: lease, leased: leased}
+	u.op = u
+	if err := s.do(ctx, &u.request); err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
-	s.settledUnder(ctx, stored)
+	s.settledUnder(ctx, u.stored)
 	// The record fn changed is the caller's: the Store kept only its
 	// encoding (v.put), so it is handed back rather than copied again.
-	return asStored(stored), nil
+	return asStored(u.stored), nil
+}
+
+// updateOp is an Update's write: the request, what its run reads, and the
+// record it stored, in one allocation.
+type updateOp struct {
+	request
+	s      *Store
+	rk     []byte
+	fn     func(*Record) error
+	lease  Lease // the caller's, checked in the commit when leased
+	leased bool
+	stored *Record
+}
+
+func (u *updateOp) run(v *view, req *request) error {
+	cur, err := v.get(u.rk)
+	if err != nil {
+		return err
+	}
+	if cur == nil {
+		return ErrNotFound
+	}
+	r, body, header, err := decodeStored(cur)
+	if err != nil {
+		return err
+	}
+	if r.State.Terminal() {
+		return ErrTerminal
+	}
+	was := *r       // shallow: fields fn could change in place are copied next
+	was.Body = body // the stored bytes, valid until the round ends
+	if r.Resolved != nil {
+		res := *r.Resolved
+		was.Resolved = &res
+	}
+	was.Confirmations = slices.Clone(r.Confirmations)
+	if u.leased {
+		if err := u.s.leases.check(u.lease); err != nil {
+			return err
+		}
+	}
+	if req.panicked, err = protect(u.fn, r); err != nil {
+		return err
+	}
+	// The header is checked on the encodings, which sort it, rather
+	// than on a copy of the map taken before fn (which may change the
+	// map in place): equal encoded headers are equal headers. Only
+	// when they differ is the stored one decoded again, so that
+	// validateChange reports the first rule broken, as ever.
+	enc, encHeader := encodeHeader(nil, r)
+	if bytes.Equal(encHeader, header) {
+		was.Header = r.Header
+	} else if old, err := decode(cur); err == nil {
+		was.Header = old.Header
+	} else {
+		return err
+	}
+	if err := validateChange(&was, r); err != nil {
+		return err
+	}
+	v.put(u.rk, r, enc)
+	u.stored = r
+	return nil
 }
 
 // Resolve settles a record by hand, as m says: it sets the state, the
