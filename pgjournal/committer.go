@@ -125,8 +125,13 @@ func newCommitter(s *Store) *committer {
 // journal.ErrClosed, without running it, once stop has been called. A
 // panic of r's function is raised again here, on its caller's goroutine.
 func (c *committer) do(r *request) (*journal.Record, error) {
-	if !c.q.Do(r) {
+	switch err := c.q.DoContext(r.ctx, r); {
+	case errors.Is(err, groupcommit.ErrStopped):
 		return nil, errorf("%s %q: %w", r.op, r.key, journal.ErrClosed)
+	case err != nil:
+		// Its bound ended while it waited for the rounds ahead: no round
+		// took it, so nothing of it was sent.
+		return nil, errorf("%s %q: %w", r.op, r.key, &cutError{op: r.op, queued: true, cause: context.Cause(r.ctx), ctxErr: err, err: err})
 	}
 	if r.panicked != nil {
 		panic(r.panicked)

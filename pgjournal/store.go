@@ -551,6 +551,7 @@ func callErr(ctx context.Context, op string, err error, committing bool) error {
 type cutError struct {
 	op     string // create, update, claim, ...
 	sent   bool   // the COMMIT had been sent
+	queued bool   // it ended while the write waited for the rounds ahead
 	cause  error  // the context's cause: a callTimeout when the bound ended it
 	ctxErr error  // the context's error
 	err    error  // pgx's
@@ -561,6 +562,12 @@ func (e *cutError) Error() string {
 	var ct callTimeout
 	if errors.As(e.cause, &ct) {
 		what = ct.Error()
+	}
+	if e.queued {
+		what = "the call's context ended (" + e.cause.Error() + ") while the write waited for the journal's writes queued ahead of it"
+		if errors.As(e.cause, &ct) {
+			what = fmt.Sprintf("the write waited for the journal's writes queued ahead of it past the call timeout (WithCallTimeout: %v)", time.Duration(ct))
+		}
 	}
 	record := e.op == "create" || e.op == "update" || e.op == "resolve" || e.op == "confirm"
 	switch {
