@@ -208,7 +208,7 @@ func WithSchema(name string) Option {
 // answering (its host gone, packets dropped: no reset, no error, nothing
 // statement_timeout can end) would hold Do, Submit, Resume and Run for
 // ever. A call the bound ends fails with an error matching
-// context.DeadlineExceeded; a write's names WithCallTimeout. Ended
+// context.DeadlineExceeded and names WithCallTimeout. Ended
 // before its COMMIT was sent (waiting for a locked row, a connection of
 // the pool, or the rounds queued ahead), a write wrote nothing, and says
 // so: the client reports nothing journaled for a create, and an
@@ -540,6 +540,17 @@ func callErr(ctx context.Context, op string, err error, committing bool) error {
 	return err
 }
 
+// readErr is err, the error of a read made with ctx, its bounded context
+// (see bound), saying what to do when the Store's bound ended it.
+func readErr(ctx context.Context, err error) error {
+	var ct callTimeout
+	if err == nil || !errors.As(context.Cause(ctx), &ct) {
+		return err
+	}
+	return fmt.Errorf("%w: the read changed nothing; call again once the database answers, "+
+		"or raise WithCallTimeout if the database is only slow (%w)", ct, err)
+}
+
 // A cutError is the error of a write call whose context ended (the
 // Store's bound, WithCallTimeout, or the caller's context) before the
 // database answered it: before its COMMIT was sent, when nothing was
@@ -717,7 +728,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*journal.Record, er
 	defer cancel()
 	r, err := s.get(ctx, s.pool, scope, key)
 	if err != nil {
-		return nil, errorf("get %q: %w", key, err)
+		return nil, errorf("get %q: %w", key, readErr(ctx, err))
 	}
 	return r, nil
 }
@@ -868,7 +879,8 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, journal.ErrNotFound)
 	}
 	if err != nil {
-		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
+		// Not claimed: the claim's statement took no lease.
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, readErr(ctx, err))
 	}
 	r, err := journal.DecodeRecord(data)
 	if err != nil {
