@@ -51,6 +51,19 @@
 // must agree with the primary's to well within a lease (NTP), as the
 // replicas' need not.
 //
+// # Behind a connection pooler
+//
+// Behind PgBouncer in transaction mode (or any pooler that hands each
+// transaction to whichever server connection is free), add
+// default_query_exec_mode=exec to the DSN (or, with New, set the pool's
+// ConnConfig.DefaultQueryExecMode to pgx.QueryExecModeExec): pgx's
+// default caches prepared statements per connection, which such a pooler
+// does not keep (PgBouncer before 1.21, or without
+// max_prepared_statements), and calls then fail, unmade, with an error
+// that says so. The Store keeps no state in a session between its
+// transactions (its lock and statement timeouts, and Migrate's lock, are
+// each transaction's own), so nothing else needs setting.
+//
 // # Tools, tests and harnesses
 //
 // An operator tool opens the live journal with Open and reads it with
@@ -72,6 +85,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -606,11 +620,22 @@ func (e *cutError) Unwrap() []error {
 	return []error{e.ctxErr, e.err}
 }
 
-// schemaErr tells a missing schema (Migrate not run) from other errors.
+// schemaErr tells a missing schema (Migrate not run) and prepared
+// statements that vanished from other errors.
 func schemaErr(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+	switch {
+	case !errors.As(err, &pgErr):
+	case pgErr.Code == "42P01" || pgErr.Code == "3F000":
 		return fmt.Errorf("%w (%s)", ErrNotMigrated, pgErr.Message)
+	case (pgErr.Code == "26000" || pgErr.Code == "42P05") && strings.Contains(pgErr.Message, "stmtcache_"):
+		// pgx's statement cache (its default exec mode) behind a pooler
+		// in transaction mode: the statements it prepared on one server
+		// connection are missing on the next, or another client's are
+		// there under the same name. The statement was refused, unrun.
+		return fmt.Errorf("%w: the statements pgx prepared on the connection are gone or clash, as behind a pooler in transaction mode "+
+			"(PgBouncer before 1.21, or without max_prepared_statements): add default_query_exec_mode=exec to the DSN, "+
+			"or give New a pool whose ConnConfig.DefaultQueryExecMode is pgx.QueryExecModeExec", err)
 	}
 	return err
 }
