@@ -62,6 +62,11 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return errorf("migrate: %w", err)
 	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return errorf("migrate: %w", err)
+	}
+	defer conn.Release()
 	schema := pgx.Identifier{s.schema}.Sanitize()
 	versions := pgx.Identifier{s.schema, "schema_version"}.Sanitize()
 	// The lock is each transaction's (pg_advisory_xact_lock), never the
@@ -83,7 +88,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return current, err
 	}
 	var current int
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) (err error) {
 		current, err = locked(tx)
 		return err
 	})
@@ -97,7 +102,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if m.version <= current {
 			continue
 		}
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 			// Made meanwhile by another replica's Migrate?
 			now, err := locked(tx)
 			if err != nil || now >= m.version {
