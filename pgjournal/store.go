@@ -620,14 +620,21 @@ func (e *cutError) Unwrap() []error {
 	return []error{e.ctxErr, e.err}
 }
 
-// schemaErr tells a missing schema (Migrate not run) and prepared
-// statements that vanished from other errors.
+// schemaErr tells a missing schema (Migrate not run), a database that
+// accepts no writes and prepared statements that vanished from other
+// errors, and says what to do.
 func schemaErr(err error) error {
 	var pgErr *pgconn.PgError
 	switch {
 	case !errors.As(err, &pgErr):
 	case pgErr.Code == "42P01" || pgErr.Code == "3F000":
 		return fmt.Errorf("%w (%s)", ErrNotMigrated, pgErr.Message)
+	case pgErr.Code == "25006":
+		// A standby, or a primary demoted in a failover. The statement
+		// was refused, so its transaction committed nothing.
+		return fmt.Errorf("%w: the database accepts no writes (a standby, or a failover under way): nothing was written; "+
+			"try again once the primary answers, and list every host in the DSN with target_session_attrs=read-write, "+
+			"so that new connections reach the primary", err)
 	case (pgErr.Code == "26000" || pgErr.Code == "42P05") && strings.Contains(pgErr.Message, "stmtcache_"):
 		// pgx's statement cache (its default exec mode) behind a pooler
 		// in transaction mode: the statements it prepared on one server
