@@ -496,7 +496,13 @@ func (s *Store) execBounded(ctx context.Context, op, sql string, args ...any) (t
 // COMMIT costs a round trip of its own.
 func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (committing bool, err error) {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
+	// Whatever the database's or role's default_transaction_isolation:
+	// the fencing (version and token in each UPDATE's WHERE clause) is
+	// made for READ COMMITTED, whose UPDATE judges the row as committed
+	// when it gets to it. Under REPEATABLE READ or SERIALIZABLE a row
+	// another replica wrote meanwhile fails the transaction (40001)
+	// instead of being read again.
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(setLockWait)
 	queue(b)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
