@@ -23,22 +23,11 @@ func TestQueuedWriteLeavesAtDeadline(t *testing.T) {
 	s := openStore(t)
 	mustCreate(t, s, "short", "bounded")
 	g := holdRound(t, s)
-	review := func(r *journal.Record) error {
-		r.Review = "queued"
-		return nil
-	}
-	type call struct {
-		err  error
-		took time.Duration
-	}
-	start := func(ctx context.Context, key string) <-chan call {
-		done := make(chan call, 1)
-		go func() {
-			begin := time.Now()
-			_, err := s.Update(ctx, "acct", key, review)
-			done <- call{err, time.Since(begin)}
-		}()
-		return done
+	start := func(ctx context.Context, key string) <-chan timedCall {
+		return timed(func() error {
+			_, err := s.Update(ctx, "acct", key, reviewing("queued"))
+			return err
+		})
 	}
 	const deadline = 300 * time.Millisecond
 	dctx, cancel := context.WithTimeout(ctx, deadline)
@@ -50,13 +39,13 @@ func TestQueuedWriteLeavesAtDeadline(t *testing.T) {
 
 	for _, w := range []struct {
 		name  string
-		done  <-chan call
+		done  <-chan timedCall
 		bound time.Duration
 	}{
 		{"Update() with a deadline", short, deadline},
 		{"Update() with a context that never ends", bounded, pgjournal.DefaultCallTimeout},
 	} {
-		var c call
+		var c timedCall
 		select {
 		case c = <-w.done:
 		case <-time.After(w.bound + 5*time.Second):
@@ -77,5 +66,30 @@ func TestQueuedWriteLeavesAtDeadline(t *testing.T) {
 		r, err := s.Get(ctx, "acct", k)
 		require.NoError(t, err)
 		require.Empty(t, r.Review, "%s: a write that left the queue was made", k)
+	}
+}
+
+// timedCall is a call's error and how long it took.
+type timedCall struct {
+	err  error
+	took time.Duration
+}
+
+// timed makes call on a goroutine of its own and sends its outcome.
+func timed(call func() error) <-chan timedCall {
+	done := make(chan timedCall, 1)
+	go func() {
+		begin := time.Now()
+		err := call()
+		done <- timedCall{err, time.Since(begin)}
+	}()
+	return done
+}
+
+// reviewing is an Update function that sets the record's Review.
+func reviewing(text string) func(*journal.Record) error {
+	return func(r *journal.Record) error {
+		r.Review = text
+		return nil
 	}
 }

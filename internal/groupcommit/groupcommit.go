@@ -59,7 +59,9 @@ type Queue[R Request] struct {
 	// leaves the rest to the next leader.
 	Max int
 	// Commit carries out a round, on the leader's goroutine, and releases
-	// every request of it. A function of a caller's that it calls may
+	// every request of it: there, or later on goroutines of its own,
+	// while the next round runs (the leader's writer returns when Commit
+	// does). A function of a caller's that it calls may
 	// call runtime.Goexit (t.FailNow in a test): Commit must then have
 	// written nothing for the requests it has not released.
 	Commit func(round []R)
