@@ -112,6 +112,9 @@ type committer struct {
 	q                    groupcommit.Queue[*request]
 	read, insert, update form
 	rounds               atomic.Int64 // transactions attempted, for tests
+	// others counts the goroutines of alone, which may outlast their
+	// round.
+	others sync.WaitGroup
 }
 
 func newCommitter(s *Store) *committer {
@@ -125,8 +128,13 @@ func newCommitter(s *Store) *committer {
 // journal.ErrClosed, without running it, once stop has been called. A
 // panic of r's function is raised again here, on its caller's goroutine.
 func (c *committer) do(r *request) (*journal.Record, error) {
-	if !c.q.Do(r) {
+	switch err := c.q.DoContext(r.ctx, r); {
+	case errors.Is(err, groupcommit.ErrStopped):
 		return nil, errorf("%s %q: %w", r.op, r.key, journal.ErrClosed)
+	case err != nil:
+		// Its bound ended while it waited for the rounds ahead: no round
+		// took it, so nothing of it was sent.
+		return nil, errorf("%s %q: %w", r.op, r.key, &cutError{op: r.op, queued: true, cause: context.Cause(r.ctx), ctxErr: err, err: err})
 	}
 	if r.panicked != nil {
 		panic(r.panicked)
@@ -135,8 +143,12 @@ func (c *committer) do(r *request) (*journal.Record, error) {
 }
 
 // stop makes every later write fail with journal.ErrClosed and waits
-// until the writes already queued are answered.
-func (c *committer) stop() { c.q.Stop() }
+// until the writes already queued, and those alone still carries out,
+// are answered.
+func (c *committer) stop() {
+	c.q.Stop()
+	c.others.Wait()
+}
 
 // abandon fails a request of a round whose leader a caller's function
 // ended with runtime.Goexit (t.FailNow in a test), between two
@@ -188,7 +200,7 @@ func (c *committer) commit(round []*request) {
 			r.Release()
 			return
 		}
-		c.alone(pending)
+		c.alone(pending, round[0])
 		return
 	}
 }
@@ -199,8 +211,11 @@ func (c *committer) commit(round []*request) {
 // holds, and in a row those waits added up past a caller's bound
 // (WithCallTimeout) on a healthy database, failing a write that a lock
 // wait alone would not have. Writes of different records run at once;
-// those of one record keep their order.
-func (c *committer) alone(reqs []*request) {
+// those of one record keep their order. It returns once lead's request
+// (the leader's own, first of its round) is answered, or at once if it
+// is not among reqs: the leader's caller is not held by the others' lock
+// waits, which go on meanwhile (stop waits for them).
+func (c *committer) alone(reqs []*request, lead *request) {
 	groups := make(map[rowKey][]*request, len(reqs))
 	var order []rowKey
 	for _, r := range reqs {
@@ -210,10 +225,16 @@ func (c *committer) alone(reqs []*request) {
 		}
 		groups[k] = append(groups[k], r)
 	}
-	var wg sync.WaitGroup
+	var own chan struct{} // closed once lead's request is answered
 	for _, k := range order {
-		wg.Add(1)
-		go func(rs []*request) {
+		rs := groups[k]
+		var first chan struct{}
+		if rs[0] == lead { // first of the round, so first of its record's
+			first = make(chan struct{})
+			own = first
+		}
+		c.others.Add(1)
+		go func() {
 			n := 0
 			defer func() {
 				// Ended by runtime.Goexit in a caller's function (t.FailNow
@@ -221,14 +242,22 @@ func (c *committer) alone(reqs []*request) {
 				for _, r := range rs[n:] {
 					abandon(r)
 				}
-				wg.Done()
+				if first != nil && n == 0 {
+					close(first)
+				}
+				c.others.Done()
 			}()
 			for ; n < len(rs); n++ {
 				c.commit(rs[n : n+1])
+				if first != nil && n == 0 {
+					close(first)
+				}
 			}
-		}(groups[k])
+		}()
 	}
-	wg.Wait()
+	if own != nil {
+		<-own
+	}
 }
 
 // roundContext is the context of a round's statements: it ends only when

@@ -49,8 +49,8 @@ func loadMigrations() ([]migration, error) {
 const SchemaVersion = 1
 
 // Migrate creates the journal's schema, or brings it up to SchemaVersion,
-// each step in its own transaction, and records the version reached. It
-// holds a PostgreSQL advisory lock (per schema) while it works, so
+// each step in its own transaction, and records the version reached. Each
+// of its transactions holds a PostgreSQL advisory lock (per schema), so
 // replicas starting at once may all call it: one migrates, the others
 // wait and then find nothing to do. A schema newer than this build is an
 // error: upgrade idem. Run it at start-up, before the Client.
@@ -67,25 +67,32 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return errorf("migrate: %w", err)
 	}
 	defer conn.Release()
-	lock := lockID(s.schema)
-	// Session-level: held across the steps' transactions.
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, lock); err != nil {
-		return errorf("migrate: advisory lock: %w", err)
-	}
-	defer func() {
-		// A failed unlock (a broken connection) ends with the session.
-		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, lock)
-	}()
 	schema := pgx.Identifier{s.schema}.Sanitize()
 	versions := pgx.Identifier{s.schema, "schema_version"}.Sanitize()
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
-		return errorf("migrate: create schema %s: %w", schema, err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+versions+` (version int NOT NULL)`); err != nil {
-		return errorf("migrate: %w", err)
+	// The lock is each transaction's (pg_advisory_xact_lock), never the
+	// session's: behind a pooler in transaction mode (PgBouncer) a
+	// session's lock outlives the transaction on a server connection
+	// that other clients then share, and hold it through, and that the
+	// unlock may never reach (a later Migrate waits for it for ever).
+	locked := func(tx pgx.Tx) (current int, err error) {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockID(s.schema)); err != nil {
+			return 0, fmt.Errorf("advisory lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+			return 0, fmt.Errorf("create schema %s: %w", schema, err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+versions+` (version int NOT NULL)`); err != nil {
+			return 0, err
+		}
+		err = tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+versions).Scan(&current)
+		return current, err
 	}
 	var current int
-	if err := conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+versions).Scan(&current); err != nil {
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) (err error) {
+		current, err = locked(tx)
+		return err
+	})
+	if err != nil {
 		return errorf("migrate: %w", err)
 	}
 	if current > SchemaVersion {
@@ -96,10 +103,15 @@ func (s *Store) Migrate(ctx context.Context) error {
 			continue
 		}
 		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			// Made meanwhile by another replica's Migrate?
+			now, err := locked(tx)
+			if err != nil || now >= m.version {
+				return err
+			}
 			if _, err := tx.Exec(ctx, strings.ReplaceAll(m.sql, "{{schema}}", schema)); err != nil {
 				return err
 			}
-			_, err := tx.Exec(ctx, `INSERT INTO `+versions+` (version) VALUES ($1)`, m.version)
+			_, err = tx.Exec(ctx, `INSERT INTO `+versions+` (version) VALUES ($1)`, m.version)
 			return err
 		})
 		if err != nil {

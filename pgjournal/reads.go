@@ -46,7 +46,7 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error)
 	for {
 		page, dues, err := s.openPage(ctx, afterDue, afterScope, afterKey)
 		if err != nil {
-			return errorf("for each open: %w", err)
+			return errorf("for each open: %w", err) // named by openPage
 		}
 		for i, r := range page {
 			afterDue, afterScope, afterKey = dues[i], r.Scope, r.Key
@@ -79,7 +79,7 @@ func (s *Store) openPage(ctx context.Context, afterDue int64, afterScope, afterK
 		ORDER BY next_due_ns, scope, key LIMIT $4`,
 		afterDue, afterScope, afterKey, openPage)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, readErr(ctx, err)
 	}
 	var data []byte
 	var due int64
@@ -91,7 +91,7 @@ func (s *Store) openPage(ctx context.Context, afterDue int64, afterScope, afterK
 		page, dues = append(page, r), append(dues, due)
 		return nil
 	})
-	return page, dues, err
+	return page, dues, readErr(ctx, err)
 }
 
 // Due returns up to limit open records whose NextDue is not after by; see
@@ -109,11 +109,11 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Re
 	rows, err := s.pool.Query(ctx, `SELECT data FROM `+s.table+` WHERE open AND next_due_ns <= $1
 		ORDER BY next_due_ns, scope, key LIMIT $2`, ns(by), lim)
 	if err != nil {
-		return nil, errorf("due: %w", err)
+		return nil, errorf("due: %w", readErr(ctx, err))
 	}
 	out, err := scanRecords(rows)
 	if err != nil {
-		return nil, errorf("due: %w", err)
+		return nil, errorf("due: %w", readErr(ctx, err))
 	}
 	return out, nil
 }
@@ -163,11 +163,11 @@ func (s *Store) List(ctx context.Context, f journal.Filter) ([]*journal.Record, 
 	}
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, errorf("list: %w", err)
+		return nil, errorf("list: %w", readErr(ctx, err))
 	}
 	out, err := scanRecords(rows)
 	if err != nil {
-		return nil, errorf("list: %w", err)
+		return nil, errorf("list: %w", readErr(ctx, err))
 	}
 	return out, nil
 }
@@ -222,7 +222,7 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	st := journal.Stats{ByState: make(map[journal.State]int)}
 	rows, err := s.pool.Query(ctx, `SELECT state, count(*), count(*) FILTER (WHERE review) FROM `+s.table+` GROUP BY state`)
 	if err != nil {
-		return journal.Stats{}, errorf("stats: %w", err)
+		return journal.Stats{}, errorf("stats: %w", readErr(ctx, err))
 	}
 	var state string
 	var n, review int
@@ -236,10 +236,10 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 		return nil
 	})
 	if err != nil {
-		return journal.Stats{}, errorf("stats: %w", err)
+		return journal.Stats{}, errorf("stats: %w", readErr(ctx, err))
 	}
 	if err := s.pool.QueryRow(ctx, `SELECT pg_total_relation_size($1::regclass)`, s.table).Scan(&st.FileSize); err != nil {
-		return journal.Stats{}, errorf("stats: %w", err)
+		return journal.Stats{}, errorf("stats: %w", readErr(ctx, err))
 	}
 	return st, nil
 }

@@ -51,6 +51,19 @@
 // must agree with the primary's to well within a lease (NTP), as the
 // replicas' need not.
 //
+// # Behind a connection pooler
+//
+// Behind PgBouncer in transaction mode (or any pooler that hands each
+// transaction to whichever server connection is free), add
+// default_query_exec_mode=exec to the DSN (or, with New, set the pool's
+// ConnConfig.DefaultQueryExecMode to pgx.QueryExecModeExec): pgx's
+// default caches prepared statements per connection, which such a pooler
+// does not keep (PgBouncer before 1.21, or without
+// max_prepared_statements), and calls then fail, unmade, with an error
+// that says so. The Store keeps no state in a session between its
+// transactions (its lock and statement timeouts, and Migrate's lock, are
+// each transaction's own), so nothing else needs setting.
+//
 // # Tools, tests and harnesses
 //
 // An operator tool opens the live journal with Open and reads it with
@@ -72,6 +85,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -208,7 +222,7 @@ func WithSchema(name string) Option {
 // answering (its host gone, packets dropped: no reset, no error, nothing
 // statement_timeout can end) would hold Do, Submit, Resume and Run for
 // ever. A call the bound ends fails with an error matching
-// context.DeadlineExceeded; a write's names WithCallTimeout. Ended
+// context.DeadlineExceeded and names WithCallTimeout. Ended
 // before its COMMIT was sent (waiting for a locked row, a connection of
 // the pool, or the rounds queued ahead), a write wrote nothing, and says
 // so: the client reports nothing journaled for a create, and an
@@ -482,7 +496,13 @@ func (s *Store) execBounded(ctx context.Context, op, sql string, args ...any) (t
 // COMMIT costs a round trip of its own.
 func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (committing bool, err error) {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
+	// Whatever the database's or role's default_transaction_isolation:
+	// the fencing (version and token in each UPDATE's WHERE clause) is
+	// made for READ COMMITTED, whose UPDATE judges the row as committed
+	// when it gets to it. Under REPEATABLE READ or SERIALIZABLE a row
+	// another replica wrote meanwhile fails the transaction (40001)
+	// instead of being read again.
+	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	b.Queue(setLockWait)
 	queue(b)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
@@ -540,6 +560,17 @@ func callErr(ctx context.Context, op string, err error, committing bool) error {
 	return err
 }
 
+// readErr is err, the error of a read made with ctx, its bounded context
+// (see bound), saying what to do when the Store's bound ended it.
+func readErr(ctx context.Context, err error) error {
+	var ct callTimeout
+	if err == nil || !errors.As(context.Cause(ctx), &ct) {
+		return err
+	}
+	return fmt.Errorf("%w: the read changed nothing; call again once the database answers, "+
+		"or raise WithCallTimeout if the database is only slow (%w)", ct, err)
+}
+
 // A cutError is the error of a write call whose context ended (the
 // Store's bound, WithCallTimeout, or the caller's context) before the
 // database answered it: before its COMMIT was sent, when nothing was
@@ -551,6 +582,7 @@ func callErr(ctx context.Context, op string, err error, committing bool) error {
 type cutError struct {
 	op     string // create, update, claim, ...
 	sent   bool   // the COMMIT had been sent
+	queued bool   // it ended while the write waited for the rounds ahead
 	cause  error  // the context's cause: a callTimeout when the bound ended it
 	ctxErr error  // the context's error
 	err    error  // pgx's
@@ -561,6 +593,12 @@ func (e *cutError) Error() string {
 	var ct callTimeout
 	if errors.As(e.cause, &ct) {
 		what = ct.Error()
+	}
+	if e.queued {
+		what = "the call's context ended (" + e.cause.Error() + ") while the write waited for the journal's writes queued ahead of it"
+		if errors.As(e.cause, &ct) {
+			what = fmt.Sprintf("the write waited for the journal's writes queued ahead of it past the call timeout (WithCallTimeout: %v)", time.Duration(ct))
+		}
 	}
 	record := e.op == "create" || e.op == "update" || e.op == "resolve" || e.op == "confirm"
 	switch {
@@ -588,11 +626,29 @@ func (e *cutError) Unwrap() []error {
 	return []error{e.ctxErr, e.err}
 }
 
-// schemaErr tells a missing schema (Migrate not run) from other errors.
+// schemaErr tells a missing schema (Migrate not run), a database that
+// accepts no writes and prepared statements that vanished from other
+// errors, and says what to do.
 func schemaErr(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+	switch {
+	case !errors.As(err, &pgErr):
+	case pgErr.Code == "42P01" || pgErr.Code == "3F000":
 		return fmt.Errorf("%w (%s)", ErrNotMigrated, pgErr.Message)
+	case pgErr.Code == "25006":
+		// A standby, or a primary demoted in a failover. The statement
+		// was refused, so its transaction committed nothing.
+		return fmt.Errorf("%w: the database accepts no writes (a standby, or a failover under way): nothing was written; "+
+			"try again once the primary answers, and list every host in the DSN with target_session_attrs=read-write, "+
+			"so that new connections reach the primary", err)
+	case (pgErr.Code == "26000" || pgErr.Code == "42P05") && strings.Contains(pgErr.Message, "stmtcache_"):
+		// pgx's statement cache (its default exec mode) behind a pooler
+		// in transaction mode: the statements it prepared on one server
+		// connection are missing on the next, or another client's are
+		// there under the same name. The statement was refused, unrun.
+		return fmt.Errorf("%w: the statements pgx prepared on the connection are gone or clash, as behind a pooler in transaction mode "+
+			"(PgBouncer before 1.21, or without max_prepared_statements): add default_query_exec_mode=exec to the DSN, "+
+			"or give New a pool whose ConnConfig.DefaultQueryExecMode is pgx.QueryExecModeExec", err)
 	}
 	return err
 }
@@ -710,7 +766,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*journal.Record, er
 	defer cancel()
 	r, err := s.get(ctx, s.pool, scope, key)
 	if err != nil {
-		return nil, errorf("get %q: %w", key, err)
+		return nil, errorf("get %q: %w", key, readErr(ctx, err))
 	}
 	return r, nil
 }
@@ -861,7 +917,8 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, journal.ErrNotFound)
 	}
 	if err != nil {
-		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
+		// Not claimed: the claim's statement took no lease.
+		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, readErr(ctx, err))
 	}
 	r, err := journal.DecodeRecord(data)
 	if err != nil {

@@ -7,13 +7,17 @@
 // queue; when the round is done the leader hands the lead to the oldest of
 // them, whose round holds everything that queued during the commit, and
 // returns. A lone writer therefore commits at once, on its own goroutine,
-// with no hand-off to another goroutine and back.
+// with no hand-off to another goroutine and back. A queued writer whose
+// context ends leaves the queue (DoContext): it does not wait for the
+// rounds ahead of it.
 //
 // Journals use it (pgjournal: one PostgreSQL transaction per round);
 // what a round does with its requests is theirs.
 package groupcommit
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"slices"
@@ -55,7 +59,9 @@ type Queue[R Request] struct {
 	// leaves the rest to the next leader.
 	Max int
 	// Commit carries out a round, on the leader's goroutine, and releases
-	// every request of it. A function of a caller's that it calls may
+	// every request of it: there, or later on goroutines of its own,
+	// while the next round runs (the leader's writer returns when Commit
+	// does). A function of a caller's that it calls may
 	// call runtime.Goexit (t.FailNow in a test): Commit must then have
 	// written nothing for the requests it has not released.
 	Commit func(round []R)
@@ -73,6 +79,9 @@ type Queue[R Request] struct {
 	drained chan struct{} // closed when busy ends after Stop
 }
 
+// ErrStopped is DoContext's error after Stop: the request was not run.
+var ErrStopped = errors.New("groupcommit: stopped")
+
 // Do queues r and returns once a round has released it, or false at once,
 // without running r, after Stop.
 //
@@ -82,24 +91,68 @@ type Queue[R Request] struct {
 // round's fate unknown: like the panic of a dedicated committer
 // goroutine, it ends the process.
 func (q *Queue[R]) Do(r R) bool {
+	return q.DoContext(context.Background(), r) == nil
+}
+
+// DoContext is Do, except that r leaves the queue when ctx ends before a
+// round has taken it: DoContext then returns ctx's error at once, and r
+// was not run, not even in part. Queued behind rounds that each wait
+// (for a locked row, say), a writer would otherwise wait for all of them
+// whatever its deadline. Once a round has taken r, DoContext waits for
+// its release, as Do does: the round may be writing it. It returns
+// ErrStopped, without running r, after Stop, and ctx's error, without
+// queuing r, if ctx has ended already.
+func (q *Queue[R]) DoContext(ctx context.Context, r R) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s := r.slot()
 	s.done, s.lead, s.released = make(chan struct{}), false, false
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
-		return false
+		return ErrStopped
 	}
 	q.queue = append(q.queue, r)
 	if q.busy {
 		q.mu.Unlock()
-		<-s.done
+		select {
+		case <-s.done:
+		case <-ctx.Done():
+			if q.leave(s) {
+				return ctx.Err()
+			}
+			<-s.done // taken by a round: its outcome is the round's
+		}
 		if !s.lead {
-			return true
+			return nil
+		}
+		if ctx.Err() != nil && q.leave(s) {
+			return ctx.Err()
 		}
 		q.mu.Lock()
 	}
 	q.busy = true
 	q.lead()
+	return nil
+}
+
+// leave takes s's request out of the queue if no round has taken it yet,
+// and reports whether it did. Handed the lead meanwhile, it hands it on:
+// a writer past its deadline does not lead a round of others' requests.
+func (q *Queue[R]) leave(s *Slot) bool {
+	q.mu.Lock()
+	i := slices.IndexFunc(q.queue, func(r R) bool { return r.slot() == s })
+	if i < 0 {
+		q.mu.Unlock()
+		return false
+	}
+	q.queue = slices.Delete(q.queue, i, i+1)
+	if !s.lead {
+		q.mu.Unlock()
+		return true
+	}
+	q.handOffLocked()
 	return true
 }
 
@@ -150,6 +203,11 @@ func (q *Queue[R]) lead() {
 // clears busy.
 func (q *Queue[R]) handOff() {
 	q.mu.Lock()
+	q.handOffLocked()
+}
+
+// handOffLocked is handOff, called with mu held; it releases mu.
+func (q *Queue[R]) handOffLocked() {
 	if len(q.queue) == 0 {
 		q.busy = false
 		if q.drained != nil {
