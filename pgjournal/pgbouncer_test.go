@@ -24,16 +24,23 @@ import (
 
 // startPgBouncer starts a PgBouncer in transaction mode (the commonest
 // production setup) in front of the test server, on 127.0.0.1, and
-// returns the DSN of a database behind it. Without pgbouncer on PATH the
-// test is skipped (apt-get install pgbouncer: 1.18, whose transaction
-// mode keeps no prepared statement).
+// returns the DSN of a database behind it: IDEM_PGBOUNCER's, or the one on
+// PATH (apt-get install pgbouncer: 1.18, whose transaction mode keeps no
+// prepared statement). Without one the test fails under IDEM_REQUIRE_PG
+// (scripts/postgres.sh installs it), and is skipped otherwise, as every
+// PostgreSQL test is without a server.
 func startPgBouncer(t *testing.T) string {
 	t.Helper()
 	cfg, err := pgconn.ParseConfig(dsn(t))
 	require.NoError(t, err)
-	bin, err := exec.LookPath("pgbouncer")
-	if err != nil {
-		t.Skip("pgbouncer not installed: this test runs one in front of the test server")
+	bin := os.Getenv("IDEM_PGBOUNCER")
+	if bin == "" {
+		if bin, err = exec.LookPath("pgbouncer"); err != nil {
+			if os.Getenv("IDEM_REQUIRE_PG") != "" {
+				t.Fatal("pgbouncer not found, and IDEM_REQUIRE_PG is set: install it (apt-get install pgbouncer) or name it in IDEM_PGBOUNCER; scripts/postgres.sh does both")
+			}
+			t.Skip("pgbouncer not installed: this test runs one in front of the test server")
+		}
 	}
 	dir, err := os.MkdirTemp("", "idem-pgbouncer-")
 	require.NoError(t, err)

@@ -20,6 +20,27 @@ pg_bin() {
   return 1
 }
 
+# pgbouncer_bin prints the path of pgbouncer (the pgjournal tests run one
+# in front of the test server, in transaction mode), installing it from the
+# OS packages when missing and run as root with apt-get.
+pgbouncer_bin() {
+  local b
+  for b in "${PGBOUNCER_BIN:-}" "$(command -v pgbouncer 2>/dev/null)" /usr/sbin/pgbouncer; do
+    if [ -n "$b" ] && [ -x "$b" ]; then echo "$b"; return 0; fi
+  done
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing pgbouncer (tests of the PostgreSQL journal behind a pooler)" >&2
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pgbouncer >/dev/null || return 1
+    # Only the binary is wanted: not a system service listening on 6432.
+    if command -v systemctl >/dev/null; then systemctl disable --now pgbouncer >/dev/null 2>&1 || true; fi
+    for b in "$(command -v pgbouncer 2>/dev/null)" /usr/sbin/pgbouncer; do
+      if [ -n "$b" ] && [ -x "$b" ]; then echo "$b"; return 0; fi
+    done
+  fi
+  echo "the PostgreSQL journal's tests need pgbouncer: install it (e.g. sudo apt-get install pgbouncer) or set IDEM_PGBOUNCER" >&2
+  return 1
+}
+
 pg_start() {
   local bin
   if ! bin=$(pg_bin); then
@@ -51,6 +72,10 @@ pg_start() {
   # The restart test (pgjournal's TestPostgresRestart) starts and stops a
   # PostgreSQL of its own with these binaries.
   export IDEM_PG_BIN="$bin"
+  if [ -z "${IDEM_PGBOUNCER:-}" ]; then
+    IDEM_PGBOUNCER=$(pgbouncer_bin) || return 1
+    export IDEM_PGBOUNCER
+  fi
   echo "PostgreSQL running in $PG_DIR"
 }
 

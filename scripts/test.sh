@@ -3,8 +3,9 @@
 # command. It installs what the tests need from the OS packages (strace,
 # for the syscall fault-injection tests; PostgreSQL, for the pgjournal
 # module, started throwaway by scripts/postgres.sh unless IDEM_PG_DSN is
-# set), then checks formatting, vets every module, and runs every test
-# with the race detector.
+# set; pgbouncer, which one pgjournal test runs in front of it), then
+# checks formatting, vets every module, and runs every test with the race
+# detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/modules.sh
@@ -35,6 +36,12 @@ export IDEM_REQUIRE_PG=1
 if [ -z "${IDEM_PG_BIN:-}" ]; then
   source scripts/postgres.sh
   if b=$(pg_bin); then export IDEM_PG_BIN="$b"; fi
+fi
+# So does the PgBouncer test, with a pgbouncer of its own.
+if [ -z "${IDEM_PGBOUNCER:-}" ]; then
+  source scripts/postgres.sh
+  IDEM_PGBOUNCER=$(pgbouncer_bin)
+  export IDEM_PGBOUNCER
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go'))
