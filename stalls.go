@@ -165,8 +165,9 @@ func (h *hostStalls) isDown(host string) bool {
 // postpone pushes the operations of refs, which Run claimed and did not
 // visit because their host asked for rest, back to the rest's end, or
 // because it looks unreachable, back by about as long as the host has
-// been so (at least the reconcile interval, at most its maximum): the next pass then reaches the other hosts' due operations
-// instead of claiming the same backlog again, and one probe a pass tells
+// been so (at least the reconcile interval, at most its maximum): the
+// next pass then reaches the other hosts' due operations instead of
+// claiming the same backlog again, and one probe a pass tells
 // when the host is back (then bringBack makes them due at once). Only
 // NextDue changes, under the pass's lease: nothing about the operation is
 // decided. One whose host answered later in the pass is left due: the
