@@ -137,13 +137,9 @@ func (d *driver) hold(now time.Time, need time.Duration) error {
 	if d.lease.Expires.After(now.Add(need + d.c.cfg.leaseFor/2)) {
 		return nil
 	}
-	l, err := d.c.store.Renew(d.wctx, d.lease, now.Add(d.c.leaseSpan(need)))
-	for range maxAdoptions {
-		if !errors.Is(err, journal.ErrLeaseLost) || !d.adopt() {
-			break
-		}
-		l, err = d.c.store.Renew(d.wctx, d.lease, now.Add(d.c.leaseSpan(need)))
-	}
+	l, err := adopting(d, func() (journal.Lease, error) {
+		return d.c.store.Renew(d.wctx, d.lease, now.Add(d.c.leaseSpan(need)))
+	})
 	if err != nil {
 		if errors.Is(err, journal.ErrLeaseLost) {
 			return d.lost(err)
@@ -280,6 +276,20 @@ func (h *handovers) take(id opID, wait bool) (journal.Lease, bool) {
 // than a lease, as by a clock stepped ahead), and Run's next pass claims
 // and hands it over again between the take and the write.
 const maxAdoptions = 4
+
+// adopting runs a journal write under the drive's lease, and again under
+// each claim Run handed this drive (adopt) when the Store refused the
+// write as another owner's, up to maxAdoptions times.
+func adopting[T any](d *driver, write func() (T, error)) (T, error) {
+	v, err := write()
+	for range maxAdoptions {
+		if !errors.Is(err, journal.ErrLeaseLost) || !d.adopt() {
+			break
+		}
+		v, err = write()
+	}
+	return v, err
+}
 
 // adopt takes up the claim Run handed to this drive, after a write or
 // renewal of its own lease was refused, and reports whether it did: the

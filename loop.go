@@ -382,13 +382,7 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 			return nil
 		})
 	}
-	rec, err := update()
-	for range maxAdoptions {
-		if !errors.Is(err, journal.ErrLeaseLost) || !d.adopt() {
-			break
-		}
-		rec, err = update()
-	}
+	rec, err := adopting(d, update)
 	if errors.Is(err, journal.ErrLeaseLost) {
 		// Never retried: the operation is another owner's now.
 		return d.lost(err)

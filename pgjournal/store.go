@@ -589,34 +589,46 @@ type cutError struct {
 }
 
 func (e *cutError) Error() string {
-	what := "the call's context ended (" + e.cause.Error() + ") before the database answered"
-	var ct callTimeout
-	if errors.As(e.cause, &ct) {
-		what = ct.Error()
-	}
-	if e.queued {
-		what = "the call's context ended (" + e.cause.Error() + ") while the write waited for the journal's writes queued ahead of it"
-		if errors.As(e.cause, &ct) {
-			what = fmt.Sprintf("the write waited for the journal's writes queued ahead of it past the call timeout (WithCallTimeout: %v)", time.Duration(ct))
-		}
-	}
-	record := e.op == "create" || e.op == "update" || e.op == "resolve" || e.op == "confirm"
+	const record = "the operation stays journaled"
+	var tail string
 	switch {
 	case !e.sent && e.op == "create":
-		return what + ", before the write's COMMIT was sent: nothing was written; the operation is not journaled"
-	case !e.sent && record:
-		return what + ", before the write's COMMIT was sent: nothing was written; the operation stays journaled as it was, " +
+		tail = ", before the write's COMMIT was sent: nothing was written; the operation is not journaled"
+	case !e.sent && e.writesRecord():
+		tail = ", before the write's COMMIT was sent: nothing was written; " + record + " as it was, " +
 			"and Run settles it once the database answers"
 	case !e.sent:
-		return what + ", before the write's COMMIT was sent: nothing was written"
+		tail = ", before the write's COMMIT was sent: nothing was written"
 	case e.op == "create":
-		return what + ", after the write's COMMIT was sent: it may or may not be committed; " +
+		tail = ", after the write's COMMIT was sent: it may or may not be committed; " +
 			"make the same call again with the same key, which finds the record if it was (journal.ErrExists), and Run settles it once the database answers"
-	case record:
-		return what + ", after the write's COMMIT was sent: it may or may not be committed; " +
-			"the operation stays journaled either way, as it was or as written, and Run settles it once the database answers"
+	case e.writesRecord():
+		tail = ", after the write's COMMIT was sent: it may or may not be committed; " +
+			record + " either way, as it was or as written, and Run settles it once the database answers"
+	default:
+		tail = ", after the write's COMMIT was sent: it may or may not be committed; a lease it took or extended expires by itself"
 	}
-	return what + ", after the write's COMMIT was sent: it may or may not be committed; a lease it took or extended expires by itself"
+	return e.what() + tail
+}
+
+// what says what ended the call, and while it waited for what.
+func (e *cutError) what() string {
+	var ct callTimeout
+	timedOut := errors.As(e.cause, &ct)
+	switch {
+	case e.queued && timedOut:
+		return fmt.Sprintf("the write waited for the journal's writes queued ahead of it past the call timeout (WithCallTimeout: %v)", time.Duration(ct))
+	case e.queued:
+		return "the call's context ended (" + e.cause.Error() + ") while the write waited for the journal's writes queued ahead of it"
+	case timedOut:
+		return ct.Error()
+	}
+	return "the call's context ended (" + e.cause.Error() + ") before the database answered"
+}
+
+// writesRecord: the call writes an operation's record, which outlives it.
+func (e *cutError) writesRecord() bool {
+	return e.op == "create" || e.op == "update" || e.op == "resolve" || e.op == "confirm"
 }
 
 func (e *cutError) Unwrap() []error {
