@@ -387,10 +387,10 @@ func (d *driver) submit() (step, error) {
 	}
 	switch st.move {
 	case moveSettle:
-		c.budget.success()
+		c.budget.success(budgetHost(d.rec.URL))
 	case moveProcessing:
 	default:
-		c.budget.failure()
+		c.budget.failure(budgetHost(d.rec.URL))
 	}
 	if d.ctx.Err() != nil && st.move != moveSettle {
 		return st, d.leave(context.Cause(d.ctx))
@@ -591,10 +591,10 @@ func (d *driver) query() (step, error) {
 	}
 	switch st.move {
 	case moveSettle:
-		c.budget.success()
+		c.budget.success(budgetHost(d.rec.URL))
 	case moveProcessing:
 	default:
-		c.budget.failure()
+		c.budget.failure(budgetHost(d.rec.URL))
 	}
 	if d.ctx.Err() != nil && st.move != moveSettle {
 		return st, d.leave(context.Cause(d.ctx))

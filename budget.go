@@ -1,8 +1,11 @@
 package idem
 
-import "sync"
+import (
+	"strings"
+	"sync"
+)
 
-// The default client-wide retry budget, in the manner of gRPC's retry
+// The default retry budget of each host, in the manner of gRPC's retry
 // throttling: every failed attempt costs a token, every success earns back
 // a fraction of one, and retries stop while the bucket is at or below half.
 const (
@@ -10,55 +13,121 @@ const (
 	DefaultRetryTokenRatio = 0.1
 )
 
-// retryBudget stops a fleet of clients from multiplying load on a struggling
-// server. First attempts never consult it. The zero value allows everything.
+// maxBudgetHosts bounds the hosts whose buckets are kept apart. Only a
+// bucket below full takes room (a full one is the same as none), so the
+// bound is met only by that many hosts failing at once: the hosts beyond
+// it share one bucket, which can refuse a retry to one of them for the
+// others' failures, as the single client-wide bucket did for every host.
+const maxBudgetHosts = 1024
+
+// retryBudget stops a fleet of clients from multiplying load on a
+// struggling server. It is kept per host (budgetHost): an outage at one
+// provider drains that provider's bucket and leaves retries to the others
+// alone. First attempts never consult it. A nil budget allows everything.
 type retryBudget struct {
-	mu     sync.Mutex
-	tokens float64
-	max    float64 // 0 disables the budget
-	ratio  float64
+	mu       sync.Mutex
+	max      float64            // a bucket's size; 0 disables the budget
+	ratio    float64            // what a success earns back
+	hosts    map[string]float64 // tokens of each host whose bucket is below full
+	overflow float64            // tokens of the shared bucket past maxBudgetHosts
 }
 
 func newRetryBudget(maxTokens, ratio float64) *retryBudget {
-	return &retryBudget{tokens: maxTokens, max: maxTokens, ratio: ratio}
+	return &retryBudget{max: maxTokens, ratio: ratio, overflow: maxTokens, hosts: make(map[string]float64)}
 }
 
-// allowRetry reports whether a retry may go now.
-func (b *retryBudget) allowRetry() bool {
+// allowRetry reports whether a retry to host may go now.
+func (b *retryBudget) allowRetry(host string) bool {
 	if b.max == 0 {
 		return true
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.tokens > b.max/2
+	return b.tokensLocked(host) > b.max/2
 }
 
-// failure records an attempt that did not settle the operation.
-func (b *retryBudget) failure() {
+// failure records an attempt to host that did not settle the operation.
+func (b *retryBudget) failure(host string) { b.add(host, -1) }
+
+// success records an attempt to host that got a conclusive answer.
+func (b *retryBudget) success(host string) { b.add(host, b.ratio) }
+
+func (b *retryBudget) add(host string, d float64) {
 	if b.max == 0 {
 		return
-	}
-	b.mu.Lock()
-	b.tokens = max(0, b.tokens-1)
-	b.mu.Unlock()
-}
-
-// success records an attempt that got a conclusive answer.
-func (b *retryBudget) success() {
-	if b.max == 0 {
-		return
-	}
-	b.mu.Lock()
-	b.tokens = min(b.max, b.tokens+b.ratio)
-	b.mu.Unlock()
-}
-
-// level returns the tokens held and the bucket's size.
-func (b *retryBudget) level() (tokens, size float64) {
-	if b.max == 0 {
-		return 0, 0
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.tokens, b.max
+	t, kept := b.hosts[host]
+	switch {
+	case kept:
+	case len(b.hosts) >= maxBudgetHosts:
+		b.overflow = min(b.max, max(0, b.overflow+d))
+		return
+	case d >= 0:
+		return // a full bucket stays full
+	default:
+		t = b.max
+	}
+	t = min(b.max, max(0, t+d))
+	if t == b.max {
+		delete(b.hosts, host)
+		return
+	}
+	b.hosts[host] = t
+}
+
+// tokensLocked is what host's bucket holds: its own, or the shared one
+// once maxBudgetHosts others are kept, or a full one.
+func (b *retryBudget) tokensLocked(host string) float64 {
+	if t, ok := b.hosts[host]; ok {
+		return t
+	}
+	if len(b.hosts) >= maxBudgetHosts {
+		return b.overflow
+	}
+	return b.max
+}
+
+// level returns the tokens of the host that holds least (a full bucket
+// when none is below full), the size of a bucket, and the hosts whose
+// bucket is below full, with their tokens.
+func (b *retryBudget) level() (lowest, size float64, hosts map[string]float64) {
+	if b.max == 0 {
+		return 0, 0, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lowest = b.max
+	if len(b.hosts) >= maxBudgetHosts {
+		lowest = b.overflow
+	}
+	hosts = make(map[string]float64, len(b.hosts))
+	for h, t := range b.hosts {
+		hosts[h] = t
+		lowest = min(lowest, t)
+	}
+	return lowest, b.max, hosts
+}
+
+// budgetHost is the part of a URL that names its server, its scheme and
+// authority ("https://api.example.com:8443"), without any user info: the
+// key of its retry budget. It is on every attempt's path, so it does not
+// parse, and allocates only to drop user info; two spellings of one host
+// (letter case, a default port) get two buckets, which costs nothing but
+// a later stop.
+func budgetHost(rawURL string) string {
+	rest := rawURL
+	scheme := ""
+	if i := strings.Index(rest, "://"); i >= 0 {
+		scheme, rest = rest[:i+3], rest[i+3:]
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return rawURL[:len(scheme)+len(rest)]
+	}
+	return scheme + rest[at+1:]
 }

@@ -141,10 +141,10 @@
 // A wait is never shorter than the server's Retry-After (delta-seconds or
 // HTTP-date), capped by WithRetryAfterCap. A wait that would outlast the
 // call's budget ends the call at once with [ErrUnknownOutcome] and leaves
-// the operation due for the reconciler when the wait ends. The retry
-// budget is client-wide: while it is low, retries are handed to the
-// reconciler instead of adding load to a struggling server; first attempts
-// always go.
+// the operation due for the reconciler when the wait ends. Each host has
+// a retry budget: while a host's is low, retries to it are handed to the
+// reconciler instead of adding load to a struggling server, and retries to
+// other hosts go on; first attempts always go.
 //
 // # Key window
 //

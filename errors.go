@@ -52,9 +52,9 @@ var (
 var (
 	// ErrBudgetSpent: the call used its attempts or its elapsed time.
 	ErrBudgetSpent = errors.New("idem: foreground budget spent")
-	// ErrRetryBudgetEmpty: the client-wide retry budget (token bucket) is
-	// empty, so retries are left to the reconciler.
-	ErrRetryBudgetEmpty = errors.New("idem: client retry budget empty")
+	// ErrRetryBudgetEmpty: the retry budget (token bucket) of the
+	// operation's host is empty, so retries are left to the reconciler.
+	ErrRetryBudgetEmpty = errors.New("idem: the host's retry budget is empty")
 	// ErrKeyExpired: the server's key window has passed since the first
 	// send, so resending could execute the operation twice; only result
 	// queries are allowed and a person must settle what they cannot.

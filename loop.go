@@ -318,7 +318,7 @@ func (d *driver) reviewOnly() bool {
 	return d.mode != foreground && d.rec.Review != ""
 }
 
-// mayRetry consults the client-wide retry budget. Only callers' retries
+// mayRetry consults the retry budget of the operation's host. Only callers' retries
 // do: an operation's very first attempt never does, and neither do Resume
 // and the reconciler. Their own bounded concurrency and spaced schedule
 // are their throttle; a restart after an outage must settle its backlog,
@@ -328,7 +328,7 @@ func (d *driver) mayRetry() bool {
 	if attemptCount(d.rec) == 0 || d.mode != foreground {
 		return true
 	}
-	return d.c.budget.allowRetry()
+	return d.c.budget.allowRetry(budgetHost(d.rec.URL))
 }
 
 func (d *driver) now() time.Time { return d.c.cfg.clock.Now() }

@@ -441,9 +441,11 @@ func WithClassifier(cl Classifier) Option {
 	})
 }
 
-// WithRetryBudget sizes the client-wide retry budget: retries stop while
-// fewer than maxTokens/2 tokens remain; each attempt that does not settle
-// costs one token and each one that does earns ratio back. maxTokens 0 turns
+// WithRetryBudget sizes the retry budget each host has (keyed by the
+// scheme and authority of the operation's URL): retries to a host stop
+// while fewer than maxTokens/2 of its tokens remain; each attempt that does
+// not settle costs it one token and each one that does earns ratio back. A
+// host's outage thus leaves retries to other hosts alone. maxTokens 0 turns
 // the budget off. Default DefaultRetryTokens, DefaultRetryTokenRatio.
 func WithRetryBudget(maxTokens, ratio float64) Option {
 	return optionFunc(func(c *config) {

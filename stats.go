@@ -30,9 +30,15 @@ type Stats struct {
 	// OldestOpen and OldestUnknown are when the oldest open and the
 	// oldest unknown operation were journaled; zero if there is none.
 	OldestOpen, OldestUnknown time.Time
-	// RetryTokens is what the client-wide retry budget holds, out of
-	// RetryTokensMax (0 when the budget is off: WithRetryBudget(0, 0)).
+	// RetryTokens is what the retry budget of the host that holds least
+	// holds, out of RetryTokensMax, the size of each host's budget (both 0
+	// when the budget is off: WithRetryBudget(0, 0)). Retries to a host
+	// stop while its budget holds RetryTokensMax/2 or less.
 	RetryTokens, RetryTokensMax float64
+	// RetryTokensByHost holds the budget of each host ("https://host:port")
+	// that holds less than RetryTokensMax; a host missing from it has a
+	// full budget. Empty while every host's is full.
+	RetryTokensByHost map[string]float64
 	// LostLogSegments counts the journal's log segments found removed or
 	// truncated under it since it was opened (journal.Stats); 0 unless
 	// Complete. Above zero, something (a cleanup job, a log rotation)
@@ -50,7 +56,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 	}
 	defer c.exit()
 	st := Stats{ByState: make(map[State]int)}
-	st.RetryTokens, st.RetryTokensMax = c.budget.level()
+	st.RetryTokens, st.RetryTokensMax, st.RetryTokensByHost = c.budget.level()
 	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
 		st.ByState[r.State]++
 		st.Open++

@@ -280,6 +280,9 @@ type Stats struct {
 	OldestUnknownAge float64 `json:"oldest_unknown_age_seconds"`
 	RetryTokens      float64 `json:"retry_tokens"`
 	RetryTokensMax   float64 `json:"retry_tokens_max"`
+	// RetryTokensByHost: the hosts whose retry budget is below full (see
+	// idem.Stats).
+	RetryTokensByHost map[string]float64 `json:"retry_tokens_by_host,omitempty"`
 	// LostLogSegments: see idem.Stats.
 	LostLogSegments int `json:"lost_log_segments"`
 }
@@ -292,7 +295,8 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) error {
 	out := Stats{
 		ByState: make(map[string]int), Open: st.Open, Review: st.Review, Total: st.Total, Complete: st.Complete,
 		OldestOpenAge: h.age(st.OldestOpen), OldestUnknownAge: h.age(st.OldestUnknown),
-		RetryTokens: st.RetryTokens, RetryTokensMax: st.RetryTokensMax, LostLogSegments: st.LostLogSegments,
+		RetryTokens: st.RetryTokens, RetryTokensMax: st.RetryTokensMax, RetryTokensByHost: st.RetryTokensByHost,
+		LostLogSegments: st.LostLogSegments,
 	}
 	for s, n := range st.ByState {
 		out.ByState[string(s)] = n

@@ -155,7 +155,7 @@ func New(opts ...Option) (*Instrumentation, error) {
 		metric.WithDescription("Age of the oldest unknown operation; 0 if none."))
 	add(err)
 	i.tokens, err = m.Float64ObservableGauge(MetricRetryTokens, metric.WithUnit("{token}"),
-		metric.WithDescription("Tokens in the client-wide retry budget."))
+		metric.WithDescription("Tokens in the retry budget of the host that holds least."))
 	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, errors.Join(errors.New("idemotel: creating instruments"), err)

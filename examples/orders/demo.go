@@ -39,7 +39,7 @@ type config struct {
 	FaultDelay time.Duration // slow processing, query lag, delayed responses
 	RetryAfter time.Duration // of 429 and 503
 
-	RetryTokens    float64       // client-wide retry budget; 0 turns it off
+	RetryTokens    float64       // each host's retry budget; 0 turns it off
 	MaxElapsed     time.Duration // foreground budget per call
 	AttemptTimeout time.Duration
 	SettleTimeout  time.Duration // bound on Resume, and on waiting for Run

@@ -150,7 +150,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.DurationVar(&cfg.FaultDelay, "fault-delay", cfg.FaultDelay, "how long slow processing, result lag and delayed responses last")
 	fs.DurationVar(&cfg.RetryAfter, "retry-after", cfg.RetryAfter, "Retry-After of 429 and 503 answers (whole seconds)")
 	fs.DurationVar(&cfg.SettleTimeout, "settle-timeout", cfg.SettleTimeout, "how long the reconciler may take to settle what is open after the restart")
-	fs.Float64Var(&cfg.RetryTokens, "retry-budget", cfg.RetryTokens, "tokens in the client-wide retry budget (retries stop at half); 0 turns it off")
+	fs.Float64Var(&cfg.RetryTokens, "retry-budget", cfg.RetryTokens, "tokens in each host's retry budget (retries stop at half); 0 turns it off")
 	fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "no progress line")
 	fs.BoolVar(&cfg.Verbose, "v", cfg.Verbose, "log every attempt (slog, to stderr)")
 	rates := make(map[idemtest.FaultKind]*float64, len(faultFlags))
