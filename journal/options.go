@@ -19,6 +19,7 @@ type config struct {
 	readOnly    bool
 	noSync      bool
 	mustExist   bool
+	networkFS   bool // AllowNetworkFileSystem
 	logger      *slog.Logger
 	applyDelay  time.Duration // tests: see applyDelay
 	overlayMax  int64         // tests: see overlayMax

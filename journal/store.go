@@ -202,6 +202,9 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 			case err == nil && cfg.mustExist && !cfg.readOnly:
 				err = noJournal(path, "an empty file there")
 			}
+			if err == nil {
+				err = checkFileSystem(f, path, cfg)
+			}
 			if err != nil {
 				_ = f.Close()
 				return nil, err

@@ -114,7 +114,11 @@ func cmdCompact(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := journal.Compact(path, journal.WithLockTimeout(e.lockTimeout))
+	opts := []journal.Option{journal.WithLockTimeout(e.lockTimeout)}
+	if e.networkFS {
+		opts = append(opts, journal.AllowNetworkFileSystem())
+	}
+	st, err := journal.Compact(path, opts...)
 	if err != nil {
 		return explain(path, err)
 	}

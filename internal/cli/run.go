@@ -21,7 +21,7 @@ import (
 // still running.
 const defaultLockTimeout = time.Second
 
-const usageText = `Usage: idem [-journal PATH] [-url URL] [-lock-timeout DURATION] COMMAND [flags] [args]
+const usageText = `Usage: idem [-journal PATH] [-url URL] [-lock-timeout DURATION] [-allow-network-fs] COMMAND [flags] [args]
 
 idem inspects and settles the operations in an idem journal. Use it while
 the application that owns the journal is stopped: the running application
@@ -41,6 +41,10 @@ Global flags (also accepted after the command):
         the journal file (default $IDEM_JOURNAL)
   -lock-timeout DURATION
         how long to wait for the journal's lock (default 1s)
+  -allow-network-fs
+        let resolve, prune and compact write a journal on a network file
+        system (NFS, SMB, ...), as the application does with
+        journal.AllowNetworkFileSystem
   -url URL
         a running service's admin handler (package admin), instead of a
         journal: list, show, stats and resolve work on the live service,
@@ -87,6 +91,7 @@ type env struct {
 
 	journal     string        // -journal
 	lockTimeout time.Duration // -lock-timeout
+	networkFS   bool          // -allow-network-fs
 	url         string        // -url: a running service's admin handler (remote.go)
 	modes       []Mode        // other ways to the operations (Run)
 
@@ -177,6 +182,7 @@ func (e *env) dispatch(args []string) error {
 func (e *env) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.journal, "journal", e.journal, "the journal file's `path` (default $IDEM_JOURNAL)")
 	fs.DurationVar(&e.lockTimeout, "lock-timeout", e.lockTimeout, "how long to wait for the journal's lock")
+	fs.BoolVar(&e.networkFS, "allow-network-fs", e.networkFS, "let resolve, prune and compact write a journal on a network file system (NFS, SMB, ...)")
 	fs.StringVar(&e.url, "url", e.url, "a running service's admin handler, such as http://127.0.0.1:8081/idem/ (list, show, stats, resolve)")
 	for _, m := range e.modes {
 		m.Flags(fs)
@@ -261,6 +267,9 @@ func (e *env) open(cmd string, write bool) (*journal.Store, error) {
 	if !write {
 		opts = append(opts, journal.ReadOnly())
 	}
+	if e.networkFS {
+		opts = append(opts, journal.AllowNetworkFileSystem())
+	}
 	s, err := journal.Open(path, opts...)
 	if err != nil {
 		return nil, explain(path, err)
@@ -302,6 +311,8 @@ func explain(path string, err error) error {
 		return fmt.Errorf("%w\nhint: run idem as the user the application runs as", err)
 	case errors.Is(err, journal.ErrVersion):
 		return fmt.Errorf("%w\nhint: use the idem command from the idem version the application is built with (go run github.com/idemkit/idem/cmd/idem@VERSION)", err)
+	case errors.Is(err, journal.ErrNetworkFileSystem):
+		return fmt.Errorf("%w\nhint: if the application opens it with journal.AllowNetworkFileSystem and is stopped, pass -allow-network-fs", err)
 	case errors.Is(err, journal.ErrCorrupt):
 		return fmt.Errorf("%w\nhint: check that %s is the application's journal; if it is, keep a copy of it before anything else touches it", err, path)
 	}

@@ -1,0 +1,41 @@
+//go:build linux
+
+package journal
+
+import (
+	"os"
+	"syscall"
+)
+
+// The file systems' magic numbers, from linux/magic.h and the file
+// systems' own sources (statfs(2) lists them).
+var fileSystems = map[int64]struct {
+	name string
+	kind fsKind
+}{
+	0x6969:     {"NFS", networkFS},
+	0x517b:     {"SMB", networkFS},
+	0xff534d42: {"CIFS", networkFS},
+	0xfe534d42: {"SMB2", networkFS},
+	0x01021997: {"9p", networkFS},
+	0x5346414f: {"AFS", networkFS},
+	0x6b414653: {"kAFS", networkFS},
+	0x00c36400: {"Ceph", networkFS},
+	0x0bd00bd0: {"Lustre", networkFS},
+	0x47504653: {"GPFS", networkFS},
+	0x73757245: {"Coda", networkFS},
+	0x564c:     {"NCP", networkFS},
+	0x65735546: {"FUSE", fuseFS},
+}
+
+func statFileSystem(f *os.File) (string, fsKind) {
+	var st syscall.Statfs_t
+	if err := syscall.Fstatfs(int(f.Fd()), &st); err != nil {
+		return "", localFS
+	}
+	fs, ok := fileSystems[int64(st.Type)&0xffffffff]
+	if !ok {
+		return "", localFS
+	}
+	return fs.name, fs.kind
+}
