@@ -28,7 +28,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Sun, 01 Nov 2100 0:00:00 GMT", 365 * 24 * time.Hour, true}, // far-off date saturates too
 		{"", 0, false},
 		{"-5", 0, false},
-		{"1.5", 0, false},
+		{"1.5", 1500 * time.Millisecond, true},
 		{"soon", 0, false},
 		{"Mon, 99 Foo 2026 99:99:99 GMT", 0, false},
 		{string(make([]byte, 100)), 0, false},
