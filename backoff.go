@@ -36,6 +36,10 @@ func newDefaultBackoff() backoff.BackOff {
 // maxRetryAfterLen rejects absurd header values before parsing them.
 const maxRetryAfterLen = 64
 
+// maxFoldedLen bounds a Retry-After line a proxy folded from several
+// fields (ParseRetryAfterHeader).
+const maxFoldedLen = 4 * maxRetryAfterLen
+
 // maxServerDateSkew is how far an answer's Date may read from our clock
 // and still be taken for the server's clock (ParseRetryAfterHeader).
 // Clocks minutes apart are common; a day apart is a broken Date (a
@@ -64,7 +68,8 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // answer's header asks for, as idem does for every answer: the longest
 // of its usable Retry-After fields (a proxy may add one), or, when none
 // is usable, the Retry-After-Ms field (OpenAI's and Azure OpenAI's, in
-// milliseconds, with an optional fraction, rounded up). An HTTP-date is
+// milliseconds, with an optional fraction, rounded up). Delta-seconds a
+// proxy folded into one line ("5, 10") count each. An HTTP-date is
 // judged against the answer's Date, both read on the server's clock, so
 // that ours running minutes behind or ahead of it neither stretches the
 // wait nor cuts it to nothing; without a Date that parses and reads
@@ -84,6 +89,18 @@ func ParseRetryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
 	for _, v := range vs {
 		if d, vok := parseRetryAfter(v, clock); vok {
 			wait, ok = max(wait, d), true
+			continue
+		}
+		// "5, 10": a proxy folded two fields into one line, as it may
+		// only for a list (RFC 9110 5.3), which Retry-After is not.
+		// Only delta-seconds are split: an HTTP-date has a comma of
+		// its own.
+		if v = strings.TrimSpace(v); v != "" && v[0] >= '0' && v[0] <= '9' && len(v) <= maxFoldedLen {
+			for part := range strings.SplitSeq(v, ",") {
+				if d, vok := parseRetryAfter(part, clock); vok {
+					wait, ok = max(wait, d), true
+				}
+			}
 		}
 	}
 	if ok {

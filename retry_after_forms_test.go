@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
 )
 
 // Delta-seconds with a decimal fraction, as real servers send them
@@ -86,6 +88,8 @@ func TestParseRetryAfterHeader(t *testing.T) {
 		{"retry-after-ms huge saturates", http.Header{"Retry-After-Ms": {strings.Repeat("9", 30)}}, 365 * 24 * time.Hour, true},
 		{"retry-after-ms garbage", http.Header{"Retry-After-Ms": {"-1"}}, 0, false},
 		{"repeated Retry-After: the longest", http.Header{"Retry-After": {"2", "soon", "9", "4"}}, 9 * time.Second, true},
+		{"folded by a proxy: the longest", http.Header{"Retry-After": {"5, 10,3"}}, 10 * time.Second, true},
+		{"folded, one garbage", http.Header{"Retry-After": {"5, soon"}}, 5 * time.Second, true},
 		{"none", http.Header{"Date": {date(server)}}, 0, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,4 +205,27 @@ func TestLastAttemptsWaitIsNotSlept(t *testing.T) {
 	now := clock.Now()
 	require.False(t, rec.NextDue.Before(now.Add(5*time.Second)), "due %v from now: before the last answer's Retry-After ends", rec.NextDue.Sub(now))
 	require.False(t, rec.NextDue.After(now.Add(idem.DefaultMaxInterval*3/2)), "due %v from now: past the longest backoff", rec.NextDue.Sub(now))
+}
+
+// The fake server's HTTP-date Retry-After and its Date come from the
+// same (injected) clock: on a clock an hour behind the wall clock's, a
+// 9 s wait is 9 s, not "already over" against net/http's wall-clock
+// Date.
+func TestFakeServerRetryAfterDateOnItsClock(t *testing.T) {
+	clock := idemtest.NewClock(time.Now().Add(-time.Hour).Truncate(time.Second))
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: 9 * time.Second, HTTPDate: true}))
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clock))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{}`)})
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, []time.Duration{9 * time.Second}, clock.Sleeps())
+	require.Equal(t, 1, srv.Effects("", "k"))
 }
