@@ -70,6 +70,10 @@ type HostHealth struct {
 	// FailingSince is when the first of those visits ended: for about
 	// that long every operation for the host has been failing.
 	FailingSince time.Time
+	// LastFailedVisit is when the last of them ended. Long ago, with the
+	// host not down, it says Run has had nothing for the host since
+	// (its operations settled otherwise, or by hand).
+	LastFailedVisit time.Time
 	// DownSince is when Run took the host for unreachable (a streak of
 	// twice WithResumeConcurrency failed visits): since then it probes
 	// the host with one operation a pass and postpones the others. Zero

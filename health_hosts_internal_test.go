@@ -36,10 +36,11 @@ func TestHostStallsReport(t *testing.T) {
 	got, omitted := s.report(now)
 	require.Len(t, got, HealthMaxHosts)
 	require.Equal(t, 3+50+1-HealthMaxHosts, omitted)
-	require.Equal(t, HostHealth{Host: "down-2", FailedVisits: 2, FailingSince: t0.Add(-2 * time.Minute), DownSince: t0.Add(-2*time.Minute + time.Second)}, got[0])
+	require.Equal(t, HostHealth{Host: "down-2", FailedVisits: 2, FailingSince: t0.Add(-2 * time.Minute),
+		LastFailedVisit: t0.Add(-2*time.Minute + time.Second), DownSince: t0.Add(-2*time.Minute + time.Second)}, got[0])
 	require.Equal(t, "down-1", got[1].Host)
 	require.Equal(t, "down-0", got[2].Host)
-	require.Equal(t, HostHealth{Host: "failing-00", FailedVisits: 1, FailingSince: t0}, got[3])
+	require.Equal(t, HostHealth{Host: "failing-00", FailedVisits: 1, FailingSince: t0, LastFailedVisit: t0}, got[3])
 	require.Equal(t, "failing-28", got[HealthMaxHosts-1].Host)
 
 	// With fewer hosts in trouble, the resting one comes last, and a host
@@ -50,7 +51,7 @@ func TestHostStallsReport(t *testing.T) {
 	s.visited("failing", true, t0)
 	got, omitted = s.report(now)
 	require.Zero(t, omitted)
-	require.Equal(t, []HostHealth{{Host: "failing", FailedVisits: 1, FailingSince: t0}, {Host: "resting", RestUntil: now.Add(10 * time.Minute)}}, got)
+	require.Equal(t, []HostHealth{{Host: "failing", FailedVisits: 1, FailingSince: t0, LastFailedVisit: t0}, {Host: "resting", RestUntil: now.Add(10 * time.Minute)}}, got)
 	s.visited("failing", false, now)
 	got, _ = s.report(now.Add(11 * time.Minute))
 	require.Empty(t, got)

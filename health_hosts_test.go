@@ -100,16 +100,27 @@ func TestHealthNamesAHostRunCannotReach(t *testing.T) {
 	require.LessOrEqual(t, hh.FailedVisits, backlog)
 	require.Equal(t, start, hh.FailingSince)
 	require.Equal(t, start, hh.DownSince)
+	require.Equal(t, start, hh.LastFailedVisit)
 	require.Zero(t, hh.RestUntil)
 	require.Zero(t, h.HostsOmitted)
 
-	// Each pass probes it once more: one more failed visit a pass, at most.
-	clk.nextPass(t, ran)
-	clk.nextPass(t, ran)
-	again, ok := hostOf(c.Health(), host)
-	require.True(t, ok)
-	require.LessOrEqual(t, again.FailedVisits, hh.FailedVisits+2)
+	// Later passes probe it, one visit a pass at most, once a postponed
+	// operation is due again.
+	var again idem.HostHealth
+	for passes := 1; ; passes++ {
+		require.Less(t, passes, 100, "passes with no probe of the down host")
+		clk.nextPass(t, ran)
+		var ok bool
+		again, ok = hostOf(c.Health(), host)
+		require.True(t, ok)
+		require.LessOrEqual(t, again.FailedVisits, hh.FailedVisits+passes, "failed visits after %d more passes", passes)
+		if again.FailedVisits > hh.FailedVisits {
+			break
+		}
+	}
 	require.Equal(t, hh.DownSince, again.DownSince, "down since the streak was found, not since the last probe")
+	require.Equal(t, hh.FailingSince, again.FailingSince)
+	require.True(t, again.LastFailedVisit.After(hh.LastFailedVisit), "the last failed visit is a later pass's probe")
 
 	// Back: once a probe gets an answer the host leaves Health, and every
 	// order settles, each executed once.

@@ -96,13 +96,14 @@ type hostStalls struct {
 	rest      map[string]time.Time // host → when its Retry-After ends
 	streak    map[string]int       // host → its visits in a row that got nowhere
 	failing   map[string]time.Time // host → when the first of those ended
+	lastFail  map[string]time.Time // host → when the last of those ended
 	down      map[string]time.Time // host → when it was found unreachable
 	postponed map[string]map[opID]time.Time
 	back      []string // hosts found answering again, whose postponed operations are not due yet
 }
 
 func newHostStalls(giveUp int) *hostStalls {
-	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, failing: map[string]time.Time{}, down: map[string]time.Time{},
+	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
 		rest: map[string]time.Time{}, postponed: map[string]map[opID]time.Time{}}
 }
 
@@ -121,6 +122,7 @@ func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChang
 	if !stalled {
 		delete(h.streak, host)
 		delete(h.failing, host)
+		delete(h.lastFail, host)
 		if _, down := h.down[host]; down {
 			delete(h.down, host)
 			if len(h.postponed[host]) > 0 {
@@ -133,6 +135,7 @@ func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChang
 	if h.streak[host]++; h.streak[host] == 1 {
 		h.failing[host] = now
 	}
+	h.lastFail[host] = now
 	if _, down := h.down[host]; !down && h.streak[host] >= h.giveUp {
 		h.down[host] = now
 		return hostFoundDown
@@ -179,7 +182,7 @@ func (h *hostStalls) report(now time.Time) ([]HostHealth, int) {
 	}
 	for host, n := range h.streak {
 		e := entry(host)
-		e.FailedVisits, e.FailingSince = n, h.failing[host]
+		e.FailedVisits, e.FailingSince, e.LastFailedVisit = n, h.failing[host], h.lastFail[host]
 	}
 	for host, since := range h.down {
 		entry(host).DownSince = since

@@ -333,11 +333,12 @@ type Health struct {
 
 // HostHealth is one entry of Health.Hosts (idem.HostHealth).
 type HostHealth struct {
-	Host         string     `json:"host"`
-	FailedVisits int        `json:"failed_visits"`
-	FailingSince *time.Time `json:"failing_since,omitempty"`
-	DownSince    *time.Time `json:"down_since,omitempty"`
-	RestUntil    *time.Time `json:"rest_until,omitempty"`
+	Host            string     `json:"host"`
+	FailedVisits    int        `json:"failed_visits"`
+	FailingSince    *time.Time `json:"failing_since,omitempty"`
+	LastFailedVisit *time.Time `json:"last_failed_visit,omitempty"`
+	DownSince       *time.Time `json:"down_since,omitempty"`
+	RestUntil       *time.Time `json:"rest_until,omitempty"`
 }
 
 func (h *handler) health(w http.ResponseWriter, r *http.Request) error {
@@ -349,7 +350,7 @@ func (h *handler) health(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, hh := range hl.Hosts {
 		out.Hosts = append(out.Hosts, HostHealth{Host: hh.Host, FailedVisits: hh.FailedVisits,
-			FailingSince: timePtr(hh.FailingSince), DownSince: timePtr(hh.DownSince), RestUntil: timePtr(hh.RestUntil)})
+			FailingSince: timePtr(hh.FailingSince), LastFailedVisit: timePtr(hh.LastFailedVisit), DownSince: timePtr(hh.DownSince), RestUntil: timePtr(hh.RestUntil)})
 	}
 	if hl.RunErr != nil {
 		out.RunError = hl.RunErr.Error()

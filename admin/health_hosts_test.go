@@ -68,5 +68,7 @@ func TestHealthNamesHostsRunCannotReach(t *testing.T) {
 	require.Equal(t, "payments.example:8443", h.Hosts[0].Host)
 	require.GreaterOrEqual(t, h.Hosts[0].FailedVisits, 1)
 	require.NotNil(t, h.Hosts[0].FailingSince)
+	require.NotNil(t, h.Hosts[0].LastFailedVisit)
+	require.Nil(t, h.Hosts[0].RestUntil)
 	require.Zero(t, h.HostsOmitted)
 }
