@@ -40,11 +40,13 @@ type exchange struct {
 	// executed, so this attempt's replayed answer may be its own.
 	resent     bool
 	retryAfter time.Duration // capped by WithRetryAfterCap: what a caller waits
-	// serverWait is the server's Retry-After bounded only by the
-	// reconciler's longest interval: how long a handed-off operation is
-	// left alone.
-	serverWait time.Duration
-	dur        time.Duration
+	// serverUntil is when the server's Retry-After ends, bounded only
+	// by the reconciler's longest interval: until when a handed-off
+	// operation, and Run's visits to the host, are left alone. A time,
+	// not a duration: a call may sleep before it hands off, and the
+	// server's wait runs meanwhile. Zero: no wait asked.
+	serverUntil time.Time
+	dur         time.Duration
 }
 
 // drainLimit is how much of an over-long body is read away so the
@@ -170,13 +172,15 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		ex.body, ex.tooLarge = ex.body[:c.cfg.maxResponse], true
 		_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
 	}
-	if v := headerValue(resp.Header, "Retry-After"); v != "" {
-		if ra, ok := ParseRetryAfter(v, c.cfg.clock.Now()); ok {
-			ex.retryAfter = min(ra, c.cfg.retryAfterCap)
-			ex.serverWait = min(ra, c.cfg.reconcileMax)
-		}
+	// One reading of the server's wait for both uses: a call's wait and,
+	// through serverUntil, a hand-off's due time and Run's rest for the
+	// host (hostNews), so the two never disagree.
+	end := c.cfg.clock.Now()
+	if ra, ok := ParseRetryAfterHeader(resp.Header, end); ok && ra > 0 {
+		ex.retryAfter = min(ra, c.cfg.retryAfterCap)
+		ex.serverUntil = end.Add(min(ra, c.cfg.reconcileMax))
 	}
-	ex.dur = c.cfg.clock.Now().Sub(start)
+	ex.dur = end.Sub(start)
 	return ex
 }
 
@@ -354,7 +358,7 @@ func (d *driver) submit() (step, error) {
 	d.submits++
 	number := attemptCount(d.rec)
 	ex := c.send(d.ctx, d.rec, false)
-	d.serverWait = ex.serverWait
+	d.serverUntil = ex.serverUntil
 
 	a := c.answerOf(d.rec, ex, false)
 	st := step{judgment: judgeSubmit(pastOf(d.rec, number), a), retryAfter: ex.retryAfter}
@@ -564,7 +568,7 @@ func (d *driver) query() (step, error) {
 	number := attemptCount(d.rec) + 1
 	start := d.now()
 	ex := c.send(d.ctx, d.rec, true)
-	d.serverWait = ex.serverWait
+	d.serverUntil = ex.serverUntil
 
 	st := step{judgment: judgeQuery(pastOf(d.rec, math.MaxInt), c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
 	if st.err != nil {

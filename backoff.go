@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -37,38 +36,157 @@ func newDefaultBackoff() backoff.BackOff {
 // maxRetryAfterLen rejects absurd header values before parsing them.
 const maxRetryAfterLen = 64
 
+// maxFoldedLen bounds a Retry-After line a proxy folded from several
+// fields (ParseRetryAfterHeader).
+const maxFoldedLen = 4 * maxRetryAfterLen
+
+// maxServerDateSkew is how far an answer's Date may read from our clock
+// and still be taken for the server's clock (ParseRetryAfterHeader).
+// Clocks minutes apart are common; a day apart is a broken Date (a
+// device that lost its time reads 1970), and judging an HTTP-date by it
+// would make no more sense than by ours.
+const maxServerDateSkew = 24 * time.Hour
+
 // ParseRetryAfter reads a Retry-After header value, either delta-seconds
-// ("120") or an HTTP-date, relative to now. It reports false for an empty
-// or malformed value, which callers ignore. A date in the past means no
-// wait; a huge number of seconds or a far-off date saturates at a year
-// rather than overflowing, and the client caps it (WithRetryAfterCap).
+// ("120") or an HTTP-date, relative to now. Delta-seconds may carry a
+// decimal fraction, as some servers send them ("2.0", "1.5"): it is
+// rounded up to a whole millisecond, so a wait is never shorter than
+// asked. Only digits with an optional "." and more digits are read;
+// signs, exponents, hexadecimal, "NaN", "1." and ".5" are malformed. It
+// reports false for an empty or malformed value, which callers ignore. A
+// date in the past means no wait; a huge number of seconds or a far-off
+// date saturates at a year rather than overflowing, and the client caps
+// it (WithRetryAfterCap). It never panics.
+//
+// An HTTP-date is judged against now: ParseRetryAfterHeader judges it
+// against the answer's own Date instead, which is what idem does.
 func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	return parseRetryAfter(v, now)
+}
+
+// ParseRetryAfterHeader is like ParseRetryAfter but reads the wait an
+// answer's header asks for, as idem does for every answer: the longest
+// of its usable Retry-After fields (a proxy may add one), or, when none
+// is usable, the Retry-After-Ms field (OpenAI's and Azure OpenAI's, in
+// milliseconds, with an optional fraction, rounded up). Delta-seconds a
+// proxy folded into one line ("5, 10") count each. An HTTP-date is
+// judged against the answer's Date, both read on the server's clock, so
+// that ours running minutes behind or ahead of it neither stretches the
+// wait nor cuts it to nothing; without a Date that parses and reads
+// within a day of now, against now. h's keys are in canonical form, as
+// in the header of an *http.Response. It reports false when no field
+// gives a wait; the bounds are ParseRetryAfter's.
+func ParseRetryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
+	vs := h["Retry-After"]
+	if len(vs) == 0 && len(h["Retry-After-Ms"]) == 0 {
+		return 0, false // most answers: no Date to parse
+	}
+	clock := now
+	if d, err := http.ParseTime(strings.TrimSpace(headerValue(h, "Date"))); err == nil && d.Sub(now).Abs() <= maxServerDateSkew {
+		clock = d
+	}
+	wait, ok := time.Duration(0), false
+	for _, v := range vs {
+		if d, vok := parseRetryAfter(v, clock); vok {
+			wait, ok = max(wait, d), true
+			continue
+		}
+		// "5, 10": a proxy folded two fields into one line, as it may
+		// only for a list (RFC 9110 5.3), which Retry-After is not.
+		// Only delta-seconds are split: an HTTP-date has a comma of
+		// its own.
+		if v = strings.TrimSpace(v); v != "" && v[0] >= '0' && v[0] <= '9' && len(v) <= maxFoldedLen {
+			for part := range strings.SplitSeq(v, ",") {
+				if d, vok := parseRetryAfter(part, clock); vok {
+					wait, ok = max(wait, d), true
+				}
+			}
+		}
+	}
+	if ok {
+		return wait, true
+	}
+	for _, v := range h["Retry-After-Ms"] {
+		if v = strings.TrimSpace(v); v != "" && len(v) <= maxRetryAfterLen {
+			if d, vok := parseDecimal(v, time.Millisecond); vok {
+				wait, ok = max(wait, d), true
+			}
+		}
+	}
+	return wait, ok
+}
+
+// parseRetryAfter is ParseRetryAfter, with an HTTP-date judged against
+// clock: our clock, or the server's as its Date reads.
+func parseRetryAfter(v string, clock time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" || len(v) > maxRetryAfterLen {
 		return 0, false
 	}
 	if v[0] >= '0' && v[0] <= '9' {
-		secs, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			if errors.Is(err, strconv.ErrRange) {
-				return maxWait, true
-			}
-			return 0, false
-		}
-		if secs > uint64(maxWait/time.Second) {
-			return maxWait, true
-		}
-		return time.Duration(secs) * time.Second, true
+		return parseDecimal(v, time.Second)
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {
 		return 0, false
 	}
-	d := t.Sub(now)
+	d := t.Sub(clock) // saturates rather than overflows
 	if d < 0 {
 		return 0, true
 	}
 	return min(d, maxWait), true
+}
+
+// parseDecimal reads v, digits with an optional fraction ("2", "1.5"),
+// as a number of units (a second or a millisecond): the fraction is
+// rounded up to a whole millisecond, the whole saturates at maxWait.
+// strconv.ParseFloat is not used: it takes "1e9999", "NaN", "Inf",
+// "0x10" and "+5", none of which a server means as a wait.
+func parseDecimal(v string, unit time.Duration) (time.Duration, bool) {
+	whole, frac, dot := strings.Cut(v, ".")
+	if !allDigits(whole) || dot && !allDigits(frac) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(whole, 10, 64)
+	if err != nil || n > uint64(maxWait/unit) { // only ErrRange: whole is all digits
+		return maxWait, true
+	}
+	// The fraction in milliseconds: as many digits as a unit has
+	// thousandths of a second (3 for seconds, 0 for milliseconds), the
+	// rest only rounding up.
+	places := 0
+	for u := unit; u > time.Millisecond; u /= 10 {
+		places++
+	}
+	var ms time.Duration
+	up := false
+	for i := range len(frac) {
+		if i < places {
+			ms = ms*10 + time.Duration(frac[i]-'0')
+		} else if frac[i] != '0' {
+			up = true
+		}
+	}
+	for i := len(frac); i < places; i++ {
+		ms *= 10
+	}
+	if up {
+		ms++
+	}
+	return min(time.Duration(n)*unit+ms*time.Millisecond, maxWait), true
+}
+
+// allDigits reports whether s is one or more ASCII digits.
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // maxWait is where Retry-After saturates: far beyond any sane cap.

@@ -28,7 +28,7 @@ func TestParseRetryAfter(t *testing.T) {
 		{"Sun, 01 Nov 2100 0:00:00 GMT", 365 * 24 * time.Hour, true}, // far-off date saturates too
 		{"", 0, false},
 		{"-5", 0, false},
-		{"1.5", 0, false},
+		{"1.5", 1500 * time.Millisecond, true},
 		{"soon", 0, false},
 		{"Mon, 99 Foo 2026 99:99:99 GMT", 0, false},
 		{string(make([]byte, 100)), 0, false},
@@ -99,4 +99,32 @@ func TestDefaultClassifier(t *testing.T) {
 	for code, v := range want {
 		require.Equalf(t, v, idem.DefaultClassifier(code), "DefaultClassifier(%d)", code)
 	}
+}
+
+func FuzzParseRetryAfterHeader(f *testing.F) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, s := range [][3]string{
+		{"1.5", "", ""}, {"Sun, 29 Nov 2026 12:31:00 GMT", "", "Sun, 29 Nov 2026 12:30:00 GMT"}, {"", "1500", ""},
+		{"5, 10", "", ""}, {"1e9999", "NaN", "Thu, 01 Jan 1970 00:00:00 GMT"}, {"99999999999999999999.9", "0x10", "garbage"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, ra, ms, date string) {
+		h := http.Header{}
+		for _, kv := range [][2]string{{"Retry-After", ra}, {"Retry-After-Ms", ms}, {"Date", date}} {
+			if kv[1] != "" {
+				h[kv[0]] = []string{kv[1]}
+			}
+		}
+		d, ok := idem.ParseRetryAfterHeader(h, now)
+		if !ok && d != 0 {
+			t.Fatalf("ParseRetryAfterHeader(%v) = %v, false; want 0 when not ok", h, d)
+		}
+		if d < 0 || d > 365*24*time.Hour {
+			t.Fatalf("ParseRetryAfterHeader(%v) = %v; want within [0, 1 year]", h, d)
+		}
+		if single, sok := idem.ParseRetryAfter(ra, now); sok && h["Date"] == nil && (!ok || d != single) {
+			t.Fatalf("ParseRetryAfterHeader(%v) = %v, %v; ParseRetryAfter(%q) = %v: a usable Retry-After wins", h, d, ok, ra, single)
+		}
+	})
 }

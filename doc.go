@@ -138,8 +138,8 @@
 //	settled kept, then pruned    7 days (≥ key window)    WithRetainSettled
 //	response body read           1 MiB                    WithMaxResponseBytes
 //
-// A wait is never shorter than the server's Retry-After (delta-seconds or
-// HTTP-date), capped by WithRetryAfterCap. A wait that would outlast the
+// A wait is never shorter than the server's Retry-After (as
+// [ParseRetryAfterHeader] reads it), capped by WithRetryAfterCap. A wait that would outlast the
 // call's budget ends the call at once with [ErrUnknownOutcome] and leaves
 // the operation due for the reconciler when the wait ends. Each host has
 // a retry budget: while a host's is low, retries to it are handed to the

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +40,49 @@ type Health struct {
 	// Client was closed, the journal is unusable); nil while Run is active
 	// or before any Run call has returned.
 	RunErr error
+	// Hosts are the hosts whose operations Run cannot get an answer
+	// about, or that asked it to wait, as its last pass left them: at
+	// most HealthMaxHosts, those taken for unreachable first, then the
+	// longest failing, then those only resting. Empty when every host
+	// Run visited answered, and before Run's first pass. A host here
+	// does not make Run unhealthy: its operations stay journaled and
+	// due, and settle once the host answers.
+	Hosts []HostHealth
+	// HostsOmitted counts the hosts in trouble beyond HealthMaxHosts,
+	// left out of Hosts.
+	HostsOmitted int
+}
+
+// HealthMaxHosts bounds Health.Hosts: an outage of a thousand hosts
+// (one per merchant, say) must not make every probe copy a thousand
+// entries.
+const HealthMaxHosts = 32
+
+// HostHealth is what Run knows of one host (host and port of the
+// operations' URLs) that it cannot reach or that asked it to wait.
+type HostHealth struct {
+	Host string
+	// FailedVisits counts Run's visits in a row to the host that got no
+	// answer from it, or only 502, 503 or 504: a connection refused or
+	// timed out, a gateway with nothing behind it. A 429 is an answer:
+	// zero for a host that only throttles.
+	FailedVisits int
+	// FailingSince is when the first of those visits ended: for about
+	// that long every operation for the host has been failing.
+	FailingSince time.Time
+	// LastFailedVisit is when the last of them ended. Long ago, with the
+	// host not down, it says Run has had nothing for the host since
+	// (its operations settled otherwise, or by hand).
+	LastFailedVisit time.Time
+	// DownSince is when Run took the host for unreachable (a streak of
+	// twice WithResumeConcurrency failed visits): since then it probes
+	// the host with one operation a pass and postpones the others. Zero
+	// if it has not.
+	DownSince time.Time
+	// RestUntil is when the wait the host asked for (429 or 503 with a
+	// Retry-After, bounded by WithReconcile's maximum) ends: Run sends
+	// it nothing before then. Zero if none is pending.
+	RestUntil time.Time
 }
 
 // Health reports the state of the background reconciler. It is safe to call
@@ -50,6 +94,9 @@ func (c *Client) Health() Health {
 	defer h.mu.Unlock()
 	out := h.h
 	out.RunActive = h.runs > 0
+	// Copied: the caller may change what it got, and other callers hold
+	// the same snapshot.
+	out.Hosts = slices.Clone(h.h.Hosts)
 	return out
 }
 
@@ -70,7 +117,17 @@ func (h *healthState) runStarted() {
 	if h.runs == 1 {
 		// A new Run has failed no pass yet; the last error stays on record.
 		h.h.ConsecutiveErrors, h.since = 0, time.Time{}
+		// Nor has it visited any host: the last Run's findings are its own.
+		h.h.Hosts, h.h.HostsOmitted = nil, 0
 	}
+}
+
+// hostsSeen records what Run's pass left of the hosts in trouble
+// (hostStalls.report); hosts is Health's from now on, never changed.
+func (h *healthState) hostsSeen(hosts []HostHealth, omitted int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.h.Hosts, h.h.HostsOmitted = hosts, omitted
 }
 
 func (h *healthState) runEnded(err error) {

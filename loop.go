@@ -54,9 +54,9 @@ type driver struct {
 	exchanges int
 	submits   int             // submits sent by this call
 	bo        backoff.BackOff // made at the first wait: most calls never wait
-	// serverWait: the last answer's Retry-After, bounded by the
-	// reconciler's longest interval; a hand-off honours it in full.
-	serverWait time.Duration
+	// serverUntil: when the last answer's Retry-After ends, bounded by
+	// the reconciler's longest interval; a hand-off honours it in full.
+	serverUntil time.Time
 	// preRecorded: the last attempt was journaled with the record itself
 	// (Submit) and has not been sent yet.
 	preRecorded bool
@@ -109,8 +109,8 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	}
 	queriesHost := c.queriesHost(d.rec)
 	news := hostNews{reach: reachOf(d.rec, before, queriesHost)}
-	if d.serverWait > 0 && throttledBy(d.rec, before, queriesHost) {
-		news.rest = d.now().Add(d.serverWait)
+	if !d.serverUntil.IsZero() && throttledBy(d.rec, before, queriesHost) {
+		news.rest = d.serverUntil
 	}
 	return res, settled, news, err
 }
@@ -351,7 +351,10 @@ func (d *driver) next(retryAfter time.Duration) (time.Duration, error) {
 // reconciler itself never sleeps on an operation.
 func (d *driver) sleep(wait time.Duration) error {
 	now := d.now()
-	if d.mode == reconciling || now.Add(wait).After(d.deadline) {
+	// No attempt follows a wait that spends the last of the budget: the
+	// loop hands off once it sees none is left, so the caller would be
+	// held for nothing, up to the Retry-After cap.
+	if d.mode == reconciling || !now.Add(wait).Before(d.deadline) || d.exchanges >= d.c.cfg.maxAttempts {
 		return d.handoff(ErrBudgetSpent, now.Add(wait))
 	}
 	if err := d.hold(now, wait+d.c.cfg.attemptTimeout); err != nil {
@@ -450,7 +453,7 @@ func (d *driver) handoff(cause error, due time.Time) error {
 	if due.IsZero() || d.mode == reconciling {
 		due = maxTime(due, now.Add(d.c.reconcileDelay(d.rec)))
 	}
-	due = maxTime(due, now.Add(d.serverWait))
+	due = maxTime(due, d.serverUntil)
 	unsent := d.unsentAttempt()
 	if err := d.commit(func(r *journal.Record) {
 		closeUnsent(r, unsent)

@@ -348,6 +348,7 @@ func (c *Client) Run(ctx context.Context) (err error) {
 			return context.Cause(ctx)
 		}
 		now := c.cfg.clock.Now()
+		h.hostsSeen(stalls.report(now))
 		c.measure(&sched, min(now.Sub(start), maxPassMeasured), now)
 		wait := poll
 		if perr != nil {

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/idemkit/idem/journal"
@@ -93,13 +95,15 @@ type hostStalls struct {
 	maxRest   time.Duration
 	rest      map[string]time.Time // host → when its Retry-After ends
 	streak    map[string]int       // host → its visits in a row that got nowhere
+	failing   map[string]time.Time // host → when the first of those ended
+	lastFail  map[string]time.Time // host → when the last of those ended
 	down      map[string]time.Time // host → when it was found unreachable
 	postponed map[string]map[opID]time.Time
 	back      []string // hosts found answering again, whose postponed operations are not due yet
 }
 
 func newHostStalls(giveUp int) *hostStalls {
-	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, down: map[string]time.Time{},
+	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
 		rest: map[string]time.Time{}, postponed: map[string]map[opID]time.Time{}}
 }
 
@@ -117,6 +121,8 @@ const (
 func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChange {
 	if !stalled {
 		delete(h.streak, host)
+		delete(h.failing, host)
+		delete(h.lastFail, host)
 		if _, down := h.down[host]; down {
 			delete(h.down, host)
 			if len(h.postponed[host]) > 0 {
@@ -126,7 +132,10 @@ func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChang
 		}
 		return hostUnchanged
 	}
-	h.streak[host]++
+	if h.streak[host]++; h.streak[host] == 1 {
+		h.failing[host] = now
+	}
+	h.lastFail[host] = now
 	if _, down := h.down[host]; !down && h.streak[host] >= h.giveUp {
 		h.down[host] = now
 		return hostFoundDown
@@ -154,6 +163,72 @@ func (h *hostStalls) restUntil(host string, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return until, true
+}
+
+// report is what Health tells of the hosts whose visits fail or that
+// asked for rest, at most HealthMaxHosts of them: those taken for
+// unreachable first (the longest so first), then those failing (the
+// longest first), then those only resting; and how many it left out.
+// Its cost grows with the hosts in trouble, not with the operations.
+func (h *hostStalls) report(now time.Time) ([]HostHealth, int) {
+	byHost := make(map[string]*HostHealth, len(h.streak)+len(h.rest))
+	entry := func(host string) *HostHealth {
+		e := byHost[host]
+		if e == nil {
+			e = &HostHealth{Host: host}
+			byHost[host] = e
+		}
+		return e
+	}
+	for host, n := range h.streak {
+		e := entry(host)
+		e.FailedVisits, e.FailingSince, e.LastFailedVisit = n, h.failing[host], h.lastFail[host]
+	}
+	for host, since := range h.down {
+		entry(host).DownSince = since
+	}
+	for host := range h.rest {
+		if until, ok := h.restUntil(host, now); ok {
+			entry(host).RestUntil = until
+		}
+	}
+	if len(byHost) == 0 {
+		return nil, 0
+	}
+	out := make([]HostHealth, 0, len(byHost))
+	for _, e := range byHost {
+		out = append(out, *e)
+	}
+	slices.SortFunc(out, func(a, b HostHealth) int {
+		if c := cmpSince(a.DownSince, b.DownSince); c != 0 {
+			return c
+		}
+		if c := cmpSince(a.FailingSince, b.FailingSince); c != 0 {
+			return c
+		}
+		if c := b.RestUntil.Compare(a.RestUntil); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Host, b.Host)
+	})
+	if len(out) > HealthMaxHosts {
+		return slices.Clip(out[:HealthMaxHosts]), len(out) - HealthMaxHosts
+	}
+	return out, 0
+}
+
+// cmpSince orders the earlier of two "since" times first, and a zero
+// one (not so) last.
+func cmpSince(a, b time.Time) int {
+	switch {
+	case a.IsZero() && b.IsZero():
+		return 0
+	case a.IsZero():
+		return 1
+	case b.IsZero():
+		return -1
+	}
+	return a.Compare(b)
 }
 
 // isDown reports whether host looks unreachable.

@@ -328,6 +328,21 @@ type Health struct {
 	RetryAt            *time.Time `json:"retry_at,omitempty"`
 	RetryTokens        float64    `json:"retry_tokens"`
 	RetryTokensMax     float64    `json:"retry_tokens_max"`
+	// Hosts Run cannot reach or that asked it to wait (idem.Health.Hosts);
+	// an empty list when none. They do not make OK false: a payment API
+	// down is not this service down.
+	Hosts        []HostHealth `json:"hosts"`
+	HostsOmitted int          `json:"hosts_omitted,omitempty"`
+}
+
+// HostHealth is one entry of Health.Hosts (idem.HostHealth).
+type HostHealth struct {
+	Host            string     `json:"host"`
+	FailedVisits    int        `json:"failed_visits"`
+	FailingSince    *time.Time `json:"failing_since,omitempty"`
+	LastFailedVisit *time.Time `json:"last_failed_visit,omitempty"`
+	DownSince       *time.Time `json:"down_since,omitempty"`
+	RestUntil       *time.Time `json:"rest_until,omitempty"`
 }
 
 func (h *handler) health(w http.ResponseWriter, r *http.Request) error {
@@ -335,6 +350,11 @@ func (h *handler) health(w http.ResponseWriter, r *http.Request) error {
 	out := Health{
 		RunActive: hl.RunActive, ConsecutiveErrors: hl.ConsecutiveErrors,
 		LastPass: timePtr(hl.LastPass), LastJournalErrorAt: timePtr(hl.LastJournalErrorAt), RetryAt: timePtr(hl.RetryAt),
+		Hosts: make([]HostHealth, 0, len(hl.Hosts)), HostsOmitted: hl.HostsOmitted,
+	}
+	for _, hh := range hl.Hosts {
+		out.Hosts = append(out.Hosts, HostHealth{Host: hh.Host, FailedVisits: hh.FailedVisits,
+			FailingSince: timePtr(hh.FailingSince), LastFailedVisit: timePtr(hh.LastFailedVisit), DownSince: timePtr(hh.DownSince), RestUntil: timePtr(hh.RestUntil)})
 	}
 	if hl.RunErr != nil {
 		out.RunError = hl.RunErr.Error()

@@ -166,6 +166,9 @@ func TestFaultRetryAfterHTTPDate(t *testing.T) {
 	require.Equal(t, "Fri, 14 Mar 2025 15:09:29 GMT", r.header.Get("Retry-After"))
 	_, err := http.ParseTime(r.header.Get("Retry-After"))
 	require.NoError(t, err)
+	// A client judges the date against the answer's Date: both must come
+	// from the server's clock, not Date from the wall clock's.
+	require.Equal(t, "Fri, 14 Mar 2025 15:09:26 GMT", r.header.Get("Date"))
 }
 
 func TestFaultQueryLag(t *testing.T) {

@@ -71,6 +71,10 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration, httpDate bool, now ti
 			t = lastHTTPDate
 		}
 		w.Header().Set("Retry-After", t.UTC().Format(http.TimeFormat))
+		// Date from the same clock, as a real server's: a client judges
+		// the date against it, and net/http's own Date reads the wall
+		// clock, not the one the tests inject.
+		w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
 		return
 	}
 	// Rounded up without adding to d: d + 1s - 1 overflowed for the
