@@ -391,10 +391,10 @@ func (d *driver) submit() (step, error) {
 	}
 	switch st.move {
 	case moveSettle:
-		c.budget.success(budgetHost(d.rec.URL))
+		c.budgetSuccess(d.rec)
 	case moveProcessing:
 	default:
-		c.budget.failure(budgetHost(d.rec.URL))
+		c.budget.failure(c.hostOf(d.rec))
 	}
 	if d.ctx.Err() != nil && st.move != moveSettle {
 		return st, d.leave(context.Cause(d.ctx))
@@ -595,10 +595,10 @@ func (d *driver) query() (step, error) {
 	}
 	switch st.move {
 	case moveSettle:
-		c.budget.success(budgetHost(d.rec.URL))
+		c.budgetSuccess(d.rec)
 	case moveProcessing:
 	default:
-		c.budget.failure(budgetHost(d.rec.URL))
+		c.budget.failure(c.hostOf(d.rec))
 	}
 	if d.ctx.Err() != nil && st.move != moveSettle {
 		return st, d.leave(context.Cause(d.ctx))

@@ -1,8 +1,10 @@
 package idem
 
 import (
-	"strings"
 	"sync"
+	"sync/atomic"
+
+	"github.com/idemkit/idem/journal"
 )
 
 // The default retry budget of each host, in the manner of gRPC's retry
@@ -21,7 +23,7 @@ const (
 const maxBudgetHosts = 1024
 
 // retryBudget stops a fleet of clients from multiplying load on a
-// struggling server. It is kept per host (budgetHost): an outage at one
+// struggling server. It is kept per host (Client.hostOf): an outage at one
 // provider drains that provider's bucket and leaves retries to the others
 // alone. First attempts never consult it. A nil budget allows everything.
 type retryBudget struct {
@@ -30,6 +32,10 @@ type retryBudget struct {
 	ratio    float64            // what a success earns back
 	hosts    map[string]float64 // tokens of each host whose bucket is below full
 	overflow float64            // tokens of the shared bucket past maxBudgetHosts
+	// low counts the buckets below full, kept and shared: while it is
+	// zero, as it is on a good day, a success has nothing to earn back,
+	// and the caller need not even name the host (anyLow).
+	low atomic.Int32
 }
 
 func newRetryBudget(maxTokens, ratio float64) *retryBudget {
@@ -52,12 +58,17 @@ func (b *retryBudget) failure(host string) { b.add(host, -1) }
 // success records an attempt to host that got a conclusive answer.
 func (b *retryBudget) success(host string) { b.add(host, b.ratio) }
 
+// anyLow reports whether a bucket is below full: if not, a success can
+// be left unrecorded. It takes no lock.
+func (b *retryBudget) anyLow() bool { return b.low.Load() > 0 }
+
 func (b *retryBudget) add(host string, d float64) {
 	if b.max == 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	defer b.count()
 	t, kept := b.hosts[host]
 	switch {
 	case kept:
@@ -75,6 +86,15 @@ func (b *retryBudget) add(host string, d float64) {
 		return
 	}
 	b.hosts[host] = t
+}
+
+// count updates low, under mu.
+func (b *retryBudget) count() {
+	n := len(b.hosts)
+	if b.overflow < b.max {
+		n++
+	}
+	b.low.Store(int32(n))
 }
 
 // tokensLocked is what host's bucket holds: its own, or the shared one
@@ -110,24 +130,11 @@ func (b *retryBudget) level() (lowest, size float64, hosts map[string]float64) {
 	return lowest, b.max, hosts
 }
 
-// budgetHost is the part of a URL that names its server, its scheme and
-// authority ("https://api.example.com:8443"), without any user info: the
-// key of its retry budget. It is on every attempt's path, so it does not
-// parse, and allocates only to drop user info; two spellings of one host
-// (letter case, a default port) get two buckets, which costs nothing but
-// a later stop.
-func budgetHost(rawURL string) string {
-	rest := rawURL
-	scheme := ""
-	if i := strings.Index(rest, "://"); i >= 0 {
-		scheme, rest = rest[:i+3], rest[i+3:]
+// budgetSuccess records a conclusive answer about rec in its host's retry
+// budget. Only while a budget is below full does it name the host, which
+// costs a string: a good day's answers take neither that nor a lock.
+func (c *Client) budgetSuccess(rec *journal.Record) {
+	if c.budget.anyLow() {
+		c.budget.success(c.hostOf(rec))
 	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
-	}
-	at := strings.LastIndexByte(rest, '@')
-	if at < 0 {
-		return rawURL[:len(scheme)+len(rest)]
-	}
-	return scheme + rest[at+1:]
 }

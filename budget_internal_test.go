@@ -7,20 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestBudgetHost(t *testing.T) {
-	for in, want := range map[string]string{
-		"https://api.example.com/v1/orders":          "https://api.example.com",
-		"http://127.0.0.1:8080/orders?x=1":           "http://127.0.0.1:8080",
-		"https://user:secret@pay.example.com/charge": "https://pay.example.com",
-		"https://pay.example.com?k=v":                "https://pay.example.com",
-		"https://pay.example.com#frag":               "https://pay.example.com",
-		"https://pay.example.com":                    "https://pay.example.com",
-		"https://a@b@host.example/x":                 "https://host.example",
-	} {
-		require.Equal(t, want, budgetHost(in), in)
-	}
-}
-
 // Past maxBudgetHosts drained hosts, the others share one bucket: it is
 // charged and refilled, and never grows the map.
 func TestRetryBudgetBeyondItsHosts(t *testing.T) {
@@ -38,4 +24,18 @@ func TestRetryBudgetBeyondItsHosts(t *testing.T) {
 	require.True(t, b.allowRetry("h0"), "3 of 4 tokens")
 	b.success("h0")
 	require.Len(t, b.hosts, maxBudgetHosts-1, "a full bucket takes no room")
+}
+
+// A good day's successes skip the budget (anyLow false); one failure, and
+// they are counted again until its bucket is full.
+func TestRetryBudgetAnyLow(t *testing.T) {
+	b := newRetryBudget(4, 0.5)
+	require.False(t, b.anyLow())
+	b.failure("h")
+	require.True(t, b.anyLow())
+	b.success("h")
+	require.True(t, b.anyLow(), "3.5 of 4")
+	b.success("h")
+	require.False(t, b.anyLow(), "full again")
+	require.False(t, newRetryBudget(0, 0).anyLow(), "budget off")
 }

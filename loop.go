@@ -328,7 +328,7 @@ func (d *driver) mayRetry() bool {
 	if attemptCount(d.rec) == 0 || d.mode != foreground {
 		return true
 	}
-	return d.c.budget.allowRetry(budgetHost(d.rec.URL))
+	return d.c.budget.allowRetry(d.c.hostOf(d.rec))
 }
 
 func (d *driver) now() time.Time { return d.c.cfg.clock.Now() }

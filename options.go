@@ -441,8 +441,8 @@ func WithClassifier(cl Classifier) Option {
 	})
 }
 
-// WithRetryBudget sizes the retry budget each host has (keyed by the
-// scheme and authority of the operation's URL): retries to a host stop
+// WithRetryBudget sizes the retry budget each host (and port) of the
+// operations' URLs has: retries to a host stop
 // while fewer than maxTokens/2 of its tokens remain; each attempt that does
 // not settle costs it one token and each one that does earns ratio back. A
 // host's outage thus leaves retries to other hosts alone. maxTokens 0 turns

@@ -35,7 +35,8 @@ type Stats struct {
 	// when the budget is off: WithRetryBudget(0, 0)). Retries to a host
 	// stop while its budget holds RetryTokensMax/2 or less.
 	RetryTokens, RetryTokensMax float64
-	// RetryTokensByHost holds the budget of each host ("https://host:port")
+	// RetryTokensByHost holds the budget of each host ("api.example.com",
+	// "127.0.0.1:8443": named as Health and WithHostKeyRetention name it)
 	// that holds less than RetryTokensMax; a host missing from it has a
 	// full budget. Empty while every host's is full.
 	RetryTokensByHost map[string]float64

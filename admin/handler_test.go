@@ -285,7 +285,7 @@ func TestStats(t *testing.T) {
 		ByState: map[string]int{"unknown": 2, "succeeded": 1}, Open: 2, Review: 1, Total: 3, Complete: true,
 		OldestOpenAge: age, OldestUnknownAge: age,
 		RetryTokens: st.RetryTokens, RetryTokensMax: idem.DefaultRetryTokens,
-		RetryTokensByHost: map[string]float64{f.srv.URL: st.RetryTokens},
+		RetryTokensByHost: map[string]float64{strings.TrimPrefix(f.srv.URL, "http://"): st.RetryTokens},
 	}, st)
 	require.Greater(t, st.RetryTokens, 0.0)
 	require.Less(t, st.RetryTokens, idem.DefaultRetryTokens, "the fixture's failed attempts drained its host's budget")
