@@ -441,14 +441,14 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// alone. Its body, however decodable, says nothing of this one.
 		a.decodeErr = fmt.Errorf("%w: the answer's %s header names key %q, not %q", errUndecodable,
 			c.cfg.keyHeader, truncate(ex.header.Get(c.cfg.keyHeader), 64), rec.Key)
-	case !query && fromCache(ex.header):
+	case !query && fromCache(ex.header) != "":
 		// A shared cache that stores POST answers by URL (nginx's
 		// proxy_cache_methods POST) answers every later request to the
 		// URL with the first one's: another request's order, and this
 		// one never reached the server. A result query's cached answer
 		// is about this key's URL, so at worst stale.
-		a.decodeErr = fmt.Errorf("%w: the answer came out of a cache (Age: %s), not from this request", errUndecodable,
-			truncate(headerValue(ex.header, "Age"), 20))
+		a.decodeErr = fmt.Errorf("%w: the answer came out of a cache (%s), not from this request", errUndecodable,
+			fromCache(ex.header))
 	default:
 		a.out, a.decodeErr = c.cfg.decode(&Answer{
 			Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
@@ -473,15 +473,6 @@ func (c *Client) otherKeyEchoed(h http.Header, key string) bool {
 		}
 	}
 	return true
-}
-
-// fromCache reports whether an answer's Age header (RFC 9111 5.1), which
-// a cache adds to what it serves from its store, says it was stored for
-// a while: a positive number of seconds. Age: 0 is what a cache in front
-// adds to an answer it passed through.
-func fromCache(h http.Header) bool {
-	age, err := strconv.ParseUint(strings.TrimSpace(headerValue(h, "Age")), 10, 64)
-	return err == nil && age > 0 || errors.Is(err, strconv.ErrRange)
 }
 
 // verdict is the classifier's, with WithKeyConflictStatus's statuses first.

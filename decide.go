@@ -3,8 +3,10 @@ package idem
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -525,6 +527,86 @@ func throttledAnswer(h http.Header, body []byte) bool {
 }
 
 func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+
+// fromCache returns what in an answer's headers says that a cache served
+// it from its store instead of passing this request on ("Age: 12",
+// "X-Cache: Hit from cloudfront"), or "" when nothing does:
+//   - Age (RFC 9111 5.1) above 0, which a cache adds to what it serves
+//     from its store; Age: 0 is what one in front adds to an answer it
+//     passed through.
+//   - RFC 9211's Cache-Status with a "hit" on any cache's entry.
+//   - the status headers of caches that send no Age, nginx's above all:
+//     its $upstream_cache_status as operators add it (X-Cache-Status,
+//     X-Proxy-Cache), Cloudflare's CF-Cache-Status, and X-Cache
+//     (CloudFront, Fastly, Akamai, Squid), when an entry's first word is
+//     a hit (HIT, Hit, RefreshHit, TCP_MEM_HIT, HIT-STALE…) or STALE,
+//     UPDATING or REVALIDATED: the stored body, whatever the origin was
+//     asked.
+func fromCache(h http.Header) string {
+	v := strings.TrimSpace(headerValue(h, "Age"))
+	if age, err := strconv.ParseUint(v, 10, 64); err == nil && age > 0 || errors.Is(err, strconv.ErrRange) {
+		return "Age: " + truncate(v, 20)
+	}
+	for _, v := range h["Cache-Status"] {
+		if cacheStatusHit(v) {
+			return "Cache-Status: " + truncate(v, 64)
+		}
+	}
+	for _, name := range [...]string{"X-Cache", "X-Cache-Status", "X-Proxy-Cache", "Cf-Cache-Status"} {
+		for _, v := range h[name] {
+			for entry := range strings.SplitSeq(v, ",") {
+				word, _, _ := strings.Cut(strings.TrimSpace(entry), " ")
+				if cacheHitWord(strings.ToUpper(word)) {
+					return name + ": " + truncate(v, 64)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// cacheHitWord reports whether a cache status word (upper case) says the
+// answer came from the cache's store.
+func cacheHitWord(w string) bool {
+	switch w {
+	case "STALE", "UPDATING", "REVALIDATED":
+		return true
+	}
+	return strings.HasPrefix(w, "HIT") || strings.HasSuffix(w, "HIT")
+}
+
+// cacheStatusHit reports whether an RFC 9211 Cache-Status value, a list
+// of caches each with parameters ("ExampleCache; hit; ttl=30, CDN;
+// fwd=uri-miss"), has a cache whose parameters hold hit (bare, or the
+// boolean ?1). Commas and semicolons inside quoted strings (a cache's
+// name, a key parameter) separate nothing.
+func cacheStatusHit(v string) bool {
+	first := true // the item before a member's first ';' is the cache's name
+	start, quoted := 0, false
+	for i := 0; i <= len(v); i++ {
+		if i < len(v) {
+			switch c := v[i]; {
+			case quoted && c == '\\':
+				i++
+				continue
+			case c == '"':
+				quoted = !quoted
+				continue
+			case quoted || c != ',' && c != ';':
+				continue
+			}
+		}
+		if !first {
+			name, val, _ := strings.Cut(strings.TrimSpace(v[start:i]), "=")
+			if strings.EqualFold(strings.TrimSpace(name), "hit") && (val == "" || strings.TrimSpace(val) == "?1") {
+				return true
+			}
+		}
+		first = i < len(v) && v[i] == ','
+		start = i + 1
+	}
+	return false
+}
 
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.
 func asciiFold(b []byte, word string) bool {
