@@ -285,11 +285,19 @@ func contestedSuccess(label string) judgment {
 	return judgment{move: moveReview, label: label, review: ReviewKeyInUse, conflict: true}
 }
 
-// judgeResult reads a decoded 2xx.
+// judgeResult reads a decoded 2xx. A 206 Partial Content proves nothing,
+// whatever a decoder made of it: it answers a Range request, which idem
+// never sends (a POST has no range, and a journaled Range header stays
+// off result queries), so a cache served part of what it stored for some
+// request, and a part that happens to be whole is still not this
+// request's answer.
 func judgeResult(a answer, settled, processing string) judgment {
 	switch {
 	case a.decodeErr != nil:
 		return judgment{move: moveQuery, label: "undecodable", err: a.decodeErr}
+	case a.status == http.StatusPartialContent:
+		return judgment{move: moveQuery, label: "undecodable",
+			err: fmt.Errorf("%w: 206 Partial Content answers a Range request idem never sent: a cache's stored part", errUndecodable)}
 	case a.out.State == StateProcessing:
 		return judgment{move: moveProcessing, label: processing, out: a.out}
 	case a.out.State.Terminal():

@@ -34,6 +34,7 @@ func TestJudgeSubmit(t *testing.T) {
 		{name: "2xx says failed", p: fresh, a: answer{status: 200, verdict: Settled, out: declined}, move: moveSettle, wantState: StateFailed},
 		{name: "2xx says processing", p: fresh, a: answer{status: 202, verdict: Settled, out: processing}, move: moveProcessing},
 		{name: "2xx does not decode: query", p: fresh, a: answer{status: 201, verdict: Settled, decodeErr: garbage}, move: moveQuery},
+		{name: "206 a cache's part, however it decodes: query", p: fresh, a: answer{status: 206, verdict: Settled, out: ok}, move: moveQuery},
 		{name: "2xx with a state the decoder should not give: query", p: fresh, a: answer{status: 201, verdict: Settled, out: Outcome{State: StateUnknown}}, move: moveQuery},
 
 		{name: "409 with nothing of ours executed: someone else's, resend", p: fresh, a: answer{status: 409, verdict: Processing}, move: moveResend, refused: true},
@@ -130,6 +131,7 @@ func TestJudgeQuery(t *testing.T) {
 		{"failed", answer{status: 200, out: Outcome{State: StateFailed}}, moveSettle, false},
 		{"processing", answer{status: 200, out: Outcome{State: StateProcessing}}, moveProcessing, false},
 		{"undecodable", answer{status: 200, decodeErr: errUndecodable}, moveInconclusive, false},
+		{"206 a cache's part, however it decodes", answer{status: 206, out: Outcome{State: StateSucceeded, ResourceID: "r"}}, moveInconclusive, false},
 		{"404 is not never-happened", answer{status: 404}, moveInconclusive, true},
 		{"410 is a forgotten key: review, never resend", answer{status: 410}, moveReview, false},
 		{"404 saying the key expired is a 410", answer{status: 404, body: []byte(`{"error":"Idempotency key expired"}`)}, moveReview, false},
