@@ -445,10 +445,14 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// A shared cache that stores POST answers by URL (nginx's
 		// proxy_cache_methods POST) answers every later request to the
 		// URL with the first one's: another request's order, and this
-		// one never reached the server. A result query's cached answer
-		// is about this key's URL, so at worst stale.
+		// one never reached the server.
 		a.decodeErr = fmt.Errorf("%w: the answer came out of a cache (%s), not from this request", errUndecodable,
 			fromCache(ex.header))
+	case query && fromCache(ex.header) != "" && !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key):
+		// A cache keyed on less than the URL (CDNs leave the query string
+		// out unless told) serves one key's result to a query for any.
+		a.decodeErr = fmt.Errorf("%w: a cache's answer (%s) that does not name key %q", errUndecodable,
+			fromCache(ex.header), rec.Key)
 	default:
 		a.out, a.decodeErr = c.cfg.decode(&Answer{
 			Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,

@@ -573,6 +573,26 @@ func fromCache(h http.Header) string {
 	return ""
 }
 
+// namesKeyValue reports whether an answer names key: its key header
+// (header; "" when the key goes in the body) echoes it, bare or as an
+// sf-string, or its body holds it as a JSON string. A cache's answer to
+// a result query is taken as ours only then: a cache keyed on the path
+// alone serves another key's result.
+func namesKeyValue(h http.Header, body []byte, header, key string) bool {
+	if header != "" {
+		for _, v := range h[header] {
+			if v = strings.TrimSpace(v); v == key || v == sfString(key) {
+				return true
+			}
+		}
+	}
+	if bytes.Contains(body, []byte(`"`+key+`"`)) {
+		return true
+	}
+	quoted, err := json.Marshal(key)
+	return err == nil && bytes.Contains(body, quoted)
+}
+
 // cacheHitWord reports whether a cache status word (upper case) says the
 // answer came from the cache's store.
 func cacheHitWord(w string) bool {

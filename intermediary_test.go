@@ -132,3 +132,119 @@ func TestPartialContentProvesNothing(t *testing.T) {
 		require.Zero(t, srv.Stats().SideEffects, "nothing executed")
 	})
 }
+
+// queryCachingAPI is an API whose result endpoint takes the key in the
+// query string (GET /v1/results?key=…) and answers the resource the key
+// created, without naming the key (as a plain resource does), behind a
+// CDN that caches GETs by path alone (CloudFront's cache policies leave
+// the query string out of the key unless told, Cloudflare's "ignore
+// query string"). Its first POST is answered 502 by the front before the
+// origin saw it, as a load balancer with no healthy target does.
+type queryCachingAPI struct {
+	*httptest.Server
+	mu      sync.Mutex
+	created map[string]string // key → order
+	cached  map[string][]byte // path → stored answer
+	posts   int
+}
+
+func newQueryCachingAPI(t testing.TB, label http.Header) *queryCachingAPI {
+	t.Helper()
+	api := &queryCachingAPI{created: map[string]string{}, cached: map[string][]byte{}}
+	api.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			api.posts++
+			if api.posts == 1 {
+				page(w, http.StatusBadGateway, http.Header{"Server": {"awselb/2.0"}}, `<html><head><title>502 Bad Gateway</title></head></html>`)
+				return
+			}
+			key := r.Header.Get("Idempotency-Key")
+			if api.created[key] == "" {
+				api.created[key] = "ord_" + key
+			}
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"id":"`+api.created[key]+`","status":"succeeded"}`)
+			return
+		}
+		if body, ok := api.cached[r.URL.Path]; ok {
+			for name, vals := range label {
+				w.Header()[name] = vals
+			}
+			_, _ = w.Write(body)
+			return
+		}
+		id := api.created[r.URL.Query().Get("key")]
+		if id == "" {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"error":"not found"}`)
+			return
+		}
+		body := []byte(`{"id":"` + id + `","status":"succeeded"}`)
+		api.cached[r.URL.Path] = body
+		_, _ = w.Write(body)
+	}))
+	t.Cleanup(api.Close)
+	return api
+}
+
+// A result query's answer that came out of a cache is about the cache's
+// key, not necessarily ours: one that does not name our key proves
+// nothing, or another operation's order is taken for ours and ours is
+// never made.
+func TestCachedResultOfAnotherKeyIsNotOurs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		label http.Header
+	}{
+		{"Age", http.Header{"Age": {"40"}}},
+		{"X-Cache", http.Header{"X-Cache": {"Hit from cloudfront"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newQueryCachingAPI(t, tc.label)
+			api.created["other"] = "ord_other" // another operation, settled
+			// Someone reads its result: the CDN stores the answer under
+			// /v1/results, whatever the key.
+			resp, err := api.Client().Get(api.URL + "/v1/results?key=other")
+			require.NoError(t, err)
+			_ = resp.Body.Close()
+
+			c := clientFor(t, api.Server, idemtest.NewClock(epoch), idem.WithResultEndpoint(api.URL+"/v1/results?key={key}"))
+			res, err := c.Submit(t.Context(), idem.Request{Key: "mine", URL: api.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
+			require.NotEqual(t, "ord_other", res.ResourceID, "another operation's order taken for ours")
+			require.NoError(t, err, "the resend with the same key settles it")
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.Equal(t, "ord_mine", res.ResourceID)
+			require.Equal(t, 2, api.posts, "one 502 from the front, one resend that executed")
+		})
+	}
+}
+
+// A cached answer to a result query that names our key is ours, if
+// stale: it settles as the server's own would.
+func TestCachedResultNamingOurKeySettles(t *testing.T) {
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorAfterCommit}))
+	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
+		if r.Method != http.MethodGet {
+			return false
+		}
+		rec := forward()
+		h := rec.Header().Clone()
+		h.Set("Age", "30")
+		h.Set("X-Cache", "HIT")
+		page(w, rec.Code, h, rec.Body.String())
+		return true
+	})
+	res, err := f.client(t).Submit(t.Context(), f.req("k"))
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, 1, f.posts, "settled by the query, never resent")
+	require.Equal(t, 1, f.gets)
+	require.Equal(t, 1, srv.Effects("", "k"))
+}
