@@ -410,7 +410,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if !query {
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
 	}
-	a.verdict = c.verdict(ex.status)
+	a.verdict, a.location = c.verdict(ex.status), headerValue(ex.header, "Location")
 	if a.verdict == Rejected && ex.status == http.StatusBadRequest && throttledAnswer(ex.header, ex.body) {
 		a.verdict = Throttled
 	}

@@ -99,6 +99,8 @@ type answer struct {
 	// redirect: where a router's redirect points (routerRedirect), which
 	// no handler ran for; empty for any other answer.
 	redirect string
+	// location: a 3xx's Location, for the attempt's error (notFollowed).
+	location string
 	verdict  Verdict
 	// keyConflict: a Conflict verdict is about the key (a status set with
 	// WithKeyConflictStatus, or a body that names the idempotency key),
@@ -224,7 +226,7 @@ func submitMeaning(p past, a answer) judgment {
 		}
 		return j
 	default:
-		return judgment{move: moveQuery, label: "ambiguous"}
+		return judgment{move: moveQuery, label: "ambiguous", err: notFollowed(a)}
 	}
 }
 
@@ -335,7 +337,7 @@ func judgeQuery(p past, a answer) judgment {
 	case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
 		return judgment{move: moveResend, label: "throttled"}
 	default:
-		return judgment{move: moveInconclusive, label: "query_failed"}
+		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a)}
 	}
 }
 

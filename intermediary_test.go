@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -247,4 +248,48 @@ func TestCachedResultNamingOurKeySettles(t *testing.T) {
 	require.Equal(t, 1, f.posts, "settled by the query, never resent")
 	require.Equal(t, 1, f.gets)
 	require.Equal(t, 1, srv.Effects("", "k"))
+}
+
+// A redirect to a login page or to another host, from an SSO proxy or a
+// captive portal in front of the API, on submits and result queries
+// alike: idem follows none. Nothing is settled (a handler may redirect
+// after its work, as Rails' redirect_to after a create does), nothing is
+// failed, every submit carries the key, and each attempt's journaled
+// error says where the redirect points and what to do, without the
+// redirect's query string (a login redirect may carry a token).
+func TestRedirectToLoginIsExplained(t *testing.T) {
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
+		if r.Header.Get("Idempotency-Key") != "k" && r.Method != http.MethodGet {
+			page(w, http.StatusBadRequest, nil, "no key")
+			return true
+		}
+		page(w, http.StatusFound, http.Header{"Location": {"https://sso.example.com/login?next=%2Forders&SAMLRequest=c2VjcmV0"}}, "")
+		return true
+	})
+	var mu sync.Mutex
+	var events []idem.AttemptEvent
+	c := f.client(t, idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, ev)
+	}}))
+	res, err := c.Submit(t.Context(), f.req("k"))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Zero(t, srv.Stats().Requests, "nothing reached the server")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, events, idem.DefaultMaxAttempts)
+	require.Equal(t, f.posts+f.gets, len(events))
+	for _, ev := range events {
+		require.Equalf(t, http.StatusFound, ev.StatusCode, "attempt %d", ev.Number)
+		require.Errorf(t, ev.Err, "attempt %d: nothing says why it settled nothing", ev.Number)
+		require.Containsf(t, ev.Err.Error(), "redirect to https://sso.example.com/login", "attempt %d", ev.Number)
+		require.Containsf(t, ev.Err.Error(), "not followed", "attempt %d", ev.Number)
+		require.NotContainsf(t, ev.Err.Error(), "SAMLRequest", "attempt %d: the redirect's query string journaled", ev.Number)
+	}
 }
