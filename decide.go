@@ -223,6 +223,8 @@ func submitMeaning(p past, a answer) judgment {
 		}
 		if a.keyConflict {
 			j.label, j.conflict = "conflict", true
+		} else if saysKeyMissing(a.body) {
+			j.out.Reason += keyMissingHint
 		}
 		return j
 	default:
@@ -408,6 +410,19 @@ func lower(c byte) byte {
 }
 
 func separator(c byte) bool { return c == '-' || c == '_' || c == ' ' }
+
+// saysKeyMissing reports whether a refusal's body says the request came
+// without an idempotency key ("missing Idempotency-Key header", "an
+// idempotency key is required"): idem sends one with every submit, so
+// something in between dropped it, or the server wants another header.
+func saysKeyMissing(body []byte) bool {
+	return mentionsKey(body) && saysAny(body, "missing", "required", "not provided", "must be provided", "must be present", "absent")
+}
+
+// keyMissingHint follows the reason of a refusal that says the key was
+// missing (saysKeyMissing).
+const keyMissingHint = " (idem sent the key with this request: a proxy or gateway in between may drop the header, " +
+	"or the server wants it under another name: WithKeyHeader)"
 
 // reusesKey reports whether a 400's body says the idempotency key was
 // used before with other parameters (Stripe's idempotency_error, Square's

@@ -293,3 +293,26 @@ func TestRedirectToLoginIsExplained(t *testing.T) {
 		require.NotContainsf(t, ev.Err.Error(), "SAMLRequest", "attempt %d: the redirect's query string journaled", ev.Number)
 	}
 }
+
+// A proxy or gateway that drops the Idempotency-Key header: the server
+// (the IETF draft's) refuses the request without it. Nothing executed,
+// so the operation fails at once, never resent, and its reason says
+// that idem did send a key, which points at what sits in between.
+func TestStrippedKeyHeaderFailsOnceAndSaysSo(t *testing.T) {
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
+		r.Header.Del("Idempotency-Key")
+		return false
+	})
+	res, err := f.client(t).Submit(t.Context(), f.req("k"))
+	require.ErrorIs(t, err, idem.ErrFailed)
+	require.NotErrorIs(t, err, idem.ErrKeyConflict)
+	require.Equal(t, idem.StateFailed, res.State)
+	require.Equal(t, 1, f.posts, "resent after the server said it never ran")
+	require.Zero(t, f.gets)
+	require.Zero(t, srv.Stats().SideEffects)
+	require.Contains(t, res.Reason, "400: missing Idempotency-Key header", "the server's own words")
+	require.Contains(t, res.Reason, "idem sent the key", "nothing says the header was lost on the way")
+}
