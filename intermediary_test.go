@@ -316,3 +316,96 @@ func TestStrippedKeyHeaderFailsOnceAndSaysSo(t *testing.T) {
 	require.Contains(t, res.Reason, "400: missing Idempotency-Key header", "the server's own words")
 	require.Contains(t, res.Reason, "idem sent the key", "nothing says the header was lost on the way")
 }
+
+// Intermediaries' own pages answered to submits, at the default
+// settings, with result queries passed on to the server. No page is
+// ever read as the API's success. A gateway's 5xx (before or after the
+// origin ran the request) never fails the operation: it is queried, and
+// settled by the server's own answer when the origin ran it. A WAF's
+// 4xx block page on a first attempt fails it: nothing reached the API.
+// Every submit carries the same key and bytes.
+func TestIntermediaryPagesOnSubmit(t *testing.T) {
+	html := http.Header{"Content-Type": {"text/html"}}
+	with := func(h http.Header, name, value string) http.Header {
+		h = h.Clone()
+		h.Set(name, value)
+		return h
+	}
+	tests := []struct {
+		name   string
+		status int
+		header http.Header
+		body   string
+		// reached: the front passed the first submit on to the server
+		// before answering with its page (its link to the origin broke
+		// after the origin committed).
+		reached bool
+		want    idem.State
+	}{
+		{name: "captive portal 200", status: 200, header: html, body: `<html><head><title>Sign in to the network</title></head><form action="/login"></form></html>`, want: idem.StateUnknown},
+		{name: "F5 ASM blocking page 200", status: 200, header: html,
+			body: `<html><head><title>Request Rejected</title></head><body>The requested URL was rejected. Please consult with your administrator.<br><br>Your support ID is: 1234567890123456789</body></html>`, want: idem.StateUnknown},
+		{name: "Akamai Access Denied 200", status: 200, header: with(html, "Server", "AkamaiGHost"),
+			body: `<HTML><HEAD><TITLE>Access Denied</TITLE></HEAD><BODY>You don't have permission to access "http&#58;&#47;&#47;api&#46;example&#46;com&#47;orders" on this server.<P>Reference&#32;&#35;18&#46;1234</BODY></HTML>`, want: idem.StateUnknown},
+		{name: "Cloudflare Attention Required 403", status: 403, header: with(html, "Server", "cloudflare"),
+			body: `<!DOCTYPE html><title>Attention Required! | Cloudflare</title><h1>Sorry, you have been blocked</h1>`, want: idem.StateFailed},
+		{name: "Cloudflare challenge 503", status: 503, header: with(html, "Server", "cloudflare"), body: `<!DOCTYPE html><title>Just a moment...</title>`, want: idem.StateUnknown},
+		{name: "Envoy 503 upstream connect error", status: 503, header: http.Header{"Content-Type": {"text/plain"}, "Server": {"envoy"}},
+			body: `upstream connect error or disconnect/reset before headers. reset reason: connection failure`, want: idem.StateUnknown},
+		{name: "Envoy 503 overloaded", status: 503, header: http.Header{"Content-Type": {"text/plain"}, "X-Envoy-Overloaded": {"true"}},
+			body: `upstream connect error or disconnect/reset before headers. reset reason: overflow`, want: idem.StateUnknown},
+		{name: "ALB 502", status: 502, header: with(html, "Server", "awselb/2.0"), body: `<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>`, want: idem.StateUnknown},
+		{name: "ALB 504", status: 504, header: with(html, "Server", "awselb/2.0"), body: `<html><head><title>504 Gateway Time-out</title></head></html>`, want: idem.StateUnknown},
+		{name: "Cloudflare 522", status: 522, header: with(html, "Server", "cloudflare"), body: `<title>api.example.com | 522: Connection timed out</title>`, want: idem.StateUnknown},
+		{name: "nginx 200 Content-Length 0", status: 200, header: http.Header{"Content-Length": {"0"}}, want: idem.StateUnknown},
+		{name: "304 to a POST", status: 304, want: idem.StateUnknown},
+
+		{name: "ALB 502 after the origin ran it", status: 502, header: with(html, "Server", "awselb/2.0"), body: `<html><title>502 Bad Gateway</title></html>`, reached: true, want: idem.StateSucceeded},
+		{name: "Envoy 504 upstream request timeout after the origin ran it", status: 504, header: http.Header{"Content-Type": {"text/plain"}, "Server": {"envoy"}},
+			body: `upstream request timeout`, reached: true, want: idem.StateSucceeded},
+		{name: "Envoy 503 reset after the origin ran it", status: 503, header: http.Header{"Content-Type": {"text/plain"}, "Server": {"envoy"}},
+			body: `upstream connect error or disconnect/reset before headers. reset reason: connection termination`, reached: true, want: idem.StateSucceeded},
+		{name: "nginx 200 Content-Length 0 after the origin ran it", status: 200, header: http.Header{"Content-Length": {"0"}}, reached: true, want: idem.StateSucceeded},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := idemtest.NewServer()
+			require.NoError(t, err)
+			t.Cleanup(srv.Close)
+			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
+				if r.Method == http.MethodGet || tc.reached && n > 1 {
+					return false
+				}
+				if tc.reached {
+					forward()
+				}
+				page(w, tc.status, tc.header, tc.body)
+				return true
+			})
+			res, err := f.client(t).Submit(t.Context(), f.req("k"))
+			require.Equalf(t, tc.want, res.State, "err: %v", err)
+			effects := srv.Effects("", "k")
+			switch tc.want {
+			case idem.StateSucceeded:
+				require.NoError(t, err)
+				require.Equal(t, 1, effects)
+				require.Equal(t, "ord_000001", res.ResourceID, "the server's own order")
+			case idem.StateFailed:
+				require.ErrorIs(t, err, idem.ErrFailed)
+				require.Zero(t, effects)
+				require.Equal(t, 1, f.posts, "a refusal before anything may have executed is not resent")
+			default:
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.NotErrorIs(t, err, idem.ErrFailed)
+				require.Empty(t, res.ResourceID)
+				require.Zero(t, effects)
+				require.Equal(t, idem.DefaultMaxAttempts, res.Attempts)
+			}
+			for i, r := range srv.Requests() {
+				if r.Method == http.MethodPost {
+					require.Equalf(t, "k", r.Key, "submit %d reaching the server", i+1)
+				}
+			}
+		})
+	}
+}
