@@ -409,3 +409,48 @@ func TestIntermediaryPagesOnSubmit(t *testing.T) {
 		})
 	}
 }
+
+// A front that sends only informational answers (103 Early Hints, more
+// than net/http reads) and then drops the connection: no final answer,
+// after the request was written. Whether the origin ran it or not, the
+// result query and a resend with the same key settle it with one order.
+func TestInformationalOnlyAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		reached bool
+		hints   int
+		posts   int
+	}{
+		{"one 103, origin ran it", true, 1, 1},
+		{"too many 103s, origin ran it", true, 10, 1},
+		{"one 103, origin never saw it", false, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := idemtest.NewServer()
+			require.NoError(t, err)
+			t.Cleanup(srv.Close)
+			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
+				if r.Method == http.MethodGet || n > 1 {
+					return false
+				}
+				if tc.reached {
+					forward()
+				}
+				for range tc.hints {
+					w.Header().Set("Link", "</style.css>; rel=preload")
+					w.WriteHeader(http.StatusEarlyHints)
+				}
+				if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+					_ = conn.Close()
+				}
+				return true
+			})
+			res, err := f.client(t).Submit(t.Context(), f.req("k"))
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.Equal(t, 1, srv.Effects("", "k"))
+			require.Equal(t, tc.posts, f.posts)
+			require.Equal(t, 1, f.gets, "queried once after the lost answer")
+		})
+	}
+}
