@@ -407,7 +407,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if ex.status == 0 {
 		return a
 	}
-	if !query {
+	if !query && fromCache(ex.header) == "" {
+		// A cache's stored answer is another request's: its replay
+		// marker or created resource says nothing of this key.
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
 	}
 	a.verdict, a.location = c.verdict(ex.status), headerValue(ex.header, "Location")
