@@ -104,35 +104,53 @@ func TestCacheStatusHitIsNotOurs(t *testing.T) {
 
 // A cache that stores POST answers of any status by URL (nginx's
 // proxy_cache_methods POST with proxy_cache_valid any) serves another
-// request's stored refusal, replay marker and all. Its marker is not the
-// server's word about our key: after an attempt of ours may have
-// executed, it must not settle the operation failed, or the caller,
-// told "failed", makes the order again.
+// request's stored answer, replay marker and all. Its markers are not
+// the server's word about our key: after an attempt of ours may have
+// executed, a stored refusal must not settle the operation failed (the
+// caller, told "failed", makes the order again), nor a 409 naming the
+// resource another key created settle ours with it.
 func TestCachedReplayIsNotTheServersWord(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
-		switch {
-		case r.Method == http.MethodGet && n == 1:
-			page(w, http.StatusGatewayTimeout, nil, `<html><title>504 Gateway Time-out</title></html>`)
-		case r.Method == http.MethodGet:
-			return false
-		case n == 1:
-			forward() // the origin creates the order; its answer is lost
-			page(w, http.StatusBadGateway, nil, `<html><title>502 Bad Gateway</title></html>`)
-		default:
-			page(w, http.StatusPaymentRequired, http.Header{"Content-Type": {"application/json"},
-				"Idempotent-Replayed": {"true"}, "X-Cache-Status": {"HIT"}}, `{"error":"card declined"}`)
-		}
-		return true
-	})
-	res, err := f.client(t).Submit(t.Context(), f.req("k"))
-	require.NotErrorIs(t, err, idem.ErrFailed, "a cached refusal of another request failed an order the server made")
-	require.NoError(t, err)
-	require.Equal(t, idem.StateSucceeded, res.State)
-	require.Equal(t, "ord_000001", res.ResourceID)
-	require.Equal(t, 1, srv.Effects("", "k"))
-	require.Equal(t, 2, f.posts)
-	require.Equal(t, 2, f.gets)
+	for _, tc := range []struct {
+		name   string
+		status int
+		header http.Header
+		body   string
+	}{
+		{"replayed decline", http.StatusPaymentRequired, http.Header{"Idempotent-Replayed": {"true"}}, `{"error":"card declined"}`},
+		{"409 naming another key's resource", http.StatusConflict, nil,
+			`{"error":{"code":409,"type":"invalid_state","errors":[{"reason":"idempotent_creation_conflict","message":"A resource has already been created with this idempotency key","links":{"conflicting_resource_id":"PM_someone_elses"}}]}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := idemtest.NewServer()
+			require.NoError(t, err)
+			t.Cleanup(srv.Close)
+			h := http.Header{"Content-Type": {"application/json"}, "X-Cache-Status": {"HIT"}}
+			for name, vals := range tc.header {
+				h[name] = vals
+			}
+			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
+				switch {
+				case r.Method == http.MethodGet && n == 1:
+					page(w, http.StatusGatewayTimeout, nil, `<html><title>504 Gateway Time-out</title></html>`)
+				case r.Method == http.MethodGet:
+					return false
+				case n == 1:
+					forward() // the origin creates the order; its answer is lost
+					page(w, http.StatusBadGateway, nil, `<html><title>502 Bad Gateway</title></html>`)
+				default:
+					page(w, tc.status, h, tc.body)
+				}
+				return true
+			})
+			res, err := f.client(t).Submit(t.Context(), f.req("k"))
+			require.NotErrorIs(t, err, idem.ErrFailed, "a cached refusal of another request failed an order the server made")
+			require.NotEqual(t, "PM_someone_elses", res.ResourceID, "another key's resource taken for ours")
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.Equal(t, "ord_000001", res.ResourceID)
+			require.Equal(t, 1, srv.Effects("", "k"))
+			require.Equal(t, 2, f.posts)
+			require.Equal(t, 2, f.gets)
+		})
+	}
 }
