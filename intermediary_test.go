@@ -454,3 +454,32 @@ func TestInformationalOnlyAnswer(t *testing.T) {
 		})
 	}
 }
+
+// The key header dropped on resends only, after a first attempt that
+// reached the server and whose answer a load balancer lost, with no
+// result endpoint: the 400s cannot fail an order that may have been
+// made, and resending cannot get past them, so after three the
+// operation is flagged for a person instead of resent until the
+// reconciliation deadline.
+func TestStrippedKeyHeaderAfterALostAnswerIsFlagged(t *testing.T) {
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
+		if n == 1 {
+			forward()
+			page(w, http.StatusBadGateway, http.Header{"Server": {"awselb/2.0"}}, `<html><title>502 Bad Gateway</title></html>`)
+			return true
+		}
+		r.Header.Del("Idempotency-Key")
+		return false
+	})
+	res, err := clientFor(t, f.Server, idemtest.NewClock(epoch)).Submit(t.Context(), f.req("k"))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
+	require.Equal(t, 4, f.posts, "one lost answer, then three refusals")
+	require.Equal(t, 1, srv.Effects("", "k"))
+}
