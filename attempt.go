@@ -407,10 +407,12 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if ex.status == 0 {
 		return a
 	}
-	if !query && fromCache(ex.header) == "" {
-		// A cache's stored answer is another request's: its replay
-		// marker or created resource says nothing of this key.
+	cached := fromCache(ex.header)
+	switch {
+	case !query && cached == "":
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
+	case query && cached != "" && !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key):
+		a.otherCache = cached
 	}
 	a.verdict, a.location = c.verdict(ex.status), headerValue(ex.header, "Location")
 	if a.verdict == Rejected && ex.status == http.StatusBadRequest && throttledAnswer(ex.header, ex.body) {
@@ -443,18 +445,15 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// alone. Its body, however decodable, says nothing of this one.
 		a.decodeErr = fmt.Errorf("%w: the answer's %s header names key %q, not %q", errUndecodable,
 			c.cfg.keyHeader, truncate(ex.header.Get(c.cfg.keyHeader), 64), rec.Key)
-	case !query && fromCache(ex.header) != "":
+	case !query && cached != "":
 		// A shared cache that stores POST answers by URL (nginx's
 		// proxy_cache_methods POST) answers every later request to the
 		// URL with the first one's: another request's order, and this
-		// one never reached the server.
-		a.decodeErr = fmt.Errorf("%w: the answer came out of a cache (%s), not from this request", errUndecodable,
-			fromCache(ex.header))
-	case query && fromCache(ex.header) != "" && !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key):
-		// A cache keyed on less than the URL (CDNs leave the query string
-		// out unless told) serves one key's result to a query for any.
-		a.decodeErr = fmt.Errorf("%w: a cache's answer (%s) that does not name key %q", errUndecodable,
-			fromCache(ex.header), rec.Key)
+		// one never reached the server. Its replay marker, if any, was
+		// not read above for the same reason.
+		a.decodeErr = fmt.Errorf("%w: the answer came out of a cache (%s), not from this request", errUndecodable, cached)
+	case a.otherCache != "":
+		a.decodeErr = fmt.Errorf("%w: a cache's answer (%s) that does not name key %q", errUndecodable, cached, rec.Key)
 	default:
 		a.out, a.decodeErr = c.cfg.decode(&Answer{
 			Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,

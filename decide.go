@@ -101,7 +101,12 @@ type answer struct {
 	redirect string
 	// location: a 3xx's Location, for the attempt's error (notFollowed).
 	location string
-	verdict  Verdict
+	// otherCache: a result query's answer came out of a cache (what
+	// fromCache says) and does not name the key: a cache keyed on less
+	// than the URL (CDNs leave the query string out unless told) serves
+	// one key's answer to a query for any, so it may be another key's.
+	otherCache string
+	verdict    Verdict
 	// keyConflict: a Conflict verdict is about the key (a status set with
 	// WithKeyConflictStatus, or a body that names the idempotency key),
 	// not a validation error that happens to be 422; or a 400 says the
@@ -324,6 +329,10 @@ func judgeQuery(p past, a answer) judgment {
 			return contestedSuccess("query_contested")
 		}
 		return j
+	case a.otherCache != "" && (a.status == http.StatusGone || a.status == http.StatusNotFound):
+		// Another key's "gone" would flag ours expired for a person.
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: a.status == http.StatusNotFound,
+			err: fmt.Errorf("idem: a cache's %d (%s) that does not name the key: maybe another key's", a.status, a.otherCache)}
 	case a.status == http.StatusNotFound && saysKeyForgotten(a.body):
 		// A 404 that says the key expired is a 410 in other words: the
 		// server has forgotten it, and a resend would execute afresh.

@@ -483,3 +483,38 @@ func TestStrippedKeyHeaderAfterALostAnswerIsFlagged(t *testing.T) {
 	require.Equal(t, 4, f.posts, "one lost answer, then three refusals")
 	require.Equal(t, 1, srv.Effects("", "k"))
 }
+
+// A cache keyed on less than the URL also stores error answers (CloudFront
+// keeps a 404 or 410 for ten seconds by default): another key's "gone"
+// served to our result query says nothing of our key, which the server
+// still holds. It must not flag the operation "key expired" for a person.
+func TestCachedGoneOfAnotherKeyIsNotOurs(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"410", http.StatusGone, `{"error":"gone"}`},
+		{"404 saying the idempotency key expired", http.StatusNotFound, `{"error":"idempotency key expired"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := idemtest.NewServer()
+			require.NoError(t, err)
+			t.Cleanup(srv.Close)
+			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorAfterCommit}))
+			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
+				if r.Method != http.MethodGet || n > 1 {
+					return false
+				}
+				page(w, tc.status, http.Header{"Content-Type": {"application/json"}, "Age": {"4"}, "X-Cache": {"Error from cloudfront"}}, tc.body)
+				return true
+			})
+			res, err := f.client(t).Submit(t.Context(), f.req("k"))
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.Empty(t, res.Review)
+			require.Equal(t, "ord_000001", res.ResourceID)
+			require.Equal(t, 1, srv.Effects("", "k"))
+		})
+	}
+}
