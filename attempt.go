@@ -411,10 +411,14 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if ex.status == 0 {
 		return a
 	}
-	if !query {
+	cached := fromCache(ex.header)
+	switch {
+	case !query && cached == "":
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
+	case query && cached != "" && !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key):
+		a.otherCache = cached
 	}
-	a.verdict = c.verdict(ex.status)
+	a.verdict, a.location = c.verdict(ex.status), headerValue(ex.header, "Location")
 	if a.verdict == Rejected && ex.status == http.StatusBadRequest && throttledAnswer(ex.header, ex.body) {
 		a.verdict = Throttled
 	}
@@ -445,14 +449,15 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// alone. Its body, however decodable, says nothing of this one.
 		a.decodeErr = fmt.Errorf("%w: the answer's %s header names key %q, not %q", errUndecodable,
 			c.cfg.keyHeader, truncate(ex.header.Get(c.cfg.keyHeader), 64), rec.Key)
-	case !query && fromCache(ex.header):
+	case !query && cached != "":
 		// A shared cache that stores POST answers by URL (nginx's
 		// proxy_cache_methods POST) answers every later request to the
 		// URL with the first one's: another request's order, and this
-		// one never reached the server. A result query's cached answer
-		// is about this key's URL, so at worst stale.
-		a.decodeErr = fmt.Errorf("%w: the answer came out of a cache (Age: %s), not from this request", errUndecodable,
-			truncate(headerValue(ex.header, "Age"), 20))
+		// one never reached the server. Its replay marker, if any, was
+		// not read above for the same reason.
+		a.decodeErr = fmt.Errorf("%w: the answer came out of a cache (%s), not from this request", errUndecodable, cached)
+	case a.otherCache != "":
+		a.decodeErr = fmt.Errorf("%w: a cache's answer (%s) that does not name key %q", errUndecodable, cached, rec.Key)
 	default:
 		a.out, a.decodeErr = c.cfg.decode(&Answer{
 			Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
@@ -477,15 +482,6 @@ func (c *Client) otherKeyEchoed(h http.Header, key string) bool {
 		}
 	}
 	return true
-}
-
-// fromCache reports whether an answer's Age header (RFC 9111 5.1), which
-// a cache adds to what it serves from its store, says it was stored for
-// a while: a positive number of seconds. Age: 0 is what a cache in front
-// adds to an answer it passed through.
-func fromCache(h http.Header) bool {
-	age, err := strconv.ParseUint(strings.TrimSpace(headerValue(h, "Age")), 10, 64)
-	return err == nil && age > 0 || errors.Is(err, strconv.ErrRange)
 }
 
 // verdict is the classifier's, with WithKeyConflictStatus's statuses first.

@@ -3,8 +3,10 @@ package idem
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -97,7 +99,14 @@ type answer struct {
 	// redirect: where a router's redirect points (routerRedirect), which
 	// no handler ran for; empty for any other answer.
 	redirect string
-	verdict  Verdict
+	// location: a 3xx's Location, for the attempt's error (notFollowed).
+	location string
+	// otherCache: a result query's answer came out of a cache (what
+	// fromCache says) and does not name the key: a cache keyed on less
+	// than the URL (CDNs leave the query string out unless told) serves
+	// one key's answer to a query for any, so it may be another key's.
+	otherCache string
+	verdict    Verdict
 	// keyConflict: a Conflict verdict is about the key (a status set with
 	// WithKeyConflictStatus, or a body that names the idempotency key),
 	// not a validation error that happens to be 422; or a 400 says the
@@ -219,10 +228,12 @@ func submitMeaning(p past, a answer) judgment {
 		}
 		if a.keyConflict {
 			j.label, j.conflict = "conflict", true
+		} else if saysKeyMissing(a.body) {
+			j.out.Reason += keyMissingHint
 		}
 		return j
 	default:
-		return judgment{move: moveQuery, label: "ambiguous"}
+		return judgment{move: moveQuery, label: "ambiguous", err: notFollowed(a)}
 	}
 }
 
@@ -283,11 +294,19 @@ func contestedSuccess(label string) judgment {
 	return judgment{move: moveReview, label: label, review: ReviewKeyInUse, conflict: true}
 }
 
-// judgeResult reads a decoded 2xx.
+// judgeResult reads a decoded 2xx. A 206 Partial Content proves nothing,
+// whatever a decoder made of it: it answers a Range request, which idem
+// never sends (a POST has no range, and a journaled Range header stays
+// off result queries), so a cache served part of what it stored for some
+// request, and a part that happens to be whole is still not this
+// request's answer.
 func judgeResult(a answer, settled, processing string) judgment {
 	switch {
 	case a.decodeErr != nil:
 		return judgment{move: moveQuery, label: "undecodable", err: a.decodeErr}
+	case a.status == http.StatusPartialContent:
+		return judgment{move: moveQuery, label: "undecodable",
+			err: fmt.Errorf("%w: 206 Partial Content answers a Range request idem never sent: a cache's stored part", errUndecodable)}
 	case a.out.State == StateProcessing:
 		return judgment{move: moveProcessing, label: processing, out: a.out}
 	case a.out.State.Terminal():
@@ -310,6 +329,10 @@ func judgeQuery(p past, a answer) judgment {
 			return contestedSuccess("query_contested")
 		}
 		return j
+	case a.otherCache != "" && (a.status == http.StatusGone || a.status == http.StatusNotFound):
+		// Another key's "gone" would flag ours expired for a person.
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: a.status == http.StatusNotFound,
+			err: fmt.Errorf("idem: a cache's %d (%s) that does not name the key: maybe another key's", a.status, a.otherCache)}
 	case a.status == http.StatusNotFound && saysKeyForgotten(a.body):
 		// A 404 that says the key expired is a 410 in other words: the
 		// server has forgotten it, and a resend would execute afresh.
@@ -325,7 +348,7 @@ func judgeQuery(p past, a answer) judgment {
 	case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
 		return judgment{move: moveResend, label: "throttled"}
 	default:
-		return judgment{move: moveInconclusive, label: "query_failed"}
+		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a)}
 	}
 }
 
@@ -396,6 +419,19 @@ func lower(c byte) byte {
 }
 
 func separator(c byte) bool { return c == '-' || c == '_' || c == ' ' }
+
+// saysKeyMissing reports whether a refusal's body says the request came
+// without an idempotency key ("missing Idempotency-Key header", "an
+// idempotency key is required"): idem sends one with every submit, so
+// something in between dropped it, or the server wants another header.
+func saysKeyMissing(body []byte) bool {
+	return mentionsKey(body) && saysAny(body, "missing", "required", "not provided", "must be provided", "must be present", "absent")
+}
+
+// keyMissingHint follows the reason of a refusal that says the key was
+// missing (saysKeyMissing).
+const keyMissingHint = " (idem sent the key with this request: a proxy or gateway in between may drop the header, " +
+	"or the server wants it under another name: WithKeyHeader)"
 
 // reusesKey reports whether a 400's body says the idempotency key was
 // used before with other parameters (Stripe's idempotency_error, Square's
@@ -525,6 +561,106 @@ func throttledAnswer(h http.Header, body []byte) bool {
 }
 
 func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }
+
+// fromCache returns what in an answer's headers says that a cache served
+// it from its store instead of passing this request on ("Age: 12",
+// "X-Cache: Hit from cloudfront"), or "" when nothing does:
+//   - Age (RFC 9111 5.1) above 0, which a cache adds to what it serves
+//     from its store; Age: 0 is what one in front adds to an answer it
+//     passed through.
+//   - RFC 9211's Cache-Status with a "hit" on any cache's entry.
+//   - the status headers of caches that send no Age, nginx's above all:
+//     its $upstream_cache_status as operators add it (X-Cache-Status,
+//     X-Proxy-Cache), Cloudflare's CF-Cache-Status, and X-Cache
+//     (CloudFront, Fastly, Akamai, Squid), when an entry's first word is
+//     a hit (HIT, Hit, RefreshHit, TCP_MEM_HIT, HIT-STALE…) or STALE,
+//     UPDATING or REVALIDATED: the stored body, whatever the origin was
+//     asked.
+func fromCache(h http.Header) string {
+	v := strings.TrimSpace(headerValue(h, "Age"))
+	if age, err := strconv.ParseUint(v, 10, 64); err == nil && age > 0 || errors.Is(err, strconv.ErrRange) {
+		return "Age: " + truncate(v, 20)
+	}
+	for _, v := range h["Cache-Status"] {
+		if cacheStatusHit(v) {
+			return "Cache-Status: " + truncate(v, 64)
+		}
+	}
+	for _, name := range [...]string{"X-Cache", "X-Cache-Status", "X-Proxy-Cache", "Cf-Cache-Status"} {
+		for _, v := range h[name] {
+			for entry := range strings.SplitSeq(v, ",") {
+				word, _, _ := strings.Cut(strings.TrimSpace(entry), " ")
+				if cacheHitWord(strings.ToUpper(word)) {
+					return name + ": " + truncate(v, 64)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// namesKeyValue reports whether an answer names key: its key header
+// (header; "" when the key goes in the body) echoes it, bare or as an
+// sf-string, or its body holds it as a JSON string. A cache's answer to
+// a result query is taken as ours only then: a cache keyed on the path
+// alone serves another key's result.
+func namesKeyValue(h http.Header, body []byte, header, key string) bool {
+	if header != "" {
+		for _, v := range h[header] {
+			if v = strings.TrimSpace(v); v == key || v == sfString(key) {
+				return true
+			}
+		}
+	}
+	if bytes.Contains(body, []byte(`"`+key+`"`)) {
+		return true
+	}
+	quoted, err := json.Marshal(key)
+	return err == nil && bytes.Contains(body, quoted)
+}
+
+// cacheHitWord reports whether a cache status word (upper case) says the
+// answer came from the cache's store.
+func cacheHitWord(w string) bool {
+	switch w {
+	case "STALE", "UPDATING", "REVALIDATED":
+		return true
+	}
+	return strings.HasPrefix(w, "HIT") || strings.HasSuffix(w, "HIT")
+}
+
+// cacheStatusHit reports whether an RFC 9211 Cache-Status value, a list
+// of caches each with parameters ("ExampleCache; hit; ttl=30, CDN;
+// fwd=uri-miss"), has a cache whose parameters hold hit (bare, or the
+// boolean ?1). Commas and semicolons inside quoted strings (a cache's
+// name, a key parameter) separate nothing.
+func cacheStatusHit(v string) bool {
+	first := true // the item before a member's first ';' is the cache's name
+	start, quoted := 0, false
+	for i := 0; i <= len(v); i++ {
+		if i < len(v) {
+			switch c := v[i]; {
+			case quoted && c == '\\':
+				i++
+				continue
+			case c == '"':
+				quoted = !quoted
+				continue
+			case quoted || c != ',' && c != ';':
+				continue
+			}
+		}
+		if !first {
+			name, val, _ := strings.Cut(strings.TrimSpace(v[start:i]), "=")
+			if strings.EqualFold(strings.TrimSpace(name), "hit") && (val == "" || strings.TrimSpace(val) == "?1") {
+				return true
+			}
+		}
+		first = i < len(v) && v[i] == ','
+		start = i + 1
+	}
+	return false
+}
 
 // asciiFold reports whether ASCII b equals lower-case word, ignoring case.
 func asciiFold(b []byte, word string) bool {

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -60,4 +61,26 @@ func portOf(u *url.URL) string {
 		return "443"
 	}
 	return "80"
+}
+
+// notFollowed is why a redirect settled nothing, for the attempt's
+// journaled error: where it points and what to do. A login page or
+// another host behind a submit or a result query is an intermediary's
+// (an SSO proxy, a captive portal) or a moved API's, and no attempt will
+// ever get past it; without this, the journal showed a bare 302 until
+// the reconciliation deadline. The target is shown without its query
+// string and user info: a login redirect may carry a token. nil for an
+// answer that is no redirect with a Location.
+func notFollowed(a answer) error {
+	if a.status < 300 || a.status > 399 || a.location == "" {
+		return nil
+	}
+	to := "an unparsable Location"
+	if u, err := url.Parse(a.location); err == nil {
+		u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+		to = truncate(u.String(), 200)
+	}
+	return fmt.Errorf("idem: %d redirect to %s, not followed: idem sends only to the journaled URL. "+
+		"A redirect to a login page or another host comes from a proxy in between or a moved API: fix the route or the URL; "+
+		"until then the operation stays open, queried and resent with the same key", a.status, to)
 }
