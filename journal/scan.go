@@ -41,6 +41,9 @@ type scanCursor struct {
 	// of the transaction), which enter checks again only against their
 	// parent's keys.
 	known map[uint64]keyRange
+	// vetted is the key whose path the stack holds, as getter.pathOf
+	// left it; empty when it holds none.
+	vetted []byte
 }
 
 // keyRange is the first and last key of a checked page.
