@@ -480,7 +480,11 @@ func (c *Client) otherKeyEchoed(h http.Header, key string) bool {
 // a while: a positive number of seconds. Age: 0 is what a cache in front
 // adds to an answer it passed through.
 func fromCache(h http.Header) bool {
-	age, err := strconv.ParseUint(strings.TrimSpace(headerValue(h, "Age")), 10, 64)
+	v := strings.TrimSpace(headerValue(h, "Age"))
+	if v == "" {
+		return false // most answers: ParseUint's error would be an allocation per answer
+	}
+	age, err := strconv.ParseUint(v, 10, 64)
 	return err == nil && age > 0 || errors.Is(err, strconv.ErrRange)
 }
 
