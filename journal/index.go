@@ -204,8 +204,20 @@ func (g *getter) pathOf(tx *bolt.Tx, b *bolt.Bucket, key []byte) (*scanCursor, e
 		}
 		c.known = g.known
 		g.paths = append(g.paths, bucketPath{b, c})
+	} else if len(c.vetted) > 0 && bytes.Equal(c.vetted, key) {
+		// The path just checked: the map's pages have not changed since
+		// (a write transaction changes nodes in memory until its commit).
+		// The applier reads a key and then writes it (the key index's
+		// entry three times per new record, a record's sequence key
+		// twice).
+		return c, nil
 	}
-	return c, c.path(key)
+	c.vetted = c.vetted[:0]
+	if err := c.path(key); err != nil {
+		return nil, err
+	}
+	c.vetted = append(c.vetted, key...)
+	return c, nil
 }
 
 // put is b.Put(key, value) once the path to key is checked (vetPath).

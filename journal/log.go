@@ -127,7 +127,7 @@ func parseSegHeader(b []byte) (segHeader, error) {
 
 // appendRound appends the round of the records encoded as payloads, whose
 // first gets LSN first, in the log of the journal id.
-func appendRound(dst []byte, id [16]byte, first uint64, payloads [][]byte) []byte {
+func appendRound(dst []byte, id *[16]byte, first uint64, payloads [][]byte) []byte {
 	at := len(dst)
 	dst = append(dst, make([]byte, roundHeaderSize)...)
 	for i, p := range payloads {
@@ -146,15 +146,16 @@ func appendRound(dst []byte, id [16]byte, first uint64, payloads [][]byte) []byt
 }
 
 // roundSum is the CRC of a round header h (its first LSN, entry count and
-// length), seeded with the journal's id.
-func roundSum(id [16]byte, h []byte) uint32 {
+// length), seeded with the journal's id. The id comes by pointer: a copy's
+// bytes escape into the CRC's assembly, an allocation per round.
+func roundSum(id *[16]byte, h []byte) uint32 {
 	return crc32.Update(crc32.Checksum(id[:], castagnoli), castagnoli, h[8:roundHeaderSize])
 }
 
 // roundAt parses the round header at the start of b. ok is false when b
 // does not start with an intact header of the journal id whose entries
 // fit in b.
-func roundAt(b []byte, id [16]byte) (first uint64, count int, body []byte, ok bool) {
+func roundAt(b []byte, id *[16]byte) (first uint64, count int, body []byte, ok bool) {
 	if len(b) < roundHeaderSize || string(b[:4]) != roundMagic || binary.BigEndian.Uint32(b[4:]) != roundSum(id, b) {
 		return 0, 0, nil, false
 	}
@@ -360,7 +361,7 @@ func readRounds(data []byte, id [16]byte, start uint64, fn func(lsn uint64, payl
 	want := start
 	off := segHeaderSize
 	for off < len(data) {
-		first, count, body, ok := roundAt(data[off:], id)
+		first, count, body, ok := roundAt(data[off:], &id)
 		if !ok || first != want {
 			break
 		}
@@ -382,7 +383,7 @@ func readRounds(data []byte, id [16]byte, start uint64, fn func(lsn uint64, payl
 	// Where the rounds stop, a crash tore the last one, or the disk
 	// damaged one: only an intact round after it tells them apart.
 	for at := (off + 8) &^ 7; at < len(data); at += 8 {
-		if first, _, _, ok := roundAt(data[at:], id); ok && first >= want {
+		if first, _, _, ok := roundAt(data[at:], &id); ok && first >= want {
 			return want, fmt.Errorf("the log's writes from entry %d on are damaged, yet intact writes (from entry %d) were logged after them: acknowledged writes are lost; keep the file and its segments as they are, and restore both from one complete copy", want, first)
 		}
 	}
@@ -468,7 +469,7 @@ func (w *logWriter) append(payloads [][]byte) (uint64, error) {
 		}
 	}
 	first := w.next
-	buf := appendRound(w.buf[:0], w.id, first, payloads)
+	buf := appendRound(w.buf[:0], &w.id, first, payloads)
 	w.buf = buf
 	if cap(w.buf) > 4<<20 {
 		w.buf = nil // one huge round must not stay in memory

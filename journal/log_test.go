@@ -86,7 +86,7 @@ func entryEnds(t *testing.T, path string, data []byte) []int {
 	var ends []int
 	off := segHeaderSize
 	for off < len(data) {
-		_, count, body, ok := roundAt(data[off:], id)
+		_, count, body, ok := roundAt(data[off:], &id)
 		require.True(t, ok, "round at %d", off)
 		require.Equal(t, 1, count, "entries of the round at %d", off)
 		ends = append(ends, off+roundHeaderSize+len(body))
