@@ -175,7 +175,8 @@ func (l *lifecycle) endBound(all bool) {
 // An operation whose call was stopped is left unknown (or pending, if
 // nothing can have been sent), never failed: the next Resume settles it.
 // Shutdown returns ctx's error if it had to stop calls, or the journal's
-// error from closing.
+// error from closing. A nil ctx closes the Client as Close does, and the
+// error matches ErrInvalidRequest.
 //
 // Do not call Shutdown or Close from a hook, decoder or classifier: they
 // wait for the call that runs it.
