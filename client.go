@@ -73,7 +73,11 @@ func New(store Store, opts ...Option) (*Client, error) {
 func newConfig(opts []Option) (*config, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
-		o.apply(cfg)
+		// A nil Option (one chosen by a condition, left unset) is skipped,
+		// as journal.Open and idemtest.NewServer skip one.
+		if o != nil {
+			o.apply(cfg)
+		}
 	}
 	if err := cfg.err(); err != nil {
 		return nil, err
@@ -177,17 +181,22 @@ func newKey() (string, error) {
 // (a journal error, ErrKeyConflict, ErrInvalidRequest) means nothing was
 // journaled for this call and nothing will be sent for it.
 func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
-	return c.prepare(ctx, req, c.store.Create, false)
+	return c.prepare(ctx, req, nil, false)
 }
 
-// prepare is Prepare with the journal write made by create (the Store's
-// Create, or PrepareIn's); dueNow makes the operation due at once, for
-// Run, when no caller is there to call Do.
+// prepare is Prepare with the journal write made by create (PrepareIn's,
+// or the Store's Create when nil); dueNow makes the operation due at once,
+// for Run, when no caller is there to call Do.
 func (c *Client) prepare(ctx context.Context, req Request, create func(context.Context, *journal.Record) (*journal.Record, error), dueNow bool) (*Operation, error) {
-	if err := c.enter(); err != nil {
+	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer c.exit()
+	if create == nil {
+		// Taken here, past enter: a method value of an unmade Client's
+		// nil Store panics.
+		create = c.store.Create
+	}
 	rec, err := c.newRecord(req)
 	if err != nil {
 		return nil, err
@@ -269,19 +278,28 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 // ErrKeyConflict or ErrUnknownOutcome. On ErrUnknownOutcome the operation
 // stays in the journal, due for Resume and Run: do not retry it under a new
 // key. A cancelled ctx never marks an operation failed.
+//
+// Do reads only op's Scope and Key (an empty Scope is the client's
+// default, as in Lookup): what is sent is what the journal holds.
 func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 	if op == nil {
 		return nil, fmt.Errorf("%w: Do: nil *Operation (get one from Prepare or Lookup)", ErrInvalidRequest)
+	}
+	if op.Key == "" {
+		return nil, fmt.Errorf("%w: Do: Operation without a Key (get one from Prepare or Lookup)", ErrInvalidRequest)
 	}
 	ctx, b, err := c.begin(ctx, false)
 	if err != nil {
 		return nil, err
 	}
 	defer c.end(b)
-	return c.coalesce(ctx, op.Scope, op.Key, nil, foreground, func() (*Result, error) {
+	// Only Scope and Key are read: the journal holds the request. An
+	// empty Scope is the client's default, as in Lookup.
+	scope, key := c.scopeOr(op.Scope), op.Key
+	return c.coalesce(ctx, scope, key, nil, foreground, func() (*Result, error) {
 		// Claimed (read) even if ctx is done, so the caller still learns
 		// the state.
-		return c.claimAndDrive(ctx, op.Scope, op.Key, nil, foreground)
+		return c.claimAndDrive(ctx, scope, key, nil, foreground)
 	})
 }
 
@@ -316,7 +334,7 @@ type Filter struct {
 // order; for example every open operation flagged for review, in every
 // scope: List(ctx, idem.Filter{AllScopes: true, Open: true, Review: true}).
 func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
-	if err := c.enter(); err != nil {
+	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer c.exit()
@@ -372,7 +390,7 @@ const maxResolveReason = 1024
 // default (WithScope). ResourceID and By take at most 255 bytes, Reason
 // at most 1024.
 func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (*Result, error) {
-	if err := c.enter(); err != nil {
+	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer c.exit()

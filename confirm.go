@@ -69,7 +69,7 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 // not know gives an error matching ErrNotFound and journal.ErrNotFound,
 // and nothing is created; bad input gives ErrInvalidRequest.
 func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmation) (*Result, error) {
-	if err := c.enter(); err != nil {
+	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer c.exit()
@@ -194,7 +194,7 @@ func printableName(s string) bool {
 // resourceID. Prefer carrying the key in the provider's metadata: an
 // operation whose response was lost has no resource id recorded.
 func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (*Operation, error) {
-	if err := c.enter(); err != nil {
+	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer c.exit()

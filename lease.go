@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,18 @@ func defaultOwner() string {
 
 // leaseSpan is how far from now a lease must reach to cover need (an
 // exchange, a wait) with the lease's margin.
-func (c *Client) leaseSpan(need time.Duration) time.Duration { return need + c.cfg.leaseFor }
+// It saturates: an attempt timeout or lease of math.MaxInt64 ("no limit")
+// would otherwise wrap to a lease that ends before it is taken, which any
+// other claimant, Run included, could take under the drive.
+func (c *Client) leaseSpan(need time.Duration) time.Duration { return addSat(need, c.cfg.leaseFor) }
+
+// addSat is a + b for non-negative durations, at most math.MaxInt64.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
 
 // leaseLostError ends a drive whose lease another owner took over: the
 // operation is that owner's now.
@@ -134,7 +146,7 @@ func (d *driver) hold(now time.Time, need time.Duration) error {
 	if d.lease.Token == 0 {
 		return nil
 	}
-	if d.lease.Expires.After(now.Add(need + d.c.cfg.leaseFor/2)) {
+	if d.lease.Expires.After(now.Add(addSat(need, d.c.cfg.leaseFor/2))) {
 		return nil
 	}
 	l, err := adopting(d, func() (journal.Lease, error) {

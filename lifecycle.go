@@ -3,6 +3,7 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -41,9 +42,30 @@ func (l *lifecycle) init() {
 	l.idle = make(chan struct{})
 }
 
-// enter registers a call, or refuses it once closing has begun. Every
-// successful enter must be paired with exit.
-func (c *Client) enter() error {
+// errUnmade is the error of every call on a Client New or Open did not
+// make: a nil one (their error ignored) or a zero idem.Client{}, which has
+// no journal to write to.
+var errUnmade = errors.New("idem: the Client was not made by idem.Open or idem.New (a nil *Client, or a zero idem.Client{}); make it with one of them and check its error")
+
+// usable refuses a call on a Client New or Open did not make, or with a
+// nil context, before anything is journaled or sent: either would panic
+// further in, in a call that may already have journaled the operation.
+func (c *Client) usable(ctx context.Context) error {
+	if c == nil || c.store == nil {
+		return errUnmade
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context.Context; pass context.Background() or the caller's context", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// enter registers a call, or refuses it once closing has begun, or when
+// usable refuses it. Every successful enter must be paired with exit.
+func (c *Client) enter(ctx context.Context) error {
+	if err := c.usable(ctx); err != nil {
+		return err
+	}
 	l := &c.life
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -85,6 +107,9 @@ type boundCall struct {
 // work), with ErrClosed as its cause. Every successful begin must be
 // paired with end.
 func (c *Client) begin(ctx context.Context, background bool) (context.Context, *boundCall, error) {
+	if err := c.usable(ctx); err != nil {
+		return nil, nil, err
+	}
 	l := &c.life
 	// Derived outside the lock: a caller's own context type may run code.
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -150,11 +175,17 @@ func (l *lifecycle) endBound(all bool) {
 // An operation whose call was stopped is left unknown (or pending, if
 // nothing can have been sent), never failed: the next Resume settles it.
 // Shutdown returns ctx's error if it had to stop calls, or the journal's
-// error from closing.
+// error from closing. A nil ctx closes the Client as Close does, and the
+// error matches ErrInvalidRequest.
 //
 // Do not call Shutdown or Close from a hook, decoder or classifier: they
 // wait for the call that runs it.
 func (c *Client) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		// Left open, the journal's lock would outlive a Shutdown meant to
+		// release it: close as Close does, and say why.
+		return errors.Join(fmt.Errorf("%w: Shutdown: nil context.Context (pass context.Background() to wait for calls in flight); closed at once, as Close does", ErrInvalidRequest), c.Close())
+	}
 	stopped, err := c.shutdown(ctx)
 	if stopped {
 		return errors.Join(ctx.Err(), err)
@@ -178,6 +209,9 @@ func (c *Client) Close() error {
 // shutdown reports whether it had to stop calls, and the journal's error
 // from closing.
 func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
+	if err := c.usable(ctx); err != nil {
+		return false, err
+	}
 	l := &c.life
 	l.mu.Lock()
 	if !l.closing {

@@ -357,7 +357,9 @@ func (d *driver) sleep(wait time.Duration) error {
 	if d.mode == reconciling || !now.Add(wait).Before(d.deadline) || d.exchanges >= d.c.cfg.maxAttempts {
 		return d.handoff(ErrBudgetSpent, now.Add(wait))
 	}
-	if err := d.hold(now, wait+d.c.cfg.attemptTimeout); err != nil {
+	// Saturated: a wait of centuries (WithMaxElapsed and a backoff of
+	// "no limit") plus the timeout would wrap to a lease already covered.
+	if err := d.hold(now, addSat(wait, d.c.cfg.attemptTimeout)); err != nil {
 		return err
 	}
 	if d.c.cfg.clock.Sleep(d.ctx, wait) != nil {

@@ -143,8 +143,8 @@ func (s *memStore) Resolve(ctx context.Context, scope, key string, m journal.Man
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	if !m.State.Terminal() || m.Reason == "" || m.At.IsZero() {
-		return nil, fmt.Errorf("%w: manual resolution needs a terminal state, a reason and a time", journal.ErrInvalid)
+	if err := journal.CheckManual(m); err != nil {
+		return nil, err
 	}
 	if err := s.fenced(ctx, scope, key); err != nil {
 		return nil, err

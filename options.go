@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -361,6 +362,10 @@ func WithKeyConflictStatus(codes ...int) Option {
 
 // WithKeyHeader sets the header that carries the key (Idempotency-Key by
 // default; PayPal-Request-Id and X-Idempotency-Key are common) and its format.
+// A header that cannot carry it is refused: one net/http manages (Host,
+// Content-Length, hop-by-hop), a credential header (Authorization, …,
+// which the request hook would set over the key), or one about the body
+// or a condition (Content-*, If-*, Expect, Range, method overrides).
 func WithKeyHeader(name string, format KeyFormat) Option {
 	return optionFunc(func(c *config) {
 		// The same RFC 9110 token check as Request.Header names: a name
@@ -370,7 +375,7 @@ func WithKeyHeader(name string, format KeyFormat) Option {
 			c.fail("WithKeyHeader: %q is not a header name (use WithKeyInBody when the key travels in the body)", name)
 			return
 		}
-		if why := connectionHeader(http.CanonicalHeaderKey(name)); why != "" {
+		if why := keyHeaderRefusal(http.CanonicalHeaderKey(name)); why != "" {
 			c.fail("WithKeyHeader: %q cannot carry the key: %s", name, why)
 			return
 		}
@@ -380,6 +385,22 @@ func WithKeyHeader(name string, format KeyFormat) Option {
 		}
 		c.keyHeader, c.keyFormat = http.CanonicalHeaderKey(name), format
 	})
+}
+
+// keyHeaderRefusal says why a header (canonical name) cannot carry the
+// key, or "" if it can.
+func keyHeaderRefusal(canon string) string {
+	switch {
+	case connectionHeader(canon) != "":
+		return connectionHeader(canon)
+	case slices.Contains(secretHeaders[:], canon):
+		// The hook or Transport that adds credentials overwrites the
+		// key: the server gets no key, and executes every resend afresh.
+		return "it carries credentials, which the request hook or Transport sets over the key (or the key over them); name the header the API documents for idempotency keys"
+	case submitOnlyHeader(canon):
+		return "the server reads it as a fact about the body or a condition on the request, and result queries leave it off; name the header the API documents for idempotency keys"
+	}
+	return ""
 }
 
 // WithKeyInBody sends no key header: the caller puts the key in the body

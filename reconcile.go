@@ -244,7 +244,7 @@ const pruneEvery = time.Hour
 // measured (see Run). Open operations are never pruned, whatever their
 // age.
 func (c *Client) Prune(ctx context.Context) (int, error) {
-	if err := c.enter(); err != nil {
+	if err := c.enter(ctx); err != nil {
 		return 0, err
 	}
 	defer c.exit()

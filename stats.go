@@ -52,7 +52,7 @@ type Stats struct {
 // StatsStore, asks it for the rest: it is for an admin page or a metric
 // scraped every few seconds, not for a hot path.
 func (c *Client) Stats(ctx context.Context) (Stats, error) {
-	if err := c.enter(); err != nil {
+	if err := c.enter(ctx); err != nil {
 		return Stats{}, err
 	}
 	defer c.exit()
@@ -96,7 +96,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 // holds nothing secret: credentials are added at send time and never
 // journaled. An empty scope is the client's default (WithScope).
 func (c *Client) Record(ctx context.Context, scope, key string) (*journal.Record, error) {
-	if err := c.enter(); err != nil {
+	if err := c.enter(ctx); err != nil {
 		return nil, err
 	}
 	defer c.exit()

@@ -69,7 +69,11 @@ type route struct {
 func NewHandler(c *idem.Client, opts ...Option) http.Handler {
 	h := &handler{c: c, now: time.Now, csrf: http.NewCrossOriginProtection()}
 	for _, o := range opts {
-		o.apply(h)
+		// Skipped, as idem.New skips one: NewHandler has no error to
+		// return, and must not panic in the service that mounts it.
+		if o != nil {
+			o.apply(h)
+		}
 	}
 	h.routes = map[string]route{
 		"/operations": {http.MethodGet, h.list},
@@ -90,6 +94,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method != rt.method:
 		w.Header().Set("Allow", rt.method)
 		writeError(w, &Error{http.StatusMethodNotAllowed, "method_not_allowed", "use " + rt.method})
+		return
+	}
+	if h.c == nil {
+		// Open's result mounted after its error was ignored: say so on
+		// every request, rather than panic in Health or blame the journal.
+		writeError(w, &Error{http.StatusServiceUnavailable, "unavailable",
+			"the admin handler was made with a nil *idem.Client: pass NewHandler the Client idem.Open or idem.New returned, and check their error"})
 		return
 	}
 	if err := h.csrf.Check(r); err != nil {

@@ -1,7 +1,10 @@
 package journal
 
 import (
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Manual is a settlement made by hand, through Store.Resolve: an operator
@@ -28,8 +31,20 @@ func (m *Manual) validate() error {
 		return errorf("manual resolution without a reason")
 	case m.At.IsZero():
 		return errorf("manual resolution without a time")
+	// A confirmation's bounds: every later write of the record rewrites
+	// them, and every operator tool prints them.
+	case len(m.ResourceID) > maxConfirmID || len(m.By) > maxConfirmID || len(m.Reason) > maxConfirmReason:
+		return errorf("manual resolution ResourceID or By longer than %d bytes, or Reason longer than %d (got %d, %d and %d)",
+			maxConfirmID, maxConfirmReason, len(m.ResourceID), len(m.By), len(m.Reason))
+	case !printableID(m.ResourceID) || !printableID(m.By) || !utf8.ValidString(m.Reason):
+		return errorf("manual resolution ResourceID or By with a control character, or a field that is not UTF-8")
 	}
 	return nil
+}
+
+// printableID reports whether s is valid UTF-8 without control characters.
+func printableID(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // resolve settles r as m says, keeping what the server last said (status

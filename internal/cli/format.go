@@ -216,7 +216,9 @@ func clean(s string) string {
 	if s == "" {
 		return "-"
 	}
-	if strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == '\t' }) {
+	// Not UTF-8 is quoted too: 0xff is text/tabwriter's escape
+	// character, and the rest of a table would lose its columns.
+	if !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) || r == '\t' }) {
 		return strconv.Quote(s)
 	}
 	return s

@@ -3,8 +3,11 @@ package cli
 import (
 	"cmp"
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/idemkit/idem/journal"
 )
@@ -47,6 +50,9 @@ func cmdResolve(e *env, args []string) (err error) {
 	}
 	// Empty keeps the resource id already recorded (journal.Manual).
 	m.ResourceID = *resourceID
+	if err := checkManual(m); err != nil {
+		return usagef(name, "%s", err)
+	}
 
 	var (
 		r    *journal.Record
@@ -97,6 +103,32 @@ func cmdResolve(e *env, args []string) (err error) {
 	fmt.Fprintf(tw, "  at:\t%s\n", stamp(m.At))
 	fmt.Fprintf(tw, "  attempts:\t%d\n", len(r.Attempts))
 	return tw.Flush()
+}
+
+// The bounds the Client's Resolve and the journal set on a resolution:
+// every later write of the operation rewrites what is recorded here.
+const (
+	maxResolveID     = 255
+	maxResolveReason = 1024
+)
+
+// checkManual refuses, naming the flag, what the journal would refuse.
+func checkManual(m journal.Manual) error {
+	for _, f := range []struct{ flag, v string }{{"-resource-id", m.ResourceID}, {"-by", m.By}} {
+		switch {
+		case len(f.v) > maxResolveID:
+			return fmt.Errorf("%s is %d bytes; at most %d", f.flag, len(f.v), maxResolveID)
+		case !utf8.ValidString(f.v) || strings.ContainsFunc(f.v, unicode.IsControl):
+			return fmt.Errorf("%s %s has a control character or is not UTF-8", f.flag, strconv.Quote(f.v))
+		}
+	}
+	switch {
+	case len(m.Reason) > maxResolveReason:
+		return fmt.Errorf("-reason is %d bytes; at most %d: link to longer notes", len(m.Reason), maxResolveReason)
+	case !utf8.ValidString(m.Reason):
+		return fmt.Errorf("-reason %s is not UTF-8", strconv.Quote(m.Reason))
+	}
+	return nil
 }
 
 // SettledError is resolve's refusal of an operation already succeeded or

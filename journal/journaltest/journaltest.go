@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -421,6 +422,13 @@ func testResolveInvalid(t *testing.T, s idem.Store) {
 		{"invalid state", func(m *journal.Manual) { m.State = "done" }},
 		{"no reason", func(m *journal.Manual) { m.Reason = "" }},
 		{"no time", func(m *journal.Manual) { m.At = time.Time{} }},
+		// Every later write of the record rewrites these, and every
+		// operator tool prints them: a confirmation's bounds.
+		{"long reason", func(m *journal.Manual) { m.Reason = strings.Repeat("r", 1025) }},
+		{"long by", func(m *journal.Manual) { m.By = strings.Repeat("b", 256) }},
+		{"long resource id", func(m *journal.Manual) { m.ResourceID = strings.Repeat("o", 256) }},
+		{"control character in by", func(m *journal.Manual) { m.By = "ann\nbob" }},
+		{"reason not UTF-8", func(m *journal.Manual) { m.Reason = "paid\xff" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
