@@ -87,8 +87,12 @@ type HostHealth struct {
 
 // Health reports the state of the background reconciler. It is safe to call
 // at any time, also after Close, and costs one mutex: an admin handler or a
-// probe may call it on every request.
+// probe may call it on every request. On a nil Client (Open's result
+// after its error) RunErr says so.
 func (c *Client) Health() Health {
+	if c == nil {
+		return Health{RunErr: errUnmade}
+	}
 	h := &c.life.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
