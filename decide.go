@@ -578,9 +578,11 @@ func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' ||
 //     UPDATING or REVALIDATED: the stored body, whatever the origin was
 //     asked.
 func fromCache(h http.Header) string {
-	v := strings.TrimSpace(headerValue(h, "Age"))
-	if age, err := strconv.ParseUint(v, 10, 64); err == nil && age > 0 || errors.Is(err, strconv.ErrRange) {
-		return "Age: " + truncate(v, 20)
+	// Most answers have no Age: ParseUint("") would allocate its error.
+	if v := strings.TrimSpace(headerValue(h, "Age")); v != "" {
+		if age, err := strconv.ParseUint(v, 10, 64); err == nil && age > 0 || errors.Is(err, strconv.ErrRange) {
+			return "Age: " + truncate(v, 20)
+		}
 	}
 	for _, v := range h["Cache-Status"] {
 		if cacheStatusHit(v) {
