@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -620,6 +621,26 @@ func namesKeyValue(h http.Header, body []byte, header, key string) bool {
 	}
 	quoted, err := json.Marshal(key)
 	return err == nil && bytes.Contains(body, quoted)
+}
+
+// pathNamesKey reports whether the path of queryURL, a result endpoint's
+// URL, has key as one of its segments (WithResultEndpoint path-escapes it
+// there) and its query string does not carry key. Every cache keys on the
+// path, so what one serves for that URL is the key's own result, if
+// stale; only a key in the query string can be left out of a cache's key
+// (namesKeyValue). A key in both may be a query-string key that happens to
+// read as a segment too ("/v1/results?key=results"): not trusted.
+func pathNamesKey(queryURL, key string) bool {
+	u, err := url.Parse(queryURL)
+	if err != nil || strings.Contains(u.RawQuery, url.QueryEscape(key)) || strings.Contains(u.RawQuery, url.PathEscape(key)) {
+		return false
+	}
+	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
+		if s, err := url.PathUnescape(seg); err == nil && s == key {
+			return true
+		}
+	}
+	return false
 }
 
 // cacheHitWord reports whether a cache status word (upper case) says the

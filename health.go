@@ -75,7 +75,8 @@ type HostHealth struct {
 	// (its operations settled otherwise, or by hand).
 	LastFailedVisit time.Time
 	// DownSince is when Run took the host for unreachable (a streak of
-	// twice WithResumeConcurrency failed visits): since then it probes
+	// twice WithResumeConcurrency failed visits, and at least 8: 16 by
+	// default): since then it probes
 	// the host with one operation a pass and postpones the others. Zero
 	// if it has not.
 	DownSince time.Time

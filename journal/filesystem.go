@@ -36,9 +36,11 @@ func checkFileSystem(f *os.File, path string, cfg *config) error {
 	name, kind := fileSystemOf(f)
 	switch kind {
 	case networkFS:
-		return withKind(ErrNetworkFileSystem, "journal: open %s: the file is on %s, a network file system, where its lock may not keep a second process out "+
+		// Open prefixes "journal: open PATH: " to what its OpenFile hook
+		// returns.
+		return withKind(ErrNetworkFileSystem, "the file is on %s, a network file system, where its lock may not keep a second process out "+
 			"(duplicate sends) and fsync's durability is the server's; put the journal on a local disk, one per replica, "+
-			"or use pgjournal for a journal replicas share, or pass journal.AllowNetworkFileSystem() if locking works there and one process uses it", path, name)
+			"or use pgjournal for a journal replicas share, or pass journal.AllowNetworkFileSystem() if locking works there and one process uses it", name)
 	case fuseFS:
 		if cfg.logger != nil {
 			cfg.logger.Warn("journal: the file is on a FUSE file system; if that is a network one (sshfs, s3fs, gcsfuse, GlusterFS), "+
