@@ -351,10 +351,15 @@ func (d *driver) next(retryAfter time.Duration) (time.Duration, error) {
 // reconciler itself never sleeps on an operation.
 func (d *driver) sleep(wait time.Duration) error {
 	now := d.now()
-	// No attempt follows a wait that spends the last of the budget: the
-	// loop hands off once it sees none is left, so the caller would be
-	// held for nothing, up to the Retry-After cap.
-	if d.mode == reconciling || !now.Add(wait).Before(d.deadline) || d.exchanges >= d.c.cfg.maxAttempts {
+	if d.mode != reconciling && d.exchanges >= d.c.cfg.maxAttempts {
+		// No attempt follows a wait after the last one: the caller would
+		// be held for nothing, up to the Retry-After cap. The operation
+		// goes to the reconciler as it would have after the wait: on
+		// the reconciler's own, longer schedule, which the retry budget
+		// does not throttle, and not before the wait ends.
+		return d.handoff(ErrBudgetSpent, maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
+	}
+	if d.mode == reconciling || !now.Add(wait).Before(d.deadline) {
 		return d.handoff(ErrBudgetSpent, now.Add(wait))
 	}
 	// Saturated: a wait of centuries (WithMaxElapsed and a backoff of

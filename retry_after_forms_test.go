@@ -204,7 +204,11 @@ func TestLastAttemptsWaitIsNotSlept(t *testing.T) {
 	require.NoError(t, err)
 	now := clock.Now()
 	require.False(t, rec.NextDue.Before(now.Add(5*time.Second)), "due %v from now: before the last answer's Retry-After ends", rec.NextDue.Sub(now))
-	require.False(t, rec.NextDue.After(now.Add(idem.DefaultMaxInterval*3/2)), "due %v from now: past the longest backoff", rec.NextDue.Sub(now))
+	// On the reconciler's schedule, as after any spent call: its first
+	// interval doubled for each two attempts (five: 30 s → 120 s), spread
+	// over its second half.
+	require.False(t, rec.NextDue.Before(now.Add(60*time.Second)), "due %v from now: sooner than the reconciler's schedule", rec.NextDue.Sub(now))
+	require.False(t, rec.NextDue.After(now.Add(120*time.Second)), "due %v from now: past the reconciler's schedule", rec.NextDue.Sub(now))
 }
 
 // The fake server's HTTP-date Retry-After and its Date come from the
