@@ -24,6 +24,8 @@ func TestFromCache(t *testing.T) {
 		{"X-Cache second line", http.Header{"X-Cache": {"MISS", "HIT"}}, "X-Cache: HIT"},
 		{"X-Cache empty entries", http.Header{"X-Cache": {" , ,"}}, ""},
 		{"nginx bypass", http.Header{"X-Cache-Status": {"BYPASS"}}, ""},
+		{"Varnish hit-for-pass: sent on to the origin", http.Header{"X-Cache": {"HIT-FOR-PASS"}}, ""},
+		{"Varnish hitpass", http.Header{"X-Cache": {"hitpass"}}, ""},
 		{"nginx expired: fetched afresh", http.Header{"X-Cache-Status": {"EXPIRED"}}, ""},
 		{"nginx revalidated", http.Header{"X-Cache-Status": {"REVALIDATED"}}, "X-Cache-Status: REVALIDATED"},
 		{"Cloudflare dynamic", http.Header{"Cf-Cache-Status": {"DYNAMIC"}}, ""},

@@ -650,6 +650,12 @@ func cacheHitWord(w string) bool {
 	case "STALE", "UPDATING", "REVALIDATED":
 		return true
 	}
+	if strings.Contains(w, "PASS") {
+		// Varnish's hit-for-pass (HIT-FOR-PASS, HITPASS): a stored
+		// marker that sends the request on to the origin, whose answer
+		// this is.
+		return false
+	}
 	return strings.HasPrefix(w, "HIT") || strings.HasSuffix(w, "HIT")
 }
 
