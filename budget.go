@@ -88,8 +88,13 @@ func (b *retryBudget) add(host string, d float64) {
 	b.hosts[host] = t
 }
 
-// count updates low, under mu.
+// count updates low, under mu. The shared bucket is full again once the
+// hosts have room of their own: a host failing then gets its own bucket,
+// and a later crowd starts from full, not from the last one's level.
 func (b *retryBudget) count() {
+	if len(b.hosts) < maxBudgetHosts {
+		b.overflow = b.max
+	}
 	n := len(b.hosts)
 	if b.overflow < b.max {
 		n++

@@ -24,6 +24,14 @@ func TestRetryBudgetBeyondItsHosts(t *testing.T) {
 	require.True(t, b.allowRetry("h0"), "3 of 4 tokens")
 	b.success("h0")
 	require.Len(t, b.hosts, maxBudgetHosts-1, "a full bucket takes no room")
+
+	// With room again, the shared bucket is full: a good day is one
+	// again (anyLow), and a later crowd starts from full.
+	for i := 1; i < maxBudgetHosts; i++ {
+		b.success(fmt.Sprint("h", i))
+	}
+	require.Empty(t, b.hosts)
+	require.False(t, b.anyLow(), "every bucket full")
 }
 
 // A good day's successes skip the budget (anyLow false); one failure, and
