@@ -59,6 +59,17 @@ func TestNetworkFileSystemRefused(t *testing.T) {
 	require.NoError(t, s.Close())
 }
 
+// A refused Open of a journal that is not there yet leaves no file.
+func TestNetworkFileSystemRefusedCreatesNothing(t *testing.T) {
+	onFileSystem(t, "NFS", networkFS)
+	dir := t.TempDir()
+	_, err := Open(filepath.Join(dir, "idem.journal"))
+	require.ErrorIs(t, err, ErrNetworkFileSystem)
+	left, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, left)
+}
+
 // FUSE may be local or remote: Open goes on, and says so to the logger.
 func TestFUSEFileSystemWarned(t *testing.T) {
 	onFileSystem(t, "FUSE", fuseFS)

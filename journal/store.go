@@ -203,7 +203,12 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 				err = noJournal(path, "an empty file there")
 			}
 			if err == nil {
-				err = checkFileSystem(f, path, cfg)
+				if err = checkFileSystem(f, path, cfg); err != nil && fi.Size() == 0 {
+					// Made by this Open, most likely: a refusal leaves
+					// nothing behind for the next start to take for a
+					// journal.
+					_ = os.Remove(name)
+				}
 			}
 			if err != nil {
 				_ = f.Close()
