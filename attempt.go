@@ -102,6 +102,13 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 				delete(req.Header, name)
 			}
 		}
+		// A shared cache in between (a corporate proxy, Squid) may hold
+		// an earlier "processing" or "not found" for this URL as long as
+		// the origin's max-age lets it: no-cache (RFC 9111 5.2.1.4) makes
+		// it ask the origin. A journaled Cache-Control is the caller's.
+		if _, ok := req.Header["Cache-Control"]; !ok {
+			req.Header["Cache-Control"] = []string{"no-cache"} // the hook may change it
+		}
 	} else if c.cfg.keyHeader != "" {
 		// keyHeader is canonical (WithKeyHeader): Set's work is done.
 		req.Header[c.cfg.keyHeader] = append(room, c.keyValue(rec.Key))
