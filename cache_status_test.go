@@ -15,13 +15,16 @@ import (
 	"github.com/idemkit/idem/idemtest"
 )
 
-// labelledCache is a shared cache that stores POST answers by URL alone,
-// as cachingFront, but says so the way caches without an Age header do:
-// nginx's proxy_cache sends no Age, and operators add
-// "add_header X-Cache-Status $upstream_cache_status"; CDNs add their own
-// status header (CloudFront's and Fastly's X-Cache, Cloudflare's
-// CF-Cache-Status, RFC 9211's Cache-Status). hit is the header on an
-// answer served from the store, miss on one passed through.
+// labelledCache is a shared cache misconfigured to store POST answers by
+// URL alone (nginx's proxy_cache_methods POST, a Varnish rule), in front
+// of an origin that creates one order per key and echoes no key. Every
+// request to a URL after the first is answered from the store: another
+// request's answer. hit is the header the cache puts on such an answer
+// (the Age RFC 9111 has a cache add; nginx's proxy_cache sends no Age,
+// and operators add "add_header X-Cache-Status $upstream_cache_status";
+// CDNs add their own status header: CloudFront's and Fastly's X-Cache,
+// Cloudflare's CF-Cache-Status, RFC 9211's Cache-Status), miss the one on
+// an answer passed through.
 type labelledCache struct {
 	*httptest.Server
 	mu      sync.Mutex
@@ -62,13 +65,14 @@ func (f *labelledCache) orders(key string) int {
 	return f.created[key]
 }
 
-// An answer to a submit that a cache labels as served from its store is
-// another request's, Age or no Age: never ours.
+// An answer to a submit that a cache labels as served from its store, by
+// Age > 0 or by its status header, is another request's: never ours.
 func TestCacheStatusHitIsNotOurs(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		hit, miss http.Header
 	}{
+		{"RFC 9111 Age", http.Header{"Age": {"12"}}, nil},
 		{"nginx X-Cache-Status", http.Header{"X-Cache-Status": {"HIT"}}, http.Header{"X-Cache-Status": {"MISS"}}},
 		{"nginx X-Cache-Status stale", http.Header{"X-Cache-Status": {"STALE"}}, http.Header{"X-Cache-Status": {"EXPIRED"}}},
 		{"nginx X-Cache-Status updating", http.Header{"X-Cache-Status": {"UPDATING"}}, http.Header{"X-Cache-Status": {"BYPASS"}}},
