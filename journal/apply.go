@@ -244,8 +244,17 @@ func (s *Store) applyUpTo(holdAfter time.Time) error {
 		}
 		err := s.commitBolt(func(tx *bolt.Tx) error {
 			g := &getter{}
+			// The batch's record keys, as bbolt takes them, in one
+			// allocation: bbolt keeps a key it was given until the
+			// transaction ends, so none of them is reused before then.
+			n := 0
 			for _, e := range batch {
-				if err := applyOne(tx, g, e); err != nil {
+				n += len(e.rk)
+			}
+			keys := make([]byte, 0, n)
+			for _, e := range batch {
+				keys = append(keys, e.rk...)
+				if err := applyOne(tx, g, e, keys[len(keys)-len(e.rk):len(keys):len(keys)]); err != nil {
 					return err
 				}
 			}
@@ -457,10 +466,10 @@ func (s *Store) shows(id int) bool {
 	return tx.ID() >= id
 }
 
-// applyOne writes the logged record e into the bbolt file with its key
-// and index entries, replacing the version the file holds; g reads tx.
-func applyOne(tx *bolt.Tx, g *getter, e *logged) error {
-	rk := []byte(e.rk)
+// applyOne writes the logged record e, whose key is rk, into the bbolt
+// file with its key and index entries, replacing the version the file
+// holds; g reads tx.
+func applyOne(tx *bolt.Tx, g *getter, e *logged, rk []byte) error {
 	sk, v, err := g.lookup(tx, rk)
 	if err != nil {
 		return err
