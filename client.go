@@ -498,7 +498,10 @@ func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.
 			case gerr == nil && !sameRequest(stored, want):
 				return nil, c.conflict(stored)
 			case gerr != nil && cl.want != nil && !sameRequest(cl.want, want):
-				return nil, c.conflict(cl.want)
+				// cl.want is the leader's record, whose attempts its
+				// call may be writing right now: only what names the
+				// request (never changed once built) is read of it.
+				return nil, &Error{Scope: scope, Key: key, State: StatePending, Kind: ErrKeyConflict, Cause: errKeyHeldByOther, local: true}
 			}
 		}
 		if ctx.Err() != nil {
