@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemkit/idem/internal/owned"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -192,14 +193,17 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 		return nil, err
 	}
 	defer c.exit()
+	rec, err := c.newRecord(req)
+	if err != nil {
+		return nil, err
+	}
 	if create == nil {
 		// Taken here, past enter: a method value of an unmade Client's
 		// nil Store panics.
 		create = c.store.Create
-	}
-	rec, err := c.newRecord(req)
-	if err != nil {
-		return nil, err
+		// Only for the Client's own Store: PrepareIn's create gets a
+		// record its caller may change, which must be checked in full.
+		owned.Mark(rec)
 	}
 	rec.Trace = c.traceOf(ctx)
 	if dueNow {
@@ -241,9 +245,12 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	}
 	rec.Trace = c.traceOf(ctx)
 	return c.coalesce(ctx, rec.Scope, rec.Key, rec, foreground, func() (*Result, error) {
-		now := c.cfg.clock.Now()
+		// In the form the journal stores it (UTC, no monotonic reading),
+		// so that the Store need not copy the attempt to convert it.
+		now := c.cfg.clock.Now().UTC()
 		rec.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: now}}
 		rec.FirstSent = now
+		owned.Mark(rec)
 		stored, lease, err := c.createClaimed(ctx, rec)
 		switch {
 		case errors.Is(err, journal.ErrExists):

@@ -14,8 +14,8 @@ import (
 // TestPrepareIn: PrepareIn journals through the caller's create (here the
 // Store's own Create, standing in for a transaction's), the operation is
 // due at once and carries the caller's trace, as Prepare's does; a key
-// journaled already is Prepare's answer; a create that fails leaves
-// nothing journaled; a Resume visit sends it once, and sees the trace.
+// journaled already is Prepare's answer; a create that fails, or that
+// changes the record's body, leaves nothing journaled; a Resume visit sends it once, and sees the trace.
 func TestPrepareIn(t *testing.T) {
 	h := newHookLog()
 	e := newEnv(t, clientOpts(idem.WithHooks(h.hooks())))
@@ -48,6 +48,17 @@ func TestPrepareIn(t *testing.T) {
 	require.ErrorIs(t, err, journal.ErrNotFound, "nothing journaled when create fails")
 	_, err = e.client.PrepareIn(e.ctx, e.req("other", `{}`), nil)
 	require.ErrorIs(t, err, idem.ErrInvalidRequest, "nil create")
+	// The record create is given is the caller's to touch: the Store
+	// hashes it in full (it is not the client's own, as Prepare's is),
+	// so a body changed in place is refused, not journaled under the
+	// digest of other bytes.
+	_, err = e.client.PrepareIn(e.ctx, e.req("changed", `{"n":1}`), func(ctx context.Context, r *journal.Record) (*journal.Record, error) {
+		r.Body[len(r.Body)-2] = '2'
+		return e.store.Create(ctx, r)
+	})
+	require.ErrorIs(t, err, journal.ErrInvalid, "a body that no longer matches its digest")
+	_, err = e.store.Get(e.ctx, idem.DefaultScope, "changed")
+	require.ErrorIs(t, err, journal.ErrNotFound, "nothing journaled")
 
 	sum, err := e.client.Resume(e.ctx)
 	require.NoError(t, err)

@@ -230,15 +230,26 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		}
 		header[canon] = append(header[canon], vals...)
 	}
+	// The record and the default Content-Type's value list in one
+	// allocation: newRecord runs on every Submit.
+	made := &struct {
+		rec journal.Record
+		ct  [1]string
+	}{}
 	if headerValue(header, "Content-Type") == "" && len(req.Body) > 0 {
-		header["Content-Type"] = []string{"application/json"}
+		made.ct[0] = "application/json"
+		header["Content-Type"] = made.ct[:1:1]
 	}
 	now := c.cfg.clock.Now()
-	// Not copied: the Store's Create keeps a copy of its own (journaltest's
-	// DeepCopy holds every Store to it), and every attempt sends the
-	// journaled record's bytes, never these.
-	body := req.Body
-	return &journal.Record{
+	// Copied once, here, and hashed once: the record is the client's own,
+	// so the bbolt Store, told so (internal/owned), neither copies nor
+	// hashes it again; and a caller that changes its buffer while the
+	// call runs cannot change what is sent.
+	body := bytes.Clone(req.Body)
+	if len(body) == 0 {
+		body = nil
+	}
+	made.rec = journal.Record{
 		Scope:    scope,
 		Key:      key,
 		Ref:      req.Ref,
@@ -253,7 +264,8 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		Updated:  now,
 		// Due only if the caller abandons it: Do normally settles it first.
 		NextDue: now.Add(c.cfg.reconcileInterval),
-	}, nil
+	}
+	return &made.rec, nil
 }
 
 // keyInBody reports whether body holds key as written, as JSON writes it

@@ -15,6 +15,7 @@ import (
 // r must satisfy validate: clone, like encode, does not check.
 func clone(r *Record) *Record {
 	c := *r
+	c.owned = ownership{}
 	c.Header = cloneHeader(r.Header)
 	c.Body = cloneBytes(r.Body)
 	c.Attempts = nil
@@ -31,6 +32,16 @@ func clone(r *Record) *Record {
 	}
 	storedTimes(&c)
 	return &c
+}
+
+// adopt is clone for a record the client marked as its own (see
+// ownership): the copy shares r's body and header, which nobody changes,
+// instead of copying them.
+func adopt(r *Record) *Record {
+	c := *r
+	c.owned = ownership{}
+	c.Attempts = slices.Clone(r.Attempts) // asStored changes Start in place only in a copy; the driver's own list stays its own
+	return asStored(&c)
 }
 
 // storedTimes puts r's times in decode's form (UTC, without a monotonic

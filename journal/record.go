@@ -3,6 +3,8 @@ package journal
 import (
 	"net/http"
 	"time"
+
+	"github.com/idemkit/idem/internal/owned"
 )
 
 // State is where an operation stands. Only StateSucceeded and StateFailed
@@ -121,7 +123,35 @@ type Record struct {
 	// later visit can link back to it; empty when none was given. Like
 	// the request, it is set at Create and never changed.
 	Trace string
+
+	owned ownership // see ownership; never encoded
 }
 
 // Open reports whether the record belongs in the open index (not terminal).
 func (r *Record) Open() bool { return !r.State.Terminal() }
+
+// ownership marks a record the client built for one Create (see package
+// internal/owned): its Body is a private copy and BodySHA is its digest.
+// The mark holds only while the record is the one marked, with the body
+// and digest it was marked with: a copy of the struct, or a Body or
+// BodySHA changed since, is checked and copied in full.
+type ownership struct {
+	by   *Record
+	body []byte
+	sum  [32]byte
+}
+
+func init() {
+	owned.Register(func(v any) {
+		if r, ok := v.(*Record); ok && r != nil {
+			r.owned = ownership{by: r, body: r.Body, sum: r.BodySHA}
+		}
+	})
+}
+
+// clientOwned reports whether r carries a mark that still holds.
+func (r *Record) clientOwned() bool {
+	o := &r.owned
+	return o.by == r && o.sum == r.BodySHA && len(o.body) == len(r.Body) &&
+		(len(r.Body) == 0 || &o.body[0] == &r.Body[0])
+}

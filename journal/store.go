@@ -556,8 +556,17 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	// The copy is the committer's to index and then the caller's: exactly
 	// what a later Get would return. Validating the copy rather than rec
 	// means what is checked is what is written.
-	stored := clone(rec)
-	if err := validate(stored); err != nil {
+	// A record the client marked as its own (ownership) was hashed when
+	// it was built and is shared with nobody: the digest is taken as
+	// given and its body is not copied a second time.
+	owned := rec.clientOwned()
+	var stored *Record
+	if owned {
+		stored = adopt(rec)
+	} else {
+		stored = clone(rec)
+	}
+	if err := validateRecord(stored, !owned); err != nil {
 		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
 	w := &createOp{rk: recordKey(stored.Scope, stored.Key), stored: stored, claim: claim}

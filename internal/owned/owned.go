@@ -1,0 +1,27 @@
+// Package owned lets the client tell the bbolt journal that a record it
+// hands to Create is its own: built for that one call, its Body a private
+// copy already hashed into BodySHA. The journal then takes the digest as
+// given and shares the body and header with the record it returns rather
+// than copying them again. Records built anywhere else (by a user, for
+// PrepareIn, or in a test) are never marked and are checked in full.
+//
+// The mark goes through this package, not an exported method, so that the
+// journal's public API keeps one contract for every caller.
+package owned
+
+// mark is package journal's marking function. It is set at journal's init,
+// which happens before any code that could call Mark runs, and never again.
+var mark func(any)
+
+// Register sets the function that marks a record. Package journal calls it
+// once, at init.
+func Register(f func(any)) { mark = f }
+
+// Mark marks rec (a *journal.Record) as built by the client for one Create,
+// if package journal registered a marker; otherwise it does nothing and
+// rec is checked in full.
+func Mark(rec any) {
+	if mark != nil {
+		mark(rec)
+	}
+}
