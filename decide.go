@@ -271,7 +271,10 @@ func replayMeaning(p past, a answer) judgment {
 		return judgment{move: moveSettle, label: "created", out: Outcome{State: StateSucceeded, ResourceID: a.created}}
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "replayed_result", "replayed_processing")
-		if p.contested && j.move == moveSettle && j.out.State == StateSucceeded {
+		// A stored "accepted, still running" is the other request's work
+		// as much as its success is: its resource, recorded, would be
+		// found as ours (LookupResource) and settled by its webhook.
+		if p.contested && (j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing) {
 			return contestedSuccess("replayed_contested")
 		}
 		if j.move == moveQuery && !a.cut {
