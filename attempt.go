@@ -422,6 +422,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	switch {
 	case !query && cached == "":
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
+		a.keyIgnored = keyIgnored(ex.header)
 	case query && cached != "" && !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !pathNamesKey(rec.QueryURL, rec.Key):
 		a.otherCache = cached
 	}

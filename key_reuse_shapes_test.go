@@ -172,12 +172,7 @@ func TestGoCardlessCreationConflict(t *testing.T) {
 		res, err := c.Submit(t.Context(), req)
 		requireForeignKey(t, res, err)
 		v.requireKeys(t, "Idempotency-Key", "k", 1)
-
-		op, err := c.Lookup(t.Context(), "", "k")
-		require.NoError(t, err)
-		_, err = c.Do(t.Context(), op)
-		require.ErrorIs(t, err, idem.ErrKeyConflict)
-		v.requireKeys(t, "Idempotency-Key", "k", 1)
+		requireDoSendsNothing(t, c, v, idem.ErrKeyConflict, "Idempotency-Key", 1)
 	})
 	t.Run("the key was in flight elsewhere before ours: not ours", func(t *testing.T) {
 		v := newVendor(t, inFlight, lost, gocardlessCreated)
