@@ -435,9 +435,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.verdict = Rejected
 		}
 	}
-	if a.verdict == Processing && ex.status == http.StatusConflict && reusedElsewhere(ex.body, c.cfg.keyHeader) {
-		a.verdict = Conflict
-	}
+	a.verdict = c.reusedVerdict(a.verdict, ex.status, ex.body)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.body, c.cfg.keyHeader); !a.inFlight {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
 	}
@@ -498,6 +496,16 @@ func (c *Client) verdict(status int) Verdict {
 		return Conflict
 	}
 	return c.cfg.classify(status)
+}
+
+// reusedVerdict is v, the verdict for status, but Conflict for a
+// Processing 409 whose body says the key was used by a request that
+// differs (reusedElsewhere): the 422 of servers that answer it with 409.
+func (c *Client) reusedVerdict(v Verdict, status int, body []byte) Verdict {
+	if v == Processing && status == http.StatusConflict && reusedElsewhere(body, c.cfg.keyHeader) {
+		return Conflict
+	}
+	return v
 }
 
 // keyConflict reports whether a refusal is about the key: a Conflict
