@@ -422,6 +422,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	switch {
 	case !query && cached == "":
 		a.replayed, a.created = replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
+		a.keyIgnored = keyIgnored(ex.header)
 	case query && cached != "" && !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !pathNamesKey(rec.QueryURL, rec.Key):
 		a.otherCache = cached
 	}
@@ -434,9 +435,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.verdict = Rejected
 		}
 	}
-	if a.verdict == Processing && ex.status == http.StatusConflict && reusedElsewhere(ex.body, c.cfg.keyHeader) {
-		a.verdict = Conflict
-	}
+	a.verdict = c.reusedVerdict(a.verdict, ex.status, ex.body)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.body, c.cfg.keyHeader); !a.inFlight {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
 	}
@@ -499,6 +498,16 @@ func (c *Client) verdict(status int) Verdict {
 	return c.cfg.classify(status)
 }
 
+// reusedVerdict is v, the verdict for status, but Conflict for a
+// Processing 409 whose body says the key was used by a request that
+// differs (reusedElsewhere): the 422 of servers that answer it with 409.
+func (c *Client) reusedVerdict(v Verdict, status int, body []byte) Verdict {
+	if v == Processing && status == http.StatusConflict && reusedElsewhere(body, c.cfg.keyHeader) {
+		return Conflict
+	}
+	return v
+}
+
 // keyConflict reports whether a refusal is about the key: a Conflict
 // answer rather than a validation error with the same status, or a 400
 // that says the key was used with other parameters. Other answers' bodies
@@ -516,14 +525,14 @@ func (c *Client) keyConflict(v Verdict, status int, body []byte) bool {
 // replayed reports whether the server says the answer of this status is
 // the stored one for this key: Stripe's Idempotent-Replayed: true, or the
 // same marker under the X- and "Idempotency-" names other APIs document
-// (fiskaly's X-Idempotency-Replayed), the value bare, quoted or the
-// structured-field boolean ?1; an
+// (fiskaly's X-Idempotency-Replayed) and PPRO's Request-Idempotency,
+// the value bare, quoted or the structured-field boolean ?1; an
 // Idempotency-Status of "replayed" (Integrated Finance's
 // X-Idempotency-Status); or Worldline's X-GCS-Idempotence-Request-
 // Timestamp. A replay missed is worse than one seen: another request's
 // stored success would be taken for ours.
 func replayed(h http.Header, status int) bool {
-	for _, name := range [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed"} {
+	for _, name := range [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed", "Request-Idempotency"} {
 		// "?1" is true as an RFC 8941 boolean, as a server that writes
 		// its headers as structured fields sends it.
 		if markerIs(h, name, "true") || strings.TrimSpace(headerValue(h, name)) == "?1" {

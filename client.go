@@ -621,7 +621,10 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	switch rec.State {
 	case StateFailed:
 		e.Kind = ErrFailed
-		if r := rec.Result; r != nil && rec.Resolved == nil && c.keyConflict(c.verdict(r.StatusCode), r.StatusCode, r.Body) {
+		// Read as the answer was when it settled the operation: a later
+		// call for it must fail the same way.
+		if r := rec.Result; r != nil && rec.Resolved == nil &&
+			c.keyConflict(c.reusedVerdict(c.verdict(r.StatusCode), r.StatusCode, r.Body), r.StatusCode, r.Body) {
 			e.Kind = ErrKeyConflict
 		}
 		if e.Cause == nil {

@@ -115,10 +115,13 @@ type answer struct {
 	keyConflict bool
 	// inFlight: a refusal other than a 409 says the key's request is
 	// still running or ran (refusalInFlight): not this one's merits.
-	inFlight  bool
-	body      []byte
-	out       Outcome // what the decoder read from a 2xx
-	decodeErr error   // why a 2xx proves nothing; nil when out is valid
+	inFlight bool
+	// keyIgnored: the server says it does not de-duplicate by the key
+	// where this went (keyIgnored): a resend is a second request.
+	keyIgnored bool
+	body       []byte
+	out        Outcome // what the decoder read from a 2xx
+	decodeErr  error   // why a 2xx proves nothing; nil when out is valid
 }
 
 // move is what the driver does next.
@@ -168,6 +171,14 @@ func judgeSubmit(p past, a answer) judgment {
 	}
 	j := submitMeaning(p, a)
 	j.refused = j.refused && !a.resent
+	if a.keyIgnored && (p.maybeExecuted || !j.refused) {
+		switch j.move {
+		case moveQuery, moveResend, moveProcessing:
+			// Whatever may have executed would execute again: the server
+			// would take a resend for a new request.
+			j.move, j.label, j.review = moveReview, "key_ignored", ReviewKeyIgnored
+		}
+	}
 	return j
 }
 
@@ -271,7 +282,10 @@ func replayMeaning(p past, a answer) judgment {
 		return judgment{move: moveSettle, label: "created", out: Outcome{State: StateSucceeded, ResourceID: a.created}}
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "replayed_result", "replayed_processing")
-		if p.contested && j.move == moveSettle && j.out.State == StateSucceeded {
+		// A stored "accepted, still running" is the other request's work
+		// as much as its success is: its resource, recorded, would be
+		// found as ours (LookupResource) and settled by its webhook.
+		if p.contested && (j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing) {
 			return contestedSuccess("replayed_contested")
 		}
 		if j.move == moveQuery && !a.cut {
@@ -522,6 +536,14 @@ func refusalInFlight(v Verdict, status int, body []byte, header string) bool {
 		return false
 	}
 	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")
+}
+
+// keyIgnored reports whether an answer's headers say the server did not
+// de-duplicate the request by its key: Solidgate's Idempotency-Status:
+// ignored, for an endpoint without idempotency support (the X- name as
+// Integrated Finance spells its Idempotency-Status).
+func keyIgnored(h http.Header) bool {
+	return markerIs(h, "Idempotency-Status", "ignored") || markerIs(h, "X-Idempotency-Status", "ignored")
 }
 
 // throttleCodes are the error codes of AWS's SDKs' throttling errors

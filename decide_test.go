@@ -89,7 +89,13 @@ func TestJudgeSubmit(t *testing.T) {
 			move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
 		{name: "409 naming the resource the key created, after the key was contested: not ours", p: past{maybeExecuted: true, contested: true},
 			a: answer{status: 409, verdict: Processing, created: "PM1"}, move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
+		{name: "replayed 202 still running, after the key was contested: not ours", p: past{maybeExecuted: true, contested: true},
+			a: answer{status: 202, verdict: Settled, replayed: true, out: Outcome{State: StateProcessing, ResourceID: "pay_theirs"}}, move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
 		{name: "429 that net/http sent twice: may have executed", p: fresh, a: answer{status: 429, verdict: Throttled, resent: true}, move: moveResend},
+		{name: "500 from a server that ignores the key: review, never resent", p: fresh, a: answer{status: 500, verdict: Ambiguous, keyIgnored: true}, move: moveReview, reviewPrefix: ReviewKeyIgnored},
+		{name: "refusal from a server that ignores the key, after maybe executed: review", p: maybe, a: answer{status: 401, verdict: Rejected, keyIgnored: true},
+			move: moveReview, refused: true, reviewPrefix: ReviewKeyIgnored},
+		{name: "429 from a server that ignores the key, nothing executed: resend", p: fresh, a: answer{status: 429, verdict: Throttled, keyIgnored: true}, move: moveResend, refused: true},
 		{name: "422 that net/http sent twice: ambiguous", p: fresh, a: answer{status: 422, verdict: Conflict, keyConflict: true, resent: true}, move: moveQuery},
 	}
 	for _, tt := range tests {

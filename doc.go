@@ -86,10 +86,11 @@
 //	transport error after writing, timeout   ambiguous               query, then resend same key
 //	any answer marked replayed               the key's final answer  never resent (below)
 //	409 naming the resource the key created  the key's final answer  as a replayed 2xx (below)
+//	Idempotency-Status: ignored, maybe run   no de-duplication       unknown, ReviewKeyIgnored, never resent
 //
 // A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
 // named Idempotency-Replayed, X-Idempotent-Replayed or
-// X-Idempotency-Replayed;
+// X-Idempotency-Replayed, or PPRO's Request-Idempotency;
 // Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
 // X-GCS-Idempotence-Request-Timestamp on any answer but a 409, which says
 // the key's first request still runs, or a 429) is the server's stored
@@ -121,6 +122,12 @@
 // answers 410 Gone says the server has forgotten the key, as does a 404
 // whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].
+// An answer whose Idempotency-Status (or X-Idempotency-Status) is
+// "ignored" says the server does not de-duplicate by the key there
+// (Solidgate's endpoints without idempotency support): if the operation
+// may have executed and the answer does not settle it, a resend would be
+// a second request, so it is flagged [ReviewKeyIgnored] and never resent,
+// not even by [Client.Do].
 //
 // # Budgets and defaults
 //

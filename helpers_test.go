@@ -261,6 +261,18 @@ func requireForeignKey(t testing.TB, res *idem.Result, err error) {
 	require.Equal(t, idem.ReviewKeyInUse, res.Review)
 }
 
+// requireDoSendsNothing asserts that an explicit Do of operation "k"
+// returns an error matching kind and sends the vendor no request: it
+// still has answered n submits, each with key "k" in header.
+func requireDoSendsNothing(t testing.TB, c *idem.Client, v *vendor, kind error, header string, n int) {
+	t.Helper()
+	op, err := c.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+	_, err = c.Do(t.Context(), op)
+	require.ErrorIs(t, err, kind)
+	v.requireKeys(t, header, "k", n)
+}
+
 // submit sends one payment through a client with the default settings.
 func (v *vendor) submit(t testing.TB, opts ...idem.Option) (*idem.Result, error) {
 	t.Helper()

@@ -74,10 +74,21 @@ func TestKeyReusedWithOtherParameters(t *testing.T) {
 				header = "PayPal-Request-Id"
 			}
 			v := newVendor(t, tt.shape)
-			res, err := v.submit(t, tt.opts...)
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch), tt.opts...)
+			req := idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(`{"amount":100}`)}
+			res, err := c.Submit(t.Context(), req)
 			require.ErrorIs(t, err, idem.ErrFailed)
 			require.Equal(t, tt.conflict, errors.Is(err, idem.ErrKeyConflict), "ErrKeyConflict in %v", err)
 			require.Equal(t, idem.StateFailed, res.State)
+			v.requireKeys(t, header, "k", 1)
+
+			// The intent submitted again (a caller's retry, a restart)
+			// gets the journaled outcome, and the same error: told a plain
+			// failure, a caller may pay again under a new key while the
+			// key's other request may have paid.
+			_, err = c.Submit(t.Context(), req)
+			require.ErrorIs(t, err, idem.ErrFailed)
+			require.Equal(t, tt.conflict, errors.Is(err, idem.ErrKeyConflict), "again: ErrKeyConflict in %v", err)
 			v.requireKeys(t, header, "k", 1)
 		})
 	}
@@ -172,12 +183,7 @@ func TestGoCardlessCreationConflict(t *testing.T) {
 		res, err := c.Submit(t.Context(), req)
 		requireForeignKey(t, res, err)
 		v.requireKeys(t, "Idempotency-Key", "k", 1)
-
-		op, err := c.Lookup(t.Context(), "", "k")
-		require.NoError(t, err)
-		_, err = c.Do(t.Context(), op)
-		require.ErrorIs(t, err, idem.ErrKeyConflict)
-		v.requireKeys(t, "Idempotency-Key", "k", 1)
+		requireDoSendsNothing(t, c, v, idem.ErrKeyConflict, "Idempotency-Key", 1)
 	})
 	t.Run("the key was in flight elsewhere before ours: not ours", func(t *testing.T) {
 		v := newVendor(t, inFlight, lost, gocardlessCreated)

@@ -255,9 +255,10 @@ type blocked struct {
 func (d *driver) resendBlock(p past, now time.Time) *blocked {
 	rec := d.rec
 	switch {
-	case p.final || d.reviewed || rec.Review == ReviewKeyInUse:
+	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored:
 		// The server's stored answer for the key is final, or this call
-		// has just flagged it: resending changes nothing.
+		// has just flagged it: resending changes nothing. Nor is a key the
+		// server ignores ever safe to resend.
 		reason := rec.Review
 		if reason == "" {
 			reason = ReviewFinalAnswer

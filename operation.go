@@ -45,6 +45,11 @@ const (
 	// ReviewFinalAnswer: the server's stored answer for the key (a replay)
 	// leaves the outcome open, and no result endpoint can settle it.
 	ReviewFinalAnswer = "server's stored answer for the key does not settle it"
+	// ReviewKeyIgnored: the server said it does not de-duplicate requests
+	// by the key there (Idempotency-Status: ignored) in an answer that
+	// leaves open whether the request executed: a resend would be a
+	// second request, so nothing resends it, not even Do.
+	ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
 	// ReviewConfirmConflict: an external confirmation (Confirm) contradicts
 	// the recorded outcome, which was kept. Unlike the others it may flag
 	// a succeeded or failed operation, without changing its state (List

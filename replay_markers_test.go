@@ -45,6 +45,9 @@ func TestReplayMarkerVariants(t *testing.T) {
 		{"X-Idempotency-Status": {"replayed"}},
 		{"Idempotency-Status": {"Replayed"}},
 		{"X-Gcs-Idempotence-Request-Timestamp": {"1700000000000"}},
+		// PPRO marks answers "served from the idempotency store" so
+		// (https://developerhub.ppro.com/global-api/reference/api-idempotency).
+		{"Request-Idempotency": {"true"}},
 	} {
 		for name, val := range h {
 			t.Run(name+"="+val[0], func(t *testing.T) {
@@ -100,4 +103,20 @@ func TestWorldlineFollowUpAnswers(t *testing.T) {
 		require.Equal(t, idem.StateProcessing, res.State)
 		v.requireKeys(t, "X-GCS-Idempotence-Key", "k", 5)
 	})
+}
+
+// PPRO answers a key whose request it processed with the stored answer,
+// marked Request-Idempotency: true
+// (https://developerhub.ppro.com/global-api/reference/api-idempotency):
+// after a lost response, our own charge.
+func TestPPROReplayAfterALostResponse(t *testing.T) {
+	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
+	v := newVendor(t, lost, shape{status: http.StatusCreated, header: http.Header{"Request-Idempotency": {"true"}},
+		body: `{"id":"charge_a1b2c3","status":"CAPTURED"}`})
+	res, err := v.submit(t, idem.WithKeyHeader("Request-Idempotency-Key", idem.KeyBare))
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, "charge_a1b2c3", res.ResourceID)
+	require.True(t, res.Replayed)
+	v.requireKeys(t, "Request-Idempotency-Key", "k", 2)
 }

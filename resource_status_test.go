@@ -43,6 +43,14 @@ func TestDecodeJSONReadsResourceStatus(t *testing.T) {
 		{`{"id":"ord_1","status":"pending"}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
 		{`{"id":"ord_1","status":7}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
 		{`{"id":"ord_1","status":null}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
+		// A PayPal order's own status says COMPLETED whatever became of
+		// its payments: they say it.
+		{`{"id":"O1","status":"COMPLETED","purchase_units":[{"payments":{"captures":[{"id":"C1","status":"COMPLETED"}]}}]}`, 201,
+			idem.Outcome{State: idem.StateSucceeded, ResourceID: "O1"}, true},
+		{`{"id":"O1","status":"COMPLETED","purchase_units":[{"payments":{"authorizations":[{"id":"A1","status":"DENIED"}]}}]}`, 201,
+			idem.Outcome{State: idem.StateFailed, ResourceID: "O1", Reason: "DENIED"}, true},
+		{`{"id":"O1","status":"COMPLETED","purchase_units":[{"payments":{"captures":[{"status":"COMPLETED"}]}},` +
+			`{"payments":{"captures":[{"status":"DECLINED"}]}}]}`, 201, idem.Outcome{}, false},
 		// idem's own protocol ("state") decides when it is there.
 		{`{"state":"succeeded","resourceId":"ord_1","status":"declined"}`, 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, true},
 		// A status without a resource proves nothing, as before.
@@ -89,6 +97,13 @@ func TestDeclinedPaymentSettlesFailed(t *testing.T) {
 		"mercado pago": `{"id":1234567890,"status":"rejected","status_detail":"cc_rejected_insufficient_amount","transaction_amount":100}`,
 		"paypal capture": `{"id":"2GG279541U471931P","status":"DECLINED","amount":{"currency_code":"USD","value":"10.00"},` +
 			`"links":[{"rel":"self","href":"https://api.example/v2/payments/captures/2GG279541U471931P"}]}`,
+		// https://developer.paypal.com/api/orders/v2/definitions/order_status:
+		// a COMPLETED order "can indicate ... a payment was declined":
+		// its captures say which.
+		"paypal order capture": `{"id":"5O190127TN364715T","intent":"CAPTURE","status":"COMPLETED",` +
+			`"purchase_units":[{"reference_id":"default","payments":{"captures":[{"id":"3C679366HH908993F","status":"DECLINED",` +
+			`"amount":{"currency_code":"USD","value":"100.00"},"final_capture":true}]}}],` +
+			`"links":[{"href":"https://api-m.paypal.com/v2/checkout/orders/5O190127TN364715T","rel":"self","method":"GET"}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := newVendor(t, shape{status: http.StatusCreated, body: body})

@@ -108,8 +108,11 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // failed, with the status as the reason, and "error" or "errored" prove
 // nothing. A payment created declined (Checkout.com's "Declined", Mercado
 // Pago's "rejected", PayPal's "DECLINED") is a failed payment, not a
-// success. Any other status is taken as the resource's creation
-// succeeding. One that a created resource reaches later ("canceled",
+// success. So is a PayPal order whose payments
+// (purchase_units[].payments' captures and authorizations) all have such
+// a status, whatever the order's own ("COMPLETED"); one with some
+// declined and some not proves nothing. Any other status is taken as the
+// resource's creation succeeding. One that a created resource reaches later ("canceled",
 // "voided", "expired", "refunded") is no failure of the call: the order
 // or payment was made, and a caller told "failed" might make it again.
 // APIs whose resources may be created in a state that is not yet an
@@ -176,6 +179,16 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 				done = true
 			}
 		}
+		if bytes.Contains(body, []byte(`"purchase_units"`)) {
+			switch declined, all, status := orderPayments(body); {
+			case declined > 0 && declined == all:
+				return Outcome{State: StateFailed, ResourceID: v[memID].s, Reason: truncate(status, 64)}, nil
+			case declined > 0:
+				// One payment taken, another declined: "failed" could have
+				// the taken one made again.
+				return Outcome{}, fmt.Errorf("%w: %d of the order's %d payments are %q", errUndecodable, declined, all, truncate(status, 64))
+			}
+		}
 		if a.StatusCode == http.StatusAccepted && !done {
 			// The resource exists, but 202 says its work is not done: an
 			// asynchronous order may still be declined.
@@ -235,6 +248,40 @@ func noContent(a *Answer) (Outcome, bool) {
 		return out, true
 	}
 	return Outcome{}, false
+}
+
+// orderPayments reads the payments of a PayPal order, whose own status
+// says COMPLETED when its payment was declined too ("Check the payment
+// status in purchase_units[].payments.captures[].status before
+// fulfilling the order",
+// developer.paypal.com/api/orders/v2/definitions/order_status): how many
+// of its captures and authorizations there are, how many of them failed
+// (resourceStatusOf: DECLINED, FAILED, DENIED) and the first failed one's
+// status.
+func orderPayments(body []byte) (declined, all int, status string) {
+	var v struct {
+		PurchaseUnits []struct {
+			Payments struct {
+				Captures       []struct{ Status string } `json:"captures"`
+				Authorizations []struct{ Status string } `json:"authorizations"`
+			} `json:"payments"`
+		} `json:"purchase_units"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return 0, 0, ""
+	}
+	for _, u := range v.PurchaseUnits {
+		for _, p := range append(u.Payments.Captures, u.Payments.Authorizations...) {
+			all++
+			if resourceStatusOf(p.Status) == statusFailed {
+				if declined == 0 {
+					status = p.Status
+				}
+				declined++
+			}
+		}
+	}
+	return declined, all, status
 }
 
 // resourceStatus is what a resource's "status" says of its creation.
