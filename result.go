@@ -108,11 +108,11 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // failed, with the status as the reason, and "error" or "errored" prove
 // nothing. A payment created declined (Checkout.com's "Declined", Mercado
 // Pago's "rejected", PayPal's "DECLINED") is a failed payment, not a
-// success. So is a PayPal order whose payments
-// (purchase_units[].payments' captures and authorizations) all have such
-// a status, whatever the order's own ("COMPLETED"); one with some
-// declined and some not proves nothing. Any other status is taken as the
-// resource's creation succeeding. One that a created resource reaches later ("canceled",
+// success. So is a PayPal order whose payments (purchase_units[].payments'
+// captures and authorizations) all have such a status, whatever the
+// order's own ("COMPLETED"); one with some declined and some not proves
+// nothing. Any other status is taken as the resource's creation
+// succeeding. One that a created resource reaches later ("canceled",
 // "voided", "expired", "refunded") is no failure of the call: the order
 // or payment was made, and a caller told "failed" might make it again.
 // APIs whose resources may be created in a state that is not yet an
