@@ -127,10 +127,14 @@ var commitSteps = []commitStep{
 	// first try: a disk that fails once does not fail the call.
 	{name: "round write", syscall: "pwrite64", nth: 2, want: "ok"},
 	{name: "round fsync", syscall: "fdatasync", nth: 2, want: "ok"},
-	// The disk fails everything from the round's write on: the new
-	// segment cannot void the first try, whose bytes may be on disk.
-	// Nobody can tell whether the operation is journaled.
-	{name: "round write and every later one", syscall: "pwrite64", nth: 2, after: true, want: "unknown"},
+	// The disk fails everything from the round's write on. A pwrite64
+	// that fails writes nothing (write(2) returns the count of what it
+	// wrote, if anything): nothing of the round is in the file, the
+	// operation is surely not journaled, and the caller hears so.
+	{name: "round write and every later one", syscall: "pwrite64", nth: 2, after: true, want: "plain"},
+	// After a failed fdatasync the round's bytes may be on disk, and the
+	// new segment that would void them cannot be written: nobody can
+	// tell whether the operation is journaled.
 	{name: "round fsync and every later one", syscall: "fdatasync", nth: 2, after: true, want: "unknown"},
 	// Submit's second round records the server's answer (promise 8: the
 	// caller sees an outcome only once it is committed).

@@ -494,6 +494,13 @@ func (s *Store) backPressure() error {
 		return nil
 	}
 	if err := s.applyAll(); err != nil {
+		// A copy that failed once written (ErrMaybeCommitted) may or may
+		// not hold the writes it copied, acknowledged already; nothing
+		// of this round was written, and its writers are told so by the
+		// Store's failure, not told that their writes may be committed.
+		if ferr := s.failure(); ferr != nil && errors.Is(err, ErrMaybeCommitted) {
+			err = ferr
+		}
 		return errorf("the journal file cannot take the log's writes, which are refused until it can: %w", err)
 	}
 	return nil

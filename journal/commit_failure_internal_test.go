@@ -45,8 +45,9 @@ func (f logFault) install(s *Store) {
 
 // TestCommitFailureRound: a round whose log write fails is written again
 // on a new segment; if that fails too, all its requests get one answer: a
-// plain error when a new segment voided whatever the writes left,
-// ErrMaybeCommitted when that new segment failed too. Either way nothing
+// plain error when a new segment voided whatever the writes left, or when
+// they left nothing, ErrMaybeCommitted when they may have left the round
+// and that new segment failed too. Either way nothing
 // of the round is visible in this process, and the next round commits on
 // what was current before it.
 func TestCommitFailureRound(t *testing.T) {
@@ -62,7 +63,10 @@ func TestCommitFailureRound(t *testing.T) {
 		{name: "write fails twice", fault: logFault{writes: 2}},
 		{name: "fdatasync fails twice", fault: logFault{written: true, writes: 2}},
 		{name: "fdatasync fails, then the new segment", fault: logFault{written: true, headers: 1}, maybe: true},
-		{name: "write fails, then the new segment", fault: logFault{headers: 1}, maybe: true},
+		// write(2) that fails with nothing written (ENOSPC on a full
+		// disk, where the new segment's header fails in turn): nothing
+		// of the round reached the file, so nothing needs voiding.
+		{name: "write fails, then the new segment", fault: logFault{headers: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -131,6 +135,7 @@ func TestCommitFailureStore(t *testing.T) {
 		{name: "fdatasync fails twice", fault: logFault{written: true, writes: 2}},
 		{name: "unvoided, then crash", fault: logFault{written: true, headers: 2}, maybe: true, present: true},
 		{name: "unvoided, then a good write", fault: logFault{written: true, headers: 2}, maybe: true, thenGood: true},
+		{name: "nothing written, then the new segment", fault: logFault{headers: 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"syscall"
@@ -142,4 +143,48 @@ func TestApplyFailedCommit(t *testing.T) {
 			require.NoError(t, s.viewChecked())
 		})
 	}
+}
+
+// TestBackPressureFailedCommitNotMaybe: a round that finds the overlay
+// over its bound first copies it into the file itself (backPressure). When
+// that commit fails at its fdatasync (EIO), the writes it copied, earlier
+// ones and acknowledged, may be in the file or not, but nothing of the
+// round was written: its writers get an error matching ErrFileFailed, not
+// ErrMaybeCommitted, which the client turns into ErrUnknownOutcome ("the
+// journal may hold the operation, and Run may send it") for an operation
+// that is surely not journaled. After a reopen the round's record is not
+// there, and the acknowledged ones are.
+func TestBackPressureFailedCommitNotMaybe(t *testing.T) {
+	ctx := context.Background()
+	const bound = 64 << 10
+	s, path := rvOpen(t, withApplyDelay(time.Hour), withOverlayMax(bound))
+	big := make([]byte, 16<<10)
+	const acked = 4 // just past the overlay's bound: the next round copies it first
+	for i := range acked {
+		r := rvRecord(fmt.Sprint("k", i), rvT0)
+		r.Body, r.BodySHA = big, sha256.Sum256(big)
+		_, err := s.Create(ctx, r)
+		require.NoError(t, err, "k%d", i)
+	}
+	rounds := s.c.rounds.Load()
+	written := true
+	failFileCommits(s, &written)
+	_, err := s.Create(ctx, rvRecord("late", rvT0))
+	require.Equal(t, rounds+1, s.c.rounds.Load(), "rounds")
+	require.ErrorIs(t, err, syscall.EIO, "Create() whose round's copy of the overlay failed")
+	require.ErrorIs(t, err, ErrFileFailed, "Create() whose round's copy of the overlay failed")
+	require.NotErrorIs(t, err, ErrMaybeCommitted, "Create() whose round wrote nothing")
+	failFileCommits(s, nil)
+	require.Error(t, s.Close(), "Close() of a Store whose file failed a commit")
+
+	s, err = Open(path)
+	require.NoError(t, err)
+	defer s.Close()
+	_, err = s.Get(ctx, "s", "late")
+	require.ErrorIs(t, err, ErrNotFound, "the refused record after a reopen")
+	for i := range acked {
+		_, err := s.Get(ctx, "s", fmt.Sprint("k", i))
+		require.NoError(t, err, "k%d after a reopen", i)
+	}
+	require.NoError(t, s.viewChecked())
 }

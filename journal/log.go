@@ -474,16 +474,16 @@ func (w *logWriter) append(payloads [][]byte) (uint64, error) {
 	if cap(w.buf) > 4<<20 {
 		w.buf = nil // one huge round must not stay in memory
 	}
-	err := w.write(buf)
+	wrote, err := w.write(buf)
 	for try := 0; err != nil; try++ {
 		w.grow(int64(len(buf))) // the failed write's bytes may be in the file
-		if ferr := w.fail(err); ferr != nil || try == 1 {
+		if ferr := w.fail(err, wrote); ferr != nil || try == 1 {
 			if ferr == nil {
 				ferr = errorf("log write: %w", err)
 			}
 			return 0, ferr
 		}
-		err = w.write(buf)
+		wrote, err = w.write(buf)
 	}
 	w.size += int64(len(buf))
 	w.next += uint64(len(payloads))
@@ -517,32 +517,42 @@ func (w *logWriter) bytes() int64 {
 }
 
 // write writes buf at the end of the active segment and makes it durable.
-func (w *logWriter) write(buf []byte) error {
+// wrote is false when it failed before any byte of buf reached the file
+// (a write(2) that fails writes nothing; one that wrote some bytes
+// returns their count).
+func (w *logWriter) write(buf []byte) (wrote bool, err error) {
 	if err := w.inject(false, false); err != nil {
-		return err
+		return false, err
 	}
-	if _, err := w.f.WriteAt(buf, w.size); err != nil {
-		return err
+	if n, err := w.f.WriteAt(buf, w.size); err != nil {
+		return n > 0, err
 	}
 	if err := w.inject(false, true); err != nil {
-		return err
+		return true, err
 	}
 	if w.noSync {
-		return nil
+		return true, nil
 	}
 	// The segment's name was made durable when it was started (rotate).
-	return fdatasync(w.f)
+	return true, fdatasync(w.f)
 }
 
-// fail handles a round that failed with err: the round's bytes may be
-// anywhere between absent and whole on disk. A new segment starting at the
-// round's first LSN voids them; once its header is durable the round is
-// surely not in the journal, and fail returns nil. If the new segment
-// cannot be made durable, the round may come back after a crash: the
-// error then matches ErrMaybeCommitted, and the next round tries again.
-func (w *logWriter) fail(err error) error {
+// fail handles a round that failed with err: unless nothing of it was
+// written (wrote false), the round's bytes may be anywhere between absent
+// and whole on disk. A new segment starting at the round's first LSN voids
+// them; once its header is durable the round is surely not in the journal,
+// and fail returns nil. If the new segment cannot be made durable, the
+// round may come back after a crash: the error then matches
+// ErrMaybeCommitted, and the next round tries again. A round of which
+// nothing reached the file cannot come back: a full disk fails its write
+// and the new segment alike, and its writers are told, plainly, that
+// nothing was written.
+func (w *logWriter) fail(err error, wrote bool) error {
 	w.close()
 	if rerr := w.rotate(); rerr != nil {
+		if !wrote {
+			return errorf("writing the log failed before any of the write reached it (%w), and starting a new segment failed too (%v); nothing of this write was written", err, rerr)
+		}
 		return errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
 	}
 	return nil

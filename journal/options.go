@@ -23,6 +23,9 @@ type config struct {
 	logger      *slog.Logger
 	applyDelay  time.Duration // tests: see applyDelay
 	overlayMax  int64         // tests: see overlayMax
+	// failSync, when a test sets it, stands in for the fdatasync of each
+	// log segment Open makes durable (syncRecovered): an error fails it.
+	failSync func(path string) error
 }
 
 type optionFunc func(*config)

@@ -83,6 +83,19 @@ func (s *Store) openLog(cfg *config) error {
 	if s.readOnly {
 		return nil
 	}
+	// The entries read back may be in the page cache only: a process
+	// killed after a round's write and before its fdatasync returned
+	// leaves them there. From here on they count as written (readers see
+	// them, and the next segment starts after them, voiding none), so
+	// they go to the disk first. Otherwise a power cut loses them while
+	// this process's later rounds, fsync'd in the new segment, survive:
+	// the next Open finds a hole (ErrCorrupt), after this process may
+	// have sent the requests of records that are gone.
+	if !cfg.noSync {
+		if err := syncRecovered(dir, st.segments, applied, cfg.failSync); err != nil {
+			return err
+		}
+	}
 	// A segment without a header holds nothing; left in the list, its
 	// zero start would make the one before it look applied.
 	segs := st.segments[:0:0]
@@ -107,4 +120,46 @@ func (s *Store) openLog(cfg *config) error {
 		s.kickApplier()
 	}
 	return nil
+}
+
+// syncRecovered makes durable the segments that hold entries past
+// applied, which Open has read back and builds on, and those that start
+// past it, which void what a failed write left in the ones before them,
+// with their names; fail, when a test sets it, stands in for each
+// fdatasync.
+func syncRecovered(dir string, segs []segment, applied uint64, fail func(path string) error) error {
+	n := 0
+	for _, seg := range segs {
+		if seg.blank || (seg.start <= applied && seg.end <= applied+1) {
+			continue // nothing the file lacks
+		}
+		if err := syncFile(seg.path, fail); err != nil {
+			return errorf("log segment %s: making the writes it holds durable failed (%w); nothing was changed: check the disk, then open the journal again", filepath.Base(seg.path), err)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	// A process killed in rotate, between the new segment's fdatasync
+	// and the directory's, left a segment whose name a power cut undoes.
+	if err := syncDir(dir); err != nil {
+		return errorf("the log's directory %s: making its segments' names durable failed (%w); nothing was changed: check the disk, then open the journal again", dir, err)
+	}
+	return nil
+}
+
+// syncFile fdatasyncs the file at path.
+func syncFile(path string, fail func(path string) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if fail != nil {
+		if err := fail(path); err != nil {
+			return err
+		}
+	}
+	return fdatasync(f)
 }
