@@ -493,7 +493,10 @@ func (d *driver) leave(cause error) error {
 		if r.State == StatePending && pastOf(r, math.MaxInt).maybeExecuted {
 			r.State = StateUnknown
 		}
-		r.NextDue = now
+		// Due at once, but not before the server's Retry-After ends: the
+		// wait was the server's, not the caller's, and the reconciler
+		// would otherwise resend into the same limit on its next pass.
+		r.NextDue = maxTime(now, d.serverUntil)
 	}); err != nil {
 		return err
 	}
