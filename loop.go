@@ -22,8 +22,8 @@ const (
 	reconciling                  // Run: never sleeps, reschedules
 )
 
-// reviewRecheck is how often a flagged operation is queried again: it may
-// still settle by itself if the result endpoint answers.
+// reviewRecheck is how often a flagged operation is queried again once its
+// result endpoint has answered (recheckAt): it may still settle by itself.
 const reviewRecheck = 24 * time.Hour
 
 // journalError marks a failed journal write: the reconciler stops on it
@@ -504,9 +504,11 @@ func (d *driver) leave(cause error) error {
 	return cause
 }
 
-// flag parks the operation for a person, still open, still queried daily.
+// flag parks the operation for a person, still open, still queried: daily,
+// or sooner while its result endpoint does not answer (recheckAt).
 func (d *driver) flag(reason string, cause error) error {
 	now := d.now()
+	next := d.recheckAt(now)
 	if err := d.commit(func(r *journal.Record) {
 		// "Processing" seen for a key another request holds was that
 		// request's progress, not ours.
@@ -514,12 +516,30 @@ func (d *driver) flag(reason string, cause error) error {
 			r.State = StateUnknown
 		}
 		setReview(r, reason)
-		r.NextDue = now.Add(reviewRecheck)
+		r.NextDue = next
 	}); err != nil {
 		return err
 	}
 	d.logEnd(slog.LevelWarn, "idem: flagged for review", cause)
 	return cause
+}
+
+// recheckAt is when an operation flagged now is queried next: a day on,
+// unless this call's last exchange was a result query that got no answer
+// from the server (silentStatus: it is down). The endpoint's word is
+// still to come then, and the server keeps the key only so long (Stripe:
+// 24 hours): rechecked a day after a query lost in an outage of a few
+// hours, the operation is first asked about once the key is forgotten,
+// and what the endpoint would have settled is left to a person. It is
+// queried on the reconciler's schedule instead (at most its maximum
+// interval apart), never before a server's Retry-After ends.
+func (d *driver) recheckAt(now time.Time) time.Time {
+	if n := len(d.rec.Attempts); d.exchanges > 0 && n > 0 {
+		if a := d.rec.Attempts[n-1]; a.Kind == journal.AttemptQuery && a.Done && silentStatus(a.Status) {
+			return maxTime(now.Add(d.c.reconcileDelay(d.rec)), d.serverUntil)
+		}
+	}
+	return now.Add(reviewRecheck)
 }
 
 func (d *driver) logEnd(level slog.Level, msg string, cause error) {

@@ -275,7 +275,9 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // (WithReconcile), and reports each settlement to the WithSettleFunc
 // callback. A visit never sleeps on an operation: what does not settle is
 // rescheduled. Operations past the reconciliation deadline are flagged for
-// review and then only queried, once a day. An operation scheduled
+// review and then only queried, once a day (on WithReconcile's schedule
+// while the result endpoint gets no answer: the server keeps the key
+// only so long). An operation scheduled
 // further ahead than any schedule reaches (written while the clock ran
 // fast, before a step back) is made due at once, on Run's first pass and
 // hourly after. Due operations are visited
