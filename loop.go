@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -129,6 +130,13 @@ func (d *driver) run() error {
 	// A flagged operation is only ever queried by the reconciler.
 	needQuery := d.reviewOnly() || (!d.preRecorded && pastOf(d.rec, math.MaxInt).maybeExecuted)
 	var wait time.Duration
+	if d.mode == resuming {
+		// Resume visits what the last process left, whatever its NextDue:
+		// a server's wait that process read is still the server's.
+		if until := c.journaledRest(d.rec, d.now()); !until.IsZero() {
+			wait, d.serverUntil = until.Sub(d.now()), until
+		}
+	}
 	for {
 		if wait > 0 {
 			if err := d.sleep(wait); err != nil {
@@ -242,6 +250,33 @@ func (d *driver) run() error {
 			return err
 		}
 	}
+}
+
+// journaledRest is when the wait the server asked for in rec's last
+// exchange (429 or 503 with a Retry-After) ends, if that is after now;
+// zero otherwise. The attempt holds the wait a caller took, capped by
+// WithRetryAfterCap: one at the cap may have been longer, up to the
+// reconciler's maximum, and the hand-off that followed scheduled NextDue
+// no earlier than its end. An end further ahead than any wait reaches was
+// read while the clock ran fast, and is over.
+func (c *Client) journaledRest(rec *journal.Record, now time.Time) time.Time {
+	n := len(rec.Attempts)
+	if n == 0 {
+		return time.Time{}
+	}
+	a := rec.Attempts[n-1]
+	if !a.Done || a.RetryAfter <= 0 || a.Status != http.StatusTooManyRequests && a.Status != http.StatusServiceUnavailable {
+		return time.Time{}
+	}
+	end := a.Start.Add(a.Duration)
+	until := end.Add(a.RetryAfter)
+	if a.RetryAfter >= c.cfg.retryAfterCap && rec.NextDue.After(until) {
+		until = minTime(rec.NextDue, end.Add(c.cfg.reconcileMax))
+	}
+	if !until.After(now) || until.Sub(now) > max(c.cfg.reconcileMax, c.cfg.retryAfterCap)+clockSlack {
+		return time.Time{}
+	}
+	return until
 }
 
 // blocked is why the operation must not be resent, and how the call ends
@@ -573,6 +608,13 @@ func (c *Client) reconcileDelay(rec *journal.Record) time.Duration {
 		d *= 2
 	}
 	return c.spread(d)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func maxTime(a, b time.Time) time.Time {
