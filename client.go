@@ -273,6 +273,10 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 // Retry-After. An operation already succeeded or failed returns its result
 // with no request sent.
 //
+// A server's wait an earlier call read (429 or 503 with a Retry-After)
+// still holds: Do waits out what is left of it within its budget, or
+// hands the operation to the reconciler at once, sending nothing.
+//
 // Do returns a non-nil Result for every journaled operation. The error is
 // nil when it succeeded; otherwise an *Error matching ErrFailed,
 // ErrKeyConflict or ErrUnknownOutcome. On ErrUnknownOutcome the operation

@@ -130,9 +130,10 @@ func (d *driver) run() error {
 	// A flagged operation is only ever queried by the reconciler.
 	needQuery := d.reviewOnly() || (!d.preRecorded && pastOf(d.rec, math.MaxInt).maybeExecuted)
 	var wait time.Duration
-	if d.mode == resuming {
-		// Resume visits what the last process left, whatever its NextDue:
-		// a server's wait that process read is still the server's.
+	if d.mode != reconciling && !d.preRecorded {
+		// Do and Resume start whatever the operation's NextDue says: a
+		// server's wait an earlier call (or process) read is still the
+		// server's, waited out or handed off like one read now.
 		if until := c.journaledRest(d.rec, d.now()); !until.IsZero() {
 			wait, d.serverUntil = until.Sub(d.now()), until
 		}

@@ -102,40 +102,63 @@ func TestStoppedCallerKeepsTheServersRetryAfter(t *testing.T) {
 
 // A service restarted while the server's wait for its operations still
 // runs: Resume, which visits every open operation whatever its NextDue,
-// sent each again at once. It must wait out a short wait, as the call
-// that read it would have, and leave a long one to Run, due when it ends.
-func TestResumeHonoursAJournaledRetryAfter(t *testing.T) {
+// sent each again at once; so did a caller's Do (a retried request of
+// the service's own client, with the same key). Each must wait out a
+// short wait, as the call that read it would have, and leave a long one
+// to Run, due when it ends, sending nothing.
+func TestJournaledRetryAfterHonoured(t *testing.T) {
+	drives := []struct {
+		who   string
+		drive func(*idem.Client) (settled bool, err error)
+	}{
+		{"Resume", func(c *idem.Client) (bool, error) {
+			sum, err := c.Resume(context.Background())
+			require.Equal(t, 1, sum.Visited, "summary %+v", sum)
+			return sum.Succeeded == 1, err
+		}},
+		{"Do", func(c *idem.Client) (bool, error) {
+			res, err := c.Do(context.Background(), &idem.Operation{Key: "k"})
+			require.NotNil(t, res)
+			if err != nil {
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.Equal(t, idem.StatePending, res.State)
+				return false, nil
+			}
+			return res.State == idem.StateSucceeded, nil
+		}},
+	}
 	tests := []struct {
 		name    string
 		rest    time.Duration // the server's limit, from the first submit on
 		restart time.Duration // when the service starts again
-		settled bool          // by Resume, once the wait is over
+		settled bool          // by the drive, once the wait is over
 	}{
 		{"seconds", 20 * time.Second, 5 * time.Second, true},
 		{"an hour", time.Hour, 5 * time.Minute, false},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			o := newThrottledOrder(t, tt.rest)
-			// The process that met the limit: one attempt, then it stops.
-			before := o.client(t, idem.WithMaxAttempts(1))
-			o.submit(t, t.Context(), before)
-			require.NoError(t, before.Close())
+	for _, d := range drives {
+		for _, tt := range tests {
+			t.Run(d.who+"/"+tt.name, func(t *testing.T) {
+				o := newThrottledOrder(t, tt.rest)
+				// The process that met the limit: one attempt, then it stops.
+				before := o.client(t, idem.WithMaxAttempts(1))
+				o.submit(t, t.Context(), before)
+				require.NoError(t, before.Close())
 
-			o.clock.Advance(tt.restart)
-			c := o.client(t)
-			sum, err := c.Resume(t.Context())
-			require.NoError(t, err)
-			if tt.settled {
-				require.Equal(t, 1, sum.Succeeded, "summary %+v", sum)
+				o.clock.Advance(tt.restart)
+				c := o.client(t)
+				settled, err := d.drive(c)
+				require.NoError(t, err)
+				require.Equal(t, tt.settled, settled, "settled by %s", d.who)
+				if tt.settled {
+					o.requireSettledOnce(t)
+					return
+				}
+				o.requireWaiting(t)
+
+				runUntil(t, &env{t: t, clock: o.clock, client: c, ctx: t.Context()}, o.until.Add(2*time.Minute))
 				o.requireSettledOnce(t)
-				return
-			}
-			require.Equal(t, 1, sum.Pending, "summary %+v", sum)
-			o.requireWaiting(t)
-
-			runUntil(t, &env{t: t, clock: o.clock, client: c, ctx: t.Context()}, o.until.Add(2*time.Minute))
-			o.requireSettledOnce(t)
-		})
+			})
+		}
 	}
 }
