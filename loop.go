@@ -545,6 +545,12 @@ func (d *driver) leave(cause error) error {
 func (d *driver) flag(reason string, cause error) error {
 	now := d.now()
 	next := d.recheckAt(now)
+	level := slog.LevelWarn
+	if d.mode == reconciling && d.rec.Review == reason {
+		// A recheck that did not settle it: a person was told when it was
+		// flagged, and rechecks come hourly while the server is down.
+		level = slog.LevelDebug
+	}
 	if err := d.commit(func(r *journal.Record) {
 		// "Processing" seen for a key another request holds was that
 		// request's progress, not ours.
@@ -556,7 +562,7 @@ func (d *driver) flag(reason string, cause error) error {
 	}); err != nil {
 		return err
 	}
-	d.logEnd(slog.LevelWarn, "idem: flagged for review", cause)
+	d.logEnd(level, "idem: flagged for review", cause)
 	return cause
 }
 

@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -35,8 +36,9 @@ func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
+	logs := &logCapture{}
 	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
+		idem.WithResultEndpoint(srv.URL+"/operations/{key}"), idem.WithLogger(slog.New(logs)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 
@@ -55,6 +57,16 @@ func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
 	flagged, err := c.List(t.Context(), idem.Filter{Open: true, Review: true})
 	require.NoError(t, err)
 	require.Len(t, flagged, n, "flagged during the outage: their key window passed")
+	// Rechecked more often than daily, but a person is told once: every
+	// later visit that does not settle it is the reconciler's routine.
+	levels, _ := logs.find("idem: flagged for review")
+	warned := 0
+	for _, l := range levels {
+		if l >= slog.LevelWarn {
+			warned++
+		}
+	}
+	require.Equal(t, n, warned, "flagged-for-review warnings in the outage (%d records)", len(levels))
 
 	network.mode.Store(netUp)
 	runUntil(t, e, epoch.Add(4*time.Hour))
