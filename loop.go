@@ -134,8 +134,9 @@ func (d *driver) run() error {
 		// Do and Resume start whatever the operation's NextDue says: a
 		// server's wait an earlier call (or process) read is still the
 		// server's, waited out or handed off like one read now.
-		if until := c.journaledRest(d.rec, d.now()); !until.IsZero() {
-			wait, d.serverUntil = until.Sub(d.now()), until
+		now := d.now()
+		if until := c.journaledRest(d.rec, now); !until.IsZero() {
+			wait, d.serverUntil = until.Sub(now), until
 		}
 	}
 	for {
