@@ -280,6 +280,10 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 // Retry-After. An operation already succeeded or failed returns its result
 // with no request sent.
 //
+// A server's wait an earlier call read (429 or 503 with a Retry-After)
+// still holds: Do waits out what is left of it within its budget, or
+// hands the operation to the reconciler at once, sending nothing.
+//
 // Do returns a non-nil Result for every journaled operation. The error is
 // nil when it succeeded; otherwise an *Error matching ErrFailed,
 // ErrKeyConflict or ErrUnknownOutcome. On ErrUnknownOutcome the operation
@@ -393,9 +397,13 @@ const maxResolveReason = 1024
 
 // Resolve settles an operation by hand. It is the only way out of a
 // terminal state too, and is recorded (who, why, when, previous state) and
-// logged at Warn level. Nothing is sent. An empty scope is the client's
-// default (WithScope). ResourceID and By take at most 255 bytes, Reason
-// at most 1024.
+// logged at Warn level. Nothing is sent. A request of the operation
+// already on the wire when the resolution commits is not recalled: its
+// answer is recorded beside the resolution as a confirmation
+// (ResponseSource), and one that contradicts it flags the operation for
+// review (ReviewConfirmConflict). An empty scope is the client's default
+// (WithScope). ResourceID and By take at most 255 bytes, Reason at most
+// 1024.
 func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (*Result, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err

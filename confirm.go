@@ -231,23 +231,31 @@ func setReview(r *journal.Record, reason string) {
 }
 
 // ResponseSource is the Source of the confirmation a call records when the
-// server's own answer settles an operation that a confirmation settled
-// while the call was in flight: compared like any other, it is recorded if
-// it agrees and flagged (ReviewConfirmConflict) if it contradicts.
+// server's own answer settles an operation that a confirmation or a manual
+// resolution (Resolve) settled while the call was in flight: compared like
+// any other, it is recorded if it agrees and flagged
+// (ReviewConfirmConflict) if it contradicts.
 const ResponseSource = "idem: server response"
 
 // lateAnswer handles a settling answer whose commit found the operation
-// settled by a confirmation (err is the commit's): the answer is not lost
-// but checked against the confirmation, so that a contradiction reaches a
-// person. An operation a person resolved is left alone.
+// settled by a confirmation or by a person (Resolve) while the request
+// was on the wire (err is the commit's): the answer is not lost but
+// checked against that outcome, which it never replaces, so that a
+// contradiction reaches a person. A person who resolved an operation as
+// failed while a resend of it was executing has not seen the order the
+// server then reports.
 func (d *driver) lateAnswer(err error, st step, number, status int) {
-	if !errors.Is(err, errSettledElsewhere) || st.move != moveSettle || st.conflict || d.rec.Resolved != nil || len(d.rec.Confirmations) == 0 {
+	if !errors.Is(err, errSettledElsewhere) || st.move != moveSettle || st.conflict || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
 		return
+	}
+	reason := "the server's answer, after a confirmation settled it"
+	if d.rec.Resolved != nil {
+		reason = "the server's answer, after a manual resolution settled it"
 	}
 	conf := Confirmation{
 		State: st.out.State, ResourceID: st.out.ResourceID, StatusCode: status,
 		Source: ResponseSource, EventID: "attempt " + strconv.Itoa(number), At: d.now(),
-		Reason: "the server's answer, after a confirmation settled it",
+		Reason: reason,
 	}
 	rec, cerr := d.c.store.Confirm(d.wctx, d.rec.Scope, d.rec.Key, conf)
 	if rec != nil {
@@ -256,7 +264,7 @@ func (d *driver) lateAnswer(err error, st step, number, status int) {
 	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
 		return
 	}
-	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts a confirmation; flagged for review",
+	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts how the operation was settled (a confirmation or a manual resolution); flagged for review",
 		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(conf.State)), slog.String("answer_resource_id", conf.ResourceID))...)
 	d.c.conflicted(d.hctx, newResult(d.rec), conf, earlierConflict(d.rec, &conf))
 }

@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"sync"
@@ -189,17 +190,37 @@ func (c *confirmOnSend) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestConfirmLateAnswer: a resend's answer that arrives after a
-// confirmation settled the operation is checked against it, not lost: if
-// it agrees it is recorded, if it contradicts the confirmed outcome is
-// kept and the operation flagged.
+// confirmation or a manual resolution settled the operation is checked
+// against it, not lost: if it agrees it is recorded, if it contradicts the
+// settled outcome is kept and the operation flagged. The server replays
+// its stored answer for the key, as Stripe does for a repeated
+// Idempotency-Key: the order exists. An operator who resolved the
+// operation as failed while the resend was on the wire (the provider's
+// dashboard lagged, and showed nothing) saw that answer dropped without a
+// trace: a customer charged, the journal saying failed, nobody told.
 func TestConfirmLateAnswer(t *testing.T) {
+	confirm := func(c idem.Confirmation) func(*idem.Client) (idem.State, error) {
+		return func(cl *idem.Client) (idem.State, error) {
+			_, err := cl.Confirm(context.Background(), "", "k", c)
+			return c.State, err
+		}
+	}
+	resolve := func(r idem.Resolution) func(*idem.Client) (idem.State, error) {
+		return func(cl *idem.Client) (idem.State, error) {
+			_, err := cl.Resolve(context.Background(), "", "k", r)
+			return r.State, err
+		}
+	}
 	tests := []struct {
 		name     string
-		c        idem.Confirmation
+		settle   func(*idem.Client) (idem.State, error) // while the resend is on the wire
+		events   int                                    // confirmations it records
 		conflict bool
 	}{
-		{"agrees", webhookEvent(idem.StateSucceeded, "ord_000001", "evt_1"), false},
-		{"contradicts", webhookEvent(idem.StateFailed, "", "evt_1"), true},
+		{"confirmation agrees", confirm(webhookEvent(idem.StateSucceeded, "ord_000001", "evt_1")), 1, false},
+		{"confirmation contradicts", confirm(webhookEvent(idem.StateFailed, "", "evt_1")), 1, true},
+		{"resolution agrees", resolve(idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "seen in the dashboard", By: "ops"}), 0, false},
+		{"resolution contradicts", resolve(idem.Resolution{State: idem.StateFailed, Reason: "not in the dashboard", By: "ops"}), 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,25 +234,27 @@ func TestConfirmLateAnswer(t *testing.T) {
 			resender, err := idem.New(e.store, append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = resender.Close() })
-			tr.confirm = func() error {
-				_, err := resender.Confirm(e.ctx, "", "k", tt.c)
+			var settled idem.State
+			tr.confirm = func() (err error) {
+				settled, err = tt.settle(resender)
 				return err
 			}
 			op, err := resender.Lookup(e.ctx, "", "k")
 			require.NoError(t, err)
 			res, err := resender.Do(e.ctx, op)
-			require.NoError(t, tr.err, "Confirm() during the resend")
+			require.NoError(t, tr.err, "settled during the resend")
 			require.Len(t, e.submits("k"), 2, "the resend went out")
+			require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders")
 
 			rec := e.record("k")
-			require.Equal(t, tt.c.State, rec.State, "the confirmed state is kept")
-			require.Len(t, rec.Confirmations, 2, "the event, then the server's answer")
-			late := rec.Confirmations[1]
+			require.Equal(t, settled, rec.State, "the settled state is kept")
+			require.Len(t, rec.Confirmations, tt.events+1, "the event if any, then the server's answer")
+			late := rec.Confirmations[tt.events]
 			require.Equal(t, idem.ResponseSource, late.Source)
 			require.Equal(t, idem.StateSucceeded, late.State, "the server's answer: its replay")
 			require.Equal(t, "ord_000001", late.ResourceID)
 			if tt.conflict {
-				require.ErrorIs(t, err, idem.ErrFailed, "Do() reports the confirmed outcome")
+				require.ErrorIs(t, err, idem.ErrFailed, "Do() reports the settled outcome")
 				require.Equal(t, journal.ConfirmConflicted, late.Effect)
 				require.Equal(t, idem.ReviewConfirmConflict, rec.Review)
 				require.Equal(t, idem.ReviewConfirmConflict, res.Review)

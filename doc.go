@@ -148,7 +148,9 @@
 // A wait is never shorter than the server's Retry-After (as
 // [ParseRetryAfterHeader] reads it), capped by WithRetryAfterCap. A wait that would outlast the
 // call's budget ends the call at once with [ErrUnknownOutcome] and leaves
-// the operation due for the reconciler when the wait ends. Each host has
+// the operation due for the reconciler when the wait ends. The wait
+// outlives the call: a later Do or Resume, after a restart too, sends
+// nothing before it ends. Each host has
 // a retry budget: while a host's is low, retries to it are handed to the
 // reconciler instead of adding load to a struggling server, and retries to
 // other hosts go on; first attempts always go.

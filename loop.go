@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net/http"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -22,8 +23,8 @@ const (
 	reconciling                  // Run: never sleeps, reschedules
 )
 
-// reviewRecheck is how often a flagged operation is queried again: it may
-// still settle by itself if the result endpoint answers.
+// reviewRecheck is how often a flagged operation is queried again once its
+// result endpoint has answered (recheckAt): it may still settle by itself.
 const reviewRecheck = 24 * time.Hour
 
 // journalError marks a failed journal write: the reconciler stops on it
@@ -129,6 +130,15 @@ func (d *driver) run() error {
 	// A flagged operation is only ever queried by the reconciler.
 	needQuery := d.reviewOnly() || (!d.preRecorded && pastOf(d.rec, math.MaxInt).maybeExecuted)
 	var wait time.Duration
+	if d.mode != reconciling && !d.preRecorded {
+		// Do and Resume start whatever the operation's NextDue says: a
+		// server's wait an earlier call (or process) read is still the
+		// server's, waited out or handed off like one read now.
+		now := d.now()
+		if until := c.journaledRest(d.rec, now); !until.IsZero() {
+			wait, d.serverUntil = until.Sub(now), until
+		}
+	}
 	for {
 		if wait > 0 {
 			if err := d.sleep(wait); err != nil {
@@ -242,6 +252,33 @@ func (d *driver) run() error {
 			return err
 		}
 	}
+}
+
+// journaledRest is when the wait the server asked for in rec's last
+// exchange (429 or 503 with a Retry-After) ends, if that is after now;
+// zero otherwise. The attempt holds the wait a caller took, capped by
+// WithRetryAfterCap: one at the cap may have been longer, up to the
+// reconciler's maximum, and the hand-off that followed scheduled NextDue
+// no earlier than its end. An end further ahead than any wait reaches was
+// read while the clock ran fast, and is over.
+func (c *Client) journaledRest(rec *journal.Record, now time.Time) time.Time {
+	n := len(rec.Attempts)
+	if n == 0 {
+		return time.Time{}
+	}
+	a := rec.Attempts[n-1]
+	if !a.Done || a.RetryAfter <= 0 || a.Status != http.StatusTooManyRequests && a.Status != http.StatusServiceUnavailable {
+		return time.Time{}
+	}
+	end := a.Start.Add(a.Duration)
+	until := end.Add(a.RetryAfter)
+	if a.RetryAfter >= c.cfg.retryAfterCap && rec.NextDue.After(until) {
+		until = minTime(rec.NextDue, end.Add(c.cfg.reconcileMax))
+	}
+	if !until.After(now) || until.Sub(now) > max(c.cfg.reconcileMax, c.cfg.retryAfterCap)+clockSlack {
+		return time.Time{}
+	}
+	return until
 }
 
 // blocked is why the operation must not be resent, and how the call ends
@@ -494,7 +531,10 @@ func (d *driver) leave(cause error) error {
 		if r.State == StatePending && pastOf(r, math.MaxInt).maybeExecuted {
 			r.State = StateUnknown
 		}
-		r.NextDue = now
+		// Due at once, but not before the server's Retry-After ends: the
+		// wait was the server's, not the caller's, and the reconciler
+		// would otherwise resend into the same limit on its next pass.
+		r.NextDue = maxTime(now, d.serverUntil)
 	}); err != nil {
 		return err
 	}
@@ -502,9 +542,17 @@ func (d *driver) leave(cause error) error {
 	return cause
 }
 
-// flag parks the operation for a person, still open, still queried daily.
+// flag parks the operation for a person, still open, still queried: daily,
+// or sooner while its result endpoint does not answer (recheckAt).
 func (d *driver) flag(reason string, cause error) error {
 	now := d.now()
+	next := d.recheckAt(now)
+	level := slog.LevelWarn
+	if d.mode == reconciling && d.rec.Review == reason {
+		// A recheck that did not settle it: a person was told when it was
+		// flagged, and rechecks come hourly while the server is down.
+		level = slog.LevelDebug
+	}
 	if err := d.commit(func(r *journal.Record) {
 		// "Processing" seen for a key another request holds was that
 		// request's progress, not ours.
@@ -512,12 +560,30 @@ func (d *driver) flag(reason string, cause error) error {
 			r.State = StateUnknown
 		}
 		setReview(r, reason)
-		r.NextDue = now.Add(reviewRecheck)
+		r.NextDue = next
 	}); err != nil {
 		return err
 	}
-	d.logEnd(slog.LevelWarn, "idem: flagged for review", cause)
+	d.logEnd(level, "idem: flagged for review", cause)
 	return cause
+}
+
+// recheckAt is when an operation flagged now is queried next: a day on,
+// unless this call's last exchange was a result query that got no answer
+// from the server (silentStatus: it is down). The endpoint's word is
+// still to come then, and the server keeps the key only so long (Stripe:
+// 24 hours): rechecked a day after a query lost in an outage of a few
+// hours, the operation is first asked about once the key is forgotten,
+// and what the endpoint would have settled is left to a person. It is
+// queried on the reconciler's schedule instead (at most its maximum
+// interval apart), never before a server's Retry-After ends.
+func (d *driver) recheckAt(now time.Time) time.Time {
+	if n := len(d.rec.Attempts); d.exchanges > 0 && n > 0 {
+		if a := d.rec.Attempts[n-1]; a.Kind == journal.AttemptQuery && a.Done && silentStatus(a.Status) {
+			return maxTime(now.Add(d.c.reconcileDelay(d.rec)), d.serverUntil)
+		}
+	}
+	return now.Add(reviewRecheck)
 }
 
 func (d *driver) logEnd(level slog.Level, msg string, cause error) {
@@ -551,6 +617,13 @@ func (c *Client) reconcileDelay(rec *journal.Record) time.Duration {
 		d *= 2
 	}
 	return c.spread(d)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 func maxTime(a, b time.Time) time.Time {

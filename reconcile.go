@@ -56,8 +56,11 @@ func (s *Summary) add(res *Result) (stalled bool) {
 // Resume drives every open operation in the journal once, as Do would, and
 // reports where each ended. Call it at start-up, before new work: an
 // operation that may have been sent is queried first, then resent with the
-// same key only inside its key window. Its cost grows with the number of
-// open operations, not with the journal's size. Each settlement is also
+// same key only inside its key window. A server's wait the last process
+// read (429 or 503 with a Retry-After) still holds: Resume waits out one
+// that ends within the visit's budget (WithMaxElapsed) and leaves a longer
+// one to Run, due when it ends. Its cost grows with the number of open
+// operations, not with the journal's size. Each settlement is also
 // reported to the WithSettleFunc callback.
 //
 // Resume does not wait out an outage: once many visits in a row (twice
@@ -275,7 +278,9 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // (WithReconcile), and reports each settlement to the WithSettleFunc
 // callback. A visit never sleeps on an operation: what does not settle is
 // rescheduled. Operations past the reconciliation deadline are flagged for
-// review and then only queried, once a day. An operation scheduled
+// review and then only queried, once a day (on WithReconcile's schedule
+// while the result endpoint gets no answer: the server keeps the key
+// only so long). An operation scheduled
 // further ahead than any schedule reaches (written while the clock ran
 // fast, before a step back) is made due at once, on Run's first pass and
 // hourly after. Due operations are visited

@@ -74,14 +74,23 @@ func reachOf(rec *journal.Record, after int, queriesHost bool) hostReach {
 		if a.Number <= after || !a.Done || a.Kind == journal.AttemptQuery && !queriesHost {
 			continue
 		}
-		switch a.Status {
-		case 0, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-			reach = reachSilent
-		default:
+		if !silentStatus(a.Status) {
 			return reachAnswered
 		}
+		reach = reachSilent
 	}
 	return reach
+}
+
+// silentStatus reports whether an exchange answered with status (0: no
+// answer) says nothing from the server itself: no answer, or a gateway's
+// or an unavailable server's (502, 503, 504).
+func silentStatus(status int) bool {
+	switch status {
+	case 0, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }
 
 // hostStalls counts, per host, the visits in a row that got nowhere (as

@@ -1,0 +1,83 @@
+package idem_test
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// Orders whose answers were lost (a load balancer reset the connections
+// after the server committed them) just before the server became
+// unreachable for two hours: their key window passes during the outage,
+// and Run, unable to ask the result endpoint, flags them "key expired".
+// Once the server is back the endpoint can settle them, but only while
+// it keeps their keys: 24 hours, as Stripe's and the fake server's
+// windows. A flagged operation was queried again only a day after its
+// last query, which went unanswered in the outage: the first query that
+// reached the server came after it had forgotten the keys, and orders the
+// server confirmed all day were left to a person for good. Default
+// settings but the clock.
+func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
+	const n = 5
+	clock := idemtest.NewClock(epoch)
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	network := &outage{base: srv.Client().Transport}
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	logs := &logCapture{}
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
+		idem.WithResultEndpoint(srv.URL+"/operations/{key}"), idem.WithLogger(slog.New(logs)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	network.mode.Store(netLossy)
+	for i := range n {
+		_, err := c.Submit(t.Context(), idem.Request{Key: fmt.Sprint("k", i), URL: srv.URL + "/orders", Body: []byte(`{"amount":1}`)})
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	}
+	e := &env{t: t, srv: srv, clock: clock, client: c, ctx: t.Context()}
+	before := make(map[string]int, n)
+	for i := range n {
+		before[fmt.Sprint("k", i)] = len(e.submits(fmt.Sprint("k", i)))
+	}
+	network.mode.Store(netDown)
+	runUntil(t, e, epoch.Add(2*time.Hour))
+	flagged, err := c.List(t.Context(), idem.Filter{Open: true, Review: true})
+	require.NoError(t, err)
+	require.Len(t, flagged, n, "flagged during the outage: their key window passed")
+	// Rechecked more often than daily, but a person is told once: every
+	// later visit that does not settle it is the reconciler's routine.
+	levels, _ := logs.find("idem: flagged for review")
+	warned := 0
+	for _, l := range levels {
+		if l >= slog.LevelWarn {
+			warned++
+		}
+	}
+	require.Equal(t, n, warned, "flagged-for-review warnings in the outage (%d records)", len(levels))
+
+	network.mode.Store(netUp)
+	runUntil(t, e, epoch.Add(4*time.Hour))
+	for i := range n {
+		k := fmt.Sprint("k", i)
+		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
+		require.NoError(t, err)
+		require.Equalf(t, idem.StateSucceeded, rec.State, "%s two hours after the server came back (review %q, next due in %v)",
+			k, rec.Review, rec.NextDue.Sub(clock.Now()))
+		require.Emptyf(t, rec.Review, "review of %s", k)
+		require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
+		require.Equalf(t, before[k], len(e.submits(k)), "submits of %s the server received since the outage: past its key window, only queries", k)
+	}
+}
