@@ -245,7 +245,9 @@ const pruneEvery = time.Hour
 // deleted. Run prunes on its own hourly, and again on its next pass after
 // a failed prune, with a cut-off it also checks against the time it has
 // measured (see Run). Open operations are never pruned, whatever their
-// age.
+// age, nor settled ones flagged for review (ReviewConfirmConflict: a
+// confirmation or a late answer contradicted them) until Resolve settles
+// them; their retention then counts from the resolution.
 func (c *Client) Prune(ctx context.Context) (int, error) {
 	if err := c.enter(ctx); err != nil {
 		return 0, err

@@ -122,7 +122,8 @@ type Store interface {
 	// List returns the records that match f.
 	List(ctx context.Context, f journal.Filter) ([]*journal.Record, error)
 	// Prune deletes terminal records settled before the cut-off and returns
-	// how many it deleted. It never deletes an open record. A record's
+	// how many it deleted. It never deletes an open record, nor one
+	// flagged for review (a contradicting confirmation). A record's
 	// settlement is judged by the latest time it journals up to it
 	// (Record.Prunable, Record.RetainFrom), not by Settled alone, which a
 	// clock stepped back before it settled makes too old.

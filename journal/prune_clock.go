@@ -3,8 +3,15 @@ package journal
 import "time"
 
 // Prunable reports whether Store.Prune, given settledBefore, deletes r: r
-// is terminal, and every time it journals up to its settlement (Created,
-// FirstSent, each attempt's Start, Settled) lies before settledBefore.
+// is terminal, not flagged for review, and every time it journals up to
+// its settlement (Created, FirstSent, each attempt's Start, Settled) lies
+// before settledBefore.
+//
+// A terminal record is flagged only by a contradiction
+// (ReviewConfirmConflict: a provider's event, or the server's late
+// answer, says otherwise than the journal), which waits for a person
+// however old it is: a customer charged while the journal says failed.
+// Resolve clears the flag and sets Settled, so retention starts again.
 //
 // Settled alone is no measure of when r settled if the clock was stepped
 // back before r settled: it then lies days before the sends that led to
@@ -15,7 +22,7 @@ import "time"
 // (the clock ran fast) keeps r until the clock has passed it: as with the
 // key window, its age cannot be measured before then.
 func (r *Record) Prunable(settledBefore time.Time) bool {
-	return r.State.Terminal() && timeKey(lastEvent(r)) < timeKey(settledBefore)
+	return r.State.Terminal() && r.Review == "" && timeKey(lastEvent(r)) < timeKey(settledBefore)
 }
 
 // RetainFrom is the time a settled record's retention counts from, which

@@ -1082,6 +1082,7 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 
 // Prune deletes the terminal records settled before settledBefore and
 // returns how many it deleted. It never deletes an open record, nor one
+// flagged for review (a confirmation contradicted it: see Prunable), nor one
 // written since the log was last copied into the file (its latest version
 // decides, once copied), nor one whose other times say it settled later
 // than its Settled time (the clock was stepped back: see Record.Prunable).
@@ -1191,8 +1192,9 @@ func (s *Store) pruneChunk(settledBefore time.Time, after *[]byte) (n int, more 
 				continue // an open record is never pruned: its stray entry goes alone
 			}
 			e.drop = r.Prunable(settledBefore)
-			// Not Prunable: settled while the clock was behind; it keeps
-			// its entry, where the next Prune finds it again.
+			// Not Prunable: settled while the clock was behind, or
+			// flagged for review; it keeps its entry, where the next
+			// Prune finds it again.
 			e.keep = !e.drop
 		}
 		for _, e := range entries {

@@ -178,7 +178,8 @@ const pruneChunk = 500
 
 // Prune deletes terminal records settled before the cut-off, in chunks of
 // pruneChunk, and returns how many it deleted (those of the chunks done
-// before an error included). It never deletes an open record.
+// before an error included). It never deletes an open record, nor one
+// flagged for review (journal.Record.Prunable).
 func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error) {
 	total := 0
 	for {
@@ -196,15 +197,15 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 	}
 }
 
-// pruneSome deletes up to pruneChunk terminal records settled before the
-// cut-off, in one call to the database (see bound), in a transaction of
+// pruneSome deletes up to pruneChunk terminal records, not flagged for
+// review, settled before the cut-off, in one call to the database (see bound), in a transaction of
 // its own (bounded: its error says whether the deletions may have
 // committed).
 func (s *Store) pruneSome(ctx context.Context, settledBefore time.Time) (int, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	tag, err := s.execBounded(ctx, "prune", `DELETE FROM `+s.table+` WHERE (scope, key) IN (
-		SELECT scope, key FROM `+s.table+` WHERE NOT open AND settled_ns < $1 LIMIT $2
+		SELECT scope, key FROM `+s.table+` WHERE NOT open AND NOT review AND settled_ns < $1 LIMIT $2
 		FOR UPDATE SKIP LOCKED)`, ns(settledBefore), pruneChunk)
 	return int(tag.RowsAffected()), err
 }

@@ -23,6 +23,7 @@ var confirmTests = []struct {
 	{"ConfirmDuplicate", testConfirmDuplicate},
 	{"ConfirmAgrees", testConfirmAgrees},
 	{"ConfirmConflict", testConfirmConflict},
+	{"ConfirmConflictNotPruned", testConfirmConflictNotPruned},
 	{"ConfirmNotFound", testConfirmNotFound},
 	{"ConfirmInvalid", testConfirmInvalid},
 	{"ConfirmKeptByUpdate", testConfirmKeptByUpdate},
@@ -145,6 +146,34 @@ func testConfirmConflict(t *testing.T, s idem.Store) {
 			require.Len(t, resolved.Confirmations, 1, "Resolve keeps the confirmations")
 		})
 	}
+}
+
+// testConfirmConflictNotPruned: a settled record flagged by a
+// contradicting confirmation waits for a person (Resolve), however old:
+// Prune keeps it, and prunes it a retention after it was resolved.
+func testConfirmConflictNotPruned(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	create(t, s, NewRecord("acct", "k", t0))
+	settle(t, s, "acct", "k", t0.Add(time.Second))
+	_, err := s.Confirm(ctx, "acct", "k", confirmation(journal.StateFailed, "", "evt_f", t0.Add(time.Hour)))
+	require.ErrorIs(t, err, journal.ErrConfirmConflict)
+
+	n, err := s.Prune(ctx, t0.Add(1000*time.Hour))
+	require.NoError(t, err)
+	require.Zero(t, n, "Prune() of a record flagged for review")
+	review, err := s.List(ctx, journal.Filter{Review: true, Scope: "acct"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"acct/k"}, keys(review), "List(Review) after Prune()")
+
+	resolvedAt := t0.Add(2000 * time.Hour)
+	_, err = s.Resolve(ctx, "acct", "k", journal.Manual{State: journal.StateSucceeded, Reason: "checked", By: "alice", At: resolvedAt})
+	require.NoError(t, err)
+	n, err = s.Prune(ctx, resolvedAt)
+	require.NoError(t, err)
+	require.Zero(t, n, "Prune() before the resolution")
+	n, err = s.Prune(ctx, resolvedAt.Add(time.Second))
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "Prune() once resolved")
 }
 
 func testConfirmNotFound(t *testing.T, s idem.Store) {
