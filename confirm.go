@@ -51,7 +51,8 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     the settled record at its next journal write, which precedes every
 //     resend, stops, and reports the confirmed outcome. The settle hook
 //     (Hooks.Settle) and the settle func (WithSettleFunc) are called once,
-//     here.
+//     here. Its review reason is cleared, except ReviewConfirmConflict:
+//     an earlier confirmation's contradiction stays until Resolve.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error.

@@ -55,6 +55,18 @@ func (s *settleCounts) get(m map[string]int, key string) int {
 	return m[key]
 }
 
+// processingEnv returns an env with hook counts and no result endpoint,
+// where operation "k" was answered "processing" (ord_000001) and is open.
+func processingEnv(t testing.TB) (*settleCounts, *env) {
+	t.Helper()
+	counts := newSettleCounts()
+	e := newEnv(t, noResultEndpoint(), counts.options())
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
+	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	return counts, e
+}
+
 func webhookEvent(state idem.State, id, eventID string) idem.Confirmation {
 	return idem.Confirmation{State: state, ResourceID: id, Source: "fake-webhook", EventID: eventID, Reason: "order." + string(state)}
 }
@@ -328,11 +340,7 @@ func TestConfirmResourceLookup(t *testing.T) {
 // TestConfirmConflictOpen: a confirmation naming another resource than the
 // one an open operation's server reported flags it, and stops resends.
 func TestConfirmConflictOpen(t *testing.T) {
-	counts := newSettleCounts()
-	e := newEnv(t, noResultEndpoint(), counts.options())
-	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
-	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
-	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	counts, e := processingEnv(t)
 	res, err := e.client.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "ord_other", "evt_1"))
 	require.ErrorIs(t, err, idem.ErrConfirmConflict)
 	require.Equal(t, idem.StateProcessing, res.State, "still open")

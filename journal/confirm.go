@@ -123,8 +123,9 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     matching ErrConfirmConflict).
 //   - An open record (pending, processing, unknown, flagged for review or
 //     not): ConfirmSettled, the state and result set as c says, the
-//     review reason cleared. A processing result that named another
-//     resource id is a contradiction (below).
+//     review reason cleared unless it is ReviewConfirmConflict (an
+//     earlier contradiction waits for Resolve). A processing result that
+//     named another resource id is a contradiction (below).
 //   - A settled record with c's state and resource id (or c without
 //     one): ConfirmAgreed, c recorded, nothing else changed.
 //   - A contradiction: ConfirmConflicted and an error matching
@@ -186,7 +187,12 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		}
 		res.Replayed = false
 		rec.State = c.State
-		rec.Review = ""
+		// A contradiction stays for a person (Resolve) whatever settles
+		// the record after it: this event agreeing with our resource
+		// does not explain the other event's.
+		if rec.Review != ReviewConfirmConflict {
+			rec.Review = ""
+		}
 		rec.Settled = c.At
 	}
 	rec.Confirmations = append(rec.Confirmations, c)
