@@ -79,14 +79,13 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		return nil, err
 	}
 	conf.At = c.cfg.clock.Now()
-	// A contradiction overwrites the review reason: read the one before,
-	// so that Hooks.Review fires only for an operation not flagged yet.
-	// Only a Review hook needs it; a failed read reads as "not flagged".
-	var flagged string
+	// A contradiction overwrites the review reason: read the record
+	// before, so that Hooks.Review fires only for an operation not flagged
+	// yet. Only a Review hook needs it; a failed read reads as "not
+	// flagged".
+	var prior *journal.Record
 	if c.cfg.hooks.Review != nil {
-		if prior, gerr := c.store.Get(ctx, scope, key); gerr == nil {
-			flagged = prior.Review
-		}
+		prior, _ = c.store.Get(ctx, scope, key)
 	}
 	rec, err := c.store.Confirm(ctx, scope, key, conf)
 	switch {
@@ -114,11 +113,7 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	if conflict {
 		c.log.LogAttrs(ctx, slog.LevelWarn, "idem: confirmation contradicts the recorded outcome; flagged for review",
 			append(attrs, slog.String("confirmed_state", string(conf.State)), slog.String("confirmed_resource_id", conf.ResourceID))...)
-		wasReview := earlierConflict(rec, &conf)
-		if wasReview == "" {
-			wasReview = flagged
-		}
-		c.conflicted(ctx, res, conf, wasReview)
+		c.conflicted(ctx, res, conf, wasFlagged(prior, rec, &conf))
 		return res, err
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: settled by confirmation", attrs...)
@@ -131,13 +126,24 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	return res, nil
 }
 
-// earlierConflict returns the review reason of a conflict that an earlier
-// event than conf recorded in rec, or "": a second contradiction does not
-// flag the operation anew.
-func earlierConflict(rec *journal.Record, conf *Confirmation) string {
+// wasFlagged returns the review reason of the operation before conf's
+// contradiction flagged it, as rec (the record conf's commit returned)
+// and prior (read before that commit; nil if unknown) tell: prior's, or
+// ReviewConfirmConflict if another event's contradiction committed
+// between that read and conf's (its Confirm reported the flagging). A
+// contradiction prior holds while not flagged was settled by Resolve
+// since: it does not hide a new one. Without prior, "": reported as a
+// new flagging.
+func wasFlagged(prior, rec *journal.Record, conf *Confirmation) string {
+	if prior == nil {
+		return ""
+	}
+	if prior.Review != "" {
+		return prior.Review
+	}
 	for i := range rec.Confirmations {
 		r := &rec.Confirmations[i]
-		if r.Effect == journal.ConfirmConflicted && (r.Source != conf.Source || r.EventID != conf.EventID) {
+		if r.Effect == journal.ConfirmConflicted && (r.Source != conf.Source || r.EventID != conf.EventID) && recordedEffect(prior, r) == journal.ConfirmInvalid {
 			return journal.ReviewConfirmConflict
 		}
 	}
@@ -258,6 +264,7 @@ func (d *driver) lateAnswer(err error, st step, number, status int) {
 		Source: ResponseSource, EventID: "attempt " + strconv.Itoa(number), At: d.now(),
 		Reason: reason,
 	}
+	prior := d.rec
 	rec, cerr := d.c.store.Confirm(d.wctx, d.rec.Scope, d.rec.Key, conf)
 	if rec != nil {
 		d.rec = rec
@@ -267,5 +274,5 @@ func (d *driver) lateAnswer(err error, st step, number, status int) {
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts how the operation was settled (a confirmation or a manual resolution); flagged for review",
 		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(conf.State)), slog.String("answer_resource_id", conf.ResourceID))...)
-	d.c.conflicted(d.hctx, newResult(d.rec), conf, earlierConflict(d.rec, &conf))
+	d.c.conflicted(d.hctx, newResult(d.rec), conf, wasFlagged(prior, d.rec, &conf))
 }

@@ -91,3 +91,31 @@ func TestConfirmSettlingKeepsConflict(t *testing.T) {
 	require.Equal(t, 1, counts.get(counts.review, "k"), "Review hook calls: one flagging")
 	require.Equal(t, 1, counts.get(counts.hook, "k"), "settle hook calls")
 }
+
+// TestConfirmConflictAfterResolve: a contradiction that arrives after a
+// person resolved an earlier one flags the operation anew, and the Review
+// hook (the one that pages someone) is called again: the earlier conflict
+// was settled, this one is not. Adyen does not check a merchantReference
+// for uniqueness (help centre, "Why do I see duplicate payments?"): a
+// shopper who paid in several sessions opened for one order makes a
+// payment per session, each with its own pspReference, and each
+// AUTHORISATION success=true carries our key.
+func TestConfirmConflictAfterResolve(t *testing.T) {
+	counts := newSettleCounts()
+	e := newEnv(t, counts.options())
+	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
+	require.NoError(t, err)
+
+	_, err = e.client.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "psp_copy1", "evt_copy1"))
+	require.ErrorIs(t, err, idem.ErrConfirmConflict)
+	require.Equal(t, 1, counts.get(counts.review, "k"), "Review hook calls after the first contradiction")
+	_, err = e.client.Resolve(e.ctx, "", "k", idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "psp_copy1 refunded", By: "ops"})
+	require.NoError(t, err)
+	require.Empty(t, e.record("k").Review, "resolved")
+
+	_, err = e.client.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "psp_copy2", "evt_copy2"))
+	require.ErrorIs(t, err, idem.ErrConfirmConflict)
+	require.Equal(t, idem.ReviewConfirmConflict, e.record("k").Review, "flagged again")
+	require.Equal(t, 2, counts.get(counts.conflict, "k"), "ConfirmConflict hook calls")
+	require.Equal(t, 2, counts.get(counts.review, "k"), "Review hook calls: one per flagging")
+}
