@@ -241,7 +241,10 @@ func setReview(r *journal.Record, reason string) {
 // server's own answer settles an operation that a confirmation or a manual
 // resolution (Resolve) settled while the call was in flight: compared like
 // any other, it is recorded if it agrees and flagged
-// (ReviewConfirmConflict) if it contradicts.
+// (ReviewConfirmConflict) if it contradicts. A "processing" answer that
+// names another resource than the settled one is recorded too, in the
+// settled state with its own resource id (a confirmation is terminal),
+// and flagged.
 const ResponseSource = "idem: server response"
 
 // lateAnswer handles a settling answer whose commit found the operation
@@ -250,17 +253,32 @@ const ResponseSource = "idem: server response"
 // checked against that outcome, which it never replaces, so that a
 // contradiction reaches a person. A person who resolved an operation as
 // failed while a resend of it was executing has not seen the order the
-// server then reports.
+// server then reports. So has an event that named another order made
+// with our key (a provider that does not check the reference the key
+// travels in): our own answer, even "processing", names ours.
 func (d *driver) lateAnswer(err error, st step, number, status int) {
-	if !errors.Is(err, errSettledElsewhere) || st.move != moveSettle || st.conflict || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
+	if !errors.Is(err, errSettledElsewhere) || st.conflict || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
 		return
 	}
-	reason := "the server's answer, after a confirmation settled it"
+	answer, said, state := "the server's answer", st.out.State, st.out.State
+	switch st.move {
+	case moveSettle:
+	case moveProcessing:
+		// It settles nothing: only another resource than the settled
+		// one says something, and only that is compared.
+		if d.rec.Result == nil || d.rec.Result.ResourceID == "" || st.out.ResourceID == "" || st.out.ResourceID == d.rec.Result.ResourceID {
+			return
+		}
+		answer, said, state = "the server's processing answer", StateProcessing, d.rec.State
+	default:
+		return
+	}
+	reason := answer + ", after a confirmation settled it"
 	if d.rec.Resolved != nil {
-		reason = "the server's answer, after a manual resolution settled it"
+		reason = answer + ", after a manual resolution settled it"
 	}
 	conf := Confirmation{
-		State: st.out.State, ResourceID: st.out.ResourceID, StatusCode: status,
+		State: state, ResourceID: st.out.ResourceID, StatusCode: status,
 		Source: ResponseSource, EventID: "attempt " + strconv.Itoa(number), At: d.now(),
 		Reason: reason,
 	}
@@ -273,6 +291,6 @@ func (d *driver) lateAnswer(err error, st step, number, status int) {
 		return
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts how the operation was settled (a confirmation or a manual resolution); flagged for review",
-		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(conf.State)), slog.String("answer_resource_id", conf.ResourceID))...)
+		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(said)), slog.String("answer_resource_id", conf.ResourceID))...)
 	d.c.conflicted(d.hctx, newResult(d.rec), conf, wasFlagged(prior, d.rec, &conf))
 }

@@ -269,3 +269,45 @@ func TestConfirmLateAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestConfirmLateProcessingAnswer: a "processing" answer that arrives
+// after a confirmation settled the operation, and names another resource
+// than the confirmation did, is a contradiction like a settling one: the
+// order the server reports for our key is not the one the event named.
+// Adyen does not check a merchantReference for uniqueness: with the key
+// carried there, the AUTHORISATION of another payment for the same order
+// (psp_copy) can settle our operation while our own request is on the
+// wire, and its answer, resultCode Received for an asynchronous method
+// (iDEAL, a bank transfer: processing), names our payment. It was dropped
+// without a trace: two payments, the journal naming only the other.
+func TestConfirmLateProcessingAnswer(t *testing.T) {
+	counts := newSettleCounts()
+	e := newEnv(t, noResultEndpoint(), counts.options())
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
+	tr := &confirmOnSend{base: e.srv.Client().Transport}
+	c, err := idem.New(e.store, append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	tr.confirm = func() error {
+		_, err := c.Confirm(context.Background(), "", "k", webhookEvent(idem.StateSucceeded, "psp_copy", "evt_copy"))
+		return err
+	}
+	res, err := c.Submit(e.ctx, e.req("k", `{"n":1}`))
+	require.NoError(t, tr.err, "the event's Confirm() during the send")
+	require.NoError(t, err, "Submit() reports the confirmed outcome")
+	require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders")
+
+	rec := e.record("k")
+	require.Equal(t, idem.StateSucceeded, rec.State, "the settled state is kept")
+	require.Equal(t, "psp_copy", rec.Result.ResourceID, "the settled resource is kept")
+	require.Len(t, rec.Confirmations, 2, "the event, then the server's answer")
+	late := rec.Confirmations[1]
+	require.Equal(t, idem.ResponseSource, late.Source)
+	require.Equal(t, "ord_000001", late.ResourceID, "the answer's resource")
+	require.Equal(t, journal.ConfirmConflicted, late.Effect)
+	require.Equal(t, idem.ReviewConfirmConflict, rec.Review)
+	require.Equal(t, idem.ReviewConfirmConflict, res.Review)
+	require.Equal(t, 1, counts.get(counts.conflict, "k"), "conflict hook calls")
+	require.Equal(t, 1, counts.get(counts.review, "k"), "Review hook calls")
+	require.Equal(t, 1, counts.get(counts.hook, "k"), "settle hook calls: the confirmation's")
+}
