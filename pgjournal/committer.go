@@ -392,8 +392,7 @@ func (c *committer) run(ctx context.Context, reqs []*request) (again []*request,
 	if len(ins)+len(upd) > 0 {
 		inserted, updated, committing, err := c.writeRows(ctx, conn, ins, upd, rows)
 		if err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) {
+			if refused(err, committing) {
 				return nil, err // rolled back: nothing written
 			}
 			// Written only if the COMMIT was sent (committing), and then
@@ -616,9 +615,10 @@ func (c *committer) readRows(ctx context.Context, q queryer, rows map[rowKey]*ro
 // transaction (inTx: one pipelined batch, then its COMMIT), and returns
 // which rows it inserted and which it updated (an update is made only if
 // the row's version and token are the ones read). Both statements take
-// rows in (scope, key) order. A PgError means nothing was written; any
-// other error, that nothing was written unless committing (the COMMIT
-// was sent), and then that it may have been.
+// rows in (scope, key) order. An error the server refused the write
+// with (refused) means nothing was written; any other error, that
+// nothing was written unless committing (the COMMIT was sent), and then
+// that it may have been.
 func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*request, upd []rowKey, rows map[rowKey]*row) (inserted, updated map[rowKey]bool, committing bool, err error) {
 	inserted, updated = make(map[rowKey]bool, len(ins)), make(map[rowKey]bool, len(upd))
 	committing, err = inTx(ctx, conn.Conn(), func(b *pgx.Batch) { c.queueWrites(b, ins, upd, rows, inserted, updated) })

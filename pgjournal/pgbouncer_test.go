@@ -33,6 +33,15 @@ func startPgBouncer(t *testing.T) string {
 	t.Helper()
 	cfg, err := pgconn.ParseConfig(dsn(t))
 	require.NoError(t, err)
+	return startPgBouncerTo(t, cfg.Host, cfg.Port)
+}
+
+// startPgBouncerTo is startPgBouncer in front of the server at host and
+// port (a proxy of the test's, in front of the test server).
+func startPgBouncerTo(t *testing.T, host string, serverPort uint16) string {
+	t.Helper()
+	cfg, err := pgconn.ParseConfig(dsn(t))
+	require.NoError(t, err)
 	bin := os.Getenv("IDEM_PGBOUNCER")
 	if bin == "" {
 		if bin, err = exec.LookPath("pgbouncer"); err != nil {
@@ -71,7 +80,7 @@ default_pool_size = 3
 max_client_conn = 200
 ignore_startup_parameters = extra_float_digits
 logfile = %s
-`, cfg.Host, cfg.Port, cfg.Database, cfg.User, port, filepath.Join(dir, "pgbouncer.log")), 0o644))
+`, host, serverPort, cfg.Database, cfg.User, port, filepath.Join(dir, "pgbouncer.log")), 0o644))
 	cmd := exec.Command(bin, ini)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as}
 	require.NoError(t, cmd.Start())

@@ -62,7 +62,11 @@
 // max_prepared_statements), and calls then fail, unmade, with an error
 // that says so. The Store keeps no state in a session between its
 // transactions (its lock and statement timeouts, and Migrate's lock, are
-// each transaction's own), so nothing else needs setting.
+// each transaction's own), so nothing else needs setting. A pooler that
+// loses its connection to the server while a COMMIT is in flight says so
+// in an error of its own (PgBouncer: "server conn crashed?", SQLSTATE
+// 08P01), not the server's verdict: the write reports that it may have
+// committed (journal.ErrMaybeCommitted), as over a broken connection.
 //
 // # Tools, tests and harnesses
 //
@@ -542,11 +546,10 @@ type queryer interface {
 // COMMIT was in flight may have (journal.ErrMaybeCommitted). A call its
 // context ended is a cutError, which says which of the two, and why.
 func callErr(ctx context.Context, op string, err error, committing bool) error {
-	var pgErr *pgconn.PgError
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &pgErr), errors.Is(err, pgx.ErrTxCommitRollback):
+	case refused(err, committing), errors.Is(err, pgx.ErrTxCommitRollback):
 		return err
 	}
 	if ctx.Err() != nil {
@@ -558,6 +561,22 @@ func callErr(ctx context.Context, op string, err error, committing bool) error {
 		return fmt.Errorf("%w: %w", journal.ErrMaybeCommitted, err)
 	}
 	return err
+}
+
+// refused reports whether err, a write's error, is the server's word
+// that the write was not made: an error PostgreSQL sent (a PgError),
+// except a connection exception (SQLSTATE class 08) in answer to the
+// COMMIT (committing). That is not PostgreSQL's verdict on the COMMIT
+// but a pooler's on its own link to the server: PgBouncer answers
+// "FATAL: server conn crashed?" (08P01) when its server connection
+// breaks with a query in flight (src/server.c, disconnect_server), and
+// the server may have committed first.
+func refused(err error, committing bool) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return false
+	}
+	return !committing || !strings.HasPrefix(pgErr.Code, "08")
 }
 
 // readErr is err, the error of a read made with ctx, its bounded context

@@ -34,6 +34,9 @@ func TestCallErr(t *testing.T) {
 		{"server refused", live, &pgconn.PgError{Code: "23505", Message: "duplicate key"}, true, false},
 		{"server terminated the statement", live, &pgconn.PgError{Code: "57P01", Message: "terminating connection"}, true, false},
 		{"COMMIT rolled back", live, pgx.ErrTxCommitRollback, true, false},
+		// PgBouncer's answer when its server connection broke (src/server.c).
+		{"pooler lost the server before COMMIT", live, &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "server conn crashed?"}, false, false},
+		{"pooler lost the server in COMMIT", live, &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "server conn crashed?"}, true, true},
 		{"connection reset before COMMIT", live, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}, false, false},
 		{"connection reset in COMMIT", live, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}, true, true},
 		{"EOF in COMMIT", live, io.ErrUnexpectedEOF, true, true},
