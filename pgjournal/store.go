@@ -48,8 +48,11 @@
 // Fail over only to a standby that confirmed the commits
 // (synchronous_commit on, with the standby in synchronous_standby_names).
 // Since leases are judged by the database's clock, the standby's clock
-// must agree with the primary's to well within a lease (NTP), as the
-// replicas' need not.
+// must agree with the primary's to well within a lease (NTP). The
+// replicas' clocks need not agree for leases, but the key window is
+// judged in them (a first send one replica stamped, against another's
+// now): replicas still need clocks that agree to well within the margin
+// their WithKeyRetention leaves below the server's window.
 //
 // # Behind a connection pooler
 //
