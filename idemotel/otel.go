@@ -79,9 +79,14 @@ type config struct {
 
 // WithClock sets the clock the age gauge is measured with: the Client's
 // (idem.WithClock), so that it agrees with the journal's times. Default:
-// the wall clock.
+// the wall clock, which a nil clk keeps.
 func WithClock(clk idem.Clock) Option {
-	return optionFunc(func(c *config) { c.now = clk.Now })
+	return optionFunc(func(c *config) {
+		// New runs at start-up: a nil clock must not panic the service.
+		if clk != nil {
+			c.now = clk.Now
+		}
+	})
 }
 
 // WithMeterProvider sets the meter provider; default otel.GetMeterProvider().
@@ -113,7 +118,10 @@ type Instrumentation struct {
 func New(opts ...Option) (*Instrumentation, error) {
 	cfg := config{}
 	for _, o := range opts {
-		o.apply(&cfg)
+		// Skipped, as idem.New and admin.NewHandler skip one.
+		if o != nil {
+			o.apply(&cfg)
+		}
 	}
 	if cfg.mp == nil {
 		cfg.mp = otel.GetMeterProvider()
