@@ -328,6 +328,22 @@ func endpointAttrs(method, u string) []attribute.KeyValue {
 	return kv
 }
 
+// errorDescription is err's text for a span status, with the URL that
+// net/http quotes in it cut as url.full is, for the same reason.
+func errorDescription(err error) string {
+	msg := err.Error()
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return msg
+	}
+	pu, perr := url.Parse(ue.URL)
+	if perr != nil {
+		return msg // never sent: Request's URLs are checked before they are journaled
+	}
+	pu.User, pu.RawQuery, pu.ForceQuery, pu.Fragment = nil, "", false, ""
+	return strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(pu.String()))
+}
+
 // endpoint is the key of endpointCache.
 type endpoint struct{ method, url string }
 
@@ -464,7 +480,7 @@ func (c *callSpan) end(res *idem.Result, err error) {
 		c.span.SetAttributes(stateAttrs(res.State)...)
 	}
 	if err != nil && !errors.Is(err, idem.ErrUnknownOutcome) {
-		c.span.SetStatus(codes.Error, err.Error())
+		c.span.SetStatus(codes.Error, errorDescription(err))
 	}
 	c.span.End()
 	c.i.recordCall(c.ctx, c.kind, res, c.start)
@@ -511,7 +527,7 @@ func (i *Instrumentation) attempt(ctx context.Context, ev idem.AttemptEvent) {
 	_, span := i.tracer.Start(ctx, base[0].Value.AsString(), a.opts...)
 	switch {
 	case ev.Err != nil:
-		span.SetStatus(codes.Error, ev.Err.Error())
+		span.SetStatus(codes.Error, errorDescription(ev.Err))
 	case ev.StatusCode >= 500:
 		span.SetStatus(codes.Error, "")
 	}
