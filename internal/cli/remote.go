@@ -51,7 +51,10 @@ func (e *env) remote(cmd string) (*remote, error) {
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
 	}
-	return &remote{e: e, base: u, hc: &http.Client{Timeout: remoteTimeout}}, nil
+	// No redirect is followed: net/http sends Authorization on to any URL
+	// of the same host name, an http:// one or another port included.
+	hc := &http.Client{Timeout: remoteTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &remote{e: e, base: u, hc: hc}, nil
 }
 
 // call sends one request and decodes the JSON answer into out.
@@ -85,6 +88,10 @@ func (r *remote) call(ctx context.Context, method, path string, q url.Values, bo
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRemoteAnswer))
 	if err != nil {
 		return fmt.Errorf("admin handler %s: %w", r.base.Redacted(), err)
+	}
+	if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
+		return fmt.Errorf("admin handler %s: %s to %s, not followed (it would take IDEM_AUTHORIZATION along); if that is the handler, pass it as -url",
+			r.base.Redacted(), resp.Status, loc.Redacted())
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Error admin.Error }
