@@ -117,7 +117,7 @@ func FromRecord(r *journal.Record, timeline bool) *Operation {
 		for i, a := range r.Attempts {
 			op.Timeline[i] = Attempt{
 				Number: a.Number, Kind: string(a.Kind), Start: a.Start, Wrote: a.Wrote, Done: a.Done,
-				Replayed: a.Replayed, Refused: a.Refused, Status: a.Status, Error: a.Err,
+				Replayed: a.Replayed, Refused: a.Refused, Status: a.Status, Error: httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL),
 				RetryAfter: a.RetryAfter.Seconds(), Duration: a.Duration.Seconds(),
 			}
 		}

@@ -45,11 +45,19 @@ func TestShowRedactsEveryCredentialHeader(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
+	requireRedacted(t, path, "application/json", "region=eu")
+}
+
+// requireRedacted runs show, show -json and list -json on the journal at
+// path (holding k-secret): each prints want and no sk_live credential.
+func requireRedacted(t *testing.T, path string, want ...string) {
+	t.Helper()
 	for _, args := range [][]string{{"show", "k-secret"}, {"show", "-json", "k-secret"}, {"list", "-json"}} {
 		stdout, stderr, code := runIdem(t, append(args, "-journal", path)...)
 		require.Equal(t, 0, code, stderr)
-		require.Contains(t, stdout, "application/json", "idem %q", args)
-		require.Contains(t, stdout, "region=eu", "idem %q: the rest of the URL is shown", args)
+		for _, w := range want {
+			require.Contains(t, stdout, w, "idem %q", args)
+		}
 		require.NotContains(t, stdout, "sk_live", "idem %q printed a credential", args)
 	}
 }
@@ -68,4 +76,28 @@ func TestBadURLFlagDoesNotEchoItsPassword(t *testing.T) {
 		require.Contains(t, stderr, "-url")
 		require.NotContains(t, stderr, "PLANTED_PASSWORD", "idem list -url %q", u)
 	}
+}
+
+// TestAttemptErrorRedactsTheURLItQuotes: net/http's transport errors quote
+// the request URL (Post "https://…": connection reset by peer), and an
+// attempt's journaled error text kept it whole: a record journaled before
+// the client refused secret query parameters printed its API key in the
+// timeline while the request line beside it was redacted.
+func TestAttemptErrorRedactsTheURLItQuotes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "payments.journal")
+	s, err := journal.Open(path)
+	require.NoError(t, err)
+	now := time.Now()
+	body := []byte(orderBody)
+	u := "https://api.example.com/v1/orders?api_key=sk_live_query&region=eu"
+	_, err = s.Create(context.Background(), &journal.Record{
+		Scope: "default", Key: "k-secret", Method: "POST", URL: u,
+		Body: body, BodySHA: sha256.Sum256(body), State: journal.StateUnknown, Created: now, Updated: now,
+		Attempts: []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: now, Wrote: true, Done: true,
+			Err: `Post "` + u + `": read tcp 127.0.0.1:4242: connection reset by peer`}},
+	})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	requireRedacted(t, path, "connection reset by peer", "region=eu")
 }

@@ -135,7 +135,7 @@ func toJSON(r *journal.Record) recordJSON {
 	for _, a := range r.Attempts {
 		aj := attemptJSON{
 			Number: a.Number, Kind: a.Kind, Start: a.Start.UTC(), Wrote: a.Wrote,
-			Done: a.Done, Status: a.Status, Err: a.Err,
+			Done: a.Done, Status: a.Status, Err: httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL),
 		}
 		if a.RetryAfter > 0 {
 			aj.RetryAfter = a.RetryAfter.String()

@@ -134,7 +134,7 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tKIND\tSTART\tWROTE\tSTATUS\tERROR\tRETRY-AFTER\tDURATION")
 	for _, a := range r.Attempts {
-		wrote, status, errText, retry, dur := "no", "-", clean(a.Err), "-", "-"
+		wrote, status, errText, retry, dur := "no", "-", clean(httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL)), "-", "-"
 		if a.Wrote {
 			wrote = "yes"
 		}

@@ -67,3 +67,19 @@ func RedactURL(raw string) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// RedactURLsIn returns text with each of urls in it replaced by its
+// RedactURL form: a journaled attempt's error quotes the URL it was sent
+// to (net/http's Post "…": …), and a record that holds a secret in its
+// URL holds it there too.
+func RedactURLsIn(text string, urls ...string) string {
+	for _, raw := range urls {
+		if raw == "" || !strings.Contains(text, raw) {
+			continue
+		}
+		if r := RedactURL(raw); r != raw {
+			text = strings.ReplaceAll(text, raw, r)
+		}
+	}
+	return text
+}
