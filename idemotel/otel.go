@@ -3,7 +3,8 @@
 // operation call with a child span per HTTP attempt through a
 // TracerProvider. The caller's trace context is journaled with each new
 // operation, so that a later Resume or Run visit, in this process or
-// after a restart, links back to the trace that started it.
+// after a restart, links back to the trace that started it. A Run visit
+// starts a trace of its own, whatever span Run's context carries.
 //
 //	inst, err := idemotel.New(idemotel.WithMeterProvider(mp), idemotel.WithTracerProvider(tp))
 //	c, err := idem.Open(path, idem.WithHooks(inst.Hooks()))
@@ -383,6 +384,9 @@ func (c *endpointCache) attrs(method, u string) []attribute.KeyValue {
 var (
 	internalSpan = trace.WithSpanKind(trace.SpanKindInternal)
 	clientSpan   = trace.WithSpanKind(trace.SpanKindClient)
+	// newRoot starts a Run visit's trace: Run's context is the process's
+	// (a start-up span, say), which every visit would otherwise join.
+	newRoot = trace.WithNewRoot()
 	// journaledLink is the attributes of a link to the journaled trace;
 	// the SDK keeps the slice, and never writes to it.
 	journaledLink = []attribute.KeyValue{attribute.String("idem.link", "journaled")}
@@ -445,7 +449,11 @@ func (i *Instrumentation) call(ctx context.Context, ev idem.CallEvent) (context.
 	a.attrs = append(a.attrs, AttrKey.String(ev.Key), AttrScope.String(ev.Scope), AttrCallKind.String(ev.Kind),
 		attribute.String("http.request.method", ev.Method))
 	a.opts = append(a.opts, internalSpan, trace.WithAttributes(a.attrs...))
-	if sc := i.journaled(ev.Trace); sc.IsValid() && sc.TraceID() != trace.SpanContextFromContext(ctx).TraceID() {
+	parent := trace.SpanContextFromContext(ctx).TraceID()
+	if ev.Kind == "reconcile" {
+		a.opts, parent = append(a.opts, newRoot), trace.TraceID{}
+	}
+	if sc := i.journaled(ev.Trace); sc.IsValid() && sc.TraceID() != parent {
 		a.opts = append(a.opts, trace.WithLinks(trace.Link{SpanContext: sc, Attributes: journaledLink}))
 	}
 	ctx, c.span = i.tracer.Start(ctx, callSpanName(ev.Kind), a.opts...)

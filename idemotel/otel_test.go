@@ -211,3 +211,37 @@ func TestInstrumentsAndSpansOfARunWithFaults(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(rec.Trace, "00-"+checkout.SpanContext().TraceID().String()), "journaled %q", rec.Trace)
 }
+
+// fakeAPI is a test's fake order API, journal and telemetry, on one
+// injected clock.
+type fakeAPI struct {
+	clk   *idemtest.Clock
+	tel   *telemetry
+	srv   *idemtest.Server
+	store *journal.Store
+}
+
+func newFakeAPI(t testing.TB) *fakeAPI {
+	t.Helper()
+	f := &fakeAPI{clk: idemtest.NewClock(epoch)}
+	f.tel = newTelemetry(t, f.clk)
+	var err error
+	f.srv, err = idemtest.NewServer(idemtest.WithClock(f.clk.Now))
+	require.NoError(t, err)
+	t.Cleanup(f.srv.Close)
+	f.store, err = journal.Open(filepath.Join(t.TempDir(), "idem.journal"), journal.WithUnsafeNoSync())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, f.store.Close()) })
+	return f
+}
+
+// client is a Client on the journal with default settings but for the
+// fake's result endpoint, clock and the telemetry's hooks.
+func (f *fakeAPI) client(t testing.TB) *idem.Client {
+	t.Helper()
+	c, err := idem.New(f.store, idem.WithHTTPClient(f.srv.Client()), idem.WithClock(f.clk),
+		idem.WithResultEndpoint(f.srv.ResultTemplate()), idem.WithHooks(f.tel.inst.Hooks()))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return c
+}

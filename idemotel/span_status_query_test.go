@@ -2,7 +2,6 @@ package idemotel_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
-	"github.com/idemkit/idem/journal"
 )
 
 // A transport error's span status quoted the request URL with its query
@@ -20,21 +18,11 @@ import (
 // for the client to refuse. The connection here drops after the server
 // committed the order, as a load balancer's idle timeout does.
 func TestTransportErrorStatusLeavesOutTheQuery(t *testing.T) {
-	clk := idemtest.NewClock(epoch)
-	tel := newTelemetry(t, clk)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clk.Now))
-	require.NoError(t, err)
-	defer srv.Close()
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"), journal.WithUnsafeNoSync())
-	require.NoError(t, err)
-	defer store.Close()
-	c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clk),
-		idem.WithResultEndpoint(srv.ResultTemplate()), idem.WithHooks(tel.inst.Hooks()))
-	require.NoError(t, err)
-	defer c.Close()
+	f := newFakeAPI(t)
+	c, srv, tel := f.client(t), f.srv, f.tel
 
 	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "a"}))
-	_, err = c.Submit(context.Background(), idem.Request{Key: "a", URL: srv.URL + "/orders?key=QUERY_SECRET", Body: []byte(`{}`)})
+	_, err := c.Submit(context.Background(), idem.Request{Key: "a", URL: srv.URL + "/orders?key=QUERY_SECRET", Body: []byte(`{}`)})
 	require.NoError(t, err)
 
 	posts := 0
