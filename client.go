@@ -484,7 +484,13 @@ var errKeyHeldByOther = errors.New("the journaled request differs in method, URL
 	"resend the journaled request unchanged (Lookup shows it), or use a new key for a new intent")
 
 func (c *Client) conflict(stored *journal.Record) error {
-	return &Error{Scope: stored.Scope, Key: stored.Key, State: stored.State, Attempts: attemptCount(stored),
+	return keyHeldByOther(stored.Scope, stored.Key, stored.State, attemptCount(stored))
+}
+
+// keyHeldByOther is the ErrKeyConflict of a caller whose request is not
+// the one journaled (or about to be) under scope and key.
+func keyHeldByOther(scope, key string, state State, attempts int) error {
+	return &Error{Scope: scope, Key: key, State: state, Attempts: attempts,
 		Kind: ErrKeyConflict, Cause: errKeyHeldByOther, local: true}
 }
 
@@ -516,7 +522,7 @@ func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.
 				// cl.want is the leader's record, whose attempts its
 				// call may be writing right now: only what names the
 				// request (never changed once built) is read of it.
-				return nil, &Error{Scope: scope, Key: key, State: StatePending, Kind: ErrKeyConflict, Cause: errKeyHeldByOther, local: true}
+				return nil, keyHeldByOther(scope, key, StatePending, 0)
 			}
 		}
 		if ctx.Err() != nil {

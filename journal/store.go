@@ -555,10 +555,10 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	}
 	// The copy is the committer's to index and then the caller's: exactly
 	// what a later Get would return. Validating the copy rather than rec
-	// means what is checked is what is written.
-	// A record the client marked as its own (ownership) was hashed when
-	// it was built and is shared with nobody: the digest is taken as
-	// given and its body is not copied a second time.
+	// means what is checked is what is written. A record the client
+	// marked as its own (ownership) was hashed when it was built and is
+	// shared with nobody: its digest is taken as given, and its body and
+	// header are not copied a second time.
 	owned := rec.clientOwned()
 	var stored *Record
 	if owned {
@@ -1082,10 +1082,11 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 
 // Prune deletes the terminal records settled before settledBefore and
 // returns how many it deleted. It never deletes an open record, nor one
-// flagged for review (a confirmation contradicted it: see Prunable), nor one
-// written since the log was last copied into the file (its latest version
-// decides, once copied), nor one whose other times say it settled later
-// than its Settled time (the clock was stepped back: see Record.Prunable).
+// flagged for review (a confirmation contradicted it: see Prunable), nor
+// one written since the log was last copied into the file (its latest
+// version decides, once copied), nor one whose other times say it settled
+// later than its Settled time (the clock was stepped back: see
+// Record.Prunable).
 // A record it cannot read whole is damaged, not judged: the prune fails
 // with ErrCorrupt, as on a damaged page. It reads only the settled index,
 // so its cost grows with what it deletes (and the few records such a

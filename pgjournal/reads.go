@@ -198,9 +198,9 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 }
 
 // pruneSome deletes up to pruneChunk terminal records, not flagged for
-// review, settled before the cut-off, in one call to the database (see bound), in a transaction of
-// its own (bounded: its error says whether the deletions may have
-// committed).
+// review, settled before the cut-off, in one call to the database (see
+// bound), in a transaction of its own (bounded: its error says whether
+// the deletions may have committed).
 func (s *Store) pruneSome(ctx context.Context, settledBefore time.Time) (int, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
