@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -48,6 +49,14 @@ func (e *env) remote(cmd string) (*remote, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usagef(cmd, "-url %q: want the admin handler's base URL, such as https://svc.internal/idem/", u.Redacted())
 	}
+	if u.Scheme == "http" && e.getenv("IDEM_AUTHORIZATION") != "" && !e.allowHTTP && !loopback(u.Hostname()) {
+		// The credential opens the service's admin handler, which can
+		// settle payments by hand: in clear text, anyone on the path
+		// could replay it.
+		return nil, usagef(cmd, "-url %s is plain http to another host: IDEM_AUTHORIZATION would cross the network in clear text. "+
+			"Use https://, or reach the handler through this machine (kubectl port-forward, an SSH tunnel: http://127.0.0.1:PORT/...), "+
+			"or pass -allow-http if the network encrypts the hop itself (a service mesh's mutual TLS)", u.Redacted())
+	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
 	}
@@ -55,6 +64,16 @@ func (e *env) remote(cmd string) (*remote, error) {
 	// of the same host name, an http:// one or another port included.
 	hc := &http.Client{Timeout: remoteTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return &remote{e: e, base: u, hc: hc}, nil
+}
+
+// loopback reports whether host names this machine: a request to it never
+// crosses a network.
+func loopback(host string) bool {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // call sends one request and decodes the JSON answer into out.

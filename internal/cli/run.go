@@ -21,7 +21,7 @@ import (
 // still running.
 const defaultLockTimeout = time.Second
 
-const usageText = `Usage: idem [-journal PATH] [-url URL] [-lock-timeout DURATION] [-allow-network-fs] COMMAND [flags] [args]
+const usageText = `Usage: idem [-journal PATH] [-url URL] [-lock-timeout DURATION] [-allow-network-fs] [-allow-http] COMMAND [flags] [args]
 
 idem inspects and settles the operations in an idem journal. Use it while
 the application that owns the journal is stopped: the running application
@@ -49,7 +49,11 @@ Global flags (also accepted after the command):
         a running service's admin handler (package admin), instead of a
         journal: list, show, stats and resolve work on the live service,
         with the same output; $IDEM_AUTHORIZATION, if set, is sent as
-        the Authorization header
+        the Authorization header, over https or to this machine only
+  -allow-http
+        send $IDEM_AUTHORIZATION over a plain http:// -url to another
+        host (a network that encrypts the hop itself, such as a service
+        mesh's mutual TLS)
 
 Durations are Go durations (90m, 720h) or whole days (30d).
 Run 'idem COMMAND -h' for the flags of a command.
@@ -93,6 +97,7 @@ type env struct {
 	lockTimeout time.Duration // -lock-timeout
 	networkFS   bool          // -allow-network-fs
 	url         string        // -url: a running service's admin handler (remote.go)
+	allowHTTP   bool          // -allow-http
 	modes       []Mode        // other ways to the operations (Run)
 
 	cmd *command // the command being run
@@ -184,6 +189,7 @@ func (e *env) globalFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&e.lockTimeout, "lock-timeout", e.lockTimeout, "how long to wait for the journal's lock")
 	fs.BoolVar(&e.networkFS, "allow-network-fs", e.networkFS, "let resolve, prune and compact write a journal on a network file system (NFS, SMB, ...)")
 	fs.StringVar(&e.url, "url", e.url, "a running service's admin handler, such as http://127.0.0.1:8081/idem/ (list, show, stats, resolve)")
+	fs.BoolVar(&e.allowHTTP, "allow-http", e.allowHTTP, "send $IDEM_AUTHORIZATION over a plain http:// -url to another host (a service mesh that encrypts the hop)")
 	for _, m := range e.modes {
 		m.Flags(fs)
 	}

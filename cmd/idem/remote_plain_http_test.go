@@ -1,0 +1,80 @@
+package main
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// IDEM_AUTHORIZATION opens a service's admin handler, which settles
+// operations by hand. Sent over plain http to another host, anyone on the
+// path could read and replay it; the CLI refuses unless the operator says
+// the network encrypts the hop (-allow-http). The child process reaches
+// "other hosts" through an HTTP proxy on 127.0.0.1 (HTTP_PROXY), so a
+// request the CLI should not send is counted, not sent anywhere.
+func TestRemoteRefusesTheCredentialOverPlainHTTPToAnotherHost(t *testing.T) {
+	const credential = "Bearer op_PLANTED_CREDENTIAL"
+	var proxied, sawCredential atomic.Int32
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		if r.Header.Get("Authorization") != "" {
+			sawCredential.Add(1)
+		}
+		http.Error(w, "not here", http.StatusNotFound)
+	}))
+	defer proxy.Close()
+	t.Setenv("HTTP_PROXY", proxy.URL)
+	t.Setenv("http_proxy", proxy.URL)
+	t.Setenv("NO_PROXY", "")
+	t.Setenv("no_proxy", "")
+
+	t.Setenv("IDEM_AUTHORIZATION", credential)
+	for _, args := range [][]string{
+		{"-url", "http://admin.svc.example/idem/", "list"},
+		{"-url", "http://10.0.0.7:8081/idem/", "stats"},
+		{"-url", "http://admin.svc.example/idem/", "resolve", "-failed", "-reason", "declined", "k"},
+	} {
+		stdout, stderr, code := runIdemProcess(t, args...)
+		require.Equal(t, 2, code, "%q: %s%s", args, stdout, stderr)
+		require.Contains(t, stderr, "IDEM_AUTHORIZATION would cross the network in clear text")
+		require.Contains(t, stderr, "-allow-http")
+		require.NotContains(t, stdout+stderr, "PLANTED")
+	}
+	require.Zero(t, proxied.Load(), "requests sent")
+
+	// Told the hop is encrypted, it sends (the proxy stands in for the
+	// mesh): the refusal above is the check's, not a failure to connect.
+	_, stderr, code := runIdemProcess(t, "-allow-http", "-url", "http://admin.svc.example/idem/", "list")
+	require.Equal(t, 1, code, stderr)
+	require.Equal(t, int32(1), proxied.Load())
+	require.Equal(t, int32(1), sawCredential.Load())
+
+	// Without a credential there is nothing to leak.
+	t.Setenv("IDEM_AUTHORIZATION", "")
+	_, stderr, code = runIdemProcess(t, "-url", "http://admin.svc.example/idem/", "list")
+	require.Equal(t, 1, code, stderr)
+	require.Equal(t, int32(2), proxied.Load())
+	require.Equal(t, int32(1), sawCredential.Load())
+}
+
+func TestRemoteSendsTheCredentialOverPlainHTTPToThisMachine(t *testing.T) {
+	t.Setenv("IDEM_AUTHORIZATION", "Bearer op_PLANTED_CREDENTIAL")
+	var got atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			got.Add(1)
+		}
+		http.Error(w, "not here", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	port := srv.URL[len("http://127.0.0.1:"):]
+	for _, base := range []string{srv.URL, "http://localhost:" + port, "http://[::ffff:127.0.0.1]:" + port} {
+		_, stderr, code := runIdem(t, "-url", base+"/idem/", "list")
+		require.Equal(t, 1, code, stderr) // the handler's 404, after the send
+		require.NotContains(t, stderr, "clear text")
+	}
+	require.Equal(t, int32(3), got.Load())
+}
