@@ -393,7 +393,7 @@ func (d *driver) submit() (step, error) {
 	})
 	d.observe(number, false, ex, st.label)
 	if err != nil {
-		d.lateAnswer(err, st, number, ex.status)
+		d.lateAnswer(err, st, number, &ex)
 		return st, err
 	}
 	switch st.move {
@@ -602,7 +602,7 @@ func (d *driver) query() (step, error) {
 	})
 	d.observe(number, true, ex, st.label)
 	if err != nil {
-		d.lateAnswer(err, st, number, ex.status)
+		d.lateAnswer(err, st, number, &ex)
 		return st, err
 	}
 	switch st.move {

@@ -237,6 +237,24 @@ func setReview(r *journal.Record, reason string) {
 	}
 }
 
+// answered gives res the status and body of the server's answer that
+// agreed with the confirmation or resolution that settled the operation
+// under this call (lateAnswer), when the record has none: a webhook that
+// settles a Stripe PaymentIntent while its create is on the wire must not
+// cost the caller the answer's client_secret. The record keeps the
+// settlement as it was made; only this call's Result carries the body.
+func (d *driver) answered(res *Result) {
+	ex := d.agreed
+	if ex == nil || res == nil || len(res.Body) > 0 || res.StatusCode != 0 || res.State != d.rec.State {
+		return
+	}
+	body := ex.body
+	if len(body) > storedBodyBytes {
+		body = body[:storedBodyBytes]
+	}
+	res.StatusCode, res.Body = ex.status, body[:len(body):len(body)]
+}
+
 // ResponseSource is the Source of the confirmation a call records when the
 // server's own answer settles an operation that a confirmation or a manual
 // resolution (Resolve) settled while the call was in flight: compared like
@@ -256,7 +274,7 @@ const ResponseSource = "idem: server response"
 // server then reports. So has an event that named another order made
 // with our key (a provider that does not check the reference the key
 // travels in): our own answer, even "processing", names ours.
-func (d *driver) lateAnswer(err error, st step, number, status int) {
+func (d *driver) lateAnswer(err error, st step, number int, ex *exchange) {
 	if !errors.Is(err, errSettledElsewhere) || st.conflict || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
 		return
 	}
@@ -278,7 +296,7 @@ func (d *driver) lateAnswer(err error, st step, number, status int) {
 		reason = answer + ", after a manual resolution settled it"
 	}
 	conf := Confirmation{
-		State: state, ResourceID: st.out.ResourceID, StatusCode: status,
+		State: state, ResourceID: st.out.ResourceID, StatusCode: ex.status,
 		Source: ResponseSource, EventID: "attempt " + strconv.Itoa(number), At: d.now(),
 		Reason: reason,
 	}
@@ -286,6 +304,9 @@ func (d *driver) lateAnswer(err error, st step, number, status int) {
 	rec, cerr := d.c.store.Confirm(d.wctx, d.rec.Scope, d.rec.Key, conf)
 	if rec != nil {
 		d.rec = rec
+	}
+	if cerr == nil && st.move == moveSettle && rec != nil && rec.State == st.out.State {
+		d.agreed = ex
 	}
 	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
 		return

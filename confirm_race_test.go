@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
@@ -310,4 +311,54 @@ func TestConfirmLateProcessingAnswer(t *testing.T) {
 	require.Equal(t, 1, counts.get(counts.conflict, "k"), "conflict hook calls")
 	require.Equal(t, 1, counts.get(counts.review, "k"), "Review hook calls")
 	require.Equal(t, 1, counts.get(counts.hook, "k"), "settle hook calls: the confirmation's")
+}
+
+// TestConfirmDuringSubmitKeepsTheAnswer: a webhook that settles an
+// operation while its first request is on the wire (Stripe sends
+// payment_intent.succeeded as the create's answer travels back) must not
+// cost the caller that answer: its body carries what only it carries,
+// such as a PaymentIntent's client_secret. The record keeps the settlement
+// the event made, with the answer recorded beside it as a confirmation;
+// the call's Result has the answer's status and body.
+func TestConfirmDuringSubmitKeepsTheAnswer(t *testing.T) {
+	for _, st := range []idem.State{idem.StateSucceeded, idem.StateFailed} {
+		t.Run(string(st), func(t *testing.T) {
+			e := newEnv(t)
+			tr := &confirmOnSend{base: e.srv.Client().Transport}
+			c, err := idem.New(e.store, append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			id, status := "ord_000001", http.StatusCreated
+			if st == idem.StateFailed {
+				id, status = "", http.StatusPaymentRequired
+				require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Decline, Key: "k"}))
+			}
+			tr.confirm = func() error {
+				_, err := c.Confirm(context.Background(), "", "k", webhookEvent(st, id, "evt_1"))
+				return err
+			}
+			res, err := c.Submit(e.ctx, e.req("k", `{"n":1}`))
+			require.NoError(t, tr.err, "the event settled it while the request was on the wire")
+			if st == idem.StateSucceeded {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, idem.ErrFailed)
+			}
+			require.Len(t, e.submits("k"), 1)
+
+			rec := e.record("k")
+			require.Equal(t, st, rec.State)
+			require.Len(t, rec.Confirmations, 2, "the event, then the server's answer")
+			require.Equal(t, journal.ConfirmAgreed, rec.Confirmations[1].Effect)
+			require.Empty(t, rec.Result.Body, "the record keeps the settlement the event made")
+
+			require.True(t, res.Confirmed)
+			require.Equal(t, status, rec.Confirmations[1].StatusCode)
+			require.Equal(t, status, res.StatusCode, "the answer's status")
+			var answer struct{ State, ResourceID, Key string }
+			require.NoError(t, json.Unmarshal(res.Body, &answer), "the answer's body: %q", res.Body)
+			require.Equal(t, st, idem.State(answer.State))
+			require.Equal(t, id, answer.ResourceID)
+		})
+	}
 }

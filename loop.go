@@ -73,6 +73,11 @@ type driver struct {
 	// journalStalled: a journal call of this drive gave up waiting for
 	// the Store's database (storeStalled); the drive makes no more.
 	journalStalled bool
+	// agreed: the server's answer to this call, which agreed with a
+	// confirmation or resolution that settled the operation while the
+	// request was on the wire (lateAnswer). Only its resource id and state
+	// are journaled, so the call's Result takes the rest from here.
+	agreed *exchange
 }
 
 // drive runs the loop and converts its end into what Do returns.
@@ -101,6 +106,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 		cause = nil // whoever settled it (Resolve) told the hooks
 	}
 	res, err := c.finish(d.rec, cause)
+	d.answered(res)
 	settled := wasOpen && !d.rec.Open() && !elsewhere
 	if wasOpen && !elsewhere {
 		c.driveEnded(hctx, d, wasReview, settled, res)

@@ -19,8 +19,13 @@ type Result struct {
 	Key        string
 	State      State
 	ResourceID string // the server's id for what it created; may be empty
-	StatusCode int    // status of the response that settled it; 0 if none
-	Body       []byte // that response's body, size-capped
+	// StatusCode and Body: the response that settled the operation,
+	// its body size-capped; 0 and nil if none did (a confirmation or a
+	// resolution). When one settled it while this call's own request was
+	// on the wire and the server's answer agreed, they are that answer's,
+	// for this call only: the journal keeps the settlement as it was made.
+	StatusCode int
+	Body       []byte
 	Reason     string // why it failed or needs review, for people
 	Review     string // non-empty when a person must settle it
 	Attempts   int    // HTTP exchanges over the operation's life
