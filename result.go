@@ -122,8 +122,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // A body that echoes a key ("idempotencyKey", "idempotency_key", or "key"
 // beside "state") must echo the operation's own: an answer about another
 // key proves nothing about this one. Nor does a body that carries an error
-// (an "error" or "errors" member that is not null or empty), unless its
-// "state" is "failed", nor a JSON-RPC answer (a "jsonrpc" member) without
+// (an "error" or "errors" member that is not null or empty) or says
+// "success": false (Paymob's declined and pending transactions, beside
+// their "id"), unless its "state" is "failed", nor a JSON-RPC answer (a "jsonrpc" member) without
 // "state": its "id" is the call's, not a resource's.
 // A submit answered 201 Created or 204 No Content with no body at all
 // (Klarna's captures and cancels) succeeded: the status is the server's
@@ -151,12 +152,17 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 			return Outcome{}, fmt.Errorf("%w: the body names key %q, not %q", errUndecodable, truncate(e.s, 64), a.Key)
 		}
 	}
-	if v[memError].ok || v[memErrors].ok {
+	if v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok {
 		// A 2xx that carries an error (a JSON-RPC error answer, with the
-		// call's "id" beside it) is no proof of success: its "id" is not
-		// a created resource.
+		// call's "id" beside it), or says "success": false (Paymob's
+		// declined or pending transaction, its "id" beside it), is no
+		// proof of success: its "id" is not a resource made as asked.
 		if !v[memState].ok || !strings.EqualFold(v[memState].s, "failed") {
-			return Outcome{}, fmt.Errorf("%w: the body carries an error", errUndecodable)
+			what := "carries an error"
+			if v[memUnsuccessful].ok {
+				what = `says "success": false`
+			}
+			return Outcome{}, fmt.Errorf("%w: the body %s", errUndecodable, what)
 		}
 	}
 	if !v[memState].ok {
@@ -331,6 +337,8 @@ const (
 	memError
 	memErrors
 	memJSONRPC // "jsonrpc": the "id" is a call's, not a resource's
+	// memUnsuccessful is ok when "success" is false (the JSON literal).
+	memUnsuccessful
 	memMembers // how many
 )
 
@@ -363,13 +371,14 @@ func unmarshalResult(body []byte) (resultBody, error) {
 		Errors     any             `json:"errors"`
 		Status     any             `json:"status"`
 		JSONRPC    any             `json:"jsonrpc"`
+		Success    any             `json:"success"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return resultBody{}, err
 	}
 	r := resultBody{memResourceID: {v.ResourceID, v.ResourceID != ""}, memReason: {v.Reason, v.Reason != ""},
 		memID: idOf(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status), memJSONRPC: anyString(v.JSONRPC),
-		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}}
+		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}, memUnsuccessful: {ok: v.Success == false}}
 	if v.State != nil {
 		r[memState] = jsonString{*v.State, true}
 	}
