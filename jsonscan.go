@@ -7,9 +7,10 @@ package idem
 // without escapes, and values that are strings without escapes, numbers,
 // true, false or null, the members DecodeJSON reads holding only strings
 // of printable ASCII or null ("error" and "errors": null only; "id": a
-// number too; "success": any of them). For anything else (nested values, escapes, other
-// characters, invalid JSON) ok is false and unmarshalResult reads the
-// body. FuzzScanResult holds the two to the same reading.
+// number too; "success": any of them). For anything else (nested values,
+// escapes, other characters, invalid JSON) ok is false and
+// unmarshalResult reads the body. FuzzScanResult holds the two to the
+// same reading.
 func scanResult(b []byte) (r resultBody, ok bool) {
 	i := skipSpace(b, 0)
 	if i == len(b) || b[i] != '{' {

@@ -124,8 +124,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // key proves nothing about this one. Nor does a body that carries an error
 // (an "error" or "errors" member that is not null or empty) or says
 // "success": false (Paymob's declined and pending transactions, beside
-// their "id"), unless its "state" is "failed", nor a JSON-RPC answer (a "jsonrpc" member) without
-// "state": its "id" is the call's, not a resource's.
+// their "id"), unless its "state" is "failed", nor a JSON-RPC answer (a
+// "jsonrpc" member) without "state": its "id" is the call's, not a
+// resource's.
 // A submit answered 201 Created or 204 No Content with no body at all
 // (Klarna's captures and cancels) succeeded: the status is the server's
 // whole answer. A 201's resource is the last segment of its Location's
