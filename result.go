@@ -105,8 +105,12 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // payment) unless
 // its "status" says the server refused to carry it out: "failed",
 // "declined", "rejected", "refused" or "denied" (in any case) make it
-// failed, with the status as the reason, and "error" or "errored" prove
-// nothing. A payment created declined (Checkout.com's "Declined", Mercado
+// failed, with the status as the reason, "error" or "errored" prove
+// nothing, and "NotStarted", "Running" or "InProgress" make it
+// processing whatever the status code: a long-running operation's status
+// monitor (the Azure REST API Guidelines' and ARM's, polled with 200 OK
+// while it runs), whose "id" names the operation, says its work is not
+// done. A payment created declined (Checkout.com's "Declined", Mercado
 // Pago's "rejected", PayPal's "DECLINED") is a failed payment, not a
 // success. So is a PayPal order whose payments (purchase_units[].payments'
 // captures and authorizations) all have such a status, whatever the
@@ -182,6 +186,10 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 				return Outcome{State: StateFailed, ResourceID: v[memID].s, Reason: truncate(st.s, 64)}, nil
 			case statusError:
 				return Outcome{}, fmt.Errorf("%w: the resource's status is %q", errUndecodable, truncate(st.s, 64))
+			case statusRunning:
+				// A long-running operation's status monitor: the work
+				// asked for has not finished, whatever the status code.
+				return Outcome{State: StateProcessing, ResourceID: v[memID].s}, nil
 			case statusDone:
 				done = true
 			}
@@ -301,6 +309,12 @@ const (
 	// statusDone: the work is done, even in a 202 (Checkout.com replays
 	// a processed payment with 202 and the first answer's body).
 	statusDone
+	// statusRunning: the operation asked for has not finished, even in a
+	// 200 or 201: a long-running operation's status monitor, polled with
+	// 200 OK while it runs (the Azure REST API Guidelines' "NotStarted"
+	// and "Running", ARM's "InProgress"). Not a created resource's own
+	// state (a payment "pending"), which DecodeJSON takes as created.
+	statusRunning
 )
 
 // resourceStatusOf reads a resource's status word.
@@ -312,6 +326,8 @@ func resourceStatusOf(s string) resourceStatus {
 		return statusError
 	case "authorized", "authorised", "captured", "paid", "succeeded", "completed", "approved", "settled", "card verified":
 		return statusDone
+	case "notstarted", "running", "inprogress":
+		return statusRunning
 	}
 	return statusOther
 }
