@@ -72,6 +72,9 @@ func TestDecodeJSON(t *testing.T) {
 		{`{"id":42}`, idem.Outcome{State: idem.StateSucceeded, ResourceID: "42"}, false}, // a positive integer id, as Mercado Pago's
 		{`{"id":0}`, idem.Outcome{}, true},
 		{`{"id":4.2}`, idem.Outcome{}, true},
+		{`{"id":192036465,"pending":false,"success":false}`, idem.Outcome{}, true}, // Paymob's declined transaction
+		{`{"id":"ord_1","success":true}`, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, false},
+		{`{"state":"failed","reason":"declined","success":false}`, idem.Outcome{State: idem.StateFailed, Reason: "declined"}, false},
 		{`{"id":""}`, idem.Outcome{}, true},
 		{`{}`, idem.Outcome{}, true},
 		{`{"state":"succeeded","resourceId":"ord_1"`, idem.Outcome{}, true}, // truncated

@@ -7,9 +7,10 @@ package idem
 // without escapes, and values that are strings without escapes, numbers,
 // true, false or null, the members DecodeJSON reads holding only strings
 // of printable ASCII or null ("error" and "errors": null only; "id": a
-// number too). For anything else (nested values, escapes, other
-// characters, invalid JSON) ok is false and unmarshalResult reads the
-// body. FuzzScanResult holds the two to the same reading.
+// number too; "success": any of them). For anything else (nested values,
+// escapes, other characters, invalid JSON) ok is false and
+// unmarshalResult reads the body. FuzzScanResult holds the two to the
+// same reading.
 func scanResult(b []byte) (r resultBody, ok bool) {
 	i := skipSpace(b, 0)
 	if i == len(b) || b[i] != '{' {
@@ -54,12 +55,17 @@ func scanResult(b []byte) (r resultBody, ok bool) {
 func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 	names := [memMembers]string{memState: "state", memResourceID: "resourceid", memID: "id", memReason: "reason",
 		memKey: "key", memIdemKey: "idempotencykey", memIdemKey2: "idempotency_key", memStatus: "status",
-		memError: "error", memErrors: "errors", memJSONRPC: "jsonrpc"}
+		memError: "error", memErrors: "errors", memJSONRPC: "jsonrpc", memUnsuccessful: "success"}
 	m := 0
 	for m < memMembers && !foldEqual(name, names[m]) {
 		m++
 	}
 	if m == memMembers {
+		return skipScalar(b, i)
+	}
+	if m == memUnsuccessful {
+		// Only the literal false counts: "false" or 0 is no bool.
+		r[m] = jsonString{ok: hasLiteral(b, i, "false")}
 		return skipScalar(b, i)
 	}
 	if hasLiteral(b, i, "null") {

@@ -22,6 +22,8 @@ func FuzzScanResult(f *testing.F) {
 		`{"jsonrpc":"2.0","id":"1","result":null}`, `{"JSONRPC":null,"id":"x","jsonRpc":true}`,
 		`{"id":10458724,"status":"approved"}`, `{"id":"x","ID":0}`, `{"Id":-1,"id":12.5e3}`, `{"id":007}`, `{"id":12,"iD":null}`,
 		`{"id":123456789012345678901234567890}`, `{"id":5,"id":"ord_1"}`,
+		`{"id":7,"success":false,"pending":false}`, `{"id":"x","Success":true,"SUCCESS":false}`, `{"success":"false","id":"x"}`,
+		`{"success":false,"success":null}`, `{"success":0}`, `{"success":falsey}`,
 	} {
 		f.Add([]byte(s))
 	}

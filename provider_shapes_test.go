@@ -112,6 +112,19 @@ func TestProviderShapes(t *testing.T) {
 				`"status":"SUBMITTED_FOR_SETTLEMENT"}}},"extensions":{"requestId":"a-uuid-for-the-request"}}`}},
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
 
+		// https://developers.paymob.com (the Pay API's transaction): a
+		// declined or pending card payment comes 200 with its integer
+		// "id", "success": false and "pending"; a decline's reason sits
+		// in "data". Not a success: it stays open for a Decoder.
+		{name: "paymob declined transaction",
+			shapes: []shape{{status: 200, body: `{"id":192036465,"pending":false,"amount_cents":10000,"success":false,"is_auth":false,` +
+				`"is_capture":false,"is_voided":false,"is_refunded":false,"currency":"EGP","order":{"id":217503754},` +
+				`"data":{"message":"Do not honour","txn_response_code":"05"}}`}},
+			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "paymob pending transaction",
+			shapes: []shape{{status: 200, body: `{"id":192036466,"pending":true,"amount_cents":10000,"success":false,"currency":"EGP"}`}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
 		// https://developers.fireblocks.com/changelog/announcement-change-in-idempotency-key-header-from-error-500-to-400-1:
 		// after a 500 the key is refused with 400: ours may have
 		// executed, so never failed, and a person is asked once the

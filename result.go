@@ -110,8 +110,12 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // payment) unless
 // its "status" says the server refused to carry it out: "failed",
 // "declined", "rejected", "refused" or "denied" (in any case) make it
-// failed, with the status as the reason, and "error" or "errored" prove
-// nothing. A payment created declined (Checkout.com's "Declined", Mercado
+// failed, with the status as the reason, "error" or "errored" prove
+// nothing, and "NotStarted", "Running" or "InProgress" make it
+// processing whatever the status code: a long-running operation's status
+// monitor (the Azure REST API Guidelines' and ARM's, polled with 200 OK
+// while it runs), whose "id" names the operation, says its work is not
+// done. A payment created declined (Checkout.com's "Declined", Mercado
 // Pago's "rejected", PayPal's "DECLINED") is a failed payment, not a
 // success. So is a PayPal order whose payments (purchase_units[].payments'
 // captures and authorizations) all have such a status, whatever the
@@ -127,9 +131,11 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // A body that echoes a key ("idempotencyKey", "idempotency_key", or "key"
 // beside "state") must echo the operation's own: an answer about another
 // key proves nothing about this one. Nor does a body that carries an error
-// (an "error" or "errors" member that is not null or empty), unless its
-// "state" is "failed", nor a JSON-RPC answer (a "jsonrpc" member) without
-// "state": its "id" is the call's, not a resource's.
+// (an "error" or "errors" member that is not null or empty) or says
+// "success": false (Paymob's declined and pending transactions, beside
+// their "id"), unless its "state" is "failed", nor a JSON-RPC answer (a
+// "jsonrpc" member) without "state": its "id" is the call's, not a
+// resource's.
 // A submit answered 201 Created or 204 No Content with no body at all
 // (Klarna's captures and cancels) succeeded: the status is the server's
 // whole answer. A 201's resource is the last segment of its Location's
@@ -156,12 +162,17 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 			return Outcome{}, fmt.Errorf("%w: the body names key %q, not %q", errUndecodable, truncate(e.s, 64), a.Key)
 		}
 	}
-	if v[memError].ok || v[memErrors].ok {
+	if v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok {
 		// A 2xx that carries an error (a JSON-RPC error answer, with the
-		// call's "id" beside it) is no proof of success: its "id" is not
-		// a created resource.
+		// call's "id" beside it), or says "success": false (Paymob's
+		// declined or pending transaction, its "id" beside it), is no
+		// proof of success: its "id" is not a resource made as asked.
 		if !v[memState].ok || !strings.EqualFold(v[memState].s, "failed") {
-			return Outcome{}, fmt.Errorf("%w: the body carries an error", errUndecodable)
+			what := "carries an error"
+			if v[memUnsuccessful].ok {
+				what = `says "success": false`
+			}
+			return Outcome{}, fmt.Errorf("%w: the body %s", errUndecodable, what)
 		}
 	}
 	if !v[memState].ok {
@@ -180,6 +191,10 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 				return Outcome{State: StateFailed, ResourceID: v[memID].s, Reason: truncate(st.s, 64)}, nil
 			case statusError:
 				return Outcome{}, fmt.Errorf("%w: the resource's status is %q", errUndecodable, truncate(st.s, 64))
+			case statusRunning:
+				// A long-running operation's status monitor: the work
+				// asked for has not finished, whatever the status code.
+				return Outcome{State: StateProcessing, ResourceID: v[memID].s}, nil
 			case statusDone:
 				done = true
 			}
@@ -299,6 +314,12 @@ const (
 	// statusDone: the work is done, even in a 202 (Checkout.com replays
 	// a processed payment with 202 and the first answer's body).
 	statusDone
+	// statusRunning: the operation asked for has not finished, even in a
+	// 200 or 201: a long-running operation's status monitor, polled with
+	// 200 OK while it runs (the Azure REST API Guidelines' "NotStarted"
+	// and "Running", ARM's "InProgress"). Not a created resource's own
+	// state (a payment "pending"), which DecodeJSON takes as created.
+	statusRunning
 )
 
 // resourceStatusOf reads a resource's status word.
@@ -310,6 +331,8 @@ func resourceStatusOf(s string) resourceStatus {
 		return statusError
 	case "authorized", "authorised", "captured", "paid", "succeeded", "completed", "approved", "settled", "card verified":
 		return statusDone
+	case "notstarted", "running", "inprogress":
+		return statusRunning
 	}
 	return statusOther
 }
@@ -336,6 +359,8 @@ const (
 	memError
 	memErrors
 	memJSONRPC // "jsonrpc": the "id" is a call's, not a resource's
+	// memUnsuccessful is ok when "success" is false (the JSON literal).
+	memUnsuccessful
 	memMembers // how many
 )
 
@@ -368,13 +393,14 @@ func unmarshalResult(body []byte) (resultBody, error) {
 		Errors     any             `json:"errors"`
 		Status     any             `json:"status"`
 		JSONRPC    any             `json:"jsonrpc"`
+		Success    any             `json:"success"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return resultBody{}, err
 	}
 	r := resultBody{memResourceID: {v.ResourceID, v.ResourceID != ""}, memReason: {v.Reason, v.Reason != ""},
 		memID: idOf(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status), memJSONRPC: anyString(v.JSONRPC),
-		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}}
+		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}, memUnsuccessful: {ok: v.Success == false}}
 	if v.State != nil {
 		r[memState] = jsonString{*v.State, true}
 	}
