@@ -738,6 +738,13 @@ const (
 // less than any key window's margin.
 const clockSlack = 2 * time.Second
 
+// resendWindow is how long after the first send that may have executed a
+// key is still resent: the server's window less KeyWindowMargin, or less a
+// tenth of a short window.
+func resendWindow(window time.Duration) time.Duration {
+	return window - min(KeyWindowMargin, window/10)
+}
+
 // keyWindow judges the key window of rec at now. Only a key that may have
 // executed can be forgotten to harm: resending one that never executed
 // cannot duplicate anything. A record the window once could not judge

@@ -138,7 +138,7 @@
 //	time per call                60 s                     WithMaxElapsed
 //	time per attempt             10 s                     WithAttemptTimeout
 //	Retry-After cap              60 s                     WithRetryAfterCap
-//	key window (from first send) 20 min                   WithKeyRetention, WithHostKeyRetention
+//	key window (from first send) 20 min (resent until 18) WithKeyRetention, WithHostKeyRetention
 //	retry budget (token bucket)  100 tokens, 0.1 refund   WithRetryBudget
 //	reconciler interval          30 s doubling to 1 h     WithReconcile
 //	reconciliation deadline      72 h from creation       WithReconcile
@@ -159,9 +159,10 @@
 //
 // Servers forget keys (Stripe after 24 h, the Fiber framework's middleware
 // after 30 min by default). Past the key window from the first send that
-// may have executed, idem never resends: it only queries, and if that is
-// inconclusive the operation stays unknown with [ReviewKeyExpired] for a
-// person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
+// may have executed, less [KeyWindowMargin] (the server counts the window
+// by its own clock, idem by a replica's), idem never resends: it only
+// queries, and if that is inconclusive the operation stays unknown with
+// [ReviewKeyExpired] for a person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
 // or the idem command). The default window, [DefaultKeyRetention] (20 min),
 // is shorter than common servers' defaults; name yours with
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as

@@ -320,6 +320,7 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// forgotten) will not become ours.
 		return &blocked{ReviewKeyInUse, ErrKeyConflict}
 	}
+	window = resendWindow(window)
 	measured, running := d.c.life.run.measuredNow(now)
 	switch keyWindow(rec, p, now, window) {
 	case windowUntrusted:
