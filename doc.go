@@ -127,7 +127,9 @@
 // (Solidgate's endpoints without idempotency support): if the operation
 // may have executed and the answer does not settle it, a resend would be
 // a second request, so it is flagged [ReviewKeyIgnored] and never resent,
-// not even by [Client.Do].
+// not even by [Client.Do]. Once an answer in a call has said so (a 429
+// so marked is resent), a later lost answer in that call is judged the
+// same way, and net/http is not let send that request again on its own.
 //
 // # Budgets and defaults
 //
