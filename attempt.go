@@ -393,6 +393,9 @@ func (d *driver) submit() (step, error) {
 		switch st.move {
 		case moveSettle:
 			settleRecord(r, st.out, ex, a.stored(), now)
+			if st.review != "" {
+				setReview(r, st.review)
+			}
 		case moveProcessing:
 			r.State = StateProcessing
 			if st.out.ResourceID != "" {

@@ -87,6 +87,7 @@
 //	any answer marked replayed               the key's final answer  never resent (below)
 //	409 naming the resource the key created  the key's final answer  as a replayed 2xx (below)
 //	Idempotency-Status: ignored, maybe run   no de-duplication       unknown, ReviewKeyIgnored, never resent
+//	  ... on a 2xx that settles it           may have run twice      settled, flagged ReviewMaybeTwice
 //
 // A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
 // named Idempotency-Replayed, X-Idempotent-Replayed or
@@ -130,6 +131,9 @@
 // not even by [Client.Do]. Once an answer in a call has said so (a 429
 // so marked is resent), a later lost answer in that call is judged the
 // same way, and net/http is not let send that request again on its own.
+// A 2xx so marked that settles an operation an earlier copy of which
+// (idem's, or net/http's own resend) may have executed settles it and
+// flags it [ReviewMaybeTwice]: the server may have executed it twice.
 //
 // # Budgets and defaults
 //

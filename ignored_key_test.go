@@ -1,6 +1,8 @@
 package idem_test
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -134,4 +136,66 @@ func TestIgnoredKeyRefusalThenLostAnswerIsNeverResent(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idem.StateUnknown, rec.State)
 	require.Equal(t, idem.ReviewKeyIgnored, rec.Review)
+}
+
+// On an endpoint that ignores the key, a copy of the request that may
+// have executed before the one that settles the operation may have
+// charged too: net/http's own resend on a fresh connection after a
+// reused one died once it was written, or idem's resend after an answer
+// that told nothing. The answer that settles it says the key is ignored
+// (Solidgate's Idempotency-Status, as above): the payment it names is
+// real, and so may be another. Settled, and flagged for a person.
+func TestIgnoredKeySettledAfterMaybeExecutedIsFlagged(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		submits int
+		charges int
+		drop    = map[int]bool{}
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		submits++
+		charges++ // the key is ignored: every request that gets through charges
+		n := charges
+		lost := drop[submits]
+		mu.Unlock()
+		if lost {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		w.Header().Set("Idempotency-Status", "ignored")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, n)
+	}))
+	t.Cleanup(srv.Close)
+	var settled, flagged []string
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithHooks(idem.Hooks{
+		Settle: func(_ context.Context, res *idem.Result) { settled = append(settled, res.Key) },
+		Review: func(_ context.Context, res *idem.Result) { flagged = append(flagged, res.Key) },
+	}))
+	// A first payment leaves a connection to reuse.
+	_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: srv.URL + "/api/v1/charge", Body: []byte(`{"amount":1}`)})
+	require.NoError(t, err)
+	mu.Lock()
+	drop[2] = true
+	mu.Unlock()
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/api/v1/charge", Body: []byte(`{"amount":100}`)})
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, "pay_3", res.ResourceID)
+	mu.Lock()
+	require.Equal(t, 3, charges, "charges: k0's, then k's two")
+	mu.Unlock()
+	require.Equal(t, idem.ReviewMaybeTwice, res.Review)
+	list, err := c.List(t.Context(), idem.Filter{Review: true})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "k", list[0].Key)
+	require.Equal(t, []string{"k0", "k"}, settled, "Settle hook")
+	require.Equal(t, []string{"k"}, flagged, "Review hook")
 }
