@@ -375,10 +375,14 @@ func (d *driver) submit() (step, error) {
 	d.exchanges++
 	d.submits++
 	number := attemptCount(d.rec)
+	d.keyIgnored = d.keyIgnored || c.ignoring.has(d.rec)
 	ex := c.send(d.ctx, d.rec, false, d.keyIgnored)
 	d.serverUntil = ex.serverUntil
 
 	a := c.answerOf(d.rec, ex, false)
+	if a.keyIgnored && !d.keyIgnored {
+		c.ignoring.add(d.rec)
+	}
 	d.keyIgnored = d.keyIgnored || a.keyIgnored
 	a.keyIgnored = d.keyIgnored
 	st := step{judgment: judgeSubmit(pastOf(d.rec, number), a), retryAfter: ex.retryAfter}

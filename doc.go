@@ -128,9 +128,11 @@
 // (Solidgate's endpoints without idempotency support): if the operation
 // may have executed and the answer does not settle it, a resend would be
 // a second request, so it is flagged [ReviewKeyIgnored] and never resent,
-// not even by [Client.Do]. Once an answer in a call has said so (a 429
-// so marked is resent), a later lost answer in that call is judged the
-// same way, and net/http is not let send that request again on its own.
+// not even by [Client.Do]. Once an endpoint's answer has said so (a 429
+// so marked is resent), a lost answer to a later submit to it, of this
+// operation or another, is judged the same way, and net/http is not let
+// send such a submit again on its own. The Client remembers such
+// endpoints (method and URL without its query) while the process lives.
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
 // flags it [ReviewMaybeTwice]: the server may have executed it twice.

@@ -66,7 +66,8 @@ type driver struct {
 	reviewed bool
 	// handedOff: this call committed a hand-off to the reconciler.
 	handedOff bool
-	// keyIgnored: an answer to this call's submits said the server does
+	// keyIgnored: an answer to this call's submits, or to an earlier
+	// call's to the same endpoint (Client.ignoring), said the server does
 	// not de-duplicate by the key there (a 429 so marked is resent). An
 	// answer that says nothing (a lost one) is judged as if it said so
 	// too: the server would take a resend for a new request.
