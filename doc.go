@@ -119,7 +119,10 @@
 // operation is settled by resending it with the same key (servers such as
 // Stripe replay the stored response). A result query that answers 404 is
 // not "never happened" (read replicas lag): the operation is resent with
-// its key, which the server de-duplicates, after a backoff wait. One that
+// its key, which the server de-duplicates, after a backoff wait; but not
+// once the server has said it holds the request (processing): a 404 then
+// may be a store that lost the key, to which a resend is a new request,
+// and the endpoint is only asked again. One that
 // answers 410 Gone says the server has forgotten the key, as does a 404
 // whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].

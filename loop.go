@@ -201,6 +201,18 @@ func (d *driver) run() error {
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
+			if q.notFound && d.rec.State == StateProcessing {
+				// The server said it holds our request: "not found" now
+				// is a replica behind the one that said so, or a store
+				// that lost the key (an idempotency store restarted,
+				// Redis evicting keys). A resend tells nothing a later
+				// query will not, and to a server that lost the key it
+				// is a new request: ask again instead.
+				if wait, err = d.next(q.retryAfter); err != nil {
+					return err
+				}
+				continue
+			}
 			// Resend with the same key: the server de-duplicates it.
 			// A caller backs off first, even after a 404: the answer
 			// that sent us here was a failure, and a server answering
