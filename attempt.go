@@ -53,8 +53,10 @@ type exchange struct {
 // connection can be reused; past it the connection is dropped instead.
 const drainLimit = 64 << 10
 
-// send performs one HTTP exchange for rec with its own timeout.
-func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exchange {
+// send performs one HTTP exchange for rec with its own timeout. once: the
+// server does not de-duplicate by the key, so the request may go on the
+// wire only once (net/http may not send it again on its own).
+func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool) exchange {
 	start := c.cfg.clock.Now()
 	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
 	defer cancel()
@@ -120,6 +122,15 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool) exch
 		if err := hookHeaderErr(req.Header); err != nil {
 			return exchange{err: err, unsent: true}
 		}
+	}
+	if once {
+		// net/http sends a request with an Idempotency-Key header again,
+		// on a fresh connection, when a reused one dies after it was
+		// written (isReplayable): to a server that ignores the key, a
+		// second charge. A body it cannot rewind makes the request not
+		// replayable; idem judges the lost answer itself. (An empty body
+		// is NoBody, always replayable: that exposure remains.)
+		req.GetBody = nil
 	}
 	if err := context.Cause(actx); err != nil {
 		// Surely unsent (Close while the attempt was being journaled, say):
@@ -364,10 +375,16 @@ func (d *driver) submit() (step, error) {
 	d.exchanges++
 	d.submits++
 	number := attemptCount(d.rec)
-	ex := c.send(d.ctx, d.rec, false)
+	d.keyIgnored = d.keyIgnored || c.ignoring.has(d.rec)
+	ex := c.send(d.ctx, d.rec, false, d.keyIgnored)
 	d.serverUntil = ex.serverUntil
 
 	a := c.answerOf(d.rec, ex, false)
+	if a.keyIgnored && !d.keyIgnored {
+		c.ignoring.add(d.rec)
+	}
+	d.keyIgnored = d.keyIgnored || a.keyIgnored
+	a.keyIgnored = d.keyIgnored
 	st := step{judgment: judgeSubmit(pastOf(d.rec, number), a), retryAfter: ex.retryAfter}
 	if st.err != nil {
 		ex.err = st.err
@@ -380,6 +397,9 @@ func (d *driver) submit() (step, error) {
 		switch st.move {
 		case moveSettle:
 			settleRecord(r, st.out, ex, a.stored(), now)
+			if st.review != "" {
+				setReview(r, st.review)
+			}
 		case moveProcessing:
 			r.State = StateProcessing
 			if st.out.ResourceID != "" {
@@ -579,7 +599,7 @@ func (d *driver) query() (step, error) {
 	d.exchanges++
 	number := attemptCount(d.rec) + 1
 	start := d.now()
-	ex := c.send(d.ctx, d.rec, true)
+	ex := c.send(d.ctx, d.rec, true, false)
 	d.serverUntil = ex.serverUntil
 
 	st := step{judgment: judgeQuery(pastOf(d.rec, math.MaxInt), c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}

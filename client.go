@@ -31,6 +31,7 @@ type Client struct {
 	budget    *retryBudget
 	log       *slog.Logger
 	urls      urlCache // the submit URL parsed last
+	ignoring  keyIgnoring
 
 	mu       sync.Mutex
 	inflight map[opID]*call

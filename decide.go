@@ -150,7 +150,7 @@ type judgment struct {
 	// earlier attempts did. Journaled with the attempt (pastOf).
 	refused  bool
 	out      Outcome // moveSettle: the terminal outcome; moveProcessing: what is known
-	review   string  // moveReview: why, for people
+	review   string  // moveReview: why, for people; moveSettle: a flag kept beside the outcome
 	conflict bool    // the key is someone else's, or was used with another body
 	notFound bool    // moveInconclusive: the result endpoint said 404
 	err      error   // what to record on the attempt (a decode error)
@@ -177,6 +177,13 @@ func judgeSubmit(p past, a answer) judgment {
 			// Whatever may have executed would execute again: the server
 			// would take a resend for a new request.
 			j.move, j.label, j.review = moveReview, "key_ignored", ReviewKeyIgnored
+		case moveSettle:
+			if p.maybeExecuted && !a.stored() {
+				// This copy executed, and the server took it for a new
+				// request: an earlier one that may have executed may
+				// have done so as well.
+				j.review = ReviewMaybeTwice
+			}
 		}
 	}
 	return j
@@ -737,6 +744,13 @@ const (
 // clock is taken to have stepped back: more than a slewing clock's drift,
 // less than any key window's margin.
 const clockSlack = 2 * time.Second
+
+// resendWindow is how long after the first send that may have executed a
+// key is still resent: the server's window less KeyWindowMargin, or less a
+// tenth of a short window.
+func resendWindow(window time.Duration) time.Duration {
+	return window - min(KeyWindowMargin, window/10)
+}
 
 // keyWindow judges the key window of rec at now. Only a key that may have
 // executed can be forgotten to harm: resending one that never executed

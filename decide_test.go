@@ -28,7 +28,7 @@ func TestJudgeSubmit(t *testing.T) {
 		refused      bool
 		conflict     bool
 		wantState    State  // for moveSettle
-		reviewPrefix string // for moveReview
+		reviewPrefix string // for moveReview; for moveSettle, the whole flag kept beside the outcome
 	}{
 		{name: "2xx decodes", p: fresh, a: answer{status: 201, verdict: Settled, out: ok}, move: moveSettle, wantState: StateSucceeded},
 		{name: "2xx says failed", p: fresh, a: answer{status: 200, verdict: Settled, out: declined}, move: moveSettle, wantState: StateFailed},
@@ -96,6 +96,11 @@ func TestJudgeSubmit(t *testing.T) {
 		{name: "refusal from a server that ignores the key, after maybe executed: review", p: maybe, a: answer{status: 401, verdict: Rejected, keyIgnored: true},
 			move: moveReview, refused: true, reviewPrefix: ReviewKeyIgnored},
 		{name: "429 from a server that ignores the key, nothing executed: resend", p: fresh, a: answer{status: 429, verdict: Throttled, keyIgnored: true}, move: moveResend, refused: true},
+		{name: "2xx from a server that ignores the key, nothing else executed: settled", p: fresh, a: answer{status: 201, verdict: Settled, out: ok, keyIgnored: true}, move: moveSettle, wantState: StateSucceeded},
+		{name: "2xx from a server that ignores the key, after maybe executed: settled, flagged", p: maybe, a: answer{status: 201, verdict: Settled, out: ok, keyIgnored: true},
+			move: moveSettle, wantState: StateSucceeded, reviewPrefix: ReviewMaybeTwice},
+		{name: "2xx from a server that ignores the key, sent twice by net/http: settled, flagged", p: fresh, a: answer{status: 201, verdict: Settled, out: ok, keyIgnored: true, resent: true},
+			move: moveSettle, wantState: StateSucceeded, reviewPrefix: ReviewMaybeTwice},
 		{name: "422 that net/http sent twice: ambiguous", p: fresh, a: answer{status: 422, verdict: Conflict, keyConflict: true, resent: true}, move: moveQuery},
 	}
 	for _, tt := range tests {
@@ -118,6 +123,9 @@ func TestJudgeSubmit(t *testing.T) {
 			}
 			if tt.move == moveReview && (len(j.review) < len(tt.reviewPrefix) || j.review[:len(tt.reviewPrefix)] != tt.reviewPrefix) {
 				t.Errorf("judgeSubmit() review = %q; want it to start %q", j.review, tt.reviewPrefix)
+			}
+			if tt.move == moveSettle && j.review != tt.reviewPrefix {
+				t.Errorf("judgeSubmit() settled with review %q; want %q", j.review, tt.reviewPrefix)
 			}
 			if j.label == "" {
 				t.Errorf("judgeSubmit() has no log label")

@@ -87,6 +87,7 @@
 //	any answer marked replayed               the key's final answer  never resent (below)
 //	409 naming the resource the key created  the key's final answer  as a replayed 2xx (below)
 //	Idempotency-Status: ignored, maybe run   no de-duplication       unknown, ReviewKeyIgnored, never resent
+//	  ... on a 2xx that settles it           may have run twice      settled, flagged ReviewMaybeTwice
 //
 // A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
 // named Idempotency-Replayed, X-Idempotent-Replayed or
@@ -118,7 +119,10 @@
 // operation is settled by resending it with the same key (servers such as
 // Stripe replay the stored response). A result query that answers 404 is
 // not "never happened" (read replicas lag): the operation is resent with
-// its key, which the server de-duplicates, after a backoff wait. One that
+// its key, which the server de-duplicates, after a backoff wait; but not
+// once the server has said it holds the request (processing): a 404 then
+// may be a store that lost the key, to which a resend is a new request,
+// and the endpoint is only asked again. One that
 // answers 410 Gone says the server has forgotten the key, as does a 404
 // whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].
@@ -127,7 +131,14 @@
 // (Solidgate's endpoints without idempotency support): if the operation
 // may have executed and the answer does not settle it, a resend would be
 // a second request, so it is flagged [ReviewKeyIgnored] and never resent,
-// not even by [Client.Do].
+// not even by [Client.Do]. Once an endpoint's answer has said so (a 429
+// so marked is resent), a lost answer to a later submit to it, of this
+// operation or another, is judged the same way, and net/http is not let
+// send such a submit again on its own. The Client remembers such
+// endpoints (method and URL without its query) while the process lives.
+// A 2xx so marked that settles an operation an earlier copy of which
+// (idem's, or net/http's own resend) may have executed settles it and
+// flags it [ReviewMaybeTwice]: the server may have executed it twice.
 //
 // # Budgets and defaults
 //
@@ -138,7 +149,7 @@
 //	time per call                60 s                     WithMaxElapsed
 //	time per attempt             10 s                     WithAttemptTimeout
 //	Retry-After cap              60 s                     WithRetryAfterCap
-//	key window (from first send) 20 min                   WithKeyRetention, WithHostKeyRetention
+//	key window (from first send) 20 min (resent until 18) WithKeyRetention, WithHostKeyRetention
 //	retry budget (token bucket)  100 tokens, 0.1 refund   WithRetryBudget
 //	reconciler interval          30 s doubling to 1 h     WithReconcile
 //	reconciliation deadline      72 h from creation       WithReconcile
@@ -159,9 +170,10 @@
 //
 // Servers forget keys (Stripe after 24 h, the Fiber framework's middleware
 // after 30 min by default). Past the key window from the first send that
-// may have executed, idem never resends: it only queries, and if that is
-// inconclusive the operation stays unknown with [ReviewKeyExpired] for a
-// person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
+// may have executed, less [KeyWindowMargin] (the server counts the window
+// by its own clock, idem by a replica's), idem never resends: it only
+// queries, and if that is inconclusive the operation stays unknown with
+// [ReviewKeyExpired] for a person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
 // or the idem command). The default window, [DefaultKeyRetention] (20 min),
 // is shorter than common servers' defaults; name yours with
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as

@@ -45,7 +45,9 @@ type Hooks struct {
 	Settle func(ctx context.Context, res *Result)
 	// Review is called when an operation is flagged for review: automatic
 	// reconciliation gave up on it and a person must look (Result.Review
-	// says why). It fires once per flagging, not on every later visit.
+	// says why). It fires once per flagging, not on every later visit;
+	// after Settle, for an operation settled and flagged at once
+	// (ReviewMaybeTwice).
 	Review func(ctx context.Context, res *Result)
 	// Handoff is called when a Do or Submit call spent its budget (or the
 	// retry budget) and handed the operation to the reconciler: the call
@@ -140,6 +142,11 @@ func (c *Client) driveEnded(ctx context.Context, d *driver, wasReview string, se
 	switch {
 	case settled:
 		c.settled(ctx, res)
+		if res.Review == ReviewMaybeTwice && c.cfg.hooks.Review != nil {
+			// Settled and flagged in one commit: a person must look all
+			// the same.
+			c.cfg.hooks.Review(ctx, res.clone())
+		}
 	// A contradicting confirmation flags the operation in Confirm's (or
 	// lateAnswer's) own commit, which reports it: it is never the drive's.
 	case d.rec.Open() && d.rec.Review != "" && wasReview == "" && d.rec.Review != ReviewConfirmConflict:

@@ -1,13 +1,20 @@
 package idem_test
 
 import (
+	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
 )
 
 // Solidgate's endpoints differ in whether they de-duplicate by
@@ -56,4 +63,186 @@ func TestIgnoredKeyIsNeverResentAfterMaybeExecuted(t *testing.T) {
 		require.Equal(t, "pay_2", res.ResourceID)
 		v.requireKeys(t, "Idempotency-Key", "k", 2)
 	})
+}
+
+// Solidgate's endpoints that do not de-duplicate by the key say so in
+// their answers, "Idempotency-Status: ignored"
+// (https://api-docs.solidgate.com/api/v2/idempotent-requests). A 429 so
+// marked leaves the request to be resent; once that resend's answer is
+// lost it may have charged, and the server has already said it would
+// take another resend for a new payment. Not idem, nor net/http on its
+// own (it resends a request with an Idempotency-Key header when a reused
+// connection dies after writing it), nor Resume after a restart resends.
+func TestIgnoredKeyRefusalThenLostAnswerIsNeverResent(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		submits int
+		charges int
+		keys    []string
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		submits++
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		n := submits
+		if n > 1 {
+			charges++ // the key is ignored: every request that gets through charges
+		}
+		mu.Unlock()
+		w.Header().Set("Idempotency-Status", "ignored")
+		w.Header().Set("Content-Type", "application/json")
+		switch n {
+		case 1:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			_, _ = io.WriteString(w, `{"error":{"code":"0.01","message":"too many requests"}}`)
+		case 2:
+			// Charged, then the connection drops before the answer.
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+		default:
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"id":"pay_2","status":"settled"}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	clock := idemtest.NewClock(epoch)
+	c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clock))
+	require.NoError(t, err)
+	req := idem.Request{Key: "k", URL: srv.URL + "/api/v1/charge", Body: []byte(`{"amount":100}`)}
+	res, err := c.Submit(t.Context(), req)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, idem.ReviewKeyIgnored, res.Review)
+	require.Equal(t, 2, res.Attempts)
+	require.NoError(t, c.Close())
+
+	c, err = idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clock))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review)
+	mu.Lock()
+	require.Equal(t, []string{"k", "k"}, keys, "submits and their keys: net/http sent none again on its own")
+	require.Equal(t, 1, charges, "charges")
+	mu.Unlock()
+	rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateUnknown, rec.State)
+	require.Equal(t, idem.ReviewKeyIgnored, rec.Review)
+}
+
+// ignoringAPI is a payment endpoint of a server that does not
+// de-duplicate by the key, and says so in every answer it sends
+// (Solidgate's "Idempotency-Status: ignored", as above): every request
+// that reaches it charges.
+type ignoringAPI struct {
+	srv     *httptest.Server
+	mu      sync.Mutex
+	keys    []string // each request's Idempotency-Key
+	drop    int      // the request (1-based) whose answer is lost after it charged
+	charged int
+}
+
+func newIgnoringAPI(t testing.TB) *ignoringAPI {
+	t.Helper()
+	s := &ignoringAPI{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		s.mu.Lock()
+		s.keys = append(s.keys, r.Header.Get("Idempotency-Key"))
+		s.charged++
+		n, lost := s.charged, len(s.keys) == s.drop
+		s.mu.Unlock()
+		if lost {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		w.Header().Set("Idempotency-Status", "ignored")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, n)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// loseNext makes the next request charge and lose its answer.
+func (s *ignoringAPI) loseNext() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drop = len(s.keys) + 1
+}
+
+// requireSeen asserts the requests received, by key, and the charges.
+func (s *ignoringAPI) requireSeen(t testing.TB, keys ...string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, keys, s.keys, "requests by key")
+	require.Equal(t, len(keys), s.charged, "charges")
+}
+
+// On an endpoint that ignores the key, a copy of the request that may
+// have executed before the one that settles the operation may have
+// charged too: net/http's own resend on a fresh connection after a
+// reused one died once it was written, or idem's resend after an answer
+// that told nothing. The answer that settles it says the key is ignored:
+// the payment it names is real, and so may be another. Settled, and
+// flagged for a person.
+func TestIgnoredKeySettledAfterMaybeExecutedIsFlagged(t *testing.T) {
+	s := newIgnoringAPI(t)
+	var settled, flagged []string
+	c := clientFor(t, s.srv, idemtest.NewClock(epoch), idem.WithHooks(idem.Hooks{
+		Settle: func(_ context.Context, res *idem.Result) { settled = append(settled, res.Key) },
+		Review: func(_ context.Context, res *idem.Result) { flagged = append(flagged, res.Key) },
+	}))
+	// A request to another endpoint of the host leaves a connection to
+	// reuse, and says nothing about this one.
+	_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: s.srv.URL + "/api/v1/refund", Body: []byte(`{"amount":1}`)})
+	require.NoError(t, err)
+	s.loseNext()
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: s.srv.URL + "/api/v1/charge", Body: []byte(`{"amount":100}`)})
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, "pay_3", res.ResourceID)
+	s.requireSeen(t, "k0", "k", "k")
+	require.Equal(t, idem.ReviewMaybeTwice, res.Review)
+	list, err := c.List(t.Context(), idem.Filter{Review: true})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "k", list[0].Key)
+	require.Equal(t, []string{"k0", "k"}, settled, "Settle hook")
+	require.Equal(t, []string{"k"}, flagged, "Review hook")
+}
+
+// Whether an endpoint de-duplicates by the key is the endpoint's
+// (Solidgate: "Idempotency support varies by endpoint"). Once one payment's
+// answer said this one does not, another payment to it whose answer is
+// lost may have charged, though no answer of its own said anything: not
+// net/http on its reused connection, nor idem, nor Resume sends it again.
+func TestIgnoredKeyEndpointIsRemembered(t *testing.T) {
+	s := newIgnoringAPI(t)
+	c := clientFor(t, s.srv, idemtest.NewClock(epoch))
+	_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: s.srv.URL + "/api/v1/charge", Body: []byte(`{"amount":1}`)})
+	require.NoError(t, err)
+	s.loseNext()
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: s.srv.URL + "/api/v1/charge", Body: []byte(`{"amount":100}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, idem.ReviewKeyIgnored, res.Review)
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review)
+	s.requireSeen(t, "k0", "k")
 }

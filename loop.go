@@ -66,6 +66,12 @@ type driver struct {
 	reviewed bool
 	// handedOff: this call committed a hand-off to the reconciler.
 	handedOff bool
+	// keyIgnored: an answer to this call's submits, or to an earlier
+	// call's to the same endpoint (Client.ignoring), said the server does
+	// not de-duplicate by the key there (a 429 so marked is resent). An
+	// answer that says nothing (a lost one) is judged as if it said so
+	// too: the server would take a resend for a new request.
+	keyIgnored bool
 	// lease: the drive's claim on the operation (lease.go); every write
 	// carries it. leaseLost: another owner took it over.
 	lease     journal.Lease
@@ -201,6 +207,18 @@ func (d *driver) run() error {
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
+			if q.notFound && d.rec.State == StateProcessing {
+				// The server said it holds our request: "not found" now
+				// is a replica behind the one that said so, or a store
+				// that lost the key (an idempotency store restarted,
+				// Redis evicting keys). A resend tells nothing a later
+				// query will not, and to a server that lost the key it
+				// is a new request: ask again instead.
+				if wait, err = d.next(q.retryAfter); err != nil {
+					return err
+				}
+				continue
+			}
 			// Resend with the same key: the server de-duplicates it.
 			// A caller backs off first, even after a 404: the answer
 			// that sent us here was a failure, and a server answering
@@ -326,6 +344,7 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// forgotten) will not become ours.
 		return &blocked{ReviewKeyInUse, ErrKeyConflict}
 	}
+	window = resendWindow(window)
 	measured, running := d.c.life.run.measuredNow(now)
 	switch keyWindow(rec, p, now, window) {
 	case windowUntrusted:

@@ -47,9 +47,16 @@ const (
 	ReviewFinalAnswer = "server's stored answer for the key does not settle it"
 	// ReviewKeyIgnored: the server said it does not de-duplicate requests
 	// by the key there (Idempotency-Status: ignored) in an answer that
-	// leaves open whether the request executed: a resend would be a
-	// second request, so nothing resends it, not even Do.
+	// leaves open whether the request executed, or an answer was lost
+	// from an endpoint that said so earlier in the process: a resend would
+	// be a second request, so nothing resends it, not even Do.
 	ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
+	// ReviewMaybeTwice: an answer that settled the operation said the
+	// server does not de-duplicate by the key there, and an earlier copy
+	// of the request (idem's, or net/http's own resend) may have executed
+	// too. The settled outcome is kept; like ReviewConfirmConflict it
+	// flags a succeeded or failed operation, and only Resolve clears it.
+	ReviewMaybeTwice = "server ignores the idempotency key here, and an earlier copy of the request may have executed too: it may have executed twice"
 	// ReviewConfirmConflict: an external confirmation (Confirm) contradicts
 	// the recorded outcome, which was kept. Unlike the others it may flag
 	// a succeeded or failed operation, without changing its state (List

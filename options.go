@@ -29,7 +29,8 @@ const (
 	// resends a key a server may have forgotten. The shortest common
 	// default found is 30 min (the Idempotency middleware of the Fiber Go
 	// framework, Lifetime, counted from when it stores the response); 20
-	// min leaves room for the request's own time and clock drift. Name
+	// min, resent until 18 (KeyWindowMargin), leaves room for an unknown
+	// server's window being shorter still. Name
 	// the server's documented window with WithKeyRetention or
 	// WithHostKeyRetention (presets: KeyRetentionStripe, …) to resend
 	// for longer.
@@ -276,8 +277,9 @@ func WithRetryAfterCap(d time.Duration) Option {
 }
 
 // Key windows documented by providers, for WithKeyRetention and
-// WithHostKeyRetention. Each is the provider's published minimum; check
-// it against your contract.
+// WithHostKeyRetention. Each is the provider's published minimum, with
+// nothing to spare: KeyWindowMargin is what idem leaves. Check it against
+// your contract.
 const (
 	// KeyRetentionStripe: "keys are eligible to be removed from the system
 	// automatically after they're at least 24 hours old"
@@ -292,11 +294,23 @@ const (
 	KeyRetentionFiber = 30 * time.Minute
 )
 
+// KeyWindowMargin is how long before the end of a key window idem stops
+// resending (never more than a tenth of the window: 2 min of the default
+// 20, 3 of Fiber's 30). A window is a server's minimum, counted by the
+// server's clock from when it stored the key, and idem counts it by the
+// clock of whichever replica sends next, from the first send one of them
+// journaled: that clock may run minutes slow of the one that journaled
+// it, a slewing clock drifts, and a resend reaches the server some time
+// after it starts. Past the window less the margin idem only queries, as
+// past the window.
+const KeyWindowMargin = 5 * time.Minute
+
 // WithKeyRetention sets how long the server remembers a key, counted from
-// the first send that may have executed. Past it idem never resends, it
-// only queries, and flags what queries cannot settle for review. Give the
-// server's documented window (or a preset such as KeyRetentionStripe),
-// less any clock skew you fear. Default DefaultKeyRetention (20 min).
+// the first send that may have executed. Past it, and from KeyWindowMargin
+// before it, idem never resends, it only queries, and flags what queries
+// cannot settle for review. Give the server's documented window (or a
+// preset such as KeyRetentionStripe), less any clock skew you fear beyond
+// the margin. Default DefaultKeyRetention (20 min).
 func WithKeyRetention(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		if positive(c, "WithKeyRetention", d) {

@@ -51,8 +51,10 @@
 // must agree with the primary's to well within a lease (NTP). The
 // replicas' clocks need not agree for leases, but the key window is
 // judged in them (a first send one replica stamped, against another's
-// now): replicas still need clocks that agree to well within the margin
-// their WithKeyRetention leaves below the server's window.
+// now): replicas still need clocks that agree to well within
+// idem.KeyWindowMargin, the time before the window's end from which idem
+// stops resending (plus whatever margin their WithKeyRetention leaves
+// below the server's window).
 //
 // # Behind a connection pooler
 //
