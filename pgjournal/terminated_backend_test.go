@@ -14,6 +14,7 @@ import (
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/journal"
 	"github.com/idemkit/idem/journal/journaltest"
+	"github.com/idemkit/idem/pgjournal"
 )
 
 // A failover stops the old primary (Patroni and pg_ctl stop -m fast send
@@ -54,7 +55,8 @@ func terminate(t *testing.T, admin *pgx.Conn, pid int32) {
 // COMMIT was sent: the server's FATAL
 // 57P01 says the write was rolled back, so the Store reports a plain
 // error, not journal.ErrMaybeCommitted, and the client tells the Submit
-// nothing was journaled and sends nothing. Nothing was written.
+// nothing was journaled and sends nothing. Nothing was written. A round
+// of several writers so terminated is made again, each write once.
 func TestTerminatedBeforeCommit(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
@@ -110,6 +112,50 @@ func TestTerminatedBeforeCommit(t *testing.T) {
 		r, err := s.Get(ctx, "acct", "k")
 		require.NoError(t, err)
 		require.Empty(t, r.Review, "the write the server rolled back")
+	})
+
+	t.Run("round of several writes", func(t *testing.T) {
+		// Six writes in one transaction; the backend is terminated while
+		// its UPDATE of u1 waits for the row. The committer runs each
+		// again alone: made once each, none reported maybe committed.
+		mustCreate(t, s, "u1", "u2", "u3")
+		locker := lockRows(t, s, "acct", "u1")
+		g := holdRound(t, s)
+		errs := make(chan error, 6)
+		for _, k := range []string{"u1", "u2", "u3"} {
+			go func() {
+				_, err := s.Update(ctx, "acct", k, func(r *journal.Record) error {
+					r.Review += "x"
+					return nil
+				})
+				errs <- err
+			}()
+		}
+		for _, k := range []string{"c1", "c2", "c3"} {
+			go func() {
+				_, err := s.Create(ctx, journaltest.NewRecord("acct", k, time.Now()))
+				errs <- err
+			}()
+		}
+		g.queued(6)
+		close(g.open)
+		require.NoError(t, <-g.done, "gate's Update()")
+		before := pgjournal.CommitterRounds(s)
+		terminate(t, admin, backendWaiting(t, admin, s.Schema(), "Lock"))
+		locker.release()
+		for range 6 {
+			require.NoError(t, <-errs, "a write of the round the server rolled back, made again")
+		}
+		require.Greater(t, pgjournal.CommitterRounds(s)-before, int64(1), "the writes made again, each alone")
+		for _, k := range []string{"u1", "u2", "u3"} {
+			r, err := s.Get(ctx, "acct", k)
+			require.NoError(t, err)
+			require.Equal(t, "x", r.Review, "%s changed once", k)
+		}
+		for _, k := range []string{"c1", "c2", "c3"} {
+			_, err := s.Get(ctx, "acct", k)
+			require.NoError(t, err, "%s created", k)
+		}
 	})
 
 	t.Run("Submit", func(t *testing.T) {
