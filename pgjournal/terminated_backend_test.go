@@ -3,6 +3,7 @@ package pgjournal_test
 import (
 	"context"
 	"errors"
+	"os"
 	"testing"
 	"time"
 
@@ -280,4 +281,54 @@ func probeWaits(t *testing.T, admin *pgx.Conn) bool {
 			return true
 		}
 	}
+}
+
+// TestCrashOfAnotherBackendInCommit: another backend of the server dies
+// (killed by the kernel's OOM killer, say) while the journal's COMMIT
+// waits for a synchronous standby, committed locally: the postmaster ends
+// every backend at once, each sending only a WARNING (57P02
+// crash_shutdown, PostgreSQL's quickdie in src/backend/tcop/postgres.c),
+// and recovers from the WAL. The Submit is told the outcome is unknown
+// and sends nothing; once the server is back, the operation is there, and
+// the same Submit again settles it with one order.
+func TestCrashOfAnotherBackendInCommit(t *testing.T) {
+	ctx := context.Background()
+	store, srv, c, admin := startSyncRepRig(t, "")
+	victim, err := pgx.Connect(ctx, admin.Config().ConnString())
+	require.NoError(t, err)
+	defer victim.Close(ctx)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Submit(ctx, order(srv, "sent"))
+		done <- err
+	}()
+	backendWaiting(t, admin, "COMMIT", "SyncRep")
+	proc, err := os.FindProcess(int(victim.PgConn().PID()))
+	require.NoError(t, err)
+	require.NoError(t, proc.Kill(), "SIGKILL to another backend")
+	err = <-done
+	t.Logf("Submit(): %v", err)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() whose journal write was committed locally when the server crashed")
+	require.Empty(t, requestsFor(srv, "sent"), "requests of an operation whose journal write is unconfirmed")
+
+	// Back from recovery; commits no longer wait for the standby.
+	var again *pgx.Conn
+	require.Eventually(t, func() bool {
+		again, err = pgx.Connect(ctx, admin.Config().ConnString())
+		return err == nil
+	}, 60*time.Second, 20*time.Millisecond, "the server back from crash recovery: %v", err)
+	defer again.Close(ctx)
+	syncStandby(t, again, "")
+	var rec *journal.Record
+	require.Eventually(t, func() bool {
+		rec, err = store.Get(ctx, idem.DefaultScope, "sent")
+		return err == nil
+	}, 30*time.Second, 20*time.Millisecond, "the operation read back after recovery: %v", err)
+	require.Equal(t, journal.StatePending, rec.State)
+
+	res, err := c.Submit(ctx, order(srv, "sent"))
+	require.NoError(t, err, "the same Submit again")
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, 1, srv.Effects("", "sent"), "orders for the operation")
 }
