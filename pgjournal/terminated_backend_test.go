@@ -53,11 +53,11 @@ func terminate(t *testing.T, admin *pgx.Conn, pid int32) {
 // TestTerminatedBeforeCommit: the journal's backend terminated while its
 // write waits for a lock (a migration's ALTER TABLE holds the table, or
 // another transaction the row, as the primary is stopped), before the
-// COMMIT was sent: the server's FATAL
-// 57P01 says the write was rolled back, so the Store reports a plain
-// error, not journal.ErrMaybeCommitted, and the client tells the Submit
-// nothing was journaled and sends nothing. Nothing was written. A round
-// of several writers so terminated is made again, each write once.
+// COMMIT was sent: the server's FATAL 57P01 says the write was rolled
+// back, so the Store reports a plain error, not journal.ErrMaybeCommitted,
+// and the client tells the Submit nothing was journaled and sends
+// nothing. Nothing was written. A round of several writers so terminated
+// is made again, each write once.
 func TestTerminatedBeforeCommit(t *testing.T) {
 	ctx := context.Background()
 	s := openStore(t)
