@@ -26,33 +26,9 @@ import (
 // before the commit.
 func TestSyncStandbyStatementTimeout(t *testing.T) {
 	ctx := context.Background()
-	pg := startPrivateServer(t)
-	const bound = 3 * time.Second
-	store, err := pgjournal.Open(ctx, pg.DSN+"&statement_timeout=300", pgjournal.WithCallTimeout(bound))
-	require.NoError(t, err)
-	defer store.Close()
-	require.NoError(t, store.Migrate(ctx))
-	mustCreate(t, store, "k")
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	defer srv.Close()
-	c := newClient(t, store, srv)
+	store, srv, c, _ := startSyncRepRig(t, "&statement_timeout=300")
 
-	// A synchronous standby that never confirms (none is connected).
-	admin, err := pgx.Connect(ctx, pg.DSN)
-	require.NoError(t, err)
-	defer admin.Close(ctx)
-	_, err = admin.Exec(ctx, `ALTER SYSTEM SET synchronous_standby_names = 'ghost'`)
-	require.NoError(t, err)
-	_, err = admin.Exec(ctx, `SELECT pg_reload_conf()`)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var names string
-		err := admin.QueryRow(ctx, `SHOW synchronous_standby_names`).Scan(&names)
-		return err == nil && names == "ghost"
-	}, 10*time.Second, 10*time.Millisecond, "synchronous_standby_names set")
-
-	_, err = store.Update(ctx, "acct", "k", func(r *journal.Record) error {
+	_, err := store.Update(ctx, "acct", "k", func(r *journal.Record) error {
 		r.Review = "unconfirmed"
 		return nil
 	})
@@ -63,4 +39,29 @@ func TestSyncStandbyStatementTimeout(t *testing.T) {
 	t.Logf("Submit(): %v", err)
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() whose journal write no standby confirmed")
 	require.Empty(t, requestsFor(srv, "sent"), "requests of an operation whose journal write no standby confirmed")
+}
+
+// startSyncRepRig starts a private server whose commits wait for a
+// synchronous standby that never confirms (none is connected), and opens
+// on it a migrated Store (its DSN with params added, its calls bounded to
+// 3 s) holding the record "k" of scope "acct", a fake API server and a
+// client of both, and an admin connection; cleanup closes them.
+func startSyncRepRig(t *testing.T, params string) (*pgjournal.Store, *idemtest.Server, *idem.Client, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	pg := startPrivateServer(t)
+	store, err := pgjournal.Open(ctx, pg.DSN+params, pgjournal.WithCallTimeout(3*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	require.NoError(t, store.Migrate(ctx))
+	mustCreate(t, store, "k")
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	c := newClient(t, store, srv)
+	admin, err := pgx.Connect(ctx, pg.DSN)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	syncStandby(t, admin, "ghost")
+	return store, srv, c, admin
 }
