@@ -754,7 +754,7 @@ func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner str
 	}
 	// A record is inserted with token 1 or not at all: the lease is known
 	// even when the commit is not (see idem.CreateClaimer).
-	l := journal.Lease{Scope: rec.Scope, Key: rec.Key, Owner: owner, Token: 1, Expires: fromNS(ns(expires))}
+	l := journal.Lease{Scope: rec.Scope, Key: rec.Key, Owner: owner, Token: 1, Expires: leaseEnd(expires)}
 	switch {
 	case errors.Is(err, journal.ErrMaybeCommitted):
 		return nil, l, err
@@ -941,7 +941,7 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 		if err != nil {
 			return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 		}
-		return r, journal.Lease{Scope: scope, Key: key, Owner: owner, Token: uint64(token), Expires: fromNS(ns(expires))}, nil
+		return r, journal.Lease{Scope: scope, Key: key, Owner: owner, Token: uint64(token), Expires: leaseEnd(expires)}, nil
 	}
 	// Not claimed: missing, terminal or leased. Say which.
 	var open bool
@@ -965,6 +965,21 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 	}
 	held := journal.Lease{Scope: scope, Key: key, Owner: holder, Token: uint64(token), Expires: now.Add(time.Duration(left)).UTC()}
 	return r, held, errorf("%s %q: %s holds it: %w", op, key, holder, journal.ErrLeased)
+}
+
+// leaseEnd is the expiry a lease this Store returns carries: the caller's
+// own, with its monotonic clock reading, so that Renew measures the
+// extension (expires − l.Expires) in the holder's monotonic clock. Read
+// in its wall clock, a step forward between a claim and its renewal (NTP
+// correcting a clock hours slow) lengthened the database's lease by the
+// step: had the holder died then, no replica would have taken the
+// operation over for hours, perhaps past the server's key window. Only
+// an expiry the database cannot hold (ns clamps it) is the one it holds.
+func leaseEnd(expires time.Time) time.Time {
+	if held := fromNS(ns(expires)); !held.Equal(expires) {
+		return held
+	}
+	return expires // not UTC(): that drops the monotonic reading
 }
 
 // checkNow refuses a zero now, from which a lease's length cannot be
@@ -1030,7 +1045,7 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 						return err
 					}
 					got = append(got, row{journal.Claimed{Record: r, Lease: journal.Lease{
-						Scope: r.Scope, Key: r.Key, Owner: owner, Token: uint64(token), Expires: fromNS(ns(expires)),
+						Scope: r.Scope, Key: r.Key, Owner: owner, Token: uint64(token), Expires: leaseEnd(expires),
 					}}, due})
 					return nil
 				})
@@ -1081,7 +1096,7 @@ func (s *Store) Renew(ctx context.Context, l journal.Lease, expires time.Time) (
 	if tag.RowsAffected() == 0 {
 		return journal.Lease{}, errorf("renew %q: %w", l.Key, journal.ErrLeaseLost)
 	}
-	l.Expires = fromNS(ns(expires))
+	l.Expires = leaseEnd(expires)
 	return l, nil
 }
 
