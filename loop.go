@@ -73,23 +73,26 @@ type driver struct {
 	// journalStalled: a journal call of this drive gave up waiting for
 	// the Store's database (storeStalled); the drive makes no more.
 	journalStalled bool
+	// brief: a Resume visit to a host whose operations stay processing
+	// (ref.brief); one still processing is handed off, not waited for.
+	brief bool
 }
 
 // drive runs the loop and converts its end into what Do returns.
 func (c *Client) drive(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, error) {
-	res, _, _, err := c.driveSettling(ctx, rec, l, mode, preRecorded)
+	res, _, _, err := c.driveSettling(ctx, rec, l, mode, preRecorded, false)
 	return res, err
 }
 
 // driveSettling is drive that also reports whether this drive settled the
 // operation: not when someone else (Resolve, Confirm) settled it under
-// the drive, who told the hooks.
-func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, bool, hostNews, error) {
+// the drive, who told the hooks. brief is driver.brief.
+func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded, brief bool) (*Result, bool, hostNews, error) {
 	now := c.cfg.clock.Now()
 	before := attemptCount(rec)
 	d := &driver{
 		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
-		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded, lease: l,
+		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded, lease: l, brief: brief,
 	}
 	wasOpen, wasReview := rec.Open(), rec.Review
 	hctx, end := c.callStarted(ctx, rec, mode)
@@ -395,6 +398,13 @@ func (d *driver) sleep(wait time.Duration) error {
 		// goes to the reconciler as it would have after the wait: on
 		// the reconciler's own, longer schedule, which the retry budget
 		// does not throttle, and not before the wait ends.
+		return d.handoff(ErrBudgetSpent, maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
+	}
+	if d.brief && d.rec.State == StateProcessing {
+		// Accepted and still at work, on a host whose work takes longer
+		// than a visit (a bank debit processes for days): nobody waits for
+		// it, and start-up waits for Resume. Run asks again on its own
+		// schedule, as it does after each of its visits.
 		return d.handoff(ErrBudgetSpent, maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
 	}
 	if d.mode == reconciling || !now.Add(wait).Before(d.deadline) {
