@@ -204,13 +204,20 @@ func (d *driver) run() error {
 			// 500 to every submit must not get one resend per round
 			// trip. Resume and the reconciler resend at once after a 404
 			// (their visits are spaced, and a restart must settle a
-			// backlog fast) and reschedule when the endpoint itself
-			// fails. Only a visit's first submit goes at once: once this
-			// visit's own submit has failed, the wait (which the
-			// reconciler never takes) reschedules the operation rather
-			// than send maxAttempts requests back to back.
+			// backlog fast), or after any answer of the endpoint's server
+			// that tells nothing (answered): every visit of the
+			// reconciler queries first, so one that rescheduled on a
+			// result endpoint refusing its credentials (401, 403) or
+			// failing (500) never resent, and every such operation was
+			// left to a person once its key window passed, though the
+			// submit endpoint would have replayed its result. They
+			// reschedule when the endpoint gets no answer (its server
+			// may be down). Only a visit's first submit goes at once:
+			// once this visit's own submit has failed, the wait (which
+			// the reconciler never takes) reschedules the operation
+			// rather than send maxAttempts requests back to back.
 			needQuery = false
-			if !q.notFound || d.mode == foreground || d.submits > 0 {
+			if !(q.notFound || d.answered()) || d.mode == foreground || d.submits > 0 {
 				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
 				}
@@ -255,6 +262,14 @@ func (d *driver) run() error {
 			return err
 		}
 	}
+}
+
+// answered reports whether rec's last exchange (the query just made) got
+// an answer from its server: not none, nor a gateway's or an unavailable
+// server's (silentStatus).
+func (d *driver) answered() bool {
+	n := len(d.rec.Attempts)
+	return n > 0 && d.rec.Attempts[n-1].Done && !silentStatus(d.rec.Attempts[n-1].Status)
 }
 
 // journaledRest is when the wait the server asked for in rec's last
