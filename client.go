@@ -503,7 +503,9 @@ func keyHeldByOther(scope, key string, state State, attempts int) error {
 // context ended, or it failed before driving) drives the operation itself.
 // So does a caller who waits (mode foreground or resuming) joined to the
 // reconciler, which never waits and hands off what does not settle at once:
-// the caller's own budget is untouched.
+// the caller's own budget is untouched; and a caller (mode foreground)
+// joined to a Resume visit that left the operation processing, which
+// Resume may hand off without waiting (driver.brief).
 func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.Record, mode driveMode, fn func() (*Result, error)) (*Result, error) {
 	const maxJoins = 3 // then take what the last leader left
 	for joins := 0; ; joins++ {
@@ -534,7 +536,8 @@ func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.
 		// when Shutdown drains Resume and Run) is neither Canceled nor
 		// DeadlineExceeded, and the joiner must not inherit it.
 		open := res == nil || !res.State.Terminal()
-		leaderGaveUp := res == nil || (open && (cl.stopped || (mode != reconciling && cl.mode == reconciling)))
+		leaderGaveUp := res == nil || (open && (cl.stopped || (mode != reconciling && cl.mode == reconciling) ||
+			(mode == foreground && cl.mode == resuming && res.State == StateProcessing)))
 		if !leaderGaveUp || joins == maxJoins {
 			return res, err
 		}

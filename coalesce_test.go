@@ -262,14 +262,7 @@ func TestForegroundJoinerOfReconcilerKeepsItsBudget(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- e.client.Run(rctx) }()
 	waitEntered(t, g) // the reconciler is sending "k"
-	op, err := e.client.Lookup(e.ctx, idem.DefaultScope, "k")
-	require.NoError(t, err)
-	done := make(chan callResult, 1)
-	go func() {
-		res, err := e.client.Do(e.ctx, op)
-		done <- callResult{res, err}
-	}()
-	waitJoined(t, 1)
+	done := doJoined(t, e, "k")
 	close(g.release)
 	got := within(t, done, "Do")
 	stop()
@@ -277,6 +270,21 @@ func TestForegroundJoinerOfReconcilerKeepsItsBudget(t *testing.T) {
 	require.NoError(t, got.err, "Do returned the reconciler's hand-off")
 	require.Equal(t, idem.StateSucceeded, got.res.State)
 	require.Equal(t, 1, e.srv.Effects(scope, "k"))
+}
+
+// doJoined starts Do for key, which a call in flight drives, and returns
+// once Do has joined that call; Do's result arrives on the channel.
+func doJoined(t *testing.T, e *env, key string) <-chan callResult {
+	t.Helper()
+	op, err := e.client.Lookup(e.ctx, idem.DefaultScope, key)
+	require.NoError(t, err)
+	done := make(chan callResult, 1)
+	go func() {
+		res, err := e.client.Do(e.ctx, op)
+		done <- callResult{res, err}
+	}()
+	waitJoined(t, 1)
+	return done
 }
 
 // Concurrency: Resume and Do for the same operations at once never put two

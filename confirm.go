@@ -237,13 +237,13 @@ func setReview(r *journal.Record, reason string) {
 	}
 }
 
-// answered gives res the status and body of the server's answer that
+// agreedAnswer gives res the status and body of the server's answer that
 // agreed with the confirmation or resolution that settled the operation
 // under this call (lateAnswer), when the record has none: a webhook that
 // settles a Stripe PaymentIntent while its create is on the wire must not
 // cost the caller the answer's client_secret. The record keeps the
 // settlement as it was made; only this call's Result carries the body.
-func (d *driver) answered(res *Result) {
+func (d *driver) agreedAnswer(res *Result) {
 	ex := d.agreed
 	if ex == nil || res == nil || len(res.Body) > 0 || res.StatusCode != 0 || res.State != d.rec.State {
 		return

@@ -84,23 +84,26 @@ type driver struct {
 	// request was on the wire (lateAnswer). Only its resource id and state
 	// are journaled, so the call's Result takes the rest from here.
 	agreed *exchange
+	// brief: a Resume visit to a host whose operations stay processing
+	// (ref.brief); one still processing is handed off, not waited for.
+	brief bool
 }
 
 // drive runs the loop and converts its end into what Do returns.
 func (c *Client) drive(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, error) {
-	res, _, _, err := c.driveSettling(ctx, rec, l, mode, preRecorded)
+	res, _, _, err := c.driveSettling(ctx, rec, l, mode, preRecorded, false)
 	return res, err
 }
 
 // driveSettling is drive that also reports whether this drive settled the
 // operation: not when someone else (Resolve, Confirm) settled it under
-// the drive, who told the hooks.
-func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded bool) (*Result, bool, hostNews, error) {
+// the drive, who told the hooks. brief is driver.brief.
+func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded, brief bool) (*Result, bool, hostNews, error) {
 	now := c.cfg.clock.Now()
 	before := attemptCount(rec)
 	d := &driver{
 		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
-		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded, lease: l,
+		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded, lease: l, brief: brief,
 	}
 	wasOpen, wasReview := rec.Open(), rec.Review
 	hctx, end := c.callStarted(ctx, rec, mode)
@@ -112,7 +115,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 		cause = nil // whoever settled it (Resolve) told the hooks
 	}
 	res, err := c.finish(d.rec, cause)
-	d.answered(res)
+	d.agreedAnswer(res)
 	settled := wasOpen && !d.rec.Open() && !elsewhere
 	if wasOpen && !elsewhere {
 		c.driveEnded(hctx, d, wasReview, settled, res)
@@ -225,13 +228,20 @@ func (d *driver) run() error {
 			// 500 to every submit must not get one resend per round
 			// trip. Resume and the reconciler resend at once after a 404
 			// (their visits are spaced, and a restart must settle a
-			// backlog fast) and reschedule when the endpoint itself
-			// fails. Only a visit's first submit goes at once: once this
-			// visit's own submit has failed, the wait (which the
-			// reconciler never takes) reschedules the operation rather
-			// than send maxAttempts requests back to back.
+			// backlog fast), or after any answer of the endpoint's server
+			// that tells nothing (answered): every visit of the
+			// reconciler queries first, so one that rescheduled on a
+			// result endpoint refusing its credentials (401, 403) or
+			// failing (500) never resent, and every such operation was
+			// left to a person once its key window passed, though the
+			// submit endpoint would have replayed its result. They
+			// reschedule when the endpoint gets no answer (its server
+			// may be down). Only a visit's first submit goes at once:
+			// once this visit's own submit has failed, the wait (which
+			// the reconciler never takes) reschedules the operation
+			// rather than send maxAttempts requests back to back.
 			needQuery = false
-			if !q.notFound || d.mode == foreground || d.submits > 0 {
+			if !(q.notFound || d.answered()) || d.mode == foreground || d.submits > 0 {
 				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
 				}
@@ -276,6 +286,14 @@ func (d *driver) run() error {
 			return err
 		}
 	}
+}
+
+// answered reports whether rec's last exchange (the query just made) got
+// an answer from its server: not none, nor a gateway's or an unavailable
+// server's (silentStatus).
+func (d *driver) answered() bool {
+	n := len(d.rec.Attempts)
+	return n > 0 && d.rec.Attempts[n-1].Done && !silentStatus(d.rec.Attempts[n-1].Status)
 }
 
 // journaledRest is when the wait the server asked for in rec's last
@@ -420,6 +438,13 @@ func (d *driver) sleep(wait time.Duration) error {
 		// goes to the reconciler as it would have after the wait: on
 		// the reconciler's own, longer schedule, which the retry budget
 		// does not throttle, and not before the wait ends.
+		return d.handoff(ErrBudgetSpent, maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
+	}
+	if d.brief && d.rec.State == StateProcessing {
+		// Accepted and still at work, on a host whose work takes longer
+		// than a visit (a bank debit processes for days): nobody waits for
+		// it, and start-up waits for Resume. Run asks again on its own
+		// schedule, as it does after each of its visits.
 		return d.handoff(ErrBudgetSpent, maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
 	}
 	if d.mode == reconciling || !now.Add(wait).Before(d.deadline) {

@@ -59,9 +59,12 @@ func (s *Summary) add(res *Result) (stalled bool) {
 // same key only inside its key window. A server's wait the last process
 // read (429 or 503 with a Retry-After) still holds: Resume waits out one
 // that ends within the visit's budget (WithMaxElapsed) and leaves a longer
-// one to Run, due when it ends. Its cost grows with the number of open
-// operations, not with the journal's size. Each settlement is also
-// reported to the WithSettleFunc callback.
+// one to Run, due when it ends. Once many visits in a row to one host
+// (as many as mark it unreachable, below) have waited for operations its
+// server still processes after the wait (a bank debit may take days),
+// Resume asks about that host's others once and leaves them to Run. Its
+// cost grows with the number of open operations, not with the journal's
+// size. Each settlement is also reported to the WithSettleFunc callback.
 //
 // Resume does not wait out an outage: once many visits in a row (twice
 // WithResumeConcurrency, at least 8) to one host have ended unknown or
@@ -96,11 +99,29 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	// stops Resume as soon as one host down does.
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
 	fruitless, fruitlessHosts := 0, map[string]bool{}
-	skip := func(r ref) bool { return stalls.isDown(r.host) }
+	// Per host, the visits in a row that waited for an operation the
+	// server kept processing. A server whose work takes days (bank
+	// debits) answers "processing" to every visit: each waited its
+	// budget's attempts for nothing, and a backlog of them held start-up
+	// for hours, on every restart. Past as many as mark a host down,
+	// Resume asks once and leaves such operations to Run.
+	processing := map[string]int{}
+	skip := func(r *ref) bool {
+		r.brief = processing[r.host] >= stalls.giveUp
+		return stalls.isDown(r.host)
+	}
 	c.visitAll(ctx, refs, resuming, skip, func(r ref, res *Result, _ hostNews, err error) bool {
 		visited++
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
+		}
+		if res != nil && res.State == StateProcessing && res.Review == "" {
+			if processing[r.host]++; processing[r.host] == stalls.giveUp {
+				c.log.LogAttrs(ctx, slog.LevelInfo, "idem: resume: a host keeps its operations processing; the reconciler (Run) follows them up",
+					slog.String("host", r.host), slog.Int("processing_in_a_row", stalls.giveUp))
+			}
+		} else if !r.brief {
+			delete(processing, r.host)
 		}
 		stalled := sum.add(res)
 		if stalls.visited(r.host, stalled, c.cfg.clock.Now()) == hostFoundDown {
@@ -140,14 +161,19 @@ type ref struct {
 	scope, key string
 	lease      journal.Lease
 	host       string // where it is sent (hostOf): Resume and Run judge stalls per host
+	// brief: Resume's earlier visits to host, many in a row, left their
+	// operations processing after waiting for them: this one is not
+	// waited for (driver.brief).
+	brief bool
 }
 
 // visitAll drives refs, at most WithResumeConcurrency at a time, and hands
 // each outcome to done, one call at a time; once done returns false, no
 // further visit starts. It starts none for a ref that skip (if not nil)
-// names, asked after every earlier outcome that reached done before it. It
-// stops starting new visits when ctx ends.
-func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip func(ref) bool, done func(ref, *Result, hostNews, error) bool) {
+// names, asked after every earlier outcome that reached done before it;
+// skip may also set the ref's brief. It stops starting new visits when
+// ctx ends.
+func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
 	var mu sync.Mutex
 	halted := false
 	stop := func() bool {
@@ -167,7 +193,7 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip 
 				}
 				if skip != nil {
 					mu.Lock()
-					skipped := skip(r)
+					skipped := skip(&r)
 					mu.Unlock()
 					if skipped {
 						continue
@@ -224,7 +250,7 @@ func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, hos
 		case err != nil:
 			return nil, c.lookupErr(scope, key, err)
 		}
-		res, settled, drove, err := c.driveSettling(ctx, rec, l, mode, false)
+		res, settled, drove, err := c.driveSettling(ctx, rec, l, mode, false, r.brief)
 		settledHere, news = settled, drove
 		return res, err
 	})
@@ -484,7 +510,8 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	// visited all the same: its visit flags it for review, with no request.
 	probed := map[string]bool{}
 	var postponed []ref
-	skip := func(r ref) bool {
+	skip := func(p *ref) bool {
+		r := *p
 		if overdue[r] {
 			return false
 		}

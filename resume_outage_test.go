@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -65,19 +66,8 @@ func TestResumeLeavesBacklogToReconcilerDuringOutage(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	network := &outage{base: srv.Client().Transport}
-	path := filepath.Join(t.TempDir(), "idem.journal")
-	open := func() (*journal.Store, *idem.Client) {
-		store, err := journal.Open(path)
-		require.NoError(t, err)
-		c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
-			idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
-		require.NoError(t, err)
-		return store, c
-	}
-	closeAll := func(store *journal.Store, c *idem.Client) {
-		require.NoError(t, c.Close())
-		require.NoError(t, store.Close())
-	}
+	open, closeAll := restarts(t, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
+		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
 
 	// The outage begins as answers get lost: each order executes, its
 	// caller hears nothing.
@@ -110,14 +100,42 @@ func TestResumeLeavesBacklogToReconcilerDuringOutage(t *testing.T) {
 
 	// The server is back: the next start-up settles all of them.
 	network.mode.Store(netUp)
-	store, c = open()
+	resumeSettlesAll(t, open, closeAll, srv, keys)
+}
+
+// resumeSettlesAll starts a process (open) whose Resume must settle every
+// one of keys as succeeded, each executed once by srv (which scopes keys
+// by Authorization: none here), and ends it.
+func resumeSettlesAll(t *testing.T, open func(...idem.Option) (*journal.Store, *idem.Client), closeAll func(*journal.Store, *idem.Client), srv *idemtest.Server, keys []string) {
+	t.Helper()
+	store, c := open()
 	defer closeAll(store, c)
-	sum, err = c.Resume(t.Context())
+	sum, err := c.Resume(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, idem.Summary{Visited: n, Succeeded: n}, sum)
+	require.Equal(t, idem.Summary{Visited: len(keys), Succeeded: len(keys)}, sum)
 	for _, k := range keys {
-		require.Equal(t, 1, srv.Effects("", k), "side effects of %s (the server scopes keys by Authorization: none here)", k)
+		require.Equal(t, 1, srv.Effects("", k), "side effects of %s", k)
 	}
+}
+
+// restarts gives a test one journal file that each open makes a new
+// process of: its own journal.Store and Client, with opts and then
+// extra; closeAll ends that process.
+func restarts(t *testing.T, opts ...idem.Option) (open func(extra ...idem.Option) (*journal.Store, *idem.Client), closeAll func(*journal.Store, *idem.Client)) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	open = func(extra ...idem.Option) (*journal.Store, *idem.Client) {
+		store, err := journal.Open(path)
+		require.NoError(t, err)
+		c, err := idem.New(store, append(slices.Clip(opts), extra...)...)
+		require.NoError(t, err)
+		return store, c
+	}
+	closeAll = func(store *journal.Store, c *idem.Client) {
+		require.NoError(t, c.Close())
+		require.NoError(t, store.Close())
+	}
+	return open, closeAll
 }
 
 // downAndUp starts two fake servers on clock: one to be taken down, one
