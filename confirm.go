@@ -68,7 +68,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 // matches none of ErrConfirmConflict), whose State says the outcome: a
 // confirmed failure is not an error of Confirm's. A key the journal does
 // not know gives an error matching ErrNotFound and journal.ErrNotFound,
-// and nothing is created; bad input gives ErrInvalidRequest.
+// and nothing is created; bad input gives ErrInvalidRequest. A commit
+// whose answer was lost (journal.ErrMaybeCommitted) is read back: if it
+// took effect, Confirm returns as if it had answered, hooks called.
+// Otherwise the error says it may have: deliver the event again.
 func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmation) (*Result, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
@@ -88,6 +91,9 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		prior, _ = c.store.Get(ctx, scope, key)
 	}
 	rec, err := c.store.Confirm(ctx, scope, key, conf)
+	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
+		rec, err = c.confirmedAfterAll(ctx, scope, key, &conf, err)
+	}
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		return nil, fmt.Errorf("%w: Confirm: scope %q, key %q: nothing recorded, nothing created (does the event carry the key the request was sent with, in its metadata?): %w",
@@ -124,6 +130,34 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		c.cfg.onSettle(res.clone())
 	}
 	return res, nil
+}
+
+// confirmedAfterAll reads the operation again after a Confirm whose
+// commit may have taken effect (err: journal.ErrMaybeCommitted, as when
+// the connection to PostgreSQL broke after the COMMIT was sent). If it
+// did, the record holds conf as this call made it (its At is this call's
+// clock reading), and Confirm goes on as if the commit had answered: the
+// provider's redelivery of the event finds it recorded and changes
+// nothing, so this call is the only one that can tell the settle hook and
+// the settle func. Otherwise, or if the record cannot be read, err. (Not
+// after a write WithCallTimeout-style bound ended: the database that did
+// not answer it would hold the read as long.)
+func (c *Client) confirmedAfterAll(ctx context.Context, scope, key string, conf *Confirmation, err error) (*journal.Record, error) {
+	cur, gerr := c.store.Get(ctx, scope, key)
+	if gerr != nil {
+		return nil, err
+	}
+	for i := range cur.Confirmations {
+		r := &cur.Confirmations[i]
+		if r.Source != conf.Source || r.EventID != conf.EventID || !r.At.Equal(conf.At) {
+			continue
+		}
+		if r.Effect == journal.ConfirmConflicted {
+			return cur, journal.ErrConfirmConflict
+		}
+		return cur, nil
+	}
+	return nil, err
 }
 
 // wasFlagged returns the review reason of the operation before conf's

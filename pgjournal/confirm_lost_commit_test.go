@@ -1,0 +1,99 @@
+package pgjournal_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// settleCalls counts, per key, the settle hook's and the settle func's
+// calls: how the application learns of an outcome nobody waited for.
+type settleCalls struct {
+	mu       sync.Mutex
+	hook, fn map[string]int
+}
+
+func newSettleCalls() *settleCalls {
+	return &settleCalls{hook: map[string]int{}, fn: map[string]int{}}
+}
+
+func (s *settleCalls) options() []idem.Option {
+	return []idem.Option{
+		idem.WithHooks(idem.Hooks{Settle: func(_ context.Context, r *idem.Result) { s.add(s.hook, r.Key) }}),
+		idem.WithSettleFunc(func(r *idem.Result) { s.add(s.fn, r.Key) }),
+	}
+}
+
+func (s *settleCalls) add(m map[string]int, key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m[key]++
+}
+
+func (s *settleCalls) counts(key string) (hook, fn int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hook[key], s.fn[key]
+}
+
+// TestConfirmCommitAnswerLost: a webhook's Confirm whose COMMIT reached
+// PostgreSQL but whose answer was lost (the connection, or a pooler's to
+// the server, broke: journal.ErrMaybeCommitted). The handler answers the
+// provider with an error and the provider delivers the event again (Stripe
+// retries for up to three days, Adyen until it gets "[accepted]"). Whatever
+// the cut, the application learns of the settlement exactly once (the
+// settle hook and the settle func), and nothing more is sent. It learned
+// nothing when the first delivery committed: the redelivery found the
+// event recorded and changed nothing, so nobody was ever told the order
+// was paid.
+func TestConfirmCommitAnswerLost(t *testing.T) {
+	for _, at := range []cut{afterCommit, beforeCommit} {
+		t.Run(cutNames[at], func(t *testing.T) {
+			ctx := context.Background()
+			s, cutter := openCutStore(t)
+			clock := idemtest.NewClock(time.Now().UTC())
+			srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+			require.NoError(t, err)
+			t.Cleanup(srv.Close)
+			calls := newSettleCalls()
+			c := newClient(t, s, srv, append(calls.options(), idem.WithClock(clock))...)
+
+			// A payment still processing when the call's budget ran out:
+			// open, its outcome left to the provider's event.
+			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
+			_, err = c.Submit(ctx, order(srv, "k"))
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() of a slow payment")
+			sent := len(requestsFor(srv, "k"))
+
+			event := idem.Confirmation{State: idem.StateSucceeded, ResourceID: "ord_000001", Source: "provider-webhook", EventID: "evt_cut", Reason: "order.succeeded"}
+			cutter.arm("evt_cut", at)
+			res, err := c.Confirm(ctx, "", "k", event)
+			committed := cutter.wait(t)
+			require.Equal(t, at == afterCommit, committed, "committed")
+			if err != nil {
+				// The handler answers 5xx; the provider delivers the
+				// event again.
+				res, err = c.Confirm(ctx, "", "k", event)
+			}
+			require.NoError(t, err, "Confirm() (delivered again after an error)")
+			require.Equal(t, idem.StateSucceeded, res.State)
+
+			op, err := c.Lookup(ctx, "", "k")
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, op.State, "journaled state")
+			require.Len(t, op.Confirmations, 1, "confirmations journaled")
+			hook, fn := calls.counts("k")
+			require.Equal(t, 1, hook, "settle hook calls")
+			require.Equal(t, 1, fn, "settle func calls")
+			_, err = c.Resume(ctx)
+			require.NoError(t, err)
+			require.Equal(t, sent, len(requestsFor(srv, "k")), "requests after the confirmation")
+		})
+	}
+}
