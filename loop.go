@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -437,6 +438,9 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 		})
 	}
 	rec, err := adopting(d, update)
+	if errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
+		rec, err = d.readBack(fn, now, err)
+	}
 	if errors.Is(err, journal.ErrLeaseLost) {
 		// Never retried: the operation is another owner's now.
 		return d.lost(err)
@@ -454,6 +458,30 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 	}
 	d.rec = rec
 	return nil
+}
+
+// readBack reads the record again after a write whose commit may have
+// taken effect (err: journal.ErrMaybeCommitted, as when the connection to
+// PostgreSQL broke after the COMMIT was sent). If the journal holds
+// exactly what fn made of the record this drive read, the write
+// committed, and the drive goes on as if it had answered: stopped there,
+// it would report a settlement it wrote to nobody, since Run never visits
+// a settled operation again (an outbox operation's only report is the
+// settle func). Otherwise, or if the record cannot be read, err: the
+// drive stops, and Run settles the operation later.
+func (d *driver) readBack(fn func(r *journal.Record), now time.Time, err error) (*journal.Record, error) {
+	cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key)
+	if gerr != nil {
+		return nil, err
+	}
+	want := journal.CloneRecord(d.rec)
+	fn(want)
+	want.Updated = now
+	compactAttempts(want)
+	if !bytes.Equal(journal.EncodeRecord(nil, cur), journal.EncodeRecord(nil, want)) {
+		return nil, err
+	}
+	return cur, nil
 }
 
 // closeOpenAttempts closes attempts left without an outcome by a process

@@ -332,9 +332,10 @@ func TestAmbiguousCommit(t *testing.T) {
 // create was cut before its COMMIT was sent says nothing was journaled
 // (not ErrUnknownOutcome), and the same Submit again settles it. A Submit
 // whose outcome's write was cut after its commit reports the outcome
-// unknown, and what is read next is the outcome: Do returns it and sends
-// nothing more. Cut before its commit, the next Do settles it by a query,
-// not by a second submit.
+// settled: it reads the record back and finds its outcome there; Do
+// returns it and sends nothing more. Cut before its commit, it reports
+// the outcome unknown, and the next Do settles it by a query, not by a
+// second submit.
 func TestAmbiguousCommitSubmit(t *testing.T) {
 	ctx := context.Background()
 	setup := func(t *testing.T) (*commitCutter, *idemtest.Server, *idem.Client) {
@@ -373,15 +374,21 @@ func TestAmbiguousCommitSubmit(t *testing.T) {
 			// The settling write is the only one whose parameters say
 			// succeeded (its state column).
 			c.arm(string(journal.StateSucceeded), at)
-			_, err := cl.Submit(ctx, order(srv, "k"))
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() whose outcome's write was cut")
+			res, err := cl.Submit(ctx, order(srv, "k"))
 			committed := c.wait(t)
 			require.Equal(t, at == afterCommit, committed, "committed")
+			if committed {
+				// Read back: the outcome is the journal's.
+				require.NoError(t, err, "Submit() whose outcome's write committed, its answer lost")
+				require.Equal(t, idem.StateSucceeded, res.State)
+			} else {
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() whose outcome's write was cut")
+			}
 
 			op, err := cl.Lookup(ctx, "", "k")
 			require.NoError(t, err)
 			require.Equal(t, committed, op.State == idem.StateSucceeded, "Lookup() state %s", op.State)
-			res, err := cl.Do(ctx, op)
+			res, err = cl.Do(ctx, op)
 			require.NoError(t, err, "Do()")
 			require.Equal(t, idem.StateSucceeded, res.State)
 			require.Equal(t, 1, submits(srv, "k"), "submits")
