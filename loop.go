@@ -443,7 +443,16 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 	}
 	if errors.Is(err, journal.ErrLeaseLost) {
 		// Never retried: the operation is another owner's now.
-		return d.lost(err)
+		lost := d.lost(err)
+		// An owner that settled it (an operator's resolve -force, which
+		// fences this drive) has not seen the answer this write carried:
+		// settled elsewhere, it is checked against that outcome
+		// (lateAnswer) instead of dropped.
+		if cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); gerr == nil && !cur.Open() {
+			d.rec = cur
+			return errSettledElsewhere
+		}
+		return lost
 	}
 	if errors.Is(err, journal.ErrTerminal) {
 		if cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); gerr == nil {
