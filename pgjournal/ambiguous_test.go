@@ -94,8 +94,9 @@ func (c *commitCutter) wait(t testing.TB) bool {
 // of statements sent before it.
 var syncMsg = []byte{'S', 0, 0, 0, 4}
 
-// commitMsg is in the simple-protocol Query message of a COMMIT.
-var commitMsg = []byte("COMMIT\x00")
+// commitMsg is in the simple-protocol Query message of a COMMIT;
+// pgx's Tx.Commit sends it in lower case (pgxCommitMsg).
+var commitMsg, pgxCommitMsg = []byte("COMMIT\x00"), []byte("commit\x00")
 
 type cutterConn struct {
 	net.Conn
@@ -111,7 +112,7 @@ type cutterConn struct {
 }
 
 func (cc *cutterConn) Write(b []byte) (int, error) {
-	if cc.at != 0 && bytes.Contains(b, commitMsg) {
+	if cc.at != 0 && (bytes.Contains(b, commitMsg) || bytes.Contains(b, pgxCommitMsg)) {
 		at := cc.at
 		cc.at = 0
 		if at == afterCommit {
