@@ -68,10 +68,15 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 // matches none of ErrConfirmConflict), whose State says the outcome: a
 // confirmed failure is not an error of Confirm's. A key the journal does
 // not know gives an error matching ErrNotFound and journal.ErrNotFound,
-// and nothing is created; bad input gives ErrInvalidRequest. A commit
-// whose answer was lost (journal.ErrMaybeCommitted) is read back: if it
-// took effect, Confirm returns as if it had answered, hooks called.
-// Otherwise the error says it may have: deliver the event again.
+// and nothing is created: an operation is journaled before its request
+// is sent, so no event about it precedes its record; the key is not this
+// journal's in this scope, or its record was pruned after it settled.
+// Bad input gives ErrInvalidRequest. Any other error (the journal
+// unreachable) means the event may not be recorded: have it delivered
+// again (answer the provider's webhook with a 5xx, or keep it queued),
+// never drop it; the redelivery is harmless. A commit whose answer was
+// lost (journal.ErrMaybeCommitted) is read back first: if it took
+// effect, Confirm returns as if it had answered, hooks called.
 func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmation) (*Result, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
