@@ -144,11 +144,11 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 // clock reading), and Confirm goes on as if the commit had answered: the
 // provider's redelivery of the event finds it recorded and changes
 // nothing, so this call is the only one that can tell the settle hook and
-// the settle func. Otherwise, or if the record cannot be read, err. (Not
-// after a write WithCallTimeout-style bound ended: the database that did
-// not answer it would hold the read as long.)
+// the settle func. Otherwise, or if the record cannot be read (readAgain),
+// err. (Not after a write a WithCallTimeout-style bound ended: the
+// database that did not answer it would hold the read as long.)
 func (c *Client) confirmedAfterAll(ctx context.Context, scope, key string, conf *Confirmation, err error) (*journal.Record, error) {
-	cur, gerr := c.store.Get(ctx, scope, key)
+	cur, gerr := c.readAgain(ctx, ctx, scope, key)
 	if gerr != nil {
 		return nil, err
 	}

@@ -479,7 +479,7 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 // settle func). Otherwise, or if the record cannot be read, err: the
 // drive stops, and Run settles the operation later.
 func (d *driver) readBack(fn func(r *journal.Record), now time.Time, err error) (*journal.Record, error) {
-	cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key)
+	cur, gerr := d.c.readAgain(d.ctx, d.wctx, d.rec.Scope, d.rec.Key)
 	if gerr != nil {
 		return nil, err
 	}
@@ -491,6 +491,27 @@ func (d *driver) readBack(fn func(r *journal.Record), now time.Time, err error) 
 		return nil, err
 	}
 	return cur, nil
+}
+
+// readAgain reads a record after a write whose COMMIT's answer was lost.
+// The connection broke, often because the database is restarting or
+// failing over, so a read that fails is tried again, a little later each
+// time, for up to the attempt timeout or until ctx ends; wctx is the
+// reads'. A read the Store gave up waiting for (storeStalled) is not: the
+// database that does not answer would hold each as long.
+func (c *Client) readAgain(ctx, wctx context.Context, scope, key string) (*journal.Record, error) {
+	deadline := c.cfg.clock.Now().Add(c.cfg.attemptTimeout)
+	wait := 50 * time.Millisecond
+	for {
+		rec, err := c.store.Get(wctx, scope, key)
+		if err == nil || errors.Is(err, journal.ErrNotFound) || storeStalled(err) {
+			return rec, err
+		}
+		if !c.cfg.clock.Now().Add(wait).Before(deadline) || c.cfg.clock.Sleep(ctx, wait) != nil {
+			return nil, err
+		}
+		wait *= 2
+	}
 }
 
 // closeOpenAttempts closes attempts left without an outcome by a process

@@ -51,6 +51,9 @@ type commitCutter struct {
 	// committed receives, once per arming, whether the server committed
 	// the transaction it cut.
 	committed chan bool
+	// onCut, if set, runs as the connection is cut after its COMMIT,
+	// before the client can read anything: the server going down then.
+	onCut func()
 }
 
 // openCutStore opens a Store on a fresh schema whose connections pass
@@ -163,6 +166,9 @@ func (cc *cutterConn) Read(p []byte) (int, error) {
 				cc.failed = true
 			case 'Z': // ReadyForQuery: the transaction has ended
 				cc.waiting = false
+				if cc.c.onCut != nil {
+					cc.c.onCut()
+				}
 				_ = cc.Conn.Close()
 				cc.c.committed <- !cc.failed
 				return 0, io.EOF
