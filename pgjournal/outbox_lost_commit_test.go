@@ -3,7 +3,6 @@ package pgjournal_test
 import (
 	"context"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,13 +42,7 @@ func TestOutboxCommitAnswerLost(t *testing.T) {
 			_, err = pool.Exec(ctx, `CREATE TABLE `+orders+` (id text PRIMARY KEY)`)
 			require.NoError(t, err)
 
-			runCtx, stop := context.WithCancel(ctx)
-			var run sync.WaitGroup
-			run.Add(1)
-			go func() {
-				defer run.Done()
-				_ = c.Run(runCtx)
-			}()
+			run := startRun(t, c)
 			placeOrder := func() error {
 				return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 					if _, err := tx.Exec(ctx, `INSERT INTO `+orders+` (id) VALUES ('order-1') ON CONFLICT DO NOTHING`); err != nil {
@@ -68,8 +61,7 @@ func TestOutboxCommitAnswerLost(t *testing.T) {
 				op, err := c.Lookup(ctx, "", "charge-order-1")
 				return err == nil && op.State == idem.StateSucceeded
 			})
-			stop()
-			run.Wait()
+			run.end()
 			var rows int
 			require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+orders).Scan(&rows))
 			require.Equal(t, 1, rows, "order rows")

@@ -6,7 +6,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"sync"
 	"testing"
 	"time"
 
@@ -103,20 +102,13 @@ func TestResolveWhileReplicaSends(t *testing.T) {
 				_, err := bs.PrepareTx(ctx, tx, b, idem.Request{Key: "k", URL: url, Body: []byte(`{"amount":1}`)})
 				return err
 			}), "the business transaction with the intent")
-			runCtx, stop := context.WithCancel(ctx)
-			var run sync.WaitGroup
-			run.Add(1)
-			go func() {
-				defer run.Done()
-				_ = b.Run(runCtx)
-			}()
+			run := startRun(t, b)
 			return func() {
 				waitFor(t, "B's answer recorded", func() bool {
 					op, err := b.Lookup(ctx, "", "k")
 					return err == nil && len(op.Confirmations) > 0
 				})
-				stop()
-				run.Wait()
+				run.end()
 			}
 		}},
 	}

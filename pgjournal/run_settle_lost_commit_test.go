@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +16,23 @@ import (
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/journal"
 )
+
+// end stops Run and waits for it to return.
+func (r *running) end() {
+	r.stop()
+	<-r.ran
+}
+
+// requireToldOnce checks that the application was told once of the
+// settlement of "k", sent and made once.
+func requireToldOnce(t *testing.T, calls *settleCalls, srv *idemtest.Server) {
+	t.Helper()
+	hook, fn := calls.counts("k")
+	require.Equal(t, 1, hook, "settle hook calls")
+	require.Equal(t, 1, fn, "settle func calls")
+	require.Equal(t, 1, submits(srv, "k"), "submits")
+	require.Equal(t, 1, srv.Effects("", "k"), "side effects")
+}
 
 // TestRunSettleCommitAnswerLost: an outbox operation (PrepareTx), which
 // only Run sends and only the settle func reports, is sent by Run and
@@ -47,29 +63,18 @@ func TestRunSettleCommitAnswerLost(t *testing.T) {
 	// The settling write is the only one whose parameters say succeeded
 	// (its state column).
 	cutter.arm(string(journal.StateSucceeded), afterCommit)
-	runCtx, stop := context.WithCancel(ctx)
-	var run sync.WaitGroup
-	run.Add(1)
-	go func() {
-		defer run.Done()
-		_ = c.Run(runCtx)
-	}()
+	run := startRun(t, c)
 	require.True(t, cutter.wait(t), "the outcome's write committed")
 	waitFor(t, "the settle func told", func() bool {
 		_, fn := calls.counts("k")
 		return fn > 0
 	})
-	stop()
-	run.Wait()
+	run.end()
 
 	op, err := c.Lookup(ctx, "", "k")
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, op.State, "journaled state")
-	hook, fn := calls.counts("k")
-	require.Equal(t, 1, hook, "settle hook calls")
-	require.Equal(t, 1, fn, "settle func calls")
-	require.Equal(t, 1, submits(srv, "k"), "submits")
-	require.Equal(t, 1, srv.Effects("", "k"), "side effects")
+	requireToldOnce(t, calls, srv)
 }
 
 // serverDown makes a pool's connections fail, and its dials be refused,
@@ -144,13 +149,7 @@ func TestRunSettleCommitAnswerLostServerRestarting(t *testing.T) {
 	require.NoError(t, err)
 
 	cutter.arm(string(journal.StateSucceeded), afterCommit)
-	runCtx, stop := context.WithCancel(ctx)
-	var run sync.WaitGroup
-	run.Add(1)
-	go func() {
-		defer run.Done()
-		_ = c.Run(runCtx)
-	}()
+	run := startRun(t, c)
 	require.True(t, cutter.wait(t), "the outcome's write committed")
 	// The read back, then the lease's release or a second read back.
 	waitFor(t, "two dials refused while the server is down", func() bool { return down.refused.Load() >= 2 })
@@ -159,12 +158,7 @@ func TestRunSettleCommitAnswerLostServerRestarting(t *testing.T) {
 		_, fn := calls.counts("k")
 		return fn > 0
 	})
-	stop()
-	run.Wait()
+	run.end()
 
-	hook, fn := calls.counts("k")
-	require.Equal(t, 1, hook, "settle hook calls")
-	require.Equal(t, 1, fn, "settle func calls")
-	require.Equal(t, 1, submits(srv, "k"), "submits")
-	require.Equal(t, 1, srv.Effects("", "k"), "side effects")
+	requireToldOnce(t, calls, srv)
 }
