@@ -15,12 +15,27 @@ import (
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/journal"
+	"github.com/idemkit/idem/pgjournal"
 )
 
 // end stops Run and waits for it to return.
 func (r *running) end() {
 	r.stop()
 	<-r.ran
+}
+
+// reconcilingClient returns a fake server and a client on s that counts
+// settlements, whose Run looks for due operations every 20ms.
+func reconcilingClient(t *testing.T, s *pgjournal.Store) (*idemtest.Server, *idem.Client, *settleCalls) {
+	t.Helper()
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	calls := newSettleCalls()
+	c := newClient(t, s, srv, append(calls.options(),
+		idem.WithLease("replica-a", idem.DefaultLeaseDuration),
+		idem.WithReconcile(20*time.Millisecond, time.Minute, time.Hour))...)
+	return srv, c, calls
 }
 
 // requireToldOnce checks that the application was told once of the
@@ -45,13 +60,7 @@ func requireToldOnce(t *testing.T, calls *settleCalls, srv *idemtest.Server) {
 func TestRunSettleCommitAnswerLost(t *testing.T) {
 	ctx := context.Background()
 	s, cutter := openCutStore(t)
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	calls := newSettleCalls()
-	c := newClient(t, s, srv, append(calls.options(),
-		idem.WithLease("replica-a", idem.DefaultLeaseDuration),
-		idem.WithReconcile(20*time.Millisecond, time.Minute, time.Hour))...)
+	srv, c, calls := reconcilingClient(t, s)
 	pool, err := pgxpool.New(ctx, dsn(t))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
@@ -138,14 +147,8 @@ func TestRunSettleCommitAnswerLostServerRestarting(t *testing.T) {
 	s := openStoreWith(t, func(pc *pgxpool.Config) {
 		down.dial(pc, func(conn net.Conn) net.Conn { return &cutterConn{Conn: conn, c: cutter} })
 	})
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	calls := newSettleCalls()
-	c := newClient(t, s, srv, append(calls.options(),
-		idem.WithLease("replica-a", idem.DefaultLeaseDuration),
-		idem.WithReconcile(20*time.Millisecond, time.Minute, time.Hour))...)
-	_, err = c.Prepare(ctx, order(srv, "k"))
+	srv, c, calls := reconcilingClient(t, s)
+	_, err := c.Prepare(ctx, order(srv, "k"))
 	require.NoError(t, err)
 
 	cutter.arm(string(journal.StateSucceeded), afterCommit)
