@@ -76,7 +76,9 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 // again (answer the provider's webhook with a 5xx, or keep it queued),
 // never drop it; the redelivery is harmless. A commit whose answer was
 // lost (journal.ErrMaybeCommitted) is read back first: if it took
-// effect, Confirm returns as if it had answered, hooks called.
+// effect, Confirm returns as if it had answered, hooks called. A write
+// under way is finished even if ctx ends (the provider stopped waiting
+// for the handler), so that it is never left half-known.
 func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmation) (*Result, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
@@ -95,9 +97,15 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	if c.cfg.hooks.Review != nil {
 		prior, _ = c.store.Get(ctx, scope, key)
 	}
-	rec, err := c.store.Confirm(ctx, scope, key, conf)
+	// Written, and read back, with a context the caller's cancellation
+	// does not end, as a drive's writes are: a provider that stops
+	// waiting for the webhook handler (net/http then ends the request's
+	// context) must not leave the write half-known, committed with nobody
+	// told. The Store bounds its own calls (pgjournal's WithCallTimeout).
+	wctx := context.WithoutCancel(ctx)
+	rec, err := c.store.Confirm(wctx, scope, key, conf)
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
-		rec, err = c.confirmedAfterAll(ctx, scope, key, &conf, err)
+		rec, err = c.confirmedAfterAll(ctx, wctx, scope, key, &conf, err)
 	}
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
@@ -147,8 +155,8 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 // the settle func. Otherwise, or if the record cannot be read (readAgain),
 // err. (Not after a write a WithCallTimeout-style bound ended: the
 // database that did not answer it would hold the read as long.)
-func (c *Client) confirmedAfterAll(ctx context.Context, scope, key string, conf *Confirmation, err error) (*journal.Record, error) {
-	cur, gerr := c.readAgain(ctx, ctx, scope, key)
+func (c *Client) confirmedAfterAll(ctx, wctx context.Context, scope, key string, conf *Confirmation, err error) (*journal.Record, error) {
+	cur, gerr := c.readAgain(ctx, wctx, scope, key)
 	if gerr != nil {
 		return nil, err
 	}
