@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/pgjournal"
 )
 
 // settleCalls counts, per key, the settle hook's and the settle func's
@@ -46,6 +47,36 @@ func (s *settleCalls) counts(key string) (hook, fn int) {
 	return s.hook[key], s.fn[key]
 }
 
+// slowPayment returns a fake server and a client on s, sharing a manual
+// clock, where payment "k" was still processing when Submit's budget ran
+// out: open, its outcome left to the provider's event.
+func slowPayment(t *testing.T, s *pgjournal.Store) (*idemtest.Server, *idem.Client, *settleCalls) {
+	t.Helper()
+	clock := idemtest.NewClock(time.Now().UTC())
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	calls := newSettleCalls()
+	c := newClient(t, s, srv, append(calls.options(), idem.WithClock(clock))...)
+	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
+	_, err = c.Submit(context.Background(), order(srv, "k"))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() of a slow payment")
+	return srv, c, calls
+}
+
+// requireConfirmedOnce checks that "k" is settled by one confirmation,
+// and that the application was told once.
+func requireConfirmedOnce(t *testing.T, c *idem.Client, calls *settleCalls) {
+	t.Helper()
+	op, err := c.Lookup(context.Background(), "", "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, op.State, "journaled state")
+	require.Len(t, op.Confirmations, 1, "confirmations journaled")
+	hook, fn := calls.counts("k")
+	require.Equal(t, 1, hook, "settle hook calls")
+	require.Equal(t, 1, fn, "settle func calls")
+}
+
 // TestConfirmCommitAnswerLost: a webhook's Confirm whose COMMIT reached
 // PostgreSQL but whose answer was lost (the connection, or a pooler's to
 // the server, broke: journal.ErrMaybeCommitted). The handler answers the
@@ -61,18 +92,7 @@ func TestConfirmCommitAnswerLost(t *testing.T) {
 		t.Run(cutNames[at], func(t *testing.T) {
 			ctx := context.Background()
 			s, cutter := openCutStore(t)
-			clock := idemtest.NewClock(time.Now().UTC())
-			srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
-			calls := newSettleCalls()
-			c := newClient(t, s, srv, append(calls.options(), idem.WithClock(clock))...)
-
-			// A payment still processing when the call's budget ran out:
-			// open, its outcome left to the provider's event.
-			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
-			_, err = c.Submit(ctx, order(srv, "k"))
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() of a slow payment")
+			srv, c, calls := slowPayment(t, s)
 			sent := len(requestsFor(srv, "k"))
 
 			event := idem.Confirmation{State: idem.StateSucceeded, ResourceID: "ord_000001", Source: "provider-webhook", EventID: "evt_cut", Reason: "order.succeeded"}
@@ -88,13 +108,7 @@ func TestConfirmCommitAnswerLost(t *testing.T) {
 			require.NoError(t, err, "Confirm() (delivered again after an error)")
 			require.Equal(t, idem.StateSucceeded, res.State)
 
-			op, err := c.Lookup(ctx, "", "k")
-			require.NoError(t, err)
-			require.Equal(t, idem.StateSucceeded, op.State, "journaled state")
-			require.Len(t, op.Confirmations, 1, "confirmations journaled")
-			hook, fn := calls.counts("k")
-			require.Equal(t, 1, hook, "settle hook calls")
-			require.Equal(t, 1, fn, "settle func calls")
+			requireConfirmedOnce(t, c, calls)
 			_, err = c.Resume(ctx)
 			require.NoError(t, err)
 			require.Equal(t, sent, len(requestsFor(srv, "k")), "requests after the confirmation")
@@ -173,15 +187,7 @@ func TestConfirmProviderHangsUp(t *testing.T) {
 	s := openStoreWrapping(t, func(conn net.Conn) net.Conn {
 		return &hangupConn{Conn: conn, h: h, deadline: make(chan struct{})}
 	})
-	clock := idemtest.NewClock(time.Now().UTC())
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	calls := newSettleCalls()
-	c := newClient(t, s, srv, append(calls.options(), idem.WithClock(clock))...)
-	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
-	_, err = c.Submit(ctx, order(srv, "k"))
-	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() of a slow payment")
+	_, c, calls := slowPayment(t, s)
 
 	event := idem.Confirmation{State: idem.StateSucceeded, ResourceID: "ord_000001", Source: "provider-webhook", EventID: "evt_hangup", Reason: "order.succeeded"}
 	handlerCtx, cancel := context.WithCancel(ctx)
@@ -192,11 +198,5 @@ func TestConfirmProviderHangsUp(t *testing.T) {
 	require.NoError(t, err, "Confirm() of the redelivered event")
 	require.Equal(t, idem.StateSucceeded, res.State)
 
-	op, err := c.Lookup(ctx, "", "k")
-	require.NoError(t, err)
-	require.Equal(t, idem.StateSucceeded, op.State, "journaled state")
-	require.Len(t, op.Confirmations, 1, "confirmations journaled")
-	hook, fn := calls.counts("k")
-	require.Equal(t, 1, hook, "settle hook calls")
-	require.Equal(t, 1, fn, "settle func calls")
+	requireConfirmedOnce(t, c, calls)
 }
