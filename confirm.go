@@ -68,7 +68,17 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 // matches none of ErrConfirmConflict), whose State says the outcome: a
 // confirmed failure is not an error of Confirm's. A key the journal does
 // not know gives an error matching ErrNotFound and journal.ErrNotFound,
-// and nothing is created; bad input gives ErrInvalidRequest.
+// and nothing is created: an operation is journaled before its request
+// is sent, so no event about it precedes its record; the key is not this
+// journal's in this scope, or its record was pruned after it settled.
+// Bad input gives ErrInvalidRequest. Any other error (the journal
+// unreachable) means the event may not be recorded: have it delivered
+// again (answer the provider's webhook with a 5xx, or keep it queued),
+// never drop it; the redelivery is harmless. A commit whose answer was
+// lost (journal.ErrMaybeCommitted) is read back first: if it took
+// effect, Confirm returns as if it had answered, hooks called. A write
+// under way is finished even if ctx ends (the provider stopped waiting
+// for the handler), so that it is never left half-known.
 func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmation) (*Result, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
@@ -87,7 +97,16 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	if c.cfg.hooks.Review != nil {
 		prior, _ = c.store.Get(ctx, scope, key)
 	}
-	rec, err := c.store.Confirm(ctx, scope, key, conf)
+	// Written, and read back, with a context the caller's cancellation
+	// does not end, as a drive's writes are: a provider that stops
+	// waiting for the webhook handler (net/http then ends the request's
+	// context) must not leave the write half-known, committed with nobody
+	// told. The Store bounds its own calls (pgjournal's WithCallTimeout).
+	wctx := context.WithoutCancel(ctx)
+	rec, err := c.store.Confirm(wctx, scope, key, conf)
+	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
+		rec, err = c.confirmedAfterAll(ctx, wctx, scope, key, &conf, err)
+	}
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
 		return nil, fmt.Errorf("%w: Confirm: scope %q, key %q: nothing recorded, nothing created (does the event carry the key the request was sent with, in its metadata?): %w",
@@ -124,6 +143,34 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		c.cfg.onSettle(res.clone())
 	}
 	return res, nil
+}
+
+// confirmedAfterAll reads the operation again after a Confirm whose
+// commit may have taken effect (err: journal.ErrMaybeCommitted, as when
+// the connection to PostgreSQL broke after the COMMIT was sent). If it
+// did, the record holds conf as this call made it (its At is this call's
+// clock reading), and Confirm goes on as if the commit had answered: the
+// provider's redelivery of the event finds it recorded and changes
+// nothing, so this call is the only one that can tell the settle hook and
+// the settle func. Otherwise, or if the record cannot be read (readAgain),
+// err. (Not after a write a WithCallTimeout-style bound ended: the
+// database that did not answer it would hold the read as long.)
+func (c *Client) confirmedAfterAll(ctx, wctx context.Context, scope, key string, conf *Confirmation, err error) (*journal.Record, error) {
+	cur, gerr := c.readAgain(ctx, wctx, scope, key)
+	if gerr != nil {
+		return nil, err
+	}
+	for i := range cur.Confirmations {
+		r := &cur.Confirmations[i]
+		if r.Source != conf.Source || r.EventID != conf.EventID || !r.At.Equal(conf.At) {
+			continue
+		}
+		if r.Effect == journal.ConfirmConflicted {
+			return cur, journal.ErrConfirmConflict
+		}
+		return cur, nil
+	}
+	return nil, err
 }
 
 // wasFlagged returns the review reason of the operation before conf's

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -481,9 +482,21 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 		})
 	}
 	rec, err := adopting(d, update)
+	if errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
+		rec, err = d.readBack(fn, now, err)
+	}
 	if errors.Is(err, journal.ErrLeaseLost) {
 		// Never retried: the operation is another owner's now.
-		return d.lost(err)
+		lost := d.lost(err)
+		// An owner that settled it (an operator's resolve -force, which
+		// fences this drive) has not seen the answer this write carried:
+		// settled elsewhere, it is checked against that outcome
+		// (lateAnswer) instead of dropped.
+		if cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); gerr == nil && !cur.Open() {
+			d.rec = cur
+			return errSettledElsewhere
+		}
+		return lost
 	}
 	if errors.Is(err, journal.ErrTerminal) {
 		if cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); gerr == nil {
@@ -498,6 +511,51 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 	}
 	d.rec = rec
 	return nil
+}
+
+// readBack reads the record again after a write whose commit may have
+// taken effect (err: journal.ErrMaybeCommitted, as when the connection to
+// PostgreSQL broke after the COMMIT was sent). If the journal holds
+// exactly what fn made of the record this drive read, the write
+// committed, and the drive goes on as if it had answered: stopped there,
+// it would report a settlement it wrote to nobody, since Run never visits
+// a settled operation again (an outbox operation's only report is the
+// settle func). Otherwise, or if the record cannot be read, err: the
+// drive stops, and Run settles the operation later.
+func (d *driver) readBack(fn func(r *journal.Record), now time.Time, err error) (*journal.Record, error) {
+	cur, gerr := d.c.readAgain(d.ctx, d.wctx, d.rec.Scope, d.rec.Key)
+	if gerr != nil {
+		return nil, err
+	}
+	want := journal.CloneRecord(d.rec)
+	fn(want)
+	want.Updated = now
+	compactAttempts(want)
+	if !bytes.Equal(journal.EncodeRecord(nil, cur), journal.EncodeRecord(nil, want)) {
+		return nil, err
+	}
+	return cur, nil
+}
+
+// readAgain reads a record after a write whose COMMIT's answer was lost.
+// The connection broke, often because the database is restarting or
+// failing over, so a read that fails is tried again, a little later each
+// time, for up to the attempt timeout or until ctx ends; wctx is the
+// reads'. A read the Store gave up waiting for (storeStalled) is not: the
+// database that does not answer would hold each as long.
+func (c *Client) readAgain(ctx, wctx context.Context, scope, key string) (*journal.Record, error) {
+	deadline := c.cfg.clock.Now().Add(c.cfg.attemptTimeout)
+	wait := 50 * time.Millisecond
+	for {
+		rec, err := c.store.Get(wctx, scope, key)
+		if err == nil || errors.Is(err, journal.ErrNotFound) || storeStalled(err) {
+			return rec, err
+		}
+		if !c.cfg.clock.Now().Add(wait).Before(deadline) || c.cfg.clock.Sleep(ctx, wait) != nil {
+			return nil, err
+		}
+		wait *= 2
+	}
 }
 
 // closeOpenAttempts closes attempts left without an outcome by a process

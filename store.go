@@ -31,7 +31,11 @@ import (
 // owner has claimed the record: a replica presumed dead never overwrites a
 // newer state. The Client then stops at once (nothing more sent or
 // written; the caller told ErrUnknownOutcome) and never retries that
-// write. A drive that outlives its lease's margin extends it with Renew
+// write, unless the new owner settled the record (an operator's forced
+// resolution): the caller is told that outcome, and a server's answer the
+// refused write carried is recorded beside it as a Confirm does, which
+// takes no lease and never overwrites an outcome (see ResponseSource).
+// A drive that outlives its lease's margin extends it with Renew
 // before each exchange and each wait; one that ends with the operation
 // still open gives the lease up with Release, so that the reconciler of
 // any replica may take the operation when it is due. A lease that its

@@ -51,6 +51,9 @@ type commitCutter struct {
 	// committed receives, once per arming, whether the server committed
 	// the transaction it cut.
 	committed chan bool
+	// onCut, if set, runs as the connection is cut after its COMMIT,
+	// before the client can read anything: the server going down then.
+	onCut func()
 }
 
 // openCutStore opens a Store on a fresh schema whose connections pass
@@ -94,8 +97,9 @@ func (c *commitCutter) wait(t testing.TB) bool {
 // of statements sent before it.
 var syncMsg = []byte{'S', 0, 0, 0, 4}
 
-// commitMsg is in the simple-protocol Query message of a COMMIT.
-var commitMsg = []byte("COMMIT\x00")
+// commitMsg is in the simple-protocol Query message of a COMMIT;
+// pgx's Tx.Commit sends it in lower case (pgxCommitMsg).
+var commitMsg, pgxCommitMsg = []byte("COMMIT\x00"), []byte("commit\x00")
 
 type cutterConn struct {
 	net.Conn
@@ -111,7 +115,7 @@ type cutterConn struct {
 }
 
 func (cc *cutterConn) Write(b []byte) (int, error) {
-	if cc.at != 0 && bytes.Contains(b, commitMsg) {
+	if cc.at != 0 && (bytes.Contains(b, commitMsg) || bytes.Contains(b, pgxCommitMsg)) {
 		at := cc.at
 		cc.at = 0
 		if at == afterCommit {
@@ -162,6 +166,9 @@ func (cc *cutterConn) Read(p []byte) (int, error) {
 				cc.failed = true
 			case 'Z': // ReadyForQuery: the transaction has ended
 				cc.waiting = false
+				if cc.c.onCut != nil {
+					cc.c.onCut()
+				}
 				_ = cc.Conn.Close()
 				cc.c.committed <- !cc.failed
 				return 0, io.EOF
@@ -332,9 +339,10 @@ func TestAmbiguousCommit(t *testing.T) {
 // create was cut before its COMMIT was sent says nothing was journaled
 // (not ErrUnknownOutcome), and the same Submit again settles it. A Submit
 // whose outcome's write was cut after its commit reports the outcome
-// unknown, and what is read next is the outcome: Do returns it and sends
-// nothing more. Cut before its commit, the next Do settles it by a query,
-// not by a second submit.
+// settled: it reads the record back and finds its outcome there; Do
+// returns it and sends nothing more. Cut before its commit, it reports
+// the outcome unknown, and the next Do settles it by a query, not by a
+// second submit.
 func TestAmbiguousCommitSubmit(t *testing.T) {
 	ctx := context.Background()
 	setup := func(t *testing.T) (*commitCutter, *idemtest.Server, *idem.Client) {
@@ -373,15 +381,21 @@ func TestAmbiguousCommitSubmit(t *testing.T) {
 			// The settling write is the only one whose parameters say
 			// succeeded (its state column).
 			c.arm(string(journal.StateSucceeded), at)
-			_, err := cl.Submit(ctx, order(srv, "k"))
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() whose outcome's write was cut")
+			res, err := cl.Submit(ctx, order(srv, "k"))
 			committed := c.wait(t)
 			require.Equal(t, at == afterCommit, committed, "committed")
+			if committed {
+				// Read back: the outcome is the journal's.
+				require.NoError(t, err, "Submit() whose outcome's write committed, its answer lost")
+				require.Equal(t, idem.StateSucceeded, res.State)
+			} else {
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() whose outcome's write was cut")
+			}
 
 			op, err := cl.Lookup(ctx, "", "k")
 			require.NoError(t, err)
 			require.Equal(t, committed, op.State == idem.StateSucceeded, "Lookup() state %s", op.State)
-			res, err := cl.Do(ctx, op)
+			res, err = cl.Do(ctx, op)
 			require.NoError(t, err, "Do()")
 			require.Equal(t, idem.StateSucceeded, res.State)
 			require.Equal(t, 1, submits(srv, "k"), "submits")
