@@ -321,7 +321,7 @@ const ResponseSource = "idem: server response"
 // server then reports. So has an event that named another order made
 // with our key (a provider that does not check the reference the key
 // travels in): our own answer, even "processing", names ours.
-func (d *driver) lateAnswer(err error, st step, number int, ex *exchange) {
+func (d *driver) lateAnswer(err error, st step, number int, ex exchange) {
 	if !errors.Is(err, errSettledElsewhere) || st.conflict || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
 		return
 	}
@@ -353,7 +353,7 @@ func (d *driver) lateAnswer(err error, st step, number int, ex *exchange) {
 		d.rec = rec
 	}
 	if cerr == nil && st.move == moveSettle && rec != nil && rec.State == st.out.State {
-		d.agreed = ex
+		d.agreed = &ex // a copy: only this rare path may put the exchange on the heap
 	}
 	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
 		return
