@@ -18,11 +18,16 @@ import (
 //
 //	c := idem.Confirmation{
 //		State:      idem.StateSucceeded,
-//		ResourceID: event.Data.Object.ID, // "ch_3Nx…"
+//		ResourceID: event.Data.Object.ID, // "pi_3Nx…"
 //		Source:     "stripe-webhook",
 //		EventID:    event.ID, // "evt_1Nx…": a redelivery changes nothing
-//		Reason:     event.Type, // "charge.succeeded"
+//		Reason:     event.Type, // "payment_intent.succeeded"
 //	}
+//
+// The event must name the resource the operation's own answer names: for
+// an operation that creates a PaymentIntent, payment_intent.* events (a
+// charge.succeeded names its Charge, "ch_…", another resource id, and
+// would flag the operation for review).
 //
 // State (StateSucceeded or StateFailed), Source and EventID are required,
 // and they and ResourceID are ids: valid UTF-8 without control characters;
