@@ -82,8 +82,8 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 // never drop it; the redelivery is harmless. A commit whose answer was
 // lost (journal.ErrMaybeCommitted) is read back first: if it took
 // effect, Confirm returns as if it had answered, hooks called. A write
-// under way is finished even if ctx ends (the provider stopped waiting
-// for the handler), so that it is never left half-known.
+// under way, and that read, is finished even if ctx ends (the provider
+// stopped waiting for the handler), so that it is never left half-known.
 func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmation) (*Result, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
@@ -110,7 +110,7 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	wctx := context.WithoutCancel(ctx)
 	rec, err := c.store.Confirm(wctx, scope, key, conf)
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
-		rec, err = c.confirmedAfterAll(ctx, wctx, scope, key, &conf, err)
+		rec, err = c.confirmedAfterAll(wctx, scope, key, &conf, err)
 	}
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
@@ -159,9 +159,13 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 // nothing, so this call is the only one that can tell the settle hook and
 // the settle func. Otherwise, or if the record cannot be read (readAgain),
 // err. (Not after a write a WithCallTimeout-style bound ended: the
-// database that did not answer it would hold the read as long.)
-func (c *Client) confirmedAfterAll(ctx, wctx context.Context, scope, key string, conf *Confirmation, err error) (*journal.Record, error) {
-	cur, gerr := c.readAgain(ctx, wctx, scope, key)
+// database that did not answer it would hold the read as long.) The
+// reads go on when ctx ends, within the attempt timeout: ctx is the
+// webhook handler's, ended when the provider stopped waiting, and a
+// read-back given up then would leave a committed confirmation told to
+// nobody, which the redelivery of its event never changes.
+func (c *Client) confirmedAfterAll(wctx context.Context, scope, key string, conf *Confirmation, err error) (*journal.Record, error) {
+	cur, gerr := c.readAgain(wctx, wctx, scope, key)
 	if gerr != nil {
 		return nil, err
 	}
