@@ -15,9 +15,13 @@ import (
 // the network encrypts the hop (-allow-http). The child process reaches
 // "other hosts" through an HTTP proxy on 127.0.0.1 (HTTP_PROXY), so a
 // request the CLI should not send is counted, not sent anywhere.
-func TestRemoteRefusesTheCredentialOverPlainHTTPToAnotherHost(t *testing.T) {
-	const credential = "Bearer op_PLANTED_CREDENTIAL"
-	var proxied, sawCredential atomic.Int32
+// countingProxy makes an HTTP proxy on 127.0.0.1 the child processes'
+// way to every http:// host (HTTP_PROXY) and counts the requests it gets,
+// and those of them that carry an Authorization header; it answers each
+// 404.
+func countingProxy(t *testing.T) (proxied, sawCredential *atomic.Int32) {
+	t.Helper()
+	proxied, sawCredential = new(atomic.Int32), new(atomic.Int32)
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		proxied.Add(1)
 		if r.Header.Get("Authorization") != "" {
@@ -25,12 +29,17 @@ func TestRemoteRefusesTheCredentialOverPlainHTTPToAnotherHost(t *testing.T) {
 		}
 		http.Error(w, "not here", http.StatusNotFound)
 	}))
-	defer proxy.Close()
+	t.Cleanup(proxy.Close)
 	t.Setenv("HTTP_PROXY", proxy.URL)
 	t.Setenv("http_proxy", proxy.URL)
 	t.Setenv("NO_PROXY", "")
 	t.Setenv("no_proxy", "")
+	return proxied, sawCredential
+}
 
+func TestRemoteRefusesTheCredentialOverPlainHTTPToAnotherHost(t *testing.T) {
+	const credential = "Bearer op_PLANTED_CREDENTIAL"
+	proxied, sawCredential := countingProxy(t)
 	t.Setenv("IDEM_AUTHORIZATION", credential)
 	for _, args := range [][]string{
 		{"-url", "http://admin.svc.example/idem/", "list"},
@@ -77,4 +86,20 @@ func TestRemoteSendsTheCredentialOverPlainHTTPToThisMachine(t *testing.T) {
 		require.NotContains(t, stderr, "clear text")
 	}
 	require.Equal(t, int32(3), got.Load())
+}
+
+// A loopback name that net/http does not take for one goes through
+// HTTP_PROXY: Go's proxy rules (golang.org/x/net/http/httpproxy) exempt
+// only "localhost" as written and loopback addresses, so "LOCALHOST" or
+// "localhost." is sent to the proxy, in clear text, across the network.
+// The CLI takes such a -url for another host when a proxy would carry it.
+func TestRemoteRefusesTheCredentialToAProxiedLoopbackName(t *testing.T) {
+	proxied, _ := countingProxy(t)
+	t.Setenv("IDEM_AUTHORIZATION", "Bearer op_PLANTED_CREDENTIAL")
+	for _, base := range []string{"http://LOCALHOST:9", "http://localhost.:9", "http://Localhost:9"} {
+		stdout, stderr, code := runIdemProcess(t, "-url", base+"/idem/", "list")
+		require.Equal(t, 2, code, "%s: %s%s", base, stdout, stderr)
+		require.Contains(t, stderr, "IDEM_AUTHORIZATION would cross the network in clear text")
+	}
+	require.Zero(t, proxied.Load(), "requests sent through the proxy")
 }

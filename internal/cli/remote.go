@@ -49,7 +49,7 @@ func (e *env) remote(cmd string) (*remote, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, usagef(cmd, "-url %q: want the admin handler's base URL, such as https://svc.internal/idem/", u.Redacted())
 	}
-	if u.Scheme == "http" && e.getenv("IDEM_AUTHORIZATION") != "" && !e.allowHTTP && !loopback(u.Hostname()) {
+	if u.Scheme == "http" && e.getenv("IDEM_AUTHORIZATION") != "" && !e.allowHTTP && !direct(u) {
 		// The credential opens the service's admin handler, which can
 		// settle payments by hand: in clear text, anyone on the path
 		// could replay it.
@@ -66,8 +66,21 @@ func (e *env) remote(cmd string) (*remote, error) {
 	return &remote{e: e, base: u, hc: hc}, nil
 }
 
-// loopback reports whether host names this machine: a request to it never
-// crosses a network.
+// direct reports whether a request to u goes straight to this machine,
+// and so never crosses a network: u names it, and net/http will not send
+// the request through a proxy ($HTTP_PROXY), which it does for
+// "LOCALHOST" or "localhost." (its proxy rules exempt only "localhost" as
+// written and loopback addresses). The client's transport is
+// http.DefaultTransport, whose Proxy is http.ProxyFromEnvironment.
+func direct(u *url.URL) bool {
+	if !loopback(u.Hostname()) {
+		return false
+	}
+	p, err := http.ProxyFromEnvironment(&http.Request{URL: u})
+	return err == nil && p == nil
+}
+
+// loopback reports whether host names this machine.
 func loopback(host string) bool {
 	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
 		return true
