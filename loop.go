@@ -349,6 +349,13 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		}
 		return &blocked{reason, cause}
 	}
+	if (d.keyIgnored || d.c.ignoring.has(rec)) && d.sentBefore().maybeExecuted {
+		// The endpoint does not de-duplicate by the key, learnt from
+		// another operation's answer after this one's was lost (its own
+		// lost answers are flagged as they come, judgeSubmit): what may
+		// have executed would execute again.
+		return &blocked{ReviewKeyIgnored, ErrNeedsReview}
+	}
 	if rec.Review == ReviewKeyExpired {
 		// Expiry is for good, whether the client's window or the server's
 		// own answer (a 410 from the result endpoint) said so; a later 404
@@ -391,6 +398,16 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		return &blocked{rec.Review, ErrBudgetSpent}
 	}
 	return nil
+}
+
+// sentBefore is the past of the attempts sent before this round: not the
+// one Submit journaled with the record, which is yet to go.
+func (d *driver) sentBefore() past {
+	before := math.MaxInt
+	if n := len(d.rec.Attempts); d.preRecorded && n > 0 {
+		before = d.rec.Attempts[n-1].Number
+	}
+	return pastOf(d.rec, before)
 }
 
 // reviewOnly: automatic reconciliation (Resume, Run) has given up
