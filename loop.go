@@ -362,15 +362,17 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// from the endpoint must not reopen it.
 		return &blocked{ReviewKeyExpired, ErrKeyExpired}
 	}
-	window := d.c.keyRetention(rec)
+	window := resendWindow(d.c.keyRetention(rec))
 	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && now.Sub(rec.Attempts[0].Start) >= window {
 		// Nothing of ours ever ran, and the key has been someone else's
 		// for longer than a server keeps keys: whatever answers it now
 		// (a handler's own 409 run again on every resend, once the key is
-		// forgotten) will not become ours.
+		// forgotten) will not become ours. The margin too: the request
+		// holding the key may have been ours, sent again by a mesh's
+		// retry (mesh_retry_test.go), its order made under the key, and
+		// a resend the server takes as new is a second order.
 		return &blocked{ReviewKeyInUse, ErrKeyConflict}
 	}
-	window = resendWindow(window)
 	measured, running := d.c.life.run.measuredNow(now)
 	switch keyWindow(rec, p, now, window) {
 	case windowUntrusted:
