@@ -349,18 +349,18 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		}
 		return &blocked{reason, cause}
 	}
+	if rec.Review == ReviewKeyExpired {
+		// Expiry is for good, whether the client's window or the server's
+		// own answer (a 410 from the result endpoint) said so; a later 404
+		// from the endpoint must not reopen it.
+		return &blocked{ReviewKeyExpired, ErrKeyExpired}
+	}
 	if (d.keyIgnored || d.c.ignoring.has(rec)) && d.sentBefore().maybeExecuted {
 		// The endpoint does not de-duplicate by the key, learnt from
 		// another operation's answer after this one's was lost (its own
 		// lost answers are flagged as they come, judgeSubmit): what may
 		// have executed would execute again.
 		return &blocked{ReviewKeyIgnored, ErrNeedsReview}
-	}
-	if rec.Review == ReviewKeyExpired {
-		// Expiry is for good, whether the client's window or the server's
-		// own answer (a 410 from the result endpoint) said so; a later 404
-		// from the endpoint must not reopen it.
-		return &blocked{ReviewKeyExpired, ErrKeyExpired}
 	}
 	window := resendWindow(d.c.keyRetention(rec))
 	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && now.Sub(rec.Attempts[0].Start) >= window {
