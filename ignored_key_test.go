@@ -148,6 +148,7 @@ type ignoringAPI struct {
 	keys    []string // each request's Idempotency-Key
 	drop    int      // the request (1-based) whose answer is lost after it charged
 	charged int
+	onLost  func() // if set, called as that answer is lost
 }
 
 func newIgnoringAPI(t testing.TB) *ignoringAPI {
@@ -158,9 +159,12 @@ func newIgnoringAPI(t testing.TB) *ignoringAPI {
 		s.mu.Lock()
 		s.keys = append(s.keys, r.Header.Get("Idempotency-Key"))
 		s.charged++
-		n, lost := s.charged, len(s.keys) == s.drop
+		n, lost, onLost := s.charged, len(s.keys) == s.drop, s.onLost
 		s.mu.Unlock()
 		if lost {
+			if onLost != nil {
+				onLost()
+			}
 			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 				_ = conn.Close()
 			}
@@ -245,4 +249,34 @@ func TestIgnoredKeyEndpointIsRemembered(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, sum.Review)
 	s.requireSeen(t, "k0", "k")
+}
+
+// The endpoint may be learnt to ignore the key after a payment's answer to
+// it was lost (Solidgate: "Idempotency support varies by endpoint", and
+// says so with "Idempotency-Status: ignored"): the caller's context ended
+// while that payment was on the wire, then another payment's answer said
+// the endpoint ignores the key. The first may have charged; resent by
+// Resume, it would charge again.
+func TestIgnoredKeyEndpointLearntAfterLostAnswerIsNeverResent(t *testing.T) {
+	s := newIgnoringAPI(t)
+	c := clientFor(t, s.srv, idemtest.NewClock(epoch))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s.onLost = cancel // the caller stops waiting as the answer is lost
+	s.loseNext()
+	_, err := c.Submit(ctx, idem.Request{Key: "k", URL: s.srv.URL + "/api/v1/charge", Body: []byte(`{"amount":100}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+
+	_, err = c.Submit(t.Context(), idem.Request{Key: "k2", URL: s.srv.URL + "/api/v1/charge", Body: []byte(`{"amount":5}`)})
+	require.NoError(t, err)
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	s.requireSeen(t, "k", "k2")
+	require.Equal(t, 1, sum.Review)
+	s.requireSeen(t, "k", "k2")
+	list, err := c.List(t.Context(), idem.Filter{Review: true})
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, "k", list[0].Key)
+	require.Equal(t, idem.ReviewKeyIgnored, list[0].Review)
 }

@@ -26,13 +26,7 @@ func TestKeyWindowMarginCoversSlowReplicaClock(t *testing.T) {
 	require.Equal(t, 1, srv.Effects("", "k"), "the first replica's order")
 
 	clock.Advance(idem.KeyRetentionStripe + time.Minute)
-	slow := &steppedClock{Clock: clock, from: epoch, to: epoch.Add(100 * time.Hour), ahead: -3 * time.Minute}
-	c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(slow),
-		idem.WithKeyRetention(idem.KeyRetentionStripe))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	sum, err := c.Resume(t.Context())
-	require.NoError(t, err)
+	sum := resumeOnSlowReplica(t, store, srv.Client(), clock)
 	require.Equal(t, 1, srv.Effects("", "k"), "orders: resent on a key the server forgot")
 	require.Equal(t, 1, sum.Review)
 	rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
@@ -95,4 +89,17 @@ func lostStripeOrder(t *testing.T) (*idemtest.Clock, *idemtest.Server, *journal.
 	submit(srv, "k")
 	closeFirst()
 	return clock, srv, store
+}
+
+// resumeOnSlowReplica runs Resume on store by a client that keeps keys as
+// Stripe does, whose clock reads three minutes behind clock's.
+func resumeOnSlowReplica(t *testing.T, store *journal.Store, hc *http.Client, clock *idemtest.Clock) idem.Summary {
+	t.Helper()
+	slow := &steppedClock{Clock: clock, from: epoch, to: epoch.Add(100 * time.Hour), ahead: -3 * time.Minute}
+	c, err := idem.New(store, idem.WithHTTPClient(hc), idem.WithClock(slow), idem.WithKeyRetention(idem.KeyRetentionStripe))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	return sum
 }

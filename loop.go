@@ -355,15 +355,24 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// from the endpoint must not reopen it.
 		return &blocked{ReviewKeyExpired, ErrKeyExpired}
 	}
-	window := d.c.keyRetention(rec)
+	if (d.keyIgnored || d.c.ignoring.has(rec)) && d.sentBefore().maybeExecuted {
+		// The endpoint does not de-duplicate by the key, learnt from
+		// another operation's answer after this one's was lost (its own
+		// lost answers are flagged as they come, judgeSubmit): what may
+		// have executed would execute again.
+		return &blocked{ReviewKeyIgnored, ErrNeedsReview}
+	}
+	window := resendWindow(d.c.keyRetention(rec))
 	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && now.Sub(rec.Attempts[0].Start) >= window {
 		// Nothing of ours ever ran, and the key has been someone else's
 		// for longer than a server keeps keys: whatever answers it now
 		// (a handler's own 409 run again on every resend, once the key is
-		// forgotten) will not become ours.
+		// forgotten) will not become ours. The margin too: the request
+		// holding the key may have been ours, sent again by a mesh's
+		// retry (mesh_retry_test.go), its order made under the key, and
+		// a resend the server takes as new is a second order.
 		return &blocked{ReviewKeyInUse, ErrKeyConflict}
 	}
-	window = resendWindow(window)
 	measured, running := d.c.life.run.measuredNow(now)
 	switch keyWindow(rec, p, now, window) {
 	case windowUntrusted:
@@ -391,6 +400,16 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		return &blocked{rec.Review, ErrBudgetSpent}
 	}
 	return nil
+}
+
+// sentBefore is the past of the attempts sent before this round: not the
+// one Submit journaled with the record, which is yet to go.
+func (d *driver) sentBefore() past {
+	before := math.MaxInt
+	if n := len(d.rec.Attempts); d.preRecorded && n > 0 {
+		before = d.rec.Attempts[n-1].Number
+	}
+	return pastOf(d.rec, before)
 }
 
 // reviewOnly: automatic reconciliation (Resume, Run) has given up

@@ -5,13 +5,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
 )
 
 // meshOrigin is an orders service that de-duplicates by key as Stripe
@@ -58,17 +61,10 @@ func (o *meshOrigin) serve(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// A 409 to an operation's first attempt is read as another request
-// holding the key, and an unmarked 2xx after it as the server's answer to
-// ours (decide_test.go's TestContestedKey). Behind a retrying mesh the
-// request holding the key is ours, sent twice by the sidecar: its stored
-// order is ours, and settling it is right. Flagging such a 2xx for a
-// person (as a marked replay after the 409 is) would ask one about every
-// order a sidecar's retry ran into, to catch only a key reused for
-// another request on a server that neither compares bodies nor marks
-// replays, whose silent replay to a first attempt idem takes as ours
-// anyway.
-func TestMeshRetryInFlightThenStoredOrderIsOurs(t *testing.T) {
+// newMeshOrigin starts a meshOrigin behind its retrying sidecar; requests
+// go to the sidecar.
+func newMeshOrigin(t testing.TB) (*meshOrigin, *httptest.Server) {
+	t.Helper()
 	o := &meshOrigin{inFlight: map[string]bool{}, stored: map[string]string{}}
 	origin := httptest.NewServer(http.HandlerFunc(o.serve))
 	t.Cleanup(origin.Close)
@@ -96,6 +92,21 @@ func TestMeshRetryInFlightThenStoredOrderIsOurs(t *testing.T) {
 		_, _ = io.Copy(w, resp.Body)
 	}))
 	t.Cleanup(sidecar.Close)
+	return o, sidecar
+}
+
+// A 409 to an operation's first attempt is read as another request
+// holding the key, and an unmarked 2xx after it as the server's answer to
+// ours (decide_test.go's TestContestedKey). Behind a retrying mesh the
+// request holding the key is ours, sent twice by the sidecar: its stored
+// order is ours, and settling it is right. Flagging such a 2xx for a
+// person (as a marked replay after the 409 is) would ask one about every
+// order a sidecar's retry ran into, to catch only a key reused for
+// another request on a server that neither compares bodies nor marks
+// replays, whose silent replay to a first attempt idem takes as ours
+// anyway.
+func TestMeshRetryInFlightThenStoredOrderIsOurs(t *testing.T) {
+	o, sidecar := newMeshOrigin(t)
 	c := clientFor(t, sidecar, idemtest.NewClock(epoch))
 
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: sidecar.URL + "/v1/orders", Body: chargeBody})
@@ -109,4 +120,41 @@ func TestMeshRetryInFlightThenStoredOrderIsOurs(t *testing.T) {
 	require.Equal(t, 1, o.orders, "orders")
 	require.Equal(t, 3, o.copies, "copies reaching the service: the sidecar's two, then the resend")
 	require.Equal(t, []string{"k", "k", "k"}, o.keys)
+}
+
+// The order a sidecar's retry committed (the 409 to the first attempt is
+// ours, meshOrigin) is under the key from its first send, and the server
+// forgets the key as Stripe does, once "at least 24 hours old"
+// (docs.stripe.com/api/idempotent_requests). The replica that resumes it
+// after an outage has a clock three minutes slow: a minute after the
+// server forgot the key, it reads the key as 23 h 58 min someone else's.
+// Resent, it is a second order; KeyWindowMargin is left here too, and
+// the operation goes to a person.
+func TestMeshRetryInFlightKeyWindowMarginCoversSlowReplicaClock(t *testing.T) {
+	o, sidecar := newMeshOrigin(t)
+	clock := idemtest.NewClock(epoch)
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	// The replica that sent it stops after the 409 (one attempt).
+	first, err := idem.New(store, idem.WithHTTPClient(sidecar.Client()), idem.WithClock(clock), idem.WithMaxAttempts(1))
+	require.NoError(t, err)
+	_, err = first.Submit(t.Context(), idem.Request{Key: "k", URL: sidecar.URL + "/v1/orders", Body: chargeBody})
+	require.Error(t, err)
+	require.NoError(t, first.Close())
+
+	clock.Advance(idem.KeyRetentionStripe + time.Minute)
+	o.mu.Lock()
+	clear(o.stored) // the server's window has passed
+	o.mu.Unlock()
+	sum := resumeOnSlowReplica(t, store, sidecar.Client(), clock)
+	require.Equal(t, 1, sum.Review)
+	o.mu.Lock()
+	require.Equal(t, 1, o.orders, "orders: resent on a key the server forgot")
+	require.Equal(t, []string{"k", "k"}, o.keys, "copies reaching the service: the sidecar's two, no resend")
+	o.mu.Unlock()
+	rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.True(t, rec.Open())
+	require.Equal(t, idem.ReviewKeyInUse, rec.Review)
 }
