@@ -280,3 +280,51 @@ func TestIgnoredKeyEndpointLearntAfterLostAnswerIsNeverResent(t *testing.T) {
 	require.Equal(t, "k", list[0].Key)
 	require.Equal(t, idem.ReviewKeyIgnored, list[0].Review)
 }
+
+// What a Client learns of an endpoint that ignores the key lives as long
+// as the process; the operations it flagged for it stay in the journal.
+// After a restart, Resume learns the endpoint again from them before it
+// visits anything: a payment to it whose answer was lost (its caller
+// stopped waiting) may have charged, and is not sent again.
+func TestIgnoredKeyEndpointRelearntAfterRestart(t *testing.T) {
+	s := newIgnoringAPI(t)
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	var store *journal.Store
+	open := func() *idem.Client {
+		var err error
+		store, err = journal.Open(path)
+		require.NoError(t, err)
+		c, err := idem.New(store, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
+		require.NoError(t, err)
+		st := store
+		t.Cleanup(func() { _ = c.Close(); _ = st.Close() })
+		return c
+	}
+	charge := s.srv.URL + "/api/v1/charge"
+	c := open()
+	ctx, cancel := context.WithCancel(t.Context())
+	s.onLost = cancel // the caller stops waiting as the answer is lost
+	s.loseNext()
+	_, err := c.Submit(ctx, idem.Request{Key: "a", URL: charge, Body: []byte(`{"amount":100}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	s.onLost = nil
+	_, err = c.Submit(t.Context(), idem.Request{Key: "k0", URL: charge, Body: []byte(`{"amount":1}`)})
+	require.NoError(t, err)
+	s.loseNext()
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: charge, Body: []byte(`{"amount":5}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.ReviewKeyIgnored, res.Review)
+	require.NoError(t, c.Close())
+	require.NoError(t, store.Close())
+	s.requireSeen(t, "a", "k0", "k")
+
+	// A restart: a new process, the same journal.
+	c = open()
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	s.requireSeen(t, "a", "k0", "k")
+	require.Equal(t, 2, sum.Review)
+	op, err := c.Lookup(t.Context(), "", "a")
+	require.NoError(t, err)
+	require.Equal(t, idem.ReviewKeyIgnored, op.Review)
+}

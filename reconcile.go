@@ -85,6 +85,12 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	var refs []ref
 	err = c.store.ForEachOpen(ctx, func(r *journal.Record) error {
 		refs = append(refs, ref{scope: r.Scope, key: r.Key, host: c.hostOf(r)})
+		if r.Review == ReviewKeyIgnored {
+			// What the process that flagged it had learnt of its endpoint
+			// (keyIgnoring) died with it: learnt again before any visit,
+			// another operation there whose answer was lost is not resent.
+			c.ignoring.add(r)
+		}
 		return nil
 	})
 	if err != nil {
