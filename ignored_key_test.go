@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -283,10 +284,16 @@ func TestIgnoredKeyEndpointLearntAfterLostAnswerIsNeverResent(t *testing.T) {
 
 // What a Client learns of an endpoint that ignores the key lives as long
 // as the process; the operations it flagged for it stay in the journal.
-// After a restart, Resume learns the endpoint again from them before it
-// visits anything: a payment to it whose answer was lost (its caller
+// After a restart, Resume (or Run, with the operations it claims) learns
+// the endpoint again from them before it visits anything: a payment to it whose answer was lost (its caller
 // stopped waiting) may have charged, and is not sent again.
 func TestIgnoredKeyEndpointRelearntAfterRestart(t *testing.T) {
+	for _, byRun := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Resume", true: "Run"}[byRun], func(t *testing.T) { testIgnoredKeyEndpointRelearnt(t, byRun) })
+	}
+}
+
+func testIgnoredKeyEndpointRelearnt(t *testing.T, byRun bool) {
 	s := newIgnoringAPI(t)
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	var store *journal.Store
@@ -318,12 +325,25 @@ func TestIgnoredKeyEndpointRelearntAfterRestart(t *testing.T) {
 	require.NoError(t, store.Close())
 	s.requireSeen(t, "a", "k0", "k")
 
-	// A restart: a new process, the same journal.
+	// A restart: a new process, the same journal, started by Resume or
+	// straight into Run.
 	c = open()
-	sum, err := c.Resume(t.Context())
-	require.NoError(t, err)
+	if byRun {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		ran := make(chan struct{})
+		go func() { _ = c.Run(ctx); close(ran) }()
+		require.Eventually(t, func() bool {
+			op, err := c.Lookup(t.Context(), "", "a")
+			return err == nil && op.Review != ""
+		}, 15*time.Second, time.Millisecond)
+		cancel()
+		<-ran
+	} else {
+		sum, err := c.Resume(t.Context())
+		require.NoError(t, err)
+		require.Equal(t, 2, sum.Review)
+	}
 	s.requireSeen(t, "a", "k0", "k")
-	require.Equal(t, 2, sum.Review)
 	op, err := c.Lookup(t.Context(), "", "a")
 	require.NoError(t, err)
 	require.Equal(t, idem.ReviewKeyIgnored, op.Review)

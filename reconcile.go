@@ -485,6 +485,20 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 			sched.swept, sched.sinceSweep = true, 0
 		}
 	}
+	if !sched.learnt {
+		if lerr := c.learnIgnoring(ctx); lerr != nil {
+			if ctx.Err() != nil {
+				return false, "", nil
+			}
+			// No visit without it: one could resend a payment to an
+			// endpoint that would charge it again.
+			if err == nil {
+				phase, err = "learn", lerr
+			}
+			return false, phase, err
+		}
+		sched.learnt = true
+	}
 	now := c.cfg.clock.Now()
 	c.handover.claiming.Lock()
 	due, derr := c.store.ClaimDue(ctx, c.cfg.owner, now, now.Add(c.leaseSpan(c.cfg.attemptTimeout)), reconcileBatch)
@@ -503,6 +517,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	refs := make([]ref, len(due))
 	overdue := make(map[ref]bool)
 	for i, d := range due {
+		if d.Record.Review == ReviewKeyIgnored {
+			c.ignoring.add(d.Record) // as Resume does: learnt again before any visit
+		}
 		refs[i] = ref{scope: d.Record.Scope, key: d.Record.Key, lease: d.Lease, host: c.hostOf(d.Record)}
 		if c.pastDeadline(d.Record, now) {
 			overdue[refs[i]] = true
@@ -579,6 +596,23 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		phase, err = "visit", verr
 	}
 	return claimed == reconcileBatch, phase, err
+}
+
+// learnIgnoring learns again, from the open operations flagged for it
+// (ReviewKeyIgnored), the endpoints that ignore the key: what the process
+// that flagged them knew (keyIgnoring) died with it, and Run's first
+// claims may come before any flagged operation is due.
+func (c *Client) learnIgnoring(ctx context.Context) error {
+	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+		if r.Review == ReviewKeyIgnored {
+			c.ignoring.add(r)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("idem: reconcile: %w", err)
+	}
+	return nil
 }
 
 // pastDeadline reports whether rec, not yet flagged, has passed the

@@ -135,6 +135,7 @@ type runSchedule struct {
 	pruned     bool          // a prune has been made: the first one is at once
 	sinceSweep time.Duration // since the last sweep
 	swept      bool          // a sweep has been made: the first one is at once
+	learnt     bool          // the endpoints that ignore the key are learnt (learnIgnoring)
 }
 
 // advance counts d, measured by Run.
