@@ -59,3 +59,12 @@ func (k *keyIgnoring) add(rec *journal.Record) {
 	k.set[e] = struct{}{}
 	k.any.Store(true)
 }
+
+// relearn remembers rec's endpoint if rec was flagged for ignoring the key
+// (ReviewKeyIgnored): what the process that flagged it knew died with it,
+// and another operation there whose answer was lost must not be resent.
+func (k *keyIgnoring) relearn(rec *journal.Record) {
+	if rec.Review == ReviewKeyIgnored {
+		k.add(rec)
+	}
+}

@@ -563,19 +563,29 @@ func (d *driver) readBack(fn func(r *journal.Record), now time.Time, err error) 
 // reads'. A read the Store gave up waiting for (storeStalled) is not: the
 // database that does not answer would hold each as long.
 func (c *Client) readAgain(ctx, wctx context.Context, scope, key string) (*journal.Record, error) {
-	deadline := c.cfg.clock.Now().Add(c.cfg.attemptTimeout)
-	wait := 50 * time.Millisecond
+	bo := backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(readAgainFirst),
+		backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0),
+		backoff.WithMaxElapsedTime(c.cfg.attemptTimeout),
+		backoff.WithClockProvider(c.cfg.clock),
+	)
+	bo.Reset()
 	for {
 		rec, err := c.store.Get(wctx, scope, key)
 		if err == nil || errors.Is(err, journal.ErrNotFound) || storeStalled(err) {
 			return rec, err
 		}
-		if !c.cfg.clock.Now().Add(wait).Before(deadline) || c.cfg.clock.Sleep(ctx, wait) != nil {
+		wait := bo.NextBackOff()
+		if wait == backoff.Stop || c.cfg.clock.Sleep(ctx, wait) != nil {
 			return nil, err
 		}
-		wait *= 2
 	}
 }
+
+// readAgainFirst is readAgain's first wait: a failover takes seconds, a
+// dropped connection's replacement milliseconds.
+const readAgainFirst = 50 * time.Millisecond
 
 // closeOpenAttempts closes attempts left without an outcome by a process
 // that stopped mid-attempt. Nobody knows whether they reached the server,

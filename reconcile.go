@@ -85,12 +85,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	var refs []ref
 	err = c.store.ForEachOpen(ctx, func(r *journal.Record) error {
 		refs = append(refs, ref{scope: r.Scope, key: r.Key, host: c.hostOf(r)})
-		if r.Review == ReviewKeyIgnored {
-			// What the process that flagged it had learnt of its endpoint
-			// (keyIgnoring) died with it: learnt again before any visit,
-			// another operation there whose answer was lost is not resent.
-			c.ignoring.add(r)
-		}
+		c.ignoring.relearn(r) // before any visit
 		return nil
 	})
 	if err != nil {
@@ -517,9 +512,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	refs := make([]ref, len(due))
 	overdue := make(map[ref]bool)
 	for i, d := range due {
-		if d.Record.Review == ReviewKeyIgnored {
-			c.ignoring.add(d.Record) // as Resume does: learnt again before any visit
-		}
+		c.ignoring.relearn(d.Record) // before any visit
 		refs[i] = ref{scope: d.Record.Scope, key: d.Record.Key, lease: d.Lease, host: c.hostOf(d.Record)}
 		if c.pastDeadline(d.Record, now) {
 			overdue[refs[i]] = true
@@ -604,9 +597,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 // claims may come before any flagged operation is due.
 func (c *Client) learnIgnoring(ctx context.Context) error {
 	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
-		if r.Review == ReviewKeyIgnored {
-			c.ignoring.add(r)
-		}
+		c.ignoring.relearn(r)
 		return nil
 	})
 	if err != nil {
