@@ -293,15 +293,22 @@ func setReview(r *journal.Record, reason string) {
 	}
 }
 
-// agreedAnswer gives res the status and body of the server's answer that
-// agreed with the confirmation or resolution that settled the operation
-// under this call (lateAnswer), when the record has none: a webhook that
-// settles a Stripe PaymentIntent while its create is on the wire must not
-// cost the caller the answer's client_secret. The record keeps the
-// settlement as it was made; only this call's Result carries the body.
-func (d *driver) agreedAnswer(res *Result) {
-	ex := d.agreed
-	if ex == nil || res == nil || len(res.Body) > 0 || res.StatusCode != 0 || res.State != d.rec.State {
+// lateAnswerResult gives res the status and body of the server's answer
+// to this call that met a confirmation or resolution settling the
+// operation under it (lateAnswer). One that agreed fills a Result that
+// has none: a webhook that settles a Stripe PaymentIntent while its
+// create is on the wire must not cost the caller the answer's
+// client_secret. One that contradicts a failure replaces what the record
+// holds (a resolution keeps the last answer before it): the call ends in
+// ErrNeedsReview, and the charge the answer names is what a person needs.
+// The record keeps the settlement as it was made; only this call's
+// Result carries the body.
+func (d *driver) lateAnswerResult(res *Result) {
+	ex := d.late
+	if ex == nil || res == nil || res.State != d.rec.State {
+		return
+	}
+	if !d.lateContradicts && (len(res.Body) > 0 || res.StatusCode != 0) {
 		return
 	}
 	body := ex.body
@@ -362,10 +369,13 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange) {
 		d.rec = rec
 	}
 	if cerr == nil && st.move == moveSettle && rec != nil && rec.State == st.out.State {
-		d.agreed = &ex // a copy: only this rare path may put the exchange on the heap
+		d.late = &ex // a copy: only this rare path may put the exchange on the heap
 	}
 	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
 		return
+	}
+	if d.rec.State == StateFailed {
+		d.late, d.lateContradicts = &ex, true
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts how the operation was settled (a confirmation or a manual resolution); flagged for review",
 		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(said)), slog.String("answer_resource_id", conf.ResourceID))...)

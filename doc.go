@@ -32,7 +32,8 @@
 //	})
 //	switch {
 //	case err == nil: // res.State == StateSucceeded, res.ResourceID
-//	case errors.Is(err, idem.ErrUnknownOutcome): // journaled; Run settles it
+//	case errors.Is(err, idem.ErrUnknownOutcome): // journaled; Run settles it,
+//		// or a person (ErrNeedsReview: res.Review); never a new key
 //	case errors.Is(err, idem.ErrFailed): // the server refused it: res.Reason
 //	}
 //
@@ -138,7 +139,9 @@
 // endpoints (method and URL without its query) while the process lives.
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
-// flags it [ReviewMaybeTwice]: the server may have executed it twice.
+// flags it [ReviewMaybeTwice]: the server may have executed it twice. If
+// it settles it failed, the earlier copy may still have executed: the
+// call ends in [ErrNeedsReview], not [ErrFailed].
 //
 // # Budgets and defaults
 //
@@ -186,7 +189,13 @@
 // may: [Client.Confirm] records it (source and event id, so a redelivery
 // changes nothing) and settles the open operation, which is never sent
 // again; an event that contradicts a settled outcome is flagged
-// ([ReviewConfirmConflict], [ErrConfirmConflict]), never applied. Put the
+// ([ReviewConfirmConflict], [ErrConfirmConflict]), never applied. A
+// call's own answer that arrives after an event (or [Client.Resolve])
+// settled the operation is compared the same way; a failure so
+// contradicted, by that answer or by an event, is reported to every call
+// as [ErrNeedsReview] and [ErrUnknownOutcome], never [ErrFailed]: the
+// request may have executed, and a retry under a new key could charge
+// twice. Put the
 // key in the request's metadata so that the events carry it back;
 // [Client.LookupResource] finds an open operation by the resource id its
 // response named.

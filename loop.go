@@ -80,11 +80,13 @@ type driver struct {
 	// journalStalled: a journal call of this drive gave up waiting for
 	// the Store's database (storeStalled); the drive makes no more.
 	journalStalled bool
-	// agreed: the server's answer to this call, which agreed with a
-	// confirmation or resolution that settled the operation while the
-	// request was on the wire (lateAnswer). Only its resource id and state
-	// are journaled, so the call's Result takes the rest from here.
-	agreed *exchange
+	// late: the server's answer to this call, which met a confirmation
+	// or resolution that settled the operation while the request was on
+	// the wire (lateAnswer), and agreed with it or (lateContradicts)
+	// contradicted a failure. Only its resource id and state are
+	// journaled, so the call's Result takes the rest from here.
+	late            *exchange
+	lateContradicts bool
 	// brief: a Resume visit to a host whose operations stay processing
 	// (ref.brief); one still processing is handed off, not waited for.
 	brief bool
@@ -116,7 +118,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 		cause = nil // whoever settled it (Resolve) told the hooks
 	}
 	res, err := c.finish(d.rec, cause)
-	d.agreedAnswer(res)
+	d.lateAnswerResult(res)
 	settled := wasOpen && !d.rec.Open() && !elsewhere
 	if wasOpen && !elsewhere {
 		c.driveEnded(hctx, d, wasReview, settled, res)

@@ -22,8 +22,10 @@ type Result struct {
 	// StatusCode and Body: the response that settled the operation,
 	// its body size-capped; 0 and nil if none did (a confirmation or a
 	// resolution). When one settled it while this call's own request was
-	// on the wire and the server's answer agreed, they are that answer's,
-	// for this call only: the journal keeps the settlement as it was made.
+	// on the wire and the server's answer agreed, or contradicted a
+	// failure (the call then ends in ErrNeedsReview), they are that
+	// answer's, for this call only: the journal keeps the settlement as
+	// it was made.
 	StatusCode int
 	Body       []byte
 	Reason     string // why it failed or needs review, for people
