@@ -322,10 +322,12 @@ func (d *driver) lateAnswerResult(res *Result) {
 // server's own answer settles an operation that a confirmation or a manual
 // resolution (Resolve) settled while the call was in flight: compared like
 // any other, it is recorded if it agrees and flagged
-// (ReviewConfirmConflict) if it contradicts. A "processing" answer that
-// names another resource than the settled one is recorded too, in the
-// settled state with its own resource id (a confirmation is terminal),
-// and flagged.
+// (ReviewConfirmConflict) if it contradicts. A "processing" answer (a
+// 409 "in progress" for our key, a 202) to an operation settled failed
+// is recorded as processing and flagged: the server is executing what
+// the failure says never ran. One that names another resource than a
+// settled success is recorded too, in the settled state with its own
+// resource id, and flagged.
 const ResponseSource = "idem: server response"
 
 // lateAnswer handles a settling answer whose commit found the operation
@@ -342,9 +344,14 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange) {
 		return
 	}
 	answer, said, state := "the server's answer", st.out.State, st.out.State
-	switch st.move {
-	case moveSettle:
-	case moveProcessing:
+	switch {
+	case st.move == moveSettle:
+	case st.move == moveProcessing && d.rec.State == StateFailed:
+		// The server holds the request and is executing it (a 409 "in
+		// progress", a 202): what it executes may charge, whatever the
+		// failure settled by hand or by an event says.
+		answer, said, state = "the server's processing answer", StateProcessing, StateProcessing
+	case st.move == moveProcessing:
 		// It settles nothing: only another resource than the settled
 		// one says something, and only that is compared.
 		if d.rec.Result == nil || d.rec.Result.ResourceID == "" || st.out.ResourceID == "" || st.out.ResourceID == d.rec.Result.ResourceID {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -66,13 +67,26 @@ func TestWebhookFailureContradictedByAnswer(t *testing.T) {
 	require.Zero(t, e.queries("k"))
 	require.Equal(t, 1, e.srv.Effects(scope, "k"), "payments")
 
+	late := requireAnswerKeptBeside(t, e, counts, 2)
+	require.Equal(t, idem.StateSucceeded, late.State)
+}
+
+// requireAnswerKeptBeside asserts the journal of key "k" after the
+// server's answer contradicted a failure: the failure kept and flagged,
+// with n confirmations, the answer last (which it returns), and the
+// conflict reported once.
+func requireAnswerKeptBeside(t testing.TB, e *env, counts *settleCounts, n int) journal.Confirmation {
+	t.Helper()
 	rec := e.record("k")
-	require.Equal(t, idem.StateFailed, rec.State, "the confirmation's settlement is kept")
+	require.Equal(t, idem.StateFailed, rec.State, "the failure is kept")
 	require.Equal(t, idem.ReviewConfirmConflict, rec.Review)
-	require.Len(t, rec.Confirmations, 2, "the event, then the server's answer")
-	require.Equal(t, journal.ConfirmConflicted, rec.Confirmations[1].Effect)
+	require.Len(t, rec.Confirmations, n)
+	late := rec.Confirmations[n-1]
+	require.Equal(t, idem.ResponseSource, late.Source, "the server's answer, last")
+	require.Equal(t, journal.ConfirmConflicted, late.Effect)
 	require.Equal(t, 1, counts.get(counts.conflict, "k"), "ConfirmConflict hook calls")
 	require.Equal(t, 1, counts.get(counts.review, "k"), "Review hook calls")
+	return late
 }
 
 // On an endpoint that does not de-duplicate by the key (Solidgate says so
@@ -123,4 +137,48 @@ func TestDeclineAfterMaybeExecutedCopyIsNotAFailure(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idem.StateFailed, op.State)
 	require.Equal(t, idem.ReviewMaybeTwice, op.Review)
+}
+
+// An operator forces an operation failed (its answer was lost, and the
+// dashboard showed nothing yet) while the caller's Do resends it, and the
+// server answers that the key's first request is still executing: Stripe's
+// 409 idempotency_error for a key whose request is in progress
+// (https://docs.stripe.com/error-low-level#idempotency). That answer
+// settles nothing, so it was dropped without a trace and the call
+// returned ErrFailed: a checkout that retries under a new key charges
+// twice once the first request completes. It contradicts the failure as
+// a 2xx would: recorded beside the resolution, flagged, and the call told
+// ErrNeedsReview.
+func TestForcedFailureWhileServerStillExecuting(t *testing.T) {
+	counts := newSettleCounts()
+	// The setup client's one attempt, answered 502 by a gateway after the
+	// server took the request, leaves the operation unknown, as a caller
+	// whose deadline passed would; the call under test is a Do with the
+	// default budget.
+	e := newEnv(t, noResultEndpoint(), script(step{forward: true, status: http.StatusBadGateway}),
+		clientOpts(idem.WithMaxAttempts(1)), counts.options())
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
+	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+
+	tr := &confirmOnSend{base: e.srv.Client().Transport}
+	c, err := idem.New(e.store, append(e.baseOpts(),
+		idem.WithMaxAttempts(idem.DefaultMaxAttempts), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	tr.confirm = func() error {
+		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateFailed, Reason: "not in the dashboard", By: "ops"})
+		return err
+	}
+	op, err := c.Lookup(e.ctx, "", "k")
+	require.NoError(t, err)
+	res, err := c.Do(e.ctx, op)
+	require.NoError(t, tr.err, "Resolve() while the resend was on the wire")
+
+	requireContradicted(t, res, err, idem.ReviewConfirmConflict)
+	require.Len(t, e.submits("k"), 2, "the first and the resend")
+	require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders")
+	late := requireAnswerKeptBeside(t, e, counts, 1)
+	require.Equal(t, idem.StateProcessing, late.State)
+	require.Equal(t, http.StatusConflict, late.StatusCode)
 }

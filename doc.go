@@ -191,14 +191,14 @@
 // again; an event that contradicts a settled outcome is flagged
 // ([ReviewConfirmConflict], [ErrConfirmConflict]), never applied. A
 // call's own answer that arrives after an event (or [Client.Resolve])
-// settled the operation is compared the same way; a failure so
-// contradicted, by that answer or by an event, is reported to every call
-// as [ErrNeedsReview] and [ErrUnknownOutcome], never [ErrFailed]: the
-// request may have executed, and a retry under a new key could charge
-// twice. Put the
-// key in the request's metadata so that the events carry it back;
-// [Client.LookupResource] finds an open operation by the resource id its
-// response named.
+// settled the operation is compared the same way (one saying the server
+// is still executing the request contradicts a failure too); a failure
+// so contradicted, by that answer or by an event, is reported to every
+// call as [ErrNeedsReview] and [ErrUnknownOutcome], never [ErrFailed]:
+// the request may have executed, and a retry under a new key could
+// charge twice. Put the key in the request's metadata so that the events
+// carry it back; [Client.LookupResource] finds an open operation by the
+// resource id its response named.
 //
 // # Concurrency and processes
 //

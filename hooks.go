@@ -62,7 +62,11 @@ type Hooks struct {
 	// contradicts the recorded outcome (which it kept, flagging the
 	// operation for review), with the operation's Result and the
 	// confirmation; once per event. Review is called too when the
-	// operation was not flagged already.
+	// operation was not flagged already. A call's own answer that
+	// contradicts how a confirmation or Resolve settled the operation
+	// while its request was on the wire is reported here too (Source
+	// ResponseSource), its State processing when the server said it is
+	// still executing a request settled failed.
 	ConfirmConflict func(ctx context.Context, res *Result, conf Confirmation)
 }
 

@@ -74,7 +74,11 @@ func (e ConfirmEffect) String() string {
 // provider's webhook event, a settlement report, a message from another
 // system. It is recorded in the record it confirms.
 type Confirmation struct {
-	State      State  // StateSucceeded or StateFailed
+	// State is StateSucceeded or StateFailed, or StateProcessing for a
+	// server's answer that it holds the request (still executing it),
+	// which is recorded only against a failed record, as a contradiction:
+	// what the server is executing may yet charge.
+	State      State
 	ResourceID string // the provider's id for what was created; may be empty
 	// Source names where it came from ("stripe-webhook"); with EventID it
 	// identifies the confirmation, so that a redelivered event changes
@@ -92,8 +96,8 @@ type Confirmation struct {
 // match ErrInvalid.
 func (c *Confirmation) Validate() error {
 	switch {
-	case !c.State.Terminal():
-		return errorf("confirmation state %q: must be %s or %s: %w", c.State, StateSucceeded, StateFailed, ErrInvalid)
+	case !c.State.Terminal() && c.State != StateProcessing:
+		return errorf("confirmation state %q: must be %s or %s (or %s, against a failure): %w", c.State, StateSucceeded, StateFailed, StateProcessing, ErrInvalid)
 	case strings.TrimSpace(c.Source) == "" || strings.TrimSpace(c.EventID) == "":
 		return errorf("confirmation without a Source or EventID (they make a redelivered event harmless): %w", ErrInvalid)
 	case len(c.Source) > maxConfirmID || len(c.EventID) > maxConfirmID || len(c.ResourceID) > maxConfirmID:
@@ -128,6 +132,9 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     named another resource id is a contradiction (below).
 //   - A settled record with c's state and resource id (or c without
 //     one): ConfirmAgreed, c recorded, nothing else changed.
+//   - c processing (the server's answer that it holds the request): a
+//     contradiction of a failed record; refused (ConfirmInvalid) for any
+//     other.
 //   - A contradiction: ConfirmConflicted and an error matching
 //     ErrConfirmConflict. The state and result are kept; c is recorded
 //     and the record flagged ReviewConfirmConflict. This, and the
@@ -154,6 +161,10 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 			return ConfirmDuplicate, conflictErr(rec, &c)
 		}
 		return ConfirmDuplicate, nil
+	}
+	if c.State == StateProcessing && rec.State != StateFailed {
+		// It settles nothing, and only a failure does it contradict.
+		return ConfirmInvalid, errorf("confirmation state %s against a %s record: only a failure is contradicted by it: %w", c.State, rec.State, ErrInvalid)
 	}
 	var known string // the resource id the record holds
 	if rec.Result != nil {
@@ -338,7 +349,7 @@ func (d *decoder) confirmations() []Confirmation {
 		c.StatusCode = d.int()
 		c.At = d.time()
 		c.Effect = ConfirmEffect(d.byte())
-		if d.err == nil && (!c.State.Terminal() || !c.Effect.Changed()) {
+		if d.err == nil && (!c.State.Terminal() && (c.State != StateProcessing || c.Effect != ConfirmConflicted) || !c.Effect.Changed()) {
 			d.fail("invalid confirmation")
 		}
 	}

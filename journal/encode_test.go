@@ -45,6 +45,7 @@ func fullRecord() *Record {
 		Confirmations: []Confirmation{
 			{State: StateSucceeded, ResourceID: "ord_1", Source: "webhook", EventID: "evt_1", Reason: "order.created", StatusCode: 201, At: t0.Add(time.Minute), Effect: ConfirmAgreed},
 			{State: StateFailed, Source: "webhook", EventID: "evt_2", At: t0.Add(2 * time.Minute), Effect: ConfirmConflicted},
+			{State: StateProcessing, Source: "idem: server response", EventID: "attempt 3", StatusCode: 409, At: t0.Add(3 * time.Minute), Effect: ConfirmConflicted},
 		},
 		Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	}
@@ -107,6 +108,9 @@ func TestDecodeRejects(t *testing.T) {
 		{"empty state", append([]byte{magic0, magic1, recordVersion, 0}, enc[4:]...), ErrCorrupt},
 		{"huge length", []byte{magic0, magic1, recordVersion, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}, ErrCorrupt},
 		{"overlong varint", []byte{magic0, magic1, recordVersion, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, ErrCorrupt},
+		// Processing is recorded only as a contradiction (ApplyConfirmation).
+		{"processing confirmation that agreed", encode(nil, &Record{Scope: "s", Key: "k", State: StateFailed,
+			Confirmations: []Confirmation{{State: StateProcessing, Source: "s", EventID: "e", At: t0, Effect: ConfirmAgreed}}}), ErrCorrupt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
