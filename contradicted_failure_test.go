@@ -182,3 +182,88 @@ func TestForcedFailureWhileServerStillExecuting(t *testing.T) {
 	require.Equal(t, idem.StateProcessing, late.State)
 	require.Equal(t, http.StatusConflict, late.StatusCode)
 }
+
+// settledWhileCommitLost is a Store whose first Update once armed is not
+// applied but answered journal.ErrMaybeCommitted, as a PostgreSQL
+// journal's is when the connection breaks before the COMMIT is processed
+// (a failover); settle runs in between, as a webhook's Confirm retried
+// by the provider commits once the database is back, before the drive's
+// read-back.
+type settledWhileCommitLost struct {
+	*journal.Store
+	settle func() error
+
+	mu         sync.Mutex
+	armed, cut bool
+	settleErr  error
+}
+
+func (s *settledWhileCommitLost) arm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.armed = true
+}
+
+func (s *settledWhileCommitLost) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
+	s.mu.Lock()
+	cut := s.armed && !s.cut
+	s.cut = s.cut || cut
+	s.mu.Unlock()
+	if !cut {
+		return s.Store.Update(ctx, scope, key, fn)
+	}
+	err := s.settle()
+	s.mu.Lock()
+	s.settleErr = err
+	s.mu.Unlock()
+	return nil, fmt.Errorf("pgjournal: update %q: %w: unexpected EOF", key, journal.ErrMaybeCommitted)
+}
+
+// The answer's own journal write is lost with PostgreSQL failing over
+// (its COMMIT never processed), and before the drive reads the record
+// back, Adyen's AUTHORISATION success=false notification for another
+// payment carrying our merchantReference (the key) settles it failed
+// through Confirm. The read-back found a record that was not its write
+// and gave up: the call returned ErrUnknownOutcome, the authorisation the
+// server answered was dropped without a trace, and the journal said
+// "failed", unflagged, so the next Do returned ErrFailed and a checkout
+// retried under a new key: a second authorisation.
+func TestAnswerKeptWhenSettledDuringLostCommit(t *testing.T) {
+	counts := newSettleCounts()
+	e := newEnv(t, counts.options())
+	require.NoError(t, e.client.Close())
+	s := &settledWhileCommitLost{Store: e.store}
+	base := e.srv.Client().Transport
+	hc := &http.Client{Transport: rtFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := base.RoundTrip(r)
+		if r.Method != http.MethodGet {
+			s.arm() // the answer is back: its journal write is next
+		}
+		return resp, err
+	})}
+	c, err := idem.New(s, append(e.baseOpts(), idem.WithHTTPClient(hc))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	s.settle = func() error {
+		_, err := c.Confirm(context.Background(), "", "k", idem.Confirmation{
+			State: idem.StateFailed, ResourceID: "psp_refused", Source: "adyen", EventID: "psp_refused:AUTHORISATION:false", Reason: "Refused",
+		})
+		return err
+	}
+
+	res, err := c.Submit(e.ctx, e.req("k", `{"n":1}`))
+	require.NoError(t, s.settleErr, "Confirm() while the write's fate was unknown")
+	requireContradicted(t, res, err, idem.ReviewConfirmConflict)
+	require.Equal(t, http.StatusCreated, res.StatusCode, "the server's answer")
+	require.Len(t, e.submits("k"), 1)
+	require.Equal(t, 1, e.srv.Effects(scope, "k"), "authorisations")
+	late := requireAnswerKeptBeside(t, e, counts, 2)
+	require.Equal(t, idem.StateSucceeded, late.State)
+	require.Equal(t, "ord_000001", late.ResourceID)
+
+	op, err := c.Lookup(e.ctx, "", "k")
+	require.NoError(t, err)
+	res, err = c.Do(e.ctx, op)
+	requireContradicted(t, res, err, idem.ReviewConfirmConflict)
+	require.Len(t, e.submits("k"), 1, "nothing more sent")
+}

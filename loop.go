@@ -541,8 +541,10 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 // committed, and the drive goes on as if it had answered: stopped there,
 // it would report a settlement it wrote to nobody, since Run never visits
 // a settled operation again (an outbox operation's only report is the
-// settle func). Otherwise, or if the record cannot be read, err: the
-// drive stops, and Run settles the operation later.
+// settle func). If it holds the operation settled by someone else
+// instead, journal.ErrTerminal, as the commit would have answered had it
+// come after. Otherwise, or if the record cannot be read, err: the drive
+// stops, and Run settles the operation later.
 func (d *driver) readBack(fn func(r *journal.Record), now time.Time, err error) (*journal.Record, error) {
 	cur, gerr := d.c.readAgain(d.ctx, d.wctx, d.rec.Scope, d.rec.Key)
 	if gerr != nil {
@@ -553,6 +555,14 @@ func (d *driver) readBack(fn func(r *journal.Record), now time.Time, err error) 
 	want.Updated = now
 	compactAttempts(want)
 	if !bytes.Equal(journal.EncodeRecord(nil, cur), journal.EncodeRecord(nil, want)) {
+		if d.rec.Open() && !cur.Open() {
+			// Settled by someone else (a confirmation, Resolve) while
+			// this write's fate was unknown: as if the commit had found
+			// it so (ErrTerminal), so that the answer this write carried
+			// is compared with that outcome (lateAnswer), not dropped
+			// with the journal saying "failed" over a charge.
+			return nil, journal.ErrTerminal
+		}
 		return nil, err
 	}
 	return cur, nil

@@ -524,9 +524,11 @@ func WithClock(clk Clock) Option {
 
 // WithSettleFunc sets the callback told about each operation that Resume or
 // Run settles: work the application handed off and must still learn about.
-// It runs after the outcome is committed, on the goroutine of Run or
-// Resume: do not call Close or Shutdown from it, which wait for that very
-// Run or Resume to return.
+// A failed Result with Review set may have executed (as Hooks.Settle
+// says): not a failure to retry under a new key. It runs after the
+// outcome is committed, on the goroutine of Run or Resume: do not call
+// Close or Shutdown from it, which wait for that very Run or Resume to
+// return.
 func WithSettleFunc(fn func(*Result)) Option {
 	return optionFunc(func(c *config) { c.onSettle = fn })
 }
