@@ -36,6 +36,16 @@ func requireContradicted(t testing.TB, res *idem.Result, err error, review strin
 	require.Equal(t, review, res.Review)
 }
 
+// refusedElsewhere confirms key "k" failed with Adyen's AUTHORISATION
+// notification (success "false") for another payment that carried the
+// same merchantReference, the key.
+func refusedElsewhere(c *idem.Client) error {
+	_, err := c.Confirm(context.Background(), "", "k", idem.Confirmation{
+		State: idem.StateFailed, ResourceID: "psp_refused", Source: "adyen", EventID: "psp_refused:AUTHORISATION:false", Reason: "Refused",
+	})
+	return err
+}
+
 // Adyen does not check a merchantReference for uniqueness, so with the key
 // carried there an AUTHORISATION notification for another payment of the
 // same order (the shopper's earlier card, refused: success "false") can
@@ -51,12 +61,7 @@ func TestWebhookFailureContradictedByAnswer(t *testing.T) {
 	c, err := idem.New(e.store, append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	tr.confirm = func() error {
-		_, err := c.Confirm(context.Background(), "", "k", idem.Confirmation{
-			State: idem.StateFailed, ResourceID: "psp_refused", Source: "adyen", EventID: "psp_refused:AUTHORISATION:false", Reason: "Refused",
-		})
-		return err
-	}
+	tr.confirm = func() error { return refusedElsewhere(c) }
 	res, err := c.Submit(e.ctx, e.req("k", `{"n":1}`))
 	require.NoError(t, tr.err, "Confirm() while the request was on the wire")
 
@@ -244,12 +249,7 @@ func TestAnswerKeptWhenSettledDuringLostCommit(t *testing.T) {
 	c, err := idem.New(s, append(e.baseOpts(), idem.WithHTTPClient(hc))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
-	s.settle = func() error {
-		_, err := c.Confirm(context.Background(), "", "k", idem.Confirmation{
-			State: idem.StateFailed, ResourceID: "psp_refused", Source: "adyen", EventID: "psp_refused:AUTHORISATION:false", Reason: "Refused",
-		})
-		return err
-	}
+	s.settle = func() error { return refusedElsewhere(c) }
 
 	res, err := c.Submit(e.ctx, e.req("k", `{"n":1}`))
 	require.NoError(t, s.settleErr, "Confirm() while the write's fate was unknown")
