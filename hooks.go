@@ -206,7 +206,9 @@ func (c *Client) runFailed(ctx context.Context, err error) {
 // flagged for review, and returns its result, or until ctx ends (its
 // cause, with the journaled state as the Result) or the Client closes
 // (ErrClosed). It returns at once if the operation is already there.
-// The error is nil once it is: read Result.State and Result.Review.
+// The error is nil once it is: read Result.State and Result.Review (a
+// failed Result with Review set may have executed: Do reports it as
+// ErrNeedsReview, never ErrFailed).
 //
 // A settlement in this process (a call, Resume, Run, Resolve) wakes Wait
 // at once. One made by another process sharing the journal is seen by
