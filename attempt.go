@@ -413,7 +413,7 @@ func (d *driver) submit() (step, error) {
 	})
 	d.observe(number, false, ex, st.label)
 	if err != nil {
-		d.lateAnswer(err, st, number, ex)
+		d.lateAnswer(err, st, number, ex, false)
 		return st, err
 	}
 	switch st.move {
@@ -622,7 +622,7 @@ func (d *driver) query() (step, error) {
 	})
 	d.observe(number, true, ex, st.label)
 	if err != nil {
-		d.lateAnswer(err, st, number, ex)
+		d.lateAnswer(err, st, number, ex, true)
 		return st, err
 	}
 	switch st.move {

@@ -327,19 +327,22 @@ func (d *driver) lateAnswerResult(res *Result) {
 // is recorded as processing and flagged: the server is executing what
 // the failure says never ran. One that names another resource than a
 // settled success is recorded too, in the settled state with its own
-// resource id, and flagged.
+// resource id, and flagged. So is, as processing, an answer that tells
+// nothing (lost, a gateway's 5xx) to an attempt that may have executed,
+// against a failure: that attempt was sent while the failure was decided.
 const ResponseSource = "idem: server response"
 
-// lateAnswer handles a settling answer whose commit found the operation
+// lateAnswer handles an answer whose commit found the operation
 // settled by a confirmation or by a person (Resolve) while the request
-// was on the wire (err is the commit's): the answer is not lost but
+// was on the wire (err is the commit's; query: it answers a result
+// query, which executes nothing): the answer is not lost but
 // checked against that outcome, which it never replaces, so that a
 // contradiction reaches a person. A person who resolved an operation as
 // failed while a resend of it was executing has not seen the order the
 // server then reports. So has an event that named another order made
 // with our key (a provider that does not check the reference the key
 // travels in): our own answer, even "processing", names ours.
-func (d *driver) lateAnswer(err error, st step, number int, ex exchange) {
+func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query bool) {
 	if !errors.Is(err, errSettledElsewhere) || st.conflict || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
 		return
 	}
@@ -351,6 +354,13 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange) {
 		// progress", a 202): what it executes may charge, whatever the
 		// failure settled by hand or by an event says.
 		answer, said, state = "the server's processing answer", StateProcessing, StateProcessing
+	case !query && st.move != moveSettle && !st.refused && (ex.wrote || !ex.unsent) && d.rec.State == StateFailed:
+		// Lost, or a gateway's error: the request may have executed, and
+		// it was sent while the failure was decided, which cannot have
+		// counted it (a person who found nothing sent, an event about
+		// another payment). Nothing may resend or query a settled
+		// operation: a person must find out.
+		answer, said, state = "an attempt that may have executed, whose answer told nothing", StateUnknown, StateProcessing
 	case st.move == moveProcessing:
 		// It settles nothing: only another resource than the settled
 		// one says something, and only that is compared.

@@ -267,3 +267,46 @@ func TestAnswerKeptWhenSettledDuringLostCommit(t *testing.T) {
 	requireContradicted(t, res, err, idem.ReviewConfirmConflict)
 	require.Len(t, e.submits("k"), 1, "nothing more sent")
 }
+
+// An operator forces failed an operation whose first request never left
+// (the dial was refused: nothing can have executed), while the
+// customer's retry of the same checkout resends it through Do. That
+// resend executes the order for the first time, and its answer is lost.
+// The resolution could not know of a request sent while it was made: the
+// call used to return ErrFailed, the journal saying "failed" unflagged
+// over an order the server holds, and a checkout that sees ErrFailed
+// retries under a new key: a second order. A resend that may have
+// executed and whose answer tells nothing contradicts the failure.
+func TestForcedFailureWhileResendAnswerLost(t *testing.T) {
+	counts := newSettleCounts()
+	// The setup client's one attempt, refused at dial, leaves the
+	// operation pending, never sent; the call under test is a Do with the
+	// default budget.
+	e := newEnv(t, script(step{err: dialRefused}), clientOpts(idem.WithMaxAttempts(1)), counts.options())
+	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Empty(t, e.submits("k"), "nothing reached the server")
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
+
+	tr := &confirmOnSend{base: e.srv.Client().Transport}
+	c, err := idem.New(e.store, append(e.baseOpts(),
+		idem.WithMaxAttempts(idem.DefaultMaxAttempts), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	tr.confirm = func() error {
+		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateFailed, Reason: "never sent; customer gave up", By: "ops"})
+		return err
+	}
+	op, err := c.Lookup(e.ctx, "", "k")
+	require.NoError(t, err)
+	res, err := c.Do(e.ctx, op)
+	require.NoError(t, tr.err, "Resolve() while the resend was on the wire")
+
+	requireContradicted(t, res, err, idem.ReviewConfirmConflict)
+	require.Len(t, e.submits("k"), 1, "the resend, and nothing after the resolution")
+	require.Zero(t, e.queries("k"), "no query after the resolution")
+	require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders")
+	late := requireAnswerKeptBeside(t, e, counts, 1)
+	require.Equal(t, idem.StateProcessing, late.State, "may have executed")
+	require.Zero(t, late.StatusCode, "no answer")
+}

@@ -192,7 +192,8 @@
 // ([ReviewConfirmConflict], [ErrConfirmConflict]), never applied. A
 // call's own answer that arrives after an event (or [Client.Resolve])
 // settled the operation is compared the same way (one saying the server
-// is still executing the request contradicts a failure too); a failure
+// is still executing the request, or one that tells nothing to a resend
+// that may have executed, contradicts a failure too); a failure
 // so contradicted, by that answer or by an event, is reported to every
 // call as [ErrNeedsReview] and [ErrUnknownOutcome], never [ErrFailed]:
 // the request may have executed, and a retry under a new key could
