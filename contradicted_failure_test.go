@@ -144,6 +144,27 @@ func TestDeclineAfterMaybeExecutedCopyIsNotAFailure(t *testing.T) {
 	require.Equal(t, idem.ReviewMaybeTwice, op.Review)
 }
 
+// doWhileForcedFailed drives key "k" with Do, at the default budget, on a
+// Client whose submit is met, once on the wire, by an operator's Resolve
+// as failed (idem resolve -force) with reason.
+func doWhileForcedFailed(t testing.TB, e *env, reason string) (*idem.Result, error) {
+	t.Helper()
+	tr := &confirmOnSend{base: e.srv.Client().Transport}
+	c, err := idem.New(e.store, append(e.baseOpts(),
+		idem.WithMaxAttempts(idem.DefaultMaxAttempts), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	tr.confirm = func() error {
+		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateFailed, Reason: reason, By: "ops"})
+		return err
+	}
+	op, err := c.Lookup(e.ctx, "", "k")
+	require.NoError(t, err)
+	res, err := c.Do(e.ctx, op)
+	require.NoError(t, tr.err, "Resolve() while the resend was on the wire")
+	return res, err
+}
+
 // An operator forces an operation failed (its answer was lost, and the
 // dashboard showed nothing yet) while the caller's Do resends it, and the
 // server answers that the key's first request is still executing: Stripe's
@@ -166,19 +187,7 @@ func TestForcedFailureWhileServerStillExecuting(t *testing.T) {
 	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 
-	tr := &confirmOnSend{base: e.srv.Client().Transport}
-	c, err := idem.New(e.store, append(e.baseOpts(),
-		idem.WithMaxAttempts(idem.DefaultMaxAttempts), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	tr.confirm = func() error {
-		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateFailed, Reason: "not in the dashboard", By: "ops"})
-		return err
-	}
-	op, err := c.Lookup(e.ctx, "", "k")
-	require.NoError(t, err)
-	res, err := c.Do(e.ctx, op)
-	require.NoError(t, tr.err, "Resolve() while the resend was on the wire")
+	res, err := doWhileForcedFailed(t, e, "not in the dashboard")
 
 	requireContradicted(t, res, err, idem.ReviewConfirmConflict)
 	require.Len(t, e.submits("k"), 2, "the first and the resend")
@@ -288,19 +297,7 @@ func TestForcedFailureWhileResendAnswerLost(t *testing.T) {
 	require.Empty(t, e.submits("k"), "nothing reached the server")
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 
-	tr := &confirmOnSend{base: e.srv.Client().Transport}
-	c, err := idem.New(e.store, append(e.baseOpts(),
-		idem.WithMaxAttempts(idem.DefaultMaxAttempts), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	tr.confirm = func() error {
-		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateFailed, Reason: "never sent; customer gave up", By: "ops"})
-		return err
-	}
-	op, err := c.Lookup(e.ctx, "", "k")
-	require.NoError(t, err)
-	res, err := c.Do(e.ctx, op)
-	require.NoError(t, tr.err, "Resolve() while the resend was on the wire")
+	res, err := doWhileForcedFailed(t, e, "never sent; customer gave up")
 
 	requireContradicted(t, res, err, idem.ReviewConfirmConflict)
 	require.Len(t, e.submits("k"), 1, "the resend, and nothing after the resolution")
