@@ -671,7 +671,7 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 // contradicted is the cause of the error for an operation settled failed
 // and flagged for review (finish), wrapping the call's own cause if any.
 func contradicted(rec *journal.Record, reason string, cause error) error {
-	err := fmt.Errorf("%w: settled failed (%s), but %s: it may have executed; never retry it under a new key, a person must settle it (Resolve)",
+	err := fmt.Errorf("%w: settled failed (%s), but %s: a person must settle it (Resolve); never retry it under a new key",
 		ErrNeedsReview, reason, rec.Review)
 	if cause != nil {
 		err = fmt.Errorf("%w: %w", err, cause)
