@@ -328,6 +328,17 @@ func appendConfirmations(dst []byte, cs []Confirmation) []byte {
 
 // confirmations decodes what appendConfirmations wrote, in a version 3
 // record or later.
+// versionOf is the record version r is written in: 4 if it holds a
+// processing confirmation, which version 3 cannot hold, else 3.
+func versionOf(r *Record) byte {
+	for i := range r.Confirmations {
+		if r.Confirmations[i].State == StateProcessing {
+			return recordVersion
+		}
+	}
+	return recordVersion - 1
+}
+
 func (d *decoder) confirmations() []Confirmation {
 	if d.version < 3 {
 		return nil
@@ -349,7 +360,7 @@ func (d *decoder) confirmations() []Confirmation {
 		c.StatusCode = d.int()
 		c.At = d.time()
 		c.Effect = ConfirmEffect(d.byte())
-		if d.err == nil && (!c.State.Terminal() && (c.State != StateProcessing || c.Effect != ConfirmConflicted) || !c.Effect.Changed()) {
+		if d.err == nil && (!c.State.Terminal() && (c.State != StateProcessing || c.Effect != ConfirmConflicted || d.version < 4) || !c.Effect.Changed()) {
 			d.fail("invalid confirmation")
 		}
 	}
