@@ -545,14 +545,16 @@ func (c *Client) keyConflict(v Verdict, status int, body []byte) bool {
 // replayed reports whether the server says the answer of this status is
 // the stored one for this key: Stripe's Idempotent-Replayed: true, or the
 // same marker under the X- and "Idempotency-" names other APIs document
-// (fiskaly's X-Idempotency-Replayed) and PPRO's Request-Idempotency,
+// (fiskaly's X-Idempotency-Replayed), PPRO's Request-Idempotency,
+// easypay's Idempotency-Replay and Flutterwave's X-Idempotency-Cache-Hit,
 // the value bare, quoted or the structured-field boolean ?1; an
 // Idempotency-Status of "replayed" (Integrated Finance's
 // X-Idempotency-Status); or Worldline's X-GCS-Idempotence-Request-
 // Timestamp. A replay missed is worse than one seen: another request's
 // stored success would be taken for ours.
 func replayed(h http.Header, status int) bool {
-	for _, name := range [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed", "Request-Idempotency"} {
+	for _, name := range [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed", "Request-Idempotency",
+		"Idempotency-Replay", "X-Idempotency-Cache-Hit"} {
 		// "?1" is true as an RFC 8941 boolean, as a server that writes
 		// its headers as structured fields sends it.
 		if markerIs(h, name, "true") || strings.TrimSpace(headerValue(h, name)) == "?1" {

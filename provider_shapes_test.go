@@ -23,6 +23,8 @@ import (
 func TestProviderShapes(t *testing.T) {
 	const mangopayBlocked = `{"Message":"A resource has already been created with this Idempotency Key",` +
 		`"Type":"idempotent_creation_conflict","Id":"bf6cce22-4c12-454f-ac05-ca20c8683735#1452723935","Date":1452723944,"errors":null}`
+	const easypayPayment = `{"status":"ok","message":["Your request was successfully created"],"id":"c6056234-a3f9-42de-b944-3ed793fcb6bb",` +
+		`"method":{"type":"mb","status":"waiting","entity":"21098","reference":"001002003"}}`
 	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
 	replayed := http.Header{"Idempotent-Replayed": {"true"}}
 	for _, tt := range []struct {
@@ -45,6 +47,18 @@ func TestProviderShapes(t *testing.T) {
 			shapes: []shape{lost, {status: 402, header: replayed, body: `{"error":{"type":"card_error","code":"card_declined","decline_code":"generic_decline",` +
 				`"message":"Your card was declined.","charge":"ch_3MmlLrLkdIwHu7ix0snN0B15"}}`}},
 			state: idem.StateFailed, kinds: []error{idem.ErrFailed}, posts: 2},
+
+		// https://docs.easypay.pt/docs/idempotency: the stored answer
+		// returned again with Idempotency-Replay: true. A single payment
+		// is created 201 with "status": "ok", its id and its method (the
+		// SinglePayment response of easypay's OpenAPI). To a key nothing
+		// of ours used, the payment is another request's.
+		{name: "easypay replayed payment after a lost response",
+			shapes: []shape{lost, {status: 201, header: http.Header{"Idempotency-Replay": {"true"}}, body: easypayPayment}},
+			state:  idem.StateSucceeded, id: "c6056234-a3f9-42de-b944-3ed793fcb6bb", posts: 2},
+		{name: "easypay replayed payment to a key nothing of ours used",
+			shapes: []shape{{status: 201, header: http.Header{"Idempotency-Replay": {"true"}}, body: easypayPayment}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict}, review: idem.ReviewKeyInUse, posts: 1},
 
 		// https://docs.adyen.com/development-resources/api-idempotency:
 		// the first answer returned again, unmarked. Its payment result
