@@ -456,7 +456,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		}
 	}
 	a.verdict = c.reusedVerdict(a.verdict, ex.status, ex.body)
-	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.body, c.cfg.keyHeader); !a.inFlight {
+	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, c.cfg.keyHeader); !a.inFlight {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
 	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {

@@ -533,11 +533,16 @@ func reusedElsewhere(body []byte, header string) bool {
 // or has run: Adyen's 422 errorCode 704, "request already processed or
 // in progress", and PayPal's 422 PREVIOUS_REQUEST_IN_PROGRESS, "a
 // previous request on this resource is currently in progress", which
-// name no key, or a 400 about the key "currently being processed".
+// name no key, or a 400 about the key "currently being processed", or
+// one whose AWS error code is in inFlightCodes (DynamoDB's
+// TransactionInProgressException, whose key is a "request token").
 // header is as for namesKey.
-func refusalInFlight(v Verdict, status int, body []byte, header string) bool {
+func refusalInFlight(v Verdict, status int, h http.Header, body []byte, header string) bool {
 	if v != Conflict && (v != Rejected || status != http.StatusBadRequest) {
 		return false
+	}
+	if status == http.StatusBadRequest && awsErrorCode(h, body, inFlightCodes) {
+		return true
 	}
 	if !namesKey(body, header) && !saysAny(body, "request already", "previous request") {
 		return false
@@ -563,14 +568,26 @@ var throttleCodes = map[string]bool{
 	"EC2ThrottledException": true,
 }
 
+// inFlightCodes are the AWS error codes, answered with 400, that say the
+// request's idempotency token belongs to a request still running:
+// DynamoDB's TransactionInProgressException, which AWS has clients retry
+// with backoff until the transaction completes.
+var inFlightCodes = map[string]bool{"TransactionInProgressException": true}
+
 // throttledAnswer reports whether a 400 is a throttled request's: its
-// X-Amzn-ErrorType header or a word of its body, as spelled, is one of
-// throttleCodes (words are runs of ASCII letters and digits, so that
+// AWS error code is one of throttleCodes (awsErrorCode).
+func throttledAnswer(h http.Header, body []byte) bool {
+	return awsErrorCode(h, body, throttleCodes)
+}
+
+// awsErrorCode reports whether an answer's AWS error code is one of
+// codes: its X-Amzn-ErrorType header or a word of its body, as spelled
+// (words are runs of ASCII letters and digits, so that
 // "com.amazon.coral.availability#ThrottlingException" and
 // "<Code>Throttling</Code>" both name one, and a message about a
 // "throttling_rate" or "Throttling rate" does not).
-func throttledAnswer(h http.Header, body []byte) bool {
-	if typ, _, _ := strings.Cut(headerValue(h, "X-Amzn-Errortype"), ":"); throttleCodes[strings.TrimSpace(typ)] {
+func awsErrorCode(h http.Header, body []byte, codes map[string]bool) bool {
+	if typ, _, _ := strings.Cut(headerValue(h, "X-Amzn-Errortype"), ":"); codes[strings.TrimSpace(typ)] {
 		return true
 	}
 	for i := 0; i < len(body); {
@@ -581,7 +598,7 @@ func throttledAnswer(h http.Header, body []byte) bool {
 		// A code ends a JSON string or an XML element; an exception's
 		// name is one wherever it stands. "Throttling" opening a sentence
 		// is not.
-		if j > i && throttleCodes[string(body[i:j])] &&
+		if j > i && codes[string(body[i:j])] &&
 			(bytes.HasSuffix(body[i:j], []byte("Exception")) || j < len(body) && (body[j] == '"' || body[j] == '<')) {
 			return true
 		}

@@ -509,7 +509,9 @@ type Classifier func(statusCode int) Verdict
 // never failed.
 // A Rejected 400 that carries an AWS throttling error code
 // (ThrottlingException, Throttling, TooManyRequestsException…, in its
-// body or its X-Amzn-ErrorType header) is Throttled, as a 429.
+// body or its X-Amzn-ErrorType header) is Throttled, as a 429; one whose
+// code is DynamoDB's TransactionInProgressException is the key in
+// flight, as above.
 // Answers marked replayed (Idempotent-Replayed: true), and a 409 that
 // names the resource its key already created (GoCardless's
 // idempotent_creation_conflict), are judged before the classifier: see
