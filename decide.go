@@ -403,19 +403,23 @@ func mentionsKey(body []byte) bool {
 }
 
 // namesKey reports whether an error body is about the idempotency key:
-// it mentions it (mentionsKey) or names the header the key is sent in,
-// for servers whose header does not say "idempotency" (PayPal's 422
-// PAYPAL_REQUEST_ID_PREVIOUSLY_USED, "The PayPal-Request-Id has already
-// been used for another request"). header is empty when the key goes in
-// the body. The name is matched without regard to case, and '-', '_' and
-// ' ' match one another: error codes spell a header name with
-// underscores.
-func namesKey(body []byte, header string) bool {
+// it mentions it (mentionsKey) or names the key by its name, for servers
+// whose name for it does not say "idempotency": the header it is sent in
+// (PayPal's 422 PAYPAL_REQUEST_ID_PREVIOUSLY_USED, "The PayPal-Request-Id
+// has already been used for another request"), or the body member that
+// holds it (keyField; Airwallex's request_id, "The same request ID has
+// already been used"). name is empty when neither is known. The name is
+// matched without regard to case, and '-', '_' and ' ' match one
+// another: error codes spell a header name with underscores, messages a
+// field's with spaces. It must stand as a word of its own: a member
+// named "id" is not named by "invalid".
+func namesKey(body []byte, name string) bool {
 	if mentionsKey(body) {
 		return true
 	}
-	for i := 0; header != "" && i+len(header) <= len(body); i++ {
-		if sameName(body[i:i+len(header)], header) {
+	for i := 0; name != "" && i+len(name) <= len(body); i++ {
+		if sameName(body[i:i+len(name)], name) && (i == 0 || !alnum(body[i-1])) &&
+			(i+len(name) == len(body) || !alnum(body[i+len(name)])) {
 			return true
 		}
 	}
@@ -459,9 +463,9 @@ const keyMissingHint = " (idem sent the key with this request: a proxy or gatewa
 // used before with other parameters (Stripe's idempotency_error, Square's
 // IDEMPOTENCY_KEY_REUSED, PayPal's DUPLICATE_REQUEST_ID), not that it is
 // missing or malformed: servers answer all three with 400, and only the
-// first is a key conflict. header is as for namesKey.
-func reusesKey(body []byte, header string) bool {
-	if !namesKey(body, header) {
+// first is a key conflict. name is as for namesKey.
+func reusesKey(body []byte, name string) bool {
+	if !namesKey(body, name) {
 		return false
 	}
 	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously")
@@ -520,8 +524,8 @@ func createdResource(status int, body []byte) string {
 // narrower than reusesKey's, and any word of a request still running
 // leaves the 409 read as in flight: read as a conflict, a request still
 // running would fail ours while it may yet succeed.
-func reusedElsewhere(body []byte, header string) bool {
-	if !namesKey(body, header) {
+func reusedElsewhere(body []byte, name string) bool {
+	if !namesKey(body, name) {
 		return false
 	}
 	return !saysAny(body, "progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still") &&
@@ -536,15 +540,15 @@ func reusedElsewhere(body []byte, header string) bool {
 // name no key, or a 400 about the key "currently being processed", or
 // one whose AWS error code is in inFlightCodes (DynamoDB's
 // TransactionInProgressException, whose key is a "request token").
-// header is as for namesKey.
-func refusalInFlight(v Verdict, status int, h http.Header, body []byte, header string) bool {
+// name is as for namesKey.
+func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name string) bool {
 	if v != Conflict && (v != Rejected || status != http.StatusBadRequest) {
 		return false
 	}
 	if status == http.StatusBadRequest && awsErrorCode(h, body, inFlightCodes) {
 		return true
 	}
-	if !namesKey(body, header) && !saysAny(body, "request already", "previous request") {
+	if !namesKey(body, name) && !saysAny(body, "request already", "previous request") {
 		return false
 	}
 	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")

@@ -420,7 +420,10 @@ func keyHeaderRefusal(canon string) string {
 // WithKeyInBody sends no key header: the caller puts the key in the body
 // itself, so every Request must carry its Key (see NewKey), and Prepare
 // refuses a body that does not hold it (as written, JSON-escaped or
-// form-encoded): without it the server would get no key at all.
+// form-encoded): without it the server would get no key at all. An error
+// that names the member holding the key ("The same request ID has
+// already been used", for "request_id") is read as about the key, as one
+// naming the key header is (DefaultClassifier).
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }

@@ -491,7 +491,9 @@ type Classifier func(statusCode int) Verdict
 // key: it mentions it ("idempot…", as the IETF draft's and common
 // middlewares' messages do) or names the header the key is sent in
 // (WithKeyHeader; PayPal's PAYPAL_REQUEST_ID_PREVIOUSLY_USED names
-// PayPal-Request-Id). A 422 from a handler's own validation is a plain
+// PayPal-Request-Id) or, with WithKeyInBody, the body member that holds
+// it (Airwallex's request_id: "The same request ID has already been
+// used"). A 422 from a handler's own validation is a plain
 // rejection (ErrFailed). A Rejected 400 is a key conflict when its body
 // is about the key (as above) and says it was used before or with other
 // parameters (Stripe's idempotency_error, Square's IDEMPOTENCY_KEY_REUSED,
