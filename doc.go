@@ -176,7 +176,8 @@
 // queries, and if that is inconclusive the operation stays unknown with
 // [ReviewKeyExpired] for a person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
 // or the idem command). The default window, [DefaultKeyRetention] (20 min),
-// is shorter than common servers' defaults; name yours with
+// is shorter than common servers' defaults, not than every server's
+// (DynamoDB's token lives 10 min: [KeyRetentionDynamoDB]); name yours with
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as
 // [KeyRetentionStripe]). A journaled send time in the future (a clock
 // stepped back) blocks resends for good: [ReviewClockStepped].
