@@ -103,25 +103,13 @@ func TestInProgressRefusal(t *testing.T) {
 // would have completed for a person, and the first attempt's was read
 // as "failed" while a transaction under our token ran.
 func TestTransactionInProgressRefusal(t *testing.T) {
-	const body = `{"ClientRequestToken":"k","TransactItems":[{"Put":{"TableName":"ledger",` +
-		`"Item":{"pk":{"S":"debit#42"},"amount":{"N":"100"}}}}]}`
 	inProgress := shape{status: http.StatusBadRequest, body: `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionInProgressException",` +
 		`"message":"The transaction with the given request token is already in progress."}`}
-	// TransactWriteItems answers a transaction done, first time or
-	// replayed, with 200 and an empty object, which only a Decoder of
-	// DynamoDB's own can read.
 	done := shape{status: http.StatusOK, body: `{}`}
-	decodeDynamo := idem.WithDecoder(func(a *idem.Answer) (idem.Outcome, error) {
-		if a.StatusCode == http.StatusOK && !a.Query {
-			return idem.Outcome{State: idem.StateSucceeded}, nil
-		}
-		return idem.DecodeJSON(a)
-	})
 	submit := func(t *testing.T, v *vendor) (*idem.Result, error) {
 		t.Helper()
-		c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), decodeDynamo)
-		return c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/", Body: []byte(body),
-			Header: http.Header{"X-Amz-Target": {"DynamoDB_20120810.TransactWriteItems"}, "Content-Type": {"application/x-amz-json-1.0"}}})
+		c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), decodeDynamo())
+		return c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/", Body: []byte(dynamoTransaction), Header: dynamoHeader})
 	}
 
 	t.Run("after ours may have executed: ours, in flight, waited for", func(t *testing.T) {
@@ -130,12 +118,12 @@ func TestTransactionInProgressRefusal(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, idem.StateSucceeded, res.State)
 		require.Empty(t, res.Review)
-		v.requireBodies(t, body, 5)
+		v.requireBodies(t, dynamoTransaction, 5)
 	})
 	t.Run("to a token nothing of ours used: another request's, for a person", func(t *testing.T) {
 		v := newVendor(t, inProgress, done)
 		res, err := submit(t, v)
 		requireForeignKey(t, res, err)
-		v.requireBodies(t, body, 1)
+		v.requireBodies(t, dynamoTransaction, 1)
 	})
 }

@@ -94,3 +94,35 @@ func TestBodyKeyReuseNamedByItsField(t *testing.T) {
 		v.requireBodies(t, body, 4)
 	})
 }
+
+// AWS takes its idempotency token in the body and refuses one reused with
+// other parameters with 400 IdempotentParameterMismatch, in EC2's Query
+// protocol (a form body, an XML error:
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html)
+// and in DynamoDB's JSON one (IdempotentParameterMismatchException,
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+// Nothing of ours executed: failed as a key conflict, sent once.
+func TestBodyKeyParameterMismatch(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		shape      shape
+	}{
+		{"ec2 IdempotentParameterMismatch", "Action=RunInstances&ClientToken=k&ImageId=ami-0abcdef1234567890&MaxCount=1&MinCount=1",
+			shape{status: 400, body: `<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>IdempotentParameterMismatch</Code>` +
+				`<Message>The request uses the same client token as a previous, but non-identical request. Do not reuse a client token with ` +
+				`different requests, unless the requests are identical.</Message></Error></Errors><RequestID>ea966190-f9aa-478e-9ede-example</RequestID></Response>`}},
+		{"dynamodb IdempotentParameterMismatchException", `{"ClientRequestToken":"k","TransactItems":[]}`,
+			shape{status: 400, body: `{"__type":"com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException",` +
+				`"message":"DynamoDB rejected the request because you retried a request with a different payload but with an idempotent token that was already used."}`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newVendor(t, tt.shape)
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/", Body: []byte(tt.body)})
+			require.ErrorIs(t, err, idem.ErrFailed)
+			require.ErrorIs(t, err, idem.ErrKeyConflict)
+			require.Equal(t, idem.StateFailed, res.State)
+			v.requireBodies(t, tt.body, 1)
+		})
+	}
+}

@@ -102,6 +102,23 @@ func TestProviderShapes(t *testing.T) {
 			opts:   []idem.Option{idem.WithKeyHeader("Cko-Idempotency-Key", idem.KeyBare)}, header: "Cko-Idempotency-Key",
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
 
+		// https://razorpay.com/docs/api/x/payout-idempotency/make-request:
+		// a payout needs its X-Payout-Idempotency; the refusal of one
+		// without it is no key conflict (idem sent it: something in
+		// between dropped it).
+		{name: "razorpay 400 idempotency key missing",
+			shapes: []shape{{status: 400, body: `{"error":{"code":"BAD_REQUEST_ERROR","description":"Idempotency key is missing. ` +
+				`Include idempotency header and key in the request.","source":"business","step":null,"reason":"null","metadata":{},"field":"X-Payout-Idempotency"}}`}},
+			opts: []idem.Option{idem.WithKeyHeader("X-Payout-Idempotency", idem.KeyBare)}, header: "X-Payout-Idempotency",
+			state: idem.StateFailed, kinds: []error{idem.ErrFailed}, posts: 1},
+		// https://razorpay.com/docs/api/payments/route/transfers/direct-transfers-idempotent-request:
+		// "If we receive another request while the first one is in
+		// process, we will send a 409 error code. You can retry."
+		{name: "razorpay transfer 409 while the first is in process",
+			shapes: []shape{{status: 409, body: ``}},
+			opts:   []idem.Option{idem.WithKeyHeader("X-Transfer-Idempotency", idem.KeyBare)}, header: "X-Transfer-Idempotency",
+			state: idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
 		// https://docs.mangopay.com/api-reference/overview/idempotency:
 		// every request after the first with a key is blocked with 409,
 		// whatever the first one's outcome, and its "Id" is the error's.

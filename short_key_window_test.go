@@ -16,6 +16,25 @@ import (
 	"github.com/idemkit/idem/idemtest"
 )
 
+// dynamoTransaction is a TransactWriteItems call's body, its idempotency
+// token "k", and dynamoHeader the headers it goes with.
+const dynamoTransaction = `{"ClientRequestToken":"k","TransactItems":[{"Put":{"TableName":"ledger",` +
+	`"Item":{"pk":{"S":"debit#42"},"amount":{"N":"100"}}}}]}`
+
+var dynamoHeader = http.Header{"X-Amz-Target": {"DynamoDB_20120810.TransactWriteItems"}, "Content-Type": {"application/x-amz-json-1.0"}}
+
+// decodeDynamo reads TransactWriteItems's answer to a transaction done,
+// first time or replayed: 200 and an empty object, which only a Decoder
+// of DynamoDB's own can read.
+func decodeDynamo() idem.Option {
+	return idem.WithDecoder(func(a *idem.Answer) (idem.Outcome, error) {
+		if a.StatusCode == http.StatusOK && !a.Query {
+			return idem.Outcome{State: idem.StateSucceeded}, nil
+		}
+		return idem.DecodeJSON(a)
+	})
+}
+
 // dynamoTokens models DynamoDB's TransactWriteItems: "A client request
 // token is valid for 10 minutes after the first request that uses it is
 // completed. After 10 minutes, any request with the same client token is
@@ -71,14 +90,6 @@ func newDynamoTokens(t testing.TB, clock *idemtest.Clock) *dynamoTokens {
 // writes it again. KeyRetentionDynamoDB stops resends before then;
 // DefaultKeyRetention, longer than DynamoDB's window, does not.
 func TestKeyRetentionDynamoDB(t *testing.T) {
-	const body = `{"ClientRequestToken":"k","TransactItems":[{"Put":{"TableName":"ledger",` +
-		`"Item":{"pk":{"S":"debit#42"},"amount":{"N":"100"}}}}]}`
-	decodeDynamo := idem.WithDecoder(func(a *idem.Answer) (idem.Outcome, error) {
-		if a.StatusCode == http.StatusOK && !a.Query {
-			return idem.Outcome{State: idem.StateSucceeded}, nil
-		}
-		return idem.DecodeJSON(a)
-	})
 	for _, tt := range []struct {
 		name   string
 		opts   func(host string) []idem.Option
@@ -97,9 +108,8 @@ func TestKeyRetentionDynamoDB(t *testing.T) {
 			srv := newDynamoTokens(t, clock)
 			u, err := url.Parse(srv.URL)
 			require.NoError(t, err)
-			c := clientFor(t, srv.Server, clock, append(tt.opts(u.Host), idem.WithKeyInBody(), decodeDynamo)...)
-			_, err = c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/", Body: []byte(body),
-				Header: http.Header{"X-Amz-Target": {"DynamoDB_20120810.TransactWriteItems"}, "Content-Type": {"application/x-amz-json-1.0"}}})
+			c := clientFor(t, srv.Server, clock, append(tt.opts(u.Host), idem.WithKeyInBody(), decodeDynamo())...)
+			_, err = c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/", Body: []byte(dynamoTransaction), Header: dynamoHeader})
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 
 			clock.Advance(12 * time.Minute)
@@ -116,7 +126,7 @@ func TestKeyRetentionDynamoDB(t *testing.T) {
 			defer srv.mu.Unlock()
 			require.Equal(t, tt.writes, srv.writes, "transactions written")
 			for i, b := range srv.bodies {
-				require.Equalf(t, body, b, "request %d", i+1)
+				require.Equalf(t, dynamoTransaction, b, "request %d", i+1)
 			}
 		})
 	}
