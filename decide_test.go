@@ -288,6 +288,11 @@ func TestNamesKey(t *testing.T) {
 		{`{"field":"PayPal-Request-Id"}`, "", false},
 		{`Paypal+Request+Id`, "Paypal-Request-Id", false},
 		{``, "Paypal-Request-Id", false},
+		// A body member's name, from keyField: a word of its own.
+		{`{"code":"duplicate_request","message":"The same request ID has already been used."}`, "request_id", true},
+		{`{"code":"request_id_duplicate"}`, "request_id", true},
+		{`{"message":"invalid amount"}`, "id", false},
+		{`{"message":"the id was used before"}`, "id", true},
 	} {
 		if got := namesKey([]byte(tt.body), tt.header); got != tt.want {
 			t.Errorf("namesKey(%s, %q) = %v; want %v", tt.body, tt.header, got, tt.want)
@@ -386,4 +391,27 @@ func FuzzMentionsKey(f *testing.F) {
 			t.Fatalf("mentionsKey(%q) = %v; want %v", body, got, want)
 		}
 	})
+}
+
+// keyField finds the member that holds the key, however the body writes
+// it, at any depth, and in a form.
+func TestKeyField(t *testing.T) {
+	for _, tt := range []struct {
+		key, body, want string
+	}{
+		{"k1", `{"request_id":"k1","amount":100}`, "request_id"},
+		{"k1", `{"amount":"k0","nested":{"ClientToken" : "k1"}}`, "ClientToken"},
+		{"k1", `{"list":["k1"],"idempotency_key":"k1"}`, "idempotency_key"},
+		{"k1", `{"k1":"x","ref":"k1"}`, "ref"},
+		{"a<b>", `{"token":"a\u003cb\u003e"}`, "token"},
+		{"k1", `{"request_id":"k2"}`, ""},
+		{"k1", `{"request_id":"k1"`, "request_id"},
+		{"k 1", "amount=5&reference=k+1", "reference"},
+		{"k1", "amount=5", ""},
+		{"k1", "%zz", ""},
+	} {
+		if got := keyField(tt.key, []byte(tt.body)); got != tt.want {
+			t.Errorf("keyField(%q, %s) = %q; want %q", tt.key, tt.body, got, tt.want)
+		}
+	}
 }

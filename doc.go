@@ -91,7 +91,8 @@
 //
 // A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
 // named Idempotency-Replayed, X-Idempotent-Replayed or
-// X-Idempotency-Replayed, or PPRO's Request-Idempotency;
+// X-Idempotency-Replayed, or PPRO's Request-Idempotency, easypay's
+// Idempotency-Replay or Flutterwave's X-Idempotency-Cache-Hit;
 // Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
 // X-GCS-Idempotence-Request-Timestamp on any answer but a 409, which says
 // the key's first request still runs, or a 429) is the server's stored
@@ -175,7 +176,8 @@
 // queries, and if that is inconclusive the operation stays unknown with
 // [ReviewKeyExpired] for a person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
 // or the idem command). The default window, [DefaultKeyRetention] (20 min),
-// is shorter than common servers' defaults; name yours with
+// is shorter than common servers' defaults, not than every server's
+// (DynamoDB's token lives 10 min: [KeyRetentionDynamoDB]); name yours with
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as
 // [KeyRetentionStripe]). A journaled send time in the future (a clock
 // stepped back) blocks resends for good: [ReviewClockStepped].
