@@ -530,9 +530,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var refs []ref // every ref claimed this pass
 	var derr error
 	claimed := 0
-	claim := func() []ref {
+	claim := func() ([]ref, bool) {
 		if derr != nil {
-			return nil
+			return nil, false
 		}
 		now := c.cfg.clock.Now()
 		c.handover.claiming.Lock()
@@ -542,7 +542,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		c.handover.claiming.Unlock()
 		if err != nil {
 			derr = err
-			return nil
+			return nil, false
 		}
 		got := make([]ref, len(due))
 		for i, d := range due {
@@ -551,9 +551,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 				overdue: c.pastDeadline(d.Record, now)}
 		}
 		refs = append(refs, got...)
-		return got
+		return got, claimed == reconcileBatch
 	}
-	first := claim()
+	first, _ := claim()
 	if derr != nil {
 		if ctx.Err() != nil {
 			return false, "", nil

@@ -52,8 +52,9 @@ func (c *Client) stallAfter() time.Duration {
 // other hosts wait their turn, claim is asked for more, so that the other
 // hosts' due operations are reached, those falling due meanwhile
 // included. A slow host keeps its share busy with the refs claimed for
-// it. claim returns nil once it fails (the pass records why).
-func (c *Client) visitFair(ctx context.Context, first []ref, claim func() []ref, aside func([]ref), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
+// it. claim returns the refs it claimed, and whether it claimed a whole
+// batch (more may be due); nothing once it fails (the pass records why).
+func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref, bool), aside func([]ref), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
 	if len(first) == 0 {
 		return
 	}
@@ -133,12 +134,19 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() []ref,
 				if n < share {
 					continue
 				}
-				if quiet[host]++; quiet[host] >= 2 {
+				if quiet[host]++; quiet[host] >= 2 && !slow[host] {
 					slow[host] = true
+					c.log.LogAttrs(ctx, slog.LevelInfo, "idem: reconciler: a host answers slowly; its other due operations are pushed back to its pace",
+						slog.String("host", host), slog.Int("visits_at_once", share), slog.Duration("no_answer_for", c.stallAfter()))
 				}
 			}
-			if queue = setAside(queue); len(queue) == 0 {
-				queue = setAside(claim())
+			// A whole claim set aside says more of the slow hosts'
+			// backlog is due before any other host's: claim on at once.
+			for queue = setAside(queue); len(queue) == 0 && !v.stopped(); {
+				got, whole := claim()
+				if queue = setAside(got); !whole {
+					break
+				}
 			}
 		}
 	}
