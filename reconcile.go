@@ -348,15 +348,16 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // client, not one request, to wait: Run sends it nothing more until that
 // wait (at most WithReconcile's maximum) is over, and postpones its due
 // operations to then. An operation past the reconciliation deadline is
-// still flagged on time. Nor does one server that answers, but slowly
-// (an acquirer that holds each request until its own timeout): the visits
-// to one host hold at most half of the WithResumeConcurrency workers (at
-// least one), and once a quarter of the attempt timeout (at most 5s)
-// passes with a worker free and no visit ending to a host that holds its
-// half, Run gives up its claims on that host's waiting operations, pushed
-// back to about when the host's half reaches them (within WithReconcile's
-// interval and maximum), and claims the other hosts' due operations,
-// again at that pace while the slow visits last.
+// still flagged on time. Nor does one server that answers, but slowly,
+// within the attempt timeout (an acquirer's authorisation that takes
+// seconds, a result endpoint that stalls): the visits to one host hold
+// at most half of the WithResumeConcurrency workers (at least one); when
+// no visit to a host that holds its half ends for about a quarter of the
+// attempt timeout (at most 5s), Run gives up its claims on that host's
+// waiting operations, pushed back to about when the host's half reaches
+// them (within WithReconcile's interval and maximum), and claims the
+// other hosts' due operations, again every eighth of the attempt timeout
+// while the slow visits last.
 //
 // A clock stepped forward does not make Run prune early, nor flag
 // operations past the reconciliation deadline early: once Run has run an

@@ -13,8 +13,9 @@ import (
 
 // hostShare is how many of Run's WithResumeConcurrency workers the visits
 // to one host may hold at once: half, at least one. A host that answers,
-// but slowly (an acquirer that holds each request until its own timeout,
-// a result endpoint that stalls), is neither silent nor throttling, so
+// but slowly, within the attempt timeout (an acquirer's authorisation
+// that takes seconds, a result endpoint that stalls), is neither silent
+// nor throttling, so
 // hostStalls never hands it off; with every worker its own, its backlog
 // would hold up every other host's due operations, which their servers
 // would settle at once, for as long as the backlog lasts: hours.

@@ -15,11 +15,13 @@ import (
 )
 
 // A host that answers, but slowly, must not hold every one of Run's
-// workers for as long as its backlog lasts: an acquirer that holds each
-// authorisation until its own 30 s timeout, or a result endpoint that
-// stalls (PSD2 ASPSPs are allowed up to 30 s an answer; Adyen's
-// synchronous authorisations time out at 30 s). Such a host is neither
-// silent nor throttling, so host health never hands it off. Run lets one
+// workers for as long as its backlog lasts. Payment APIs may take many
+// seconds to answer (Klarna's hold a request up to their 59 s idle
+// timeout, then answer 500 TIMEOUT: docs.klarna.com, "Request Timeout";
+// Adyen's API library waits 30 s by default): a host whose every answer
+// comes within the attempt timeout, but late, is neither silent nor
+// throttling, so host health never hands it off. Here its requests are
+// held until the end, well within the attempt timeout. Run lets one
 // host hold at most half its workers, and once that host's visits stall
 // it pushes the host's waiting operations back and goes on claiming: the
 // healthy server's operation, due after a backlog longer than one claim,

@@ -16,8 +16,10 @@ import (
 	"github.com/idemkit/idem/pgjournal"
 )
 
-// A replica's Run that meets a host answering, but slowly (an acquirer
-// holding each authorisation until its own 30 s timeout), visits no more
+// A replica's Run that meets a host answering, but slowly, within the
+// attempt timeout (payment APIs may take many seconds: Klarna's answer
+// 500 TIMEOUT only after 59 s, docs.klarna.com "Request Timeout"), visits
+// no more
 // than half its workers' worth of that host's backlog at once, reaches
 // the healthy host's operation due after the whole backlog while every
 // request to the slow host is still held, and keeps no claim on the slow
