@@ -27,7 +27,7 @@ func TestRunDefersTheUnreachableHostsBacklog(t *testing.T) {
 	giveUp := 2 * idem.DefaultResumeConcurrency
 	clock := idemtest.NewClock(epoch)
 	down, up := downAndUp(t, clock)
-	store := backlogThenOne(t, clock, down, "down", backlog, up, "up")
+	store := backlogThen(t, clock, down, "down", backlog, up, "up")
 
 	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(down.URL, "http://")}
 	settled := make(chan string, backlog+1)
@@ -70,18 +70,20 @@ func TestRunDefersTheUnreachableHostsBacklog(t *testing.T) {
 	require.Empty(t, open, "operations still open")
 }
 
-// backlogThenOne journals, with every answer lost (all executed, none
+// backlogThen journals, with every answer lost (all executed, none
 // confirmed), a backlog of orders to many (keys prefix-000 on), then, a
-// minute later, one order to one (key): due after the whole backlog. It
+// minute later, orders to other (keys): due after the whole backlog. It
 // leaves the clock where all are due, well inside the key window.
-func backlogThenOne(t *testing.T, clock *idemtest.Clock, many *idemtest.Server, prefix string, backlog int, one *idemtest.Server, key string) *journal.Store {
+func backlogThen(t *testing.T, clock *idemtest.Clock, many *idemtest.Server, prefix string, backlog int, other *idemtest.Server, keys ...string) *journal.Store {
 	t.Helper()
 	store, submit, closeSetup := unconfirmed(t, clock)
 	for i := range backlog {
 		submit(many, fmt.Sprintf("%s-%03d", prefix, i))
 	}
 	clock.Advance(time.Minute)
-	submit(one, key)
+	for _, key := range keys {
+		submit(other, key)
+	}
 	closeSetup()
 	clock.Advance(2 * time.Minute)
 	return store

@@ -165,8 +165,9 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 // journal error; an operation it could not move is still given up, and
 // stays due.
 func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int) error {
-	wctx, cancel := c.releasesContext(ctx)
-	defer cancel()
+	// Unbounded, as postpone's moves: a batch cut short by a bound of its
+	// own would be no journal error to report.
+	wctx := context.WithoutCancel(ctx)
 	now := c.cfg.clock.Now()
 	share := hostShare(c.cfg.resumeConcurrency)
 	var first error
@@ -184,8 +185,12 @@ func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int
 		if err != nil && first == nil {
 			first = fmt.Errorf("idem: reconcile: push back: %w", err)
 		}
+	}
+	rctx, cancel := c.releasesContext(ctx)
+	defer cancel()
+	for _, r := range refs {
 		// A failure only leaves the lease to expire.
-		_ = c.store.Release(wctx, r.lease)
+		_ = c.store.Release(rctx, r.lease)
 	}
 	if len(refs) > 0 {
 		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: reconciler: pushed back the operations of a slow host", slog.Int("count", len(refs)))
