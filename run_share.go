@@ -15,10 +15,10 @@ import (
 // to one host may hold at once: half, at least one. A host that answers,
 // but slowly, within the attempt timeout (an acquirer's authorisation
 // that takes seconds, a result endpoint that stalls), is neither silent
-// nor throttling, so
-// hostStalls never hands it off; with every worker its own, its backlog
-// would hold up every other host's due operations, which their servers
-// would settle at once, for as long as the backlog lasts: hours.
+// nor throttling, so hostStalls never hands it off; with every worker its
+// own, its backlog would hold up every other host's due operations, which
+// their servers would settle at once, for as long as the backlog lasts:
+// hours.
 func hostShare(workers int) int { return max(1, workers/2) }
 
 // Bounds of stallAfter.
