@@ -593,8 +593,10 @@ func WithReconcile(interval, maxInterval, deadline time.Duration) Option {
 	})
 }
 
-// WithResumeConcurrency bounds how many operations Resume drives at once.
-// Default DefaultResumeConcurrency.
+// WithResumeConcurrency bounds how many operations Resume drives at once,
+// and Run too; Run's visits to one host hold at most half of them (at
+// least one), so that a host that answers slowly leaves the others the
+// rest. Default DefaultResumeConcurrency.
 func WithResumeConcurrency(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 1 {
