@@ -594,9 +594,9 @@ func WithReconcile(interval, maxInterval, deadline time.Duration) Option {
 }
 
 // WithResumeConcurrency bounds how many operations Resume drives at once,
-// and Run too; Run's visits to one host hold at most half of them (at
-// least one), so that a host that answers slowly leaves the others the
-// rest. Default DefaultResumeConcurrency.
+// and how many Run drives at once on one host; Run drives up to twice as
+// many across hosts, so that a host that answers slowly leaves the others
+// as many workers again. Default DefaultResumeConcurrency.
 func WithResumeConcurrency(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 1 {

@@ -350,12 +350,13 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // operations to then. An operation past the reconciliation deadline is
 // still flagged on time. Nor does one server that answers, but slowly,
 // within the attempt timeout (an acquirer's authorisation that takes
-// seconds, a result endpoint that stalls): the visits to one host hold
-// at most half of the WithResumeConcurrency workers (at least one); when
-// no visit to a host that holds its half ends for about a quarter of the
-// attempt timeout (at most 5s), Run gives up its claims on that host's
-// waiting operations, pushed back to about when the host's half reaches
-// them (within WithReconcile's interval and maximum), and claims the
+// seconds, a result endpoint that stalls): Run visits up to twice
+// WithResumeConcurrency operations at once, and at most
+// WithResumeConcurrency of them on one host, so that the others always
+// have as many workers again; when no visit to a host that holds its
+// share ends for about a quarter of the attempt timeout (at most 5s),
+// Run gives up its claims on that host's waiting operations, pushed back
+// to about when the host's share reaches them (within WithReconcile's interval and maximum), and claims the
 // other hosts' due operations, again every eighth of the attempt timeout
 // while the slow visits last.
 //

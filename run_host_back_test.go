@@ -101,10 +101,10 @@ func TestRunDoesNotPostponeAHostThatAnswersAgain(t *testing.T) {
 
 	// The host refuses the first pass's visits; in the third, its probe
 	// answers only once it and the other host's visits hold every worker
-	// they may (half of them each host at most): the host's other
+	// they may (WithResumeConcurrency each host at most): the host's other
 	// operations have all been passed over by then.
 	network := &blipThenGate{base: http.DefaultTransport, host: strings.TrimPrefix(down.URL, "http://"),
-		refuse: giveUp, hold: 1 + min(others, idem.DefaultResumeConcurrency/2), open: make(chan struct{})}
+		refuse: giveUp, hold: 1 + min(others, idem.DefaultResumeConcurrency), open: make(chan struct{})}
 	type settlement struct {
 		key string
 		at  time.Time

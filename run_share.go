@@ -11,15 +11,17 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// hostShare is how many of Run's WithResumeConcurrency workers the visits
-// to one host may hold at once: half, at least one. A host that answers,
-// but slowly, within the attempt timeout (an acquirer's authorisation
-// that takes seconds, a result endpoint that stalls), is neither silent
-// nor throttling, so hostStalls never hands it off; with every worker its
-// own, its backlog would hold up every other host's due operations, which
-// their servers would settle at once, for as long as the backlog lasts:
-// hours.
-func hostShare(workers int) int { return max(1, workers/2) }
+// runWorkers is how many visits Run makes at once, across hosts: twice
+// WithResumeConcurrency, which bounds the visits to one host (its
+// share). A host that answers, but slowly, within the attempt timeout (an
+// acquirer's authorisation that takes seconds, a result endpoint that
+// stalls), is neither silent nor throttling, so hostStalls never hands it
+// off; with every worker its own, its backlog would hold up every other
+// host's due operations, which their servers would settle at once, for as
+// long as the backlog lasts: hours. Twice, not half: a service that calls
+// one provider still reconciles WithResumeConcurrency at a time, and no
+// server sees more visits at once than it did.
+func runWorkers(share int) int { return 2 * share }
 
 // Bounds of stallAfter.
 const (
@@ -39,7 +41,7 @@ func (c *Client) stallAfter() time.Duration {
 
 // visitFair drives the refs claimed for a pass of Run, first and then
 // those claim returns, at most WithResumeConcurrency at a time and at
-// most hostShare of them to one host, an overdue ref aside (its visit
+// most WithResumeConcurrency of them to one host, an overdue ref aside (its visit
 // sends nothing). It hands each outcome to done, as visitAll does, and
 // starts no visit once done returns false or ctx ends; it returns when
 // every visit it started has ended.
@@ -60,7 +62,8 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 		return
 	}
 	v := &visitor{c: c, ctx: ctx, mode: reconciling, skip: skip, done: done}
-	workers, share := c.cfg.resumeConcurrency, hostShare(c.cfg.resumeConcurrency)
+	share := c.cfg.resumeConcurrency
+	workers := runWorkers(share)
 	jobs, ended := make(chan ref), make(chan ref)
 	var wg sync.WaitGroup
 	defer func() {
@@ -156,7 +159,7 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 // pushBack gives up the claims of refs, which a pass of Run set aside
 // because their host is slow (visitFair), after moving their NextDue to
 // about when the host's share of workers reaches them: the k-th set aside
-// for a host this pass (counted in byHost) after k/hostShare rounds of
+// for a host this pass (counted in byHost) after k/WithResumeConcurrency rounds of
 // an exchange's timeout, within WithReconcile's interval and maximum,
 // jittered. The next claims then reach the other hosts' due operations
 // instead of the same backlog, and the slow host's come back at the pace
@@ -169,7 +172,7 @@ func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int
 	// own would be no journal error to report.
 	wctx := context.WithoutCancel(ctx)
 	now := c.cfg.clock.Now()
-	share := hostShare(c.cfg.resumeConcurrency)
+	share := c.cfg.resumeConcurrency
 	var first error
 	for _, r := range refs {
 		rounds := time.Duration(byHost[r.host]/share + 1)

@@ -22,7 +22,7 @@ import (
 // comes within the attempt timeout, but late, is neither silent nor
 // throttling, so host health never hands it off. Here its requests are
 // held until the end, well within the attempt timeout. Run lets one
-// host hold at most half its workers, and once that host's visits stall
+// host hold at most WithResumeConcurrency of its workers, and once that host's visits stall
 // it pushes the host's waiting operations back and goes on claiming: the
 // healthy server's operations, due after a backlog longer than one claim,
 // settle while every request to the slow host is still held, be they one
@@ -33,7 +33,7 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 	for _, healthyOps := range []int{1, 300} {
 		t.Run(fmt.Sprintf("%d healthy", healthyOps), func(t *testing.T) {
 			const backlog = 300 // more than one pass's claim
-			share := idem.DefaultResumeConcurrency / 2
+			share := idem.DefaultResumeConcurrency
 			clock := idemtest.NewClock(epoch)
 			slow, healthy := downAndUp(t, clock)
 			healthyKeys := make([]string, healthyOps)

@@ -20,7 +20,7 @@ import (
 // attempt timeout (payment APIs may take many seconds: Klarna's answer
 // 500 TIMEOUT only after 59 s, docs.klarna.com "Request Timeout"), visits
 // no more
-// than half its workers' worth of that host's backlog at once, reaches
+// than WithResumeConcurrency of that host's backlog at once, reaches
 // the healthy host's operation due after the whole backlog while every
 // request to the slow host is still held, and keeps no claim on the slow
 // host's operations it is not visiting: another replica's ClaimDue
@@ -29,7 +29,7 @@ import (
 // clock.
 func TestRunSlowHostKeepsNoIdleClaims(t *testing.T) {
 	const backlog = 300 // more than one pass's claim
-	share := idem.DefaultResumeConcurrency / 2
+	share := idem.DefaultResumeConcurrency
 	ctx := context.Background()
 	clock := idemtest.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	schema := openStore(t).Schema()
