@@ -119,10 +119,14 @@
 // operation is settled by resending it with the same key (servers such as
 // Stripe replay the stored response). A result query that answers 404 is
 // not "never happened" (read replicas lag): the operation is resent with
-// its key, which the server de-duplicates, after a backoff wait; but not
-// once the server has said it holds the request (processing): a 404 then
-// may be a store that lost the key, to which a resend is a new request,
-// and the endpoint is only asked again. One that
+// its key, which the server de-duplicates, after a backoff wait. An
+// operation the server has said it holds (processing: a 202, a 409 for
+// its key in flight, the endpoint's own answer) that has a result
+// endpoint is never resent, whatever the endpoint answers later (404,
+// 401, 500): a 404 may be a store that lost the key, to which a resend
+// is a new request, and nothing the endpoint says later proves the store
+// has the key again; it is only asked again, and past the key window
+// flagged [ReviewKeyExpired]. One that
 // answers 410 Gone says the server has forgotten the key, as does a 404
 // whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].
