@@ -143,6 +143,11 @@
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
 // flags it [ReviewMaybeTwice]: the server may have executed it twice.
+// An operation the server said it holds (processing, naming its resource)
+// is resent only without a result endpoint; an answer to such a resend,
+// replayed or not, that names another resource says the server lost the
+// key and made a second: the operation is flagged [ReviewMadeTwice] and
+// not resent again (settled as the answer says, if it settles).
 //
 // # Budgets and defaults
 //

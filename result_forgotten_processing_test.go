@@ -224,3 +224,47 @@ func TestProcessingNotResentWhateverTheResultEndpointSaysAfterNotFound(t *testin
 		}
 	}
 }
+
+// Without a result endpoint a resend is the only question idem can ask
+// of an operation the server holds (Checkout.com answers a pending
+// payment with 202 {"id": "pay_…", "status": "Pending"} and replays it
+// for the Cko-Idempotency-Key; GET /payments/{id} is by the payment's id,
+// not the key). A server whose idempotency store lost the key (Redis
+// evicting under maxmemory) takes the resend for a new payment and names
+// another: the payment is made twice, and idem recorded the second as the
+// only one and went on resending. The answer naming another resource than
+// the one the server said it holds now flags the operation for a person
+// and ends the resends. Default settings but the clock.
+func TestProcessingResentToAServerThatLostTheKeyIsFlagged(t *testing.T) {
+	s := newAsyncOrders(t)
+	clock := idemtest.NewClock(epoch)
+	c := clientFor(t, s.srv, clock)
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: s.srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "still processing when the call's budget ends")
+	require.Equal(t, idem.StateProcessing, res.State)
+	require.Equal(t, "ord_1", res.ResourceID)
+	s.mu.Lock()
+	resends := len(s.posts)
+	s.mu.Unlock()
+
+	s.forget()
+	for range 3 {
+		_, err = c.Resume(t.Context())
+		require.NoError(t, err)
+		clock.Advance(idem.DefaultReconcileInterval)
+	}
+	op, err := c.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateProcessing, op.State)
+	require.Equal(t, idem.ReviewMadeTwice, op.Review)
+	require.NotNil(t, op.Result)
+	require.Equal(t, "ord_1", op.Result.ResourceID, "the resource the server said it holds first")
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.posts, resends+1, "submits: the caller's, then the one resend that made ord_2")
+	for i, k := range s.posts {
+		require.Equalf(t, "k", k, "submit %d's key", i+1)
+	}
+	require.Equal(t, 2, s.orders, "orders")
+}
