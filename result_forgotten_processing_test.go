@@ -88,6 +88,26 @@ func (s *asyncOrders) forget() {
 	clear(s.keys)
 }
 
+// submit submits order "k" through c, which the server accepts with 202
+// and keeps processing past the call's budget.
+func (s *asyncOrders) submit(t *testing.T, c *idem.Client) {
+	t.Helper()
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: s.srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "still processing when the call's budget ends")
+	require.Equal(t, idem.StateProcessing, res.State)
+	require.Equal(t, "ord_1", res.ResourceID)
+}
+
+// resumeThrice calls Resume three times, a reconcile interval apart.
+func resumeThrice(t *testing.T, c *idem.Client, clock *idemtest.Clock) {
+	t.Helper()
+	for range 3 {
+		_, err := c.Resume(t.Context())
+		require.NoError(t, err)
+		clock.Advance(idem.DefaultReconcileInterval)
+	}
+}
+
 // waitFor waits until ok, asked under the server's lock after each
 // request it answers, holds.
 func (s *asyncOrders) waitFor(t *testing.T, what string, ok func() bool) {
@@ -113,20 +133,13 @@ func TestProcessingNotResentAfterResultNotFound(t *testing.T) {
 	s := newAsyncOrders(t)
 	clock := idemtest.NewClock(epoch)
 	c := clientFor(t, s.srv, clock, idem.WithResultEndpoint("/operations/{key}"))
-	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: s.srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
-	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "still processing when the call's budget ends")
-	require.Equal(t, idem.StateProcessing, res.State)
-	require.Equal(t, "ord_1", res.ResourceID)
+	s.submit(t, c)
 
 	s.forget()
-	for range 3 {
-		_, err = c.Resume(t.Context())
-		require.NoError(t, err)
-		clock.Advance(idem.DefaultReconcileInterval)
-	}
+	resumeThrice(t, c, clock)
 	op, err := c.Lookup(t.Context(), "", "k")
 	require.NoError(t, err)
-	res, err = c.Do(t.Context(), op)
+	res, err := c.Do(t.Context(), op)
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.Equal(t, idem.StateProcessing, res.State)
 	require.Empty(t, res.Review)
@@ -178,9 +191,7 @@ func TestProcessingNotResentWhateverTheResultEndpointSaysAfterNotFound(t *testin
 				open, closeAll := restarts(t, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(clock),
 					idem.WithResultEndpoint("/operations/{key}"))
 				store, c := open()
-				res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: s.srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
-				require.ErrorIs(t, err, idem.ErrUnknownOutcome, "still processing when the call's budget ends")
-				require.Equal(t, idem.StateProcessing, res.State)
+				s.submit(t, c)
 				closeAll(store, c)
 
 				s.forget()
@@ -195,10 +206,10 @@ func TestProcessingNotResentWhateverTheResultEndpointSaysAfterNotFound(t *testin
 				case "Do":
 					op, err := c.Lookup(t.Context(), "", "k")
 					require.NoError(t, err)
-					res, err = c.Do(t.Context(), op)
+					_, err = c.Do(t.Context(), op)
 					require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 				case "Resume":
-					_, err = c.Resume(t.Context())
+					_, err := c.Resume(t.Context())
 					require.NoError(t, err)
 				case "Run":
 					// A resend follows the query that told nothing at once, in
@@ -239,20 +250,13 @@ func TestProcessingResentToAServerThatLostTheKeyIsFlagged(t *testing.T) {
 	s := newAsyncOrders(t)
 	clock := idemtest.NewClock(epoch)
 	c := clientFor(t, s.srv, clock)
-	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: s.srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
-	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "still processing when the call's budget ends")
-	require.Equal(t, idem.StateProcessing, res.State)
-	require.Equal(t, "ord_1", res.ResourceID)
+	s.submit(t, c)
 	s.mu.Lock()
 	resends := len(s.posts)
 	s.mu.Unlock()
 
 	s.forget()
-	for range 3 {
-		_, err = c.Resume(t.Context())
-		require.NoError(t, err)
-		clock.Advance(idem.DefaultReconcileInterval)
-	}
+	resumeThrice(t, c, clock)
 	op, err := c.Lookup(t.Context(), "", "k")
 	require.NoError(t, err)
 	require.Equal(t, idem.StateProcessing, op.State)
