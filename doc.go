@@ -147,7 +147,8 @@
 // is resent only without a result endpoint; an answer to such a resend,
 // replayed or not, that names another resource says the server lost the
 // key and made a second: the operation is flagged [ReviewMadeTwice] and
-// not resent again (settled as the answer says, if it settles).
+// never resent again, not even by [Client.Do] (settled as the answer
+// says, if it settles; a confirmation that settles it keeps the flag).
 //
 // # Budgets and defaults
 //

@@ -346,10 +346,10 @@ type blocked struct {
 func (d *driver) resendBlock(p past, now time.Time) *blocked {
 	rec := d.rec
 	switch {
-	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored:
+	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored || rec.Review == ReviewMadeTwice:
 		// The server's stored answer for the key is final, or this call
 		// has just flagged it: resending changes nothing. Nor is a key the
-		// server ignores ever safe to resend.
+		// server ignores ever safe to resend, nor one it has lost once.
 		reason := rec.Review
 		if reason == "" {
 			reason = ReviewFinalAnswer

@@ -264,6 +264,19 @@ func TestProcessingResentToAServerThatLostTheKeyIsFlagged(t *testing.T) {
 	require.NotNil(t, op.Result)
 	require.Equal(t, "ord_1", op.Result.ResourceID, "the resource the server said it holds first")
 
+	// A server that lost the key once may lose it again: not even Do
+	// resends, inside the key window as it is.
+	res, err := c.Do(t.Context(), op)
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, idem.ReviewMadeTwice, res.Review)
+	// The provider's webhook for the first payment settles it; the second
+	// is still there, for a person.
+	res, err = c.Confirm(t.Context(), "", "k", idem.Confirmation{State: idem.StateSucceeded, ResourceID: "ord_1",
+		Source: "webhook", EventID: "evt_1"})
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, idem.ReviewMadeTwice, res.Review, "kept until Resolve")
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	require.Len(t, s.posts, resends+1, "submits: the caller's, then the one resend that made ord_2")
