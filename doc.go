@@ -126,9 +126,8 @@
 // 401, 500): a 404 may be a store that lost the key, to which a resend
 // is a new request, and nothing the endpoint says later proves the store
 // has the key again; it is only asked again, and past the key window
-// flagged [ReviewKeyExpired]. One that
-// answers 410 Gone says the server has forgotten the key, as does a 404
-// whose body says the idempotency key "expired" or is "no longer" held:
+// flagged [ReviewKeyExpired]. A result query answered 410 Gone says the
+// server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].
 // An answer whose Idempotency-Status (or X-Idempotency-Status) is
 // "ignored" says the server does not de-duplicate by the key there
