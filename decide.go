@@ -39,11 +39,17 @@ type past struct {
 	// What the server stores for the key from then on may be that
 	// request's: a result read by key, or replayed, is not proof of ours.
 	contested bool
+	// held: the resource the server said it made for the key and holds,
+	// unfinished (the journaled processing answer's), or "".
+	held string
 }
 
 // pastOf reads a record's attempts numbered below before.
 func pastOf(rec *journal.Record, before int) past {
 	var p past
+	if rec.State == journal.StateProcessing && rec.Result != nil {
+		p.held = rec.Result.ResourceID
+	}
 	for _, a := range rec.Attempts {
 		if a.Number < before {
 			p = p.after(a)
@@ -184,6 +190,20 @@ func judgeSubmit(p past, a answer) judgment {
 				// have done so as well.
 				j.review = ReviewMaybeTwice
 			}
+		}
+	}
+	if p.held != "" && j.out.ResourceID != "" && j.out.ResourceID != p.held &&
+		(j.move == moveProcessing || j.move == moveSettle) {
+		// The server said it holds p.held for the key, and now answers
+		// the same key with another resource: its idempotency store lost
+		// the key and this resend executed afresh (or, if the answer is a
+		// replay, an earlier one whose answer was lost did). Both exist;
+		// resending more would tell nothing new.
+		j.err = fmt.Errorf("idem: the answer names resource %q, not %q, which the server had said it holds for the key: it lost the key and made another",
+			truncate(j.out.ResourceID, 64), truncate(p.held, 64))
+		j.label, j.review = "made_twice", ReviewMadeTwice
+		if j.move == moveProcessing {
+			j.move = moveReview
 		}
 	}
 	return j

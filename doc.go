@@ -120,12 +120,15 @@
 // operation is settled by resending it with the same key (servers such as
 // Stripe replay the stored response). A result query that answers 404 is
 // not "never happened" (read replicas lag): the operation is resent with
-// its key, which the server de-duplicates, after a backoff wait; but not
-// once the server has said it holds the request (processing): a 404 then
-// may be a store that lost the key, to which a resend is a new request,
-// and the endpoint is only asked again. One that
-// answers 410 Gone says the server has forgotten the key, as does a 404
-// whose body says the idempotency key "expired" or is "no longer" held:
+// its key, which the server de-duplicates, after a backoff wait. An
+// operation the server has said it holds (processing: a 202, a 409 for
+// its key in flight, the endpoint's own answer) that has a result
+// endpoint is never resent, whatever the endpoint answers later (404,
+// 401, 500): a 404 may be a store that lost the key, to which a resend
+// is a new request, and nothing the endpoint says later proves the store
+// has the key again; it is only asked again, and past the key window
+// flagged [ReviewKeyExpired]. A result query answered 410 Gone says the
+// server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].
 // An answer whose Idempotency-Status (or X-Idempotency-Status) is
 // "ignored" says the server does not de-duplicate by the key there
@@ -140,6 +143,12 @@
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
 // flags it [ReviewMaybeTwice]: the server may have executed it twice.
+// An operation the server said it holds (processing, naming its resource)
+// is resent only without a result endpoint; an answer to such a resend,
+// replayed or not, that names another resource says the server lost the
+// key and made a second: the operation is flagged [ReviewMadeTwice] and
+// never resent again, not even by [Client.Do] (settled as the answer
+// says, if it settles; a confirmation that settles it keeps the flag).
 //
 // # Budgets and defaults
 //

@@ -56,7 +56,9 @@ func (s *Summary) add(res *Result) (stalled bool) {
 // Resume drives every open operation in the journal once, as Do would, and
 // reports where each ended. Call it at start-up, before new work: an
 // operation that may have been sent is queried first, then resent with the
-// same key only inside its key window. A server's wait the last process
+// same key only inside its key window; one the server said it holds
+// (processing) is only queried, if it has a result endpoint (see the
+// package documentation's outcome table). A server's wait the last process
 // read (429 or 503 with a Retry-After) still holds: Resume waits out one
 // that ends within the visit's budget (WithMaxElapsed) and leaves a longer
 // one to Run, due when it ends. Once many visits in a row to one host
