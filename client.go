@@ -652,9 +652,11 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		e.Kind = ErrFailed
 		// Read as the answer was when it settled the operation: a later
 		// call for it must fail the same way.
-		if r := rec.Result; r != nil && rec.Resolved == nil &&
-			c.keyConflict(c.reusedVerdict(c.verdict(r.StatusCode), r.StatusCode, r.Body), r.StatusCode, r.Body) {
-			e.Kind = ErrKeyConflict
+		if r := rec.Result; r != nil && rec.Resolved == nil {
+			name := c.keyName(rec, r.StatusCode)
+			if c.keyConflict(reusedVerdict(c.verdict(r.StatusCode), r.StatusCode, r.Body, name), r.StatusCode, r.Body, name) {
+				e.Kind = ErrKeyConflict
+			}
 		}
 		if e.Cause == nil {
 			e.Cause = errors.New(res.Reason)

@@ -56,8 +56,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     the settled record at its next journal write, which precedes every
 //     resend, stops, and reports the confirmed outcome. The settle hook
 //     (Hooks.Settle) and the settle func (WithSettleFunc) are called once,
-//     here. Its review reason is cleared, except ReviewConfirmConflict:
-//     an earlier confirmation's contradiction stays until Resolve.
+//     here. Its review reason is cleared, except ReviewConfirmConflict
+//     (an earlier confirmation's contradiction) and ReviewMadeTwice (the
+//     server made a second resource for the key): they stay until
+//     Resolve.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error.
@@ -285,10 +287,11 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 }
 
 // setReview sets the record's review reason, or clears it (reason ""),
-// unless a confirmation contradicted the record: that stays for a person,
-// whatever the driver learns later, until Resolve.
+// unless a confirmation contradicted the record, or the server made a
+// second resource for the key: that stays for a person, whatever the
+// driver learns later, until Resolve.
 func setReview(r *journal.Record, reason string) {
-	if r.Review != ReviewConfirmConflict {
+	if r.Review != ReviewConfirmConflict && r.Review != ReviewMadeTwice {
 		r.Review = reason
 	}
 }

@@ -50,7 +50,7 @@ type Hooks struct {
 	// reconciliation gave up on it and a person must look (Result.Review
 	// says why). It fires once per flagging, not on every later visit;
 	// after Settle, for an operation settled and flagged at once
-	// (ReviewMaybeTwice).
+	// (ReviewMaybeTwice, ReviewMadeTwice).
 	Review func(ctx context.Context, res *Result)
 	// Handoff is called when a Do or Submit call spent its budget (or the
 	// retry budget) and handed the operation to the reconciler: the call
@@ -149,7 +149,7 @@ func (c *Client) driveEnded(ctx context.Context, d *driver, wasReview string, se
 	switch {
 	case settled:
 		c.settled(ctx, res)
-		if res.Review == ReviewMaybeTwice && c.cfg.hooks.Review != nil {
+		if (res.Review == ReviewMaybeTwice || res.Review == ReviewMadeTwice) && c.cfg.hooks.Review != nil {
 			// Settled and flagged in one commit: a person must look all
 			// the same.
 			c.cfg.hooks.Review(ctx, res.clone())

@@ -183,7 +183,7 @@ func (d *driver) run() error {
 		}
 		// Only a key that may have executed for us can hold our result: a
 		// query before that would read someone else's.
-		if (needQuery || block != nil) && d.rec.QueryURL != "" && p.maybeExecuted {
+		if (needQuery || block != nil || queryOnly(d.rec)) && d.rec.QueryURL != "" && p.maybeExecuted {
 			if !d.mayRetry() {
 				return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 			}
@@ -213,13 +213,7 @@ func (d *driver) run() error {
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
-			if q.notFound && d.rec.State == StateProcessing {
-				// The server said it holds our request: "not found" now
-				// is a replica behind the one that said so, or a store
-				// that lost the key (an idempotency store restarted,
-				// Redis evicting keys). A resend tells nothing a later
-				// query will not, and to a server that lost the key it
-				// is a new request: ask again instead.
+			if queryOnly(d.rec) {
 				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
 				}
@@ -291,6 +285,23 @@ func (d *driver) run() error {
 	}
 }
 
+// queryOnly reports whether rec is only ever asked about, never resent:
+// the server said it holds the request (processing: a 202, a 409 for our
+// key in flight, or the result endpoint's own "processing"), and a result
+// endpoint will say how it ends. The journal's state says so, so a
+// restart (Resume, Run) keeps to it. A resend could tell nothing the
+// endpoint will not, and it is safe only while the server still holds
+// the key; whether it does, no answer of the endpoint's proves: a 404 may
+// be a replica behind, or an idempotency store that lost the key (an
+// in-memory store restarted, Redis evicting under maxmemory); a 401, 403
+// or 500 later says nothing either way. To a server that lost it, a
+// resend is a second order. Without a result endpoint the resend is the
+// only question there is (a Stripe-style server replays the key's
+// answer), and it is asked.
+func queryOnly(rec *journal.Record) bool {
+	return rec.State == StateProcessing && rec.QueryURL != ""
+}
+
 // answered reports whether rec's last exchange (the query just made) got
 // an answer from its server: not none, nor a gateway's or an unavailable
 // server's (silentStatus).
@@ -337,10 +348,10 @@ type blocked struct {
 func (d *driver) resendBlock(p past, now time.Time) *blocked {
 	rec := d.rec
 	switch {
-	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored:
+	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored || rec.Review == ReviewMadeTwice:
 		// The server's stored answer for the key is final, or this call
 		// has just flagged it: resending changes nothing. Nor is a key the
-		// server ignores ever safe to resend.
+		// server ignores ever safe to resend, nor one it has lost once.
 		reason := rec.Review
 		if reason == "" {
 			reason = ReviewFinalAnswer

@@ -19,6 +19,16 @@ var ErrConfirmConflict = errors.New("journal: confirmation contradicts the recor
 // record that a confirmation contradicted.
 const ReviewConfirmConflict = "an external confirmation contradicts the recorded outcome"
 
+// ReviewMadeTwice is the review reason of a record whose server had said
+// it holds the operation, naming the resource it made (processing: a 202
+// with the payment's id), and then answered a resend with the same key
+// naming another, replayed or not: its idempotency store had lost the key,
+// and both exist. The attempt's error names both. An answer that settles
+// the record settles it, flagged; otherwise it stays open with the first
+// resource. A confirmation that settles the record keeps the flag, as it
+// keeps ReviewConfirmConflict: it says nothing of the other resource.
+const ReviewMadeTwice = "server made another resource for a resend of the key it had said it holds: it lost the key, and the request executed twice"
+
 // MaxConfirmations bounds the confirmations a record keeps: the latest
 // ones, each of a distinct (Source, EventID). A provider redelivers an
 // event for days; an operation does not collect many distinct events.
@@ -128,8 +138,9 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - An open record (pending, processing, unknown, flagged for review or
 //     not): ConfirmSettled, the state and result set as c says, the
 //     review reason cleared unless it is ReviewConfirmConflict (an
-//     earlier contradiction waits for Resolve). A processing result that
-//     named another resource id is a contradiction (below).
+//     earlier contradiction waits for Resolve) or ReviewMadeTwice. A
+//     processing result that named another resource id is a
+//     contradiction (below).
 //   - A settled record with c's state and resource id (or c without
 //     one): ConfirmAgreed, c recorded, nothing else changed.
 //   - c processing (the server's answer that it holds the request): a
@@ -200,8 +211,9 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		rec.State = c.State
 		// A contradiction stays for a person (Resolve) whatever settles
 		// the record after it: this event agreeing with our resource
-		// does not explain the other event's.
-		if rec.Review != ReviewConfirmConflict {
+		// does not explain the other event's, nor the other resource a
+		// server made for the key.
+		if rec.Review != ReviewConfirmConflict && rec.Review != ReviewMadeTwice {
 			rec.Review = ""
 		}
 		rec.Settled = c.At
