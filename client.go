@@ -643,9 +643,11 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		// Settled failed, but the server's own word says it may have
 		// executed (ReviewConfirmConflict: its answer, or an event,
 		// contradicts the settlement; ReviewMaybeTwice: an earlier copy
-		// may have run). ErrFailed would invite a retry under a new key,
-		// a second charge: the outcome is open until a person settles
-		// it, so it is reported as every flagged operation is.
+		// may have run; ReviewMadeTwice: another copy was made, which
+		// this failure may not be about). ErrFailed would invite a retry
+		// under a new key, a second charge: the outcome is open until a
+		// person settles it, so it is reported as every flagged
+		// operation is.
 		e.Kind = ErrUnknownOutcome
 		e.Cause = contradicted(rec, res.Reason, cause)
 	case rec.State == StateFailed:

@@ -307,3 +307,36 @@ func TestForcedFailureWhileResendAnswerLost(t *testing.T) {
 	require.Equal(t, idem.StateProcessing, late.State, "may have executed")
 	require.Zero(t, late.StatusCode, "no answer")
 }
+
+// Checkout.com answers a pending payment with 202 and replays it for the
+// Cko-Idempotency-Key; a resend to a server whose idempotency store lost
+// the key made a second payment (ReviewMadeTwice). The provider's webhook
+// then says the first was declined (payment_declined), which settles the
+// operation failed, the flag kept. The second payment still stands: the
+// call returned ErrFailed, and a checkout that retries under a new key
+// pays a third time.
+func TestFailureOfOnePaymentMadeTwiceIsNotAFailure(t *testing.T) {
+	s := newAsyncOrders(t)
+	clock := idemtest.NewClock(epoch)
+	c := clientFor(t, s.srv, clock)
+	s.submit(t, c)
+	s.forget()
+	resumeThrice(t, c, clock)
+	_, err := c.Confirm(t.Context(), "", "k", idem.Confirmation{State: idem.StateFailed, ResourceID: "ord_1",
+		Source: "checkout", EventID: "evt_declined", Reason: "payment_declined"})
+	require.NoError(t, err)
+	s.mu.Lock()
+	posts := len(s.posts)
+	s.mu.Unlock()
+
+	op, err := c.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateFailed, op.State)
+	require.Equal(t, idem.ReviewMadeTwice, op.Review, "kept until Resolve")
+	res, err := c.Do(t.Context(), op)
+	requireContradicted(t, res, err, idem.ReviewMadeTwice)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.posts, posts, "nothing sent")
+	require.Equal(t, 2, s.orders, "orders")
+}

@@ -74,9 +74,11 @@ var (
 	// answer contradicts the failure (ReviewConfirmConflict; when it is
 	// this call's answer, arriving after a confirmation or a manual
 	// resolution settled the operation failed, the Result carries its
-	// status and body), or an earlier copy may have run on an endpoint
-	// that ignores the key (ReviewMaybeTwice). The journal keeps the
-	// failed state until a person settles it with Resolve.
+	// status and body), an earlier copy may have run on an endpoint that
+	// ignores the key (ReviewMaybeTwice), or a server that lost the key
+	// made the operation twice and one of them failed (ReviewMadeTwice).
+	// The journal keeps the failed state until a person settles it with
+	// Resolve.
 	ErrNeedsReview = errors.New("idem: flagged for review")
 )
 

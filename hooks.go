@@ -42,9 +42,10 @@ type Hooks struct {
 	// Settle is called when an operation becomes succeeded or failed,
 	// whoever settled it: a call, a Resume or Run visit, or Resolve (also
 	// when Resolve settles an operation that was settled already). A
-	// failed Result with Review set (ReviewMaybeTwice) may have executed:
-	// Do reports it as ErrNeedsReview, never ErrFailed, and it is no
-	// failure to retry under a new key.
+	// failed Result with Review set (ReviewMaybeTwice, ReviewMadeTwice,
+	// ReviewConfirmConflict) may have executed: Do reports it as
+	// ErrNeedsReview, never ErrFailed, and it is no failure to retry
+	// under a new key.
 	Settle func(ctx context.Context, res *Result)
 	// Review is called when an operation is flagged for review: automatic
 	// reconciliation gave up on it and a person must look (Result.Review
