@@ -165,8 +165,8 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 // instead of the same backlog, and the slow host's come back at the pace
 // it takes them. Only NextDue changes, under the pass's lease, and only
 // later: nothing about the operation is decided. It returns the first
-// journal error; an operation it could not move is still given up, and
-// stays due.
+// journal error, and moves no more after it; an operation it did not
+// move is still given up, and stays due.
 func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int) error {
 	// Unbounded, as postpone's moves: a batch cut short by a bound of its
 	// own would be no journal error to report.
@@ -175,6 +175,12 @@ func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int
 	share := c.cfg.resumeConcurrency
 	var first error
 	for _, r := range refs {
+		if first != nil {
+			// A journal that fails one write (a stalled database waits a
+			// call timeout for each) would fail the rest as slowly:
+			// those stay due, given up below.
+			break
+		}
 		rounds := time.Duration(byHost[r.host]/share + 1)
 		byHost[r.host]++
 		wait := c.cfg.reconcileMax
