@@ -338,8 +338,6 @@ func appendConfirmations(dst []byte, cs []Confirmation) []byte {
 	return dst
 }
 
-// confirmations decodes what appendConfirmations wrote, in a version 3
-// record or later.
 // versionOf is the record version r is written in: 4 if it holds a
 // processing confirmation, which version 3 cannot hold, else 3.
 func versionOf(r *Record) byte {
@@ -351,6 +349,8 @@ func versionOf(r *Record) byte {
 	return recordVersion - 1
 }
 
+// confirmations decodes what appendConfirmations wrote, in a version 3
+// record or later.
 func (d *decoder) confirmations() []Confirmation {
 	if d.version < 3 {
 		return nil
