@@ -104,13 +104,14 @@ var (
 // still the ones read (the fencing), so a row another replica wrote or
 // claimed meanwhile is read and changed again in the next round (its
 // function runs again, as Update's contract allows), and a refused or
-// failing write leaves the others alone. Rows are inserted and updated in
-// (scope, key) order, so that two replicas' rounds never wait on one
-// another in a cycle.
+// failing write leaves the others alone. Rows are inserted, and locked
+// for their update, in (scope, key) order, so that two replicas' rounds
+// never wait on one another in a cycle.
 type committer struct {
 	s                    *Store
 	q                    groupcommit.Queue[*request]
 	read, insert, update form
+	lock                 string       // lockAll, on the Store's table
 	rounds               atomic.Int64 // transactions attempted, for tests
 	// others counts the goroutines of alone, which may outlast their
 	// round.
@@ -119,7 +120,8 @@ type committer struct {
 
 func newCommitter(s *Store) *committer {
 	c := &committer{s: s, read: newForm(s.table, readOne, readAll),
-		insert: newInsertForm(s.table), update: newForm(s.table, updateOne, updateAll)}
+		insert: newInsertForm(s.table), update: newForm(s.table, updateOne, updateAll),
+		lock: fmt.Sprintf(lockAll, s.table)}
 	c.q = groupcommit.Queue[*request]{Max: maxRound, Commit: c.commit, Abandon: abandon, Name: "pgjournal"}
 	return c
 }
@@ -543,6 +545,18 @@ const (
 			AS u(scope, key, state, open, review, created_ns, next_due_ns, settled_ns, data, owner, lease_for, token)
 		ON CONFLICT (scope, key) DO NOTHING RETURNING scope, key`
 
+	// lockAll takes the rows a round of several updates is about to
+	// write, in (scope, key) order: ORDER BY sorts before FOR UPDATE
+	// locks (the SELECT reference's locking clause), whereas updateAll
+	// locks rows in whatever order its join meets them (the heap's, which
+	// each update reorders), so that two replicas' rounds, or a round and
+	// a claim queued behind one of them, waited on one another in a cycle
+	// and PostgreSQL failed one as a deadlock (40P01). updateAll then
+	// finds every row already its own.
+	lockAll = `SELECT 1 FROM %[1]s AS r
+		JOIN unnest($1::text[], $2::text[]) AS u(scope, key) ON r.scope = u.scope COLLATE "C" AND r.key = u.key COLLATE "C"
+		ORDER BY r.scope COLLATE "C", r.key COLLATE "C" FOR UPDATE OF r`
+
 	// The token is in the WHERE clause: a claim since the read fences the
 	// write, whatever the version says.
 	updateOne = `UPDATE %[1]s SET (` + recordCols + `) = ($5, $6, $7, $8, $9, $10, $11), version = version + 1
@@ -676,6 +690,9 @@ func (c *committer) queueWrites(b *pgx.Batch, ins []*request, upd []rowKey, rows
 			states[i], open[i], review[i] = string(rec.State), rec.Open(), rec.Review != ""
 			created[i], due[i], settled[i] = ns(rec.Created), ns(rec.NextDue), ns(rec.RetainFrom())
 			data[i] = w.data
+		}
+		if n > 1 {
+			b.Queue(c.lock, scopes, keys)
 		}
 		sql, args := c.update.args(scopes, keys, versions, tokens, states, open, review, created, due, settled, data)
 		b.Queue(sql, args...).Query(scan(updated))
