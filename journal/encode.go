@@ -503,6 +503,13 @@ func (d *decoder) uvarint() uint64 {
 	if d.err != nil {
 		return 0
 	}
+	// One byte, as most are (lengths, counts), read here: binary.Uvarint's
+	// loop for it was most of what a decode spent on varints.
+	if len(d.b) > 0 && d.b[0] < 0x80 {
+		v := d.b[0]
+		d.b = d.b[1:]
+		return uint64(v)
+	}
 	v, n := binary.Uvarint(d.b)
 	if n <= 0 {
 		d.fail("bad varint")
@@ -515,6 +522,14 @@ func (d *decoder) uvarint() uint64 {
 func (d *decoder) varint() int64 {
 	if d.err != nil {
 		return 0
+	}
+	if len(d.b) > 0 && d.b[0] < 0x80 { // one byte, as uvarint's
+		ux := uint64(d.b[0])
+		d.b = d.b[1:]
+		if ux&1 != 0 {
+			return ^int64(ux >> 1)
+		}
+		return int64(ux >> 1)
 	}
 	v, n := binary.Varint(d.b)
 	if n <= 0 {
