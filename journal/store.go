@@ -569,7 +569,8 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	if err := validateRecord(stored, !owned); err != nil {
 		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
-	w := &createOp{rk: recordKey(stored.Scope, stored.Key), stored: stored, claim: claim}
+	w := &createOp{stored: stored, claim: claim}
+	w.rk = recordKeyIn(&w.rkRoom, stored.Scope, stored.Key)
 	w.enc = encode(nil, stored)
 	w.op = w
 	err := s.do(ctx, &w.request)
@@ -591,6 +592,7 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 type createOp struct {
 	request
 	rk     []byte
+	rkRoom [rkRoom]byte // rk's bytes, when they fit
 	stored *Record
 	enc    []byte
 	claim  *Lease
@@ -677,7 +679,8 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
-	u := &updateOp{s: s, rk: recordKey(scope, key), fn: fn, lease: lease, leased: leased}
+	u := &updateOp{s: s, fn: fn, lease: lease, leased: leased}
+	u.rk = recordKeyIn(&u.rkRoom, scope, key)
 	u.op = u
 	if err := s.do(ctx, &u.request); err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
@@ -694,6 +697,7 @@ type updateOp struct {
 	request
 	s      *Store
 	rk     []byte
+	rkRoom [rkRoom]byte // rk's bytes, when they fit
 	fn     func(*Record) error
 	lease  Lease // the caller's, checked in the commit when leased
 	leased bool
