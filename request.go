@@ -134,8 +134,13 @@ func checkName(what, s string) error {
 // array it also returns, made with the record, is room for a Submit's
 // first attempt.
 func (c *Client) newRecord(req Request) (*journal.Record, *[1]journal.Attempt, error) {
-	scope := c.scopeOr(req.Scope)
-	if err := checkName("scope", scope); err != nil {
+	// Checked byte by byte only when the caller gave them: the Client's
+	// scope was checked when it was made (WithScope; DefaultScope), and
+	// a key newKey made is a UUID (TestOwnNamesPassCheckName).
+	scope := req.Scope
+	if scope == "" {
+		scope = c.cfg.scope
+	} else if err := checkName("scope", scope); err != nil {
 		return nil, nil, err
 	}
 	key := req.Key
@@ -147,8 +152,7 @@ func (c *Client) newRecord(req Request) (*journal.Record, *[1]journal.Attempt, e
 		if key, err = newKey(); err != nil {
 			return nil, nil, err
 		}
-	}
-	if err := checkName("key", key); err != nil {
+	} else if err := checkName("key", key); err != nil {
 		return nil, nil, err
 	}
 	if key == "." || key == ".." {
