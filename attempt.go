@@ -492,10 +492,16 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	case a.otherCache != "":
 		a.decodeErr = fmt.Errorf("%w: a cache's answer (%s) that does not name key %q", errUndecodable, cached, rec.Key)
 	default:
-		a.out, a.decodeErr = c.cfg.decode(&Answer{
+		ans := Answer{
 			Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
 			Query: query, StatusCode: ex.status, Header: ex.header, Body: ex.body, Replayed: a.replayed,
-		})
+		}
+		if c.cfg.decodeIsJSON {
+			a.out, a.decodeErr = DecodeJSON(&ans) // keeps no pointer to it: ans stays on the stack
+		} else {
+			own := ans // a WithDecoder's may keep what it is given
+			a.out, a.decodeErr = c.cfg.decode(&own)
+		}
 	}
 	return a
 }

@@ -113,6 +113,7 @@ type config struct {
 	keyFormat         KeyFormat
 	resultTemplate    string
 	decode            Decoder
+	decodeIsJSON      bool // decode is the default DecodeJSON: called directly, its Answer stays on the stack
 	classify          Classifier
 	retryTokens       float64
 	retryRatio        float64
@@ -144,6 +145,7 @@ func defaultConfig() *config {
 		keyRetention:      DefaultKeyRetention,
 		keyHeader:         DefaultKeyHeader,
 		decode:            DecodeJSON,
+		decodeIsJSON:      true,
 		classify:          DefaultClassifier,
 		retryTokens:       DefaultRetryTokens,
 		retryRatio:        DefaultRetryTokenRatio,
@@ -461,7 +463,7 @@ func WithDecoder(d Decoder) Option {
 			c.fail("WithDecoder: nil decoder")
 			return
 		}
-		c.decode = d
+		c.decode, c.decodeIsJSON = d, false
 	})
 }
 
