@@ -1355,6 +1355,16 @@ func validateRecord(r *Record, hash bool) error {
 	return nil
 }
 
+// sameResolution is reflect.DeepEqual(a, b), without reflection for the
+// nil that nearly every record holds: DeepEqual of a nil and a non-nil
+// pointer is false, of two nils true.
+func sameResolution(a, b *Resolution) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return reflect.DeepEqual(a, b)
+}
+
 // validateChange checks what Update's fn did: the record must stay valid
 // and keep what identifies the operation on the wire (promise: same key,
 // same bytes, same URL on every attempt). was.Body must be the stored
@@ -1375,7 +1385,7 @@ func validateChange(was, r *Record) error {
 		return errorf("update changed Created: %w", ErrInvalid)
 	case r.Trace != was.Trace:
 		return errorf("update changed Trace: %w", ErrInvalid)
-	case !reflect.DeepEqual(r.Resolved, was.Resolved):
+	case !sameResolution(r.Resolved, was.Resolved):
 		return errorf("update changed Resolved: only Resolve records a manual resolution: %w", ErrInvalid)
 	case !slices.Equal(r.Confirmations, was.Confirmations):
 		return errorf("update changed Confirmations: only Confirm records a confirmation: %w", ErrInvalid)
