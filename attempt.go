@@ -413,7 +413,7 @@ func (d *driver) submit() (step, error) {
 	})
 	d.observe(number, false, ex, st.label)
 	if err != nil {
-		d.lateAnswer(err, st, number, ex)
+		d.lateAnswer(err, st, number, ex, false)
 		return st, err
 	}
 	switch st.move {
@@ -462,9 +462,10 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.verdict = Rejected
 		}
 	}
-	a.verdict = c.reusedVerdict(a.verdict, ex.status, ex.body)
-	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.body, c.cfg.keyHeader); !a.inFlight {
-		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body)
+	name := c.keyName(rec, ex.status)
+	a.verdict = reusedVerdict(a.verdict, ex.status, ex.body, name)
+	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
+		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name)
 	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a
@@ -531,11 +532,22 @@ func (c *Client) verdict(status int) Verdict {
 	return c.cfg.classify(status)
 }
 
+// keyName is the name by which a server may speak of rec's key in an
+// answer of status: the key's header, or the body member that holds it
+// (keyField), looked up only for an error, whose words namesKey reads.
+func (c *Client) keyName(rec *journal.Record, status int) string {
+	if c.cfg.keyHeader != "" || status < 400 {
+		return c.cfg.keyHeader
+	}
+	return keyField(rec.Key, rec.Body)
+}
+
 // reusedVerdict is v, the verdict for status, but Conflict for a
 // Processing 409 whose body says the key was used by a request that
 // differs (reusedElsewhere): the 422 of servers that answer it with 409.
-func (c *Client) reusedVerdict(v Verdict, status int, body []byte) Verdict {
-	if v == Processing && status == http.StatusConflict && reusedElsewhere(body, c.cfg.keyHeader) {
+// name is the key's, as for namesKey.
+func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
+	if v == Processing && status == http.StatusConflict && reusedElsewhere(body, name) {
 		return Conflict
 	}
 	return v
@@ -544,13 +556,13 @@ func (c *Client) reusedVerdict(v Verdict, status int, body []byte) Verdict {
 // keyConflict reports whether a refusal is about the key: a Conflict
 // answer rather than a validation error with the same status, or a 400
 // that says the key was used with other parameters. Other answers' bodies
-// are not scanned.
-func (c *Client) keyConflict(v Verdict, status int, body []byte) bool {
+// are not scanned. name is the key's, as for namesKey.
+func (c *Client) keyConflict(v Verdict, status int, body []byte, name string) bool {
 	switch {
 	case v == Conflict:
-		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, c.cfg.keyHeader)
+		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name)
 	case v == Rejected && status == http.StatusBadRequest:
-		return reusesKey(body, c.cfg.keyHeader)
+		return reusesKey(body, name)
 	}
 	return false
 }
@@ -558,7 +570,8 @@ func (c *Client) keyConflict(v Verdict, status int, body []byte) bool {
 // replayed reports whether the server says the answer of this status is
 // the stored one for this key: Stripe's Idempotent-Replayed: true, or the
 // same marker under the X- and "Idempotency-" names other APIs document
-// (fiskaly's X-Idempotency-Replayed) and PPRO's Request-Idempotency,
+// (fiskaly's X-Idempotency-Replayed), PPRO's Request-Idempotency,
+// easypay's Idempotency-Replay and Flutterwave's X-Idempotency-Cache-Hit,
 // the value bare, quoted or the structured-field boolean ?1; an
 // Idempotency-Status of "replayed" (Integrated Finance's
 // X-Idempotency-Status); or Worldline's X-GCS-Idempotence-Request-
@@ -587,7 +600,8 @@ func replayed(h http.Header, status int) bool {
 // The answer header names that replayed, keyIgnored and fromCache read,
 // all canonical. markedAnswer must accept each of them.
 var (
-	replayMarkers = [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed", "Request-Idempotency"}
+	replayMarkers = [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed", "Request-Idempotency",
+		"Idempotency-Replay", "X-Idempotency-Cache-Hit"}
 	statusMarkers = [...]string{"Idempotency-Status", "X-Idempotency-Status"}
 	cacheMarkers  = [...]string{"X-Cache", "X-Cache-Status", "X-Proxy-Cache", "Cf-Cache-Status"}
 )
@@ -601,6 +615,7 @@ func markedAnswer(h http.Header) bool {
 	for name := range h {
 		switch name {
 		case "Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed", "Request-Idempotency",
+			"Idempotency-Replay", "X-Idempotency-Cache-Hit",
 			"Idempotency-Status", "X-Idempotency-Status",
 			worldlineReplayed,
 			"Age", "Cache-Status", "X-Cache", "X-Cache-Status", "X-Proxy-Cache", "Cf-Cache-Status":
@@ -661,7 +676,7 @@ func (d *driver) query() (step, error) {
 	})
 	d.observe(number, true, ex, st.label)
 	if err != nil {
-		d.lateAnswer(err, st, number, ex)
+		d.lateAnswer(err, st, number, ex, true)
 		return st, err
 	}
 	switch st.move {

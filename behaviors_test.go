@@ -62,6 +62,10 @@ func TestOutcomeTableUnderBehaviors(t *testing.T) {
 		{name: "timeout after commit", setup: inject(idemtest.Fault{Kind: idemtest.DelayResponse, Delay: time.Minute}),
 			opts: []idem.Option{idem.WithAttemptTimeout(100 * time.Millisecond)}, want: succeeded},
 		{name: "slow processing", setup: inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Delay: 5 * time.Second}), want: succeeded},
+		// Without a result endpoint the resend is the only question: the
+		// server holds the key, and answers it (409, or its stored result).
+		{name: "slow processing, no result endpoint", setup: inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Delay: 5 * time.Second}),
+			noResult: true, want: succeeded},
 		{name: "429", setup: inject(idemtest.Fault{Kind: idemtest.Throttle}), want: succeeded},
 		{name: "402 declined", setup: inject(idemtest.Fault{Kind: idemtest.Decline}), want: declined},
 		{name: "the handler's 409", setup: inject(idemtest.Fault{Kind: idemtest.Reject409}), want: declined},

@@ -291,8 +291,10 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 // Do returns a non-nil Result for every journaled operation. The error is
 // nil when it succeeded; otherwise an *Error matching ErrFailed,
 // ErrKeyConflict or ErrUnknownOutcome. On ErrUnknownOutcome the operation
-// stays in the journal, due for Resume and Run: do not retry it under a new
-// key. A cancelled ctx never marks an operation failed.
+// stays in the journal, due for Resume and Run, or for a person when it
+// also matches ErrNeedsReview (a failure the server's answer or an event
+// contradicts is one): do not retry it under a new key. A cancelled ctx
+// never marks an operation failed.
 //
 // Do reads only op's Scope and Key (an empty Scope is the client's
 // default, as in Lookup): what is sent is what the journal holds.
@@ -639,14 +641,27 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		return res, nil
 	}
 	e := &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: res.Attempts, Cause: cause}
-	switch rec.State {
-	case StateFailed:
+	switch {
+	case rec.State == StateFailed && rec.Review != "":
+		// Settled failed, but the server's own word says it may have
+		// executed (ReviewConfirmConflict: its answer, or an event,
+		// contradicts the settlement; ReviewMaybeTwice: an earlier copy
+		// may have run; ReviewMadeTwice: another copy was made, which
+		// this failure may not be about). ErrFailed would invite a retry
+		// under a new key, a second charge: the outcome is open until a
+		// person settles it, so it is reported as every flagged
+		// operation is.
+		e.Kind = ErrUnknownOutcome
+		e.Cause = contradicted(rec, res.Reason, cause)
+	case rec.State == StateFailed:
 		e.Kind = ErrFailed
 		// Read as the answer was when it settled the operation: a later
 		// call for it must fail the same way.
-		if r := rec.Result; r != nil && rec.Resolved == nil &&
-			c.keyConflict(c.reusedVerdict(c.verdict(r.StatusCode), r.StatusCode, r.Body), r.StatusCode, r.Body) {
-			e.Kind = ErrKeyConflict
+		if r := rec.Result; r != nil && rec.Resolved == nil {
+			name := c.keyName(rec, r.StatusCode)
+			if c.keyConflict(reusedVerdict(c.verdict(r.StatusCode), r.StatusCode, r.Body, name), r.StatusCode, r.Body, name) {
+				e.Kind = ErrKeyConflict
+			}
 		}
 		if e.Cause == nil {
 			e.Cause = errors.New(res.Reason)
@@ -658,6 +673,17 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		}
 	}
 	return res, e
+}
+
+// contradicted is the cause of the error for an operation settled failed
+// and flagged for review (finish), wrapping the call's own cause if any.
+func contradicted(rec *journal.Record, reason string, cause error) error {
+	err := fmt.Errorf("%w: settled failed (%s), but %s: a person must settle it (Resolve); never retry it under a new key",
+		ErrNeedsReview, reason, rec.Review)
+	if cause != nil {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	return err
 }
 
 // scopeOr is scope, or the client's default scope when it is empty.

@@ -56,8 +56,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     the settled record at its next journal write, which precedes every
 //     resend, stops, and reports the confirmed outcome. The settle hook
 //     (Hooks.Settle) and the settle func (WithSettleFunc) are called once,
-//     here. Its review reason is cleared, except ReviewConfirmConflict:
-//     an earlier confirmation's contradiction stays until Resolve.
+//     here. Its review reason is cleared, except ReviewConfirmConflict
+//     (an earlier confirmation's contradiction) and ReviewMadeTwice (the
+//     server made a second resource for the key): they stay until
+//     Resolve.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error.
@@ -285,23 +287,31 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 }
 
 // setReview sets the record's review reason, or clears it (reason ""),
-// unless a confirmation contradicted the record: that stays for a person,
-// whatever the driver learns later, until Resolve.
+// unless a confirmation contradicted the record, or the server made a
+// second resource for the key: that stays for a person, whatever the
+// driver learns later, until Resolve.
 func setReview(r *journal.Record, reason string) {
-	if r.Review != ReviewConfirmConflict {
+	if r.Review != ReviewConfirmConflict && r.Review != ReviewMadeTwice {
 		r.Review = reason
 	}
 }
 
-// agreedAnswer gives res the status and body of the server's answer that
-// agreed with the confirmation or resolution that settled the operation
-// under this call (lateAnswer), when the record has none: a webhook that
-// settles a Stripe PaymentIntent while its create is on the wire must not
-// cost the caller the answer's client_secret. The record keeps the
-// settlement as it was made; only this call's Result carries the body.
-func (d *driver) agreedAnswer(res *Result) {
-	ex := d.agreed
-	if ex == nil || res == nil || len(res.Body) > 0 || res.StatusCode != 0 || res.State != d.rec.State {
+// lateAnswerResult gives res the status and body of the server's answer
+// to this call that met a confirmation or resolution settling the
+// operation under it (lateAnswer). One that agreed fills a Result that
+// has none: a webhook that settles a Stripe PaymentIntent while its
+// create is on the wire must not cost the caller the answer's
+// client_secret. One that contradicts a failure replaces what the record
+// holds (a resolution keeps the last answer before it): the call ends in
+// ErrNeedsReview, and the charge the answer names is what a person needs.
+// The record keeps the settlement as it was made; only this call's
+// Result carries the body.
+func (d *driver) lateAnswerResult(res *Result) {
+	ex := d.late
+	if ex == nil || res == nil || res.State != d.rec.State {
+		return
+	}
+	if !d.lateContradicts && (len(res.Body) > 0 || res.StatusCode != 0) {
 		return
 	}
 	body := ex.body
@@ -315,29 +325,46 @@ func (d *driver) agreedAnswer(res *Result) {
 // server's own answer settles an operation that a confirmation or a manual
 // resolution (Resolve) settled while the call was in flight: compared like
 // any other, it is recorded if it agrees and flagged
-// (ReviewConfirmConflict) if it contradicts. A "processing" answer that
-// names another resource than the settled one is recorded too, in the
-// settled state with its own resource id (a confirmation is terminal),
-// and flagged.
+// (ReviewConfirmConflict) if it contradicts. A "processing" answer (a
+// 409 "in progress" for our key, a 202) to an operation settled failed
+// is recorded as processing and flagged: the server is executing what
+// the failure says never ran. One that names another resource than a
+// settled success is recorded too, in the settled state with its own
+// resource id, and flagged. So is, as processing, an answer that tells
+// nothing (lost, a gateway's 5xx) to an attempt that may have executed,
+// against a failure: that attempt was sent while the failure was decided.
 const ResponseSource = "idem: server response"
 
-// lateAnswer handles a settling answer whose commit found the operation
+// lateAnswer handles an answer whose commit found the operation
 // settled by a confirmation or by a person (Resolve) while the request
-// was on the wire (err is the commit's): the answer is not lost but
+// was on the wire (err is the commit's; query: it answers a result
+// query, which executes nothing): the answer is not lost but
 // checked against that outcome, which it never replaces, so that a
 // contradiction reaches a person. A person who resolved an operation as
 // failed while a resend of it was executing has not seen the order the
 // server then reports. So has an event that named another order made
 // with our key (a provider that does not check the reference the key
 // travels in): our own answer, even "processing", names ours.
-func (d *driver) lateAnswer(err error, st step, number int, ex exchange) {
+func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query bool) {
 	if !errors.Is(err, errSettledElsewhere) || st.conflict || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
 		return
 	}
 	answer, said, state := "the server's answer", st.out.State, st.out.State
-	switch st.move {
-	case moveSettle:
-	case moveProcessing:
+	switch {
+	case st.move == moveSettle:
+	case st.move == moveProcessing && d.rec.State == StateFailed:
+		// The server holds the request and is executing it (a 409 "in
+		// progress", a 202): what it executes may charge, whatever the
+		// failure settled by hand or by an event says.
+		answer, said, state = "the server's processing answer", StateProcessing, StateProcessing
+	case !query && st.move != moveSettle && !st.refused && (ex.wrote || !ex.unsent) && d.rec.State == StateFailed:
+		// Lost, or a gateway's error: the request may have executed, and
+		// it was sent while the failure was decided, which cannot have
+		// counted it (a person who found nothing sent, an event about
+		// another payment). Nothing may resend or query a settled
+		// operation: a person must find out.
+		answer, said, state = "an attempt that may have executed, whose answer told nothing", StateUnknown, StateProcessing
+	case st.move == moveProcessing:
 		// It settles nothing: only another resource than the settled
 		// one says something, and only that is compared.
 		if d.rec.Result == nil || d.rec.Result.ResourceID == "" || st.out.ResourceID == "" || st.out.ResourceID == d.rec.Result.ResourceID {
@@ -362,10 +389,13 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange) {
 		d.rec = rec
 	}
 	if cerr == nil && st.move == moveSettle && rec != nil && rec.State == st.out.State {
-		d.agreed = &ex // a copy: only this rare path may put the exchange on the heap
+		d.late = &ex // a copy: only this rare path may put the exchange on the heap
 	}
 	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
 		return
+	}
+	if d.rec.State == StateFailed {
+		d.late, d.lateContradicts = &ex, true
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts how the operation was settled (a confirmation or a manual resolution); flagged for review",
 		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(said)), slog.String("answer_resource_id", conf.ResourceID))...)

@@ -193,7 +193,8 @@ func (c *confirmOnSend) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestConfirmLateAnswer: a resend's answer that arrives after a
 // confirmation or a manual resolution settled the operation is checked
 // against it, not lost: if it agrees it is recorded, if it contradicts the
-// settled outcome is kept and the operation flagged. The server replays
+// settled outcome is kept, the operation flagged, and the call told so
+// (ErrNeedsReview, not ErrFailed). The server replays
 // its stored answer for the key, as Stripe does for a repeated
 // Idempotency-Key: the order exists. An operator who resolved the
 // operation as failed while the resend was on the wire (the provider's
@@ -231,8 +232,12 @@ func TestConfirmLateAnswer(t *testing.T) {
 			_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 
+			// The setup's one attempt left it unknown, as a caller whose
+			// deadline passed would; the resend is a Do with the default
+			// budget.
 			tr := &confirmOnSend{base: e.srv.Client().Transport}
-			resender, err := idem.New(e.store, append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+			resender, err := idem.New(e.store, append(e.baseOpts(),
+				idem.WithMaxAttempts(idem.DefaultMaxAttempts), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = resender.Close() })
 			var settled idem.State
@@ -255,7 +260,13 @@ func TestConfirmLateAnswer(t *testing.T) {
 			require.Equal(t, idem.StateSucceeded, late.State, "the server's answer: its replay")
 			require.Equal(t, "ord_000001", late.ResourceID)
 			if tt.conflict {
-				require.ErrorIs(t, err, idem.ErrFailed, "Do() reports the settled outcome")
+				// A checkout told ErrFailed asks the customer to pay
+				// again, under a new key: a second charge.
+				requireContradicted(t, res, err, idem.ReviewConfirmConflict)
+				require.Equal(t, http.StatusCreated, res.StatusCode, "the server's answer")
+				var answer struct{ ResourceID string }
+				require.NoError(t, json.Unmarshal(res.Body, &answer), "the answer's body: %q", res.Body)
+				require.Equal(t, "ord_000001", answer.ResourceID)
 				require.Equal(t, journal.ConfirmConflicted, late.Effect)
 				require.Equal(t, idem.ReviewConfirmConflict, rec.Review)
 				require.Equal(t, idem.ReviewConfirmConflict, res.Review)
@@ -267,6 +278,19 @@ func TestConfirmLateAnswer(t *testing.T) {
 				require.Zero(t, counts.get(counts.conflict, "k"))
 			}
 			require.Equal(t, 1, counts.get(counts.hook, "k"), "settle hook calls")
+			if !tt.conflict {
+				return
+			}
+			// Asked again, the journal says the same, until a person
+			// settles it.
+			res, err = resender.Do(e.ctx, op)
+			requireContradicted(t, res, err, idem.ReviewConfirmConflict)
+			_, err = resender.Resolve(e.ctx, "", "k", idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "charged: the late answer", By: "ops"})
+			require.NoError(t, err)
+			res, err = resender.Do(e.ctx, op)
+			require.NoError(t, err)
+			require.Equal(t, "ord_000001", res.ResourceID)
+			require.Len(t, e.submits("k"), 2, "nothing sent once settled")
 		})
 	}
 }

@@ -39,11 +39,17 @@ type past struct {
 	// What the server stores for the key from then on may be that
 	// request's: a result read by key, or replayed, is not proof of ours.
 	contested bool
+	// held: the resource the server said it made for the key and holds,
+	// unfinished (the journaled processing answer's), or "".
+	held string
 }
 
 // pastOf reads a record's attempts numbered below before.
 func pastOf(rec *journal.Record, before int) past {
 	var p past
+	if rec.State == journal.StateProcessing && rec.Result != nil {
+		p.held = rec.Result.ResourceID
+	}
 	for _, a := range rec.Attempts {
 		if a.Number < before {
 			p = p.after(a)
@@ -184,6 +190,20 @@ func judgeSubmit(p past, a answer) judgment {
 				// have done so as well.
 				j.review = ReviewMaybeTwice
 			}
+		}
+	}
+	if p.held != "" && j.out.ResourceID != "" && j.out.ResourceID != p.held &&
+		(j.move == moveProcessing || j.move == moveSettle) {
+		// The server said it holds p.held for the key, and now answers
+		// the same key with another resource: its idempotency store lost
+		// the key and this resend executed afresh (or, if the answer is a
+		// replay, an earlier one whose answer was lost did). Both exist;
+		// resending more would tell nothing new.
+		j.err = fmt.Errorf("idem: the answer names resource %q, not %q, which the server had said it holds for the key: it lost the key and made another",
+			truncate(j.out.ResourceID, 64), truncate(p.held, 64))
+		j.label, j.review = "made_twice", ReviewMadeTwice
+		if j.move == moveProcessing {
+			j.move = moveReview
 		}
 	}
 	return j
@@ -403,19 +423,23 @@ func mentionsKey(body []byte) bool {
 }
 
 // namesKey reports whether an error body is about the idempotency key:
-// it mentions it (mentionsKey) or names the header the key is sent in,
-// for servers whose header does not say "idempotency" (PayPal's 422
-// PAYPAL_REQUEST_ID_PREVIOUSLY_USED, "The PayPal-Request-Id has already
-// been used for another request"). header is empty when the key goes in
-// the body. The name is matched without regard to case, and '-', '_' and
-// ' ' match one another: error codes spell a header name with
-// underscores.
-func namesKey(body []byte, header string) bool {
+// it mentions it (mentionsKey) or names the key by its name, for servers
+// whose name for it does not say "idempotency": the header it is sent in
+// (PayPal's 422 PAYPAL_REQUEST_ID_PREVIOUSLY_USED, "The PayPal-Request-Id
+// has already been used for another request"), or the body member that
+// holds it (keyField; Airwallex's request_id, "The same request ID has
+// already been used"). name is empty when neither is known. The name is
+// matched without regard to case, and '-', '_' and ' ' match one
+// another: error codes spell a header name with underscores, messages a
+// field's with spaces. It must stand as a word of its own: a member
+// named "id" is not named by "invalid".
+func namesKey(body []byte, name string) bool {
 	if mentionsKey(body) {
 		return true
 	}
-	for i := 0; header != "" && i+len(header) <= len(body); i++ {
-		if sameName(body[i:i+len(header)], header) {
+	for i := 0; name != "" && i+len(name) <= len(body); i++ {
+		if sameName(body[i:i+len(name)], name) && (i == 0 || !alnum(body[i-1])) &&
+			(i+len(name) == len(body) || !alnum(body[i+len(name)])) {
 			return true
 		}
 	}
@@ -459,9 +483,9 @@ const keyMissingHint = " (idem sent the key with this request: a proxy or gatewa
 // used before with other parameters (Stripe's idempotency_error, Square's
 // IDEMPOTENCY_KEY_REUSED, PayPal's DUPLICATE_REQUEST_ID), not that it is
 // missing or malformed: servers answer all three with 400, and only the
-// first is a key conflict. header is as for namesKey.
-func reusesKey(body []byte, header string) bool {
-	if !namesKey(body, header) {
+// first is a key conflict. name is as for namesKey.
+func reusesKey(body []byte, name string) bool {
+	if !namesKey(body, name) {
 		return false
 	}
 	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously")
@@ -520,8 +544,8 @@ func createdResource(status int, body []byte) string {
 // narrower than reusesKey's, and any word of a request still running
 // leaves the 409 read as in flight: read as a conflict, a request still
 // running would fail ours while it may yet succeed.
-func reusedElsewhere(body []byte, header string) bool {
-	if !namesKey(body, header) {
+func reusedElsewhere(body []byte, name string) bool {
+	if !namesKey(body, name) {
 		return false
 	}
 	return !saysAny(body, "progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still") &&
@@ -533,13 +557,18 @@ func reusedElsewhere(body []byte, header string) bool {
 // or has run: Adyen's 422 errorCode 704, "request already processed or
 // in progress", and PayPal's 422 PREVIOUS_REQUEST_IN_PROGRESS, "a
 // previous request on this resource is currently in progress", which
-// name no key, or a 400 about the key "currently being processed".
-// header is as for namesKey.
-func refusalInFlight(v Verdict, status int, body []byte, header string) bool {
+// name no key, or a 400 about the key "currently being processed", or
+// one whose AWS error code is in inFlightCodes (DynamoDB's
+// TransactionInProgressException, whose key is a "request token").
+// name is as for namesKey.
+func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name string) bool {
 	if v != Conflict && (v != Rejected || status != http.StatusBadRequest) {
 		return false
 	}
-	if !namesKey(body, header) && !saysAny(body, "request already", "previous request") {
+	if status == http.StatusBadRequest && awsErrorCode(h, body, inFlightCodes) {
+		return true
+	}
+	if !namesKey(body, name) && !saysAny(body, "request already", "previous request") {
 		return false
 	}
 	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")
@@ -563,14 +592,26 @@ var throttleCodes = map[string]bool{
 	"EC2ThrottledException": true,
 }
 
+// inFlightCodes are the AWS error codes, answered with 400, that say the
+// request's idempotency token belongs to a request still running:
+// DynamoDB's TransactionInProgressException, which AWS has clients retry
+// with backoff until the transaction completes.
+var inFlightCodes = map[string]bool{"TransactionInProgressException": true}
+
 // throttledAnswer reports whether a 400 is a throttled request's: its
-// X-Amzn-ErrorType header or a word of its body, as spelled, is one of
-// throttleCodes (words are runs of ASCII letters and digits, so that
+// AWS error code is one of throttleCodes (awsErrorCode).
+func throttledAnswer(h http.Header, body []byte) bool {
+	return awsErrorCode(h, body, throttleCodes)
+}
+
+// awsErrorCode reports whether an answer's AWS error code is one of
+// codes: its X-Amzn-ErrorType header or a word of its body, as spelled
+// (words are runs of ASCII letters and digits, so that
 // "com.amazon.coral.availability#ThrottlingException" and
 // "<Code>Throttling</Code>" both name one, and a message about a
 // "throttling_rate" or "Throttling rate" does not).
-func throttledAnswer(h http.Header, body []byte) bool {
-	if typ, _, _ := strings.Cut(headerValue(h, "X-Amzn-Errortype"), ":"); throttleCodes[strings.TrimSpace(typ)] {
+func awsErrorCode(h http.Header, body []byte, codes map[string]bool) bool {
+	if typ, _, _ := strings.Cut(headerValue(h, "X-Amzn-Errortype"), ":"); codes[strings.TrimSpace(typ)] {
 		return true
 	}
 	for i := 0; i < len(body); {
@@ -581,7 +622,7 @@ func throttledAnswer(h http.Header, body []byte) bool {
 		// A code ends a JSON string or an XML element; an exception's
 		// name is one wherever it stands. "Throttling" opening a sentence
 		// is not.
-		if j > i && throttleCodes[string(body[i:j])] &&
+		if j > i && codes[string(body[i:j])] &&
 			(bytes.HasSuffix(body[i:j], []byte("Exception")) || j < len(body) && (body[j] == '"' || body[j] == '<')) {
 			return true
 		}

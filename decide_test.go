@@ -15,6 +15,7 @@ import (
 func TestJudgeSubmit(t *testing.T) {
 	fresh := past{}
 	maybe := past{maybeExecuted: true}
+	held := past{maybeExecuted: true, held: "ord_1"} // a 202 said the server holds ord_1
 	ok := Outcome{State: StateSucceeded, ResourceID: "ord_1"}
 	declined := Outcome{State: StateFailed, Reason: "card declined"}
 	processing := Outcome{State: StateProcessing, ResourceID: "ord_1"}
@@ -102,6 +103,19 @@ func TestJudgeSubmit(t *testing.T) {
 		{name: "2xx from a server that ignores the key, sent twice by net/http: settled, flagged", p: fresh, a: answer{status: 201, verdict: Settled, out: ok, keyIgnored: true, resent: true},
 			move: moveSettle, wantState: StateSucceeded, reviewPrefix: ReviewMaybeTwice},
 		{name: "422 that net/http sent twice: ambiguous", p: fresh, a: answer{status: 422, verdict: Conflict, keyConflict: true, resent: true}, move: moveQuery},
+
+		{name: "2xx processing, naming the resource the server holds: processing", p: held, a: answer{status: 202, verdict: Settled, out: processing}, move: moveProcessing},
+		{name: "2xx naming the resource the server holds: settled", p: held, a: answer{status: 200, verdict: Settled, out: ok}, move: moveSettle, wantState: StateSucceeded},
+		{name: "2xx processing, naming another than the server holds: made twice, review", p: held,
+			a: answer{status: 202, verdict: Settled, out: Outcome{State: StateProcessing, ResourceID: "ord_2"}}, move: moveReview, reviewPrefix: ReviewMadeTwice},
+		{name: "2xx naming another than the server holds: settled, flagged", p: held,
+			a: answer{status: 201, verdict: Settled, out: Outcome{State: StateSucceeded, ResourceID: "ord_2"}}, move: moveSettle, wantState: StateSucceeded, reviewPrefix: ReviewMadeTwice},
+		{name: "2xx failed naming another than the server holds: settled, flagged", p: held,
+			a: answer{status: 200, verdict: Settled, out: Outcome{State: StateFailed, ResourceID: "ord_2", Reason: "declined"}}, move: moveSettle, wantState: StateFailed, reviewPrefix: ReviewMadeTwice},
+		{name: "replayed 2xx naming another than the server holds: an earlier resend made it, review", p: held,
+			a: answer{status: 202, verdict: Settled, replayed: true, out: Outcome{State: StateProcessing, ResourceID: "ord_2"}}, move: moveReview, refused: true, reviewPrefix: ReviewMadeTwice},
+		{name: "replayed 2xx naming the resource the server holds: settled", p: held,
+			a: answer{status: 200, verdict: Settled, replayed: true, out: ok}, move: moveSettle, refused: true, wantState: StateSucceeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -288,6 +302,11 @@ func TestNamesKey(t *testing.T) {
 		{`{"field":"PayPal-Request-Id"}`, "", false},
 		{`Paypal+Request+Id`, "Paypal-Request-Id", false},
 		{``, "Paypal-Request-Id", false},
+		// A body member's name, from keyField: a word of its own.
+		{`{"code":"duplicate_request","message":"The same request ID has already been used."}`, "request_id", true},
+		{`{"code":"request_id_duplicate"}`, "request_id", true},
+		{`{"message":"invalid amount"}`, "id", false},
+		{`{"message":"the id was used before"}`, "id", true},
 	} {
 		if got := namesKey([]byte(tt.body), tt.header); got != tt.want {
 			t.Errorf("namesKey(%s, %q) = %v; want %v", tt.body, tt.header, got, tt.want)
@@ -386,4 +405,27 @@ func FuzzMentionsKey(f *testing.F) {
 			t.Fatalf("mentionsKey(%q) = %v; want %v", body, got, want)
 		}
 	})
+}
+
+// keyField finds the member that holds the key, however the body writes
+// it, at any depth, and in a form.
+func TestKeyField(t *testing.T) {
+	for _, tt := range []struct {
+		key, body, want string
+	}{
+		{"k1", `{"request_id":"k1","amount":100}`, "request_id"},
+		{"k1", `{"amount":"k0","nested":{"ClientToken" : "k1"}}`, "ClientToken"},
+		{"k1", `{"list":["k1"],"idempotency_key":"k1"}`, "idempotency_key"},
+		{"k1", `{"k1":"x","ref":"k1"}`, "ref"},
+		{"a<b>", `{"token":"a\u003cb\u003e"}`, "token"},
+		{"k1", `{"request_id":"k2"}`, ""},
+		{"k1", `{"request_id":"k1"`, "request_id"},
+		{"k 1", "amount=5&reference=k+1", "reference"},
+		{"k1", "amount=5", ""},
+		{"k1", "%zz", ""},
+	} {
+		if got := keyField(tt.key, []byte(tt.body)); got != tt.want {
+			t.Errorf("keyField(%q, %s) = %q; want %q", tt.key, tt.body, got, tt.want)
+		}
+	}
 }

@@ -32,7 +32,8 @@
 //	})
 //	switch {
 //	case err == nil: // res.State == StateSucceeded, res.ResourceID
-//	case errors.Is(err, idem.ErrUnknownOutcome): // journaled; Run settles it
+//	case errors.Is(err, idem.ErrUnknownOutcome): // journaled; Run settles it,
+//		// or a person (ErrNeedsReview: res.Review); never a new key
 //	case errors.Is(err, idem.ErrFailed): // the server refused it: res.Reason
 //	}
 //
@@ -91,7 +92,8 @@
 //
 // A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
 // named Idempotency-Replayed, X-Idempotent-Replayed or
-// X-Idempotency-Replayed, or PPRO's Request-Idempotency;
+// X-Idempotency-Replayed, or PPRO's Request-Idempotency, easypay's
+// Idempotency-Replay or Flutterwave's X-Idempotency-Cache-Hit;
 // Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
 // X-GCS-Idempotence-Request-Timestamp on any answer but a 409, which says
 // the key's first request still runs, or a 429) is the server's stored
@@ -119,12 +121,15 @@
 // operation is settled by resending it with the same key (servers such as
 // Stripe replay the stored response). A result query that answers 404 is
 // not "never happened" (read replicas lag): the operation is resent with
-// its key, which the server de-duplicates, after a backoff wait; but not
-// once the server has said it holds the request (processing): a 404 then
-// may be a store that lost the key, to which a resend is a new request,
-// and the endpoint is only asked again. One that
-// answers 410 Gone says the server has forgotten the key, as does a 404
-// whose body says the idempotency key "expired" or is "no longer" held:
+// its key, which the server de-duplicates, after a backoff wait. An
+// operation the server has said it holds (processing: a 202, a 409 for
+// its key in flight, the endpoint's own answer) that has a result
+// endpoint is never resent, whatever the endpoint answers later (404,
+// 401, 500): a 404 may be a store that lost the key, to which a resend
+// is a new request, and nothing the endpoint says later proves the store
+// has the key again; it is only asked again, and past the key window
+// flagged [ReviewKeyExpired]. A result query answered 410 Gone says the
+// server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].
 // An answer whose Idempotency-Status (or X-Idempotency-Status) is
 // "ignored" says the server does not de-duplicate by the key there
@@ -138,7 +143,15 @@
 // endpoints (method and URL without its query) while the process lives.
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
-// flags it [ReviewMaybeTwice]: the server may have executed it twice.
+// flags it [ReviewMaybeTwice]: the server may have executed it twice. If
+// it settles it failed, the earlier copy may still have executed: the
+// call ends in [ErrNeedsReview], not [ErrFailed].
+// An operation the server said it holds (processing, naming its resource)
+// is resent only without a result endpoint; an answer to such a resend,
+// replayed or not, that names another resource says the server lost the
+// key and made a second: the operation is flagged [ReviewMadeTwice] and
+// never resent again, not even by [Client.Do] (settled as the answer
+// says, if it settles; a confirmation that settles it keeps the flag).
 //
 // # Budgets and defaults
 //
@@ -175,7 +188,8 @@
 // queries, and if that is inconclusive the operation stays unknown with
 // [ReviewKeyExpired] for a person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
 // or the idem command). The default window, [DefaultKeyRetention] (20 min),
-// is shorter than common servers' defaults; name yours with
+// is shorter than common servers' defaults, not than every server's
+// (DynamoDB's token lives 10 min: [KeyRetentionDynamoDB]); name yours with
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as
 // [KeyRetentionStripe]). A journaled send time in the future (a clock
 // stepped back) blocks resends for good: [ReviewClockStepped].
@@ -186,10 +200,17 @@
 // may: [Client.Confirm] records it (source and event id, so a redelivery
 // changes nothing) and settles the open operation, which is never sent
 // again; an event that contradicts a settled outcome is flagged
-// ([ReviewConfirmConflict], [ErrConfirmConflict]), never applied. Put the
-// key in the request's metadata so that the events carry it back;
-// [Client.LookupResource] finds an open operation by the resource id its
-// response named.
+// ([ReviewConfirmConflict], [ErrConfirmConflict]), never applied. A
+// call's own answer that arrives after an event (or [Client.Resolve])
+// settled the operation is compared the same way (one saying the server
+// is still executing the request, or one that tells nothing to a resend
+// that may have executed, contradicts a failure too); a failure
+// so contradicted, by that answer or by an event, is reported to every
+// call as [ErrNeedsReview] and [ErrUnknownOutcome], never [ErrFailed]:
+// the request may have executed, and a retry under a new key could
+// charge twice. Put the key in the request's metadata so that the events
+// carry it back; [Client.LookupResource] finds an open operation by the
+// resource id its response named.
 //
 // # Concurrency and processes
 //

@@ -63,6 +63,17 @@ func TestErrorMessagesSayEachThingOnce(t *testing.T) {
 			_, err = c.Submit(ctx, e.req("k1", `{"amount":2}`))
 			return err
 		}, []error{idem.ErrKeyConflict, idem.ErrFailed}},
+		{"contradicted failure", func(t *testing.T) error {
+			e := newEnv(t)
+			op, err := e.client.Prepare(ctx, e.req("k1", `{"amount":1}`))
+			require.NoError(t, err)
+			_, err = e.client.Resolve(ctx, "", "k1", idem.Resolution{State: idem.StateFailed, Reason: "not in the dashboard", By: "ops"})
+			require.NoError(t, err)
+			_, err = e.client.Confirm(ctx, "", "k1", webhookEvent(idem.StateSucceeded, "ord_1", "evt_1"))
+			require.ErrorIs(t, err, idem.ErrConfirmConflict)
+			_, err = e.client.Do(ctx, op)
+			return err
+		}, []error{idem.ErrNeedsReview, idem.ErrUnknownOutcome}},
 		{"failed update", func(t *testing.T) error {
 			e := newEnv(t)
 			op, err := e.client.Prepare(ctx, e.req("k1", `{"amount":1}`))

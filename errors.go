@@ -26,12 +26,18 @@ var (
 // an *Error that also carries the key, the state and the attempts.
 var (
 	// ErrUnknownOutcome: the call ended (budget spent, context done, key
-	// expired, retry budget empty) before the outcome was confirmed. The
-	// operation stays in the journal, due for Resume and Run; never treat
-	// this as a failure and never retry with a new key.
+	// expired, retry budget empty) before the outcome was confirmed, or
+	// the outcome the journal holds is contradicted (ErrNeedsReview). The
+	// operation stays in the journal, due for Resume and Run or, flagged,
+	// for a person (Resolve, which calls Hooks.Settle); never treat this
+	// as a failure and never retry with a new key.
 	ErrUnknownOutcome = errors.New("idem: outcome not confirmed yet")
 	// ErrFailed: the operation settled as failed (the server refused it or
-	// reported it failed). The Result says why.
+	// reported it failed), and nothing says it may have executed: a retry
+	// under a new key is a new operation, not a second copy of this one.
+	// The Result says why. An operation settled failed but flagged for
+	// review (its request may have executed after all) is reported with
+	// ErrNeedsReview and ErrUnknownOutcome instead, never ErrFailed.
 	ErrFailed = errors.New("idem: operation failed")
 	// ErrKeyConflict: the key is already used for a different request, in
 	// the journal (from Prepare) or on the server (a 422 or 400 saying so).
@@ -62,7 +68,17 @@ var (
 	// ErrNeedsReview: what the server or the clock said leaves the outcome
 	// open and resending cannot settle it (a replayed 5xx, a clock that
 	// stepped back); the operation is flagged for review (Result.Review
-	// says why) and still queried where a result endpoint exists.
+	// says why) and still queried where a result endpoint exists. It also
+	// ends a call for an operation the journal holds as failed while the
+	// server's word says it may have executed: an event or the server's
+	// answer contradicts the failure (ReviewConfirmConflict; when it is
+	// this call's answer, arriving after a confirmation or a manual
+	// resolution settled the operation failed, the Result carries its
+	// status and body), an earlier copy may have run on an endpoint that
+	// ignores the key (ReviewMaybeTwice), or a server that lost the key
+	// made the operation twice and one of them failed (ReviewMadeTwice).
+	// The journal keeps the failed state until a person settles it with
+	// Resolve.
 	ErrNeedsReview = errors.New("idem: flagged for review")
 )
 
@@ -73,9 +89,12 @@ var (
 // server refused the key's reuse), ErrUnknownOutcome while it is open (the
 // server replayed another request's answer: flagged for review). A
 // conflict with the journal (a key it holds for another request) matches
-// ErrKeyConflict alone: nothing of that call's was journaled or sent. So
-// every error that does not match ErrUnknownOutcome means nothing of the
-// call's is journaled open, and nothing more will be sent for it.
+// ErrKeyConflict alone: nothing of that call's was journaled or sent. An
+// operation settled failed but flagged for review matches
+// ErrUnknownOutcome and ErrNeedsReview, not ErrFailed, whatever its State
+// says (ErrNeedsReview). So every error that does not match
+// ErrUnknownOutcome means nothing of the call's is journaled open or
+// flagged for review, and nothing more will be sent for it.
 type Error struct {
 	Scope    string
 	Key      string

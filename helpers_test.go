@@ -206,17 +206,19 @@ type vendor struct {
 	shapes []shape
 	n      int
 	seen   []http.Header
+	bodies []string
 }
 
 func newVendor(t testing.TB, shapes ...shape) *vendor {
 	t.Helper()
 	v := &vendor{shapes: shapes}
 	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
 		v.mu.Lock()
 		s := v.shapes[min(v.n, len(v.shapes)-1)]
 		v.n++
 		v.seen = append(v.seen, r.Header.Clone())
+		v.bodies = append(v.bodies, string(body))
 		v.mu.Unlock()
 		for name, vals := range s.header {
 			w.Header()[name] = vals
@@ -245,6 +247,18 @@ func (v *vendor) requireKeys(t testing.TB, name, key string, n int) {
 	require.Len(t, v.seen, n, "submits")
 	for i, h := range v.seen {
 		require.Equalf(t, key, h.Get(name), "submit %d: %s", i+1, name)
+	}
+}
+
+// requireBodies asserts that the vendor answered n submits, each with
+// body, for a key that goes in the body (WithKeyInBody).
+func (v *vendor) requireBodies(t testing.TB, body string, n int) {
+	t.Helper()
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	require.Len(t, v.bodies, n, "submits")
+	for i, b := range v.bodies {
+		require.Equalf(t, body, b, "submit %d: body", i+1)
 	}
 }
 

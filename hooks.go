@@ -41,13 +41,17 @@ type Hooks struct {
 	Attempt func(ctx context.Context, ev AttemptEvent)
 	// Settle is called when an operation becomes succeeded or failed,
 	// whoever settled it: a call, a Resume or Run visit, or Resolve (also
-	// when Resolve settles an operation that was settled already).
+	// when Resolve settles an operation that was settled already). A
+	// failed Result with Review set (ReviewMaybeTwice, ReviewMadeTwice,
+	// ReviewConfirmConflict) may have executed: Do reports it as
+	// ErrNeedsReview, never ErrFailed, and it is no failure to retry
+	// under a new key.
 	Settle func(ctx context.Context, res *Result)
 	// Review is called when an operation is flagged for review: automatic
 	// reconciliation gave up on it and a person must look (Result.Review
 	// says why). It fires once per flagging, not on every later visit;
 	// after Settle, for an operation settled and flagged at once
-	// (ReviewMaybeTwice).
+	// (ReviewMaybeTwice, ReviewMadeTwice).
 	Review func(ctx context.Context, res *Result)
 	// Handoff is called when a Do or Submit call spent its budget (or the
 	// retry budget) and handed the operation to the reconciler: the call
@@ -62,7 +66,11 @@ type Hooks struct {
 	// contradicts the recorded outcome (which it kept, flagging the
 	// operation for review), with the operation's Result and the
 	// confirmation; once per event. Review is called too when the
-	// operation was not flagged already.
+	// operation was not flagged already. A call's own answer that
+	// contradicts how a confirmation or Resolve settled the operation
+	// while its request was on the wire is reported here too (Source
+	// ResponseSource), its State processing when the server said it is
+	// still executing a request settled failed.
 	ConfirmConflict func(ctx context.Context, res *Result, conf Confirmation)
 }
 
@@ -142,7 +150,7 @@ func (c *Client) driveEnded(ctx context.Context, d *driver, wasReview string, se
 	switch {
 	case settled:
 		c.settled(ctx, res)
-		if res.Review == ReviewMaybeTwice && c.cfg.hooks.Review != nil {
+		if (res.Review == ReviewMaybeTwice || res.Review == ReviewMadeTwice) && c.cfg.hooks.Review != nil {
 			// Settled and flagged in one commit: a person must look all
 			// the same.
 			c.cfg.hooks.Review(ctx, res.clone())
@@ -199,7 +207,9 @@ func (c *Client) runFailed(ctx context.Context, err error) {
 // flagged for review, and returns its result, or until ctx ends (its
 // cause, with the journaled state as the Result) or the Client closes
 // (ErrClosed). It returns at once if the operation is already there.
-// The error is nil once it is: read Result.State and Result.Review.
+// The error is nil once it is: read Result.State and Result.Review (a
+// failed Result with Review set may have executed: Do reports it as
+// ErrNeedsReview, never ErrFailed).
 //
 // A settlement in this process (a call, Resume, Run, Resolve) wakes Wait
 // at once. One made by another process sharing the journal is seen by

@@ -87,3 +87,43 @@ func TestInProgressRefusal(t *testing.T) {
 		v.requireKeys(t, "Idempotency-Key", "k", 1)
 	})
 }
+
+// DynamoDB's TransactWriteItems takes its idempotency key in the body
+// (ClientRequestToken) and answers a call whose token's transaction is
+// still running with 400 TransactionInProgressException, "The
+// transaction with the given request token is already in progress",
+// whose handling AWS documents as retries that "trigger completion of
+// the ongoing TransactWriteItems request"
+// (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+// Errors come as {"__type":"com.amazonaws.dynamodb.v20120810#<Code>",
+// "message":…}
+// (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Programming.Errors.html).
+// It names no idempotency key in words idem knows: read as a plain 400,
+// three of them after a lost answer flagged a transaction that a resend
+// would have completed for a person, and the first attempt's was read
+// as "failed" while a transaction under our token ran.
+func TestTransactionInProgressRefusal(t *testing.T) {
+	inProgress := shape{status: http.StatusBadRequest, body: `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionInProgressException",` +
+		`"message":"The transaction with the given request token is already in progress."}`}
+	done := shape{status: http.StatusOK, body: `{}`}
+	submit := func(t *testing.T, v *vendor) (*idem.Result, error) {
+		t.Helper()
+		c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), decodeDynamo())
+		return c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/", Body: []byte(dynamoTransaction), Header: dynamoHeader})
+	}
+
+	t.Run("after ours may have executed: ours, in flight, waited for", func(t *testing.T) {
+		v := newVendor(t, shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}, inProgress, inProgress, inProgress, done)
+		res, err := submit(t, v)
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Empty(t, res.Review)
+		v.requireBodies(t, dynamoTransaction, 5)
+	})
+	t.Run("to a token nothing of ours used: another request's, for a person", func(t *testing.T) {
+		v := newVendor(t, inProgress, done)
+		res, err := submit(t, v)
+		requireForeignKey(t, res, err)
+		v.requireBodies(t, dynamoTransaction, 1)
+	})
+}

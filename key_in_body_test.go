@@ -2,12 +2,15 @@ package idem_test
 
 import (
 	"encoding/json"
+	"errors"
+	"net/http"
 	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
 )
 
 // TestKeyInBodyMustBeInTheBody: with WithKeyInBody idem sends no key
@@ -36,6 +39,90 @@ func TestKeyInBodyMustBeInTheBody(t *testing.T) {
 			r.URL = e.srv.URL + "/orders"
 			_, err := e.client.Prepare(e.ctx, r)
 			require.NoError(t, err)
+		})
+	}
+}
+
+// Airwallex takes its idempotency key in the body (request_id) and
+// refuses a request_id used before with a 400 that names the key by that
+// field, not as an "idempotency" key: duplicate_request, "The same
+// request ID has already been used. Please try again with a different
+// request ID." (https://www.airwallex.com/docs/payments__error-codes),
+// and request_id_duplicate, "The request_id provided in the request has
+// already been used." (https://www.airwallex.com/docs/global-treasury__error-codes).
+// To a key nothing of ours used, the caller must learn that its key is
+// at fault (ErrKeyConflict), not that the payment was refused: the
+// request that used it may have paid. After ours may have executed it
+// is no failure at all: ours may be the request that used it.
+func TestBodyKeyReuseNamedByItsField(t *testing.T) {
+	const key = "5f8a2c1e-9b3d-4e7f-8a6b-1c2d3e4f5a6b"
+	body := `{"request_id":"` + key + `","amount":100,"currency":"USD","merchant_order_id":"order-1"}`
+	for _, tt := range []struct {
+		name     string
+		shape    shape
+		conflict bool
+	}{
+		{"airwallex duplicate_request", shape{status: 400, body: `{"code":"duplicate_request",` +
+			`"message":"The same request ID has already been used. Please try again with a different request ID."}`}, true},
+		{"airwallex request_id_duplicate", shape{status: 400, body: `{"code":"request_id_duplicate",` +
+			`"message":"The request_id provided in the request has already been used."}`}, true},
+		{"airwallex validation_error", shape{status: 400, body: `{"code":"validation_error","source":"merchant_order_id",` +
+			`"message":"merchant_order_id must be provided"}`}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newVendor(t, tt.shape)
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+			req := idem.Request{Key: key, URL: v.srv.URL + "/api/v1/pa/payment_intents/create", Body: []byte(body)}
+			for range 2 { // the intent submitted again gets the journaled outcome
+				res, err := c.Submit(t.Context(), req)
+				require.ErrorIs(t, err, idem.ErrFailed)
+				require.Equal(t, tt.conflict, errors.Is(err, idem.ErrKeyConflict), "ErrKeyConflict in %v", err)
+				require.Equal(t, idem.StateFailed, res.State)
+				v.requireBodies(t, body, 1)
+			}
+		})
+	}
+	t.Run("airwallex duplicate_request after a lost response", func(t *testing.T) {
+		v := newVendor(t, shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}, shape{status: 400,
+			body: `{"code":"duplicate_request","message":"The same request ID has already been used. Please try again with a different request ID."}`})
+		c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+		res, err := c.Submit(t.Context(), idem.Request{Key: key, URL: v.srv.URL + "/api/v1/pa/payment_intents/create", Body: []byte(body)})
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, idem.ErrFailed)
+		require.Equal(t, idem.StateUnknown, res.State)
+		require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
+		v.requireBodies(t, body, 4)
+	})
+}
+
+// AWS takes its idempotency token in the body and refuses one reused with
+// other parameters with 400 IdempotentParameterMismatch, in EC2's Query
+// protocol (a form body, an XML error:
+// https://docs.aws.amazon.com/AWSEC2/latest/APIReference/errors-overview.html)
+// and in DynamoDB's JSON one (IdempotentParameterMismatchException,
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+// Nothing of ours executed: failed as a key conflict, sent once.
+func TestBodyKeyParameterMismatch(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		shape      shape
+	}{
+		{"ec2 IdempotentParameterMismatch", "Action=RunInstances&ClientToken=k&ImageId=ami-0abcdef1234567890&MaxCount=1&MinCount=1",
+			shape{status: 400, body: `<?xml version="1.0" encoding="UTF-8"?><Response><Errors><Error><Code>IdempotentParameterMismatch</Code>` +
+				`<Message>The request uses the same client token as a previous, but non-identical request. Do not reuse a client token with ` +
+				`different requests, unless the requests are identical.</Message></Error></Errors><RequestID>ea966190-f9aa-478e-9ede-example</RequestID></Response>`}},
+		{"dynamodb IdempotentParameterMismatchException", `{"ClientRequestToken":"k","TransactItems":[]}`,
+			shape{status: 400, body: `{"__type":"com.amazonaws.dynamodb.v20120810#IdempotentParameterMismatchException",` +
+				`"message":"DynamoDB rejected the request because you retried a request with a different payload but with an idempotent token that was already used."}`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newVendor(t, tt.shape)
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/", Body: []byte(tt.body)})
+			require.ErrorIs(t, err, idem.ErrFailed)
+			require.ErrorIs(t, err, idem.ErrKeyConflict)
+			require.Equal(t, idem.StateFailed, res.State)
+			v.requireBodies(t, tt.body, 1)
 		})
 	}
 }

@@ -80,11 +80,13 @@ type driver struct {
 	// journalStalled: a journal call of this drive gave up waiting for
 	// the Store's database (storeStalled); the drive makes no more.
 	journalStalled bool
-	// agreed: the server's answer to this call, which agreed with a
-	// confirmation or resolution that settled the operation while the
-	// request was on the wire (lateAnswer). Only its resource id and state
-	// are journaled, so the call's Result takes the rest from here.
-	agreed *exchange
+	// late: the server's answer to this call, which met a confirmation
+	// or resolution that settled the operation while the request was on
+	// the wire (lateAnswer), and agreed with it or (lateContradicts)
+	// contradicted a failure. Only its resource id and state are
+	// journaled, so the call's Result takes the rest from here.
+	late            *exchange
+	lateContradicts bool
 	// brief: a Resume visit to a host whose operations stay processing
 	// (ref.brief); one still processing is handed off, not waited for.
 	brief bool
@@ -116,7 +118,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 		cause = nil // whoever settled it (Resolve) told the hooks
 	}
 	res, err := c.finish(d.rec, cause)
-	d.agreedAnswer(res)
+	d.lateAnswerResult(res)
 	settled := wasOpen && !d.rec.Open() && !elsewhere
 	if wasOpen && !elsewhere {
 		c.driveEnded(hctx, d, wasReview, settled, res)
@@ -181,7 +183,7 @@ func (d *driver) run() error {
 		}
 		// Only a key that may have executed for us can hold our result: a
 		// query before that would read someone else's.
-		if (needQuery || block != nil) && d.rec.QueryURL != "" && p.maybeExecuted {
+		if (needQuery || block != nil || queryOnly(d.rec)) && d.rec.QueryURL != "" && p.maybeExecuted {
 			if !d.mayRetry() {
 				return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 			}
@@ -211,13 +213,7 @@ func (d *driver) run() error {
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
-			if q.notFound && d.rec.State == StateProcessing {
-				// The server said it holds our request: "not found" now
-				// is a replica behind the one that said so, or a store
-				// that lost the key (an idempotency store restarted,
-				// Redis evicting keys). A resend tells nothing a later
-				// query will not, and to a server that lost the key it
-				// is a new request: ask again instead.
+			if queryOnly(d.rec) {
 				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
 				}
@@ -289,6 +285,23 @@ func (d *driver) run() error {
 	}
 }
 
+// queryOnly reports whether rec is only ever asked about, never resent:
+// the server said it holds the request (processing: a 202, a 409 for our
+// key in flight, or the result endpoint's own "processing"), and a result
+// endpoint will say how it ends. The journal's state says so, so a
+// restart (Resume, Run) keeps to it. A resend could tell nothing the
+// endpoint will not, and it is safe only while the server still holds
+// the key; whether it does, no answer of the endpoint's proves: a 404 may
+// be a replica behind, or an idempotency store that lost the key (an
+// in-memory store restarted, Redis evicting under maxmemory); a 401, 403
+// or 500 later says nothing either way. To a server that lost it, a
+// resend is a second order. Without a result endpoint the resend is the
+// only question there is (a Stripe-style server replays the key's
+// answer), and it is asked.
+func queryOnly(rec *journal.Record) bool {
+	return rec.State == StateProcessing && rec.QueryURL != ""
+}
+
 // answered reports whether rec's last exchange (the query just made) got
 // an answer from its server: not none, nor a gateway's or an unavailable
 // server's (silentStatus).
@@ -335,10 +348,10 @@ type blocked struct {
 func (d *driver) resendBlock(p past, now time.Time) *blocked {
 	rec := d.rec
 	switch {
-	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored:
+	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored || rec.Review == ReviewMadeTwice:
 		// The server's stored answer for the key is final, or this call
 		// has just flagged it: resending changes nothing. Nor is a key the
-		// server ignores ever safe to resend.
+		// server ignores ever safe to resend, nor one it has lost once.
 		reason := rec.Review
 		if reason == "" {
 			reason = ReviewFinalAnswer
@@ -539,8 +552,10 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 // committed, and the drive goes on as if it had answered: stopped there,
 // it would report a settlement it wrote to nobody, since Run never visits
 // a settled operation again (an outbox operation's only report is the
-// settle func). Otherwise, or if the record cannot be read, err: the
-// drive stops, and Run settles the operation later.
+// settle func). If it holds the operation settled by someone else
+// instead, journal.ErrTerminal, as the commit would have answered had it
+// come after. Otherwise, or if the record cannot be read, err: the drive
+// stops, and Run settles the operation later.
 func (d *driver) readBack(fn func(r *journal.Record), now time.Time, err error) (*journal.Record, error) {
 	cur, gerr := d.c.readAgain(d.ctx, d.wctx, d.rec.Scope, d.rec.Key)
 	if gerr != nil {
@@ -551,6 +566,14 @@ func (d *driver) readBack(fn func(r *journal.Record), now time.Time, err error) 
 	want.Updated = now
 	compactAttempts(want)
 	if !bytes.Equal(journal.EncodeRecord(nil, cur), journal.EncodeRecord(nil, want)) {
+		if d.rec.Open() && !cur.Open() {
+			// Settled by someone else (a confirmation, Resolve) while
+			// this write's fate was unknown: as if the commit had found
+			// it so (ErrTerminal), so that the answer this write carried
+			// is compared with that outcome (lateAnswer), not dropped
+			// with the journal saying "failed" over a charge.
+			return nil, journal.ErrTerminal
+		}
 		return nil, err
 	}
 	return cur, nil

@@ -788,7 +788,8 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 		}
 	case errors.Is(err, idem.ErrFailed):
 		op.appFinal = true
-		if gerr != nil || rec.State != idem.StateFailed {
+		if gerr != nil || rec.State != idem.StateFailed || rec.Review != "" {
+			// Flagged, the failure may have executed: never ErrFailed.
 			h.violate(op, vCallerOutcome, "%s returned ErrFailed but the journal holds %v", how, describeRecord(rec, gerr))
 		} else if h.keyConflict(rec) && !errors.Is(err, idem.ErrKeyConflict) {
 			h.violate(op, vCallerOutcome, "%s failed on a key conflict (%s) but its error does not match ErrKeyConflict: %v", how, describeRecord(rec, nil), err)
@@ -797,7 +798,8 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 		op.appFinal = true
 	case errors.Is(err, idem.ErrUnknownOutcome) && concurrent:
 	case errors.Is(err, idem.ErrUnknownOutcome):
-		if gerr != nil || rec.State.Terminal() {
+		contradicted := gerr == nil && rec.State == idem.StateFailed && rec.Review != "" && errors.Is(err, idem.ErrNeedsReview)
+		if gerr != nil || rec.State.Terminal() && !contradicted {
 			h.violate(op, vCallerOutcome, "%s returned ErrUnknownOutcome but the journal holds %v", how, describeRecord(rec, gerr))
 		}
 		if gerr == nil && rec.Review == idem.ReviewKeyInUse && !errors.Is(err, idem.ErrKeyConflict) {

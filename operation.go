@@ -57,6 +57,12 @@ const (
 	// too. The settled outcome is kept; like ReviewConfirmConflict it
 	// flags a succeeded or failed operation, and only Resolve clears it.
 	ReviewMaybeTwice = "server ignores the idempotency key here, and an earlier copy of the request may have executed too: it may have executed twice"
+	// ReviewMadeTwice: the server had said it holds the operation, naming
+	// the resource it made, and an answer to a resend with the same key
+	// named another: it had lost the key, and both exist. Nothing resends
+	// it again, not even Do; a confirmation that settles it (Confirm)
+	// keeps the flag, and only Resolve clears it.
+	ReviewMadeTwice = journal.ReviewMadeTwice
 	// ReviewConfirmConflict: an external confirmation (Confirm) contradicts
 	// the recorded outcome, which was kept. Unlike the others it may flag
 	// a succeeded or failed operation, without changing its state (List

@@ -30,7 +30,10 @@ const (
 	// default found is 30 min (the Idempotency middleware of the Fiber Go
 	// framework, Lifetime, counted from when it stores the response); 20
 	// min, resent until 18 (KeyWindowMargin), leaves room for an unknown
-	// server's window being shorter still. Name
+	// server's window being shorter still. Some APIs' windows are shorter
+	// than this: DynamoDB's TransactWriteItems token lives 10 min
+	// (KeyRetentionDynamoDB); name such a window, or idem resends a key
+	// the server has forgotten. Name
 	// the server's documented window with WithKeyRetention or
 	// WithHostKeyRetention (presets: KeyRetentionStripe, …) to resend
 	// for longer.
@@ -294,6 +297,12 @@ const (
 	// Lifetime default 30 min (docs.gofiber.io/api/middleware/idempotency):
 	// for servers built on it with its defaults.
 	KeyRetentionFiber = 30 * time.Minute
+	// KeyRetentionDynamoDB: DynamoDB's TransactWriteItems ClientRequestToken
+	// "is valid for 10 minutes after the first request that uses it is
+	// completed" (docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html):
+	// shorter than DefaultKeyRetention, so the default resends a token
+	// DynamoDB may have forgotten.
+	KeyRetentionDynamoDB = 10 * time.Minute
 )
 
 // KeyWindowMargin is how long before the end of a key window idem stops
@@ -422,7 +431,10 @@ func keyHeaderRefusal(canon string) string {
 // WithKeyInBody sends no key header: the caller puts the key in the body
 // itself, so every Request must carry its Key (see NewKey), and Prepare
 // refuses a body that does not hold it (as written, JSON-escaped or
-// form-encoded): without it the server would get no key at all.
+// form-encoded): without it the server would get no key at all. An error
+// that names the member holding the key ("The same request ID has
+// already been used", for "request_id") is read as about the key, as one
+// naming the key header is (DefaultClassifier).
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }
@@ -526,9 +538,11 @@ func WithClock(clk Clock) Option {
 
 // WithSettleFunc sets the callback told about each operation that Resume or
 // Run settles: work the application handed off and must still learn about.
-// It runs after the outcome is committed, on the goroutine of Run or
-// Resume: do not call Close or Shutdown from it, which wait for that very
-// Run or Resume to return.
+// A failed Result with Review set may have executed (as Hooks.Settle
+// says): not a failure to retry under a new key. It runs after the
+// outcome is committed, on the goroutine of Run or Resume: do not call
+// Close or Shutdown from it, which wait for that very Run or Resume to
+// return.
 func WithSettleFunc(fn func(*Result)) Option {
 	return optionFunc(func(c *config) { c.onSettle = fn })
 }
@@ -583,8 +597,10 @@ func WithReconcile(interval, maxInterval, deadline time.Duration) Option {
 	})
 }
 
-// WithResumeConcurrency bounds how many operations Resume drives at once.
-// Default DefaultResumeConcurrency.
+// WithResumeConcurrency bounds how many operations Resume drives at once,
+// and how many Run drives at once on one host; Run drives up to twice as
+// many across hosts, so that a host that answers slowly leaves the others
+// as many workers again. Default DefaultResumeConcurrency.
 func WithResumeConcurrency(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 1 {

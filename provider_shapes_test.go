@@ -23,6 +23,8 @@ import (
 func TestProviderShapes(t *testing.T) {
 	const mangopayBlocked = `{"Message":"A resource has already been created with this Idempotency Key",` +
 		`"Type":"idempotent_creation_conflict","Id":"bf6cce22-4c12-454f-ac05-ca20c8683735#1452723935","Date":1452723944,"errors":null}`
+	const easypayPayment = `{"status":"ok","message":["Your request was successfully created"],"id":"c6056234-a3f9-42de-b944-3ed793fcb6bb",` +
+		`"method":{"type":"mb","status":"waiting","entity":"21098","reference":"001002003"}}`
 	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
 	replayed := http.Header{"Idempotent-Replayed": {"true"}}
 	for _, tt := range []struct {
@@ -45,6 +47,18 @@ func TestProviderShapes(t *testing.T) {
 			shapes: []shape{lost, {status: 402, header: replayed, body: `{"error":{"type":"card_error","code":"card_declined","decline_code":"generic_decline",` +
 				`"message":"Your card was declined.","charge":"ch_3MmlLrLkdIwHu7ix0snN0B15"}}`}},
 			state: idem.StateFailed, kinds: []error{idem.ErrFailed}, posts: 2},
+
+		// https://docs.easypay.pt/docs/idempotency: the stored answer
+		// returned again with Idempotency-Replay: true. A single payment
+		// is created 201 with "status": "ok", its id and its method (the
+		// SinglePayment response of easypay's OpenAPI). To a key nothing
+		// of ours used, the payment is another request's.
+		{name: "easypay replayed payment after a lost response",
+			shapes: []shape{lost, {status: 201, header: http.Header{"Idempotency-Replay": {"true"}}, body: easypayPayment}},
+			state:  idem.StateSucceeded, id: "c6056234-a3f9-42de-b944-3ed793fcb6bb", posts: 2},
+		{name: "easypay replayed payment to a key nothing of ours used",
+			shapes: []shape{{status: 201, header: http.Header{"Idempotency-Replay": {"true"}}, body: easypayPayment}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict}, review: idem.ReviewKeyInUse, posts: 1},
 
 		// https://docs.adyen.com/development-resources/api-idempotency:
 		// the first answer returned again, unmarked. Its payment result
@@ -87,6 +101,23 @@ func TestProviderShapes(t *testing.T) {
 			shapes: []shape{lost, {status: 429, body: ``}},
 			opts:   []idem.Option{idem.WithKeyHeader("Cko-Idempotency-Key", idem.KeyBare)}, header: "Cko-Idempotency-Key",
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://razorpay.com/docs/api/x/payout-idempotency/make-request:
+		// a payout needs its X-Payout-Idempotency; the refusal of one
+		// without it is no key conflict (idem sent it: something in
+		// between dropped it).
+		{name: "razorpay 400 idempotency key missing",
+			shapes: []shape{{status: 400, body: `{"error":{"code":"BAD_REQUEST_ERROR","description":"Idempotency key is missing. ` +
+				`Include idempotency header and key in the request.","source":"business","step":null,"reason":"null","metadata":{},"field":"X-Payout-Idempotency"}}`}},
+			opts: []idem.Option{idem.WithKeyHeader("X-Payout-Idempotency", idem.KeyBare)}, header: "X-Payout-Idempotency",
+			state: idem.StateFailed, kinds: []error{idem.ErrFailed}, posts: 1},
+		// https://razorpay.com/docs/api/payments/route/transfers/direct-transfers-idempotent-request:
+		// "If we receive another request while the first one is in
+		// process, we will send a 409 error code. You can retry."
+		{name: "razorpay transfer 409 while the first is in process",
+			shapes: []shape{{status: 409, body: ``}},
+			opts:   []idem.Option{idem.WithKeyHeader("X-Transfer-Idempotency", idem.KeyBare)}, header: "X-Transfer-Idempotency",
+			state: idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
 
 		// https://docs.mangopay.com/api-reference/overview/idempotency:
 		// every request after the first with a key is blocked with 409,

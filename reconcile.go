@@ -56,7 +56,9 @@ func (s *Summary) add(res *Result) (stalled bool) {
 // Resume drives every open operation in the journal once, as Do would, and
 // reports where each ended. Call it at start-up, before new work: an
 // operation that may have been sent is queried first, then resent with the
-// same key only inside its key window. A server's wait the last process
+// same key only inside its key window; one the server said it holds
+// (processing) is only queried, if it has a result endpoint (see the
+// package documentation's outcome table). A server's wait the last process
 // read (429 or 503 with a Retry-After) still holds: Resume waits out one
 // that ends within the visit's budget (WithMaxElapsed) and leaves a longer
 // one to Run, due when it ends. Once many visits in a row to one host
@@ -162,6 +164,9 @@ type ref struct {
 	scope, key string
 	lease      journal.Lease
 	host       string // where it is sent (hostOf): Resume and Run judge stalls per host
+	// overdue: Run claimed it past the reconciliation deadline; its visit
+	// flags it for review, and sends nothing.
+	overdue bool
 	// brief: Resume's earlier visits to host, many in a row, left their
 	// operations processing after waiting for them: this one is not
 	// waited for (driver.brief).
@@ -175,13 +180,7 @@ type ref struct {
 // skip may also set the ref's brief. It stops starting new visits when
 // ctx ends.
 func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
-	var mu sync.Mutex
-	halted := false
-	stop := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return halted || ctx.Err() != nil
-	}
+	v := &visitor{c: c, ctx: ctx, mode: mode, skip: skip, done: done}
 	jobs := make(chan ref)
 	var wg sync.WaitGroup
 	for range min(c.cfg.resumeConcurrency, len(refs)) {
@@ -189,34 +188,60 @@ func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip 
 		go func() {
 			defer wg.Done()
 			for r := range jobs {
-				if stop() {
-					continue // handed over as ctx ended or done said stop: start no visit
-				}
-				if skip != nil {
-					mu.Lock()
-					skipped := skip(&r)
-					mu.Unlock()
-					if skipped {
-						continue
-					}
-				}
-				res, reach, err := c.visit(ctx, r, mode)
-				mu.Lock()
-				if !done(r, res, reach, err) {
-					halted = true
-				}
-				mu.Unlock()
+				v.run(r)
 			}
 		}()
 	}
 	for _, r := range refs {
-		if stop() {
+		if v.stopped() {
 			break
 		}
 		jobs <- r
 	}
 	close(jobs)
 	wg.Wait()
+}
+
+// visitor runs the visits of visitAll and visitFair: skip and done are
+// called one at a time, under mu.
+type visitor struct {
+	c      *Client
+	ctx    context.Context
+	mode   driveMode
+	skip   func(*ref) bool
+	done   func(ref, *Result, hostNews, error) bool
+	mu     sync.Mutex
+	halted bool // done said stop
+}
+
+// stopped reports whether no further visit may start: done said stop,
+// or ctx ended.
+func (v *visitor) stopped() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.halted || v.ctx.Err() != nil
+}
+
+// run visits r, unless visits have stopped (a ref handed over as ctx
+// ended or done said stop) or skip names it.
+func (v *visitor) run(r ref) {
+	if v.stopped() {
+		return
+	}
+	if v.skip != nil {
+		v.mu.Lock()
+		skipped := v.skip(&r)
+		v.mu.Unlock()
+		if skipped {
+			return
+		}
+	}
+	res, reach, err := v.c.visit(v.ctx, r, v.mode)
+	v.mu.Lock()
+	if !v.done(r, res, reach, err) {
+		v.halted = true
+	}
+	v.mu.Unlock()
 }
 
 // visit drives one journaled operation, joining any call in flight for it
@@ -325,7 +350,17 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // client, not one request, to wait: Run sends it nothing more until that
 // wait (at most WithReconcile's maximum) is over, and postpones its due
 // operations to then. An operation past the reconciliation deadline is
-// still flagged on time.
+// still flagged on time. Nor does one server that answers, but slowly,
+// within the attempt timeout (an acquirer's authorisation that takes
+// seconds, a result endpoint that stalls): Run visits up to twice
+// WithResumeConcurrency operations at once, and at most
+// WithResumeConcurrency of them on one host, so that the others always
+// have as many workers again; when no visit to a host that holds its
+// share ends for about a quarter of the attempt timeout (at most 5s),
+// Run gives up its claims on that host's waiting operations, pushed back
+// to about when the host's share reaches them (within WithReconcile's interval and maximum), and claims the
+// other hosts' due operations, again every eighth of the attempt timeout
+// while the slow visits last.
 //
 // A clock stepped forward does not make Run prune early, nor flag
 // operations past the reconciliation deadline early: once Run has run an
@@ -452,10 +487,12 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 // pass prunes and looks for operations scheduled too far ahead (hourly
 // each), then visits the operations due now, once: for a host that looks
 // unreachable (stalls), one of them, and it postpones the rest. It returns
-// whether a whole batch was due, and the first journal error it met with
-// where ("prune", "reschedule", "due", "visit", "postpone", "bring
-// back"). A failed prune or reschedule does not skip the visits: settling
-// operations matters more, and the next pass tries again.
+// whether the last batch it claimed was whole, and the first journal
+// error it met with where ("prune", "reschedule", "due", "visit",
+// "postpone", "bring back", "push back"). Visits to a host that answers
+// slowly hold at most its share of the workers (visitFair). A failed
+// prune or reschedule does not skip the visits: settling operations
+// matters more, and the next pass tries again.
 func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStalls) (full bool, phase string, err error) {
 	if c.cfg.retainSettled > 0 && (!sched.pruned || sched.sincePrune >= pruneEvery) {
 		cutoff := c.life.run.pruneCutoff(c.cfg.clock.Now(), c.cfg.retainSettled)
@@ -494,12 +531,33 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 		sched.learnt = true
 	}
-	now := c.cfg.clock.Now()
-	c.handover.claiming.Lock()
-	due, derr := c.store.ClaimDue(ctx, c.cfg.owner, now, now.Add(c.leaseSpan(c.cfg.attemptTimeout)), reconcileBatch)
-	claimed := len(due)
-	due = c.handOver(due)
-	c.handover.claiming.Unlock()
+	var refs []ref // every ref claimed this pass
+	var derr error
+	claimed := 0
+	claim := func() ([]ref, bool) {
+		if derr != nil {
+			return nil, false
+		}
+		now := c.cfg.clock.Now()
+		c.handover.claiming.Lock()
+		due, err := c.store.ClaimDue(ctx, c.cfg.owner, now, now.Add(c.leaseSpan(c.cfg.attemptTimeout)), reconcileBatch)
+		claimed = len(due)
+		due = c.handOver(due)
+		c.handover.claiming.Unlock()
+		if err != nil {
+			derr = err
+			return nil, false
+		}
+		got := make([]ref, len(due))
+		for i, d := range due {
+			c.ignoring.relearn(d.Record) // before any visit
+			got[i] = ref{scope: d.Record.Scope, key: d.Record.Key, lease: d.Lease, host: c.hostOf(d.Record),
+				overdue: c.pastDeadline(d.Record, now)}
+		}
+		refs = append(refs, got...)
+		return got, claimed == reconcileBatch
+	}
+	first, _ := claim()
 	if derr != nil {
 		if ctx.Err() != nil {
 			return false, "", nil
@@ -508,15 +566,6 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 			phase, err = "due", fmt.Errorf("idem: reconcile: %w", derr)
 		}
 		return false, phase, err
-	}
-	refs := make([]ref, len(due))
-	overdue := make(map[ref]bool)
-	for i, d := range due {
-		c.ignoring.relearn(d.Record) // before any visit
-		refs[i] = ref{scope: d.Record.Scope, key: d.Record.Key, lease: d.Lease, host: c.hostOf(d.Record)}
-		if c.pastDeadline(d.Record, now) {
-			overdue[refs[i]] = true
-		}
 	}
 	// One visit a pass probes a host that looks unreachable; the rest of its
 	// operations are postponed, so that its backlog does not hold up the
@@ -528,7 +577,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var postponed []ref
 	skip := func(p *ref) bool {
 		r := *p
-		if overdue[r] {
+		if r.overdue {
 			return false
 		}
 		if _, ok := stalls.restUntil(r.host, c.cfg.clock.Now()); ok {
@@ -548,7 +597,18 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var verr error
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
-	c.visitAll(ctx, refs, reconciling, skip, func(r ref, _ *Result, news hostNews, err error) bool {
+	var aerr error
+	setAside := map[string]int{}
+	givenUp := map[ref]bool{} // set aside, and their claims given up
+	aside := func(set []ref) {
+		if perr := c.pushBack(ctx, set, setAside); perr != nil && aerr == nil {
+			aerr = perr
+		}
+		for _, r := range set {
+			givenUp[r] = true
+		}
+	}
+	c.visitFair(ctx, first, claim, aside, skip, func(r ref, _ *Result, news hostNews, err error) bool {
 		visited[r] = true
 		if !news.rest.IsZero() {
 			stalls.rested(r.host, news.rest)
@@ -584,9 +644,18 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	if berr := c.bringBack(ctx, stalls); berr != nil && err == nil && verr == nil {
 		phase, err = "bring back", berr
 	}
+	for r := range givenUp {
+		visited[r] = true
+	}
 	c.releaseUnvisited(ctx, refs, visited)
 	if err == nil && verr != nil {
 		phase, err = "visit", verr
+	}
+	if err == nil && derr != nil && ctx.Err() == nil {
+		phase, err = "due", fmt.Errorf("idem: reconcile: %w", derr)
+	}
+	if err == nil && aerr != nil {
+		phase, err = "push back", aerr
 	}
 	return claimed == reconcileBatch, phase, err
 }

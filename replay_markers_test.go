@@ -19,6 +19,7 @@ func TestReplayMarkerVariants(t *testing.T) {
 		{"Idempotency-Replayed": {"?0"}}, // an RFC 8941 boolean, false
 		// https://developer.integrated.finance/changelog/release-notes-for-idempotency-support
 		{"X-Idempotency-Status": {"processed"}},
+		{"X-Idempotency-Cache-Hit": {"false"}},
 	} {
 		for name, val := range h {
 			t.Run("fresh answer marked "+name+"="+val[0]+": settles", func(t *testing.T) {
@@ -48,6 +49,13 @@ func TestReplayMarkerVariants(t *testing.T) {
 		// PPRO marks answers "served from the idempotency store" so
 		// (https://developerhub.ppro.com/global-api/reference/api-idempotency).
 		{"Request-Idempotency": {"true"}},
+		// easypay marks a replay "Idempotency-Replay: true"
+		// (https://docs.easypay.pt/docs/idempotency).
+		{"Idempotency-Replay": {"true"}},
+		// Flutterwave marks an answer "retrieved from an already existing
+		// idempotency key" with "X-Idempotency-Cache-Hit: true"
+		// (https://developer.flutterwave.com/docs/idempotency).
+		{"X-Idempotency-Cache-Hit": {"true"}},
 	} {
 		for name, val := range h {
 			t.Run(name+"="+val[0], func(t *testing.T) {

@@ -292,6 +292,63 @@ func keyInBody(key string, body []byte) bool {
 	return false
 }
 
+// keyField is the name of the body's member that holds key, the first in
+// a JSON document's order ("request_id": key, at any depth) or, in a form,
+// the first by name (request_id=key), or "" when none does: the name by
+// which a server whose key goes in the body speaks of it in its errors
+// (Airwallex's "The same request ID has already been used").
+func keyField(key string, body []byte) string {
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return ""
+		}
+		for _, name := range slices.Sorted(maps.Keys(form)) {
+			if slices.Contains(form[name], key) {
+				return name
+			}
+		}
+		return ""
+	}
+	// A frame per open object or array: whether it is an object, and
+	// whether its next string is a member's name.
+	type frame struct{ object, name bool }
+	var open []frame
+	var member string
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		top := len(open) - 1
+		inObject := top >= 0 && open[top].object
+		switch t := tok.(type) {
+		case json.Delim:
+			if t == '}' || t == ']' {
+				open = open[:top]
+				continue
+			}
+			if inObject {
+				open[top].name = true
+			}
+			open = append(open, frame{object: t == '{', name: t == '{'})
+			continue
+		case string:
+			if inObject && open[top].name {
+				member, open[top].name = t, false
+				continue
+			}
+			if inObject && t == key {
+				return member
+			}
+		}
+		if inObject {
+			open[top].name = true
+		}
+	}
+}
+
 func absoluteURL(field, raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -22,8 +22,10 @@ type Result struct {
 	// StatusCode and Body: the response that settled the operation,
 	// its body size-capped; 0 and nil if none did (a confirmation or a
 	// resolution). When one settled it while this call's own request was
-	// on the wire and the server's answer agreed, they are that answer's,
-	// for this call only: the journal keeps the settlement as it was made.
+	// on the wire and the server's answer agreed, or contradicted a
+	// failure (the call then ends in ErrNeedsReview), they are that
+	// answer's, for this call only: the journal keeps the settlement as
+	// it was made.
 	StatusCode int
 	Body       []byte
 	Reason     string // why it failed or needs review, for people
@@ -491,7 +493,9 @@ type Classifier func(statusCode int) Verdict
 // key: it mentions it ("idempot…", as the IETF draft's and common
 // middlewares' messages do) or names the header the key is sent in
 // (WithKeyHeader; PayPal's PAYPAL_REQUEST_ID_PREVIOUSLY_USED names
-// PayPal-Request-Id). A 422 from a handler's own validation is a plain
+// PayPal-Request-Id) or, with WithKeyInBody, the body member that holds
+// it (Airwallex's request_id: "The same request ID has already been
+// used"). A 422 from a handler's own validation is a plain
 // rejection (ErrFailed). A Rejected 400 is a key conflict when its body
 // is about the key (as above) and says it was used before or with other
 // parameters (Stripe's idempotency_error, Square's IDEMPOTENCY_KEY_REUSED,
@@ -509,7 +513,9 @@ type Classifier func(statusCode int) Verdict
 // never failed.
 // A Rejected 400 that carries an AWS throttling error code
 // (ThrottlingException, Throttling, TooManyRequestsException…, in its
-// body or its X-Amzn-ErrorType header) is Throttled, as a 429.
+// body or its X-Amzn-ErrorType header) is Throttled, as a 429; one whose
+// code is DynamoDB's TransactionInProgressException is the key in
+// flight, as above.
 // Answers marked replayed (Idempotent-Replayed: true), and a 409 that
 // names the resource its key already created (GoCardless's
 // idempotent_creation_conflict), are judged before the classifier: see

@@ -100,10 +100,11 @@ func TestRunDoesNotPostponeAHostThatAnswersAgain(t *testing.T) {
 	}
 
 	// The host refuses the first pass's visits; in the third, its probe
-	// answers only once every worker holds a visit: the host's other
+	// answers only once it and the other host's visits hold every worker
+	// they may (WithResumeConcurrency each host at most): the host's other
 	// operations have all been passed over by then.
 	network := &blipThenGate{base: http.DefaultTransport, host: strings.TrimPrefix(down.URL, "http://"),
-		refuse: giveUp, hold: idem.DefaultResumeConcurrency, open: make(chan struct{})}
+		refuse: giveUp, hold: 1 + min(others, idem.DefaultResumeConcurrency), open: make(chan struct{})}
 	type settlement struct {
 		key string
 		at  time.Time

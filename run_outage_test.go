@@ -27,16 +27,7 @@ func TestRunDefersTheUnreachableHostsBacklog(t *testing.T) {
 	giveUp := 2 * idem.DefaultResumeConcurrency
 	clock := idemtest.NewClock(epoch)
 	down, up := downAndUp(t, clock)
-	// Every answer is lost: the down server's backlog, then, later, one
-	// order for the healthy server; all executed, none confirmed.
-	store, submit, closeSetup := unconfirmed(t, clock)
-	for i := range backlog {
-		submit(down, fmt.Sprintf("down-%03d", i))
-	}
-	clock.Advance(time.Minute) // the healthy server's order comes due after the whole backlog
-	submit(up, "up")
-	closeSetup()
-	clock.Advance(2 * time.Minute) // all due, well inside the key window
+	store := backlogThen(t, clock, down, "down", backlog, up, "up")
 
 	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(down.URL, "http://")}
 	settled := make(chan string, backlog+1)
@@ -77,6 +68,25 @@ func TestRunDefersTheUnreachableHostsBacklog(t *testing.T) {
 	open, err := c.List(t.Context(), idem.Filter{Open: true})
 	require.NoError(t, err)
 	require.Empty(t, open, "operations still open")
+}
+
+// backlogThen journals, with every answer lost (all executed, none
+// confirmed), a backlog of orders to many (keys prefix-000 on), then, a
+// minute later, orders to other (keys): due after the whole backlog. It
+// leaves the clock where all are due, well inside the key window.
+func backlogThen(t *testing.T, clock *idemtest.Clock, many *idemtest.Server, prefix string, backlog int, other *idemtest.Server, keys ...string) *journal.Store {
+	t.Helper()
+	store, submit, closeSetup := unconfirmed(t, clock)
+	for i := range backlog {
+		submit(many, fmt.Sprintf("%s-%03d", prefix, i))
+	}
+	clock.Advance(time.Minute)
+	for _, key := range keys {
+		submit(other, key)
+	}
+	closeSetup()
+	clock.Advance(2 * time.Minute)
+	return store
 }
 
 // unconfirmed opens a journal (closed with the test) and a client on clock

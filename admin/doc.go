@@ -32,7 +32,8 @@
 // following page (absent on the last). Errors are
 // {"error": {"code", "message"}} with status 400 (bad_request: a bad
 // filter, a missing by or reason), 404 (not_found: unknown key or
-// endpoint), 403 (forbidden: a cross-site browser request), 405
+// endpoint), 403 (forbidden: a cross-site browser request, or one
+// WithOperator could not name), 405
 // (method_not_allowed), 409 (conflict: resolving a settled operation
 // without force), 415 (unsupported_media_type: a body that is not
 // application/json) or 503 (unavailable: the Client is closed).
@@ -66,5 +67,7 @@
 //
 // A resolve is recorded as the idem command's resolve is: who (by), why
 // (reason), when (the Client's clock) and the state it replaced, and it is
-// logged at Warn and reported to Hooks.Settle.
+// logged at Warn and reported to Hooks.Settle. Who is the body's by unless
+// WithOperator names the login the service verified: then that name (403
+// when it names nobody), with a differing by kept beside it.
 package admin

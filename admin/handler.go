@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/journal"
@@ -45,10 +47,30 @@ func WithClock(clk idem.Clock) Option {
 	})
 }
 
+// WithOperator names who sends a request, from what your authentication
+// middleware verified (a login in the request's context, a client
+// certificate's subject), for the audit trail of POST /resolve. Without it
+// the body's "by" is recorded as sent, and whoever reaches the handler can
+// write any name there.
+//
+// With it, the name who returns is recorded as "by". A body "by" that names
+// someone else (the idem command sends -by, default $USER) is kept beside
+// it, "alice (said bob)", when both fit in by's 255 bytes. An error or an
+// empty name refuses the resolve with 403, before anything is written.
+// A nil who is ignored.
+func WithOperator(who func(*http.Request) (string, error)) Option {
+	return optionFunc(func(h *handler) {
+		if who != nil {
+			h.operator = who
+		}
+	})
+}
+
 type handler struct {
-	c      *idem.Client
-	now    func() time.Time
-	routes map[string]route
+	c        *idem.Client
+	now      func() time.Time
+	operator func(*http.Request) (string, error)
+	routes   map[string]route
 	// csrf refuses a state-changing request a browser sends for another
 	// site (Sec-Fetch-Site, else Origin against Host): authentication by
 	// cookie lets such a request in with the operator's rights.
@@ -411,6 +433,35 @@ type ResolveRequest struct {
 	Force bool `json:"force,omitempty"`
 }
 
+// maxBy is the most a resolution's by holds (idem.Resolution.By).
+const maxBy = 255
+
+// operatorName is the by a resolve records under WithOperator: the name
+// the service verified, with the name the body claims beside it when they
+// differ, so that neither is lost and the verified one leads.
+func (h *handler) operatorName(r *http.Request, claimed string) (string, error) {
+	name, err := h.operator(r)
+	name = strings.TrimSpace(name)
+	switch {
+	case err != nil:
+		return "", &Error{http.StatusForbidden, "forbidden", "the service could not name the operator of this request (WithOperator): " + err.Error()}
+	case name == "":
+		return "", &Error{http.StatusForbidden, "forbidden", "the service named no operator for this request (WithOperator); a manual settlement must say who made it"}
+	case len(name) > maxBy || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
+		// The service's naming is at fault, not the operator's request:
+		// say so rather than blame the body.
+		return "", &Error{http.StatusForbidden, "forbidden", fmt.Sprintf(
+			"the operator's name from WithOperator is not recordable (%d bytes, at most %d, printable UTF-8); fix the service's WithOperator function", len(name), maxBy)}
+	}
+	if claimed == "" || claimed == name {
+		return name, nil
+	}
+	if both := name + " (said " + claimed + ")"; len(both) <= maxBy && utf8.ValidString(claimed) && !strings.ContainsFunc(claimed, unicode.IsControl) {
+		return both, nil
+	}
+	return name, nil
+}
+
 // ResolveAnswer is the answer of POST /resolve.
 type ResolveAnswer struct {
 	From      string     `json:"from"`
@@ -436,12 +487,19 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("body: want one JSON object; resolve one operation per request")
 	}
 	st := idem.State(req.State)
+	by := strings.TrimSpace(req.By)
+	if h.operator != nil {
+		var err error
+		if by, err = h.operatorName(r, by); err != nil {
+			return err
+		}
+	}
 	switch {
 	case req.Key == "":
 		return badRequest("key is required")
 	case !st.Terminal():
 		return badRequest("state %q: want succeeded or failed", req.State)
-	case strings.TrimSpace(req.Reason) == "" || strings.TrimSpace(req.By) == "":
+	case strings.TrimSpace(req.Reason) == "" || by == "":
 		return badRequest("by and reason are required: a manual settlement says who and why")
 	}
 	cur, err := h.c.Record(r.Context(), req.Scope, req.Key)
@@ -455,7 +513,7 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
 	// OnlyOpen: an operation that settles between the check above and the
 	// write keeps its outcome unless force was asked for.
 	_, err = h.c.Resolve(r.Context(), cur.Scope, cur.Key, idem.Resolution{
-		State: st, ResourceID: req.ResourceID, Reason: strings.TrimSpace(req.Reason), By: strings.TrimSpace(req.By),
+		State: st, ResourceID: req.ResourceID, Reason: strings.TrimSpace(req.Reason), By: by,
 		OnlyOpen: !req.Force,
 	})
 	if errors.Is(err, journal.ErrTerminal) {

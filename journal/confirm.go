@@ -19,6 +19,16 @@ var ErrConfirmConflict = errors.New("journal: confirmation contradicts the recor
 // record that a confirmation contradicted.
 const ReviewConfirmConflict = "an external confirmation contradicts the recorded outcome"
 
+// ReviewMadeTwice is the review reason of a record whose server had said
+// it holds the operation, naming the resource it made (processing: a 202
+// with the payment's id), and then answered a resend with the same key
+// naming another, replayed or not: its idempotency store had lost the key,
+// and both exist. The attempt's error names both. An answer that settles
+// the record settles it, flagged; otherwise it stays open with the first
+// resource. A confirmation that settles the record keeps the flag, as it
+// keeps ReviewConfirmConflict: it says nothing of the other resource.
+const ReviewMadeTwice = "server made another resource for a resend of the key it had said it holds: it lost the key, and the request executed twice"
+
 // MaxConfirmations bounds the confirmations a record keeps: the latest
 // ones, each of a distinct (Source, EventID). A provider redelivers an
 // event for days; an operation does not collect many distinct events.
@@ -74,7 +84,11 @@ func (e ConfirmEffect) String() string {
 // provider's webhook event, a settlement report, a message from another
 // system. It is recorded in the record it confirms.
 type Confirmation struct {
-	State      State  // StateSucceeded or StateFailed
+	// State is StateSucceeded or StateFailed, or StateProcessing for a
+	// server's answer that it holds the request (still executing it),
+	// which is recorded only against a failed record, as a contradiction:
+	// what the server is executing may yet charge.
+	State      State
 	ResourceID string // the provider's id for what was created; may be empty
 	// Source names where it came from ("stripe-webhook"); with EventID it
 	// identifies the confirmation, so that a redelivered event changes
@@ -92,8 +106,8 @@ type Confirmation struct {
 // match ErrInvalid.
 func (c *Confirmation) Validate() error {
 	switch {
-	case !c.State.Terminal():
-		return errorf("confirmation state %q: must be %s or %s: %w", c.State, StateSucceeded, StateFailed, ErrInvalid)
+	case !c.State.Terminal() && c.State != StateProcessing:
+		return errorf("confirmation state %q: must be %s or %s (or %s, against a failure): %w", c.State, StateSucceeded, StateFailed, StateProcessing, ErrInvalid)
 	case strings.TrimSpace(c.Source) == "" || strings.TrimSpace(c.EventID) == "":
 		return errorf("confirmation without a Source or EventID (they make a redelivered event harmless): %w", ErrInvalid)
 	case len(c.Source) > maxConfirmID || len(c.EventID) > maxConfirmID || len(c.ResourceID) > maxConfirmID:
@@ -124,10 +138,14 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - An open record (pending, processing, unknown, flagged for review or
 //     not): ConfirmSettled, the state and result set as c says, the
 //     review reason cleared unless it is ReviewConfirmConflict (an
-//     earlier contradiction waits for Resolve). A processing result that
-//     named another resource id is a contradiction (below).
+//     earlier contradiction waits for Resolve) or ReviewMadeTwice. A
+//     processing result that named another resource id is a
+//     contradiction (below).
 //   - A settled record with c's state and resource id (or c without
 //     one): ConfirmAgreed, c recorded, nothing else changed.
+//   - c processing (the server's answer that it holds the request): a
+//     contradiction of a failed record; refused (ConfirmInvalid) for any
+//     other.
 //   - A contradiction: ConfirmConflicted and an error matching
 //     ErrConfirmConflict. The state and result are kept; c is recorded
 //     and the record flagged ReviewConfirmConflict. This, and the
@@ -154,6 +172,10 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 			return ConfirmDuplicate, conflictErr(rec, &c)
 		}
 		return ConfirmDuplicate, nil
+	}
+	if c.State == StateProcessing && rec.State != StateFailed {
+		// It settles nothing, and only a failure does it contradict.
+		return ConfirmInvalid, errorf("confirmation state %s against a %s record: only a failure is contradicted by it: %w", c.State, rec.State, ErrInvalid)
 	}
 	var known string // the resource id the record holds
 	if rec.Result != nil {
@@ -189,8 +211,9 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		rec.State = c.State
 		// A contradiction stays for a person (Resolve) whatever settles
 		// the record after it: this event agreeing with our resource
-		// does not explain the other event's.
-		if rec.Review != ReviewConfirmConflict {
+		// does not explain the other event's, nor the other resource a
+		// server made for the key.
+		if rec.Review != ReviewConfirmConflict && rec.Review != ReviewMadeTwice {
 			rec.Review = ""
 		}
 		rec.Settled = c.At
@@ -315,6 +338,17 @@ func appendConfirmations(dst []byte, cs []Confirmation) []byte {
 	return dst
 }
 
+// versionOf is the record version r is written in: 4 if it holds a
+// processing confirmation, which version 3 cannot hold, else 3.
+func versionOf(r *Record) byte {
+	for i := range r.Confirmations {
+		if r.Confirmations[i].State == StateProcessing {
+			return recordVersion
+		}
+	}
+	return recordVersion - 1
+}
+
 // confirmations decodes what appendConfirmations wrote, in a version 3
 // record or later.
 func (d *decoder) confirmations() []Confirmation {
@@ -338,7 +372,7 @@ func (d *decoder) confirmations() []Confirmation {
 		c.StatusCode = d.int()
 		c.At = d.time()
 		c.Effect = ConfirmEffect(d.byte())
-		if d.err == nil && (!c.State.Terminal() || !c.Effect.Changed()) {
+		if d.err == nil && (!c.State.Terminal() && (c.State != StateProcessing || c.Effect != ConfirmConflicted || d.version < 4) || !c.Effect.Changed()) {
 			d.fail("invalid confirmation")
 		}
 	}

@@ -56,6 +56,11 @@ func TestApplyConfirmation(t *testing.T) {
 		{"failed against succeeded", recordIn(fail, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, fail, "", journal.ReviewConfirmConflict},
 		{"another resource id", recordIn(ok, "", "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"non-terminal state", recordIn(journal.StatePending, "", ""), confirmation(journal.StateProcessing, "", "e1"), journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},
+		// The server's answer that it is executing the request (a 409 "in
+		// progress", a 202) contradicts only a failure.
+		{"processing against failed", recordIn(fail, "", ""), confirmation(journal.StateProcessing, "", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, fail, "", journal.ReviewConfirmConflict},
+		{"processing against succeeded", recordIn(ok, "", "ch_1"), confirmation(journal.StateProcessing, "ch_1", "e1"), journal.ConfirmInvalid, journal.ErrInvalid, ok, "ch_1", ""},
+		{"processing against processing", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(journal.StateProcessing, "ch_1", "e1"), journal.ConfirmInvalid, journal.ErrInvalid, journal.StateProcessing, "ch_1", ""},
 		{"no source", recordIn(journal.StatePending, "", ""), journal.Confirmation{State: ok, EventID: "e", At: c0}, journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},
 		{"no event id", recordIn(journal.StatePending, "", ""), journal.Confirmation{State: ok, Source: "w", At: c0}, journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},
 		{"no time", recordIn(journal.StatePending, "", ""), journal.Confirmation{State: ok, Source: "w", EventID: "e"}, journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},

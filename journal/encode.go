@@ -32,8 +32,12 @@ const (
 	// the flags, which decide whether an operation may be resent.
 	// Version 3 appended the confirmations (confirm.go) and then the
 	// caller's trace context (Record.Trace) after NextDue; older records
-	// decode with neither.
-	recordVersion = 3
+	// decode with neither. Version 4 lets a confirmation be in state
+	// processing (the server's answer contradicting a failure): only a
+	// record that holds one is written as version 4, so that a build that
+	// knows only version 3 refuses it as newer (ErrVersion), not as
+	// damaged, and still reads every other.
+	recordVersion = 4
 
 	// secondsToYear1 shifts Unix seconds so that the zero time.Time is 0.
 	secondsToYear1 = 62135596800
@@ -116,7 +120,7 @@ func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
 	}
 	dst = slices.Grow(dst, size)
 
-	dst = append(dst, magic0, magic1, recordVersion, stateCode(r.State))
+	dst = append(dst, magic0, magic1, versionOf(r), stateCode(r.State))
 	dst = appendString(dst, r.Review)
 	dst = appendString(dst, r.Scope)
 	dst = appendString(dst, r.Key)

@@ -45,6 +45,7 @@ func fullRecord() *Record {
 		Confirmations: []Confirmation{
 			{State: StateSucceeded, ResourceID: "ord_1", Source: "webhook", EventID: "evt_1", Reason: "order.created", StatusCode: 201, At: t0.Add(time.Minute), Effect: ConfirmAgreed},
 			{State: StateFailed, Source: "webhook", EventID: "evt_2", At: t0.Add(2 * time.Minute), Effect: ConfirmConflicted},
+			{State: StateProcessing, Source: "idem: server response", EventID: "attempt 3", StatusCode: 409, At: t0.Add(3 * time.Minute), Effect: ConfirmConflicted},
 		},
 		Trace: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 	}
@@ -107,6 +108,16 @@ func TestDecodeRejects(t *testing.T) {
 		{"empty state", append([]byte{magic0, magic1, recordVersion, 0}, enc[4:]...), ErrCorrupt},
 		{"huge length", []byte{magic0, magic1, recordVersion, 1, 0xff, 0xff, 0xff, 0xff, 0x0f}, ErrCorrupt},
 		{"overlong varint", []byte{magic0, magic1, recordVersion, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, ErrCorrupt},
+		// Processing is recorded only as a contradiction (ApplyConfirmation),
+		// and only version 4 holds one.
+		{"processing confirmation that agreed", encode(nil, &Record{Scope: "s", Key: "k", State: StateFailed,
+			Confirmations: []Confirmation{{State: StateProcessing, Source: "s", EventID: "e", At: t0, Effect: ConfirmAgreed}}}), ErrCorrupt},
+		{"processing confirmation in version 3", func() []byte {
+			b := encode(nil, &Record{Scope: "s", Key: "k", State: StateFailed,
+				Confirmations: []Confirmation{{State: StateProcessing, Source: "s", EventID: "e", At: t0, Effect: ConfirmConflicted}}})
+			b[2] = 3
+			return b
+		}(), ErrCorrupt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,4 +236,19 @@ func TestTimeKeyOrder(t *testing.T) {
 	}
 	require.Less(t, timeKey(t0), timeKey(t0.Add(time.Nanosecond)))
 	require.Less(t, timeKey(time.Unix(-1, 0)), timeKey(time.Unix(0, 0)))
+}
+
+// A record is written in the oldest version that holds it: a build that
+// knows only version 3 reads every record but one with a processing
+// confirmation, which it refuses as newer rather than as damaged.
+func TestRecordVersionWritten(t *testing.T) {
+	r := &Record{Scope: "s", Key: "k", State: StateFailed,
+		Confirmations: []Confirmation{{State: StateSucceeded, Source: "s", EventID: "e", At: t0, Effect: ConfirmConflicted}}}
+	require.Equal(t, byte(3), encode(nil, r)[2], "without a processing confirmation")
+	r.Confirmations = append(r.Confirmations, Confirmation{State: StateProcessing, Source: "idem: server response", EventID: "attempt 2", At: t0, Effect: ConfirmConflicted})
+	enc := encode(nil, r)
+	require.Equal(t, byte(4), enc[2], "with one")
+	got, err := decode(enc)
+	require.NoError(t, err)
+	require.Equal(t, r, got)
 }

@@ -20,6 +20,7 @@ var confirmTests = []struct {
 	fn   func(*testing.T, idem.Store)
 }{
 	{"ConfirmSettles", testConfirmSettles},
+	{"ConfirmKeepsMadeTwice", testConfirmKeepsMadeTwice},
 	{"ConfirmDuplicate", testConfirmDuplicate},
 	{"ConfirmAgrees", testConfirmAgrees},
 	{"ConfirmConflict", testConfirmConflict},
@@ -71,6 +72,31 @@ func testConfirmSettles(t *testing.T, s idem.Store) {
 	n, err := s.Prune(context.Background(), at.Add(time.Nanosecond))
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "Prune() finds the confirmed record by its Settled time")
+}
+
+// A record the server made a second resource for (ReviewMadeTwice) keeps
+// the flag when an event for the first settles it: the second still needs
+// a person, and the settled record is not pruned until Resolve.
+func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+		r.State = journal.StateProcessing
+		r.Result = &journal.Result{ResourceID: "ord_1", StatusCode: 202}
+		r.Review = journal.ReviewMadeTwice
+		r.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: t0, Wrote: true, Done: true, Status: 202}}
+		return nil
+	})
+	require.NoError(t, err)
+	at := t0.Add(time.Hour)
+	got, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ord_1", "evt_1", at))
+	require.NoError(t, err, "Confirm() of the first resource")
+	require.Equal(t, journal.StateSucceeded, got.State)
+	require.Equal(t, journal.ReviewMadeTwice, got.Review, "Review kept")
+	require.Equal(t, journal.ConfirmSettled, got.Confirmations[0].Effect)
+	require.Equal(t, got, get(t, s, "acct", "k"), "Get() after Confirm")
+	n, err := s.Prune(context.Background(), at.Add(1000*time.Hour))
+	require.NoError(t, err)
+	require.Zero(t, n, "Prune() of a flagged record")
 }
 
 func testConfirmDuplicate(t *testing.T, s idem.Store) {

@@ -1,0 +1,208 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// runWorkers is how many visits Run makes at once, across hosts: twice
+// WithResumeConcurrency, which bounds the visits to one host (its
+// share). A host that answers, but slowly, within the attempt timeout (an
+// acquirer's authorisation that takes seconds, a result endpoint that
+// stalls), is neither silent nor throttling, so hostStalls never hands it
+// off; with every worker its own, its backlog would hold up every other
+// host's due operations, which their servers would settle at once, for as
+// long as the backlog lasts: hours. Twice, not half: a service that calls
+// one provider still reconciles WithResumeConcurrency at a time, and no
+// server sees more visits at once than it did.
+func runWorkers(share int) int { return 2 * share }
+
+// Bounds of stallAfter.
+const (
+	minStall = 10 * time.Millisecond
+	maxStall = 5 * time.Second
+)
+
+// stallAfter is how long a pass of Run lets a host that holds its whole
+// share of workers go without a visit ending before it takes the host for
+// slow (visitFair): a quarter of an exchange's timeout, so that the other
+// hosts' operations are reached long before the slow host's exchanges
+// time out. It is measured on a ticker, as the attempt timeout is on a
+// timer: the Client's clock may not move while a pass waits.
+func (c *Client) stallAfter() time.Duration {
+	return min(max(c.cfg.attemptTimeout/4, minStall), maxStall)
+}
+
+// visitFair drives the refs claimed for a pass of Run, first and then
+// those claim returns, at most WithResumeConcurrency at a time and at
+// most WithResumeConcurrency of them to one host, an overdue ref aside (its visit
+// sends nothing). It hands each outcome to done, as visitAll does, and
+// starts no visit once done returns false or ctx ends; it returns when
+// every visit it started has ended.
+//
+// A ref whose host holds its whole share waits for a visit to that host
+// to end. A host that holds its share and sees none end for stallAfter
+// is taken for slow, for the rest of the pass: its waiting refs, and
+// those claimed for it later while it holds its share, go to aside
+// (which gives them up: their claim would only keep other replicas off
+// them). And every half stallAfter while visits last, unless refs of
+// other hosts wait their turn, claim is asked for more, so that the other
+// hosts' due operations are reached, those falling due meanwhile
+// included. A slow host keeps its share busy with the refs claimed for
+// it. claim returns the refs it claimed, and whether it claimed a whole
+// batch (more may be due); nothing once it fails (the pass records why).
+func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref, bool), aside func([]ref), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
+	if len(first) == 0 {
+		return
+	}
+	v := &visitor{c: c, ctx: ctx, mode: reconciling, skip: skip, done: done}
+	share := c.cfg.resumeConcurrency
+	workers := runWorkers(share)
+	jobs, ended := make(chan ref), make(chan ref)
+	var wg sync.WaitGroup
+	defer func() {
+		close(jobs)
+		wg.Wait()
+	}()
+	tick := time.NewTicker(c.stallAfter() / 2)
+	defer tick.Stop()
+	busy, spawned := 0, 0
+	inflight := map[string]int{}
+	quiet := map[string]int{} // ticks since a visit to the host started from none or ended
+	slow := map[string]bool{}
+	full := func(r ref) bool { return !r.overdue && inflight[r.host] >= share }
+	setAside := func(queue []ref) []ref {
+		var set []ref
+		queue = slices.DeleteFunc(queue, func(r ref) bool {
+			if slow[r.host] && full(r) {
+				set = append(set, r)
+				return true
+			}
+			return false
+		})
+		if len(set) > 0 {
+			aside(set)
+		}
+		return queue
+	}
+	queue := first
+	for {
+		if v.stopped() {
+			queue = nil // unvisited: the pass gives them up
+		}
+		for busy < workers {
+			i := slices.IndexFunc(queue, func(r ref) bool { return !full(r) })
+			if i < 0 {
+				break
+			}
+			r := queue[i]
+			queue = slices.Delete(queue, i, i+1)
+			if busy == spawned {
+				spawned++
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for r := range jobs {
+						v.run(r)
+						ended <- r
+					}
+				}()
+			}
+			jobs <- r
+			busy++
+			if inflight[r.host]++; inflight[r.host] == 1 {
+				delete(quiet, r.host)
+			}
+		}
+		if busy == 0 {
+			return // nothing waits: a host with no visit under way has room
+		}
+		select {
+		case r := <-ended:
+			busy--
+			if inflight[r.host]--; inflight[r.host] == 0 {
+				delete(inflight, r.host)
+			}
+			delete(quiet, r.host)
+		case <-tick.C:
+			if v.stopped() {
+				continue
+			}
+			for host, n := range inflight {
+				if n < share {
+					continue
+				}
+				if quiet[host]++; quiet[host] >= 2 && !slow[host] {
+					slow[host] = true
+					c.log.LogAttrs(ctx, slog.LevelInfo, "idem: reconciler: a host answers slowly; its other due operations are pushed back to its pace",
+						slog.String("host", host), slog.Int("visits_at_once", share), slog.Duration("no_answer_for", c.stallAfter()))
+				}
+			}
+			// A whole claim set aside says more of the slow hosts'
+			// backlog is due before any other host's: claim on at once.
+			for queue = setAside(queue); len(queue) == 0 && !v.stopped(); {
+				got, whole := claim()
+				if queue = setAside(got); !whole {
+					break
+				}
+			}
+		}
+	}
+}
+
+// pushBack gives up the claims of refs, which a pass of Run set aside
+// because their host is slow (visitFair), after moving their NextDue to
+// about when the host's share of workers reaches them: the k-th set aside
+// for a host this pass (counted in byHost) after k/WithResumeConcurrency rounds of
+// an exchange's timeout, within WithReconcile's interval and maximum,
+// jittered. The next claims then reach the other hosts' due operations
+// instead of the same backlog, and the slow host's come back at the pace
+// it takes them. Only NextDue changes, under the pass's lease, and only
+// later: nothing about the operation is decided. It returns the first
+// journal error, and moves no more after it; an operation it did not
+// move is still given up, and stays due.
+func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int) error {
+	// Unbounded, as postpone's moves: a batch cut short by a bound of its
+	// own would be no journal error to report.
+	wctx := context.WithoutCancel(ctx)
+	now := c.cfg.clock.Now()
+	share := c.cfg.resumeConcurrency
+	var first error
+	for _, r := range refs {
+		if first != nil {
+			// A journal that fails one write (a stalled database waits a
+			// call timeout for each) would fail the rest as slowly:
+			// those stay due, given up below.
+			break
+		}
+		rounds := time.Duration(byHost[r.host]/share + 1)
+		byHost[r.host]++
+		wait := c.cfg.reconcileMax
+		if c.cfg.attemptTimeout < wait/rounds {
+			wait = rounds * c.cfg.attemptTimeout
+		}
+		due := now.Add(c.spread(wait))
+		_, err := c.moveDue(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) (time.Time, bool) {
+			return due, rec.NextDue.Before(due)
+		})
+		if err != nil && first == nil {
+			first = fmt.Errorf("idem: reconcile: push back: %w", err)
+		}
+	}
+	rctx, cancel := c.releasesContext(ctx)
+	defer cancel()
+	for _, r := range refs {
+		// A failure only leaves the lease to expire.
+		_ = c.store.Release(rctx, r.lease)
+	}
+	if len(refs) > 0 {
+		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: reconciler: pushed back the operations of a slow host", slog.Int("count", len(refs)))
+	}
+	return first
+}

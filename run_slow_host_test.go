@@ -1,0 +1,133 @@
+package idem_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// A host that answers, but slowly, must not hold every one of Run's
+// workers for as long as its backlog lasts. Payment APIs may take many
+// seconds to answer (Klarna's hold a request up to their 59 s idle
+// timeout, then answer 500 TIMEOUT: docs.klarna.com, "Request Timeout";
+// Adyen's API library waits 30 s by default): a host whose every answer
+// comes within the attempt timeout, but late, is neither silent nor
+// throttling, so host health never hands it off. Here its requests are
+// held until the end, well within the attempt timeout. Run lets one
+// host hold at most WithResumeConcurrency of its workers, and once that host's visits stall
+// it pushes the host's waiting operations back and goes on claiming: the
+// healthy server's operations, due after a backlog longer than one claim,
+// settle while every request to the slow host is still held, be they one
+// or a backlog of their own, longer than what one claim after the stall
+// takes; and once the slow host answers, its whole backlog settles, each
+// executed once. Default settings but the clock.
+func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
+	for _, healthyOps := range []int{1, 300} {
+		t.Run(fmt.Sprintf("%d healthy", healthyOps), func(t *testing.T) {
+			const backlog = 300 // more than one pass's claim
+			share := idem.DefaultResumeConcurrency
+			clock := idemtest.NewClock(epoch)
+			slow, healthy := downAndUp(t, clock)
+			healthyKeys := make([]string, healthyOps)
+			for i := range healthyKeys {
+				healthyKeys[i] = fmt.Sprintf("healthy-%03d", i)
+			}
+			store := backlogThen(t, clock, slow, "slow", backlog, healthy, healthyKeys...)
+
+			network := &heldHost{base: http.DefaultTransport, host: strings.TrimPrefix(slow.URL, "http://"), release: make(chan struct{})}
+			settled := make(chan string, backlog+healthyOps)
+			c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
+				idem.WithSettleFunc(func(r *idem.Result) { settled <- r.Key }))
+			require.NoError(t, err)
+			defer func() { require.NoError(t, c.Close()) }()
+			ran := runAsync(t.Context(), c)
+			keys := map[string]bool{}
+			waitSettled := func(n int, within time.Duration) {
+				t.Helper()
+				timeout := time.After(within)
+				for len(keys) < n {
+					select {
+					case k := <-settled:
+						require.False(t, keys[k], "%s settled twice", k)
+						keys[k] = true
+					case err := <-ran:
+						t.Fatalf("Run() returned %v", err)
+					case <-timeout:
+						t.Fatalf("%d of %d operations settled after %v (%d requests to the slow host held)", len(keys), n, within, network.held.Load())
+					}
+				}
+			}
+
+			// Well within the attempt timeout, which would end the held
+			// requests.
+			waitSettled(healthyOps, idem.DefaultAttemptTimeout*3/4)
+			for _, key := range healthyKeys {
+				require.True(t, keys[key], "%s settled first", key)
+				require.Equal(t, 1, healthy.Effects("", key), "side effects of %s", key)
+			}
+			require.Equal(t, 2*healthyOps, healthy.Stats().Requests, "the healthy server's requests: each key's lost one, then Run's")
+			require.Zero(t, network.ended.Load(), "requests to the slow host that ended before the healthy operations settled")
+			require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
+			require.Equal(t, backlog, slow.Stats().Requests, "the slow server's requests: each key's lost one, none from Run yet")
+
+			// The slow host answers: its backlog settles, nothing lost,
+			// nothing executed twice, and it never held more than its
+			// share.
+			close(network.release)
+			waitSettled(healthyOps+backlog, 30*time.Second)
+			for i := range backlog {
+				key := fmt.Sprintf("slow-%03d", i)
+				require.True(t, keys[key], "%s settled", key)
+				require.Equal(t, 1, slow.Effects("", key), "side effects of %s", key)
+			}
+			require.Equal(t, 2*backlog, slow.Stats().Requests, "the slow server's requests: each key's lost one, then Run's")
+			require.Equal(t, 2*healthyOps, healthy.Stats().Requests, "the healthy server's requests")
+			require.Zero(t, network.ended.Load(), "held requests that timed out")
+			require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
+			open, err := c.List(t.Context(), idem.Filter{Open: true})
+			require.NoError(t, err)
+			require.Empty(t, open, "operations still open")
+		})
+	}
+}
+
+// heldHost holds every request to one host until release is closed, as a
+// server that takes its time to answer does, and passes the rest through.
+// A request whose context ends first (the attempt timeout) counts in
+// ended.
+type heldHost struct {
+	base    http.RoundTripper
+	host    string
+	release chan struct{}
+	held    atomic.Int64 // held now
+	peak    atomic.Int64 // most held at once
+	ended   atomic.Int64
+}
+
+func (h *heldHost) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Host != h.host {
+		return h.base.RoundTrip(r)
+	}
+	n := h.held.Add(1)
+	for p := h.peak.Load(); n > p && !h.peak.CompareAndSwap(p, n); p = h.peak.Load() {
+	}
+	defer h.held.Add(-1)
+	select {
+	case <-h.release:
+		return h.base.RoundTrip(r)
+	case <-r.Context().Done():
+		h.ended.Add(1)
+		if r.Body != nil {
+			_ = r.Body.Close()
+		}
+		return nil, r.Context().Err()
+	}
+}
