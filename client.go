@@ -194,7 +194,7 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 		return nil, err
 	}
 	defer c.exit()
-	rec, err := c.newRecord(req)
+	rec, _, err := c.newRecord(req)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +240,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer c.end(b)
-	rec, err := c.newRecord(req)
+	rec, first, err := c.newRecord(req)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +249,10 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		// In the form the journal stores it (UTC, no monotonic reading),
 		// so that the Store need not copy the attempt to convert it.
 		now := c.cfg.clock.Now().UTC()
-		rec.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: now}}
+		// In the record's allocation (newRecord), of length and capacity
+		// one as a literal's: an append still copies it.
+		first[0] = journal.Attempt{Number: 1, Kind: journal.AttemptSubmit, Start: now}
+		rec.Attempts = first[:]
 		rec.FirstSent = now
 		owned.Mark(rec)
 		stored, lease, err := c.createClaimed(ctx, rec)

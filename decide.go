@@ -579,7 +579,7 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 // ignored, for an endpoint without idempotency support (the X- name as
 // Integrated Finance spells its Idempotency-Status).
 func keyIgnored(h http.Header) bool {
-	return markerIs(h, "Idempotency-Status", "ignored") || markerIs(h, "X-Idempotency-Status", "ignored")
+	return markerIs(h, statusMarkers[0], "ignored") || markerIs(h, statusMarkers[1], "ignored")
 }
 
 // throttleCodes are the error codes of AWS's SDKs' throttling errors
@@ -660,7 +660,7 @@ func fromCache(h http.Header) string {
 			return "Cache-Status: " + truncate(v, 64)
 		}
 	}
-	for _, name := range [...]string{"X-Cache", "X-Cache-Status", "X-Proxy-Cache", "Cf-Cache-Status"} {
+	for _, name := range cacheMarkers[:] {
 		for _, v := range h[name] {
 			for entry := range strings.SplitSeq(v, ",") {
 				word, _, _ := strings.Cut(strings.TrimSpace(entry), " ")

@@ -89,8 +89,26 @@ func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	r[m] = jsonString{string(s), !plainMember(m) || len(s) > 0}
+	r[m] = jsonString{memberString(m, s), !plainMember(m) || len(s) > 0}
 	return j, true
+}
+
+// memberString is string(s) for member m, without an allocation for the
+// words a "state" holds in the usual answer.
+func memberString(m int, s []byte) string {
+	if m == memState {
+		switch string(s) { // compared in place: no copy is made
+		case "succeeded":
+			return "succeeded"
+		case "failed":
+			return "failed"
+		case "processing":
+			return "processing"
+		case "pending":
+			return "pending"
+		}
+	}
+	return string(s)
 }
 
 // foldEqual reports whether ASCII name is word (lower case) but for case,

@@ -8,7 +8,8 @@ import (
 )
 
 // newRecord runs once per Submit and Prepare, before anything is
-// journaled: the record (with the default Content-Type's value list), its
+// journaled: the record (with the default Content-Type's value list and
+// the room for Submit's first attempt), its
 // generated key, its header map and the copy of the body are all it may
 // allocate, the URL being parsed once per client (urlcache). It made 7
 // before the record and the value list shared one allocation.
@@ -24,11 +25,11 @@ func TestNewRecordAllocations(t *testing.T) {
 	}
 	defer c.Close()
 	req := Request{URL: "http://127.0.0.1:8080/v1/orders", Body: []byte(`{"amount":1000,"currency":"EUR"}`)}
-	if _, err := c.newRecord(req); err != nil {
+	if _, _, err := c.newRecord(req); err != nil {
 		t.Fatal(err)
 	}
 	n := testing.AllocsPerRun(100, func() {
-		if _, err := c.newRecord(req); err != nil {
+		if _, _, err := c.newRecord(req); err != nil {
 			t.Fatal(err)
 		}
 	})

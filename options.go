@@ -116,6 +116,7 @@ type config struct {
 	keyFormat         KeyFormat
 	resultTemplate    string
 	decode            Decoder
+	decodeIsJSON      bool // decode is the default DecodeJSON: called directly, its Answer stays on the stack
 	classify          Classifier
 	retryTokens       float64
 	retryRatio        float64
@@ -147,6 +148,7 @@ func defaultConfig() *config {
 		keyRetention:      DefaultKeyRetention,
 		keyHeader:         DefaultKeyHeader,
 		decode:            DecodeJSON,
+		decodeIsJSON:      true,
 		classify:          DefaultClassifier,
 		retryTokens:       DefaultRetryTokens,
 		retryRatio:        DefaultRetryTokenRatio,
@@ -473,7 +475,7 @@ func WithDecoder(d Decoder) Option {
 			c.fail("WithDecoder: nil decoder")
 			return
 		}
-		c.decode = d
+		c.decode, c.decodeIsJSON = d, false
 	})
 }
 

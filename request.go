@@ -130,29 +130,35 @@ func checkName(what, s string) error {
 	return nil
 }
 
-// newRecord validates req and turns it into a pending journal record.
-func (c *Client) newRecord(req Request) (*journal.Record, error) {
-	scope := c.scopeOr(req.Scope)
-	if err := checkName("scope", scope); err != nil {
-		return nil, err
+// newRecord validates req and turns it into a pending journal record. The
+// array it also returns, made with the record, is room for a Submit's
+// first attempt.
+func (c *Client) newRecord(req Request) (*journal.Record, *[1]journal.Attempt, error) {
+	// Checked byte by byte only when the caller gave them: the Client's
+	// scope was checked when it was made (WithScope; DefaultScope), and
+	// a key newKey made is a UUID (TestOwnNamesPassCheckName).
+	scope := req.Scope
+	if scope == "" {
+		scope = c.cfg.scope
+	} else if err := checkName("scope", scope); err != nil {
+		return nil, nil, err
 	}
 	key := req.Key
 	if key == "" {
 		if c.cfg.keyHeader == "" {
-			return nil, fmt.Errorf("%w: with WithKeyInBody, set Request.Key (idem.NewKey()) and put it in the body", ErrInvalidRequest)
+			return nil, nil, fmt.Errorf("%w: with WithKeyInBody, set Request.Key (idem.NewKey()) and put it in the body", ErrInvalidRequest)
 		}
 		var err error
 		if key, err = newKey(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-	}
-	if err := checkName("key", key); err != nil {
-		return nil, err
+	} else if err := checkName("key", key); err != nil {
+		return nil, nil, err
 	}
 	if key == "." || key == ".." {
 		// URL resolution would turn its result endpoint into another
 		// resource's.
-		return nil, fmt.Errorf("%w: key %q is a URL path segment of its own; use another key", ErrInvalidRequest, key)
+		return nil, nil, fmt.Errorf("%w: key %q is a URL path segment of its own; use another key", ErrInvalidRequest, key)
 	}
 	method := req.Method
 	if method == "" {
@@ -161,11 +167,11 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 	// A method is a token, as a header name is: net/http refuses any
 	// other before sending, on every attempt.
 	if !httpsyntax.ValidHeaderName(method) || strings.ToUpper(method) != method {
-		return nil, fmt.Errorf("%w: method %q; use an upper-case HTTP method such as POST", ErrInvalidRequest, method)
+		return nil, nil, fmt.Errorf("%w: method %q; use an upper-case HTTP method such as POST", ErrInvalidRequest, method)
 	}
 	target, err := c.urls.parse(req.URL)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	u := &target.u // read only: the cache's
 	resultURL := req.ResultURL
@@ -182,59 +188,60 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 			strings.ReplaceAll(query, "{key}", url.QueryEscape(key))
 		ref, err := url.Parse(filled)
 		if err != nil {
-			return nil, fmt.Errorf("%w: result endpoint for key %q: %v", ErrInvalidRequest, key, err)
+			return nil, nil, fmt.Errorf("%w: result endpoint for key %q: %v", ErrInvalidRequest, key, err)
 		}
 		resultURL = u.ResolveReference(ref).String()
 	}
 	if resultURL != "" {
 		if _, err := absoluteURL("ResultURL", resultURL); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if c.cfg.keyHeader == "" && !keyInBody(key, req.Body) {
-		return nil, fmt.Errorf("%w: with WithKeyInBody, the body must carry Request.Key %q: without it the server gets no key and may execute every retry", ErrInvalidRequest, key)
+		return nil, nil, fmt.Errorf("%w: with WithKeyInBody, the body must carry Request.Key %q: without it the server gets no key and may execute every retry", ErrInvalidRequest, key)
 	}
 	if len(req.Body) > MaxBodyBytes {
-		return nil, fmt.Errorf("%w: body is %d bytes; at most %d can be journaled", ErrInvalidRequest, len(req.Body), MaxBodyBytes)
+		return nil, nil, fmt.Errorf("%w: body is %d bytes; at most %d can be journaled", ErrInvalidRequest, len(req.Body), MaxBodyBytes)
 	}
 	if len(req.Ref) > maxNameLen {
-		return nil, fmt.Errorf("%w: Ref is %d bytes; at most %d", ErrInvalidRequest, len(req.Ref), maxNameLen)
+		return nil, nil, fmt.Errorf("%w: Ref is %d bytes; at most %d", ErrInvalidRequest, len(req.Ref), maxNameLen)
 	}
 	// Canonical names, so that a resubmission compares equal however the
 	// caller spelled them.
 	header := make(http.Header, len(req.Header)+1)
 	for name, vals := range req.Header {
 		if !httpsyntax.ValidHeaderName(name) {
-			return nil, fmt.Errorf("%w: header name %q is not a valid HTTP token", ErrInvalidRequest, name)
+			return nil, nil, fmt.Errorf("%w: header name %q is not a valid HTTP token", ErrInvalidRequest, name)
 		}
 		canon := http.CanonicalHeaderKey(name)
 		if slices.Contains(secretHeaders[:], canon) {
-			return nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, canon)
+			return nil, nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, canon)
 		}
 		if why := connectionHeader(canon); why != "" {
-			return nil, fmt.Errorf("%w: header %s: %s", ErrInvalidRequest, canon, why)
+			return nil, nil, fmt.Errorf("%w: header %s: %s", ErrInvalidRequest, canon, why)
 		}
 		if c.cfg.keyHeader != "" && canon == c.cfg.keyHeader {
-			return nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key; remove it from Header", ErrInvalidRequest, canon)
+			return nil, nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key; remove it from Header", ErrInvalidRequest, canon)
 		}
 		for _, v := range vals {
 			if !validHeaderValue(v) {
-				return nil, fmt.Errorf("%w: header %s has a control character in %q; it could never be sent", ErrInvalidRequest, canon, v)
+				return nil, nil, fmt.Errorf("%w: header %s has a control character in %q; it could never be sent", ErrInvalidRequest, canon, v)
 			}
 		}
 		if _, twice := header[canon]; twice {
 			// Merged in map order, which varies: the same Request would
 			// journal differently, and a resubmission would read as the
 			// key reused for another request.
-			return nil, fmt.Errorf("%w: header %s is given under two spellings of its name; give its values once, in the order to send them", ErrInvalidRequest, canon)
+			return nil, nil, fmt.Errorf("%w: header %s is given under two spellings of its name; give its values once, in the order to send them", ErrInvalidRequest, canon)
 		}
 		header[canon] = append(header[canon], vals...)
 	}
 	// The record and the default Content-Type's value list in one
 	// allocation: newRecord runs on every Submit.
 	made := &struct {
-		rec journal.Record
-		ct  [1]string
+		rec   journal.Record
+		ct    [1]string
+		first [1]journal.Attempt
 	}{}
 	if headerValue(header, "Content-Type") == "" && len(req.Body) > 0 {
 		made.ct[0] = "application/json"
@@ -265,7 +272,7 @@ func (c *Client) newRecord(req Request) (*journal.Record, error) {
 		// Due only if the caller abandons it: Do normally settles it first.
 		NextDue: now.Add(c.cfg.reconcileInterval),
 	}
-	return &made.rec, nil
+	return &made.rec, &made.first, nil
 }
 
 // keyInBody reports whether body holds key as written, as JSON writes it

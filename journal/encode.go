@@ -103,7 +103,13 @@ func encode(dst []byte, r *Record) []byte {
 func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
 	size := 3 + 1 + len(r.Review) + len(r.Scope) + len(r.Key) + len(r.Ref) + len(r.Method) +
 		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts) + 1 + 64*len(r.Confirmations) + len(r.Trace) + 1
+	// The names are gathered for appendHeader as they are counted: one
+	// pass over the map, not two. On the stack for the few headers a
+	// request has: this runs on every write.
+	var small [8]string
+	names := small[:0]
 	for k, vs := range r.Header {
+		names = append(names, k)
 		size += len(k) + 2
 		for _, v := range vs {
 			size += len(v) + 2
@@ -123,7 +129,7 @@ func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
 	dst = appendString(dst, r.URL)
 	dst = appendString(dst, r.QueryURL)
 	hs := len(dst)
-	dst = appendHeader(dst, r.Header)
+	dst = appendHeaderNames(dst, r.Header, names)
 	he := len(dst)
 	dst = appendBytes(dst, r.Body)
 	dst = append(dst, r.BodySHA[:]...)
@@ -215,16 +221,20 @@ func appendTime(dst []byte, t time.Time) []byte {
 // appendHeader writes keys in sorted order so that equal records encode to
 // equal bytes.
 func appendHeader(dst []byte, h http.Header) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(h)))
-	if len(h) == 0 {
-		return dst
-	}
-	// On the stack for the few headers a request has: this runs on every
-	// write.
 	var small [8]string
 	keys := small[:0]
 	for k := range h {
 		keys = append(keys, k)
+	}
+	return appendHeaderNames(dst, h, keys)
+}
+
+// appendHeaderNames is appendHeader given the names of h, in any order;
+// it sorts them in place.
+func appendHeaderNames(dst []byte, h http.Header, keys []string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(h)))
+	if len(h) == 0 {
+		return dst
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -497,6 +507,13 @@ func (d *decoder) uvarint() uint64 {
 	if d.err != nil {
 		return 0
 	}
+	// One byte, as most are (lengths, counts), read here: binary.Uvarint's
+	// loop for it was most of what a decode spent on varints.
+	if len(d.b) > 0 && d.b[0] < 0x80 {
+		v := d.b[0]
+		d.b = d.b[1:]
+		return uint64(v)
+	}
 	v, n := binary.Uvarint(d.b)
 	if n <= 0 {
 		d.fail("bad varint")
@@ -509,6 +526,14 @@ func (d *decoder) uvarint() uint64 {
 func (d *decoder) varint() int64 {
 	if d.err != nil {
 		return 0
+	}
+	if len(d.b) > 0 && d.b[0] < 0x80 { // one byte, as uvarint's
+		ux := uint64(d.b[0])
+		d.b = d.b[1:]
+		if ux&1 != 0 {
+			return ^int64(ux >> 1)
+		}
+		return int64(ux >> 1)
 	}
 	v, n := binary.Varint(d.b)
 	if n <= 0 {

@@ -76,6 +76,21 @@ func recordKey(scope, key string) []byte {
 	return append(k, key...)
 }
 
+// rkRoom is the room a create's or an update's write keeps for its record
+// key: a scope and a UUID key fit, and the key then takes no allocation
+// of its own on every write.
+const rkRoom = 64
+
+// recordKeyIn is recordKey written into room when it fits there.
+func recordKeyIn(room *[rkRoom]byte, scope, key string) []byte {
+	if len(scope)+1+len(key) > rkRoom {
+		return recordKey(scope, key)
+	}
+	k := append(room[:0], scope...)
+	k = append(k, 0)
+	return append(k, key...)
+}
+
 // seqKey is the key of the record with sequence number n.
 func seqKey(n uint64) []byte {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, seqKeySize), n)

@@ -569,7 +569,8 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	if err := validateRecord(stored, !owned); err != nil {
 		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
-	w := &createOp{rk: recordKey(stored.Scope, stored.Key), stored: stored, claim: claim}
+	w := &createOp{stored: stored, claim: claim}
+	w.rk = recordKeyIn(&w.rkRoom, stored.Scope, stored.Key)
 	w.enc = encode(nil, stored)
 	w.op = w
 	err := s.do(ctx, &w.request)
@@ -591,6 +592,7 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 type createOp struct {
 	request
 	rk     []byte
+	rkRoom [rkRoom]byte // rk's bytes, when they fit
 	stored *Record
 	enc    []byte
 	claim  *Lease
@@ -677,7 +679,8 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
-	u := &updateOp{s: s, rk: recordKey(scope, key), fn: fn, lease: lease, leased: leased}
+	u := &updateOp{s: s, fn: fn, lease: lease, leased: leased}
+	u.rk = recordKeyIn(&u.rkRoom, scope, key)
 	u.op = u
 	if err := s.do(ctx, &u.request); err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
@@ -694,6 +697,7 @@ type updateOp struct {
 	request
 	s      *Store
 	rk     []byte
+	rkRoom [rkRoom]byte // rk's bytes, when they fit
 	fn     func(*Record) error
 	lease  Lease // the caller's, checked in the commit when leased
 	leased bool
@@ -1351,6 +1355,16 @@ func validateRecord(r *Record, hash bool) error {
 	return nil
 }
 
+// sameResolution is reflect.DeepEqual(a, b), without reflection for the
+// nil that nearly every record holds: DeepEqual of a nil and a non-nil
+// pointer is false, of two nils true.
+func sameResolution(a, b *Resolution) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return reflect.DeepEqual(a, b)
+}
+
 // validateChange checks what Update's fn did: the record must stay valid
 // and keep what identifies the operation on the wire (promise: same key,
 // same bytes, same URL on every attempt). was.Body must be the stored
@@ -1371,7 +1385,7 @@ func validateChange(was, r *Record) error {
 		return errorf("update changed Created: %w", ErrInvalid)
 	case r.Trace != was.Trace:
 		return errorf("update changed Trace: %w", ErrInvalid)
-	case !reflect.DeepEqual(r.Resolved, was.Resolved):
+	case !sameResolution(r.Resolved, was.Resolved):
 		return errorf("update changed Resolved: only Resolve records a manual resolution: %w", ErrInvalid)
 	case !slices.Equal(r.Confirmations, was.Confirmations):
 		return errorf("update changed Confirmations: only Confirm records a confirmation: %w", ErrInvalid)
