@@ -432,14 +432,17 @@ func mentionsKey(body []byte) bool {
 // matched without regard to case, and '-', '_' and ' ' match one
 // another: error codes spell a header name with underscores, messages a
 // field's with spaces. It must stand as a word of its own: a member
-// named "id" is not named by "invalid".
+// named "id" is not named by "invalid", nor by "customer_id" or a JSON
+// Pointer's ".../customer/data/id" (another resource's), nor by a
+// member of the error body holding an identifier (identMember).
 func namesKey(body []byte, name string) bool {
 	if mentionsKey(body) {
 		return true
 	}
 	for i := 0; name != "" && i+len(name) <= len(body); i++ {
-		if sameName(body[i:i+len(name)], name) && (i == 0 || !alnum(body[i-1])) &&
-			(i+len(name) == len(body) || !alnum(body[i+len(name)])) {
+		end := i + len(name)
+		if sameName(body[i:end], name) && (i == 0 || !alnum(body[i-1]) && !joiner(body[i-1])) &&
+			(end == len(body) || !alnum(body[end])) && !identMember(body, end) {
 			return true
 		}
 	}
@@ -629,6 +632,32 @@ func awsErrorCode(h http.Header, body []byte, codes map[string]bool) bool {
 		i = j + 1
 	}
 	return false
+}
+
+// joiner reports whether c, before a word, makes it the tail of a longer
+// name: customer_id, customer-id, customer.id, /customer/data/id.
+func joiner(c byte) bool { return c == '_' || c == '-' || c == '.' || c == '/' }
+
+// identMember reports whether the word ending at end in a JSON body is
+// the name of a member whose value is an identifier, a string without a
+// space: an error object's own "id" (JSON:API's), a server's trace
+// "request_id". A member whose value is words, or a list of them, is a
+// field's errors ({"request_id": ["has already been taken"]}, as Rails
+// writes them), which do speak of it.
+func identMember(body []byte, end int) bool {
+	if end >= len(body) || body[end] != '"' {
+		return false
+	}
+	rest := bytes.TrimLeft(body[end+1:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != '"' {
+		return false
+	}
+	v, _, closed := bytes.Cut(rest[1:], []byte(`"`))
+	return closed && !bytes.ContainsAny(v, " \t")
 }
 
 func alnum(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' }

@@ -70,16 +70,7 @@ func TestBodyKeyReuseNamedByItsField(t *testing.T) {
 			`"message":"merchant_order_id must be provided"}`}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			v := newVendor(t, tt.shape)
-			c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
-			req := idem.Request{Key: key, URL: v.srv.URL + "/api/v1/pa/payment_intents/create", Body: []byte(body)}
-			for range 2 { // the intent submitted again gets the journaled outcome
-				res, err := c.Submit(t.Context(), req)
-				require.ErrorIs(t, err, idem.ErrFailed)
-				require.Equal(t, tt.conflict, errors.Is(err, idem.ErrKeyConflict), "ErrKeyConflict in %v", err)
-				require.Equal(t, idem.StateFailed, res.State)
-				v.requireBodies(t, body, 1)
-			}
+			requireRefusedOnce(t, tt.shape, key, "/api/v1/pa/payment_intents/create", body, tt.conflict)
 		})
 	}
 	t.Run("airwallex duplicate_request after a lost response", func(t *testing.T) {
@@ -124,5 +115,52 @@ func TestBodyKeyParameterMismatch(t *testing.T) {
 			require.Equal(t, idem.StateFailed, res.State)
 			v.requireBodies(t, tt.body, 1)
 		})
+	}
+}
+
+// A JSON:API server takes a client-generated id as the resource's "id"
+// member (JSON:API 1.1, "Client-Generated IDs": the key in the body) and
+// answers a validation failure with 422 and error objects that carry
+// their own "id" member and a JSON Pointer to the offending member
+// (JSON:API 1.1, "Error Objects"; its example's 422). Neither speaks of
+// the key: the error object's "id" is the occurrence's, the pointer's
+// ".../customer/data/id" another resource's. A plain refusal: failed,
+// not a key conflict, sent once. A Rails server's uniqueness error on
+// the member ({"id": ["has already been taken"]}, ActiveRecord's
+// errors.messages.taken) does speak of the key.
+func TestBodyKeyGenericFieldNameInErrors(t *testing.T) {
+	const key = "5f8a2c1e-9b3d-4e7f-8a6b-1c2d3e4f5a6b"
+	body := `{"data":{"type":"payments","id":"` + key + `","attributes":{"amount":100,"currency":"EUR"},` +
+		`"relationships":{"customer":{"data":{"type":"customers","id":"cus-1"}}}}}`
+	for _, tt := range []struct {
+		name, answer string
+		conflict     bool
+	}{
+		{"error object id", `{"errors":[{"id":"a1b2c3","status":"422","title":"Invalid Attribute",` +
+			`"detail":"Amount must be at least 500.","source":{"pointer":"/data/attributes/amount"}}]}`, false},
+		{"pointer to another resource's id", `{"errors":[{"status":"422","title":"Invalid Relationship",` +
+			`"detail":"Customer cus-1 does not exist.","source":{"pointer":"/data/relationships/customer/data/id"}}]}`, false},
+		{"rails uniqueness of the id", `{"errors":{"id":["has already been taken"]}}`, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			requireRefusedOnce(t, shape{status: http.StatusUnprocessableEntity, body: tt.answer}, key, "/payments", body, tt.conflict)
+		})
+	}
+}
+
+// requireRefusedOnce submits body, its key in it, to a server that
+// answers sh: failed, a key conflict or not as conflict says, and sent
+// once, however often the intent is submitted again.
+func requireRefusedOnce(t *testing.T, sh shape, key, path, body string, conflict bool) {
+	t.Helper()
+	v := newVendor(t, sh)
+	c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+	req := idem.Request{Key: key, URL: v.srv.URL + path, Body: []byte(body)}
+	for range 2 { // the intent submitted again gets the journaled outcome
+		res, err := c.Submit(t.Context(), req)
+		require.ErrorIs(t, err, idem.ErrFailed)
+		require.Equal(t, conflict, errors.Is(err, idem.ErrKeyConflict), "ErrKeyConflict in %v", err)
+		require.Equal(t, idem.StateFailed, res.State)
+		v.requireBodies(t, body, 1)
 	}
 }
