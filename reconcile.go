@@ -534,8 +534,13 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var refs []ref // every ref claimed this pass
 	var derr error
 	claimed := 0
+	var aerr error // the push-back's first journal error
 	claim := func() ([]ref, bool) {
-		if derr != nil {
+		// After a push-back that failed, the same backlog, still due,
+		// would be claimed and set aside again at once: on the file
+		// journal, whose claims are kept in memory, as fast as a full
+		// disk refuses its writes.
+		if derr != nil || aerr != nil {
 			return nil, false
 		}
 		now := c.cfg.clock.Now()
@@ -600,7 +605,6 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var verr error
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
-	var aerr error
 	setAside := map[string]int{}
 	givenUp := map[ref]bool{} // set aside, and their claims given up
 	aside := func(set []ref) {

@@ -56,7 +56,8 @@ func (c *Client) stallAfter() time.Duration {
 // hosts' due operations are reached, those falling due meanwhile
 // included. A slow host keeps its share busy with the refs claimed for
 // it. claim returns the refs it claimed, and whether it claimed a whole
-// batch (more may be due); nothing once it fails (the pass records why).
+// batch (more may be due); nothing once it or a push-back fails (the
+// pass records why).
 // tick is called on each of those ticks, before claim, as skip and done
 // are: one at a time with them.
 func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
