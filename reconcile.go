@@ -534,8 +534,13 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var refs []ref // every ref claimed this pass
 	var derr error
 	claimed := 0
+	var aerr error // the push-back's first journal error
 	claim := func() ([]ref, bool) {
-		if derr != nil {
+		// After a push-back that failed, the same backlog, still due,
+		// would be claimed and set aside again at once: on the file
+		// journal, whose claims are kept in memory, as fast as a full
+		// disk refuses its writes.
+		if derr != nil || aerr != nil {
 			return nil, false
 		}
 		now := c.cfg.clock.Now()
@@ -567,13 +572,15 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 		return false, phase, err
 	}
-	// One visit a pass probes a host that looks unreachable; the rest of its
+	// One visit a pass (and one at a time on each tick of a pass that
+	// lasts, below) probes a host that looks unreachable; the rest of its
 	// operations are postponed, so that its backlog does not hold up the
 	// other hosts' operations. A host that asked for rest (429 or 503 with
 	// Retry-After) gets no visit until the rest is over: its operations
 	// are postponed to then. One past the reconciliation deadline is
 	// visited all the same: its visit flags it for review, with no request.
 	probed := map[string]bool{}
+	probing := map[string]ref{} // the probe under way, by host
 	var postponed []ref
 	skip := func(p *ref) bool {
 		r := *p
@@ -589,6 +596,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 		if !probed[r.host] {
 			probed[r.host] = true
+			probing[r.host] = r
 			return false
 		}
 		postponed = append(postponed, r)
@@ -597,7 +605,6 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var verr error
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
-	var aerr error
 	setAside := map[string]int{}
 	givenUp := map[ref]bool{} // set aside, and their claims given up
 	aside := func(set []ref) {
@@ -608,8 +615,43 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 			givenUp[r] = true
 		}
 	}
-	c.visitFair(ctx, first, claim, aside, skip, func(r ref, _ *Result, news hostNews, err error) bool {
+	var perr, berr error // postpone's and bringBack's first
+	// A pass lasts as long as a slow host's visits do, claiming on
+	// meanwhile: what it does once a pass for a host that looks
+	// unreachable or resting is done on each tick as well. Else that
+	// host, probed once, is not probed again however long the pass
+	// lasts, though it may be back, and the operations passed over for
+	// it stay claimed, every other replica kept off them, until the
+	// pass ends. Those are postponed and given up now; a host whose
+	// probe ended gets another, one at a time; and what was postponed
+	// for a host that answers again is due at once.
+	tick := func() {
+		for host := range probed {
+			if _, on := probing[host]; !on {
+				delete(probed, host)
+			}
+		}
+		if len(postponed) > 0 {
+			if e := c.postpone(ctx, postponed, stalls); e != nil && perr == nil {
+				perr = e
+			}
+			rctx, cancel := c.releasesContext(ctx)
+			for _, r := range postponed {
+				_ = c.store.Release(rctx, r.lease) // a failure only leaves the lease to expire
+				givenUp[r] = true
+			}
+			cancel()
+			postponed = nil
+		}
+		if e := c.bringBack(ctx, stalls); e != nil && berr == nil {
+			berr = e
+		}
+	}
+	c.visitFair(ctx, first, claim, aside, tick, skip, func(r ref, _ *Result, news hostNews, err error) bool {
 		visited[r] = true
+		if probing[r.host] == r {
+			delete(probing, r.host)
+		}
 		if !news.rest.IsZero() {
 			stalls.rested(r.host, news.rest)
 		}
@@ -638,10 +680,16 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 		return true
 	})
-	if perr := c.postpone(ctx, postponed, stalls); perr != nil && err == nil && verr == nil {
+	if e := c.postpone(ctx, postponed, stalls); e != nil && perr == nil {
+		perr = e
+	}
+	if perr != nil && err == nil && verr == nil {
 		phase, err = "postpone", perr
 	}
-	if berr := c.bringBack(ctx, stalls); berr != nil && err == nil && verr == nil {
+	if e := c.bringBack(ctx, stalls); e != nil && berr == nil {
+		berr = e
+	}
+	if berr != nil && err == nil && verr == nil {
 		phase, err = "bring back", berr
 	}
 	for r := range givenUp {

@@ -56,8 +56,11 @@ func (c *Client) stallAfter() time.Duration {
 // hosts' due operations are reached, those falling due meanwhile
 // included. A slow host keeps its share busy with the refs claimed for
 // it. claim returns the refs it claimed, and whether it claimed a whole
-// batch (more may be due); nothing once it fails (the pass records why).
-func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref, bool), aside func([]ref), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
+// batch (more may be due); nothing once it or a push-back fails (the
+// pass records why).
+// tick is called on each of those ticks, before claim, as skip and done
+// are: one at a time with them.
+func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
 	if len(first) == 0 {
 		return
 	}
@@ -70,8 +73,8 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 		close(jobs)
 		wg.Wait()
 	}()
-	tick := time.NewTicker(c.stallAfter() / 2)
-	defer tick.Stop()
+	ticker := time.NewTicker(c.stallAfter() / 2)
+	defer ticker.Stop()
 	busy, spawned := 0, 0
 	inflight := map[string]int{}
 	quiet := map[string]int{} // ticks since a visit to the host started from none or ended
@@ -130,10 +133,13 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 				delete(inflight, r.host)
 			}
 			delete(quiet, r.host)
-		case <-tick.C:
+		case <-ticker.C:
 			if v.stopped() {
 				continue
 			}
+			v.mu.Lock()
+			tick()
+			v.mu.Unlock()
 			for host, n := range inflight {
 				if n < share {
 					continue

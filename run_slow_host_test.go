@@ -52,18 +52,7 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 			keys := map[string]bool{}
 			waitSettled := func(n int, within time.Duration) {
 				t.Helper()
-				timeout := time.After(within)
-				for len(keys) < n {
-					select {
-					case k := <-settled:
-						require.False(t, keys[k], "%s settled twice", k)
-						keys[k] = true
-					case err := <-ran:
-						t.Fatalf("Run() returned %v", err)
-					case <-timeout:
-						t.Fatalf("%d of %d operations settled after %v (%d requests to the slow host held)", len(keys), n, within, network.held.Load())
-					}
-				}
+				settledOnce(t, settled, ran, keys, n, within, network)
 			}
 
 			// Well within the attempt timeout, which would end the held
@@ -96,6 +85,25 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 			require.NoError(t, err)
 			require.Empty(t, open, "operations still open")
 		})
+	}
+}
+
+// settledOnce adds to keys the operations settled, until there are n,
+// each settled once; it fails the test if Run returns first, or if within
+// passes while held still holds the slow host's requests.
+func settledOnce(t *testing.T, settled <-chan string, ran <-chan error, keys map[string]bool, n int, within time.Duration, held *heldHost) {
+	t.Helper()
+	timeout := time.After(within)
+	for len(keys) < n {
+		select {
+		case k := <-settled:
+			require.False(t, keys[k], "%s settled twice", k)
+			keys[k] = true
+		case err := <-ran:
+			t.Fatalf("Run() returned %v", err)
+		case <-timeout:
+			t.Fatalf("%d of %d operations settled after %v (%d requests to the slow host held, %d ended)", len(keys), n, within, held.held.Load(), held.ended.Load())
+		}
 	}
 }
 
