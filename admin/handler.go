@@ -447,7 +447,7 @@ func (h *handler) operatorName(r *http.Request, claimed string) (string, error) 
 		return "", &Error{http.StatusForbidden, "forbidden", "the service could not name the operator of this request (WithOperator): " + err.Error()}
 	case name == "":
 		return "", &Error{http.StatusForbidden, "forbidden", "the service named no operator for this request (WithOperator); a manual settlement must say who made it"}
-	case len(name) > maxBy || !utf8.ValidString(name) || strings.ContainsFunc(name, unicode.IsControl):
+	case len(name) > maxBy || !printable(name):
 		// The service's naming is at fault, not the operator's request:
 		// say so rather than blame the body.
 		return "", &Error{http.StatusForbidden, "forbidden", fmt.Sprintf(
@@ -456,10 +456,16 @@ func (h *handler) operatorName(r *http.Request, claimed string) (string, error) 
 	if claimed == "" || claimed == name {
 		return name, nil
 	}
-	if both := name + " (said " + claimed + ")"; len(both) <= maxBy && utf8.ValidString(claimed) && !strings.ContainsFunc(claimed, unicode.IsControl) {
+	if both := name + " (said " + claimed + ")"; len(both) <= maxBy && printable(claimed) {
 		return both, nil
 	}
 	return name, nil
+}
+
+// printable reports whether s can be recorded as a resolution's by: UTF-8
+// without control characters, as idem.Client.Resolve requires.
+func printable(s string) bool {
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // ResolveAnswer is the answer of POST /resolve.

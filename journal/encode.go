@@ -523,25 +523,14 @@ func (d *decoder) uvarint() uint64 {
 	return v
 }
 
+// varint is binary.Varint's zig-zag decoding of a uvarint, which reads
+// the common one-byte case itself.
 func (d *decoder) varint() int64 {
-	if d.err != nil {
-		return 0
+	ux := d.uvarint()
+	if ux&1 != 0 {
+		return ^int64(ux >> 1)
 	}
-	if len(d.b) > 0 && d.b[0] < 0x80 { // one byte, as uvarint's
-		ux := uint64(d.b[0])
-		d.b = d.b[1:]
-		if ux&1 != 0 {
-			return ^int64(ux >> 1)
-		}
-		return int64(ux >> 1)
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
+	return int64(ux >> 1)
 }
 
 // int decodes a varint into an int; on 32-bit platforms a value that does
