@@ -540,19 +540,22 @@ func createdResource(status int, body []byte) string {
 
 // reusedElsewhere reports whether a 409's body says the key was used
 // before by a request other than this one (PayFacto's
-// IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error):
+// IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error,
+// emergepay's "already exists with a conflicting payload"):
 // the 422 of servers that answer it with 409. Other 409s say the key's
 // request is still running, often in words about the key too ("already
 // in progress", "in use"), so the words for a request that differs are
 // narrower than reusesKey's, and any word of a request still running
 // leaves the 409 read as in flight: read as a conflict, a request still
-// running would fail ours while it may yet succeed.
+// running would fail ours while it may yet succeed. "conflicting" must
+// be a word before another: GoCardless's links.conflicting_resource_id
+// names the resource its key made, which is no other request's.
 func reusedElsewhere(body []byte, name string) bool {
 	if !namesKey(body, name) {
 		return false
 	}
 	return !saysAny(body, "progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still") &&
-		saysAny(body, "differ", "mismatch", "not match", "reuse", "re-use", "already used", "already_used", "already been used", "previously used")
+		saysAny(body, "differ", "mismatch", "not match", "conflicting ", "reuse", "re-use", "already used", "already_used", "already been used", "previously used")
 }
 
 // refusalInFlight reports whether a refusal other than a 409 (a

@@ -322,6 +322,8 @@ func TestReusedElsewhere(t *testing.T) {
 		`{"type":"idempotency_key_already_used_error","resource_id":"ach_1"}`:                                             true,
 		`{"message":"Idempotency-Key was previously used with a different request body"}`:                                 true,
 		`{"code":"idempotency_key_mismatch"}`:                                                                             true,
+		`{"message":"A transaction with the supplied idempotency-key already exists with a conflicting payload"}`:         true,
+		`{"message":"A transaction with the supplied idempotency-key is already in progress"}`:                            false,
 		`{"error":"There is currently another in-progress request using this Stripe API key and idempotency key."}`:       false,
 		`{"error":"Idempotency key already in use"}`:                                                                      false,
 		`{"error":"idempotency key reused while the first request is still processing"}`:                                  false,

@@ -62,6 +62,10 @@ func TestKeyReusedWithOtherParameters(t *testing.T) {
 		// https://increase.com/documentation/idempotency-keys
 		{"increase 409 idempotency_key_already_used_error", shape{status: 409, body: `{"status":409,` +
 			`"type":"idempotency_key_already_used_error","resource_id":"ach_transfer_uoxatyh3lt5evrsdvo7q"}`}, true, nil},
+		// https://dev.gravitypayments.com/docs/emergepay/common-error-codes/idempotency-error-codes/
+		// gives the message alone; the JSON around it is ours.
+		{"emergepay 409 conflicting payload", shape{status: 409, body: `{"message":` +
+			`"A transaction with the supplied idempotency-key already exists with a conflicting payload"}`}, true, nil},
 		{"409 key used with a different payload", shape{status: 409, body: `{"error":{"code":"idempotency_conflict",` +
 			`"message":"Idempotency-Key was previously used with a different request body"}}`}, true, nil},
 		{"paypal 400 malformed request id", shape{status: 400, body: `{"name":"INVALID_REQUEST",` +
@@ -124,6 +128,9 @@ func TestKeyShapesAfterALostResponse(t *testing.T) {
 		// https://www.mercadopago.com.ar/developers/en/docs/wallet-connect/payment-flow/idempotency/responses
 		{"mercado pago 409 not completed yet", []shape{{status: 409, body: `{"status":"409","error":"Conflict",` +
 			`"message":"The process has not been completed yet. Try again later.","cause":[{"code":"401001"}]}`}}, idem.StatePending, "", 5},
+		// https://dev.gravitypayments.com/docs/emergepay/common-error-codes/idempotency-error-codes/
+		{"emergepay 409 already in progress", []shape{{status: 409, body: `{"message":` +
+			`"A transaction with the supplied idempotency-key is already in progress"}`}}, idem.StatePending, "", 5},
 		{"409 key already in use", []shape{{status: 409, body: `{"error":"Idempotency key already in use: the same request is being processed"}`}},
 			idem.StatePending, "", 5},
 		{"stripe 400 idempotency_error after ours may have executed", []shape{lost, {status: 400, body: `{"error":{"type":"idempotency_error",` +

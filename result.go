@@ -502,7 +502,8 @@ type Classifier func(statusCode int) Verdict
 // PayPal's DUPLICATE_REQUEST_ID), not when it says the key is missing.
 // A Processing 409 is a key conflict, as a 422 is, when its body is about
 // the key and says the key's request differs from this one (PayFacto's
-// IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error),
+// IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error,
+// emergepay's "conflicting payload"),
 // unless it also says a request is still running ("in progress", "in
 // use", "processing"…): that is the key in flight.
 // A Conflict, or a Rejected 400, whose body is about the key or says
