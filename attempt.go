@@ -448,7 +448,8 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	}
 	switch {
 	case !query && cached == "":
-		a.replayed, a.created = marked && replayed(ex.header, ex.status), createdResource(ex.status, ex.body)
+		a.replayed = marked && replayed(ex.header, ex.status)
+		a.created, a.createdStatus = createdResource(ex.status, ex.body)
 		a.keyIgnored = marked && keyIgnored(ex.header)
 	case query && cached != "" && !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !pathNamesKey(rec.QueryURL, rec.Key):
 		a.otherCache = cached

@@ -100,9 +100,11 @@ type answer struct {
 	cut      bool // the body was not read whole (a read error, or over the cap)
 	replayed bool // marked as the stored answer (Idempotent-Replayed: true, …)
 	// created: a refusal that names the resource the key already created
-	// (GoCardless's 409 idempotent_creation_conflict), the server's final
-	// word for the key as a replay is; empty for any other answer.
-	created string
+	// (GoCardless's 409 idempotent_creation_conflict, Primer's
+	// IdempotencyKeyAlreadyExists), the server's final word for the key as
+	// a replay is; empty for any other answer. createdStatus: that
+	// resource's status, when the answer gives it.
+	created, createdStatus string
 	// redirect: where a router's redirect points (routerRedirect), which
 	// no handler ran for; empty for any other answer.
 	redirect string
@@ -300,6 +302,12 @@ func replayMeaning(p past, a answer) judgment {
 		return judgment{move: moveSettle, label: "replayed_rejection",
 			out:      Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)},
 			conflict: a.keyConflict}
+	case a.created != "" && resourceStatusOf(a.createdStatus) == statusFailed:
+		// The key's payment was declined: as a stored refusal, whichever
+		// request ran first was refused and nothing ran after it.
+		return judgment{move: moveSettle, label: "created_failed",
+			out:      Outcome{State: StateFailed, ResourceID: a.created, Reason: truncate(a.createdStatus, 64)},
+			conflict: a.keyConflict && !p.maybeExecuted}
 	case !p.maybeExecuted:
 		return judgment{move: moveReview, label: "replayed_foreign", review: ReviewKeyInUse, conflict: true}
 	case a.created != "":
@@ -506,16 +514,25 @@ func saysAny(body []byte, words ...string) bool {
 	return false
 }
 
-// createdResource is the resource a 409 says its key already created:
-// GoCardless answers a create resent after it succeeded so, never with
-// the 201 again, with an error whose reason is
-// idempotent_creation_conflict and whose links name the resource. Empty
-// for any other answer, and for one that names no resource: only the
-// resource makes the answer final.
-func createdResource(status int, body []byte) string {
+// createdResource is the resource a refusal says its key already
+// created, and its status when the refusal gives one. Servers that never
+// replay answer every later request with the key so:
+//   - GoCardless, a create resent after it succeeded: a 409 whose reason
+//     is idempotent_creation_conflict and whose links name the resource;
+//   - Primer, any request after the key's was processed, a declined
+//     payment's too: a 409 whose errorId is IdempotencyKeyAlreadyExists
+//     (400 TransactionRequestIdempotencyKeyAlreadyExists before), with
+//     the payment's paymentId and paymentStatus.
+//
+// Empty for any other answer, and for one that names no resource: only
+// the resource makes the answer final.
+func createdResource(status int, body []byte) (id, state string) {
+	if id, state = primerPayment(status, body); id != "" {
+		return id, state
+	}
 	const reason = "idempotent_creation_conflict"
 	if status != http.StatusConflict || !bytes.Contains(body, []byte(reason)) {
-		return ""
+		return "", ""
 	}
 	var v struct {
 		Error struct {
@@ -528,14 +545,33 @@ func createdResource(status int, body []byte) string {
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &v) != nil {
-		return ""
+		return "", ""
 	}
 	for _, e := range v.Error.Errors {
 		if e.Reason == reason && e.Links.Resource != "" {
-			return e.Links.Resource
+			return e.Links.Resource, ""
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// primerPayment reads createdResource's Primer answer.
+func primerPayment(status int, body []byte) (id, state string) {
+	const code = "IdempotencyKeyAlreadyExists"
+	if status != http.StatusConflict && status != http.StatusBadRequest || !bytes.Contains(body, []byte(code)) {
+		return "", ""
+	}
+	var v struct {
+		Error struct {
+			ErrorID       string `json:"errorId"`
+			PaymentID     string `json:"paymentId"`
+			PaymentStatus string `json:"paymentStatus"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil || !strings.HasSuffix(v.Error.ErrorID, code) {
+		return "", ""
+	}
+	return v.Error.PaymentID, v.Error.PaymentStatus
 }
 
 // reusedElsewhere reports whether a 409's body says the key was used

@@ -261,26 +261,33 @@ func TestReusesKey(t *testing.T) {
 	}
 }
 
-// Only a 409 that names the resource its key created is the key's final
-// answer; any other 409 is still a key in flight.
+// Only a refusal that names the resource its key created is the key's
+// final answer; any other 409 is still a key in flight.
 func TestCreatedResource(t *testing.T) {
 	const conflict = `{"error":{"type":"invalid_state","errors":[{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":"PM1"}}]}}`
+	const primer = `{"error":{"errorId":"IdempotencyKeyAlreadyExists","paymentId":"gg3r3tsa3","paymentStatus":"SETTLED"}}`
 	for _, tt := range []struct {
-		status int
-		body   string
-		want   string
+		status      int
+		body        string
+		want, state string
 	}{
-		{409, conflict, "PM1"},
-		{409, `{"error":{"errors":[{"reason":"other"},{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":"PM2"}}]}}`, "PM2"},
-		{422, conflict, ""},
-		{409, `{"error":{"errors":[{"reason":"idempotent_creation_conflict"}]}}`, ""},
-		{409, `{"error":{"errors":[{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":7}}]}}`, ""},
-		{409, `{"error":{"errors":[{"reason":"idempotency_key_in_use","links":{"conflicting_resource_id":"PM1"}}]}}`, ""},
-		{409, `idempotent_creation_conflict`, ""},
-		{409, ``, ""},
+		{409, conflict, "PM1", ""},
+		{409, `{"error":{"errors":[{"reason":"other"},{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":"PM2"}}]}}`, "PM2", ""},
+		{422, conflict, "", ""},
+		{409, `{"error":{"errors":[{"reason":"idempotent_creation_conflict"}]}}`, "", ""},
+		{409, `{"error":{"errors":[{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":7}}]}}`, "", ""},
+		{409, `{"error":{"errors":[{"reason":"idempotency_key_in_use","links":{"conflicting_resource_id":"PM1"}}]}}`, "", ""},
+		{409, `idempotent_creation_conflict`, "", ""},
+		{409, ``, "", ""},
+		{409, primer, "gg3r3tsa3", "SETTLED"},
+		{400, `{"error":{"errorId":"TransactionRequestIdempotencyKeyAlreadyExists","paymentId":"6gHJtooK6","paymentStatus":"DECLINED"}}`, "6gHJtooK6", "DECLINED"},
+		{422, primer, "", ""},
+		{409, `{"error":{"errorId":"IdempotencyKeyAlreadyExists","paymentStatus":"SETTLED"}}`, "", ""},
+		{409, `{"error":{"errorId":"PaymentIdempotencyKeyAlreadyExistsNot","paymentId":"p1"}}`, "", ""},
+		{400, `{"error":{"errorId":"ValidationError","description":"IdempotencyKeyAlreadyExists","paymentId":"p1"}}`, "", ""},
 	} {
-		if got := createdResource(tt.status, []byte(tt.body)); got != tt.want {
-			t.Errorf("createdResource(%d, %s) = %q; want %q", tt.status, tt.body, got, tt.want)
+		if got, state := createdResource(tt.status, []byte(tt.body)); got != tt.want || state != tt.state {
+			t.Errorf("createdResource(%d, %s) = %q, %q; want %q, %q", tt.status, tt.body, got, state, tt.want, tt.state)
 		}
 	}
 }

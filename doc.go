@@ -86,7 +86,7 @@
 //	transport error, request not written     not executed            backoff, resend
 //	transport error after writing, timeout   ambiguous               query, then resend same key
 //	any answer marked replayed               the key's final answer  never resent (below)
-//	409 naming the resource the key created  the key's final answer  as a replayed 2xx (below)
+//	4xx naming the resource the key created  the key's final answer  as a replayed 2xx (below)
 //	Idempotency-Status: ignored, maybe run   no de-duplication       unknown, ReviewKeyIgnored, never resent
 //	  ... on a 2xx that settles it           may have run twice      settled, flagged ReviewMaybeTwice
 //
@@ -102,11 +102,14 @@
 // ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
 // [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx,
 // 408 or 499 is flagged for review at once ([ErrNeedsReview]) and still
-// queried. A 409 that names the resource its key already created
-// (GoCardless's idempotent_creation_conflict with
-// links.conflicting_resource_id) is judged as a replayed 2xx: succeeded
-// with that resource only if an earlier attempt may have reached the
-// server.
+// queried. A refusal that names the resource its key already created
+// (GoCardless's 409 idempotent_creation_conflict with
+// links.conflicting_resource_id, Primer's 409 IdempotencyKeyAlreadyExists
+// or 400 TransactionRequestIdempotencyKeyAlreadyExists with paymentId) is
+// judged as a replayed 2xx: succeeded with that resource only if an
+// earlier attempt may have reached the server, unless the answer says
+// the resource was declined or failed (Primer's paymentStatus), which
+// settles failed, as a replayed 4xx.
 //
 // An answer that says this attempt did not execute (409 in flight, 429, a
 // 4xx, a request never written) says nothing of earlier attempts: an

@@ -166,19 +166,22 @@ func TestProviderShapes(t *testing.T) {
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, review: idem.ReviewRefusedAfterSend, posts: 4},
 
 		// https://raw.githubusercontent.com/api-evangelist/primer/refs/heads/main/examples/primer-post-payments-response-400-idempotencyerror.json:
-		// a 400 naming the payment the key already made. To a key
-		// nothing of ours used, another request's: failed as a key
-		// conflict, its payment never taken for ours.
+		// a 400 naming the payment the key already made, to any request
+		// after the key's was processed (primer.io/docs/api/introduction/idempotency-key):
+		// the key's final word, as GoCardless's 409. To a key nothing of
+		// ours used, a request's that may be ours (a mesh's retry): for a
+		// person, its payment never taken for ours; after a lost
+		// response, ours. key_already_exists_answer_test.go has the 409.
 		{name: "primer 400 TransactionRequestIdempotencyKeyAlreadyExists",
 			shapes: []shape{{status: 400, body: `{"error":{"errorId":"TransactionRequestIdempotencyKeyAlreadyExists",` +
 				`"description":"Transaction request already exists with idempotency key 'k'.","paymentId":"6gHJtooK6","paymentStatus":"SETTLED",` +
 				`"diagnosticsId":"1234567898","validationErrors":[]}}`}},
-			state: idem.StateFailed, kinds: []error{idem.ErrFailed, idem.ErrKeyConflict}, posts: 1},
+			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict}, review: idem.ReviewKeyInUse, posts: 1},
 		{name: "primer 400 TransactionRequestIdempotencyKeyAlreadyExists after a lost response",
 			shapes: []shape{lost, {status: 400, body: `{"error":{"errorId":"TransactionRequestIdempotencyKeyAlreadyExists",` +
 				`"description":"Transaction request already exists with idempotency key 'k'.","paymentId":"6gHJtooK6","paymentStatus":"SETTLED",` +
 				`"diagnosticsId":"1234567898","validationErrors":[]}}`}},
-			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, review: idem.ReviewRefusedAfterSend, posts: 4},
+			state: idem.StateSucceeded, id: "6gHJtooK6", posts: 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.shapes...)

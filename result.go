@@ -517,10 +517,10 @@ type Classifier func(statusCode int) Verdict
 // body or its X-Amzn-ErrorType header) is Throttled, as a 429; one whose
 // code is DynamoDB's TransactionInProgressException is the key in
 // flight, as above.
-// Answers marked replayed (Idempotent-Replayed: true), and a 409 that
-// names the resource its key already created (GoCardless's
-// idempotent_creation_conflict), are judged before the classifier: see
-// the package documentation.
+// Answers marked replayed (Idempotent-Replayed: true), and a refusal
+// that names the resource its key already created (GoCardless's 409
+// idempotent_creation_conflict, Primer's IdempotencyKeyAlreadyExists),
+// are judged before the classifier: see the package documentation.
 func DefaultClassifier(statusCode int) Verdict {
 	switch {
 	case statusCode >= 200 && statusCode < 300:
