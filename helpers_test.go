@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -273,6 +274,25 @@ func requireForeignKey(t testing.TB, res *idem.Result, err error) {
 	require.Equal(t, idem.StateUnknown, res.State)
 	require.Empty(t, res.ResourceID, "another request's resource taken for ours")
 	require.Equal(t, idem.ReviewKeyInUse, res.Review)
+}
+
+// requireOutcome asserts that a call ended in state with resource id
+// and review, its error matching each of kinds (nil: no error), and
+// that no state but failed came with ErrFailed.
+func requireOutcome(t testing.TB, res *idem.Result, err error, state idem.State, kinds []error, id, review string) {
+	t.Helper()
+	if kinds == nil {
+		require.NoError(t, err)
+	}
+	for _, k := range kinds {
+		require.ErrorIs(t, err, k)
+	}
+	if !errors.Is(err, idem.ErrFailed) {
+		require.NotEqual(t, idem.StateFailed, res.State)
+	}
+	require.Equal(t, state, res.State)
+	require.Equal(t, id, res.ResourceID)
+	require.Equal(t, review, res.Review)
 }
 
 // requireDoSendsNothing asserts that an explicit Do of operation "k"

@@ -1,11 +1,8 @@
 package idem_test
 
 import (
-	"errors"
 	"net/http"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 )
@@ -186,18 +183,7 @@ func TestProviderShapes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.shapes...)
 			res, err := v.submit(t, tt.opts...)
-			if tt.kinds == nil {
-				require.NoError(t, err)
-			}
-			for _, k := range tt.kinds {
-				require.ErrorIs(t, err, k)
-			}
-			if !errors.Is(err, idem.ErrFailed) {
-				require.NotEqual(t, idem.StateFailed, res.State)
-			}
-			require.Equal(t, tt.state, res.State)
-			require.Equal(t, tt.id, res.ResourceID)
-			require.Equal(t, tt.review, res.Review)
+			requireOutcome(t, res, err, tt.state, tt.kinds, tt.id, tt.review)
 			header := tt.header
 			if header == "" {
 				header = "Idempotency-Key"

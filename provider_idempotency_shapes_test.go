@@ -1,0 +1,162 @@
+package idem_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// More payment APIs' documented idempotency answers, each to a client
+// with the default settings but for where the API wants its key: the
+// first create's answer replayed after a lost response, the same key in
+// flight, the key used with another body. Each row is what idem does
+// today and is safe: one request's worth of side effects, the same key
+// and bytes on every send, no failure for what may have executed, and no
+// other request's result taken for ours.
+func TestProviderIdempotencyShapes(t *testing.T) {
+	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
+	const razorpayPayout = `{"id":"pout_00000000000001","entity":"payout","fund_account_id":"fa_00000000000001","amount":1000000,` +
+		`"currency":"INR","fees":590,"tax":90,"status":"processing","purpose":"refund","utr":null,"mode":"IMPS",` +
+		`"reference_id":"Acme Transaction ID 12345","narration":"Acme Corp Fund Transfer","failure_reason":null}`
+	const payment = `{"amount":100}`
+	for _, tt := range []struct {
+		name   string
+		shapes []shape
+		header string // the key's header; "" with the key in the body
+		body   string // the request's body; payment when empty
+		state  idem.State
+		kinds  []error // errors.Is must match each; nil: no error
+		id     string
+		review string
+		posts  int
+	}{
+		// https://increase.com/documentation/idempotency-keys: the same
+		// request again gets "the object created during the first
+		// request" and Idempotent-Replayed: true; its objects echo the
+		// key in idempotency_key.
+		{name: "increase replayed transfer after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 200, header: http.Header{"Idempotent-Replayed": {"true"}},
+				body: `{"id":"ach_transfer_uoxatyh3lt5evrsdvo7q","type":"ach_transfer","amount":100,"currency":"USD",` +
+					`"status":"pending_approval","idempotency_key":"k"}`}},
+			state: idem.StateSucceeded, id: "ach_transfer_uoxatyh3lt5evrsdvo7q", posts: 2},
+
+		// https://razorpay.com/docs/api/x/payout-idempotency/: "If a
+		// duplicate request is found with the same idempotency key, we
+		// return the latest state of the payout entity", unmarked; a
+		// payout still "processing" was created. "A different payload
+		// will be rejected as a BAD_REQUEST", in Razorpay's error
+		// envelope (razorpay.com/docs/errors), its description as
+		// integrations match it (frappe's razorpayx integration).
+		{name: "razorpay payout returned again after a lost response", header: "X-Payout-Idempotency",
+			shapes: []shape{lost, {status: 200, body: razorpayPayout}},
+			state:  idem.StateSucceeded, id: "pout_00000000000001", posts: 2},
+		{name: "razorpay 400 different request body", header: "X-Payout-Idempotency",
+			shapes: []shape{{status: 400, body: `{"error":{"code":"BAD_REQUEST_ERROR",` +
+				`"description":"Different request body sent for the same Idempotency Header","source":"NA","step":"NA","reason":"NA","metadata":{}}}`}},
+			state: idem.StateFailed, kinds: []error{idem.ErrFailed, idem.ErrKeyConflict}, posts: 1},
+
+		// https://developers.dwolla.com/docs/api-reference/api-fundamentals/idempotency-key:
+		// the same key again gets "a 201 Created, with the original
+		// response of the created resource" (a transfer's is its
+		// Location, no body), and 409 while the first is still running;
+		// after a 500 the key stays locked, answered 409 for 24 hours
+		// (status.dwolla.com/incidents/bkl5393wxlhf).
+		{name: "dwolla 201 Location again after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 201, header: http.Header{"Location": {"https://api.dwolla.com/transfers/d76265cd-0951-e511-80da-0aa34a9b2388"}}}},
+			state:  idem.StateSucceeded, id: "d76265cd-0951-e511-80da-0aa34a9b2388", posts: 2},
+		{name: "dwolla 409 while the first is processing, after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 409, body: ``}},
+			state:  idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "dwolla 500 then the key locked", header: "Idempotency-Key",
+			shapes: []shape{{status: 500, body: `{"code":"ServerError","message":"A server error occurred. Error ID: 6188070b-8a3c-4f0e-9a3e-1f2a3b4c5d6e."}`},
+				{status: 409, body: ``}},
+			state: idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://docs.moderntreasury.com/reference/idempotent-requests:
+		// the original response echoed back, unmarked; 409 while the key
+		// is being stored.
+		{name: "modern treasury payment order echoed after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 201, body: `{"id":"6c6d5f2a-7c1e-4d1a-9b6e-2f6f0a1b2c3d","object":"payment_order",` +
+				`"type":"ach","amount":100,"direction":"credit","currency":"USD","status":"approved"}`}},
+			state: idem.StateSucceeded, id: "6c6d5f2a-7c1e-4d1a-9b6e-2f6f0a1b2c3d", posts: 2},
+		{name: "modern treasury 409 while the key is being stored", header: "Idempotency-Key",
+			shapes: []shape{{status: 409, body: ``}},
+			state:  idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://docs.lithic.com/docs/idempotent-requests: the first
+		// request's status and body come again, "even if those results
+		// are 500 errors": a stored 500, unmarked, may have executed.
+		{name: "lithic stored 500", header: "Idempotency-Key",
+			shapes: []shape{{status: 500, body: `{"debugging_request_id":"req_1","message":"Internal server error"}`}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://docs.rapyd.net/en/idempotency.html: the header is named
+		// idempotency, and the first request's response comes again. Its
+		// envelope ({"status":{…},"data":{…}}) is Rapyd's own: open for
+		// a Decoder, never settled by the envelope's "SUCCESS".
+		{name: "rapyd payment returned again", header: "Idempotency",
+			shapes: []shape{{status: 200, body: `{"status":{"error_code":"","status":"SUCCESS","message":"","response_code":"",` +
+				`"operation_id":"0fb6a1a4-6a42-4c36-9e4b-12f5d9c6a1b2"},"data":{"id":"payment_5ec2b3e9a0f2a2c9d1b3c4d5","amount":100,` +
+				`"currency_code":"USD","status":"CLO","paid":true}}`}},
+			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://docs.bankingcircleconnect.com/v2/docs/idempotency-keys-1:
+		// a direct debit sent again after it was accepted gets a 400
+		// naming the entity it created, whatever the body: after a lost
+		// response the server's own word, for a person, never a failure.
+		{name: "banking circle 400 key already used, after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 400, body: `{"error":{"id":"c2a3b0e4","code":400,` +
+				`"message":"IdempotencyKey k was already used at 2026-11-29T12:00:00Z creating entity 0e7b8f7e-2b1c-4d6e-9f00-1a2b3c4d5e6f.","details":[]}}`}},
+			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, review: idem.ReviewRefusedAfterSend, posts: 4},
+
+		// https://docs.purse.tech/docs/integrate/purse-api/best-practices:
+		// an operation already processed answers its key with 409
+		// "Idempotency violation" and the resource_id: never failed, and
+		// not settled either (Increase's 409 names a resource_id for a
+		// key used with another body).
+		{name: "purse 409 idempotency violation, after a lost response", header: "X-Idempotency-Key",
+			shapes: []shape{lost, {status: 409, body: `{"type":"urn:eu.purse:write-conflict","title":"Idempotency violation","status":409,` +
+				`"instance":"/v2/payments/558f47c6-fd88-4c28-aa2f-5d3d7a44709f/captures","resource_id":"432ccde8-13e8-4c31-a900-a9c40546c12a"}`}},
+			state: idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://developer.squareup.com/docs/build-basics/common-api-patterns/idempotency:
+		// the key goes in the body's idempotency_key; the same key with
+		// other data is IDEMPOTENCY_KEY_REUSED.
+		{name: "square 400 IDEMPOTENCY_KEY_REUSED, key in the body",
+			body: `{"idempotency_key":"k","amount_money":{"amount":100,"currency":"USD"},"source_id":"cnon:card-nonce-ok"}`,
+			shapes: []shape{{status: 400, body: `{"errors":[{"category":"INVALID_REQUEST_ERROR","code":"IDEMPOTENCY_KEY_REUSED",` +
+				`"detail":"The idempotency key can only be retried with the same request data."}]}`}},
+			state: idem.StateFailed, kinds: []error{idem.ErrFailed, idem.ErrKeyConflict}, posts: 1},
+
+		// https://docs.wise.com/guides/product/send-money/standard-api-transfers:
+		// customerTransactionId in the body is the key; a retry with it
+		// is "a repeat message", answered with the transfer made.
+		{name: "wise transfer after a lost response, key in the body",
+			body: `{"targetAccount":13967081,"quoteUuid":"1d6e0a2b-5b56-4c9c-9f06-3c2d5c1e5f2a","customerTransactionId":"k","details":{"reference":"order-1"}}`,
+			shapes: []shape{lost, {status: 200, body: `{"id":16521632,"targetAccount":13967081,"status":"incoming_payment_waiting",` +
+				`"sourceCurrency":"EUR","sourceValue":100,"targetCurrency":"GBP","customerTransactionId":"k"}`}},
+			state: idem.StateSucceeded, id: "16521632", posts: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newVendor(t, tt.shapes...)
+			opts := []idem.Option{idem.WithKeyInBody()}
+			if tt.header != "" {
+				opts = []idem.Option{idem.WithKeyHeader(tt.header, idem.KeyBare)}
+			}
+			body := tt.body
+			if body == "" {
+				body = payment
+			}
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch), opts...)
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(body)})
+			requireOutcome(t, res, err, tt.state, tt.kinds, tt.id, tt.review)
+			if tt.header != "" {
+				v.requireKeys(t, tt.header, "k", tt.posts)
+			} else {
+				v.requireBodies(t, body, tt.posts)
+			}
+		})
+	}
+}
