@@ -102,6 +102,18 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 				`"currency_code":"USD","status":"CLO","paid":true}}`}},
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
 
+		// https://github.com/OpenBankingUK/read-write-api-docs-pub/blob/master/docs/v3.1.10/profiles/read-write-data-api-profile.md#idempotency:
+		// the same x-idempotency-key within 24 hours gets 201 with "the
+		// current status of the resource", in the standard's own
+		// envelope ({"Data":{…},"Links":…}): open for a Decoder that
+		// reads Data.Status, never settled without one.
+		{name: "open banking uk 201 domestic payment", header: "X-Idempotency-Key",
+			shapes: []shape{{status: 201, body: `{"Data":{"DomesticPaymentId":"58923-001","ConsentId":"58923",` +
+				`"Status":"AcceptedSettlementInProcess","CreationDateTime":"2026-11-29T12:00:00+00:00",` +
+				`"StatusUpdateDateTime":"2026-11-29T12:00:00+00:00"},"Links":{"Self":"https://api.alphabank.com/open-banking/v3.1/pisp/domestic-payments/58923-001"},` +
+				`"Meta":{}}`}},
+			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
 		// https://docs.bankingcircleconnect.com/v2/docs/idempotency-keys-1:
 		// a direct debit sent again after it was accepted gets a 400
 		// naming the entity it created, whatever the body: after a lost
