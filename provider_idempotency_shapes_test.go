@@ -114,6 +114,20 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 				`"Meta":{}}`}},
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
 
+		// https://docs.truelayer.com/docs/error-types: RFC 7807 problems,
+		// 409 "Idempotency-Key Concurrency Conflict" while another
+		// request with the key is in progress, 422 "Idempotency-Key
+		// Reuse" for another payload. Neither "Concurrency" nor
+		// "Conflict" says the request differs.
+		{name: "truelayer 409 idempotency-key concurrency conflict", header: "Idempotency-Key",
+			shapes: []shape{{status: 409, body: `{"type":"https://docs.truelayer.com/docs/error-types#idempotency-key-concurrency-conflict",` +
+				`"title":"Idempotency-Key Concurrency Conflict","status":409,"trace_id":"5ef8bd3ba3c5b1f8a3e5f4e2b1c0d9e8"}`}},
+			state: idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "truelayer 422 idempotency-key reuse", header: "Idempotency-Key",
+			shapes: []shape{{status: 422, body: `{"type":"https://docs.truelayer.com/docs/error-types#idempotency-key-reuse",` +
+				`"title":"Idempotency-Key Reuse","status":422,"trace_id":"5ef8bd3ba3c5b1f8a3e5f4e2b1c0d9e8"}`}},
+			state: idem.StateFailed, kinds: []error{idem.ErrFailed, idem.ErrKeyConflict}, posts: 1},
+
 		// https://docs.bankingcircleconnect.com/v2/docs/idempotency-keys-1:
 		// a direct debit sent again after it was accepted gets a 400
 		// naming the entity it created, whatever the body: after a lost
