@@ -522,14 +522,27 @@ func saysAny(body []byte, words ...string) bool {
 //   - Primer, any request after the key's was processed, a declined
 //     payment's too: a 409 whose errorId is IdempotencyKeyAlreadyExists
 //     (400 TransactionRequestIdempotencyKeyAlreadyExists before), with
-//     the payment's paymentId and paymentStatus.
+//     the payment's paymentId and paymentStatus;
+//   - Banking Circle's direct debits, any request after the key's was
+//     accepted: a 400 whose message says "IdempotencyKey <key> was
+//     already used at <time> creating entity <id>.".
 //
 // Empty for any other answer, and for one that names no resource: only
 // the resource makes the answer final.
 func createdResource(status int, body []byte) (id, state string) {
-	if id, state = primerPayment(status, body); id != "" {
-		return id, state
+	for _, read := range createdReaders {
+		if id, state = read(status, body); id != "" {
+			return id, state
+		}
 	}
+	return "", ""
+}
+
+// createdReaders read createdResource's answers, one shape each.
+var createdReaders = [...]func(status int, body []byte) (id, state string){gocardlessCreated, primerPayment, bankingCircleEntity}
+
+// gocardlessCreated reads createdResource's GoCardless answer.
+func gocardlessCreated(status int, body []byte) (id, state string) {
 	const reason = "idempotent_creation_conflict"
 	if status != http.StatusConflict || !bytes.Contains(body, []byte(reason)) {
 		return "", ""
@@ -572,6 +585,31 @@ func primerPayment(status int, body []byte) (id, state string) {
 		return "", ""
 	}
 	return v.Error.PaymentID, v.Error.PaymentStatus
+}
+
+// bankingCircleEntity reads createdResource's Banking Circle answer,
+// whose entity is named only in its message.
+func bankingCircleEntity(status int, body []byte) (id, state string) {
+	const used, creating = " was already used at ", " creating entity "
+	if status != http.StatusBadRequest || !bytes.Contains(body, []byte(creating)) {
+		return "", ""
+	}
+	var v struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil || !strings.HasPrefix(v.Error.Message, "IdempotencyKey ") {
+		return "", ""
+	}
+	_, after, ok := strings.Cut(v.Error.Message, used)
+	if !ok {
+		return "", ""
+	}
+	if _, id, ok = strings.Cut(after, creating); !ok || strings.ContainsAny(strings.TrimSuffix(id, "."), " \t") {
+		return "", ""
+	}
+	return strings.TrimSuffix(id, "."), ""
 }
 
 // reusedElsewhere reports whether a 409's body says the key was used

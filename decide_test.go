@@ -285,6 +285,11 @@ func TestCreatedResource(t *testing.T) {
 		{409, `{"error":{"errorId":"IdempotencyKeyAlreadyExists","paymentStatus":"SETTLED"}}`, "", ""},
 		{409, `{"error":{"errorId":"PaymentIdempotencyKeyAlreadyExistsNot","paymentId":"p1"}}`, "", ""},
 		{400, `{"error":{"errorId":"ValidationError","description":"IdempotencyKeyAlreadyExists","paymentId":"p1"}}`, "", ""},
+		{400, `{"error":{"id":"e1","code":400,"message":"IdempotencyKey k was already used at 2026-11-29T12:00:00Z creating entity 0e7b8f7e.","details":[]}}`, "0e7b8f7e", ""},
+		{409, `{"error":{"message":"IdempotencyKey k was already used at 2026-11-29T12:00:00Z creating entity 0e7b8f7e."}}`, "", ""},
+		{400, `{"error":{"message":"Mandate k was already used at 2026-11-29T12:00:00Z creating entity 0e7b8f7e."}}`, "", ""},
+		{400, `{"error":{"message":"IdempotencyKey k was already used at 2026-11-29T12:00:00Z creating entity an order."}}`, "", ""},
+		{400, `{"error":{"message":"IdempotencyKey k was already used at 2026-11-29T12:00:00Z creating entity ."}}`, "", ""},
 	} {
 		if got, state := createdResource(tt.status, []byte(tt.body)); got != tt.want || state != tt.state {
 			t.Errorf("createdResource(%d, %s) = %q, %q; want %q, %q", tt.status, tt.body, got, state, tt.want, tt.state)

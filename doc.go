@@ -105,7 +105,9 @@
 // queried. A refusal that names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with
 // links.conflicting_resource_id, Primer's 409 IdempotencyKeyAlreadyExists
-// or 400 TransactionRequestIdempotencyKeyAlreadyExists with paymentId) is
+// or 400 TransactionRequestIdempotencyKeyAlreadyExists with paymentId,
+// Banking Circle's 400 "IdempotencyKey … was already used at … creating
+// entity …") is
 // judged as a replayed 2xx: succeeded with that resource only if an
 // earlier attempt may have reached the server, unless the answer says
 // the resource was declined or failed (Primer's paymentStatus), which

@@ -23,6 +23,8 @@ import (
 // version). The answer names the payment the key made and its status
 // (https://apis.io/examples/primer/primer-post-payments-id-refund-response-409-idempotencykeyalreadyexists/):
 // the key's final word, as a replay is, never a request still running.
+// Banking Circle's direct debits answer so too, with a 400 whose message
+// names the entity the key created (bankingCircleUsed).
 func primerKeyExists(status int, paymentStatus string) shape {
 	if status == http.StatusBadRequest {
 		return shape{status: status, body: `{"error":{"errorId":"TransactionRequestIdempotencyKeyAlreadyExists",` +
@@ -34,7 +36,13 @@ func primerKeyExists(status int, paymentStatus string) shape {
 		`"paymentId":"6gHJtooK6","paymentStatus":"` + paymentStatus + `"}}`}
 }
 
-// After an answer lost on the way back, the payment Primer names is ours:
+// bankingCircleUsed is Banking Circle's answer to a direct debit sent
+// again after one with its key was accepted
+// (https://docs.bankingcircleconnect.com/v2/docs/idempotency-keys-1).
+var bankingCircleUsed = shape{status: http.StatusBadRequest, body: `{"error":{"id":"c2a3b0e4","code":400,` +
+	`"message":"IdempotencyKey k was already used at 2026-11-29T12:00:00Z creating entity 6gHJtooK6.","details":[]}}`}
+
+// After an answer lost on the way back, the payment named is ours:
 // settled as its status says, once, with nothing resent after it.
 func TestKeyAlreadyExistsAfterALostResponse(t *testing.T) {
 	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
@@ -44,10 +52,11 @@ func TestKeyAlreadyExistsAfterALostResponse(t *testing.T) {
 		state  idem.State
 		kind   error
 	}{
-		{"409 settled payment", primerKeyExists(http.StatusConflict, "SETTLED"), idem.StateSucceeded, nil},
-		{"409 authorized payment", primerKeyExists(http.StatusConflict, "AUTHORIZED"), idem.StateSucceeded, nil},
-		{"409 declined payment", primerKeyExists(http.StatusConflict, "DECLINED"), idem.StateFailed, idem.ErrFailed},
-		{"400 settled payment", primerKeyExists(http.StatusBadRequest, "SETTLED"), idem.StateSucceeded, nil},
+		{"primer 409 settled payment", primerKeyExists(http.StatusConflict, "SETTLED"), idem.StateSucceeded, nil},
+		{"primer 409 authorized payment", primerKeyExists(http.StatusConflict, "AUTHORIZED"), idem.StateSucceeded, nil},
+		{"primer 409 declined payment", primerKeyExists(http.StatusConflict, "DECLINED"), idem.StateFailed, idem.ErrFailed},
+		{"primer 400 settled payment", primerKeyExists(http.StatusBadRequest, "SETTLED"), idem.StateSucceeded, nil},
+		{"banking circle 400 creating entity", bankingCircleUsed, idem.StateSucceeded, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, lost, tt.answer)
@@ -75,20 +84,21 @@ func TestKeyAlreadyExistsAfterALostResponse(t *testing.T) {
 	}
 }
 
-// primerBehindMesh is Primer behind a sidecar with Istio's default retry
-// policy (a 503 from the upstream is retried, POST or not:
-// retriable_status_codes 503, istio/istio#13851): the first copy of the
-// submit makes the payment, the sidecar hears a reset and sends the same
-// request again, and Primer's answer to that copy is all the client
-// hears. The key's payment is ours, though nothing says so.
-type primerBehindMesh struct {
+// behindMesh is a server that never replays (Primer, Banking Circle)
+// behind a sidecar with Istio's default retry policy (a 503 from the
+// upstream is retried, POST or not: retriable_status_codes 503,
+// istio/istio#13851): the first copy of the submit makes the payment, the
+// sidecar hears a reset and sends the same request again, and the
+// server's answer to that copy, answer, is all the client hears. The
+// key's payment is ours, though nothing says so.
+type behindMesh struct {
 	mu       sync.Mutex
 	payments int
 	copies   int
 	answer   shape
 }
 
-func (p *primerBehindMesh) serve(w http.ResponseWriter, r *http.Request) {
+func (p *behindMesh) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -110,11 +120,12 @@ func TestKeyAlreadyExistsToAFirstAttempt(t *testing.T) {
 		name   string
 		answer shape
 	}{
-		{"409", primerKeyExists(http.StatusConflict, "SETTLED")},
-		{"400", primerKeyExists(http.StatusBadRequest, "SETTLED")},
+		{"primer 409", primerKeyExists(http.StatusConflict, "SETTLED")},
+		{"primer 400", primerKeyExists(http.StatusBadRequest, "SETTLED")},
+		{"banking circle 400", bankingCircleUsed},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &primerBehindMesh{answer: tt.answer}
+			p := &behindMesh{answer: tt.answer}
 			srv := httptest.NewServer(http.HandlerFunc(p.serve))
 			t.Cleanup(srv.Close)
 			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare))

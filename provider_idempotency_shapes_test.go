@@ -128,15 +128,6 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 				`"title":"Idempotency-Key Reuse","status":422,"trace_id":"5ef8bd3ba3c5b1f8a3e5f4e2b1c0d9e8"}`}},
 			state: idem.StateFailed, kinds: []error{idem.ErrFailed, idem.ErrKeyConflict}, posts: 1},
 
-		// https://docs.bankingcircleconnect.com/v2/docs/idempotency-keys-1:
-		// a direct debit sent again after it was accepted gets a 400
-		// naming the entity it created, whatever the body: after a lost
-		// response the server's own word, for a person, never a failure.
-		{name: "banking circle 400 key already used, after a lost response", header: "Idempotency-Key",
-			shapes: []shape{lost, {status: 400, body: `{"error":{"id":"c2a3b0e4","code":400,` +
-				`"message":"IdempotencyKey k was already used at 2026-11-29T12:00:00Z creating entity 0e7b8f7e-2b1c-4d6e-9f00-1a2b3c4d5e6f.","details":[]}}`}},
-			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, review: idem.ReviewRefusedAfterSend, posts: 4},
-
 		// https://docs.purse.tech/docs/integrate/purse-api/best-practices:
 		// an operation already processed answers its key with 409
 		// "Idempotency violation" and the resource_id: never failed, and

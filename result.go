@@ -519,7 +519,8 @@ type Classifier func(statusCode int) Verdict
 // flight, as above.
 // Answers marked replayed (Idempotent-Replayed: true), and a refusal
 // that names the resource its key already created (GoCardless's 409
-// idempotent_creation_conflict, Primer's IdempotencyKeyAlreadyExists),
+// idempotent_creation_conflict, Primer's IdempotencyKeyAlreadyExists,
+// Banking Circle's "IdempotencyKey … was already used"),
 // are judged before the classifier: see the package documentation.
 func DefaultClassifier(statusCode int) Verdict {
 	switch {
