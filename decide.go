@@ -100,10 +100,10 @@ type answer struct {
 	cut      bool // the body was not read whole (a read error, or over the cap)
 	replayed bool // marked as the stored answer (Idempotent-Replayed: true, …)
 	// created: a refusal that names the resource the key already created
-	// (GoCardless's 409 idempotent_creation_conflict, Primer's
-	// IdempotencyKeyAlreadyExists), the server's final word for the key as
-	// a replay is; empty for any other answer. createdStatus: that
-	// resource's status, when the answer gives it.
+	// (createdResource: GoCardless's, Primer's, Banking Circle's), the
+	// server's final word for the key as a replay is; empty for any other
+	// answer. createdStatus: that resource's status, when the answer
+	// gives it.
 	created, createdStatus string
 	// redirect: where a router's redirect points (routerRedirect), which
 	// no handler ran for; empty for any other answer.
