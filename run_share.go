@@ -11,16 +11,17 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// runWorkers is how many visits Run makes at once, across hosts: twice
-// WithResumeConcurrency, which bounds the visits to one host (its
-// share). A host that answers, but slowly, within the attempt timeout (an
-// acquirer's authorisation that takes seconds, a result endpoint that
-// stalls), is neither silent nor throttling, so hostStalls never hands it
-// off; with every worker its own, its backlog would hold up every other
-// host's due operations, which their servers would settle at once, for as
-// long as the backlog lasts: hours. Twice, not half: a service that calls
-// one provider still reconciles WithResumeConcurrency at a time, and no
-// server sees more visits at once than it did.
+// runWorkers is how many visits Run and Resume make at once, across
+// hosts: twice WithResumeConcurrency, which bounds the visits to one host
+// (its share). A host that answers, but slowly, within the attempt
+// timeout (an acquirer's authorisation that takes seconds, a result
+// endpoint that stalls), is neither silent nor throttling, so hostStalls
+// never hands it off; with every worker its own, its backlog would hold
+// up every other host's operations, which their servers would settle at
+// once, for as long as the backlog lasts: hours for Run, and as long for
+// a start-up that waits for Resume. Twice, not half: a service that
+// calls one provider still reconciles WithResumeConcurrency at a time,
+// and no server sees more visits at once than it did.
 func runWorkers(share int) int { return 2 * share }
 
 // Bounds of stallAfter.
@@ -29,26 +30,30 @@ const (
 	maxStall = 5 * time.Second
 )
 
-// stallAfter is how long a pass of Run lets a host that holds its whole
-// share of workers go without a visit ending before it takes the host for
-// slow (visitFair): a quarter of an exchange's timeout, so that the other
-// hosts' operations are reached long before the slow host's exchanges
-// time out. It is measured on a ticker, as the attempt timeout is on a
-// timer: the Client's clock may not move while a pass waits.
+// stallAfter is how long a pass of Run, or Resume, lets a host that holds
+// its whole share of workers go without a visit ending before it takes
+// the host for slow (visitFair): a quarter of an exchange's timeout, so
+// that the other hosts' operations are reached long before the slow
+// host's exchanges time out. It is measured on a ticker, as the attempt
+// timeout is on a timer: the Client's clock may not move while a pass
+// waits.
 func (c *Client) stallAfter() time.Duration {
 	return min(max(c.cfg.attemptTimeout/4, minStall), maxStall)
 }
 
-// visitFair drives the refs claimed for a pass of Run, first and then
-// those claim returns, at most WithResumeConcurrency at a time and at
-// most WithResumeConcurrency of them to one host, an overdue ref aside (its visit
-// sends nothing). It hands each outcome to done, as visitAll does, and
-// starts no visit once done returns false or ctx ends; it returns when
-// every visit it started has ended.
+// visitFair drives refs, first and then those claim returns, at most
+// twice WithResumeConcurrency at a time and at most WithResumeConcurrency
+// of them to one host, an overdue ref aside (its visit sends nothing),
+// with mode (Resume's or Run's). It hands each outcome to done, one call
+// at a time, and starts no visit once done returns false or ctx ends; it
+// returns when every visit it started has ended. It starts none for a ref
+// that skip (if not nil) names, asked after every earlier outcome that
+// reached done before it; skip may also set the ref's brief.
 //
 // A ref whose host holds its whole share waits for a visit to that host
-// to end. A host that holds its share and sees none end for stallAfter
-// is taken for slow, for the rest of the pass: its waiting refs, and
+// to end, while refs of other hosts behind it go first. A host that holds
+// its share and sees none end for stallAfter is taken for slow, for the
+// rest of the call, and logged. For a pass of Run, its waiting refs, and
 // those claimed for it later while it holds its share, go to aside
 // (which gives them up: their claim would only keep other replicas off
 // them). And every half stallAfter while visits last, unless refs of
@@ -57,14 +62,15 @@ func (c *Client) stallAfter() time.Duration {
 // included. A slow host keeps its share busy with the refs claimed for
 // it. claim returns the refs it claimed, and whether it claimed a whole
 // batch (more may be due); nothing once it or a push-back fails (the
-// pass records why).
-// tick is called on each of those ticks, before claim, as skip and done
-// are: one at a time with them.
-func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
+// pass records why). tick is called on each of those ticks, before
+// claim, as skip and done are: one at a time with them. Resume, which
+// visits every operation it found and no other, passes none of the
+// three: a slow host's refs wait their turn, each visited once.
+func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
 	if len(first) == 0 {
 		return
 	}
-	v := &visitor{c: c, ctx: ctx, mode: reconciling, skip: skip, done: done}
+	v := &visitor{c: c, ctx: ctx, mode: mode, skip: skip, done: done}
 	share := c.cfg.resumeConcurrency
 	workers := runWorkers(share)
 	jobs, ended := make(chan ref), make(chan ref)
@@ -81,6 +87,9 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 	slow := map[string]bool{}
 	full := func(r ref) bool { return !r.overdue && inflight[r.host] >= share }
 	setAside := func(queue []ref) []ref {
+		if aside == nil {
+			return queue
+		}
 		var set []ref
 		queue = slices.DeleteFunc(queue, func(r ref) bool {
 			if slow[r.host] && full(r) {
@@ -137,22 +146,28 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 			if v.stopped() {
 				continue
 			}
-			v.mu.Lock()
-			tick()
-			v.mu.Unlock()
+			if tick != nil {
+				v.mu.Lock()
+				tick()
+				v.mu.Unlock()
+			}
 			for host, n := range inflight {
 				if n < share {
 					continue
 				}
 				if quiet[host]++; quiet[host] >= 2 && !slow[host] {
 					slow[host] = true
-					c.log.LogAttrs(ctx, slog.LevelInfo, "idem: reconciler: a host answers slowly; its other due operations are pushed back to its pace",
+					msg := "idem: reconciler: a host answers slowly; its other due operations are pushed back to its pace"
+					if mode == resuming {
+						msg = "idem: resume: a host answers slowly; its operations wait their turn while the other hosts' go on"
+					}
+					c.log.LogAttrs(ctx, slog.LevelInfo, msg,
 						slog.String("host", host), slog.Int("visits_at_once", share), slog.Duration("no_answer_for", c.stallAfter()))
 				}
 			}
 			// A whole claim set aside says more of the slow hosts'
 			// backlog is due before any other host's: claim on at once.
-			for queue = setAside(queue); len(queue) == 0 && !v.stopped(); {
+			for queue = setAside(queue); len(queue) == 0 && claim != nil && !v.stopped(); {
 				got, whole := claim()
 				if queue = setAside(got); !whole {
 					break
