@@ -339,7 +339,8 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // WithResumeConcurrency of them on one host, so that the others always
 // have as many workers again; when no visit to a host that holds its
 // share ends for about a quarter of the attempt timeout (at most 5s),
-// Run gives up its claims on that host's waiting operations, pushed back
+// Run takes the host for slow (Health lists it: SlowSince) and gives up
+// its claims on that host's waiting operations, pushed back
 // to about when the host's share reaches them (within WithReconcile's interval and maximum), and claims the
 // other hosts' due operations, again every eighth of the attempt timeout
 // while the slow visits last.
@@ -607,7 +608,20 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	// pass ends. Those are postponed and given up now; a host whose
 	// probe ended gets another, one at a time; and what was postponed
 	// for a host that answers again is due at once.
-	tick := func() {
+	// The hosts this pass visited, each with whether it took the host for
+	// slow: one it visited and did not is slow no more (Health).
+	judged := map[string]bool{}
+	tick := func(slowed []string) {
+		if len(slowed) > 0 {
+			now := c.cfg.clock.Now()
+			for _, host := range slowed {
+				judged[host] = true
+				stalls.slowed(host, now)
+			}
+			// Now, not when the pass ends: it lasts as long as the slow
+			// visits do, and an operator wants to know meanwhile.
+			c.life.health.hostsSeen(stalls.report(now))
+		}
 		for host := range probed {
 			if _, on := probing[host]; !on {
 				delete(probed, host)
@@ -643,6 +657,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		var change hostChange
 		if news.reach != reachNone {
 			change = stalls.visited(r.host, news.reach == reachSilent, c.cfg.clock.Now())
+			if _, seen := judged[r.host]; !seen {
+				judged[r.host] = false // slow only once tick says so
+			}
 		}
 		switch change {
 		case hostFoundDown:
@@ -662,6 +679,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 		return true
 	})
+	stalls.passJudged(judged)
 	if e := c.postpone(ctx, postponed, stalls); e != nil && perr == nil {
 		perr = e
 	}

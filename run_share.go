@@ -63,10 +63,11 @@ func (c *Client) stallAfter() time.Duration {
 // it. claim returns the refs it claimed, and whether it claimed a whole
 // batch (more may be due); nothing once it or a push-back fails (the
 // pass records why). tick is called on each of those ticks, before
-// claim, as skip and done are: one at a time with them. Resume, which
+// claim, with the hosts taken for slow on it, as skip and done are: one
+// at a time with them. Resume, which
 // visits every operation it found and no other, passes none of the
 // three: a slow host's refs wait their turn, each visited once.
-func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
+func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(slowed []string), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
 	if len(first) == 0 {
 		return
 	}
@@ -146,17 +147,14 @@ func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, cla
 			if v.stopped() {
 				continue
 			}
-			if tick != nil {
-				v.mu.Lock()
-				tick()
-				v.mu.Unlock()
-			}
+			var slowed []string
 			for host, n := range inflight {
 				if n < share {
 					continue
 				}
 				if quiet[host]++; quiet[host] >= 2 && !slow[host] {
 					slow[host] = true
+					slowed = append(slowed, host)
 					msg := "idem: reconciler: a host answers slowly; its other due operations are pushed back to its pace"
 					if mode == resuming {
 						msg = "idem: resume: a host answers slowly; its operations wait their turn while the other hosts' go on"
@@ -164,6 +162,11 @@ func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, cla
 					c.log.LogAttrs(ctx, slog.LevelInfo, msg,
 						slog.String("host", host), slog.Int("visits_at_once", share), slog.Duration("no_answer_for", c.stallAfter()))
 				}
+			}
+			if tick != nil {
+				v.mu.Lock()
+				tick(slowed)
+				v.mu.Unlock()
 			}
 			// A whole claim set aside says more of the slow hosts'
 			// backlog is due before any other host's: claim on at once.
