@@ -1,10 +1,10 @@
 package idem
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -64,9 +64,9 @@ func (c *Client) stallAfter() time.Duration {
 // batch (more may be due); nothing once it or a push-back fails (the
 // pass records why). tick is called on each of those ticks, before
 // claim, with the hosts taken for slow on it, as skip and done are: one
-// at a time with them. Resume, which
-// visits every operation it found and no other, passes none of the
-// three: a slow host's refs wait their turn, each visited once.
+// at a time with them. Resume, which visits every operation it found
+// and no other, passes none of the three: a slow host's refs wait their
+// turn, each visited once.
 func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(slowed []string), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
 	if len(first) == 0 {
 		return
@@ -86,36 +86,26 @@ func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, cla
 	inflight := map[string]int{}
 	quiet := map[string]int{} // ticks since a visit to the host started from none or ended
 	slow := map[string]bool{}
-	full := func(r ref) bool { return !r.overdue && inflight[r.host] >= share }
-	setAside := func(queue []ref) []ref {
+	full := func(host string) bool { return inflight[host] >= share }
+	var queue fairQueue
+	setAside := func() {
 		if aside == nil {
-			return queue
+			return
 		}
-		var set []ref
-		queue = slices.DeleteFunc(queue, func(r ref) bool {
-			if slow[r.host] && full(r) {
-				set = append(set, r)
-				return true
-			}
-			return false
-		})
-		if len(set) > 0 {
+		if set := queue.take(func(host string) bool { return slow[host] && full(host) }); len(set) > 0 {
 			aside(set)
 		}
-		return queue
 	}
-	queue := first
+	queue.push(first)
 	for {
 		if v.stopped() {
-			queue = nil // unvisited: the pass gives them up
+			queue.clear() // unvisited: the pass gives them up
 		}
 		for busy < workers {
-			i := slices.IndexFunc(queue, func(r ref) bool { return !full(r) })
-			if i < 0 {
+			r, ok := queue.next(full)
+			if !ok {
 				break
 			}
-			r := queue[i]
-			queue = slices.Delete(queue, i, i+1)
 			if busy == spawned {
 				spawned++
 				wg.Add(1)
@@ -170,14 +160,150 @@ func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, cla
 			}
 			// A whole claim set aside says more of the slow hosts'
 			// backlog is due before any other host's: claim on at once.
-			for queue = setAside(queue); len(queue) == 0 && claim != nil && !v.stopped(); {
+			for setAside(); queue.len() == 0 && claim != nil && !v.stopped(); {
 				got, whole := claim()
-				if queue = setAside(got); !whole {
+				queue.push(got)
+				if setAside(); !whole {
 					break
 				}
 			}
 		}
 	}
+}
+
+// fairQueue holds the refs visitFair has yet to start, in the order they
+// came, one line per host, the lines in a heap by their first ref's
+// order: next looks at the heads of the earliest lines only, passing
+// over those of full hosts (at most two: the busy workers are twice a
+// share), and takes a ref without moving the others. Resume queues every
+// open operation at once, and a scan of the whole queue, or a copy of it,
+// on every start was quadratic in them: seconds for ten thousand, of one
+// host or of as many. The zero value is empty.
+type fairQueue struct {
+	seq   int                  // refs pushed so far: their order
+	lines map[string]*hostLine // by host; none empty
+	heads lineHeap             // the lines, earliest first ref first
+	free  []queuedRef          // overdue refs: their visits send nothing, and wait for no share
+	n     int
+}
+
+// queuedRef is a ref in a fairQueue, numbered in the order it came.
+type queuedRef struct {
+	ref
+	seq int
+}
+
+// hostLine is one host's refs in a fairQueue, in order.
+type hostLine struct {
+	host string
+	refs []queuedRef
+}
+
+// lineHeap orders host lines by their first ref (container/heap).
+type lineHeap []*hostLine
+
+func (h lineHeap) Len() int           { return len(h) }
+func (h lineHeap) Less(i, j int) bool { return h[i].refs[0].seq < h[j].refs[0].seq }
+func (h lineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *lineHeap) Push(x any)        { *h = append(*h, x.(*hostLine)) }
+func (h *lineHeap) Pop() any {
+	old := *h
+	l := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return l
+}
+
+func (q *fairQueue) len() int { return q.n }
+
+func (q *fairQueue) push(refs []ref) {
+	if q.lines == nil {
+		q.lines = map[string]*hostLine{}
+	}
+	for _, r := range refs {
+		qr := queuedRef{r, q.seq}
+		q.seq++
+		q.n++
+		if r.overdue {
+			q.free = append(q.free, qr)
+			continue
+		}
+		l := q.lines[r.host]
+		if l == nil {
+			l = &hostLine{host: r.host}
+			q.lines[r.host] = l
+			l.refs = append(l.refs, qr)
+			heap.Push(&q.heads, l)
+			continue
+		}
+		l.refs = append(l.refs, qr) // behind its head: the heap holds
+	}
+}
+
+// next takes the first ref whose host is not full, or an overdue one if
+// that came first; false if there is none.
+func (q *fairQueue) next(full func(host string) bool) (ref, bool) {
+	var parked []*hostLine
+	defer func() {
+		for _, l := range parked {
+			heap.Push(&q.heads, l)
+		}
+	}()
+	for len(q.heads) > 0 {
+		l := q.heads[0]
+		if len(q.free) > 0 && q.free[0].seq < l.refs[0].seq {
+			break
+		}
+		if full(l.host) {
+			parked = append(parked, heap.Pop(&q.heads).(*hostLine))
+			continue
+		}
+		r := l.refs[0].ref
+		q.n--
+		if l.refs = l.refs[1:]; len(l.refs) == 0 {
+			heap.Pop(&q.heads)
+			delete(q.lines, l.host)
+		} else {
+			heap.Fix(&q.heads, 0)
+		}
+		return r, true
+	}
+	if len(q.free) == 0 {
+		return ref{}, false
+	}
+	r := q.free[0].ref
+	q.free = q.free[1:]
+	q.n--
+	return r, true
+}
+
+// take removes and returns the refs of every host that names, each
+// host's in order; overdue refs stay.
+func (q *fairQueue) take(names func(host string) bool) []ref {
+	var out []ref
+	for h, l := range q.lines {
+		if !names(h) {
+			continue
+		}
+		for _, qr := range l.refs {
+			out = append(out, qr.ref)
+		}
+		q.n -= len(l.refs)
+		delete(q.lines, h)
+	}
+	if len(out) > 0 {
+		q.heads = q.heads[:0]
+		for _, l := range q.lines {
+			q.heads = append(q.heads, l)
+		}
+		heap.Init(&q.heads)
+	}
+	return out
+}
+
+// clear empties q.
+func (q *fairQueue) clear() {
+	clear(q.lines)
+	q.heads, q.free, q.n = nil, nil, 0
 }
 
 // pushBack gives up the claims of refs, which a pass of Run set aside
