@@ -599,6 +599,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 	}
 	var perr, berr error // postpone's and bringBack's first
+	// The hosts this pass visited, each with whether it took the host for
+	// slow: one it visited and did not is slow no more (Health).
+	judged := map[string]bool{}
 	// A pass lasts as long as a slow host's visits do, claiming on
 	// meanwhile: what it does once a pass for a host that looks
 	// unreachable or resting is done on each tick as well. Else that
@@ -608,9 +611,6 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	// pass ends. Those are postponed and given up now; a host whose
 	// probe ended gets another, one at a time; and what was postponed
 	// for a host that answers again is due at once.
-	// The hosts this pass visited, each with whether it took the host for
-	// slow: one it visited and did not is slow no more (Health).
-	judged := map[string]bool{}
 	tick := func(slowed []string) {
 		if len(slowed) > 0 {
 			now := c.cfg.clock.Now()
