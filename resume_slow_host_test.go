@@ -51,11 +51,13 @@ func TestResumeSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 		done <- resumed{sum, err}
 	}()
 
-	// Well within the attempt timeout, which would end the held requests.
+	// Well within the attempt timeout, which would end the held requests;
+	// until the slow host holds its whole share too, so that the healthy
+	// operations are seen to settle beside it, not before it.
 	deadline := time.After(idem.DefaultAttemptTimeout * 3 / 4)
 	poll := time.NewTicker(time.Millisecond)
 	defer poll.Stop()
-	for settled := 0; settled < len(healthyKeys); {
+	for settled := 0; settled < len(healthyKeys) || network.held.Load() < int64(share); {
 		select {
 		case r := <-done:
 			t.Fatalf("Resume() returned %+v, %v while the slow host's requests were held", r.sum, r.err)
