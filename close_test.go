@@ -496,7 +496,7 @@ func TestShutdownIdleReportsNothingStopped(t *testing.T) {
 // Client is closed, or an error if the journal fails". On Close, a visit
 // already handed to a worker read the journal with the drained context and
 // Run reported "idem: journal: context canceled", a broken journal, and
-// visitAll went on starting visits after its context ended.
+// its visits went on starting after its context ended.
 func TestRunReturnsErrClosedNotJournalError(t *testing.T) {
 	clk := pollBlockClock{}
 	e, g := gatedEnv(t, clientOpts(idem.WithClock(&clk), idem.WithResumeConcurrency(1)))

@@ -41,12 +41,14 @@ type Health struct {
 	// or before any Run call has returned.
 	RunErr error
 	// Hosts are the hosts whose operations Run cannot get an answer
-	// about, or that asked it to wait, as its last pass left them: at
-	// most HealthMaxHosts, those taken for unreachable first, then the
-	// longest failing, then those only resting. Empty when every host
-	// Run visited answered, and before Run's first pass. A host here
-	// does not make Run unhealthy: its operations stay journaled and
-	// due, and settle once the host answers.
+	// about, that answer it slowly, or that asked it to wait, as its
+	// last pass left them (and a host its pass under way took for slow):
+	// at most HealthMaxHosts, those taken for unreachable first, then
+	// the longest failing, then the longest slow, then those only
+	// resting. Empty when every host Run visited answered promptly, and
+	// before Run's first pass. A host here does not make Run unhealthy:
+	// its operations stay journaled and due, and settle once the host
+	// answers.
 	Hosts []HostHealth
 	// HostsOmitted counts the hosts in trouble beyond HealthMaxHosts,
 	// left out of Hosts.
@@ -59,7 +61,8 @@ type Health struct {
 const HealthMaxHosts = 32
 
 // HostHealth is what Run knows of one host (host and port of the
-// operations' URLs) that it cannot reach or that asked it to wait.
+// operations' URLs) that it cannot reach, that answers it slowly, or
+// that asked it to wait.
 type HostHealth struct {
 	Host string
 	// FailedVisits counts Run's visits in a row to the host that got no
@@ -80,6 +83,15 @@ type HostHealth struct {
 	// the host with one operation a pass and postpones the others. Zero
 	// if it has not.
 	DownSince time.Time
+	// SlowSince is when Run took the host for slow: its visits held
+	// their whole share of Run's workers (WithResumeConcurrency) and
+	// none ended for about a quarter of the attempt timeout (at most
+	// 5s), though the host answers in the end (an acquirer that holds
+	// each request for seconds). Run then pushes the host's waiting
+	// operations back to its pace. It stays so until a pass of Run
+	// visits the host and does not take it for slow. Zero if it is not
+	// slow.
+	SlowSince time.Time
 	// RestUntil is when the wait the host asked for (429 or 503 with a
 	// Retry-After, bounded by WithReconcile's maximum) ends: Run sends
 	// it nothing before then. Zero if none is pending.

@@ -10,7 +10,7 @@ import (
 
 // Health's hosts are bounded whatever the outage's size, and ordered
 // for the operator: unreachable first (the longest so first), then
-// failing (the longest first), then only resting; a rest that is over,
+// failing (the longest first), then slow, then only resting; a rest that is over,
 // or further ahead than Run's longest interval (set while the clock ran
 // fast), is not reported.
 func TestHostStallsReport(t *testing.T) {
@@ -43,16 +43,30 @@ func TestHostStallsReport(t *testing.T) {
 	require.Equal(t, HostHealth{Host: "failing-00", FailedVisits: 1, FailingSince: t0, LastFailedVisit: t0}, got[3])
 	require.Equal(t, "failing-28", got[HealthMaxHosts-1].Host)
 
-	// With fewer hosts in trouble, the resting one comes last, and a host
-	// answering again is gone.
+	// With fewer hosts in trouble, a slow one comes after the failing
+	// one and the resting one last, and a host answering again is gone.
 	s = newHostStalls(2)
 	s.maxRest = time.Hour
 	s.rested("resting", now.Add(10*time.Minute))
 	s.visited("failing", true, t0)
+	s.slowed("slow", t0)
 	got, omitted = s.report(now)
 	require.Zero(t, omitted)
-	require.Equal(t, []HostHealth{{Host: "failing", FailedVisits: 1, FailingSince: t0, LastFailedVisit: t0}, {Host: "resting", RestUntil: now.Add(10 * time.Minute)}}, got)
+	require.Equal(t, []HostHealth{{Host: "failing", FailedVisits: 1, FailingSince: t0, LastFailedVisit: t0}, {Host: "slow", SlowSince: t0},
+		{Host: "resting", RestUntil: now.Add(10 * time.Minute)}}, got)
 	s.visited("failing", false, now)
 	got, _ = s.report(now.Add(11 * time.Minute))
+	require.Equal(t, []HostHealth{{Host: "slow", SlowSince: t0}}, got)
+
+	// A slow host stays slow, since it first was, through a pass that
+	// does not visit it (its operations pushed back) or takes it for slow
+	// again; a pass that visits it and does not ends it.
+	s.passJudged(map[string]bool{"other": false})
+	s.slowed("slow", now)
+	s.passJudged(map[string]bool{"slow": true})
+	got, _ = s.report(now)
+	require.Equal(t, []HostHealth{{Host: "slow", SlowSince: t0}}, got)
+	s.passJudged(map[string]bool{"slow": false})
+	got, _ = s.report(now)
 	require.Empty(t, got)
 }

@@ -597,10 +597,10 @@ func WithReconcile(interval, maxInterval, deadline time.Duration) Option {
 	})
 }
 
-// WithResumeConcurrency bounds how many operations Resume drives at once,
-// and how many Run drives at once on one host; Run drives up to twice as
-// many across hosts, so that a host that answers slowly leaves the others
-// as many workers again. Default DefaultResumeConcurrency.
+// WithResumeConcurrency bounds how many operations Resume and Run drive at
+// once on one host; across hosts they drive up to twice as many, so that
+// a host that answers slowly leaves the others as many workers again.
+// Default DefaultResumeConcurrency.
 func WithResumeConcurrency(n int) Option {
 	return optionFunc(func(c *config) {
 		if n < 1 {

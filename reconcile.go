@@ -76,6 +76,17 @@ func (s *Summary) add(res *Result) (stalled bool) {
 // journaled and due, and Run settles them once the server answers; call
 // Resume again to settle them at once instead.
 //
+// Nor does one host that answers, but slowly (an acquirer that holds each
+// request for seconds, a result endpoint that stalls), hold up the
+// others: Resume visits up to twice WithResumeConcurrency operations at
+// once, and at most WithResumeConcurrency of them on one host, so the
+// other hosts' operations are visited meanwhile, wherever they lie in the
+// journal. The slow host's all wait their turn and are visited, each
+// once, its share at a time: Resume returns when the last of them ends.
+// When no visit to a host that holds its share ends for about a quarter
+// of the attempt timeout (at most 5s), Resume logs "a host answers
+// slowly" at Info.
+//
 // The error is non-nil only if the journal cannot be read or written, or
 // ctx ends; the Summary then counts what was done.
 func (c *Client) Resume(ctx context.Context) (Summary, error) {
@@ -113,7 +124,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		r.brief = processing[r.host] >= stalls.giveUp
 		return stalls.isDown(r.host)
 	}
-	c.visitAll(ctx, refs, resuming, skip, func(r ref, res *Result, _ hostNews, err error) bool {
+	c.visitFair(ctx, resuming, refs, nil, nil, nil, skip, func(r ref, res *Result, _ hostNews, err error) bool {
 		visited++
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
@@ -173,37 +184,8 @@ type ref struct {
 	brief bool
 }
 
-// visitAll drives refs, at most WithResumeConcurrency at a time, and hands
-// each outcome to done, one call at a time; once done returns false, no
-// further visit starts. It starts none for a ref that skip (if not nil)
-// names, asked after every earlier outcome that reached done before it;
-// skip may also set the ref's brief. It stops starting new visits when
-// ctx ends.
-func (c *Client) visitAll(ctx context.Context, refs []ref, mode driveMode, skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
-	v := &visitor{c: c, ctx: ctx, mode: mode, skip: skip, done: done}
-	jobs := make(chan ref)
-	var wg sync.WaitGroup
-	for range min(c.cfg.resumeConcurrency, len(refs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for r := range jobs {
-				v.run(r)
-			}
-		}()
-	}
-	for _, r := range refs {
-		if v.stopped() {
-			break
-		}
-		jobs <- r
-	}
-	close(jobs)
-	wg.Wait()
-}
-
-// visitor runs the visits of visitAll and visitFair: skip and done are
-// called one at a time, under mu.
+// visitor runs the visits of visitFair: skip and done are called one at
+// a time, under mu.
 type visitor struct {
 	c      *Client
 	ctx    context.Context
@@ -357,7 +339,8 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // WithResumeConcurrency of them on one host, so that the others always
 // have as many workers again; when no visit to a host that holds its
 // share ends for about a quarter of the attempt timeout (at most 5s),
-// Run gives up its claims on that host's waiting operations, pushed back
+// Run takes the host for slow (Health lists it: SlowSince) and gives up
+// its claims on that host's waiting operations, pushed back
 // to about when the host's share reaches them (within WithReconcile's interval and maximum), and claims the
 // other hosts' due operations, again every eighth of the attempt timeout
 // while the slow visits last.
@@ -616,6 +599,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 	}
 	var perr, berr error // postpone's and bringBack's first
+	// The hosts this pass visited, each with whether it took the host for
+	// slow: one it visited and did not is slow no more (Health).
+	judged := map[string]bool{}
 	// A pass lasts as long as a slow host's visits do, claiming on
 	// meanwhile: what it does once a pass for a host that looks
 	// unreachable or resting is done on each tick as well. Else that
@@ -625,7 +611,17 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	// pass ends. Those are postponed and given up now; a host whose
 	// probe ended gets another, one at a time; and what was postponed
 	// for a host that answers again is due at once.
-	tick := func() {
+	tick := func(slowed []string) {
+		if len(slowed) > 0 {
+			now := c.cfg.clock.Now()
+			for _, host := range slowed {
+				judged[host] = true
+				stalls.slowed(host, now)
+			}
+			// Now, not when the pass ends: it lasts as long as the slow
+			// visits do, and an operator wants to know meanwhile.
+			c.life.health.hostsSeen(stalls.report(now))
+		}
 		for host := range probed {
 			if _, on := probing[host]; !on {
 				delete(probed, host)
@@ -647,7 +643,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 			berr = e
 		}
 	}
-	c.visitFair(ctx, first, claim, aside, tick, skip, func(r ref, _ *Result, news hostNews, err error) bool {
+	c.visitFair(ctx, reconciling, first, claim, aside, tick, skip, func(r ref, _ *Result, news hostNews, err error) bool {
 		visited[r] = true
 		if probing[r.host] == r {
 			delete(probing, r.host)
@@ -661,6 +657,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		var change hostChange
 		if news.reach != reachNone {
 			change = stalls.visited(r.host, news.reach == reachSilent, c.cfg.clock.Now())
+			if _, seen := judged[r.host]; !seen {
+				judged[r.host] = false // slow only once tick says so
+			}
 		}
 		switch change {
 		case hostFoundDown:
@@ -680,6 +679,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 		return true
 	})
+	stalls.passJudged(judged)
 	if e := c.postpone(ctx, postponed, stalls); e != nil && perr == nil {
 		perr = e
 	}

@@ -278,7 +278,10 @@ func TestResumeStopsWhenEveryHostIsDown(t *testing.T) {
 	visited := hosts*perHost - sum.Deferred
 	require.Equal(t, hosts*perHost, sum.Visited, "open operations found")
 	require.GreaterOrEqual(t, visited, giveUp, "visits before giving up (%+v)", sum)
-	require.LessOrEqual(t, visited, giveUp+idem.DefaultResumeConcurrency-1, "visits started after every host looked unreachable (%+v)", sum)
+	// Across hosts Resume visits twice WithResumeConcurrency at once (so
+	// that a slow host leaves the others their share): those under way
+	// when the streak ends still end.
+	require.LessOrEqual(t, visited, giveUp+2*idem.DefaultResumeConcurrency-1, "visits started after every host looked unreachable (%+v)", sum)
 	require.Equal(t, visited, sum.Unknown+sum.Pending, "no visit got anywhere (%+v)", sum)
 	require.LessOrEqual(t, network.refused.Load()-sent, int64(visited*idem.DefaultMaxAttempts), "requests tried")
 }

@@ -1,26 +1,27 @@
 package idem
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/idemkit/idem/journal"
 )
 
-// runWorkers is how many visits Run makes at once, across hosts: twice
-// WithResumeConcurrency, which bounds the visits to one host (its
-// share). A host that answers, but slowly, within the attempt timeout (an
-// acquirer's authorisation that takes seconds, a result endpoint that
-// stalls), is neither silent nor throttling, so hostStalls never hands it
-// off; with every worker its own, its backlog would hold up every other
-// host's due operations, which their servers would settle at once, for as
-// long as the backlog lasts: hours. Twice, not half: a service that calls
-// one provider still reconciles WithResumeConcurrency at a time, and no
-// server sees more visits at once than it did.
+// runWorkers is how many visits Run and Resume make at once, across
+// hosts: twice WithResumeConcurrency, which bounds the visits to one host
+// (its share). A host that answers, but slowly, within the attempt
+// timeout (an acquirer's authorisation that takes seconds, a result
+// endpoint that stalls), is neither silent nor throttling, so hostStalls
+// never hands it off; with every worker its own, its backlog would hold
+// up every other host's operations, which their servers would settle at
+// once, for as long as the backlog lasts: hours for Run, and as long for
+// a start-up that waits for Resume. Twice, not half: a service that
+// calls one provider still reconciles WithResumeConcurrency at a time,
+// and no server sees more visits at once than it did.
 func runWorkers(share int) int { return 2 * share }
 
 // Bounds of stallAfter.
@@ -29,26 +30,30 @@ const (
 	maxStall = 5 * time.Second
 )
 
-// stallAfter is how long a pass of Run lets a host that holds its whole
-// share of workers go without a visit ending before it takes the host for
-// slow (visitFair): a quarter of an exchange's timeout, so that the other
-// hosts' operations are reached long before the slow host's exchanges
-// time out. It is measured on a ticker, as the attempt timeout is on a
-// timer: the Client's clock may not move while a pass waits.
+// stallAfter is how long a pass of Run, or Resume, lets a host that holds
+// its whole share of workers go without a visit ending before it takes
+// the host for slow (visitFair): a quarter of an exchange's timeout, so
+// that the other hosts' operations are reached long before the slow
+// host's exchanges time out. It is measured on a ticker, as the attempt
+// timeout is on a timer: the Client's clock may not move while a pass
+// waits.
 func (c *Client) stallAfter() time.Duration {
 	return min(max(c.cfg.attemptTimeout/4, minStall), maxStall)
 }
 
-// visitFair drives the refs claimed for a pass of Run, first and then
-// those claim returns, at most WithResumeConcurrency at a time and at
-// most WithResumeConcurrency of them to one host, an overdue ref aside (its visit
-// sends nothing). It hands each outcome to done, as visitAll does, and
-// starts no visit once done returns false or ctx ends; it returns when
-// every visit it started has ended.
+// visitFair drives refs, first and then those claim returns, at most
+// twice WithResumeConcurrency at a time and at most WithResumeConcurrency
+// of them to one host, an overdue ref aside (its visit sends nothing),
+// with mode (Resume's or Run's). It hands each outcome to done, one call
+// at a time, and starts no visit once done returns false or ctx ends; it
+// returns when every visit it started has ended. It starts none for a ref
+// that skip (if not nil) names, asked after every earlier outcome that
+// reached done before it; skip may also set the ref's brief.
 //
 // A ref whose host holds its whole share waits for a visit to that host
-// to end. A host that holds its share and sees none end for stallAfter
-// is taken for slow, for the rest of the pass: its waiting refs, and
+// to end, while refs of other hosts behind it go first. A host that holds
+// its share and sees none end for stallAfter is taken for slow, for the
+// rest of the call, and logged. For a pass of Run, its waiting refs, and
 // those claimed for it later while it holds its share, go to aside
 // (which gives them up: their claim would only keep other replicas off
 // them). And every half stallAfter while visits last, unless refs of
@@ -57,14 +62,16 @@ func (c *Client) stallAfter() time.Duration {
 // included. A slow host keeps its share busy with the refs claimed for
 // it. claim returns the refs it claimed, and whether it claimed a whole
 // batch (more may be due); nothing once it or a push-back fails (the
-// pass records why).
-// tick is called on each of those ticks, before claim, as skip and done
-// are: one at a time with them.
-func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
+// pass records why). tick is called on each of those ticks, before
+// claim, with the hosts taken for slow on it, as skip and done are: one
+// at a time with them. Resume, which visits every operation it found
+// and no other, passes none of the three: a slow host's refs wait their
+// turn, each visited once.
+func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(slowed []string), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
 	if len(first) == 0 {
 		return
 	}
-	v := &visitor{c: c, ctx: ctx, mode: reconciling, skip: skip, done: done}
+	v := &visitor{c: c, ctx: ctx, mode: mode, skip: skip, done: done}
 	share := c.cfg.resumeConcurrency
 	workers := runWorkers(share)
 	jobs, ended := make(chan ref), make(chan ref)
@@ -79,33 +86,26 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 	inflight := map[string]int{}
 	quiet := map[string]int{} // ticks since a visit to the host started from none or ended
 	slow := map[string]bool{}
-	full := func(r ref) bool { return !r.overdue && inflight[r.host] >= share }
-	setAside := func(queue []ref) []ref {
-		var set []ref
-		queue = slices.DeleteFunc(queue, func(r ref) bool {
-			if slow[r.host] && full(r) {
-				set = append(set, r)
-				return true
-			}
-			return false
-		})
-		if len(set) > 0 {
+	full := func(host string) bool { return inflight[host] >= share }
+	var queue fairQueue
+	setAside := func() {
+		if aside == nil {
+			return
+		}
+		if set := queue.take(func(host string) bool { return slow[host] && full(host) }); len(set) > 0 {
 			aside(set)
 		}
-		return queue
 	}
-	queue := first
+	queue.push(first)
 	for {
 		if v.stopped() {
-			queue = nil // unvisited: the pass gives them up
+			queue.clear() // unvisited: the pass gives them up
 		}
 		for busy < workers {
-			i := slices.IndexFunc(queue, func(r ref) bool { return !full(r) })
-			if i < 0 {
+			r, ok := queue.next(full)
+			if !ok {
 				break
 			}
-			r := queue[i]
-			queue = slices.Delete(queue, i, i+1)
 			if busy == spawned {
 				spawned++
 				wg.Add(1)
@@ -137,29 +137,173 @@ func (c *Client) visitFair(ctx context.Context, first []ref, claim func() ([]ref
 			if v.stopped() {
 				continue
 			}
-			v.mu.Lock()
-			tick()
-			v.mu.Unlock()
+			var slowed []string
 			for host, n := range inflight {
 				if n < share {
 					continue
 				}
 				if quiet[host]++; quiet[host] >= 2 && !slow[host] {
 					slow[host] = true
-					c.log.LogAttrs(ctx, slog.LevelInfo, "idem: reconciler: a host answers slowly; its other due operations are pushed back to its pace",
+					slowed = append(slowed, host)
+					msg := "idem: reconciler: a host answers slowly; its other due operations are pushed back to its pace"
+					if mode == resuming {
+						msg = "idem: resume: a host answers slowly; its operations wait their turn while the other hosts' go on"
+					}
+					c.log.LogAttrs(ctx, slog.LevelInfo, msg,
 						slog.String("host", host), slog.Int("visits_at_once", share), slog.Duration("no_answer_for", c.stallAfter()))
 				}
 			}
+			if tick != nil {
+				v.mu.Lock()
+				tick(slowed)
+				v.mu.Unlock()
+			}
 			// A whole claim set aside says more of the slow hosts'
 			// backlog is due before any other host's: claim on at once.
-			for queue = setAside(queue); len(queue) == 0 && !v.stopped(); {
+			for setAside(); queue.len() == 0 && claim != nil && !v.stopped(); {
 				got, whole := claim()
-				if queue = setAside(got); !whole {
+				queue.push(got)
+				if setAside(); !whole {
 					break
 				}
 			}
 		}
 	}
+}
+
+// fairQueue holds the refs visitFair has yet to start, in the order they
+// came, one line per host, the lines in a heap by their first ref's
+// order: next looks at the heads of the earliest lines only, passing
+// over those of full hosts (at most two: the busy workers are twice a
+// share), and takes a ref without moving the others. Resume queues every
+// open operation at once, and a scan of the whole queue, or a copy of it,
+// on every start was quadratic in them: seconds for ten thousand, of one
+// host or of as many. The zero value is empty.
+type fairQueue struct {
+	seq   int                  // refs pushed so far: their order
+	lines map[string]*hostLine // by host; none empty
+	heads lineHeap             // the lines, earliest first ref first
+	free  []queuedRef          // overdue refs: their visits send nothing, and wait for no share
+	n     int
+}
+
+// queuedRef is a ref in a fairQueue, numbered in the order it came.
+type queuedRef struct {
+	ref
+	seq int
+}
+
+// hostLine is one host's refs in a fairQueue, in order.
+type hostLine struct {
+	host string
+	refs []queuedRef
+}
+
+// lineHeap orders host lines by their first ref (container/heap).
+type lineHeap []*hostLine
+
+func (h lineHeap) Len() int           { return len(h) }
+func (h lineHeap) Less(i, j int) bool { return h[i].refs[0].seq < h[j].refs[0].seq }
+func (h lineHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *lineHeap) Push(x any)        { *h = append(*h, x.(*hostLine)) }
+func (h *lineHeap) Pop() any {
+	old := *h
+	l := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return l
+}
+
+func (q *fairQueue) len() int { return q.n }
+
+func (q *fairQueue) push(refs []ref) {
+	if q.lines == nil {
+		q.lines = map[string]*hostLine{}
+	}
+	for _, r := range refs {
+		qr := queuedRef{r, q.seq}
+		q.seq++
+		q.n++
+		if r.overdue {
+			q.free = append(q.free, qr)
+			continue
+		}
+		l := q.lines[r.host]
+		if l == nil {
+			l = &hostLine{host: r.host}
+			q.lines[r.host] = l
+			l.refs = append(l.refs, qr)
+			heap.Push(&q.heads, l)
+			continue
+		}
+		l.refs = append(l.refs, qr) // behind its head: the heap holds
+	}
+}
+
+// next takes the first ref whose host is not full, or an overdue one if
+// that came first; false if there is none.
+func (q *fairQueue) next(full func(host string) bool) (ref, bool) {
+	var parked []*hostLine
+	defer func() {
+		for _, l := range parked {
+			heap.Push(&q.heads, l)
+		}
+	}()
+	for len(q.heads) > 0 {
+		l := q.heads[0]
+		if len(q.free) > 0 && q.free[0].seq < l.refs[0].seq {
+			break
+		}
+		if full(l.host) {
+			parked = append(parked, heap.Pop(&q.heads).(*hostLine))
+			continue
+		}
+		r := l.refs[0].ref
+		q.n--
+		if l.refs = l.refs[1:]; len(l.refs) == 0 {
+			heap.Pop(&q.heads)
+			delete(q.lines, l.host)
+		} else {
+			heap.Fix(&q.heads, 0)
+		}
+		return r, true
+	}
+	if len(q.free) == 0 {
+		return ref{}, false
+	}
+	r := q.free[0].ref
+	q.free = q.free[1:]
+	q.n--
+	return r, true
+}
+
+// take removes and returns the refs of every host that names, each
+// host's in order; overdue refs stay.
+func (q *fairQueue) take(names func(host string) bool) []ref {
+	var out []ref
+	for h, l := range q.lines {
+		if !names(h) {
+			continue
+		}
+		for _, qr := range l.refs {
+			out = append(out, qr.ref)
+		}
+		q.n -= len(l.refs)
+		delete(q.lines, h)
+	}
+	if len(out) > 0 {
+		q.heads = q.heads[:0]
+		for _, l := range q.lines {
+			q.heads = append(q.heads, l)
+		}
+		heap.Init(&q.heads)
+	}
+	return out
+}
+
+// clear empties q.
+func (q *fairQueue) clear() {
+	clear(q.lines)
+	q.heads, q.free, q.n = nil, nil, 0
 }
 
 // pushBack gives up the claims of refs, which a pass of Run set aside

@@ -48,6 +48,7 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 				idem.WithSettleFunc(func(r *idem.Result) { settled <- r.Key }))
 			require.NoError(t, err)
 			defer func() { require.NoError(t, c.Close()) }()
+			start := clock.Now()
 			ran := runAsync(t.Context(), c)
 			keys := map[string]bool{}
 			waitSettled := func(n int, within time.Duration) {
@@ -66,6 +67,12 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 			require.Zero(t, network.ended.Load(), "requests to the slow host that ended before the healthy operations settled")
 			require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
 			require.Equal(t, backlog, slow.Stats().Requests, "the slow server's requests: each key's lost one, none from Run yet")
+			// An operator sees why the slow host's operations lag, while
+			// they do: it answers, so it is neither failing nor down.
+			h := c.Health()
+			hh, ok := hostOf(h, network.host)
+			require.True(t, ok, "Health() lists the slow host while its requests are held: %+v", h.Hosts)
+			require.Equal(t, idem.HostHealth{Host: network.host, SlowSince: start}, hh)
 
 			// The slow host answers: its backlog settles, nothing lost,
 			// nothing executed twice, and it never held more than its
@@ -84,6 +91,10 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 			open, err := c.List(t.Context(), idem.Filter{Open: true})
 			require.NoError(t, err)
 			require.Empty(t, open, "operations still open")
+			waitHealth(t, c, ran, "the slow host, answering at once, no longer listed", func(h idem.Health) bool {
+				_, ok := hostOf(h, network.host)
+				return !ok
+			})
 		})
 	}
 }

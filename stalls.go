@@ -107,13 +107,34 @@ type hostStalls struct {
 	failing   map[string]time.Time // host → when the first of those ended
 	lastFail  map[string]time.Time // host → when the last of those ended
 	down      map[string]time.Time // host → when it was found unreachable
+	slow      map[string]time.Time // host → when Run took it for slow (visitFair), until a pass visits it and does not
 	postponed map[string]map[opID]time.Time
 	back      []string // hosts found answering again, whose postponed operations are not due yet
 }
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, postponed: map[string]map[opID]time.Time{}}
+		rest: map[string]time.Time{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}}
+}
+
+// slowed records that a pass of Run took host for slow at now; a host
+// still slow since an earlier pass keeps that pass's time.
+func (h *hostStalls) slowed(host string, now time.Time) {
+	if _, ok := h.slow[host]; !ok {
+		h.slow[host] = now
+	}
+}
+
+// passJudged ends a pass of Run's judgement of slow hosts: judged names
+// the hosts the pass visited, each with whether it took the host for
+// slow. A host it visited and did not is slow no more; one it did not
+// visit (its operations pushed back, not due yet) stays as it was.
+func (h *hostStalls) passJudged(judged map[string]bool) {
+	for host, slow := range judged {
+		if !slow {
+			delete(h.slow, host)
+		}
+	}
 }
 
 // hostChange is what a visit told of its host's reachability.
@@ -174,13 +195,14 @@ func (h *hostStalls) restUntil(host string, now time.Time) (time.Time, bool) {
 	return until, true
 }
 
-// report is what Health tells of the hosts whose visits fail or that
-// asked for rest, at most HealthMaxHosts of them: those taken for
-// unreachable first (the longest so first), then those failing (the
-// longest first), then those only resting; and how many it left out.
+// report is what Health tells of the hosts whose visits fail, that
+// answer slowly or that asked for rest, at most HealthMaxHosts of them:
+// those taken for unreachable first (the longest so first), then those
+// failing (the longest first), then those slow (the longest first), then
+// those only resting; and how many it left out.
 // Its cost grows with the hosts in trouble, not with the operations.
 func (h *hostStalls) report(now time.Time) ([]HostHealth, int) {
-	byHost := make(map[string]*HostHealth, len(h.streak)+len(h.rest))
+	byHost := make(map[string]*HostHealth, len(h.streak)+len(h.slow)+len(h.rest))
 	entry := func(host string) *HostHealth {
 		e := byHost[host]
 		if e == nil {
@@ -195,6 +217,9 @@ func (h *hostStalls) report(now time.Time) ([]HostHealth, int) {
 	}
 	for host, since := range h.down {
 		entry(host).DownSince = since
+	}
+	for host, since := range h.slow {
+		entry(host).SlowSince = since
 	}
 	for host := range h.rest {
 		if until, ok := h.restUntil(host, now); ok {
@@ -213,6 +238,9 @@ func (h *hostStalls) report(now time.Time) ([]HostHealth, int) {
 			return c
 		}
 		if c := cmpSince(a.FailingSince, b.FailingSince); c != 0 {
+			return c
+		}
+		if c := cmpSince(a.SlowSince, b.SlowSince); c != 0 {
 			return c
 		}
 		if c := b.RestUntil.Compare(a.RestUntil); c != 0 {

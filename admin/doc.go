@@ -62,7 +62,7 @@
 //	            last_journal_error_at, retry_at, retry_tokens,
 //	            retry_tokens_max, hosts (each: host, failed_visits,
 //	            failing_since, last_failed_visit, down_since,
-//	            rest_until), hosts_omitted
+//	            slow_since, rest_until), hosts_omitted
 //	resolve     from (the state before), operation
 //
 // A resolve is recorded as the idem command's resolve is: who (by), why

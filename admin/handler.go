@@ -361,7 +361,8 @@ type Health struct {
 	RetryAt            *time.Time `json:"retry_at,omitempty"`
 	RetryTokens        float64    `json:"retry_tokens"`
 	RetryTokensMax     float64    `json:"retry_tokens_max"`
-	// Hosts Run cannot reach or that asked it to wait (idem.Health.Hosts);
+	// Hosts Run cannot reach, that answer it slowly, or that asked it to
+	// wait (idem.Health.Hosts);
 	// an empty list when none. They do not make OK false: a payment API
 	// down is not this service down.
 	Hosts        []HostHealth `json:"hosts"`
@@ -375,6 +376,7 @@ type HostHealth struct {
 	FailingSince    *time.Time `json:"failing_since,omitempty"`
 	LastFailedVisit *time.Time `json:"last_failed_visit,omitempty"`
 	DownSince       *time.Time `json:"down_since,omitempty"`
+	SlowSince       *time.Time `json:"slow_since,omitempty"`
 	RestUntil       *time.Time `json:"rest_until,omitempty"`
 }
 
@@ -387,7 +389,7 @@ func (h *handler) health(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, hh := range hl.Hosts {
 		out.Hosts = append(out.Hosts, HostHealth{Host: hh.Host, FailedVisits: hh.FailedVisits,
-			FailingSince: timePtr(hh.FailingSince), LastFailedVisit: timePtr(hh.LastFailedVisit), DownSince: timePtr(hh.DownSince), RestUntil: timePtr(hh.RestUntil)})
+			FailingSince: timePtr(hh.FailingSince), LastFailedVisit: timePtr(hh.LastFailedVisit), DownSince: timePtr(hh.DownSince), SlowSince: timePtr(hh.SlowSince), RestUntil: timePtr(hh.RestUntil)})
 	}
 	if hl.RunErr != nil {
 		out.RunError = hl.RunErr.Error()
