@@ -1,0 +1,106 @@
+package idem_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// ignoringCharges is an endpoint that does not de-duplicate by the key and
+// says so (Solidgate's "Idempotency-Status: ignored",
+// https://api-docs.solidgate.com/api/v2/idempotent-requests): its first
+// request charges the card and gets no answer to the client (lost);
+// every later one is a new payment the issuer declines, the funds being
+// taken.
+type ignoringCharges struct {
+	srv *httptest.Server
+	// lose ends the first request without an answer, once it charged.
+	lose func(w http.ResponseWriter, r *http.Request)
+
+	mu      sync.Mutex
+	keys    []string
+	charged int
+}
+
+func newIgnoringCharges(t testing.TB, lose func(w http.ResponseWriter, r *http.Request)) *ignoringCharges {
+	s := &ignoringCharges{lose: lose}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		s.mu.Lock()
+		s.keys = append(s.keys, r.Header.Get("Idempotency-Key"))
+		first := len(s.keys) == 1
+		if first {
+			s.charged++
+		}
+		s.mu.Unlock()
+		if first {
+			s.lose(w, r)
+			return
+		}
+		w.Header().Set("Idempotency-Status", "ignored")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprint(w, `{"id":"pay_2","status":"declined","reason":"insufficient funds"}`)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *ignoringCharges) req() idem.Request {
+	return idem.Request{Key: "k", URL: s.srv.URL + "/api/v1/charge", Body: []byte(`{"amount":100}`)}
+}
+
+func (s *ignoringCharges) requireSent(t testing.TB, keys []string) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, keys, s.keys, "requests by key")
+	require.Equal(t, 1, s.charged, "charges")
+}
+
+// The Solidgate sequence across a restart: the checkout's call ended
+// (its deadline) while the charge's answer was on the way, and Resume's
+// resend, a new payment there, was declined. The operation settles failed
+// and flagged ReviewMaybeTwice, and Resume's Summary counted it Failed,
+// with Review 0: a start-up report (or a script that re-offers the
+// checkout of every failed payment) read a charged card as a clean
+// failure. A flagged operation is counted as Review, settled or not.
+func TestResumeCountsAContradictedFailureForReview(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	s := newIgnoringCharges(t, func(_ http.ResponseWriter, r *http.Request) {
+		cancel() // the caller gives up while the charge's answer is due
+		<-r.Context().Done()
+	})
+	var mu sync.Mutex
+	var settled []*idem.Result
+	c := clientFor(t, s.srv, idemtest.NewClock(epoch), idem.WithSettleFunc(func(r *idem.Result) {
+		mu.Lock()
+		settled = append(settled, r)
+		mu.Unlock()
+	}))
+	_, err := c.Submit(ctx, s.req())
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.ErrorIs(t, err, context.Canceled)
+
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+
+	require.Equal(t, idem.Summary{Visited: 1, Review: 1}, sum, "a failure an earlier copy's charge contradicts is no clean failure")
+	s.requireSent(t, []string{"k", "k"})
+	rec, err := c.Record(t.Context(), "", "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateFailed, rec.State, "the answer's state, as settled")
+	require.Equal(t, idem.ReviewMaybeTwice, rec.Review)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, settled, 1, "settle func calls")
+	require.Equal(t, idem.ReviewMaybeTwice, settled[0].Review, "the settle func's Result says a person must look")
+}
