@@ -54,6 +54,13 @@ func newIgnoringCharges(t testing.TB, lose func(w http.ResponseWriter, r *http.R
 	return s
 }
 
+// loseAnswer closes the connection without an answer: lost on the way.
+func loseAnswer(w http.ResponseWriter, _ *http.Request) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		_ = conn.Close()
+	}
+}
+
 func (s *ignoringCharges) req() idem.Request {
 	return idem.Request{Key: "k", URL: s.srv.URL + "/api/v1/charge", Body: []byte(`{"amount":100}`)}
 }
@@ -103,4 +110,27 @@ func TestResumeCountsAContradictedFailureForReview(t *testing.T) {
 	defer mu.Unlock()
 	require.Len(t, settled, 1, "settle func calls")
 	require.Equal(t, idem.ReviewMaybeTwice, settled[0].Review, "the settle func's Result says a person must look")
+}
+
+// The Solidgate sequence in one call: the charge's answer lost, the
+// resend a new payment, declined. The call is told ErrNeedsReview, and
+// the operation is settled failed and flagged ReviewMaybeTwice; but
+// Stats counted only open operations as Review, so the flagged gauge
+// (idemotel's idem.operations.flagged, admin's /stats "review") stayed 0
+// and the alert "flagged > 0: a person must decide" never fired for a
+// card that may have been charged twice, while idem stats (the journal's
+// count) said 1.
+func TestStatsCountsSettledOperationsFlaggedForReview(t *testing.T) {
+	s := newIgnoringCharges(t, loseAnswer)
+	c := clientFor(t, s.srv, idemtest.NewClock(epoch))
+	res, err := c.Submit(t.Context(), s.req())
+	requireContradicted(t, res, err, idem.ReviewMaybeTwice)
+	s.requireSent(t, []string{"k", "k"})
+
+	st, err := c.Stats(t.Context())
+	require.NoError(t, err)
+	require.True(t, st.Complete)
+	require.Equal(t, map[idem.State]int{idem.StateFailed: 1}, st.ByState)
+	require.Zero(t, st.Open)
+	require.Equal(t, 1, st.Review, "flagged for a person, though settled")
 }
