@@ -289,12 +289,15 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 // hands the operation to the reconciler at once, sending nothing.
 //
 // Do returns a non-nil Result for every journaled operation. The error is
-// nil when it succeeded; otherwise an *Error matching ErrFailed,
-// ErrKeyConflict or ErrUnknownOutcome. On ErrUnknownOutcome the operation
-// stays in the journal, due for Resume and Run, or for a person when it
-// also matches ErrNeedsReview (a failure the server's answer or an event
-// contradicts is one): do not retry it under a new key. A cancelled ctx
-// never marks an operation failed.
+// nil when it succeeded, flagged for review or not: a success with
+// Result.Review set executed all the same (it may have executed twice,
+// or an event disagrees) and a person looks at it; never redo it. See
+// the package documentation's "Flagged operations". Otherwise the error
+// is an *Error matching ErrFailed, ErrKeyConflict or ErrUnknownOutcome.
+// On ErrUnknownOutcome the operation stays in the journal, due for Resume
+// and Run, or for a person when it also matches ErrNeedsReview (a failure
+// the server's answer or an event contradicts is one): do not retry it
+// under a new key. A cancelled ctx never marks an operation failed.
 //
 // Do reads only op's Scope and Key (an empty Scope is the client's
 // default, as in Lookup): what is sent is what the journal holds.
@@ -321,7 +324,10 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 }
 
 // Lookup returns the journaled operation, or an error matching ErrNotFound.
-// An empty scope is the client's default (WithScope), as in Request.
+// An empty scope is the client's default (WithScope), as in Request. An
+// Operation with Review set is a person's to settle whatever its State: a
+// failed one may have executed, and is no failure to retry under a new
+// key (Do reports it as ErrNeedsReview).
 func (c *Client) Lookup(ctx context.Context, scope, key string) (*Operation, error) {
 	rec, err := c.Record(ctx, scope, key)
 	if err != nil {

@@ -78,7 +78,9 @@ var (
 	// ignores the key (ReviewMaybeTwice), or a server that lost the key
 	// made the operation twice and one of them failed (ReviewMadeTwice).
 	// The journal keeps the failed state until a person settles it with
-	// Resolve.
+	// Resolve. A succeeded operation so flagged (made twice, disputed by
+	// an event) ends a call with no error, Result.Review set: it did
+	// execute.
 	ErrNeedsReview = errors.New("idem: flagged for review")
 )
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
 )
 
 // ignoringCharges is an endpoint that does not de-duplicate by the key and
@@ -133,4 +135,52 @@ func TestStatsCountsSettledOperationsFlaggedForReview(t *testing.T) {
 	require.Equal(t, map[idem.State]int{idem.StateFailed: 1}, st.ByState)
 	require.Zero(t, st.Open)
 	require.Equal(t, 1, st.Review, "flagged for a person, though settled")
+}
+
+// Adyen's refusal for another payment carrying the same merchantReference
+// (refusedElsewhere) reaches Confirm while our first /payments request
+// is on the wire; ours authorises, and its answer is lost (the connection
+// drops after the server committed). Adyen has no result endpoint: the
+// call cannot learn what its request did, and the event, about another
+// pspReference, cannot say either. The event is the server's word, and
+// settles the operation (the Settle hook fires, failed); the lost answer
+// to a request sent before it contradicts it, so the call is told
+// ErrNeedsReview, never ErrFailed. Default settings but the clock.
+func TestWebhookFailureWhileFirstAnswerLost(t *testing.T) {
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
+	tr := &confirmOnSend{base: srv.Client().Transport}
+	var mu sync.Mutex
+	settled := map[idem.State]int{}
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := idem.New(store, idem.WithClock(idemtest.NewClock(epoch)),
+		idem.WithHTTPClient(&http.Client{Transport: tr}),
+		idem.WithHooks(idem.Hooks{Settle: func(_ context.Context, r *idem.Result) {
+			mu.Lock()
+			settled[r.State]++
+			mu.Unlock()
+		}}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	tr.confirm = func() error { return refusedElsewhere(c) }
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"n":1}`)})
+	require.NoError(t, tr.err, "Confirm() while the request was on the wire")
+
+	requireContradicted(t, res, err, idem.ReviewConfirmConflict)
+	var submits int
+	for _, r := range srv.Requests() {
+		if r.Key == "k" && r.Method != http.MethodGet {
+			submits++
+		}
+	}
+	require.Equal(t, 1, submits, "submits: nothing is sent for a settled operation")
+	require.Equal(t, 1, srv.Stats().SideEffects, "payments")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, map[idem.State]int{idem.StateFailed: 1}, settled, "Settle hook calls, by the event")
 }
