@@ -646,7 +646,7 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	if rec.State == StateSucceeded {
 		return res, nil
 	}
-	e := &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: res.Attempts, Cause: cause}
+	e := &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: res.Attempts, Cause: cause, review: rec.Review != ""}
 	switch {
 	case rec.State == StateFailed && rec.Review != "":
 		// Settled failed, but the server's own word says it may have

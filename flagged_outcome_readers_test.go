@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -183,4 +184,53 @@ func TestWebhookFailureWhileFirstAnswerLost(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[idem.State]int{idem.StateFailed: 1}, settled, "Settle hook calls, by the event")
+}
+
+// An order API behind Fiber's idempotency middleware (keys kept 30
+// minutes by default, https://docs.gofiber.io/api/middleware/idempotency)
+// takes every copy of the order while its answers are lost (a proxy that
+// drops them), and the checkout's call hands the order off. The customer
+// comes back 25 minutes later and the checkout calls Do again: past the
+// key window (DefaultKeyRetention, 20 minutes) nothing may be resent and
+// the API has no result endpoint, so the operation is flagged "key
+// expired" for a person; Run can never settle it. The call's error
+// matched ErrUnknownOutcome and ErrKeyExpired but not ErrNeedsReview, so a
+// checkout that sends ErrNeedsReview to a person (as the README's switch
+// does) left it to a reconciler that never would: an order paid and never
+// made, or made and never shipped, until someone read the review list.
+// Every error for an operation flagged for review matches ErrNeedsReview.
+func TestEveryCallForAFlaggedOperationMatchesNeedsReview(t *testing.T) {
+	var mu sync.Mutex
+	var posts int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		posts++
+		mu.Unlock()
+		loseAnswer(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	clock := idemtest.NewClock(epoch)
+	c := clientFor(t, srv, clock)
+	_, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"sku":"a"}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrNeedsReview, "not flagged yet: Run settles it")
+	mu.Lock()
+	sent := posts
+	mu.Unlock()
+
+	clock.Advance(25 * time.Minute)
+	op, err := c.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+	for i := range 2 { // the call that flags it, and the next
+		res, err := c.Do(t.Context(), op)
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome, "call %d", i+1)
+		require.ErrorIs(t, err, idem.ErrKeyExpired, "call %d", i+1)
+		require.ErrorIs(t, err, idem.ErrNeedsReview, "call %d: flagged for a person", i+1)
+		require.Equal(t, idem.ReviewKeyExpired, res.Review)
+		require.Equal(t, idem.StateUnknown, res.State)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, sent, posts, "nothing resent past the key window")
 }
