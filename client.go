@@ -290,9 +290,11 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 //
 // Do returns a non-nil Result for every journaled operation. The error is
 // nil when it succeeded, flagged for review or not: a success with
-// Result.Review set executed all the same (it may have executed twice,
-// or an event disagrees) and a person looks at it; never redo it. See
-// the package documentation's "Flagged operations". Otherwise the error
+// Result.Review set executed all the same (it may have executed twice)
+// and a person looks at it; never redo it. A success a failure
+// contradicts (ReviewConfirmConflict: the server's answer or an event
+// said failed) is not one: ErrNeedsReview and ErrUnknownOutcome. See the
+// package documentation's "Flagged operations". Otherwise the error
 // is an *Error matching ErrFailed, ErrKeyConflict or ErrUnknownOutcome.
 // On ErrUnknownOutcome the operation stays in the journal, due for Resume
 // and Run, or for a person when it also matches ErrNeedsReview (a failure
@@ -643,12 +645,20 @@ func (r *Result) clone() *Result {
 // finish turns the journaled state into what Do returns.
 func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	res := newResult(rec)
-	if rec.State == StateSucceeded {
+	if rec.State == StateSucceeded && !failureAgainst(rec) {
+		// Flagged or not, it executed: a payment made twice was made,
+		// and an error would read "not charged" to a caller who takes a
+		// nil error for "charged". Result.Review tells the rest.
 		return res, nil
 	}
 	e := &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: res.Attempts, Cause: cause, review: rec.Review != ""}
 	switch {
-	case rec.State == StateFailed && rec.Review != "":
+	case rec.State.Terminal() && rec.Review != "":
+		// Settled succeeded, but the server's answer or an event says it
+		// failed (an operator's forced success, a decline replayed for
+		// the key): nil would ship what may be unpaid, and ErrFailed
+		// would invite a retry under a new key, a second charge if the
+		// success was right.
 		// Settled failed, but the server's own word says it may have
 		// executed (ReviewConfirmConflict: its answer, or an event,
 		// contradicts the settlement; ReviewMaybeTwice: an earlier copy
@@ -681,11 +691,31 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	return res, e
 }
 
+// failureAgainst reports whether a failure contradicts rec's success: a
+// confirmation, or the server's own answer, that said failed and was
+// kept beside it (ReviewConfirmConflict).
+func failureAgainst(rec *journal.Record) bool {
+	if rec.Review != ReviewConfirmConflict {
+		return false
+	}
+	for i := range rec.Confirmations {
+		if c := &rec.Confirmations[i]; c.Effect == journal.ConfirmConflicted && c.State == StateFailed {
+			return true
+		}
+	}
+	return false
+}
+
 // contradicted is the cause of the error for an operation settled failed
-// and flagged for review (finish), wrapping the call's own cause if any.
+// and flagged for review, or settled succeeded and contradicted by a
+// failure (finish), wrapping the call's own cause if any.
 func contradicted(rec *journal.Record, reason string, cause error) error {
-	err := fmt.Errorf("%w: settled failed (%s), but %s: a person must settle it (Resolve); never retry it under a new key",
-		ErrNeedsReview, reason, rec.Review)
+	settled := string(rec.State)
+	if reason != "" && reason != rec.Review {
+		settled += " (" + reason + ")"
+	}
+	err := fmt.Errorf("%w: settled %s, but %s: a person must settle it (Resolve); never retry it under a new key",
+		ErrNeedsReview, settled, rec.Review)
 	if cause != nil {
 		err = fmt.Errorf("%w: %w", err, cause)
 	}

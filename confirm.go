@@ -394,7 +394,7 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
 		return
 	}
-	if d.rec.State == StateFailed {
+	if d.rec.State == StateFailed || conf.State == StateFailed {
 		d.late, d.lateContradicts = &ex, true
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts how the operation was settled (a confirmation or a manual resolution); flagged for review",

@@ -80,9 +80,11 @@ var (
 	// ignores the key (ReviewMaybeTwice), or a server that lost the key
 	// made the operation twice and one of them failed (ReviewMadeTwice).
 	// The journal keeps the failed state until a person settles it with
-	// Resolve. A succeeded operation so flagged (made twice, disputed by
-	// an event) ends a call with no error, Result.Review set: it did
-	// execute.
+	// Resolve. So does a succeeded operation a failure contradicts
+	// (ReviewConfirmConflict: the server's answer or an event said
+	// failed). One flagged because it may have executed twice
+	// (ReviewMadeTwice, ReviewMaybeTwice) ends a call with no error,
+	// Result.Review set: it did execute.
 	ErrNeedsReview = errors.New("idem: flagged for review")
 )
 

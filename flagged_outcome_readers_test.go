@@ -234,3 +234,81 @@ func TestEveryCallForAFlaggedOperationMatchesNeedsReview(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, sent, posts, "nothing resent past the key window")
 }
+
+// Stripe declines a card (402 card_declined) and replays the stored 402
+// for the key (https://docs.stripe.com/api/idempotent_requests). The
+// checkout's first call ended while the decline's answer was on the way;
+// a support agent, told by the customer that the card was charged (a
+// pending authorisation of another purchase in the banking app), forced
+// the operation succeeded (idem resolve -succeeded -force) while the
+// checkout's retry was on the wire, and the replayed decline then
+// contradicted it. Do returned no error, State succeeded: the order
+// shipped unpaid, though the call's own answer said declined. A success
+// contradicted by a failure is open, as a contradicted failure is:
+// ErrNeedsReview and ErrUnknownOutcome, never nil, and the call's
+// Result carries the answer. Default settings but the clock.
+func TestSuccessContradictedByTheCallsOwnDeclineIsNoSuccess(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	var mu sync.Mutex
+	var posts int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		posts++
+		first := posts == 1
+		mu.Unlock()
+		if first {
+			cancel() // the checkout gives up while the decline's answer is due
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusPaymentRequired)
+		_, _ = fmt.Fprint(w, `{"error":{"type":"card_error","code":"card_declined","message":"Your card was declined."}}`)
+	}))
+	t.Cleanup(srv.Close)
+	tr := &confirmOnSend{base: srv.Client().Transport}
+	hooks := map[string]int{}
+	count := func(name string) func(context.Context, *idem.Result) {
+		return func(context.Context, *idem.Result) {
+			mu.Lock()
+			hooks[name]++
+			mu.Unlock()
+		}
+	}
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithHTTPClient(&http.Client{Transport: tr}),
+		idem.WithHooks(idem.Hooks{Settle: count("settle"), Review: count("review"),
+			ConfirmConflict: func(ctx context.Context, r *idem.Result, _ idem.Confirmation) { count("conflict")(ctx, r) }}))
+	_, err := c.Submit(ctx, idem.Request{Key: "k", URL: srv.URL + "/v1/payment_intents", Body: []byte(`{"amount":1250}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	tr.confirm = func() error {
+		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateSucceeded, Reason: "customer sees the charge", By: "support"})
+		return err
+	}
+	op, err := c.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+
+	res, err := c.Do(t.Context(), op)
+	require.NoError(t, tr.err, "Resolve() while the retry was on the wire")
+
+	require.Error(t, err, "the call's own answer says declined")
+	require.NotErrorIs(t, err, idem.ErrFailed, "the agent may be right: no retry under a new key")
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateSucceeded, res.State, "the journal's state, as resolved")
+	require.Equal(t, idem.ReviewConfirmConflict, res.Review)
+	require.Equal(t, http.StatusPaymentRequired, res.StatusCode, "the call's own answer")
+	require.Contains(t, string(res.Body), "card_declined")
+	rec, err := c.Record(t.Context(), "", "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, rec.State, "the resolution is kept")
+	require.Equal(t, idem.ReviewConfirmConflict, rec.Review)
+	// Asked again, the journal says the same until a person settles it.
+	_, err = c.Do(t.Context(), op)
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 2, posts, "submits: the first and the retry; none after")
+	require.Equal(t, map[string]int{"settle": 1, "review": 1, "conflict": 1}, hooks, "hook calls: Resolve's settlement, the answer's conflict")
+}
