@@ -57,6 +57,34 @@ func newIgnoringCharges(t testing.TB, lose func(w http.ResponseWriter, r *http.R
 	return s
 }
 
+// numbered is a server that hands each request, body read, to answer with
+// its number (1 for the first), and counts them.
+type numbered struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	n   int
+}
+
+func newNumbered(t testing.TB, answer func(n int, w http.ResponseWriter, r *http.Request)) *numbered {
+	s := &numbered{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		s.mu.Lock()
+		s.n++
+		n := s.n
+		s.mu.Unlock()
+		answer(n, w, r)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *numbered) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
+}
+
 // loseAnswer closes the connection without an answer: lost on the way.
 func loseAnswer(w http.ResponseWriter, _ *http.Request) {
 	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
@@ -200,24 +228,13 @@ func TestWebhookFailureWhileFirstAnswerLost(t *testing.T) {
 // made, or made and never shipped, until someone read the review list.
 // Every error for an operation flagged for review matches ErrNeedsReview.
 func TestEveryCallForAFlaggedOperationMatchesNeedsReview(t *testing.T) {
-	var mu sync.Mutex
-	var posts int
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		posts++
-		mu.Unlock()
-		loseAnswer(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	srv := newNumbered(t, func(_ int, w http.ResponseWriter, r *http.Request) { loseAnswer(w, r) })
 	clock := idemtest.NewClock(epoch)
-	c := clientFor(t, srv, clock)
-	_, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"sku":"a"}`)})
+	c := clientFor(t, srv.srv, clock)
+	_, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.srv.URL + "/orders", Body: []byte(`{"sku":"a"}`)})
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.NotErrorIs(t, err, idem.ErrNeedsReview, "not flagged yet: Run settles it")
-	mu.Lock()
-	sent := posts
-	mu.Unlock()
+	sent := srv.count()
 
 	clock.Advance(25 * time.Minute)
 	op, err := c.Lookup(t.Context(), "", "k")
@@ -230,9 +247,7 @@ func TestEveryCallForAFlaggedOperationMatchesNeedsReview(t *testing.T) {
 		require.Equal(t, idem.ReviewKeyExpired, res.Review)
 		require.Equal(t, idem.StateUnknown, res.State)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, sent, posts, "nothing resent past the key window")
+	require.Equal(t, sent, srv.count(), "nothing resent past the key window")
 }
 
 // Stripe declines a card (402 card_declined) and replays the stored 402
@@ -249,15 +264,8 @@ func TestEveryCallForAFlaggedOperationMatchesNeedsReview(t *testing.T) {
 // Result carries the answer. Default settings but the clock.
 func TestSuccessContradictedByTheCallsOwnDeclineIsNoSuccess(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
-	var mu sync.Mutex
-	var posts int
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		posts++
-		first := posts == 1
-		mu.Unlock()
-		if first {
+	srv := newNumbered(t, func(n int, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
 			cancel() // the checkout gives up while the decline's answer is due
 			<-r.Context().Done()
 			return
@@ -266,9 +274,9 @@ func TestSuccessContradictedByTheCallsOwnDeclineIsNoSuccess(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusPaymentRequired)
 		_, _ = fmt.Fprint(w, `{"error":{"type":"card_error","code":"card_declined","message":"Your card was declined."}}`)
-	}))
-	t.Cleanup(srv.Close)
-	tr := &confirmOnSend{base: srv.Client().Transport}
+	})
+	tr := &confirmOnSend{base: srv.srv.Client().Transport}
+	var mu sync.Mutex
 	hooks := map[string]int{}
 	count := func(name string) func(context.Context, *idem.Result) {
 		return func(context.Context, *idem.Result) {
@@ -277,10 +285,10 @@ func TestSuccessContradictedByTheCallsOwnDeclineIsNoSuccess(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithHTTPClient(&http.Client{Transport: tr}),
+	c := clientFor(t, srv.srv, idemtest.NewClock(epoch), idem.WithHTTPClient(&http.Client{Transport: tr}),
 		idem.WithHooks(idem.Hooks{Settle: count("settle"), Review: count("review"),
 			ConfirmConflict: func(ctx context.Context, r *idem.Result, _ idem.Confirmation) { count("conflict")(ctx, r) }}))
-	_, err := c.Submit(ctx, idem.Request{Key: "k", URL: srv.URL + "/v1/payment_intents", Body: []byte(`{"amount":1250}`)})
+	_, err := c.Submit(ctx, idem.Request{Key: "k", URL: srv.srv.URL + "/v1/payment_intents", Body: []byte(`{"amount":1250}`)})
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	tr.confirm = func() error {
 		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateSucceeded, Reason: "customer sees the charge", By: "support"})
@@ -307,8 +315,8 @@ func TestSuccessContradictedByTheCallsOwnDeclineIsNoSuccess(t *testing.T) {
 	// Asked again, the journal says the same until a person settles it.
 	_, err = c.Do(t.Context(), op)
 	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, 2, srv.count(), "submits: the first and the retry; none after")
 	mu.Lock()
 	defer mu.Unlock()
-	require.Equal(t, 2, posts, "submits: the first and the retry; none after")
 	require.Equal(t, map[string]int{"settle": 1, "review": 1, "conflict": 1}, hooks, "hook calls: Resolve's settlement, the answer's conflict")
 }
