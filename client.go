@@ -358,6 +358,9 @@ type Filter struct {
 // List returns the journaled operations that match f, in (scope, key)
 // order; for example every open operation flagged for review, in every
 // scope: List(ctx, idem.Filter{AllScopes: true, Open: true, Review: true}).
+// Filter.States selects by the journaled state alone: a failed operation
+// with Review set may have executed, and is no failure to offer again
+// under a new key (see the package documentation's "Flagged operations").
 func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
