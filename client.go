@@ -293,7 +293,8 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 // Result.Review set executed all the same (it may have executed twice)
 // and a person looks at it; never redo it. A success a failure
 // contradicts (ReviewConfirmConflict: the server's answer or an event
-// said failed) is not one: ErrNeedsReview and ErrUnknownOutcome. See the
+// said failed, about the same resource or none) is not one:
+// ErrNeedsReview and ErrUnknownOutcome. See the
 // package documentation's "Flagged operations". Otherwise the error
 // is an *Error matching ErrFailed, ErrKeyConflict or ErrUnknownOutcome.
 // On ErrUnknownOutcome the operation stays in the journal, due for Resume
@@ -696,13 +697,21 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 
 // failureAgainst reports whether a failure contradicts rec's success: a
 // confirmation, or the server's own answer, that said failed and was
-// kept beside it (ReviewConfirmConflict).
+// kept beside it (ReviewConfirmConflict), about the resource the success
+// names or about none. One naming another resource (Adyen's refusal of
+// another payment under the same merchantReference) says nothing of
+// this one's success, though a person looks at it all the same.
 func failureAgainst(rec *journal.Record) bool {
 	if rec.Review != ReviewConfirmConflict {
 		return false
 	}
+	id := ""
+	if rec.Result != nil {
+		id = rec.Result.ResourceID
+	}
 	for i := range rec.Confirmations {
-		if c := &rec.Confirmations[i]; c.Effect == journal.ConfirmConflicted && c.State == StateFailed {
+		c := &rec.Confirmations[i]
+		if c.Effect == journal.ConfirmConflicted && c.State == StateFailed && (id == "" || c.ResourceID == "" || c.ResourceID == id) {
 			return true
 		}
 	}

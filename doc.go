@@ -74,8 +74,9 @@
 // would invite a retry under a new key, a second charge. So does a
 // success that a failure contradicts (the server's answer or an event
 // said failed, kept beside it: [ReviewConfirmConflict]; an operator
-// forced it succeeded while a decline was on the way): nil would ship
-// what may be unpaid. A success flagged because it may have executed
+// forced it succeeded while a decline was on the way), unless that
+// failure names another resource than the success: nil would ship what
+// may be unpaid. A success flagged because it may have executed
 // more than once ([ReviewMadeTwice], [ReviewMaybeTwice], an event naming
 // another resource) keeps a nil error: the server did execute it (a
 // payment made twice was made), and an error would tell a caller who

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
-	"github.com/idemkit/idem/journal"
 )
 
 // ignoringCharges is an endpoint that does not de-duplicate by the key and
@@ -183,18 +181,13 @@ func TestWebhookFailureWhileFirstAnswerLost(t *testing.T) {
 	tr := &confirmOnSend{base: srv.Client().Transport}
 	var mu sync.Mutex
 	settled := map[idem.State]int{}
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	c, err := idem.New(store, idem.WithClock(idemtest.NewClock(epoch)),
+	c := journaledClient(t, idem.WithClock(idemtest.NewClock(epoch)),
 		idem.WithHTTPClient(&http.Client{Transport: tr}),
 		idem.WithHooks(idem.Hooks{Settle: func(_ context.Context, r *idem.Result) {
 			mu.Lock()
 			settled[r.State]++
 			mu.Unlock()
 		}}))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
 	tr.confirm = func() error { return refusedElsewhere(c) }
 
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"n":1}`)})
@@ -319,4 +312,58 @@ func TestSuccessContradictedByTheCallsOwnDeclineIsNoSuccess(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string]int{"settle": 1, "review": 1, "conflict": 1}, hooks, "hook calls: Resolve's settlement, the answer's conflict")
+}
+
+// Our /payments request is answered Authorised (psp_… named in the
+// answer); then Adyen's AUTHORISATION notification with success "false"
+// for another payment carrying the same merchantReference (the shopper's
+// earlier card, refusedElsewhere) reaches Confirm: it names another
+// pspReference, so it says nothing of ours, which stays a success (nil
+// error) though flagged for a person. The same refusal naming no
+// payment, or ours, disputes the success: ErrNeedsReview. Default
+// settings but the clock.
+func TestFailureEventAboutAnotherPaymentLeavesTheSuccess(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		event    string // the refusal's pspReference; "ours": the answer's
+		disputed bool
+	}{
+		{"another payment", "psp_refused", false},
+		{"ours", "ours", true},
+		{"none named", "", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, err := idemtest.NewServer()
+			require.NoError(t, err)
+			t.Cleanup(srv.Close)
+			c := journaledClient(t, idem.WithHTTPClient(srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/payments", Body: []byte(`{"amount":100}`)})
+			require.NoError(t, err)
+			id := tt.event
+			if id == "ours" {
+				id = res.ResourceID
+			}
+			_, err = c.Confirm(t.Context(), "", "k", idem.Confirmation{
+				State: idem.StateFailed, ResourceID: id, Source: "adyen", EventID: "AUTHORISATION:false", Reason: "Refused",
+			})
+			require.ErrorIs(t, err, idem.ErrConfirmConflict)
+
+			op, err := c.Lookup(t.Context(), "", "k")
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, op.State, "the answer's success is kept")
+			require.Equal(t, idem.ReviewConfirmConflict, op.Review)
+			res, err = c.Do(t.Context(), op)
+			if tt.disputed {
+				require.ErrorIs(t, err, idem.ErrNeedsReview)
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.NotErrorIs(t, err, idem.ErrFailed)
+			} else {
+				require.NoError(t, err)
+			}
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.Equal(t, idem.ReviewConfirmConflict, res.Review)
+			require.Equal(t, 1, srv.Stats().Submits, "submits")
+			require.Equal(t, 1, srv.Stats().SideEffects, "payments")
+		})
+	}
 }

@@ -816,13 +816,17 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 
 // failureAgainst reports whether rec settled succeeded while a failure
 // contradicts it: a confirmation or the server's answer that said failed,
-// kept beside it.
+// kept beside it, about the resource the success names or about none.
 func failureAgainst(rec *journal.Record) bool {
 	if rec == nil || rec.State != idem.StateSucceeded || rec.Review != idem.ReviewConfirmConflict {
 		return false
 	}
+	id := ""
+	if rec.Result != nil {
+		id = rec.Result.ResourceID
+	}
 	for _, c := range rec.Confirmations {
-		if c.Effect == journal.ConfirmConflicted && c.State == idem.StateFailed {
+		if c.Effect == journal.ConfirmConflicted && c.State == idem.StateFailed && (id == "" || c.ResourceID == "" || c.ResourceID == id) {
 			return true
 		}
 	}
