@@ -73,7 +73,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //
 // Confirm returns the operation's Result (nil only with an error that
 // matches none of ErrConfirmConflict), whose State says the outcome: a
-// confirmed failure is not an error of Confirm's. A key the journal does
+// confirmed failure is not an error of Confirm's. Read its Review too: a
+// failed Result with Review set (a flag the confirmation kept,
+// ReviewMadeTwice or ReviewConfirmConflict) may have executed, and is no
+// failure to offer again under a new key. A key the journal does
 // not know gives an error matching ErrNotFound and journal.ErrNotFound,
 // and nothing is created: an operation is journaled before its request
 // is sent, so no event about it precedes its record; the key is not this
