@@ -289,12 +289,18 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 // hands the operation to the reconciler at once, sending nothing.
 //
 // Do returns a non-nil Result for every journaled operation. The error is
-// nil when it succeeded; otherwise an *Error matching ErrFailed,
-// ErrKeyConflict or ErrUnknownOutcome. On ErrUnknownOutcome the operation
-// stays in the journal, due for Resume and Run, or for a person when it
-// also matches ErrNeedsReview (a failure the server's answer or an event
-// contradicts is one): do not retry it under a new key. A cancelled ctx
-// never marks an operation failed.
+// nil when it succeeded, flagged for review or not: a success with
+// Result.Review set executed all the same (it may have executed twice)
+// and a person looks at it; never redo it. A success a failure
+// contradicts (ReviewConfirmConflict: the server's answer or an event
+// said failed, about the same resource or none) is not one:
+// ErrNeedsReview and ErrUnknownOutcome. See the
+// package documentation's "Flagged operations". Otherwise the error
+// is an *Error matching ErrFailed, ErrKeyConflict or ErrUnknownOutcome.
+// On ErrUnknownOutcome the operation stays in the journal, due for Resume
+// and Run, or for a person when it also matches ErrNeedsReview (a failure
+// the server's answer or an event contradicts is one): do not retry it
+// under a new key. A cancelled ctx never marks an operation failed.
 //
 // Do reads only op's Scope and Key (an empty Scope is the client's
 // default, as in Lookup): what is sent is what the journal holds.
@@ -321,7 +327,10 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 }
 
 // Lookup returns the journaled operation, or an error matching ErrNotFound.
-// An empty scope is the client's default (WithScope), as in Request.
+// An empty scope is the client's default (WithScope), as in Request. An
+// Operation with Review set is a person's to settle whatever its State: a
+// failed one may have executed, and is no failure to retry under a new
+// key (Do reports it as ErrNeedsReview).
 func (c *Client) Lookup(ctx context.Context, scope, key string) (*Operation, error) {
 	rec, err := c.Record(ctx, scope, key)
 	if err != nil {
@@ -350,6 +359,9 @@ type Filter struct {
 // List returns the journaled operations that match f, in (scope, key)
 // order; for example every open operation flagged for review, in every
 // scope: List(ctx, idem.Filter{AllScopes: true, Open: true, Review: true}).
+// Filter.States selects by the journaled state alone: a failed operation
+// with Review set may have executed, and is no failure to offer again
+// under a new key (see the package documentation's "Flagged operations").
 func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
@@ -637,12 +649,20 @@ func (r *Result) clone() *Result {
 // finish turns the journaled state into what Do returns.
 func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	res := newResult(rec)
-	if rec.State == StateSucceeded {
+	if rec.State == StateSucceeded && !failureAgainst(rec) {
+		// Flagged or not, it executed: a payment made twice was made,
+		// and an error would read "not charged" to a caller who takes a
+		// nil error for "charged". Result.Review tells the rest.
 		return res, nil
 	}
-	e := &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: res.Attempts, Cause: cause}
+	e := &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: res.Attempts, Cause: cause, review: rec.Review != ""}
 	switch {
-	case rec.State == StateFailed && rec.Review != "":
+	case rec.State.Terminal() && rec.Review != "":
+		// Settled succeeded, but the server's answer or an event says it
+		// failed (an operator's forced success, a decline replayed for
+		// the key): nil would ship what may be unpaid, and ErrFailed
+		// would invite a retry under a new key, a second charge if the
+		// success was right.
 		// Settled failed, but the server's own word says it may have
 		// executed (ReviewConfirmConflict: its answer, or an event,
 		// contradicts the settlement; ReviewMaybeTwice: an earlier copy
@@ -675,11 +695,39 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	return res, e
 }
 
+// failureAgainst reports whether a failure contradicts rec's success: a
+// confirmation, or the server's own answer, that said failed and was
+// kept beside it (ReviewConfirmConflict), about the resource the success
+// names or about none. One naming another resource (Adyen's refusal of
+// another payment under the same merchantReference) says nothing of
+// this one's success, though a person looks at it all the same.
+func failureAgainst(rec *journal.Record) bool {
+	if rec.Review != ReviewConfirmConflict {
+		return false
+	}
+	id := ""
+	if rec.Result != nil {
+		id = rec.Result.ResourceID
+	}
+	for i := range rec.Confirmations {
+		c := &rec.Confirmations[i]
+		if c.Effect == journal.ConfirmConflicted && c.State == StateFailed && (id == "" || c.ResourceID == "" || c.ResourceID == id) {
+			return true
+		}
+	}
+	return false
+}
+
 // contradicted is the cause of the error for an operation settled failed
-// and flagged for review (finish), wrapping the call's own cause if any.
+// and flagged for review, or settled succeeded and contradicted by a
+// failure (finish), wrapping the call's own cause if any.
 func contradicted(rec *journal.Record, reason string, cause error) error {
-	err := fmt.Errorf("%w: settled failed (%s), but %s: a person must settle it (Resolve); never retry it under a new key",
-		ErrNeedsReview, reason, rec.Review)
+	settled := string(rec.State)
+	if reason != "" && reason != rec.Review {
+		settled += " (" + reason + ")"
+	}
+	err := fmt.Errorf("%w: settled %s, but %s: a person must settle it (Resolve); never retry it under a new key",
+		ErrNeedsReview, settled, rec.Review)
 	if cause != nil {
 		err = fmt.Errorf("%w: %w", err, cause)
 	}

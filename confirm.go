@@ -73,7 +73,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //
 // Confirm returns the operation's Result (nil only with an error that
 // matches none of ErrConfirmConflict), whose State says the outcome: a
-// confirmed failure is not an error of Confirm's. A key the journal does
+// confirmed failure is not an error of Confirm's. Read its Review too: a
+// failed Result with Review set (a flag the confirmation kept,
+// ReviewMadeTwice or ReviewConfirmConflict) may have executed, and is no
+// failure to offer again under a new key. A key the journal does
 // not know gives an error matching ErrNotFound and journal.ErrNotFound,
 // and nothing is created: an operation is journaled before its request
 // is sent, so no event about it precedes its record; the key is not this
@@ -394,7 +397,7 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
 		return
 	}
-	if d.rec.State == StateFailed {
+	if d.rec.State == StateFailed || conf.State == StateFailed {
 		d.late, d.lateContradicts = &ex, true
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts how the operation was settled (a confirmation or a manual resolution); flagged for review",

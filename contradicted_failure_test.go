@@ -3,9 +3,7 @@ package idem_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -103,40 +101,12 @@ func requireAnswerKeptBeside(t testing.TB, e *env, counts *settleCounts, n int) 
 // the call returned ErrFailed: the checkout asked the customer to pay
 // again, a second charge beside the one already taken.
 func TestDeclineAfterMaybeExecutedCopyIsNotAFailure(t *testing.T) {
-	var (
-		mu      sync.Mutex
-		keys    []string
-		charged int
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		keys = append(keys, r.Header.Get("Idempotency-Key"))
-		first := len(keys) == 1
-		if first {
-			charged++
-		}
-		mu.Unlock()
-		if first {
-			// Charged, and the answer lost.
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				_ = conn.Close()
-			}
-			return
-		}
-		w.Header().Set("Idempotency-Status", "ignored")
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprint(w, `{"id":"pay_2","status":"declined","reason":"insufficient funds"}`)
-	}))
-	t.Cleanup(srv.Close)
-	c := clientFor(t, srv, idemtest.NewClock(epoch))
+	s := newIgnoringCharges(t, loseAnswer)
+	c := clientFor(t, s.srv, idemtest.NewClock(epoch))
 
-	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/api/v1/charge", Body: []byte(`{"amount":100}`)})
+	res, err := c.Submit(t.Context(), s.req())
 	requireContradicted(t, res, err, idem.ReviewMaybeTwice)
-	mu.Lock()
-	require.Equal(t, []string{"k", "k"}, keys, "requests by key")
-	require.Equal(t, 1, charged, "charges")
-	mu.Unlock()
+	s.requireSent(t, []string{"k", "k"})
 
 	op, err := c.Lookup(t.Context(), "", "k")
 	require.NoError(t, err)

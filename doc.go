@@ -62,6 +62,34 @@
 // when an event contradicts it, never change it). A cancelled context
 // never marks an operation failed.
 //
+// # Flagged operations
+//
+// An operation flagged for review (Result.Review, Operation.Review) is a
+// person's to settle with [Client.Resolve], whatever its State, and every
+// reader says so the same way. A flagged failure may have executed (the
+// server's answer or an event contradicts it, [ReviewConfirmConflict]; an
+// earlier copy may have run, [ReviewMaybeTwice]; the server made it twice,
+// [ReviewMadeTwice]): [Client.Do] and [Client.Submit] report it as
+// [ErrNeedsReview] with [ErrUnknownOutcome], never [ErrFailed], which
+// would invite a retry under a new key, a second charge. So does a
+// success that a failure contradicts (the server's answer or an event
+// said failed, kept beside it: [ReviewConfirmConflict]; an operator
+// forced it succeeded while a decline was on the way), unless that
+// failure names another resource than the success: nil would ship what
+// may be unpaid. A success flagged because it may have executed
+// more than once ([ReviewMadeTwice], [ReviewMaybeTwice], an event naming
+// another resource) keeps a nil error: the server did execute it (a
+// payment made twice was made), and an error would tell a caller who
+// reads err == nil as "charged" that it was not, whose next step may be
+// a new key; Result.Review says a person must look (a second copy to
+// refund), Hooks.Review fired when it was flagged, and it stays listed
+// (Filter.Review) until Resolve. [Summary] and [Stats] count
+// every flagged operation as Review, settled or not, never as succeeded
+// or failed. The readers that return a Result or an Operation without an
+// error ([Client.Wait], [Client.Lookup], [Client.List], Hooks.Settle, the
+// [WithSettleFunc] callback, [Client.Confirm]) give the journal's State
+// with Review beside it: read Review before acting on a failed State.
+//
 // # Outcome table
 //
 // Each submit's answer is classified by a [Classifier]

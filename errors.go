@@ -68,7 +68,9 @@ var (
 	// ErrNeedsReview: what the server or the clock said leaves the outcome
 	// open and resending cannot settle it (a replayed 5xx, a clock that
 	// stepped back); the operation is flagged for review (Result.Review
-	// says why) and still queried where a result endpoint exists. It also
+	// says why) and still queried where a result endpoint exists. Every
+	// call for an open operation flagged for review matches it, beside
+	// the cause that flagged it (ErrKeyExpired, ErrKeyConflict). It also
 	// ends a call for an operation the journal holds as failed while the
 	// server's word says it may have executed: an event or the server's
 	// answer contradicts the failure (ReviewConfirmConflict; when it is
@@ -78,7 +80,11 @@ var (
 	// ignores the key (ReviewMaybeTwice), or a server that lost the key
 	// made the operation twice and one of them failed (ReviewMadeTwice).
 	// The journal keeps the failed state until a person settles it with
-	// Resolve.
+	// Resolve. So does a succeeded operation a failure contradicts
+	// (ReviewConfirmConflict: the server's answer or an event said
+	// failed). One flagged because it may have executed twice
+	// (ReviewMadeTwice, ReviewMaybeTwice) ends a call with no error,
+	// Result.Review set: it did execute.
 	ErrNeedsReview = errors.New("idem: flagged for review")
 )
 
@@ -92,7 +98,9 @@ var (
 // ErrKeyConflict alone: nothing of that call's was journaled or sent. An
 // operation settled failed but flagged for review matches
 // ErrUnknownOutcome and ErrNeedsReview, not ErrFailed, whatever its State
-// says (ErrNeedsReview). So every error that does not match
+// says (ErrNeedsReview). Every error for an operation flagged for review
+// matches ErrNeedsReview, whatever else ended the call (ErrKeyExpired, a
+// deadline passed, ErrKeyConflict). So every error that does not match
 // ErrUnknownOutcome means nothing of the call's is journaled open or
 // flagged for review, and nothing more will be sent for it.
 type Error struct {
@@ -106,6 +114,11 @@ type Error struct {
 	// journal holds for another request): nothing of this call's was
 	// journaled or sent, whatever the stored operation's state.
 	local bool
+	// review: the operation is flagged for review, whatever ended the
+	// call (a key window passed, the deadline, another request's key):
+	// it matches ErrNeedsReview, so a caller that sends those to a person
+	// never leaves one to a reconciler that will not settle it.
+	review bool
 }
 
 // Error describes the operation and why the call ended, for logs. A Cause
@@ -126,8 +139,9 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Unwrap returns Kind and Cause, so errors.Is finds either, and for a key
-// conflict the kind its state implies.
+// Unwrap returns Kind and Cause, so errors.Is finds either, for a key
+// conflict the kind its state implies, and ErrNeedsReview for an
+// operation flagged for review.
 func (e *Error) Unwrap() []error {
 	errs := []error{e.Kind}
 	if e.Kind == ErrKeyConflict && !e.local {
@@ -140,6 +154,9 @@ func (e *Error) Unwrap() []error {
 	}
 	if e.Cause != nil {
 		errs = append(errs, e.Cause)
+	}
+	if e.review {
+		errs = append(errs, ErrNeedsReview)
 	}
 	return errs
 }

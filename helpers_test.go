@@ -183,10 +183,17 @@ func (e *env) settleByRestarts() {
 // clock are the only options besides opts.
 func clientFor(t testing.TB, srv *httptest.Server, clock *idemtest.Clock, opts ...idem.Option) *idem.Client {
 	t.Helper()
+	return journaledClient(t, append([]idem.Option{idem.WithHTTPClient(srv.Client()), idem.WithClock(clock)}, opts...)...)
+}
+
+// journaledClient is a Client with opts on a new journal, both closed
+// when the test ends.
+func journaledClient(t testing.TB, opts ...idem.Option) *idem.Client {
+	t.Helper()
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	c, err := idem.New(store, append([]idem.Option{idem.WithHTTPClient(srv.Client()), idem.WithClock(clock)}, opts...)...)
+	c, err := idem.New(store, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c

@@ -209,7 +209,8 @@ func (c *Client) runFailed(ctx context.Context, err error) {
 // (ErrClosed). It returns at once if the operation is already there.
 // The error is nil once it is: read Result.State and Result.Review (a
 // failed Result with Review set may have executed: Do reports it as
-// ErrNeedsReview, never ErrFailed).
+// ErrNeedsReview, never ErrFailed; a succeeded one with
+// ReviewConfirmConflict may have failed).
 //
 // A settlement in this process (a call, Resume, Run, Resolve) wakes Wait
 // at once. One made by another process sharing the journal is seen by

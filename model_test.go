@@ -783,7 +783,8 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 	case err == nil:
 		op.appFinal = true
 		if gerr != nil || rec.State != idem.StateSucceeded || res == nil || res.State != idem.StateSucceeded ||
-			rec.Result == nil || res.ResourceID != rec.Result.ResourceID {
+			rec.Result == nil || res.ResourceID != rec.Result.ResourceID || failureAgainst(rec) {
+			// A success a failure contradicts may be unpaid: never nil.
 			h.violate(op, vCallerOutcome, "%s returned success (%+v) but the journal holds %v", how, res, describeRecord(rec, gerr))
 		}
 	case errors.Is(err, idem.ErrFailed):
@@ -798,9 +799,12 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 		op.appFinal = true
 	case errors.Is(err, idem.ErrUnknownOutcome) && concurrent:
 	case errors.Is(err, idem.ErrUnknownOutcome):
-		contradicted := gerr == nil && rec.State == idem.StateFailed && rec.Review != "" && errors.Is(err, idem.ErrNeedsReview)
+		contradicted := gerr == nil && (rec.State == idem.StateFailed && rec.Review != "" || failureAgainst(rec))
 		if gerr != nil || rec.State.Terminal() && !contradicted {
 			h.violate(op, vCallerOutcome, "%s returned ErrUnknownOutcome but the journal holds %v", how, describeRecord(rec, gerr))
+		}
+		if gerr == nil && rec.Review != "" && !errors.Is(err, idem.ErrNeedsReview) {
+			h.violate(op, vCallerOutcome, "%s left it flagged %q but its error does not match ErrNeedsReview: %v", how, rec.Review, err)
 		}
 		if gerr == nil && rec.Review == idem.ReviewKeyInUse && !errors.Is(err, idem.ErrKeyConflict) {
 			h.violate(op, vCallerOutcome, "%s left it flagged %q but its error does not match ErrKeyConflict: %v", how, rec.Review, err)
@@ -808,6 +812,25 @@ func (h *history) call(ctx context.Context, cl *idem.Client, op *modelOp) {
 	default:
 		h.violate(op, vUnexpectedError, "%s: %v", how, err)
 	}
+}
+
+// failureAgainst reports whether rec settled succeeded while a failure
+// contradicts it: a confirmation or the server's answer that said failed,
+// kept beside it, about the resource the success names or about none.
+func failureAgainst(rec *journal.Record) bool {
+	if rec == nil || rec.State != idem.StateSucceeded || rec.Review != idem.ReviewConfirmConflict {
+		return false
+	}
+	id := ""
+	if rec.Result != nil {
+		id = rec.Result.ResourceID
+	}
+	for _, c := range rec.Confirmations {
+		if c.Effect == journal.ConfirmConflicted && c.State == idem.StateFailed && (id == "" || c.ResourceID == "" || c.ResourceID == id) {
+			return true
+		}
+	}
+	return false
 }
 
 // keyConflict reports whether rec failed on the server's "key used with

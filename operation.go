@@ -80,7 +80,10 @@ type Operation struct {
 	URL       string
 	ResultURL string
 	State     State
-	Review    string    // why a person must look at it; empty when none
+	// Review: why a person must look at it; empty when none. Set on a
+	// succeeded or failed operation, it says the State is disputed: a
+	// failed one may have executed.
+	Review    string
 	Attempts  int       // HTTP exchanges so far (submits and result queries)
 	Result    *Result   // nil until the server said something conclusive
 	Created   time.Time // when it was journaled

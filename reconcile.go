@@ -15,13 +15,20 @@ import (
 
 // Summary counts what Resume found and where each operation ended.
 type Summary struct {
-	Visited    int // open operations found in the journal (Deferred among them)
-	Succeeded  int
+	Visited   int // open operations found in the journal (Deferred among them)
+	Succeeded int // settled succeeded, and nothing contradicts it
+	// Failed: settled failed, and nothing says it may have executed.
 	Failed     int
 	Processing int // accepted by the server, not finished yet
 	Unknown    int // still unconfirmed, due for the reconciler
 	Pending    int // never sent (the caller stopped waiting first)
-	Review     int // flagged for a person (key expired, deadline passed)
+	// Review: flagged for a person, open (key expired, deadline passed)
+	// or settled (its Result's State says how, but it may have executed
+	// twice, or the server's word contradicts it: ReviewMaybeTwice,
+	// ReviewMadeTwice, ReviewConfirmConflict). Never counted as Failed:
+	// a failure counted there would read as one to offer again under a
+	// new key, a second charge.
+	Review int
 	// Deferred counts the open operations Resume left to Run without
 	// visiting them, because their server looked unreachable: its last
 	// visits, many in a row, all ended unknown or never sent.
@@ -35,7 +42,7 @@ func (s *Summary) add(res *Result) (stalled bool) {
 		return false
 	}
 	switch {
-	case res.Review != "" && !res.State.Terminal():
+	case res.Review != "":
 		s.Review++
 	case res.State == StateSucceeded:
 		s.Succeeded++

@@ -29,10 +29,14 @@ type Result struct {
 	StatusCode int
 	Body       []byte
 	Reason     string // why it failed or needs review, for people
-	Review     string // non-empty when a person must settle it
-	Attempts   int    // HTTP exchanges over the operation's life
-	Manual     bool   // settled by hand (Resolve)
-	Confirmed  bool   // settled by an external confirmation (Confirm)
+	// Review is non-empty when a person must settle the operation,
+	// whatever State says: a failed Result with Review set may have
+	// executed (never retry it under a new key), a succeeded one may
+	// have executed twice, or a failure contradicts it.
+	Review    string
+	Attempts  int  // HTTP exchanges over the operation's life
+	Manual    bool // settled by hand (Resolve)
+	Confirmed bool // settled by an external confirmation (Confirm)
 	// Replayed: the settling answer was the server's stored response for
 	// the key (Idempotent-Replayed: true, or a 409 naming the resource
 	// the key created), not a fresh execution.

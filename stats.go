@@ -22,7 +22,12 @@ type Stats struct {
 	// only when the store is a StatsStore (Complete).
 	ByState map[State]int
 	Open    int // pending, processing or unknown
-	Review  int // flagged for a person (open ones)
+	// Review counts operations flagged for a person: open ones, and,
+	// when Complete, settled ones too (a failure the server's word
+	// contradicts, a payment made twice: ReviewConfirmConflict,
+	// ReviewMaybeTwice, ReviewMadeTwice), which need a person as much
+	// and are counted in ByState's succeeded or failed as well.
+	Review int
 	// Total counts every journaled operation; 0 unless Complete.
 	Total int
 	// Complete: the store counted terminal operations too.
@@ -86,6 +91,10 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 			}
 		}
 		st.Total, st.Complete = js.Total, true
+		// The store's count, settled operations included: an alert on
+		// flagged operations must fire for a payment that may have been
+		// made twice as much as for one whose key expired.
+		st.Review = js.Review
 		st.LostLogSegments = js.LostLogSegments
 	}
 	return st, nil

@@ -158,7 +158,7 @@ func New(opts ...Option) (*Instrumentation, error) {
 		metric.WithDescription("Operations whose outcome is unknown."))
 	add(err)
 	i.flagged, err = m.Int64ObservableGauge(MetricFlagged, metric.WithUnit("{operation}"),
-		metric.WithDescription("Open operations flagged for a person."))
+		metric.WithDescription("Operations flagged for a person, open or settled."))
 	add(err)
 	i.oldestUnknown, err = m.Float64ObservableGauge(MetricOldestUnknownAge, metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest unknown operation; 0 if none."))

@@ -27,7 +27,9 @@
 //	    Settle an operation by hand, for instance one flagged for review
 //	    after its key expired. The resolution is recorded in the journal
 //	    with who, why, when and the state it replaced. An operation that
-//	    is already succeeded or failed needs -force.
+//	    is already succeeded or failed needs -force, one flagged for
+//	    review too (a failure the server's word contradicts, a payment
+//	    made twice).
 //	prune -settled-before D [-dry-run]
 //	    Delete succeeded and failed operations settled more than D ago.
 //	    Open operations are never pruned.
