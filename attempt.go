@@ -467,6 +467,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	a.verdict = reusedVerdict(a.verdict, ex.status, ex.body, name)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name)
+		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))
 	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a

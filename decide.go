@@ -121,6 +121,12 @@ type answer struct {
 	// not a validation error that happens to be 422; or a 400 says the
 	// key was used with other parameters (reusesKey).
 	keyConflict bool
+	// differs: a keyConflict answer says the request is not the one the
+	// key was first used with (saysRequestDiffers), or its status was
+	// given to WithKeyConflictStatus, whose doc says as much. Without it
+	// the server said only that the key was used: a server that never
+	// replays says so to a copy of this very request.
+	differs bool
 	// inFlight: a refusal other than a 409 says the key's request is
 	// still running or ran (refusalInFlight): not this one's merits.
 	inFlight bool
@@ -259,6 +265,17 @@ func submitMeaning(p past, a answer) judgment {
 				j.move, j.review = moveReview, ReviewRefusedAfterSend
 			}
 			return j
+		}
+		if a.keyConflict && !a.differs {
+			// "Key already used", and not that this request differs: a
+			// server that never replays answers so to a copy of this very
+			// request (BVNK's 400 to an identical retry; Airwallex's
+			// duplicate_request), and a copy may have gone first without
+			// idem seeing it: a mesh's retry of a 503 (Istio), net/http's
+			// resend on a dead reused connection, or a replica of ours
+			// with the same key. Failed would invite the same payment
+			// under a new key; another request's, as in_flight_foreign.
+			return judgment{move: moveReview, label: "key_used_foreign", refused: true, review: ReviewKeyInUse, conflict: true}
 		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
 			out: Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)}}
@@ -500,6 +517,61 @@ func reusesKey(body []byte, name string) bool {
 		return false
 	}
 	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously")
+}
+
+// saysRequestDiffers reports whether a key conflict's body says this
+// request is not the one the key was first used with (Stripe's "same
+// parameters", Square's "same request data", PayFacto's "does not
+// match", EC2's "non-identical", "a different payload"), not only that
+// the key was used ("already exists", "duplicate_request"). A "different"
+// that names the key ("try again with a different request ID") is about
+// the key a new request should take, not this one. name is as for
+// namesKey.
+func saysRequestDiffers(body []byte, name string) bool {
+	if saysAny(body, "mismatch", "not match", "n't match", "non-identical", "not identical", "conflicting ", "same parameters",
+		"same request data", "same request body", "same payload", "same body", "other parameters", "other request", "other payload") {
+		return true
+	}
+	text := bytes.ToLower(body)
+	for i := 0; ; {
+		at := bytes.Index(text[i:], []byte("differ"))
+		if at < 0 {
+			return false
+		}
+		i += at + len("differ")
+		for i < len(text) && 'a' <= text[i] && text[i] <= 'z' {
+			i++
+		}
+		if !namesTheKey(text[i:], name) {
+			return true
+		}
+	}
+}
+
+// namesTheKey reports whether rest, the lower-cased text after a word,
+// goes on with a name for the key: "key", "idempotency key", "request
+// ID", "token", or the key's own name (namesKey's).
+func namesTheKey(rest []byte, name string) bool {
+	rest = bytes.TrimLeft(rest, " _-")
+	if name != "" && len(rest) >= len(name) && sameName(rest[:len(name)], name) {
+		return true
+	}
+	word := func(b []byte) (string, []byte) {
+		n := 0
+		for n < len(b) && alnum(b[n]) {
+			n++
+		}
+		return string(b[:n]), bytes.TrimLeft(b[n:], " _-")
+	}
+	w, rest := word(rest)
+	switch w {
+	case "key", "keys", "idempotency", "idempotent", "id", "ids", "uuid", "token":
+		return true
+	case "request":
+		w, _ = word(rest)
+		return w == "id" || w == "ids" || w == "identifier" || w == "token" || w == "key"
+	}
+	return false
 }
 
 // saysAny reports whether body contains any of words (lower case),

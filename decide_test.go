@@ -41,8 +41,12 @@ func TestJudgeSubmit(t *testing.T) {
 		{name: "409 with nothing of ours executed: someone else's, resend", p: fresh, a: answer{status: 409, verdict: Processing}, move: moveResend, refused: true},
 		{name: "409 after ours may have executed: ours in flight", p: maybe, a: answer{status: 409, verdict: Processing}, move: moveProcessing, refused: true},
 
-		{name: "422 key conflict on a fresh operation: failed, conflict", p: fresh, a: answer{status: 422, verdict: Conflict, keyConflict: true, body: keyBody},
+		{name: "422 key conflict saying the request differs, on a fresh operation: failed, conflict", p: fresh,
+			a:    answer{status: 422, verdict: Conflict, keyConflict: true, differs: true, body: keyBody},
 			move: moveSettle, refused: true, conflict: true, wantState: StateFailed},
+		{name: "422 saying only that the key was used, on a fresh operation: maybe a copy of ours, review", p: fresh,
+			a:    answer{status: 422, verdict: Conflict, keyConflict: true, body: []byte(`{"errors":{"id":["has already been taken"]}}`)},
+			move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
 		{name: "422 validation error: failed, no conflict", p: fresh, a: answer{status: 422, verdict: Conflict, body: []byte(`{"error":"amount"}`)},
 			move: moveSettle, refused: true, wantState: StateFailed},
 		{name: "422 after maybe executed: ambiguous", p: maybe, a: answer{status: 422, verdict: Conflict, keyConflict: true}, move: moveQuery, refused: true},
@@ -64,8 +68,10 @@ func TestJudgeSubmit(t *testing.T) {
 		{name: "502 ambiguous", p: fresh, a: answer{status: 502, verdict: Ambiguous}, move: moveQuery},
 		{name: "504 ambiguous", p: fresh, a: answer{status: 504, verdict: Ambiguous}, move: moveQuery},
 
-		{name: "400 saying the key was reused, fresh: failed, conflict", p: fresh, a: answer{status: 400, verdict: Rejected, keyConflict: true},
+		{name: "400 saying the key was reused with other parameters, fresh: failed, conflict", p: fresh, a: answer{status: 400, verdict: Rejected, keyConflict: true, differs: true},
 			move: moveSettle, refused: true, conflict: true, wantState: StateFailed},
+		{name: "400 saying only that the key was used, fresh: maybe a copy of ours, review", p: fresh, a: answer{status: 400, verdict: Rejected, keyConflict: true},
+			move: moveReview, refused: true, conflict: true, reviewPrefix: ReviewKeyInUse},
 		{name: "400 saying the key was reused, after maybe executed: ambiguous", p: maybe, a: answer{status: 400, verdict: Rejected, keyConflict: true}, move: moveQuery, refused: true},
 		{name: "other 4xx on a fresh operation: failed", p: fresh, a: answer{status: 403, verdict: Rejected}, move: moveSettle, refused: true, wantState: StateFailed},
 		{name: "other 4xx after maybe executed: ambiguous", p: maybe, a: answer{status: 401, verdict: Rejected}, move: moveQuery, refused: true},
@@ -257,6 +263,38 @@ func TestReusesKey(t *testing.T) {
 	} {
 		if got := reusesKey([]byte(body), "Idempotency-Key"); got != want {
 			t.Errorf("reusesKey(%s) = %v; want %v", body, got, want)
+		}
+	}
+}
+
+// A key conflict says this request differs only in words about the
+// request; "already used", and a "different" about the key a new request
+// should take, say nothing of it.
+func TestSaysRequestDiffers(t *testing.T) {
+	for _, tt := range []struct {
+		body, name string
+		want       bool
+	}{
+		{`{"error":{"message":"Keys for idempotent requests can only be used with the same parameters they were first used with. ` +
+			`Try using a key other than 'k' if you meant to execute a different request."}}`, "Idempotency-Key", true},
+		{`{"errors":[{"code":"IDEMPOTENCY_KEY_REUSED","detail":"The idempotency key can only be retried with the same request data."}]}`, "Idempotency-Key", true},
+		{`{"details":["Idempotency-Key exists and the request does not match"]}`, "Idempotency-Key", true},
+		{`<Message>The request uses the same client token as a previous, but non-identical request.</Message>`, "", true},
+		{`{"message":"you retried a request with a different payload but with an idempotent token that was already used."}`, "", true},
+		{`{"errorName":"SAME_IDEMPOTENCY_KEY_WAS_ALREADY_IN_USE_WITH_PREVIOUS_DIFFERENT_REQUEST"}`, "Idempotency-Key", true},
+		{`{"description":"The PayPal-Request-Id has already been used for another request."}`, "Paypal-Request-Id", true},
+		{`{"message":"A transaction with the supplied idempotency-key already exists with a conflicting payload"}`, "Idempotency-Key", true},
+		{`{"code":"idempotency_key_mismatch"}`, "Idempotency-Key", true},
+		{`{"message":"A request with this X-Idempotency-Key already exists"}`, "X-Idempotency-Key", false},
+		{`{"code":"duplicate_request","message":"The same request ID has already been used. Please try again with a different request ID."}`, "request_id", false},
+		{`{"message":"Idempotency key already used: send a different idempotency key"}`, "Idempotency-Key", false},
+		{`{"message":"The PayPal-Request-Id has already been used. Use a different PayPal-Request-Id."}`, "Paypal-Request-Id", false},
+		{`{"type":"idempotency_key_already_used_error","resource_id":"ach_1"}`, "Idempotency-Key", false},
+		{`{"errors":{"id":["has already been taken"]}}`, "id", false},
+		{``, "Idempotency-Key", false},
+	} {
+		if got := saysRequestDiffers([]byte(tt.body), tt.name); got != tt.want {
+			t.Errorf("saysRequestDiffers(%s, %q) = %v; want %v", tt.body, tt.name, got, tt.want)
 		}
 	}
 }

@@ -103,6 +103,7 @@
 //	422 naming the key, WithKeyConflictStatus key reused, other body failed, ErrKeyConflict, never resent
 //	400 saying the key was used before       key reused, other body failed, ErrKeyConflict, never resent
 //	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
+//	  ... not saying this request differs    maybe a copy of ours    unknown, ReviewKeyInUse, ErrKeyConflict
 //	422/400 in progress, ours may have run   ours in flight          processing: wait, resend
 //	422/400 in progress, nothing of ours     someone else's          unknown, ReviewKeyInUse, ErrKeyConflict
 //	429                                      throttled               wait max(backoff, Retry-After), resend
@@ -127,10 +128,19 @@
 // the key's first request still runs, or a 429) is the server's stored
 // one for the key: a replayed 2xx settles only if an earlier attempt may
 // have reached the server, else the key is another request's
-// ([ReviewKeyInUse], an error matching [ErrKeyConflict] and
-// [ErrUnknownOutcome]); a replayed 4xx settles failed; a replayed 5xx,
-// 408 or 499 is flagged for review at once ([ErrNeedsReview]) and still
-// queried. A refusal that names the resource its key already created
+// ([ReviewKeyInUse], an error matching [ErrKeyConflict],
+// [ErrUnknownOutcome] and [ErrNeedsReview]); a replayed 4xx settles
+// failed; a replayed 5xx, 408 or 499 is flagged for review at once ([ErrNeedsReview]) and still
+// queried. A key conflict (422, 400, 409 above) answered to a first
+// attempt fails it only in words that say this request differs from the
+// key's first ("same parameters", "does not match", "different payload",
+// "mismatch", "another request"), or with a WithKeyConflictStatus status;
+// one that says only that the key was used ("already exists",
+// "duplicate_request") is what a server that never replays (BVNK,
+// Airwallex) answers a copy of this very request, which a mesh's retry of
+// a 503 or net/http's resend on a dead connection may have sent first: it
+// is flagged [ReviewKeyInUse], never [ErrFailed], never resent. A refusal
+// that names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with
 // links.conflicting_resource_id, Primer's 409 IdempotencyKeyAlreadyExists
 // or 400 TransactionRequestIdempotencyKeyAlreadyExists with paymentId,

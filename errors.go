@@ -40,7 +40,10 @@ var (
 	// ErrNeedsReview and ErrUnknownOutcome instead, never ErrFailed.
 	ErrFailed = errors.New("idem: operation failed")
 	// ErrKeyConflict: the key is already used for a different request, in
-	// the journal (from Prepare) or on the server (a 422 or 400 saying so).
+	// the journal (from Prepare) or on the server (a 422 or 400 saying so),
+	// or by a request the server's answer does not tell from ours (a key
+	// "already used" to a first attempt, a replay of another request's
+	// answer: flagged ReviewKeyInUse, open, with ErrNeedsReview).
 	// Nothing is resent.
 	ErrKeyConflict = errors.New("idem: idempotency key already used with a different request")
 )
@@ -88,12 +91,18 @@ var (
 	ErrNeedsReview = errors.New("idem: flagged for review")
 )
 
+// errKeyInUse ends a call for an operation flagged ReviewKeyInUse: a
+// key conflict, and flagged for a person like every other review, so
+// that a caller testing for ErrNeedsReview finds it too.
+var errKeyInUse = errorf("idem: %w: %w", ErrKeyConflict, ErrNeedsReview)
+
 // Error is returned by Do, Submit and Resolve for an operation that exists in
 // the journal. It matches its Kind (ErrUnknownOutcome, ErrFailed or
 // ErrKeyConflict) and its Cause with errors.Is. A key conflict also matches
 // what the operation's state means: ErrFailed when it settled failed (the
 // server refused the key's reuse), ErrUnknownOutcome while it is open (the
-// server replayed another request's answer: flagged for review). A
+// server replayed another request's answer, or said only that the key
+// was used: flagged for review, ErrNeedsReview too). A
 // conflict with the journal (a key it holds for another request) matches
 // ErrKeyConflict alone: nothing of that call's was journaled or sent. An
 // operation settled failed but flagged for review matches

@@ -50,27 +50,29 @@ func TestKeyInBodyMustBeInTheBody(t *testing.T) {
 // request ID." (https://www.airwallex.com/docs/payments__error-codes),
 // and request_id_duplicate, "The request_id provided in the request has
 // already been used." (https://www.airwallex.com/docs/global-treasury__error-codes).
-// To a key nothing of ours used, the caller must learn that its key is
-// at fault (ErrKeyConflict), not that the payment was refused: the
-// request that used it may have paid. After ours may have executed it
+// Airwallex never replays: a request_id used before is refused, the
+// same request's too. To a first attempt, then, the request that used it
+// may be a copy of ours (a mesh's retry of a 503, net/http's resend on a
+// dead connection): not failed, but flagged ReviewKeyInUse with
+// ErrKeyConflict, sent once. After ours may have executed it
 // is no failure at all: ours may be the request that used it.
 func TestBodyKeyReuseNamedByItsField(t *testing.T) {
 	const key = "5f8a2c1e-9b3d-4e7f-8a6b-1c2d3e4f5a6b"
 	body := `{"request_id":"` + key + `","amount":100,"currency":"USD","merchant_order_id":"order-1"}`
 	for _, tt := range []struct {
-		name     string
-		shape    shape
-		conflict bool
+		name  string
+		shape shape
+		want  refusal
 	}{
 		{"airwallex duplicate_request", shape{status: 400, body: `{"code":"duplicate_request",` +
-			`"message":"The same request ID has already been used. Please try again with a different request ID."}`}, true},
+			`"message":"The same request ID has already been used. Please try again with a different request ID."}`}, keyUsedReview},
 		{"airwallex request_id_duplicate", shape{status: 400, body: `{"code":"request_id_duplicate",` +
-			`"message":"The request_id provided in the request has already been used."}`}, true},
+			`"message":"The request_id provided in the request has already been used."}`}, keyUsedReview},
 		{"airwallex validation_error", shape{status: 400, body: `{"code":"validation_error","source":"merchant_order_id",` +
-			`"message":"merchant_order_id must be provided"}`}, false},
+			`"message":"merchant_order_id must be provided"}`}, plainFailure},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			requireRefusedOnce(t, tt.shape, key, "/api/v1/pa/payment_intents/create", body, tt.conflict)
+			requireRefusedOnce(t, tt.shape, key, "/api/v1/pa/payment_intents/create", body, tt.want)
 		})
 	}
 	t.Run("airwallex duplicate_request after a lost response", func(t *testing.T) {
@@ -127,40 +129,63 @@ func TestBodyKeyParameterMismatch(t *testing.T) {
 // ".../customer/data/id" another resource's. A plain refusal: failed,
 // not a key conflict, sent once. A Rails server's uniqueness error on
 // the member ({"id": ["has already been taken"]}, ActiveRecord's
-// errors.messages.taken) does speak of the key.
+// errors.messages.taken) does speak of the key, and says only that a
+// request made the resource: a copy of this one (a mesh's retry) gets it
+// too, so it is flagged ReviewKeyInUse, never failed.
 func TestBodyKeyGenericFieldNameInErrors(t *testing.T) {
 	const key = "5f8a2c1e-9b3d-4e7f-8a6b-1c2d3e4f5a6b"
 	body := `{"data":{"type":"payments","id":"` + key + `","attributes":{"amount":100,"currency":"EUR"},` +
 		`"relationships":{"customer":{"data":{"type":"customers","id":"cus-1"}}}}}`
 	for _, tt := range []struct {
 		name, answer string
-		conflict     bool
+		want         refusal
 	}{
 		{"error object id", `{"errors":[{"id":"a1b2c3","status":"422","title":"Invalid Attribute",` +
-			`"detail":"Amount must be at least 500.","source":{"pointer":"/data/attributes/amount"}}]}`, false},
+			`"detail":"Amount must be at least 500.","source":{"pointer":"/data/attributes/amount"}}]}`, plainFailure},
 		{"pointer to another resource's id", `{"errors":[{"status":"422","title":"Invalid Relationship",` +
-			`"detail":"Customer cus-1 does not exist.","source":{"pointer":"/data/relationships/customer/data/id"}}]}`, false},
-		{"rails uniqueness of the id", `{"errors":{"id":["has already been taken"]}}`, true},
+			`"detail":"Customer cus-1 does not exist.","source":{"pointer":"/data/relationships/customer/data/id"}}]}`, plainFailure},
+		{"rails uniqueness of the id", `{"errors":{"id":["has already been taken"]}}`, keyUsedReview},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			requireRefusedOnce(t, shape{status: http.StatusUnprocessableEntity, body: tt.answer}, key, "/payments", body, tt.conflict)
+			requireRefusedOnce(t, shape{status: http.StatusUnprocessableEntity, body: tt.answer}, key, "/payments", body, tt.want)
 		})
 	}
 }
 
+// refusal is how a refused first attempt must end.
+type refusal int
+
+const (
+	plainFailure       refusal = iota // failed, ErrFailed, no ErrKeyConflict
+	keyConflictFailure                // failed, ErrFailed and ErrKeyConflict: the request differs from the key's
+	keyUsedReview                     // open, flagged ReviewKeyInUse, ErrKeyConflict: the key was used
+)
+
+// requireRefusal asserts that a refused first attempt's call ended as
+// want says.
+func requireRefusal(t testing.TB, res *idem.Result, err error, want refusal) {
+	t.Helper()
+	if want == keyUsedReview {
+		requireForeignKey(t, res, err)
+		require.ErrorIs(t, err, idem.ErrNeedsReview)
+		return
+	}
+	require.ErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, want == keyConflictFailure, errors.Is(err, idem.ErrKeyConflict), "ErrKeyConflict in %v", err)
+	require.Equal(t, idem.StateFailed, res.State)
+}
+
 // requireRefusedOnce submits body, its key in it, to a server that
-// answers sh: failed, a key conflict or not as conflict says, and sent
-// once, however often the intent is submitted again.
-func requireRefusedOnce(t *testing.T, sh shape, key, path, body string, conflict bool) {
+// answers sh: ended as want says, and sent once, however often the
+// intent is submitted again.
+func requireRefusedOnce(t *testing.T, sh shape, key, path, body string, want refusal) {
 	t.Helper()
 	v := newVendor(t, sh)
 	c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
 	req := idem.Request{Key: key, URL: v.srv.URL + path, Body: []byte(body)}
 	for range 2 { // the intent submitted again gets the journaled outcome
 		res, err := c.Submit(t.Context(), req)
-		require.ErrorIs(t, err, idem.ErrFailed)
-		require.Equal(t, conflict, errors.Is(err, idem.ErrKeyConflict), "ErrKeyConflict in %v", err)
-		require.Equal(t, idem.StateFailed, res.State)
+		requireRefusal(t, res, err, want)
 		v.requireBodies(t, body, 1)
 	}
 }

@@ -1,7 +1,6 @@
 package idem_test
 
 import (
-	"errors"
 	"net/http"
 	"testing"
 
@@ -15,62 +14,67 @@ import (
 // their documented shapes, answered to a client with the default settings.
 
 // The documented answers to a key first used by another request with
-// other parameters. Nothing of ours executed: failed, and the caller
-// must learn that its key is at fault (ErrKeyConflict), not that the
-// payment was declined. A 400 about the key that is not its reuse
-// (missing, malformed) and an ordinary 400 stay plain failures.
+// other parameters. One that says this request differs: nothing of ours
+// executed, failed, and the caller must learn that its key is at fault
+// (ErrKeyConflict), not that the payment was declined. One that says
+// only that the key was used (PayPal's issue code alone, its v1
+// DUPLICATE_REQUEST_ID, Increase's type) may be a server that never
+// replays answering a copy of ours that went first (a mesh's retry):
+// flagged ReviewKeyInUse with ErrKeyConflict, never ErrFailed. Either
+// way sent once. A 400 about the key that is not its reuse (missing,
+// malformed) and an ordinary 400 stay plain failures.
 func TestKeyReusedWithOtherParameters(t *testing.T) {
 	paypal := []idem.Option{idem.WithKeyHeader("PayPal-Request-Id", idem.KeyBare)}
 	for _, tt := range []struct {
 		name string
 		shape
-		conflict bool
-		opts     []idem.Option // the key's header where the API names its own
+		want refusal
+		opts []idem.Option // the key's header where the API names its own
 	}{
 		{"stripe 400 idempotency_error", shape{status: 400, body: `{"error":{"type":"idempotency_error",` +
 			`"message":"Keys for idempotent requests can only be used with the same parameters they were first used with. ` +
-			`Try using a key other than 'k' if you meant to execute a different request."}}`}, true, nil},
+			`Try using a key other than 'k' if you meant to execute a different request."}}`}, keyConflictFailure, nil},
 		{"square 400 IDEMPOTENCY_KEY_REUSED", shape{status: 400, body: `{"errors":[{"category":"INVALID_REQUEST_ERROR",` +
-			`"code":"IDEMPOTENCY_KEY_REUSED","detail":"The idempotency key can only be retried with the same request data."}]}`}, true, nil},
+			`"code":"IDEMPOTENCY_KEY_REUSED","detail":"The idempotency key can only be retried with the same request data."}]}`}, keyConflictFailure, nil},
 		{"whop 400 idempotency_key_mismatch", shape{status: 400, body: `{"error":{"code":"idempotency_key_mismatch",` +
-			`"message":"Idempotency-Key was used with a different request"}}`}, true, nil},
+			`"message":"Idempotency-Key was used with a different request"}}`}, keyConflictFailure, nil},
 		{"ietf draft 422", shape{status: 422, body: `{"type":"https://developer.example.com/idempotency/docs",` +
-			`"title":"Idempotency-Key is already used","detail":"Idempotency Key MUST not be reused across different payloads of this operation."}`}, true, nil},
+			`"title":"Idempotency-Key is already used","detail":"Idempotency Key MUST not be reused across different payloads of this operation."}`}, keyConflictFailure, nil},
 		{"ietf draft missing key", shape{status: 400, body: `{"type":"https://developer.example.com/idempotency/docs",` +
-			`"title":"Idempotency-Key is missing","detail":"This operation is idempotent and it requires correct usage of Idempotency Key."}`}, false, nil},
-		{"malformed key", shape{status: 400, body: `{"error":"Idempotency-Key must be at most 255 characters"}`}, false, nil},
-		{"stripe parameter_missing", shape{status: 400, body: `{"error":{"type":"invalid_request_error","code":"parameter_missing","message":"Missing required param: currency."}}`}, false, nil},
+			`"title":"Idempotency-Key is missing","detail":"This operation is idempotent and it requires correct usage of Idempotency Key."}`}, plainFailure, nil},
+		{"malformed key", shape{status: 400, body: `{"error":"Idempotency-Key must be at most 255 characters"}`}, plainFailure, nil},
+		{"stripe parameter_missing", shape{status: 400, body: `{"error":{"type":"invalid_request_error","code":"parameter_missing","message":"Missing required param: currency."}}`}, plainFailure, nil},
 		// https://developer.paypal.com/api/payment-tokens/v3/errors/paypal_request_id_previously_used
 		{"paypal 422 PAYPAL_REQUEST_ID_PREVIOUSLY_USED", shape{status: 422, body: `{"name":"UNPROCESSABLE_ENTITY",` +
 			`"details":[{"issue":"PAYPAL_REQUEST_ID_PREVIOUSLY_USED","description":"The PayPal-Request-Id has already been used for another request."}],` +
 			`"message":"The requested action could not be performed, semantically incorrect, or failed business validation.","debug_id":"f1c2d3e4a5b6c",` +
 			`"links":[{"href":"https://developer.paypal.com/docs/api/orders/v2/#error-PAYPAL_REQUEST_ID_PREVIOUSLY_USED","rel":"information_link","method":"GET"}]}`},
-			true, paypal},
+			keyConflictFailure, paypal},
 		{"paypal 422 issue code alone", shape{status: 422, body: `{"name":"UNPROCESSABLE_ENTITY",` +
-			`"details":[{"issue":"PAYPAL_REQUEST_ID_PREVIOUSLY_USED"}],"debug_id":"f1c2d3e4a5b6c"}`}, true, paypal},
+			`"details":[{"issue":"PAYPAL_REQUEST_ID_PREVIOUSLY_USED"}],"debug_id":"f1c2d3e4a5b6c"}`}, keyUsedReview, paypal},
 		// https://developer.paypal.com/api/deprecated/payments/v1/errors/duplicate_request_id
 		{"paypal v1 400 DUPLICATE_REQUEST_ID", shape{status: 400, body: `{"name":"DUPLICATE_REQUEST_ID",` +
 			`"message":"The value of PayPal-Request-Id header has already been used","information_link":"https://developer.paypal.com/docs/api/payments/#errors",` +
-			`"debug_id":"95864e144146b"}`}, true, paypal},
+			`"debug_id":"95864e144146b"}`}, keyUsedReview, paypal},
 		{"paypal 422 INSTRUMENT_DECLINED", shape{status: 422, body: `{"name":"UNPROCESSABLE_ENTITY",` +
 			`"details":[{"issue":"INSTRUMENT_DECLINED","description":"The instrument presented was either declined by the processor or bank, or it can't be used for this payment."}],` +
 			`"message":"The requested action could not be performed, semantically incorrect, or failed business validation.","debug_id":"a1b2c3d4e5f60"}`},
-			false, paypal},
+			plainFailure, paypal},
 		// https://cd.support.payfacto.com/portal/en/kb/articles/idempotency-support
 		{"payfacto 409 IDEMPOTENCY_KEY_REUSED", shape{status: 409, body: `{"error":{"code":"IDEMPOTENCY_KEY_REUSED","type":"IDEMPOTENCY_ERROR",` +
-			`"details":["Idempotency-Key exists and the request does not match"],"message":"Idempotency Key Reused"}}`}, true, nil},
+			`"details":["Idempotency-Key exists and the request does not match"],"message":"Idempotency Key Reused"}}`}, keyConflictFailure, nil},
 		// https://increase.com/documentation/idempotency-keys
 		{"increase 409 idempotency_key_already_used_error", shape{status: 409, body: `{"status":409,` +
-			`"type":"idempotency_key_already_used_error","resource_id":"ach_transfer_uoxatyh3lt5evrsdvo7q"}`}, true, nil},
+			`"type":"idempotency_key_already_used_error","resource_id":"ach_transfer_uoxatyh3lt5evrsdvo7q"}`}, keyUsedReview, nil},
 		// https://dev.gravitypayments.com/docs/emergepay/common-error-codes/idempotency-error-codes/
 		// gives the message alone; the JSON around it is ours.
 		{"emergepay 409 conflicting payload", shape{status: 409, body: `{"message":` +
-			`"A transaction with the supplied idempotency-key already exists with a conflicting payload"}`}, true, nil},
+			`"A transaction with the supplied idempotency-key already exists with a conflicting payload"}`}, keyConflictFailure, nil},
 		{"409 key used with a different payload", shape{status: 409, body: `{"error":{"code":"idempotency_conflict",` +
-			`"message":"Idempotency-Key was previously used with a different request body"}}`}, true, nil},
+			`"message":"Idempotency-Key was previously used with a different request body"}}`}, keyConflictFailure, nil},
 		{"paypal 400 malformed request id", shape{status: 400, body: `{"name":"INVALID_REQUEST",` +
 			`"details":[{"field":"PayPal-Request-Id","issue":"INVALID_PARAMETER_SYNTAX","description":"The value of a field does not conform to the expected format."}],` +
-			`"debug_id":"a1b2c3d4e5f61"}`}, false, paypal},
+			`"debug_id":"a1b2c3d4e5f61"}`}, plainFailure, paypal},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			header := "Idempotency-Key"
@@ -81,18 +85,15 @@ func TestKeyReusedWithOtherParameters(t *testing.T) {
 			c := clientFor(t, v.srv, idemtest.NewClock(epoch), tt.opts...)
 			req := idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(`{"amount":100}`)}
 			res, err := c.Submit(t.Context(), req)
-			require.ErrorIs(t, err, idem.ErrFailed)
-			require.Equal(t, tt.conflict, errors.Is(err, idem.ErrKeyConflict), "ErrKeyConflict in %v", err)
-			require.Equal(t, idem.StateFailed, res.State)
+			requireRefusal(t, res, err, tt.want)
 			v.requireKeys(t, header, "k", 1)
 
 			// The intent submitted again (a caller's retry, a restart)
 			// gets the journaled outcome, and the same error: told a plain
 			// failure, a caller may pay again under a new key while the
 			// key's other request may have paid.
-			_, err = c.Submit(t.Context(), req)
-			require.ErrorIs(t, err, idem.ErrFailed)
-			require.Equal(t, tt.conflict, errors.Is(err, idem.ErrKeyConflict), "again: ErrKeyConflict in %v", err)
+			res, err = c.Submit(t.Context(), req)
+			requireRefusal(t, res, err, tt.want)
 			v.requireKeys(t, header, "k", 1)
 		})
 	}

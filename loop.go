@@ -198,7 +198,7 @@ func (d *driver) run() error {
 			case moveSettle:
 				return nil
 			case moveReview:
-				cause := ErrKeyConflict
+				cause := errKeyInUse
 				if q.review == ReviewKeyExpired {
 					cause = ErrKeyExpired
 				}
@@ -358,7 +358,7 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		}
 		cause := ErrNeedsReview
 		if reason == ReviewKeyInUse {
-			cause = ErrKeyConflict
+			cause = errKeyInUse
 		}
 		return &blocked{reason, cause}
 	}
@@ -384,7 +384,7 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// holding the key may have been ours, sent again by a mesh's
 		// retry (mesh_retry_test.go), its order made under the key, and
 		// a resend the server takes as new is a second order.
-		return &blocked{ReviewKeyInUse, ErrKeyConflict}
+		return &blocked{ReviewKeyInUse, errKeyInUse}
 	}
 	measured, running := d.c.life.run.measuredNow(now)
 	switch keyWindow(rec, p, now, window) {

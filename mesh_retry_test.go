@@ -66,19 +66,28 @@ func (o *meshOrigin) serve(w http.ResponseWriter, r *http.Request) {
 func newMeshOrigin(t testing.TB) (*meshOrigin, *httptest.Server) {
 	t.Helper()
 	o := &meshOrigin{inFlight: map[string]bool{}, stored: map[string]string{}}
-	origin := httptest.NewServer(http.HandlerFunc(o.serve))
-	t.Cleanup(origin.Close)
+	return o, retryingSidecar(t, o.serve)
+}
+
+// retryingSidecar starts origin behind a sidecar with Istio's default
+// retry policy: an upstream 503 is retried twice, whatever the method
+// (retriable_status_codes 503, istio/istio#13851), the same bytes and
+// headers each time. Requests go to the sidecar it returns.
+func retryingSidecar(t testing.TB, origin http.HandlerFunc) *httptest.Server {
+	t.Helper()
+	upstream := httptest.NewServer(origin)
+	t.Cleanup(upstream.Close)
 	sidecar := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var resp *http.Response
 		for try := 0; try < 3; try++ { // Istio's default: 2 retries
-			req, err := http.NewRequestWithContext(r.Context(), r.Method, origin.URL+r.URL.RequestURI(), bytes.NewReader(body))
+			req, err := http.NewRequestWithContext(r.Context(), r.Method, upstream.URL+r.URL.RequestURI(), bytes.NewReader(body))
 			if err != nil {
 				w.WriteHeader(http.StatusBadGateway)
 				return
 			}
 			req.Header = r.Header.Clone()
-			if resp, err = origin.Client().Do(req); err != nil {
+			if resp, err = upstream.Client().Do(req); err != nil {
 				w.WriteHeader(http.StatusBadGateway)
 				return
 			}
@@ -88,11 +97,14 @@ func newMeshOrigin(t testing.TB) (*meshOrigin, *httptest.Server) {
 			_ = resp.Body.Close()
 		}
 		defer resp.Body.Close()
+		for name, vs := range resp.Header {
+			w.Header()[name] = vs
+		}
 		w.WriteHeader(resp.StatusCode)
 		_, _ = io.Copy(w, resp.Body)
 	}))
 	t.Cleanup(sidecar.Close)
-	return o, sidecar
+	return sidecar
 }
 
 // A 409 to an operation's first attempt is read as another request

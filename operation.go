@@ -30,8 +30,9 @@ const (
 	ReviewDeadlinePassed = "reconciliation deadline passed"
 	// ReviewKeyInUse: another request used the key (the server replayed
 	// its stored answer to the first of our requests that could reach it,
-	// or said the key was in flight before anything of ours could have
-	// executed), or this journal was lost and rebuilt. What the server
+	// or said the key was in flight, or only that it was already used,
+	// before anything of ours could have executed: that request may be a
+	// copy of ours a mesh sent), or this journal was lost and rebuilt. What the server
 	// holds for the key may be that request's: never taken as ours.
 	ReviewKeyInUse = "key used by another request: the server's answer for it may not be ours"
 	// ReviewRefusedAfterSend: after an attempt that may have executed, the

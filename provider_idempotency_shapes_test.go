@@ -118,7 +118,9 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 		// 409 "Idempotency-Key Concurrency Conflict" while another
 		// request with the key is in progress, 422 "Idempotency-Key
 		// Reuse" for another payload. Neither "Concurrency" nor
-		// "Conflict" says the request differs.
+		// "Conflict" says the request differs, nor does "Reuse": to a
+		// first attempt it may answer a copy of ours that went first (a
+		// mesh's retry), flagged ReviewKeyInUse, never failed.
 		{name: "truelayer 409 idempotency-key concurrency conflict", header: "Idempotency-Key",
 			shapes: []shape{{status: 409, body: `{"type":"https://docs.truelayer.com/docs/error-types#idempotency-key-concurrency-conflict",` +
 				`"title":"Idempotency-Key Concurrency Conflict","status":409,"trace_id":"5ef8bd3ba3c5b1f8a3e5f4e2b1c0d9e8"}`}},
@@ -126,7 +128,7 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 		{name: "truelayer 422 idempotency-key reuse", header: "Idempotency-Key",
 			shapes: []shape{{status: 422, body: `{"type":"https://docs.truelayer.com/docs/error-types#idempotency-key-reuse",` +
 				`"title":"Idempotency-Key Reuse","status":422,"trace_id":"5ef8bd3ba3c5b1f8a3e5f4e2b1c0d9e8"}`}},
-			state: idem.StateFailed, kinds: []error{idem.ErrFailed, idem.ErrKeyConflict}, posts: 1},
+			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
 
 		// https://docs.purse.tech/docs/integrate/purse-api/best-practices:
 		// an operation already processed answers its key with 409
