@@ -133,6 +133,17 @@ func Open(path string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// Store returns the Store the Client journals to: New's store, or the
+// journal Open opened. A Store that journals an operation for the Client
+// in a transaction of the caller's (pgjournal's PrepareTx) checks that it
+// is this one, where the Client's Run looks.
+func (c *Client) Store() Store {
+	if c == nil {
+		return nil
+	}
+	return c.store
+}
+
 // defaultHTTPClient has a pool sized for many concurrent callers: the
 // standard two idle connections per host cost a third of the throughput.
 func defaultHTTPClient() *http.Client {
