@@ -230,6 +230,10 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 		return newOperation(stored), nil
 	case err != nil:
 		return nil, createErr("prepare", rec, err)
+	case stored == nil:
+		// A PrepareIn create that broke its contract: it may well have
+		// journaled rec, so the caller must not be told nothing was.
+		return nil, createErr("prepare", rec, fmt.Errorf("create returned neither the record nor an error: %w", journal.ErrMaybeCommitted))
 	}
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: prepared", opAttrs(stored)...)

@@ -19,7 +19,9 @@ import (
 // Run of any process sharing the journal sends it (or a Do, whichever
 // claims it first; leases keep it to one). If the transaction rolls back,
 // nothing was journaled and nothing will be sent. Errors are Prepare's;
-// an error matching ErrUnknownOutcome is create's journal.ErrMaybeCommitted.
+// an error matching ErrUnknownOutcome is create's journal.ErrMaybeCommitted,
+// or a create that returned neither the record nor an error (it may have
+// journaled it): retry with the same key.
 func (c *Client) PrepareIn(ctx context.Context, req Request, create func(context.Context, *journal.Record) (*journal.Record, error)) (*Operation, error) {
 	if create == nil {
 		return nil, fmt.Errorf("%w: PrepareIn: nil create function", ErrInvalidRequest)

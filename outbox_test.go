@@ -69,3 +69,32 @@ func TestPrepareIn(t *testing.T) {
 	defer h.mu.Unlock()
 	require.Equal(t, []string{"trace-of-tx"}, h.traces, "the visit's CallEvent.Trace")
 }
+
+// TestPrepareInCreateWithoutRecord: a create that reports success without
+// the record it stored (a Store's outbox write that forgets to return it)
+// panicked inside PrepareIn, in the middle of the caller's transaction.
+// The call now fails without a panic, with ErrUnknownOutcome and the key
+// (create may have journaled it: retry with the same key, never a new
+// one), and a retry through a correct create returns the journaled
+// operation, sent once.
+func TestPrepareInCreateWithoutRecord(t *testing.T) {
+	e := newEnv(t, clientOpts())
+	forgetful := func(ctx context.Context, r *journal.Record) (*journal.Record, error) {
+		_, err := e.store.Create(ctx, r)
+		return nil, err
+	}
+	var err error
+	require.NotPanics(t, func() { _, err = e.client.PrepareIn(e.ctx, e.req("k", `{"n":1}`), forgetful) })
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "create without its record")
+	var ie *idem.Error
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "k", ie.Key, "the key to retry with")
+
+	op, err := e.client.PrepareIn(e.ctx, e.req("k", `{"n":1}`), e.store.Create)
+	require.NoError(t, err, "the retry with the same key")
+	require.Equal(t, "k", op.Key)
+	_, err = e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, e.record("k").State)
+	require.Len(t, e.submits("k"), 1, "submits")
+}
