@@ -1139,6 +1139,20 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 // must be on this Store's database, which PrepareTx cannot check. Errors
 // are Prepare's; a failed statement leaves tx aborted, as any failed
 // statement does in PostgreSQL.
+//
+// Until tx commits, the operation is invisible to every other
+// transaction: Run neither waits on it nor sends it, and a Do for it
+// reports ErrNotFound. Give req a Key of the business row's (the order's
+// id), not a generated one: a COMMIT whose answer is lost (the
+// connection broke) may have committed, and the business transaction
+// done again must journal the same key, where it finds the intent, or
+// the same key and a different request (ErrKeyConflict), never a second
+// intent. A key another transaction is journaling makes the statement
+// wait for that transaction; once it commits, under READ COMMITTED the
+// call returns the journaled operation, and under REPEATABLE READ or
+// SERIALIZABLE PostgreSQL fails the statement with a serialization
+// failure (SQLSTATE 40001, a *pgconn.PgError in the error's chain): run
+// the transaction again, and it finds the operation.
 func (s *Store) PrepareTx(ctx context.Context, tx pgx.Tx, c *idem.Client, req idem.Request) (*idem.Operation, error) {
 	if tx == nil || c == nil {
 		return nil, fmt.Errorf("%w: PrepareTx: nil transaction or client", idem.ErrInvalidRequest)
