@@ -48,6 +48,9 @@ func TestPrepareIn(t *testing.T) {
 	require.ErrorIs(t, err, journal.ErrNotFound, "nothing journaled when create fails")
 	_, err = e.client.PrepareIn(e.ctx, e.req("other", `{}`), nil)
 	require.ErrorIs(t, err, idem.ErrInvalidRequest, "nil create")
+	_, err = e.client.PrepareIn(e.ctx, e.req("", `{}`), create)
+	require.ErrorIs(t, err, idem.ErrInvalidRequest, "no Key (see pgjournal's TestOutboxWithoutKeyRefused)")
+	require.Equal(t, 3, creates, "create calls")
 	// The record create is given is the caller's to touch: the Store
 	// hashes it in full (it is not the client's own, as Prepare's is),
 	// so a body changed in place is refused, not journaled under the

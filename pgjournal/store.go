@@ -1142,12 +1142,12 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 //
 // Until tx commits, the operation is invisible to every other
 // transaction: Run neither waits on it nor sends it, and a Do for it
-// reports ErrNotFound. Give req a Key of the business row's (the order's
-// id), not a generated one: a COMMIT whose answer is lost (the
-// connection broke) may have committed, and the business transaction
-// done again must journal the same key, where it finds the intent, or
-// the same key and a different request (ErrKeyConflict), never a second
-// intent. A key another transaction is journaling makes the statement
+// reports ErrNotFound. req must carry a Key of the business row's (the
+// order's id), or is refused (see idem.Client.PrepareIn): a COMMIT whose
+// answer is lost (the connection broke) may have committed, and the
+// business transaction done again must journal the same key, where it
+// finds the intent, or the same key and a different request
+// (ErrKeyConflict), never a second intent. A key another transaction is journaling makes the statement
 // wait for that transaction; once it commits, under READ COMMITTED the
 // call returns the journaled operation, and under REPEATABLE READ or
 // SERIALIZABLE PostgreSQL fails the statement with a serialization
