@@ -1147,12 +1147,13 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 // answer is lost (the connection broke) may have committed, and the
 // business transaction done again must journal the same key, where it
 // finds the intent, or the same key and a different request
-// (ErrKeyConflict), never a second intent. A key another transaction is journaling makes the statement
-// wait for that transaction; once it commits, under READ COMMITTED the
-// call returns the journaled operation, and under REPEATABLE READ or
-// SERIALIZABLE PostgreSQL fails the statement with a serialization
-// failure (SQLSTATE 40001, a *pgconn.PgError in the error's chain): run
-// the transaction again, and it finds the operation.
+// (ErrKeyConflict), never a second intent. A key another transaction is
+// journaling makes the statement wait for that transaction; once it
+// commits, under READ COMMITTED the call returns the journaled
+// operation, and under REPEATABLE READ or SERIALIZABLE PostgreSQL fails
+// the statement with a serialization failure (SQLSTATE 40001, a
+// *pgconn.PgError in the error's chain): run the transaction again, and
+// it finds the operation.
 func (s *Store) PrepareTx(ctx context.Context, tx pgx.Tx, c *idem.Client, req idem.Request) (*idem.Operation, error) {
 	if tx == nil || c == nil {
 		return nil, fmt.Errorf("%w: PrepareTx: nil transaction or client", idem.ErrInvalidRequest)
