@@ -133,6 +133,17 @@ func Open(path string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// Store returns the Store the Client journals to: New's store, or the
+// journal Open opened. A Store that journals an operation for the Client
+// in a transaction of the caller's (pgjournal's PrepareTx) checks that it
+// is this one, where the Client's Run looks.
+func (c *Client) Store() Store {
+	if c == nil {
+		return nil
+	}
+	return c.store
+}
+
 // defaultHTTPClient has a pool sized for many concurrent callers: the
 // standard two idle connections per host cost a third of the throughput.
 func defaultHTTPClient() *http.Client {
@@ -219,6 +230,10 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 		return newOperation(stored), nil
 	case err != nil:
 		return nil, createErr("prepare", rec, err)
+	case stored == nil:
+		// A PrepareIn create that broke its contract: it may well have
+		// journaled rec, so the caller must not be told nothing was.
+		return nil, createErr("prepare", rec, fmt.Errorf("create returned neither the record nor an error: %w", journal.ErrMaybeCommitted))
 	}
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: prepared", opAttrs(stored)...)

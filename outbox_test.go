@@ -48,6 +48,9 @@ func TestPrepareIn(t *testing.T) {
 	require.ErrorIs(t, err, journal.ErrNotFound, "nothing journaled when create fails")
 	_, err = e.client.PrepareIn(e.ctx, e.req("other", `{}`), nil)
 	require.ErrorIs(t, err, idem.ErrInvalidRequest, "nil create")
+	_, err = e.client.PrepareIn(e.ctx, e.req("", `{}`), create)
+	require.ErrorIs(t, err, idem.ErrInvalidRequest, "no Key (see pgjournal's TestOutboxWithoutKeyRefused)")
+	require.Equal(t, 3, creates, "create calls")
 	// The record create is given is the caller's to touch: the Store
 	// hashes it in full (it is not the client's own, as Prepare's is),
 	// so a body changed in place is refused, not journaled under the
@@ -68,4 +71,33 @@ func TestPrepareIn(t *testing.T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	require.Equal(t, []string{"trace-of-tx"}, h.traces, "the visit's CallEvent.Trace")
+}
+
+// TestPrepareInCreateWithoutRecord: a create that reports success without
+// the record it stored (a Store's outbox write that forgets to return it)
+// panicked inside PrepareIn, in the middle of the caller's transaction.
+// The call now fails without a panic, with ErrUnknownOutcome and the key
+// (create may have journaled it: retry with the same key, never a new
+// one), and a retry through a correct create returns the journaled
+// operation, sent once.
+func TestPrepareInCreateWithoutRecord(t *testing.T) {
+	e := newEnv(t, clientOpts())
+	forgetful := func(ctx context.Context, r *journal.Record) (*journal.Record, error) {
+		_, err := e.store.Create(ctx, r)
+		return nil, err
+	}
+	var err error
+	require.NotPanics(t, func() { _, err = e.client.PrepareIn(e.ctx, e.req("k", `{"n":1}`), forgetful) })
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "create without its record")
+	var ie *idem.Error
+	require.ErrorAs(t, err, &ie)
+	require.Equal(t, "k", ie.Key, "the key to retry with")
+
+	op, err := e.client.PrepareIn(e.ctx, e.req("k", `{"n":1}`), e.store.Create)
+	require.NoError(t, err, "the retry with the same key")
+	require.Equal(t, "k", op.Key)
+	_, err = e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, e.record("k").State)
+	require.Len(t, e.submits("k"), 1, "submits")
 }

@@ -1132,15 +1132,60 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 // (see idem.Client.PrepareIn): the intent commits or rolls back with the
 // caller's rows. Once tx commits, the operation is due at once, and the
 // first Run of any replica sharing the journal sends it. c must journal
-// to this Store. Errors are Prepare's; a failed statement leaves tx
-// aborted, as any failed statement does in PostgreSQL.
+// to this Store's schema (c's Store is this Store, another Store on its
+// schema, or one whose Unwrap() idem.Store method returns such a Store),
+// or the call is refused with ErrInvalidRequest before any statement:
+// an intent journaled where c's Run never looks would never be sent. tx
+// must be on this Store's database, which PrepareTx cannot check. Errors
+// are Prepare's; a failed statement leaves tx aborted, as any failed
+// statement does in PostgreSQL.
+//
+// Until tx commits, the operation is invisible to every other
+// transaction: Run neither waits on it nor sends it, and a Do for it
+// reports ErrNotFound. req must carry a Key of the business row's (the
+// order's id), or is refused (see idem.Client.PrepareIn): a COMMIT whose
+// answer is lost (the connection broke) may have committed, and the
+// business transaction done again must journal the same key, where it
+// finds the intent, or the same key and a different request
+// (ErrKeyConflict), never a second intent. A key another transaction is
+// journaling makes the statement wait for that transaction; once it
+// commits, under READ COMMITTED the call returns the journaled
+// operation, and under REPEATABLE READ or SERIALIZABLE PostgreSQL fails
+// the statement with a serialization failure (SQLSTATE 40001, a
+// *pgconn.PgError in the error's chain): run the transaction again, and
+// it finds the operation.
 func (s *Store) PrepareTx(ctx context.Context, tx pgx.Tx, c *idem.Client, req idem.Request) (*idem.Operation, error) {
 	if tx == nil || c == nil {
 		return nil, fmt.Errorf("%w: PrepareTx: nil transaction or client", idem.ErrInvalidRequest)
 	}
+	if !s.journalOf(c) {
+		return nil, fmt.Errorf("%w: PrepareTx: the Client journals to %T, not to this Store's schema %q, so its Run would never send the operation: give a Client made with this Store", idem.ErrInvalidRequest, c.Store(), s.schema)
+	}
 	return c.PrepareIn(ctx, req, func(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
 		return s.create(ctx, tx, rec)
 	})
+}
+
+// maxUnwrap bounds how many wrappers journalOf looks through, so that a
+// Store that unwraps to itself cannot hold PrepareTx for ever.
+const maxUnwrap = 16
+
+// journalOf reports whether c journals to s's schema: its Store is a
+// Store on it, or wraps one (Unwrap). Two Stores on one schema are one
+// journal.
+func (s *Store) journalOf(c *idem.Client) bool {
+	st := c.Store()
+	for range maxUnwrap {
+		if o, ok := st.(*Store); ok {
+			return o == s || o.schema == s.schema
+		}
+		u, ok := st.(interface{ Unwrap() idem.Store })
+		if !ok {
+			return false
+		}
+		st = u.Unwrap()
+	}
+	return false
 }
 
 // Schema returns the schema the Store's tables live in.

@@ -1,0 +1,96 @@
+package pgjournal_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+	"github.com/idemkit/idem/pgjournal"
+)
+
+// unwrapping is a Store of the application's wrapping a pgjournal Store
+// (metrics, say) that says which Store it wraps.
+type unwrapping struct{ *pgjournal.Store }
+
+func (u unwrapping) Unwrap() idem.Store { return u.Store }
+
+// TestPrepareTxForAClientOfAnotherJournal: PrepareTx given a Client that
+// journals elsewhere (a service whose other calls journal to a bbolt file,
+// or to another schema's Store) wrote the intent to this Store's table,
+// committed with the order row, where that Client's Run never looks: the
+// order was never charged (Resume and Run sent nothing, no error). Such a
+// call is now refused before any statement, the transaction left usable;
+// a Client on another Store value of the same schema, or on a Store that
+// unwraps to one, still journals there and is sent once.
+func TestPrepareTxForAClientOfAnotherJournal(t *testing.T) {
+	ctx := context.Background()
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	pool, err := pgxpool.New(ctx, dsn(t))
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	tests := []struct {
+		name    string
+		journal func(s *pgjournal.Store) idem.Store
+		ok      bool
+	}{
+		{"a bbolt journal", func(*pgjournal.Store) idem.Store {
+			j, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = j.Close() })
+			return j
+		}, false},
+		{"another schema", func(*pgjournal.Store) idem.Store { return openStore(t) }, false},
+		{"another Store on the schema", func(s *pgjournal.Store) idem.Store {
+			o, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(s.Schema()))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = o.Close() })
+			return o
+		}, true},
+		{"a wrapper of this Store", func(s *pgjournal.Store) idem.Store { return unwrapping{s} }, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openStore(t)
+			c := newClient(t, tt.journal(s), srv)
+			orders := pgx.Identifier{s.Schema(), "orders"}.Sanitize()
+			_, err := pool.Exec(ctx, `CREATE TABLE `+orders+` (id text PRIMARY KEY)`)
+			require.NoError(t, err)
+			key := fmt.Sprintf("charge-order-%d", i)
+
+			var prepErr error
+			require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				_, prepErr = s.PrepareTx(ctx, tx, c, order(srv, key))
+				// The transaction is still usable: the service may commit
+				// its row and leave the charge to another path.
+				_, err := tx.Exec(ctx, `INSERT INTO `+orders+` VALUES ('order-1')`)
+				return err
+			}), "the business transaction")
+			_, err = c.Resume(ctx)
+			require.NoError(t, err)
+			if !tt.ok {
+				require.ErrorIs(t, prepErr, idem.ErrInvalidRequest, "PrepareTx() for a Client of another journal")
+				_, err = s.Get(ctx, idem.DefaultScope, key)
+				require.ErrorIs(t, err, journal.ErrNotFound, "an intent no Run of the Client's would send")
+				require.Zero(t, submits(srv, key), "submits")
+				return
+			}
+			require.NoError(t, prepErr)
+			op, err := c.Lookup(ctx, "", key)
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, op.State)
+			require.Equal(t, 1, submits(srv, key), "submits")
+			require.Equal(t, 1, srv.Effects("", key), "orders the server made")
+		})
+	}
+}
