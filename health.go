@@ -92,7 +92,9 @@ type HostHealth struct {
 	// visits the host and does not take it for slow, or nothing of the
 	// host waits any more: the pass that took it for slow settled every
 	// operation of it that was due, or the last one it pushed back has
-	// fallen due. Zero if it is not slow.
+	// fallen due. Zero if it is not slow, and for a host whose last
+	// visits got no answer (FailingSince): one that holds requests until
+	// they time out looks slow only until they do.
 	SlowSince time.Time
 	// RestUntil is when the wait the host asked for (429 or 503 with a
 	// Retry-After, bounded by WithReconcile's maximum) ends: Run sends

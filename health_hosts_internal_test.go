@@ -88,4 +88,12 @@ func TestHostStallsReport(t *testing.T) {
 	got, _ = s.report(now.Add(time.Minute))
 	require.Empty(t, got)
 	require.Empty(t, s.slowWait)
+
+	// A host that holds requests until they time out looks slow until
+	// they do: it is failing, and not taken for slow while it is.
+	s.slowed("silent", now)
+	s.visited("silent", true, now)
+	s.slowed("silent", now)
+	got, _ = s.report(now)
+	require.Equal(t, []HostHealth{{Host: "silent", FailedVisits: 1, FailingSince: now, LastFailedVisit: now}}, got)
 }

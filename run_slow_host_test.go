@@ -205,3 +205,47 @@ func TestRunSlowHostUnlistedOnceNothingOfItWaits(t *testing.T) {
 	require.Zero(t, network.ended.Load(), "held requests that timed out")
 	require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
 }
+
+// A host that takes requests and never answers them is failing, not
+// slow. A load balancer in front of a dead backend holds each request
+// until its idle timeout (AWS's Application Load Balancer: 60 s, then
+// 504), longer than the attempt timeout: Run's visits hold the host's
+// whole share, and it is taken for slow before any of them ends (nothing
+// tells the two apart until then). Once they end with no answer, Health
+// listed it as both failing and slow, a slow host being one that
+// "answers in the end" (HostHealth.SlowSince), and an operator looking
+// for an outage read a slow acquirer. Default settings but the clock.
+func TestRunSilentHostIsFailingNotSlow(t *testing.T) {
+	share := idem.DefaultResumeConcurrency
+	clock := idemtest.NewClock(epoch)
+	silent, healthy := downAndUp(t, clock)
+	store := backlogThen(t, clock, silent, "silent", 2*share, healthy)
+	c, network, _, ran := runHeld(t, clock, store, silent, 2*share) // never released
+
+	waitHealth(t, c, ran, "the silent host taken for slow while it holds its share", func(h idem.Health) bool {
+		hh, ok := hostOf(h, network.host)
+		return ok && !hh.SlowSince.IsZero()
+	})
+	require.Equal(t, int64(share), network.held.Load(), "requests held by the silent host")
+	deadline := time.After(3 * idem.DefaultAttemptTimeout)
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	var hh idem.HostHealth
+	for hh.FailedVisits < share {
+		select {
+		case err := <-ran:
+			t.Fatalf("Run() returned %v", err)
+		case <-deadline:
+			t.Fatalf("Health() lists %+v for the silent host, %d of its requests ended", hh, network.ended.Load())
+		case <-poll.C:
+		}
+		hh, _ = hostOf(c.Health(), network.host)
+	}
+	require.Equal(t, share, hh.FailedVisits, "visits that got no answer")
+	require.False(t, hh.FailingSince.IsZero(), "FailingSince")
+	require.True(t, hh.SlowSince.IsZero(), "SlowSince of a host that never answered: %v", hh.SlowSince)
+	require.Equal(t, int64(share), network.ended.Load(), "requests the attempt timeout ended")
+	require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the silent host")
+	require.Equal(t, 2*share, silent.Stats().Requests, "the silent server's requests: each key's lost one (Run's held never reach it)")
+	require.Zero(t, healthy.Stats().Requests, "requests to the other server")
+}

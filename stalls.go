@@ -119,9 +119,12 @@ func newHostStalls(giveUp int) *hostStalls {
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
-// still slow since an earlier pass keeps that pass's time.
+// still slow since an earlier pass keeps that pass's time. A host whose
+// last visits got no answer is failing, not slow: a slow host answers in
+// the end, and one that holds requests until they time out (a load
+// balancer before a dead backend) looks slow only until they do.
 func (h *hostStalls) slowed(host string, now time.Time) {
-	if _, ok := h.slow[host]; !ok {
+	if _, ok := h.slow[host]; !ok && h.streak[host] == 0 {
 		h.slow[host] = now
 	}
 }
@@ -188,6 +191,8 @@ func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChang
 	if h.streak[host]++; h.streak[host] == 1 {
 		h.failing[host] = now
 	}
+	delete(h.slow, host) // it did not answer in the end: failing (slowed)
+	delete(h.slowWait, host)
 	h.lastFail[host] = now
 	if _, down := h.down[host]; !down && h.streak[host] >= h.giveUp {
 		h.down[host] = now
