@@ -89,8 +89,12 @@ type HostHealth struct {
 	// 5s), though the host answers in the end (an acquirer that holds
 	// each request for seconds). Run then pushes the host's waiting
 	// operations back to its pace. It stays so until a pass of Run
-	// visits the host and does not take it for slow. Zero if it is not
-	// slow.
+	// visits the host and does not take it for slow, or nothing of the
+	// host waits any more: the pass that took it for slow settled every
+	// operation of it that was due, or the last one it pushed back has
+	// fallen due. Zero if it is not slow, and for a host whose last
+	// visits got no answer (FailingSince): one that holds requests until
+	// they time out looks slow only until they do.
 	SlowSince time.Time
 	// RestUntil is when the wait the host asked for (429 or 503 with a
 	// Retry-After, bounded by WithReconcile's maximum) ends: Run sends

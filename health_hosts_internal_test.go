@@ -60,13 +60,40 @@ func TestHostStallsReport(t *testing.T) {
 
 	// A slow host stays slow, since it first was, through a pass that
 	// does not visit it (its operations pushed back) or takes it for slow
-	// again; a pass that visits it and does not ends it.
-	s.passJudged(map[string]bool{"other": false})
+	// again, while what was pushed back waits; a pass that visits it and
+	// does not ends it.
+	s.passJudged(map[string]bool{"other": false}, map[string]time.Time{"slow": now.Add(time.Minute)}, now)
 	s.slowed("slow", now)
-	s.passJudged(map[string]bool{"slow": true})
+	s.passJudged(map[string]bool{"slow": true}, nil, now)
 	got, _ = s.report(now)
 	require.Equal(t, []HostHealth{{Host: "slow", SlowSince: t0}}, got)
-	s.passJudged(map[string]bool{"slow": false})
+	s.passJudged(map[string]bool{"slow": false}, nil, now)
 	got, _ = s.report(now)
 	require.Empty(t, got)
+
+	// Nor does one stay slow once nothing of it waits: every operation
+	// of it settled in the pass that took it for slow, or the last one
+	// pushed back has fallen due (Run visits a host only for its due
+	// operations); a wait further ahead than Run's longest interval was
+	// set while the clock ran fast.
+	s.slowed("settled", now)
+	s.passJudged(map[string]bool{"settled": true}, nil, now)
+	s.slowed("waited", now)
+	s.passJudged(map[string]bool{"waited": true}, map[string]time.Time{"waited": now.Add(time.Minute)}, now)
+	s.slowed("fast", now)
+	s.passJudged(map[string]bool{"fast": true}, map[string]time.Time{"fast": now.Add(2 * time.Hour)}, now)
+	got, _ = s.report(now)
+	require.Equal(t, []HostHealth{{Host: "waited", SlowSince: now}}, got)
+	s.passJudged(nil, nil, now.Add(time.Minute))
+	got, _ = s.report(now.Add(time.Minute))
+	require.Empty(t, got)
+	require.Empty(t, s.slowWait)
+
+	// A host that holds requests until they time out looks slow until
+	// they do: it is failing, and not taken for slow while it is.
+	s.slowed("silent", now)
+	s.visited("silent", true, now)
+	s.slowed("silent", now)
+	got, _ = s.report(now)
+	require.Equal(t, []HostHealth{{Host: "silent", FailedVisits: 1, FailingSince: now, LastFailedVisit: now}}, got)
 }

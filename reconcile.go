@@ -596,9 +596,10 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
 	setAside := map[string]int{}
-	givenUp := map[ref]bool{} // set aside, and their claims given up
+	pushedUntil := map[string]time.Time{} // by host: when the last operation set aside falls due
+	givenUp := map[ref]bool{}             // set aside, and their claims given up
 	aside := func(set []ref) {
-		if perr := c.pushBack(ctx, set, setAside); perr != nil && aerr == nil {
+		if perr := c.pushBack(ctx, set, setAside, pushedUntil); perr != nil && aerr == nil {
 			aerr = perr
 		}
 		for _, r := range set {
@@ -607,7 +608,8 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	}
 	var perr, berr error // postpone's and bringBack's first
 	// The hosts this pass visited, each with whether it took the host for
-	// slow: one it visited and did not is slow no more (Health).
+	// slow: one it visited and did not, or none of whose operations waits
+	// any more, is slow no more (Health).
 	judged := map[string]bool{}
 	// A pass lasts as long as a slow host's visits do, claiming on
 	// meanwhile: what it does once a pass for a host that looks
@@ -686,7 +688,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		}
 		return true
 	})
-	stalls.passJudged(judged)
+	stalls.passJudged(judged, pushedUntil, c.cfg.clock.Now())
 	if e := c.postpone(ctx, postponed, stalls); e != nil && perr == nil {
 		perr = e
 	}

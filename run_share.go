@@ -311,13 +311,14 @@ func (q *fairQueue) clear() {
 // about when the host's share of workers reaches them: the k-th set aside
 // for a host this pass (counted in byHost) after k/WithResumeConcurrency rounds of
 // an exchange's timeout, within WithReconcile's interval and maximum,
-// jittered. The next claims then reach the other hosts' due operations
+// jittered; until records, per host, when the last of them falls due.
+// The next claims then reach the other hosts' due operations
 // instead of the same backlog, and the slow host's come back at the pace
 // it takes them. Only NextDue changes, under the pass's lease, and only
 // later: nothing about the operation is decided. It returns the first
 // journal error, and moves no more after it; an operation it did not
 // move is still given up, and stays due.
-func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int) error {
+func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int, until map[string]time.Time) error {
 	// Unbounded, as postpone's moves: a batch cut short by a bound of its
 	// own would be no journal error to report.
 	wctx := context.WithoutCancel(ctx)
@@ -338,11 +339,14 @@ func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int
 			wait = rounds * c.cfg.attemptTimeout
 		}
 		due := now.Add(c.spread(wait))
-		_, err := c.moveDue(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) (time.Time, bool) {
+		rec, err := c.moveDue(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) (time.Time, bool) {
 			return due, rec.NextDue.Before(due)
 		})
 		if err != nil && first == nil {
 			first = fmt.Errorf("idem: reconcile: push back: %w", err)
+		}
+		if rec != nil && rec.NextDue.After(until[r.host]) {
+			until[r.host] = rec.NextDue
 		}
 	}
 	rctx, cancel := c.releasesContext(ctx)

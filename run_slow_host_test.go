@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
 )
 
 // A host that answers, but slowly, must not hold every one of Run's
@@ -42,14 +43,8 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 			}
 			store := backlogThen(t, clock, slow, "slow", backlog, healthy, healthyKeys...)
 
-			network := &heldHost{base: http.DefaultTransport, host: strings.TrimPrefix(slow.URL, "http://"), release: make(chan struct{})}
-			settled := make(chan string, backlog+healthyOps)
-			c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
-				idem.WithSettleFunc(func(r *idem.Result) { settled <- r.Key }))
-			require.NoError(t, err)
-			defer func() { require.NoError(t, c.Close()) }()
 			start := clock.Now()
-			ran := runAsync(t.Context(), c)
+			c, network, settled, ran := runHeld(t, clock, store, slow, backlog+healthyOps)
 			keys := map[string]bool{}
 			waitSettled := func(n int, within time.Duration) {
 				t.Helper()
@@ -97,6 +92,21 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 			})
 		})
 	}
+}
+
+// runHeld starts Run, with default settings but clock, on store, its
+// requests to slow held until network.release is closed; settled gets
+// the key of each of up to ops settlements. The client is closed with
+// the test.
+func runHeld(t *testing.T, clock *idemtest.Clock, store *journal.Store, slow *idemtest.Server, ops int) (c *idem.Client, network *heldHost, settled <-chan string, ran <-chan error) {
+	t.Helper()
+	network = &heldHost{base: http.DefaultTransport, host: strings.TrimPrefix(slow.URL, "http://"), release: make(chan struct{})}
+	keys := make(chan string, ops)
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
+		idem.WithSettleFunc(func(r *idem.Result) { keys <- r.Key }))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return c, network, keys, runAsync(t.Context(), c)
 }
 
 // settledOnce adds to keys the operations settled, until there are n,
@@ -149,4 +159,93 @@ func (h *heldHost) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		return nil, r.Context().Err()
 	}
+}
+
+// Health lists a slow host while its operations wait at its pace, not
+// for ever after the pass that settled the last of them. An acquirer
+// held each request for seconds, within the attempt timeout (Klarna's
+// hold one up to their 59 s idle timeout: docs.klarna.com, "Request
+// Timeout"), while as many operations of it as its share were due: Run
+// took it for slow, and every one of them settled in that pass, none
+// pushed back. Nothing of the host was due after that, so no pass of
+// Run visited it again (the service's calls to it settle in Do): it
+// stayed listed, SlowSince hours back, an alert on the payment API
+// (README) that rang until Run restarted. Default settings but the
+// clock.
+func TestRunSlowHostUnlistedOnceNothingOfItWaits(t *testing.T) {
+	share := idem.DefaultResumeConcurrency
+	clock := idemtest.NewClock(epoch)
+	slow, healthy := downAndUp(t, clock)
+	store := backlogThen(t, clock, slow, "slow", share, healthy)
+
+	start := clock.Now()
+	c, network, settled, ran := runHeld(t, clock, store, slow, share)
+
+	h := waitHealth(t, c, ran, "the slow host listed while it holds its share", func(h idem.Health) bool {
+		_, ok := hostOf(h, network.host)
+		return ok
+	})
+	hh, _ := hostOf(h, network.host)
+	require.Equal(t, idem.HostHealth{Host: network.host, SlowSince: start}, hh)
+	require.Equal(t, int64(share), network.held.Load(), "requests held by the slow host")
+
+	close(network.release)
+	keys := map[string]bool{}
+	settledOnce(t, settled, ran, keys, share, 30*time.Second, network)
+	waitHealth(t, c, ran, "the slow host, nothing of it waiting, no longer listed", func(h idem.Health) bool {
+		_, ok := hostOf(h, network.host)
+		return !ok
+	})
+	for i := range share {
+		key := fmt.Sprintf("slow-%03d", i)
+		require.True(t, keys[key], "%s settled", key)
+		require.Equal(t, 1, slow.Effects("", key), "side effects of %s", key)
+	}
+	require.Equal(t, 2*share, slow.Stats().Requests, "the slow server's requests: each key's lost one, then Run's")
+	require.Zero(t, network.ended.Load(), "held requests that timed out")
+	require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
+}
+
+// A host that takes requests and never answers them is failing, not
+// slow. A load balancer in front of a dead backend holds each request
+// until its idle timeout (AWS's Application Load Balancer: 60 s, then
+// 504), longer than the attempt timeout: Run's visits hold the host's
+// whole share, and it is taken for slow before any of them ends (nothing
+// tells the two apart until then). Once they end with no answer, Health
+// listed it as both failing and slow, a slow host being one that
+// "answers in the end" (HostHealth.SlowSince), and an operator looking
+// for an outage read a slow acquirer. Default settings but the clock.
+func TestRunSilentHostIsFailingNotSlow(t *testing.T) {
+	share := idem.DefaultResumeConcurrency
+	clock := idemtest.NewClock(epoch)
+	silent, healthy := downAndUp(t, clock)
+	store := backlogThen(t, clock, silent, "silent", 2*share, healthy)
+	c, network, _, ran := runHeld(t, clock, store, silent, 2*share) // never released
+
+	waitHealth(t, c, ran, "the silent host taken for slow while it holds its share", func(h idem.Health) bool {
+		hh, ok := hostOf(h, network.host)
+		return ok && !hh.SlowSince.IsZero()
+	})
+	require.Equal(t, int64(share), network.held.Load(), "requests held by the silent host")
+	deadline := time.After(3 * idem.DefaultAttemptTimeout)
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	var hh idem.HostHealth
+	for hh.FailedVisits < share {
+		select {
+		case err := <-ran:
+			t.Fatalf("Run() returned %v", err)
+		case <-deadline:
+			t.Fatalf("Health() lists %+v for the silent host, %d of its requests ended", hh, network.ended.Load())
+		case <-poll.C:
+		}
+		hh, _ = hostOf(c.Health(), network.host)
+	}
+	require.Equal(t, share, hh.FailedVisits, "visits that got no answer")
+	require.False(t, hh.FailingSince.IsZero(), "FailingSince")
+	require.True(t, hh.SlowSince.IsZero(), "SlowSince of a host that never answered: %v", hh.SlowSince)
+	require.Equal(t, int64(share), network.ended.Load(), "requests the attempt timeout ended")
+	require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the silent host")
+	require.Equal(t, 2*share, silent.Stats().Requests, "the silent server's requests: each key's lost one (Run's held never reach it)")
+	require.Zero(t, healthy.Stats().Requests, "requests to the other server")
 }

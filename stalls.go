@@ -107,32 +107,58 @@ type hostStalls struct {
 	failing   map[string]time.Time // host → when the first of those ended
 	lastFail  map[string]time.Time // host → when the last of those ended
 	down      map[string]time.Time // host → when it was found unreachable
-	slow      map[string]time.Time // host → when Run took it for slow (visitFair), until a pass visits it and does not
+	slow      map[string]time.Time // host → when Run took it for slow (visitFair), while its operations wait (passJudged)
+	slowWait  map[string]time.Time // host → when the last operation Run pushed back for it falls due
 	postponed map[string]map[opID]time.Time
 	back      []string // hosts found answering again, whose postponed operations are not due yet
 }
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}}
+		rest: map[string]time.Time{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
-// still slow since an earlier pass keeps that pass's time.
+// still slow since an earlier pass keeps that pass's time. A host whose
+// last visits got no answer is failing, not slow: a slow host answers in
+// the end, and one that holds requests until they time out (a load
+// balancer before a dead backend) looks slow only until they do.
 func (h *hostStalls) slowed(host string, now time.Time) {
-	if _, ok := h.slow[host]; !ok {
+	if _, ok := h.slow[host]; !ok && h.streak[host] == 0 {
 		h.slow[host] = now
 	}
 }
 
-// passJudged ends a pass of Run's judgement of slow hosts: judged names
-// the hosts the pass visited, each with whether it took the host for
-// slow. A host it visited and did not is slow no more; one it did not
-// visit (its operations pushed back, not due yet) stays as it was.
-func (h *hostStalls) passJudged(judged map[string]bool) {
+// passJudged ends a pass of Run's judgement of slow hosts, at now:
+// judged names the hosts the pass visited, each with whether it took the
+// host for slow, and pushed when the last operation it pushed back for
+// each host falls due. A host it visited and did not take for slow is
+// slow no more. Nor is one none of whose pushed-back operations waits
+// any more: the pass that took it for slow may have settled every
+// operation of it that was due, and Run visits a host only for its due
+// operations, which most of its calls (settled in Do) never leave: such
+// a host would stay listed for as long as Run runs. A wait further ahead
+// than Run's longest interval was set while the clock ran fast, and is
+// over.
+func (h *hostStalls) passJudged(judged map[string]bool, pushed map[string]time.Time, now time.Time) {
+	for host, until := range pushed {
+		if until.After(h.slowWait[host]) {
+			h.slowWait[host] = until
+		}
+	}
 	for host, slow := range judged {
 		if !slow {
 			delete(h.slow, host)
+		}
+	}
+	for host := range h.slow {
+		if until := h.slowWait[host]; !until.After(now) || until.Sub(now) > h.maxRest+clockSlack {
+			delete(h.slow, host)
+		}
+	}
+	for host := range h.slowWait {
+		if _, ok := h.slow[host]; !ok {
+			delete(h.slowWait, host)
 		}
 	}
 }
@@ -165,6 +191,8 @@ func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChang
 	if h.streak[host]++; h.streak[host] == 1 {
 		h.failing[host] = now
 	}
+	delete(h.slow, host) // it did not answer in the end: failing (slowed)
+	delete(h.slowWait, host)
 	h.lastFail[host] = now
 	if _, down := h.down[host]; !down && h.streak[host] >= h.giveUp {
 		h.down[host] = now
