@@ -168,12 +168,29 @@ func TestStats(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Resolve(ctx, "acct", "c", journal.Manual{State: journal.StateSucceeded, Reason: "seen", At: now})
 	require.NoError(t, err)
+	// Settled, but flagged: idem's Stats takes Review from the store for
+	// the operations settled so (a charge an event says was declined), and
+	// the bbolt journal counts them in every state; so must this one.
+	for _, k := range []string{"d", "e"} {
+		_, err := s.Create(ctx, journaltest.NewRecord("acct", k, now))
+		require.NoError(t, err)
+	}
+	settle := journal.Confirmation{State: journal.StateSucceeded, Source: "psp", EventID: "paid", At: now}
+	_, err = s.Confirm(ctx, "acct", "d", settle)
+	require.NoError(t, err)
+	_, err = s.Confirm(ctx, "acct", "d", journal.Confirmation{State: journal.StateFailed, Source: "psp", EventID: "declined", At: now})
+	require.ErrorIs(t, err, journal.ErrConfirmConflict)
+	settle.State = journal.StateFailed
+	_, err = s.Confirm(ctx, "acct", "e", settle)
+	require.NoError(t, err)
+	_, err = s.Confirm(ctx, "acct", "e", journal.Confirmation{State: journal.StateSucceeded, Source: "psp", EventID: "captured", At: now})
+	require.ErrorIs(t, err, journal.ErrConfirmConflict)
 	st, err := s.Stats(ctx)
 	require.NoError(t, err)
-	require.Equal(t, map[journal.State]int{journal.StatePending: 1, journal.StateUnknown: 1, journal.StateSucceeded: 1}, st.ByState)
-	require.Equal(t, 3, st.Total)
+	require.Equal(t, map[journal.State]int{journal.StatePending: 1, journal.StateUnknown: 1, journal.StateSucceeded: 2, journal.StateFailed: 1}, st.ByState)
+	require.Equal(t, 5, st.Total)
 	require.Equal(t, 2, st.Open)
-	require.Equal(t, 1, st.Review)
+	require.Equal(t, 3, st.Review, "the open operation flagged, and the two settled ones a confirmation contradicts")
 	require.Positive(t, st.FileSize)
 }
 
