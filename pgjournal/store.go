@@ -1194,12 +1194,13 @@ func (s *Store) journalOf(ctx context.Context, c *idem.Client) (bool, error) {
 			if o.schema != s.schema {
 				return false, nil
 			}
-			mine, err := s.databaseID(ctx)
-			if err != nil {
-				return false, err
+			same, err := s.sameDatabase(ctx, o, false)
+			if err == nil && !same {
+				// Read again before refusing: a database that moved (a
+				// blue/green switchover) after one of them was read.
+				same, err = s.sameDatabase(ctx, o, true)
 			}
-			theirs, err := o.databaseID(ctx)
-			return err == nil && mine == theirs, err
+			return same, err
 		}
 		u, ok := st.(interface{ Unwrap() idem.Store })
 		if !ok {
@@ -1210,13 +1211,24 @@ func (s *Store) journalOf(ctx context.Context, c *idem.Client) (bool, error) {
 	return false, nil
 }
 
+// sameDatabase reports whether s's and o's pools reach one database
+// (databaseID); fresh reads it again rather than what was read before.
+func (s *Store) sameDatabase(ctx context.Context, o *Store, fresh bool) (bool, error) {
+	mine, err := s.databaseID(ctx, fresh)
+	if err != nil {
+		return false, err
+	}
+	theirs, err := o.databaseID(ctx, fresh)
+	return err == nil && mine == theirs, err
+}
+
 // databaseID names the database s's pool reaches: the cluster's system
 // identifier, which pg_control_system() gives any role, and the
 // database's name. Host names cannot tell it: a pooler, a socket and an
-// address reach one database by different names. Read once, on the
-// Store's pool, never in a caller's transaction.
-func (s *Store) databaseID(ctx context.Context) (string, error) {
-	if id := s.database.Load(); id != nil {
+// address reach one database by different names. Read on the Store's
+// pool, never in a caller's transaction, and kept unless fresh.
+func (s *Store) databaseID(ctx context.Context, fresh bool) (string, error) {
+	if id := s.database.Load(); id != nil && !fresh {
 		return *id, nil
 	}
 	if err := s.usable(ctx); err != nil {
