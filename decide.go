@@ -275,7 +275,12 @@ func submitMeaning(p past, a answer) judgment {
 			// resend on a dead reused connection, or a replica of ours
 			// with the same key. Failed would invite the same payment
 			// under a new key; another request's, as in_flight_foreign.
-			return judgment{move: moveReview, label: "key_used_foreign", refused: true, review: ReviewKeyInUse, conflict: true}
+			// The server's words go with the attempt: nothing else keeps
+			// them, and the person deciding whether it executed needs
+			// them ("already exists" is not "different parameters").
+			return judgment{move: moveReview, label: "key_used_foreign", refused: true, review: ReviewKeyInUse, conflict: true,
+				err: fmt.Errorf("idem: %s (to a first attempt, saying only that the key was used: a copy of this request may have executed)",
+					errorReason(a.status, a.body))}
 		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
 			out: Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)}}

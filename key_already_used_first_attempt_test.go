@@ -77,6 +77,14 @@ func TestKeyAlreadyUsedToAFirstAttemptBehindAMesh(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, idem.StateUnknown, op.State)
 	require.Equal(t, idem.ReviewKeyInUse, op.Review)
+	// The person deciding whether the payout was made reads the server's
+	// own words in the attempt (idem show, the admin handler): "already
+	// exists" is no "different request", and ErrKeyConflict's text is.
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.Len(t, rec.Attempts, 1)
+	require.Equal(t, http.StatusBadRequest, rec.Attempts[0].Status)
+	require.Contains(t, rec.Attempts[0].Err, "A request with this X-Idempotency-Key already exists", "the attempt's journaled error")
 	_, err = c.Do(t.Context(), op)
 	require.ErrorIs(t, err, idem.ErrKeyConflict)
 	require.ErrorIs(t, err, idem.ErrNeedsReview)

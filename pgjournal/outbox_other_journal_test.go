@@ -24,12 +24,14 @@ func (u unwrapping) Unwrap() idem.Store { return u.Store }
 
 // TestPrepareTxForAClientOfAnotherJournal: PrepareTx given a Client that
 // journals elsewhere (a service whose other calls journal to a bbolt file,
-// or to another schema's Store) wrote the intent to this Store's table,
+// to another schema's Store, or to a Store of the same schema in another
+// database) wrote the intent to this Store's table,
 // committed with the order row, where that Client's Run never looks: the
 // order was never charged (Resume and Run sent nothing, no error). Such a
 // call is now refused before any statement, the transaction left usable;
-// a Client on another Store value of the same schema, or on a Store that
-// unwraps to one, still journals there and is sent once.
+// a Client on another Store value of the same schema and database
+// (through PgBouncer too), or on a Store that unwraps to one, still
+// journals there and is sent once.
 func TestPrepareTxForAClientOfAnotherJournal(t *testing.T) {
 	ctx := context.Background()
 	srv, err := idemtest.NewServer()
@@ -51,6 +53,10 @@ func TestPrepareTxForAClientOfAnotherJournal(t *testing.T) {
 			return j
 		}, false},
 		{"another schema", func(*pgjournal.Store) idem.Store { return openStore(t) }, false},
+		// Two databases each migrated with the default schema: a
+		// service's orders database, whose pool PrepareTx shares (New),
+		// and the journal database its Client was made on.
+		{"the schema in another database", func(s *pgjournal.Store) idem.Store { return storeInAnotherDatabase(t, s.Schema()) }, false},
 		{"another Store on the schema", func(s *pgjournal.Store) idem.Store {
 			o, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(s.Schema()))
 			require.NoError(t, err)
@@ -58,6 +64,14 @@ func TestPrepareTxForAClientOfAnotherJournal(t *testing.T) {
 			return o
 		}, true},
 		{"a wrapper of this Store", func(s *pgjournal.Store) idem.Store { return unwrapping{s} }, true},
+		// The same database reached another way: the Client's Store
+		// through PgBouncer, the business transactions directly.
+		{"a Store on the schema through PgBouncer", func(s *pgjournal.Store) idem.Store {
+			o, err := pgjournal.Open(ctx, startPgBouncer(t)+"&default_query_exec_mode=exec", pgjournal.WithSchema(s.Schema()))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = o.Close() })
+			return o
+		}, true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,4 +107,30 @@ func TestPrepareTxForAClientOfAnotherJournal(t *testing.T) {
 			require.Equal(t, 1, srv.Effects("", key), "orders the server made")
 		})
 	}
+}
+
+// storeInAnotherDatabase is a migrated Store on schema in a database of
+// its own on the test server, dropped when the test ends.
+func storeInAnotherDatabase(t *testing.T, schema string) *pgjournal.Store {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, dsn(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = admin.Close(context.Background()) })
+	name := schema + "_db"
+	_, err = admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize())
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = admin.Exec(context.Background(), `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
+	})
+	pc, err := pgxpool.ParseConfig(dsn(t))
+	require.NoError(t, err)
+	pc.ConnConfig.Database = name
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close) // after the Client's Close, which closes the Store
+	o, err := pgjournal.New(pool, pgjournal.WithSchema(schema))
+	require.NoError(t, err)
+	require.NoError(t, o.Migrate(ctx))
+	return o
 }

@@ -183,6 +183,9 @@ type Store struct {
 	callerClock bool
 	// callTimeout bounds each call's wait for the database (bound).
 	callTimeout time.Duration
+	// database names the database the pool reaches (databaseID), once
+	// read: nil until then.
+	database atomic.Pointer[string]
 }
 
 var (
@@ -1132,10 +1135,13 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 // (see idem.Client.PrepareIn): the intent commits or rolls back with the
 // caller's rows. Once tx commits, the operation is due at once, and the
 // first Run of any replica sharing the journal sends it. c must journal
-// to this Store's schema (c's Store is this Store, another Store on its
-// schema, or one whose Unwrap() idem.Store method returns such a Store),
-// or the call is refused with ErrInvalidRequest before any statement:
-// an intent journaled where c's Run never looks would never be sent. tx
+// to this Store's schema in this Store's database (c's Store is this
+// Store, another Store on its schema and database however its pool
+// reaches it, or one whose Unwrap() idem.Store method returns such a
+// Store), or the call is refused with ErrInvalidRequest before any
+// statement in tx: an intent journaled where c's Run never looks would
+// never be sent. For a Store other than this one, the database is read
+// once, on each Store's pool (an error then leaves tx untouched). tx
 // must be on this Store's database, which PrepareTx cannot check. Errors
 // are Prepare's; a failed statement leaves tx aborted, as any failed
 // statement does in PostgreSQL.
@@ -1158,8 +1164,11 @@ func (s *Store) PrepareTx(ctx context.Context, tx pgx.Tx, c *idem.Client, req id
 	if tx == nil || c == nil {
 		return nil, fmt.Errorf("%w: PrepareTx: nil transaction or client", idem.ErrInvalidRequest)
 	}
-	if !s.journalOf(c) {
-		return nil, fmt.Errorf("%w: PrepareTx: the Client journals to %T, not to this Store's schema %q, so its Run would never send the operation: give a Client made with this Store", idem.ErrInvalidRequest, c.Store(), s.schema)
+	switch ok, err := s.journalOf(ctx, c); {
+	case err != nil:
+		return nil, errorf("PrepareTx: which database the Client journals to: %w", err)
+	case !ok:
+		return nil, fmt.Errorf("%w: PrepareTx: the Client journals to %T, not to this Store's schema %q in its database, so its Run would never send the operation: give a Client made with this Store", idem.ErrInvalidRequest, c.Store(), s.schema)
 	}
 	return c.PrepareIn(ctx, req, func(ctx context.Context, rec *journal.Record) (*journal.Record, error) {
 		return s.create(ctx, tx, rec)
@@ -1170,22 +1179,70 @@ func (s *Store) PrepareTx(ctx context.Context, tx pgx.Tx, c *idem.Client, req id
 // Store that unwraps to itself cannot hold PrepareTx for ever.
 const maxUnwrap = 16
 
-// journalOf reports whether c journals to s's schema: its Store is a
-// Store on it, or wraps one (Unwrap). Two Stores on one schema are one
-// journal.
-func (s *Store) journalOf(c *idem.Client) bool {
+// journalOf reports whether c journals to s's schema in s's database:
+// its Store is a Store on it, or wraps one (Unwrap). Two Stores on one
+// schema of one database are one journal, however their pools reach it
+// (directly or through a pooler); the same schema name in another
+// database (each database migrated with DefaultSchema) is another.
+func (s *Store) journalOf(ctx context.Context, c *idem.Client) (bool, error) {
 	st := c.Store()
 	for range maxUnwrap {
 		if o, ok := st.(*Store); ok {
-			return o == s || o.schema == s.schema
+			if o == s || o.pool == s.pool {
+				return o.schema == s.schema, nil
+			}
+			if o.schema != s.schema {
+				return false, nil
+			}
+			same, err := s.sameDatabase(ctx, o, false)
+			if err == nil && !same {
+				// Read again before refusing: a database that moved (a
+				// blue/green switchover) after one of them was read.
+				same, err = s.sameDatabase(ctx, o, true)
+			}
+			return same, err
 		}
 		u, ok := st.(interface{ Unwrap() idem.Store })
 		if !ok {
-			return false
+			return false, nil
 		}
 		st = u.Unwrap()
 	}
-	return false
+	return false, nil
+}
+
+// sameDatabase reports whether s's and o's pools reach one database
+// (databaseID); fresh reads it again rather than what was read before.
+func (s *Store) sameDatabase(ctx context.Context, o *Store, fresh bool) (bool, error) {
+	mine, err := s.databaseID(ctx, fresh)
+	if err != nil {
+		return false, err
+	}
+	theirs, err := o.databaseID(ctx, fresh)
+	return err == nil && mine == theirs, err
+}
+
+// databaseID names the database s's pool reaches: the cluster's system
+// identifier, which pg_control_system() gives any role, and the
+// database's name. Host names cannot tell it: a pooler, a socket and an
+// address reach one database by different names. Read on the Store's
+// pool, never in a caller's transaction, and kept unless fresh.
+func (s *Store) databaseID(ctx context.Context, fresh bool) (string, error) {
+	if id := s.database.Load(); id != nil && !fresh {
+		return *id, nil
+	}
+	if err := s.usable(ctx); err != nil {
+		return "", err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var id string
+	err := s.pool.QueryRow(ctx, `SELECT system_identifier::text || '/' || current_database() FROM pg_control_system()`).Scan(&id)
+	if err != nil {
+		return "", readErr(ctx, err)
+	}
+	s.database.Store(&id)
+	return id, nil
 }
 
 // Schema returns the schema the Store's tables live in.
