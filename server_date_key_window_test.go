@@ -156,9 +156,9 @@ func (d *dateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // A server's Date that says nothing usable about its clock changes
 // nothing: absent (RFC 9110 6.6.1 lets a server without a clock leave it
 // out), garbled, behind ours (a cached answer's is as old as the cache's
-// copy), or days off (a device that lost its time). The order's answer
-// was lost 10 minutes ago, well inside the window: Resume resends it
-// with the same key and the server replays it, one order, nothing
+// copy), or days off (a device that lost its time). The orders' answers
+// were lost 10 minutes ago, well inside the window: Resume resends each
+// with its key and the server replays it, one order each, nothing
 // flagged.
 func TestServerDateWithoutMeaningChangesNothing(t *testing.T) {
 	cases := []struct {
@@ -179,7 +179,8 @@ func TestServerDateWithoutMeaningChangesNothing(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(srv.Close)
 			path := filepath.Join(t.TempDir(), "idem.journal")
-			lostOrders(t, srv, clock, path, false, "k")
+			keys := []string{"k0", "k1", "k2", "k3", "k4"}
+			lostOrders(t, srv, clock, path, false, keys...)
 			clock.Advance(10 * time.Minute)
 
 			store, err := journal.Open(path)
@@ -196,12 +197,16 @@ func TestServerDateWithoutMeaningChangesNothing(t *testing.T) {
 			_, err = c.Resume(t.Context())
 			require.NoError(t, err)
 
-			rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
-			require.NoError(t, err)
-			require.Equal(t, idem.StateSucceeded, rec.State, "review %q", rec.Review)
-			require.Empty(t, rec.Review)
-			require.Equal(t, 1, srv.Effects("", "k"), "orders")
-			require.Equal(t, map[string]int{"k": 2, "new": 1}, serverSubmits(t, srv), "submits per key")
+			want := map[string]int{"new": 1}
+			for _, k := range keys {
+				rec, err := store.Get(t.Context(), idem.DefaultScope, k)
+				require.NoError(t, err)
+				require.Equalf(t, idem.StateSucceeded, rec.State, "%s: review %q", k, rec.Review)
+				require.Empty(t, rec.Review, k)
+				require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
+				want[k] = 2
+			}
+			require.Equal(t, want, serverSubmits(t, srv), "submits per key")
 		})
 	}
 }
