@@ -243,8 +243,9 @@
 // in the future, and would make a forgotten key look fresh. The host's
 // clock is learnt from its answers since the process started (a result
 // query comes before any resend); a resend to a host none of whose
-// answers has come back yet (the first of Resume's visits to it, those
-// started at once) cannot be judged by it.
+// answers has come back yet (without a result endpoint, Resume's first
+// visits to it, up to [WithResumeConcurrency] at once) cannot be judged
+// by it.
 //
 // # Settling from webhooks
 //
