@@ -410,9 +410,10 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		}
 		if born := d.c.born.Load(); !p.maybeExecuted || born == nil || !rec.FirstSent.Before(*born) {
 			// Nothing a forgotten key could make twice, or first sent by
-			// this process: its clock's error is the same now as then
-			// (Run's measure catches a step since), and a host whose
-			// clock runs ahead of ours must not cut the window short.
+			// this process: judged by our clock alone, since how wrong
+			// it read then is not known, and a host whose clock merely
+			// runs ahead of ours must not cut the window short (Run's
+			// measure, after its first hour, catches a step since).
 			break
 		}
 		if srv, ok := d.c.serverNow(rec, now); ok && srv.Sub(now) > clockSlack && keyWindow(rec, p, srv, window) == windowExpired {
