@@ -194,6 +194,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 	// through serverUntil, a hand-off's due time and Run's rest for the
 	// host (hostNews), so the two never disagree.
 	end := c.cfg.clock.Now()
+	c.clocks.learn(req.URL.Host, headerValue(resp.Header, "Date"), end)
 	if ra, ok := ParseRetryAfterHeader(resp.Header, end); ok && ra > 0 {
 		ex.retryAfter = min(ra, c.cfg.retryAfterCap)
 		ex.serverUntil = end.Add(min(ra, c.cfg.reconcileMax))

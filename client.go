@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -32,6 +33,12 @@ type Client struct {
 	log       *slog.Logger
 	urls      urlCache // the submit URL parsed last
 	ignoring  keyIgnoring
+	clocks    serverClocks // each host's clock, by its answers' Date
+	// born is the clock's wall reading when the Client's first call
+	// began (begin): an operation first sent before it was journaled by
+	// an earlier process, by a clock that may read otherwise than this
+	// one (resendBlock). Not read in New: a clock may be set up after it.
+	born atomic.Pointer[time.Time]
 
 	mu       sync.Mutex
 	inflight map[opID]*call

@@ -235,7 +235,17 @@
 // (DynamoDB's token lives 10 min: [KeyRetentionDynamoDB]); name yours with
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as
 // [KeyRetentionStripe]). A journaled send time in the future (a clock
-// stepped back) blocks resends for good: [ReviewClockStepped].
+// stepped back) blocks resends for good: [ReviewClockStepped]. So does a
+// key an earlier process first sent whose window, by the host's own
+// clock (its answers' Date, RFC 9110 6.6.1, when that reads ahead of
+// ours), has passed: a clock stepped back by more than the key's age
+// (a VM restored from a snapshot, a wrong RTC at boot) leaves nothing
+// in the future, and would make a forgotten key look fresh. The host's
+// clock is learnt from its answers since the process started (a result
+// query comes before any resend); a resend to a host none of whose
+// answers has come back yet (without a result endpoint, Resume's first
+// visits to it, up to [WithResumeConcurrency] at once) cannot be judged
+// by it.
 //
 // # Settling from webhooks
 //

@@ -110,6 +110,10 @@ func (c *Client) begin(ctx context.Context, background bool) (context.Context, *
 	if err := c.usable(ctx); err != nil {
 		return nil, nil, err
 	}
+	if c.born.Load() == nil {
+		born := c.cfg.clock.Now().Round(0)
+		c.born.CompareAndSwap(nil, &born)
+	}
 	l := &c.life
 	// Derived outside the lock: a caller's own context type may run code.
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -408,6 +408,24 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			// forgotten the key, and a resend would order again.
 			return &blocked{ReviewClockStepped, ErrNeedsReview}
 		}
+		if born := d.c.born.Load(); !p.maybeExecuted || born == nil || !rec.FirstSent.Before(*born) {
+			// Nothing a forgotten key could make twice, or first sent by
+			// this process: judged by our clock alone, since how wrong
+			// it read then is not known, and a host whose clock merely
+			// runs ahead of ours must not cut the window short (Run's
+			// measure, after its first hour, catches a step since).
+			break
+		}
+		if srv, ok := d.c.serverNow(rec, now); ok && srv.Sub(now) > clockSlack && keyWindow(rec, p, srv, window) == windowExpired {
+			// Journaled by an earlier process, and the host's clock, by
+			// its last answer's Date, reads ahead of ours: ours may have
+			// been stepped back since (a VM restored from a snapshot, a
+			// wrong RTC at boot) with nothing journaled left in its
+			// future, and the server counts the window by its own. By
+			// its time it may have forgotten the key: a resend would be
+			// a second order.
+			return &blocked{ReviewClockStepped, ErrNeedsReview}
+		}
 	}
 	if d.reviewOnly() {
 		return &blocked{rec.Review, ErrBudgetSpent}

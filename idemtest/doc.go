@@ -15,7 +15,9 @@
 // expire after a retention window (see [WithRetention]), after which the key
 // executes again. GET /operations/{key} ([Server.ResultURL]) reports an
 // operation's state; [Server.ResultTemplate] is its template for
-// idem.WithResultEndpoint.
+// idem.WithResultEndpoint. Every answer carries a Date read from the
+// server's clock ([WithClock]), as a real origin server's does (RFC 9110
+// 6.6.1): idem judges Retry-After and the key window by it.
 //
 // # Proving "exactly one order per intent"
 //

@@ -273,6 +273,11 @@ func (s *Server) Requests() []Request {
 
 // ServeHTTP answers r; see the package documentation for the HTTP surface.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Date on the server's clock, as a real origin server sends it on
+	// every answer (RFC 9110 6.6.1): net/http's own reads the wall
+	// clock, not the one the tests inject, and clients judge Retry-After
+	// and the key window by it.
+	w.Header().Set("Date", s.cfg.Now().UTC().Format(http.TimeFormat))
 	path := r.URL.Path
 	switch {
 	case strings.HasPrefix(path, "/_"):

@@ -1,0 +1,103 @@
+package idem
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// serverClocks is what each host's clock reads, as the last of its answers
+// that carried a Date said (RFC 9110 6.6.1: an origin server with a clock
+// sends Date on every answer). It is a measure of the time that does not
+// depend on ours: a process restarted on a VM restored from a snapshot,
+// or booted with a wrong RTC before NTP steps it, reads a clock hours
+// behind, and nothing journaled need lie in its future (a key first sent
+// more than the step ago), so by it a key the server forgot long ago
+// looks fresh. The server forgets keys by its own clock: resendBlock
+// judges the key window by the host's too, when it reads ahead of ours.
+//
+// Kept in memory only, per host as the URL names it (not normalised: a
+// lookup must cost no string). Learning costs a lock and a map lookup per
+// answer, no allocation but a host's first entry; the Date is parsed only
+// when a resend is judged. A resend to a host none of whose answers has
+// come back since the process started cannot be judged by it, nor an
+// operation this process first sent (its clock's error then is not
+// known: resendBlock). Safe for
+// concurrent use; the zero value is ready.
+type serverClocks struct {
+	mu    sync.Mutex
+	hosts map[string]serverDate
+}
+
+// serverDate is one answer's Date, as sent, and our clock's reading when
+// the answer came (with its monotonic reading, if the clock gives one, so
+// that a step of ours after it does not move the estimate).
+type serverDate struct {
+	date string
+	at   time.Time
+}
+
+// maxServerClocks bounds the hosts remembered: a client sends to a few
+// hosts, and one that is given a new host per request must not grow this
+// for ever.
+const maxServerClocks = 1024
+
+// imfFixdateLen is the length of an IMF-fixdate ("Sun, 06 Nov 1994
+// 08:49:37 GMT"), the only form a sender may generate (RFC 9110 5.6.7).
+const imfFixdateLen = len(http.TimeFormat)
+
+// learn remembers date, the Date of an answer from host that came when
+// our clock read at. Only a field shaped as an IMF-fixdate replaces what
+// an earlier answer taught, so that an absent or garbled Date (a proxy's,
+// a device's) does not make the host's clock unknown; one that reads the
+// same second as the last keeps that one's reading of our clock, the
+// earlier, which never puts the server further ahead than it is.
+func (s *serverClocks) learn(host, date string, at time.Time) {
+	if len(date) != imfFixdateLen || date[imfFixdateLen-4:] != " GMT" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.hosts[host]; ok {
+		if e.date != date {
+			s.hosts[host] = serverDate{date, at}
+		}
+		return
+	}
+	if s.hosts == nil {
+		s.hosts = make(map[string]serverDate)
+	}
+	if len(s.hosts) < maxServerClocks {
+		s.hosts[host] = serverDate{date, at}
+	}
+}
+
+// now is the time by host's clock when ours reads now: the last Date
+// learnt plus the time since its answer came. It reports false without a
+// Date that parses, or with one further than maxServerDateSkew from our
+// clock's reading then (a broken Date, not a clock).
+func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
+	s.mu.Lock()
+	e, ok := s.hosts[host]
+	s.mu.Unlock()
+	if !ok {
+		return time.Time{}, false
+	}
+	d, err := http.ParseTime(e.date)
+	if err != nil || d.Sub(e.at.Round(0)).Abs() > maxServerDateSkew {
+		return time.Time{}, false
+	}
+	return d.Add(now.Sub(e.at)), true
+}
+
+// serverNow is the time by the clock of rec's host when ours reads now
+// (serverClocks.now); false if no answer from it has taught it.
+func (c *Client) serverNow(rec *journal.Record, now time.Time) (time.Time, bool) {
+	u, err := c.parsedURL(rec.URL)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return c.clocks.now(u.Host, now)
+}

@@ -1,0 +1,66 @@
+package idem
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// What a host's answers teach of its clock: only an IMF-fixdate (the only
+// form RFC 9110 5.6.7 lets a sender generate) replaces what an earlier
+// answer taught; a Date of the same second keeps the earlier reading of
+// ours (the server no further ahead than it was); a Date more than
+// maxServerDateSkew from our clock is none.
+func TestServerClocksLearn(t *testing.T) {
+	ours := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	date := func(d time.Duration) string { return ours.Add(d).Format(http.TimeFormat) }
+	var s serverClocks
+	if _, ok := s.now("h", ours); ok {
+		t.Fatal("now() with nothing learnt: ok")
+	}
+	s.learn("h", date(time.Hour), ours)
+	s.learn("h", "", ours.Add(time.Minute))          // absent
+	s.learn("h", "yesterday", ours.Add(time.Minute)) // not a date
+	s.learn("h", date(time.Hour), ours.Add(500*time.Millisecond))
+	if got, ok := s.now("h", ours.Add(10*time.Minute)); !ok || !got.Equal(ours.Add(70*time.Minute)) {
+		t.Errorf("now() = %v, %v; want %v, true", got, ok, ours.Add(70*time.Minute))
+	}
+	if _, ok := s.now("other", ours); ok {
+		t.Error("now() for a host never heard from: ok")
+	}
+	s.learn("h", "Sun, 99 Nov 1994 08:49:37 GMT", ours) // shaped, but no date
+	if _, ok := s.now("h", ours); ok {
+		t.Error("now() after a Date that does not parse: ok")
+	}
+	s.learn("h", date(25*time.Hour), ours)
+	if _, ok := s.now("h", ours); ok {
+		t.Error("now() after a Date a day and more ahead: ok")
+	}
+	s.learn("h", date(-time.Hour), ours) // behind: reported, judged by the caller
+	if got, ok := s.now("h", ours); !ok || !got.Equal(ours.Add(-time.Hour)) {
+		t.Errorf("now() = %v, %v; want %v, true", got, ok, ours.Add(-time.Hour))
+	}
+	for i := range maxServerClocks + 10 {
+		s.learn(fmt.Sprintf("h%d", i), date(0), ours)
+	}
+	if len(s.hosts) != maxServerClocks {
+		t.Errorf("hosts remembered = %d; want %d", len(s.hosts), maxServerClocks)
+	}
+}
+
+// Every answer goes through learn: once its host is known, it must cost
+// no allocation.
+func TestServerClocksLearnAllocatesNothing(t *testing.T) {
+	ours := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	dates := []string{ours.Format(http.TimeFormat), ours.Add(time.Second).Format(http.TimeFormat)}
+	var s serverClocks
+	s.learn("api.example.com", dates[0], ours)
+	i := 0
+	if n := testing.AllocsPerRun(100, func() {
+		i++
+		s.learn("api.example.com", dates[i%2], ours)
+	}); n != 0 {
+		t.Errorf("learn allocs = %v; want 0", n)
+	}
+}
