@@ -108,6 +108,10 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			shape{status: 422, body: `{"code":40010001,"message":"client_order_id must be unique"}`}, true},
 		{"alpaca-worded 400 must be unique", "client_order_id",
 			shape{status: 400, body: `{"code":40010001,"message":"client_order_id must be unique"}`}, true},
+		// BitMEX's POST /api/v1/order, a clOrdID sent again
+		// (economicnetwork/archon#47: "400 Client Error: Bad Request").
+		{"bitmex duplicate clOrdID", "clOrdID",
+			shape{status: 400, body: `{"error":{"message":"Duplicate clOrdID","name":"HTTPError"}}`}, true},
 		{"duplicate order saying the body differs", "client_order_id",
 			shape{status: 400, body: `{"message":"duplicate order: client_order_id was used with different parameters"}`}, false},
 		{"duplicate line item", "client_order_id",
@@ -116,13 +120,19 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			shape{status: 422, body: `{"errors":{"email":["duplicate email"]}}`}, false},
 		{"duplicate array entries", "client_order_id",
 			shape{status: 400, body: `{"error":"items contains duplicate entries"}`}, false},
+		{"customer already exists", "client_order_id",
+			shape{status: 422, body: `{"message":"A customer with this email already exists"}`}, false},
 		{"duplicate symbols", "newClientOrderId",
 			shape{status: 400, body: `{"msg":"duplicate symbols in the list"}`}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.answer)
 			c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+			// Exchanges take a form, Alpaca's orders JSON.
 			body := "symbol=BTCUSDT&side=BUY&quantity=1&" + tt.field + "=ord-7"
+			if tt.field == "client_order_id" {
+				body = `{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","client_order_id":"ord-7"}`
+			}
 			req := idem.Request{Key: "ord-7", URL: v.srv.URL + "/v2/orders", Body: []byte(body)}
 			for range 2 { // the intent submitted again gets the journaled outcome
 				res, err := c.Submit(t.Context(), req)
