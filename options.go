@@ -438,7 +438,10 @@ func keyHeaderRefusal(canon string) string {
 // saying the order or that member is a duplicate ("Duplicate order
 // sent.", "client_order_id must be unique"): to a first attempt, a copy
 // of which may have placed the order, it is flagged [ReviewKeyInUse],
-// not failed.
+// not failed. A client order id that is unique among open orders only
+// (Kraken's cl_ord_id) is no key once a market order has filled: give
+// such an API's order-by-client-id endpoint to WithResultEndpoint, so
+// that a lost answer is asked about before anything is resent.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }
