@@ -558,10 +558,10 @@ const statusCancelled = 499
 // the status text; bounded so a hostile body cannot bloat the journal.
 // It reads "reason", "message" and "error" (a string, or an object's
 // "message"), then the shapes that say it otherwise: RFC 9457's "detail"
-// and "title", exchanges' "msg", an "errors" list's first "detail" or "message" (Square,
-// GraphQL) or an "errors" string, and Checkout.com's "error_type" with
-// its "error_codes". Members of other types are passed over, not a
-// reason to read none.
+// and "title", exchanges' "msg", an "errors" list's first "detail" or
+// "message" (Square, GraphQL) or an "errors" string, and Checkout.com's
+// "error_type" with its "error_codes". Members of other types are passed
+// over, not a reason to read none.
 func errorReason(statusCode int, body []byte) string {
 	var v struct {
 		Reason     any `json:"reason"`
