@@ -558,14 +558,20 @@ func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
 
 // keyConflict reports whether a refusal is about the key: a Conflict
 // answer rather than a validation error with the same status, or a 400
-// that says the key was used with other parameters. Other answers' bodies
-// are not scanned. name is the key's, as for namesKey.
+// that says the key was used with other parameters; with the key in the
+// body, either one that says the order is a duplicate (saysDuplicate).
+// Other answers' bodies are not scanned. name is the key's, as for
+// namesKey.
 func (c *Client) keyConflict(v Verdict, status int, body []byte, name string) bool {
+	inBody := "" // the key's member, when the key travels in the body
+	if c.cfg.keyHeader == "" {
+		inBody = name
+	}
 	switch {
 	case v == Conflict:
-		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name)
+		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name) || saysDuplicate(body, inBody)
 	case v == Rejected && status == http.StatusBadRequest:
-		return reusesKey(body, name)
+		return reusesKey(body, name) || saysDuplicate(body, inBody)
 	}
 	return false
 }

@@ -524,6 +524,91 @@ func reusesKey(body []byte, name string) bool {
 	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously")
 }
 
+// saysDuplicate reports whether a refusal's body says the order or
+// request is a duplicate, or that the body member holding the key (name,
+// keyField's) is, without naming the key as namesKey does: order APIs
+// whose key is a client order id answer the id sent again so (Binance's
+// {"code":-2010,"msg":"Duplicate order sent."} and "ClientOrderId is
+// duplicated.", KuCoin's "validation.createOrder.clientOidDuplicated",
+// Alpaca's "client_order_id must be unique", "Order already exists"). The
+// word must stand beside what it is about: "duplicate line item",
+// "duplicate email" and "items contains duplicate entries" are
+// validation errors about the body, as is an order that "has" duplicate
+// lines. name is empty when the key is not in the body: a key in a header
+// is no order's field, and such a server's words name it.
+func saysDuplicate(body []byte, name string) bool {
+	if name == "" {
+		return false
+	}
+	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool {
+		return r >= utf8.RuneSelf || !alnum(byte(r)) && r != '_' && r != '-'
+	})
+	// before is the word ahead of words[i], past the verbs that join a
+	// subject to "duplicated" or "unique" ("ClientOrderId is duplicated",
+	// "client_order_id must be unique").
+	before := func(i int) string {
+		for i--; i >= 0; i-- {
+			switch words[i] {
+			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not":
+				continue
+			}
+			return words[i]
+		}
+		return ""
+	}
+	about := func(w string) bool { return duplicateSubject(w, name) }
+	for i, w := range words {
+		switch at := strings.Index(w, "duplicat"); {
+		case at > 0: // one word: "clientOidDuplicated"
+			if about(w[:at]) {
+				return true
+			}
+		case at == 0:
+			if about(before(i)) || i+1 < len(words) && about(words[i+1]) {
+				return true
+			}
+		case w == "unique":
+			if about(before(i)) {
+				return true
+			}
+		case w == "already" && i+1 < len(words):
+			switch words[i+1] {
+			case "exists", "exist", "used", "placed", "submitted", "sent":
+				if about(before(i)) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// duplicateSubject reports whether w, a lower-cased word of a refusal, is
+// what saysDuplicate's word must stand beside: the order or request
+// itself, or the member holding the key (name), separators aside.
+func duplicateSubject(w, name string) bool {
+	if w == "" {
+		return false
+	}
+	bare := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if r == '_' || r == '-' || r == ' ' {
+				return -1
+			}
+			return r
+		}, strings.ToLower(s))
+	}
+	if bare(w) == bare(name) {
+		return true
+	}
+	for _, s := range [...]string{"order", "request", "transaction", "payment", "payout", "transfer"} {
+		if strings.Contains(w, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // saysRequestDiffers reports whether a key conflict's body says this
 // request is not the one the key was first used with (Stripe's "same
 // parameters", Square's "same request data", PayFacto's "does not

@@ -139,7 +139,13 @@
 // "duplicate_request") is what a server that never replays (BVNK,
 // Airwallex) answers a copy of this very request, which a mesh's retry of
 // a 503 or net/http's resend on a dead connection may have sent first: it
-// is flagged [ReviewKeyInUse], never [ErrFailed], never resent. A refusal
+// is flagged [ReviewKeyInUse], never [ErrFailed], never resent. With the
+// key in the body ([WithKeyInBody]), so is a 400 or 422 that says the
+// order or the key's member is a duplicate without naming the key, as
+// order APIs keyed by a client order id refuse the id sent again
+// (Binance's "Duplicate order sent.", Alpaca's "client_order_id must be
+// unique"); "duplicate line item" or "duplicate email" is no such answer
+// and fails as any validation error does. A refusal
 // that names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with
 // links.conflicting_resource_id, Primer's 409 IdempotencyKeyAlreadyExists

@@ -43,14 +43,22 @@ func (o *bvnkOrigin) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"id":"po_1","status":"succeeded"}`)
 		return
 	}
-	if o.used[key] {
+	makeOrRefuse(w, o.used, &o.payments, key, `{"code":"BAD_REQUEST","message":"A request with this X-Idempotency-Key already exists"}`)
+}
+
+// makeOrRefuse answers a submit of key to a server that never replays,
+// behind a retrying sidecar: the first makes the payment or order (made
+// counts them) and the pod's connection resets before its answer is out
+// (503, which the sidecar retries); any later one gets refusal, a 400.
+func makeOrRefuse(w http.ResponseWriter, used map[string]bool, made *int, key, refusal string) {
+	if used[key] {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"code":"BAD_REQUEST","message":"A request with this X-Idempotency-Key already exists"}`)
+		_, _ = io.WriteString(w, refusal)
 		return
 	}
-	o.used[key] = true
-	o.payments++
+	used[key] = true
+	*made++
 	w.WriteHeader(http.StatusServiceUnavailable)
 	_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
 }

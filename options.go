@@ -434,7 +434,14 @@ func keyHeaderRefusal(canon string) string {
 // form-encoded): without it the server would get no key at all. An error
 // that names the member holding the key ("The same request ID has
 // already been used", for "request_id") is read as about the key, as one
-// naming the key header is (DefaultClassifier).
+// naming the key header is (DefaultClassifier), and so is a 400 or 422
+// saying the order or that member is a duplicate ("Duplicate order
+// sent.", "client_order_id must be unique"): to a first attempt, a copy
+// of which may have placed the order, it is flagged [ReviewKeyInUse],
+// not failed. A client order id that is unique among open orders only
+// (Kraken's cl_ord_id) is no key once a market order has filled: give
+// such an API's order-by-client-id endpoint to WithResultEndpoint, so
+// that a lost answer is asked about before anything is resent.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }

@@ -558,10 +558,10 @@ const statusCancelled = 499
 // the status text; bounded so a hostile body cannot bloat the journal.
 // It reads "reason", "message" and "error" (a string, or an object's
 // "message"), then the shapes that say it otherwise: RFC 9457's "detail"
-// and "title", an "errors" list's first "detail" or "message" (Square,
-// GraphQL) or an "errors" string, and Checkout.com's "error_type" with
-// its "error_codes". Members of other types are passed over, not a
-// reason to read none.
+// and "title", exchanges' "msg", an "errors" list's first "detail" or
+// "message" (Square, GraphQL) or an "errors" string, and Checkout.com's
+// "error_type" with its "error_codes". Members of other types are passed
+// over, not a reason to read none.
 func errorReason(statusCode int, body []byte) string {
 	var v struct {
 		Reason     any `json:"reason"`
@@ -569,13 +569,14 @@ func errorReason(statusCode int, body []byte) string {
 		Message    any `json:"message"`
 		Detail     any `json:"detail"`
 		Title      any `json:"title"`
+		Msg        any `json:"msg"` // exchanges' (Binance's, OKX's, KuCoin's) {"code":…,"msg":…}
 		Errors     any `json:"errors"`
 		ErrorType  any `json:"error_type"`
 		ErrorCodes any `json:"error_codes"`
 	}
 	reason := ""
 	if json.Unmarshal(trimBOM(body), &v) == nil {
-		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Errors,
+		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Msg, v.Errors,
 			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"))
 		if reason == "" {
 			if typ, _ := v.ErrorType.(string); typ != "" {

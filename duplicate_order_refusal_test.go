@@ -1,0 +1,198 @@
+package idem_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// binanceOrigin is an exchange's order endpoint whose idempotency key is
+// the client order id in the form body (Binance spot's POST
+// /api/v3/order, newClientOrderId) and which never replays: an order
+// sent again under an id it holds is refused with a 400 whose body names
+// neither the id nor its field, {"code":-2010,"msg":"Duplicate order
+// sent."} (JKorf/Binance.Net#935: the answer to a newClientOrderId sent
+// twice). It sits behind a sidecar with Istio's default retry policy
+// (retryingSidecar): the first copy places the order and the pod's
+// connection resets (503) before its answer is out, so the sidecar sends
+// the same bytes again, and the refusal of that copy is all the client
+// hears.
+type binanceOrigin struct {
+	mu     sync.Mutex
+	orders int
+	bodies []string // each submit's body, as it reached the exchange
+	placed map[string]bool
+}
+
+func (o *binanceOrigin) serve(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	form, _ := url.ParseQuery(string(b))
+	id := form.Get("newClientOrderId")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.bodies = append(o.bodies, string(b))
+	makeOrRefuse(w, o.placed, &o.orders, id, `{"code":-2010,"msg":"Duplicate order sent."}`)
+}
+
+// The exchange's "Duplicate order sent." to idem's first attempt refuses
+// the sidecar's copy of it: the order under the client order id is ours.
+// Failed (ErrFailed) would invite the same order under a new id, a second
+// position; it is flagged for a person, as a key said to be used is, and
+// nothing sends it again.
+func TestDuplicateOrderToAFirstAttemptBehindAMesh(t *testing.T) {
+	o := &binanceOrigin{placed: map[string]bool{}}
+	sidecar := retryingSidecar(t, o.serve)
+	c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyInBody())
+	body := "symbol=BTCUSDT&side=BUY&type=MARKET&quantity=0.01&newClientOrderId=ord-7"
+	req := idem.Request{Key: "ord-7", URL: sidecar.URL + "/api/v3/order", Body: []byte(body),
+		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}}
+
+	res, err := c.Submit(t.Context(), req)
+	requireForeignKey(t, res, err)
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, 1, res.Attempts)
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, "ord-7")
+	require.NoError(t, err)
+	require.Equal(t, idem.ReviewKeyInUse, rec.Review)
+	require.Len(t, rec.Attempts, 1)
+	require.Contains(t, rec.Attempts[0].Err, "Duplicate order sent.", "the exchange's words, for the person deciding")
+
+	// The intent submitted again gets the journaled outcome; Resume leaves
+	// it for a person.
+	res, err = c.Submit(t.Context(), req)
+	requireForeignKey(t, res, err)
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
+
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	require.Equal(t, 1, o.orders, "orders")
+	require.Equal(t, []string{body, body}, o.bodies, "copies: ours and the sidecar's, the same bytes, nothing resent")
+}
+
+// To a first attempt, with the key in the body: a refusal saying the
+// order, or the field holding the key, is a duplicate is the key's
+// "already used" (flagged ReviewKeyInUse, never ErrFailed, sent once),
+// unless it says the request differs; one about duplicate line items,
+// e-mail addresses or array entries is a plain validation failure.
+func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
+	for _, tt := range []struct {
+		name, field string
+		answer      shape
+		keyUsed     bool
+	}{
+		// JKorf/Binance.Net#935
+		{"binance spot -2010", "newClientOrderId",
+			shape{status: 400, body: `{"code":-2010,"msg":"Duplicate order sent."}`}, true},
+		// Binance USDⓈ-M futures' -4116 DUPLICATED_CLIENT_ORDER_ID
+		// (huojichuanqi/buou_grid#2).
+		{"binance futures -4116", "newClientOrderId",
+			shape{status: 400, body: `{"code":-4116,"msg":"ClientOrderId is duplicated."}`}, true},
+		// KuCoin's 400100 (JKorf/Kucoin.Net#120: a clientOid used before).
+		{"kucoin clientOid duplicated", "clientOid",
+			shape{status: 400, body: `{"code":"400100","msg":"validation.createOrder.clientOidDuplicated"}`}, true},
+		// alpacahq/alpaca-py#260: "client_order_id must be unique" to an
+		// order sent again under its id; Alpaca answers order validation
+		// with 422 and, for some, 400.
+		{"alpaca 422 must be unique", "client_order_id",
+			shape{status: 422, body: `{"code":40010001,"message":"client_order_id must be unique"}`}, true},
+		{"alpaca-worded 400 must be unique", "client_order_id",
+			shape{status: 400, body: `{"code":40010001,"message":"client_order_id must be unique"}`}, true},
+		// BitMEX's POST /api/v1/order, a clOrdID sent again
+		// (economicnetwork/archon#47: "400 Client Error: Bad Request").
+		{"bitmex duplicate clOrdID", "clOrdID",
+			shape{status: 400, body: `{"error":{"message":"Duplicate clOrdID","name":"HTTPError"}}`}, true},
+		{"duplicate order saying the body differs", "client_order_id",
+			shape{status: 400, body: `{"message":"duplicate order: client_order_id was used with different parameters"}`}, false},
+		{"duplicate line item", "client_order_id",
+			shape{status: 400, body: `{"message":"Order has a duplicate line item: sku-1"}`}, false},
+		{"duplicate email", "client_order_id",
+			shape{status: 422, body: `{"errors":{"email":["duplicate email"]}}`}, false},
+		{"duplicate array entries", "client_order_id",
+			shape{status: 400, body: `{"error":"items contains duplicate entries"}`}, false},
+		{"customer already exists", "client_order_id",
+			shape{status: 422, body: `{"message":"A customer with this email already exists"}`}, false},
+		{"duplicate symbols", "newClientOrderId",
+			shape{status: 400, body: `{"msg":"duplicate symbols in the list"}`}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newVendor(t, tt.answer)
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+			// Exchanges take a form, Alpaca's orders JSON.
+			body := "symbol=BTCUSDT&side=BUY&quantity=1&" + tt.field + "=ord-7"
+			if tt.field == "client_order_id" {
+				body = `{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","client_order_id":"ord-7"}`
+			}
+			req := idem.Request{Key: "ord-7", URL: v.srv.URL + "/v2/orders", Body: []byte(body)}
+			for range 2 { // the intent submitted again gets the journaled outcome
+				res, err := c.Submit(t.Context(), req)
+				if tt.keyUsed {
+					requireForeignKey(t, res, err)
+					require.ErrorIs(t, err, idem.ErrNeedsReview)
+				} else {
+					require.ErrorIs(t, err, idem.ErrFailed)
+					require.Equal(t, idem.StateFailed, res.State)
+					require.Empty(t, res.Review)
+					require.Equal(t, tt.name == "duplicate order saying the body differs", errors.Is(err, idem.ErrKeyConflict), "ErrKeyConflict")
+				}
+				v.requireBodies(t, body, 1)
+			}
+		})
+	}
+}
+
+// After a lost answer, the exchange's "Duplicate order sent." refuses a
+// resend of an order the first copy placed: never failed, whatever its
+// words (refused_after_maybe_sent): with no endpoint to ask by the client
+// order id, the refusals flag it for a person, the order never sent under
+// another id. Passes as is.
+func TestDuplicateOrderToAResendAfterALostAnswer(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	orders := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		first := orders == 0
+		if first {
+			orders++
+		}
+		mu.Unlock()
+		if first { // placed; the connection drops before the answer
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"code":-2010,"msg":"Duplicate order sent."}`)
+	}))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+	body := "symbol=BTCUSDT&side=BUY&type=MARKET&quantity=0.01&newClientOrderId=ord-8"
+	res, err := c.Submit(t.Context(), idem.Request{Key: "ord-8", URL: srv.URL + "/api/v3/order", Body: []byte(body)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, orders)
+	require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
+	require.Len(t, bodies, 4, "the lost first, then a resend per refusal until the refusals say a person must look")
+	for i, b := range bodies {
+		require.Equalf(t, body, b, "submit %d", i+1)
+	}
+}
