@@ -534,7 +534,8 @@ func reusesKey(body []byte, name string) bool {
 // word must stand beside what it is about: "duplicate line item",
 // "duplicate email" and "items contains duplicate entries" are
 // validation errors about the body, as is an order that "has" duplicate
-// lines. name is empty when the key is not in the body: a key in a header
+// lines, or a member holding its parts ("order_lines", "payment_methods")
+// named before the words of its error. name is empty when the key is not in the body: a key in a header
 // is no order's field, and such a server's words name it.
 func saysDuplicate(body []byte, name string) bool {
 	if name == "" {
@@ -564,7 +565,10 @@ func saysDuplicate(body []byte, name string) bool {
 				return true
 			}
 		case at == 0:
-			if about(before(i)) || i+1 < len(words) && about(words[i+1]) {
+			// "has duplicate entries" says what the subject holds, not
+			// that it is one ("has been duplicated" still does).
+			holds := i > 0 && (words[i-1] == "has" || words[i-1] == "have") && !strings.HasPrefix(w, "duplicated")
+			if !holds && about(before(i)) || i+1 < len(words) && about(words[i+1]) {
 				return true
 			}
 		case w == "unique":
@@ -598,11 +602,19 @@ func duplicateSubject(w, name string) bool {
 			return r
 		}, strings.ToLower(s))
 	}
-	if bare(w) == bare(name) {
+	b := bare(w)
+	if b == bare(name) {
 		return true
 	}
+	// A longer word naming one is the subject only as its id
+	// ("ClientOrderId", "transaction_id"): "order_lines" and
+	// "payment_methods", members a validation error names, are parts of it.
+	id := false
+	for _, s := range [...]string{"id", "ids", "ref", "reference", "key", "number"} {
+		id = id || strings.HasSuffix(b, s)
+	}
 	for _, s := range [...]string{"order", "request", "transaction", "payment", "payout", "transfer"} {
-		if strings.Contains(w, s) {
+		if b == s || b == s+"s" || id && strings.Contains(b, s) {
 			return true
 		}
 	}

@@ -124,6 +124,17 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			shape{status: 422, body: `{"message":"A customer with this email already exists"}`}, false},
 		{"duplicate symbols", "newClientOrderId",
 			shape{status: 400, body: `{"msg":"duplicate symbols in the list"}`}, false},
+		// An order that has duplicates, not one that is one: Rails'
+		// errors.as_json ({"member":["message"]}) and Django REST
+		// framework's ValidationError ({"member":["message"]}) put the
+		// member's name, here one that holds order lines or payment
+		// methods, right before its message.
+		{"order has duplicate line items", "client_order_id",
+			shape{status: 422, body: `{"message":"Order has duplicate line items"}`}, false},
+		{"rails order_lines has duplicate entries", "client_order_id",
+			shape{status: 422, body: `{"errors":{"order_lines":["has duplicate entries"]}}`}, false},
+		{"drf payment_methods duplicate entries", "client_order_id",
+			shape{status: 400, body: `{"payment_methods":["Duplicate entries are not allowed."]}`}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.answer)
