@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -530,13 +531,15 @@ func reusesKey(body []byte, name string) bool {
 // whose key is a client order id answer the id sent again so (Binance's
 // {"code":-2010,"msg":"Duplicate order sent."} and "ClientOrderId is
 // duplicated.", KuCoin's "validation.createOrder.clientOidDuplicated",
-// Alpaca's "client_order_id must be unique", "Order already exists"). The
-// word must stand beside what it is about: "duplicate line item",
-// "duplicate email" and "items contains duplicate entries" are
+// Alpaca's "client_order_id must be unique", "Order ID already exists",
+// a database's unique constraint on the order's id passed on as it
+// came). The word must stand beside what it is about: "duplicate line
+// item", "duplicate email" and "items contains duplicate entries" are
 // validation errors about the body, as is an order that "has" duplicate
 // lines, or a member holding its parts ("order_lines", "payment_methods")
-// named before the words of its error. name is empty when the key is not in the body: a key in a header
-// is no order's field, and such a server's words name it.
+// named before the words of its error. name is empty when the key is not
+// in the body: a key in a header is no order's field, and such a
+// server's words name it.
 func saysDuplicate(body []byte, name string) bool {
 	if name == "" {
 		return false
@@ -544,20 +547,21 @@ func saysDuplicate(body []byte, name string) bool {
 	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool {
 		return r >= utf8.RuneSelf || !alnum(byte(r)) && r != '_' && r != '-'
 	})
-	// before is the word ahead of words[i], past the verbs that join a
+	about := func(w string) bool { return duplicateSubject(w, name) }
+	// aboutBefore: the word ahead of words[i], past the verbs that join a
 	// subject to "duplicated" or "unique" ("ClientOrderId is duplicated",
-	// "client_order_id must be unique").
-	before := func(i int) string {
+	// "client_order_id must be unique"), is the subject; so is an id
+	// written as two words ("Order ID must be unique"), read as one.
+	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
 			switch words[i] {
 			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not":
 				continue
 			}
-			return words[i]
+			return about(words[i]) || i > 0 && slices.Contains(idWords[:], words[i]) && about(words[i-1]+words[i])
 		}
-		return ""
+		return false
 	}
-	about := func(w string) bool { return duplicateSubject(w, name) }
 	for i, w := range words {
 		switch at := strings.Index(w, "duplicat"); {
 		case at > 0: // one word: "clientOidDuplicated"
@@ -568,17 +572,29 @@ func saysDuplicate(body []byte, name string) bool {
 			// "has duplicate entries" says what the subject holds, not
 			// that it is one ("has been duplicated" still does).
 			holds := i > 0 && (words[i-1] == "has" || words[i-1] == "have") && !strings.HasPrefix(w, "duplicated")
-			if !holds && about(before(i)) || i+1 < len(words) && about(words[i+1]) {
+			if !holds && aboutBefore(i) || i+1 < len(words) && about(words[i+1]) {
 				return true
 			}
 		case w == "unique":
-			if about(before(i)) {
+			if aboutBefore(i) {
 				return true
+			}
+			// A database's refusal passed on as it came: PostgreSQL's
+			// 23505 `duplicate key value violates unique constraint
+			// "orders_order_id_key"`, SQLite's "UNIQUE constraint failed:
+			// trade_orders.order_id" (v03413/BEpusdt#59, an order id sent
+			// again): the constraint's name, or its column, is the subject.
+			if i+1 < len(words) && words[i+1] == "constraint" {
+				for _, c := range words[i+2 : min(i+5, len(words))] {
+					if about(c) {
+						return true
+					}
+				}
 			}
 		case w == "already" && i+1 < len(words):
 			switch words[i+1] {
 			case "exists", "exist", "used", "placed", "submitted", "sent":
-				if about(before(i)) {
+				if aboutBefore(i) {
 					return true
 				}
 			}
@@ -610,7 +626,7 @@ func duplicateSubject(w, name string) bool {
 	// ("ClientOrderId", "transaction_id"): "order_lines" and
 	// "payment_methods", members a validation error names, are parts of it.
 	id := false
-	for _, s := range [...]string{"id", "ids", "ref", "reference", "key", "number"} {
+	for _, s := range idWords {
 		id = id || strings.HasSuffix(b, s)
 	}
 	for _, s := range [...]string{"order", "request", "transaction", "payment", "payout", "transfer"} {
@@ -620,6 +636,11 @@ func duplicateSubject(w, name string) bool {
 	}
 	return false
 }
+
+// idWords end a word that names the subject's id ("transaction_id",
+// "ClientOrderId"), or stand after it ("Order ID"), not a part of it
+// ("order_lines").
+var idWords = [...]string{"id", "ids", "ref", "reference", "key", "number"}
 
 // saysRequestDiffers reports whether a key conflict's body says this
 // request is not the one the key was first used with (Stripe's "same

@@ -112,6 +112,18 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 		// (economicnetwork/archon#47: "400 Client Error: Bad Request").
 		{"bitmex duplicate clOrdID", "clOrdID",
 			shape{status: 400, body: `{"error":{"message":"Duplicate clOrdID","name":"HTTPError"}}`}, true},
+		// An id written as two words, as many order APIs' messages do.
+		{"order ID must be unique", "client_order_id",
+			shape{status: 422, body: `{"message":"Order ID must be unique"}`}, true},
+		{"transaction ID already exists", "client_order_id",
+			shape{status: 400, body: `{"error":"Transaction ID already exists"}`}, true},
+		// A database's refusal of the order row passed on as it came:
+		// SQLite's, an order id sent again (v03413/BEpusdt#59), and
+		// PostgreSQL's 23505, its constraint named for the column.
+		{"sqlite unique constraint on order_id", "client_order_id",
+			shape{status: 400, body: `{"message":"constraint failed: UNIQUE constraint failed: trade_orders.order_id"}`}, true},
+		{"postgres unique constraint on order_id", "client_order_id",
+			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"orders_order_id_key\" (SQLSTATE 23505)"}`}, true},
 		{"duplicate order saying the body differs", "client_order_id",
 			shape{status: 400, body: `{"message":"duplicate order: client_order_id was used with different parameters"}`}, false},
 		{"duplicate line item", "client_order_id",
@@ -122,6 +134,10 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			shape{status: 400, body: `{"error":"items contains duplicate entries"}`}, false},
 		{"customer already exists", "client_order_id",
 			shape{status: 422, body: `{"message":"A customer with this email already exists"}`}, false},
+		{"customer ID must be unique", "client_order_id",
+			shape{status: 422, body: `{"message":"Customer ID must be unique"}`}, false},
+		{"postgres unique constraint on email", "client_order_id",
+			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"users_email_key\" (SQLSTATE 23505)"}`}, false},
 		{"duplicate symbols", "newClientOrderId",
 			shape{status: 400, body: `{"msg":"duplicate symbols in the list"}`}, false},
 		// An order that has duplicates, not one that is one: Rails'
