@@ -584,9 +584,17 @@ func saysDuplicate(body []byte, name string) bool {
 			// "orders_order_id_key"`, SQLite's "UNIQUE constraint failed:
 			// trade_orders.order_id" (v03413/BEpusdt#59, an order id sent
 			// again): the constraint's name, or its column, is the subject.
+			// A table of the order's parts is not the order: a line given
+			// twice ("order_lines_pkey", PostgreSQL's <table>_pkey) or a
+			// product twice on one order (SQLite's "failed: order_items.
+			// order_id, order_items.product_id") is a plain failure.
 			if i+1 < len(words) && words[i+1] == "constraint" {
-				for _, c := range words[i+2 : min(i+5, len(words))] {
-					if about(c) {
+				cs := words[i+2 : min(i+5, len(words))]
+				if len(cs) > 1 && cs[0] == "failed" && !ownTable(cs[1], name) {
+					continue
+				}
+				for _, c := range cs {
+					if table, pkey := strings.CutSuffix(c, "_pkey"); pkey && ownTable(table, name) || !pkey && about(c) {
 						return true
 					}
 				}
@@ -635,6 +643,14 @@ func duplicateSubject(w, name string) bool {
 		}
 	}
 	return false
+}
+
+// ownTable reports whether a database table is the order's own, named
+// for it ("orders", "trade_orders") or for the key's member, not one of
+// its parts ("order_lines", "order_items"): the subject is the table's
+// last word.
+func ownTable(table, name string) bool {
+	return duplicateSubject(table, name) || duplicateSubject(table[strings.LastIndexByte(table, '_')+1:], name)
 }
 
 // idWords end a word that names the subject's id ("transaction_id",

@@ -138,6 +138,17 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			shape{status: 422, body: `{"message":"Customer ID must be unique"}`}, false},
 		{"postgres unique constraint on email", "client_order_id",
 			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"users_email_key\" (SQLSTATE 23505)"}`}, false},
+		// The database refusing a row of the order's parts, not the order:
+		// PostgreSQL names a primary key <table>_pkey, so order_lines_pkey
+		// is a line's id given twice; SQLite names the table before each
+		// column, here the same product twice on one order.
+		{"postgres primary key of order_lines", "client_order_id",
+			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"order_lines_pkey\" (SQLSTATE 23505)"}`}, false},
+		{"sqlite unique constraint on order_items", "client_order_id",
+			shape{status: 400, body: `{"message":"UNIQUE constraint failed: order_items.order_id, order_items.product_id"}`}, false},
+		// The order's own table, however prefixed, is still the order.
+		{"postgres primary key of trade_orders", "client_order_id",
+			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"trade_orders_pkey\" (SQLSTATE 23505)"}`}, true},
 		{"duplicate symbols", "newClientOrderId",
 			shape{status: 400, body: `{"msg":"duplicate symbols in the list"}`}, false},
 		// An order that has duplicates, not one that is one: Rails'
