@@ -532,6 +532,7 @@ func reusesKey(body []byte, name string) bool {
 // {"code":-2010,"msg":"Duplicate order sent."} and "ClientOrderId is
 // duplicated.", KuCoin's "validation.createOrder.clientOidDuplicated",
 // Alpaca's "client_order_id must be unique", "Order ID already exists",
+// Rails' "Client order has already been taken",
 // a database's unique constraint on the order's id passed on as it
 // came). The word must stand beside what it is about: "duplicate line
 // item", "duplicate email" and "items contains duplicate entries" are
@@ -600,8 +601,15 @@ func saysDuplicate(body []byte, name string) bool {
 				}
 			}
 		case w == "already" && i+1 < len(words):
-			switch words[i+1] {
-			case "exists", "exist", "used", "placed", "submitted", "sent":
+			next := words[i+1]
+			if next == "been" && i+2 < len(words) {
+				next = words[i+2]
+			}
+			// "taken": Rails' uniqueness error as a full message ("Client
+			// order has already been taken", its attribute's name without
+			// "_id").
+			switch next {
+			case "exists", "exist", "used", "placed", "submitted", "sent", "taken":
 				if aboutBefore(i) {
 					return true
 				}

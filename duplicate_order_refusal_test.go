@@ -138,6 +138,14 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			shape{status: 422, body: `{"message":"Customer ID must be unique"}`}, false},
 		{"postgres unique constraint on email", "client_order_id",
 			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"users_email_key\" (SQLSTATE 23505)"}`}, false},
+		// Rails' uniqueness validation as full messages (ActiveRecord's
+		// errors.messages.taken; human_attribute_name drops "_id", so
+		// client_order_id reads "Client order"), the 422 an API rendering
+		// errors.full_messages answers.
+		{"rails full message client order taken", "client_order_id",
+			shape{status: 422, body: `{"errors":["Client order has already been taken"]}`}, true},
+		{"rails full message email taken", "client_order_id",
+			shape{status: 422, body: `{"errors":["Email has already been taken"]}`}, false},
 		// The database refusing a row of the order's parts, not the order:
 		// PostgreSQL names a primary key <table>_pkey, so order_lines_pkey
 		// is a line's id given twice; SQLite names the table before each
