@@ -533,8 +533,8 @@ func reusesKey(body []byte, name string) bool {
 // duplicated.", KuCoin's "validation.createOrder.clientOidDuplicated",
 // Alpaca's "client_order_id must be unique", "Order ID already exists",
 // Rails' "Client order has already been taken",
-// a database's unique constraint on the order's id passed on as it
-// came). The word must stand beside what it is about: "duplicate line
+// a database's unique constraint or index on the order's id passed on
+// as it came). The word must stand beside what it is about: "duplicate line
 // item", "duplicate email" and "items contains duplicate entries" are
 // validation errors about the body, as is an order that "has" duplicate
 // lines, or a member holding its parts ("order_lines", "payment_methods")
@@ -574,6 +574,9 @@ func saysDuplicate(body []byte, name string) bool {
 			// that it is one ("has been duplicated" still does).
 			holds := i > 0 && (words[i-1] == "has" || words[i-1] == "have") && !strings.HasPrefix(w, "duplicated")
 			if !holds && aboutBefore(i) || i+1 < len(words) && about(words[i+1]) {
+				return true
+			}
+			if i+1 < len(words) && words[i+1] == "entry" && entryKeyIsOrders(words[i+2:min(i+12, len(words))], name) {
 				return true
 			}
 		case w == "unique":
@@ -653,13 +656,36 @@ func duplicateSubject(w, name string) bool {
 	return false
 }
 
+// entryKeyIsOrders reports whether the words after MySQL's "Duplicate
+// entry" (error 1062 passed on as it came: "Duplicate entry 'ord-7' for
+// key 'orders.order_id'") name a unique index on the order's id: since
+// 8.0.19 the index is written table.index, and one on a single column
+// takes the column's name; before, the index alone ('order_id').
+func entryKeyIsOrders(words []string, name string) bool {
+	for j := 0; j+2 < len(words); j++ {
+		if words[j] != "for" || words[j+1] != "key" {
+			continue
+		}
+		index := words[j+2]
+		if j+3 < len(words) && ownTable(index, name) && duplicateSubject(words[j+3], name) {
+			return true
+		}
+		// The index alone, unless it is a table's name ('orders.email').
+		return duplicateSubject(index, name) && !duplicateSubject(lastPart(index), "")
+	}
+	return false
+}
+
 // ownTable reports whether a database table is the order's own, named
 // for it ("orders", "trade_orders") or for the key's member, not one of
 // its parts ("order_lines", "order_items"): the subject is the table's
 // last word.
 func ownTable(table, name string) bool {
-	return duplicateSubject(table, name) || duplicateSubject(table[strings.LastIndexByte(table, '_')+1:], name)
+	return duplicateSubject(table, name) || duplicateSubject(lastPart(table), name)
 }
+
+// lastPart is a snake_case name's last word: a table's noun ("trade_orders").
+func lastPart(s string) string { return s[strings.LastIndexByte(s, '_')+1:] }
 
 // idWords end a word that names the subject's id ("transaction_id",
 // "ClientOrderId"), or stand after it ("Order ID"), not a part of it

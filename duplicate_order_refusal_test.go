@@ -138,6 +138,16 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			shape{status: 422, body: `{"message":"Customer ID must be unique"}`}, false},
 		{"postgres unique constraint on email", "client_order_id",
 			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"users_email_key\" (SQLSTATE 23505)"}`}, false},
+		// MySQL's 1062 passed on as it came (go-sql-driver's error text;
+		// MySQL 8.0.19+ names the index as table.index, and a unique
+		// index on one column takes the column's name): the order's id
+		// sent again, and a product twice on one order.
+		{"mysql 1062 on orders.order_id", "client_order_id",
+			shape{status: 400, body: `{"error":"Error 1062 (23000): Duplicate entry 'ord-7' for key 'orders.order_id'"}`}, true},
+		{"mysql 1062 on order_items", "client_order_id",
+			shape{status: 400, body: `{"error":"Error 1062 (23000): Duplicate entry '7-12' for key 'order_items.order_id'"}`}, false},
+		{"mysql 1062 on users.email", "client_order_id",
+			shape{status: 400, body: `{"error":"Error 1062 (23000): Duplicate entry 'a@b.example' for key 'users.email'"}`}, false},
 		// Rails' uniqueness validation as full messages (ActiveRecord's
 		// errors.messages.taken; human_attribute_name drops "_id", so
 		// client_order_id reads "Client order"), the 422 an API rendering
