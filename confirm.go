@@ -360,7 +360,7 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 		// progress", a 202): what it executes may charge, whatever the
 		// failure settled by hand or by an event says.
 		answer, said, state = "the server's processing answer", StateProcessing, StateProcessing
-	case !query && st.move != moveSettle && !st.refused && (ex.wrote || !ex.unsent) && d.rec.State == StateFailed:
+	case !query && !st.refused && (ex.wrote || !ex.unsent) && d.rec.State == StateFailed:
 		// Lost, or a gateway's error: the request may have executed, and
 		// it was sent while the failure was decided, which cannot have
 		// counted it (a person who found nothing sent, an event about

@@ -372,7 +372,10 @@ func (d *decoder) confirmations() []Confirmation {
 		c.StatusCode = d.int()
 		c.At = d.time()
 		c.Effect = ConfirmEffect(d.byte())
-		if d.err == nil && (!c.State.Terminal() && (c.State != StateProcessing || c.Effect != ConfirmConflicted || d.version < 4) || !c.Effect.Changed()) {
+		// Only what Confirm records: a change, in a terminal state, or
+		// (version 4 on) a processing answer that contradicted a failure.
+		recorded := c.State.Terminal() || c.State == StateProcessing && c.Effect == ConfirmConflicted && d.version >= 4
+		if d.err == nil && (!recorded || !c.Effect.Changed()) {
 			d.fail("invalid confirmation")
 		}
 	}
