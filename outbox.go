@@ -35,7 +35,7 @@ func (c *Client) PrepareIn(ctx context.Context, req Request, create func(context
 	if req.Key == "" {
 		// A key made here is one the transaction run again after a lost
 		// COMMIT answer cannot find: it would journal a second charge.
-		return nil, fmt.Errorf("%w: PrepareIn: no Key: give the business row's (an order's id), which the transaction run again after its COMMIT's answer is lost journals again, finding the intent", ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: PrepareIn: no Key: set Request.Key from the business row (e.g. \"charge-\" + the order's id), so that the transaction, run again after its COMMIT's answer is lost, finds this intent rather than journaling a second charge", ErrInvalidRequest)
 	}
 	return c.prepare(ctx, req, create, true) // nobody is waiting to call Do for it
 }
