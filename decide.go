@@ -629,31 +629,32 @@ func duplicateSubject(w, name string) bool {
 	if w == "" {
 		return false
 	}
-	bare := func(s string) string {
-		return strings.Map(func(r rune) rune {
-			if r == '_' || r == '-' || r == ' ' {
-				return -1
-			}
-			return r
-		}, strings.ToLower(s))
-	}
-	b := bare(w)
-	if b == bare(name) {
+	b := bareName(w)
+	if b == bareName(name) {
 		return true
 	}
 	// A longer word naming one is the subject only as its id
 	// ("ClientOrderId", "transaction_id"): "order_lines" and
 	// "payment_methods", members a validation error names, are parts of it.
-	id := false
-	for _, s := range idWords {
-		id = id || strings.HasSuffix(b, s)
-	}
+	id := slices.ContainsFunc(idWords[:], func(s string) bool { return strings.HasSuffix(b, s) })
 	for _, s := range [...]string{"order", "request", "transaction", "payment", "payout", "transfer"} {
 		if b == s || b == s+"s" || id && strings.Contains(b, s) {
 			return true
 		}
 	}
 	return false
+}
+
+// bareName is s in lower case without the separators that namesKey
+// matches one for another: client_order_id, Client-Order-Id and
+// ClientOrderId are one name.
+func bareName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < utf8.RuneSelf && separator(byte(r)) {
+			return -1
+		}
+		return r
+	}, strings.ToLower(s))
 }
 
 // entryKeyIsOrders reports whether the words after MySQL's "Duplicate
