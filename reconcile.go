@@ -347,10 +347,10 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // have as many workers again; when no visit to a host that holds its
 // share ends for about a quarter of the attempt timeout (at most 5s),
 // Run takes the host for slow (Health lists it: SlowSince) and gives up
-// its claims on that host's waiting operations, pushed back
-// to about when the host's share reaches them (within WithReconcile's interval and maximum), and claims the
-// other hosts' due operations, again every eighth of the attempt timeout
-// while the slow visits last.
+// its claims on that host's waiting operations, pushed back to about
+// when the host's share reaches them (within WithReconcile's interval
+// and maximum), and claims the other hosts' due operations, again every
+// eighth of the attempt timeout while the slow visits last.
 //
 // A clock stepped forward does not make Run prune early, nor flag
 // operations past the reconciliation deadline early: once Run has run an
