@@ -599,8 +599,8 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	pushedUntil := map[string]time.Time{} // by host: when the last operation set aside falls due
 	givenUp := map[ref]bool{}             // set aside, and their claims given up
 	aside := func(set []ref) {
-		if perr := c.pushBack(ctx, set, setAside, pushedUntil); perr != nil && aerr == nil {
-			aerr = perr
+		if e := c.pushBack(ctx, set, setAside, pushedUntil); e != nil && aerr == nil {
+			aerr = e
 		}
 		for _, r := range set {
 			givenUp[r] = true

@@ -342,7 +342,7 @@ func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int
 		rec, err := c.moveDue(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) (time.Time, bool) {
 			return due, rec.NextDue.Before(due)
 		})
-		if err != nil && first == nil {
+		if err != nil {
 			first = fmt.Errorf("idem: reconcile: push back: %w", err)
 		}
 		if rec != nil && rec.NextDue.After(until[r.host]) {
