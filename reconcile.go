@@ -595,11 +595,14 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var verr error
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
-	setAside := map[string]int{}
+	asideCount := map[string]int{}        // by host: how many were set aside this pass (pushBack's k)
 	pushedUntil := map[string]time.Time{} // by host: when the last operation set aside falls due
-	givenUp := map[ref]bool{}             // set aside, and their claims given up
+	// Set aside or postponed on a tick, their claims given up: apart from
+	// visited, which done writes from the workers under the visitor's
+	// lock, while aside runs on visitFair's own goroutine without it.
+	givenUp := map[ref]bool{}
 	aside := func(set []ref) {
-		if e := c.pushBack(ctx, set, setAside, pushedUntil); e != nil && aerr == nil {
+		if e := c.pushBack(ctx, set, asideCount, pushedUntil); e != nil && aerr == nil {
 			aerr = e
 		}
 		for _, r := range set {
