@@ -347,10 +347,10 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // have as many workers again; when no visit to a host that holds its
 // share ends for about a quarter of the attempt timeout (at most 5s),
 // Run takes the host for slow (Health lists it: SlowSince) and gives up
-// its claims on that host's waiting operations, pushed back
-// to about when the host's share reaches them (within WithReconcile's interval and maximum), and claims the
-// other hosts' due operations, again every eighth of the attempt timeout
-// while the slow visits last.
+// its claims on that host's waiting operations, pushed back to about
+// when the host's share reaches them (within WithReconcile's interval
+// and maximum), and claims the other hosts' due operations, again every
+// eighth of the attempt timeout while the slow visits last.
 //
 // A clock stepped forward does not make Run prune early, nor flag
 // operations past the reconciliation deadline early: once Run has run an
@@ -595,12 +595,15 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	var verr error
 	failed := 0
 	visited := make(map[ref]bool, len(refs))
-	setAside := map[string]int{}
+	asideCount := map[string]int{}        // by host: how many were set aside this pass (pushBack's k)
 	pushedUntil := map[string]time.Time{} // by host: when the last operation set aside falls due
-	givenUp := map[ref]bool{}             // set aside, and their claims given up
+	// Set aside or postponed on a tick, their claims given up: apart from
+	// visited, which done writes from the workers under the visitor's
+	// lock, while aside runs on visitFair's own goroutine without it.
+	givenUp := map[ref]bool{}
 	aside := func(set []ref) {
-		if perr := c.pushBack(ctx, set, setAside, pushedUntil); perr != nil && aerr == nil {
-			aerr = perr
+		if e := c.pushBack(ctx, set, asideCount, pushedUntil); e != nil && aerr == nil {
+			aerr = e
 		}
 		for _, r := range set {
 			givenUp[r] = true

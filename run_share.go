@@ -309,10 +309,10 @@ func (q *fairQueue) clear() {
 // pushBack gives up the claims of refs, which a pass of Run set aside
 // because their host is slow (visitFair), after moving their NextDue to
 // about when the host's share of workers reaches them: the k-th set aside
-// for a host this pass (counted in byHost) after k/WithResumeConcurrency rounds of
-// an exchange's timeout, within WithReconcile's interval and maximum,
-// jittered; until records, per host, when the last of them falls due.
-// The next claims then reach the other hosts' due operations
+// for a host this pass (counted in byHost) after k/WithResumeConcurrency
+// rounds of an exchange's timeout, within WithReconcile's interval and
+// maximum, jittered; until records, per host, when the last of them
+// falls due. The next claims then reach the other hosts' due operations
 // instead of the same backlog, and the slow host's come back at the pace
 // it takes them. Only NextDue changes, under the pass's lease, and only
 // later: nothing about the operation is decided. It returns the first
@@ -342,7 +342,7 @@ func (c *Client) pushBack(ctx context.Context, refs []ref, byHost map[string]int
 		rec, err := c.moveDue(journal.WithLease(wctx, r.lease), r.scope, r.key, func(rec *journal.Record) (time.Time, bool) {
 			return due, rec.NextDue.Before(due)
 		})
-		if err != nil && first == nil {
+		if err != nil {
 			first = fmt.Errorf("idem: reconcile: push back: %w", err)
 		}
 		if rec != nil && rec.NextDue.After(until[r.host]) {
