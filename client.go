@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemkit/idem/internal/owned"
+	"github.com/idemkit/idem/internal/recordable"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -432,9 +433,6 @@ type Resolution struct {
 	OnlyOpen bool
 }
 
-// maxResolveReason bounds Resolution.Reason, as journal.Confirmation's.
-const maxResolveReason = 1024
-
 // Resolve settles an operation by hand. It is the only way out of a
 // terminal state too, and is recorded (who, why, when, previous state) and
 // logged at Warn level. Nothing is sent. A request of the operation
@@ -457,11 +455,11 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	}
 	// The bounds of a confirmation's (journal.Confirmation): every later
 	// read of the operation carries what is journaled here.
-	if len(r.ResourceID) > maxNameLen || len(r.By) > maxNameLen || len(r.Reason) > maxResolveReason {
+	if len(r.ResourceID) > recordable.MaxID || len(r.By) > recordable.MaxID || len(r.Reason) > recordable.MaxReason {
 		return nil, fmt.Errorf("%w: Resolve: ResourceID and By take at most %d bytes, Reason at most %d (got %d, %d and %d); link to longer notes",
-			ErrInvalidRequest, maxNameLen, maxResolveReason, len(r.ResourceID), len(r.By), len(r.Reason))
+			ErrInvalidRequest, recordable.MaxID, recordable.MaxReason, len(r.ResourceID), len(r.By), len(r.Reason))
 	}
-	if !printableName(r.ResourceID) || !printableName(r.By) || !utf8.ValidString(r.Reason) {
+	if !recordable.Name(r.ResourceID) || !recordable.Name(r.By) || !utf8.ValidString(r.Reason) {
 		return nil, fmt.Errorf("%w: Resolve: ResourceID and By must be free of control characters, and all three valid UTF-8", ErrInvalidRequest)
 	}
 	scope = c.scopeOr(scope)

@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/idemkit/idem/internal/recordable"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -233,7 +233,7 @@ func validConfirmation(key string, conf *Confirmation) error {
 		return fmt.Errorf("%w: Confirm: Source and EventID are required: they make a redelivered event harmless", ErrInvalidRequest)
 	}
 	for _, f := range [...]struct{ name, v string }{{"Source", conf.Source}, {"EventID", conf.EventID}, {"ResourceID", conf.ResourceID}} {
-		if !printableName(f.v) {
+		if !recordable.Name(f.v) {
 			return fmt.Errorf("%w: Confirm: %s %q holds a control character or invalid UTF-8; pass the provider's id as it is, not the raw payload around it", ErrInvalidRequest, f.name, f.v)
 		}
 	}
@@ -242,14 +242,6 @@ func validConfirmation(key string, conf *Confirmation) error {
 	}
 	conf.Effect = journal.ConfirmInvalid
 	return nil
-}
-
-// printableName reports whether s, an identifier from outside (an event's,
-// a provider's, an operator's), is valid UTF-8 without control characters.
-// A newline or a NUL in one is never a real id, and would forge lines in
-// the operator tool's output and in plain-text logs.
-func printableName(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // LookupResource returns the open operation (pending, processing, unknown)

@@ -11,10 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/recordable"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -56,7 +55,9 @@ func WithClock(clk idem.Clock) Option {
 // With it, the name who returns is recorded as "by". A body "by" that names
 // someone else (the idem command sends -by, default $USER) is kept beside
 // it, "alice (said bob)", when both fit in by's 255 bytes. An error or an
-// empty name refuses the resolve with 403, before anything is written.
+// empty name refuses the resolve with 403, before anything is written;
+// the error's text is the answer's, for the operator to act on, so who
+// must not put in it what the caller may not see (a token, a DSN).
 // A nil who is ignored.
 func WithOperator(who func(*http.Request) (string, error)) Option {
 	return optionFunc(func(h *handler) {
@@ -436,7 +437,7 @@ type ResolveRequest struct {
 }
 
 // maxBy is the most a resolution's by holds (idem.Resolution.By).
-const maxBy = 255
+const maxBy = recordable.MaxID
 
 // operatorName is the by a resolve records under WithOperator: the name
 // the service verified, with the name the body claims beside it when they
@@ -449,7 +450,7 @@ func (h *handler) operatorName(r *http.Request, claimed string) (string, error) 
 		return "", &Error{http.StatusForbidden, "forbidden", "the service could not name the operator of this request (WithOperator): " + err.Error()}
 	case name == "":
 		return "", &Error{http.StatusForbidden, "forbidden", "the service named no operator for this request (WithOperator); a manual settlement must say who made it"}
-	case len(name) > maxBy || !printable(name):
+	case len(name) > maxBy || !recordable.Name(name):
 		// The service's naming is at fault, not the operator's request:
 		// say so rather than blame the body.
 		return "", &Error{http.StatusForbidden, "forbidden", fmt.Sprintf(
@@ -458,16 +459,10 @@ func (h *handler) operatorName(r *http.Request, claimed string) (string, error) 
 	if claimed == "" || claimed == name {
 		return name, nil
 	}
-	if both := name + " (said " + claimed + ")"; len(both) <= maxBy && printable(claimed) {
+	if both := name + " (said " + claimed + ")"; len(both) <= maxBy && recordable.Name(claimed) {
 		return both, nil
 	}
 	return name, nil
-}
-
-// printable reports whether s can be recorded as a resolution's by: UTF-8
-// without control characters, as idem.Client.Resolve requires.
-func printable(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // ResolveAnswer is the answer of POST /resolve.

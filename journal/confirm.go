@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/idemkit/idem/internal/recordable"
 )
 
 // ErrConfirmConflict is matched by the error of a confirmation that
@@ -37,8 +39,8 @@ const MaxConfirmations = 16
 // Limits on a confirmation's fields, so that an event from outside cannot
 // bloat a record that every later write rewrites.
 const (
-	maxConfirmID     = 255  // Source, EventID, ResourceID
-	maxConfirmReason = 1024 // Reason
+	maxConfirmID     = recordable.MaxID     // Source, EventID, ResourceID
+	maxConfirmReason = recordable.MaxReason // Reason
 )
 
 // ConfirmEffect is what a confirmation did to a record.

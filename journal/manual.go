@@ -1,10 +1,10 @@
 package journal
 
 import (
-	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/idemkit/idem/internal/recordable"
 )
 
 // Manual is a settlement made by hand, through Store.Resolve: an operator
@@ -36,15 +36,10 @@ func (m *Manual) validate() error {
 	case len(m.ResourceID) > maxConfirmID || len(m.By) > maxConfirmID || len(m.Reason) > maxConfirmReason:
 		return errorf("manual resolution ResourceID or By longer than %d bytes, or Reason longer than %d (got %d, %d and %d)",
 			maxConfirmID, maxConfirmReason, len(m.ResourceID), len(m.By), len(m.Reason))
-	case !printableID(m.ResourceID) || !printableID(m.By) || !utf8.ValidString(m.Reason):
+	case !recordable.Name(m.ResourceID) || !recordable.Name(m.By) || !utf8.ValidString(m.Reason):
 		return errorf("manual resolution ResourceID or By with a control character, or a field that is not UTF-8")
 	}
 	return nil
-}
-
-// printableID reports whether s is valid UTF-8 without control characters.
-func printableID(s string) bool {
-	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
 
 // resolve settles r as m says, keeping what the server last said (status

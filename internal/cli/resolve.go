@@ -6,9 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/idemkit/idem/internal/recordable"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -108,8 +108,8 @@ func cmdResolve(e *env, args []string) (err error) {
 // The bounds the Client's Resolve and the journal set on a resolution:
 // every later write of the operation rewrites what is recorded here.
 const (
-	maxResolveID     = 255
-	maxResolveReason = 1024
+	maxResolveID     = recordable.MaxID
+	maxResolveReason = recordable.MaxReason
 )
 
 // checkManual refuses, naming the flag, what the journal would refuse.
@@ -118,7 +118,7 @@ func checkManual(m journal.Manual) error {
 		switch {
 		case len(f.v) > maxResolveID:
 			return fmt.Errorf("%s is %d bytes; at most %d", f.flag, len(f.v), maxResolveID)
-		case !utf8.ValidString(f.v) || strings.ContainsFunc(f.v, unicode.IsControl):
+		case !recordable.Name(f.v):
 			return fmt.Errorf("%s %s has a control character or is not UTF-8", f.flag, strconv.Quote(f.v))
 		}
 	}
