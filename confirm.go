@@ -286,7 +286,7 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 // second resource for the key: that stays for a person, whatever the
 // driver learns later, until Resolve.
 func setReview(r *journal.Record, reason string) {
-	if r.Review != ReviewConfirmConflict && r.Review != ReviewMadeTwice {
+	if !journal.ReviewHeld(r.Review) {
 		r.Review = reason
 	}
 }

@@ -31,6 +31,16 @@ const ReviewConfirmConflict = "an external confirmation contradicts the recorded
 // keeps ReviewConfirmConflict: it says nothing of the other resource.
 const ReviewMadeTwice = "server made another resource for a resend of the key it had said it holds: it lost the key, and the request executed twice"
 
+// ReviewHeld reports whether reason is a review that stays for a person,
+// whatever settles or answers the record after it, until Resolve:
+// ReviewConfirmConflict (the later event or answer agreeing with our
+// resource does not explain the other's) and ReviewMadeTwice (nothing
+// later says what became of the other resource). Every writer of a review
+// asks it, so that a reason added to the list holds everywhere.
+func ReviewHeld(reason string) bool {
+	return reason == ReviewConfirmConflict || reason == ReviewMadeTwice
+}
+
 // MaxConfirmations bounds the confirmations a record keeps: the latest
 // ones, each of a distinct (Source, EventID). A provider redelivers an
 // event for days; an operation does not collect many distinct events.
@@ -215,7 +225,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// the record after it: this event agreeing with our resource
 		// does not explain the other event's, nor the other resource a
 		// server made for the key.
-		if rec.Review != ReviewConfirmConflict && rec.Review != ReviewMadeTwice {
+		if !ReviewHeld(rec.Review) {
 			rec.Review = ""
 		}
 		rec.Settled = c.At
