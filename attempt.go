@@ -467,7 +467,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	name := c.keyName(rec, ex.status)
 	a.verdict = reusedVerdict(a.verdict, ex.status, ex.body, name)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
-		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name)
+		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec.Key)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))
 	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
@@ -561,17 +561,17 @@ func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
 // that says the key was used with other parameters; with the key in the
 // body, either one that says the order is a duplicate (saysDuplicate).
 // Other answers' bodies are not scanned. name is the key's, as for
-// namesKey.
-func (c *Client) keyConflict(v Verdict, status int, body []byte, name string) bool {
+// namesKey; key is the key itself.
+func (c *Client) keyConflict(v Verdict, status int, body []byte, name, key string) bool {
 	inBody := "" // the key's member, when the key travels in the body
 	if c.cfg.keyHeader == "" {
 		inBody = name
 	}
 	switch {
 	case v == Conflict:
-		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name) || saysDuplicate(body, inBody)
+		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name) || saysDuplicate(body, inBody, key)
 	case v == Rejected && status == http.StatusBadRequest:
-		return reusesKey(body, name) || saysDuplicate(body, inBody)
+		return reusesKey(body, name) || saysDuplicate(body, inBody, key)
 	}
 	return false
 }
