@@ -537,10 +537,15 @@ func (c *Client) verdict(status int) Verdict {
 
 // keyName is the name by which a server may speak of rec's key in an
 // answer of status: the key's header, or the body member that holds it
-// (keyField), looked up only for an error, whose words namesKey reads.
+// (keyField), looked up only for a refusal whose words are read (a 400,
+// a 409, a Conflict: keyConflict, reusedVerdict, refusalInFlight), not
+// for every 5xx or 429 of an outage.
 func (c *Client) keyName(rec *journal.Record, status int) string {
 	if c.cfg.keyHeader != "" || status < 400 {
 		return c.cfg.keyHeader
+	}
+	if status != http.StatusBadRequest && status != http.StatusConflict && c.verdict(status) != Conflict {
+		return ""
 	}
 	return keyField(rec.Key, rec.Body)
 }

@@ -831,11 +831,11 @@ var idWords = [...]string{"id", "ids", "ref", "reference", "key", "number"}
 // the key a new request should take, not this one. name is as for
 // namesKey.
 func saysRequestDiffers(body []byte, name string) bool {
-	if saysAny(body, "mismatch", "not match", "n't match", "non-identical", "not identical", "conflicting ", "same parameters",
+	text := bytes.ToLower(body)
+	if containsAny(text, "mismatch", "not match", "n't match", "non-identical", "not identical", "conflicting ", "same parameters",
 		"same request data", "same request body", "same payload", "same body", "other parameters", "other request", "other payload") {
 		return true
 	}
-	text := bytes.ToLower(body)
 	for i := 0; ; {
 		at := bytes.Index(text[i:], []byte("differ"))
 		if at < 0 {
@@ -880,7 +880,12 @@ func namesTheKey(rest []byte, name string) bool {
 // saysAny reports whether body contains any of words (lower case),
 // ignoring case.
 func saysAny(body []byte, words ...string) bool {
-	text := bytes.ToLower(body)
+	return containsAny(bytes.ToLower(body), words...)
+}
+
+// containsAny reports whether text, already in lower case, contains any
+// of words.
+func containsAny(text []byte, words ...string) bool {
 	for _, w := range words {
 		if bytes.Contains(text, []byte(w)) {
 			return true
