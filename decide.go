@@ -549,7 +549,11 @@ func saysDuplicate(body []byte, name, key string) bool {
 	if named, ours := refusedValue(string(body), name, key); named {
 		return ours
 	}
-	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool {
+	// A message passed on in a JSON string has its line breaks escaped
+	// (Prisma's "\nUnique constraint failed"): the 'n' is no part of
+	// the next word.
+	text := jsonBreaks.Replace(strings.ToLower(string(body)))
+	words := strings.FieldsFunc(text, func(r rune) bool {
 		return r >= utf8.RuneSelf || !alnum(byte(r)) && r != '_' && r != '-'
 	})
 	about := func(w string) bool { return duplicateSubject(w, name) }
@@ -600,8 +604,23 @@ func saysDuplicate(body []byte, name, key string) bool {
 			// twice ("order_lines_pkey", PostgreSQL's <table>_pkey) or a
 			// product twice on one order (SQLite's "failed: order_items.
 			// order_id, order_items.product_id") is a plain failure.
+			// Prisma's P2002 names the fields ("Unique constraint failed
+			// on the fields: (`clientOrderId`)"), the key's member among
+			// them, or the constraint ("on the constraint:
+			// `Order_clientOrderId_key`", read as PostgreSQL's).
 			if i+1 < len(words) && words[i+1] == "constraint" {
 				cs := words[i+2 : min(i+5, len(words))]
+				if rest := words[i+2:]; len(rest) > 4 && rest[0] == "failed" && rest[1] == "on" && rest[2] == "the" {
+					switch rest[3] {
+					case "fields":
+						if slices.ContainsFunc(prismaFields(string(body)), func(f string) bool { return bareName(f) == bareName(name) }) {
+							return true
+						}
+						continue
+					case "constraint":
+						cs = rest[4:5]
+					}
+				}
 				if len(cs) > 1 && cs[0] == "failed" && !ownTable(cs[1], name) {
 					continue
 				}
@@ -629,6 +648,9 @@ func saysDuplicate(body []byte, name, key string) bool {
 	}
 	return false
 }
+
+// jsonBreaks blanks the escaped line breaks and tabs of a JSON string.
+var jsonBreaks = strings.NewReplacer(`\n`, " ", `\r`, " ", `\t`, " ")
 
 // duplicateSubject reports whether w, a lower-cased word of a refusal, is
 // what saysDuplicate's word must stand beside: the order or request
@@ -688,15 +710,40 @@ func entryKeyIsOrders(words []string, name string) bool {
 // partsTable reports whether a constraint's name, PostgreSQL's
 // <table>_<columns>_key, starts with a table of the order's parts: the
 // subject in the singular, then a noun its parts go by
-// ("order_items_order_id_product_id_key", a product twice on one order).
-// The order's own table is plural ("orders_merchant_id_client_order_id_key")
+// ("order_items_order_id_product_id_key", a product twice on one order;
+// Prisma's model "OrderItem_orderId_productId_key"). The order's own table is plural ("orders_merchant_id_client_order_id_key")
 // or, as Prisma names it, the model followed by a column
 // ("Order_clientOrderId_key"); a noun not listed ("payment_intents") is
 // taken for the order's own: read as a part, a refusal of our copy would
 // be a plain failure.
 func partsTable(constraint string) bool {
 	words := strings.Split(constraint, "_")
-	return len(words) > 1 && slices.Contains(subjects[:], words[0]) && slices.Contains(partNouns[:], words[1])
+	if len(words) > 1 && slices.Contains(subjects[:], words[0]) && slices.Contains(partNouns[:], words[1]) {
+		return true
+	}
+	// Prisma's model in one word: OrderItem_orderId_productId_key.
+	for _, s := range subjects {
+		if rest, ok := strings.CutPrefix(words[0], s); ok && slices.Contains(partNouns[:], rest) {
+			return true
+		}
+	}
+	return false
+}
+
+// prismaFields are the fields Prisma's P2002 names in its message
+// ("Unique constraint failed on the fields: (`merchantId`,`clientOrderId`)",
+// prisma/orm#4350), or nil.
+func prismaFields(text string) []string {
+	_, rest, ok := strings.Cut(text, "failed on the fields: (")
+	if !ok {
+		return nil
+	}
+	list, _, _ := strings.Cut(rest, ")")
+	fields := strings.Split(list, ",")
+	for i, f := range fields {
+		fields[i] = strings.Trim(f, "` ")
+	}
+	return fields
 }
 
 // partNouns name the rows an order or payment is made of.

@@ -257,6 +257,18 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 		// word of the refusal.
 		{"email taken with the request echoed", "client_order_id",
 			shape{status: 422, body: `{"errors":{"email":["has already been taken"]},"request":{"client_order_id":"ord-7","email":"a@b.example"}}`}, false},
+		// Prisma's P2002 passed on as it came: "Unique constraint failed on
+		// the fields: (`email`)" (prisma/orm#4350), or on the constraint
+		// by its name (prisma/prisma-test-utils#21: "on the constraint:
+		// `PRIMARY`"; PostgreSQL's <Model>_<field>_key).
+		{"prisma P2002 on the key's field", "clientOrderId",
+			shape{status: 400, body: "{\"message\":\"\\nInvalid `prisma.order.create()` invocation:\\n\\n\\nUnique constraint failed on the fields: (`clientOrderId`)\"}"}, true},
+		{"prisma P2002 on the constraint of the key's field", "clientOrderId",
+			shape{status: 400, body: "{\"message\":\"\\nInvalid `prisma.order.create()` invocation:\\n\\n\\nUnique constraint failed on the constraint: `Order_clientOrderId_key`\"}"}, true},
+		{"prisma P2002 on the constraint of a product twice on one order", "clientOrderId",
+			shape{status: 400, body: "{\"message\":\"\\nInvalid `prisma.orderItem.create()` invocation:\\n\\n\\nUnique constraint failed on the constraint: `OrderItem_orderId_productId_key`\"}"}, false},
+		{"prisma P2002 on email", "clientOrderId",
+			shape{status: 400, body: "{\"message\":\"\\nInvalid `prisma.customer.create()` invocation:\\n\\n\\nUnique constraint failed on the fields: (`email`)\"}"}, false},
 		{"duplicate symbols", "newClientOrderId",
 			shape{status: 400, body: `{"msg":"duplicate symbols in the list"}`}, false},
 		// An order that has duplicates, not one that is one: Rails'
@@ -274,10 +286,11 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.answer)
 			c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
-			// Exchanges take a form, Alpaca's orders JSON.
-			body := "symbol=BTCUSDT&side=BUY&quantity=1&" + tt.field + "=ord-7"
-			if tt.field == "client_order_id" {
-				body = `{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","client_order_id":"ord-7"}`
+			// Exchanges take a form, the others JSON (Alpaca's orders).
+			body := `{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","` + tt.field + `":"ord-7"}`
+			switch tt.field {
+			case "newClientOrderId", "clientOid", "clOrdID":
+				body = "symbol=BTCUSDT&side=BUY&quantity=1&" + tt.field + "=ord-7"
 			}
 			req := idem.Request{Key: "ord-7", URL: v.srv.URL + "/v2/orders", Body: []byte(body)}
 			for range 2 { // the intent submitted again gets the journaled outcome
