@@ -253,6 +253,10 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 		// key: humanize drops "_id" (ActiveSupport::Inflector.humanize).
 		{"rails full message external taken", "external_id",
 			shape{status: 422, body: `{"errors":["External has already been taken"]}`}, true},
+		// Rails' errors.as_json for a form's nested params
+		// (order[external_id]=…): the member by its own name.
+		{"rails errors of a nested form's member", "order[external_id]",
+			shape{status: 422, body: `{"errors":{"external_id":["has already been taken"]}}`}, true},
 		// A validation error that echoes the request: the id in it is no
 		// word of the refusal.
 		{"email taken with the request echoed", "client_order_id",
@@ -289,8 +293,8 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			// Exchanges take a form, the others JSON (Alpaca's orders).
 			body := `{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","` + tt.field + `":"ord-7"}`
 			switch tt.field {
-			case "newClientOrderId", "clientOid", "clOrdID":
-				body = "symbol=BTCUSDT&side=BUY&quantity=1&" + tt.field + "=ord-7"
+			case "newClientOrderId", "clientOid", "clOrdID", "order[external_id]":
+				body = "symbol=BTCUSDT&side=BUY&quantity=1&" + url.QueryEscape(tt.field) + "=ord-7"
 			}
 			req := idem.Request{Key: "ord-7", URL: v.srv.URL + "/v2/orders", Body: []byte(body)}
 			for range 2 { // the intent submitted again gets the journaled outcome
