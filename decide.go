@@ -765,7 +765,9 @@ func humanName(name string) []string {
 // for the value it refused: MySQL's 1062 ("Duplicate entry 'ord-7' for
 // key 'orders.PRIMARY'", go-sql-driver's and mysql2's text) and
 // PostgreSQL's 23505 DETAIL ("Key (merchant_id, reference)=(42, ord-7)
-// already exists.", in psycopg2's text). named is false when the body
+// already exists.", in psycopg2's text) and SQL Server's 2627 and 2601
+// ("… Cannot insert duplicate key in object 'dbo.orders'. The duplicate
+// key value is (ord-7)."). named is false when the body
 // names none; then, or when the answer is not clear, the index or
 // constraint's name is all there is. The row is ours when the value is
 // key or a composite's part is, when a distinctive key (distinctiveKey)
@@ -795,6 +797,12 @@ func refusedValue(text, name, key string) (named, ours bool) {
 			return false, false
 		}
 		columns, sep = c, ", "
+	} else if _, rest, ok := strings.Cut(text, "The duplicate key value is ("); ok {
+		// SQL Server's 2627 and 2601 name no column.
+		if value, _, ok = strings.Cut(rest, ")"); !ok {
+			return false, false
+		}
+		sep = ", "
 	} else {
 		return false, false
 	}

@@ -249,6 +249,18 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 		// product twice on one order, without a DETAIL.
 		{"postgres composite unique constraint on order_items", "client_order_id",
 			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"order_items_order_id_product_id_key\" (SQLSTATE 23505)"}`}, false},
+		// SQL Server's 2627 and 2601 name the value, not the column
+		// (microsoft/sql-server-samples#1091: "Violation of PRIMARY KEY
+		// constraint 'PK_Customers'. Cannot insert duplicate key in object
+		// 'dbo.Customers'. The duplicate key value is (FURIB)."); an id
+		// from another session's sequence (sebastienros/yessql#245) is not
+		// ours.
+		{"sql server 2627 on PK_orders, our id", "client_order_id",
+			shape{status: 400, body: `{"error":"Violation of PRIMARY KEY constraint 'PK_orders'. Cannot insert duplicate key in object 'dbo.orders'. The duplicate key value is (ord-7).\r\nThe statement has been terminated."}`}, true},
+		{"sql server 2601 on a unique index holding our id", "client_order_id",
+			shape{status: 400, body: `{"error":"Cannot insert duplicate key row in object 'dbo.orders' with unique index 'IX_orders_merchant_ref'. The duplicate key value is (42, ord-7)."}`}, true},
+		{"sql server 2627 on PK_orders, another id", "client_order_id",
+			shape{status: 400, body: `{"error":"Violation of PRIMARY KEY constraint 'PK_orders'. Cannot insert duplicate key in object 'dbo.orders'. The duplicate key value is (1619)."}`}, false},
 		// Rails' full message for an attribute external_id holding the
 		// key: humanize drops "_id" (ActiveSupport::Inflector.humanize).
 		{"rails full message external taken", "external_id",
