@@ -767,7 +767,8 @@ func humanName(name string) []string {
 // PostgreSQL's 23505 DETAIL ("Key (merchant_id, reference)=(42, ord-7)
 // already exists.", in psycopg2's text) and SQL Server's 2627 and 2601
 // ("… Cannot insert duplicate key in object 'dbo.orders'. The duplicate
-// key value is (ord-7)."). named is false when the body
+// key value is (ord-7).") and MongoDB's E11000 ("… index: _id_ dup key:
+// { _id: \"ord-7\" }"). named is false when the body
 // names none; then, or when the answer is not clear, the index or
 // constraint's name is all there is. The row is ours when the value is
 // key or a composite's part is, when a distinctive key (distinctiveKey)
@@ -797,6 +798,19 @@ func refusedValue(text, name, key string) (named, ours bool) {
 			return false, false
 		}
 		columns, sep = c, ", "
+	} else if _, rest, ok := strings.Cut(text, "dup key: {"); ok {
+		// MongoDB's E11000: "{ merchantId: 42, ref: \"ord-7\" }", the
+		// fields unnamed before 4.2 ("{ : \"ord-7\" }").
+		doc, _, ok := strings.Cut(rest, "}")
+		if !ok {
+			return false, false
+		}
+		var cols, vals []string
+		for _, kv := range strings.Split(doc, ", ") {
+			k, v, _ := strings.Cut(kv, ":")
+			cols, vals = append(cols, strings.TrimSpace(k)), append(vals, strings.Trim(v, ` "\`))
+		}
+		columns, value, sep = strings.Join(cols, ","), strings.Join(vals, ", "), ", "
 	} else if _, rest, ok := strings.Cut(text, "The duplicate key value is ("); ok {
 		// SQL Server's 2627 and 2601 name no column.
 		if value, _, ok = strings.Cut(rest, ")"); !ok {

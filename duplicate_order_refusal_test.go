@@ -261,6 +261,19 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			shape{status: 400, body: `{"error":"Cannot insert duplicate key row in object 'dbo.orders' with unique index 'IX_orders_merchant_ref'. The duplicate key value is (42, ord-7)."}`}, true},
 		{"sql server 2627 on PK_orders, another id", "client_order_id",
 			shape{status: 400, body: `{"error":"Violation of PRIMARY KEY constraint 'PK_orders'. Cannot insert duplicate key in object 'dbo.orders'. The duplicate key value is (1619)."}`}, false},
+		// MongoDB's E11000 passed on as it came names the fields and values
+		// (BuildOnViction/tomox-sdk#147: "E11000 duplicate key error
+		// collection: tomodex.orders index: hash_1 dup key: { hash: \"0x…\"
+		// }"; google/wikiloop-doublecheck#331, a compound index; before
+		// 4.2 the fields unnamed, "{ : \"…\" }").
+		{"mongodb E11000 on _id, our id", "client_order_id",
+			shape{status: 400, body: `{"error":"E11000 duplicate key error collection: shop.orders index: _id_ dup key: { _id: \"ord-7\" }"}`}, true},
+		{"mongodb E11000 on a compound index holding our id", "client_order_id",
+			shape{status: 400, body: `{"error":"E11000 duplicate key error collection: shop.orders index: merchantId_1_ref_1 dup key: { merchantId: 42, ref: \"ord-7\" }"}`}, true},
+		{"mongodb E11000 before 4.2, our id", "client_order_id",
+			shape{status: 400, body: `{"error":"E11000 duplicate key error index: shop.orders.$ref_1 dup key: { : \"ord-7\" }"}`}, true},
+		{"mongodb E11000 on email", "client_order_id",
+			shape{status: 400, body: `{"error":"E11000 duplicate key error collection: shop.customers index: email_1 dup key: { email: \"a@b.example\" }"}`}, false},
 		// Rails' full message for an attribute external_id holding the
 		// key: humanize drops "_id" (ActiveSupport::Inflector.humanize).
 		{"rails full message external taken", "external_id",
