@@ -762,23 +762,26 @@ func humanName(name string) []string {
 }
 
 // refusedValue reads a database's unique violation passed on as it came
-// for the value it refused: MySQL's 1062 ("Duplicate entry 'ord-7' for
-// key 'orders.PRIMARY'", go-sql-driver's and mysql2's text) and
-// PostgreSQL's 23505 DETAIL ("Key (merchant_id, reference)=(42, ord-7)
-// already exists.", in psycopg2's text) and SQL Server's 2627 and 2601
-// ("… Cannot insert duplicate key in object 'dbo.orders'. The duplicate
-// key value is (ord-7).") and MongoDB's E11000 ("… index: _id_ dup key:
-// { _id: \"ord-7\" }"). named is false when the body
-// names none; then, or when the answer is not clear, the index or
-// constraint's name is all there is. The row is ours when the value is
-// key or a composite's part is, when a distinctive key (distinctiveKey)
-// stands in it as a token, or when a column (or MySQL's single-column
-// index) is the key's member (name). It is another's when the value does
-// not hold the key and no column is named for the order's id: "Key
-// (id)=(1234)" on orders_pkey, a primary key's sequence out of step with
-// its table (our order not made), or "for key 'orders.PRIMARY'". A
-// column that is ("order_id") may hold our key in another form (a
-// prefix, BINARY(16)), so its index's name is read as before.
+// for the value it refused:
+//   - MySQL's 1062, "Duplicate entry 'ord-7' for key 'orders.PRIMARY'"
+//     (go-sql-driver's and mysql2's text);
+//   - PostgreSQL's 23505 DETAIL, "Key (merchant_id, reference)=(42,
+//     ord-7) already exists." (in psycopg2's text);
+//   - SQL Server's 2627 and 2601, "… Cannot insert duplicate key in
+//     object 'dbo.orders'. The duplicate key value is (ord-7).";
+//   - MongoDB's E11000, "… index: _id_ dup key: { _id: "ord-7" }".
+//
+// named is false when the body names none; then, or when the answer is
+// not clear, the index or constraint's name is all there is. The row is
+// ours when the value is key or a composite's part is, when a distinctive
+// key (distinctiveKey) stands in it as a token, or when a column (or
+// MySQL's single-column index) is the key's member (name). It is
+// another's when the value does not hold the key and no column is named
+// for the order's id: "Key (id)=(1234)" on orders_pkey, a primary key's
+// sequence out of step with its table (our order not made), or "for key
+// 'orders.PRIMARY'". A column that is ("order_id") may hold our key in
+// another form (a prefix, BINARY(16)), so its index's name is read as
+// before.
 func refusedValue(text, name, key string) (named, ours bool) {
 	var value, columns, sep string
 	if _, rest, ok := strings.Cut(text, "Duplicate entry '"); ok {
