@@ -467,7 +467,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	name := c.keyName(rec, ex.status)
 	a.verdict = reusedVerdict(a.verdict, ex.status, ex.body, name)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
-		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name)
+		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec.Key)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))
 	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
@@ -537,10 +537,15 @@ func (c *Client) verdict(status int) Verdict {
 
 // keyName is the name by which a server may speak of rec's key in an
 // answer of status: the key's header, or the body member that holds it
-// (keyField), looked up only for an error, whose words namesKey reads.
+// (keyField), looked up only for a refusal whose words are read (a 400,
+// a 409, a Conflict: keyConflict, reusedVerdict, refusalInFlight), not
+// for every 5xx or 429 of an outage.
 func (c *Client) keyName(rec *journal.Record, status int) string {
 	if c.cfg.keyHeader != "" || status < 400 {
 		return c.cfg.keyHeader
+	}
+	if status != http.StatusBadRequest && status != http.StatusConflict && c.verdict(status) != Conflict {
+		return ""
 	}
 	return keyField(rec.Key, rec.Body)
 }
@@ -561,17 +566,17 @@ func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
 // that says the key was used with other parameters; with the key in the
 // body, either one that says the order is a duplicate (saysDuplicate).
 // Other answers' bodies are not scanned. name is the key's, as for
-// namesKey.
-func (c *Client) keyConflict(v Verdict, status int, body []byte, name string) bool {
+// namesKey; key is the key itself.
+func (c *Client) keyConflict(v Verdict, status int, body []byte, name, key string) bool {
 	inBody := "" // the key's member, when the key travels in the body
 	if c.cfg.keyHeader == "" {
 		inBody = name
 	}
 	switch {
 	case v == Conflict:
-		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name) || saysDuplicate(body, inBody)
+		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name) || saysDuplicate(body, inBody, key)
 	case v == Rejected && status == http.StatusBadRequest:
-		return reusesKey(body, name) || saysDuplicate(body, inBody)
+		return reusesKey(body, name) || saysDuplicate(body, inBody, key)
 	}
 	return false
 }

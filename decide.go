@@ -534,32 +534,44 @@ func reusesKey(body []byte, name string) bool {
 // Alpaca's "client_order_id must be unique", "Order ID already exists",
 // Rails' "Client order has already been taken",
 // a database's unique constraint or index on the order's id passed on
-// as it came). The word must stand beside what it is about: "duplicate line
-// item", "duplicate email" and "items contains duplicate entries" are
-// validation errors about the body, as is an order that "has" duplicate
-// lines, or a member holding its parts ("order_lines", "payment_methods")
-// named before the words of its error. name is empty when the key is not
-// in the body: a key in a header is no order's field, and such a
-// server's words name it.
-func saysDuplicate(body []byte, name string) bool {
+// as it came, or one whose refused value is key: refusedValue). The word
+// must stand beside what it is about: "duplicate line item", "duplicate
+// email" and "items contains duplicate entries" are validation errors
+// about the body, as is an order that "has" duplicate lines, or a member
+// holding its parts ("order_lines", "payment_methods") named before the
+// words of its error. name is empty when the key is not in the body: a
+// key in a header is no order's field, and such a server's words name
+// it.
+func saysDuplicate(body []byte, name, key string) bool {
 	if name == "" {
 		return false
 	}
-	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool {
+	if named, ours := refusedValue(string(body), name, key); named {
+		return ours
+	}
+	// A message passed on in a JSON string has its line breaks escaped
+	// (Prisma's "\nUnique constraint failed"): the 'n' is no part of
+	// the next word.
+	text := jsonBreaks.Replace(strings.ToLower(string(body)))
+	words := strings.FieldsFunc(text, func(r rune) bool {
 		return r >= utf8.RuneSelf || !alnum(byte(r)) && r != '_' && r != '-'
 	})
 	about := func(w string) bool { return duplicateSubject(w, name) }
+	human := humanName(name)
 	// aboutBefore: the word ahead of words[i], past the verbs that join a
 	// subject to "duplicated" or "unique" ("ClientOrderId is duplicated",
 	// "client_order_id must be unique"), is the subject; so is an id
-	// written as two words ("Order ID must be unique"), read as one.
+	// written as two words ("Order ID must be unique"), read as one, and
+	// the key's member as Rails writes it in a full message ("External
+	// has already been taken" for external_id).
 	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
 			switch words[i] {
 			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not":
 				continue
 			}
-			return about(words[i]) || i > 0 && slices.Contains(idWords[:], words[i]) && about(words[i-1]+words[i])
+			return about(words[i]) || i > 0 && slices.Contains(idWords[:], words[i]) && about(words[i-1]+words[i]) ||
+				len(human) > 0 && i+1 >= len(human) && slices.Equal(words[i+1-len(human):i+1], human)
 		}
 		return false
 	}
@@ -592,13 +604,28 @@ func saysDuplicate(body []byte, name string) bool {
 			// twice ("order_lines_pkey", PostgreSQL's <table>_pkey) or a
 			// product twice on one order (SQLite's "failed: order_items.
 			// order_id, order_items.product_id") is a plain failure.
+			// Prisma's P2002 names the fields ("Unique constraint failed
+			// on the fields: (`clientOrderId`)"), the key's member among
+			// them, or the constraint ("on the constraint:
+			// `Order_clientOrderId_key`", read as PostgreSQL's).
 			if i+1 < len(words) && words[i+1] == "constraint" {
 				cs := words[i+2 : min(i+5, len(words))]
+				if rest := words[i+2:]; len(rest) > 4 && rest[0] == "failed" && rest[1] == "on" && rest[2] == "the" {
+					switch rest[3] {
+					case "fields":
+						if slices.ContainsFunc(prismaFields(string(body)), func(f string) bool { return bareName(f) == bareName(name) }) {
+							return true
+						}
+						continue
+					case "constraint":
+						cs = rest[4:5]
+					}
+				}
 				if len(cs) > 1 && cs[0] == "failed" && !ownTable(cs[1], name) {
 					continue
 				}
 				for _, c := range cs {
-					if table, pkey := strings.CutSuffix(c, "_pkey"); pkey && ownTable(table, name) || !pkey && about(c) {
+					if table, pkey := strings.CutSuffix(c, "_pkey"); pkey && ownTable(table, name) || !pkey && about(c) && !partsTable(c) {
 						return true
 					}
 				}
@@ -622,6 +649,9 @@ func saysDuplicate(body []byte, name string) bool {
 	return false
 }
 
+// jsonBreaks blanks the escaped line breaks and tabs of a JSON string.
+var jsonBreaks = strings.NewReplacer(`\n`, " ", `\r`, " ", `\t`, " ")
+
 // duplicateSubject reports whether w, a lower-cased word of a refusal, is
 // what saysDuplicate's word must stand beside: the order or request
 // itself, or the member holding the key (name), separators aside.
@@ -637,7 +667,7 @@ func duplicateSubject(w, name string) bool {
 	// ("ClientOrderId", "transaction_id"): "order_lines" and
 	// "payment_methods", members a validation error names, are parts of it.
 	id := slices.ContainsFunc(idWords[:], func(s string) bool { return strings.HasSuffix(b, s) })
-	for _, s := range [...]string{"order", "request", "transaction", "payment", "payout", "transfer"} {
+	for _, s := range subjects[:] {
 		if b == s || b == s+"s" || id && strings.Contains(b, s) {
 			return true
 		}
@@ -677,6 +707,173 @@ func entryKeyIsOrders(words []string, name string) bool {
 	return false
 }
 
+// partsTable reports whether a constraint's name, PostgreSQL's
+// <table>_<columns>_key, starts with a table of the order's parts: the
+// subject in the singular, then a noun its parts go by
+// ("order_items_order_id_product_id_key", a product twice on one order;
+// Prisma's model "OrderItem_orderId_productId_key"). The order's own table is plural ("orders_merchant_id_client_order_id_key")
+// or, as Prisma names it, the model followed by a column
+// ("Order_clientOrderId_key"); a noun not listed ("payment_intents") is
+// taken for the order's own: read as a part, a refusal of our copy would
+// be a plain failure.
+func partsTable(constraint string) bool {
+	words := strings.Split(constraint, "_")
+	if len(words) > 1 && slices.Contains(subjects[:], words[0]) && slices.Contains(partNouns[:], words[1]) {
+		return true
+	}
+	// Prisma's model in one word: OrderItem_orderId_productId_key.
+	for _, s := range subjects {
+		if rest, ok := strings.CutPrefix(words[0], s); ok && slices.Contains(partNouns[:], rest) {
+			return true
+		}
+	}
+	return false
+}
+
+// prismaFields are the fields Prisma's P2002 names in its message
+// ("Unique constraint failed on the fields: (`merchantId`,`clientOrderId`)",
+// prisma/orm#4350), or nil.
+func prismaFields(text string) []string {
+	_, rest, ok := strings.Cut(text, "failed on the fields: (")
+	if !ok {
+		return nil
+	}
+	list, _, _ := strings.Cut(rest, ")")
+	fields := strings.Split(list, ",")
+	for i, f := range fields {
+		fields[i] = strings.Trim(f, "` ")
+	}
+	return fields
+}
+
+// partNouns name the rows an order or payment is made of.
+var partNouns = [...]string{"item", "items", "line", "lines", "entry", "entries", "product", "products", "detail", "details", "method", "methods", "fee", "fees"}
+
+// humanName is the key's member (name) as Rails' full messages write it,
+// in lower-case words: humanize drops a trailing "_id" and turns '_'
+// into spaces (external_id: "External"). nil for a member without '_'
+// ("clientOrderId"; duplicateSubject reads it as one word) or for "id".
+func humanName(name string) []string {
+	base, ok := strings.CutSuffix(strings.ToLower(name), "_id")
+	if !ok || base == "" {
+		return nil
+	}
+	return strings.Split(base, "_")
+}
+
+// refusedValue reads a database's unique violation passed on as it came
+// for the value it refused:
+//   - MySQL's 1062, "Duplicate entry 'ord-7' for key 'orders.PRIMARY'"
+//     (go-sql-driver's and mysql2's text);
+//   - PostgreSQL's 23505 DETAIL, "Key (merchant_id, reference)=(42,
+//     ord-7) already exists." (in psycopg2's text);
+//   - SQL Server's 2627 and 2601, "… Cannot insert duplicate key in
+//     object 'dbo.orders'. The duplicate key value is (ord-7).";
+//   - MongoDB's E11000, "… index: _id_ dup key: { _id: "ord-7" }".
+//
+// named is false when the body names none; then, or when the answer is
+// not clear, the index or constraint's name is all there is. The row is
+// ours when the value is key or a composite's part is, when a distinctive
+// key (distinctiveKey) stands in it as a token, or when a column (or
+// MySQL's single-column index) is the key's member (name). It is
+// another's when the value does not hold the key and no column is named
+// for the order's id: "Key (id)=(1234)" on orders_pkey, a primary key's
+// sequence out of step with its table (our order not made), or "for key
+// 'orders.PRIMARY'". A column that is ("order_id") may hold our key in
+// another form (a prefix, BINARY(16)), so its index's name is read as
+// before.
+func refusedValue(text, name, key string) (named, ours bool) {
+	var value, columns, sep string
+	if _, rest, ok := strings.Cut(text, "Duplicate entry '"); ok {
+		v, rest, ok := strings.Cut(rest, "' for key '")
+		if !ok {
+			return false, false
+		}
+		index, _, _ := strings.Cut(rest, "'")
+		// Its values are joined by '-', which ids hold too: not split.
+		value, columns = v, index[strings.LastIndexByte(index, '.')+1:]
+	} else if _, rest, ok := strings.Cut(text, "Key ("); ok {
+		c, rest, ok := strings.Cut(rest, ")=(")
+		if !ok {
+			return false, false
+		}
+		if value, _, ok = strings.Cut(rest, ") already exists"); !ok {
+			return false, false
+		}
+		columns, sep = c, ", "
+	} else if _, rest, ok := strings.Cut(text, "dup key: {"); ok {
+		// MongoDB's E11000: "{ merchantId: 42, ref: \"ord-7\" }", the
+		// fields unnamed before 4.2 ("{ : \"ord-7\" }").
+		doc, _, ok := strings.Cut(rest, "}")
+		if !ok {
+			return false, false
+		}
+		var cols, vals []string
+		for _, kv := range strings.Split(doc, ", ") {
+			k, v, _ := strings.Cut(kv, ":")
+			cols, vals = append(cols, strings.TrimSpace(k)), append(vals, strings.Trim(v, ` "\`))
+		}
+		columns, value, sep = strings.Join(cols, ","), strings.Join(vals, ", "), ", "
+	} else if _, rest, ok := strings.Cut(text, "The duplicate key value is ("); ok {
+		// SQL Server's 2627 and 2601 name no column.
+		if value, _, ok = strings.Cut(rest, ")"); !ok {
+			return false, false
+		}
+		sep = ", "
+	} else {
+		return false, false
+	}
+	subject := false
+	for _, c := range strings.Split(columns, ",") {
+		c = strings.Trim(c, ` "\`)
+		if bareName(c) == bareName(name) {
+			return true, true
+		}
+		subject = subject || duplicateSubject(c, name)
+	}
+	token := keyToken(value, key)
+	switch {
+	case value == key || sep != "" && slices.Contains(strings.Split(value, sep), key), token && distinctiveKey(key):
+		return true, true
+	case token || subject:
+		return false, false
+	}
+	return true, false
+}
+
+// keyToken reports whether key stands in s as a whole token, ignoring
+// case: not inside a longer word or number ("ord-7" in "42-ord-7" and
+// "m42_ord-7", not in "ord-70").
+func keyToken(s, key string) bool {
+	s, key = strings.ToLower(s), strings.ToLower(key)
+	for i := 0; key != ""; {
+		at := strings.Index(s[i:], key)
+		if at < 0 {
+			return false
+		}
+		start, end := i+at, i+at+len(key)
+		if (start == 0 || !wordByte(s[start-1])) && (end == len(s) || !wordByte(s[end])) {
+			return true
+		}
+		i = start + 1
+	}
+	return false
+}
+
+func wordByte(c byte) bool { return alnum(c) || c >= utf8.RuneSelf }
+
+// distinctiveKey reports whether key, found as a token among other
+// values, is telling: at least five characters mixing letters and digits
+// (a generated id: "ord-7", a UUID), or sixteen or more (a snowflake id).
+// A short number is what other columns hold too (a row id from another
+// sequence, a quantity, a product id), and a short word may be a status
+// or a currency.
+func distinctiveKey(key string) bool {
+	letter := strings.ContainsFunc(key, func(r rune) bool { return 'a' <= r|0x20 && r|0x20 <= 'z' })
+	digit := strings.ContainsFunc(key, func(r rune) bool { return '0' <= r && r <= '9' })
+	return len(key) >= 16 || len(key) >= 5 && letter && digit
+}
+
 // ownTable reports whether a database table is the order's own, named
 // for it ("orders", "trade_orders") or for the key's member, not one of
 // its parts ("order_lines", "order_items"): the subject is the table's
@@ -687,6 +884,10 @@ func ownTable(table, name string) bool {
 
 // lastPart is a snake_case name's last word: a table's noun ("trade_orders").
 func lastPart(s string) string { return s[strings.LastIndexByte(s, '_')+1:] }
+
+// subjects are what a duplicate is of when it is the key's: the order or
+// request itself, in the singular.
+var subjects = [...]string{"order", "request", "transaction", "payment", "payout", "transfer"}
 
 // idWords end a word that names the subject's id ("transaction_id",
 // "ClientOrderId"), or stand after it ("Order ID"), not a part of it
@@ -702,11 +903,11 @@ var idWords = [...]string{"id", "ids", "ref", "reference", "key", "number"}
 // the key a new request should take, not this one. name is as for
 // namesKey.
 func saysRequestDiffers(body []byte, name string) bool {
-	if saysAny(body, "mismatch", "not match", "n't match", "non-identical", "not identical", "conflicting ", "same parameters",
+	text := bytes.ToLower(body)
+	if containsAny(text, "mismatch", "not match", "n't match", "non-identical", "not identical", "conflicting ", "same parameters",
 		"same request data", "same request body", "same payload", "same body", "other parameters", "other request", "other payload") {
 		return true
 	}
-	text := bytes.ToLower(body)
 	for i := 0; ; {
 		at := bytes.Index(text[i:], []byte("differ"))
 		if at < 0 {
@@ -751,7 +952,12 @@ func namesTheKey(rest []byte, name string) bool {
 // saysAny reports whether body contains any of words (lower case),
 // ignoring case.
 func saysAny(body []byte, words ...string) bool {
-	text := bytes.ToLower(body)
+	return containsAny(bytes.ToLower(body), words...)
+}
+
+// containsAny reports whether text, already in lower case, contains any
+// of words.
+func containsAny(text []byte, words ...string) bool {
 	for _, w := range words {
 		if bytes.Contains(text, []byte(w)) {
 			return true

@@ -473,6 +473,9 @@ func TestKeyField(t *testing.T) {
 		{"k1", `{"request_id":"k2"}`, ""},
 		{"k1", `{"request_id":"k1"`, "request_id"},
 		{"k 1", "amount=5&reference=k+1", "reference"},
+		{"k1", "order%5Bexternal_id%5D=k1&order%5Bqty%5D=1", "external_id"},
+		{"k1", "refs[]=k1", "refs"},
+		{"k1", "order[lines][][ref]=k1", "ref"},
 		{"k1", "amount=5", ""},
 		{"k1", "%zz", ""},
 	} {

@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -56,28 +57,76 @@ func TestDuplicateOrderToAFirstAttemptBehindAMesh(t *testing.T) {
 	req := idem.Request{Key: "ord-7", URL: sidecar.URL + "/api/v3/order", Body: []byte(body),
 		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}}
 
-	res, err := c.Submit(t.Context(), req)
-	requireForeignKey(t, res, err)
-	require.ErrorIs(t, err, idem.ErrNeedsReview)
-	require.Equal(t, 1, res.Attempts)
-	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, "ord-7")
-	require.NoError(t, err)
-	require.Equal(t, idem.ReviewKeyInUse, rec.Review)
-	require.Len(t, rec.Attempts, 1)
-	require.Contains(t, rec.Attempts[0].Err, "Duplicate order sent.", "the exchange's words, for the person deciding")
-
-	// The intent submitted again gets the journaled outcome; Resume leaves
-	// it for a person.
-	res, err = c.Submit(t.Context(), req)
-	requireForeignKey(t, res, err)
-	sum, err := c.Resume(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
+	requireLeftForAPerson(t, c, req, "Duplicate order sent.")
 
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	require.Equal(t, 1, o.orders, "orders")
 	require.Equal(t, []string{body, body}, o.bodies, "copies: ours and the sidecar's, the same bytes, nothing resent")
+}
+
+// An orders service whose table is keyed by the client's order id
+// (PRIMARY KEY (client_order_id)) and which passes MySQL's error on as it
+// came, a 400 with go-sql-driver's text (go-gorm/gorm#6261: "Error 1062
+// (23000): Duplicate entry 'xx' for key 'PRIMARY'"; table.PRIMARY since
+// 8.0.19), behind a sidecar that retries the 503 of the first copy,
+// which made the order. The refusal names neither the order nor the
+// member, only the value: our id. Failed (ErrFailed) would invite the
+// same order under a new id; it is flagged for a person and never sent
+// again.
+func TestDuplicatePrimaryKeyToAFirstAttemptBehindAMesh(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	orders := 0
+	placed := map[string]bool{}
+	sidecar := retryingSidecar(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var order struct {
+			ClientOrderID string `json:"client_order_id"`
+		}
+		_ = json.Unmarshal(b, &order)
+		mu.Lock()
+		defer mu.Unlock()
+		bodies = append(bodies, string(b))
+		makeOrRefuse(w, placed, &orders, order.ClientOrderID,
+			`{"error":"Error 1062 (23000): Duplicate entry '`+order.ClientOrderID+`' for key 'orders.PRIMARY'"}`)
+	})
+	c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyInBody())
+	body := `{"client_order_id":"ord-7","sku":"sku-1","qty":1}`
+	req := idem.Request{Key: "ord-7", URL: sidecar.URL + "/v1/orders", Body: []byte(body)}
+
+	requireLeftForAPerson(t, c, req, "Duplicate entry 'ord-7' for key 'orders.PRIMARY'")
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, orders, "orders")
+	require.Equal(t, []string{body, body}, bodies, "copies: ours and the sidecar's, the same bytes, nothing resent")
+}
+
+// requireLeftForAPerson submits req, whose first attempt a key conflict
+// answers, and asserts it is flagged ReviewKeyInUse after that one
+// attempt, open, never ErrFailed, the journaled attempt keeping the
+// server's words (for the person deciding); that the intent submitted
+// again gets the journaled outcome, and that Resume leaves it for a
+// person.
+func requireLeftForAPerson(t testing.TB, c *idem.Client, req idem.Request, words string) {
+	t.Helper()
+	res, err := c.Submit(t.Context(), req)
+	requireForeignKey(t, res, err)
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, 1, res.Attempts)
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, req.Key)
+	require.NoError(t, err)
+	require.Equal(t, idem.ReviewKeyInUse, rec.Review)
+	require.True(t, rec.Open())
+	require.Len(t, rec.Attempts, 1)
+	require.Contains(t, rec.Attempts[0].Err, words, "the server's words")
+
+	res, err = c.Submit(t.Context(), req)
+	requireForeignKey(t, res, err)
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
 }
 
 // To a first attempt, with the key in the body: a refusal saying the
@@ -167,6 +216,88 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 		// The order's own table, however prefixed, is still the order.
 		{"postgres primary key of trade_orders", "client_order_id",
 			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"trade_orders_pkey\" (SQLSTATE 23505)"}`}, true},
+		// The value a database's refusal names decides whose row it is,
+		// whatever its index or constraint is called. MySQL names the
+		// primary key PRIMARY (table.PRIMARY since 8.0.19:
+		// sidorares/node-mysql2#2961; before, PRIMARY alone: go-gorm/gorm
+		// #6261, OnlyLoveOleg/beego-ureg#3, a UUID key): an order table
+		// keyed by the client's id refuses our copy's id so.
+		{"mysql 1062 on orders.PRIMARY, our id", "client_order_id",
+			shape{status: 400, body: `{"error":"Error 1062 (23000): Duplicate entry 'ord-7' for key 'orders.PRIMARY'"}`}, true},
+		{"mysql 1062 on PRIMARY before 8.0.19, our id", "client_order_id",
+			shape{status: 400, body: `{"error":"Error 1062: Duplicate entry 'ord-7' for key 'PRIMARY'"}`}, true},
+		// A unique index on (merchant, id) joins the values with '-'.
+		{"mysql 1062 on a composite index holding our id", "client_order_id",
+			shape{status: 400, body: `{"error":"Error 1062 (23000): Duplicate entry '42-ord-7' for key 'orders.uniq_merchant_ref'"}`}, true},
+		// A value not ours on a column named for the order's id may be
+		// ours in another form (prefixed, BINARY(16)): the index's name
+		// reads as before.
+		{"mysql 1062 on orders.order_id, another form", "client_order_id",
+			shape{status: 400, body: `{"error":"Error 1062 (23000): Duplicate entry 'm42:x9' for key 'orders.order_id'"}`}, true},
+		{"mysql 1062 on orders.PRIMARY, another id", "client_order_id",
+			shape{status: 400, body: `{"error":"Error 1062 (23000): Duplicate entry '1234' for key 'orders.PRIMARY'"}`}, false},
+		// psycopg2's text carries PostgreSQL's DETAIL; Django names a
+		// unique_together constraint <table>_<columns>_<hash>_uniq.
+		{"postgres detail holding our id", "client_order_id",
+			shape{status: 400, body: `{"error":"duplicate key value violates unique constraint \"shop_order_merchant_id_reference_5c2c3b8e_uniq\"\nDETAIL:  Key (merchant_id, reference)=(42, ord-7) already exists.\n"}`}, true},
+		// A primary key sequence out of step with the table (after an
+		// import: Icinga/icingaweb2-module-director#1573, rughh/on_ruby
+		// #71) refuses the server's own next id: our order was not made.
+		{"postgres detail naming another id on orders_pkey", "client_order_id",
+			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"orders_pkey\"\nDETAIL:  Key (id)=(1234) already exists."}`}, false},
+		// PostgreSQL names a unique constraint <table>_<columns>_key: a
+		// product twice on one order, without a DETAIL.
+		{"postgres composite unique constraint on order_items", "client_order_id",
+			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"order_items_order_id_product_id_key\" (SQLSTATE 23505)"}`}, false},
+		// SQL Server's 2627 and 2601 name the value, not the column
+		// (microsoft/sql-server-samples#1091: "Violation of PRIMARY KEY
+		// constraint 'PK_Customers'. Cannot insert duplicate key in object
+		// 'dbo.Customers'. The duplicate key value is (FURIB)."); an id
+		// from another session's sequence (sebastienros/yessql#245) is not
+		// ours.
+		{"sql server 2627 on PK_orders, our id", "client_order_id",
+			shape{status: 400, body: `{"error":"Violation of PRIMARY KEY constraint 'PK_orders'. Cannot insert duplicate key in object 'dbo.orders'. The duplicate key value is (ord-7).\r\nThe statement has been terminated."}`}, true},
+		{"sql server 2601 on a unique index holding our id", "client_order_id",
+			shape{status: 400, body: `{"error":"Cannot insert duplicate key row in object 'dbo.orders' with unique index 'IX_orders_merchant_ref'. The duplicate key value is (42, ord-7)."}`}, true},
+		{"sql server 2627 on PK_orders, another id", "client_order_id",
+			shape{status: 400, body: `{"error":"Violation of PRIMARY KEY constraint 'PK_orders'. Cannot insert duplicate key in object 'dbo.orders'. The duplicate key value is (1619)."}`}, false},
+		// MongoDB's E11000 passed on as it came names the fields and values
+		// (BuildOnViction/tomox-sdk#147: "E11000 duplicate key error
+		// collection: tomodex.orders index: hash_1 dup key: { hash: \"0x…\"
+		// }"; google/wikiloop-doublecheck#331, a compound index; before
+		// 4.2 the fields unnamed, "{ : \"…\" }").
+		{"mongodb E11000 on _id, our id", "client_order_id",
+			shape{status: 400, body: `{"error":"E11000 duplicate key error collection: shop.orders index: _id_ dup key: { _id: \"ord-7\" }"}`}, true},
+		{"mongodb E11000 on a compound index holding our id", "client_order_id",
+			shape{status: 400, body: `{"error":"E11000 duplicate key error collection: shop.orders index: merchantId_1_ref_1 dup key: { merchantId: 42, ref: \"ord-7\" }"}`}, true},
+		{"mongodb E11000 before 4.2, our id", "client_order_id",
+			shape{status: 400, body: `{"error":"E11000 duplicate key error index: shop.orders.$ref_1 dup key: { : \"ord-7\" }"}`}, true},
+		{"mongodb E11000 on email", "client_order_id",
+			shape{status: 400, body: `{"error":"E11000 duplicate key error collection: shop.customers index: email_1 dup key: { email: \"a@b.example\" }"}`}, false},
+		// Rails' full message for an attribute external_id holding the
+		// key: humanize drops "_id" (ActiveSupport::Inflector.humanize).
+		{"rails full message external taken", "external_id",
+			shape{status: 422, body: `{"errors":["External has already been taken"]}`}, true},
+		// Rails' errors.as_json for a form's nested params
+		// (order[external_id]=…): the member by its own name.
+		{"rails errors of a nested form's member", "order[external_id]",
+			shape{status: 422, body: `{"errors":{"external_id":["has already been taken"]}}`}, true},
+		// A validation error that echoes the request: the id in it is no
+		// word of the refusal.
+		{"email taken with the request echoed", "client_order_id",
+			shape{status: 422, body: `{"errors":{"email":["has already been taken"]},"request":{"client_order_id":"ord-7","email":"a@b.example"}}`}, false},
+		// Prisma's P2002 passed on as it came: "Unique constraint failed on
+		// the fields: (`email`)" (prisma/orm#4350), or on the constraint
+		// by its name (prisma/prisma-test-utils#21: "on the constraint:
+		// `PRIMARY`"; PostgreSQL's <Model>_<field>_key).
+		{"prisma P2002 on the key's field", "clientOrderId",
+			shape{status: 400, body: "{\"message\":\"\\nInvalid `prisma.order.create()` invocation:\\n\\n\\nUnique constraint failed on the fields: (`clientOrderId`)\"}"}, true},
+		{"prisma P2002 on the constraint of the key's field", "clientOrderId",
+			shape{status: 400, body: "{\"message\":\"\\nInvalid `prisma.order.create()` invocation:\\n\\n\\nUnique constraint failed on the constraint: `Order_clientOrderId_key`\"}"}, true},
+		{"prisma P2002 on the constraint of a product twice on one order", "clientOrderId",
+			shape{status: 400, body: "{\"message\":\"\\nInvalid `prisma.orderItem.create()` invocation:\\n\\n\\nUnique constraint failed on the constraint: `OrderItem_orderId_productId_key`\"}"}, false},
+		{"prisma P2002 on email", "clientOrderId",
+			shape{status: 400, body: "{\"message\":\"\\nInvalid `prisma.customer.create()` invocation:\\n\\n\\nUnique constraint failed on the fields: (`email`)\"}"}, false},
 		{"duplicate symbols", "newClientOrderId",
 			shape{status: 400, body: `{"msg":"duplicate symbols in the list"}`}, false},
 		// An order that has duplicates, not one that is one: Rails'
@@ -184,10 +315,11 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.answer)
 			c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
-			// Exchanges take a form, Alpaca's orders JSON.
-			body := "symbol=BTCUSDT&side=BUY&quantity=1&" + tt.field + "=ord-7"
-			if tt.field == "client_order_id" {
-				body = `{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","client_order_id":"ord-7"}`
+			// Exchanges take a form, the others JSON (Alpaca's orders).
+			body := `{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","` + tt.field + `":"ord-7"}`
+			switch tt.field {
+			case "newClientOrderId", "clientOid", "clOrdID", "order[external_id]":
+				body = "symbol=BTCUSDT&side=BUY&quantity=1&" + url.QueryEscape(tt.field) + "=ord-7"
 			}
 			req := idem.Request{Key: "ord-7", URL: v.srv.URL + "/v2/orders", Body: []byte(body)}
 			for range 2 { // the intent submitted again gets the journaled outcome

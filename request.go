@@ -294,9 +294,11 @@ func keyInBody(key string, body []byte) bool {
 
 // keyField is the name of the body's member that holds key, the first in
 // a JSON document's order ("request_id": key, at any depth) or, in a form,
-// the first by name (request_id=key), or "" when none does: the name by
-// which a server whose key goes in the body speaks of it in its errors
-// (Airwallex's "The same request ID has already been used").
+// the first by name (request_id=key; of a nested one, the innermost:
+// order[external_id]=key is external_id), or "" when none does: the name
+// by which a server whose key goes in the body speaks of it in its errors
+// (Airwallex's "The same request ID has already been used", Rails'
+// {"external_id":["has already been taken"]}).
 func keyField(key string, body []byte) string {
 	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("{")) {
 		form, err := url.ParseQuery(string(body))
@@ -305,7 +307,10 @@ func keyField(key string, body []byte) string {
 		}
 		for _, name := range slices.Sorted(maps.Keys(form)) {
 			if slices.Contains(form[name], key) {
-				return name
+				// Rails' and PHP's nested params: order[external_id],
+				// items[][ref].
+				name = strings.TrimRight(name, "[]")
+				return name[strings.LastIndexByte(name, '[')+1:]
 			}
 		}
 		return ""
