@@ -134,6 +134,10 @@ type answer struct {
 	// keyIgnored: the server says it does not de-duplicate by the key
 	// where this went (keyIgnored): a resend is a second request.
 	keyIgnored bool
+	// foundOrder: with the key in the request's body, a result query's
+	// 2xx the decoder could not read names the key as a member's value
+	// (foundOrder): the order exists.
+	foundOrder bool
 	body       []byte
 	out        Outcome // what the decoder read from a 2xx
 	decodeErr  error   // why a 2xx proves nothing; nil when out is valid
@@ -396,6 +400,14 @@ func judgeQuery(p past, a answer) judgment {
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "settled", "processing")
 		switch {
+		case j.move == moveQuery && a.foundOrder:
+			// A client order id is often a key only while its order is
+			// open (Binance's newClientOrderId, Kraken's cl_ord_id): a
+			// resend after the order filled places it again. The server
+			// holds it; asking again is all that is safe.
+			j.move, j.label = moveProcessing, "found_unread"
+			j.err = fmt.Errorf("%w, but it names the key the request's body carries: the order exists, and a resend may place it again; "+
+				"a Decoder that reads this answer (WithDecoder) settles it", j.err)
 		case j.move == moveQuery:
 			j.move, j.label = moveInconclusive, "query_failed"
 		case j.move == moveSettle && p.contested && j.out.State == StateSucceeded:
@@ -423,6 +435,27 @@ func judgeQuery(p past, a answer) judgment {
 	default:
 		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a)}
 	}
+}
+
+// foundOrder reports whether body, a result query's 2xx answer the
+// decoder could not read, holds key, which travels in the request's body,
+// as a member's value (Binance's "clientOrderId": "ord-9", OKX's
+// "data": [{"clOrdId": …}]), and carries no error as DecodeJSON reads
+// one: the endpoint found the order. A list the filter was not applied
+// to, or an empty one, names other orders or none.
+func foundOrder(body []byte, key string) bool {
+	body = bytes.TrimSpace(trimBOM(body))
+	if len(body) == 0 || body[0] != '{' && body[0] != '[' || jsonKeyMember(key, body) == "" {
+		return false
+	}
+	v, ok := scanResult(body)
+	if !ok {
+		var err error
+		if v, err = unmarshalResult(body); err != nil {
+			return true // a list, or cut short after naming the key
+		}
+	}
+	return !v[memError].ok && !v[memErrors].ok && !v[memUnsuccessful].ok
 }
 
 // saysKeyForgotten reports whether a result query's error body says the

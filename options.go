@@ -441,7 +441,11 @@ func keyHeaderRefusal(canon string) string {
 // not failed. A client order id that is unique among open orders only
 // (Kraken's cl_ord_id) is no key once a market order has filled: give
 // such an API's order-by-client-id endpoint to WithResultEndpoint, so
-// that a lost answer is asked about before anything is resent.
+// that a lost answer is asked about before anything is resent. Its 2xx
+// answer that the Decoder cannot read but that holds the key as a
+// member's value, with no error, says the order exists: the operation
+// is kept processing and only asked about, never resent, until a Decoder
+// that reads the API's orders (WithDecoder) or a person settles it.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }

@@ -1,0 +1,149 @@
+package idem_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// spotExchange is Binance's spot order API as documented: POST
+// /api/v3/order takes its parameters form-encoded, newClientOrderId "a
+// unique id among open orders" (the same id is taken again once its
+// order has filled); a MARKET order fills at once. GET
+// /api/v3/order?symbol=…&origClientOrderId=… answers the order in its
+// own shape (orderId, clientOrderId, status: no "id", no "state"; the
+// Query Order example of developers.binance.com and ccxt/binance-api-node's
+// README), and an id no order holds with 400 {"code":-2013,"msg":"Order
+// does not exist."}. An id an open order holds is refused with 400
+// {"code":-2010,"msg":"Duplicate order sent."}. The connection drops
+// before the first order's answer is out.
+type spotExchange struct {
+	// lostBefore: the first order's connection drops before it is placed
+	// (after the request was written), not after.
+	lostBefore bool
+
+	mu     sync.Mutex
+	orders []string // the clientOrderId of each order placed, all filled
+	asked  []string // each request, method and path
+}
+
+func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	x.mu.Lock()
+	x.asked = append(x.asked, r.Method+" "+r.URL.Path)
+	if r.Method == http.MethodGet {
+		id := r.URL.Query().Get("origClientOrderId")
+		placed := slices.Index(x.orders, id)
+		x.mu.Unlock()
+		if placed < 0 {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"code":-2013,"msg":"Order does not exist."}`)
+			return
+		}
+		_, _ = io.WriteString(w, spotOrder(placed+1, id))
+		return
+	}
+	form, _ := url.ParseQuery(string(b))
+	id := form.Get("newClientOrderId")
+	first := len(x.asked) == 1
+	if !first || !x.lostBefore {
+		x.orders = append(x.orders, id) // filled at once: never open, so never refused as a duplicate
+	}
+	n := len(x.orders)
+	x.mu.Unlock()
+	if first {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
+	_, _ = io.WriteString(w, spotOrder(n, id))
+}
+
+// spotOrder is a filled MARKET order as Binance answers it.
+func spotOrder(orderID int, clientOrderID string) string {
+	return fmt.Sprintf(`{"symbol":"BTCUSDT","orderId":%d,"orderListId":-1,"clientOrderId":%q,"transactTime":1764936000000,`+
+		`"price":"0.00000000","origQty":"1.00000000","executedQty":"1.00000000","cummulativeQuoteQty":"91500.00000000",`+
+		`"status":"FILLED","timeInForce":"GTC","type":"MARKET","side":"BUY","workingTime":1764936000000,"selfTradePreventionMode":"EXPIRE_MAKER"}`,
+		orderID, clientOrderID)
+}
+
+// The result endpoint found the order whose answer was lost, in a shape
+// the default decoder cannot read. Resending the client order id after
+// that placed the order again (three orders for one Submit): the id was
+// free once the first had filled. An answer naming the key the body
+// carries proves the order exists: nothing is resent, the operation stays
+// processing for a decoder (or a person) to settle, and each query's
+// attempt says why. An order the endpoint does not know (-2013) is still
+// resent once, and that resend's order is found and never resent.
+func TestFoundOrderInAnUnreadShapeIsNeverResent(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		lostBefore bool
+		submits    int
+	}{
+		{name: "lost after it was placed", submits: 1},
+		{name: "lost before it was placed", lostBefore: true, submits: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &spotExchange{lostBefore: tt.lostBefore}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			var mu sync.Mutex
+			var found []string // each query's error that found the order
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(),
+				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"),
+				idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) {
+					if ev.Query && ev.StatusCode == http.StatusOK {
+						mu.Lock()
+						defer mu.Unlock()
+						found = append(found, fmt.Sprint(ev.Err))
+					}
+				}}))
+
+			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/api/v3/order",
+				Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
+				Body:   []byte("symbol=BTCUSDT&side=BUY&type=MARKET&quantity=1&newClientOrderId=ord-9")})
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+			require.NotErrorIs(t, err, idem.ErrFailed)
+			require.Equal(t, idem.StateProcessing, res.State)
+			x.mu.Lock()
+			require.Equal(t, []string{"ord-9"}, x.orders, "orders")
+			x.mu.Unlock()
+
+			// Nor does a restart's Resume resend it.
+			sum, err := c.Resume(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, idem.Summary{Visited: 1, Processing: 1}, sum)
+
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			require.Equal(t, []string{"ord-9"}, x.orders, "orders after Resume")
+			submits := 0
+			for _, a := range x.asked {
+				if a == "POST /api/v3/order" {
+					submits++
+				}
+			}
+			require.Equal(t, tt.submits, submits, "submits in %v", x.asked)
+			mu.Lock()
+			defer mu.Unlock()
+			require.NotEmpty(t, found)
+			for _, e := range found {
+				require.Contains(t, e, "names the key the request's body carries: the order exists")
+			}
+		})
+	}
+}
