@@ -172,7 +172,11 @@ type judgment struct {
 	review   string  // moveReview: why, for people; moveSettle: a flag kept beside the outcome
 	conflict bool    // the key is someone else's, or was used with another body
 	notFound bool    // moveInconclusive: the result endpoint said 404
-	err      error   // what to record on the attempt (a decode error)
+	// failed: moveInconclusive, and the result endpoint said nothing of
+	// the operation: no answer, a redirect, a 5xx, or a 4xx other than
+	// a 404 that does not say what was asked for is missing.
+	failed bool
+	err    error // what to record on the attempt (a decode error)
 }
 
 // maxRefusalsAfterSend bounds the resends answered with a refusal after an
@@ -433,8 +437,18 @@ func judgeQuery(p past, a answer) judgment {
 	case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
 		return judgment{move: moveResend, label: "throttled"}
 	default:
-		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a)}
+		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a), failed: !saysMissing(a.status, a.body)}
 	}
+}
+
+// saysMissing reports whether a result query's 400 or 422 says that what
+// it asked for does not exist, as a 404 would (Binance's 400
+// {"code":-2013,"msg":"Order does not exist."}), rather than that the
+// query itself was refused (a bad signature, a timestamp out of its
+// window, a parameter missing).
+func saysMissing(status int, body []byte) bool {
+	return (status == http.StatusBadRequest || status == http.StatusUnprocessableEntity) &&
+		saysAny(body, "not found", "does not exist", "no such")
 }
 
 // foundOrder reports whether body, a result query's 2xx answer the

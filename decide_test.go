@@ -221,6 +221,35 @@ func TestFoundOrder(t *testing.T) {
 	}
 }
 
+// TestQueryFailed: a result query's answer that says nothing of the
+// operation, which with the key in the body is asked again, never
+// followed by a resend; a 404, a 2xx, or a 400 saying the order does not
+// exist is an answer about it.
+func TestQueryFailed(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		a      answer
+		failed bool
+	}{
+		{"no answer", answer{}, true},
+		{"500", answer{status: 500, body: []byte(`{"code":-1001,"msg":"Internal error; unable to process your request. Please try again."}`)}, true},
+		{"a redirect to a login page", answer{status: 302}, true},
+		{"401", answer{status: 401, body: []byte(`{"code":-2015,"msg":"Invalid API-key, IP, or permissions for action."}`)}, true},
+		{"400, a bad signature", answer{status: 400, body: []byte(`{"code":-1022,"msg":"Signature for this request is not valid."}`)}, true},
+		{"422, a parameter missing", answer{status: 422, body: []byte(`{"code":40010001,"message":"order_id is missing"}`)}, true},
+		{"400, the order does not exist", answer{status: 400, body: []byte(`{"code":-2013,"msg":"Order does not exist."}`)}, false},
+		{"422, not found", answer{status: 422, body: []byte(`{"message":"Order not found"}`)}, false},
+		{"404", answer{status: 404, body: []byte(`{"code":40410000,"message":"order not found"}`)}, false},
+		{"a 2xx naming no order", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"code":"51603","msg":"Order does not exist","data":[]}`)}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if j := judgeQuery(past{maybeExecuted: true}, tt.a); j.failed != tt.failed {
+				t.Fatalf("judgeQuery() failed = %v; want %v", j.failed, tt.failed)
+			}
+		})
+	}
+}
+
 func TestPastOf(t *testing.T) {
 	sub := func(n, status int, wrote, done, refused, replayed bool) journal.Attempt {
 		return journal.Attempt{Number: n, Kind: journal.AttemptSubmit, Status: status, Wrote: wrote, Done: done, Refused: refused, Replayed: replayed}

@@ -109,7 +109,10 @@ func decodeSpotOrder(a *idem.Answer) (idem.Outcome, error) {
 // own, which DecodeJSON does not read: the result query finds the order,
 // and idem keeps the operation processing and never resends it, but
 // cannot settle it. A Decoder that reads the order settles it, and
-// refuses another order's answer.
+// refuses another order's answer. The query's symbol must be the
+// order's: for another symbol Binance answers -2013 "Order does not
+// exist.", which is read as the order missing and lets a resend go. An
+// application trading several symbols sets each Request's ResultURL.
 func ExampleWithDecoder_clientOrderID() {
 	_ = []idem.Option{idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
 		idem.WithResultEndpoint("https://api.binance.com/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}")}

@@ -32,6 +32,9 @@ type spotExchange struct {
 	// lostBefore: the first order's connection drops before it is placed
 	// (after the request was written), not after.
 	lostBefore bool
+	// queryFails: the first result queries are answered so, each with
+	// the status and body of the exchange's documented failures.
+	queryFails []shape
 
 	mu     sync.Mutex
 	orders []string // the clientOrderId of each order placed, all filled
@@ -44,6 +47,14 @@ func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
 	x.mu.Lock()
 	x.asked = append(x.asked, r.Method+" "+r.URL.Path)
 	if r.Method == http.MethodGet {
+		if len(x.queryFails) > 0 {
+			f := x.queryFails[0]
+			x.queryFails = x.queryFails[1:]
+			x.mu.Unlock()
+			w.WriteHeader(f.status)
+			_, _ = io.WriteString(w, f.body)
+			return
+		}
 		id := r.URL.Query().Get("origClientOrderId")
 		placed := slices.Index(x.orders, id)
 		x.mu.Unlock()
@@ -70,6 +81,30 @@ func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, _ = io.WriteString(w, spotOrder(n, id))
+}
+
+// requireOneOrder asserts that the exchange placed one order, for the
+// key ord-9, and was sent submits orders in all.
+func (x *spotExchange) requireOneOrder(t *testing.T, submits int) {
+	t.Helper()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	require.Equal(t, []string{"ord-9"}, x.orders, "orders")
+	n := 0
+	for _, a := range x.asked {
+		if a == "POST /api/v3/order" {
+			n++
+		}
+	}
+	require.Equal(t, submits, n, "submits in %v", x.asked)
+}
+
+// marketBuy is a MARKET order under the client order id ord-9, its
+// parameters form-encoded as Binance takes them.
+func marketBuy(base string) idem.Request {
+	return idem.Request{Key: "ord-9", URL: base + "/api/v3/order",
+		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
+		Body:   []byte("symbol=BTCUSDT&side=BUY&type=MARKET&quantity=1&newClientOrderId=ord-9")}
 }
 
 // spotOrder is a filled MARKET order as Binance answers it.
@@ -113,14 +148,12 @@ func TestFoundOrderInAnUnreadShapeIsNeverResent(t *testing.T) {
 					}
 				}}))
 
-			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/api/v3/order",
-				Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
-				Body:   []byte("symbol=BTCUSDT&side=BUY&type=MARKET&quantity=1&newClientOrderId=ord-9")})
+			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 			require.NotErrorIs(t, err, idem.ErrFailed)
 			require.Equal(t, idem.StateProcessing, res.State)
 			x.mu.Lock()
-			require.Equal(t, []string{"ord-9"}, x.orders, "orders")
+			require.Equal(t, []string{"ord-9"}, x.orders, "orders before Resume")
 			x.mu.Unlock()
 
 			// Nor does a restart's Resume resend it.
@@ -128,22 +161,66 @@ func TestFoundOrderInAnUnreadShapeIsNeverResent(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, idem.Summary{Visited: 1, Processing: 1}, sum)
 
-			x.mu.Lock()
-			defer x.mu.Unlock()
-			require.Equal(t, []string{"ord-9"}, x.orders, "orders after Resume")
-			submits := 0
-			for _, a := range x.asked {
-				if a == "POST /api/v3/order" {
-					submits++
-				}
-			}
-			require.Equal(t, tt.submits, submits, "submits in %v", x.asked)
+			x.requireOneOrder(t, tt.submits)
 			mu.Lock()
 			defer mu.Unlock()
 			require.NotEmpty(t, found)
 			for _, e := range found {
 				require.Contains(t, e, "names the key the request's body carries: the order exists")
 			}
+		})
+	}
+}
+
+// A result query that fails (Binance: "HTTP 5XX return codes are used for
+// internal errors … the execution status is UNKNOWN", developers.binance.com,
+// Spot API, HTTP Return Codes; its -1001 "Internal error; unable to
+// process your request."; a gateway's 504) says nothing of whether the
+// order exists. Resending the client order id after it placed the filled
+// order again, and the resend's answer, read by a Decoder, settled the
+// call with the second order: two positions, the caller told of one. With
+// the key in the body nothing but an answer about the order (found, or
+// not found: Binance's -2013) leads to a resend: the query is asked
+// again, finds the first order, and settles with it.
+func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
+	internal := shape{status: http.StatusInternalServerError, body: `{"code":-1001,"msg":"Internal error; unable to process your request. Please try again."}`}
+	gateway := shape{status: http.StatusGatewayTimeout, body: `<html><body><h1>504 Gateway Time-out</h1></body></html>`}
+	for _, tt := range []struct {
+		name       string
+		lostBefore bool
+		fails      []shape
+		submits    int
+		orderID    string
+	}{
+		{name: "500 internal error", fails: []shape{internal}, submits: 1, orderID: "1"},
+		{name: "504 twice", fails: []shape{gateway, gateway}, submits: 1, orderID: "1"},
+		{name: "not placed: failed, then does not exist", lostBefore: true, fails: []shape{internal}, submits: 2, orderID: "1"},
+		// Down for longer than the call's budget: unknown, and Resume
+		// (which resends at once after a header key's failed query)
+		// asks again and resends nothing either.
+		{name: "failing past the call and Resume", fails: slices.Repeat([]shape{internal}, 2*idem.DefaultMaxAttempts), submits: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &spotExchange{lostBefore: tt.lostBefore, queryFails: tt.fails}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+
+			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
+			if tt.orderID == "" {
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.Equal(t, idem.StateUnknown, res.State)
+				sum, err := c.Resume(t.Context())
+				require.NoError(t, err)
+				require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, idem.StateSucceeded, res.State)
+				require.Equal(t, tt.orderID, res.ResourceID)
+			}
+
+			x.requireOneOrder(t, tt.submits)
 		})
 	}
 }

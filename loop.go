@@ -213,7 +213,12 @@ func (d *driver) run() error {
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
-			if queryOnly(d.rec) {
+			if queryOnly(d.rec) || q.failed && c.cfg.keyHeader == "" {
+				// With the key in the body, it is a client order id, which
+				// many exchanges hold only while its order is open
+				// (Binance's newClientOrderId): a resend after the order
+				// filled places it again. Only the endpoint's answer about
+				// the order lets a resend go; a failed query is asked again.
 				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
 				}

@@ -445,7 +445,11 @@ func keyHeaderRefusal(canon string) string {
 // answer that the Decoder cannot read but that holds the key as a
 // member's value, with no error, says the order exists: the operation
 // is kept processing and only asked about, never resent, until a Decoder
-// that reads the API's orders (WithDecoder) or a person settles it.
+// that reads the API's orders (WithDecoder) or a person settles it. Only
+// an answer that does not find the order (a 404, a 400 or 422 saying it
+// is "not found" or "does not exist", a 2xx that does not name it) is
+// followed by a resend; a query that fails (no answer, a 5xx, a 401, a
+// 400 about the query itself) is asked again.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }
