@@ -413,7 +413,7 @@ func judgeQuery(p past, a answer) judgment {
 			j.err = fmt.Errorf("%w, but it names the key the request's body carries: the order exists, and a resend may place it again; "+
 				"a Decoder that reads this answer (WithDecoder) settles it", j.err)
 		case j.move == moveQuery:
-			j.move, j.label = moveInconclusive, "query_failed"
+			j.move, j.label, j.failed = moveInconclusive, "query_failed", queryFailed(a.status, a.body)
 		case j.move == moveSettle && p.contested && j.out.State == StateSucceeded:
 			return contestedSuccess("query_contested")
 		}
@@ -437,18 +437,46 @@ func judgeQuery(p past, a answer) judgment {
 	case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
 		return judgment{move: moveResend, label: "throttled"}
 	default:
-		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a), failed: !saysMissing(a.status, a.body)}
+		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a), failed: queryFailed(a.status, a.body)}
 	}
 }
 
-// saysMissing reports whether a result query's 400 or 422 says that what
-// it asked for does not exist, as a 404 would (Binance's 400
-// {"code":-2013,"msg":"Order does not exist."}), rather than that the
-// query itself was refused (a bad signature, a timestamp out of its
-// window, a parameter missing).
-func saysMissing(status int, body []byte) bool {
-	return (status == http.StatusBadRequest || status == http.StatusUnprocessableEntity) &&
-		saysAny(body, "not found", "does not exist", "no such")
+// queryFailed reports whether a result query's inconclusive answer of
+// status (not a 404, 410, 429 or 503) says nothing of the operation, as
+// no answer does: a redirect, a 5xx, a 401 or 403, a 400 or 422 about
+// the query itself (a bad signature, a timestamp out of its window, a
+// parameter missing), a 2xx that is no JSON document (a WAF's empty 202
+// challenge, an HTML page) or that carries an error. Not one that says
+// what it asked for does not exist, as a 404 would (Binance's 400
+// {"code":-2013,"msg":"Order does not exist."}), nor a 2xx document with
+// no error that does not name it (a search that found nothing).
+func queryFailed(status int, body []byte) bool {
+	missing := saysAny(body, "not found", "does not exist", "no such")
+	switch {
+	case status >= 200 && status < 300:
+		b := bytes.TrimSpace(trimBOM(body))
+		if len(b) == 0 || b[0] != '{' && b[0] != '[' {
+			return true
+		}
+		return carriesError(b) && !missing
+	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
+		return !missing
+	}
+	return true
+}
+
+// carriesError reports whether a JSON body carries an error as
+// DecodeJSON reads one: an "error" or "errors" member that is not null or
+// empty, or "success": false.
+func carriesError(body []byte) bool {
+	v, ok := scanResult(body)
+	if !ok {
+		var err error
+		if v, err = unmarshalResult(body); err != nil {
+			return false // a list, or not JSON
+		}
+	}
+	return v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok
 }
 
 // foundOrder reports whether body, a result query's 2xx answer the
@@ -462,14 +490,7 @@ func foundOrder(body []byte, key string) bool {
 	if len(body) == 0 || body[0] != '{' && body[0] != '[' || jsonKeyMember(key, body) == "" {
 		return false
 	}
-	v, ok := scanResult(body)
-	if !ok {
-		var err error
-		if v, err = unmarshalResult(body); err != nil {
-			return true // a list, or cut short after naming the key
-		}
-	}
-	return !v[memError].ok && !v[memErrors].ok && !v[memUnsuccessful].ok
+	return !carriesError(body)
 }
 
 // saysKeyForgotten reports whether a result query's error body says the

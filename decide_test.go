@@ -241,6 +241,12 @@ func TestQueryFailed(t *testing.T) {
 		{"422, not found", answer{status: 422, body: []byte(`{"message":"Order not found"}`)}, false},
 		{"404", answer{status: 404, body: []byte(`{"code":40410000,"message":"order not found"}`)}, false},
 		{"a 2xx naming no order", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"code":"51603","msg":"Order does not exist","data":[]}`)}, false},
+		{"a 2xx empty list", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"retCode":0,"retMsg":"OK","result":{"list":[]}}`)}, false},
+		{"a 2xx bare empty list", answer{status: 200, decodeErr: errUndecodable, body: []byte(`[]`)}, false},
+		{"a 2xx error saying not found", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"error":"Order not found"}`)}, false},
+		{"a 2xx error", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"success":false,"msg":"Invalid signature"}`)}, true},
+		{"a WAF's empty 202 challenge", answer{status: 202, decodeErr: errUndecodable}, true},
+		{"an HTML page", answer{status: 200, decodeErr: errUndecodable, body: []byte(`<!doctype html><title>Just a moment...</title>`)}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if j := judgeQuery(past{maybeExecuted: true}, tt.a); j.failed != tt.failed {

@@ -51,6 +51,9 @@ func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
 			f := x.queryFails[0]
 			x.queryFails = x.queryFails[1:]
 			x.mu.Unlock()
+			for name, v := range f.header {
+				w.Header()[name] = v
+			}
 			w.WriteHeader(f.status)
 			_, _ = io.WriteString(w, f.body)
 			return
@@ -185,6 +188,10 @@ func TestFoundOrderInAnUnreadShapeIsNeverResent(t *testing.T) {
 func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 	internal := shape{status: http.StatusInternalServerError, body: `{"code":-1001,"msg":"Internal error; unable to process your request. Please try again."}`}
 	gateway := shape{status: http.StatusGatewayTimeout, body: `<html><body><h1>504 Gateway Time-out</h1></body></html>`}
+	// AWS WAF's Challenge action (a rate-based rule on the reads): 202,
+	// x-amzn-waf-action: challenge, and no body to a client that does not
+	// accept text/html (docs.aws.amazon.com/waf, API_ChallengeAction).
+	challenge := shape{status: http.StatusAccepted, header: http.Header{"X-Amzn-Waf-Action": {"challenge"}}}
 	for _, tt := range []struct {
 		name       string
 		lostBefore bool
@@ -194,6 +201,7 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 	}{
 		{name: "500 internal error", fails: []shape{internal}, submits: 1, orderID: "1"},
 		{name: "504 twice", fails: []shape{gateway, gateway}, submits: 1, orderID: "1"},
+		{name: "a WAF's challenge", fails: []shape{challenge}, submits: 1, orderID: "1"},
 		{name: "not placed: failed, then does not exist", lostBefore: true, fails: []shape{internal}, submits: 2, orderID: "1"},
 		// Down for longer than the call's budget: unknown, and Resume
 		// (which resends at once after a header key's failed query)

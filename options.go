@@ -447,9 +447,10 @@ func keyHeaderRefusal(canon string) string {
 // is kept processing and only asked about, never resent, until a Decoder
 // that reads the API's orders (WithDecoder) or a person settles it. Only
 // an answer that does not find the order (a 404, a 400 or 422 saying it
-// is "not found" or "does not exist", a 2xx that does not name it) is
-// followed by a resend; a query that fails (no answer, a 5xx, a 401, a
-// 400 about the query itself) is asked again.
+// is "not found" or "does not exist", a JSON 2xx with no error that
+// does not name it) is followed by a resend; a query that fails (no
+// answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
+// JSON or carries an error) is asked again.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }
