@@ -188,8 +188,9 @@
 // "not found" or "does not exist", a JSON 2xx with no error that does
 // not name it) is followed by a resend, never a query that failed (no
 // answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
-// JSON or carries an error), which is asked again. A result
-// query answered 410 Gone says the server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
+// JSON or carries an error), which is asked again; a 503 to a submit,
+// which may follow the work done, is asked about before any resend. A
+// result query answered 410 Gone says the server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].
 // An answer whose Idempotency-Status (or X-Idempotency-Status) is
 // "ignored" says the server does not de-duplicate by the key there

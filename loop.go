@@ -277,7 +277,11 @@ func (d *driver) run() error {
 		case moveProcessing:
 			needQuery = true
 		case moveResend:
-			needQuery = false
+			// A 503 may follow the work done (a gateway's, an overloaded
+			// exchange's: Binance's -1008). A header key's server takes the
+			// resend for the same request; a client order id in the body
+			// may be free again once the order has filled: ask first.
+			needQuery = !s.refused && c.cfg.keyHeader == ""
 		case moveQuery:
 			needQuery = true
 			if d.rec.QueryURL != "" && s.retryAfter == 0 {

@@ -450,7 +450,8 @@ func keyHeaderRefusal(canon string) string {
 // is "not found" or "does not exist", a JSON 2xx with no error that
 // does not name it) is followed by a resend; a query that fails (no
 // answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
-// JSON or carries an error) is asked again.
+// JSON or carries an error) is asked again, and a 503 to a submit (which
+// may follow the work done) is asked about before any resend.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }

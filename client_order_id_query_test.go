@@ -29,9 +29,11 @@ import (
 // {"code":-2010,"msg":"Duplicate order sent."}. The connection drops
 // before the first order's answer is out.
 type spotExchange struct {
-	// lostBefore: the first order's connection drops before it is placed
-	// (after the request was written), not after.
+	// lostBefore: the first order is not placed (its connection drops
+	// after the request was written, or it is answered firstAnswer).
 	lostBefore bool
+	// firstAnswer: the first order is placed and answered so, not lost.
+	firstAnswer *shape
 	// queryFails: the first result queries are answered so, each with
 	// the status and body of the exchange's documented failures.
 	queryFails []shape
@@ -77,6 +79,11 @@ func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	n := len(x.orders)
 	x.mu.Unlock()
+	if first && x.firstAnswer != nil {
+		w.WriteHeader(x.firstAnswer.status)
+		_, _ = io.WriteString(w, x.firstAnswer.body)
+		return
+	}
 	if first {
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			_ = conn.Close()
@@ -229,6 +236,48 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 			}
 
 			x.requireOneOrder(t, tt.submits)
+		})
+	}
+}
+
+// Binance answers an order it has placed with 503 when its servers are
+// overloaded (futures' 503 {"code":-1008,"msg":"Server is currently
+// overloaded with other requests. Please try again in a few minutes."},
+// banbox/banbot#114; "a 503 when submitting orders … and after some
+// seconds the same order id was filled", hummingbot/hummingbot#6033), and
+// its docs say a 5xx's execution status is unknown. idem resent the client
+// order id after the wait without asking the result endpoint first: the
+// market order had filled, the id was free, and the resend placed a
+// second one, which settled the call. With the key in the body and a
+// result endpoint, a 503 (which may follow the work done) is asked about
+// before a resend, as a lost answer is.
+func TestOverloaded503IsAskedAboutBeforeAResend(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		notPlaced bool
+		submits   int
+		asked     []string
+	}{
+		{name: "placed", submits: 1, asked: []string{"POST /api/v3/order", "GET /api/v3/order"}},
+		{name: "not placed: asked, then resent", notPlaced: true, submits: 2,
+			asked: []string{"POST /api/v3/order", "GET /api/v3/order", "POST /api/v3/order"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &spotExchange{lostBefore: tt.notPlaced, firstAnswer: &shape{status: http.StatusServiceUnavailable,
+				body: `{"code":-1008,"msg":"Server is currently overloaded with other requests. Please try again in a few minutes."}`}}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+
+			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.Equal(t, "1", res.ResourceID)
+			x.requireOneOrder(t, tt.submits)
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			require.Equal(t, tt.asked, x.asked)
 		})
 	}
 }
