@@ -173,8 +173,8 @@ type judgment struct {
 	conflict bool    // the key is someone else's, or was used with another body
 	notFound bool    // moveInconclusive: the result endpoint said 404
 	// failed: moveInconclusive, and the result endpoint said nothing of
-	// the operation: no answer, a redirect, a 5xx, or a 4xx other than
-	// a 404 that does not say what was asked for is missing.
+	// the operation (queryFailed): not that it is missing, nor a
+	// search's answer that does not name it.
 	failed bool
 	err    error // what to record on the attempt (a decode error)
 }
@@ -451,16 +451,16 @@ func judgeQuery(p past, a answer) judgment {
 // {"code":-2013,"msg":"Order does not exist."}), nor a 2xx document with
 // no error that does not name it (a search that found nothing).
 func queryFailed(status int, body []byte) bool {
-	missing := saysAny(body, "not found", "does not exist", "no such")
+	missing := func() bool { return saysAny(body, "not found", "does not exist", "no such") }
 	switch {
 	case status >= 200 && status < 300:
 		b := bytes.TrimSpace(trimBOM(body))
 		if len(b) == 0 || b[0] != '{' && b[0] != '[' {
 			return true
 		}
-		return carriesError(b) && !missing
+		return carriesError(b) && !missing()
 	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
-		return !missing
+		return !missing()
 	}
 	return true
 }
