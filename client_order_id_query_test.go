@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -277,6 +278,114 @@ func TestOverloaded503IsAskedAboutBeforeAResend(t *testing.T) {
 			x.requireOneOrder(t, tt.submits)
 			x.mu.Lock()
 			defer x.mu.Unlock()
+			require.Equal(t, tt.asked, x.asked)
+		})
+	}
+}
+
+// alpacaOrders is Alpaca's Trading API as documented: POST /v2/orders
+// with client_order_id in its JSON body (unique: a second is refused 422
+// "client_order_id must be unique"), and GET
+// /v2/orders:by_client_order_id?client_order_id=… answering the order
+// (its "id", "client_order_id" and "status"), or 404
+// {"code":40410000,"message":"order not found"} for an id no order holds
+// (docs.alpaca.markets, Orders; alpaca-py's APIError carries the code).
+// The first order's connection drops after it is placed (unless
+// notPlaced), and it then reaches status (a person may cancel it).
+type alpacaOrders struct {
+	notPlaced bool
+	status    string
+
+	mu     sync.Mutex
+	orders []string // the client_order_id of each order placed
+	asked  []string
+}
+
+func (x *alpacaOrders) serve(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.asked = append(x.asked, r.Method+" "+r.URL.Path)
+	if r.Method == http.MethodGet {
+		placed := slices.Index(x.orders, r.URL.Query().Get("client_order_id"))
+		if placed < 0 {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"code":40410000,"message":"order not found"}`)
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"id":"61e69015-8549-4bfd-b9c3-01e75843f47d","client_order_id":%q,"symbol":"AAPL","qty":"1","side":"buy","type":"market","status":%q}`,
+			x.orders[placed], x.status)
+		return
+	}
+	var v struct {
+		ClientOrderID string `json:"client_order_id"`
+	}
+	_ = json.Unmarshal(b, &v)
+	if slices.Contains(x.orders, v.ClientOrderID) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = io.WriteString(w, `{"code":40010001,"message":"client_order_id must be unique"}`)
+		return
+	}
+	if len(x.asked) == 1 {
+		if !x.notPlaced {
+			x.orders = append(x.orders, v.ClientOrderID)
+		}
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
+	x.orders = append(x.orders, v.ClientOrderID)
+	w.WriteHeader(http.StatusOK)
+	_, _ = fmt.Fprintf(w, `{"id":"7b7d6b9e-5a45-4a2c-9a59-6bf2b1d0a3c1","client_order_id":%q,"symbol":"AAPL","status":"accepted"}`, v.ClientOrderID)
+}
+
+// An order API whose client order id is unique for good, answering its
+// orders with an "id" (Alpaca's), needs no Decoder: the order found after
+// a lost answer settles the call with it, once; one a person cancelled
+// since is still an order made (succeeded, never failed: "failed" would
+// invite placing it again); one the broker rejected failed; one not
+// found (404) is resent once. Passes as is.
+func TestOrderByClientOrderIDSettlesOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		notPlaced bool
+		status    string
+		state     idem.State
+		asked     []string
+	}{
+		{name: "filled", status: "filled", state: idem.StateSucceeded,
+			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id"}},
+		{name: "cancelled since", status: "canceled", state: idem.StateSucceeded,
+			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id"}},
+		{name: "rejected", status: "rejected", state: idem.StateFailed,
+			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id"}},
+		{name: "not placed", notPlaced: true, state: idem.StateSucceeded,
+			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id", "POST /v2/orders"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &alpacaOrders{notPlaced: tt.notPlaced, status: tt.status}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(),
+				idem.WithResultEndpoint("/v2/orders:by_client_order_id?client_order_id={key}"))
+
+			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/v2/orders",
+				Body: []byte(`{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","client_order_id":"ord-9"}`)})
+			require.Equal(t, tt.state, res.State)
+			if tt.state == idem.StateFailed {
+				require.ErrorIs(t, err, idem.ErrFailed)
+				require.Contains(t, res.Reason, "rejected")
+			} else {
+				require.NoError(t, err)
+				require.NotEmpty(t, res.ResourceID)
+			}
+			require.Empty(t, res.Review)
+
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			require.Equal(t, []string{"ord-9"}, x.orders, "orders")
 			require.Equal(t, tt.asked, x.asked)
 		})
 	}
