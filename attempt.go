@@ -507,6 +507,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.out, a.decodeErr = c.cfg.decode(&own)
 		}
 	}
+	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {
+		a.foundOrder = foundOrder(ex.body, rec.Key)
+	}
 	return a
 }
 

@@ -134,6 +134,10 @@ type answer struct {
 	// keyIgnored: the server says it does not de-duplicate by the key
 	// where this went (keyIgnored): a resend is a second request.
 	keyIgnored bool
+	// foundOrder: with the key in the request's body, a result query's
+	// 2xx the decoder could not read names the key as a member's value
+	// (foundOrder): the order exists.
+	foundOrder bool
 	body       []byte
 	out        Outcome // what the decoder read from a 2xx
 	decodeErr  error   // why a 2xx proves nothing; nil when out is valid
@@ -168,7 +172,11 @@ type judgment struct {
 	review   string  // moveReview: why, for people; moveSettle: a flag kept beside the outcome
 	conflict bool    // the key is someone else's, or was used with another body
 	notFound bool    // moveInconclusive: the result endpoint said 404
-	err      error   // what to record on the attempt (a decode error)
+	// failed: moveInconclusive, and the result endpoint said nothing of
+	// the operation (queryFailed): not that it is missing, nor a
+	// search's answer that does not name it.
+	failed bool
+	err    error // what to record on the attempt (a decode error)
 }
 
 // maxRefusalsAfterSend bounds the resends answered with a refusal after an
@@ -396,8 +404,16 @@ func judgeQuery(p past, a answer) judgment {
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "settled", "processing")
 		switch {
+		case j.move == moveQuery && a.foundOrder:
+			// A client order id is often a key only while its order is
+			// open (Binance's newClientOrderId, Kraken's cl_ord_id): a
+			// resend after the order filled places it again. The server
+			// holds it; asking again is all that is safe.
+			j.move, j.label = moveProcessing, "found_unread"
+			j.err = fmt.Errorf("%w, but it names the key the request's body carries: the order exists, and a resend may place it again; "+
+				"a Decoder that reads this answer (WithDecoder) settles it", j.err)
 		case j.move == moveQuery:
-			j.move, j.label = moveInconclusive, "query_failed"
+			j.move, j.label, j.failed = moveInconclusive, "query_failed", queryFailed(a.status, a.body)
 		case j.move == moveSettle && p.contested && j.out.State == StateSucceeded:
 			return contestedSuccess("query_contested")
 		}
@@ -421,8 +437,60 @@ func judgeQuery(p past, a answer) judgment {
 	case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
 		return judgment{move: moveResend, label: "throttled"}
 	default:
-		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a)}
+		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a), failed: queryFailed(a.status, a.body)}
 	}
+}
+
+// queryFailed reports whether a result query's inconclusive answer of
+// status (not a 404, 410, 429 or 503) says nothing of the operation, as
+// no answer does: a redirect, a 5xx, a 401 or 403, a 400 or 422 about
+// the query itself (a bad signature, a timestamp out of its window, a
+// parameter missing), a 2xx that is no JSON document (a WAF's empty 202
+// challenge, an HTML page) or that carries an error. Not one that says
+// what it asked for does not exist, as a 404 would (Binance's 400
+// {"code":-2013,"msg":"Order does not exist."}), nor a 2xx document with
+// no error that does not name it (a search that found nothing).
+func queryFailed(status int, body []byte) bool {
+	missing := func() bool { return saysAny(body, "not found", "does not exist", "no such") }
+	switch {
+	case status >= 200 && status < 300:
+		b := bytes.TrimSpace(trimBOM(body))
+		if len(b) == 0 || b[0] != '{' && b[0] != '[' {
+			return true
+		}
+		return carriesError(b) && !missing()
+	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
+		return !missing()
+	}
+	return true
+}
+
+// carriesError reports whether a JSON body carries an error as
+// DecodeJSON reads one: an "error" or "errors" member that is not null or
+// empty, or "success": false.
+func carriesError(body []byte) bool {
+	v, ok := scanResult(body)
+	if !ok {
+		var err error
+		if v, err = unmarshalResult(body); err != nil {
+			return false // a list, or not JSON
+		}
+	}
+	return v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok
+}
+
+// foundOrder reports whether body, a result query's 2xx answer the
+// decoder could not read, holds key, which travels in the request's body,
+// as a member's value (Binance's "clientOrderId": "ord-9", OKX's
+// "data": [{"clOrdId": …}]), and carries no error as DecodeJSON reads
+// one: the endpoint found the order. A list the filter was not applied
+// to, or an empty one, names other orders or none.
+func foundOrder(body []byte, key string) bool {
+	body = bytes.TrimSpace(trimBOM(body))
+	if len(body) == 0 || body[0] != '{' && body[0] != '[' || jsonKeyMember(key, body) == "" {
+		return false
+	}
+	return !carriesError(body)
 }
 
 // saysKeyForgotten reports whether a result query's error body says the

@@ -165,6 +165,7 @@ func TestJudgeQuery(t *testing.T) {
 		{"failed", answer{status: 200, out: Outcome{State: StateFailed}}, moveSettle, false},
 		{"processing", answer{status: 200, out: Outcome{State: StateProcessing}}, moveProcessing, false},
 		{"undecodable", answer{status: 200, decodeErr: errUndecodable}, moveInconclusive, false},
+		{"undecodable, naming the key the body carries: the order exists", answer{status: 200, decodeErr: errUndecodable, foundOrder: true}, moveProcessing, false},
 		{"206 a cache's part, however it decodes", answer{status: 206, out: Outcome{State: StateSucceeded, ResourceID: "r"}}, moveInconclusive, false},
 		{"404 is not never-happened", answer{status: 404}, moveInconclusive, true},
 		{"410 is a forgotten key: review, never resend", answer{status: 410}, moveReview, false},
@@ -183,6 +184,73 @@ func TestJudgeQuery(t *testing.T) {
 			j := judgeQuery(past{maybeExecuted: true}, tt.a)
 			if j.move != tt.move || j.notFound != tt.notFound {
 				t.Fatalf("judgeQuery() = move %d notFound %v; want %d %v", j.move, j.notFound, tt.move, tt.notFound)
+			}
+		})
+	}
+}
+
+// TestFoundOrder: a result query's answer names the order a client order
+// id in the request's body asked about only when it holds the id as a
+// member's value and carries no error.
+func TestFoundOrder(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		want       bool
+	}{
+		{"Binance's order", `{"symbol":"BTCUSDT","orderId":28,"clientOrderId":"ord-9","status":"FILLED"}`, true},
+		{"OKX's list of one", `{"code":"0","msg":"","data":[{"ordId":"312","clOrdId":"ord-9","state":"filled"}]}`, true},
+		{"KuCoin's envelope", "\ufeff" + `{"code":"200000","data":{"id":"5c35","clientOid":"ord-9","isActive":false}}`, true},
+		{"a bare list holding it among others", `[{"clientOrderId":"other"},{"clientOrderId":"ord-9"}]`, true},
+		{"an escaped id", `{"clientOrderId":"ord\u002d9"}`, true},
+		{"OKX's empty list", `{"code":"0","msg":"","data":[]}`, false},
+		{"others' orders", `[{"clientOrderId":"ord-10"},{"clientOrderId":"xord-9"}]`, false},
+		{"the id as a member's name", `{"ord-9":null}`, false},
+		{"the id in a list of strings", `{"ids":["ord-9"]}`, false},
+		{"an error naming it", `{"error":{"code":"not_found","clientOrderId":"ord-9"}}`, false},
+		{"an errors list naming it", `{"errors":[{"detail":"no order","clientOrderId":"ord-9"}]}`, false},
+		{"success false", `{"success":false,"clientOrderId":"ord-9"}`, false},
+		{"an HTML page", `<input name="id" value="ord-9">`, false},
+		{"a form", `clientOrderId=ord-9`, false},
+		{"empty", ``, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := foundOrder([]byte(tt.body), "ord-9"); got != tt.want {
+				t.Fatalf("foundOrder(%s) = %v; want %v", tt.body, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestQueryFailed: a result query's answer that says nothing of the
+// operation, which with the key in the body is asked again, never
+// followed by a resend; a 404, a 2xx, or a 400 saying the order does not
+// exist is an answer about it.
+func TestQueryFailed(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		a      answer
+		failed bool
+	}{
+		{"no answer", answer{}, true},
+		{"500", answer{status: 500, body: []byte(`{"code":-1001,"msg":"Internal error; unable to process your request. Please try again."}`)}, true},
+		{"a redirect to a login page", answer{status: 302}, true},
+		{"401", answer{status: 401, body: []byte(`{"code":-2015,"msg":"Invalid API-key, IP, or permissions for action."}`)}, true},
+		{"400, a bad signature", answer{status: 400, body: []byte(`{"code":-1022,"msg":"Signature for this request is not valid."}`)}, true},
+		{"422, a parameter missing", answer{status: 422, body: []byte(`{"code":40010001,"message":"order_id is missing"}`)}, true},
+		{"400, the order does not exist", answer{status: 400, body: []byte(`{"code":-2013,"msg":"Order does not exist."}`)}, false},
+		{"422, not found", answer{status: 422, body: []byte(`{"message":"Order not found"}`)}, false},
+		{"404", answer{status: 404, body: []byte(`{"code":40410000,"message":"order not found"}`)}, false},
+		{"a 2xx naming no order", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"code":"51603","msg":"Order does not exist","data":[]}`)}, false},
+		{"a 2xx empty list", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"retCode":0,"retMsg":"OK","result":{"list":[]}}`)}, false},
+		{"a 2xx bare empty list", answer{status: 200, decodeErr: errUndecodable, body: []byte(`[]`)}, false},
+		{"a 2xx error saying not found", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"error":"Order not found"}`)}, false},
+		{"a 2xx error", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"success":false,"msg":"Invalid signature"}`)}, true},
+		{"a WAF's empty 202 challenge", answer{status: 202, decodeErr: errUndecodable}, true},
+		{"an HTML page", answer{status: 200, decodeErr: errUndecodable, body: []byte(`<!doctype html><title>Just a moment...</title>`)}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if j := judgeQuery(past{maybeExecuted: true}, tt.a); j.failed != tt.failed {
+				t.Fatalf("judgeQuery() failed = %v; want %v", j.failed, tt.failed)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/idemkit/idem"
 )
@@ -66,4 +67,71 @@ func ExampleWithDecoder_adyen() {
 	// failed "V4HZ4RBFJGXXGN82" "Refused: Not enough balance"
 	// processing "" ""
 	// proves nothing: adyen: resultCode "Error" settles nothing
+}
+
+// decodeSpotOrder reads an order of Binance's spot API, the answer to
+// POST /api/v3/order and to GET /api/v3/order?origClientOrderId=…: its
+// "orderId", "clientOrderId" and "status", no "id" and no "state"
+// (developers.binance.com, Spot API, Trading endpoints and ENUM
+// definitions). The client order id is the key (WithKeyInBody).
+func decodeSpotOrder(a *idem.Answer) (idem.Outcome, error) {
+	var v struct {
+		OrderID       int64  `json:"orderId"`
+		ClientOrderID string `json:"clientOrderId"`
+		Status        string `json:"status"`
+	}
+	if err := json.Unmarshal(a.Body, &v); err != nil {
+		return idem.Outcome{}, fmt.Errorf("binance: %w", err)
+	}
+	if v.OrderID <= 0 || v.ClientOrderID != a.Key {
+		// A client order id is unique among open orders only: another
+		// order's answer, or none, says nothing of this one.
+		return idem.Outcome{}, fmt.Errorf("binance: not the order with clientOrderId %q", a.Key)
+	}
+	id := strconv.FormatInt(v.OrderID, 10)
+	switch v.Status {
+	case "REJECTED":
+		// "The order was not accepted by the engine and not processed."
+		return idem.Outcome{State: idem.StateFailed, ResourceID: id, Reason: v.Status}, nil
+	case "PENDING_NEW":
+		return idem.Outcome{State: idem.StateProcessing, ResourceID: id}, nil
+	case "", "NEW", "PARTIALLY_FILLED", "FILLED", "CANCELED", "PENDING_CANCEL", "EXPIRED", "EXPIRED_IN_MATCH":
+		// Placed ("" is the ACK answer, which gives no status). Cancelled
+		// or expired later, by a person or by its time in force, it was
+		// still placed: "failed" would invite placing it again.
+		return idem.Outcome{State: idem.StateSucceeded, ResourceID: id}, nil
+	}
+	return idem.Outcome{}, fmt.Errorf("binance: status %q settles nothing", v.Status)
+}
+
+// An exchange whose key is a client order id unique among open orders
+// only (Binance's newClientOrderId) answers its order in a shape of its
+// own, which DecodeJSON does not read: the result query finds the order,
+// and idem keeps the operation processing and never resends it, but
+// cannot settle it. A Decoder that reads the order settles it, and
+// refuses another order's answer. The query's symbol must be the
+// order's: for another symbol Binance answers -2013 "Order does not
+// exist.", which is read as the order missing and lets a resend go. An
+// application trading several symbols sets each Request's ResultURL.
+func ExampleWithDecoder_clientOrderID() {
+	_ = []idem.Option{idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+		idem.WithResultEndpoint("https://api.binance.com/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}")}
+	for _, body := range []string{
+		`{"symbol":"BTCUSDT","orderId":28,"orderListId":-1,"clientOrderId":"ord-9","status":"FILLED","type":"MARKET","side":"BUY"}`,
+		`{"symbol":"BTCUSDT","orderId":29,"orderListId":-1,"clientOrderId":"ord-9","status":"EXPIRED","type":"LIMIT","timeInForce":"IOC"}`,
+		`{"symbol":"BTCUSDT","orderId":30,"orderListId":-1,"clientOrderId":"ord-9","status":"REJECTED"}`,
+		`{"symbol":"BTCUSDT","orderId":31,"orderListId":-1,"clientOrderId":"ord-10","status":"FILLED"}`,
+	} {
+		out, err := decodeSpotOrder(&idem.Answer{Key: "ord-9", Query: true, StatusCode: http.StatusOK, Body: []byte(body)})
+		if err != nil {
+			fmt.Println("proves nothing:", err)
+			continue
+		}
+		fmt.Printf("%s %q %q\n", out.State, out.ResourceID, out.Reason)
+	}
+	// Output:
+	// succeeded "28" ""
+	// succeeded "29" ""
+	// failed "30" "REJECTED"
+	// proves nothing: binance: not the order with clientOrderId "ord-9"
 }

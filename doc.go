@@ -177,8 +177,20 @@
 // 401, 500): a 404 may be a store that lost the key, to which a resend
 // is a new request, and nothing the endpoint says later proves the store
 // has the key again; it is only asked again, and past the key window
-// flagged [ReviewKeyExpired]. A result query answered 410 Gone says the
-// server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
+// flagged [ReviewKeyExpired]. With the key in the body ([WithKeyInBody]),
+// a result query's 2xx that the Decoder cannot read but that holds the
+// key as a member's value, with no error, found the order (Binance's
+// order by origClientOrderId): a client order id unique among open
+// orders only is free again once the order has filled, so the operation
+// is held processing in the same way, asked again and never resent,
+// until a Decoder that reads the API's orders settles it; and only an
+// answer that does not find the order (a 404, a 400 or 422 saying it is
+// "not found" or "does not exist", a JSON 2xx with no error that does
+// not name it) is followed by a resend, never a query that failed (no
+// answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
+// JSON or carries an error), which is asked again; a 503 to a submit,
+// which may follow the work done, is asked about before any resend. A
+// result query answered 410 Gone says the server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].
 // An answer whose Idempotency-Status (or X-Idempotency-Status) is
 // "ignored" says the server does not de-duplicate by the key there

@@ -213,7 +213,12 @@ func (d *driver) run() error {
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
-			if queryOnly(d.rec) {
+			if queryOnly(d.rec) || q.failed && c.cfg.keyHeader == "" {
+				// With the key in the body, it is a client order id, which
+				// many exchanges hold only while its order is open
+				// (Binance's newClientOrderId): a resend after the order
+				// filled places it again. Only the endpoint's answer about
+				// the order lets a resend go; a failed query is asked again.
 				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
 				}
@@ -272,7 +277,11 @@ func (d *driver) run() error {
 		case moveProcessing:
 			needQuery = true
 		case moveResend:
-			needQuery = false
+			// A 503 may follow the work done (a gateway's, an overloaded
+			// exchange's: Binance's -1008). A header key's server takes the
+			// resend for the same request; a client order id in the body
+			// may be free again once the order has filled: ask first.
+			needQuery = !s.refused && c.cfg.keyHeader == ""
 		case moveQuery:
 			needQuery = true
 			if d.rec.QueryURL != "" && s.retryAfter == 0 {

@@ -441,7 +441,17 @@ func keyHeaderRefusal(canon string) string {
 // not failed. A client order id that is unique among open orders only
 // (Kraken's cl_ord_id) is no key once a market order has filled: give
 // such an API's order-by-client-id endpoint to WithResultEndpoint, so
-// that a lost answer is asked about before anything is resent.
+// that a lost answer is asked about before anything is resent. Its 2xx
+// answer that the Decoder cannot read but that holds the key as a
+// member's value, with no error, says the order exists: the operation
+// is kept processing and only asked about, never resent, until a Decoder
+// that reads the API's orders (WithDecoder) or a person settles it. Only
+// an answer that does not find the order (a 404, a 400 or 422 saying it
+// is "not found" or "does not exist", a JSON 2xx with no error that
+// does not name it) is followed by a resend; a query that fails (no
+// answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
+// JSON or carries an error) is asked again, and a 503 to a submit (which
+// may follow the work done) is asked about before any resend.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
 }

@@ -315,6 +315,13 @@ func keyField(key string, body []byte) string {
 		}
 		return ""
 	}
+	return jsonKeyMember(key, body)
+}
+
+// jsonKeyMember is the name of the first member of JSON body, in
+// document order and at any depth, whose value is key, or "" when none
+// is (or the body is not JSON).
+func jsonKeyMember(key string, body []byte) string {
 	// A frame per open object or array: whether it is an object, and
 	// whether its next string is a member's name.
 	type frame struct{ object, name bool }

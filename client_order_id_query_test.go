@@ -1,0 +1,392 @@
+package idem_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// spotExchange is Binance's spot order API as documented: POST
+// /api/v3/order takes its parameters form-encoded, newClientOrderId "a
+// unique id among open orders" (the same id is taken again once its
+// order has filled); a MARKET order fills at once. GET
+// /api/v3/order?symbol=…&origClientOrderId=… answers the order in its
+// own shape (orderId, clientOrderId, status: no "id", no "state"; the
+// Query Order example of developers.binance.com and ccxt/binance-api-node's
+// README), and an id no order holds with 400 {"code":-2013,"msg":"Order
+// does not exist."}. An id an open order holds is refused with 400
+// {"code":-2010,"msg":"Duplicate order sent."}. The connection drops
+// before the first order's answer is out.
+type spotExchange struct {
+	// lostBefore: the first order is not placed (its connection drops
+	// after the request was written, or it is answered firstAnswer).
+	lostBefore bool
+	// firstAnswer: the first order is placed and answered so, not lost.
+	firstAnswer *shape
+	// queryFails: the first result queries are answered so, each with
+	// the status and body of the exchange's documented failures.
+	queryFails []shape
+
+	mu     sync.Mutex
+	orders []string // the clientOrderId of each order placed, all filled
+	asked  []string // each request, method and path
+}
+
+func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json;charset=UTF-8")
+	x.mu.Lock()
+	x.asked = append(x.asked, r.Method+" "+r.URL.Path)
+	if r.Method == http.MethodGet {
+		if len(x.queryFails) > 0 {
+			f := x.queryFails[0]
+			x.queryFails = x.queryFails[1:]
+			x.mu.Unlock()
+			for name, v := range f.header {
+				w.Header()[name] = v
+			}
+			w.WriteHeader(f.status)
+			_, _ = io.WriteString(w, f.body)
+			return
+		}
+		id := r.URL.Query().Get("origClientOrderId")
+		placed := slices.Index(x.orders, id)
+		x.mu.Unlock()
+		if placed < 0 {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, `{"code":-2013,"msg":"Order does not exist."}`)
+			return
+		}
+		_, _ = io.WriteString(w, spotOrder(placed+1, id))
+		return
+	}
+	form, _ := url.ParseQuery(string(b))
+	id := form.Get("newClientOrderId")
+	first := len(x.asked) == 1
+	if !first || !x.lostBefore {
+		x.orders = append(x.orders, id) // filled at once: never open, so never refused as a duplicate
+	}
+	n := len(x.orders)
+	x.mu.Unlock()
+	if first && x.firstAnswer != nil {
+		w.WriteHeader(x.firstAnswer.status)
+		_, _ = io.WriteString(w, x.firstAnswer.body)
+		return
+	}
+	if first {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
+	_, _ = io.WriteString(w, spotOrder(n, id))
+}
+
+// requireOneOrder asserts that the exchange placed one order, for the
+// key ord-9, and was sent submits orders in all.
+func (x *spotExchange) requireOneOrder(t *testing.T, submits int) {
+	t.Helper()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	require.Equal(t, []string{"ord-9"}, x.orders, "orders")
+	n := 0
+	for _, a := range x.asked {
+		if a == "POST /api/v3/order" {
+			n++
+		}
+	}
+	require.Equal(t, submits, n, "submits in %v", x.asked)
+}
+
+// marketBuy is a MARKET order under the client order id ord-9, its
+// parameters form-encoded as Binance takes them.
+func marketBuy(base string) idem.Request {
+	return idem.Request{Key: "ord-9", URL: base + "/api/v3/order",
+		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}},
+		Body:   []byte("symbol=BTCUSDT&side=BUY&type=MARKET&quantity=1&newClientOrderId=ord-9")}
+}
+
+// spotOrder is a filled MARKET order as Binance answers it.
+func spotOrder(orderID int, clientOrderID string) string {
+	return fmt.Sprintf(`{"symbol":"BTCUSDT","orderId":%d,"orderListId":-1,"clientOrderId":%q,"transactTime":1764936000000,`+
+		`"price":"0.00000000","origQty":"1.00000000","executedQty":"1.00000000","cummulativeQuoteQty":"91500.00000000",`+
+		`"status":"FILLED","timeInForce":"GTC","type":"MARKET","side":"BUY","workingTime":1764936000000,"selfTradePreventionMode":"EXPIRE_MAKER"}`,
+		orderID, clientOrderID)
+}
+
+// The result endpoint found the order whose answer was lost, in a shape
+// the default decoder cannot read. Resending the client order id after
+// that placed the order again (three orders for one Submit): the id was
+// free once the first had filled. An answer naming the key the body
+// carries proves the order exists: nothing is resent, the operation stays
+// processing for a decoder (or a person) to settle, and each query's
+// attempt says why. An order the endpoint does not know (-2013) is still
+// resent once, and that resend's order is found and never resent.
+func TestFoundOrderInAnUnreadShapeIsNeverResent(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		lostBefore bool
+		submits    int
+	}{
+		{name: "lost after it was placed", submits: 1},
+		{name: "lost before it was placed", lostBefore: true, submits: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &spotExchange{lostBefore: tt.lostBefore}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			var mu sync.Mutex
+			var found []string // each query's error that found the order
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(),
+				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"),
+				idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) {
+					if ev.Query && ev.StatusCode == http.StatusOK {
+						mu.Lock()
+						defer mu.Unlock()
+						found = append(found, fmt.Sprint(ev.Err))
+					}
+				}}))
+
+			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+			require.NotErrorIs(t, err, idem.ErrFailed)
+			require.Equal(t, idem.StateProcessing, res.State)
+			x.mu.Lock()
+			require.Equal(t, []string{"ord-9"}, x.orders, "orders before Resume")
+			x.mu.Unlock()
+
+			// Nor does a restart's Resume resend it.
+			sum, err := c.Resume(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, idem.Summary{Visited: 1, Processing: 1}, sum)
+
+			x.requireOneOrder(t, tt.submits)
+			mu.Lock()
+			defer mu.Unlock()
+			require.NotEmpty(t, found)
+			for _, e := range found {
+				require.Contains(t, e, "names the key the request's body carries: the order exists")
+			}
+		})
+	}
+}
+
+// A result query that fails (Binance: "HTTP 5XX return codes are used for
+// internal errors … the execution status is UNKNOWN", developers.binance.com,
+// Spot API, HTTP Return Codes; its -1001 "Internal error; unable to
+// process your request."; a gateway's 504) says nothing of whether the
+// order exists. Resending the client order id after it placed the filled
+// order again, and the resend's answer, read by a Decoder, settled the
+// call with the second order: two positions, the caller told of one. With
+// the key in the body nothing but an answer about the order (found, or
+// not found: Binance's -2013) leads to a resend: the query is asked
+// again, finds the first order, and settles with it.
+func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
+	internal := shape{status: http.StatusInternalServerError, body: `{"code":-1001,"msg":"Internal error; unable to process your request. Please try again."}`}
+	gateway := shape{status: http.StatusGatewayTimeout, body: `<html><body><h1>504 Gateway Time-out</h1></body></html>`}
+	// AWS WAF's Challenge action (a rate-based rule on the reads): 202,
+	// x-amzn-waf-action: challenge, and no body to a client that does not
+	// accept text/html (docs.aws.amazon.com/waf, API_ChallengeAction).
+	challenge := shape{status: http.StatusAccepted, header: http.Header{"X-Amzn-Waf-Action": {"challenge"}}}
+	for _, tt := range []struct {
+		name       string
+		lostBefore bool
+		fails      []shape
+		submits    int
+		orderID    string
+	}{
+		{name: "500 internal error", fails: []shape{internal}, submits: 1, orderID: "1"},
+		{name: "504 twice", fails: []shape{gateway, gateway}, submits: 1, orderID: "1"},
+		{name: "a WAF's challenge", fails: []shape{challenge}, submits: 1, orderID: "1"},
+		{name: "not placed: failed, then does not exist", lostBefore: true, fails: []shape{internal}, submits: 2, orderID: "1"},
+		// Down for longer than the call's budget: unknown, and Resume
+		// (which resends at once after a header key's failed query)
+		// asks again and resends nothing either.
+		{name: "failing past the call and Resume", fails: slices.Repeat([]shape{internal}, 2*idem.DefaultMaxAttempts), submits: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &spotExchange{lostBefore: tt.lostBefore, queryFails: tt.fails}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+
+			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
+			if tt.orderID == "" {
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.Equal(t, idem.StateUnknown, res.State)
+				sum, err := c.Resume(t.Context())
+				require.NoError(t, err)
+				require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, idem.StateSucceeded, res.State)
+				require.Equal(t, tt.orderID, res.ResourceID)
+			}
+
+			x.requireOneOrder(t, tt.submits)
+		})
+	}
+}
+
+// Binance answers an order it has placed with 503 when its servers are
+// overloaded (futures' 503 {"code":-1008,"msg":"Server is currently
+// overloaded with other requests. Please try again in a few minutes."},
+// banbox/banbot#114; "a 503 when submitting orders … and after some
+// seconds the same order id was filled", hummingbot/hummingbot#6033), and
+// its docs say a 5xx's execution status is unknown. idem resent the client
+// order id after the wait without asking the result endpoint first: the
+// market order had filled, the id was free, and the resend placed a
+// second one, which settled the call. With the key in the body and a
+// result endpoint, a 503 (which may follow the work done) is asked about
+// before a resend, as a lost answer is.
+func TestOverloaded503IsAskedAboutBeforeAResend(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		notPlaced bool
+		submits   int
+		asked     []string
+	}{
+		{name: "placed", submits: 1, asked: []string{"POST /api/v3/order", "GET /api/v3/order"}},
+		{name: "not placed: asked, then resent", notPlaced: true, submits: 2,
+			asked: []string{"POST /api/v3/order", "GET /api/v3/order", "POST /api/v3/order"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &spotExchange{lostBefore: tt.notPlaced, firstAnswer: &shape{status: http.StatusServiceUnavailable,
+				body: `{"code":-1008,"msg":"Server is currently overloaded with other requests. Please try again in a few minutes."}`}}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+
+			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.Equal(t, "1", res.ResourceID)
+			x.requireOneOrder(t, tt.submits)
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			require.Equal(t, tt.asked, x.asked)
+		})
+	}
+}
+
+// alpacaOrders is Alpaca's Trading API as documented: POST /v2/orders
+// with client_order_id in its JSON body (unique: a second is refused 422
+// "client_order_id must be unique"), and GET
+// /v2/orders:by_client_order_id?client_order_id=… answering the order
+// (its "id", "client_order_id" and "status"), or 404
+// {"code":40410000,"message":"order not found"} for an id no order holds
+// (docs.alpaca.markets, Orders; alpaca-py's APIError carries the code).
+// The first order's connection drops after it is placed (unless
+// notPlaced), and it then reaches status (a person may cancel it).
+type alpacaOrders struct {
+	notPlaced bool
+	status    string
+
+	mu     sync.Mutex
+	orders []string // the client_order_id of each order placed
+	asked  []string
+}
+
+func (x *alpacaOrders) serve(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json")
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.asked = append(x.asked, r.Method+" "+r.URL.Path)
+	if r.Method == http.MethodGet {
+		placed := slices.Index(x.orders, r.URL.Query().Get("client_order_id"))
+		if placed < 0 {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"code":40410000,"message":"order not found"}`)
+			return
+		}
+		_, _ = fmt.Fprintf(w, `{"id":"61e69015-8549-4bfd-b9c3-01e75843f47d","client_order_id":%q,"symbol":"AAPL","qty":"1","side":"buy","type":"market","status":%q}`,
+			x.orders[placed], x.status)
+		return
+	}
+	var v struct {
+		ClientOrderID string `json:"client_order_id"`
+	}
+	_ = json.Unmarshal(b, &v)
+	if slices.Contains(x.orders, v.ClientOrderID) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = io.WriteString(w, `{"code":40010001,"message":"client_order_id must be unique"}`)
+		return
+	}
+	if len(x.asked) == 1 {
+		if !x.notPlaced {
+			x.orders = append(x.orders, v.ClientOrderID)
+		}
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
+	x.orders = append(x.orders, v.ClientOrderID)
+	w.WriteHeader(http.StatusOK)
+	_, _ = fmt.Fprintf(w, `{"id":"7b7d6b9e-5a45-4a2c-9a59-6bf2b1d0a3c1","client_order_id":%q,"symbol":"AAPL","status":"accepted"}`, v.ClientOrderID)
+}
+
+// An order API whose client order id is unique for good, answering its
+// orders with an "id" (Alpaca's), needs no Decoder: the order found after
+// a lost answer settles the call with it, once; one a person cancelled
+// since is still an order made (succeeded, never failed: "failed" would
+// invite placing it again); one the broker rejected failed; one not
+// found (404) is resent once. Passes as is.
+func TestOrderByClientOrderIDSettlesOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		notPlaced bool
+		status    string
+		state     idem.State
+		asked     []string
+	}{
+		{name: "filled", status: "filled", state: idem.StateSucceeded,
+			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id"}},
+		{name: "cancelled since", status: "canceled", state: idem.StateSucceeded,
+			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id"}},
+		{name: "rejected", status: "rejected", state: idem.StateFailed,
+			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id"}},
+		{name: "not placed", notPlaced: true, state: idem.StateSucceeded,
+			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id", "POST /v2/orders"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &alpacaOrders{notPlaced: tt.notPlaced, status: tt.status}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(),
+				idem.WithResultEndpoint("/v2/orders:by_client_order_id?client_order_id={key}"))
+
+			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/v2/orders",
+				Body: []byte(`{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","client_order_id":"ord-9"}`)})
+			require.Equal(t, tt.state, res.State)
+			if tt.state == idem.StateFailed {
+				require.ErrorIs(t, err, idem.ErrFailed)
+				require.Contains(t, res.Reason, "rejected")
+			} else {
+				require.NoError(t, err)
+				require.NotEmpty(t, res.ResourceID)
+			}
+			require.Empty(t, res.Review)
+
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			require.Equal(t, []string{"ord-9"}, x.orders, "orders")
+			require.Equal(t, tt.asked, x.asked)
+		})
+	}
+}
