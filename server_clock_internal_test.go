@@ -64,3 +64,58 @@ func TestServerClocksLearnAllocatesNothing(t *testing.T) {
 		t.Errorf("learn allocs = %v; want 0", n)
 	}
 }
+
+// A host's probe: the first resend that asks is the probe, the next wait
+// for it until probed, or an answer with a Date, ends it; once over, no
+// resend to the host waits or probes again. An answer without a Date ends
+// nothing (the probe's own end does). Hosts past maxServerClocks get none.
+func TestServerClocksFirstProbe(t *testing.T) {
+	ours := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	isOver := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, end := range []string{"probed", "a Date"} {
+		t.Run(end, func(t *testing.T) {
+			var s serverClocks
+			if first, wait := s.firstProbe("h"); !first || wait != nil {
+				t.Fatalf("firstProbe() = %v, %v; want the probe", first, wait)
+			}
+			first, wait := s.firstProbe("h")
+			if first || wait == nil {
+				t.Fatalf("firstProbe() behind the probe = %v, %v; want a wait", first, wait)
+			}
+			if first, other := s.firstProbe("other"); !first || other != nil {
+				t.Fatalf("firstProbe(other) = %v, %v; want its own probe", first, other)
+			}
+			s.learn("h", "", ours)
+			s.probed("")
+			if isOver(wait) {
+				t.Fatal("the probe ended by an answer without a Date")
+			}
+			if end == "probed" {
+				s.probed("h")
+			} else {
+				s.learn("h", ours.Format(http.TimeFormat), ours)
+			}
+			if !isOver(wait) {
+				t.Fatalf("the probe did not end by %s", end)
+			}
+			s.probed("h") // again: no panic
+			if first, wait := s.firstProbe("h"); first || wait != nil {
+				t.Fatalf("firstProbe() after the probe = %v, %v; want neither", first, wait)
+			}
+		})
+	}
+	var s serverClocks
+	for i := range maxServerClocks {
+		s.firstProbe(fmt.Sprint("h", i))
+	}
+	if first, wait := s.firstProbe("one more"); first || wait != nil {
+		t.Fatalf("firstProbe() past the bound = %v, %v; want neither", first, wait)
+	}
+}
