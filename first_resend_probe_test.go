@@ -1,8 +1,10 @@
 package idem_test
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -32,12 +34,33 @@ func stripeBacklog(t *testing.T, prefix string, n int) (clock *idemtest.Clock, s
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	path = filepath.Join(t.TempDir(), "idem.journal")
-	keys = make([]string, n)
+	return clock, srv, path, lostNumbered(t, srv, clock, path, prefix, n)
+}
+
+// lostNumbered journals at path n orders to srv, keyed prefix00 on, with
+// no result endpoint (lostOrders), and returns their keys.
+func lostNumbered(t *testing.T, srv *idemtest.Server, clock *idemtest.Clock, path, prefix string, n int) []string {
+	t.Helper()
+	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("%s%02d", prefix, i)
 	}
 	lostOrders(t, srv, clock, path, false, keys...)
-	return clock, srv, path, keys
+	return keys
+}
+
+// openBlackholed opens the journal at path, closed with the test, and a
+// blackhole in front of srv's host; cut ends its held requests, and is
+// called with the test too, so that a failing test leaves none held.
+func openBlackholed(t *testing.T, path string, srv *idemtest.Server) (store *journal.Store, network *blackhole, cut func()) {
+	t.Helper()
+	store, err := journal.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	network = newBlackhole(http.DefaultTransport, strings.TrimPrefix(srv.URL, "http://"))
+	cut = sync.OnceFunc(func() { close(network.cut) })
+	t.Cleanup(cut)
+	return store, network, cut
 }
 
 // A process restarted with its clock an hour behind (a VM restored from a
@@ -211,20 +234,10 @@ func TestFirstResendProbeToASilentHostHoldsTheRestOneAttempt(t *testing.T) {
 	silent, healthy := downAndUp(t, clock)
 	healthyKeys := []string{"healthy-0", "healthy-1", "healthy-2"}
 	path := filepath.Join(t.TempDir(), "idem.journal")
-	keys := make([]string, backlog)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("silent-%02d", i)
-	}
-	lostOrders(t, silent, clock, path, false, keys...)
+	keys := lostNumbered(t, silent, clock, path, "silent-", backlog)
 	laggingOrders(t, healthy, clock, path, healthyKeys...)
 	clock.Advance(2 * time.Minute)
-	store, err := journal.Open(path)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-
-	network := newBlackhole(http.DefaultTransport, strings.TrimPrefix(silent.URL, "http://"))
-	cut := sync.OnceFunc(func() { close(network.cut) })
-	t.Cleanup(cut) // a failing test must not leave Resume's requests held
+	store, network, cut := openBlackholed(t, path, silent)
 	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock))
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
@@ -320,4 +333,95 @@ func TestFirstResendProbeWithoutADateChangesNothing(t *testing.T) {
 		want[k] = 2
 	}
 	require.Equal(t, want, serverSubmits(t, srv), "submits per key")
+}
+
+// Resume's visits waiting for a host's probe end with Resume's context:
+// the service's start-up gives up on Resume (its deadline, a shutdown)
+// while the probe, a caller's retry of one of the host's operations, is
+// still out to a host that never answers. Resume returns at once, before
+// the probe's attempt times out, having sent nothing of its own, and the
+// operations stay open with only their lost attempt journaled.
+func TestResumeWaitingForAProbeEndsWithItsContext(t *testing.T) {
+	share := idem.DefaultResumeConcurrency
+	clock := idemtest.NewClock(epoch)
+	silent, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(silent.Close)
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	keys := lostNumbered(t, silent, clock, path, "silent-", share+1) // the caller's, then Resume's share
+	clock.Advance(2 * time.Minute)
+	store, network, cut := openBlackholed(t, path, silent)
+	var logs syncBuffer
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
+		idem.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+
+	// The caller retries its order: the host's probe.
+	retried := make(chan error, 1)
+	go func() {
+		_, err := c.Submit(t.Context(), idem.Request{Key: keys[0], URL: silent.URL + "/orders", Body: []byte(`{"order":1}`)})
+		retried <- err
+	}()
+	deadline := time.After(idem.DefaultAttemptTimeout / 2)
+	for !heldOnce(network) {
+		select {
+		case <-deadline:
+			t.Fatal("the caller's retry was not sent")
+		case <-time.After(time.Millisecond):
+		}
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Resume(ctx)
+		done <- err
+	}()
+	// Resume's share of visits to the host is under way, none ending:
+	// they wait for the probe.
+	for !logged(&logs, "a host answers slowly") {
+		select {
+		case err := <-done:
+			t.Fatalf("Resume() returned %v while the probe was out", err)
+		case <-network.firstEnded:
+			t.Fatal("the probe ended before Resume's visits were seen waiting")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-network.firstEnded:
+		t.Fatal("Resume() waited for the probe's attempt after its context ended")
+	}
+
+	network.mu.Lock()
+	arrived := network.arrived
+	network.mu.Unlock()
+	require.Equal(t, 1, arrived, "requests to the silent host: the probe only")
+	for _, k := range keys[1:] {
+		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
+		require.NoError(t, err)
+		require.Equalf(t, idem.StateUnknown, rec.State, "state of %s", k)
+		require.Lenf(t, rec.Attempts, 1, "attempts of %s: the lost one", k)
+	}
+	cut()
+	require.Error(t, <-retried)
+}
+
+// heldOnce reports whether b's first request has arrived.
+func heldOnce(b *blackhole) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.arrived > 0
+}
+
+// logged reports whether buf holds a line with msg in it.
+func logged(buf *syncBuffer, msg string) bool {
+	buf.mu.Lock()
+	defer buf.mu.Unlock()
+	return strings.Contains(buf.b.String(), msg)
 }

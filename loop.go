@@ -90,8 +90,8 @@ type driver struct {
 	// brief: a Resume visit to a host whose operations stay processing
 	// (ref.brief); one still processing is handed off, not waited for.
 	brief bool
-	// probeWaited: this drive waited for its host's probe (awaitProbe),
-	// and does not again.
+	// probeWaited: this drive waited for its host's probe to end
+	// (awaitProbe), and does not again.
 	probeWaited bool
 }
 
@@ -263,15 +263,18 @@ func (d *driver) run() error {
 			probe = host
 		}
 		if !d.preRecorded && !d.mayRetry() {
-			c.clocks.probed(probe)
+			c.clocks.probed(probe, false)
 			return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 		}
 		if err := d.hold(now, c.cfg.attemptTimeout); err != nil {
-			c.clocks.probed(probe)
+			c.clocks.probed(probe, false)
 			return err
 		}
+		sent := d.exchanges
 		s, err := d.submit()
-		c.clocks.probed(probe)
+		if probe != "" {
+			c.clocks.probed(probe, d.exchanges > sent)
+		}
 		if err != nil {
 			return err
 		}
@@ -468,9 +471,10 @@ func (d *driver) mayAwaitProbe(p past) bool {
 // once, went unjudged: after a clock stepped back (a VM restored from a
 // snapshot), each a second order on a key the server had forgotten. The
 // first of them becomes the probe (probe, its host: the caller ends it
-// with serverClocks.probed once its attempt is over, whatever its end);
-// the others wait (waited) until its attempt is over or an answer's Date
-// teaches the host's clock, then are judged again. A host that never
+// with serverClocks.probed once its attempt is over, whatever its end, or
+// gives it up if it sent nothing); the others wait (waited) until its
+// attempt is over or an answer's Date teaches the host's clock, then are
+// judged again. A host that never
 // answers thus costs one attempt more at start-up, not one per
 // operation; waiting is bounded by two attempt timeouts (the probe's
 // journal writes included), and ends with ctx. The lease is held for
@@ -494,7 +498,6 @@ func (d *driver) awaitProbe(now time.Time) (probe string, waited bool, err error
 	if over == nil {
 		return "", false, nil
 	}
-	d.probeWaited = true
 	bound := addSat(d.c.cfg.attemptTimeout, d.c.cfg.attemptTimeout)
 	if err := d.hold(now, bound); err != nil {
 		return "", false, err
@@ -505,11 +508,15 @@ func (d *driver) awaitProbe(now time.Time) (probe string, waited bool, err error
 	defer t.Stop()
 	select {
 	case <-over:
+		// A probe given up unsent taught nothing: this resend asks again,
+		// and may become the probe.
+		d.probeWaited = d.c.clocks.probeDone(u.Host, over)
 	case <-t.C:
 		// A probe that outlasts its bound ended without saying so (a
 		// hook that never returned): taken as over, or every later resend
 		// to the host would wait as long.
-		d.c.clocks.probed(u.Host)
+		d.c.clocks.probed(u.Host, true)
+		d.probeWaited = true
 	case <-d.ctx.Done():
 	}
 	return "", true, nil

@@ -129,15 +129,29 @@ func (s *serverClocks) firstProbe(host string) (first bool, wait <-chan struct{}
 	}
 }
 
-// probed ends host's probe: its attempt is over. An empty host is no
-// probe.
-func (s *serverClocks) probed(host string) {
+// probed ends host's probe: its attempt is over, sent; or, not sent (a
+// retry budget spent, a lease lost, a journal write refused before the
+// send), it is given up, and the next resend to the host becomes the
+// probe, so that its waiters do not go on a clock nothing taught. An
+// empty host is no probe.
+func (s *serverClocks) probed(host string, sent bool) {
 	if host == "" {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.probeOver(host)
+	if !sent {
+		delete(s.probes, host)
+	}
+}
+
+// probeDone reports whether over, which a resend to host waited on, was
+// the probe's end (its attempt, or a Date), not its giving up (probed).
+func (s *serverClocks) probeDone(host string, over <-chan struct{}) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.probes[host] == over
 }
 
 // probeOver closes host's probe, if one is under way; s.mu held. The
