@@ -65,53 +65,67 @@ func openBlackholed(t *testing.T, path string, srv *idemtest.Server) (store *jou
 
 // A process restarted with its clock an hour behind (a VM restored from a
 // snapshot, an RTC wrong at boot before NTP steps it) calls Resume at
-// start-up, with nothing sent since it started. Orders taken 70 minutes
-// ago had their answers lost; the server is Stripe-like (it replays a key
-// within its window, forgets it after, and sends Date on every answer,
-// RFC 9110 6.6.1) and has no result endpoint, and keeps keys 20 minutes,
-// the client's default window. By the stepped clock the keys are 10
-// minutes old: a resend is a second order each. Resume's first visits to
-// the host, up to WithResumeConcurrency at once, had no Date to judge
-// them by (8 second orders of 40). One resend now goes first; the others
-// wait for its answer, whose Date says they are past the window: the
-// probe is the only second order, and every other key is flagged
+// start-up, or starts Run, with nothing sent since it started. Orders
+// taken 70 minutes ago had their answers lost; the server is Stripe-like
+// (it replays a key within its window, forgets it after, and sends Date
+// on every answer, RFC 9110 6.6.1) and has no result endpoint, and keeps
+// keys 20 minutes, the client's default window. By the stepped clock the
+// keys are 10 minutes old: a resend is a second order each. The first
+// visits to the host, up to WithResumeConcurrency at once, had no Date to
+// judge them by (8 second orders of 40). One resend now goes first; the
+// others wait for its answer, whose Date says they are past the window:
+// the probe is the only second order, and every other key is flagged
 // ReviewClockStepped, never resent.
 func TestFirstResendToAHostTeachesItsClockBeforeTheOthers(t *testing.T) {
-	const backlog = 40
-	clock, srv, path, keys := stripeBacklog(t, "old", backlog)
-	clock.Advance(70 * time.Minute)
-
-	clk := &skewedClock{Clock: clock}
-	clk.offset.Store(int64(-time.Hour))
-	store, err := journal.Open(path)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clk))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	_, err = c.Resume(t.Context())
-	require.NoError(t, err)
-
-	submits := serverSubmits(t, srv)
-	var probes []string
-	for _, k := range keys {
-		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
-		require.NoError(t, err)
-		if submits[k] == 2 {
-			// Sent before any answer from the host came back: judged by
-			// our clock alone, as the limit in the docs says.
-			probes = append(probes, k)
-			require.Equalf(t, 2, srv.Effects("", k), "orders for the probe %s", k)
-			require.Equalf(t, idem.StateSucceeded, rec.State, "state of the probe %s", k)
-			continue
+	for _, run := range []bool{false, true} {
+		name := "Resume"
+		if run {
+			name = "Run"
 		}
-		require.Equalf(t, 1, submits[k], "submits of %s (the lost one only)", k)
-		require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
-		require.Equalf(t, idem.StateUnknown, rec.State, "state of %s", k)
-		require.Equalf(t, idem.ReviewClockStepped, rec.Review, "review of %s", k)
+		t.Run(name, func(t *testing.T) {
+			const backlog = 40
+			clock, srv, path, keys := stripeBacklog(t, "old", backlog)
+			clock.Advance(70 * time.Minute)
+
+			clk := &skewedClock{Clock: clock}
+			clk.offset.Store(int64(-time.Hour))
+			store, err := journal.Open(path)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, store.Close()) })
+			c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clk))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			if run {
+				// Every operation visited: the first pass takes them all.
+				runUntil(t, &env{t: t, clock: clock, client: c, ctx: t.Context()}, clock.Now().Add(10*time.Minute))
+			} else {
+				_, err = c.Resume(t.Context())
+				require.NoError(t, err)
+			}
+
+			submits := serverSubmits(t, srv)
+			var probes []string
+			for _, k := range keys {
+				rec, err := store.Get(t.Context(), idem.DefaultScope, k)
+				require.NoError(t, err)
+				if submits[k] == 2 {
+					// Sent before any answer from the host came back:
+					// judged by our clock alone, as the limit in the docs
+					// says.
+					probes = append(probes, k)
+					require.Equalf(t, 2, srv.Effects("", k), "orders for the probe %s", k)
+					require.Equalf(t, idem.StateSucceeded, rec.State, "state of the probe %s", k)
+					continue
+				}
+				require.Equalf(t, 1, submits[k], "submits of %s (the lost one only)", k)
+				require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
+				require.Equalf(t, idem.StateUnknown, rec.State, "state of %s", k)
+				require.Equalf(t, idem.ReviewClockStepped, rec.Review, "review of %s", k)
+			}
+			require.Len(t, probes, 1, "keys resent before the host's clock was learnt")
+			require.Len(t, submits, backlog, "keys submitted")
+		})
 	}
-	require.Len(t, probes, 1, "keys resent before the host's clock was learnt")
-	require.Len(t, submits, backlog, "keys submitted")
 }
 
 // blackhole is a host that accepts connections and never answers (a
