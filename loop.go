@@ -474,11 +474,11 @@ func (d *driver) mayAwaitProbe(p past) bool {
 // with serverClocks.probed once its attempt is over, whatever its end, or
 // gives it up if it sent nothing); the others wait (waited) until its
 // attempt is over or an answer's Date teaches the host's clock, then are
-// judged again. A host that never
-// answers thus costs one attempt more at start-up, not one per
-// operation; waiting is bounded by two attempt timeouts (the probe's
-// journal writes included), and ends with ctx. The lease is held for
-// the wait first: a takeover meanwhile is seen by the next write.
+// judged again. A host that never answers thus costs one attempt more at
+// start-up, not one per operation; waiting is bounded by two attempt
+// timeouts (the probe's journal writes included), and ends with ctx. The
+// lease is held for the wait first: a takeover meanwhile is seen by the
+// next write.
 func (d *driver) awaitProbe(now time.Time) (probe string, waited bool, err error) {
 	born := d.c.born.Load()
 	if born == nil || !d.rec.FirstSent.Before(*born) {
