@@ -260,10 +260,11 @@
 // (a VM restored from a snapshot, a wrong RTC at boot) leaves nothing
 // in the future, and would make a forgotten key look fresh. The host's
 // clock is learnt from its answers since the process started (a result
-// query comes before any resend); a resend to a host none of whose
-// answers has come back yet (without a result endpoint, Resume's first
-// visits to it, up to [WithResumeConcurrency] at once) cannot be judged
-// by it.
+// query comes before any resend). Without a result endpoint, the first
+// resend to a host none of whose answers has come back yet goes alone,
+// as a probe, and the others to that host wait until its attempt is over
+// (at most two attempt timeouts) or an answer's Date teaches its clock:
+// only the probe is judged by our clock alone.
 //
 // # Settling from webhooks
 //

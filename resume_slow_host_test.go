@@ -22,7 +22,9 @@ import (
 // default): every answer comes, so the host never looks unreachable. Here
 // the slow host's backlog was journaled first and its requests are held,
 // well within the attempt timeout, until the end. Resume lets one host
-// hold at most WithResumeConcurrency of its workers, so the healthy
+// hold at most WithResumeConcurrency of its workers (the first of its
+// visits sends alone, the host's probe: no answer of the host's has
+// taught its clock; the others wait for its answer), so the healthy
 // server's operations settle while every request to the slow host is
 // still held; once the slow host answers, each of its operations is
 // visited once and settles, executed once. Default settings but the
@@ -52,12 +54,12 @@ func TestResumeSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 	}()
 
 	// Well within the attempt timeout, which would end the held requests;
-	// until the slow host holds its whole share too, so that the healthy
+	// until the slow host holds its probe too, so that the healthy
 	// operations are seen to settle beside it, not before it.
 	deadline := time.After(idem.DefaultAttemptTimeout * 3 / 4)
 	poll := time.NewTicker(time.Millisecond)
 	defer poll.Stop()
-	for settled := 0; settled < len(healthyKeys) || network.held.Load() < int64(share); {
+	for settled := 0; settled < len(healthyKeys) || network.held.Load() < 1; {
 		select {
 		case r := <-done:
 			t.Fatalf("Resume() returned %+v, %v while the slow host's requests were held", r.sum, r.err)
@@ -66,22 +68,15 @@ func TestResumeSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 				settled, len(healthyKeys), network.held.Load(), network.ended.Load())
 		case <-poll.C:
 		}
-		settled = 0
-		for _, key := range healthyKeys {
-			rec, err := store.Get(t.Context(), idem.DefaultScope, key)
-			require.NoError(t, err)
-			if rec.State == idem.StateSucceeded {
-				settled++
-			}
-		}
+		settled = succeededOf(t, store, healthyKeys)
 	}
 	for _, key := range healthyKeys {
 		require.Equal(t, 1, healthy.Effects("", key), "side effects of %s", key)
 	}
 	require.Equal(t, 2*len(healthyKeys), healthy.Stats().Requests, "the healthy server's requests: each key's lost one, then Resume's")
 	require.Zero(t, network.ended.Load(), "requests to the slow host that ended before the healthy operations settled")
-	require.Equal(t, int64(share), network.held.Load(), "requests held by the slow host")
-	require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
+	require.Equal(t, int64(1), network.held.Load(), "requests held by the slow host: its probe")
+	require.Equal(t, int64(1), network.peak.Load(), "requests held at once by the slow host")
 
 	// The slow host answers: every one of its operations is visited once
 	// and settles, executed once, under its one key.
@@ -95,7 +90,7 @@ func TestResumeSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, idem.Summary{Visited: backlog + len(healthyKeys), Succeeded: backlog + len(healthyKeys)}, r.sum)
 	require.Zero(t, network.ended.Load(), "held requests that timed out")
-	require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
+	require.LessOrEqual(t, network.peak.Load(), int64(share), "requests held at once by the slow host")
 	sent := map[string]int{}
 	for _, req := range slow.Requests() {
 		sent[req.Key]++

@@ -60,7 +60,10 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 			}
 			require.Equal(t, 2*healthyOps, healthy.Stats().Requests, "the healthy server's requests: each key's lost one, then Run's")
 			require.Zero(t, network.ended.Load(), "requests to the slow host that ended before the healthy operations settled")
-			require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
+			// The first of Run's visits to the slow host is its probe (no
+			// answer of the host's has taught its clock): the others wait
+			// for its answer, holding the host's share of workers.
+			require.Equal(t, int64(1), network.peak.Load(), "requests held at once by the slow host")
 			require.Equal(t, backlog, slow.Stats().Requests, "the slow server's requests: each key's lost one, none from Run yet")
 			// An operator sees why the slow host's operations lag, while
 			// they do: it answers, so it is neither failing nor down.
@@ -82,7 +85,7 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 			require.Equal(t, 2*backlog, slow.Stats().Requests, "the slow server's requests: each key's lost one, then Run's")
 			require.Equal(t, 2*healthyOps, healthy.Stats().Requests, "the healthy server's requests")
 			require.Zero(t, network.ended.Load(), "held requests that timed out")
-			require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
+			require.LessOrEqual(t, network.peak.Load(), int64(share), "requests held at once by the slow host")
 			open, err := c.List(t.Context(), idem.Filter{Open: true})
 			require.NoError(t, err)
 			require.Empty(t, open, "operations still open")
@@ -187,7 +190,7 @@ func TestRunSlowHostUnlistedOnceNothingOfItWaits(t *testing.T) {
 	})
 	hh, _ := hostOf(h, network.host)
 	require.Equal(t, idem.HostHealth{Host: network.host, SlowSince: start}, hh)
-	require.Equal(t, int64(share), network.held.Load(), "requests held by the slow host")
+	require.Equal(t, int64(1), network.held.Load(), "requests held by the slow host: its probe, the others waiting for it")
 
 	close(network.release)
 	keys := map[string]bool{}
@@ -203,7 +206,7 @@ func TestRunSlowHostUnlistedOnceNothingOfItWaits(t *testing.T) {
 	}
 	require.Equal(t, 2*share, slow.Stats().Requests, "the slow server's requests: each key's lost one, then Run's")
 	require.Zero(t, network.ended.Load(), "held requests that timed out")
-	require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the slow host")
+	require.LessOrEqual(t, network.peak.Load(), int64(share), "requests held at once by the slow host")
 }
 
 // A host that takes requests and never answers them is failing, not
@@ -215,6 +218,8 @@ func TestRunSlowHostUnlistedOnceNothingOfItWaits(t *testing.T) {
 // listed it as both failing and slow, a slow host being one that
 // "answers in the end" (HostHealth.SlowSince), and an operator looking
 // for an outage read a slow acquirer. Default settings but the clock.
+// Its first visit is the host's probe, alone for an attempt timeout: the
+// others wait for it, holding the host's share.
 func TestRunSilentHostIsFailingNotSlow(t *testing.T) {
 	share := idem.DefaultResumeConcurrency
 	clock := idemtest.NewClock(epoch)
@@ -226,7 +231,7 @@ func TestRunSilentHostIsFailingNotSlow(t *testing.T) {
 		hh, ok := hostOf(h, network.host)
 		return ok && !hh.SlowSince.IsZero()
 	})
-	require.Equal(t, int64(share), network.held.Load(), "requests held by the silent host")
+	require.Equal(t, int64(1), network.held.Load(), "requests held by the silent host: its probe, the others waiting for it")
 	deadline := time.After(3 * idem.DefaultAttemptTimeout)
 	poll := time.NewTicker(time.Millisecond)
 	defer poll.Stop()
@@ -245,7 +250,10 @@ func TestRunSilentHostIsFailingNotSlow(t *testing.T) {
 	require.False(t, hh.FailingSince.IsZero(), "FailingSince")
 	require.True(t, hh.SlowSince.IsZero(), "SlowSince of a host that never answered: %v", hh.SlowSince)
 	require.Equal(t, int64(share), network.ended.Load(), "requests the attempt timeout ended")
-	require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the silent host")
+	// The probe alone (no answer of the host's has taught its clock),
+	// then, once its attempt timed out, the visits it held back at once.
+	require.GreaterOrEqual(t, network.peak.Load(), int64(share-1), "requests held at once by the silent host")
+	require.LessOrEqual(t, network.peak.Load(), int64(share), "requests held at once by the silent host")
 	require.Equal(t, 2*share, silent.Stats().Requests, "the silent server's requests: each key's lost one (Run's held never reach it)")
 	require.Zero(t, healthy.Stats().Requests, "requests to the other server")
 }

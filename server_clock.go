@@ -22,13 +22,19 @@ import (
 // lookup must cost no string). Learning costs a lock and a map lookup per
 // answer, no allocation but a host's first entry; the Date is parsed only
 // when a resend is judged. A resend to a host none of whose answers has
-// come back since the process started cannot be judged by it, nor an
-// operation this process first sent (its clock's error then is not
-// known: resendBlock). Safe for
+// come back since the process started cannot be judged by it: the first
+// such resend goes alone, as the host's probe, and the others wait for
+// it (driver.awaitProbe). Nor is an operation this process first sent
+// (its clock's error then is not known: resendBlock). Safe for
 // concurrent use; the zero value is ready.
 type serverClocks struct {
 	mu    sync.Mutex
 	hosts map[string]serverDate
+	// probes holds, per host that has had a probe (firstProbe), a
+	// channel closed once the probe's attempt is over or an answer with
+	// a Date came from the host: the resends behind the probe wait on it
+	// (driver.awaitProbe).
+	probes map[string]chan struct{}
 }
 
 // serverDate is one answer's Date, as sent, and our clock's reading when
@@ -53,7 +59,8 @@ const imfFixdateLen = len(http.TimeFormat)
 // an earlier answer taught, so that an absent or garbled Date (a proxy's,
 // a device's) does not make the host's clock unknown; one that reads the
 // same second as the last keeps that one's reading of our clock, the
-// earlier, which never puts the server further ahead than it is.
+// earlier, which never puts the server further ahead than it is. A Date
+// that changes what is remembered ends the host's probe (firstProbe).
 func (s *serverClocks) learn(host, date string, at time.Time) {
 	if len(date) != imfFixdateLen || date[imfFixdateLen-4:] != " GMT" {
 		return
@@ -63,6 +70,7 @@ func (s *serverClocks) learn(host, date string, at time.Time) {
 	if e, ok := s.hosts[host]; ok {
 		if e.date != date {
 			s.hosts[host] = serverDate{date, at}
+			s.probeOver(host)
 		}
 		return
 	}
@@ -72,6 +80,7 @@ func (s *serverClocks) learn(host, date string, at time.Time) {
 	if len(s.hosts) < maxServerClocks {
 		s.hosts[host] = serverDate{date, at}
 	}
+	s.probeOver(host)
 }
 
 // now is the time by host's clock when ours reads now: the last Date
@@ -90,6 +99,74 @@ func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return d.Add(now.Sub(e.at)), true
+}
+
+// firstProbe says how a resend to host that its clock cannot judge (none
+// of its answers has taught it) may go: first, it is the host's probe,
+// and probed must follow its attempt, whatever the attempt's end; wait
+// not nil, it waits for the probe (or a Date from the host) first;
+// neither, the probe is over and it goes as it is judged. Hosts past
+// maxServerClocks get no probe.
+func (s *serverClocks) firstProbe(host string) (first bool, wait <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	over, ok := s.probes[host]
+	if !ok {
+		if len(s.probes) >= maxServerClocks {
+			return false, nil
+		}
+		if s.probes == nil {
+			s.probes = make(map[string]chan struct{})
+		}
+		s.probes[host] = make(chan struct{})
+		return true, nil
+	}
+	select {
+	case <-over:
+		return false, nil
+	default:
+		return false, over
+	}
+}
+
+// probed ends host's probe: its attempt is over, sent; or, not sent (a
+// retry budget spent, a lease lost, a journal write refused before the
+// send), it is given up, and the next resend to the host becomes the
+// probe, so that its waiters do not go on a clock nothing taught. An
+// empty host is no probe.
+func (s *serverClocks) probed(host string, sent bool) {
+	if host == "" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.probeOver(host)
+	if !sent {
+		delete(s.probes, host)
+	}
+}
+
+// probeDone reports whether over, which a resend to host waited on, was
+// the probe's end (its attempt, or a Date), not its giving up (probed).
+func (s *serverClocks) probeDone(host string, over <-chan struct{}) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.probes[host] == over
+}
+
+// probeOver closes host's probe, if one is under way; s.mu held. The
+// closed channel stays, so that no later resend becomes a probe again.
+func (s *serverClocks) probeOver(host string) {
+	if len(s.probes) == 0 {
+		return
+	}
+	if over, ok := s.probes[host]; ok {
+		select {
+		case <-over:
+		default:
+			close(over)
+		}
+	}
 }
 
 // serverNow is the time by the clock of rec's host when ours reads now

@@ -64,3 +64,74 @@ func TestServerClocksLearnAllocatesNothing(t *testing.T) {
 		t.Errorf("learn allocs = %v; want 0", n)
 	}
 }
+
+// A host's probe: the first resend that asks is the probe, the next wait
+// for it until probed, or an answer with a Date, ends it; once over, no
+// resend to the host waits or probes again; given up unsent, the next
+// resend is the probe. An answer without a Date ends
+// nothing (the probe's own end does). Hosts past maxServerClocks get none.
+func TestServerClocksFirstProbe(t *testing.T) {
+	ours := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	isOver := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	for _, end := range []string{"probed", "a Date"} {
+		t.Run(end, func(t *testing.T) {
+			var s serverClocks
+			if first, wait := s.firstProbe("h"); !first || wait != nil {
+				t.Fatalf("firstProbe() = %v, %v; want the probe", first, wait)
+			}
+			first, wait := s.firstProbe("h")
+			if first || wait == nil {
+				t.Fatalf("firstProbe() behind the probe = %v, %v; want a wait", first, wait)
+			}
+			if first, other := s.firstProbe("other"); !first || other != nil {
+				t.Fatalf("firstProbe(other) = %v, %v; want its own probe", first, other)
+			}
+			s.learn("h", "", ours)
+			s.probed("", true)
+			if isOver(wait) {
+				t.Fatal("the probe ended by an answer without a Date")
+			}
+			if end == "probed" {
+				s.probed("h", true)
+			} else {
+				s.learn("h", ours.Format(http.TimeFormat), ours)
+			}
+			if !isOver(wait) {
+				t.Fatalf("the probe did not end by %s", end)
+			}
+			if !s.probeDone("h", wait) {
+				t.Fatal("probeDone() after the probe's end: false")
+			}
+			s.probed("h", true) // again: no panic
+			if first, wait := s.firstProbe("h"); first || wait != nil {
+				t.Fatalf("firstProbe() after the probe = %v, %v; want neither", first, wait)
+			}
+		})
+	}
+	// A probe given up unsent wakes its waiters, who are told so, and the
+	// next resend becomes the probe.
+	var s serverClocks
+	s.firstProbe("h")
+	_, wait := s.firstProbe("h")
+	s.probed("h", false)
+	if !isOver(wait) || s.probeDone("h", wait) {
+		t.Fatalf("after the probe gave up: woken %v, done %v; want woken, not done", isOver(wait), s.probeDone("h", wait))
+	}
+	if first, wait := s.firstProbe("h"); !first || wait != nil {
+		t.Fatalf("firstProbe() after the probe gave up = %v, %v; want the probe", first, wait)
+	}
+	s = serverClocks{}
+	for i := range maxServerClocks {
+		s.firstProbe(fmt.Sprint("h", i))
+	}
+	if first, wait := s.firstProbe("one more"); first || wait != nil {
+		t.Fatalf("firstProbe() past the bound = %v, %v; want neither", first, wait)
+	}
+}
