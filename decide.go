@@ -558,6 +558,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 	})
 	about := func(w string) bool { return duplicateSubject(w, name) }
 	human := humanName(name)
+	fieldsRead := false // Prisma's fields, below
 	// aboutBefore: the word ahead of words[i], past the verbs that join a
 	// subject to "duplicated" or "unique" ("ClientOrderId is duplicated",
 	// "client_order_id must be unique"), is the subject; so is an id
@@ -613,9 +614,13 @@ func saysDuplicate(body []byte, name, key string) bool {
 				if rest := words[i+2:]; len(rest) > 4 && rest[0] == "failed" && rest[1] == "on" && rest[2] == "the" {
 					switch rest[3] {
 					case "fields":
-						if slices.ContainsFunc(prismaFields(string(body)), func(f string) bool { return bareName(f) == bareName(name) }) {
+						// prismaFields reads the body's first P2002, the
+						// same whichever of them led here: once, not a
+						// scan of the whole body for each.
+						if !fieldsRead && slices.ContainsFunc(prismaFields(string(body)), func(f string) bool { return bareName(f) == bareName(name) }) {
 							return true
 						}
+						fieldsRead = true
 						continue
 					case "constraint":
 						cs = rest[4:5]
