@@ -121,7 +121,7 @@ func TestDuplicateUUIDKeyAsDjangoKeepsItOnMySQLToAFirstAttemptBehindAMesh(t *tes
 // asserted made once and left for a person (requireLeftForAPerson,
 // words the refusal's), the sidecar's copy the same bytes as ours and
 // nothing sent again.
-func requireOneOrderLeftForAPerson(t *testing.T, key string, row, refusal func(string) string, words string) {
+func requireOneOrderLeftForAPerson(t testing.TB, key string, row, refusal func(string) string, words string) {
 	t.Helper()
 	var mu sync.Mutex
 	var bodies []string
