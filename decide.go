@@ -626,6 +626,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 	})
 	about := func(w string) bool { return duplicateSubject(w, name) }
 	human := humanName(name)
+	fieldsRead := false // Prisma's fields, below
 	// aboutBefore: the word ahead of words[i], past the verbs that join a
 	// subject to "duplicated" or "unique" ("ClientOrderId is duplicated",
 	// "client_order_id must be unique"), is the subject; so is an id
@@ -681,9 +682,13 @@ func saysDuplicate(body []byte, name, key string) bool {
 				if rest := words[i+2:]; len(rest) > 4 && rest[0] == "failed" && rest[1] == "on" && rest[2] == "the" {
 					switch rest[3] {
 					case "fields":
-						if slices.ContainsFunc(prismaFields(string(body)), func(f string) bool { return bareName(f) == bareName(name) }) {
+						// prismaFields reads the body's first P2002, the
+						// same whichever of them led here: once, not a
+						// scan of the whole body for each.
+						if !fieldsRead && slices.ContainsFunc(prismaFields(string(body)), func(f string) bool { return bareName(f) == bareName(name) }) {
 							return true
 						}
+						fieldsRead = true
 						continue
 					case "constraint":
 						cs = rest[4:5]
@@ -842,7 +847,8 @@ func humanName(name string) []string {
 // named is false when the body names none; then, or when the answer is
 // not clear, the index or constraint's name is all there is. The row is
 // ours when the value is key or a composite's part is, when a distinctive
-// key (distinctiveKey) stands in it as a token, or when a column (or
+// key (distinctiveKey) stands in it as a token (a UUID key also as a
+// database writes it back: uuidTexts), or when a column (or
 // MySQL's single-column index) is the key's member (name). It is
 // another's when the value does not hold the key and no column is named
 // for the order's id: "Key (id)=(1234)" on orders_pkey, a primary key's
@@ -899,7 +905,12 @@ func refusedValue(text, name, key string) (named, ours bool) {
 		}
 		subject = subject || duplicateSubject(c, name)
 	}
+	// A database keeps a UUID key in a form of its own, whatever form it
+	// read.
 	token := keyToken(value, key)
+	if canonical, hex := uuidTexts(key); canonical != "" {
+		token = token || keyToken(value, canonical) || keyToken(value, hex)
+	}
 	switch {
 	case value == key || sep != "" && slices.Contains(strings.Split(value, sep), key), token && distinctiveKey(key):
 		return true, true
@@ -907,6 +918,21 @@ func refusedValue(text, name, key string) (named, ours bool) {
 		return false, false
 	}
 	return true, false
+}
+
+// uuidTexts are key, when it is a UUID in any form a uuid type reads
+// (PostgreSQL's manual, "UUID Type": upper-case digits, braces, hyphens
+// left out or after any group of four; Python's uuid4().hex has none),
+// as databases write it back: canonical, 8-4-4-4-12 in lower case, as
+// PostgreSQL's uuid type (and MariaDB's) does; hex, its 32 digits alone,
+// as Django's UUIDField keeps it in char(32) on other databases (Django's
+// manual, "UUIDField"). Both "" when key is no UUID.
+func uuidTexts(key string) (canonical, hex string) {
+	h := strings.ToLower(strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(key, "{"), "}"), "-", ""))
+	if len(h) != 32 || strings.ContainsFunc(h, func(r rune) bool { return !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') }) {
+		return "", ""
+	}
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:], h
 }
 
 // keyToken reports whether key stands in s as a whole token, ignoring

@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
@@ -75,6 +77,52 @@ func TestDuplicateOrderToAFirstAttemptBehindAMesh(t *testing.T) {
 // same order under a new id; it is flagged for a person and never sent
 // again.
 func TestDuplicatePrimaryKeyToAFirstAttemptBehindAMesh(t *testing.T) {
+	const key = "ord-7"
+	requireOneOrderLeftForAPerson(t, key, func(id string) string { return id }, func(row string) string {
+		return `{"error":"Error 1062 (23000): Duplicate entry '` + row + `' for key 'orders.PRIMARY'"}`
+	}, "Duplicate entry 'ord-7' for key 'orders.PRIMARY'")
+}
+
+// An orders service keyed by a uuid column (PostgreSQL's uuid type)
+// that takes the client's id as the row's id, and passes psycopg2's text
+// of the 23505 on as it came. The client writes its id as Python's
+// uuid4().hex does, without hyphens; PostgreSQL reads that form and
+// writes every uuid back as 8-4-4-4-12 in lower case (PostgreSQL's
+// manual, "UUID Type"), so the DETAIL names our id in a form other
+// than the one sent. Read as another's value on a column not named for
+// the order's id, our copy's refusal was a plain ErrFailed: the order
+// again under a new id, a second order.
+func TestDuplicateUUIDKeyInItsDatabaseFormToAFirstAttemptBehindAMesh(t *testing.T) {
+	const key = "6fa459eaee8a4ca4894edb77e160355e"
+	// The row's id as the uuid type stores and writes it.
+	row := func(id string) string { return uuid.MustParse(id).String() }
+	requireOneOrderLeftForAPerson(t, key, row, func(row string) string {
+		return `{"error":"duplicate key value violates unique constraint \"orders_pkey\"\nDETAIL:  Key (id)=(` + row + `) already exists.\n"}`
+	}, "Key (id)=(6fa459ea-ee8a-4ca4-894e-db77e160355e) already exists.")
+}
+
+// Django's UUIDField keeps a UUID in a uuid column on PostgreSQL and
+// MariaDB 10.7+, and as char(32), its hex without hyphens, on other
+// databases (Django's manual, "UUIDField"): a model keyed by the client's
+// id on MySQL refuses our copy naming our id so, in mysqlclient's text of
+// the IntegrityError passed on as it came.
+func TestDuplicateUUIDKeyAsDjangoKeepsItOnMySQLToAFirstAttemptBehindAMesh(t *testing.T) {
+	const key = "6fa459ea-ee8a-4ca4-894e-db77e160355e"
+	row := func(id string) string { return strings.ReplaceAll(uuid.MustParse(id).String(), "-", "") }
+	requireOneOrderLeftForAPerson(t, key, row, func(row string) string {
+		return `{"detail":"(1062, \"Duplicate entry '` + row + `' for key 'shop_order.PRIMARY'\")"}`
+	}, "Duplicate entry '6fa459eaee8a4ca4894edb77e160355e' for key 'shop_order.PRIMARY'")
+}
+
+// requireOneOrderLeftForAPerson submits an order under key, in the body's
+// client_order_id, to an orders service behind a sidecar that retries
+// the 503 of the first copy, which made the order's row (its id row(key)):
+// the service refuses the copy with refusal(its row's id). The order is
+// asserted made once and left for a person (requireLeftForAPerson,
+// words the refusal's), the sidecar's copy the same bytes as ours and
+// nothing sent again.
+func requireOneOrderLeftForAPerson(t testing.TB, key string, row, refusal func(string) string, words string) {
+	t.Helper()
 	var mu sync.Mutex
 	var bodies []string
 	orders := 0
@@ -85,17 +133,17 @@ func TestDuplicatePrimaryKeyToAFirstAttemptBehindAMesh(t *testing.T) {
 			ClientOrderID string `json:"client_order_id"`
 		}
 		_ = json.Unmarshal(b, &order)
+		id := row(order.ClientOrderID)
 		mu.Lock()
 		defer mu.Unlock()
 		bodies = append(bodies, string(b))
-		makeOrRefuse(w, placed, &orders, order.ClientOrderID,
-			`{"error":"Error 1062 (23000): Duplicate entry '`+order.ClientOrderID+`' for key 'orders.PRIMARY'"}`)
+		makeOrRefuse(w, placed, &orders, id, refusal(id))
 	})
 	c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyInBody())
-	body := `{"client_order_id":"ord-7","sku":"sku-1","qty":1}`
-	req := idem.Request{Key: "ord-7", URL: sidecar.URL + "/v1/orders", Body: []byte(body)}
+	body := `{"client_order_id":"` + key + `","sku":"sku-1","qty":1}`
+	req := idem.Request{Key: key, URL: sidecar.URL + "/v1/orders", Body: []byte(body)}
 
-	requireLeftForAPerson(t, c, req, "Duplicate entry 'ord-7' for key 'orders.PRIMARY'")
+	requireLeftForAPerson(t, c, req, words)
 
 	mu.Lock()
 	defer mu.Unlock()

@@ -26,6 +26,13 @@ func TestRefusedValue(t *testing.T) {
 		{"postgres sequence out of step", "DETAIL:  Key (id)=(1234) already exists.", "ord-7", true, false},
 		{"postgres, a number equal to a numeric key", "DETAIL:  Key (id)=(1234) already exists.", "1234", true, true},
 		{"postgres quoted column, the key's member", `DETAIL:  Key ("client_order_id")=(x) already exists.`, "ord-7", true, true},
+		// PostgreSQL's uuid type reads a UUID without hyphens, in braces
+		// or upper case, and writes it back 8-4-4-4-12 in lower case.
+		{"postgres uuid column, our key as hex", "DETAIL:  Key (id)=(" + uuid + ") already exists.", "3f2a9c1e7b4d4e8a9c2f1a2b3c4d5e6f", true, true},
+		{"postgres uuid column, our key in braces", "DETAIL:  Key (merchant_id, ref)=(42, " + uuid + ") already exists.", "{3F2A9C1E-7B4D4E8A-9C2F1A2B-3C4D5E6F}", true, true},
+		{"postgres uuid column, another uuid", "DETAIL:  Key (id)=(" + uuid + ") already exists.", "3f2a9c1e7b4d4e8a9c2f1a2b3c4d5e60", true, false},
+		// Django's UUIDField keeps it as char(32) on MySQL.
+		{"mysql char(32) uuid, our key canonical", "Duplicate entry '3f2a9c1e7b4d4e8a9c2f1a2b3c4d5e6f' for key 'shop_order.PRIMARY'", uuid, true, true},
 		{"no database's words", "Duplicate order sent.", "ord-7", false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
