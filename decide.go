@@ -853,9 +853,10 @@ func humanName(name string) []string {
 // another's when the value does not hold the key and no column is named
 // for the order's id: "Key (id)=(1234)" on orders_pkey, a primary key's
 // sequence out of step with its table (our order not made), or "for key
-// 'orders.PRIMARY'". A column that is ("order_id") may hold our key in
-// another form (a prefix, BINARY(16)), so its index's name is read as
-// before.
+// 'orders.PRIMARY'", and the value is row numbers (rowNumbers). A column
+// that is ("order_id") may hold our key in another form (a prefix,
+// BINARY(16)), as may any column a value the server derived from it (a
+// hash, a uuid5), so then its index's name is read as before.
 func refusedValue(text, name, key string) (named, ours bool) {
 	var value, columns, sep string
 	if _, rest, ok := strings.Cut(text, "Duplicate entry '"); ok {
@@ -916,8 +917,29 @@ func refusedValue(text, name, key string) (named, ours bool) {
 		return true, true
 	case token || subject:
 		return false, false
+	case !rowNumbers(value, sep):
+		// Not the server's own row numbers: possibly ours in a form it
+		// derived (a hash of it, a uuid5 of it, another encoding), which
+		// no token match finds. Its index's name decides, as before.
+		return false, false
 	}
 	return true, false
+}
+
+// rowNumbers reports whether value, a refused key's value (a composite's
+// parts joined by sep, or by MySQL's '-' when sep is empty), is made of
+// decimal numbers only: rows a sequence numbered, such as a primary key's
+// sequence out of step with its table, never a client's order id.
+func rowNumbers(value, sep string) bool {
+	if sep == "" {
+		sep = "-"
+	}
+	for _, part := range strings.Split(value, sep) {
+		if part == "" || strings.ContainsFunc(part, func(r rune) bool { return r < '0' || r > '9' }) {
+			return false
+		}
+	}
+	return true
 }
 
 // uuidTexts are key, when it is a UUID in any form a uuid type reads

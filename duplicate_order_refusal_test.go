@@ -293,6 +293,12 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 		// #71) refuses the server's own next id: our order was not made.
 		{"postgres detail naming another id on orders_pkey", "client_order_id",
 			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"orders_pkey\"\nDETAIL:  Key (id)=(1234) already exists."}`}, false},
+		// A server that keys its orders by a value it derives from the
+		// client's id (a hash of it, a uuid5 of it) names that value, not
+		// ours: only row numbers are surely another's, so the
+		// constraint's name decides.
+		{"postgres detail naming a hash of our id", "client_order_id",
+			shape{status: 400, body: `{"error":"ERROR: duplicate key value violates unique constraint \"orders_dedupe_hash_key\"\nDETAIL:  Key (dedupe_hash)=(9f86d081884c7d65) already exists."}`}, true},
 		// PostgreSQL names a unique constraint <table>_<columns>_key: a
 		// product twice on one order, without a DETAIL.
 		{"postgres composite unique constraint on order_items", "client_order_id",
