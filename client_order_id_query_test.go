@@ -200,6 +200,14 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 	// x-amzn-waf-action: challenge, and no body to a client that does not
 	// accept text/html (docs.aws.amazon.com/waf, API_ChallengeAction).
 	challenge := shape{status: http.StatusAccepted, header: http.Header{"X-Amzn-Waf-Action": {"challenge"}}}
+	// A proxy's own 404, the endpoint never reached: nginx's page for a
+	// location it does not route (an ingress being updated), and Kong's
+	// JSON while its router is rebuilt after a change ("404s should go
+	// away in a few seconds", Kong/kong#4194; #4055, #9853).
+	nginx404 := shape{status: http.StatusNotFound, header: http.Header{"Content-Type": {"text/html"}, "Server": {"nginx"}},
+		body: "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"}
+	kong404 := shape{status: http.StatusNotFound, header: http.Header{"Server": {"kong/2.8.1"}, "X-Kong-Response-Latency": {"0"}},
+		body: `{"message":"no Route matched with those values"}`}
 	for _, tt := range []struct {
 		name       string
 		lostBefore bool
@@ -208,6 +216,8 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 		orderID    string
 	}{
 		{name: "500 internal error", fails: []shape{internal}, submits: 1, orderID: "1"},
+		{name: "a proxy's HTML 404", fails: []shape{nginx404}, submits: 1, orderID: "1"},
+		{name: "Kong's 404 while its router is rebuilt", fails: []shape{kong404, kong404}, submits: 1, orderID: "1"},
 		{name: "504 twice", fails: []shape{gateway, gateway}, submits: 1, orderID: "1"},
 		{name: "a WAF's challenge", fails: []shape{challenge}, submits: 1, orderID: "1"},
 		{name: "not placed: failed, then does not exist", lostBefore: true, fails: []shape{internal}, submits: 2, orderID: "1"},

@@ -428,7 +428,7 @@ func judgeQuery(p past, a answer) judgment {
 		return judgment{move: moveReview, label: "query_expired", review: ReviewKeyExpired}
 	case a.status == http.StatusNotFound:
 		// "Not found" is not "never happened": replicas lag.
-		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true}
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, failed: queryFailed(a.status, a.body)}
 	case a.status == http.StatusGone:
 		// Unlike 404, "gone" says the server held the key and has
 		// forgotten it, sooner than the client's key window assumed: a
@@ -442,27 +442,30 @@ func judgeQuery(p past, a answer) judgment {
 }
 
 // queryFailed reports whether a result query's inconclusive answer of
-// status (not a 404, 410, 429 or 503) says nothing of the operation, as
-// no answer does: a redirect, a 5xx, a 401 or 403, a 400 or 422 about
-// the query itself (a bad signature, a timestamp out of its window, a
-// parameter missing), a 2xx that is no JSON document (a WAF's empty 202
-// challenge, an HTML page) or that carries an error, in an "error"
-// member or in an envelope's code (Bybit's retCode 10006, HTX's "status":
-// "error": envelopeError). Not one that says
-// what it asked for does not exist, as a 404 would (Binance's 400
+// status (not a 410, 429 or 503) says nothing of the operation, as no
+// answer does: a redirect, a 5xx, a 401 or 403, a 400 or 422 about the
+// query itself (a bad signature, a timestamp out of its window, a
+// parameter missing), a proxy's own 404 that never reached the endpoint
+// (no JSON document: nginx's HTML page, Envoy's empty one; or Kong's
+// {"message":"no Route matched with those values"} while its router is
+// rebuilt, Kong/kong#4194), a 2xx that is no JSON document (a WAF's
+// empty 202 challenge, an HTML page) or that carries an error, in an
+// "error" member or in an envelope's code (Bybit's retCode 10006, HTX's
+// "status": "error": envelopeError). Not one that says what it asked for
+// does not exist, as the endpoint's own 404 does (Binance's 400
 // {"code":-2013,"msg":"Order does not exist."}), nor a 2xx document with
 // no error that does not name it (a search that found nothing).
 func queryFailed(status int, body []byte) bool {
 	missing := func() bool { return saysAny(body, "not found", "does not exist", "no such") }
+	doc := bytes.TrimSpace(trimBOM(body))
+	notJSON := len(doc) == 0 || doc[0] != '{' && doc[0] != '['
 	switch {
 	case status >= 200 && status < 300:
-		b := bytes.TrimSpace(trimBOM(body))
-		if len(b) == 0 || b[0] != '{' && b[0] != '[' {
-			return true
-		}
-		return carriesError(b) && !missing()
+		return notJSON || carriesError(doc) && !missing()
 	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
 		return !missing()
+	case status == http.StatusNotFound:
+		return notJSON || saysAny(doc, "no route")
 	}
 	return true
 }
