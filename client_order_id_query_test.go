@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -399,4 +400,38 @@ func TestOrderByClientOrderIDSettlesOnce(t *testing.T) {
 			require.Equal(t, tt.asked, x.asked)
 		})
 	}
+}
+
+// An order found in a shape nothing reads is held processing and never
+// resent, but not for ever unseen: Run's reconciliation deadline (72
+// hours by default) hands it to a person, flagged, still open, with the
+// exchange's one order, as DESIGN's promise 7 asks of what automatic
+// reconciliation can no longer settle.
+func TestFoundOrderInAnUnreadShapeIsFlaggedPastTheDeadline(t *testing.T) {
+	x := &spotExchange{}
+	srv := httptest.NewServer(http.HandlerFunc(x.serve))
+	t.Cleanup(srv.Close)
+	clock := idemtest.NewClock(epoch)
+	c := clientFor(t, srv, clock, idem.WithKeyInBody(),
+		idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+
+	res, err := c.Submit(t.Context(), marketBuy(srv.URL))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateProcessing, res.State)
+	clock.Advance(idem.DefaultReconcileDeadline + time.Hour)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(ran) }()
+	require.Eventually(t, func() bool {
+		op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+		return err == nil && op.Review == idem.ReviewDeadlinePassed
+	}, 15*time.Second, time.Millisecond)
+	cancel()
+	<-ran
+
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateProcessing, op.State, "still open, never failed")
+	x.requireOneOrder(t, 1)
 }
