@@ -209,6 +209,12 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 		body: "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"}
 	kong404 := shape{status: http.StatusNotFound, header: http.Header{"Server": {"kong/2.8.1"}, "X-Kong-Response-Latency": {"0"}},
 		body: `{"message":"no Route matched with those values"}`}
+	// A CDN whose cache key leaves the query string out (CloudFront's
+	// managed CachingOptimized policy: "Query strings: None"), keeping
+	// error answers for its default ten seconds, serves the -2013 of
+	// another client order id's query: not the exchange's word on ours.
+	cachedAbsent := shape{status: http.StatusBadRequest, header: http.Header{"X-Cache": {"Hit from cloudfront"}, "Age": {"4"}},
+		body: `{"code":-2013,"msg":"Order does not exist."}`}
 	for _, tt := range []struct {
 		name       string
 		lostBefore bool
@@ -217,6 +223,7 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 		orderID    string
 	}{
 		{name: "500 internal error", fails: []shape{internal}, submits: 1, orderID: "1"},
+		{name: "a CDN's stored -2013 of another id", fails: []shape{cachedAbsent}, submits: 1, orderID: "1"},
 		{name: "a proxy's HTML 404", fails: []shape{nginx404}, submits: 1, orderID: "1"},
 		{name: "Kong's 404 while its router is rebuilt", fails: []shape{kong404, kong404}, submits: 1, orderID: "1"},
 		{name: "504 twice", fails: []shape{gateway, gateway}, submits: 1, orderID: "1"},

@@ -400,6 +400,18 @@ func judgeResult(a answer, settled, processing string) judgment {
 
 // judgeQuery decides what a result query's answer means.
 func judgeQuery(p past, a answer) judgment {
+	j := queryMeaning(p, a)
+	if j.move == moveInconclusive && a.otherCache != "" {
+		// A cache keyed on the path alone (CloudFront's CachingOptimized
+		// leaves the query string out) serves another key's answer, or
+		// an old one: whatever its status, not the endpoint's word on
+		// this order now.
+		j.failed = true
+	}
+	return j
+}
+
+func queryMeaning(p past, a answer) judgment {
 	switch {
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "settled", "processing")

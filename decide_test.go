@@ -260,6 +260,8 @@ func TestQueryFailed(t *testing.T) {
 			body: []byte(`{"status":"error","err-code":"api-signature-not-valid","err-msg":"Signature not valid: Verification failure","data":null}`)}, true},
 		{"a 2xx envelope's success, empty", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"code":"200000","data":null}`)}, false},
 		{"a WAF's empty 202 challenge", answer{status: 202, decodeErr: errUndecodable}, true},
+		{"a cache's stored 404 of another key", answer{status: 404, otherCache: "X-Cache: Hit from cloudfront", body: []byte(`{"code":40410000,"message":"order not found"}`)}, true},
+		{"a cache's stored empty list", answer{status: 200, otherCache: "Age: 4", decodeErr: errUndecodable, body: []byte(`{"retCode":0,"retMsg":"OK","result":{"list":[]}}`)}, true},
 		{"an HTML page", answer{status: 200, decodeErr: errUndecodable, body: []byte(`<!doctype html><title>Just a moment...</title>`)}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

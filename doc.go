@@ -189,7 +189,8 @@
 // not name it) is followed by a resend, never a query that failed (no
 // answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
 // JSON or carries an error, also as an envelope's code says one, a
-// proxy's own 404), which is asked again; a 503 to a submit,
+// proxy's own 404, a cache's stored answer that does not name the key),
+// which is asked again; a 503 to a submit,
 // which may follow the work done, is asked about before any resend. A
 // result query answered 410 Gone says the server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].

@@ -451,7 +451,8 @@ func keyHeaderRefusal(canon string) string {
 // does not name it) is followed by a resend; a query that fails (no
 // answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
 // JSON or carries an error, also as an envelope's code says one, a
-// proxy's own 404) is asked again, and a 503 to a submit (which
+// proxy's own 404, a cache's stored answer that does not name the key)
+// is asked again, and a 503 to a submit (which
 // may follow the work done) is asked about before any resend.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
