@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -200,6 +201,20 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 	// x-amzn-waf-action: challenge, and no body to a client that does not
 	// accept text/html (docs.aws.amazon.com/waf, API_ChallengeAction).
 	challenge := shape{status: http.StatusAccepted, header: http.Header{"X-Amzn-Waf-Action": {"challenge"}}}
+	// A proxy's own 404, the endpoint never reached: nginx's page for a
+	// location it does not route (an ingress being updated), and Kong's
+	// JSON while its router is rebuilt after a change ("404s should go
+	// away in a few seconds", Kong/kong#4194; #4055, #9853).
+	nginx404 := shape{status: http.StatusNotFound, header: http.Header{"Content-Type": {"text/html"}, "Server": {"nginx"}},
+		body: "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"}
+	kong404 := shape{status: http.StatusNotFound, header: http.Header{"Server": {"kong/2.8.1"}, "X-Kong-Response-Latency": {"0"}},
+		body: `{"message":"no Route matched with those values"}`}
+	// A CDN whose cache key leaves the query string out (CloudFront's
+	// managed CachingOptimized policy: "Query strings: None"), keeping
+	// error answers for its default ten seconds, serves the -2013 of
+	// another client order id's query: not the exchange's word on ours.
+	cachedAbsent := shape{status: http.StatusBadRequest, header: http.Header{"X-Cache": {"Hit from cloudfront"}, "Age": {"4"}},
+		body: `{"code":-2013,"msg":"Order does not exist."}`}
 	for _, tt := range []struct {
 		name       string
 		lostBefore bool
@@ -208,6 +223,9 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 		orderID    string
 	}{
 		{name: "500 internal error", fails: []shape{internal}, submits: 1, orderID: "1"},
+		{name: "a CDN's stored -2013 of another id", fails: []shape{cachedAbsent}, submits: 1, orderID: "1"},
+		{name: "a proxy's HTML 404", fails: []shape{nginx404}, submits: 1, orderID: "1"},
+		{name: "Kong's 404 while its router is rebuilt", fails: []shape{kong404, kong404}, submits: 1, orderID: "1"},
 		{name: "504 twice", fails: []shape{gateway, gateway}, submits: 1, orderID: "1"},
 		{name: "a WAF's challenge", fails: []shape{challenge}, submits: 1, orderID: "1"},
 		{name: "not placed: failed, then does not exist", lostBefore: true, fails: []shape{internal}, submits: 2, orderID: "1"},
@@ -389,4 +407,38 @@ func TestOrderByClientOrderIDSettlesOnce(t *testing.T) {
 			require.Equal(t, tt.asked, x.asked)
 		})
 	}
+}
+
+// An order found in a shape nothing reads is held processing and never
+// resent, but not for ever unseen: Run's reconciliation deadline (72
+// hours by default) hands it to a person, flagged, still open, with the
+// exchange's one order, as DESIGN's promise 7 asks of what automatic
+// reconciliation can no longer settle.
+func TestFoundOrderInAnUnreadShapeIsFlaggedPastTheDeadline(t *testing.T) {
+	x := &spotExchange{}
+	srv := httptest.NewServer(http.HandlerFunc(x.serve))
+	t.Cleanup(srv.Close)
+	clock := idemtest.NewClock(epoch)
+	c := clientFor(t, srv, clock, idem.WithKeyInBody(),
+		idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+
+	res, err := c.Submit(t.Context(), marketBuy(srv.URL))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateProcessing, res.State)
+	clock.Advance(idem.DefaultReconcileDeadline + time.Hour)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(ran) }()
+	require.Eventually(t, func() bool {
+		op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+		return err == nil && op.Review == idem.ReviewDeadlinePassed
+	}, 15*time.Second, time.Millisecond)
+	cancel()
+	<-ran
+
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateProcessing, op.State, "still open, never failed")
+	x.requireOneOrder(t, 1)
 }

@@ -400,6 +400,18 @@ func judgeResult(a answer, settled, processing string) judgment {
 
 // judgeQuery decides what a result query's answer means.
 func judgeQuery(p past, a answer) judgment {
+	j := queryMeaning(p, a)
+	if j.move == moveInconclusive && a.otherCache != "" {
+		// A cache keyed on the path alone (CloudFront's CachingOptimized
+		// leaves the query string out) serves another key's answer, or
+		// an old one: whatever its status, not the endpoint's word on
+		// this order now.
+		j.failed = true
+	}
+	return j
+}
+
+func queryMeaning(p past, a answer) judgment {
 	switch {
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "settled", "processing")
@@ -428,7 +440,7 @@ func judgeQuery(p past, a answer) judgment {
 		return judgment{move: moveReview, label: "query_expired", review: ReviewKeyExpired}
 	case a.status == http.StatusNotFound:
 		// "Not found" is not "never happened": replicas lag.
-		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true}
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, failed: queryFailed(a.status, a.body)}
 	case a.status == http.StatusGone:
 		// Unlike 404, "gone" says the server held the key and has
 		// forgotten it, sooner than the client's key window assumed: a
@@ -442,32 +454,37 @@ func judgeQuery(p past, a answer) judgment {
 }
 
 // queryFailed reports whether a result query's inconclusive answer of
-// status (not a 404, 410, 429 or 503) says nothing of the operation, as
-// no answer does: a redirect, a 5xx, a 401 or 403, a 400 or 422 about
-// the query itself (a bad signature, a timestamp out of its window, a
-// parameter missing), a 2xx that is no JSON document (a WAF's empty 202
-// challenge, an HTML page) or that carries an error. Not one that says
-// what it asked for does not exist, as a 404 would (Binance's 400
+// status (not a 410, 429 or 503) says nothing of the operation, as no
+// answer does: a redirect, a 5xx, a 401 or 403, a 400 or 422 about the
+// query itself (a bad signature, a timestamp out of its window, a
+// parameter missing), a proxy's own 404 that never reached the endpoint
+// (no JSON document: nginx's HTML page, Envoy's empty one; or Kong's
+// {"message":"no Route matched with those values"} while its router is
+// rebuilt, Kong/kong#4194), a 2xx that is no JSON document (a WAF's
+// empty 202 challenge, an HTML page) or that carries an error, in an
+// "error" member or in an envelope's code (Bybit's retCode 10006, HTX's
+// "status": "error": envelopeError). Not one that says what it asked for
+// does not exist, as the endpoint's own 404 does (Binance's 400
 // {"code":-2013,"msg":"Order does not exist."}), nor a 2xx document with
 // no error that does not name it (a search that found nothing).
 func queryFailed(status int, body []byte) bool {
 	missing := func() bool { return saysAny(body, "not found", "does not exist", "no such") }
+	doc := bytes.TrimSpace(trimBOM(body))
+	notJSON := len(doc) == 0 || doc[0] != '{' && doc[0] != '['
 	switch {
 	case status >= 200 && status < 300:
-		b := bytes.TrimSpace(trimBOM(body))
-		if len(b) == 0 || b[0] != '{' && b[0] != '[' {
-			return true
-		}
-		return carriesError(b) && !missing()
+		return notJSON || carriesError(doc) && !missing()
 	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
 		return !missing()
+	case status == http.StatusNotFound:
+		return notJSON || saysAny(doc, "no route")
 	}
 	return true
 }
 
 // carriesError reports whether a JSON body carries an error as
 // DecodeJSON reads one: an "error" or "errors" member that is not null or
-// empty, or "success": false.
+// empty, or "success": false; or as an envelope says one (envelopeError).
 func carriesError(body []byte) bool {
 	v, ok := scanResult(body)
 	if !ok {
@@ -476,7 +493,74 @@ func carriesError(body []byte) bool {
 			return false // a list, or not JSON
 		}
 	}
-	return v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok
+	return v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok || envelopeError(body)
+}
+
+// envelopeError reports whether a JSON object is the envelope of an API
+// that answers its errors with 200 OK, saying one: a top-level "code",
+// "retCode" or "ret_code" that is not a success (Bybit's {"retCode":10006,
+// "retMsg":"Too many visits"}, OKX's {"code":"50011"}; success is 0, 200,
+// KuCoin's "200000", Bitget's "00000", "ok" or "success"), or a "status"
+// of "error" or "fail" (HTX's {"status":"error","err-code":…}, JSend's)
+// or an HTTP error's number. Read with no "error" member, such an answer
+// was a search that found nothing, and a client order id was sent again
+// though the order might have been placed. An order's own "status"
+// ("FILLED") is none of these; a "code" that names a resource reads as
+// an error, which only has the query asked again.
+func envelopeError(body []byte) bool {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return false
+	}
+	for name, raw := range top {
+		switch strings.ToLower(name) {
+		case "code", "retcode", "ret_code":
+			if errorCode(raw) {
+				return true
+			}
+		case "status":
+			if errorStatus(raw) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// errorCode reports whether an envelope's code, a JSON number or string,
+// is not one of the success codes envelopeError lists.
+func errorCode(raw json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		var n json.Number
+		if json.Unmarshal(raw, &n) != nil {
+			return false // null, a bool, an object: no code
+		}
+		s = n.String()
+	}
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch {
+	case s == "", strings.Trim(s, "0") == "":
+		return false
+	case s == "200", s == "200000", s == "ok", s == "success":
+		return false
+	}
+	return true
+}
+
+// errorStatus reports whether an envelope's "status" says an error: the
+// words, or an HTTP error's number (400 to 599).
+func errorStatus(raw json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		switch strings.ToLower(strings.TrimSpace(s)) {
+		case "error", "fail", "failure":
+			return true
+		}
+		return false
+	}
+	var n int
+	return json.Unmarshal(raw, &n) == nil && n >= 400 && n < 600
 }
 
 // foundOrder reports whether body, a result query's 2xx answer the

@@ -184,11 +184,13 @@
 // orders only is free again once the order has filled, so the operation
 // is held processing in the same way, asked again and never resent,
 // until a Decoder that reads the API's orders settles it; and only an
-// answer that does not find the order (a 404, a 400 or 422 saying it is
+// answer that does not find the order (a JSON 404, a 400 or 422 saying it is
 // "not found" or "does not exist", a JSON 2xx with no error that does
 // not name it) is followed by a resend, never a query that failed (no
 // answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
-// JSON or carries an error), which is asked again; a 503 to a submit,
+// JSON or carries an error, also as an envelope's code says one, a
+// proxy's own 404, a cache's stored answer that does not name the key),
+// which is asked again; a 503 to a submit,
 // which may follow the work done, is asked about before any resend. A
 // result query answered 410 Gone says the server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
 // the operation is never resent, and stays unknown with [ReviewKeyExpired].

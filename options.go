@@ -446,11 +446,13 @@ func keyHeaderRefusal(canon string) string {
 // member's value, with no error, says the order exists: the operation
 // is kept processing and only asked about, never resent, until a Decoder
 // that reads the API's orders (WithDecoder) or a person settles it. Only
-// an answer that does not find the order (a 404, a 400 or 422 saying it
+// an answer that does not find the order (a JSON 404, a 400 or 422 saying it
 // is "not found" or "does not exist", a JSON 2xx with no error that
 // does not name it) is followed by a resend; a query that fails (no
 // answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
-// JSON or carries an error) is asked again, and a 503 to a submit (which
+// JSON or carries an error, also as an envelope's code says one, a
+// proxy's own 404, a cache's stored answer that does not name the key)
+// is asked again, and a 503 to a submit (which
 // may follow the work done) is asked about before any resend.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
