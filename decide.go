@@ -411,6 +411,9 @@ func judgeQuery(p past, a answer) judgment {
 	return j
 }
 
+// queryMeaning is what a result query's answer says of the operation, by
+// its status and body alone; judgeQuery then weighs where the answer came
+// from.
 func queryMeaning(p past, a answer) judgment {
 	switch {
 	case a.status >= 200 && a.status < 300:
