@@ -35,14 +35,14 @@ func (p Profile) internal() fakeserver.Profile {
 func (b Behavior) internal() fakeserver.Behavior {
 	return fakeserver.Behavior{
 		Name: b.Name, StoreErrors: b.StoreErrors, NoBodyCompare: b.NoBodyCompare,
-		ConflictStatus: b.ConflictStatus, Retention: b.Retention,
+		ConflictStatus: b.ConflictStatus, Retention: b.Retention, KeyMember: b.KeyMember,
 	}
 }
 
 func behaviorOf(b fakeserver.Behavior) Behavior {
 	return Behavior{
 		Name: b.Name, StoreErrors: b.StoreErrors, NoBodyCompare: b.NoBodyCompare,
-		ConflictStatus: b.ConflictStatus, Retention: b.Retention,
+		ConflictStatus: b.ConflictStatus, Retention: b.Retention, KeyMember: b.KeyMember,
 	}
 }
 
@@ -50,7 +50,7 @@ func statsOf(s fakeserver.Stats) Stats {
 	return Stats{
 		Requests: s.Requests, Submits: s.Submits, Queries: s.Queries,
 		SideEffects: s.SideEffects, Keys: s.Keys, MaxEffectsPerKey: s.MaxEffectsPerKey,
-		Replays: s.Replays, Conflicts: s.Conflicts, ForeignEffects: s.ForeignEffects,
+		Replays: s.Replays, Conflicts: s.Conflicts, Refusals: s.Refusals, ForeignEffects: s.ForeignEffects,
 		MaxSubmitsAfterFinal: s.MaxSubmitsAfterFinal,
 	}
 }
@@ -58,7 +58,7 @@ func statsOf(s fakeserver.Stats) Stats {
 func keyStatsOf(k fakeserver.KeyStats) KeyStats {
 	return KeyStats{
 		Effects: k.Effects, ForeignEffects: k.ForeignEffects,
-		SubmitsAfterFinal: k.SubmitsAfterFinal, Conflicts: k.Conflicts,
+		SubmitsAfterFinal: k.SubmitsAfterFinal, Conflicts: k.Conflicts, Refusals: k.Refusals,
 	}
 }
 

@@ -35,7 +35,10 @@
 // draft above ([IETFDraft], the default), stored 500 and 503 replayed for
 // the key's life ([StoredErrors]), a silent replay of a used key's answer
 // whatever the body ([NoBodyCompare]), 417 for a used key with another
-// body ([Conflict417]), or a 30-minute key window ([ShortWindow]); the knobs
+// body ([Conflict417]), a 30-minute key window ([ShortWindow]), or an order
+// API whose key is a client order id in the body, which refuses a repeated
+// id with Binance's 400 -2010 "Duplicate order sent." and answers its result
+// endpoint by client order id, never replaying ([ClientOrderID]); the knobs
 // of a [Behavior] combine. [Server.Preempt] (or the [Preempt] fault) makes
 // someone else use a key first. [Server.KeyStats] counts, per key, the
 // submits that arrived once the key's answer could no longer change, so a

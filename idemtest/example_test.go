@@ -248,7 +248,7 @@ func Example_controlOverHTTP() {
 	// Output:
 	// inject: 204
 	// submit: 503 Retry-After: 2
-	// {"requests":1,"submits":1,"queries":0,"side_effects":0,"keys":0,"max_effects_per_key":0,"replays":0,"conflicts":0,"foreign_effects":0,"max_submits_after_final":0}
+	// {"requests":1,"submits":1,"queries":0,"side_effects":0,"keys":0,"max_effects_per_key":0,"replays":0,"conflicts":0,"refusals":0,"foreign_effects":0,"max_submits_after_final":0}
 }
 
 // Servers differ in what they store for a key. Under StoredErrors the
@@ -273,7 +273,7 @@ func ExampleWithBehavior() {
 	// 500  {"error":"internal server error"}
 	// 500 true {"error":"internal server error"}
 	// 500 true {"error":"internal server error"}
-	// stored-errors: {Effects:0 ForeignEffects:0 SubmitsAfterFinal:2 Conflicts:0}
+	// stored-errors: {Effects:0 ForeignEffects:0 SubmitsAfterFinal:2 Conflicts:0 Refusals:0}
 }
 
 // Someone else used the key first. While their request processes, ours
@@ -298,7 +298,7 @@ func ExampleServer_Preempt() {
 	// Output:
 	// 409  {"error":"request with this key is in progress"}
 	// 201 true {"state":"succeeded","resourceId":"ord_000001","key":"order-42"}
-	// {Effects:0 ForeignEffects:1 SubmitsAfterFinal:1 Conflicts:0}
+	// {Effects:0 ForeignEffects:1 SubmitsAfterFinal:1 Conflicts:0 Refusals:0}
 }
 
 // An idem client asks the server's result endpoint about an operation whose

@@ -164,6 +164,9 @@ type Stats struct {
 	// Conflicts counts the answers that a key was reused with a different
 	// request (422, or the behaviour's status).
 	Conflicts int `json:"conflicts"`
+	// Refusals counts the 400 -2010 "Duplicate order sent." of an order
+	// API ([ClientOrderID]): an id sent again while its order exists.
+	Refusals int `json:"refusals"`
 	// ForeignEffects counts the side effects of someone else's requests
 	// ([Server.Preempt] and the Preempt fault), not in SideEffects.
 	ForeignEffects int `json:"foreign_effects"`
@@ -189,6 +192,9 @@ type KeyStats struct {
 	// Conflicts counts the answers that the key was used with another
 	// request (422, or the behaviour's status).
 	Conflicts int `json:"conflicts"`
+	// Refusals counts an order API's 400 -2010 "Duplicate order sent." to
+	// the key sent again while its order exists ([ClientOrderID]).
+	Refusals int `json:"refusals"`
 }
 
 // Request is one request received, as the server logged it; see
@@ -217,9 +223,11 @@ type Request struct {
 }
 
 // Behavior is how the server answers a key it has seen: which kind of real
-// Idempotency-Key middleware it models; see [WithBehavior]. Its knobs
-// combine; the presets ([IETFDraft], [StoredErrors], [NoBodyCompare],
-// [Conflict417], [ShortWindow]) each turn one. The zero value is the IETF
+// Idempotency-Key middleware it models, or with KeyMember which order API
+// whose key is a client order id in the body; see [WithBehavior]. Its
+// knobs combine; the presets ([IETFDraft], [StoredErrors],
+// [NoBodyCompare], [Conflict417], [ShortWindow], [ClientOrderID]) each
+// turn one. The zero value is the IETF
 // draft.
 type Behavior struct {
 	// Name labels the behaviour: the preset's name ("stored-errors", …),
@@ -241,6 +249,18 @@ type Behavior struct {
 	// Retention is the key window; 0 leaves it to [WithRetention], else
 	// 24h. Setting both to different values is an error.
 	Retention time.Duration
+	// KeyMember, when set, makes the server an order API whose key is the
+	// client order id in the request body's top-level JSON member of this
+	// name; no key header is read. A repeated id whose order exists is
+	// refused with Binance's 400 {"code":-2010,"msg":"Duplicate order
+	// sent."}, never replayed; an order never placed (declined, rejected)
+	// leaves its id free. Orders are answered in Binance's spot shape
+	// (200 {"orderId","clientOrderId","status":"FILLED"}, "NEW" while
+	// slow-processing; a decline or reject-409 is Binance's 400 -2010), the
+	// result endpoint by client order id, or 400
+	// {"code":-2013,"msg":"Order does not exist."}. It takes no
+	// StoreErrors, NoBodyCompare or ConflictStatus. See [ClientOrderID].
+	KeyMember string
 }
 
 // String returns b.Name, or if it is "" the knobs that differ from the
@@ -275,6 +295,21 @@ func Conflict417() Behavior { return behaviorOf(fakeserver.Conflict417()) }
 
 // ShortWindow forgets a key after ShortWindowRetention (30 minutes).
 func ShortWindow() Behavior { return behaviorOf(fakeserver.ShortWindow()) }
+
+// ClientOrderIDMember is the body member holding the key under
+// [ClientOrderID]: client_order_id, Alpaca's name.
+const ClientOrderIDMember = fakeserver.ClientOrderIDMember
+
+// ClientOrderID is an order API whose key is the client order id in the
+// body's client_order_id (Alpaca's client_order_id, Binance's
+// newClientOrderId, KuCoin's clientOid): a repeated id is refused with
+// Binance's 400 -2010 "Duplicate order sent.", never replayed, for the key
+// window (24h); the result endpoint ([Server.ResultTemplate]) answers the
+// order by client order id in Binance's shape, or 400 -2013 "Order does
+// not exist.". A client talks to it as idem's README says for such APIs:
+// idem.WithKeyInBody, the result endpoint, and a Decoder that reads the
+// order (idem's ExampleWithDecoder_clientOrderID).
+func ClientOrderID() Behavior { return behaviorOf(fakeserver.ClientOrderID()) }
 
 // Behaviors returns the presets, IETFDraft first.
 func Behaviors() []Behavior {

@@ -9,10 +9,11 @@ import (
 )
 
 // Behavior is how the server answers a key it has seen: which kind of
-// real Idempotency-Key middleware it models. A behaviour is a set of
-// knobs, which combine; the presets ([IETFDraft], [StoredErrors],
-// [NoBodyCompare], [Conflict417], [ShortWindow], listed by [Behaviors])
-// each turn one knob, and their Name is the word used by the command's
+// real Idempotency-Key middleware it models, or, with [Behavior.KeyMember],
+// which order API whose key is a client order id in the body. A behaviour
+// is a set of knobs, which combine; the presets ([IETFDraft],
+// [StoredErrors], [NoBodyCompare], [Conflict417], [ShortWindow],
+// [ClientOrderID], listed by [Behaviors]) each turn one knob, and their Name is the word used by the command's
 // -behavior flag and by GET /_behavior. The zero value is the IETF draft.
 //
 // A behaviour is the server's nature, not a fault: it holds for the
@@ -48,6 +49,27 @@ type Behavior struct {
 	// Retention is the key window (see [Config.Retention]); 0 leaves it to
 	// Config.Retention. Setting both to different values is an error.
 	Retention time.Duration
+
+	// KeyMember, when set, makes the server an order API whose key is a
+	// client order id: the string value of the request body's top-level
+	// JSON member of this name (Alpaca's client_order_id, Binance's
+	// newClientOrderId, KuCoin's clientOid). The key header is not read,
+	// as such APIs ignore a header they do not document; a body without
+	// the member gets 400 -1102. Such an API never replays: a repeated id
+	// whose order exists, whatever the body, is refused with Binance's
+	// 400 {"code":-2010,"msg":"Duplicate order sent."}, and an order
+	// never placed (declined, rejected) leaves the id free. Answers take
+	// Binance's spot shapes (developers.binance.com, Spot API, "Trading
+	// endpoints" and "Error codes"): an order is 200 {"symbol","orderId",
+	// "orderListId","clientOrderId","status"}, status "NEW" while it rests
+	// (slow-processing) and "FILLED" once done; the result endpoint
+	// answers that order by client order id, or 400 {"code":-2013,"msg":
+	// "Order does not exist."}. A decline is 400 -2010 "Account has
+	// insufficient balance for requested action.", a reject-409 400 -2010
+	// "Order would immediately match and take." (Binance refuses every
+	// order with 400, never 409); the other faults keep their answers. StoreErrors, NoBodyCompare and ConflictStatus
+	// describe a replaying middleware and cannot be combined with it.
+	KeyMember string
 }
 
 // The names of the presets.
@@ -57,6 +79,7 @@ const (
 	nameNoBodyCompare = "no-body-compare"
 	nameConflict417   = "conflict-417"
 	nameShortWindow   = "short-window"
+	nameClientOrderID = "client-order-id"
 )
 
 // ShortWindowRetention is the key window of the [ShortWindow] preset: the
@@ -90,6 +113,22 @@ func Conflict417() Behavior {
 // (30 minutes), after which a key executes again.
 func ShortWindow() Behavior { return Behavior{Name: nameShortWindow, Retention: ShortWindowRetention} }
 
+// ClientOrderIDMember is the body member that holds the key under the
+// [ClientOrderID] preset: Alpaca's name (docs.alpaca.markets, "Create an
+// Order", client_order_id), which JSON order APIs share.
+const ClientOrderIDMember = "client_order_id"
+
+// ClientOrderID is an order API whose key is the client order id in the
+// body's [ClientOrderIDMember]: repeats refused with Binance's -2010, never
+// replayed; the result endpoint answers the order or -2013 (see
+// [Behavior.KeyMember]). The id is held for the key window (24h by
+// default), as Alpaca holds client_order_id unique: an exchange that frees
+// it once the order fills is harsher, and is what the client's query
+// before any resend is for.
+func ClientOrderID() Behavior {
+	return Behavior{Name: nameClientOrderID, KeyMember: ClientOrderIDMember}
+}
+
 // Behaviors returns the presets, in a fixed order: IETFDraft first.
 func Behaviors() []Behavior {
 	return []Behavior{IETFDraft(), StoredErrors(), NoBodyCompare(), Conflict417(), ShortWindow()}
@@ -111,6 +150,13 @@ func BehaviorNamed(name string) (Behavior, error) {
 // Description returns a one-line description of the behaviour: how it
 // differs from the IETF draft.
 func (b Behavior) Description() string {
+	if b.KeyMember != "" {
+		d := fmt.Sprintf("an order API: the key is the body's %q; a repeated id is refused 400 -2010 \"Duplicate order sent.\", never replayed; the result endpoint answers the order or 400 -2013 (Binance's shapes)", b.KeyMember)
+		if b.Retention != 0 {
+			d += "; ids held " + b.Retention.String()
+		}
+		return d
+	}
 	var diffs []string
 	if b.StoreErrors {
 		diffs = append(diffs, "the handler's 500 and 503 are stored and replayed for the key's life")
@@ -150,6 +196,9 @@ func (b Behavior) String() string {
 	if b.Retention != 0 {
 		knobs = append(knobs, "retention-"+b.Retention.String())
 	}
+	if b.KeyMember != "" {
+		knobs = append(knobs, "key-member-"+b.KeyMember)
+	}
 	if len(knobs) == 0 {
 		return nameIETFDraft
 	}
@@ -173,6 +222,9 @@ func (b Behavior) validate() error {
 	if b.Retention < 0 {
 		return fmt.Errorf("retention %v is negative (want a positive duration, or 0 for Config.Retention)", b.Retention)
 	}
+	if b.KeyMember != "" && (b.StoreErrors || b.NoBodyCompare || b.ConflictStatus != 0) {
+		return fmt.Errorf("key member %q is an order API that never replays: it takes no store-errors, no-body-compare or conflict status (leave them unset)", b.KeyMember)
+	}
 	return nil
 }
 
@@ -182,6 +234,7 @@ type behaviorJSON struct {
 	NoBodyCompare  bool   `json:"no_body_compare"`
 	ConflictStatus int    `json:"conflict_status"`
 	Retention      string `json:"retention"`
+	KeyMember      string `json:"key_member,omitempty"`
 }
 
 // marshalBehavior encodes the behaviour a server runs with, defaults
@@ -193,6 +246,7 @@ func marshalBehavior(b Behavior, retention time.Duration) []byte {
 		NoBodyCompare:  b.NoBodyCompare,
 		ConflictStatus: b.conflictStatus(),
 		Retention:      retention.String(),
+		KeyMember:      b.KeyMember,
 	})
 	return body
 }

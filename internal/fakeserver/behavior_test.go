@@ -258,7 +258,7 @@ func TestBehaviorOverHTTP(t *testing.T) {
 	h.do(t, call{key: "k/1", scope: "Bearer a", body: "{}"})
 	r = h.do(t, call{method: http.MethodGet, path: "/_key?key=k%2F1&scope=Bearer+a"})
 	require.Equal(t, http.StatusOK, r.status)
-	require.JSONEq(t, `{"effects":1,"foreign_effects":0,"submits_after_final":1,"conflicts":0}`, r.body)
+	require.JSONEq(t, `{"effects":1,"foreign_effects":0,"submits_after_final":1,"conflicts":0,"refusals":0}`, r.body)
 	r = h.do(t, call{method: http.MethodGet, path: "/_key?scope=x"})
 	require.Equal(t, http.StatusBadRequest, r.status)
 	require.Equal(t, "missing key parameter (GET /_key?key=K&scope=S)", r.errorMessage(t))

@@ -57,7 +57,17 @@
 // errors replayed with the replay header ([StoredErrors]), no request
 // comparison, so a used key silently replays its first answer
 // ([NoBodyCompare]), another status for a changed request ([Conflict417]),
-// a 30-minute key window ([ShortWindow]). [Server.Preempt] and the
+// a 30-minute key window ([ShortWindow]). [ClientOrderID] is no
+// middleware but an order API whose key is a client order id in the JSON
+// body (Alpaca's client_order_id, Binance's newClientOrderId, KuCoin's
+// clientOid; [Behavior.KeyMember]): it reads no key header, refuses a
+// repeated id whose order exists with Binance's 400 {"code":-2010,"msg":
+// "Duplicate order sent."} whatever the body, never replays, answers
+// orders in Binance's spot shape (200 {"symbol","orderId","orderListId",
+// "clientOrderId","status"}) and answers GET /operations/{key} with the
+// order whose client order id is key, or 400 {"code":-2013,"msg":"Order
+// does not exist."} (developers.binance.com, Spot API, "Trading
+// endpoints" and "Error codes"). [Server.Preempt] and the
 // [Preempt] fault make someone else use a key first; [KeyStats] counts, per
 // key, the side effects of requests received and of someone else's, and
 // the submits that arrived once the key's answer could no longer change.

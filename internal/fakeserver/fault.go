@@ -75,7 +75,9 @@ const (
 	// Reject409 is the handler refusing the order with 409 (it conflicts
 	// with the resource's state): it commits a failed result with no side
 	// effect; replays answer the stored 409, queries failed. Unlike the
-	// 409 of a request in flight, it is the key's final answer.
+	// 409 of a request in flight, it is the key's final answer. An order
+	// API (Behavior.KeyMember) refuses it as Binance refuses any order,
+	// 400 -2010, and leaves the id free.
 	Reject409 FaultKind = "reject-409"
 	// Preempt makes someone else use the key first: just before this
 	// submit, another request with the same key and another body arrives

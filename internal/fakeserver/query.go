@@ -35,7 +35,9 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	if f.kind.replacesProcessing() {
 		a = faultAnswer(f)
 		f = applied{}
-	} else if e := s.st.lookup(scopeKey{req.Scope, key}, now, s.cfg.Retention); e == nil || e.noResult || now.Before(e.visibleAt) {
+	} else if e := s.st.lookup(scopeKey{req.Scope, key}, now, s.cfg.Retention); s.cfg.Behavior.KeyMember != "" {
+		a = orderQueryAnswer(e, now)
+	} else if e == nil || e.noResult || now.Before(e.visibleAt) {
 		a = errorAnswer(http.StatusNotFound, "not found")
 	} else {
 		a.status, a.body = encodeJSON(http.StatusOK, e.result(now))

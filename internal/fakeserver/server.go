@@ -31,6 +31,9 @@ type Stats struct {
 	MaxEffectsPerKey int `json:"max_effects_per_key"`
 	Replays          int `json:"replays"`   // stored responses replayed
 	Conflicts        int `json:"conflicts"` // 422 (or the behaviour's status): key reused with a different request
+	// Refusals counts the 400 -2010 "Duplicate order sent." of an order
+	// API (Behavior.KeyMember): an id sent again while its order exists.
+	Refusals int `json:"refusals"`
 	// ForeignEffects counts the side effects of someone else's requests
 	// (Server.Preempt and the preempt fault), not in SideEffects.
 	ForeignEffects int `json:"foreign_effects"`
@@ -251,6 +254,7 @@ func (s *Server) preemptLocked(sk scopeKey, now time.Time, hold time.Duration) *
 	e := &entry{
 		sk: sk, digest: foreignDigest, committedAt: now, state: stateSucceeded,
 		resourceID: fmt.Sprintf("ord_%06d", s.nextID), foreign: true,
+		order: s.cfg.Behavior.KeyMember != "", orderID: s.nextID,
 		doneAt: now.Add(hold), retryAfter: time.Second,
 	}
 	e.counts.ForeignEffects = 1
@@ -343,9 +347,19 @@ func (s *Server) newRequest(r *http.Request) Request {
 		Method: r.Method,
 		Path:   r.URL.Path,
 		Scope:  r.Header.Get(s.cfg.ScopeHeader),
-		RawKey: r.Header.Get(s.cfg.KeyHeader),
+		RawKey: s.rawKey(r),
 		At:     s.cfg.Now(),
 	}
+}
+
+// rawKey returns the key header's value, or "" for an order API, which
+// reads no key header (its key is found in the body, or the path of a
+// result query).
+func (s *Server) rawKey(r *http.Request) string {
+	if s.cfg.Behavior.KeyMember != "" {
+		return ""
+	}
+	return r.Header.Get(s.cfg.KeyHeader)
 }
 
 // reject logs r and answers it with a JSON error, with an Allow header if

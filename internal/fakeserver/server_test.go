@@ -395,7 +395,7 @@ func TestControlEndpoints(t *testing.T) {
 	r := h.do(t, call{method: http.MethodGet, path: "/_stats"})
 	require.Equal(t, http.StatusOK, r.status)
 	require.Equal(t, "application/json", r.header.Get("Content-Type"))
-	require.JSONEq(t, `{"requests":2,"submits":2,"queries":0,"side_effects":1,"keys":1,"max_effects_per_key":1,"replays":1,"conflicts":0,"foreign_effects":0,"max_submits_after_final":1}`, r.body)
+	require.JSONEq(t, `{"requests":2,"submits":2,"queries":0,"side_effects":1,"keys":1,"max_effects_per_key":1,"replays":1,"conflicts":0,"refusals":0,"foreign_effects":0,"max_submits_after_final":1}`, r.body)
 
 	r = h.do(t, call{path: "/_faults", body: `{"kind":"unavailable","retry_after":"2s"}`})
 	require.Equal(t, http.StatusNoContent, r.status)

@@ -46,6 +46,10 @@ type entry struct {
 	// noResult hides the entry from the result endpoint: a stored error
 	// that performed nothing.
 	noResult bool
+	// order marks an order API's entry (Behavior.KeyMember): answered in
+	// Binance's shapes, its number orderID.
+	order   bool
+	orderID int
 }
 
 // KeyStats are the counters of one (scope, key), across expiries.
@@ -63,6 +67,9 @@ type KeyStats struct {
 	// Conflicts counts the answers that the key was used with another
 	// request (422, or the behaviour's status).
 	Conflicts int `json:"conflicts"`
+	// Refusals counts an order API's 400 -2010 "Duplicate order sent."
+	// to the key sent again while its order exists (Behavior.KeyMember).
+	Refusals int `json:"refusals"`
 }
 
 func (k *KeyStats) add(o KeyStats) {
@@ -70,6 +77,7 @@ func (k *KeyStats) add(o KeyStats) {
 	k.ForeignEffects += o.ForeignEffects
 	k.SubmitsAfterFinal += o.SubmitsAfterFinal
 	k.Conflicts += o.Conflicts
+	k.Refusals += o.Refusals
 }
 
 // result is the body of submit and query answers.
@@ -105,6 +113,9 @@ func (e *entry) result(now time.Time) result {
 func (e *entry) response(now time.Time) answer {
 	if e.stored != nil {
 		return *e.stored
+	}
+	if e.order {
+		return e.orderAnswer(now)
 	}
 	res := e.result(now)
 	status := http.StatusCreated

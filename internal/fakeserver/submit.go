@@ -19,6 +19,7 @@ const (
 	outProcessing                // same key, slow processing not done: 409
 	outFull                      // new key, store full: 503
 	outQuery                     // a result query (faults only)
+	outRefused                   // order API: the id's order exists, 400 -2010
 )
 
 const (
@@ -41,27 +42,11 @@ func requestDigest(method, uri string, bodySum [32]byte) [32]byte {
 
 func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	req := s.newRequest(r)
-	values := r.Header.Values(s.cfg.KeyHeader)
-	if len(values) == 0 || (len(values) == 1 && values[0] == "") {
-		s.rejectRequest(w, req, classSubmit, http.StatusBadRequest, "missing "+s.cfg.KeyHeader+" header", "")
+	body, ok := s.readSubmit(w, r, &req)
+	if !ok {
 		return
 	}
-	if len(values) > 1 {
-		s.rejectRequest(w, req, classSubmit, http.StatusBadRequest, "more than one "+s.cfg.KeyHeader+" header", "")
-		return
-	}
-	key, err := parseKey(values[0])
-	if err != nil {
-		s.rejectRequest(w, req, classSubmit, http.StatusBadRequest, "invalid "+s.cfg.KeyHeader+" header: "+err.Error(), "")
-		return
-	}
-	req.Key = key
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
-	if err != nil {
-		status, msg := bodyError(err)
-		s.rejectRequest(w, req, classSubmit, status, msg, "")
-		return
-	}
+	key := req.Key
 	req.BodySHA256 = sha256.Sum256(body)
 	digest := requestDigest(r.Method, r.URL.RequestURI(), req.BodySHA256)
 
@@ -72,7 +57,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	s.st.sweep(now, s.cfg.Retention)
 	sk := scopeKey{req.Scope, key}
 	e := s.st.lookup(sk, now, s.cfg.Retention)
-	if e != nil && e.final(now) {
+	// An order API's order never placed (declined, rejected) left its id
+	// free: the next submit with it is a new order, not a resend of a
+	// final answer.
+	if e != nil && e.final(now) && !(e.order && e.state == stateFailed) {
 		e.counts.SubmitsAfterFinal++
 		s.stats.MaxSubmitsAfterFinal = max(s.stats.MaxSubmitsAfterFinal, s.st.keyStats(sk).SubmitsAfterFinal)
 	}
@@ -95,7 +83,13 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	case f.kind.replacesProcessing():
 		a = faultAnswer(f)
 	case out == outExecute:
+		prev := e
 		e = s.executeLocked(sk, digest, now, f)
+		if prev != nil {
+			// An order API's failed order left its id free: the key's
+			// counters go on across it.
+			e.counts.add(prev.counts)
+		}
 		executed = true
 		a = e.response(now)
 	case out == outReplay:
@@ -112,6 +106,10 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	case out == outProcessing:
 		a = errorAnswer(http.StatusConflict, msgInProgress)
 		a.retryAfter, a.httpDate = e.retryAfter, e.httpDate
+	case out == outRefused:
+		s.stats.Refusals++
+		e.counts.Refusals++
+		a = orderError(http.StatusBadRequest, codeRejected, msgDuplicateOrder)
 	case out == outFull:
 		a = errorAnswer(http.StatusServiceUnavailable, "key store full")
 	}
@@ -130,6 +128,46 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// readSubmit reads a submit's key and body into req, or answers the
+// request itself and returns false: the key from the key header, or under
+// Behavior.KeyMember from the body.
+func (s *Server) readSubmit(w http.ResponseWriter, r *http.Request, req *Request) ([]byte, bool) {
+	member := s.cfg.Behavior.KeyMember
+	if member == "" {
+		values := r.Header.Values(s.cfg.KeyHeader)
+		if len(values) == 0 || (len(values) == 1 && values[0] == "") {
+			s.rejectRequest(w, *req, classSubmit, http.StatusBadRequest, "missing "+s.cfg.KeyHeader+" header", "")
+			return nil, false
+		}
+		if len(values) > 1 {
+			s.rejectRequest(w, *req, classSubmit, http.StatusBadRequest, "more than one "+s.cfg.KeyHeader+" header", "")
+			return nil, false
+		}
+		key, err := parseKey(values[0])
+		if err != nil {
+			s.rejectRequest(w, *req, classSubmit, http.StatusBadRequest, "invalid "+s.cfg.KeyHeader+" header: "+err.Error(), "")
+			return nil, false
+		}
+		req.Key = key
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		status, msg := bodyError(err)
+		s.rejectRequest(w, *req, classSubmit, status, msg, "")
+		return nil, false
+	}
+	if member != "" {
+		key := memberKey(body, member)
+		req.RawKey = key
+		if key == "" || len(key) > MaxKeyLen {
+			s.rejectOrder(w, *req, http.StatusBadRequest, codeMandatory, fmt.Sprintf("Mandatory parameter '%s' was not sent, was empty/null, or malformed.", member))
+			return nil, false
+		}
+		req.Key = key
+	}
+	return body, true
+}
+
 // responseFault returns f if it shapes the response, else no fault.
 func (s *Server) responseFault(f applied) applied {
 	if f.kind.replacesProcessing() || f.kind.shapesCommit() || f.kind.storedUnder(s.cfg.Behavior) {
@@ -141,6 +179,18 @@ func (s *Server) responseFault(f applied) applied {
 // classifyLocked decides the outcome of a submit of digest against the live
 // entry e (nil if none).
 func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcome {
+	if s.cfg.Behavior.KeyMember != "" {
+		// An order API replays nothing: a placed order's id is taken,
+		// in flight or resting or filled alike, and one never placed
+		// leaves it free.
+		switch {
+		case e != nil && e.state != stateFailed:
+			return outRefused
+		case e == nil && len(s.st.entries) >= s.cfg.MaxKeys:
+			return outFull
+		}
+		return outExecute
+	}
 	switch {
 	case e == nil && len(s.st.entries) >= s.cfg.MaxKeys:
 		return outFull
@@ -163,7 +213,7 @@ func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcom
 // stored under the behaviour (see FaultKind.storedUnder) becomes the key's
 // answer.
 func (s *Server) executeLocked(sk scopeKey, digest [32]byte, now time.Time, f applied) *entry {
-	e := &entry{sk: sk, digest: digest, committedAt: now, state: stateSucceeded}
+	e := &entry{sk: sk, digest: digest, committedAt: now, state: stateSucceeded, order: s.cfg.Behavior.KeyMember != ""}
 	switch f.kind {
 	case Decline:
 		e.state, e.reason, e.failStatus = stateFailed, "card declined", http.StatusPaymentRequired
@@ -188,6 +238,7 @@ func (s *Server) executeLocked(sk scopeKey, digest [32]byte, now time.Time, f ap
 	}
 	if e.state == stateSucceeded {
 		s.nextID++
+		e.orderID = s.nextID
 		e.resourceID = fmt.Sprintf("ord_%06d", s.nextID)
 		e.counts.Effects = 1
 		s.stats.SideEffects++
