@@ -283,6 +283,7 @@ func TestSetProfileInvalidIsAnErrorAndKeepsTheProfile(t *testing.T) {
 func TestBehaviorPresetsReexported(t *testing.T) {
 	funcs := []func() idemtest.Behavior{
 		idemtest.IETFDraft, idemtest.StoredErrors, idemtest.NoBodyCompare, idemtest.Conflict417, idemtest.ShortWindow,
+		idemtest.ClientOrderID,
 	}
 	presets := idemtest.Behaviors()
 	require.Len(t, presets, len(funcs))

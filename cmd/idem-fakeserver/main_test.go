@@ -54,7 +54,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-addr", "localhost"}, `-addr "localhost": address localhost: missing port in address`},
 		{[]string{"-unavailable", "0.6", "-error-before-commit", "0.6"}, "fault rates sum to 1.2; want at most 1"},
 		{[]string{"-retention", "0s"}, "-retention 0s: want a positive duration"},
-		{[]string{"-behavior", "stripe"}, `-behavior: unknown behavior "stripe" (want one of: ietf-draft, stored-errors, no-body-compare, conflict-417, short-window)`},
+		{[]string{"-behavior", "stripe"}, `-behavior: unknown behavior "stripe" (want one of: ietf-draft, stored-errors, no-body-compare, conflict-417, short-window, client-order-id)`},
 		{[]string{"-conflict-status", "200"}, "behavior conflict-200: conflict status 200 is not a 4xx"},
 		{[]string{"-behavior", "short-window", "-retention", "1h"}, "retention 1h0m0s and behavior short-window's retention 30m0s differ (set one of them)"},
 		{[]string{"-max-keys", "0"}, "-max-keys 0: want a positive number"},

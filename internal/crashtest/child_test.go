@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/internal/crashtest"
 	"github.com/idemkit/idem/journal"
 )
@@ -60,6 +62,12 @@ func TestCrashChild(t *testing.T) {
 	}
 	ch := &childProc{journal: os.Getenv(envJournal), url: os.Getenv(envURL)}
 	var err error
+	if v := os.Getenv(envBehavior); v != "" {
+		if ch.behavior, err = idemtest.BehaviorNamed(v); err != nil {
+			say("error %s: %v", envBehavior, err)
+			os.Exit(2)
+		}
+	}
 	if v := os.Getenv(envKeyWindow); v != "" {
 		if ch.keyWindow, err = time.ParseDuration(v); err != nil {
 			say("error %s: %v", envKeyWindow, err)
@@ -88,6 +96,9 @@ type childProc struct {
 	// keyWindow is the server's key window as the client is told it; 0
 	// leaves the client's default.
 	keyWindow time.Duration
+	// behavior is the server's, which may need options of its own (an
+	// order API's key in the body).
+	behavior idemtest.Behavior
 }
 
 // say prints one line to the parent in a single write, so that lines from
@@ -128,7 +139,7 @@ func (ch *childProc) options(rt http.RoundTripper) []idem.Option {
 	if ch.keyWindow > 0 {
 		opts = append(opts, idem.WithKeyRetention(ch.keyWindow))
 	}
-	return opts
+	return append(opts, crashtest.BehaviorOptions(ch.behavior)...)
 }
 
 func newTransport() *http.Transport {
@@ -331,9 +342,20 @@ func (t *logTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		h := sha256.New()
-		_, _ = io.Copy(h, body)
-		sha = hex.EncodeToString(h.Sum(nil))
+		b, err := io.ReadAll(body)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(b)
+		sha = hex.EncodeToString(sum[:])
+		if key == "" {
+			// An order API's key is the body's client order id.
+			var v struct {
+				ID string `json:"client_order_id"`
+			}
+			_ = json.Unmarshal(b, &v)
+			key = v.ID
+		}
 	}
 	mine := t.point != "" && key == t.key
 	if mine && t.point == "a" && req.Method != http.MethodGet {

@@ -63,6 +63,11 @@ func harnessBehaviors() []harnessBehavior {
 	var out []harnessBehavior
 	for _, b := range fakeserver.Behaviors() {
 		hb := harnessBehavior{name: b.Name, args: []string{"-behavior", b.Name}}
+		// An order API's clients are configured as the README says for
+		// it, with the default retry budget: what counts as correct is
+		// what it is for every behaviour, one order per intent, and a
+		// key conflict only where someone else used the id (preempt,
+		// which the random kills leave out).
 		if b.Retention != 0 {
 			hb.args = []string{"-retention", harnessKeyWindow.String()}
 			hb.keyWindow = harnessKeyWindow
@@ -74,7 +79,7 @@ func harnessBehaviors() []harnessBehavior {
 
 // env returns the children's environment for a journal and a server.
 func (hb harnessBehavior) env(path, url string) []string {
-	env := []string{envJournal + "=" + path, envURL + "=" + url}
+	env := []string{envJournal + "=" + path, envURL + "=" + url, envBehavior + "=" + hb.name}
 	if hb.keyWindow > 0 {
 		env = append(env, envKeyWindow+"="+(hb.keyWindow-2*time.Second).String())
 	}
@@ -442,7 +447,7 @@ func testRandomKills(t *testing.T, bin string, hb harnessBehavior) {
 		default:
 			unknown++
 			lost++
-			problems = append(problems, fmt.Sprintf("%s: left %s after the final resume with no review reason", key, rec.State))
+			problems = append(problems, fmt.Sprintf("%s: left %s after the final resume with no review reason; attempts %s", key, rec.State, describe(recs, key)))
 		}
 	}
 	for key, state := range led.acked {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,9 +123,12 @@ func (s *serverProc) inject(t testing.TB, f fakeserver.Fault) {
 
 // serverOp is what the server's result endpoint says of a key.
 type serverOp struct {
-	Status     int    // 200, or 404 when the server has no such key
+	Status     int    `json:"-"` // 200, or 404 when the server has no such key (not an order's "status")
 	State      string `json:"state"`
 	ResourceID string `json:"resourceId"`
+	// OrderID is an order API's order (client-order-id), read as
+	// crashtest.DecodeOrder reads it.
+	OrderID int64 `json:"orderId"`
 }
 
 // operation asks the server's result endpoint about key, in the workload's
@@ -141,6 +145,16 @@ func (s *serverProc) operation(t testing.TB, key string) serverOp {
 	switch resp.StatusCode {
 	case http.StatusOK:
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&op), "GET /operations/%s", key)
+		if op.OrderID > 0 {
+			// An order placed, whatever its status since.
+			op.State, op.ResourceID = "succeeded", strconv.FormatInt(op.OrderID, 10)
+		}
+	case http.StatusBadRequest:
+		// An order API's -2013 "Order does not exist.": no such key.
+		var e struct{ Code int }
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&e), "GET /operations/%s", key)
+		require.Equal(t, -2013, e.Code, "GET /operations/%s: a 400 other than -2013", key)
+		op.Status = http.StatusNotFound
 	case http.StatusNotFound:
 	default:
 		t.Fatalf("GET /operations/%s: status %d", key, resp.StatusCode)
@@ -160,6 +174,9 @@ const (
 	// envKeyWindow is the key window the client is told (a Go duration);
 	// unset leaves the client's default.
 	envKeyWindow = "IDEM_CRASHTEST_KEY_WINDOW"
+	// envBehavior names the server's behaviour preset, so that the child
+	// configures its client for it (crashtest.BehaviorOptions).
+	envBehavior = "IDEM_CRASHTEST_BEHAVIOR"
 )
 
 // child is a running child process: this test binary running

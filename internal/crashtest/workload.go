@@ -11,8 +11,11 @@ import (
 func Key(i int) string { return fmt.Sprintf("op-%04d", i) }
 
 // Body returns the request body of operation i, the same bytes every time.
+// It holds the key as client_order_id, where an order API whose key is a
+// client order id reads it (idemtest.ClientOrderID, the client with
+// idem.WithKeyInBody); a server that reads a key header ignores it.
 func Body(i int) []byte {
-	return fmt.Appendf(nil, `{"order":"draft-%04d","amount":%d,"currency":"EUR"}`, i, 100+(i*7919)%90000)
+	return fmt.Appendf(nil, `{"client_order_id":%q,"order":"draft-%04d","amount":%d,"currency":"EUR"}`, Key(i), i, 100+(i*7919)%90000)
 }
 
 // BodySHA returns the SHA-256 of Body(i), as the fake server logs it.

@@ -131,7 +131,7 @@ func ClientOrderID() Behavior {
 
 // Behaviors returns the presets, in a fixed order: IETFDraft first.
 func Behaviors() []Behavior {
-	return []Behavior{IETFDraft(), StoredErrors(), NoBodyCompare(), Conflict417(), ShortWindow()}
+	return []Behavior{IETFDraft(), StoredErrors(), NoBodyCompare(), Conflict417(), ShortWindow(), ClientOrderID()}
 }
 
 // BehaviorNamed returns the preset called name, or an error listing the

@@ -273,10 +273,10 @@ func TestBehaviorPresets(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, b, got)
 	}
-	require.Equal(t, []string{"ietf-draft", "stored-errors", "no-body-compare", "conflict-417", "short-window"}, names)
+	require.Equal(t, []string{"ietf-draft", "stored-errors", "no-body-compare", "conflict-417", "short-window", "client-order-id"}, names)
 	require.Equal(t, "ietf-draft", fakeserver.Behavior{}.String(), "the zero value")
 	_, err := fakeserver.BehaviorNamed("stripe")
-	require.EqualError(t, err, `unknown behavior "stripe" (want one of: ietf-draft, stored-errors, no-body-compare, conflict-417, short-window)`)
+	require.EqualError(t, err, `unknown behavior "stripe" (want one of: ietf-draft, stored-errors, no-body-compare, conflict-417, short-window, client-order-id)`)
 	_, err = fakeserver.New(fakeserver.Config{Behavior: fakeserver.Behavior{Retention: -time.Second}})
 	require.ErrorContains(t, err, "retention -1s is negative")
 }
