@@ -10,7 +10,8 @@
 // and serves until SIGINT or SIGTERM, then shuts down gracefully. -behavior
 // picks how it answers a key it has seen, modelling a kind of real
 // Idempotency-Key middleware (ietf-draft, stored-errors, no-body-compare,
-// conflict-417, short-window). Every fault
+// conflict-417, short-window) or an order API whose key is a client order
+// id in the body, which refuses a repeated id (client-order-id). Every fault
 // can be switched on with a probability per submit; a test can also script
 // faults over HTTP (POST /_faults). Run it with -h for the flags and the
 // faults.

@@ -2,7 +2,9 @@
 // workload through the real client under each fake-server fault alone and a
 // mixed profile, then one Resume with the faults off, and prints a Markdown
 // table of the outcomes for each server behaviour (ietf-draft,
-// stored-errors, no-body-compare, conflict-417, short-window).
+// stored-errors, no-body-compare, conflict-417, short-window,
+// client-order-id: the client then sends its key in the body, as
+// crashtest.BehaviorOptions says).
 //
 //	go run ./internal/crashtest/cmd/faultmatrix [-ops 100] [-seed 1] [-behavior name]
 //	go run ./internal/crashtest/cmd/faultmatrix -webhooks [-ops 100] [-seed 1]
