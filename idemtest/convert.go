@@ -35,14 +35,14 @@ func (p Profile) internal() fakeserver.Profile {
 func (b Behavior) internal() fakeserver.Behavior {
 	return fakeserver.Behavior{
 		Name: b.Name, StoreErrors: b.StoreErrors, NoBodyCompare: b.NoBodyCompare,
-		ConflictStatus: b.ConflictStatus, Retention: b.Retention, KeyMember: b.KeyMember,
+		ConflictStatus: b.ConflictStatus, Retention: b.Retention, KeyMember: b.KeyMember, OpenOnly: b.OpenOnly,
 	}
 }
 
 func behaviorOf(b fakeserver.Behavior) Behavior {
 	return Behavior{
 		Name: b.Name, StoreErrors: b.StoreErrors, NoBodyCompare: b.NoBodyCompare,
-		ConflictStatus: b.ConflictStatus, Retention: b.Retention, KeyMember: b.KeyMember,
+		ConflictStatus: b.ConflictStatus, Retention: b.Retention, KeyMember: b.KeyMember, OpenOnly: b.OpenOnly,
 	}
 }
 

@@ -261,6 +261,10 @@ type Behavior struct {
 	// {"code":-2013,"msg":"Order does not exist."}. It takes no
 	// StoreErrors, NoBodyCompare or ConflictStatus. See [ClientOrderID].
 	KeyMember string
+	// OpenOnly, with KeyMember, holds a client order id only while its
+	// order is open: once filled, a repeat places a second order
+	// (Binance's newClientOrderId, "unique among open orders").
+	OpenOnly bool
 }
 
 // String returns b.Name, or if it is "" the knobs that differ from the

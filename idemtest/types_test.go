@@ -50,7 +50,7 @@ func TestTypesMirrorTheServers(t *testing.T) {
 func TestConversionsKeepEveryField(t *testing.T) {
 	f := Fault{Kind: SlowProcessing, Count: 3, Key: "k", Query: true, Delay: time.Second, RetryAfter: 2 * time.Second, HTTPDate: true}
 	require.Equal(t, f, faultOf(f.internal()))
-	b := Behavior{Name: "n", StoreErrors: true, NoBodyCompare: true, ConflictStatus: 409, Retention: time.Hour, KeyMember: "m"}
+	b := Behavior{Name: "n", StoreErrors: true, NoBodyCompare: true, ConflictStatus: 409, Retention: time.Hour, KeyMember: "m", OpenOnly: true}
 	require.Equal(t, b, behaviorOf(b.internal()))
 	p := Profile{Rates: map[FaultKind]float64{Decline: 0.5}, Delay: time.Second, RetryAfter: time.Minute, HTTPDate: true}
 	require.Equal(t, fakeserver.Profile{Rates: map[fakeserver.FaultKind]float64{fakeserver.Decline: 0.5}, Delay: time.Second, RetryAfter: time.Minute, HTTPDate: true}, p.internal())

@@ -70,6 +70,18 @@ type Behavior struct {
 	// order with 400, never 409); the other faults keep their answers. StoreErrors, NoBodyCompare and ConflictStatus
 	// describe a replaying middleware and cannot be combined with it.
 	KeyMember string
+
+	// OpenOnly, with KeyMember, holds a client order id only while its
+	// order is open (in flight, or resting under slow-processing): once
+	// filled, the id is free and a repeat places a second order, as
+	// Binance's newClientOrderId, "a unique id among open orders", and
+	// KuCoin's clientOid are. No preset turns it on: with the query-lag
+	// fault it models Binance's GET /api/v3/order answering -2013 for an
+	// order it has placed (Mike-Mercer/Binance-REST-Test measured up to a
+	// minute; dev.binance.vision "FAQ: Error message 'Order does not
+	// exist'"), against which a client's resend after a not-found
+	// answer places the order twice.
+	OpenOnly bool
 }
 
 // The names of the presets.
@@ -124,7 +136,7 @@ const ClientOrderIDMember = "client_order_id"
 // [Behavior.KeyMember]). The id is held for the key window (24h by
 // default), as Alpaca holds client_order_id unique: an exchange that frees
 // it once the order fills is harsher, and is what the client's query
-// before any resend is for.
+// before any resend is for ([Behavior.OpenOnly] models it).
 func ClientOrderID() Behavior {
 	return Behavior{Name: nameClientOrderID, KeyMember: ClientOrderIDMember}
 }
@@ -152,6 +164,9 @@ func BehaviorNamed(name string) (Behavior, error) {
 func (b Behavior) Description() string {
 	if b.KeyMember != "" {
 		d := fmt.Sprintf("an order API: the key is the body's %q; a repeated id is refused 400 -2010 \"Duplicate order sent.\", never replayed; the result endpoint answers the order or 400 -2013 (Binance's shapes)", b.KeyMember)
+		if b.OpenOnly {
+			d += "; an id is free again once its order has filled"
+		}
 		if b.Retention != 0 {
 			d += "; ids held " + b.Retention.String()
 		}
@@ -199,6 +214,9 @@ func (b Behavior) String() string {
 	if b.KeyMember != "" {
 		knobs = append(knobs, "key-member-"+b.KeyMember)
 	}
+	if b.OpenOnly {
+		knobs = append(knobs, "open-only")
+	}
 	if len(knobs) == 0 {
 		return nameIETFDraft
 	}
@@ -222,6 +240,9 @@ func (b Behavior) validate() error {
 	if b.Retention < 0 {
 		return fmt.Errorf("retention %v is negative (want a positive duration, or 0 for Config.Retention)", b.Retention)
 	}
+	if b.OpenOnly && b.KeyMember == "" {
+		return fmt.Errorf("open-only frees a client order id once its order fills: it needs a key member (set KeyMember)")
+	}
 	if b.KeyMember != "" && (b.StoreErrors || b.NoBodyCompare || b.ConflictStatus != 0) {
 		return fmt.Errorf("key member %q is an order API that never replays: it takes no store-errors, no-body-compare or conflict status (leave them unset)", b.KeyMember)
 	}
@@ -235,6 +256,7 @@ type behaviorJSON struct {
 	ConflictStatus int    `json:"conflict_status"`
 	Retention      string `json:"retention"`
 	KeyMember      string `json:"key_member,omitempty"`
+	OpenOnly       bool   `json:"open_only,omitempty"`
 }
 
 // marshalBehavior encodes the behaviour a server runs with, defaults
@@ -247,6 +269,7 @@ func marshalBehavior(b Behavior, retention time.Duration) []byte {
 		ConflictStatus: b.conflictStatus(),
 		Retention:      retention.String(),
 		KeyMember:      b.KeyMember,
+		OpenOnly:       b.OpenOnly,
 	})
 	return body
 }

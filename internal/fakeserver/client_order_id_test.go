@@ -159,3 +159,27 @@ func TestClientOrderIDCombinations(t *testing.T) {
 	_, err := fakeserver.New(fakeserver.Config{Behavior: b})
 	require.NoError(t, err)
 }
+
+// TestClientOrderIDOpenOnly: with OpenOnly an id is refused only while its
+// order is open (resting under slow-processing); once filled, the same id
+// places a second order, as on Binance, whose newClientOrderId is "a
+// unique id among open orders".
+func TestClientOrderIDOpenOnly(t *testing.T) {
+	b := fakeserver.ClientOrderID()
+	b.Name, b.OpenOnly = "", true
+	require.Equal(t, "key-member-client_order_id+open-only", b.String())
+	h := newHarness(t, fakeserver.Config{Behavior: b})
+	body := `{"client_order_id":"ord-1"}`
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.SlowProcessing, Delay: 5 * time.Second}))
+	require.JSONEq(t, orderBody(1, "ord-1", "NEW"), h.do(t, call{body: body}).body)
+	require.JSONEq(t, duplicateOrderBody, h.do(t, call{body: body}).body, "open: refused")
+	h.clock.Advance(5 * time.Second)
+	r := h.do(t, call{body: body})
+	require.JSONEq(t, orderBody(2, "ord-1", "FILLED"), r.body, "filled: the id is free")
+	require.JSONEq(t, orderBody(2, "ord-1", "FILLED"), h.query(t, "ord-1").body, "the query finds the latest")
+	require.Equal(t, 2, h.srv.Effects("", "ord-1"))
+	require.Equal(t, 2, h.srv.Stats().MaxEffectsPerKey)
+
+	_, err := fakeserver.New(fakeserver.Config{Behavior: fakeserver.Behavior{OpenOnly: true}})
+	require.ErrorContains(t, err, "open-only frees a client order id once its order fills: it needs a key member")
+}

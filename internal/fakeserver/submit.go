@@ -86,9 +86,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		prev := e
 		e = s.executeLocked(sk, digest, now, f)
 		if prev != nil {
-			// An order API's failed order left its id free: the key's
-			// counters go on across it.
+			// An order API's order never placed, or filled under
+			// OpenOnly, left its id free: the key's counters go on
+			// across it, a second order included.
 			e.counts.add(prev.counts)
+			s.stats.MaxEffectsPerKey = max(s.stats.MaxEffectsPerKey, s.st.keyStats(sk).Effects)
 		}
 		executed = true
 		a = e.response(now)
@@ -184,7 +186,7 @@ func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcom
 		// in flight or resting or filled alike, and one never placed
 		// leaves it free.
 		switch {
-		case e != nil && e.state != stateFailed:
+		case e != nil && e.state != stateFailed && (!s.cfg.Behavior.OpenOnly || e.inFlight || e.processing(now)):
 			return outRefused
 		case e == nil && len(s.st.entries) >= s.cfg.MaxKeys:
 			return outFull
