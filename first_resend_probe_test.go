@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -98,29 +100,33 @@ func openBlackholed(t *testing.T, path string, srv *idemtest.Server) (store *jou
 // its Date says every key is past the window: no second order, every key
 // flagged ReviewClockStepped, never resent.
 func TestFirstResendToAHostTeachesItsClockBeforeTheOthers(t *testing.T) {
-	for _, run := range []bool{false, true} {
-		name := "Resume"
-		if run {
-			name = "Run"
-		}
-		t.Run(name, func(t *testing.T) {
-			const backlog = 40
-			clock, srv, path, keys := stripeBacklog(t, "old", backlog)
-			clock.Advance(70 * time.Minute)
-
-			clk := &skewedClock{Clock: clock}
-			clk.offset.Store(int64(-time.Hour))
-			store, err := journal.Open(path)
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, store.Close()) })
-			c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clk))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
-			if run {
+	// A shared cache in front of the API (a CDN, Varnish) stored a HEAD's
+	// 405 hours ago, with the origin's max-age on it: it answers a HEAD
+	// from its copy, whose Date is the origin's then (RFC 9111 4: a cache
+	// never rewrites Date; it adds Age), unless the request says no-cache
+	// (RFC 9111 5.2.1.4), when it asks the origin. That stale Date would
+	// teach a clock as far behind as the stepped one, and every key would
+	// look fresh: the probe asks past the cache.
+	stored := epoch.Add(-2 * time.Hour)
+	for _, tc := range []struct {
+		name  string
+		run   bool
+		cache bool
+	}{{"Resume", false, false}, {"Run", true, false}, {"Resume past a shared cache", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := &staleHeadCache{date: stored.UTC().Format(http.TimeFormat), age: 70*time.Minute + epoch.Sub(stored)}
+			clock, srv, store, keys, c := steppedBackHour(t, func(base http.RoundTripper) http.RoundTripper {
+				if !tc.cache {
+					return base
+				}
+				cache.base = base
+				return cache
+			})
+			if tc.run {
 				// Every operation visited: the first pass takes them all.
 				runUntil(t, &env{t: t, clock: clock, client: c, ctx: t.Context()}, clock.Now().Add(10*time.Minute))
 			} else {
-				_, err = c.Resume(t.Context())
+				_, err := c.Resume(t.Context())
 				require.NoError(t, err)
 			}
 
@@ -137,9 +143,30 @@ func TestFirstResendToAHostTeachesItsClockBeforeTheOthers(t *testing.T) {
 				lost[k] = 1
 			}
 			require.Equal(t, lost, serverSubmits(t, srv), "submits per key: the lost one, no resend")
-			require.Equal(t, 1, serverHeads(t, srv), "clock probes")
+			require.Equal(t, 1, serverHeads(t, srv), "clock probes that reached the origin")
+			require.Zero(t, cache.hits.Load(), "HEADs the cache answered from its copy")
 		})
 	}
+}
+
+// steppedBackHour journals 40 orders to a Stripe-like server (stripeBacklog)
+// and, 70 minutes later by the server's clock, opens a client on them
+// whose clock reads an hour behind (a VM restored from a snapshot), its
+// requests through wrap: by its clock the keys are 10 minutes old; the
+// server forgot them 50 minutes ago.
+func steppedBackHour(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (clock *idemtest.Clock, srv *idemtest.Server, store *journal.Store, keys []string, c *idem.Client) {
+	t.Helper()
+	clock, srv, path, keys := stripeBacklog(t, "old", 40)
+	clock.Advance(70 * time.Minute)
+	clk := &skewedClock{Clock: clock}
+	clk.offset.Store(int64(-time.Hour))
+	store, err := journal.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	c, err = idem.New(store, idem.WithHTTPClient(&http.Client{Transport: wrap(srv.Client().Transport)}), idem.WithClock(clk))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return clock, srv, store, keys, c
 }
 
 // blackhole is a host that accepts connections and never answers (a
@@ -681,4 +708,25 @@ func (r *recordingTransport) requests() []*http.Request {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.reqs)
+}
+
+// staleHeadCache is a shared cache holding a copy of a HEAD's answer, a
+// 405 with the Date it came with and the Age since: it answers a HEAD
+// from it unless the request carries Cache-Control: no-cache.
+type staleHeadCache struct {
+	base http.RoundTripper
+	date string
+	age  time.Duration
+	hits atomic.Int64
+}
+
+func (s *staleHeadCache) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodHead || strings.Contains(r.Header.Get("Cache-Control"), "no-cache") {
+		return s.base.RoundTrip(r)
+	}
+	s.hits.Add(1)
+	h := http.Header{"Date": {s.date}, "Age": {strconv.Itoa(int(s.age.Seconds()))},
+		"Cache-Control": {"public, max-age=86400"}, "Allow": {"POST"}}
+	return &http.Response{StatusCode: http.StatusMethodNotAllowed, Status: "405 Method Not Allowed",
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Body: http.NoBody, Request: r}, nil
 }

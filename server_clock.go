@@ -207,6 +207,11 @@ func (c *Client) headProbe(ctx context.Context, u *url.URL) {
 	if err != nil {
 		return
 	}
+	// A shared cache in between keeps the Date of the answer it stored,
+	// the origin's then (RFC 9111 4; a 404 or 405 is heuristically
+	// cacheable, RFC 9110 15.1): hours old, it would teach a clock as
+	// far behind as the stepped one. no-cache has it ask the origin.
+	req.Header["Cache-Control"] = []string{"no-cache"}
 	resp, err := c.hc.Do(req)
 	end := c.cfg.clock.Now()
 	if err != nil {
