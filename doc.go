@@ -262,11 +262,15 @@
 // (a VM restored from a snapshot, a wrong RTC at boot) leaves nothing
 // in the future, and would make a forgotten key look fresh. The host's
 // clock is learnt from its answers since the process started (a result
-// query comes before any resend). Without a result endpoint, the first
-// resend to a host none of whose answers has come back yet goes alone,
-// as a probe, and the others to that host wait until its attempt is over
-// (at most two attempt timeouts) or an answer's Date teaches its clock:
-// only the probe is judged by our clock alone.
+// query comes before any resend). Without a result endpoint, before the
+// first resend of such an operation to a host none of whose answers has
+// come back yet, idem may send one HEAD per host to the operation's URL
+// (its path only: no key, no body, no journaled header, no request hook)
+// to read the host's clock from its answer's Date, whatever the status;
+// the resends to that host wait for it (at most two attempt timeouts),
+// then are judged by it. Nothing else is ever sent without the key. A
+// HEAD answered with no usable Date, or not at all, teaches nothing: the
+// resends are judged by our clock alone.
 //
 // # Settling from webhooks
 //

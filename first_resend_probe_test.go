@@ -9,8 +9,11 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -49,6 +52,24 @@ func lostNumbered(t *testing.T, srv *idemtest.Server, clock *idemtest.Clock, pat
 	return keys
 }
 
+// serverHeads counts srv's HEAD requests, the clock probes, and fails on
+// one that carried a key or was answered otherwise than an order API
+// answers a method it does not route (405, nothing created).
+func serverHeads(t *testing.T, srv *idemtest.Server) int {
+	t.Helper()
+	n := 0
+	for _, r := range srv.Requests() {
+		if r.Method != http.MethodHead {
+			continue
+		}
+		require.Empty(t, r.RawKey, "a clock probe with a key")
+		require.Equal(t, http.StatusMethodNotAllowed, r.Status, "the probe's answer")
+		require.Equal(t, "/orders", r.Path, "the probe's path")
+		n++
+	}
+	return n
+}
+
 // openBlackholed opens the journal at path, closed with the test, and a
 // blackhole in front of srv's host; cut ends its held requests, and is
 // called with the test too, so that a failing test leaves none held.
@@ -72,60 +93,80 @@ func openBlackholed(t *testing.T, path string, srv *idemtest.Server) (store *jou
 // keys 20 minutes, the client's default window. By the stepped clock the
 // keys are 10 minutes old: a resend is a second order each. The first
 // visits to the host, up to WithResumeConcurrency at once, had no Date to
-// judge them by (8 second orders of 40). One resend now goes first; the
-// others wait for its answer, whose Date says they are past the window:
-// the probe is the only second order, and every other key is flagged
-// ReviewClockStepped, never resent.
+// judge them by (8 second orders of 40); then one resend went first, as
+// the host's probe, and was itself a second order. Now one HEAD asks the
+// host's clock (RFC 9110 9.3.2: safe, nothing executed; the server, an
+// order API, answers 405 with its Date), the resends wait for it, and
+// its Date says every key is past the window: no second order, every key
+// flagged ReviewClockStepped, never resent.
 func TestFirstResendToAHostTeachesItsClockBeforeTheOthers(t *testing.T) {
-	for _, run := range []bool{false, true} {
-		name := "Resume"
-		if run {
-			name = "Run"
-		}
-		t.Run(name, func(t *testing.T) {
-			const backlog = 40
-			clock, srv, path, keys := stripeBacklog(t, "old", backlog)
-			clock.Advance(70 * time.Minute)
-
-			clk := &skewedClock{Clock: clock}
-			clk.offset.Store(int64(-time.Hour))
-			store, err := journal.Open(path)
-			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, store.Close()) })
-			c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clk))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
-			if run {
+	// A shared cache in front of the API (a CDN, Varnish) stored a HEAD's
+	// 405 hours ago, with the origin's max-age on it: it answers a HEAD
+	// from its copy, whose Date is the origin's then (RFC 9111 4: a cache
+	// never rewrites Date; it adds Age), unless the request says no-cache
+	// (RFC 9111 5.2.1.4), when it asks the origin. That stale Date would
+	// teach a clock as far behind as the stepped one, and every key would
+	// look fresh: the probe asks past the cache.
+	stored := epoch.Add(-2 * time.Hour)
+	for _, tc := range []struct {
+		name  string
+		run   bool
+		cache bool
+	}{{"Resume", false, false}, {"Run", true, false}, {"Resume past a shared cache", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := &staleHeadCache{date: stored.UTC().Format(http.TimeFormat), age: 70*time.Minute + epoch.Sub(stored)}
+			clock, srv, store, keys, c := steppedBackHour(t, func(base http.RoundTripper) http.RoundTripper {
+				if !tc.cache {
+					return base
+				}
+				cache.base = base
+				return cache
+			})
+			if tc.run {
 				// Every operation visited: the first pass takes them all.
 				runUntil(t, &env{t: t, clock: clock, client: c, ctx: t.Context()}, clock.Now().Add(10*time.Minute))
 			} else {
-				_, err = c.Resume(t.Context())
+				_, err := c.Resume(t.Context())
 				require.NoError(t, err)
 			}
 
-			submits := serverSubmits(t, srv)
-			var probes []string
 			for _, k := range keys {
 				rec, err := store.Get(t.Context(), idem.DefaultScope, k)
 				require.NoError(t, err)
-				if submits[k] == 2 {
-					// Sent before any answer from the host came back:
-					// judged by our clock alone, as the limit in the docs
-					// says.
-					probes = append(probes, k)
-					require.Equalf(t, 2, srv.Effects("", k), "orders for the probe %s", k)
-					require.Equalf(t, idem.StateSucceeded, rec.State, "state of the probe %s", k)
-					continue
-				}
-				require.Equalf(t, 1, submits[k], "submits of %s (the lost one only)", k)
 				require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
 				require.Equalf(t, idem.StateUnknown, rec.State, "state of %s", k)
 				require.Equalf(t, idem.ReviewClockStepped, rec.Review, "review of %s", k)
+				require.Lenf(t, rec.Attempts, 1, "attempts of %s: the lost one", k)
 			}
-			require.Len(t, probes, 1, "keys resent before the host's clock was learnt")
-			require.Len(t, submits, backlog, "keys submitted")
+			lost := map[string]int{}
+			for _, k := range keys {
+				lost[k] = 1
+			}
+			require.Equal(t, lost, serverSubmits(t, srv), "submits per key: the lost one, no resend")
+			require.Equal(t, 1, serverHeads(t, srv), "clock probes that reached the origin")
+			require.Zero(t, cache.hits.Load(), "HEADs the cache answered from its copy")
 		})
 	}
+}
+
+// steppedBackHour journals 40 orders to a Stripe-like server (stripeBacklog)
+// and, 70 minutes later by the server's clock, opens a client on them
+// whose clock reads an hour behind (a VM restored from a snapshot), its
+// requests through wrap: by its clock the keys are 10 minutes old; the
+// server forgot them 50 minutes ago.
+func steppedBackHour(t *testing.T, wrap func(http.RoundTripper) http.RoundTripper) (clock *idemtest.Clock, srv *idemtest.Server, store *journal.Store, keys []string, c *idem.Client) {
+	t.Helper()
+	clock, srv, path, keys := stripeBacklog(t, "old", 40)
+	clock.Advance(70 * time.Minute)
+	clk := &skewedClock{Clock: clock}
+	clk.offset.Store(int64(-time.Hour))
+	store, err := journal.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	c, err = idem.New(store, idem.WithHTTPClient(&http.Client{Transport: wrap(srv.Client().Transport)}), idem.WithClock(clk))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return clock, srv, store, keys, c
 }
 
 // blackhole is a host that accepts connections and never answers (a
@@ -146,6 +187,8 @@ type blackhole struct {
 	beside      int            // requests that arrived while the first was held
 	peakAfter   int            // most held at once after the first ended
 	keys        map[string]int // requests per Idempotency-Key
+	heads       int            // HEAD requests, the clock probes
+	firstMethod string
 	firstEnded  chan struct{}
 	secondHeld  chan struct{} // closed when two are held at once
 	secondClose sync.Once
@@ -168,6 +211,12 @@ func (b *blackhole) RoundTrip(r *http.Request) (*http.Response, error) {
 	b.keys[r.Header.Get(idem.DefaultKeyHeader)]++
 	b.arrived++
 	first := b.arrived == 1
+	if first {
+		b.firstMethod = r.Method
+	}
+	if r.Method == http.MethodHead {
+		b.heads++
+	}
 	if !first && !b.firstOver {
 		b.beside++
 	}
@@ -234,14 +283,16 @@ func laggingOrders(t *testing.T, srv *idemtest.Server, clock *idemtest.Clock, pa
 }
 
 // Resume at start-up, with no result endpoint for a host that accepts
-// connections and never answers, must not spend one attempt timeout per
-// operation on the probe: the first resend to the host goes alone, and
-// once its attempt times out (no Date learnt: nothing to judge by), the
-// others go as before the probe existed, at once. Meanwhile another host,
-// with a result endpoint, is not held: its operations, asked about and
-// resent with the clock their query's answer taught, settle while the
-// probe is still out, each executed once. Default settings but the clock:
-// the probe's attempt ends by the real attempt timeout.
+// connections and never answers (a firewall dropping packets, a balancer
+// with no healthy backend), must not spend one attempt timeout per
+// operation on the probe: the HEAD asking the host's clock goes alone,
+// and once its attempt times out (no Date learnt: nothing to judge by),
+// the resends go as before the probe existed, at once, each with its key.
+// Meanwhile another host, with a result endpoint, is not held: its
+// operations, asked about and resent with the clock their query's answer
+// taught, settle while the probe is still out, each executed once.
+// Default settings but the clock: the probe ends by the real attempt
+// timeout.
 func TestFirstResendProbeToASilentHostHoldsTheRestOneAttempt(t *testing.T) {
 	const backlog = 10
 	clock := idemtest.NewClock(epoch)
@@ -297,7 +348,12 @@ func TestFirstResendProbeToASilentHostHoldsTheRestOneAttempt(t *testing.T) {
 
 	network.mu.Lock()
 	beside, peak, sent := network.beside, network.peakAfter, maps.Clone(network.keys)
+	heads, first := network.heads, network.firstMethod
 	network.mu.Unlock()
+	require.Equal(t, http.MethodHead, first, "the first request to the silent host: the probe")
+	require.Equal(t, 1, heads, "clock probes to the silent host")
+	require.Equal(t, 1, sent[""], "requests to the silent host without one of its keys: the probe")
+	delete(sent, "")
 	require.Zero(t, beside, "requests to the silent host sent beside the probe")
 	require.Greater(t, peak, 1, "requests to the silent host held at once after the probe")
 	healthySubmits := serverSubmits(t, healthy)
@@ -314,24 +370,56 @@ func TestFirstResendProbeToASilentHostHoldsTheRestOneAttempt(t *testing.T) {
 		require.Lenf(t, rec.Attempts, 1+sent[k], "attempts journaled for %s (the lost one and each resend)", k)
 		delete(sent, k)
 	}
-	require.Empty(t, sent, "requests to the silent host without one of its keys")
+	require.Empty(t, sent, "requests to the silent host with another key")
 }
 
-// A host whose answers carry no Date (RFC 9110 6.6.1 lets an origin
-// without a clock leave it out) has no clock to learn: once the probe's
-// answer came without one, the other resends go as they did before the
-// probe, each replayed by the server (Stripe-like, inside its window),
-// one order each, nothing flagged.
+// A host whose answers carry no usable Date has no clock to learn: none
+// (RFC 9110 6.6.1 lets an origin without a clock leave it out), or one
+// no IMF-fixdate (a device's garble). Once the HEAD asking its clock was
+// answered so, the resends go as they did before the probe existed, each
+// replayed by the server (Stripe-like, inside its window), one order
+// each, nothing flagged; one HEAD in all.
 func TestFirstResendProbeWithoutADateChangesNothing(t *testing.T) {
+	for _, tc := range []struct{ name, date string }{
+		{"absent", ""},
+		{"garbled", "yesterday, about noon"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resumeReplayed(t, 0, func(base http.RoundTripper) http.RoundTripper {
+				return &dateTransport{base: base, date: func() string { return tc.date }}
+			})
+		})
+	}
+}
+
+// A process restarted with its clock five minutes behind (an RTC NTP has
+// not stepped yet) resumes orders whose answers were lost ten minutes ago
+// by the server's clock: inside the Stripe-like server's window by its
+// clock too, so each key is still held and a resend is replayed. The one
+// HEAD asks the host's clock; its Date says the keys are in the window;
+// each is then resent once with its key and replayed: one order each,
+// nothing flagged.
+func TestClockProbeLetsResendsInsideTheWindowGo(t *testing.T) {
+	resumeReplayed(t, -5*time.Minute, func(base http.RoundTripper) http.RoundTripper { return base })
+}
+
+// resumeReplayed resumes, on a client whose clock is off by skew and
+// whose requests go through wrap, a backlog of orders to a Stripe-like
+// server whose answers were lost ten minutes ago, inside its window, and
+// checks that one HEAD asked the host's clock and that each order was
+// resent once with its key and replayed: one order each, nothing flagged.
+func resumeReplayed(t *testing.T, skew time.Duration, wrap func(http.RoundTripper) http.RoundTripper) {
+	t.Helper()
 	const backlog = 20
 	clock, srv, path, keys := stripeBacklog(t, "k", backlog)
 	clock.Advance(10 * time.Minute)
 
+	clk := &skewedClock{Clock: clock}
+	clk.offset.Store(int64(skew))
 	store, err := journal.Open(path)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	hc := &http.Client{Transport: &dateTransport{base: srv.Client().Transport, date: func() string { return "" }}}
-	c, err := idem.New(store, idem.WithHTTPClient(hc), idem.WithClock(clock))
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: wrap(srv.Client().Transport)}), idem.WithClock(clk))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	sum, err := c.Resume(t.Context())
@@ -344,9 +432,11 @@ func TestFirstResendProbeWithoutADateChangesNothing(t *testing.T) {
 		require.NoError(t, err)
 		require.Equalf(t, idem.StateSucceeded, rec.State, "%s: review %q", k, rec.Review)
 		require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
+		require.Lenf(t, rec.Attempts, 2, "attempts of %s: the lost one, the resend", k)
 		want[k] = 2
 	}
-	require.Equal(t, want, serverSubmits(t, srv), "submits per key")
+	require.Equal(t, want, serverSubmits(t, srv), "submits per key: the lost one, the resend")
+	require.Equal(t, 1, serverHeads(t, srv), "clock probes")
 }
 
 // Resume's visits waiting for a host's probe end with Resume's context:
@@ -386,13 +476,7 @@ func TestResumeWaitingForAProbeEndsWithItsContext(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		_, err := c.Resume(ctx)
-		done <- err
-	}()
+	cancel, done := resumeCancellable(t, c)
 	// Resume's share of visits to the host is under way, none ending:
 	// they wait for the probe.
 	for !logged(&logs, "a host answers slowly") {
@@ -404,26 +488,93 @@ func TestResumeWaitingForAProbeEndsWithItsContext(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
+	endsWithItsContext(t, cancel, done, network.firstEnded)
+
+	onlyTheProbeSent(t, network, store, keys[1:])
+	cut()
+	require.Error(t, <-retried)
+}
+
+// Resume's own probe ends with Resume's context: the service's start-up
+// gives up on Resume (its deadline, a shutdown) while the HEAD asking the
+// clock of a host that never answers is out. Resume returns at once, not
+// an attempt timeout later, having sent nothing else, and the operations
+// stay open with only their lost attempt journaled.
+func TestResumeSendingTheClockProbeEndsWithItsContext(t *testing.T) {
+	clock := idemtest.NewClock(epoch)
+	silent, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(silent.Close)
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	keys := lostNumbered(t, silent, clock, path, "silent-", 4)
+	clock.Advance(2 * time.Minute)
+	store, network, _ := openBlackholed(t, path, silent)
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+
+	cancel, done := resumeCancellable(t, c)
+	deadline := time.After(idem.DefaultAttemptTimeout / 2)
+	for !heldOnce(network) {
+		select {
+		case err := <-done:
+			t.Fatalf("Resume() returned %v before its probe was sent", err)
+		case <-deadline:
+			t.Fatal("the probe was not sent")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	// The HEAD's end comes with the context too: a bound, not its end,
+	// tells a prompt return from one that waited for the probe's attempt.
+	late := make(chan struct{})
+	time.AfterFunc(idem.DefaultAttemptTimeout/2, func() { close(late) })
+	endsWithItsContext(t, cancel, done, late)
+
+	onlyTheProbeSent(t, network, store, keys)
+}
+
+// resumeCancellable starts c.Resume on a context cancel ends; done gets
+// its error.
+func resumeCancellable(t *testing.T, c *idem.Client) (cancel context.CancelFunc, done <-chan error) {
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	ended := make(chan error, 1)
+	go func() {
+		_, err := c.Resume(ctx)
+		ended <- err
+	}()
+	return cancel, ended
+}
+
+// endsWithItsContext cancels Resume's context and checks that Resume,
+// reporting to done, ends with it before late is closed.
+func endsWithItsContext(t *testing.T, cancel context.CancelFunc, done <-chan error, late <-chan struct{}) {
+	t.Helper()
 	cancel()
 	select {
 	case err := <-done:
 		require.ErrorIs(t, err, context.Canceled)
-	case <-network.firstEnded:
+	case <-late:
 		t.Fatal("Resume() waited for the probe's attempt after its context ended")
 	}
+}
 
+// onlyTheProbeSent checks that the one request network got is a HEAD, the
+// clock probe, and that keys stay unknown with only their lost attempt.
+func onlyTheProbeSent(t *testing.T, network *blackhole, store *journal.Store, keys []string) {
+	t.Helper()
 	network.mu.Lock()
-	arrived := network.arrived
+	arrived, heads, first := network.arrived, network.heads, network.firstMethod
 	network.mu.Unlock()
 	require.Equal(t, 1, arrived, "requests to the silent host: the probe only")
-	for _, k := range keys[1:] {
+	require.Equal(t, 1, heads, "clock probes")
+	require.Equal(t, http.MethodHead, first, "the probe's method")
+	for _, k := range keys {
 		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
 		require.NoError(t, err)
 		require.Equalf(t, idem.StateUnknown, rec.State, "state of %s", k)
 		require.Lenf(t, rec.Attempts, 1, "attempts of %s: the lost one", k)
 	}
-	cut()
-	require.Error(t, <-retried)
 }
 
 // heldOnce reports whether b's first request has arrived.
@@ -438,4 +589,144 @@ func logged(buf *syncBuffer, msg string) bool {
 	buf.mu.Lock()
 	defer buf.mu.Unlock()
 	return strings.Contains(buf.b.String(), msg)
+}
+
+// The HEAD asking a host's clock carries nothing of the operation's: no
+// key, no body, none of its journaled headers (an account header such as
+// Stripe-Account), not its URL's query string, and the request hook,
+// where credentials are added (idem refuses them journaled), never sees
+// it: a hook that signs the body of a POST, as AWS SigV4 signers do,
+// fails on a request it was never meant for, and the clock needs no
+// credentials (a 401's Date teaches as well as a 200's). The resends
+// still get all of it.
+func TestClockProbeCarriesNoCredentials(t *testing.T) {
+	const backlog = 3
+	clock := idemtest.NewClock(epoch)
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	url := srv.URL + "/orders?expand=customer"
+	header := http.Header{"Stripe-Account": {"acct_1"}}
+	var keys []string
+	{
+		store, err := journal.Open(path)
+		require.NoError(t, err)
+		c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clock), idem.WithMaxAttempts(1))
+		require.NoError(t, err)
+		for i := range backlog {
+			k := fmt.Sprintf("k%02d", i)
+			keys = append(keys, k)
+			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: k}))
+			_, err := c.Submit(t.Context(), idem.Request{Key: k, URL: url, Header: header, Body: []byte(`{"order":1}`)})
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome, k)
+		}
+		require.NoError(t, c.Close())
+		require.NoError(t, store.Close())
+	}
+	clock.Advance(10 * time.Minute)
+
+	rec := &recordingTransport{base: srv.Client().Transport}
+	var hooked sync.Map // method -> true
+	hook := func(r *http.Request) error {
+		hooked.Store(r.Method, true)
+		if r.Method != http.MethodPost {
+			return fmt.Errorf("signer: cannot sign a %s", r.Method)
+		}
+		r.Header.Set("Authorization", "Bearer sk_live_secret")
+		r.Header.Set("X-Signature", "sig")
+		return nil
+	}
+	var logs syncBuffer
+	store, err := journal.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: rec}), idem.WithClock(clock), idem.WithRequestHook(hook),
+		idem.WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: backlog, Succeeded: backlog}, sum)
+
+	var heads, posts int
+	for _, r := range rec.requests() {
+		switch r.Method {
+		case http.MethodHead:
+			heads++
+			require.Empty(t, r.URL.RawQuery, "the probe's query string")
+			require.Equal(t, "/orders", r.URL.Path, "the probe's path")
+			require.Nil(t, r.URL.User, "the probe's user info")
+			for _, name := range []string{"Authorization", "Stripe-Account", "X-Signature", idem.DefaultKeyHeader, "Content-Type"} {
+				require.Emptyf(t, r.Header.Values(name), "the probe's %s", name)
+			}
+		case http.MethodPost:
+			posts++
+			require.Equal(t, "expand=customer", r.URL.RawQuery, "a resend's query string")
+			require.Equal(t, "acct_1", r.Header.Get("Stripe-Account"), "a resend's account")
+			require.Equal(t, "Bearer sk_live_secret", r.Header.Get("Authorization"), "a resend's Authorization")
+			require.Equal(t, "sig", r.Header.Get("X-Signature"), "a resend's signature")
+			require.NotEmpty(t, r.Header.Get(idem.DefaultKeyHeader), "a resend's key")
+		default:
+			t.Fatalf("a %s request", r.Method)
+		}
+	}
+	require.Equal(t, 1, heads, "clock probes")
+	require.Equal(t, backlog, posts, "resends")
+	_, sawHead := hooked.Load(http.MethodHead)
+	require.False(t, sawHead, "the request hook saw the probe")
+	require.Equal(t, 1, serverHeads(t, srv), "clock probes the server saw")
+	for _, k := range keys {
+		require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
+	}
+	logs.mu.Lock()
+	text := logs.b.String()
+	logs.mu.Unlock()
+	require.Contains(t, text, "idem: clock probe", "the probe's debug line")
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "clock probe") {
+			require.NotContains(t, line, "expand", "the probe's log line")
+		}
+	}
+}
+
+// recordingTransport keeps a copy of each request it passes to base.
+type recordingTransport struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	reqs []*http.Request
+}
+
+func (r *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.reqs = append(r.reqs, req.Clone(req.Context()))
+	r.mu.Unlock()
+	return r.base.RoundTrip(req)
+}
+
+func (r *recordingTransport) requests() []*http.Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.reqs)
+}
+
+// staleHeadCache is a shared cache holding a copy of a HEAD's answer, a
+// 405 with the Date it came with and the Age since: it answers a HEAD
+// from it unless the request carries Cache-Control: no-cache.
+type staleHeadCache struct {
+	base http.RoundTripper
+	date string
+	age  time.Duration
+	hits atomic.Int64
+}
+
+func (s *staleHeadCache) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodHead || strings.Contains(r.Header.Get("Cache-Control"), "no-cache") {
+		return s.base.RoundTrip(r)
+	}
+	s.hits.Add(1)
+	h := http.Header{"Date": {s.date}, "Age": {strconv.Itoa(int(s.age.Seconds()))},
+		"Cache-Control": {"public, max-age=86400"}, "Allow": {"POST"}}
+	return &http.Response{StatusCode: http.StatusMethodNotAllowed, Status: "405 Method Not Allowed",
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: h, Body: http.NoBody, Request: r}, nil
 }

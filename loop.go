@@ -90,8 +90,8 @@ type driver struct {
 	// brief: a Resume visit to a host whose operations stay processing
 	// (ref.brief); one still processing is handed off, not waited for.
 	brief bool
-	// probeWaited: this drive waited for its host's probe to end
-	// (awaitProbe), and does not again.
+	// probeWaited: this drive waited for its host's probe to end, or
+	// sent it (awaitProbe), and does not again.
 	probeWaited bool
 }
 
@@ -256,30 +256,22 @@ func (d *driver) run() error {
 		if block != nil {
 			return d.flag(block.reason, block.cause)
 		}
-		var probe string // the host this resend probes (awaitProbe)
 		if d.mayAwaitProbe(p) {
-			host, waited, err := d.awaitProbe(now)
+			waited, err := d.awaitProbe(now)
 			if err != nil {
 				return err
 			}
 			if waited {
 				continue // judged again, by the host's clock if it is learnt now
 			}
-			probe = host
 		}
 		if !d.preRecorded && !d.mayRetry() {
-			c.clocks.probed(probe, false)
 			return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 		}
 		if err := d.hold(now, c.cfg.attemptTimeout); err != nil {
-			c.clocks.probed(probe, false)
 			return err
 		}
-		sent := d.exchanges
 		s, err := d.submit()
-		if probe != "" {
-			c.clocks.probed(probe, d.exchanges > sent)
-		}
 		if err != nil {
 			return err
 		}
@@ -471,45 +463,59 @@ func (d *driver) mayAwaitProbe(p past) bool {
 }
 
 // awaitProbe holds back a resend the host's clock cannot judge yet until
-// the host's first such resend, its probe, has had its attempt. The
-// operation was first sent by an earlier process, whose clock may have
-// read otherwise than ours (resendBlock judges its key window by the
-// host's clock too), and no answer from the host has taught its clock
-// since this process started (no result endpoint, or a query that got
-// none). Resume's first visits to a host, up to WithResumeConcurrency at
-// once, went unjudged: after a clock stepped back (a VM restored from a
-// snapshot), each a second order on a key the server had forgotten. The
-// first of them becomes the probe (probe, its host: the caller ends it
-// with serverClocks.probed once its attempt is over, whatever its end, or
-// gives it up if it sent nothing); the others wait (waited) until its
-// attempt is over or an answer's Date teaches the host's clock, then are
-// judged again. A host that never answers thus costs one attempt more at
-// start-up, not one per operation; waiting is bounded by two attempt
-// timeouts (the probe's journal writes included), and ends with ctx. The
-// lease is held for the wait first: a takeover meanwhile is seen by the
-// next write.
-func (d *driver) awaitProbe(now time.Time) (probe string, waited bool, err error) {
+// the host's clock has been asked. The operation was first sent by an
+// earlier process, whose clock may have read otherwise than ours
+// (resendBlock judges its key window by the host's clock too), and no
+// answer from the host has taught its clock since this process started
+// (no result endpoint, or a query that got none). Resume's first visits
+// to a host, up to WithResumeConcurrency at once, went unjudged: after a
+// clock stepped back (a VM restored from a snapshot), each a second order
+// on a key the server had forgotten; and a resend sent to learn the
+// clock is one such order itself. The first of them asks instead, with
+// a request that cannot execute anything (headProbe), while the others
+// wait (waited) until it is over or an answer's Date teaches the host's
+// clock; then all of them, the asking one too, are judged again. A host
+// that never answers thus costs one attempt timeout at start-up, not one
+// per operation; waiting is bounded by two attempt timeouts, and ends
+// with ctx. The lease is held for the wait first: a takeover meanwhile
+// is seen by the next write.
+//
+// A host's clock learnt since resendBlock judged the resend (another
+// drive's answer came in between) has it judged again too: waited, once.
+func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 	born := d.c.born.Load()
 	if born == nil || !d.rec.FirstSent.Before(*born) {
-		return "", false, nil // this process's own: judged by our clock alone
+		return false, nil // this process's own: judged by our clock alone
 	}
 	u, perr := d.c.parsedURL(d.rec.URL)
 	if perr != nil {
-		return "", false, nil
+		return false, nil
 	}
 	if _, ok := d.c.clocks.now(u.Host, now); ok {
-		return "", false, nil
+		d.probeWaited = true
+		return true, nil
 	}
 	first, over := d.c.clocks.firstProbe(u.Host)
 	if first {
-		return u.Host, false, nil
+		if err := d.hold(now, d.c.cfg.attemptTimeout); err != nil {
+			d.c.clocks.probed(u.Host, false)
+			return false, err
+		}
+		d.c.headProbe(d.ctx, u)
+		// Ended by this drive's context (a Resume given up, Close), the
+		// probe says nothing of the host: it is given up, and the next
+		// resend to the host asks again. A HEAD repeated is harmless; the
+		// waiters going on a clock nothing taught is not.
+		d.c.clocks.probed(u.Host, d.ctx.Err() == nil)
+		d.probeWaited = true
+		return true, nil
 	}
 	if over == nil {
-		return "", false, nil
+		return false, nil
 	}
 	bound := addSat(d.c.cfg.attemptTimeout, d.c.cfg.attemptTimeout)
 	if err := d.hold(now, bound); err != nil {
-		return "", false, err
+		return false, err
 	}
 	// Real time, as the probe's attempt timeout is: the Client's clock
 	// may not move while it waits.
@@ -517,18 +523,18 @@ func (d *driver) awaitProbe(now time.Time) (probe string, waited bool, err error
 	defer t.Stop()
 	select {
 	case <-over:
-		// A probe given up unsent taught nothing: this resend asks again,
-		// and may become the probe.
+		// A probe given up taught nothing: this resend asks again, and
+		// may become the probe.
 		d.probeWaited = d.c.clocks.probeDone(u.Host, over)
 	case <-t.C:
 		// A probe that outlasts its bound ended without saying so (a
-		// hook that never returned): taken as over, or every later resend
-		// to the host would wait as long.
+		// transport that ignores its context): taken as over, or every
+		// later resend to the host would wait as long.
 		d.c.clocks.probed(u.Host, true)
 		d.probeWaited = true
 	case <-d.ctx.Done():
 	}
-	return "", true, nil
+	return true, nil
 }
 
 // sentBefore is the past of the attempts sent before this round: not the

@@ -93,6 +93,7 @@ const (
 	vUnexpectedError = "unexpected error"
 	vRunaway         = "history ran past its bounds"
 	vWrongReview     = "flagged as another request's key though none used it"
+	vProbe           = "clock probe with a key or body, or more than one a life"
 )
 
 // crashKind is where a life's process dies.
@@ -198,6 +199,7 @@ type history struct {
 	seq        int64
 	life       int
 	lifeReqs   int
+	lifeHeads  int // clock probes (HEAD) this life sent
 	requests   int
 	dead       *atomic.Bool // this life's process has crashed
 	cancel     context.CancelCauseFunc
@@ -637,7 +639,7 @@ func (h *history) play() {
 
 func (h *history) startLife(i int, lp lifePlan) (*idem.Client, context.Context) {
 	h.mu.Lock()
-	h.life, h.lifeReqs = i, 0
+	h.life, h.lifeReqs, h.lifeHeads = i, 0, 0
 	h.dead = new(atomic.Bool)
 	h.mu.Unlock()
 	h.clock.setOffset(lp.offset)
@@ -1446,6 +1448,19 @@ func (h *history) exchange(req *http.Request, body []byte) (srvAnswer, error) {
 	t := h.clock.trueNow()
 	healthy := h.life == len(h.lives)-1 && !t.Before(h.healAt)
 
+	if req.Method == http.MethodHead {
+		// A clock probe (headProbe): the API routes no HEAD, and answers
+		// 405 as a real one does, executing nothing; without a Date, as
+		// every answer of this server's (an origin without a clock, RFC
+		// 9110 6.6.1), so it teaches nothing.
+		h.lifeHeads++
+		if req.Header.Get("Idempotency-Key") != "" || len(body) > 0 || h.lifeHeads > 1 {
+			h.violateLocked(nil, vProbe, "HEAD %s with key %q, %d body bytes, HEAD #%d this life",
+				req.URL, req.Header.Get("Idempotency-Key"), len(body), h.lifeHeads)
+		}
+		h.logfLocked("clock probe HEAD %s → 405", req.URL.Path)
+		return jsonAnswer(http.StatusMethodNotAllowed, `{"error":"method not allowed"}`), nil
+	}
 	var op *modelOp
 	query := req.Method == http.MethodGet
 	if query {

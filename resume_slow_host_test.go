@@ -23,8 +23,8 @@ import (
 // the slow host's backlog was journaled first and its requests are held,
 // well within the attempt timeout, until the end. Resume lets one host
 // hold at most WithResumeConcurrency of its workers (the first of its
-// visits sends alone, the host's probe: no answer of the host's has
-// taught its clock; the others wait for its answer), so the healthy
+// visits asks the host's clock with a HEAD, alone: no answer of the
+// host's has taught it; the others wait for its answer), so the healthy
 // server's operations settle while every request to the slow host is
 // still held; once the slow host answers, each of its operations is
 // visited once and settles, executed once. Default settings but the
@@ -73,9 +73,10 @@ func TestResumeSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 	for _, key := range healthyKeys {
 		require.Equal(t, 1, healthy.Effects("", key), "side effects of %s", key)
 	}
-	require.Equal(t, 2*len(healthyKeys), healthy.Stats().Requests, "the healthy server's requests: each key's lost one, then Resume's")
+	require.Equal(t, 2*len(healthyKeys)+1, healthy.Stats().Requests, "the healthy server's requests: each key's lost one, then Resume's HEAD and resends")
+	require.Equal(t, 1, serverHeads(t, healthy), "clock probes to the healthy server")
 	require.Zero(t, network.ended.Load(), "requests to the slow host that ended before the healthy operations settled")
-	require.Equal(t, int64(1), network.held.Load(), "requests held by the slow host: its probe")
+	require.Equal(t, int64(1), network.held.Load(), "requests held by the slow host: its probe, a HEAD")
 	require.Equal(t, int64(1), network.peak.Load(), "requests held at once by the slow host")
 
 	// The slow host answers: every one of its operations is visited once
@@ -93,8 +94,11 @@ func TestResumeSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 	require.LessOrEqual(t, network.peak.Load(), int64(share), "requests held at once by the slow host")
 	sent := map[string]int{}
 	for _, req := range slow.Requests() {
-		sent[req.Key]++
+		if req.Method != http.MethodHead {
+			sent[req.Key]++
+		}
 	}
+	require.Equal(t, 1, serverHeads(t, slow), "clock probes to the slow server")
 	require.Len(t, sent, backlog, "keys the slow server saw")
 	for i := range backlog {
 		key := fmt.Sprintf("slow-%03d", i)

@@ -58,11 +58,13 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 				require.True(t, keys[key], "%s settled first", key)
 				require.Equal(t, 1, healthy.Effects("", key), "side effects of %s", key)
 			}
-			require.Equal(t, 2*healthyOps, healthy.Stats().Requests, "the healthy server's requests: each key's lost one, then Run's")
+			require.Equal(t, 2*healthyOps+1, healthy.Stats().Requests, "the healthy server's requests: each key's lost one, then Run's HEAD and resends")
+			require.Equal(t, 1, serverHeads(t, healthy), "clock probes to the healthy server")
 			require.Zero(t, network.ended.Load(), "requests to the slow host that ended before the healthy operations settled")
-			// The first of Run's visits to the slow host is its probe (no
-			// answer of the host's has taught its clock): the others wait
-			// for its answer, holding the host's share of workers.
+			// The first of Run's visits to the slow host asks its clock
+			// with a HEAD (no answer of the host's has taught it): the
+			// others wait for its answer, holding the host's share of
+			// workers.
 			require.Equal(t, int64(1), network.peak.Load(), "requests held at once by the slow host")
 			require.Equal(t, backlog, slow.Stats().Requests, "the slow server's requests: each key's lost one, none from Run yet")
 			// An operator sees why the slow host's operations lag, while
@@ -82,8 +84,9 @@ func TestRunSlowHostLeavesTheOthersTheirWorkers(t *testing.T) {
 				require.True(t, keys[key], "%s settled", key)
 				require.Equal(t, 1, slow.Effects("", key), "side effects of %s", key)
 			}
-			require.Equal(t, 2*backlog, slow.Stats().Requests, "the slow server's requests: each key's lost one, then Run's")
-			require.Equal(t, 2*healthyOps, healthy.Stats().Requests, "the healthy server's requests")
+			require.Equal(t, 2*backlog+1, slow.Stats().Requests, "the slow server's requests: each key's lost one, then Run's HEAD and resends")
+			require.Equal(t, 1, serverHeads(t, slow), "clock probes to the slow server")
+			require.Equal(t, 2*healthyOps+1, healthy.Stats().Requests, "the healthy server's requests")
 			require.Zero(t, network.ended.Load(), "held requests that timed out")
 			require.LessOrEqual(t, network.peak.Load(), int64(share), "requests held at once by the slow host")
 			open, err := c.List(t.Context(), idem.Filter{Open: true})
@@ -190,7 +193,7 @@ func TestRunSlowHostUnlistedOnceNothingOfItWaits(t *testing.T) {
 	})
 	hh, _ := hostOf(h, network.host)
 	require.Equal(t, idem.HostHealth{Host: network.host, SlowSince: start}, hh)
-	require.Equal(t, int64(1), network.held.Load(), "requests held by the slow host: its probe, the others waiting for it")
+	require.Equal(t, int64(1), network.held.Load(), "requests held by the slow host: its probe, a HEAD, the others waiting for it")
 
 	close(network.release)
 	keys := map[string]bool{}
@@ -204,7 +207,8 @@ func TestRunSlowHostUnlistedOnceNothingOfItWaits(t *testing.T) {
 		require.True(t, keys[key], "%s settled", key)
 		require.Equal(t, 1, slow.Effects("", key), "side effects of %s", key)
 	}
-	require.Equal(t, 2*share, slow.Stats().Requests, "the slow server's requests: each key's lost one, then Run's")
+	require.Equal(t, 2*share+1, slow.Stats().Requests, "the slow server's requests: each key's lost one, then Run's HEAD and resends")
+	require.Equal(t, 1, serverHeads(t, slow), "clock probes to the slow server")
 	require.Zero(t, network.ended.Load(), "held requests that timed out")
 	require.LessOrEqual(t, network.peak.Load(), int64(share), "requests held at once by the slow host")
 }
@@ -218,8 +222,8 @@ func TestRunSlowHostUnlistedOnceNothingOfItWaits(t *testing.T) {
 // listed it as both failing and slow, a slow host being one that
 // "answers in the end" (HostHealth.SlowSince), and an operator looking
 // for an outage read a slow acquirer. Default settings but the clock.
-// Its first visit is the host's probe, alone for an attempt timeout: the
-// others wait for it, holding the host's share.
+// Its first visit asks the host's clock with a HEAD, alone for an
+// attempt timeout: the others wait for it, holding the host's share.
 func TestRunSilentHostIsFailingNotSlow(t *testing.T) {
 	share := idem.DefaultResumeConcurrency
 	clock := idemtest.NewClock(epoch)
@@ -231,7 +235,7 @@ func TestRunSilentHostIsFailingNotSlow(t *testing.T) {
 		hh, ok := hostOf(h, network.host)
 		return ok && !hh.SlowSince.IsZero()
 	})
-	require.Equal(t, int64(1), network.held.Load(), "requests held by the silent host: its probe, the others waiting for it")
+	require.Equal(t, int64(1), network.held.Load(), "requests held by the silent host: its probe, a HEAD, the others waiting for it")
 	deadline := time.After(3 * idem.DefaultAttemptTimeout)
 	poll := time.NewTicker(time.Millisecond)
 	defer poll.Stop()
@@ -249,11 +253,10 @@ func TestRunSilentHostIsFailingNotSlow(t *testing.T) {
 	require.Equal(t, share, hh.FailedVisits, "visits that got no answer")
 	require.False(t, hh.FailingSince.IsZero(), "FailingSince")
 	require.True(t, hh.SlowSince.IsZero(), "SlowSince of a host that never answered: %v", hh.SlowSince)
-	require.Equal(t, int64(share), network.ended.Load(), "requests the attempt timeout ended")
-	// The probe alone (no answer of the host's has taught its clock),
-	// then, once its attempt timed out, the visits it held back at once.
-	require.GreaterOrEqual(t, network.peak.Load(), int64(share-1), "requests held at once by the silent host")
-	require.LessOrEqual(t, network.peak.Load(), int64(share), "requests held at once by the silent host")
+	require.Equal(t, int64(share+1), network.ended.Load(), "requests the attempt timeout ended: the HEAD, then each visit's resend")
+	// The HEAD alone (no answer of the host's has taught its clock),
+	// then, once its attempt timed out, every visit's resend at once.
+	require.Equal(t, int64(share), network.peak.Load(), "requests held at once by the silent host")
 	require.Equal(t, 2*share, silent.Stats().Requests, "the silent server's requests: each key's lost one (Run's held never reach it)")
 	require.Zero(t, healthy.Stats().Requests, "requests to the other server")
 }

@@ -1,7 +1,11 @@
 package idem
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -23,8 +27,8 @@ import (
 // answer, no allocation but a host's first entry; the Date is parsed only
 // when a resend is judged. A resend to a host none of whose answers has
 // come back since the process started cannot be judged by it: the first
-// such resend goes alone, as the host's probe, and the others wait for
-// it (driver.awaitProbe). Nor is an operation this process first sent
+// such resend asks the host's clock with a HEAD (headProbe), the others
+// wait for its answer, and all are judged again (driver.awaitProbe). Nor is an operation this process first sent
 // (its clock's error then is not known: resendBlock). Safe for
 // concurrent use; the zero value is ready.
 type serverClocks struct {
@@ -102,8 +106,8 @@ func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 }
 
 // firstProbe says how a resend to host that its clock cannot judge (none
-// of its answers has taught it) may go: first, it is the host's probe,
-// and probed must follow its attempt, whatever the attempt's end; wait
+// of its answers has taught it) may go: first, it sends the host's probe
+// (headProbe), and probed must follow, whatever the probe's end; wait
 // not nil, it waits for the probe (or a Date from the host) first;
 // neither, the probe is over and it goes as it is judged. Hosts past
 // maxServerClocks get no probe.
@@ -129,11 +133,10 @@ func (s *serverClocks) firstProbe(host string) (first bool, wait <-chan struct{}
 	}
 }
 
-// probed ends host's probe: its attempt is over, sent; or, not sent (a
-// retry budget spent, a lease lost, a journal write refused before the
-// send), it is given up, and the next resend to the host becomes the
-// probe, so that its waiters do not go on a clock nothing taught. An
-// empty host is no probe.
+// probed ends host's probe: it is over, sent; or, not sent (a lease lost
+// before it, the context of the drive sending it ended), it is given up,
+// and the next resend to the host sends it again, so that its waiters do
+// not go on a clock nothing taught. An empty host is no probe.
 func (s *serverClocks) probed(host string, sent bool) {
 	if host == "" {
 		return
@@ -177,4 +180,57 @@ func (c *Client) serverNow(rec *journal.Record, now time.Time) (time.Time, bool)
 		return time.Time{}, false
 	}
 	return c.clocks.now(u.Host, now)
+}
+
+// headProbe asks the clock of u's host: a HEAD to u's path, whose
+// answer's Date, if usable, is learnt (serverClocks.learn). HEAD is safe
+// (RFC 9110 9.2.1, 9.3.2: no body, nothing done), so unlike a resend it
+// cannot be a second order on a key the server has forgotten, and any
+// answer teaches: a 401, 404, 405 or 501, or a proxy's page, carries a
+// Date, an origin's or an intermediary's, which is the true time within
+// seconds, which is what a clock stepped back lacks (RFC 9110 6.6.1).
+//
+// It goes through the Client's http.Client, so that a Transport's proxy
+// and TLS settings apply, with no body, no key and nothing journaled:
+// the query string, user info and journaled headers stay off it (they
+// may carry credentials, and the answer needs none), and the request
+// hook does not see it (a hook may sign a body or a POST, and fail on a
+// request it was never meant for; it is for the operation's requests).
+// Redirects are not followed (the Client's CheckRedirect); the answer's
+// body is never read. It is no attempt of any operation: not journaled,
+// not in the retry budget, no AttemptEvent; one debug line.
+func (c *Client) headProbe(ctx context.Context, u *url.URL) {
+	target := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(actx, http.MethodHead, target.String(), nil)
+	if err != nil {
+		return
+	}
+	// A shared cache in between keeps the Date of the answer it stored,
+	// the origin's then (RFC 9111 4; a 404 or 405 is heuristically
+	// cacheable, RFC 9110 15.1): hours old, it would teach a clock as
+	// far behind as the stepped one. no-cache has it ask the origin.
+	req.Header["Cache-Control"] = []string{"no-cache"}
+	resp, err := c.hc.Do(req)
+	end := c.cfg.clock.Now()
+	if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err // its text names the URL
+		}
+		c.logProbe(ctx, u.Host, slog.Any("err", err))
+		return
+	}
+	_ = resp.Body.Close()
+	date := headerValue(resp.Header, "Date")
+	c.clocks.learn(u.Host, date, end)
+	c.logProbe(ctx, u.Host, slog.Int("status", resp.StatusCode), slog.String("date", date))
+}
+
+// logProbe logs headProbe's end at debug level: the host only, never the
+// URL's path or query.
+func (c *Client) logProbe(ctx context.Context, host string, attrs ...slog.Attr) {
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: clock probe", append([]slog.Attr{slog.String("host", host)}, attrs...)...)
+	}
 }

@@ -65,11 +65,12 @@ func TestServerClocksLearnAllocatesNothing(t *testing.T) {
 	}
 }
 
-// A host's probe: the first resend that asks is the probe, the next wait
-// for it until probed, or an answer with a Date, ends it; once over, no
-// resend to the host waits or probes again; given up unsent, the next
-// resend is the probe. An answer without a Date ends
-// nothing (the probe's own end does). Hosts past maxServerClocks get none.
+// A host's probe: the first resend that asks sends it (a HEAD), the next
+// wait for it until probed, or an answer with a Date, ends it; once over,
+// no resend to the host waits or probes again; given up (unsent, or its
+// drive's context ended), the next resend sends it. An answer without a
+// Date ends nothing (the probe's own end does). Hosts past
+// maxServerClocks get none.
 func TestServerClocksFirstProbe(t *testing.T) {
 	ours := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
 	isOver := func(ch <-chan struct{}) bool {
@@ -115,7 +116,7 @@ func TestServerClocksFirstProbe(t *testing.T) {
 			}
 		})
 	}
-	// A probe given up unsent wakes its waiters, who are told so, and the
+	// A probe given up wakes its waiters, who are told so, and the
 	// next resend becomes the probe.
 	var s serverClocks
 	s.firstProbe("h")
