@@ -269,8 +269,9 @@
 // to read the host's clock from its answer's Date, whatever the status;
 // the resends to that host wait for it (at most two attempt timeouts),
 // then are judged by it. Nothing else is ever sent without the key. A
-// HEAD answered with no usable Date, or not at all, teaches nothing: the
-// resends are judged by our clock alone.
+// HEAD answered with no usable Date, or timed out, teaches nothing: the
+// resends are judged by our clock alone. One refused at once (a host not
+// up yet) is asked again before the next resend to the host.
 //
 // # Settling from webhooks
 //

@@ -501,12 +501,13 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 			d.c.clocks.probed(u.Host, false)
 			return false, err
 		}
-		d.c.headProbe(d.ctx, u)
-		// Ended by this drive's context (a Resume given up, Close), the
-		// probe says nothing of the host: it is given up, and the next
-		// resend to the host asks again. A HEAD repeated is harmless; the
-		// waiters going on a clock nothing taught is not.
-		d.c.clocks.probed(u.Host, d.ctx.Err() == nil)
+		over := d.c.headProbe(d.ctx, u)
+		// Ended by this drive's context (a Resume given up, Close), or
+		// refused at once (a host not up yet), the probe says nothing of
+		// the host: it is given up, and the next resend to the host asks
+		// again. A HEAD repeated is harmless; resends going on a clock
+		// nothing taught, all at once when the host is back, are not.
+		d.c.clocks.probed(u.Host, over && d.ctx.Err() == nil)
 		d.probeWaited = true
 		return true, nil
 	}

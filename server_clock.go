@@ -199,13 +199,19 @@ func (c *Client) serverNow(rec *journal.Record, now time.Time) (time.Time, bool)
 // Redirects are not followed (the Client's CheckRedirect); the answer's
 // body is never read. It is no attempt of any operation: not journaled,
 // not in the retry budget, no AttemptEvent; one debug line.
-func (c *Client) headProbe(ctx context.Context, u *url.URL) {
+//
+// It reports whether the probe is over: answered, or timed out (a silent
+// host, which costs one attempt timeout, not one per resend). A request
+// that failed at once (connection refused, reset, a name not resolved:
+// a host not up yet, a restored VM's network not ready) is not: the host
+// may answer the next resend, which then asks it first.
+func (c *Client) headProbe(ctx context.Context, u *url.URL) (over bool) {
 	target := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
 	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodHead, target.String(), nil)
 	if err != nil {
-		return
+		return true // never will be sent: nothing to wait for
 	}
 	// A shared cache in between keeps the Date of the answer it stored,
 	// the origin's then (RFC 9111 4; a 404 or 405 is heuristically
@@ -215,16 +221,19 @@ func (c *Client) headProbe(ctx context.Context, u *url.URL) {
 	resp, err := c.hc.Do(req)
 	end := c.cfg.clock.Now()
 	if err != nil {
+		var te interface{ Timeout() bool }
+		over = errors.As(err, &te) && te.Timeout()
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			err = ue.Err // its text names the URL
 		}
 		c.logProbe(ctx, u.Host, slog.Any("err", err))
-		return
+		return over
 	}
 	_ = resp.Body.Close()
 	date := headerValue(resp.Header, "Date")
 	c.clocks.learn(u.Host, date, end)
 	c.logProbe(ctx, u.Host, slog.Int("status", resp.StatusCode), slog.String("date", date))
+	return true
 }
 
 // logProbe logs headProbe's end at debug level: the host only, never the

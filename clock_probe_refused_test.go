@@ -1,0 +1,53 @@
+package idem_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+)
+
+// A process restarted with its clock an hour behind (a VM restored from a
+// snapshot) calls Resume at start-up before the API can be reached: its
+// connections are refused (the provider's edge restarting, the restored
+// VM's network not up yet: ECONNREFUSED, nothing sent). The HEAD asking the
+// host's clock is refused at once like the resends; it taught nothing. Once
+// the host is back, Run's first visits to it must not go on a clock nothing
+// taught: a Stripe-like server forgot every key 50 minutes ago (by its own
+// clock, RFC 9110 6.6.1's Date), so a resend is a second order. A probe
+// refused was taken as over, and Run's first visits, its share of the
+// host, went at once: 8 second orders of 40. The host is asked again
+// before the next resend; its Date flags every key, none resent. Default
+// settings but the clock.
+func TestClockProbeRefusedAtStartUpIsAskedAgain(t *testing.T) {
+	network := &outage{}
+	network.mode.Store(netDown)
+	clock, srv, store, keys, c := steppedBackHour(t, func(base http.RoundTripper) http.RoundTripper {
+		network.base = base
+		return network
+	})
+	_, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Positive(t, network.refused.Load(), "requests refused at start-up")
+	lost := map[string]int{}
+	for _, k := range keys {
+		lost[k] = 1
+	}
+	require.Equal(t, lost, serverSubmits(t, srv), "submits per key while the host was unreachable: the lost one")
+	require.Zero(t, serverHeads(t, srv), "clock probes that reached the host while it was unreachable")
+
+	network.mode.Store(netUp)
+	runUntil(t, &env{t: t, clock: clock, client: c, ctx: t.Context()}, clock.Now().Add(10*time.Minute))
+
+	for _, k := range keys {
+		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
+		require.NoError(t, err)
+		require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
+		require.Equalf(t, idem.ReviewClockStepped, rec.Review, "review of %s", k)
+	}
+	require.Equal(t, lost, serverSubmits(t, srv), "submits per key: the lost one, no resend")
+	require.Equal(t, 1, serverHeads(t, srv), "clock probes that reached the server")
+}
