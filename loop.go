@@ -502,12 +502,21 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 			return false, err
 		}
 		over := d.c.headProbe(d.ctx, u)
-		// Ended by this drive's context (a Resume given up, Close), or
-		// refused at once (a host not up yet), the probe says nothing of
-		// the host: it is given up, and the next resend to the host asks
-		// again. A HEAD repeated is harmless; resends going on a clock
-		// nothing taught, all at once when the host is back, are not.
-		d.c.clocks.probed(u.Host, over && d.ctx.Err() == nil)
+		switch {
+		case d.ctx.Err() != nil:
+			// Ended by this drive's context (a Resume given up, Close),
+			// the probe says nothing of the host: it is given up, and
+			// the next resend to the host asks again. A HEAD repeated is
+			// harmless; the waiters going on a clock nothing taught is
+			// not.
+			d.c.clocks.probed(u.Host, false)
+		case !over:
+			// Refused at once: the next resend asks again, or every visit
+			// under way when the host is back would go unjudged at once.
+			d.c.clocks.unanswered(u.Host)
+		default:
+			d.c.clocks.probed(u.Host, true)
+		}
 		d.probeWaited = true
 		return true, nil
 	}

@@ -39,6 +39,9 @@ type serverClocks struct {
 	// a Date came from the host: the resends behind the probe wait on it
 	// (driver.awaitProbe).
 	probes map[string]chan struct{}
+	// again holds the hosts whose probe failed at once (unanswered): its
+	// waiters went, and the next resend that asks sends it again.
+	again map[string]bool
 }
 
 // serverDate is one answer's Date, as sent, and our clock's reading when
@@ -109,8 +112,9 @@ func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 // of its answers has taught it) may go: first, it sends the host's probe
 // (headProbe), and probed must follow, whatever the probe's end; wait
 // not nil, it waits for the probe (or a Date from the host) first;
-// neither, the probe is over and it goes as it is judged. Hosts past
-// maxServerClocks get no probe.
+// neither, the probe is over and it goes as it is judged. A probe that
+// failed at once (unanswered) is sent again by the next resend that
+// asks. Hosts past maxServerClocks get no probe.
 func (s *serverClocks) firstProbe(host string) (first bool, wait <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -127,10 +131,34 @@ func (s *serverClocks) firstProbe(host string) (first bool, wait <-chan struct{}
 	}
 	select {
 	case <-over:
+		if s.again[host] {
+			delete(s.again, host)
+			s.probes[host] = make(chan struct{})
+			return true, nil
+		}
 		return false, nil
 	default:
 		return false, over
 	}
+}
+
+// unanswered ends host's probe, which failed at once (refused, reset, a
+// name not resolved: a host not up yet): its waiters go as they are
+// judged, as after a probe that timed out, and would have failed as fast;
+// but the host may answer the next resend, which then asks it first, so
+// that a host coming back is not sent the resends of every visit under
+// way on a clock nothing taught.
+func (s *serverClocks) unanswered(host string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.probes[host]; !ok {
+		return
+	}
+	s.probeOver(host)
+	if s.again == nil {
+		s.again = make(map[string]bool)
+	}
+	s.again[host] = true
 }
 
 // probed ends host's probe: it is over, sent; or, not sent (a lease lost
@@ -146,6 +174,7 @@ func (s *serverClocks) probed(host string, sent bool) {
 	s.probeOver(host)
 	if !sent {
 		delete(s.probes, host)
+		delete(s.again, host)
 	}
 }
 

@@ -68,7 +68,8 @@ func TestServerClocksLearnAllocatesNothing(t *testing.T) {
 // A host's probe: the first resend that asks sends it (a HEAD), the next
 // wait for it until probed, or an answer with a Date, ends it; once over,
 // no resend to the host waits or probes again; given up (unsent, or its
-// drive's context ended), the next resend sends it. An answer without a
+// drive's context ended), the next resend sends it; failed at once
+// (unanswered), its waiters go and the next resend sends it. An answer without a
 // Date ends nothing (the probe's own end does). Hosts past
 // maxServerClocks get none.
 func TestServerClocksFirstProbe(t *testing.T) {
@@ -127,6 +128,25 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	}
 	if first, wait := s.firstProbe("h"); !first || wait != nil {
 		t.Fatalf("firstProbe() after the probe gave up = %v, %v; want the probe", first, wait)
+	}
+	// A probe that failed at once wakes its waiters, who go (it is
+	// over for them), and the next resend asks again.
+	s = serverClocks{}
+	s.firstProbe("h")
+	_, wait = s.firstProbe("h")
+	s.unanswered("h")
+	if !isOver(wait) || !s.probeDone("h", wait) {
+		t.Fatalf("after the probe failed at once: woken %v, done %v; want both", isOver(wait), s.probeDone("h", wait))
+	}
+	if first, wait := s.firstProbe("h"); !first || wait != nil {
+		t.Fatalf("firstProbe() after the probe failed at once = %v, %v; want the probe", first, wait)
+	}
+	if first, wait := s.firstProbe("h"); first || wait == nil {
+		t.Fatalf("firstProbe() behind the probe asked again = %v, %v; want a wait", first, wait)
+	}
+	s.unanswered("unprobed") // no probe: nothing to end
+	if first, wait := s.firstProbe("unprobed"); !first || wait != nil {
+		t.Fatalf("firstProbe() of a host never probed = %v, %v; want the probe", first, wait)
 	}
 	s = serverClocks{}
 	for i := range maxServerClocks {
