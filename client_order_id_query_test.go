@@ -111,6 +111,29 @@ func (x *spotExchange) requireOneOrder(t *testing.T, submits int) {
 	require.Equal(t, submits, n, "submits in %v", x.asked)
 }
 
+// requireNoOrder asserts that the exchange placed no order: it was sent
+// one, then asked about it queries times, and nothing was resent.
+func (x *spotExchange) requireNoOrder(t *testing.T, queries int) {
+	t.Helper()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	require.Empty(t, x.orders, "orders")
+	require.Equal(t, slices.Concat([]string{"POST /api/v3/order"}, slices.Repeat([]string{"GET /api/v3/order"}, queries)), x.asked)
+}
+
+// requireResumeSettles asserts that Resume settles ord-9 succeeded with
+// the order orderID.
+func requireResumeSettles(t *testing.T, c *idem.Client, orderID string) {
+	t.Helper()
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, op.State)
+	require.Equal(t, orderID, op.Result.ResourceID)
+}
+
 // marketBuy is a MARKET order under the client order id ord-9, its
 // parameters form-encoded as Binance takes them.
 func marketBuy(base string) idem.Request {
@@ -134,7 +157,9 @@ func spotOrder(orderID int, clientOrderID string) string {
 // carries proves the order exists: nothing is resent, the operation stays
 // processing for a decoder (or a person) to settle, and each query's
 // attempt says why. An order the endpoint does not know (-2013) is still
-// resent once, and that resend's order is found and never resent.
+// resent once, once DefaultResultLag has passed (Binance's read path lags
+// its engine by up to a minute: the call only asks, and Resume after the
+// lag resends), and that resend's order is found and never resent.
 func TestFoundOrderInAnUnreadShapeIsNeverResent(t *testing.T) {
 	for _, tt := range []struct {
 		name       string
@@ -150,7 +175,8 @@ func TestFoundOrderInAnUnreadShapeIsNeverResent(t *testing.T) {
 			t.Cleanup(srv.Close)
 			var mu sync.Mutex
 			var found []string // each query's error that found the order
-			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(),
+			clock := idemtest.NewClock(epoch)
+			c := clientFor(t, srv, clock, idem.WithKeyInBody(),
 				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"),
 				idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) {
 					if ev.Query && ev.StatusCode == http.StatusOK {
@@ -163,12 +189,18 @@ func TestFoundOrderInAnUnreadShapeIsNeverResent(t *testing.T) {
 			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 			require.NotErrorIs(t, err, idem.ErrFailed)
-			require.Equal(t, idem.StateProcessing, res.State)
-			x.mu.Lock()
-			require.Equal(t, []string{"ord-9"}, x.orders, "orders before Resume")
-			x.mu.Unlock()
+			if tt.lostBefore {
+				// Not found within the lag: asked again, not resent.
+				require.Equal(t, idem.StateUnknown, res.State)
+				x.requireNoOrder(t, idem.DefaultMaxAttempts-1)
+			} else {
+				require.Equal(t, idem.StateProcessing, res.State)
+				x.requireOneOrder(t, 1)
+			}
 
-			// Nor does a restart's Resume resend it.
+			// Nor does a restart's Resume resend it: the one not placed
+			// is resent once, after the lag, and then found.
+			clock.Advance(idem.DefaultResultLag)
 			sum, err := c.Resume(t.Context())
 			require.NoError(t, err)
 			require.Equal(t, idem.Summary{Visited: 1, Processing: 1}, sum)
@@ -193,7 +225,10 @@ func TestFoundOrderInAnUnreadShapeIsNeverResent(t *testing.T) {
 // call with the second order: two positions, the caller told of one. With
 // the key in the body nothing but an answer about the order (found, or
 // not found: Binance's -2013) leads to a resend: the query is asked
-// again, finds the first order, and settles with it.
+// again, finds the first order, and settles with it. An order not found
+// is resent only once DefaultResultLag has passed (Binance answers -2013
+// for orders it placed up to a minute ago): the call ends unknown, and
+// Resume after the lag resends it once.
 func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 	internal := shape{status: http.StatusInternalServerError, body: `{"code":-1001,"msg":"Internal error; unable to process your request. Please try again."}`}
 	gateway := shape{status: http.StatusGatewayTimeout, body: `<html><body><h1>504 Gateway Time-out</h1></body></html>`}
@@ -221,6 +256,7 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 		fails      []shape
 		submits    int
 		orderID    string
+		lagged     bool // not found within the lag: settled by Resume after it
 	}{
 		{name: "500 internal error", fails: []shape{internal}, submits: 1, orderID: "1"},
 		{name: "a CDN's stored -2013 of another id", fails: []shape{cachedAbsent}, submits: 1, orderID: "1"},
@@ -228,7 +264,7 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 		{name: "Kong's 404 while its router is rebuilt", fails: []shape{kong404, kong404}, submits: 1, orderID: "1"},
 		{name: "504 twice", fails: []shape{gateway, gateway}, submits: 1, orderID: "1"},
 		{name: "a WAF's challenge", fails: []shape{challenge}, submits: 1, orderID: "1"},
-		{name: "not placed: failed, then does not exist", lostBefore: true, fails: []shape{internal}, submits: 2, orderID: "1"},
+		{name: "not placed: failed, then does not exist", lostBefore: true, fails: []shape{internal}, submits: 2, orderID: "1", lagged: true},
 		// Down for longer than the call's budget: unknown, and Resume
 		// (which resends at once after a header key's failed query)
 		// asks again and resends nothing either.
@@ -238,17 +274,25 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 			x := &spotExchange{lostBefore: tt.lostBefore, queryFails: tt.fails}
 			srv := httptest.NewServer(http.HandlerFunc(x.serve))
 			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+			clock := idemtest.NewClock(epoch)
+			c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
 				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
 
 			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
-			if tt.orderID == "" {
+			switch {
+			case tt.lagged:
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.Equal(t, idem.StateUnknown, res.State)
+				x.requireNoOrder(t, idem.DefaultMaxAttempts-1)
+				clock.Advance(idem.DefaultResultLag)
+				requireResumeSettles(t, c, tt.orderID)
+			case tt.orderID == "":
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 				require.Equal(t, idem.StateUnknown, res.State)
 				sum, err := c.Resume(t.Context())
 				require.NoError(t, err)
 				require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
-			} else {
+			default:
 				require.NoError(t, err)
 				require.Equal(t, idem.StateSucceeded, res.State)
 				require.Equal(t, tt.orderID, res.ResourceID)
@@ -269,8 +313,11 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 // market order had filled, the id was free, and the resend placed a
 // second one, which settled the call. With the key in the body and a
 // result endpoint, a 503 (which may follow the work done) is asked about
-// before a resend, as a lost answer is.
+// before a resend, as a lost answer is; an order not found is resent
+// only once DefaultResultLag has passed (the call asks until its budget
+// ends; Resume after the lag resends).
 func TestOverloaded503IsAskedAboutBeforeAResend(t *testing.T) {
+	notFound := slices.Repeat([]string{"GET /api/v3/order"}, idem.DefaultMaxAttempts-1)
 	for _, tt := range []struct {
 		name      string
 		notPlaced bool
@@ -278,21 +325,30 @@ func TestOverloaded503IsAskedAboutBeforeAResend(t *testing.T) {
 		asked     []string
 	}{
 		{name: "placed", submits: 1, asked: []string{"POST /api/v3/order", "GET /api/v3/order"}},
-		{name: "not placed: asked, then resent", notPlaced: true, submits: 2,
-			asked: []string{"POST /api/v3/order", "GET /api/v3/order", "POST /api/v3/order"}},
+		{name: "not placed: asked, then resent after the lag", notPlaced: true, submits: 2,
+			asked: slices.Concat([]string{"POST /api/v3/order"}, notFound, []string{"GET /api/v3/order", "POST /api/v3/order"})},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := &spotExchange{lostBefore: tt.notPlaced, firstAnswer: &shape{status: http.StatusServiceUnavailable,
 				body: `{"code":-1008,"msg":"Server is currently overloaded with other requests. Please try again in a few minutes."}`}}
 			srv := httptest.NewServer(http.HandlerFunc(x.serve))
 			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+			clock := idemtest.NewClock(epoch)
+			c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
 				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
 
 			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
-			require.NoError(t, err)
-			require.Equal(t, idem.StateSucceeded, res.State)
-			require.Equal(t, "1", res.ResourceID)
+			if tt.notPlaced {
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.Equal(t, idem.StateUnknown, res.State)
+				x.requireNoOrder(t, idem.DefaultMaxAttempts-1)
+				clock.Advance(idem.DefaultResultLag)
+				requireResumeSettles(t, c, "1")
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, idem.StateSucceeded, res.State)
+				require.Equal(t, "1", res.ResourceID)
+			}
 			x.requireOneOrder(t, tt.submits)
 			x.mu.Lock()
 			defer x.mu.Unlock()
@@ -364,7 +420,8 @@ func (x *alpacaOrders) serve(w http.ResponseWriter, r *http.Request) {
 // a lost answer settles the call with it, once; one a person cancelled
 // since is still an order made (succeeded, never failed: "failed" would
 // invite placing it again); one the broker rejected failed; one not
-// found (404) is resent once. Passes as is.
+// found (404) is resent once, once DefaultResultLag has passed: the call
+// asks until its budget ends, Resume after the lag resends.
 func TestOrderByClientOrderIDSettlesOnce(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -380,17 +437,31 @@ func TestOrderByClientOrderIDSettlesOnce(t *testing.T) {
 		{name: "rejected", status: "rejected", state: idem.StateFailed,
 			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id"}},
 		{name: "not placed", notPlaced: true, state: idem.StateSucceeded,
-			asked: []string{"POST /v2/orders", "GET /v2/orders:by_client_order_id", "POST /v2/orders"}},
+			asked: slices.Concat([]string{"POST /v2/orders"}, slices.Repeat([]string{"GET /v2/orders:by_client_order_id"}, idem.DefaultMaxAttempts),
+				[]string{"POST /v2/orders"})},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := &alpacaOrders{notPlaced: tt.notPlaced, status: tt.status}
 			srv := httptest.NewServer(http.HandlerFunc(x.serve))
 			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(),
+			clock := idemtest.NewClock(epoch)
+			c := clientFor(t, srv, clock, idem.WithKeyInBody(),
 				idem.WithResultEndpoint("/v2/orders:by_client_order_id?client_order_id={key}"))
 
 			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/v2/orders",
 				Body: []byte(`{"symbol":"AAPL","qty":"1","side":"buy","type":"market","time_in_force":"day","client_order_id":"ord-9"}`)})
+			if tt.notPlaced {
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.Equal(t, idem.StateUnknown, res.State)
+				x.mu.Lock()
+				require.Empty(t, x.orders, "orders within the lag")
+				x.mu.Unlock()
+				clock.Advance(idem.DefaultResultLag)
+				requireResumeSettles(t, c, "7b7d6b9e-5a45-4a2c-9a59-6bf2b1d0a3c1") // the resend's order
+				op, lerr := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+				require.NoError(t, lerr)
+				res, err = op.Result, nil
+			}
 			require.Equal(t, tt.state, res.State)
 			if tt.state == idem.StateFailed {
 				require.ErrorIs(t, err, idem.ErrFailed)

@@ -1572,6 +1572,32 @@ func keyWindow(rec *journal.Record, p past, now time.Time, window time.Duration)
 	return windowOpen
 }
 
+// resultLagging reports whether, at now, the result endpoint may not yet
+// show what rec's last send that may have executed placed: it ended less
+// than lag ago, or at a time now finds in the future (a clock stepped
+// back must never make the lag look over early). One never answered
+// counts from its start plus timeout, the latest it could have reached
+// the server.
+func resultLagging(rec *journal.Record, now time.Time, lag, timeout time.Duration) bool {
+	if lag <= 0 {
+		return false
+	}
+	var last time.Time
+	for _, a := range rec.Attempts {
+		if !maybeExecuted(a) {
+			continue
+		}
+		end := a.Start.Add(max(a.Duration, 0))
+		if !a.Done {
+			end = a.Start.Add(timeout)
+		}
+		if end.After(last) {
+			last = end
+		}
+	}
+	return !last.IsZero() && now.Sub(last) < lag
+}
+
 // inFuture reports whether any time the journal holds for rec's sends lies
 // past now by more than clockSlack.
 func inFuture(rec *journal.Record, now time.Time) bool {

@@ -186,7 +186,10 @@
 // until a Decoder that reads the API's orders settles it; and only an
 // answer that does not find the order (a JSON 404, a 400 or 422 saying it is
 // "not found" or "does not exist", a JSON 2xx with no error that does
-// not name it) is followed by a resend, never a query that failed (no
+// not name it) is followed by a resend, and only once the last send is
+// older than [WithResultLag] (a read path behind its engine: Binance's
+// -2013 for an order placed up to a minute ago; until then asked again),
+// never a query that failed (no
 // answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
 // JSON or carries an error, also as an envelope's code says one, a
 // proxy's own 404, a cache's stored answer that does not name the key),

@@ -216,12 +216,17 @@ func (d *driver) run() error {
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
-			if queryOnly(d.rec) || q.failed && c.cfg.keyHeader == "" {
+			if queryOnly(d.rec) || c.cfg.keyHeader == "" && (q.failed ||
+				resultLagging(d.rec, c.life.run.trusted(now), c.cfg.resultLag, c.cfg.attemptTimeout)) {
 				// With the key in the body, it is a client order id, which
 				// many exchanges hold only while its order is open
 				// (Binance's newClientOrderId): a resend after the order
 				// filled places it again. Only the endpoint's answer about
 				// the order lets a resend go; a failed query is asked again.
+				// Nor is "not found" such an answer until the read path
+				// has had time to catch up with the last send
+				// (WithResultLag: Binance's -2013 for an order it placed
+				// up to a minute ago).
 				if wait, err = d.next(q.retryAfter); err != nil {
 					return err
 				}

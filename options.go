@@ -115,6 +115,7 @@ type config struct {
 	keyHeader         string
 	keyFormat         KeyFormat
 	resultTemplate    string
+	resultLag         time.Duration // WithResultLag; read only with the key in the body
 	decode            Decoder
 	decodeIsJSON      bool // decode is the default DecodeJSON: called directly, its Answer stays on the stack
 	classify          Classifier
@@ -147,6 +148,7 @@ func defaultConfig() *config {
 		retryAfterCap:     DefaultRetryAfterCap,
 		keyRetention:      DefaultKeyRetention,
 		keyHeader:         DefaultKeyHeader,
+		resultLag:         DefaultResultLag,
 		decode:            DecodeJSON,
 		decodeIsJSON:      true,
 		classify:          DefaultClassifier,
@@ -448,7 +450,9 @@ func keyHeaderRefusal(canon string) string {
 // that reads the API's orders (WithDecoder) or a person settles it. Only
 // an answer that does not find the order (a JSON 404, a 400 or 422 saying it
 // is "not found" or "does not exist", a JSON 2xx with no error that
-// does not name it) is followed by a resend; a query that fails (no
+// does not name it) is followed by a resend, and only once the last
+// send is older than WithResultLag (until then it is asked again); a
+// query that fails (no
 // answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no
 // JSON or carries an error, also as an envelope's code says one, a
 // proxy's own 404, a cache's stored answer that does not name the key)
@@ -456,6 +460,46 @@ func keyHeaderRefusal(canon string) string {
 // may follow the work done) is asked about before any resend.
 func WithKeyInBody() Option {
 	return optionFunc(func(c *config) { c.keyHeader = "" })
+}
+
+// DefaultResultLag is how long, with the key in the body, a result
+// endpoint that does not find an order may still be behind the engine
+// that placed it. Binance answers -2013 "Order does not exist." for
+// orders it has placed "for up to about a minute" (dev.binance.vision,
+// "FAQ: Error message Order does not exist"); 22 s and 62 s were
+// measured (Mike-Mercer/Binance-REST-Test). Twice the longest seen, and
+// well inside the default key window less its margin (18 min), so a
+// truly unplaced order is still resent in time.
+const DefaultResultLag = 2 * time.Minute
+
+// maxResultLag bounds WithResultLag: a read path a day behind is an
+// outage, not lag, and a larger value is most likely a unit mistake.
+const maxResultLag = 24 * time.Hour
+
+// WithResultLag sets how long the result endpoint may not yet show an
+// order it has placed. It applies only with the key in the body
+// (WithKeyInBody): a client order id the server refuses while its order
+// is open and forgets once it has filled, so a resend after a lagging
+// "not found" places the order again. Until the last send that may
+// have placed the order is older than d (by the journaled attempt
+// times; one the clock finds in the future is not), a "not found" is
+// inconclusive: asked again later, in the call within its budget, then
+// by Resume and Run, which resend only once d has passed, and never past
+// the key window (flagged then, as any query that cannot settle). 0
+// turns it off: a "not found" is resent at once. A header key's server
+// replays a resend, so it needs none. Default DefaultResultLag; at most
+// 24 hours.
+func WithResultLag(d time.Duration) Option {
+	return optionFunc(func(c *config) {
+		switch {
+		case d == 0:
+			c.resultLag = 0
+		case d > maxResultLag:
+			c.fail("WithResultLag: %v is longer than %v: no read path lags so long (is it a unit mistake?); a lag past the key window never resends an order not found", d, maxResultLag)
+		case positive(c, "WithResultLag", d):
+			c.resultLag = d
+		}
+	})
 }
 
 // WithResultEndpoint sets the URL template of the endpoint that reports an

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/stretchr/testify/require"
@@ -38,6 +39,12 @@ func TestOptionsRefuseWhatWouldBreakEveryCall(t *testing.T) {
 		"max elapsed a bare 60":     idem.WithMaxElapsed(60),
 		"key window a bare 24":      idem.WithKeyRetention(24),
 		"reconcile bare numbers":    idem.WithReconcile(30, 3600, 72),
+		// A lag never over would flag every order not found at the key
+		// window; a negative one, or nanoseconds, resends at once a
+		// "not found" that a lagging read path answers.
+		"result lag a bare 120": idem.WithResultLag(120),
+		"result lag negative":   idem.WithResultLag(-time.Minute),
+		"result lag a year":     idem.WithResultLag(365 * 24 * time.Hour),
 		// The same through the user's client: each attempt timed out before
 		// a trace event, read as "maybe sent", and was queried as such.
 		"http client Timeout a bare 5": idem.WithHTTPClient(&http.Client{Timeout: 5}),
@@ -59,6 +66,9 @@ func TestOptionsRefuseWhatWouldBreakEveryCall(t *testing.T) {
 		"max elapsed a bare 60":           "WithMaxElapsed",
 		"key window a bare 24":            "WithKeyRetention",
 		"reconcile bare numbers":          "WithReconcile",
+		"result lag a bare 120":           "WithResultLag",
+		"result lag negative":             "WithResultLag",
+		"result lag a year":               "WithResultLag",
 		"http client Timeout a bare 5":    "WithHTTPClient",
 		"result endpoint with a password": "WithResultEndpoint",
 		"result endpoint ftp":             "WithResultEndpoint",

@@ -51,6 +51,11 @@ const childWorkers = 8
 const (
 	serverDelay    = time.Second
 	attemptTimeout = 500 * time.Millisecond
+	// resultLag is twice the fake server's query lag (serverDelay), as
+	// idem.DefaultResultLag is twice the longest lag measured at
+	// Binance: the default's two minutes of wall clock would leave every
+	// order never placed unknown past the resume child's deadline.
+	resultLag = 2 * serverDelay
 )
 
 // TestCrashChild is the body of a child process of TestCrashHarness; in a
@@ -135,6 +140,7 @@ func (ch *childProc) options(rt http.RoundTripper) []idem.Option {
 		idem.WithMaxAttempts(8),
 		idem.WithMaxElapsed(4 * time.Second),
 		idem.WithRetryAfterCap(2 * time.Second),
+		idem.WithResultLag(resultLag),
 	}
 	if ch.keyWindow > 0 {
 		opts = append(opts, idem.WithKeyRetention(ch.keyWindow))

@@ -171,6 +171,14 @@ func testCrashPoints(t *testing.T, bin string, hb harnessBehavior) {
 			rec := readJournal(t, path)[key]
 			require.NotNil(t, rec, "the operation is in the journal after the crash")
 			p.before(t, before, rec)
+			if rec.Open() {
+				// A clean process resumes it once the result lag has passed
+				// since the crashed one's last send: before, an order the
+				// result endpoint does not find (one never sent, point a)
+				// is only asked about, not resent, with the key in the body.
+				last := rec.Attempts[len(rec.Attempts)-1].Start
+				time.Sleep(time.Until(last.Add(attemptTimeout + resultLag)))
+			}
 
 			// A clean process resumes it.
 			ch = startChild(t, append(env, envMode+"=work", envOps+"=1", envResubmit+"="+map[bool]string{true: "1"}[p.resubmit])...)

@@ -58,11 +58,19 @@ const (
 // its own (short-window), the client restarts twice that window later, as a
 // process that was down for a while. Under an order API (client-order-id)
 // the client is configured for it by BehaviorOptions, at the default retry
-// settings as for every behaviour.
+// settings as for every behaviour, and restarts once the default result
+// lag has passed.
 func Scenarios(b idemtest.Behavior) []Scenario {
 	var restart time.Duration
 	if b.Retention != 0 {
 		restart = 2 * b.Retention
+	}
+	if b.KeyMember != "" {
+		// An order API's "not found" may be its read path behind the
+		// order placed: until idem.DefaultResultLag has passed, Resume
+		// only asks about it, and a process restarted at once would
+		// leave every order never placed unknown.
+		restart = max(restart, idem.DefaultResultLag)
 	}
 	row := func(name string, p idemtest.Profile) Scenario {
 		return Scenario{Name: name, Behavior: b, Profile: p, RestartAfter: restart}

@@ -1,0 +1,141 @@
+package idem_test
+
+import (
+	"errors"
+	"net/http"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/internal/crashtest"
+)
+
+// loseFirstOrder drops the answer to the first order placed, after the
+// server has placed it: a connection reset on the way back.
+type loseFirstOrder struct {
+	base http.RoundTripper
+	lost atomic.Bool
+}
+
+func (l *loseFirstOrder) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.base.RoundTrip(r)
+	if err == nil && r.Method == http.MethodPost && l.lost.CompareAndSwap(false, true) {
+		_ = resp.Body.Close()
+		return nil, errors.New("connection reset by peer")
+	}
+	return resp, err
+}
+
+// openOnlyExchange is the fake server as an order API whose client order
+// id is unique among open orders only (Binance's newClientOrderId, "a
+// unique id among open orders"; KuCoin's clientOid): once a market order
+// has filled, the same id places a second order. It returns the server
+// and a client of it configured as the README says for such an API,
+// whose requests go through wrap's transport (nil: the server's).
+func openOnlyExchange(t *testing.T, clock *idemtest.Clock, wrap func(http.RoundTripper) http.RoundTripper, faults ...idemtest.Fault) (*idemtest.Server, *idem.Client) {
+	t.Helper()
+	b := idemtest.ClientOrderID()
+	b.OpenOnly = true
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithBehavior(b))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	for _, f := range faults {
+		require.NoError(t, srv.Inject(f))
+	}
+	hc := srv.Client()
+	if wrap != nil {
+		hc = &http.Client{Transport: wrap(hc.Transport)}
+	}
+	opts := append([]idem.Option{idem.WithHTTPClient(hc), idem.WithClock(clock), idem.WithResultEndpoint(srv.ResultTemplate())},
+		crashtest.BehaviorOptions(b)...)
+	c, err := idem.Open(filepath.Join(t.TempDir(), "j"), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return srv, c
+}
+
+// requireOrders asserts the server's submits and queries of key, each
+// carrying it, and the orders it placed for it.
+func requireOrders(t *testing.T, srv *idemtest.Server, key string, submits, effects int) {
+	t.Helper()
+	n := 0
+	for _, r := range srv.Requests() {
+		require.Equal(t, key, r.Key, "%s %s carries the key", r.Method, r.Path)
+		if r.Method == http.MethodPost {
+			n++
+		}
+	}
+	require.Equal(t, submits, n, "submits")
+	st := srv.KeyStats("", key)
+	require.Equal(t, effects, st.Effects, "orders placed")
+	require.Zero(t, st.SubmitsAfterFinal+st.Refusals, "nothing sent again once placed: %+v", st)
+}
+
+// Binance answers its GET order with -2013 "Order does not exist." for
+// an order it has placed, for up to about a minute (dev.binance.vision,
+// "FAQ: Error message Order does not exist"; 22 s and 62 s measured by
+// Mike-Mercer/Binance-REST-Test): its read path lags its matching
+// engine. idem took the first -2013 after a lost answer for an order
+// never placed and resent at once; the market order had filled, its id
+// was free, and the resend placed a second order. With the key in the
+// body, a "not found" within DefaultResultLag of the last send is asked
+// again, never resent: the call ends unknown with one order, and Resume,
+// once the read path has caught up, finds that order.
+func TestLaggingNotFoundIsNotAnOrderNeverPlaced(t *testing.T) {
+	clock := idemtest.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	key := crashtest.Key(1)
+	srv, c := openOnlyExchange(t, clock, func(rt http.RoundTripper) http.RoundTripper { return &loseFirstOrder{base: rt} },
+		idemtest.Fault{Kind: idemtest.QueryLag, Key: key, Delay: 62 * time.Second})
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + crashtest.OrdersPath, Body: crashtest.Body(1)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateUnknown, res.State)
+	// The order, then a query for each attempt the call had left.
+	require.Len(t, srv.Requests(), idem.DefaultMaxAttempts)
+	requireOrders(t, srv, key, 1, 1)
+
+	clock.Advance(idem.DefaultResultLag)
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, key)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, op.State)
+	require.Equal(t, "1", op.Result.ResourceID, "the order placed first")
+	require.Len(t, srv.Requests(), idem.DefaultMaxAttempts+1)
+	requireOrders(t, srv, key, 1, 1)
+}
+
+// An order the exchange never placed (a 500 before anything was
+// committed, which says nothing of the order: Binance's -1001 "Internal
+// error", its execution status unknown) is not found by any query. It
+// is not resent while the read path may lag (a Resume half a minute
+// later asks again and sends nothing), and once DefaultResultLag has
+// passed it is resent once: one order.
+func TestOrderNeverPlacedIsResentOnceTheResultLagHasPassed(t *testing.T) {
+	clock := idemtest.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	key := crashtest.Key(1)
+	srv, c := openOnlyExchange(t, clock, nil, idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: key})
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + crashtest.OrdersPath, Body: crashtest.Body(1)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateUnknown, res.State)
+	requireOrders(t, srv, key, 1, 0)
+
+	clock.Advance(30 * time.Second)
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
+	requireOrders(t, srv, key, 1, 0)
+
+	clock.Advance(idem.DefaultResultLag)
+	sum, err = c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
+	requireOrders(t, srv, key, 2, 1)
+}
