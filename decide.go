@@ -1577,8 +1577,12 @@ func keyWindow(rec *journal.Record, p past, now time.Time, window time.Duration)
 // than lag ago, or at a time now finds in the future (a clock stepped
 // back must never make the lag look over early). One never answered
 // counts from its start plus timeout, the latest it could have reached
-// the server.
-func resultLagging(rec *journal.Record, now time.Time, lag, timeout time.Duration) bool {
+// the server. One an earlier process journaled (begun before born, when
+// known) counts from born at the earliest: how wrong that process's
+// clock read is not known, and one slow then and put right since (a
+// VM's clock stepped forward at boot) makes the send look older than it
+// is, the lag over while the read path still lags.
+func resultLagging(rec *journal.Record, now, born time.Time, lag, timeout time.Duration) bool {
 	if lag <= 0 {
 		return false
 	}
@@ -1590,6 +1594,9 @@ func resultLagging(rec *journal.Record, now time.Time, lag, timeout time.Duratio
 		end := a.Start.Add(max(a.Duration, 0))
 		if !a.Done {
 			end = a.Start.Add(timeout)
+		}
+		if a.Start.Before(born) {
+			end = maxTime(end, born)
 		}
 		if end.After(last) {
 			last = end

@@ -59,6 +59,14 @@ func openOnlyExchange(t *testing.T, clock *idemtest.Clock, wrap func(http.RoundT
 	return srv, c
 }
 
+// requireResume runs Resume and asserts its summary.
+func requireResume(t *testing.T, c *idem.Client, want idem.Summary) {
+	t.Helper()
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, want, sum)
+}
+
 // requireOrders asserts the server's submits and queries of key, each
 // carrying it, and the orders it placed for it.
 func requireOrders(t *testing.T, srv *idemtest.Server, key string, submits, effects int) {
@@ -128,14 +136,57 @@ func TestOrderNeverPlacedIsResentOnceTheResultLagHasPassed(t *testing.T) {
 	requireOrders(t, srv, key, 1, 0)
 
 	clock.Advance(30 * time.Second)
-	sum, err := c.Resume(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
+	requireResume(t, c, idem.Summary{Visited: 1, Unknown: 1})
 	requireOrders(t, srv, key, 1, 0)
 
 	clock.Advance(idem.DefaultResultLag)
-	sum, err = c.Resume(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
+	requireResume(t, c, idem.Summary{Visited: 1, Succeeded: 1})
 	requireOrders(t, srv, key, 2, 1)
+}
+
+// A VM's clock ran five minutes slow when the order was sent (its answer
+// lost), and was stepped right as the VM rebooted (chrony's makestep,
+// ntpd -g): by the journal the send is over five minutes old, though
+// Binance's read path, up to about a minute behind (dev.binance.vision
+// FAQ), still answers -2013 for the filled order 25 s later. The
+// restarted process took the lag for over and resent: two orders. How
+// wrong the crashed process's clock read is not known, so its sends
+// count from the restart at the earliest: Resume then only asks, and once
+// the lag has passed since the restart the order is found, one order.
+func TestLagFromASlowClockSteppedRightAtRestart(t *testing.T) {
+	shared := idemtest.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
+	clk := &skewedClock{Clock: shared}
+	clk.offset.Store(int64(-5 * time.Minute))
+	key := crashtest.Key(1)
+	b := idemtest.ClientOrderID()
+	b.OpenOnly = true
+	srv, err := idemtest.NewServer(idemtest.WithClock(shared.Now), idemtest.WithBehavior(b))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.QueryLag, Key: key, Delay: 62 * time.Second}))
+	hc := &http.Client{Transport: &loseFirstOrder{base: srv.Client().Transport}}
+	path := filepath.Join(t.TempDir(), "j")
+	opts := append([]idem.Option{idem.WithHTTPClient(hc), idem.WithClock(clk), idem.WithResultEndpoint(srv.ResultTemplate())},
+		crashtest.BehaviorOptions(b)...)
+	c, err := idem.Open(path, opts...)
+	require.NoError(t, err)
+	_, err = c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + crashtest.OrdersPath, Body: crashtest.Body(1)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NoError(t, c.Close())
+	requireOrders(t, srv, key, 1, 1)
+
+	clk.offset.Store(0)
+	shared.Advance(20 * time.Second)
+	c, err = idem.Open(path, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	requireResume(t, c, idem.Summary{Visited: 1, Unknown: 1})
+	requireOrders(t, srv, key, 1, 1)
+
+	shared.Advance(idem.DefaultResultLag)
+	requireResume(t, c, idem.Summary{Visited: 1, Succeeded: 1})
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, key)
+	require.NoError(t, err)
+	require.Equal(t, "1", op.Result.ResourceID, "the order placed first")
+	requireOrders(t, srv, key, 1, 1)
 }

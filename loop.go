@@ -216,8 +216,12 @@ func (d *driver) run() error {
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
+			var born time.Time
+			if b := c.born.Load(); b != nil {
+				born = *b
+			}
 			if queryOnly(d.rec) || c.cfg.keyHeader == "" && (q.failed ||
-				resultLagging(d.rec, c.life.run.trusted(now), c.cfg.resultLag, c.cfg.attemptTimeout)) {
+				resultLagging(d.rec, c.life.run.trusted(now), born, c.cfg.resultLag, c.cfg.attemptTimeout)) {
 				// With the key in the body, it is a client order id, which
 				// many exchanges hold only while its order is open
 				// (Binance's newClientOrderId): a resend after the order

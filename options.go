@@ -482,7 +482,9 @@ const maxResultLag = 24 * time.Hour
 // is open and forgets once it has filled, so a resend after a lagging
 // "not found" places the order again. Until the last send that may
 // have placed the order is older than d (by the journaled attempt
-// times; one the clock finds in the future is not), a "not found" is
+// times; one the clock finds in the future is not; one an earlier
+// process sent counts from this process's first call at the earliest,
+// as its clock may have read slow), a "not found" is
 // inconclusive: asked again later, in the call within its budget, then
 // by Resume and Run, which resend only once d has passed, and never past
 // the key window (flagged then, as any query that cannot settle). 0

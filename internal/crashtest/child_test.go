@@ -174,6 +174,17 @@ func (ch *childProc) work() error {
 		return fmt.Errorf("resume: %w", err)
 	}
 	say("resumed visited=%d open=%d", sum.Visited, sum.Processing+sum.Unknown+sum.Pending+sum.Review)
+	if ch.behavior.KeyMember != "" && sum.Unknown > 0 {
+		// This process cannot tell how wrong the crashed one's clock
+		// read, so an order the endpoint does not find is resent only
+		// once the result lag has passed since it began: Run's next
+		// visit, which this one stands for.
+		time.Sleep(resultLag)
+		if sum, err = c.Resume(ctx); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		say("resumed visited=%d open=%d", sum.Visited, sum.Processing+sum.Unknown+sum.Pending+sum.Review)
+	}
 
 	var wg sync.WaitGroup
 	errs := make(chan error, childWorkers)
