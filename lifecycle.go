@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
+
+	"github.com/idemkit/idem/journal"
 )
 
 // lifecycle counts the calls in flight so that closing can wait for them:
@@ -106,6 +109,20 @@ type boundCall struct {
 // stops the call (a foreground call) or begins draining (background
 // work), with ErrClosed as its cause. Every successful begin must be
 // paired with end.
+// bornAt is born's reading; zero before the Client's first call.
+func (c *Client) bornAt() time.Time {
+	if b := c.born.Load(); b != nil {
+		return *b
+	}
+	return time.Time{}
+}
+
+// sentEarlier reports whether an earlier process first sent rec: how
+// wrong that process's clock read then is not known to ours.
+func (c *Client) sentEarlier(rec *journal.Record) bool {
+	return rec.FirstSent.Before(c.bornAt())
+}
+
 func (c *Client) begin(ctx context.Context, background bool) (context.Context, *boundCall, error) {
 	if err := c.usable(ctx); err != nil {
 		return nil, nil, err

@@ -216,12 +216,8 @@ func (d *driver) run() error {
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
-			var born time.Time
-			if b := c.born.Load(); b != nil {
-				born = *b
-			}
 			if queryOnly(d.rec) || c.cfg.keyHeader == "" && (q.failed ||
-				resultLagging(d.rec, c.life.run.trusted(now), born, c.cfg.resultLag, c.cfg.attemptTimeout)) {
+				resultLagging(d.rec, c.life.run.trusted(now), c.bornAt(), c.cfg.resultLag, c.cfg.attemptTimeout)) {
 				// With the key in the body, it is a client order id, which
 				// many exchanges hold only while its order is open
 				// (Binance's newClientOrderId): a resend after the order
@@ -438,7 +434,7 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			// forgotten the key, and a resend would order again.
 			return &blocked{ReviewClockStepped, ErrNeedsReview}
 		}
-		if born := d.c.born.Load(); !p.maybeExecuted || born == nil || !rec.FirstSent.Before(*born) {
+		if !p.maybeExecuted || !d.c.sentEarlier(rec) {
 			// Nothing a forgotten key could make twice, or first sent by
 			// this process: judged by our clock alone, since how wrong
 			// it read then is not known, and a host whose clock merely
@@ -492,8 +488,7 @@ func (d *driver) mayAwaitProbe(p past) bool {
 // A host's clock learnt since resendBlock judged the resend (another
 // drive's answer came in between) has it judged again too: waited, once.
 func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
-	born := d.c.born.Load()
-	if born == nil || !d.rec.FirstSent.Before(*born) {
+	if !d.c.sentEarlier(d.rec) {
 		return false, nil // this process's own: judged by our clock alone
 	}
 	u, perr := d.c.parsedURL(d.rec.URL)
