@@ -29,8 +29,9 @@ type past struct {
 	// result of ours for the key.
 	maybeExecuted bool
 	// refusals: 4xx refusals answered since the first attempt that may
-	// have executed; they cannot all be a gateway's passing trouble. Not
-	// reset by a later maybe-executed answer (a 503 between refusals).
+	// have executed, and 2xx ones (an envelope's duplicate id, read as a
+	// 4xx's); they cannot all be a gateway's passing trouble. Not reset
+	// by a later maybe-executed answer (a 503 between refusals).
 	refusals int
 	// final: the server answered with its stored response for the key
 	// (a replay). Resending the same key can never change that answer.
@@ -69,7 +70,8 @@ func (p past) after(a journal.Attempt) past {
 		p.maybeExecuted = true
 	case contesting(a, p):
 		p.contested = true
-	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests:
+	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests,
+		p.maybeExecuted && a.Refused && a.Status >= 200 && a.Status < 300 && !a.Replayed:
 		p.refusals++
 	}
 	if a.Replayed {

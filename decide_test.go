@@ -291,6 +291,8 @@ func TestPastOf(t *testing.T) {
 			sub(3, 422, true, true, true, false), sub(4, 429, true, true, true, false), sub(5, 403, true, true, true, false)}, 10, past{maybeExecuted: true, refusals: 2}},
 		{"a 503 between refusals does not reset them", []journal.Attempt{sub(1, 502, true, true, false, false), sub(2, 400, true, true, true, false),
 			sub(3, 503, true, true, false, false), sub(4, 400, true, true, true, false)}, 10, past{maybeExecuted: true, refusals: 2}},
+		{"a 200 duplicate refusal counts, a replayed 200 does not", []journal.Attempt{sub(1, 0, true, true, false, false), sub(2, 200, true, true, true, false),
+			sub(3, 200, true, true, true, true)}, 10, past{maybeExecuted: true, refusals: 1, final: true}},
 		{"a query never counts", []journal.Attempt{{Number: 1, Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 200}}, 10, past{}},
 		{"replayed", []journal.Attempt{sub(1, 502, true, true, false, false), sub(2, 500, true, true, true, true)}, 10, past{maybeExecuted: true, final: true}},
 	}

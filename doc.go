@@ -144,7 +144,9 @@
 // order or the key's member is a duplicate without naming the key, as
 // order APIs keyed by a client order id refuse the id sent again
 // (Binance's "Duplicate order sent.", Alpaca's "client_order_id must be
-// unique"); "duplicate line item" or "duplicate email" is no such answer
+// unique"), and a 2xx whose envelope carries such an error (Bybit's
+// retCode 110072 "OrderLinkedID is duplicate", OKX's sCode 51016) that
+// the Decoder cannot read or reads as failed; "duplicate line item" or "duplicate email" is no such answer
 // and fails as any validation error does. A refusal
 // that names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with

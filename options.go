@@ -438,9 +438,13 @@ func keyHeaderRefusal(canon string) string {
 // already been used", for "request_id") is read as about the key, as one
 // naming the key header is (DefaultClassifier), and so is a 400 or 422
 // saying the order or that member is a duplicate ("Duplicate order
-// sent.", "client_order_id must be unique"): to a first attempt, a copy
-// of which may have placed the order, it is flagged [ReviewKeyInUse],
-// not failed. A client order id that is unique among open orders only
+// sent.", "client_order_id must be unique"), or a 2xx whose envelope
+// carries such an error (Bybit's retCode 110072 "OrderLinkedID is
+// duplicate", OKX's sCode 51016) and which the Decoder cannot read or
+// reads as failed: to a first attempt, a copy of which may have placed
+// the order, it is flagged [ReviewKeyInUse], not failed; to a resend
+// after a lost answer it is asked about, and flagged
+// [ReviewRefusedAfterSend] if it persists. A client order id that is unique among open orders only
 // (Kraken's cl_ord_id) is no key once a market order has filled: give
 // such an API's order-by-client-id endpoint to WithResultEndpoint, so
 // that a lost answer is asked about before anything is resent. Its 2xx
