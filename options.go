@@ -447,7 +447,10 @@ func keyHeaderRefusal(canon string) string {
 // [ReviewRefusedAfterSend] if it persists. A client order id that is unique among open orders only
 // (Kraken's cl_ord_id) is no key once a market order has filled: give
 // such an API's order-by-client-id endpoint to WithResultEndpoint, so
-// that a lost answer is asked about before anything is resent. Its 2xx
+// that a lost answer is asked about before anything is resent. It must
+// find filled orders, not only open ones, and is asked with a GET (for
+// an API whose lookups are signed POSTs, as Kraken's are, a GET of your
+// own in front of it). Its 2xx
 // answer that the Decoder cannot read but that holds the key as a
 // member's value, with no error, says the order exists: the operation
 // is kept processing and only asked about, never resent, until a Decoder
