@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/idemkit/idem"
@@ -134,4 +135,102 @@ func ExampleWithDecoder_clientOrderID() {
 	// succeeded "29" ""
 	// failed "30" "REJECTED"
 	// proves nothing: binance: not the order with clientOrderId "ord-9"
+}
+
+// decodeBybitOrder reads Bybit's v5 order API, which answers everything
+// 200 OK in an envelope whose "retCode" says how the request went
+// (bybit-exchange.github.io/docs/v5): POST /v5/order/create's
+// {"retCode":0,"result":{"orderId":…,"orderLinkId":…}}, and GET
+// /v5/order/history?orderLinkId=…'s orders in "result"."list", an empty
+// list for none. The orderLinkId is the key (WithKeyInBody).
+func decodeBybitOrder(a *idem.Answer) (idem.Outcome, error) {
+	type order struct {
+		OrderID     string `json:"orderId"`
+		OrderLinkID string `json:"orderLinkId"`
+		OrderStatus string `json:"orderStatus"`
+	}
+	var v struct {
+		RetCode int    `json:"retCode"`
+		RetMsg  string `json:"retMsg"`
+		Result  struct {
+			order
+			List []order `json:"list"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(a.Body, &v); err != nil {
+		return idem.Outcome{}, fmt.Errorf("bybit: %w", err)
+	}
+	switch v.RetCode {
+	case 0:
+	case 170131: // "Insufficient balance.": refused, nothing placed
+		return idem.Outcome{State: idem.StateFailed, Reason: v.RetMsg}, nil
+	default:
+		// A limit reached (10006), a timeout of Bybit's own (10000,
+		// 10016), a code added later: no word on the order. idem asks
+		// again, never settles on it. (A create refused as a duplicate,
+		// 110072, is read by idem itself: the order may be ours.)
+		return idem.Outcome{}, fmt.Errorf("bybit: retCode %d %q settles nothing", v.RetCode, v.RetMsg)
+	}
+	if !a.Query {
+		// The create was taken: the order is checked by the result
+		// endpoint, which says how it went.
+		if v.Result.OrderID == "" || v.Result.OrderLinkID != a.Key {
+			return idem.Outcome{}, fmt.Errorf("bybit: not the order %q", a.Key)
+		}
+		return idem.Outcome{State: idem.StateProcessing, ResourceID: v.Result.OrderID}, nil
+	}
+	i := slices.IndexFunc(v.Result.List, func(o order) bool { return o.OrderLinkID == a.Key })
+	if i < 0 {
+		// An empty list: a search that found nothing (idem resends only
+		// once WithResultLag has passed).
+		return idem.Outcome{}, fmt.Errorf("bybit: no order %q", a.Key)
+	}
+	o := v.Result.List[i]
+	switch o.OrderStatus {
+	case "Rejected":
+		return idem.Outcome{State: idem.StateFailed, ResourceID: o.OrderID, Reason: o.OrderStatus}, nil
+	case "Created":
+		// Taken by the system, not yet by the matching engine.
+		return idem.Outcome{State: idem.StateProcessing, ResourceID: o.OrderID}, nil
+	case "New", "PartiallyFilled", "Filled", "Cancelled", "PartiallyFilledCanceled", "Untriggered", "Triggered", "Deactivated":
+		// Placed. Cancelled later, it was still placed: "failed" would
+		// invite placing it again.
+		return idem.Outcome{State: idem.StateSucceeded, ResourceID: o.OrderID}, nil
+	}
+	return idem.Outcome{}, fmt.Errorf("bybit: orderStatus %q settles nothing", o.OrderStatus)
+}
+
+// An exchange that answers everything 200 OK in an envelope (Bybit, OKX,
+// KuCoin) has its decoder read the envelope's code: the code of success
+// with the order settles it, a code that refuses the order outright
+// fails it, and any other code proves nothing, so that idem asks again
+// rather than settle on a limit reached or an error of the exchange's
+// own. Give the result endpoint that finds filled orders too (Bybit's
+// order history; its realtime list loses them when Bybit restarts).
+func ExampleWithDecoder_envelope() {
+	_ = []idem.Option{idem.WithKeyInBody(), idem.WithDecoder(decodeBybitOrder),
+		idem.WithResultEndpoint("https://api.bybit.com/v5/order/history?category=spot&orderLinkId={key}")}
+	for _, tt := range []struct {
+		query bool
+		body  string
+	}{
+		{false, `{"retCode":0,"retMsg":"OK","result":{"orderId":"1321003749386327552","orderLinkId":"ord-9"},"retExtInfo":{},"time":1764936000000}`},
+		{false, `{"retCode":170131,"retMsg":"Insufficient balance.","result":{},"retExtInfo":{},"time":1764936000000}`},
+		{false, `{"retCode":10006,"retMsg":"Too many visits","result":{},"retExtInfo":{},"time":1764936000000}`},
+		{true, `{"retCode":0,"retMsg":"OK","result":{"list":[{"orderId":"1321003749386327552","orderLinkId":"ord-9","orderStatus":"Filled"}],"nextPageCursor":"","category":"spot"},"retExtInfo":{},"time":1764936000000}`},
+		{true, `{"retCode":0,"retMsg":"OK","result":{"list":[],"nextPageCursor":"","category":"spot"},"retExtInfo":{},"time":1764936000000}`},
+	} {
+		out, err := decodeBybitOrder(&idem.Answer{Key: "ord-9", Query: tt.query, StatusCode: http.StatusOK, Body: []byte(tt.body)})
+		if err != nil {
+			fmt.Println("proves nothing:", err)
+			continue
+		}
+		fmt.Printf("%s %q %q\n", out.State, out.ResourceID, out.Reason)
+	}
+	// Output:
+	// processing "1321003749386327552" ""
+	// failed "" "Insufficient balance."
+	// proves nothing: bybit: retCode 10006 "Too many visits" settles nothing
+	// succeeded "1321003749386327552" ""
+	// proves nothing: bybit: no order "ord-9"
 }
