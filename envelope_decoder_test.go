@@ -55,17 +55,12 @@ func TestEnvelopeDecoderSettlesTheOrderOnce(t *testing.T) {
 				require.Equal(t, 1, x.creates, "creates within the call")
 				x.mu.Unlock()
 				clock.Advance(idem.DefaultResultLag)
-				sum, err := c.Resume(t.Context())
-				require.NoError(t, err)
-				require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
-				op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
-				require.NoError(t, err)
-				res = op.Result
+				requireResumeSettles(t, c, tt.order)
 			} else {
 				require.NoError(t, err)
+				require.Equal(t, idem.StateSucceeded, res.State)
+				require.Equal(t, tt.order, res.ResourceID)
 			}
-			require.Equal(t, idem.StateSucceeded, res.State)
-			require.Equal(t, tt.order, res.ResourceID)
 
 			x.mu.Lock()
 			defer x.mu.Unlock()

@@ -128,17 +128,12 @@ func TestOriginalOrderAnsweredForAClientOrderIDSettlesOnce(t *testing.T) {
 				Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)})
 			if tt.resumed {
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-				sum, err := c.Resume(t.Context())
-				require.NoError(t, err)
-				require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
-				op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
-				require.NoError(t, err)
-				res = op.Result
+				requireResumeSettles(t, c, "11111-00000-000001")
 			} else {
 				require.NoError(t, err)
+				require.Equal(t, idem.StateSucceeded, res.State)
+				require.Equal(t, "11111-00000-000001", res.ResourceID)
 			}
-			require.Equal(t, idem.StateSucceeded, res.State)
-			require.Equal(t, "11111-00000-000001", res.ResourceID)
 
 			x.mu.Lock()
 			defer x.mu.Unlock()
