@@ -168,6 +168,10 @@ func defaultHTTPClient() *http.Client {
 // empty string if neither can (the system's random source failed, which
 // Go 1.24 and later never report): an empty key is one Prepare and Do
 // generate themselves, or refuse with WithKeyInBody, never one sent.
+// Its 36 characters hold four hyphens: an order API that takes fewer,
+// or letters and digits only (OKX's clOrdId, 1 to 32 of them, refused
+// with sCode 51000 otherwise), takes its 32 hex digits,
+// strings.ReplaceAll(NewKey(), "-", ""), given as the Request's Key.
 func NewKey() string {
 	k, _ := newKey()
 	return k
