@@ -6,11 +6,12 @@ import (
 	"time"
 )
 
-// TestWallStepsStepSince: a send is aged by the wall clock's steps
-// forward since the frame it was made in, placed by its wall reading; a
-// step seen before it (Run's pass) is not counted against it, one unseen
-// is (the safe side: the lag lasts longer); one back is never a step
-// forward; a frame dropped for room still counts.
+// TestWallStepsStepSince: a send is aged by the wall clock's steps since
+// the frame it was made in, placed by its wall reading: forward
+// (stepSince: it looks older) and back (stepBackSince: younger). A step
+// seen before it, or one its reading shows it was made after, does not
+// count against it; a send the readings cannot place counts the larger
+// step either way; a frame dropped for room still counts.
 func TestWallStepsStepSince(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	type reading struct {
@@ -18,32 +19,42 @@ func TestWallStepsStepSince(t *testing.T) {
 		lived time.Duration
 	}
 	for _, tc := range []struct {
-		name string
-		seen []reading // readings before now, after born
-		now  reading
-		send time.Time
-		want time.Duration
+		name     string
+		seen     []reading // readings before now, after born
+		now      reading
+		send     time.Time
+		forward  time.Duration
+		backward time.Duration
 	}{
-		{"no step", nil, reading{t0.Add(time.Minute), time.Minute}, t0.Add(10 * time.Second), 0},
-		{"a slewing clock's drift", nil, reading{t0.Add(time.Minute + time.Second), time.Minute}, t0.Add(10 * time.Second), time.Second},
-		{"stepped forward after the send", nil, reading{t0.Add(6 * time.Minute), time.Minute}, t0.Add(10 * time.Second), 5 * time.Minute},
+		{"no step", nil, reading{t0.Add(time.Minute), time.Minute}, t0.Add(10 * time.Second), 0, 0},
+		{"a slewing clock's drift", nil, reading{t0.Add(time.Minute + time.Second), time.Minute}, t0.Add(10 * time.Second), time.Second, 0},
+		{"stepped forward after the send", nil, reading{t0.Add(6 * time.Minute), time.Minute}, t0.Add(10 * time.Second), 5 * time.Minute, 0},
 		{"stepped forward, seen before the send", []reading{{t0.Add(5*time.Minute + 20*time.Second), 20 * time.Second}},
-			reading{t0.Add(6 * time.Minute), time.Minute}, t0.Add(5*time.Minute + 30*time.Second), 0},
-		{"stepped forward, unseen before the send", nil, reading{t0.Add(6 * time.Minute), time.Minute}, t0.Add(5*time.Minute + 30*time.Second), 5 * time.Minute},
+			reading{t0.Add(6 * time.Minute), time.Minute}, t0.Add(5*time.Minute + 30*time.Second), 0, 0},
+		// Born's frame never read past t0+1m: the send was made after the step.
+		{"stepped forward, unseen before the send", nil, reading{t0.Add(6 * time.Minute), time.Minute}, t0.Add(5*time.Minute + 30*time.Second), 0, 0},
 		{"stepped forward after a send seen before it", []reading{{t0.Add(20 * time.Second), 20 * time.Second}},
-			reading{t0.Add(6 * time.Minute), time.Minute}, t0.Add(30 * time.Second), 5 * time.Minute},
-		{"stepped back after the send", nil, reading{t0.Add(-4 * time.Minute), time.Minute}, t0.Add(10 * time.Second), 0},
-		{"stepped back before the send, unseen", nil, reading{t0.Add(-4 * time.Minute), time.Minute}, t0.Add(-4*time.Minute - 30*time.Second), 0},
+			reading{t0.Add(6 * time.Minute), time.Minute}, t0.Add(30 * time.Second), 5 * time.Minute, 0},
+		{"stepped back after the send", nil, reading{t0.Add(-4 * time.Minute), time.Minute}, t0.Add(10 * time.Second), 0, 5 * time.Minute},
+		// Before born's reading: the send was made after the step.
+		{"stepped back before the send, unseen", nil, reading{t0.Add(-4 * time.Minute), time.Minute}, t0.Add(-4*time.Minute - 30*time.Second), 0, 0},
+		// Either side of the step by its reading: both count.
+		{"stepped back, a send it cannot place", nil, reading{t0.Add(5 * time.Minute), 10 * time.Minute}, t0.Add(30 * time.Second), 0, 5 * time.Minute},
+		{"stepped back, seen before the send", []reading{{t0.Add(-4*time.Minute - 40*time.Second), 20 * time.Second}},
+			reading{t0.Add(-4 * time.Minute), time.Minute}, t0.Add(-4*time.Minute - 30*time.Second), 0, 0},
 		{"stepped back, then forward after the send", []reading{{t0.Add(-4*time.Minute - 40*time.Second), 20 * time.Second}},
-			reading{t0.Add(time.Minute), time.Minute}, t0.Add(-4*time.Minute - 30*time.Second), 5 * time.Minute},
+			reading{t0.Add(time.Minute), time.Minute}, t0.Add(-4*time.Minute - 30*time.Second), 5 * time.Minute, 0},
 	} {
 		var s wallSteps
 		for _, r := range tc.seen {
 			s.observe(r.wall, t0, r.lived)
 		}
 		v := s.observe(tc.now.wall, t0, tc.now.lived)
-		if got := v.stepSince(tc.send); got != tc.want {
-			t.Errorf("%s: stepSince() = %v; want %v", tc.name, got, tc.want)
+		if got := v.stepSince(tc.send); got != tc.forward {
+			t.Errorf("%s: stepSince() = %v; want %v", tc.name, got, tc.forward)
+		}
+		if got := v.stepBackSince(tc.send); got != tc.backward {
+			t.Errorf("%s: stepBackSince() = %v; want %v", tc.name, got, tc.backward)
 		}
 	}
 
@@ -60,6 +71,9 @@ func TestWallStepsStepSince(t *testing.T) {
 	}
 	if got := (&wallView{}).stepSince(t0); got != 0 {
 		t.Errorf("zero wallView: stepSince() = %v; want 0", got)
+	}
+	if got := (&wallView{}).stepBackSince(t0); got != 0 {
+		t.Errorf("zero wallView: stepBackSince() = %v; want 0", got)
 	}
 }
 
