@@ -30,6 +30,10 @@ type wallSteps struct {
 	// are then the lowest and highest offsets they had.
 	dropped bool
 	lo, hi  time.Duration
+	// lived is the latest time lived observed: a reading taken before it
+	// (by a caller that read the clock, then waited for the lock) starts
+	// no frame, which would place frames out of their order.
+	lived time.Duration
 }
 
 // wallFrame is an offset of the wall clock, first seen at wall.
@@ -60,7 +64,7 @@ func (s *wallSteps) observe(now, born time.Time, lived time.Duration) wallView {
 	if s.n == 0 {
 		s.frames[0], s.n = wallFrame{born, 0}, 1
 	}
-	if d := off - s.frames[s.n-1].off; d > clockSlack || d < -clockSlack {
+	if d := off - s.frames[s.n-1].off; lived >= s.lived && (d > clockSlack || d < -clockSlack) {
 		if s.n == maxWallFrames {
 			if off0 := s.frames[0].off; s.dropped {
 				s.lo, s.hi = min(s.lo, off0), max(s.hi, off0)
@@ -73,6 +77,7 @@ func (s *wallSteps) observe(now, born time.Time, lived time.Duration) wallView {
 		s.frames[s.n] = wallFrame{now, off}
 		s.n++
 	}
+	s.lived = max(s.lived, lived)
 	return wallView{frames: s.frames, n: s.n, dropped: s.dropped, lo: s.lo, hi: s.hi, now: off}
 }
 

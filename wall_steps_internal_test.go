@@ -69,6 +69,14 @@ func TestWallStepsStepSince(t *testing.T) {
 	if got, want := v.stepSince(t0.Add(10*time.Second)), 16*time.Minute; got != want {
 		t.Errorf("a send in a dropped frame: stepSince() = %v; want %v", got, want)
 	}
+	// A reading taken before the last observed (its caller waited for
+	// the lock) starts no frame: frames keep their order.
+	var late wallSteps
+	late.observe(t0.Add(6*time.Minute), t0, time.Minute)
+	late.observe(t0.Add(30*time.Second), t0, 30*time.Second)
+	if late.n != 2 {
+		t.Errorf("frames after a late reading = %d; want 2", late.n)
+	}
 	if got := (&wallView{}).stepSince(t0); got != 0 {
 		t.Errorf("zero wallView: stepSince() = %v; want 0", got)
 	}
