@@ -35,11 +35,13 @@ type Client struct {
 	urls      urlCache // the submit URL parsed last
 	ignoring  keyIgnoring
 	clocks    serverClocks // each host's clock, by its answers' Date
-	// born is the clock's wall reading when the Client's first call
-	// began (begin): an operation first sent before it was journaled by
-	// an earlier process, by a clock that may read otherwise than this
-	// one (resendBlock). Not read in New: a clock may be set up after it.
-	born atomic.Pointer[time.Time]
+	// born is the clock's reading when the Client's first call began
+	// (begin): an operation first sent before it was journaled by an
+	// earlier process, by a clock that may read otherwise than this one
+	// (resendBlock). Not read in New: a clock may be set up after it.
+	born atomic.Pointer[bornReading]
+	// steps are the wall clock's steps seen since born (wall_steps.go).
+	steps wallSteps
 
 	mu       sync.Mutex
 	inflight map[opID]*call

@@ -1583,8 +1583,11 @@ func keyWindow(rec *journal.Record, p past, now time.Time, window time.Duration)
 // known) counts from born at the earliest: how wrong that process's
 // clock read is not known, and one slow then and put right since (a
 // VM's clock stepped forward at boot) makes the send look older than it
-// is, the lag over while the read path still lags.
-func resultLagging(rec *journal.Record, now, born time.Time, lag, timeout time.Duration) bool {
+// is, the lag over while the read path still lags. Each send's end is
+// put later by the wall clock's steps forward since it (steps; the zero
+// wallView: none seen), which make this process's own sends look older
+// than they are too.
+func resultLagging(rec *journal.Record, now, born time.Time, steps wallView, lag, timeout time.Duration) bool {
 	if lag <= 0 {
 		return false
 	}
@@ -1600,6 +1603,7 @@ func resultLagging(rec *journal.Record, now, born time.Time, lag, timeout time.D
 		if a.Start.Before(born) {
 			end = maxTime(end, born)
 		}
+		end = end.Add(steps.stepSince(maxTime(a.Start, born)))
 		if end.After(last) {
 			last = end
 		}

@@ -39,9 +39,21 @@ func (l *loseFirstOrder) RoundTrip(r *http.Request) (*http.Response, error) {
 // whose requests go through wrap's transport (nil: the server's).
 func openOnlyExchange(t *testing.T, clock *idemtest.Clock, wrap func(http.RoundTripper) http.RoundTripper, faults ...idemtest.Fault) (*idemtest.Server, *idem.Client) {
 	t.Helper()
+	srv, opts := openOnlyServer(t, clock, clock, wrap, faults...)
+	c, err := idem.Open(filepath.Join(t.TempDir(), "j"), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return srv, c
+}
+
+// openOnlyServer is openOnlyExchange's server, on the clock shared, and
+// the options of a client of it on clk (which a test may step apart from
+// shared), for a test that opens the client itself.
+func openOnlyServer(t *testing.T, shared *idemtest.Clock, clk idem.Clock, wrap func(http.RoundTripper) http.RoundTripper, faults ...idemtest.Fault) (*idemtest.Server, []idem.Option) {
+	t.Helper()
 	b := idemtest.ClientOrderID()
 	b.OpenOnly = true
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithBehavior(b))
+	srv, err := idemtest.NewServer(idemtest.WithClock(shared.Now), idemtest.WithBehavior(b))
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	for _, f := range faults {
@@ -51,13 +63,12 @@ func openOnlyExchange(t *testing.T, clock *idemtest.Clock, wrap func(http.RoundT
 	if wrap != nil {
 		hc = &http.Client{Transport: wrap(hc.Transport)}
 	}
-	opts := append([]idem.Option{idem.WithHTTPClient(hc), idem.WithClock(clock), idem.WithResultEndpoint(srv.ResultTemplate())},
+	return srv, append([]idem.Option{idem.WithHTTPClient(hc), idem.WithClock(clk), idem.WithResultEndpoint(srv.ResultTemplate())},
 		crashtest.BehaviorOptions(b)...)
-	c, err := idem.Open(filepath.Join(t.TempDir(), "j"), opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return srv, c
 }
+
+// loseFirst wraps a transport in loseFirstOrder.
+func loseFirst(rt http.RoundTripper) http.RoundTripper { return &loseFirstOrder{base: rt} }
 
 // requireResume runs Resume and asserts its summary.
 func requireResume(t *testing.T, c *idem.Client, want idem.Summary) {
@@ -97,7 +108,7 @@ func requireOrders(t *testing.T, srv *idemtest.Server, key string, submits, effe
 func TestLaggingNotFoundIsNotAnOrderNeverPlaced(t *testing.T) {
 	clock := idemtest.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	key := crashtest.Key(1)
-	srv, c := openOnlyExchange(t, clock, func(rt http.RoundTripper) http.RoundTripper { return &loseFirstOrder{base: rt} },
+	srv, c := openOnlyExchange(t, clock, loseFirst,
 		idemtest.Fault{Kind: idemtest.QueryLag, Key: key, Delay: 62 * time.Second})
 
 	res, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + crashtest.OrdersPath, Body: crashtest.Body(1)})
@@ -157,33 +168,45 @@ func TestLagFromASlowClockSteppedRightAtRestart(t *testing.T) {
 	shared := idemtest.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	clk := &skewedClock{Clock: shared}
 	clk.offset.Store(int64(-5 * time.Minute))
-	key := crashtest.Key(1)
-	b := idemtest.ClientOrderID()
-	b.OpenOnly = true
-	srv, err := idemtest.NewServer(idemtest.WithClock(shared.Now), idemtest.WithBehavior(b))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.QueryLag, Key: key, Delay: 62 * time.Second}))
-	hc := &http.Client{Transport: &loseFirstOrder{base: srv.Client().Transport}}
+	srv, key, reopen := crashedWithALostOrder(t, shared, clk)
+
+	clk.offset.Store(0)
+	shared.Advance(20 * time.Second)
+	c := reopen()
+	requireResume(t, c, idem.Summary{Visited: 1, Unknown: 1})
+	requireOrders(t, srv, key, 1, 1)
+
+	shared.Advance(idem.DefaultResultLag)
+	requireFirstOrderFound(t, c, srv, key)
+}
+
+// crashedWithALostOrder is a process, on clk, that sent an order to an
+// openOnlyServer on shared (its answer lost, the read path a minute
+// behind: Binance's GET order answers -2013 for it) and stopped with it
+// unknown. reopen opens the journal again, as the restarted process.
+func crashedWithALostOrder(t *testing.T, shared *idemtest.Clock, clk idem.Clock) (srv *idemtest.Server, key string, reopen func() *idem.Client) {
+	t.Helper()
+	key = crashtest.Key(1)
+	srv, opts := openOnlyServer(t, shared, clk, loseFirst, idemtest.Fault{Kind: idemtest.QueryLag, Key: key, Delay: 62 * time.Second})
 	path := filepath.Join(t.TempDir(), "j")
-	opts := append([]idem.Option{idem.WithHTTPClient(hc), idem.WithClock(clk), idem.WithResultEndpoint(srv.ResultTemplate())},
-		crashtest.BehaviorOptions(b)...)
 	c, err := idem.Open(path, opts...)
 	require.NoError(t, err)
 	_, err = c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + crashtest.OrdersPath, Body: crashtest.Body(1)})
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.NoError(t, c.Close())
 	requireOrders(t, srv, key, 1, 1)
+	return srv, key, func() *idem.Client {
+		c, err := idem.Open(path, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+}
 
-	clk.offset.Store(0)
-	shared.Advance(20 * time.Second)
-	c, err = idem.Open(path, opts...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	requireResume(t, c, idem.Summary{Visited: 1, Unknown: 1})
-	requireOrders(t, srv, key, 1, 1)
-
-	shared.Advance(idem.DefaultResultLag)
+// requireFirstOrderFound runs Resume, which must find the order placed
+// first for key, and that one only.
+func requireFirstOrderFound(t *testing.T, c *idem.Client, srv *idemtest.Server, key string) {
+	t.Helper()
 	requireResume(t, c, idem.Summary{Visited: 1, Succeeded: 1})
 	op, err := c.Lookup(t.Context(), idem.DefaultScope, key)
 	require.NoError(t, err)

@@ -104,17 +104,37 @@ type boundCall struct {
 	prev, next *boundCall
 }
 
-// begin is enter for a call that runs under a context of its own: the
-// context it returns ends with the caller's ctx, or when the Client
-// stops the call (a foreground call) or begins draining (background
-// work), with ErrClosed as its cause. Every successful begin must be
-// paired with end.
-// bornAt is born's reading; zero before the Client's first call.
+// bornReading is the clock's reading when the Client's first call began.
+type bornReading struct {
+	wall time.Time     // its wall reading
+	read time.Time     // as the clock gave it: time.Now's carries a monotonic reading
+	mono time.Duration // the clock's Monotonic, if it is a monotonicClock
+}
+
+// bornAt is born's wall reading; zero before the Client's first call.
 func (c *Client) bornAt() time.Time {
 	if b := c.born.Load(); b != nil {
-		return *b
+		return b.wall
 	}
 	return time.Time{}
+}
+
+// wallView records and returns what the clock, reading now, shows of
+// its wall clock's steps since born (wallSteps), with the time this
+// process has lived by a clock no step moves: a Clock's readings'
+// monotonic reading, as time.Now's; its Monotonic, if it is a
+// monotonicClock. A Clock whose readings carry neither (idemtest.Clock)
+// shows none; nor does one before the Client's first call.
+func (c *Client) wallView(now time.Time) wallView {
+	b := c.born.Load()
+	if b == nil {
+		return wallView{}
+	}
+	lived := now.Sub(b.read)
+	if m, ok := c.cfg.clock.(monotonicClock); ok {
+		lived = m.Monotonic() - b.mono
+	}
+	return c.steps.observe(now, b.wall, lived)
 }
 
 // sentEarlier reports whether an earlier process first sent rec: how
@@ -123,13 +143,27 @@ func (c *Client) sentEarlier(rec *journal.Record) bool {
 	return rec.FirstSent.Before(c.bornAt())
 }
 
+// readBorn reads the clock for born.
+func (c *Client) readBorn() *bornReading {
+	now := c.cfg.clock.Now()
+	b := &bornReading{wall: now.Round(0), read: now}
+	if m, ok := c.cfg.clock.(monotonicClock); ok {
+		b.mono = m.Monotonic()
+	}
+	return b
+}
+
+// begin is enter for a call that runs under a context of its own: the
+// context it returns ends with the caller's ctx, or when the Client
+// stops the call (a foreground call) or begins draining (background
+// work), with ErrClosed as its cause. Every successful begin must be
+// paired with end.
 func (c *Client) begin(ctx context.Context, background bool) (context.Context, *boundCall, error) {
 	if err := c.usable(ctx); err != nil {
 		return nil, nil, err
 	}
 	if c.born.Load() == nil {
-		born := c.cfg.clock.Now().Round(0)
-		c.born.CompareAndSwap(nil, &born)
+		c.born.CompareAndSwap(nil, c.readBorn())
 	}
 	l := &c.life
 	// Derived outside the lock: a caller's own context type may run code.

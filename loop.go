@@ -217,7 +217,7 @@ func (d *driver) run() error {
 				return d.flag(block.reason, block.cause)
 			}
 			if queryOnly(d.rec) || c.cfg.keyHeader == "" && (q.failed ||
-				resultLagging(d.rec, c.life.run.trusted(now), c.bornAt(), c.cfg.resultLag, c.cfg.attemptTimeout)) {
+				resultLagging(d.rec, c.life.run.trusted(now), c.bornAt(), c.wallView(now), c.cfg.resultLag, c.cfg.attemptTimeout)) {
 				// With the key in the body, it is a client order id, which
 				// many exchanges hold only while its order is open
 				// (Binance's newClientOrderId): a resend after the order
@@ -434,12 +434,22 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			// forgotten the key, and a resend would order again.
 			return &blocked{ReviewClockStepped, ErrNeedsReview}
 		}
-		if !p.maybeExecuted || !d.c.sentEarlier(rec) {
-			// Nothing a forgotten key could make twice, or first sent by
-			// this process: judged by our clock alone, since how wrong
-			// it read then is not known, and a host whose clock merely
-			// runs ahead of ours must not cut the window short (Run's
-			// measure, after its first hour, catches a step since).
+		if !p.maybeExecuted {
+			break // nothing a forgotten key could make twice
+		}
+		if !d.c.sentEarlier(rec) {
+			// First sent by this process: judged by our clock alone,
+			// since a host whose clock merely runs ahead of ours must
+			// not cut the window short; but not by a wall clock stepped
+			// back since the send (chrony's makestep or ntpd -g putting
+			// right a clock fast at boot), which makes the key look
+			// younger than it is, and which Run's measure catches only
+			// after its first hour: by the time this process has lived
+			// (wallSteps) the server may have forgotten it.
+			steps := d.c.wallView(now)
+			if back := steps.stepBackSince(rec.FirstSent); back > clockSlack && keyWindow(rec, p, now.Add(back), window) == windowExpired {
+				return &blocked{ReviewClockStepped, ErrNeedsReview}
+			}
 			break
 		}
 		if srv, ok := d.c.serverNow(rec, now); ok && srv.Sub(now) > clockSlack && keyWindow(rec, p, srv, window) == windowExpired {

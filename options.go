@@ -76,6 +76,16 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
+// monotonicClock is a Clock that also reads a clock no step of its wall
+// clock moves, as the monotonic reading time.Now's readings carry: the
+// time since an instant of its own. Not exported: a test's clock models
+// with it a wall clock stepped while the process runs, which no
+// time.Time it could make would show (Add moves both readings), and a
+// Clock of time.Now's readings needs none (Client.wallView).
+type monotonicClock interface {
+	Monotonic() time.Duration
+}
+
 type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
@@ -491,13 +501,14 @@ const maxResultLag = 24 * time.Hour
 // have placed the order is older than d (by the journaled attempt
 // times; one the clock finds in the future is not; one an earlier
 // process sent counts from this process's first call at the earliest,
-// as its clock may have read slow), a "not found" is
-// inconclusive: asked again later, in the call within its budget, then
-// by Resume and Run, which resend only once d has passed, and never past
-// the key window (flagged then, as any query that cannot settle). 0
-// turns it off: a "not found" is resent at once. A header key's server
-// replays a resend, so it needs none. Default DefaultResultLag; at most
-// 24 hours.
+// as its clock may have read slow; this process's own are aged by the
+// monotonic clock since its first call, as a wall clock stepped forward
+// would age them), a "not found" is inconclusive: asked again later, in
+// the call within its budget, then by Resume and Run, which resend only
+// once d has passed, and never past the key window (flagged then, as any
+// query that cannot settle). 0 turns it off: a "not found" is resent at
+// once. A header key's server replays a resend, so it needs none.
+// Default DefaultResultLag; at most 24 hours.
 func WithResultLag(d time.Duration) Option {
 	return optionFunc(func(c *config) {
 		switch {

@@ -49,7 +49,7 @@ func TestResultLagging(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &journal.Record{Attempts: tt.attempts}
-			require.Equal(t, tt.want, resultLagging(rec, tt.now, tt.born, tt.lag, timeout))
+			require.Equal(t, tt.want, resultLagging(rec, tt.now, tt.born, wallView{}, tt.lag, timeout))
 		})
 	}
 }

@@ -149,4 +149,8 @@ func (s *runSchedule) advance(d time.Duration) {
 func (c *Client) measure(s *runSchedule, d time.Duration, now time.Time) {
 	s.advance(d)
 	c.life.run.advance(d, now)
+	// A step seen here places the sends made after it in its frame
+	// (wallSteps), rather than in born's, until the first lost answer
+	// after it would.
+	c.wallView(now)
 }
