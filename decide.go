@@ -140,9 +140,15 @@ type answer struct {
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
 	foundOrder bool
-	body       []byte
-	out        Outcome // what the decoder read from a 2xx
-	decodeErr  error   // why a 2xx proves nothing; nil when out is valid
+	// envelopeRefusal: with the key in the request's body, a submit's
+	// 2xx whose envelope carries an error (carriesError) and which the
+	// decoder read as failed: an API that answers its refusals 200 OK
+	// refusing this copy, weighed after a send that may have executed
+	// as a 4xx refusal is.
+	envelopeRefusal bool
+	body            []byte
+	out             Outcome // what the decoder read from a 2xx
+	decodeErr       error   // why a 2xx proves nothing; nil when out is valid
 }
 
 // move is what the driver does next.
@@ -249,6 +255,9 @@ func submitMeaning(p past, a answer) judgment {
 	}
 	switch a.verdict {
 	case Settled:
+		if a.envelopeRefusal && p.maybeExecuted {
+			return refusedAfterMaybeSent(p)
+		}
 		return judgeResult(a, "settled", "accepted")
 	case Processing:
 		if a.status >= 200 && a.status < 300 {
@@ -267,15 +276,7 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveResend, label: "throttled", refused: a.status != http.StatusServiceUnavailable}
 	case Conflict, Rejected:
 		if p.maybeExecuted {
-			// An earlier attempt may have executed: this refusal may be a
-			// gateway's or an expired credential's rather than the
-			// operation's own result, and "failed" would invite a retry
-			// under a new key: a second charge.
-			j := judgment{move: moveQuery, label: "refused_after_maybe_sent", refused: true}
-			if p.refusals+1 >= maxRefusalsAfterSend {
-				j.move, j.review = moveReview, ReviewRefusedAfterSend
-			}
-			return j
+			return refusedAfterMaybeSent(p)
 		}
 		if a.keyConflict && !a.differs {
 			// "Key already used", and not that this request differs: a
@@ -309,6 +310,19 @@ func submitMeaning(p past, a answer) judgment {
 	default:
 		return judgment{move: moveQuery, label: "ambiguous", err: notFollowed(a)}
 	}
+}
+
+// refusedAfterMaybeSent: an earlier attempt may have executed, so a
+// refusal may be a gateway's or an expired credential's, or refuse this
+// copy for what the earlier one did, rather than be the operation's own
+// result, and "failed" would invite a retry under a new key: a second
+// charge. Asked about, and left for a person once it persists.
+func refusedAfterMaybeSent(p past) judgment {
+	j := judgment{move: moveQuery, label: "refused_after_maybe_sent", refused: true}
+	if p.refusals+1 >= maxRefusalsAfterSend {
+		j.move, j.review = moveReview, ReviewRefusedAfterSend
+	}
+	return j
 }
 
 // stored reports whether the answer is the server's stored one for the
