@@ -727,7 +727,10 @@ func saysDuplicate(body []byte, name, key string) bool {
 	words := strings.FieldsFunc(text, func(r rune) bool {
 		return r >= utf8.RuneSelf || !alnum(byte(r)) && r != '_' && r != '-'
 	})
-	about := func(w string) bool { return duplicateSubject(w, name) }
+	// FIX's ClOrdID (tag 11) is the client order id of APIs built on FIX
+	// whatever their member is called (Crypto.com's DUPLICATE_CLORDID for
+	// client_oid).
+	about := func(w string) bool { return duplicateSubject(w, name) || bareName(w) == "clordid" }
 	human := humanName(name)
 	fieldsRead := false // Prisma's fields, below
 	// aboutBefore: the word ahead of words[i], past the verbs that join a
@@ -758,6 +761,11 @@ func saysDuplicate(body []byte, name, key string) bool {
 			// that it is one ("has been duplicated" still does).
 			holds := i > 0 && (words[i-1] == "has" || words[i-1] == "have") && !strings.HasPrefix(w, "duplicated")
 			if !holds && aboutBefore(i) || i+1 < len(words) && about(words[i+1]) {
+				return true
+			}
+			// A code's name joins the subject to the word (Crypto.com's
+			// "DUPLICATE_CLORDID").
+			if _, subject, joined := strings.Cut(w, "_"); joined && about(subject) {
 				return true
 			}
 			if i+1 < len(words) && words[i+1] == "entry" && entryKeyIsOrders(words[i+2:min(i+12, len(words))], name) {
