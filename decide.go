@@ -71,7 +71,10 @@ func (p past) after(a journal.Attempt) past {
 	case contesting(a, p):
 		p.contested = true
 	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests,
-		p.maybeExecuted && a.Refused && a.Status >= 200 && a.Status < 300 && !a.Replayed:
+		p.maybeExecuted && a.Refused && a.Status >= 200 && a.Status < 300 && !a.Replayed && a.Err == "":
+		// A replay whose body was cut in transit is journaled refused
+		// and not replayed too, with the read's error: the stored answer
+		// never arrived, and it refuses nothing.
 		p.refusals++
 	}
 	if a.Replayed {

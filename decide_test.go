@@ -284,6 +284,8 @@ func TestPastOf(t *testing.T) {
 	sub := func(n, status int, wrote, done, refused, replayed bool) journal.Attempt {
 		return journal.Attempt{Number: n, Kind: journal.AttemptSubmit, Status: status, Wrote: wrote, Done: done, Refused: refused, Replayed: replayed}
 	}
+	cut := sub(2, 200, true, true, true, false)
+	cut.Err = "unexpected EOF"
 	tests := []struct {
 		name     string
 		attempts []journal.Attempt
@@ -301,6 +303,7 @@ func TestPastOf(t *testing.T) {
 			sub(3, 503, true, true, false, false), sub(4, 400, true, true, true, false)}, 10, past{maybeExecuted: true, refusals: 2}},
 		{"a 200 duplicate refusal counts, a replayed 200 does not", []journal.Attempt{sub(1, 0, true, true, false, false), sub(2, 200, true, true, true, false),
 			sub(3, 200, true, true, true, true)}, 10, past{maybeExecuted: true, refusals: 1, final: true}},
+		{"a replay cut in transit does not count", []journal.Attempt{sub(1, 502, true, true, false, false), cut}, 10, past{maybeExecuted: true}},
 		{"a query never counts", []journal.Attempt{{Number: 1, Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 200}}, 10, past{}},
 		{"replayed", []journal.Attempt{sub(1, 502, true, true, false, false), sub(2, 500, true, true, true, true)}, 10, past{maybeExecuted: true, final: true}},
 	}
