@@ -511,16 +511,26 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
 	if !query && !a.stored() && c.cfg.keyHeader == "" && (a.decodeErr != nil || a.out.State == StateFailed) &&
-		carriesError(ex.body) && saysDuplicate(ex.body, keyField(rec.Key, rec.Body), rec.Key) {
-		// An API that answers every refusal 200 OK refuses a client order
-		// id it holds so (Bybit's retCode 110072 "OrderLinkedID is
-		// duplicate", OKX's sCode 51016 "Duplicated clOrdId", KuCoin's
-		// clientOidDuplicated), and its decoder, which must read the
-		// envelope's codes for any refusal to settle, takes it for a
-		// failure: but the order under the id may be ours, and "failed"
-		// invites it again under a new id. It is the 400 -2010 of
-		// Binance in another envelope, and weighed as one.
-		a.verdict, a.keyConflict, a.out, a.decodeErr = Conflict, true, Outcome{}, nil
+		carriesError(ex.body) {
+		switch {
+		case saysDuplicate(ex.body, keyField(rec.Key, rec.Body), rec.Key):
+			// An API that answers every refusal 200 OK refuses a client
+			// order id it holds so (Bybit's retCode 110072 "OrderLinkedID
+			// is duplicate", OKX's sCode 51016 "Duplicated clOrdId",
+			// KuCoin's clientOidDuplicated), and its decoder, which must
+			// read the envelope's codes for any refusal to settle, takes
+			// it for a failure: but the order under the id may be ours,
+			// and "failed" invites it again under a new id. It is the 400
+			// -2010 of Binance in another envelope, and weighed as one.
+			a.verdict, a.keyConflict, a.out, a.decodeErr = Conflict, true, Outcome{}, nil
+		case a.decodeErr == nil:
+			// Any other refusal in such an envelope is a 4xx's too: to a
+			// resend after an order that may have been placed, it may
+			// refuse the copy for what the order did (Kraken's
+			// "EOrder:Insufficient funds" once the filled order spent the
+			// balance and freed its cl_ord_id), not fail the order.
+			a.envelopeRefusal = true
+		}
 	}
 	return a
 }

@@ -71,7 +71,10 @@ func (p past) after(a journal.Attempt) past {
 	case contesting(a, p):
 		p.contested = true
 	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests,
-		p.maybeExecuted && a.Refused && a.Status >= 200 && a.Status < 300 && !a.Replayed:
+		p.maybeExecuted && a.Refused && a.Status >= 200 && a.Status < 300 && !a.Replayed && a.Err == "":
+		// A replay whose body was cut in transit is journaled refused
+		// and not replayed too, with the read's error: the stored answer
+		// never arrived, and it refuses nothing.
 		p.refusals++
 	}
 	if a.Replayed {
@@ -140,9 +143,15 @@ type answer struct {
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
 	foundOrder bool
-	body       []byte
-	out        Outcome // what the decoder read from a 2xx
-	decodeErr  error   // why a 2xx proves nothing; nil when out is valid
+	// envelopeRefusal: with the key in the request's body, a submit's
+	// 2xx whose envelope carries an error (carriesError) and which the
+	// decoder read as failed: an API that answers its refusals 200 OK
+	// refusing this copy, weighed after a send that may have executed
+	// as a 4xx refusal is.
+	envelopeRefusal bool
+	body            []byte
+	out             Outcome // what the decoder read from a 2xx
+	decodeErr       error   // why a 2xx proves nothing; nil when out is valid
 }
 
 // move is what the driver does next.
@@ -249,6 +258,9 @@ func submitMeaning(p past, a answer) judgment {
 	}
 	switch a.verdict {
 	case Settled:
+		if a.envelopeRefusal && p.maybeExecuted {
+			return refusedAfterMaybeSent(p)
+		}
 		return judgeResult(a, "settled", "accepted")
 	case Processing:
 		if a.status >= 200 && a.status < 300 {
@@ -267,15 +279,7 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveResend, label: "throttled", refused: a.status != http.StatusServiceUnavailable}
 	case Conflict, Rejected:
 		if p.maybeExecuted {
-			// An earlier attempt may have executed: this refusal may be a
-			// gateway's or an expired credential's rather than the
-			// operation's own result, and "failed" would invite a retry
-			// under a new key: a second charge.
-			j := judgment{move: moveQuery, label: "refused_after_maybe_sent", refused: true}
-			if p.refusals+1 >= maxRefusalsAfterSend {
-				j.move, j.review = moveReview, ReviewRefusedAfterSend
-			}
-			return j
+			return refusedAfterMaybeSent(p)
 		}
 		if a.keyConflict && !a.differs {
 			// "Key already used", and not that this request differs: a
@@ -309,6 +313,19 @@ func submitMeaning(p past, a answer) judgment {
 	default:
 		return judgment{move: moveQuery, label: "ambiguous", err: notFollowed(a)}
 	}
+}
+
+// refusedAfterMaybeSent: an earlier attempt may have executed, so a
+// refusal may be a gateway's or an expired credential's, or refuse this
+// copy for what the earlier one did, rather than be the operation's own
+// result, and "failed" would invite a retry under a new key: a second
+// charge. Asked about, and left for a person once it persists.
+func refusedAfterMaybeSent(p past) judgment {
+	j := judgment{move: moveQuery, label: "refused_after_maybe_sent", refused: true}
+	if p.refusals+1 >= maxRefusalsAfterSend {
+		j.move, j.review = moveReview, ReviewRefusedAfterSend
+	}
+	return j
 }
 
 // stored reports whether the answer is the server's stored one for the
@@ -713,7 +730,10 @@ func saysDuplicate(body []byte, name, key string) bool {
 	words := strings.FieldsFunc(text, func(r rune) bool {
 		return r >= utf8.RuneSelf || !alnum(byte(r)) && r != '_' && r != '-'
 	})
-	about := func(w string) bool { return duplicateSubject(w, name) }
+	// FIX's ClOrdID (tag 11) is the client order id of APIs built on FIX
+	// whatever their member is called (Crypto.com's DUPLICATE_CLORDID for
+	// client_oid).
+	about := func(w string) bool { return duplicateSubject(w, name) || bareName(w) == "clordid" }
 	human := humanName(name)
 	fieldsRead := false // Prisma's fields, below
 	// aboutBefore: the word ahead of words[i], past the verbs that join a
@@ -744,6 +764,11 @@ func saysDuplicate(body []byte, name, key string) bool {
 			// that it is one ("has been duplicated" still does).
 			holds := i > 0 && (words[i-1] == "has" || words[i-1] == "have") && !strings.HasPrefix(w, "duplicated")
 			if !holds && aboutBefore(i) || i+1 < len(words) && about(words[i+1]) {
+				return true
+			}
+			// A code's name joins the subject to the word (Crypto.com's
+			// "DUPLICATE_CLORDID").
+			if _, subject, joined := strings.Cut(w, "_"); joined && about(subject) {
 				return true
 			}
 			if i+1 < len(words) && words[i+1] == "entry" && entryKeyIsOrders(words[i+2:min(i+12, len(words))], name) {

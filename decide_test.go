@@ -33,6 +33,14 @@ func TestJudgeSubmit(t *testing.T) {
 	}{
 		{name: "2xx decodes", p: fresh, a: answer{status: 201, verdict: Settled, out: ok}, move: moveSettle, wantState: StateSucceeded},
 		{name: "2xx says failed", p: fresh, a: answer{status: 200, verdict: Settled, out: declined}, move: moveSettle, wantState: StateFailed},
+		{name: "2xx envelope's refusal, fresh: failed", p: fresh, a: answer{status: 200, verdict: Settled, out: declined, envelopeRefusal: true},
+			move: moveSettle, wantState: StateFailed},
+		{name: "2xx envelope's refusal after maybe executed: ambiguous", p: maybe, a: answer{status: 200, verdict: Settled, out: declined, envelopeRefusal: true},
+			move: moveQuery, refused: true},
+		{name: "third 2xx envelope's refusal after maybe executed: review", p: past{maybeExecuted: true, refusals: 2},
+			a: answer{status: 200, verdict: Settled, out: declined, envelopeRefusal: true}, move: moveReview, refused: true, reviewPrefix: ReviewRefusedAfterSend},
+		{name: "2xx says failed after maybe executed, no envelope's error: failed", p: maybe, a: answer{status: 200, verdict: Settled, out: declined},
+			move: moveSettle, wantState: StateFailed},
 		{name: "2xx says processing", p: fresh, a: answer{status: 202, verdict: Settled, out: processing}, move: moveProcessing},
 		{name: "2xx does not decode: query", p: fresh, a: answer{status: 201, verdict: Settled, decodeErr: garbage}, move: moveQuery},
 		{name: "206 a cache's part, however it decodes: query", p: fresh, a: answer{status: 206, verdict: Settled, out: ok}, move: moveQuery},
@@ -276,6 +284,8 @@ func TestPastOf(t *testing.T) {
 	sub := func(n, status int, wrote, done, refused, replayed bool) journal.Attempt {
 		return journal.Attempt{Number: n, Kind: journal.AttemptSubmit, Status: status, Wrote: wrote, Done: done, Refused: refused, Replayed: replayed}
 	}
+	cut := sub(2, 200, true, true, true, false)
+	cut.Err = "unexpected EOF"
 	tests := []struct {
 		name     string
 		attempts []journal.Attempt
@@ -293,6 +303,7 @@ func TestPastOf(t *testing.T) {
 			sub(3, 503, true, true, false, false), sub(4, 400, true, true, true, false)}, 10, past{maybeExecuted: true, refusals: 2}},
 		{"a 200 duplicate refusal counts, a replayed 200 does not", []journal.Attempt{sub(1, 0, true, true, false, false), sub(2, 200, true, true, true, false),
 			sub(3, 200, true, true, true, true)}, 10, past{maybeExecuted: true, refusals: 1, final: true}},
+		{"a replay cut in transit does not count", []journal.Attempt{sub(1, 502, true, true, false, false), cut}, 10, past{maybeExecuted: true}},
 		{"a query never counts", []journal.Attempt{{Number: 1, Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 200}}, 10, past{}},
 		{"replayed", []journal.Attempt{sub(1, 502, true, true, false, false), sub(2, 500, true, true, true, true)}, 10, past{maybeExecuted: true, final: true}},
 	}

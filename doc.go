@@ -163,7 +163,10 @@
 // 4xx, a request never written) says nothing of earlier attempts: an
 // operation is "maybe executed" only while some attempt may have reached
 // the server without such an answer (503 is not among them). Only then is
-// a refusal after it ambiguous, and it is queried rather than failed; a
+// a refusal after it ambiguous, and it is queried rather than failed
+// (with the key in the body, so is a 2xx whose envelope carries an error
+// and that the Decoder reads as failed: Kraken's "EOrder:Insufficient
+// funds" to a resend once the order filled); a
 // result endpoint is asked only then, since before it the key's result is
 // someone else's. "Not written" is told from "maybe written" with
 // net/http/httptrace, not by matching error text; a transport that reports

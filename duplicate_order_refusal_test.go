@@ -209,6 +209,14 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 		// (economicnetwork/archon#47: "400 Client Error: Bad Request").
 		{"bitmex duplicate clOrdID", "clOrdID",
 			shape{status: 400, body: `{"error":{"message":"Duplicate clOrdID","name":"HTTPError"}}`}, true},
+		// Crypto.com Exchange's create-order: reason code 204, HTTP 400,
+		// its message the code's name (its Response and Reason Codes;
+		// create-order-list answers each order so), FIX's ClOrdID for
+		// the client_oid member, joined to the word by '_'.
+		{"crypto.com DUPLICATE_CLORDID", "client_oid",
+			shape{status: 400, body: `{"id":1,"method":"private/create-order","code":204,"message":"DUPLICATE_CLORDID"}`}, true},
+		{"duplicate_ joined to another member", "client_oid",
+			shape{status: 400, body: `{"code":10001,"message":"DUPLICATE_SYMBOL"}`}, false},
 		// An id written as two words, as many order APIs' messages do.
 		{"order ID must be unique", "client_order_id",
 			shape{status: 422, body: `{"message":"Order ID must be unique"}`}, true},

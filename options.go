@@ -454,7 +454,10 @@ func keyHeaderRefusal(canon string) string {
 // reads as failed: to a first attempt, a copy of which may have placed
 // the order, it is flagged [ReviewKeyInUse], not failed; to a resend
 // after a lost answer it is asked about, and flagged
-// [ReviewRefusedAfterSend] if it persists. A client order id that is unique among open orders only
+// [ReviewRefusedAfterSend] if it persists. So is any other refusal in
+// such an envelope that the Decoder reads as failed, to such a resend
+// (Kraken's "EOrder:Insufficient funds" once the order filled); to a
+// first attempt it fails. A client order id that is unique among open orders only
 // (Kraken's cl_ord_id) is no key once a market order has filled: give
 // such an API's order-by-client-id endpoint to WithResultEndpoint, so
 // that a lost answer is asked about before anything is resent. It must
