@@ -137,6 +137,22 @@ func (c *Client) wallView(now time.Time) wallView {
 	return c.steps.observe(now, b.wall, lived)
 }
 
+// lagging is resultLagging for rec at now, by one measure of the time
+// since each send: the wall clock's steps since born once it shows one
+// (wallView, which sees every step by the monotonic reading), else Run's
+// trusted clock (a Clock whose readings carry no monotonic reading shows
+// none). Not both: a step forward after Run took its anchor is one the
+// trusted clock already holds back, and taken back from the send as well
+// it held an order never placed for the lag plus the step, for a step of
+// ten minutes past DefaultKeyRetention's window (flagged, not resent).
+func (c *Client) lagging(rec *journal.Record, now time.Time) bool {
+	steps := c.wallView(now)
+	if !steps.stepped() {
+		now = c.life.run.trusted(now)
+	}
+	return resultLagging(rec, now, c.bornAt(), steps, c.cfg.resultLag, c.cfg.attemptTimeout)
+}
+
 // sentEarlier reports whether an earlier process first sent rec: how
 // wrong that process's clock read then is not known to ours.
 func (c *Client) sentEarlier(rec *journal.Record) bool {

@@ -217,7 +217,7 @@ func (d *driver) run() error {
 				return d.flag(block.reason, block.cause)
 			}
 			if queryOnly(d.rec) || c.cfg.keyHeader == "" && (q.failed ||
-				resultLagging(d.rec, c.life.run.trusted(now), c.bornAt(), c.wallView(now), c.cfg.resultLag, c.cfg.attemptTimeout)) {
+				c.lagging(d.rec, now)) {
 				// With the key in the body, it is a client order id, which
 				// many exchanges hold only while its order is open
 				// (Binance's newClientOrderId): a resend after the order

@@ -69,7 +69,10 @@ const (
 )
 
 // A Clock tells the time and waits. Tests inject one (idemtest.Clock) so
-// that backoff and Retry-After need no real sleeping.
+// that backoff and Retry-After need no real sleeping. A clock's wall
+// steps are seen by the monotonic reading time.Now's readings carry;
+// readings without one (time.Now().UTC(), In or Round(0) strip it) show
+// none, and the Client's own sends are then aged by the wall clock.
 type Clock interface {
 	Now() time.Time
 	// Sleep waits d, or until ctx is done and then returns ctx.Err().

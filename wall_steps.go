@@ -128,6 +128,10 @@ func (v *wallView) offsets(at time.Time) (lo, hi time.Duration) {
 	return lo, hi
 }
 
+// stepped reports whether the view shows a step since born. One of a
+// Clock whose readings carry no monotonic reading never does.
+func (v *wallView) stepped() bool { return v.n > 1 || v.dropped }
+
 // stepSince is how far, net, the wall clock has been stepped forward
 // since a send it read at, at the least: a send aged by the wall clock
 // looks that much older than it is.

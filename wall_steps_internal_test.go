@@ -77,6 +77,9 @@ func TestWallStepsStepSince(t *testing.T) {
 	if late.n != 2 {
 		t.Errorf("frames after a late reading = %d; want 2", late.n)
 	}
+	if (&wallView{}).stepped() || !v.stepped() {
+		t.Errorf("stepped(): zero wallView %t, after steps %t; want false, true", (&wallView{}).stepped(), v.stepped())
+	}
 	if got := (&wallView{}).stepSince(t0); got != 0 {
 		t.Errorf("zero wallView: stepSince() = %v; want 0", got)
 	}
