@@ -777,9 +777,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 			if !holds && aboutBefore(i) || i+1 < len(words) && about(words[i+1]) {
 				return true
 			}
-			// A code's name joins the subject to the word (Crypto.com's
-			// "DUPLICATE_CLORDID").
-			if _, subject, joined := strings.Cut(w, "_"); joined && about(subject) {
+			if joinedDuplicate(w, about) {
 				return true
 			}
 			if i+1 < len(words) && words[i+1] == "entry" && entryKeyIsOrders(words[i+2:min(i+12, len(words))], name) {
@@ -840,6 +838,24 @@ func saysDuplicate(body []byte, name, key string) bool {
 				return true
 			}
 		case joinedAlready(w, about):
+			return true
+		}
+	}
+	return false
+}
+
+// joinedDuplicate reports whether w, one word of a refusal that starts
+// with "duplicate", is a code's name joining it to its subject (about):
+// by '_' or '-' (Crypto.com's "DUPLICATE_CLORDID") or in one word,
+// lower-cased ("DuplicateClientOrderId", Nobitex's code for a
+// clientOrderId it holds), "duplicated" or "duplicates" too.
+func joinedDuplicate(w string, about func(string) bool) bool {
+	rest, ok := strings.CutPrefix(w, "duplicate")
+	if !ok {
+		return false
+	}
+	for _, s := range [...]string{rest, strings.TrimPrefix(rest, "d"), strings.TrimPrefix(rest, "s")} {
+		if s = strings.TrimLeft(s, "_-"); s != "" && about(s) {
 			return true
 		}
 	}
