@@ -510,10 +510,13 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
-	if !query && !a.stored() && c.cfg.keyHeader == "" && (a.decodeErr != nil || a.out.State == StateFailed) &&
-		carriesError(ex.body) {
+	if !query && !a.stored() && c.cfg.keyHeader == "" && (a.decodeErr != nil || a.out.State == StateFailed) {
+		// The decoder's "failed" marks a refusal as an envelope's error
+		// does: Kraken Futures answers "result": "success" whatever
+		// became of the order, its refusal's name in sendStatus.status.
+		envelope := carriesError(ex.body)
 		switch {
-		case saysDuplicate(ex.body, keyField(rec.Key, rec.Body), rec.Key):
+		case (envelope || a.decodeErr == nil) && saysDuplicate(ex.body, keyField(rec.Key, rec.Body), rec.Key):
 			// An API that answers every refusal 200 OK refuses a client
 			// order id it holds so (Bybit's retCode 110072 "OrderLinkedID
 			// is duplicate", OKX's sCode 51016 "Duplicated clOrdId",
@@ -522,8 +525,10 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			// it for a failure: but the order under the id may be ours,
 			// and "failed" invites it again under a new id. It is the 400
 			// -2010 of Binance in another envelope, and weighed as one.
-			a.verdict, a.keyConflict, a.out, a.decodeErr = Conflict, true, Outcome{}, nil
-		case a.decodeErr == nil:
+			// The decoder's reason stays for the person deciding: it may
+			// be the only reading of the refusal's words (refusalReason).
+			a.verdict, a.keyConflict, a.out, a.decodeErr = Conflict, true, Outcome{Reason: a.out.Reason}, nil
+		case envelope && a.decodeErr == nil:
 			// Any other refusal in such an envelope is a 4xx's too: to a
 			// resend after an order that may have been placed, it may
 			// refuse the copy for what the order did (Kraken's

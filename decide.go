@@ -295,7 +295,7 @@ func submitMeaning(p past, a answer) judgment {
 			// them ("already exists" is not "different parameters").
 			return judgment{move: moveReview, label: "key_used_foreign", refused: true, review: ReviewKeyInUse, conflict: true,
 				err: fmt.Errorf("idem: %s (to a first attempt, saying only that the key was used: a copy of this request may have executed)",
-					errorReason(a.status, a.body))}
+					refusalReason(a))}
 		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
 			out: Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)}}
@@ -326,6 +326,17 @@ func refusedAfterMaybeSent(p past) judgment {
 		j.move, j.review = moveReview, ReviewRefusedAfterSend
 	}
 	return j
+}
+
+// refusalReason is a refusal's words for people: for a 2xx the decoder
+// read as failed, its reason, which may be the only reading of them
+// (Kraken Futures' sendStatus.status, a member errorReason does not
+// read); else the server's, as errorReason finds them.
+func refusalReason(a answer) string {
+	if a.status >= 200 && a.status < 300 && a.out.Reason != "" {
+		return fmt.Sprintf("%d: %s", a.status, truncate(a.out.Reason, 512))
+	}
+	return errorReason(a.status, a.body)
 }
 
 // stored reports whether the answer is the server's stored one for the
@@ -766,9 +777,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 			if !holds && aboutBefore(i) || i+1 < len(words) && about(words[i+1]) {
 				return true
 			}
-			// A code's name joins the subject to the word (Crypto.com's
-			// "DUPLICATE_CLORDID").
-			if _, subject, joined := strings.Cut(w, "_"); joined && about(subject) {
+			if joinedDuplicate(w, about) {
 				return true
 			}
 			if i+1 < len(words) && words[i+1] == "entry" && entryKeyIsOrders(words[i+2:min(i+12, len(words))], name) {
@@ -825,15 +834,49 @@ func saysDuplicate(body []byte, name, key string) bool {
 			// "taken": Rails' uniqueness error as a full message ("Client
 			// order has already been taken", its attribute's name without
 			// "_id").
-			switch next {
-			case "exists", "exist", "used", "placed", "submitted", "sent", "taken":
-				if aboutBefore(i) {
-					return true
-				}
+			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) {
+				return true
 			}
+		case joinedAlready(w, about):
+			return true
 		}
 	}
 	return false
+}
+
+// joinedDuplicate reports whether w, one word of a refusal that starts
+// with "duplicate", is a code's name joining it to its subject (about):
+// by '_' or '-' (Crypto.com's "DUPLICATE_CLORDID") or in one word,
+// lower-cased ("DuplicateClientOrderId", Nobitex's code for a
+// clientOrderId it holds), "duplicated" or "duplicates" too.
+func joinedDuplicate(w string, about func(string) bool) bool {
+	rest, ok := strings.CutPrefix(w, "duplicate")
+	if !ok {
+		return false
+	}
+	for _, s := range [...]string{rest, strings.TrimPrefix(rest, "d"), strings.TrimPrefix(rest, "s")} {
+		if s = strings.TrimLeft(s, "_-"); s != "" && about(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// alreadyVerbs follow "already" in a refusal of what exists ("Order ID
+// already exists", "has already been taken").
+var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken"}
+
+// joinedAlready reports whether w, one word of a refusal, is a code's name
+// joining its subject (about) to "already" and one of alreadyVerbs: Kraken
+// Futures' sendStatus "clientOrderIdAlreadyExist", lower-cased, or
+// "CLIENT_ORDER_ID_ALREADY_EXISTS". Read apart, its words are one
+// saysDuplicate takes.
+func joinedAlready(w string, about func(string) bool) bool {
+	at := strings.Index(w, "already")
+	if at <= 0 || !slices.Contains(alreadyVerbs[:], strings.Trim(w[at+len("already"):], "_-")) {
+		return false
+	}
+	return about(strings.Trim(w[:at], "_-"))
 }
 
 // jsonBreaks blanks the escaped line breaks and tabs of a JSON string.

@@ -146,7 +146,9 @@
 // (Binance's "Duplicate order sent.", Alpaca's "client_order_id must be
 // unique"), and a 2xx whose envelope carries such an error (Bybit's
 // retCode 110072 "OrderLinkedID is duplicate", OKX's sCode 51016) that
-// the Decoder cannot read or reads as failed; "duplicate line item" or "duplicate email" is no such answer
+// the Decoder cannot read or reads as failed, or any 2xx with such words
+// it reads as failed (Kraken Futures' "clientOrderIdAlreadyExist" under
+// "result": "success"); "duplicate line item" or "duplicate email" is no such answer
 // and fails as any validation error does. A refusal
 // that names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with

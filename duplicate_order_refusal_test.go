@@ -217,6 +217,25 @@ func TestDuplicateRefusalToAFirstAttemptWithTheKeyInTheBody(t *testing.T) {
 			shape{status: 400, body: `{"id":1,"method":"private/create-order","code":204,"message":"DUPLICATE_CLORDID"}`}, true},
 		{"duplicate_ joined to another member", "client_oid",
 			shape{status: 400, body: `{"code":10001,"message":"DUPLICATE_SYMBOL"}`}, false},
+		// Nobitex's POST /market/orders/add answers a clientOrderId it
+		// holds 200 OK with its code's name in one word, the message in
+		// Persian and the id echoed (nobitex/docs-api: openapi/
+		// spot_trade.yaml, SpotOrderFailedResponse; the spot order error
+		// codes). Another subject so joined stays a plain failure.
+		{"nobitex DuplicateClientOrderId", "clientOrderId",
+			shape{status: 200, body: `{"status":"failed","code":"DuplicateClientOrderId","message":"شناسه سفارش تکراری است","clientOrderId":"ord-7"}`}, true},
+		{"duplicate joined in one word to another member", "clientOrderId",
+			shape{status: 400, body: `{"status":"failed","code":"DuplicateSymbol"}`}, false},
+		// A code's name joining the subject to "already" and its verb
+		// (Kraken Futures' sendStatus "clientOrderIdAlreadyExist": its
+		// own shape in client_order_id_already_exists_test.go), in either
+		// case, here in the 200 OK of an API answering its refusals so
+		// (a 400 naming the member is read by reusesKey); another
+		// subject's stays a plain failure.
+		{"code name client order id already exists", "client_order_id",
+			shape{status: 200, body: `{"error":"CLIENT_ORDER_ID_ALREADY_EXISTS"}`}, true},
+		{"code name joining another subject to already", "client_order_id",
+			shape{status: 400, body: `{"error":"positionAlreadyExists"}`}, false},
 		// An id written as two words, as many order APIs' messages do.
 		{"order ID must be unique", "client_order_id",
 			shape{status: 422, body: `{"message":"Order ID must be unique"}`}, true},
