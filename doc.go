@@ -274,7 +274,9 @@
 // then are judged by it. Nothing else is ever sent without the key. A
 // HEAD answered with no usable Date, or timed out, teaches nothing: the
 // resends are judged by our clock alone. One refused at once (a host not
-// up yet) is asked again before the next resend to the host.
+// up yet) is asked again before the next resend to the host; one timed
+// out (a silent host), before the first resend to it an attempt timeout
+// later.
 //
 // # Settling from webhooks
 //

@@ -481,9 +481,10 @@ func (d *driver) mayAwaitProbe(p past) bool {
 // wait (waited) until it is over or an answer's Date teaches the host's
 // clock; then all of them, the asking one too, are judged again. A host
 // that never answers thus costs one attempt timeout at start-up, not one
-// per operation; waiting is bounded by two attempt timeouts, and ends
-// with ctx. The lease is held for the wait first: a takeover meanwhile
-// is seen by the next write.
+// per operation (and then one per attempt timeout at most: a later resend
+// asks again, serverClocks.unanswered); waiting is bounded by two attempt
+// timeouts, and ends with ctx. The lease is held for the wait first: a
+// takeover meanwhile is seen by the next write.
 //
 // A host's clock learnt since resendBlock judged the resend (another
 // drive's answer came in between) has it judged again too: waited, once.
@@ -499,13 +500,13 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 		d.probeWaited = true
 		return true, nil
 	}
-	first, over := d.c.clocks.firstProbe(u.Host)
+	first, over := d.c.clocks.firstProbe(u.Host, now)
 	if first {
 		if err := d.hold(now, d.c.cfg.attemptTimeout); err != nil {
 			d.c.clocks.probed(u.Host, false)
 			return false, err
 		}
-		over := d.c.headProbe(d.ctx, u)
+		end := d.c.headProbe(d.ctx, u)
 		switch {
 		case d.ctx.Err() != nil:
 			// Ended by this drive's context (a Resume given up, Close),
@@ -514,10 +515,18 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 			// harmless; the waiters going on a clock nothing taught is
 			// not.
 			d.c.clocks.probed(u.Host, false)
-		case !over:
+		case end == probeFailed:
 			// Refused at once: the next resend asks again, or every visit
 			// under way when the host is back would go unjudged at once.
-			d.c.clocks.unanswered(u.Host)
+			d.c.clocks.unanswered(u.Host, time.Time{})
+		case end == probeTimedOut:
+			// Silent: its resends go, and time out as it did; a later
+			// visit asks again, or once the host is back every one would
+			// go unjudged for the rest of the process's life. Not before
+			// another attempt timeout has passed, so that a host silent
+			// for long holds the resends behind a probe once per attempt
+			// timeout at most.
+			d.c.clocks.unanswered(u.Host, d.now().Add(d.c.cfg.attemptTimeout))
 		default:
 			d.c.clocks.probed(u.Host, true)
 		}
