@@ -41,7 +41,8 @@ type serverClocks struct {
 	probes map[string]chan struct{}
 	// again holds, per host whose probe got no answer (unanswered), when
 	// the next resend that asks sends it again: at once after a refusal,
-	// an attempt timeout after a silent host's. Its waiters went.
+	// an attempt timeout after a silent host's, whose resends wait until
+	// then (silent).
 	again map[string]time.Time
 }
 
@@ -146,14 +147,15 @@ func (s *serverClocks) firstProbe(host string, now time.Time) (first bool, wait 
 
 // unanswered ends host's probe, which got no answer: it failed at once
 // (refused, reset, a name not resolved: a host not up yet), or timed out
-// (a silent host: a black-holed route, a firewall dropping packets). Its
-// waiters go as they are judged, and would have failed as the probe did;
-// but the host may answer a later resend, which then asks it first, so
-// that a host coming back is not sent the resends of every visit under
-// way on a clock nothing taught. The first resend that asks once our
-// clock reads from (at once, if zero) sends it again: a silent host is
-// given an attempt timeout between its probes, or each would hold the
-// resends behind it one more attempt timeout while it stays silent.
+// (a silent host: a black-holed route, a firewall dropping packets; or
+// one slower than the attempt timeout). After a refusal its waiters go as
+// they are judged, and would be refused as fast; after a timeout they
+// wait, as every resend to the host does until from (silent). The host
+// may answer a later resend, which then asks it first, so that a host
+// coming back is not sent the resends of every visit under way on a clock
+// nothing taught: the first resend that asks once our clock reads from
+// (at once, if zero) sends it again. A silent host is given an attempt
+// timeout between its probes, or each resend would send one.
 func (s *serverClocks) unanswered(host string, from time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,6 +167,22 @@ func (s *serverClocks) unanswered(host string, from time.Time) {
 		s.again = make(map[string]time.Time)
 	}
 	s.again[host] = from
+}
+
+// silent reports until when a resend to host, whose clock no answer has
+// taught, must wait: its last probe timed out (unanswered with a time)
+// and the next may not be sent yet. Sent now, the resend would go on a
+// clock nothing taught to a host that may be only slow, not gone (it
+// answers after the attempt timeout, having done the work): a second
+// order on each key the server has forgotten, if ours was stepped back.
+func (s *serverClocks) silent(host string, now time.Time) (until time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from, ok := s.again[host]
+	if !ok || !now.Before(from) {
+		return time.Time{}, false
+	}
+	return from, true
 }
 
 // probed ends host's probe: it is over, sent; or, not sent (a lease lost

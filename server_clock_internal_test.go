@@ -70,7 +70,8 @@ func TestServerClocksLearnAllocatesNothing(t *testing.T) {
 // no resend to the host waits or probes again; given up (unsent, or its
 // drive's context ended), the next resend sends it; failed at once
 // (unanswered), its waiters go and the next resend sends it; timed out,
-// its waiters go and the first resend an attempt timeout later sends it.
+// the host is silent (its resends wait) until the first resend an attempt
+// timeout later sends it.
 // An answer without a Date ends nothing (the probe's own end does). Hosts past
 // maxServerClocks get none.
 func TestServerClocksFirstProbe(t *testing.T) {
@@ -139,15 +140,18 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	if !isOver(wait) || !s.probeDone("h", wait) {
 		t.Fatalf("after the probe failed at once: woken %v, done %v; want both", isOver(wait), s.probeDone("h", wait))
 	}
+	if until, ok := s.silent("h", ours); ok {
+		t.Fatalf("silent() after the probe failed at once = %v, %v; want false", until, ok)
+	}
 	if first, wait := s.firstProbe("h", ours); !first || wait != nil {
 		t.Fatalf("firstProbe() after the probe failed at once = %v, %v; want the probe", first, wait)
 	}
 	if first, wait := s.firstProbe("h", ours); first || wait == nil {
 		t.Fatalf("firstProbe() behind the probe asked again = %v, %v; want a wait", first, wait)
 	}
-	// A probe that timed out (a silent host) wakes its waiters, who go,
-	// and the first resend that asks an attempt timeout later (given as
-	// from) sends it again; none before.
+	// A probe that timed out (a silent host) wakes its waiters, whose
+	// host is silent until the first resend that asks an attempt timeout
+	// later (given as from) sends it again; none before.
 	s = serverClocks{}
 	s.firstProbe("h", ours)
 	_, wait = s.firstProbe("h", ours)
@@ -158,6 +162,12 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	}
 	if first, wait := s.firstProbe("h", from.Add(-time.Nanosecond)); first || wait != nil {
 		t.Fatalf("firstProbe() before the probe may go again = %v, %v; want neither", first, wait)
+	}
+	if until, ok := s.silent("h", from.Add(-time.Nanosecond)); !ok || !until.Equal(from) {
+		t.Fatalf("silent() before the probe may go again = %v, %v; want %v, true", until, ok, from)
+	}
+	if until, ok := s.silent("h", from); ok {
+		t.Fatalf("silent() once the probe may go again = %v, %v; want false", until, ok)
 	}
 	if first, wait := s.firstProbe("h", from); !first || wait != nil {
 		t.Fatalf("firstProbe() once the probe may go again = %v, %v; want the probe", first, wait)
