@@ -279,9 +279,12 @@
 // to read the host's clock from its answer's Date, whatever the status;
 // the resends to that host wait for it (at most two attempt timeouts),
 // then are judged by it. Nothing else is ever sent without the key. A
-// HEAD answered with no usable Date, or timed out, teaches nothing: the
-// resends are judged by our clock alone. One refused at once (a host not
-// up yet) is asked again before the next resend to the host.
+// HEAD answered with no usable Date teaches nothing: the resends are
+// judged by our clock alone. One refused at once (a host not up yet) is
+// asked again before the next resend to the host. One that timed out (a
+// silent host, or one slower than the attempt timeout) holds the resends:
+// none is sent, each call ends unknown, and the first resend to the host
+// an attempt timeout later asks again.
 //
 // # Settling from webhooks
 //

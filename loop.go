@@ -39,6 +39,10 @@ func (e *journalError) Unwrap() error { return e.err }
 // (a manual resolution, a confirmation).
 var errSettledElsewhere = errors.New("idem: settled elsewhere")
 
+// errHostSilent ends a call whose resend waits for its host's clock: the
+// probe asking it timed out (driver.unasked).
+var errHostSilent = errors.New("idem: the host's clock could not be asked (its probe got no answer within the attempt timeout); the operation an earlier process sent is resent once it can be")
+
 // errClockAhead ends a call that could not judge the key window: the
 // clock reads further ahead than Run has measured (resendBlock).
 var errClockAhead = errors.New("idem: the clock reads further ahead than the reconciler has measured (stepped?); the key window is judged again on the next visit")
@@ -93,6 +97,10 @@ type driver struct {
 	// probeWaited: this drive waited for its host's probe to end, or
 	// sent it (awaitProbe), and does not again.
 	probeWaited bool
+	// silentHost: the drive ended unsent because its host's clock probe
+	// timed out (unasked): the host gave no answer, as a visit whose
+	// resend timed out, and Run counts it so (hostNews).
+	silentHost bool
 }
 
 // drive runs the loop and converts its end into what Do returns.
@@ -131,6 +139,9 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	}
 	queriesHost := c.queriesHost(d.rec)
 	news := hostNews{reach: reachOf(d.rec, before, queriesHost)}
+	if news.reach == reachNone && d.silentHost {
+		news.reach = reachSilent
+	}
 	if !d.serverUntil.IsZero() && throttledBy(d.rec, before, queriesHost) {
 		news.rest = d.serverUntil
 	}
@@ -491,9 +502,11 @@ func (d *driver) mayAwaitProbe(p past) bool {
 // wait (waited) until it is over or an answer's Date teaches the host's
 // clock; then all of them, the asking one too, are judged again. A host
 // that never answers thus costs one attempt timeout at start-up, not one
-// per operation; waiting is bounded by two attempt timeouts, and ends
-// with ctx. The lease is held for the wait first: a takeover meanwhile
-// is seen by the next write.
+// per operation, and none of the resends is sent while its probe has
+// timed out (unasked): a later one asks again an attempt timeout later
+// (serverClocks.unanswered). Waiting is bounded by two attempt
+// timeouts, and ends with ctx. The lease is held for the wait first: a
+// takeover meanwhile is seen by the next write.
 //
 // A host's clock learnt since resendBlock judged the resend (another
 // drive's answer came in between) has it judged again too: waited, once.
@@ -509,13 +522,13 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 		d.probeWaited = true
 		return true, nil
 	}
-	first, over := d.c.clocks.firstProbe(u.Host)
+	first, over := d.c.clocks.firstProbe(u.Host, now)
 	if first {
 		if err := d.hold(now, d.c.cfg.attemptTimeout); err != nil {
 			d.c.clocks.probed(u.Host, false)
 			return false, err
 		}
-		over := d.c.headProbe(d.ctx, u)
+		end := d.c.headProbe(d.ctx, u)
 		switch {
 		case d.ctx.Err() != nil:
 			// Ended by this drive's context (a Resume given up, Close),
@@ -524,10 +537,17 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 			// harmless; the waiters going on a clock nothing taught is
 			// not.
 			d.c.clocks.probed(u.Host, false)
-		case !over:
+		case end == probeFailed:
 			// Refused at once: the next resend asks again, or every visit
 			// under way when the host is back would go unjudged at once.
-			d.c.clocks.unanswered(u.Host)
+			d.c.clocks.unanswered(u.Host, time.Time{})
+		case end == probeTimedOut:
+			// Silent, or slower than the attempt timeout: the resends wait
+			// (unasked), and a later one asks again, not before another
+			// attempt timeout has passed, so that a host silent for long
+			// costs one attempt timeout at most per attempt timeout.
+			d.c.clocks.unanswered(u.Host, d.now().Add(d.c.cfg.attemptTimeout))
+			return false, d.unasked(u.Host)
 		default:
 			d.c.clocks.probed(u.Host, true)
 		}
@@ -535,7 +555,7 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 		return true, nil
 	}
 	if over == nil {
-		return false, nil
+		return false, d.unasked(u.Host)
 	}
 	bound := addSat(d.c.cfg.attemptTimeout, d.c.cfg.attemptTimeout)
 	if err := d.hold(now, bound); err != nil {
@@ -550,6 +570,11 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 		// A probe given up taught nothing: this resend asks again, and
 		// may become the probe.
 		d.probeWaited = d.c.clocks.probeDone(u.Host, over)
+		if d.probeWaited {
+			if err := d.unasked(u.Host); err != nil {
+				return false, err
+			}
+		}
 	case <-t.C:
 		// A probe that outlasts its bound ended without saying so (a
 		// transport that ignores its context): taken as over, or every
@@ -559,6 +584,24 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 	case <-d.ctx.Done():
 	}
 	return true, nil
+}
+
+// unasked hands the operation off, due when its host's clock may be asked
+// again, if the clock is still unknown and the probe asking it timed out
+// (serverClocks.silent): the host may be slow rather than gone, and a
+// resend it took on a clock nothing taught would be a second order on a
+// key it has forgotten. A host silent at start-up thus costs one attempt
+// timeout, and none of the resends behind its probe is sent.
+func (d *driver) unasked(host string) error {
+	now := d.now()
+	if _, ok := d.c.clocks.now(host, now); ok {
+		return nil
+	}
+	if until, ok := d.c.clocks.silent(host, now); ok {
+		d.silentHost = true
+		return d.handoff(errHostSilent, until)
+	}
+	return nil
 }
 
 // sentBefore is the past of the attempts sent before this round: not the

@@ -39,9 +39,11 @@ type serverClocks struct {
 	// a Date came from the host: the resends behind the probe wait on it
 	// (driver.awaitProbe).
 	probes map[string]chan struct{}
-	// again holds the hosts whose probe failed at once (unanswered): its
-	// waiters went, and the next resend that asks sends it again.
-	again map[string]bool
+	// again holds, per host whose probe got no answer (unanswered), when
+	// the next resend that asks sends it again: at once after a refusal,
+	// an attempt timeout after a silent host's, whose resends wait until
+	// then (silent).
+	again map[string]time.Time
 }
 
 // serverDate is one answer's Date, as sent, and our clock's reading when
@@ -113,9 +115,10 @@ func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 // (headProbe), and probed must follow, whatever the probe's end; wait
 // not nil, it waits for the probe (or a Date from the host) first;
 // neither, the probe is over and it goes as it is judged. A probe that
-// failed at once (unanswered) is sent again by the next resend that
-// asks. Hosts past maxServerClocks get no probe.
-func (s *serverClocks) firstProbe(host string) (first bool, wait <-chan struct{}) {
+// got no answer (unanswered) is sent again by the next resend that asks
+// once our clock reads now at or past the time given. Hosts past
+// maxServerClocks get no probe.
+func (s *serverClocks) firstProbe(host string, now time.Time) (first bool, wait <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	over, ok := s.probes[host]
@@ -131,7 +134,7 @@ func (s *serverClocks) firstProbe(host string) (first bool, wait <-chan struct{}
 	}
 	select {
 	case <-over:
-		if s.again[host] {
+		if from, ok := s.again[host]; ok && !now.Before(from) {
 			delete(s.again, host)
 			s.probes[host] = make(chan struct{})
 			return true, nil
@@ -142,13 +145,18 @@ func (s *serverClocks) firstProbe(host string) (first bool, wait <-chan struct{}
 	}
 }
 
-// unanswered ends host's probe, which failed at once (refused, reset, a
-// name not resolved: a host not up yet): its waiters go as they are
-// judged, as after a probe that timed out, and would have failed as fast;
-// but the host may answer the next resend, which then asks it first, so
-// that a host coming back is not sent the resends of every visit under
-// way on a clock nothing taught.
-func (s *serverClocks) unanswered(host string) {
+// unanswered ends host's probe, which got no answer: it failed at once
+// (refused, reset, a name not resolved: a host not up yet), or timed out
+// (a silent host: a black-holed route, a firewall dropping packets; or
+// one slower than the attempt timeout). After a refusal its waiters go as
+// they are judged, and would be refused as fast; after a timeout they
+// wait, as every resend to the host does until from (silent). The host
+// may answer a later resend, which then asks it first, so that a host
+// coming back is not sent the resends of every visit under way on a clock
+// nothing taught: the first resend that asks once our clock reads from
+// (at once, if zero) sends it again. A silent host is given an attempt
+// timeout between its probes, or each resend would send one.
+func (s *serverClocks) unanswered(host string, from time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.probes[host]; !ok {
@@ -156,9 +164,25 @@ func (s *serverClocks) unanswered(host string) {
 	}
 	s.probeOver(host)
 	if s.again == nil {
-		s.again = make(map[string]bool)
+		s.again = make(map[string]time.Time)
 	}
-	s.again[host] = true
+	s.again[host] = from
+}
+
+// silent reports until when a resend to host, whose clock no answer has
+// taught, must wait: its last probe timed out (unanswered with a time)
+// and the next may not be sent yet. Sent now, the resend would go on a
+// clock nothing taught to a host that may be only slow, not gone (it
+// answers after the attempt timeout, having done the work): a second
+// order on each key the server has forgotten, if ours was stepped back.
+func (s *serverClocks) silent(host string, now time.Time) (until time.Time, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	from, ok := s.again[host]
+	if !ok || !now.Before(from) {
+		return time.Time{}, false
+	}
+	return from, true
 }
 
 // probed ends host's probe: it is over, sent; or, not sent (a lease lost
@@ -229,18 +253,19 @@ func (c *Client) serverNow(rec *journal.Record, now time.Time) (time.Time, bool)
 // body is never read. It is no attempt of any operation: not journaled,
 // not in the retry budget, no AttemptEvent; one debug line.
 //
-// It reports whether the probe is over: answered, or timed out (a silent
-// host, which costs one attempt timeout, not one per resend). A request
-// that failed at once (connection refused, reset, a name not resolved:
-// a host not up yet, a restored VM's network not ready) is not: the host
-// may answer the next resend, which then asks it first.
-func (c *Client) headProbe(ctx context.Context, u *url.URL) (over bool) {
+// It reports how the probe ended: answered (or never sendable); timed
+// out (a silent host, which costs one attempt timeout, not one per
+// resend); or failed at once (connection refused, reset, a name not
+// resolved: a host not up yet, a restored VM's network not ready). Either
+// of the last two taught nothing, and the host may answer a later resend,
+// which then asks it first (serverClocks.unanswered).
+func (c *Client) headProbe(ctx context.Context, u *url.URL) probeEnd {
 	target := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
 	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodHead, target.String(), nil)
 	if err != nil {
-		return true // never will be sent: nothing to wait for
+		return probeAnswered // never will be sent: nothing to wait for
 	}
 	// A shared cache in between keeps the Date of the answer it stored,
 	// the origin's then (RFC 9111 4; a 404 or 405 is heuristically
@@ -250,20 +275,31 @@ func (c *Client) headProbe(ctx context.Context, u *url.URL) (over bool) {
 	resp, err := c.hc.Do(req)
 	end := c.cfg.clock.Now()
 	if err != nil {
-		var te interface{ Timeout() bool }
-		over = errors.As(err, &te) && te.Timeout()
+		end := probeFailed
+		if te := (interface{ Timeout() bool })(nil); errors.As(err, &te) && te.Timeout() {
+			end = probeTimedOut
+		}
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
 			err = ue.Err // its text names the URL
 		}
 		c.logProbe(ctx, u.Host, slog.Any("err", err))
-		return over
+		return end
 	}
 	_ = resp.Body.Close()
 	date := headerValue(resp.Header, "Date")
 	c.clocks.learn(u.Host, date, end)
 	c.logProbe(ctx, u.Host, slog.Int("status", resp.StatusCode), slog.String("date", date))
-	return true
+	return probeAnswered
 }
+
+// probeEnd is how a clock probe (headProbe) ended.
+type probeEnd uint8
+
+const (
+	probeAnswered probeEnd = iota // an answer, or a HEAD that cannot be sent
+	probeTimedOut                 // no answer within the attempt timeout
+	probeFailed                   // failed at once: refused, reset, unresolved
+)
 
 // logProbe logs headProbe's end at debug level: the host only, never the
 // URL's path or query.

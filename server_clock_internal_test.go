@@ -69,8 +69,10 @@ func TestServerClocksLearnAllocatesNothing(t *testing.T) {
 // wait for it until probed, or an answer with a Date, ends it; once over,
 // no resend to the host waits or probes again; given up (unsent, or its
 // drive's context ended), the next resend sends it; failed at once
-// (unanswered), its waiters go and the next resend sends it. An answer without a
-// Date ends nothing (the probe's own end does). Hosts past
+// (unanswered), its waiters go and the next resend sends it; timed out,
+// the host is silent (its resends wait) until the first resend an attempt
+// timeout later sends it.
+// An answer without a Date ends nothing (the probe's own end does). Hosts past
 // maxServerClocks get none.
 func TestServerClocksFirstProbe(t *testing.T) {
 	ours := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
@@ -85,14 +87,14 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	for _, end := range []string{"probed", "a Date"} {
 		t.Run(end, func(t *testing.T) {
 			var s serverClocks
-			if first, wait := s.firstProbe("h"); !first || wait != nil {
+			if first, wait := s.firstProbe("h", ours); !first || wait != nil {
 				t.Fatalf("firstProbe() = %v, %v; want the probe", first, wait)
 			}
-			first, wait := s.firstProbe("h")
+			first, wait := s.firstProbe("h", ours)
 			if first || wait == nil {
 				t.Fatalf("firstProbe() behind the probe = %v, %v; want a wait", first, wait)
 			}
-			if first, other := s.firstProbe("other"); !first || other != nil {
+			if first, other := s.firstProbe("other", ours); !first || other != nil {
 				t.Fatalf("firstProbe(other) = %v, %v; want its own probe", first, other)
 			}
 			s.learn("h", "", ours)
@@ -112,7 +114,7 @@ func TestServerClocksFirstProbe(t *testing.T) {
 				t.Fatal("probeDone() after the probe's end: false")
 			}
 			s.probed("h", true) // again: no panic
-			if first, wait := s.firstProbe("h"); first || wait != nil {
+			if first, wait := s.firstProbe("h", ours); first || wait != nil {
 				t.Fatalf("firstProbe() after the probe = %v, %v; want neither", first, wait)
 			}
 		})
@@ -120,39 +122,72 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	// A probe given up wakes its waiters, who are told so, and the
 	// next resend becomes the probe.
 	var s serverClocks
-	s.firstProbe("h")
-	_, wait := s.firstProbe("h")
+	s.firstProbe("h", ours)
+	_, wait := s.firstProbe("h", ours)
 	s.probed("h", false)
 	if !isOver(wait) || s.probeDone("h", wait) {
 		t.Fatalf("after the probe gave up: woken %v, done %v; want woken, not done", isOver(wait), s.probeDone("h", wait))
 	}
-	if first, wait := s.firstProbe("h"); !first || wait != nil {
+	if first, wait := s.firstProbe("h", ours); !first || wait != nil {
 		t.Fatalf("firstProbe() after the probe gave up = %v, %v; want the probe", first, wait)
 	}
 	// A probe that failed at once wakes its waiters, who go (it is
 	// over for them), and the next resend asks again.
 	s = serverClocks{}
-	s.firstProbe("h")
-	_, wait = s.firstProbe("h")
-	s.unanswered("h")
+	s.firstProbe("h", ours)
+	_, wait = s.firstProbe("h", ours)
+	s.unanswered("h", time.Time{})
 	if !isOver(wait) || !s.probeDone("h", wait) {
 		t.Fatalf("after the probe failed at once: woken %v, done %v; want both", isOver(wait), s.probeDone("h", wait))
 	}
-	if first, wait := s.firstProbe("h"); !first || wait != nil {
+	if until, ok := s.silent("h", ours); ok {
+		t.Fatalf("silent() after the probe failed at once = %v, %v; want false", until, ok)
+	}
+	if first, wait := s.firstProbe("h", ours); !first || wait != nil {
 		t.Fatalf("firstProbe() after the probe failed at once = %v, %v; want the probe", first, wait)
 	}
-	if first, wait := s.firstProbe("h"); first || wait == nil {
+	if first, wait := s.firstProbe("h", ours); first || wait == nil {
 		t.Fatalf("firstProbe() behind the probe asked again = %v, %v; want a wait", first, wait)
 	}
-	s.unanswered("unprobed") // no probe: nothing to end
-	if first, wait := s.firstProbe("unprobed"); !first || wait != nil {
+	// A probe that timed out (a silent host) wakes its waiters, whose
+	// host is silent until the first resend that asks an attempt timeout
+	// later (given as from) sends it again; none before.
+	s = serverClocks{}
+	s.firstProbe("h", ours)
+	_, wait = s.firstProbe("h", ours)
+	from := ours.Add(10 * time.Second)
+	s.unanswered("h", from)
+	if !isOver(wait) || !s.probeDone("h", wait) {
+		t.Fatalf("after the probe timed out: woken %v, done %v; want both", isOver(wait), s.probeDone("h", wait))
+	}
+	if first, wait := s.firstProbe("h", from.Add(-time.Nanosecond)); first || wait != nil {
+		t.Fatalf("firstProbe() before the probe may go again = %v, %v; want neither", first, wait)
+	}
+	if until, ok := s.silent("h", from.Add(-time.Nanosecond)); !ok || !until.Equal(from) {
+		t.Fatalf("silent() before the probe may go again = %v, %v; want %v, true", until, ok, from)
+	}
+	if until, ok := s.silent("h", from); ok {
+		t.Fatalf("silent() once the probe may go again = %v, %v; want false", until, ok)
+	}
+	if first, wait := s.firstProbe("h", from); !first || wait != nil {
+		t.Fatalf("firstProbe() once the probe may go again = %v, %v; want the probe", first, wait)
+	}
+	if first, wait := s.firstProbe("h", from); first || wait == nil {
+		t.Fatalf("firstProbe() behind the probe asked again = %v, %v; want a wait", first, wait)
+	}
+	s.probed("h", true)
+	if first, wait := s.firstProbe("h", from.Add(time.Hour)); first || wait != nil {
+		t.Fatalf("firstProbe() after the probe asked again was answered = %v, %v; want neither", first, wait)
+	}
+	s.unanswered("unprobed", time.Time{}) // no probe: nothing to end
+	if first, wait := s.firstProbe("unprobed", ours); !first || wait != nil {
 		t.Fatalf("firstProbe() of a host never probed = %v, %v; want the probe", first, wait)
 	}
 	s = serverClocks{}
 	for i := range maxServerClocks {
-		s.firstProbe(fmt.Sprint("h", i))
+		s.firstProbe(fmt.Sprint("h", i), ours)
 	}
-	if first, wait := s.firstProbe("one more"); first || wait != nil {
+	if first, wait := s.firstProbe("one more", ours); first || wait != nil {
 		t.Fatalf("firstProbe() past the bound = %v, %v; want neither", first, wait)
 	}
 }
