@@ -743,8 +743,9 @@ func saysDuplicate(body []byte, name, key string) bool {
 	})
 	// FIX's ClOrdID (tag 11) is the client order id of APIs built on FIX
 	// whatever their member is called (Crypto.com's DUPLICATE_CLORDID for
-	// client_oid).
-	about := func(w string) bool { return duplicateSubject(w, name) || bareName(w) == "clordid" }
+	// client_oid), behind a code's prefix too (Phemex's
+	// TE_CL_ORD_ID_DUPLICATE), as duplicateSubject reads an id.
+	about := func(w string) bool { return duplicateSubject(w, name) || strings.HasSuffix(bareName(w), "clordid") }
 	human := humanName(name)
 	fieldsRead := false // Prisma's fields, below
 	// aboutBefore: the word ahead of words[i], past the verbs that join a
@@ -767,7 +768,9 @@ func saysDuplicate(body []byte, name, key string) bool {
 	for i, w := range words {
 		switch at := strings.Index(w, "duplicat"); {
 		case at > 0: // one word: "clientOidDuplicated"
-			if about(w[:at]) {
+			// Or a code's name behind its prefix: Phemex's
+			// OM_DUPLICATE_ORDERID, the prefix its order manager's.
+			if about(w[:at]) || joinedDuplicate(w[at:], about) {
 				return true
 			}
 		case at == 0:

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -132,23 +133,31 @@ func decodeOKX(a *idem.Answer) (idem.Outcome, error) {
 	return idem.Outcome{State: idem.StateSucceeded, ResourceID: v.Data[0].OrdID}, nil
 }
 
-func decodeKuCoin(a *idem.Answer) (idem.Outcome, error) {
-	var v struct {
-		Code string `json:"code"`
-		Msg  string `json:"msg"`
-		Data struct {
-			OrderID string `json:"orderId"`
-		} `json:"data"`
+var decodeKuCoin = decodeCodeMsg("200000")
+
+// decodeCodeMsg reads the {"code":…,"msg":…,"data":{"orderId":…}} envelope
+// of KuCoin and Phemex (code 0, a number; its "orderID" matched as
+// encoding/json matches a member): success the code they answer an order
+// placed with, any other the refusal, failed with its msg.
+func decodeCodeMsg(success string) idem.Decoder {
+	return func(a *idem.Answer) (idem.Outcome, error) {
+		var v struct {
+			Code json.RawMessage `json:"code"`
+			Msg  string          `json:"msg"`
+			Data struct {
+				OrderID string `json:"orderId"`
+			} `json:"data"`
+		}
+		switch err := json.Unmarshal(a.Body, &v); {
+		case err != nil:
+			return idem.Outcome{}, err
+		case strings.Trim(string(v.Code), `"`) != success:
+			return idem.Outcome{State: idem.StateFailed, Reason: v.Msg}, nil
+		case v.Data.OrderID == "":
+			return idem.Outcome{}, fmt.Errorf("no order in %s", a.Body)
+		}
+		return idem.Outcome{State: idem.StateSucceeded, ResourceID: v.Data.OrderID}, nil
 	}
-	switch err := json.Unmarshal(a.Body, &v); {
-	case err != nil:
-		return idem.Outcome{}, err
-	case v.Code != "200000":
-		return idem.Outcome{State: idem.StateFailed, Reason: v.Msg}, nil
-	case v.Data.OrderID == "":
-		return idem.Outcome{}, fmt.Errorf("kucoin: no order")
-	}
-	return idem.Outcome{State: idem.StateSucceeded, ResourceID: v.Data.OrderID}, nil
 }
 
 // An order API that answers every refusal 200 OK refuses a client order id
