@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemkit/idem/internal/recordable"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -506,6 +507,15 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			own := ans // a WithDecoder's may keep what it is given
 			a.out, a.decodeErr = c.cfg.decode(&own)
 		}
+	}
+	if len(a.out.ResourceID) > recordable.MaxID || len(a.out.Reason) > recordable.MaxReason {
+		// A server's id or reason, however a decoder read it, is bounded
+		// as an operator's are: every later write of the record rewrites
+		// it, and every log line of the operation carries the id. Cut
+		// here, not when settled, so that the id a later answer names is
+		// compared with the one kept as it was kept.
+		a.out.ResourceID = recordable.Clip(a.out.ResourceID, recordable.MaxID)
+		a.out.Reason = recordable.Clip(a.out.Reason, recordable.MaxReason)
 	}
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {
 		a.foundOrder = foundOrder(ex.body, rec.Key)

@@ -28,3 +28,12 @@ const MaxReason = 1024
 func Name(s string) bool {
 	return utf8.ValidString(s) && !strings.ContainsFunc(s, unicode.IsControl)
 }
+
+// Clip is s cut to at most n bytes, at a rune's boundary: what a server
+// or a decoder gave, bounded before the journal keeps it.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
