@@ -284,7 +284,8 @@
 // asked again before the next resend to the host. One that timed out (a
 // silent host, or one slower than the attempt timeout) holds the resends:
 // none is sent, each call ends unknown, and the first resend to the host
-// an attempt timeout later asks again.
+// an attempt timeout later asks again, at the host's root (a HEAD on the
+// path may run its slow GET handler), then at the path, in turn.
 //
 // # Settling from webhooks
 //

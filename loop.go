@@ -528,7 +528,7 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 			d.c.clocks.probed(u.Host, false)
 			return false, err
 		}
-		end := d.c.headProbe(d.ctx, u)
+		end := d.c.headProbe(d.ctx, u, d.c.clocks.rootNext(u.Host))
 		switch {
 		case d.ctx.Err() != nil:
 			// Ended by this drive's context (a Resume given up, Close),

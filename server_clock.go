@@ -44,6 +44,10 @@ type serverClocks struct {
 	// an attempt timeout after a silent host's, whose resends wait until
 	// then (silent).
 	again map[string]time.Time
+	// root holds the hosts whose next probe asks the host's root rather
+	// than the operation's path: the last one to the path timed out
+	// (rootNext).
+	root map[string]bool
 }
 
 // serverDate is one answer's Date, as sent, and our clock's reading when
@@ -167,6 +171,26 @@ func (s *serverClocks) unanswered(host string, from time.Time) {
 		s.again = make(map[string]time.Time)
 	}
 	s.again[host] = from
+	if !from.IsZero() {
+		// A HEAD on the path may run the path's GET handler (Rails,
+		// Django and Flask serve HEAD with it), a listing slower than the
+		// attempt timeout while the POSTs answer at once: asked there
+		// only, the host would hold its resends until their key window
+		// passed. The root runs no handler of the path; if it is silent
+		// too, the path is asked again next.
+		if s.root == nil {
+			s.root = make(map[string]bool)
+		}
+		s.root[host] = !s.root[host]
+	}
+}
+
+// rootNext reports whether host's next probe asks the host's root: its
+// last probe to the operation's path timed out (unanswered).
+func (s *serverClocks) rootNext(host string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.root[host]
 }
 
 // silent reports until when a resend to host, whose clock no answer has
@@ -235,7 +259,8 @@ func (c *Client) serverNow(rec *journal.Record, now time.Time) (time.Time, bool)
 	return c.clocks.now(u.Host, now)
 }
 
-// headProbe asks the clock of u's host: a HEAD to u's path, whose
+// headProbe asks the clock of u's host: a HEAD to u's path (to the
+// host's root instead if root, after one to the path timed out), whose
 // answer's Date, if usable, is learnt (serverClocks.learn). HEAD is safe
 // (RFC 9110 9.2.1, 9.3.2: no body, nothing done), so unlike a resend it
 // cannot be a second order on a key the server has forgotten, and any
@@ -259,8 +284,11 @@ func (c *Client) serverNow(rec *journal.Record, now time.Time) (time.Time, bool)
 // resolved: a host not up yet, a restored VM's network not ready). Either
 // of the last two taught nothing, and the host may answer a later resend,
 // which then asks it first (serverClocks.unanswered).
-func (c *Client) headProbe(ctx context.Context, u *url.URL) probeEnd {
+func (c *Client) headProbe(ctx context.Context, u *url.URL, root bool) probeEnd {
 	target := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	if root {
+		target.Path, target.RawPath = "/", ""
+	}
 	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodHead, target.String(), nil)

@@ -143,6 +143,9 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	if until, ok := s.silent("h", ours); ok {
 		t.Fatalf("silent() after the probe failed at once = %v, %v; want false", until, ok)
 	}
+	if s.rootNext("h") {
+		t.Fatal("rootNext() after the probe failed at once: want the path again")
+	}
 	if first, wait := s.firstProbe("h", ours); !first || wait != nil {
 		t.Fatalf("firstProbe() after the probe failed at once = %v, %v; want the probe", first, wait)
 	}
@@ -171,6 +174,16 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	}
 	if first, wait := s.firstProbe("h", from); !first || wait != nil {
 		t.Fatalf("firstProbe() once the probe may go again = %v, %v; want the probe", first, wait)
+	}
+	if !s.rootNext("h") {
+		t.Fatal("rootNext() after the probe to the path timed out: want the root")
+	}
+	s.unanswered("h", from.Add(20*time.Second)) // the root timed out too
+	if s.rootNext("h") {
+		t.Fatal("rootNext() after the probe to the root timed out: want the path again")
+	}
+	if first, wait := s.firstProbe("h", from.Add(20*time.Second)); !first || wait != nil {
+		t.Fatalf("firstProbe() once the probe may go a third time = %v, %v; want the probe", first, wait)
 	}
 	if first, wait := s.firstProbe("h", from); first || wait == nil {
 		t.Fatalf("firstProbe() behind the probe asked again = %v, %v; want a wait", first, wait)
