@@ -456,7 +456,12 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			// right a clock fast at boot), which makes the key look
 			// younger than it is, and which Run's measure catches only
 			// after its first hour: by the time this process has lived
-			// (wallSteps) the server may have forgotten it.
+			// (wallSteps) the server may have forgotten it. Not for the
+			// attempt journaled with the record (preRecorded), which is
+			// no resend: a first send takes no lock to read the steps.
+			if d.preRecorded {
+				break
+			}
 			steps := d.c.wallView(now)
 			if back := steps.stepBackSince(rec.FirstSent); back > clockSlack && keyWindow(rec, p, now.Add(back), window) == windowExpired {
 				return &blocked{ReviewClockStepped, ErrNeedsReview}
