@@ -63,7 +63,9 @@ func (s *heldKeyServer) serve(w http.ResponseWriter, r *http.Request) {
 // another request's first. When the new request's answer is lost, the
 // query answers the other request's order, whose side, symbol, quantity,
 // amount or currency are not ours: idem settled the new intent succeeded
-// with it (an order perhaps never placed, or placed and never known).
+// with it (an order perhaps never placed, or placed and never known), or,
+// in a shape no decoder read, held it processing on the old order until
+// the reconciliation deadline.
 // An answer that describes a request other than the one journaled is
 // the key's result for another request: flagged ReviewKeyInUse, never
 // settled, never resent (one submit, Resume only asks again). The same
@@ -93,6 +95,11 @@ func TestResultQueryFindingAnotherRequestIsNotOurs(t *testing.T) {
 			path: "/api/v3/order", query: "/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}", body: binanceForm,
 			result: `{"symbol":"BTCUSDT","orderId":4017,"orderListId":-1,"clientOrderId":"ord-9","price":"0.00000000","origQty":"0.25000000",` +
 				`"executedQty":"0.25000000","status":"FILLED","timeInForce":"GTC","type":"MARKET","side":"BUY"}`,
+			theirs: true},
+		{name: "binance without a decoder: an old filled SELL found unread under the id",
+			path: "/api/v3/order", query: "/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}", body: binanceForm,
+			result: `{"symbol":"BTCUSDT","orderId":4017,"orderListId":-1,"clientOrderId":"ord-9","price":"0.00000000","origQty":"1.00000000",` +
+				`"executedQty":"1.00000000","status":"FILLED","timeInForce":"GTC","type":"MARKET","side":"SELL"}`,
 			theirs: true},
 		{name: "binance: our order, its numbers in the engine's digits", decode: decodeSpotOrder,
 			path: "/api/v3/order", query: "/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}", body: binanceForm,
