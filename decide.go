@@ -143,6 +143,9 @@ type answer struct {
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
 	foundOrder bool
+	// otherRequest: a result query's 2xx describes a request other than
+	// the journaled one (otherRequest): how, for the attempt's error.
+	otherRequest string
 	// envelopeRefusal: with the key in the request's body, a submit's
 	// 2xx whose envelope carries an error (carriesError) and which the
 	// decoder read as failed: an API that answers its refusals 200 OK
@@ -459,6 +462,15 @@ func queryMeaning(p past, a answer) judgment {
 				"a Decoder that reads this answer (WithDecoder) settles it", j.err)
 		case j.move == moveQuery:
 			j.move, j.label, j.failed = moveInconclusive, "query_failed", queryFailed(a.status, a.body)
+		}
+		switch {
+		case (j.move == moveSettle || j.move == moveProcessing) && a.otherRequest != "":
+			// The key's result is another request's: one that used the key
+			// first (a client order id free again once its order filled,
+			// a key space shared with another service). Settling ours with
+			// it would report an order perhaps never placed as made.
+			return judgment{move: moveReview, label: "query_other_request", review: ReviewKeyInUse, conflict: true,
+				err: fmt.Errorf("idem: the result found under the key is another request's: its %s", a.otherRequest)}
 		case j.move == moveSettle && p.contested && j.out.State == StateSucceeded:
 			return contestedSuccess("query_contested")
 		}

@@ -32,8 +32,12 @@ const (
 	// its stored answer to the first of our requests that could reach it,
 	// or said the key was in flight, or only that it was already used,
 	// before anything of ours could have executed: that request may be a
-	// copy of ours a mesh sent), or this journal was lost and rebuilt. What the server
-	// holds for the key may be that request's: never taken as ours.
+	// copy of ours a mesh sent), or this journal was lost and rebuilt, or
+	// the result endpoint answered for the key an order or payment whose
+	// side, symbol, quantity, price, amount or currency is not the
+	// journaled request's (a client order id free again once an earlier
+	// order under it filled). What the server holds for the key may be
+	// that request's: never taken as ours.
 	ReviewKeyInUse = "key used by another request: the server's answer for it may not be ours"
 	// ReviewRefusedAfterSend: after an attempt that may have executed, the
 	// server refused every resend; whether the first one executed is

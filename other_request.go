@@ -1,0 +1,228 @@
+package idem
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+)
+
+// A result query asks by key, and a key can hold another request's result:
+// a client order id is unique among open orders only (Binance's
+// newClientOrderId), so one taken from a business id is free again once
+// an earlier order under it has filled, and the query answers that order;
+// two services sharing an account or a key space use a key first. When
+// the answer describes the order or payment, and the request is journaled,
+// the two can be compared: an answer whose side, symbol, quantity, price,
+// amount or currency is not the request's is another request's result.
+
+// describingMembers are the members an order or payment API names alike in
+// its requests and in its answers about them: what the order or payment
+// is. Others (type, status, time in force, ids) are not compared: an
+// answer may spell them its own way, or change them as the order runs.
+var describingMembers = [...]string{"symbol", "side", "quantity", "qty", "price", "amount", "currency"}
+
+// answerAliases maps a request's member to the name an API's answer gives
+// the same value, tried when the answer lacks the request's own name:
+// Binance answers the quantity an order was placed with as "origQty" (and
+// what has filled as "executedQty"), its spot and futures APIs alike
+// (developers.binance.com, Query order's response).
+var answerAliases = map[string]string{"quantity": "origQty"}
+
+// envelopeMembers are the members an answer may carry its resource in, one
+// or two levels down: {"data": {…}}, OKX's {"data": [{…}]}, Bybit's
+// {"result": {"list": [{…}]}}, Coinbase's {"order": {…}}.
+var envelopeMembers = [...]string{"data", "result", "order", "list"}
+
+// otherRequest reports how a result query's answer, answer, describes a
+// request other than the journaled body, body (a JSON object or a form):
+// a describing member both name, at the answer's top level or in its
+// envelope's one resource, whose values differ as values (numbers by
+// value, "1.00000000" as 1; words by their letters and digits, "BUY" as
+// "buy", "BTC/USD" as "BTCUSD"). "" when nothing differs, or nothing can
+// be compared: a member on one side only, nested otherwise, or a number
+// on one side and a word on the other proves nothing.
+func otherRequest(body, answer []byte) string {
+	ours := requestMembers(body)
+	if len(ours) == 0 {
+		return ""
+	}
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(trimBOM(answer)))
+	dec.UseNumber()
+	if dec.Decode(&doc) != nil {
+		return ""
+	}
+	for _, res := range resources(doc, 0, nil) {
+		for _, name := range describingMembers {
+			v, ok := ours[name]
+			if !ok {
+				continue
+			}
+			theirName := name
+			w, ok := scalarOf(res[name])
+			if _, named := res[name]; !named && answerAliases[name] != "" {
+				theirName = answerAliases[name]
+				w, ok = scalarOf(res[theirName])
+			}
+			if ok && differ(v, w) {
+				return fmt.Sprintf("%s %q, not the request's %s %q", theirName, clipValue(w), name, clipValue(v))
+			}
+		}
+	}
+	return ""
+}
+
+// requestMembers is the describing members of a request's body with one
+// scalar value each: a JSON object's top level, or a form's parameters.
+func requestMembers(body []byte) map[string]string {
+	doc := bytes.TrimSpace(trimBOM(body))
+	ours := map[string]string{}
+	if len(doc) > 0 && doc[0] == '{' {
+		var m map[string]any
+		dec := json.NewDecoder(bytes.NewReader(doc))
+		dec.UseNumber()
+		if dec.Decode(&m) != nil {
+			return nil
+		}
+		for _, name := range describingMembers {
+			if v, ok := scalarOf(m[name]); ok {
+				ours[name] = v
+			}
+		}
+		return ours
+	}
+	form, err := url.ParseQuery(string(doc))
+	if err != nil {
+		return nil
+	}
+	for _, name := range describingMembers {
+		if vs := form[name]; len(vs) == 1 {
+			ours[name] = vs[0]
+		}
+	}
+	return ours
+}
+
+// resources appends to into the objects of doc that may be the resource an
+// answer describes: doc itself, or its only element, and so on down its
+// envelope members to depth 2.
+func resources(doc any, depth int, into []map[string]any) []map[string]any {
+	if a, ok := doc.([]any); ok {
+		if len(a) != 1 {
+			// A list of several is a search's: which one is the key's is
+			// the decoder's to say.
+			return into
+		}
+		doc = a[0]
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return into
+	}
+	into = append(into, m)
+	if depth < 2 {
+		for _, name := range envelopeMembers {
+			if v, ok := m[name]; ok {
+				into = resources(v, depth+1, into)
+			}
+		}
+	}
+	return into
+}
+
+// scalarOf is v as text if it is a string or a number.
+func scalarOf(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case json.Number:
+		return v.String(), true
+	}
+	return "", false
+}
+
+// differ reports whether a and b are surely different values: both
+// decimal numbers of different value, or both words whose letters and
+// digits differ, case aside. Anything else is no evidence.
+func differ(a, b string) bool {
+	x, xk := decimal(a)
+	y, yk := decimal(b)
+	switch {
+	case xk == number && yk == number:
+		return x.Cmp(y) != 0
+	case xk != word || yk != word:
+		return false
+	}
+	fa, fb := folded(a), folded(b)
+	return fa != "" && fb != "" && fa != fb
+}
+
+// valueKind is how differ reads a value.
+type valueKind int
+
+const (
+	word   valueKind = iota
+	number           // plain decimal digits, a sign, one point
+	// unread: a number in a form differ does not read (an exponent,
+	// which big.Rat would expand to as many digits as a hostile server
+	// asks for), or over 64 bytes: no evidence either way.
+	unread
+)
+
+// decimal reads s as a plain decimal number.
+func decimal(s string) (*big.Rat, valueKind) {
+	s = strings.TrimSpace(s)
+	digits := false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case '0' <= c && c <= '9':
+			digits = true
+		case c == '.' || c == '-' || c == '+' || c == 'e' || c == 'E':
+		default:
+			return nil, word
+		}
+	}
+	switch {
+	case !digits:
+		return nil, word
+	case len(s) > 64 || strings.ContainsAny(s, "eE"):
+		return nil, unread
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return nil, unread
+	}
+	return r, number
+}
+
+// folded is s's letters and digits, lower case: separators and case are
+// spelling ("BTC-USDT", "btc_usdt", "BTCUSDT").
+func folded(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case 'A' <= r && r <= 'Z':
+			b.WriteRune(r + 'a' - 'A')
+		case 'a' <= r && r <= 'z', '0' <= r && r <= '9', r >= utf8.RuneSelf:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// clipValue bounds a value quoted in an attempt's error.
+func clipValue(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}

@@ -1,0 +1,48 @@
+package idem
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestOtherRequest: which answers describe another request than the
+// journaled body, and which only spell the same one their own way.
+func TestOtherRequest(t *testing.T) {
+	const form = "symbol=BTCUSDT&side=BUY&type=LIMIT&quantity=1&price=91500&newClientOrderId=ord-9"
+	const order = `{"symbol":"BTCUSDT","side":"Buy","qty":"0.1","orderLinkId":"ord-9"}`
+	for _, tt := range []struct {
+		name, body, answer, want string
+	}{
+		{"binance, same order", form, `{"symbol":"BTCUSDT","side":"BUY","origQty":"1.00000000","price":"91500.00000000","status":"FILLED"}`, ""},
+		{"binance, another side", form, `{"symbol":"BTCUSDT","side":"SELL","origQty":"1.00000000","status":"FILLED"}`, `side "SELL", not the request's side "BUY"`},
+		{"binance, another quantity", form, `{"symbol":"BTCUSDT","side":"BUY","origQty":"2.00000000"}`, `origQty "2.00000000", not the request's quantity "1"`},
+		{"binance, another price", form, `{"symbol":"BTCUSDT","side":"BUY","price":"91400.00"}`, `price "91400.00"`},
+		{"the answer's own quantity is read before the alias", form, `{"quantity":"1","origQty":"3"}`, ""},
+		{"bybit's list, same order", order, `{"retCode":0,"result":{"list":[{"symbol":"BTCUSDT","side":"Buy","qty":"0.100000","price":"0"}]}}`, ""},
+		{"bybit's list, another side", order, `{"retCode":0,"result":{"list":[{"symbol":"BTCUSDT","side":"Sell","qty":"0.1"}]}}`, `side "Sell"`},
+		{"okx's data list, another symbol", order, `{"code":"0","data":[{"symbol":"ETHUSDT"}]}`, `symbol "ETHUSDT"`},
+		{"coinbase's order member, same", order, `{"order":{"symbol":"btc-usdt","side":"BUY"}}`, ""},
+		{"a list of several proves nothing", order, `{"data":[{"side":"Sell"},{"side":"Buy"}]}`, ""},
+		{"deeper than the envelope proves nothing", order, `{"data":{"result":{"order":{"side":"Sell"}}}}`, ""},
+		{"a top-level list of one", order, `[{"side":"Sell"}]`, `side "Sell"`},
+		{"a number and a word prove nothing", order, `{"qty":"ten"}`, ""},
+		{"an exponent is not read", order, `{"qty":1e100000000}`, ""},
+		{"an object in place of a value proves nothing", `{"amount":1000,"currency":"EUR"}`, `{"amount":{"value":1000,"currency":"EUR"}}`, ""},
+		{"stripe, another amount", "amount=2000&currency=usd", `{"id":"pi_1","amount":5000,"currency":"usd"}`, `amount "5000", not the request's amount "2000"`},
+		{"stripe, same, currency's case", "amount=2000&currency=usd", `{"id":"pi_1","amount":2000.0,"currency":"USD"}`, ""},
+		{"a nested form name is not read", "order[amount]=2000", `{"amount":5000}`, ""},
+		{"a repeated form name is not read", "amount=2000&amount=3000", `{"amount":5000}`, ""},
+		{"no body", "", `{"amount":5000}`, ""},
+		{"not JSON", order, `<html>`, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got := otherRequest([]byte(tt.body), []byte(tt.answer))
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("otherRequest() = %q; want %q", got, tt.want)
+			}
+		})
+	}
+	if got := otherRequest([]byte(`{"symbol":"BTCUSDT"}`), []byte(`{"symbol":"`+`\u0001`+strings.Repeat("x", 200)+`"}`)); len(got) > 200 || strings.Contains(got, "\x01") {
+		t.Errorf("otherRequest() = %q: not bounded or not printable", got)
+	}
+}
