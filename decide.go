@@ -44,13 +44,17 @@ type past struct {
 	// held: the resource the server said it made for the key and holds,
 	// unfinished (the journaled processing answer's), or "".
 	held string
+	// heldOwn: held was named by an answer to our own request, not by a
+	// replay of what the server stored for the key (perhaps another
+	// request's).
+	heldOwn bool
 }
 
 // pastOf reads a record's attempts numbered below before.
 func pastOf(rec *journal.Record, before int) past {
 	var p past
 	if rec.State == journal.StateProcessing && rec.Result != nil {
-		p.held = rec.Result.ResourceID
+		p.held, p.heldOwn = rec.Result.ResourceID, !rec.Result.Replayed
 	}
 	for _, a := range rec.Attempts {
 		if a.Number < before {
@@ -464,11 +468,16 @@ func queryMeaning(p past, a answer) judgment {
 			j.move, j.label, j.failed = moveInconclusive, "query_failed", queryFailed(a.status, a.body)
 		}
 		switch {
-		case (j.move == moveSettle || j.move == moveProcessing) && a.otherRequest != "":
+		case (j.move == moveSettle || j.move == moveProcessing) && a.otherRequest != "" &&
+			!(p.heldOwn && j.out.ResourceID == p.held):
 			// The key's result is another request's: one that used the key
 			// first (a client order id free again once its order filled,
 			// a key space shared with another service). Settling ours with
-			// it would report an order perhaps never placed as made.
+			// it would report an order perhaps never placed as made. The
+			// resource our own answer named (heldOwn) is ours whatever it
+			// says now: a resting order is amended in place, its price
+			// and quantity then not the ones sent (Bybit's amend-order,
+			// Binance's futures Modify Order keep the client order id).
 			return judgment{move: moveReview, label: "query_other_request", review: ReviewKeyInUse, conflict: true,
 				err: fmt.Errorf("idem: the result found under the key is another request's: its %s", a.otherRequest)}
 		case j.move == moveSettle && p.contested && j.out.State == StateSucceeded:

@@ -201,6 +201,31 @@ func TestJudgeQuery(t *testing.T) {
 	}
 }
 
+// TestJudgeQueryOtherRequestOfTheHeldResource: an answer describing
+// another request is ours when it names the resource our own processing
+// answer named (a resting order amended in place), not when that name came
+// from a replay of what the server stored for the key, nor when it names
+// another resource.
+func TestJudgeQueryOtherRequestOfTheHeldResource(t *testing.T) {
+	a := answer{status: 200, out: Outcome{State: StateSucceeded, ResourceID: "r"}, otherRequest: `price "60100"`}
+	for _, tt := range []struct {
+		name string
+		p    past
+		move move
+	}{
+		{"held by our own answer", past{maybeExecuted: true, held: "r", heldOwn: true}, moveSettle},
+		{"held by a replay", past{maybeExecuted: true, held: "r"}, moveReview},
+		{"another resource than the held one", past{maybeExecuted: true, held: "q", heldOwn: true}, moveReview},
+		{"none held", past{maybeExecuted: true}, moveReview},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if j := judgeQuery(tt.p, a); j.move != tt.move {
+				t.Fatalf("judgeQuery() = move %d; want %d", j.move, tt.move)
+			}
+		})
+	}
+}
+
 // TestFoundOrder: a result query's answer names the order a client order
 // id in the request's body asked about only when it holds the id as a
 // member's value and carries no error.
