@@ -508,13 +508,13 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.out, a.decodeErr = c.cfg.decode(&own)
 		}
 	}
-	if len(a.out.ResourceID) > recordable.MaxID || len(a.out.Reason) > recordable.MaxReason {
+	if len(a.out.ResourceID) > recordable.MaxResourceID || len(a.out.Reason) > recordable.MaxReason {
 		// A server's id or reason, however a decoder read it, is bounded
 		// as an operator's are: every later write of the record rewrites
 		// it, and every log line of the operation carries the id. Cut
 		// here, not when settled, so that the id a later answer names is
 		// compared with the one kept as it was kept.
-		a.out.ResourceID = recordable.Clip(a.out.ResourceID, recordable.MaxID)
+		a.out.ResourceID = recordable.Clip(a.out.ResourceID, recordable.MaxResourceID)
 		a.out.Reason = recordable.Clip(a.out.Reason, recordable.MaxReason)
 	}
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {

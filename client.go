@@ -446,8 +446,7 @@ type Resolution struct {
 // answer is recorded beside the resolution as a confirmation
 // (ResponseSource), and one that contradicts it flags the operation for
 // review (ReviewConfirmConflict). An empty scope is the client's default
-// (WithScope). ResourceID and By take at most 255 bytes, Reason at most
-// 1024.
+// (WithScope). ResourceID takes at most 2048 bytes, By 255, Reason 1024.
 func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (*Result, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
@@ -461,9 +460,9 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	}
 	// The bounds of a confirmation's (journal.Confirmation): every later
 	// read of the operation carries what is journaled here.
-	if len(r.ResourceID) > recordable.MaxID || len(r.By) > recordable.MaxID || len(r.Reason) > recordable.MaxReason {
-		return nil, fmt.Errorf("%w: Resolve: ResourceID and By take at most %d bytes, Reason at most %d (got %d, %d and %d); link to longer notes",
-			ErrInvalidRequest, recordable.MaxID, recordable.MaxReason, len(r.ResourceID), len(r.By), len(r.Reason))
+	if len(r.ResourceID) > recordable.MaxResourceID || len(r.By) > recordable.MaxID || len(r.Reason) > recordable.MaxReason {
+		return nil, fmt.Errorf("%w: Resolve: ResourceID takes at most %d bytes, By %d, Reason %d (got %d, %d and %d); link to longer notes",
+			ErrInvalidRequest, recordable.MaxResourceID, recordable.MaxID, recordable.MaxReason, len(r.ResourceID), len(r.By), len(r.Reason))
 	}
 	if !recordable.Name(r.ResourceID) || !recordable.Name(r.By) || !utf8.ValidString(r.Reason) {
 		return nil, fmt.Errorf("%w: Resolve: ResourceID and By must be free of control characters, and all three valid UTF-8", ErrInvalidRequest)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -314,7 +315,7 @@ func (c *Client) headProbe(ctx context.Context, u *url.URL, root bool) probeEnd 
 		return end
 	}
 	_ = resp.Body.Close()
-	date := headerValue(resp.Header, "Date")
+	date := aged(headerValue(resp.Header, "Date"), resp.Header["Age"])
 	c.clocks.learn(u.Host, date, end)
 	c.logProbe(ctx, u.Host, slog.Int("status", resp.StatusCode), slog.String("date", date))
 	return probeAnswered
@@ -335,4 +336,35 @@ func (c *Client) logProbe(ctx context.Context, host string, attrs ...slog.Attr) 
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: clock probe", append([]slog.Attr{slog.String("host", host)}, attrs...)...)
 	}
+}
+
+// maxAge is the Age a cache sends for any greater one (RFC 9111 1.2.2).
+const maxAge = 1 << 31
+
+// aged is a probe answer's Date as the host's clock reads it now: a
+// cache that served it from a copy keeps the origin's Date of then and
+// sends how long ago that was as Age (RFC 9111 4, 4.2.3, 5.1). CDNs serve
+// a copy whatever the request's no-cache (Fastly, Cloudflare and
+// CloudFront ignore request Cache-Control by default), and the host's
+// root, asked after the path timed out, is most often such a copy (a
+// landing page cached for hours): its Date alone reads the host's clock
+// as far behind as a stepped one, and a key the server forgot would look
+// fresh. An Age that is not delta-seconds leaves a copy of unknown age:
+// it teaches nothing ("").
+func aged(date string, age []string) string {
+	if len(age) == 0 {
+		return date
+	}
+	secs, err := strconv.ParseUint(age[0], 10, 64) // no sign, no space
+	if err != nil {
+		return ""
+	}
+	if secs == 0 {
+		return date
+	}
+	d, err := http.ParseTime(date)
+	if err != nil {
+		return date
+	}
+	return d.Add(time.Duration(min(secs, maxAge)) * time.Second).UTC().Format(http.TimeFormat)
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // What a host's answers teach of its clock: only an IMF-fixdate (the only
@@ -203,4 +205,27 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	if first, wait := s.firstProbe("one more", ours); first || wait != nil {
 		t.Fatalf("firstProbe() past the bound = %v, %v; want neither", first, wait)
 	}
+}
+
+// A probe answer's Date, aged by the Age a cache sent with its copy (RFC
+// 9111 5.1: delta-seconds; any greater than 2^31 sent as 2^31): a copy of
+// unknown age teaches nothing.
+func TestAgedProbeDate(t *testing.T) {
+	const date = "Sun, 06 Nov 1994 08:49:37 GMT"
+	for _, tc := range []struct {
+		age  []string
+		want string
+	}{
+		{nil, date},
+		{[]string{"0"}, date},
+		{[]string{"7200"}, "Sun, 06 Nov 1994 10:49:37 GMT"},
+		{[]string{"99999999999999"}, "Fri, 24 Nov 2062 12:03:45 GMT"},
+		{[]string{"-5"}, ""},
+		{[]string{"+5"}, ""},
+		{[]string{"1.5"}, ""},
+		{[]string{""}, ""},
+	} {
+		require.Equalf(t, tc.want, aged(date, tc.age), "Age %q", tc.age)
+	}
+	require.Equal(t, "garbled", aged("garbled", []string{"60"}), "a Date that does not parse is left for learn to refuse")
 }

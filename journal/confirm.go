@@ -49,8 +49,9 @@ const MaxConfirmations = 16
 // Limits on a confirmation's fields, so that an event from outside cannot
 // bloat a record that every later write rewrites.
 const (
-	maxConfirmID     = recordable.MaxID     // Source, EventID, ResourceID
-	maxConfirmReason = recordable.MaxReason // Reason
+	maxConfirmID         = recordable.MaxID         // Source, EventID
+	maxConfirmResourceID = recordable.MaxResourceID // ResourceID
+	maxConfirmReason     = recordable.MaxReason     // Reason
 )
 
 // ConfirmEffect is what a confirmation did to a record.
@@ -122,8 +123,8 @@ func (c *Confirmation) Validate() error {
 		return errorf("confirmation state %q: must be %s or %s (or %s, against a failure): %w", c.State, StateSucceeded, StateFailed, StateProcessing, ErrInvalid)
 	case strings.TrimSpace(c.Source) == "" || strings.TrimSpace(c.EventID) == "":
 		return errorf("confirmation without a Source or EventID (they make a redelivered event harmless): %w", ErrInvalid)
-	case len(c.Source) > maxConfirmID || len(c.EventID) > maxConfirmID || len(c.ResourceID) > maxConfirmID:
-		return errorf("confirmation Source, EventID or ResourceID longer than %d bytes: %w", maxConfirmID, ErrInvalid)
+	case len(c.Source) > maxConfirmID || len(c.EventID) > maxConfirmID || len(c.ResourceID) > maxConfirmResourceID:
+		return errorf("confirmation Source or EventID longer than %d bytes, or ResourceID longer than %d: %w", maxConfirmID, maxConfirmResourceID, ErrInvalid)
 	case len(c.Reason) > maxConfirmReason:
 		return errorf("confirmation Reason longer than %d bytes: %w", maxConfirmReason, ErrInvalid)
 	case c.StatusCode < 0 || c.StatusCode > 999:

@@ -33,9 +33,9 @@ func (m *Manual) validate() error {
 		return errorf("manual resolution without a time")
 	// A confirmation's bounds: every later write of the record rewrites
 	// them, and every operator tool prints them.
-	case len(m.ResourceID) > maxConfirmID || len(m.By) > maxConfirmID || len(m.Reason) > maxConfirmReason:
-		return errorf("manual resolution ResourceID or By longer than %d bytes, or Reason longer than %d (got %d, %d and %d)",
-			maxConfirmID, maxConfirmReason, len(m.ResourceID), len(m.By), len(m.Reason))
+	case len(m.ResourceID) > maxConfirmResourceID || len(m.By) > maxConfirmID || len(m.Reason) > maxConfirmReason:
+		return errorf("manual resolution ResourceID longer than %d bytes, By longer than %d, or Reason longer than %d (got %d, %d and %d)",
+			maxConfirmResourceID, maxConfirmID, maxConfirmReason, len(m.ResourceID), len(m.By), len(m.Reason))
 	case !recordable.Name(m.ResourceID) || !recordable.Name(m.By) || !utf8.ValidString(m.Reason):
 		return errorf("manual resolution ResourceID or By with a control character, or a field that is not UTF-8")
 	}

@@ -22,7 +22,7 @@ func TestResolveBoundsItsFields(t *testing.T) {
 	for name, change := range map[string]func(*Manual){
 		"long reason":        func(m *Manual) { m.Reason = strings.Repeat("x", maxConfirmReason+1) },
 		"long by":            func(m *Manual) { m.By = strings.Repeat("b", maxConfirmID+1) },
-		"long resource id":   func(m *Manual) { m.ResourceID = strings.Repeat("r", maxConfirmID+1) },
+		"long resource id":   func(m *Manual) { m.ResourceID = strings.Repeat("r", maxConfirmResourceID+1) },
 		"newline in by":      func(m *Manual) { m.By = "ann\nbob" },
 		"tab in resource id": func(m *Manual) { m.ResourceID = "ord\t1" },
 		"reason not UTF-8":   func(m *Manual) { m.Reason = "paid\xff" },
@@ -39,7 +39,7 @@ func TestResolveBoundsItsFields(t *testing.T) {
 	require.Equal(t, want, got)
 	// At the bounds, it is journaled.
 	m := ok
-	m.Reason, m.By, m.ResourceID = strings.Repeat("x", maxConfirmReason), strings.Repeat("b", maxConfirmID), strings.Repeat("r", maxConfirmID)
+	m.Reason, m.By, m.ResourceID = strings.Repeat("x", maxConfirmReason), strings.Repeat("b", maxConfirmID), strings.Repeat("r", maxConfirmResourceID)
 	_, err = s.Resolve(ctx, "s", "x", m)
 	require.NoError(t, err)
 }

@@ -108,16 +108,20 @@ func cmdResolve(e *env, args []string) (err error) {
 // The bounds the Client's Resolve and the journal set on a resolution:
 // every later write of the operation rewrites what is recorded here.
 const (
-	maxResolveID     = recordable.MaxID
-	maxResolveReason = recordable.MaxReason
+	maxResolveID         = recordable.MaxID
+	maxResolveResourceID = recordable.MaxResourceID
+	maxResolveReason     = recordable.MaxReason
 )
 
 // checkManual refuses, naming the flag, what the journal would refuse.
 func checkManual(m journal.Manual) error {
-	for _, f := range []struct{ flag, v string }{{"-resource-id", m.ResourceID}, {"-by", m.By}} {
+	for _, f := range []struct {
+		flag, v string
+		max     int
+	}{{"-resource-id", m.ResourceID, maxResolveResourceID}, {"-by", m.By, maxResolveID}} {
 		switch {
-		case len(f.v) > maxResolveID:
-			return fmt.Errorf("%s is %d bytes; at most %d", f.flag, len(f.v), maxResolveID)
+		case len(f.v) > f.max:
+			return fmt.Errorf("%s is %d bytes; at most %d", f.flag, len(f.v), f.max)
 		case !recordable.Name(f.v):
 			return fmt.Errorf("%s %s has a control character or is not UTF-8", f.flag, strconv.Quote(f.v))
 		}

@@ -12,10 +12,18 @@ import (
 	"unicode/utf8"
 )
 
-// MaxID is the most bytes an identifier takes (a confirmation's Source,
-// EventID and ResourceID; a resolution's ResourceID and By): every later
-// write of the record rewrites it.
+// MaxID is the most bytes an identifier takes (a confirmation's Source
+// and EventID; a resolution's By): every later write of the record
+// rewrites it.
 const MaxID = 255
+
+// MaxResourceID is the most bytes a provider's resource id takes (an
+// answer's, a confirmation's, a resolution's): a provider's own id, not
+// ours to shorten, which the caller uses to find the resource and an event
+// names whole. AWS documents ARNs of up to 2048 bytes; an Azure resource
+// id is the resource's path (/subscriptions/…/resourceGroups/…/providers/
+// …), 300 bytes and more for a nested one.
+const MaxResourceID = 2048
 
 // MaxReason is the most bytes a reason takes (a confirmation's or a
 // resolution's): longer notes belong elsewhere, linked.

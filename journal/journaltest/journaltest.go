@@ -426,7 +426,7 @@ func testResolveInvalid(t *testing.T, s idem.Store) {
 		// operator tool prints them: a confirmation's bounds.
 		{"long reason", func(m *journal.Manual) { m.Reason = strings.Repeat("r", 1025) }},
 		{"long by", func(m *journal.Manual) { m.By = strings.Repeat("b", 256) }},
-		{"long resource id", func(m *journal.Manual) { m.ResourceID = strings.Repeat("o", 256) }},
+		{"long resource id", func(m *journal.Manual) { m.ResourceID = strings.Repeat("o", 2049) }},
 		{"control character in by", func(m *journal.Manual) { m.By = "ann\nbob" }},
 		{"reason not UTF-8", func(m *journal.Manual) { m.Reason = "paid\xff" }},
 	}
