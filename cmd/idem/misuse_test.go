@@ -23,7 +23,7 @@ func TestResolveRefusesWhatTheClientRefuses(t *testing.T) {
 	for name, flags := range map[string][]string{
 		"long reason":        {"-reason", strings.Repeat("x", 2000)},
 		"long by":            {"-reason", "x", "-by", strings.Repeat("b", 300)},
-		"long resource id":   {"-reason", "x", "-resource-id", strings.Repeat("r", 300)},
+		"long resource id":   {"-reason", "x", "-resource-id", strings.Repeat("r", 2100)},
 		"newline in by":      {"-reason", "x", "-by", "ann\nbob"},
 		"tab in resource id": {"-reason", "x", "-resource-id", "ord\t1"},
 		"invalid reason":     {"-reason", "paid\xff"},
