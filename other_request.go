@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/idemkit/idem/internal/recordable"
 )
 
 // A result query asks by key, and a key can hold another request's result:
@@ -220,9 +222,5 @@ func clipValue(s string) string {
 	if len(s) <= n {
 		return s
 	}
-	i := n
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
+	return recordable.Clip(s, n) + "…"
 }
