@@ -454,15 +454,15 @@ func keyHeaderRefusal(canon string) string {
 // sent.", "client_order_id must be unique"), or a 2xx whose envelope
 // carries such an error (Bybit's retCode 110072 "OrderLinkedID is
 // duplicate", OKX's sCode 51016) and which the Decoder cannot read or
-// reads as failed, or any 2xx with such words it reads as failed (Kraken
-// Futures' "clientOrderIdAlreadyExist"): to a first attempt, a copy of which may have placed
-// the order, it is flagged [ReviewKeyInUse], not failed; to a resend
-// after a lost answer it is asked about, and flagged
-// [ReviewRefusedAfterSend] if it persists. So is any other refusal in
-// such an envelope that the Decoder reads as failed, to such a resend
-// (Kraken's "EOrder:Insufficient funds" once the order filled); to a
-// first attempt it fails. A client order id that is unique among open orders only
-// (Kraken's cl_ord_id) is no key once a market order has filled: give
+// reads as failed, or any 2xx with such words it reads as failed
+// (Kraken Futures' "clientOrderIdAlreadyExist"): to a first attempt, a
+// copy of which may have placed the order, it is flagged
+// [ReviewKeyInUse], not failed; to a resend after a lost answer it is
+// asked about, and flagged [ReviewRefusedAfterSend] if it persists. So
+// is any other refusal in such an envelope that the Decoder reads as
+// failed, to such a resend (Kraken's "EOrder:Insufficient funds" once
+// the order filled); to a first attempt it fails. A client order id that
+// is unique among open orders only (Kraken's cl_ord_id) is no key once a market order has filled: give
 // such an API's order-by-client-id endpoint to WithResultEndpoint, so
 // that a lost answer is asked about before anything is resent. It must
 // find filled orders, not only open ones, and is asked with a GET (for
