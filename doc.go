@@ -148,9 +148,9 @@
 // retCode 110072 "OrderLinkedID is duplicate", OKX's sCode 51016) that
 // the Decoder cannot read or reads as failed, or any 2xx with such words
 // it reads as failed (Kraken Futures' "clientOrderIdAlreadyExist" under
-// "result": "success"); "duplicate line item" or "duplicate email" is no such answer
-// and fails as any validation error does. A refusal
-// that names the resource its key already created
+// "result": "success"); "duplicate line item" or "duplicate email" is
+// no such answer and fails as any validation error does. A refusal that
+// names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with
 // links.conflicting_resource_id, Primer's 409 IdempotencyKeyAlreadyExists
 // or 400 TransactionRequestIdempotencyKeyAlreadyExists with paymentId,
