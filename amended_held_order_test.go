@@ -26,12 +26,27 @@ import (
 // Modify Order keeps the clientOrderId alike).
 type chasedBook struct {
 	queryID string // the orderId the realtime query answers
+	orderLog
+}
 
-	mu      sync.Mutex
-	creates []string // each create's body
-	queries int
-	// queryErrs: each result query's error, as the Attempt hook saw it.
+// orderLog is what an order API's fake saw: its creates and result
+// queries, and each query's error as the Attempt hook (queryHook) saw it.
+type orderLog struct {
+	mu        sync.Mutex
+	creates   []string // each create's body
+	queries   int
 	queryErrs []string
+}
+
+// queryHook records each result query's error in queryErrs.
+func (l *orderLog) queryHook() idem.Option {
+	return idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) {
+		if ev.Query {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.queryErrs = append(l.queryErrs, fmt.Sprint(ev.Err))
+		}
+	}})
 }
 
 const chasedOrderID = "1321003749386327552"
@@ -79,14 +94,7 @@ func TestAmendedHeldOrderIsStillOurs(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(s.serve))
 			t.Cleanup(srv.Close)
 			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeBybitOrder),
-				idem.WithResultEndpoint(srv.URL+"/v5/order/realtime?category=linear&orderLinkId={key}"),
-				idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) {
-					if ev.Query {
-						s.mu.Lock()
-						defer s.mu.Unlock()
-						s.queryErrs = append(s.queryErrs, fmt.Sprint(ev.Err))
-					}
-				}}))
+				idem.WithResultEndpoint(srv.URL+"/v5/order/realtime?category=linear&orderLinkId={key}"), s.queryHook())
 			body := `{"category":"linear","symbol":"BTCUSDT","side":"Buy","orderType":"Limit","qty":"0.010","price":"60000","timeInForce":"GTC","orderLinkId":"ord-9"}`
 			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/v5/order/create", Body: []byte(body)})
 			s.mu.Lock()

@@ -521,7 +521,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
 	if query && ex.status >= 200 && ex.status < 300 && (a.decodeErr == nil || a.foundOrder) {
-		a.otherRequest = otherRequest(rec.Body, ex.body)
+		a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 	}
 	if !query && !a.stored() && c.cfg.keyHeader == "" && (a.decodeErr != nil || a.out.State == StateFailed) {
 		// The decoder's "failed" marks a refusal as an envelope's error

@@ -150,6 +150,9 @@ type answer struct {
 	// otherRequest: a result query's 2xx describes a request other than
 	// the journaled one (otherRequest): how, for the attempt's error.
 	otherRequest string
+	// otherFixed: among what differs is a member no amendment changes
+	// (amendable): the answer is another order's, held or not.
+	otherFixed bool
 	// envelopeRefusal: with the key in the request's body, a submit's
 	// 2xx whose envelope carries an error (carriesError) and which the
 	// decoder read as failed: an API that answers its refusals 200 OK
@@ -469,7 +472,7 @@ func queryMeaning(p past, a answer) judgment {
 		}
 		switch {
 		case (j.move == moveSettle || j.move == moveProcessing) && a.otherRequest != "" &&
-			!(p.heldOwn && j.out.ResourceID == p.held):
+			!(p.heldOwn && j.out.ResourceID == p.held && !a.otherFixed):
 			// The key's result is another request's: one that used the key
 			// first (a client order id free again once its order filled,
 			// a key space shared with another service). Settling ours with
@@ -478,6 +481,9 @@ func queryMeaning(p past, a answer) judgment {
 			// says now: a resting order is amended in place, its price
 			// and quantity then not the ones sent (Bybit's amend-order,
 			// Binance's futures Modify Order keep the client order id).
+			// Not its side or symbol: a create may be answered with the
+			// order another request left under the id (Coinbase Advanced
+			// Trade returns it "instead"), which our answer then named.
 			return judgment{move: moveReview, label: "query_other_request", review: ReviewKeyInUse, conflict: true,
 				err: fmt.Errorf("idem: the result found under the key is another request's: its %s", a.otherRequest)}
 		case j.move == moveSettle && p.contested && j.out.State == StateSucceeded:

@@ -224,6 +224,11 @@ func TestJudgeQueryOtherRequestOfTheHeldResource(t *testing.T) {
 			}
 		})
 	}
+	// A side no amendment changes: the held resource is another order.
+	side := answer{status: 200, out: Outcome{State: StateSucceeded, ResourceID: "r"}, otherRequest: `side "SELL"`, otherFixed: true}
+	if j := judgeQuery(past{maybeExecuted: true, held: "r", heldOwn: true}, side); j.move != moveReview {
+		t.Fatalf("judgeQuery() of the held resource, another side = move %d; want review", j.move)
+	}
 }
 
 // TestFoundOrder: a result query's answer names the order a client order

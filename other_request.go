@@ -39,6 +39,20 @@ var answerAliases = map[string]string{"quantity": "origQty"}
 // {"result": {"list": [{…}]}}, Coinbase's {"order": {…}}.
 var envelopeMembers = [...]string{"data", "result", "order", "list"}
 
+// amendable are the describing members an order or payment keeps its
+// identity through when they change: a resting order's price and quantity
+// are amended in place (Bybit's amend-order, Binance's futures Modify
+// Order), an authorised payment's amount updated (Adyen's amountUpdates).
+// Its symbol, side and currency never are: an answer whose are not the
+// request's describes another order whatever resource it names.
+func amendable(name string) bool {
+	switch name {
+	case "symbol", "side", "currency":
+		return false
+	}
+	return true
+}
+
 // otherRequest reports how a result query's answer, answer, describes a
 // request other than the journaled body, body (a JSON object or a form):
 // a describing member both name, at the answer's top level or in its
@@ -46,17 +60,18 @@ var envelopeMembers = [...]string{"data", "result", "order", "list"}
 // value, "1.00000000" as 1; words by their letters and digits, "BUY" as
 // "buy", "BTC/USD" as "BTCUSD"). "" when nothing differs, or nothing can
 // be compared: a member on one side only, nested otherwise, or a number
-// on one side and a word on the other proves nothing.
-func otherRequest(body, answer []byte) string {
+// on one side and a word on the other proves nothing. fixed: a member no
+// amendment changes differs (amendable), the one then named.
+func otherRequest(body, answer []byte) (how string, fixed bool) {
 	ours := requestMembers(body)
 	if len(ours) == 0 {
-		return ""
+		return "", false
 	}
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(trimBOM(answer)))
 	dec.UseNumber()
 	if dec.Decode(&doc) != nil {
-		return ""
+		return "", false
 	}
 	for _, res := range resources(doc, 0, nil) {
 		for _, name := range describingMembers {
@@ -70,12 +85,15 @@ func otherRequest(body, answer []byte) string {
 				theirName = answerAliases[name]
 				w, ok = scalarOf(res[theirName])
 			}
-			if ok && differ(v, w) {
-				return fmt.Sprintf("%s %q, not the request's %s %q", theirName, clipValue(w), name, clipValue(v))
+			if ok && differ(v, w) && (how == "" || !amendable(name)) {
+				how = fmt.Sprintf("%s %q, not the request's %s %q", theirName, clipValue(w), name, clipValue(v))
+				if !amendable(name) {
+					return how, true
+				}
 			}
 		}
 	}
-	return ""
+	return how, false
 }
 
 // requestMembers is the describing members of a request's body with one

@@ -29,6 +29,8 @@ func TestOtherRequest(t *testing.T) {
 		{"an exponent is not read", order, `{"qty":1e100000000}`, ""},
 		{"an object in place of a value proves nothing", `{"amount":1000,"currency":"EUR"}`, `{"amount":{"value":1000,"currency":"EUR"}}`, ""},
 		{"stripe, another amount", "amount=2000&currency=usd", `{"id":"pi_1","amount":5000,"currency":"usd"}`, `amount "5000", not the request's amount "2000"`},
+		{"a price amended and the side another: the side named", form, `{"symbol":"BTCUSDT","price":"91400","side":"SELL"}`, `side "SELL"`},
+		{"stripe, another amount and currency: the currency named", "amount=2000&currency=usd", `{"id":"pi_1","amount":5000,"currency":"eur"}`, `currency "eur"`},
 		{"stripe, same, currency's case", "amount=2000&currency=usd", `{"id":"pi_1","amount":2000.0,"currency":"USD"}`, ""},
 		{"a nested form name is not read", "order[amount]=2000", `{"amount":5000}`, ""},
 		{"a repeated form name is not read", "amount=2000&amount=3000", `{"amount":5000}`, ""},
@@ -36,13 +38,18 @@ func TestOtherRequest(t *testing.T) {
 		{"not JSON", order, `<html>`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := otherRequest([]byte(tt.body), []byte(tt.answer))
+			got, fixed := otherRequest([]byte(tt.body), []byte(tt.answer))
 			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
 				t.Errorf("otherRequest() = %q; want %q", got, tt.want)
 			}
+			// Side, symbol and currency are no amendment's.
+			wantFixed := strings.HasPrefix(tt.want, "side") || strings.HasPrefix(tt.want, "symbol") || strings.HasPrefix(tt.want, "currency")
+			if fixed != wantFixed {
+				t.Errorf("otherRequest() fixed = %v; want %v", fixed, wantFixed)
+			}
 		})
 	}
-	if got := otherRequest([]byte(`{"symbol":"BTCUSDT"}`), []byte(`{"symbol":"`+`\u0001`+strings.Repeat("x", 200)+`"}`)); len(got) > 200 || strings.Contains(got, "\x01") {
+	if got, _ := otherRequest([]byte(`{"symbol":"BTCUSDT"}`), []byte(`{"symbol":"`+`\u0001`+strings.Repeat("x", 200)+`"}`)); len(got) > 200 || strings.Contains(got, "\x01") {
 		t.Errorf("otherRequest() = %q: not bounded or not printable", got)
 	}
 }
