@@ -70,7 +70,12 @@ func cmdResolve(e *env, args []string) (err error) {
 		if r, from, err = b.Resolve(e.ctx, *scope, key, m, *force); err != nil {
 			return err
 		}
-		m.At = r.Resolved.At
+		// The service records its own time and may record another by:
+		// the login its WithOperator verified, "alice (said root)".
+		// Print what it recorded, not what was sent.
+		if r.Resolved != nil {
+			m.At, m.By, m.Reason = r.Resolved.At, r.Resolved.By, r.Resolved.Reason
+		}
 	} else {
 		// The lock is held from here on: nothing changes r before Resolve.
 		s, rec, err := e.openRecord(name, *scope, key, true)
