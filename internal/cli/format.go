@@ -31,6 +31,26 @@ var secretHeaders = []string{
 	"X-Api-Key", "Api-Key", "X-Auth-Token",
 }
 
+// secretHeaderEndings end the names of headers that carry an API's own
+// credential, which the client journals as any other header: KuCoin's
+// KC-API-PASSPHRASE, Binance's X-MBX-APIKEY, Plaid's PLAID-SECRET,
+// Shopify's X-Shopify-Access-Token, Azure API Management's
+// Ocp-Apim-Subscription-Key, Cloudflare's X-Auth-Key. The ending, not
+// any part: KC-API-KEY-VERSION says which kind of key, and is none.
+var secretHeaderEndings = []string{
+	"apikey", "api-key", "api_key", "access-key", "auth-key", "subscription-key",
+	"secret", "passphrase", "password", "token", "cookie", "authorization",
+}
+
+// secretHeader reports whether a header named name holds a credential.
+func secretHeader(name string) bool {
+	if slices.ContainsFunc(secretHeaders, func(s string) bool { return strings.EqualFold(s, name) }) {
+		return true
+	}
+	lower := strings.ToLower(name)
+	return slices.ContainsFunc(secretHeaderEndings, func(e string) bool { return strings.HasSuffix(lower, e) })
+}
+
 // recordJSON is the JSON form of a record, for list -json and show -json.
 // Its field names are part of idem's command-line interface.
 type recordJSON struct {
@@ -184,7 +204,7 @@ func redact(h http.Header) map[string][]string {
 	}
 	out := make(map[string][]string, len(h))
 	for k, vs := range h {
-		if slices.ContainsFunc(secretHeaders, func(s string) bool { return strings.EqualFold(s, k) }) {
+		if secretHeader(k) {
 			out[k] = []string{"[redacted]"}
 			continue
 		}
