@@ -29,7 +29,8 @@
 //
 // A list without scope covers every scope, in (scope, key) order; its
 // answer is {"operations": [...], "next": C}, and next is the cursor of the
-// following page (absent on the last). Errors are
+// following page (absent on the last; a page that lost operations pruned
+// while it was read holds fewer than limit, and still has next). Errors are
 // {"error": {"code", "message"}} with status 400 (bad_request: a bad
 // filter, a missing by or reason), 404 (not_found: unknown key or
 // endpoint), 403 (forbidden: a cross-site browser request, or one

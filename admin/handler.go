@@ -260,6 +260,13 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 		}
 		page.Operations = append(page.Operations, FromRecord(rec, timeline))
 	}
+	if page.Next == "" && f.Limit > 0 && len(ops) == f.Limit {
+		// The journal holds more than List returned, and the page is
+		// not full only because some were pruned since List: the rest
+		// start after the last one it returned, read or pruned.
+		last := ops[len(ops)-1]
+		page.Next = encodeCursor(cursorOf(last.Scope, last.Key))
+	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
 }
