@@ -103,3 +103,29 @@ func TestRemoteRefusesTheCredentialToAProxiedLoopbackName(t *testing.T) {
 	}
 	require.Zero(t, proxied.Load(), "requests sent through the proxy")
 }
+
+// A password in -url (http://user:password@host/) is a credential too:
+// net/http sends it as HTTP Basic authorization (RFC 7617) when no
+// Authorization header is set, which is the case without
+// IDEM_AUTHORIZATION. The clear-text check looked at IDEM_AUTHORIZATION
+// alone, so the password crossed the network in clear to another host.
+func TestRemoteRefusesURLUserInfoOverPlainHTTPToAnotherHost(t *testing.T) {
+	proxied, sawCredential := countingProxy(t)
+	t.Setenv("IDEM_AUTHORIZATION", "")
+	for _, args := range [][]string{
+		{"-url", "http://operator:op_PLANTED_PASSWORD@admin.svc.example/idem/", "list"},
+		{"-url", "http://op_PLANTED_TOKEN@10.0.0.7:8081/idem/", "stats"},
+	} {
+		stdout, stderr, code := runIdemProcess(t, args...)
+		require.Equal(t, 2, code, "%q: %s%s", args, stdout, stderr)
+		require.Contains(t, stderr, "would cross the network in clear text")
+		require.Contains(t, stderr, "-allow-http")
+		require.NotContains(t, stdout+stderr, "PLANTED")
+	}
+	require.Zero(t, proxied.Load(), "requests sent")
+
+	_, stderr, code := runIdemProcess(t, "-allow-http", "-url", "http://operator:op_PLANTED_PASSWORD@admin.svc.example/idem/", "list")
+	require.Equal(t, 1, code, stderr)
+	require.Equal(t, int32(1), proxied.Load())
+	require.Equal(t, int32(1), sawCredential.Load(), "the password, as Basic authorization")
+}

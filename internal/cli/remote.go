@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/idemkit/idem/admin"
+	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -47,15 +48,24 @@ func (e *env) remote(cmd string) (*remote, error) {
 		return nil, usagef(cmd, "-url is not a valid URL (%v): want the admin handler's base URL, such as https://svc.internal/idem/", err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, usagef(cmd, "-url %q: want the admin handler's base URL, such as https://svc.internal/idem/", u.Redacted())
+		return nil, usagef(cmd, "-url %q: want the admin handler's base URL, such as https://svc.internal/idem/", shownURL(u))
 	}
-	if u.Scheme == "http" && e.getenv("IDEM_AUTHORIZATION") != "" && !e.allowHTTP && !direct(u) {
+	// net/http sends the -url's user information as HTTP Basic
+	// authorization when no Authorization header is set (RFC 7617).
+	credential := ""
+	switch {
+	case e.getenv("IDEM_AUTHORIZATION") != "":
+		credential = "IDEM_AUTHORIZATION"
+	case u.User != nil:
+		credential = "the user name and password in it (sent as Basic authorization)"
+	}
+	if u.Scheme == "http" && credential != "" && !e.allowHTTP && !direct(u) {
 		// The credential opens the service's admin handler, which can
 		// settle payments by hand: in clear text, anyone on the path
 		// could replay it.
-		return nil, usagef(cmd, "-url %s is plain http to another host: IDEM_AUTHORIZATION would cross the network in clear text. "+
+		return nil, usagef(cmd, "-url %s is plain http to another host: %s would cross the network in clear text. "+
 			"Use https://, or reach the handler through this machine (kubectl port-forward, an SSH tunnel: http://127.0.0.1:PORT/...), "+
-			"or pass -allow-http if the network encrypts the hop itself (a service mesh's mutual TLS)", u.Redacted())
+			"or pass -allow-http if the network encrypts the hop itself (a service mesh's mutual TLS)", shownURL(u), credential)
 	}
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
@@ -79,6 +89,11 @@ func direct(u *url.URL) bool {
 	p, err := http.ProxyFromEnvironment(&http.Request{URL: u})
 	return err == nil && p == nil
 }
+
+// shownURL is u as messages and stats -json show it: without its user
+// name and password (a user name alone may be a token) or a credential
+// in its query.
+func shownURL(u *url.URL) string { return httpsyntax.RedactURL(u.String()) }
 
 // loopback reports whether host names this machine.
 func loopback(host string) bool {
@@ -114,27 +129,32 @@ func (r *remote) call(ctx context.Context, method, path string, q url.Values, bo
 	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin handler %s: %w", r.base.Redacted(), err)
+		// Its text quotes the URL as net/http shows it, with the user
+		// name (a token, as the user name of a Basic credential) left in.
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = fmt.Errorf("%s %s: %w", ue.Op, path, ue.Err)
+		}
+		return fmt.Errorf("admin handler %s: %w", shownURL(r.base), err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRemoteAnswer))
 	if err != nil {
-		return fmt.Errorf("admin handler %s: %w", r.base.Redacted(), err)
+		return fmt.Errorf("admin handler %s: %w", shownURL(r.base), err)
 	}
 	if loc, err := resp.Location(); err == nil && resp.StatusCode/100 == 3 {
 		return fmt.Errorf("admin handler %s: %s to %s, not followed (it would take IDEM_AUTHORIZATION along); if that is the handler, pass it as -url",
-			r.base.Redacted(), resp.Status, loc.Redacted())
+			shownURL(r.base), resp.Status, loc.Redacted())
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Error admin.Error }
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("%s (admin handler %s, %d)", e.Error.Message, r.base.Redacted(), resp.StatusCode)
+			return fmt.Errorf("%s (admin handler %s, %d)", e.Error.Message, shownURL(r.base), resp.StatusCode)
 		}
 		return fmt.Errorf("admin handler %s: %s; check -url (it should end in the handler's mount path, such as /idem/) and IDEM_AUTHORIZATION",
-			r.base.Redacted(), resp.Status)
+			shownURL(r.base), resp.Status)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		return fmt.Errorf("admin handler %s: the answer is not the handler's JSON (%v); check -url", r.base.Redacted(), err)
+		return fmt.Errorf("admin handler %s: the answer is not the handler's JSON (%v); check -url", shownURL(r.base), err)
 	}
 	return nil
 }
@@ -206,7 +226,7 @@ func (r *remote) Resolve(ctx context.Context, scope, key string, m journal.Manua
 }
 
 // Where is the handler's URL, without a password.
-func (r *remote) Where() string { return r.base.Redacted() }
+func (r *remote) Where() string { return shownURL(r.base) }
 
 // Heading names the service, whose file size the handler does not serve.
 func (r *remote) Heading(journal.Stats) string { return "service " + clean(r.Where()) }

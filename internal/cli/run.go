@@ -51,9 +51,9 @@ Global flags (also accepted after the command):
         with the same output; $IDEM_AUTHORIZATION, if set, is sent as
         the Authorization header, over https or to this machine only
   -allow-http
-        send $IDEM_AUTHORIZATION over a plain http:// -url to another
-        host (a network that encrypts the hop itself, such as a service
-        mesh's mutual TLS)
+        send $IDEM_AUTHORIZATION, or the -url's user:password, over a
+        plain http:// -url to another host (a network that encrypts the
+        hop itself, such as a service mesh's mutual TLS)
 
 Durations are Go durations (90m, 720h) or whole days (30d).
 Run 'idem COMMAND -h' for the flags of a command.
@@ -189,7 +189,7 @@ func (e *env) globalFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&e.lockTimeout, "lock-timeout", e.lockTimeout, "how long to wait for the journal's lock")
 	fs.BoolVar(&e.networkFS, "allow-network-fs", e.networkFS, "let resolve, prune and compact write a journal on a network file system (NFS, SMB, ...)")
 	fs.StringVar(&e.url, "url", e.url, "a running service's admin handler, such as http://127.0.0.1:8081/idem/ (list, show, stats, resolve)")
-	fs.BoolVar(&e.allowHTTP, "allow-http", e.allowHTTP, "send $IDEM_AUTHORIZATION over a plain http:// -url to another host (a service mesh that encrypts the hop)")
+	fs.BoolVar(&e.allowHTTP, "allow-http", e.allowHTTP, "send $IDEM_AUTHORIZATION, or the -url's user:password, over a plain http:// -url to another host (a service mesh that encrypts the hop)")
 	for _, m := range e.modes {
 		m.Flags(fs)
 	}
