@@ -41,17 +41,10 @@ func TestRemoteRefusesTheCredentialOverPlainHTTPToAnotherHost(t *testing.T) {
 	const credential = "Bearer op_PLANTED_CREDENTIAL"
 	proxied, sawCredential := countingProxy(t)
 	t.Setenv("IDEM_AUTHORIZATION", credential)
-	for _, args := range [][]string{
-		{"-url", "http://admin.svc.example/idem/", "list"},
-		{"-url", "http://10.0.0.7:8081/idem/", "stats"},
-		{"-url", "http://admin.svc.example/idem/", "resolve", "-failed", "-reason", "declined", "k"},
-	} {
-		stdout, stderr, code := runIdemProcess(t, args...)
-		require.Equal(t, 2, code, "%q: %s%s", args, stdout, stderr)
-		require.Contains(t, stderr, "IDEM_AUTHORIZATION would cross the network in clear text")
-		require.Contains(t, stderr, "-allow-http")
-		require.NotContains(t, stdout+stderr, "PLANTED")
-	}
+	requireRefusedInClear(t, "IDEM_AUTHORIZATION would cross the network in clear text",
+		[]string{"-url", "http://admin.svc.example/idem/", "list"},
+		[]string{"-url", "http://10.0.0.7:8081/idem/", "stats"},
+		[]string{"-url", "http://admin.svc.example/idem/", "resolve", "-failed", "-reason", "declined", "k"})
 	require.Zero(t, proxied.Load(), "requests sent")
 
 	// Told the hop is encrypted, it sends (the proxy stands in for the
@@ -112,20 +105,26 @@ func TestRemoteRefusesTheCredentialToAProxiedLoopbackName(t *testing.T) {
 func TestRemoteRefusesURLUserInfoOverPlainHTTPToAnotherHost(t *testing.T) {
 	proxied, sawCredential := countingProxy(t)
 	t.Setenv("IDEM_AUTHORIZATION", "")
-	for _, args := range [][]string{
-		{"-url", "http://operator:op_PLANTED_PASSWORD@admin.svc.example/idem/", "list"},
-		{"-url", "http://op_PLANTED_TOKEN@10.0.0.7:8081/idem/", "stats"},
-	} {
-		stdout, stderr, code := runIdemProcess(t, args...)
-		require.Equal(t, 2, code, "%q: %s%s", args, stdout, stderr)
-		require.Contains(t, stderr, "would cross the network in clear text")
-		require.Contains(t, stderr, "-allow-http")
-		require.NotContains(t, stdout+stderr, "PLANTED")
-	}
+	requireRefusedInClear(t, "(sent as Basic authorization) would cross the network in clear text",
+		[]string{"-url", "http://operator:op_PLANTED_PASSWORD@admin.svc.example/idem/", "list"},
+		[]string{"-url", "http://op_PLANTED_TOKEN@10.0.0.7:8081/idem/", "stats"})
 	require.Zero(t, proxied.Load(), "requests sent")
 
 	_, stderr, code := runIdemProcess(t, "-allow-http", "-url", "http://operator:op_PLANTED_PASSWORD@admin.svc.example/idem/", "list")
 	require.Equal(t, 1, code, stderr)
 	require.Equal(t, int32(1), proxied.Load())
 	require.Equal(t, int32(1), sawCredential.Load(), "the password, as Basic authorization")
+}
+
+// requireRefusedInClear runs each command line as a process: each is a
+// usage error saying why (want) and how to pass, naming no credential.
+func requireRefusedInClear(t *testing.T, want string, cmds ...[]string) {
+	t.Helper()
+	for _, args := range cmds {
+		stdout, stderr, code := runIdemProcess(t, args...)
+		require.Equal(t, 2, code, "%q: %s%s", args, stdout, stderr)
+		require.Contains(t, stderr, want)
+		require.Contains(t, stderr, "-allow-http")
+		require.NotContains(t, stdout+stderr, "PLANTED")
+	}
 }
