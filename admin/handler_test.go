@@ -45,13 +45,9 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{t: t, clock: idemtest.NewClock(epoch)}
-	srv, err := idemtest.NewServer(idemtest.WithClock(f.clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	f.srv = srv
-	f.store, err = journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = f.store.Close() })
+	srv, store := serverAndJournal(t, f.clock)
+	f.srv, f.store = srv, store
+	var err error
 	f.client, err = idem.New(f.store,
 		idem.WithHTTPClient(srv.Client()), idem.WithClock(f.clock),
 		idem.WithResultEndpoint(srv.ResultTemplate()), idem.WithMaxAttempts(2), idem.WithReconcile(time.Second, time.Minute, time.Hour),
@@ -88,6 +84,19 @@ func newFixture(t testing.TB) *fixture {
 	f.admin = httptest.NewServer(admin.NewHandler(f.client, admin.WithClock(f.clock)))
 	t.Cleanup(f.admin.Close)
 	return f
+}
+
+// serverAndJournal starts a fake API on clock and opens a journal, both
+// closed when the test ends.
+func serverAndJournal(t testing.TB, clock *idemtest.Clock) (*idemtest.Server, *journal.Store) {
+	t.Helper()
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = js.Close() })
+	return srv, js
 }
 
 func (f *fixture) req(key string) idem.Request {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -43,12 +42,7 @@ func (s *pruningStore) List(ctx context.Context, f journal.Filter) ([]*journal.R
 // (unknown ones included) was missing from what the operator saw.
 func TestListPageSurvivesAConcurrentPrune(t *testing.T) {
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = js.Close() })
+	srv, js := serverAndJournal(t, clock)
 	store := &pruningStore{Store: js, cutoff: epoch.Add(30 * time.Minute)}
 	client, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clock))
 	require.NoError(t, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -46,12 +45,7 @@ func (s *settlingStore) Resolve(ctx context.Context, scope, key string, m journa
 // corrects it on purpose.
 func TestResolveRacingASettlement(t *testing.T) {
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = js.Close() })
+	srv, js := serverAndJournal(t, clock)
 	store := &settlingStore{Store: js, at: epoch.Add(time.Minute)}
 	client, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(clock),
 		idem.WithResultEndpoint(srv.ResultTemplate()), idem.WithMaxAttempts(2))
