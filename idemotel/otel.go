@@ -19,6 +19,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
@@ -113,6 +115,22 @@ type Instrumentation struct {
 	now                      func() time.Time
 	noopTracer               bool // spans are never recorded: skip building them
 	endpoints                endpointCache
+
+	// The Clients Observe was given, reported by one callback,
+	// registered by the first Observe and never removed (it observes
+	// nothing while obs is empty). obsMu is never held across a call
+	// into the SDK, which holds its own lock around the callback.
+	obsOnce sync.Once
+	obsErr  error
+	obsMu   sync.Mutex
+	obs     []*observation
+}
+
+// observation is one Observe call's Client, and its Registration.
+type observation struct {
+	embedded.Registration
+	i *Instrumentation
+	c *idem.Client
 }
 
 // New creates the instruments.
@@ -174,28 +192,79 @@ func New(opts ...Option) (*Instrumentation, error) {
 
 // Observe registers the gauges for c; they read c.Stats on every
 // collection (its cost grows with the open operations). Unregister the
-// registration before closing c.
+// registration before closing c. The gauges of several Clients observed
+// at once are their totals (the flagged and unknown operations of all of
+// them, the oldest unknown of any, the retry budget that holds least).
 func (i *Instrumentation) Observe(c *idem.Client) (metric.Registration, error) {
-	reg, err := i.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		st, err := c.Stats(ctx)
+	// One callback for every Client: gauges without attributes, each
+	// observed once per Client, would keep the last Client's value alone,
+	// and one with nothing flagged hide another's flagged operations.
+	i.obsOnce.Do(func() {
+		_, err := i.meter.RegisterCallback(i.observeAll, i.open, i.unknown, i.flagged, i.oldestUnknown, i.tokens)
 		if err != nil {
-			return err
+			i.obsErr = errors.Join(errors.New("idemotel: registering gauges"), err)
 		}
-		o.ObserveInt64(i.open, int64(st.Open))
-		o.ObserveInt64(i.unknown, int64(st.ByState[idem.StateUnknown]))
-		o.ObserveInt64(i.flagged, int64(st.Review))
-		age := 0.0
-		if !st.OldestUnknown.IsZero() {
-			age = max(0, i.now().Sub(st.OldestUnknown).Seconds())
-		}
-		o.ObserveFloat64(i.oldestUnknown, age)
-		o.ObserveFloat64(i.tokens, st.RetryTokens)
-		return nil
-	}, i.open, i.unknown, i.flagged, i.oldestUnknown, i.tokens)
-	if err != nil {
-		return nil, errors.Join(errors.New("idemotel: registering gauges"), err)
+	})
+	if i.obsErr != nil {
+		return nil, i.obsErr
 	}
-	return reg, nil
+	o := &observation{i: i, c: c}
+	i.obsMu.Lock()
+	i.obs = append(i.obs, o)
+	i.obsMu.Unlock()
+	return o, nil
+}
+
+// Unregister stops reporting the observation's Client; it may be called
+// more than once.
+func (o *observation) Unregister() error {
+	o.i.obsMu.Lock()
+	defer o.i.obsMu.Unlock()
+	o.i.obs = slices.DeleteFunc(o.i.obs, func(x *observation) bool { return x == o })
+	return nil
+}
+
+// observeAll reports the gauges of every observed Client. A Client whose
+// Stats fail leaves the others reported, and its error is returned.
+func (i *Instrumentation) observeAll(ctx context.Context, o metric.Observer) error {
+	i.obsMu.Lock()
+	obs := slices.Clone(i.obs)
+	i.obsMu.Unlock()
+	var (
+		errs                   []error
+		read                   bool
+		open, unknown, flagged int
+		oldest                 time.Time
+		tokens                 float64
+	)
+	for _, ob := range obs {
+		st, err := ob.c.Stats(ctx)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		open, unknown, flagged = open+st.Open, unknown+st.ByState[idem.StateUnknown], flagged+st.Review
+		if !st.OldestUnknown.IsZero() && (oldest.IsZero() || st.OldestUnknown.Before(oldest)) {
+			oldest = st.OldestUnknown
+		}
+		if !read || st.RetryTokens < tokens {
+			tokens = st.RetryTokens
+		}
+		read = true
+	}
+	if !read {
+		return errors.Join(errs...)
+	}
+	o.ObserveInt64(i.open, int64(open))
+	o.ObserveInt64(i.unknown, int64(unknown))
+	o.ObserveInt64(i.flagged, int64(flagged))
+	age := 0.0
+	if !oldest.IsZero() {
+		age = max(0, i.now().Sub(oldest).Seconds())
+	}
+	o.ObserveFloat64(i.oldestUnknown, age)
+	o.ObserveFloat64(i.tokens, tokens)
+	return errors.Join(errs...)
 }
 
 // Hooks returns the hooks to pass to idem.WithHooks.
