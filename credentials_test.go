@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
 )
 
 // Credentials: "added at send time ... and are never written to disk". A
@@ -61,3 +62,43 @@ func TestHookCredentialInURLNotJournaledOrLogged(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// An API's own credential headers were journaled: only the standard names
+// (Authorization, Cookie, X-Api-Key, …) were refused, so KuCoin's
+// KC-API-PASSPHRASE or Binance's X-MBX-APIKEY set on a Request went to
+// disk with the body, and stayed there past the key's rotation. Names that
+// end as credentials' names do are refused as the standard ones are; a
+// name that merely contains one (KC-API-KEY-VERSION) is none.
+func TestCredentialNamedHeadersNeverJournaled(t *testing.T) {
+	e := newEnv(t)
+	for _, h := range []string{
+		"KC-API-KEY", "KC-API-PASSPHRASE", "OK-ACCESS-PASSPHRASE", "X-MBX-APIKEY",
+		"PLAID-SECRET", "X-Shopify-Access-Token", "X-Amz-Security-Token",
+		"Ocp-Apim-Subscription-Key", "X-Auth-Key", "Set-Cookie",
+	} {
+		r := e.req("k-"+h, `{}`)
+		r.Header = http.Header{h: {"credential-value"}}
+		_, err := e.client.Prepare(e.ctx, r)
+		require.ErrorIs(t, err, idem.ErrSecretHeader, h)
+		require.ErrorContains(t, err, "WithRequestHook", h)
+		require.NotContains(t, err.Error(), "credential-value", h)
+
+		hr, err := http.NewRequest(http.MethodPost, e.srv.URL+"/orders", nil)
+		require.NoError(t, err)
+		hr.Header.Set(h, "credential-value")
+		_, err = idem.RequestFromHTTP(hr)
+		require.ErrorIs(t, err, idem.ErrSecretHeader, h)
+	}
+	r := e.req("k-version", `{}`)
+	r.Header = http.Header{"Kc-Api-Key-Version": {"2"}, "Stripe-Account": {"acct_1"}}
+	_, err := e.client.Submit(e.ctx, r)
+	require.NoError(t, err)
+	h := e.record("k-version").Header
+	require.Equal(t, []string{"2"}, h["Kc-Api-Key-Version"])
+	require.Equal(t, []string{"acct_1"}, h["Stripe-Account"])
+	require.Equal(t, 1, e.srv.Effects(scope, "k-version"))
+	for _, h := range []string{"KC-API-KEY", "X-MBX-APIKEY"} {
+		_, err := e.store.Get(e.ctx, idem.DefaultScope, "k-"+h)
+		require.ErrorIs(t, err, journal.ErrNotFound, "a refused request is not journaled")
+	}
+}

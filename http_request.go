@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
+
+	"github.com/idemkit/idem/internal/httpsyntax"
 )
 
 // RequestFromHTTP turns an outgoing *http.Request into a Request to
@@ -27,7 +28,7 @@ func RequestFromHTTP(r *http.Request) (Request, error) {
 		return Request{}, fmt.Errorf("%w: RequestFromHTTP: nil request or URL", ErrInvalidRequest)
 	}
 	for name := range r.Header {
-		if slices.Contains(secretHeaders[:], http.CanonicalHeaderKey(name)) {
+		if httpsyntax.CredentialHeader(name) {
 			return Request{}, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, http.CanonicalHeaderKey(name))
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -433,7 +432,7 @@ func keyHeaderRefusal(canon string) string {
 	switch {
 	case connectionHeader(canon) != "":
 		return connectionHeader(canon)
-	case slices.Contains(secretHeaders[:], canon):
+	case httpsyntax.NamedCredentialHeader(canon):
 		// The hook or Transport that adds credentials overwrites the
 		// key: the server gets no key, and executes every resend afresh.
 		return "it carries credentials, which the request hook or Transport sets over the key (or the key over them); name the header the API documents for idempotency keys"

@@ -56,11 +56,6 @@ type Request struct {
 	Body []byte
 }
 
-// secretHeaders are never journaled: they would outlive their credentials.
-// The list cannot know every API's custom credential header; these are
-// the standard ones and the most common custom ones.
-var secretHeaders = [...]string{"Authorization", "Cookie", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token"}
-
 // connectionHeader says why a header (canonical name) cannot be
 // journaled, or "" if it can. Each is about one connection or one
 // message's framing, not the operation: net/http sends the URL's host and
@@ -214,7 +209,8 @@ func (c *Client) newRecord(req Request) (*journal.Record, *[1]journal.Attempt, e
 			return nil, nil, fmt.Errorf("%w: header name %q is not a valid HTTP token", ErrInvalidRequest, name)
 		}
 		canon := http.CanonicalHeaderKey(name)
-		if slices.Contains(secretHeaders[:], canon) {
+		// Never journaled: they would outlive their credentials on disk.
+		if httpsyntax.CredentialHeader(canon) {
 			return nil, nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, canon)
 		}
 		if why := connectionHeader(canon); why != "" {

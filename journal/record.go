@@ -91,7 +91,7 @@ type Resolution struct {
 
 // Record is everything needed to resume an operation with no help from the
 // caller. It never holds credentials: the client refuses to persist
-// Authorization, Cookie and Proxy-Authorization headers.
+// Authorization, Cookie and other credential headers (idem.ErrSecretHeader).
 type Record struct {
 	Scope    string // caller identity / account the key belongs to
 	Key      string // idempotency key, unique within Scope

@@ -21,7 +21,13 @@ import (
 // version, or straight through package journal). Its list had only
 // Authorization, Cookie, Proxy-Authorization and Set-Cookie; the client
 // refuses X-Api-Key, Api-Key and X-Auth-Token too, and show / list -json
-// printed those in clear.
+// printed those in clear. An API's own credential header (KuCoin's
+// KC-API-PASSPHRASE, OKX's OK-ACCESS-PASSPHRASE, Binance's X-MBX-APIKEY,
+// Plaid's PLAID-SECRET, Shopify's X-Shopify-Access-Token, Azure API
+// Management's Ocp-Apim-Subscription-Key) was journaled by releases that
+// refused only the names above, and printed to the terminal or the CI log
+// show and list -json run in; a name that merely contains a credential
+// word (KC-API-KEY-VERSION) is printed.
 func TestShowRedactsEveryCredentialHeader(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "payments.journal")
 	s, err := journal.Open(path)
@@ -38,6 +44,15 @@ func TestShowRedactsEveryCredentialHeader(t *testing.T) {
 			"Api-Key":      {"sk_live_apikey"},
 			"X-Auth-Token": {"sk_live_authtoken"},
 			"Content-Type": {"application/json"},
+
+			"Kc-Api-Key":                {"sk_live_kc_key"},
+			"Kc-Api-Passphrase":         {"sk_live_kc_passphrase"},
+			"Ok-Access-Passphrase":      {"sk_live_okx_passphrase"},
+			"X-Mbx-Apikey":              {"sk_live_binance_key"},
+			"Plaid-Secret":              {"sk_live_plaid_secret"},
+			"X-Shopify-Access-Token":    {"sk_live_shopify_token"},
+			"Ocp-Apim-Subscription-Key": {"sk_live_apim_key"},
+			"Kc-Api-Key-Version":        {"2"},
 		},
 		Body: body, BodySHA: sha256.Sum256(body), State: journal.StateUnknown,
 		Created: now, Updated: now,
@@ -45,7 +60,7 @@ func TestShowRedactsEveryCredentialHeader(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 
-	requireRedacted(t, path, "application/json", "region=eu")
+	requireRedacted(t, path, "application/json", "region=eu", "Kc-Api-Key-Version")
 }
 
 // requireRedacted runs show, show -json and list -json on the journal at

@@ -21,35 +21,11 @@ import (
 // timeLayout prints instants in UTC to the millisecond.
 const timeLayout = "2006-01-02T15:04:05.000Z07:00"
 
-// secretHeaders are never printed. The client refuses to journal them, so
-// a record should not hold any; idem redacts them all the same. The list
-// must hold at least every header the client refuses (secretHeaders in
-// request.go): X-Api-Key, Api-Key and X-Auth-Token were missing, and a
-// record holding one had its credential printed by show and list -json.
-var secretHeaders = []string{
-	"Authorization", "Cookie", "Proxy-Authorization", "Set-Cookie",
-	"X-Api-Key", "Api-Key", "X-Auth-Token",
-}
-
-// secretHeaderEndings end the names of headers that carry an API's own
-// credential, which the client journals as any other header: KuCoin's
-// KC-API-PASSPHRASE, Binance's X-MBX-APIKEY, Plaid's PLAID-SECRET,
-// Shopify's X-Shopify-Access-Token, Azure API Management's
-// Ocp-Apim-Subscription-Key, Cloudflare's X-Auth-Key. The ending, not
-// any part: KC-API-KEY-VERSION says which kind of key, and is none.
-var secretHeaderEndings = []string{
-	"apikey", "api-key", "api_key", "access-key", "auth-key", "subscription-key",
-	"secret", "passphrase", "password", "token", "cookie", "authorization",
-}
-
 // secretHeader reports whether a header named name holds a credential.
-func secretHeader(name string) bool {
-	if slices.ContainsFunc(secretHeaders, func(s string) bool { return strings.EqualFold(s, name) }) {
-		return true
-	}
-	lower := strings.ToLower(name)
-	return slices.ContainsFunc(secretHeaderEndings, func(e string) bool { return strings.HasSuffix(lower, e) })
-}
+// The client refuses to journal them, but records journaled before it
+// refused API-specific names (KC-API-PASSPHRASE, X-MBX-APIKEY) may hold
+// one; idem redacts them all the same.
+func secretHeader(name string) bool { return httpsyntax.CredentialHeader(name) }
 
 // recordJSON is the JSON form of a record, for list -json and show -json.
 // Its field names are part of idem's command-line interface.

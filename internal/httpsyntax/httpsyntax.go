@@ -23,6 +23,51 @@ func ValidHeaderName(name string) bool {
 	return true
 }
 
+// credentialHeaders carry credentials by their names: the standard ones
+// and the most common custom ones.
+var credentialHeaders = [...]string{"Authorization", "Cookie", "Set-Cookie", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token"}
+
+// credentialEndings end the names of headers that carry an API's own
+// credential: KuCoin's KC-API-KEY and KC-API-PASSPHRASE, OKX's
+// OK-ACCESS-PASSPHRASE, Binance's X-MBX-APIKEY, Plaid's PLAID-SECRET,
+// Shopify's X-Shopify-Access-Token, AWS's X-Amz-Security-Token, Azure API
+// Management's Ocp-Apim-Subscription-Key, Cloudflare's X-Auth-Key. The
+// ending, not any part: KC-API-KEY-VERSION says which kind of key, and is
+// none.
+var credentialEndings = [...]string{
+	"apikey", "api-key", "api_key", "access-key", "auth-key", "subscription-key",
+	"secret", "passphrase", "password", "token", "cookie", "authorization",
+}
+
+// CredentialHeader reports whether a header named name (in any case)
+// carries a credential, by the standard names or by an ending API
+// credentials' names share.
+func CredentialHeader(name string) bool {
+	if NamedCredentialHeader(name) {
+		return true
+	}
+	for _, e := range credentialEndings {
+		if len(name) >= len(e) && strings.EqualFold(name[len(name)-len(e):], e) {
+			return true
+		}
+	}
+	return false
+}
+
+// NamedCredentialHeader reports whether name (in any case) is one of the
+// standard or common credential headers, which a request hook or
+// Transport sets: such a header cannot carry an idempotency key. An
+// ending is no reason there: Twilio's key header is
+// I-Twilio-Idempotency-Token.
+func NamedCredentialHeader(name string) bool {
+	for _, c := range credentialHeaders {
+		if strings.EqualFold(name, c) {
+			return true
+		}
+	}
+	return false
+}
+
 // secretParams are query parameter names (lower case) that carry an API
 // credential. Generic names such as "token" or "key" are left alone: a
 // PayPal return URL's token is an order id.
