@@ -2,6 +2,7 @@ package journal
 
 import (
 	"errors"
+	"fmt"
 	"os"
 )
 
@@ -62,3 +63,26 @@ const (
 // localFS when it cannot tell. A variable, so that tests can stand in a
 // network file system the test machine does not have.
 var fileSystemOf = statFileSystem
+
+// newFileSize is what bbolt writes into an empty file to make it a
+// database: two meta pages, a freelist page and an empty leaf, of the
+// system's page size (bbolt's DB.init; the journal sets no PageSize).
+var newFileSize = 4 * int64(os.Getpagesize())
+
+// reserveNew makes sure that bbolt can write a new journal's first pages
+// into the empty file f, before it tries. On a nearly full disk
+// (or past a quota) its one write of them stopped part way: bbolt.Open
+// failed with ENOSPC and left a file of one to three pages, and every
+// later start, with the disk freed, refused it as truncated and asked for
+// a complete copy to restore, of a journal that never held anything. The
+// space is reserved without changing the file's size, so that a refusal
+// leaves it empty, and the next Open makes a journal of it. Where the file
+// system cannot reserve space, bbolt writes as before.
+func reserveNew(f *os.File) error {
+	err := reserve(f, newFileSize)
+	if err == nil {
+		return nil
+	}
+	// Open prefixes "journal: open PATH: ".
+	return fmt.Errorf("no room for a new journal (%w): nothing was written; free space on its file system and start again", err)
+}

@@ -39,3 +39,22 @@ func statFileSystem(f *os.File) (string, fsKind) {
 	}
 	return fs.name, fs.kind
 }
+
+// fallocKeepSize is FALLOC_FL_KEEP_SIZE (linux/falloc.h): allocate the
+// blocks, leave the file's size as it is.
+const fallocKeepSize = 0x1
+
+// reserve allocates n bytes at the start of f without changing its size;
+// nil where the file system cannot (fallocate(2): EOPNOTSUPP).
+func reserve(f *os.File, n int64) error {
+	for {
+		switch err := syscall.Fallocate(int(f.Fd()), fallocKeepSize, 0, n); err {
+		case syscall.EINTR:
+			continue
+		case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL:
+			return nil
+		default:
+			return err
+		}
+	}
+}
