@@ -86,3 +86,23 @@ func reserveNew(f *os.File) error {
 	// Open prefixes "journal: open PATH: ".
 	return fmt.Errorf("no room for a new journal (%w): nothing was written; free space on its file system and start again", err)
 }
+
+// checkMount refuses to write a journal file at path that is a mount of
+// its own, on another mount than its directory, where the log is written
+// (the directory of the file a symbolic link names, logLocation). A
+// container given the file alone (Kubernetes' subPath, Docker's -v
+// FILE:FILE) has it on its volume, and the log in the container's own
+// layer, which the next container does not get: a write is acknowledged
+// once it is in the log, and reaches the file up to a second later, so a
+// process killed meanwhile lost it, and the next Open, finding no log,
+// could not tell.
+func checkMount(f *os.File, path string) error {
+	dir, _ := logLocation(path)
+	if sameMount(f, dir) {
+		return nil
+	}
+	// Open prefixes "journal: open PATH: ".
+	return fmt.Errorf("the file is mounted by itself (a container given the file alone: a Kubernetes subPath, Docker's -v FILE:FILE), "+
+		"but the journal writes its log beside it, in %s, on another mount, and a write is durable once it is in the log: "+
+		"whatever the log holds is lost with that directory (a new container has its own). Nothing was written; mount the journal's directory instead of the file", dir)
+}
