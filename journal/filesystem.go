@@ -2,6 +2,7 @@ package journal
 
 import (
 	"errors"
+	"fmt"
 	"os"
 )
 
@@ -62,3 +63,46 @@ const (
 // localFS when it cannot tell. A variable, so that tests can stand in a
 // network file system the test machine does not have.
 var fileSystemOf = statFileSystem
+
+// newFileSize is what bbolt writes into an empty file to make it a
+// database: two meta pages, a freelist page and an empty leaf, of the
+// system's page size (bbolt's DB.init; the journal sets no PageSize).
+var newFileSize = 4 * int64(os.Getpagesize())
+
+// reserveNew makes sure that bbolt can write a new journal's first pages
+// into the empty file f, before it tries. On a nearly full disk
+// (or past a quota) its one write of them stopped part way: bbolt.Open
+// failed with ENOSPC and left a file of one to three pages, and every
+// later start, with the disk freed, refused it as truncated and asked for
+// a complete copy to restore, of a journal that never held anything. The
+// space is reserved without changing the file's size, so that a refusal
+// leaves it empty, and the next Open makes a journal of it. Where the file
+// system cannot reserve space, bbolt writes as before.
+func reserveNew(f *os.File) error {
+	err := reserve(f, newFileSize)
+	if err == nil {
+		return nil
+	}
+	// Open prefixes "journal: open PATH: ".
+	return fmt.Errorf("no room for a new journal (%w): nothing was written; free space on its file system and start again", err)
+}
+
+// checkMount refuses to write a journal file at path that is a mount of
+// its own, on another mount than its directory, where the log is written
+// (the directory of the file a symbolic link names, logLocation). A
+// container given the file alone (Kubernetes' subPath, Docker's -v
+// FILE:FILE) has it on its volume, and the log in the container's own
+// layer, which the next container does not get: a write is acknowledged
+// once it is in the log, and reaches the file up to a second later, so a
+// process killed meanwhile lost it, and the next Open, finding no log,
+// could not tell.
+func checkMount(f *os.File, path string) error {
+	dir, _ := logLocation(path)
+	if sameMount(f, dir) {
+		return nil
+	}
+	// Open prefixes "journal: open PATH: ".
+	return fmt.Errorf("the file is mounted by itself (a container given the file alone: a Kubernetes subPath, Docker's -v FILE:FILE), "+
+		"but the journal writes its log beside it, in %s, on another mount, and a write is durable once it is in the log: "+
+		"whatever the log holds is lost with that directory (a new container has its own). Nothing was written; mount the journal's directory instead of the file", dir)
+}

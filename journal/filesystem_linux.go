@@ -5,6 +5,8 @@ package journal
 import (
 	"os"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // The file systems' magic numbers, from linux/magic.h and the file
@@ -38,4 +40,39 @@ func statFileSystem(f *os.File) (string, fsKind) {
 		return "", localFS
 	}
 	return fs.name, fs.kind
+}
+
+// fallocKeepSize is FALLOC_FL_KEEP_SIZE (linux/falloc.h): allocate the
+// blocks, leave the file's size as it is.
+const fallocKeepSize = 0x1
+
+// reserve allocates n bytes at the start of f without changing its size;
+// nil where the file system cannot (fallocate(2): EOPNOTSUPP).
+func reserve(f *os.File, n int64) error {
+	for {
+		switch err := syscall.Fallocate(int(f.Fd()), fallocKeepSize, 0, n); err {
+		case syscall.EINTR:
+			continue
+		case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL:
+			return nil
+		default:
+			return err
+		}
+	}
+}
+
+// sameMount reports whether the file f and the directory dir are on one
+// mount, by their mount ids (statx, Linux 5.8 on); true when it cannot
+// tell. Devices are no stand-in: overlayfs may give a file the device of
+// the layer it lies in, and its directory the overlay's (a container's
+// own files, on kernels without xino), and a refusal there would stop a
+// service whose journal is where it should be.
+func sameMount(f *os.File, dir string) bool {
+	var fx, dx unix.Statx_t
+	if unix.Statx(int(f.Fd()), "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &fx) != nil ||
+		unix.Statx(unix.AT_FDCWD, dir, 0, unix.STATX_MNT_ID, &dx) != nil ||
+		fx.Mask&dx.Mask&unix.STATX_MNT_ID == 0 {
+		return true
+	}
+	return fx.Mnt_id == dx.Mnt_id
 }

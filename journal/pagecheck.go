@@ -132,6 +132,18 @@ func truncated(size, need int64) error {
 		"restore the journal from a complete copy (idem check tells whether a copy is complete)", size, need)
 }
 
+// unfinished is the error for a file of size bytes cut short as bbolt
+// made it, before its first commit: the meta pages bbolt writes then carry
+// transaction ids 0 and 1, and the journal's first commit (initMeta) is
+// 2, so no journal that held anything looks so. Made where the new
+// journal's pages cannot be reserved (reserveNew: a file system without
+// fallocate, a file-size limit), or by a process killed as it wrote them.
+// Nothing in it can be lost; a truncated journal is another matter.
+func unfinished(size, need int64) error {
+	return withKind(ErrCorrupt, "cut short as it was created: the file is %d bytes of the %d bbolt writes to make a journal, and no commit followed, "+
+		"so it never held an operation (the disk filled, or the process was killed, as it was made); remove it and start again", size, need)
+}
+
 // fits checks m against the file f of size bytes (see fileFits).
 func (m meta) fits(f *os.File, size int64) error {
 	switch {
@@ -139,6 +151,8 @@ func (m meta) fits(f *os.File, size int64) error {
 		return withKind(ErrCorrupt, "damaged: a meta page gives a page size of %d bytes", m.pageSize)
 	case m.pgid < 2:
 		return withKind(ErrCorrupt, "damaged: the meta page gives %d pages", m.pgid)
+	case m.pgid > uint64(size)/m.pageSize && m.txid <= 1:
+		return unfinished(size, int64(m.pgid*m.pageSize))
 	case m.pgid > uint64(size)/m.pageSize:
 		return truncated(size, int64(m.pgid*m.pageSize))
 	case m.root < 2 || m.root >= m.pgid:

@@ -210,6 +210,12 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 					_ = os.Remove(name)
 				}
 			}
+			if err == nil && !cfg.readOnly {
+				err = checkMount(f, name)
+			}
+			if err == nil && fi.Size() == 0 && !cfg.readOnly {
+				err = reserveNew(f)
+			}
 			if err != nil {
 				_ = f.Close()
 				return nil, err
