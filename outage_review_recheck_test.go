@@ -27,6 +27,22 @@ import (
 // server confirmed all day were left to a person for good. Default
 // settings but the clock.
 func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
+	for _, down := range outageShapes {
+		t.Run(down.name, func(t *testing.T) { runSettlesFlaggedAfterOutage(t, down.mode) })
+	}
+}
+
+// outageShapes are the ways a server's outage reaches the client: no
+// connection, or a CDN's edge answering for the origin with its own page.
+var outageShapes = []struct {
+	name string
+	mode int32
+}{
+	{"connections refused", netDown},
+	{"Cloudflare 521 for the origin", netOriginDown},
+}
+
+func runSettlesFlaggedAfterOutage(t *testing.T, down int32) {
 	const n = 5
 	clock := idemtest.NewClock(epoch)
 	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
@@ -52,7 +68,7 @@ func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
 	for i := range n {
 		before[fmt.Sprint("k", i)] = len(e.submits(fmt.Sprint("k", i)))
 	}
-	network.mode.Store(netDown)
+	network.mode.Store(down)
 	runUntil(t, e, epoch.Add(2*time.Hour))
 	flagged, err := c.List(t.Context(), idem.Filter{Open: true, Review: true})
 	require.NoError(t, err)

@@ -22,10 +22,11 @@ import (
 
 // outage is a transport between the client and the fake server whose
 // network can lose every answer (the server executes, the client hears
-// nothing) or refuse every connection (the server is down).
+// nothing), refuse every connection (the server is down), or answer as a
+// CDN in front of a server that is down.
 type outage struct {
 	base    http.RoundTripper
-	mode    atomic.Int32 // one of netUp, netLossy, netDown
+	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown
 	refused atomic.Int64
 }
 
@@ -33,6 +34,11 @@ const (
 	netUp = iota
 	netLossy
 	netDown
+	// netOriginDown: Cloudflare's edge answers for an origin that refuses
+	// its connections, with its own page: 521 "Web server is down"
+	// (support.cloudflare.com/hc/en-us/articles/115003011431, "5xx Server
+	// Error": 520-527 and 530 are Cloudflare's, about the origin).
+	netOriginDown
 )
 
 func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -43,6 +49,9 @@ func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		o.refused.Add(1)
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	case netOriginDown:
+		o.refused.Add(1)
+		return originDown(r), nil
 	case netLossy:
 		resp, err := o.base.RoundTrip(r)
 		if err == nil {
@@ -52,6 +61,18 @@ func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("read: connection reset by peer")
 	}
 	return o.base.RoundTrip(r)
+}
+
+// originDown is Cloudflare's answer to r for an origin that refuses its
+// connections: its own 521 page, the request never passed on.
+func originDown(r *http.Request) *http.Response {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	page := `<!DOCTYPE html><title>api.example.com | 521: Web server is down</title><span class="cf-error-code">521</span>`
+	return &http.Response{StatusCode: 521, Status: "521 ", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r,
+		Header: http.Header{"Server": {"cloudflare"}, "Content-Type": {"text/html; charset=UTF-8"}, "Cf-Ray": {"8f3e9500a5207d3-MIA"}},
+		Body:   io.NopCloser(strings.NewReader(page)), ContentLength: int64(len(page))}
 }
 
 // A restart during an outage must not hold the service's start-up for as
@@ -157,6 +178,7 @@ func downAndUp(t *testing.T, clock *idemtest.Clock) (down, up *idemtest.Server) 
 type hostDown struct {
 	base    http.RoundTripper
 	host    string
+	edge    bool // a CDN's edge answers for the host (originDown)
 	refused atomic.Int64
 	back    atomic.Bool // the host is up again
 }
@@ -165,10 +187,13 @@ func (h *hostDown) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Host != h.host || h.back.Load() {
 		return h.base.RoundTrip(r)
 	}
+	h.refused.Add(1)
+	if h.edge {
+		return originDown(r), nil
+	}
 	if r.Body != nil {
 		_ = r.Body.Close()
 	}
-	h.refused.Add(1)
 	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 }
 
