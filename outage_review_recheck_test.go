@@ -42,8 +42,12 @@ var outageShapes = []struct {
 	{"Cloudflare 521 for the origin", netOriginDown},
 }
 
-func runSettlesFlaggedAfterOutage(t *testing.T, down int32) {
-	const n = 5
+// behindOutage starts a fake server and a Client (closed with the test) on
+// a clock at epoch, with an outage transport between them, the client's
+// options given opts (for the server's URL) and default settings
+// otherwise. e.store is the client's journal.
+func behindOutage(t *testing.T, opts func(srv *idemtest.Server) []idem.Option) (*env, *outage) {
+	t.Helper()
 	clock := idemtest.NewClock(epoch)
 	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
 	require.NoError(t, err)
@@ -52,18 +56,25 @@ func runSettlesFlaggedAfterOutage(t *testing.T, down int32) {
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	logs := &logCapture{}
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"), idem.WithLogger(slog.New(logs)))
+	c, err := idem.New(store, append([]idem.Option{idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock)}, opts(srv)...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
+	return &env{t: t, srv: srv, clock: clock, store: store, client: c, ctx: t.Context()}, network
+}
+
+func runSettlesFlaggedAfterOutage(t *testing.T, down int32) {
+	const n = 5
+	logs := &logCapture{}
+	e, network := behindOutage(t, func(srv *idemtest.Server) []idem.Option {
+		return []idem.Option{idem.WithResultEndpoint(srv.URL + "/operations/{key}"), idem.WithLogger(slog.New(logs))}
+	})
+	srv, clock, store, c := e.srv, e.clock, e.store, e.client
 
 	network.mode.Store(netLossy)
 	for i := range n {
 		_, err := c.Submit(t.Context(), idem.Request{Key: fmt.Sprint("k", i), URL: srv.URL + "/orders", Body: []byte(`{"amount":1}`)})
 		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	}
-	e := &env{t: t, srv: srv, clock: clock, client: c, ctx: t.Context()}
 	before := make(map[string]int, n)
 	for i := range n {
 		before[fmt.Sprint("k", i)] = len(e.submits(fmt.Sprint("k", i)))
