@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -26,8 +27,9 @@ import (
 // CDN in front of a server that is down.
 type outage struct {
 	base    http.RoundTripper
-	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown
+	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown, netNoTargets, netReadBehind
 	refused atomic.Int64
+	behind  sync.Map // netReadBehind: the result URLs asked once since
 }
 
 const (
@@ -39,6 +41,17 @@ const (
 	// (support.cloudflare.com/hc/en-us/articles/115003011431, "5xx Server
 	// Error": 520-527 and 530 are Cloudflare's, about the origin).
 	netOriginDown
+	// netNoTargets: an AWS Application Load Balancer with no target to
+	// pass requests on to answers every one with its own 503 ("The
+	// target groups for the load balancer have no registered targets":
+	// docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-troubleshooting.html).
+	netNoTargets
+	// netReadBehind: the server is back, its read path a step behind: the
+	// first result query for each operation finds nothing, as a read
+	// replica still replaying what the primary committed before the
+	// outage does (DESIGN.md: "not found" is not "never happened"); the
+	// next finds what the server holds.
+	netReadBehind
 )
 
 func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -52,6 +65,15 @@ func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
 	case netOriginDown:
 		o.refused.Add(1)
 		return originDown(r), nil
+	case netNoTargets:
+		o.refused.Add(1)
+		return noTargets(r), nil
+	case netReadBehind:
+		if _, asked := o.behind.LoadOrStore(r.URL.Path, true); r.Method == http.MethodGet && !asked {
+			resp := frontPage(r, http.StatusNotFound, http.Header{}, `{"error":"not found"}`)
+			resp.Header.Set("Content-Type", "application/json")
+			return resp, nil
+		}
 	case netLossy:
 		resp, err := o.base.RoundTrip(r)
 		if err == nil {
@@ -66,13 +88,25 @@ func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
 // originDown is Cloudflare's answer to r for an origin that refuses its
 // connections: its own 521 page, the request never passed on.
 func originDown(r *http.Request) *http.Response {
+	return frontPage(r, 521, http.Header{"Server": {"cloudflare"}, "Cf-Ray": {"8f3e9500a5207d3-MIA"}},
+		`<!DOCTYPE html><title>api.example.com | 521: Web server is down</title><span class="cf-error-code">521</span>`)
+}
+
+// noTargets is an AWS Application Load Balancer's answer to r with no
+// registered target: its own 503 page, the request never passed on.
+func noTargets(r *http.Request) *http.Response {
+	return frontPage(r, http.StatusServiceUnavailable, http.Header{"Server": {"awselb/2.0"}},
+		`<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>`)
+}
+
+// frontPage is a front end's own HTML page of status answering r.
+func frontPage(r *http.Request, status int, h http.Header, page string) *http.Response {
 	if r.Body != nil {
 		_ = r.Body.Close()
 	}
-	page := `<!DOCTYPE html><title>api.example.com | 521: Web server is down</title><span class="cf-error-code">521</span>`
-	return &http.Response{StatusCode: 521, Status: "521 ", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r,
-		Header: http.Header{"Server": {"cloudflare"}, "Content-Type": {"text/html; charset=UTF-8"}, "Cf-Ray": {"8f3e9500a5207d3-MIA"}},
-		Body:   io.NopCloser(strings.NewReader(page)), ContentLength: int64(len(page))}
+	h.Set("Content-Type", "text/html; charset=UTF-8")
+	return &http.Response{StatusCode: status, Status: fmt.Sprint(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r,
+		Header: h, Body: io.NopCloser(strings.NewReader(page)), ContentLength: int64(len(page))}
 }
 
 // A restart during an outage must not hold the service's start-up for as
