@@ -66,9 +66,10 @@ const HealthMaxHosts = 32
 type HostHealth struct {
 	Host string
 	// FailedVisits counts Run's visits in a row to the host that got no
-	// answer from it, or only 502, 503 or 504: a connection refused or
-	// timed out, a gateway with nothing behind it. A 429 is an answer:
-	// zero for a host that only throttles.
+	// answer from it, or only 502, 503 or 504 (or a CDN's 52x for its
+	// origin, as Cloudflare's): a connection refused or timed out, a
+	// gateway with nothing behind it. A 429 is an answer: zero for a host
+	// that only throttles.
 	FailedVisits int
 	// FailingSince is when the first of those visits ended: for about
 	// that long every operation for the host has been failing.

@@ -930,14 +930,31 @@ func (d *driver) flag(reason string, cause error) error {
 // hours, the operation is first asked about once the key is forgotten,
 // and what the endpoint would have settled is left to a person. It is
 // queried on the reconciler's schedule instead (at most its maximum
-// interval apart), never before a server's Retry-After ends.
+// interval apart), never before a server's Retry-After ends. So is one
+// whose query found nothing (404) just after one that got no answer: the
+// first answer of a server back from an outage may come from a read path
+// still catching up with what it committed before it (a replica behind),
+// and "not found" is not "never happened"; asked once more on the
+// schedule, it is rechecked daily if it still finds nothing.
 func (d *driver) recheckAt(now time.Time) time.Time {
 	if n := len(d.rec.Attempts); d.exchanges > 0 && n > 0 {
-		if a := d.rec.Attempts[n-1]; a.Kind == journal.AttemptQuery && a.Done && silentStatus(a.Status) {
+		a := d.rec.Attempts[n-1]
+		if a.Kind == journal.AttemptQuery && a.Done && (silentStatus(a.Status) || a.Status == http.StatusNotFound && d.backFromSilence(n-1)) {
 			return maxTime(now.Add(d.c.reconcileDelay(d.rec)), d.serverUntil)
 		}
 	}
 	return now.Add(reviewRecheck)
+}
+
+// backFromSilence reports whether the result query before rec's attempt
+// at index i got no answer from its server (silentStatus).
+func (d *driver) backFromSilence(i int) bool {
+	for j := i - 1; j >= 0; j-- {
+		if a := d.rec.Attempts[j]; a.Kind == journal.AttemptQuery {
+			return a.Done && silentStatus(a.Status)
+		}
+	}
+	return false
 }
 
 func (d *driver) logEnd(level slog.Level, msg string, cause error) {

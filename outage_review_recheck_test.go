@@ -27,7 +27,31 @@ import (
 // server confirmed all day were left to a person for good. Default
 // settings but the clock.
 func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
-	const n = 5
+	for _, down := range outageShapes {
+		t.Run(down.name, func(t *testing.T) { runSettlesFlaggedAfterOutage(t, down.mode, netUp) })
+	}
+	// Back with its read path behind: the first query after the outage
+	// finds nothing, and the next was a day later, when the server had
+	// forgotten the key.
+	t.Run("read path behind on return", func(t *testing.T) { runSettlesFlaggedAfterOutage(t, netDown, netReadBehind) })
+}
+
+// outageShapes are the ways a server's outage reaches the client: no
+// connection, or a CDN's edge answering for the origin with its own page.
+var outageShapes = []struct {
+	name string
+	mode int32
+}{
+	{"connections refused", netDown},
+	{"Cloudflare 521 for the origin", netOriginDown},
+}
+
+// behindOutage starts a fake server and a Client (closed with the test) on
+// a clock at epoch, with an outage transport between them, the client's
+// options given opts (for the server's URL) and default settings
+// otherwise. e.store is the client's journal.
+func behindOutage(t *testing.T, opts func(srv *idemtest.Server) []idem.Option) (*env, *outage) {
+	t.Helper()
 	clock := idemtest.NewClock(epoch)
 	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
 	require.NoError(t, err)
@@ -36,23 +60,30 @@ func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	logs := &logCapture{}
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"), idem.WithLogger(slog.New(logs)))
+	c, err := idem.New(store, append([]idem.Option{idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock)}, opts(srv)...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
+	return &env{t: t, srv: srv, clock: clock, store: store, client: c, ctx: t.Context()}, network
+}
+
+func runSettlesFlaggedAfterOutage(t *testing.T, down, back int32) {
+	const n = 5
+	logs := &logCapture{}
+	e, network := behindOutage(t, func(srv *idemtest.Server) []idem.Option {
+		return []idem.Option{idem.WithResultEndpoint(srv.URL + "/operations/{key}"), idem.WithLogger(slog.New(logs))}
+	})
+	srv, clock, store, c := e.srv, e.clock, e.store, e.client
 
 	network.mode.Store(netLossy)
 	for i := range n {
 		_, err := c.Submit(t.Context(), idem.Request{Key: fmt.Sprint("k", i), URL: srv.URL + "/orders", Body: []byte(`{"amount":1}`)})
 		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	}
-	e := &env{t: t, srv: srv, clock: clock, client: c, ctx: t.Context()}
 	before := make(map[string]int, n)
 	for i := range n {
 		before[fmt.Sprint("k", i)] = len(e.submits(fmt.Sprint("k", i)))
 	}
-	network.mode.Store(netDown)
+	network.mode.Store(down)
 	runUntil(t, e, epoch.Add(2*time.Hour))
 	flagged, err := c.List(t.Context(), idem.Filter{Open: true, Review: true})
 	require.NoError(t, err)
@@ -68,7 +99,7 @@ func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
 	}
 	require.Equal(t, n, warned, "flagged-for-review warnings in the outage (%d records)", len(levels))
 
-	network.mode.Store(netUp)
+	network.mode.Store(back)
 	runUntil(t, e, epoch.Add(4*time.Hour))
 	for i := range n {
 		k := fmt.Sprint("k", i)

@@ -330,8 +330,9 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // WithResumeConcurrency at a time, so one slow server answer does not hold
 // up the rest. Nor does one server down: once many visits in a row to a
 // host (twice WithResumeConcurrency, at least 8) have had no answer from
-// it (or only 502, 503 or 504; the host is the request URL's, and queries
-// to a result endpoint on another host do not count), Run probes that
+// it (or only 502, 503 or 504, or Cloudflare's 52x for the origin; the
+// host is the request URL's, and queries to a result endpoint on another
+// host do not count), Run probes that
 // host with one visit a pass and postpones its other due operations, by
 // about as long as it has been unreachable (within WithReconcile's
 // interval and maximum); once a probe gets an answer they are due at

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,17 +23,35 @@ import (
 
 // outage is a transport between the client and the fake server whose
 // network can lose every answer (the server executes, the client hears
-// nothing) or refuse every connection (the server is down).
+// nothing), refuse every connection (the server is down), or answer as a
+// CDN in front of a server that is down.
 type outage struct {
 	base    http.RoundTripper
-	mode    atomic.Int32 // one of netUp, netLossy, netDown
+	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown, netNoTargets, netReadBehind
 	refused atomic.Int64
+	behind  sync.Map // netReadBehind: the result URLs asked once since
 }
 
 const (
 	netUp = iota
 	netLossy
 	netDown
+	// netOriginDown: Cloudflare's edge answers for an origin that refuses
+	// its connections, with its own page: 521 "Web server is down"
+	// (support.cloudflare.com/hc/en-us/articles/115003011431, "5xx Server
+	// Error": 520-527 and 530 are Cloudflare's, about the origin).
+	netOriginDown
+	// netNoTargets: an AWS Application Load Balancer with no target to
+	// pass requests on to answers every one with its own 503 ("The
+	// target groups for the load balancer have no registered targets":
+	// docs.aws.amazon.com/elasticloadbalancing/latest/application/load-balancer-troubleshooting.html).
+	netNoTargets
+	// netReadBehind: the server is back, its read path a step behind: the
+	// first result query for each operation finds nothing, as a read
+	// replica still replaying what the primary committed before the
+	// outage does (DESIGN.md: "not found" is not "never happened"); the
+	// next finds what the server holds.
+	netReadBehind
 )
 
 func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -43,6 +62,18 @@ func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 		o.refused.Add(1)
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	case netOriginDown:
+		o.refused.Add(1)
+		return originDown(r), nil
+	case netNoTargets:
+		o.refused.Add(1)
+		return noTargets(r), nil
+	case netReadBehind:
+		if _, asked := o.behind.LoadOrStore(r.URL.Path, true); r.Method == http.MethodGet && !asked {
+			resp := frontPage(r, http.StatusNotFound, http.Header{}, `{"error":"not found"}`)
+			resp.Header.Set("Content-Type", "application/json")
+			return resp, nil
+		}
 	case netLossy:
 		resp, err := o.base.RoundTrip(r)
 		if err == nil {
@@ -52,6 +83,30 @@ func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errors.New("read: connection reset by peer")
 	}
 	return o.base.RoundTrip(r)
+}
+
+// originDown is Cloudflare's answer to r for an origin that refuses its
+// connections: its own 521 page, the request never passed on.
+func originDown(r *http.Request) *http.Response {
+	return frontPage(r, 521, http.Header{"Server": {"cloudflare"}, "Cf-Ray": {"8f3e9500a5207d3-MIA"}},
+		`<!DOCTYPE html><title>api.example.com | 521: Web server is down</title><span class="cf-error-code">521</span>`)
+}
+
+// noTargets is an AWS Application Load Balancer's answer to r with no
+// registered target: its own 503 page, the request never passed on.
+func noTargets(r *http.Request) *http.Response {
+	return frontPage(r, http.StatusServiceUnavailable, http.Header{"Server": {"awselb/2.0"}},
+		`<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>`)
+}
+
+// frontPage is a front end's own HTML page of status answering r.
+func frontPage(r *http.Request, status int, h http.Header, page string) *http.Response {
+	if r.Body != nil {
+		_ = r.Body.Close()
+	}
+	h.Set("Content-Type", "text/html; charset=UTF-8")
+	return &http.Response{StatusCode: status, Status: fmt.Sprint(status), Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: r,
+		Header: h, Body: io.NopCloser(strings.NewReader(page)), ContentLength: int64(len(page))}
 }
 
 // A restart during an outage must not hold the service's start-up for as
@@ -157,6 +212,7 @@ func downAndUp(t *testing.T, clock *idemtest.Clock) (down, up *idemtest.Server) 
 type hostDown struct {
 	base    http.RoundTripper
 	host    string
+	edge    bool // a CDN's edge answers for the host (originDown)
 	refused atomic.Int64
 	back    atomic.Bool // the host is up again
 }
@@ -165,10 +221,13 @@ func (h *hostDown) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Host != h.host || h.back.Load() {
 		return h.base.RoundTrip(r)
 	}
+	h.refused.Add(1)
+	if h.edge {
+		return originDown(r), nil
+	}
 	if r.Body != nil {
 		_ = r.Body.Close()
 	}
-	h.refused.Add(1)
 	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 }
 

@@ -21,15 +21,22 @@ import (
 // it once a pass. A healthy server's operation due after a backlog for the
 // down one settles without the whole backlog visited first, and once the
 // down server is back every operation settles, each executed once.
-// Default settings but the clock.
+// Default settings but the clock. A host behind a CDN is as unreachable
+// when the CDN's edge answers every request for it with its own page.
 func TestRunDefersTheUnreachableHostsBacklog(t *testing.T) {
+	for _, edge := range []bool{false, true} {
+		t.Run(fmt.Sprintf("edge=%t", edge), func(t *testing.T) { runDefersTheUnreachableHostsBacklog(t, edge) })
+	}
+}
+
+func runDefersTheUnreachableHostsBacklog(t *testing.T, edge bool) {
 	const backlog = 300
 	giveUp := 2 * idem.DefaultResumeConcurrency
 	clock := idemtest.NewClock(epoch)
 	down, up := downAndUp(t, clock)
 	store := backlogThen(t, clock, down, "down", backlog, up, "up")
 
-	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(down.URL, "http://")}
+	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(down.URL, "http://"), edge: edge}
 	settled := make(chan string, backlog+1)
 	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
 		idem.WithSettleFunc(func(r *idem.Result) { settled <- r.Key }))

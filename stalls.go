@@ -30,7 +30,7 @@ type hostReach int
 
 const (
 	reachNone     hostReach = iota // it made no exchange
-	reachSilent                    // no answer, or only a gateway's or an unavailable server's (502, 503, 504)
+	reachSilent                    // no answer, or only a gateway's or an unavailable server's (silentStatus)
 	reachAnswered                  // the server answered at least once
 )
 
@@ -84,10 +84,16 @@ func reachOf(rec *journal.Record, after int, queriesHost bool) hostReach {
 
 // silentStatus reports whether an exchange answered with status (0: no
 // answer) says nothing from the server itself: no answer, or a gateway's
-// or an unavailable server's (502, 503, 504).
+// or an unavailable server's (502, 503, 504), or Cloudflare's edge
+// speaking for an origin it could not get an answer from (520 unknown
+// error, 521 web server down, 522 connection timed out, 523 origin
+// unreachable, 524 a timeout occurred, 525 and 526 its TLS, 530 its DNS:
+// support.cloudflare.com/hc/en-us/articles/115003011431). An API behind
+// Cloudflare whose servers are down answers nothing else for hours.
 func silentStatus(status int) bool {
 	switch status {
-	case 0, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+	case 0, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout,
+		520, 521, 522, 523, 524, 525, 526, 530:
 		return true
 	}
 	return false
