@@ -264,7 +264,8 @@
 // [ReviewKeyExpired] for a person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
 // or the idem command). The default window, [DefaultKeyRetention] (20 min),
 // is shorter than common servers' defaults, not than every server's
-// (DynamoDB's token lives 10 min: [KeyRetentionDynamoDB]); name yours with
+// (DynamoDB's token lives 10 min: [KeyRetentionDynamoDB]; Helcim's
+// payment keys 5: [KeyRetentionHelcim]); name yours with
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as
 // [KeyRetentionStripe]). A journaled send time in the future (a clock
 // stepped back) blocks resends for good: [ReviewClockStepped]. So does a
