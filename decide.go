@@ -110,10 +110,10 @@ type answer struct {
 	cut      bool // the body was not read whole (a read error, or over the cap)
 	replayed bool // marked as the stored answer (Idempotent-Replayed: true, …)
 	// created: a refusal that names the resource the key already created
-	// (createdResource: GoCardless's, Primer's, Banking Circle's), the
-	// server's final word for the key as a replay is; empty for any other
-	// answer. createdStatus: that resource's status, when the answer
-	// gives it.
+	// (createdResource: GoCardless's, Primer's, Banking Circle's,
+	// Moov's), the server's final word for the key as a replay is; empty
+	// for any other answer. createdStatus: that resource's status, when
+	// the answer gives it.
 	created, createdStatus string
 	// redirect: where a router's redirect points (routerRedirect), which
 	// no handler ran for; empty for any other answer.
@@ -1288,6 +1288,10 @@ func containsAny(text []byte, words ...string) bool {
 //   - Banking Circle's direct debits, any request after the key's was
 //     accepted: a 400 whose message says "IdempotencyKey <key> was
 //     already used at <time> creating entity <id>.".
+//   - Moov's transfers, any create after the key's: a 409 whose body is
+//     the key's transfer itself, with its transferID, createdOn and
+//     status (https://docs.moov.io/guides/money-movement/manage-transfers/:
+//     "returns a 409 with the original transfer in the body").
 //
 // Empty for any other answer, and for one that names no resource: only
 // the resource makes the answer final.
@@ -1301,7 +1305,7 @@ func createdResource(status int, body []byte) (id, state string) {
 }
 
 // createdReaders read createdResource's answers, one shape each.
-var createdReaders = [...]func(status int, body []byte) (id, state string){gocardlessCreated, primerPayment, bankingCircleEntity}
+var createdReaders = [...]func(status int, body []byte) (id, state string){gocardlessCreated, primerPayment, bankingCircleEntity, moovTransfer}
 
 // gocardlessCreated reads createdResource's GoCardless answer.
 func gocardlessCreated(status int, body []byte) (id, state string) {
@@ -1372,6 +1376,25 @@ func bankingCircleEntity(status int, body []byte) (id, state string) {
 		return "", ""
 	}
 	return strings.TrimSuffix(id, "."), ""
+}
+
+// moovTransfer reads createdResource's Moov answer: the transfer alone,
+// no error around it, so a 409 carrying only some of its members (a
+// transferID beside an error) is not one.
+func moovTransfer(status int, body []byte) (id, state string) {
+	if status != http.StatusConflict || !bytes.Contains(body, []byte(`"transferID"`)) {
+		return "", ""
+	}
+	var v struct {
+		TransferID string          `json:"transferID"`
+		CreatedOn  string          `json:"createdOn"`
+		Status     string          `json:"status"`
+		Error      json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.CreatedOn == "" || v.Status == "" || v.Error != nil {
+		return "", ""
+	}
+	return v.TransferID, v.Status
 }
 
 // reusedElsewhere reports whether a 409's body says the key was used

@@ -440,6 +440,8 @@ func TestSaysRequestDiffers(t *testing.T) {
 func TestCreatedResource(t *testing.T) {
 	const conflict = `{"error":{"type":"invalid_state","errors":[{"reason":"idempotent_creation_conflict","links":{"conflicting_resource_id":"PM1"}}]}}`
 	const primer = `{"error":{"errorId":"IdempotencyKeyAlreadyExists","paymentId":"gg3r3tsa3","paymentStatus":"SETTLED"}}`
+	// https://docs.moov.io/guides/money-movement/manage-transfers/: the key's transfer, whole.
+	const moov = `{"transferID":"ec7e1848","createdOn":"2026-11-29T12:00:00Z","status":"pending","amount":{"currency":"USD","value":1000}}`
 	for _, tt := range []struct {
 		status      int
 		body        string
@@ -464,6 +466,14 @@ func TestCreatedResource(t *testing.T) {
 		{400, `{"error":{"message":"Mandate k was already used at 2026-11-29T12:00:00Z creating entity 0e7b8f7e."}}`, "", ""},
 		{400, `{"error":{"message":"IdempotencyKey k was already used at 2026-11-29T12:00:00Z creating entity an order."}}`, "", ""},
 		{400, `{"error":{"message":"IdempotencyKey k was already used at 2026-11-29T12:00:00Z creating entity ."}}`, "", ""},
+		{409, moov, "ec7e1848", "pending"},
+		{409, `{"transferID":"ec7e1848","createdOn":"2026-11-29T12:00:00Z","status":"failed"}`, "ec7e1848", "failed"},
+		{201, moov, "", ""},
+		{422, moov, "", ""},
+		{409, `{"transferID":"ec7e1848","status":"pending"}`, "", ""},
+		{409, `{"transferID":"ec7e1848","createdOn":"2026-11-29T12:00:00Z"}`, "", ""},
+		{409, `{"error":"duplicate transfer","transferID":"ec7e1848","createdOn":"2026-11-29T12:00:00Z","status":"pending"}`, "", ""},
+		{409, `{"transferID":7,"createdOn":"2026-11-29T12:00:00Z","status":"pending"}`, "", ""},
 	} {
 		if got, state := createdResource(tt.status, []byte(tt.body)); got != tt.want || state != tt.state {
 			t.Errorf("createdResource(%d, %s) = %q, %q; want %q, %q", tt.status, tt.body, got, state, tt.want, tt.state)

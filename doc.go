@@ -155,10 +155,12 @@
 // links.conflicting_resource_id, Primer's 409 IdempotencyKeyAlreadyExists
 // or 400 TransactionRequestIdempotencyKeyAlreadyExists with paymentId,
 // Banking Circle's 400 "IdempotencyKey … was already used at … creating
-// entity …") is
+// entity …", Moov's 409 whose body is the key's transfer, its
+// transferID, createdOn and status) is
 // judged as a replayed 2xx: succeeded with that resource only if an
 // earlier attempt may have reached the server, unless the answer says
-// the resource was declined or failed (Primer's paymentStatus), which
+// the resource was declined or failed (Primer's paymentStatus, Moov's
+// status), which
 // settles failed, as a replayed 4xx.
 //
 // An answer that says this attempt did not execute (409 in flight, 429, a
@@ -262,7 +264,8 @@
 // [ReviewKeyExpired] for a person to settle ([Client.List] with Filter{Review: true}, [Client.Resolve],
 // or the idem command). The default window, [DefaultKeyRetention] (20 min),
 // is shorter than common servers' defaults, not than every server's
-// (DynamoDB's token lives 10 min: [KeyRetentionDynamoDB]); name yours with
+// (DynamoDB's token lives 10 min: [KeyRetentionDynamoDB]; Helcim's
+// payment keys 5: [KeyRetentionHelcim]); name yours with
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as
 // [KeyRetentionStripe]). A journaled send time in the future (a clock
 // stepped back) blocks resends for good: [ReviewClockStepped]. So does a

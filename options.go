@@ -31,7 +31,8 @@ const (
 	// min, resent until 18 (KeyWindowMargin), leaves room for an unknown
 	// server's window being shorter still. Some APIs' windows are shorter
 	// than this: DynamoDB's TransactWriteItems token lives 10 min
-	// (KeyRetentionDynamoDB); name such a window, or idem resends a key
+	// (KeyRetentionDynamoDB), Helcim's Payment API keys 5 min
+	// (KeyRetentionHelcim); name such a window, or idem resends a key
 	// the server has forgotten. Name
 	// the server's documented window with WithKeyRetention or
 	// WithHostKeyRetention (presets: KeyRetentionStripe, …) to resend
@@ -317,6 +318,12 @@ const (
 	// shorter than DefaultKeyRetention, so the default resends a token
 	// DynamoDB may have forgotten.
 	KeyRetentionDynamoDB = 10 * time.Minute
+	// KeyRetentionHelcim: the Helcim Payment API's idempotency keys "are
+	// cleared after 5 minutes", after which the same purchase is
+	// processed as a new transaction (devdocs.helcim.com/docs/idempotency-keys):
+	// shorter than DefaultKeyRetention, so the default charges a card
+	// twice when a resend comes after 5 minutes (a restart, an outage).
+	KeyRetentionHelcim = 5 * time.Minute
 )
 
 // KeyWindowMargin is how long before the end of a key window idem stops

@@ -524,7 +524,8 @@ type Classifier func(statusCode int) Verdict
 // Answers marked replayed (Idempotent-Replayed: true), and a refusal
 // that names the resource its key already created (GoCardless's 409
 // idempotent_creation_conflict, Primer's IdempotencyKeyAlreadyExists,
-// Banking Circle's "IdempotencyKey … was already used"),
+// Banking Circle's "IdempotencyKey … was already used", Moov's 409
+// carrying the key's transfer),
 // are judged before the classifier: see the package documentation.
 func DefaultClassifier(statusCode int) Verdict {
 	switch {

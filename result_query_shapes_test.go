@@ -17,7 +17,8 @@ import (
 // search whose filter found nothing, or was ignored and lists another
 // order; an empty or null object; a CDN's HTML page; a redirect to a
 // login page; an object about another key (204 No Content is in
-// TestEmptySuccessSettles). Each leaves the query
+// TestEmptySuccessSettles); with the key in a header, one naming it in a
+// shape the decoder cannot read. Each leaves the query
 // inconclusive: the order (made by the first submit, whose answer was a
 // gateway's 504) is settled by the resend's replayed 201, never by the
 // query's answer, and never as the other order.
@@ -38,6 +39,15 @@ func TestResultQueryAnswersThatProveNothing(t *testing.T) {
 		{name: "CDN HTML page", status: 200, contentType: "text/html", body: `<!doctype html><title>Just a moment...</title>`},
 		{name: "CDN HTML 404", status: 404, contentType: "text/html", body: `<html><body>404 Not Found</body></html>`},
 		{name: "redirect to a login page", status: 302, location: "/login?next=/operations/k"},
+		// https://increase.com/documentation/idempotency-keys.md: "Each
+		// list endpoint has an optional filter parameter idempotency_key";
+		// it answers a list (https://increase.com/documentation/api/ach-transfers.md)
+		// whose one transfer names the key. The order exists, but in a
+		// shape DecodeJSON cannot read: with the key in a header, the
+		// resend is safe and its replay settles it, not held unread.
+		{name: "a list of one naming the key, unread", status: 200, body: `{"data":[{"account_id":"account_in71c4amph0vgo2qllky",` +
+			`"amount":100,"currency":"USD","id":"ach_transfer_uoxatyh3lt5evrsdvo7q","idempotency_key":"k","status":"pending_approval",` +
+			`"type":"ach_transfer"}],"next_cursor":null}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex
