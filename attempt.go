@@ -464,7 +464,6 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		if a.redirect = routerRedirect(rec.URL, ex.status, ex.header); a.redirect != "" {
 			a.verdict = Rejected
 		}
-		a.unforwarded = edgeUnforwarded(ex.status, ex.header)
 	}
 	name := c.keyName(rec, ex.status)
 	a.verdict = reusedVerdict(a.verdict, ex.status, ex.body, name)

@@ -118,9 +118,6 @@ type answer struct {
 	// redirect: where a router's redirect points (routerRedirect), which
 	// no handler ran for; empty for any other answer.
 	redirect string
-	// unforwarded: a CDN's edge answered for an origin it never passed
-	// the request on to (edgeUnforwarded).
-	unforwarded bool
 	// location: a 3xx's Location, for the attempt's error (notFollowed).
 	location string
 	// otherCache: a result query's answer came out of a cache (what
@@ -254,10 +251,6 @@ func submitMeaning(p past, a answer) judgment {
 	switch {
 	case a.status == 0 && a.unsent:
 		return judgment{move: moveResend, label: "not_sent", refused: true}
-	case a.unforwarded:
-		// As a connection refused by the server itself: this attempt
-		// never reached it, and says nothing of earlier ones.
-		return judgment{move: moveResend, label: "origin_unreachable", refused: true}
 	case a.status == 0:
 		return judgment{move: moveQuery, label: "response_lost"}
 	case a.stored():

@@ -49,11 +49,12 @@ var outageShapes = []struct {
 // behindOutage starts a fake server and a Client (closed with the test) on
 // a clock at epoch, with an outage transport between them, the client's
 // options given opts (for the server's URL) and default settings
-// otherwise. e.store is the client's journal.
-func behindOutage(t *testing.T, opts func(srv *idemtest.Server) []idem.Option) (*env, *outage) {
+// otherwise; the server's options are srvOpts. e.store is the client's
+// journal.
+func behindOutage(t *testing.T, opts func(srv *idemtest.Server) []idem.Option, srvOpts ...idemtest.Option) (*env, *outage) {
 	t.Helper()
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	srv, err := idemtest.NewServer(append([]idemtest.Option{idemtest.WithClock(clock.Now)}, srvOpts...)...)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	network := &outage{base: srv.Client().Transport}

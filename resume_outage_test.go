@@ -27,9 +27,10 @@ import (
 // CDN in front of a server that is down.
 type outage struct {
 	base    http.RoundTripper
-	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown, netNoTargets, netReadBehind
+	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown, netFailedOver, netNoTargets, netReadBehind
 	refused atomic.Int64
-	behind  sync.Map // netReadBehind: the result URLs asked once since
+	then    atomic.Int32 // netFailedOver: the mode after its one failover
+	behind  sync.Map     // netReadBehind: the result URLs asked once since
 }
 
 const (
@@ -41,6 +42,19 @@ const (
 	// (support.cloudflare.com/hc/en-us/articles/115003011431, "5xx Server
 	// Error": 520-527 and 530 are Cloudflare's, about the origin).
 	netOriginDown
+	// netFailedOver: Cloudflare Load Balancing's zero-downtime failover,
+	// "a single retry only if there is another healthy endpoint in the
+	// pool and a 521, 522, 523, 525 or 526 error code is occurring", for
+	// any method (developers.cloudflare.com/load-balancing/understand-basics/
+	// adaptive-routing/): the origin takes the request but its answer is
+	// lost on the way back, Cloudflare's 522 ("After a connection is
+	// established, the origin web server does not acknowledge (ACK)
+	// Cloudflare's resource request within 90 seconds": .../cloudflare-5xx-
+	// errors/error-522/), and the retry finds the pool's other origin
+	// refusing connections: the client gets that origin's 521 page, as
+	// netOriginDown's, nothing in it saying a failover happened. Once: the
+	// mode is then o.then.
+	netFailedOver
 	// netNoTargets: an AWS Application Load Balancer with no target to
 	// pass requests on to answers every one with its own 503 ("The
 	// target groups for the load balancer have no registered targets":
@@ -64,6 +78,13 @@ func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	case netOriginDown:
 		o.refused.Add(1)
+		return originDown(r), nil
+	case netFailedOver:
+		o.mode.Store(o.then.Load())
+		if resp, err := o.base.RoundTrip(r); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
 		return originDown(r), nil
 	case netNoTargets:
 		o.refused.Add(1)
