@@ -25,9 +25,19 @@ import (
 //	}
 //
 // The event must name the resource the operation's own answer names: for
-// an operation that creates a PaymentIntent, payment_intent.* events (a
+// an operation that creates a PaymentIntent, payment_intent events (a
 // charge.succeeded names its Charge, "ch_…", another resource id, and
-// would flag the operation for review).
+// would flag the operation for review; a refund or a dispute is another
+// object too, whatever key its metadata holds). And it must say a state
+// that object never leaves: payment_intent.succeeded (StateSucceeded) or
+// payment_intent.canceled (StateFailed), not payment_intent.payment_failed,
+// which says one attempt failed: the intent is back in
+// requires_payment_method and the customer may still pay it
+// (https://docs.stripe.com/payments/paymentintents/lifecycle). A failure
+// settles at once and fires the Settle hook: offering a new payment then
+// would make a second one when the first intent succeeds. Confirm only
+// what ends the operation's own object; leave attempts, pending states and
+// other objects' events unconfirmed (ExampleClient_Confirm_attemptFailed).
 //
 // State (StateSucceeded or StateFailed), Source and EventID are required,
 // and they and ResourceID are ids: valid UTF-8 without control characters;

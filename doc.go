@@ -303,7 +303,12 @@
 // the request may have executed, and a retry under a new key could
 // charge twice. Put the key in the request's metadata so that the events
 // carry it back; [Client.LookupResource] finds an open operation by the
-// resource id its response named.
+// resource id its response named. Confirm only an event that ends the
+// operation's own object for good (Stripe's payment_intent.succeeded or
+// payment_intent.canceled, never payment_intent.payment_failed, after
+// which the customer may still pay the intent, nor a charge's, a
+// refund's or a dispute's event): a failure settles at once, and a new
+// payment offered then is a second one (see [Confirmation]).
 //
 // # Concurrency and processes
 //
