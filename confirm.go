@@ -67,9 +67,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     resend, stops, and reports the confirmed outcome. The settle hook
 //     (Hooks.Settle) and the settle func (WithSettleFunc) are called once,
 //     here. Its review reason is cleared, except ReviewConfirmConflict
-//     (an earlier confirmation's contradiction) and ReviewMadeTwice (the
-//     server made a second resource for the key): they stay until
-//     Resolve.
+//     (an earlier confirmation's contradiction), ReviewMadeTwice (the
+//     server made a second resource for the key) and ReviewKeyInUse
+//     (another request used the key, and its events carry the key too):
+//     they stay until Resolve.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error.

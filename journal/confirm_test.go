@@ -47,6 +47,7 @@ func TestApplyConfirmation(t *testing.T) {
 		{"processing without id keeps the known one", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"unknown settles", recordIn(journal.StateUnknown, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"review settles and clears it", recordIn(journal.StateUnknown, "key expired", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"key another request used settles and keeps it", recordIn(journal.StateUnknown, journal.ReviewKeyInUse, ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewKeyInUse},
 		{"conflict settles and keeps it", recordIn(journal.StateProcessing, journal.ReviewConfirmConflict, "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"processing with another id conflicts", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, journal.StateProcessing, "ch_1", journal.ReviewConfirmConflict},
 		{"settled agrees", recordIn(ok, "", "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmAgreed, nil, ok, "ch_1", ""},
