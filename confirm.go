@@ -81,6 +81,11 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     matches ErrConfirmConflict.
 //   - The same (Source, EventID) again: nothing changes, and Confirm
 //     returns what it returned the first time.
+//   - A pending operation with no attempt journaled (prepared, as an
+//     outbox's intent is, and not sent yet): settled as c says and
+//     flagged ReviewKeyInUse (Hooks.Review fires), since an attempt is
+//     journaled before it is sent: nothing of ours reached the server,
+//     and the event is another request's that carried the same key.
 //
 // Confirm returns the operation's Result (nil only with an error that
 // matches none of ErrConfirmConflict), whose State says the outcome: a
@@ -160,6 +165,11 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	// As with a Run visit's settlement, nobody waits for this one: the
 	// settle func learns of it too.
 	c.settled(ctx, res)
+	if res.Review != "" && prior != nil && prior.Review == "" {
+		// Settled and flagged at once: a never-sent operation's event is
+		// another request's (journal.ApplyConfirmation).
+		c.flagged(ctx, res)
+	}
 	if c.cfg.onSettle != nil {
 		c.cfg.onSettle(res.clone())
 	}

@@ -78,3 +78,34 @@ func TestConfirmKeepsKeyInUse(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, res.Review, "Resolve clears it")
 }
+
+// An intent journaled and not sent yet (Prepare, as an outbox's PrepareTx
+// does inside the caller's transaction, for a relay to send) has no
+// attempt: one is journaled before it is sent. A Stripe event carrying its
+// key cannot be about it. It is another request's that used the same key
+// (a second service deriving keys from the same order ids: every endpoint
+// of the account receives the account's events,
+// https://docs.stripe.com/webhooks). Confirm settled the intent succeeded
+// with the other's PaymentIntent, unflagged: it was never sent, and
+// nobody was told. It is now settled as the event says and flagged
+// ReviewKeyInUse, Hooks.Review fired, nothing sent.
+func TestConfirmOfAnIntentNeverSent(t *testing.T) {
+	counts := newSettleCounts()
+	e := newEnv(t, noResultEndpoint(), counts.options())
+	_, err := e.client.Prepare(e.ctx, e.req("order-42", `{"amount":700,"metadata":{"idem_key":"order-42"}}`))
+	require.NoError(t, err)
+
+	res, err := e.client.Confirm(e.ctx, "", "order-42", idem.Confirmation{State: idem.StateSucceeded, ResourceID: "pi_other",
+		Source: "stripe", EventID: "evt_other", Reason: "payment_intent.succeeded"})
+	require.NoError(t, err, "Confirm()")
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, idem.ReviewKeyInUse, res.Review, "nothing of ours was sent: the event is another request's")
+	require.Equal(t, 1, counts.get(counts.hook, "order-42"), "settle hook calls")
+	require.Equal(t, 1, counts.get(counts.review, "order-42"), "review hook calls")
+	flagged, err := e.client.List(e.ctx, idem.Filter{Review: true})
+	require.NoError(t, err)
+	require.Len(t, flagged, 1, "List(Review)")
+	_, err = e.client.Resume(e.ctx)
+	require.NoError(t, err)
+	require.Empty(t, e.submits("order-42"), "nothing sent")
+}

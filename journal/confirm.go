@@ -157,7 +157,8 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     not): ConfirmSettled, the state and result set as c says, the
 //     review reason cleared unless it is ReviewConfirmConflict (an
 //     earlier contradiction waits for Resolve), ReviewMadeTwice or
-//     ReviewKeyInUse. A
+//     ReviewKeyInUse; a pending record with no attempt (nothing of ours
+//     was sent) is flagged ReviewKeyInUse. A
 //     processing result that named another resource id is a
 //     contradiction (below).
 //   - A settled record with c's state and resource id (or c without
@@ -211,6 +212,10 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		c.Effect = ConfirmAgreed
 	default:
 		c.Effect = ConfirmSettled
+		// An attempt is journaled before it is sent: with none, nothing
+		// of ours reached the server, and an event carrying the key is
+		// another request's.
+		neverSent := rec.State == StatePending && len(rec.Attempts) == 0
 		res := rec.Result
 		if res == nil {
 			res = &Result{}
@@ -236,6 +241,9 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// events carry it too.
 		if !ReviewHeld(rec.Review) && rec.Review != ReviewKeyInUse {
 			rec.Review = ""
+			if neverSent {
+				rec.Review = ReviewKeyInUse
+			}
 		}
 		rec.Settled = c.At
 	}
