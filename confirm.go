@@ -25,9 +25,19 @@ import (
 //	}
 //
 // The event must name the resource the operation's own answer names: for
-// an operation that creates a PaymentIntent, payment_intent.* events (a
+// an operation that creates a PaymentIntent, payment_intent events (a
 // charge.succeeded names its Charge, "ch_…", another resource id, and
-// would flag the operation for review).
+// would flag the operation for review; a refund or a dispute is another
+// object too, whatever key its metadata holds). And it must say a state
+// that object never leaves: payment_intent.succeeded (StateSucceeded) or
+// payment_intent.canceled (StateFailed), not payment_intent.payment_failed,
+// which says one attempt failed: the intent is back in
+// requires_payment_method and the customer may still pay it
+// (https://docs.stripe.com/payments/paymentintents/lifecycle). A failure
+// settles at once and fires the Settle hook: offering a new payment then
+// would make a second one when the first intent succeeds. Confirm only
+// what ends the operation's own object; leave attempts, pending states and
+// other objects' events unconfirmed (ExampleClient_Confirm_attemptFailed).
 //
 // State (StateSucceeded or StateFailed), Source and EventID are required,
 // and they and ResourceID are ids: valid UTF-8 without control characters;
@@ -57,9 +67,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     resend, stops, and reports the confirmed outcome. The settle hook
 //     (Hooks.Settle) and the settle func (WithSettleFunc) are called once,
 //     here. Its review reason is cleared, except ReviewConfirmConflict
-//     (an earlier confirmation's contradiction) and ReviewMadeTwice (the
-//     server made a second resource for the key): they stay until
-//     Resolve.
+//     (an earlier confirmation's contradiction), ReviewMadeTwice (the
+//     server made a second resource for the key) and ReviewKeyInUse
+//     (another request used the key, and its events carry the key too):
+//     they stay until Resolve.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error.
@@ -70,6 +81,11 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     matches ErrConfirmConflict.
 //   - The same (Source, EventID) again: nothing changes, and Confirm
 //     returns what it returned the first time.
+//   - A pending operation with no attempt journaled (prepared, as an
+//     outbox's intent is, and not sent yet): settled as c says and
+//     flagged ReviewKeyInUse (Hooks.Review fires), since an attempt is
+//     journaled before it is sent: nothing of ours reached the server,
+//     and the event is another request's that carried the same key.
 //
 // Confirm returns the operation's Result (nil only with an error that
 // matches none of ErrConfirmConflict), whose State says the outcome: a
@@ -149,6 +165,11 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	// As with a Run visit's settlement, nobody waits for this one: the
 	// settle func learns of it too.
 	c.settled(ctx, res)
+	if res.Review != "" && prior != nil && prior.Review == "" {
+		// Settled and flagged at once: a never-sent operation's event is
+		// another request's (journal.ApplyConfirmation).
+		c.flagged(ctx, res)
+	}
 	if c.cfg.onSettle != nil {
 		c.cfg.onSettle(res.clone())
 	}

@@ -80,21 +80,24 @@ func TestConfirmOpen(t *testing.T) {
 		state  idem.State   // before the confirmation
 		review string
 		id     string // the resource id the confirmation names
+		after  string // the review after it
 	}{
+		// Prepared, never sent: the event is another request's
+		// (TestConfirmOfAnIntentNeverSent).
 		{"pending", func(e *env) {
 			_, err := e.client.Prepare(e.ctx, e.req("k", `{"n":1}`))
 			require.NoError(e.t, err)
-		}, idem.StatePending, "", "ord_x"},
+		}, idem.StatePending, "", "ord_x", idem.ReviewKeyInUse},
 		{"processing", func(e *env) {
 			require.NoError(e.t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
 			_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
 			require.ErrorIs(e.t, err, idem.ErrUnknownOutcome)
-		}, idem.StateProcessing, "", "ord_000001"},
+		}, idem.StateProcessing, "", "ord_000001", ""},
 		{"unknown", func(e *env) {
 			require.NoError(e.t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 			_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
 			require.ErrorIs(e.t, err, idem.ErrUnknownOutcome)
-		}, idem.StateUnknown, "", "ord_000001"},
+		}, idem.StateUnknown, "", "ord_000001", ""},
 		{"flagged: key window passed", func(e *env) {
 			require.NoError(e.t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 			_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
@@ -102,7 +105,7 @@ func TestConfirmOpen(t *testing.T) {
 			e.clock.Advance(idem.DefaultKeyRetention + time.Minute)
 			_, err = e.client.Resume(e.ctx)
 			require.NoError(e.t, err)
-		}, idem.StateUnknown, idem.ReviewKeyExpired, "ord_000001"},
+		}, idem.StateUnknown, idem.ReviewKeyExpired, "ord_000001", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -119,7 +122,7 @@ func TestConfirmOpen(t *testing.T) {
 			require.Equal(t, idem.StateSucceeded, res.State)
 			require.Equal(t, tt.id, res.ResourceID)
 			require.True(t, res.Confirmed, "Result.Confirmed")
-			require.Empty(t, res.Review)
+			require.Equal(t, tt.after, res.Review)
 			rec := e.record("k")
 			require.Equal(t, idem.StateSucceeded, rec.State, "journaled state")
 			require.Len(t, rec.Confirmations, 1)

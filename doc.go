@@ -83,7 +83,10 @@
 // reads err == nil as "charged" that it was not, whose next step may be
 // a new key; Result.Review says a person must look (a second copy to
 // refund), Hooks.Review fired when it was flagged, and it stays listed
-// (Filter.Review) until Resolve. [Summary] and [Stats] count
+// (Filter.Review) until Resolve. So does a success an event confirmed
+// ([Client.Confirm]) while the operation was flagged [ReviewKeyInUse]:
+// the event found it by the key, which the other request's events carry
+// too, and a person decides whose payment it names. [Summary] and [Stats] count
 // every flagged operation as Review, settled or not, never as succeeded
 // or failed. The readers that return a Result or an Operation without an
 // error ([Client.Wait], [Client.Lookup], [Client.List], Hooks.Settle, the
@@ -306,7 +309,12 @@
 // the request may have executed, and a retry under a new key could
 // charge twice. Put the key in the request's metadata so that the events
 // carry it back; [Client.LookupResource] finds an open operation by the
-// resource id its response named.
+// resource id its response named. Confirm only an event that ends the
+// operation's own object for good (Stripe's payment_intent.succeeded or
+// payment_intent.canceled, never payment_intent.payment_failed, after
+// which the customer may still pay the intent, nor a charge's, a
+// refund's or a dispute's event): a failure settles at once, and a new
+// payment offered then is a second one (see [Confirmation]).
 //
 // # Concurrency and processes
 //

@@ -37,8 +37,12 @@ const (
 	// side, symbol, quantity, price, amount or currency is not the
 	// journaled request's (a client order id free again once an earlier
 	// order under it filled). What the server holds for the key may be
-	// that request's: never taken as ours.
-	ReviewKeyInUse = "key used by another request: the server's answer for it may not be ours"
+	// that request's: never taken as ours. An event confirming it
+	// (Confirm) settles it and keeps the flag, until Resolve: the event
+	// finds it by the key, which that request's events carry too. An
+	// event confirming an operation prepared and never sent flags it so:
+	// nothing of ours reached the server.
+	ReviewKeyInUse = journal.ReviewKeyInUse
 	// ReviewRefusedAfterSend: after an attempt that may have executed, the
 	// server refused every resend; whether the first one executed is
 	// unknown.

@@ -31,6 +31,11 @@ const ReviewConfirmConflict = "an external confirmation contradicts the recorded
 // keeps ReviewConfirmConflict: it says nothing of the other resource.
 const ReviewMadeTwice = "server made another resource for a resend of the key it had said it holds: it lost the key, and the request executed twice"
 
+// ReviewKeyInUse is the review of an operation whose key another request
+// used: what the server holds for the key may be that request's (the
+// client's ReviewKeyInUse says when it is set).
+const ReviewKeyInUse = "key used by another request: the server's answer for it may not be ours"
+
 // ReviewHeld reports whether reason is a review that stays for a person,
 // whatever settles or answers the record after it, until Resolve:
 // ReviewConfirmConflict (the later event or answer agreeing with our
@@ -151,7 +156,9 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - An open record (pending, processing, unknown, flagged for review or
 //     not): ConfirmSettled, the state and result set as c says, the
 //     review reason cleared unless it is ReviewConfirmConflict (an
-//     earlier contradiction waits for Resolve) or ReviewMadeTwice. A
+//     earlier contradiction waits for Resolve), ReviewMadeTwice or
+//     ReviewKeyInUse; a pending record with no attempt (nothing of ours
+//     was sent) is flagged ReviewKeyInUse. A
 //     processing result that named another resource id is a
 //     contradiction (below).
 //   - A settled record with c's state and resource id (or c without
@@ -205,6 +212,10 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		c.Effect = ConfirmAgreed
 	default:
 		c.Effect = ConfirmSettled
+		// An attempt is journaled before it is sent: with none, nothing
+		// of ours reached the server, and an event carrying the key is
+		// another request's.
+		neverSent := rec.State == StatePending && len(rec.Attempts) == 0
 		res := rec.Result
 		if res == nil {
 			res = &Result{}
@@ -225,9 +236,14 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// A contradiction stays for a person (Resolve) whatever settles
 		// the record after it: this event agreeing with our resource
 		// does not explain the other event's, nor the other resource a
-		// server made for the key.
-		if !ReviewHeld(rec.Review) {
+		// server made for the key. So does a key another request used:
+		// an event finds the operation by the key, and that request's
+		// events carry it too.
+		if !ReviewHeld(rec.Review) && rec.Review != ReviewKeyInUse {
 			rec.Review = ""
+			if neverSent {
+				rec.Review = ReviewKeyInUse
+			}
 		}
 		rec.Settled = c.At
 	}

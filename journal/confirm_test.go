@@ -29,6 +29,13 @@ func recordIn(st journal.State, review, id string) *journal.Record {
 	return r
 }
 
+// sentOnce gives r a first attempt on the wire, journaled before it was
+// sent.
+func sentOnce(r *journal.Record) *journal.Record {
+	r.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: c0}}
+	return r
+}
+
 // TestApplyConfirmation is the decision table of a confirmation.
 func TestApplyConfirmation(t *testing.T) {
 	ok, fail := journal.StateSucceeded, journal.StateFailed
@@ -41,12 +48,14 @@ func TestApplyConfirmation(t *testing.T) {
 		state      journal.State
 		id, review string
 	}{
-		{"pending settles", recordIn(journal.StatePending, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"pending never sent settles, another request's", recordIn(journal.StatePending, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewKeyInUse},
+		{"pending being sent settles", sentOnce(recordIn(journal.StatePending, "", "")), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"processing settles", recordIn(journal.StateProcessing, "", ""), confirmation(fail, "", "e1"), journal.ConfirmSettled, nil, fail, "", ""},
 		{"processing with the same id settles", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"processing without id keeps the known one", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"unknown settles", recordIn(journal.StateUnknown, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"review settles and clears it", recordIn(journal.StateUnknown, "key expired", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"key another request used settles and keeps it", recordIn(journal.StateUnknown, journal.ReviewKeyInUse, ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewKeyInUse},
 		{"conflict settles and keeps it", recordIn(journal.StateProcessing, journal.ReviewConfirmConflict, "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"processing with another id conflicts", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, journal.StateProcessing, "ch_1", journal.ReviewConfirmConflict},
 		{"settled agrees", recordIn(ok, "", "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmAgreed, nil, ok, "ch_1", ""},

@@ -165,7 +165,11 @@ func verify(header string, body, secret []byte, now time.Time) error {
 }
 
 // confirmation turns a provider event into what idem records; ok is false
-// for an event that settles nothing (processing) or names no key.
+// for an event that settles nothing (processing) or names no key. The
+// fake server's "failed" is final for its order; a real provider's failed
+// attempt often is not (Stripe's payment_intent.payment_failed leaves the
+// intent payable): confirm only a state the object never leaves (README,
+// "Settling from webhooks").
 func confirmation(ev idemtest.WebhookEvent) (key string, c idem.Confirmation, ok bool) {
 	var meta struct {
 		Key string `json:"idem_key"`
