@@ -674,10 +674,13 @@ func (r *Result) clone() *Result {
 // finish turns the journaled state into what Do returns.
 func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	res := newResult(rec)
-	if rec.State == StateSucceeded && !failureAgainst(rec) {
+	if rec.State == StateSucceeded && !failureAgainst(rec) && rec.Review != ReviewKeyInUse {
 		// Flagged or not, it executed: a payment made twice was made,
 		// and an error would read "not charged" to a caller who takes a
-		// nil error for "charged". Result.Review tells the rest.
+		// nil error for "charged". Result.Review tells the rest. Not so
+		// for a success an event confirmed while another request held
+		// the key (ReviewKeyInUse): it may be that request's, and ours
+		// never made; nil would ship an order perhaps unpaid.
 		return res, nil
 	}
 	e := &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: res.Attempts, Cause: cause, review: rec.Review != ""}

@@ -90,7 +90,10 @@ var (
 	// (ReviewConfirmConflict: the server's answer or an event said
 	// failed). One flagged because it may have executed twice
 	// (ReviewMadeTwice, ReviewMaybeTwice) ends a call with no error,
-	// Result.Review set: it did execute.
+	// Result.Review set: it did execute. One an event settled succeeded
+	// while another request held its key (ReviewKeyInUse) ends in
+	// ErrNeedsReview and ErrUnknownOutcome: the success may be the other
+	// request's.
 	ErrNeedsReview = errors.New("idem: flagged for review")
 )
 

@@ -68,7 +68,12 @@ func TestConfirmKeepsKeyInUse(t *testing.T) {
 	op, err := c.Lookup(t.Context(), "", "k")
 	require.NoError(t, err)
 	res, err = c.Do(t.Context(), op)
-	require.NoError(t, err, "Do(): a flagged success, as every one, has no error")
+	// The success may be the other request's: nil would read "paid" to a
+	// caller who ships on a nil error, for a payment perhaps never made.
+	require.ErrorIs(t, err, idem.ErrNeedsReview, "Do()")
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Do()")
+	require.NotErrorIs(t, err, idem.ErrFailed, "Do(): a failure would invite a new payment")
+	require.Equal(t, idem.StateSucceeded, res.State, "Do(): Result.State")
 	require.Equal(t, idem.ReviewKeyInUse, res.Review, "Do(): Result.Review")
 	mu.Lock()
 	require.Equal(t, 1, creates, "creates: nothing resent")
@@ -108,4 +113,11 @@ func TestConfirmOfAnIntentNeverSent(t *testing.T) {
 	_, err = e.client.Resume(e.ctx)
 	require.NoError(t, err)
 	require.Empty(t, e.submits("order-42"), "nothing sent")
+	// Never sent, so the success is another request's: the caller who
+	// asks must not read it as ours.
+	op, err := e.client.Lookup(e.ctx, "", "order-42")
+	require.NoError(t, err)
+	_, err = e.client.Do(e.ctx, op)
+	require.ErrorIs(t, err, idem.ErrNeedsReview, "Do()")
+	require.Empty(t, e.submits("order-42"), "nothing sent by Do")
 }
