@@ -261,6 +261,10 @@ func validConfirmation(key string, conf *Confirmation) error {
 	if !utf8.ValidString(conf.Reason) {
 		return fmt.Errorf("%w: Confirm: Reason is not valid UTF-8", ErrInvalidRequest)
 	}
+	// A reason is for people, and a handler passing an event's whole
+	// description would have its event refused: answered 5xx, as the
+	// README says to, the provider redelivers it for days, each refused.
+	conf.Reason = recordable.Clip(conf.Reason, recordable.MaxReason)
 	conf.Effect = journal.ConfirmInvalid
 	return nil
 }

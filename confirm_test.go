@@ -2,9 +2,11 @@ package idem_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -317,6 +319,37 @@ func TestConfirmInvalid(t *testing.T) {
 	require.NoError(t, e.client.Close())
 	_, err = e.client.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "", "e"))
 	require.ErrorIs(t, err, idem.ErrClosed)
+}
+
+// A reason longer than the journal keeps (a handler passing the event's
+// whole description, Adyen's reason with its raw acquirer message) had
+// the event refused with ErrInvalidRequest: answered 5xx, as the README
+// says for any other error, the provider redelivered it for days, each
+// refused, and the operation stayed unknown. It is cut at a character's
+// boundary, as a decoder's reason is.
+func TestConfirmLongReasonIsCut(t *testing.T) {
+	e := newEnv(t, noResultEndpoint(), clientOpts(idem.WithMaxAttempts(1)))
+	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
+	_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+
+	conf := webhookEvent(idem.StateSucceeded, "ord_000001", "evt_1")
+	conf.Reason = "payment_intent.succeeded: " + strings.Repeat("é", 1500)
+	res, err := e.client.Confirm(e.ctx, "", "k", conf)
+	require.NoError(t, err, "Confirm()")
+	require.Equal(t, idem.StateSucceeded, res.State)
+	rec := e.record("k")
+	require.Equal(t, idem.StateSucceeded, rec.State)
+	require.Len(t, rec.Confirmations, 1)
+	got := rec.Confirmations[0].Reason
+	require.LessOrEqual(t, len(got), 1024, "journaled reason")
+	require.True(t, utf8.ValidString(got), "cut at a character's boundary")
+	require.True(t, strings.HasPrefix(conf.Reason, got), "a prefix of the event's reason")
+
+	// A redelivery is the same event: harmless.
+	_, err = e.client.Confirm(e.ctx, "", "k", conf)
+	require.NoError(t, err, "redelivery")
+	require.Len(t, e.record("k").Confirmations, 1)
 }
 
 // TestConfirmResourceLookup: an event that carries only the provider's

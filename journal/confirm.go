@@ -113,7 +113,7 @@ type Confirmation struct {
 	// nothing.
 	Source     string
 	EventID    string    // the source's id for the event; required
-	Reason     string    // for people: the event type, the decline reason
+	Reason     string    // for people: the event type, the decline reason; Client.Confirm cuts it to 1024 bytes
 	StatusCode int       // a status the source reported, if any; 0 if none
 	At         time.Time // when it was recorded, by the caller's clock; required (the Store never reads the clock)
 	// Effect is what it did, set by ApplyConfirmation when it is recorded.
