@@ -452,6 +452,12 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	case !query && cached == "":
 		a.replayed = marked && replayed(ex.header, ex.status)
 		a.created, a.createdStatus = createdResource(ex.status, ex.body)
+		if a.created != "" {
+			// Moov's 409 is the key's transfer whole, and its keys are
+			// per account: a service sharing it, or a key taken from a
+			// business id, gets another request's transfer in it.
+			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
+		}
 		a.keyIgnored = marked && keyIgnored(ex.header)
 	case query && cached != "" && !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !pathNamesKey(rec.QueryURL, rec.Key):
 		a.otherCache = cached

@@ -34,8 +34,9 @@ type transferAPI struct {
 	transfers map[string]string
 	made      int      // transfers made
 	keys      []string // the key of every create, in order
-	// cut: the first create of a key is committed and its connection
-	// closed before any answer.
+	// cut: the first create the server gets is committed (a transfer
+	// made, or the 409 of a key it holds) and its connection closed
+	// before any answer.
 	cut bool
 	// status: the status of the transfers made.
 	status string
@@ -65,7 +66,7 @@ func (a *transferAPI) create(w http.ResponseWriter, r *http.Request) {
 	a.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	switch {
-	case !seen && a.cut:
+	case a.cut && len(a.keys) == 1:
 		conn, _, err := http.NewResponseController(w).Hijack()
 		if err == nil {
 			_ = conn.Close()
@@ -185,6 +186,22 @@ func TestConflictCarryingTheKeysResourceSettles(t *testing.T) {
 		require.Equal(t, journal.StateSucceeded, rec.State)
 		require.Equal(t, "ec7e1848-dc80-4ab0-8827-dd7fc0737b01", rec.Result.ResourceID)
 		requireKeys(t, api, 1, 2)
+	})
+	t.Run("answer lost, the key another request's transfer of another amount", func(t *testing.T) {
+		// Moov's keys are per account and never expire: a service sharing
+		// the account, or a key taken from a business id used before, has
+		// the key's transfer made by another request, and the 409 to ours
+		// (whose answer was lost, so it may have executed) carries that
+		// transfer. Its amount is not ours: our transfer was never made,
+		// and settling with the other's would report it made.
+		api := newTransferAPI(t, true, "pending")
+		api.transfers["k"] = `{"transferID":"other","createdOn":"2026-11-29T11:00:00Z","status":"completed",` +
+			`"amount":{"currency":"USD","value":250000}}`
+		c := journaledClient(t, opts(api, idemtest.NewClock(epoch))...)
+		res, err := c.Submit(t.Context(), req(api))
+		requireForeignKey(t, res, err)
+		require.NotEqual(t, "other", res.ResourceID)
+		requireKeys(t, api, 0, 2)
 	})
 	t.Run("nothing of ours sent before: another request's transfer", func(t *testing.T) {
 		api := newTransferAPI(t, false, "pending")

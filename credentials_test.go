@@ -75,6 +75,11 @@ func TestCredentialNamedHeadersNeverJournaled(t *testing.T) {
 		"KC-API-KEY", "KC-API-PASSPHRASE", "OK-ACCESS-PASSPHRASE", "X-MBX-APIKEY",
 		"PLAID-SECRET", "X-Shopify-Access-Token", "X-Amz-Security-Token",
 		"Ocp-Apim-Subscription-Key", "X-Auth-Key", "Set-Cookie",
+		// Alpaca's order API takes its key pair as APCA-API-KEY-ID and
+		// APCA-API-SECRET-KEY, no signature (docs.alpaca.markets/reference,
+		// Authentication); Kushki's charges take the merchant's private
+		// credential alone as Private-Merchant-Id (POST /card/v1/charges).
+		"APCA-API-KEY-ID", "APCA-API-SECRET-KEY", "Private-Merchant-Id",
 	} {
 		r := e.req("k-"+h, `{}`)
 		r.Header = http.Header{h: {"credential-value"}}

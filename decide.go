@@ -147,8 +147,10 @@ type answer struct {
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
 	foundOrder bool
-	// otherRequest: a result query's 2xx describes a request other than
-	// the journaled one (otherRequest): how, for the attempt's error.
+	// otherRequest: a result query's 2xx, or a refusal naming the
+	// resource the key created (created), describes a request other
+	// than the journaled one (otherRequest): how, for the attempt's
+	// error.
 	otherRequest string
 	// otherFixed: among what differs is a member no amendment changes
 	// (amendable): the answer is another order's, held or not.
@@ -384,6 +386,12 @@ func replayMeaning(p past, a answer) judgment {
 	case a.created != "":
 		if p.contested {
 			return contestedSuccess("created_contested")
+		}
+		if a.otherRequest != "" && !(p.heldOwn && a.created == p.held && !a.otherFixed) {
+			// The key's resource is another request's (a key shared, or
+			// reused from a business id): ours may never have run.
+			return judgment{move: moveReview, label: "created_other_request", review: ReviewKeyInUse, conflict: true,
+				err: fmt.Errorf("idem: the resource the key created is another request's: its %s", a.otherRequest)}
 		}
 		return judgment{move: moveSettle, label: "created", out: Outcome{State: StateSucceeded, ResourceID: a.created}}
 	case a.status >= 200 && a.status < 300:

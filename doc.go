@@ -164,7 +164,9 @@
 // earlier attempt may have reached the server, unless the answer says
 // the resource was declined or failed (Primer's paymentStatus, Moov's
 // status), which
-// settles failed, as a replayed 4xx.
+// settles failed, as a replayed 4xx. One whose body describes another
+// request (Moov's transfer, its amount not the journaled one's: a key
+// shared, or reused from a business id) is flagged ReviewKeyInUse.
 //
 // An answer that says this attempt did not execute (409 in flight, 429, a
 // 4xx, a request never written) says nothing of earlier attempts: an

@@ -17,8 +17,10 @@ var (
 	// (Authorization, Cookie, Proxy-Authorization, X-Api-Key, Api-Key,
 	// X-Auth-Token, or a name ending as API credentials' names do: -Api-Key,
 	// -ApiKey, -Access-Key, -Auth-Key, -Subscription-Key, -Secret,
-	// -Passphrase, -Password, -Token, -Cookie, -Authorization; KuCoin's
-	// KC-API-PASSPHRASE, Binance's X-MBX-APIKEY) or credentials in its URL (user:password@, or a query
+	// -Passphrase, -Password, -Token, -Cookie, -Authorization,
+	// -Api-Key-Id; KuCoin's KC-API-PASSPHRASE, Binance's X-MBX-APIKEY; or
+	// with Secret or Private as a part of it: Alpaca's
+	// APCA-API-SECRET-KEY, Kushki's Private-Merchant-Id) or credentials in its URL (user:password@, or a query
 	// parameter such as api_key or access_token). Credentials are never
 	// written to the journal: add them at send time with WithRequestHook or
 	// with the http.Client's Transport.

@@ -25,7 +25,12 @@ import (
 // its requests and in its answers about them: what the order or payment
 // is. Others (type, status, time in force, ids) are not compared: an
 // answer may spell them its own way, or change them as the order runs.
-var describingMembers = [...]string{"symbol", "side", "quantity", "qty", "price", "amount", "currency"}
+// A member path with a dot is one level down: an amount given as an
+// object of its value and currency (Moov's and Adyen's {"amount":
+// {"currency": "USD", "value": 1000}}), compared only with an answer that
+// gives it so too (a request's plain amount may be in major units, an
+// answer's value in minor ones).
+var describingMembers = [...]string{"symbol", "side", "quantity", "qty", "price", "amount", "currency", "amount.value", "amount.currency"}
 
 // answerAliases maps a request's member to the name an API's answer gives
 // the same value, tried when the answer lacks the request's own name:
@@ -47,7 +52,7 @@ var envelopeMembers = [...]string{"data", "result", "order", "list"}
 // request's describes another order whatever resource it names.
 func amendable(name string) bool {
 	switch name {
-	case "symbol", "side", "currency":
+	case "symbol", "side", "currency", "amount.currency":
 		return false
 	}
 	return true
@@ -80,8 +85,9 @@ func otherRequest(body, answer []byte) (how string, fixed bool) {
 				continue
 			}
 			theirName := name
-			w, ok := scalarOf(res[name])
-			if _, named := res[name]; !named && answerAliases[name] != "" {
+			their, named := memberAt(res, name)
+			w, ok := scalarOf(their)
+			if !named && answerAliases[name] != "" {
 				theirName = answerAliases[name]
 				w, ok = scalarOf(res[theirName])
 			}
@@ -109,7 +115,8 @@ func requestMembers(body []byte) map[string]string {
 			return nil
 		}
 		for _, name := range describingMembers {
-			if v, ok := scalarOf(m[name]); ok {
+			v, _ := memberAt(m, name)
+			if v, ok := scalarOf(v); ok {
 				ours[name] = v
 			}
 		}
@@ -120,11 +127,27 @@ func requestMembers(body []byte) map[string]string {
 		return nil
 	}
 	for _, name := range describingMembers {
-		if vs := form[name]; len(vs) == 1 {
+		if vs := form[name]; len(vs) == 1 && !strings.Contains(name, ".") {
 			ours[name] = vs[0]
 		}
 	}
 	return ours
+}
+
+// memberAt is m's member at path, a name or two joined by a dot (the
+// second a member of the first's object).
+func memberAt(m map[string]any, path string) (any, bool) {
+	outer, inner, nested := strings.Cut(path, ".")
+	v, ok := m[outer]
+	if !nested || !ok {
+		return v, ok
+	}
+	obj, isObj := v.(map[string]any)
+	if !isObj {
+		return nil, false
+	}
+	v, ok = obj[inner]
+	return v, ok
 }
 
 // resources appends to into the objects of doc that may be the resource an

@@ -28,6 +28,11 @@ func TestOtherRequest(t *testing.T) {
 		{"a number and a word prove nothing", order, `{"qty":"ten"}`, ""},
 		{"an exponent is not read", order, `{"qty":1e100000000}`, ""},
 		{"an object in place of a value proves nothing", `{"amount":1000,"currency":"EUR"}`, `{"amount":{"value":1000,"currency":"EUR"}}`, ""},
+		{"moov's amount object, same", `{"amount":{"currency":"USD","value":1000}}`, `{"transferID":"t","amount":{"currency":"usd","value":1000}}`, ""},
+		{"moov's amount object, another value", `{"amount":{"currency":"USD","value":1000}}`, `{"transferID":"t","amount":{"currency":"USD","value":250000}}`, `amount.value "250000", not the request's amount.value "1000"`},
+		{"adyen's amount object, another currency", `{"amount":{"currency":"EUR","value":1000}}`, `{"amount":{"currency":"GBP","value":1000}}`, `amount.currency "GBP"`},
+		{"a plain amount and an amount object prove nothing", `{"amount":10,"currency":"EUR"}`, `{"amount":{"value":1000,"currency":"EUR"}}`, ""},
+		{"a form's dotted name is not read", "amount.value=1000", `{"amount":{"value":5}}`, ""},
 		{"stripe, another amount", "amount=2000&currency=usd", `{"id":"pi_1","amount":5000,"currency":"usd"}`, `amount "5000", not the request's amount "2000"`},
 		{"a price amended and the side another: the side named", form, `{"symbol":"BTCUSDT","price":"91400","side":"SELL"}`, `side "SELL"`},
 		{"stripe, another amount and currency: the currency named", "amount=2000&currency=usd", `{"id":"pi_1","amount":5000,"currency":"eur"}`, `currency "eur"`},
@@ -43,7 +48,7 @@ func TestOtherRequest(t *testing.T) {
 				t.Errorf("otherRequest() = %q; want %q", got, tt.want)
 			}
 			// Side, symbol and currency are no amendment's.
-			wantFixed := strings.HasPrefix(tt.want, "side") || strings.HasPrefix(tt.want, "symbol") || strings.HasPrefix(tt.want, "currency")
+			wantFixed := strings.HasPrefix(tt.want, "side") || strings.HasPrefix(tt.want, "symbol") || strings.HasPrefix(tt.want, "currency") || strings.HasPrefix(tt.want, "amount.currency")
 			if fixed != wantFixed {
 				t.Errorf("otherRequest() fixed = %v; want %v", fixed, wantFixed)
 			}

@@ -194,7 +194,8 @@ func New(opts ...Option) (*Instrumentation, error) {
 // collection (its cost grows with the open operations). Unregister the
 // registration before closing c. The gauges of several Clients observed
 // at once are their totals (the flagged and unknown operations of all of
-// them, the oldest unknown of any, the retry budget that holds least).
+// them, the oldest unknown of any, the retry budget that holds least); a
+// Client observed twice is counted once.
 func (i *Instrumentation) Observe(c *idem.Client) (metric.Registration, error) {
 	// One callback for every Client: gauges without attributes, each
 	// observed once per Client, would keep the last Client's value alone,
@@ -237,7 +238,10 @@ func (i *Instrumentation) observeAll(ctx context.Context, o metric.Observer) err
 		oldest                 time.Time
 		tokens                 float64
 	)
-	for _, ob := range obs {
+	for k, ob := range obs {
+		if slices.ContainsFunc(obs[:k], func(x *observation) bool { return x.c == ob.c }) {
+			continue // observed twice: its operations are counted once
+		}
 		st, err := ob.c.Stats(ctx)
 		if err != nil {
 			errs = append(errs, err)

@@ -59,6 +59,14 @@ func TestGaugesOfSeveralClientsAreTheirTotals(t *testing.T) {
 	}
 	requireGauges(t, payments.tel, want)
 
+	// The same Client observed twice (a library's Observe and the
+	// service's own) is counted once: its flagged payment is one.
+	regAgain, err := payments.tel.inst.Observe(pc)
+	require.NoError(t, err)
+	requireGauges(t, payments.tel, want)
+	require.NoError(t, regAgain.Unregister())
+	requireGauges(t, payments.tel, want)
+
 	require.NoError(t, regPayouts.Unregister())
 	require.NoError(t, regPayouts.Unregister(), "a second Unregister")
 	requireGauges(t, payments.tel, want)

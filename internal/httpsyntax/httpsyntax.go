@@ -31,13 +31,19 @@ var credentialHeaders = [...]string{"Authorization", "Cookie", "Set-Cookie", "Pr
 // credential: KuCoin's KC-API-KEY and KC-API-PASSPHRASE, OKX's
 // OK-ACCESS-PASSPHRASE, Binance's X-MBX-APIKEY, Plaid's PLAID-SECRET,
 // Shopify's X-Shopify-Access-Token, AWS's X-Amz-Security-Token, Azure API
-// Management's Ocp-Apim-Subscription-Key, Cloudflare's X-Auth-Key. The
+// Management's Ocp-Apim-Subscription-Key, Cloudflare's X-Auth-Key,
+// Alpaca's APCA-API-KEY-ID (sent beside its secret, no signature). The
 // ending, not any part: KC-API-KEY-VERSION says which kind of key, and is
 // none.
 var credentialEndings = [...]string{
-	"apikey", "api-key", "api_key", "access-key", "auth-key", "subscription-key",
+	"apikey", "api-key", "api_key", "api-key-id", "access-key", "auth-key", "subscription-key",
 	"secret", "passphrase", "password", "token", "cookie", "authorization",
 }
+
+// credentialWords, as a whole part of a name (between hyphens or
+// underscores) anywhere in it, say it carries a credential whatever it
+// ends in: Alpaca's APCA-API-SECRET-KEY, Kushki's Private-Merchant-Id.
+var credentialWords = [...]string{"secret", "private"}
 
 // CredentialHeader reports whether a header named name (in any case)
 // carries a credential, by the standard names or by an ending API
@@ -49,6 +55,19 @@ func CredentialHeader(name string) bool {
 	for _, e := range credentialEndings {
 		if len(name) >= len(e) && strings.EqualFold(name[len(name)-len(e):], e) {
 			return true
+		}
+	}
+	for rest := name; rest != ""; {
+		part := rest
+		if i := strings.IndexAny(rest, "-_"); i >= 0 {
+			part, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		for _, w := range credentialWords {
+			if strings.EqualFold(part, w) {
+				return true
+			}
 		}
 	}
 	return false
