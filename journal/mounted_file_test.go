@@ -48,6 +48,12 @@ func TestJournalFileMountedAloneIsRefused(t *testing.T) {
 	s, err := Open(path, withApplyDelay(time.Hour))
 	if err != nil {
 		require.ErrorContains(t, err, "mount the journal's directory")
+		// The journal is whole: a refusal read as damage sends an
+		// operator to restore a copy, and an application that moves a
+		// damaged journal aside to start again would do so.
+		require.ErrorIs(t, err, ErrFileMountedAlone)
+		require.NotErrorIs(t, err, ErrCorrupt)
+		require.NotContains(t, err.Error(), "damaged")
 		matches, gerr := filepath.Glob(path + logInfix + "*")
 		require.NoError(t, gerr)
 		require.Empty(t, matches, "no log started in the container's directory")
