@@ -53,6 +53,7 @@ const (
 type applier struct {
 	mu      sync.Mutex
 	applied uint64 // bbolt holds every write up to this LSN
+	opened  uint64 // applied as Open found it
 	kick    chan struct{}
 	stop    chan struct{}
 	done    chan struct{}

@@ -245,6 +245,15 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 		cleanup()
 		return st, errorf("journal: compact %s: copy: %w", path, err)
 	}
+	// bbolt opens a file whose newest meta page is damaged as its other
+	// one describes it (a commit a crash tore), and after a copy of one
+	// commit (any journal under compactTxSize) that was the empty file
+	// bbolt made: Open made a new journal over the copy. A commit more
+	// leaves both meta pages describing the whole copy.
+	if err := dst.Update(func(*bolt.Tx) error { return nil }); err != nil {
+		cleanup()
+		return st, errorf("journal: compact %s: copy: %w", path, err)
+	}
 	if err := checkDB(dst, tmp); err != nil {
 		cleanup()
 		return st, errorf("journal: compact %s: the copy does not check out, the journal is unchanged: %w", path, err)

@@ -87,6 +87,14 @@ func reserveNew(f *os.File) error {
 	return fmt.Errorf("no room for a new journal (%w): nothing was written; free space on its file system and start again", err)
 }
 
+// ErrFileMountedAlone means Open was asked to write a journal file that
+// is mounted by itself (a container given the file alone: a Kubernetes
+// subPath, Docker's -v FILE:FILE), on another mount than its directory,
+// where the journal writes its log: a write is durable once it is in the
+// log, and a new container does not get the directory the old one wrote
+// it in. The file itself is whole; mount its directory instead.
+var ErrFileMountedAlone = errors.New("journal: the file is mounted by itself, apart from its directory")
+
 // checkMount refuses to write a journal file at path that is a mount of
 // its own, on another mount than its directory, where the log is written
 // (the directory of the file a symbolic link names, logLocation). A
@@ -102,7 +110,7 @@ func checkMount(f *os.File, path string) error {
 		return nil
 	}
 	// Open prefixes "journal: open PATH: ".
-	return fmt.Errorf("the file is mounted by itself (a container given the file alone: a Kubernetes subPath, Docker's -v FILE:FILE), "+
+	return withKind(ErrFileMountedAlone, "the file is mounted by itself (a container given the file alone: a Kubernetes subPath, Docker's -v FILE:FILE), "+
 		"but the journal writes its log beside it, in %s, on another mount, and a write is durable once it is in the log: "+
 		"whatever the log holds is lost with that directory (a new container has its own). Nothing was written; mount the journal's directory instead of the file", dir)
 }

@@ -27,10 +27,7 @@ func TestNewJournalOnAFullDisk(t *testing.T) {
 	for free := range int64(6) {
 		t.Run(string(rune('0'+free))+" pages free", func(t *testing.T) {
 			dir := t.TempDir()
-			if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=1m,mode=0700"); err != nil {
-				t.Skipf("mount refused (%v): no full disk to start on", err)
-			}
-			t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+			mountOrSkip(t, "tmpfs", dir, "tmpfs", 0, "size=1m,mode=0700")
 			filler := filepath.Join(dir, "filler")
 			fillDisk(t, filler)
 			fi, err := os.Stat(filler)

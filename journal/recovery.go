@@ -79,7 +79,7 @@ func (s *Store) openLog(cfg *config) error {
 		entries = append(entries, l)
 	}
 	s.ov.publish(entries, time.Time{})
-	s.ap.applied = applied
+	s.ap.applied, s.ap.opened = applied, applied
 	if s.readOnly {
 		return nil
 	}

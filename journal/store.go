@@ -443,6 +443,15 @@ func (s *Store) Close() error {
 			aerr = s.applyLocked()
 		}
 		s.log.close()
+		if aerr == nil && s.ap.applied != s.ap.opened {
+			// bbolt opens a file whose newest meta page is damaged as the
+			// other one describes it, a commit older: with the log gone,
+			// the writes of the last round would be gone without a word.
+			// A commit more, and both describe everything. A Store that
+			// applied nothing leaves the file as it found it (a damaged
+			// journal among others).
+			aerr = s.commitBolt(func(*bolt.Tx) error { return nil })
+		}
 		if aerr == nil {
 			// Everything is in the file: the log is no longer needed.
 			_ = s.log.deleteApplied(s.ap.applied, true)
