@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 )
 
 // The log is where a write becomes durable. bbolt makes a commit durable
@@ -676,16 +675,6 @@ func (w *logWriter) inject(header, written bool) error {
 		return nil
 	}
 	return w.failWrite(header, written)
-}
-
-// fdatasync flushes f's data (and the size, when it grew) to the disk.
-func fdatasync(f *os.File) error {
-	for {
-		err := syscall.Fdatasync(int(f.Fd()))
-		if err != syscall.EINTR {
-			return err
-		}
-	}
 }
 
 // activeGone reports whether the active segment is no longer the file at
