@@ -96,10 +96,9 @@ func contesting(a journal.Attempt, p past) bool {
 // maybeExecuted is the one test of whether an attempt may have executed on
 // the server: it may have been written (or has no recorded outcome: the
 // process stopped mid-attempt) and no answer said it did not execute.
-// pastOf and compactAttempts share it so that they can never disagree.
-func maybeExecuted(a journal.Attempt) bool {
-	return a.Kind == journal.AttemptSubmit && (a.Wrote || !a.Done) && !a.Refused
-}
+// pastOf, compactAttempts and the journal's ApplyConfirmation share it so
+// that they can never disagree.
+func maybeExecuted(a journal.Attempt) bool { return a.MaybeExecuted() }
 
 // answer is one exchange as the judge sees it. The driver fills it in:
 // the classifier's verdict, the decoder's outcome for a 2xx.

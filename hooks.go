@@ -45,7 +45,10 @@ type Hooks struct {
 	// failed Result with Review set (ReviewMaybeTwice, ReviewMadeTwice,
 	// ReviewConfirmConflict) may have executed: Do reports it as
 	// ErrNeedsReview, never ErrFailed, and it is no failure to retry
-	// under a new key.
+	// under a new key. A succeeded one flagged ReviewKeyInUse (an event
+	// settled it while another request held the key) may be that
+	// request's: Do reports it as ErrNeedsReview, and it is no success
+	// to ship on.
 	Settle func(ctx context.Context, res *Result)
 	// Review is called when an operation is flagged for review: automatic
 	// reconciliation gave up on it and a person must look (Result.Review
@@ -210,7 +213,8 @@ func (c *Client) runFailed(ctx context.Context, err error) {
 // The error is nil once it is: read Result.State and Result.Review (a
 // failed Result with Review set may have executed: Do reports it as
 // ErrNeedsReview, never ErrFailed; a succeeded one with
-// ReviewConfirmConflict may have failed).
+// ReviewConfirmConflict may have failed, one with ReviewKeyInUse may be
+// another request's success).
 //
 // A settlement in this process (a call, Resume, Run, Resolve) wakes Wait
 // at once. One made by another process sharing the journal is seen by

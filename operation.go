@@ -40,8 +40,9 @@ const (
 	// that request's: never taken as ours. An event confirming it
 	// (Confirm) settles it and keeps the flag, until Resolve: the event
 	// finds it by the key, which that request's events carry too. An
-	// event confirming an operation prepared and never sent flags it so:
-	// nothing of ours reached the server.
+	// event confirming an operation prepared and never sent, or pending
+	// with every attempt answered as not executed, flags it so: nothing
+	// of ours executed.
 	ReviewKeyInUse = journal.ReviewKeyInUse
 	// ReviewRefusedAfterSend: after an attempt that may have executed, the
 	// server refused every resend; whether the first one executed is

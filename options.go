@@ -635,7 +635,8 @@ func WithClock(clk Clock) Option {
 // WithSettleFunc sets the callback told about each operation that Resume or
 // Run settles: work the application handed off and must still learn about.
 // A failed Result with Review set may have executed (as Hooks.Settle
-// says): not a failure to retry under a new key. It runs after the
+// says): not a failure to retry under a new key; a succeeded one flagged
+// ReviewKeyInUse may be another request's success, not one to ship on. It runs after the
 // outcome is committed, on the goroutine of Run or Resume: do not call
 // Close or Shutdown from it, which wait for that very Run or Resume to
 // return.

@@ -32,7 +32,9 @@ type Result struct {
 	// Review is non-empty when a person must settle the operation,
 	// whatever State says: a failed Result with Review set may have
 	// executed (never retry it under a new key), a succeeded one may
-	// have executed twice, or a failure contradicts it.
+	// have executed twice, or a failure contradicts it, or (ReviewKeyInUse)
+	// the success may be another request's that used the key, and ours
+	// never made: not one to ship on.
 	Review    string
 	Attempts  int  // HTTP exchanges over the operation's life
 	Manual    bool // settled by hand (Resolve)

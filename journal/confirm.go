@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,8 +158,9 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     not): ConfirmSettled, the state and result set as c says, the
 //     review reason cleared unless it is ReviewConfirmConflict (an
 //     earlier contradiction waits for Resolve), ReviewMadeTwice or
-//     ReviewKeyInUse; a pending record with no attempt (nothing of ours
-//     was sent) is flagged ReviewKeyInUse. A
+//     ReviewKeyInUse; a pending record with no attempt that may have
+//     executed (Attempt.MaybeExecuted: none, or only ones answered as
+//     not executed, none on the wire) is flagged ReviewKeyInUse. A
 //     processing result that named another resource id is a
 //     contradiction (below).
 //   - A settled record with c's state and resource id (or c without
@@ -212,10 +214,13 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		c.Effect = ConfirmAgreed
 	default:
 		c.Effect = ConfirmSettled
-		// An attempt is journaled before it is sent: with none, nothing
-		// of ours reached the server, and an event carrying the key is
+		// An attempt is journaled before it is sent, and a record stays
+		// pending only while nothing of ours may have executed: with no
+		// attempt, or none but those an answer said did not execute (a
+		// 409 for a key another request holds, a 429, a request never
+		// written) and none on the wire, an event carrying the key is
 		// another request's.
-		neverSent := rec.State == StatePending && len(rec.Attempts) == 0
+		neverSent := rec.State == StatePending && !slices.ContainsFunc(rec.Attempts, Attempt.MaybeExecuted)
 		res := rec.Result
 		if res == nil {
 			res = &Result{}

@@ -29,10 +29,17 @@ func recordIn(st journal.State, review, id string) *journal.Record {
 	return r
 }
 
-// sentOnce gives r a first attempt on the wire, journaled before it was
-// sent.
+// sentOnce gives r an attempt on the wire, journaled before it was sent.
 func sentOnce(r *journal.Record) *journal.Record {
-	r.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: c0}}
+	r.Attempts = append(r.Attempts, journal.Attempt{Number: len(r.Attempts) + 1, Kind: journal.AttemptSubmit, Start: c0})
+	return r
+}
+
+// refusedOnce gives r an attempt the server answered as not executed
+// (Stripe's 409 idempotency_key_in_use: another request holds the key).
+func refusedOnce(r *journal.Record) *journal.Record {
+	r.Attempts = append(r.Attempts, journal.Attempt{Number: len(r.Attempts) + 1, Kind: journal.AttemptSubmit, Start: c0,
+		Wrote: true, Done: true, Refused: true, Status: 409})
 	return r
 }
 
@@ -50,6 +57,8 @@ func TestApplyConfirmation(t *testing.T) {
 	}{
 		{"pending never sent settles, another request's", recordIn(journal.StatePending, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewKeyInUse},
 		{"pending being sent settles", sentOnce(recordIn(journal.StatePending, "", "")), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"pending refused only settles, another request's", refusedOnce(recordIn(journal.StatePending, "", "")), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewKeyInUse},
+		{"pending refused then being sent settles", sentOnce(refusedOnce(recordIn(journal.StatePending, "", ""))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"processing settles", recordIn(journal.StateProcessing, "", ""), confirmation(fail, "", "e1"), journal.ConfirmSettled, nil, fail, "", ""},
 		{"processing with the same id settles", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"processing without id keeps the known one", recordIn(journal.StateProcessing, "", "ch_1"), confirmation(ok, "", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},

@@ -72,6 +72,15 @@ type Attempt struct {
 	Duration   time.Duration
 }
 
+// MaybeExecuted reports whether a may have executed on the server: a
+// submit that may have been written (or has no recorded outcome: it is on
+// the wire, or the process stopped mid-attempt) and that no answer said
+// did not execute. Only then can what the server holds for the key, or an
+// event carrying it, be ours.
+func (a Attempt) MaybeExecuted() bool {
+	return a.Kind == AttemptSubmit && (a.Wrote || !a.Done) && !a.Refused
+}
+
 // Result is what the server said about a settled (or processing) operation.
 type Result struct {
 	ResourceID string
