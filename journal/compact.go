@@ -64,6 +64,13 @@ func Inspect(path string, opts ...Option) (CheckReport, error) {
 	}
 	rep.Logged = s.ov.len()
 	problems, err := inspectDB(s.db, s.file, &rep)
+	if err == nil && s.logMissing != nil {
+		// The file may check out; the journal does not.
+		problems = append(problems, errors.New(strings.TrimPrefix(s.logMissing.Error(), prefix)))
+		if len(problems) == 1 {
+			err = s.logMissing
+		}
+	}
 	if err == nil {
 		err = damaged(problems)
 	}
@@ -242,6 +249,12 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	}
 	cleanup := func() { _ = dst.Close(); _ = removeCopy(tmp.Name(), tmpID) }
 	if err := bolt.Compact(dst, src.db, compactTxSize); err != nil {
+		cleanup()
+		return st, errorf("journal: compact %s: copy: %w", path, err)
+	}
+	// The copy holds every write (flushed above, and no other Store can
+	// write): it depends on no log, and src's Close deletes the log.
+	if err := dst.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(metaLogDep) }); err != nil {
 		cleanup()
 		return st, errorf("journal: compact %s: copy: %w", path, err)
 	}

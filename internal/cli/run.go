@@ -319,6 +319,8 @@ func explain(path string, err error) error {
 		return fmt.Errorf("%w\nhint: use the idem command from the idem version the application is built with (go run github.com/idemkit/idem/cmd/idem@VERSION)", err)
 	case errors.Is(err, journal.ErrNetworkFileSystem):
 		return fmt.Errorf("%w\nhint: if the application opens it with journal.AllowNetworkFileSystem and is stopped, pass -allow-network-fs", err)
+	case errors.Is(err, journal.ErrLogMissing):
+		return fmt.Errorf("%w\nhint: look for the segments where the file came from (the old host, the backup, the volume) and put them beside it; only if they are gone for good: idem compact -accept-lost-log", err)
 	case errors.Is(err, journal.ErrCorrupt):
 		return fmt.Errorf("%w\nhint: check that %s is the application's journal; if it is, keep a copy of it before anything else touches it", err, path)
 	}
