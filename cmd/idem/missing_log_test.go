@@ -15,10 +15,10 @@ import (
 
 // A journal file copied without its log while the application ran (a
 // backup of the file alone, restored on a new host) depends on segments
-// that are not beside it: the application's Open refuses it. check says
-// which segment is missing and what to do, compact refuses it too, and
-// compact -accept-lost-log is the knowing way on, after which the journal
-// checks out.
+// that are not beside it: the application's Open refuses it. list reads
+// what is left and warns, check says which segment is missing and what to
+// do, compact refuses it too, and compact -accept-lost-log is the knowing
+// way on, after which the journal checks out.
 func TestCheckAndCompactOfAJournalWithoutItsLog(t *testing.T) {
 	ctx := context.Background()
 	live := filepath.Join(t.TempDir(), "journal.db")
@@ -32,7 +32,14 @@ func TestCheckAndCompactOfAJournalWithoutItsLog(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "journal.db")
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 
-	_, stderr, code := runIdem(t, "check", "-journal", path)
+	// What is left can be read, with a warning that it may lack
+	// acknowledged operations.
+	_, stderr, code := runIdem(t, "list", "-journal", path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "idem: warning: ")
+	require.Contains(t, stderr, "journal.db.log.0000000000000001")
+
+	_, stderr, code = runIdem(t, "check", "-journal", path)
 	require.Equal(t, 1, code, stderr)
 	require.Contains(t, stderr, "journal.db.log.0000000000000001")
 	require.Contains(t, stderr, "idem compact -accept-lost-log")
