@@ -107,9 +107,10 @@ func TestCommitFailureChild(t *testing.T) {
 // commitStep is one system call of the call's log writes to fail. On the
 // calling thread (a lone writer commits on its own goroutine), the first
 // write after Open starts a log segment: its header (pwrite64, fdatasync),
-// the directory (fsync), then the round (pwrite64, fdatasync). Submit's
-// second write, the server's answer, is one more round: pwrite64,
-// fdatasync.
+// the directory (fsync), the journal file's record that it depends on
+// that segment (a bbolt commit: two pages, fdatasync, the meta page,
+// fdatasync), then the round (pwrite64, fdatasync). Submit's second
+// write, the server's answer, is one more round: pwrite64, fdatasync.
 type commitStep struct {
 	name    string
 	syscall string // "pwrite64" or "fdatasync"
@@ -123,24 +124,33 @@ var commitSteps = []commitStep{
 	// Nothing is in the log yet: the call is refused, nothing journaled.
 	{name: "segment header write", syscall: "pwrite64", nth: 1, want: "plain"},
 	{name: "segment header fsync", syscall: "fdatasync", nth: 1, want: "plain"},
+	// The file's record of the segment fails before bbolt's meta page is
+	// written: the file is as it was, and the log goes on (the applier
+	// records the segment with its next copy).
+	{name: "segment record page write", syscall: "pwrite64", nth: 2, want: "ok"},
+	{name: "segment record page fsync", syscall: "fdatasync", nth: 2, want: "ok"},
+	// Once its meta page is written, the file may show a commit the disk
+	// lacks: the Store stops using it (ErrFileFailed), and the round,
+	// not logged yet, is refused: nothing journaled.
+	{name: "segment record meta fsync", syscall: "fdatasync", nth: 3, want: "plain"},
 	// A failed round is written again on a new segment that voids the
 	// first try: a disk that fails once does not fail the call.
-	{name: "round write", syscall: "pwrite64", nth: 2, want: "ok"},
-	{name: "round fsync", syscall: "fdatasync", nth: 2, want: "ok"},
+	{name: "round write", syscall: "pwrite64", nth: 5, want: "ok"},
+	{name: "round fsync", syscall: "fdatasync", nth: 4, want: "ok"},
 	// The disk fails everything from the round's write on. A pwrite64
 	// that fails writes nothing (write(2) returns the count of what it
 	// wrote, if anything): nothing of the round is in the file, the
 	// operation is surely not journaled, and the caller hears so.
-	{name: "round write and every later one", syscall: "pwrite64", nth: 2, after: true, want: "plain"},
+	{name: "round write and every later one", syscall: "pwrite64", nth: 5, after: true, want: "plain"},
 	// After a failed fdatasync the round's bytes may be on disk, and the
 	// new segment that would void them cannot be written: nobody can
 	// tell whether the operation is journaled.
-	{name: "round fsync and every later one", syscall: "fdatasync", nth: 2, after: true, want: "unknown"},
+	{name: "round fsync and every later one", syscall: "fdatasync", nth: 4, after: true, want: "unknown"},
 	// Submit's second round records the server's answer (promise 8: the
 	// caller sees an outcome only once it is committed).
-	{name: "outcome fsync", syscall: "fdatasync", nth: 3, want: "ok", submit: true},
-	{name: "outcome fsync and every later one", syscall: "fdatasync", nth: 3, after: true, want: "unknown", submit: true},
-	{name: "outcome write and every later one", syscall: "pwrite64", nth: 3, after: true, want: "unknown", submit: true},
+	{name: "outcome fsync", syscall: "fdatasync", nth: 5, want: "ok", submit: true},
+	{name: "outcome fsync and every later one", syscall: "fdatasync", nth: 5, after: true, want: "unknown", submit: true},
+	{name: "outcome write and every later one", syscall: "pwrite64", nth: 6, after: true, want: "unknown", submit: true},
 }
 
 // TestCommitFailureInjected fails each step of the commit that journals a
@@ -256,8 +266,8 @@ func findStrace(t *testing.T) string {
 
 // calibrateCommit runs the child once under strace without a fault and
 // checks the system calls commitSteps counts on: on the thread that
-// printed the mark, the segment header, the directory, then one round per
-// commit (see commitStep). It also checks that nothing in the child
+// printed the mark, the segment header, the directory, the file's record
+// of the segment, then one round per commit (see commitStep). It also checks that nothing in the child
 // writes before the call.
 func calibrateCommit(t *testing.T, strace, mode, template string, commits int) {
 	t.Helper()
@@ -296,7 +306,7 @@ func calibrateCommit(t *testing.T, strace, mode, template string, commits int) {
 	require.NoError(t, sc.Err())
 	require.NotEmpty(t, markPid, "the mark is not in strace's log")
 	require.Zero(t, before, "pwrite64, fdatasync or fsync calls before the call: the counts would be off")
-	want := "WSD" + strings.Repeat("WS", commits)
+	want := "WSD" + "WWSWS" + strings.Repeat("WS", commits)
 	require.True(t, strings.HasPrefix(strings.Join(seq, ""), want), "the calling thread's system calls for the call's %d commits: %s, want a start of %s (W pwrite64, S fdatasync, D the directory's fsync)", commits, strings.Join(seq, ""), want)
 }
 

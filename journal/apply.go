@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -70,6 +71,9 @@ type applier struct {
 	// written, shown through the map, perhaps not on disk, as a failed
 	// final fdatasync leaves them).
 	failCommit func(written bool) error
+	// dep is the log generation the file records it depends on
+	// (metaLogDep); written under mu, read by rounds (dependOnLog).
+	dep atomic.Uint64
 }
 
 // start runs the applier's goroutine.
@@ -186,9 +190,14 @@ func (s *Store) apply(holdAfter time.Time) error {
 		}
 		// Every round from here on starts a new segment, and every round
 		// before it, in the segment that is gone, goes into the file now,
-		// young open records included.
+		// young open records included. The file then depends on no
+		// segment until the next round starts one: a crash before it
+		// must not make Open refuse a journal that lost nothing.
 		s.stopMu.Lock()
 		first := !s.log.renew.Swap(true)
+		if first {
+			s.log.dep.Store(0)
+		}
 		s.stopMu.Unlock()
 		if first {
 			s.segmentLost(seg, truncated)
@@ -240,7 +249,10 @@ func (s *Store) applyUpTo(holdAfter time.Time) error {
 	for {
 		batch, through := s.ov.batch(applyBatch, upTo, holdAfter)
 		through = max(through, s.ap.applied)
-		if len(batch) == 0 {
+		// Read before the commit: a round after it writes to this
+		// segment or a newer one.
+		dep := s.log.dep.Load()
+		if len(batch) == 0 && dep == s.ap.dep.Load() {
 			return nil
 		}
 		err := s.commitBolt(func(tx *bolt.Tx) error {
@@ -259,17 +271,34 @@ func (s *Store) applyUpTo(holdAfter time.Time) error {
 					return err
 				}
 			}
-			return g.put(tx, g.bucket(tx, bucketMeta), metaApplied, binary.BigEndian.AppendUint64(nil, through))
+			return putApplied(tx, g, through, dep)
 		})
 		if err != nil {
 			return errorf("applying the log to the journal file (the writes are safe in the log): %w", err)
 		}
 		s.ap.applied = through
+		s.ap.dep.Store(dep)
 		s.ov.drop(batch)
 		// A segment that cannot be deleted now is deleted after a later
 		// apply; it only takes disk space.
 		_ = s.log.deleteApplied(through, false)
 	}
+}
+
+// putApplied records in tx that the file holds every write up to through
+// (metaApplied) and depends on the log from generation dep on (metaLogDep,
+// see logDep), in one allocation: bbolt keeps both values until the
+// transaction ends.
+func putApplied(tx *bolt.Tx, g *getter, through, dep uint64) error {
+	v := make([]byte, 24)
+	binary.BigEndian.PutUint64(v, through)
+	binary.BigEndian.PutUint64(v[8:], dep)
+	binary.BigEndian.PutUint64(v[16:], through)
+	meta := g.bucket(tx, bucketMeta)
+	if err := g.put(tx, meta, metaApplied, v[:8:8]); err != nil {
+		return err
+	}
+	return g.put(tx, meta, metaLogDep, v[8:])
 }
 
 // commitBolt runs fn in a bbolt write transaction and commits it. Only the

@@ -120,6 +120,14 @@ func (c *committer) commit(round []*request) {
 	}
 	writes := c.run(round)
 	if len(writes) > 0 {
+		if err := s.dependOnLog(); err != nil {
+			c.view.reset(nil)
+			for _, r := range round {
+				r.err, r.panicked = err, nil
+				r.Release()
+			}
+			return
+		}
 		// Under stopMu, so that once the applier has found the file gone
 		// (apply) every round either is published before it copies the
 		// overlay into the file, or writes nothing.

@@ -64,6 +64,13 @@ func Inspect(path string, opts ...Option) (CheckReport, error) {
 	}
 	rep.Logged = s.ov.len()
 	problems, err := inspectDB(s.db, s.file, &rep)
+	if err == nil && s.logMissing != nil {
+		// The file may check out; the journal does not.
+		problems = append(problems, errors.New(strings.TrimPrefix(s.logMissing.Error(), prefix)))
+		if len(problems) == 1 {
+			err = s.logMissing
+		}
+	}
 	if err == nil {
 		err = damaged(problems)
 	}
@@ -249,7 +256,16 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	// one describes it (a commit a crash tore), and after a copy of one
 	// commit (any journal under compactTxSize) that was the empty file
 	// bbolt made: Open made a new journal over the copy. A commit more
-	// leaves both meta pages describing the whole copy.
+	// leaves both meta pages describing the whole copy. The copy holds
+	// every write (flushed above, and no other Store can write): that
+	// commit records that it depends on no log, and src's Close deletes
+	// the log.
+	if err := dst.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(metaLogDep) }); err != nil {
+		cleanup()
+		return st, errorf("journal: compact %s: copy: %w", path, err)
+	}
+	// And one more, so that the older meta page says so too: the copy's
+	// first commit carries src's dependency on a log src's Close deletes.
 	if err := dst.Update(func(*bolt.Tx) error { return nil }); err != nil {
 		cleanup()
 		return st, errorf("journal: compact %s: copy: %w", path, err)

@@ -79,7 +79,10 @@
 //     gives [ErrCorrupt], and one written by a newer idem gives
 //     [ErrVersion], without the file being changed; so does a log with a
 //     hole where acknowledged writes were, or a segment of another
-//     journal; reads that meet a
+//     journal. A file a process stopped without closing, opened without
+//     the log segments it depends on (copied alone, its segments
+//     deleted), gives [ErrLogMissing], naming the segment, unless
+//     [AcceptLostLog] is given; reads that meet a
 //     damaged page or record return ErrCorrupt rather than crash or guess,
 //     and a key is reported absent (to Create, Get, Update, …) only once
 //     the pages searched for it have passed a check.

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/idemkit/idem/internal/errtext"
 )
@@ -26,6 +27,16 @@ var (
 	// version, which only an Open for writing migrates (the application's
 	// next start, or Compact).
 	ErrOldFormat = errors.New("journal: older format; open it for writing once to migrate it")
+	// ErrLogMissing means the journal file depends on log segments
+	// (<journal>.log.<generation>) that are not beside it: the process
+	// that wrote it stopped without closing the journal, and writes it
+	// acknowledged may be in those segments alone. The message names the
+	// first segment missing. Put the segments back, as they were, and
+	// open the journal again; only if they are gone for good, open it once
+	// with AcceptLostLog, knowing that those writes are lost. It also
+	// matches ErrCorrupt. A read-only Open goes on, and warns (WithLogger);
+	// Check reports it.
+	ErrLogMissing = fmt.Errorf("journal: log segments the journal depends on are missing: %w", ErrCorrupt)
 )
 
 // Errors returned by any method once the Store is in the wrong mode.
@@ -89,7 +100,7 @@ type kindError struct {
 
 func (e *kindError) Error() string        { return e.err.Error() }
 func (e *kindError) Unwrap() error        { return e.err }
-func (e *kindError) Is(target error) bool { return target == e.kind }
+func (e *kindError) Is(target error) bool { return errors.Is(e.kind, target) }
 
 // withKind returns an error matching kind, with the message format says;
 // %w in format wraps a cause as fmt.Errorf does.

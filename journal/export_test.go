@@ -60,3 +60,8 @@ func withApplyDelay(d time.Duration) Option {
 func withOverlayMax(n int64) Option {
 	return optionFunc(func(c *config) { c.overlayMax = n })
 }
+
+// WithApplyDelayForTest is withApplyDelay for the tests of package
+// journal_test (its child processes): an hour keeps the applier from
+// copying the log into the file before the child is killed.
+func WithApplyDelayForTest(d time.Duration) Option { return withApplyDelay(d) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,12 +60,20 @@ func TestLargeFreelistIsNotWrittenPerCommit(t *testing.T) {
 	require.Greater(t, st.FreePageN+st.PendingPageN, freelistUnsyncAbove, "free pages after pruning")
 	require.False(t, syncedFreelist(t, path), "commits with a large freelist skip writing it")
 
-	// What a crash leaves: the file as of the last commit, never closed
-	// (its log, applied, adds nothing).
+	// What a crash leaves: the file as of the last commit, never closed,
+	// and its log (applied, it adds nothing; without it the file is
+	// refused, ErrLogMissing).
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	crashed := filepath.Join(t.TempDir(), "crashed.db")
 	require.NoError(t, os.WriteFile(crashed, data, 0o600))
+	segs, err := filepath.Glob(path + logInfix + "*")
+	require.NoError(t, err)
+	for _, seg := range segs {
+		b, err := os.ReadFile(seg)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(crashed+strings.TrimPrefix(seg, path), b, 0o600))
+	}
 	c, err := Open(crashed)
 	require.NoError(t, err, "Open() rebuilds the freelist")
 	for _, k := range keys {

@@ -56,6 +56,12 @@ var (
 	// metaApplied is the LSN up to which the file holds every write of
 	// the log (format version 3), committed with the records it covers.
 	metaApplied = []byte("log applied")
+	// metaLogDep says which log the file depends on (see logDep): the
+	// generation of the segment writes went to when metaApplied was last
+	// committed, and that metaApplied, 8 bytes each, big-endian. Absent,
+	// or generation 0: the file holds every acknowledged write (a clean
+	// Close, Compact's copy, a file older than the field).
+	metaLogDep = []byte("log depends")
 )
 
 const (

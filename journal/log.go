@@ -438,6 +438,12 @@ type logWriter struct {
 	// renew makes the next round start a new segment: the active one is
 	// gone from the directory (activeGone).
 	renew atomic.Bool
+	// dep is the generation of the active segment once its header is
+	// durable, 0 while no segment is known to be on disk (before the
+	// first, or once the active one was found gone): what the applier
+	// records as the log the file depends on (metaLogDep). Set by rotate,
+	// cleared under the Store's stopMu, which every round holds.
+	dep atomic.Uint64
 
 	mu       sync.Mutex
 	segments []segment   // every segment not yet deleted, oldest first, the active one last
@@ -606,6 +612,7 @@ func (w *logWriter) rotate() error {
 		return errorf("new log segment %s: %w", filepath.Base(path), herr)
 	}
 	w.f, w.size = f, segHeaderSize
+	w.dep.Store(w.gen)
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
 )
 
 // TestLockTimeoutBounded checks promise 9: a second Open of a held
@@ -105,9 +106,14 @@ func TestOpenWaitingDuringCompactUsesTheNewFile(t *testing.T) {
 	}
 
 	// Compact: copy, sync, rename over the journal, then close the source.
+	// Its copy holds every write and depends on no log (metaLogDep).
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(path+".compact", data, 0o600))
+	copied, err := bolt.Open(path+".compact", 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, copied.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(metaLogDep) }))
+	require.NoError(t, copied.Close())
 	holder.replaced.Store(true)
 	require.NoError(t, os.Rename(path+".compact", path))
 	require.NoError(t, holder.Close())

@@ -26,6 +26,8 @@ type config struct {
 	// failSync, when a test sets it, stands in for the fdatasync of each
 	// log segment Open makes durable (syncRecovered): an error fails it.
 	failSync func(path string) error
+	// acceptLostLog: AcceptLostLog.
+	acceptLostLog bool
 }
 
 type optionFunc func(*config)
@@ -74,4 +76,15 @@ func WithLogger(l *slog.Logger) Option {
 // idem would settle) is never resumed.
 func MustExist() Option {
 	return optionFunc(func(c *config) { c.mustExist = true })
+}
+
+// AcceptLostLog makes an Open for writing go on when the journal file
+// depends on log segments that are missing (ErrLogMissing): the writes
+// acknowledged into them alone are lost for good (an operation journaled,
+// perhaps sent, that no Resume will find), and the file records that it
+// no longer depends on them. Give it once, knowingly, after the segments
+// were searched for and are gone; never as a default. Without a missing
+// log it changes nothing.
+func AcceptLostLog() Option {
+	return optionFunc(func(c *config) { c.acceptLostLog = true })
 }

@@ -25,7 +25,7 @@ import (
 // these variables, because a file lock and a SIGKILL are only real between
 // processes.
 const (
-	childModeEnv = "IDEM_JOURNAL_CHILD"      // "lock" or "kill"
+	childModeEnv = "IDEM_JOURNAL_CHILD"      // "lock", "kill" or "ack"
 	childPathEnv = "IDEM_JOURNAL_CHILD_PATH" // the journal file
 	childRunEnv  = "IDEM_JOURNAL_CHILD_RUN"  // kill: run number, to make keys unique
 )
@@ -36,7 +36,11 @@ func TestChildProcess(t *testing.T) {
 	if mode == "" {
 		t.Skip("child process of TestLockedByOtherProcess and TestKill")
 	}
-	s, err := journal.Open(path)
+	var opts []journal.Option
+	if mode == "ack" {
+		opts = append(opts, journal.WithApplyDelayForTest(time.Hour))
+	}
+	s, err := journal.Open(path, opts...)
 	if err != nil {
 		fmt.Printf("ERROR %v\n", err)
 		os.Exit(2)
@@ -53,6 +57,20 @@ func TestChildProcess(t *testing.T) {
 	case "kill":
 		fmt.Println("READY")
 		killChild(s, os.Getenv(childRunEnv))
+	case "ack":
+		// A few writes, each acknowledged, then wait to be killed: the
+		// applier (an hour away) never copies them into the file.
+		fmt.Println("READY")
+		for i := range 3 {
+			key := fmt.Sprintf("order-%d", i)
+			if _, err := s.Create(context.Background(), journaltest.NewRecord("acct", key, t0)); err != nil {
+				fmt.Printf("ERROR %v\n", err)
+				os.Exit(2)
+			}
+			fmt.Printf("ACK %s\n", key)
+		}
+		fmt.Println("DONE")
+		_, _ = io.Copy(io.Discard, os.Stdin)
 	}
 }
 

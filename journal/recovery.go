@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -38,6 +39,7 @@ func newJournalID() ([16]byte, error) {
 func (s *Store) openLog(cfg *config) error {
 	var id [16]byte
 	var applied uint64
+	var dep logDep
 	err := readDamaged(func() error {
 		return s.db.View(func(tx *bolt.Tx) error {
 			meta := tx.Bucket(bucketMeta)
@@ -55,6 +57,13 @@ func (s *Store) openLog(cfg *config) error {
 			default:
 				return withKind(ErrCorrupt, "damaged (an applied log position of %d bytes)", len(v))
 			}
+			switch v := meta.Get(metaLogDep); len(v) {
+			case 0:
+			case 16:
+				dep.gen, dep.applied = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
+			default:
+				return withKind(ErrCorrupt, "damaged (a log dependency of %d bytes)", len(v))
+			}
 			return nil
 		})
 	})
@@ -67,6 +76,22 @@ func (s *Store) openLog(cfg *config) error {
 	st, err := scanLog(dir, base, id, applied)
 	if err != nil {
 		return err
+	}
+	missing := dep.check(dir, base, applied, st.maxGen)
+	if err := missing; err != nil {
+		switch {
+		case s.readOnly:
+			// Nothing is changed, and the operator reads what is left;
+			// Inspect reports it as a problem.
+			s.logMissing = err
+			if s.logger != nil {
+				s.logger.Warn(err.Error(), slog.String("journal", s.path))
+			}
+		case !cfg.acceptLostLog:
+			return err
+		case s.logger != nil:
+			s.logger.Warn("journal: opened without the log segments it depended on (AcceptLostLog): the acknowledged writes they held are lost", slog.String("journal", s.path), slog.String("missing", err.Error()))
+		}
 	}
 	entries := make([]*logged, 0, len(st.entries))
 	for _, e := range st.entries {
@@ -109,16 +134,124 @@ func (s *Store) openLog(cfg *config) error {
 		segs = append(segs, seg)
 	}
 	s.ap.max = cmp.Or(cfg.overlayMax, overlayMax)
-	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, gen: st.maxGen, segments: segs,
+	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, segments: segs,
+		// Past the generation the file depends on, even if its segments
+		// are gone (AcceptLostLog): a new segment then satisfies it.
+		gen: max(st.maxGen, dep.gen),
 		// Segments small enough that the bound on the log (backPressure)
 		// leaves room for several.
 		maxSize: min(segmentSize, s.ap.max/2)}
+	s.ap.dep.Store(dep.gen)
+	if missing != nil {
+		// Accepted (AcceptLostLog): recorded now, so that the next Open
+		// does not refuse the journal again, whether or not a write
+		// comes first.
+		if err := s.commitBolt(func(tx *bolt.Tx) error { return putApplied(tx, &getter{}, applied, 0) }); err != nil {
+			return errorf("recording that the journal goes on without its missing log failed (nothing else was changed): %w", err)
+		}
+		s.ap.dep.Store(0)
+	}
 	s.c = newCommitter(s)
 	s.ap.delay = cfg.applyDelay
 	s.startApplier()
 	if len(entries) > 0 {
 		s.kickApplier()
 	}
+	return nil
+}
+
+// logDep is what the file records of the log it depends on (metaLogDep):
+// gen is the generation of the segment that writes went to when the file
+// last recorded applied (the LSN up to which it holds every write), 0 when
+// it holds every acknowledged write. A write is acknowledged once it is
+// in the log, and reaches the file up to a second later: a process killed
+// in between leaves it in the log alone, and a log that then goes missing
+// while the process is down (the file copied alone to another host, a
+// cleanup job deleting "*.log*", a backup restored without its segments,
+// a file mounted by itself where statx cannot tell, see checkMount) lost
+// it. Open found no segment, went on from applied, and the write was gone
+// without a word: an operation journaled, perhaps sent, never resumed.
+//
+// Segments are deleted only once applied, oldest first, never the one
+// writes go to, so a whole log always holds a segment of generation gen
+// or newer; a lost older one leaves a hole scanLog refuses. Clean Close
+// and Compact's copy record 0 before the log is deleted. applied is
+// metaApplied as of the same commit: an older idem, which does not know
+// the field, may have applied more since, and deleted the log on its
+// Close; then the field no longer says anything.
+type logDep struct{ gen, applied uint64 }
+
+// check returns an error matching ErrLogMissing when the file depends on
+// a generation of the log of base in dir of which no segment, nor a newer
+// one, was found (newest is the newest generation found).
+func (d logDep) check(dir, base string, applied, newest uint64) error {
+	if d.gen == 0 || d.applied != applied || newest >= d.gen {
+		return nil
+	}
+	return withKind(ErrLogMissing, "the journal file depends on its log from segment %s on (the writes after entry %d), "+
+		"and %s holds no such segment, nor a newer one: writes acknowledged before the process stopped may be lost "+
+		"(the file copied or restored without its %s%s* segments, or the segments deleted). "+
+		"Put the segments back beside the file, as they were, and open it again; "+
+		"if they are gone for good, open it once with journal.AcceptLostLog (idem compact -accept-lost-log) to go on without them, knowing that those writes are lost",
+		filepath.Base(segmentPath(dir, base, d.gen)), applied, dir, base, logInfix)
+}
+
+// dependOnLog makes sure, before a round is written to the log, that the
+// file names a log segment it depends on (metaLogDep) of which one at
+// least is on disk: the round's writes are acknowledged once logged, and
+// a process killed before the applier's next commit leaves them in the
+// log alone. A Store's first round, and the first after the active
+// segment was found gone, start their segment here and commit its
+// generation to the file first; every other round finds both set (two
+// atomic loads). A later segment (one started when the last grew full,
+// or after a failed write) needs no commit: the one the file names, or a
+// newer one, stays on disk until Close.
+func (s *Store) dependOnLog() error {
+	if s.ap.dep.Load() != 0 && s.log.dep.Load() != 0 {
+		return nil
+	}
+	s.ap.mu.Lock()
+	defer s.ap.mu.Unlock()
+	if s.ap.closed {
+		return ErrClosed
+	}
+	if err := s.failure(); err != nil {
+		return err
+	}
+	s.stopMu.Lock()
+	var err error
+	if s.log.dep.Load() == 0 {
+		// No segment known on disk: before the first round, or the
+		// active one was found gone (renew). Started here, under
+		// stopMu as append's own would be; append then writes to it.
+		s.log.renew.Store(false)
+		if err = s.log.rotate(); err != nil {
+			err = errorf("%w (%w)", err, errLogPoisoned)
+		}
+	}
+	dep := s.log.dep.Load()
+	s.stopMu.Unlock()
+	if err != nil {
+		return err
+	}
+	if s.ap.dep.Load() == dep {
+		return nil
+	}
+	err = s.commitBolt(func(tx *bolt.Tx) error {
+		return putApplied(tx, &getter{}, s.ap.applied, dep)
+	})
+	if err != nil {
+		if ferr := s.failure(); ferr != nil {
+			// The file failed once written: nothing more goes to it or
+			// to the log, and this round is not written.
+			return ferr
+		}
+		// The file cannot be written (a full disk, say) while the log
+		// can: the log keeps taking writes, as it does for the applier,
+		// and the applier's next commit records the segment.
+		return nil
+	}
+	s.ap.dep.Store(dep)
 	return nil
 }
 

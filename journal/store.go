@@ -78,8 +78,11 @@ type Store struct {
 	// failed after bbolt had written it (see commitBolt).
 	failed atomic.Pointer[error]
 
-	logger   *slog.Logger // WithLogger's; nil: silent
-	lostSegs atomic.Int64 // log segments found lost (apply), for Stats
+	logger *slog.Logger // WithLogger's; nil: silent
+	// logMissing, in a read-only Store, says which log segments the file
+	// depends on are missing (logDep): Inspect reports it.
+	logMissing error
+	lostSegs   atomic.Int64 // log segments found lost (apply), for Stats
 }
 
 // openFiles holds every Store of this process that is open, so that an
@@ -136,7 +139,11 @@ const openTries = 8
 // version gives ErrVersion. One written in an older format version is
 // migrated to the current one when opened for writing, in a single
 // transaction (a crash leaves it as it was; the next Open starts again);
-// opened read-only it gives ErrOldFormat. Every error names the path.
+// opened read-only it gives ErrOldFormat. A file that depends on log
+// segments that are not beside it (a process stopped without closing it,
+// and the file was copied alone or its segments deleted) gives
+// ErrLogMissing when opened for writing, unless AcceptLostLog is given;
+// read-only, it opens and warns. Every error names the path.
 func Open(path string, opts ...Option) (*Store, error) {
 	cfg := config{lockTimeout: DefaultLockTimeout}
 	for _, o := range opts {
@@ -415,6 +422,24 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 	})
 }
 
+// retireLog records in the file that it depends on no log (metaLogDep),
+// once everything is applied and no round can run, before Close deletes
+// the log: deleted first, a crash would leave a file naming segments
+// that are gone, and Open would refuse a journal that lost nothing. If
+// it fails, the log stays; the next Open finds it whole.
+func (s *Store) retireLog() error {
+	if s.ap.dep.Load() == 0 {
+		return nil
+	}
+	err := s.commitBolt(func(tx *bolt.Tx) error {
+		return putApplied(tx, &getter{}, s.ap.applied, 0)
+	})
+	if err == nil {
+		s.ap.dep.Store(0)
+	}
+	return err
+}
+
 // Path returns the journal file's path, as given to Open.
 func (s *Store) Path() string { return s.path }
 
@@ -443,17 +468,24 @@ func (s *Store) Close() error {
 			aerr = s.applyLocked()
 		}
 		s.log.close()
-		if aerr == nil && s.ap.applied != s.ap.opened {
-			// bbolt opens a file whose newest meta page is damaged as the
-			// other one describes it, a commit older: with the log gone,
-			// the writes of the last round would be gone without a word.
-			// A commit more, and both describe everything. A Store that
-			// applied nothing leaves the file as it found it (a damaged
-			// journal among others).
-			aerr = s.commitBolt(func(*bolt.Tx) error { return nil })
+		retired := aerr == nil
+		if retired && (s.ap.applied != s.ap.opened || s.ap.dep.Load() != 0) {
+			// The file records that it depends on no log (retireLog), then
+			// a commit more: bbolt opens a file whose newest meta page is
+			// damaged as the other one describes it, a commit older, and
+			// with the log gone that one would lose the last round's
+			// writes without a word, or say the file depends on a log no
+			// longer there. Both then describe everything, and no log. A
+			// Store that applied and wrote nothing leaves the file as it
+			// found it (a damaged journal among others).
+			if retired = s.retireLog() == nil; retired {
+				aerr = s.commitBolt(func(*bolt.Tx) error { return nil })
+				retired = aerr == nil
+			}
 		}
-		if aerr == nil {
-			// Everything is in the file: the log is no longer needed.
+		if retired {
+			// Everything is in the file, which says so: the log is no
+			// longer needed.
 			_ = s.log.deleteApplied(s.ap.applied, true)
 		}
 		if s.failure() == nil {

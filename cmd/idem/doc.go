@@ -41,11 +41,14 @@
 //	    for a journal that does not check out: journal (path), ok,
 //	    problems (one string each, [] when ok), file_size (bytes), pages
 //	    (in use) and records.
-//	compact [-json]
+//	compact [-json] [-accept-lost-log]
 //	    Rewrite the journal without the free pages pruning leaves behind
 //	    (they make every commit rewrite a long free list), check the copy,
 //	    and swap it in atomically. -json prints one object: journal
 //	    (path), before and after (file sizes in bytes) and saved.
+//	    -accept-lost-log goes on when the log segments the journal file
+//	    depends on are missing (check reports them), the writes they held
+//	    lost: only once they are known to be gone for good.
 //
 // Durations are Go durations (90m, 720h) or whole days (30d). show and
 // resolve look in scope "default", the idem client's default, unless

@@ -105,11 +105,17 @@ With -json, compact prints one JSON object:
   after    the file's size in bytes after
   saved    before minus after
 On an error nothing is printed on standard output; the error says whether the
-journal was replaced.`
+journal was replaced.
+
+-accept-lost-log goes on when the journal file depends on log segments
+(<journal>.log.<generation>) that are missing: writes the application
+acknowledged into them alone are lost for good. Use it only once the segments
+are known to be gone; put them back beside the file instead if they exist.`
 
 func cmdCompact(e *env, args []string) error {
 	fs := e.flags("compact")
 	asJSON := fs.Bool("json", false, "print the sizes as a JSON object")
+	acceptLost := fs.Bool("accept-lost-log", false, "go on without the missing log segments the journal depends on, losing the writes they held")
 	path, err := e.wholeJournal(fs, args)
 	if err != nil {
 		return err
@@ -117,6 +123,9 @@ func cmdCompact(e *env, args []string) error {
 	opts := []journal.Option{journal.WithLockTimeout(e.lockTimeout)}
 	if e.networkFS {
 		opts = append(opts, journal.AllowNetworkFileSystem())
+	}
+	if *acceptLost {
+		opts = append(opts, journal.AcceptLostLog())
 	}
 	st, err := journal.Compact(path, opts...)
 	if err != nil {

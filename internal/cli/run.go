@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -271,7 +272,10 @@ func (e *env) open(cmd string, write bool) (*journal.Store, error) {
 	}
 	opts := []journal.Option{journal.WithLockTimeout(e.lockTimeout)}
 	if !write {
-		opts = append(opts, journal.ReadOnly())
+		// A read-only open of a journal whose log is missing shows what
+		// is left and warns (journal.ErrLogMissing): the operator reading
+		// a list must know that it may lack acknowledged operations.
+		opts = append(opts, journal.ReadOnly(), journal.WithLogger(slog.New(warnings{e.stderr})))
 	}
 	if e.networkFS {
 		opts = append(opts, journal.AllowNetworkFileSystem())
@@ -282,6 +286,20 @@ func (e *env) open(cmd string, write bool) (*journal.Store, error) {
 	}
 	return s, nil
 }
+
+// warnings is a slog handler that prints a journal's warnings to the
+// operator as "idem: warning: <message>" lines.
+type warnings struct{ w io.Writer }
+
+func (h warnings) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+
+func (h warnings) Handle(_ context.Context, r slog.Record) error {
+	_, err := fmt.Fprintf(h.w, "idem: warning: %s\n", r.Message)
+	return err
+}
+
+func (h warnings) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h warnings) WithGroup(string) slog.Handler      { return h }
 
 // existing returns the journal's path after checking that a file is there.
 func (e *env) existing(cmd string) (string, error) {
@@ -319,6 +337,8 @@ func explain(path string, err error) error {
 		return fmt.Errorf("%w\nhint: use the idem command from the idem version the application is built with (go run github.com/idemkit/idem/cmd/idem@VERSION)", err)
 	case errors.Is(err, journal.ErrNetworkFileSystem):
 		return fmt.Errorf("%w\nhint: if the application opens it with journal.AllowNetworkFileSystem and is stopped, pass -allow-network-fs", err)
+	case errors.Is(err, journal.ErrLogMissing):
+		return fmt.Errorf("%w\nhint: look for the segments where the file came from (the old host, the backup, the volume) and put them beside it; only if they are gone for good: idem compact -accept-lost-log", err)
 	case errors.Is(err, journal.ErrCorrupt):
 		return fmt.Errorf("%w\nhint: check that %s is the application's journal; if it is, keep a copy of it before anything else touches it", err, path)
 	}

@@ -1,0 +1,74 @@
+package journal
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+)
+
+// editMeta runs fn on the meta bucket of the journal file at path, as
+// another build of idem would write it.
+func editMeta(t *testing.T, path string, fn func(meta *bolt.Bucket) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error { return fn(tx.Bucket(bucketMeta)) }))
+	require.NoError(t, db.Close())
+}
+
+// A file that names no log it depends on opens as before the field: one
+// written by an earlier release (killed, its log beside it, or with the
+// log gone: there is nothing to tell the two apart by, as before), and one
+// whose field an earlier release left behind after it applied the log and
+// deleted it on a clean Close (metaLogDep names the applied position of
+// its own commit, which no longer matches).
+func TestLogDependencyOfEarlierReleases(t *testing.T) {
+	ctx := context.Background()
+	t.Run("no field, log in place", func(t *testing.T) {
+		path := crashedJournal(t, createKeys(t, 3))
+		editMeta(t, path, func(meta *bolt.Bucket) error { return meta.Delete(metaLogDep) })
+		s, err := Open(path)
+		require.NoError(t, err)
+		for _, k := range []string{"k0", "k1", "k2"} {
+			_, err := s.Get(ctx, "s", k)
+			require.NoError(t, err, k)
+		}
+		require.NoError(t, s.Close())
+	})
+	t.Run("no field, log gone", func(t *testing.T) {
+		path := crashedJournal(t, createKeys(t, 3))
+		editMeta(t, path, func(meta *bolt.Bucket) error { return meta.Delete(metaLogDep) })
+		for _, seg := range segmentsOf(t, path) {
+			require.NoError(t, os.Remove(seg))
+		}
+		s, err := Open(path)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+	})
+	t.Run("field left by this release, log applied by an earlier one", func(t *testing.T) {
+		path := crashedJournal(t, createKeys(t, 3))
+		var left []byte
+		editMeta(t, path, func(meta *bolt.Bucket) error {
+			left = append([]byte(nil), meta.Get(metaLogDep)...)
+			return nil
+		})
+		require.Len(t, left, 16, "the killed Store recorded its log")
+		// The earlier release applies the log and deletes it on Close,
+		// leaving the field as it found it.
+		s, err := Open(path)
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		require.Empty(t, segmentsOf(t, path))
+		editMeta(t, path, func(meta *bolt.Bucket) error { return meta.Put(metaLogDep, left) })
+		s, err = Open(path)
+		require.NoError(t, err, "a stale dependency")
+		for _, k := range []string{"k0", "k1", "k2"} {
+			_, err := s.Get(ctx, "s", k)
+			require.NoError(t, err, k)
+		}
+		require.NoError(t, s.Close())
+	})
+}
