@@ -1434,6 +1434,13 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 	if status == http.StatusBadRequest && awsErrorCode(h, body, inFlightCodes) {
 		return true
 	}
+	return saysKeyRunning(body, name)
+}
+
+// saysKeyRunning reports whether an answer's words say the key's request
+// is still running: about the key (namesKey) or an earlier request, and
+// "in progress" or the like. name is as for namesKey.
+func saysKeyRunning(body []byte, name string) bool {
 	if !namesKey(body, name) && !saysAny(body, "request already", "previous request") {
 		return false
 	}
