@@ -36,9 +36,10 @@ type graphQLMutation struct {
 // is the @idempotent directive's in the document
 // (https://shopify.dev/docs/api/usage/idempotent-requests), as idem needs
 // a GraphQL mutation read:
-//   - the refund made settles it (a repeat of the key after the mutation
-//     ran answers the original's result: the changelog "Adding
-//     idempotency for inventory adjustments and refund mutations");
+//   - the refund made settles it, beside errors or not (a repeat of the
+//     key after the mutation ran answers the original's result: the
+//     changelog "Adding idempotency for inventory adjustments and refund
+//     mutations");
 //   - IDEMPOTENCY_CONCURRENT_REQUEST, "This request is currently in
 //     progress, please try again", is the key's request still running:
 //     processing, never failed (it may yet refund);
@@ -57,21 +58,23 @@ func decodeRefundCreate(a *idem.Answer) (idem.Outcome, error) {
 	if err := json.Unmarshal(a.Body, &v); err != nil {
 		return idem.Outcome{}, fmt.Errorf("graphql: %w", err)
 	}
-	if len(v.Errors) > 0 {
-		return idem.Outcome{}, fmt.Errorf("graphql: %s %q settles nothing", v.Errors[0].Extensions.Code, v.Errors[0].Message)
-	}
 	p, ok := v.Data["refundCreate"]
 	switch {
+	case ok && p.Refund != nil && p.Refund.ID != "":
+		// Made, whatever else failed: GraphQL answers the data it could
+		// resolve beside errors of other fields
+		// (https://spec.graphql.org/October2021/#sec-Response-Format).
+		return idem.Outcome{State: idem.StateSucceeded, ResourceID: p.Refund.ID}, nil
+	case len(v.Errors) > 0:
+		return idem.Outcome{}, fmt.Errorf("graphql: %s %q settles nothing", v.Errors[0].Extensions.Code, v.Errors[0].Message)
 	case !ok:
 		return idem.Outcome{}, errors.New("graphql: no refundCreate in data")
 	case len(p.UserErrors) > 0 && p.UserErrors[0].Code == "IDEMPOTENCY_CONCURRENT_REQUEST":
 		return idem.Outcome{State: idem.StateProcessing}, nil
 	case len(p.UserErrors) > 0:
 		return idem.Outcome{State: idem.StateFailed, Reason: p.UserErrors[0].Code + ": " + p.UserErrors[0].Message}, nil
-	case p.Refund == nil || p.Refund.ID == "":
-		return idem.Outcome{}, errors.New("graphql: refundCreate made no refund")
 	}
-	return idem.Outcome{State: idem.StateSucceeded, ResourceID: p.Refund.ID}, nil
+	return idem.Outcome{}, errors.New("graphql: refundCreate made no refund")
 }
 
 // A GraphQL API answers 200 OK whatever became of a mutation, and
