@@ -1447,6 +1447,30 @@ func saysKeyRunning(body []byte, name string) bool {
 	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")
 }
 
+// graphQLInternalError reports whether body is a GraphQL answer with a
+// top-level error whose extensions.code is INTERNAL_SERVER_ERROR: the
+// code Shopify's Admin API answers 200 OK in place of a 500
+// (community.shopify.com, "760 internal errors when calling Shopify
+// GraphQL API") and Apollo Server's for an unspecified error.
+func graphQLInternalError(body []byte) bool {
+	var v struct {
+		Errors []struct {
+			Extensions struct {
+				Code string `json:"code"`
+			} `json:"extensions"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(trimBOM(body), &v) != nil {
+		return false
+	}
+	for _, e := range v.Errors {
+		if e.Extensions.Code == "INTERNAL_SERVER_ERROR" {
+			return true
+		}
+	}
+	return false
+}
+
 // keyIgnored reports whether an answer's headers say the server did not
 // de-duplicate the request by its key: Solidgate's Idempotency-Status:
 // ignored, for an endpoint without idempotency support (the X- name as

@@ -34,7 +34,8 @@ import (
 // faults script the answers, one a request: "504" starts the refund and
 // answers as a CDN whose wait for the origin ran out, the refund left
 // running for the next `running` requests; "lost" makes the refund and
-// drops the connection; "throttled"; "" serves.
+// drops the connection; "internal" makes it if it is not made and
+// answers an internal error; "throttled"; "" serves.
 type idempotentMutations struct {
 	running int
 
@@ -78,6 +79,13 @@ func (m *idempotentMutations) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case fault == "throttled":
 		_, _ = io.WriteString(w, shopifyThrottled)
+		return
+	case fault == "internal":
+		if m.results[key] == "" {
+			m.refunds++
+			m.results[key] = shopifyRefund
+		}
+		_, _ = io.WriteString(w, shopifyInternal)
 		return
 	case m.runs[key] > 0:
 		m.runs[key]--
@@ -168,12 +176,7 @@ func TestGraphQLMutationInProgressIsNoFailure(t *testing.T) {
 			if tt.earlier {
 				m.refunds, m.runs["k"], m.results["k"] = 1, 1, shopifyRefund
 			}
-			srv := httptest.NewServer(http.HandlerFunc(m.serve))
-			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(tt.decode))
-
-			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/admin/api/2026-01/graphql.json",
-				Header: http.Header{"Content-Type": {"application/json"}}, Body: refundDocument("k")})
+			c, res, err := submitRefund(t, m, tt.decode)
 			require.NotErrorIs(t, err, idem.ErrFailed)
 			if tt.resume {
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
@@ -188,12 +191,32 @@ func TestGraphQLMutationInProgressIsNoFailure(t *testing.T) {
 			require.Equal(t, tt.state, op.State)
 			require.Equal(t, tt.review, op.Review)
 
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			require.Equal(t, 1, m.refunds, "refunds")
-			require.Equal(t, slices.Repeat([]string{string(refundDocument("k"))}, tt.posts), m.posts, "posts")
+			m.requireOneRefund(t, tt.posts)
 		})
 	}
+}
+
+// submitRefund submits refundDocument("k") to m, served on 127.0.0.1,
+// by a client at default settings but for the key in the body and
+// decode.
+func submitRefund(t *testing.T, m *idempotentMutations, decode idem.Decoder) (*idem.Client, *idem.Result, error) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(m.serve))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decode))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/admin/api/2026-01/graphql.json",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: refundDocument("k")})
+	return c, res, err
+}
+
+// requireOneRefund asserts that m made one refund and was posted the
+// same document posts times.
+func (m *idempotentMutations) requireOneRefund(t *testing.T, posts int) {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	require.Equal(t, 1, m.refunds, "refunds")
+	require.Equal(t, slices.Repeat([]string{string(refundDocument("k"))}, posts), m.posts, "posts")
 }
 
 // resourceIf is the refund a succeeded operation names.
