@@ -523,6 +523,23 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.out.ResourceID = recordable.Clip(a.out.ResourceID, recordable.MaxResourceID)
 		a.out.Reason = recordable.Clip(a.out.Reason, recordable.MaxReason)
 	}
+	if !query && !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && saysKeyRunning(ex.body, c.bodyKeyName(rec)) {
+		// A GraphQL mutation refused because the key's request still runs
+		// comes 200 OK, a userError in its payload (Shopify's
+		// IDEMPOTENCY_CONCURRENT_REQUEST, "This request is currently in
+		// progress"), and a decoder that reads userErrors as the
+		// mutation's refusals reads it as failed: but that request may
+		// yet execute, and may be ours. It is the 409 of servers that
+		// answer it otherwise.
+		a.inFlight, a.out = true, Outcome{Reason: a.out.Reason}
+	}
+	if !query && !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && graphQLInternalError(ex.body) {
+		// A GraphQL API answers an internal error 200 OK in place of a
+		// 500 (Shopify's INTERNAL_SERVER_ERROR), and it may follow the
+		// mutation's commit; a decoder that takes any top-level error
+		// for the request's failure would have it made again.
+		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body is a GraphQL internal error, which may follow the work done", errUndecodable)
+	}
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
@@ -582,6 +599,15 @@ func (c *Client) verdict(status int) Verdict {
 		return Conflict
 	}
 	return c.cfg.classify(status)
+}
+
+// bodyKeyName is the name by which a server may speak of rec's key: the
+// key's header, or the body member that holds it (keyField).
+func (c *Client) bodyKeyName(rec *journal.Record) string {
+	if c.cfg.keyHeader != "" {
+		return c.cfg.keyHeader
+	}
+	return keyField(rec.Key, rec.Body)
 }
 
 // keyName is the name by which a server may speak of rec's key in an

@@ -1433,10 +1433,41 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 	if status == http.StatusBadRequest && awsErrorCode(h, body, inFlightCodes) {
 		return true
 	}
+	return saysKeyRunning(body, name)
+}
+
+// saysKeyRunning reports whether an answer's words say the key's request
+// is still running: about the key (namesKey) or an earlier request, and
+// "in progress" or the like. name is as for namesKey.
+func saysKeyRunning(body []byte, name string) bool {
 	if !namesKey(body, name) && !saysAny(body, "request already", "previous request") {
 		return false
 	}
 	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")
+}
+
+// graphQLInternalError reports whether body is a GraphQL answer with a
+// top-level error whose extensions.code is INTERNAL_SERVER_ERROR: the
+// code Shopify's Admin API answers 200 OK in place of a 500
+// (community.shopify.com, "760 internal errors when calling Shopify
+// GraphQL API") and Apollo Server's for an unspecified error.
+func graphQLInternalError(body []byte) bool {
+	var v struct {
+		Errors []struct {
+			Extensions struct {
+				Code string `json:"code"`
+			} `json:"extensions"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(trimBOM(body), &v) != nil {
+		return false
+	}
+	for _, e := range v.Errors {
+		if e.Extensions.Code == "INTERNAL_SERVER_ERROR" {
+			return true
+		}
+	}
+	return false
 }
 
 // keyIgnored reports whether an answer's headers say the server did not

@@ -99,7 +99,12 @@ type Answer struct {
 
 // A Decoder reads the outcome from a 2xx response of a submit or of a result
 // query. An error means the body does not prove anything: idem treats the
-// answer as ambiguous and checks again, never as success.
+// answer as ambiguous and checks again, never as success. A submit's
+// answer it reads as failed is not failed when its words say the key's
+// request is still in progress (a GraphQL userError such as Shopify's
+// IDEMPOTENCY_CONCURRENT_REQUEST: the key in flight) or it is a GraphQL
+// INTERNAL_SERVER_ERROR (a 500 in an envelope: ambiguous); see
+// ExampleWithDecoder_graphql for reading a GraphQL mutation.
 type Decoder func(a *Answer) (Outcome, error)
 
 // errUndecodable marks a 2xx body that proves nothing.
