@@ -45,7 +45,8 @@ import (
 // changes nothing. At and Effect are set when it is recorded (At from the
 // client's clock, as Settled: a provider's clock does not decide when an
 // operation is pruned) and shown in Operation.Confirmations; Confirm
-// ignores what the caller puts there.
+// ignores what the caller puts there, and in KeyInUse, which only a
+// server's answer to a call (ResponseSource) sets.
 type Confirmation = journal.Confirmation
 
 // ErrConfirmConflict: a confirmation contradicts the operation's recorded
@@ -267,7 +268,7 @@ func validConfirmation(key string, conf *Confirmation) error {
 	// description would have its event refused: answered 5xx, as the
 	// README says to, the provider redelivers it for days, each refused.
 	conf.Reason = recordable.Clip(conf.Reason, recordable.MaxReason)
-	conf.Effect = journal.ConfirmInvalid
+	conf.Effect, conf.KeyInUse = journal.ConfirmInvalid, false
 	return nil
 }
 
@@ -355,6 +356,11 @@ func (d *driver) lateAnswerResult(res *Result) {
 // resource id, and flagged. So is, as processing, an answer that tells
 // nothing (lost, a gateway's 5xx) to an attempt that may have executed,
 // against a failure: that attempt was sent while the failure was decided.
+// One that says another request holds the key (its stored answer
+// replayed to ours, a refusal of the key) is recorded in the settled
+// state, without a resource id, KeyInUse, and flags the operation
+// ReviewKeyInUse: the event that settled it, found by the key, may be
+// that request's, and ours never made.
 const ResponseSource = "idem: server response"
 
 // lateAnswer handles an answer whose commit found the operation
@@ -366,13 +372,26 @@ const ResponseSource = "idem: server response"
 // failed while a resend of it was executing has not seen the order the
 // server then reports. So has an event that named another order made
 // with our key (a provider that does not check the reference the key
-// travels in): our own answer, even "processing", names ours.
+// travels in): our own answer, even "processing", names ours. So has an
+// event of another request that used our key (a second service deriving
+// keys from the same order ids), which the answer then tells: the server
+// replays that request's answer, or refuses the key.
 func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query bool) {
-	if !errors.Is(err, errSettledElsewhere) || st.conflict || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
+	if !errors.Is(err, errSettledElsewhere) || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
 		return
 	}
 	answer, said, state := "the server's answer", st.out.State, st.out.State
 	switch {
+	case st.conflict && d.rec.State == StateFailed && st.move == moveSettle && st.out.State == StateFailed:
+		// A refusal, stored for the key or of ours: whoever ran first
+		// failed and nothing ran after it, so the failure holds, whose
+		// ever the event was.
+		return
+	case st.conflict:
+		// Whatever it names is the other request's, never compared
+		// with ours: it says only that the key is not ours alone.
+		answer, said, state = "the server's answer that another request holds the key", StateUnknown, d.rec.State
+		st.out.ResourceID = ""
 	case st.move == moveSettle:
 	case st.move == moveProcessing && d.rec.State == StateFailed:
 		// The server holds the request and is executing it (a 409 "in
@@ -403,7 +422,7 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 	conf := Confirmation{
 		State: state, ResourceID: st.out.ResourceID, StatusCode: ex.status,
 		Source: ResponseSource, EventID: "attempt " + strconv.Itoa(number), At: d.now(),
-		Reason: reason,
+		Reason: reason, KeyInUse: st.conflict,
 	}
 	prior := d.rec
 	rec, cerr := d.c.store.Confirm(d.wctx, d.rec.Scope, d.rec.Key, conf)
@@ -416,7 +435,9 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
 		return
 	}
-	if d.rec.State == StateFailed || conf.State == StateFailed {
+	if !st.conflict && (d.rec.State == StateFailed || conf.State == StateFailed) {
+		// The answer names what a person needs; not one that is the
+		// other request's.
 		d.late, d.lateContradicts = &ex, true
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts how the operation was settled (a confirmation or a manual resolution); flagged for review",

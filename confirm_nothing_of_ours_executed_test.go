@@ -35,6 +35,24 @@ func (p pausedClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// submitted is how a Submit ended.
+type submitted struct {
+	res *idem.Result
+	err error
+}
+
+// submitOrder42 submits a Stripe PaymentIntent create for order 42, with
+// its key in the metadata, to base, and reports how the call ended.
+func submitOrder42(t *testing.T, c *idem.Client, base string) <-chan submitted {
+	done := make(chan submitted, 1)
+	go func() {
+		res, err := c.Submit(t.Context(), idem.Request{Key: "order-42", URL: base + "/v1/payment_intents",
+			Body: []byte(`{"amount":700,"metadata":{"idem_key":"order-42"}}`)})
+		done <- submitted{res, err}
+	}()
+	return done
+}
+
 // While a call waits to resend after answers that say nothing of ours
 // executed, an event carrying the key is another request's, as it is for
 // an operation never sent (TestConfirmOfAnIntentNeverSent). Stripe answers
@@ -66,16 +84,7 @@ func TestConfirmWhileNothingOfOursExecuted(t *testing.T) {
 			c := clientFor(t, v.srv, clock.Clock, idem.WithClock(clock),
 				idem.WithHooks(idem.Hooks{Review: func(context.Context, *idem.Result) { reviews.Add(1) }}))
 
-			type outcome struct {
-				res *idem.Result
-				err error
-			}
-			done := make(chan outcome, 1)
-			go func() {
-				res, err := c.Submit(t.Context(), idem.Request{Key: "order-42", URL: v.srv.URL + "/v1/payment_intents",
-					Body: []byte(`{"amount":700,"metadata":{"idem_key":"order-42"}}`)})
-				done <- outcome{res, err}
-			}()
+			done := submitOrder42(t, c, v.srv.URL)
 			for waiting := false; !waiting; {
 				select {
 				case <-clock.sleeping:

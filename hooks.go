@@ -73,7 +73,9 @@ type Hooks struct {
 	// contradicts how a confirmation or Resolve settled the operation
 	// while its request was on the wire is reported here too (Source
 	// ResponseSource), its State processing when the server said it is
-	// still executing a request settled failed.
+	// still executing a request settled failed, KeyInUse when it said
+	// another request holds the key (the operation flagged
+	// ReviewKeyInUse).
 	ConfirmConflict func(ctx context.Context, res *Result, conf Confirmation)
 }
 

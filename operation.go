@@ -42,7 +42,10 @@ const (
 	// finds it by the key, which that request's events carry too. An
 	// event confirming an operation prepared and never sent, or pending
 	// with every attempt answered as not executed, flags it so: nothing
-	// of ours executed.
+	// of ours executed. So does the server's answer, to a request of ours
+	// on the wire while an event settled the operation, that another
+	// request holds the key (its stored answer replayed, or the key
+	// refused): the event may be that request's.
 	ReviewKeyInUse = journal.ReviewKeyInUse
 	// ReviewRefusedAfterSend: after an attempt that may have executed, the
 	// server refused every resend; whether the first one executed is

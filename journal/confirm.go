@@ -117,6 +117,12 @@ type Confirmation struct {
 	Reason     string    // for people: the event type, the decline reason; Client.Confirm cuts it to 1024 bytes
 	StatusCode int       // a status the source reported, if any; 0 if none
 	At         time.Time // when it was recorded, by the caller's clock; required (the Store never reads the clock)
+	// KeyInUse says that the server answered a request of ours with the
+	// key as held by another request (its stored answer replayed, or a
+	// refusal of the key): what settled the record, found by the key,
+	// may be that request's outcome, not ours. ApplyConfirmation flags
+	// the record ReviewKeyInUse.
+	KeyInUse bool
 	// Effect is what it did, set by ApplyConfirmation when it is recorded.
 	Effect ConfirmEffect
 }
@@ -168,6 +174,13 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - c processing (the server's answer that it holds the request): a
 //     contradiction of a failed record; refused (ConfirmInvalid) for any
 //     other.
+//   - c KeyInUse against a settled record that it does not otherwise
+//     contradict: ConfirmConflicted and an error matching
+//     ErrConfirmConflict; the state and result are kept, c is recorded
+//     and the record flagged ReviewKeyInUse (unless a review held for a
+//     person is set), which later confirmations keep until Resolve.
+//     Against an open record, it settles it as any confirmation does,
+//     flagged ReviewKeyInUse.
 //   - A contradiction: ConfirmConflicted and an error matching
 //     ErrConfirmConflict. The state and result are kept; c is recorded
 //     and the record flagged ReviewConfirmConflict. This, and the
@@ -210,6 +223,15 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		c.Effect = ConfirmConflicted
 		rec.Review = ReviewConfirmConflict
 		err = conflictErr(rec, &c)
+	case rec.State.Terminal() && c.KeyInUse:
+		// The settlement may be the other request's: an event finds the
+		// operation by the key, and that request's events carry it too.
+		c.Effect = ConfirmConflicted
+		if !ReviewHeld(rec.Review) {
+			rec.Review = ReviewKeyInUse
+		}
+		err = errorf("confirmation %s/%s says another request holds the key: the journal's %s may be that request's: kept it, flagged for review: %w",
+			c.Source, c.EventID, rec.State, ErrConfirmConflict)
 	case rec.State.Terminal():
 		c.Effect = ConfirmAgreed
 	default:
@@ -246,7 +268,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// events carry it too.
 		if !ReviewHeld(rec.Review) && rec.Review != ReviewKeyInUse {
 			rec.Review = ""
-			if neverSent {
+			if neverSent || c.KeyInUse {
 				rec.Review = ReviewKeyInUse
 			}
 		}
@@ -353,7 +375,9 @@ func (s *Store) rewrite(ctx context.Context, rk []byte, change func(*Record) (bo
 
 // Confirmation encoding (record version 3), after the record's last time:
 // a count, then per confirmation its state, resource id, source, event id,
-// reason, status code, time and effect.
+// reason, status code, time and effect. From version 5, the effect byte's
+// high bit is KeyInUse.
+const keyInUseBit = 0x80
 
 // appendConfirmations appends the record's confirmations.
 func appendConfirmations(dst []byte, cs []Confirmation) []byte {
@@ -367,20 +391,30 @@ func appendConfirmations(dst []byte, cs []Confirmation) []byte {
 		dst = appendString(dst, c.Reason)
 		dst = binary.AppendVarint(dst, int64(c.StatusCode))
 		dst = appendTime(dst, c.At)
-		dst = append(dst, byte(c.Effect))
+		effect := byte(c.Effect)
+		if c.KeyInUse {
+			effect |= keyInUseBit
+		}
+		dst = append(dst, effect)
 	}
 	return dst
 }
 
-// versionOf is the record version r is written in: 4 if it holds a
-// processing confirmation, which version 3 cannot hold, else 3.
+// versionOf is the record version r is written in: 5 if it holds a
+// KeyInUse confirmation, 4 if it holds a processing one, which version 3
+// cannot hold, else 3; so that an older build refuses what it cannot read
+// as newer (ErrVersion) and still reads every other record.
 func versionOf(r *Record) byte {
+	v := byte(recordVersion - 2)
 	for i := range r.Confirmations {
-		if r.Confirmations[i].State == StateProcessing {
+		if r.Confirmations[i].KeyInUse {
 			return recordVersion
 		}
+		if r.Confirmations[i].State == StateProcessing {
+			v = recordVersion - 1
+		}
 	}
-	return recordVersion - 1
+	return v
 }
 
 // confirmations decodes what appendConfirmations wrote, in a version 3
@@ -405,7 +439,11 @@ func (d *decoder) confirmations() []Confirmation {
 		c.Reason = d.string()
 		c.StatusCode = d.int()
 		c.At = d.time()
-		c.Effect = ConfirmEffect(d.byte())
+		effect := d.byte()
+		if d.version >= 5 {
+			c.KeyInUse, effect = effect&keyInUseBit != 0, effect&^keyInUseBit
+		}
+		c.Effect = ConfirmEffect(effect)
 		// Only what Confirm records: a change, in a terminal state, or
 		// (version 4 on) a processing answer that contradicted a failure.
 		recorded := c.State.Terminal() || c.State == StateProcessing && c.Effect == ConfirmConflicted && d.version >= 4

@@ -17,6 +17,14 @@ func confirmation(state journal.State, id, event string) journal.Confirmation {
 	return journal.Confirmation{State: state, ResourceID: id, Source: "webhook", EventID: event, At: c0.Add(time.Hour)}
 }
 
+// keyInUse is the server's answer to an attempt, recorded in state st,
+// that another request holds the key.
+func keyInUse(st journal.State) journal.Confirmation {
+	c := confirmation(st, "", "attempt 2")
+	c.Source, c.KeyInUse = "idem: server response", true
+	return c
+}
+
 // recordIn is a record in state st, with a result naming id if id is set.
 func recordIn(st journal.State, review, id string) *journal.Record {
 	r := &journal.Record{Scope: "s", Key: "k", State: st, Review: review, Created: c0, Updated: c0}
@@ -73,6 +81,13 @@ func TestApplyConfirmation(t *testing.T) {
 		{"succeeded against failed", recordIn(ok, "", "ch_1"), confirmation(fail, "", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"failed against succeeded", recordIn(fail, "", ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, fail, "", journal.ReviewConfirmConflict},
 		{"another resource id", recordIn(ok, "", "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
+		// The server's answer that another request holds the key: what
+		// settled the record may be that request's.
+		{"key in use against succeeded", recordIn(ok, "", "ch_1"), keyInUse(ok), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewKeyInUse},
+		{"key in use against failed", recordIn(fail, "", ""), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, fail, "", journal.ReviewKeyInUse},
+		{"key in use keeps a conflict", recordIn(ok, journal.ReviewConfirmConflict, "ch_1"), keyInUse(ok), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
+		{"key in use against another state conflicts", recordIn(ok, "", "ch_1"), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
+		{"key in use settles an open record flagged", sentOnce(recordIn(journal.StateProcessing, "", "")), keyInUse(fail), journal.ConfirmSettled, nil, fail, "", journal.ReviewKeyInUse},
 		{"non-terminal state", recordIn(journal.StatePending, "", ""), confirmation(journal.StateProcessing, "", "e1"), journal.ConfirmInvalid, journal.ErrInvalid, journal.StatePending, "", ""},
 		// The server's answer that it is executing the request (a 409 "in
 		// progress", a 202) contradicts only a failure.

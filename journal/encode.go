@@ -36,8 +36,9 @@ const (
 	// processing (the server's answer contradicting a failure): only a
 	// record that holds one is written as version 4, so that a build that
 	// knows only version 3 refuses it as newer (ErrVersion), not as
-	// damaged, and still reads every other.
-	recordVersion = 4
+	// damaged, and still reads every other. Version 5 adds a
+	// confirmation's KeyInUse, likewise only in a record that holds one.
+	recordVersion = 5
 
 	// secondsToYear1 shifts Unix seconds so that the zero time.Time is 0.
 	secondsToYear1 = 62135596800

@@ -251,4 +251,17 @@ func TestRecordVersionWritten(t *testing.T) {
 	got, err := decode(enc)
 	require.NoError(t, err)
 	require.Equal(t, r, got)
+
+	// A key another request holds, said by the server's answer: a build
+	// that knows only version 4 would read it as an answer that agreed.
+	r.Confirmations = append(r.Confirmations, Confirmation{State: StateFailed, Source: "idem: server response", EventID: "attempt 3", At: t0,
+		Effect: ConfirmConflicted, KeyInUse: true})
+	enc = encode(nil, r)
+	require.Equal(t, byte(5), enc[2], "with a key in use")
+	got, err = decode(enc)
+	require.NoError(t, err)
+	require.Equal(t, r, got)
+	enc[2] = 4
+	_, err = decode(enc)
+	require.ErrorIs(t, err, ErrCorrupt, "its flag in version 4")
 }

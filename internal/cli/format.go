@@ -64,6 +64,8 @@ type confirmationJSON struct {
 	StatusCode int           `json:"status_code,omitempty"`
 	At         time.Time     `json:"at"`
 	Effect     string        `json:"effect"` // settled, agreed or conflicted
+	// KeyInUse: the server's answer said another request holds the key.
+	KeyInUse bool `json:"key_in_use,omitempty"`
 }
 
 type resultJSON struct {
@@ -126,7 +128,7 @@ func toJSON(r *journal.Record) recordJSON {
 	}
 	for _, c := range r.Confirmations {
 		j.Confirmations = append(j.Confirmations, confirmationJSON{Source: c.Source, EventID: c.EventID, State: c.State,
-			ResourceID: c.ResourceID, Reason: c.Reason, StatusCode: c.StatusCode, At: c.At.UTC(), Effect: c.Effect.String()})
+			ResourceID: c.ResourceID, Reason: c.Reason, StatusCode: c.StatusCode, At: c.At.UTC(), Effect: c.Effect.String(), KeyInUse: c.KeyInUse})
 	}
 	for _, a := range r.Attempts {
 		aj := attemptJSON{
