@@ -2,8 +2,13 @@ package journal
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -71,4 +76,48 @@ func TestLogDependencyOfEarlierReleases(t *testing.T) {
 		}
 		require.NoError(t, s.Close())
 	})
+}
+
+// TestBacklogAppliedInPartsKeepsItsLogDependency: a journal reopened with
+// more unapplied writes than one bbolt transaction takes (applyBatch: the
+// file could not be written for a while, a full disk, while the log took
+// the writes, and the process was then killed) is applied in several
+// commits. The first recorded that the file depended on no log, although
+// the writes of the later ones were in the log alone: a process killed
+// between two of them (a liveness probe during the long start-up) left a
+// file that Open, with the segments gone, took for a whole journal, the
+// writes lost without a word.
+func TestBacklogAppliedInPartsKeepsItsLogDependency(t *testing.T) {
+	ctx := context.Background()
+	n := applyBatch + 2
+	path := crashedJournal(t, func(s *Store) {
+		_, err := s.Create(ctx, rvRecord("k0", rvT0)) // the file records its log
+		require.NoError(t, err)
+		written := false
+		failFileCommits(s, &written) // ENOSPC-like: nothing reaches the file
+		for i := 1; i < n; i++ {
+			_, err := s.Create(ctx, rvRecord(fmt.Sprint("k", i), rvT0))
+			require.NoError(t, err)
+		}
+	})
+	var commits atomic.Int32
+	s, err := Open(path, withApplyDelay(time.Hour), withFailCommit(func(written bool) error {
+		if !written && commits.Add(1) > 1 {
+			return syscall.EIO // the second part, before anything is written
+		}
+		return nil
+	}))
+	require.NoError(t, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for commits.Load() < 2 {
+		require.True(t, time.Now().Before(deadline), "the applier's second commit")
+		runtime.Gosched()
+	}
+	s.crash(t)
+
+	for _, seg := range segmentsOf(t, path) {
+		require.NoError(t, os.Remove(seg))
+	}
+	_, err = Open(path)
+	require.ErrorIs(t, err, ErrLogMissing, "the last writes were in the log alone")
 }

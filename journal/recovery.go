@@ -153,6 +153,7 @@ func (s *Store) openLog(cfg *config) error {
 	}
 	s.c = newCommitter(s)
 	s.ap.delay = cfg.applyDelay
+	s.ap.failCommit = cfg.failCommit
 	s.startApplier()
 	if len(entries) > 0 {
 		s.kickApplier()
