@@ -141,7 +141,11 @@ func (s *Store) openLog(cfg *config) error {
 		// Segments small enough that the bound on the log (backPressure)
 		// leaves room for several.
 		maxSize: min(segmentSize, s.ap.max/2)}
-	s.ap.dep.Store(dep.gen)
+	if dep.applied == applied {
+		// A stale field (an earlier release applied more since) names no
+		// log: the applier must not record it again (applyUpTo).
+		s.ap.dep.Store(dep.gen)
+	}
 	if missing != nil {
 		// Accepted (AcceptLostLog): recorded now, so that the next Open
 		// does not refuse the journal again, whether or not a write
