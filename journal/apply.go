@@ -250,8 +250,14 @@ func (s *Store) applyUpTo(holdAfter time.Time) error {
 		batch, through := s.ov.batch(applyBatch, upTo, holdAfter)
 		through = max(through, s.ap.applied)
 		// Read before the commit: a round after it writes to this
-		// segment or a newer one.
+		// segment or a newer one. No segment of this Store yet (or the
+		// active one found gone), the file depends on no log only once
+		// it holds everything: writes a later batch takes are still in
+		// the log alone (a backlog replayed at Open, applied in parts).
 		dep := s.log.dep.Load()
+		if dep == 0 && through < upTo {
+			dep = s.ap.dep.Load()
+		}
 		if len(batch) == 0 && dep == s.ap.dep.Load() {
 			return nil
 		}

@@ -56,6 +56,11 @@ func withApplyDelay(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.applyDelay = d })
 }
 
+// withFailCommit sets the applier's failCommit before its first pass.
+func withFailCommit(fail func(written bool) error) Option {
+	return optionFunc(func(c *config) { c.failCommit = fail })
+}
+
 // withOverlayMax lowers overlayMax, the overlay's bound.
 func withOverlayMax(n int64) Option {
 	return optionFunc(func(c *config) { c.overlayMax = n })

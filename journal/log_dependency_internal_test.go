@@ -2,8 +2,14 @@ package journal
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
 	"os"
+	"runtime"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
@@ -71,4 +77,81 @@ func TestLogDependencyOfEarlierReleases(t *testing.T) {
 		}
 		require.NoError(t, s.Close())
 	})
+}
+
+// backlogJournal returns the path of a journal killed with applyBatch+1
+// writes in its log alone, the file naming the log's first segment.
+func backlogJournal(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	return crashedJournal(t, func(s *Store) {
+		_, err := s.Create(ctx, rvRecord("k0", rvT0)) // the file records its log
+		require.NoError(t, err)
+		written := false
+		failFileCommits(s, &written) // ENOSPC-like: nothing reaches the file
+		for i := 1; i < applyBatch+2; i++ {
+			_, err := s.Create(ctx, rvRecord(fmt.Sprint("k", i), rvT0))
+			require.NoError(t, err)
+		}
+	})
+}
+
+// killedAfterFirstPart opens the journal at path, lets its applier commit
+// the first part of the backlog and fail the next, and kills the Store.
+func killedAfterFirstPart(t *testing.T, path string) {
+	t.Helper()
+	var commits atomic.Int32
+	s, err := Open(path, withApplyDelay(time.Hour), withFailCommit(func(written bool) error {
+		if !written && commits.Add(1) > 1 {
+			return syscall.EIO // the second part, before anything is written
+		}
+		return nil
+	}))
+	require.NoError(t, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for commits.Load() < 2 {
+		require.True(t, time.Now().Before(deadline), "the applier's second commit")
+		runtime.Gosched()
+	}
+	s.crash(t)
+}
+
+// TestBacklogAppliedInPartsKeepsItsLogDependency: a journal reopened with
+// more unapplied writes than one bbolt transaction takes (applyBatch: the
+// file could not be written for a while, a full disk, while the log took
+// the writes, and the process was then killed) is applied in several
+// commits. The first recorded that the file depended on no log, although
+// the writes of the later ones were in the log alone: a process killed
+// between two of them (a liveness probe during the long start-up) left a
+// file that Open, with the segments gone, took for a whole journal, the
+// writes lost without a word.
+func TestBacklogAppliedInPartsKeepsItsLogDependency(t *testing.T) {
+	path := backlogJournal(t)
+	killedAfterFirstPart(t, path)
+	for _, seg := range segmentsOf(t, path) {
+		require.NoError(t, os.Remove(seg))
+	}
+	_, err := Open(path)
+	require.ErrorIs(t, err, ErrLogMissing, "the last writes were in the log alone")
+}
+
+// TestBacklogAppliedInPartsUnderAStaleDependency: a field an earlier
+// release left stale (it applied the log and wrote its own segments,
+// numbered from 1 again once none was left) says nothing; a part of the
+// backlog applied under it must not make it say something again, or the
+// next Open refuses a whole journal, its segments all there.
+func TestBacklogAppliedInPartsUnderAStaleDependency(t *testing.T) {
+	path := backlogJournal(t)
+	editMeta(t, path, func(meta *bolt.Bucket) error {
+		v := binary.BigEndian.AppendUint64(nil, 5) // a generation past the earlier release's
+		return meta.Put(metaLogDep, binary.BigEndian.AppendUint64(v, 1<<40))
+	})
+	killedAfterFirstPart(t, path)
+	s, err := Open(path)
+	require.NoError(t, err, "the log is whole")
+	for _, k := range []string{"k0", fmt.Sprint("k", applyBatch+1)} {
+		_, err := s.Get(context.Background(), "s", k)
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, s.Close())
 }

@@ -26,6 +26,9 @@ type config struct {
 	// failSync, when a test sets it, stands in for the fdatasync of each
 	// log segment Open makes durable (syncRecovered): an error fails it.
 	failSync func(path string) error
+	// failCommit, when a test sets it, is the applier's failCommit from
+	// the start, before the applier's first pass.
+	failCommit func(written bool) error
 	// acceptLostLog: AcceptLostLog.
 	acceptLostLog bool
 }

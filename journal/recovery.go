@@ -141,7 +141,11 @@ func (s *Store) openLog(cfg *config) error {
 		// Segments small enough that the bound on the log (backPressure)
 		// leaves room for several.
 		maxSize: min(segmentSize, s.ap.max/2)}
-	s.ap.dep.Store(dep.gen)
+	if dep.applied == applied {
+		// A stale field (an earlier release applied more since) names no
+		// log: the applier must not record it again (applyUpTo).
+		s.ap.dep.Store(dep.gen)
+	}
 	if missing != nil {
 		// Accepted (AcceptLostLog): recorded now, so that the next Open
 		// does not refuse the journal again, whether or not a write
@@ -153,6 +157,7 @@ func (s *Store) openLog(cfg *config) error {
 	}
 	s.c = newCommitter(s)
 	s.ap.delay = cfg.applyDelay
+	s.ap.failCommit = cfg.failCommit
 	s.startApplier()
 	if len(entries) > 0 {
 		s.kickApplier()
