@@ -2,7 +2,6 @@ package journal
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/idemkit/idem/internal/errtext"
 )
@@ -33,10 +32,11 @@ var (
 	// acknowledged may be in those segments alone. The message names the
 	// first segment missing. Put the segments back, as they were, and
 	// open the journal again; only if they are gone for good, open it once
-	// with AcceptLostLog, knowing that those writes are lost. It also
-	// matches ErrCorrupt. A read-only Open goes on, and warns (WithLogger);
-	// Check reports it.
-	ErrLogMissing = fmt.Errorf("journal: log segments the journal depends on are missing: %w", ErrCorrupt)
+	// with AcceptLostLog, knowing that those writes are lost. It does not
+	// match ErrCorrupt: the file is whole, and an application that moves a
+	// damaged journal aside would throw away every operation in it. A
+	// read-only Open goes on, and warns (WithLogger); Check reports it.
+	ErrLogMissing = errors.New("journal: log segments the journal depends on are missing")
 )
 
 // Errors returned by any method once the Store is in the wrong mode.

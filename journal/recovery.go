@@ -196,7 +196,8 @@ func (d logDep) check(dir, base string, applied, newest uint64) error {
 	return withKind(ErrLogMissing, "the journal file depends on its log from segment %s on (the writes after entry %d), "+
 		"and %s holds no such segment, nor a newer one: writes acknowledged before the process stopped may be lost "+
 		"(the file copied or restored without its %s%s* segments, or the segments deleted). "+
-		"Put the segments back beside the file, as they were, and open it again; "+
+		"Put the segments back beside the file, as they were, and open it again "+
+		"(if an earlier idem release opened and closed this journal since this one stopped, it deleted them having applied them: nothing is lost, and AcceptLostLog is safe); "+
 		"if they are gone for good, open it once with journal.AcceptLostLog (idem compact -accept-lost-log) to go on without them, knowing that those writes are lost",
 		filepath.Base(segmentPath(dir, base, d.gen)), applied, dir, base, logInfix)
 }

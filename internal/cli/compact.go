@@ -60,7 +60,7 @@ func cmdCheck(e *env, args []string) error {
 		return err
 	}
 	rep, err := journal.Inspect(path, journal.WithLockTimeout(e.lockTimeout))
-	corrupt := errors.Is(err, journal.ErrCorrupt)
+	corrupt := errors.Is(err, journal.ErrCorrupt) || errors.Is(err, journal.ErrLogMissing)
 	if err != nil && !corrupt {
 		return explain(path, err)
 	}
