@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -360,7 +361,10 @@ func (d *driver) lateAnswerResult(res *Result) {
 // replayed to ours, a refusal of the key) is recorded in the settled
 // state, without a resource id, KeyInUse, and flags the operation
 // ReviewKeyInUse: the event that settled it, found by the key, may be
-// that request's, and ours never made.
+// that request's, and ours never made. So is one that says the request
+// did not execute (the key's request still running, a 429) against a
+// success, when no other attempt of ours may have executed: the success
+// is another request's.
 const ResponseSource = "idem: server response"
 
 // lateAnswer handles an answer whose commit found the operation
@@ -380,6 +384,13 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 	if !errors.Is(err, errSettledElsewhere) || d.rec.Resolved == nil && len(d.rec.Confirmations) == 0 {
 		return
 	}
+	// An answer that this attempt did not execute (a 409 for the key
+	// another request still holds, a 429), when no other attempt of ours
+	// may have: nothing of ours ran, so the success an event settled it
+	// with, found by the key, is another request's, as ApplyConfirmation
+	// reads an event that came before the answer.
+	othersOnly := st.conflict || !query && st.refused && st.move != moveSettle && d.rec.State == StateSucceeded &&
+		!slices.ContainsFunc(d.rec.Attempts, func(a journal.Attempt) bool { return a.Number != number && a.MaybeExecuted() })
 	answer, said, state := "the server's answer", st.out.State, st.out.State
 	switch {
 	case st.conflict && d.rec.State == StateFailed && st.move == moveSettle && st.out.State == StateFailed:
@@ -387,10 +398,13 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 		// failed and nothing ran after it, so the failure holds, whose
 		// ever the event was.
 		return
-	case st.conflict:
+	case othersOnly:
 		// Whatever it names is the other request's, never compared
 		// with ours: it says only that the key is not ours alone.
 		answer, said, state = "the server's answer that another request holds the key", StateUnknown, d.rec.State
+		if !st.conflict {
+			answer = "the server's answer that nothing of ours executed"
+		}
 		st.out.ResourceID = ""
 	case st.move == moveSettle:
 	case st.move == moveProcessing && d.rec.State == StateFailed:
@@ -422,7 +436,7 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 	conf := Confirmation{
 		State: state, ResourceID: st.out.ResourceID, StatusCode: ex.status,
 		Source: ResponseSource, EventID: "attempt " + strconv.Itoa(number), At: d.now(),
-		Reason: reason, KeyInUse: st.conflict,
+		Reason: reason, KeyInUse: othersOnly,
 	}
 	prior := d.rec
 	rec, cerr := d.c.store.Confirm(d.wctx, d.rec.Scope, d.rec.Key, conf)
@@ -435,7 +449,7 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 	if !errors.Is(cerr, journal.ErrConfirmConflict) || errors.Is(cerr, journal.ErrExists) {
 		return
 	}
-	if !st.conflict && (d.rec.State == StateFailed || conf.State == StateFailed) {
+	if !othersOnly && (d.rec.State == StateFailed || conf.State == StateFailed) {
 		// The answer names what a person needs; not one that is the
 		// other request's.
 		d.late, d.lateContradicts = &ex, true

@@ -30,12 +30,17 @@ import (
 // answer is now recorded against the settlement and flags it
 // ReviewKeyInUse; the call ends in ErrNeedsReview. So with the other
 // request's payment_intent.payment_failed and its success replayed; a
-// refusal of the key leaves a failure as it is: nothing of ours ran.
+// refusal of the key leaves a failure as it is: nothing of ours ran. So
+// too when the resend is answered that it did not execute (the same 409,
+// the other request still running; a 429, Stripe's rate limit): none of
+// our attempts ran, so the success confirmed is the other request's, as
+// it is when the event comes while the call waits to resend.
 func TestLateKeyConflictAnswerFlagsConfirmedSuccess(t *testing.T) {
 	inUse := `{"error":{"code":"idempotency_key_in_use","type":"invalid_request_error",` +
 		`"message":"There is currently another in-progress request using this Stripe API key and idempotency key."}}`
 	replayed := http.Header{"Idempotent-Replayed": {"true"}}
 	const theirs = `{"id":"pi_other","object":"payment_intent","status":"succeeded","amount":900}`
+	const rateLimited = `{"error":{"code":"rate_limit","type":"invalid_request_error","message":"Too many requests hit the API too quickly."}}`
 	const otherParameters = `{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters ` +
 		`they were first used with. Try using a key other than 'order-42' if you meant to execute a different request."}}`
 	for _, tc := range []struct {
@@ -50,6 +55,9 @@ func TestLateKeyConflictAnswerFlagsConfirmedSuccess(t *testing.T) {
 		{"400 keys only with the same parameters", idem.StateSucceeded, http.StatusBadRequest, nil, otherParameters, idem.ReviewKeyInUse},
 		{"their failure, their success replayed", idem.StateFailed, http.StatusOK, replayed, theirs, idem.ReviewKeyInUse},
 		{"their failure, 400 keys only with the same parameters", idem.StateFailed, http.StatusBadRequest, nil, otherParameters, ""},
+		{"409 the key still in use", idem.StateSucceeded, http.StatusConflict, nil, inUse, idem.ReviewKeyInUse},
+		{"their failure, 409 the key still in use", idem.StateFailed, http.StatusConflict, nil, inUse, ""},
+		{"429 rate limited", idem.StateSucceeded, http.StatusTooManyRequests, nil, rateLimited, idem.ReviewKeyInUse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			arrived, release := make(chan struct{}), make(chan struct{})

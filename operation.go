@@ -45,7 +45,8 @@ const (
 	// of ours executed. So does the server's answer, to a request of ours
 	// on the wire while an event settled the operation, that another
 	// request holds the key (its stored answer replayed, or the key
-	// refused): the event may be that request's.
+	// refused), or that it did not execute when no other attempt of ours
+	// may have: the event may be that request's.
 	ReviewKeyInUse = journal.ReviewKeyInUse
 	// ReviewRefusedAfterSend: after an attempt that may have executed, the
 	// server refused every resend; whether the first one executed is
