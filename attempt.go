@@ -533,11 +533,12 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// answer it otherwise.
 		a.inFlight, a.out = true, Outcome{Reason: a.out.Reason}
 	}
-	if !query && !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && graphQLInternalError(ex.body) {
+	if !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && graphQLInternalError(ex.body) {
 		// A GraphQL API answers an internal error 200 OK in place of a
 		// 500 (Shopify's INTERNAL_SERVER_ERROR), and it may follow the
 		// mutation's commit; a decoder that takes any top-level error
-		// for the request's failure would have it made again.
+		// for the request's failure would have it made again. To a
+		// result query it is the query's failure, not the operation's.
 		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body is a GraphQL internal error, which may follow the work done", errUndecodable)
 	}
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {

@@ -1438,8 +1438,16 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 
 // saysKeyRunning reports whether an answer's words say the key's request
 // is still running: about the key (namesKey) or an earlier request, and
-// "in progress" or the like. name is as for namesKey.
+// "in progress" or the like; or that this very request is, as Shopify's
+// IDEMPOTENCY_CONCURRENT_REQUEST says it in a refundCreate userError,
+// whose plain UserError has no code to say "idempotency": "This request
+// is currently in progress". Only "this request" as the subject: "a
+// refund request is in progress" is another request's. name is as for
+// namesKey.
 func saysKeyRunning(body []byte, name string) bool {
+	if saysAny(body, "this request is currently in progress", "this request is still in progress", "this request is in progress") {
+		return true
+	}
 	if !namesKey(body, name) && !saysAny(body, "request already", "previous request") {
 		return false
 	}

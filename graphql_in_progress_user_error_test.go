@@ -38,6 +38,8 @@ import (
 // answers an internal error; "throttled"; "" serves.
 type idempotentMutations struct {
 	running int
+	// concurrent, when set, is answered in place of shopifyConcurrent.
+	concurrent string
 
 	mu      sync.Mutex
 	faults  []string
@@ -89,7 +91,11 @@ func (m *idempotentMutations) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	case m.runs[key] > 0:
 		m.runs[key]--
-		_, _ = io.WriteString(w, shopifyConcurrent)
+		body := shopifyConcurrent
+		if m.concurrent != "" {
+			body = m.concurrent
+		}
+		_, _ = io.WriteString(w, body)
 		return
 	case m.results[key] != "":
 		_, _ = io.WriteString(w, m.results[key])
@@ -186,11 +192,7 @@ func TestGraphQLMutationInProgressIsNoFailure(t *testing.T) {
 			} else {
 				requireOutcome(t, res, err, tt.state, tt.kinds, resourceIf(tt.state), tt.review)
 			}
-			op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
-			require.NoError(t, err)
-			require.Equal(t, tt.state, op.State)
-			require.Equal(t, tt.review, op.Review)
-
+			requireJournaled(t, c, tt.state, tt.review)
 			m.requireOneRefund(t, tt.posts)
 		})
 	}
@@ -219,10 +221,65 @@ func (m *idempotentMutations) requireOneRefund(t *testing.T, posts int) {
 	require.Equal(t, slices.Repeat([]string{string(refundDocument("k"))}, posts), m.posts, "posts")
 }
 
+// requireJournaled asserts that c's journal holds key "k" in state,
+// flagged with review ("" for none).
+func requireJournaled(t *testing.T, c *idem.Client, state idem.State, review string) {
+	t.Helper()
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.Equal(t, state, op.State)
+	require.Equal(t, review, op.Review)
+}
+
 // resourceIf is the refund a succeeded operation names.
 func resourceIf(s idem.State) string {
 	if s == idem.StateSucceeded {
 		return "gid://shopify/Refund/1"
 	}
 	return ""
+}
+
+// shopifyConcurrentNoCode is IDEMPOTENCY_CONCURRENT_REQUEST as
+// refundCreate can answer it: its payload's userErrors are the plain
+// UserError, which has a field and a message and no code
+// (https://shopify.dev/docs/api/admin-graphql/latest/payloads/RefundCreatePayload),
+// so nothing in the answer says "idempotency": only the message says
+// the request is in progress.
+const shopifyConcurrentNoCode = `{"data":{"refundCreate":{"refund":null,"userErrors":[{"field":null,` +
+	`"message":"This request is currently in progress, please try again."}]}},` + shopifyCost + `}`
+
+// refundCreate's own userErrors carry no code, so the in-progress
+// refusal is known by its message alone: "This request is currently in
+// progress" is the key's request, as the coded one is. Read as failed
+// (by the example's decoder too, which goes by the code), it was
+// ErrFailed for a refund the 504's request went on to make.
+func TestGraphQLMutationInProgressWithoutCodeIsNoFailure(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		decode  idem.Decoder
+		earlier bool // a copy of ours holds the key before the first attempt
+		state   idem.State
+		kinds   []error
+		review  string
+		posts   int
+	}{
+		{name: "504 while it runs, the example's decoder", decode: decodeRefundCreate, state: idem.StateSucceeded, posts: 3},
+		{name: "504 while it runs, userErrors read as failures", decode: decodeUserErrorsFail, state: idem.StateSucceeded, posts: 3},
+		{name: "a copy of ours runs before the first attempt", decode: decodeRefundCreate, earlier: true,
+			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &idempotentMutations{running: 1, concurrent: shopifyConcurrentNoCode, runs: map[string]int{}, results: map[string]string{}}
+			if tt.earlier {
+				m.refunds, m.runs["k"], m.results["k"] = 1, 1, shopifyRefund
+			} else {
+				m.faults = []string{"504"}
+			}
+			c, res, err := submitRefund(t, m, tt.decode)
+			require.NotErrorIs(t, err, idem.ErrFailed)
+			requireOutcome(t, res, err, tt.state, tt.kinds, resourceIf(tt.state), tt.review)
+			requireJournaled(t, c, tt.state, tt.review)
+			m.requireOneRefund(t, tt.posts)
+		})
+	}
 }

@@ -102,8 +102,9 @@ type Answer struct {
 // answer as ambiguous and checks again, never as success. A submit's
 // answer it reads as failed is not failed when its words say the key's
 // request is still in progress (a GraphQL userError such as Shopify's
-// IDEMPOTENCY_CONCURRENT_REQUEST: the key in flight) or it is a GraphQL
-// INTERNAL_SERVER_ERROR (a 500 in an envelope: ambiguous); see
+// IDEMPOTENCY_CONCURRENT_REQUEST: the key in flight), nor is any answer,
+// a result query's too, that is a GraphQL INTERNAL_SERVER_ERROR (a 500
+// in an envelope: ambiguous); see
 // ExampleWithDecoder_graphql for reading a GraphQL mutation.
 type Decoder func(a *Answer) (Outcome, error)
 
