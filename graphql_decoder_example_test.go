@@ -19,8 +19,10 @@ type graphQLMutation struct {
 		Refund *struct {
 			ID string `json:"id"`
 		} `json:"refund"`
+		// refundCreate's are Shopify's plain UserError: field and
+		// message, no code (the inventory mutations' typed errors add
+		// one).
 		UserErrors []struct {
-			Code    string `json:"code"`
 			Message string `json:"message"`
 		} `json:"userErrors"`
 	} `json:"data"`
@@ -40,10 +42,17 @@ type graphQLMutation struct {
 //     key after the mutation ran answers the original's result: the
 //     changelog "Adding idempotency for inventory adjustments and refund
 //     mutations");
-//   - IDEMPOTENCY_CONCURRENT_REQUEST, "This request is currently in
-//     progress, please try again", is the key's request still running:
-//     processing, never failed (it may yet refund);
-//   - any other userError is the mutation refused, nothing made: failed.
+//   - a userError is the mutation refused: failed. One of them, "This
+//     request is currently in progress, please try again"
+//     (IDEMPOTENCY_CONCURRENT_REQUEST where a mutation's errors carry a
+//     code; refundCreate's carry only the message), is the key's request
+//     still running, and may yet refund: idem reads those words in a
+//     failed 2xx as the key in flight, waited on after a send of ours
+//     that may have executed, flagged ReviewKeyInUse to a first attempt
+//     (the request running may be another's that used the key). Do not
+//     map it to processing yourself: that says the request running is
+//     ours, and a first attempt would settle with another's refund.
+//     Other refusals made nothing:
 //     IDEMPOTENCY_PREVIOUS_ATTEMPT_FAILED says the key's earlier request
 //     failed, and IDEMPOTENCY_KEY_PARAMETER_MISMATCH that the key was
 //     used with other variables (idem sends the same bytes on every
@@ -69,10 +78,8 @@ func decodeRefundCreate(a *idem.Answer) (idem.Outcome, error) {
 		return idem.Outcome{}, fmt.Errorf("graphql: %s %q settles nothing", v.Errors[0].Extensions.Code, v.Errors[0].Message)
 	case !ok:
 		return idem.Outcome{}, errors.New("graphql: no refundCreate in data")
-	case len(p.UserErrors) > 0 && p.UserErrors[0].Code == "IDEMPOTENCY_CONCURRENT_REQUEST":
-		return idem.Outcome{State: idem.StateProcessing}, nil
 	case len(p.UserErrors) > 0:
-		return idem.Outcome{State: idem.StateFailed, Reason: p.UserErrors[0].Code + ": " + p.UserErrors[0].Message}, nil
+		return idem.Outcome{State: idem.StateFailed, Reason: p.UserErrors[0].Message}, nil
 	}
 	return idem.Outcome{}, errors.New("graphql: refundCreate made no refund")
 }
@@ -83,14 +90,16 @@ func decodeRefundCreate(a *idem.Answer) (idem.Outcome, error) {
 // document (Shopify's @idempotent(key: "…"), Braintree's apiRequestKey
 // in the input), send it with WithKeyInBody. The mapping that matters:
 // the key's request still running is processing, never failed; a
-// userError fails; a top-level error (THROTTLED) proves nothing.
+// userError fails (idem itself reads "this request is currently in
+// progress" as the key in flight); a top-level error (THROTTLED) proves
+// nothing.
 func ExampleWithDecoder_graphql() {
 	_ = []idem.Option{idem.WithKeyInBody(), idem.WithDecoder(decodeRefundCreate)}
 	for _, body := range []string{
 		`{"data":{"refundCreate":{"refund":{"id":"gid://shopify/Refund/1"},"userErrors":[]}}}`,
-		`{"data":{"refundCreate":{"refund":null,"userErrors":[{"field":null,"code":"IDEMPOTENCY_CONCURRENT_REQUEST",` +
+		`{"data":{"refundCreate":{"refund":null,"userErrors":[{"field":null,` +
 			`"message":"This request is currently in progress, please try again."}]}}}`,
-		`{"data":{"refundCreate":{"refund":null,"userErrors":[{"field":null,"code":"IDEMPOTENCY_PREVIOUS_ATTEMPT_FAILED",` +
+		`{"data":{"refundCreate":{"refund":null,"userErrors":[{"field":null,` +
 			`"message":"A previous request with this idempotency key failed. Retry with a new idempotency key."}]}}}`,
 		`{"errors":[{"message":"Throttled","extensions":{"code":"THROTTLED","documentation":"https://shopify.dev/api/usage/rate-limits"}}],` +
 			`"extensions":{"cost":{"requestedQueryCost":752,"actualQueryCost":null,"throttleStatus":{"maximumAvailable":1000.0,"currentlyAvailable":666,"restoreRate":50.0}}}}`,
@@ -104,7 +113,7 @@ func ExampleWithDecoder_graphql() {
 	}
 	// Output:
 	// succeeded "gid://shopify/Refund/1" ""
-	// processing "" ""
-	// failed "" "IDEMPOTENCY_PREVIOUS_ATTEMPT_FAILED: A previous request with this idempotency key failed. Retry with a new idempotency key."
+	// failed "" "This request is currently in progress, please try again."
+	// failed "" "A previous request with this idempotency key failed. Retry with a new idempotency key."
 	// proves nothing: graphql: THROTTLED "Throttled" settles nothing
 }
