@@ -62,6 +62,9 @@ type Confirmation struct {
 	StatusCode int       `json:"status_code,omitempty"`
 	At         time.Time `json:"at"`
 	Effect     string    `json:"effect"` // settled, agreed, conflicted
+	// KeyInUse: the server's answer to a request of ours said another
+	// request holds the key (journal.Confirmation.KeyInUse).
+	KeyInUse bool `json:"key_in_use,omitempty"`
 }
 
 // effects reads Confirmation.Effect back.
@@ -109,7 +112,7 @@ func FromRecord(r *journal.Record, timeline bool) *Operation {
 	for _, c := range r.Confirmations {
 		op.Confirmations = append(op.Confirmations, Confirmation{
 			Source: c.Source, EventID: c.EventID, State: string(c.State), ResourceID: c.ResourceID,
-			Reason: c.Reason, StatusCode: c.StatusCode, At: c.At, Effect: c.Effect.String(),
+			Reason: c.Reason, StatusCode: c.StatusCode, At: c.At, Effect: c.Effect.String(), KeyInUse: c.KeyInUse,
 		})
 	}
 	if timeline {
@@ -143,7 +146,7 @@ func (o *Operation) Record() *journal.Record {
 	for _, c := range o.Confirmations {
 		r.Confirmations = append(r.Confirmations, journal.Confirmation{
 			Source: c.Source, EventID: c.EventID, State: journal.State(c.State), ResourceID: c.ResourceID,
-			Reason: c.Reason, StatusCode: c.StatusCode, At: c.At, Effect: effects[c.Effect],
+			Reason: c.Reason, StatusCode: c.StatusCode, At: c.At, Effect: effects[c.Effect], KeyInUse: c.KeyInUse,
 		})
 	}
 	for _, a := range o.Timeline {

@@ -56,3 +56,36 @@ func confirmConflict(t testing.TB, path string) time.Time {
 	require.NoError(t, s.Close())
 	return at
 }
+
+// TestRemoteShowKeyInUse: the server's answer that another request holds
+// the key is recorded as a confirmation marked key_in_use; -url show
+// -json, through the admin handler, dropped the mark that file mode
+// shows (admin.Confirmation had no field for it).
+func TestRemoteShowKeyInUse(t *testing.T) {
+	f := newJournal(t)
+	s, err := journal.Open(f.path)
+	require.NoError(t, err)
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	_, err = s.Confirm(context.Background(), "default", "k-succeeded", journal.Confirmation{
+		State: journal.StateSucceeded, Source: "idem: server response", EventID: "attempt 2",
+		Reason: "the server's answer that another request holds the key", At: at, KeyInUse: true})
+	require.ErrorIs(t, err, journal.ErrConfirmConflict)
+	require.NoError(t, s.Close())
+
+	// File mode first: the admin handler's service holds the journal's
+	// lock once it serves.
+	for _, mode := range []string{"-journal", "-url"} {
+		args := []string{"-journal", f.path}
+		if mode == "-url" {
+			args = []string{"-url", serveJournal(t, f.path)}
+		}
+		stdout, stderr, code := runIdem(t, append(args, "show", "-json", "k-succeeded")...)
+		require.Equal(t, 0, code, stderr)
+		var got struct {
+			Confirmations []confirmationJSON `json:"confirmations"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+		require.Len(t, got.Confirmations, 1, "%q", args)
+		require.True(t, got.Confirmations[0].KeyInUse, "%q: key_in_use", args)
+	}
+}
