@@ -107,3 +107,23 @@ func TestCredentialNamedHeadersNeverJournaled(t *testing.T) {
 		require.ErrorIs(t, err, journal.ErrNotFound, "a refused request is not journaled")
 	}
 }
+
+// An idempotency key's header is no credential, however it ends (Twilio's
+// I-Twilio-Idempotency-Token): refused as a credential, with the advice
+// to add it in a request hook, a caller would make the key afresh on
+// every resend. In Header it is the key's header, which idem sets from
+// Request.Key; RequestFromHTTP keeps it as a header.
+func TestIdempotencyKeyHeaderIsNoCredential(t *testing.T) {
+	e := newEnv(t, clientOpts(idem.WithKeyHeader("I-Twilio-Idempotency-Token", idem.KeyBare)))
+	r := e.req("k-twilio", `{}`)
+	r.Header = http.Header{"I-Twilio-Idempotency-Token": {"k-twilio"}}
+	_, err := e.client.Prepare(e.ctx, r)
+	require.ErrorIs(t, err, idem.ErrInvalidRequest, "the key's header, set from Request.Key")
+	require.NotErrorIs(t, err, idem.ErrSecretHeader)
+
+	hr, err := http.NewRequest(http.MethodPost, e.srv.URL+"/orders", nil)
+	require.NoError(t, err)
+	hr.Header.Set("I-Twilio-Idempotency-Token", "k-twilio")
+	_, err = idem.RequestFromHTTP(hr)
+	require.NotErrorIs(t, err, idem.ErrSecretHeader, "RequestFromHTTP")
+}

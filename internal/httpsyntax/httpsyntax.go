@@ -52,6 +52,13 @@ func CredentialHeader(name string) bool {
 	if NamedCredentialHeader(name) {
 		return true
 	}
+	if containsFold(name, "idempot") {
+		// An idempotency key's header, however it ends (Twilio's
+		// I-Twilio-Idempotency-Token): the key is no credential, and the
+		// advice to add credentials in a hook would have the key made
+		// afresh on every resend.
+		return false
+	}
 	for _, e := range credentialEndings {
 		if len(name) >= len(e) && strings.EqualFold(name[len(name)-len(e):], e) {
 			return true
@@ -68,6 +75,17 @@ func CredentialHeader(name string) bool {
 			if strings.EqualFold(part, w) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// containsFold reports whether s contains sub (lower case ASCII) in any
+// case, without allocating: CredentialHeader runs on every submit.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
 		}
 	}
 	return false
