@@ -535,10 +535,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	}
 	if !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && graphQLInternalError(ex.body) {
 		// A GraphQL API answers an internal error 200 OK in place of a
-		// 500 (Shopify's INTERNAL_SERVER_ERROR), and it may follow the
-		// mutation's commit; a decoder that takes any top-level error
-		// for the request's failure would have it made again. To a
-		// result query it is the query's failure, not the operation's.
+		// 500 (Shopify's INTERNAL_SERVER_ERROR, Braintree's errorClass
+		// INTERNAL), and it may follow the mutation's commit; a decoder
+		// that takes any top-level error for the request's failure
+		// would have it made again. To a result query it is the query's
+		// failure, not the operation's.
 		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body is a GraphQL internal error, which may follow the work done", errUndecodable)
 	}
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {

@@ -1455,15 +1455,22 @@ func saysKeyRunning(body []byte, name string) bool {
 }
 
 // graphQLInternalError reports whether body is a GraphQL answer with a
-// top-level error whose extensions.code is INTERNAL_SERVER_ERROR: the
-// code Shopify's Admin API answers 200 OK in place of a 500
-// (community.shopify.com, "760 internal errors when calling Shopify
-// GraphQL API") and Apollo Server's for an unspecified error.
+// top-level error that says the server failed, not the request: an
+// extensions.code of INTERNAL_SERVER_ERROR, the code Shopify's Admin API
+// answers 200 OK in place of a 500 (community.shopify.com, "760 internal
+// errors when calling Shopify GraphQL API") and Apollo Server's for an
+// unspecified error; or Braintree's extensions.errorClass INTERNAL or
+// SERVICE_AVAILABILITY, which its SDKs raise as the ServerError of a 500
+// and the DownForMaintenanceError Braintree documents as "raised when a
+// request times out" (braintree_python's graphql_client.py). Braintree's
+// other classes (VALIDATION, NOT_FOUND, AUTHORIZATION, RESOURCE_LIMIT,
+// ...) refuse the request before it runs.
 func graphQLInternalError(body []byte) bool {
 	var v struct {
 		Errors []struct {
 			Extensions struct {
-				Code string `json:"code"`
+				Code       string `json:"code"`
+				ErrorClass string `json:"errorClass"`
 			} `json:"extensions"`
 		} `json:"errors"`
 	}
@@ -1471,7 +1478,9 @@ func graphQLInternalError(body []byte) bool {
 		return false
 	}
 	for _, e := range v.Errors {
-		if e.Extensions.Code == "INTERNAL_SERVER_ERROR" {
+		switch {
+		case e.Extensions.Code == "INTERNAL_SERVER_ERROR",
+			e.Extensions.ErrorClass == "INTERNAL", e.Extensions.ErrorClass == "SERVICE_AVAILABILITY":
 			return true
 		}
 	}

@@ -103,8 +103,9 @@ type Answer struct {
 // answer it reads as failed is not failed when its words say the key's
 // request is still in progress (a GraphQL userError such as Shopify's
 // IDEMPOTENCY_CONCURRENT_REQUEST: the key in flight), nor is any answer,
-// a result query's too, that is a GraphQL INTERNAL_SERVER_ERROR (a 500
-// in an envelope: ambiguous); see
+// a result query's too, that is a GraphQL INTERNAL_SERVER_ERROR or
+// Braintree's errorClass INTERNAL or SERVICE_AVAILABILITY (a 500 in an
+// envelope: ambiguous); see
 // ExampleWithDecoder_graphql for reading a GraphQL mutation.
 type Decoder func(a *Answer) (Outcome, error)
 
