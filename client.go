@@ -122,7 +122,8 @@ func newClient(store Store, cfg *config) *Client {
 // Open opens (or creates, mode 0600) the journal file at path with fsync on
 // and returns a Client that owns it: Close closes both. A journal held by
 // another process fails after a bounded wait with an error matching
-// journal.ErrLocked.
+// journal.ErrLocked; one whose log segments are missing, with one matching
+// journal.ErrLogMissing that names WithJournalOptions(journal.AcceptLostLog()).
 func Open(path string, opts ...Option) (*Client, error) {
 	// Options are applied once: the journal's come from the same config.
 	cfg, err := newConfig(opts)
@@ -135,6 +136,11 @@ func Open(path string, opts ...Option) (*Client, error) {
 		jopts = append([]journal.Option{journal.WithLogger(cfg.logger)}, jopts...)
 	}
 	store, err := journal.Open(path, jopts...)
+	if errors.Is(err, journal.ErrLogMissing) {
+		// The journal's message names journal.AcceptLostLog, which a
+		// caller of Open can pass only through WithJournalOptions.
+		return nil, fmt.Errorf("idem: %w (through idem.Open: idem.WithJournalOptions(journal.AcceptLostLog()))", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("idem: %w", err) // the journal's error names the path
 	}

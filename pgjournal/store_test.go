@@ -96,11 +96,16 @@ func TestConformance(t *testing.T) {
 func TestMigrateConcurrent(t *testing.T) {
 	ctx := context.Background()
 	schema := fmt.Sprintf("m%d_%d", os.Getpid(), schemas.Add(1))
+	// Looked up here, not in the goroutines: without a server dsn skips
+	// (t.SkipNow), which must run on the test's goroutine; called from
+	// another it ended only that goroutine, and the test waited for ever
+	// on errs.
+	d := dsn(t)
 	const replicas = 4
 	errs := make(chan error, replicas)
 	for range replicas {
 		go func() {
-			s, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(schema))
+			s, err := pgjournal.Open(ctx, d, pgjournal.WithSchema(schema))
 			if err != nil {
 				errs <- err
 				return
@@ -112,7 +117,7 @@ func TestMigrateConcurrent(t *testing.T) {
 	for range replicas {
 		require.NoError(t, <-errs, "Migrate() by replicas starting at once")
 	}
-	s, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(schema))
+	s, err := pgjournal.Open(ctx, d, pgjournal.WithSchema(schema))
 	require.NoError(t, err)
 	defer s.Close()
 	defer s.DropSchema(ctx, schema)

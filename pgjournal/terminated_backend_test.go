@@ -245,8 +245,16 @@ func syncStandby(t *testing.T, admin *pgx.Conn, names string) {
 	_, err = admin.Exec(ctx, `SELECT pg_reload_conf()`)
 	require.NoError(t, err)
 	want := names != ""
-	require.Eventually(t, func() bool { return probeWaits(t, admin) == want }, 20*time.Second, 10*time.Millisecond,
-		"commits wait for a synchronous standby: %v", want)
+	// Polled here, not in require.Eventually: its condition runs on a
+	// goroutine of its own, where probeWaits's require (t.FailNow) may not
+	// be called.
+	deadline := time.Now().Add(20 * time.Second)
+	for probeWaits(t, admin) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("commits wait for a synchronous standby: %v: not so after 20s", want)
+		}
+		<-time.After(10 * time.Millisecond)
+	}
 }
 
 // probeWaits commits a transaction on a connection of its own and reports
