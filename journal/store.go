@@ -79,6 +79,8 @@ type Store struct {
 	failed atomic.Pointer[error]
 
 	logger *slog.Logger // WithLogger's; nil: silent
+	// toldNewer: Prune has logged that it kept records from a newer idem.
+	toldNewer atomic.Bool
 	// logMissing, in a read-only Store, says which log segments the file
 	// depends on are missing (logDep): Inspect reports it.
 	logMissing error
@@ -1139,7 +1141,10 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 // later than its Settled time (the clock was stepped back: see
 // Record.Prunable).
 // A record it cannot read whole is damaged, not judged: the prune fails
-// with ErrCorrupt, as on a damaged page. It reads only the settled index,
+// with ErrCorrupt, as on a damaged page. One written by a newer idem (in
+// a record version this build does not read, left by a rollback) is kept
+// as it is, for that idem to prune, and WithLogger's logger hears of it
+// once: failing on it would stop Client.Run for good. It reads only the settled index,
 // so its cost grows with what it deletes (and the few records such a
 // clock keeps), and it commits in chunks: if it fails, the chunks before
 // the failure stay deleted, and the count says how many records that was. An error matching ErrMaybeCommitted means the
@@ -1154,38 +1159,52 @@ func (s *Store) Prune(ctx context.Context, settledBefore time.Time) (int, error)
 	if s.readOnly {
 		return 0, errorf("journal: prune: %w", ErrReadOnly)
 	}
-	total := 0
+	total, newer := 0, 0
 	var after []byte
 	for {
-		n, more, err := s.pruneChunk(settledBefore, &after)
+		n, nw, more, err := s.pruneChunk(settledBefore, &after)
 		if err != nil {
 			return total, errorf("journal: prune: %w", err)
 		}
 		total += n
+		newer += nw
 		if !more {
+			s.keptNewer(newer)
 			return total, nil
 		}
 	}
 }
 
+// keptNewer tells WithLogger's logger, the first time a Prune keeps
+// records written by a newer idem, how many it kept: once, since every
+// later Prune keeps them again until that idem runs here once more.
+func (s *Store) keptNewer(n int) {
+	if n == 0 || s.logger == nil || !s.toldNewer.CompareAndSwap(false, true) {
+		return
+	}
+	s.logger.Warn("journal: prune kept settled records written by a newer idem, which this build cannot read; "+
+		"the newer idem prunes them once it runs on this journal again",
+		slog.Int("records", n), slog.String("journal", s.path))
+}
+
 // pruneChunk deletes up to pruneChunk records of the settled index after
 // *after and settled before settledBefore, in one commit, and moves *after
 // past them.
-func (s *Store) pruneChunk(settledBefore time.Time, after *[]byte) (n int, more bool, err error) {
+func (s *Store) pruneChunk(settledBefore time.Time, after *[]byte) (n, newer int, more bool, err error) {
 	bound := timeKey(settledBefore)
 	s.ap.mu.Lock()
 	defer s.ap.mu.Unlock()
 	if s.closed.Load() {
-		return 0, false, ErrClosed
+		return 0, 0, false, ErrClosed
 	}
 	// Everything acknowledged so far goes into the file first, so that
 	// the settled index is current.
 	if err := s.applyLocked(); err != nil {
-		return 0, false, err
+		return 0, 0, false, err
 	}
 	start := *after
 	err = s.commitBolt(func(tx *bolt.Tx) error {
-		n, more, *after = 0, false, start // a retried run starts afresh
+		n, newer, more, *after = 0, 0, false, start // a retried run starts afresh
 		// Through a getter: bbolt writes a damaged page it deletes from,
 		// or merges a page left small with, back as a sound one (vetPath).
 		g := &getter{}
@@ -1237,6 +1256,14 @@ func (s *Store) pruneChunk(settledBefore time.Time, after *[]byte) (n int, more 
 			// its times, and a record that does not read whole is
 			// damaged, not to be judged by its first bytes.
 			r, err := decode(v)
+			if errors.Is(err, ErrVersion) {
+				// Written by a newer idem, the one rolled back from: not
+				// this build's to judge, and failing here would stop
+				// Run for good. It stays, entry and all, for that build.
+				e.keep = true
+				newer++
+				continue
+			}
 			if err != nil {
 				return errorf("record %q: %w", e.rk, err)
 			}
@@ -1280,9 +1307,9 @@ func (s *Store) pruneChunk(settledBefore time.Time, after *[]byte) (n int, more 
 	})
 	if err != nil {
 		*after = start
-		return 0, false, err
+		return 0, 0, false, err
 	}
-	return n, more, nil
+	return n, newer, more, nil
 }
 
 // Stats counts the journal's records by state. It reads every record (only
