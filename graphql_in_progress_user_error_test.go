@@ -140,7 +140,6 @@ func refundDocument(k string) []byte {
 func TestGraphQLMutationInProgressIsNoFailure(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		decode  idem.Decoder
 		faults  []string
 		running int
 		earlier bool // a copy of ours holds the key before the first attempt
@@ -150,13 +149,13 @@ func TestGraphQLMutationInProgressIsNoFailure(t *testing.T) {
 		review  string
 		posts   int
 	}{
-		{name: "504 while it runs, userErrors read as failures", decode: decodeRefundCreate, faults: []string{"504"}, running: 1,
+		{name: "504 while it runs, userErrors read as failures", faults: []string{"504"}, running: 1,
 			state: idem.StateSucceeded, posts: 3},
-		{name: "504, running past the call, Resume", decode: decodeRefundCreate, faults: []string{"504"}, running: idem.DefaultMaxAttempts - 1,
+		{name: "504, running past the call, Resume", faults: []string{"504"}, running: idem.DefaultMaxAttempts - 1,
 			resume: true, state: idem.StateSucceeded, posts: idem.DefaultMaxAttempts + 1},
-		{name: "a copy of ours runs before the first attempt", decode: decodeRefundCreate, earlier: true,
+		{name: "a copy of ours runs before the first attempt", earlier: true,
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
-		{name: "answer lost, then throttled", decode: decodeRefundCreate, faults: []string{"lost", "throttled"},
+		{name: "answer lost, then throttled", faults: []string{"lost", "throttled"},
 			state: idem.StateSucceeded, posts: 3},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,7 +163,7 @@ func TestGraphQLMutationInProgressIsNoFailure(t *testing.T) {
 			if tt.earlier {
 				m.refunds, m.runs["k"], m.results["k"] = 1, 1, shopifyRefund
 			}
-			c, res, err := submitRefund(t, m, tt.decode)
+			c, res, err := submitRefund(t, m, decodeRefundCreate)
 			require.NotErrorIs(t, err, idem.ErrFailed)
 			if tt.resume {
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
@@ -238,15 +237,14 @@ const shopifyConcurrentNoCode = `{"data":{"refundCreate":{"refund":null,"userErr
 func TestGraphQLMutationInProgressWithoutCodeIsNoFailure(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
-		decode  idem.Decoder
 		earlier bool // a copy of ours holds the key before the first attempt
 		state   idem.State
 		kinds   []error
 		review  string
 		posts   int
 	}{
-		{name: "504 while it runs, userErrors read as failures", decode: decodeRefundCreate, state: idem.StateSucceeded, posts: 3},
-		{name: "a copy of ours runs before the first attempt", decode: decodeRefundCreate, earlier: true,
+		{name: "504 while it runs, userErrors read as failures", state: idem.StateSucceeded, posts: 3},
+		{name: "a copy of ours runs before the first attempt", earlier: true,
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,7 +254,7 @@ func TestGraphQLMutationInProgressWithoutCodeIsNoFailure(t *testing.T) {
 			} else {
 				m.faults = []string{"504"}
 			}
-			c, res, err := submitRefund(t, m, tt.decode)
+			c, res, err := submitRefund(t, m, decodeRefundCreate)
 			require.NotErrorIs(t, err, idem.ErrFailed)
 			requireOutcome(t, res, err, tt.state, tt.kinds, resourceIf(tt.state), tt.review)
 			requireJournaled(t, c, tt.state, tt.review)

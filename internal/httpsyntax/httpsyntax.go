@@ -52,13 +52,16 @@ func CredentialHeader(name string) bool {
 	if NamedCredentialHeader(name) {
 		return true
 	}
-	if containsFold(name, "idempot") {
-		// An idempotency key's header, however it ends (Twilio's
-		// I-Twilio-Idempotency-Token): the key is no credential, and the
-		// advice to add credentials in a hook would have the key made
-		// afresh on every resend.
-		return false
-	}
+	// An idempotency key's header is none, however it ends (Twilio's
+	// I-Twilio-Idempotency-Token): the advice to add credentials in a hook
+	// would have the key made afresh on every resend. Looked for only in
+	// a name shaped as a credential's: most names are not.
+	return credentialShaped(name) && !containsFold(name, "idempot")
+}
+
+// credentialShaped reports whether name ends as credentials' names do, or
+// has a credential word as a whole part.
+func credentialShaped(name string) bool {
 	for _, e := range credentialEndings {
 		if len(name) >= len(e) && strings.EqualFold(name[len(name)-len(e):], e) {
 			return true
