@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 )
 
 // ErrNetworkFileSystem means Open was asked to write a journal on a
@@ -76,16 +77,26 @@ var newFileSize = 4 * int64(os.Getpagesize())
 // later start, with the disk freed, refused it as truncated and asked for
 // a complete copy to restore, of a journal that never held anything. The
 // space is reserved without changing the file's size, so that a refusal
-// leaves it empty, and the next Open makes a journal of it. Where the file
-// system cannot reserve space, bbolt writes as before.
-func reserveNew(f *os.File) error {
-	err := reserve(f, newFileSize)
+// leaves it empty, and the next Open makes a journal of it. Where the
+// space cannot be reserved (reserve says which errors mean that), bbolt
+// writes as before. fallocate stands in for fallocate(2) when a test sets
+// it. Only a full disk or quota is told to free space: advice to free
+// space for another failure (EIO) sends the operator after space that is
+// there.
+func reserveNew(f *os.File, fallocate fallocateFunc) error {
+	err := reserve(f, newFileSize, fallocate)
 	if err == nil {
 		return nil
 	}
 	// Open prefixes "journal: open PATH: ".
-	return fmt.Errorf("no room for a new journal (%w): nothing was written; free space on its file system and start again", err)
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("no room for a new journal (%w): nothing was written; free space on its file system and start again", err)
+	}
+	return fmt.Errorf("reserving a new journal's first pages: %w: nothing was written", err)
 }
+
+// fallocateFunc has syscall.Fallocate's shape: fd, mode, offset, length.
+type fallocateFunc func(fd int, mode uint32, off, n int64) error
 
 // ErrFileMountedAlone means Open was asked to write a journal file that
 // is mounted by itself (a container given the file alone: a Kubernetes

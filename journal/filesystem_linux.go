@@ -46,14 +46,23 @@ func statFileSystem(f *os.File) (string, fsKind) {
 // blocks, leave the file's size as it is.
 const fallocKeepSize = 0x1
 
-// reserve allocates n bytes at the start of f without changing its size;
-// nil where the file system cannot (fallocate(2): EOPNOTSUPP).
-func reserve(f *os.File, n int64) error {
+// reserve allocates n bytes at the start of f without changing its size,
+// by fallocate (syscall.Fallocate when nil). It returns nil where the
+// space cannot be reserved, which says nothing of the room on the disk:
+// a file system without fallocate (EOPNOTSUPP, which is ENOTSUP here; a
+// kernel without it, ENOSYS; EINVAL), or a sandbox that denies the call
+// (a seccomp filter's EPERM: container runtimes' profiles, gVisor). The
+// file was opened for writing by this process just before, so EPERM is
+// not the file's own (an immutable or append-only file fails that open).
+func reserve(f *os.File, n int64, fallocate fallocateFunc) error {
+	if fallocate == nil {
+		fallocate = syscall.Fallocate
+	}
 	for {
-		switch err := syscall.Fallocate(int(f.Fd()), fallocKeepSize, 0, n); err {
+		switch err := fallocate(int(f.Fd()), fallocKeepSize, 0, n); err {
 		case syscall.EINTR:
 			continue
-		case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL:
+		case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL, syscall.EPERM:
 			return nil
 		default:
 			return err

@@ -8,7 +8,7 @@ import "os"
 func statFileSystem(*os.File) (string, fsKind) { return "", localFS }
 
 // Elsewhere bbolt writes a new journal's first pages unreserved.
-func reserve(*os.File, int64) error { return nil }
+func reserve(*os.File, int64, fallocateFunc) error { return nil }
 
 // Elsewhere a file mounted by itself is not told from one in its
 // directory.

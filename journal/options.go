@@ -31,6 +31,9 @@ type config struct {
 	failCommit func(written bool) error
 	// acceptLostLog: AcceptLostLog.
 	acceptLostLog bool
+	// fallocate, when a test sets it, stands in for fallocate(2) as Open
+	// reserves a new journal's first pages (reserveNew).
+	fallocate fallocateFunc
 }
 
 type optionFunc func(*config)

@@ -223,7 +223,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 				err = checkMount(f, name)
 			}
 			if err == nil && fi.Size() == 0 && !cfg.readOnly {
-				err = reserveNew(f)
+				err = reserveNew(f, cfg.fallocate)
 			}
 			if err != nil {
 				_ = f.Close()
