@@ -151,13 +151,48 @@ func TestRunPruneCatchesUpAfterClockSteppedBack(t *testing.T) {
 }
 
 // runUntil runs e's client's Run until the shared clock, which Run's
-// waits move, reads end, then stops it.
+// waits move, reads end, then stops it at its next wait: Run does
+// exactly what it does by end, however late this goroutine runs (Run,
+// unheld, ran hours of clock past end on a loaded machine before a test
+// polling the clock saw it there, and pruned what it should have kept).
 func runUntil(t *testing.T, e *env, end time.Time) {
 	t.Helper()
+	runUntilDone(t, e, end, nil)
+}
+
+// runUntilDone is runUntil that also stops Run once done (if not nil)
+// holds, which it asks between Run's steps, so that a test can wait for
+// an outcome Run reaches later on a slower path (a host it took for down
+// on a loaded machine, its operations postponed) without letting a fast
+// path run on to end.
+func runUntilDone(t *testing.T, e *env, end time.Time, done func() bool) {
+	t.Helper()
+	held, release := e.clock.HoldFrom(end)
+	defer release()
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	ran := runAsync(ctx, e.client)
-	advanceRun(t, e.clock, end)
+	// Only a Run that hangs meets the deadline: one pass takes
+	// milliseconds, and one that takes longer under load only waits.
+	deadline := time.After(5 * time.Minute)
+	var poll <-chan time.Time
+	if done != nil {
+		ticker := time.NewTicker(time.Millisecond)
+		defer ticker.Stop()
+		poll = ticker.C
+	}
+	for wait := true; wait; {
+		select {
+		case <-held:
+			wait = false
+		case <-poll:
+			wait = !done()
+		case err := <-ran:
+			t.Fatalf("Run returned %v with its clock %v short of its end", err, end.Sub(e.clock.Now()))
+		case <-deadline:
+			t.Fatalf("Run's clock %v short of its end after 5 minutes", end.Sub(e.clock.Now()))
+		}
+	}
 	cancel()
 	require.ErrorIs(t, within(t, ran, "Run after cancel"), context.Canceled)
 }
