@@ -1400,7 +1400,9 @@ func moovTransfer(status int, body []byte) (id, state string) {
 // reusedElsewhere reports whether a 409's body says the key was used
 // before by a request other than this one (PayFacto's
 // IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error,
-// emergepay's "already exists with a conflicting payload"):
+// emergepay's "already exists with a conflicting payload", Xendit's
+// DUPLICATE_ERROR "duplicate value on idempotency_key, try again with a
+// new key", its final word for a key another body used):
 // the 422 of servers that answer it with 409. Other 409s say the key's
 // request is still running, often in words about the key too ("already
 // in progress", "in use"), so the words for a request that differs are
@@ -1414,7 +1416,7 @@ func reusedElsewhere(body []byte, name string) bool {
 		return false
 	}
 	return !saysAny(body, "progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still") &&
-		saysAny(body, "differ", "mismatch", "not match", "conflicting ", "reuse", "re-use", "already used", "already_used", "already been used", "previously used")
+		saysAny(body, "differ", "mismatch", "not match", "conflicting ", "reuse", "re-use", "already used", "already_used", "already been used", "previously used", "duplicate")
 }
 
 // refusalInFlight reports whether a refusal other than a 409 (a
