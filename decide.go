@@ -1443,17 +1443,46 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 // "in progress" or the like; or that this very request is, as Shopify's
 // IDEMPOTENCY_CONCURRENT_REQUEST says it in a refundCreate userError,
 // whose plain UserError has no code to say "idempotency": "This request
-// is currently in progress". Only "this request" as the subject: "a
-// refund request is in progress" is another request's. name is as for
-// namesKey.
+// is currently in progress", or as Worldpay's WPG says it in the XML
+// error of its 200 reply, error code 9 "Request in progress", a whole
+// message (bareInProgress). Only "this request", or "request" alone, as
+// the subject: "a refund request is in progress" is another request's.
+// name is as for namesKey.
 func saysKeyRunning(body []byte, name string) bool {
-	if saysAny(body, "this request is currently in progress", "this request is still in progress", "this request is in progress") {
+	if saysAny(body, "this request is currently in progress", "this request is still in progress", "this request is in progress") ||
+		bareInProgress(body) {
 		return true
 	}
 	if !namesKey(body, name) && !saysAny(body, "request already", "previous request") {
 		return false
 	}
 	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")
+}
+
+// bareInProgress reports whether a message of body is "Request in
+// progress" and nothing more, in any case, the quotes of a JSON string,
+// an XML element's or CDATA section's bounds around it, or a period
+// after it: WPG's idempotency error 9 (developer.worldpay.com/docs/wpg/
+// troubleshoot/idempotencyerrors, "A request with the same Idempotency
+// Key is currently being processed"). No other request is named, so it
+// is the key's.
+func bareInProgress(body []byte) bool {
+	const words = "request in progress"
+	text := bytes.ToLower(body)
+	for i := 0; ; {
+		at := bytes.Index(text[i:], []byte(words))
+		if at < 0 {
+			return false
+		}
+		start, end := i+at, i+at+len(words)
+		i = end
+		before := bytes.TrimRight(text[:start], " \t\r\n")
+		after := bytes.TrimLeft(bytes.TrimPrefix(text[end:], []byte(".")), " \t\r\n")
+		if len(before) > 0 && len(after) > 0 && bytes.IndexByte([]byte(`"'>[`), before[len(before)-1]) >= 0 &&
+			bytes.IndexByte([]byte(`"'<]`), after[0]) >= 0 {
+			return true
+		}
+	}
 }
 
 // graphQLInternalError reports whether body is a GraphQL answer with a

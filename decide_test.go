@@ -532,6 +532,27 @@ func TestReusedElsewhere(t *testing.T) {
 	}
 }
 
+// A message that is "Request in progress" alone (WPG's error 9) says the
+// key's request runs; one that names another request does not.
+func TestSaysKeyRunningBare(t *testing.T) {
+	for body, want := range map[string]bool{
+		`<error code="9"><![CDATA[Request in progress]]></error>`:                       true,
+		`<error code="9">Request in progress</error>`:                                   true,
+		`{"message":"Request in progress."}`:                                            true,
+		`{"message":"REQUEST IN PROGRESS"}`:                                             true,
+		`{"message":"A refund request in progress blocks this one"}`:                    false,
+		`{"message":"Another request in progress"}`:                                     false,
+		`{"message":"Request in progress for order 7"}`:                                 false,
+		`<error code="9"><![CDATA[Invalid idempotency-key]]></error>`:                   false,
+		`<title>Payment request in progress</title>`:                                    false,
+		`{"error":"REFUND_IN_PROGRESS","message":"There is a pending refund request."}`: false,
+	} {
+		if got := saysKeyRunning([]byte(body), "Idempotency-Key"); got != want {
+			t.Errorf("saysKeyRunning(%s) = %v; want %v", body, got, want)
+		}
+	}
+}
+
 func TestMentionsKey(t *testing.T) {
 	for body, want := range map[string]bool{
 		`{"error":"Idempotency-Key reused with a different payload"}`: true,
