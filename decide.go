@@ -734,14 +734,16 @@ const keyMissingHint = " (idem sent the key with this request: a proxy or gatewa
 
 // reusesKey reports whether a 400's body says the idempotency key was
 // used before with other parameters (Stripe's idempotency_error, Square's
-// IDEMPOTENCY_KEY_REUSED, PayPal's DUPLICATE_REQUEST_ID), not that it is
-// missing or malformed: servers answer all three with 400, and only the
-// first is a key conflict. name is as for namesKey.
+// IDEMPOTENCY_KEY_REUSED, PayPal's DUPLICATE_REQUEST_ID), or used before
+// at all (Xendit's legacy DUPLICATE_TRANSACTION_ERROR, "Idempotency key
+// has been used before", its answer to a resend of what executed), not
+// that it is missing or malformed: servers answer all three with 400, and
+// only the first is a key conflict. name is as for namesKey.
 func reusesKey(body []byte, name string) bool {
 	if !namesKey(body, name) {
 		return false
 	}
-	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously")
+	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously", "used before", "duplicate")
 }
 
 // saysDuplicate reports whether a refusal's body says the order or

@@ -390,9 +390,11 @@ func TestReusesKey(t *testing.T) {
 		`{"errors":[{"code":"IDEMPOTENCY_KEY_REUSED"}]}`:                      true,
 		`{"error":{"code":"idempotency_key_mismatch"}}`:                       true,
 		`{"error":"Transaction request already exists with idempotency key"}`: true,
-		`{"title":"Idempotency-Key is missing"}`:                              false,
-		`{"error":"Idempotency-Key must be at most 255 characters"}`:          false,
-		`{"error":"amount differs from the order total"}`:                     false,
+		`{"error_code":"DUPLICATE_TRANSACTION_ERROR","message":"Idempotency key has been used before. Use a unique idempotency key and try again."}`: true,
+		`{"error":"duplicate idempotency key"}`:                      true,
+		`{"title":"Idempotency-Key is missing"}`:                     false,
+		`{"error":"Idempotency-Key must be at most 255 characters"}`: false,
+		`{"error":"amount differs from the order total"}`:            false,
 		``: false,
 	} {
 		if got := reusesKey([]byte(body), "Idempotency-Key"); got != want {

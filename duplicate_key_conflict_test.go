@@ -113,3 +113,57 @@ func TestXenditDuplicateErrorAfterALostResponse(t *testing.T) {
 	require.NotErrorIs(t, err, idem.ErrFailed)
 	v.requireKeys(t, "Idempotency-Key", "k", 5)
 }
+
+// Xendit's legacy disbursements (X-IDEMPOTENCY-KEY) never replay: "A
+// response that's being replayed from the server because it had already
+// executed previously can be identified by the error code
+// DUPLICATE_TRANSACTION_ERROR" (developers.xendit.co's API reference,
+// "Safely retry requests with idempotency"), whose words are "Idempotency
+// key has been used before. Use a unique idempotency key and try again."
+// (docs.xendit.co/xendisburse/disbursement-errors). Neither page gives its
+// status: both a 400 and a 409 are tried. Behind a sidecar that retried
+// the first copy's 503 (retryingSidecar), that error to idem's first
+// attempt refuses the copy of a disbursement that was made: failed, it
+// invites the same disbursement under a new key. A key "used before" is
+// the key's "already used", as the README's outcome table says: flagged
+// for a person, never resent.
+func TestXenditDuplicateTransactionToAFirstAttemptBehindAMesh(t *testing.T) {
+	const refusal = `{"error_code":"DUPLICATE_TRANSACTION_ERROR",` +
+		`"message":"Idempotency key has been used before. Use a unique idempotency key and try again."}`
+	for _, status := range []int{http.StatusBadRequest, http.StatusConflict} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var (
+				mu            sync.Mutex
+				disbursements int
+				sends         int
+				used          = map[string]bool{}
+			)
+			sidecar := retryingSidecar(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				key := r.Header.Get("X-Idempotency-Key")
+				mu.Lock()
+				defer mu.Unlock()
+				sends++
+				if used[key] {
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(status)
+					_, _ = io.WriteString(w, refusal)
+					return
+				}
+				used[key] = true
+				disbursements++
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+			})
+			c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare))
+			req := idem.Request{Key: "disb-7", URL: sidecar.URL + "/disbursements",
+				Body: []byte(`{"external_id":"disb-7","bank_code":"BCA","account_holder_name":"Joe","account_number":"1234567890","amount":90000}`)}
+			requireLeftForAPerson(t, c, req, "Idempotency key has been used before")
+
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, 1, disbursements, "disbursements")
+			require.Equal(t, 2, sends, "the copies: ours and the sidecar's, nothing resent")
+		})
+	}
+}
