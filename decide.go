@@ -734,14 +734,16 @@ const keyMissingHint = " (idem sent the key with this request: a proxy or gatewa
 
 // reusesKey reports whether a 400's body says the idempotency key was
 // used before with other parameters (Stripe's idempotency_error, Square's
-// IDEMPOTENCY_KEY_REUSED, PayPal's DUPLICATE_REQUEST_ID), not that it is
-// missing or malformed: servers answer all three with 400, and only the
-// first is a key conflict. name is as for namesKey.
+// IDEMPOTENCY_KEY_REUSED, PayPal's DUPLICATE_REQUEST_ID), or used before
+// at all (Xendit's legacy DUPLICATE_TRANSACTION_ERROR, "Idempotency key
+// has been used before", its answer to a resend of what executed), not
+// that it is missing or malformed: servers answer all three with 400, and
+// only the first is a key conflict. name is as for namesKey.
 func reusesKey(body []byte, name string) bool {
 	if !namesKey(body, name) {
 		return false
 	}
-	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously")
+	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously", "used before", "duplicate")
 }
 
 // saysDuplicate reports whether a refusal's body says the order or
@@ -1400,7 +1402,9 @@ func moovTransfer(status int, body []byte) (id, state string) {
 // reusedElsewhere reports whether a 409's body says the key was used
 // before by a request other than this one (PayFacto's
 // IDEMPOTENCY_KEY_REUSED, Increase's idempotency_key_already_used_error,
-// emergepay's "already exists with a conflicting payload"):
+// emergepay's "already exists with a conflicting payload", Xendit's
+// DUPLICATE_ERROR "duplicate value on idempotency_key, try again with a
+// new key", its final word for a key another body used):
 // the 422 of servers that answer it with 409. Other 409s say the key's
 // request is still running, often in words about the key too ("already
 // in progress", "in use"), so the words for a request that differs are
@@ -1414,7 +1418,7 @@ func reusedElsewhere(body []byte, name string) bool {
 		return false
 	}
 	return !saysAny(body, "progress", "in use", "in flight", "processing", "being processed", "outstanding", "concurrent", "not completed", "still") &&
-		saysAny(body, "differ", "mismatch", "not match", "conflicting ", "reuse", "re-use", "already used", "already_used", "already been used", "previously used")
+		saysAny(body, "differ", "mismatch", "not match", "conflicting ", "reuse", "re-use", "already used", "already_used", "already been used", "previously used", "duplicate")
 }
 
 // refusalInFlight reports whether a refusal other than a 409 (a
@@ -1441,17 +1445,46 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 // "in progress" or the like; or that this very request is, as Shopify's
 // IDEMPOTENCY_CONCURRENT_REQUEST says it in a refundCreate userError,
 // whose plain UserError has no code to say "idempotency": "This request
-// is currently in progress". Only "this request" as the subject: "a
-// refund request is in progress" is another request's. name is as for
-// namesKey.
+// is currently in progress", or as Worldpay's WPG says it in the XML
+// error of its 200 reply, error code 9 "Request in progress", a whole
+// message (bareInProgress). Only "this request", or "request" alone, as
+// the subject: "a refund request is in progress" is another request's.
+// name is as for namesKey.
 func saysKeyRunning(body []byte, name string) bool {
-	if saysAny(body, "this request is currently in progress", "this request is still in progress", "this request is in progress") {
+	if saysAny(body, "this request is currently in progress", "this request is still in progress", "this request is in progress") ||
+		bareInProgress(body) {
 		return true
 	}
 	if !namesKey(body, name) && !saysAny(body, "request already", "previous request") {
 		return false
 	}
 	return saysAny(body, "in progress", "in flight", "being processed", "still processing", "currently processing")
+}
+
+// bareInProgress reports whether a message of body is "Request in
+// progress" and nothing more, in any case, the quotes of a JSON string,
+// an XML element's or CDATA section's bounds around it, or a period
+// after it: WPG's idempotency error 9 (developer.worldpay.com/docs/wpg/
+// troubleshoot/idempotencyerrors, "A request with the same Idempotency
+// Key is currently being processed"). No other request is named, so it
+// is the key's.
+func bareInProgress(body []byte) bool {
+	const words = "request in progress"
+	text := bytes.ToLower(body)
+	for i := 0; ; {
+		at := bytes.Index(text[i:], []byte(words))
+		if at < 0 {
+			return false
+		}
+		start, end := i+at, i+at+len(words)
+		i = end
+		before := bytes.TrimRight(text[:start], " \t\r\n")
+		after := bytes.TrimLeft(bytes.TrimPrefix(text[end:], []byte(".")), " \t\r\n")
+		if len(before) > 0 && len(after) > 0 && bytes.IndexByte([]byte(`"'>[`), before[len(before)-1]) >= 0 &&
+			bytes.IndexByte([]byte(`"'<]`), after[0]) >= 0 {
+			return true
+		}
+	}
 }
 
 // graphQLInternalError reports whether body is a GraphQL answer with a

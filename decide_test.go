@@ -390,9 +390,11 @@ func TestReusesKey(t *testing.T) {
 		`{"errors":[{"code":"IDEMPOTENCY_KEY_REUSED"}]}`:                      true,
 		`{"error":{"code":"idempotency_key_mismatch"}}`:                       true,
 		`{"error":"Transaction request already exists with idempotency key"}`: true,
-		`{"title":"Idempotency-Key is missing"}`:                              false,
-		`{"error":"Idempotency-Key must be at most 255 characters"}`:          false,
-		`{"error":"amount differs from the order total"}`:                     false,
+		`{"error_code":"DUPLICATE_TRANSACTION_ERROR","message":"Idempotency key has been used before. Use a unique idempotency key and try again."}`: true,
+		`{"error":"duplicate idempotency key"}`:                      true,
+		`{"title":"Idempotency-Key is missing"}`:                     false,
+		`{"error":"Idempotency-Key must be at most 255 characters"}`: false,
+		`{"error":"amount differs from the order total"}`:            false,
 		``: false,
 	} {
 		if got := reusesKey([]byte(body), "Idempotency-Key"); got != want {
@@ -517,7 +519,9 @@ func TestReusedElsewhere(t *testing.T) {
 		`{"message":"Idempotency-Key was previously used with a different request body"}`:                                 true,
 		`{"code":"idempotency_key_mismatch"}`:                                                                             true,
 		`{"message":"A transaction with the supplied idempotency-key already exists with a conflicting payload"}`:         true,
+		`{"error_code":"DUPLICATE_ERROR","message":"duplicate value on idempotency_key, try again with a new key"}`:       true,
 		`{"message":"A transaction with the supplied idempotency-key is already in progress"}`:                            false,
+		`{"error":"duplicate request: the idempotency key's first request is still processing"}`:                          false,
 		`{"error":"There is currently another in-progress request using this Stripe API key and idempotency key."}`:       false,
 		`{"error":"Idempotency key already in use"}`:                                                                      false,
 		`{"error":"idempotency key reused while the first request is still processing"}`:                                  false,
@@ -528,6 +532,27 @@ func TestReusedElsewhere(t *testing.T) {
 	} {
 		if got := reusedElsewhere([]byte(body), "Idempotency-Key"); got != want {
 			t.Errorf("reusedElsewhere(%s) = %v; want %v", body, got, want)
+		}
+	}
+}
+
+// A message that is "Request in progress" alone (WPG's error 9) says the
+// key's request runs; one that names another request does not.
+func TestSaysKeyRunningBare(t *testing.T) {
+	for body, want := range map[string]bool{
+		`<error code="9"><![CDATA[Request in progress]]></error>`:                       true,
+		`<error code="9">Request in progress</error>`:                                   true,
+		`{"message":"Request in progress."}`:                                            true,
+		`{"message":"REQUEST IN PROGRESS"}`:                                             true,
+		`{"message":"A refund request in progress blocks this one"}`:                    false,
+		`{"message":"Another request in progress"}`:                                     false,
+		`{"message":"Request in progress for order 7"}`:                                 false,
+		`<error code="9"><![CDATA[Invalid idempotency-key]]></error>`:                   false,
+		`<title>Payment request in progress</title>`:                                    false,
+		`{"error":"REFUND_IN_PROGRESS","message":"There is a pending refund request."}`: false,
+	} {
+		if got := saysKeyRunning([]byte(body), "Idempotency-Key"); got != want {
+			t.Errorf("saysKeyRunning(%s) = %v; want %v", body, got, want)
 		}
 	}
 }

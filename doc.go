@@ -109,7 +109,7 @@
 //	  ... not saying this request differs    maybe a copy of ours    unknown, ReviewKeyInUse, ErrKeyConflict
 //	422/400 in progress, ours may have run   ours in flight          processing: wait, resend
 //	422/400 in progress, nothing of ours     someone else's          unknown, ReviewKeyInUse, ErrKeyConflict
-//	2xx decoded failed, saying in progress   as a 422/400 in progress (a GraphQL userError: Shopify's IDEMPOTENCY_CONCURRENT_REQUEST)
+//	2xx decoded failed, saying in progress   as a 422/400 in progress (a GraphQL userError: Shopify's IDEMPOTENCY_CONCURRENT_REQUEST; WPG's XML error 9 "Request in progress")
 //	2xx decoded failed, GraphQL internal err may have executed       query, then resend same key (INTERNAL_SERVER_ERROR; Braintree errorClass INTERNAL, SERVICE_AVAILABILITY)
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
