@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -38,7 +39,8 @@ type exchange struct {
 	// resent: net/http sent the request again on a fresh connection, on
 	// its own, after the first died with no answer (it does so for a
 	// request with an Idempotency-Key header): that first copy may have
-	// executed, so this attempt's replayed answer may be its own.
+	// executed, so this attempt's replayed answer may be its own. Not
+	// net/http's resends on HTTP/2 (see attemptTrace.h2).
 	resent     bool
 	retryAfter time.Duration // capped by WithRetryAfterCap: what a caller waits
 	// serverUntil is when the server's Retry-After ends, bounded only
@@ -142,7 +144,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 	resp, err := c.hc.Do(req)
 	// Only a first copy that was written whole may have executed: net/http
 	// also retries a request it never wrote (a dead idle connection).
-	ex := exchange{wrote: tr.wrote.Load(), resent: tr.writes.Load() > 1}
+	ex := exchange{wrote: tr.wrote.Load(), resent: tr.writes.Load() > 1 && !tr.h2.Load()}
 	if err != nil {
 		// net/http's *url.Error quotes the URL as sent, with whatever the
 		// request hook added (an API key in the query string): that text
@@ -216,7 +218,20 @@ type attemptTrace struct {
 	traced atomic.Bool  // net/http took the request (GetConn)
 	conns  atomic.Int32 // connections that had the request
 	writes atomic.Int32 // copies written whole
-	hooks  httptrace.ClientTrace
+	// h2: a connection that had the request speaks HTTP/2 over TLS. On
+	// HTTP/2 net/http sends a copy again only after the server said the
+	// first was not processed: a GOAWAY whose last stream is below it
+	// (RFC 9113 6.8) or a REFUSED_STREAM (8.7), or when it could not be
+	// written; and after a PROTOCOL_ERROR reset, Go's server's refusal of
+	// a stream over its limit (golang/go#47635). An earlier copy there
+	// is no earlier send: a replayed answer to a first attempt stays
+	// another request's, and a refusal the operation's. The cost: a
+	// server that ran a stream and then reset it PROTOCOL_ERROR would
+	// have the replay of our own order flagged ReviewKeyInUse for a
+	// person, not settled. Cleartext HTTP/2 (h2c) shows no protocol
+	// here and keeps resent.
+	h2    atomic.Bool
+	hooks httptrace.ClientTrace
 }
 
 func newAttemptTrace() *attemptTrace {
@@ -228,7 +243,12 @@ func newAttemptTrace() *attemptTrace {
 		// ends, can return before WroteRequest fires (so can a transport
 		// wrapper that times out). Only a request no connection ever had
 		// is surely unsent.
-		GotConn: func(httptrace.GotConnInfo) { t.conns.Add(1) },
+		GotConn: func(info httptrace.GotConnInfo) {
+			t.conns.Add(1)
+			if c, ok := info.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok && c.ConnectionState().NegotiatedProtocol == "h2" {
+				t.h2.Store(true)
+			}
+		},
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			t.wrote.Store(true)
 			if info.Err == nil {
