@@ -37,10 +37,12 @@ func makeNewer(t *testing.T, path, key string) {
 
 // TestStatsCountsRecordsFromNewerIdem: after a rollback, idem stats
 // failed with ErrVersion on the first record a newer idem wrote, so the
-// operator saw no counts at all. It counts them apart (their state is
-// unreadable), with what that means; idem list stays loud, naming the
-// record and the idem command that reads it.
-func TestStatsCountsRecordsFromNewerIdem(t *testing.T) {
+// operator saw no counts at all, and idem check called the journal
+// damaged (stray index entries) and said to keep a copy of it. Both count
+// such records apart (their state is unreadable), with what that means;
+// idem list stays loud, naming the record and the idem command that
+// reads it.
+func TestStatsAndCheckCountRecordsFromNewerIdem(t *testing.T) {
 	f := newJournal(t)
 	makeNewer(t, f.path, "k-pending")
 	makeNewer(t, f.path, "k-binary")
@@ -61,6 +63,22 @@ func TestStatsCountsRecordsFromNewerIdem(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
 	require.Equal(t, 2, got.Newer)
 	require.Equal(t, 6, got.Total)
+
+	stdout, stderr, code = runIdem(t, "check", "-journal", f.path)
+	require.Equal(t, 0, code, "not damage: %s", stderr)
+	require.Contains(t, stdout, "of which 2 written by a newer idem")
+	stdout, stderr, code = runIdem(t, "check", "-journal", f.path, "-json")
+	require.Equal(t, 0, code, stderr)
+	got.Newer = 0
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	require.Equal(t, 2, got.Newer)
+
+	// Compact checks its copy as check does: it keeps them.
+	_, stderr, code = runIdem(t, "compact", "-journal", f.path)
+	require.Equal(t, 0, code, stderr)
+	stdout, stderr, code = runIdem(t, "check", "-journal", f.path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "of which 2 written by a newer idem")
 
 	_, stderr, code = runIdem(t, "list", "-journal", f.path)
 	require.Equal(t, 1, code)
