@@ -33,7 +33,8 @@ const openPage = 256
 
 // ForEachOpen calls fn for every open record, soonest due first, outside
 // any transaction, each at most once; see idem.Store. It reads a page of
-// the open index at a time.
+// the open index at a time. It skips a record written by a newer idem,
+// and WithLogger's logger names it once.
 func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error) error {
 	if err := s.usable(ctx); err != nil {
 		return errorf("for each open: %w", err)
@@ -109,7 +110,7 @@ func (s *Store) openPage(ctx context.Context, afterDue int64, afterScope, afterK
 }
 
 // Due returns up to limit open records whose NextDue is not after by; see
-// idem.Store.
+// idem.Store. A record written by a newer idem is left out (notNewerSQL).
 func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Record, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("due: %w", err)

@@ -1028,7 +1028,8 @@ func checkOwner(owner string) error {
 }
 
 // ClaimDue claims due records no one holds a live lease on; see
-// idem.Store. Rows other claimants have locked are skipped (SKIP LOCKED).
+// idem.Store. Rows other claimants have locked are skipped (SKIP LOCKED),
+// and so are records written by a newer idem (notNewerSQL).
 func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error) {
 	if err := checkOwner(owner); err != nil {
 		return nil, errorf("claim due: %w", err)
