@@ -53,8 +53,9 @@ type Stats struct {
 	// Newer counts the journal's operations written by a newer idem, in a
 	// record version this build does not read (journal.Stats); 0 unless
 	// Complete. Above zero, idem was rolled back: Resume and Run skip
-	// such an operation (WithLogger's logger, on the bbolt journal, names
-	// each once), and Prepare or Submit of its key fails with
+	// such an operation (the journal's logger names each once: for the
+	// bbolt journal, WithLogger's; pgjournal takes its own WithLogger),
+	// and Prepare or Submit of its key fails with
 	// journal.ErrVersion, so an open one waits for the newer idem.
 	Newer int
 }
