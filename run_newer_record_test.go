@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
 )
 
 // TestRunOutlivesSettledRecordFromNewerIdem: after a rollback the journal
@@ -33,25 +34,64 @@ func TestRunOutlivesSettledRecordFromNewerIdem(t *testing.T) {
 	}
 	require.NoError(t, e.client.Close())
 	require.NoError(t, e.store.Close())
-
-	// The newer idem's record: its version byte above this build's.
-	var written []byte
-	recordOf := func(tx *bolt.Tx) (sk []byte, b *bolt.Bucket) {
-		sk = tx.Bucket([]byte("keys")).Get([]byte(idem.DefaultScope + "\x00newer"))
-		return sk, tx.Bucket([]byte("done.seq"))
-	}
-	db, err := bolt.Open(e.path, 0o600, &bolt.Options{Timeout: time.Second})
-	require.NoError(t, err)
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		sk, done := recordOf(tx)
-		written = append([]byte(nil), done.Get(sk)...)
-		require.NotEmpty(t, written, "the settled record")
-		written[2] = 6 // the record version: 5 is this build's newest
-		return done.Put(sk, written)
-	}))
-	require.NoError(t, db.Close())
+	written := makeNewer(t, e.path, "done.seq", "newer")
 	e.open()
 
+	got := runUntilSettled(t, e, settled, keys)
+	for _, k := range keys {
+		require.Equal(t, idem.StateSucceeded, got[k], "operation %q", k)
+		require.Equal(t, 1, e.srv.Effects(scope, k), "operation %q", k)
+	}
+	h := e.client.Health()
+	require.NoError(t, h.LastJournalError, "the prune met no error")
+	require.NoError(t, e.client.Close())
+	require.NoError(t, e.store.Close())
+	require.Equal(t, written, storedRecord(t, e.path, "done.seq", "newer"), "the newer record untouched")
+}
+
+// makeNewer makes the record of key (in the default scope and the bucket
+// named: open.seq or done.seq) of the closed journal at path one that a
+// newer idem wrote, as a rollback leaves it: its record version byte
+// above this build's. It returns the record's bytes.
+func makeNewer(t *testing.T, path, bucket, key string) []byte {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	var written []byte
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		sk := tx.Bucket([]byte("keys")).Get([]byte(idem.DefaultScope + "\x00" + key))
+		b := tx.Bucket([]byte(bucket))
+		written = append([]byte(nil), b.Get(sk)...)
+		require.NotEmpty(t, written, "the record of %q in %s", key, bucket)
+		written[2] = journal.RecordVersion + 1
+		return b.Put(sk, written)
+	}))
+	return written
+}
+
+// storedRecord returns the bytes of the record of key, as makeNewer
+// names it, in the closed journal at path.
+func storedRecord(t *testing.T, path, bucket, key string) []byte {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	var v []byte
+	require.NoError(t, db.View(func(tx *bolt.Tx) error {
+		sk := tx.Bucket([]byte("keys")).Get([]byte(idem.DefaultScope + "\x00" + key))
+		require.NotNil(t, sk, "the key index entry of %q", key)
+		v = append([]byte(nil), tx.Bucket([]byte(bucket)).Get(sk)...)
+		return nil
+	}))
+	return v
+}
+
+// runUntilSettled runs e's Client until settled has heard of every
+// operation of keys, fails the test if Run ends first, and returns the
+// states heard once Run has stopped.
+func runUntilSettled(t *testing.T, e *env, settled <-chan *idem.Result, keys []string) map[string]idem.State {
+	t.Helper()
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	ran := runAsync(ctx, e.client)
@@ -69,22 +109,5 @@ func TestRunOutlivesSettledRecordFromNewerIdem(t *testing.T) {
 	}
 	cancel()
 	require.ErrorIs(t, within(t, ran, "Run after cancel"), context.Canceled)
-	for _, k := range keys {
-		require.Equal(t, idem.StateSucceeded, got[k], "operation %q", k)
-		require.Equal(t, 1, e.srv.Effects(scope, k), "operation %q", k)
-	}
-	h := e.client.Health()
-	require.NoError(t, h.LastJournalError, "the prune met no error")
-	require.NoError(t, e.client.Close())
-	require.NoError(t, e.store.Close())
-
-	db, err = bolt.Open(e.path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	require.NoError(t, err)
-	defer db.Close()
-	require.NoError(t, db.View(func(tx *bolt.Tx) error {
-		sk, done := recordOf(tx)
-		require.NotNil(t, sk, "the newer record's key kept")
-		require.Equal(t, written, done.Get(sk), "the newer record untouched")
-		return nil
-	}))
+	return got
 }

@@ -50,6 +50,14 @@ type Stats struct {
 	// Complete. Above zero, something (a cleanup job, a log rotation)
 	// touches <journal>.log.*: exclude them from it.
 	LostLogSegments int
+	// Newer counts the journal's operations written by a newer idem, in a
+	// record version this build does not read (journal.Stats); 0 unless
+	// Complete. Above zero, idem was rolled back: Resume and Run skip
+	// such an operation (the journal's logger names each once: for the
+	// bbolt journal, WithLogger's; pgjournal takes its own WithLogger),
+	// and Prepare or Submit of its key fails with
+	// journal.ErrVersion, so an open one waits for the newer idem.
+	Newer int
 }
 
 // Stats reads the journal's counts. It visits every open operation (its
@@ -96,6 +104,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		// made twice as much as for one whose key expired.
 		st.Review = js.Review
 		st.LostLogSegments = js.LostLogSegments
+		st.Newer = js.Newer
 	}
 	return st, nil
 }

@@ -94,6 +94,12 @@ type Store interface {
 	ForEachOpen(ctx context.Context, fn func(*journal.Record) error) error
 	// Due returns up to limit open records whose NextDue is not after by.
 	// It reads; it claims nothing (see ClaimDue).
+	//
+	// ForEachOpen, Due and ClaimDue skip a record written by a newer idem
+	// (one a rollback left, which Get fails on with journal.ErrVersion),
+	// giving it no place in their limit, and tell an operator of it
+	// (journaltest.NewerOpenRecord): failing on it would stop Resume and
+	// Run from settling every other record.
 	Due(ctx context.Context, by time.Time, limit int) ([]*journal.Record, error)
 
 	// Claim takes the lease on an open record for owner until expires,

@@ -326,6 +326,8 @@ type Stats struct {
 	RetryTokensByHost map[string]float64 `json:"retry_tokens_by_host,omitempty"`
 	// LostLogSegments: see idem.Stats.
 	LostLogSegments int `json:"lost_log_segments"`
+	// Newer: see idem.Stats.
+	Newer int `json:"newer_records"`
 }
 
 func (h *handler) stats(w http.ResponseWriter, r *http.Request) error {
@@ -337,7 +339,7 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) error {
 		ByState: make(map[string]int), Open: st.Open, Review: st.Review, Total: st.Total, Complete: st.Complete,
 		OldestOpenAge: h.age(st.OldestOpen), OldestUnknownAge: h.age(st.OldestUnknown),
 		RetryTokens: st.RetryTokens, RetryTokensMax: st.RetryTokensMax, RetryTokensByHost: st.RetryTokensByHost,
-		LostLogSegments: st.LostLogSegments,
+		LostLogSegments: st.LostLogSegments, Newer: st.Newer,
 	}
 	for s, n := range st.ByState {
 		out.ByState[string(s)] = n

@@ -39,6 +39,11 @@ type CheckReport struct {
 	// and the next Open for writing applies them. They were read back
 	// whole (a damaged log fails the check).
 	Logged int
+	// Newer is how many records in the file a newer idem wrote, in a
+	// record version this build does not read (a rollback left them):
+	// not damage, and not checked beyond their first bytes; the newer
+	// idem's check reads them.
+	Newer int
 	// Problems lists each inconsistency found, one sentence each; it is
 	// empty when the journal checks out. A file Open already refuses (not
 	// a journal, truncated) gives one problem: Open's error.
@@ -134,7 +139,11 @@ func checkTx(tx *bolt.Tx, f *os.File, rep *CheckReport) ([]error, error) {
 		return nil, withKind(ErrCorrupt, "damaged: %v", err)
 	}
 	var errs []error
-	if err := check(tx); err != nil {
+	newer, err := check(tx)
+	if rep != nil {
+		rep.Newer = newer
+	}
+	if err != nil {
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
 			errs = append(errs, j.Unwrap()...)
 		} else {

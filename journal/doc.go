@@ -85,7 +85,11 @@
 //     [AcceptLostLog] is given; reads that meet a
 //     damaged page or record return ErrCorrupt rather than crash or guess,
 //     and a key is reported absent (to Create, Get, Update, …) only once
-//     the pages searched for it have passed a check.
+//     the pages searched for it have passed a check. A record written by
+//     a newer idem (a rollback left it) fails every call naming its key
+//     with ErrVersion, while the scans of open records, Prune, Stats and
+//     Check go on past it (see [Store.ForEachOpen]), so that one such
+//     record does not stop every other operation from being settled.
 //     A journal in an older format is migrated in place, atomically, the
 //     first time it is opened for writing ([ErrOldFormat] until then).
 //   - Every [*Record] a Store returns is the caller's own copy, and the

@@ -20,7 +20,8 @@ func CheckFile(path string) error {
 		for err := range tx.Check() {
 			errs = append(errs, err)
 		}
-		return errors.Join(append(errs, check(tx))...)
+		_, err := check(tx)
+		return errors.Join(append(errs, err)...)
 	})
 }
 
@@ -33,7 +34,10 @@ func (s *Store) viewChecked() error {
 	if err := s.flush(); err != nil {
 		return err
 	}
-	return s.db.View(check)
+	return s.db.View(func(tx *bolt.Tx) error {
+		_, err := check(tx)
+		return err
+	})
 }
 
 // crash abandons s as a killed process would: nothing more is written (no

@@ -70,4 +70,11 @@ type Stats struct {
 	// matches <journal>.log.*): mended, but a sign that something will do
 	// it again. WithLogger's logger hears of each.
 	LostLogSegments int
+	// Newer counts the records written by a newer idem, in a record
+	// version this build does not read (a rollback left them): counted
+	// in Total only. The scans of open records skip them, so above zero
+	// an open one among them is settled by no one until that idem runs
+	// on the journal again; Get, Update and Create of their keys fail
+	// with ErrVersion.
+	Newer int
 }

@@ -65,10 +65,12 @@ func WithUnsafeNoSync() Option {
 }
 
 // WithLogger gives the Store a logger for what it mends by itself but an
-// operator must hear of: today, a log segment (<journal>.log.<n>) removed
-// or truncated under it by a cleanup job or a log rotation. Without it (or
-// with nil) the Store stays silent, and Stats' LostLogSegments is the only
-// trace. idem.Open passes the Client's WithLogger on.
+// operator must hear of: a log segment (<journal>.log.<n>) removed or
+// truncated under it by a cleanup job or a log rotation, and a record
+// written by a newer idem (a rollback left it) that Prune kept or a scan
+// of open records skipped. Without it (or with nil) the Store stays
+// silent, and Stats' LostLogSegments and Newer are the only trace.
+// idem.Open passes the Client's WithLogger on.
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(c *config) { c.logger = l })
 }

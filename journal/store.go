@@ -81,6 +81,7 @@ type Store struct {
 	logger *slog.Logger // WithLogger's; nil: silent
 	// toldNewer: Prune has logged that it kept records from a newer idem.
 	toldNewer atomic.Bool
+	newer     newerSkips // open records from a newer idem the scans skipped
 	// logMissing, in a read-only Store, says which log segments the file
 	// depends on are missing (logDep): Inspect reports it.
 	logMissing error
@@ -846,7 +847,11 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 // Each record is visited at most once. A record created, or moved to an
 // earlier NextDue than the walk has reached, while ForEachOpen runs may be
 // missed; Due finds it later. A damaged page of the index ends the walk
-// with an error matching ErrCorrupt: no record is skipped silently.
+// with an error matching ErrCorrupt: no record is skipped silently. An
+// open record written by a newer idem (in a record version this build
+// does not read, left by a rollback) is skipped, and WithLogger's logger
+// names it once: failing on it would stop Client.Resume and Client.Run
+// from settling every other record. Stats counts it (Newer).
 func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 	if over := s.overlaid(); over != nil {
 		return s.forEachOpenOverlaid(ctx, over, fn)
@@ -855,6 +860,7 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 	seen := make(map[string]struct{})
 	for {
 		var page []*Record
+		read := 0 // index entries, those skipped included
 		err := s.scan(ctx, func(tx *bolt.Tx) error {
 			due := tx.Bucket(bucketDue)
 			c, err := newScanCursor(tx, due, bucketDue)
@@ -872,20 +878,26 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 			}
 			records := tx.Bucket(bucketOpen)
 			ix := indexReader{records, mappedOf(tx, due), mappedOf(tx, records)}
-			for k != nil && len(page) < openPage {
+			var newer [][]byte
+			for read = 0; k != nil && read < openPage; {
 				r, err := ix.read(k)
-				if err != nil {
+				switch {
+				case errors.Is(err, ErrVersion):
+					newer = append(newer, k[timeKeySize:])
+				case err != nil:
 					return err
+				default:
+					page = append(page, r)
 				}
 				after = slices.Clone(k)
-				page = append(page, r)
-				if len(page) == openPage {
+				if read++; read == openPage {
 					break // the next page's transaction reads on
 				}
 				if k, _, err = c.next(); err != nil {
 					return err
 				}
 			}
+			s.skippedNewer(tx, newer)
 			return nil
 		})
 		if err != nil {
@@ -901,7 +913,7 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*Record) error) error {
 				return err
 			}
 		}
-		if len(page) < openPage {
+		if read < openPage {
 			return nil
 		}
 	}
@@ -950,6 +962,8 @@ func (ix indexReader) read(k []byte) (*Record, error) {
 
 // Due returns open records whose NextDue is not after by, soonest first, at
 // most limit of them (limit <= 0 means all). A zero NextDue is always due.
+// It skips a record written by a newer idem, as ForEachOpen does, and
+// reads on past it for the limit's worth.
 func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*Record, error) {
 	over := s.overlaid()
 	out, seqs, err := s.due(ctx, by, widen(limit, over))
@@ -976,6 +990,7 @@ func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, []
 	var seqs []uint64
 	bound := timeKey(by)
 	err := s.scan(ctx, func(tx *bolt.Tx) error {
+		var newer [][]byte
 		due, records := tx.Bucket(bucketDue), tx.Bucket(bucketOpen)
 		ix := indexReader{records, mappedOf(tx, due), mappedOf(tx, records)}
 		c, err := newScanCursor(tx, due, bucketDue)
@@ -991,11 +1006,20 @@ func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, []
 				break
 			}
 			r, err := ix.read(k)
+			if errors.Is(err, ErrVersion) {
+				// Not one of the limit's: a due record this build reads
+				// behind it would wait for good.
+				newer = append(newer, k[timeKeySize:])
+				continue
+			}
 			if err != nil {
 				return err
 			}
 			out = append(out, r)
 			seqs = append(seqs, binary.BigEndian.Uint64(k[timeKeySize:]))
+		}
+		if err == nil {
+			s.skippedNewer(tx, newer)
 		}
 		return err
 	})
@@ -1335,6 +1359,11 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 				return err
 			}
 			state, review, err := decodeState(v)
+			if errors.Is(err, ErrVersion) {
+				st.Newer++
+				st.Total++
+				return nil
+			}
 			if err != nil {
 				return errorf("record %q: %w", k, err)
 			}

@@ -2,6 +2,7 @@ package pgjournal
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -32,7 +33,8 @@ const openPage = 256
 
 // ForEachOpen calls fn for every open record, soonest due first, outside
 // any transaction, each at most once; see idem.Store. It reads a page of
-// the open index at a time.
+// the open index at a time. It skips a record written by a newer idem,
+// and WithLogger's logger names it once.
 func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error) error {
 	if err := s.usable(ctx); err != nil {
 		return errorf("for each open: %w", err)
@@ -49,7 +51,13 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error)
 			return errorf("for each open: %w", err) // named by openPage
 		}
 		for i, r := range page {
-			afterDue, afterScope, afterKey = dues[i], r.Scope, r.Key
+			afterDue, afterScope, afterKey = dues[i].due, dues[i].scope, dues[i].key
+			if r == nil {
+				// Written by a newer idem: failing on it would stop
+				// Resume and Run from settling every other record.
+				s.skippedNewer(ctx, dues[i].scope, dues[i].key)
+				continue
+			}
 			id := [2]string{r.Scope, r.Key}
 			if seen[id] {
 				continue
@@ -68,13 +76,20 @@ func (s *Store) ForEachOpen(ctx context.Context, fn func(*journal.Record) error)
 	}
 }
 
+// openRow is where a row of openPage stands in the open index.
+type openRow struct {
+	due        int64
+	scope, key string
+}
+
 // openPage reads the page of open records after (afterDue, afterScope,
-// afterKey), soonest due first, and their NextDue as stored. Each page is
-// one call to the database (see bound): ForEachOpen's fn may take long.
-func (s *Store) openPage(ctx context.Context, afterDue int64, afterScope, afterKey string) (page []*journal.Record, dues []int64, err error) {
+// afterKey), soonest due first, and where each stands. A record written
+// by a newer idem is nil in page. Each page is one call to the database
+// (see bound): ForEachOpen's fn may take long.
+func (s *Store) openPage(ctx context.Context, afterDue int64, afterScope, afterKey string) (page []*journal.Record, at []openRow, err error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, `SELECT data, next_due_ns FROM `+s.table+`
+	rows, err := s.pool.Query(ctx, `SELECT data, next_due_ns, scope, key FROM `+s.table+`
 		WHERE open AND (next_due_ns, scope, key) > ($1, $2, $3)
 		ORDER BY next_due_ns, scope, key LIMIT $4`,
 		afterDue, afterScope, afterKey, openPage)
@@ -82,20 +97,20 @@ func (s *Store) openPage(ctx context.Context, afterDue int64, afterScope, afterK
 		return nil, nil, readErr(ctx, err)
 	}
 	var data []byte
-	var due int64
-	_, err = pgx.ForEachRow(rows, []any{&data, &due}, func() error {
+	var o openRow
+	_, err = pgx.ForEachRow(rows, []any{&data, &o.due, &o.scope, &o.key}, func() error {
 		r, err := journal.DecodeRecord(data)
-		if err != nil {
+		if err != nil && !errors.Is(err, journal.ErrVersion) {
 			return err
 		}
-		page, dues = append(page, r), append(dues, due)
+		page, at = append(page, r), append(at, o)
 		return nil
 	})
-	return page, dues, readErr(ctx, err)
+	return page, at, readErr(ctx, err)
 }
 
 // Due returns up to limit open records whose NextDue is not after by; see
-// idem.Store.
+// idem.Store. A record written by a newer idem is left out (notNewerSQL).
 func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Record, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("due: %w", err)
@@ -106,8 +121,8 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Re
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := s.pool.Query(ctx, `SELECT data FROM `+s.table+` WHERE open AND next_due_ns <= $1
-		ORDER BY next_due_ns, scope, key LIMIT $2`, ns(by), lim)
+	rows, err := s.pool.Query(ctx, `SELECT data FROM `+s.table+` WHERE open AND next_due_ns <= $1 AND `+notNewerSQL(3)+`
+		ORDER BY next_due_ns, scope, key LIMIT $2`, ns(by), lim, newestVersion)
 	if err != nil {
 		return nil, errorf("due: %w", readErr(ctx, err))
 	}
@@ -212,7 +227,8 @@ func (s *Store) pruneSome(ctx context.Context, settledBefore time.Time) (int, er
 
 // Stats counts the journal's records by state, as the bbolt journal's
 // Stats does (for the operator tool); FileSize is the table's size on
-// disk, indexes included. It reads every record's state column, not the
+// disk, indexes included. It reads every record's state column and the
+// first bytes of its data (written by a newer idem: Newer), not the
 // records.
 func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	if err := s.usable(ctx); err != nil {
@@ -221,15 +237,22 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	st := journal.Stats{ByState: make(map[journal.State]int)}
-	rows, err := s.pool.Query(ctx, `SELECT state, count(*), count(*) FILTER (WHERE review) FROM `+s.table+` GROUP BY state`)
+	// A record written by a newer idem is counted as the bbolt journal,
+	// which cannot read its state, counts it: in Newer and Total only.
+	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FILTER (WHERE readable), count(*) FILTER (WHERE review AND readable),
+		count(*) FILTER (WHERE NOT readable)
+		FROM (SELECT state, review, `+notNewerSQL(1)+` AS readable FROM `+s.table+`) AS r GROUP BY state`, newestVersion)
 	if err != nil {
 		return journal.Stats{}, errorf("stats: %w", readErr(ctx, err))
 	}
 	var state string
-	var n, review int
-	_, err = pgx.ForEachRow(rows, []any{&state, &n, &review}, func() error {
-		st.ByState[journal.State(state)] = n
-		st.Total += n
+	var n, review, newer int
+	_, err = pgx.ForEachRow(rows, []any{&state, &n, &review, &newer}, func() error {
+		if n > 0 {
+			st.ByState[journal.State(state)] = n
+		}
+		st.Total += n + newer
+		st.Newer += newer
 		st.Review += review
 		if !journal.State(state).Terminal() {
 			st.Open += n

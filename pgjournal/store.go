@@ -91,10 +91,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -186,6 +188,11 @@ type Store struct {
 	// database names the database the pool reaches (databaseID), once
 	// read: nil until then.
 	database atomic.Pointer[string]
+	logger   *slog.Logger // WithLogger's; nil: silent
+	// toldNewer holds the records written by a newer idem that
+	// ForEachOpen skipped and logged, by [2]string{scope, key}: each is
+	// logged once, not on every pass of Run.
+	toldNewer sync.Map
 }
 
 var (
@@ -200,6 +207,7 @@ type Option interface{ apply(*config) }
 type config struct {
 	schema      string
 	callTimeout time.Duration
+	logger      *slog.Logger
 	errs        []error
 }
 
@@ -252,6 +260,20 @@ func WithCallTimeout(d time.Duration) Option {
 			return
 		}
 		c.callTimeout = d
+	})
+}
+
+// WithLogger sets the logger that hears of the open records written by a
+// newer idem (in a record version this build does not read, left by a
+// rollback) that the scans of open records skip: each once, by its key.
+// Without it the Store stays silent, and Stats' Newer counts them.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(c *config) {
+		if l == nil {
+			c.errs = append(c.errs, fmt.Errorf("%w: WithLogger: nil logger (leave the option out to stay silent)", ErrConfig))
+			return
+		}
+		c.logger = l
 	})
 }
 
@@ -340,6 +362,7 @@ func newStore(pool *pgxpool.Pool, cfg *config) *Store {
 		schema:      cfg.schema,
 		table:       pgx.Identifier{cfg.schema, "records"}.Sanitize(),
 		callTimeout: cfg.callTimeout,
+		logger:      cfg.logger,
 	}
 	s.committer = newCommitter(s)
 	return s
@@ -1005,7 +1028,8 @@ func checkOwner(owner string) error {
 }
 
 // ClaimDue claims due records no one holds a live lease on; see
-// idem.Store. Rows other claimants have locked are skipped (SKIP LOCKED).
+// idem.Store. Rows other claimants have locked are skipped (SKIP LOCKED),
+// and so are records written by a newer idem (notNewerSQL).
 func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]journal.Claimed, error) {
 	if err := checkOwner(owner); err != nil {
 		return nil, errorf("claim due: %w", err)
@@ -1033,12 +1057,12 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 	err := s.bounded(ctx, "claim due", func(b *pgx.Batch) {
 		b.Queue(`WITH due AS (
 			SELECT scope, key FROM `+s.table+`
-			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= `+clockSQL(5)+`)
+			WHERE open AND next_due_ns <= $1 AND (lease_owner = '' OR lease_expires <= `+clockSQL(5)+`) AND `+notNewerSQL(6)+`
 			ORDER BY next_due_ns, scope, key LIMIT $2
 			FOR UPDATE SKIP LOCKED)
 		UPDATE `+s.table+` AS r SET lease_owner = $3, lease_expires = `+clampNS(clockSQL(5)+" + $4::int8")+`, lease_token = r.lease_token + 1
 		FROM due WHERE r.scope = due.scope AND r.key = due.key
-		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, int64(expires.Sub(now)), s.clockArg(now)).
+		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, int64(expires.Sub(now)), s.clockArg(now), newestVersion).
 			Query(func(rows pgx.Rows) error {
 				var data []byte
 				var token, due int64

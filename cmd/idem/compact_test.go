@@ -54,7 +54,7 @@ func TestCheckJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
 	fi, err := os.Stat(f.path)
 	require.NoError(t, err)
-	require.Equal(t, []string{"file_size", "journal", "logged", "ok", "pages", "problems", "records"}, slices.Sorted(maps.Keys(got)))
+	require.Equal(t, []string{"file_size", "journal", "logged", "newer_records", "ok", "pages", "problems", "records"}, slices.Sorted(maps.Keys(got)))
 	require.Equal(t, f.path, got["journal"])
 	require.Equal(t, true, got["ok"])
 	require.Equal(t, []any{}, got["problems"])

@@ -194,9 +194,13 @@ func TestFlippedBytesExitZeroOrOne(t *testing.T) {
 		flipped := filepath.Join(dir, fmt.Sprintf("flip-%d.journal", i))
 		require.NoError(t, os.WriteFile(flipped, damaged, 0o600))
 		codes := map[string]int{}
+		newer := false
 		for _, cmd := range []string{"check", "stats", "list"} {
 			args := []string{"-journal", flipped, cmd}
 			stdout, stderr, code := runIdemProcess(t, args...)
+			if cmd == "check" {
+				newer = strings.Contains(stdout, "written by a newer idem")
+			}
 			// A flip of a record's version byte to a higher number is
 			// exactly a record written by a newer idem: exit 1 with the
 			// upgrade hint, not the damage one.
@@ -205,7 +209,13 @@ func TestFlippedBytesExitZeroOrOne(t *testing.T) {
 			}
 			codes[cmd] = code
 		}
-		if codes["check"] == 0 {
+		switch {
+		case codes["check"] == 0 && newer:
+			// Check counts such a record apart, as it does one a newer
+			// idem wrote (it cannot tell them apart); list, which
+			// decodes every record, stays loud (the branch above).
+			require.Equal(t, map[string]int{"check": 0, "stats": 0, "list": 1}, codes, "case %d: check passed", i)
+		case codes["check"] == 0:
 			require.Equal(t, map[string]int{"check": 0, "stats": 0, "list": 0}, codes, "case %d: check passed", i)
 		}
 	}

@@ -95,5 +95,6 @@ func TestExplainNewerVersion(t *testing.T) {
 		fmt.Errorf("journal: open /var/lib/app/payments.journal: %w", journal.ErrVersion))
 	require.ErrorIs(t, err, journal.ErrVersion)
 	require.Equal(t, "journal: open /var/lib/app/payments.journal: journal: written by a newer idem; upgrade idem to read it\n"+
-		"hint: use the idem command from the idem version the application is built with (go run github.com/idemkit/idem/cmd/idem@VERSION)", err.Error())
+		"hint: use the idem command from the newest idem version that has run on this journal (go run github.com/idemkit/idem/cmd/idem@VERSION): "+
+		"the one the application is built with or, after a rollback, the one it was rolled back from", err.Error())
 }

@@ -35,6 +35,7 @@ type checkJSON struct {
 	Pages    int64    `json:"pages"`
 	Records  int      `json:"records"`
 	Logged   int      `json:"logged"`
+	Newer    int      `json:"newer_records"`
 }
 
 const checkHelp = `Verify the journal: bbolt's page check and the journal's own (records decode,
@@ -49,6 +50,8 @@ With -json, check prints one JSON object, also when the journal does not check o
   records    the operations in the journal file, open and settled
   logged     records its log holds newer than the file (left by a process that
              stopped without closing the journal; its next start applies them)
+  newer_records  records written by a newer idem (idem was rolled back): not
+             damage; this build reads no more than their version
 A journal that cannot be checked at all (missing, locked) prints no JSON: the
 error goes to standard error, as without -json.`
 
@@ -66,7 +69,7 @@ func cmdCheck(e *env, args []string) error {
 	}
 	if *asJSON {
 		out := checkJSON{Journal: path, OK: err == nil, Problems: rep.Problems,
-			FileSize: rep.FileSize, Pages: rep.Pages, Records: rep.Records, Logged: rep.Logged}
+			FileSize: rep.FileSize, Pages: rep.Pages, Records: rep.Records, Logged: rep.Logged, Newer: rep.Newer}
 		if out.Problems == nil {
 			out.Problems = []string{}
 		}
@@ -82,6 +85,10 @@ func cmdCheck(e *env, args []string) error {
 			clean(path), rep.Records, rep.Pages, size(rep.FileSize))
 		if rep.Logged > 0 {
 			fmt.Fprintf(e.stdout, "  and %d records newer in its log than in the file: the application's next start applies them\n", rep.Logged)
+		}
+		if rep.Newer > 0 {
+			fmt.Fprintf(e.stdout, "  of which %d written by a newer idem (idem was rolled back): this build reads no more than their version; "+
+				"the newer idem's check reads them\n", rep.Newer)
 		}
 	}
 	return nil

@@ -334,7 +334,8 @@ func explain(path string, err error) error {
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("%w\nhint: run idem as the user the application runs as", err)
 	case errors.Is(err, journal.ErrVersion):
-		return fmt.Errorf("%w\nhint: use the idem command from the idem version the application is built with (go run github.com/idemkit/idem/cmd/idem@VERSION)", err)
+		return fmt.Errorf("%w\nhint: use the idem command from the newest idem version that has run on this journal (go run github.com/idemkit/idem/cmd/idem@VERSION): "+
+			"the one the application is built with or, after a rollback, the one it was rolled back from", err)
 	case errors.Is(err, journal.ErrNetworkFileSystem):
 		return fmt.Errorf("%w\nhint: if the application opens it with journal.AllowNetworkFileSystem and is stopped, pass -allow-network-fs", err)
 	case errors.Is(err, journal.ErrLogMissing):

@@ -15,6 +15,8 @@ type statsJSON struct {
 	Review   int                   `json:"review"`
 	Total    int                   `json:"total"`
 	FileSize int64                 `json:"file_size"`
+	// Newer: records written by a newer idem (journal.Stats).
+	Newer int `json:"newer_records"`
 }
 
 func cmdStats(e *env, args []string) (err error) {
@@ -57,7 +59,7 @@ func cmdStats(e *env, args []string) (err error) {
 	}
 	if *asJSON {
 		out := statsJSON{Journal: where, ByState: map[journal.State]int{}, Open: st.Open,
-			Review: st.Review, Total: st.Total, FileSize: st.FileSize}
+			Review: st.Review, Total: st.Total, FileSize: st.FileSize, Newer: st.Newer}
 		for _, state := range allStates {
 			out.ByState[state] = st.ByState[state]
 		}
@@ -71,6 +73,12 @@ func cmdStats(e *env, args []string) (err error) {
 	line("open", st.Open)
 	line("flagged for review", st.Review)
 	line("total", st.Total)
+	if st.Newer > 0 {
+		// Counted in total only: this build cannot read their state.
+		line("by a newer idem", st.Newer)
+		fmt.Fprintln(e.stdout, "  (idem was rolled back: nothing settles these until the newer idem runs again; "+
+			"its idem command shows them)")
+	}
 	return nil
 }
 

@@ -26,6 +26,10 @@
 // that implements [idem.CreateClaimer] creates a record with a lease like
 // any Claim's.
 //
+// [NewerOpenRecord] checks, on a Store holding a record a newer idem
+// wrote, that the scans of open records skip it and that its key stays
+// refused ([journal.ErrVersion]); a Store's test plants that record.
+//
 // Call it from a test of the implementation, with a function that opens a
 // new, empty Store:
 //
