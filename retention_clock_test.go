@@ -151,10 +151,13 @@ func TestRunPruneCatchesUpAfterClockSteppedBack(t *testing.T) {
 }
 
 // runUntil runs e's client's Run until the shared clock, which Run's
-// waits move, reads end, then stops it at its next wait: Run does
-// exactly what it does by end, however late this goroutine runs (Run,
-// unheld, ran hours of clock past end on a loaded machine before a test
-// polling the clock saw it there, and pruned what it should have kept).
+// waits move, reads end, then stops it at its next wait, however late
+// this goroutine runs (Run, unheld, ran hours of clock past end on a
+// loaded machine before a test polling the clock saw it there, and
+// pruned what it should have kept). Run does what it does by end and,
+// no later, what it does on waking from the wait that crosses end: a
+// pass's poll is at most 5 s, but an operation's backoff or Retry-After
+// wait may end well past end, and its resend is made before the hold.
 func runUntil(t *testing.T, e *env, end time.Time) {
 	t.Helper()
 	runUntilDone(t, e, end, nil)
