@@ -66,7 +66,11 @@ func runFlagsEveryKey(t *testing.T, clock *idemtest.Clock, c *idem.Client, srv *
 		}
 		return true
 	}
-	runUntilDone(t, &env{t: t, clock: clock, client: c, ctx: t.Context()}, clock.Now().Add(idem.DefaultReconcileMaxInterval+10*time.Minute), flagged)
+	e := &env{t: t, clock: clock, client: c, ctx: t.Context()}
+	runUntilDone(t, e, clock.Now().Add(idem.DefaultReconcileMaxInterval+10*time.Minute), flagged)
+	// Run goes on past the flagging for a while: a flagged key resent,
+	// or probed again, on a later pass must still fail the counts below.
+	runUntil(t, e, clock.Now().Add(time.Hour))
 	lost := map[string]int{}
 	for _, k := range keys {
 		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
