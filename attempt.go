@@ -595,6 +595,19 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.envelopeRefusal = true
 		}
 	}
+	if !query && !a.stored() && c.cfg.keyHeader != "" && a.decodeErr == nil && a.out.State == StateFailed &&
+		saysDuplicate(ex.body, c.cfg.keyHeader, rec.Key) {
+		// With the key in a header, an API that answers its refusals 200
+		// OK refuses a merchant reference it holds so (WPG's orderCode,
+		// "Duplicate Order" in its XML reply) when its idempotency store
+		// did not de-duplicate the resend: WPG processes a request whose
+		// key it cannot check. After a send that may have executed the
+		// order under the reference may be ours, as after a 4xx refusal;
+		// to a first attempt it fails as that 4xx does. The words must
+		// be about the order or request, or name the key's header: not
+		// "duplicate line item".
+		a.envelopeRefusal = true
+	}
 	return a
 }
 

@@ -1,0 +1,31 @@
+package idem
+
+import "testing"
+
+// TestSaysDuplicateByKeyHeader: with the key in a header, answerOf reads
+// a 2xx the decoder failed with saysDuplicate under the header's name.
+// The words must still be about the order, the request or the key, as
+// with a body member's name: a validation error about the body's parts
+// is the order's own failure.
+func TestSaysDuplicateByKeyHeader(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		// WPG's refusal of an orderCode it holds, in its 200 XML reply.
+		{`<?xml version="1.0" encoding="UTF-8"?><paymentService version="1.4" merchantCode="M"><reply>` +
+			`<error code="5"><![CDATA[Duplicate Order]]></error></reply></paymentService>`, true},
+		// Authorize.Net's response code 3, reason 11, in a 200.
+		{`{"transactionResponse":{"responseCode":"3","errors":[{"errorCode":"11","errorText":"A duplicate transaction has been submitted."}]}}`, true},
+		{`{"error":"Duplicate Idempotency-Key"}`, true},
+		// WPG's batch service: a batch is no order.
+		{`<batchService version="1.0" merchantCode="M"><error code="5">Duplicate batch</error></batchService>`, false},
+		{`{"error":"Duplicate line item"}`, false},
+		{`{"error":"items contains duplicate entries"}`, false},
+		{`{"error":"duplicate email"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), DefaultKeyHeader, "k"); got != tc.want {
+			t.Errorf("saysDuplicate(%s, %q) = %v, want %v", tc.body, DefaultKeyHeader, got, tc.want)
+		}
+	}
+}
