@@ -217,9 +217,9 @@ type attemptTrace struct {
 	wrote  atomic.Bool  // written whole, or answered
 	traced atomic.Bool  // net/http took the request (GetConn)
 	conns  atomic.Int32 // connections that had the request
-	// resent: a copy was written whole after an earlier copy written
-	// whole over HTTP/1 (or a protocol not known to be HTTP/2), which may
-	// have executed. On HTTP/2 net/http sends a copy again only after the
+	// resent: net/http began another copy after one written whole over
+	// HTTP/1 (or a protocol not known to be HTTP/2), which may have
+	// executed. On HTTP/2 net/http sends a copy again only after the
 	// server said the first was not processed: a GOAWAY whose last stream
 	// is below it (RFC 9113 6.8) or a REFUSED_STREAM (8.7), or when it
 	// could not be written; and after a PROTOCOL_ERROR reset, Go's
@@ -253,6 +253,13 @@ func newAttemptTrace() *attemptTrace {
 		// is surely unsent.
 		GotConn: func(info httptrace.GotConnInfo) {
 			t.conns.Add(1)
+			// Another copy begins: net/http has finished writing the one
+			// before (it waits for its writer to end before resending).
+			// This copy's own WroteRequest may come only after its answer,
+			// even after Do returned, so it cannot be what tells.
+			if t.h1Sent.Load() {
+				t.resent.Store(true)
+			}
 			c, ok := info.Conn.(interface{ ConnectionState() tls.ConnectionState })
 			t.h2.Store(ok && c.ConnectionState().NegotiatedProtocol == "h2")
 		},
@@ -264,13 +271,16 @@ func newAttemptTrace() *attemptTrace {
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			t.wrote.Store(true)
 			h2 := t.h2.Swap(false)
-			if info.Err == nil {
-				if t.h1Sent.Load() {
-					t.resent.Store(true)
-				}
-				if !h2 {
-					t.h1Sent.Store(true)
-				}
+			if info.Err != nil {
+				return
+			}
+			// A wrapper that resends after its own timeout may begin a
+			// copy before net/http says the one before was written.
+			if t.h1Sent.Load() {
+				t.resent.Store(true)
+			}
+			if !h2 {
+				t.h1Sent.Store(true)
 			}
 		},
 		GotFirstResponseByte: func() { t.wrote.Store(true) },

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -322,6 +323,11 @@ func TestHTTP2MaxConcurrentStreams(t *testing.T) {
 // REFUSED_STREAM, RFC 9113 8.7: never processed), or answer it.
 type h2Answer struct {
 	refuse bool
+	// early: answer on the request's HEADERS, before its body (RFC 9113
+	// 8.1 lets a server answer before the request ends), as a rate
+	// limiter in front does (nginx's limit_req reads no body). rawH2
+	// grants no flow-control window past the first 64 KiB.
+	early  bool
 	status string
 	header [][2]string // lower-case names
 	body   string
@@ -380,6 +386,7 @@ func (s *rawH2) serve(c net.Conn) {
 		return
 	}
 	bodies := map[uint32][]byte{}
+	answered := map[uint32]bool{}
 	for {
 		var hdr [9]byte
 		if _, err := io.ReadFull(c, hdr[:]); err != nil {
@@ -396,8 +403,16 @@ func (s *rawH2) serve(c net.Conn) {
 				return
 			}
 			continue
+		case answered[stream]:
+			continue
 		case typ == h2Headers:
 			bodies[stream] = []byte{}
+			s.mu.Lock()
+			early := s.answers[min(len(s.bodies), len(s.answers)-1)].early
+			s.mu.Unlock()
+			if early {
+				flags |= h2EndStream // answered as if the request had ended
+			}
 		case typ == h2Data:
 			if flags&h2Padded != 0 && len(payload) > 0 {
 				payload = payload[1 : len(payload)-int(payload[0])]
@@ -409,6 +424,7 @@ func (s *rawH2) serve(c net.Conn) {
 		if flags&h2EndStream == 0 {
 			continue
 		}
+		answered[stream] = true
 		s.mu.Lock()
 		n := len(s.bodies)
 		s.bodies = append(s.bodies, string(bodies[stream]))
@@ -533,68 +549,87 @@ func startRawH2C(t *testing.T, answers ...h2Answer) (*rawH2, string, *http.Clien
 // request with an Idempotency-Key on a reused HTTP/1.1 connection that
 // the server closes after taking it (a keep-alive race, a node's
 // restart), then sends it again on a new connection, which negotiates
-// HTTP/2: the first copy executed, and the replay the server gives the
-// copy is our own order, whatever protocol the copy went over.
+// HTTP/2: the first copy executed, and the replay the server gives is
+// our own order, whatever protocol the copy went over. So it is when a
+// rate limiter in front refuses the copy before its body is through
+// (nginx's limit_req answers from the headers, RFC 9113 8.1), so that
+// net/http never finishes writing it: the replay that the resend gets
+// is still ours.
 func TestHTTP1CopyThenHTTP2CopyIsAnEarlierSend(t *testing.T) {
-	const body = `{"amount":100}`
-	var (
-		mu     sync.Mutex
-		h1Keys []string
-		orders int
-	)
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, err := io.ReadAll(r.Body)
-		if err != nil || string(b) != body {
-			w.WriteHeader(http.StatusBadRequest)
-			return
-		}
-		key := r.Header.Get("Idempotency-Key")
-		mu.Lock()
-		h1Keys = append(h1Keys, key)
-		if key == "warm" {
-			mu.Unlock()
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = io.WriteString(w, `{"id":"ord_warm","status":"succeeded","amount":100}`)
-			return
-		}
-		orders++ // committed, then the node goes away before answering
-		mu.Unlock()
-		c, _, err := http.NewResponseController(w).Hijack()
-		if err == nil {
-			_ = c.Close()
-		}
-	}))
-	var dials sync.Mutex
-	n := 0
-	srv.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-		dials.Lock()
-		defer dials.Unlock()
-		n++
-		cfg := srv.TLS.Clone()
-		cfg.GetConfigForClient = nil
-		cfg.NextProtos = []string{"http/1.1"}
-		if n > 1 {
-			cfg.NextProtos = []string{"h2"}
-		}
-		return cfg, nil
-	}}
-	h2 := &rawH2{answers: []h2Answer{{status: "200", header: [][2]string{{"content-type", "application/json"}, {"idempotent-replayed", "true"}},
-		body: `{"id":"ord_k1","status":"succeeded","amount":100}`}}}
-	srv.Config.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
-		"h2": func(_ *http.Server, c *tls.Conn, _ http.Handler) { h2.serve(c) },
-	}
-	hc := startTrusted(t, srv)
-	c := journaledClient(t, idem.WithHTTPClient(hc), idem.WithClock(idemtest.NewClock(epoch)))
-	warm, err := c.Submit(t.Context(), idem.Request{Key: "warm", URL: srv.URL + "/v1/orders", Body: []byte(body)})
-	require.NoError(t, err)
-	require.Equal(t, "ord_warm", warm.ResourceID)
+	replay := h2Answer{status: "200", header: [][2]string{{"content-type", "application/json"}, {"idempotent-replayed", "true"}},
+		body: `{"id":"ord_k1","status":"succeeded","amount":100}`}
+	for _, tc := range []struct {
+		name     string
+		body     string
+		answers  []h2Answer
+		attempts int
+	}{
+		{"the copy answered with the replay", `{"amount":100}`, []h2Answer{replay}, 1},
+		// Past the 64 KiB an HTTP/2 stream may send before the server
+		// grants more (RFC 9113 6.9.2): a bulk order's line items.
+		{"the copy rate limited before its body, then the replay", `{"amount":100,"items":"` + strings.Repeat("x", 80<<10) + `"}`,
+			[]h2Answer{{early: true, status: "429", header: [][2]string{{"retry-after", "1"}}}, {early: true, status: replay.status, header: replay.header, body: replay.body}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				h1Keys []string
+				orders int
+			)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				if err != nil || string(b) != tc.body {
+					w.WriteHeader(http.StatusBadRequest)
+					return
+				}
+				key := r.Header.Get("Idempotency-Key")
+				mu.Lock()
+				h1Keys = append(h1Keys, key)
+				if key == "warm" {
+					mu.Unlock()
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = io.WriteString(w, `{"id":"ord_warm","status":"succeeded","amount":100}`)
+					return
+				}
+				orders++ // committed, then the node goes away before answering
+				mu.Unlock()
+				c, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					_ = c.Close()
+				}
+			}))
+			var dials sync.Mutex
+			n := 0
+			srv.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				dials.Lock()
+				defer dials.Unlock()
+				n++
+				cfg := srv.TLS.Clone()
+				cfg.GetConfigForClient = nil
+				cfg.NextProtos = []string{"http/1.1"}
+				if n > 1 {
+					cfg.NextProtos = []string{"h2"}
+				}
+				return cfg, nil
+			}}
+			h2 := &rawH2{answers: tc.answers}
+			srv.Config.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
+				"h2": func(_ *http.Server, c *tls.Conn, _ http.Handler) { h2.serve(c) },
+			}
+			hc := startTrusted(t, srv)
+			c := journaledClient(t, idem.WithHTTPClient(hc), idem.WithClock(idemtest.NewClock(epoch)))
+			warm, err := c.Submit(t.Context(), idem.Request{Key: "warm", URL: srv.URL + "/v1/orders", Body: []byte(tc.body)})
+			require.NoError(t, err)
+			require.Equal(t, "ord_warm", warm.ResourceID)
 
-	res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: srv.URL + "/v1/orders", Body: []byte(body)})
-	requireOutcome(t, res, err, idem.StateSucceeded, nil, "ord_k1", "")
-	require.Equal(t, 1, res.Attempts, "net/http's two copies are one attempt")
-	mu.Lock()
-	require.Equal(t, []string{"warm", "k1"}, h1Keys, "HTTP/1.1 copies")
-	require.Equal(t, 1, orders)
-	mu.Unlock()
-	require.Equal(t, []string{body}, h2.streams(), "the HTTP/2 copy, the same bytes")
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: srv.URL + "/v1/orders", Body: []byte(tc.body)})
+			requireOutcome(t, res, err, idem.StateSucceeded, nil, "ord_k1", "")
+			require.Equal(t, tc.attempts, res.Attempts)
+			mu.Lock()
+			require.Equal(t, []string{"warm", "k1"}, h1Keys, "HTTP/1.1 copies")
+			require.Equal(t, 1, orders)
+			mu.Unlock()
+			require.Len(t, h2.streams(), len(tc.answers), "HTTP/2 copies")
+		})
+	}
 }
