@@ -40,7 +40,7 @@ type exchange struct {
 	// its own, after the first died with no answer (it does so for a
 	// request with an Idempotency-Key header): that first copy may have
 	// executed, so this attempt's replayed answer may be its own. Not
-	// net/http's resends on HTTP/2 (see attemptTrace.h2).
+	// net/http's resends of HTTP/2 copies (see attemptTrace.resent).
 	resent     bool
 	retryAfter time.Duration // capped by WithRetryAfterCap: what a caller waits
 	// serverUntil is when the server's Retry-After ends, bounded only
@@ -144,7 +144,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 	resp, err := c.hc.Do(req)
 	// Only a first copy that was written whole may have executed: net/http
 	// also retries a request it never wrote (a dead idle connection).
-	ex := exchange{wrote: tr.wrote.Load(), resent: tr.writes.Load() > 1 && !tr.h2.Load()}
+	ex := exchange{wrote: tr.wrote.Load(), resent: tr.resent.Load()}
 	if err != nil {
 		// net/http's *url.Error quotes the URL as sent, with whatever the
 		// request hook added (an API key in the query string): that text
@@ -217,21 +217,29 @@ type attemptTrace struct {
 	wrote  atomic.Bool  // written whole, or answered
 	traced atomic.Bool  // net/http took the request (GetConn)
 	conns  atomic.Int32 // connections that had the request
-	writes atomic.Int32 // copies written whole
-	// h2: a connection that had the request speaks HTTP/2 over TLS. On
-	// HTTP/2 net/http sends a copy again only after the server said the
-	// first was not processed: a GOAWAY whose last stream is below it
-	// (RFC 9113 6.8) or a REFUSED_STREAM (8.7), or when it could not be
-	// written; and after a PROTOCOL_ERROR reset, Go's server's refusal of
-	// a stream over its limit (golang/go#47635). An earlier copy there
-	// is no earlier send: a replayed answer to a first attempt stays
-	// another request's, and a refusal the operation's. The cost: a
-	// server that ran a stream and then reset it PROTOCOL_ERROR would
-	// have the replay of our own order flagged ReviewKeyInUse for a
-	// person, not settled. Cleartext HTTP/2 (h2c) shows no protocol
-	// here and keeps resent.
-	h2    atomic.Bool
-	hooks httptrace.ClientTrace
+	// resent: net/http began another copy after one written whole over
+	// HTTP/1 (or a protocol not known to be HTTP/2), which may have
+	// executed. On HTTP/2 net/http sends a copy again only after the
+	// server said the first was not processed: a GOAWAY whose last stream
+	// is below it (RFC 9113 6.8) or a REFUSED_STREAM (8.7), or when it
+	// could not be written; and after a PROTOCOL_ERROR reset, Go's
+	// server's refusal of a stream over its limit (golang/go#47635). An
+	// earlier HTTP/2 copy is no earlier send: a replayed answer to a first
+	// attempt stays another request's, and a refusal the operation's. The
+	// cost: a server that ran a stream and then reset it PROTOCOL_ERROR
+	// would have the replay of our own order flagged ReviewKeyInUse for a
+	// person, not settled. Judged per copy: one attempt's copies may go
+	// over HTTP/1 and HTTP/2 to a host whose nodes differ.
+	resent atomic.Bool
+	// h2: the copy being sent goes over HTTP/2, told by its pseudo-header
+	// fields (RFC 9113 8.3), which only HTTP/2 writes, so cleartext HTTP/2
+	// (h2c) and a connection wrapped by a custom dialer count too; or by
+	// a TLS connection that negotiated h2, for a transport that does not
+	// report its header fields. Reset at each copy's end.
+	h2 atomic.Bool
+	// h1Sent: a copy written whole earlier did not go over HTTP/2.
+	h1Sent atomic.Bool
+	hooks  httptrace.ClientTrace
 }
 
 func newAttemptTrace() *attemptTrace {
@@ -245,14 +253,34 @@ func newAttemptTrace() *attemptTrace {
 		// is surely unsent.
 		GotConn: func(info httptrace.GotConnInfo) {
 			t.conns.Add(1)
-			if c, ok := info.Conn.(interface{ ConnectionState() tls.ConnectionState }); ok && c.ConnectionState().NegotiatedProtocol == "h2" {
+			// Another copy begins: net/http has finished writing the one
+			// before (it waits for its writer to end before resending).
+			// This copy's own WroteRequest may come only after its answer,
+			// even after Do returned, so it cannot be what tells.
+			if t.h1Sent.Load() {
+				t.resent.Store(true)
+			}
+			c, ok := info.Conn.(interface{ ConnectionState() tls.ConnectionState })
+			t.h2.Store(ok && c.ConnectionState().NegotiatedProtocol == "h2")
+		},
+		WroteHeaderField: func(name string, _ []string) {
+			if strings.HasPrefix(name, ":") {
 				t.h2.Store(true)
 			}
 		},
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
 			t.wrote.Store(true)
-			if info.Err == nil {
-				t.writes.Add(1)
+			h2 := t.h2.Swap(false)
+			if info.Err != nil {
+				return
+			}
+			// A wrapper that resends after its own timeout may begin a
+			// copy before net/http says the one before was written.
+			if t.h1Sent.Load() {
+				t.resent.Store(true)
+			}
+			if !h2 {
+				t.h1Sent.Store(true)
 			}
 		},
 		GotFirstResponseByte: func() { t.wrote.Store(true) },

@@ -7,9 +7,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -321,6 +323,11 @@ func TestHTTP2MaxConcurrentStreams(t *testing.T) {
 // REFUSED_STREAM, RFC 9113 8.7: never processed), or answer it.
 type h2Answer struct {
 	refuse bool
+	// early: answer on the request's HEADERS, before its body (RFC 9113
+	// 8.1 lets a server answer before the request ends), as a rate
+	// limiter in front does (nginx's limit_req reads no body). rawH2
+	// grants no flow-control window past the first 64 KiB.
+	early  bool
 	status string
 	header [][2]string // lower-case names
 	body   string
@@ -340,7 +347,7 @@ type rawH2 struct {
 	bodies  []string
 }
 
-func startRawH2(t *testing.T, answers ...h2Answer) (*rawH2, *httptest.Server, *http.Client) {
+func startRawH2(t *testing.T, answers ...h2Answer) (*rawH2, string, *http.Client) {
 	t.Helper()
 	s := &rawH2{answers: answers}
 	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
@@ -348,7 +355,8 @@ func startRawH2(t *testing.T, answers ...h2Answer) (*rawH2, *httptest.Server, *h
 	srv.Config.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
 		"h2": func(_ *http.Server, c *tls.Conn, _ http.Handler) { s.serve(c) },
 	}
-	return s, srv, startTrusted(t, srv)
+	hc := startTrusted(t, srv)
+	return s, srv.URL, hc
 }
 
 func (s *rawH2) streams() []string {
@@ -363,7 +371,7 @@ const (
 	h2RefusedStream                            = 0x7
 )
 
-func (s *rawH2) serve(c *tls.Conn) {
+func (s *rawH2) serve(c net.Conn) {
 	defer c.Close()
 	preface := make([]byte, len(http2Preface))
 	if _, err := io.ReadFull(c, preface); err != nil || string(preface) != http2Preface {
@@ -378,6 +386,7 @@ func (s *rawH2) serve(c *tls.Conn) {
 		return
 	}
 	bodies := map[uint32][]byte{}
+	answered := map[uint32]bool{}
 	for {
 		var hdr [9]byte
 		if _, err := io.ReadFull(c, hdr[:]); err != nil {
@@ -394,8 +403,16 @@ func (s *rawH2) serve(c *tls.Conn) {
 				return
 			}
 			continue
+		case answered[stream]:
+			continue
 		case typ == h2Headers:
 			bodies[stream] = []byte{}
+			s.mu.Lock()
+			early := s.answers[min(len(s.bodies), len(s.answers)-1)].early
+			s.mu.Unlock()
+			if early {
+				flags |= h2EndStream // answered as if the request had ended
+			}
 		case typ == h2Data:
 			if flags&h2Padded != 0 && len(payload) > 0 {
 				payload = payload[1 : len(payload)-int(payload[0])]
@@ -407,6 +424,7 @@ func (s *rawH2) serve(c *tls.Conn) {
 		if flags&h2EndStream == 0 {
 			continue
 		}
+		answered[stream] = true
 		s.mu.Lock()
 		n := len(s.bodies)
 		s.bodies = append(s.bodies, string(bodies[stream]))
@@ -440,6 +458,10 @@ const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 // the operation's first attempt, nothing of ours executed before it: a
 // replayed success is another request's under the key (ReviewKeyInUse,
 // never settled as ours), and a decline is the operation's failure.
+// Cleartext HTTP/2 (h2c) behind a sidecar proxy refuses and is resent
+// the same way (nginx's and Envoy's stream limits apply to either); the
+// trace tells HTTP/2 there by its pseudo-header fields, with no TLS
+// state to read.
 func TestHTTP2RefusedStreamIsNoEarlierSend(t *testing.T) {
 	const body = `{"amount":100}`
 	replay := h2Answer{status: "200", header: [][2]string{{"content-type", "application/json"}, {"idempotent-replayed", "true"}},
@@ -459,17 +481,155 @@ func TestHTTP2RefusedStreamIsNoEarlierSend(t *testing.T) {
 		{"declined", []h2Answer{declined}, idem.StateFailed, []error{idem.ErrFailed}, ""},
 		{"refused, then declined", []h2Answer{refused, declined}, idem.StateFailed, []error{idem.ErrFailed}, ""},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, srv, hc := startRawH2(t, tc.answers...)
-			c := journaledClient(t, idem.WithHTTPClient(hc), idem.WithClock(idemtest.NewClock(epoch)))
-			res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: srv.URL + "/v1/payment_intents", Body: []byte(body)})
-			requireOutcome(t, res, err, tc.state, tc.kinds, "", tc.review)
-			require.Equal(t, 1, res.Attempts)
-			want := make([]string, len(tc.answers))
-			for i := range want {
-				want[i] = body
+		for _, srv := range []struct {
+			name  string
+			start func(*testing.T, ...h2Answer) (*rawH2, string, *http.Client)
+		}{{"TLS", startRawH2}, {"h2c", startRawH2C}} {
+			t.Run(srv.name+"/"+tc.name, func(t *testing.T) {
+				s, url, hc := srv.start(t, tc.answers...)
+				c := journaledClient(t, idem.WithHTTPClient(hc), idem.WithClock(idemtest.NewClock(epoch)))
+				res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: url + "/v1/payment_intents", Body: []byte(body)})
+				requireOutcome(t, res, err, tc.state, tc.kinds, "", tc.review)
+				require.Equal(t, 1, res.Attempts)
+				want := make([]string, len(tc.answers))
+				for i := range want {
+					want[i] = body
+				}
+				require.Equal(t, want, s.streams(), "streams: the refused one and net/http's copy, the same bytes")
+			})
+		}
+	}
+}
+
+// startRawH2C serves rawH2 as cleartext HTTP/2 with prior knowledge (h2c,
+// RFC 9113 3.3) on 127.0.0.1, as a service mesh's sidecar (Envoy) takes an
+// application's requests, and returns a client that speaks only that, as
+// a Go 1.24 Transport with Protocols set to unencrypted HTTP/2 does.
+func startRawH2C(t *testing.T, answers ...h2Answer) (*rawH2, string, *http.Client) {
+	t.Helper()
+	s := &rawH2{answers: answers}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
 			}
-			require.Equal(t, want, s.streams(), "streams: the refused one and net/http's copy, the same bytes")
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { s.serve(c) })
+		}
+	})
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Protocols = new(http.Protocols)
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(func() {
+		tr.CloseIdleConnections()
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return s, "http://" + ln.Addr().String(), &http.Client{Transport: tr}
+}
+
+// A host whose nodes differ (a load balancer's pool half moved to
+// HTTP/2, DNS round robin over old and new proxies) answers one
+// connection over HTTP/1.1 and the next over HTTP/2. net/http writes a
+// request with an Idempotency-Key on a reused HTTP/1.1 connection that
+// the server closes after taking it (a keep-alive race, a node's
+// restart), then sends it again on a new connection, which negotiates
+// HTTP/2: the first copy executed, and the replay the server gives is
+// our own order, whatever protocol the copy went over. So it is when a
+// rate limiter in front refuses the copy before its body is through
+// (nginx's limit_req answers from the headers, RFC 9113 8.1), so that
+// net/http never finishes writing it: the replay that the resend gets
+// is still ours.
+func TestHTTP1CopyThenHTTP2CopyIsAnEarlierSend(t *testing.T) {
+	replay := h2Answer{status: "200", header: [][2]string{{"content-type", "application/json"}, {"idempotent-replayed", "true"}},
+		body: `{"id":"ord_k1","status":"succeeded","amount":100}`}
+	for _, tc := range []struct {
+		name     string
+		body     string
+		answers  []h2Answer
+		attempts int
+	}{
+		{"the copy answered with the replay", `{"amount":100}`, []h2Answer{replay}, 1},
+		// Past the 64 KiB an HTTP/2 stream may send before the server
+		// grants more (RFC 9113 6.9.2): a bulk order's line items.
+		{"the copy rate limited before its body, then the replay", `{"amount":100,"items":"` + strings.Repeat("x", 80<<10) + `"}`,
+			[]h2Answer{{early: true, status: "429", header: [][2]string{{"retry-after", "1"}}}, {early: true, status: replay.status, header: replay.header, body: replay.body}}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				mu     sync.Mutex
+				h1Keys []string
+				orders int
+			)
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, err := io.ReadAll(r.Body)
+				if err != nil || string(b) != tc.body {
+					w.WriteHeader(http.StatusBadRequest)
+					return
+				}
+				key := r.Header.Get("Idempotency-Key")
+				mu.Lock()
+				h1Keys = append(h1Keys, key)
+				if key == "warm" {
+					mu.Unlock()
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = io.WriteString(w, `{"id":"ord_warm","status":"succeeded","amount":100}`)
+					return
+				}
+				orders++ // committed, then the node goes away before answering
+				mu.Unlock()
+				c, _, err := http.NewResponseController(w).Hijack()
+				if err == nil {
+					_ = c.Close()
+				}
+			}))
+			var dials sync.Mutex
+			n := 0
+			srv.TLS = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				dials.Lock()
+				defer dials.Unlock()
+				n++
+				cfg := srv.TLS.Clone()
+				cfg.GetConfigForClient = nil
+				cfg.NextProtos = []string{"http/1.1"}
+				if n > 1 {
+					cfg.NextProtos = []string{"h2"}
+				}
+				return cfg, nil
+			}}
+			h2 := &rawH2{answers: tc.answers}
+			srv.Config.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
+				"h2": func(_ *http.Server, c *tls.Conn, _ http.Handler) { h2.serve(c) },
+			}
+			hc := startTrusted(t, srv)
+			c := journaledClient(t, idem.WithHTTPClient(hc), idem.WithClock(idemtest.NewClock(epoch)))
+			warm, err := c.Submit(t.Context(), idem.Request{Key: "warm", URL: srv.URL + "/v1/orders", Body: []byte(tc.body)})
+			require.NoError(t, err)
+			require.Equal(t, "ord_warm", warm.ResourceID)
+
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: srv.URL + "/v1/orders", Body: []byte(tc.body)})
+			requireOutcome(t, res, err, idem.StateSucceeded, nil, "ord_k1", "")
+			require.Equal(t, tc.attempts, res.Attempts)
+			mu.Lock()
+			require.Equal(t, []string{"warm", "k1"}, h1Keys, "HTTP/1.1 copies")
+			require.Equal(t, 1, orders)
+			mu.Unlock()
+			require.Len(t, h2.streams(), len(tc.answers), "HTTP/2 copies")
 		})
 	}
 }
