@@ -389,6 +389,12 @@ type Filter struct {
 	// client's clock; 0 means any age.
 	OlderThan time.Duration
 	Limit     int // at most this many, the first in (scope, key) order; 0 means no limit
+	// After: only operations after this scope and key in (scope, key)
+	// order, for paging: pass the Scope and Key of the last operation of
+	// the previous page (the journal starts there, rather than read and
+	// drop what comes before). Its Scope is taken as it is, not as the
+	// client's default; the zero Position means no bound.
+	After journal.Position
 }
 
 // List returns the journaled operations that match f, in (scope, key)
@@ -413,7 +419,7 @@ func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
 			return nil, fmt.Errorf("%w: List: Filter.States has %q; use the State constants (StateUnknown, …)", ErrInvalidRequest, s)
 		}
 	}
-	jf := journal.Filter{States: f.States, Open: f.Open, Review: f.Review, Limit: f.Limit}
+	jf := journal.Filter{States: f.States, Open: f.Open, Review: f.Review, Limit: f.Limit, After: f.After}
 	if !f.AllScopes {
 		jf.Scope = c.scopeOr(f.Scope)
 	}

@@ -382,6 +382,9 @@ func (s *memStore) List(ctx context.Context, f journal.Filter) ([]*journal.Recor
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
+	if strings.ContainsRune(f.After.Scope, 0) || strings.ContainsRune(f.After.Key, 0) {
+		return nil, fmt.Errorf("NUL byte in Filter.After: %w", journal.ErrInvalid)
+	}
 	keys := slices.Sorted(maps.Keys(s.recs))
 	var out []*journal.Record
 	for _, k := range keys {
@@ -390,6 +393,9 @@ func (s *memStore) List(ctx context.Context, f journal.Filter) ([]*journal.Recor
 			continue
 		}
 		if (f.Scope != "" && r.Scope != f.Scope) || (f.Open && !r.Open()) {
+			continue
+		}
+		if f.After != (journal.Position{}) && k <= memKey(f.After.Scope, f.After.Key) {
 			continue
 		}
 		if f.Review && r.Review == "" {

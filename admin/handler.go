@@ -234,18 +234,16 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if after == "" {
-		f.Limit = limit + 1 // one more tells whether there is a next page
-	}
+	f.After = after
+	// One more tells whether there is a next page; the journal starts
+	// after the cursor, so a later page costs what the first one does.
+	f.Limit = limit + 1
 	ops, err := h.c.List(r.Context(), f)
 	if err != nil {
 		return clientError(err)
 	}
 	page := Page{Operations: []*Operation{}}
 	for _, op := range ops {
-		if after != "" && cursorOf(op.Scope, op.Key) <= after {
-			continue
-		}
 		if len(page.Operations) == limit {
 			last := page.Operations[limit-1]
 			page.Next = encodeCursor(cursorOf(last.Scope, last.Key))
@@ -260,7 +258,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 		}
 		page.Operations = append(page.Operations, FromRecord(rec, timeline))
 	}
-	if page.Next == "" && f.Limit > 0 && len(ops) == f.Limit {
+	if page.Next == "" && len(ops) == f.Limit {
 		// The journal holds more than List returned, and the page is
 		// not full only because some were pruned since List: the rest
 		// start after the last one it returned, read or pruned.
@@ -284,15 +282,20 @@ func cursorOf(scope, key string) string { return scope + "\x00" + key }
 
 func encodeCursor(c string) string { return base64.RawURLEncoding.EncodeToString([]byte(c)) }
 
-func decodeCursor(v string) (string, error) {
+// decodeCursor returns the journal's bound for the page after cursor v; no
+// bound for an empty v.
+func decodeCursor(v string) (journal.Position, error) {
 	if v == "" {
-		return "", nil
+		return journal.Position{}, nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil || !strings.Contains(string(b), "\x00") {
-		return "", badRequest("cursor %q: pass the next value of a previous page unchanged", v)
+	scope, key, ok := strings.Cut(string(b), "\x00")
+	// A second NUL is in no cursor of ours, and no key: the journal
+	// would refuse it less clearly.
+	if err != nil || !ok || strings.Contains(key, "\x00") {
+		return journal.Position{}, badRequest("cursor %q: pass the next value of a previous page unchanged", v)
 	}
-	return string(b), nil
+	return journal.Position{Scope: scope, Key: key}, nil
 }
 
 func (h *handler) show(w http.ResponseWriter, r *http.Request) error {

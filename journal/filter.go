@@ -2,7 +2,9 @@ package journal
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -15,6 +17,37 @@ type Filter struct {
 	Review        bool      // only records with a review reason
 	CreatedBefore time.Time // only records created before it; zero means no bound
 	Limit         int       // at most this many; 0 means no limit
+	// After: only records after this (Scope, Key) in List's order, for
+	// paging: pass the Scope and Key of the last record of the previous
+	// page, and the next page costs what it returns, not the records
+	// before it. It need not name a record that exists (one pruned since
+	// is fine); one with a NUL byte is refused (ErrInvalid). The zero
+	// Position means no bound.
+	After Position
+}
+
+// Position is a place in List's (Scope, Key) order: byte order of the
+// scope, then of the key.
+type Position struct {
+	Scope, Key string
+}
+
+// checkAfter refuses a bound no record could hold: with a NUL byte, the
+// key index's byte order and (Scope, Key) order part, and PostgreSQL's
+// text holds none.
+func (f *Filter) checkAfter() error {
+	if strings.IndexByte(f.After.Scope, 0) >= 0 || strings.IndexByte(f.After.Key, 0) >= 0 {
+		return errorf("NUL byte in Filter.After: %w", ErrInvalid)
+	}
+	return nil
+}
+
+// matchAfter applies f.After to a record's scope and key.
+func (f *Filter) matchAfter(scope, key string) bool {
+	if f.After == (Position{}) {
+		return true
+	}
+	return cmp.Or(strings.Compare(scope, f.After.Scope), strings.Compare(key, f.After.Key)) > 0
 }
 
 // openOnly reports whether every record f selects is open, so that List can

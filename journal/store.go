@@ -1028,9 +1028,12 @@ func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, []
 
 // List returns the records f selects, in (Scope, Key) order. A filter on
 // open states only reads the open records; any other filter walks the key
-// index (only the scope's part of it when f names one) and reads each
-// record it selects.
+// index (only the scope's part of it when f names one, from f.After on
+// when f has one) and reads each record it selects.
 func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
+	if err := f.checkAfter(); err != nil {
+		return nil, errorf("journal: list: %w", err)
+	}
 	over := s.overlaid()
 	wide := f
 	wide.Limit = widen(f.Limit, over)
@@ -1040,7 +1043,7 @@ func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 	}
 	if over != nil {
 		out = merge(out, over, func(r *Record) bool {
-			return f.matchScope(recordKey(r.Scope, r.Key)) && f.matchState(r.State, r.Review) && f.matchCreated(r)
+			return f.matchScope(recordKey(r.Scope, r.Key)) && f.matchAfter(r.Scope, r.Key) && f.matchState(r.State, r.Review) && f.matchCreated(r)
 		}, byKey, f.Limit)
 	}
 	return out, nil
@@ -1059,13 +1062,24 @@ func (s *Store) list(ctx context.Context, f Filter) ([]*Record, error) {
 		if err != nil {
 			return err
 		}
-		var prefix []byte
+		var prefix, start []byte
+		if f.Scope != "" {
+			prefix = recordKey(f.Scope, "")
+			start = prefix
+		}
+		if f.After != (Position{}) {
+			// The least key above the bound's: no stored key holds a NUL
+			// byte past its scope's, and the index is in byte order,
+			// which is (Scope, Key) order.
+			if after := append(recordKey(f.After.Scope, f.After.Key), 0); bytes.Compare(after, start) > 0 {
+				start = after
+			}
+		}
 		var k, sk []byte
-		if f.Scope == "" {
+		if start == nil {
 			k, sk, err = c.first()
 		} else {
-			prefix = recordKey(f.Scope, "")
-			k, sk, err = c.seek(prefix)
+			k, sk, err = c.seek(start)
 		}
 		// Keys and values stay valid until the transaction ends.
 		for ; err == nil && k != nil && bytes.HasPrefix(k, prefix); k, sk, err = c.next() {
@@ -1118,7 +1132,7 @@ func listOpen(tx *bolt.Tx, f *Filter, out *[]*Record) error {
 		if err != nil {
 			return errorf("record %x: %w", k, err)
 		}
-		if f.matchScope(recordKey(r.Scope, r.Key)) && f.matchCreated(r) {
+		if f.matchScope(recordKey(r.Scope, r.Key)) && f.matchAfter(r.Scope, r.Key) && f.matchCreated(r) {
 			*out = append(*out, r)
 		}
 	}

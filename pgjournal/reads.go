@@ -152,6 +152,14 @@ func (s *Store) List(ctx context.Context, f journal.Filter) ([]*journal.Record, 
 		}
 		where = append(where, "scope = "+arg(f.Scope))
 	}
+	if f.After != (journal.Position{}) {
+		if strings.IndexByte(f.After.Scope, 0) >= 0 || strings.IndexByte(f.After.Key, 0) >= 0 {
+			return nil, errorf("list: NUL byte in Filter.After: %w", journal.ErrInvalid) // as the bbolt journal refuses it
+		}
+		// A row comparison the primary key's index answers, in the
+		// columns' "C" collation: byte order, as the bbolt journal lists.
+		where = append(where, "(scope, key) > ("+arg(f.After.Scope)+", "+arg(f.After.Key)+")")
+	}
 	if len(f.States) > 0 {
 		states := make([]string, len(f.States))
 		for i, st := range f.States {

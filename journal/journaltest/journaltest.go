@@ -715,6 +715,20 @@ func testList(t *testing.T, s idem.Store) {
 		{"limit", journal.Filter{Limit: 2}, []string{"a-first/k", "acct/k0"}},
 		{"pending limit", journal.Filter{States: []journal.State{journal.StatePending}, Limit: 3}, []string{"a-first/k", "acct/k0", "acct/k6"}},
 		{"failed", journal.Filter{States: []journal.State{journal.StateFailed}}, nil},
+		// After is the admin handler's page cursor: the last (scope, key)
+		// of the previous page, which a prune may have deleted since.
+		{"after", journal.Filter{After: journal.Position{Scope: "acct", Key: "k4"}}, []string{"acct/k5", "acct/k6", "acct/k7"}},
+		{"after a key not stored", journal.Filter{After: journal.Position{Scope: "acct", Key: "k4x"}}, []string{"acct/k5", "acct/k6", "acct/k7"}},
+		{"after the last", journal.Filter{After: journal.Position{Scope: "acct", Key: "k7"}}, nil},
+		{"after a scope, key empty", journal.Filter{After: journal.Position{Scope: "a-first"}}, []string{"a-first/k", "acct/k0", "acct/k1", "acct/k2", "acct/k3", "acct/k4", "acct/k5", "acct/k6", "acct/k7"}},
+		{"after a prefix of a scope", journal.Filter{After: journal.Position{Scope: "acc", Key: "zz"}}, []string{"acct/k0", "acct/k1", "acct/k2", "acct/k3", "acct/k4", "acct/k5", "acct/k6", "acct/k7"}},
+		{"after, limit", journal.Filter{After: journal.Position{Scope: "a-first", Key: "k"}, Limit: 2}, []string{"acct/k0", "acct/k1"}},
+		{"after, in a scope", journal.Filter{Scope: "acct", After: journal.Position{Scope: "acct", Key: "k5"}}, []string{"acct/k6", "acct/k7"}},
+		{"after, before a scope", journal.Filter{Scope: "acct", After: journal.Position{Scope: "a-first", Key: "z"}, Limit: 1}, []string{"acct/k0"}},
+		{"after, past a scope", journal.Filter{Scope: "a-first", After: journal.Position{Scope: "acct", Key: "k0"}}, nil},
+		{"after, open", journal.Filter{Open: true, After: journal.Position{Scope: "acct", Key: "k3"}}, []string{"acct/k4", "acct/k5", "acct/k6", "acct/k7"}},
+		{"after, review", journal.Filter{Review: true, After: journal.Position{Scope: "acct", Key: "k3"}}, []string{"acct/k4"}},
+		{"after, pending limit", journal.Filter{States: []journal.State{journal.StatePending}, After: journal.Position{Scope: "acct", Key: "k0"}, Limit: 1}, []string{"acct/k6"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -722,6 +736,12 @@ func testList(t *testing.T, s idem.Store) {
 			require.NoError(t, err)
 			require.Equal(t, tt.want, nilIfEmpty(keys(got)), "List(%+v)", tt.f)
 		})
+	}
+	// No record holds a NUL byte, and with one the key index's byte
+	// order and (Scope, Key) order part.
+	for _, after := range []journal.Position{{Scope: "acct\x00k", Key: "k1"}, {Scope: "acct", Key: "k1\x00"}} {
+		_, err := s.List(ctx, journal.Filter{After: after})
+		require.ErrorIs(t, err, journal.ErrInvalid, "List(After: %q)", after)
 	}
 }
 
