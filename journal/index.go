@@ -411,19 +411,31 @@ func (g *getter) putRecord(tx *bolt.Tx, sk, rk []byte, old, r *Record, enc []byt
 // has its key entry, and each index holds exactly the records that belong
 // in it, under the right time. It reads the whole journal; it is for tests
 // and tools. A record written by a newer idem (a rollback left it) is not
-// this build's to read: its index entries are taken as they are, and
-// newer counts such records.
+// this build's to read, and newer counts such records; its bucket still
+// says which index it belongs in, so it must have one entry there, at
+// whatever time, and one key entry: one without its due entry is an
+// operation the newer idem, upgraded to again, would never find due.
 func check(tx *bolt.Tx) (newer int, _ error) {
 	var errs []error
 	want := map[string]string{} // index bucket + "/" + index key -> record key
 	keys := tx.Bucket(bucketKeys)
-	seen := map[string]bool{}   // sequence keys of the records
-	unread := map[string]bool{} // those of the records written by a newer idem
+	seen := map[string]bool{} // sequence keys of the records
+	// Those of the records written by a newer idem, to the index their
+	// bucket puts them in, and how many entries each has in it and in
+	// the key index.
+	unread := map[string][]byte{}
+	indexed, keyed := map[string]int{}, map[string]int{}
 	for _, name := range [][]byte{bucketOpen, bucketDone} {
 		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
 			r, err := decode(v)
 			if errors.Is(err, ErrVersion) {
-				seen[string(k)], unread[string(k)] = true, true
+				if seen[string(k)] {
+					errs = append(errs, errorf("record %x, written by a newer idem: stored twice", k))
+				}
+				seen[string(k)], unread[string(k)] = true, bucketDue
+				if bytes.Equal(name, bucketDone) {
+					unread[string(k)] = bucketSettled
+				}
 				return nil
 			}
 			if err != nil {
@@ -456,6 +468,9 @@ func check(tx *bolt.Tx) (newer int, _ error) {
 		if !seen[string(sk)] {
 			errs = append(errs, errorf("key index: stray entry %q", rk))
 		}
+		if _, ok := unread[string(sk)]; ok {
+			keyed[string(sk)]++
+		}
 		return nil
 	})
 	if err != nil {
@@ -468,7 +483,12 @@ func check(tx *bolt.Tx) (newer int, _ error) {
 				id += "=" + string(v)
 			}
 			_, ok := want[id]
-			if !ok && !(len(k) > timeKeySize && unread[string(k[timeKeySize:])]) {
+			switch {
+			case ok:
+			case len(k) > timeKeySize && bytes.Equal(unread[string(k[timeKeySize:])], name) &&
+				(bytes.Equal(name, bucketDue) || bytes.Equal(keys.Get(v), k[timeKeySize:])):
+				indexed[string(k[timeKeySize:])]++
+			default:
 				errs = append(errs, errorf("%s index: stray entry %x", name, k))
 			}
 			delete(want, id)
@@ -480,6 +500,20 @@ func check(tx *bolt.Tx) (newer int, _ error) {
 	}
 	for id, rk := range want {
 		errs = append(errs, errorf("record %q: missing index entry %q", rk, id))
+	}
+	for sk, index := range unread {
+		switch n := keyed[sk]; {
+		case n == 0:
+			errs = append(errs, errorf("record %x, written by a newer idem: missing its key entry", sk))
+		case n > 1:
+			errs = append(errs, errorf("record %x, written by a newer idem: %d key entries", sk, n))
+		}
+		switch n := indexed[sk]; {
+		case n == 0:
+			errs = append(errs, errorf("record %x, written by a newer idem: missing its %s entry", sk, index))
+		case n > 1:
+			errs = append(errs, errorf("record %x, written by a newer idem: %d %s entries", sk, n, index))
+		}
 	}
 	return len(unread), errors.Join(errs...)
 }

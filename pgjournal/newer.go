@@ -18,9 +18,12 @@ var newestVersion = []byte{journal.RecordVersion}
 // ClaimDue leave them out in the query, so that such a record takes no
 // place in their limit (a due record behind it would wait for good) and
 // ClaimDue's transaction, which a record it cannot decode rolls back,
-// never meets one. A damaged record stays in, to fail as damaged.
+// never meets one. A damaged record stays in, to fail as damaged. The
+// magic bytes are decoded from hex rather than written '\xe1de': a
+// database with standard_conforming_strings off reads that backslash as
+// an escape, and a UTF-8 one then refuses the literal, failing every scan.
 func notNewerSQL(n int) string {
-	return fmt.Sprintf(`(substring(data from 1 for 2) <> '\xe1de'::bytea OR substring(data from 3 for 1) <= $%d::bytea)`, n)
+	return fmt.Sprintf(`(substring(data from 1 for 2) <> decode('e1de', 'hex') OR substring(data from 3 for 1) <= $%d::bytea)`, n)
 }
 
 // skippedNewer logs, through WithLogger's logger, an open record written
