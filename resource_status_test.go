@@ -13,12 +13,7 @@ import (
 // A plain resource object carries a status of its own: a payment created
 // declined is a failed payment, whatever the HTTP status says.
 func TestDecodeJSONReadsResourceStatus(t *testing.T) {
-	for _, tt := range []struct {
-		body   string
-		code   int
-		want   idem.Outcome
-		proves bool // false: DecodeJSON must return an error
-	}{
+	requireDecodes(t, []decodeRow{
 		{`{"id":"pay_1","status":"Declined"}`, 201, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "Declined"}, true},
 		{`{"id":"pay_1","status":"DECLINED"}`, 201, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "DECLINED"}, true},
 		{`{"id":"pay_1","status":"rejected"}`, 201, idem.Outcome{State: idem.StateFailed, ResourceID: "pay_1", Reason: "rejected"}, true},
@@ -74,7 +69,21 @@ func TestDecodeJSONReadsResourceStatus(t *testing.T) {
 		{`{"id":12,"error":{"message":"insufficient funds"}}`, 200, idem.Outcome{}, false},
 		{`{"jsonrpc":"2.0","id":1,"result":{"status":"approved"}}`, 200, idem.Outcome{}, false},
 		{`{"id":12,"idempotency_key":"another-key"}`, 201, idem.Outcome{}, false},
-	} {
+	})
+}
+
+// decodeRow is an answer for operation key "k1" and what DecodeJSON must
+// read from it.
+type decodeRow struct {
+	body   string
+	code   int
+	want   idem.Outcome
+	proves bool // false: DecodeJSON must return an error
+}
+
+func requireDecodes(t *testing.T, rows []decodeRow) {
+	t.Helper()
+	for _, tt := range rows {
 		got, err := idem.DecodeJSON(&idem.Answer{Key: "k1", StatusCode: tt.code, Body: []byte(tt.body)})
 		if !tt.proves {
 			require.Errorf(t, err, "DecodeJSON(%d %s) = %+v", tt.code, tt.body, got)

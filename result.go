@@ -114,16 +114,20 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 
 // DecodeJSON is the default Decoder. It accepts a JSON object with
 // "state" ("succeeded", "failed", "processing"; "pending" means processing)
-// and "resourceId" (required for succeeded), plus an optional "reason"; or a
+// and "resourceId" (required for succeeded; for the others an "id" stands
+// in for it), plus an optional "reason"; or a
 // plain resource object with an "id" that is a non-empty string or a
 // positive integer (Mercado Pago's payments: its digits are the resource
-// id; no other number names a resource), taken as succeeded
+// id; no other number names a resource), whose status is its "status",
+// or its "state" when that holds none of the words above (Revolut
+// Business's transactions: "completed", "declined") and "status" holds
+// none of those below, taken as succeeded
 // (as processing when the status is 202 Accepted: not completed, unless
-// its "status" says it is done: "authorized" or "authorised",
+// its status says it is done: "authorized" or "authorised",
 // "captured", "paid", "succeeded", "completed", "approved", "settled" or
 // "card verified", as in Checkout.com's 202 replay of a processed
 // payment) unless
-// its "status" says the server refused to carry it out: "failed",
+// its status says the server refused to carry it out: "failed",
 // "declined", "rejected", "refused" or "denied" (in any case) make it
 // failed, with the status as the reason, "error" or "errored" prove
 // nothing, and "NotStarted", "Running" or "InProgress" make it
@@ -149,8 +153,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // (an "error" or "errors" member that is not null or empty) or says
 // "success": false (Paymob's declined and pending transactions, beside
 // their "id"), unless its "state" is "failed", nor a JSON-RPC answer (a
-// "jsonrpc" member) without "state": its "id" is the call's, not a
-// resource's.
+// "jsonrpc" member) without one of the "state" words above: its "id" is
+// the call's, not a resource's.
 // A submit answered 201 Created or 204 No Content with no body at all
 // (Klarna's captures and cancels) succeeded: the status is the server's
 // whole answer. A 201's resource is the last segment of its Location's
@@ -199,52 +203,83 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 			// is in "result", in a shape of the method's own.
 			return Outcome{}, fmt.Errorf("%w: a JSON-RPC answer: its \"id\" is the call's", errUndecodable)
 		}
-		done := false
-		if st := v[memStatus]; st.ok {
-			switch resourceStatusOf(st.s) {
-			case statusFailed:
-				return Outcome{State: StateFailed, ResourceID: v[memID].s, Reason: truncate(st.s, 64)}, nil
-			case statusError:
-				return Outcome{}, fmt.Errorf("%w: the resource's status is %q", errUndecodable, truncate(st.s, 64))
-			case statusRunning:
-				// A long-running operation's status monitor: the work
-				// asked for has not finished, whatever the status code.
-				return Outcome{State: StateProcessing, ResourceID: v[memID].s}, nil
-			case statusDone:
-				done = true
-			}
-		}
-		if bytes.Contains(body, []byte(`"purchase_units"`)) {
-			switch declined, all, status := orderPayments(body); {
-			case declined > 0 && declined == all:
-				return Outcome{State: StateFailed, ResourceID: v[memID].s, Reason: truncate(status, 64)}, nil
-			case declined > 0:
-				// One payment taken, another declined: "failed" could have
-				// the taken one made again.
-				return Outcome{}, fmt.Errorf("%w: %d of the order's %d payments are %q", errUndecodable, declined, all, truncate(status, 64))
-			}
-		}
-		if a.StatusCode == http.StatusAccepted && !done {
-			// The resource exists, but 202 says its work is not done: an
-			// asynchronous order may still be declined.
-			return Outcome{State: StateProcessing, ResourceID: v[memID].s}, nil
-		}
-		return Outcome{State: StateSucceeded, ResourceID: v[memID].s}, nil
+		return resourceOutcome(a, body, v[memID].s, v[memStatus])
+	}
+	// The resource's own "id", when the body has one that names it (not a
+	// JSON-RPC call's).
+	id := v[memID].s
+	if v[memJSONRPC].ok {
+		id = ""
 	}
 	resourceID, reason := v[memResourceID].s, v[memReason].s
+	if resourceID == "" {
+		resourceID = id
+	}
 	switch s := strings.ToLower(v[memState].s); s {
 	case "succeeded":
-		if resourceID == "" {
+		if v[memResourceID].s == "" {
 			return Outcome{}, fmt.Errorf("%w: succeeded without \"resourceId\"", errUndecodable)
 		}
 		return Outcome{State: StateSucceeded, ResourceID: resourceID, Reason: reason}, nil
 	case "failed":
 		return Outcome{State: StateFailed, ResourceID: resourceID, Reason: reason}, nil
 	case "processing", "pending":
+		// A resource "pending" (Revolut's transfer) keeps its "id": the
+		// result query that settles it later names the same resource.
 		return Outcome{State: StateProcessing, ResourceID: resourceID}, nil
 	default:
-		return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
+		if id == "" {
+			return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
+		}
+		// A resource object whose status is named "state" (Revolut
+		// Business's transactions: "completed", "declined", "reverted",
+		// developer.revolut.com/docs/business/create-transfer): read
+		// as any resource's status is. Unless a "status" beside it says
+		// more: that "state" may be an address's (EasyPost's Address
+		// object), and a "status" "failed" must not be read as a
+		// resource made.
+		st := v[memState]
+		if v[memStatus].ok && resourceStatusOf(v[memStatus].s) != statusOther {
+			st = v[memStatus]
+		}
+		return resourceOutcome(a, body, id, st)
 	}
+}
+
+// resourceOutcome reads a plain resource object, named id, whose own
+// status is st (see DecodeJSON).
+func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome, error) {
+	done := false
+	if st.ok {
+		switch resourceStatusOf(st.s) {
+		case statusFailed:
+			return Outcome{State: StateFailed, ResourceID: id, Reason: truncate(st.s, 64)}, nil
+		case statusError:
+			return Outcome{}, fmt.Errorf("%w: the resource's status is %q", errUndecodable, truncate(st.s, 64))
+		case statusRunning:
+			// A long-running operation's status monitor: the work
+			// asked for has not finished, whatever the status code.
+			return Outcome{State: StateProcessing, ResourceID: id}, nil
+		case statusDone:
+			done = true
+		}
+	}
+	if bytes.Contains(body, []byte(`"purchase_units"`)) {
+		switch declined, all, status := orderPayments(body); {
+		case declined > 0 && declined == all:
+			return Outcome{State: StateFailed, ResourceID: id, Reason: truncate(status, 64)}, nil
+		case declined > 0:
+			// One payment taken, another declined: "failed" could have
+			// the taken one made again.
+			return Outcome{}, fmt.Errorf("%w: %d of the order's %d payments are %q", errUndecodable, declined, all, truncate(status, 64))
+		}
+	}
+	if a.StatusCode == http.StatusAccepted && !done {
+		// The resource exists, but 202 says its work is not done: an
+		// asynchronous order may still be declined.
+		return Outcome{State: StateProcessing, ResourceID: id}, nil
+	}
+	return Outcome{State: StateSucceeded, ResourceID: id}, nil
 }
 
 // trimBOM is body without a leading UTF-8 byte order mark, which RFC
