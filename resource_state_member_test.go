@@ -38,8 +38,11 @@ func TestDecodeJSONReadsResourceState(t *testing.T) {
 		{revolut("declined"), 200, idem.Outcome{State: idem.StateFailed, ResourceID: id, Reason: "declined"}, true},
 		// "failed" is the envelope's word: failed, and the id is kept.
 		{revolut("failed"), 200, idem.Outcome{State: idem.StateFailed, ResourceID: id}, true},
-		// "pending" is processing, as before, now with the transaction's id.
-		{revolut("pending"), 200, idem.Outcome{State: idem.StateProcessing, ResourceID: id}, true},
+		// "pending" is processing, as before, without the transaction's
+		// id: an "id" beside a running state may be a job's, and a later
+		// answer naming the resource made would read as a second one.
+		{revolut("pending"), 200, idem.Outcome{State: idem.StateProcessing}, true},
+		{`{"id":"job_1","state":"processing"}`, 200, idem.Outcome{State: idem.StateProcessing}, true},
 		// Created, to be processed later or on schedule: the transfer was
 		// made, as a resource of any other status is (202 aside).
 		{revolut("created"), 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: id}, true},

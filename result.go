@@ -114,7 +114,7 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 
 // DecodeJSON is the default Decoder. It accepts a JSON object with
 // "state" ("succeeded", "failed", "processing"; "pending" means processing)
-// and "resourceId" (required for succeeded; for the others an "id" stands
+// and "resourceId" (required for succeeded; for failed an "id" stands
 // in for it), plus an optional "reason"; or a
 // plain resource object with an "id" that is a non-empty string or a
 // positive integer (Mercado Pago's payments: its digits are the resource
@@ -224,9 +224,12 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	case "failed":
 		return Outcome{State: StateFailed, ResourceID: resourceID, Reason: reason}, nil
 	case "processing", "pending":
-		// A resource "pending" (Revolut's transfer) keeps its "id": the
-		// result query that settles it later names the same resource.
-		return Outcome{State: StateProcessing, ResourceID: resourceID}, nil
+		// Only "resourceId" names the resource held for the key: an "id"
+		// beside a running state may be a job's or the request's, and a
+		// later answer naming the resource made would read as a second
+		// one (ReviewMadeTwice). Revolut's pending transfer settles by
+		// the read-back, which names its id.
+		return Outcome{State: StateProcessing, ResourceID: v[memResourceID].s}, nil
 	default:
 		if id == "" {
 			return Outcome{}, fmt.Errorf("%w: unknown state %q", errUndecodable, s)
