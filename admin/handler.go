@@ -242,6 +242,21 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clientError(err)
 	}
+	if past := pastCursor(ops, after); len(past) < len(ops) {
+		// A Store written before Filter.After lists from the start
+		// whatever the bound, and each page would be the first again,
+		// next unchanged: a client following next never ends. Such a
+		// Store is read whole, as every page was before the bound.
+		if len(ops) == f.Limit {
+			whole := f
+			whole.Limit = 0
+			if ops, err = h.c.List(r.Context(), whole); err != nil {
+				return clientError(err)
+			}
+			past = pastCursor(ops, after)
+		}
+		ops = past[:min(len(past), f.Limit)]
+	}
 	page := Page{Operations: []*Operation{}}
 	for _, op := range ops {
 		if len(page.Operations) == limit {
@@ -267,6 +282,19 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
+}
+
+// pastCursor is ops without those up to after, in (scope, key) order.
+func pastCursor(ops []*idem.Operation, after journal.Position) []*idem.Operation {
+	if after == (journal.Position{}) {
+		return ops
+	}
+	c := cursorOf(after.Scope, after.Key)
+	i := 0
+	for i < len(ops) && cursorOf(ops[i].Scope, ops[i].Key) <= c {
+		i++
+	}
+	return ops[i:]
 }
 
 func splitList(v string) []string {

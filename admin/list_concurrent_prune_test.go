@@ -2,9 +2,7 @@ package admin_test
 
 import (
 	"context"
-	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"testing"
 	"time"
 
@@ -64,20 +62,7 @@ func TestListPageSurvivesAConcurrentPrune(t *testing.T) {
 	h := httptest.NewServer(admin.NewHandler(client, admin.WithClock(clock)))
 	t.Cleanup(h.Close)
 	f := &fixture{t: t, admin: h}
-	var keys []string
-	q := url.Values{"limit": {"3"}}
-	for pages := 0; ; pages++ {
-		require.Less(t, pages, 5, "pages")
-		var p admin.Page
-		require.Equal(t, http.StatusOK, f.do(http.MethodGet, "/operations?"+q.Encode(), "", &p))
-		for _, op := range p.Operations {
-			keys = append(keys, op.Key)
-		}
-		if p.Next == "" {
-			break
-		}
-		q.Set("cursor", p.Next)
-	}
+	keys := f.listAll(3, 5)
 	require.Equal(t, 1, store.pruned, "operations pruned between List and the reads")
 	require.Equal(t, []string{"a", "c", "d", "e"}, keys, "every operation left is listed")
 }

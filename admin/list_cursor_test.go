@@ -35,6 +35,14 @@ func (s *recordingStore) List(ctx context.Context, f journal.Filter) ([]*journal
 // listFixture is a journal of n pending operations in scope "payments",
 // order-00 on, and the handler.
 func listFixture(t *testing.T, n int) (*recordingStore, *fixture) {
+	var store *recordingStore
+	f := listFixtureOver(t, n, func(s *recordingStore) idem.Store { store = s; return s })
+	return store, f
+}
+
+// listFixtureOver is listFixture with the client's Store wrap(the
+// recording one).
+func listFixtureOver(t *testing.T, n int, wrap func(*recordingStore) idem.Store) *fixture {
 	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = js.Close() })
@@ -42,13 +50,12 @@ func listFixture(t *testing.T, n int) (*recordingStore, *fixture) {
 		_, err := js.Create(context.Background(), journaltest.NewRecord("payments", fmt.Sprintf("order-%02d", i), epoch))
 		require.NoError(t, err)
 	}
-	store := &recordingStore{Store: js}
-	client, err := idem.New(store)
+	client, err := idem.New(wrap(&recordingStore{Store: js}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	h := httptest.NewServer(admin.NewHandler(client))
 	t.Cleanup(h.Close)
-	return store, &fixture{t: t, admin: h}
+	return &fixture{t: t, admin: h}
 }
 
 // TestListLaterPageReadsOnlyItsPage: a page after the first read every
@@ -85,6 +92,27 @@ func TestListLaterPageReadsOnlyItsPage(t *testing.T) {
 	require.Equal(t, []int{4, 4, 4, 1}, store.read, "records each page's List read")
 	for _, jf := range store.filters {
 		require.Equal(t, 4, jf.Limit, "List's limit: the page and one more")
+	}
+}
+
+// listAll follows next from the first page of limit operations, as idem
+// -url list does, for at most pages pages, and returns the keys listed.
+func (f *fixture) listAll(limit, pages int) []string {
+	f.t.Helper()
+	var keys []string
+	q := url.Values{"limit": {fmt.Sprint(limit)}}
+	for n := 0; ; n++ {
+		require.Less(f.t, n, pages, "pages of %d; listed so far %v", limit, keys)
+		var p admin.Page
+		require.Equal(f.t, http.StatusOK, f.do(http.MethodGet, "/operations?"+q.Encode(), "", &p))
+		for _, op := range p.Operations {
+			keys = append(keys, op.Key)
+		}
+		if p.Next == "" {
+			return keys
+		}
+		require.NotEqual(f.t, q.Get("cursor"), p.Next, "next does not advance")
+		q.Set("cursor", p.Next)
 	}
 }
 
