@@ -393,7 +393,8 @@ type Filter struct {
 	// order, for paging: pass the Scope and Key of the last operation of
 	// the previous page (the journal starts there, rather than read and
 	// drop what comes before). Its Scope is taken as it is, not as the
-	// client's default; the zero Position means no bound.
+	// client's default; the zero Position means no bound; one with a NUL
+	// byte, which no scope or key holds, is refused (ErrInvalidRequest).
 	After journal.Position
 }
 
@@ -418,6 +419,11 @@ func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
 		if !s.Valid() {
 			return nil, fmt.Errorf("%w: List: Filter.States has %q; use the State constants (StateUnknown, …)", ErrInvalidRequest, s)
 		}
+	}
+	if strings.IndexByte(f.After.Scope, 0) >= 0 || strings.IndexByte(f.After.Key, 0) >= 0 {
+		// No operation's scope or key holds one, so no page ends there:
+		// the journal would refuse it as an invalid record.
+		return nil, fmt.Errorf("%w: List: Filter.After has a NUL byte; pass the Scope and Key of the last operation of the previous page", ErrInvalidRequest)
 	}
 	jf := journal.Filter{States: f.States, Open: f.Open, Review: f.Review, Limit: f.Limit, After: f.After}
 	if !f.AllScopes {

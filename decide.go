@@ -105,7 +105,7 @@ func maybeExecuted(a journal.Attempt) bool { return a.MaybeExecuted() }
 type answer struct {
 	status   int
 	unsent   bool // surely never sent (no connection ever took it)
-	resent   bool // net/http sent it twice: its first copy may have executed
+	resent   bool // net/http began another copy after one that may have executed (attemptTrace.resent)
 	cut      bool // the body was not read whole (a read error, or over the cap)
 	replayed bool // marked as the stored answer (Idempotent-Replayed: true, …)
 	// created: a refusal that names the resource the key already created

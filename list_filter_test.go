@@ -8,6 +8,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
 )
 
 // An empty scope is the client's default everywhere: in a Request, in
@@ -69,6 +70,12 @@ func TestListFilter(t *testing.T) {
 	require.Len(t, keys(idem.Filter{AllScopes: true}), 6)
 	require.Equal(t, []string{"default/open-old", "default/settled-old"}, keys(idem.Filter{OlderThan: time.Hour}))
 	require.Equal(t, []string{"default/open-new"}, keys(idem.Filter{Open: true, Limit: 1}))
+	// Paging: After is the last (scope, key) of the page before, whether
+	// or not it still exists.
+	require.Equal(t, []string{"default/open-old-2", "default/settled-new"}, keys(idem.Filter{After: journal.Position{Scope: "default", Key: "open-old"}, Limit: 2}))
+	require.Equal(t, []string{"default/open-old-2"}, keys(idem.Filter{Open: true, After: journal.Position{Scope: "default", Key: "open-new"}}))
+	require.Equal(t, []string{"default/settled-new", "default/settled-old"}, keys(idem.Filter{After: journal.Position{Scope: "default", Key: "pruned"}}))
+	require.Equal(t, []string{"other/elsewhere"}, keys(idem.Filter{AllScopes: true, After: journal.Position{Scope: "default", Key: "settled-old"}}))
 
 	_, err = e.client.List(e.ctx, idem.Filter{AllScopes: true, Scope: "other"})
 	require.ErrorIs(t, err, idem.ErrInvalidRequest)
@@ -79,4 +86,10 @@ func TestListFilter(t *testing.T) {
 	_, err = e.client.List(e.ctx, idem.Filter{States: []idem.State{idem.StateUnknown, "Unknown"}})
 	require.ErrorIs(t, err, idem.ErrInvalidRequest)
 	require.ErrorContains(t, err, `"Unknown"`)
+	// No operation's key holds a NUL byte, so no page ends at one: the
+	// caller's cursor was made or mangled elsewhere, which is the
+	// caller's error, not the journal's.
+	_, err = e.client.List(e.ctx, idem.Filter{After: journal.Position{Scope: "default", Key: "open\x00old"}})
+	require.ErrorIs(t, err, idem.ErrInvalidRequest)
+	require.ErrorContains(t, err, "Filter.After")
 }

@@ -164,10 +164,13 @@ func runUntil(t *testing.T, e *env, end time.Time) {
 }
 
 // runUntilDone is runUntil that also stops Run once done (if not nil)
-// holds, which it asks between Run's steps, so that a test can wait for
-// an outcome Run reaches later on a slower path (a host it took for down
-// on a loaded machine, its operations postponed) without letting a fast
-// path run on to end.
+// holds, so that a test can wait for an outcome Run reaches later on a
+// slower path (a host it took for down on a loaded machine, its
+// operations postponed) without letting a fast path run on to end. done
+// is polled every millisecond while Run runs, not between Run's steps:
+// Run may act, and move the clock up to end, between done first holding
+// and its cancel, so a test checks what Run must not do next after a
+// runUntil that follows, not at done.
 func runUntilDone(t *testing.T, e *env, end time.Time, done func() bool) {
 	t.Helper()
 	held, release := e.clock.HoldFrom(end)
