@@ -100,11 +100,14 @@ func decodeMidtrans(a *idem.Answer) (idem.Outcome, error) {
 const midtransCharge = `{"payment_type":"credit_card","transaction_details":{"order_id":"order-7","gross_amount":145000},` +
 	`"credit_card":{"token_id":"481111-1114-a901971f-2f1b-4781-802a-df326fbf0e9c"}}`
 
-func (m *midtransCharges) submit(t *testing.T) (*idem.Client, *idem.Result, error) {
+func (m *midtransCharges) submit(t *testing.T, opts ...idem.Option) (*idem.Client, *idem.Result, error) {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(srv.Close)
-	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeMidtrans))
+	if opts == nil {
+		opts = []idem.Option{idem.WithDecoder(decodeMidtrans)}
+	}
+	c := clientFor(t, srv, idemtest.NewClock(epoch), append(opts, idem.WithKeyInBody())...)
 	res, err := c.Submit(t.Context(), idem.Request{Key: "order-7", URL: srv.URL + "/v2/charge",
 		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(midtransCharge)})
 	return c, res, err
@@ -144,6 +147,20 @@ func TestStatusCodeEnvelopeRefusalToAResendIsNoFailure(t *testing.T) {
 		defer m.mu.Unlock()
 		require.Equal(t, 0, m.captures, "captures")
 		require.Len(t, m.charges, 1, "charges")
+	})
+
+	// DecodeJSON read the refusal's {"status_code":"406",…,"id":…} as a
+	// resource made, the error's id its own: a charge never made was
+	// succeeded, and the shop ships what nobody paid for.
+	t.Run("the default decoder: a refusal is no charge made", func(t *testing.T) {
+		m := &midtransCharges{refusal: "The request could not be completed due to a conflict with the current state of the target resource, please try again",
+			held: map[string]bool{"order-7": true}}
+		_, res, err := m.submit(t, idem.WithDecoder(idem.DecodeJSON))
+		requireOutcome(t, res, err, idem.StateUnknown, []error{idem.ErrUnknownOutcome}, "", "")
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		require.Equal(t, 0, m.captures, "captures")
+		require.Equal(t, slices.Repeat([]string{midtransCharge}, 5), m.charges, "charges")
 	})
 
 	t.Run("a charge captured at once is settled", func(t *testing.T) {
