@@ -74,6 +74,11 @@ func TestDecodeJSON(t *testing.T) {
 		{`{"id":4.2}`, idem.Outcome{}, true},
 		{`{"id":192036465,"pending":false,"success":false}`, idem.Outcome{}, true}, // Paymob's declined transaction
 		{`{"id":"ord_1","success":true}`, idem.Outcome{State: idem.StateSucceeded, ResourceID: "ord_1"}, false},
+		// Midtrans's refusal in a 200, the error's "id" beside its status_code (docs.midtrans.com/reference/code-4xx).
+		{`{"status_code":"406","status_message":"Duplicate order ID. order_id has already been utilized previously","id":"be929ec4"}`, idem.Outcome{}, true},
+		{`{"status_code":402,"id":"363a8d7f"}`, idem.Outcome{}, true},
+		{`{"status_code":"201","id":"va_1"}`, idem.Outcome{State: idem.StateSucceeded, ResourceID: "va_1"}, false},
+		{`{"status_code":"ok","id":"x_1"}`, idem.Outcome{State: idem.StateSucceeded, ResourceID: "x_1"}, false},
 		{`{"state":"failed","reason":"declined","success":false}`, idem.Outcome{State: idem.StateFailed, Reason: "declined"}, false},
 		{`{"id":""}`, idem.Outcome{}, true},
 		{`{}`, idem.Outcome{}, true},

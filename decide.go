@@ -570,7 +570,9 @@ func carriesError(body []byte) bool {
 // "retMsg":"Too many visits"}, OKX's {"code":"50011"}; success is 0, 200,
 // KuCoin's "200000", Bitget's "00000", "ok" or "success"), or a "status"
 // of "error" or "fail" (HTX's {"status":"error","err-code":…}, JSend's)
-// or an HTTP error's number. Read with no "error" member, such an answer
+// or an HTTP error's number, or a "status_code" that is one, a number or
+// its digits (Midtrans's {"status_code":"406",…} to an order_id it
+// holds). Read with no "error" member, such an answer
 // was a search that found nothing, and a client order id was sent again
 // though the order might have been placed. An order's own "status"
 // ("FILLED") is none of these; a "code" that names a resource reads as
@@ -588,6 +590,13 @@ func envelopeError(body []byte) bool {
 			}
 		case "status":
 			if errorStatus(raw) {
+				return true
+			}
+		case "status_code":
+			// Midtrans's own status, an HTTP number as a string in its
+			// 200 reply ("406" for an order_id it holds); its 2xx
+			// ("201" pending, "202" denied) say what became of a charge.
+			if httpError(raw) {
 				return true
 			}
 		}
@@ -626,6 +635,16 @@ func errorStatus(raw json.RawMessage) bool {
 			return true
 		}
 		return false
+	}
+	return httpError(raw)
+}
+
+// httpError reports whether raw, a JSON number or string of digits, is
+// an HTTP error's number (400 to 599).
+func httpError(raw json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = json.RawMessage(strings.TrimSpace(s))
 	}
 	var n int
 	return json.Unmarshal(raw, &n) == nil && n >= 400 && n < 600

@@ -273,7 +273,8 @@
 // or the idem command). The default window, [DefaultKeyRetention] (20 min),
 // is shorter than common servers' defaults, not than every server's
 // (DynamoDB's token lives 10 min: [KeyRetentionDynamoDB]; Helcim's
-// payment keys 5: [KeyRetentionHelcim]); name yours with
+// payment keys 5: [KeyRetentionHelcim]; Authorize.Net's duplicate
+// window 2: [KeyRetentionAuthorizeNet]); name yours with
 // [WithKeyRetention] or [WithHostKeyRetention] (presets such as
 // [KeyRetentionStripe]). A journaled send time in the future (a clock
 // stepped back) blocks resends for good: [ReviewClockStepped]. So does a

@@ -116,12 +116,7 @@ func (w *wpgOrders) requireSubmits(t *testing.T, authorisations, refusals, n int
 func TestDuplicateOrderReplyToAResendIsNoFailure(t *testing.T) {
 	w := &wpgOrders{lostFirst: true, held: map[string]bool{}}
 	c, res, err := w.submit(t, "4444333322221111")
-	require.NotErrorIs(t, err, idem.ErrFailed, "the authorised order read as failed")
-	require.ErrorIs(t, err, idem.ErrNeedsReview)
-	require.Equal(t, idem.StateUnknown, res.State)
-	op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
-	require.NoError(t, err)
-	require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
+	requireRefusedAfterSend(t, c, res, err, "k", "authorised order")
 	w.requireSubmits(t, 1, 0, 4)
 
 	t.Run("to a first attempt: the code is an earlier order's, failed as a 4xx's would be", func(t *testing.T) {

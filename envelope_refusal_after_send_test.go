@@ -108,14 +108,7 @@ func TestEnvelopeRefusalToAResendIsNoFailure(t *testing.T) {
 
 			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + tt.path,
 				Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(tt.body)})
-			require.NotErrorIs(t, err, idem.ErrFailed, "the order that filled read as failed")
-			require.NotEqual(t, idem.StateFailed, res.State)
-			require.ErrorIs(t, err, idem.ErrNeedsReview)
-
-			op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
-			require.NoError(t, err)
-			require.Equal(t, idem.StateUnknown, op.State)
-			require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
+			requireRefusedAfterSend(t, c, res, err, "ord-9", "order that filled")
 
 			x.mu.Lock()
 			defer x.mu.Unlock()

@@ -302,6 +302,21 @@ func requireOutcome(t testing.TB, res *idem.Result, err error, state idem.State,
 	require.Equal(t, review, res.Review)
 }
 
+// requireRefusedAfterSend asserts that a call whose first send executed,
+// then refused on its resends, ended for a person and never failed: the
+// result and the journaled operation "key" unknown, flagged
+// ReviewRefusedAfterSend. made names what executed, for the message.
+func requireRefusedAfterSend(t testing.TB, c *idem.Client, res *idem.Result, err error, key, made string) {
+	t.Helper()
+	require.NotErrorIs(t, err, idem.ErrFailed, "the "+made+" read as failed")
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, idem.StateUnknown, res.State)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, key)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateUnknown, op.State)
+	require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
+}
+
 // requireDoSendsNothing asserts that an explicit Do of operation "k"
 // returns an error matching kind and sends the vendor no request: it
 // still has answered n submits, each with key "k" in header.

@@ -55,7 +55,7 @@ func scanResult(b []byte) (r resultBody, ok bool) {
 func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 	names := [memMembers]string{memState: "state", memResourceID: "resourceid", memID: "id", memReason: "reason",
 		memKey: "key", memIdemKey: "idempotencykey", memIdemKey2: "idempotency_key", memStatus: "status",
-		memError: "error", memErrors: "errors", memJSONRPC: "jsonrpc", memUnsuccessful: "success"}
+		memError: "error", memErrors: "errors", memJSONRPC: "jsonrpc", memUnsuccessful: "success", memStatusCode: "status_code"}
 	m := 0
 	for m < memMembers && !foldEqual(name, names[m]) {
 		m++
@@ -77,12 +77,16 @@ func (r *resultBody) member(name, b []byte, i int) (int, bool) {
 	if errorMember(m) {
 		return 0, false // whether it holds an error is unmarshalResult's to read
 	}
-	if m == memID && i < len(b) && (b[i] == '-' || '0' <= b[i] && b[i] <= '9') {
+	if (m == memID || m == memStatusCode) && i < len(b) && (b[i] == '-' || '0' <= b[i] && b[i] <= '9') {
 		j, ok := skipNumber(b, i)
 		if !ok {
 			return 0, false
 		}
-		r[m] = idOf(b[i:j])
+		if m == memID {
+			r[m] = idOf(b[i:j])
+		} else {
+			r[m] = codeOf(b[i:j])
+		}
 		return j, true
 	}
 	s, j, ok := scanASCIIString(b, i)

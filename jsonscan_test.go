@@ -24,6 +24,8 @@ func FuzzScanResult(f *testing.F) {
 		`{"id":123456789012345678901234567890}`, `{"id":5,"id":"ord_1"}`,
 		`{"id":7,"success":false,"pending":false}`, `{"id":"x","Success":true,"SUCCESS":false}`, `{"success":"false","id":"x"}`,
 		`{"success":false,"success":null}`, `{"success":0}`, `{"success":falsey}`,
+		`{"status_code":"406","id":"be929ec4"}`, `{"status_code":402,"Status_Code":null}`, `{"STATUS_CODE":-4.06e2}`,
+		`{"status_code":"","id":"x"}`, `{"status_code":"4\u00306"}`, `{"status_code":true}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -324,6 +324,14 @@ const (
 	// shorter than DefaultKeyRetention, so the default charges a card
 	// twice when a resend comes after 5 minutes (a restart, an outage).
 	KeyRetentionHelcim = 5 * time.Minute
+	// KeyRetentionAuthorizeNet: Authorize.Net keeps no idempotency key; it
+	// refuses a transaction with the same card, amount and invoice number
+	// as one within its duplicate window, 120 seconds unless the request's
+	// duplicateWindow setting says otherwise (then name that), with
+	// response reason 11, "A duplicate transaction has been submitted".
+	// Past the window the same request is charged again, so the default
+	// charges a card twice when a resend comes after 2 minutes.
+	KeyRetentionAuthorizeNet = 2 * time.Minute
 )
 
 // KeyWindowMargin is how long before the end of a key window idem stops

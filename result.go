@@ -152,7 +152,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // key proves nothing about this one. Nor does a body that carries an error
 // (an "error" or "errors" member that is not null or empty) or says
 // "success": false (Paymob's declined and pending transactions, beside
-// their "id"), unless its "state" is "failed", nor a JSON-RPC answer (a
+// their "id"), or has a "status_code" that is an HTTP error's number
+// (Midtrans's refusals, 200 OK with the error's "id"), unless its
+// "state" is "failed", nor a JSON-RPC answer (a
 // "jsonrpc" member) without one of the "state" words above: its "id" is
 // the call's, not a resource's.
 // A submit answered 201 Created or 204 No Content with no body at all
@@ -181,15 +183,21 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 			return Outcome{}, fmt.Errorf("%w: the body names key %q, not %q", errUndecodable, truncate(e.s, 64), a.Key)
 		}
 	}
-	if v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok {
+	// Midtrans answers its refusals 200 OK, the error's own "id" beside
+	// its "status_code" ({"status_code":"406","status_message":…,"id":…}).
+	errCode := v[memStatusCode].ok && httpError(json.RawMessage(v[memStatusCode].s))
+	if v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok || errCode {
 		// A 2xx that carries an error (a JSON-RPC error answer, with the
 		// call's "id" beside it), or says "success": false (Paymob's
 		// declined or pending transaction, its "id" beside it), is no
 		// proof of success: its "id" is not a resource made as asked.
 		if !v[memState].ok || !strings.EqualFold(v[memState].s, "failed") {
 			what := "carries an error"
-			if v[memUnsuccessful].ok {
+			switch {
+			case v[memUnsuccessful].ok:
 				what = `says "success": false`
+			case errCode:
+				what = fmt.Sprintf("has status_code %q", truncate(v[memStatusCode].s, 16))
 			}
 			return Outcome{}, fmt.Errorf("%w: the body %s", errUndecodable, what)
 		}
@@ -414,6 +422,9 @@ const (
 	memJSONRPC // "jsonrpc": the "id" is a call's, not a resource's
 	// memUnsuccessful is ok when "success" is false (the JSON literal).
 	memUnsuccessful
+	// memStatusCode is a "status_code" string, or a number's digits: an
+	// API's own status in its 200 reply (Midtrans's "406").
+	memStatusCode
 	memMembers // how many
 )
 
@@ -447,17 +458,34 @@ func unmarshalResult(body []byte) (resultBody, error) {
 		Status     any             `json:"status"`
 		JSONRPC    any             `json:"jsonrpc"`
 		Success    any             `json:"success"`
+		StatusCode json.RawMessage `json:"status_code"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return resultBody{}, err
 	}
 	r := resultBody{memResourceID: {v.ResourceID, v.ResourceID != ""}, memReason: {v.Reason, v.Reason != ""},
 		memID: idOf(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status), memJSONRPC: anyString(v.JSONRPC),
-		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}, memUnsuccessful: {ok: v.Success == false}}
+		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}, memUnsuccessful: {ok: v.Success == false},
+		memStatusCode: codeOf(v.StatusCode)}
 	if v.State != nil {
 		r[memState] = jsonString{*v.State, true}
 	}
 	return r, nil
+}
+
+// codeOf is a "status_code" member, raw: a string, or a number as it is
+// written.
+func codeOf(raw json.RawMessage) jsonString {
+	var s string
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		if json.Unmarshal(raw, &s) == nil {
+			return jsonString{s, true}
+		}
+	case len(raw) > 0 && (raw[0] == '-' || '0' <= raw[0] && raw[0] <= '9'):
+		return jsonString{string(raw), true}
+	}
+	return jsonString{}
 }
 
 // idOf is a resource's "id" member, raw: a string, or a positive integer
