@@ -404,6 +404,8 @@ type Filter struct {
 // Filter.States selects by the journaled state alone: a failed operation
 // with Review set may have executed, and is no failure to offer again
 // under a new key (see the package documentation's "Flagged operations").
+// An operation written by a newer idem (after a rollback) is left out:
+// Stats counts those (Newer, NewerOpen).
 func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err

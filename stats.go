@@ -57,7 +57,13 @@ type Stats struct {
 	// bbolt journal, WithLogger's; pgjournal takes its own WithLogger),
 	// and Prepare or Submit of its key fails with
 	// journal.ErrVersion, so an open one waits for the newer idem.
+	// List leaves them out. Settled ones keep it above zero until the
+	// upgrade (Prune keeps them): alert on NewerOpen.
 	Newer int
+	// NewerOpen counts those of Newer that are open (journal.Stats): no
+	// one settles them until the newer idem runs on the journal again.
+	// 0 unless Complete.
+	NewerOpen int
 }
 
 // Stats reads the journal's counts. It visits every open operation (its
@@ -104,7 +110,7 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 		// made twice as much as for one whose key expired.
 		st.Review = js.Review
 		st.LostLogSegments = js.LostLogSegments
-		st.Newer = js.Newer
+		st.Newer, st.NewerOpen = js.Newer, js.NewerOpen
 	}
 	return st, nil
 }

@@ -129,7 +129,12 @@ type Store interface {
 	// record's. A record's next claim still gets a greater token.
 	Release(ctx context.Context, l journal.Lease) error
 
-	// List returns the records that match f.
+	// List returns the records that match f. It leaves out a record
+	// written by a newer idem, without a place in f.Limit (and a Filter.After
+	// page made only of such records does not end the listing), and fails
+	// on a damaged one (journaltest.NewerListed): during a rollback the
+	// operator still lists this build's operations, and Stats counts the
+	// others (Newer, NewerOpen).
 	List(ctx context.Context, f journal.Filter) ([]*journal.Record, error)
 	// Prune deletes terminal records settled before the cut-off and returns
 	// how many it deleted. It never deletes an open record, nor one

@@ -187,6 +187,13 @@ type Page struct {
 	Operations []*Operation `json:"operations"`
 	// Next is the cursor of the next page; empty on the last one.
 	Next string `json:"next,omitempty"`
+	// NewerRecords counts the journal's records written by a newer idem
+	// (idem.Stats' Newer), which no page lists: after a rollback the
+	// journal leaves them out, flagged ones included, as this build cannot
+	// read them. The whole journal's count, whatever the page's filter;
+	// 0 when the store does not count (idem.Stats.Complete false) or the
+	// count failed (the page is served anyway).
+	NewerRecords int `json:"newer_records"`
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
@@ -280,6 +287,11 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 		last := ops[len(ops)-1]
 		page.Next = encodeCursor(cursorOf(last.Scope, last.Key))
 	}
+	// Counted apart, after the page is read: a Stats that fails must not
+	// cost the operator the list.
+	if st, err := h.c.Stats(r.Context()); err == nil {
+		page.NewerRecords = st.Newer
+	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
 }
@@ -359,6 +371,8 @@ type Stats struct {
 	LostLogSegments int `json:"lost_log_segments"`
 	// Newer: see idem.Stats.
 	Newer int `json:"newer_records"`
+	// NewerOpen: see idem.Stats.
+	NewerOpen int `json:"newer_open_records"`
 }
 
 func (h *handler) stats(w http.ResponseWriter, r *http.Request) error {
@@ -370,7 +384,7 @@ func (h *handler) stats(w http.ResponseWriter, r *http.Request) error {
 		ByState: make(map[string]int), Open: st.Open, Review: st.Review, Total: st.Total, Complete: st.Complete,
 		OldestOpenAge: h.age(st.OldestOpen), OldestUnknownAge: h.age(st.OldestUnknown),
 		RetryTokens: st.RetryTokens, RetryTokensMax: st.RetryTokensMax, RetryTokensByHost: st.RetryTokensByHost,
-		LostLogSegments: st.LostLogSegments, Newer: st.Newer,
+		LostLogSegments: st.LostLogSegments, Newer: st.Newer, NewerOpen: st.NewerOpen,
 	}
 	for s, n := range st.ByState {
 		out.ByState[string(s)] = n

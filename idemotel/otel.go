@@ -51,6 +51,7 @@ const (
 	MetricFlagged           = "idem.operations.flagged"            // gauge {operation}
 	MetricOldestUnknownAge  = "idem.operations.oldest_unknown.age" // gauge s
 	MetricRetryTokens       = "idem.retry_budget.tokens"           // gauge {token}
+	MetricNewerOpen         = "idem.operations.newer_open"         // gauge {operation}
 )
 
 // Attribute keys.
@@ -111,6 +112,7 @@ type Instrumentation struct {
 	attemptDur, operationDur metric.Float64Histogram
 	open, unknown, flagged   metric.Int64ObservableGauge
 	oldestUnknown, tokens    metric.Float64ObservableGauge
+	newerOpen                metric.Int64ObservableGauge
 	prop                     propagation.TraceContext
 	now                      func() time.Time
 	noopTracer               bool // spans are never recorded: skip building them
@@ -184,6 +186,9 @@ func New(opts ...Option) (*Instrumentation, error) {
 	i.tokens, err = m.Float64ObservableGauge(MetricRetryTokens, metric.WithUnit("{token}"),
 		metric.WithDescription("Tokens in the retry budget of the host that holds least."))
 	add(err)
+	i.newerOpen, err = m.Int64ObservableGauge(MetricNewerOpen, metric.WithUnit("{operation}"),
+		metric.WithDescription("Open operations written by a newer idem (a rollback left them): settled by no one until it runs again."))
+	add(err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, errors.Join(errors.New("idemotel: creating instruments"), err)
 	}
@@ -201,7 +206,7 @@ func (i *Instrumentation) Observe(c *idem.Client) (metric.Registration, error) {
 	// observed once per Client, would keep the last Client's value alone,
 	// and one with nothing flagged hide another's flagged operations.
 	i.obsOnce.Do(func() {
-		_, err := i.meter.RegisterCallback(i.observeAll, i.open, i.unknown, i.flagged, i.oldestUnknown, i.tokens)
+		_, err := i.meter.RegisterCallback(i.observeAll, i.open, i.unknown, i.flagged, i.oldestUnknown, i.tokens, i.newerOpen)
 		if err != nil {
 			i.obsErr = errors.Join(errors.New("idemotel: registering gauges"), err)
 		}
@@ -235,6 +240,7 @@ func (i *Instrumentation) observeAll(ctx context.Context, o metric.Observer) err
 		errs                   []error
 		read                   bool
 		open, unknown, flagged int
+		newerOpen              int
 		oldest                 time.Time
 		tokens                 float64
 	)
@@ -248,6 +254,7 @@ func (i *Instrumentation) observeAll(ctx context.Context, o metric.Observer) err
 			continue
 		}
 		open, unknown, flagged = open+st.Open, unknown+st.ByState[idem.StateUnknown], flagged+st.Review
+		newerOpen += st.NewerOpen
 		if !st.OldestUnknown.IsZero() && (oldest.IsZero() || st.OldestUnknown.Before(oldest)) {
 			oldest = st.OldestUnknown
 		}
@@ -262,6 +269,7 @@ func (i *Instrumentation) observeAll(ctx context.Context, o metric.Observer) err
 	o.ObserveInt64(i.open, int64(open))
 	o.ObserveInt64(i.unknown, int64(unknown))
 	o.ObserveInt64(i.flagged, int64(flagged))
+	o.ObserveInt64(i.newerOpen, int64(newerOpen))
 	age := 0.0
 	if !oldest.IsZero() {
 		age = max(0, i.now().Sub(oldest).Seconds())

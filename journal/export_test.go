@@ -74,3 +74,10 @@ func withOverlayMax(n int64) Option {
 // journal_test (its child processes): an hour keeps the applier from
 // copying the log into the file before the child is killed.
 func WithApplyDelayForTest(d time.Duration) Option { return withApplyDelay(d) }
+
+// OpenUnapplied opens the journal at path with its log left unapplied (see
+// withApplyDelay), for a test that then calls Crash.
+func OpenUnapplied(path string) (*Store, error) { return Open(path, withApplyDelay(time.Hour)) }
+
+// Crash is crash, for an external test.
+func (s *Store) Crash(t interface{ Helper() }) { s.crash(t) }

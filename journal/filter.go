@@ -108,6 +108,12 @@ type Stats struct {
 	// in Total only. The scans of open records skip them, so above zero
 	// an open one among them is settled by no one until that idem runs
 	// on the journal again; Get, Update and Create of their keys fail
-	// with ErrVersion.
+	// with ErrVersion. List leaves them all out.
 	Newer int
+	// NewerOpen counts those of Newer that are open: operations no one
+	// settles until the newer idem runs on the journal again. Unlike
+	// Newer, which the settled ones keep above zero until the upgrade
+	// (Prune keeps them), it falls back to zero once the newer idem has
+	// settled them, so an alert can watch it.
+	NewerOpen int
 }

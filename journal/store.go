@@ -1029,7 +1029,10 @@ func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, []
 // List returns the records f selects, in (Scope, Key) order. A filter on
 // open states only reads the open records; any other filter walks the key
 // index (only the scope's part of it when f names one, from f.After on
-// when f has one) and reads each record it selects.
+// when f has one) and reads each record it selects. A record written by a
+// newer idem (a rollback left it) is left out, without a place in
+// f.Limit: Stats counts those (Newer, NewerOpen). A damaged one still
+// fails the call with ErrCorrupt.
 func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 	if err := f.checkAfter(); err != nil {
 		return nil, errorf("journal: list: %w", err)
@@ -1122,6 +1125,9 @@ func listOpen(tx *bolt.Tx, f *Filter, out *[]*Record) error {
 			return err
 		}
 		st, review, err := decodeState(v)
+		if errors.Is(err, ErrVersion) {
+			continue // as listOne skips it
+		}
 		if err != nil {
 			return errorf("record %x: %w", k, err)
 		}
@@ -1155,6 +1161,12 @@ func listOne(f *Filter, rk, v []byte, out *[]*Record) (bool, error) {
 		return true, nil
 	}
 	st, review, err := decodeState(v)
+	if errors.Is(err, ErrVersion) {
+		// Written by a newer idem: not listed, and no place in the
+		// limit, so that the operator's list still works during a
+		// rollback (Stats counts it in Newer).
+		return true, nil
+	}
 	if err != nil {
 		return false, errorf("record %q: %w", rk, err)
 	}
@@ -1368,6 +1380,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	err := s.scan(ctx, func(tx *bolt.Tx) error {
 		st.FileSize = tx.Size()
 		var m mapped
+		var inOpen bool
 		count := func(k, v []byte) error {
 			if err := m.checkKV(k, v); err != nil {
 				return err
@@ -1376,6 +1389,9 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 			if errors.Is(err, ErrVersion) {
 				st.Newer++
 				st.Total++
+				if inOpen {
+					st.NewerOpen++
+				}
 				return nil
 			}
 			if err != nil {
@@ -1385,6 +1401,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 			return nil
 		}
 		for _, name := range [][]byte{bucketOpen, bucketDone} {
+			inOpen = bytes.Equal(name, bucketOpen)
 			b := tx.Bucket(name)
 			m = mappedOf(tx, b)
 			c, err := newScanCursor(tx, b, name)

@@ -133,7 +133,9 @@ func (s *Store) Due(ctx context.Context, by time.Time, limit int) ([]*journal.Re
 	return out, nil
 }
 
-// List returns the records f selects, in (Scope, Key) order.
+// List returns the records f selects, in (Scope, Key) order. A record
+// written by a newer idem is left out (notNewerSQL), as the bbolt
+// journal leaves it out; Stats counts those.
 func (s *Store) List(ctx context.Context, f journal.Filter) ([]*journal.Record, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("list: %w", err)
@@ -176,6 +178,11 @@ func (s *Store) List(ctx context.Context, f journal.Filter) ([]*journal.Record, 
 	if !f.CreatedBefore.IsZero() {
 		where = append(where, "created_ns < "+arg(ns(f.CreatedBefore)))
 	}
+	// Left out in the query, as the bbolt journal leaves it out: a
+	// record written by a newer idem, which scanRecords would fail on,
+	// takes no place in the limit.
+	args = append(args, newestVersion)
+	where = append(where, notNewerSQL(len(args)))
 	q := `SELECT data FROM ` + s.table
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
@@ -246,21 +253,24 @@ func (s *Store) Stats(ctx context.Context) (journal.Stats, error) {
 	defer cancel()
 	st := journal.Stats{ByState: make(map[journal.State]int)}
 	// A record written by a newer idem is counted as the bbolt journal,
-	// which cannot read its state, counts it: in Newer and Total only.
+	// which cannot read its state, counts it: in Newer and Total only,
+	// and in NewerOpen when its open column (the newer idem's) says so,
+	// as the bbolt journal counts one in its open index.
 	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FILTER (WHERE readable), count(*) FILTER (WHERE review AND readable),
-		count(*) FILTER (WHERE NOT readable)
-		FROM (SELECT state, review, `+notNewerSQL(1)+` AS readable FROM `+s.table+`) AS r GROUP BY state`, newestVersion)
+		count(*) FILTER (WHERE NOT readable), count(*) FILTER (WHERE NOT readable AND open)
+		FROM (SELECT state, review, open, `+notNewerSQL(1)+` AS readable FROM `+s.table+`) AS r GROUP BY state`, newestVersion)
 	if err != nil {
 		return journal.Stats{}, errorf("stats: %w", readErr(ctx, err))
 	}
 	var state string
-	var n, review, newer int
-	_, err = pgx.ForEachRow(rows, []any{&state, &n, &review, &newer}, func() error {
+	var n, review, newer, newerOpen int
+	_, err = pgx.ForEachRow(rows, []any{&state, &n, &review, &newer, &newerOpen}, func() error {
 		if n > 0 {
 			st.ByState[journal.State(state)] = n
 		}
 		st.Total += n + newer
 		st.Newer += newer
+		st.NewerOpen += newerOpen
 		st.Review += review
 		if !journal.State(state).Terminal() {
 			st.Open += n

@@ -2,13 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-	bolt "go.etcd.io/bbolt"
 
-	"github.com/idemkit/idem/journal"
+	"github.com/idemkit/idem/journal/journaltest"
 )
 
 // makeNewer makes the record of key in scope "default" one written by a
@@ -16,23 +16,7 @@ import (
 // build's.
 func makeNewer(t *testing.T, path, key string) {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, db.Close()) }()
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		sk := tx.Bucket([]byte("keys")).Get([]byte("default\x00" + key))
-		require.NotNil(t, sk, key)
-		for _, name := range []string{"open.seq", "done.seq"} {
-			b := tx.Bucket([]byte(name))
-			if v := b.Get(sk); v != nil {
-				v = append([]byte(nil), v...)
-				v[2] = journal.RecordVersion + 1
-				return b.Put(sk, v)
-			}
-		}
-		t.Fatalf("no record for %s", key)
-		return nil
-	}))
+	journaltest.MakeNewer(t, path, "default", key)
 }
 
 // TestStatsCountsRecordsFromNewerIdem: after a rollback, idem stats
@@ -80,9 +64,99 @@ func TestStatsAndCheckCountRecordsFromNewerIdem(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Contains(t, stdout, "of which 2 written by a newer idem")
 
-	_, stderr, code = runIdem(t, "list", "-journal", f.path)
-	require.Equal(t, 1, code)
-	t.Log(stderr)
-	require.Contains(t, stderr, "written by a newer idem")
-	require.Contains(t, stderr, "after a rollback, the one it was rolled back from")
+}
+
+// TestListDuringRollback: after a rollback, idem list failed with
+// ErrVersion on any record a newer idem wrote, settled ones included (and
+// Prune keeps those until the upgrade), so the runbook's idem list -review
+// showed nothing for as long as the rollback lasted, this build's own
+// flagged operations included; so did the admin handler's /operations
+// that idem -url lists through. The list leaves them out and says so on
+// stderr, stdout staying the list (one JSON value with -json); the admin
+// page carries the count (newer_records), and stats count the open ones
+// apart (newer_open_records), which fall to zero once they are settled.
+func TestListDuringRollback(t *testing.T) {
+	f := newJournal(t)
+	makeNewer(t, f.path, "k-pending") // open
+	makeNewer(t, f.path, "k-binary")  // settled
+	const note = "idem: 2 records written by a newer idem are not listed (1 of them open; idem stats)"
+
+	stdout, stderr, code := runIdem(t, "list", "-review", "-journal", f.path)
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `(?m)^k-unknown\s+default\s+unknown\s`, stdout, "this build's flagged operation")
+	require.Equal(t, 2, strings.Count(stdout, "\n"), "heading and one operation: %s", stdout)
+	require.Contains(t, stderr, note)
+
+	stdout, stderr, code = runIdem(t, "list", "-json", "-journal", f.path)
+	require.Equal(t, 0, code, stderr)
+	var recs []struct {
+		Key string `json:"key"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &recs), stdout)
+	var keys []string
+	for _, r := range recs {
+		keys = append(keys, r.Key)
+	}
+	require.ElementsMatch(t, []string{"k-unknown", "k-succeeded", "k-failed", "k-other"}, keys)
+	require.Contains(t, stderr, note)
+
+	stdout, stderr, code = runIdem(t, "stats", "-journal", f.path)
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `(?m)^  by a newer idem\s+2$`, stdout)
+	require.Regexp(t, `(?m)^    of them open\s+1$`, stdout)
+
+	url := serveJournal(t, f.path)
+	stdout, stderr, code = runIdem(t, "-url", url, "list", "-review")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `(?m)^k-unknown\s+default\s+unknown\s`, stdout)
+	require.Equal(t, 2, strings.Count(stdout, "\n"), stdout)
+	require.Contains(t, stderr, note)
+
+	var page struct {
+		Operations []struct {
+			Key string `json:"key"`
+		} `json:"operations"`
+		Next  string `json:"next"`
+		Newer *int   `json:"newer_records"`
+	}
+	getJSON(t, url+"operations?flagged=true", &page)
+	require.Len(t, page.Operations, 1)
+	require.Equal(t, "k-unknown", page.Operations[0].Key)
+	require.Empty(t, page.Next)
+	require.NotNil(t, page.Newer)
+	require.Equal(t, 2, *page.Newer)
+	// Pages of one: the records left out take no place in a page, and no
+	// page made of them alone ends the listing.
+	var paged []string
+	for cursor := ""; ; {
+		page.Operations, page.Next = nil, ""
+		getJSON(t, url+"operations?limit=1&cursor="+cursor, &page)
+		for _, op := range page.Operations {
+			paged = append(paged, op.Key)
+		}
+		if page.Next == "" {
+			break
+		}
+		require.Less(t, len(paged), 10, "paging ends")
+		cursor = page.Next
+	}
+	require.Equal(t, []string{"k-other", "k-failed", "k-succeeded", "k-unknown"}, paged)
+
+	var st struct {
+		Newer     int `json:"newer_records"`
+		NewerOpen int `json:"newer_open_records"`
+	}
+	getJSON(t, url+"stats", &st)
+	require.Equal(t, 2, st.Newer)
+	require.Equal(t, 1, st.NewerOpen)
+}
+
+// getJSON decodes the JSON answer of a GET of url into out.
+func getJSON(t *testing.T, url string, out any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, url)
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
 }

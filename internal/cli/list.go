@@ -2,6 +2,7 @@ package cli
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"strconv"
@@ -115,7 +116,11 @@ func (e *env) listRecords(name string, f journal.Filter, olderThan time.Duration
 	}
 	if b != nil {
 		defer closeBackend(b, &err)
-		return b.List(e.ctx, f, olderThan, scope)
+		if recs, err = b.List(e.ctx, f, olderThan, scope); err != nil {
+			return nil, err
+		}
+		e.notListed(b.Stats)
+		return recs, nil
 	}
 	s, err := e.open(name, false)
 	if err != nil {
@@ -126,5 +131,22 @@ func (e *env) listRecords(name string, f journal.Filter, olderThan time.Duration
 	if err != nil {
 		return nil, explain(s.Path(), err)
 	}
+	e.notListed(s.Stats)
 	return recs, nil
+}
+
+// notListed tells the operator, on stderr (list -json's stdout stays one
+// JSON value), how many records a newer idem wrote: after a rollback the
+// journal leaves them out of every list, the flagged ones included, and a
+// list that hid them silently would read as "nothing else to look at".
+// The count is the whole journal's, whatever list's filter: this build
+// cannot read their state to filter them. Stats failing costs only the
+// note, not the list the operator asked for.
+func (e *env) notListed(stats func(context.Context) (journal.Stats, error)) {
+	st, err := stats(e.ctx)
+	if err != nil || st.Newer == 0 {
+		return
+	}
+	fmt.Fprintf(e.stderr, "idem: %d records written by a newer idem are not listed (%d of them open; idem stats): "+
+		"idem was rolled back, and only the newer idem's idem command reads them\n", st.Newer, st.NewerOpen)
 }

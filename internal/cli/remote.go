@@ -207,7 +207,7 @@ func (r *remote) Stats(ctx context.Context) (journal.Stats, error) {
 	if err := r.call(ctx, http.MethodGet, "stats", nil, nil, &st); err != nil {
 		return journal.Stats{}, err
 	}
-	out := journal.Stats{ByState: map[journal.State]int{}, Open: st.Open, Review: st.Review, Total: st.Total, Newer: st.Newer}
+	out := journal.Stats{ByState: map[journal.State]int{}, Open: st.Open, Review: st.Review, Total: st.Total, Newer: st.Newer, NewerOpen: st.NewerOpen}
 	for s, n := range st.ByState {
 		out.ByState[journal.State(s)] = n
 	}

@@ -17,6 +17,8 @@ type statsJSON struct {
 	FileSize int64                 `json:"file_size"`
 	// Newer: records written by a newer idem (journal.Stats).
 	Newer int `json:"newer_records"`
+	// NewerOpen: those of Newer that are open (journal.Stats).
+	NewerOpen int `json:"newer_open_records"`
 }
 
 func cmdStats(e *env, args []string) (err error) {
@@ -59,7 +61,7 @@ func cmdStats(e *env, args []string) (err error) {
 	}
 	if *asJSON {
 		out := statsJSON{Journal: where, ByState: map[journal.State]int{}, Open: st.Open,
-			Review: st.Review, Total: st.Total, FileSize: st.FileSize, Newer: st.Newer}
+			Review: st.Review, Total: st.Total, FileSize: st.FileSize, Newer: st.Newer, NewerOpen: st.NewerOpen}
 		for _, state := range allStates {
 			out.ByState[state] = st.ByState[state]
 		}
@@ -76,6 +78,7 @@ func cmdStats(e *env, args []string) (err error) {
 	if st.Newer > 0 {
 		// Counted in total only: this build cannot read their state.
 		line("by a newer idem", st.Newer)
+		line("  of them open", st.NewerOpen)
 		fmt.Fprintln(e.stdout, "  (idem was rolled back: nothing settles these until the newer idem runs again; "+
 			"its idem command shows them)")
 	}

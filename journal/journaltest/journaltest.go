@@ -29,6 +29,9 @@
 // [NewerOpenRecord] checks, on a Store holding a record a newer idem
 // wrote, that the scans of open records skip it and that its key stays
 // refused ([journal.ErrVersion]); a Store's test plants that record.
+// [NewerListed] checks that List leaves such records out, settled and
+// open, and Stats counts them (on records [CreateNewerListRecords] wrote,
+// [NewerListKeys] planted).
 //
 // Call it from a test of the implementation, with a function that opens a
 // new, empty Store:
