@@ -28,12 +28,12 @@
 // one click on another site could otherwise settle a payment as failed.
 //
 // A list without scope covers every scope, in (scope, key) order; its
-// answer is {"operations": [...], "next": C, "newer_records": N}, and next
-// is the cursor of the following page (absent on the last; a page that
-// lost operations pruned while it was read holds fewer than limit, and
-// still has next). newer_records counts the journal's records written by
-// a newer idem (a rollback left them), which no page lists: above zero,
-// the list is not the whole journal. Errors are
+// answer is {"operations": [...], "next": C}, and next is the cursor of
+// the following page (absent on the last; a page that lost operations
+// pruned while it was read holds fewer than limit, and still has next).
+// No page lists a record written by a newer idem (a rollback left them);
+// /stats counts them (newer_records): above zero, the list is not the
+// whole journal. Errors are
 // {"error": {"code", "message"}} with status 400 (bad_request: a bad
 // filter, a missing by or reason), 404 (not_found: unknown key or
 // endpoint), 403 (forbidden: a cross-site browser request, or one

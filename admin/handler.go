@@ -187,13 +187,6 @@ type Page struct {
 	Operations []*Operation `json:"operations"`
 	// Next is the cursor of the next page; empty on the last one.
 	Next string `json:"next,omitempty"`
-	// NewerRecords counts the journal's records written by a newer idem
-	// (idem.Stats' Newer), which no page lists: after a rollback the
-	// journal leaves them out, flagged ones included, as this build cannot
-	// read them. The whole journal's count, whatever the page's filter;
-	// 0 when the store does not count (idem.Stats.Complete false) or the
-	// count failed (the page is served anyway).
-	NewerRecords int `json:"newer_records"`
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
@@ -286,11 +279,6 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) error {
 		// start after the last one it returned, read or pruned.
 		last := ops[len(ops)-1]
 		page.Next = encodeCursor(cursorOf(last.Scope, last.Key))
-	}
-	// Counted apart, after the page is read: a Stats that fails must not
-	// cost the operator the list.
-	if st, err := h.c.Stats(r.Context()); err == nil {
-		page.NewerRecords = st.Newer
 	}
 	writeJSON(w, http.StatusOK, page)
 	return nil
