@@ -32,8 +32,9 @@ const (
 	// server's window being shorter still. Some APIs' windows are shorter
 	// than this: DynamoDB's TransactWriteItems token lives 10 min
 	// (KeyRetentionDynamoDB), Helcim's Payment API keys 5 min
-	// (KeyRetentionHelcim); name such a window, or idem resends a key
-	// the server has forgotten. Name
+	// (KeyRetentionHelcim), Authorize.Net's duplicate window 2 min
+	// (KeyRetentionAuthorizeNet); name such a window, or idem resends a
+	// key the server has forgotten. Name
 	// the server's documented window with WithKeyRetention or
 	// WithHostKeyRetention (presets: KeyRetentionStripe, …) to resend
 	// for longer.

@@ -128,13 +128,14 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "card verified", as in Checkout.com's 202 replay of a processed
 // payment) unless
 // its status says the server refused to carry it out: "failed",
-// "declined", "rejected", "refused" or "denied" (in any case) make it
-// failed, with the status as the reason, "error" or "errored" prove
-// nothing, and "NotStarted", "Running" or "InProgress" make it
-// processing whatever the status code: a long-running operation's status
-// monitor (the Azure REST API Guidelines' and ARM's, polled with 200 OK
-// while it runs), whose "id" names the operation, says its work is not
-// done. A payment created declined (Checkout.com's "Declined", Mercado
+// "declined", "rejected", "refused", "denied" or "soft_declined" (in any
+// case) make it failed, with the status as the reason, "error" or
+// "errored" prove nothing, and "NotStarted", "Running" or "InProgress"
+// make it processing whatever the status code: a long-running
+// operation's status monitor (the Azure REST API Guidelines' and ARM's,
+// polled with 200 OK while it runs), whose "id" names the operation,
+// says its work is not done; so do "declining" and "failing", a refusal
+// under way (Revolut Merchant's payments). A payment created declined (Checkout.com's "Declined", Mercado
 // Pago's "rejected", PayPal's "DECLINED") is a failed payment, not a
 // success. So is a PayPal order whose payments (purchase_units[].payments'
 // captures and authorizations) all have such a status, whatever the
@@ -378,21 +379,24 @@ const (
 	// statusRunning: the operation asked for has not finished, even in a
 	// 200 or 201: a long-running operation's status monitor, polled with
 	// 200 OK while it runs (the Azure REST API Guidelines' "NotStarted"
-	// and "Running", ARM's "InProgress"). Not a created resource's own
-	// state (a payment "pending"), which DecodeJSON takes as created.
+	// and "Running", ARM's "InProgress"), or a refusal under way. Not a
+	// created resource's own state (a payment "pending"), which
+	// DecodeJSON takes as created.
 	statusRunning
 )
 
 // resourceStatusOf reads a resource's status word.
 func resourceStatusOf(s string) resourceStatus {
 	switch strings.ToLower(s) {
-	case "failed", "declined", "rejected", "refused", "denied":
+	case "failed", "declined", "rejected", "refused", "denied", "soft_declined":
 		return statusFailed
 	case "error", "errored":
 		return statusError
 	case "authorized", "authorised", "captured", "paid", "succeeded", "completed", "approved", "settled", "card verified":
 		return statusDone
-	case "notstarted", "running", "inprogress":
+	case "notstarted", "running", "inprogress", "declining", "failing":
+		// Revolut's payment "declining" or "failing" is a refusal under
+		// way, not a payment made: processing until it says which.
 		return statusRunning
 	}
 	return statusOther
