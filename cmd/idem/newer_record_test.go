@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/admin"
 	"github.com/idemkit/idem/journal"
 	"github.com/idemkit/idem/journal/journaltest"
 )
@@ -195,4 +198,40 @@ func TestCheckNamesRecordsFromNewerIdem(t *testing.T) {
 	require.Equal(t, "k-binary", got.NewerKeys[0].Key)
 	require.Equal(t, "k-pending", got.NewerKeys[1].Key)
 	require.Equal(t, "default", got.NewerKeys[1].Scope)
+}
+
+// TestListWhenStatsFails: idem -url list reads /stats only for its note on
+// the records a newer idem wrote; a /stats that fails (a proxy's 502, a
+// handler whose journal read fails) costs the note, never the list the
+// operator asked for, nor its exit status, nor -json's stdout.
+func TestListWhenStatsFails(t *testing.T) {
+	f := newJournal(t)
+	makeNewer(t, f.path, "k-pending")
+	c, err := idem.Open(f.path)
+	require.NoError(t, err)
+	defer c.Close()
+	statsCalls := 0
+	h := http.StripPrefix("/idem", admin.NewHandler(c))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/stats") {
+			statsCalls++
+			http.Error(w, "bad gateway", http.StatusBadGateway) // as a reverse proxy answers
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+
+	stdout, stderr, code := runIdem(t, "-url", srv.URL+"/idem/", "list", "-review")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `(?m)^k-unknown\s+default\s+unknown\s`, stdout)
+	require.NotContains(t, stderr, "not listed")
+	require.Equal(t, 1, statsCalls)
+
+	stdout, stderr, code = runIdem(t, "-url", srv.URL+"/idem/", "list", "-json")
+	require.Equal(t, 0, code, stderr)
+	var recs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &recs), stdout)
+	require.Len(t, recs, 5)
+	require.Equal(t, 2, statsCalls)
 }
