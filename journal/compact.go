@@ -44,6 +44,11 @@ type CheckReport struct {
 	// not damage, and not checked beyond their first bytes; the newer
 	// idem's check reads them.
 	Newer int
+	// NewerAt names them, in (Scope, Key) order: List leaves them out, and
+	// nothing tells one of them from a record whose version byte was
+	// damaged (records carry no checksum), so this is where an operator
+	// finds them. A record without a key entry (a problem) is not named.
+	NewerAt []Position
 	// Problems lists each inconsistency found, one sentence each; it is
 	// empty when the journal checks out. A file Open already refuses (not
 	// a journal, truncated) gives one problem: Open's error.
@@ -139,9 +144,9 @@ func checkTx(tx *bolt.Tx, f *os.File, rep *CheckReport) ([]error, error) {
 		return nil, withKind(ErrCorrupt, "damaged: %v", err)
 	}
 	var errs []error
-	newer, err := check(tx)
+	newer, newerAt, err := check(tx)
 	if rep != nil {
-		rep.Newer = newer
+		rep.Newer, rep.NewerAt = newer, newerAt
 	}
 	if err != nil {
 		if j, ok := err.(interface{ Unwrap() []error }); ok {

@@ -90,6 +90,7 @@ func TestPruneAndCompactKeepRecordsFromNewerIdem(t *testing.T) {
 	rep, err := journal.Inspect(path)
 	require.NoError(t, err)
 	require.Equal(t, 2, rep.Newer)
+	require.Equal(t, []journal.Position{{Scope: "s", Key: "k0"}, {Scope: "s", Key: "k1"}}, rep.NewerAt, "named: no List shows them")
 	require.Equal(t, 3, rep.Records)
 
 	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})

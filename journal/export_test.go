@@ -20,7 +20,7 @@ func CheckFile(path string) error {
 		for err := range tx.Check() {
 			errs = append(errs, err)
 		}
-		_, err := check(tx)
+		_, _, err := check(tx)
 		return errors.Join(append(errs, err)...)
 	})
 }
@@ -35,7 +35,7 @@ func (s *Store) viewChecked() error {
 		return err
 	}
 	return s.db.View(func(tx *bolt.Tx) error {
-		_, err := check(tx)
+		_, _, err := check(tx)
 		return err
 	})
 }

@@ -415,7 +415,9 @@ func (g *getter) putRecord(tx *bolt.Tx, sk, rk []byte, old, r *Record, enc []byt
 // says which index it belongs in, so it must have one entry there, at
 // whatever time, and one key entry: one without its due entry is an
 // operation the newer idem, upgraded to again, would never find due.
-func check(tx *bolt.Tx) (newer int, _ error) {
+// newerAt names those with a key entry, in (scope, key) order: no List
+// returns them.
+func check(tx *bolt.Tx) (newer int, newerAt []Position, _ error) {
 	var errs []error
 	want := map[string]string{} // index bucket + "/" + index key -> record key
 	keys := tx.Bucket(bucketKeys)
@@ -461,7 +463,7 @@ func check(tx *bolt.Tx) (newer int, _ error) {
 			return nil
 		})
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	err := keys.ForEach(func(rk, sk []byte) error {
@@ -470,11 +472,13 @@ func check(tx *bolt.Tx) (newer int, _ error) {
 		}
 		if _, ok := unread[string(sk)]; ok {
 			keyed[string(sk)]++
+			scope, key, _ := bytes.Cut(rk, []byte{0})
+			newerAt = append(newerAt, Position{Scope: string(scope), Key: string(key)})
 		}
 		return nil
 	})
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for _, name := range [][]byte{bucketDue, bucketSettled} {
 		err := tx.Bucket(name).ForEach(func(k, v []byte) error {
@@ -495,7 +499,7 @@ func check(tx *bolt.Tx) (newer int, _ error) {
 			return nil
 		})
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	for id, rk := range want {
@@ -515,5 +519,5 @@ func check(tx *bolt.Tx) (newer int, _ error) {
 			errs = append(errs, errorf("record %x, written by a newer idem: %d %s entries", sk, n, index))
 		}
 	}
-	return len(unread), errors.Join(errs...)
+	return len(unread), newerAt, errors.Join(errs...)
 }

@@ -1031,8 +1031,10 @@ func (s *Store) due(ctx context.Context, by time.Time, limit int) ([]*Record, []
 // index (only the scope's part of it when f names one, from f.After on
 // when f has one) and reads each record it selects. A record written by a
 // newer idem (a rollback left it) is left out, without a place in
-// f.Limit: Stats counts those (Newer, NewerOpen). A damaged one still
-// fails the call with ErrCorrupt.
+// f.Limit: Stats counts those (Newer, NewerOpen), and Inspect names them
+// (CheckReport.NewerAt). A damaged one still fails the call with
+// ErrCorrupt, unless the damage raised its version byte: records carry no
+// checksum, so it reads as a newer idem's and is left out too.
 func (s *Store) List(ctx context.Context, f Filter) ([]*Record, error) {
 	if err := f.checkAfter(); err != nil {
 		return nil, errorf("journal: list: %w", err)

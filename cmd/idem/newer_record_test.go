@@ -3,11 +3,15 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/admin"
+	"github.com/idemkit/idem/journal"
 	"github.com/idemkit/idem/journal/journaltest"
 )
 
@@ -19,13 +23,12 @@ func makeNewer(t *testing.T, path, key string) {
 	journaltest.MakeNewer(t, path, "default", key)
 }
 
-// TestStatsCountsRecordsFromNewerIdem: after a rollback, idem stats
-// failed with ErrVersion on the first record a newer idem wrote, so the
-// operator saw no counts at all, and idem check called the journal
+// TestStatsAndCheckCountRecordsFromNewerIdem: after a rollback, idem
+// stats failed with ErrVersion on the first record a newer idem wrote, so
+// the operator saw no counts at all, and idem check called the journal
 // damaged (stray index entries) and said to keep a copy of it. Both count
-// such records apart (their state is unreadable), with what that means;
-// idem list stays loud, naming the record and the idem command that
-// reads it.
+// such records apart (their state is unreadable), with what that means
+// (idem list leaves them out: TestListDuringRollback).
 func TestStatsAndCheckCountRecordsFromNewerIdem(t *testing.T) {
 	f := newJournal(t)
 	makeNewer(t, f.path, "k-pending")
@@ -159,4 +162,76 @@ func getJSON(t *testing.T, url string, out any) {
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, url)
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+}
+
+// TestCheckNamesRecordsFromNewerIdem: since List leaves out the records a
+// newer idem wrote, no command of this build named one any more (idem
+// list's error had named the first), so an operator could count them but
+// not find them. Nothing tells such a record from one whose version byte
+// was damaged (a bit flip on a disk: records carry no checksum, and
+// bbolt checks only its pages' structure), and on a journal no newer idem
+// ever wrote that is a flagged payment gone from list -review. idem check,
+// which reads every record, names them, in (scope, key) order.
+func TestCheckNamesRecordsFromNewerIdem(t *testing.T) {
+	f := newJournal(t)
+	makeNewer(t, f.path, "k-pending")
+	// A bit flip of the version byte's top bit reads as a newer version.
+	journaltest.SetRecordByte(t, f.path, "default", "k-binary", 2, journal.RecordVersion|0x80)
+
+	stdout, stderr, code := runIdem(t, "check", "-journal", f.path)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stdout, "of which 2 written by a newer idem")
+	require.Regexp(t, `(?m)^    default/k-binary\n    default/k-pending$`, stdout)
+
+	stdout, stderr, code = runIdem(t, "check", "-journal", f.path, "-json")
+	require.Equal(t, 0, code, stderr)
+	var got struct {
+		Newer     int `json:"newer_records"`
+		NewerKeys []struct {
+			Scope string `json:"scope"`
+			Key   string `json:"key"`
+		} `json:"newer_keys"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	require.Equal(t, 2, got.Newer)
+	require.Len(t, got.NewerKeys, 2, stdout)
+	require.Equal(t, "k-binary", got.NewerKeys[0].Key)
+	require.Equal(t, "k-pending", got.NewerKeys[1].Key)
+	require.Equal(t, "default", got.NewerKeys[1].Scope)
+}
+
+// TestListWhenStatsFails: idem -url list reads /stats only for its note on
+// the records a newer idem wrote; a /stats that fails (a proxy's 502, a
+// handler whose journal read fails) costs the note, never the list the
+// operator asked for, nor its exit status, nor -json's stdout.
+func TestListWhenStatsFails(t *testing.T) {
+	f := newJournal(t)
+	makeNewer(t, f.path, "k-pending")
+	c, err := idem.Open(f.path)
+	require.NoError(t, err)
+	defer c.Close()
+	statsCalls := 0
+	h := http.StripPrefix("/idem", admin.NewHandler(c))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/stats") {
+			statsCalls++
+			http.Error(w, "bad gateway", http.StatusBadGateway) // as a reverse proxy answers
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+
+	stdout, stderr, code := runIdem(t, "-url", srv.URL+"/idem/", "list", "-review")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `(?m)^k-unknown\s+default\s+unknown\s`, stdout)
+	require.NotContains(t, stderr, "not listed")
+	require.Equal(t, 1, statsCalls)
+
+	stdout, stderr, code = runIdem(t, "-url", srv.URL+"/idem/", "list", "-json")
+	require.Equal(t, 0, code, stderr)
+	var recs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &recs), stdout)
+	require.Len(t, recs, 5)
+	require.Equal(t, 2, statsCalls)
 }

@@ -36,6 +36,14 @@ type checkJSON struct {
 	Records  int      `json:"records"`
 	Logged   int      `json:"logged"`
 	Newer    int      `json:"newer_records"`
+	// NewerKeys names the records of Newer (journal.CheckReport.NewerAt).
+	NewerKeys []positionJSON `json:"newer_keys"`
+}
+
+// positionJSON is a record's scope and key.
+type positionJSON struct {
+	Scope string `json:"scope"`
+	Key   string `json:"key"`
 }
 
 const checkHelp = `Verify the journal: bbolt's page check and the journal's own (records decode,
@@ -52,8 +60,15 @@ With -json, check prints one JSON object, also when the journal does not check o
              stopped without closing the journal; its next start applies them)
   newer_records  records written by a newer idem (idem was rolled back): not
              damage; this build reads no more than their version
+  newer_keys each of those, {"scope", "key"}, in (scope, key) order: no list
+             shows them; on a journal no newer idem wrote, they are records
+             whose version byte was damaged
 A journal that cannot be checked at all (missing, locked) prints no JSON: the
 error goes to standard error, as without -json.`
+
+// newerNamed is how many of the records a newer idem wrote check names
+// without -json: a rollback may leave thousands.
+const newerNamed = 20
 
 func cmdCheck(e *env, args []string) error {
 	fs := e.flags("check")
@@ -69,9 +84,13 @@ func cmdCheck(e *env, args []string) error {
 	}
 	if *asJSON {
 		out := checkJSON{Journal: path, OK: err == nil, Problems: rep.Problems,
-			FileSize: rep.FileSize, Pages: rep.Pages, Records: rep.Records, Logged: rep.Logged, Newer: rep.Newer}
+			FileSize: rep.FileSize, Pages: rep.Pages, Records: rep.Records, Logged: rep.Logged, Newer: rep.Newer,
+			NewerKeys: []positionJSON{}}
 		if out.Problems == nil {
 			out.Problems = []string{}
+		}
+		for _, p := range rep.NewerAt {
+			out.NewerKeys = append(out.NewerKeys, positionJSON{Scope: p.Scope, Key: p.Key})
 		}
 		if werr := writeJSON(e.stdout, out); werr != nil {
 			return werr
@@ -88,7 +107,15 @@ func cmdCheck(e *env, args []string) error {
 		}
 		if rep.Newer > 0 {
 			fmt.Fprintf(e.stdout, "  of which %d written by a newer idem (idem was rolled back): this build reads no more than their version; "+
-				"the newer idem's check reads them\n", rep.Newer)
+				"the newer idem's check reads them (on a journal no newer idem wrote: records whose version byte was damaged)\n", rep.Newer)
+			// Named: no list shows them (List leaves them out).
+			for i, p := range rep.NewerAt {
+				if i == newerNamed {
+					fmt.Fprintf(e.stdout, "    … and %d more (-json names them all)\n", len(rep.NewerAt)-i)
+					break
+				}
+				fmt.Fprintf(e.stdout, "    %s/%s\n", clean(p.Scope), clean(p.Key))
+			}
 		}
 	}
 	return nil
