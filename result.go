@@ -135,9 +135,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // operation's status monitor (the Azure REST API Guidelines' and ARM's,
 // polled with 200 OK while it runs), whose "id" names the operation,
 // says its work is not done; so do "declining" and "failing", a refusal
-// under way (Revolut Merchant's payments). A payment created declined (Checkout.com's "Declined", Mercado
-// Pago's "rejected", PayPal's "DECLINED") is a failed payment, not a
-// success. So is a PayPal order whose payments (purchase_units[].payments'
+// under way (Revolut Merchant's payments). A payment created declined
+// (Checkout.com's "Declined", Mercado Pago's "rejected", PayPal's
+// "DECLINED") is a failed payment, not a success. So is a PayPal order whose payments (purchase_units[].payments'
 // captures and authorizations) all have such a status, whatever the
 // order's own ("COMPLETED"); one with some declined and some not proves
 // nothing. Any other status is taken as the resource's creation

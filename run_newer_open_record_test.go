@@ -45,6 +45,12 @@ func TestResumeAndRunOutliveOpenRecordFromNewerIdem(t *testing.T) {
 
 	_, err = e.client.LookupResource(e.ctx, "", "ord_missing")
 	require.ErrorIs(t, err, idem.ErrNotFound, "the scan reads past the newer record")
+	// An event confirmed by its key is refused, not dropped as not this
+	// journal's: the README tells handlers to have it redelivered.
+	_, err = e.client.Confirm(e.ctx, "", "newer", idem.Confirmation{State: idem.StateSucceeded, ResourceID: "ord_1",
+		Source: "stripe-webhook", EventID: "evt_1"})
+	require.ErrorIs(t, err, journal.ErrVersion)
+	require.NotErrorIs(t, err, idem.ErrNotFound)
 
 	// Its key is still taken: a second record or a send would be a
 	// second order once the newer idem settles the first.
