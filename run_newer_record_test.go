@@ -9,7 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/journal"
+	"github.com/idemkit/idem/journal/journaltest"
 )
 
 // TestRunOutlivesSettledRecordFromNewerIdem: after a rollback the journal
@@ -55,18 +55,9 @@ func TestRunOutlivesSettledRecordFromNewerIdem(t *testing.T) {
 // above this build's. It returns the record's bytes.
 func makeNewer(t *testing.T, path, bucket, key string) []byte {
 	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
-	require.NoError(t, err)
-	defer func() { require.NoError(t, db.Close()) }()
-	var written []byte
-	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		sk := tx.Bucket([]byte("keys")).Get([]byte(idem.DefaultScope + "\x00" + key))
-		b := tx.Bucket([]byte(bucket))
-		written = append([]byte(nil), b.Get(sk)...)
-		require.NotEmpty(t, written, "the record of %q in %s", key, bucket)
-		written[2] = journal.RecordVersion + 1
-		return b.Put(sk, written)
-	}))
+	journaltest.MakeNewer(t, path, idem.DefaultScope, key)
+	written := storedRecord(t, path, bucket, key)
+	require.NotEmpty(t, written, "the record of %q in %s", key, bucket)
 	return written
 }
 
