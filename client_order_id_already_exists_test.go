@@ -104,12 +104,7 @@ func TestClientOrderIDAlreadyExistToAResendIsNoFailure(t *testing.T) {
 	req := krakenFuturesRequest(srv.URL)
 
 	res, err := c.Submit(t.Context(), req)
-	require.NotErrorIs(t, err, idem.ErrFailed, "the order resting under the id read as failed")
-	require.ErrorIs(t, err, idem.ErrNeedsReview)
-	require.Equal(t, idem.StateUnknown, res.State)
-	op, err := c.Lookup(t.Context(), idem.DefaultScope, req.Key)
-	require.NoError(t, err)
-	require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
+	requireRefusedAfterSend(t, c, res, err, req.Key, "order resting under the id")
 
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -154,7 +154,8 @@
 // retCode 110072 "OrderLinkedID is duplicate", OKX's sCode 51016) that
 // the Decoder cannot read or reads as failed, or any 2xx with such words
 // it reads as failed (Kraken Futures' "clientOrderIdAlreadyExist" under
-// "result": "success"); "duplicate line item" or "duplicate email" is
+// "result": "success", PayU India's refund "status": 0 "Token already
+// exists"); "duplicate line item" or "duplicate email" is
 // no such answer and fails as any validation error does. A refusal that
 // names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with

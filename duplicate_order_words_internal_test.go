@@ -29,3 +29,25 @@ func TestSaysDuplicateByKeyHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateRefundToken: with the key in a form's var2, PayU
+// India's refund token (docs.payu.in, Error Codes for Refund Initiation),
+// its refusals of a token it holds say the refund under it exists; other
+// words about a token, or "already logged" about anything but the
+// request, do not.
+func TestSaysDuplicateRefundToken(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"status":0,"msg":"Token already exists","error_code":106}`, true},
+		{`{"status":0,"msg":"Request is already logged","error_code":109}`, true},
+		{`{"status":0,"msg":"Invalid payuid","mihpayid":""}`, false},
+		{`{"status":0,"msg":"Token expired"}`, false},
+		{`{"status":0,"msg":"User is already logged in"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "var2", "rfnd-7f3c9a"); got != tc.want {
+			t.Errorf("saysDuplicate(%s, var2) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}

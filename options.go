@@ -470,7 +470,8 @@ func keyHeaderRefusal(canon string) string {
 // carries such an error (Bybit's retCode 110072 "OrderLinkedID is
 // duplicate", OKX's sCode 51016) and which the Decoder cannot read or
 // reads as failed, or any 2xx with such words it reads as failed
-// (Kraken Futures' "clientOrderIdAlreadyExist"): to a first attempt, a
+// (Kraken Futures' "clientOrderIdAlreadyExist", PayU India's refund
+// "Token already exists"): to a first attempt, a
 // copy of which may have placed the order, it is flagged
 // [ReviewKeyInUse], not failed; to a resend after a lost answer it is
 // asked about, and flagged [ReviewRefusedAfterSend] if it persists. So
