@@ -896,7 +896,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) {
 				return true
 			}
-		case joinedAlready(w, about):
+		case joinedAlready(w, about), joinedUnique(w, about):
 			return true
 		}
 	}
@@ -937,6 +937,36 @@ func joinedAlready(w string, about func(string) bool) bool {
 		return false
 	}
 	return about(strings.Trim(w[:at], "_-"))
+}
+
+// joinedUnique reports whether w, one word of a refusal, is a code's name
+// saying its subject (about) is not unique: PayU's 400
+// ERROR_ORDER_NOT_UNIQUE to an extOrderId it holds, lower-cased, which
+// comes with no words of its own (developers.payu.com, Status Codes), or
+// ORDER_ID_NOT_UNIQUE. The subject is the code's last part or parts
+// before "not_unique": a prefix ("error_") is no part of it, and
+// "email_not_unique" or "order_lines_not_unique" names no subject.
+func joinedUnique(w string, about func(string) bool) bool {
+	var rest string
+	var ok bool
+	for _, suffix := range [...]string{"not_unique", "not-unique", "notunique"} {
+		if rest, ok = strings.CutSuffix(w, suffix); ok {
+			break
+		}
+	}
+	if rest = strings.TrimRight(rest, "_-"); !ok || rest == "" {
+		return false
+	}
+	for {
+		if about(rest) {
+			return true
+		}
+		i := strings.IndexAny(rest, "_-")
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+1:]
+	}
 }
 
 // jsonBreaks blanks the escaped line breaks and tabs of a JSON string.

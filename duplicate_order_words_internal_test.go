@@ -51,3 +51,26 @@ func TestSaysDuplicateRefundToken(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateNotUniqueCode: with the key in the body's extOrderId,
+// PayU's ERROR_ORDER_NOT_UNIQUE, a code with no words beside it, says the
+// order under it exists; a code saying another member is not unique does
+// not.
+func TestSaysDuplicateNotUniqueCode(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"status":{"statusCode":"ERROR_ORDER_NOT_UNIQUE"}}`, true},
+		{`{"code":"ORDER_ID_NOT_UNIQUE"}`, true},
+		{`{"code":"ExtOrderIdNotUnique"}`, true},
+		{`{"status":{"statusCode":"ERROR_USER_NOT_UNIQUE"}}`, false},
+		{`{"code":"EMAIL_NOT_UNIQUE"}`, false},
+		{`{"code":"ORDER_LINES_NOT_UNIQUE"}`, false},
+		{`{"code":"NOT_UNIQUE"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "extOrderId", "ord-42"); got != tc.want {
+			t.Errorf("saysDuplicate(%s, extOrderId) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
