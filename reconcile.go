@@ -667,18 +667,21 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		visited[r] = true
 		if probing[r.host] == r {
 			delete(probing, r.host)
-			if news.reach == reachNone {
+			if news.reach == reachNone && !news.exchanged {
 				// A probe that made no exchange of its own (flagged, its
 				// key window over by our clock or by the Date a clock
 				// probe's HEAD taught; a call in flight joined) told
 				// nothing of the host (a HEAD a CDN answers may not
-				// speak for the origin): the next of its operations
-				// probes it, and those passed over meanwhile stay due
-				// for the next pass. Postponed, they were pushed back by
-				// as long as the outage had lasted (up to an hour)
-				// though the host might be back: an order whose key the
-				// server still kept came due past its key window, for a
-				// person.
+				// speak for the origin). One that only asked a result
+				// endpoint elsewhere still counts: were it none, every
+				// due operation of the host would be visited on each
+				// pass while that endpoint is down too. The next of its
+				// operations probes it, and those passed over meanwhile
+				// stay due for the next pass. Postponed, they were
+				// pushed back by as long as the outage had lasted (up to
+				// an hour) though the host might be back: an order whose
+				// key the server still kept came due past its key
+				// window, for a person.
 				delete(probed, r.host)
 			} else {
 				postponed = append(postponed, waiting[r.host]...)
