@@ -564,14 +564,16 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		return false, phase, err
 	}
 	// One visit a pass (and one at a time on each tick of a pass that
-	// lasts, below) probes a host that looks unreachable; the rest of its
-	// operations are postponed, so that its backlog does not hold up the
+	// lasts, below) probes a host that looks unreachable, and one that
+	// made no exchange of its own is none; the rest of its operations
+	// are postponed, so that its backlog does not hold up the
 	// other hosts' operations. A host that asked for rest (429 or 503 with
 	// Retry-After) gets no visit until the rest is over: its operations
 	// are postponed to then. One past the reconciliation deadline is
 	// visited all the same: its visit flags it for review, with no request.
 	probed := map[string]bool{}
-	probing := map[string]ref{} // the probe under way, by host
+	probing := map[string]ref{}   // the probe under way, by host
+	waiting := map[string][]ref{} // by host: passed over while its probe is under way
 	var postponed []ref
 	skip := func(p *ref) bool {
 		r := *p
@@ -589,6 +591,11 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 			probed[r.host] = true
 			probing[r.host] = r
 			return false
+		}
+		if _, on := probing[r.host]; on {
+			// What the probe tells decides (done).
+			waiting[r.host] = append(waiting[r.host], r)
+			return true
 		}
 		postponed = append(postponed, r)
 		return true
@@ -660,6 +667,26 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		visited[r] = true
 		if probing[r.host] == r {
 			delete(probing, r.host)
+			if news.reach == reachNone && !news.exchanged {
+				// A probe that made no exchange of its own (flagged, its
+				// key window over by our clock or by the Date a clock
+				// probe's HEAD taught; a call in flight joined) told
+				// nothing of the host (a HEAD a CDN answers may not
+				// speak for the origin). One that only asked a result
+				// endpoint elsewhere still counts: were it none, every
+				// due operation of the host would be visited on each
+				// pass while that endpoint is down too. The next of its
+				// operations probes it, and those passed over meanwhile
+				// stay due for the next pass. Postponed, they were
+				// pushed back by as long as the outage had lasted (up to
+				// an hour) though the host might be back: an order whose
+				// key the server still kept came due past its key
+				// window, for a person.
+				delete(probed, r.host)
+			} else {
+				postponed = append(postponed, waiting[r.host]...)
+			}
+			delete(waiting, r.host)
 		}
 		if !news.rest.IsZero() {
 			stalls.rested(r.host, news.rest)

@@ -37,6 +37,9 @@ const (
 // hostNews is what a drive's own exchanges told of its host (hostOf).
 type hostNews struct {
 	reach hostReach
+	// exchanged: the drive made an exchange of its own, to any host (a
+	// query to a result endpoint elsewhere, which reach leaves out).
+	exchanged bool
 	// rest: the host's last answer was a 429 or 503 asking this client to
 	// wait (Retry-After, bounded by the reconciler's maximum) until then.
 	rest time.Time

@@ -1,0 +1,84 @@
+package idem_test
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// Resume gives up on a host once many visits in a row to it got nowhere;
+// a visit that made no exchange of its own (an order past its key window
+// with no result endpoint, flagged for a person, nothing sent) counts as
+// one that got somewhere and breaks the streak. After a long outage, the
+// orders of its first minutes past the window and the later ones inside
+// it, interleaved in the journal (random keys), a restart while the
+// server is still down must still give up on the host after about as
+// many visits to the later orders as without the flagged ones: the
+// flagged visits end at once and are all over early, so they do not
+// hold start-up for the later orders' whole budgets. A Stripe-like API
+// (no result endpoint) still down. Default settings but the clock.
+func TestResumeGivesUpOnADownHostBetweenFlaggedOperations(t *testing.T) {
+	const perKind = 40
+	giveUp := 2 * idem.DefaultResumeConcurrency
+	start := epoch
+	srv, err := idemtest.NewServer(idemtest.WithClock(idemtest.NewClock(start).Now))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	store, err := journal.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+
+	// The set-up: every order executed, its answer lost; the "old" ones
+	// half an hour before the restart, the "new" ones a minute before.
+	submitAt := func(at time.Time, suffix string) {
+		lossy := &outage{base: http.DefaultTransport}
+		lossy.mode.Store(netLossy)
+		c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: lossy}), idem.WithClock(idemtest.NewClock(at)),
+			idem.WithMaxAttempts(1))
+		require.NoError(t, err)
+		for i := range perKind {
+			key := fmt.Sprintf("%03d-%s", i, suffix)
+			_, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"order":1}`)})
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome, key)
+		}
+		require.NoError(t, c.Close())
+	}
+	submitAt(start.Add(-30*time.Minute), "old")
+	submitAt(start.Add(-time.Minute), "new")
+
+	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(srv.URL, "http://")}
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(idemtest.NewClock(start)))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 2*perKind, sum.Visited, "open operations found")
+	for i := range perKind {
+		rec, err := store.Get(t.Context(), idem.DefaultScope, fmt.Sprintf("%03d-new", i))
+		require.NoError(t, err)
+		require.Equal(t, "", rec.Review, "%03d-new: inside its key window", i)
+		require.Equal(t, journal.StateUnknown, rec.State, "%03d-new", i)
+	}
+	visitedNew := perKind - sum.Deferred
+	require.LessOrEqual(t, visitedNew, giveUp+idem.DefaultResumeConcurrency-1,
+		"visits to the down host's orders inside their window before giving up on it (%+v)", sum)
+	require.Equal(t, perKind, sum.Review, "the orders past their window flagged (%+v)", sum)
+	// Each visit's attempts, and at most one HEAD each asking the host's
+	// clock before its first resend.
+	require.LessOrEqual(t, network.refused.Load(), int64(visitedNew*(idem.DefaultMaxAttempts+1)), "requests to the down host")
+	for i := range perKind {
+		for _, suffix := range []string{"old", "new"} {
+			require.Equal(t, 1, srv.Effects("", fmt.Sprintf("%03d-%s", i, suffix)), "orders of %03d-%s", i, suffix)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package idem_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// A host Run took for unreachable is probed with one of its due
+// operations a pass; a probe whose visit makes no exchange of its own
+// (its key window over, and no result endpoint: flagged for a person,
+// nothing sent) tells nothing of the host. Taken for a probe, it left the host down
+// after the server was back, and the operations due with it were pushed
+// back by as long as the outage had lasted (up to an hour): an order
+// sent two minutes before, whose key the server still kept, came due
+// past its key window and was flagged for a person instead of resent
+// and confirmed. A Stripe-like API (no result endpoint; keys kept at
+// least 24 h: docs.stripe.com/api/idempotent_requests; idem's default
+// window 20 min) down for an hour. Default settings but the clock.
+func TestRunProbeThatSendsNothingDoesNotKeepAHostDown(t *testing.T) {
+	giveUp := 2 * idem.DefaultResumeConcurrency
+	start := epoch
+	clock := idemtest.NewClock(start)
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+
+	// The set-up: every order executed, its answer lost. A process before
+	// this one sent the "a-" orders and "x" a minute before Run starts;
+	// "n" is sent 58 minutes into the outage, its answer lost as well.
+	submitAt := func(at time.Time, keys ...string) {
+		lossy := &outage{base: http.DefaultTransport}
+		lossy.mode.Store(netLossy)
+		c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: lossy}), idem.WithClock(idemtest.NewClock(at)),
+			idem.WithMaxAttempts(1))
+		require.NoError(t, err)
+		for _, key := range keys {
+			_, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"order":1}`)})
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome, key)
+		}
+		require.NoError(t, c.Close())
+	}
+	var early []string
+	for i := range giveUp {
+		early = append(early, fmt.Sprintf("a-%02d", i))
+	}
+	submitAt(start.Add(-time.Minute), append(early, "x")...)
+	back := start.Add(time.Hour)
+	submitAt(back.Add(-2*time.Minute), "n")
+	// Neither is due before the host is back (then both are: setDue).
+	setDue := func(key string, due time.Time) {
+		_, err := store.Update(t.Context(), idem.DefaultScope, key, func(r *journal.Record) error { r.NextDue = due; return nil })
+		require.NoError(t, err)
+	}
+	setDue("x", back)
+	setDue("n", back)
+
+	// Run finds the host down on its first pass (the "a-" visits, all
+	// refused), and the host is back just before x and n come due.
+	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(srv.URL, "http://")}
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	// runTo runs Run until its clock reads end, then, while it is held
+	// there, calls then.
+	runTo := func(end time.Time, then func()) {
+		held, release := clock.HoldFrom(end)
+		defer release()
+		select {
+		case <-held:
+		case <-time.After(5 * time.Minute):
+			t.Fatalf("Run's clock %v short of %v after 5 minutes", clock.Now().Sub(start), end.Sub(start))
+		}
+		then()
+	}
+	ran := runAsync(ctx, c)
+	runTo(back.Add(-time.Minute), func() {
+		require.Positive(t, network.refused.Load(), "requests refused during the outage")
+		hosts := c.Health().Hosts
+		require.Len(t, hosts, 1)
+		require.False(t, hosts[0].DownSince.IsZero(), "the host taken for down: %+v", hosts[0])
+		network.back.Store(true)
+		// x, long past its key window, comes due just before n, in the
+		// same pass: the pass that takes it for the host's probe.
+		now := clock.Now()
+		setDue("x", now.Add(-time.Millisecond))
+		setDue("n", now)
+	})
+	runTo(back.Add(3*time.Hour), func() {})
+	cancel()
+	require.ErrorIs(t, <-ran, context.Canceled)
+
+	// sends counts the orders carrying key that reached the server, each
+	// with the same body.
+	sends := func(key string) int {
+		var bodies [][32]byte
+		for _, r := range srv.Requests() {
+			if r.Method == http.MethodPost && r.Key == key {
+				bodies = append(bodies, r.BodySHA256)
+			}
+		}
+		for _, b := range bodies {
+			require.Equal(t, bodies[0], b, "the bodies sent with %s", key)
+		}
+		return len(bodies)
+	}
+	rec, err := store.Get(t.Context(), idem.DefaultScope, "n")
+	require.NoError(t, err)
+	require.Equal(t, "", rec.Review, "n, sent 2 minutes before the host was back: flagged %v after it", rec.Attempts)
+	require.Equal(t, journal.StateSucceeded, rec.State, "n")
+	require.Equal(t, 1, srv.Effects("", "n"), "orders of n")
+	require.Equal(t, 2, sends("n"), "sends of n, the key n on each: the lost one and the resend replayed")
+	for _, key := range append(early, "x") {
+		rec, err := store.Get(t.Context(), idem.DefaultScope, key)
+		require.NoError(t, err)
+		require.Equal(t, idem.ReviewKeyExpired, rec.Review, key)
+		require.Equal(t, 1, srv.Effects("", key), "orders of %s", key)
+		require.Equal(t, 1, sends(key), "sends of %s reaching the server", key)
+	}
+}
