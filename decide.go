@@ -156,10 +156,9 @@ type answer struct {
 	otherFixed bool
 	// envelopeRefusal: with the key in the request's body, a submit's
 	// 2xx whose envelope carries an error (carriesError) and which the
-	// decoder read as failed; with the key in a header, one the decoder
-	// read as failed that says the order is a duplicate (saysDuplicate):
-	// an API that answers its refusals 200 OK refusing this copy,
-	// weighed after a send that may have executed as a 4xx refusal is.
+	// decoder read as failed: an API that answers its refusals 200 OK
+	// refusing this copy, weighed after a send that may have executed as
+	// a 4xx refusal is.
 	envelopeRefusal bool
 	body            []byte
 	out             Outcome // what the decoder read from a 2xx
