@@ -75,10 +75,14 @@ func (p past) after(a journal.Attempt) past {
 	case contesting(a, p):
 		p.contested = true
 	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests,
+		p.maybeExecuted && a.Refused && a.Status == http.StatusConflict && strings.HasPrefix(a.Err, conflictAfterSend),
 		p.maybeExecuted && a.Refused && a.Status >= 200 && a.Status < 300 && !a.Replayed && a.Err == "":
-		// A replay whose body was cut in transit is journaled refused
-		// and not replayed too, with the read's error: the stored answer
-		// never arrived, and it refuses nothing.
+		// A 409 refuses only when it said the key was used (its Err,
+		// refusedAfterMaybeSent's): one saying the key's request still
+		// runs asks for a wait, however long. A replay whose body was cut
+		// in transit is journaled refused and not replayed too, with the
+		// read's error: the stored answer never arrived, and it refuses
+		// nothing.
 		p.refusals++
 	}
 	if a.Replayed {
@@ -207,6 +211,11 @@ type judgment struct {
 // the key, and resending until the reconciliation deadline changes nothing.
 const maxRefusalsAfterSend = 3
 
+// conflictAfterSend begins the journaled error of a 409 that refused
+// after an attempt that may have executed (refusedAfterMaybeSent), which
+// pastOf counts among the refusals.
+const conflictAfterSend = "idem: a 409 saying the key was used, after a send that may have executed"
+
 // judgeSubmit decides what a submit's answer means.
 func judgeSubmit(p past, a answer) judgment {
 	if a.resent {
@@ -270,7 +279,7 @@ func submitMeaning(p past, a answer) judgment {
 	switch a.verdict {
 	case Settled:
 		if a.envelopeRefusal && p.maybeExecuted {
-			return refusedAfterMaybeSent(p)
+			return refusedAfterMaybeSent(p, a)
 		}
 		return judgeResult(a, "settled", "accepted")
 	case Processing:
@@ -290,7 +299,7 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveResend, label: "throttled", refused: a.status != http.StatusServiceUnavailable}
 	case Conflict, Rejected:
 		if p.maybeExecuted {
-			return refusedAfterMaybeSent(p)
+			return refusedAfterMaybeSent(p, a)
 		}
 		if a.keyConflict && !a.differs {
 			// "Key already used", and not that this request differs: a
@@ -331,8 +340,14 @@ func submitMeaning(p past, a answer) judgment {
 // copy for what the earlier one did, rather than be the operation's own
 // result, and "failed" would invite a retry under a new key: a second
 // charge. Asked about, and left for a person once it persists.
-func refusedAfterMaybeSent(p past) judgment {
+func refusedAfterMaybeSent(p past, a answer) judgment {
 	j := judgment{move: moveQuery, label: "refused_after_maybe_sent", refused: true}
+	if a.status == http.StatusConflict {
+		// The journal keeps no verdict: the attempt's words tell pastOf
+		// that this 409 refused, as a 422 does (Xendit's DUPLICATE_ERROR),
+		// and is no 409 in flight, which is only waited for.
+		j.err = fmt.Errorf("%s: %s", conflictAfterSend, refusalReason(a))
+	}
 	if p.refusals+1 >= maxRefusalsAfterSend {
 		j.move, j.review = moveReview, ReviewRefusedAfterSend
 	}
