@@ -478,6 +478,15 @@ func judgeQuery(p past, a answer) judgment {
 // from.
 func queryMeaning(p past, a answer) judgment {
 	switch {
+	case a.status >= 200 && a.status < 300 && envelopeNotFound(a.body):
+		// Midtrans answers a status query for an order_id it never saw
+		// 200 OK, its own 404 in the body ({"status_code":"404",
+		// "status_message":"Transaction doesn't exist."}), which a
+		// decoder reading its status_code as midtrans-go does takes for
+		// the charge's failure, and the words for no "not found". It is
+		// the endpoint's 404: a resend of the same order_id is safe once
+		// the read path has had time to catch up.
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true}
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "settled", "processing")
 		switch {
@@ -616,6 +625,28 @@ func envelopeError(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// envelopeNotFound reports whether a JSON object's top-level
+// "status_code", a number or its digits, is 404: the API's own status in
+// a 200 reply (Midtrans's, as envelopeError reads it).
+func envelopeNotFound(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"status_code"`)) {
+		return false
+	}
+	var top struct {
+		StatusCode json.RawMessage `json:"status_code"`
+	}
+	if json.Unmarshal(body, &top) != nil || top.StatusCode == nil {
+		return false
+	}
+	raw := top.StatusCode
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = json.RawMessage(strings.TrimSpace(s))
+	}
+	var n int
+	return json.Unmarshal(raw, &n) == nil && n == http.StatusNotFound
 }
 
 // errorCode reports whether an envelope's code, a JSON number or string,
