@@ -104,10 +104,13 @@ func TestXenditDuplicateErrorToAKeyAnotherServiceUsed(t *testing.T) {
 // refund may have been made: never failed, which would invite a second
 // refund under a new key. A 409 after such a send was never counted
 // among the refusals that leave an operation for a person, as a 4xx's
-// are (a 409 in flight is no refusal of ours): resent and asked about by
-// Resume and Run until the 72-hour reconciliation deadline, the same
-// answer every time. Now a 409 saying the key was used counts as a 422
-// would: three in a row, and a person decides, nothing resent after.
+// are (a 409 in flight is no refusal of ours): resent by the call and by
+// each visit of Resume and Run, the same answer every time, until the
+// default 20-minute key window passed (20 sends, then flagged "key
+// expired", though Xendit's keys never expire), or with Xendit's own
+// window named, until the 72-hour reconciliation deadline. Now a 409
+// saying the key was used counts as a 422 would: three in a row, and a
+// person decides, nothing resent after.
 func TestXenditDuplicateErrorAfterALostResponse(t *testing.T) {
 	v := newVendor(t, shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`},
 		shape{status: http.StatusConflict, body: xenditDuplicate})
