@@ -596,13 +596,13 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if query && ex.status >= 200 && ex.status < 300 && (a.decodeErr == nil || a.foundOrder) {
 		a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 	}
-	if !query && !a.stored() && c.cfg.keyHeader == "" && (a.decodeErr != nil || a.out.State == StateFailed) {
+	if !query && !a.stored() && (a.decodeErr == nil && a.out.State == StateFailed || c.cfg.keyHeader == "" && a.decodeErr != nil) {
 		// The decoder's "failed" marks a refusal as an envelope's error
 		// does: Kraken Futures answers "result": "success" whatever
 		// became of the order, its refusal's name in sendStatus.status.
-		envelope := carriesError(ex.body)
+		envelope := c.cfg.keyHeader == "" && carriesError(ex.body)
 		switch {
-		case (envelope || a.decodeErr == nil) && saysDuplicate(ex.body, keyField(rec.Key, rec.Body), rec.Key):
+		case (envelope || a.decodeErr == nil) && saysDuplicate(ex.body, c.bodyKeyName(rec), rec.Key):
 			// An API that answers every refusal 200 OK refuses a client
 			// order id it holds so (Bybit's retCode 110072 "OrderLinkedID
 			// is duplicate", OKX's sCode 51016 "Duplicated clOrdId",
@@ -611,8 +611,16 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			// it for a failure: but the order under the id may be ours,
 			// and "failed" invites it again under a new id. It is the 400
 			// -2010 of Binance in another envelope, and weighed as one.
-			// The decoder's reason stays for the person deciding: it may
-			// be the only reading of the refusal's words (refusalReason).
+			// With the key in a header, a merchant reference is refused
+			// so (WPG's orderCode, "Duplicate Order" in its XML reply)
+			// when the idempotency store did not de-duplicate a copy: WPG
+			// processes a request whose key it cannot check, and the copy
+			// may be a mesh's retry of our first attempt whose answer the
+			// mesh lost (Envoy's retry_on reset or 5xx). The words must be
+			// about the order or request, or name the key's member or
+			// header: not "duplicate line item". The decoder's reason
+			// stays for the person deciding: it may be the only reading
+			// of the refusal's words (refusalReason).
 			a.verdict, a.keyConflict, a.out, a.decodeErr = Conflict, true, Outcome{Reason: a.out.Reason}, nil
 		case envelope && a.decodeErr == nil:
 			// Any other refusal in such an envelope is a 4xx's too: to a
@@ -622,19 +630,6 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			// balance and freed its cl_ord_id), not fail the order.
 			a.envelopeRefusal = true
 		}
-	}
-	if !query && !a.stored() && c.cfg.keyHeader != "" && a.decodeErr == nil && a.out.State == StateFailed &&
-		saysDuplicate(ex.body, c.cfg.keyHeader, rec.Key) {
-		// With the key in a header, an API that answers its refusals 200
-		// OK refuses a merchant reference it holds so (WPG's orderCode,
-		// "Duplicate Order" in its XML reply) when its idempotency store
-		// did not de-duplicate the resend: WPG processes a request whose
-		// key it cannot check. After a send that may have executed the
-		// order under the reference may be ours, as after a 4xx refusal;
-		// to a first attempt it fails as that 4xx does. The words must
-		// be about the order or request, or name the key's header: not
-		// "duplicate line item".
-		a.envelopeRefusal = true
 	}
 	return a
 }

@@ -75,10 +75,14 @@ func (p past) after(a journal.Attempt) past {
 	case contesting(a, p):
 		p.contested = true
 	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests,
+		p.maybeExecuted && a.Refused && a.Status == http.StatusConflict && strings.HasPrefix(a.Err, conflictAfterSend),
 		p.maybeExecuted && a.Refused && a.Status >= 200 && a.Status < 300 && !a.Replayed && a.Err == "":
-		// A replay whose body was cut in transit is journaled refused
-		// and not replayed too, with the read's error: the stored answer
-		// never arrived, and it refuses nothing.
+		// A 409 refuses only when it said the key was used (its Err,
+		// refusedAfterMaybeSent's): one saying the key's request still
+		// runs asks for a wait, however long. A replay whose body was cut
+		// in transit is journaled refused and not replayed too, with the
+		// read's error: the stored answer never arrived, and it refuses
+		// nothing.
 		p.refusals++
 	}
 	if a.Replayed {
@@ -156,10 +160,9 @@ type answer struct {
 	otherFixed bool
 	// envelopeRefusal: with the key in the request's body, a submit's
 	// 2xx whose envelope carries an error (carriesError) and which the
-	// decoder read as failed; with the key in a header, one the decoder
-	// read as failed that says the order is a duplicate (saysDuplicate):
-	// an API that answers its refusals 200 OK refusing this copy,
-	// weighed after a send that may have executed as a 4xx refusal is.
+	// decoder read as failed: an API that answers its refusals 200 OK
+	// refusing this copy, weighed after a send that may have executed as
+	// a 4xx refusal is.
 	envelopeRefusal bool
 	body            []byte
 	out             Outcome // what the decoder read from a 2xx
@@ -207,6 +210,11 @@ type judgment struct {
 // expired credential's; several in a row are the server's own answer for
 // the key, and resending until the reconciliation deadline changes nothing.
 const maxRefusalsAfterSend = 3
+
+// conflictAfterSend begins the journaled error of a 409 that refused
+// after an attempt that may have executed (refusedAfterMaybeSent), which
+// pastOf counts among the refusals.
+const conflictAfterSend = "idem: a 409 saying the key was used, after a send that may have executed"
 
 // judgeSubmit decides what a submit's answer means.
 func judgeSubmit(p past, a answer) judgment {
@@ -271,7 +279,7 @@ func submitMeaning(p past, a answer) judgment {
 	switch a.verdict {
 	case Settled:
 		if a.envelopeRefusal && p.maybeExecuted {
-			return refusedAfterMaybeSent(p)
+			return refusedAfterMaybeSent(p, a)
 		}
 		return judgeResult(a, "settled", "accepted")
 	case Processing:
@@ -291,7 +299,7 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveResend, label: "throttled", refused: a.status != http.StatusServiceUnavailable}
 	case Conflict, Rejected:
 		if p.maybeExecuted {
-			return refusedAfterMaybeSent(p)
+			return refusedAfterMaybeSent(p, a)
 		}
 		if a.keyConflict && !a.differs {
 			// "Key already used", and not that this request differs: a
@@ -332,8 +340,14 @@ func submitMeaning(p past, a answer) judgment {
 // copy for what the earlier one did, rather than be the operation's own
 // result, and "failed" would invite a retry under a new key: a second
 // charge. Asked about, and left for a person once it persists.
-func refusedAfterMaybeSent(p past) judgment {
+func refusedAfterMaybeSent(p past, a answer) judgment {
 	j := judgment{move: moveQuery, label: "refused_after_maybe_sent", refused: true}
+	if a.status == http.StatusConflict {
+		// The journal keeps no verdict: the attempt's words tell pastOf
+		// that this 409 refused, as a 422 does (Xendit's DUPLICATE_ERROR),
+		// and is no 409 in flight, which is only waited for.
+		j.err = fmt.Errorf("%s: %s", conflictAfterSend, refusalReason(a))
+	}
 	if p.refusals+1 >= maxRefusalsAfterSend {
 		j.move, j.review = moveReview, ReviewRefusedAfterSend
 	}
@@ -464,6 +478,15 @@ func judgeQuery(p past, a answer) judgment {
 // from.
 func queryMeaning(p past, a answer) judgment {
 	switch {
+	case a.status >= 200 && a.status < 300 && envelopeNotFound(a.body):
+		// Midtrans answers a status query for an order_id it never saw
+		// 200 OK, its own 404 in the body ({"status_code":"404",
+		// "status_message":"Transaction doesn't exist."}), which a
+		// decoder reading its status_code as midtrans-go does takes for
+		// the charge's failure, and the words for no "not found". It is
+		// the endpoint's 404: a resend of the same order_id is safe once
+		// the read path has had time to catch up.
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true}
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "settled", "processing")
 		switch {
@@ -602,6 +625,28 @@ func envelopeError(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// envelopeNotFound reports whether a JSON object's top-level
+// "status_code", a number or its digits, is 404: the API's own status in
+// a 200 reply (Midtrans's, as envelopeError reads it).
+func envelopeNotFound(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"status_code"`)) {
+		return false
+	}
+	var top struct {
+		StatusCode json.RawMessage `json:"status_code"`
+	}
+	if json.Unmarshal(body, &top) != nil || top.StatusCode == nil {
+		return false
+	}
+	raw := top.StatusCode
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		raw = json.RawMessage(strings.TrimSpace(s))
+	}
+	var n int
+	return json.Unmarshal(raw, &n) == nil && n == http.StatusNotFound
 }
 
 // errorCode reports whether an envelope's code, a JSON number or string,

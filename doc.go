@@ -111,7 +111,7 @@
 //	422/400 in progress, nothing of ours     someone else's          unknown, ReviewKeyInUse, ErrKeyConflict
 //	2xx decoded failed, saying in progress   as a 422/400 in progress (a GraphQL userError: Shopify's IDEMPOTENCY_CONCURRENT_REQUEST; WPG's XML error 9 "Request in progress")
 //	2xx decoded failed, GraphQL internal err may have executed       query, then resend same key (INTERNAL_SERVER_ERROR; Braintree errorClass INTERNAL, SERVICE_AVAILABILITY)
-//	2xx decoded failed, duplicate order      as a 4xx refusal        failed; after a send that may have run: query, resend, then ReviewRefusedAfterSend (WPG's "Duplicate Order" with the key in a header)
+//	2xx decoded failed, duplicate order      as a 400 saying the key was used (WPG's "Duplicate Order" with the key in a header)
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
 //	400 with AWS's ThrottlingException…      throttled               wait max(backoff, Retry-After), resend

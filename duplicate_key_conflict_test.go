@@ -102,16 +102,27 @@ func TestXenditDuplicateErrorToAKeyAnotherServiceUsed(t *testing.T) {
 // copy's answer was lost (its refunds say "try again with a new key",
 // and their docs do not say whether the same body is replayed), the
 // refund may have been made: never failed, which would invite a second
-// refund under a new key. Resent with the same key and asked about, as
-// any refusal after a send that may have executed is (Resume and Run go
-// on until the reconciliation deadline, then a person).
+// refund under a new key. A 409 after such a send was never counted
+// among the refusals that leave an operation for a person, as a 4xx's
+// are (a 409 in flight is no refusal of ours): resent by the call and by
+// each visit of Resume and Run, the same answer every time, until the
+// default 20-minute key window passed (20 sends, then flagged "key
+// expired", though Xendit's keys never expire), or with Xendit's own
+// window named, until the 72-hour reconciliation deadline. Now a 409
+// saying the key was used counts as a 422 would: three in a row, and a
+// person decides, nothing resent after.
 func TestXenditDuplicateErrorAfterALostResponse(t *testing.T) {
 	v := newVendor(t, shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`},
 		shape{status: http.StatusConflict, body: xenditDuplicate})
-	res, err := v.submit(t)
-	requireOutcome(t, res, err, idem.StateUnknown, []error{idem.ErrUnknownOutcome}, "", "")
-	require.NotErrorIs(t, err, idem.ErrFailed)
-	v.requireKeys(t, "Idempotency-Key", "k", 5)
+	c := clientFor(t, v.srv, idemtest.NewClock(epoch))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(`{"amount":100}`)})
+	requireRefusedAfterSend(t, c, res, err, "k", "refund")
+	v.requireKeys(t, "Idempotency-Key", "k", 4)
+
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
+	v.requireKeys(t, "Idempotency-Key", "k", 4)
 }
 
 // Xendit's legacy disbursements (X-IDEMPOTENCY-KEY) never replay: "A

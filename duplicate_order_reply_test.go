@@ -26,6 +26,7 @@ import (
 type wpgOrders struct {
 	mu             sync.Mutex
 	lostFirst      bool
+	resetFirst     bool            // the first authorisation's connection resets (503) behind a retrying sidecar
 	held           map[string]bool // orderCodes WPG holds
 	authorisations int
 	refusals       int
@@ -62,8 +63,12 @@ func (w *wpgOrders) serve(rw http.ResponseWriter, r *http.Request) {
 		w.authorisations++
 		reply = wpg(`<orderStatus orderCode="` + string(code[1]) + `"><payment><paymentMethod>VISA-SSL</paymentMethod>` +
 			`<amount value="1000" currencyCode="EUR" exponent="2" debitCreditIndicator="credit"/><lastEvent>AUTHORISED</lastEvent></payment></orderStatus>`)
-		if first && w.lostFirst {
+		switch {
+		case first && w.lostFirst:
 			reply = shape{status: http.StatusGatewayTimeout, body: `<html><body><h1>504 Gateway Time-out</h1></body></html>`}
+		case first && w.resetFirst:
+			reply = shape{status: http.StatusServiceUnavailable,
+				body: `upstream connect error or disconnect/reset before headers. reset reason: connection termination`}
 		}
 	}
 	w.mu.Unlock()
@@ -79,8 +84,13 @@ func (w *wpgOrders) serve(rw http.ResponseWriter, r *http.Request) {
 // settings and a decoder that reads WPG's errors as the order's failure.
 func (w *wpgOrders) submit(t *testing.T, card string) (*idem.Client, *idem.Result, error) {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(w.serve))
-	t.Cleanup(srv.Close)
+	var srv *httptest.Server
+	if w.resetFirst {
+		srv = retryingSidecar(t, w.serve)
+	} else {
+		srv = httptest.NewServer(http.HandlerFunc(w.serve))
+		t.Cleanup(srv.Close)
+	}
 	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyHeader("Idempotency-Key", idem.KeyBare), idem.WithDecoder(decodeWPG))
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/jsp/merchant/xml/paymentService.jsp",
 		Header: http.Header{"Content-Type": {"text/xml"}},
@@ -112,20 +122,14 @@ func (w *wpgOrders) requireSubmits(t *testing.T, authorisations, refusals, n int
 // Worldpay gateway does) had the call end ErrFailed for an authorised
 // order: the shop charges again under a new orderCode. The order under
 // the code may be ours, as a 4xx refusal after such a send may be: never
-// failed; the resends' refusals leave it for a person.
+// failed; the resends' refusals leave it for a person. To a first
+// attempt too (TestDuplicateOrderReplyToAFirstAttemptBehindAMesh): idem
+// cannot tell a mesh's copy of it from an earlier order's code.
 func TestDuplicateOrderReplyToAResendIsNoFailure(t *testing.T) {
 	w := &wpgOrders{lostFirst: true, held: map[string]bool{}}
 	c, res, err := w.submit(t, "4444333322221111")
 	requireRefusedAfterSend(t, c, res, err, "k", "authorised order")
 	w.requireSubmits(t, 1, 0, 4)
-
-	t.Run("to a first attempt: the code is an earlier order's, failed as a 4xx's would be", func(t *testing.T) {
-		w := &wpgOrders{held: map[string]bool{"order-7": true}}
-		_, res, err := w.submit(t, "4444333322221111")
-		requireOutcome(t, res, err, idem.StateFailed, []error{idem.ErrFailed}, "", "")
-		require.Equal(t, "error 5: Duplicate Order", res.Reason)
-		w.requireSubmits(t, 0, 0, 1)
-	})
 
 	t.Run("a decline to a first attempt is failed", func(t *testing.T) {
 		w := &wpgOrders{held: map[string]bool{}}
@@ -133,4 +137,33 @@ func TestDuplicateOrderReplyToAResendIsNoFailure(t *testing.T) {
 		requireOutcome(t, res, err, idem.StateFailed, []error{idem.ErrFailed}, "order-7", "")
 		w.requireSubmits(t, 0, 1, 1)
 	})
+}
+
+// WPG behind a sidecar that retries an upstream 503 whatever the method
+// (Istio's default retriable_status_codes 503; Envoy's retry_on 5xx or
+// reset does the same for a reset), its idempotency store out of reach:
+// "If we're unable to check an Idempotency Key, we will process the
+// request anyway" (developer.worldpay.com/docs/wpg/idempotency). The
+// first copy authorises the order and the pod's connection resets before
+// its answer is out; the sidecar sends the same bytes and key again, and
+// WPG, which cannot check the key, refuses the orderCode it now holds,
+// "Duplicate Order", 200 OK: the one answer idem hears, to its first
+// attempt. Read as the order's failure it invited the same order again
+// under a new orderCode, a second charge. The key in the body is flagged
+// so (TestDuplicateOrderToAFirstAttemptBehindAMesh); so is the key in a
+// header now: for a person, never ErrFailed, nothing sent again.
+func TestDuplicateOrderReplyToAFirstAttemptBehindAMesh(t *testing.T) {
+	w := &wpgOrders{resetFirst: true, held: map[string]bool{}}
+	c, res, err := w.submit(t, "4444333322221111")
+	requireForeignKey(t, res, err)
+	require.Equal(t, 1, res.Attempts)
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.True(t, rec.Open())
+	require.Len(t, rec.Attempts, 1)
+	require.Contains(t, rec.Attempts[0].Err, "Duplicate Order", "the server's words, for the person deciding")
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
+	w.requireSubmits(t, 1, 0, 2)
 }

@@ -103,7 +103,7 @@ func TestKeyReusedWithOtherParameters(t *testing.T) {
 // safely: never a failure for what may have executed, never a new key.
 // Stripe answers a key still in flight with 409 idempotency_key_in_use,
 // and a key used with other parameters with 400 even when ours may have
-// executed first.
+// executed first; PayFacto the latter with 409, counted as the 400 is.
 func TestKeyShapesAfterALostResponse(t *testing.T) {
 	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
 	for _, tt := range []struct {
@@ -118,7 +118,7 @@ func TestKeyShapesAfterALostResponse(t *testing.T) {
 			idem.StatePending, "", 5},
 		{"payfacto 409 IDEMPOTENCY_KEY_REUSED after ours may have executed", []shape{lost, {status: 409, body: `{"error":{"code":"IDEMPOTENCY_KEY_REUSED",` +
 			`"type":"IDEMPOTENCY_ERROR","details":["Idempotency-Key exists and the request does not match"],"message":"Idempotency Key Reused"}}`}},
-			idem.StateUnknown, "", 5},
+			idem.StateUnknown, idem.ReviewRefusedAfterSend, 4},
 		// https://docs.whop.com/developer/api/idempotency
 		{"whop 409 idempotency_request_in_progress", []shape{{status: 409, body: `{"error":{"code":"idempotency_request_in_progress",` +
 			`"message":"A request with this Idempotency-Key is already in progress"}}`}}, idem.StatePending, "", 5},

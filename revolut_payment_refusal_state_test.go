@@ -48,20 +48,69 @@ func TestRevolutMerchantPaymentRefusalIsNoSuccess(t *testing.T) {
 		{[]string{"failing", "failed"}, 2},
 	} {
 		t.Run(tt.states[0], func(t *testing.T) {
-			var shapes []shape
-			for _, st := range tt.states {
-				shapes = append(shapes, shape{status: http.StatusOK, body: payment(st)})
-			}
-			v := newVendor(t, shapes...)
-			c := clientFor(t, v.srv, idemtest.NewClock(epoch))
-			req := idem.Request{Key: "pay-ord-42", URL: v.srv.URL + "/api/orders/6516e5c4-5b5a-aaf3-9e5f-1e0d2b1c9a77/payments",
-				Body: []byte(`{"saved_payment_method":{"type":"card","id":"pm_1","initiator":"merchant"}}`)}
-
-			res, err := c.Submit(t.Context(), req)
+			v, res, err := payRevolutOrder(t, payment, tt.states)
 			require.Equal(t, idem.StateFailed, res.State, "a payment %s read as made; err: %v", tt.states[0], err)
 			require.ErrorIs(t, err, idem.ErrFailed)
 			require.Equal(t, id, res.ResourceID)
 			v.requireKeys(t, "Idempotency-Key", "pay-ord-42", tt.submits)
 		})
 	}
+}
+
+// A Revolut Merchant payment still being authenticated or authorised
+// (pending, authentication_challenge, authentication_verified,
+// authorisation_started, authorisation_passed, completing: the states
+// before authorised, captured and completed in retrieve-payment-details'
+// enum) is not paid: it may yet be declined. Its "state" beside its id
+// read as a resource's status of no known word, it was a payment made,
+// and the shop shipped what the issuer later declined. Under way, as
+// declining and failing are: asked again with the same key until the
+// payment says how it ended. "authorised" stays done: the funds are held,
+// and a capture is the merchant's own later request.
+func TestRevolutMerchantPaymentUnderwayIsNoSuccess(t *testing.T) {
+	const id = "6516e61c-d279-a454-a837-bc52ce55ed49"
+	payment := func(state string) string {
+		return `{"id":"` + id + `","order_id":"6516e5c4-5b5a-aaf3-9e5f-1e0d2b1c9a77","state":"` + state + `",` +
+			`"created_at":"2026-12-05T09:00:00.000000Z","amount":1000,"currency":"GBP"}`
+	}
+	var rows []decodeRow
+	for _, st := range []string{"authentication_challenge", "authentication_verified", "authorisation_started", "authorisation_passed", "completing", "AUTHORISATION_STARTED"} {
+		rows = append(rows, decodeRow{payment(st), 200, idem.Outcome{State: idem.StateProcessing, ResourceID: id}, true})
+	}
+	rows = append(rows, decodeRow{payment("authorised"), 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: id}, true})
+	requireDecodes(t, rows)
+
+	// At default settings, the key in its header: asked again with the
+	// same key until the payment is declined (failed) or authorised.
+	for _, tt := range []struct {
+		states []string
+		want   idem.State
+	}{
+		{[]string{"authorisation_started", "declined"}, idem.StateFailed},
+		{[]string{"authentication_challenge", "authorisation_passed", "authorised"}, idem.StateSucceeded},
+	} {
+		t.Run(tt.states[0], func(t *testing.T) {
+			v, res, err := payRevolutOrder(t, payment, tt.states)
+			require.Equal(t, tt.want, res.State, "a payment %s read as settled; err: %v", tt.states[0], err)
+			require.Equal(t, id, res.ResourceID)
+			v.requireKeys(t, "Idempotency-Key", "pay-ord-42", len(tt.states))
+		})
+	}
+}
+
+// payRevolutOrder pays for a Revolut Merchant order at default settings,
+// the key "pay-ord-42" in its header: each submit is answered 200 with
+// payment(state) for the next of states.
+func payRevolutOrder(t *testing.T, payment func(string) string, states []string) (*vendor, *idem.Result, error) {
+	t.Helper()
+	var shapes []shape
+	for _, st := range states {
+		shapes = append(shapes, shape{status: http.StatusOK, body: payment(st)})
+	}
+	v := newVendor(t, shapes...)
+	c := clientFor(t, v.srv, idemtest.NewClock(epoch))
+	req := idem.Request{Key: "pay-ord-42", URL: v.srv.URL + "/api/orders/6516e5c4-5b5a-aaf3-9e5f-1e0d2b1c9a77/payments",
+		Body: []byte(`{"saved_payment_method":{"type":"card","id":"pm_1","initiator":"merchant"}}`)}
+	res, err := c.Submit(t.Context(), req)
+	return v, res, err
 }
