@@ -637,7 +637,9 @@ func (w *logWriter) fail(err error, wrote bool) error {
 		if !wrote {
 			return errorf("writing the log failed before any of the write reached it (%w), and starting a new segment failed too (%v); nothing of this write was written", err, rerr)
 		}
-		return errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
+		ferr := errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
+		markWriteFailed(w.dir, w.base, ferr)
+		return ferr
 	}
 	return nil
 }
