@@ -102,6 +102,15 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// newerLogAdvice ends the error of a log holding what a newer idem wrote:
+// after a rollback, the release rolled back to cannot start, and being
+// told to upgrade does not say how to start it. Skipping those writes
+// would lose operations that newer release journaled and may have sent.
+const newerLogAdvice = "a newer idem release stopped without closing this journal (killed, or crashed), " +
+	"leaving writes in its log that this release cannot read. To run this release on the journal, " +
+	"run that newer release's idem compact on it once (or start and stop that release cleanly): " +
+	"that copies its log into the file, and this release then opens the journal, leaving that release's records to it until it runs again"
+
 // segHeader is a segment's header.
 type segHeader struct {
 	gen, start uint64
@@ -324,7 +333,7 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 		}
 		switch {
 		case errors.Is(f.bad, ErrVersion):
-			return nil, errorf("log segment %s: %w", filepath.Base(p), f.bad)
+			return nil, errorf("log segment %s: %w; %s", filepath.Base(p), f.bad, newerLogAdvice)
 		case f.bad != nil && !allZero(data):
 			return nil, withKind(ErrCorrupt, "log segment %s: %v", filepath.Base(p), f.bad)
 		}

@@ -99,6 +99,9 @@ func (s *Store) openLog(cfg *config) error {
 	entries := make([]*logged, 0, len(st.entries))
 	for _, e := range st.entries {
 		r, err := decode(e.payload)
+		if errors.Is(err, ErrVersion) {
+			return errorf("log entry %d: %w; %s", e.lsn, err, newerLogAdvice)
+		}
 		if err != nil {
 			return errorf("log entry %d: %w", e.lsn, err)
 		}
