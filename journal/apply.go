@@ -358,6 +358,7 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 	if err != nil && ran && s.shows(id) {
 		ferr := errorf("%w: %w", ErrFileFailed, err)
 		s.failed.Store(&ferr)
+		s.markFailed(ferr)
 		return errorf("%w: %w", ErrMaybeCommitted, ferr)
 	}
 	return err

@@ -30,7 +30,8 @@ var (
 	// (<journal>.log.<generation>) that are not beside it: the process
 	// that wrote it stopped without closing the journal, and writes it
 	// acknowledged may be in those segments alone. The message names the
-	// first segment missing. Put the segments back, as they were, and
+	// first segment missing: the one the file depends on, or the one an
+	// older segment says the log goes on in. Put the segments back, as they were, and
 	// open the journal again; only if they are gone for good, open it once
 	// with AcceptLostLog, knowing that those writes are lost. It does not
 	// match ErrCorrupt: the file is whole, and an application that moves a

@@ -75,6 +75,11 @@ func withOverlayMax(n int64) Option {
 // copying the log into the file before the child is killed.
 func WithApplyDelayForTest(d time.Duration) Option { return withApplyDelay(d) }
 
+// WithOverlayMaxForTest is withOverlayMax for the tests of package
+// journal_test: a low bound makes small segments (a Store's segments are
+// at most half of it), so that a child process's few writes rotate.
+func WithOverlayMaxForTest(n int64) Option { return withOverlayMax(n) }
+
 // OpenUnapplied opens the journal at path with its log left unapplied (see
 // withApplyDelay), for a test that then calls Crash.
 func OpenUnapplied(path string) (*Store, error) { return Open(path, withApplyDelay(time.Hour)) }

@@ -66,12 +66,27 @@ import (
 // (a segment starting past the LSN the entries before it reach) means
 // acknowledged writes are missing: the journal is damaged, and Open fails
 // closed.
+//
+// A segment the writer left because it grew full ends with a seal after
+// its last round, written once the next segment's header is durable:
+//
+//	seal: "ISEL" | crc32c u32 | next generation u64 | next start LSN u64
+//
+// (its CRC seeded with the journal's id, as a round's). Segments are
+// deleted oldest first, so while a sealed segment is on disk, one of the
+// generation it names, or a newer one, is too; if none is, the writes
+// logged after it are lost, and the file, which names only the segment it
+// depended on when last written (logDep), cannot tell. A release that
+// does not know seals stops reading the segment at it, as at the end of
+// what was written.
 const (
 	logMagic        = "idem-log"
 	logVersion      = 1
 	segHeaderSize   = 56
 	roundHeaderSize = 24
 	roundMagic      = "IRND"
+	sealMagic       = "ISEL"
+	sealSize        = 24
 	entryHeaderSize = 16
 	// maxEntrySize bounds one entry's payload when reading: a length field
 	// a crash or bad sector garbled must not make recovery allocate
@@ -86,6 +101,15 @@ const (
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// newerLogAdvice ends the error of a log holding what a newer idem wrote:
+// after a rollback, the release rolled back to cannot start, and being
+// told to upgrade does not say how to start it. Skipping those writes
+// would lose operations that newer release journaled and may have sent.
+const newerLogAdvice = "a newer idem release stopped without closing this journal (killed, or crashed), " +
+	"leaving writes in its log that this release cannot read. To run this release on the journal, " +
+	"run that newer release's idem compact on it once (or start and stop that release cleanly): " +
+	"that copies its log into the file, and this release then opens the journal, leaving that release's records to it until it runs again"
 
 // segHeader is a segment's header.
 type segHeader struct {
@@ -172,6 +196,26 @@ func roundEnd(off, n int) int {
 	return (end + 7) &^ 7
 }
 
+// seal returns the seal of a segment the log goes on from in the segment
+// of generation next, at LSN start, in the log of the journal id.
+func seal(id *[16]byte, next, start uint64) []byte {
+	b := make([]byte, sealSize)
+	copy(b, sealMagic)
+	binary.BigEndian.PutUint64(b[8:], next)
+	binary.BigEndian.PutUint64(b[16:], start)
+	binary.BigEndian.PutUint32(b[4:], roundSum(id, b))
+	return b
+}
+
+// sealAt parses the seal at the start of b: the generation it names, 0
+// when b does not start with an intact seal of the journal id.
+func sealAt(b []byte, id *[16]byte) (next uint64) {
+	if len(b) < sealSize || string(b[:4]) != sealMagic || binary.BigEndian.Uint32(b[4:]) != roundSum(id, b) {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b[8:])
+}
+
 // appendEntry appends the entry of the record encoded as payload, at lsn.
 func appendEntry(dst []byte, lsn uint64, payload []byte) []byte {
 	at := len(dst)
@@ -215,6 +259,9 @@ type segment struct {
 	// created). It holds nothing, voids nothing, and is deleted at Open.
 	blank bool
 	size  int64 // bytes in the file, as far as the writer knows
+	// sealed is the generation the segment's seal says the log goes on
+	// in, 0 without a seal.
+	sealed uint64
 }
 
 // logState is what scanLog read: the entries past the applied LSN, in LSN
@@ -286,7 +333,7 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 		}
 		switch {
 		case errors.Is(f.bad, ErrVersion):
-			return nil, errorf("log segment %s: %w", filepath.Base(p), f.bad)
+			return nil, errorf("log segment %s: %w; %s", filepath.Base(p), f.bad, newerLogAdvice)
 		case f.bad != nil && !allZero(data):
 			return nil, withKind(ErrCorrupt, "log segment %s: %v", filepath.Base(p), f.bad)
 		}
@@ -333,7 +380,7 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 		if f.start > reached+1 {
 			return nil, withKind(ErrCorrupt, "log segment %s starts at entry %d, but the journal and the log before it hold entries only up to %d: acknowledged writes are missing (a journal file restored from an older copy than its log, or a segment lost); keep the file and its segments as they are, and restore both from one complete copy", filepath.Base(f.path), f.start, reached)
 		}
-		want, err := readRounds(f.data, id, f.start, func(lsn uint64, payload []byte) {
+		want, sealed, err := readRounds(f.data, id, f.start, func(lsn uint64, payload []byte) {
 			if lsn > applied {
 				st.entries = append(st.entries, logEntry{lsn: lsn, payload: payload})
 			}
@@ -341,7 +388,7 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 		if err != nil {
 			return nil, withKind(ErrCorrupt, "log segment %s: %v", filepath.Base(f.path), err)
 		}
-		f.end = want
+		f.end, f.sealed = want, sealed
 		reached = max(applied, want-1)
 		st.segments = append(st.segments, f.segment)
 	}
@@ -356,8 +403,9 @@ func scanLog(dir, base string, id [16]byte, applied uint64) (*logState, error) {
 // of that round (a write torn by a crash was never acknowledged, and each
 // of its writes is there whole or not at all); if an intact round of a
 // later LSN follows, the damage is to acknowledged writes: an error.
-func readRounds(data []byte, id [16]byte, start uint64, fn func(lsn uint64, payload []byte)) (uint64, error) {
-	want := start
+// sealed is the generation the segment's seal names, 0 without one.
+func readRounds(data []byte, id [16]byte, start uint64, fn func(lsn uint64, payload []byte)) (want, sealed uint64, err error) {
+	want = start
 	off := segHeaderSize
 	for off < len(data) {
 		first, count, body, ok := roundAt(data[off:], &id)
@@ -379,14 +427,17 @@ func readRounds(data []byte, id [16]byte, start uint64, fn func(lsn uint64, payl
 		}
 		off = roundEnd(off, len(body))
 	}
+	if off < len(data) {
+		sealed = sealAt(data[off:], &id)
+	}
 	// Where the rounds stop, a crash tore the last one, or the disk
 	// damaged one: only an intact round after it tells them apart.
 	for at := (off + 8) &^ 7; at < len(data); at += 8 {
 		if first, _, _, ok := roundAt(data[at:], &id); ok && first >= want {
-			return want, fmt.Errorf("the log's writes from entry %d on are damaged, yet intact writes (from entry %d) were logged after them: acknowledged writes are lost; keep the file and its segments as they are, and restore both from one complete copy", want, first)
+			return want, 0, fmt.Errorf("the log's writes from entry %d on are damaged, yet intact writes (from entry %d) were logged after them: acknowledged writes are lost; keep the file and its segments as they are, and restore both from one complete copy", want, first)
 		}
 	}
-	return want, nil
+	return want, sealed, nil
 }
 
 // readSegment reads a whole segment file, refusing one so large that it
@@ -465,11 +516,26 @@ var errLogPoisoned = errors.New("the log has no segment to write to; nothing of 
 // first try: a disk that failed one fdatasync (a transient I/O error) need
 // not fail the writers, as long as the second copy is durable.
 func (w *logWriter) append(payloads [][]byte) (uint64, error) {
-	if w.f == nil || w.size >= w.maxSize || w.renew.Swap(false) {
+	full := w.f != nil && w.size >= w.maxSize
+	if full || w.f == nil || w.renew.Swap(false) {
 		// A new segment starts at the next LSN. After a failure, that is
 		// the failed round's first: its segment voids what the failed
 		// write left.
-		if err := w.rotate(); err != nil {
+		var old *os.File
+		at := w.size
+		if full && !w.renew.Load() {
+			// Left whole (not found gone): sealed once the new one is
+			// started.
+			old, w.f = w.f, nil
+		}
+		err := w.rotate()
+		if old != nil {
+			if err == nil {
+				w.seal(old, at)
+			}
+			_ = old.Close()
+		}
+		if err != nil {
 			return 0, errorf("%w (%w)", err, errLogPoisoned)
 		}
 	}
@@ -498,6 +564,28 @@ func (w *logWriter) append(payloads [][]byte) (uint64, error) {
 	active.end = w.next
 	w.mu.Unlock()
 	return first, nil
+}
+
+// seal writes the seal of the segment before the active one, whose file
+// is old and whose rounds end at offset at, naming the active one, and
+// makes it durable. A seal that fails
+// only leaves that segment as a release without seals would: its writes
+// are durable already, and the active segment's header too.
+func (w *logWriter) seal(old *os.File, at int64) {
+	if _, err := old.WriteAt(seal(&w.id, w.gen, w.next), at); err != nil {
+		return
+	}
+	if !w.noSync {
+		_ = fdatasync(old)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	// Unless the applier has deleted it meanwhile, it is the one before
+	// the active one.
+	if n := len(w.segments); n >= 2 && w.segments[n-2].gen < w.gen {
+		w.segments[n-2].size += sealSize
+		w.segments[n-2].sealed = w.gen
+	}
 }
 
 // grow counts n more bytes, a failed write's, in the last segment.
@@ -558,7 +646,9 @@ func (w *logWriter) fail(err error, wrote bool) error {
 		if !wrote {
 			return errorf("writing the log failed before any of the write reached it (%w), and starting a new segment failed too (%v); nothing of this write was written", err, rerr)
 		}
-		return errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
+		ferr := errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
+		markWriteFailed(w.dir, w.base, ferr)
+		return ferr
 	}
 	return nil
 }

@@ -23,21 +23,29 @@ import (
 func ackedThenKilled(t *testing.T, path string) []string {
 	t.Helper()
 	c := startChild(t, "ack", path)
-	var keys []string
+	keys := killAfterDone(t, c)
+	require.Len(t, keys, 3, "acknowledged writes; stderr:\n%s", c.stderr.String())
+	return keys
+}
+
+// killAfterDone reads the child's "ACK <write>" lines up to "DONE", then
+// SIGKILLs it, and returns the writes it acknowledged.
+func killAfterDone(t *testing.T, c *child) []string {
+	t.Helper()
+	var acked []string
 	for line := range c.lines {
 		if line == "DONE" {
 			break
 		}
-		key, ok := strings.CutPrefix(line, "ACK ")
+		ack, ok := strings.CutPrefix(line, "ACK ")
 		require.True(t, ok, "child: %q; stderr:\n%s", line, c.stderr.String())
-		keys = append(keys, key)
+		acked = append(acked, ack)
 	}
 	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
 	for range c.lines {
 	}
 	_ = c.cmd.Wait()
-	require.Len(t, keys, 3, "acknowledged writes; stderr:\n%s", c.stderr.String())
-	return keys
+	return acked
 }
 
 // requireAcked opens the journal at path for writing and requires every

@@ -24,7 +24,9 @@ type config struct {
 	applyDelay  time.Duration // tests: see applyDelay
 	overlayMax  int64         // tests: see overlayMax
 	// failSync, when a test sets it, stands in for the fdatasync of each
-	// log segment Open makes durable (syncRecovered): an error fails it.
+	// log segment Open makes durable (syncRecovered), and of each file it
+	// writes again after a failed write (rewriteAfterFailure): an error
+	// fails it.
 	failSync func(path string) error
 	// failCommit, when a test sets it, is the applier's failCommit from
 	// the start, before the applier's first pass.

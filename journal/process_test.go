@@ -25,7 +25,7 @@ import (
 // these variables, because a file lock and a SIGKILL are only real between
 // processes.
 const (
-	childModeEnv = "IDEM_JOURNAL_CHILD"      // "lock", "kill" or "ack"
+	childModeEnv = "IDEM_JOURNAL_CHILD"      // "lock", "kill", "ack" or "rotate"
 	childPathEnv = "IDEM_JOURNAL_CHILD_PATH" // the journal file
 	childRunEnv  = "IDEM_JOURNAL_CHILD_RUN"  // kill: run number, to make keys unique
 )
@@ -37,8 +37,11 @@ func TestChildProcess(t *testing.T) {
 		t.Skip("child process of TestLockedByOtherProcess and TestKill")
 	}
 	var opts []journal.Option
-	if mode == "ack" {
+	switch mode {
+	case "ack":
 		opts = append(opts, journal.WithApplyDelayForTest(time.Hour))
+	case "rotate":
+		opts = append(opts, journal.WithApplyDelayForTest(time.Hour), journal.WithOverlayMaxForTest(rotateOverlayMax))
 	}
 	s, err := journal.Open(path, opts...)
 	if err != nil {
@@ -70,6 +73,10 @@ func TestChildProcess(t *testing.T) {
 			fmt.Printf("ACK %s\n", key)
 		}
 		fmt.Println("DONE")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	case "rotate":
+		fmt.Println("READY")
+		rotateChild(s, path)
 		_, _ = io.Copy(io.Discard, os.Stdin)
 	}
 }

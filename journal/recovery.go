@@ -78,6 +78,9 @@ func (s *Store) openLog(cfg *config) error {
 		return err
 	}
 	missing := dep.check(dir, base, applied, st.maxGen)
+	if missing == nil {
+		missing = dep.checkSeals(dir, base, applied, st.segments)
+	}
 	if err := missing; err != nil {
 		switch {
 		case s.readOnly:
@@ -96,6 +99,9 @@ func (s *Store) openLog(cfg *config) error {
 	entries := make([]*logged, 0, len(st.entries))
 	for _, e := range st.entries {
 		r, err := decode(e.payload)
+		if errors.Is(err, ErrVersion) {
+			return errorf("log entry %d: %w; %s", e.lsn, err, newerLogAdvice)
+		}
 		if err != nil {
 			return errorf("log entry %d: %w", e.lsn, err)
 		}
@@ -118,6 +124,7 @@ func (s *Store) openLog(cfg *config) error {
 	// have sent the requests of records that are gone.
 	if !cfg.noSync {
 		if err := syncRecovered(dir, st.segments, applied, cfg.failSync); err != nil {
+			markWriteFailed(dir, base, err)
 			return err
 		}
 	}
@@ -202,6 +209,42 @@ func (d logDep) check(dir, base string, applied, newest uint64) error {
 		filepath.Base(segmentPath(dir, base, d.gen)), applied, dir, base, logInfix)
 }
 
+// checkSeals returns an error matching ErrLogMissing when a segment of the
+// log of base in dir that the file depends on (check), or a later one,
+// says that the log goes on in a generation of which no segment, nor a
+// newer one, is in segs (those scanLog found): the file names only the
+// segment writes went to when it was last written, and a process killed
+// after the log moved on to a new segment, before the applier's next
+// commit, left writes in that one alone. Segments are deleted oldest
+// first, so a sealed one on disk without its successor is a loss (a
+// backup that listed the directory before the rotation, the newer
+// segment deleted). With the field stale or naming no log, everything up
+// to the next segment's start is in the file, and the next segment is
+// recorded before a write goes to it (dependOnLog).
+func (d logDep) checkSeals(dir, base string, applied uint64, segs []segment) error {
+	if d.gen == 0 || d.applied != applied {
+		return nil
+	}
+	var newest uint64
+	for _, seg := range segs {
+		if !seg.blank {
+			newest = max(newest, seg.gen)
+		}
+	}
+	for _, seg := range segs {
+		if seg.blank || seg.gen < d.gen || seg.sealed == 0 || newest >= seg.sealed {
+			continue
+		}
+		return withKind(ErrLogMissing, "log segment %s says the log goes on in segment %s (the writes from entry %d on), "+
+			"and %s holds no such segment, nor a newer one: writes acknowledged before the process stopped may be lost "+
+			"(the file and its log copied or restored without their newest %s%s* segment, or that segment deleted). "+
+			"Put the segments back beside the file, as they were, and open it again; "+
+			"if they are gone for good, open it once with journal.AcceptLostLog (idem compact -accept-lost-log) to go on without them, knowing that those writes are lost",
+			filepath.Base(seg.path), filepath.Base(segmentPath(dir, base, seg.sealed)), seg.end, dir, base, logInfix)
+	}
+	return nil
+}
+
 // dependOnLog makes sure, before a round is written to the log, that the
 // file names a log segment it depends on (metaLogDep) of which one at
 // least is on disk: the round's writes are acknowledged once logged, and
@@ -210,8 +253,11 @@ func (d logDep) check(dir, base string, applied, newest uint64) error {
 // segment was found gone, start their segment here and commit its
 // generation to the file first; every other round finds both set (two
 // atomic loads). A later segment (one started when the last grew full,
-// or after a failed write) needs no commit: the one the file names, or a
-// newer one, stays on disk until Close.
+// or after a failed write) gets no commit, which would hold a round behind
+// the applier: the one the file names, or a newer one, stays on disk until
+// Close, and a full segment's seal names its successor (checkSeals). The
+// segment started after a failed write is not named: the window until the
+// applier's next commit stays open there.
 func (s *Store) dependOnLog() error {
 	if s.ap.dep.Load() != 0 && s.log.dep.Load() != 0 {
 		return nil

@@ -263,6 +263,12 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		_ = db.Close()
 		return nil, nil
 	}
+	if !cfg.readOnly {
+		if err := rewriteAfterFailure(path, file, cfg.failSync); err != nil {
+			_ = db.Close()
+			return nil, errorf("journal: open %s: %w", path, err)
+		}
+	}
 	if err := initMeta(db, file, cfg.readOnly); err != nil {
 		_ = db.Close()
 		if errors.As(err, &kind) {

@@ -1,0 +1,145 @@
+package journal
+
+import (
+	"cmp"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// After a failed fsync, Linux does not keep the pages it could not write
+// dirty: it marks them clean, reports the error once, to the descriptors
+// open at the time, and serves the pages from memory until they are
+// evicted. A process that opens the file afterwards reads what failed to
+// reach the disk, and its own fsync succeeds, as nothing is dirty. A Store
+// whose commit failed once written (ErrFileFailed) stops using the file,
+// but the next Open, in the same boot, read the failed commit back as if
+// it were on disk: its applied position past writes whose log segments
+// that Store then deleted, and its B+tree pointing at pages the disk may
+// hold older contents of. A reboot or an eviction later, the records it
+// showed were gone or as they were before, with nothing left to restore
+// them from. The same holds for a log segment whose failed write no later
+// segment voided (ErrMaybeCommitted), and for the segments a failed Open
+// could not make durable (syncRecovered).
+//
+// So a Store that meets such a failure leaves a marker beside the journal,
+// not synced: it lives in the same memory as the pages it warns of, and a
+// reboot that drops them may drop it too. An Open for writing that finds
+// it writes the journal file and every log segment again, as memory shows
+// them, so that their pages are dirty once more, and syncs them: only
+// once that succeeds is the marker removed and the journal used.
+const writeFailedSuffix = ".write-failed"
+
+// writeFailedPath names the marker of the journal base in dir.
+func writeFailedPath(dir, base string) string {
+	return filepath.Join(dir, base+writeFailedSuffix)
+}
+
+// markWriteFailed leaves the marker of the journal base in dir, saying
+// what failed. A marker already there keeps the first failure's words; a
+// name already taken is never followed (created exclusively: Compact may
+// run as root). A marker that cannot be written leaves things as they
+// were before markers.
+func markWriteFailed(dir, base string, cause error) {
+	f, err := os.OpenFile(writeFailedPath(dir, base), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return
+	}
+	_, _ = f.WriteString(time.Now().UTC().Format(time.RFC3339) + " " + cause.Error() + "\n")
+	_ = f.Close()
+}
+
+// markFailed is markWriteFailed for s's journal.
+func (s *Store) markFailed(cause error) {
+	dir, base := logLocation(cmp.Or(s.abs, s.path))
+	markWriteFailed(dir, base, cause)
+}
+
+// rewriteAfterFailure writes the journal file (open as file, locked) and
+// its log segments again and syncs them, if a Store left the marker of a
+// failed write beside it; fail, when a test sets it, stands in for each
+// fdatasync. On error the marker stays, and the next Open tries again.
+func rewriteAfterFailure(path string, file *os.File, fail func(path string) error) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return err
+	}
+	dir, base := logLocation(abs)
+	marker := writeFailedPath(dir, base)
+	fi, err := os.Lstat(marker)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return errorf("%s: %w", marker, err)
+	}
+	cause := []byte("?")
+	if fi.Mode().IsRegular() && fi.Size() < 64<<10 { // never through a link
+		cause, _ = os.ReadFile(marker)
+	}
+	refused := func(what string, err error) error {
+		return errorf("a write to this journal failed before (%s: %q), and writing %s again, so that the disk holds what memory shows of it, failed too (%w); nothing was changed: "+
+			"check the disk, then open the journal again", filepath.Base(marker), strings.TrimSpace(string(cause)), what, err)
+	}
+	if file == nil { // not opened through the hook: by name, locked
+		if file, err = os.OpenFile(path, os.O_RDWR, 0); err != nil {
+			return refused("the journal file", err)
+		}
+		defer file.Close()
+	}
+	if err := rewriteFile(file, path, fail); err != nil {
+		return refused("the journal file", err)
+	}
+	segs, err := segmentPaths(dir, base)
+	if err != nil {
+		return refused("the log", err)
+	}
+	for _, seg := range segs {
+		f, err := os.OpenFile(seg, os.O_RDWR, 0)
+		if err == nil {
+			err = rewriteFile(f, seg, fail)
+			_ = f.Close()
+		}
+		if err != nil {
+			return refused("log segment "+filepath.Base(seg), err)
+		}
+	}
+	if err := syncDir(dir); err != nil {
+		return refused("the journal's directory", err)
+	}
+	if err := os.Remove(marker); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return errorf("the journal was written again after a failed write, but its marker %s cannot be removed (%w): remove it by hand", marker, err)
+	}
+	return nil
+}
+
+// rewriteFile writes every byte of f (named path) back where it is, then
+// fdatasyncs it.
+func rewriteFile(f *os.File, path string, fail func(path string) error) error {
+	buf := make([]byte, 1<<20)
+	for off := int64(0); ; {
+		n, err := f.ReadAt(buf, off)
+		if n > 0 {
+			if _, werr := f.WriteAt(buf[:n], off); werr != nil {
+				return werr
+			}
+			off += int64(n)
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if fail != nil {
+		if err := fail(path); err != nil {
+			return err
+		}
+	}
+	return fdatasync(f)
+}
