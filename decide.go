@@ -968,8 +968,9 @@ func joinedDuplicate(w string, about func(string) bool) bool {
 
 // alreadyVerbs follow "already" in a refusal of what exists ("Order ID
 // already exists", "has already been taken", PayU India's "Request is
-// already logged" to a refund token it holds).
-var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged"}
+// already logged" to a refund token it holds, Paytm's "Refund Already
+// Raised" and "Refund is already Successful" to a refId it holds).
+var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful"}
 
 // joinedAlready reports whether w, one word of a refusal, is a code's name
 // joining its subject (about) to "already" and one of alreadyVerbs: Kraken
@@ -1294,10 +1295,11 @@ func ownTable(table, name string) bool {
 func lastPart(s string) string { return s[strings.LastIndexByte(s, '_')+1:] }
 
 // subjects are what a duplicate is of when it is the key's: the order or
-// request itself, in the singular, or the name an API gives the key that
-// identifies it (PayU India's refund "Token ID", its var2: "Token already
-// exists" to a token it holds).
-var subjects = [...]string{"order", "request", "transaction", "payment", "payout", "transfer", "token"}
+// request itself, in the singular (a refund API's refund: Paytm's
+// "Refund Already Raised" to a refId it holds), or the name an API gives
+// the key that identifies it (PayU India's refund "Token ID", its var2:
+// "Token already exists" to a token it holds).
+var subjects = [...]string{"order", "request", "transaction", "payment", "payout", "transfer", "refund", "token"}
 
 // idWords end a word that names the subject's id ("transaction_id",
 // "ClientOrderId"), or stand after it ("Order ID"), not a part of it

@@ -155,7 +155,8 @@
 // the Decoder cannot read or reads as failed, or any 2xx with such words
 // it reads as failed (Kraken Futures' "clientOrderIdAlreadyExist" under
 // "result": "success", PayU India's refund "status": 0 "Token already
-// exists"); "duplicate line item" or "duplicate email" is
+// exists", Paytm's refund TXN_FAILURE "Refund Already Raised");
+// "duplicate line item" or "duplicate email" is
 // no such answer and fails as any validation error does. A refusal that
 // names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with

@@ -74,3 +74,32 @@ func TestSaysDuplicateNotUniqueCode(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateRefund: a refund is what a refund API's key names, as
+// an order is an order API's. Paytm's 617 "Refund Already Raised" and 629
+// "Refund is already Successful" to a refId it holds (its refund response
+// codes), Optum Convenient Checkout's "Refund already exists for the
+// given merchantTransactionId." (Refund API Error Codes) and Everifin's
+// REFUND_DUPLICATED say the refund under it exists; a payment already
+// refunded, a refund refused for its amount, another refund in progress
+// or a dispute already raised do not.
+func TestSaysDuplicateRefund(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"body":{"refId":"rfd-0b7e41","resultInfo":{"resultStatus":"TXN_FAILURE","resultCode":"617","resultMsg":"Refund Already Raised"}}}`, true},
+		{`{"body":{"refId":"rfd-0b7e41","resultInfo":{"resultStatus":"TXN_FAILURE","resultCode":"629","resultMsg":"Refund is already Successful"}}}`, true},
+		{`{"title":"BAD_REQUEST","status":400,"detail":"Refund already exists for the given merchantTransactionId."}`, true},
+		{`{"code":"REFUND_DUPLICATED","description":"The same refund was already created."}`, true},
+		{`{"title":"REFUND_ERROR","detail":"This payment is already refunded"}`, false},
+		{`{"title":"INVALID_REQUEST","detail":"Refund amount cannot be more than the un-refunded amount of the original payment"}`, false},
+		{`{"body":{"resultInfo":{"resultStatus":"TXN_FAILURE","resultCode":"626","resultMsg":"Another Refund on same order is already in Progress, please retry after few minutes"}}}`, false},
+		{`{"error":"Dispute already raised for this payment"}`, false},
+		{`{"error":"refund_items contains duplicate entries"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "refId", "rfd-0b7e41"); got != tc.want {
+			t.Errorf("saysDuplicate(%s, refId) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
