@@ -154,7 +154,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 			if query {
 				journaled = rec.QueryURL
 			}
-			err = &url.Error{Op: ue.Op, URL: journaled, Err: ue.Err}
+			err = &url.Error{Op: ue.Op, URL: journaled, Err: sentURLOut(ue.Err, journaled, ue.URL, req.URL)}
 		}
 		ex.err = err
 		ex.unsent = !ex.wrote && tr.traced.Load() && tr.conns.Load() == 0
@@ -204,6 +204,48 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 	}
 	ex.dur = end.Sub(start)
 	return ex
+}
+
+// sentURLOut returns err with the URL as sent (sent, and shown as net/http
+// shows it) replaced by the journaled one in its text: a Transport that
+// wraps net/http's quotes the URL in its own error (hashicorp/
+// go-retryablehttp's RoundTripper: "POST <URL> giving up after N
+// attempt(s): Post "<URL>": ..."), and the request hook may have put a
+// credential in it. err is returned as is when its text quotes none.
+func sentURLOut(err error, journaled, shown string, sent *url.URL) error {
+	text := err.Error()
+	replaced := text
+	// net/http shows a password as ***, url.URL.Redacted as xxxxx.
+	for _, form := range [...]string{sent.String(), shown, sent.Redacted()} {
+		if form != "" && form != journaled && strings.Contains(replaced, form) {
+			replaced = strings.ReplaceAll(replaced, form, journaled)
+		}
+	}
+	if replaced == text {
+		return err
+	}
+	return &shownTransportError{msg: replaced, err: err}
+}
+
+// shownTransportError is a transport error shown with other text. It
+// answers Timeout and Temporary as the error does: url.Error asks its
+// Err directly, not through Unwrap.
+type shownTransportError struct {
+	msg string
+	err error
+}
+
+func (e *shownTransportError) Error() string { return e.msg }
+func (e *shownTransportError) Unwrap() error { return e.err }
+
+func (e *shownTransportError) Timeout() bool {
+	t, ok := e.err.(interface{ Timeout() bool })
+	return ok && t.Timeout()
+}
+
+func (e *shownTransportError) Temporary() bool {
+	t, ok := e.err.(interface{ Temporary() bool })
+	return ok && t.Temporary()
 }
 
 // attemptTrace is what net/http's trace hooks saw of one attempt. The

@@ -3,6 +3,7 @@ package idem_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -18,8 +19,28 @@ import (
 // Credentials: "added at send time ... and are never written to disk". A
 // request hook that puts the API key in the query string (as some APIs
 // want) had it written to the journal and the log: net/http's *url.Error
-// text carries the full URL, and idem stored and logged that text.
+// text carries the full URL, and idem stored and logged that text. So did
+// the error of a Transport that quotes the URL itself:
+// hashicorp/go-retryablehttp's RoundTripper (its StandardClient, a common
+// http.Client for WithHTTPClient) fails with "POST <URL> giving up after
+// N attempt(s): <net/http's error, quoting it again>", which net/http
+// wraps in its *url.Error.
 func TestHookCredentialInURLNotJournaledOrLogged(t *testing.T) {
+	t.Run("net/http's error", func(t *testing.T) { testHookCredentialInURL(t, script(step{err: dialRefused})) })
+	t.Run("a Transport's error quoting the URL", func(t *testing.T) {
+		inner := &http.Client{Transport: &scriptTransport{base: http.DefaultTransport, script: []step{{err: dialRefused}}}}
+		quoting := rtFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := inner.Do(r)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s giving up after %d attempt(s): %w", r.Method, r.URL.Redacted(), 1, err)
+			}
+			return resp, nil
+		})
+		testHookCredentialInURL(t, clientOpts(idem.WithHTTPClient(&http.Client{Transport: quoting})))
+	})
+}
+
+func testHookCredentialInURL(t *testing.T, transport envOption) {
 	const secret = "sk_live_QUERY_SECRET"
 	var logs bytes.Buffer
 	var mu sync.Mutex
@@ -29,7 +50,7 @@ func TestHookCredentialInURLNotJournaledOrLogged(t *testing.T) {
 		return logs.Write(p)
 	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var events []idem.AttemptEvent
-	e := newEnv(t, script(step{err: dialRefused}), clientOpts(
+	e := newEnv(t, transport, clientOpts(
 		idem.WithLogger(logger),
 		idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) { events = append(events, ev) }}),
 		idem.WithRequestHook(func(r *http.Request) error {

@@ -88,6 +88,17 @@ func TestCredentialInURLQueryNeverJournaled(t *testing.T) {
 		e.srv.URL + "/orders?api_key=sk_live_PLANTED",
 		e.srv.URL + "/orders?x=1&Access_Token=PLANTED",
 		e.srv.URL + "/orders?client_secret=PLANTED",
+		// Azure API Management takes a product's subscription key in
+		// this query parameter as well as in Ocp-Apim-Subscription-Key
+		// (learn.microsoft.com/azure/api-management/api-management-subscriptions).
+		e.srv.URL + "/orders?subscription-key=PLANTED",
+		// SigV4 query authentication with temporary credentials carries
+		// the STS session token (AWS S3 API, sigv4-query-string-auth).
+		e.srv.URL + "/orders?X-Amz-Date=20261205T000000Z&X-Amz-Security-Token=PLANTED",
+		// Vonage's api_secret (developer.vonage.com, Authentication);
+		// apilayer's access_key (currencylayer, ipstack).
+		e.srv.URL + "/orders?api_secret=PLANTED",
+		e.srv.URL + "/orders?access_key=PLANTED",
 	} {
 		_, err := e.client.Prepare(e.ctx, idem.Request{Key: fmt.Sprint("q", i), URL: raw})
 		require.ErrorIs(t, err, idem.ErrSecretHeader, raw)

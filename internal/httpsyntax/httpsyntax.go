@@ -109,9 +109,14 @@ func NamedCredentialHeader(name string) bool {
 }
 
 // secretParams are query parameter names (lower case) that carry an API
-// credential. Generic names such as "token" or "key" are left alone: a
-// PayPal return URL's token is an order id.
-var secretParams = [...]string{"api_key", "apikey", "api-key", "access_token", "client_secret", "password"}
+// credential: besides the common ones, Azure API Management's
+// subscription-key, AWS SigV4's session token, Vonage's api_secret and
+// apilayer's access_key. Generic names such as "token" or "key" are left
+// alone: a PayPal return URL's token is an order id.
+var secretParams = [...]string{
+	"api_key", "apikey", "api-key", "access_token", "client_secret", "password",
+	"subscription-key", "x-amz-security-token", "api_secret", "access_key",
+}
 
 // SecretParam reports whether a URL query parameter named name (in any
 // case) carries an API credential.

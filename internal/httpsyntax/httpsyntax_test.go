@@ -23,6 +23,10 @@ func TestRedactURL(t *testing.T) {
 		"https://sk_live_abc:@api.stripe.com/v1/charges": "https://REDACTED:REDACTED@api.stripe.com/v1/charges",
 		"https://sk_live_abc@api.stripe.com/v1/charges":  "https://REDACTED@api.stripe.com/v1/charges",
 		"https://api.example.com/x?token=paypal-order":   "https://api.example.com/x?token=paypal-order",
+		// Vonage's pair: a legacy record showed the secret beside the
+		// redacted key.
+		"https://rest.nexmo.com/sms/json?api_key=k&api_secret=s": "https://rest.nexmo.com/sms/json?api_key=REDACTED&api_secret=REDACTED",
+		"https://apim.example.com/pay?subscription-key=s":        "https://apim.example.com/pay?subscription-key=REDACTED",
 		"%zz": "%zz",
 	} {
 		if got := RedactURL(raw); got != want {
