@@ -189,6 +189,19 @@ func TestJudgeQuery(t *testing.T) {
 		{"a cache's 410 that does not name the key: maybe another key's", answer{status: 410, otherCache: "Age: 4"}, moveInconclusive, false},
 		{"a cache's expired 404 that does not name the key: maybe another key's",
 			answer{status: 404, otherCache: "Age: 4", body: []byte(`{"error":"Idempotency key expired"}`)}, moveInconclusive, true},
+		// Midtrans's "Transaction doesn't exist." to a status query, 200
+		// OK, whatever a decoder made of it; its number form too. Only
+		// the top-level member is the API's own status: a resource's
+		// member that holds another call's (a webhook delivery's, a
+		// nested object's) or a word "404" elsewhere is no not found.
+		{"2xx whose status_code is 404 is the endpoint's 404", answer{status: 200, out: Outcome{State: StateFailed},
+			body: []byte(`{"status_code":"404","status_message":"Transaction doesn't exist.","id":"8d6b1e4a-0f7e-4b8c-9a59-3c2d1f6e7a10"}`)}, moveInconclusive, true},
+		{"2xx whose status_code is the number 404, decoded succeeded", answer{status: 200, out: Outcome{State: StateSucceeded, ResourceID: "r"},
+			body: []byte(`{"status_code":404}`)}, moveInconclusive, true},
+		{"2xx with a nested status_code 404 settles", answer{status: 200, out: Outcome{State: StateSucceeded, ResourceID: "r"},
+			body: []byte(`{"id":"r","status":"succeeded","last_attempt":{"status_code":404}}`)}, moveSettle, false},
+		{"2xx with 404 in another member settles", answer{status: 200, out: Outcome{State: StateSucceeded, ResourceID: "r"},
+			body: []byte(`{"id":"r","status_code":"200","status_message":"404 items","code":"404"}`)}, moveSettle, false},
 		{"429 waits", answer{status: 429}, moveResend, false},
 		{"503 waits", answer{status: 503}, moveResend, false},
 		{"500 inconclusive", answer{status: 500}, moveInconclusive, false},
@@ -323,6 +336,17 @@ func TestPastOf(t *testing.T) {
 	}
 	cut := sub(2, 200, true, true, true, false)
 	cut.Err = "unexpected EOF"
+	// A 409 counts only when refusedAfterMaybeSent marked it: one the
+	// judge read as the key's request still running (Stripe's
+	// idempotency_key_in_use) is journaled refused too, with no error, or
+	// with its read's when the body was cut, and is only waited for.
+	used := func(n int) journal.Attempt {
+		a := sub(n, 409, true, true, true, false)
+		a.Err = conflictAfterSend + ": 409: DUPLICATE_ERROR"
+		return a
+	}
+	inFlightCut := sub(4, 409, true, true, true, false)
+	inFlightCut.Err = "unexpected EOF: " + conflictAfterSend
 	tests := []struct {
 		name     string
 		attempts []journal.Attempt
@@ -341,6 +365,9 @@ func TestPastOf(t *testing.T) {
 		{"a 200 duplicate refusal counts, a replayed 200 does not", []journal.Attempt{sub(1, 0, true, true, false, false), sub(2, 200, true, true, true, false),
 			sub(3, 200, true, true, true, true)}, 10, past{maybeExecuted: true, refusals: 1, final: true}},
 		{"a replay cut in transit does not count", []journal.Attempt{sub(1, 502, true, true, false, false), cut}, 10, past{maybeExecuted: true}},
+		{"a 409 saying the key was used counts, one in flight does not", []journal.Attempt{sub(1, 502, true, true, false, false), used(2),
+			sub(3, 409, true, true, true, false), inFlightCut, used(5)}, 10, past{maybeExecuted: true, refusals: 2}},
+		{"a 409 saying the key was used before anything of ours may have run contests it", []journal.Attempt{used(1)}, 10, past{contested: true}},
 		{"a query never counts", []journal.Attempt{{Number: 1, Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 200}}, 10, past{}},
 		{"replayed", []journal.Attempt{sub(1, 502, true, true, false, false), sub(2, 500, true, true, true, true)}, 10, past{maybeExecuted: true, final: true}},
 	}

@@ -65,9 +65,14 @@ type Attempt struct {
 	// flight, 429, a 4xx refusal, a request never written), whatever
 	// earlier attempts did. Only attempts that may have reached the server
 	// without such an answer make an operation "maybe executed".
-	Refused    bool
-	Status     int           // HTTP status code; 0 for a transport error
-	Err        string        // transport or decode error text, for people
+	Refused bool
+	Status  int // HTTP status code; 0 for a transport error
+	// Err: the transport or decode error, or the judge's note, for
+	// people. The judge reads it too, having no verdict journaled: a
+	// refused 2xx with no Err, and a refused 409 whose Err begins with
+	// its own words for "the key was used", count among the refusals
+	// after a send that may have executed. Keep it as written.
+	Err        string
 	RetryAfter time.Duration // Retry-After the server sent, already bounded
 	Duration   time.Duration
 }
