@@ -135,10 +135,12 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // operation's status monitor (the Azure REST API Guidelines' and ARM's,
 // polled with 200 OK while it runs), whose "id" names the operation,
 // says its work is not done; so do "declining" and "failing", a refusal
-// under way, and "authentication_challenge", "authentication_verified",
-// "authorisation_started", "authorisation_passed" and "completing", a
-// payment not yet authorised or completed (Revolut Merchant's payments).
-// A payment created declined
+// under way, and "authentication_verified", "authorisation_started",
+// "authorisation_passed" and "completing", a payment the server is still
+// authorising or completing (Revolut Merchant's payments). A payment
+// waiting for its customer ("authentication_challenge": the 3-D Secure
+// challenge the body names) is created: the caller needs that body now,
+// as for any payment created pending. A payment created declined
 // (Checkout.com's "Declined", Mercado Pago's "rejected", PayPal's
 // "DECLINED") is a failed payment, not a success. So is a PayPal order whose payments (purchase_units[].payments'
 // captures and authorizations) all have such a status, whatever the
@@ -398,12 +400,15 @@ func resourceStatusOf(s string) resourceStatus {
 	case "authorized", "authorised", "captured", "paid", "succeeded", "completed", "approved", "settled", "card verified":
 		return statusDone
 	case "notstarted", "running", "inprogress", "declining", "failing",
-		"authentication_challenge", "authentication_verified", "authorisation_started", "authorisation_passed", "completing":
+		"authentication_verified", "authorisation_started", "authorisation_passed", "completing":
 		// Revolut's payment "declining" or "failing" is a refusal under
 		// way, not a payment made: processing until it says which. So
-		// is one still being authenticated or authorised, or completing
-		// (Revolut Merchant's states before "authorised" and
-		// "completed"): the issuer may yet decline it.
+		// is one the server is still authorising or completing (Revolut
+		// Merchant's states before "authorised" and "completed"): the
+		// issuer may yet decline it. Not "authentication_challenge",
+		// which waits for the customer, not the server: asked again, it
+		// would stay so until Revolut gives up, the customer never shown
+		// the challenge its body carries.
 		return statusRunning
 	}
 	return statusOther

@@ -58,15 +58,18 @@ func TestRevolutMerchantPaymentRefusalIsNoSuccess(t *testing.T) {
 }
 
 // A Revolut Merchant payment still being authenticated or authorised
-// (pending, authentication_challenge, authentication_verified,
-// authorisation_started, authorisation_passed, completing: the states
-// before authorised, captured and completed in retrieve-payment-details'
-// enum) is not paid: it may yet be declined. Its "state" beside its id
+// (authentication_verified, authorisation_started, authorisation_passed,
+// completing: the states before authorised, captured and completed in
+// retrieve-payment-details' enum) is not paid: it may yet be declined. Its "state" beside its id
 // read as a resource's status of no known word, it was a payment made,
 // and the shop shipped what the issuer later declined. Under way, as
 // declining and failing are: asked again with the same key until the
 // payment says how it ended. "authorised" stays done: the funds are held,
-// and a capture is the merchant's own later request.
+// and a capture is the merchant's own later request. So is
+// "authentication_challenge" done asking: the payment waits for its
+// customer to pass the 3-D Secure challenge its body names, which no
+// resend moves on; the caller gets that body, as for a payment created
+// pending.
 func TestRevolutMerchantPaymentUnderwayIsNoSuccess(t *testing.T) {
 	const id = "6516e61c-d279-a454-a837-bc52ce55ed49"
 	payment := func(state string) string {
@@ -74,10 +77,11 @@ func TestRevolutMerchantPaymentUnderwayIsNoSuccess(t *testing.T) {
 			`"created_at":"2026-12-05T09:00:00.000000Z","amount":1000,"currency":"GBP"}`
 	}
 	var rows []decodeRow
-	for _, st := range []string{"authentication_challenge", "authentication_verified", "authorisation_started", "authorisation_passed", "completing", "AUTHORISATION_STARTED"} {
+	for _, st := range []string{"authentication_verified", "authorisation_started", "authorisation_passed", "completing", "AUTHORISATION_STARTED"} {
 		rows = append(rows, decodeRow{payment(st), 200, idem.Outcome{State: idem.StateProcessing, ResourceID: id}, true})
 	}
-	rows = append(rows, decodeRow{payment("authorised"), 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: id}, true})
+	rows = append(rows, decodeRow{payment("authorised"), 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: id}, true},
+		decodeRow{payment("authentication_challenge"), 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: id}, true})
 	requireDecodes(t, rows)
 
 	// At default settings, the key in its header: asked again with the
@@ -87,7 +91,8 @@ func TestRevolutMerchantPaymentUnderwayIsNoSuccess(t *testing.T) {
 		want   idem.State
 	}{
 		{[]string{"authorisation_started", "declined"}, idem.StateFailed},
-		{[]string{"authentication_challenge", "authorisation_passed", "authorised"}, idem.StateSucceeded},
+		{[]string{"authentication_verified", "authorisation_passed", "authorised"}, idem.StateSucceeded},
+		{[]string{"authentication_challenge"}, idem.StateSucceeded},
 	} {
 		t.Run(tt.states[0], func(t *testing.T) {
 			v, res, err := payRevolutOrder(t, payment, tt.states)
