@@ -749,11 +749,30 @@ func mentionsKey(body []byte) bool {
 // field's with spaces. It must stand as a word of its own: a member
 // named "id" is not named by "invalid", nor by "customer_id" or a JSON
 // Pointer's ".../customer/data/id" (another resource's), nor by a
-// member of the error body holding an identifier (identMember).
+// member of the error body holding an identifier (identMember). A header
+// named with the old "X-" prefix is named without it too: MTN MoMo's 409
+// RESOURCE_ALREADY_EXIST says "Duplicated reference id" of its
+// X-Reference-Id (momodeveloper.mtn.com, Common Error Codes).
 func namesKey(body []byte, name string) bool {
 	if mentionsKey(body) {
 		return true
 	}
+	return namesKeyAs(body, name) || namesKeyAs(body, unprefixed(name))
+}
+
+// unprefixed is a header name without its "X-" prefix, or "" when it has
+// none or what is left is one word ("X-Key", "X-Token"): a word so
+// common names no key.
+func unprefixed(name string) string {
+	if len(name) < 2 || lower(name[0]) != 'x' || name[1] != '-' || !strings.ContainsAny(name[2:], "-_") {
+		return ""
+	}
+	return name[2:]
+}
+
+// namesKeyAs reports whether body names the key by name, as namesKey
+// matches it.
+func namesKeyAs(body []byte, name string) bool {
 	for i := 0; name != "" && i+len(name) <= len(body); i++ {
 		end := i + len(name)
 		if sameName(body[i:end], name) && (i == 0 || !alnum(body[i-1]) && !joiner(body[i-1])) &&
@@ -1026,7 +1045,12 @@ func duplicateSubject(w, name string) bool {
 		return false
 	}
 	b := bareName(w)
-	if b == bareName(name) {
+	if b == bareName(name) || b == "uuid" {
+		// A UUID alone is the request's own identifier, which a copy of
+		// the same bytes carries: Trustly's params.UUID, refused 688
+		// ERROR_DUPLICATE_UUID, "This UUID has been used before", to a
+		// copy of a call that paid out (eu.developers.trustly.com, Error
+		// messages). Another thing's is named with it ("beneficiary_uuid").
 		return true
 	}
 	// A longer word naming one is the subject only as its id

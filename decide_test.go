@@ -530,6 +530,14 @@ func TestNamesKey(t *testing.T) {
 		{`{"code":"request_id_duplicate"}`, "request_id", true},
 		{`{"message":"invalid amount"}`, "id", false},
 		{`{"message":"the id was used before"}`, "id", true},
+		// A header with the "X-" prefix, named without it (MTN MoMo's
+		// 409 for its X-Reference-Id), but not by one common word.
+		{`{"code":"RESOURCE_ALREADY_EXIST","message":"Duplicated reference id. Creation of resource failed."}`, "X-Reference-Id", true},
+		{`{"code":"RESOURCE_ALREADY_EXIST","message":"Duplicated reference id."}`, "Reference-Id", true},
+		{`{"message":"reference_id: \"r_1\" already exists"}`, "X-Reference-Id", true},
+		{`{"error":"conflict","reference_id":"r_1"}`, "X-Reference-Id", false},
+		{`{"message":"the key was revoked"}`, "X-Key", false},
+		{`{"message":"the key was revoked"}`, "X-", false},
 	} {
 		if got := namesKey([]byte(tt.body), tt.header); got != tt.want {
 			t.Errorf("namesKey(%s, %q) = %v; want %v", tt.body, tt.header, got, tt.want)

@@ -155,8 +155,10 @@
 // the Decoder cannot read or reads as failed, or any 2xx with such words
 // it reads as failed (Kraken Futures' "clientOrderIdAlreadyExist" under
 // "result": "success", PayU India's refund "status": 0 "Token already
-// exists", Paytm's refund TXN_FAILURE "Refund Already Raised");
-// "duplicate line item" or "duplicate email" is
+// exists", Paytm's refund TXN_FAILURE "Refund Already Raised"), or a
+// duplicate of the request's own UUID, which every copy carries
+// (Trustly's JSON-RPC error 688 ERROR_DUPLICATE_UUID); "duplicate line
+// item" or "duplicate email" is
 // no such answer and fails as any validation error does. A refusal that
 // names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with

@@ -103,3 +103,23 @@ func TestSaysDuplicateRefund(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateUUID: a duplicate UUID alone is the request's own
+// identifier (Trustly's 688 ERROR_DUPLICATE_UUID, "This UUID has been
+// used before"), whatever member holds the key; another thing's UUID, or
+// UUIDs a body holds twice, are not.
+func TestSaysDuplicateUUID(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"version":"1.1","error":{"name":"JSONRPCError","code":688,"message":"ERROR_DUPLICATE_UUID"}}`, true},
+		{`{"error":"Duplicate UUID"}`, true},
+		{`{"error":"beneficiary_uuid is duplicated"}`, false},
+		{`{"error":"items contain duplicate uuids"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "MessageID", "payout-7f3c9a"); got != tc.want {
+			t.Errorf("saysDuplicate(%s, MessageID) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}

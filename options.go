@@ -471,7 +471,8 @@ func keyHeaderRefusal(canon string) string {
 // duplicate", OKX's sCode 51016) and which the Decoder cannot read or
 // reads as failed, or any 2xx with such words it reads as failed
 // (Kraken Futures' "clientOrderIdAlreadyExist", PayU India's refund
-// "Token already exists", Paytm's "Refund Already Raised"): to a first
+// "Token already exists", Paytm's "Refund Already Raised", Trustly's 688
+// ERROR_DUPLICATE_UUID for the request's own UUID): to a first
 // attempt, a
 // copy of which may have placed the order, it is flagged
 // [ReviewKeyInUse], not failed; to a resend after a lost answer it is

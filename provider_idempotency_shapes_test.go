@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/idemkit/idem"
@@ -157,6 +158,35 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 			shapes: []shape{lost, {status: 200, body: `{"id":16521632,"targetAccount":13967081,"status":"incoming_payment_waiting",` +
 				`"sourceCurrency":"EUR","sourceValue":100,"targetCurrency":"GBP","customerTransactionId":"k"}`}},
 			state: idem.StateSucceeded, id: "16521632", posts: 2},
+
+		// Currencycloud's payments/create takes the key as a form field,
+		// unique_request_id, and refuses one it holds 400 with error_code
+		// payment_create_failed and a duplicate_request reason ("The
+		// unique_request_id provided for this payment has already been
+		// used, please provide a new unique_request_id"; its API spec,
+		// CurrencyCloud/currencycloud-swagger src/reference.yaml), never
+		// its first answer again. After a lost answer: for a person once
+		// the refusals persist; to a first attempt, which a copy may have
+		// beaten (a mesh's retry): for a person at once.
+		{name: "currencycloud 400 duplicate_request after a lost response, key in a form", body: currencycloudPayment,
+			shapes: []shape{lost, {status: 400, body: currencycloudDuplicate}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
+		{name: "currencycloud 400 duplicate_request to a first attempt, key in a form", body: currencycloudPayment,
+			shapes: []shape{{status: 400, body: currencycloudDuplicate}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
+
+		// https://eu.developers.trustly.com/doc-old/docs/error-messages:
+		// every answer 200 OK, a refusal a JSON-RPC 1.1 error member; a
+		// MessageID (the key, in params.Data) it holds is 637
+		// ERROR_DUPLICATE_MESSAGE_ID. After a lost answer: for a person
+		// once the refusals persist, never failed; to a first attempt, for
+		// a person at once.
+		{name: "trustly 200 ERROR_DUPLICATE_MESSAGE_ID after a lost response, key in the body", body: strings.Replace(trustlyPayout, "payout-7f3c9a", "k", 1),
+			shapes: []shape{lost, {status: 200, body: trustlyDuplicateMessageID}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
+		{name: "trustly 200 ERROR_DUPLICATE_MESSAGE_ID to a first attempt, key in the body", body: strings.Replace(trustlyPayout, "payout-7f3c9a", "k", 1),
+			shapes: []shape{{status: 200, body: trustlyDuplicateMessageID}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.shapes...)
@@ -179,3 +209,19 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 		})
 	}
 }
+
+// currencycloudPayment is a Currencycloud payments/create form, its key
+// "k" in unique_request_id; currencycloudDuplicate its refusal of a key it
+// holds (the API spec's CreatePaymentError, reason duplicate_request).
+const (
+	currencycloudPayment = `currency=EUR&beneficiary_id=7a0a9d9d-2d1c-4b1a-9f0e-1d2c3b4a5f6e&amount=100.00&reason=Invoice&reference=INV-1` +
+		`&unique_request_id=k`
+	currencycloudDuplicate = `{"error_code":"payment_create_failed","error_messages":{"duplicate_request":[{"code":"duplicate_request",` +
+		`"message":"The unique_request_id provided for this payment has already been used, please provide a new unique_request_id to ` +
+		`successfully submit this payment","params":{}}]}}`
+	// trustlyDuplicateMessageID is Trustly's refusal of a MessageID it
+	// holds, 200 OK.
+	trustlyDuplicateMessageID = `{"version":"1.1","error":{"name":"JSONRPCError","code":637,"message":"ERROR_DUPLICATE_MESSAGE_ID",` +
+		`"error":{"signature":"c2ln","uuid":"258a2184-2842-b485-25ca-293525152425","method":"AccountPayout",` +
+		`"data":{"code":637,"message":"ERROR_DUPLICATE_MESSAGE_ID"}}}}`
+)
