@@ -667,7 +667,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		visited[r] = true
 		if probing[r.host] == r {
 			delete(probing, r.host)
-			if news.reach == reachNone && !news.silentElsewhere {
+			if news.reach == reachNone && !news.stuckElsewhere {
 				// A probe that made no exchange with the host (flagged, its
 				// key window over by our clock or by the Date a clock
 				// probe's HEAD taught; a call in flight joined; settled
@@ -680,9 +680,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 				// an hour) though the host might be back: an order whose
 				// key the server still kept came due past its key
 				// window, for a person. One whose query to that endpoint
-				// got no answer still counts: the next would ask the
-				// same silent endpoint, and the next, every due
-				// operation of the host visited on each pass.
+				// got no answer, or a 429, still counts: the next would
+				// ask the same endpoint to no more avail, and the next,
+				// every due operation of the host visited on each pass.
 				delete(probed, r.host)
 			} else {
 				postponed = append(postponed, waiting[r.host]...)

@@ -17,19 +17,21 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// refusedByPass refuses the connections to the hosts it names and counts
-// the requests to each by the time on clock when they were sent: Run's
-// clock moves only between its passes, so the counts are per pass.
+// refusedByPass refuses the connections to the hosts it names (those
+// it names true answer 429 with a Retry-After instead) and counts the
+// requests to each by the time on clock when they were sent: Run's clock
+// moves only between its passes, so the counts are per pass.
 type refusedByPass struct {
 	base  http.RoundTripper
 	clock *idemtest.Clock
-	hosts map[string]bool
+	hosts map[string]bool // host → throttled
 	mu    sync.Mutex
 	sent  map[string]map[time.Time]int // host → pass → requests
 }
 
 func (f *refusedByPass) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !f.hosts[r.URL.Host] {
+	throttled, ok := f.hosts[r.URL.Host]
+	if !ok {
 		return f.base.RoundTrip(r)
 	}
 	f.mu.Lock()
@@ -41,6 +43,12 @@ func (f *refusedByPass) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	f.sent[r.URL.Host][f.clock.Now()]++
 	f.mu.Unlock()
+	if throttled {
+		// RFC 6585 section 4: too many requests, and how long to wait.
+		resp := frontPage(r, http.StatusTooManyRequests, http.Header{"Retry-After": {"60"}}, `{"error":"rate limited"}`)
+		resp.Header.Set("Content-Type", "application/json")
+		return resp, nil
+	}
 	return refuseDial.RoundTrip(r)
 }
 
@@ -63,11 +71,19 @@ func (f *refusedByPass) from(host string, at time.Time) map[time.Duration]int {
 // taken for a visit that made no exchange (c3c46be), the next operation
 // would probe, and the next, each asking the silent endpoint in turn, so
 // that much of the host's backlog was visited on every pass, not one of
-// it (8 queries a pass here before b3ae61c). Orders to an API whose
-// result endpoint has a host of its own (WithResultEndpoint, a read
-// service behind its own load balancer), both refusing connections.
+// it (8 queries a pass here before b3ae61c). So does one whose endpoint
+// asked it to wait (429 with Retry-After: RFC 6585 section 4): the next
+// would be asked to wait as well. Orders to an API whose result
+// endpoint has a host of its own (WithResultEndpoint, a read service
+// behind its own load balancer), its orders' host refusing connections.
 // Default settings but the clock and a result endpoint.
 func TestRunProbeThatOnlyAskedADownResultEndpointCounts(t *testing.T) {
+	for _, throttled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("throttled=%t", throttled), func(t *testing.T) { runProbeThatOnlyAskedAResultEndpoint(t, throttled) })
+	}
+}
+
+func runProbeThatOnlyAskedAResultEndpoint(t *testing.T, throttled bool) {
 	const maybeSent = 250
 	giveUp := 2 * idem.DefaultResumeConcurrency
 	neverSent := giveUp + idem.DefaultResumeConcurrency
@@ -113,7 +129,7 @@ func TestRunProbeThatOnlyAskedADownResultEndpointCounts(t *testing.T) {
 		setDue(key, clock.Now().Add(time.Hour)) // not before the host is down
 	}
 
-	network := &refusedByPass{base: http.DefaultTransport, clock: clock, hosts: map[string]bool{orderHost: true, resultHost: true}}
+	network := &refusedByPass{base: http.DefaultTransport, clock: clock, hosts: map[string]bool{orderHost: false, resultHost: throttled}}
 	c, err = idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock), endpoint)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, c.Close()) }()
@@ -153,7 +169,7 @@ func TestRunProbeThatOnlyAskedADownResultEndpointCounts(t *testing.T) {
 
 	t.Logf("by pass: queries to the result endpoint %v, requests to the orders' host %v", queries, sends)
 	for at, n := range queries {
-		require.LessOrEqual(t, n, 1, "queries to the down result endpoint on the pass at %v (all: %v)", at, queries)
+		require.LessOrEqual(t, n, 1, "queries to the result endpoint on the pass at %v (all: %v)", at, queries)
 	}
 	for at, n := range sends {
 		require.LessOrEqual(t, n, 1, "requests to the down orders' host on the pass at %v (all: %v)", at, sends)

@@ -37,9 +37,10 @@ const (
 // hostNews is what a drive's own exchanges told of its host (hostOf).
 type hostNews struct {
 	reach hostReach
-	// silentElsewhere: a query of the drive's own to a result endpoint
-	// on another host, which reach leaves out, got no answer.
-	silentElsewhere bool
+	// stuckElsewhere: a query of the drive's own to a result endpoint on
+	// another host, which reach leaves out, got no answer or was told to
+	// wait (stuckElsewhere).
+	stuckElsewhere bool
 	// rest: the host's last answer was a 429 or 503 asking this client to
 	// wait (Retry-After, bounded by the reconciler's maximum) until then.
 	rest time.Time
@@ -67,15 +68,16 @@ func throttledBy(rec *journal.Record, after int, queriesHost bool) bool {
 	return false
 }
 
-// silentElsewhere reports whether a query of rec numbered after `after`
+// stuckElsewhere reports whether a query of rec numbered after `after`
 // to a result endpoint on another host than its own (queriesHost false)
-// got no answer (silentStatus), or has none journaled.
-func silentElsewhere(rec *journal.Record, after int, queriesHost bool) bool {
+// got no answer (silentStatus), or has none journaled, or was answered
+// 429: the next operation's query would fare no better.
+func stuckElsewhere(rec *journal.Record, after int, queriesHost bool) bool {
 	if queriesHost {
 		return false
 	}
 	for _, a := range rec.Attempts {
-		if a.Number > after && a.Kind == journal.AttemptQuery && (!a.Done || silentStatus(a.Status)) {
+		if a.Number > after && a.Kind == journal.AttemptQuery && (!a.Done || silentStatus(a.Status) || a.Status == http.StatusTooManyRequests) {
 			return true
 		}
 	}
