@@ -138,7 +138,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 		end(res.clone(), err)
 	}
 	queriesHost := c.queriesHost(d.rec)
-	news := hostNews{reach: reachOf(d.rec, before, queriesHost), exchanged: attemptCount(d.rec) > before}
+	news := hostNews{reach: reachOf(d.rec, before, queriesHost), stuckElsewhere: stuckElsewhere(d.rec, before, queriesHost)}
 	if news.reach == reachNone && d.silentHost {
 		news.reach = reachSilent
 	}

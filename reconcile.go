@@ -667,21 +667,22 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		visited[r] = true
 		if probing[r.host] == r {
 			delete(probing, r.host)
-			if news.reach == reachNone && !news.exchanged {
-				// A probe that made no exchange of its own (flagged, its
+			if news.reach == reachNone && !news.stuckElsewhere {
+				// A probe that made no exchange with the host (flagged, its
 				// key window over by our clock or by the Date a clock
-				// probe's HEAD taught; a call in flight joined) told
-				// nothing of the host (a HEAD a CDN answers may not
-				// speak for the origin). One that only asked a result
-				// endpoint elsewhere still counts: were it none, every
-				// due operation of the host would be visited on each
-				// pass while that endpoint is down too. The next of its
+				// probe's HEAD taught; a call in flight joined; settled
+				// or handed off on the word of a result endpoint on
+				// another host) told nothing of it (a HEAD a CDN answers
+				// may not speak for the origin): the next of its
 				// operations probes it, and those passed over meanwhile
 				// stay due for the next pass. Postponed, they were
 				// pushed back by as long as the outage had lasted (up to
 				// an hour) though the host might be back: an order whose
 				// key the server still kept came due past its key
-				// window, for a person.
+				// window, for a person. One whose query to that endpoint
+				// got no answer, or a 429, still counts: the next would
+				// ask the same endpoint to no more avail, and the next,
+				// every due operation of the host visited on each pass.
 				delete(probed, r.host)
 			} else {
 				postponed = append(postponed, waiting[r.host]...)

@@ -30,29 +30,13 @@ import (
 func TestRunProbeThatSendsNothingDoesNotKeepAHostDown(t *testing.T) {
 	giveUp := 2 * idem.DefaultResumeConcurrency
 	start := epoch
-	clock := idemtest.NewClock(start)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	o := newOutageJournal(t, start)
+	clock, srv, store := o.clock, o.srv, o.store
 
 	// The set-up: every order executed, its answer lost. A process before
 	// this one sent the "a-" orders and "x" a minute before Run starts;
 	// "n" is sent 58 minutes into the outage, its answer lost as well.
-	submitAt := func(at time.Time, keys ...string) {
-		lossy := &outage{base: http.DefaultTransport}
-		lossy.mode.Store(netLossy)
-		c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: lossy}), idem.WithClock(idemtest.NewClock(at)),
-			idem.WithMaxAttempts(1))
-		require.NoError(t, err)
-		for _, key := range keys {
-			_, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"order":1}`)})
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome, key)
-		}
-		require.NoError(t, c.Close())
-	}
+	submitAt := func(at time.Time, keys ...string) { o.submitAt(t, at, nil, nil, keys...) }
 	var early []string
 	for i := range giveUp {
 		early = append(early, fmt.Sprintf("a-%02d", i))
@@ -61,10 +45,7 @@ func TestRunProbeThatSendsNothingDoesNotKeepAHostDown(t *testing.T) {
 	back := start.Add(time.Hour)
 	submitAt(back.Add(-2*time.Minute), "n")
 	// Neither is due before the host is back (then both are: setDue).
-	setDue := func(key string, due time.Time) {
-		_, err := store.Update(t.Context(), idem.DefaultScope, key, func(r *journal.Record) error { r.NextDue = due; return nil })
-		require.NoError(t, err)
-	}
+	setDue := func(key string, due time.Time) { o.setDue(t, key, due) }
 	setDue("x", back)
 	setDue("n", back)
 
@@ -76,18 +57,7 @@ func TestRunProbeThatSendsNothingDoesNotKeepAHostDown(t *testing.T) {
 	defer func() { require.NoError(t, c.Close()) }()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	// runTo runs Run until its clock reads end, then, while it is held
-	// there, calls then.
-	runTo := func(end time.Time, then func()) {
-		held, release := clock.HoldFrom(end)
-		defer release()
-		select {
-		case <-held:
-		case <-time.After(5 * time.Minute):
-			t.Fatalf("Run's clock %v short of %v after 5 minutes", clock.Now().Sub(start), end.Sub(start))
-		}
-		then()
-	}
+	runTo := func(end time.Time, then func()) { o.runTo(t, start, end, then) }
 	ran := runAsync(ctx, c)
 	runTo(back.Add(-time.Minute), func() {
 		require.Positive(t, network.refused.Load(), "requests refused during the outage")
@@ -132,4 +102,70 @@ func TestRunProbeThatSendsNothingDoesNotKeepAHostDown(t *testing.T) {
 		require.Equal(t, 1, srv.Effects("", key), "orders of %s", key)
 		require.Equal(t, 1, sends(key), "sends of %s reaching the server", key)
 	}
+}
+
+// outageJournal is a server and a journal (both closed with the test) on
+// a clock, for the tests of how Run probes a host it took for down.
+type outageJournal struct {
+	clock *idemtest.Clock
+	srv   *idemtest.Server
+	store *journal.Store
+}
+
+func newOutageJournal(t *testing.T, start time.Time) *outageJournal {
+	t.Helper()
+	clock := idemtest.NewClock(start)
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	return &outageJournal{clock: clock, srv: srv, store: store}
+}
+
+// submitAt journals orders to srv, one a key, sent at `at` through rt
+// with one attempt each, which must end unknown; a nil rt executes them
+// and loses their answers. resultURL, if not nil, names each one's
+// result endpoint.
+func (o *outageJournal) submitAt(t *testing.T, at time.Time, rt http.RoundTripper, resultURL func(key string) string, keys ...string) {
+	t.Helper()
+	if rt == nil {
+		lossy := &outage{base: http.DefaultTransport}
+		lossy.mode.Store(netLossy)
+		rt = lossy
+	}
+	c, err := idem.New(o.store, idem.WithHTTPClient(&http.Client{Transport: rt}), idem.WithClock(idemtest.NewClock(at)),
+		idem.WithMaxAttempts(1))
+	require.NoError(t, err)
+	for _, key := range keys {
+		req := idem.Request{Key: key, URL: o.srv.URL + "/orders", Body: []byte(`{"order":1}`)}
+		if resultURL != nil {
+			req.ResultURL = resultURL(key)
+		}
+		_, err := c.Submit(t.Context(), req)
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome, key)
+	}
+	require.NoError(t, c.Close())
+}
+
+// setDue makes key due at due.
+func (o *outageJournal) setDue(t *testing.T, key string, due time.Time) {
+	t.Helper()
+	_, err := o.store.Update(t.Context(), idem.DefaultScope, key, func(r *journal.Record) error { r.NextDue = due; return nil })
+	require.NoError(t, err)
+}
+
+// runTo lets Run run until the clock reads end, then, while Run is held
+// there, calls then; start is where the clock began, for the message.
+func (o *outageJournal) runTo(t *testing.T, start, end time.Time, then func()) {
+	t.Helper()
+	held, release := o.clock.HoldFrom(end)
+	defer release()
+	select {
+	case <-held:
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("Run's clock %v short of %v after 5 minutes", o.clock.Now().Sub(start), end.Sub(start))
+	}
+	then()
 }

@@ -37,9 +37,10 @@ const (
 // hostNews is what a drive's own exchanges told of its host (hostOf).
 type hostNews struct {
 	reach hostReach
-	// exchanged: the drive made an exchange of its own, to any host (a
-	// query to a result endpoint elsewhere, which reach leaves out).
-	exchanged bool
+	// stuckElsewhere: a query of the drive's own to a result endpoint on
+	// another host, which reach leaves out, got no answer or was told to
+	// wait (stuckElsewhere).
+	stuckElsewhere bool
 	// rest: the host's last answer was a 429 or 503 asking this client to
 	// wait (Retry-After, bounded by the reconciler's maximum) until then.
 	rest time.Time
@@ -63,6 +64,22 @@ func throttledBy(rec *journal.Record, after int, queriesHost bool) bool {
 			return false
 		}
 		return a.Status == http.StatusTooManyRequests || a.Status == http.StatusServiceUnavailable
+	}
+	return false
+}
+
+// stuckElsewhere reports whether a query of rec numbered after `after`
+// to a result endpoint on another host than its own (queriesHost false)
+// got no answer (silentStatus), or has none journaled, or was answered
+// 429: the next operation's query would fare no better.
+func stuckElsewhere(rec *journal.Record, after int, queriesHost bool) bool {
+	if queriesHost {
+		return false
+	}
+	for _, a := range rec.Attempts {
+		if a.Number > after && a.Kind == journal.AttemptQuery && (!a.Done || silentStatus(a.Status) || a.Status == http.StatusTooManyRequests) {
+			return true
+		}
 	}
 	return false
 }
