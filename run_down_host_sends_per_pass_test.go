@@ -73,7 +73,7 @@ func (b *droppingHost) perPass(from time.Time) (passes []time.Time, counts []int
 // workers for an attempt timeout each and send the down host a request
 // for every one. A Stripe-like API (no result endpoint) whose packets are
 // dropped: every request waits out the attempt timeout. Default settings
-// but the clock.
+// but the clock and a shorter attempt timeout.
 func TestRunSendsADownHostAtMostOneRequestAPass(t *testing.T) {
 	const pairs = 12
 	giveUp := 2 * idem.DefaultResumeConcurrency
