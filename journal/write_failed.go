@@ -22,9 +22,11 @@ import (
 // that Store then deleted, and its B+tree pointing at pages the disk may
 // hold older contents of. A reboot or an eviction later, the records it
 // showed were gone or as they were before, with nothing left to restore
-// them from. The same holds for a log segment whose failed write no later
-// segment voided (ErrMaybeCommitted), and for the segments a failed Open
-// could not make durable (syncRecovered).
+// them from. The same holds for a log segment whose write's fdatasync
+// failed and which no later segment voided (ErrMaybeCommitted), and for
+// the segments a failed Open could not make durable (syncRecovered). A
+// write cut short (a full disk) leaves no marker: no fsync failed
+// (logWriter.fail).
 //
 // So a Store that meets such a failure leaves a marker beside the journal,
 // not synced: it lives in the same memory as the pages it warns of, and a
