@@ -545,16 +545,16 @@ func (w *logWriter) append(payloads [][]byte) (uint64, error) {
 	if cap(w.buf) > 4<<20 {
 		w.buf = nil // one huge round must not stay in memory
 	}
-	wrote, err := w.write(buf)
+	wrote, whole, err := w.write(buf)
 	for try := 0; err != nil; try++ {
 		w.grow(int64(len(buf))) // the failed write's bytes may be in the file
-		if ferr := w.fail(err, wrote); ferr != nil || try == 1 {
+		if ferr := w.fail(err, wrote, whole); ferr != nil || try == 1 {
 			if ferr == nil {
 				ferr = errorf("log write: %w", err)
 			}
 			return 0, ferr
 		}
-		wrote, err = w.write(buf)
+		wrote, whole, err = w.write(buf)
 	}
 	w.size += int64(len(buf))
 	w.next += uint64(len(payloads))
@@ -611,23 +611,35 @@ func (w *logWriter) bytes() int64 {
 
 // write writes buf at the end of the active segment and makes it durable.
 // wrote is false when it failed before any byte of buf reached the file
-// (a write(2) that fails writes nothing; one that wrote some bytes
-// returns their count).
-func (w *logWriter) write(buf []byte) (wrote bool, err error) {
+// (a write(2) that fails writes nothing); whole is true when all of buf
+// was written and only making it durable failed.
+func (w *logWriter) write(buf []byte) (wrote, whole bool, err error) {
 	if err := w.inject(false, false); err != nil {
-		return false, err
+		return false, false, err
 	}
 	if n, err := w.f.WriteAt(buf, w.size); err != nil {
-		return n > 0, err
+		return n > 0 || w.grew(), false, err
 	}
 	if err := w.inject(false, true); err != nil {
-		return true, err
+		return true, true, err
 	}
 	if w.noSync {
-		return true, nil
+		return true, true, nil
 	}
 	// The segment's name was made durable when it was started (rotate).
-	return true, fdatasync(w.f)
+	return true, true, fdatasync(w.f)
+}
+
+// grew reports whether the active segment's file holds more than the
+// rounds written to it, after a write to it failed. os.File.WriteAt
+// returns 0, not the bytes written, when a pwrite wrote part of them and
+// the next failed (a full disk, at the page it has no room for): a round
+// cut short in its padding is whole in the file, and its writers must not
+// be told that nothing was written. A file whose size cannot be had may
+// hold anything.
+func (w *logWriter) grew() bool {
+	fi, err := w.f.Stat()
+	return err != nil || fi.Size() > w.size
 }
 
 // fail handles a round that failed with err: unless nothing of it was
@@ -640,14 +652,27 @@ func (w *logWriter) write(buf []byte) (wrote bool, err error) {
 // nothing reached the file cannot come back: a full disk fails its write
 // and the new segment alike, and its writers are told, plainly, that
 // nothing was written.
-func (w *logWriter) fail(err error, wrote bool) error {
+//
+// Only a round whose fdatasync failed (whole) leaves the marker of a
+// failed write (markWriteFailed): the kernel may keep its bytes in memory,
+// marked written, that the disk does not hold. The bytes of a write cut
+// short (a full disk) are dirty, as any write's: they reach the disk as
+// ever, and a writeback of them that fails is reported to the next Open's
+// fdatasync (syncRecovered), an error no descriptor has seen being
+// reported to every one. Marked, the next Open would write the whole
+// journal again, after a full disk: minutes for a large journal, and on a
+// copy-on-write file system as much free space as its size, refused
+// without it.
+func (w *logWriter) fail(err error, wrote, whole bool) error {
 	w.close()
 	if rerr := w.rotate(); rerr != nil {
 		if !wrote {
 			return errorf("writing the log failed before any of the write reached it (%w), and starting a new segment failed too (%v); nothing of this write was written", err, rerr)
 		}
 		ferr := errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
-		markWriteFailed(w.dir, w.base, ferr)
+		if whole {
+			markWriteFailed(w.dir, w.base, ferr)
+		}
 		return ferr
 	}
 	return nil

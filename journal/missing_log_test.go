@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -29,17 +30,32 @@ func ackedThenKilled(t *testing.T, path string) []string {
 }
 
 // killAfterDone reads the child's "ACK <write>" lines up to "DONE", then
-// SIGKILLs it, and returns the writes it acknowledged.
+// SIGKILLs it, and returns the writes it acknowledged. A child that says
+// anything else, or not "DONE" within a minute (a write stuck), is killed
+// and the test fails, rather than waiting for go test's own timeout.
 func killAfterDone(t *testing.T, c *child) []string {
 	t.Helper()
 	var acked []string
-	for line := range c.lines {
-		if line == "DONE" {
-			break
+	deadline := time.After(time.Minute)
+	for done := false; !done; {
+		select {
+		case line, ok := <-c.lines:
+			if !ok || line == "DONE" {
+				done = true
+				break
+			}
+			ack, ok := strings.CutPrefix(line, "ACK ")
+			if !ok {
+				_ = c.cmd.Process.Kill()
+				_ = c.cmd.Wait()
+				t.Fatalf("child: %q; stderr:\n%s", line, c.stderr.String())
+			}
+			acked = append(acked, ack)
+		case <-deadline:
+			_ = c.cmd.Process.Kill()
+			_ = c.cmd.Wait()
+			t.Fatalf("child did not report DONE within a minute, after %q; stderr:\n%s", acked, c.stderr.String())
 		}
-		ack, ok := strings.CutPrefix(line, "ACK ")
-		require.True(t, ok, "child: %q; stderr:\n%s", line, c.stderr.String())
-		acked = append(acked, ack)
 	}
 	require.NoError(t, c.cmd.Process.Signal(syscall.SIGKILL))
 	for range c.lines {

@@ -22,9 +22,11 @@ import (
 // that Store then deleted, and its B+tree pointing at pages the disk may
 // hold older contents of. A reboot or an eviction later, the records it
 // showed were gone or as they were before, with nothing left to restore
-// them from. The same holds for a log segment whose failed write no later
-// segment voided (ErrMaybeCommitted), and for the segments a failed Open
-// could not make durable (syncRecovered).
+// them from. The same holds for a log segment whose write's fdatasync
+// failed and which no later segment voided (ErrMaybeCommitted), and for
+// the segments a failed Open could not make durable (syncRecovered). A
+// write cut short (a full disk) leaves no marker: no fsync failed
+// (logWriter.fail).
 //
 // So a Store that meets such a failure leaves a marker beside the journal,
 // not synced: it lives in the same memory as the pages it warns of, and a
@@ -99,12 +101,7 @@ func rewriteAfterFailure(path string, file *os.File, fail func(path string) erro
 		return refused("the log", err)
 	}
 	for _, seg := range segs {
-		f, err := os.OpenFile(seg, os.O_RDWR, 0)
-		if err == nil {
-			err = rewriteFile(f, seg, fail)
-			_ = f.Close()
-		}
-		if err != nil {
+		if err := rewriteSegment(seg, fail); err != nil {
 			return refused("log segment "+filepath.Base(seg), err)
 		}
 	}
@@ -115,6 +112,33 @@ func rewriteAfterFailure(path string, file *os.File, fail func(path string) erro
 		return errorf("the journal was written again after a failed write, but its marker %s cannot be removed (%w): remove it by hand", marker, err)
 	}
 	return nil
+}
+
+// rewriteSegment writes the log segment at path again (rewriteFile), if
+// it is a regular file, and never through a symbolic link: the journal's
+// directory may be writable by the application's user, and Compact may
+// run as root, which a link planted under a segment's name, to a disk,
+// would have read the whole disk and write it back under the file systems
+// mounted on it. What is not a regular file is left to the reading of the
+// log (scanLog), which refuses it.
+func rewriteSegment(path string, fail func(path string) error) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// Replaced by a link since Lstat: not written.
+	if now, err := f.Stat(); err != nil || !os.SameFile(fi, now) {
+		return errorf("%s was replaced while the journal was opened", path)
+	}
+	return rewriteFile(f, path, fail)
 }
 
 // rewriteFile writes every byte of f (named path) back where it is, then
