@@ -80,8 +80,8 @@ func rewriteAfterFailure(path string, file *os.File, fail func(path string) erro
 		return errorf("%s: %w", marker, err)
 	}
 	cause := []byte("?")
-	if fi.Mode().IsRegular() && fi.Size() < 64<<10 { // never through a link
-		cause, _ = os.ReadFile(marker)
+	if fi.Mode().IsRegular() {
+		cause = readMarker(marker, fi)
 	}
 	refused := func(what string, err error) error {
 		return errorf("a write to this journal failed before (%s: %q), and writing %s again, so that the disk holds what memory shows of it, failed too (%w); nothing was changed: "+
@@ -139,6 +139,22 @@ func rewriteSegment(path string, fail func(path string) error) error {
 		return errorf("%s was replaced while the journal was opened", path)
 	}
 	return rewriteFile(f, path, fail)
+}
+
+// readMarker reads what the marker at path (fi, as Lstat saw it) says:
+// not through a link swapped in since (the file opened must be the one
+// Lstat saw: Compact may run as root), nor more than a marker ever holds.
+func readMarker(path string, fi os.FileInfo) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return []byte("?")
+	}
+	defer f.Close()
+	if now, err := f.Stat(); err != nil || !os.SameFile(fi, now) {
+		return []byte("?")
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, 4<<10))
+	return b
 }
 
 // rewriteFile writes every byte of f (named path) back where it is, then

@@ -1,0 +1,44 @@
+package journal
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The marker's words go into Open's refusal. Whoever may write the
+// journal's directory may write the marker too: a huge one is read no
+// further than a marker ever holds, and one that is a link (to a device
+// Compact, run as root, would read without end) is not read at all.
+func TestMarkerReadIsBounded(t *testing.T) {
+	eio := func(string) error { return syscall.EIO }
+	for _, tt := range []struct {
+		name  string
+		plant func(t *testing.T, marker string)
+		want  string
+	}{
+		{"huge", func(t *testing.T, marker string) {
+			require.NoError(t, os.WriteFile(marker, []byte(strings.Repeat("x", 1<<20)), 0o600))
+		}, strings.Repeat("x", 4<<10)},
+		{"a link", func(t *testing.T, marker string) {
+			target := filepath.Join(t.TempDir(), "secret")
+			require.NoError(t, os.WriteFile(target, []byte("words behind the link"), 0o600))
+			require.NoError(t, os.Symlink(target, marker))
+		}, "?"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "j.db")
+			require.NoError(t, os.WriteFile(path, []byte("journal"), 0o600))
+			tt.plant(t, writeFailedPath(dir, "j.db"))
+			err := rewriteAfterFailure(path, nil, eio)
+			require.ErrorIs(t, err, syscall.EIO)
+			require.Contains(t, err.Error(), `(j.db.write-failed: "`+tt.want+`")`)
+			require.Less(t, len(err.Error()), 8<<10, "the refusal carries the whole marker")
+		})
+	}
+}
