@@ -51,6 +51,9 @@ type exchange struct {
 	// server's wait runs meanwhile. Zero: no wait asked.
 	serverUntil time.Time
 	dur         time.Duration
+	// sentQuery is the URL's query string as sent: the request hook may
+	// have added to the journaled one (an API key).
+	sentQuery string
 }
 
 // drainLimit is how much of an over-long body is read away so the
@@ -145,7 +148,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 	resp, err := c.hc.Do(req)
 	// Only a first copy that was written whole may have executed: net/http
 	// also retries a request it never wrote (a dead idle connection).
-	ex := exchange{wrote: tr.wrote.Load(), resent: tr.resent.Load()}
+	ex := exchange{wrote: tr.wrote.Load(), resent: tr.resent.Load(), sentQuery: req.URL.RawQuery}
 	if err != nil {
 		// net/http's *url.Error quotes the URL as sent, with whatever the
 		// request hook added (an API key in the query string): that text
@@ -604,7 +607,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.verdict = Throttled
 	}
 	if !query && !a.stored() && a.verdict == Ambiguous {
-		if a.redirect = routerRedirect(rec.URL, ex.status, ex.header); a.redirect != "" {
+		if a.redirect = routerRedirect(rec.URL, ex.sentQuery, ex.status, ex.header); a.redirect != "" {
 			a.verdict = Rejected
 		}
 	}
