@@ -195,7 +195,13 @@ func secretParamValuesOut(text string) string {
 			break
 		}
 		name := text[i+1 : i+1+eq]
-		if strings.ContainsAny(name, paramEnd) || !SecretParam(name) {
+		if strings.ContainsAny(name, paramEnd) {
+			continue
+		}
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n // api%5Fkey is api_key to the server
+		}
+		if !SecretParam(name) {
 			continue
 		}
 		start := i + 1 + eq + 1

@@ -45,6 +45,7 @@ func TestRedactURLsInSentURL(t *testing.T) {
 	for text, want := range map[string]string{
 		`Post "https://maps.example.com/v1/orders?zone=eu&api_key=sk_live_X": dial tcp: connection refused`:                    `Post "https://maps.example.com/v1/orders?zone=eu&api_key=REDACTED": dial tcp: connection refused`,
 		`POST https://h/o?Access_Token=tok&b=1 giving up after 1 attempt(s): Post "https://h/o?f=\"v\"&Access_Token=tok": EOF`: `POST https://h/o?Access_Token=REDACTED&b=1 giving up after 1 attempt(s): Post "https://h/o?f=\"v\"&Access_Token=REDACTED": EOF`,
+		`Post "https://h/o?api%5Fsecret=s1": EOF`: `Post "https://h/o?api%5Fsecret=REDACTED": EOF`,
 		// Not a query parameter: left as it is.
 		`invalid api_key=x in body`:                  `invalid api_key=x in body`,
 		`Post "https://h/o?token=paypal-order": EOF`: `Post "https://h/o?token=paypal-order": EOF`,
