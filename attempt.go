@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/internal/recordable"
 	"github.com/idemkit/idem/journal"
 )
@@ -50,6 +51,9 @@ type exchange struct {
 	// server's wait runs meanwhile. Zero: no wait asked.
 	serverUntil time.Time
 	dur         time.Duration
+	// sentQuery is the URL's query string as sent: the request hook may
+	// have added to the journaled one (an API key).
+	sentQuery string
 }
 
 // drainLimit is how much of an over-long body is read away so the
@@ -144,7 +148,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 	resp, err := c.hc.Do(req)
 	// Only a first copy that was written whole may have executed: net/http
 	// also retries a request it never wrote (a dead idle connection).
-	ex := exchange{wrote: tr.wrote.Load(), resent: tr.resent.Load()}
+	ex := exchange{wrote: tr.wrote.Load(), resent: tr.resent.Load(), sentQuery: req.URL.RawQuery}
 	if err != nil {
 		// net/http's *url.Error quotes the URL as sent, with whatever the
 		// request hook added (an API key in the query string): that text
@@ -215,16 +219,62 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 func sentURLOut(err error, journaled, shown string, sent *url.URL) error {
 	text := err.Error()
 	replaced := text
-	// net/http shows a password as ***, url.URL.Redacted as xxxxx.
+	// net/http shows a password as ***, url.URL.Redacted as xxxxx; and
+	// url.Error quotes the URL with %q, which escapes a '"' or '\' in its
+	// query (a search filter's quotes: Stripe's
+	// query=metadata["order_id"]:"6735").
 	for _, form := range [...]string{sent.String(), shown, sent.Redacted()} {
-		if form != "" && form != journaled && strings.Contains(replaced, form) {
-			replaced = strings.ReplaceAll(replaced, form, journaled)
+		if form == "" || form == journaled {
+			continue
+		}
+		for _, f := range [...][2]string{{form, journaled}, {quotedForm(form), quotedForm(journaled)}} {
+			if strings.Contains(replaced, f[0]) {
+				replaced = strings.ReplaceAll(replaced, f[0], f[1])
+			}
 		}
 	}
+	replaced = sentSecretsOut(replaced, sent)
 	if replaced == text {
 		return err
 	}
 	return &shownTransportError{msg: replaced, err: err}
+}
+
+// quotedForm is s as %q writes it, without the quotes.
+func quotedForm(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
+}
+
+// sentSecretsOut returns text with the values of sent's credential query
+// parameters (httpsyntax.SecretParam) and user information replaced, in
+// the forms a URL's text shows them: what is left of them when a
+// Transport's error shows the URL in a form sentURLOut does not know (its
+// own escaping, a redirect's URL that echoes the query). Never journaled,
+// whatever the form.
+func sentSecretsOut(text string, sent *url.URL) string {
+	var secrets []string
+	if sent.User != nil {
+		secrets = append(secrets, sent.User.Username())
+		if p, ok := sent.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+	}
+	if sent.RawQuery != "" {
+		for name, vals := range sent.Query() {
+			if httpsyntax.SecretParam(name) {
+				secrets = append(secrets, vals...)
+			}
+		}
+	}
+	for _, s := range secrets {
+		for _, form := range [...]string{url.QueryEscape(s), url.PathEscape(s), quotedForm(s), s} {
+			if form != "" && strings.Contains(text, form) {
+				text = strings.ReplaceAll(text, form, "REDACTED")
+			}
+		}
+	}
+	return text
 }
 
 // shownTransportError is a transport error shown with other text. It
@@ -557,7 +607,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.verdict = Throttled
 	}
 	if !query && !a.stored() && a.verdict == Ambiguous {
-		if a.redirect = routerRedirect(rec.URL, ex.status, ex.header); a.redirect != "" {
+		if a.redirect = routerRedirect(rec.URL, ex.sentQuery, ex.status, ex.header); a.redirect != "" {
 			a.verdict = Rejected
 		}
 	}

@@ -225,9 +225,11 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 		return nil, err
 	}
 	defer c.exit()
-	rec, _, err := c.newRecord(req)
+	rec, _, err := c.newRecord(req, false)
 	if err != nil {
-		return nil, err
+		if rec, _ = c.journaledBefore(ctx, req, err); rec == nil {
+			return nil, err
+		}
 	}
 	if create == nil {
 		// Taken here, past enter: a method value of an unmade Client's
@@ -275,9 +277,11 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	defer c.end(b)
-	rec, first, err := c.newRecord(req)
+	rec, first, err := c.newRecord(req, false)
 	if err != nil {
-		return nil, err
+		if rec, first = c.journaledBefore(ctx, req, err); rec == nil {
+			return nil, err
+		}
 	}
 	rec.Trace = c.traceOf(ctx)
 	return c.coalesce(ctx, rec.Scope, rec.Key, rec, foreground, func() (*Result, error) {
@@ -545,6 +549,28 @@ func (c *Client) lookupErr(scope, key string, err error) error {
 // sameRequest compares headers too, so the message names them.
 var errKeyHeldByOther = errors.New("the journaled request differs in method, URL, headers or body; " +
 	"resend the journaled request unchanged (Lookup shows it), or use a new key for a new intent")
+
+// journaledBefore is req's record when newRecord refused req (err) only
+// for a credential in its URL or headers and the journal already holds an
+// operation under its key: one journaled by a release that still accepted
+// that credential (a query parameter or header refused since). Else nil.
+// Such a request is driven as any resubmission is, not refused: the
+// refusal's promise, nothing journaled and nothing to be sent, would be
+// false, and a caller who trusted it would order again under a new key
+// while Run sends the first. The credential is on disk already.
+func (c *Client) journaledBefore(ctx context.Context, req Request, err error) (*journal.Record, *[1]journal.Attempt) {
+	if req.Key == "" || !errors.Is(err, ErrSecretHeader) {
+		return nil, nil
+	}
+	rec, first, err := c.newRecord(req, true)
+	if err != nil {
+		return nil, nil
+	}
+	if _, err := c.store.Get(ctx, rec.Scope, rec.Key); err != nil {
+		return nil, nil
+	}
+	return rec, first
+}
 
 func (c *Client) conflict(stored *journal.Record) error {
 	return keyHeldByOther(stored.Scope, stored.Key, stored.State, attemptCount(stored))

@@ -23,7 +23,10 @@ var (
 	// APCA-API-SECRET-KEY, Kushki's Private-Merchant-Id) or credentials in its URL (user:password@, or a query
 	// parameter such as api_key or access_token). Credentials are never
 	// written to the journal: add them at send time with WithRequestHook or
-	// with the http.Client's Transport.
+	// with the http.Client's Transport. A request whose operation the
+	// journal holds already under its key (journaled by a release that
+	// accepted the credential) is not refused: it is driven as any
+	// resubmission is.
 	ErrSecretHeader = errors.New("idem: credential header in a journaled request")
 )
 

@@ -25,11 +25,11 @@ func TestNewRecordAllocations(t *testing.T) {
 	}
 	defer c.Close()
 	req := Request{URL: "http://127.0.0.1:8080/v1/orders", Body: []byte(`{"amount":1000,"currency":"EUR"}`)}
-	if _, _, err := c.newRecord(req); err != nil {
+	if _, _, err := c.newRecord(req, false); err != nil {
 		t.Fatal(err)
 	}
 	n := testing.AllocsPerRun(100, func() {
-		if _, _, err := c.newRecord(req); err != nil {
+		if _, _, err := c.newRecord(req, false); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -14,8 +14,11 @@ import (
 // Django's APPEND_SLASH), or for http upgraded to https (a load balancer).
 // No handler ran, so nothing executed. It returns "" for any other answer:
 // a redirect elsewhere (to the created resource, to a login page, a 303)
-// may follow a handler's work.
-func routerRedirect(reqURL string, status int, h http.Header) string {
+// may follow a handler's work. sentQuery is reqURL's query string as
+// sent, with what the request hook added (an API key): a router keeps it
+// in the Location (Django's APPEND_SLASH), and the URL returned has
+// reqURL's instead, never the hook's additions.
+func routerRedirect(reqURL, sentQuery string, status int, h http.Header) string {
 	switch status {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 	default:
@@ -30,7 +33,7 @@ func routerRedirect(reqURL string, status int, h http.Header) string {
 		return ""
 	}
 	to, err := from.Parse(loc)
-	if err != nil || to.User != nil || to.RawQuery != from.RawQuery || !strings.EqualFold(to.Hostname(), from.Hostname()) {
+	if err != nil || to.User != nil || to.RawQuery != sentQuery || !strings.EqualFold(to.Hostname(), from.Hostname()) {
 		return ""
 	}
 	upgrade := from.Scheme == "http" && to.Scheme == "https"
@@ -49,6 +52,7 @@ func routerRedirect(reqURL string, status int, h http.Header) string {
 	case fp != tp && fp+"/" != tp && tp+"/" != fp:
 		return ""
 	}
+	to.RawQuery = from.RawQuery
 	return to.String()
 }
 

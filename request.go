@@ -127,8 +127,10 @@ func checkName(what, s string) error {
 
 // newRecord validates req and turns it into a pending journal record. The
 // array it also returns, made with the record, is room for a Submit's
-// first attempt.
-func (c *Client) newRecord(req Request) (*journal.Record, *[1]journal.Attempt, error) {
+// first attempt. journaled: the journal already holds req's operation
+// (journaledBefore), so a credential in its URL or headers is on disk
+// already and is let through.
+func (c *Client) newRecord(req Request, journaled bool) (*journal.Record, *[1]journal.Attempt, error) {
 	// Checked byte by byte only when the caller gave them: the Client's
 	// scope was checked when it was made (WithScope; DefaultScope), and
 	// a key newKey made is a UUID (TestOwnNamesPassCheckName).
@@ -164,9 +166,19 @@ func (c *Client) newRecord(req Request) (*journal.Record, *[1]journal.Attempt, e
 	if !httpsyntax.ValidHeaderName(method) || strings.ToUpper(method) != method {
 		return nil, nil, fmt.Errorf("%w: method %q; use an upper-case HTTP method such as POST", ErrInvalidRequest, method)
 	}
-	target, err := c.urls.parse(req.URL)
-	if err != nil {
-		return nil, nil, err
+	var target *parsedURL
+	if journaled {
+		// Not cached: the cache holds only URLs Prepare accepts.
+		u, err := checkedURL("URL", req.URL, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		target = &parsedURL{raw: req.URL, journaled: u.String(), u: *u}
+	} else {
+		var err error
+		if target, err = c.urls.parse(req.URL); err != nil {
+			return nil, nil, err
+		}
 	}
 	u := &target.u // read only: the cache's
 	resultURL := req.ResultURL
@@ -188,7 +200,7 @@ func (c *Client) newRecord(req Request) (*journal.Record, *[1]journal.Attempt, e
 		resultURL = u.ResolveReference(ref).String()
 	}
 	if resultURL != "" {
-		if _, err := absoluteURL("ResultURL", resultURL); err != nil {
+		if _, err := checkedURL("ResultURL", resultURL, !journaled); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -210,7 +222,7 @@ func (c *Client) newRecord(req Request) (*journal.Record, *[1]journal.Attempt, e
 		}
 		canon := http.CanonicalHeaderKey(name)
 		// Never journaled: they would outlive their credentials on disk.
-		if httpsyntax.CredentialHeader(canon) {
+		if !journaled && httpsyntax.CredentialHeader(canon) {
 			return nil, nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, canon)
 		}
 		if why := connectionHeader(canon); why != "" {
@@ -357,7 +369,11 @@ func jsonKeyMember(key string, body []byte) string {
 	}
 }
 
-func absoluteURL(field, raw string) (*url.URL, error) {
+func absoluteURL(field, raw string) (*url.URL, error) { return checkedURL(field, raw, true) }
+
+// checkedURL is absoluteURL, which refuses credentials in the URL only
+// when secrets is set.
+func checkedURL(field, raw string, secrets bool) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url.Parse's error quotes the whole URL, a password in it
@@ -371,11 +387,11 @@ func absoluteURL(field, raw string) (*url.URL, error) {
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: %s %q must be an absolute http or https URL", ErrInvalidRequest, field, u.Redacted())
 	}
-	if u.User != nil {
+	if secrets && u.User != nil {
 		return nil, fmt.Errorf("%w: %s carries credentials (user:password@); they would be journaled: use WithRequestHook", ErrSecretHeader, field)
 	}
 	for name := range u.Query() {
-		if httpsyntax.SecretParam(name) {
+		if secrets && httpsyntax.SecretParam(name) {
 			return nil, fmt.Errorf("%w: %s has a %s query parameter; it would be journaled: add it at send time with WithRequestHook (r.URL.RawQuery)", ErrSecretHeader, field, name)
 		}
 	}

@@ -177,3 +177,30 @@ func countingServer(t *testing.T, answer func(w http.ResponseWriter, r *http.Req
 	t.Cleanup(srv.Close)
 	return srv, func() int { return int(n.Load()) }
 }
+
+// A request hook that adds the API key to the query string (as Django
+// REST APIs taking ?api_key= have it) made the router's redirect, which
+// keeps the query as sent (Django's APPEND_SLASH), point to another query
+// than the journaled URL's: read as a redirect elsewhere, "may have
+// executed", queried and resent until the budget ran out. The redirect is
+// the router's as before; its reason names the journaled URL with the
+// slash, never the hook's key.
+func TestSlashRedirectOfHookQueryIsNotExecuted(t *testing.T) {
+	const secret = "sk_live_HOOK_QUERY"
+	s, srv := newSlashRouter(t, http.StatusMovedPermanently, false)
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithRequestHook(func(r *http.Request) error {
+		q := r.URL.Query()
+		q.Set("api_key", secret)
+		r.URL.RawQuery = q.Encode()
+		return nil
+	}))
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders?account=a1", Body: chargeBody})
+	require.ErrorIs(t, err, idem.ErrFailed, "%v", err)
+	require.Equal(t, idem.StateFailed, res.State)
+	require.Contains(t, err.Error(), srv.URL+"/orders/?account=a1", "the error names the URL to use")
+	require.NotContains(t, err.Error(), secret)
+	require.NotContains(t, res.Reason, secret)
+	require.Equal(t, []string{"/orders?account=a1&api_key=" + secret}, s.posts, "sent once, never to the redirect's target")
+	require.Empty(t, s.orders)
+}

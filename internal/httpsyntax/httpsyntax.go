@@ -161,7 +161,10 @@ func RedactURL(raw string) string {
 // RedactURLsIn returns text with each of urls in it replaced by its
 // RedactURL form: a journaled attempt's error quotes the URL it was sent
 // to (net/http's Post "…": …), and a record that holds a secret in its
-// URL holds it there too.
+// URL holds it there too. So does one journaled by a release that quoted
+// the URL as sent, with what the request hook added to its query string
+// (?api_key=…): the value of any secret query parameter (SecretParam) in
+// text is replaced as well.
 func RedactURLsIn(text string, urls ...string) string {
 	for _, raw := range urls {
 		if raw == "" || !strings.Contains(text, raw) {
@@ -171,5 +174,51 @@ func RedactURLsIn(text string, urls ...string) string {
 			text = strings.ReplaceAll(text, raw, r)
 		}
 	}
-	return text
+	return secretParamValuesOut(text)
+}
+
+// paramEnd holds the bytes that end a query parameter's name or value as
+// a URL is quoted in an error's text (plainly, or with %q's escapes).
+const paramEnd = "&?#\"\\ \t\r\n"
+
+// secretParamValuesOut returns text with the value of each secret query
+// parameter written in it (?name=value or &name=value) replaced.
+func secretParamValuesOut(text string) string {
+	var b strings.Builder
+	done := 0 // text[:done] is in b
+	for i := 0; i < len(text); i++ {
+		if text[i] != '?' && text[i] != '&' {
+			continue
+		}
+		eq := strings.IndexByte(text[i+1:], '=')
+		if eq < 0 {
+			break
+		}
+		name := text[i+1 : i+1+eq]
+		if strings.ContainsAny(name, paramEnd) {
+			continue
+		}
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n // api%5Fkey is api_key to the server
+		}
+		if !SecretParam(name) {
+			continue
+		}
+		start := i + 1 + eq + 1
+		end := start
+		for end < len(text) && strings.IndexByte(paramEnd, text[end]) < 0 {
+			end++
+		}
+		if text[start:end] == "REDACTED" {
+			continue
+		}
+		b.WriteString(text[done:start])
+		b.WriteString("REDACTED")
+		done, i = end, end-1
+	}
+	if done == 0 {
+		return text
+	}
+	b.WriteString(text[done:])
+	return b.String()
 }

@@ -34,3 +34,24 @@ func TestRedactURL(t *testing.T) {
 		}
 	}
 }
+
+// An attempt journaled by a release before the request hook's URL was
+// kept out of errors quotes the URL as sent, the hook's API key in its
+// query string, where the record's own URL has none: show, list -json and
+// admin printed the key. Also the escaped form %q gives it
+// (go-retryablehttp's "giving up after" error quotes net/http's).
+func TestRedactURLsInSentURL(t *testing.T) {
+	const journaled = "https://maps.example.com/v1/orders?zone=eu"
+	for text, want := range map[string]string{
+		`Post "https://maps.example.com/v1/orders?zone=eu&api_key=sk_live_X": dial tcp: connection refused`:                    `Post "https://maps.example.com/v1/orders?zone=eu&api_key=REDACTED": dial tcp: connection refused`,
+		`POST https://h/o?Access_Token=tok&b=1 giving up after 1 attempt(s): Post "https://h/o?f=\"v\"&Access_Token=tok": EOF`: `POST https://h/o?Access_Token=REDACTED&b=1 giving up after 1 attempt(s): Post "https://h/o?f=\"v\"&Access_Token=REDACTED": EOF`,
+		`Post "https://h/o?api%5Fsecret=s1": EOF`: `Post "https://h/o?api%5Fsecret=REDACTED": EOF`,
+		// Not a query parameter: left as it is.
+		`invalid api_key=x in body`:                  `invalid api_key=x in body`,
+		`Post "https://h/o?token=paypal-order": EOF`: `Post "https://h/o?token=paypal-order": EOF`,
+	} {
+		if got := RedactURLsIn(text, journaled); got != want {
+			t.Errorf("RedactURLsIn(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
