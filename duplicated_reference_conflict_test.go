@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -133,9 +134,11 @@ func TestDuplicatedReferenceIDToAFirstAttemptBehindAMesh(t *testing.T) {
 
 // After a gateway's 504 that followed the transfer, the resend's 409
 // comes after an attempt of ours that may have executed: the status
-// endpoint by the reference settles it, one transfer; without one it
-// stays unknown for Resume and Run, never failed, every create under the
-// one reference.
+// endpoint by the reference settles it, one transfer, one create and one
+// query; without one it is left for a person once the refusals persist
+// (three 409s after the 504, then nothing more: the reference never
+// expires, so every later resend would be refused the same), never
+// failed, every create under the one reference.
 func TestDuplicatedReferenceIDAfterALostAnswer(t *testing.T) {
 	for _, withEndpoint := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no status endpoint", true: "status endpoint"}[withEndpoint], func(t *testing.T) {
@@ -145,22 +148,25 @@ func TestDuplicatedReferenceIDAfterALostAnswer(t *testing.T) {
 			c := momoClient(t, srv, withEndpoint)
 
 			res, err := c.Submit(t.Context(), idem.Request{Key: momoRef, URL: srv.URL + "/disbursement/v1_0/transfer", Body: []byte(momoTransfer)})
+			creates, queries := 1, 1
 			if withEndpoint {
 				require.NoError(t, err)
 				require.Equal(t, idem.StateSucceeded, res.State)
 				require.Equal(t, "363440463", res.ResourceID)
 			} else {
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.ErrorIs(t, err, idem.ErrNeedsReview)
 				require.NotErrorIs(t, err, idem.ErrFailed, "the transfer made read as failed")
 				require.Equal(t, idem.StateUnknown, res.State)
+				require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
+				creates, queries = 4, 0
 			}
 
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			require.Len(t, m.transfers, 1, "transfers")
-			for i, ref := range m.creates {
-				require.Equal(t, momoRef, ref, "create %d", i+1)
-			}
+			require.Equal(t, slices.Repeat([]string{momoRef}, creates), m.creates, "creates, each under the one reference")
+			require.Equal(t, queries, m.queries, "status queries")
 		})
 	}
 }
