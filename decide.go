@@ -1361,11 +1361,15 @@ func saysRequestDiffers(body []byte, name string) bool {
 
 // namesTheKey reports whether rest, the lower-cased text after a word,
 // goes on with a name for the key: "key", "idempotency key", "request
-// ID", "token", or the key's own name (namesKey's).
+// ID", "token", or the key's own name as namesKey reads it, an "X-"
+// header's without its prefix too ("a different reference id" for
+// X-Reference-Id).
 func namesTheKey(rest []byte, name string) bool {
 	rest = bytes.TrimLeft(rest, " _-")
-	if name != "" && len(rest) >= len(name) && sameName(rest[:len(name)], name) {
-		return true
+	for _, n := range [...]string{name, unprefixed(name)} {
+		if n != "" && len(rest) >= len(n) && sameName(rest[:len(n)], n) {
+			return true
+		}
 	}
 	word := func(b []byte) (string, []byte) {
 		n := 0

@@ -452,6 +452,8 @@ func TestSaysRequestDiffers(t *testing.T) {
 		{`{"code":"duplicate_request","message":"The same request ID has already been used. Please try again with a different request ID."}`, "request_id", false},
 		{`{"message":"Idempotency key already used: send a different idempotency key"}`, "Idempotency-Key", false},
 		{`{"message":"The PayPal-Request-Id has already been used. Use a different PayPal-Request-Id."}`, "Paypal-Request-Id", false},
+		{`{"message":"Duplicated reference id. Please use a different reference id."}`, "X-Reference-Id", false},
+		{`{"message":"Duplicated reference id for a different payee"}`, "X-Reference-Id", true},
 		{`{"type":"idempotency_key_already_used_error","resource_id":"ach_1"}`, "Idempotency-Key", false},
 		{`{"errors":{"id":["has already been taken"]}}`, "id", false},
 		{``, "Idempotency-Key", false},

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,7 @@ import (
 type momoDisbursements struct {
 	mu        sync.Mutex
 	lost      int               // the answer the first create loses: 503 or 504
+	conflict  string            // the 409's body, if not MoMo's own
 	transfers map[string]string // reference -> the create's body
 	creates   []string          // each create's X-Reference-Id
 	queries   int
@@ -55,6 +57,10 @@ func (m *momoDisbursements) serve(w http.ResponseWriter, r *http.Request) {
 	m.creates = append(m.creates, ref)
 	if _, held := m.transfers[ref]; held {
 		w.WriteHeader(http.StatusConflict)
+		if m.conflict != "" {
+			_, _ = io.WriteString(w, m.conflict)
+			return
+		}
 		_, _ = io.WriteString(w, `{"code":"RESOURCE_ALREADY_EXIST","message":"Duplicated reference id. Creation of resource failed."}`)
 		return
 	}
@@ -112,15 +118,30 @@ const momoRef = "5f3c1a2e-8b4d-4c6a-9e1f-2a7b3c4d5e6f"
 // which a key in flight elsewhere never asks. It says the key was used:
 // left for a person at once (ReviewKeyInUse), one transfer, nothing
 // resent.
+//
+// So is such a 409 that also says which reference to take next, in the
+// words a payin service answers a reference ID it holds ("Transaction
+// with this reference ID already exists. Please use a different
+// reference ID for new transactions."): its "different" is about the key
+// a new request should take, as PayPal's "Use a different
+// PayPal-Request-Id" is, not this request. With the key's name without
+// its "X-" the key's for namesKey and not for the words after
+// "different", it was read as a request that differs: ErrFailed (and
+// ErrKeyConflict), inviting a second transfer under a new reference.
 func TestDuplicatedReferenceIDToAFirstAttemptBehindAMesh(t *testing.T) {
-	for _, withEndpoint := range []bool{false, true} {
-		t.Run(map[bool]string{false: "no status endpoint", true: "status endpoint"}[withEndpoint], func(t *testing.T) {
-			m := &momoDisbursements{lost: http.StatusServiceUnavailable, transfers: map[string]string{}}
+	for _, tc := range []struct{ name, conflict, words string }{
+		{"no status endpoint", "", "Duplicated reference id"},
+		{"status endpoint", "", "Duplicated reference id"},
+		{"the next reference named", `{"code":"RESOURCE_ALREADY_EXIST","message":"Transaction with this reference ID already exists. ` +
+			`Please use a different reference ID for new transactions."}`, "different reference ID"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &momoDisbursements{lost: http.StatusServiceUnavailable, transfers: map[string]string{}, conflict: tc.conflict}
 			sidecar := retryingSidecar(t, m.serve)
-			c := momoClient(t, sidecar, withEndpoint)
+			c := momoClient(t, sidecar, tc.name != "no status endpoint")
 
 			requireLeftForAPerson(t, c, idem.Request{Key: momoRef, URL: sidecar.URL + "/disbursement/v1_0/transfer", Body: []byte(momoTransfer)},
-				"Duplicated reference id")
+				tc.words)
 
 			m.mu.Lock()
 			defer m.mu.Unlock()
@@ -133,9 +154,11 @@ func TestDuplicatedReferenceIDToAFirstAttemptBehindAMesh(t *testing.T) {
 
 // After a gateway's 504 that followed the transfer, the resend's 409
 // comes after an attempt of ours that may have executed: the status
-// endpoint by the reference settles it, one transfer; without one it
-// stays unknown for Resume and Run, never failed, every create under the
-// one reference.
+// endpoint by the reference settles it, one transfer, one create and one
+// query; without one it is left for a person once the refusals persist
+// (three 409s after the 504, then nothing more: the reference never
+// expires, so every later resend would be refused the same), never
+// failed, every create under the one reference.
 func TestDuplicatedReferenceIDAfterALostAnswer(t *testing.T) {
 	for _, withEndpoint := range []bool{false, true} {
 		t.Run(map[bool]string{false: "no status endpoint", true: "status endpoint"}[withEndpoint], func(t *testing.T) {
@@ -145,22 +168,25 @@ func TestDuplicatedReferenceIDAfterALostAnswer(t *testing.T) {
 			c := momoClient(t, srv, withEndpoint)
 
 			res, err := c.Submit(t.Context(), idem.Request{Key: momoRef, URL: srv.URL + "/disbursement/v1_0/transfer", Body: []byte(momoTransfer)})
+			creates, queries := 1, 1
 			if withEndpoint {
 				require.NoError(t, err)
 				require.Equal(t, idem.StateSucceeded, res.State)
 				require.Equal(t, "363440463", res.ResourceID)
 			} else {
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.ErrorIs(t, err, idem.ErrNeedsReview)
 				require.NotErrorIs(t, err, idem.ErrFailed, "the transfer made read as failed")
 				require.Equal(t, idem.StateUnknown, res.State)
+				require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
+				creates, queries = 4, 0
 			}
 
 			m.mu.Lock()
 			defer m.mu.Unlock()
 			require.Len(t, m.transfers, 1, "transfers")
-			for i, ref := range m.creates {
-				require.Equal(t, momoRef, ref, "create %d", i+1)
-			}
+			require.Equal(t, slices.Repeat([]string{momoRef}, creates), m.creates, "creates, each under the one reference")
+			require.Equal(t, queries, m.queries, "status queries")
 		})
 	}
 }
