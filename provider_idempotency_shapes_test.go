@@ -114,6 +114,18 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 				`"StatusUpdateDateTime":"2026-11-29T12:00:00+00:00"},"Links":{"Self":"https://api.alphabank.com/open-banking/v3.1/pisp/domestic-payments/58923-001"},` +
 				`"Meta":{}}`}},
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		// A consent authorises one payment, and an ASPSP refuses a
+		// consent not Authorised 400 UK.OBIE.Resource.InvalidConsentStatus
+		// (OpenBankingUK/read-write-api-docs-pub, the payment specs; its
+		// envelope as Barclays answers it, Tink's UK Open Banking agent
+		// tests): a resend the key store no longer replays finds the
+		// consent Consumed by the payment whose answer was lost. For a
+		// person once the refusals persist, never failed.
+		{name: "open banking uk 400 InvalidConsentStatus after a lost response", header: "X-Idempotency-Key",
+			shapes: []shape{lost, {status: 400, body: `{"Code":"400 Bad Request","Id":"2c7cb790-a388-43c3-9062-4a24fd478ef8",` +
+				`"Message":"Consent validation failed. ","Errors":[{"ErrorCode":"UK.OBIE.Resource.InvalidConsentStatus",` +
+				`"Message":"The requested Consent ID doesn't exist or do not have valid status. "}]}`}},
+			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
 
 		// https://docs.truelayer.com/docs/error-types: RFC 7807 problems,
 		// 409 "Idempotency-Key Concurrency Conflict" while another
