@@ -127,6 +127,22 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 				`"Message":"The requested Consent ID doesn't exist or do not have valid status. "}]}`}},
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
 
+		// https://clearbank.github.io/docs/api/getting-started: X-Request-Id
+		// "is what we use for idempotency", unique for 24 hours, and "If
+		// ClearBank detects a duplicate, a 409: Conflict" (never the first
+		// answer again); a 5xx "may, in exceptional circumstances, result in
+		// being processed regardless", to be retried with the same id. Read
+		// as the key in flight, never failed: after a lost answer it stays
+		// processing; to a first attempt (a mesh's copy may have made the
+		// payment) it stays pending, for Resume and, once the key window
+		// passes, a person.
+		{name: "clearbank 409 duplicate after a lost response", header: "X-Request-Id",
+			shapes: []shape{lost, {status: 409, body: ``}},
+			state:  idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "clearbank 409 duplicate to a first attempt", header: "X-Request-Id",
+			shapes: []shape{{status: 409, body: ``}},
+			state:  idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
 		// https://docs.truelayer.com/docs/error-types: RFC 7807 problems,
 		// 409 "Idempotency-Key Concurrency Conflict" while another
 		// request with the key is in progress, 422 "Idempotency-Key
