@@ -114,6 +114,34 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 				`"StatusUpdateDateTime":"2026-11-29T12:00:00+00:00"},"Links":{"Self":"https://api.alphabank.com/open-banking/v3.1/pisp/domestic-payments/58923-001"},` +
 				`"Meta":{}}`}},
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		// A consent authorises one payment, and an ASPSP refuses a
+		// consent not Authorised 400 UK.OBIE.Resource.InvalidConsentStatus
+		// (OpenBankingUK/read-write-api-docs-pub, the payment specs; its
+		// envelope as Barclays answers it, Tink's UK Open Banking agent
+		// tests): a resend the key store no longer replays finds the
+		// consent Consumed by the payment whose answer was lost. For a
+		// person once the refusals persist, never failed.
+		{name: "open banking uk 400 InvalidConsentStatus after a lost response", header: "X-Idempotency-Key",
+			shapes: []shape{lost, {status: 400, body: `{"Code":"400 Bad Request","Id":"2c7cb790-a388-43c3-9062-4a24fd478ef8",` +
+				`"Message":"Consent validation failed. ","Errors":[{"ErrorCode":"UK.OBIE.Resource.InvalidConsentStatus",` +
+				`"Message":"The requested Consent ID doesn't exist or do not have valid status. "}]}`}},
+			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
+
+		// https://clearbank.github.io/docs/api/getting-started: X-Request-Id
+		// "is what we use for idempotency", unique for 24 hours, and "If
+		// ClearBank detects a duplicate, a 409: Conflict" (never the first
+		// answer again); a 5xx "may, in exceptional circumstances, result in
+		// being processed regardless", to be retried with the same id. Read
+		// as the key in flight, never failed: after a lost answer it stays
+		// processing; to a first attempt (a mesh's copy may have made the
+		// payment) it stays pending, for Resume and, once the key window
+		// passes, a person.
+		{name: "clearbank 409 duplicate after a lost response", header: "X-Request-Id",
+			shapes: []shape{lost, {status: 409, body: ``}},
+			state:  idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "clearbank 409 duplicate to a first attempt", header: "X-Request-Id",
+			shapes: []shape{{status: 409, body: ``}},
+			state:  idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
 
 		// https://docs.truelayer.com/docs/error-types: RFC 7807 problems,
 		// 409 "Idempotency-Key Concurrency Conflict" while another

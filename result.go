@@ -128,8 +128,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "card verified", as in Checkout.com's 202 replay of a processed
 // payment) unless
 // its status says the server refused to carry it out: "failed",
-// "declined", "rejected", "refused", "denied" or "soft_declined" (in any
-// case) make it failed, with the status as the reason, "error" or
+// "declined", "rejected", "refused", "denied", "soft_declined" or a Pix
+// refund's "NAO_REALIZADO" (in any case) make it failed, with the status as the reason, "error" or
 // "errored" prove nothing, and "NotStarted", "Running" or "InProgress"
 // make it processing whatever the status code: a long-running
 // operation's status monitor (the Azure REST API Guidelines' and ARM's,
@@ -394,6 +394,11 @@ const (
 func resourceStatusOf(s string) resourceStatus {
 	switch strings.ToLower(s) {
 	case "failed", "declined", "rejected", "refused", "denied", "soft_declined":
+		return statusFailed
+	case "nao_realizado":
+		// A Pix refund's final status when it was not made (BACEN's API
+		// Pix, Devolucao.status: EM_PROCESSAMENTO, DEVOLVIDO,
+		// NAO_REALIZADO): read as made, the customer is never refunded.
 		return statusFailed
 	case "error", "errored":
 		return statusError
