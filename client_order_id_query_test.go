@@ -251,7 +251,10 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 	// 6's ProblemDetail for a path no handler maps ("No endpoint GET …."),
 	// or for one its static resource handler took ("No static resource
 	// ….", NoResourceFoundException since Spring Boot 3.2,
-	// spring-projects/spring-boot#39526). Every query gets it, and once
+	// spring-projects/spring-boot#39526), or Laravel's router's "The route
+	// … could not be found." (Illuminate\Routing\AbstractRouteCollection,
+	// its message shown in production's JSON as an HttpException's is).
+	// Every query gets it, and once
 	// the result lag had passed Resume took it for the endpoint's "not
 	// found" and placed the filled order again.
 	unrouted := func(contentType, body string) []shape {
@@ -289,6 +292,8 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 			`{"type":"about:blank","title":"Not Found","status":404,"detail":"No endpoint GET /api/v3/order.","instance":"/api/v3/order"}`)},
 		{name: "Spring Boot's 404 for a path no resource serves", submits: 1, fails: unrouted("application/problem+json",
 			`{"type":"about:blank","title":"Not Found","status":404,"detail":"No static resource api/v3/order.","instance":"/api/v3/order"}`)},
+		{name: "Laravel's 404 for a path it does not route", submits: 1, fails: unrouted("application/json",
+			`{"message":"The route api/v3/order could not be found."}`)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := &spotExchange{lostBefore: tt.lostBefore, queryFails: tt.fails}
