@@ -244,6 +244,23 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 		body: "<html>\r\n<head><title>404 Not Found</title></head>\r\n<body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"}
 	kong404 := shape{status: http.StatusNotFound, header: http.Header{"Server": {"kong/2.8.1"}, "X-Kong-Response-Latency": {"0"}},
 		body: `{"message":"no Route matched with those values"}`}
+	// The API's own router answers a path it does not have (a base path
+	// typed wrong, a version of the API retired) with a 404 in JSON that
+	// no endpoint wrote: Stripe's "Unrecognized request URL"
+	// (stripe/stripe-php#968, devgpt-labs/devgpt#70), Spring Framework
+	// 6's ProblemDetail for a path no handler maps ("No endpoint GET …."),
+	// or for one its static resource handler took ("No static resource
+	// ….", NoResourceFoundException since Spring Boot 3.2,
+	// spring-projects/spring-boot#39526), or Laravel's router's "The route
+	// … could not be found." (Illuminate\Routing\AbstractRouteCollection,
+	// its message shown in production's JSON as an HttpException's is).
+	// Every query gets it, and once
+	// the result lag had passed Resume took it for the endpoint's "not
+	// found" and placed the filled order again.
+	unrouted := func(contentType, body string) []shape {
+		return slices.Repeat([]shape{{status: http.StatusNotFound, header: http.Header{"Content-Type": {contentType}}, body: body}},
+			2*idem.DefaultMaxAttempts)
+	}
 	// A CDN whose cache key leaves the query string out (CloudFront's
 	// managed CachingOptimized policy: "Query strings: None"), keeping
 	// error answers for its default ten seconds, serves the -2013 of
@@ -266,9 +283,17 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 		{name: "a WAF's challenge", fails: []shape{challenge}, submits: 1, orderID: "1"},
 		{name: "not placed: failed, then does not exist", lostBefore: true, fails: []shape{internal}, submits: 2, orderID: "1", lagged: true},
 		// Down for longer than the call's budget: unknown, and Resume
-		// (which resends at once after a header key's failed query)
-		// asks again and resends nothing either.
+		// after the result lag (which resends at once after a header
+		// key's failed query) asks again and resends nothing either.
 		{name: "failing past the call and Resume", fails: slices.Repeat([]shape{internal}, 2*idem.DefaultMaxAttempts), submits: 1},
+		{name: "Stripe's 404 for a path it does not route", submits: 1, fails: unrouted("application/json",
+			`{"error":{"message":"Unrecognized request URL (GET: /api/v3/order). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.","type":"invalid_request_error"}}`)},
+		{name: "Spring's 404 for a path no handler maps", submits: 1, fails: unrouted("application/problem+json",
+			`{"type":"about:blank","title":"Not Found","status":404,"detail":"No endpoint GET /api/v3/order.","instance":"/api/v3/order"}`)},
+		{name: "Spring Boot's 404 for a path no resource serves", submits: 1, fails: unrouted("application/problem+json",
+			`{"type":"about:blank","title":"Not Found","status":404,"detail":"No static resource api/v3/order.","instance":"/api/v3/order"}`)},
+		{name: "Laravel's 404 for a path it does not route", submits: 1, fails: unrouted("application/json",
+			`{"message":"The route api/v3/order could not be found."}`)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := &spotExchange{lostBefore: tt.lostBefore, queryFails: tt.fails}
@@ -289,6 +314,7 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 			case tt.orderID == "":
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 				require.Equal(t, idem.StateUnknown, res.State)
+				clock.Advance(idem.DefaultResultLag)
 				sum, err := c.Resume(t.Context())
 				require.NoError(t, err)
 				require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)

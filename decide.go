@@ -551,8 +551,11 @@ func queryMeaning(p past, a answer) judgment {
 // parameter missing), a proxy's own 404 that never reached the endpoint
 // (no JSON document: nginx's HTML page, Envoy's empty one; or Kong's
 // {"message":"no Route matched with those values"} while its router is
-// rebuilt, Kong/kong#4194), a 2xx that is no JSON document (a WAF's
-// empty 202 challenge, an HTML page) or that carries an error, in an
+// rebuilt, Kong/kong#4194; the API's own router for a path it does not
+// have, which no endpoint answered: Stripe's "Unrecognized request URL
+// (GET: …)", Spring's ProblemDetail "No endpoint GET …." or "No static
+// resource ….", Laravel's "The route … could not be found."), a 2xx that is no JSON document (a WAF's empty 202
+// challenge, an HTML page) or that carries an error, in an
 // "error" member or in an envelope's code (Bybit's retCode 10006, HTX's
 // "status": "error": envelopeError). Not one that says what it asked for
 // does not exist, as the endpoint's own 404 does (Binance's 400
@@ -568,7 +571,8 @@ func queryFailed(status int, body []byte) bool {
 	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
 		return !missing()
 	case status == http.StatusNotFound:
-		return notJSON || saysAny(doc, "no route")
+		return notJSON || saysAny(doc, "no route", "unrecognized request url", "no endpoint ", "no static resource") ||
+			saysAny(doc, "the route ") && saysAny(doc, " could not be found")
 	}
 	return true
 }
