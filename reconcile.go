@@ -31,7 +31,8 @@ type Summary struct {
 	Review int
 	// Deferred counts the open operations Resume left to Run without
 	// visiting them, because their server looked unreachable: its last
-	// visits, many in a row, all ended unknown or never sent.
+	// visits, many in a row, all ended unknown or never sent, or flagged
+	// for a person with no answer from it.
 	Deferred int
 }
 
@@ -77,9 +78,10 @@ func (s *Summary) add(res *Result) (stalled bool) {
 //
 // Resume does not wait out an outage: once many visits in a row (twice
 // WithResumeConcurrency, at least 8) to one host have ended unknown or
-// unsent, it starts no more for that host, and goes on with the others;
-// once that many in a row to several hosts have, it starts no more at
-// all. It counts the operations it left in Summary.Deferred. They stay
+// unsent, or flagged for a person though the server said nothing (a
+// query past the key window timed out), it starts no more for that host,
+// and goes on with the others; once that many in a row to several hosts
+// have, it starts no more at all. It counts the operations it left in Summary.Deferred. They stay
 // journaled and due, and Run settles them once the server answers; call
 // Resume again to settle them at once instead.
 //
@@ -131,7 +133,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		r.brief = processing[r.host] >= stalls.giveUp
 		return stalls.isDown(r.host)
 	}
-	c.visitFair(ctx, resuming, refs, nil, nil, nil, skip, func(r ref, res *Result, _ hostNews, err error) bool {
+	c.visitFair(ctx, resuming, refs, nil, nil, nil, skip, func(r ref, res *Result, news hostNews, err error) bool {
 		visited++
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
@@ -144,7 +146,16 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		} else if !r.brief {
 			delete(processing, r.host)
 		}
+		// A visit flagged for a person after hearing nothing (an order
+		// past its key window whose query to the down host timed out)
+		// got nowhere either: it waited out its attempts as a silent
+		// visit does, and counted as progress, every such visit of a
+		// backlog that interleaves them with silent ones broke the
+		// streak, so Resume visited the whole backlog of the down host.
 		stalled := sum.add(res)
+		if res != nil && res.Review != "" && news.unheard() {
+			stalled = true
+		}
 		if stalls.visited(r.host, stalled, c.cfg.clock.Now()) == hostFoundDown {
 			c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resume: a host looks unreachable; the reconciler (Run) settles its operations once it answers",
 				slog.String("host", r.host), slog.Int("fruitless_in_a_row", stalls.giveUp))

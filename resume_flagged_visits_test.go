@@ -3,6 +3,7 @@ package idem_test
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,5 +81,88 @@ func TestResumeGivesUpOnADownHostBetweenFlaggedOperations(t *testing.T) {
 		for _, suffix := range []string{"old", "new"} {
 			require.Equal(t, 1, srv.Effects("", fmt.Sprintf("%03d-%s", i, suffix)), "orders of %03d-%s", i, suffix)
 		}
+	}
+}
+
+// Resume gives up on a host whose visits, many in a row, heard nothing
+// from it, even when some of those visits end flagged for a person: an
+// order past its key window whose result endpoint is on the same host
+// (idemtest's /operations/{key}; MTN MoMo serves GET
+// /disbursement/v1_0/transfer/{X-Reference-Id} beside the POST that
+// creates it) waits out an attempt timeout for its query and is then
+// flagged key expired, having heard nothing of the host. Counted as
+// progress, each such visit broke the streak, and interleaved with the
+// orders inside their window (random keys) it kept Resume visiting every
+// one past its window, one attempt timeout after another, before giving
+// up: 500 of them at 10 s, 8 at a time, hold a service's start-up for
+// about 10 minutes of the outage. A host dropping every packet (a firewall, a load
+// balancer without targets). So too when the result endpoint has a host
+// of its own (a read service), down with the orders' host. Default
+// settings but the clock and a shorter attempt timeout, which only makes
+// each silent exchange end sooner in real time: what is visited and sent
+// is the same.
+func TestResumeGivesUpOnADownHostBetweenSlowFlaggedOperations(t *testing.T) {
+	t.Run("result endpoint on the host", func(t *testing.T) { resumeBetweenSlowFlagged(t, false) })
+	t.Run("result endpoint down on a host of its own", func(t *testing.T) { resumeBetweenSlowFlagged(t, true) })
+}
+
+func resumeBetweenSlowFlagged(t *testing.T, ownHost bool) {
+	const perKind = 40
+	giveUp := 2 * idem.DefaultResumeConcurrency
+	start := epoch
+	o := newOutageJournal(t, start)
+	srv, store := o.srv, o.store
+
+	// The set-up: every order executed, its answer lost; the "old" ones
+	// half an hour before the restart, the "new" ones a minute before.
+	var old, recent []string
+	for i := range perKind {
+		old = append(old, fmt.Sprintf("%03d-old", i))
+		recent = append(recent, fmt.Sprintf("%03d-new", i))
+	}
+	resultURL := srv.ResultURL
+	var network http.RoundTripper = http.DefaultTransport
+	var down []*droppingHost
+	if ownHost {
+		reads := httptest.NewServer(http.NotFoundHandler()) // never reached: its packets are dropped
+		t.Cleanup(reads.Close)
+		resultURL = func(key string) string { return reads.URL + "/operations/" + key }
+		down = append(down, &droppingHost{base: network, host: strings.TrimPrefix(reads.URL, "http://"), clock: o.clock})
+		network = down[0]
+	}
+	o.submitAt(t, start.Add(-30*time.Minute), nil, resultURL, old...)
+	o.submitAt(t, start.Add(-time.Minute), nil, resultURL, recent...)
+
+	down = append(down, &droppingHost{base: network, host: strings.TrimPrefix(srv.URL, "http://"), clock: o.clock})
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: down[len(down)-1]}), idem.WithClock(o.clock),
+		idem.WithAttemptTimeout(200*time.Millisecond))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, c.Close()) }()
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	sent := 0
+	for _, d := range down {
+		_, counts := d.perPass(start)
+		for _, n := range counts {
+			sent += n
+		}
+	}
+	t.Logf("summary %+v, requests to the down hosts %d", sum, sent)
+	require.Equal(t, 2*perKind, sum.Visited, "open operations found")
+	// As without the flagged ones: the streak that gives up, and the
+	// visits already under way when it does (one share).
+	visits := 2*perKind - sum.Deferred
+	require.LessOrEqual(t, visits, giveUp+idem.DefaultResumeConcurrency-1,
+		"visits to the down host before giving up on it (%+v)", sum)
+	// Each visit's attempts, and at most one HEAD each asking the host's
+	// clock before its first resend.
+	require.LessOrEqual(t, sent, visits*(idem.DefaultMaxAttempts+1), "requests to the down hosts")
+	for _, key := range append(old, recent...) {
+		rec, err := store.Get(t.Context(), idem.DefaultScope, key)
+		require.NoError(t, err)
+		if strings.HasSuffix(key, "-new") {
+			require.Equal(t, "", rec.Review, "%s: inside its key window", key)
+		}
+		require.Equal(t, 1, srv.Effects("", key), "orders of %s", key)
 	}
 }

@@ -16,8 +16,9 @@ import (
 
 // resumeGiveUp is how many visits in a row to one host must get nowhere
 // before Resume and Run take the host for unreachable: for Resume, end
-// unknown or unsent (each such visit holds start-up); for Run, whose
-// visits never wait, get no answer from the host. During an outage each
+// unknown or unsent, or flagged after no answer (each such visit holds
+// start-up); for Run, whose visits never wait, get no answer from the
+// host. During an outage each
 // visit spends its whole budget (60 s by default against a server that
 // never answers, one attempt's timeout for Run): visiting a backlog of
 // thousands that way would hold a service's start-up for hours, and the
@@ -44,6 +45,15 @@ type hostNews struct {
 	// rest: the host's last answer was a 429 or 503 asking this client to
 	// wait (Retry-After, bounded by the reconciler's maximum) until then.
 	rest time.Time
+}
+
+// unheard reports whether the drive exchanged with its host and heard
+// nothing from it, or made no exchange with it and got no answer from a
+// result endpoint on another host (or was told to wait there): what it
+// ended with came of our clock, not of any server's word, and the next
+// visit to the host would fare no better.
+func (n hostNews) unheard() bool {
+	return n.reach == reachSilent || n.reach == reachNone && n.stuckElsewhere
 }
 
 // throttledBy reports whether the last exchange of rec numbered after
