@@ -79,7 +79,9 @@ func (s *Summary) add(res *Result) (stalled bool) {
 // Resume does not wait out an outage: once many visits in a row (twice
 // WithResumeConcurrency, at least 8) to one host have ended unknown or
 // unsent, or flagged for a person though the server said nothing (a
-// query past the key window timed out), it starts no more for that host,
+// query past the key window timed out; one to a result endpoint on
+// another host counts only beside a visit the host itself left
+// unanswered), it starts no more for that host,
 // and goes on with the others; once that many in a row to several hosts
 // have, it starts no more at all. It counts the operations it left in Summary.Deferred. They stay
 // journaled and due, and Run settles them once the server answers; call
@@ -122,6 +124,9 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	// stops Resume as soon as one host down does.
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
 	fruitless, fruitlessHosts := 0, map[string]bool{}
+	// fruitlessOwn: a visit of those fruitless ones got nowhere with its
+	// own host, not only with another's result endpoint (strayedFrom).
+	fruitlessOwn := false
 	// Per host, the visits in a row that waited for an operation the
 	// server kept processing. A server whose work takes days (bank
 	// debits) answers "processing" to every visit: each waited its
@@ -153,21 +158,32 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		// backlog that interleaves them with silent ones broke the
 		// streak, so Resume visited the whole backlog of the down host.
 		stalled := sum.add(res)
+		strayed := false
 		if res != nil && res.Review != "" && news.unheard() {
-			stalled = true
+			stalled, strayed = true, news.reach == reachNone
 		}
-		if stalls.visited(r.host, stalled, c.cfg.clock.Now()) == hostFoundDown {
+		// One that made no exchange with its host, its query to a result
+		// endpoint on another host unanswered, says nothing of its own
+		// host, which may be up (strayedFrom).
+		var change hostChange
+		if strayed {
+			change = stalls.strayedFrom(r.host, c.cfg.clock.Now())
+		} else {
+			change = stalls.visited(r.host, stalled, c.cfg.clock.Now())
+		}
+		if change == hostFoundDown {
 			c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resume: a host looks unreachable; the reconciler (Run) settles its operations once it answers",
 				slog.String("host", r.host), slog.Int("fruitless_in_a_row", stalls.giveUp))
 		}
 		if !stalled {
-			fruitless = 0
+			fruitless, fruitlessOwn = 0, false
 			clear(fruitlessHosts)
 			return true
 		}
 		fruitless++
 		fruitlessHosts[r.host] = true
-		halted = fruitless >= stalls.giveUp && len(fruitlessHosts) > 1
+		fruitlessOwn = fruitlessOwn || !strayed
+		halted = fruitless >= stalls.giveUp && len(fruitlessHosts) > 1 && fruitlessOwn
 		return !halted
 	})
 	if visited < sum.Visited && ctx.Err() == nil {

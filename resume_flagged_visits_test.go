@@ -152,8 +152,18 @@ func resumeBetweenSlowFlagged(t *testing.T, ownHost bool) {
 	// As without the flagged ones: the streak that gives up, and the
 	// visits already under way when it does (one share).
 	visits := 2*perKind - sum.Deferred
-	require.LessOrEqual(t, visits, giveUp+idem.DefaultResumeConcurrency-1,
-		"visits to the down host before giving up on it (%+v)", sum)
+	limit := giveUp + idem.DefaultResumeConcurrency - 1
+	if ownHost {
+		// A flagged visit that made no exchange with the orders' host
+		// says nothing of it (the orders' host may be up, and those
+		// inside their window settled by a resend: TestResumeSettlesAn-
+		// UpHostsOrdersWhileItsResultHostIsDown): the host is given up
+		// on only once one of its own visits got nowhere, and those
+		// flagged meanwhile, quick to end, may all be visited.
+		require.LessOrEqual(t, sum.Unknown, limit, "visits inside the window before giving up on the host (%+v)", sum)
+		limit += perKind
+	}
+	require.LessOrEqual(t, visits, limit, "visits to the down host before giving up on it (%+v)", sum)
 	// Each visit's attempts, and at most one HEAD each asking the host's
 	// clock before its first resend.
 	require.LessOrEqual(t, sent, visits*(idem.DefaultMaxAttempts+1), "requests to the down hosts")

@@ -140,6 +140,7 @@ type hostStalls struct {
 	maxRest   time.Duration
 	rest      map[string]time.Time // host → when its Retry-After ends
 	streak    map[string]int       // host → its visits in a row that got nowhere
+	strayed   map[string]int       // host → those of its streak that got nowhere only elsewhere (strayedFrom)
 	failing   map[string]time.Time // host → when the first of those ended
 	lastFail  map[string]time.Time // host → when the last of those ended
 	down      map[string]time.Time // host → when it was found unreachable
@@ -150,7 +151,7 @@ type hostStalls struct {
 }
 
 func newHostStalls(giveUp int) *hostStalls {
-	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
+	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
 		rest: map[string]time.Time{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
@@ -213,6 +214,7 @@ const (
 func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChange {
 	if !stalled {
 		delete(h.streak, host)
+		delete(h.strayed, host)
 		delete(h.failing, host)
 		delete(h.lastFail, host)
 		if _, down := h.down[host]; down {
@@ -230,11 +232,26 @@ func (h *hostStalls) visited(host string, stalled bool, now time.Time) hostChang
 	delete(h.slow, host) // it did not answer in the end: failing (slowed)
 	delete(h.slowWait, host)
 	h.lastFail[host] = now
-	if _, down := h.down[host]; !down && h.streak[host] >= h.giveUp {
+	if _, down := h.down[host]; !down && h.streak[host] >= h.giveUp && h.streak[host] > h.strayed[host] {
 		h.down[host] = now
 		return hostFoundDown
 	}
 	return hostUnchanged
+}
+
+// strayedFrom records a visit to host, ending at now, that made no
+// exchange with host and got nowhere with another (a result endpoint on
+// a host of its own that did not answer): it lengthens the streak, but
+// marks host unreachable only with a visit host itself left unanswered
+// in it (visited). The other host's silence says nothing of this one:
+// Resume gave up on an orders host that was up because its orders past
+// their key window, flagged after querying a read service still down,
+// came first in the journal, and left those inside their window, which
+// a resend it would have made settles at once, to Run, which resends
+// none of them while their result endpoint is silent.
+func (h *hostStalls) strayedFrom(host string, now time.Time) hostChange {
+	h.strayed[host]++
+	return h.visited(host, true, now)
 }
 
 // rested records that host asked this client to send nothing before
