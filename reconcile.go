@@ -81,11 +81,11 @@ func (s *Summary) add(res *Result) (stalled bool) {
 // unsent, or flagged for a person though the server said nothing (a
 // query past the key window timed out; one to a result endpoint on
 // another host counts only beside a visit the host itself left
-// unanswered), it starts no more for that host,
-// and goes on with the others; once that many in a row to several hosts
-// have, it starts no more at all. It counts the operations it left in Summary.Deferred. They stay
-// journaled and due, and Run settles them once the server answers; call
-// Resume again to settle them at once instead.
+// unanswered), it starts no more for that host, and goes on with the
+// others; once that many in a row to several hosts have, it starts no
+// more at all. It counts the operations it left in Summary.Deferred.
+// They stay journaled and due, and Run settles them once the server
+// answers; call Resume again to settle them at once instead.
 //
 // Nor does one host that answers, but slowly (an acquirer that holds each
 // request for seconds, a result endpoint that stalls), hold up the

@@ -18,9 +18,9 @@ import (
 // before Resume and Run take the host for unreachable: for Resume, end
 // unknown or unsent, or flagged after no answer (each such visit holds
 // start-up); for Run, whose visits never wait, get no answer from the
-// host. During an outage each
-// visit spends its whole budget (60 s by default against a server that
-// never answers, one attempt's timeout for Run): visiting a backlog of
+// host. During an outage each visit spends its whole budget (60 s by
+// default against a server that never answers, one attempt's timeout
+// for Run): visiting a backlog of
 // thousands that way would hold a service's start-up for hours, and the
 // reconciliation of every other server's operations behind it, for
 // nothing that a later visit will not do as well once the server is back.
