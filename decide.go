@@ -554,9 +554,10 @@ func queryMeaning(p past, a answer) judgment {
 // rebuilt, Kong/kong#4194; the API's own router for a path it does not
 // have, which no endpoint answered: Stripe's "Unrecognized request URL
 // (GET: …)", Spring's ProblemDetail "No endpoint GET …." or "No static
-// resource ….", Laravel's "The route … could not be found."), a 2xx that is no JSON document (a WAF's empty 202
-// challenge, an HTML page) or that carries an error, in an
-// "error" member or in an envelope's code (Bybit's retCode 10006, HTX's
+// resource ….", Laravel's "The route … could not be found."), a 2xx
+// that is no JSON document (a WAF's empty 202 challenge, an HTML page)
+// or that carries an error, in an "error" member or in an envelope's
+// code (Bybit's retCode 10006, HTX's
 // "status": "error": envelopeError). Not one that says what it asked for
 // does not exist, as the endpoint's own 404 does (Binance's 400
 // {"code":-2013,"msg":"Order does not exist."}), nor a 2xx document with
