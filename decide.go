@@ -557,8 +557,8 @@ func queryMeaning(p past, a answer) judgment {
 // resource ….", Laravel's "The route … could not be found."), a 2xx
 // that is no JSON document (a WAF's empty 202 challenge, an HTML page)
 // or that carries an error, in an "error" member or in an envelope's
-// code (Bybit's retCode 10006, HTX's
-// "status": "error": envelopeError). Not one that says what it asked for
+// code (Bybit's retCode 10006, HTX's "status": "error": envelopeError).
+// Not one that says what it asked for
 // does not exist, as the endpoint's own 404 does (Binance's 400
 // {"code":-2013,"msg":"Order does not exist."}), nor a 2xx document with
 // no error that does not name it (a search that found nothing).
