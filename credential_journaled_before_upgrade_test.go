@@ -103,6 +103,31 @@ func TestCredentialMovedToTheHookAfterUpgradeDrivesTheJournaledOperation(t *test
 	}
 }
 
+// The caller kept the credential in the request but rotated it since
+// (apilayer's dashboard resets an access_key): the journaled request
+// differs from the one resubmitted only in the credential's value. It is
+// driven, as journaled, rather than refused as another request's.
+func TestRotatedCredentialResubmittedAfterUpgradeDrivesTheJournaledOperation(t *testing.T) {
+	for _, legacy := range []struct {
+		name, query, rotated string
+		hdr, rotatedHdr      http.Header
+	}{
+		{name: "query parameter", query: "?access_key=LEGACY", rotated: "?access_key=ROTATED"},
+		{name: "header", hdr: http.Header{"Kc-Api-Passphrase": {"LEGACY"}}, rotatedHdr: http.Header{"Kc-Api-Passphrase": {"ROTATED"}}},
+	} {
+		t.Run(legacy.name, func(t *testing.T) {
+			e := newEnv(t)
+			journalLegacy(t, e, legacy.query, legacy.hdr)
+			e.crashMidAttempt("k")
+			e.restart()
+			req := e.req("k", `{"n":1}`)
+			req.URL += legacy.rotated
+			req.Header = legacy.rotatedHdr
+			finishJournaledOnce(t, e, "submit", req)
+		})
+	}
+}
+
 // finishJournaledOnce finishes the operation journaled under key "k"
 // with Resume, or by resubmitting req with Submit or Prepare and Do, and
 // checks that the server got it once and made it once.

@@ -411,10 +411,11 @@ func checkedURL(field, raw string, secrets bool) (*url.URL, error) {
 // sameRequest reports whether a resubmitted request matches the journaled
 // one: the server's own idempotency check compares the same things. A
 // journaled request that carries a credential this release refuses (an
-// earlier release journaled it) matches the request without it too: the
-// caller who followed ErrSecretHeader's advice now adds it at send time,
-// and the server sees the same request. "Another request" would be false,
-// and invite the order again under a new key while Run sends the first.
+// earlier release journaled it) matches the request without it, or with
+// another value of it (a key rotated since), too: the caller who followed
+// ErrSecretHeader's advice now adds it at send time, and the server sees
+// the same request. "Another request" would be false, and invite the
+// order again under a new key while Run sends the first.
 func sameRequest(stored, rec *journal.Record) bool {
 	if stored.Method != rec.Method || stored.BodySHA != rec.BodySHA {
 		return false
@@ -422,21 +423,20 @@ func sameRequest(stored, rec *journal.Record) bool {
 	if stored.URL == rec.URL && maps.EqualFunc(stored.Header, rec.Header, slices.Equal[[]string]) {
 		return true
 	}
-	u, ok := withoutCredentials(stored.URL)
-	if !ok || u != rec.URL || len(stored.Header) < len(rec.Header) {
-		return false
-	}
-	n := 0
-	for name, v := range stored.Header {
-		if httpsyntax.CredentialHeader(name) {
-			continue
-		}
-		if w, ok := rec.Header[name]; !ok || !slices.Equal(v, w) {
+	su, ok := withoutCredentials(stored.URL)
+	ru, rok := withoutCredentials(rec.URL)
+	return ok && rok && su == ru && sameBesidesCredentials(stored.Header, rec.Header) && sameBesidesCredentials(rec.Header, stored.Header)
+}
+
+// sameBesidesCredentials reports whether every header of a but those
+// carrying a credential (CredentialHeader) is in b with the same values.
+func sameBesidesCredentials(a, b map[string][]string) bool {
+	for name, v := range a {
+		if w, ok := b[name]; !httpsyntax.CredentialHeader(name) && (!ok || !slices.Equal(v, w)) {
 			return false
 		}
-		n++
 	}
-	return n == len(rec.Header)
+	return true
 }
 
 // withoutCredentials is a journaled URL as this release would journal it
