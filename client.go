@@ -201,7 +201,10 @@ func newKey() (string, error) {
 // Prepare journals the operation (fsync'd) and returns it without sending
 // anything; Do sends it. Preparing the same (scope, key) again with the same
 // method, URL, headers and body returns the journaled operation; with a
-// different request it returns ErrKeyConflict.
+// different request it returns ErrKeyConflict. A credential an earlier
+// release journaled in the URL or headers makes no difference: the
+// request without it (the request hook adds it now), or with another
+// value of it, is the same.
 //
 // A prepared operation is an intent that will be carried out: if nobody
 // calls Do within the reconcile interval (WithReconcile), Run sends it.

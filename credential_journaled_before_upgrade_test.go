@@ -35,41 +35,135 @@ func TestCredentialJournaledBeforeUpgradeIsFinished(t *testing.T) {
 				old := e.req("k", `{"n":1}`)
 				old.URL += legacy.query
 				old.Header = legacy.hdr
-				// What the older release journaled: this one refuses to.
-				_, err := e.client.PrepareIn(e.ctx, e.req("k", `{"n":1}`), func(ctx context.Context, r *journal.Record) (*journal.Record, error) {
-					r.URL += legacy.query
-					for name, v := range legacy.hdr {
-						r.Header[name] = v
-					}
-					return e.store.Create(ctx, r)
-				})
-				require.NoError(t, err)
-				_, err = e.client.Prepare(e.ctx, func() idem.Request { r := old; r.Key = "new"; return r }())
+				journalLegacy(t, e, legacy.query, legacy.hdr)
+				_, err := e.client.Prepare(e.ctx, func() idem.Request { r := old; r.Key = "new"; return r }())
 				require.ErrorIs(t, err, idem.ErrSecretHeader, "a new operation with the credential")
 				e.crashMidAttempt("k")
 				e.restart()
 
-				switch how {
-				case "resume":
-					_, err := e.client.Resume(e.ctx)
-					require.NoError(t, err)
-				case "submit":
-					res, err := e.client.Submit(e.ctx, old)
-					require.NoError(t, err, "the journaled order, resubmitted")
-					require.Equal(t, idem.StateSucceeded, res.State)
-				case "prepare":
-					op, err := e.client.Prepare(e.ctx, old)
-					require.NoError(t, err, "the journaled order, prepared again")
-					res, err := e.client.Do(e.ctx, op)
-					require.NoError(t, err)
-					require.Equal(t, idem.StateSucceeded, res.State)
-				}
-				require.Equal(t, idem.StateSucceeded, e.record("k").State)
-				require.Len(t, e.submits("k"), 1, "submits")
-				require.Equal(t, 1, e.srv.KeyStats(scope, "k").Effects, "side effects")
+				finishJournaledOnce(t, e, how, old)
 				_, err = e.store.Get(e.ctx, idem.DefaultScope, "new")
 				require.ErrorIs(t, err, journal.ErrNotFound, "the refused new operation journaled")
 			})
 		}
 	}
+}
+
+// The refusal's advice, followed: after the upgrade the caller adds the
+// credential at send time (apilayer's access_key in a WithRequestHook's
+// r.URL.RawQuery, KuCoin's KC-API-PASSPHRASE in its header) and
+// resubmits the journaled order under its key without it, as told to
+// after a crash. The server sees the same request either way; the
+// journal's copy differs only in the credential it may no longer hold.
+// ErrKeyConflict ("the key is already used for a different request")
+// would be false, and a caller who trusted it would order again under a
+// new key while Run sends the first.
+func TestCredentialMovedToTheHookAfterUpgradeDrivesTheJournaledOperation(t *testing.T) {
+	for _, legacy := range []struct {
+		name  string
+		query string
+		hdr   http.Header
+		hook  func(*http.Request)
+	}{
+		{name: "query parameter", query: "?access_key=LEGACY", hook: func(r *http.Request) {
+			q := r.URL.Query()
+			q.Set("access_key", "LEGACY")
+			r.URL.RawQuery = q.Encode()
+		}},
+		{name: "header", hdr: http.Header{"Kc-Api-Passphrase": {"LEGACY"}}, hook: func(r *http.Request) {
+			r.Header.Set("Kc-Api-Passphrase", "LEGACY")
+		}},
+	} {
+		for _, how := range []string{"submit", "prepare"} {
+			t.Run(legacy.name+"/"+how, func(t *testing.T) {
+				e := newEnv(t)
+				journalLegacy(t, e, legacy.query, legacy.hdr)
+				e.crashMidAttempt("k")
+				e.opts = append(e.opts, idem.WithRequestHook(func(r *http.Request) error {
+					r.Header.Set("Authorization", "Bearer sk_test_PLANTED_SECRET")
+					legacy.hook(r)
+					return nil
+				}))
+				e.restart()
+
+				finishJournaledOnce(t, e, how, e.req("k", `{"n":1}`)) // the credential left to the hook
+
+				// A request that differs in anything but the credential is
+				// still another request.
+				other := e.req("k", `{"n":2}`)
+				_, err := e.client.Submit(e.ctx, other)
+				require.ErrorIs(t, err, idem.ErrKeyConflict)
+				other = e.req("k", `{"n":1}`)
+				other.URL += "?currency=EUR"
+				_, err = e.client.Submit(e.ctx, other)
+				require.ErrorIs(t, err, idem.ErrKeyConflict)
+				require.Len(t, e.submits("k"), 1, "submits")
+			})
+		}
+	}
+}
+
+// The caller kept the credential in the request but rotated it since
+// (apilayer's dashboard resets an access_key): the journaled request
+// differs from the one resubmitted only in the credential's value. It is
+// driven, as journaled, rather than refused as another request's.
+func TestRotatedCredentialResubmittedAfterUpgradeDrivesTheJournaledOperation(t *testing.T) {
+	for _, legacy := range []struct {
+		name, query, rotated string
+		hdr, rotatedHdr      http.Header
+	}{
+		{name: "query parameter", query: "?access_key=LEGACY", rotated: "?access_key=ROTATED"},
+		{name: "header", hdr: http.Header{"Kc-Api-Passphrase": {"LEGACY"}}, rotatedHdr: http.Header{"Kc-Api-Passphrase": {"ROTATED"}}},
+	} {
+		t.Run(legacy.name, func(t *testing.T) {
+			e := newEnv(t)
+			journalLegacy(t, e, legacy.query, legacy.hdr)
+			e.crashMidAttempt("k")
+			e.restart()
+			req := e.req("k", `{"n":1}`)
+			req.URL += legacy.rotated
+			req.Header = legacy.rotatedHdr
+			finishJournaledOnce(t, e, "submit", req)
+		})
+	}
+}
+
+// finishJournaledOnce finishes the operation journaled under key "k"
+// with Resume, or by resubmitting req with Submit or Prepare and Do, and
+// checks that the server got it once and made it once.
+func finishJournaledOnce(t *testing.T, e *env, how string, req idem.Request) {
+	t.Helper()
+	switch how {
+	case "resume":
+		_, err := e.client.Resume(e.ctx)
+		require.NoError(t, err)
+	case "submit":
+		res, err := e.client.Submit(e.ctx, req)
+		require.NoError(t, err, "the journaled order, resubmitted")
+		require.Equal(t, idem.StateSucceeded, res.State)
+	case "prepare":
+		op, err := e.client.Prepare(e.ctx, req)
+		require.NoError(t, err, "the journaled order, prepared again")
+		res, err := e.client.Do(e.ctx, op)
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, res.State)
+	}
+	require.Equal(t, idem.StateSucceeded, e.record("k").State)
+	require.Len(t, e.submits("k"), 1, "submits")
+	require.Equal(t, 1, e.srv.KeyStats(scope, "k").Effects, "side effects")
+}
+
+// journalLegacy journals under key "k" what an older release journaled:
+// the request with a credential this one refuses, in its URL's query
+// (query) or its headers (hdr).
+func journalLegacy(t *testing.T, e *env, query string, hdr http.Header) {
+	t.Helper()
+	_, err := e.client.PrepareIn(e.ctx, e.req("k", `{"n":1}`), func(ctx context.Context, r *journal.Record) (*journal.Record, error) {
+		r.URL += query
+		for name, v := range hdr {
+			r.Header[name] = v
+		}
+		return e.store.Create(ctx, r)
+	})
+	require.NoError(t, err)
 }

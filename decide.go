@@ -74,15 +74,17 @@ func (p past) after(a journal.Attempt) past {
 		p.maybeExecuted = true
 	case contesting(a, p):
 		p.contested = true
-	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests,
+	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests &&
+		!strings.HasPrefix(a.Err, inFlightAfterSend),
 		p.maybeExecuted && a.Refused && a.Status == http.StatusConflict && strings.HasPrefix(a.Err, conflictAfterSend),
 		p.maybeExecuted && a.Refused && a.Status >= 200 && a.Status < 300 && !a.Replayed && a.Err == "":
 		// A 409 refuses only when it said the key was used (its Err,
 		// refusedAfterMaybeSent's): one saying the key's request still
-		// runs asks for a wait, however long. A replay whose body was cut
-		// in transit is journaled refused and not replayed too, with the
-		// read's error: the stored answer never arrived, and it refuses
-		// nothing.
+		// runs asks for a wait, however long, and so does a 422 or 400
+		// saying so (its Err, inFlightAfterSend). A replay whose body was
+		// cut in transit is journaled refused and not replayed too, with
+		// the read's error: the stored answer never arrived, and it
+		// refuses nothing.
 		p.refusals++
 	}
 	if a.Replayed {
@@ -216,6 +218,27 @@ const maxRefusalsAfterSend = 3
 // pastOf counts among the refusals.
 const conflictAfterSend = "idem: a 409 saying the key was used, after a send that may have executed"
 
+// inFlightAfterSend begins the journaled error of a refusal saying the
+// key's request still runs (a 422 or 400: Adyen's 704, PayPal's
+// PREVIOUS_REQUEST_IN_PROGRESS, DynamoDB's TransactionInProgressException;
+// a 2xx the decoder read as failed that says so, Shopify's
+// IDEMPOTENCY_CONCURRENT_REQUEST; or a 4xx a Classifier reads as
+// Processing) after an attempt that may have executed: a wait for ours,
+// which pastOf does not count among the refusals that leave an operation
+// for a person.
+const inFlightAfterSend = "idem: the key's request still runs, after a send that may have executed"
+
+// inFlightOurs is the judgment of an answer saying the key's request
+// still runs, after an attempt that may have executed: ours, waited for.
+func inFlightOurs(a answer) judgment {
+	j := judgment{move: moveProcessing, label: "in_flight", refused: true}
+	if a.status != http.StatusConflict {
+		// A 409 is never counted: it needs no mark.
+		j.err = fmt.Errorf("%s: %s", inFlightAfterSend, refusalReason(a))
+	}
+	return j
+}
+
 // judgeSubmit decides what a submit's answer means.
 func judgeSubmit(p past, a answer) judgment {
 	if a.resent {
@@ -272,7 +295,7 @@ func submitMeaning(p past, a answer) judgment {
 		// the journal marks a key contested by a 409 alone, and a result
 		// replayed for the key later would be taken for ours.
 		if p.maybeExecuted {
-			return judgment{move: moveProcessing, label: "in_flight", refused: true}
+			return inFlightOurs(a)
 		}
 		return judgment{move: moveReview, label: "in_flight_foreign", refused: true, review: ReviewKeyInUse, conflict: true}
 	}
@@ -293,7 +316,7 @@ func submitMeaning(p past, a answer) judgment {
 		if !p.maybeExecuted {
 			return judgment{move: moveResend, label: "in_flight_elsewhere", refused: true}
 		}
-		return judgment{move: moveProcessing, label: "in_flight", refused: true}
+		return inFlightOurs(a)
 	case Throttled:
 		// A gateway can answer 503 after the origin executed.
 		return judgment{move: moveResend, label: "throttled", refused: a.status != http.StatusServiceUnavailable}

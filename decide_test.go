@@ -352,6 +352,14 @@ func TestPastOf(t *testing.T) {
 		a.Err = conflictAfterSend + ": 409: DUPLICATE_ERROR"
 		return a
 	}
+	// One the judge read as the key's request still running, after a send,
+	// is marked so (inFlightOurs): Adyen's 422 704, DynamoDB's 400
+	// TransactionInProgressException, Shopify's 200 userError.
+	inFlight := func(n, status int) journal.Attempt {
+		a := sub(n, status, true, true, true, false)
+		a.Err = inFlightAfterSend + ": 422: request already processed or in progress"
+		return a
+	}
 	inFlightCut := sub(4, 409, true, true, true, false)
 	inFlightCut.Err = "unexpected EOF: " + conflictAfterSend
 	tests := []struct {
@@ -374,6 +382,8 @@ func TestPastOf(t *testing.T) {
 		{"a replay cut in transit does not count", []journal.Attempt{sub(1, 502, true, true, false, false), cut}, 10, past{maybeExecuted: true}},
 		{"a 409 saying the key was used counts, one in flight does not", []journal.Attempt{sub(1, 502, true, true, false, false), used(2),
 			sub(3, 409, true, true, true, false), inFlightCut, used(5)}, 10, past{maybeExecuted: true, refusals: 2}},
+		{"a 422, 400 or 200 saying the key's request still runs does not count", []journal.Attempt{sub(1, 502, true, true, false, false),
+			inFlight(2, 422), inFlight(3, 400), inFlight(4, 200), sub(5, 422, true, true, true, false)}, 10, past{maybeExecuted: true, refusals: 1}},
 		{"a 409 saying the key was used before anything of ours may have run contests it", []journal.Attempt{used(1)}, 10, past{contested: true}},
 		{"a query never counts", []journal.Attempt{{Number: 1, Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 200}}, 10, past{}},
 		{"replayed", []journal.Attempt{sub(1, 502, true, true, false, false), sub(2, 500, true, true, true, true)}, 10, past{maybeExecuted: true, final: true}},

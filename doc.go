@@ -125,6 +125,16 @@
 //	Idempotency-Status: ignored, maybe run   no de-duplication       unknown, ReviewKeyIgnored, never resent
 //	  ... on a 2xx that settles it           may have run twice      settled, flagged ReviewMaybeTwice
 //
+// The "failed" rows are a first attempt's. After an attempt that may have
+// executed, a refusal (a 4xx but 429, a 409 saying the key was used, a
+// 2xx read as a refusal) that is not the key's stored answer (the
+// replayed rows) may be a gateway's or an expired credential's,
+// or refuse this copy for what the earlier one did: it is queried and
+// resent, never failed, and the third is flagged
+// [ReviewRefusedAfterSend]. An answer saying the key's request still
+// runs (a 409, or a 422, 400 or 2xx so worded) is a wait for ours, and
+// is not counted among them.
+//
 // A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
 // named Idempotency-Replayed, X-Idempotent-Replayed or
 // X-Idempotency-Replayed, or PPRO's Request-Idempotency, easypay's

@@ -127,3 +127,49 @@ func TestTransactionInProgressRefusal(t *testing.T) {
 		v.requireBodies(t, dynamoTransaction, 1)
 	})
 }
+
+// Refusals saying the key's request still runs, after an attempt that may
+// have executed, are waits for ours and not refusals of it: one other
+// refusal after them (an expired credential, which the caller's hook
+// renews) is the first of the three that leave an operation for a
+// person, as it would be after a 409 in flight, not the third. Counted,
+// the operation was flagged at once, never resent, though the next
+// resend got its result.
+func TestInProgressRefusalsAreNotCountedAsRefusals(t *testing.T) {
+	lost := shape{status: http.StatusGatewayTimeout, body: `<html>gateway timeout</html>`}
+
+	t.Run("paypal", func(t *testing.T) {
+		// PayPal's OAuth access tokens expire (expires_in); a call with
+		// an expired one is refused 401 invalid_token, "Access Token
+		// not found in cache", and its SDKs fetch a new token.
+		paypalInProgress := shape{status: http.StatusUnprocessableEntity, body: `{"name":"UNPROCESSABLE_ENTITY",` +
+			`"details":[{"issue":"PREVIOUS_REQUEST_IN_PROGRESS","description":"A previous request on this resource is currently in progress. ` +
+			`Please wait for some time and try again."}],"debug_id":"90957fca61718"}`}
+		expired := shape{status: http.StatusUnauthorized, body: `{"error":"invalid_token","error_description":"Access Token not found in cache"}`}
+		v := newVendor(t, lost, paypalInProgress, paypalInProgress, expired,
+			shape{status: http.StatusCreated, body: `{"id":"2GG279541U471931P","status":"COMPLETED"}`})
+		res, err := v.submit(t, idem.WithKeyHeader("PayPal-Request-Id", idem.KeyBare))
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, "2GG279541U471931P", res.ResourceID)
+		require.Empty(t, res.Review)
+		v.requireKeys(t, "PayPal-Request-Id", "k", 5)
+	})
+
+	t.Run("dynamodb", func(t *testing.T) {
+		// An STS session's credentials expire: DynamoDB refuses the call
+		// 400 ExpiredTokenException (docs.aws.amazon.com, DynamoDB
+		// Programming.Errors), and the SDK's provider renews them.
+		inProgress := shape{status: http.StatusBadRequest, body: `{"__type":"com.amazonaws.dynamodb.v20120810#TransactionInProgressException",` +
+			`"message":"The transaction with the given request token is already in progress."}`}
+		expired := shape{status: http.StatusBadRequest, body: `{"__type":"com.amazon.coral.service#ExpiredTokenException",` +
+			`"message":"The security token included in the request is expired"}`}
+		v := newVendor(t, lost, inProgress, inProgress, expired, shape{status: http.StatusOK, body: `{}`})
+		c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), decodeDynamo())
+		res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/", Body: []byte(dynamoTransaction), Header: dynamoHeader})
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Empty(t, res.Review)
+		v.requireBodies(t, dynamoTransaction, 5)
+	})
+}

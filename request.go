@@ -409,8 +409,58 @@ func checkedURL(field, raw string, secrets bool) (*url.URL, error) {
 }
 
 // sameRequest reports whether a resubmitted request matches the journaled
-// one: the server's own idempotency check compares the same things.
+// one: the server's own idempotency check compares the same things. A
+// journaled request that carries a credential this release refuses (an
+// earlier release journaled it) matches the request without it, or with
+// another value of it (a key rotated since), too: the caller who followed
+// ErrSecretHeader's advice now adds it at send time, and the server sees
+// the same request. "Another request" would be false, and invite the
+// order again under a new key while Run sends the first.
 func sameRequest(stored, rec *journal.Record) bool {
-	return stored.Method == rec.Method && stored.URL == rec.URL && stored.BodySHA == rec.BodySHA &&
-		maps.EqualFunc(stored.Header, rec.Header, slices.Equal[[]string])
+	if stored.Method != rec.Method || stored.BodySHA != rec.BodySHA {
+		return false
+	}
+	if stored.URL == rec.URL && maps.EqualFunc(stored.Header, rec.Header, slices.Equal[[]string]) {
+		return true
+	}
+	su, ok := withoutCredentials(stored.URL)
+	ru, rok := withoutCredentials(rec.URL)
+	return ok && rok && su == ru && sameBesidesCredentials(stored.Header, rec.Header) && sameBesidesCredentials(rec.Header, stored.Header)
+}
+
+// sameBesidesCredentials reports whether every header of a but those
+// carrying a credential (CredentialHeader) is in b with the same values.
+func sameBesidesCredentials(a, b map[string][]string) bool {
+	for name, v := range a {
+		if w, ok := b[name]; !httpsyntax.CredentialHeader(name) && (!ok || !slices.Equal(v, w)) {
+			return false
+		}
+	}
+	return true
+}
+
+// withoutCredentials is a journaled URL as this release would journal it
+// with its credentials (user information, SecretParam's query
+// parameters) left to the request hook; ok is false when it does not
+// parse.
+func withoutCredentials(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false
+	}
+	u.User = nil
+	if u.RawQuery != "" {
+		var kept []string
+		for _, pair := range strings.Split(u.RawQuery, "&") {
+			name, _, _ := strings.Cut(pair, "=")
+			if n, err := url.QueryUnescape(name); err == nil {
+				name = n
+			}
+			if !httpsyntax.SecretParam(name) {
+				kept = append(kept, pair)
+			}
+		}
+		u.RawQuery = strings.Join(kept, "&")
+	}
+	return u.String(), true
 }

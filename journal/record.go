@@ -71,7 +71,9 @@ type Attempt struct {
 	// people. The judge reads it too, having no verdict journaled: a
 	// refused 2xx with no Err, and a refused 409 whose Err begins with
 	// its own words for "the key was used", count among the refusals
-	// after a send that may have executed. Keep it as written.
+	// after a send that may have executed; a refused 4xx whose Err begins
+	// with its words for "the key's request still runs" does not. Keep it
+	// as written.
 	Err        string
 	RetryAfter time.Duration // Retry-After the server sent, already bounded
 	Duration   time.Duration
