@@ -1006,8 +1006,21 @@ func joinedDuplicate(w string, about func(string) bool) bool {
 			return true
 		}
 	}
+	// Or the code's last part, the words between saying which kind:
+	// PayPay's 400 DUPLICATE_DYNAMIC_QR_REQUEST to a merchantPaymentId it
+	// holds (its OPA SDKs' error table). A part ahead of it that places
+	// the duplicate inside it ("duplicate_field_in_request") names no
+	// duplicate of it.
+	parts := strings.FieldsFunc(rest, func(r rune) bool { return r == '_' || r == '-' })
+	if n := len(parts); n > 1 && about(parts[n-1]) {
+		return !slices.ContainsFunc(parts[:n-1], func(p string) bool { return slices.Contains(placeWords[:], p) })
+	}
 	return false
 }
+
+// placeWords put what is duplicated inside the code's subject, not say it
+// is one.
+var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 
 // alreadyVerbs follow "already" in a refusal of what exists ("Order ID
 // already exists", "has already been taken", PayU India's "Request is

@@ -146,3 +146,23 @@ func TestSaysDuplicateWithTheSameID(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateCodeEndingInSubject: with the key in the body's
+// merchantPaymentId, PayPay's DUPLICATE_DYNAMIC_QR_REQUEST (its OPA SDKs'
+// error table) names the request as the code's last part; a code placing
+// the duplicate inside the request, or ending in no subject, does not.
+func TestSaysDuplicateCodeEndingInSubject(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"resultInfo":{"code":"DUPLICATE_DYNAMIC_QR_REQUEST","message":"Duplicate Dynamic QR request error","codeId":"01652073"},"data":null}`, true},
+		{`{"code":"DUPLICATE_FIELD_IN_REQUEST"}`, false},
+		{`{"code":"DUPLICATE_LINE_ITEM"}`, false},
+		{`{"code":"DUPLICATE_ITEMS_OF_ORDER"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "merchantPaymentId", "mp-7f3c9a"); got != tc.want {
+			t.Errorf("saysDuplicate(%s, merchantPaymentId) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
