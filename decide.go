@@ -988,11 +988,31 @@ func saysDuplicate(body []byte, name, key string) bool {
 			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) {
 				return true
 			}
+		case w == "same" && i >= 2 && words[i-1] == "the" && words[i-2] == "with":
+			// An id the server holds, in the words of what it holds "with
+			// the same" one: LINE Pay's 1172, "There is a record of
+			// transaction with the same order number." to an orderId it
+			// holds (developers.line.biz, LINE Pay error codes). Only an
+			// id: "with the same order" or "currency" names no key.
+			if sameID(words[i+1:], about) {
+				return true
+			}
 		case joinedAlready(w, about), joinedUnique(w, about):
 			return true
 		}
 	}
 	return false
+}
+
+// sameID reports whether words start with an id of the subject (about):
+// one word ending in one of idWords ("transactionId") or two, the second
+// of them ("order number").
+func sameID(words []string, about func(string) bool) bool {
+	if len(words) > 1 && slices.Contains(idWords[:], words[1]) && about(words[0]+words[1]) {
+		return true
+	}
+	return len(words) > 0 && about(words[0]) &&
+		slices.ContainsFunc(idWords[:], func(s string) bool { return strings.HasSuffix(bareName(words[0]), s) })
 }
 
 // joinedDuplicate reports whether w, one word of a refusal that starts
@@ -1010,8 +1030,21 @@ func joinedDuplicate(w string, about func(string) bool) bool {
 			return true
 		}
 	}
+	// Or the code's last part, the words between saying which kind:
+	// PayPay's 400 DUPLICATE_DYNAMIC_QR_REQUEST to a merchantPaymentId it
+	// holds (its OPA SDKs' error table). A part ahead of it that places
+	// the duplicate inside it ("duplicate_field_in_request") names no
+	// duplicate of it.
+	parts := strings.FieldsFunc(rest, func(r rune) bool { return r == '_' || r == '-' })
+	if n := len(parts); n > 1 && about(parts[n-1]) {
+		return !slices.ContainsFunc(parts[:n-1], func(p string) bool { return slices.Contains(placeWords[:], p) })
+	}
 	return false
 }
+
+// placeWords put what is duplicated inside the code's subject, not say it
+// is one.
+var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 
 // alreadyVerbs follow "already" in a refusal of what exists ("Order ID
 // already exists", "has already been taken", PayU India's "Request is

@@ -123,3 +123,46 @@ func TestSaysDuplicateUUID(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateWithTheSameID: with the key in the body's orderId, LINE
+// Pay's 1172 (developers.line.biz, LINE Pay error codes) says the order
+// under it exists, in the words of a record "with the same order
+// number"; "with the same" anything but an id does not.
+func TestSaysDuplicateWithTheSameID(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"returnCode":"1172","returnMessage":"There is a record of transaction with the same order number."}`, true},
+		{`{"returnCode":"1152","returnMessage":"There is a history of transactions with the same transactionId."}`, true},
+		{`{"error":"A payment with the same orderId exists"}`, true},
+		{`{"error":"Refund currency must be the same as the payment's"}`, false},
+		{`{"error":"Cannot pay with the same card twice"}`, false},
+		{`{"error":"Items with the same order cannot be split"}`, false},
+		{`{"error":"Packages with the same package id"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "orderId", "order-7f3c9a"); got != tc.want {
+			t.Errorf("saysDuplicate(%s, orderId) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestSaysDuplicateCodeEndingInSubject: with the key in the body's
+// merchantPaymentId, PayPay's DUPLICATE_DYNAMIC_QR_REQUEST (its OPA SDKs'
+// error table) names the request as the code's last part; a code placing
+// the duplicate inside the request, or ending in no subject, does not.
+func TestSaysDuplicateCodeEndingInSubject(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"resultInfo":{"code":"DUPLICATE_DYNAMIC_QR_REQUEST","message":"Duplicate Dynamic QR request error","codeId":"01652073"},"data":null}`, true},
+		{`{"code":"DUPLICATE_FIELD_IN_REQUEST"}`, false},
+		{`{"code":"DUPLICATE_LINE_ITEM"}`, false},
+		{`{"code":"DUPLICATE_ITEMS_OF_ORDER"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "merchantPaymentId", "mp-7f3c9a"); got != tc.want {
+			t.Errorf("saysDuplicate(%s, merchantPaymentId) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}

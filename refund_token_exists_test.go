@@ -27,6 +27,7 @@ type heldRefunds struct {
 	unavailable bool
 	keyOf       func(body []byte) string
 	refusal     func(key string) string
+	status      int // the refusal's, 200 when 0
 
 	mu       sync.Mutex
 	keys     []string // the key of each refund taken
@@ -41,6 +42,9 @@ func (p *heldRefunds) serve(w http.ResponseWriter, r *http.Request) {
 	p.requests = append(p.requests, string(b))
 	w.Header().Set("Content-Type", "application/json")
 	if slices.Contains(p.keys, key) {
+		if p.status != 0 {
+			w.WriteHeader(p.status)
+		}
 		_, _ = io.WriteString(w, p.refusal(key))
 		return
 	}
