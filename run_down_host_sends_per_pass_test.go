@@ -153,10 +153,20 @@ func TestRunSendsADownHostAtMostOneRequestAPass(t *testing.T) {
 		require.LessOrEqual(t, n, 1, "requests to the down host on the pass at %v (all: %v)", passes[i].Sub(from), counts)
 	}
 	require.NotEmpty(t, counts, "requests to the down host after it came due")
-	// The first due, the first pass's probe: flagged, nothing sent.
-	rec, err := store.Get(t.Context(), idem.DefaultScope, old[0])
-	require.NoError(t, err)
-	require.Equal(t, idem.ReviewKeyExpired, rec.Review, old[0])
+	// Empty probes did happen: orders past their window were flagged,
+	// nothing sent for them. (Which pass reached which depends on when
+	// the host was found down against the claims of the pass then under
+	// way, so the test does not name them.)
+	var flagged []string
+	for _, key := range old {
+		rec, err := store.Get(t.Context(), idem.DefaultScope, key)
+		require.NoError(t, err)
+		if rec.Review == idem.ReviewKeyExpired {
+			flagged = append(flagged, key)
+		}
+	}
+	t.Logf("flagged key expired: %v", flagged)
+	require.NotEmpty(t, flagged, "no order past its key window visited")
 	for _, key := range append(early, append(old, recent...)...) {
 		require.Equal(t, 1, srv.Effects("", key), "orders of %s", key)
 	}
