@@ -128,12 +128,11 @@
 // The "failed" rows are a first attempt's. After an attempt that may have
 // executed, a refusal (a 4xx but 429, a 409 saying the key was used, a
 // 2xx read as a refusal) that is not the key's stored answer (the
-// replayed rows) may be a gateway's or an expired credential's,
-// or refuse this copy for what the earlier one did: it is queried and
-// resent, never failed, and the third is flagged
-// [ReviewRefusedAfterSend]. An answer saying the key's request still
-// runs (a 409, or a 422, 400 or 2xx so worded) is a wait for ours, and
-// is not counted among them.
+// replayed rows) may be a gateway's or an expired credential's, or
+// refuse this copy for what the earlier one did: it is queried and
+// resent, never failed, and the third is flagged [ReviewRefusedAfterSend].
+// An answer saying the key's request still runs (a 409, or a 422, 400 or
+// 2xx so worded) is a wait for ours, and is not counted among them.
 //
 // A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
 // named Idempotency-Replayed, X-Idempotent-Replayed or
@@ -168,8 +167,8 @@
 // exists", Paytm's refund TXN_FAILURE "Refund Already Raised"), or a
 // duplicate of the request's own UUID, which every copy carries
 // (Trustly's JSON-RPC error 688 ERROR_DUPLICATE_UUID); "duplicate line
-// item" or "duplicate email" is
-// no such answer and fails as any validation error does. A refusal that
+// item" or "duplicate email" is no such answer and fails as any
+// validation error does. A refusal that
 // names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with
 // links.conflicting_resource_id, Primer's 409 IdempotencyKeyAlreadyExists
