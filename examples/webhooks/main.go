@@ -1,15 +1,15 @@
 // Command webhooks settles operations from the provider's webhook events,
-// including one that no retry or query could settle any more.
+// including one that no query could settle.
 //
 //	go run ./examples/webhooks
 //
 // Stripe offers no lookup by idempotency key, and replays a key's stored
-// answer for 24 hours only: an order whose response was lost, and whose
-// process then stayed down past that window, can no longer be settled by
-// resending (it might execute twice) nor by asking. idem flags it for
-// review. But the provider told the service what happened, in a webhook
-// event; Client.Confirm hands that answer to idem, which records it with
-// the event's id and settles the order for good.
+// answer for 24 hours only: an order whose response was lost can be
+// settled by resending it within that window, and after it by nobody but
+// a person (idem flags it for review). But the provider tells the service
+// what happened, in a webhook event; Client.Confirm hands that answer to
+// idem, which records it with the event's id and settles the order for
+// good, with no resend.
 //
 // The pattern:
 //
@@ -19,10 +19,13 @@
 //     event that names only the provider's object id can still find an
 //     operation whose response named it: Client.LookupResource.)
 //   - Verify the event's signature (HMAC-SHA256 over "timestamp.body",
-//     compared in constant time, timestamp within a tolerance), acknowledge
-//     it quickly, and confirm it: Confirm is idempotent per event id, so
-//     redelivered and out-of-order events are harmless, and one that
-//     contradicts what idem recorded is flagged, never applied.
+//     compared in constant time, timestamp within a tolerance), confirm
+//     it, and only then answer: 2xx once Confirm has recorded it, 5xx when
+//     Confirm failed, so that the provider sends it again (an event
+//     acknowledged and then lost is never sent again). Confirm is
+//     idempotent per event id, so redelivered and out-of-order events are
+//     harmless, and one that contradicts what idem recorded is flagged,
+//     never applied.
 //
 // The fake server (package idemtest, on 127.0.0.1) signs its events and
 // delivers them late, duplicated and out of order; the receiver below
@@ -58,13 +61,19 @@ const (
 	// tolerance bounds the age of a signed timestamp: an old event replayed
 	// by an attacker is refused.
 	tolerance = 5 * time.Minute
-	orders    = 6
+	// confirmTimeout bounds Confirm in the handler. Confirm is one journal
+	// commit (milliseconds), so the provider can wait for it; a stalled
+	// journal is answered 503 within the seconds a provider waits for an
+	// answer, rather than holding the connection. Either way the event
+	// comes again, and a Confirm that did commit finds it recorded then.
+	confirmTimeout = 5 * time.Second
+	orders         = 6
 )
 
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rep, err := run(ctx, os.Stdout)
+	rep, err := run(ctx, os.Stdout, nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "webhooks:", err)
 		os.Exit(1)
@@ -77,21 +86,26 @@ func main() {
 // report is what the example observed, for its test.
 type report struct {
 	Orders, Succeeded, Failed int
-	ReviewBefore              int // flagged before the events were processed
-	Review                    int // still flagged at the end
+	Review                    int // flagged a day later, past the key window
 	Duplicates                int // orders the server created more than once
 	Events, Redelivered       int // events received; those seen before
+	Retried                   int // deliveries the provider sent again after a non-2xx answer
 	BadSignatures             int
 	SettledByEvent            int
 }
 
-// receiver verifies and queues the provider's events, as a webhook
-// endpoint should: answer fast, process later.
+// receiver verifies the provider's events and confirms each before it
+// answers: a 2xx tells the provider the event is kept, and it never sends
+// that one again.
 type receiver struct {
-	now func() time.Time
-	mu  sync.Mutex
-	q   []idemtest.WebhookEvent
-	bad int
+	now     func() time.Time
+	confirm confirmFunc
+
+	mu      sync.Mutex
+	events  int
+	bad     int
+	settled map[string]bool // keys an event settled
+	log     []string        // what the events did, for the output
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
@@ -113,18 +127,34 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.mu.Lock()
-	r.q = append(r.q, ev)
+	r.events++
 	r.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// take returns the queued events and empties the queue.
-func (r *receiver) take() []idemtest.WebhookEvent {
+	key, c, ok := confirmation(ev)
+	if !ok {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), confirmTimeout)
+	defer cancel()
+	res, err := r.confirm(ctx, "", key, c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	q := r.q
-	r.q = nil
-	return q
+	switch {
+	case errors.Is(err, idem.ErrNotFound):
+		// Not one of ours: answered 2xx, or it comes back for days.
+	case errors.Is(err, idem.ErrConfirmConflict):
+		r.log = append(r.log, fmt.Sprintf("event %s contradicts order %s...: flagged", ev.ID, key[:8]))
+	case err != nil:
+		// The event may not be recorded (the journal failed, or the bound
+		// passed): the provider must send it again.
+		r.log = append(r.log, fmt.Sprintf("event %s: %v: answered 503", ev.ID, err))
+		http.Error(w, "try again", http.StatusServiceUnavailable)
+		return
+	case res.Confirmed && !r.settled[key]:
+		r.settled[key] = true
+		r.log = append(r.log, fmt.Sprintf("event %s (%s) settled %s...: %s %s", ev.ID, ev.Type, key[:8], res.State, res.ResourceID))
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // verify checks a "t=…,v1=…" signature header against body.
@@ -189,18 +219,16 @@ func confirmation(ev idemtest.WebhookEvent) (key string, c idem.Confirmation, ok
 	return meta.Key, c, true
 }
 
-func run(ctx context.Context, w io.Writer) (report, error) {
+// confirmFunc is Client.Confirm; a test wraps it to make the journal fail.
+type confirmFunc func(ctx context.Context, scope, key string, c idem.Confirmation) (*idem.Result, error)
+
+func run(ctx context.Context, w io.Writer, wrap func(confirmFunc) confirmFunc) (report, error) {
 	rep := report{Orders: orders}
 	clock := idemtest.NewClock(time.Now().UTC())
-	rcv := &receiver{now: clock.Now}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return rep, err
 	}
-	hooks := &http.Server{Handler: rcv, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = hooks.Serve(ln) }()
-	defer hooks.Close()
-
 	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithSeed(3), idemtest.WithWebhook(idemtest.Webhook{
 		URL: "http://" + ln.Addr().String() + "/webhooks", Secret: []byte(webhookSecret),
 		Duplicate: 0.5, Delay: 30 * time.Millisecond,
@@ -232,11 +260,21 @@ func run(ctx context.Context, w io.Writer) (report, error) {
 	}
 	defer client.Close()
 
+	// The webhook endpoint confirms with the Client.
+	rcv := &receiver{now: clock.Now, confirm: client.Confirm, settled: map[string]bool{}}
+	if wrap != nil {
+		rcv.confirm = wrap(rcv.confirm)
+	}
+	hooks := &http.Server{Handler: rcv, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hooks.Serve(ln) }()
+	defer hooks.Close()
+
 	// 1. Orders, each with its key in the metadata. The first one's
 	// response is lost after the provider created the order (on the
 	// client's first connection: net/http would quietly resend a request
 	// whose reused connection died, and the replay would settle it); the
-	// fourth is declined.
+	// fourth is declined. The provider's events arrive meanwhile (signed,
+	// some twice, out of order) and are confirmed as they come.
 	keys := make([]string, orders)
 	for i := range keys {
 		keys[i] = idem.NewKey()
@@ -257,70 +295,35 @@ func run(ctx context.Context, w io.Writer) (report, error) {
 			fmt.Fprintf(w, "order %d: %s, response lost\n", i+1, res.State)
 		case err != nil && !errors.Is(err, idem.ErrFailed):
 			return rep, err
+		case res.Confirmed:
+			// Its event came first, while the lost response was awaited.
+			fmt.Fprintf(w, "order %d: response lost, settled by its event: %s %s\n", i+1, res.State, res.ResourceID)
 		default:
 			fmt.Fprintf(w, "order %d: %s %s\n", i+1, res.State, res.ResourceID)
 		}
 	}
 
-	// The provider's events arrive (signed, some twice, out of order);
-	// the receiver checks and queues them.
 	if err := srv.FlushWebhooks(ctx); err != nil {
 		return rep, err
 	}
+	rcv.mu.Lock()
+	rep.Events, rep.BadSignatures, rep.SettledByEvent = rcv.events, rcv.bad, len(rcv.settled)
+	for _, line := range rcv.log {
+		fmt.Fprintln(w, line)
+	}
+	rcv.mu.Unlock()
+	stats := srv.WebhookStats()
+	rep.Redelivered, rep.Retried = stats.Duplicated, stats.Retries
 
 	// 2. The service's workers are down for a day and a bit: past the key
-	// window. Resume may no longer resend the lost order, and cannot ask
-	// about it: review. Until now, only a person could settle it.
+	// window, Resume may no longer resend the lost order, and cannot ask
+	// about it. Had its event not settled it, it would be flagged now.
 	clock.Advance(idem.KeyRetentionStripe + time.Hour)
 	if _, err := client.Resume(ctx); err != nil {
 		return rep, err
 	}
-	flagged, err := client.List(ctx, idem.Filter{Review: true})
-	if err != nil {
-		return rep, err
-	}
-	rep.ReviewBefore = len(flagged)
-	for _, op := range flagged {
-		fmt.Fprintf(w, "a day later: %s... flagged for review: %s\n", op.Key[:8], op.Review)
-	}
 
-	// 3. The workers process the queued events.
-	open, err := client.List(ctx, idem.Filter{Open: true})
-	if err != nil {
-		return rep, err
-	}
-	wasOpen := map[string]bool{}
-	for _, op := range open {
-		wasOpen[op.Key] = true
-	}
-	for _, ev := range rcv.take() {
-		rep.Events++
-		key, c, ok := confirmation(ev)
-		if !ok {
-			continue
-		}
-		res, err := client.Confirm(ctx, "", key, c)
-		switch {
-		case errors.Is(err, idem.ErrNotFound):
-			continue // not one of ours
-		case errors.Is(err, idem.ErrConfirmConflict):
-			fmt.Fprintf(w, "event %s contradicts order %s...: flagged\n", ev.ID, key[:8])
-			continue
-		case err != nil:
-			return rep, err
-		}
-		if wasOpen[key] && res.State.Terminal() {
-			wasOpen[key] = false
-			rep.SettledByEvent++
-			fmt.Fprintf(w, "event %s (%s) settled %s...: %s %s\n", ev.ID, ev.Type, key[:8], res.State, res.ResourceID)
-		}
-	}
-	rcv.mu.Lock()
-	rep.BadSignatures = rcv.bad
-	rcv.mu.Unlock()
-	rep.Redelivered = srv.WebhookStats().Duplicated
-
-	// 4. What the journal and the server say.
+	// 3. What the journal and the server say.
 	for _, key := range keys {
 		op, err := client.Lookup(ctx, "", key)
 		if err != nil {
@@ -338,7 +341,7 @@ func run(ctx context.Context, w io.Writer) (report, error) {
 			rep.Duplicates++
 		}
 	}
-	fmt.Fprintf(w, "%d events (%d redelivered), %d bad signatures; %d orders: %d succeeded, %d failed, %d in review (before the events: %d), %d duplicates on the server\n",
-		rep.Events, rep.Redelivered, rep.BadSignatures, rep.Orders, rep.Succeeded, rep.Failed, rep.Review, rep.ReviewBefore, rep.Duplicates)
+	fmt.Fprintf(w, "%d events (%d redelivered, %d retried), %d bad signatures; %d orders: %d succeeded (%d by an event), %d failed, %d in review a day later, %d duplicates on the server\n",
+		rep.Events, rep.Redelivered, rep.Retried, rep.BadSignatures, rep.Orders, rep.Succeeded, rep.SettledByEvent, rep.Failed, rep.Review, rep.Duplicates)
 	return rep, nil
 }
