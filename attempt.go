@@ -810,11 +810,11 @@ func (c *Client) keyConflict(v Verdict, status int, body []byte, name, key strin
 // the stored one for this key: Stripe's Idempotent-Replayed: true, or the
 // same marker under the X- and "Idempotency-" names other APIs document
 // (fiskaly's X-Idempotency-Replayed), PPRO's Request-Idempotency,
-// easypay's Idempotency-Replay and Flutterwave's X-Idempotency-Cache-Hit,
-// the value bare, quoted or the structured-field boolean ?1; an
-// Idempotency-Status of "replayed" (Integrated Finance's
-// X-Idempotency-Status); or Worldline's X-GCS-Idempotence-Request-
-// Timestamp. A replay missed is worse than one seen: another request's
+// easypay's Idempotency-Replay, Flutterwave's X-Idempotency-Cache-Hit and
+// Chargebee's Chargebee-Idempotency-Replayed, the value bare, quoted or
+// the structured-field boolean ?1; an Idempotency-Status of "replayed"
+// (Integrated Finance's X-Idempotency-Status); or Worldline's
+// X-GCS-Idempotence-Request-Timestamp. A replay missed is worse than one seen: another request's
 // stored success would be taken for ours.
 func replayed(h http.Header, status int) bool {
 	for _, name := range replayMarkers[:] {
@@ -840,7 +840,7 @@ func replayed(h http.Header, status int) bool {
 // all canonical. markedAnswer must accept each of them.
 var (
 	replayMarkers = [...]string{"Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed", "Request-Idempotency",
-		"Idempotency-Replay", "X-Idempotency-Cache-Hit"}
+		"Idempotency-Replay", "X-Idempotency-Cache-Hit", "Chargebee-Idempotency-Replayed"}
 	statusMarkers = [...]string{"Idempotency-Status", "X-Idempotency-Status"}
 	cacheMarkers  = [...]string{"X-Cache", "X-Cache-Status", "X-Proxy-Cache", "Cf-Cache-Status"}
 )
@@ -854,7 +854,7 @@ func markedAnswer(h http.Header) bool {
 	for name := range h {
 		switch name {
 		case "Idempotent-Replayed", "Idempotency-Replayed", "X-Idempotent-Replayed", "X-Idempotency-Replayed", "Request-Idempotency",
-			"Idempotency-Replay", "X-Idempotency-Cache-Hit",
+			"Idempotency-Replay", "X-Idempotency-Cache-Hit", "Chargebee-Idempotency-Replayed",
 			"Idempotency-Status", "X-Idempotency-Status",
 			worldlineReplayed,
 			"Age", "Cache-Status", "X-Cache", "X-Cache-Status", "X-Proxy-Cache", "Cf-Cache-Status":

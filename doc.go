@@ -137,8 +137,8 @@
 // A replayed answer (Idempotent-Replayed: true or ?1, or the same marker
 // named Idempotency-Replayed, X-Idempotent-Replayed or
 // X-Idempotency-Replayed, or PPRO's Request-Idempotency, easypay's
-// Idempotency-Replay or Flutterwave's X-Idempotency-Cache-Hit;
-// Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
+// Idempotency-Replay, Flutterwave's X-Idempotency-Cache-Hit or
+// Chargebee's Chargebee-Idempotency-Replayed; Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
 // X-GCS-Idempotence-Request-Timestamp on any answer but a 409, which says
 // the key's first request still runs, or a 429) is the server's stored
 // one for the key: a replayed 2xx settles only if an earlier attempt may

@@ -215,6 +215,41 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 		{name: "trustly 200 ERROR_DUPLICATE_MESSAGE_ID to a first attempt, key in the body", body: strings.Replace(trustlyPayout, "payout-7f3c9a", "k", 1),
 			shapes: []shape{{status: 200, body: trustlyDuplicateMessageID}},
 			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
+
+		// https://apidocs.chargebee.com/docs/api/idempotency: a key it
+		// holds (chargebee-idempotency-key) gets "the response for that
+		// record" with chargebee-idempotency-replayed: true. Its answer
+		// wraps the subscription made (chargebee-node's
+		// Subscription.CreateWithItemsResponse). To a first attempt it is
+		// some other request's under the key (or a mesh's copy of ours):
+		// for a person, never taken as ours. After a lost answer:
+		// TestChargebeeReplayAfterALostAnswer.
+		{name: "chargebee replayed subscription to a first attempt", header: "Chargebee-Idempotency-Key",
+			shapes: []shape{{status: 200, header: chargebeeReplayed, body: chargebeeSubscription}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
+
+		// https://docs.withorb.com/reference/idempotency: Orb answers 409
+		// "resource conflict" to a key whose first request has not
+		// completed and to a key used with another payload, in its RFC
+		// 7807 envelope (docs.withorb.com/reference/error-responses, type
+		// #409-resource-conflict); its replay is marked
+		// Idempotent-Replayed: true. Neither 409 is failed: after a lost
+		// answer it is the first still running; to a first attempt it may
+		// answer a mesh's copy.
+		{name: "orb 409 resource conflict after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 409, body: orbConflict}},
+			state:  idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "orb 409 resource conflict to a first attempt", header: "Idempotency-Key",
+			shapes: []shape{{status: 409, body: orbConflict}},
+			state:  idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://developer.zuora.com/docs/guides/idempotent-requests: the
+		// first request's status, headers and body are stored "regardless
+		// of whether it succeeded or failed"; 409 while it is still in
+		// progress (its body not documented: left empty here).
+		{name: "zuora 409 while the first is in progress, after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 409, body: ``}},
+			state:  idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.shapes...)
@@ -252,4 +287,14 @@ const (
 	trustlyDuplicateMessageID = `{"version":"1.1","error":{"name":"JSONRPCError","code":637,"message":"ERROR_DUPLICATE_MESSAGE_ID",` +
 		`"error":{"signature":"c2ln","uuid":"258a2184-2842-b485-25ca-293525152425","method":"AccountPayout",` +
 		`"data":{"code":637,"message":"ERROR_DUPLICATE_MESSAGE_ID"}}}}`
+	// chargebeeSubscription is Chargebee's answer to a subscription
+	// created with items, trimmed; chargebeeReplayed marks its replay.
+	chargebeeSubscription = `{"subscription":{"id":"AzZlGJSpZ0e3b1","customer_id":"AzZlGJSpZ0e3b1","status":"active",` +
+		`"currency_code":"USD","object":"subscription"},"customer":{"id":"AzZlGJSpZ0e3b1","object":"customer"},` +
+		`"invoice":{"id":"inv_1001","status":"paid","total":10000,"object":"invoice"}}`
+	// orbConflict is Orb's 409 resource conflict, its documented members.
+	orbConflict = `{"status":409,"title":"Resource conflict",` +
+		`"type":"https://docs.withorb.com/reference/error-responses#409-resource-conflict"}`
 )
+
+var chargebeeReplayed = http.Header{"Chargebee-Idempotency-Replayed": {"true"}}

@@ -56,6 +56,13 @@ func TestReplayMarkerVariants(t *testing.T) {
 		// idempotency key" with "X-Idempotency-Cache-Hit: true"
 		// (https://developer.flutterwave.com/docs/idempotency).
 		{"X-Idempotency-Cache-Hit": {"true"}},
+		// Chargebee answers a key it holds with "the response for that
+		// record with a response header chargebee-idempotency-replayed
+		// set to true" (apidocs.chargebee.com/docs/api/idempotency), which
+		// its SDKs surface as isIdempotencyReplayed (chargebee-node's
+		// src/coreCommon.ts). Unread, a subscription another request
+		// created under the key was settled as ours.
+		{"Chargebee-Idempotency-Replayed": {"true"}},
 	} {
 		for name, val := range h {
 			t.Run(name+"="+val[0], func(t *testing.T) {
