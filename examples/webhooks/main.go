@@ -143,7 +143,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case errors.Is(err, idem.ErrNotFound):
 		// Not one of ours: answered 2xx, or it comes back for days.
 	case errors.Is(err, idem.ErrConfirmConflict):
-		r.log = append(r.log, fmt.Sprintf("event %s contradicts order %s...: flagged", ev.ID, key[:8]))
+		r.log = append(r.log, fmt.Sprintf("event %s contradicts order %s: flagged", ev.ID, short(key)))
 	case err != nil:
 		// The event may not be recorded (the journal failed, or the bound
 		// passed): the provider must send it again.
@@ -152,9 +152,18 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	case res.Confirmed && !r.settled[key]:
 		r.settled[key] = true
-		r.log = append(r.log, fmt.Sprintf("event %s (%s) settled %s...: %s %s", ev.ID, ev.Type, key[:8], res.State, res.ResourceID))
+		r.log = append(r.log, fmt.Sprintf("event %s (%s) settled %s: %s %s", ev.ID, ev.Type, short(key), res.State, res.ResourceID))
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// short shortens a key for the log. The key is the service's own, as
+// the event echoes it: it may be shorter than the prefix kept.
+func short(key string) string {
+	if len(key) <= 8 {
+		return key
+	}
+	return key[:8] + "..."
 }
 
 // verify checks a "t=…,v1=…" signature header against body.
