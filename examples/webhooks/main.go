@@ -61,13 +61,7 @@ const (
 	// tolerance bounds the age of a signed timestamp: an old event replayed
 	// by an attacker is refused.
 	tolerance = 5 * time.Minute
-	// confirmTimeout bounds Confirm in the handler. Confirm is one journal
-	// commit (milliseconds), so the provider can wait for it; a stalled
-	// journal is answered 503 within the seconds a provider waits for an
-	// answer, rather than holding the connection. Either way the event
-	// comes again, and a Confirm that did commit finds it recorded then.
-	confirmTimeout = 5 * time.Second
-	orders         = 6
+	orders    = 6
 )
 
 func main() {
@@ -134,9 +128,14 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), confirmTimeout)
-	defer cancel()
-	res, err := r.confirm(ctx, "", key, c)
+	// No bound of the handler's own: Confirm finishes its journal write
+	// even once ctx ends (a provider that stops waiting must not leave it
+	// half-known), so a timeout here would shorten nothing. The write is
+	// one commit (milliseconds); a journal that stalls holds the handler
+	// until the provider gives up and sends the event again, which finds
+	// it recorded if the write went through. pgjournal bounds its own
+	// calls (WithCallTimeout), and that error is answered 503 below.
+	res, err := r.confirm(req.Context(), "", key, c)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -145,8 +144,8 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	case errors.Is(err, idem.ErrConfirmConflict):
 		r.log = append(r.log, fmt.Sprintf("event %s contradicts order %s: flagged", ev.ID, short(key)))
 	case err != nil:
-		// The event may not be recorded (the journal failed, or the bound
-		// passed): the provider must send it again.
+		// The event may not be recorded (the journal failed, or the
+		// client is closing): the provider must send it again.
 		r.log = append(r.log, fmt.Sprintf("event %s: %v: answered 503", ev.ID, err))
 		http.Error(w, "try again", http.StatusServiceUnavailable)
 		return
