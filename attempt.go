@@ -814,8 +814,8 @@ func (c *Client) keyConflict(v Verdict, status int, body []byte, name, key strin
 // Chargebee's Chargebee-Idempotency-Replayed, the value bare, quoted or
 // the structured-field boolean ?1; an Idempotency-Status of "replayed"
 // (Integrated Finance's X-Idempotency-Status); or Worldline's
-// X-GCS-Idempotence-Request-Timestamp. A replay missed is worse than one seen: another request's
-// stored success would be taken for ours.
+// X-GCS-Idempotence-Request-Timestamp. A replay missed is worse than one
+// seen: another request's stored success would be taken for ours.
 func replayed(h http.Header, status int) bool {
 	for _, name := range replayMarkers[:] {
 		// "?1" is true as an RFC 8941 boolean, as a server that writes

@@ -138,7 +138,8 @@
 // named Idempotency-Replayed, X-Idempotent-Replayed or
 // X-Idempotency-Replayed, or PPRO's Request-Idempotency, easypay's
 // Idempotency-Replay, Flutterwave's X-Idempotency-Cache-Hit or
-// Chargebee's Chargebee-Idempotency-Replayed; Idempotency-Status or X-Idempotency-Status: replayed; Worldline's
+// Chargebee's Chargebee-Idempotency-Replayed; Idempotency-Status or
+// X-Idempotency-Status: replayed; Worldline's
 // X-GCS-Idempotence-Request-Timestamp on any answer but a 409, which says
 // the key's first request still runs, or a 429) is the server's stored
 // one for the key: a replayed 2xx settles only if an earlier attempt may
