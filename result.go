@@ -393,12 +393,11 @@ const (
 // resourceStatusOf reads a resource's status word.
 func resourceStatusOf(s string) resourceStatus {
 	switch strings.ToLower(s) {
-	case "failed", "declined", "rejected", "refused", "denied", "soft_declined":
-		return statusFailed
-	case "nao_realizado":
+	case "failed", "declined", "rejected", "refused", "denied", "soft_declined",
 		// A Pix refund's final status when it was not made (BACEN's API
 		// Pix, Devolucao.status: EM_PROCESSAMENTO, DEVOLVIDO,
 		// NAO_REALIZADO): read as made, the customer is never refunded.
+		"nao_realizado":
 		return statusFailed
 	case "error", "errored":
 		return statusError
