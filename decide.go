@@ -668,13 +668,8 @@ func envelopeNotFound(body []byte) bool {
 	if json.Unmarshal(body, &top) != nil || top.StatusCode == nil {
 		return false
 	}
-	raw := top.StatusCode
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		raw = json.RawMessage(strings.TrimSpace(s))
-	}
-	var n int
-	return json.Unmarshal(raw, &n) == nil && n == http.StatusNotFound
+	n, ok := statusNumber(top.StatusCode)
+	return ok && n == http.StatusNotFound
 }
 
 // errorCode reports whether an envelope's code, a JSON number or string,
@@ -715,12 +710,22 @@ func errorStatus(raw json.RawMessage) bool {
 // httpError reports whether raw, a JSON number or string of digits, is
 // an HTTP error's number (400 to 599).
 func httpError(raw json.RawMessage) bool {
+	n, ok := statusNumber(raw)
+	return ok && n >= 400 && n < 600
+}
+
+// statusNumber reads an envelope's status member, a JSON number or its
+// digits in a string ("404").
+func statusNumber(raw json.RawMessage) (int, bool) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		raw = json.RawMessage(strings.TrimSpace(s))
 	}
 	var n int
-	return json.Unmarshal(raw, &n) == nil && n >= 400 && n < 600
+	if json.Unmarshal(raw, &n) != nil {
+		return 0, false
+	}
+	return n, true
 }
 
 // foundOrder reports whether body, a result query's 2xx answer the
