@@ -22,7 +22,9 @@
 //     compared in constant time, timestamp within a tolerance), confirm
 //     it, and only then answer: 2xx once Confirm has recorded it, 5xx when
 //     Confirm failed, so that the provider sends it again (an event
-//     acknowledged and then lost is never sent again). Confirm is
+//     acknowledged and then lost is never sent again), and a 4xx that
+//     says why for an event no redelivery can help (too large, or
+//     refused by Confirm as invalid). Confirm is
 //     idempotent per event id, so redelivered and out-of-order events are
 //     harmless, and one that contradicts what idem recorded is flagged,
 //     never applied.
@@ -62,6 +64,10 @@ const (
 	// by an attacker is refused.
 	tolerance = 5 * time.Minute
 	orders    = 6
+	// maxEvent bounds an event's body: a receiver reads what anyone sends
+	// it before it can check the signature. Providers send the whole
+	// object in the event; raise it if the log says events are cut.
+	maxEvent = 64 << 10
 )
 
 func main() {
@@ -103,7 +109,18 @@ type receiver struct {
 }
 
 func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(req.Body, 64<<10))
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxEvent))
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		// Not a forged event (cut, its signature would fail): one this
+		// receiver can never take. Said as what it is, it is found in
+		// the provider's dashboard and the log, not sent for three days
+		// as a "bad signature".
+		r.mu.Lock()
+		r.log = append(r.log, fmt.Sprintf("an event larger than %d bytes: answered 413; raise maxEvent", maxEvent))
+		r.mu.Unlock()
+		http.Error(w, "event too large", http.StatusRequestEntityTooLarge)
+		return
+	}
 	if err != nil {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
@@ -141,6 +158,14 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case errors.Is(err, idem.ErrNotFound):
 		// Not one of ours: answered 2xx, or it comes back for days.
+	case errors.Is(err, idem.ErrInvalidRequest):
+		// Signed by the provider, yet refused by Confirm: it will be
+		// refused the same way each time it comes back, so no "try
+		// again". Its order stays open, to be settled by its query or
+		// flagged past the key window; a person reads why here.
+		r.log = append(r.log, fmt.Sprintf("event %s refused: %v: answered 422", ev.ID, err))
+		http.Error(w, "event refused", http.StatusUnprocessableEntity)
+		return
 	case errors.Is(err, idem.ErrConfirmConflict):
 		r.log = append(r.log, fmt.Sprintf("event %s contradicts order %s: flagged", ev.ID, short(key)))
 	case err != nil:

@@ -7,9 +7,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/idemkit/idem/idemtest"
 )
 
 func TestRun(t *testing.T) {
@@ -70,4 +74,11 @@ func TestVerify(t *testing.T) {
 			}
 		})
 	}
+}
+
+// signedEvent is a delivery of body as the provider signs it at now.
+func signedEvent(now time.Time, body string) *http.Request {
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/webhooks", strings.NewReader(body))
+	req.Header.Set(idemtest.WebhookSignatureHeader, fmt.Sprintf("t=%d,v1=%s", now.Unix(), sign(webhookSecret, now.Unix(), body)))
+	return req
 }

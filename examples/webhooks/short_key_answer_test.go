@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/idemtest"
 )
 
 // A service picks its own idempotency keys ("ord-7", an order number),
@@ -37,8 +36,7 @@ func TestShortKeyEventAnswered(t *testing.T) {
 					return tt.res, tt.err
 				}}
 			body := `{"id":"evt_7","type":"order.succeeded","state":"succeeded","resourceId":"ord_000007","metadata":{"idem_key":"ord-7"}}`
-			req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/webhooks", strings.NewReader(body))
-			req.Header.Set(idemtest.WebhookSignatureHeader, fmt.Sprintf("t=%d,v1=%s", now.Unix(), sign(webhookSecret, now.Unix(), body)))
+			req := signedEvent(now, body)
 			w := httptest.NewRecorder()
 			func() {
 				defer func() {
