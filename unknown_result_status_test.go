@@ -8,9 +8,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
-	"github.com/stretchr/testify/require"
 )
 
 // decodeAntomPay reads Antom's (Alipay+) pay answer as its docs say:

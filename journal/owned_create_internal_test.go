@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/idemkit/idem/internal/owned"
 	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/internal/owned"
 )
 
 func ownedTestStore(t *testing.T) *Store {
