@@ -583,10 +583,14 @@ func queryMeaning(p past, a answer) judgment {
 // code (Bybit's retCode 10006, HTX's "status": "error": envelopeError).
 // Not one that says what it asked for
 // does not exist, as the endpoint's own 404 does (Binance's 400
-// {"code":-2013,"msg":"Order does not exist."}), nor a 2xx document with
-// no error that does not name it (a search that found nothing).
+// {"code":-2013,"msg":"Order does not exist."}, Flutterwave's 400 "No
+// transaction was found for this id" for a tx_ref it has no charge
+// for), nor a 2xx document with no error that does not name it (a
+// search that found nothing).
 func queryFailed(status int, body []byte) bool {
-	missing := func() bool { return saysAny(body, "not found", "does not exist", "no such") }
+	missing := func() bool {
+		return saysAny(body, "not found", "does not exist", "no such", "no transaction was found")
+	}
 	doc := bytes.TrimSpace(trimBOM(body))
 	notJSON := len(doc) == 0 || doc[0] != '{' && doc[0] != '['
 	switch {

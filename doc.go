@@ -216,7 +216,8 @@
 // is held processing in the same way, asked again and never resent,
 // until a Decoder that reads the API's orders settles it; and only an
 // answer that does not find the order (a JSON 404, a 400 or 422 saying it is
-// "not found" or "does not exist", a JSON 2xx with no error that does
+// "not found", "does not exist" or, as Flutterwave's, "No transaction was
+// found", a JSON 2xx with no error that does
 // not name it) is followed by a resend, and only once the last send is
 // older than [WithResultLag] (a read path behind its engine: Binance's
 // -2013 for an order placed up to a minute ago; until then asked again),

@@ -250,6 +250,59 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 		{name: "zuora 409 while the first is in progress, after a lost response", header: "Idempotency-Key",
 			shapes: []shape{lost, {status: 409, body: ``}},
 			state:  idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://docs.tosspayments.com/reference/using-api/authorization
+		// (멱등키 헤더, 에러 처리하기): the same request again while the first
+		// is being processed gets 409 IDEMPOTENT_REQUEST_PROCESSING, "이전
+		// 멱등 요청이 처리중입니다." (the previous idempotent request is being
+		// processed), and "send it again to see its answer". Toss's error
+		// body is {"code", "message"}. After a lost answer it is ours,
+		// still running; to a first attempt, another copy's: resent, never
+		// failed.
+		{name: "toss 409 IDEMPOTENT_REQUEST_PROCESSING after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 409, body: tossProcessing}},
+			state:  idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "toss 409 IDEMPOTENT_REQUEST_PROCESSING to a first attempt", header: "Idempotency-Key",
+			shapes: []shape{{status: 409, body: tossProcessing}},
+			state:  idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// https://developers.paymongo.com/docs/money-movement-best-practices:
+		// "If you send a second request while the first is still being
+		// processed, you'll receive 409 idempotency_in_progress. Back off
+		// and retry with the same key." PayMongo's errors come as
+		// {"errors":[{"code","detail"}]}; this one's detail is not
+		// documented, and the words here are ours.
+		{name: "paymongo 409 idempotency_in_progress after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 409, body: paymongoInProgress}},
+			state:  idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "paymongo 409 idempotency_in_progress to a first attempt", header: "Idempotency-Key",
+			shapes: []shape{{status: 409, body: paymongoInProgress}},
+			state:  idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+
+		// Toss's confirm of a payment it has already confirmed is 400
+		// ALREADY_PROCESSED_PAYMENT, "이미 처리된 결제 입니다."
+		// (docs.tosspayments.com/reference/error-codes, 결제 승인): after a
+		// lost answer, the resend's key no longer replayed (its store is
+		// 15 days), it refuses this copy for what the first did. For a
+		// person once it persists, never failed.
+		{name: "toss 400 ALREADY_PROCESSED_PAYMENT after a lost response", header: "Idempotency-Key",
+			shapes: []shape{lost, {status: 400, body: tossAlreadyProcessed}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
+
+		// Paystack has no idempotency header: a transaction's reference,
+		// in the body, is unique (paystack.com/docs/api/transaction), and
+		// a second initialize or charge with it is refused 400
+		// {"status":false,"message":"Duplicate Transaction Reference"}
+		// (the answer Paystack integrations map to a duplicate reference;
+		// its docs give no error bodies). After a lost answer the first
+		// may have charged: never failed. To a first attempt, a copy of
+		// ours may have: for a person.
+		{name: "paystack 400 duplicate reference after a lost response, key in the body", body: paystackCharge,
+			shapes: []shape{lost, {status: 400, body: paystackDuplicate}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
+		{name: "paystack 400 duplicate reference to a first attempt, key in the body", body: paystackCharge,
+			shapes: []shape{{status: 400, body: paystackDuplicate}},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.shapes...)
@@ -295,6 +348,14 @@ const (
 	// orbConflict is Orb's 409 resource conflict, its documented members.
 	orbConflict = `{"status":409,"title":"Resource conflict",` +
 		`"type":"https://docs.withorb.com/reference/error-responses#409-resource-conflict"}`
+	// Toss Payments' and PayMongo's refusals of a key in flight, Toss's
+	// of a payment it has confirmed, and Paystack's of a reference it holds
+	// with the charge it is unique to.
+	tossProcessing       = `{"code":"IDEMPOTENT_REQUEST_PROCESSING","message":"이전 멱등 요청이 처리중입니다."}`
+	tossAlreadyProcessed = `{"code":"ALREADY_PROCESSED_PAYMENT","message":"이미 처리된 결제 입니다."}`
+	paymongoInProgress   = `{"errors":[{"code":"idempotency_in_progress","detail":"A request with this idempotency key is still being processed."}]}`
+	paystackCharge       = `{"email":"customer@email.com","amount":"20000","reference":"k"}`
+	paystackDuplicate    = `{"status":false,"message":"Duplicate Transaction Reference"}`
 )
 
 var chargebeeReplayed = http.Header{"Chargebee-Idempotency-Replayed": {"true"}}
