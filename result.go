@@ -137,7 +137,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // says its work is not done; so do "declining" and "failing", a refusal
 // under way, and "authentication_verified", "authorisation_started",
 // "authorisation_passed" and "completing", a payment the server is still
-// authorising or completing (Revolut Merchant's payments). A payment
+// authorising or completing (Revolut Merchant's payments), and "unknown",
+// one whose server cannot say yet how it ended (Mastercard Send's
+// transfers after a timeout towards the receiving bank). A payment
 // waiting for its customer ("authentication_challenge": the 3-D Secure
 // challenge the body names) is created: the caller needs that body now,
 // as for any payment created pending. A payment created declined
@@ -404,7 +406,11 @@ func resourceStatusOf(s string) resourceStatus {
 	case "authorized", "authorised", "captured", "paid", "succeeded", "completed", "approved", "settled", "card verified":
 		return statusDone
 	case "notstarted", "running", "inprogress", "declining", "failing",
-		"authentication_verified", "authorisation_started", "authorisation_passed", "completing":
+		"authentication_verified", "authorisation_started", "authorisation_passed", "completing",
+		// The server made the payment and does not know yet how it
+		// ended (Mastercard Send's, TabaPay's and Xendit's "UNKNOWN":
+		// "do not resubmit", look it up later): not yet an outcome.
+		"unknown":
 		// Revolut's payment "declining" or "failing" is a refusal under
 		// way, not a payment made: processing until it says which. So
 		// is one the server is still authorising or completing (Revolut
