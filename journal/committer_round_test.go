@@ -59,7 +59,7 @@ func rvOpen(t *testing.T, opts ...Option) (*Store, string) {
 // the current leader.
 func rvWaitQueued(t *testing.T, s *Store, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		got := s.c.q.Len()
 		if got >= n {

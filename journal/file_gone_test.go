@@ -113,7 +113,7 @@ func TestRemovedFileUnderWritersKeepsEveryAcknowledgedWrite(t *testing.T) {
 			}
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for len(acked) < writers*10 {
 		require.True(t, time.Now().Before(deadline), "the writers never got going")
 		runtime.Gosched()

@@ -99,7 +99,7 @@ func TestOpenWaitingDuringCompactUsesTheNewFile(t *testing.T) {
 		s, err := Open(path, WithLockTimeout(time.Minute))
 		waiter <- opened{s, err}
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for rvOpenFDs(t, path) < 2 {
 		require.True(t, time.Now().Before(deadline), "the waiter never opened the file")
 		runtime.Gosched()
