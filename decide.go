@@ -633,6 +633,7 @@ func envelopeError(body []byte) bool {
 	if json.Unmarshal(body, &top) != nil {
 		return false
 	}
+	codeErr, word := false, false
 	for name, raw := range top {
 		switch strings.ToLower(name) {
 		case "code", "retcode", "ret_code":
@@ -643,16 +644,32 @@ func envelopeError(body []byte) bool {
 			if errorStatus(raw) {
 				return true
 			}
+			var s string
+			word = word || json.Unmarshal(raw, &s) == nil && resourceWord(s)
 		case "status_code":
 			// Midtrans's own status, an HTTP number as a string in its
 			// 200 reply ("406" for an order_id it holds); its 2xx
 			// ("201" pending, "202" denied) say what became of a charge.
-			if httpError(raw) {
-				return true
-			}
+			codeErr = codeErr || httpError(raw)
 		}
 	}
-	return false
+	// Beside a resource's status word, a "status_code" numbers that
+	// status (dLocal's CANCELLED payment, "status_code":"400"): the
+	// payment found, not an error.
+	return codeErr && !word
+}
+
+// resourceWord reports whether a "status" string is a resource's state
+// ("CANCELLED", "PAID"): not empty, not a number, not an envelope's
+// outcome ("ok", "success", "error", "fail", "failure").
+func resourceWord(s string) bool {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch s {
+	case "", "ok", "success", "error", "fail", "failure":
+		return false
+	}
+	_, err := strconv.Atoi(s)
+	return err != nil
 }
 
 // envelopeNotFound reports whether a JSON object's top-level

@@ -159,8 +159,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // (an "error" or "errors" member that is not null or empty) or says
 // "success": false (Paymob's declined and pending transactions, beside
 // their "id"), or has a "status_code" that is an HTTP error's number
-// (Midtrans's refusals, 200 OK with the error's "id"), unless its
-// "state" is "failed", nor a JSON-RPC answer (a
+// (Midtrans's refusals, 200 OK with the error's "id"; not beside a
+// "status" word, which it numbers: dLocal's CANCELLED payment is "400"),
+// unless its "state" is "failed", nor a JSON-RPC answer (a
 // "jsonrpc" member) without one of the "state" words above: its "id" is
 // the call's, not a resource's.
 // A submit answered 201 Created or 204 No Content with no body at all
@@ -191,7 +192,10 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	}
 	// Midtrans answers its refusals 200 OK, the error's own "id" beside
 	// its "status_code" ({"status_code":"406","status_message":…,"id":…}).
-	errCode := v[memStatusCode].ok && httpError(json.RawMessage(v[memStatusCode].s))
+	// Beside a resource's "status" word it is that status's own number:
+	// dLocal's CANCELLED payment is "status_code":"400".
+	errCode := v[memStatusCode].ok && httpError(json.RawMessage(v[memStatusCode].s)) &&
+		!(v[memStatus].ok && resourceWord(v[memStatus].s))
 	if v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok || errCode {
 		// A 2xx that carries an error (a JSON-RPC error answer, with the
 		// call's "id" beside it), or says "success": false (Paymob's
