@@ -128,8 +128,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "card verified", as in Checkout.com's 202 replay of a processed
 // payment) unless
 // its status says the server refused to carry it out: "failed",
-// "declined", "rejected", "refused", "denied", "soft_declined" or a Pix
-// refund's "NAO_REALIZADO" (in any case) make it failed, with the status as the reason, "error" or
+// "declined", "rejected", "refused", "denied", "soft_declined", a Pix
+// refund's "NAO_REALIZADO" or ISO 20022's "RJCT" (in any case) make it failed, with the status as the reason, "error" or
 // "errored" prove nothing, and "NotStarted", "Running" or "InProgress"
 // make it processing whatever the status code: a long-running
 // operation's status monitor (the Azure REST API Guidelines' and ARM's,
@@ -401,7 +401,11 @@ func resourceStatusOf(s string) resourceStatus {
 		// A Pix refund's final status when it was not made (BACEN's API
 		// Pix, Devolucao.status: EM_PROCESSAMENTO, DEVOLVIDO,
 		// NAO_REALIZADO): read as made, the customer is never refunded.
-		"nao_realizado":
+		"nao_realizado",
+		// ISO 20022's rejected (pain.002 RJCT), which open banking APIs
+		// put in "status" (Bridge's payment requests): read as created,
+		// a payment no one made read as paid.
+		"rjct":
 		return statusFailed
 	case "error", "errored":
 		return statusError
