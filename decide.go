@@ -660,16 +660,22 @@ func envelopeError(body []byte) bool {
 }
 
 // resourceWord reports whether a "status" string is a resource's state
-// ("CANCELLED", "PAID"): not empty, not a number, not an envelope's
-// outcome ("ok", "success", "error", "fail", "failure").
+// that a "status_code" beside it may number ("CANCELLED", "PAID"): not
+// empty, not a number, not an envelope's outcome ("ok", "success",
+// "error", "fail", "failure"), and not a refusal ("failed",
+// "rejected"): an HTTP error's number beside one may be the call's own
+// error, which proves nothing, as before.
 func resourceWord(s string) bool {
 	s = strings.ToLower(strings.TrimSpace(s))
 	switch s {
-	case "", "ok", "success", "error", "fail", "failure":
+	case "", "ok", "success", "fail", "failure":
 		return false
 	}
-	_, err := strconv.Atoi(s)
-	return err != nil
+	if _, err := strconv.Atoi(s); err == nil {
+		return false
+	}
+	st := resourceStatusOf(s)
+	return st != statusFailed && st != statusError
 }
 
 // envelopeNotFound reports whether a JSON object's top-level

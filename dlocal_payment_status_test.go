@@ -76,3 +76,14 @@ func TestDLocalDuplicatedOrderIDToAFirstAttempt(t *testing.T) {
 	requireForeignKey(t, res, err)
 	v.requireBodies(t, body, 1)
 }
+
+// A "status_code" that is an HTTP error's number beside a refusal's
+// status word may be the call's own error, not the status's number: it
+// proves nothing, as before, and is not taken for the payment's failure.
+func TestStatusCodeErrorBesideARefusalProvesNothing(t *testing.T) {
+	v := newVendor(t, shape{status: http.StatusOK, body: `{"id":"D-4-be8a9bb2","status":"FAILED","status_code":"500"}`})
+	res, err := v.submit(t)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotEqual(t, idem.StateFailed, res.State)
+}

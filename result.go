@@ -160,7 +160,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "success": false (Paymob's declined and pending transactions, beside
 // their "id"), or has a "status_code" that is an HTTP error's number
 // (Midtrans's refusals, 200 OK with the error's "id"; not beside a
-// "status" word, which it numbers: dLocal's CANCELLED payment is "400"),
+// "status" word but a refusal's, which it numbers: dLocal's CANCELLED
+// payment is "400"),
 // unless its "state" is "failed", nor a JSON-RPC answer (a
 // "jsonrpc" member) without one of the "state" words above: its "id" is
 // the call's, not a resource's.
@@ -193,7 +194,7 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	// Midtrans answers its refusals 200 OK, the error's own "id" beside
 	// its "status_code" ({"status_code":"406","status_message":…,"id":…}).
 	// Beside a resource's "status" word it is that status's own number:
-	// dLocal's CANCELLED payment is "status_code":"400".
+	// dLocal's CANCELLED payment is "status_code":"400" (resourceWord).
 	errCode := v[memStatusCode].ok && httpError(json.RawMessage(v[memStatusCode].s)) &&
 		!(v[memStatus].ok && resourceWord(v[memStatus].s))
 	if v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok || errCode {
