@@ -87,3 +87,36 @@ func TestStatusCodeErrorBesideARefusalProvesNothing(t *testing.T) {
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.NotEqual(t, idem.StateFailed, res.State)
 }
+
+// dLocal rejects a payment that repeats one it holds with REJECTED and
+// status_code 307, "Duplicated payment."
+// (docs.dlocal.com/reference/payment-status-codes). Read as the
+// payment's failure, ErrFailed would invite it again under a new key,
+// though the payment it repeats may be ours: to a first attempt it is
+// flagged as the key's other request (ReviewKeyInUse), after a lost
+// answer it is weighed as a refusal of a request that may have executed
+// (ReviewRefusedAfterSend), the same key on every send, never ErrFailed.
+func TestDLocalDuplicatedPaymentIsNeverAFailure(t *testing.T) {
+	dup := shape{status: http.StatusOK, body: `{"id":"D-4-cf2d3a11","amount":120.00,"currency":"USD","country":"BR",` +
+		`"order_id":"657434343","status":"REJECTED","status_code":"307","status_detail":"Duplicated payment."}`}
+	lost := shape{status: http.StatusGatewayTimeout, body: `<html>gateway timeout</html>`}
+	for _, tt := range []struct {
+		name   string
+		shapes []shape
+		review string
+		posts  int
+	}{
+		{"to a first attempt", []shape{dup}, idem.ReviewKeyInUse, 1},
+		{"after a lost answer", []shape{lost, dup}, idem.ReviewRefusedAfterSend, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			v := newVendor(t, tt.shapes...)
+			res, err := v.submit(t, idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare))
+			require.NotErrorIs(t, err, idem.ErrFailed)
+			require.ErrorIs(t, err, idem.ErrNeedsReview)
+			require.Equal(t, idem.StateUnknown, res.State)
+			require.Equal(t, tt.review, res.Review)
+			v.requireKeys(t, "X-Idempotency-Key", "k", tt.posts)
+		})
+	}
+}
