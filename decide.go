@@ -623,7 +623,8 @@ func carriesError(body []byte) bool {
 // of "error" or "fail" (HTX's {"status":"error","err-code":…}, JSend's)
 // or an HTTP error's number, or a "status_code" that is one, a number or
 // its digits (Midtrans's {"status_code":"406",…} to an order_id it
-// holds). Read with no "error" member, such an answer
+// holds; not beside a resource's status word, which it numbers:
+// resourceWord). Read with no "error" member, such an answer
 // was a search that found nothing, and a client order id was sent again
 // though the order might have been placed. An order's own "status"
 // ("FILLED") is none of these; a "code" that names a resource reads as
