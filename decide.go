@@ -627,7 +627,8 @@ func carriesError(body []byte) bool {
 // of "error" or "fail" (HTX's {"status":"error","err-code":…}, JSend's)
 // or an HTTP error's number, or a "status_code" that is one, a number or
 // its digits (Midtrans's {"status_code":"406",…} to an order_id it
-// holds). Read with no "error" member, such an answer
+// holds; not beside a resource's status word, which it numbers:
+// resourceWord). Read with no "error" member, such an answer
 // was a search that found nothing, and a client order id was sent again
 // though the order might have been placed. An order's own "status"
 // ("FILLED") is none of these; a "code" that names a resource reads as
@@ -637,6 +638,7 @@ func envelopeError(body []byte) bool {
 	if json.Unmarshal(body, &top) != nil {
 		return false
 	}
+	codeErr, word := false, false
 	for name, raw := range top {
 		switch strings.ToLower(name) {
 		case "code", "retcode", "ret_code":
@@ -647,16 +649,38 @@ func envelopeError(body []byte) bool {
 			if errorStatus(raw) {
 				return true
 			}
+			var s string
+			word = word || json.Unmarshal(raw, &s) == nil && resourceWord(s)
 		case "status_code":
 			// Midtrans's own status, an HTTP number as a string in its
 			// 200 reply ("406" for an order_id it holds); its 2xx
 			// ("201" pending, "202" denied) say what became of a charge.
-			if httpError(raw) {
-				return true
-			}
+			codeErr = codeErr || httpError(raw)
 		}
 	}
-	return false
+	// Beside a resource's status word, a "status_code" numbers that
+	// status (dLocal's CANCELLED payment, "status_code":"400"): the
+	// payment found, not an error.
+	return codeErr && !word
+}
+
+// resourceWord reports whether a "status" string is a resource's state
+// that a "status_code" beside it may number ("CANCELLED", "PAID"): not
+// empty, not a number, not an envelope's outcome ("ok", "success",
+// "error", "fail", "failure"), and not a refusal ("failed",
+// "rejected"): an HTTP error's number beside one may be the call's own
+// error, which proves nothing, as before.
+func resourceWord(s string) bool {
+	s = strings.ToLower(strings.TrimSpace(s))
+	switch s {
+	case "", "ok", "success", "fail", "failure":
+		return false
+	}
+	if _, err := strconv.Atoi(s); err == nil {
+		return false
+	}
+	st := resourceStatusOf(s)
+	return st != statusFailed && st != statusError
 }
 
 // envelopeNotFound reports whether a JSON object's top-level

@@ -128,8 +128,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "card verified", as in Checkout.com's 202 replay of a processed
 // payment) unless
 // its status says the server refused to carry it out: "failed",
-// "declined", "rejected", "refused", "denied", "soft_declined" or a Pix
-// refund's "NAO_REALIZADO" (in any case) make it failed, with the status as the reason, "error" or
+// "declined", "rejected", "refused", "denied", "soft_declined", a Pix
+// refund's "NAO_REALIZADO" or ISO 20022's "RJCT" (in any case) make it failed, with the status as the reason, "error" or
 // "errored" prove nothing, and "NotStarted", "Running" or "InProgress"
 // make it processing whatever the status code: a long-running
 // operation's status monitor (the Azure REST API Guidelines' and ARM's,
@@ -161,8 +161,10 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // (an "error" or "errors" member that is not null or empty) or says
 // "success": false (Paymob's declined and pending transactions, beside
 // their "id"), or has a "status_code" that is an HTTP error's number
-// (Midtrans's refusals, 200 OK with the error's "id"), unless its
-// "state" is "failed", nor a JSON-RPC answer (a
+// (Midtrans's refusals, 200 OK with the error's "id"; not beside a
+// "status" word but a refusal's, which it numbers: dLocal's CANCELLED
+// payment is "400"),
+// unless its "state" is "failed", nor a JSON-RPC answer (a
 // "jsonrpc" member) without one of the "state" words above: its "id" is
 // the call's, not a resource's.
 // A submit answered 201 Created or 204 No Content with no body at all
@@ -193,7 +195,10 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	}
 	// Midtrans answers its refusals 200 OK, the error's own "id" beside
 	// its "status_code" ({"status_code":"406","status_message":…,"id":…}).
-	errCode := v[memStatusCode].ok && httpError(json.RawMessage(v[memStatusCode].s))
+	// Beside a resource's "status" word it is that status's own number:
+	// dLocal's CANCELLED payment is "status_code":"400" (resourceWord).
+	errCode := v[memStatusCode].ok && httpError(json.RawMessage(v[memStatusCode].s)) &&
+		!(v[memStatus].ok && resourceWord(v[memStatus].s))
 	if v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok || errCode {
 		// A 2xx that carries an error (a JSON-RPC error answer, with the
 		// call's "id" beside it), or says "success": false (Paymob's
@@ -399,7 +404,11 @@ func resourceStatusOf(s string) resourceStatus {
 		// A Pix refund's final status when it was not made (BACEN's API
 		// Pix, Devolucao.status: EM_PROCESSAMENTO, DEVOLVIDO,
 		// NAO_REALIZADO): read as made, the customer is never refunded.
-		"nao_realizado":
+		"nao_realizado",
+		// ISO 20022's rejected (pain.002 RJCT), which open banking APIs
+		// put in "status" (Bridge's payment requests): read as created,
+		// a payment no one made read as paid.
+		"rjct":
 		return statusFailed
 	case "error", "errored":
 		return statusError
