@@ -439,6 +439,23 @@ func sameBesidesCredentials(a, b map[string][]string) bool {
 	return true
 }
 
+// credentialsOut is raw without its credentials (withoutCredentials), or
+// raw as it is when it carries none (or is empty); ok is false when it
+// does not parse.
+func credentialsOut(raw string) (string, bool) {
+	if raw == "" {
+		return raw, true
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false
+	}
+	if u.User == nil && httpsyntax.SecretParamIn(u.RawQuery) == "" {
+		return raw, true
+	}
+	return withoutCredentials(raw)
+}
+
 // withoutCredentials is a journaled URL as this release would journal it
 // with its credentials (user information, SecretParam's query
 // parameters) left to the request hook; ok is false when it does not

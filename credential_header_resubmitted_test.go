@@ -1,0 +1,121 @@
+package idem_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+// A caller resubmits, after a crash, an order journaled without
+// credentials, and puts its API key in the Request this time (X-Api-Key,
+// as an API's docs show it). Prepare would refuse that header for a new
+// operation; for the journaled one the resubmission drives what is on
+// disk: the same key and bytes, sent once, the header neither journaled,
+// logged nor sent (credentials come from the request hook, at send time).
+func TestCredentialHeaderOnResubmissionNeverJournaled(t *testing.T) {
+	const secret = "sk_live_RESUBMITTED_KEY"
+	for _, how := range []string{"submit", "prepare"} {
+		t.Run(how, func(t *testing.T) {
+			var logs syncBuffer
+			e := newEnv(t, clientOpts(idem.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))))
+			_, err := e.client.Prepare(e.ctx, e.req("k", `{"n":1}`))
+			require.NoError(t, err)
+			e.crashMidAttempt("k")
+			var mu sync.Mutex
+			var sent []http.Header
+			base := e.srv.Client().Transport
+			e.opts = append(e.opts, idem.WithHTTPClient(&http.Client{Transport: rtFunc(func(r *http.Request) (*http.Response, error) {
+				mu.Lock()
+				sent = append(sent, r.Header.Clone())
+				mu.Unlock()
+				return base.RoundTrip(r)
+			})}))
+			e.restart()
+
+			req := e.req("k", `{"n":1}`)
+			req.Header = http.Header{"X-Api-Key": {secret}}
+			finishJournaledOnce(t, e, how, req)
+			e.requireSameBytes("k")
+			require.NotContains(t, e.record("k").Header, "X-Api-Key")
+			mu.Lock()
+			require.NotEmpty(t, sent)
+			for i, h := range sent {
+				require.Emptyf(t, h.Get("X-Api-Key"), "request %d sent the resubmission's header", i+1)
+			}
+			mu.Unlock()
+			require.NotContains(t, logs.b.String(), secret, "a credential was logged")
+			require.NoError(t, e.client.Close())
+			require.NoError(t, e.store.Close())
+			raw, err := os.ReadFile(e.path)
+			require.NoError(t, err)
+			require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
+		})
+	}
+}
+
+// prunedAfterGet is a Store whose first Get of key finds gone, which the
+// journal no longer holds: Prune removed the operation right after the
+// Get, as it may a settled one past its retention.
+type prunedAfterGet struct {
+	*journal.Store
+	key  string
+	mu   sync.Mutex
+	gone *journal.Record
+}
+
+func (s *prunedAfterGet) Get(ctx context.Context, scope, key string) (*journal.Record, error) {
+	s.mu.Lock()
+	gone := s.gone
+	if key == s.key {
+		s.gone = nil
+	}
+	s.mu.Unlock()
+	if key == s.key && gone != nil {
+		return gone, nil
+	}
+	return s.Store.Get(ctx, scope, key)
+}
+
+// The same resubmission, when the journaled operation is pruned between
+// the look-up that lets its credential header through and the write:
+// the request was journaled as the caller gave it, X-Api-Key and all.
+// What is journaled then holds no credential.
+func TestCredentialHeaderOnResubmissionRacingPruneNeverJournaled(t *testing.T) {
+	const secret = "sk_live_RESUBMITTED_KEY"
+	for _, how := range []string{"submit", "prepare"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t)
+			var gone *journal.Record
+			_, err := e.client.PrepareIn(e.ctx, e.req("k", `{"n":1}`), func(_ context.Context, r *journal.Record) (*journal.Record, error) {
+				gone = r // the operation as it was journaled, then pruned
+				return r, nil
+			})
+			require.NoError(t, err)
+			require.NoError(t, e.client.Close())
+			store := &prunedAfterGet{Store: e.store, key: "k", gone: gone}
+			c, err := idem.New(store, e.baseOpts()...)
+			require.NoError(t, err)
+			e.client = c
+
+			req := e.req("k", `{"n":1}`)
+			req.Header = http.Header{"X-Api-Key": {secret}}
+			finishJournaledOnce(t, e, how, req)
+			e.requireSameBytes("k")
+			require.NotContains(t, e.record("k").Header, "X-Api-Key")
+			require.NoError(t, e.client.Close())
+			require.NoError(t, e.store.Close())
+			raw, err := os.ReadFile(e.path)
+			require.NoError(t, err)
+			require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
+		})
+	}
+}
