@@ -119,3 +119,50 @@ func TestCredentialHeaderOnResubmissionRacingPruneNeverJournaled(t *testing.T) {
 		})
 	}
 }
+
+// Another request (another amount) with a credential header, under the
+// key of a journaled order: it was carried to the journal's write as the
+// caller gave it, and journaled and sent when the order had just been
+// pruned. It is refused for its credential, as it would be under a new
+// key: nothing journaled, nothing sent.
+func TestAnotherRequestWithCredentialHeaderUnderAJournaledKeyRefused(t *testing.T) {
+	const secret = "sk_live_RESUBMITTED_KEY"
+	for _, pruned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "journaled", true: "pruned after the look-up"}[pruned], func(t *testing.T) {
+			e := newEnv(t)
+			var journaled *journal.Record
+			_, err := e.client.PrepareIn(e.ctx, e.req("k", `{"n":1}`), func(ctx context.Context, r *journal.Record) (*journal.Record, error) {
+				journaled = r
+				if pruned {
+					return r, nil
+				}
+				return e.store.Create(ctx, r)
+			})
+			require.NoError(t, err)
+			if pruned {
+				require.NoError(t, e.client.Close())
+				c, err := idem.New(&prunedAfterGet{Store: e.store, key: "k", gone: journaled}, e.baseOpts()...)
+				require.NoError(t, err)
+				e.client = c
+			}
+			req := e.req("k", `{"n":2}`)
+			req.Header = http.Header{"X-Api-Key": {secret}}
+			_, err = e.client.Submit(e.ctx, req)
+			require.ErrorIs(t, err, idem.ErrSecretHeader)
+			require.NotContains(t, err.Error(), secret)
+			require.Empty(t, e.submits("k"), "submits")
+			rec, err := e.store.Get(e.ctx, idem.DefaultScope, "k")
+			if pruned {
+				require.ErrorIs(t, err, journal.ErrNotFound, "journaled")
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, journaled.BodySHA, rec.BodySHA, "the journaled order")
+			}
+			require.NoError(t, e.client.Close())
+			require.NoError(t, e.store.Close())
+			raw, err := os.ReadFile(e.path)
+			require.NoError(t, err)
+			require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
+		})
+	}
+}
