@@ -1,11 +1,9 @@
 package idem_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
-	"os"
 	"sync"
 	"testing"
 
@@ -53,11 +51,7 @@ func TestCredentialHeaderOnResubmissionNeverJournaled(t *testing.T) {
 			}
 			mu.Unlock()
 			require.NotContains(t, logs.b.String(), secret, "a credential was logged")
-			require.NoError(t, e.client.Close())
-			require.NoError(t, e.store.Close())
-			raw, err := os.ReadFile(e.path)
-			require.NoError(t, err)
-			require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
+			requireNotInJournalFile(t, e, secret)
 		})
 	}
 }
@@ -111,11 +105,7 @@ func TestCredentialHeaderOnResubmissionRacingPruneNeverJournaled(t *testing.T) {
 			finishJournaledOnce(t, e, how, req)
 			e.requireSameBytes("k")
 			require.NotContains(t, e.record("k").Header, "X-Api-Key")
-			require.NoError(t, e.client.Close())
-			require.NoError(t, e.store.Close())
-			raw, err := os.ReadFile(e.path)
-			require.NoError(t, err)
-			require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
+			requireNotInJournalFile(t, e, secret)
 		})
 	}
 }
@@ -158,11 +148,7 @@ func TestAnotherRequestWithCredentialHeaderUnderAJournaledKeyRefused(t *testing.
 				require.NoError(t, err)
 				require.Equal(t, journaled.BodySHA, rec.BodySHA, "the journaled order")
 			}
-			require.NoError(t, e.client.Close())
-			require.NoError(t, e.store.Close())
-			raw, err := os.ReadFile(e.path)
-			require.NoError(t, err)
-			require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
+			requireNotInJournalFile(t, e, secret)
 		})
 	}
 }

@@ -1,10 +1,8 @@
 package idem_test
 
 import (
-	"bytes"
 	"fmt"
 	"net/http"
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -60,11 +58,7 @@ func TestQueryCredentialPastSemicolonOrInSignedURLRefused(t *testing.T) {
 			_, err = e.store.Get(e.ctx, idem.DefaultScope, "k")
 			require.ErrorIs(t, err, journal.ErrNotFound, "a refused request is not journaled")
 			require.Empty(t, e.srv.Requests(), "a refused request is not sent")
-			require.NoError(t, e.client.Close())
-			require.NoError(t, e.store.Close())
-			raw, err := os.ReadFile(e.path)
-			require.NoError(t, err)
-			require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
+			requireNotInJournalFile(t, e, secret)
 		})
 	}
 }

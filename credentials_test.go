@@ -99,17 +99,24 @@ func testHookCredentialInURL(t *testing.T, transport envOption, query, sep, para
 	for _, a := range rec.Attempts {
 		require.NotContains(t, a.Err, secret, "a credential was journaled")
 	}
-	require.NoError(t, e.client.Close())
-	require.NoError(t, e.store.Close())
-	raw, err := os.ReadFile(e.path)
-	require.NoError(t, err)
-	require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
+	requireNotInJournalFile(t, e, secret)
 	mu.Lock()
 	require.NotContains(t, logs.String(), secret, "a credential was logged")
 	mu.Unlock()
 	require.NotEmpty(t, events)
 	require.Error(t, events[0].Err)
 	require.NotContains(t, events[0].Err.Error(), secret)
+}
+
+// requireNotInJournalFile closes e's client and journal, and checks that
+// no byte of the journal file spells secret.
+func requireNotInJournalFile(t *testing.T, e *env, secret string) {
+	t.Helper()
+	require.NoError(t, e.client.Close())
+	require.NoError(t, e.store.Close())
+	raw, err := os.ReadFile(e.path)
+	require.NoError(t, err)
+	require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
 }
 
 type writerFunc func([]byte) (int, error)

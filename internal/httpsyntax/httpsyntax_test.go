@@ -69,37 +69,27 @@ func TestRedactURLsInSentURL(t *testing.T) {
 	}
 }
 
-func TestSecretParamIn(t *testing.T) {
-	for raw, want := range map[string]string{
-		"":                       "",
-		"a=1&b=2":                "",
-		"a=1;b=2":                "",
-		"a=1&api_key=x":          "api_key",
-		"a=1;api_key=x":          "api_key",
-		"api%5Fkey=x;a=1":        "api_key",
-		"X-Amz-Signature=x":      "X-Amz-Signature",
-		"token=paypal-order;k=1": "",
-		"signature=x":            "", // not a name idem knows
+// A query string's parameters are separated by '&' or ';' (which some
+// servers read as '&': golang.org/issue/25192).
+func TestSecretParamsOfAQuery(t *testing.T) {
+	for _, tc := range []struct{ raw, secret, without string }{
+		{"", "", ""},
+		{"a=1&b=2", "", "a=1&b=2"},
+		{"a=1;b=2&c", "", "a=1;b=2&c"},
+		{"api_key=x&a=1", "api_key", "a=1"},
+		{"a=1;api_key=x&b=2", "api_key", "a=1&b=2"},
+		{"a=1&api_key=x;b=2", "api_key", "a=1;b=2"},
+		{"api%5Fkey=x;a=1", "api_key", "a=1"},
+		{"api_key=x;sig=y", "api_key", ""},
+		{"z=9&a=1&&X-Amz-Signature", "X-Amz-Signature", "z=9&a=1&"},
+		{"token=paypal-order;k=1", "", "token=paypal-order;k=1"},
+		{"signature=x", "", "signature=x"}, // not a name idem knows
 	} {
-		if got := SecretParamIn(raw); got != want {
-			t.Errorf("SecretParamIn(%q) = %q, want %q", raw, got, want)
+		if got := SecretParamIn(tc.raw); got != tc.secret {
+			t.Errorf("SecretParamIn(%q) = %q, want %q", tc.raw, got, tc.secret)
 		}
-	}
-}
-
-func TestWithoutSecretParams(t *testing.T) {
-	for raw, want := range map[string]string{
-		"":                         "",
-		"a=1&b=2":                  "a=1&b=2",
-		"a=1;b=2&c":                "a=1;b=2&c",
-		"api_key=x&a=1":            "a=1",
-		"a=1;api_key=x&b=2":        "a=1&b=2",
-		"a=1&api_key=x;b=2":        "a=1;b=2",
-		"api_key=x;sig=y":          "",
-		"z=9&a=1&&X-Amz-Signature": "z=9&a=1&",
-	} {
-		if got := WithoutSecretParams(raw); got != want {
-			t.Errorf("WithoutSecretParams(%q) = %q, want %q", raw, got, want)
+		if got := WithoutSecretParams(tc.raw); got != tc.without {
+			t.Errorf("WithoutSecretParams(%q) = %q, want %q", tc.raw, got, tc.without)
 		}
 	}
 }
