@@ -227,54 +227,20 @@ func sentURLOut(err error, journaled, shown string, sent *url.URL) error {
 		if form == "" || form == journaled {
 			continue
 		}
-		for _, f := range [...][2]string{{form, journaled}, {quotedForm(form), quotedForm(journaled)}} {
+		for _, f := range [...][2]string{{form, journaled}, {httpsyntax.QuotedForm(form), httpsyntax.QuotedForm(journaled)}} {
 			if strings.Contains(replaced, f[0]) {
 				replaced = strings.ReplaceAll(replaced, f[0], f[1])
 			}
 		}
 	}
-	replaced = sentSecretsOut(replaced, sent)
+	// What is left of the credentials in a form not known here (its own
+	// escaping, a redirect's URL that echoes the query): never journaled,
+	// whatever the form.
+	replaced = httpsyntax.RedactSecretsIn(replaced, httpsyntax.SecretValues(sent)...)
 	if replaced == text {
 		return err
 	}
 	return &shownTransportError{msg: replaced, err: err}
-}
-
-// quotedForm is s as %q writes it, without the quotes.
-func quotedForm(s string) string {
-	q := strconv.Quote(s)
-	return q[1 : len(q)-1]
-}
-
-// sentSecretsOut returns text with the values of sent's credential query
-// parameters (httpsyntax.SecretParam) and user information replaced, in
-// the forms a URL's text shows them: what is left of them when a
-// Transport's error shows the URL in a form sentURLOut does not know (its
-// own escaping, a redirect's URL that echoes the query). Never journaled,
-// whatever the form.
-func sentSecretsOut(text string, sent *url.URL) string {
-	var secrets []string
-	if sent.User != nil {
-		secrets = append(secrets, sent.User.Username())
-		if p, ok := sent.User.Password(); ok {
-			secrets = append(secrets, p)
-		}
-	}
-	if sent.RawQuery != "" {
-		for name, vals := range sent.Query() {
-			if httpsyntax.SecretParam(name) {
-				secrets = append(secrets, vals...)
-			}
-		}
-	}
-	for _, s := range secrets {
-		for _, form := range [...]string{url.QueryEscape(s), url.PathEscape(s), quotedForm(s), s} {
-			if form != "" && strings.Contains(text, form) {
-				text = strings.ReplaceAll(text, form, "REDACTED")
-			}
-		}
-	}
-	return text
 }
 
 // shownTransportError is a transport error shown with other text. It

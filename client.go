@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/internal/owned"
 	"github.com/idemkit/idem/internal/recordable"
 	"github.com/idemkit/idem/journal"
@@ -560,7 +562,16 @@ var errKeyHeldByOther = errors.New("the journaled request differs in method, URL
 // Such a request is driven as any resubmission is, not refused: the
 // refusal's promise, nothing journaled and nothing to be sent, would be
 // false, and a caller who trusted it would order again under a new key
-// while Run sends the first. The credential is on disk already.
+// while Run sends the first.
+//
+// The record returned holds no credential, the journaled one's or the
+// caller's: the journaled operation is driven as it is on disk, and
+// sameRequest matches it without them. The record is journaled only if
+// the operation is gone by then (Prune removed it after the Get): a
+// credential the caller added on a resubmission (X-Api-Key on an order
+// journaled without it) must not reach the disk that way. A request that
+// is another one than the journaled, besides its credentials, is refused
+// (err) as any request carrying a credential is.
 func (c *Client) journaledBefore(ctx context.Context, req Request, err error) (*journal.Record, *[1]journal.Attempt) {
 	if req.Key == "" || !errors.Is(err, ErrSecretHeader) {
 		return nil, nil
@@ -569,9 +580,17 @@ func (c *Client) journaledBefore(ctx context.Context, req Request, err error) (*
 	if err != nil {
 		return nil, nil
 	}
-	if _, err := c.store.Get(ctx, rec.Scope, rec.Key); err != nil {
+	stored, err := c.store.Get(ctx, rec.Scope, rec.Key)
+	if err != nil || !sameRequest(stored, rec) {
 		return nil, nil
 	}
+	var okURL, okQuery bool
+	rec.URL, okURL = credentialsOut(rec.URL)
+	rec.QueryURL, okQuery = credentialsOut(rec.QueryURL)
+	if !okURL || !okQuery {
+		return nil, nil
+	}
+	maps.DeleteFunc(rec.Header, func(name string, _ []string) bool { return httpsyntax.CredentialHeader(name) })
 	return rec, first
 }
 

@@ -26,7 +26,7 @@ import (
 // N attempt(s): <net/http's error, quoting it again>", which net/http
 // wraps in its *url.Error.
 func TestHookCredentialInURLNotJournaledOrLogged(t *testing.T) {
-	t.Run("net/http's error", func(t *testing.T) { testHookCredentialInURL(t, script(step{err: dialRefused}), "", "api_key") })
+	t.Run("net/http's error", func(t *testing.T) { testHookCredentialInURL(t, script(step{err: dialRefused}), "", "&", "api_key") })
 	// canonical: the Transport signs the request first, writing its query
 	// in canonical (sorted) order, as AWS SigV4 signers do: the URL its
 	// error quotes is in no form of the one idem sent.
@@ -44,28 +44,29 @@ func TestHookCredentialInURLNotJournaledOrLogged(t *testing.T) {
 			return resp, nil
 		})}))
 	}
-	t.Run("a Transport's error quoting the URL", func(t *testing.T) { testHookCredentialInURL(t, quoting(false), "", "api_key") })
+	t.Run("a Transport's error quoting the URL", func(t *testing.T) { testHookCredentialInURL(t, quoting(false), "", "&", "api_key") })
 	// net/http's *url.Error quotes the URL with %q: a '"' or '\' in the
 	// query is escaped there, and the URL as sent was not found in it. A
 	// search filter's quotes (Stripe's query=metadata["order_id"]:"6735")
 	// or a path-like value are such. Google APIs' key= is no name idem
 	// knows a credential by: only the URL's replacement keeps it out.
 	t.Run("a Transport's error quoting a URL with a quote in its query", func(t *testing.T) {
-		testHookCredentialInURL(t, quoting(false), `?filter="vip"`, "key")
+		testHookCredentialInURL(t, quoting(false), `?filter="vip"`, "&", "key")
 	})
 	t.Run("a Transport's error quoting a URL with a backslash in its query", func(t *testing.T) {
-		testHookCredentialInURL(t, quoting(false), `?path=a\b`, "key")
+		testHookCredentialInURL(t, quoting(false), `?path=a\b`, "&", "key")
 	})
 	t.Run("a signing Transport's error quoting the URL it rewrote", func(t *testing.T) {
-		testHookCredentialInURL(t, quoting(true), `?zone=eu`, "api_key")
+		testHookCredentialInURL(t, quoting(true), `?zone=eu`, "&", "api_key")
 	})
 }
 
 // testHookCredentialInURL submits to the orders URL with query appended,
 // through a hook that adds the API key to the query string as param: with
 // q.Set (which encodes the query anew) when query is empty, else appended
-// to it as written, as a hook that keeps the caller's query does.
-func testHookCredentialInURL(t *testing.T, transport envOption, query, param string) {
+// to it as written after sep ('&', or ';' for a server that reads it as
+// one), as a hook that keeps the caller's query does.
+func testHookCredentialInURL(t *testing.T, transport envOption, query, sep, param string) {
 	const secret = "sk_live_QUERY_SECRET"
 	var logs bytes.Buffer
 	var mu sync.Mutex
@@ -81,7 +82,7 @@ func testHookCredentialInURL(t *testing.T, transport envOption, query, param str
 		idem.WithRequestHook(func(r *http.Request) error {
 			r.Header.Set("Authorization", scope)
 			if query != "" {
-				r.URL.RawQuery += "&" + param + "=" + secret
+				r.URL.RawQuery += sep + param + "=" + secret
 				return nil
 			}
 			q := r.URL.Query()
@@ -98,17 +99,24 @@ func testHookCredentialInURL(t *testing.T, transport envOption, query, param str
 	for _, a := range rec.Attempts {
 		require.NotContains(t, a.Err, secret, "a credential was journaled")
 	}
-	require.NoError(t, e.client.Close())
-	require.NoError(t, e.store.Close())
-	raw, err := os.ReadFile(e.path)
-	require.NoError(t, err)
-	require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
+	requireNotInJournalFile(t, e, secret)
 	mu.Lock()
 	require.NotContains(t, logs.String(), secret, "a credential was logged")
 	mu.Unlock()
 	require.NotEmpty(t, events)
 	require.Error(t, events[0].Err)
 	require.NotContains(t, events[0].Err.Error(), secret)
+}
+
+// requireNotInJournalFile closes e's client and journal, and checks that
+// no byte of the journal file spells secret.
+func requireNotInJournalFile(t *testing.T, e *env, secret string) {
+	t.Helper()
+	require.NoError(t, e.client.Close())
+	require.NoError(t, e.store.Close())
+	raw, err := os.ReadFile(e.path)
+	require.NoError(t, err)
+	require.False(t, bytes.Contains(raw, []byte(secret)), "a credential is in the journal file")
 }
 
 type writerFunc func([]byte) (int, error)

@@ -20,8 +20,11 @@ var (
 	// -Passphrase, -Password, -Token, -Cookie, -Authorization,
 	// -Api-Key-Id; KuCoin's KC-API-PASSPHRASE, Binance's X-MBX-APIKEY; or
 	// with Secret or Private as a part of it: Alpaca's
-	// APCA-API-SECRET-KEY, Kushki's Private-Merchant-Id) or credentials in its URL (user:password@, or a query
-	// parameter such as api_key or access_token). Credentials are never
+	// APCA-API-SECRET-KEY, Kushki's Private-Merchant-Id) or credentials
+	// in its URL (user:password@, or a query parameter such as api_key or
+	// access_token, or a signed URL's X-Amz-Signature, X-Amz-Credential,
+	// X-Goog-Signature or Azure SAS sig; after '&' or ';', which some
+	// servers read as '&'). Credentials are never
 	// written to the journal: add them at send time with WithRequestHook or
 	// with the http.Client's Transport. A request whose operation the
 	// journal holds already under its key (journaled by a release that

@@ -57,3 +57,42 @@ func TestClientHearsOfLostLogSegment(t *testing.T) {
 	require.Len(t, warned, 1)
 	require.Equal(t, segs[0], warned[0]["segment"])
 }
+
+// A journal another tool or a umask left readable by every user (0644)
+// was opened without a word, though it holds every request's body. Open
+// warns, naming the path and the mode, and changes nothing: a group's
+// access (0640, which Compact keeps too) is the operator's choice, and
+// neither that nor 0600 is warned of.
+func TestClientWarnsOfJournalOthersCanRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "orders.journal")
+	c, err := idem.Open(path)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	for _, tc := range []struct {
+		mode   os.FileMode
+		warned bool
+	}{{0o644, true}, {0o666, true}, {0o604, true}, {0o640, false}, {0o660, false}, {0o600, false}} {
+		require.NoError(t, os.Chmod(path, tc.mode))
+		var logged syncBuffer
+		c, err := idem.Open(path, idem.WithLogger(slog.New(slog.NewJSONHandler(&logged, nil))))
+		require.NoError(t, err, "mode %v", tc.mode)
+		require.NoError(t, c.Close())
+		var warned []map[string]any
+		for _, l := range logged.lines(t) {
+			if l["level"] == "WARN" && strings.Contains(l["msg"].(string), "read or written by every user") {
+				warned = append(warned, l)
+			}
+		}
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		require.Equal(t, tc.mode, fi.Mode().Perm(), "Open changed the mode")
+		if !tc.warned {
+			require.Empty(t, warned, "mode %v", tc.mode)
+			continue
+		}
+		require.Len(t, warned, 1, "mode %v", tc.mode)
+		require.Equal(t, path, warned[0]["path"])
+		require.Equal(t, tc.mode.String(), warned[0]["mode"])
+		require.Contains(t, warned[0]["msg"], "chmod 600")
+	}
+}

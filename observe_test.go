@@ -32,8 +32,12 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 func (s *syncBuffer) lines(t testing.TB) []map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	text := strings.TrimSpace(s.b.String())
+	if text == "" {
+		return nil // nothing logged
+	}
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, l := range strings.Split(text, "\n") {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal([]byte(l), &m))
 		out = append(out, m)

@@ -390,8 +390,8 @@ func checkedURL(field, raw string, secrets bool) (*url.URL, error) {
 	if secrets && u.User != nil {
 		return nil, fmt.Errorf("%w: %s carries credentials (user:password@); they would be journaled: use WithRequestHook", ErrSecretHeader, field)
 	}
-	for name := range u.Query() {
-		if secrets && httpsyntax.SecretParam(name) {
+	if secrets {
+		if name := httpsyntax.SecretParamIn(u.RawQuery); name != "" {
 			return nil, fmt.Errorf("%w: %s has a %s query parameter; it would be journaled: add it at send time with WithRequestHook (r.URL.RawQuery)", ErrSecretHeader, field, name)
 		}
 	}
@@ -439,6 +439,23 @@ func sameBesidesCredentials(a, b map[string][]string) bool {
 	return true
 }
 
+// credentialsOut is raw without its credentials (withoutCredentials), or
+// raw as it is when it carries none (or is empty); ok is false when it
+// does not parse.
+func credentialsOut(raw string) (string, bool) {
+	if raw == "" {
+		return raw, true
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", false
+	}
+	if u.User == nil && httpsyntax.SecretParamIn(u.RawQuery) == "" {
+		return raw, true
+	}
+	return withoutCredentials(raw)
+}
+
 // withoutCredentials is a journaled URL as this release would journal it
 // with its credentials (user information, SecretParam's query
 // parameters) left to the request hook; ok is false when it does not
@@ -449,18 +466,6 @@ func withoutCredentials(raw string) (string, bool) {
 		return "", false
 	}
 	u.User = nil
-	if u.RawQuery != "" {
-		var kept []string
-		for _, pair := range strings.Split(u.RawQuery, "&") {
-			name, _, _ := strings.Cut(pair, "=")
-			if n, err := url.QueryUnescape(name); err == nil {
-				name = n
-			}
-			if !httpsyntax.SecretParam(name) {
-				kept = append(kept, pair)
-			}
-		}
-		u.RawQuery = strings.Join(kept, "&")
-	}
+	u.RawQuery = httpsyntax.WithoutSecretParams(u.RawQuery)
 	return u.String(), true
 }

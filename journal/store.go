@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -223,6 +224,9 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 			if err == nil && !cfg.readOnly {
 				err = checkMount(f, name)
 			}
+			if err == nil {
+				warnOthersMayRead(fi, path, cfg.logger)
+			}
 			if err == nil && fi.Size() == 0 && !cfg.readOnly {
 				err = reserveNew(f, cfg.fallocate)
 			}
@@ -288,6 +292,23 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 	}
 	s.register()
 	return s, nil
+}
+
+// warnOthersMayRead warns of a journal whose mode lets users other than
+// its owner and group read or write it: 0644, say, that an older tool,
+// a copy (cp without -p) or a umask of 022 left. The journal holds every
+// request's body (card tokens, names, addresses; never a credential, which
+// is added at send time), and a write could plant an order that Run
+// sends. Open does not change the mode: group access (0640, 0660) may be
+// the operator's choice for a group that reads the journal (idem's CLI
+// beside the service), and Compact keeps it; the mode is theirs to fix.
+func warnOthersMayRead(fi os.FileInfo, path string, logger *slog.Logger) {
+	// Windows reports 0666 for every writable file: no mode to read.
+	if logger == nil || runtime.GOOS == "windows" || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o007 == 0 {
+		return
+	}
+	logger.Warn("journal: the file can be read or written by every user of this machine; it holds the request bodies: "+
+		"chmod 600 it (640 to share it with a group)", slog.String("path", path), slog.String("mode", fi.Mode().Perm().String()))
 }
 
 // noJournal is Open's error, under MustExist, for a journal that is not

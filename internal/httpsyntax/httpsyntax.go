@@ -4,7 +4,7 @@ package httpsyntax
 
 import (
 	"net/url"
-	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -111,25 +111,132 @@ func NamedCredentialHeader(name string) bool {
 // secretParams are query parameter names (lower case) that carry an API
 // credential: besides the common ones, Azure API Management's
 // subscription-key, AWS SigV4's session token, Vonage's api_secret and
-// apilayer's access_key. Generic names such as "token" or "key" are left
-// alone: a PayPal return URL's token is an order id.
+// apilayer's access_key. A signed URL's signature and credential scope
+// are one too: whoever holds the URL can make the request until it
+// expires (days, for an AWS SigV4 presigned URL's X-Amz-Signature and
+// X-Amz-Credential, docs.aws.amazon.com/AmazonS3/latest/API/
+// sigv4-query-string-auth.html; Google Cloud Storage's X-Goog-Signature
+// and X-Goog-Credential, cloud.google.com/storage/docs/access-control/
+// signed-urls; Alibaba OSS's V4 x-oss-signature and x-oss-credential;
+// an Azure SAS token's sig, learn.microsoft.com/en-us/training/modules/
+// configure-storage-security/4-identify-uri-sas-parameters). Generic
+// names such as "token" or "key" are left alone: a PayPal return URL's
+// token is an order id.
 var secretParams = [...]string{
 	"api_key", "apikey", "api-key", "access_token", "client_secret", "password",
 	"subscription-key", "x-amz-security-token", "api_secret", "access_key",
+	"x-amz-signature", "x-amz-credential", "x-goog-signature", "x-goog-credential",
+	"x-oss-signature", "x-oss-credential", "sig",
 }
 
 // SecretParam reports whether a URL query parameter named name (in any
 // case) carries an API credential.
 func SecretParam(name string) bool {
-	return slices.Contains(secretParams[:], strings.ToLower(name))
+	for _, p := range secretParams {
+		if strings.EqualFold(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// querySeps end a query parameter: '&', and ';', which Go's net/url
+// before 1.17, Python's before 3.9.2 and servers still in use read as
+// '&' (golang.org/issue/25192). url.Values drops a pair with a ';' in it
+// whole, so a secret after one (?a=1;api_key=…) was neither refused nor
+// redacted, though such a server reads it as a parameter of its own.
+const querySeps = "&;"
+
+// eachParam calls f with the name (unescaped: api%5Fkey is api_key to a
+// server) and the value, as written, of each parameter of rawQuery, and
+// with the separator before it (none for the first).
+func eachParam(rawQuery string, f func(sep, pair, name, value string)) {
+	sep := ""
+	for rest := rawQuery; ; {
+		pair := rest
+		i := strings.IndexAny(rest, querySeps)
+		if i >= 0 {
+			pair = rest[:i]
+		}
+		name, value, _ := strings.Cut(pair, "=")
+		if n, err := url.QueryUnescape(name); err == nil {
+			name = n
+		}
+		f(sep, pair, name, value)
+		if i < 0 {
+			return
+		}
+		sep, rest = rest[i:i+1], rest[i+1:]
+	}
+}
+
+// SecretParamIn returns the name of a secret query parameter
+// (SecretParam) of rawQuery, its parameters separated by '&' or ';', or
+// "" when it has none.
+func SecretParamIn(rawQuery string) string {
+	found := ""
+	if rawQuery != "" {
+		eachParam(rawQuery, func(_, _, name, _ string) {
+			if found == "" && SecretParam(name) {
+				found = name
+			}
+		})
+	}
+	return found
+}
+
+// WithoutSecretParams returns rawQuery without its secret parameters
+// (SecretParam; separated by '&' or ';'), the others as written and in
+// their order.
+func WithoutSecretParams(rawQuery string) string {
+	if SecretParamIn(rawQuery) == "" {
+		return rawQuery
+	}
+	var b strings.Builder
+	eachParam(rawQuery, func(sep, pair, name, _ string) {
+		if SecretParam(name) {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(pair)
+	})
+	return b.String()
+}
+
+// SecretValues returns the credentials u carries: its user information
+// and the values of its secret query parameters (SecretParam; separated
+// by '&' or ';'), each as written and unescaped.
+func SecretValues(u *url.URL) []string {
+	var secrets []string
+	if u.User != nil {
+		secrets = append(secrets, u.User.Username())
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+	}
+	if u.RawQuery != "" {
+		eachParam(u.RawQuery, func(_, _, name, value string) {
+			if !SecretParam(name) {
+				return
+			}
+			secrets = append(secrets, value)
+			if v, err := url.QueryUnescape(value); err == nil && v != value {
+				secrets = append(secrets, v)
+			}
+		})
+	}
+	return secrets
 }
 
 // RedactURL returns raw for display, with the values of its secret query
 // parameters (SecretParam) and its user information replaced: records
 // journaled before the client refused such URLs still hold them. The user
 // name goes too, not only the password: Stripe's secret key is the
-// basic-auth user name (sk_live_…:@api.stripe.com). A URL that does not
-// parse, or holds no secret, is returned as it is.
+// basic-auth user name (sk_live_…:@api.stripe.com). The query keeps its
+// order and its other parameters as written. A URL that does not parse,
+// or holds no secret, is returned as it is.
 func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -144,17 +251,12 @@ func RedactURL(raw string) string {
 		}
 		changed = true
 	}
-	q := u.Query()
-	for name := range q {
-		if SecretParam(name) {
-			q[name] = []string{"REDACTED"}
-			changed = true
-		}
+	if q := paramValuesOut("?"+u.RawQuery, "&#")[1:]; q != u.RawQuery {
+		u.RawQuery, changed = q, true
 	}
 	if !changed {
 		return raw
 	}
-	u.RawQuery = q.Encode()
 	return u.String()
 }
 
@@ -174,20 +276,46 @@ func RedactURLsIn(text string, urls ...string) string {
 			text = strings.ReplaceAll(text, raw, r)
 		}
 	}
-	return secretParamValuesOut(text)
+	return RedactSecretsIn(text)
+}
+
+// RedactSecretsIn returns text with each of secrets replaced, in every
+// form a URL's text shows it (as given, query- or path-escaped, or
+// escaped as %q writes it), and with the value of each secret query
+// parameter written in it (?name=value, &name=value or ;name=value)
+// replaced too: what a Transport's error or a legacy record shows of a
+// URL that carried credentials, in whatever form.
+func RedactSecretsIn(text string, secrets ...string) string {
+	for _, s := range secrets {
+		for _, form := range [...]string{url.QueryEscape(s), url.PathEscape(s), QuotedForm(s), s} {
+			if form != "" && strings.Contains(text, form) {
+				text = strings.ReplaceAll(text, form, "REDACTED")
+			}
+		}
+	}
+	return paramValuesOut(text, paramEnd)
+}
+
+// QuotedForm is s as %q writes it, without the quotes.
+func QuotedForm(s string) string {
+	q := strconv.Quote(s)
+	return q[1 : len(q)-1]
 }
 
 // paramEnd holds the bytes that end a query parameter's name or value as
-// a URL is quoted in an error's text (plainly, or with %q's escapes).
+// a URL is quoted in an error's text (plainly, or with %q's escapes). Not
+// ';': a secret's value runs past one, as a server that does not read it
+// as '&' takes it; the text after it is redacted with the secret.
 const paramEnd = "&?#\"\\ \t\r\n"
 
-// secretParamValuesOut returns text with the value of each secret query
-// parameter written in it (?name=value or &name=value) replaced.
-func secretParamValuesOut(text string) string {
+// paramValuesOut returns text with the value of each secret query
+// parameter written in it (after '?', '&' or ';', up to '=') replaced, the
+// value running to the first of ends.
+func paramValuesOut(text, ends string) string {
 	var b strings.Builder
 	done := 0 // text[:done] is in b
 	for i := 0; i < len(text); i++ {
-		if text[i] != '?' && text[i] != '&' {
+		if text[i] != '?' && strings.IndexByte(querySeps, text[i]) < 0 {
 			continue
 		}
 		eq := strings.IndexByte(text[i+1:], '=')
@@ -206,7 +334,7 @@ func secretParamValuesOut(text string) string {
 		}
 		start := i + 1 + eq + 1
 		end := start
-		for end < len(text) && strings.IndexByte(paramEnd, text[end]) < 0 {
+		for end < len(text) && strings.IndexByte(ends, text[end]) < 0 {
 			end++
 		}
 		if text[start:end] == "REDACTED" {

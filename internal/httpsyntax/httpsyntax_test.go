@@ -1,6 +1,9 @@
 package httpsyntax
 
-import "testing"
+import (
+	"net/url"
+	"testing"
+)
 
 func TestValidHeaderName(t *testing.T) {
 	for name, want := range map[string]bool{
@@ -27,6 +30,14 @@ func TestRedactURL(t *testing.T) {
 		// redacted key.
 		"https://rest.nexmo.com/sms/json?api_key=k&api_secret=s": "https://rest.nexmo.com/sms/json?api_key=REDACTED&api_secret=REDACTED",
 		"https://apim.example.com/pay?subscription-key=s":        "https://apim.example.com/pay?subscription-key=REDACTED",
+		// A ';' separates parameters for some servers (golang.org/issue/25192);
+		// url.Values dropped the pair, and the secret was shown.
+		"https://h/o?a=1;api_key=sk&b=2": "https://h/o?a=1;api_key=REDACTED&b=2",
+		// Order and escaping kept: the URL shown is the one journaled.
+		"https://h/o?z=1&API_KEY=sk&a=%2f": "https://h/o?z=1&API_KEY=REDACTED&a=%2f",
+		// Signed URLs (docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html).
+		"https://b.s3.amazonaws.com/t?X-Amz-Credential=AKID%2F20130721%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Expires=86400&X-Amz-Signature=abc": "https://b.s3.amazonaws.com/t?X-Amz-Credential=REDACTED&X-Amz-Expires=86400&X-Amz-Signature=REDACTED",
+		"https://a.blob.core.windows.net/c/b?sv=2015-04-05&sp=rw&sig=F%2B6G":                                                                    "https://a.blob.core.windows.net/c/b?sv=2015-04-05&sp=rw&sig=REDACTED",
 		"%zz": "%zz",
 	} {
 		if got := RedactURL(raw); got != want {
@@ -45,13 +56,64 @@ func TestRedactURLsInSentURL(t *testing.T) {
 	for text, want := range map[string]string{
 		`Post "https://maps.example.com/v1/orders?zone=eu&api_key=sk_live_X": dial tcp: connection refused`:                    `Post "https://maps.example.com/v1/orders?zone=eu&api_key=REDACTED": dial tcp: connection refused`,
 		`POST https://h/o?Access_Token=tok&b=1 giving up after 1 attempt(s): Post "https://h/o?f=\"v\"&Access_Token=tok": EOF`: `POST https://h/o?Access_Token=REDACTED&b=1 giving up after 1 attempt(s): Post "https://h/o?f=\"v\"&Access_Token=REDACTED": EOF`,
-		`Post "https://h/o?api%5Fsecret=s1": EOF`: `Post "https://h/o?api%5Fsecret=REDACTED": EOF`,
+		`Post "https://h/o?api%5Fsecret=s1": EOF`:                `Post "https://h/o?api%5Fsecret=REDACTED": EOF`,
+		`Post "https://h/o?zone=eu;api_key=sk_live_X;b=1": EOF`:  `Post "https://h/o?zone=eu;api_key=REDACTED": EOF`,
+		`GET "/t?X-Amz-Signature=abc&X-Goog-Signature=def": EOF`: `GET "/t?X-Amz-Signature=REDACTED&X-Goog-Signature=REDACTED": EOF`,
 		// Not a query parameter: left as it is.
 		`invalid api_key=x in body`:                  `invalid api_key=x in body`,
 		`Post "https://h/o?token=paypal-order": EOF`: `Post "https://h/o?token=paypal-order": EOF`,
 	} {
 		if got := RedactURLsIn(text, journaled); got != want {
 			t.Errorf("RedactURLsIn(%q) = %q, want %q", text, got, want)
+		}
+	}
+}
+
+// A query string's parameters are separated by '&' or ';' (which some
+// servers read as '&': golang.org/issue/25192).
+func TestSecretParamsOfAQuery(t *testing.T) {
+	for _, tc := range []struct{ raw, secret, without string }{
+		{"", "", ""},
+		{"a=1&b=2", "", "a=1&b=2"},
+		{"a=1;b=2&c", "", "a=1;b=2&c"},
+		{"api_key=x&a=1", "api_key", "a=1"},
+		{"a=1;api_key=x&b=2", "api_key", "a=1&b=2"},
+		{"a=1&api_key=x;b=2", "api_key", "a=1;b=2"},
+		{"api%5Fkey=x;a=1", "api_key", "a=1"},
+		{"api_key=x;sig=y", "api_key", ""},
+		{"z=9&a=1&&X-Amz-Signature", "X-Amz-Signature", "z=9&a=1&"},
+		{"token=paypal-order;k=1", "", "token=paypal-order;k=1"},
+		{"signature=x", "", "signature=x"}, // not a name idem knows
+	} {
+		if got := SecretParamIn(tc.raw); got != tc.secret {
+			t.Errorf("SecretParamIn(%q) = %q, want %q", tc.raw, got, tc.secret)
+		}
+		if got := WithoutSecretParams(tc.raw); got != tc.without {
+			t.Errorf("WithoutSecretParams(%q) = %q, want %q", tc.raw, got, tc.without)
+		}
+	}
+}
+
+// The values a sent URL carried, found in a Transport's text in any of
+// the forms a URL shows them, and what a form not known to be one still
+// shows as a parameter.
+func TestRedactSecretsInKnownValues(t *testing.T) {
+	u, err := url.Parse("https://sk_live_u:pw%2Fx@h/o?zone=eu;api_key=a+b%2Fc&X-Amz-Signature=s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := SecretValues(u)
+	for text, want := range map[string]string{
+		"key a b/c refused":                "key REDACTED refused",
+		"key a+b%2Fc refused":              "key REDACTED refused",
+		"key a%20b%2Fc refused":            "key REDACTED refused",
+		"signature s1 expired":             "signature REDACTED expired",
+		"user sk_live_u, password pw/x":    "user REDACTED, password REDACTED",
+		"GET /o?zone=eu;api_key=OTHER EOF": "GET /o?zone=eu;api_key=REDACTED EOF",
+		"nothing of it":                    "nothing of it",
+	} {
+		if got := RedactSecretsIn(text, secrets...); got != want {
+			t.Errorf("RedactSecretsIn(%q) = %q, want %q", text, got, want)
 		}
 	}
 }
