@@ -861,7 +861,8 @@ func (d *driver) query() (step, error) {
 	ex := c.send(d.ctx, d.rec, true, false)
 	d.serverUntil = ex.serverUntil
 
-	st := step{judgment: judgeQuery(pastOf(d.rec, math.MaxInt), c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
+	p := pastOf(d.rec, math.MaxInt)
+	st := step{judgment: judgeQuery(p, c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
 	if st.err != nil {
 		ex.err = st.err
 	}
@@ -873,8 +874,21 @@ func (d *driver) query() (step, error) {
 		switch st.move {
 		case moveSettle:
 			settleRecord(r, st.out, ex, false, now)
+			if st.review != "" {
+				setReview(r, st.review)
+			}
 		case moveProcessing:
 			r.State = StateProcessing
+			if st.out.ResourceID != "" {
+				// The caller holding "unknown" is owed the resource it
+				// was told of (to show it, to Confirm by LookupResource),
+				// and a later answer naming another is then caught
+				// (heldElsewhere). One that names none keeps it. Held as
+				// the key's, not our request's own, where another
+				// request held the key first (contested): the endpoint
+				// answers for the key.
+				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: p.contested}
+			}
 		case moveReview:
 			setReview(r, st.review)
 		}

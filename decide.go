@@ -263,19 +263,24 @@ func judgeSubmit(p past, a answer) judgment {
 			}
 		}
 	}
-	if p.held != "" && j.out.ResourceID != "" && j.out.ResourceID != p.held &&
-		(j.move == moveProcessing || j.move == moveSettle) {
-		// The server said it holds p.held for the key, and now answers
-		// the same key with another resource: its idempotency store lost
-		// the key and this resend executed afresh (or, if the answer is a
-		// replay, an earlier one whose answer was lost did). Both exist;
-		// resending more would tell nothing new.
-		j.err = fmt.Errorf("idem: the answer names resource %q, not %q, which the server had said it holds for the key: it lost the key and made another",
-			truncate(j.out.ResourceID, 64), truncate(p.held, 64))
-		j.label, j.review = "made_twice", ReviewMadeTwice
-		if j.move == moveProcessing {
-			j.move = moveReview
-		}
+	return heldElsewhere(p, j)
+}
+
+// heldElsewhere is j flagged ReviewMadeTwice when it names a resource
+// other than the one the server said it holds for the key: its
+// idempotency store lost the key and a resend executed afresh (or, if the
+// answer is a replay, an earlier one whose answer was lost did). Both
+// exist; resending more would tell nothing new. A result query's answer
+// is read so too: what the key's result names is what the key made.
+func heldElsewhere(p past, j judgment) judgment {
+	if p.held == "" || j.out.ResourceID == "" || j.out.ResourceID == p.held || j.move != moveProcessing && j.move != moveSettle {
+		return j
+	}
+	j.err = fmt.Errorf("idem: the answer names resource %q, not %q, which the server had said it holds for the key: it lost the key and made another",
+		truncate(j.out.ResourceID, 64), truncate(p.held, 64))
+	j.label, j.review = "made_twice", ReviewMadeTwice
+	if j.move == moveProcessing {
+		j.move = moveReview
 	}
 	return j
 }
@@ -493,7 +498,7 @@ func judgeQuery(p past, a answer) judgment {
 		// this order now.
 		j.failed = true
 	}
-	return j
+	return heldElsewhere(p, j)
 }
 
 // queryMeaning is what a result query's answer says of the operation, by

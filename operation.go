@@ -161,34 +161,54 @@ func compactAttempts(rec *journal.Record) {
 	// What pastOf reads must survive compaction: whether an attempt may
 	// have executed (a later refusal may then not fail the operation, and
 	// a cancellation leaves it unknown), whether the server replayed its
-	// final answer (never resend), and whether another request held the
-	// key first (never take a success for it as ours). Keep, from the
-	// dropped middle, the last attempt that may have executed (or else
-	// one more of the latest), the last replayed one (queries after a
-	// replay can outnumber the entries kept) and the first 409 that
-	// contested the key. Up to two entries over the bound, only for such
-	// histories.
+	// final answer (never resend), whether another request held the key
+	// first (never take a success for it as ours), and how many refusals
+	// came after a send that may have executed (the third leaves the
+	// operation for a person: refusals far apart in a long history of
+	// waits must not be forgotten, or it is resent past the third). Keep,
+	// from the dropped middle, the last attempt that may have executed (or
+	// else one more of the latest), the last replayed one (queries after a
+	// replay can outnumber the entries kept), the first 409 that contested
+	// the key, the last maxRefusalsAfterSend refusals that counted, and,
+	// for them to count again, the first attempt that may have executed
+	// when the first entries hold none. Up to seven entries over the
+	// bound, only for such histories.
 	var p past
 	for _, a := range kept {
 		p = p.after(a)
 	}
+	executedBefore := p.maybeExecuted
 	keep := map[int]journal.Attempt{}
 	last := dropped[len(dropped)-1]
-	replayed, contested := -1, -1
+	replayed, contested, firstExecuted := -1, -1, -1
+	var refusals []int
 	for i, a := range dropped {
 		if contested < 0 && contesting(a, p) {
 			contested = i
 		}
 		if maybeExecuted(a) {
 			last = a
+			if firstExecuted < 0 {
+				firstExecuted = i
+			}
 		}
 		if a.Replayed {
 			replayed = i
 		}
-		p = p.after(a)
+		next := p.after(a)
+		if next.refusals > p.refusals {
+			refusals = append(refusals, i)
+		}
+		p = next
 	}
 	keep[last.Number] = last
-	for _, i := range []int{replayed, contested} {
+	if len(refusals) > maxRefusalsAfterSend {
+		refusals = refusals[len(refusals)-maxRefusalsAfterSend:]
+	}
+	if len(refusals) == 0 || executedBefore {
+		firstExecuted = -1
+	}
+	for _, i := range append(refusals, replayed, contested, firstExecuted) {
 		if i >= 0 {
 			keep[dropped[i].Number] = dropped[i]
 		}

@@ -66,7 +66,8 @@ func TestCompactAttemptsKeepsReplay(t *testing.T) {
 
 // Compaction never changes what pastOf reads from a history: whether it
 // may have executed, whether the answer is final, whether the key was
-// contested.
+// contested, and up to the third, how many refusals came after a send
+// that may have executed.
 func TestCompactAttemptsKeepsThePast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	kinds := []journal.Attempt{
@@ -77,11 +78,12 @@ func TestCompactAttemptsKeepsThePast(t *testing.T) {
 		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 502},
 		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 201, Replayed: true, Refused: true},
 		{Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 404},
+		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 409, Refused: true, Err: conflictAfterSend + ": 409: Idempotency Key Reused"},
 	}
 	for h := range 2000 {
 		rec := &journal.Record{}
 		n := 60 + rng.IntN(200)
-		weights := []int{rng.IntN(10), rng.IntN(3), rng.IntN(3), rng.IntN(5), rng.IntN(2), rng.IntN(2), rng.IntN(20) + 1}
+		weights := []int{rng.IntN(10), rng.IntN(3), rng.IntN(3), rng.IntN(5), rng.IntN(2), rng.IntN(2), rng.IntN(20) + 1, rng.IntN(2)}
 		total := 0
 		for _, w := range weights {
 			total += w
@@ -99,10 +101,13 @@ func TestCompactAttemptsKeepsThePast(t *testing.T) {
 			want := pastOf(rec, math.MaxInt)
 			compactAttempts(rec)
 			got := pastOf(rec, math.MaxInt)
-			if got.maybeExecuted != want.maybeExecuted || got.final != want.final || got.contested != want.contested {
+			// Refusals beyond the third change nothing: the third leaves
+			// the operation for a person.
+			if got.maybeExecuted != want.maybeExecuted || got.final != want.final || got.contested != want.contested ||
+				min(got.refusals, maxRefusalsAfterSend) != min(want.refusals, maxRefusalsAfterSend) {
 				t.Fatalf("history %d, after attempt %d: pastOf(compacted) = %+v; want %+v", h, i, got, want)
 			}
-			if len(rec.Attempts) > maxAttemptEntries+2 {
+			if len(rec.Attempts) > maxAttemptEntries+7 {
 				t.Fatalf("history %d: %d entries after compaction", h, len(rec.Attempts))
 			}
 		}

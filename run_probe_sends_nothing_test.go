@@ -75,20 +75,7 @@ func TestRunProbeThatSendsNothingDoesNotKeepAHostDown(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-ran, context.Canceled)
 
-	// sends counts the orders carrying key that reached the server, each
-	// with the same body.
-	sends := func(key string) int {
-		var bodies [][32]byte
-		for _, r := range srv.Requests() {
-			if r.Method == http.MethodPost && r.Key == key {
-				bodies = append(bodies, r.BodySHA256)
-			}
-		}
-		for _, b := range bodies {
-			require.Equal(t, bodies[0], b, "the bodies sent with %s", key)
-		}
-		return len(bodies)
-	}
+	sends := func(key string) int { return postsOf(t, srv, key) }
 	rec, err := store.Get(t.Context(), idem.DefaultScope, "n")
 	require.NoError(t, err)
 	require.Equal(t, "", rec.Review, "n, sent 2 minutes before the host was back: flagged %v after it", rec.Attempts)

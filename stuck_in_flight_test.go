@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"net/http"
@@ -21,12 +22,18 @@ import (
 // still in progress, forever: Stripe's 409 idempotency_error
 // (https://docs.stripe.com/api/idempotent_requests) for a request whose
 // execution never ends. Its result endpoint, GET /operations/{key},
-// answers query (404 when empty: no result endpoint at all).
+// answers query (404 when empty: no result endpoint at all), which
+// setQuery changes. The submits numbered in refuse are answered with the
+// key reused instead (keyReusedBody).
 type stuckServer struct {
 	srv   *httptest.Server
 	clock *idemtest.Clock
 
+	refuse map[int]bool
+	window time.Duration // the client's key window; zero: the default
+
 	mu      sync.Mutex
+	query   string
 	orders  int
 	sends   []time.Time // the clock at each submit
 	keys    []string
@@ -38,9 +45,16 @@ const stuckBody = `{"error":{"message":"There is currently another in-progress r
 	`means you submitted twice, and the other request is still going through): req_9xQ2JrP0aT. Please try again later.",` +
 	`"type":"idempotency_error"}}`
 
+// keyReusedBody is PayFacto's 409 for a key it holds
+// (https://cd.support.payfacto.com/portal/en/kb/articles/idempotency-support):
+// after a send of ours that may have executed, a refusal that counts
+// toward the three that leave the operation for a person.
+const keyReusedBody = `{"error":{"code":"IDEMPOTENCY_KEY_REUSED","type":"IDEMPOTENCY_ERROR",` +
+	`"details":["Idempotency-Key exists and the request does not match"],"message":"Idempotency Key Reused"}}`
+
 func newStuckServer(t testing.TB, clock *idemtest.Clock, query string) *stuckServer {
 	t.Helper()
-	s := &stuckServer{clock: clock}
+	s := &stuckServer{clock: clock, query: query}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
@@ -48,27 +62,43 @@ func newStuckServer(t testing.TB, clock *idemtest.Clock, query string) *stuckSer
 		w.Header().Set("Content-Type", "application/json")
 		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/operations/") {
 			s.queries++
-			if query == "" {
+			if s.query == "" {
 				w.WriteHeader(http.StatusNotFound)
 				_, _ = io.WriteString(w, `{"error":"not found"}`)
 				return
 			}
-			_, _ = io.WriteString(w, query)
+			_, _ = io.WriteString(w, s.query)
+			return
+		}
+		if r.Method != http.MethodPost {
+			// A reopened client's probe of the server's clock (HEAD):
+			// no submit.
+			w.WriteHeader(http.StatusNotFound)
 			return
 		}
 		s.sends = append(s.sends, clock.Now())
 		s.keys = append(s.keys, r.Header.Get("Idempotency-Key"))
 		s.bodies = append(s.bodies, string(body))
-		if len(s.sends) == 1 {
+		switch n := len(s.sends); {
+		case n == 1:
 			s.orders++
 			w.WriteHeader(http.StatusBadGateway)
-			return
+		case s.refuse[n]:
+			w.WriteHeader(http.StatusConflict)
+			_, _ = io.WriteString(w, keyReusedBody)
+		default:
+			w.WriteHeader(http.StatusConflict)
+			_, _ = io.WriteString(w, stuckBody)
 		}
-		w.WriteHeader(http.StatusConflict)
-		_, _ = io.WriteString(w, stuckBody)
 	}))
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+func (s *stuckServer) setQuery(query string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.query = query
 }
 
 func (s *stuckServer) submits() int {
@@ -87,7 +117,7 @@ func (s *stuckServer) requireOneOrder(t testing.TB, key, body string) {
 	for i := range s.sends {
 		require.Equalf(t, key, s.keys[i], "submit %d: key", i+1)
 		require.Equalf(t, body, s.bodies[i], "submit %d: body", i+1)
-		require.Lessf(t, s.sends[i].Sub(s.sends[0]), idem.DefaultKeyRetention, "submit %d sent past the key window", i+1)
+		require.Lessf(t, s.sends[i].Sub(s.sends[0]), cmp.Or(s.window, idem.DefaultKeyRetention), "submit %d sent past the key window", i+1)
 	}
 }
 
