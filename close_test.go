@@ -57,8 +57,8 @@ func within[T any](t *testing.T, ch <-chan T, what string) T {
 	select {
 	case v := <-ch:
 		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s: still waiting after 10s", what)
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: still waiting after a minute", what)
 		panic("unreachable")
 	}
 }
