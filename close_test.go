@@ -390,7 +390,7 @@ func TestCloseWhileInFlight(t *testing.T) {
 	case err := <-done:
 		require.Error(t, err, "an outcome was reported that the closed journal could not hold")
 		require.NotErrorIs(t, err, idem.ErrFailed)
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("Submit hung after Close")
 	}
 	_, err = c.Submit(context.Background(), idem.Request{Key: "k2", URL: srv.URL + "/orders"})

@@ -64,7 +64,7 @@ func waitEntered(t *testing.T, g *gateTransport) {
 	t.Helper()
 	select {
 	case <-g.entered:
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no submit reached the transport")
 	}
 }

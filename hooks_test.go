@@ -218,7 +218,7 @@ func TestWait(t *testing.T) {
 		select {
 		case res := <-got:
 			require.Equal(t, idem.StateSucceeded, res.State)
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 			t.Fatal("Wait was not woken by Resolve")
 		}
 	})

@@ -89,8 +89,8 @@ func runBounded(t *testing.T, f func()) {
 	go func() { defer close(done); f() }()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("calls did not return within 10s")
+	case <-time.After(time.Minute):
+		t.Fatal("calls did not return within a minute")
 	}
 }
 

@@ -87,7 +87,7 @@ func (c *commitCutter) wait(t testing.TB) bool {
 	select {
 	case committed := <-c.committed:
 		return committed
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("no transaction was cut")
 		return false
 	}
