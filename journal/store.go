@@ -85,7 +85,11 @@ type Store struct {
 	// logMissing, in a read-only Store, says which log segments the file
 	// depends on are missing (logDep): Inspect reports it.
 	logMissing error
-	lostSegs   atomic.Int64 // log segments found lost (apply), for Stats
+	// writeFailed, in a read-only Store, says that a write to the file
+	// or its log failed and the disk may not hold what it shows
+	// (writeFailedRead): Inspect reports it.
+	writeFailed error
+	lostSegs    atomic.Int64 // log segments found lost (apply), for Stats
 }
 
 // openFiles holds every Store of this process that is open, so that an
@@ -278,6 +282,14 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 	}
 	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly, logger: cfg.logger}
 	s.abs, _ = filepath.Abs(path) // before the process changes its directory
+	if cfg.readOnly {
+		// Under the shared lock: a writer that met the failure has let
+		// go, and one that writes the journal again takes the marker
+		// away before it lets go.
+		if s.writeFailed = writeFailedRead(path); s.writeFailed != nil && s.logger != nil {
+			s.logger.Warn(errorf("journal: open %s: %w", path, s.writeFailed).Error(), slog.String("journal", path))
+		}
+	}
 	if err := s.openLog(cfg); err != nil {
 		_ = db.Close()
 		var kind *kindError
