@@ -196,6 +196,13 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		// The array freelist merges its whole list into a new slice on
 		// every commit; the map keeps spans (see freelist.go).
 		FreelistType: bolt.FreelistMapType,
+		// bolt.Open commits when the last commit skipped the freelist
+		// (freelist.go): a new meta page over the tree memory shows,
+		// fsync'd. After a failed write that tree may not be on disk,
+		// and the commit would make it durable before
+		// rewriteAfterFailure writes its pages again. Open writes the
+		// freelist itself once that is done (flushFreelist).
+		NoFreelistSync: true,
 		// bbolt opens the file by path; the hook keeps what Open needs
 		// of it, and refuses a truncated file before bbolt maps it.
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -271,6 +278,10 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		if err := rewriteAfterFailure(path, file, cfg.failSync); err != nil {
 			_ = db.Close()
 			return nil, errorf("journal: open %s: %w", path, err)
+		}
+		if err := flushFreelist(db, file); err != nil {
+			_ = db.Close()
+			return nil, errorf("journal: open %s: writing the freelist: %w", path, err)
 		}
 	}
 	if err := initMeta(db, file, cfg.readOnly); err != nil {
