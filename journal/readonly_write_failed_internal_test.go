@@ -5,10 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -25,26 +22,12 @@ import (
 // an Open for writing has done that (the marker gone), neither speaks.
 func TestReadOnlyOpenAfterFailedWriteSaysSo(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := Open(path, withApplyDelay(time.Hour))
-	require.NoError(t, err)
-	_, err = s.Create(ctx, rvRecord("k0", rvT0))
-	require.NoError(t, err)
-	s.ap.mu.Lock()
-	s.ap.failCommit = func(written bool) error {
-		if written {
-			return syscall.EIO
-		}
-		return nil
-	}
-	s.ap.mu.Unlock()
-	require.ErrorIs(t, s.Checkpoint(ctx), ErrFileFailed)
-	require.ErrorIs(t, s.Close(), ErrFileFailed)
+	path := failedCommitJournal(t)
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)
 
 	var logged bytes.Buffer
-	s, err = Open(path, ReadOnly(), WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	s, err := Open(path, ReadOnly(), WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
 	require.NoError(t, err, "read-only Open of a journal whose write failed: the operator still reads it")
 	_, err = s.Get(ctx, "s", "k0")
 	require.NoError(t, err)

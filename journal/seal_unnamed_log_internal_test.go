@@ -33,15 +33,7 @@ func TestSegmentLostWhileFileNamesNoLogIsRefused(t *testing.T) {
 	require.NoError(t, err)
 	written := false
 	failFileCommits(s, &written) // every commit of the file, before it writes
-	big := rvRecord("k0", rvT0)
-	big.Body = []byte(strings.Repeat("p", 32<<10)) // fills the first segment (overlayMax/2)
-	big.BodySHA = sha256.Sum256(big.Body)
-	_, err = s.Create(ctx, big)
-	require.NoError(t, err)
-	_, err = s.Create(ctx, rvRecord("k1", rvT0))
-	require.NoError(t, err)
-	segs := segmentsOf(t, path)
-	require.Len(t, segs, 2, "k1 in a segment of its own")
+	segs := rotateOnce(t, s, path)
 	s.crash(t)
 	require.NoError(t, os.Remove(segs[1]))
 
@@ -79,15 +71,7 @@ func TestAppliedSealedSegmentWithoutSuccessorOpens(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.db")
 	s, err := Open(path, withApplyDelay(time.Hour), withOverlayMax(64<<10))
 	require.NoError(t, err)
-	big := rvRecord("k0", rvT0)
-	big.Body = []byte(strings.Repeat("p", 32<<10))
-	big.BodySHA = sha256.Sum256(big.Body)
-	_, err = s.Create(ctx, big)
-	require.NoError(t, err)
-	_, err = s.Create(ctx, rvRecord("k1", rvT0))
-	require.NoError(t, err)
-	segs := segmentsOf(t, path)
-	require.Len(t, segs, 2)
+	segs := rotateOnce(t, s, path)
 	require.NoError(t, s.Checkpoint(ctx))
 	s.crash(t)
 	// As the applier leaves it once everything is applied with its
@@ -104,4 +88,22 @@ func TestAppliedSealedSegmentWithoutSuccessorOpens(t *testing.T) {
 		require.NoError(t, err, k)
 	}
 	require.NoError(t, s.Close())
+}
+
+// rotateOnce creates k0, which fills the first segment of s (opened with
+// an overlayMax of 64 KiB: segments of half that), then k1, which the
+// next segment takes, and returns the journal's two segments.
+func rotateOnce(t *testing.T, s *Store, path string) []string {
+	t.Helper()
+	ctx := context.Background()
+	big := rvRecord("k0", rvT0)
+	big.Body = []byte(strings.Repeat("p", 32<<10))
+	big.BodySHA = sha256.Sum256(big.Body)
+	_, err := s.Create(ctx, big)
+	require.NoError(t, err)
+	_, err = s.Create(ctx, rvRecord("k1", rvT0))
+	require.NoError(t, err)
+	segs := segmentsOf(t, path)
+	require.Len(t, segs, 2, "k1 in a segment of its own")
+	return segs
 }
