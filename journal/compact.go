@@ -74,11 +74,19 @@ func Inspect(path string, opts ...Option) (CheckReport, error) {
 	}
 	rep.Logged = s.ov.len()
 	problems, err := inspectDB(s.db, s.file, &rep)
-	if err == nil && s.logMissing != nil {
-		// The file may check out; the journal does not.
-		problems = append(problems, errors.New(strings.TrimPrefix(s.logMissing.Error(), prefix)))
+	if err == nil {
+		// The file may check out; the journal does not. Alone, a
+		// problem is its own error (ErrFileFailed, ErrLogMissing);
+		// with others, the journal is damaged.
+		var alone error
+		for _, p := range []error{s.writeFailed, s.logMissing} {
+			if p != nil {
+				problems = append(problems, errors.New(strings.TrimPrefix(p.Error(), prefix)))
+				alone = p
+			}
+		}
 		if len(problems) == 1 {
-			err = s.logMissing
+			err = alone
 		}
 	}
 	if err == nil {

@@ -50,14 +50,12 @@ func settledJournal(t *testing.T, n int) string {
 }
 
 // damageDonePage rewrites, behind the journal's back, the first leaf page of the
-// settled records' bucket with damage(page), as a bad disk block would.
-// The journal still opens: only reads that reach that page see it.
-func damageDonePage(t *testing.T, path string, damage func(page []byte)) {
+// settled records' bucket with damage (one of pageDamages), as a bad disk
+// block would. The journal still opens: only reads that reach that page
+// see it.
+func damageDonePage(t *testing.T, path string, damage func(data []byte, off, pageSize int) []byte) {
 	t.Helper()
-	damageFirstLeaf(t, path, "done.seq", func(data []byte, off, pageSize int) []byte {
-		damage(data[off : off+pageSize])
-		return data
-	})
+	damageFirstLeaf(t, path, "done.seq", damage)
 }
 
 // damageFirstLeaf rewrites the first leaf page of the bucket named bucket
@@ -72,15 +70,23 @@ func damageFirstLeaf(t *testing.T, path, bucket string, damage func(data []byte,
 }
 
 // pageDamages returns the kinds of damage to a leaf page of the file
-// that made bbolt panic or fault, by name.
-func pageDamages() map[string]func(page []byte) {
-	return map[string]func(page []byte){
+// that made bbolt panic or fault, by name: each rewrites the page at off
+// (pageSize bytes) of the file data, and returns the file as it is to be
+// written.
+func pageDamages() map[string]func(data []byte, off, pageSize int) []byte {
+	onPage := func(damage func(p []byte)) func(data []byte, off, pageSize int) []byte {
+		return func(data []byte, off, pageSize int) []byte {
+			damage(data[off : off+pageSize])
+			return data
+		}
+	}
+	return map[string]func(data []byte, off, pageSize int) []byte{
 		// The page claims to be another page: bbolt's assertion panics.
-		"wrong page id": func(p []byte) {
+		"wrong page id": onPage(func(p []byte) {
 			binary.LittleEndian.PutUint64(p[0:8], binary.LittleEndian.Uint64(p[0:8])+12345)
-		},
+		}),
 		// Every element points outside any slice: bbolt's slicing panics.
-		"wild element offsets": func(p []byte) {
+		"wild element offsets": onPage(func(p []byte) {
 			count := int(binary.LittleEndian.Uint16(p[10:12]))
 			for i := range count {
 				e := 16 + 16*i // leaf element: flags, pos, ksize, vsize
@@ -89,22 +95,51 @@ func pageDamages() map[string]func(page []byte) {
 				}
 				binary.LittleEndian.PutUint32(p[e+4:e+8], 0x7ffffff0)
 			}
-		},
+		}),
 		// Every element points past the end of the file, but within
 		// what bbolt will slice: reading a key faults on the memory map
-		// (SIGSEGV or SIGBUS), which kills the process unless the reading
-		// goroutine asked for a panic instead (debug.SetPanicOnFault).
-		"element offsets past the file": func(p []byte) {
+		// (SIGBUS), which kills the process unless the reading goroutine
+		// asked for a panic instead (debug.SetPanicOnFault). The keys
+		// point at the first page past the end of the file, inside
+		// bbolt's map (mapFault): 512 MiB past the page, as they pointed
+		// before, they left the map, and whether anything was there
+		// depended on what else the process had mapped (the race
+		// detector's shadow, another test's journal): a fault one run,
+		// garbage read as keys the next.
+		"element offsets past the file": func(data []byte, off, pageSize int) []byte {
+			data, end := mapFault(data)
+			p := data[off : off+pageSize]
 			count := int(binary.LittleEndian.Uint16(p[10:12]))
 			for i := range count {
 				e := 16 + 16*i
 				if e+16 > len(p) {
 					break
 				}
-				binary.LittleEndian.PutUint32(p[e+4:e+8], 0x20000000-uint32(e))
+				binary.LittleEndian.PutUint32(p[e+4:e+8], uint32(end-off-e))
 			}
+			return data
 		},
 	}
+}
+
+// mapFault returns the file data, made longer if need be, and the offset
+// of the first page past its end that bbolt's memory map of it still
+// covers, where a read faults (SIGBUS) every time. bbolt maps a file of
+// up to 1 GiB rounded up to a power of two (DB.mmapSize); a file of
+// exactly that size leaves nothing mapped past its end, so it gets one
+// page of zeros more, as bbolt grows a file.
+func mapFault(data []byte) ([]byte, int) {
+	ps := os.Getpagesize()
+	end := (len(data) + ps - 1) / ps * ps
+	mapped := 32 << 10
+	for mapped < end && mapped < 1<<30 {
+		mapped *= 2
+	}
+	if mapped == end {
+		data = append(data, make([]byte, end+ps-len(data))...)
+		end += ps
+	}
+	return data, end
 }
 
 // TestDamagedPagesFailClosed: promise 10, "a damaged file fails

@@ -1,6 +1,10 @@
 package journal
 
-import bolt "go.etcd.io/bbolt"
+import (
+	"os"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // bbolt writes its whole freelist (8 bytes per free page) in every commit.
 // A journal that pruned a million records holds hundreds of thousands of
@@ -43,4 +47,22 @@ func syncFreelist(db *bolt.DB) error {
 	}
 	db.NoFreelistSync = false
 	return db.Update(func(*bolt.Tx) error { return nil })
+}
+
+// flushFreelist does what bolt.Open does for a file whose last commit
+// skipped the freelist, which Open keeps it from doing (NoFreelistSync)
+// until rewriteAfterFailure is done: it writes the freelist, with an empty
+// commit, so that a release of bbolt that does not know unsynced
+// freelists can read the file. db's file is f, locked for writing.
+func flushFreelist(db *bolt.DB, f *os.File) error {
+	db.NoFreelistSync = false
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	m, ok, err := newestMeta(f, fi.Size())
+	if err != nil || !ok || m.freelist != noFreelist {
+		return err
+	}
+	return readDamaged(func() error { return db.Update(func(*bolt.Tx) error { return nil }) })
 }

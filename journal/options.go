@@ -54,6 +54,9 @@ func WithLockTimeout(d time.Duration) Option {
 // file is neither created nor changed, and every write returns ErrReadOnly.
 // Several read-only Stores may share a file, but not with a writer: while
 // the application holds the journal, a read-only Open returns ErrLocked.
+// A journal a write to which failed (its fsync: the disk may not hold what
+// it shows) opens with a warning (WithLogger), and Check reports it, until
+// an Open for writing has written it again.
 func ReadOnly() Option {
 	return optionFunc(func(c *config) { c.readOnly = true })
 }

@@ -156,11 +156,20 @@ func (s *Store) openLog(cfg *config) error {
 	if missing != nil {
 		// Accepted (AcceptLostLog): recorded now, so that the next Open
 		// does not refuse the journal again, whether or not a write
-		// comes first.
-		if err := s.commitBolt(func(tx *bolt.Tx) error { return putApplied(tx, &getter{}, applied, 0) }); err != nil {
-			return errorf("recording that the journal goes on without its missing log failed (nothing else was changed): %w", err)
+		// comes first. The file names a new segment, newer than every
+		// one on disk: present, it satisfies check, and checkSeals
+		// looks at no older segment, whose seal may name the one lost.
+		// (Naming no log would not do: checkSeals reads seals then too,
+		// as a file whose commits failed names no log while the log
+		// takes writes.)
+		if err := s.log.rotate(); err != nil {
+			return errorf("starting the log the journal goes on with, without its missing segments, failed (nothing was changed): %w", err)
 		}
-		s.ap.dep.Store(0)
+		gen := s.log.dep.Load()
+		if err := s.commitBolt(func(tx *bolt.Tx) error { return putApplied(tx, &getter{}, applied, gen) }); err != nil {
+			return errorf("recording that the journal goes on without its missing log failed (a new, empty log segment was started; nothing else was changed): %w", err)
+		}
+		s.ap.dep.Store(gen)
 	}
 	s.c = newCommitter(s)
 	s.ap.delay = cfg.applyDelay
@@ -218,11 +227,18 @@ func (d logDep) check(dir, base string, applied, newest uint64) error {
 // commit, left writes in that one alone. Segments are deleted oldest
 // first, so a sealed one on disk without its successor is a loss (a
 // backup that listed the directory before the rotation, the newer
-// segment deleted). With the field stale or naming no log, everything up
-// to the next segment's start is in the file, and the next segment is
-// recorded before a write goes to it (dependOnLog).
+// segment deleted). A stale field says nothing (an earlier release may
+// have applied more, and numbered its own segments).
+//
+// A file that names no log (gen 0) is read too: it names none when it
+// holds every write, but also when dependOnLog's commit failed (the file
+// could not be written, a full disk, while the log took the writes, and
+// rotated), and then a sealed segment without its successor lost writes
+// as surely. There, a seal counts only if the successor began with an
+// entry the file lacks: a file that holds everything (its active segment
+// found gone, applied, and the older ones not yet deleted) lost nothing.
 func (d logDep) checkSeals(dir, base string, applied uint64, segs []segment) error {
-	if d.gen == 0 || d.applied != applied {
+	if d.applied != applied {
 		return nil
 	}
 	var newest uint64
@@ -232,7 +248,7 @@ func (d logDep) checkSeals(dir, base string, applied uint64, segs []segment) err
 		}
 	}
 	for _, seg := range segs {
-		if seg.blank || seg.gen < d.gen || seg.sealed == 0 || newest >= seg.sealed {
+		if seg.blank || seg.gen < d.gen || seg.sealed == 0 || newest >= seg.sealed || (d.gen == 0 && seg.end <= applied) {
 			continue
 		}
 		return withKind(ErrLogMissing, "log segment %s says the log goes on in segment %s (the writes from entry %d on), "+

@@ -28,22 +28,7 @@ import (
 // the disk takes them, it opens and the marker is gone.
 func TestReopenAfterFailedCommitWritesTheJournalAgain(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := Open(path, withApplyDelay(time.Hour))
-	require.NoError(t, err)
-	_, err = s.Create(ctx, rvRecord("k0", rvT0))
-	require.NoError(t, err)
-	// The applier's commit: written, then its fdatasync fails (EIO).
-	s.ap.mu.Lock()
-	s.ap.failCommit = func(written bool) error {
-		if written {
-			return syscall.EIO
-		}
-		return nil
-	}
-	s.ap.mu.Unlock()
-	require.ErrorIs(t, s.Checkpoint(ctx), ErrFileFailed)
-	require.ErrorIs(t, s.Close(), ErrFileFailed)
+	path := failedCommitJournal(t)
 	segs := segmentsOf(t, path)
 	require.NotEmpty(t, segs, "the log, left whole")
 
@@ -67,7 +52,7 @@ func TestReopenAfterFailedCommitWritesTheJournalAgain(t *testing.T) {
 	// The disk takes them: the file and every segment written again and
 	// synced, then used.
 	requireWrittenAgain(t, path, segs)
-	s, err = Open(path)
+	s, err := Open(path)
 	require.NoError(t, err)
 	_, err = s.Get(ctx, "s", "k0")
 	require.NoError(t, err)
@@ -77,6 +62,29 @@ func TestReopenAfterFailedCommitWritesTheJournalAgain(t *testing.T) {
 	s, synced := openSyncing(t, path)
 	require.Empty(t, *synced)
 	require.NoError(t, s.Close())
+}
+
+// failedCommitJournal returns the path of a journal holding k0 whose
+// applier's commit was written, then failed its fdatasync (EIO), and
+// which was then closed: the marker of a failed write beside it.
+func failedCommitJournal(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "j.db")
+	s, err := Open(path, withApplyDelay(time.Hour))
+	require.NoError(t, err)
+	_, err = s.Create(context.Background(), rvRecord("k0", rvT0))
+	require.NoError(t, err)
+	s.ap.mu.Lock()
+	s.ap.failCommit = func(written bool) error {
+		if written {
+			return syscall.EIO
+		}
+		return nil
+	}
+	s.ap.mu.Unlock()
+	require.ErrorIs(t, s.Checkpoint(context.Background()), ErrFileFailed)
+	require.ErrorIs(t, s.Close(), ErrFileFailed)
+	return path
 }
 
 // openSyncing opens the journal at path and returns the files its Open

@@ -86,7 +86,11 @@ type Store struct {
 	// logMissing, in a read-only Store, says which log segments the file
 	// depends on are missing (logDep): Inspect reports it.
 	logMissing error
-	lostSegs   atomic.Int64 // log segments found lost (apply), for Stats
+	// writeFailed, in a read-only Store, says that a write to the file
+	// or its log failed and the disk may not hold what it shows
+	// (writeFailedRead): Inspect reports it.
+	writeFailed error
+	lostSegs    atomic.Int64 // log segments found lost (apply), for Stats
 }
 
 // openFiles holds every Store of this process that is open, so that an
@@ -193,6 +197,13 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		// The array freelist merges its whole list into a new slice on
 		// every commit; the map keeps spans (see freelist.go).
 		FreelistType: bolt.FreelistMapType,
+		// bolt.Open commits when the last commit skipped the freelist
+		// (freelist.go): a new meta page over the tree memory shows,
+		// fsync'd. After a failed write that tree may not be on disk,
+		// and the commit would make it durable before
+		// rewriteAfterFailure writes its pages again. Open writes the
+		// freelist itself once that is done (flushFreelist).
+		NoFreelistSync: true,
 		// bbolt opens the file by path; the hook keeps what Open needs
 		// of it, and refuses a truncated file before bbolt maps it.
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -272,6 +283,10 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 			_ = db.Close()
 			return nil, errorf("journal: open %s: %w", path, err)
 		}
+		if err := flushFreelist(db, file); err != nil {
+			_ = db.Close()
+			return nil, errorf("journal: open %s: writing the freelist: %w", path, err)
+		}
 	}
 	if err := initMeta(db, file, cfg.readOnly); err != nil {
 		_ = db.Close()
@@ -282,6 +297,14 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 	}
 	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly, logger: cfg.logger}
 	s.abs, _ = filepath.Abs(path) // before the process changes its directory
+	if cfg.readOnly {
+		// Under the shared lock: a writer that met the failure has let
+		// go, and one that writes the journal again takes the marker
+		// away before it lets go.
+		if s.writeFailed = writeFailedRead(path); s.writeFailed != nil && s.logger != nil {
+			s.logger.Warn(errorf("journal: open %s: %w", path, s.writeFailed).Error(), slog.String("journal", path))
+		}
+	}
 	if err := s.openLog(cfg); err != nil {
 		_ = db.Close()
 		var kind *kindError

@@ -32,10 +32,7 @@ func TestWriteOnDamagedPageNeverPanics(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			path := settledJournal(t, 3000)
-			damageFirstLeaf(t, path, "settled.seq", func(data []byte, off, pageSize int) []byte {
-				damage(data[off : off+pageSize])
-				return data
-			})
+			damageFirstLeaf(t, path, "settled.seq", damage)
 			before, err := os.ReadFile(path)
 			require.NoError(t, err)
 

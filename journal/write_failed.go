@@ -72,16 +72,9 @@ func rewriteAfterFailure(path string, file *os.File, fail func(path string) erro
 	}
 	dir, base := logLocation(abs)
 	marker := writeFailedPath(dir, base)
-	fi, err := os.Lstat(marker)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil
-	case err != nil:
-		return errorf("%s: %w", marker, err)
-	}
-	cause := []byte("?")
-	if fi.Mode().IsRegular() {
-		cause = readMarker(marker, fi)
+	cause, found, err := markerCause(marker)
+	if !found {
+		return err
 	}
 	refused := func(what string, err error) error {
 		return errorf("a write to this journal failed before (%s: %q), and writing %s again, so that the disk holds what memory shows of it, failed too (%w); nothing was changed: "+
@@ -112,6 +105,52 @@ func rewriteAfterFailure(path string, file *os.File, fail func(path string) erro
 		return errorf("the journal was written again after a failed write, but its marker %s cannot be removed (%w): remove it by hand", marker, err)
 	}
 	return nil
+}
+
+// markerCause reports whether the marker at path is there and, if so,
+// what it says ("?" when it cannot be read).
+func markerCause(marker string) (cause []byte, found bool, err error) {
+	fi, err := os.Lstat(marker)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, errorf("%s: %w", marker, err)
+	}
+	cause = []byte("?")
+	if fi.Mode().IsRegular() {
+		cause = readMarker(marker, fi)
+	}
+	return cause, true, nil
+}
+
+// writeFailedRead is a read-only Open's word on the marker of a failed
+// write beside the journal at path: nil without one, else an error
+// matching ErrFileFailed that says what the reader sees may not be on
+// disk and how to have it written again. A read-only Open changes
+// nothing, so it cannot write the journal again itself; what it shows
+// is what memory holds, the failed write's pages included, which a
+// reboot may take back to what the disk holds. A marker that cannot be
+// looked at is reported as one that may be there.
+func writeFailedRead(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil
+	}
+	dir, base := logLocation(abs)
+	marker := writeFailedPath(dir, base)
+	cause, found, err := markerCause(marker)
+	if err != nil {
+		cause, found = []byte(err.Error()), true
+	}
+	if !found {
+		return nil
+	}
+	// Open prefixes "journal: open PATH: " to a warning's reader.
+	return withKind(ErrFileFailed, "a write to this journal failed (%s: %q), and the disk may not hold what it shows: "+
+		"what is read here may be gone, or as it was before, after a reboot. "+
+		"Do not rely on it: open it for writing once (start the application, or run idem compact), which writes the journal again and syncs it, or refuses if the disk still fails, then read it again",
+		filepath.Base(marker), strings.TrimSpace(string(cause)))
 }
 
 // rewriteSegment writes the log segment at path again (rewriteFile), if
