@@ -116,3 +116,22 @@ func TestCompactJSON(t *testing.T) {
 	require.Equal(t, float64(before.Size()-after.Size()), got["saved"])
 	require.Less(t, after.Size(), before.Size(), "pruned pages given back")
 }
+
+// TestCheckJSONAfterFailedWrite: a journal whose write failed (the
+// application's fsync reported EIO, which left the .write-failed marker)
+// may show pages the disk does not hold. check -json says so in its
+// object, as for any journal that does not check out, for the monitoring
+// that reads it: an error on stderr alone gave it nothing to parse.
+func TestCheckJSONAfterFailedWrite(t *testing.T) {
+	f := newJournal(t)
+	require.NoError(t, os.WriteFile(f.path+".write-failed", []byte("2026-12-05T00:00:00Z journal: commit: fdatasync: input/output error\n"), 0o600))
+	stdout, stderr, code := runIdem(t, "check", "-json", "-journal", f.path)
+	require.Equal(t, 1, code, stdout)
+	require.Contains(t, stderr, "open it for writing")
+	var bad checkJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &bad), "stdout %q, stderr %q", stdout, stderr)
+	require.False(t, bad.OK)
+	require.Len(t, bad.Problems, 1)
+	require.Contains(t, bad.Problems[0], "may not hold")
+	require.Equal(t, 6, bad.Records)
+}

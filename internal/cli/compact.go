@@ -78,7 +78,9 @@ func cmdCheck(e *env, args []string) error {
 		return err
 	}
 	rep, err := journal.Inspect(path, journal.WithLockTimeout(e.lockTimeout))
-	corrupt := errors.Is(err, journal.ErrCorrupt) || errors.Is(err, journal.ErrLogMissing)
+	// A failed write's marker (ErrFileFailed) is read like damage: the
+	// file was read whole, and what it says is a problem of the journal's.
+	corrupt := errors.Is(err, journal.ErrCorrupt) || errors.Is(err, journal.ErrLogMissing) || errors.Is(err, journal.ErrFileFailed)
 	if err != nil && !corrupt {
 		return explain(path, err)
 	}
