@@ -632,7 +632,8 @@ func carriesError(body []byte) bool {
 // of "error" or "fail" (HTX's {"status":"error","err-code":…}, JSend's)
 // or an HTTP error's number, or a "status_code" that is one, a number or
 // its digits (Midtrans's {"status_code":"406",…} to an order_id it
-// holds; not beside a resource's status word, which it numbers:
+// holds; not beside a resource's status word, which it numbers, but
+// beside the code's own reason phrase, which names its error:
 // resourceWord). Read with no "error" member, such an answer
 // was a search that found nothing, and a client order id was sent again
 // though the order might have been placed. An order's own "status"
@@ -643,7 +644,8 @@ func envelopeError(body []byte) bool {
 	if json.Unmarshal(body, &top) != nil {
 		return false
 	}
-	codeErr, word := false, false
+	var words []string
+	var codes []json.RawMessage
 	for name, raw := range top {
 		switch strings.ToLower(name) {
 		case "code", "retcode", "ret_code":
@@ -655,27 +657,41 @@ func envelopeError(body []byte) bool {
 				return true
 			}
 			var s string
-			word = word || json.Unmarshal(raw, &s) == nil && resourceWord(s)
+			if json.Unmarshal(raw, &s) == nil {
+				words = append(words, s)
+			}
 		case "status_code":
 			// Midtrans's own status, an HTTP number as a string in its
 			// 200 reply ("406" for an order_id it holds); its 2xx
 			// ("201" pending, "202" denied) say what became of a charge.
-			codeErr = codeErr || httpError(raw)
+			codes = append(codes, raw)
 		}
 	}
-	// Beside a resource's status word, a "status_code" numbers that
-	// status (dLocal's CANCELLED payment, "status_code":"400"): the
-	// payment found, not an error.
-	return codeErr && !word
+	for _, code := range codes {
+		// Beside a resource's status word, a "status_code" numbers that
+		// status (dLocal's CANCELLED payment, "status_code":"400"): the
+		// payment found, not an error.
+		numbered := slices.ContainsFunc(words, func(w string) bool { return resourceWord(w, code) })
+		if httpError(code) && !numbered {
+			return true
+		}
+	}
+	return false
 }
 
 // resourceWord reports whether a "status" string is a resource's state
-// that a "status_code" beside it may number ("CANCELLED", "PAID"): not
-// empty, not a number, not an envelope's outcome ("ok", "success",
-// "error", "fail", "failure"), and not a refusal ("failed",
+// that code, the "status_code" beside it, may number ("CANCELLED",
+// "PAID"): not empty, not a number, not an envelope's outcome ("ok",
+// "success", "error", "fail", "failure"), not a refusal ("failed",
 // "rejected"): an HTTP error's number beside one may be the call's own
-// error, which proves nothing, as before.
-func resourceWord(s string) bool {
+// error, which proves nothing, as before; and not the code's own HTTP
+// reason phrase, which names the error the code numbers (snapd's
+// envelope {"type":"error","status":"Unauthorized","status_code":401},
+// or "NOT_FOUND" beside 404 as Spring's HttpStatus names it): no
+// resource's state, and read as one a 200 carrying it settled
+// succeeded, or, to a result query, read as a search that found nothing
+// and let the order be sent again.
+func resourceWord(s string, code json.RawMessage) bool {
 	s = strings.ToLower(strings.TrimSpace(s))
 	switch s {
 	case "", "ok", "success", "fail", "failure":
@@ -684,9 +700,16 @@ func resourceWord(s string) bool {
 	if _, err := strconv.Atoi(s); err == nil {
 		return false
 	}
+	if n, ok := statusNumber(code); ok && phraseSeparators.Replace(s) == strings.ToLower(http.StatusText(n)) {
+		return false
+	}
 	st := resourceStatusOf(s)
 	return st != statusFailed && st != statusError
 }
+
+// phraseSeparators reads an HTTP reason phrase written as an enum's
+// name ("NOT_FOUND") or a slug ("not-found") as its words.
+var phraseSeparators = strings.NewReplacer("_", " ", "-", " ")
 
 // envelopeNotFound reports whether a JSON object's top-level
 // "status_code", a number or its digits, is 404: the API's own status in

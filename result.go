@@ -162,8 +162,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "success": false (Paymob's declined and pending transactions, beside
 // their "id"), or has a "status_code" that is an HTTP error's number
 // (Midtrans's refusals, 200 OK with the error's "id"; not beside a
-// "status" word but a refusal's, which it numbers: dLocal's CANCELLED
-// payment is "400"),
+// "status" word but a refusal's or the code's own reason phrase ("Not
+// Found", "NOT_FOUND" beside 404, as snapd's envelope names its
+// error), which it numbers: dLocal's CANCELLED payment is "400"),
 // unless its "state" is "failed", nor a JSON-RPC answer (a
 // "jsonrpc" member) without one of the "state" words above: its "id" is
 // the call's, not a resource's.
@@ -198,7 +199,7 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	// Beside a resource's "status" word it is that status's own number:
 	// dLocal's CANCELLED payment is "status_code":"400" (resourceWord).
 	errCode := v[memStatusCode].ok && httpError(json.RawMessage(v[memStatusCode].s)) &&
-		!(v[memStatus].ok && resourceWord(v[memStatus].s))
+		!(v[memStatus].ok && resourceWord(v[memStatus].s, json.RawMessage(v[memStatusCode].s)))
 	if v[memError].ok || v[memErrors].ok || v[memUnsuccessful].ok || errCode {
 		// A 2xx that carries an error (a JSON-RPC error answer, with the
 		// call's "id" beside it), or says "success": false (Paymob's

@@ -19,6 +19,15 @@ func TestEnvelopeErrorStatusCodeBesideStatus(t *testing.T) {
 		{`{"id":"D-4-be8a9bb2","status":"FAILED","status_code":"500"}`, true},
 		{`{"status":"ok","status_code":404}`, true},
 		{`{"status":"404","status_code":"404"}`, true},
+		// The code's own reason phrase names its error, not a resource's
+		// state: snapd's envelope (snapcraft.io/docs/reference/development/error-responses;
+		// {"result":{…},"status":"Not Found","status_code":404,"type":"error"}),
+		// or the phrase as an enum's name (Spring's HttpStatus).
+		{`{"type":"error","status":"Unauthorized","status_code":401,"result":{"message":"access denied"}}`, true},
+		{`{"type":"error","status":"Internal Server Error","status_code":500,"result":{"message":"boom"}}`, true},
+		{`{"status":"NOT_ACCEPTABLE","status_code":"406","id":"be929ec4"}`, true},
+		{`{"status":"not-found","status_code":"404"}`, true},
+		{`{"id":"D-4-be8a9bb2","status":"CANCELLED","status_code":"401"}`, false},
 	} {
 		if got := envelopeError([]byte(tt.body)); got != tt.want {
 			t.Errorf("envelopeError(%s) = %v; want %v", tt.body, got, tt.want)

@@ -113,8 +113,9 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
 		// Not a forged event (cut, its signature would fail): one this
 		// receiver can never take. Said as what it is, it is found in
-		// the provider's dashboard and the log, not sent for three days
-		// as a "bad signature".
+		// the provider's dashboard and the log as too large, not as a
+		// "bad signature"; the provider still sends it again (any
+		// non-2xx), so raising maxEvent lets a redelivery through.
 		r.mu.Lock()
 		r.log = append(r.log, fmt.Sprintf("an event larger than %d bytes: answered 413; raise maxEvent", maxEvent))
 		r.mu.Unlock()
