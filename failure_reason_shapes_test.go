@@ -50,6 +50,11 @@ func TestFailureReasonShapes(t *testing.T) {
 		{"mastercard send decline", shape{status: http.StatusPaymentRequired, body: `{"Errors":{"Error":[{"RequestId":"rqst_5RO5-73HB-0OGS-53SG",` +
 			`"Source":"","ReasonCode":"DECLINE","Description":"The transaction was declined by the receiving issuer","Recoverable":"false"}]}}`},
 			"402: DECLINE: The transaction was declined by the receiving issuer"},
+		// https://developer.mastercard.com/cross-border-services/documentation/response-error-codes/cross-border-system/:
+		// one error is an object, not a list of one.
+		{"mastercard single error", shape{status: http.StatusBadRequest, body: `{"Errors":{"Error":{"RequestId":"13559438","Source":"proposal_id",` +
+			`"ReasonCode":"INVALID_INPUT_VALUE","Description":"Invalid Input Value","Recoverable":"false",` +
+			`"Details":{"Detail":{"Name":"ErrorDetailCode","Value":"082000"}}}}}`}, "400: INVALID_INPUT_VALUE: Invalid Input Value"},
 		// https://plaid.com/docs/errors/ (the error object: error_type,
 		// error_code, error_message, display_message, request_id): its
 		// developer's words, not only the category (the words here are

@@ -671,8 +671,8 @@ const statusCancelled = 499
 // "message"), then the shapes that say it otherwise: RFC 9457's "detail"
 // and "title", exchanges' "msg", Plaid's "error_message", an "errors"
 // list's first "detail" or "message" (Square, GraphQL) or an "errors"
-// string, Mastercard's {"Errors":{"Error":[…]}} first "ReasonCode" with
-// its "Description", and Checkout.com's "error_type" with its
+// string, Mastercard's {"Errors":{"Error":…}} (one error, or a list's
+// first) "ReasonCode" with its "Description", and Checkout.com's "error_type" with its
 // "error_codes". Members of other types are passed over, not a reason to
 // read none.
 func errorReason(statusCode int, body []byte) string {
@@ -693,10 +693,13 @@ func errorReason(statusCode int, body []byte) string {
 		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Msg, v.ErrorMessage, v.Errors,
 			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"))
 		if reason == "" {
-			// Mastercard's APIs (Send's 402 DECLINE among them) list their
-			// errors under "Errors"."Error": the code a caller acts on and
-			// the words a person reads.
-			e := firstOf(memberOf(v.Errors, "Error"))
+			// Mastercard's APIs (Send's 402 DECLINE among them) put their
+			// errors under "Errors"."Error", a list or a lone object: the
+			// code a caller acts on and the words a person reads.
+			e := memberOf(v.Errors, "Error")
+			if first := firstOf(e); first != nil {
+				e = first
+			}
 			code, _ := memberOf(e, "ReasonCode").(string)
 			reason = firstString(memberOf(e, "Description"))
 			if code != "" && reason != "" {
