@@ -38,6 +38,31 @@ func TestFailureReasonShapes(t *testing.T) {
 		// A UTF-8 byte order mark first (json_bom_test.go).
 		{"after a byte order mark", shape{status: http.StatusPaymentRequired, body: "\ufeff" + `{"error":{"message":"Your card was declined."}}`},
 			"402: Your card was declined."},
+		// https://developer.mastercard.com/mastercard-send-person-to-person/documentation/response-error-codes/error-codes/:
+		// Mastercard Send's service errors, its documented example; a
+		// transfer the receiving bank declines is, by default, a 402
+		// whose ReasonCode is DECLINE
+		// (.../response-error-codes/http-response-reason-codes/; the
+		// Description's words here are ours).
+		{"mastercard send service error", shape{status: http.StatusBadRequest, body: `{"Errors":{"Error":[{"RequestId":"rqst_73HB-5RO5-0OGS-53SG",` +
+			`"Source":"recipient_account_uri","ReasonCode":"INVALID_INPUT_VALUE","Description":"Invalid Account URI","Recoverable":"false",` +
+			`"Details":{"Detail":[{"Name":"ErrorDetailCode","Value":"082000"}]}}]}}`}, "400: INVALID_INPUT_VALUE: Invalid Account URI"},
+		{"mastercard send decline", shape{status: http.StatusPaymentRequired, body: `{"Errors":{"Error":[{"RequestId":"rqst_5RO5-73HB-0OGS-53SG",` +
+			`"Source":"","ReasonCode":"DECLINE","Description":"The transaction was declined by the receiving issuer","Recoverable":"false"}]}}`},
+			"402: DECLINE: The transaction was declined by the receiving issuer"},
+		// https://developer.mastercard.com/cross-border-services/documentation/response-error-codes/cross-border-system/:
+		// one error is an object, not a list of one.
+		{"mastercard single error", shape{status: http.StatusBadRequest, body: `{"Errors":{"Error":{"RequestId":"13559438","Source":"proposal_id",` +
+			`"ReasonCode":"INVALID_INPUT_VALUE","Description":"Invalid Input Value","Recoverable":"false",` +
+			`"Details":{"Detail":{"Name":"ErrorDetailCode","Value":"082000"}}}}}`}, "400: INVALID_INPUT_VALUE: Invalid Input Value"},
+		// https://plaid.com/docs/errors/ (the error object: error_type,
+		// error_code, error_message, display_message, request_id): its
+		// developer's words, not only the category (the words here are
+		// ours).
+		{"plaid transfer error", shape{status: http.StatusBadRequest, body: `{"display_message":null,"documentation_url":"https://plaid.com/docs/errors/transfer/",` +
+			`"error_code":"TRANSFER_ACCOUNT_BLOCKED","error_message":"transfer was blocked due to a previous ACH return on this account",` +
+			`"error_type":"TRANSFER_ERROR","request_id":"saKrIBuEB9qJZno","suggested_action":null}`},
+			"400: transfer was blocked due to a previous ACH return on this account"},
 		{"no reason in the body", shape{status: http.StatusForbidden, body: `{"errors":[]}`}, "403: Forbidden"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -670,26 +670,45 @@ const statusCancelled = 499
 // the status text; bounded so a hostile body cannot bloat the journal.
 // It reads "reason", "message" and "error" (a string, or an object's
 // "message"), then the shapes that say it otherwise: RFC 9457's "detail"
-// and "title", exchanges' "msg", an "errors" list's first "detail" or
-// "message" (Square, GraphQL) or an "errors" string, and Checkout.com's
-// "error_type" with its "error_codes". Members of other types are passed
-// over, not a reason to read none.
+// and "title", exchanges' "msg", Plaid's "error_message", an "errors"
+// list's first "detail" or "message" (Square, GraphQL) or an "errors"
+// string, Mastercard's {"Errors":{"Error":…}} (one error, or a list's
+// first) "ReasonCode" with its "Description", and Checkout.com's "error_type" with its
+// "error_codes". Members of other types are passed over, not a reason to
+// read none.
 func errorReason(statusCode int, body []byte) string {
 	var v struct {
-		Reason     any `json:"reason"`
-		Error      any `json:"error"`
-		Message    any `json:"message"`
-		Detail     any `json:"detail"`
-		Title      any `json:"title"`
-		Msg        any `json:"msg"` // exchanges' (Binance's, OKX's, KuCoin's) {"code":…,"msg":…}
-		Errors     any `json:"errors"`
-		ErrorType  any `json:"error_type"`
-		ErrorCodes any `json:"error_codes"`
+		Reason       any `json:"reason"`
+		Error        any `json:"error"`
+		Message      any `json:"message"`
+		Detail       any `json:"detail"`
+		Title        any `json:"title"`
+		Msg          any `json:"msg"`           // exchanges' (Binance's, OKX's, KuCoin's) {"code":…,"msg":…}
+		ErrorMessage any `json:"error_message"` // Plaid's, beside its "error_type" category
+		Errors       any `json:"errors"`
+		ErrorType    any `json:"error_type"`
+		ErrorCodes   any `json:"error_codes"`
 	}
 	reason := ""
 	if json.Unmarshal(trimBOM(body), &v) == nil {
-		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Msg, v.Errors,
+		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Msg, v.ErrorMessage, v.Errors,
 			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"))
+		if reason == "" {
+			// Mastercard's APIs (Send's 402 DECLINE among them) put their
+			// errors under "Errors"."Error", a list or a lone object: the
+			// code a caller acts on and the words a person reads.
+			e := memberOf(v.Errors, "Error")
+			if first := firstOf(e); first != nil {
+				e = first
+			}
+			code, _ := memberOf(e, "ReasonCode").(string)
+			reason = firstString(memberOf(e, "Description"))
+			if code != "" && reason != "" {
+				reason = code + ": " + reason
+			} else if code != "" {
+				reason = code
+			}
+		}
 		if reason == "" {
 			if typ, _ := v.ErrorType.(string); typ != "" {
 				reason = typ
