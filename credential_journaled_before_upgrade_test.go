@@ -27,6 +27,10 @@ func TestCredentialJournaledBeforeUpgradeIsFinished(t *testing.T) {
 		hdr   http.Header
 	}{
 		{name: "query parameter", query: "?access_key=LEGACY"},
+		// Accepted until the ';' separator and the signed-URL names
+		// were read (url.Values dropped the pair; sig was no secret).
+		{name: "query parameter after a semicolon", query: "?currency=EUR;api_key=LEGACY"},
+		{name: "Azure SAS sig", query: "?sv=2015-04-05&sig=LEGACY%2Bsig%3D"},
 		{name: "header", hdr: http.Header{"Kc-Api-Passphrase": {"LEGACY"}}},
 	} {
 		for _, how := range []string{"resume", "submit", "prepare"} {
@@ -113,6 +117,7 @@ func TestRotatedCredentialResubmittedAfterUpgradeDrivesTheJournaledOperation(t *
 		hdr, rotatedHdr      http.Header
 	}{
 		{name: "query parameter", query: "?access_key=LEGACY", rotated: "?access_key=ROTATED"},
+		{name: "query parameter after a semicolon", query: "?currency=EUR;api_key=LEGACY", rotated: "?currency=EUR;api_key=ROTATED"},
 		{name: "header", hdr: http.Header{"Kc-Api-Passphrase": {"LEGACY"}}, rotatedHdr: http.Header{"Kc-Api-Passphrase": {"ROTATED"}}},
 	} {
 		t.Run(legacy.name, func(t *testing.T) {
