@@ -133,6 +133,35 @@ func TestRotatedCredentialResubmittedAfterUpgradeDrivesTheJournaledOperation(t *
 	}
 }
 
+// The same advice followed for a URL built by appending "&name=value"
+// to "?" (so its query starts with an empty pair): the caller removes
+// access_key (apilayer's credential, https://apilayer.com/docs) and
+// resubmits "?&currency=EUR", the hook adding the key back. Matched
+// without the credential, the journaled query had lost its leading '&'
+// and the resubmitted one had kept it: ErrKeyConflict, "another
+// request", though the server sees the very same one.
+func TestCredentialMovedToTheHookFromAQueryStartingWithEmptyPair(t *testing.T) {
+	for _, how := range []string{"submit", "prepare"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t)
+			journalLegacy(t, e, "?&currency=EUR&access_key=LEGACY", nil)
+			e.crashMidAttempt("k")
+			e.opts = append(e.opts, idem.WithRequestHook(func(r *http.Request) error {
+				r.Header.Set("Authorization", "Bearer sk_test_PLANTED_SECRET")
+				q := r.URL.Query()
+				q.Set("access_key", "LEGACY")
+				r.URL.RawQuery = q.Encode()
+				return nil
+			}))
+			e.restart()
+
+			req := e.req("k", `{"n":1}`)
+			req.URL += "?&currency=EUR"
+			finishJournaledOnce(t, e, how, req)
+		})
+	}
+}
+
 // finishJournaledOnce finishes the operation journaled under key "k"
 // with Resume, or by resubmitting req with Submit or Prepare and Do, and
 // checks that the server got it once and made it once.
