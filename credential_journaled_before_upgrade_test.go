@@ -27,6 +27,10 @@ func TestCredentialJournaledBeforeUpgradeIsFinished(t *testing.T) {
 		hdr   http.Header
 	}{
 		{name: "query parameter", query: "?access_key=LEGACY"},
+		// Accepted until the ';' separator and the signed-URL names
+		// were read (url.Values dropped the pair; sig was no secret).
+		{name: "query parameter after a semicolon", query: "?currency=EUR;api_key=LEGACY"},
+		{name: "Azure SAS sig", query: "?sv=2015-04-05&sig=LEGACY%2Bsig%3D"},
 		{name: "header", hdr: http.Header{"Kc-Api-Passphrase": {"LEGACY"}}},
 	} {
 		for _, how := range []string{"resume", "submit", "prepare"} {
@@ -113,6 +117,7 @@ func TestRotatedCredentialResubmittedAfterUpgradeDrivesTheJournaledOperation(t *
 		hdr, rotatedHdr      http.Header
 	}{
 		{name: "query parameter", query: "?access_key=LEGACY", rotated: "?access_key=ROTATED"},
+		{name: "query parameter after a semicolon", query: "?currency=EUR;api_key=LEGACY", rotated: "?currency=EUR;api_key=ROTATED"},
 		{name: "header", hdr: http.Header{"Kc-Api-Passphrase": {"LEGACY"}}, rotatedHdr: http.Header{"Kc-Api-Passphrase": {"ROTATED"}}},
 	} {
 		t.Run(legacy.name, func(t *testing.T) {
@@ -124,6 +129,35 @@ func TestRotatedCredentialResubmittedAfterUpgradeDrivesTheJournaledOperation(t *
 			req.URL += legacy.rotated
 			req.Header = legacy.rotatedHdr
 			finishJournaledOnce(t, e, "submit", req)
+		})
+	}
+}
+
+// The same advice followed for a URL built by appending "&name=value"
+// to "?" (so its query starts with an empty pair): the caller removes
+// access_key (apilayer's credential, https://apilayer.com/docs) and
+// resubmits "?&currency=EUR", the hook adding the key back. Matched
+// without the credential, the journaled query had lost its leading '&'
+// and the resubmitted one had kept it: ErrKeyConflict, "another
+// request", though the server sees the very same one.
+func TestCredentialMovedToTheHookFromAQueryStartingWithEmptyPair(t *testing.T) {
+	for _, how := range []string{"submit", "prepare"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t)
+			journalLegacy(t, e, "?&currency=EUR&access_key=LEGACY", nil)
+			e.crashMidAttempt("k")
+			e.opts = append(e.opts, idem.WithRequestHook(func(r *http.Request) error {
+				r.Header.Set("Authorization", "Bearer sk_test_PLANTED_SECRET")
+				q := r.URL.Query()
+				q.Set("access_key", "LEGACY")
+				r.URL.RawQuery = q.Encode()
+				return nil
+			}))
+			e.restart()
+
+			req := e.req("k", `{"n":1}`)
+			req.URL += "?&currency=EUR"
+			finishJournaledOnce(t, e, how, req)
 		})
 	}
 }

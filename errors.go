@@ -29,7 +29,8 @@ var (
 	// with the http.Client's Transport. A request whose operation the
 	// journal holds already under its key (journaled by a release that
 	// accepted the credential) is not refused: it is driven as any
-	// resubmission is.
+	// resubmission is. Another request under that key (another body,
+	// say) is refused as a new one would be.
 	ErrSecretHeader = errors.New("idem: credential header in a journaled request")
 )
 

@@ -71,7 +71,7 @@ func TestClientWarnsOfJournalOthersCanRead(t *testing.T) {
 	for _, tc := range []struct {
 		mode   os.FileMode
 		warned bool
-	}{{0o644, true}, {0o666, true}, {0o604, true}, {0o640, false}, {0o660, false}, {0o600, false}} {
+	}{{0o644, true}, {0o666, true}, {0o604, true}, {0o640, false}, {0o660, false}, {0o600, false}, {0o601, false}} {
 		require.NoError(t, os.Chmod(path, tc.mode))
 		var logged syncBuffer
 		c, err := idem.Open(path, idem.WithLogger(slog.New(slog.NewJSONHandler(&logged, nil))))

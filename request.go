@@ -128,8 +128,8 @@ func checkName(what, s string) error {
 // newRecord validates req and turns it into a pending journal record. The
 // array it also returns, made with the record, is room for a Submit's
 // first attempt. journaled: the journal already holds req's operation
-// (journaledBefore), so a credential in its URL or headers is on disk
-// already and is let through.
+// (journaledBefore), so a credential in its URL or headers is let
+// through: journaledBefore takes it out of the record.
 func (c *Client) newRecord(req Request, journaled bool) (*journal.Record, *[1]journal.Attempt, error) {
 	// Checked byte by byte only when the caller gave them: the Client's
 	// scope was checked when it was made (WithScope; DefaultScope), and

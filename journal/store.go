@@ -327,7 +327,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 // beside the service), and Compact keeps it; the mode is theirs to fix.
 func warnOthersMayRead(fi os.FileInfo, path string, logger *slog.Logger) {
 	// Windows reports 0666 for every writable file: no mode to read.
-	if logger == nil || runtime.GOOS == "windows" || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o007 == 0 {
+	if logger == nil || runtime.GOOS == "windows" || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o006 == 0 {
 		return
 	}
 	logger.Warn("journal: the file can be read or written by every user of this machine; it holds the request bodies: "+

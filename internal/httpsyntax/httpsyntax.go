@@ -187,20 +187,24 @@ func SecretParamIn(rawQuery string) string {
 
 // WithoutSecretParams returns rawQuery without its secret parameters
 // (SecretParam; separated by '&' or ';'), the others as written and in
-// their order.
+// their order, empty ones too: a query with none is returned as it is,
+// and "?&a=1&api_key=x" must match the "?&a=1" resubmitted without it.
 func WithoutSecretParams(rawQuery string) string {
 	if SecretParamIn(rawQuery) == "" {
 		return rawQuery
 	}
 	var b strings.Builder
+	kept := false
 	eachParam(rawQuery, func(sep, pair, name, _ string) {
 		if SecretParam(name) {
 			return
 		}
-		if b.Len() > 0 {
+		// Counted by pairs, not bytes: an empty first pair is one.
+		if kept {
 			b.WriteString(sep)
 		}
 		b.WriteString(pair)
+		kept = true
 	})
 	return b.String()
 }

@@ -82,6 +82,10 @@ func TestSecretParamsOfAQuery(t *testing.T) {
 		{"api%5Fkey=x;a=1", "api_key", "a=1"},
 		{"api_key=x;sig=y", "api_key", ""},
 		{"z=9&a=1&&X-Amz-Signature", "X-Amz-Signature", "z=9&a=1&"},
+		// Empty pairs kept, as in the same query given without the secret.
+		{"&a=1&api_key=x", "api_key", "&a=1"},
+		{"api_key=x&&a=1", "api_key", "&a=1"},
+		{";api_key=x;a=1", "api_key", ";a=1"},
 		{"token=paypal-order;k=1", "", "token=paypal-order;k=1"},
 		{"signature=x", "", "signature=x"}, // not a name idem knows
 	} {
