@@ -124,7 +124,15 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 	}
 	if c.cfg.hook != nil {
 		if err := c.cfg.hook(req); err != nil {
-			return exchange{err: fmt.Errorf("idem: request hook: %w", err), unsent: true}
+			// The hook may quote what it just added (a signer's "signing
+			// <URL>", a token refresh's header): its error is journaled
+			// and logged as the attempt's.
+			journaled := rec.URL
+			if query {
+				journaled = rec.QueryURL
+			}
+			err = sentURLOut(fmt.Errorf("idem: request hook: %w", err), journaled, "", req.URL, credentialValues(req.Header)...)
+			return exchange{err: err, unsent: true}
 		}
 		if err := hookHeaderErr(req.Header); err != nil {
 			return exchange{err: err, unsent: true}
@@ -215,8 +223,10 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 // wraps net/http's quotes the URL in its own error (hashicorp/
 // go-retryablehttp's RoundTripper: "POST <URL> giving up after N
 // attempt(s): Post "<URL>": ..."), and the request hook may have put a
-// credential in it. err is returned as is when its text quotes none.
-func sentURLOut(err error, journaled, shown string, sent *url.URL) error {
+// credential in it. secrets are other values added at send time (the
+// credential headers' values), blanked wherever the text quotes them.
+// err is returned as is when its text quotes none.
+func sentURLOut(err error, journaled, shown string, sent *url.URL, secrets ...string) error {
 	text := err.Error()
 	replaced := text
 	// net/http shows a password as ***, url.URL.Redacted as xxxxx; and
@@ -236,11 +246,30 @@ func sentURLOut(err error, journaled, shown string, sent *url.URL) error {
 	// What is left of the credentials in a form not known here (its own
 	// escaping, a redirect's URL that echoes the query): never journaled,
 	// whatever the form.
-	replaced = httpsyntax.RedactSecretsIn(replaced, httpsyntax.SecretValues(sent)...)
+	replaced = httpsyntax.RedactSecretsIn(replaced, append(httpsyntax.SecretValues(sent), secrets...)...)
 	if replaced == text {
 		return err
 	}
 	return &shownTransportError{msg: replaced, err: err}
+}
+
+// credentialValues returns the values of h's credential headers, and of
+// each the part after its scheme ("Bearer <token>"): the forms an error
+// may quote them in.
+func credentialValues(h http.Header) []string {
+	var vs []string
+	for name, values := range h {
+		if !httpsyntax.CredentialHeader(name) {
+			continue
+		}
+		for _, v := range values {
+			vs = append(vs, v)
+			if _, token, ok := strings.Cut(v, " "); ok && strings.TrimSpace(token) != "" {
+				vs = append(vs, strings.TrimSpace(token))
+			}
+		}
+	}
+	return vs
 }
 
 // shownTransportError is a transport error shown with other text. It

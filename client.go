@@ -232,7 +232,10 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 	defer c.exit()
 	rec, _, err := c.newRecord(req, false)
 	if err != nil {
-		if rec, _ = c.journaledBefore(ctx, req, err); rec == nil {
+		var lookErr error
+		if rec, _, lookErr = c.journaledBefore(ctx, req, err); lookErr != nil {
+			return nil, lookErr
+		} else if rec == nil {
 			return nil, err
 		}
 	}
@@ -284,7 +287,10 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	defer c.end(b)
 	rec, first, err := c.newRecord(req, false)
 	if err != nil {
-		if rec, first = c.journaledBefore(ctx, req, err); rec == nil {
+		var lookErr error
+		if rec, first, lookErr = c.journaledBefore(ctx, req, err); lookErr != nil {
+			return nil, lookErr
+		} else if rec == nil {
 			return nil, err
 		}
 	}
@@ -572,26 +578,36 @@ var errKeyHeldByOther = errors.New("the journaled request differs in method, URL
 // journaled without it) must not reach the disk that way. A request that
 // is another one than the journaled, besides its credentials, is refused
 // (err) as any request carrying a credential is.
-func (c *Client) journaledBefore(ctx context.Context, req Request, err error) (*journal.Record, *[1]journal.Attempt) {
+//
+// A journal that cannot be read (lookErr) leaves it unknown whether the
+// key's operation is journaled: the refusal's promise may be false, so
+// the caller is told to retry with the key (ErrUnknownOutcome), never to
+// take a new one.
+func (c *Client) journaledBefore(ctx context.Context, req Request, err error) (rec *journal.Record, first *[1]journal.Attempt, lookErr error) {
 	if req.Key == "" || !errors.Is(err, ErrSecretHeader) {
-		return nil, nil
+		return nil, nil, nil
 	}
-	rec, first, err := c.newRecord(req, true)
+	rec, first, err = c.newRecord(req, true)
 	if err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	stored, err := c.store.Get(ctx, rec.Scope, rec.Key)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		return nil, nil, &Error{Scope: rec.Scope, Key: rec.Key, State: StateUnknown, Kind: ErrUnknownOutcome,
+			Cause: fmt.Errorf("the request carries a credential idem does not journal, and the journal could not be read "+
+				"to tell whether an earlier release journaled its operation: retry with this key, never a new one: %w", withCause(ctx, err))}
+	}
 	if err != nil || !sameRequest(stored, rec) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var okURL, okQuery bool
 	rec.URL, okURL = credentialsOut(rec.URL)
 	rec.QueryURL, okQuery = credentialsOut(rec.QueryURL)
 	if !okURL || !okQuery {
-		return nil, nil
+		return nil, nil, nil
 	}
 	maps.DeleteFunc(rec.Header, func(name string, _ []string) bool { return httpsyntax.CredentialHeader(name) })
-	return rec, first
+	return rec, first, nil
 }
 
 func (c *Client) conflict(stored *journal.Record) error {

@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -149,6 +150,52 @@ func TestAnotherRequestWithCredentialHeaderUnderAJournaledKeyRefused(t *testing.
 				require.Equal(t, journaled.BodySHA, rec.BodySHA, "the journaled order")
 			}
 			requireNotInJournalFile(t, e, secret)
+		})
+	}
+}
+
+// getFailsStore fails every Get: a journal that cannot be read for the
+// moment (a PostgreSQL journal's connection reset, a context that ended).
+type getFailsStore struct {
+	idem.Store
+	err error
+}
+
+func (s *getFailsStore) Get(context.Context, string, string) (*journal.Record, error) {
+	return nil, s.err
+}
+
+// A resubmission whose credential header is refused, when the journal
+// cannot be read to tell whether an earlier release journaled its
+// operation: ErrSecretHeader promises nothing journaled and nothing to be
+// sent, which may be false (the order is journaled, and Run sends it),
+// and a caller who trusts it orders again under a new key. The error says
+// the key's operation may exist: retry with this key (ErrUnknownOutcome).
+func TestCredentialResubmissionWhenTheJournalCannotBeRead(t *testing.T) {
+	const secret = "sk_live_RESUBMITTED_KEY"
+	for _, how := range []string{"submit", "prepare"} {
+		t.Run(how, func(t *testing.T) {
+			e := newEnv(t)
+			_, err := e.client.Prepare(e.ctx, e.req("k", `{"n":1}`))
+			require.NoError(t, err)
+			require.NoError(t, e.client.Close())
+			c, err := idem.New(&getFailsStore{Store: e.store, err: errors.New("journal: read: connection reset by peer")}, e.baseOpts()...)
+			require.NoError(t, err)
+			e.client = c
+
+			req := e.req("k", `{"n":1}`)
+			req.Header = http.Header{"X-Api-Key": {secret}}
+			if how == "submit" {
+				_, err = c.Submit(e.ctx, req)
+			} else {
+				_, err = c.Prepare(e.ctx, req)
+			}
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "the key's operation may be journaled: %v", err)
+			require.NotErrorIs(t, err, idem.ErrSecretHeader)
+			require.Contains(t, err.Error(), "never a new one")
+			require.Contains(t, err.Error(), "connection reset")
+			require.NotContains(t, err.Error(), secret)
+			require.Empty(t, e.submits("k"), "submits")
 		})
 	}
 }

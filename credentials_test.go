@@ -187,3 +187,50 @@ func TestIdempotencyKeyHeaderIsNoCredential(t *testing.T) {
 	_, err = idem.RequestFromHTTP(hr)
 	require.NotErrorIs(t, err, idem.ErrSecretHeader, "RequestFromHTTP")
 }
+
+// A request hook that fails after it added the credentials, and says
+// what it was doing with the request it holds (an OAuth token refresh's
+// error, a signer's "signing <URL>: clock skew"): its error was journaled
+// as the attempt's and logged, the credentials in it. The hook's error
+// reaches the journal with the URL as journaled and the credentials it
+// added blanked.
+func TestFailingHookErrorKeepsNoCredential(t *testing.T) {
+	const token, apiKey = "tok_live_HOOK_BEARER_SECRET", "sk_live_HOOK_QUERY_SECRET"
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var calls int
+	e := newEnv(t, clientOpts(
+		idem.WithLogger(logger),
+		idem.WithRequestHook(func(r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+token)
+			q := r.URL.Query()
+			q.Set("api_key", apiKey)
+			r.URL.RawQuery = q.Encode()
+			if calls++; calls == 1 {
+				return fmt.Errorf("signing %s with %q: clock skew too large", r.URL, r.Header.Get("Authorization"))
+			}
+			return nil
+		})))
+	res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	rec := e.record("k")
+	require.Contains(t, rec.Attempts[0].Err, "clock skew", "the hook's error, journaled")
+	for _, a := range rec.Attempts {
+		require.NotContains(t, a.Err, token, "a credential was journaled")
+		require.NotContains(t, a.Err, apiKey, "a credential was journaled")
+	}
+	requireNotInJournalFile(t, e, token)
+	raw, err := os.ReadFile(e.path)
+	require.NoError(t, err)
+	require.False(t, bytes.Contains(raw, []byte(apiKey)), "a credential is in the journal file")
+	mu.Lock()
+	defer mu.Unlock()
+	require.NotContains(t, logs.String(), token, "a credential was logged")
+	require.NotContains(t, logs.String(), apiKey, "a credential was logged")
+}
