@@ -196,13 +196,8 @@ func TestIdempotencyKeyHeaderIsNoCredential(t *testing.T) {
 // added blanked.
 func TestFailingHookErrorKeepsNoCredential(t *testing.T) {
 	const token, apiKey = "tok_live_HOOK_BEARER_SECRET", "sk_live_HOOK_QUERY_SECRET"
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		return logs.Write(p)
-	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var calls int
 	e := newEnv(t, clientOpts(
 		idem.WithLogger(logger),
@@ -229,8 +224,6 @@ func TestFailingHookErrorKeepsNoCredential(t *testing.T) {
 	raw, err := os.ReadFile(e.path)
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(raw, []byte(apiKey)), "a credential is in the journal file")
-	mu.Lock()
-	defer mu.Unlock()
 	require.NotContains(t, logs.String(), token, "a credential was logged")
 	require.NotContains(t, logs.String(), apiKey, "a credential was logged")
 }
