@@ -597,6 +597,14 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.keyConflict = true
 		}
 	}
+	if !query && cached == "" && !a.stored() && ex.status == http.StatusConflict && a.verdict == Processing &&
+		!saysKeyRunning(ex.body, c.bodyKeyName(rec)) && !carriesError(ex.body) {
+		// A 409 that is the key's first answer as it was (Interchecks,
+		// DOKU), judged as a resource the key created (conflictReplay).
+		if a.created, a.createdStatus = c.conflictReplay(rec, ex); a.created != "" {
+			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
+		}
+	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a
 	}
