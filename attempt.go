@@ -611,6 +611,28 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec.Key)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))
+		if !a.keyConflict && !query && !a.stored() && c.cfg.keyHeader != "" &&
+			(a.verdict == Conflict || a.verdict == Rejected && ex.status == http.StatusBadRequest) && saysDuplicate(ex.body, c.cfg.keyHeader, rec.Key) {
+			// With the key in a header, a 400 or 422 saying the order in
+			// the body is a duplicate (dLocal's 5009 "Order ID is
+			// duplicated.", Toss's DUPLICATED_ORDER_ID and
+			// ALREADY_PROCESSED_PAYMENT) comes from a server that checks
+			// the order id before, or without, its idempotency store: the
+			// order it holds may be a copy of ours (a mesh's retry of a
+			// 503, net/http's resend), as WPG's 2xx "Duplicate Order" may
+			// be. Weighed as the key's "already used", never as saying this
+			// request differs (a.differs): any "different" in it is about
+			// the order id to use next.
+			a.keyConflict = true
+		}
+	}
+	if !query && cached == "" && !a.stored() && ex.status == http.StatusConflict && a.verdict == Processing &&
+		!saysKeyRunning(ex.body, c.bodyKeyName(rec)) && !carriesError(ex.body) {
+		// A 409 that is the key's first answer as it was (Interchecks,
+		// DOKU), judged as a resource the key created (conflictReplay).
+		if a.created, a.createdStatus = c.conflictReplay(rec, ex); a.created != "" {
+			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
+		}
 	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a

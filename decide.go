@@ -966,7 +966,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
 			switch words[i] {
-			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not":
+			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not", "that", "which":
 				continue
 			}
 			return about(words[i]) || i > 0 && slices.Contains(idWords[:], words[i]) && about(words[i-1]+words[i]) ||
@@ -1110,17 +1110,27 @@ var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 // alreadyVerbs follow "already" in a refusal of what exists ("Order ID
 // already exists", "has already been taken", PayU India's "Request is
 // already logged" to a refund token it holds, Paytm's "Refund Already
-// Raised" and "Refund is already Successful" to a refId it holds).
-var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful"}
+// Raised" and "Refund is already Successful" to a refId it holds, Toss
+// Payments' "This is a payment that has already been processed." to a
+// confirmation of a payment it confirmed).
+var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed"}
 
 // joinedAlready reports whether w, one word of a refusal, is a code's name
 // joining its subject (about) to "already" and one of alreadyVerbs: Kraken
 // Futures' sendStatus "clientOrderIdAlreadyExist", lower-cased, or
-// "CLIENT_ORDER_ID_ALREADY_EXISTS". Read apart, its words are one
-// saysDuplicate takes.
+// "CLIENT_ORDER_ID_ALREADY_EXISTS"; or the subject last, after the verb:
+// Toss Payments' ALREADY_PROCESSED_PAYMENT, which comes with words of
+// its own in Korean only unless asked for English
+// (docs.tosspayments.com/reference/error-codes). Read apart, its words
+// are one saysDuplicate takes.
 func joinedAlready(w string, about func(string) bool) bool {
 	at := strings.Index(w, "already")
-	if at <= 0 || !slices.Contains(alreadyVerbs[:], strings.Trim(w[at+len("already"):], "_-")) {
+	if at == 0 {
+		rest := strings.TrimLeft(w[len("already"):], "_-")
+		sep := strings.IndexAny(rest, "_-")
+		return sep > 0 && slices.Contains(alreadyVerbs[:], rest[:sep]) && about(rest[sep+1:])
+	}
+	if at < 0 || !slices.Contains(alreadyVerbs[:], strings.Trim(w[at+len("already"):], "_-")) {
 		return false
 	}
 	return about(strings.Trim(w[:at], "_-"))

@@ -18,6 +18,16 @@ func TestSaysDuplicateByKeyHeader(t *testing.T) {
 		// Authorize.Net's response code 3, reason 11, in a 200.
 		{`{"transactionResponse":{"responseCode":"3","errors":[{"errorCode":"11","errorText":"A duplicate transaction has been submitted."}]}}`, true},
 		{`{"error":"Duplicate Idempotency-Key"}`, true},
+		// dLocal's 5009 (docs.dlocal.com/reference/http-errors-payments).
+		{`{"code":5009,"message":"Order ID is duplicated."}`, true},
+		// Toss Payments' codes, its words in Korean unless asked for
+		// English (docs.tosspayments.com/reference/error-codes).
+		{`{"code":"DUPLICATED_ORDER_ID","message":"이미 승인 및 취소가 진행된 중복된 주문번호 입니다. 다른 주문번호로 진행해주세요."}`, true},
+		{`{"code":"ALREADY_PROCESSED_PAYMENT","message":"이미 처리된 결제 입니다."}`, true},
+		{`{"code":"ALREADY_PROCESSED_PAYMENT","message":"This is a payment that has already been processed."}`, true},
+		{`{"code":"ALREADY_CANCELED_PAYMENT","message":"이미 취소된 결제 입니다."}`, false},
+		{`{"code":"ALREADY_USED_EMAIL"}`, false},
+		{`{"error":"The card that was already used is blocked"}`, false},
 		// WPG's batch service: a batch is no order.
 		{`<batchService version="1.0" merchantCode="M"><error code="5">Duplicate batch</error></batchService>`, false},
 		{`{"error":"Duplicate line item"}`, false},

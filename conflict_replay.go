@@ -1,0 +1,90 @@
+package idem
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// Some servers answer a request under a key they have processed with 409
+// Conflict and the first request's answer as it was, unmarked: Interchecks
+// (docs-v2.interchecks.com/docs/idempotent-requests) and DOKU
+// (developers.doku.com, Idempotency Request). Read as the key in flight,
+// such an answer was waited on and resent until the key window passed,
+// never settled. Most 409s are the key in flight, and some carry a
+// resource that is not the key's (the existing record a create collides
+// with), so only one that shows it is about this request is taken for the
+// stored answer: the key's value in it (in the body, or an echoed key
+// header), or the request's own reference at the same member.
+
+// conflictReplay reads a 409 answer to a submit of rec as the server's
+// stored answer for the key: the completed resource it carries, as
+// createdResource names one (id, and "failed" when the decoder reads it as
+// failed). Both "" when the answer does not show it is about rec's
+// request, or the decoder reads no completed resource with an id in it (a
+// processing one says nothing a wait would not).
+func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state string) {
+	if !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !echoesReference(rec.Body, ex.body) {
+		return "", ""
+	}
+	ans := Answer{
+		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
+		StatusCode: ex.status, Header: ex.header, Body: ex.body,
+	}
+	out, err := c.cfg.decode(&ans)
+	if err != nil || out.ResourceID == "" {
+		return "", ""
+	}
+	switch out.State {
+	case StateSucceeded:
+		return out.ResourceID, ""
+	case StateFailed:
+		return out.ResourceID, "failed"
+	}
+	return "", ""
+}
+
+// echoesReference reports whether answer, a JSON object (or its envelope's
+// one resource), holds one of the request body's own references at the
+// same member: a top-level string member named as a reference
+// (referenceName: "reference", "merchantRefNum") whose value is
+// distinctive (distinctiveKey), as an API echoes the merchant's reference
+// in the resource it made for it. Other ids a request names (a
+// recipient's, the order a refund is of) are shared by other requests.
+func echoesReference(body, answer []byte) bool {
+	var req map[string]any
+	if json.Unmarshal(bytes.TrimSpace(trimBOM(body)), &req) != nil {
+		return false
+	}
+	var doc any
+	if json.Unmarshal(trimBOM(answer), &doc) != nil {
+		return false
+	}
+	for _, res := range resources(doc, 0, nil) {
+		for name, v := range req {
+			ours, ok := v.(string)
+			if !ok || !distinctiveKey(ours) || !referenceName(name) {
+				continue
+			}
+			if theirs, ok := res[name].(string); ok && theirs == ours {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// referenceName reports whether a member's name says it is a reference:
+// it ends in "ref", "reference", "refnum", "refid" or "referenceid",
+// separators and case aside.
+func referenceName(name string) bool {
+	b := bareName(name)
+	for _, w := range [...]string{"ref", "reference", "refnum", "refid", "referenceid"} {
+		if strings.HasSuffix(b, w) {
+			return true
+		}
+	}
+	return false
+}

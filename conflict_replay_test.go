@@ -1,0 +1,170 @@
+package idem_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// conflictReplayPayouts is a payout API that answers a request under a
+// key it has processed with 409 Conflict and the ORIGINAL answer's body,
+// not a replay marked as such: Interchecks
+// (docs-v2.interchecks.com/docs/idempotent-requests: 409 with the
+// original response once the first request was processed, 102 while it
+// runs) and DOKU ("DOKU system will send the same Response body with HTTP
+// Status Code 409 Conflict",
+// developers.doku.com/get-started-with-doku-api/idempotency-request).
+// Its payout echoes the request's own reference, as payout APIs echo a
+// merchant reference (Paysafe's merchantRefNum for Interchecks' instant
+// withdrawals). The gateway in front loses the first answer (504) when
+// lostFirst is set; answer, if set, is what a later request under the
+// key gets in place of the stored body.
+type conflictReplayPayouts struct {
+	lostFirst bool
+	answer    string
+
+	mu      sync.Mutex
+	stored  map[string]string
+	payouts int
+	keys    []string
+}
+
+func (s *conflictReplayPayouts) serve(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	var req struct {
+		Reference string `json:"reference"`
+		Amount    string `json:"amount"`
+		Card      string `json:"card"`
+	}
+	_ = json.Unmarshal(b, &req)
+	key := r.Header.Get("Idempotency-Key")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keys = append(s.keys, key)
+	w.Header().Set("Content-Type", "application/json")
+	if stored, ok := s.stored[key]; ok {
+		if s.answer != "" {
+			stored = s.answer
+		}
+		w.WriteHeader(http.StatusConflict)
+		_, _ = io.WriteString(w, stored)
+		return
+	}
+	s.payouts++
+	status := "PAID"
+	if req.Card == declineCard {
+		status = "DECLINED"
+	}
+	s.stored[key] = `{"id":"pmt_9f2c41","reference":"` + req.Reference + `","amount":"` + req.Amount + `","currency":"USD","status":"` + status + `"}`
+	if s.lostFirst && len(s.keys) == 1 {
+		w.WriteHeader(http.StatusGatewayTimeout)
+		_, _ = io.WriteString(w, `<html><body><h1>504 Gateway Time-out</h1></body></html>`)
+		return
+	}
+	w.WriteHeader(http.StatusCreated)
+	_, _ = io.WriteString(w, s.stored[key])
+}
+
+// submit sends one payout of 25.00 to card under reference
+// "payout-2026-0042" with key "k" in the Idempotency-Key header, through a
+// client with the default settings.
+func (s *conflictReplayPayouts) submit(t *testing.T, card string) (*idem.Client, *idem.Result, error) {
+	t.Helper()
+	s.stored = map[string]string{}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, idemtest.NewClock(epoch))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payouts",
+		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"` + card + `"}`)})
+	return c, res, err
+}
+
+// requireSent asserts the payouts made and that each of n submits
+// carried key "k".
+func (s *conflictReplayPayouts) requireSent(t *testing.T, payouts, n int) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, payouts, s.payouts, "payouts")
+	require.Len(t, s.keys, n, "submits")
+	for i, k := range s.keys {
+		require.Equalf(t, "k", k, "submit %d: Idempotency-Key", i+1)
+	}
+}
+
+// A 409 whose body is the key's completed payout, after an attempt of
+// ours that may have executed, is the server's stored answer for our key:
+// it settles the operation with that payout. Read as the key in flight, it
+// was waited on and resent until the budget ran out, and then by every
+// Resume and Run pass until the key window passed: never settled. The
+// body proves it is about our request by our own reference in it; the
+// amount is ours too.
+func TestConflictCarryingTheOriginalAnswerSettles(t *testing.T) {
+	t.Run("paid", func(t *testing.T) {
+		s := &conflictReplayPayouts{lostFirst: true}
+		_, res, err := s.submit(t, "4444333322221111")
+		requireOutcome(t, res, err, idem.StateSucceeded, nil, "pmt_9f2c41", "")
+		s.requireSent(t, 1, 2)
+	})
+	t.Run("declined", func(t *testing.T) {
+		s := &conflictReplayPayouts{lostFirst: true}
+		_, res, err := s.submit(t, declineCard)
+		requireOutcome(t, res, err, idem.StateFailed, []error{idem.ErrFailed}, "pmt_9f2c41", "")
+		s.requireSent(t, 1, 2)
+	})
+}
+
+// A 409 carrying a completed resource that does not show it is about our
+// request (neither our key nor our reference in it), or one that describes
+// another request (another amount under our key), settles nothing: the
+// first is read as before, the key's request in flight (never failed,
+// never settled by another request's resource); the second is another
+// request's answer under our key, for a person.
+func TestConflictCarryingAnotherResourceDoesNotSettle(t *testing.T) {
+	t.Run("not about our request", func(t *testing.T) {
+		s := &conflictReplayPayouts{lostFirst: true,
+			answer: `{"id":"pmt_77aa01","reference":"payout-2026-0007","amount":"25.00","currency":"USD","status":"PAID"}`}
+		_, res, err := s.submit(t, "4444333322221111")
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.NotErrorIs(t, err, idem.ErrFailed)
+		require.NotEqual(t, idem.StateSucceeded, res.State)
+		require.NotEqual(t, idem.StateFailed, res.State)
+		require.Empty(t, res.ResourceID, "another request's payout taken for ours")
+		s.requireSent(t, 1, 5) // the call's budget of attempts, as for any key in flight
+	})
+	t.Run("another amount under our key", func(t *testing.T) {
+		s := &conflictReplayPayouts{lostFirst: true,
+			answer: `{"id":"pmt_9f2c41","reference":"payout-2026-0042","amount":"250.00","currency":"USD","status":"PAID"}`}
+		_, res, err := s.submit(t, "4444333322221111")
+		require.ErrorIs(t, err, idem.ErrKeyConflict)
+		require.ErrorIs(t, err, idem.ErrNeedsReview)
+		require.NotErrorIs(t, err, idem.ErrFailed)
+		require.Equal(t, idem.ReviewKeyInUse, res.Review)
+		require.NotEqual(t, idem.StateSucceeded, res.State)
+		s.requireSent(t, 1, 2)
+	})
+}
+
+// The same 409 to a first attempt answers a request under our key that
+// was not idem's (nothing of ours may have executed): as a replayed 2xx
+// to a first attempt, it is flagged ReviewKeyInUse, never taken for ours
+// and never resent.
+func TestConflictCarryingTheOriginalAnswerToAFirstAttempt(t *testing.T) {
+	s := &conflictReplayPayouts{stored: map[string]string{}}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	s.stored["k"] = `{"id":"pmt_9f2c41","reference":"payout-2026-0042","amount":"25.00","currency":"USD","status":"PAID"}`
+	c := clientFor(t, srv, idemtest.NewClock(epoch))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payouts",
+		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
+	requireForeignKey(t, res, err)
+	s.requireSent(t, 0, 1)
+}
