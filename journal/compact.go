@@ -281,8 +281,16 @@ func Compact(path string, opts ...Option) (CompactStats, error) {
 	// leaves both meta pages describing the whole copy. The copy holds
 	// every write (flushed above, and no other Store can write): that
 	// commit records that it depends on no log, and src's Close deletes
-	// the log.
-	if err := dst.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(metaLogDep) }); err != nil {
+	// the log. It records so as of the copy's applied position, as a
+	// clean Close does (retireLog): without the field, the copy read as
+	// a file an earlier release left (logDep), and Open read no seal of
+	// the log its next process writes before its file names one.
+	if err := dst.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		dep := make([]byte, 16)
+		copy(dep[8:], meta.Get(metaApplied)) // 8 bytes, or none: 0
+		return meta.Put(metaLogDep, dep)
+	}); err != nil {
 		cleanup()
 		return st, errorf("journal: compact %s: copy: %w", path, err)
 	}
