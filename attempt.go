@@ -884,10 +884,14 @@ func (d *driver) query() (step, error) {
 				// was told of (to show it, to Confirm by LookupResource),
 				// and a later answer naming another is then caught
 				// (heldElsewhere). One that names none keeps it. Held as
-				// the key's, not our request's own, where another
-				// request held the key first (contested): the endpoint
-				// answers for the key.
-				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: p.contested}
+				// the key's (Replayed), never as our request's own: the
+				// endpoint answers for the key, which another request
+				// may have used first without contesting it (a key
+				// shared, a client order id free again), and its short
+				// running form may describe nothing to tell. Only a
+				// resource our own answer named is ours whatever its
+				// amount says later (heldOwn).
+				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: true}
 			}
 		case moveReview:
 			setReview(r, st.review)
