@@ -87,3 +87,63 @@ func TestProcessingQueryNamesNoResourceOfOurs(t *testing.T) {
 	defer s.mu.Unlock()
 	require.Equal(t, []string{body}, s.submits, "submits: one, never resent")
 }
+
+// ownHeldServer answers the submit itself 202 Accepted, naming the
+// payment it made and is still authorising, and its result endpoint
+// answers the key's payment, set by setResult.
+type ownHeldServer struct {
+	sharedKeyServer
+}
+
+func (s *ownHeldServer) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		s.sharedKeyServer.serve(w, r)
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.submits = append(s.submits, string(b))
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusAccepted)
+	_, _ = io.WriteString(w, `{"state":"processing","resourceId":"pay_1"}`)
+}
+
+// A resource our own submit's answer named stays ours when result
+// queries name it too: an authorised payment's amount is updated in place
+// (Adyen's authorisation adjustment, https://docs.adyen.com/online-payments/adjust-authorisation/),
+// and the payment the full answer then shows, with its new amount, is
+// the one our request made. Journaling the query's naming over our own
+// answer's made it the key's, and the amended payment read as another
+// request's (ReviewKeyInUse) for a person to settle.
+func TestProcessingQueryKeepsOurOwnHeldResource(t *testing.T) {
+	clock := idemtest.NewClock(epoch)
+	s := &ownHeldServer{sharedKeyServer{result: `{"state":"processing","resourceId":"pay_1"}`}}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, clock, idem.WithResultEndpoint(srv.URL+"/v1/results/{key}"))
+	const key, body = "pay-8", `{"amount":2000,"currency":"usd"}`
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + "/v1/payments", Body: []byte(body)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateProcessing, res.State)
+	require.Equal(t, "pay_1", res.ResourceID)
+	require.False(t, res.Replayed, "named by the answer to our own request")
+	s.mu.Lock()
+	require.Positive(t, s.queries, "the result endpoint named it too")
+	s.mu.Unlock()
+
+	s.setResult(`{"id":"pay_1","amount":2500,"currency":"usd","status":"authorised"}`)
+	clock.Advance(10 * time.Minute)
+	_, err = c.Resume(t.Context())
+	require.NoError(t, err)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, key)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, op.State)
+	require.Equal(t, "pay_1", resourceOf(op))
+	require.Empty(t, op.Review)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, []string{body}, s.submits, "submits: one")
+}
