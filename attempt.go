@@ -929,16 +929,22 @@ func (d *driver) query() (step, error) {
 				setReview(r, st.review)
 			}
 		case moveProcessing:
+			held := r.State == StateProcessing && r.Result != nil && r.Result.ResourceID == st.out.ResourceID
 			r.State = StateProcessing
-			if st.out.ResourceID != "" {
+			if st.out.ResourceID != "" && !held {
 				// The caller holding "unknown" is owed the resource it
 				// was told of (to show it, to Confirm by LookupResource),
 				// and a later answer naming another is then caught
 				// (heldElsewhere). One that names none keeps it. Held as
-				// the key's, not our request's own, where another
-				// request held the key first (contested): the endpoint
-				// answers for the key.
-				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: p.contested}
+				// the key's (Replayed), never as our request's own: the
+				// endpoint answers for the key, which another request
+				// may have used first without contesting it (a key
+				// shared, a client order id free again), and its short
+				// running form may describe nothing to tell. Only a
+				// resource our own answer named is ours whatever its
+				// amount says later (heldOwn): one held already, the
+				// query naming it too, keeps how it was named.
+				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: true}
 			}
 		case moveReview:
 			setReview(r, st.review)

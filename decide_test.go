@@ -247,6 +247,38 @@ func TestJudgeQueryOtherRequestOfTheHeldResource(t *testing.T) {
 	}
 }
 
+// TestJudgeQueryHeldResource: the outcome table's rows for a result query
+// after the server said it holds a resource for the key (a processing
+// answer's): an answer naming another is the key made twice, flagged
+// ReviewMadeTwice as a submit's is; one naming the held one, or none,
+// reads as it would with nothing held.
+func TestJudgeQueryHeldResource(t *testing.T) {
+	held := past{maybeExecuted: true, held: "ord_1"}
+	for _, tt := range []struct {
+		name   string
+		p      past
+		out    Outcome
+		move   move
+		review string
+	}{
+		{"processing, naming the held one", held, Outcome{State: StateProcessing, ResourceID: "ord_1"}, moveProcessing, ""},
+		{"processing, naming none", held, Outcome{State: StateProcessing}, moveProcessing, ""},
+		{"processing, naming another: review", held, Outcome{State: StateProcessing, ResourceID: "ord_2"}, moveReview, ReviewMadeTwice},
+		{"succeeded, naming the held one", held, Outcome{State: StateSucceeded, ResourceID: "ord_1"}, moveSettle, ""},
+		{"succeeded, naming another: settled, flagged", held, Outcome{State: StateSucceeded, ResourceID: "ord_2"}, moveSettle, ReviewMadeTwice},
+		{"failed, naming another: settled, flagged", held, Outcome{State: StateFailed, ResourceID: "ord_2"}, moveSettle, ReviewMadeTwice},
+		{"succeeded, another, the key contested: another request's", past{maybeExecuted: true, contested: true, held: "ord_1"},
+			Outcome{State: StateSucceeded, ResourceID: "ord_2"}, moveReview, ReviewKeyInUse},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			j := judgeQuery(tt.p, answer{status: 200, out: tt.out})
+			if j.move != tt.move || j.review != tt.review {
+				t.Fatalf("judgeQuery() = move %d review %q; want %d %q", j.move, j.review, tt.move, tt.review)
+			}
+		})
+	}
+}
+
 // TestFoundOrder: a result query's answer names the order a client order
 // id in the request's body asked about only when it holds the id as a
 // member's value and carries no error.

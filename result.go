@@ -41,7 +41,9 @@ type Result struct {
 	Confirmed bool // settled by an external confirmation (Confirm)
 	// Replayed: the settling answer was the server's stored response for
 	// the key (Idempotent-Replayed: true, or a 409 naming the resource
-	// the key created), not a fresh execution.
+	// the key created), not a fresh execution. On a processing Result:
+	// the resource it names came from such an answer or from a result
+	// query, both the server's word for the key, not for this request.
 	Replayed bool
 }
 
