@@ -1058,6 +1058,13 @@ func saysDuplicate(body []byte, name, key string) bool {
 			if sameID(words[i+1:], about) {
 				return true
 			}
+		case (w == "conflict" || w == "conflicts") && i > 0 && bareName(words[i-1]) == bareName(name):
+			// The key's own member said to clash: Bitvavo's 400
+			// {"errorCode":220,"error":"clientOrderId conflict within the
+			// market."} to a clientOrderId its open order holds
+			// (docs.bitvavo.com/docs/errors). Only that member: an
+			// "order conflict" may be about anything the order holds.
+			return true
 		case joinedAlready(w, about), joinedUnique(w, about):
 			return true
 		}
