@@ -963,10 +963,14 @@ func saysDuplicate(body []byte, name, key string) bool {
 	// written as two words ("Order ID must be unique"), read as one, and
 	// the key's member as Rails writes it in a full message ("External
 	// has already been taken" for external_id).
+	// The id itself may stand between its subject and the verbs, as
+	// Interactive Brokers writes it: "Local order ID=<cOID> is already
+	// registered.": it is passed over as they are.
+	ownKey := strings.ToLower(key)
 	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
 			switch words[i] {
-			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not":
+			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not", ownKey:
 				continue
 			}
 			return about(words[i]) || i > 0 && slices.Contains(idWords[:], words[i]) && about(words[i-1]+words[i]) ||
@@ -1117,8 +1121,10 @@ var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 // alreadyVerbs follow "already" in a refusal of what exists ("Order ID
 // already exists", "has already been taken", PayU India's "Request is
 // already logged" to a refund token it holds, Paytm's "Refund Already
-// Raised" and "Refund is already Successful" to a refId it holds).
-var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful"}
+// Raised" and "Refund is already Successful" to a refId it holds,
+// Interactive Brokers' "Local order ID=<cOID> is already registered." to
+// a cOID it holds).
+var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "registered"}
 
 // joinedAlready reports whether w, one word of a refusal, is a code's name
 // joining its subject (about) to "already" and one of alreadyVerbs: Kraken

@@ -187,3 +187,26 @@ func TestSaysDuplicateKeyMemberConflict(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateAlreadyRegistered: with the key in the body's cOID,
+// Interactive Brokers' "Local order ID=<cOID> is already registered."
+// (the refusal Voyz/ibind's handle_questions matches) says the id's order
+// exists, the id itself between its subject and the verbs; what else is
+// "already registered" (an email, a device) names no order.
+func TestSaysDuplicateAlreadyRegistered(t *testing.T) {
+	const key = "aapl-buy-20261205-7f3c9a"
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"error":"Order couldn't be submitted: Local order ID=aapl-buy-20261205-7f3c9a is already registered."}`, true},
+		{`{"error":"Order ID already registered"}`, true},
+		{`{"error":"Email is already registered"}`, false},
+		{`{"error":"Device aapl-buy-20261205-7f3c9a is already registered"}`, false},
+		{`{"error":"Local order ID=other-order-1 is already registered."}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "cOID", key); got != tc.want {
+			t.Errorf("saysDuplicate(%s, cOID) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
