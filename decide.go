@@ -963,10 +963,14 @@ func saysDuplicate(body []byte, name, key string) bool {
 	// written as two words ("Order ID must be unique"), read as one, and
 	// the key's member as Rails writes it in a full message ("External
 	// has already been taken" for external_id).
+	// The id itself may stand between its subject and the verbs, as
+	// Interactive Brokers writes it: "Local order ID=<cOID> is already
+	// registered.": it is passed over as they are.
+	ownKey := strings.ToLower(key)
 	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
 			switch words[i] {
-			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not", "that", "which":
+			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not", "that", "which", ownKey:
 				continue
 			}
 			return about(words[i]) || i > 0 && slices.Contains(idWords[:], words[i]) && about(words[i-1]+words[i]) ||
@@ -1058,6 +1062,13 @@ func saysDuplicate(body []byte, name, key string) bool {
 			if sameID(words[i+1:], about) {
 				return true
 			}
+		case (w == "conflict" || w == "conflicts") && i > 0 && bareName(words[i-1]) == bareName(name):
+			// The key's own member said to clash: Bitvavo's 400
+			// {"errorCode":220,"error":"clientOrderId conflict within the
+			// market."} to a clientOrderId its open order holds
+			// (docs.bitvavo.com/docs/errors). Only that member: an
+			// "order conflict" may be about anything the order holds.
+			return true
 		case joinedAlready(w, about), joinedUnique(w, about):
 			return true
 		}
@@ -1112,8 +1123,9 @@ var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 // already logged" to a refund token it holds, Paytm's "Refund Already
 // Raised" and "Refund is already Successful" to a refId it holds, Toss
 // Payments' "This is a payment that has already been processed." to a
-// confirmation of a payment it confirmed).
-var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed"}
+// confirmation of a payment it confirmed, Interactive Brokers' "Local
+// order ID=<cOID> is already registered." to a cOID it holds).
+var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed", "registered"}
 
 // joinedAlready reports whether w, one word of a refusal, is a code's name
 // joining its subject (about) to "already" and one of alreadyVerbs: Kraken

@@ -176,3 +176,47 @@ func TestSaysDuplicateCodeEndingInSubject(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateKeyMemberConflict: with the key in the body's
+// clientOrderId, Bitvavo's 400 errorCode 220 "clientOrderId conflict
+// within the market." (docs.bitvavo.com/docs/errors) says the id's order
+// exists; a conflict of anything else the order holds does not.
+func TestSaysDuplicateKeyMemberConflict(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"errorCode":220,"error":"clientOrderId conflict within the market."}`, true},
+		{`{"error":"client_order_id conflicts with an open order"}`, true},
+		{`{"error":"order conflict: position is reduce-only"}`, false},
+		{`{"error":"price conflicts with the market's tick size"}`, false},
+		{`{"error":"timeInForce conflict with postOnly"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "clientOrderId", "2be7d0df-d5dc-4b53-a250-3376f3b393e6"); got != tc.want {
+			t.Errorf("saysDuplicate(%s, clientOrderId) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestSaysDuplicateAlreadyRegistered: with the key in the body's cOID,
+// Interactive Brokers' "Local order ID=<cOID> is already registered."
+// (the refusal Voyz/ibind's handle_questions matches) says the id's order
+// exists, the id itself between its subject and the verbs; what else is
+// "already registered" (an email, a device) names no order.
+func TestSaysDuplicateAlreadyRegistered(t *testing.T) {
+	const key = "aapl-buy-20261205-7f3c9a"
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"error":"Order couldn't be submitted: Local order ID=aapl-buy-20261205-7f3c9a is already registered."}`, true},
+		{`{"error":"Order ID already registered"}`, true},
+		{`{"error":"Email is already registered"}`, false},
+		{`{"error":"Device aapl-buy-20261205-7f3c9a is already registered"}`, false},
+		{`{"error":"Local order ID=other-order-1 is already registered."}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "cOID", key); got != tc.want {
+			t.Errorf("saysDuplicate(%s, cOID) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}

@@ -103,7 +103,8 @@ func otherRequest(body, answer []byte) (how string, fixed bool) {
 }
 
 // requestMembers is the describing members of a request's body with one
-// scalar value each: a JSON object's top level, or a form's parameters.
+// scalar value each: a JSON object's top level (a JSON-RPC call's
+// params), or a form's parameters.
 func requestMembers(body []byte) map[string]string {
 	doc := bytes.TrimSpace(trimBOM(body))
 	ours := map[string]string{}
@@ -113,6 +114,11 @@ func requestMembers(body []byte) map[string]string {
 		dec.UseNumber()
 		if dec.Decode(&m) != nil {
 			return nil
+		}
+		if params, ok := m["params"].(map[string]any); ok && m["jsonrpc"] != nil {
+			// A JSON-RPC call carries the order in its params (Deribit's
+			// private/buy): its top level names only the call.
+			m = params
 		}
 		for _, name := range describingMembers {
 			v, _ := memberAt(m, name)
