@@ -3,6 +3,9 @@ package idem_test
 import (
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
@@ -42,4 +45,43 @@ func TestCommercetoolsOrderInAWorkflowStateSettles(t *testing.T) {
 			ct.requireOne(t, ctOrderNumber, ctOrderDraft, 1, lose)
 		})
 	}
+}
+
+// commercetools answers a Create Order from Cart that it goes on to
+// complete with 500 ("If a server-side problem occurs, indicated by a
+// 500 Internal Server Error HTTP response, the Order creation may still
+// successfully complete after the error is returned. If you receive
+// this error, you should verify the status of the Order by querying a
+// unique identifier supplied during the creation request, such as the
+// Order number": commercetools-sdk-java-v2's ByProjectKeyOrdersPost,
+// from the API reference). The order shows up by its number only later
+// (90 s here): the call asks and asks again, never resends nor fails,
+// and Resume settles it by the lookup once it shows; one create.
+func TestCommercetoolsOrderCompletedAfterA500(t *testing.T) {
+	clock := idemtest.NewClock(epoch)
+	shows := epoch.Add(90 * time.Second)
+	ct := &ctResources{lookup: "/shop/orders/order-number=", field: "orderNumber", typeID: "order", render: ctOrder, serverError: true,
+		hidden: func() bool { return clock.Now().Before(shows) }}
+	srv := ct.start(t)
+	c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithResultEndpoint("/shop/orders/order-number={key}"))
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: ctOrderNumber, URL: srv.URL + "/shop/orders", Body: []byte(ctOrderDraft)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Empty(t, res.Review)
+	ct.mu.Lock()
+	asked := ct.queries
+	ct.mu.Unlock()
+	require.Positive(t, asked, "lookups by order number")
+
+	clock.Advance(shows.Sub(clock.Now()))
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, ctOrderNumber)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, op.State)
+	require.Equal(t, ct.made(ctOrderNumber), op.Result.ResourceID)
+	ct.requireOne(t, ctOrderNumber, ctOrderDraft, 1, asked+1)
 }

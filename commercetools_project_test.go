@@ -33,9 +33,11 @@ type ctResources struct {
 	typeID string                      // the resource's typeId, as a Reference names it
 	render func(id, key string) string // the resource as the API answers it
 
-	lose        int  // how many of the first creates lose their answer (connection dropped after the resource is made)
-	unavailable bool // the first create, once made, is answered 503 (an upstream reset, as Envoy reports it)
-	conflicting bool // refuse a held identifier with DuplicateFieldWithConflictingResource
+	lose        int         // how many of the first creates lose their answer (connection dropped after the resource is made)
+	unavailable bool        // the first create, once made, is answered 503 (an upstream reset, as Envoy reports it)
+	conflicting bool        // refuse a held identifier with DuplicateFieldWithConflictingResource
+	serverError bool        // the first create, once made, is answered 500 General
+	hidden      func() bool // while it reports true, a lookup does not find what the first create made
 
 	mu      sync.Mutex
 	byKey   map[string]string // identifier → resource id
@@ -63,7 +65,7 @@ func (ct *ctResources) serve(w http.ResponseWriter, r *http.Request) {
 		ct.queries++
 		key, _ := strings.CutPrefix(r.URL.Path, ct.lookup)
 		id, ok := ct.byKey[key]
-		if !ok {
+		if !ok || ct.hidden != nil && ct.hidden() {
 			w.WriteHeader(http.StatusNotFound)
 			msg := fmt.Sprintf("The Resource with key '%s' was not found.", key)
 			_, _ = fmt.Fprintf(w, `{"statusCode":404,"message":%q,"errors":[{"code":"ResourceNotFound","message":%q}]}`, msg, msg)
@@ -89,6 +91,9 @@ func (ct *ctResources) serve(w http.ResponseWriter, r *http.Request) {
 	id := fmt.Sprintf("8f0c7a4e-3b1d-4c5e-9a2f-%012d", len(ct.byKey)+1)
 	ct.byKey[key] = id
 	switch {
+	case ct.serverError && len(ct.creates) == 1:
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `{"statusCode":500,"message":"Write operations are temporarily not possible.","errors":[{"code":"General","message":"Write operations are temporarily not possible."}]}`)
 	case ct.unavailable && len(ct.creates) == 1:
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusServiceUnavailable)
