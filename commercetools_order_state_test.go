@@ -76,12 +76,6 @@ func TestCommercetoolsOrderCompletedAfterA500(t *testing.T) {
 	require.Positive(t, asked, "lookups by order number")
 
 	clock.Advance(shows.Sub(clock.Now()))
-	sum, err := c.Resume(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
-	op, err := c.Lookup(t.Context(), idem.DefaultScope, ctOrderNumber)
-	require.NoError(t, err)
-	require.Equal(t, idem.StateSucceeded, op.State)
-	require.Equal(t, ct.made(ctOrderNumber), op.Result.ResourceID)
+	requireResumeSettlesKey(t, c, ctOrderNumber, ct.made(ctOrderNumber))
 	ct.requireOne(t, ctOrderNumber, ctOrderDraft, 1, asked+1)
 }
