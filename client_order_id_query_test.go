@@ -125,10 +125,16 @@ func (x *spotExchange) requireNoOrder(t *testing.T, queries int) {
 // the order orderID.
 func requireResumeSettles(t *testing.T, c *idem.Client, orderID string) {
 	t.Helper()
+	requireResumeSettlesKey(t, c, "ord-9", orderID)
+}
+
+// requireResumeSettlesKey is requireResumeSettles for the operation key.
+func requireResumeSettlesKey(t *testing.T, c *idem.Client, key, orderID string) {
+	t.Helper()
 	sum, err := c.Resume(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
-	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, key)
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, op.State)
 	require.Equal(t, orderID, op.Result.ResourceID)

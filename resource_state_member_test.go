@@ -91,6 +91,19 @@ func TestDecodeJSONReadsResourceState(t *testing.T) {
 		// names its own status.
 		{`{"id":"O1","state":"COMPLETED","purchase_units":[{"payments":{"captures":[{"status":"DECLINED"}]}}]}`, 201,
 			idem.Outcome{State: idem.StateFailed, ResourceID: "O1", Reason: "DECLINED"}, true},
+		// A commercetools Order in a state of the project's workflow: its
+		// "state" a Reference to the State, no status
+		// (commercetools_order_state_test.go); a "status" beside it still
+		// decides, and any other object there proves nothing.
+		{`{"id":"o1","orderState":"Open","state":{"typeId":"state","id":"s1"}}`, 201, idem.Outcome{State: idem.StateSucceeded, ResourceID: "o1"}, true},
+		{`{"id":"o1","state":{"typeId":"state","id":"s1","obj":{"key":"order-received"}}}`, 200, idem.Outcome{State: idem.StateSucceeded, ResourceID: "o1"}, true},
+		{`{"id":"o1","state":{"typeId":"state","id":"s1"}}`, 202, idem.Outcome{State: idem.StateProcessing, ResourceID: "o1"}, true},
+		{`{"id":"o1","state":{"typeId":"state","id":"s1"},"status":"declined"}`, 201, idem.Outcome{State: idem.StateFailed, ResourceID: "o1", Reason: "declined"}, true},
+		{`{"state":{"typeId":"state","id":"s1"}}`, 200, idem.Outcome{}, false},
+		{`{"id":"p1","state":{"status":"declined"}}`, 200, idem.Outcome{}, false},
+		{`{"id":"p1","state":{"typeId":"payment","id":"p0"}}`, 200, idem.Outcome{}, false},
+		{`{"id":"p1","state":{"typeId":"state","id":""}}`, 200, idem.Outcome{}, false},
+		{`{"id":"p1","state":["declined"]}`, 200, idem.Outcome{}, false},
 	})
 }
 

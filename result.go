@@ -123,7 +123,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // id; no other number names a resource), whose status is its "status",
 // or its "state" when that holds none of the words above (Revolut
 // Business's transactions: "completed", "declined") and "status" holds
-// none of those below, taken as succeeded
+// none of those below (a "state" that is a Reference to a State,
+// {"typeId":"state","id":…}, is a commercetools Order's place in its
+// project's own workflow, no status: read as if absent), taken as succeeded
 // (as processing when the status is 202 Accepted: not completed, unless
 // its status says it is done: "authorized" or "authorised",
 // "captured", "paid", "succeeded", "completed", "approved", "settled" or
@@ -484,7 +486,7 @@ type jsonString struct {
 // DecodeJSON's reading, which scanResult follows.
 func unmarshalResult(body []byte) (resultBody, error) {
 	var v struct {
-		State      *string         `json:"state"`
+		State      json.RawMessage `json:"state"`
 		ResourceID string          `json:"resourceId"`
 		ID         json.RawMessage `json:"id"`
 		Reason     string          `json:"reason"`
@@ -505,10 +507,30 @@ func unmarshalResult(body []byte) (resultBody, error) {
 		memID: idOf(v.ID), memKey: anyString(v.Key), memIdemKey: anyString(v.IdemKey), memIdemKey2: anyString(v.IdemKey2), memStatus: anyString(v.Status), memJSONRPC: anyString(v.JSONRPC),
 		memError: {ok: holdsError(v.Error)}, memErrors: {ok: holdsError(v.Errors)}, memUnsuccessful: {ok: v.Success == false},
 		memStatusCode: codeOf(v.StatusCode)}
-	if v.State != nil {
-		r[memState] = jsonString{*v.State, true}
+	if len(v.State) > 0 && !stateReference(v.State) {
+		var state *string
+		if err := json.Unmarshal(v.State, &state); err != nil {
+			return resultBody{}, fmt.Errorf("its \"state\" is no word: %w", err)
+		}
+		if state != nil {
+			r[memState] = jsonString{*state, true}
+		}
 	}
 	return r, nil
+}
+
+// stateReference reports whether a "state" member is a commercetools
+// Reference to a State of the project's own workflow, {"typeId":"state",
+// "id":…} (an Order created with OrderFromCartDraft's "state"): a link
+// to another resource, no status, so the resource reads as if it had
+// no "state". Any other object there may hold a status in a shape of
+// its own ({"status":"declined"}), and still proves nothing.
+func stateReference(raw json.RawMessage) bool {
+	var ref struct {
+		TypeID string `json:"typeId"`
+		ID     string `json:"id"`
+	}
+	return len(raw) > 0 && raw[0] == '{' && json.Unmarshal(raw, &ref) == nil && ref.TypeID == "state" && ref.ID != ""
 }
 
 // codeOf is a "status_code" member, raw: a string, or a number as it is
