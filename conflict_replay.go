@@ -3,6 +3,7 @@ package idem
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/idemkit/idem/journal"
@@ -76,15 +77,25 @@ func echoesReference(body, answer []byte) bool {
 	return false
 }
 
-// referenceName reports whether a member's name says it is a reference:
-// it ends in "ref", "reference", "refnum", "refid" or "referenceid",
-// separators and case aside.
+// referenceName reports whether a member's name says it is the
+// request's own reference: it ends in "ref", "reference", "refnum",
+// "refid" or "referenceid", separators and case aside, and says nothing
+// before that, or only whose it is as the merchant's own (ownReference).
+// A reference named for another party or thing is shared by every
+// request about it: the shopper's (Adyen's shopperReference), the
+// customer's, the original payment's of a recurring series (Request
+// Network's originalRequestPaymentReference), an invoice's.
 func referenceName(name string) bool {
 	b := bareName(name)
 	for _, w := range [...]string{"ref", "reference", "refnum", "refid", "referenceid"} {
-		if strings.HasSuffix(b, w) {
+		if owner, ok := strings.CutSuffix(b, w); ok && slices.Contains(ownReference[:], owner) {
 			return true
 		}
 	}
 	return false
 }
+
+// ownReference are what may stand before a reference's name when it is
+// the merchant's own for this request ("merchantRefNum",
+// "client_reference_id", "external_reference").
+var ownReference = [...]string{"", "merchant", "client", "external", "partner"}
