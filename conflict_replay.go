@@ -22,11 +22,19 @@ import (
 
 // conflictReplay reads a 409 answer to a submit of rec as the server's
 // stored answer for the key: the completed resource it carries, as
-// createdResource names one (id, and "failed" when the decoder reads it as
+// createdResource names one (id, and "failed" when DecodeJSON reads it as
 // failed). Both "" when the answer does not show it is about rec's
-// request, or the decoder reads no completed resource with an id in it (a
-// processing one says nothing a wait would not).
+// request, or DecodeJSON reads no completed resource with an id in it (a
+// processing one says nothing a wait would not), or the client reads its
+// answers with a Decoder of its own.
 func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state string) {
+	if !c.cfg.decodeIsJSON {
+		// A Decoder reads 2xx answers (Decoder's promise): one may read
+		// any other status as the operation's failure, as clients do
+		// of a decline that comes 402 with the payment in it (Paysafe),
+		// and a paid payout would be reported failed.
+		return "", ""
+	}
 	if !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !echoesReference(rec.Body, ex.body) {
 		return "", ""
 	}
@@ -34,7 +42,7 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
 		StatusCode: ex.status, Header: ex.header, Body: ex.body,
 	}
-	out, err := c.cfg.decode(&ans)
+	out, err := DecodeJSON(&ans)
 	if err != nil || out.ResourceID == "" {
 		return "", ""
 	}
