@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -255,7 +256,9 @@ func sentURLOut(err error, journaled, shown string, sent *url.URL, secrets ...st
 
 // credentialValues returns the values of h's credential headers, and of
 // each the part after its scheme ("Bearer <token>"): the forms an error
-// may quote them in.
+// may quote them in. Basic credentials are quoted as the hook knows them,
+// decoded: the pair, the password (Razorpay's key secret) and a username
+// long enough to be a key (Stripe's, docs.stripe.com/api/authentication).
 func credentialValues(h http.Header) []string {
 	var vs []string
 	for name, values := range h {
@@ -264,8 +267,22 @@ func credentialValues(h http.Header) []string {
 		}
 		for _, v := range values {
 			vs = append(vs, v)
-			if _, token, ok := strings.Cut(v, " "); ok && strings.TrimSpace(token) != "" {
-				vs = append(vs, strings.TrimSpace(token))
+			scheme, token, ok := strings.Cut(v, " ")
+			if token = strings.TrimSpace(token); !ok || token == "" {
+				continue
+			}
+			vs = append(vs, token)
+			if !strings.EqualFold(scheme, "Basic") {
+				continue
+			}
+			if pair, err := base64.StdEncoding.DecodeString(token); err == nil {
+				user, pass, _ := strings.Cut(string(pair), ":")
+				vs = append(vs, string(pair), pass)
+				if len(user) >= 8 {
+					// A short username is a name, not a key (Mailgun's
+					// "api"): blanked, it would blank the URL's host.
+					vs = append(vs, user)
+				}
 			}
 		}
 	}

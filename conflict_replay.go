@@ -3,6 +3,7 @@ package idem
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/idemkit/idem/journal"
@@ -21,11 +22,19 @@ import (
 
 // conflictReplay reads a 409 answer to a submit of rec as the server's
 // stored answer for the key: the completed resource it carries, as
-// createdResource names one (id, and "failed" when the decoder reads it as
+// createdResource names one (id, and "failed" when DecodeJSON reads it as
 // failed). Both "" when the answer does not show it is about rec's
-// request, or the decoder reads no completed resource with an id in it (a
-// processing one says nothing a wait would not).
+// request, or DecodeJSON reads no completed resource with an id in it (a
+// processing one says nothing a wait would not), or the client reads its
+// answers with a Decoder of its own.
 func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state string) {
+	if !c.cfg.decodeIsJSON {
+		// A Decoder reads 2xx answers (Decoder's promise): one may read
+		// any other status as the operation's failure, as clients do
+		// of a decline that comes 402 with the payment in it (Paysafe),
+		// and a paid payout would be reported failed.
+		return "", ""
+	}
 	if !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !echoesReference(rec.Body, ex.body) {
 		return "", ""
 	}
@@ -33,7 +42,7 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
 		StatusCode: ex.status, Header: ex.header, Body: ex.body,
 	}
-	out, err := c.cfg.decode(&ans)
+	out, err := DecodeJSON(&ans)
 	if err != nil || out.ResourceID == "" {
 		return "", ""
 	}
@@ -76,15 +85,25 @@ func echoesReference(body, answer []byte) bool {
 	return false
 }
 
-// referenceName reports whether a member's name says it is a reference:
-// it ends in "ref", "reference", "refnum", "refid" or "referenceid",
-// separators and case aside.
+// referenceName reports whether a member's name says it is the
+// request's own reference: it ends in "ref", "reference", "refnum",
+// "refid" or "referenceid", separators and case aside, and says nothing
+// before that, or only whose it is as the merchant's own (ownReference).
+// A reference named for another party or thing is shared by every
+// request about it: the shopper's (Adyen's shopperReference), the
+// customer's, the original payment's of a recurring series (Request
+// Network's originalRequestPaymentReference), an invoice's.
 func referenceName(name string) bool {
 	b := bareName(name)
 	for _, w := range [...]string{"ref", "reference", "refnum", "refid", "referenceid"} {
-		if strings.HasSuffix(b, w) {
+		if owner, ok := strings.CutSuffix(b, w); ok && slices.Contains(ownReference[:], owner) {
 			return true
 		}
 	}
 	return false
 }
+
+// ownReference are what may stand before a reference's name when it is
+// the merchant's own for this request ("merchantRefNum",
+// "client_reference_id", "external_reference").
+var ownReference = [...]string{"", "merchant", "client", "external", "partner"}

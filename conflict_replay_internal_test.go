@@ -20,6 +20,12 @@ func TestEchoesReference(t *testing.T) {
 			`{"id":"pmt_1","description":"payout-2026-0042"}`, false},
 		{"recipient's id", `{"recipient_id":"rcp_8c1f22","amount":"25.00"}`,
 			`{"id":"pmt_1","recipient_id":"rcp_8c1f22","status":"PAID"}`, false},
+		{"shopper's reference", `{"shopperReference":"shopper-00042-acme","amount":"49.00"}`,
+			`{"id":"pmt_1","shopperReference":"shopper-00042-acme","status":"PAID"}`, false},
+		{"original payment's reference", `{"originalRequestPaymentReference":"0x8f3a91c2d4e5b607"}`,
+			`{"id":"pmt_1","originalRequestPaymentReference":"0x8f3a91c2d4e5b607"}`, false},
+		{"client_reference_id", `{"client_reference_id":"payout-2026-0042"}`,
+			`{"id":"pmt_1","client_reference_id":"payout-2026-0042"}`, true},
 		{"short reference", `{"reference":"42"}`, `{"id":"pmt_1","reference":"42"}`, false},
 		{"form body", `reference=payout-2026-0042`, `{"id":"pmt_1","reference":"payout-2026-0042"}`, false},
 	} {

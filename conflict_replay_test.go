@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -167,4 +168,41 @@ func TestConflictCarryingTheOriginalAnswerToAFirstAttempt(t *testing.T) {
 		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
 	requireForeignKey(t, res, err)
 	s.requireSent(t, 0, 1)
+}
+
+// decodePaysafePayment reads an answer as a client of Paysafe's APIs may:
+// the payment in the body, any status but 2xx its failure (a decline
+// comes 402 with the payment's id, its status and an "error",
+// developer.paysafe.com/en/api-docs/alternative-payments-api/test-and-go-live/alternate-payments-errors/).
+// A Decoder is given 2xx answers only, so the non-2xx branch is for the
+// caller's own use of the function.
+func decodePaysafePayment(a *idem.Answer) (idem.Outcome, error) {
+	var v struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(a.Body, &v); err != nil || v.ID == "" {
+		return idem.Outcome{}, errors.New("no payment in the body")
+	}
+	if a.StatusCode/100 != 2 || v.Status == "DECLINED" {
+		return idem.Outcome{State: idem.StateFailed, ResourceID: v.ID, Reason: v.Status}, nil
+	}
+	return idem.Outcome{State: idem.StateSucceeded, ResourceID: v.ID}, nil
+}
+
+// A Decoder reads 2xx answers (idem.Decoder): the key's stored answer in
+// a 409 is not given to one, which may read any other status as the
+// payment's failure. Given it, the paid payout's 409 settled the payout
+// failed, and the caller, told it failed, pays again under a new key.
+func TestConflictCarryingTheOriginalAnswerIsNotGivenToADecoder(t *testing.T) {
+	s := &conflictReplayPayouts{lostFirst: true, stored: map[string]string{}}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithDecoder(decodePaysafePayment))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payouts",
+		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed, "a paid payout reported failed")
+	require.NotEqual(t, idem.StateFailed, res.State)
+	s.requireSent(t, 1, 5) // the call's budget of attempts, as for any key in flight
 }
