@@ -115,7 +115,8 @@ func requestMembers(body []byte) map[string]string {
 		if dec.Decode(&m) != nil {
 			return nil
 		}
-		if params, ok := m["params"].(map[string]any); ok && m["jsonrpc"] != nil {
+		params, rpc := m["params"].(map[string]any)
+		if rpc = rpc && m["jsonrpc"] != nil; rpc {
 			// A JSON-RPC call carries the order in its params (Deribit's
 			// private/buy): its top level names only the call.
 			m = params
@@ -125,6 +126,12 @@ func requestMembers(body []byte) map[string]string {
 			if v, ok := scalarOf(v); ok {
 				ours[name] = v
 			}
+		}
+		if rpc && m["post_only"] == true && m["reject_post_only"] != true {
+			// Deribit places a post-only order that would take at a price
+			// "just below the spread" (private/buy's post_only) rather than
+			// refuse it: the price sent is not the one it rests at.
+			delete(ours, "price")
 		}
 		return ours
 	}
