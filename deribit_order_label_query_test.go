@@ -32,6 +32,10 @@ type deribit struct {
 	// placedAt: the price our order rests at, when not the params' own.
 	placedAt float64
 	body     string // the create's body
+	// sameSize: the earlier order under the label is 40 at 90000, as
+	// ours, on instrument in direction.
+	sameSize              bool
+	instrument, direction string
 
 	mu      sync.Mutex
 	posts   []string
@@ -53,6 +57,10 @@ func (x *deribit) serve(w http.ResponseWriter, r *http.Request) {
 	x.queries = append(x.queries, label)
 	w.Header().Set("Content-Type", "application/json")
 	price, amount := 85000.0, 10.0
+	instrument, direction := "BTC-PERPETUAL", "buy"
+	if x.sameSize {
+		price, amount, instrument, direction = 90000, 40, x.instrument, x.direction
+	}
 	if x.ours {
 		price, amount = 90000, 40
 		if x.placedAt != 0 {
@@ -61,9 +69,9 @@ func (x *deribit) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","result":[{"time_in_force":"good_til_cancelled","reduce_only":false,"price":%.1f,`+
 		`"post_only":%t,"order_type":"limit","order_state":"filled","order_id":"24516189617","max_show":10.0,`+
-		`"last_update_timestamp":1764849600000,"label":%q,"is_liquidation":false,"instrument_name":"BTC-PERPETUAL",`+
-		`"filled_amount":%.1f,"direction":"buy","creation_timestamp":1764849600000,"average_price":%.1f,"api":true,"amount":%.1f}],`+
-		`"usIn":1764936000000000,"usOut":1764936000000420,"usDiff":420,"testnet":false}`, price, x.placedAt != 0, label, amount, price, amount)
+		`"last_update_timestamp":1764849600000,"label":%q,"is_liquidation":false,"instrument_name":%q,`+
+		`"filled_amount":%.1f,"direction":%q,"creation_timestamp":1764849600000,"average_price":%.1f,"api":true,"amount":%.1f}],`+
+		`"usIn":1764936000000000,"usOut":1764936000000420,"usDiff":420,"testnet":false}`, price, x.placedAt != 0, label, instrument, amount, direction, price, amount)
 }
 
 const deribitOrder = `{"jsonrpc":"2.0","id":8,"method":"private/buy","params":{"instrument_name":"BTC-PERPETUAL","amount":40,"type":"limit","price":90000,"label":"hedge-2026-12-05-0007"}}`
@@ -131,6 +139,27 @@ func TestDeribitLabelHeldByAnEarlierOrderIsNotOurs(t *testing.T) {
 	res, err := c.Submit(t.Context(), req)
 	requireOutcome(t, res, err, idem.StateUnknown, []error{idem.ErrKeyConflict, idem.ErrNeedsReview}, "", idem.ReviewKeyInUse)
 	x.requireOneCreate(t, req.Key)
+}
+
+// The earlier order under the label is of our size and price, but a
+// sell (private/sell: Deribit's order names its side "direction", the
+// call's method says it) or on another instrument of the currency the
+// lookup asks about: it was taken for ours, the call settled succeeded
+// with it, ours never placed. It is another request's: ReviewKeyInUse,
+// never resent.
+func TestDeribitLabelHeldByAnEarlierOrderOfOurSizeIsNotOurs(t *testing.T) {
+	for _, tt := range []struct{ name, instrument, direction string }{
+		{"a sell", "BTC-PERPETUAL", "sell"},
+		{"another instrument", "BTC-27MAR26", "buy"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x, c, req := newDeribitFor(t, &deribit{sameSize: true, instrument: tt.instrument, direction: tt.direction, body: deribitOrder})
+
+			res, err := c.Submit(t.Context(), req)
+			requireOutcome(t, res, err, idem.StateUnknown, []error{idem.ErrKeyConflict, idem.ErrNeedsReview}, "", idem.ReviewKeyInUse)
+			x.requireOneCreate(t, req.Key)
+		})
+	}
 }
 
 // Our own order under the label, its amount and price the params', is
