@@ -947,9 +947,8 @@ func saysDuplicate(body []byte, name, key string) bool {
 	// (Prisma's "\nUnique constraint failed"): the 'n' is no part of
 	// the next word.
 	text := jsonBreaks.Replace(strings.ToLower(string(body)))
-	words := strings.FieldsFunc(text, func(r rune) bool {
-		return r >= utf8.RuneSelf || !alnum(byte(r)) && r != '_' && r != '-'
-	})
+	split := func(r rune) bool { return r >= utf8.RuneSelf || !alnum(byte(r)) && r != '_' && r != '-' }
+	words := strings.FieldsFunc(text, split)
 	// FIX's ClOrdID (tag 11) is the client order id of APIs built on FIX
 	// whatever their member is called (Crypto.com's DUPLICATE_CLORDID for
 	// client_oid), behind a code's prefix too (Phemex's
@@ -965,12 +964,18 @@ func saysDuplicate(body []byte, name, key string) bool {
 	// has already been taken" for external_id).
 	// The id itself may stand between its subject and the verbs, as
 	// Interactive Brokers writes it: "Local order ID=<cOID> is already
-	// registered.": it is passed over as they are.
-	ownKey := strings.ToLower(key)
+	// registered.": it is passed over as they are, all its words (a cOID
+	// is any string: "AAPL.buy:1" is three words here), never only the
+	// last of them.
+	ownKey := strings.FieldsFunc(strings.ToLower(key), split)
 	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
 			switch words[i] {
-			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not", "that", "which", ownKey:
+			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not", "that", "which":
+				continue
+			}
+			if n := len(ownKey); n > 0 && i+1 >= n && slices.Equal(words[i+1-n:i+1], ownKey) {
+				i -= n - 1
 				continue
 			}
 			return about(words[i]) || i > 0 && slices.Contains(idWords[:], words[i]) && about(words[i-1]+words[i]) ||

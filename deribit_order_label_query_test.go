@@ -29,6 +29,13 @@ type deribit struct {
 	// ours: the create reached the engine and placed our order (40 at
 	// 90000) before its answer was lost, and the label holds it alone.
 	ours bool
+	// placedAt: the price our order rests at, when not the params' own.
+	placedAt float64
+	body     string // the create's body
+	// sameSize: the earlier order under the label is 40 at 90000, as
+	// ours, on instrument in direction.
+	sameSize              bool
+	instrument, direction string
 
 	mu      sync.Mutex
 	posts   []string
@@ -50,17 +57,31 @@ func (x *deribit) serve(w http.ResponseWriter, r *http.Request) {
 	x.queries = append(x.queries, label)
 	w.Header().Set("Content-Type", "application/json")
 	price, amount := 85000.0, 10.0
+	instrument, direction := "BTC-PERPETUAL", "buy"
+	if x.sameSize {
+		price, amount, instrument, direction = 90000, 40, x.instrument, x.direction
+	}
 	if x.ours {
 		price, amount = 90000, 40
+		if x.placedAt != 0 {
+			price = x.placedAt
+		}
 	}
 	_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","result":[{"time_in_force":"good_til_cancelled","reduce_only":false,"price":%.1f,`+
-		`"post_only":false,"order_type":"limit","order_state":"filled","order_id":"24516189617","max_show":10.0,`+
-		`"last_update_timestamp":1764849600000,"label":%q,"is_liquidation":false,"instrument_name":"BTC-PERPETUAL",`+
-		`"filled_amount":%.1f,"direction":"buy","creation_timestamp":1764849600000,"average_price":%.1f,"api":true,"amount":%.1f}],`+
-		`"usIn":1764936000000000,"usOut":1764936000000420,"usDiff":420,"testnet":false}`, price, label, amount, price, amount)
+		`"post_only":%t,"order_type":"limit","order_state":"filled","order_id":"24516189617","max_show":10.0,`+
+		`"last_update_timestamp":1764849600000,"label":%q,"is_liquidation":false,"instrument_name":%q,`+
+		`"filled_amount":%.1f,"direction":%q,"creation_timestamp":1764849600000,"average_price":%.1f,"api":true,"amount":%.1f}],`+
+		`"usIn":1764936000000000,"usOut":1764936000000420,"usDiff":420,"testnet":false}`, price, x.placedAt != 0, label, instrument, amount, direction, price, amount)
 }
 
 const deribitOrder = `{"jsonrpc":"2.0","id":8,"method":"private/buy","params":{"instrument_name":"BTC-PERPETUAL","amount":40,"type":"limit","price":90000,"label":"hedge-2026-12-05-0007"}}`
+
+// A post-only buy that would take liquidity is not refused: "the price
+// will be changed to be just below the spread" unless reject_post_only
+// (docs.deribit.com, private/buy's post_only; nautilus_deribit's
+// DeribitOrderParams: "price is adjusted to be just below the spread
+// (unless reject_post_only is true)"). Ours rests at 89999.5.
+const deribitPostOnlyOrder = `{"jsonrpc":"2.0","id":8,"method":"private/buy","params":{"instrument_name":"BTC-PERPETUAL","amount":40,"type":"limit","price":90000,"post_only":true,"label":"hedge-2026-12-05-0007"}}`
 
 // decodeDeribit reads Deribit's JSON-RPC answers as a user writes it: the
 // order under the key's label settles (rejected: failed), an error or a
@@ -120,6 +141,27 @@ func TestDeribitLabelHeldByAnEarlierOrderIsNotOurs(t *testing.T) {
 	x.requireOneCreate(t, req.Key)
 }
 
+// The earlier order under the label is of our size and price, but a
+// sell (private/sell: Deribit's order names its side "direction", the
+// call's method says it) or on another instrument of the currency the
+// lookup asks about: it was taken for ours, the call settled succeeded
+// with it, ours never placed. It is another request's: ReviewKeyInUse,
+// never resent.
+func TestDeribitLabelHeldByAnEarlierOrderOfOurSizeIsNotOurs(t *testing.T) {
+	for _, tt := range []struct{ name, instrument, direction string }{
+		{"a sell", "BTC-PERPETUAL", "sell"},
+		{"another instrument", "BTC-27MAR26", "buy"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x, c, req := newDeribitFor(t, &deribit{sameSize: true, instrument: tt.instrument, direction: tt.direction, body: deribitOrder})
+
+			res, err := c.Submit(t.Context(), req)
+			requireOutcome(t, res, err, idem.StateUnknown, []error{idem.ErrKeyConflict, idem.ErrNeedsReview}, "", idem.ReviewKeyInUse)
+			x.requireOneCreate(t, req.Key)
+		})
+	}
+}
+
 // Our own order under the label, its amount and price the params', is
 // read back and settles the call, one create.
 func TestDeribitOwnOrderReadBackByLabel(t *testing.T) {
@@ -130,15 +172,32 @@ func TestDeribitOwnOrderReadBackByLabel(t *testing.T) {
 	x.requireOneCreate(t, req.Key)
 }
 
+// Our post-only order, its price moved below the spread by Deribit, is
+// read back under the label: its price is not the params', and it was
+// taken for another request's order, left for a person (ReviewKeyInUse)
+// though it is ours. The params' price of a post-only order that may be
+// moved proves nothing: it settles the call, one create.
+func TestDeribitOwnPostOnlyOrderMovedBelowTheSpreadIsOurs(t *testing.T) {
+	x, c, req := newDeribitFor(t, &deribit{ours: true, placedAt: 89999.5, body: deribitPostOnlyOrder})
+
+	res, err := c.Submit(t.Context(), req)
+	requireOutcome(t, res, err, idem.StateSucceeded, nil, "24516189617", "")
+	x.requireOneCreate(t, req.Key)
+}
+
 func newDeribit(t *testing.T, ours bool) (*deribit, *idem.Client, idem.Request) {
 	t.Helper()
-	x := &deribit{ours: ours}
+	return newDeribitFor(t, &deribit{ours: ours, body: deribitOrder})
+}
+
+func newDeribitFor(t *testing.T, x *deribit) (*deribit, *idem.Client, idem.Request) {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(x.serve))
 	t.Cleanup(srv.Close)
 	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeDeribit),
 		idem.WithResultEndpoint(srv.URL+"/api/v2/private/get_order_state_by_label?currency=BTC&label={key}"))
 	return x, c, idem.Request{Key: "hedge-2026-12-05-0007", URL: srv.URL + "/api/v2/private/buy",
-		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(deribitOrder)}
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(x.body)}
 }
 
 // requireOneCreate asserts that the order was sent once and every lookup
@@ -148,7 +207,7 @@ func (x *deribit) requireOneCreate(t *testing.T, key string) {
 
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	require.Equal(t, []string{deribitOrder}, x.posts, "one create, never resent")
+	require.Equal(t, []string{x.body}, x.posts, "one create, never resent")
 	require.NotEmpty(t, x.queries)
 	for _, q := range x.queries {
 		require.Equal(t, key, q, "every lookup by the key")

@@ -202,21 +202,30 @@ func TestSaysDuplicateKeyMemberConflict(t *testing.T) {
 // Interactive Brokers' "Local order ID=<cOID> is already registered."
 // (the refusal Voyz/ibind's handle_questions matches) says the id's order
 // exists, the id itself between its subject and the verbs; what else is
-// "already registered" (an email, a device) names no order.
+// "already registered" (an email, a device) names no order. A cOID is
+// "some arbitrary string" (the Client Portal OpenAPI spec's
+// OrderRequest.cOID): one holding a dot, a colon or a slash is split into
+// several words as the refusal's are, and all of them are passed over
+// together; another id so split, or one that only ends as ours does, is
+// not passed over.
 func TestSaysDuplicateAlreadyRegistered(t *testing.T) {
-	const key = "aapl-buy-20261205-7f3c9a"
+	const key, dotted = "aapl-buy-20261205-7f3c9a", "AAPL.buy:20261205/1"
 	for _, tc := range []struct {
-		body string
-		want bool
+		key, body string
+		want      bool
 	}{
-		{`{"error":"Order couldn't be submitted: Local order ID=aapl-buy-20261205-7f3c9a is already registered."}`, true},
-		{`{"error":"Order ID already registered"}`, true},
-		{`{"error":"Email is already registered"}`, false},
-		{`{"error":"Device aapl-buy-20261205-7f3c9a is already registered"}`, false},
-		{`{"error":"Local order ID=other-order-1 is already registered."}`, false},
+		{key, `{"error":"Order couldn't be submitted: Local order ID=aapl-buy-20261205-7f3c9a is already registered."}`, true},
+		{key, `{"error":"Order ID already registered"}`, true},
+		{key, `{"error":"Email is already registered"}`, false},
+		{key, `{"error":"Device aapl-buy-20261205-7f3c9a is already registered"}`, false},
+		{key, `{"error":"Local order ID=other-order-1 is already registered."}`, false},
+		{dotted, `{"error":"Order couldn't be submitted: Local order ID=AAPL.buy:20261205/1 is already registered."}`, true},
+		{dotted, `{"error":"Order couldn't be submitted: Local order ID=MSFT.buy:20261205/1 is already registered."}`, false},
+		{dotted, `{"error":"Local order ID=1 is already registered."}`, false},
+		{dotted, `{"error":"Device AAPL.buy:20261205/1 is already registered"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "cOID", key); got != tc.want {
-			t.Errorf("saysDuplicate(%s, cOID) = %v, want %v", tc.body, got, tc.want)
+		if got := saysDuplicate([]byte(tc.body), "cOID", tc.key); got != tc.want {
+			t.Errorf("saysDuplicate(%s, cOID, %s) = %v, want %v", tc.body, tc.key, got, tc.want)
 		}
 	}
 }

@@ -80,6 +80,36 @@ func ibkrRequest(base string) idem.Request {
 		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(ibkrOrder)}
 }
 
+// An arbitrary cOID ("Can be some arbitrary string", the Client Portal
+// OpenAPI spec's OrderRequest.cOID) holds what the refusal's words are
+// split at: a dot, a colon, a slash.
+const ibkrOrderDotted = `{"orders":[{"acctId":"U1234567","conid":265598,"cOID":"AAPL.buy:20261205/1","orderType":"LMT","price":185.5,"side":"BUY","tif":"DAY","quantity":10}]}`
+
+func ibkrRequestDotted(base string) idem.Request {
+	return idem.Request{Key: "AAPL.buy:20261205/1", URL: base + "/v1/api/iserver/account/U1234567/orders",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(ibkrOrderDotted)}
+}
+
+// ibkrVenue refuses a cOID it holds as Interactive Brokers does.
+func ibkrVenue() *heldIDVenue {
+	return &heldIDVenue{
+		idOf: func(b []byte) string {
+			var v struct {
+				Orders []struct {
+					COID string `json:"cOID"`
+				} `json:"orders"`
+			}
+			if json.Unmarshal(b, &v) != nil || len(v.Orders) == 0 {
+				return ""
+			}
+			return v.Orders[0].COID
+		},
+		refusal: func(id string) string {
+			return `{"error":"Order couldn't be submitted: Local order ID=` + id + ` is already registered."}`
+		},
+	}
+}
+
 // heldIDVenues are the venues above, each with its request and the words
 // its refusal is known by.
 var heldIDVenues = []struct {
@@ -103,24 +133,8 @@ var heldIDVenues = []struct {
 			},
 		}
 	}},
-	{"ibkr already registered", ibkrRequest, ibkrOrder, "is already registered", func() *heldIDVenue {
-		return &heldIDVenue{
-			idOf: func(b []byte) string {
-				var v struct {
-					Orders []struct {
-						COID string `json:"cOID"`
-					} `json:"orders"`
-				}
-				if json.Unmarshal(b, &v) != nil || len(v.Orders) == 0 {
-					return ""
-				}
-				return v.Orders[0].COID
-			},
-			refusal: func(id string) string {
-				return `{"error":"Order couldn't be submitted: Local order ID=` + id + ` is already registered."}`
-			},
-		}
-	}},
+	{"ibkr already registered", ibkrRequest, ibkrOrder, "is already registered", ibkrVenue},
+	{"ibkr cOID with separators", ibkrRequestDotted, ibkrOrderDotted, "is already registered", ibkrVenue},
 }
 
 // To idem's first attempt the refusal answers its sidecar's copy, which

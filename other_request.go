@@ -29,15 +29,18 @@ import (
 // object of its value and currency (Moov's and Adyen's {"amount":
 // {"currency": "USD", "value": 1000}}), compared only with an answer that
 // gives it so too (a request's plain amount may be in major units, an
-// answer's value in minor ones).
-var describingMembers = [...]string{"symbol", "side", "quantity", "qty", "price", "amount", "currency", "amount.value", "amount.currency"}
+// answer's value in minor ones). Deribit names its symbol
+// "instrument_name" in a request and its order alike.
+var describingMembers = [...]string{"symbol", "instrument_name", "side", "quantity", "qty", "price", "amount", "currency", "amount.value", "amount.currency"}
 
 // answerAliases maps a request's member to the name an API's answer gives
 // the same value, tried when the answer lacks the request's own name:
 // Binance answers the quantity an order was placed with as "origQty" (and
 // what has filled as "executedQty"), its spot and futures APIs alike
-// (developers.binance.com, Query order's response).
-var answerAliases = map[string]string{"quantity": "origQty"}
+// (developers.binance.com, Query order's response). Deribit's order
+// names its side "direction" (private/get_order_state's "buy" or "sell"),
+// which its request says in the method (rpcSide).
+var answerAliases = map[string]string{"quantity": "origQty", "side": "direction"}
 
 // envelopeMembers are the members an answer may carry its resource in, one
 // or two levels down: {"data": {…}}, OKX's {"data": [{…}]}, Bybit's
@@ -52,7 +55,7 @@ var envelopeMembers = [...]string{"data", "result", "order", "list"}
 // request's describes another order whatever resource it names.
 func amendable(name string) bool {
 	switch name {
-	case "symbol", "side", "currency", "amount.currency":
+	case "symbol", "instrument_name", "side", "currency", "amount.currency":
 		return false
 	}
 	return true
@@ -115,7 +118,9 @@ func requestMembers(body []byte) map[string]string {
 		if dec.Decode(&m) != nil {
 			return nil
 		}
-		if params, ok := m["params"].(map[string]any); ok && m["jsonrpc"] != nil {
+		top := m
+		params, rpc := m["params"].(map[string]any)
+		if rpc = rpc && m["jsonrpc"] != nil; rpc {
 			// A JSON-RPC call carries the order in its params (Deribit's
 			// private/buy): its top level names only the call.
 			m = params
@@ -125,6 +130,15 @@ func requestMembers(body []byte) map[string]string {
 			if v, ok := scalarOf(v); ok {
 				ours[name] = v
 			}
+		}
+		if side := rpcSide(top); rpc && side != "" && ours["side"] == "" {
+			ours["side"] = side
+		}
+		if rpc && m["post_only"] == true && m["reject_post_only"] != true {
+			// Deribit places a post-only order that would take at a price
+			// "just below the spread" (private/buy's post_only) rather than
+			// refuse it: the price sent is not the one it rests at.
+			delete(ours, "price")
 		}
 		return ours
 	}
@@ -138,6 +152,19 @@ func requestMembers(body []byte) map[string]string {
 		}
 	}
 	return ours
+}
+
+// rpcSide is the side a JSON-RPC call's method names, Deribit's
+// private/buy and private/sell, or "".
+func rpcSide(call map[string]any) string {
+	method, _ := call["method"].(string)
+	switch {
+	case strings.HasSuffix(method, "/buy"):
+		return "buy"
+	case strings.HasSuffix(method, "/sell"):
+		return "sell"
+	}
+	return ""
 }
 
 // memberAt is m's member at path, a name or two joined by a dot (the
