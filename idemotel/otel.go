@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -410,20 +411,42 @@ func endpointAttrs(method, u string) []attribute.KeyValue {
 	return kv
 }
 
+// maxStatusDescription bounds a span's status description, as the
+// journal bounds an attempt's error: the SDK's SpanLimits bound attribute
+// values, never a status description.
+const maxStatusDescription = 512
+
 // errorDescription is err's text for a span status, with the URL that
-// net/http quotes in it cut as url.full is, for the same reason.
+// net/http quotes in it cut as url.full is, for the same reason, and at
+// most maxStatusDescription bytes of it: net/http quotes a malformed
+// status line whole (up to its Transport's MaxResponseHeaderBytes, 10 MiB
+// by default), and every attempt's span would carry it.
 func errorDescription(err error) string {
 	msg := err.Error()
 	var ue *url.Error
-	if !errors.As(err, &ue) {
-		return msg
+	if errors.As(err, &ue) {
+		// A URL that does not parse was never sent: Request's URLs are
+		// checked before they are journaled.
+		if pu, perr := url.Parse(ue.URL); perr == nil {
+			pu.User, pu.RawQuery, pu.ForceQuery, pu.Fragment = nil, "", false, ""
+			msg = strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(pu.String()))
+		}
 	}
-	pu, perr := url.Parse(ue.URL)
-	if perr != nil {
-		return msg // never sent: Request's URLs are checked before they are journaled
+	return bounded(msg, maxStatusDescription)
+}
+
+// bounded is s cut to at most n bytes on a character's boundary, the cut
+// marked with an ellipsis.
+func bounded(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	pu.User, pu.RawQuery, pu.ForceQuery, pu.Fragment = nil, "", false, ""
-	return strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(pu.String()))
+	const mark = "…"
+	cut := n - len(mark)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }
 
 // endpoint is the key of endpointCache.
