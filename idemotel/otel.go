@@ -24,7 +24,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -36,6 +35,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/recordable"
 )
 
 // ScopeName is the instrumentation scope of the meter and the tracer.
@@ -432,21 +432,7 @@ func errorDescription(err error) string {
 			msg = strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(pu.String()))
 		}
 	}
-	return bounded(msg, maxStatusDescription)
-}
-
-// bounded is s cut to at most n bytes on a character's boundary, the cut
-// marked with an ellipsis.
-func bounded(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	cut := n - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
+	return recordable.Clip(msg, maxStatusDescription)
 }
 
 // endpoint is the key of endpointCache.
