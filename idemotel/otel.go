@@ -10,8 +10,13 @@
 //	c, err := idem.Open(path, idem.WithHooks(inst.Hooks()))
 //	reg, err := inst.Observe(c) // the gauges; reg.Unregister() before c.Close()
 //
-// Spans and metrics carry the operation's key, method and journaled URL,
-// never a body or a header.
+// Spans carry the operation's key, method and journaled URL without its
+// query string or user information (idem cannot tell every secret
+// there), never a body or a header; a failed call's span status is its
+// error's text, which holds the server's reason (at most 512 bytes of
+// it, as every status description). Metrics carry none of these: their
+// attributes take a few values each (outcome, attempt kind, status
+// class, call kind, state), never the key.
 package idemotel
 
 import (
