@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemkit/idem/internal/httpsyntax"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -87,8 +88,13 @@ const MaxTraceBytes = 1024
 type CallEvent struct {
 	Scope, Key string
 	Method     string
-	URL        string // as journaled: no credentials (they are added at send time)
-	ResultURL  string // the result endpoint's URL; empty if none
+	// URL is as journaled: no credentials (they are added at send
+	// time). A record journaled by a release that still accepted them
+	// has its user information and secret query parameters' values
+	// shown as REDACTED, as the admin handler and the idem command show
+	// them.
+	URL       string
+	ResultURL string // the result endpoint's URL, as URL is; empty if none
 	// Kind is "call" (Do, Submit), "resume" or "reconcile" (a Run visit).
 	Kind string
 	// Trace is the trace context journaled with the operation by
@@ -105,6 +111,11 @@ type AttemptEvent struct {
 	Query      bool // a result query rather than a submit
 	Wrote      bool // the request was fully written: the server may have acted
 	StatusCode int  // 0 for a transport error
+	// Err is what failed the exchange (the transport, the request hook,
+	// a body cut short), its text quoting the URL as journaled, without
+	// what the request hook added; as long as net/http makes it (it quotes a malformed status line whole, up to its
+	// Transport's MaxResponseHeaderBytes): bound it before logging it.
+	// The journal keeps 512 bytes of it.
 	Err        error
 	RetryAfter time.Duration
 	Start      time.Time // on the Client's clock
@@ -139,8 +150,12 @@ func (c *Client) callStarted(ctx context.Context, rec *journal.Record, mode driv
 	if c.cfg.hooks.Call == nil || !rec.Open() {
 		return ctx, nil
 	}
+	// A record journaled before its credential was refused (finished
+	// after the upgrade, not stranded) holds it in its URL: shown
+	// redacted, as the admin handler and the idem command show it.
 	hctx, end := c.cfg.hooks.Call(ctx, CallEvent{
-		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, ResultURL: rec.QueryURL, Kind: callKind(mode),
+		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, Kind: callKind(mode),
+		URL: httpsyntax.RedactURL(rec.URL), ResultURL: httpsyntax.RedactURL(rec.QueryURL),
 		Trace: rec.Trace, State: rec.State, Attempts: attemptCount(rec),
 	})
 	if hctx == nil {

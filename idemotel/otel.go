@@ -10,8 +10,13 @@
 //	c, err := idem.Open(path, idem.WithHooks(inst.Hooks()))
 //	reg, err := inst.Observe(c) // the gauges; reg.Unregister() before c.Close()
 //
-// Spans and metrics carry the operation's key, method and journaled URL,
-// never a body or a header.
+// Spans carry the operation's key, method and journaled URL without its
+// query string or user information (idem cannot tell every secret
+// there), never a body or a header; a failed call's span status is its
+// error's text, which holds the server's reason (at most 512 bytes of
+// it, as every status description). Metrics carry none of these: their
+// attributes take a few values each (outcome, attempt kind, status
+// class, call kind, state), never the key.
 package idemotel
 
 import (
@@ -35,6 +40,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/recordable"
 )
 
 // ScopeName is the instrumentation scope of the meter and the tracer.
@@ -410,20 +416,28 @@ func endpointAttrs(method, u string) []attribute.KeyValue {
 	return kv
 }
 
+// maxStatusDescription bounds a span's status description, as the
+// journal bounds an attempt's error: the SDK's SpanLimits bound attribute
+// values, never a status description.
+const maxStatusDescription = 512
+
 // errorDescription is err's text for a span status, with the URL that
-// net/http quotes in it cut as url.full is, for the same reason.
+// net/http quotes in it cut as url.full is, for the same reason, and at
+// most maxStatusDescription bytes of it: net/http quotes a malformed
+// status line whole (up to its Transport's MaxResponseHeaderBytes, 10 MiB
+// by default), and every attempt's span would carry it.
 func errorDescription(err error) string {
 	msg := err.Error()
 	var ue *url.Error
-	if !errors.As(err, &ue) {
-		return msg
+	if errors.As(err, &ue) {
+		// A URL that does not parse was never sent: Request's URLs are
+		// checked before they are journaled.
+		if pu, perr := url.Parse(ue.URL); perr == nil {
+			pu.User, pu.RawQuery, pu.ForceQuery, pu.Fragment = nil, "", false, ""
+			msg = strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(pu.String()))
+		}
 	}
-	pu, perr := url.Parse(ue.URL)
-	if perr != nil {
-		return msg // never sent: Request's URLs are checked before they are journaled
-	}
-	pu.User, pu.RawQuery, pu.ForceQuery, pu.Fragment = nil, "", false, ""
-	return strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(pu.String()))
+	return recordable.Clip(msg, maxStatusDescription)
 }
 
 // endpoint is the key of endpointCache.

@@ -84,7 +84,7 @@ func cmdList(e *env, args []string) (err error) {
 		// The reason is last: the one free-text column, it is the one a
 		// long value may push past the terminal's edge.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			clean(r.Key), clean(r.Scope), r.State,
+			clean(r.Key), clean(r.Scope), clean(string(r.State)),
 			strconv.Itoa(len(r.Attempts)), age(now, r.Created), clean(r.Ref), clean(resource),
 			clean(truncate(reason(r), reasonWidth)))
 	}

@@ -26,6 +26,10 @@ import (
 // maxRemoteAnswer bounds an answer read from the handler.
 const maxRemoteAnswer = 64 << 20
 
+// maxRemoteMessage bounds, in characters, the handler's error message
+// the command prints: the handler's own are a line or two.
+const maxRemoteMessage = 512
+
 // remoteTimeout bounds one request to the handler.
 const remoteTimeout = 30 * time.Second
 
@@ -148,7 +152,9 @@ func (r *remote) call(ctx context.Context, method, path string, q url.Values, bo
 	if resp.StatusCode != http.StatusOK {
 		var e struct{ Error admin.Error }
 		if json.Unmarshal(b, &e) == nil && e.Error.Message != "" {
-			return fmt.Errorf("%s (admin handler %s, %d)", e.Error.Message, shownURL(r.base), resp.StatusCode)
+			// The operator's terminal prints it: a service that is not the
+			// handler (a wrong -url) may send anything, of any length.
+			return fmt.Errorf("%s (admin handler %s, %d)", clean(truncate(e.Error.Message, maxRemoteMessage)), shownURL(r.base), resp.StatusCode)
 		}
 		return fmt.Errorf("admin handler %s: %s; check -url (it should end in the handler's mount path, such as /idem/) and IDEM_AUTHORIZATION",
 			shownURL(r.base), resp.Status)

@@ -99,7 +99,7 @@ func cmdResolve(e *env, args []string) (err error) {
 		resource = r.Result.ResourceID
 	}
 	fmt.Fprintf(e.stdout, "resolved operation %s in scope %s: %s -> %s\n",
-		clean(r.Key), clean(r.Scope), clean(string(from)), r.State)
+		clean(r.Key), clean(r.Scope), clean(string(from)), clean(string(r.State)))
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "  ref:\t%s\n", clean(r.Ref))
 	fmt.Fprintf(tw, "  resource id:\t%s\n", clean(resource))

@@ -123,7 +123,7 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 	}
 	for _, c := range r.Confirmations {
 		fmt.Fprintf(w, "confirmation (%s): %s event %s at %s: %s %s %s\n", c.Effect, clean(c.Source), clean(c.EventID),
-			stamp(c.At), c.State, clean(c.ResourceID), clean(c.Reason))
+			stamp(c.At), clean(string(c.State)), clean(c.ResourceID), clean(c.Reason))
 	}
 
 	if len(r.Attempts) == 0 {
