@@ -167,7 +167,11 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 			if query {
 				journaled = rec.QueryURL
 			}
-			err = &url.Error{Op: ue.Op, URL: journaled, Err: sentURLOut(ue.Err, journaled, ue.URL, req.URL)}
+			// Redacted: a record journaled by a release that still
+			// accepted a credential in its URL holds it (RedactURL leaves
+			// any other URL as it is).
+			journaled = httpsyntax.RedactURL(journaled)
+			err = &url.Error{Op: ue.Op, URL: journaled, Err: sentURLOut(ue.Err, journaled, ue.URL, req.URL, credentialValues(req.Header)...)}
 		}
 		ex.err = err
 		ex.unsent = !ex.wrote && tr.traced.Load() && tr.conns.Load() == 0
@@ -1026,11 +1030,10 @@ func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, no
 	r.NextDue = time.Time{}
 }
 
+// truncate cuts s to n bytes at a rune's boundary: a cut through a
+// character left invalid UTF-8 in the journal, shown as U+FFFD.
 func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
+	return recordable.Clip(s, n)
 }
 
 // observe logs an attempt and calls the attempt hook.
@@ -1048,14 +1051,32 @@ func (d *driver) observe(number int, query bool, ex exchange, outcome string) {
 			attrs = append(attrs, slog.Duration("retry_after", ex.retryAfter))
 		}
 		if ex.err != nil {
-			attrs = append(attrs, slog.String("err", ex.err.Error()))
+			attrs = append(attrs, slog.String("err", clippedErr(ex.err).Error()))
 		}
 		c.log.LogAttrs(d.ctx, slog.LevelDebug, "idem: attempt", attrs...)
 	}
 	if c.cfg.hooks.Attempt != nil {
 		c.cfg.hooks.Attempt(d.hctx, AttemptEvent{
 			Scope: d.rec.Scope, Key: d.rec.Key, Number: number, Query: query, Wrote: ex.wrote,
-			StatusCode: ex.status, Err: ex.err, RetryAfter: ex.retryAfter, Start: d.attemptStart(number, ex), Duration: ex.dur,
+			StatusCode: ex.status, Err: clippedErr(ex.err), RetryAfter: ex.retryAfter, Start: d.attemptStart(number, ex), Duration: ex.dur,
 		})
 	}
+}
+
+// maxShownErr bounds an attempt's error text as the log and the attempt
+// hook get it: net/http quotes a malformed status line whole (up to 10
+// MiB), a server's line, each attempt.
+const maxShownErr = 1024
+
+// clippedErr is err with its text cut to maxShownErr bytes, at a rune's
+// boundary; errors.Is and errors.As see err as before.
+func clippedErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	if len(text) <= maxShownErr {
+		return err
+	}
+	return &shownTransportError{msg: recordable.Clip(text, maxShownErr-len(" [cut]")) + " [cut]", err: err}
 }

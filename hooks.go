@@ -112,10 +112,11 @@ type AttemptEvent struct {
 	Wrote      bool // the request was fully written: the server may have acted
 	StatusCode int  // 0 for a transport error
 	// Err is what failed the exchange (the transport, the request hook,
-	// a body cut short), its text quoting the URL as journaled, without
-	// what the request hook added; as long as net/http makes it (it quotes a malformed status line whole, up to its
-	// Transport's MaxResponseHeaderBytes): bound it before logging it.
-	// The journal keeps 512 bytes of it.
+	// a body cut short), its text quoting the URL as journaled (a
+	// credential an earlier release journaled in it redacted), without
+	// what the request hook added, and cut to 1024 bytes (net/http
+	// quotes a malformed status line whole, up to 10 MiB); errors.Is and
+	// errors.As see the error as it came. The journal keeps 512 bytes.
 	Err        error
 	RetryAfter time.Duration
 	Start      time.Time // on the Client's clock
