@@ -723,7 +723,10 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
-	if query && ex.status >= 200 && ex.status < 300 && (a.decodeErr == nil || a.foundOrder) {
+	if query && ex.status >= 200 && ex.status < 300 && (a.decodeErr == nil || a.foundOrder) ||
+		!query && !a.stored() && a.decodeErr == nil && a.out.State != StateFailed && heldOrderAnswer(ex.status, ex.body, rec.Key) {
+		// A submit's success may be the key's order held before ours
+		// (otherRequestAnswered), as a query's answer may be.
 		a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 	}
 	if !query && !a.stored() && (a.decodeErr == nil && a.out.State == StateFailed || c.cfg.keyHeader == "" && a.decodeErr != nil) {

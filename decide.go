@@ -309,7 +309,7 @@ func submitMeaning(p past, a answer) judgment {
 		if a.envelopeRefusal && p.maybeExecuted {
 			return refusedAfterMaybeSent(p, a)
 		}
-		return judgeResult(a, "settled", "accepted")
+		return otherRequestAnswered(judgeResult(a, "settled", "accepted"), a)
 	case Processing:
 		if a.status >= 200 && a.status < 300 {
 			// A classifier's 2xx "accepted": this attempt is in hand.

@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -82,21 +83,31 @@ func decodeReturningOrder(a *idem.Answer) (idem.Outcome, error) {
 // found that order, a SELL, for our BUY: it settled succeeded with the
 // other service's fill, our order never placed. No amendment changes an
 // order's side or instrument: such an answer is another request's, held
-// order or not.
+// order or not. The create's answer names the SELL already: it is
+// flagged there (the query that follows finds the SELL again), and the
+// other service's order is named in the attempt's error, never journaled
+// as ours (a webhook for its fill would settle our operation).
 func TestExistingOrderReturnedForTheIDIsNotOurs(t *testing.T) {
 	s := &returningBook{}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
+	var submitErrs []string
+	hooks := idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !ev.Query {
+			submitErrs = append(submitErrs, fmt.Sprint(ev.Err))
+		}
+	}})
 	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeReturningOrder),
-		idem.WithResultEndpoint(srv.URL+"/api/v3/brokerage/orders/by_client_id?client_order_id={key}"), s.queryHook())
+		idem.WithResultEndpoint(srv.URL+"/api/v3/brokerage/orders/by_client_id?client_order_id={key}"), hooks)
 	body := `{"client_order_id":"ord-9","product_id":"BTC-USD","side":"BUY","order_configuration":{"market_market_ioc":{"base_size":"0.5"}}}`
 	res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/api/v3/brokerage/orders", Body: []byte(body)})
 	require.ErrorIs(t, err, idem.ErrNeedsReview)
 	require.ErrorIs(t, err, idem.ErrKeyConflict)
 	require.Equal(t, idem.ReviewKeyInUse, res.Review)
 	require.Equal(t, idem.StateUnknown, res.State)
-	// The order the create named stays for the person deciding.
-	require.Equal(t, theirOrderID, res.ResourceID)
+	require.Empty(t, res.ResourceID)
 
 	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
 	require.NoError(t, err)
@@ -105,6 +116,7 @@ func TestExistingOrderReturnedForTheIDIsNotOurs(t *testing.T) {
 	defer s.mu.Unlock()
 	require.Equal(t, []string{body}, s.creates, "one create, its bytes")
 	require.Equal(t, 1, s.queries)
-	require.Len(t, s.queryErrs, 1)
-	require.Contains(t, s.queryErrs[0], `side "SELL"`)
+	require.Len(t, submitErrs, 1)
+	require.Contains(t, submitErrs[0], `side "SELL"`)
+	require.Contains(t, submitErrs[0], theirOrderID, "the order is named for the person deciding")
 }

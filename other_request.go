@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
+	"net/http"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -25,13 +26,16 @@ import (
 // its requests and in its answers about them: what the order or payment
 // is. Others (type, status, time in force, ids) are not compared: an
 // answer may spell them its own way, or change them as the order runs.
+// product_id is Coinbase's symbol ("BTC-USD"), in its orders and its
+// answers about them alike.
 // A member path with a dot is one level down: an amount given as an
 // object of its value and currency (Moov's and Adyen's {"amount":
 // {"currency": "USD", "value": 1000}}), compared only with an answer that
 // gives it so too (a request's plain amount may be in major units, an
 // answer's value in minor ones). Deribit names its symbol
-// "instrument_name" in a request and its order alike.
-var describingMembers = [...]string{"symbol", "instrument_name", "side", "quantity", "qty", "price", "amount", "currency", "amount.value", "amount.currency"}
+// "instrument_name" in a request and its order alike, Coinbase
+// "product_id".
+var describingMembers = [...]string{"symbol", "instrument_name", "product_id", "side", "quantity", "qty", "price", "amount", "currency", "amount.value", "amount.currency"}
 
 // answerAliases maps a request's member to the name an API's answer gives
 // the same value, tried when the answer lacks the request's own name:
@@ -44,8 +48,9 @@ var answerAliases = map[string]string{"quantity": "origQty", "side": "direction"
 
 // envelopeMembers are the members an answer may carry its resource in, one
 // or two levels down: {"data": {…}}, OKX's {"data": [{…}]}, Bybit's
-// {"result": {"list": [{…}]}}, Coinbase's {"order": {…}}.
-var envelopeMembers = [...]string{"data", "result", "order", "list"}
+// {"result": {"list": [{…}]}}, Coinbase's {"order": {…}} (a query's) and
+// {"success_response": {…}} (a create's).
+var envelopeMembers = [...]string{"data", "result", "order", "list", "success_response"}
 
 // amendable are the describing members an order or payment keeps its
 // identity through when they change: a resting order's price and quantity
@@ -55,7 +60,7 @@ var envelopeMembers = [...]string{"data", "result", "order", "list"}
 // request's describes another order whatever resource it names.
 func amendable(name string) bool {
 	switch name {
-	case "symbol", "instrument_name", "side", "currency", "amount.currency":
+	case "symbol", "instrument_name", "product_id", "side", "currency", "amount.currency":
 		return false
 	}
 	return true
@@ -103,6 +108,35 @@ func otherRequest(body, answer []byte) (how string, fixed bool) {
 		}
 	}
 	return how, false
+}
+
+// heldOrderAnswer reports whether a submit's 2xx of status and body may be
+// the order another request left under the key, answered in place of a
+// new one as if it were: Coinbase Advanced Trade's create "returns" the
+// order a client_order_id it holds names "instead", 200 OK and "success":
+// true, nothing marking it. Only an answer that names the key, as such an
+// order's does, and is no 201 Created (which says this request made it)
+// is worth otherRequest's parse: most answers are ruled out by one scan.
+func heldOrderAnswer(status int, body []byte, key string) bool {
+	return status >= 200 && status < 300 && status != http.StatusCreated && key != "" && bytes.Contains(body, []byte(key))
+}
+
+// otherRequestAnswered is j, a fresh submit's 2xx answer's judgment,
+// flagged ReviewKeyInUse when the answer describes another request's order
+// (a's otherRequest) by a member no amendment changes (otherFixed): the
+// key's order, held before ours was sent, answered as if made for it. Ours
+// was never placed, and a resend would be answered the same. The order
+// is named in the attempt's error, not journaled as the operation's: a
+// webhook or Confirm for it must not settle ours. A price or
+// quantity alone is no proof: our own order, placed by an earlier attempt
+// whose answer was lost, may have been amended since.
+func otherRequestAnswered(j judgment, a answer) judgment {
+	if !a.otherFixed || !(j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing) {
+		return j
+	}
+	return judgment{move: moveReview, label: "submit_other_request", review: ReviewKeyInUse, conflict: true,
+		err: fmt.Errorf("idem: the order answered for the key (%q) is another request's, held under it before this one: its %s",
+			truncate(j.out.ResourceID, 64), a.otherRequest)}
 }
 
 // requestMembers is the describing members of a request's body with one

@@ -10,6 +10,7 @@ import (
 func TestOtherRequest(t *testing.T) {
 	const form = "symbol=BTCUSDT&side=BUY&type=LIMIT&quantity=1&price=91500&newClientOrderId=ord-9"
 	const order = `{"symbol":"BTCUSDT","side":"Buy","qty":"0.1","orderLinkId":"ord-9"}`
+	const coinbase = `{"client_order_id":"ord-9","product_id":"BTC-USD","side":"BUY","order_configuration":{"market_market_ioc":{"quote_size":"10"}}}`
 	for _, tt := range []struct {
 		name, body, answer, want string
 	}{
@@ -22,6 +23,8 @@ func TestOtherRequest(t *testing.T) {
 		{"bybit's list, another side", order, `{"retCode":0,"result":{"list":[{"symbol":"BTCUSDT","side":"Sell","qty":"0.1"}]}}`, `side "Sell"`},
 		{"okx's data list, another symbol", order, `{"code":"0","data":[{"symbol":"ETHUSDT"}]}`, `symbol "ETHUSDT"`},
 		{"coinbase's order member, same", order, `{"order":{"symbol":"btc-usdt","side":"BUY"}}`, ""},
+		{"coinbase's create, same order", coinbase, `{"success":true,"success_response":{"order_id":"1","product_id":"BTC-USD","side":"BUY","client_order_id":"ord-9"}}`, ""},
+		{"coinbase's create, another product", coinbase, `{"success":true,"success_response":{"order_id":"1","product_id":"ETH-USD","side":"BUY"}}`, `product_id "ETH-USD", not the request's product_id "BTC-USD"`},
 		{"a list of several proves nothing", order, `{"data":[{"side":"Sell"},{"side":"Buy"}]}`, ""},
 		{"deeper than the envelope proves nothing", order, `{"data":{"result":{"order":{"side":"Sell"}}}}`, ""},
 		{"a top-level list of one", order, `[{"side":"Sell"}]`, `side "Sell"`},
@@ -48,7 +51,7 @@ func TestOtherRequest(t *testing.T) {
 				t.Errorf("otherRequest() = %q; want %q", got, tt.want)
 			}
 			// Side, symbol and currency are no amendment's.
-			wantFixed := strings.HasPrefix(tt.want, "side") || strings.HasPrefix(tt.want, "symbol") || strings.HasPrefix(tt.want, "currency") || strings.HasPrefix(tt.want, "amount.currency")
+			wantFixed := strings.HasPrefix(tt.want, "side") || strings.HasPrefix(tt.want, "symbol") || strings.HasPrefix(tt.want, "product_id") || strings.HasPrefix(tt.want, "currency") || strings.HasPrefix(tt.want, "amount.currency")
 			if fixed != wantFixed {
 				t.Errorf("otherRequest() fixed = %v; want %v", fixed, wantFixed)
 			}
@@ -56,5 +59,28 @@ func TestOtherRequest(t *testing.T) {
 	}
 	if got, _ := otherRequest([]byte(`{"symbol":"BTCUSDT"}`), []byte(`{"symbol":"`+`\u0001`+strings.Repeat("x", 200)+`"}`)); len(got) > 200 || strings.Contains(got, "\x01") {
 		t.Errorf("otherRequest() = %q: not bounded or not printable", got)
+	}
+}
+
+// TestHeldOrderAnswer: which submit answers are worth comparing with the
+// request, by one scan of the body.
+func TestHeldOrderAnswer(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		status int
+		body   string
+		want   bool
+	}{
+		{"coinbase's 200 naming the key", 200, `{"success":true,"success_response":{"order_id":"1","client_order_id":"ord-9"}}`, true},
+		{"a 201 Created was made for this request", 201, `{"id":"1","client_order_id":"ord-9"}`, false},
+		{"an answer that does not name the key", 200, `{"id":"1"}`, false},
+		{"no 2xx", 409, `{"client_order_id":"ord-9"}`, false},
+	} {
+		if got := heldOrderAnswer(tt.status, []byte(tt.body), "ord-9"); got != tt.want {
+			t.Errorf("%s: heldOrderAnswer() = %v; want %v", tt.name, got, tt.want)
+		}
+	}
+	if heldOrderAnswer(200, []byte(`{"id":"1"}`), "") {
+		t.Error("heldOrderAnswer() with no key = true; want false")
 	}
 }
