@@ -47,6 +47,10 @@
 // acknowledged: an operation sent, its record gone.
 // Fail over only to a standby that confirmed the commits
 // (synchronous_commit on, with the standby in synchronous_standby_names).
+// A COMMIT cancelled while it waits for that standby's confirmation,
+// which PostgreSQL then answers as made with a WARNING, reports that it
+// may have committed (a pool given to New hears the WARNING only with
+// NoticeHandler).
 // Since leases are judged by the database's clock, the standby's clock
 // must agree with the primary's to well within a lease (NTP). The
 // replicas' clocks need not agree for leases, but the key window is
