@@ -16,8 +16,9 @@ import (
 // COMMIT as made, with only a WARNING, "canceling wait for synchronous
 // replication due to user request", DETAIL "The transaction has already
 // committed locally, but might not have been replicated to the standby."
-// (SyncRepWaitForLSN in src/backend/replication/syncrep.c;
-// https://www.postgresql.org/docs/15/warm-standby.html#SYNCHRONOUS-REPLICATION).
+// (SyncRepWaitForLSN in src/backend/replication/syncrep.c; the answer
+// as psql shows it, "WARNING: 01000: canceling wait ... COMMIT":
+// https://paquier.xyz/postgresql-2/track-commit-synchronous).
 // A failover to the standby then loses the write: an operation sent, its
 // record gone. The write reports that it may have committed
 // (journal.ErrMaybeCommitted), the client tells the Submit the outcome is
