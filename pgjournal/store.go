@@ -47,6 +47,10 @@
 // acknowledged: an operation sent, its record gone.
 // Fail over only to a standby that confirmed the commits
 // (synchronous_commit on, with the standby in synchronous_standby_names).
+// A COMMIT cancelled while it waits for that standby's confirmation,
+// which PostgreSQL then answers as made with a WARNING, reports that it
+// may have committed (a pool given to New hears the WARNING only with
+// NoticeHandler).
 // Since leases are judged by the database's clock, the standby's clock
 // must agree with the primary's to well within a lease (NTP). The
 // replicas' clocks need not agree for leases, but the key window is
@@ -296,6 +300,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		// pgx's message may quote the DSN, password included.
 		return nil, fmt.Errorf("%w: DSN not understood: use postgres://user@host/db or key=value pairs (%s)", ErrConfig, redact(err))
 	}
+	pc.ConnConfig.OnNotice = NoticeHandler(pc.ConnConfig.OnNotice)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("pgjournal: open: %w", err)
@@ -331,7 +336,10 @@ func redact(err error) string {
 
 // New returns a Store on the caller's pool, which the caller closes after
 // the Store (Close leaves it open). Use it to share the pool the
-// application's own transactions use (PrepareTx).
+// application's own transactions use (PrepareTx). Set the pool's
+// ConnConfig.OnNotice to NoticeHandler before making the pool, as Open
+// does: without it, a COMMIT PostgreSQL made without the synchronous
+// standby's confirmation (see NoticeHandler) reads as made.
 func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrConfig)
@@ -550,10 +558,16 @@ func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (commit
 		}
 		return false, err
 	}
+	data := conn.PgConn().CustomData()
+	delete(data, commitWarningKey)
 	tag, err := conn.Exec(ctx, "COMMIT")
+	warning, _ := data[commitWarningKey].(*pgconn.Notice)
+	delete(data, commitWarningKey)
 	switch {
 	case err == nil && tag.String() != "COMMIT":
 		return true, pgx.ErrTxCommitRollback // rolled back, not committed
+	case err == nil && warning != nil:
+		return true, &commitWarning{notice: warning}
 	case err != nil && pgconn.SafeToRetry(err) && ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		// Refused unsent: the context had ended. (Other errors pgx calls
 		// safe to retry here are not: it reports a connection that broke
@@ -1271,3 +1285,47 @@ func (s *Store) databaseID(ctx context.Context, fresh bool) (string, error) {
 
 // Schema returns the schema the Store's tables live in.
 func (s *Store) Schema() string { return s.schema }
+
+// commitWarningKey is where NoticeHandler leaves, in a connection's
+// CustomData, the WARNING its statement in flight drew, for inTx to read
+// once its COMMIT is answered.
+const commitWarningKey = "pgjournal.commitWarning"
+
+// NoticeHandler returns the pgconn.NoticeHandler a pool given to New
+// needs in its ConnConfig.OnNotice (Open sets it): it hears a WARNING
+// PostgreSQL sends with a COMMIT it answers as made, and passes every
+// notice on to next (nil: none). A COMMIT waiting for a synchronous
+// standby that is cancelled (pg_cancel_backend, a tool that cancels
+// long queries) is answered as made with only a WARNING,
+// "canceling wait for synchronous replication", DETAIL "The transaction
+// has already committed locally, but might not have been replicated to
+// the standby" (SyncRepWaitForLSN in src/backend/replication/syncrep.c):
+// a failover to that standby would lose the write, so the Store reports
+// it as journal.ErrMaybeCommitted, never as made. The message may be
+// translated (lc_messages), so any WARNING to a COMMIT counts; the
+// journal's COMMITs draw none otherwise.
+func NoticeHandler(next pgconn.NoticeHandler) pgconn.NoticeHandler {
+	return func(c *pgconn.PgConn, n *pgconn.Notice) {
+		if n.SeverityUnlocalized == "WARNING" || (n.SeverityUnlocalized == "" && n.Severity == "WARNING") {
+			c.CustomData()[commitWarningKey] = n
+		}
+		if next != nil {
+			next(c, n)
+		}
+	}
+}
+
+// A commitWarning is a COMMIT PostgreSQL answered as made, with a
+// WARNING (see NoticeHandler): made on this server, maybe not on the
+// synchronous standby a failover would promote.
+type commitWarning struct{ notice *pgconn.Notice }
+
+func (e *commitWarning) Error() string {
+	msg := e.notice.Message
+	if e.notice.Detail != "" {
+		msg += " (" + e.notice.Detail + ")"
+	}
+	return "PostgreSQL answered the COMMIT as made with a WARNING: " + msg +
+		": the write is committed on this server but may not be on its synchronous standby, and a failover would lose it; " +
+		"check that the standby is connected and confirming (pg_stat_replication), and Run settles the operation once it is read back"
+}

@@ -202,27 +202,9 @@ func TestTerminatedInSyncRepWait(t *testing.T) {
 	// the standby too.
 	store, srv, c, admin := startSyncRepRig(t, "")
 
-	done := make(chan error, 1)
-	go func() {
-		_, err := store.Update(ctx, "acct", "k", func(r *journal.Record) error {
-			r.Review = "terminated in commit"
-			return nil
-		})
-		done <- err
-	}()
-	terminate(t, admin, backendWaiting(t, admin, "COMMIT", "SyncRep"))
-	err := <-done
-	t.Logf("Update(): %v", err)
+	err, submitErr := endSyncRepWaits(t, store, c, srv, admin, "terminated in commit", func(pid int32) { terminate(t, admin, pid) })
 	require.ErrorIs(t, err, journal.ErrMaybeCommitted, "Update() whose backend was terminated after its local commit")
-
-	go func() {
-		_, err := c.Submit(ctx, order(srv, "sent"))
-		done <- err
-	}()
-	terminate(t, admin, backendWaiting(t, admin, "COMMIT", "SyncRep"))
-	err = <-done
-	t.Logf("Submit(): %v", err)
-	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit() whose journal write was committed locally, unconfirmed")
+	require.ErrorIs(t, submitErr, idem.ErrUnknownOutcome, "Submit() whose journal write was committed locally, unconfirmed")
 	require.Empty(t, requestsFor(srv, "sent"), "requests of an operation whose journal write is unconfirmed")
 
 	syncStandby(t, admin, "")
@@ -231,6 +213,34 @@ func TestTerminatedInSyncRepWait(t *testing.T) {
 	require.Equal(t, "terminated in commit", r.Review, "the write committed before its backend was terminated")
 	_, err = store.Get(ctx, idem.DefaultScope, "sent")
 	require.NoError(t, err, "the operation committed before its backend was terminated")
+}
+
+// endSyncRepWaits makes two writes on the rig of startSyncRepRig, each
+// ended by end(pid) once its COMMIT waits for the standby: an Update of
+// the record "k" of scope "acct" setting its Review to review, then
+// c's Submit of the order "sent"; it returns their errors.
+func endSyncRepWaits(t *testing.T, store *pgjournal.Store, c *idem.Client, srv *idemtest.Server, admin *pgx.Conn, review string, end func(pid int32)) (updateErr, submitErr error) {
+	t.Helper()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		_, err := store.Update(ctx, "acct", "k", func(r *journal.Record) error {
+			r.Review = review
+			return nil
+		})
+		done <- err
+	}()
+	end(backendWaiting(t, admin, "COMMIT", "SyncRep"))
+	updateErr = <-done
+	t.Logf("Update(): %v", updateErr)
+	go func() {
+		_, err := c.Submit(ctx, order(srv, "sent"))
+		done <- err
+	}()
+	end(backendWaiting(t, admin, "COMMIT", "SyncRep"))
+	submitErr = <-done
+	t.Logf("Submit(): %v", submitErr)
+	return updateErr, submitErr
 }
 
 // syncStandby sets synchronous_standby_names to names and returns once
