@@ -615,13 +615,19 @@ func callErr(ctx context.Context, op string, err error, committing bool) error {
 // but a pooler's on its own link to the server: PgBouncer answers
 // "FATAL: server conn crashed?" (08P01) when its server connection
 // breaks with a query in flight (src/server.c, disconnect_server), and
-// the server may have committed first.
+// the server may have committed first. Nor is a PANIC in answer to the
+// COMMIT: the server crashed (a failed WAL flush, "could not fdatasync"),
+// and recovery may find the commit made.
 func refused(err error, committing bool) bool {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
 		return false
 	}
-	return !committing || !strings.HasPrefix(pgErr.Code, "08")
+	if !committing {
+		return true
+	}
+	panicked := pgErr.SeverityUnlocalized == "PANIC" || pgErr.Severity == "PANIC"
+	return !panicked && !strings.HasPrefix(pgErr.Code, "08")
 }
 
 // readErr is err, the error of a read made with ctx, its bounded context

@@ -37,6 +37,12 @@ func TestCallErr(t *testing.T) {
 		// PgBouncer's answer when its server connection broke (src/server.c).
 		{"pooler lost the server before COMMIT", live, &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "server conn crashed?"}, false, false},
 		{"pooler lost the server in COMMIT", live, &pgconn.PgError{Severity: "FATAL", Code: "08P01", Message: "server conn crashed?"}, true, true},
+		// A failed WAL flush PANICs the server, which restarts and finds
+		// the commit on recovery (pgx v5.12 reports EOF instead: "EOF in
+		// COMMIT"); a pooler or a later pgx that passes the PANIC on must
+		// not make it read as refused.
+		{"PANIC in COMMIT", live, &pgconn.PgError{Severity: "PANIC", SeverityUnlocalized: "PANIC", Code: "58030", Message: "could not fdatasync file \"000000010000000000000001\": Input/output error"}, true, true},
+		{"localized PANIC in COMMIT", live, &pgconn.PgError{Severity: "PANIK", SeverityUnlocalized: "PANIC", Code: "XX000", Message: "konnte Datei nicht fdatasyncen"}, true, true},
 		{"connection reset before COMMIT", live, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}, false, false},
 		{"connection reset in COMMIT", live, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}, true, true},
 		{"EOF in COMMIT", live, io.ErrUnexpectedEOF, true, true},
