@@ -3,6 +3,7 @@ package idem
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -25,7 +26,8 @@ import (
 // createdResource names one (id, and "failed" when DecodeJSON reads it as
 // failed). Both "" when the answer does not show it is about rec's
 // request, or DecodeJSON reads no completed resource with an id in it (a
-// processing one says nothing a wait would not), or the client reads its
+// processing one says nothing a wait would not: so is the resource held
+// processing, read as the 202 that named it was), or the client reads its
 // answers with a Decoder of its own.
 func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state string) {
 	if !c.cfg.decodeIsJSON {
@@ -45,6 +47,16 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 	out, err := DecodeJSON(&ans)
 	if err != nil || out.ResourceID == "" {
 		return "", ""
+	}
+	if held := rec.Result; rec.State == journal.StateProcessing && held != nil && held.ResourceID == out.ResourceID && out.State == StateSucceeded {
+		// The server said it holds this resource unfinished (its 202
+		// Accepted, a processing answer), and the 409 repeats its first
+		// answer without the status code that said so: it says no more
+		// than the 202 did, unless its status says the work is done.
+		ans.StatusCode = http.StatusAccepted
+		if out, err = DecodeJSON(&ans); err != nil {
+			return "", ""
+		}
 	}
 	switch out.State {
 	case StateSucceeded:

@@ -27,10 +27,12 @@ import (
 // merchant reference (Paysafe's merchantRefNum for Interchecks' instant
 // withdrawals). The gateway in front loses the first answer (504) when
 // lostFirst is set; answer, if set, is what a later request under the
-// key gets in place of the stored body.
+// key gets in place of the stored body. accepted: the payout is sent
+// asynchronously, answered 202 Accepted and "PENDING".
 type conflictReplayPayouts struct {
 	lostFirst bool
 	answer    string
+	accepted  bool
 
 	mu      sync.Mutex
 	stored  map[string]string
@@ -60,8 +62,11 @@ func (s *conflictReplayPayouts) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.payouts++
-	status := "PAID"
-	if req.Card == declineCard {
+	status, code := "PAID", http.StatusCreated
+	switch {
+	case s.accepted:
+		status, code = "PENDING", http.StatusAccepted
+	case req.Card == declineCard:
 		status = "DECLINED"
 	}
 	s.stored[key] = `{"id":"pmt_9f2c41","reference":"` + req.Reference + `","amount":"` + req.Amount + `","currency":"USD","status":"` + status + `"}`
@@ -70,7 +75,7 @@ func (s *conflictReplayPayouts) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `<html><body><h1>504 Gateway Time-out</h1></body></html>`)
 		return
 	}
-	w.WriteHeader(http.StatusCreated)
+	w.WriteHeader(code)
 	_, _ = io.WriteString(w, s.stored[key])
 }
 
@@ -121,6 +126,29 @@ func TestConflictCarryingTheOriginalAnswerSettles(t *testing.T) {
 		requireOutcome(t, res, err, idem.StateFailed, []error{idem.ErrFailed}, "pmt_9f2c41", "")
 		s.requireSent(t, 1, 2)
 	})
+}
+
+// A payout answered 202 Accepted and PENDING is held as processing, and a
+// resend under its key (no result endpoint to ask) gets that same answer
+// back with 409, as the server stores it: nothing more than the 202 said.
+// It was read as a completed payout (the status code that said "not done"
+// is not in the replay) and the operation settled succeeded while the
+// payout could still be declined; it stays processing, with the payout
+// held, and is never sent again as a new payout.
+func TestConflictCarryingTheOriginalAcceptedAnswerStaysProcessing(t *testing.T) {
+	s := &conflictReplayPayouts{accepted: true}
+	c, res, err := s.submit(t, "4444333322221111")
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateProcessing, res.State)
+	require.Equal(t, "pmt_9f2c41", res.ResourceID)
+	s.mu.Lock()
+	sent := len(s.keys)
+	s.mu.Unlock()
+	require.Greater(t, sent, 1, "the 202 was never followed by a resend: the replay path is not exercised")
+	s.requireSent(t, 1, sent)
+	got, err := c.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateProcessing, got.State, "journaled")
 }
 
 // A 409 carrying a completed resource that does not show it is about our

@@ -1724,12 +1724,16 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 // whose plain UserError has no code to say "idempotency": "This request
 // is currently in progress", or as Worldpay's WPG says it in the XML
 // error of its 200 reply, error code 9 "Request in progress", a whole
-// message (bareInProgress). Only "this request", or "request" alone, as
-// the subject: "a refund request is in progress" is another request's.
-// name is as for namesKey.
+// message (bareInProgress), or as Toss Payments' code
+// ALREADY_PROCESSING_REQUEST says it beside words in Korean only, to a
+// confirmation of a payment whose confirmation still runs
+// (docs.tosspayments.com/reference/error-codes), the in-progress sibling
+// of its ALREADY_PROCESSED_PAYMENT. Only "this request", or "request"
+// alone, as the subject: "a refund request is in progress" is another
+// request's. name is as for namesKey.
 func saysKeyRunning(body []byte, name string) bool {
-	if saysAny(body, "this request is currently in progress", "this request is still in progress", "this request is in progress") ||
-		bareInProgress(body) {
+	if saysAny(body, "this request is currently in progress", "this request is still in progress", "this request is in progress",
+		"already_processing_request") || bareInProgress(body) {
 		return true
 	}
 	if !namesKey(body, name) && !saysAny(body, "request already", "previous request") {

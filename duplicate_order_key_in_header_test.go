@@ -119,3 +119,36 @@ func TestRefusalNotAboutADuplicateOrderWithTheKeyInAHeaderFails(t *testing.T) {
 		})
 	}
 }
+
+// Toss Payments answers a confirmation of a payment whose confirmation is
+// still running 400 ALREADY_PROCESSING_REQUEST ("진행중인 요청이 있습니다",
+// a request in progress; its words in Korean unless asked for English),
+// the in-progress sibling of ALREADY_PROCESSED_PAYMENT
+// (docs.tosspayments.com/reference/error-codes, 결제 승인). Behind a
+// sidecar that retries the 503 of a reset, the sidecar's copy of our first
+// attempt arrives while our first copy confirms the payment: ErrFailed told
+// the caller the payment failed while it was being taken. It is a request
+// in flight under the key's payment (ReviewKeyInUse to a first attempt, as
+// a 409 in flight is), never resent, never failed.
+func TestRequestInProgressRefusalToAFirstAttemptWithTheKeyInAHeader(t *testing.T) {
+	const body = `{"paymentKey":"5zJ4xY7m0kODnyRpQWGrN2xqGlNvLrKwv1M9ENjbeoPaZdL6","orderId":"a4CWyWY5m89PNh7xJwhk1","amount":15000}`
+	for _, refusal := range []string{
+		`{"code":"ALREADY_PROCESSING_REQUEST","message":"진행중인 요청이 있습니다."}`,
+		`{"code":"already_processing_request"}`,
+	} {
+		t.Run(refusal, func(t *testing.T) {
+			o := &orderIDDesk{member: "paymentKey", header: "Idempotency-Key", refusal: refusal, held: map[string]bool{}}
+			sidecar := retryingSidecar(t, o.serve)
+			c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyHeader("Idempotency-Key", idem.KeyBare))
+			req := idem.Request{Key: "k-7", URL: sidecar.URL + "/v1/payments/confirm", Body: []byte(body)}
+
+			requireLeftForAPerson(t, c, req, "")
+
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			require.Equal(t, 1, o.payments, "payments")
+			require.Equal(t, []string{body, body}, o.bodies, "copies: ours and the sidecar's, the same bytes, nothing resent")
+			require.Equal(t, []string{"k-7", "k-7"}, o.keys, "the key of each copy")
+		})
+	}
+}
