@@ -171,8 +171,9 @@ func compactAttempts(rec *journal.Record) {
 	// replay can outnumber the entries kept), the first 409 that contested
 	// the key, the last maxRefusalsAfterSend refusals that counted, and,
 	// for them to count again, the first attempt that may have executed
-	// when the first entries hold none. Up to seven entries over the
-	// bound, only for such histories.
+	// when the first entries hold none. Up to six entries over the
+	// bound (seven kept from the middle beside the 63 first and
+	// latest), only for such histories.
 	var p past
 	for _, a := range kept {
 		p = p.after(a)

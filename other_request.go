@@ -26,15 +26,13 @@ import (
 // its requests and in its answers about them: what the order or payment
 // is. Others (type, status, time in force, ids) are not compared: an
 // answer may spell them its own way, or change them as the order runs.
-// product_id is Coinbase's symbol ("BTC-USD"), in its orders and its
-// answers about them alike.
 // A member path with a dot is one level down: an amount given as an
 // object of its value and currency (Moov's and Adyen's {"amount":
 // {"currency": "USD", "value": 1000}}), compared only with an answer that
 // gives it so too (a request's plain amount may be in major units, an
 // answer's value in minor ones). Deribit names its symbol
 // "instrument_name" in a request and its order alike, Coinbase
-// "product_id".
+// "product_id" ("BTC-USD").
 var describingMembers = [...]string{"symbol", "instrument_name", "product_id", "side", "quantity", "qty", "price", "amount", "currency", "amount.value", "amount.currency"}
 
 // answerAliases maps a request's member to the name an API's answer gives
