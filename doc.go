@@ -169,14 +169,21 @@
 // duplicate of the request's own UUID, which every copy carries
 // (Trustly's JSON-RPC error 688 ERROR_DUPLICATE_UUID); "duplicate line
 // item" or "duplicate email" is no such answer and fails as any
-// validation error does. A refusal that
+// validation error does. With the key in a header, a first attempt's 400
+// or 422 that says the order in the body is a duplicate (dLocal's 5009
+// "Order ID is duplicated.", Toss Payments' DUPLICATED_ORDER_ID) is
+// flagged [ReviewKeyInUse] too: such a server checks the order id before,
+// or without, its idempotency store, and the order it holds may be a copy
+// of ours. A refusal that
 // names the resource its key already created
 // (GoCardless's 409 idempotent_creation_conflict with
 // links.conflicting_resource_id, Primer's 409 IdempotencyKeyAlreadyExists
 // or 400 TransactionRequestIdempotencyKeyAlreadyExists with paymentId,
 // Banking Circle's 400 "IdempotencyKey … was already used at … creating
 // entity …", Moov's 409 whose body is the key's transfer, its
-// transferID, createdOn and status) is
+// transferID, createdOn and status; Interchecks' and DOKU's 409 whose
+// body is the key's first answer as it was, when it names the key or the
+// request's own reference and its resource reads succeeded or failed) is
 // judged as a replayed 2xx: succeeded with that resource only if an
 // earlier attempt may have reached the server, unless the answer says
 // the resource was declined or failed (Primer's paymentStatus, Moov's
