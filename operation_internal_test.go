@@ -107,7 +107,7 @@ func TestCompactAttemptsKeepsThePast(t *testing.T) {
 				min(got.refusals, maxRefusalsAfterSend) != min(want.refusals, maxRefusalsAfterSend) {
 				t.Fatalf("history %d, after attempt %d: pastOf(compacted) = %+v; want %+v", h, i, got, want)
 			}
-			if len(rec.Attempts) > maxAttemptEntries+7 {
+			if len(rec.Attempts) > maxAttemptEntries+6 {
 				t.Fatalf("history %d: %d entries after compaction", h, len(rec.Attempts))
 			}
 		}
