@@ -128,11 +128,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 			// The hook may quote what it just added (a signer's "signing
 			// <URL>", a token refresh's header): its error is journaled
 			// and logged as the attempt's.
-			journaled := rec.URL
-			if query {
-				journaled = rec.QueryURL
-			}
-			err = sentURLOut(fmt.Errorf("idem: request hook: %w", err), journaled, "", req.URL, credentialValues(req.Header)...)
+			err = sentURLOut(fmt.Errorf("idem: request hook: %w", err), journaledURL(rec, query), "", req.URL, credentialValues(req.Header)...)
 			return exchange{err: err, unsent: true}
 		}
 		if err := hookHeaderErr(req.Header); err != nil {
@@ -163,14 +159,10 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 		// request hook added (an API key in the query string): that text
 		// is journaled and logged. Name the journaled URL instead.
 		if ue := (*url.Error)(nil); errors.As(err, &ue) {
-			journaled := rec.URL
-			if query {
-				journaled = rec.QueryURL
-			}
 			// Redacted: a record journaled by a release that still
 			// accepted a credential in its URL holds it (RedactURL leaves
 			// any other URL as it is).
-			journaled = httpsyntax.RedactURL(journaled)
+			journaled := httpsyntax.RedactURL(journaledURL(rec, query))
 			err = &url.Error{Op: ue.Op, URL: journaled, Err: sentURLOut(ue.Err, journaled, ue.URL, req.URL, credentialValues(req.Header)...)}
 		}
 		ex.err = err
@@ -291,6 +283,15 @@ func credentialValues(h http.Header) []string {
 		}
 	}
 	return vs
+}
+
+// journaledURL is the URL an attempt of rec was built from, as journaled:
+// the result endpoint's for a query, else the operation's.
+func journaledURL(rec *journal.Record, query bool) string {
+	if query {
+		return rec.QueryURL
+	}
+	return rec.URL
 }
 
 // shownTransportError is a transport error shown with other text. It
