@@ -113,10 +113,12 @@ type AttemptEvent struct {
 	StatusCode int  // 0 for a transport error
 	// Err is what failed the exchange (the transport, the request hook,
 	// a body cut short), its text quoting the URL as journaled (a
-	// credential an earlier release journaled in it redacted), without
-	// what the request hook added, and cut to 1024 bytes (net/http
-	// quotes a malformed status line whole, up to 10 MiB); errors.Is and
-	// errors.As see the error as it came. The journal keeps 512 bytes.
+	// credential an earlier release journaled in it redacted), not as
+	// the request hook changed it, with the values of the credential
+	// headers it was sent with (ErrSecretHeader's names) blanked, and
+	// cut to 1024 bytes (net/http quotes a malformed status line whole,
+	// up to 10 MiB); errors.Is and errors.As see the error as it came.
+	// The journal keeps 512 bytes.
 	Err        error
 	RetryAfter time.Duration
 	Start      time.Time // on the Client's clock
