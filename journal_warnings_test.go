@@ -50,7 +50,7 @@ func TestClientHearsOfLostLogSegment(t *testing.T) {
 	}
 	var warned []map[string]any
 	for _, l := range logged.lines(t) {
-		if l["level"] == "WARN" && strings.HasPrefix(l["msg"].(string), "journal: a log segment was removed") {
+		if msg, _ := l["msg"].(string); l["level"] == "WARN" && strings.HasPrefix(msg, "journal: a log segment was removed") {
 			warned = append(warned, l)
 		}
 	}
@@ -79,7 +79,7 @@ func TestClientWarnsOfJournalOthersCanRead(t *testing.T) {
 		require.NoError(t, c.Close())
 		var warned []map[string]any
 		for _, l := range logged.lines(t) {
-			if l["level"] == "WARN" && strings.Contains(l["msg"].(string), "read or written by every user") {
+			if msg, _ := l["msg"].(string); l["level"] == "WARN" && strings.Contains(msg, "read or written by every user") {
 				warned = append(warned, l)
 			}
 		}
