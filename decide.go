@@ -302,7 +302,12 @@ func submitMeaning(p past, a answer) judgment {
 		if p.maybeExecuted {
 			return inFlightOurs(a)
 		}
-		return judgment{move: moveReview, label: "in_flight_foreign", refused: true, review: ReviewKeyInUse, conflict: true}
+		// The server's words go with the attempt, as key_used_foreign's:
+		// the person deciding whether a copy of ours is the one running
+		// needs them.
+		return judgment{move: moveReview, label: "in_flight_foreign", refused: true, review: ReviewKeyInUse, conflict: true,
+			err: fmt.Errorf("idem: %s (to a first attempt, saying the key's request is running: a copy of this request may be the one)",
+				refusalReason(a))}
 	}
 	switch a.verdict {
 	case Settled:

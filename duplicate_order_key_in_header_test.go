@@ -132,9 +132,9 @@ func TestRefusalNotAboutADuplicateOrderWithTheKeyInAHeaderFails(t *testing.T) {
 // a 409 in flight is), never resent, never failed.
 func TestRequestInProgressRefusalToAFirstAttemptWithTheKeyInAHeader(t *testing.T) {
 	const body = `{"paymentKey":"5zJ4xY7m0kODnyRpQWGrN2xqGlNvLrKwv1M9ENjbeoPaZdL6","orderId":"a4CWyWY5m89PNh7xJwhk1","amount":15000}`
-	for _, refusal := range []string{
-		`{"code":"ALREADY_PROCESSING_REQUEST","message":"진행중인 요청이 있습니다."}`,
-		`{"code":"already_processing_request"}`,
+	for refusal, words := range map[string]string{
+		`{"code":"ALREADY_PROCESSING_REQUEST","message":"진행중인 요청이 있습니다."}`: "400: 진행중인 요청이 있습니다.",
+		`{"code":"already_processing_request"}`:                            "400: Bad Request",
 	} {
 		t.Run(refusal, func(t *testing.T) {
 			o := &orderIDDesk{member: "paymentKey", header: "Idempotency-Key", refusal: refusal, held: map[string]bool{}}
@@ -142,7 +142,8 @@ func TestRequestInProgressRefusalToAFirstAttemptWithTheKeyInAHeader(t *testing.T
 			c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyHeader("Idempotency-Key", idem.KeyBare))
 			req := idem.Request{Key: "k-7", URL: sidecar.URL + "/v1/payments/confirm", Body: []byte(body)}
 
-			requireLeftForAPerson(t, c, req, "")
+			// The server's words go with the attempt, for the person.
+			requireLeftForAPerson(t, c, req, words)
 
 			o.mu.Lock()
 			defer o.mu.Unlock()
