@@ -22,8 +22,10 @@ type CompactStats struct {
 // consistency check, then the journal's own (every record decodes, and each
 // index holds exactly the records that belong in it). It takes the lock in
 // read-only mode, so the application must be stopped. Its cost grows with
-// the journal's size. A journal that does not check out gives ErrCorrupt;
-// Inspect says what was read and lists every problem found.
+// the journal's size. A journal that does not check out gives ErrCorrupt,
+// or ErrLogMissing or ErrFileFailed when a missing log segment or a failed
+// write (see ReadOnly) is its only problem; Inspect says what was read and
+// lists every problem found.
 func Check(path string, opts ...Option) error {
 	_, err := Inspect(path, opts...)
 	return err
@@ -56,8 +58,9 @@ type CheckReport struct {
 }
 
 // Inspect is Check with a report: it returns the error Check returns
-// (nil, or one matching ErrCorrupt when there are problems, or the error
-// that kept it from checking, such as ErrLocked) and what it read. The
+// (nil, or one matching ErrCorrupt when there are problems, ErrLogMissing
+// or ErrFileFailed when that is the only one, or the error that kept it
+// from checking, such as ErrLocked) and what it read. The
 // report is filled as far as the check got.
 func Inspect(path string, opts ...Option) (CheckReport, error) {
 	var rep CheckReport

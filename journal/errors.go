@@ -57,6 +57,9 @@ var (
 	// its path, or another file put there, while the Store had it open:
 	// the message says how to save the file, which holds every
 	// acknowledged write, before the process stops.
+	//
+	// Check returns it too for a journal a write to which failed, until
+	// an Open for writing has written the journal again (see ReadOnly).
 	ErrFileFailed = errors.New("journal: the file failed a commit after writing it, so the disk may not hold what it shows; " +
 		"nothing more is read from it or written to it until the journal is closed and opened again (acknowledged writes are safe in its log)")
 )

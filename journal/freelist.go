@@ -64,5 +64,5 @@ func flushFreelist(db *bolt.DB, f *os.File) error {
 	if err != nil || !ok || m.freelist != noFreelist {
 		return err
 	}
-	return readDamaged(func() error { return db.Update(func(*bolt.Tx) error { return nil }) })
+	return updateRecovered(db, func(*bolt.Tx) error { return nil })
 }

@@ -285,7 +285,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		}
 		if err := flushFreelist(db, file); err != nil {
 			_ = db.Close()
-			return nil, errorf("journal: open %s: writing the freelist: %w", path, err)
+			return nil, errorf("journal: open %s: writing the freelist, which the last commit skipped, failed (%w): check the disk, then open the journal again", path, err)
 		}
 	}
 	if err := initMeta(db, file, cfg.readOnly); err != nil {

@@ -558,6 +558,10 @@ func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (commit
 		}
 		return false, err
 	}
+	// Only a WARNING the COMMIT draws counts (NoticeHandler): one that an
+	// earlier statement drew (the batch's, or the application's on this
+	// pooled connection) is cleared first, and the COMMIT's is cleared
+	// after, before the connection goes back to the pool.
 	data := conn.PgConn().CustomData()
 	delete(data, commitWarningKey)
 	tag, err := conn.Exec(ctx, "COMMIT")

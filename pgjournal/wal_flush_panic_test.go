@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
@@ -103,11 +104,15 @@ func TestWALFlushPanicInCommit(t *testing.T) {
 	require.NotContains(t, err.Error(), "nothing was journaled")
 	require.Empty(t, requestsFor(srv, "sent"), "requests of an operation whose journal write is unconfirmed")
 
+	// EventuallyWithT reports the last Get's error; a message argument
+	// would be evaluated once, before the first Get.
 	var rec *journal.Record
-	require.Eventually(t, func() bool {
-		rec, err = store.Get(ctx, idem.DefaultScope, "sent")
-		return err == nil
-	}, 60*time.Second, 20*time.Millisecond, "the operation read back after crash recovery: %v", err)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		r, err := store.Get(ctx, idem.DefaultScope, "sent")
+		if assert.NoError(c, err, "the operation read back after crash recovery") {
+			rec = r
+		}
+	}, 60*time.Second, 20*time.Millisecond)
 	require.Equal(t, journal.StatePending, rec.State, "the write the PANIC answered was committed")
 
 	res, err := c.Submit(ctx, order(srv, "sent"))

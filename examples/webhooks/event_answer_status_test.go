@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -40,17 +39,11 @@ func TestEventAnswerSaysWhy(t *testing.T) {
 		{"journal failed", small, fmt.Errorf("journal: write: no space left on device"), http.StatusServiceUnavailable, 1, "answered 503"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			calls := 0
-			rcv := &receiver{now: func() time.Time { return now }, settled: map[string]bool{},
-				confirm: func(context.Context, string, string, idem.Confirmation) (*idem.Result, error) {
-					calls++
-					return nil, tt.err
-				}}
-			req := signedEvent(now, tt.body)
+			rcv, calls := stubReceiver(now, nil, tt.err)
 			w := httptest.NewRecorder()
-			rcv.ServeHTTP(w, req)
-			if w.Code != tt.wantCode || calls != tt.wantCalls {
-				t.Errorf("answered %d after %d Confirm calls; want %d after %d", w.Code, calls, tt.wantCode, tt.wantCalls)
+			rcv.ServeHTTP(w, signedEvent(now, tt.body))
+			if w.Code != tt.wantCode || *calls != tt.wantCalls {
+				t.Errorf("answered %d after %d Confirm calls; want %d after %d", w.Code, *calls, tt.wantCode, tt.wantCalls)
 			}
 			if rcv.bad != 0 {
 				t.Errorf("%d bad signatures counted; want 0: the event was signed right", rcv.bad)

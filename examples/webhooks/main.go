@@ -23,11 +23,11 @@
 //     it, and only then answer: 2xx once Confirm has recorded it, 5xx when
 //     Confirm failed, so that the provider sends it again (an event
 //     acknowledged and then lost is never sent again), and a 4xx that
-//     says why for an event no redelivery can help (too large, or
-//     refused by Confirm as invalid). Confirm is
-//     idempotent per event id, so redelivered and out-of-order events are
-//     harmless, and one that contradicts what idem recorded is flagged,
-//     never applied.
+//     says why for an event a redelivery alone cannot help (larger than
+//     maxEvent until it is raised, or refused by Confirm as invalid).
+//     Confirm is idempotent per event id, so redelivered and out-of-order
+//     events are harmless, and one that contradicts what idem recorded is
+//     flagged, never applied.
 //
 // The fake server (package idemtest, on 127.0.0.1) signs its events and
 // delivers them late, duplicated and out of order; the receiver below

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
 )
 
@@ -81,4 +82,15 @@ func signedEvent(now time.Time, body string) *http.Request {
 	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/webhooks", strings.NewReader(body))
 	req.Header.Set(idemtest.WebhookSignatureHeader, fmt.Sprintf("t=%d,v1=%s", now.Unix(), sign(webhookSecret, now.Unix(), body)))
 	return req
+}
+
+// stubReceiver is a receiver at now whose Confirm answers res and err,
+// and the count of its Confirm calls.
+func stubReceiver(now time.Time, res *idem.Result, err error) (*receiver, *int) {
+	calls := new(int)
+	return &receiver{now: func() time.Time { return now }, settled: map[string]bool{},
+		confirm: func(context.Context, string, string, idem.Confirmation) (*idem.Result, error) {
+			*calls++
+			return res, err
+		}}, calls
 }

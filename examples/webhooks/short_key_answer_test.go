@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -29,12 +28,7 @@ func TestShortKeyEventAnswered(t *testing.T) {
 		{"contradicts", &idem.Result{State: idem.StateFailed}, fmt.Errorf("%w (scope \"\", key \"ord-7\")", idem.ErrConfirmConflict)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			calls := 0
-			rcv := &receiver{now: func() time.Time { return now }, settled: map[string]bool{},
-				confirm: func(_ context.Context, _, key string, _ idem.Confirmation) (*idem.Result, error) {
-					calls++
-					return tt.res, tt.err
-				}}
+			rcv, calls := stubReceiver(now, tt.res, tt.err)
 			body := `{"id":"evt_7","type":"order.succeeded","state":"succeeded","resourceId":"ord_000007","metadata":{"idem_key":"ord-7"}}`
 			req := signedEvent(now, body)
 			w := httptest.NewRecorder()
@@ -46,8 +40,8 @@ func TestShortKeyEventAnswered(t *testing.T) {
 				}()
 				rcv.ServeHTTP(w, req)
 			}()
-			if calls != 1 || w.Code != http.StatusNoContent {
-				t.Errorf("%d Confirm calls, answered %d; want 1 and 204", calls, w.Code)
+			if *calls != 1 || w.Code != http.StatusNoContent {
+				t.Errorf("%d Confirm calls, answered %d; want 1 and 204", *calls, w.Code)
 			}
 			if len(rcv.log) != 1 || !strings.Contains(rcv.log[0], "ord-7") {
 				t.Errorf("log = %q; want one line naming the key", rcv.log)
