@@ -937,8 +937,7 @@ func (d *driver) query() (step, error) {
 	ex := c.send(d.ctx, d.rec, true, false)
 	d.serverUntil = ex.serverUntil
 
-	p := pastOf(d.rec, math.MaxInt)
-	st := step{judgment: judgeQuery(p, c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
+	st := step{judgment: judgeQuery(pastOf(d.rec, math.MaxInt), c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
 	if st.err != nil {
 		ex.err = st.err
 	}

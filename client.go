@@ -232,10 +232,7 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 	defer c.exit()
 	rec, _, err := c.newRecord(req, false)
 	if err != nil {
-		var lookErr error
-		if rec, _, lookErr = c.journaledBefore(ctx, req, err); lookErr != nil {
-			return nil, lookErr
-		} else if rec == nil {
+		if rec, _, err = c.journaledBefore(ctx, req, err); err != nil {
 			return nil, err
 		}
 	}
@@ -287,10 +284,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	defer c.end(b)
 	rec, first, err := c.newRecord(req, false)
 	if err != nil {
-		var lookErr error
-		if rec, first, lookErr = c.journaledBefore(ctx, req, err); lookErr != nil {
-			return nil, lookErr
-		} else if rec == nil {
+		if rec, first, err = c.journaledBefore(ctx, req, err); err != nil {
 			return nil, err
 		}
 	}
@@ -561,10 +555,11 @@ func (c *Client) lookupErr(scope, key string, err error) error {
 var errKeyHeldByOther = errors.New("the journaled request differs in method, URL, headers or body; " +
 	"resend the journaled request unchanged (Lookup shows it), or use a new key for a new intent")
 
-// journaledBefore is req's record when newRecord refused req (err) only
+// journaledBefore is req's record when newRecord refused req (refused) only
 // for a credential in its URL or headers and the journal already holds an
 // operation under its key: one journaled by a release that still accepted
-// that credential (a query parameter or header refused since). Else nil.
+// that credential (a query parameter or header refused since); else an
+// error (below).
 // Such a request is driven as any resubmission is, not refused: the
 // refusal's promise, nothing journaled and nothing to be sent, would be
 // false, and a caller who trusted it would order again under a new key
@@ -577,19 +572,20 @@ var errKeyHeldByOther = errors.New("the journaled request differs in method, URL
 // credential the caller added on a resubmission (X-Api-Key on an order
 // journaled without it) must not reach the disk that way. A request that
 // is another one than the journaled, besides its credentials, is refused
-// (err) as any request carrying a credential is.
+// (refused) as any request carrying a credential is.
 //
-// A journal that cannot be read (lookErr) leaves it unknown whether the
-// key's operation is journaled: the refusal's promise may be false, so
-// the caller is told to retry with the key (ErrUnknownOutcome), never to
-// take a new one.
-func (c *Client) journaledBefore(ctx context.Context, req Request, err error) (rec *journal.Record, first *[1]journal.Attempt, lookErr error) {
-	if req.Key == "" || !errors.Is(err, ErrSecretHeader) {
-		return nil, nil, nil
+// When the request is not driven so, the error returned is refused as
+// given, or, when the journal cannot be read, one saying it is unknown
+// whether the key's operation is journaled: the refusal's promise may be
+// false, so the caller is told to retry with the key (ErrUnknownOutcome),
+// never to take a new one.
+func (c *Client) journaledBefore(ctx context.Context, req Request, refused error) (*journal.Record, *[1]journal.Attempt, error) {
+	if req.Key == "" || !errors.Is(refused, ErrSecretHeader) {
+		return nil, nil, refused
 	}
-	rec, first, err = c.newRecord(req, true)
+	rec, first, err := c.newRecord(req, true)
 	if err != nil {
-		return nil, nil, nil
+		return nil, nil, refused
 	}
 	stored, err := c.store.Get(ctx, rec.Scope, rec.Key)
 	if err != nil && !errors.Is(err, journal.ErrNotFound) {
@@ -598,13 +594,13 @@ func (c *Client) journaledBefore(ctx context.Context, req Request, err error) (r
 				"to tell whether an earlier release journaled its operation: retry with this key, never a new one: %w", withCause(ctx, err))}
 	}
 	if err != nil || !sameRequest(stored, rec) {
-		return nil, nil, nil
+		return nil, nil, refused
 	}
 	var okURL, okQuery bool
 	rec.URL, okURL = credentialsOut(rec.URL)
 	rec.QueryURL, okQuery = credentialsOut(rec.QueryURL)
 	if !okURL || !okQuery {
-		return nil, nil, nil
+		return nil, nil, refused
 	}
 	maps.DeleteFunc(rec.Header, func(name string, _ []string) bool { return httpsyntax.CredentialHeader(name) })
 	return rec, first, nil
