@@ -406,8 +406,10 @@ func TestRoundLimit(t *testing.T) {
 // leader that hit it runs on a caller's goroutine and that caller
 // recovers: otherwise the round's other writers would wait forever.
 func TestCommitPanicEndsProcess(t *testing.T) {
-	if os.Getenv("IDEM_COMMIT_PANIC_CHILD") == "1" {
-		s, err := Open(filepath.Join(t.TempDir(), "j.db"))
+	// The child dies before its own t.TempDir cleanup could run, so it
+	// works in the parent's.
+	if dir := os.Getenv("IDEM_COMMIT_PANIC_DIR"); dir != "" {
+		s, err := Open(filepath.Join(dir, "j.db"))
 		require.NoError(t, err)
 		func() {
 			defer func() { fmt.Println("RECOVERED", recover()) }()
@@ -423,7 +425,7 @@ func TestCommitPanicEndsProcess(t *testing.T) {
 		t.Skip("starts a child process")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCommitPanicEndsProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "IDEM_COMMIT_PANIC_CHILD=1")
+	cmd.Env = append(os.Environ(), "IDEM_COMMIT_PANIC_DIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "child output:\n%s", out)
