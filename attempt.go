@@ -570,22 +570,7 @@ func (d *driver) submit() (step, error) {
 			setReview(r, st.review)
 		}
 	})
-	d.observe(number, false, ex, st.label)
-	if err != nil {
-		d.lateAnswer(err, st, number, ex, false)
-		return st, err
-	}
-	switch st.move {
-	case moveSettle:
-		c.budgetSuccess(d.rec)
-	case moveProcessing:
-	default:
-		c.budget.failure(c.hostOf(d.rec))
-	}
-	if d.ctx.Err() != nil && st.move != moveSettle {
-		return st, d.leave(context.Cause(d.ctx))
-	}
-	return st, nil
+	return d.endAttempt(st, number, ex, false, err)
 }
 
 // answerOf prepares an exchange for the judge: the classifier's verdict
@@ -974,17 +959,27 @@ func (d *driver) query() (step, error) {
 			setReview(r, st.review)
 		}
 	})
-	d.observe(number, true, ex, st.label)
+	return d.endAttempt(st, number, ex, true, err)
+}
+
+// endAttempt ends a submit's or a query's attempt after the commit of its
+// outcome, whose error is err (a failed commit is lateAnswer's): the
+// attempt is observed, its host's retry budget learns how it went, and a
+// context ended meanwhile leaves the operation unless the attempt settled
+// it. Both end alike so that neither counts in the budget what the other
+// does not.
+func (d *driver) endAttempt(st step, number int, ex exchange, query bool, err error) (step, error) {
+	d.observe(number, query, ex, st.label)
 	if err != nil {
-		d.lateAnswer(err, st, number, ex, true)
+		d.lateAnswer(err, st, number, ex, query)
 		return st, err
 	}
 	switch st.move {
 	case moveSettle:
-		c.budgetSuccess(d.rec)
+		d.c.budgetSuccess(d.rec)
 	case moveProcessing:
 	default:
-		c.budget.failure(c.hostOf(d.rec))
+		d.c.budget.failure(d.c.hostOf(d.rec))
 	}
 	if d.ctx.Err() != nil && st.move != moveSettle {
 		return st, d.leave(context.Cause(d.ctx))

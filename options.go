@@ -203,6 +203,16 @@ func positive(c *config, name string, d time.Duration) bool {
 	return true
 }
 
+// atLeastOne is positive for the count options: it reports whether n is
+// at least 1, and records the error naming the option if not.
+func atLeastOne[N int | int64](c *config, name string, n N) bool {
+	if n < 1 {
+		c.fail("%s: need at least 1, got %d", name, n)
+		return false
+	}
+	return true
+}
+
 // WithHTTPClient sets the client that sends every attempt. idem copies it
 // and turns redirects off (a redirected POST turns into a GET without its
 // body). The default has a connection pool sized for concurrent callers.
@@ -259,11 +269,9 @@ func WithBackoff(newPolicy func() backoff.BackOff) Option {
 // one foreground call. Default DefaultMaxAttempts.
 func WithMaxAttempts(n int) Option {
 	return optionFunc(func(c *config) {
-		if n < 1 {
-			c.fail("WithMaxAttempts: need at least 1, got %d", n)
-			return
+		if atLeastOne(c, "WithMaxAttempts", n) {
+			c.maxAttempts = n
 		}
-		c.maxAttempts = n
 	})
 }
 
@@ -679,11 +687,9 @@ func WithScope(scope string) Option {
 // Default DefaultMaxResponseBytes.
 func WithMaxResponseBytes(n int64) Option {
 	return optionFunc(func(c *config) {
-		if n < 1 {
-			c.fail("WithMaxResponseBytes: need at least 1, got %d", n)
-			return
+		if atLeastOne(c, "WithMaxResponseBytes", n) {
+			c.maxResponse = n
 		}
-		c.maxResponse = n
 	})
 }
 
@@ -712,11 +718,9 @@ func WithReconcile(interval, maxInterval, deadline time.Duration) Option {
 // Default DefaultResumeConcurrency.
 func WithResumeConcurrency(n int) Option {
 	return optionFunc(func(c *config) {
-		if n < 1 {
-			c.fail("WithResumeConcurrency: need at least 1, got %d", n)
-			return
+		if atLeastOne(c, "WithResumeConcurrency", n) {
+			c.resumeConcurrency = n
 		}
-		c.resumeConcurrency = n
 	})
 }
 

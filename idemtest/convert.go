@@ -4,7 +4,10 @@ import "github.com/idemkit/idem/internal/fakeserver"
 
 // The exported types are copies of the fake server's, field for field, so
 // that go doc shows their fields here (the server's package is internal).
-// These functions convert at the boundary; TestTypesMirrorTheServers
+// Those whose fields have the same types (Behavior, Stats, KeyStats,
+// Webhook, WebhookStats) convert with a Go conversion, which does not
+// compile once a field is added on one side only; the others, holding a
+// FaultKind, convert with these functions, and TestTypesMirrorTheServers
 // fails when a field is added on one side only.
 
 func (f Fault) internal() fakeserver.Fault {
@@ -30,36 +33,6 @@ func (p Profile) internal() fakeserver.Profile {
 		}
 	}
 	return out
-}
-
-func (b Behavior) internal() fakeserver.Behavior {
-	return fakeserver.Behavior{
-		Name: b.Name, StoreErrors: b.StoreErrors, NoBodyCompare: b.NoBodyCompare,
-		ConflictStatus: b.ConflictStatus, Retention: b.Retention, KeyMember: b.KeyMember, OpenOnly: b.OpenOnly,
-	}
-}
-
-func behaviorOf(b fakeserver.Behavior) Behavior {
-	return Behavior{
-		Name: b.Name, StoreErrors: b.StoreErrors, NoBodyCompare: b.NoBodyCompare,
-		ConflictStatus: b.ConflictStatus, Retention: b.Retention, KeyMember: b.KeyMember, OpenOnly: b.OpenOnly,
-	}
-}
-
-func statsOf(s fakeserver.Stats) Stats {
-	return Stats{
-		Requests: s.Requests, Submits: s.Submits, Queries: s.Queries,
-		SideEffects: s.SideEffects, Keys: s.Keys, MaxEffectsPerKey: s.MaxEffectsPerKey,
-		Replays: s.Replays, Conflicts: s.Conflicts, Refusals: s.Refusals, ForeignEffects: s.ForeignEffects,
-		MaxSubmitsAfterFinal: s.MaxSubmitsAfterFinal,
-	}
-}
-
-func keyStatsOf(k fakeserver.KeyStats) KeyStats {
-	return KeyStats{
-		Effects: k.Effects, ForeignEffects: k.ForeignEffects,
-		SubmitsAfterFinal: k.SubmitsAfterFinal, Conflicts: k.Conflicts, Refusals: k.Refusals,
-	}
 }
 
 func requestOf(r fakeserver.Request) Request {

@@ -270,11 +270,11 @@ type Behavior struct {
 // String returns b.Name, or if it is "" the knobs that differ from the
 // IETF draft, joined by "+" ("store-errors+conflict-417"), or "ietf-draft"
 // when none does.
-func (b Behavior) String() string { return b.internal().String() }
+func (b Behavior) String() string { return fakeserver.Behavior(b).String() }
 
 // Description returns a one-line description of the behaviour: how it
 // differs from the IETF draft.
-func (b Behavior) Description() string { return b.internal().Description() }
+func (b Behavior) Description() string { return fakeserver.Behavior(b).Description() }
 
 // ShortWindowRetention is the key window of [ShortWindow]: 30 minutes, the
 // default of the Fiber framework's idempotency middleware.
@@ -283,22 +283,22 @@ const ShortWindowRetention = 30 * time.Minute
 // IETFDraft is the default behaviour, the IETF draft's: 400 without a key,
 // 409 while a request with the key is in flight, 422 for the key with
 // another request; server errors are not stored.
-func IETFDraft() Behavior { return behaviorOf(fakeserver.IETFDraft()) }
+func IETFDraft() Behavior { return Behavior(fakeserver.IETFDraft()) }
 
 // StoredErrors stores the handler's 500 and 503 as the key's answer and
 // replays them, marked replayed, for the life of the key.
-func StoredErrors() Behavior { return behaviorOf(fakeserver.StoredErrors()) }
+func StoredErrors() Behavior { return Behavior(fakeserver.StoredErrors()) }
 
 // NoBodyCompare replays a used key's answer, marked replayed, to any
 // request with the key, whatever its body: a silent replay.
-func NoBodyCompare() Behavior { return behaviorOf(fakeserver.NoBodyCompare()) }
+func NoBodyCompare() Behavior { return Behavior(fakeserver.NoBodyCompare()) }
 
 // Conflict417 answers 417, instead of 422, to a used key with another
 // request.
-func Conflict417() Behavior { return behaviorOf(fakeserver.Conflict417()) }
+func Conflict417() Behavior { return Behavior(fakeserver.Conflict417()) }
 
 // ShortWindow forgets a key after ShortWindowRetention (30 minutes).
-func ShortWindow() Behavior { return behaviorOf(fakeserver.ShortWindow()) }
+func ShortWindow() Behavior { return Behavior(fakeserver.ShortWindow()) }
 
 // ClientOrderIDMember is the body member holding the key under
 // [ClientOrderID]: client_order_id, Alpaca's name.
@@ -313,13 +313,13 @@ const ClientOrderIDMember = fakeserver.ClientOrderIDMember
 // not exist.". A client talks to it as idem's README says for such APIs:
 // idem.WithKeyInBody, the result endpoint, and a Decoder that reads the
 // order (idem's ExampleWithDecoder_clientOrderID).
-func ClientOrderID() Behavior { return behaviorOf(fakeserver.ClientOrderID()) }
+func ClientOrderID() Behavior { return Behavior(fakeserver.ClientOrderID()) }
 
 // Behaviors returns the presets, IETFDraft first.
 func Behaviors() []Behavior {
 	var bs []Behavior
 	for _, b := range fakeserver.Behaviors() {
-		bs = append(bs, behaviorOf(b))
+		bs = append(bs, Behavior(b))
 	}
 	return bs
 }
@@ -331,5 +331,5 @@ func BehaviorNamed(name string) (Behavior, error) {
 	if err != nil {
 		return Behavior{}, fmt.Errorf("idemtest: %w", err)
 	}
-	return behaviorOf(b), nil
+	return Behavior(b), nil
 }

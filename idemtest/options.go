@@ -65,5 +65,5 @@ func WithMaxKeys(n int) Option {
 // [NoBodyCompare], [Conflict417], [ShortWindow]) or a [Behavior] of one's
 // own. [NewServer] returns an error if b is invalid.
 func WithBehavior(b Behavior) Option {
-	return optionFunc(func(cfg *fakeserver.Config) { cfg.Behavior = b.internal() })
+	return optionFunc(func(cfg *fakeserver.Config) { cfg.Behavior = fakeserver.Behavior(b) })
 }

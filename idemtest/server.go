@@ -114,7 +114,7 @@ func (s *Server) SetProfile(p Profile) error {
 }
 
 // Stats returns the server's counters.
-func (s *Server) Stats() Stats { return statsOf(s.srv.Stats()) }
+func (s *Server) Stats() Stats { return Stats(s.srv.Stats()) }
 
 // Effects returns the side effects performed for key in scope (the value of
 // the scope header, "" if none), across expiries.
@@ -124,7 +124,7 @@ func (s *Server) Effects(scope, key string) int { return s.srv.Effects(scope, ke
 // effects, someone else's (see Preempt) and the submits that arrived once
 // its answer could no longer change.
 func (s *Server) KeyStats(scope, key string) KeyStats {
-	return keyStatsOf(s.srv.KeyStats(scope, key))
+	return KeyStats(s.srv.KeyStats(scope, key))
 }
 
 // Preempt makes someone else use key in scope first: a request with the
@@ -142,7 +142,7 @@ func (s *Server) Preempt(scope, key string, hold time.Duration) error {
 }
 
 // Behavior returns the server's behaviour, as given to NewServer.
-func (s *Server) Behavior() Behavior { return behaviorOf(s.srv.Behavior()) }
+func (s *Server) Behavior() Behavior { return Behavior(s.srv.Behavior()) }
 
 // Requests returns a copy of the log of requests received, in arrival order
 // (the last 100,000; requests to /_ endpoints are not logged).

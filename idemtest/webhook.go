@@ -72,17 +72,10 @@ type WebhookStats struct {
 // returns an error if w is invalid (a URL that is not loopback, an empty
 // secret, a probability outside 0..1, a bound over its limit).
 func WithWebhook(w Webhook) Option {
-	return optionFunc(func(cfg *fakeserver.Config) { cfg.Webhook = w.internal() })
-}
-
-func (w Webhook) internal() *fakeserver.Webhook {
-	return &fakeserver.Webhook{URL: w.URL, Secret: w.Secret, Lose: w.Lose, Duplicate: w.Duplicate,
-		Delay: w.Delay, Retries: w.Retries, RetryWait: w.RetryWait, Timeout: w.Timeout}
-}
-
-func webhookStatsOf(s fakeserver.WebhookStats) WebhookStats {
-	return WebhookStats{Events: s.Events, Delivered: s.Delivered, Duplicated: s.Duplicated,
-		Lost: s.Lost, Failed: s.Failed, Retries: s.Retries}
+	return optionFunc(func(cfg *fakeserver.Config) {
+		in := fakeserver.Webhook(w)
+		cfg.Webhook = &in
+	})
 }
 
 // FlushWebhooks waits until every event made so far has been delivered or
@@ -96,4 +89,4 @@ func (s *Server) FlushWebhooks(ctx context.Context) error {
 }
 
 // WebhookStats returns the webhook counters; zero without WithWebhook.
-func (s *Server) WebhookStats() WebhookStats { return webhookStatsOf(s.srv.WebhookStats()) }
+func (s *Server) WebhookStats() WebhookStats { return WebhookStats(s.srv.WebhookStats()) }

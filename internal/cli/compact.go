@@ -12,11 +12,7 @@ import (
 // journal file as a whole, and returns its path.
 func (e *env) wholeJournal(fs *flag.FlagSet, args []string) (string, error) {
 	name := fs.Name()[len("idem "):]
-	pos, err := e.parse(fs, args)
-	if err != nil {
-		return "", err
-	}
-	if err := noArgs(name, pos); err != nil {
+	if err := e.parseNoArgs(fs, args); err != nil {
 		return "", err
 	}
 	if err := e.fileOnly(name); err != nil {

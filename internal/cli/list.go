@@ -26,11 +26,7 @@ func cmdList(e *env, args []string) (err error) {
 	scope := fs.String("scope", "", "only operations in this `scope` (default every scope)")
 	limit := fs.Int("limit", 0, "print at most `n` operations, the oldest (0: no limit)")
 	asJSON := fs.Bool("json", false, "print a JSON array of full records")
-	pos, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(name, pos); err != nil {
+	if err := e.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	switch {

@@ -13,11 +13,7 @@ func cmdPrune(e *env, args []string) (err error) {
 	var before days
 	fs.Var(&before, "settled-before", "delete operations settled more than `duration` ago (required; e.g. 720h or 30d)")
 	dryRun := fs.Bool("dry-run", false, "count what would be deleted; change nothing")
-	pos, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(name, pos); err != nil {
+	if err := e.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	if err := e.fileOnly(name); err != nil {

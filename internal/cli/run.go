@@ -431,8 +431,14 @@ func otherScopes(ctx context.Context, s Reader, scope, key string) []string {
 	return out
 }
 
-// oneKey checks that pos is exactly one key.
-func oneKey(cmd string, pos []string) (string, error) {
+// parseKey parses args with fs (see parse) and returns the one key they
+// name, for a command that takes exactly one.
+func (e *env) parseKey(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return "", err
+	}
+	cmd := strings.TrimPrefix(fs.Name(), "idem ")
 	switch {
 	case len(pos) == 0:
 		return "", usagef(cmd, "no key given")
@@ -444,10 +450,15 @@ func oneKey(cmd string, pos []string) (string, error) {
 	return pos[0], nil
 }
 
-// noArgs checks that a command that takes no argument got none.
-func noArgs(cmd string, pos []string) error {
+// parseNoArgs parses args with fs (see parse), for a command that takes
+// no argument: one given is an error.
+func (e *env) parseNoArgs(fs *flag.FlagSet, args []string) error {
+	pos, err := e.parse(fs, args)
+	if err != nil {
+		return err
+	}
 	if len(pos) > 0 {
-		return usagef(cmd, "unexpected argument %q", pos[0])
+		return usagef(strings.TrimPrefix(fs.Name(), "idem "), "unexpected argument %q", pos[0])
 	}
 	return nil
 }

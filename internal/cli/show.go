@@ -17,11 +17,7 @@ func cmdShow(e *env, args []string) (err error) {
 	fs := e.flags(name)
 	scope := fs.String("scope", defaultScope, "the operation's `scope`")
 	asJSON := fs.Bool("json", false, "print the record as JSON")
-	pos, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	key, err := oneKey(name, pos)
+	key, err := e.parseKey(fs, args)
 	if err != nil {
 		return err
 	}

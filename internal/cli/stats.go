@@ -25,11 +25,7 @@ func cmdStats(e *env, args []string) (err error) {
 	const name = "stats"
 	fs := e.flags(name)
 	asJSON := fs.Bool("json", false, "print the counts as JSON")
-	pos, err := e.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(name, pos); err != nil {
+	if err := e.parseNoArgs(fs, args); err != nil {
 		return err
 	}
 	var (
