@@ -133,7 +133,7 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // payment) unless
 // its status says the server refused to carry it out: "failed",
 // "declined", "rejected", "refused", "denied", "soft_declined", a Pix
-// refund's "NAO_REALIZADO" or ISO 20022's "RJCT" (in any case) make it failed, with the status as the reason, "error" or
+// refund's "NAO_REALIZADO" or ISO 20022's "RJCT" (in any case, spaces around it ignored) make it failed, with the status as the reason, "error" or
 // "errored" prove nothing, and "NotStarted", "Running" or "InProgress"
 // make it processing whatever the status code: a long-running
 // operation's status monitor (the Azure REST API Guidelines' and ARM's,
@@ -241,7 +241,7 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	if resourceID == "" {
 		resourceID = id
 	}
-	switch s := strings.ToLower(v[memState].s); s {
+	switch s := strings.ToLower(strings.TrimSpace(v[memState].s)); s {
 	case "succeeded":
 		if v[memResourceID].s == "" {
 			return Outcome{}, fmt.Errorf("%w: succeeded without \"resourceId\"", errUndecodable)
@@ -404,7 +404,9 @@ const (
 
 // resourceStatusOf reads a resource's status word.
 func resourceStatusOf(s string) resourceStatus {
-	switch strings.ToLower(s) {
+	// Spaces around the word are no part of it: " RJCT" read as another
+	// word would be a rejected payment taken as made.
+	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "failed", "declined", "rejected", "refused", "denied", "soft_declined",
 		// A Pix refund's final status when it was not made (BACEN's API
 		// Pix, Devolucao.status: EM_PROCESSAMENTO, DEVOLVIDO,
