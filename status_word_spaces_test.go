@@ -31,6 +31,8 @@ func TestStatusWordWithSpaces(t *testing.T) {
 			idem.Outcome{State: idem.StateFailed, ResourceID: "p_1"}},
 		{"state processing", `{"state":" processing","id":"job_1"}`, http.StatusOK,
 			idem.Outcome{State: idem.StateProcessing}},
+		{"berlin group RJCT", `{"transactionStatus":"RJCT ","paymentId":"p_1"}`, http.StatusCreated,
+			idem.Outcome{State: idem.StateFailed, ResourceID: "p_1", Reason: "RJCT "}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, err := idem.DecodeJSON(&idem.Answer{Key: "k", StatusCode: tt.code, Body: []byte(tt.body)})
