@@ -128,12 +128,12 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // project's own workflow, no status: read as if absent), taken as succeeded
 // (as processing when the status is 202 Accepted: not completed, unless
 // its status says it is done: "authorized" or "authorised",
-// "captured", "paid", "succeeded", "completed", "approved", "settled" or
+// "captured", "paid", "succeeded", "completed", "approved", "settled",
 // "card verified", as in Checkout.com's 202 replay of a processed
-// payment) unless
+// payment, or ISO 20022's settled "ACSC" or "ACCC") unless
 // its status says the server refused to carry it out: "failed",
 // "declined", "rejected", "refused", "denied", "soft_declined", a Pix
-// refund's "NAO_REALIZADO" or ISO 20022's "RJCT" (in any case) make it failed, with the status as the reason, "error" or
+// refund's "NAO_REALIZADO" or ISO 20022's "RJCT" (in any case, spaces around it ignored) make it failed, with the status as the reason, "error" or
 // "errored" prove nothing, and "NotStarted", "Running" or "InProgress"
 // make it processing whatever the status code: a long-running
 // operation's status monitor (the Azure REST API Guidelines' and ARM's,
@@ -159,6 +159,16 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // outcome (a payment "pending" its authorisation), or that say a failure
 // another way (Adyen's "resultCode"), need a Decoder that reads it:
 // WithDecoder.
+// A body whose only member is a "data" object, or that and a "meta"
+// (Paddle Billing's and Circle's answers), is read as the object under
+// "data" when that object has a "status" or "state" of its own; any other
+// member beside it (a GraphQL "errors", an envelope's "status" or "code",
+// JSON:API's "links") or no status under it proves nothing. A Berlin
+// Group (NextGenPSD2) payment initiation, a "paymentId" with a
+// "transactionStatus" that is one of ISO 20022's codes (RCVD, PDNG,
+// ACTC, ACCP, ACSP, ACSC, ACCC, CANC…; RJCT failed) and no "status", is
+// read as that payment with that status; another word there proves
+// nothing.
 // A body that echoes a key ("idempotencyKey", "idempotency_key", or "key"
 // beside "state") must echo the operation's own: an answer about another
 // key proves nothing about this one. Nor does a body that carries an error
@@ -181,7 +191,12 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	if out, ok := noContent(a); ok {
 		return out, nil
 	}
-	body := trimBOM(a.Body)
+	return decodeObject(a, trimBOM(a.Body), false)
+}
+
+// decodeObject is DecodeJSON's reading of body, a's body or (inData) the
+// resource its top-level "data" member holds (dataResource).
+func decodeObject(a *Answer, body []byte, inData bool) (Outcome, error) {
 	v, ok := scanResult(body)
 	if !ok {
 		var err error
@@ -220,8 +235,20 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 			return Outcome{}, fmt.Errorf("%w: the body %s", errUndecodable, what)
 		}
 	}
+	if inData && !v[memState].ok && !v[memStatus].ok {
+		// A resource under "data" is read only by its own status: an
+		// object there without one may keep it elsewhere (JSON:API's
+		// "attributes"), where a "failed" would go unread.
+		return Outcome{}, fmt.Errorf("%w: the object under \"data\" has no \"status\"", errUndecodable)
+	}
 	if !v[memState].ok {
 		if v[memID].s == "" {
+			if data, ok := dataResource(body); ok && !inData {
+				return decodeObject(a, data, true)
+			}
+			if id, st, ok := paymentInitiation(body); ok && !v[memStatus].ok {
+				return resourceOutcome(a, body, id, st)
+			}
 			return Outcome{}, fmt.Errorf("%w: no \"state\" and no \"id\"", errUndecodable)
 		}
 		if v[memJSONRPC].ok {
@@ -241,7 +268,7 @@ func DecodeJSON(a *Answer) (Outcome, error) {
 	if resourceID == "" {
 		resourceID = id
 	}
-	switch s := strings.ToLower(v[memState].s); s {
+	switch s := strings.ToLower(strings.TrimSpace(v[memState].s)); s {
 	case "succeeded":
 		if v[memResourceID].s == "" {
 			return Outcome{}, fmt.Errorf("%w: succeeded without \"resourceId\"", errUndecodable)
@@ -309,6 +336,58 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 		return Outcome{State: StateProcessing, ResourceID: id}, nil
 	}
 	return Outcome{State: StateSucceeded, ResourceID: id}, nil
+}
+
+// dataResource is the object a body's top-level "data" member holds when
+// nothing but a "meta" is beside it: the resource itself, as Paddle
+// Billing answers ({"data":{"id":"txn_…","status":"ready",…},"meta":
+// {"request_id":…}}, developer.paddle.com/api-reference/about/success-responses)
+// and Circle ({"data":{"id":…,"status":"pending",…}},
+// developers.circle.com/api-reference/circle-mint/payments/create-payment).
+// Not beside anything else: an "errors" there is GraphQL's partial
+// answer, a "code" or "status" an envelope's own word on the call,
+// a "jsonapi" or "links" JSON:API's document, whose resource keeps its
+// status under "attributes".
+func dataResource(body []byte) (json.RawMessage, bool) {
+	if !bytes.Contains(body, []byte(`"data"`)) {
+		return nil, false
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(body, &top) != nil {
+		return nil, false
+	}
+	data, ok := top["data"]
+	if _, meta := top["meta"]; !ok || len(top) > 2 || len(top) == 2 && !meta {
+		return nil, false
+	}
+	return data, len(data) > 0 && data[0] == '{'
+}
+
+// paymentInitiation reads a Berlin Group NextGenPSD2 payment initiation:
+// its "paymentId" and its "transactionStatus", one of the ISO 20022 codes
+// the standard lists ({"transactionStatus":"RCVD","paymentId":"1234-wertiq-983",
+// "_links":{…}}; the codes as Barclays' PSD2 API describes them,
+// github.com/api-evangelist/barclays json-schema/barclays-initiate-payment-response-schema.json).
+// Any other word there, or none, proves nothing: not every API that has
+// a "transactionStatus" speaks ISO 20022 (Nuvei's APPROVED, DECLINED,
+// ERROR, REDIRECT, beside a "status" that is its call's).
+func paymentInitiation(body []byte) (id string, status jsonString, ok bool) {
+	if !bytes.Contains(body, []byte(`"transactionStatus"`)) {
+		return "", jsonString{}, false
+	}
+	var v struct {
+		PaymentID         string `json:"paymentId"`
+		TransactionStatus string `json:"transactionStatus"`
+	}
+	if json.Unmarshal(body, &v) != nil || v.PaymentID == "" {
+		return "", jsonString{}, false
+	}
+	switch strings.ToUpper(strings.TrimSpace(v.TransactionStatus)) {
+	case "RCVD", "PDNG", "ACTC", "ACCP", "ACFC", "ACWC", "ACWP", "PATC", "PART",
+		"ACSP", "ACSC", "ACCC", "RJCT", "CANC":
+		return v.PaymentID, jsonString{v.TransactionStatus, true}, true
+	}
+	return "", jsonString{}, false
 }
 
 // trimBOM is body without a leading UTF-8 byte order mark, which RFC
@@ -404,7 +483,9 @@ const (
 
 // resourceStatusOf reads a resource's status word.
 func resourceStatusOf(s string) resourceStatus {
-	switch strings.ToLower(s) {
+	// Spaces around the word are no part of it: " RJCT" read as another
+	// word would be a rejected payment taken as made.
+	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "failed", "declined", "rejected", "refused", "denied", "soft_declined",
 		// A Pix refund's final status when it was not made (BACEN's API
 		// Pix, Devolucao.status: EM_PROCESSAMENTO, DEVOLVIDO,
@@ -417,7 +498,10 @@ func resourceStatusOf(s string) resourceStatus {
 		return statusFailed
 	case "error", "errored":
 		return statusError
-	case "authorized", "authorised", "captured", "paid", "succeeded", "completed", "approved", "settled", "card verified":
+	case "authorized", "authorised", "captured", "paid", "succeeded", "completed", "approved", "settled", "card verified",
+		// ISO 20022's settlement completed, on the debtor's account
+		// (ACSC) or the creditor's (ACCC): the payment was made.
+		"acsc", "accc":
 		return statusDone
 	case "notstarted", "running", "inprogress", "declining", "failing",
 		"authentication_verified", "authorisation_started", "authorisation_passed", "completing",
