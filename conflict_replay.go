@@ -25,10 +25,10 @@ import (
 // stored answer for the key: the completed resource it carries, as
 // createdResource names one (id, and "failed" when DecodeJSON reads it as
 // failed). Both "" when the answer does not show it is about rec's
-// request, or DecodeJSON reads no completed resource with an id in it (a
-// processing one says nothing a wait would not: so is the resource held
-// processing, read as the 202 that named it was), or the client reads its
-// answers with a Decoder of its own.
+// request, or DecodeJSON, reading the body as a 202 Accepted's, reads no
+// completed resource with an id in it (a processing one says nothing a
+// wait would not), or the client reads its answers with a Decoder of its
+// own.
 func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state string) {
 	if !c.cfg.decodeIsJSON {
 		// A Decoder reads 2xx answers (Decoder's promise): one may read
@@ -40,23 +40,20 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 	if !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !echoesReference(rec.Body, ex.body) {
 		return "", ""
 	}
+	// The 409 repeats the first answer's body without its status code,
+	// and a 202 Accepted's resource is held unfinished whatever its body
+	// says short of a finished status ("PENDING" is no status DecodeJSON
+	// knows): read as a 201's, a payout whose 202 was lost, or held
+	// processing, settled succeeded while it could still be declined.
+	// Read as the 202 it may have been, only a status that says the
+	// work is done settles it.
 	ans := Answer{
 		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
-		StatusCode: ex.status, Header: ex.header, Body: ex.body,
+		StatusCode: http.StatusAccepted, Header: ex.header, Body: ex.body,
 	}
 	out, err := DecodeJSON(&ans)
 	if err != nil || out.ResourceID == "" {
 		return "", ""
-	}
-	if held := rec.Result; rec.State == journal.StateProcessing && held != nil && held.ResourceID == out.ResourceID && out.State == StateSucceeded {
-		// The server said it holds this resource unfinished (its 202
-		// Accepted, a processing answer), and the 409 repeats its first
-		// answer without the status code that said so: it says no more
-		// than the 202 did, unless its status says the work is done.
-		ans.StatusCode = http.StatusAccepted
-		if out, err = DecodeJSON(&ans); err != nil {
-			return "", ""
-		}
 	}
 	switch out.State {
 	case StateSucceeded:

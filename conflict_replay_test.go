@@ -234,3 +234,21 @@ func TestConflictCarryingTheOriginalAnswerIsNotGivenToADecoder(t *testing.T) {
 	require.NotEqual(t, idem.StateFailed, res.State)
 	s.requireSent(t, 1, 5) // the call's budget of attempts, as for any key in flight
 }
+
+// The same 202 Accepted and PENDING payout, its first answer lost at the
+// gateway (504): nothing held says the payout was accepted unfinished,
+// and the 409 that replays its body has no status code that says so
+// either. Read as a 201's body would be, the payout's resource settled
+// the operation succeeded while the payout could still be declined (its
+// status, "PENDING", says nothing done). A replay settles by what its
+// body's status says, as a 202's would; here it stays unknown, the
+// payout never made twice and every resend under key "k".
+func TestConflictCarryingALostAcceptedAnswerDoesNotSettle(t *testing.T) {
+	s := &conflictReplayPayouts{lostFirst: true, accepted: true}
+	_, res, err := s.submit(t, "4444333322221111")
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.NotEqual(t, idem.StateSucceeded, res.State, "a pending payout settled as paid")
+	require.NotEqual(t, idem.StateFailed, res.State)
+	s.requireSent(t, 1, 5) // the call's budget of attempts, as for any key in flight
+}
