@@ -18,8 +18,9 @@ import (
 // never settled. Most 409s are the key in flight, and some carry a
 // resource that is not the key's (the existing record a create collides
 // with), so only one that shows it is about this request is taken for the
-// stored answer: the key's value in it (in the body, or an echoed key
-// header), or the request's own reference at the same member.
+// stored answer: the key's value in it (an echoed key header, or a body
+// member named as a key), or the request's own reference at the same
+// member.
 
 // conflictReplay reads a 409 answer to a submit of rec as the server's
 // stored answer for the key: the completed resource it carries, as
@@ -37,7 +38,8 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 		// and a paid payout would be reported failed.
 		return "", ""
 	}
-	if !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !echoesReference(rec.Body, ex.body) {
+	if !namesKeyValue(ex.header, nil, c.cfg.keyHeader, rec.Key) && !holdsKey(ex.body, rec.Key, c.bodyKeyName(rec)) &&
+		!echoesReference(rec.Body, ex.body) {
 		return "", ""
 	}
 	// The 409 repeats the first answer's body without its status code,
@@ -62,6 +64,66 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 		return out.ResourceID, "failed"
 	}
 	return "", ""
+}
+
+// holdsKey reports whether answer, a JSON document, holds key as the
+// value of a member named as a key (keyMember; keyName is the header or
+// body member the request carries it in), at any depth up to
+// maxKeyDepth. A key taken from a business id (the order number) is a
+// value other resources carry under their own names: every payment of
+// the order names it as its order_id, an invoice's payments as their
+// invoice, and the key's value there shows only what the resource is
+// about.
+func holdsKey(answer []byte, key, keyName string) bool {
+	if !bytes.Contains(answer, []byte(key)) {
+		return false // most answers: no parse
+	}
+	var doc any
+	if json.Unmarshal(trimBOM(answer), &doc) != nil {
+		return false
+	}
+	return keyMemberHolds(doc, key, bareName(keyName), 0)
+}
+
+// maxKeyDepth bounds holdsKey's walk: an echoed key is in the resource or
+// one or two objects down (DOKU's "headers": {"request_id": …}).
+const maxKeyDepth = 4
+
+func keyMemberHolds(doc any, key, keyName string, depth int) bool {
+	if depth > maxKeyDepth {
+		return false
+	}
+	switch v := doc.(type) {
+	case []any:
+		for _, e := range v {
+			if keyMemberHolds(e, key, keyName, depth+1) {
+				return true
+			}
+		}
+	case map[string]any:
+		for name, e := range v {
+			if s, ok := e.(string); ok {
+				if s == key && keyMember(name, keyName) {
+					return true
+				}
+				continue
+			}
+			if keyMemberHolds(e, key, keyName, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keyMember reports whether a member's name says it holds the request's
+// key: the name the request carries it under (keyName, bare), an
+// idempotency key's or request id's ("idempotency_key", "request_id",
+// "X-Request-Key"), or the request's own reference's (referenceName).
+func keyMember(name, keyName string) bool {
+	b := bareName(name)
+	return keyName != "" && b == keyName || strings.HasSuffix(b, "key") || strings.Contains(b, "idempoten") ||
+		strings.HasSuffix(b, "requestid") || referenceName(name)
 }
 
 // echoesReference reports whether answer, a JSON object (or its envelope's

@@ -36,3 +36,31 @@ func TestEchoesReference(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldsKey: a 409's body shows it is the key's only by the key's value
+// at a member named as a key; at another member (the order a payment is
+// of, a description) it shows what the resource is about.
+func TestHoldsKey(t *testing.T) {
+	const key = "ORD-2026-0042-A"
+	for _, tc := range []struct {
+		name, answer, keyName string
+		want                  bool
+	}{
+		{"idempotency_key", `{"id":"pmt_1","idempotency_key":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"DOKU's headers.request_id", `{"response":{"order":{"invoice_number":"INV-1"}},"headers":{"request_id":"ORD-2026-0042-A"}}`, "Request-Id", true},
+		{"merchant reference", `{"id":"pmt_1","merchantReference":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"the body member the key goes in", `{"orderId":"1","clientOrderId":"ORD-2026-0042-A"}`, "clientOrderId", true},
+		{"order_id", `{"id":"pmt_1","order_id":"ORD-2026-0042-A"}`, "Idempotency-Key", false},
+		{"description", `{"id":"pmt_1","description":"ORD-2026-0042-A"}`, "Idempotency-Key", false},
+		{"in a list of invoices", `{"id":"pmt_1","invoices":["ORD-2026-0042-A"]}`, "Idempotency-Key", false},
+		{"another key", `{"id":"pmt_1","idempotency_key":"ORD-2026-0043-A"}`, "Idempotency-Key", false},
+		{"too deep", `{"a":{"b":{"c":{"d":{"e":{"idempotency_key":"ORD-2026-0042-A"}}}}}}`, "Idempotency-Key", false},
+		{"not JSON", `idempotency_key=ORD-2026-0042-A`, "Idempotency-Key", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := holdsKey([]byte(tc.answer), key, tc.keyName); got != tc.want {
+				t.Errorf("holdsKey(%s, %q) = %v; want %v", tc.answer, tc.keyName, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,13 +1,8 @@
 package idem_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
@@ -32,43 +27,13 @@ func TestConflictCarryingAPaymentOfTheSameShopperDoesNotSettle(t *testing.T) {
 		{"customer_reference", "customer_reference", "cust-00042-acme"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var (
-				mu    sync.Mutex
-				keys  []string
-				first = true
-			)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.ReadAll(r.Body)
-				mu.Lock()
-				defer mu.Unlock()
-				keys = append(keys, r.Header.Get("Idempotency-Key"))
-				w.Header().Set("Content-Type", "application/json")
-				if first {
-					// The gateway times out: whether the payment was
-					// made is unknown to idem.
-					first = false
-					w.WriteHeader(http.StatusGatewayTimeout)
-					_, _ = io.WriteString(w, `<html><body><h1>504 Gateway Time-out</h1></body></html>`)
-					return
-				}
-				w.WriteHeader(http.StatusConflict)
-				_, _ = io.WriteString(w, `{"id":"pmt_2026_10_77aa01","`+tt.member+`":"`+tt.value+`","amount":"49.00","currency":"USD","status":"PAID"}`)
-			}))
-			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, idemtest.NewClock(epoch))
-			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payments",
+			v := newVendor(t, gatewayTimeout, shape{status: http.StatusConflict,
+				body: `{"id":"pmt_2026_10_77aa01","` + tt.member + `":"` + tt.value + `","amount":"49.00","currency":"USD","status":"PAID"}`})
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch))
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v2/payments",
 				Body: []byte(`{"` + tt.member + `":"` + tt.value + `","amount":"49.00","currency":"USD","card":"4444333322221111"}`)})
-
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-			require.NotErrorIs(t, err, idem.ErrFailed)
-			require.NotEqual(t, idem.StateSucceeded, res.State)
-			require.Empty(t, res.ResourceID, "last month's payment taken for this one")
-			mu.Lock()
-			defer mu.Unlock()
-			require.Len(t, keys, 5, "the call's budget of attempts, as for any key in flight")
-			for i, k := range keys {
-				require.Equalf(t, "k", k, "submit %d: Idempotency-Key", i+1)
-			}
+			requireKeyInFlight(t, res, err, "last month's payment taken for this one")
+			v.requireKeys(t, "Idempotency-Key", "k", 5) // the call's budget of attempts, as for any key in flight
 		})
 	}
 }

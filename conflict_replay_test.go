@@ -252,3 +252,19 @@ func TestConflictCarryingALostAcceptedAnswerDoesNotSettle(t *testing.T) {
 	require.NotEqual(t, idem.StateFailed, res.State)
 	s.requireSent(t, 1, 5) // the call's budget of attempts, as for any key in flight
 }
+
+// gatewayTimeout is a gateway's answer when the server behind it did not
+// answer in time: whether the request was carried out is unknown.
+var gatewayTimeout = shape{status: http.StatusGatewayTimeout, body: `<html><body><h1>504 Gateway Time-out</h1></body></html>`}
+
+// requireKeyInFlight asserts that a call ended as one whose key's request
+// may still run: unknown, neither settled nor failed, and with no
+// resource taken for its own (what says why it would have been).
+func requireKeyInFlight(t testing.TB, res *idem.Result, err error, what string) {
+	t.Helper()
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.NotEqual(t, idem.StateSucceeded, res.State)
+	require.NotEqual(t, idem.StateFailed, res.State)
+	require.Empty(t, res.ResourceID, what)
+}
