@@ -128,11 +128,12 @@ func keyMember(name, keyName string) bool {
 
 // echoesReference reports whether answer, a JSON object (or its envelope's
 // one resource), holds one of the request body's own references at the
-// same member: a top-level string member named as a reference
-// (referenceName: "reference", "merchantRefNum") whose value is
-// distinctive (distinctiveKey), as an API echoes the merchant's reference
-// in the resource it made for it. Other ids a request names (a
-// recipient's, the order a refund is of) are shared by other requests.
+// same member: a top-level string member named as the merchant's own
+// reference (referenceName: "merchantRefNum", "client_reference_id")
+// whose value is distinctive (distinctiveKey), as an API echoes the
+// merchant's reference in the resource it made for it. Other ids a
+// request names (a recipient's, the order a refund is of) are shared by
+// other requests.
 func echoesReference(body, answer []byte) bool {
 	var req map[string]any
 	if json.Unmarshal(bytes.TrimSpace(trimBOM(body)), &req) != nil {
@@ -158,12 +159,15 @@ func echoesReference(body, answer []byte) bool {
 
 // referenceName reports whether a member's name says it is the
 // request's own reference: it ends in "ref", "reference", "refnum",
-// "refid" or "referenceid", separators and case aside, and says nothing
-// before that, or only whose it is as the merchant's own (ownReference).
-// A reference named for another party or thing is shared by every
-// request about it: the shopper's (Adyen's shopperReference), the
-// customer's, the original payment's of a recurring series (Request
-// Network's originalRequestPaymentReference), an invoice's.
+// "refid" or "referenceid", separators and case aside, and says before
+// that whose it is as the merchant's own (ownReference). A reference
+// named for another party or thing is shared by every request about it:
+// the shopper's (Adyen's shopperReference), the customer's, the original
+// payment's of a recurring series (Request Network's
+// originalRequestPaymentReference), an invoice's. So, at many APIs, is
+// one named for no one: Wise's transfer "reference" is the text the
+// recipient sees on a bank statement, which an invoice's instalments or
+// a month's rent each carry.
 func referenceName(name string) bool {
 	b := bareName(name)
 	for _, w := range [...]string{"ref", "reference", "refnum", "refid", "referenceid"} {
@@ -174,7 +178,7 @@ func referenceName(name string) bool {
 	return false
 }
 
-// ownReference are what may stand before a reference's name when it is
-// the merchant's own for this request ("merchantRefNum",
+// ownReference are what stand before a reference's name when it is the
+// merchant's own for this request ("merchantRefNum",
 // "client_reference_id", "external_reference").
-var ownReference = [...]string{"", "merchant", "client", "external", "partner"}
+var ownReference = [...]string{"merchant", "client", "external", "partner"}

@@ -10,13 +10,15 @@ func TestEchoesReference(t *testing.T) {
 		name, body, answer string
 		want               bool
 	}{
-		{"reference", `{"reference":"payout-2026-0042","amount":"25.00"}`,
-			`{"id":"pmt_1","reference":"payout-2026-0042","status":"PAID"}`, true},
+		{"merchantRefNum", `{"merchantRefNum":"payout-2026-0042","amount":"25.00"}`,
+			`{"id":"pmt_1","merchantRefNum":"payout-2026-0042","status":"PAID"}`, true},
+		{"a plain reference, a bank statement's text", `{"reference":"INV-2026-0042","amount":"25.00"}`,
+			`{"id":"pmt_1","reference":"INV-2026-0042","status":"PAID"}`, false},
 		{"merchantRefNum in an envelope", `{"merchantRefNum":"08afbafc-f169-4ed8-a404-345greuif783"}`,
 			`{"data":{"id":"pmt_1","merchantRefNum":"08afbafc-f169-4ed8-a404-345greuif783"}}`, true},
-		{"another reference", `{"reference":"payout-2026-0042"}`,
-			`{"id":"pmt_1","reference":"payout-2026-0007"}`, false},
-		{"under another member", `{"reference":"payout-2026-0042"}`,
+		{"another reference", `{"merchantRefNum":"payout-2026-0042"}`,
+			`{"id":"pmt_1","merchantRefNum":"payout-2026-0007"}`, false},
+		{"under another member", `{"merchantRefNum":"payout-2026-0042"}`,
 			`{"id":"pmt_1","description":"payout-2026-0042"}`, false},
 		{"recipient's id", `{"recipient_id":"rcp_8c1f22","amount":"25.00"}`,
 			`{"id":"pmt_1","recipient_id":"rcp_8c1f22","status":"PAID"}`, false},
@@ -26,8 +28,8 @@ func TestEchoesReference(t *testing.T) {
 			`{"id":"pmt_1","originalRequestPaymentReference":"0x8f3a91c2d4e5b607"}`, false},
 		{"client_reference_id", `{"client_reference_id":"payout-2026-0042"}`,
 			`{"id":"pmt_1","client_reference_id":"payout-2026-0042"}`, true},
-		{"short reference", `{"reference":"42"}`, `{"id":"pmt_1","reference":"42"}`, false},
-		{"form body", `reference=payout-2026-0042`, `{"id":"pmt_1","reference":"payout-2026-0042"}`, false},
+		{"short reference", `{"merchantRefNum":"42"}`, `{"id":"pmt_1","merchantRefNum":"42"}`, false},
+		{"form body", `merchantRefNum=payout-2026-0042`, `{"id":"pmt_1","merchantRefNum":"payout-2026-0042"}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := echoesReference([]byte(tc.body), []byte(tc.answer)); got != tc.want {

@@ -43,7 +43,7 @@ type conflictReplayPayouts struct {
 func (s *conflictReplayPayouts) serve(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	var req struct {
-		Reference string `json:"reference"`
+		Reference string `json:"merchantRefNum"`
 		Amount    string `json:"amount"`
 		Card      string `json:"card"`
 	}
@@ -69,7 +69,7 @@ func (s *conflictReplayPayouts) serve(w http.ResponseWriter, r *http.Request) {
 	case req.Card == declineCard:
 		status = "DECLINED"
 	}
-	s.stored[key] = `{"id":"pmt_9f2c41","reference":"` + req.Reference + `","amount":"` + req.Amount + `","currency":"USD","status":"` + status + `"}`
+	s.stored[key] = `{"id":"pmt_9f2c41","merchantRefNum":"` + req.Reference + `","amount":"` + req.Amount + `","currency":"USD","status":"` + status + `"}`
 	if s.lostFirst && len(s.keys) == 1 {
 		w.WriteHeader(http.StatusGatewayTimeout)
 		_, _ = io.WriteString(w, `<html><body><h1>504 Gateway Time-out</h1></body></html>`)
@@ -79,7 +79,7 @@ func (s *conflictReplayPayouts) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, s.stored[key])
 }
 
-// submit sends one payout of 25.00 to card under reference
+// submit sends one payout of 25.00 to card under merchantRefNum
 // "payout-2026-0042" with key "k" in the Idempotency-Key header, through a
 // client with the default settings.
 func (s *conflictReplayPayouts) submit(t *testing.T, card string) (*idem.Client, *idem.Result, error) {
@@ -89,7 +89,7 @@ func (s *conflictReplayPayouts) submit(t *testing.T, card string) (*idem.Client,
 	t.Cleanup(srv.Close)
 	c := clientFor(t, srv, idemtest.NewClock(epoch))
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payouts",
-		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"` + card + `"}`)})
+		Body: []byte(`{"merchantRefNum":"payout-2026-0042","amount":"25.00","currency":"USD","card":"` + card + `"}`)})
 	return c, res, err
 }
 
@@ -160,7 +160,7 @@ func TestConflictCarryingTheOriginalAcceptedAnswerStaysProcessing(t *testing.T) 
 func TestConflictCarryingAnotherResourceDoesNotSettle(t *testing.T) {
 	t.Run("not about our request", func(t *testing.T) {
 		s := &conflictReplayPayouts{lostFirst: true,
-			answer: `{"id":"pmt_77aa01","reference":"payout-2026-0007","amount":"25.00","currency":"USD","status":"PAID"}`}
+			answer: `{"id":"pmt_77aa01","merchantRefNum":"payout-2026-0007","amount":"25.00","currency":"USD","status":"PAID"}`}
 		_, res, err := s.submit(t, "4444333322221111")
 		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 		require.NotErrorIs(t, err, idem.ErrFailed)
@@ -171,7 +171,7 @@ func TestConflictCarryingAnotherResourceDoesNotSettle(t *testing.T) {
 	})
 	t.Run("another amount under our key", func(t *testing.T) {
 		s := &conflictReplayPayouts{lostFirst: true,
-			answer: `{"id":"pmt_9f2c41","reference":"payout-2026-0042","amount":"250.00","currency":"USD","status":"PAID"}`}
+			answer: `{"id":"pmt_9f2c41","merchantRefNum":"payout-2026-0042","amount":"250.00","currency":"USD","status":"PAID"}`}
 		_, res, err := s.submit(t, "4444333322221111")
 		require.ErrorIs(t, err, idem.ErrKeyConflict)
 		require.ErrorIs(t, err, idem.ErrNeedsReview)
@@ -190,10 +190,10 @@ func TestConflictCarryingTheOriginalAnswerToAFirstAttempt(t *testing.T) {
 	s := &conflictReplayPayouts{stored: map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
-	s.stored["k"] = `{"id":"pmt_9f2c41","reference":"payout-2026-0042","amount":"25.00","currency":"USD","status":"PAID"}`
+	s.stored["k"] = `{"id":"pmt_9f2c41","merchantRefNum":"payout-2026-0042","amount":"25.00","currency":"USD","status":"PAID"}`
 	c := clientFor(t, srv, idemtest.NewClock(epoch))
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payouts",
-		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
+		Body: []byte(`{"merchantRefNum":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
 	requireForeignKey(t, res, err)
 	s.requireSent(t, 0, 1)
 }
@@ -228,7 +228,7 @@ func TestConflictCarryingTheOriginalAnswerIsNotGivenToADecoder(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithDecoder(decodePaysafePayment))
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payouts",
-		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
+		Body: []byte(`{"merchantRefNum":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.NotErrorIs(t, err, idem.ErrFailed, "a paid payout reported failed")
 	require.NotEqual(t, idem.StateFailed, res.State)
