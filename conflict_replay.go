@@ -118,13 +118,28 @@ func keyMemberHolds(doc any, key, keyName string, depth int) bool {
 
 // keyMember reports whether a member's name says it holds the request's
 // key: the name the request carries it under (keyName, bare), an
-// idempotency key's or request id's ("idempotency_key", "request_id",
-// "X-Request-Key"), or the request's own reference's (referenceName).
+// idempotency key's or request id's of this request ("idempotency_key",
+// "request_id", "X-Request-Id", "client_request_id": ownKey), or the
+// request's own reference's (referenceName). One named for another
+// request ("original_request_id", a refund's of the payment it refunds)
+// holds that request's key.
 func keyMember(name, keyName string) bool {
 	b := bareName(name)
-	return keyName != "" && b == keyName || strings.HasSuffix(b, "key") || strings.Contains(b, "idempoten") ||
-		strings.HasSuffix(b, "requestid") || referenceName(name)
+	if keyName != "" && b == keyName || referenceName(name) {
+		return true
+	}
+	for _, w := range [...]string{"idempotencykey", "idempotencekey", "requestkey", "requestid", "key"} {
+		if owner, ok := strings.CutSuffix(b, w); ok && slices.Contains(ownKey[:], owner) {
+			return true
+		}
+	}
+	return false
 }
+
+// ownKey are what may stand before a key's or request id's name when it
+// is this request's: nothing, a header's "x", or whose it is as the
+// client's own ("unique_request_id": Currencycloud's).
+var ownKey = [...]string{"", "x", "client", "merchant", "external", "partner", "unique"}
 
 // echoesReference reports whether answer, a JSON object (or its envelope's
 // one resource), holds one of the request body's own references at the
