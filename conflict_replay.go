@@ -18,17 +18,18 @@ import (
 // never settled. Most 409s are the key in flight, and some carry a
 // resource that is not the key's (the existing record a create collides
 // with), so only one that shows it is about this request is taken for the
-// stored answer: the key's value in it (in the body, or an echoed key
-// header), or the request's own reference at the same member.
+// stored answer: the key's value in it (an echoed key header, or a body
+// member named as a key), or the request's own reference at the same
+// member.
 
 // conflictReplay reads a 409 answer to a submit of rec as the server's
 // stored answer for the key: the completed resource it carries, as
 // createdResource names one (id, and "failed" when DecodeJSON reads it as
 // failed). Both "" when the answer does not show it is about rec's
-// request, or DecodeJSON reads no completed resource with an id in it (a
-// processing one says nothing a wait would not: so is the resource held
-// processing, read as the 202 that named it was), or the client reads its
-// answers with a Decoder of its own.
+// request, or DecodeJSON, reading the body as a 202 Accepted's, reads no
+// completed resource with an id in it (a processing one says nothing a
+// wait would not), or the client reads its answers with a Decoder of its
+// own.
 func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state string) {
 	if !c.cfg.decodeIsJSON {
 		// A Decoder reads 2xx answers (Decoder's promise): one may read
@@ -37,26 +38,24 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 		// and a paid payout would be reported failed.
 		return "", ""
 	}
-	if !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !echoesReference(rec.Body, ex.body) {
+	if !namesKeyValue(ex.header, nil, c.cfg.keyHeader, rec.Key) && !holdsKey(ex.body, rec.Key, c.bodyKeyName(rec)) &&
+		!echoesReference(rec.Body, ex.body) {
 		return "", ""
 	}
+	// The 409 repeats the first answer's body without its status code,
+	// and a 202 Accepted's resource is held unfinished whatever its body
+	// says short of a finished status ("PENDING" is no status DecodeJSON
+	// knows): read as a 201's, a payout whose 202 was lost, or held
+	// processing, settled succeeded while it could still be declined.
+	// Read as the 202 it may have been, only a status that says the
+	// work is done settles it.
 	ans := Answer{
 		Scope: rec.Scope, Key: rec.Key, Method: rec.Method, URL: rec.URL, RequestBody: rec.Body,
-		StatusCode: ex.status, Header: ex.header, Body: ex.body,
+		StatusCode: http.StatusAccepted, Header: ex.header, Body: ex.body,
 	}
 	out, err := DecodeJSON(&ans)
 	if err != nil || out.ResourceID == "" {
 		return "", ""
-	}
-	if held := rec.Result; rec.State == journal.StateProcessing && held != nil && held.ResourceID == out.ResourceID && out.State == StateSucceeded {
-		// The server said it holds this resource unfinished (its 202
-		// Accepted, a processing answer), and the 409 repeats its first
-		// answer without the status code that said so: it says no more
-		// than the 202 did, unless its status says the work is done.
-		ans.StatusCode = http.StatusAccepted
-		if out, err = DecodeJSON(&ans); err != nil {
-			return "", ""
-		}
 	}
 	switch out.State {
 	case StateSucceeded:
@@ -67,13 +66,89 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 	return "", ""
 }
 
+// holdsKey reports whether answer, a JSON document, holds key as the
+// value of a member named as a key (keyMember; keyName is the header or
+// body member the request carries it in), at any depth up to
+// maxKeyDepth. A key taken from a business id (the order number) is a
+// value other resources carry under their own names: every payment of
+// the order names it as its order_id, an invoice's payments as their
+// invoice, and the key's value there shows only what the resource is
+// about.
+func holdsKey(answer []byte, key, keyName string) bool {
+	if !bytes.Contains(answer, []byte(key)) {
+		return false // most answers: no parse
+	}
+	var doc any
+	if json.Unmarshal(trimBOM(answer), &doc) != nil {
+		return false
+	}
+	return keyMemberHolds(doc, key, bareName(keyName), 0)
+}
+
+// maxKeyDepth bounds holdsKey's walk: an echoed key is in the resource or
+// one or two objects down (DOKU's "headers": {"request_id": …}).
+const maxKeyDepth = 4
+
+func keyMemberHolds(doc any, key, keyName string, depth int) bool {
+	if depth > maxKeyDepth {
+		return false
+	}
+	switch v := doc.(type) {
+	case []any:
+		for _, e := range v {
+			if keyMemberHolds(e, key, keyName, depth+1) {
+				return true
+			}
+		}
+	case map[string]any:
+		for name, e := range v {
+			if s, ok := e.(string); ok {
+				if s == key && keyMember(name, keyName) {
+					return true
+				}
+				continue
+			}
+			if keyMemberHolds(e, key, keyName, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keyMember reports whether a member's name says it holds the request's
+// key: the name the request carries it under (keyName, bare), an
+// idempotency key's or request id's of this request ("idempotency_key",
+// "request_id", "X-Request-Id", "client_request_id": ownKey), or the
+// request's own reference's (referenceName). One named for another
+// request ("original_request_id", a refund's of the payment it refunds)
+// holds that request's key.
+func keyMember(name, keyName string) bool {
+	b := bareName(name)
+	if keyName != "" && b == keyName || referenceName(name) {
+		return true
+	}
+	for _, w := range [...]string{"idempotencykey", "idempotencekey", "requestkey", "requestid", "key"} {
+		if owner, ok := strings.CutSuffix(b, w); ok && slices.Contains(ownKey[:], owner) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownKey are what may stand before a key's or request id's name when it
+// is this request's: nothing, a header's "x", or whose it is as the
+// client's own ("unique_request_id": Currencycloud's).
+var ownKey = [...]string{"", "x", "client", "merchant", "external", "partner", "unique"}
+
 // echoesReference reports whether answer, a JSON object (or its envelope's
 // one resource), holds one of the request body's own references at the
-// same member: a top-level string member named as a reference
-// (referenceName: "reference", "merchantRefNum") whose value is
-// distinctive (distinctiveKey), as an API echoes the merchant's reference
-// in the resource it made for it. Other ids a request names (a
-// recipient's, the order a refund is of) are shared by other requests.
+// same member: a top-level string member named as the merchant's own
+// reference (referenceName: "merchantRefNum", "client_reference_id")
+// whose value is distinctive (distinctiveKey), as an API echoes the
+// merchant's reference in the resource it made for it. Other ids a
+// request names (a recipient's, the order a refund is of) are shared by
+// other requests.
 func echoesReference(body, answer []byte) bool {
 	var req map[string]any
 	if json.Unmarshal(bytes.TrimSpace(trimBOM(body)), &req) != nil {
@@ -99,12 +174,15 @@ func echoesReference(body, answer []byte) bool {
 
 // referenceName reports whether a member's name says it is the
 // request's own reference: it ends in "ref", "reference", "refnum",
-// "refid" or "referenceid", separators and case aside, and says nothing
-// before that, or only whose it is as the merchant's own (ownReference).
-// A reference named for another party or thing is shared by every
-// request about it: the shopper's (Adyen's shopperReference), the
-// customer's, the original payment's of a recurring series (Request
-// Network's originalRequestPaymentReference), an invoice's.
+// "refid" or "referenceid", separators and case aside, and says before
+// that whose it is as the merchant's own (ownReference). A reference
+// named for another party or thing is shared by every request about it:
+// the shopper's (Adyen's shopperReference), the customer's, the original
+// payment's of a recurring series (Request Network's
+// originalRequestPaymentReference), an invoice's. So, at many APIs, is
+// one named for no one: Wise's transfer "reference" is the text the
+// recipient sees on a bank statement, which an invoice's instalments or
+// a month's rent each carry.
 func referenceName(name string) bool {
 	b := bareName(name)
 	for _, w := range [...]string{"ref", "reference", "refnum", "refid", "referenceid"} {
@@ -115,7 +193,7 @@ func referenceName(name string) bool {
 	return false
 }
 
-// ownReference are what may stand before a reference's name when it is
-// the merchant's own for this request ("merchantRefNum",
+// ownReference are what stand before a reference's name when it is the
+// merchant's own for this request ("merchantRefNum",
 // "client_reference_id", "external_reference").
-var ownReference = [...]string{"", "merchant", "client", "external", "partner"}
+var ownReference = [...]string{"merchant", "client", "external", "partner"}

@@ -1,13 +1,8 @@
 package idem_test
 
 import (
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
@@ -32,43 +27,37 @@ func TestConflictCarryingAPaymentOfTheSameShopperDoesNotSettle(t *testing.T) {
 		{"customer_reference", "customer_reference", "cust-00042-acme"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var (
-				mu    sync.Mutex
-				keys  []string
-				first = true
-			)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.ReadAll(r.Body)
-				mu.Lock()
-				defer mu.Unlock()
-				keys = append(keys, r.Header.Get("Idempotency-Key"))
-				w.Header().Set("Content-Type", "application/json")
-				if first {
-					// The gateway times out: whether the payment was
-					// made is unknown to idem.
-					first = false
-					w.WriteHeader(http.StatusGatewayTimeout)
-					_, _ = io.WriteString(w, `<html><body><h1>504 Gateway Time-out</h1></body></html>`)
-					return
-				}
-				w.WriteHeader(http.StatusConflict)
-				_, _ = io.WriteString(w, `{"id":"pmt_2026_10_77aa01","`+tt.member+`":"`+tt.value+`","amount":"49.00","currency":"USD","status":"PAID"}`)
-			}))
-			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, idemtest.NewClock(epoch))
-			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payments",
+			v := newVendor(t, gatewayTimeout, shape{status: http.StatusConflict,
+				body: `{"id":"pmt_2026_10_77aa01","` + tt.member + `":"` + tt.value + `","amount":"49.00","currency":"USD","status":"PAID"}`})
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch))
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v2/payments",
 				Body: []byte(`{"` + tt.member + `":"` + tt.value + `","amount":"49.00","currency":"USD","card":"4444333322221111"}`)})
-
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-			require.NotErrorIs(t, err, idem.ErrFailed)
-			require.NotEqual(t, idem.StateSucceeded, res.State)
-			require.Empty(t, res.ResourceID, "last month's payment taken for this one")
-			mu.Lock()
-			defer mu.Unlock()
-			require.Len(t, keys, 5, "the call's budget of attempts, as for any key in flight")
-			for i, k := range keys {
-				require.Equalf(t, "k", k, "submit %d: Idempotency-Key", i+1)
-			}
+			requireKeyInFlight(t, res, err, "last month's payment taken for this one")
+			v.requireKeys(t, "Idempotency-Key", "k", 5) // the call's budget of attempts, as for any key in flight
 		})
 	}
+}
+
+// A plain "reference" is, at many APIs, the text the payer or recipient
+// sees on a bank statement, which payments share: Wise's transfer
+// reference ("Recipient will see this reference text in their bank
+// statement", api-docs.wise.com/api-reference/transfer#create, as
+// pipedream.com/apps/wise/actions/create-transfer quotes it), a
+// payment's reference that "can be either an invoice ID or a customer
+// reference" (Circle's refCode,
+// developers.circle.com/cpn/references/payment-reference). An invoice
+// paid in two equal instalments names it on both. The first
+// instalment, paid, in a 409 that is not the key's answer was taken for
+// the second's (same reference, same amount and currency, so nothing to
+// tell them apart): settled succeeded with the first's id, and the second
+// never collected. Only a reference named as the merchant's own for this
+// request (merchantRefNum, client_reference_id) shows a 409 is ours.
+func TestConflictCarryingAnInstalmentOfTheSameInvoiceDoesNotSettle(t *testing.T) {
+	v := newVendor(t, gatewayTimeout, shape{status: http.StatusConflict,
+		body: `{"id":"PM0001A2B3C4D5","reference":"INV-2026-0042","amount":"25.00","currency":"EUR","status":"paid"}`})
+	c := clientFor(t, v.srv, idemtest.NewClock(epoch))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/payments",
+		Body: []byte(`{"reference":"INV-2026-0042","amount":"25.00","currency":"EUR","mandate":"MD000AB123"}`)})
+	requireKeyInFlight(t, res, err, "the invoice's first instalment taken for the second")
+	v.requireKeys(t, "Idempotency-Key", "k", 5) // the call's budget of attempts, as for any key in flight
 }

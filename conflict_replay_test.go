@@ -43,7 +43,7 @@ type conflictReplayPayouts struct {
 func (s *conflictReplayPayouts) serve(w http.ResponseWriter, r *http.Request) {
 	b, _ := io.ReadAll(r.Body)
 	var req struct {
-		Reference string `json:"reference"`
+		Reference string `json:"merchantRefNum"`
 		Amount    string `json:"amount"`
 		Card      string `json:"card"`
 	}
@@ -69,7 +69,7 @@ func (s *conflictReplayPayouts) serve(w http.ResponseWriter, r *http.Request) {
 	case req.Card == declineCard:
 		status = "DECLINED"
 	}
-	s.stored[key] = `{"id":"pmt_9f2c41","reference":"` + req.Reference + `","amount":"` + req.Amount + `","currency":"USD","status":"` + status + `"}`
+	s.stored[key] = `{"id":"pmt_9f2c41","merchantRefNum":"` + req.Reference + `","amount":"` + req.Amount + `","currency":"USD","status":"` + status + `"}`
 	if s.lostFirst && len(s.keys) == 1 {
 		w.WriteHeader(http.StatusGatewayTimeout)
 		_, _ = io.WriteString(w, `<html><body><h1>504 Gateway Time-out</h1></body></html>`)
@@ -79,7 +79,7 @@ func (s *conflictReplayPayouts) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, s.stored[key])
 }
 
-// submit sends one payout of 25.00 to card under reference
+// submit sends one payout of 25.00 to card under merchantRefNum
 // "payout-2026-0042" with key "k" in the Idempotency-Key header, through a
 // client with the default settings.
 func (s *conflictReplayPayouts) submit(t *testing.T, card string) (*idem.Client, *idem.Result, error) {
@@ -89,7 +89,7 @@ func (s *conflictReplayPayouts) submit(t *testing.T, card string) (*idem.Client,
 	t.Cleanup(srv.Close)
 	c := clientFor(t, srv, idemtest.NewClock(epoch))
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payouts",
-		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"` + card + `"}`)})
+		Body: []byte(`{"merchantRefNum":"payout-2026-0042","amount":"25.00","currency":"USD","card":"` + card + `"}`)})
 	return c, res, err
 }
 
@@ -160,7 +160,7 @@ func TestConflictCarryingTheOriginalAcceptedAnswerStaysProcessing(t *testing.T) 
 func TestConflictCarryingAnotherResourceDoesNotSettle(t *testing.T) {
 	t.Run("not about our request", func(t *testing.T) {
 		s := &conflictReplayPayouts{lostFirst: true,
-			answer: `{"id":"pmt_77aa01","reference":"payout-2026-0007","amount":"25.00","currency":"USD","status":"PAID"}`}
+			answer: `{"id":"pmt_77aa01","merchantRefNum":"payout-2026-0007","amount":"25.00","currency":"USD","status":"PAID"}`}
 		_, res, err := s.submit(t, "4444333322221111")
 		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 		require.NotErrorIs(t, err, idem.ErrFailed)
@@ -171,7 +171,7 @@ func TestConflictCarryingAnotherResourceDoesNotSettle(t *testing.T) {
 	})
 	t.Run("another amount under our key", func(t *testing.T) {
 		s := &conflictReplayPayouts{lostFirst: true,
-			answer: `{"id":"pmt_9f2c41","reference":"payout-2026-0042","amount":"250.00","currency":"USD","status":"PAID"}`}
+			answer: `{"id":"pmt_9f2c41","merchantRefNum":"payout-2026-0042","amount":"250.00","currency":"USD","status":"PAID"}`}
 		_, res, err := s.submit(t, "4444333322221111")
 		require.ErrorIs(t, err, idem.ErrKeyConflict)
 		require.ErrorIs(t, err, idem.ErrNeedsReview)
@@ -190,10 +190,10 @@ func TestConflictCarryingTheOriginalAnswerToAFirstAttempt(t *testing.T) {
 	s := &conflictReplayPayouts{stored: map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
-	s.stored["k"] = `{"id":"pmt_9f2c41","reference":"payout-2026-0042","amount":"25.00","currency":"USD","status":"PAID"}`
+	s.stored["k"] = `{"id":"pmt_9f2c41","merchantRefNum":"payout-2026-0042","amount":"25.00","currency":"USD","status":"PAID"}`
 	c := clientFor(t, srv, idemtest.NewClock(epoch))
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payouts",
-		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
+		Body: []byte(`{"merchantRefNum":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
 	requireForeignKey(t, res, err)
 	s.requireSent(t, 0, 1)
 }
@@ -228,9 +228,43 @@ func TestConflictCarryingTheOriginalAnswerIsNotGivenToADecoder(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithDecoder(decodePaysafePayment))
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/payouts",
-		Body: []byte(`{"reference":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
+		Body: []byte(`{"merchantRefNum":"payout-2026-0042","amount":"25.00","currency":"USD","card":"4444333322221111"}`)})
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.NotErrorIs(t, err, idem.ErrFailed, "a paid payout reported failed")
 	require.NotEqual(t, idem.StateFailed, res.State)
 	s.requireSent(t, 1, 5) // the call's budget of attempts, as for any key in flight
+}
+
+// The same 202 Accepted and PENDING payout, its first answer lost at the
+// gateway (504): nothing held says the payout was accepted unfinished,
+// and the 409 that replays its body has no status code that says so
+// either. Read as a 201's body would be, the payout's resource settled
+// the operation succeeded while the payout could still be declined (its
+// status, "PENDING", says nothing done). A replay settles by what its
+// body's status says, as a 202's would; here it stays unknown, the
+// payout never made twice and every resend under key "k".
+func TestConflictCarryingALostAcceptedAnswerDoesNotSettle(t *testing.T) {
+	s := &conflictReplayPayouts{lostFirst: true, accepted: true}
+	_, res, err := s.submit(t, "4444333322221111")
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.NotEqual(t, idem.StateSucceeded, res.State, "a pending payout settled as paid")
+	require.NotEqual(t, idem.StateFailed, res.State)
+	s.requireSent(t, 1, 5) // the call's budget of attempts, as for any key in flight
+}
+
+// gatewayTimeout is a gateway's answer when the server behind it did not
+// answer in time: whether the request was carried out is unknown.
+var gatewayTimeout = shape{status: http.StatusGatewayTimeout, body: `<html><body><h1>504 Gateway Time-out</h1></body></html>`}
+
+// requireKeyInFlight asserts that a call ended as one whose key's request
+// may still run: unknown, neither settled nor failed, and with no
+// resource taken for its own (what says why it would have been).
+func requireKeyInFlight(t testing.TB, res *idem.Result, err error, what string) {
+	t.Helper()
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.NotEqual(t, idem.StateSucceeded, res.State)
+	require.NotEqual(t, idem.StateFailed, res.State)
+	require.Empty(t, res.ResourceID, what)
 }
