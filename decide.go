@@ -596,10 +596,12 @@ func queryMeaning(p past, a answer) judgment {
 // {"code":-2013,"msg":"Order does not exist."}, Flutterwave's 400 "No
 // transaction was found for this id" for a tx_ref it has no charge
 // for), nor a 2xx document with no error that does not name it (a
-// search that found nothing).
+// search that found nothing). A "not found" of something else the query
+// named (the merchant, the API key: missingOther) never looked for the
+// operation, whatever the status.
 func queryFailed(status int, body []byte) bool {
 	missing := func() bool {
-		return saysAny(body, "not found", "does not exist", "no such", "no transaction was found")
+		return saysAny(body, "not found", "does not exist", "no such", "no transaction was found") && !missingOther(body)
 	}
 	doc := bytes.TrimSpace(trimBOM(body))
 	notJSON := len(doc) == 0 || doc[0] != '{' && doc[0] != '['
@@ -609,7 +611,7 @@ func queryFailed(status int, body []byte) bool {
 	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
 		return !missing()
 	case status == http.StatusNotFound:
-		return notJSON || saysAny(doc, "no route", "unrecognized request url", "no endpoint ", "no static resource") ||
+		return notJSON || missingOther(doc) || saysAny(doc, "no route", "unrecognized request url", "no endpoint ", "no static resource") ||
 			saysAny(doc, "the route ") && saysAny(doc, " could not be found")
 	}
 	return true
