@@ -721,6 +721,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// failure, not the operation's.
 		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body is a GraphQL internal error, which may follow the work done", errUndecodable)
 	}
+	if !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && envelopeFault(ex.body) {
+		// Kraken's "EGeneral:Internal error", 200 OK: a server's failure
+		// in an envelope, as a GraphQL internal error is.
+		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body's error says the server failed, which may follow the work done", errUndecodable)
+	}
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
