@@ -263,7 +263,7 @@ func judgeSubmit(p past, a answer) judgment {
 			}
 		}
 	}
-	return heldElsewhere(p, j)
+	return heldElsewhere(p, j, a.body)
 }
 
 // heldElsewhere is j flagged ReviewMadeTwice when it names a resource
@@ -272,8 +272,12 @@ func judgeSubmit(p past, a answer) judgment {
 // answer is a replay, an earlier one whose answer was lost did). Both
 // exist; resending more would tell nothing new. A result query's answer
 // is read so too: what the key's result names is what the key made.
-func heldElsewhere(p past, j judgment) judgment {
-	if p.held == "" || j.out.ResourceID == "" || j.out.ResourceID == p.held || j.move != moveProcessing && j.move != moveSettle {
+// Not an answer, body, whose own id is the one held (namesHeld): a status
+// monitor's, naming its operation while it ran and the resource it made
+// once done.
+func heldElsewhere(p past, j judgment, body []byte) judgment {
+	if p.held == "" || j.out.ResourceID == "" || j.out.ResourceID == p.held || j.move != moveProcessing && j.move != moveSettle ||
+		namesHeld(body, p.held) {
 		return j
 	}
 	j.err = fmt.Errorf("idem: the answer names resource %q, not %q, which the server had said it holds for the key: it lost the key and made another",
@@ -503,7 +507,7 @@ func judgeQuery(p past, a answer) judgment {
 		// this order now.
 		j.failed = true
 	}
-	return heldElsewhere(p, j)
+	return heldElsewhere(p, j, a.body)
 }
 
 // queryMeaning is what a result query's answer says of the operation, by

@@ -347,3 +347,28 @@ func clipValue(s string) string {
 	}
 	return recordable.Clip(s, n) + "…"
 }
+
+// namesHeld reports whether body, an answer, names held as its own id: a
+// top-level "id", "name" or "operationId" whose value it is. A status
+// monitor names its operation so throughout, and once the operation
+// succeeded the resource it made beside it (Microsoft Graph's
+// richLongRunningOperation: "id", then "resourceId" and
+// "resourceLocation"; Google's Operation: "name", then "response"): a
+// decoder that reads the resource then is reading the held operation's
+// result, not a second resource made for the key.
+func namesHeld(body []byte, held string) bool {
+	var top map[string]json.RawMessage
+	if held == "" || json.Unmarshal(trimBOM(body), &top) != nil {
+		return false
+	}
+	for name, raw := range top {
+		switch strings.ToLower(name) {
+		case "id", "name", "operationid", "operation_id":
+			var s string
+			if json.Unmarshal(raw, &s) == nil && s == held {
+				return true
+			}
+		}
+	}
+	return false
+}

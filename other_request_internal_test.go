@@ -88,3 +88,25 @@ func TestHeldOrderAnswer(t *testing.T) {
 		t.Error("heldOrderAnswer() with no key = true; want false")
 	}
 }
+
+// TestNamesHeld: which answers name the held id as their own.
+func TestNamesHeld(t *testing.T) {
+	for _, tt := range []struct {
+		body, held string
+		want       bool
+	}{
+		{`{"id":"k","status":"succeeded","resourceId":"site-1"}`, "k", true},
+		{`{"name":"operations/op-1","done":true,"response":{"name":"orders/o-1"}}`, "operations/op-1", true},
+		{`{"operationId":"op-1","operationState":"Succeeded","resourceLocation":"/knowledgebases/kb-1"}`, "op-1", true},
+		{`{"id":"ord_2","state":"succeeded"}`, "ord_1", false},
+		{`{"resourceId":"ord_2","previous":"ord_1"}`, "ord_1", false},
+		{`{"data":{"id":"ord_1"}}`, "ord_1", false},
+		{`{"id":1}`, "1", false},
+		{`not json`, "k", false},
+		{`{"id":""}`, "", false},
+	} {
+		if got := namesHeld([]byte(tt.body), tt.held); got != tt.want {
+			t.Errorf("namesHeld(%s, %q) = %v; want %v", tt.body, tt.held, got, tt.want)
+		}
+	}
+}
