@@ -623,6 +623,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if a.verdict == Rejected && ex.status == http.StatusBadRequest && throttledAnswer(ex.header, ex.body) {
 		a.verdict = Throttled
 	}
+	if a.verdict == Rejected && outcomeUnknown(ex.body) {
+		// OKX's 400 50004, "does not mean that the request was
+		// successful or failed": a timeout, not a refusal.
+		a.verdict = Ambiguous
+	}
 	if !query && !a.stored() && a.verdict == Ambiguous {
 		if a.redirect = routerRedirect(rec.URL, ex.sentQuery, ex.status, ex.header); a.redirect != "" {
 			a.verdict = Rejected
