@@ -108,14 +108,7 @@ func TestKrakenInternalErrorToAFirstAttemptIsNoFailure(t *testing.T) {
 				idem.WithResultEndpoint(srv.URL+"/orders/by-client-id/{key}"))
 			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/0/private/AddOrder",
 				Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)})
-			if tt.failed {
-				require.ErrorIs(t, err, idem.ErrFailed)
-				require.Equal(t, idem.StateFailed, res.State)
-			} else {
-				require.NoError(t, err)
-				require.Equal(t, idem.StateSucceeded, res.State)
-				require.Equal(t, tt.orderID, res.ResourceID)
-			}
+			requireFailedOrPlaced(t, res, err, tt.failed, tt.orderID)
 			x.mu.Lock()
 			defer x.mu.Unlock()
 			require.Equal(t, tt.asked, x.asked)
@@ -127,4 +120,15 @@ func TestKrakenInternalErrorToAFirstAttemptIsNoFailure(t *testing.T) {
 			}
 		})
 	}
+}
+
+// requireFailedOrPlaced asserts that a call failed with no resource, when
+// failed, or else succeeded with the order orderID.
+func requireFailedOrPlaced(t testing.TB, res *idem.Result, err error, failed bool, orderID string) {
+	t.Helper()
+	if failed {
+		requireOutcome(t, res, err, idem.StateFailed, []error{idem.ErrFailed}, "", "")
+		return
+	}
+	requireOutcome(t, res, err, idem.StateSucceeded, nil, orderID, "")
 }

@@ -123,14 +123,7 @@ func TestRefusalSayingTheOutcomeIsUnknownIsAskedAbout(t *testing.T) {
 				idem.WithResultEndpoint(srv.URL+"/api/v5/trade/order?instId=BTC-USDT&clOrdId={key}"))
 			res, err := c.Submit(t.Context(), idem.Request{Key: "ord9", URL: srv.URL + "/api/v5/trade/order",
 				Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)})
-			if tt.failed {
-				require.ErrorIs(t, err, idem.ErrFailed)
-				require.Equal(t, idem.StateFailed, res.State)
-			} else {
-				require.NoError(t, err)
-				require.Equal(t, idem.StateSucceeded, res.State)
-				require.Equal(t, "312231", res.ResourceID)
-			}
+			requireFailedOrPlaced(t, res, err, tt.failed, "312231")
 			x.mu.Lock()
 			defer x.mu.Unlock()
 			require.Equal(t, []string{body}, x.creates, "one create")
