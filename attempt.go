@@ -661,6 +661,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 		}
 	}
+	if query {
+		a.otherMissing = missingOther(ex.body, rec.URL)
+	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a
 	}

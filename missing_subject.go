@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -14,8 +15,14 @@ import (
 // endpoint's, and a resend on its word could execute the operation
 // twice. The subject is the word before "not found" or "does not
 // exist" (past the verbs between: "was not found", "could not be
-// found"), or the one after "no such".
-func missingOther(body []byte) bool {
+// found"), or the one after "no such". Not a subject the operation's URL,
+// target, names ("Customer not found" of an operation POSTed to
+// /v1/customers): that is the operation's own "not found".
+func missingOther(body []byte, target string) bool {
+	target = strings.ToLower(target)
+	if u, err := url.Parse(target); err == nil {
+		target = u.Path
+	}
 	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool {
 		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
 	})
@@ -31,7 +38,10 @@ func missingOther(body []byte) bool {
 		default:
 			continue
 		}
-		if subject >= 0 && otherSubject(words, subject) {
+		if subject < 0 {
+			continue
+		}
+		if noun := otherSubject(words, subject); noun != "" && !strings.Contains(target, noun) {
 			return true
 		}
 	}
@@ -66,10 +76,11 @@ var otherSubjects = [...]string{"merchant", "merchants", "mid", "token", "apikey
 // the endpoint's own.
 var keyOwners = [...]string{"api", "access", "secret", "merchant", "public", "private", "client", "app"}
 
-// otherSubject reports whether words[i], the subject of a "not found",
-// is one of otherSubjects: as a word, with "id" after it ("merchant id",
-// "merchantId"), or a credential's key.
-func otherSubject(words []string, i int) bool {
+// otherSubject is the noun of words[i], the subject of a "not found",
+// when it is one of otherSubjects (as a word, or with "id" after it:
+// "merchant id", "merchantId") or a credential's key ("API key": "key"),
+// else "".
+func otherSubject(words []string, i int) string {
 	w := words[i]
 	if (w == "id" || w == "ids") && i > 0 {
 		i--
@@ -77,11 +88,11 @@ func otherSubject(words []string, i int) bool {
 	}
 	switch {
 	case slices.Contains(otherSubjects[:], w):
-		return true
+		return strings.TrimSuffix(w, "s")
 	case len(w) > 2 && strings.HasSuffix(w, "id") && slices.Contains(otherSubjects[:], strings.TrimSuffix(w, "id")):
-		return true
+		return strings.TrimSuffix(w, "id")
 	case w == "key" && i > 0 && slices.Contains(keyOwners[:], words[i-1]):
-		return true
+		return "key"
 	}
-	return false
+	return ""
 }

@@ -26,9 +26,31 @@ func TestMissingOther(t *testing.T) {
 		{`{"error":{"message":"No such payment_intent: 'pi_1'"}}`, false},
 		{`{"message":"Not found"}`, false},
 		{`{"message":"Payment not found"}`, false},
+		{`{"message":"MID does not exist"}`, true},
+		{`{"message":"Customer not found"}`, true},
 	} {
-		if got := missingOther([]byte(tt.body)); got != tt.want {
+		if got := missingOther([]byte(tt.body), "https://api.example.com/v1/payments?merchant=m1"); got != tt.want {
 			t.Errorf("missingOther(%s) = %v; want %v", tt.body, got, tt.want)
+		}
+	}
+}
+
+// TestMissingOtherOwnSubject: a subject the operation's URL names is the
+// operation's own "not found".
+func TestMissingOtherOwnSubject(t *testing.T) {
+	for _, tt := range []struct {
+		body, target string
+		want         bool
+	}{
+		{`{"message":"Customer not found"}`, "https://api.example.com/v1/customers", false},
+		{`{"message":"Customer not found"}`, "https://customers.example.com/v1/payments", true},
+		{`{"message":"Token not found"}`, "https://api.example.com/v1/tokens", false},
+		{`{"message":"Merchant ID not found"}`, "https://api.example.com/v1/merchants", false},
+		{`{"message":"Merchant ID not found"}`, "https://api.example.com/v1/orders", true},
+		{`{"message":"API key not found"}`, "https://api.example.com/v1/orders", true},
+	} {
+		if got := missingOther([]byte(tt.body), tt.target); got != tt.want {
+			t.Errorf("missingOther(%s, %s) = %v; want %v", tt.body, tt.target, got, tt.want)
 		}
 	}
 }
