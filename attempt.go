@@ -608,6 +608,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if a.verdict == Rejected && ex.status == http.StatusBadRequest && throttledAnswer(ex.header, ex.body) {
 		a.verdict = Throttled
 	}
+	if a.verdict == Rejected && outcomeUnknown(ex.body) {
+		// OKX's 400 50004, "does not mean that the request was
+		// successful or failed": a timeout, not a refusal.
+		a.verdict = Ambiguous
+	}
 	if !query && !a.stored() && a.verdict == Ambiguous {
 		if a.redirect = routerRedirect(rec.URL, ex.sentQuery, ex.status, ex.header); a.redirect != "" {
 			a.verdict = Rejected
@@ -640,6 +645,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		if a.created, a.createdStatus = c.conflictReplay(rec, ex); a.created != "" {
 			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 		}
+	}
+	if query {
+		a.otherMissing = missingOther(ex.body, rec.URL)
 	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
 		return a
@@ -705,6 +713,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// would have it made again. To a result query it is the query's
 		// failure, not the operation's.
 		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body is a GraphQL internal error, which may follow the work done", errUndecodable)
+	}
+	if !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && envelopeFault(ex.body) {
+		// Kraken's "EGeneral:Internal error", 200 OK: a server's failure
+		// in an envelope, as a GraphQL internal error is.
+		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body's error says the server failed, which may follow the work done", errUndecodable)
 	}
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {
 		a.foundOrder = foundOrder(ex.body, rec.Key)

@@ -29,6 +29,9 @@ type bitvavoBook struct {
 	status  string // the order's status once placed: new, filled, canceled, rejected
 	side    string // the side the order under the id has ("buy" is ours)
 	lagging int
+	// first: the create's answer, the order placed behind it; nil: its
+	// connection drops.
+	first *shape
 
 	mu      sync.Mutex
 	posts   []string // each create's body
@@ -42,6 +45,11 @@ func (x *bitvavoBook) serve(w http.ResponseWriter, r *http.Request) {
 	defer x.mu.Unlock()
 	if r.Method == http.MethodPost {
 		x.posts = append(x.posts, string(b))
+		if x.first != nil {
+			w.WriteHeader(x.first.status)
+			_, _ = io.WriteString(w, x.first.body)
+			return
+		}
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
 			_ = conn.Close()
 		}

@@ -28,6 +28,10 @@ import (
 // after its order was placed.
 type heldOrderBook struct {
 	cutFirst bool
+	// alias: the product id the book names in its answers for the one a
+	// create asked for, as Coinbase names one order book by both its USD
+	// and USDC product ids.
+	alias map[string]string
 
 	mu      sync.Mutex
 	held    map[string]heldOrder
@@ -58,6 +62,9 @@ func (s *heldOrderBook) serve(w http.ResponseWriter, r *http.Request) {
 		s.held[req.ClientOrderID] = o
 	}
 	cut := s.cutFirst && len(s.creates) == 1
+	if named, ok := s.alias[o.product]; ok {
+		o.product = named
+	}
 	s.mu.Unlock()
 	if cut {
 		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {

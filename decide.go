@@ -152,6 +152,10 @@ type answer struct {
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
 	foundOrder bool
+	// otherMissing: a result query's answer says something else it named
+	// does not exist (missingOther: the merchant, the API key), nothing
+	// the operation's URL names.
+	otherMissing bool
 	// otherRequest: a result query's 2xx, or a refusal naming the
 	// resource the key created (created), describes a request other
 	// than the journaled one (otherRequest): how, for the attempt's
@@ -263,7 +267,7 @@ func judgeSubmit(p past, a answer) judgment {
 			}
 		}
 	}
-	return heldElsewhere(p, j)
+	return heldElsewhere(p, j, a.body)
 }
 
 // heldElsewhere is j flagged ReviewMadeTwice when it names a resource
@@ -272,8 +276,12 @@ func judgeSubmit(p past, a answer) judgment {
 // answer is a replay, an earlier one whose answer was lost did). Both
 // exist; resending more would tell nothing new. A result query's answer
 // is read so too: what the key's result names is what the key made.
-func heldElsewhere(p past, j judgment) judgment {
-	if p.held == "" || j.out.ResourceID == "" || j.out.ResourceID == p.held || j.move != moveProcessing && j.move != moveSettle {
+// Not an answer, body, whose own id is the one held (namesHeld): a status
+// monitor's, naming its operation while it ran and the resource it made
+// once done.
+func heldElsewhere(p past, j judgment, body []byte) judgment {
+	if p.held == "" || j.out.ResourceID == "" || j.out.ResourceID == p.held || j.move != moveProcessing && j.move != moveSettle ||
+		namesHeld(body, p.held) {
 		return j
 	}
 	j.err = fmt.Errorf("idem: the answer names resource %q, not %q, which the server had said it holds for the key: it lost the key and made another",
@@ -503,7 +511,7 @@ func judgeQuery(p past, a answer) judgment {
 		// this order now.
 		j.failed = true
 	}
-	return heldElsewhere(p, j)
+	return heldElsewhere(p, j, a.body)
 }
 
 // queryMeaning is what a result query's answer says of the operation, by
@@ -532,7 +540,7 @@ func queryMeaning(p past, a answer) judgment {
 			j.err = fmt.Errorf("%w, but it names the key the request's body carries: the order exists, and a resend may place it again; "+
 				"a Decoder that reads this answer (WithDecoder) settles it", j.err)
 		case j.move == moveQuery:
-			j.move, j.label, j.failed = moveInconclusive, "query_failed", queryFailed(a.status, a.body)
+			j.move, j.label, j.failed = moveInconclusive, "query_failed", queryFailed(a.status, a.body, a.otherMissing)
 		}
 		switch {
 		case (j.move == moveSettle || j.move == moveProcessing) && a.otherRequest != "" &&
@@ -564,7 +572,7 @@ func queryMeaning(p past, a answer) judgment {
 		return judgment{move: moveReview, label: "query_expired", review: ReviewKeyExpired}
 	case a.status == http.StatusNotFound:
 		// "Not found" is not "never happened": replicas lag.
-		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, failed: queryFailed(a.status, a.body)}
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, failed: queryFailed(a.status, a.body, a.otherMissing)}
 	case a.status == http.StatusGone:
 		// Unlike 404, "gone" says the server held the key and has
 		// forgotten it, sooner than the client's key window assumed: a
@@ -573,7 +581,7 @@ func queryMeaning(p past, a answer) judgment {
 	case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
 		return judgment{move: moveResend, label: "throttled"}
 	default:
-		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a), failed: queryFailed(a.status, a.body)}
+		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a), failed: queryFailed(a.status, a.body, a.otherMissing)}
 	}
 }
 
@@ -596,10 +604,12 @@ func queryMeaning(p past, a answer) judgment {
 // {"code":-2013,"msg":"Order does not exist."}, Flutterwave's 400 "No
 // transaction was found for this id" for a tx_ref it has no charge
 // for), nor a 2xx document with no error that does not name it (a
-// search that found nothing).
-func queryFailed(status int, body []byte) bool {
+// search that found nothing). A "not found" of something else the query
+// named (the merchant, the API key: otherMissing, the answer's) never
+// looked for the operation, whatever the status.
+func queryFailed(status int, body []byte, otherMissing bool) bool {
 	missing := func() bool {
-		return saysAny(body, "not found", "does not exist", "no such", "no transaction was found")
+		return saysAny(body, "not found", "does not exist", "no such", "no transaction was found") && !otherMissing
 	}
 	doc := bytes.TrimSpace(trimBOM(body))
 	notJSON := len(doc) == 0 || doc[0] != '{' && doc[0] != '['
@@ -609,7 +619,7 @@ func queryFailed(status int, body []byte) bool {
 	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
 		return !missing()
 	case status == http.StatusNotFound:
-		return notJSON || saysAny(doc, "no route", "unrecognized request url", "no endpoint ", "no static resource") ||
+		return notJSON || otherMissing || saysAny(doc, "no route", "unrecognized request url", "no endpoint ", "no static resource") ||
 			saysAny(doc, "the route ") && saysAny(doc, " could not be found")
 	}
 	return true

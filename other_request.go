@@ -97,7 +97,7 @@ func otherRequest(body, answer []byte) (how string, fixed bool) {
 				theirName = answerAliases[name]
 				w, ok = scalarOf(res[theirName])
 			}
-			if ok && differ(v, w) && (how == "" || !amendable(name)) {
+			if ok && differ(v, w) && !(name == "product_id" && oneBook(v, w)) && (how == "" || !amendable(name)) {
 				how = fmt.Sprintf("%s %q, not the request's %s %q", theirName, clipValue(w), name, clipValue(v))
 				if !amendable(name) {
 					return how, true
@@ -269,6 +269,23 @@ func differ(a, b string) bool {
 	return fa != "" && fb != "" && fa != fb
 }
 
+// oneBook reports whether two product ids, a and b, name one order book:
+// Coinbase trades a USD product and its USDC twin on one book and names
+// either by the other (Get Product's BTC-USD has "alias_to":
+// ["BTC-USDC"]; a USDC product's orders and streams come back named by
+// the USD one, ccxt/ccxt#26465), so an answer naming our order by its
+// book's other id is about our order, not another request's.
+func oneBook(a, b string) bool {
+	usd := func(s string) string {
+		s = folded(s)
+		if strings.HasSuffix(s, "usdc") {
+			return s[:len(s)-1]
+		}
+		return s
+	}
+	return usd(a) == usd(b)
+}
+
 // valueKind is how differ reads a value.
 type valueKind int
 
@@ -329,4 +346,29 @@ func clipValue(s string) string {
 		return s
 	}
 	return recordable.Clip(s, n) + "…"
+}
+
+// namesHeld reports whether body, an answer, names held as its own id: a
+// top-level "id", "name" or "operationId" whose value it is. A status
+// monitor names its operation so throughout, and once the operation
+// succeeded the resource it made beside it (Microsoft Graph's
+// richLongRunningOperation: "id", then "resourceId" and
+// "resourceLocation"; Google's Operation: "name", then "response"): a
+// decoder that reads the resource then is reading the held operation's
+// result, not a second resource made for the key.
+func namesHeld(body []byte, held string) bool {
+	var top map[string]json.RawMessage
+	if held == "" || json.Unmarshal(trimBOM(body), &top) != nil {
+		return false
+	}
+	for name, raw := range top {
+		switch strings.ToLower(name) {
+		case "id", "name", "operationid", "operation_id":
+			var s string
+			if json.Unmarshal(raw, &s) == nil && s == held {
+				return true
+			}
+		}
+	}
+	return false
 }

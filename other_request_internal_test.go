@@ -25,6 +25,10 @@ func TestOtherRequest(t *testing.T) {
 		{"coinbase's order member, same", order, `{"order":{"symbol":"btc-usdt","side":"BUY"}}`, ""},
 		{"coinbase's create, same order", coinbase, `{"success":true,"success_response":{"order_id":"1","product_id":"BTC-USD","side":"BUY","client_order_id":"ord-9"}}`, ""},
 		{"coinbase's create, another product", coinbase, `{"success":true,"success_response":{"order_id":"1","product_id":"ETH-USD","side":"BUY"}}`, `product_id "ETH-USD", not the request's product_id "BTC-USD"`},
+		{"coinbase's create, the USDC product answered by its USD alias", `{"product_id":"BTC-USDC","side":"BUY"}`, `{"success":true,"success_response":{"order_id":"1","product_id":"BTC-USD","side":"BUY"}}`, ""},
+		{"coinbase's order, the USD product answered by its USDC alias", coinbase, `{"order":{"order_id":"1","product_id":"BTC-USDC","side":"BUY"}}`, ""},
+		{"coinbase's create, another base behind the alias", `{"product_id":"BTC-USDC","side":"BUY"}`, `{"success_response":{"order_id":"1","product_id":"ETH-USD"}}`, `product_id "ETH-USD", not the request's product_id "BTC-USDC"`},
+		{"coinbase's create, another quote than the alias's", `{"product_id":"BTC-USDC","side":"BUY"}`, `{"success_response":{"order_id":"1","product_id":"BTC-USDT"}}`, `product_id "BTC-USDT"`},
 		{"a list of several proves nothing", order, `{"data":[{"side":"Sell"},{"side":"Buy"}]}`, ""},
 		{"deeper than the envelope proves nothing", order, `{"data":{"result":{"order":{"side":"Sell"}}}}`, ""},
 		{"a top-level list of one", order, `[{"side":"Sell"}]`, `side "Sell"`},
@@ -82,5 +86,27 @@ func TestHeldOrderAnswer(t *testing.T) {
 	}
 	if heldOrderAnswer(200, []byte(`{"id":"1"}`), "") {
 		t.Error("heldOrderAnswer() with no key = true; want false")
+	}
+}
+
+// TestNamesHeld: which answers name the held id as their own.
+func TestNamesHeld(t *testing.T) {
+	for _, tt := range []struct {
+		body, held string
+		want       bool
+	}{
+		{`{"id":"k","status":"succeeded","resourceId":"site-1"}`, "k", true},
+		{`{"name":"operations/op-1","done":true,"response":{"name":"orders/o-1"}}`, "operations/op-1", true},
+		{`{"operationId":"op-1","operationState":"Succeeded","resourceLocation":"/knowledgebases/kb-1"}`, "op-1", true},
+		{`{"id":"ord_2","state":"succeeded"}`, "ord_1", false},
+		{`{"resourceId":"ord_2","previous":"ord_1"}`, "ord_1", false},
+		{`{"data":{"id":"ord_1"}}`, "ord_1", false},
+		{`{"id":1}`, "1", false},
+		{`not json`, "k", false},
+		{`{"id":""}`, "", false},
+	} {
+		if got := namesHeld([]byte(tt.body), tt.held); got != tt.want {
+			t.Errorf("namesHeld(%s, %q) = %v; want %v", tt.body, tt.held, got, tt.want)
+		}
 	}
 }

@@ -1,0 +1,98 @@
+package idem
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// missingOther reports whether a result query's error body says that
+// something other than the operation does not exist: the merchant, the
+// API key or token the query was made with, the account (Cielo's
+// {"Message":"Merchant not found"} to an unknown MerchantId, AEON's
+// "Merchant does not exist", a gateway's "API key not found"). Such a
+// refusal never looked for the operation: it is no "not found" of the
+// endpoint's, and a resend on its word could execute the operation
+// twice. The subject is the word before "not found" or "does not
+// exist" (past the verbs between: "was not found", "could not be
+// found"), or the one after "no such". Not a subject the operation's URL,
+// target, names ("Customer not found" of an operation POSTed to
+// /v1/customers): that is the operation's own "not found".
+func missingOther(body []byte, target string) bool {
+	target = strings.ToLower(target)
+	if u, err := url.Parse(target); err == nil {
+		target = u.Path
+	}
+	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool {
+		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
+	})
+	for i, w := range words {
+		var subject int
+		switch {
+		case w == "found" && i > 0 && (words[i-1] == "not" || words[i-1] == "be" && i > 1 && words[i-2] == "not"):
+			subject = before(words, i-1)
+		case (w == "exist" || w == "exists") && i > 0 && slices.Contains(negations[:], words[i-1]):
+			subject = before(words, i-1)
+		case w == "such" && i > 0 && words[i-1] == "no" && i+1 < len(words):
+			subject = i + 1
+		default:
+			continue
+		}
+		if subject < 0 {
+			continue
+		}
+		if noun := otherSubject(words, subject); noun != "" && !strings.Contains(target, noun) {
+			return true
+		}
+	}
+	return false
+}
+
+// negations are the words a "does not exist" may end its negation with
+// ("doesn't" is two words here, "doesn" and "t").
+var negations = [...]string{"not", "t", "never"}
+
+// before is the index of the word ahead of words[i], past a negation's
+// and the verbs that join a subject to it ("is", "was", "could", "be",
+// "does", "doesn"), or -1.
+func before(words []string, i int) int {
+	for i--; i >= 0; i-- {
+		switch words[i] {
+		case "not", "does", "do", "did", "doesn", "didn", "t", "is", "was", "are", "were", "be", "been", "could", "can", "cannot", "has", "have", "exist":
+			continue
+		}
+		return i
+	}
+	return -1
+}
+
+// otherSubjects are what a query may be refused for not finding that is
+// no operation: whom the query is made for or with.
+var otherSubjects = [...]string{"merchant", "merchants", "mid", "token", "apikey", "credential", "credentials", "account", "customer",
+	"user", "client", "partner", "tenant", "organization", "store", "shop", "terminal", "wallet", "profile", "app", "application"}
+
+// keyOwners are the words before "key" that make it a credential ("API
+// key", "secret key"), not the idempotency key, whose "not found" is
+// the endpoint's own.
+var keyOwners = [...]string{"api", "access", "secret", "merchant", "public", "private", "client", "app"}
+
+// otherSubject is the noun of words[i], the subject of a "not found",
+// when it is one of otherSubjects (as a word, or with "id" after it:
+// "merchant id", "merchantId") or a credential's key ("API key": "key"),
+// else "".
+func otherSubject(words []string, i int) string {
+	w := words[i]
+	if (w == "id" || w == "ids") && i > 0 {
+		i--
+		w = words[i]
+	}
+	switch {
+	case slices.Contains(otherSubjects[:], w):
+		return strings.TrimSuffix(w, "s")
+	case len(w) > 2 && strings.HasSuffix(w, "id") && slices.Contains(otherSubjects[:], strings.TrimSuffix(w, "id")):
+		return strings.TrimSuffix(w, "id")
+	case w == "key" && i > 0 && slices.Contains(keyOwners[:], words[i-1]):
+		return "key"
+	}
+	return ""
+}

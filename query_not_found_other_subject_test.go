@@ -1,0 +1,67 @@
+package idem_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// A result query refused because something else it names is unknown (the
+// merchant or the API key the query is made with, a token) says nothing
+// of the order: Cielo's query API answers an unknown MerchantId with
+// {"Message":"Merchant not found"} (DeveloperCielo/API-3.0-Java#43,
+// DeveloperCielo/API-3.0-PHP#231), AEON's with {"code":"8005","msg":
+// "Merchant does not exist Merchant :…","success":false}
+// (AEON-Project/GameOn-TON-Hackathon#20), an API gateway with "API key
+// not found" or "Token not found" for a credential rotated between the
+// order and its query. Its words hold "not found" or "does not exist",
+// and it was taken for the endpoint's "no such order": with the client
+// order id in the body, once the result lag had passed, Resume sent the
+// filled order again, and two were placed. Now it is a query that told
+// nothing: asked again, never resent. The order's own "not found"
+// (Binance's -2013 "Order does not exist.") still lets a resend go.
+func TestQueryNotFoundAboutSomethingElseIsNoAnswer(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{name: "Cielo's unknown merchant", status: http.StatusBadRequest, body: `{"Message":"Merchant not found"}`},
+		{name: "AEON's merchant that does not exist", status: http.StatusBadRequest,
+			body: `{"code":"8005","msg":"Merchant does not exist Merchant :Pvfu987fd7ssfidOsaFdu9dsSiF","model":null,"success":false,"error":true}`},
+		{name: "a gateway's unknown API key", status: http.StatusUnprocessableEntity, body: `{"error":"invalid_request","message":"API key not found"}`},
+		{name: "a token that is not found", status: http.StatusBadRequest, body: `{"status":"error","message":"Token not found"}`},
+		{name: "a 404 about the merchant", status: http.StatusNotFound, body: `{"Message":"Merchant not found"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fail := shape{status: tt.status, header: http.Header{"Content-Type": {"application/json"}}, body: tt.body}
+			x := &spotExchange{queryFails: slices.Repeat([]shape{fail}, 4*idem.DefaultMaxAttempts)}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			clock := idemtest.NewClock(epoch)
+			c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+
+			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+			require.NotErrorIs(t, err, idem.ErrFailed)
+			require.Equal(t, idem.StateUnknown, res.State)
+
+			clock.Advance(idem.DefaultResultLag)
+			sum, err := c.Resume(t.Context())
+			require.NoError(t, err)
+			require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
+			op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+			require.NoError(t, err)
+			require.Equal(t, idem.StateUnknown, op.State)
+
+			x.requireOneOrder(t, 1)
+		})
+	}
+}
