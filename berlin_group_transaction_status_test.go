@@ -33,7 +33,7 @@ func TestBerlinGroupPaymentInitiation(t *testing.T) {
 		{"ACSP", idem.StateSucceeded},
 		{"ACSC", idem.StateSucceeded},
 		{"ACCC", idem.StateSucceeded},
-		{"CANC", idem.StateSucceeded}, // cancelled after it was made: no failure of the call
+		{"CANC", idem.StateSucceeded}, // cancelled before execution, as a "canceled" resource: made, then ended
 		{"RJCT", idem.StateFailed},
 	} {
 		t.Run(tt.status, func(t *testing.T) {

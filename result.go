@@ -224,7 +224,7 @@ func decodeObject(a *Answer, body []byte, inData bool) (Outcome, error) {
 		// call's "id" beside it), or says "success": false (Paymob's
 		// declined or pending transaction, its "id" beside it), is no
 		// proof of success: its "id" is not a resource made as asked.
-		if !v[memState].ok || !strings.EqualFold(v[memState].s, "failed") {
+		if !v[memState].ok || !strings.EqualFold(strings.TrimSpace(v[memState].s), "failed") {
 			what := "carries an error"
 			switch {
 			case v[memUnsuccessful].ok:
@@ -487,6 +487,10 @@ func resourceStatusOf(s string) resourceStatus {
 	// word would be a rejected payment taken as made.
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "failed", "declined", "rejected", "refused", "denied", "soft_declined",
+		// Shopify's transaction and PayU's payment say "failure" (beside
+		// "success", "pending", "error"): read as another word, a failed
+		// payment was taken as made.
+		"failure",
 		// A Pix refund's final status when it was not made (BACEN's API
 		// Pix, Devolucao.status: EM_PROCESSAMENTO, DEVOLVIDO,
 		// NAO_REALIZADO): read as made, the customer is never refunded.

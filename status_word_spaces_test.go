@@ -31,6 +31,13 @@ func TestStatusWordWithSpaces(t *testing.T) {
 			idem.Outcome{State: idem.StateFailed, ResourceID: "p_1"}},
 		{"state processing", `{"state":" processing","id":"job_1"}`, http.StatusOK,
 			idem.Outcome{State: idem.StateProcessing}},
+		{"state failed beside its error", `{"state":"failed ","error":{"message":"card declined"},"id":"p_1"}`, http.StatusOK,
+			idem.Outcome{State: idem.StateFailed, ResourceID: "p_1"}},
+		// Shopify's transaction statuses are pending, failure, success and
+		// error (shopify.dev/docs/api/admin-rest/latest/resources/transaction);
+		// PayU India's verify_payment says "failure" too.
+		{"failure", `{"id":"389404469","status":"failure"}`, http.StatusCreated,
+			idem.Outcome{State: idem.StateFailed, ResourceID: "389404469", Reason: "failure"}},
 		{"berlin group RJCT", `{"transactionStatus":"RJCT ","paymentId":"p_1"}`, http.StatusCreated,
 			idem.Outcome{State: idem.StateFailed, ResourceID: "p_1", Reason: "RJCT "}},
 	} {
