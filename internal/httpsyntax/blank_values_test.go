@@ -29,6 +29,7 @@ func TestRedactSecretsInShortSecretAsAWord(t *testing.T) {
 		{"401: Key sk_live_LONG_SEC", []string{"sk_live_LONG_SECRET_VALUE"}, "401: Key REDACTED"},
 		{"401: Key sk_l", []string{"sk_live_LONG_SECRET_VALUE"}, "401: Key REDACTED"},
 		{"401: Key sk_", []string{"sk_live_LONG_SECRET_VALUE"}, "401: Key sk_"},
+		{"401: Authorization must start with Bearer", []string{"Bearer tok_LONG_TOKEN"}, "401: Authorization must start with Bearer"},
 		// The longer goes first: one holding another is blanked whole.
 		{"key test_key_x", []string{"test", "test_key_x"}, "key REDACTED"},
 		{"nothing of it", []string{"a", "test"}, "nothing of it"},

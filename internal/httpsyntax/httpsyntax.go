@@ -414,10 +414,14 @@ func blankForm(text, form string) string {
 }
 
 // blankTail replaces the start of form that ends text, if minTail bytes
-// or more and not form whole (blankForm's).
+// or more and not form whole (blankForm's). Not a start that ends before
+// a space of form (' ', or escaped as '+' or %20): that is a header
+// value's scheme ("Bearer", which a refusal's "must start with Bearer"
+// ends with), and the credential after it is a form of its own.
 func blankTail(text, form string) string {
 	for n := min(len(form)-1, len(text)); n >= minTail; n-- {
-		if strings.HasSuffix(text, form[:n]) {
+		space := form[n] == ' ' || form[n] == '+' || strings.HasPrefix(form[n:], "%20")
+		if !space && strings.HasSuffix(text, form[:n]) {
 			start := len(text) - n
 			if len(form) < minAnywhere && !standsAlone(text, form, start, len(text)) {
 				return text
