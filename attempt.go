@@ -291,7 +291,8 @@ func (ex *exchange) blankSent(out *Outcome) {
 	out.Reason = httpsyntax.BlankValues(out.Reason, ex.sent...)
 	if ex.err != nil {
 		if text := ex.err.Error(); httpsyntax.MayHoldValues([]byte(text), ex.sent...) {
-			if blanked := httpsyntax.BlankValues(text, ex.sent...); blanked != text {
+			words := judgeWords(text)
+			if blanked := text[:words] + httpsyntax.BlankValues(text[words:], ex.sent...); blanked != text {
 				ex.err = &shownTransportError{msg: blanked, err: ex.err}
 			}
 		}
@@ -300,6 +301,20 @@ func (ex *exchange) blankSent(out *Outcome) {
 		// A copy: the answer the judge read is left as it came.
 		ex.body = []byte(httpsyntax.BlankValues(string(ex.body), ex.sent...))
 	}
+}
+
+// judgeWords is the length of the judge's words that text begins with,
+// which pastOf reads back from the journaled attempt (conflictAfterSend,
+// inFlightAfterSend): a credential that is one of their words (a Basic
+// user "a") must leave them as written, or the refusals after a send are
+// counted otherwise.
+func judgeWords(text string) int {
+	for _, w := range [...]string{conflictAfterSend, inFlightAfterSend} {
+		if strings.HasPrefix(text, w) {
+			return len(w)
+		}
+	}
+	return 0
 }
 
 // credentialValues returns the values of h's credential headers, and of
