@@ -110,21 +110,10 @@ func TestServerEchoOfHookCredentialNotJournaledOrLogged(t *testing.T) {
 				_, _ = w.Write([]byte(body))
 			}))
 			t.Cleanup(srv.Close)
-			var logs syncBuffer
-			var events []idem.AttemptEvent
-			path := filepath.Join(t.TempDir(), "idem.journal")
-			store, err := journal.Open(path)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = store.Close() })
-			c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(idemtest.NewClock(epoch)),
-				idem.WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-				idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) { events = append(events, ev) }}),
-				idem.WithRequestHook(func(r *http.Request) error { tt.hook(r); return nil }))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
-
-			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
+			rc := newRecordingClient(t, srv, idem.WithRequestHook(func(r *http.Request) error { tt.hook(r); return nil }))
+			res, err := rc.client.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
 			require.ErrorIs(t, err, idem.ErrFailed, "a refusal of the credential: nothing executed")
+			require.NotContains(t, err.Error(), tt.secret, "the call's error")
 			mu.Lock()
 			require.Len(t, sent, 1, "one request, refused")
 			require.Contains(t, sent[0], tt.secret, "the server quoted the credential it was sent")
@@ -133,25 +122,68 @@ func TestServerEchoOfHookCredentialNotJournaledOrLogged(t *testing.T) {
 			require.Contains(t, res.Reason, tt.words, "the server's words, for a person")
 			require.NotContains(t, res.Reason, tt.secret)
 			require.NotContains(t, string(res.Body), tt.secret)
-			rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
-			require.NoError(t, err)
-			require.NotContains(t, rec.Result.Reason, tt.secret, "journaled reason")
-			require.NotContains(t, string(rec.Result.Body), tt.secret, "journaled body")
-			for _, a := range rec.Attempts {
-				require.NotContains(t, a.Err, tt.secret, "journaled attempt error")
-			}
-			require.NotEmpty(t, events)
-			for _, ev := range events {
-				if ev.Err != nil {
-					require.NotContains(t, ev.Err.Error(), tt.secret, "AttemptEvent.Err")
-				}
-			}
-			require.NotContains(t, logs.String(), tt.secret, "a credential was logged")
-			require.NoError(t, c.Close())
-			require.NoError(t, store.Close())
-			requireJournalFilesWithout(t, path, tt.secret)
+			rc.requireNothingHolds(t, "k", tt.secret)
 		})
 	}
+}
+
+// recordingClient is a Client with the default settings and opts, on its
+// own journal, whose log lines and attempt events are kept.
+type recordingClient struct {
+	client *idem.Client
+	store  *journal.Store
+	path   string
+	logs   syncBuffer
+	mu     sync.Mutex
+	events []idem.AttemptEvent
+}
+
+func newRecordingClient(t *testing.T, srv *httptest.Server, opts ...idem.Option) *recordingClient {
+	t.Helper()
+	rc := &recordingClient{path: filepath.Join(t.TempDir(), "idem.journal")}
+	store, err := journal.Open(rc.path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := idem.New(store, append([]idem.Option{idem.WithHTTPClient(srv.Client()), idem.WithClock(idemtest.NewClock(epoch)),
+		idem.WithLogger(slog.New(slog.NewTextHandler(&rc.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		idem.WithHooks(idem.Hooks{Attempt: func(_ context.Context, ev idem.AttemptEvent) {
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			rc.events = append(rc.events, ev)
+		}}),
+	}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	rc.client, rc.store = c, store
+	return rc
+}
+
+// requireNothingHolds asserts that nothing recorded of operation key
+// (its journaled result and attempts, the attempt events, the log, the
+// journal's files) holds secret, and closes the client and its journal.
+func (rc *recordingClient) requireNothingHolds(t *testing.T, key, secret string) {
+	t.Helper()
+	rec, err := rc.store.Get(t.Context(), idem.DefaultScope, key)
+	require.NoError(t, err)
+	if rec.Result != nil {
+		require.NotContains(t, rec.Result.Reason, secret, "journaled reason")
+		require.NotContains(t, string(rec.Result.Body), secret, "journaled body")
+	}
+	for _, a := range rec.Attempts {
+		require.NotContains(t, a.Err, secret, "journaled attempt error")
+	}
+	rc.mu.Lock()
+	require.NotEmpty(t, rc.events)
+	for _, ev := range rc.events {
+		if ev.Err != nil {
+			require.NotContains(t, ev.Err.Error(), secret, "AttemptEvent.Err")
+		}
+	}
+	rc.mu.Unlock()
+	require.NotContains(t, rc.logs.String(), secret, "a credential was logged")
+	require.NoError(t, rc.client.Close())
+	require.NoError(t, rc.store.Close())
+	requireJournalFilesWithout(t, rc.path, secret)
 }
 
 // requireJournalFilesWithout asserts that no file of the journal at path
