@@ -55,6 +55,10 @@ type exchange struct {
 	// sentQuery is the URL's query string as sent: the request hook may
 	// have added to the journaled one (an API key).
 	sentQuery string
+	// sent are the credentials the request carried (sentSecrets), added
+	// by the request hook: a server may quote them in its answer, and
+	// they are blanked in all that is recorded of it (blankSent).
+	sent []string
 }
 
 // drainLimit is how much of an over-long body is read away so the
@@ -123,18 +127,20 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 		// keyHeader is canonical (WithKeyHeader): Set's work is done.
 		req.Header[c.cfg.keyHeader] = append(room, c.keyValue(rec.Key))
 	}
+	path := req.URL.Path
 	if c.cfg.hook != nil {
 		if err := c.cfg.hook(req); err != nil {
 			// The hook may quote what it just added (a signer's "signing
 			// <URL>", a token refresh's header): its error is journaled
 			// and logged as the attempt's.
-			err = sentURLOut(fmt.Errorf("idem: request hook: %w", err), journaledURL(rec, query), "", req.URL, credentialValues(req.Header)...)
+			err = sentURLOut(fmt.Errorf("idem: request hook: %w", err), journaledURL(rec, query), "", req.URL, sentSecrets(path, req)...)
 			return exchange{err: err, unsent: true}
 		}
 		if err := hookHeaderErr(req.Header); err != nil {
 			return exchange{err: err, unsent: true}
 		}
 	}
+	sent := sentSecrets(path, req)
 	if once {
 		// net/http sends a request with an Idempotency-Key header again,
 		// on a fresh connection, when a reused one dies after it was
@@ -153,7 +159,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 	resp, err := c.hc.Do(req)
 	// Only a first copy that was written whole may have executed: net/http
 	// also retries a request it never wrote (a dead idle connection).
-	ex := exchange{wrote: tr.wrote.Load(), resent: tr.resent.Load(), sentQuery: req.URL.RawQuery}
+	ex := exchange{wrote: tr.wrote.Load(), resent: tr.resent.Load(), sentQuery: req.URL.RawQuery, sent: sent}
 	if err != nil {
 		// net/http's *url.Error quotes the URL as sent, with whatever the
 		// request hook added (an API key in the query string): that text
@@ -163,7 +169,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 			// accepted a credential in its URL holds it (RedactURL leaves
 			// any other URL as it is).
 			journaled := httpsyntax.RedactURL(journaledURL(rec, query))
-			err = &url.Error{Op: ue.Op, URL: journaled, Err: sentURLOut(ue.Err, journaled, ue.URL, req.URL, credentialValues(req.Header)...)}
+			err = &url.Error{Op: ue.Op, URL: journaled, Err: sentURLOut(ue.Err, journaled, ue.URL, req.URL, sent...)}
 		}
 		ex.err = err
 		ex.unsent = !ex.wrote && tr.traced.Load() && tr.conns.Load() == 0
@@ -250,11 +256,75 @@ func sentURLOut(err error, journaled, shown string, sent *url.URL, secrets ...st
 	return &shownTransportError{msg: replaced, err: err}
 }
 
+// sentSecrets returns the credentials req carries, its URL's path
+// having been path before the request hook: the values of its credential
+// headers (credentialValues), its URL's (SecretValues), and the path
+// segments the hook added (a token in the path: Telegram's
+// /bot<token>/METHOD, core.telegram.org/bots/api#making-requests).
+func sentSecrets(path string, req *http.Request) []string {
+	secrets := append(credentialValues(req.Header), httpsyntax.SecretValues(req.URL)...)
+	if req.URL.Path == path {
+		return secrets
+	}
+	was := strings.Split(path, "/")
+	for _, seg := range strings.Split(req.URL.Path, "/") {
+		if !slices.Contains(was, seg) {
+			secrets = append(secrets, seg)
+		}
+	}
+	return secrets
+}
+
+// blankSent blanks the credentials the request carried (ex.sent) in
+// what is recorded of the exchange, its journaled attempt and settlement,
+// the log and the attempt hook: the answer's body, its error, and out's
+// reason (the judge's, read from the answer). A server may quote a
+// credential it refuses: "Key <key> not found" (the US EPA's CTX APIs,
+// github.com/USEPA/ctxR/issues/32), a short Stripe key named whole, a
+// debugging 400 that shows the Authorization header. The judge reads the
+// answer as it came: blanked, a value of the request's body that happens
+// to be the credential would no longer match the answer's.
+func (ex *exchange) blankSent(out *Outcome) {
+	if len(ex.sent) == 0 {
+		return
+	}
+	out.Reason = httpsyntax.BlankValues(out.Reason, ex.sent...)
+	if ex.err != nil {
+		if text := ex.err.Error(); httpsyntax.MayHoldValues([]byte(text), ex.sent...) {
+			words := judgeWords(text)
+			if blanked := text[:words] + httpsyntax.BlankValues(text[words:], ex.sent...); blanked != text {
+				ex.err = &shownTransportError{msg: blanked, err: ex.err}
+			}
+		}
+	}
+	if httpsyntax.MayHoldValues(ex.body, ex.sent...) {
+		// A copy: the answer the judge read is left as it came.
+		ex.body = []byte(httpsyntax.BlankValues(string(ex.body), ex.sent...))
+	}
+}
+
+// judgeWords is the length of the judge's words that text begins with,
+// which pastOf reads back from the journaled attempt (conflictAfterSend,
+// inFlightAfterSend): a credential that is one of their words (a Basic
+// user "a") must leave them as written, or the refusals after a send are
+// counted otherwise.
+func judgeWords(text string) int {
+	for _, w := range [...]string{conflictAfterSend, inFlightAfterSend} {
+		if strings.HasPrefix(text, w) {
+			return len(w)
+		}
+	}
+	return 0
+}
+
 // credentialValues returns the values of h's credential headers, and of
 // each the part after its scheme ("Bearer <token>"): the forms an error
 // may quote them in. Basic credentials are quoted as the hook knows them,
-// decoded: the pair, the password (Razorpay's key secret) and a username
-// long enough to be a key (Stripe's, docs.stripe.com/api/authentication).
+// decoded: the pair, the password (Razorpay's key secret) and the
+// username when it is the key, sent with no password (Stripe's,
+// docs.stripe.com/api/authentication), or long enough to be one. A short
+// one beside a password is a name (Mailgun's "api"): blanked, every "api"
+// a server writes would go, its host's name among them.
 func credentialValues(h http.Header) []string {
 	var vs []string
 	for name, values := range h {
@@ -274,9 +344,7 @@ func credentialValues(h http.Header) []string {
 			if pair, err := base64.StdEncoding.DecodeString(token); err == nil {
 				user, pass, _ := strings.Cut(string(pair), ":")
 				vs = append(vs, string(pair), pass)
-				if len(user) >= 8 {
-					// A short username is a name, not a key (Mailgun's
-					// "api"): blanked, it would blank the URL's host.
+				if pass == "" || len(user) >= 8 {
 					vs = append(vs, user)
 				}
 			}
@@ -548,6 +616,7 @@ func (d *driver) submit() (step, error) {
 	if st.err != nil {
 		ex.err = st.err
 	}
+	ex.blankSent(&st.out)
 	now := d.now()
 	err := d.commit(func(r *journal.Record) {
 		// A replay whose body was cut in transit is read again by a resend:
@@ -939,6 +1008,7 @@ func (d *driver) query() (step, error) {
 	if st.err != nil {
 		ex.err = st.err
 	}
+	ex.blankSent(&st.out)
 	now := d.now()
 	err := d.commit(func(r *journal.Record) {
 		closeOpenAttempts(r)

@@ -112,13 +112,17 @@ type AttemptEvent struct {
 	Wrote      bool // the request was fully written: the server may have acted
 	StatusCode int  // 0 for a transport error
 	// Err is what failed the exchange (the transport, the request hook,
-	// a body cut short), its text quoting the URL as journaled (a
-	// credential an earlier release journaled in it redacted), not as
-	// the request hook changed it, with the values of the credential
-	// headers it was sent with (ErrSecretHeader's names) blanked, and
-	// cut to 1024 bytes (net/http quotes a malformed status line whole,
-	// up to 10 MiB); errors.Is and errors.As see the error as it came.
-	// The journal keeps 512 bytes.
+	// a body cut short, the server's refusal in its words), its text
+	// quoting the URL as journaled (a credential an earlier release
+	// journaled in it redacted), not as the request hook changed it,
+	// with the credentials the request was sent with blanked wherever
+	// it quotes them, a server's words too (the values of its
+	// credential headers, ErrSecretHeader's names; of its URL's user
+	// and secret query parameters; the path segments the hook added;
+	// one under 8 bytes where it stands as a word), and cut to 1024
+	// bytes (net/http quotes a malformed status line whole, up to 10
+	// MiB); errors.Is and errors.As see the error as it came. The
+	// journal keeps 512 bytes.
 	Err        error
 	RetryAfter time.Duration
 	Start      time.Time // on the Client's clock

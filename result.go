@@ -25,7 +25,9 @@ type Result struct {
 	// on the wire and the server's answer agreed, or contradicted a
 	// failure (the call then ends in ErrNeedsReview), they are that
 	// answer's, for this call only: the journal keeps the settlement as
-	// it was made.
+	// it was made. A credential the request carried that the answer
+	// quotes is REDACTED in Body and Reason, as in the journal
+	// (AttemptEvent.Err says which).
 	StatusCode int
 	Body       []byte
 	Reason     string // why it failed or needs review, for people

@@ -3,7 +3,9 @@
 package httpsyntax
 
 import (
+	"bytes"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -210,8 +212,11 @@ func WithoutSecretParams(rawQuery string) string {
 }
 
 // SecretValues returns the credentials u carries: its user information
-// and the values of its secret query parameters (SecretParam; separated
-// by '&' or ';'), each as written and unescaped.
+// and the values of its secret query parameters (SecretParam), each as
+// written and unescaped. A value with a ';' in it is given both cut at
+// the ';' and whole up to the next '&': a server that reads ';' as '&'
+// takes the first, one that does not (Go's net/url since 1.17 drops the
+// pair, others keep it) the second, and quotes it so.
 func SecretValues(u *url.URL) []string {
 	var secrets []string
 	if u.User != nil {
@@ -220,16 +225,35 @@ func SecretValues(u *url.URL) []string {
 			secrets = append(secrets, p)
 		}
 	}
-	if u.RawQuery != "" {
-		eachParam(u.RawQuery, func(_, _, name, value string) {
-			if !SecretParam(name) {
-				return
+	add := func(value string) {
+		secrets = append(secrets, value)
+		if v, err := url.QueryUnescape(value); err == nil && v != value {
+			secrets = append(secrets, v)
+		}
+	}
+	if u.RawQuery == "" {
+		return secrets
+	}
+	for _, pair := range strings.Split(u.RawQuery, "&") {
+		// Each parameter of pair, read as one past a ';' too.
+		for off := 0; off <= len(pair); {
+			param, next := pair[off:], len(pair)
+			if i := strings.IndexByte(param, ';'); i >= 0 {
+				param, next = param[:i], off+i
 			}
-			secrets = append(secrets, value)
-			if v, err := url.QueryUnescape(value); err == nil && v != value {
-				secrets = append(secrets, v)
+			raw, value, hasValue := strings.Cut(param, "=")
+			name := raw
+			if n, err := url.QueryUnescape(raw); err == nil {
+				name = n
 			}
-		})
+			if hasValue && SecretParam(name) {
+				add(value)
+				if whole := pair[off+len(raw)+1:]; whole != value {
+					add(whole)
+				}
+			}
+			off = next + 1
+		}
 	}
 	return secrets
 }
@@ -283,21 +307,170 @@ func RedactURLsIn(text string, urls ...string) string {
 	return RedactSecretsIn(text)
 }
 
-// RedactSecretsIn returns text with each of secrets replaced, in every
-// form a URL's text shows it (as given, query- or path-escaped, or
-// escaped as %q writes it), and with the value of each secret query
-// parameter written in it (?name=value, &name=value or ;name=value)
-// replaced too: what a Transport's error or a legacy record shows of a
-// URL that carried credentials, in whatever form.
+// RedactSecretsIn returns text with each of secrets blanked
+// (BlankValues), and with the value of each secret query parameter
+// written in it (?name=value, &name=value or ;name=value) replaced too:
+// what a Transport's error or a legacy record shows of a URL that
+// carried credentials, in whatever form.
 func RedactSecretsIn(text string, secrets ...string) string {
+	return paramValuesOut(BlankValues(text, secrets...), paramEnd)
+}
+
+// minAnywhere is the length from which a secret is blanked wherever its
+// text is found. A shorter one (a sandbox key "test", a Basic user "a")
+// is found inside words a person must read ("testing", every "a"), and
+// is blanked where it stands as a word of its own: that is how a server
+// or an error quotes a value, after a space, a quote, '=' or ':', or an
+// escape (%3D, \n, \u0026). A long one is never a word's part by chance.
+const minAnywhere = 8
+
+// minTail is the shortest start of a secret blanked at the end of text:
+// a reason or an error is cut to a bound (512 bytes, 1024), and a cut
+// through a quoted secret leaves its start there. Up to three bytes of it
+// may stay, as Stripe shows the last four of a refused key.
+const minTail = 4
+
+// BlankValues returns text with each of secrets replaced by REDACTED in
+// every form text may show it (as given, query- or path-escaped, or
+// escaped as %q writes it): one of minAnywhere bytes or more wherever it
+// is found, a shorter one where it stands as a word, and the start of one
+// (minTail bytes or more) that ends text. The longest secret goes first,
+// so that one holding another is blanked whole.
+func BlankValues(text string, secrets ...string) string {
+	if len(secrets) == 0 || text == "" {
+		return text
+	}
+	forms := valueForms(secrets)
+	for _, form := range forms {
+		if strings.Contains(text, form) {
+			text = blankForm(text, form)
+		}
+	}
+	for _, form := range forms {
+		if len(form) > minTail {
+			text = blankTail(text, form)
+		}
+	}
+	return text
+}
+
+// MayHoldValues reports whether BlankValues could find any of secrets in
+// b: false says b is to be kept as it is, with no copy of it made.
+func MayHoldValues(b []byte, secrets ...string) bool {
+	for _, form := range valueForms(secrets) {
+		if bytes.Contains(b, []byte(form[:min(len(form), minTail)])) {
+			return true
+		}
+	}
+	return false
+}
+
+// valueForms returns the forms a text may show secrets in (as given,
+// query- or path-escaped, or escaped as %q writes them), the longest
+// first.
+func valueForms(secrets []string) []string {
+	forms := make([]string, 0, 4*len(secrets))
 	for _, s := range secrets {
 		for _, form := range [...]string{url.QueryEscape(s), url.PathEscape(s), QuotedForm(s), s} {
-			if form != "" && strings.Contains(text, form) {
-				text = strings.ReplaceAll(text, form, "REDACTED")
+			if form != "" && !slices.Contains(forms, form) {
+				forms = append(forms, form)
 			}
 		}
 	}
-	return paramValuesOut(text, paramEnd)
+	slices.SortStableFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	return forms
+}
+
+// redacted replaces a secret's text.
+const redacted = "REDACTED"
+
+// blankForm replaces form in text: everywhere when it is minAnywhere
+// bytes or more, else where it stands as a word.
+func blankForm(text, form string) string {
+	if len(form) >= minAnywhere {
+		return strings.ReplaceAll(text, form, redacted)
+	}
+	var b strings.Builder
+	done := 0 // text[:done] is in b
+	for i := 0; i < len(text); {
+		j := strings.Index(text[i:], form)
+		if j < 0 {
+			break
+		}
+		start, end := i+j, i+j+len(form)
+		if !standsAlone(text, form, start, end) {
+			i = start + 1
+			continue
+		}
+		b.WriteString(text[done:start])
+		b.WriteString(redacted)
+		done, i = end, end
+	}
+	if b.Len() == 0 {
+		return text
+	}
+	b.WriteString(text[done:])
+	return b.String()
+}
+
+// blankTail replaces the start of form that ends text, if minTail bytes
+// or more and not form whole (blankForm's). Not a start that ends before
+// a space of form (' ', or escaped as '+' or %20): that is a header
+// value's scheme ("Bearer", which a refusal's "must start with Bearer"
+// ends with), and the credential after it is a form of its own.
+func blankTail(text, form string) string {
+	for n := min(len(form)-1, len(text)); n >= minTail; n-- {
+		space := form[n] == ' ' || form[n] == '+' || strings.HasPrefix(form[n:], "%20")
+		if !space && strings.HasSuffix(text, form[:n]) {
+			start := len(text) - n
+			if len(form) < minAnywhere && !standsAlone(text, form, start, len(text)) {
+				return text
+			}
+			return text[:start] + redacted
+		}
+	}
+	return text
+}
+
+// standsAlone reports whether form, found at text[start:end], stands as
+// a word: no word byte of text joins a word byte at either of its ends,
+// unless an escape sequence (%XX, \n, \xXX, \uXXXX) ends just before it.
+func standsAlone(text, form string, start, end int) bool {
+	if start > 0 && wordByte(form[0]) && wordByte(text[start-1]) && !escapeBefore(text[:start]) {
+		return false
+	}
+	return end == len(text) || !wordByte(form[len(form)-1]) || !wordByte(text[end])
+}
+
+// wordByte reports whether b is part of a word as keys and names are
+// written: a letter, a digit, '_' or '-'.
+func wordByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-'
+}
+
+// escapeBefore reports whether s ends with an escape sequence: a URL's
+// %XX, or a quoted string's \n, \xXX or \uXXXX.
+func escapeBefore(s string) bool {
+	hexTail := func(n int) bool {
+		if len(s) < n {
+			return false
+		}
+		for i := len(s) - n; i < len(s); i++ {
+			if !isHex(s[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	n := len(s)
+	return n >= 3 && s[n-3] == '%' && hexTail(2) ||
+		n >= 2 && s[n-2] == '\\' ||
+		n >= 4 && s[n-4] == '\\' && s[n-3] == 'x' && hexTail(2) ||
+		n >= 6 && s[n-6] == '\\' && s[n-5] == 'u' && hexTail(4)
+}
+
+func isHex(b byte) bool {
+	return b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F'
 }
 
 // QuotedForm is s as %q writes it, without the quotes.
