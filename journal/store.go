@@ -1318,20 +1318,31 @@ func (s *Store) pruneChunk(settledBefore time.Time, after *[]byte) (n, newer int
 			drop, keep bool // keep: neither the record nor its entry
 		}
 		var entries []entry
-		c := settled.Cursor()
-		k, rk := c.First()
-		if *after != nil {
-			k, rk = c.Seek(*after)
-			if bytes.Equal(k, *after) {
-				k, rk = c.Next()
-			}
+		// The walk reads the index's pages checked, as a scan does: bbolt's
+		// cursor handed out the keys of a damaged page as its offsets
+		// said, and copying one faulted here, a fault that read as a bug
+		// in idem (panicSeen). Nothing is changed yet, so the file's
+		// pages are the transaction's.
+		c, err := g.walk(tx, settled, bucketSettled)
+		if err != nil {
+			return err
 		}
-		for ; k != nil && binary.BigEndian.Uint64(k) < bound; k, rk = c.Next() {
+		var k, rk []byte
+		if *after == nil {
+			k, rk, err = c.first()
+		} else if k, rk, err = c.seek(*after); err == nil && bytes.Equal(k, *after) {
+			k, rk, err = c.next()
+		}
+		// A key too short to hold a time is damage the checks below name.
+		for ; err == nil && k != nil && (len(k) < timeKeySize || binary.BigEndian.Uint64(k) < bound); k, rk, err = c.next() {
 			if len(entries) == pruneChunk {
 				more = true
 				break
 			}
 			entries = append(entries, entry{ik: slices.Clone(k), rk: slices.Clone(rk)})
+		}
+		if err != nil {
+			return err
 		}
 		// Decide everything before deleting anything, so an error
 		// leaves the transaction untouched.
