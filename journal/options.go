@@ -28,6 +28,10 @@ type config struct {
 	// writes again after a failed write (rewriteAfterFailure): an error
 	// fails it.
 	failSync func(path string) error
+	// failOpenCommit, when a test sets it, stands in for the fdatasync
+	// of each commit Open makes before a Store exists (openCommit): an
+	// error fails it once written.
+	failOpenCommit func() error
 	// failCommit, when a test sets it, is the applier's failCommit from
 	// the start, before the applier's first pass.
 	failCommit func(written bool) error

@@ -278,17 +278,18 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		_ = db.Close()
 		return nil, nil
 	}
+	commit := openCommit{db: db, path: path, fail: cfg.failOpenCommit}
 	if !cfg.readOnly {
 		if err := rewriteAfterFailure(path, file, cfg.failSync); err != nil {
 			_ = db.Close()
 			return nil, errorf("journal: open %s: %w", path, err)
 		}
-		if err := flushFreelist(db, file); err != nil {
+		if err := flushFreelist(db, file, commit); err != nil {
 			_ = db.Close()
 			return nil, errorf("journal: open %s: writing the freelist, which the last commit skipped, failed (%w): check the disk, then open the journal again", path, err)
 		}
 	}
-	if err := initMeta(db, file, cfg.readOnly); err != nil {
+	if err := initMeta(db, file, cfg.readOnly, commit); err != nil {
 		_ = db.Close()
 		if errors.As(err, &kind) {
 			return nil, withKind(kind.kind, "journal: open %s: %w", path, err)
@@ -387,8 +388,8 @@ func openBolt(path string, o *bolt.Options, file **os.File) (db *bolt.DB, err er
 //
 // A file of format version 1 is migrated to the current layout in one
 // write transaction (see migrateV1) when it is opened for writing; opened
-// read-only, it gives ErrOldFormat.
-func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
+// read-only, it gives ErrOldFormat. Its commits go through o.
+func initMeta(db *bolt.DB, file *os.File, readOnly bool, o openCommit) (err error) {
 	empty := false
 	var old byte
 	err = readDamaged(func() error {
@@ -441,14 +442,17 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 		})
 	})
 	if err == nil && old != 0 {
-		if err = migrate(db, file, old); err != nil {
+		if err = migrate(db, file, old, o); errors.Is(err, ErrFileFailed) {
+			return errorf("migrate from format version %d to %d: %w", old, formatVersion, err)
+		}
+		if err != nil {
 			return errorf("migrate from format version %d to %d (the file is unchanged): %w", old, formatVersion, err)
 		}
 	}
 	if err != nil || !empty {
 		return err
 	}
-	return db.Update(func(tx *bolt.Tx) error {
+	return o.update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(bucketMeta)
 		if err != nil {
 			return err

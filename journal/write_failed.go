@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // After a failed fsync, Linux does not keep the pages it could not write
@@ -53,6 +55,51 @@ func markWriteFailed(dir, base string, cause error) {
 	}
 	_, _ = f.WriteString(time.Now().UTC().Format(time.RFC3339) + " " + cause.Error() + "\n")
 	_ = f.Close()
+}
+
+// openCommit is how Open commits to the journal db at path before a
+// Store exists (the freelist after rewriteAfterFailure, a new journal's
+// metadata, a migration): updateRecovered, and, when the commit fails
+// once bbolt has written its meta page (its fdatasync failed), the marker
+// a Store's failed commit leaves (commitBolt). Without it the next Open,
+// in the same boot, read the failed commit back as if it were on disk,
+// built on it, and a reboot later the file named pages the disk never
+// held (a migration's whole tree; a new journal's id, which its log's
+// segments carry). fail, when a test sets it, stands in for the
+// fdatasync of each commit, called once the commit succeeded.
+type openCommit struct {
+	db   *bolt.DB
+	path string
+	fail func() error
+}
+
+// update runs fn in a write transaction and commits it (see openCommit).
+func (o openCommit) update(fn func(*bolt.Tx) error) error {
+	before := txOf(o.db)
+	err := updateRecovered(o.db, fn)
+	if err == nil && o.fail != nil {
+		err = o.fail()
+	}
+	if err == nil || before >= 0 && txOf(o.db) == before {
+		return err // nothing written: the file is as it was
+	}
+	ferr := errorf("%w: %w", ErrFileFailed, err)
+	abs, _ := filepath.Abs(o.path)
+	dir, base := logLocation(cmp.Or(abs, o.path))
+	markWriteFailed(dir, base, ferr)
+	return withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
+		"check the disk, then open the journal again, which writes it again and syncs it first", err)
+}
+
+// txOf returns the id of the newest commit a reader of db sees, or -1
+// when it cannot tell (taken for a commit that may have been written).
+func txOf(db *bolt.DB) int {
+	tx, err := db.Begin(false)
+	if err != nil {
+		return -1
+	}
+	defer func() { _ = tx.Rollback() }()
+	return tx.ID()
 }
 
 // markFailed is markWriteFailed for s's journal.
