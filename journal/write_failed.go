@@ -113,11 +113,10 @@ func (s *Store) markFailed(cause error) {
 // failed write beside it; fail, when a test sets it, stands in for each
 // fdatasync. On error the marker stays, and the next Open tries again.
 func rewriteAfterFailure(path string, file *os.File, fail func(path string) error) error {
-	abs, err := filepath.Abs(path)
+	dir, base, err := markerLocation(path)
 	if err != nil {
 		return err
 	}
-	dir, base := logLocation(abs)
 	marker := writeFailedPath(dir, base)
 	cause, found, err := markerCause(marker)
 	if !found {
@@ -154,6 +153,22 @@ func rewriteAfterFailure(path string, file *os.File, fail func(path string) erro
 	return nil
 }
 
+// markerLocation returns where the marker of the journal at path lies
+// (writeFailedPath), and its log: beside the journal's absolute path (a
+// process may change its working directory after Open). A path that
+// cannot be made absolute (the working directory removed, or outside
+// the process's root) gives an error that says so: the marker went
+// unseen, and a reader took what memory shows for what the disk holds.
+func markerLocation(path string) (dir, base string, err error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", "", errorf("whether a write to this journal failed before cannot be told: its marker (%s) lies beside the journal's absolute path, and %s cannot be made absolute (%w): "+
+			"open the journal by its absolute path", filepath.Base(path)+writeFailedSuffix, path, err)
+	}
+	dir, base = logLocation(abs)
+	return dir, base, nil
+}
+
 // markerCause reports whether the marker at path is there and, if so,
 // what it says ("?" when it cannot be read).
 func markerCause(marker string) (cause []byte, found bool, err error) {
@@ -178,13 +193,13 @@ func markerCause(marker string) (cause []byte, found bool, err error) {
 // nothing, so it cannot write the journal again itself; what it shows
 // is what memory holds, the failed write's pages included, which a
 // reboot may take back to what the disk holds. A marker that cannot be
-// looked at is reported as one that may be there.
+// looked at, or looked for (markerLocation), is reported as one that may be
+// there.
 func writeFailedRead(path string) error {
-	abs, err := filepath.Abs(path)
+	dir, base, err := markerLocation(path)
 	if err != nil {
-		return nil
+		return withKind(ErrFileFailed, "%w", err)
 	}
-	dir, base := logLocation(abs)
 	marker := writeFailedPath(dir, base)
 	cause, found, err := markerCause(marker)
 	if err != nil {
