@@ -28,6 +28,9 @@ type config struct {
 	// writes again after a failed write (rewriteAfterFailure): an error
 	// fails it.
 	failSync func(path string) error
+	// failLogWrite, when a test sets it, is the log's failWrite from the
+	// start, before Open's own writes to the log.
+	failLogWrite func(header, written bool) error
 	// failOpenCommit, when a test sets it, stands in for the fdatasync
 	// of each commit Open makes before a Store exists (openCommit): an
 	// error fails it once written.
