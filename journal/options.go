@@ -31,6 +31,10 @@ type config struct {
 	// failLogWrite, when a test sets it, is the log's failWrite from the
 	// start, before Open's own writes to the log.
 	failLogWrite func(header, written bool) error
+	// failInit, when a test sets it, stands in for the fdatasync of
+	// bbolt's first commit to a new file, in bolt.Open: an error fails
+	// it once written, as a system call's error.
+	failInit func() error
 	// failOpenCommit, when a test sets it, stands in for the fdatasync
 	// of each commit Open makes before a Store exists (openCommit): an
 	// error fails it once written.

@@ -250,6 +250,21 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		},
 	}
 	db, err := openBolt(path, o, &file)
+	if created := file != nil && id != nil && id.Size() == 0 && !cfg.readOnly; created {
+		if err == nil && cfg.failInit != nil {
+			if err = cfg.failInit(); err != nil {
+				_ = db.Close()
+			}
+		}
+		if err != nil && systemError(err) {
+			// bbolt's first commit, a new file's first pages, may be
+			// written and its fdatasync failed: see openCommit.
+			if dir, base, lerr := markerLocation(path); lerr == nil {
+				markWriteFailed(dir, base, errorf("%w: making a new journal: %w", ErrFileFailed, err))
+			}
+			err = errorf("making a new journal failed (%w): check the disk, then open the journal again", err)
+		}
+	}
 	var kind *kindError
 	var missing *missingJournal
 	switch {

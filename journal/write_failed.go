@@ -67,6 +67,13 @@ func markWriteFailed(dir, base string, cause error) {
 // held (a migration's whole tree; a new journal's id, which its log's
 // segments carry). fail, when a test sets it, stands in for the
 // fdatasync of each commit, called once the commit succeeded.
+//
+// bbolt's own first commit (bolt.Open making a new file's first pages)
+// leaves the marker too (openOnce), for a system call's error: the
+// journal's first commit (initMeta's) writes anew all but the second meta
+// page, which only the journal's second commit rewrites, and until then
+// a reboot that took it back to zeros left a journal idem check called
+// damaged.
 type openCommit struct {
 	db   *bolt.DB
 	path string
@@ -83,10 +90,11 @@ func (o openCommit) update(fn func(*bolt.Tx) error) error {
 	if err == nil || before >= 0 && txOf(o.db) == before {
 		return err // nothing written: the file is as it was
 	}
-	ferr := errorf("%w: %w", ErrFileFailed, err)
-	abs, _ := filepath.Abs(o.path)
-	dir, base := logLocation(cmp.Or(abs, o.path))
-	markWriteFailed(dir, base, ferr)
+	// An Open for writing has found the marker's place already
+	// (rewriteAfterFailure).
+	if dir, base, lerr := markerLocation(o.path); lerr == nil {
+		markWriteFailed(dir, base, errorf("%w: %w", ErrFileFailed, err))
+	}
 	return withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
 		"check the disk, then open the journal again, which writes it again and syncs it first", err)
 }
