@@ -358,7 +358,10 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 	if err != nil && ran && s.shows(id) {
 		ferr := errorf("%w: %w", ErrFileFailed, err)
 		s.failed.Store(&ferr)
-		s.markFailed(ferr)
+		if merr := s.markFailed(ferr); merr != nil {
+			ferr = unmarked(ferr, merr)
+			s.failed.Store(&ferr)
+		}
 		return errorf("%w: %w", ErrMaybeCommitted, ferr)
 	}
 	return err

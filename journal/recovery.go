@@ -124,8 +124,7 @@ func (s *Store) openLog(cfg *config) error {
 	// have sent the requests of records that are gone.
 	if !cfg.noSync {
 		if err := syncRecovered(dir, st.segments, applied, cfg.failSync); err != nil {
-			markWriteFailed(dir, base, err)
-			return err
+			return unmarked(err, markWriteFailed(dir, base, err))
 		}
 	}
 	// A segment without a header holds nothing; left in the list, its

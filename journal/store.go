@@ -259,10 +259,11 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		if err != nil && systemError(err) {
 			// bbolt's first commit, a new file's first pages, may be
 			// written and its fdatasync failed: see openCommit.
-			if dir, base, lerr := markerLocation(path); lerr == nil {
-				markWriteFailed(dir, base, errorf("%w: making a new journal: %w", ErrFileFailed, err))
+			dir, base, merr := markerLocation(path)
+			if merr == nil {
+				merr = markWriteFailed(dir, base, errorf("%w: making a new journal: %w", ErrFileFailed, err))
 			}
-			err = errorf("making a new journal failed (%w): check the disk, then open the journal again", err)
+			err = unmarked(errorf("making a new journal failed (%w): check the disk, then open the journal again", err), merr)
 		}
 	}
 	var kind *kindError

@@ -46,15 +46,32 @@ func writeFailedPath(dir, base string) string {
 // markWriteFailed leaves the marker of the journal base in dir, saying
 // what failed. A marker already there keeps the first failure's words; a
 // name already taken is never followed (created exclusively: Compact may
-// run as root). A marker that cannot be written leaves things as they
-// were before markers.
-func markWriteFailed(dir, base string, cause error) {
-	f, err := os.OpenFile(writeFailedPath(dir, base), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// run as root). A marker that cannot be created (a full disk, or one
+// remounted read-only after the error) is an error to add to the failure
+// reported: without a marker, the next Open in this boot trusts what
+// memory shows, and only the operator can keep it from doing so.
+func markWriteFailed(dir, base string, cause error) error {
+	marker := writeFailedPath(dir, base)
+	f, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
 	if err != nil {
-		return
+		return errorf("and its marker %s could not be written (%w), so the next open in this boot would take what memory shows for what the disk holds: "+
+			"do not open the journal again before the machine is rebooted, or its page cache dropped (echo 1 > /proc/sys/vm/drop_caches), after the disk is checked", marker, err)
 	}
 	_, _ = f.WriteString(time.Now().UTC().Format(time.RFC3339) + " " + cause.Error() + "\n")
 	_ = f.Close()
+	return nil
+}
+
+// unmarked is err, a failure that left the marker of a failed write,
+// with what markWriteFailed said if it could not leave it.
+func unmarked(err, merr error) error {
+	if merr == nil {
+		return err
+	}
+	return errorf("%w; %v", err, merr)
 }
 
 // openCommit is how Open commits to the journal db at path before a
@@ -92,11 +109,12 @@ func (o openCommit) update(fn func(*bolt.Tx) error) error {
 	}
 	// An Open for writing has found the marker's place already
 	// (rewriteAfterFailure).
-	if dir, base, lerr := markerLocation(o.path); lerr == nil {
-		markWriteFailed(dir, base, errorf("%w: %w", ErrFileFailed, err))
+	dir, base, merr := markerLocation(o.path)
+	if merr == nil {
+		merr = markWriteFailed(dir, base, errorf("%w: %w", ErrFileFailed, err))
 	}
-	return withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
-		"check the disk, then open the journal again, which writes it again and syncs it first", err)
+	return unmarked(withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
+		"check the disk, then open the journal again, which writes it again and syncs it first", err), merr)
 }
 
 // txOf returns the id of the newest commit a reader of db sees, or -1
@@ -111,9 +129,9 @@ func txOf(db *bolt.DB) int {
 }
 
 // markFailed is markWriteFailed for s's journal.
-func (s *Store) markFailed(cause error) {
+func (s *Store) markFailed(cause error) error {
 	dir, base := logLocation(cmp.Or(s.abs, s.path))
-	markWriteFailed(dir, base, cause)
+	return markWriteFailed(dir, base, cause)
 }
 
 // rewriteAfterFailure writes the journal file (open as file, locked) and
