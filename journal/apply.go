@@ -358,7 +358,10 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 	if err != nil && ran && s.shows(id) {
 		ferr := errorf("%w: %w", ErrFileFailed, err)
 		s.failed.Store(&ferr)
-		s.markFailed(ferr)
+		if merr := s.markFailed(ferr); merr != nil {
+			ferr = unmarked(ferr, merr)
+			s.failed.Store(&ferr)
+		}
 		return errorf("%w: %w", ErrMaybeCommitted, ferr)
 	}
 	return err
@@ -404,9 +407,9 @@ func (s *Store) updateDamaged(fn func(*bolt.Tx) error) error {
 		// ErrCorrupt: fn's own checks (vetPath) found the damage before
 		// bbolt tripped on it, or bbolt tripped; the file is as damaged
 		// either way.
-		ferr := withKind(ErrCorrupt, "writing the journal file: %v; nothing was written, "+
+		ferr := withKind(ErrCorrupt, "writing the journal file %s: %v; nothing was written, "+
 			"and nothing more is read from the file or written to it (acknowledged writes are safe in its log): "+
-			"stop, keep a copy, and run idem check: restore the journal if it finds damage, report this message if it finds none", err)
+			"stop, keep a copy, and run idem check: restore the journal if it finds damage, report this message if it finds none", s.path, err)
 		s.failed.Store(&ferr)
 		return ferr
 	}

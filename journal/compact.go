@@ -77,28 +77,29 @@ func Inspect(path string, opts ...Option) (CheckReport, error) {
 	}
 	rep.Logged = s.ov.len()
 	problems, err := inspectDB(s.db, s.file, &rep)
-	if err == nil {
-		// The file may check out; the journal does not. Alone, a
-		// problem is its own error (ErrFileFailed, ErrLogMissing);
-		// with others, the journal is damaged.
-		var alone error
-		for _, p := range []error{s.writeFailed, s.logMissing} {
-			if p != nil {
-				problems = append(problems, errors.New(strings.TrimPrefix(p.Error(), prefix)))
-				alone = p
-			}
+	if err != nil && len(problems) == 0 {
+		problems = []error{err} // what stopped the walk
+	}
+	// The file may check out; the journal does not. Alone, a problem is
+	// its own error (ErrFileFailed, ErrLogMissing); with others, the
+	// journal is damaged. Listed even when the walk could not finish: a
+	// failed write may be why the file reads damaged (the disk holds
+	// what memory does not show), and an operator who restores the
+	// journal must know that what this read was memory's.
+	var alone error
+	for _, p := range []error{s.writeFailed, s.logMissing} {
+		if p != nil {
+			problems = append(problems, errors.New(strings.TrimPrefix(p.Error(), prefix)))
+			alone = p
 		}
-		if len(problems) == 1 {
-			err = alone
-		}
+	}
+	if err == nil && len(problems) == 1 {
+		err = alone
 	}
 	if err == nil {
 		err = damaged(problems)
 	}
 	if err != nil {
-		if len(problems) == 0 {
-			problems = []error{err}
-		}
 		for _, p := range problems {
 			rep.Problems = append(rep.Problems, p.Error())
 		}

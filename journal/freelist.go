@@ -53,8 +53,9 @@ func syncFreelist(db *bolt.DB) error {
 // skipped the freelist, which Open keeps it from doing (NoFreelistSync)
 // until rewriteAfterFailure is done: it writes the freelist, with an empty
 // commit, so that a release of bbolt that does not know unsynced
-// freelists can read the file. db's file is f, locked for writing.
-func flushFreelist(db *bolt.DB, f *os.File) error {
+// freelists can read the file. db's file is f, locked for writing; o
+// commits to db.
+func flushFreelist(db *bolt.DB, f *os.File, o openCommit) error {
 	db.NoFreelistSync = false
 	fi, err := f.Stat()
 	if err != nil {
@@ -64,5 +65,5 @@ func flushFreelist(db *bolt.DB, f *os.File) error {
 	if err != nil || !ok || m.freelist != noFreelist {
 		return err
 	}
-	return updateRecovered(db, func(*bolt.Tx) error { return nil })
+	return o.update(func(*bolt.Tx) error { return nil })
 }

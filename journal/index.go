@@ -241,6 +241,22 @@ func (g *getter) pathOf(tx *bolt.Tx, b *bolt.Bucket, key []byte) (*scanCursor, e
 	return c, nil
 }
 
+// walk returns a cursor over bucket b, named name, of tx that checks
+// every page it reads (scanCursor), sharing the pages g has checked. In a
+// write transaction it reads the file's pages: only a walk before the
+// transaction's first change reads what the transaction holds.
+func (g *getter) walk(tx *bolt.Tx, b *bolt.Bucket, name []byte) (*scanCursor, error) {
+	c, err := newScanCursor(tx, b, name)
+	if err != nil {
+		return nil, err
+	}
+	if g.known == nil {
+		g.known = make(map[uint64]keyRange)
+	}
+	c.known = g.known
+	return c, nil
+}
+
 // put is b.Put(key, value) once the path to key is checked (vetPath).
 func (g *getter) put(tx *bolt.Tx, b *bolt.Bucket, key, value []byte) error {
 	if err := g.vetPath(tx, b, key); err != nil {

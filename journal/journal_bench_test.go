@@ -157,7 +157,7 @@ func baselineDB(b *testing.B) *bolt.DB {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
-	if err := initMeta(db, f, false); err != nil {
+	if err := initMeta(db, f, false, openCommit{db: db, path: db.Path()}); err != nil {
 		b.Fatal(err)
 	}
 	return db

@@ -671,7 +671,7 @@ func (w *logWriter) fail(err error, wrote, whole bool) error {
 		}
 		ferr := errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
 		if whole {
-			markWriteFailed(w.dir, w.base, ferr)
+			ferr = unmarked(ferr, markWriteFailed(w.dir, w.base, ferr))
 		}
 		return ferr
 	}

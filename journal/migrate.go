@@ -24,7 +24,9 @@ var (
 )
 
 // migrate brings db, whose file is f, from the format version old to the
-// current one, or fails with the file unchanged.
+// current one, committing through o, or fails with the file unchanged
+// (or, if the commit's fdatasync failed, with the marker of a failed
+// write beside it: see openCommit).
 //
 // The migration's write transaction reads every record of a version 1
 // file, deletes the buckets it read them from (bbolt walks each of their
@@ -40,7 +42,7 @@ var (
 // writes the file in between: Open holds its lock, and no Store has it
 // yet. The write itself still goes through updateRecovered, in case
 // bbolt trips on something the checks let by.
-func migrate(db *bolt.DB, f *os.File, old byte) error {
+func migrate(db *bolt.DB, f *os.File, old byte, o openCommit) error {
 	err := readDamaged(func() error {
 		return db.View(func(tx *bolt.Tx) error { return vetOld(tx, f, old) })
 	})
@@ -49,7 +51,7 @@ func migrate(db *bolt.DB, f *os.File, old byte) error {
 		if old == 1 {
 			fn = migrateV1 // which ends with migrateV2
 		}
-		err = updateRecovered(db, fn)
+		err = o.update(fn)
 	}
 	if errors.Is(err, ErrCorrupt) {
 		return withKind(ErrCorrupt, "%w; only a file that checks out is migrated: stop, keep a copy of the file, and restore the journal from a backup", err)

@@ -28,6 +28,17 @@ type config struct {
 	// writes again after a failed write (rewriteAfterFailure): an error
 	// fails it.
 	failSync func(path string) error
+	// failLogWrite, when a test sets it, is the log's failWrite from the
+	// start, before Open's own writes to the log.
+	failLogWrite func(header, written bool) error
+	// failInit, when a test sets it, stands in for the fdatasync of
+	// bbolt's first commit to a new file, in bolt.Open: an error fails
+	// it once written, as a system call's error.
+	failInit func() error
+	// failOpenCommit, when a test sets it, stands in for the fdatasync
+	// of each commit Open makes before a Store exists (openCommit): an
+	// error fails it once written.
+	failOpenCommit func() error
 	// failCommit, when a test sets it, is the applier's failCommit from
 	// the start, before the applier's first pass.
 	failCommit func(written bool) error

@@ -124,8 +124,7 @@ func (s *Store) openLog(cfg *config) error {
 	// have sent the requests of records that are gone.
 	if !cfg.noSync {
 		if err := syncRecovered(dir, st.segments, applied, cfg.failSync); err != nil {
-			markWriteFailed(dir, base, err)
-			return err
+			return unmarked(err, markWriteFailed(dir, base, err))
 		}
 	}
 	// A segment without a header holds nothing; left in the list, its
@@ -141,7 +140,7 @@ func (s *Store) openLog(cfg *config) error {
 		segs = append(segs, seg)
 	}
 	s.ap.max = cmp.Or(cfg.overlayMax, overlayMax)
-	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, segments: segs,
+	s.log = &logWriter{dir: dir, base: base, id: id, noSync: cfg.noSync, next: st.next, segments: segs, failWrite: cfg.failLogWrite,
 		// Past the generation the file depends on, even if its segments
 		// are gone (AcceptLostLog): a new segment then satisfies it.
 		gen: max(st.maxGen, dep.gen),
@@ -153,6 +152,7 @@ func (s *Store) openLog(cfg *config) error {
 		// log: the applier must not record it again (applyUpTo).
 		s.ap.dep.Store(dep.gen)
 	}
+	s.ap.failCommit = cfg.failCommit
 	if missing != nil {
 		// Accepted (AcceptLostLog): recorded now, so that the next Open
 		// does not refuse the journal again, whether or not a write
@@ -163,17 +163,21 @@ func (s *Store) openLog(cfg *config) error {
 		// as a file whose commits failed names no log while the log
 		// takes writes.)
 		if err := s.log.rotate(); err != nil {
-			return errorf("starting the log the journal goes on with, without its missing segments, failed (nothing was changed): %w", err)
+			return errorf("starting the log the journal goes on with, without its missing segments, failed (nothing was changed): %w; "+
+				"check that %s is writable and has space, then open the journal again with AcceptLostLog", err, dir)
 		}
 		gen := s.log.dep.Load()
 		if err := s.commitBolt(func(tx *bolt.Tx) error { return putApplied(tx, &getter{}, applied, gen) }); err != nil {
-			return errorf("recording that the journal goes on without its missing log failed (a new, empty log segment was started; nothing else was changed): %w", err)
+			s.log.close()
+			// The new segment satisfies the file's dependency (check): the
+			// next Open goes on without AcceptLostLog.
+			return errorf("recording in the journal file that it goes on without its missing log failed (%w); a new, empty log segment was started, with which the next Open goes on: "+
+				"check the disk (space, errors in the system log), then open the journal again", err)
 		}
 		s.ap.dep.Store(gen)
 	}
 	s.c = newCommitter(s)
 	s.ap.delay = cfg.applyDelay
-	s.ap.failCommit = cfg.failCommit
 	s.startApplier()
 	if len(entries) > 0 {
 		s.kickApplier()

@@ -25,17 +25,8 @@ import (
 func TestReopenAfterFailedWriteCommitsNothingFirst(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "j.db")
-	s, err := Open(path)
-	require.NoError(t, err)
-	_, err = s.Create(ctx, rvRecord("k0", rvT0))
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
-	// The last commit skipped the freelist, as a journal with more than
-	// freelistUnsyncAbove free pages commits; then a write failed.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	require.NoError(t, err)
-	require.NoError(t, db.Update(func(*bolt.Tx) error { return nil }))
-	require.NoError(t, db.Close())
+	freelistSkipped(t, path)
+	// Then a write failed.
 	markWriteFailed(filepath.Dir(path), filepath.Base(path), syscall.EIO)
 
 	before, err := os.ReadFile(path)
@@ -63,10 +54,26 @@ func TestReopenAfterFailedWriteCommitsNothingFirst(t *testing.T) {
 	m, ok = newestMetaOf(data)
 	require.True(t, ok)
 	require.NotEqual(t, noFreelist, m.freelist, "the freelist, once the journal is on disk")
-	s, err = Open(path, ReadOnly())
+	s, err := Open(path, ReadOnly())
 	require.NoError(t, err)
 	_, err = s.Get(ctx, "s", "k0")
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	require.NoError(t, Check(path))
+}
+
+// freelistSkipped makes a journal at path holding the record k0 whose
+// last commit skipped the freelist, as a journal with more than
+// freelistUnsyncAbove free pages commits.
+func freelistSkipped(t *testing.T, path string) {
+	t.Helper()
+	s, err := Open(path)
+	require.NoError(t, err)
+	_, err = s.Create(context.Background(), rvRecord("k0", rvT0))
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	require.NoError(t, err)
+	require.NoError(t, db.Update(func(*bolt.Tx) error { return nil }))
+	require.NoError(t, db.Close())
 }

@@ -250,6 +250,22 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		},
 	}
 	db, err := openBolt(path, o, &file)
+	if created := file != nil && id != nil && id.Size() == 0 && !cfg.readOnly; created {
+		if err == nil && cfg.failInit != nil {
+			if err = cfg.failInit(); err != nil {
+				_ = db.Close()
+			}
+		}
+		if err != nil && systemError(err) {
+			// bbolt's first commit, a new file's first pages, may be
+			// written and its fdatasync failed: see openCommit.
+			dir, base, merr := markerLocation(path)
+			if merr == nil {
+				merr = markWriteFailed(dir, base, errorf("%w: making a new journal: %w", ErrFileFailed, err))
+			}
+			err = unmarked(errorf("making a new journal failed (%w): check the disk, then open the journal again", err), merr)
+		}
+	}
 	var kind *kindError
 	var missing *missingJournal
 	switch {
@@ -278,17 +294,18 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		_ = db.Close()
 		return nil, nil
 	}
+	commit := openCommit{db: db, path: path, fail: cfg.failOpenCommit}
 	if !cfg.readOnly {
 		if err := rewriteAfterFailure(path, file, cfg.failSync); err != nil {
 			_ = db.Close()
 			return nil, errorf("journal: open %s: %w", path, err)
 		}
-		if err := flushFreelist(db, file); err != nil {
+		if err := flushFreelist(db, file, commit); err != nil {
 			_ = db.Close()
 			return nil, errorf("journal: open %s: writing the freelist, which the last commit skipped, failed (%w): check the disk, then open the journal again", path, err)
 		}
 	}
-	if err := initMeta(db, file, cfg.readOnly); err != nil {
+	if err := initMeta(db, file, cfg.readOnly, commit); err != nil {
 		_ = db.Close()
 		if errors.As(err, &kind) {
 			return nil, withKind(kind.kind, "journal: open %s: %w", path, err)
@@ -387,8 +404,8 @@ func openBolt(path string, o *bolt.Options, file **os.File) (db *bolt.DB, err er
 //
 // A file of format version 1 is migrated to the current layout in one
 // write transaction (see migrateV1) when it is opened for writing; opened
-// read-only, it gives ErrOldFormat.
-func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
+// read-only, it gives ErrOldFormat. Its commits go through o.
+func initMeta(db *bolt.DB, file *os.File, readOnly bool, o openCommit) (err error) {
 	empty := false
 	var old byte
 	err = readDamaged(func() error {
@@ -441,14 +458,17 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool) (err error) {
 		})
 	})
 	if err == nil && old != 0 {
-		if err = migrate(db, file, old); err != nil {
+		if err = migrate(db, file, old, o); errors.Is(err, ErrFileFailed) {
+			return errorf("migrate from format version %d to %d: %w", old, formatVersion, err)
+		}
+		if err != nil {
 			return errorf("migrate from format version %d to %d (the file is unchanged): %w", old, formatVersion, err)
 		}
 	}
 	if err != nil || !empty {
 		return err
 	}
-	return db.Update(func(tx *bolt.Tx) error {
+	return o.update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucket(bucketMeta)
 		if err != nil {
 			return err
@@ -1318,20 +1338,31 @@ func (s *Store) pruneChunk(settledBefore time.Time, after *[]byte) (n, newer int
 			drop, keep bool // keep: neither the record nor its entry
 		}
 		var entries []entry
-		c := settled.Cursor()
-		k, rk := c.First()
-		if *after != nil {
-			k, rk = c.Seek(*after)
-			if bytes.Equal(k, *after) {
-				k, rk = c.Next()
-			}
+		// The walk reads the index's pages checked, as a scan does: bbolt's
+		// cursor handed out the keys of a damaged page as its offsets
+		// said, and copying one faulted here, a fault that read as a bug
+		// in idem (panicSeen). Nothing is changed yet, so the file's
+		// pages are the transaction's.
+		c, err := g.walk(tx, settled, bucketSettled)
+		if err != nil {
+			return err
 		}
-		for ; k != nil && binary.BigEndian.Uint64(k) < bound; k, rk = c.Next() {
+		var k, rk []byte
+		if *after == nil {
+			k, rk, err = c.first()
+		} else if k, rk, err = c.seek(*after); err == nil && bytes.Equal(k, *after) {
+			k, rk, err = c.next()
+		}
+		// A key too short to hold a time is damage the checks below name.
+		for ; err == nil && k != nil && (len(k) < timeKeySize || binary.BigEndian.Uint64(k) < bound); k, rk, err = c.next() {
 			if len(entries) == pruneChunk {
 				more = true
 				break
 			}
 			entries = append(entries, entry{ik: slices.Clone(k), rk: slices.Clone(rk)})
+		}
+		if err != nil {
+			return err
 		}
 		// Decide everything before deleting anything, so an error
 		// leaves the transaction untouched.

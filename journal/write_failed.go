@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // After a failed fsync, Linux does not keep the pages it could not write
@@ -44,21 +46,92 @@ func writeFailedPath(dir, base string) string {
 // markWriteFailed leaves the marker of the journal base in dir, saying
 // what failed. A marker already there keeps the first failure's words; a
 // name already taken is never followed (created exclusively: Compact may
-// run as root). A marker that cannot be written leaves things as they
-// were before markers.
-func markWriteFailed(dir, base string, cause error) {
-	f, err := os.OpenFile(writeFailedPath(dir, base), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// run as root). A marker that cannot be created (a full disk, or one
+// remounted read-only after the error) is an error to add to the failure
+// reported: without a marker, the next Open in this boot trusts what
+// memory shows, and only the operator can keep it from doing so.
+func markWriteFailed(dir, base string, cause error) error {
+	marker := writeFailedPath(dir, base)
+	f, err := os.OpenFile(marker, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
 	if err != nil {
-		return
+		return errorf("and its marker %s could not be written (%w), so the next open in this boot would take what memory shows for what the disk holds: "+
+			"do not open the journal again before the machine is rebooted, or its page cache dropped (echo 1 > /proc/sys/vm/drop_caches), after the disk is checked", marker, err)
 	}
 	_, _ = f.WriteString(time.Now().UTC().Format(time.RFC3339) + " " + cause.Error() + "\n")
 	_ = f.Close()
+	return nil
+}
+
+// unmarked is err, a failure that left the marker of a failed write,
+// with what markWriteFailed said if it could not leave it.
+func unmarked(err, merr error) error {
+	if merr == nil {
+		return err
+	}
+	return errorf("%w; %v", err, merr)
+}
+
+// openCommit is how Open commits to the journal db at path before a
+// Store exists (the freelist after rewriteAfterFailure, a new journal's
+// metadata, a migration): updateRecovered, and, when the commit fails
+// once bbolt has written its meta page (its fdatasync failed), the marker
+// a Store's failed commit leaves (commitBolt). Without it the next Open,
+// in the same boot, read the failed commit back as if it were on disk,
+// built on it, and a reboot later the file named pages the disk never
+// held (a migration's whole tree; a new journal's id, which its log's
+// segments carry). fail, when a test sets it, stands in for the
+// fdatasync of each commit, called once the commit succeeded.
+//
+// bbolt's own first commit (bolt.Open making a new file's first pages)
+// leaves the marker too (openOnce), for a system call's error: the
+// journal's first commit (initMeta's) writes anew all but the second meta
+// page, which only the journal's second commit rewrites, and until then
+// a reboot that took it back to zeros left a journal idem check called
+// damaged.
+type openCommit struct {
+	db   *bolt.DB
+	path string
+	fail func() error
+}
+
+// update runs fn in a write transaction and commits it (see openCommit).
+func (o openCommit) update(fn func(*bolt.Tx) error) error {
+	before := txOf(o.db)
+	err := updateRecovered(o.db, fn)
+	if err == nil && o.fail != nil {
+		err = o.fail()
+	}
+	if err == nil || before >= 0 && txOf(o.db) == before {
+		return err // nothing written: the file is as it was
+	}
+	// An Open for writing has found the marker's place already
+	// (rewriteAfterFailure).
+	dir, base, merr := markerLocation(o.path)
+	if merr == nil {
+		merr = markWriteFailed(dir, base, errorf("%w: %w", ErrFileFailed, err))
+	}
+	return unmarked(withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
+		"check the disk, then open the journal again, which writes it again and syncs it first", err), merr)
+}
+
+// txOf returns the id of the newest commit a reader of db sees, or -1
+// when it cannot tell (taken for a commit that may have been written).
+func txOf(db *bolt.DB) int {
+	tx, err := db.Begin(false)
+	if err != nil {
+		return -1
+	}
+	defer func() { _ = tx.Rollback() }()
+	return tx.ID()
 }
 
 // markFailed is markWriteFailed for s's journal.
-func (s *Store) markFailed(cause error) {
+func (s *Store) markFailed(cause error) error {
 	dir, base := logLocation(cmp.Or(s.abs, s.path))
-	markWriteFailed(dir, base, cause)
+	return markWriteFailed(dir, base, cause)
 }
 
 // rewriteAfterFailure writes the journal file (open as file, locked) and
@@ -66,11 +139,10 @@ func (s *Store) markFailed(cause error) {
 // failed write beside it; fail, when a test sets it, stands in for each
 // fdatasync. On error the marker stays, and the next Open tries again.
 func rewriteAfterFailure(path string, file *os.File, fail func(path string) error) error {
-	abs, err := filepath.Abs(path)
+	dir, base, err := markerLocation(path)
 	if err != nil {
 		return err
 	}
-	dir, base := logLocation(abs)
 	marker := writeFailedPath(dir, base)
 	cause, found, err := markerCause(marker)
 	if !found {
@@ -107,6 +179,22 @@ func rewriteAfterFailure(path string, file *os.File, fail func(path string) erro
 	return nil
 }
 
+// markerLocation returns where the marker of the journal at path lies
+// (writeFailedPath), and its log: beside the journal's absolute path (a
+// process may change its working directory after Open). A path that
+// cannot be made absolute (the working directory removed, or outside
+// the process's root) gives an error that says so: the marker went
+// unseen, and a reader took what memory shows for what the disk holds.
+func markerLocation(path string) (dir, base string, err error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", "", errorf("whether a write to this journal failed before cannot be told: its marker (%s) lies beside the journal's absolute path, and %s cannot be made absolute (%w): "+
+			"open the journal by its absolute path", filepath.Base(path)+writeFailedSuffix, path, err)
+	}
+	dir, base = logLocation(abs)
+	return dir, base, nil
+}
+
 // markerCause reports whether the marker at path is there and, if so,
 // what it says ("?" when it cannot be read).
 func markerCause(marker string) (cause []byte, found bool, err error) {
@@ -131,13 +219,13 @@ func markerCause(marker string) (cause []byte, found bool, err error) {
 // nothing, so it cannot write the journal again itself; what it shows
 // is what memory holds, the failed write's pages included, which a
 // reboot may take back to what the disk holds. A marker that cannot be
-// looked at is reported as one that may be there.
+// looked at, or looked for (markerLocation), is reported as one that may be
+// there.
 func writeFailedRead(path string) error {
-	abs, err := filepath.Abs(path)
+	dir, base, err := markerLocation(path)
 	if err != nil {
-		return nil
+		return withKind(ErrFileFailed, "%w", err)
 	}
-	dir, base := logLocation(abs)
 	marker := writeFailedPath(dir, base)
 	cause, found, err := markerCause(marker)
 	if err != nil {

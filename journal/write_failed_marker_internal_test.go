@@ -42,3 +42,27 @@ func TestMarkerReadIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// The marker lies beside the journal's absolute path. A relative path
+// that cannot be made absolute (the working directory removed, as a
+// deploy that replaces a release directory does under a running process)
+// made writeFailedRead answer nil: a read-only Open and Inspect said
+// nothing of a failed write, and an operator relied on what the page
+// cache showed. It now answers as for a marker that may be there, and
+// says what to do; an Open for writing refuses.
+func TestMarkerUnseenWithoutAbsolutePath(t *testing.T) {
+	gone := t.TempDir()
+	t.Chdir(gone)
+	require.NoError(t, os.Remove(gone))
+	_, err := filepath.Abs("j.db")
+	require.Error(t, err, "the fixture: no absolute path")
+
+	err = writeFailedRead("j.db")
+	require.ErrorIs(t, err, ErrFileFailed, "a marker that cannot be looked for")
+	require.Contains(t, err.Error(), "j.db.write-failed")
+	require.Contains(t, err.Error(), "open the journal by its absolute path", "what to do")
+
+	err = rewriteAfterFailure("j.db", nil, nil)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "open the journal by its absolute path", "what to do")
+}
