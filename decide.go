@@ -972,14 +972,23 @@ func saysDuplicate(body []byte, name, key string) bool {
 	// registered.": it is passed over as they are, all its words (a cOID
 	// is any string: "AAPL.buy:1" is three words here), never only the
 	// last of them.
+	// The key is passed over only where it stands as an id: a
+	// distinctive one (distinctiveKey), or one after an id's name
+	// ("ID=<cOID>"). A key that is a common word ("order", "email",
+	// "payment") is read as the word it is: passed over, "Order already
+	// exists" would lose its subject, and "Order email is already
+	// registered" would find one.
 	ownKey := strings.FieldsFunc(strings.ToLower(key), split)
+	skipsKey := func(at int) bool {
+		return distinctiveKey(key) || at > 0 && slices.Contains(idWords[:], words[at-1])
+	}
 	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
 			switch words[i] {
 			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not", "that", "which":
 				continue
 			}
-			if n := len(ownKey); n > 0 && i+1 >= n && slices.Equal(words[i+1-n:i+1], ownKey) {
+			if n := len(ownKey); n > 0 && i+1 >= n && slices.Equal(words[i+1-n:i+1], ownKey) && skipsKey(i+1-n) {
 				i -= n - 1
 				continue
 			}
