@@ -992,6 +992,9 @@ func saysDuplicate(body []byte, name, key string) bool {
 				i -= n - 1
 				continue
 			}
+			if qualifiedToken(words, i) {
+				return false
+			}
 			return about(words[i]) || i > 0 && slices.Contains(idWords[:], words[i]) && about(words[i-1]+words[i]) ||
 				len(human) > 0 && i+1 >= len(human) && slices.Equal(words[i+1-len(human):i+1], human)
 		}
@@ -1069,7 +1072,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 			// "taken": Rails' uniqueness error as a full message ("Client
 			// order has already been taken", its attribute's name without
 			// "_id").
-			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) {
+			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) && !refusedForState(words[:i], next) {
 				return true
 			}
 		case w == "same" && i >= 2 && words[i-1] == "the" && words[i-2] == "with":
@@ -1145,6 +1148,55 @@ var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 // confirmation of a payment it confirmed, Interactive Brokers' "Local
 // order ID=<cOID> is already registered." to a cOID it holds).
 var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed", "registered"}
+
+// qualifiedToken reports whether words[i] is the token of a device or a
+// credential ("device token", "push token", "access token"), which a
+// request registers or presents and no order or payment is made under:
+// "Device token is already registered" refuses the registration of what
+// is, not a copy of a charge. A payment instrument's token ("card token
+// already used") may have been spent by a copy of ours, and PayU India's
+// refund token is the key itself: both stay subjects.
+func qualifiedToken(words []string, i int) bool {
+	return (words[i] == "token" || words[i] == "tokens") && i > 0 && slices.Contains(credentialNouns[:], words[i-1])
+}
+
+// credentialNouns qualify a token that is a device's or a credential's.
+var credentialNouns = [...]string{"device", "push", "fcm", "apns", "gcm", "access", "refresh", "api", "auth", "bearer", "session",
+	"csrf", "reset", "verification", "registration", "id"}
+
+// stateVerbs act on what exists and undo or alter it, unlike the verbs
+// that make it (create, place, submit) or carry it on (capture, settle,
+// release: a copy of a capture leaves a payment "processed"): a refusal
+// that one of them "cannot" be done to a subject already in some other
+// state refuses the request for that state.
+var stateVerbs = [...]string{"cancel", "void", "refund", "reverse", "update", "modify", "edit", "change", "amend",
+	"delete", "remove", "close", "expire", "reject", "decline", "dispute", "reopen"}
+
+// refusedForState reports whether before, the words of a refusal ahead
+// of its "already", say that a verb of stateVerbs cannot be done to the
+// subject, the verb not the one done already (done): "Cannot cancel a
+// payment that has already been processed." refuses a cancel for the
+// payment's state, which no copy of the cancel brought about: nothing
+// ran, a plain failure. "Cannot refund a payment that has already been
+// refunded" may be a copy's doing, and stays a duplicate.
+func refusedForState(before []string, done string) bool {
+	// Within the clause: a "cannot" further back is another sentence's.
+	for j := len(before) - 1; j >= max(0, len(before)-8); j-- {
+		var verb string
+		switch {
+		case before[j] == "cannot" && j+1 < len(before):
+			verb = before[j+1]
+		case before[j] == "can" && j+2 < len(before) && (before[j+1] == "not" || before[j+1] == "t"):
+			verb = before[j+2]
+		case before[j] == "unable" && j+2 < len(before) && before[j+1] == "to":
+			verb = before[j+2]
+		default:
+			continue
+		}
+		return slices.Contains(stateVerbs[:], verb) && !strings.HasPrefix(done, strings.TrimSuffix(verb, "e"))
+	}
+	return false
+}
 
 // joinedAlready reports whether w, one word of a refusal, is a code's name
 // joining its subject (about) to "already" and one of alreadyVerbs: Kraken

@@ -255,3 +255,26 @@ func TestSaysDuplicateKeyOfACommonWord(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateRefusedForState: "cannot" do to a subject what undoes
+// or alters it, the subject already in another state, is a refusal for
+// that state, not a duplicate; a token of a device or credential is no
+// subject. A capture refused as "already processed", a create as
+// "already exists", a card token "already used" stay duplicates.
+func TestSaysDuplicateRefusedForState(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"message":"Cannot cancel a payment that has already been processed."}`:  false,
+		`{"message":"Can't void a transaction that has already been processed"}`:  false,
+		`{"message":"Unable to update an order that has already been placed"}`:    false,
+		`{"message":"Device token is already registered"}`:                        false,
+		`{"message":"Push token already exists"}`:                                 false,
+		`{"message":"Cannot capture a payment that has already been processed."}`: true,
+		`{"message":"Cannot create order: order already exists"}`:                 true,
+		`{"message":"Card token is already used"}`:                                true,
+		`{"message":"This is a payment that has already been processed."}`:        true,
+	} {
+		if got := saysDuplicate([]byte(body), DefaultKeyHeader, "k"); got != want {
+			t.Errorf("saysDuplicate(%s, %q) = %v, want %v", body, DefaultKeyHeader, got, want)
+		}
+	}
+}
