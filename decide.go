@@ -1780,8 +1780,40 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 	if status == http.StatusBadRequest && awsErrorCode(h, body, inFlightCodes) {
 		return true
 	}
-	return saysKeyRunning(body, name)
+	return saysKeyRunning(body, name) || saysSubjectRunning(body)
 }
+
+// saysSubjectRunning reports whether a clause of a refusal is about the
+// order, payment or other subject a request makes, and says it is in
+// progress ("Payment with this order id is in progress", a code's
+// PAYMENT_IN_PROGRESS): a server that checks its order id before, or
+// without, its idempotency store answers so to a copy of this very
+// request that runs (a mesh's retry of a first attempt, net/http's
+// resend on a dead connection) as well as to another's, and says
+// "another payment" of a copy too, which is another request to it. It
+// may charge: never "failed". The subject must open the clause, after a
+// determiner at most: "Account verification is in progress" is about
+// something else.
+func saysSubjectRunning(body []byte) bool {
+	text := bytes.ToLower(body)
+	clauses := bytes.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune(`".!?;:{}[]<>`, r) })
+	for _, c := range clauses {
+		words := strings.FieldsFunc(string(c), func(r rune) bool { return r >= utf8.RuneSelf || !alnum(byte(r)) })
+		if len(words) > 0 && slices.Contains(determiners[:], words[0]) {
+			words = words[1:]
+		}
+		if len(words) < 3 || !slices.ContainsFunc(subjects[:], func(s string) bool { return s != "token" && (words[0] == s || words[0] == s+"s") }) {
+			continue
+		}
+		if rest := []byte(strings.Join(words[1:], " ")); containsAny(rest, "in progress", "in flight", "being processed", "still processing", "currently processing") {
+			return true
+		}
+	}
+	return false
+}
+
+// determiners may stand before saysSubjectRunning's subject.
+var determiners = [...]string{"a", "an", "the", "this", "your", "another", "other"}
 
 // saysKeyRunning reports whether an answer's words say the key's request
 // is still running: about the key (namesKey) or an earlier request, and
