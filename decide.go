@@ -1786,13 +1786,16 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 // saysSubjectRunning reports whether a clause of a refusal is about the
 // order, payment or other subject a request makes, and says it is in
 // progress ("Payment with this order id is in progress", a code's
-// PAYMENT_IN_PROGRESS): a server that checks its order id before, or
-// without, its idempotency store answers so to a copy of this very
-// request that runs (a mesh's retry of a first attempt, net/http's
-// resend on a dead connection) as well as to another's, and says
-// "another payment" of a copy too, which is another request to it. It
-// may charge: never "failed". The subject must open the clause, after a
-// determiner at most: "Account verification is in progress" is about
+// PAYMENT_IN_PROGRESS) or locked by a request that runs (PayU India's
+// refusal of a refund, error_code 120, "Transaction lock could not be
+// obtained.", while a refund request on the payment holds it). A server
+// that checks its order id or lock before, or without, its idempotency
+// store answers so to a copy of this very request that runs (a mesh's
+// retry of a first attempt, net/http's resend on a dead connection, an
+// earlier attempt whose answer was lost) as well as to another's, and
+// says "another payment" of a copy too, which is another request to it.
+// It may charge: never "failed". The subject must open the clause, after
+// a determiner at most: "Account verification is in progress" is about
 // something else.
 func saysSubjectRunning(body []byte) bool {
 	text := bytes.ToLower(body)
@@ -1805,7 +1808,8 @@ func saysSubjectRunning(body []byte) bool {
 		if len(words) < 3 || !slices.ContainsFunc(subjects[:], func(s string) bool { return s != "token" && (words[0] == s || words[0] == s+"s") }) {
 			continue
 		}
-		if rest := []byte(strings.Join(words[1:], " ")); containsAny(rest, "in progress", "in flight", "being processed", "still processing", "currently processing") {
+		rest := []byte(strings.Join(words[1:], " "))
+		if containsAny(rest, "in progress", "in flight", "being processed", "still processing", "currently processing", "lock could not be obtained") {
 			return true
 		}
 	}

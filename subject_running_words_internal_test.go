@@ -3,9 +3,9 @@ package idem
 import "testing"
 
 // TestSaysSubjectRunning: a clause that opens with what a request makes
-// (an order, a payment, a transaction, a refund), an article at most
-// before it, and says it is in progress; not one about anything else,
-// nor one where the subject is named later.
+// (an order, a payment, a transaction, a refund), a determiner at most
+// before it, and says it is in progress or locked; not one about
+// anything else, nor one where the subject is named later.
 func TestSaysSubjectRunning(t *testing.T) {
 	for body, want := range map[string]bool{
 		`{"message":"Payment with this order id is in progress"}`:                true,
@@ -18,6 +18,7 @@ func TestSaysSubjectRunning(t *testing.T) {
 		`{"message":"Maintenance in progress for payment services"}`:             false,
 		`{"status":"in_progress","message":"payment method invalid"}`:            false,
 		`{"message":"Token registration in progress"}`:                           false,
+		`{"message":"Account lock could not be obtained"}`:                       false,
 		`{"message":"Payment failed"}`:                                           false,
 	} {
 		if got := saysSubjectRunning([]byte(body)); got != want {
