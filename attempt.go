@@ -821,11 +821,19 @@ func (c *Client) keyName(rec *journal.Record, status int) string {
 
 // reusedVerdict is v, the verdict for status, but Conflict for a
 // Processing 409 whose body says the key was used by a request that
-// differs (reusedElsewhere): the 422 of servers that answer it with 409.
-// name is the key's, as for namesKey.
+// differs (reusedElsewhere): the 422 of servers that answer it with 409;
+// and Rejected for one that refuses the version the request carries
+// (versionConflict), which no resend of the same bytes gets past. name
+// is the key's, as for namesKey.
 func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
-	if v == Processing && status == http.StatusConflict && reusedElsewhere(body, name) {
+	if v != Processing || status != http.StatusConflict {
+		return v
+	}
+	switch {
+	case reusedElsewhere(body, name):
 		return Conflict
+	case versionConflict(body):
+		return Rejected
 	}
 	return v
 }
