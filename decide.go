@@ -1806,8 +1806,10 @@ func versionConflict(body []byte) bool {
 // previous request on this resource is currently in progress", which
 // name no key, or a 400 about the key "currently being processed", or
 // one whose AWS error code is in inFlightCodes (DynamoDB's
-// TransactionInProgressException, whose key is a "request token").
-// name is as for namesKey.
+// TransactionInProgressException, whose key is a "request token"), or
+// one saying the order or payment is in progress (saysSubjectRunning),
+// whoever's request it is: "a refund request is in progress" too, which
+// saysKeyRunning does not take for the key's. name is as for namesKey.
 func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name string) bool {
 	if v != Conflict && (v != Rejected || status != http.StatusBadRequest) {
 		return false
