@@ -764,14 +764,16 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.out.ResourceID = recordable.Clip(a.out.ResourceID, recordable.MaxResourceID)
 		a.out.Reason = recordable.Clip(a.out.Reason, recordable.MaxReason)
 	}
-	if !query && !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && saysKeyRunning(ex.body, c.bodyKeyName(rec)) {
+	if !query && !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && (saysKeyRunning(ex.body, c.bodyKeyName(rec)) || saysSubjectRunning(ex.body)) {
 		// A GraphQL mutation refused because the key's request still runs
 		// comes 200 OK, a userError in its payload (Shopify's
 		// IDEMPOTENCY_CONCURRENT_REQUEST, "This request is currently in
 		// progress"), and a decoder that reads userErrors as the
 		// mutation's refusals reads it as failed: but that request may
 		// yet execute, and may be ours. It is the 409 of servers that
-		// answer it otherwise.
+		// answer it otherwise. So is an API's 200 refusal saying the
+		// payment is in progress, or its transaction locked by a request
+		// that runs (PayU India's error_code 120).
 		a.inFlight, a.out = true, Outcome{Reason: a.out.Reason}
 	}
 	if !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && graphQLInternalError(ex.body) {
@@ -886,11 +888,19 @@ func (c *Client) keyName(rec *journal.Record, status int) string {
 
 // reusedVerdict is v, the verdict for status, but Conflict for a
 // Processing 409 whose body says the key was used by a request that
-// differs (reusedElsewhere): the 422 of servers that answer it with 409.
-// name is the key's, as for namesKey.
+// differs (reusedElsewhere): the 422 of servers that answer it with 409;
+// and Rejected for one that refuses the version the request carries
+// (versionConflict), which no resend of the same bytes gets past. name
+// is the key's, as for namesKey.
 func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
-	if v == Processing && status == http.StatusConflict && reusedElsewhere(body, name) {
+	if v != Processing || status != http.StatusConflict {
+		return v
+	}
+	switch {
+	case reusedElsewhere(body, name):
 		return Conflict
+	case versionConflict(body):
+		return Rejected
 	}
 	return v
 }

@@ -982,16 +982,28 @@ func saysDuplicate(body []byte, name, key string) bool {
 	// registered.": it is passed over as they are, all its words (a cOID
 	// is any string: "AAPL.buy:1" is three words here), never only the
 	// last of them.
+	// The key is passed over only where it stands as an id: a
+	// distinctive one (distinctiveKey), or one after an id's name
+	// ("ID=<cOID>"). A key that is a common word ("order", "email",
+	// "payment") is read as the word it is: passed over, "Order already
+	// exists" would lose its subject, and "Order email is already
+	// registered" would find one.
 	ownKey := strings.FieldsFunc(strings.ToLower(key), split)
+	skipsKey := func(at int) bool {
+		return distinctiveKey(key) || at > 0 && slices.Contains(idWords[:], words[at-1])
+	}
 	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
 			switch words[i] {
 			case "is", "was", "are", "were", "be", "been", "has", "have", "must", "should", "not", "that", "which":
 				continue
 			}
-			if n := len(ownKey); n > 0 && i+1 >= n && slices.Equal(words[i+1-n:i+1], ownKey) {
+			if n := len(ownKey); n > 0 && i+1 >= n && slices.Equal(words[i+1-n:i+1], ownKey) && skipsKey(i+1-n) {
 				i -= n - 1
 				continue
+			}
+			if qualifiedToken(words, i) {
+				return false
 			}
 			return about(words[i]) || i > 0 && slices.Contains(idWords[:], words[i]) && about(words[i-1]+words[i]) ||
 				len(human) > 0 && i+1 >= len(human) && slices.Equal(words[i+1-len(human):i+1], human)
@@ -1070,7 +1082,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 			// "taken": Rails' uniqueness error as a full message ("Client
 			// order has already been taken", its attribute's name without
 			// "_id").
-			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) {
+			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) && !refusedForState(words[:i], next) {
 				return true
 			}
 		case w == "same" && i >= 2 && words[i-1] == "the" && words[i-2] == "with":
@@ -1146,6 +1158,55 @@ var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 // confirmation of a payment it confirmed, Interactive Brokers' "Local
 // order ID=<cOID> is already registered." to a cOID it holds).
 var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed", "registered"}
+
+// qualifiedToken reports whether words[i] is the token of a device or a
+// credential ("device token", "push token", "access token"), which a
+// request registers or presents and no order or payment is made under:
+// "Device token is already registered" refuses the registration of what
+// is, not a copy of a charge. A payment instrument's token ("card token
+// already used") may have been spent by a copy of ours, and PayU India's
+// refund token is the key itself: both stay subjects.
+func qualifiedToken(words []string, i int) bool {
+	return (words[i] == "token" || words[i] == "tokens") && i > 0 && slices.Contains(credentialNouns[:], words[i-1])
+}
+
+// credentialNouns qualify a token that is a device's or a credential's.
+var credentialNouns = [...]string{"device", "push", "fcm", "apns", "gcm", "access", "refresh", "api", "auth", "bearer", "session",
+	"csrf", "reset", "verification", "registration", "id"}
+
+// stateVerbs act on what exists and undo or alter it, unlike the verbs
+// that make it (create, place, submit) or carry it on (capture, settle,
+// release: a copy of a capture leaves a payment "processed"): a refusal
+// that one of them "cannot" be done to a subject already in some other
+// state refuses the request for that state.
+var stateVerbs = [...]string{"cancel", "void", "refund", "reverse", "update", "modify", "edit", "change", "amend",
+	"delete", "remove", "close", "expire", "reject", "decline", "dispute", "reopen"}
+
+// refusedForState reports whether before, the words of a refusal ahead
+// of its "already", say that a verb of stateVerbs cannot be done to the
+// subject, the verb not the one done already (done): "Cannot cancel a
+// payment that has already been processed." refuses a cancel for the
+// payment's state, which no copy of the cancel brought about: nothing
+// ran, a plain failure. "Cannot refund a payment that has already been
+// refunded" may be a copy's doing, and stays a duplicate.
+func refusedForState(before []string, done string) bool {
+	// Within the clause: a "cannot" further back is another sentence's.
+	for j := len(before) - 1; j >= max(0, len(before)-8); j-- {
+		var verb string
+		switch {
+		case before[j] == "cannot" && j+1 < len(before):
+			verb = before[j+1]
+		case before[j] == "can" && j+2 < len(before) && (before[j+1] == "not" || before[j+1] == "t"):
+			verb = before[j+2]
+		case before[j] == "unable" && j+2 < len(before) && before[j+1] == "to":
+			verb = before[j+2]
+		default:
+			continue
+		}
+		return slices.Contains(stateVerbs[:], verb) && !strings.HasPrefix(done, strings.TrimSuffix(verb, "e"))
+	}
+	return false
+}
 
 // joinedAlready reports whether w, one word of a refusal, is a code's name
 // joining its subject (about) to "already" and one of alreadyVerbs: Kraken
@@ -1713,6 +1774,41 @@ func reusedElsewhere(body []byte, name string) bool {
 		saysAny(body, "differ", "mismatch", "not match", "conflicting ", "reuse", "re-use", "already used", "already_used", "already been used", "previously used", "duplicate")
 }
 
+// versionConflict reports whether a 409's body refuses the version of
+// the resource the request carries: commercetools' ConcurrentModification
+// error, {"statusCode":409,"message":"Object <id> has a different
+// version than expected. Expected: 1 - Actual: 2.","errors":[{"code":
+// "ConcurrentModification",…,"currentVersion":2}]} (its SDK's
+// ConcurrentModificationError,
+// https://commercetools.github.io/commercetools-sdk-java-v2/javadoc/com/commercetools/api/models/error/ConcurrentModificationError.html:
+// "resolve the conflict … before retrying"). No key is in flight: the
+// same bytes, resent, are refused so forever, and an earlier copy of
+// ours that executed moves the version as another writer does (the JVM
+// SDK's ConcurrentModificationException shows an update sent "by
+// accident again" refused so). A refusal, then: failed to a first
+// attempt, asked about and left for a person after one that may have
+// executed. Salesforce OCAPI's 409 ConcurrentModificationException fault,
+// which its docs say to "simply retry", is no such body: still resent.
+func versionConflict(body []byte) bool {
+	if !bytes.Contains(body, []byte("ConcurrentModification")) {
+		return false
+	}
+	var v struct {
+		Errors []struct {
+			Code string `json:"code"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return false
+	}
+	for _, e := range v.Errors {
+		if e.Code == "ConcurrentModification" {
+			return true
+		}
+	}
+	return false
+}
+
 // refusalInFlight reports whether a refusal other than a 409 (a
 // Conflict, or a Rejected 400) says the key's request is still running,
 // or has run: Adyen's 422 errorCode 704, "request already processed or
@@ -1720,8 +1816,10 @@ func reusedElsewhere(body []byte, name string) bool {
 // previous request on this resource is currently in progress", which
 // name no key, or a 400 about the key "currently being processed", or
 // one whose AWS error code is in inFlightCodes (DynamoDB's
-// TransactionInProgressException, whose key is a "request token").
-// name is as for namesKey.
+// TransactionInProgressException, whose key is a "request token"), or
+// one saying the order or payment is in progress (saysSubjectRunning),
+// whoever's request it is: "a refund request is in progress" too, which
+// saysKeyRunning does not take for the key's. name is as for namesKey.
 func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name string) bool {
 	if v != Conflict && (v != Rejected || status != http.StatusBadRequest) {
 		return false
@@ -1729,8 +1827,44 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 	if status == http.StatusBadRequest && awsErrorCode(h, body, inFlightCodes) {
 		return true
 	}
-	return saysKeyRunning(body, name)
+	return saysKeyRunning(body, name) || saysSubjectRunning(body)
 }
+
+// saysSubjectRunning reports whether a clause of a refusal is about the
+// order, payment or other subject a request makes, and says it is in
+// progress ("Payment with this order id is in progress", a code's
+// PAYMENT_IN_PROGRESS) or locked by a request that runs (PayU India's
+// refusal of a refund, error_code 120, "Transaction lock could not be
+// obtained.", while a refund request on the payment holds it). A server
+// that checks its order id or lock before, or without, its idempotency
+// store answers so to a copy of this very request that runs (a mesh's
+// retry of a first attempt, net/http's resend on a dead connection, an
+// earlier attempt whose answer was lost) as well as to another's, and
+// says "another payment" of a copy too, which is another request to it.
+// It may charge: never "failed". The subject must open the clause, after
+// a determiner at most: "Account verification is in progress" is about
+// something else.
+func saysSubjectRunning(body []byte) bool {
+	text := bytes.ToLower(body)
+	clauses := bytes.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune(`".!?;:{}[]<>`, r) })
+	for _, c := range clauses {
+		words := strings.FieldsFunc(string(c), func(r rune) bool { return r >= utf8.RuneSelf || !alnum(byte(r)) })
+		if len(words) > 0 && slices.Contains(determiners[:], words[0]) {
+			words = words[1:]
+		}
+		if len(words) < 3 || !slices.ContainsFunc(subjects[:], func(s string) bool { return s != "token" && (words[0] == s || words[0] == s+"s") }) {
+			continue
+		}
+		rest := []byte(strings.Join(words[1:], " "))
+		if containsAny(rest, "in progress", "in flight", "being processed", "still processing", "currently processing", "lock could not be obtained") {
+			return true
+		}
+	}
+	return false
+}
+
+// determiners may stand before saysSubjectRunning's subject.
+var determiners = [...]string{"a", "an", "the", "this", "your", "another", "other"}
 
 // saysKeyRunning reports whether an answer's words say the key's request
 // is still running: about the key (namesKey) or an earlier request, and

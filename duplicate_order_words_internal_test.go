@@ -229,3 +229,52 @@ func TestSaysDuplicateAlreadyRegistered(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicateKeyOfACommonWord: the key is passed over as an id
+// only where it stands as one, a distinctive key or one after an id's
+// name: a key that is a common word is read as that word, so the
+// reading of a refusal does not turn on it.
+func TestSaysDuplicateKeyOfACommonWord(t *testing.T) {
+	for _, tc := range []struct {
+		key, body string
+		want      bool
+	}{
+		{"order", `{"errors":["Client order has already been taken"]}`, true},
+		{"order", `{"error":"Order already exists"}`, true},
+		{"payment", `{"error":"Payment already exists"}`, true},
+		{"email", `{"errors":["Order email has already been taken"]}`, false},
+		{"email", `{"error":"Email is already registered"}`, false},
+		// After an id's name, any key is passed over (Interactive
+		// Brokers' "Local order ID=<cOID>"), a word too.
+		{"order", `{"error":"Local order ID=order is already registered."}`, true},
+		{"abcdef", `{"error":"Local order ID=abcdef is already registered."}`, true},
+		{"email", `{"error":"Device ID=email is already registered."}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "client_order_id", tc.key); got != tc.want {
+			t.Errorf("saysDuplicate(%s, client_order_id, %q) = %v, want %v", tc.body, tc.key, got, tc.want)
+		}
+	}
+}
+
+// TestSaysDuplicateRefusedForState: "cannot" do to a subject what undoes
+// or alters it, the subject already in another state, is a refusal for
+// that state, not a duplicate; a token of a device or credential is no
+// subject. A capture refused as "already processed", a create as
+// "already exists", a card token "already used" stay duplicates.
+func TestSaysDuplicateRefusedForState(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"message":"Cannot cancel a payment that has already been processed."}`:  false,
+		`{"message":"Can't void a transaction that has already been processed"}`:  false,
+		`{"message":"Unable to update an order that has already been placed"}`:    false,
+		`{"message":"Device token is already registered"}`:                        false,
+		`{"message":"Push token already exists"}`:                                 false,
+		`{"message":"Cannot capture a payment that has already been processed."}`: true,
+		`{"message":"Cannot create order: order already exists"}`:                 true,
+		`{"message":"Card token is already used"}`:                                true,
+		`{"message":"This is a payment that has already been processed."}`:        true,
+	} {
+		if got := saysDuplicate([]byte(body), DefaultKeyHeader, "k"); got != want {
+			t.Errorf("saysDuplicate(%s, %q) = %v, want %v", body, DefaultKeyHeader, got, want)
+		}
+	}
+}
