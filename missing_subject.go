@@ -52,16 +52,22 @@ func missingOther(body []byte, target string) bool {
 // ("doesn't" is two words here, "doesn" and "t").
 var negations = [...]string{"not", "t", "never"}
 
+// maxJoin bounds the joining words before walks over: "could not be
+// found" has two between its subject and the word before "found". Unbounded,
+// an answer of "not exist" again and again had every "exist" walk back
+// over all the words before it.
+const maxJoin = 4
+
 // before is the index of the word ahead of words[i], past a negation's
 // and the verbs that join a subject to it ("is", "was", "could", "be",
-// "does", "doesn"), or -1.
+// "does", "doesn"), at most maxJoin of them, or -1.
 func before(words []string, i int) int {
-	for i--; i >= 0; i-- {
-		switch words[i] {
+	for j := i - 1; j >= 0 && j >= i-1-maxJoin; j-- {
+		switch words[j] {
 		case "not", "does", "do", "did", "doesn", "didn", "t", "is", "was", "are", "were", "be", "been", "could", "can", "cannot", "has", "have", "exist":
 			continue
 		}
-		return i
+		return j
 	}
 	return -1
 }
