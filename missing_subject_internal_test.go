@@ -32,6 +32,13 @@ func TestMissingOther(t *testing.T) {
 		{`{"message":"Payment not found"}`, false},
 		{`{"message":"MID does not exist"}`, true},
 		{`{"message":"Customer not found"}`, true},
+		// GOPAX's 10221 and 10069 for an order: "no such" opens a phrase
+		// whose last word is its noun.
+		{`{"errorMessage":"No such client order ID","errorCode":10221,"errorData":"ord-9"}`, false},
+		{`{"errorMessage":"No such order ID","errorCode":10069,"errorData":"73152094"}`, false},
+		{`{"error":"No such merchant with ID 5"}`, true},
+		{`{"error":"No such API key"}`, true},
+		{`{"error":"no such order for this account"}`, false},
 	} {
 		if got := missingOther([]byte(tt.body), "https://api.example.com/v1/payments?merchant=m1"); got != tt.want {
 			t.Errorf("missingOther(%s) = %v; want %v", tt.body, got, tt.want)
