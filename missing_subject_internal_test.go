@@ -39,6 +39,14 @@ func TestMissingOther(t *testing.T) {
 		{`{"error":"No such merchant with ID 5"}`, true},
 		{`{"error":"No such API key"}`, true},
 		{`{"error":"no such order for this account"}`, false},
+		// The operation's own "not found" in other nouns than its URL's.
+		{`{"message":"Transfer not found"}`, false},
+		{`{"message":"Charge not found"}`, false},
+		{`{"message":"Resource not found"}`, false},
+		{`{"error":"Record not found"}`, false},
+		{`{"name":"RESOURCE_NOT_FOUND","details":[{"issue":"INVALID_RESOURCE_ID","description":"Specified resource ID does not exist. Please check the resource ID and try again."}],"message":"The specified resource does not exist."}`, false},
+		{`{"status_code":"404","status_message":"Transaction doesn't exist."}`, false},
+		{`{"errors":[{"code":"NOT_FOUND","detail":"Could not find payment with id: x","category":"INVALID_REQUEST_ERROR"}]}`, false},
 	} {
 		if got := missingOther([]byte(tt.body), "https://api.example.com/v1/payments?merchant=m1"); got != tt.want {
 			t.Errorf("missingOther(%s) = %v; want %v", tt.body, got, tt.want)
