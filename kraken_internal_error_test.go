@@ -99,6 +99,14 @@ func TestKrakenInternalErrorToAFirstAttemptIsNoFailure(t *testing.T) {
 			asked: []string{"POST /0/private/AddOrder"}},
 		{name: "invalid price", first: `{"error":["EOrder:Invalid price"]}`, failed: true,
 			asked: []string{"POST /0/private/AddOrder"}},
+		// A refusal's words that sound like a timeout or an unknown are
+		// no fault: the deadline elapsed is the engine's rejection of an
+		// order that came later than the request's deadline, and an
+		// unknown pair's order never reached it.
+		{name: "deadline elapsed", first: `{"error":["EService:Deadline elapsed"]}`, failed: true,
+			asked: []string{"POST /0/private/AddOrder"}},
+		{name: "unknown asset pair", first: `{"error":["EQuery:Unknown asset pair"]}`, failed: true,
+			asked: []string{"POST /0/private/AddOrder"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := &krakenAddOrder{first: tt.first, placed: tt.placed}

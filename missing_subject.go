@@ -15,7 +15,10 @@ import (
 // endpoint's, and a resend on its word could execute the operation
 // twice. The subject is the word before "not found" or "does not
 // exist" (past the verbs between: "was not found", "could not be
-// found"), or the one after "no such". Not a subject the operation's URL,
+// found"), or after "no such" the last word of the phrase it opens, up to
+// a preposition or a mark ("No such client order ID": GOPAX's 10221 for
+// an order its client order id names, no client's; "No such customer:
+// 'cus_1'"). Not a subject the operation's URL,
 // target, names ("Customer not found" of an operation POSTed to
 // /v1/customers): that is the operation's own "not found".
 func missingOther(body []byte, target string) bool {
@@ -23,9 +26,7 @@ func missingOther(body []byte, target string) bool {
 	if u, err := url.Parse(target); err == nil {
 		target = u.Path
 	}
-	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool {
-		return !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
-	})
+	words, ends := phrases(strings.ToLower(string(body)))
 	for i, w := range words {
 		var subject int
 		switch {
@@ -34,7 +35,7 @@ func missingOther(body []byte, target string) bool {
 		case (w == "exist" || w == "exists") && i > 0 && slices.Contains(negations[:], words[i-1]):
 			subject = before(words, i-1)
 		case w == "such" && i > 0 && words[i-1] == "no" && i+1 < len(words):
-			subject = i + 1
+			subject = head(words, ends, i+1)
 		default:
 			continue
 		}
@@ -48,20 +49,72 @@ func missingOther(body []byte, target string) bool {
 	return false
 }
 
+// phrases is s's words, its runs of ASCII letters and digits, and for
+// each whether a phrase ends after it: a mark other than a space, a hyphen
+// or an underscore ("payment_intent" is one phrase) before the next word,
+// or none.
+func phrases(s string) (words []string, ends []bool) {
+	start, mark := -1, false
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && ('a' <= s[i] && s[i] <= 'z' || '0' <= s[i] && s[i] <= '9') {
+			if start < 0 {
+				if len(words) > 0 {
+					ends[len(ends)-1] = mark
+				}
+				start, mark = i, false
+			}
+			continue
+		}
+		if start >= 0 {
+			words, ends = append(words, s[start:i]), append(ends, true)
+			start = -1
+		}
+		if i < len(s) && !strings.ContainsRune(" \t\n\r-_", rune(s[i])) {
+			mark = true
+		}
+	}
+	return words, ends
+}
+
+// maxPhrase bounds how many words head reads after "no such".
+const maxPhrase = 4
+
+// phraseStops are the words that end the noun phrase of a "no such": what
+// follows says where or whose ("No such merchant with ID 5", "no such
+// order for this account").
+var phraseStops = [...]string{"with", "for", "in", "of", "at", "on", "by", "from", "to", "under", "matching", "or", "and",
+	"exists", "exist", "found", "is", "was"}
+
+// head is the index of the last word of the phrase that opens at words[i]
+// (ends, phrases'): its noun, which the words before it qualify.
+func head(words []string, ends []bool, i int) int {
+	j := i
+	for j+1 < len(words) && j+1-i < maxPhrase && !ends[j] && !slices.Contains(phraseStops[:], words[j+1]) {
+		j++
+	}
+	return j
+}
+
 // negations are the words a "does not exist" may end its negation with
 // ("doesn't" is two words here, "doesn" and "t").
 var negations = [...]string{"not", "t", "never"}
 
+// maxJoin bounds the joining words before walks over: "could not be
+// found" has two between its subject and the word before "found". Unbounded,
+// an answer of "not exist" again and again had every "exist" walk back
+// over all the words before it.
+const maxJoin = 4
+
 // before is the index of the word ahead of words[i], past a negation's
 // and the verbs that join a subject to it ("is", "was", "could", "be",
-// "does", "doesn"), or -1.
+// "does", "doesn"), at most maxJoin of them, or -1.
 func before(words []string, i int) int {
-	for i--; i >= 0; i-- {
-		switch words[i] {
+	for j := i - 1; j >= 0 && j >= i-1-maxJoin; j-- {
+		switch words[j] {
 		case "not", "does", "do", "did", "doesn", "didn", "t", "is", "was", "are", "were", "be", "been", "could", "can", "cannot", "has", "have", "exist":
 			continue
 		}
-		return i
+		return j
 	}
 	return -1
 }

@@ -1,6 +1,10 @@
 package idem
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 // TestMissingOther: which "not found" refusals are about something other
 // than the operation a result query asked for.
@@ -28,6 +32,21 @@ func TestMissingOther(t *testing.T) {
 		{`{"message":"Payment not found"}`, false},
 		{`{"message":"MID does not exist"}`, true},
 		{`{"message":"Customer not found"}`, true},
+		// GOPAX's 10221 and 10069 for an order: "no such" opens a phrase
+		// whose last word is its noun.
+		{`{"errorMessage":"No such client order ID","errorCode":10221,"errorData":"ord-9"}`, false},
+		{`{"errorMessage":"No such order ID","errorCode":10069,"errorData":"73152094"}`, false},
+		{`{"error":"No such merchant with ID 5"}`, true},
+		{`{"error":"No such API key"}`, true},
+		{`{"error":"no such order for this account"}`, false},
+		// The operation's own "not found" in other nouns than its URL's.
+		{`{"message":"Transfer not found"}`, false},
+		{`{"message":"Charge not found"}`, false},
+		{`{"message":"Resource not found"}`, false},
+		{`{"error":"Record not found"}`, false},
+		{`{"name":"RESOURCE_NOT_FOUND","details":[{"issue":"INVALID_RESOURCE_ID","description":"Specified resource ID does not exist. Please check the resource ID and try again."}],"message":"The specified resource does not exist."}`, false},
+		{`{"status_code":"404","status_message":"Transaction doesn't exist."}`, false},
+		{`{"errors":[{"code":"NOT_FOUND","detail":"Could not find payment with id: x","category":"INVALID_REQUEST_ERROR"}]}`, false},
 	} {
 		if got := missingOther([]byte(tt.body), "https://api.example.com/v1/payments?merchant=m1"); got != tt.want {
 			t.Errorf("missingOther(%s) = %v; want %v", tt.body, got, tt.want)
@@ -52,5 +71,37 @@ func TestMissingOtherOwnSubject(t *testing.T) {
 		if got := missingOther([]byte(tt.body), tt.target); got != tt.want {
 			t.Errorf("missingOther(%s, %s) = %v; want %v", tt.body, tt.target, got, tt.want)
 		}
+	}
+}
+
+// TestMissingOtherHostileBody: a query's answer up to the response cap
+// (DefaultMaxResponseBytes) made of "not exist" again and again had each
+// "exist" walk back over every word before it for a subject, all of
+// them joining words: 1 MiB took minutes. A subject is a few words
+// from its "not found", never farther.
+func TestMissingOtherHostileBody(t *testing.T) {
+	body := []byte(strings.Repeat("not exist ", DefaultMaxResponseBytes/len("not exist ")))
+	done := make(chan bool, 1)
+	go func() { done <- missingOther(body, "https://api.example.com/v1/orders") }()
+	select {
+	case got := <-done:
+		if got {
+			t.Errorf("missingOther(not exist…) = true; want false: it names no subject")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("missingOther of a 1 MiB answer took over 20s: its scan is not linear")
+	}
+}
+
+// TestMissingOtherSubjectIsNearItsVerb: the subject of a "not found" is
+// the word before its negation and the few verbs that join them, not a
+// word any number of joining words back.
+func TestMissingOtherSubjectIsNearItsVerb(t *testing.T) {
+	body := `{"message":"Merchant ` + strings.Repeat("is ", 100) + `not found"}`
+	if missingOther([]byte(body), "https://api.example.com/v1/orders") {
+		t.Errorf("missingOther(Merchant is is … not found) = true; want false")
+	}
+	if !missingOther([]byte(`{"message":"Merchant could not be found"}`), "https://api.example.com/v1/orders") {
+		t.Errorf("missingOther(Merchant could not be found) = false; want true")
 	}
 }
