@@ -133,14 +133,14 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 			// The hook may quote what it just added (a signer's "signing
 			// <URL>", a token refresh's header): its error is journaled
 			// and logged as the attempt's.
-			err = sentURLOut(fmt.Errorf("idem: request hook: %w", err), journaledURL(rec, query), "", req.URL, sentSecrets(path, req)...)
+			err = sentURLOut(fmt.Errorf("idem: request hook: %w", err), journaledURL(rec, query), "", req.URL, sentSecrets(path, c.cfg.keyHeader, req)...)
 			return exchange{err: err, unsent: true}
 		}
 		if err := hookHeaderErr(req.Header); err != nil {
 			return exchange{err: err, unsent: true}
 		}
 	}
-	sent := sentSecrets(path, req)
+	sent := sentSecrets(path, c.cfg.keyHeader, req)
 	if once {
 		// net/http sends a request with an Idempotency-Key header again,
 		// on a fresh connection, when a reused one dies after it was
@@ -258,11 +258,11 @@ func sentURLOut(err error, journaled, shown string, sent *url.URL, secrets ...st
 
 // sentSecrets returns the credentials req carries, its URL's path
 // having been path before the request hook: the values of its credential
-// headers (credentialValues), its URL's (SecretValues), and the path
-// segments the hook added (a token in the path: Telegram's
+// headers but the key's (credentialValues), its URL's (SecretValues), and
+// the path segments the hook added (a token in the path: Telegram's
 // /bot<token>/METHOD, core.telegram.org/bots/api#making-requests).
-func sentSecrets(path string, req *http.Request) []string {
-	secrets := append(credentialValues(req.Header), httpsyntax.SecretValues(req.URL)...)
+func sentSecrets(path, keyHeader string, req *http.Request) []string {
+	secrets := append(credentialValues(req.Header, keyHeader), httpsyntax.SecretValues(req.URL)...)
 	if req.URL.Path == path {
 		return secrets
 	}
@@ -325,10 +325,16 @@ func judgeWords(text string) int {
 // docs.stripe.com/api/authentication), or long enough to be one. A short
 // one beside a password is a name (Mailgun's "api"): blanked, every "api"
 // a server writes would go, its host's name among them.
-func credentialValues(h http.Header) []string {
+//
+// The key's header (keyHeader) is none, however it is named: AWS's
+// X-Amzn-Client-Token ends as a token's name does, and the key it
+// carries, journaled with the operation, is what a person reads a
+// refusal for ("Value '<key>' at 'clientToken' failed to satisfy
+// constraint").
+func credentialValues(h http.Header, keyHeader string) []string {
 	var vs []string
 	for name, values := range h {
-		if !httpsyntax.CredentialHeader(name) {
+		if name == keyHeader || !httpsyntax.CredentialHeader(name) {
 			continue
 		}
 		for _, v := range values {

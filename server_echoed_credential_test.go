@@ -73,6 +73,21 @@ func TestServerEchoOfHookCredentialNotJournaledOrLogged(t *testing.T) {
 		},
 		words: "malformed Authorization header",
 	}, {
+		// The same echo from a PHP server: json_encode writes '/' as
+		// "\/" unless told JSON_UNESCAPED_SLASHES
+		// (php.net/manual/en/json.constants.php; php-src's
+		// ext/json/tests/json_encode_unescaped_slashes.phpt:
+		// json_encode('a/b') is "a\/b"), and an opaque base64 token
+		// holds a '/' one time in two. What follows the '/' is kept
+		// from the record.
+		name:   "the Authorization header echoed by PHP's json_encode",
+		hook:   func(r *http.Request) { r.Header.Set("Authorization", "Bearer 8Gk2/xQ9vLm3Zp7Rt4Wq1Ys6Hn0Jc5Bf") },
+		secret: "xQ9vLm3Zp7Rt4Wq1Ys6Hn0Jc5Bf",
+		answer: func(r *http.Request) (int, string) {
+			return http.StatusBadRequest, fmt.Sprintf(`{"message":"malformed Authorization header '%s'"}`, strings.ReplaceAll(r.Header.Get("Authorization"), "/", `\/`))
+		},
+		words: "malformed Authorization header",
+	}, {
 		// A key sent in the query string, past a ';' that the server does
 		// not read as '&': the value it reads and quotes runs past it.
 		name: "a query key read past a semicolon",

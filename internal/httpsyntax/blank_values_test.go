@@ -33,6 +33,10 @@ func TestRedactSecretsInShortSecretAsAWord(t *testing.T) {
 		// The longer goes first: one holding another is blanked whole.
 		{"key test_key_x", []string{"test", "test_key_x"}, "key REDACTED"},
 		{"nothing of it", []string{"a", "test"}, "nothing of it"},
+		// PHP's json_encode writes '/' as "\/" unless told
+		// JSON_UNESCAPED_SLASHES (php.net/manual/en/json.constants.php).
+		{`{"error":"bad token 8Gk2\/xQ9vLm3Zp7\/Rt4W"}`, []string{"8Gk2/xQ9vLm3Zp7/Rt4W"}, `{"error":"bad token REDACTED"}`},
+		{`{"error":"bad key k\/1"}`, []string{"k/1"}, `{"error":"bad key REDACTED"}`},
 	} {
 		if got := RedactSecretsIn(tc.text, tc.secrets...); got != tc.want {
 			t.Errorf("RedactSecretsIn(%q, %q) = %q, want %q", tc.text, tc.secrets, got, tc.want)

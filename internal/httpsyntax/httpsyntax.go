@@ -331,8 +331,8 @@ const minAnywhere = 8
 const minTail = 4
 
 // BlankValues returns text with each of secrets replaced by REDACTED in
-// every form text may show it (as given, query- or path-escaped, or
-// escaped as %q writes it): one of minAnywhere bytes or more wherever it
+// every form text may show it (valueForms: as given, query- or
+// path-escaped, or escaped as %q or a JSON encoder writes it): one of minAnywhere bytes or more wherever it
 // is found, a shorter one where it stands as a word, and the start of one
 // (minTail bytes or more) that ends text. The longest secret goes first,
 // so that one holding another is blanked whole.
@@ -366,12 +366,19 @@ func MayHoldValues(b []byte, secrets ...string) bool {
 }
 
 // valueForms returns the forms a text may show secrets in (as given,
-// query- or path-escaped, or escaped as %q writes them), the longest
-// first.
+// query- or path-escaped, escaped as %q writes them, or with each '/'
+// escaped as "\/", as PHP's json_encode writes it unless told
+// JSON_UNESCAPED_SLASHES: php.net/manual/en/json.constants.php), the
+// longest first. An opaque base64 token holds a '/' one time in two.
 func valueForms(secrets []string) []string {
-	forms := make([]string, 0, 4*len(secrets))
+	forms := make([]string, 0, 5*len(secrets))
 	for _, s := range secrets {
-		for _, form := range [...]string{url.QueryEscape(s), url.PathEscape(s), QuotedForm(s), s} {
+		quoted := QuotedForm(s)
+		slashed := ""
+		if strings.Contains(quoted, "/") {
+			slashed = strings.ReplaceAll(quoted, "/", `\/`)
+		}
+		for _, form := range [...]string{url.QueryEscape(s), url.PathEscape(s), quoted, slashed, s} {
 			if form != "" && !slices.Contains(forms, form) {
 				forms = append(forms, form)
 			}
