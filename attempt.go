@@ -288,18 +288,22 @@ func (ex *exchange) blankSent(out *Outcome) {
 	if len(ex.sent) == 0 {
 		return
 	}
-	out.Reason = httpsyntax.BlankValues(out.Reason, ex.sent...)
+	sent := httpsyntax.NewValues(ex.sent...)
+	out.Reason = sent.Blank(out.Reason)
 	if ex.err != nil {
-		if text := ex.err.Error(); httpsyntax.MayHoldValues([]byte(text), ex.sent...) {
+		if text := ex.err.Error(); sent.MayHold([]byte(text)) {
 			words := judgeWords(text)
-			if blanked := text[:words] + httpsyntax.BlankValues(text[words:], ex.sent...); blanked != text {
+			if blanked := text[:words] + sent.Blank(text[words:]); blanked != text {
 				ex.err = &shownTransportError{msg: blanked, err: ex.err}
 			}
 		}
 	}
-	if httpsyntax.MayHoldValues(ex.body, ex.sent...) {
-		// A copy: the answer the judge read is left as it came.
-		ex.body = []byte(httpsyntax.BlankValues(string(ex.body), ex.sent...))
+	if sent.MayHold(ex.body) {
+		// A copy, and only of a body that changes: the answer the judge
+		// read is left as it came.
+		if blanked := sent.Blank(string(ex.body)); blanked != string(ex.body) {
+			ex.body = []byte(blanked)
+		}
 	}
 }
 

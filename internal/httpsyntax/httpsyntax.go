@@ -332,21 +332,45 @@ const minTail = 4
 
 // BlankValues returns text with each of secrets replaced by REDACTED in
 // every form text may show it (valueForms: as given, query- or
-// path-escaped, or escaped as %q or a JSON encoder writes it): one of minAnywhere bytes or more wherever it
-// is found, a shorter one where it stands as a word, and the start of one
-// (minTail bytes or more) that ends text. The longest secret goes first,
-// so that one holding another is blanked whole.
+// path-escaped, or escaped as %q or a JSON encoder writes it): one of
+// minAnywhere bytes or more wherever it is found, a shorter one where it
+// stands as a word, and the start of one (minTail bytes or more) that
+// ends text. The longest secret goes first, so that one holding another
+// is blanked whole.
 func BlankValues(text string, secrets ...string) string {
 	if len(secrets) == 0 || text == "" {
 		return text
 	}
-	forms := valueForms(secrets)
-	for _, form := range forms {
+	return NewValues(secrets...).Blank(text)
+}
+
+// MayHoldValues reports whether BlankValues could find any of secrets in
+// b: false says b is to be kept as it is, with no copy of it made.
+func MayHoldValues(b []byte, secrets ...string) bool {
+	return NewValues(secrets...).MayHold(b)
+}
+
+// Values are secrets in the forms a text may show them, worked out once
+// for the several texts of one exchange (its body, its error, a reason):
+// BlankValues and MayHoldValues work them out on every call.
+type Values struct{ forms []string }
+
+// NewValues returns secrets' Values.
+func NewValues(secrets ...string) Values {
+	return Values{forms: valueForms(secrets)}
+}
+
+// Blank is BlankValues with v's secrets.
+func (v Values) Blank(text string) string {
+	if len(v.forms) == 0 || text == "" {
+		return text
+	}
+	for _, form := range v.forms {
 		if strings.Contains(text, form) {
 			text = blankForm(text, form)
 		}
 	}
-	for _, form := range forms {
+	for _, form := range v.forms {
 		if len(form) > minTail {
 			text = blankTail(text, form)
 		}
@@ -354,10 +378,9 @@ func BlankValues(text string, secrets ...string) string {
 	return text
 }
 
-// MayHoldValues reports whether BlankValues could find any of secrets in
-// b: false says b is to be kept as it is, with no copy of it made.
-func MayHoldValues(b []byte, secrets ...string) bool {
-	for _, form := range valueForms(secrets) {
+// MayHold is MayHoldValues with v's secrets.
+func (v Values) MayHold(b []byte) bool {
+	for _, form := range v.forms {
 		if bytes.Contains(b, []byte(form[:min(len(form), minTail)])) {
 			return true
 		}
