@@ -14,8 +14,8 @@ import (
 // "Duplicate Dynamic QR request error","codeId":"01652073"}} (the error
 // table of PayPay's OPA SDKs' READMes, paypay/paypayopa-sdk-*), never
 // the code it made.
-func payPayCodes() *heldRefunds {
-	return &heldRefunds{
+func payPayCodes() *heldKeys {
+	return &heldKeys{
 		status: http.StatusBadRequest,
 		keyOf: func(body []byte) string {
 			var v struct {
@@ -60,7 +60,7 @@ func payPayCodeRequest(base string) idem.Request {
 // PayPay's 400 to the resend after a lost answer: the code under the
 // merchantPaymentId exists, for a person, never failed.
 func TestDuplicateDynamicQRRequestToAResendIsNoFailure(t *testing.T) {
-	requireHeldRefundResendForAPerson(t, payPayCodes(), decodePayPayCode, payPayCodeRequest)
+	requireHeldKeyResendForAPerson(t, payPayCodes(), decodePayPayCode, payPayCodeRequest)
 }
 
 // The same 400 to idem's first attempt answers its sidecar's copy: the
@@ -68,5 +68,5 @@ func TestDuplicateDynamicQRRequestToAResendIsNoFailure(t *testing.T) {
 // only: the refusal's words are nested in resultInfo, where the
 // summary of a 4xx's body does not look.
 func TestDuplicateDynamicQRRequestToAFirstAttemptBehindAMesh(t *testing.T) {
-	requireHeldRefundFirstAttemptForAPerson(t, payPayCodes(), decodePayPayCode, payPayCodeRequest, "400: Bad Request")
+	requireHeldKeyFirstAttemptForAPerson(t, payPayCodes(), decodePayPayCode, payPayCodeRequest, "400: Bad Request")
 }

@@ -18,8 +18,8 @@ import (
 // repeated within ten minutes, or 629 "Refund is already Successful" once
 // it has gone through (its refund response codes). Its status API is a
 // POST of a signed body, so no result endpoint.
-func paytmRefunds(code, msg string) *heldRefunds {
-	return &heldRefunds{
+func paytmRefunds(code, msg string) *heldKeys {
+	return &heldKeys{
 		keyOf: func(body []byte) string {
 			var v struct {
 				Body struct {
@@ -85,7 +85,7 @@ var paytmRefusals = []struct{ code, msg string }{{"617", "Refund Already Raised"
 func TestRefundAlreadyRaisedToAResendIsNoFailure(t *testing.T) {
 	for _, refusal := range paytmRefusals {
 		t.Run(refusal.code, func(t *testing.T) {
-			requireHeldRefundResendForAPerson(t, paytmRefunds(refusal.code, refusal.msg), decodePaytmRefund, paytmRefundRequest)
+			requireHeldKeyResendForAPerson(t, paytmRefunds(refusal.code, refusal.msg), decodePaytmRefund, paytmRefundRequest)
 		})
 	}
 }
@@ -95,7 +95,7 @@ func TestRefundAlreadyRaisedToAResendIsNoFailure(t *testing.T) {
 func TestRefundAlreadyRaisedToAFirstAttemptBehindAMesh(t *testing.T) {
 	for _, refusal := range paytmRefusals {
 		t.Run(refusal.code, func(t *testing.T) {
-			requireHeldRefundFirstAttemptForAPerson(t, paytmRefunds(refusal.code, refusal.msg), decodePaytmRefund, paytmRefundRequest, refusal.msg)
+			requireHeldKeyFirstAttemptForAPerson(t, paytmRefunds(refusal.code, refusal.msg), decodePaytmRefund, paytmRefundRequest, refusal.msg)
 		})
 	}
 }
