@@ -80,14 +80,45 @@ func (f *front) req(key string) idem.Request {
 
 // page writes an intermediary's own answer.
 func page(w http.ResponseWriter, status int, header http.Header, body string) {
-	for name, vals := range header {
-		w.Header()[name] = vals
-	}
+	addHeader(w, header)
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html")
 	}
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, body)
+}
+
+// addHeader adds header's values to w's.
+func addHeader(w http.ResponseWriter, header http.Header) {
+	for name, vals := range header {
+		w.Header()[name] = vals
+	}
+}
+
+// albBadGateway is an AWS load balancer's 502 page, as it answers a
+// request whose origin's answer it lost or that no healthy target took.
+func albBadGateway(w http.ResponseWriter) {
+	page(w, http.StatusBadGateway, http.Header{"Server": {"awselb/2.0"}}, `<html><head><title>502 Bad Gateway</title></head></html>`)
+}
+
+// resultNotFound is a result endpoint's 404 for a key it has no order of.
+func resultNotFound(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = io.WriteString(w, `{"error":"not found"}`)
+}
+
+// cacheHit is a cache's label on an answer it served from its store.
+type cacheHit struct {
+	name  string
+	label http.Header
+}
+
+// forEachCacheHit runs f with each hit's label, a subtest a hit.
+func forEachCacheHit(t *testing.T, hits []cacheHit, f func(t *testing.T, label http.Header)) {
+	for _, h := range hits {
+		t.Run(h.name, func(t *testing.T) { f(t, h.label) })
+	}
 }
 
 // A 206 answers a Range request, which idem never sends (a journaled
@@ -160,7 +191,7 @@ func newQueryCachingAPI(t testing.TB, label http.Header) *queryCachingAPI {
 		if r.Method == http.MethodPost {
 			api.posts++
 			if api.posts == 1 {
-				page(w, http.StatusBadGateway, http.Header{"Server": {"awselb/2.0"}}, `<html><head><title>502 Bad Gateway</title></head></html>`)
+				albBadGateway(w)
 				return
 			}
 			key := r.Header.Get("Idempotency-Key")
@@ -172,16 +203,13 @@ func newQueryCachingAPI(t testing.TB, label http.Header) *queryCachingAPI {
 			return
 		}
 		if body, ok := api.cached[r.URL.Path]; ok {
-			for name, vals := range label {
-				w.Header()[name] = vals
-			}
+			addHeader(w, label)
 			_, _ = w.Write(body)
 			return
 		}
 		id := api.created[r.URL.Query().Get("key")]
 		if id == "" {
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = io.WriteString(w, `{"error":"not found"}`)
+			resultNotFound(w)
 			return
 		}
 		body := []byte(`{"id":"` + id + `","status":"succeeded"}`)
@@ -197,31 +225,26 @@ func newQueryCachingAPI(t testing.TB, label http.Header) *queryCachingAPI {
 // nothing, or another operation's order is taken for ours and ours is
 // never made.
 func TestCachedResultOfAnotherKeyIsNotOurs(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		label http.Header
-	}{
+	forEachCacheHit(t, []cacheHit{
 		{"Age", http.Header{"Age": {"40"}}},
 		{"X-Cache", http.Header{"X-Cache": {"Hit from cloudfront"}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			api := newQueryCachingAPI(t, tc.label)
-			api.created["other"] = "ord_other" // another operation, settled
-			// Someone reads its result: the CDN stores the answer under
-			// /v1/results, whatever the key.
-			resp, err := api.Client().Get(api.URL + "/v1/results?key=other")
-			require.NoError(t, err)
-			_ = resp.Body.Close()
+	}, func(t *testing.T, label http.Header) {
+		api := newQueryCachingAPI(t, label)
+		api.created["other"] = "ord_other" // another operation, settled
+		// Someone reads its result: the CDN stores the answer under
+		// /v1/results, whatever the key.
+		resp, err := api.Client().Get(api.URL + "/v1/results?key=other")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
 
-			c := clientFor(t, api.Server, idemtest.NewClock(epoch), idem.WithResultEndpoint(api.URL+"/v1/results?key={key}"))
-			res, err := c.Submit(t.Context(), idem.Request{Key: "mine", URL: api.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
-			require.NotEqual(t, "ord_other", res.ResourceID, "another operation's order taken for ours")
-			require.NoError(t, err, "the resend with the same key settles it")
-			require.Equal(t, idem.StateSucceeded, res.State)
-			require.Equal(t, "ord_mine", res.ResourceID)
-			require.Equal(t, 2, api.posts, "one 502 from the front, one resend that executed")
-		})
-	}
+		c := clientFor(t, api.Server, idemtest.NewClock(epoch), idem.WithResultEndpoint(api.URL+"/v1/results?key={key}"))
+		res, err := c.Submit(t.Context(), idem.Request{Key: "mine", URL: api.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
+		require.NotEqual(t, "ord_other", res.ResourceID, "another operation's order taken for ours")
+		require.NoError(t, err, "the resend with the same key settles it")
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, "ord_mine", res.ResourceID)
+		require.Equal(t, 2, api.posts, "one 502 from the front, one resend that executed")
+	})
 }
 
 // A cached answer to a result query that names our key is ours, if
