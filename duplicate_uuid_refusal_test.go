@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/idemtest"
 )
 
 // trustlyPayouts is Trustly's JSON-RPC 1.1 API (eu.developers.trustly.com,
@@ -112,11 +111,7 @@ func TestDuplicateUUIDToAFirstAttemptBehindAMesh(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := &trustlyPayouts{}
 			sidecar := retryingSidecar(t, p.serve)
-			opts := []idem.Option{idem.WithKeyInBody()}
-			if dec != nil {
-				opts = append(opts, idem.WithDecoder(dec))
-			}
-			c := clientFor(t, sidecar, idemtest.NewClock(epoch), opts...)
+			c := heldKeyClient(t, sidecar, dec)
 
 			requireLeftForAPerson(t, c, idem.Request{Key: "payout-7f3c9a", URL: sidecar.URL + "/api/1", Body: []byte(trustlyPayout)},
 				"ERROR_DUPLICATE_UUID")
