@@ -117,9 +117,7 @@ func TestCachedResultKeyInQueryStringAndPathStillProvesNothing(t *testing.T) {
 // forgot the key: flagged "key expired", never resent (a resend would be
 // executed afresh). Default settings but the clock.
 func TestCachedGoneForTheKeysPathFlagsKeyExpired(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorAfterCommit}))
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		if r.Method != http.MethodGet {

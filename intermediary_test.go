@@ -134,9 +134,7 @@ func TestPartialContentProvesNothing(t *testing.T) {
 		}
 	}
 	t.Run("submit", func(t *testing.T) {
-		srv, err := idemtest.NewServer()
-		require.NoError(t, err)
-		t.Cleanup(srv.Close)
+		srv := newServer(t)
 		cached := partial(`{"id":"ord_cached","status":"succeeded"}`)
 		f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 			return r.Method != http.MethodGet && cached(w, r, n, forward)
@@ -149,9 +147,7 @@ func TestPartialContentProvesNothing(t *testing.T) {
 		require.Positive(t, f.gets, "the result endpoint was asked")
 	})
 	t.Run("result query", func(t *testing.T) {
-		srv, err := idemtest.NewServer()
-		require.NoError(t, err)
-		t.Cleanup(srv.Close)
+		srv := newServer(t)
 		require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Count: 100}))
 		cached := partial(`{"state":"succeeded","resourceId":"ord_cached","key":"k"}`)
 		f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
@@ -250,9 +246,7 @@ func TestCachedResultOfAnotherKeyIsNotOurs(t *testing.T) {
 // A cached answer to a result query that names our key is ours, if
 // stale: it settles as the server's own would.
 func TestCachedResultNamingOurKeySettles(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorAfterCommit}))
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		if r.Method != http.MethodGet {
@@ -281,9 +275,7 @@ func TestCachedResultNamingOurKeySettles(t *testing.T) {
 // error says where the redirect points and what to do, without the
 // redirect's query string (a login redirect may carry a token).
 func TestRedirectToLoginIsExplained(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		if r.Header.Get("Idempotency-Key") != "k" && r.Method != http.MethodGet {
 			page(w, http.StatusBadRequest, nil, "no key")
@@ -322,9 +314,7 @@ func TestRedirectToLoginIsExplained(t *testing.T) {
 // so the operation fails at once, never resent, and its reason says
 // that idem did send a key, which points at what sits in between.
 func TestStrippedKeyHeaderFailsOnceAndSaysSo(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		r.Header.Del("Idempotency-Key")
 		return false
@@ -392,9 +382,7 @@ func TestIntermediaryPagesOnSubmit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := idemtest.NewServer()
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t)
 			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 				if r.Method == http.MethodGet || tc.reached && n > 1 {
 					return false
@@ -449,9 +437,7 @@ func TestInformationalOnlyAnswer(t *testing.T) {
 		{"one 103, origin never saw it", false, 1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := idemtest.NewServer()
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t)
 			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 				if r.Method == http.MethodGet || n > 1 {
 					return false
@@ -485,9 +471,7 @@ func TestInformationalOnlyAnswer(t *testing.T) {
 // operation is flagged for a person instead of resent until the
 // reconciliation deadline.
 func TestStrippedKeyHeaderAfterALostAnswerIsFlagged(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		if n == 1 {
 			forward()
@@ -523,9 +507,7 @@ func TestCachedGoneOfAnotherKeyIsNotOurs(t *testing.T) {
 		{"404 saying the idempotency key expired", http.StatusNotFound, `{"error":"idempotency key expired"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := idemtest.NewServer()
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t)
 			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorAfterCommit}))
 			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 				if r.Method != http.MethodGet {

@@ -72,9 +72,7 @@ type outageJournal struct {
 func newOutageJournal(t *testing.T, start time.Time) *outageJournal {
 	t.Helper()
 	clock := idemtest.NewClock(start)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now))
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, store.Close()) })
