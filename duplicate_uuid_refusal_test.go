@@ -62,8 +62,7 @@ func (p *trustlyPayouts) serve(w http.ResponseWriter, r *http.Request) {
 		refuse(637, "ERROR_DUPLICATE_MESSAGE_ID")
 	default:
 		p.payouts = append(p.payouts, call.Params.Data.MessageID)
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+		podReset(w)
 	}
 }
 

@@ -47,8 +47,7 @@ func (p *heldKeys) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	p.keys = append(p.keys, key)
 	if p.unavailable {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+		podReset(w)
 		return
 	}
 	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
