@@ -102,9 +102,7 @@ func (x *lostCreates) lookup(w http.ResponseWriter, r *http.Request, param strin
 	b, _ := io.ReadAll(r.Body)
 	if r.Method == http.MethodPost {
 		x.posts = append(x.posts, string(b))
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return "", false
 	}
 	key = r.URL.Query().Get(param)

@@ -98,9 +98,7 @@ func (ct *ctResources) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
 		podReset(w)
 	case len(ct.creates) <= ct.lose:
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 	default:
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, ct.render(id, key))

@@ -426,9 +426,7 @@ func TestDuplicateOrderToAResendAfterALostAnswer(t *testing.T) {
 		}
 		mu.Unlock()
 		if first { // placed; the connection drops before the answer
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				_ = conn.Close()
-			}
+			dropConnection(w)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -70,9 +70,7 @@ func (x *envelopeExchange) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	x.orders = append(x.orders, id)
 	if len(x.creates) == 1 {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	_, _ = io.WriteString(w, x.accepted(len(x.orders), id))

@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -16,4 +17,12 @@ func newServer(t testing.TB, opts ...idemtest.Option) *idemtest.Server {
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// dropConnection closes the connection of w's request with no answer:
+// an answer lost after the server took the request.
+func dropConnection(w http.ResponseWriter) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		_ = conn.Close()
+	}
 }

@@ -85,9 +85,7 @@ func (s *numbered) count() int {
 
 // loseAnswer closes the connection without an answer: lost on the way.
 func loseAnswer(w http.ResponseWriter, _ *http.Request) {
-	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-		_ = conn.Close()
-	}
+	dropConnection(w)
 }
 
 func (s *ignoringCharges) req() idem.Request {

@@ -50,9 +50,7 @@ func (p *heldKeys) serve(w http.ResponseWriter, r *http.Request) {
 		podReset(w)
 		return
 	}
-	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-		_ = conn.Close()
-	}
+	dropConnection(w)
 }
 
 // heldKeyClient is a client of srv with the key in the body, reading

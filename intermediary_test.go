@@ -449,9 +449,7 @@ func TestInformationalOnlyAnswer(t *testing.T) {
 					w.Header().Set("Link", "</style.css>; rel=preload")
 					w.WriteHeader(http.StatusEarlyHints)
 				}
-				if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-					_ = conn.Close()
-				}
+				dropConnection(w)
 				return true
 			})
 			res, err := f.client(t).Submit(t.Context(), f.req("k"))
