@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/idemkit/idem"
@@ -23,10 +22,7 @@ import (
 // (heldKeys).
 func krakenFutures() *heldKeys {
 	return &heldKeys{
-		keyOf: func(body []byte) string {
-			form, _ := url.ParseQuery(string(body))
-			return form.Get("cliOrdId")
-		},
+		keyOf: formField("cliOrdId"),
 		refusal: func(string) string {
 			return `{"result":"success","sendStatus":{"status":"clientOrderIdAlreadyExist","receivedTime":"2026-12-05T11:00:00.000Z"},"serverTime":"2026-12-05T11:00:00.000Z"}`
 		},

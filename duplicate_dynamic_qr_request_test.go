@@ -17,13 +17,7 @@ import (
 func payPayCodes() *heldKeys {
 	return &heldKeys{
 		status: http.StatusBadRequest,
-		keyOf: func(body []byte) string {
-			var v struct {
-				MerchantPaymentID string `json:"merchantPaymentId"`
-			}
-			_ = json.Unmarshal(body, &v)
-			return v.MerchantPaymentID
-		},
+		keyOf:  jsonMember("merchantPaymentId"),
 		refusal: func(string) string {
 			return `{"resultInfo":{"code":"DUPLICATE_DYNAMIC_QR_REQUEST","message":"Duplicate Dynamic QR request error","codeId":"01652073"},"data":null}`
 		},

@@ -31,11 +31,8 @@ import (
 // hears.
 func binanceOrigin() *heldKeys {
 	return &heldKeys{
-		status: http.StatusBadRequest,
-		keyOf: func(b []byte) string {
-			form, _ := url.ParseQuery(string(b))
-			return form.Get("newClientOrderId")
-		},
+		status:  http.StatusBadRequest,
+		keyOf:   formField("newClientOrderId"),
 		refusal: func(string) string { return `{"code":-2010,"msg":"Duplicate order sent."}` },
 	}
 }

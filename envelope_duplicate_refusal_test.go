@@ -245,13 +245,7 @@ func TestEnvelopeDuplicateRefusalToAResendIsNoFailure(t *testing.T) {
 // Kucoin/kucoin-python-sdk#22).
 func kucoinOrigin() *heldKeys {
 	return &heldKeys{
-		keyOf: func(b []byte) string {
-			var v struct {
-				ClientOid string `json:"clientOid"`
-			}
-			_ = json.Unmarshal(b, &v)
-			return v.ClientOid
-		},
+		keyOf:   jsonMember("clientOid"),
 		refusal: func(string) string { return `{"code":"400100","msg":"validation.createOrder.clientOidDuplicated"}` },
 	}
 }

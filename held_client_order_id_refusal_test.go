@@ -77,13 +77,7 @@ var heldIDVenues = []struct {
 	{"bitvavo 220", bitvavoRequest, "clientOrderId conflict", func() *heldKeys {
 		return &heldKeys{
 			status: http.StatusBadRequest,
-			keyOf: func(b []byte) string {
-				var v struct {
-					ClientOrderID string `json:"clientOrderId"`
-				}
-				_ = json.Unmarshal(b, &v)
-				return v.ClientOrderID
-			},
+			keyOf:  jsonMember("clientOrderId"),
 			refusal: func(string) string {
 				return `{"errorCode":220,"error":"clientOrderId conflict within the market."}`
 			},

@@ -1,9 +1,11 @@
 package idem_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"sync"
 	"testing"
@@ -51,6 +53,29 @@ func (p *heldKeys) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	dropConnection(w)
+}
+
+// jsonMember reads a request's key from its JSON body: the string at
+// path, a member name an object deep; "" when there is none.
+func jsonMember(path ...string) func(body []byte) string {
+	return func(body []byte) string {
+		var v any
+		_ = json.Unmarshal(body, &v)
+		for _, name := range path {
+			obj, _ := v.(map[string]any)
+			v = obj[name]
+		}
+		key, _ := v.(string)
+		return key
+	}
+}
+
+// formField reads a request's key from its form body: the field name.
+func formField(name string) func(body []byte) string {
+	return func(body []byte) string {
+		form, _ := url.ParseQuery(string(body))
+		return form.Get(name)
+	}
 }
 
 // heldKeyClient is a client of srv with the key in the body, reading

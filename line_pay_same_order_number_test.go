@@ -16,13 +16,7 @@ import (
 // "0000" a success (enylin/line-pay-merchant's README sample).
 func linePayRequests() *heldKeys {
 	return &heldKeys{
-		keyOf: func(body []byte) string {
-			var v struct {
-				OrderID string `json:"orderId"`
-			}
-			_ = json.Unmarshal(body, &v)
-			return v.OrderID
-		},
+		keyOf: jsonMember("orderId"),
 		refusal: func(string) string {
 			return `{"returnCode":"1172","returnMessage":"There is a record of transaction with the same order number."}`
 		},

@@ -19,14 +19,8 @@ import (
 // 503 reset after the charge, and the sidecar sends its copy (heldKeys).
 func payuOrders() *heldKeys {
 	return &heldKeys{
-		status: http.StatusBadRequest,
-		keyOf: func(b []byte) string {
-			var v struct {
-				ExtOrderID string `json:"extOrderId"`
-			}
-			_ = json.Unmarshal(b, &v)
-			return v.ExtOrderID
-		},
+		status:  http.StatusBadRequest,
+		keyOf:   jsonMember("extOrderId"),
 		refusal: func(string) string { return `{"status":{"statusCode":"ERROR_ORDER_NOT_UNIQUE"}}` },
 	}
 }

@@ -20,15 +20,7 @@ import (
 // POST of a signed body, so no result endpoint.
 func paytmRefunds(code, msg string) *heldKeys {
 	return &heldKeys{
-		keyOf: func(body []byte) string {
-			var v struct {
-				Body struct {
-					RefID string `json:"refId"`
-				} `json:"body"`
-			}
-			_ = json.Unmarshal(body, &v)
-			return v.Body.RefID
-		},
+		keyOf: jsonMember("body", "refId"),
 		refusal: func(refID string) string {
 			return fmt.Sprintf(`{"head":{"clientId":"C11","responseTimestamp":"1764960000000","signature":"c2ln","version":"v1"},`+
 				`"body":{"txnTimestamp":"2026-12-05 19:00:00.0","orderId":"ORD_98765","mid":"INTEGR7769XXXXXX9383","refId":%q,`+

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strconv"
 	"testing"
 
@@ -23,10 +22,7 @@ import (
 // lookups are POSTs of the same form, so no result endpoint.
 func payuRefunds(msg string, code int) *heldKeys {
 	return &heldKeys{
-		keyOf: func(body []byte) string {
-			form, _ := url.ParseQuery(string(body))
-			return form.Get("var2")
-		},
+		keyOf:   formField("var2"),
 		refusal: func(string) string { return fmt.Sprintf(`{"status":0,"msg":%q,"error_code":%d}`, msg, code) },
 	}
 }

@@ -17,15 +17,7 @@ import (
 // is billed twice, so the refusal must never read as failed.
 func lagoEvents() *heldKeys {
 	return &heldKeys{
-		keyOf: func(body []byte) string {
-			var v struct {
-				Event struct {
-					TransactionID string `json:"transaction_id"`
-				} `json:"event"`
-			}
-			_ = json.Unmarshal(body, &v)
-			return v.Event.TransactionID
-		},
+		keyOf:  jsonMember("event", "transaction_id"),
 		status: 422,
 		refusal: func(string) string {
 			return `{"status":422,"error":"Unprocessable Entity","code":"validation_errors",` +
