@@ -33,30 +33,24 @@ type bitvavoBook struct {
 	// connection drops.
 	first *shape
 
-	mu      sync.Mutex
-	posts   []string // each create's body
-	queries []string // each lookup's clientOrderId
+	lostCreates // the lookups by clientOrderId
 }
 
 func (x *bitvavoBook) serve(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
 	w.Header().Set("Content-Type", "application/json")
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if r.Method == http.MethodPost {
+	if r.Method == http.MethodPost && x.first != nil {
+		b, _ := io.ReadAll(r.Body)
 		x.posts = append(x.posts, string(b))
-		if x.first != nil {
-			w.WriteHeader(x.first.status)
-			_, _ = io.WriteString(w, x.first.body)
-			return
-		}
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		w.WriteHeader(x.first.status)
+		_, _ = io.WriteString(w, x.first.body)
 		return
 	}
-	id := r.URL.Query().Get("clientOrderId")
-	x.queries = append(x.queries, id)
+	id, ok := x.lookup(w, r, "clientOrderId")
+	if !ok {
+		return
+	}
 	if len(x.posts) == 0 || x.lagging > 0 {
 		x.lagging--
 		w.WriteHeader(http.StatusNotFound)
@@ -90,6 +84,30 @@ func decodeBitvavo(a *idem.Answer) (idem.Outcome, error) {
 		return idem.Outcome{State: idem.StateFailed, ResourceID: v.OrderID, Reason: "rejected"}, nil
 	}
 	return idem.Outcome{State: idem.StateSucceeded, ResourceID: v.OrderID}, nil
+}
+
+// lostCreates is the log of an API whose every create is taken and its
+// answer lost (the connection drops after the server took it), and of
+// its lookups, each by the key in one query parameter.
+type lostCreates struct {
+	mu      sync.Mutex
+	posts   []string // each create's body
+	queries []string // each lookup's key
+}
+
+// lookup logs r, x.mu held: a create (POST) it takes and drops the
+// connection of, answering nothing (ok false); a lookup it answers the
+// key of, in the query parameter param.
+func (x *lostCreates) lookup(w http.ResponseWriter, r *http.Request, param string) (key string, ok bool) {
+	b, _ := io.ReadAll(r.Body)
+	if r.Method == http.MethodPost {
+		x.posts = append(x.posts, string(b))
+		dropConnection(w)
+		return "", false
+	}
+	key = r.URL.Query().Get(param)
+	x.queries = append(x.queries, key)
+	return key, true
 }
 
 // An order whose answer was lost is read back by its clientOrderId, with

@@ -84,9 +84,7 @@ func (b *braintreeCharges) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	switch fault {
 	case "lost":
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 	case "INTERNAL":
 		_, _ = io.WriteString(w, braintreeError(fault, "null", "An unexpected error occurred"))
 	case "SERVICE_AVAILABILITY":

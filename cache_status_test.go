@@ -125,9 +125,7 @@ func TestCachedReplayIsNotTheServersWord(t *testing.T) {
 			`{"error":{"code":409,"type":"invalid_state","errors":[{"reason":"idempotent_creation_conflict","message":"A resource has already been created with this idempotency key","links":{"conflicting_resource_id":"PM_someone_elses"}}]}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := idemtest.NewServer()
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t)
 			h := http.Header{"Content-Type": {"application/json"}, "X-Cache-Status": {"HIT"}}
 			for name, vals := range tc.header {
 				h[name] = vals

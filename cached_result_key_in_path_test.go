@@ -42,20 +42,17 @@ func newPathResultAPI(t testing.TB, label http.Header) *pathResultAPI {
 			if api.orders[key] == 0 {
 				api.orders[key] = 1
 			}
-			page(w, http.StatusBadGateway, http.Header{"Server": {"awselb/2.0"}}, `<html><head><title>502 Bad Gateway</title></head></html>`)
+			albBadGateway(w)
 			return
 		}
 		api.queries = append(api.queries, r.URL.Path)
 		key, ok := strings.CutPrefix(r.URL.Path, "/v1/operations/")
-		w.Header().Set("Content-Type", "application/json")
 		if !ok || api.orders[key] == 0 {
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = io.WriteString(w, `{"error":"not found"}`)
+			resultNotFound(w)
 			return
 		}
-		for name, vals := range label {
-			w.Header()[name] = vals
-		}
+		w.Header().Set("Content-Type", "application/json")
+		addHeader(w, label)
 		_, _ = io.WriteString(w, `{"id":"ord_1","status":"succeeded"}`)
 	}))
 	t.Cleanup(api.Close)
@@ -69,28 +66,23 @@ func newPathResultAPI(t testing.TB, label http.Header) *pathResultAPI {
 // submits only ever meet a broken gateway stayed unknown although the
 // server reported its order. Default settings but the clock.
 func TestCachedResultForTheKeysPathSettles(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		label http.Header
-	}{
+	forEachCacheHit(t, []cacheHit{
 		{"Age", http.Header{"Age": {"3"}}},
 		{"X-Cache-Status", http.Header{"X-Cache-Status": {"HIT"}}},
 		{"Cache-Status", http.Header{"Cache-Status": {`nginx; hit; ttl=7`}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			api := newPathResultAPI(t, tc.label)
-			c := clientFor(t, api.Server, idemtest.NewClock(epoch), idem.WithResultEndpoint("/v1/operations/{key}"))
-			res, err := c.Submit(t.Context(), idem.Request{Key: "k-1", URL: api.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
-			require.NoError(t, err, "the result endpoint reported the order")
-			require.Equal(t, idem.StateSucceeded, res.State)
-			require.Equal(t, "ord_1", res.ResourceID)
-			api.mu.Lock()
-			defer api.mu.Unlock()
-			require.Equal(t, 1, api.posts, "submits: settled by the first query, not resent")
-			require.Equal(t, []string{"/v1/operations/k-1"}, api.queries, "result queries")
-			require.Equal(t, map[string]int{"k-1": 1}, api.orders, "orders")
-		})
-	}
+	}, func(t *testing.T, label http.Header) {
+		api := newPathResultAPI(t, label)
+		c := clientFor(t, api.Server, idemtest.NewClock(epoch), idem.WithResultEndpoint("/v1/operations/{key}"))
+		res, err := c.Submit(t.Context(), idem.Request{Key: "k-1", URL: api.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
+		require.NoError(t, err, "the result endpoint reported the order")
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, "ord_1", res.ResourceID)
+		api.mu.Lock()
+		defer api.mu.Unlock()
+		require.Equal(t, 1, api.posts, "submits: settled by the first query, not resent")
+		require.Equal(t, []string{"/v1/operations/k-1"}, api.queries, "result queries")
+		require.Equal(t, map[string]int{"k-1": 1}, api.orders, "orders")
+	})
 }
 
 // The key in the query string still proves nothing, even when it also
@@ -125,9 +117,7 @@ func TestCachedResultKeyInQueryStringAndPathStillProvesNothing(t *testing.T) {
 // forgot the key: flagged "key expired", never resent (a resend would be
 // executed afresh). Default settings but the clock.
 func TestCachedGoneForTheKeysPathFlagsKeyExpired(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorAfterCommit}))
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		if r.Method != http.MethodGet {

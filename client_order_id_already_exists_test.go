@@ -3,18 +3,10 @@ package idem_test
 import (
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"slices"
-	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/idemtest"
 )
 
 // krakenFutures is Kraken Futures' POST /derivatives/api/v3/sendorder
@@ -26,37 +18,14 @@ import (
 // and nautilus_kraken's KrakenSendStatus list them). Its order lookup is
 // a signed POST (/orders/status), so no result endpoint.
 //
-// The first create places a resting limit order; then lost says how its
-// answer is lost: the connection dropped (Submit resends), or a 503 from
-// the client's own sidecar, which sends its copy (retryingSidecar).
-type krakenFutures struct {
-	unavailable bool // the first create's answer: a 503 rather than a dropped connection
-
-	mu      sync.Mutex
-	orders  []string // the cliOrdId of each order placed
-	creates []string // each create's body
-}
-
-func (x *krakenFutures) serve(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	form, _ := url.ParseQuery(string(b))
-	id := form.Get("cliOrdId")
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.creates = append(x.creates, string(b))
-	if slices.Contains(x.orders, id) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"result":"success","sendStatus":{"status":"clientOrderIdAlreadyExist","receivedTime":"2026-12-05T11:00:00.000Z"},"serverTime":"2026-12-05T11:00:00.000Z"}`)
-		return
-	}
-	x.orders = append(x.orders, id)
-	if x.unavailable {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
-		return
-	}
-	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-		_ = conn.Close()
+// The first create places a resting limit order; then its answer is lost
+// (heldKeys).
+func krakenFutures() *heldKeys {
+	return &heldKeys{
+		keyOf: formField("cliOrdId"),
+		refusal: func(string) string {
+			return `{"result":"success","sendStatus":{"status":"clientOrderIdAlreadyExist","receivedTime":"2026-12-05T11:00:00.000Z"},"serverTime":"2026-12-05T11:00:00.000Z"}`
+		},
 	}
 }
 
@@ -97,33 +66,12 @@ func krakenFuturesRequest(base string) idem.Request {
 // Bybit's 110072 does: left for a person (ReviewRefusedAfterSend), one
 // order, every create the same bytes.
 func TestClientOrderIDAlreadyExistToAResendIsNoFailure(t *testing.T) {
-	x := &krakenFutures{}
-	srv := httptest.NewServer(http.HandlerFunc(x.serve))
-	t.Cleanup(srv.Close)
-	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeKrakenFutures))
-	req := krakenFuturesRequest(srv.URL)
-
-	res, err := c.Submit(t.Context(), req)
-	requireRefusedAfterSend(t, c, res, err, req.Key, "order resting under the id")
-
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	require.Equal(t, []string{req.Key}, x.orders, "orders")
-	require.Equal(t, slices.Repeat([]string{krakenFuturesOrder}, 4), x.creates, "creates")
+	requireHeldKeyResendForAPerson(t, krakenFutures(), decodeKrakenFutures, krakenFuturesRequest)
 }
 
 // The same refusal to idem's first attempt answers its sidecar's copy
 // (Istio retries a 503 reset before headers): the order is ours, flagged
 // for a person (ReviewKeyInUse), never failed nor resent.
 func TestClientOrderIDAlreadyExistToAFirstAttemptBehindAMesh(t *testing.T) {
-	x := &krakenFutures{unavailable: true}
-	sidecar := retryingSidecar(t, x.serve)
-	c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeKrakenFutures))
-
-	requireLeftForAPerson(t, c, krakenFuturesRequest(sidecar.URL), "clientOrderIdAlreadyExist")
-
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	require.Len(t, x.orders, 1, "orders")
-	require.Equal(t, []string{krakenFuturesOrder, krakenFuturesOrder}, x.creates, "copies: ours and the sidecar's, nothing resent")
+	requireHeldKeyFirstAttemptForAPerson(t, krakenFutures(), decodeKrakenFutures, krakenFuturesRequest, "clientOrderIdAlreadyExist")
 }

@@ -87,9 +87,7 @@ func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if first {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	_, _ = io.WriteString(w, spotOrder(n, id))
@@ -437,9 +435,7 @@ func (x *alpacaOrders) serve(w http.ResponseWriter, r *http.Request) {
 		if !x.notPlaced {
 			x.orders = append(x.orders, v.ClientOrderID)
 		}
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	x.orders = append(x.orders, v.ClientOrderID)

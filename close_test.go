@@ -368,9 +368,7 @@ func TestShutdownUnderLoadLosesNothing(t *testing.T) {
 // without hanging and without claiming an outcome it could not journal;
 // after a restart the operation is still open and settles exactly once.
 func TestCloseWhileInFlight(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	g := newGate()
 	g.base = srv.Client().Transport
 	path := t.TempDir() + "/j"

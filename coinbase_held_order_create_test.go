@@ -67,9 +67,7 @@ func (s *heldOrderBook) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if cut {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

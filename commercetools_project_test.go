@@ -96,12 +96,9 @@ func (ct *ctResources) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"statusCode":500,"message":"Write operations are temporarily not possible.","errors":[{"code":"General","message":"Write operations are temporarily not possible."}]}`)
 	case ct.unavailable && len(ct.creates) == 1:
 		w.Header().Set("Content-Type", "text/plain")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+		podReset(w)
 	case len(ct.creates) <= ct.lose:
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 	default:
 		w.WriteHeader(http.StatusCreated)
 		_, _ = io.WriteString(w, ct.render(id, key))

@@ -395,9 +395,7 @@ func readCommitTrace(t *testing.T, path string) commitCalls {
 // runs the child under strace with args, returning what it reported.
 func runCommitChild(t *testing.T, strace, mode, template string, args ...string) commitRun {
 	t.Helper()
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	data, err := os.ReadFile(template)
 	require.NoError(t, err)

@@ -3,10 +3,8 @@ package idem_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -37,24 +35,16 @@ type deribit struct {
 	sameSize              bool
 	instrument, direction string
 
-	mu      sync.Mutex
-	posts   []string
-	queries []string
+	lostCreates // the lookups by label
 }
 
 func (x *deribit) serve(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if r.Method == http.MethodPost {
-		x.posts = append(x.posts, string(b))
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+	label, ok := x.lookup(w, r, "label")
+	if !ok {
 		return
 	}
-	label := r.URL.Query().Get("label")
-	x.queries = append(x.queries, label)
 	w.Header().Set("Content-Type", "application/json")
 	price, amount := 85000.0, 10.0
 	instrument, direction := "BTC-PERPETUAL", "buy"

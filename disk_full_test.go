@@ -229,9 +229,7 @@ func runDiskFull(t *testing.T, disk fullDisk) {
 	const n, late = 24, 8 // before the disk fills, and on the full disk
 	const lag = 12 * time.Hour
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(30*24*time.Hour))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now), idemtest.WithRetention(30*24*time.Hour))
 	lossy := &lossyTransport{base: srv.Client().Transport, keys: map[string]bool{}}
 	lossy.on.Store(true)
 	for i := range n + late {

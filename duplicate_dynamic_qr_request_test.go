@@ -14,16 +14,10 @@ import (
 // "Duplicate Dynamic QR request error","codeId":"01652073"}} (the error
 // table of PayPay's OPA SDKs' READMes, paypay/paypayopa-sdk-*), never
 // the code it made.
-func payPayCodes() *heldRefunds {
-	return &heldRefunds{
+func payPayCodes() *heldKeys {
+	return &heldKeys{
 		status: http.StatusBadRequest,
-		keyOf: func(body []byte) string {
-			var v struct {
-				MerchantPaymentID string `json:"merchantPaymentId"`
-			}
-			_ = json.Unmarshal(body, &v)
-			return v.MerchantPaymentID
-		},
+		keyOf:  jsonMember("merchantPaymentId"),
 		refusal: func(string) string {
 			return `{"resultInfo":{"code":"DUPLICATE_DYNAMIC_QR_REQUEST","message":"Duplicate Dynamic QR request error","codeId":"01652073"},"data":null}`
 		},
@@ -60,7 +54,7 @@ func payPayCodeRequest(base string) idem.Request {
 // PayPay's 400 to the resend after a lost answer: the code under the
 // merchantPaymentId exists, for a person, never failed.
 func TestDuplicateDynamicQRRequestToAResendIsNoFailure(t *testing.T) {
-	requireHeldRefundResendForAPerson(t, payPayCodes(), decodePayPayCode, payPayCodeRequest)
+	requireHeldKeyResendForAPerson(t, payPayCodes(), decodePayPayCode, payPayCodeRequest)
 }
 
 // The same 400 to idem's first attempt answers its sidecar's copy: the
@@ -68,5 +62,5 @@ func TestDuplicateDynamicQRRequestToAResendIsNoFailure(t *testing.T) {
 // only: the refusal's words are nested in resultInfo, where the
 // summary of a 4xx's body does not look.
 func TestDuplicateDynamicQRRequestToAFirstAttemptBehindAMesh(t *testing.T) {
-	requireHeldRefundFirstAttemptForAPerson(t, payPayCodes(), decodePayPayCode, payPayCodeRequest, "400: Bad Request")
+	requireHeldKeyFirstAttemptForAPerson(t, payPayCodes(), decodePayPayCode, payPayCodeRequest, "400: Bad Request")
 }

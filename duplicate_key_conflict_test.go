@@ -163,8 +163,7 @@ func TestXenditDuplicateTransactionToAFirstAttemptBehindAMesh(t *testing.T) {
 				}
 				used[key] = true
 				disbursements++
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+				podReset(w)
 			})
 			c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare))
 			req := idem.Request{Key: "disb-7", URL: sidecar.URL + "/disbursements",

@@ -29,21 +29,17 @@ import (
 // connection resets (503) before its answer is out, so the sidecar sends
 // the same bytes again, and the refusal of that copy is all the client
 // hears.
-type binanceOrigin struct {
-	mu     sync.Mutex
-	orders int
-	bodies []string // each submit's body, as it reached the exchange
-	placed map[string]bool
+func binanceOrigin() *heldKeys {
+	return &heldKeys{
+		status:  http.StatusBadRequest,
+		keyOf:   formField("newClientOrderId"),
+		refusal: func(string) string { return `{"code":-2010,"msg":"Duplicate order sent."}` },
+	}
 }
 
-func (o *binanceOrigin) serve(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	form, _ := url.ParseQuery(string(b))
-	id := form.Get("newClientOrderId")
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.bodies = append(o.bodies, string(b))
-	makeOrRefuse(w, o.placed, &o.orders, id, `{"code":-2010,"msg":"Duplicate order sent."}`)
+func binanceOrderRequest(base string) idem.Request {
+	return idem.Request{Key: "ord-7", URL: base + "/api/v3/order", Body: []byte("symbol=BTCUSDT&side=BUY&type=MARKET&quantity=0.01&newClientOrderId=ord-7"),
+		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}}
 }
 
 // The exchange's "Duplicate order sent." to idem's first attempt refuses
@@ -52,19 +48,7 @@ func (o *binanceOrigin) serve(w http.ResponseWriter, r *http.Request) {
 // position; it is flagged for a person, as a key said to be used is, and
 // nothing sends it again.
 func TestDuplicateOrderToAFirstAttemptBehindAMesh(t *testing.T) {
-	o := &binanceOrigin{placed: map[string]bool{}}
-	sidecar := retryingSidecar(t, o.serve)
-	c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyInBody())
-	body := "symbol=BTCUSDT&side=BUY&type=MARKET&quantity=0.01&newClientOrderId=ord-7"
-	req := idem.Request{Key: "ord-7", URL: sidecar.URL + "/api/v3/order", Body: []byte(body),
-		Header: http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}}
-
-	requireLeftForAPerson(t, c, req, "Duplicate order sent.")
-
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	require.Equal(t, 1, o.orders, "orders")
-	require.Equal(t, []string{body, body}, o.bodies, "copies: ours and the sidecar's, the same bytes, nothing resent")
+	requireHeldKeyFirstAttemptForAPerson(t, binanceOrigin(), nil, binanceOrderRequest, "Duplicate order sent.")
 }
 
 // An orders service whose table is keyed by the client's order id
@@ -439,9 +423,7 @@ func TestDuplicateOrderToAResendAfterALostAnswer(t *testing.T) {
 		}
 		mu.Unlock()
 		if first { // placed; the connection drops before the answer
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				_ = conn.Close()
-			}
+			dropConnection(w)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

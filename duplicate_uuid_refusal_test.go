@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/idemtest"
 )
 
 // trustlyPayouts is Trustly's JSON-RPC 1.1 API (eu.developers.trustly.com,
@@ -63,8 +62,7 @@ func (p *trustlyPayouts) serve(w http.ResponseWriter, r *http.Request) {
 		refuse(637, "ERROR_DUPLICATE_MESSAGE_ID")
 	default:
 		p.payouts = append(p.payouts, call.Params.Data.MessageID)
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+		podReset(w)
 	}
 }
 
@@ -112,11 +110,7 @@ func TestDuplicateUUIDToAFirstAttemptBehindAMesh(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			p := &trustlyPayouts{}
 			sidecar := retryingSidecar(t, p.serve)
-			opts := []idem.Option{idem.WithKeyInBody()}
-			if dec != nil {
-				opts = append(opts, idem.WithDecoder(dec))
-			}
-			c := clientFor(t, sidecar, idemtest.NewClock(epoch), opts...)
+			c := heldKeyClient(t, sidecar, dec)
 
 			requireLeftForAPerson(t, c, idem.Request{Key: "payout-7f3c9a", URL: sidecar.URL + "/api/1", Body: []byte(trustlyPayout)},
 				"ERROR_DUPLICATE_UUID")

@@ -70,9 +70,7 @@ func (x *envelopeExchange) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	x.orders = append(x.orders, id)
 	if len(x.creates) == 1 {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	_, _ = io.WriteString(w, x.accepted(len(x.orders), id))
@@ -245,25 +243,16 @@ func TestEnvelopeDuplicateRefusalToAResendIsNoFailure(t *testing.T) {
 // {"code":"400100","msg":"validation.createOrder.clientOidDuplicated"}
 // (JKorf/Kucoin.Net#120; KuCoin answers its business errors 200 OK,
 // Kucoin/kucoin-python-sdk#22).
-type kucoinOrigin struct {
-	mu     sync.Mutex
-	orders int
-	bodies []string
+func kucoinOrigin() *heldKeys {
+	return &heldKeys{
+		keyOf:   jsonMember("clientOid"),
+		refusal: func(string) string { return `{"code":"400100","msg":"validation.createOrder.clientOidDuplicated"}` },
+	}
 }
 
-func (o *kucoinOrigin) serve(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.bodies = append(o.bodies, string(b))
-	if o.orders > 0 {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"code":"400100","msg":"validation.createOrder.clientOidDuplicated"}`)
-		return
-	}
-	o.orders++
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+func kucoinOrderRequest(base string) idem.Request {
+	return idem.Request{Key: "ord-7", URL: base + "/api/v1/orders", Body: []byte(`{"clientOid":"ord-7","side":"buy","symbol":"BTC-USDT","type":"market","funds":"100"}`),
+		Header: http.Header{"Content-Type": {"application/json"}}}
 }
 
 // The 200 duplicate refusal to idem's first attempt answers the sidecar's
@@ -272,17 +261,5 @@ func (o *kucoinOrigin) serve(w http.ResponseWriter, r *http.Request) {
 // It is flagged for a person, as Binance's 400 -2010 to a first attempt
 // is (TestDuplicateOrderToAFirstAttemptBehindAMesh), and never resent.
 func TestEnvelopeDuplicateRefusalToAFirstAttemptBehindAMesh(t *testing.T) {
-	o := &kucoinOrigin{}
-	sidecar := retryingSidecar(t, o.serve)
-	c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeKuCoin))
-	body := `{"clientOid":"ord-7","side":"buy","symbol":"BTC-USDT","type":"market","funds":"100"}`
-	req := idem.Request{Key: "ord-7", URL: sidecar.URL + "/api/v1/orders", Body: []byte(body),
-		Header: http.Header{"Content-Type": {"application/json"}}}
-
-	requireLeftForAPerson(t, c, req, "clientOidDuplicated")
-
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	require.Equal(t, 1, o.orders, "orders")
-	require.Equal(t, []string{body, body}, o.bodies, "copies: ours and the sidecar's, the same bytes, nothing resent")
+	requireHeldKeyFirstAttemptForAPerson(t, kucoinOrigin(), decodeKuCoin, kucoinOrderRequest, "clientOidDuplicated")
 }

@@ -52,9 +52,7 @@ func (x *freedIDExchange) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	x.funds--
 	x.orders++
-	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-		_ = conn.Close()
-	}
+	dropConnection(w)
 }
 
 // decodeKraken reads AddOrder's answer as a user writes it: the order's

@@ -33,9 +33,7 @@ import (
 func stripeBacklog(t *testing.T, prefix string, n int) (clock *idemtest.Clock, srv *idemtest.Server, path string, keys []string) {
 	t.Helper()
 	clock = idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv = newServer(t, idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
 	path = filepath.Join(t.TempDir(), "idem.journal")
 	return clock, srv, path, lostNumbered(t, srv, clock, path, prefix, n)
 }
@@ -432,9 +430,7 @@ func resumeReplayed(t *testing.T, skew time.Duration, wrap func(http.RoundTrippe
 func TestResumeWaitingForAProbeEndsWithItsContext(t *testing.T) {
 	share := idem.DefaultResumeConcurrency
 	clock := idemtest.NewClock(epoch)
-	silent, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(silent.Close)
+	silent := newServer(t, idemtest.WithClock(clock.Now))
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	keys := lostNumbered(t, silent, clock, path, "silent-", share+1) // the caller's, then Resume's share
 	clock.Advance(2 * time.Minute)
@@ -486,9 +482,7 @@ func TestResumeWaitingForAProbeEndsWithItsContext(t *testing.T) {
 // stay open with only their lost attempt journaled.
 func TestResumeSendingTheClockProbeEndsWithItsContext(t *testing.T) {
 	clock := idemtest.NewClock(epoch)
-	silent, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(silent.Close)
+	silent := newServer(t, idemtest.WithClock(clock.Now))
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	keys := lostNumbered(t, silent, clock, path, "silent-", 4)
 	clock.Advance(2 * time.Minute)
@@ -586,9 +580,7 @@ func logged(buf *syncBuffer, msg string) bool {
 func TestClockProbeCarriesNoCredentials(t *testing.T) {
 	const backlog = 3
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	url := srv.URL + "/orders?expand=customer"
 	header := http.Header{"Stripe-Account": {"acct_1"}}

@@ -85,9 +85,7 @@ func (s *numbered) count() int {
 
 // loseAnswer closes the connection without an answer: lost on the way.
 func loseAnswer(w http.ResponseWriter, _ *http.Request) {
-	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-		_ = conn.Close()
-	}
+	dropConnection(w)
 }
 
 func (s *ignoringCharges) req() idem.Request {
@@ -174,9 +172,7 @@ func TestStatsCountsSettledOperationsFlaggedForReview(t *testing.T) {
 // to a request sent before it contradicts it, so the call is told
 // ErrNeedsReview, never ErrFailed. Default settings but the clock.
 func TestWebhookFailureWhileFirstAnswerLost(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k"}))
 	tr := &confirmOnSend{base: srv.Client().Transport}
 	var mu sync.Mutex
@@ -333,9 +329,7 @@ func TestFailureEventAboutAnotherPaymentLeavesTheSuccess(t *testing.T) {
 		{"none named", "", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			srv, err := idemtest.NewServer()
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t)
 			c := journaledClient(t, idem.WithHTTPClient(srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
 			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/payments", Body: []byte(`{"amount":100}`)})
 			require.NoError(t, err)

@@ -64,9 +64,7 @@ func (f *flutterwaveCharges) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Unlock()
 	if first {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	_, _ = io.WriteString(w, flutterwaveTransaction(req.TxRef, "Charge initiated"))

@@ -110,9 +110,7 @@ func (m *idempotentMutations) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusGatewayTimeout)
 		_, _ = io.WriteString(w, "<html><body><h1>504 Gateway Time-out</h1></body></html>")
 	case "lost":
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 	default:
 		_, _ = io.WriteString(w, shopifyRefund)
 	}

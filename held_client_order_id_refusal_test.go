@@ -2,56 +2,11 @@ package idem_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"slices"
-	"sync"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/idemtest"
 )
-
-// heldIDVenue is an order API that refuses a client order id it holds
-// with a 400 in its own words (refusal), and places an order for any
-// other. The first create places the order and its answer is lost: the
-// connection drops (Submit resends), or unavailable, a 503 its sidecar
-// retries (retryingSidecar), as for krakenFutures.
-type heldIDVenue struct {
-	idOf        func(body []byte) string // the client order id a create carries
-	refusal     func(id string) string   // the 400's body for an id held
-	unavailable bool
-
-	mu      sync.Mutex
-	orders  []string // the id of each order placed
-	creates []string // each create's body
-}
-
-func (x *heldIDVenue) serve(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	id := x.idOf(b)
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.creates = append(x.creates, string(b))
-	w.Header().Set("Content-Type", "application/json")
-	if slices.Contains(x.orders, id) {
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, x.refusal(id))
-		return
-	}
-	x.orders = append(x.orders, id)
-	if x.unavailable {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
-		return
-	}
-	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-		_ = conn.Close()
-	}
-}
 
 // Bitvavo's POST /v2/order: a JSON body whose clientOrderId (a UUID) is
 // unique among the market's open orders, refused 400 {"errorCode":220,
@@ -91,9 +46,10 @@ func ibkrRequestDotted(base string) idem.Request {
 }
 
 // ibkrVenue refuses a cOID it holds as Interactive Brokers does.
-func ibkrVenue() *heldIDVenue {
-	return &heldIDVenue{
-		idOf: func(b []byte) string {
+func ibkrVenue() *heldKeys {
+	return &heldKeys{
+		status: http.StatusBadRequest,
+		keyOf: func(b []byte) string {
 			var v struct {
 				Orders []struct {
 					COID string `json:"cOID"`
@@ -115,26 +71,20 @@ func ibkrVenue() *heldIDVenue {
 var heldIDVenues = []struct {
 	name    string
 	request func(base string) idem.Request
-	body    string
 	words   string
-	venue   func() *heldIDVenue
+	venue   func() *heldKeys
 }{
-	{"bitvavo 220", bitvavoRequest, bitvavoOrder, "clientOrderId conflict", func() *heldIDVenue {
-		return &heldIDVenue{
-			idOf: func(b []byte) string {
-				var v struct {
-					ClientOrderID string `json:"clientOrderId"`
-				}
-				_ = json.Unmarshal(b, &v)
-				return v.ClientOrderID
-			},
+	{"bitvavo 220", bitvavoRequest, "clientOrderId conflict", func() *heldKeys {
+		return &heldKeys{
+			status: http.StatusBadRequest,
+			keyOf:  jsonMember("clientOrderId"),
 			refusal: func(string) string {
 				return `{"errorCode":220,"error":"clientOrderId conflict within the market."}`
 			},
 		}
 	}},
-	{"ibkr already registered", ibkrRequest, ibkrOrder, "is already registered", ibkrVenue},
-	{"ibkr cOID with separators", ibkrRequestDotted, ibkrOrderDotted, "is already registered", ibkrVenue},
+	{"ibkr already registered", ibkrRequest, "is already registered", ibkrVenue},
+	{"ibkr cOID with separators", ibkrRequestDotted, "is already registered", ibkrVenue},
 }
 
 // To idem's first attempt the refusal answers its sidecar's copy, which
@@ -144,17 +94,7 @@ var heldIDVenues = []struct {
 func TestHeldClientOrderIDToAFirstAttemptBehindAMesh(t *testing.T) {
 	for _, tt := range heldIDVenues {
 		t.Run(tt.name, func(t *testing.T) {
-			x := tt.venue()
-			x.unavailable = true
-			sidecar := retryingSidecar(t, x.serve)
-			c := clientFor(t, sidecar, idemtest.NewClock(epoch), idem.WithKeyInBody())
-
-			requireLeftForAPerson(t, c, tt.request(sidecar.URL), tt.words)
-
-			x.mu.Lock()
-			defer x.mu.Unlock()
-			require.Len(t, x.orders, 1, "orders")
-			require.Equal(t, []string{tt.body, tt.body}, x.creates, "copies: ours and the sidecar's, nothing resent")
+			requireHeldKeyFirstAttemptForAPerson(t, tt.venue(), nil, tt.request, tt.words)
 		})
 	}
 }
@@ -165,22 +105,7 @@ func TestHeldClientOrderIDToAFirstAttemptBehindAMesh(t *testing.T) {
 func TestHeldClientOrderIDToAResendIsNoFailure(t *testing.T) {
 	for _, tt := range heldIDVenues {
 		t.Run(tt.name, func(t *testing.T) {
-			x := tt.venue()
-			srv := httptest.NewServer(http.HandlerFunc(x.serve))
-			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
-			req := tt.request(srv.URL)
-
-			res, err := c.Submit(t.Context(), req)
-			requireRefusedAfterSend(t, c, res, err, req.Key, "order held under the id")
-
-			x.mu.Lock()
-			defer x.mu.Unlock()
-			require.Equal(t, []string{req.Key}, x.orders, "orders")
-			require.NotEmpty(t, x.creates)
-			for _, b := range x.creates {
-				require.Equal(t, tt.body, b, "every create the same bytes, the key in each")
-			}
+			requireHeldKeyResendForAPerson(t, tt.venue(), nil, tt.request)
 		})
 	}
 }

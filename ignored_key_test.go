@@ -100,9 +100,7 @@ func TestIgnoredKeyRefusalThenLostAnswerIsNeverResent(t *testing.T) {
 			_, _ = io.WriteString(w, `{"error":{"code":"0.01","message":"too many requests"}}`)
 		case 2:
 			// Charged, then the connection drops before the answer.
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				_ = conn.Close()
-			}
+			dropConnection(w)
 		default:
 			w.WriteHeader(http.StatusCreated)
 			_, _ = io.WriteString(w, `{"id":"pay_2","status":"settled"}`)
@@ -166,9 +164,7 @@ func newIgnoringAPI(t testing.TB) *ignoringAPI {
 			if onLost != nil {
 				onLost()
 			}
-			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-				_ = conn.Close()
-			}
+			dropConnection(w)
 			return
 		}
 		w.Header().Set("Idempotency-Status", "ignored")

@@ -80,14 +80,45 @@ func (f *front) req(key string) idem.Request {
 
 // page writes an intermediary's own answer.
 func page(w http.ResponseWriter, status int, header http.Header, body string) {
-	for name, vals := range header {
-		w.Header()[name] = vals
-	}
+	addHeader(w, header)
 	if w.Header().Get("Content-Type") == "" {
 		w.Header().Set("Content-Type", "text/html")
 	}
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, body)
+}
+
+// addHeader adds header's values to w's.
+func addHeader(w http.ResponseWriter, header http.Header) {
+	for name, vals := range header {
+		w.Header()[name] = vals
+	}
+}
+
+// albBadGateway is an AWS load balancer's 502 page, as it answers a
+// request whose origin's answer it lost or that no healthy target took.
+func albBadGateway(w http.ResponseWriter) {
+	page(w, http.StatusBadGateway, http.Header{"Server": {"awselb/2.0"}}, `<html><head><title>502 Bad Gateway</title></head></html>`)
+}
+
+// resultNotFound is a result endpoint's 404 for a key it has no order of.
+func resultNotFound(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = io.WriteString(w, `{"error":"not found"}`)
+}
+
+// cacheHit is a cache's label on an answer it served from its store.
+type cacheHit struct {
+	name  string
+	label http.Header
+}
+
+// forEachCacheHit runs f with each hit's label, a subtest a hit.
+func forEachCacheHit(t *testing.T, hits []cacheHit, f func(t *testing.T, label http.Header)) {
+	for _, h := range hits {
+		t.Run(h.name, func(t *testing.T) { f(t, h.label) })
+	}
 }
 
 // A 206 answers a Range request, which idem never sends (a journaled
@@ -103,9 +134,7 @@ func TestPartialContentProvesNothing(t *testing.T) {
 		}
 	}
 	t.Run("submit", func(t *testing.T) {
-		srv, err := idemtest.NewServer()
-		require.NoError(t, err)
-		t.Cleanup(srv.Close)
+		srv := newServer(t)
 		cached := partial(`{"id":"ord_cached","status":"succeeded"}`)
 		f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 			return r.Method != http.MethodGet && cached(w, r, n, forward)
@@ -118,9 +147,7 @@ func TestPartialContentProvesNothing(t *testing.T) {
 		require.Positive(t, f.gets, "the result endpoint was asked")
 	})
 	t.Run("result query", func(t *testing.T) {
-		srv, err := idemtest.NewServer()
-		require.NoError(t, err)
-		t.Cleanup(srv.Close)
+		srv := newServer(t)
 		require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Count: 100}))
 		cached := partial(`{"state":"succeeded","resourceId":"ord_cached","key":"k"}`)
 		f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
@@ -160,7 +187,7 @@ func newQueryCachingAPI(t testing.TB, label http.Header) *queryCachingAPI {
 		if r.Method == http.MethodPost {
 			api.posts++
 			if api.posts == 1 {
-				page(w, http.StatusBadGateway, http.Header{"Server": {"awselb/2.0"}}, `<html><head><title>502 Bad Gateway</title></head></html>`)
+				albBadGateway(w)
 				return
 			}
 			key := r.Header.Get("Idempotency-Key")
@@ -172,16 +199,13 @@ func newQueryCachingAPI(t testing.TB, label http.Header) *queryCachingAPI {
 			return
 		}
 		if body, ok := api.cached[r.URL.Path]; ok {
-			for name, vals := range label {
-				w.Header()[name] = vals
-			}
+			addHeader(w, label)
 			_, _ = w.Write(body)
 			return
 		}
 		id := api.created[r.URL.Query().Get("key")]
 		if id == "" {
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = io.WriteString(w, `{"error":"not found"}`)
+			resultNotFound(w)
 			return
 		}
 		body := []byte(`{"id":"` + id + `","status":"succeeded"}`)
@@ -197,39 +221,32 @@ func newQueryCachingAPI(t testing.TB, label http.Header) *queryCachingAPI {
 // nothing, or another operation's order is taken for ours and ours is
 // never made.
 func TestCachedResultOfAnotherKeyIsNotOurs(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		label http.Header
-	}{
+	forEachCacheHit(t, []cacheHit{
 		{"Age", http.Header{"Age": {"40"}}},
 		{"X-Cache", http.Header{"X-Cache": {"Hit from cloudfront"}}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			api := newQueryCachingAPI(t, tc.label)
-			api.created["other"] = "ord_other" // another operation, settled
-			// Someone reads its result: the CDN stores the answer under
-			// /v1/results, whatever the key.
-			resp, err := api.Client().Get(api.URL + "/v1/results?key=other")
-			require.NoError(t, err)
-			_ = resp.Body.Close()
+	}, func(t *testing.T, label http.Header) {
+		api := newQueryCachingAPI(t, label)
+		api.created["other"] = "ord_other" // another operation, settled
+		// Someone reads its result: the CDN stores the answer under
+		// /v1/results, whatever the key.
+		resp, err := api.Client().Get(api.URL + "/v1/results?key=other")
+		require.NoError(t, err)
+		_ = resp.Body.Close()
 
-			c := clientFor(t, api.Server, idemtest.NewClock(epoch), idem.WithResultEndpoint(api.URL+"/v1/results?key={key}"))
-			res, err := c.Submit(t.Context(), idem.Request{Key: "mine", URL: api.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
-			require.NotEqual(t, "ord_other", res.ResourceID, "another operation's order taken for ours")
-			require.NoError(t, err, "the resend with the same key settles it")
-			require.Equal(t, idem.StateSucceeded, res.State)
-			require.Equal(t, "ord_mine", res.ResourceID)
-			require.Equal(t, 2, api.posts, "one 502 from the front, one resend that executed")
-		})
-	}
+		c := clientFor(t, api.Server, idemtest.NewClock(epoch), idem.WithResultEndpoint(api.URL+"/v1/results?key={key}"))
+		res, err := c.Submit(t.Context(), idem.Request{Key: "mine", URL: api.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
+		require.NotEqual(t, "ord_other", res.ResourceID, "another operation's order taken for ours")
+		require.NoError(t, err, "the resend with the same key settles it")
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, "ord_mine", res.ResourceID)
+		require.Equal(t, 2, api.posts, "one 502 from the front, one resend that executed")
+	})
 }
 
 // A cached answer to a result query that names our key is ours, if
 // stale: it settles as the server's own would.
 func TestCachedResultNamingOurKeySettles(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorAfterCommit}))
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		if r.Method != http.MethodGet {
@@ -258,9 +275,7 @@ func TestCachedResultNamingOurKeySettles(t *testing.T) {
 // error says where the redirect points and what to do, without the
 // redirect's query string (a login redirect may carry a token).
 func TestRedirectToLoginIsExplained(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		if r.Header.Get("Idempotency-Key") != "k" && r.Method != http.MethodGet {
 			page(w, http.StatusBadRequest, nil, "no key")
@@ -299,9 +314,7 @@ func TestRedirectToLoginIsExplained(t *testing.T) {
 // so the operation fails at once, never resent, and its reason says
 // that idem did send a key, which points at what sits in between.
 func TestStrippedKeyHeaderFailsOnceAndSaysSo(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		r.Header.Del("Idempotency-Key")
 		return false
@@ -369,9 +382,7 @@ func TestIntermediaryPagesOnSubmit(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := idemtest.NewServer()
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t)
 			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 				if r.Method == http.MethodGet || tc.reached && n > 1 {
 					return false
@@ -426,9 +437,7 @@ func TestInformationalOnlyAnswer(t *testing.T) {
 		{"one 103, origin never saw it", false, 1, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := idemtest.NewServer()
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t)
 			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 				if r.Method == http.MethodGet || n > 1 {
 					return false
@@ -440,9 +449,7 @@ func TestInformationalOnlyAnswer(t *testing.T) {
 					w.Header().Set("Link", "</style.css>; rel=preload")
 					w.WriteHeader(http.StatusEarlyHints)
 				}
-				if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-					_ = conn.Close()
-				}
+				dropConnection(w)
 				return true
 			})
 			res, err := f.client(t).Submit(t.Context(), f.req("k"))
@@ -462,9 +469,7 @@ func TestInformationalOnlyAnswer(t *testing.T) {
 // operation is flagged for a person instead of resent until the
 // reconciliation deadline.
 func TestStrippedKeyHeaderAfterALostAnswerIsFlagged(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 		if n == 1 {
 			forward()
@@ -500,9 +505,7 @@ func TestCachedGoneOfAnotherKeyIsNotOurs(t *testing.T) {
 		{"404 saying the idempotency key expired", http.StatusNotFound, `{"error":"idempotency key expired"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := idemtest.NewServer()
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t)
 			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.ErrorAfterCommit}))
 			f := newFront(t, srv, func(w http.ResponseWriter, r *http.Request, n int, forward func() *httptest.ResponseRecorder) bool {
 				if r.Method != http.MethodGet {

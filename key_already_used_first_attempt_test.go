@@ -59,8 +59,7 @@ func makeOrRefuse(w http.ResponseWriter, used map[string]bool, made *int, key, r
 	}
 	used[key] = true
 	*made++
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+	podReset(w)
 }
 
 // The 400 to idem's first attempt answers the sidecar's copy of it: the

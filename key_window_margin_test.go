@@ -91,9 +91,7 @@ func TestKeyWindowMarginEndsResends(t *testing.T) {
 func lostStripeOrder(t *testing.T) (*idemtest.Clock, *idemtest.Server, *journal.Store) {
 	t.Helper()
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.KeyRetentionStripe))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.KeyRetentionStripe))
 	store, submit, closeFirst := unconfirmed(t, clock)
 	submit(srv, "k")
 	closeFirst()

@@ -64,9 +64,7 @@ func fastBootFiber(t *testing.T) (*idemtest.Clock, *monotonicSkewedClock, *idemt
 	shared := idemtest.NewClock(epoch)
 	clk := &monotonicSkewedClock{skewedClock: skewedClock{Clock: shared}, start: shared.Now()}
 	clk.offset.Store(int64(10 * time.Minute))
-	srv, err := idemtest.NewServer(idemtest.WithClock(shared.Now), idemtest.WithRetention(idem.KeyRetentionFiber))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(shared.Now), idemtest.WithRetention(idem.KeyRetentionFiber))
 	c, err := idem.Open(filepath.Join(t.TempDir(), "j"),
 		idem.WithHTTPClient(srv.Client()), idem.WithClock(clk), idem.WithKeyRetention(idem.KeyRetentionFiber))
 	require.NoError(t, err)

@@ -24,9 +24,7 @@ func TestRunKeyWindowOutlivesClockSteppedBack(t *testing.T) {
 	clock := idemtest.NewClock(epoch)
 	clk := &steppedClock{Clock: clock}
 	const window = 2 * time.Hour
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(window))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now), idemtest.WithRetention(window))
 	store, submit, closeSetup := unconfirmed(t, clock)
 	keys := make([]string, backlog)
 	for i := range keys {

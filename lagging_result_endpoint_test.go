@@ -53,9 +53,7 @@ func openOnlyServer(t *testing.T, shared *idemtest.Clock, clk idem.Clock, wrap f
 	t.Helper()
 	b := idemtest.ClientOrderID()
 	b.OpenOnly = true
-	srv, err := idemtest.NewServer(idemtest.WithClock(shared.Now), idemtest.WithBehavior(b))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(shared.Now), idemtest.WithBehavior(b))
 	for _, f := range faults {
 		require.NoError(t, srv.Inject(f))
 	}

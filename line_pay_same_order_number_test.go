@@ -14,15 +14,9 @@ import (
 // same order number." (developers.line.biz/en/docs/line-pay/appendix,
 // LINE Pay error codes). Its answers carry the outcome in returnCode,
 // "0000" a success (enylin/line-pay-merchant's README sample).
-func linePayRequests() *heldRefunds {
-	return &heldRefunds{
-		keyOf: func(body []byte) string {
-			var v struct {
-				OrderID string `json:"orderId"`
-			}
-			_ = json.Unmarshal(body, &v)
-			return v.OrderID
-		},
+func linePayRequests() *heldKeys {
+	return &heldKeys{
+		keyOf: jsonMember("orderId"),
 		refusal: func(string) string {
 			return `{"returnCode":"1172","returnMessage":"There is a record of transaction with the same order number."}`
 		},
@@ -60,11 +54,11 @@ func linePayPaymentRequest(base string) idem.Request {
 // LINE Pay's 1172 to the resend after a lost answer says the orderId's
 // transaction exists: never failed, for a person.
 func TestLinePaySameOrderNumberToAResendIsNoFailure(t *testing.T) {
-	requireHeldRefundResendForAPerson(t, linePayRequests(), decodeLinePayRequest, linePayPaymentRequest)
+	requireHeldKeyResendForAPerson(t, linePayRequests(), decodeLinePayRequest, linePayPaymentRequest)
 }
 
 // The same 1172 to idem's first attempt answers its sidecar's copy.
 func TestLinePaySameOrderNumberToAFirstAttemptBehindAMesh(t *testing.T) {
-	requireHeldRefundFirstAttemptForAPerson(t, linePayRequests(), decodeLinePayRequest, linePayPaymentRequest,
+	requireHeldKeyFirstAttemptForAPerson(t, linePayRequests(), decodeLinePayRequest, linePayPaymentRequest,
 		"There is a record of transaction with the same order number.")
 }

@@ -51,9 +51,7 @@ func (m *medusaCarts) serve(w http.ResponseWriter, r *http.Request) {
 		id := fmt.Sprintf("order_01JDQ3%06d", len(m.orders)+1)
 		m.orders = append(m.orders, id)
 		m.stored = `{"type":"order","data":{"id":"` + id + `","status":"pending","payment_status":"awaiting","cart_id":"cart_01JDQ2","total":4200,"currency_code":"eur"}}`
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 	case m.locked > 0:
 		m.locked--
 		w.WriteHeader(http.StatusConflict)

@@ -56,8 +56,7 @@ func (o *meshOrigin) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		o.orders++
 		o.inFlight[key] = true
-		w.WriteHeader(http.StatusServiceUnavailable)
-		_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+		podReset(w)
 	}
 }
 
@@ -67,6 +66,13 @@ func newMeshOrigin(t testing.TB) (*meshOrigin, *httptest.Server) {
 	t.Helper()
 	o := &meshOrigin{inFlight: map[string]bool{}, stored: map[string]string{}}
 	return o, retryingSidecar(t, o.serve)
+}
+
+// podReset is Envoy's 503 to a request whose connection to the pod reset
+// before the answer's headers: the answer retryingSidecar retries.
+func podReset(w http.ResponseWriter) {
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
 }
 
 // retryingSidecar starts origin behind a sidecar with Istio's default

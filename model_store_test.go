@@ -90,11 +90,20 @@ func (s *memStore) Get(ctx context.Context, scope, key string) (*journal.Record,
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
+	r, err := s.stored(scope, key)
+	if err != nil {
+		return nil, err
+	}
+	return cloneRecord(r), nil
+}
+
+// stored is the record under scope and key, s.mu held, not a copy.
+func (s *memStore) stored(scope, key string) (*journal.Record, error) {
 	r, ok := s.recs[memKey(scope, key)]
 	if !ok {
 		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrNotFound, scope, key)
 	}
-	return cloneRecord(r), nil
+	return r, nil
 }
 
 // sameRequestFields reports whether fn left alone what Update must not
@@ -116,9 +125,9 @@ func (s *memStore) Update(ctx context.Context, scope, key string, fn func(*journ
 	if err := s.fenced(ctx, scope, key); err != nil {
 		return nil, err
 	}
-	old, ok := s.recs[memKey(scope, key)]
-	if !ok {
-		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrNotFound, scope, key)
+	old, err := s.stored(scope, key)
+	if err != nil {
+		return nil, err
 	}
 	if old.State.Terminal() {
 		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrTerminal, scope, key)
@@ -149,9 +158,9 @@ func (s *memStore) Resolve(ctx context.Context, scope, key string, m journal.Man
 	if err := s.fenced(ctx, scope, key); err != nil {
 		return nil, err
 	}
-	old, ok := s.recs[memKey(scope, key)]
-	if !ok {
-		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrNotFound, scope, key)
+	old, err := s.stored(scope, key)
+	if err != nil {
+		return nil, err
 	}
 	if m.OnlyOpen && old.State.Terminal() {
 		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrTerminal, scope, key)
@@ -182,9 +191,9 @@ func (s *memStore) Confirm(ctx context.Context, scope, key string, c journal.Con
 	if scope == "" || key == "" {
 		return nil, fmt.Errorf("%w: empty scope or key", journal.ErrInvalid)
 	}
-	old, ok := s.recs[memKey(scope, key)]
-	if !ok {
-		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrNotFound, scope, key)
+	old, err := s.stored(scope, key)
+	if err != nil {
+		return nil, err
 	}
 	r := cloneRecord(old)
 	effect, err := journal.ApplyConfirmation(r, c)

@@ -56,9 +56,7 @@ func (x *openOrdersExchange) serve(w http.ResponseWriter, r *http.Request) {
 	n := len(x.orders)
 	x.mu.Unlock()
 	if n == 1 {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	_, _ = fmt.Fprintf(w, `{"id":"O%d","status":"filled"}`, n)

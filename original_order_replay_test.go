@@ -93,9 +93,7 @@ func decodeCoinbase(a *idem.Answer) (idem.Outcome, error) {
 // order_id; one order, and every create carries the same body.
 func TestOriginalOrderAnsweredForAClientOrderIDSettlesOnce(t *testing.T) {
 	cut := func(w http.ResponseWriter) {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 	}
 	status := func(code int, body string) func(w http.ResponseWriter) {
 		return func(w http.ResponseWriter) {

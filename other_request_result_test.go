@@ -41,9 +41,7 @@ func (s *heldKeyServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	if r.Method == http.MethodPost {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -54,9 +54,7 @@ var outageShapes = []struct {
 func behindOutage(t *testing.T, opts func(srv *idemtest.Server) []idem.Option, srvOpts ...idemtest.Option) (*env, *outage) {
 	t.Helper()
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(append([]idemtest.Option{idemtest.WithClock(clock.Now)}, srvOpts...)...)
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, append([]idemtest.Option{idemtest.WithClock(clock.Now)}, srvOpts...)...)
 	network := &outage{base: srv.Client().Transport}
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)

@@ -46,5 +46,5 @@ func TestTransactionLockHeldToAResendIsInFlight(t *testing.T) {
 // (ReviewKeyInUse), never failed nor resent.
 func TestTransactionLockHeldToAFirstAttemptBehindAMesh(t *testing.T) {
 	const words = "Transaction lock could not be obtained."
-	requireHeldRefundFirstAttemptForAPerson(t, payuRefunds(words, 120), decodePayURefund, payuRefundRequest, words)
+	requireHeldKeyFirstAttemptForAPerson(t, payuRefunds(words, 120), decodePayURefund, payuRefundRequest, words)
 }

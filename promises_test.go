@@ -7,7 +7,6 @@ package idem_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -345,11 +344,11 @@ func TestKeyWindowStartsAtFirstSend(t *testing.T) {
 // left processing (not only unknown ones) and reports each settlement to
 // the callback, without resending.
 func TestRunSettlesProcessing(t *testing.T) {
-	settled := make(chan *idem.Result, 1)
+	settled, onSettle := settlements()
 	e := newEnv(t, clientOpts(
 		idem.WithMaxElapsed(5*time.Second),
 		idem.WithReconcile(10*time.Second, time.Minute, 72*time.Hour),
-		idem.WithSettleFunc(func(r *idem.Result) { settled <- r }),
+		onSettle,
 	))
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: 10 * time.Minute}))
 	res, err := e.client.Submit(e.ctx, e.req("k", `{}`))
@@ -357,20 +356,7 @@ func TestRunSettlesProcessing(t *testing.T) {
 	require.Equal(t, idem.StateProcessing, res.State)
 	require.Equal(t, idem.StateProcessing, e.record("k").State)
 
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan error, 1)
-	go func() { done <- e.client.Run(ctx) }()
-	select {
-	case r := <-settled:
-		require.Equal(t, "k", r.Key)
-		require.Equal(t, idem.StateSucceeded, r.State)
-	case err := <-done:
-		t.Fatalf("Run returned %v before settling", err)
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not settle the processing operation")
-	}
-	cancel()
-	require.True(t, errors.Is(<-done, context.Canceled))
+	e.runUntilSettled(settled, "k", "the processing operation")
 	require.Len(t, e.submits("k"), 1, "a processing operation is only queried")
 	require.Equal(t, 1, e.srv.Effects(scope, "k"))
 	require.Equal(t, idem.StateSucceeded, e.record("k").State)

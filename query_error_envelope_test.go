@@ -66,9 +66,7 @@ func (x *bybitOrders) serve(w http.ResponseWriter, r *http.Request) {
 		x.orders = append(x.orders, order.OrderLinkID)
 	}
 	if x.creates == 1 {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	_, _ = fmt.Fprintf(w, `{"retCode":0,"retMsg":"OK","result":{"orderId":"1f0e-%d","orderLinkId":%q},"retExtInfo":{},"time":1764936000000}`,

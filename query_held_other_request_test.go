@@ -38,9 +38,7 @@ func (s *sharedKeyServer) serve(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	if r.Method == http.MethodPost {
 		s.submits = append(s.submits, string(b))
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 		return
 	}
 	s.queries++

@@ -18,17 +18,9 @@ import (
 // repeated within ten minutes, or 629 "Refund is already Successful" once
 // it has gone through (its refund response codes). Its status API is a
 // POST of a signed body, so no result endpoint.
-func paytmRefunds(code, msg string) *heldRefunds {
-	return &heldRefunds{
-		keyOf: func(body []byte) string {
-			var v struct {
-				Body struct {
-					RefID string `json:"refId"`
-				} `json:"body"`
-			}
-			_ = json.Unmarshal(body, &v)
-			return v.Body.RefID
-		},
+func paytmRefunds(code, msg string) *heldKeys {
+	return &heldKeys{
+		keyOf: jsonMember("body", "refId"),
 		refusal: func(refID string) string {
 			return fmt.Sprintf(`{"head":{"clientId":"C11","responseTimestamp":"1764960000000","signature":"c2ln","version":"v1"},`+
 				`"body":{"txnTimestamp":"2026-12-05 19:00:00.0","orderId":"ORD_98765","mid":"INTEGR7769XXXXXX9383","refId":%q,`+
@@ -85,7 +77,7 @@ var paytmRefusals = []struct{ code, msg string }{{"617", "Refund Already Raised"
 func TestRefundAlreadyRaisedToAResendIsNoFailure(t *testing.T) {
 	for _, refusal := range paytmRefusals {
 		t.Run(refusal.code, func(t *testing.T) {
-			requireHeldRefundResendForAPerson(t, paytmRefunds(refusal.code, refusal.msg), decodePaytmRefund, paytmRefundRequest)
+			requireHeldKeyResendForAPerson(t, paytmRefunds(refusal.code, refusal.msg), decodePaytmRefund, paytmRefundRequest)
 		})
 	}
 }
@@ -95,7 +87,7 @@ func TestRefundAlreadyRaisedToAResendIsNoFailure(t *testing.T) {
 func TestRefundAlreadyRaisedToAFirstAttemptBehindAMesh(t *testing.T) {
 	for _, refusal := range paytmRefusals {
 		t.Run(refusal.code, func(t *testing.T) {
-			requireHeldRefundFirstAttemptForAPerson(t, paytmRefunds(refusal.code, refusal.msg), decodePaytmRefund, paytmRefundRequest, refusal.msg)
+			requireHeldKeyFirstAttemptForAPerson(t, paytmRefunds(refusal.code, refusal.msg), decodePaytmRefund, paytmRefundRequest, refusal.msg)
 		})
 	}
 }

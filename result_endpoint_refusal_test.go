@@ -42,9 +42,7 @@ func TestRunResendsWhenTheResultEndpointRefuses(t *testing.T) {
 	for _, status := range []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusInternalServerError} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			clock := idemtest.NewClock(epoch)
-			srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t, idemtest.WithClock(clock.Now))
 			settled := make(chan *idem.Result, 1)
 			open, closeAll := restarts(t, idem.WithHTTPClient(&http.Client{Transport: refusingQueries{srv.Client().Transport, status}}),
 				idem.WithClock(clock), idem.WithResultEndpoint(srv.URL+"/operations/{key}"),
@@ -54,7 +52,7 @@ func TestRunResendsWhenTheResultEndpointRefuses(t *testing.T) {
 
 			// The caller's three submits executed once; every answer was lost.
 			require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k", Count: 3}))
-			_, err = c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"amount":1}`)})
+			_, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"amount":1}`)})
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 			sent := clock.Now()
 

@@ -31,9 +31,7 @@ func TestResumeGivesUpOnADownHostBetweenFlaggedOperations(t *testing.T) {
 	const perKind = 40
 	giveUp := 2 * idem.DefaultResumeConcurrency
 	start := epoch
-	srv, err := idemtest.NewServer(idemtest.WithClock(idemtest.NewClock(start).Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(idemtest.NewClock(start).Now))
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	store, err := journal.Open(path)
 	require.NoError(t, err)

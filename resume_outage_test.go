@@ -138,9 +138,7 @@ func frontPage(r *http.Request, status int, h http.Header, page string) *http.Re
 func TestResumeLeavesBacklogToReconcilerDuringOutage(t *testing.T) {
 	const n = 100
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now))
 	network := &outage{base: srv.Client().Transport}
 	open, closeAll := restarts(t, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock),
 		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
@@ -218,13 +216,7 @@ func restarts(t *testing.T, opts ...idem.Option) (open func(extra ...idem.Option
 // that stays up.
 func downAndUp(t *testing.T, clock *idemtest.Clock) (down, up *idemtest.Server) {
 	t.Helper()
-	down, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(down.Close)
-	up, err = idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(up.Close)
-	return down, up
+	return newServer(t, idemtest.WithClock(clock.Now)), newServer(t, idemtest.WithClock(clock.Now))
 }
 
 // hostDown refuses every connection to one host and passes the rest

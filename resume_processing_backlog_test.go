@@ -25,9 +25,7 @@ import (
 func TestResumeLeavesProcessingToRun(t *testing.T) {
 	const n = 200
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now))
 	const settles = 12 * time.Hour // inside the fake server's 24-hour key window
 	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Count: n, Delay: settles}))
 	open, closeAll := restarts(t, idem.WithHTTPClient(srv.Client()), idem.WithClock(clock),

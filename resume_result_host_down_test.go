@@ -1,7 +1,6 @@
 package idem_test
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,15 +40,7 @@ func TestResumeSettlesAnUpHostsOrdersWhileItsResultHostIsDown(t *testing.T) {
 	reads := httptest.NewServer(http.NotFoundHandler()) // never reached: its packets are dropped
 	t.Cleanup(reads.Close)
 	resultURL := func(key string) string { return reads.URL + "/operations/" + key }
-	var oldKeys, newKeys []string
-	for i := range old {
-		oldKeys = append(oldKeys, fmt.Sprintf("a%03d", i))
-	}
-	for i := range recent {
-		newKeys = append(newKeys, fmt.Sprintf("b%03d", i))
-	}
-	o.submitAt(t, start.Add(-30*time.Minute), nil, resultURL, oldKeys...)
-	o.submitAt(t, start.Add(-time.Minute), nil, resultURL, newKeys...)
+	oldKeys, newKeys := o.submitOldAndRecent(t, start, resultURL, old, recent)
 
 	down := &droppingHost{base: http.DefaultTransport, host: strings.TrimPrefix(reads.URL, "http://"), clock: o.clock}
 	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: down}), idem.WithClock(o.clock),

@@ -102,55 +102,65 @@ func TestResume(t *testing.T) {
 }
 
 func TestRunReconcilesHandedOffWork(t *testing.T) {
-	settled := make(chan *idem.Result, 1)
+	settled, onSettle := settlements()
 	e := newEnv(t, clientOpts(
 		idem.WithMaxElapsed(5*time.Second),
 		idem.WithReconcile(10*time.Second, time.Minute, 72*time.Hour),
-		idem.WithSettleFunc(func(r *idem.Result) { settled <- r }),
+		onSettle,
 	))
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: 30 * time.Second}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 
-	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan error, 1)
-	go func() { done <- e.client.Run(ctx) }()
-	select {
-	case r := <-settled:
-		require.Equal(t, "k", r.Key)
-		require.Equal(t, idem.StateSucceeded, r.State)
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not settle the operation")
-	}
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
+	e.runUntilSettled(settled, "k", "the operation")
 	require.Equal(t, 1, e.srv.Effects(scope, "k"))
 	require.Len(t, e.submits("k"), 2)
 	require.Equal(t, idem.StateSucceeded, e.record("k").State)
 }
 
+// settlements is an option reporting each settlement on the channel it
+// returns (one settlement buffered).
+func settlements() (<-chan *idem.Result, idem.Option) {
+	settled := make(chan *idem.Result, 1)
+	return settled, idem.WithSettleFunc(func(r *idem.Result) { settled <- r })
+}
+
+// runUntilSettled runs Run until the first settlement on settled, which
+// must be key's, succeeded, within 20 s (what names the operation for
+// the failure), then stops Run and requires it returned for that.
+func (e *env) runUntilSettled(settled <-chan *idem.Result, key, what string) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.client.Run(ctx) }()
+	select {
+	case r := <-settled:
+		require.Equal(e.t, key, r.Key)
+		require.Equal(e.t, idem.StateSucceeded, r.State)
+	case err := <-done:
+		e.t.Fatalf("Run returned %v before settling", err)
+	case <-time.After(20 * time.Second):
+		e.t.Fatal("Run did not settle " + what)
+	}
+	cancel()
+	require.ErrorIs(e.t, <-done, context.Canceled)
+}
+
 // The retry budget throttles foreground retries; the reconciler has its own
 // schedule and must keep settling even when no new traffic refills the bucket.
 func TestRunIgnoresEmptyRetryBudget(t *testing.T) {
-	settled := make(chan *idem.Result, 1)
+	settled, onSettle := settlements()
 	e := newEnv(t, clientOpts(
 		idem.WithRetryBudget(2, 0.1),
 		idem.WithReconcile(time.Second, time.Minute, 72*time.Hour),
-		idem.WithSettleFunc(func(r *idem.Result) { settled <- r }),
+		onSettle,
 	))
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: time.Second}))
 	_, err := e.client.Submit(e.ctx, e.req("k", `{}`))
 	require.ErrorIs(t, err, idem.ErrRetryBudgetEmpty)
 
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	go func() { _ = e.client.Run(ctx) }()
-	select {
-	case r := <-settled:
-		require.Equal(t, idem.StateSucceeded, r.State)
-	case <-time.After(20 * time.Second):
-		t.Fatal("Run did not settle the operation while the retry budget was empty")
-	}
+	e.runUntilSettled(settled, "k", "the operation while the retry budget was empty")
 	require.Equal(t, 1, e.srv.Effects(scope, "k"))
 }
 

@@ -217,9 +217,7 @@ func TestLastAttemptsWaitIsNotSlept(t *testing.T) {
 // Date.
 func TestFakeServerRetryAfterDateOnItsClock(t *testing.T) {
 	clock := idemtest.NewClock(time.Now().Add(-time.Hour).Truncate(time.Second))
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now))
 	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Key: "k", RetryAfter: 9 * time.Second, HTTPDate: true}))
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)

@@ -23,12 +23,8 @@ import (
 // orders a second attempt would have placed were left unknown.
 func TestRetryBudgetIsPerHost(t *testing.T) {
 	clock := idemtest.NewClock(epoch)
-	down, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(down.Close)
-	up, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(up.Close)
+	down := newServer(t, idemtest.WithClock(clock.Now))
+	up := newServer(t, idemtest.WithClock(clock.Now))
 	require.NoError(t, down.Inject(idemtest.Fault{Kind: idemtest.Unavailable, Count: 10000, RetryAfter: time.Second}))
 
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))

@@ -189,9 +189,7 @@ func TestRunJudgesAHostByItsOwnExchanges(t *testing.T) {
 	maybeSent := giveUp + idem.DefaultResumeConcurrency // every visit begun before the host could be taken for down
 	const neverSent = 8
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now))
 	results, err := idemtest.NewServer(idemtest.WithClock(clock.Now)) // another host: down during Run
 	require.NoError(t, err)
 	t.Cleanup(results.Close)

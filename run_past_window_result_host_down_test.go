@@ -1,8 +1,6 @@
 package idem_test
 
 import (
-	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -58,23 +56,10 @@ func runPastWindowResultHostDown(t *testing.T, edge bool, outage time.Duration) 
 	t.Cleanup(reads.Close)
 	resultURL := func(key string) string { return reads.URL + "/operations/" + key }
 
-	var oldKeys, newKeys []string
-	for i := range old {
-		oldKeys = append(oldKeys, fmt.Sprintf("a%03d", i))
-	}
-	for i := range recent {
-		newKeys = append(newKeys, fmt.Sprintf("b%03d", i))
-	}
-	o.submitAt(t, start.Add(-30*time.Minute), nil, resultURL, oldKeys...)
-	o.submitAt(t, start.Add(-time.Minute), nil, resultURL, newKeys...)
+	oldKeys, newKeys := o.submitOldAndRecent(t, start, resultURL, old, recent)
 
 	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(reads.URL, "http://"), edge: edge}
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	ran := runAsync(ctx, c)
+	_, stop := o.run(t, network)
 	back := start.Add(outage)
 	o.runTo(t, start, back, func() {
 		require.Positive(t, network.refused.Load(), "queries refused while the read service was down")
@@ -88,8 +73,7 @@ func runPastWindowResultHostDown(t *testing.T, edge bool, outage time.Duration) 
 		network.back.Store(true)
 	})
 	o.runTo(t, start, back.Add(3*time.Hour), func() {})
-	cancel()
-	require.ErrorIs(t, <-ran, context.Canceled)
+	stop()
 
 	for _, key := range oldKeys {
 		rec, err := store.Get(t.Context(), idem.DefaultScope, key)

@@ -1,14 +1,11 @@
 package idem_test
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +32,7 @@ func TestRunProbeThatOnlyAskedAnAnsweringResultEndpointDoesNotKeepAHostDown(t *t
 	giveUp := 2 * idem.DefaultResumeConcurrency
 	start := epoch
 	o := newOutageJournal(t, start)
-	clock, srv, store := o.clock, o.srv, o.store
+	srv, store := o.srv, o.store
 	target, err := url.Parse(srv.URL)
 	require.NoError(t, err)
 	reads := httptest.NewServer(httputil.NewSingleHostReverseProxy(target)) // the result endpoint's host
@@ -45,10 +42,7 @@ func TestRunProbeThatOnlyAskedAnAnsweringResultEndpointDoesNotKeepAHostDown(t *t
 	// The set-up: the "a-" orders (no result endpoint) and x executed,
 	// their answers lost, a minute before Run starts; n sent 58 minutes
 	// into the outage and lost before the server took it.
-	var early []string
-	for i := range giveUp {
-		early = append(early, fmt.Sprintf("a-%02d", i))
-	}
+	early := numberedKeys("a-%02d", giveUp)
 	o.submitAt(t, start.Add(-time.Minute), nil, nil, early...)
 	o.submitAt(t, start.Add(-time.Minute), nil, resultURL, "x")
 	back := start.Add(time.Hour)
@@ -60,41 +54,15 @@ func TestRunProbeThatOnlyAskedAnAnsweringResultEndpointDoesNotKeepAHostDown(t *t
 	})
 	o.submitAt(t, back.Add(-2*time.Minute), reset, resultURL, "n")
 	require.Zero(t, srv.Effects("", "n"), "orders of n before Run")
-	setDue := func(key string, due time.Time) { o.setDue(t, key, due) }
-	setDue("x", back)
-	setDue("n", back)
+	o.setDue(t, "x", back)
+	o.setDue(t, "n", back)
 
-	network := &hostDown{base: http.DefaultTransport, host: strings.TrimPrefix(srv.URL, "http://")}
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, c.Close()) }()
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	runTo := func(end time.Time, then func()) { o.runTo(t, start, end, then) }
-	ran := runAsync(ctx, c)
-	runTo(back.Add(-time.Minute), func() {
-		hosts := c.Health().Hosts
-		require.Len(t, hosts, 1)
-		require.False(t, hosts[0].DownSince.IsZero(), "the host taken for down: %+v", hosts[0])
-		network.back.Store(true)
-		// x, settled by the result endpoint alone, comes due just before
-		// n, in the same pass: the pass that takes it for the probe.
-		now := clock.Now()
-		setDue("x", now.Add(-time.Millisecond))
-		setDue("n", now)
-	})
-	runTo(back.Add(3*time.Hour), func() {})
-	cancel()
-	require.ErrorIs(t, <-ran, context.Canceled)
+	// x, settled by the result endpoint alone, is the host's probe.
+	o.runThroughOutage(t, start, back)
 
 	x, err := store.Get(t.Context(), idem.DefaultScope, "x")
 	require.NoError(t, err)
 	require.Equal(t, journal.StateSucceeded, x.State, "x, settled by its result endpoint")
-	rec, err := store.Get(t.Context(), idem.DefaultScope, "n")
-	require.NoError(t, err)
-	require.Equal(t, "", rec.Review, "n, sent 2 minutes before the host was back: flagged %v after it", rec.Attempts)
-	require.Equal(t, journal.StateSucceeded, rec.State, "n")
-	require.Equal(t, 1, srv.Effects("", "n"), "orders of n")
 	for _, key := range append(early, "x") {
 		require.Equal(t, 1, srv.Effects("", key), "orders of %s", key)
 	}

@@ -90,12 +90,8 @@ func runProbeThatOnlyAskedAResultEndpoint(t *testing.T, throttled bool) {
 	giveUp := 2 * idem.DefaultResumeConcurrency
 	neverSent := giveUp + idem.DefaultResumeConcurrency
 	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	results, err := idemtest.NewServer(idemtest.WithClock(clock.Now))
-	require.NoError(t, err)
-	t.Cleanup(results.Close)
+	srv := newServer(t, idemtest.WithClock(clock.Now))
+	results := newServer(t, idemtest.WithClock(clock.Now))
 	orderHost, resultHost := strings.TrimPrefix(srv.URL, "http://"), strings.TrimPrefix(results.URL, "http://")
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)

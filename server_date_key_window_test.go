@@ -74,9 +74,7 @@ func TestServerDateKeepsForgottenKeysFromResendAfterClockSteppedBack(t *testing.
 		}
 		t.Run(name, func(t *testing.T) {
 			clock := idemtest.NewClock(epoch) // the true time, the server's
-			srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t, idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
 			path := filepath.Join(t.TempDir(), "idem.journal")
 			var old, recent []string
 			for i := range 8 {
@@ -176,9 +174,7 @@ func TestServerDateWithoutMeaningChangesNothing(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := idemtest.NewClock(epoch)
-			srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
-			require.NoError(t, err)
-			t.Cleanup(srv.Close)
+			srv := newServer(t, idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
 			path := filepath.Join(t.TempDir(), "idem.journal")
 			keys := []string{"k0", "k1", "k2", "k3", "k4"}
 			lostOrders(t, srv, clock, path, false, keys...)

@@ -21,9 +21,7 @@ import (
 // closed at cleanup.
 func serverAndJournal(t *testing.T) (*idemtest.Server, *journal.Store) {
 	t.Helper()
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
+	srv := newServer(t)
 	j, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })

@@ -58,9 +58,7 @@ func TestStatusCodeBesideItsReasonPhraseToAQueryIsNoNotFound(t *testing.T) {
 		}
 		posts++
 		// The payment is taken; its answer is lost.
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-		}
+		dropConnection(w)
 	}))
 	t.Cleanup(srv.Close)
 	clock := idemtest.NewClock(epoch)

@@ -63,8 +63,7 @@ func newStuckServer(t testing.TB, clock *idemtest.Clock, query string) *stuckSer
 		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/operations/") {
 			s.queries++
 			if s.query == "" {
-				w.WriteHeader(http.StatusNotFound)
-				_, _ = io.WriteString(w, `{"error":"not found"}`)
+				resultNotFound(w)
 				return
 			}
 			_, _ = io.WriteString(w, s.query)

@@ -15,17 +15,9 @@ import (
 // gives it), and its clients read that 422 as the event already there
 // (lago-client's examples/event.rs fetches it instead). A duplicate event
 // is billed twice, so the refusal must never read as failed.
-func lagoEvents() *heldRefunds {
-	return &heldRefunds{
-		keyOf: func(body []byte) string {
-			var v struct {
-				Event struct {
-					TransactionID string `json:"transaction_id"`
-				} `json:"event"`
-			}
-			_ = json.Unmarshal(body, &v)
-			return v.Event.TransactionID
-		},
+func lagoEvents() *heldKeys {
+	return &heldKeys{
+		keyOf:  jsonMember("event", "transaction_id"),
 		status: 422,
 		refusal: func(string) string {
 			return `{"status":422,"error":"Unprocessable Entity","code":"validation_errors",` +
@@ -71,7 +63,7 @@ var lagoDecoders = []struct {
 func TestLagoTransactionIDHeldToAResendIsNoFailure(t *testing.T) {
 	for _, tt := range lagoDecoders {
 		t.Run(tt.name, func(t *testing.T) {
-			requireHeldRefundResendForAPerson(t, lagoEvents(), tt.decode, lagoEventRequest)
+			requireHeldKeyResendForAPerson(t, lagoEvents(), tt.decode, lagoEventRequest)
 		})
 	}
 }
@@ -80,7 +72,7 @@ func TestLagoTransactionIDHeldToAResendIsNoFailure(t *testing.T) {
 func TestLagoTransactionIDHeldToAFirstAttemptBehindAMesh(t *testing.T) {
 	for _, tt := range lagoDecoders {
 		t.Run(tt.name, func(t *testing.T) {
-			requireHeldRefundFirstAttemptForAPerson(t, lagoEvents(), tt.decode, lagoEventRequest, "Unprocessable Entity")
+			requireHeldKeyFirstAttemptForAPerson(t, lagoEvents(), tt.decode, lagoEventRequest, "Unprocessable Entity")
 		})
 	}
 }
