@@ -18,9 +18,8 @@ import (
 // never settled. Most 409s are the key in flight, and some carry a
 // resource that is not the key's (the existing record a create collides
 // with), so only one that shows it is about this request is taken for the
-// stored answer: the key's value in it (an echoed key header, or a body
-// member named as a key), or the request's own reference at the same
-// member.
+// stored answer: the key's value at a body member named as a key, or
+// the request's own reference at the same member.
 
 // conflictReplay reads a 409 answer to a submit of rec as the server's
 // stored answer for the key: the completed resource it carries, as
@@ -38,8 +37,10 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 		// and a paid payout would be reported failed.
 		return "", ""
 	}
-	if !namesKeyValue(ex.header, nil, c.cfg.keyHeader, rec.Key) && !holdsKey(ex.body, rec.Key, c.bodyKeyName(rec)) &&
-		!echoesReference(rec.Body, ex.body) {
+	// Not an echoed key header: servers that echo one (DOKU's
+	// Request-Id) echo it on every answer, so it says the 409 is to this
+	// request, not that the resource in it is the one the key created.
+	if !holdsKey(ex.body, rec.Key, c.bodyKeyName(rec)) && !echoesReference(rec.Body, ex.body) {
 		return "", ""
 	}
 	// The 409 repeats the first answer's body without its status code,
