@@ -58,6 +58,13 @@ func TestHoldsKey(t *testing.T) {
 		{"another key", `{"id":"pmt_1","idempotency_key":"ORD-2026-0043-A"}`, "Idempotency-Key", false},
 		{"too deep", `{"a":{"b":{"c":{"d":{"e":{"idempotency_key":"ORD-2026-0042-A"}}}}}}`, "Idempotency-Key", false},
 		{"not JSON", `idempotency_key=ORD-2026-0042-A`, "Idempotency-Key", false},
+		{"idempotencyKey", `{"id":"pmt_1","idempotencyKey":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"IdempotencyKey", `{"Id":"pmt_1","IdempotencyKey":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"idempotency-key", `{"id":"pmt_1","idempotency-key":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"requestId", `{"id":"pmt_1","requestId":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"a member name escaped", `{"id":"pmt_1","idempotency\u005fkey":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"in an array element", `{"id":"b_1","items":[{"request_id":"ORD-2026-0042-A"}]}`, "Idempotency-Key", true},
+		{"too deep in arrays", `[[[[[{"request_id":"ORD-2026-0042-A"}]]]]]`, "Idempotency-Key", false},
 	})
 }
 
