@@ -18,9 +18,8 @@ import (
 // never settled. Most 409s are the key in flight, and some carry a
 // resource that is not the key's (the existing record a create collides
 // with), so only one that shows it is about this request is taken for the
-// stored answer: the key's value in it (an echoed key header, or a body
-// member named as a key), or the request's own reference at the same
-// member.
+// stored answer: the key's value at a body member named as a key, or
+// the request's own reference at the same member.
 
 // conflictReplay reads a 409 answer to a submit of rec as the server's
 // stored answer for the key: the completed resource it carries, as
@@ -38,8 +37,10 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 		// and a paid payout would be reported failed.
 		return "", ""
 	}
-	if !namesKeyValue(ex.header, nil, c.cfg.keyHeader, rec.Key) && !holdsKey(ex.body, rec.Key, c.bodyKeyName(rec)) &&
-		!echoesReference(rec.Body, ex.body) {
+	// Not an echoed key header: servers that echo one (DOKU's
+	// Request-Id) echo it on every answer, so it says the 409 is to this
+	// request, not that the resource in it is the one the key created.
+	if !holdsKey(ex.body, rec.Key, c.bodyKeyName(rec)) && !echoesReference(rec.Body, ex.body) {
 		return "", ""
 	}
 	// The 409 repeats the first answer's body without its status code,
@@ -73,42 +74,51 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 // value other resources carry under their own names: every payment of
 // the order names it as its order_id, an invoice's payments as their
 // invoice, and the key's value there shows only what the resource is
-// about.
+// about. A member named as the merchant's reference is taken only for a
+// distinctive key (distinctiveKey), as echoesReference takes the
+// request's own reference: a short key ("1001", a row's number) is
+// another order's number too, and that order's payment names it as its
+// merchantRefNum.
 func holdsKey(answer []byte, key, keyName string) bool {
-	if !bytes.Contains(answer, []byte(key)) {
+	// A JSON encoder may write some of the key's bytes escaped (PHP's
+	// json_encode "/" as "\/", Go's encoding/json "&" as "\u0026"): the
+	// same value in other bytes, which only a parse finds.
+	if !strings.ContainsAny(key, `"\/<>&'`) && !bytes.Contains(answer, []byte(key)) {
 		return false // most answers: no parse
 	}
 	var doc any
 	if json.Unmarshal(trimBOM(answer), &doc) != nil {
 		return false
 	}
-	return keyMemberHolds(doc, key, bareName(keyName), 0)
+	return keyMemberHolds(doc, key, bareName(keyName), distinctiveKey(key), 0)
 }
 
 // maxKeyDepth bounds holdsKey's walk: an echoed key is in the resource or
 // one or two objects down (DOKU's "headers": {"request_id": …}).
 const maxKeyDepth = 4
 
-func keyMemberHolds(doc any, key, keyName string, depth int) bool {
+// keyMemberHolds is holdsKey's walk of doc at depth; ref says whether a
+// member named as the merchant's reference may hold the key.
+func keyMemberHolds(doc any, key, keyName string, ref bool, depth int) bool {
 	if depth > maxKeyDepth {
 		return false
 	}
 	switch v := doc.(type) {
 	case []any:
 		for _, e := range v {
-			if keyMemberHolds(e, key, keyName, depth+1) {
+			if keyMemberHolds(e, key, keyName, ref, depth+1) {
 				return true
 			}
 		}
 	case map[string]any:
 		for name, e := range v {
 			if s, ok := e.(string); ok {
-				if s == key && keyMember(name, keyName) {
+				if s == key && keyMember(name, keyName, ref) {
 					return true
 				}
 				continue
 			}
-			if keyMemberHolds(e, key, keyName, depth+1) {
+			if keyMemberHolds(e, key, keyName, ref, depth+1) {
 				return true
 			}
 		}
@@ -119,13 +129,13 @@ func keyMemberHolds(doc any, key, keyName string, depth int) bool {
 // keyMember reports whether a member's name says it holds the request's
 // key: the name the request carries it under (keyName, bare), an
 // idempotency key's or request id's of this request ("idempotency_key",
-// "request_id", "X-Request-Id", "client_request_id": ownKey), or the
-// request's own reference's (referenceName). One named for another
-// request ("original_request_id", a refund's of the payment it refunds)
-// holds that request's key.
-func keyMember(name, keyName string) bool {
+// "request_id", "X-Request-Id", "client_request_id": ownKey), or, with
+// ref, the request's own reference's (referenceName). One named for
+// another request ("original_request_id", a refund's of the payment it
+// refunds) holds that request's key.
+func keyMember(name, keyName string, ref bool) bool {
 	b := bareName(name)
-	if keyName != "" && b == keyName || referenceName(name) {
+	if keyName != "" && b == keyName || ref && referenceName(name) {
 		return true
 	}
 	for _, w := range [...]string{"idempotencykey", "idempotencekey", "requestkey", "requestid", "key"} {

@@ -43,11 +43,7 @@ func TestEchoesReference(t *testing.T) {
 // at a member named as a key; at another member (the order a payment is
 // of, a description) it shows what the resource is about.
 func TestHoldsKey(t *testing.T) {
-	const key = "ORD-2026-0042-A"
-	for _, tc := range []struct {
-		name, answer, keyName string
-		want                  bool
-	}{
+	testHoldsKey(t, "ORD-2026-0042-A", []holdsKeyCase{
 		{"idempotency_key", `{"id":"pmt_1","idempotency_key":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
 		{"DOKU's headers.request_id", `{"response":{"order":{"invoice_number":"INV-1"}},"headers":{"request_id":"ORD-2026-0042-A"}}`, "Request-Id", true},
 		{"merchant reference", `{"id":"pmt_1","merchantReference":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
@@ -62,10 +58,40 @@ func TestHoldsKey(t *testing.T) {
 		{"another key", `{"id":"pmt_1","idempotency_key":"ORD-2026-0043-A"}`, "Idempotency-Key", false},
 		{"too deep", `{"a":{"b":{"c":{"d":{"e":{"idempotency_key":"ORD-2026-0042-A"}}}}}}`, "Idempotency-Key", false},
 		{"not JSON", `idempotency_key=ORD-2026-0042-A`, "Idempotency-Key", false},
-	} {
+		{"idempotencyKey", `{"id":"pmt_1","idempotencyKey":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"IdempotencyKey", `{"Id":"pmt_1","IdempotencyKey":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"idempotency-key", `{"id":"pmt_1","idempotency-key":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"requestId", `{"id":"pmt_1","requestId":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"a member name escaped", `{"id":"pmt_1","idempotency\u005fkey":"ORD-2026-0042-A"}`, "Idempotency-Key", true},
+		{"in an array element", `{"id":"b_1","items":[{"request_id":"ORD-2026-0042-A"}]}`, "Idempotency-Key", true},
+		{"too deep in arrays", `[[[[[{"request_id":"ORD-2026-0042-A"}]]]]]`, "Idempotency-Key", false},
+	})
+}
+
+// TestHoldsKeyShortKey: a short key at a member named as the merchant's
+// reference is another order's number as well as ours, unless the
+// request carries the key in that member.
+func TestHoldsKeyShortKey(t *testing.T) {
+	testHoldsKey(t, "1001", []holdsKeyCase{
+		{"merchantRefNum", `{"id":"pmt_1","merchantRefNum":"1001"}`, "Idempotency-Key", false},
+		{"the body member the key goes in", `{"id":"pmt_1","merchantRefNum":"1001"}`, "merchantRefNum", true},
+		{"idempotency_key", `{"id":"pmt_1","idempotency_key":"1001"}`, "Idempotency-Key", true},
+	})
+}
+
+// holdsKeyCase is one answer and the name the request carries the key
+// under, and whether holdsKey finds the key in it.
+type holdsKeyCase struct {
+	name, answer, keyName string
+	want                  bool
+}
+
+func testHoldsKey(t *testing.T, key string, cases []holdsKeyCase) {
+	t.Helper()
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := holdsKey([]byte(tc.answer), key, tc.keyName); got != tc.want {
-				t.Errorf("holdsKey(%s, %q) = %v; want %v", tc.answer, tc.keyName, got, tc.want)
+				t.Errorf("holdsKey(%s, %q, %q) = %v; want %v", tc.answer, key, tc.keyName, got, tc.want)
 			}
 		})
 	}
