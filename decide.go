@@ -982,15 +982,16 @@ func saysDuplicate(body []byte, name, key string) bool {
 	// registered.": it is passed over as they are, all its words (a cOID
 	// is any string: "AAPL.buy:1" is three words here), never only the
 	// last of them.
-	// The key is passed over only where it stands as an id: a
-	// distinctive one (distinctiveKey), or one after an id's name
-	// ("ID=<cOID>"). A key that is a common word ("order", "email",
-	// "payment") is read as the word it is: passed over, "Order already
-	// exists" would lose its subject, and "Order email is already
-	// registered" would find one.
+	// The key is passed over only where it stands as an id: one that is
+	// no word (a digit or a sign in it: an order number "1001", "INV-A",
+	// a UUID; or too long for one, distinctiveKey), or one after an id's
+	// name ("ID=<cOID>"). A key of letters alone may be a common word
+	// ("order", "email", "payment") and is read as the word it is:
+	// passed over, "Order already exists" would lose its subject, and
+	// "Order email is already registered" would find one.
 	ownKey := strings.FieldsFunc(strings.ToLower(key), split)
 	skipsKey := func(at int) bool {
-		return distinctiveKey(key) || at > 0 && slices.Contains(idWords[:], words[at-1])
+		return !lettersOnly(key) || distinctiveKey(key) || at > 0 && slices.Contains(idWords[:], words[at-1])
 	}
 	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
@@ -1158,6 +1159,12 @@ var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 // confirmation of a payment it confirmed, Interactive Brokers' "Local
 // order ID=<cOID> is already registered." to a cOID it holds).
 var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed", "registered"}
+
+// lettersOnly reports whether s is ASCII letters alone: a word, as a
+// key may be, not an id made of digits or signs.
+func lettersOnly(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < 'A' || r > 'z' || r > 'Z' && r < 'a' })
+}
 
 // qualifiedToken reports whether words[i] is the token of a device or a
 // credential ("device token", "push token", "access token"), which a
