@@ -145,6 +145,10 @@ type answer struct {
 	// inFlight: a refusal other than a 409 says the key's request is
 	// still running or ran (refusalInFlight): not this one's merits.
 	inFlight bool
+	// versionMoved: a 409 refuses the version of the resource the update
+	// carries (versionConflict): the resource changed since the update
+	// was built, by another writer or by a copy of this update.
+	versionMoved bool
 	// keyIgnored: the server says it does not de-duplicate by the key
 	// where this went (keyIgnored): a resend is a second request.
 	keyIgnored bool
@@ -356,6 +360,21 @@ func submitMeaning(p past, a answer) judgment {
 			// them ("already exists" is not "different parameters").
 			return judgment{move: moveReview, label: "key_used_foreign", refused: true, review: ReviewKeyInUse, conflict: true,
 				err: fmt.Errorf("idem: %s (to a first attempt, saying only that the key was used: a copy of this request may have executed)",
+					refusalReason(a))}
+		}
+		if a.versionMoved {
+			// commercetools' ConcurrentModification: what moved the
+			// version may be a copy of this very update, applied and its
+			// answer lost before idem saw any (a mesh's retry of a 503
+			// reset before headers: Istio's default retry_on), whose
+			// retry the version check then refused. Failed, the update
+			// is built again on the new version and applied twice (a
+			// second addPayment, addTransaction, addLineItem). Left for a
+			// person as a refusal of a resend after one that may have
+			// executed: no key keeps the copy out, and a resend of these
+			// bytes is refused so forever.
+			return judgment{move: moveReview, label: "version_moved", refused: true, review: ReviewRefusedAfterSend,
+				err: fmt.Errorf("idem: %s (to a first attempt, saying the resource changed since the update was built: a copy of this update a proxy retried may have changed it)",
 					refusalReason(a))}
 		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
@@ -1792,9 +1811,10 @@ func reusedElsewhere(body []byte, name string) bool {
 // same bytes, resent, are refused so forever, and an earlier copy of
 // ours that executed moves the version as another writer does (the JVM
 // SDK's ConcurrentModificationException shows an update sent "by
-// accident again" refused so). A refusal, then: failed to a first
-// attempt, asked about and left for a person after one that may have
-// executed. Salesforce OCAPI's 409 ConcurrentModificationException fault,
+// accident again" refused so). A refusal, then, never failed: left for
+// a person to a first attempt (a copy a proxy retried may have moved the
+// version), asked about and left for a person after an attempt that may
+// have executed. Salesforce OCAPI's 409 ConcurrentModificationException fault,
 // which its docs say to "simply retry", is no such body: still resent.
 func versionConflict(body []byte) bool {
 	if !bytes.Contains(body, []byte("ConcurrentModification")) {
