@@ -80,17 +80,64 @@ func (ct *ctVersioned) submit(t *testing.T) (*idem.Client, *idem.Result, error) 
 // version is behind, and the same bytes resent are refused so forever.
 // Read as a 409 in flight, it was resent until the foreground budget ran
 // out and then by the reconciler until the key window passed. To a
-// first attempt it is a refusal: failed, sent once, nothing applied.
-func TestConcurrentModificationToAFirstAttemptIsAFailure(t *testing.T) {
+// first attempt it is a refusal, but not the update's own failure: what
+// moved the version may be a copy of this update (below), so it is left
+// for a person, never failed; sent once, nothing applied.
+func TestConcurrentModificationToAFirstAttemptIsForAPerson(t *testing.T) {
 	ct := &ctVersioned{version: 2}
-	_, res, err := ct.submit(t)
-	require.ErrorIs(t, err, idem.ErrFailed)
-	require.Equal(t, idem.StateFailed, res.State)
-	require.Contains(t, res.Reason, "different version than expected")
+	c, res, err := ct.submit(t)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
+	require.Equal(t, 1, res.Attempts)
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.ReviewRefusedAfterSend, rec.Review)
+	require.True(t, rec.Open())
+	require.Len(t, rec.Attempts, 1)
+	require.Contains(t, rec.Attempts[0].Err, "different version than expected", "the server's words, for the person deciding")
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
 	ct.mu.Lock()
 	defer ct.mu.Unlock()
 	require.Equal(t, 0, ct.applied, "updates applied")
 	require.Equal(t, []string{ctUpdate}, ct.updates)
+}
+
+// Behind the client's own sidecar, the update applies and its answer is
+// lost as a 503 reset before headers, which the sidecar retries (Istio's
+// default retry_on includes reset and 503): the copy is refused 409
+// ConcurrentModification, the version being the one the first copy
+// made, and that refusal is the only answer idem sees, to its first
+// attempt. Failed, as it was, the caller builds the update again on
+// version 2 and applies it twice. One update applied; never failed.
+func TestConcurrentModificationBehindARetryingMeshIsNoFailure(t *testing.T) {
+	ct := &ctVersioned{version: 1}
+	sidecar := retryingSidecar(t, func(w http.ResponseWriter, r *http.Request) {
+		ct.mu.Lock()
+		first := ct.applied == 0
+		ct.mu.Unlock()
+		if !first {
+			ct.serve(w, r)
+			return
+		}
+		ct.serve(httptest.NewRecorder(), r) // applied; its answer lost
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `upstream connect error or disconnect/reset before headers. reset reason: connection termination`)
+	})
+	c := clientFor(t, sidecar, idemtest.NewClock(epoch))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: sidecar.URL + "/shop/payments/9f1c2b7e-5d3a-4c8e-b1f0-2a6d4e8c7b35",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(ctUpdate)})
+	require.NotErrorIs(t, err, idem.ErrFailed, "the update applied read as failed")
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	require.Equal(t, 1, ct.applied, "updates applied")
+	require.Equal(t, []string{ctUpdate, ctUpdate}, ct.updates, "ours and the sidecar's copy, nothing resent")
 }
 
 // After an update that applied and whose answer a gateway lost, the

@@ -145,6 +145,10 @@ type answer struct {
 	// inFlight: a refusal other than a 409 says the key's request is
 	// still running or ran (refusalInFlight): not this one's merits.
 	inFlight bool
+	// versionMoved: a 409 refuses the version of the resource the update
+	// carries (versionConflict): the resource changed since the update
+	// was built, by another writer or by a copy of this update.
+	versionMoved bool
 	// keyIgnored: the server says it does not de-duplicate by the key
 	// where this went (keyIgnored): a resend is a second request.
 	keyIgnored bool
@@ -356,6 +360,21 @@ func submitMeaning(p past, a answer) judgment {
 			// them ("already exists" is not "different parameters").
 			return judgment{move: moveReview, label: "key_used_foreign", refused: true, review: ReviewKeyInUse, conflict: true,
 				err: fmt.Errorf("idem: %s (to a first attempt, saying only that the key was used: a copy of this request may have executed)",
+					refusalReason(a))}
+		}
+		if a.versionMoved {
+			// commercetools' ConcurrentModification: what moved the
+			// version may be a copy of this very update, applied and its
+			// answer lost before idem saw any (a mesh's retry of a 503
+			// reset before headers: Istio's default retry_on), whose
+			// retry the version check then refused. Failed, the update
+			// is built again on the new version and applied twice (a
+			// second addPayment, addTransaction, addLineItem). Left for a
+			// person as a refusal of a resend after one that may have
+			// executed: no key keeps the copy out, and a resend of these
+			// bytes is refused so forever.
+			return judgment{move: moveReview, label: "version_moved", refused: true, review: ReviewRefusedAfterSend,
+				err: fmt.Errorf("idem: %s (to a first attempt, saying the resource changed since the update was built: a copy of this update a proxy retried may have changed it)",
 					refusalReason(a))}
 		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
@@ -982,15 +1001,16 @@ func saysDuplicate(body []byte, name, key string) bool {
 	// registered.": it is passed over as they are, all its words (a cOID
 	// is any string: "AAPL.buy:1" is three words here), never only the
 	// last of them.
-	// The key is passed over only where it stands as an id: a
-	// distinctive one (distinctiveKey), or one after an id's name
-	// ("ID=<cOID>"). A key that is a common word ("order", "email",
-	// "payment") is read as the word it is: passed over, "Order already
-	// exists" would lose its subject, and "Order email is already
-	// registered" would find one.
+	// The key is passed over only where it stands as an id: one that is
+	// no word (a digit or a sign in it: an order number "1001", "INV-A",
+	// a UUID; or too long for one, distinctiveKey), or one after an id's
+	// name ("ID=<cOID>"). A key of letters alone may be a common word
+	// ("order", "email", "payment") and is read as the word it is:
+	// passed over, "Order already exists" would lose its subject, and
+	// "Order email is already registered" would find one.
 	ownKey := strings.FieldsFunc(strings.ToLower(key), split)
 	skipsKey := func(at int) bool {
-		return distinctiveKey(key) || at > 0 && slices.Contains(idWords[:], words[at-1])
+		return !lettersOnly(key) || distinctiveKey(key) || at > 0 && slices.Contains(idWords[:], words[at-1])
 	}
 	aboutBefore := func(i int) bool {
 		for i--; i >= 0; i-- {
@@ -1158,6 +1178,12 @@ var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 // confirmation of a payment it confirmed, Interactive Brokers' "Local
 // order ID=<cOID> is already registered." to a cOID it holds).
 var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed", "registered"}
+
+// lettersOnly reports whether s is ASCII letters alone: a word, as a
+// key may be, not an id made of digits or signs.
+func lettersOnly(s string) bool {
+	return s != "" && !strings.ContainsFunc(s, func(r rune) bool { return r < 'A' || r > 'z' || r > 'Z' && r < 'a' })
+}
 
 // qualifiedToken reports whether words[i] is the token of a device or a
 // credential ("device token", "push token", "access token"), which a
@@ -1785,9 +1811,10 @@ func reusedElsewhere(body []byte, name string) bool {
 // same bytes, resent, are refused so forever, and an earlier copy of
 // ours that executed moves the version as another writer does (the JVM
 // SDK's ConcurrentModificationException shows an update sent "by
-// accident again" refused so). A refusal, then: failed to a first
-// attempt, asked about and left for a person after one that may have
-// executed. Salesforce OCAPI's 409 ConcurrentModificationException fault,
+// accident again" refused so). A refusal, then, never failed: left for
+// a person to a first attempt (a copy a proxy retried may have moved the
+// version), asked about and left for a person after an attempt that may
+// have executed. Salesforce OCAPI's 409 ConcurrentModificationException fault,
 // which its docs say to "simply retry", is no such body: still resent.
 func versionConflict(body []byte) bool {
 	if !bytes.Contains(body, []byte("ConcurrentModification")) {

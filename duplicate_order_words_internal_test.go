@@ -249,6 +249,12 @@ func TestSaysDuplicateKeyOfACommonWord(t *testing.T) {
 		{"order", `{"error":"Local order ID=order is already registered."}`, true},
 		{"abcdef", `{"error":"Local order ID=abcdef is already registered."}`, true},
 		{"email", `{"error":"Device ID=email is already registered."}`, false},
+		// A key with a digit or a sign in it is no word: an id wherever
+		// it stands, an order number after its subject too.
+		{"1001", `{"message":"Order 1001 already exists for user 42"}`, true},
+		{"INV-A", `{"message":"Order INV-A already exists"}`, true},
+		{"ord_7", `{"message":"Order ord_7 has already been placed"}`, true},
+		{"1001", `{"message":"Order 1002 already exists"}`, false},
 	} {
 		if got := saysDuplicate([]byte(tc.body), "client_order_id", tc.key); got != tc.want {
 			t.Errorf("saysDuplicate(%s, client_order_id, %q) = %v, want %v", tc.body, tc.key, got, tc.want)
