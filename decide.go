@@ -1229,7 +1229,19 @@ func refusedForState(before []string, done string) bool {
 		default:
 			continue
 		}
-		return slices.Contains(stateVerbs[:], verb) && !strings.HasPrefix(done, strings.TrimSuffix(verb, "e"))
+		stem := strings.TrimSuffix(verb, "e")
+		if !slices.Contains(stateVerbs[:], verb) || strings.HasPrefix(done, stem) {
+			return false
+		}
+		// "Unable to refund: refund request already raised" says the
+		// request's own action is done already, which a copy of it may
+		// have done: a duplicate, not a state it was refused for.
+		for _, w := range before[j+1:] {
+			if w != verb && strings.HasPrefix(w, stem) || w == "request" || w == "requests" {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }

@@ -52,6 +52,10 @@ func TestSameActionAlreadyDoneStaysAnotherRequests(t *testing.T) {
 	for _, body := range []string{
 		`{"message":"Cannot capture a payment that has already been processed."}`,
 		`{"message":"Card token is already used"}`,
+		// The request's own action done already (Paytm's 617 "Refund
+		// Already Raised", behind a "cannot"): the words are modelled,
+		// no page quotes them whole.
+		`{"message":"Unable to refund: refund request already raised"}`,
 	} {
 		t.Run(body, func(t *testing.T) {
 			v := newVendor(t, shape{status: http.StatusBadRequest, body: body})
