@@ -2090,8 +2090,8 @@ func fromCache(h http.Header) string {
 // namesKeyValue reports whether an answer names key: its key header
 // (header; "" when the key goes in the body) echoes it, bare or as an
 // sf-string, or its body holds it as a JSON string. A cache's answer to
-// a result query is taken as ours only then: a cache keyed on the path
-// alone serves another key's result.
+// a result query is taken as ours only then (cacheNamesKey): a cache
+// keyed on the path alone serves another key's result.
 func namesKeyValue(h http.Header, body []byte, header, key string) bool {
 	if header != "" {
 		for _, v := range h[header] {
