@@ -44,13 +44,19 @@ func TestErrorReasonMembers(t *testing.T) {
 		{"numeric code string", shape{status: http.StatusBadRequest, body: `{"code":"51000","message":"Parameter sz error"}`},
 			"400: Parameter sz error"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			v := newVendor(t, tt.shape)
-			res, err := v.submit(t)
-			require.ErrorIs(t, err, idem.ErrFailed)
-			require.Equal(t, idem.StateFailed, res.State)
-			require.Equal(t, tt.reason, res.Reason)
-			v.requireKeys(t, "Idempotency-Key", "k", 1)
-		})
+		t.Run(tt.name, func(t *testing.T) { requireFailureReason(t, tt.shape, tt.reason) })
 	}
+}
+
+// requireFailureReason asserts that a first submit answered with s fails
+// at once with reason, the key sent once.
+func requireFailureReason(t *testing.T, s shape, reason string) {
+	t.Helper()
+	v := newVendor(t, s)
+	res, err := v.submit(t)
+	require.ErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateFailed, res.State)
+	require.Equal(t, reason, res.Reason)
+	require.ErrorContains(t, err, reason)
+	v.requireKeys(t, "Idempotency-Key", "k", 1)
 }
