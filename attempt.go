@@ -652,6 +652,22 @@ func (d *driver) submit() (step, error) {
 	return d.endAttempt(st, number, ex, false, err)
 }
 
+// cacheNamesKey reports whether a cache's answer to a result query names
+// rec's key, so is the key's own result if stale: an echoed key header
+// (a cache stores it with the answer it came on), or, when the key goes
+// in a header, its body as a 409 replay's must (namesRequest), a key
+// taken from a business id being a value other resources carry (a
+// refund's order_id, a description). With the key in the body, a client
+// order id, the answer echoes it under a name of its own ("clientOrderId"
+// for Binance's newClientOrderId, OKX's clOrdId) that no rule here knows:
+// its value anywhere in the body.
+func (c *Client) cacheNamesKey(rec *journal.Record, ex exchange) bool {
+	if c.cfg.keyHeader == "" {
+		return namesKeyValue(ex.header, ex.body, "", rec.Key)
+	}
+	return namesKeyValue(ex.header, nil, c.cfg.keyHeader, rec.Key) || c.namesRequest(rec, ex)
+}
+
 // answerOf prepares an exchange for the judge: the classifier's verdict
 // and, for a 2xx that may settle, the decoder's outcome.
 func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
@@ -680,7 +696,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 		}
 		a.keyIgnored = marked && keyIgnored(ex.header)
-	case query && cached != "" && !namesKeyValue(ex.header, ex.body, c.cfg.keyHeader, rec.Key) && !pathNamesKey(rec.QueryURL, rec.Key):
+	case query && cached != "" && !c.cacheNamesKey(rec, ex) && !pathNamesKey(rec.QueryURL, rec.Key):
 		a.otherCache = cached
 	}
 	a.verdict, a.location = c.verdict(ex.status), headerValue(ex.header, "Location")

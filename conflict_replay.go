@@ -40,7 +40,7 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 	// Not an echoed key header: servers that echo one (DOKU's
 	// Request-Id) echo it on every answer, so it says the 409 is to this
 	// request, not that the resource in it is the one the key created.
-	if !holdsKey(ex.body, rec.Key, c.bodyKeyName(rec)) && !echoesReference(rec.Body, ex.body) {
+	if !c.namesRequest(rec, ex) {
 		return "", ""
 	}
 	// The 409 repeats the first answer's body without its status code,
@@ -65,6 +65,16 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 		return out.ResourceID, "failed"
 	}
 	return "", ""
+}
+
+// namesRequest reports whether the resource in an answer that may be
+// another request's (a 409 replay, a cache's answer to a result query) is
+// rec's request's: a member named as a key holds the key (holdsKey), or
+// the answer holds the request's own reference at the same member
+// (echoesReference). The key's value under any other name (an order_id,
+// a description) shows only what the resource is about.
+func (c *Client) namesRequest(rec *journal.Record, ex exchange) bool {
+	return holdsKey(ex.body, rec.Key, c.bodyKeyName(rec)) || echoesReference(rec.Body, ex.body)
 }
 
 // holdsKey reports whether answer, a JSON document, holds key as the

@@ -600,8 +600,20 @@ func queryMeaning(p past, a answer) judgment {
 	case a.status == http.StatusTooManyRequests || a.status == http.StatusServiceUnavailable:
 		return judgment{move: moveResend, label: "throttled"}
 	default:
-		return judgment{move: moveInconclusive, label: "query_failed", err: notFollowed(a), failed: queryFailed(a.status, a.body, a.otherMissing)}
+		return judgment{move: moveInconclusive, label: "query_failed", err: queryRefusal(a), failed: queryFailed(a.status, a.body, a.otherMissing)}
 	}
+}
+
+// queryRefusal is what a result query's failed answer says, for the
+// journaled attempt: a redirect's target, or the server's words (an
+// expired API key's 401, a permission's 403), blanked of credentials
+// with the attempt's. Nothing else keeps them, and the operation stays
+// unknown until what they name is fixed.
+func queryRefusal(a answer) error {
+	if err := notFollowed(a); err != nil || a.status < 400 {
+		return err
+	}
+	return fmt.Errorf("idem: result query refused, the operation stays unknown and is queried again: %s", errorReason(a.status, a.body))
 }
 
 // queryFailed reports whether a result query's inconclusive answer of
@@ -2117,8 +2129,8 @@ func fromCache(h http.Header) string {
 // namesKeyValue reports whether an answer names key: its key header
 // (header; "" when the key goes in the body) echoes it, bare or as an
 // sf-string, or its body holds it as a JSON string. A cache's answer to
-// a result query is taken as ours only then: a cache keyed on the path
-// alone serves another key's result.
+// a result query is taken as ours only then (cacheNamesKey): a cache
+// keyed on the path alone serves another key's result.
 func namesKeyValue(h http.Header, body []byte, header, key string) bool {
 	if header != "" {
 		for _, v := range h[header] {

@@ -133,7 +133,7 @@ func TestRefusalNotAboutADuplicateOrderWithTheKeyInAHeaderFails(t *testing.T) {
 func TestRequestInProgressRefusalToAFirstAttemptWithTheKeyInAHeader(t *testing.T) {
 	const body = `{"paymentKey":"5zJ4xY7m0kODnyRpQWGrN2xqGlNvLrKwv1M9ENjbeoPaZdL6","orderId":"a4CWyWY5m89PNh7xJwhk1","amount":15000}`
 	for refusal, words := range map[string]string{
-		`{"code":"ALREADY_PROCESSING_REQUEST","message":"진행중인 요청이 있습니다."}`: "400: 진행중인 요청이 있습니다.",
+		`{"code":"ALREADY_PROCESSING_REQUEST","message":"진행중인 요청이 있습니다."}`: "400: ALREADY_PROCESSING_REQUEST: 진행중인 요청이 있습니다.",
 		`{"code":"already_processing_request"}`:                            "400: Bad Request",
 	} {
 		t.Run(refusal, func(t *testing.T) {

@@ -3,10 +3,6 @@ package idem_test
 import (
 	"net/http"
 	"testing"
-
-	"github.com/stretchr/testify/require"
-
-	"github.com/idemkit/idem"
 )
 
 // A refusal is settled failed "with the server's reason": in the shapes
@@ -65,14 +61,6 @@ func TestFailureReasonShapes(t *testing.T) {
 			"400: transfer was blocked due to a previous ACH return on this account"},
 		{"no reason in the body", shape{status: http.StatusForbidden, body: `{"errors":[]}`}, "403: Forbidden"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			v := newVendor(t, tt.shape)
-			res, err := v.submit(t)
-			require.ErrorIs(t, err, idem.ErrFailed)
-			require.Equal(t, idem.StateFailed, res.State)
-			require.Equal(t, tt.reason, res.Reason)
-			require.ErrorContains(t, err, tt.reason)
-			v.requireKeys(t, "Idempotency-Key", "k", 1)
-		})
+		t.Run(tt.name, func(t *testing.T) { requireFailureReason(t, tt.shape, tt.reason) })
 	}
 }

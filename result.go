@@ -788,8 +788,12 @@ const statusCancelled = 499
 // list's first "detail" or "message" (Square, GraphQL) or an "errors"
 // string, Mastercard's {"Errors":{"Error":…}} (one error, or a list's
 // first) "ReasonCode" with its "Description", and Checkout.com's "error_type" with its
-// "error_codes". Members of other types are passed over, not a reason to
-// read none.
+// "error_codes"; then Telegram's "description", "errorMessage". An
+// OAuth error's code goes with its "error_description" (RFC 6749 5.2:
+// "invalid_client: …"), and a top-level "code" that names the error with
+// its "message" (Toss's {"code":"NOT_FOUND_PAYMENT","message":…}): the
+// code is what a person looks up. Members of other types are passed
+// over, not a reason to read none.
 func errorReason(statusCode int, body []byte) string {
 	var v struct {
 		Reason       any `json:"reason"`
@@ -802,11 +806,22 @@ func errorReason(statusCode int, body []byte) string {
 		Errors       any `json:"errors"`
 		ErrorType    any `json:"error_type"`
 		ErrorCodes   any `json:"error_codes"`
+		Description  any `json:"description"`       // Telegram's {"ok":false,"error_code":400,"description":…}
+		ErrorDesc    any `json:"error_description"` // OAuth's, beside its "error" code
+		ErrorMsg     any `json:"errorMessage"`
+		Code         any `json:"code"`
 	}
 	reason := ""
 	if json.Unmarshal(trimBOM(body), &v) == nil {
 		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Msg, v.ErrorMessage, v.Errors,
-			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"))
+			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"), v.Description, v.ErrorMsg)
+		if desc := firstString(v.ErrorDesc); desc != "" && reason == firstString(v.Error) {
+			// OAuth's "error" is a code ("invalid_client"); the words
+			// are its description's.
+			reason = joinCode(reason, desc)
+		} else if code := firstString(v.Code); reason != "" && reason == firstString(v.Message) && namesError(code) {
+			reason = joinCode(code, reason)
+		}
 		if reason == "" {
 			// Mastercard's APIs (Send's 402 DECLINE among them) put their
 			// errors under "Errors"."Error", a list or a lone object: the
@@ -816,12 +831,7 @@ func errorReason(statusCode int, body []byte) string {
 				e = first
 			}
 			code, _ := memberOf(e, "ReasonCode").(string)
-			reason = firstString(memberOf(e, "Description"))
-			if code != "" && reason != "" {
-				reason = code + ": " + reason
-			} else if code != "" {
-				reason = code
-			}
+			reason = joinCode(code, firstString(memberOf(e, "Description")))
 		}
 		if reason == "" {
 			if typ, _ := v.ErrorType.(string); typ != "" {
@@ -836,6 +846,31 @@ func errorReason(statusCode int, body []byte) string {
 		reason = http.StatusText(statusCode)
 	}
 	return fmt.Sprintf("%d: %s", statusCode, truncate(reason, 512))
+}
+
+// joinCode is an error's code and its words, or either alone.
+func joinCode(code, words string) string {
+	switch {
+	case code == "":
+		return words
+	case words == "":
+		return code
+	}
+	return code + ": " + words
+}
+
+// namesError reports whether code, a top-level "code" string, names an
+// error with letters ("NOT_FOUND_PAYMENT"), not a number or a success word:
+// an exchange's "0" or "200000" beside a message says nothing more.
+func namesError(code string) bool {
+	if code == "" || len(code) > 64 {
+		return false
+	}
+	switch strings.ToLower(code) {
+	case "ok", "success", "succeeded":
+		return false
+	}
+	return strings.ContainsFunc(code, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' })
 }
 
 // firstString is the first of vs that is a non-empty string.

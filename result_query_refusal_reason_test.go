@@ -1,0 +1,95 @@
+package idem_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// A result query refused 401 or 403 was journaled with its status and no
+// words: the operator, seeing the operation stay unknown, never learned
+// that the server said the key had expired or lacked a permission, the
+// one thing to fix. Its words are kept, as a submit's refusal's are,
+// with the credential the server quotes blanked. Stripe's 401 is
+// {"error":{"type":"authentication_error","message":"Expired API Key
+// provided: …"}} (docs.stripe.com/error-codes#api-key-expired), a
+// restricted key's 403 a permission_error
+// (docs.stripe.com/keys#limit-access). The create's answers are lost.
+func TestResultQueryRefusalKeepsTheServersWords(t *testing.T) {
+	const secret = "rk_live_51HqLyjWDarjtT1zdp7dcXkq"
+	for _, tt := range []struct {
+		status int
+		body   string
+		words  string
+	}{
+		{http.StatusUnauthorized, `{"error":{"type":"authentication_error","message":"Expired API Key provided: ` + secret + `"}}`,
+			"401: Expired API Key provided: "},
+		{http.StatusForbidden, `{"error":{"type":"invalid_request_error","message":"The provided key '` + secret +
+			`' does not have the required permissions for this endpoint on account 'acct_1HqLyj'."}}`,
+			"403: The provided key '"},
+	} {
+		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+			var mu sync.Mutex
+			posts, gets := 0, 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				mu.Lock()
+				defer mu.Unlock()
+				w.Header().Set("Content-Type", "application/json")
+				if r.Method == http.MethodGet {
+					gets++
+					w.WriteHeader(tt.status)
+					_, _ = io.WriteString(w, tt.body)
+					return
+				}
+				posts++
+				w.WriteHeader(http.StatusBadGateway) // a gateway's: committed or not, no one knows
+			}))
+			t.Cleanup(srv.Close)
+			store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = store.Close() })
+			c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithClock(idemtest.NewClock(epoch)),
+				idem.WithResultEndpoint("/v1/orders/{key}"),
+				idem.WithRequestHook(func(r *http.Request) error {
+					r.Header.Set("Authorization", "Bearer "+secret)
+					return nil
+				}))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+
+			_, err = c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v1/orders", Body: []byte(`{"amount":100}`)})
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+			require.NotContains(t, err.Error(), secret)
+
+			rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
+			require.NoError(t, err)
+			queries := 0
+			for _, a := range rec.Attempts {
+				require.NotContains(t, a.Err, secret, "attempt %d", a.Number)
+				if a.Kind != journal.AttemptQuery {
+					continue
+				}
+				queries++
+				require.Equal(t, tt.status, a.Status)
+				require.Contains(t, a.Err, tt.words, "attempt %d", a.Number)
+				require.True(t, strings.Contains(a.Err, "REDACTED") || !strings.Contains(a.Err, "rk_live"), "attempt %d: %s", a.Number, a.Err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			require.Positive(t, queries)
+			require.Equal(t, gets, queries, "every query journaled")
+			require.Equal(t, posts, len(rec.Attempts)-queries, "every submit journaled")
+		})
+	}
+}
