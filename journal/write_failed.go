@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -115,6 +116,32 @@ func (o openCommit) update(fn func(*bolt.Tx) error) error {
 	}
 	return unmarked(withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
 		"check the disk, then open the journal again, which writes it again and syncs it first", err), merr)
+}
+
+// initUnsynced reports whether err, bolt.Open's for the new (empty) file
+// at path, may leave bbolt's first pages written but not on disk: its
+// fdatasync's error (a bare errno on Linux, os.File.Sync's "sync"
+// *fs.PathError elsewhere), once the file holds the pages. A write cut
+// short (a full disk) is a "write" *fs.PathError, and no fsync failed:
+// what it wrote is still dirty, and a marker would say a failed write,
+// tell a reader not to trust the journal, have the next Open write it
+// all again, and, on a disk too full for the marker, tell the operator
+// not to open it before a reboot. The lock's error, a bare errno too,
+// comes before any write, the file still empty. The map's, after the
+// sync, cannot be told from the sync's: its marker costs the next Open a
+// write of four pages.
+func initUnsynced(path string, err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if errors.As(err, &pe) {
+		if pe.Op != "sync" {
+			return false
+		}
+	} else if !errors.As(err, &errno) {
+		return false
+	}
+	fi, serr := os.Stat(path)
+	return serr != nil || fi.Size() > 0
 }
 
 // txOf returns the id of the newest commit a reader of db sees, or -1
