@@ -59,7 +59,8 @@ func markWriteFailed(dir, base string, cause error) error {
 	}
 	if err != nil {
 		return errorf("and its marker %s could not be written (%w), so the next open in this boot would take what memory shows for what the disk holds: "+
-			"do not open the journal again before the machine is rebooted, or its page cache dropped (echo 1 > /proc/sys/vm/drop_caches), after the disk is checked", marker, err)
+			"do not open the journal again before the machine is rebooted, or, once every process that had the journal open has stopped (the pages a process maps are not dropped), "+
+			"its page cache dropped (echo 1 > /proc/sys/vm/drop_caches), after the disk is checked", marker, err)
 	}
 	_, _ = f.WriteString(time.Now().UTC().Format(time.RFC3339) + " " + cause.Error() + "\n")
 	_ = f.Close()
