@@ -27,7 +27,6 @@ import (
 // too, it told the operator not to open the journal again before a
 // reboot. A small tmpfs is the full disk.
 func TestNewJournalWriteCutShortLeavesNoMarker(t *testing.T) {
-	page := int64(os.Getpagesize())
 	for _, tc := range []struct {
 		free   int64 // pages
 		inodes bool  // out of inodes too, but the journal's
@@ -38,18 +37,13 @@ func TestNewJournalWriteCutShortLeavesNoMarker(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
-			mountOrSkip(t, "tmpfs", dir, "tmpfs", 0, "size=1m,nr_inodes=64,mode=0700")
-			filler := filepath.Join(dir, "filler")
-			fillDisk(t, filler)
-			fi, err := os.Stat(filler)
-			require.NoError(t, err)
-			require.NoError(t, os.Truncate(filler, fi.Size()-tc.free*page))
+			fullTmpfs(t, dir, "nr_inodes=64", tc.free)
 			if tc.inodes {
 				fillInodes(t, dir)
 			}
 
 			path := filepath.Join(dir, "j.db")
-			_, err = Open(path, withFallocate(func(int, uint32, int64, int64) error {
+			_, err := Open(path, withFallocate(func(int, uint32, int64, int64) error {
 				return syscall.EPERM // denied: bbolt writes as before
 			}))
 			require.ErrorIs(t, err, syscall.ENOSPC, "the fixture: bbolt's write of the first pages cut short")
