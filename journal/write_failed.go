@@ -88,11 +88,11 @@ func unmarked(err, merr error) error {
 // fdatasync of each commit, called once the commit succeeded.
 //
 // bbolt's own first commit (bolt.Open making a new file's first pages)
-// leaves the marker too (openOnce), for a system call's error: the
-// journal's first commit (initMeta's) writes anew all but the second meta
-// page, which only the journal's second commit rewrites, and until then
-// a reboot that took it back to zeros left a journal idem check called
-// damaged.
+// leaves the marker too (openOnce), for its fdatasync's error
+// (initUnsynced): the journal's first commit (initMeta's) writes anew all
+// but the second meta page, which only the journal's second commit
+// rewrites, and until then a reboot that took it back to zeros left a
+// journal idem check called damaged.
 type openCommit struct {
 	db   *bolt.DB
 	path string
