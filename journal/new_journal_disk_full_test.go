@@ -23,16 +23,10 @@ import (
 // never held anything. A small tmpfs is the full disk.
 func TestNewJournalOnAFullDisk(t *testing.T) {
 	ctx := context.Background()
-	page := int64(os.Getpagesize())
 	for free := range int64(6) {
 		t.Run(string(rune('0'+free))+" pages free", func(t *testing.T) {
 			dir := t.TempDir()
-			mountOrSkip(t, "tmpfs", dir, "tmpfs", 0, "size=1m,mode=0700")
-			filler := filepath.Join(dir, "filler")
-			fillDisk(t, filler)
-			fi, err := os.Stat(filler)
-			require.NoError(t, err)
-			require.NoError(t, os.Truncate(filler, fi.Size()-free*page))
+			filler := fullTmpfs(t, dir, "", free)
 
 			path := filepath.Join(dir, "j.db")
 			s, err := Open(path)
@@ -59,6 +53,23 @@ func TestNewJournalOnAFullDisk(t *testing.T) {
 			require.NoError(t, err)
 		})
 	}
+}
+
+// fullTmpfs mounts on dir a tmpfs of 1 MiB, with the mount options opts
+// (comma-separated, may be empty) besides, and fills it but for free
+// pages with the file it returns, skipping t where mounting is refused.
+func fullTmpfs(t *testing.T, dir, opts string, free int64) (filler string) {
+	t.Helper()
+	if opts != "" {
+		opts += ","
+	}
+	mountOrSkip(t, "tmpfs", dir, "tmpfs", 0, opts+"size=1m,mode=0700")
+	filler = filepath.Join(dir, "filler")
+	fillDisk(t, filler)
+	fi, err := os.Stat(filler)
+	require.NoError(t, err)
+	require.NoError(t, os.Truncate(filler, fi.Size()-free*int64(os.Getpagesize())))
+	return filler
 }
 
 // fillDisk writes the file at path until its file system is full.

@@ -256,7 +256,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 				_ = db.Close()
 			}
 		}
-		if err != nil && systemError(err) {
+		if err != nil && initUnsynced(path, err) {
 			// bbolt's first commit, a new file's first pages, may be
 			// written and its fdatasync failed: see openCommit.
 			dir, base, merr := markerLocation(path)

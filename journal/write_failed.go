@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -58,7 +59,8 @@ func markWriteFailed(dir, base string, cause error) error {
 	}
 	if err != nil {
 		return errorf("and its marker %s could not be written (%w), so the next open in this boot would take what memory shows for what the disk holds: "+
-			"do not open the journal again before the machine is rebooted, or its page cache dropped (echo 1 > /proc/sys/vm/drop_caches), after the disk is checked", marker, err)
+			"do not open the journal again before the machine is rebooted, or, once every process that had the journal open has stopped (the pages a process maps are not dropped), "+
+			"its page cache dropped (echo 1 > /proc/sys/vm/drop_caches), after the disk is checked", marker, err)
 	}
 	_, _ = f.WriteString(time.Now().UTC().Format(time.RFC3339) + " " + cause.Error() + "\n")
 	_ = f.Close()
@@ -86,11 +88,11 @@ func unmarked(err, merr error) error {
 // fdatasync of each commit, called once the commit succeeded.
 //
 // bbolt's own first commit (bolt.Open making a new file's first pages)
-// leaves the marker too (openOnce), for a system call's error: the
-// journal's first commit (initMeta's) writes anew all but the second meta
-// page, which only the journal's second commit rewrites, and until then
-// a reboot that took it back to zeros left a journal idem check called
-// damaged.
+// leaves the marker too (openOnce), for its fdatasync's error
+// (initUnsynced): the journal's first commit (initMeta's) writes anew all
+// but the second meta page, which only the journal's second commit
+// rewrites, and until then a reboot that took it back to zeros left a
+// journal idem check called damaged.
 type openCommit struct {
 	db   *bolt.DB
 	path string
@@ -115,6 +117,32 @@ func (o openCommit) update(fn func(*bolt.Tx) error) error {
 	}
 	return unmarked(withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
 		"check the disk, then open the journal again, which writes it again and syncs it first", err), merr)
+}
+
+// initUnsynced reports whether err, bolt.Open's for the new (empty) file
+// at path, may leave bbolt's first pages written but not on disk: its
+// fdatasync's error (a bare errno on Linux, os.File.Sync's "sync"
+// *fs.PathError elsewhere), once the file holds the pages. A write cut
+// short (a full disk) is a "write" *fs.PathError, and no fsync failed:
+// what it wrote is still dirty, and a marker would say a failed write,
+// tell a reader not to trust the journal, have the next Open write it
+// all again, and, on a disk too full for the marker, tell the operator
+// not to open it before a reboot. The lock's error, a bare errno too,
+// comes before any write, the file still empty. The map's, after the
+// sync, cannot be told from the sync's: its marker costs the next Open a
+// write of four pages.
+func initUnsynced(path string, err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if errors.As(err, &pe) {
+		if pe.Op != "sync" {
+			return false
+		}
+	} else if !errors.As(err, &errno) {
+		return false
+	}
+	fi, serr := os.Stat(path)
+	return serr != nil || fi.Size() > 0
 }
 
 // txOf returns the id of the newest commit a reader of db sees, or -1
