@@ -735,9 +735,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		}
 	}
 	if !query && cached == "" && !a.stored() && ex.status == http.StatusConflict && a.verdict == Processing &&
-		!saysKeyRunning(ex.body, c.bodyKeyName(rec)) && !carriesError(ex.body) {
+		!saysKeyRunning(ex.body, c.bodyKeyName(rec)) && !saysSubjectRunning(ex.body) && !carriesError(ex.body) {
 		// A 409 that is the key's first answer as it was (Interchecks,
-		// DOKU), judged as a resource the key created (conflictReplay).
+		// DOKU), judged as a resource the key created (conflictReplay);
+		// not one saying the order's payment runs, whose resource may
+		// be the order's last, finished, payment.
 		if a.created, a.createdStatus = c.conflictReplay(rec, ex); a.created != "" {
 			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 		}

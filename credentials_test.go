@@ -172,14 +172,21 @@ func TestCredentialNamedHeadersNeverJournaled(t *testing.T) {
 // I-Twilio-Idempotency-Token): refused as a credential, with the advice
 // to add it in a request hook, a caller would make the key afresh on
 // every resend. In Header it is the key's header, which idem sets from
-// Request.Key; RequestFromHTTP keeps it as a header.
+// Request.Key, and the error says so, for a name without "idempotency"
+// in it too (AWS's X-Amzn-Client-Token, docs.aws.amazon.com/
+// billingconductor/latest/APIReference/API_CreateCustomLineItem.html);
+// RequestFromHTTP keeps it as a header.
 func TestIdempotencyKeyHeaderIsNoCredential(t *testing.T) {
+	for _, name := range []string{"I-Twilio-Idempotency-Token", "X-Amzn-Client-Token"} {
+		e := newEnv(t, clientOpts(idem.WithKeyHeader(name, idem.KeyBare)))
+		r := e.req("k-twilio", `{}`)
+		r.Header = http.Header{name: {"k-twilio"}}
+		_, err := e.client.Prepare(e.ctx, r)
+		require.ErrorIs(t, err, idem.ErrInvalidRequest, "%s: the key's header, set from Request.Key", name)
+		require.NotErrorIs(t, err, idem.ErrSecretHeader, name)
+		require.ErrorContains(t, err, "idem sets from Request.Key; remove it from Header", name)
+	}
 	e := newEnv(t, clientOpts(idem.WithKeyHeader("I-Twilio-Idempotency-Token", idem.KeyBare)))
-	r := e.req("k-twilio", `{}`)
-	r.Header = http.Header{"I-Twilio-Idempotency-Token": {"k-twilio"}}
-	_, err := e.client.Prepare(e.ctx, r)
-	require.ErrorIs(t, err, idem.ErrInvalidRequest, "the key's header, set from Request.Key")
-	require.NotErrorIs(t, err, idem.ErrSecretHeader)
 
 	hr, err := http.NewRequest(http.MethodPost, e.srv.URL+"/orders", nil)
 	require.NoError(t, err)

@@ -1126,6 +1126,13 @@ func saysDuplicate(body []byte, name, key string) bool {
 			if sameID(words[i+1:], about) {
 				return true
 			}
+		case (w == "utilized" || w == "utilised") && i > 1 && words[i-1] == "and" && words[i-2] == "paid" && aboutBefore(i-2):
+			// Midtrans's 406 "order_id has been paid and utilized, please
+			// use another order ID" to an order_id that "is currently
+			// active or has been paid previously" (docs.midtrans.com/docs/
+			// error-code-and-response-code): its "Duplicate order ID" in
+			// other words.
+			return true
 		case (w == "conflict" || w == "conflicts") && i > 0 && bareName(words[i-1]) == bareName(name):
 			// The key's own member said to clash: Bitvavo's 400
 			// {"errorCode":220,"error":"clientOrderId conflict within the

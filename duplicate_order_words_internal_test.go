@@ -284,3 +284,23 @@ func TestSaysDuplicateRefusedForState(t *testing.T) {
 		}
 	}
 }
+
+// TestSaysDuplicatePaidAndUtilized: Midtrans's 406 to an order_id it
+// holds, "order_id has been paid and utilized, please use another order
+// ID" (docs.midtrans.com/docs/error-code-and-response-code), is about the
+// key's member; the same words about anything else are not.
+func TestSaysDuplicatePaidAndUtilized(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"status_code":"406","status_message":"order_id has been paid and utilized, please use another order ID"}`, true},
+		{`{"status_code":"406","status_message":"Order ID has been paid and utilised"}`, true},
+		{`{"status_code":"406","status_message":"Voucher has been paid and utilized"}`, false},
+		{`{"status_code":"406","status_message":"order_id has been utilized for reporting"}`, false},
+	} {
+		if got := saysDuplicate([]byte(tc.body), "transaction_details.order_id", "order-7"); got != tc.want {
+			t.Errorf("saysDuplicate(%s) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}

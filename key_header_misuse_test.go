@@ -24,13 +24,21 @@ func TestKeyHeaderThatCannotCarryTheKey(t *testing.T) {
 	for _, name := range []string{
 		"Authorization", "cookie", "Proxy-Authorization", "X-Api-Key", "Api-Key", "X-Auth-Token",
 		"Content-Type", "Content-Encoding", "If-Match", "If-None-Match", "Expect", "Range", "X-HTTP-Method-Override",
+		"Host", "Content-Length", "Connection",
 	} {
 		_, err := idem.New(store, idem.WithKeyHeader(name, idem.KeyBare))
 		require.Error(t, err, "WithKeyHeader(%q)", name)
 		require.Contains(t, err.Error(), "WithKeyHeader", name)
 		require.Contains(t, err.Error(), "cannot carry the key", name)
+		// What to do, for every refusal: not a connection header's own
+		// advice ("put the host in URL", "remove it"), which is about
+		// a Request.Header, not the key's.
+		require.Contains(t, err.Error(), "name the header the API documents for idempotency keys", name)
 	}
-	for _, name := range []string{"Idempotency-Key", "PayPal-Request-Id", "X-Idempotency-Key", "Cko-Idempotency-Key", "X-Request-Id"} {
+	// Named as a credential's, but none of the credential headers a hook
+	// sets: AWS's X-Amzn-Client-Token, Twilio's I-Twilio-Idempotency-Token.
+	for _, name := range []string{"Idempotency-Key", "PayPal-Request-Id", "X-Idempotency-Key", "Cko-Idempotency-Key", "X-Request-Id",
+		"X-Amzn-Client-Token", "I-Twilio-Idempotency-Token"} {
 		c, err := idem.New(store, idem.WithKeyHeader(name, idem.KeyBare))
 		require.NoError(t, err, "WithKeyHeader(%q)", name)
 		require.NoError(t, c.Close())

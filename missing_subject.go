@@ -22,10 +22,10 @@ import (
 // target, names ("Customer not found" of an operation POSTed to
 // /v1/customers): that is the operation's own "not found".
 func missingOther(body []byte, target string) bool {
-	target = strings.ToLower(target)
 	if u, err := url.Parse(target); err == nil {
 		target = u.Path
 	}
+	var named []string
 	words, ends := phrases(strings.ToLower(string(body)))
 	for i, w := range words {
 		var subject int
@@ -42,11 +42,36 @@ func missingOther(body []byte, target string) bool {
 		if subject < 0 {
 			continue
 		}
-		if noun := otherSubject(words, subject); noun != "" && !strings.Contains(target, noun) {
+		noun := otherSubject(words, subject)
+		if noun == "" {
+			continue
+		}
+		if named == nil {
+			named = pathWords(target)
+		}
+		if !slices.ContainsFunc(named, func(w string) bool { return w == noun || w == noun+"s" || w == noun+"es" }) {
 			return true
 		}
 	}
 	return false
+}
+
+// pathWords is path's words, lower-cased: its runs of letters and
+// digits, a camelCase run split where a capital follows a small letter
+// ("/v1/merchantAccounts": "merchant", "accounts"). A subject is the
+// path's only if one of them is its noun, or its plural: "app" is no
+// word of "/v1/applepay", nor "token" of "/v1/tokenization".
+func pathWords(path string) []string {
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		c := path[i]
+		if 'A' <= c && c <= 'Z' && i > 0 && 'a' <= path[i-1] && path[i-1] <= 'z' {
+			b.WriteByte(' ')
+		}
+		b.WriteByte(c)
+	}
+	words, _ := phrases(strings.ToLower(b.String()))
+	return words
 }
 
 // phrases is s's words, its runs of ASCII letters and digits, and for

@@ -67,6 +67,14 @@ func TestMissingOtherOwnSubject(t *testing.T) {
 		{`{"message":"Merchant ID not found"}`, "https://api.example.com/v1/merchants", false},
 		{`{"message":"Merchant ID not found"}`, "https://api.example.com/v1/orders", true},
 		{`{"message":"API key not found"}`, "https://api.example.com/v1/orders", true},
+		// Named means a whole word of the path, or its plural: "app" is
+		// no word of "/v1/applepay", "token" none of "/v1/tokenization".
+		{`{"message":"App not found"}`, "https://api.example.com/v1/applepay/sessions", true},
+		{`{"message":"App not found"}`, "https://api.example.com/v1/apps/a1/payments", false},
+		{`{"message":"Token not found"}`, "https://api.example.com/v1/tokenization/payments", true},
+		{`{"message":"Account not found"}`, "https://api.example.com/v1/accounting/entries", true},
+		{`{"message":"Customer not found"}`, "https://api.example.com/v1/customerPayments", false},
+		{`{"message":"Customer not found"}`, "https://api.example.com/v1/customer_payments", false},
 	} {
 		if got := missingOther([]byte(tt.body), tt.target); got != tt.want {
 			t.Errorf("missingOther(%s, %s) = %v; want %v", tt.body, tt.target, got, tt.want)

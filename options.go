@@ -455,7 +455,8 @@ func WithKeyHeader(name string, format KeyFormat) Option {
 func keyHeaderRefusal(canon string) string {
 	switch {
 	case connectionHeader(canon) != "":
-		return connectionHeader(canon)
+		// connectionHeader's advice is for a Request.Header's entry.
+		return "net/http sets it itself, from the URL, the body or the connection; name the header the API documents for idempotency keys"
 	case httpsyntax.NamedCredentialHeader(canon):
 		// The hook or Transport that adds credentials overwrites the
 		// key: the server gets no key, and executes every resend afresh.

@@ -221,15 +221,18 @@ func (c *Client) newRecord(req Request, journaled bool) (*journal.Record, *[1]jo
 			return nil, nil, fmt.Errorf("%w: header name %q is not a valid HTTP token", ErrInvalidRequest, name)
 		}
 		canon := http.CanonicalHeaderKey(name)
+		// Before the credential check: the key's header may be named as
+		// a credential's (X-Amzn-Client-Token), and the advice to add it
+		// in a hook would have the key made afresh on every resend.
+		if c.cfg.keyHeader != "" && canon == c.cfg.keyHeader {
+			return nil, nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key; remove it from Header", ErrInvalidRequest, canon)
+		}
 		// Never journaled: they would outlive their credentials on disk.
 		if !journaled && httpsyntax.CredentialHeader(canon) {
 			return nil, nil, fmt.Errorf("%w: %s would be written to disk; add credentials at send time with idem.WithRequestHook or your http.Client's Transport", ErrSecretHeader, canon)
 		}
 		if why := connectionHeader(canon); why != "" {
 			return nil, nil, fmt.Errorf("%w: header %s: %s", ErrInvalidRequest, canon, why)
-		}
-		if c.cfg.keyHeader != "" && canon == c.cfg.keyHeader {
-			return nil, nil, fmt.Errorf("%w: Header sets %s, which idem sets from Request.Key; remove it from Header", ErrInvalidRequest, canon)
 		}
 		for _, v := range vals {
 			if !validHeaderValue(v) {
