@@ -655,17 +655,21 @@ func (d *driver) submit() (step, error) {
 // cacheNamesKey reports whether a cache's answer to a result query names
 // rec's key, so is the key's own result if stale: an echoed key header
 // (a cache stores it with the answer it came on), or, when the key goes
-// in a header, its body as a 409 replay's must (namesRequest), a key
+// in a header, a body member named as a key holding it (holdsKey), a key
 // taken from a business id being a value other resources carry (a
-// refund's order_id, a description). With the key in the body, a client
-// order id, the answer echoes it under a name of its own ("clientOrderId"
-// for Binance's newClientOrderId, OKX's clOrdId) that no rule here knows:
-// its value anywhere in the body.
+// refund's order_id, a description). Not the request's own reference at
+// its member, which a 409 replay may show (namesRequest): the server
+// answered that for our key, but a cache keyed on less than the URL
+// serves any key's result, and an order retried under a new key after
+// a decline carries the same reference. With the key in the body, a
+// client order id, the answer echoes it under a name of its own
+// ("clientOrderId" for Binance's newClientOrderId, OKX's clOrdId) that
+// no rule here knows: its value anywhere in the body.
 func (c *Client) cacheNamesKey(rec *journal.Record, ex exchange) bool {
 	if c.cfg.keyHeader == "" {
 		return namesKeyValue(ex.header, ex.body, "", rec.Key)
 	}
-	return namesKeyValue(ex.header, nil, c.cfg.keyHeader, rec.Key) || c.namesRequest(rec, ex)
+	return namesKeyValue(ex.header, nil, c.cfg.keyHeader, rec.Key) || holdsKey(ex.body, rec.Key, c.cfg.keyHeader)
 }
 
 // answerOf prepares an exchange for the judge: the classifier's verdict

@@ -67,12 +67,12 @@ func (c *Client) conflictReplay(rec *journal.Record, ex exchange) (id, state str
 	return "", ""
 }
 
-// namesRequest reports whether the resource in an answer that may be
-// another request's (a 409 replay, a cache's answer to a result query) is
-// rec's request's: a member named as a key holds the key (holdsKey), or
-// the answer holds the request's own reference at the same member
-// (echoesReference). The key's value under any other name (an order_id,
-// a description) shows only what the resource is about.
+// namesRequest reports whether the resource in a 409 replay, which may be
+// another request's, is rec's request's: a member named as a key holds
+// the key (holdsKey), or the answer holds the request's own reference at
+// the same member (echoesReference). The key's value under any other
+// name (an order_id, a description) shows only what the resource is
+// about.
 func (c *Client) namesRequest(rec *journal.Record, ex exchange) bool {
 	return holdsKey(ex.body, rec.Key, c.bodyKeyName(rec)) || echoesReference(rec.Body, ex.body)
 }

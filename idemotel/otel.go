@@ -621,10 +621,13 @@ func (i *Instrumentation) attempt(ctx context.Context, ev idem.AttemptEvent) {
 		a.attrs = append(a.attrs, attribute.Int("http.response.status_code", ev.StatusCode))
 	}
 	switch {
+	case ev.StatusCode >= 500 || ev.StatusCode >= 400 && ev.Err != nil:
+		// A server that answered named the error by its status, words
+		// and all (a refused result query's 401 carries them as Err):
+		// OpenTelemetry's error.type for an HTTP client.
+		a.attrs = append(a.attrs, attribute.String("error.type", strconv.Itoa(ev.StatusCode)))
 	case ev.Err != nil:
 		a.attrs = append(a.attrs, attribute.String("error.type", "transport"))
-	case ev.StatusCode >= 500:
-		a.attrs = append(a.attrs, attribute.String("error.type", strconv.Itoa(ev.StatusCode)))
 	}
 	a.opts = append(a.opts, clientSpan, trace.WithTimestamp(ev.Start), trace.WithAttributes(a.attrs...))
 	_, span := i.tracer.Start(ctx, base[0].Value.AsString(), a.opts...)
