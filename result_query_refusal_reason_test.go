@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -23,8 +22,13 @@ import (
 // with the credential the server quotes blanked. Stripe's 401 is
 // {"error":{"type":"authentication_error","message":"Expired API Key
 // provided: …"}} (docs.stripe.com/error-codes#api-key-expired), a
-// restricted key's 403 a permission_error
-// (docs.stripe.com/keys#limit-access). The create's answers are lost.
+// restricted key's 403 an invalid_request_error that stripe-node raises
+// as StripePermissionError ("The provided key 'rk_test_***…qs8Kgd' does
+// not have the required permissions for this endpoint on account
+// 'acct_…'", github.com/stripe/stripe-node/issues/2246). Stripe masks
+// all but the key's last characters; the bodies here quote it whole,
+// modelled on a server that does (the US EPA's "Key <key> not found",
+// github.com/USEPA/ctxR/issues/32). The create's answers are lost.
 func TestResultQueryRefusalKeepsTheServersWords(t *testing.T) {
 	const secret = "rk_live_51HqLyjWDarjtT1zdp7dcXkq"
 	for _, tt := range []struct {
@@ -82,8 +86,7 @@ func TestResultQueryRefusalKeepsTheServersWords(t *testing.T) {
 				}
 				queries++
 				require.Equal(t, tt.status, a.Status)
-				require.Contains(t, a.Err, tt.words, "attempt %d", a.Number)
-				require.True(t, strings.Contains(a.Err, "REDACTED") || !strings.Contains(a.Err, "rk_live"), "attempt %d: %s", a.Number, a.Err)
+				require.Contains(t, a.Err, tt.words+"REDACTED", "attempt %d: the server's words, the key blanked", a.Number)
 			}
 			mu.Lock()
 			defer mu.Unlock()

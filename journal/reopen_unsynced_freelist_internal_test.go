@@ -27,7 +27,7 @@ func TestReopenAfterFailedWriteCommitsNothingFirst(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "j.db")
 	freelistSkipped(t, path)
 	// Then a write failed.
-	markWriteFailed(filepath.Dir(path), filepath.Base(path), syscall.EIO)
+	require.NoError(t, markWriteFailed(filepath.Dir(path), filepath.Base(path), syscall.EIO))
 
 	before, err := os.ReadFile(path)
 	require.NoError(t, err)

@@ -302,6 +302,9 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		}
 		if err := flushFreelist(db, file, commit); err != nil {
 			_ = db.Close()
+			if errors.Is(err, ErrFileFailed) { // openCommit's words say what to do
+				return nil, errorf("journal: open %s: writing the freelist, which the last commit skipped: %w", path, err)
+			}
 			return nil, errorf("journal: open %s: writing the freelist, which the last commit skipped, failed (%w): check the disk, then open the journal again", path, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -58,13 +59,24 @@ func markWriteFailed(dir, base string, cause error) error {
 		return nil
 	}
 	if err != nil {
-		return errorf("and its marker %s could not be written (%w), so the next open in this boot would take what memory shows for what the disk holds: "+
-			"do not open the journal again before the machine is rebooted, or, once every process that had the journal open has stopped (the pages a process maps are not dropped), "+
-			"its page cache dropped (echo 1 > /proc/sys/vm/drop_caches), after the disk is checked", marker, err)
+		return errorf("and its marker %s could not be written (%w), so the next open in this boot would take what memory shows for what the disk holds: %s",
+			marker, err, unmarkedAdvice(runtime.GOOS))
 	}
 	_, _ = f.WriteString(time.Now().UTC().Format(time.RFC3339) + " " + cause.Error() + "\n")
 	_ = f.Close()
 	return nil
+}
+
+// unmarkedAdvice is what to do, on the system goos, when the marker of a
+// failed write could not be left. Dropping the page cache is Linux's way
+// (/proc/sys/vm/drop_caches); elsewhere there is no such file, and a
+// reboot is the one way named.
+func unmarkedAdvice(goos string) string {
+	if goos != "linux" {
+		return "do not open the journal again before the machine is rebooted, after the disk is checked"
+	}
+	return "do not open the journal again before the machine is rebooted, or, once every process that had the journal open has stopped (the pages a process maps are not dropped), " +
+		"its page cache dropped (echo 1 > /proc/sys/vm/drop_caches), after the disk is checked"
 }
 
 // unmarked is err, a failure that left the marker of a failed write,

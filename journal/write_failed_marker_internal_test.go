@@ -66,3 +66,22 @@ func TestMarkerUnseenWithoutAbsolutePath(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "open the journal by its absolute path", "what to do")
 }
+
+// TestUnmarkedAdviceForTheSystem: when the marker of a failed write
+// cannot be left, the error tells the operator how to keep the next Open
+// from trusting what memory shows. It named /proc/sys/vm/drop_caches on
+// every system, a file Linux alone has: on macOS or Windows the operator
+// was sent to a command that cannot run. Elsewhere it names the reboot
+// alone.
+func TestUnmarkedAdviceForTheSystem(t *testing.T) {
+	linux := unmarkedAdvice("linux")
+	require.Contains(t, linux, "echo 1 > /proc/sys/vm/drop_caches")
+	require.Contains(t, linux, "rebooted")
+	for _, goos := range []string{"darwin", "windows", "freebsd"} {
+		advice := unmarkedAdvice(goos)
+		require.NotContains(t, advice, "/proc", goos)
+		require.NotContains(t, advice, "drop_caches", goos)
+		require.Contains(t, advice, "do not open the journal again before the machine is rebooted", goos)
+		require.Contains(t, advice, "after the disk is checked", goos)
+	}
+}
