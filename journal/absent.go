@@ -114,6 +114,45 @@ func (r *treeReader) inlinePage(tx *bolt.Tx, name []byte) ([]byte, error) {
 	return pg, nil
 }
 
+// vetRootBuckets checks, in the read transaction tx, the entry of every
+// bucket the journal opens (names) in the root bucket, and the page of
+// each one small enough to be held inline, before bbolt reads any of
+// them. bbolt copies an inline bucket's value to the Go heap when it is
+// not 8-byte aligned (openBucket), and then trusts the page's element
+// count and offsets as it trusts a page of the file: a damaged one sends
+// its reads off that copy, into the heap. In a -race build that kills
+// the process, past any recover: checkptr refuses an element table that
+// straddles allocations, and the race detector's check of a read that
+// runs off the heap faults inside its own runtime, where
+// debug.SetPanicOnFault cannot turn the fault into a panic to recover.
+// Elsewhere bbolt reads other objects' bytes as keys and values. A bucket's header is read the same
+// way, so a value too short for one is refused as well. Only writes of
+// this process change these pages after Open, from what bbolt holds in
+// memory, so Open checks them once.
+func vetRootBuckets(tx *bolt.Tx, names [][]byte) error {
+	r := treeOf(tx)
+	root := uint64(tx.Cursor().Bucket().Root())
+	for _, name := range names {
+		found, v, err := r.seek(root, name)
+		switch {
+		case err != nil:
+			return withKind(ErrCorrupt, "damaged root page: %w", err)
+		case !found:
+			continue // its absence is the caller's to judge
+		case len(v) < bucketHeader:
+			return withKind(ErrCorrupt, "damaged page in bucket %q: its header is %d bytes", name, len(v))
+		case binary.LittleEndian.Uint64(v[0:8]) != 0:
+			continue // not inline: its pages are the file's, checked where read
+		case len(v) < bucketHeader+pageHeaderSize:
+			return withKind(ErrCorrupt, "damaged page in bucket %q: an inline page of %d bytes", name, len(v)-bucketHeader)
+		}
+		if _, err := vetPage(v[bucketHeader:], nil, nil, true); err != nil {
+			return withKind(ErrCorrupt, "damaged page in bucket %q: inline page: %w", name, err)
+		}
+	}
+	return nil
+}
+
 // page returns page id with its overflow pages, its header checked.
 func (r *treeReader) page(id uint64) ([]byte, error) {
 	hwm := uint64(len(r.mm)) / r.ps

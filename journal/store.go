@@ -400,6 +400,10 @@ func openBolt(path string, o *bolt.Options, file **os.File) (db *bolt.DB, err er
 	return bolt.Open(path, 0o600, o)
 }
 
+// rootBuckets are the top-level buckets Open reads, of this format
+// and of version 1, which it migrates: vetRootBuckets checks them first.
+var rootBuckets = slices.Concat([][]byte{bucketMeta}, dataBuckets, v1Buckets)
+
 // initMeta checks that db is an idem journal this build can read, and
 // makes a new file one. A file whose root holds no bucket at all is new
 // (or was created by a process that died before its first commit);
@@ -421,6 +425,9 @@ func initMeta(db *bolt.DB, file *os.File, readOnly bool, o openCommit) (err erro
 			}
 			if fi.Size() < tx.Size() {
 				return truncated(fi.Size(), tx.Size())
+			}
+			if err := vetRootBuckets(tx, rootBuckets); err != nil {
+				return err
 			}
 			meta := tx.Bucket(bucketMeta)
 			if meta == nil {

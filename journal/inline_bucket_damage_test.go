@@ -1,0 +1,114 @@
+package journal_test
+
+// A small bucket lives inline, as a page inside its value in the root
+// bucket's leaf, and bbolt copies that value to the Go heap when it is not
+// 8-byte aligned (bucket.go: openBucket), as the journal's "meta" and
+// "due.seq" buckets are. A damaged inline page then sends bbolt's reads
+// off that copy, into whatever the heap holds next: an element count
+// larger than the copy made a -race build die at Open in checkptr
+// ("unsafe.Slice result straddles multiple allocations", from
+// Page.LeafPageElements under Bucket.Get), and a key offset sent off the
+// copy points into the heap, where the race detector's range check of a
+// read that runs past the heap faults inside its own runtime, on a stack
+// debug.SetPanicOnFault cannot unwind ("traceback did not unwind
+// completely"). Both kill the process; a damaged file must fail closed.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// rootValueOffset returns where, in the file data, the value of the
+// top-level bucket name starts in the root bucket's leaf page of the
+// newest meta page (4 KiB pages, a root that is one leaf: a journal's six
+// buckets fit one).
+func rootValueOffset(t *testing.T, data []byte, name string) int {
+	t.Helper()
+	const ps = 4096
+	var root, txid uint64
+	for i := range 2 {
+		m := data[i*ps+16:]
+		if tx := binary.LittleEndian.Uint64(m[48:56]); tx >= txid {
+			txid, root = tx, binary.LittleEndian.Uint64(m[16:24])
+		}
+	}
+	pg := data[root*ps : (root+1)*ps]
+	require.Equal(t, uint16(0x02), binary.LittleEndian.Uint16(pg[8:10]), "the root bucket is one leaf page")
+	for i := range int(binary.LittleEndian.Uint16(pg[10:12])) {
+		e := 16 + 16*i
+		pos := int(binary.LittleEndian.Uint32(pg[e+4:]))
+		ksize := int(binary.LittleEndian.Uint32(pg[e+8:]))
+		if string(pg[e+pos:e+pos+ksize]) == name {
+			return int(root)*ps + e + pos + ksize
+		}
+	}
+	t.Fatalf("no bucket %q in the root page", name)
+	return 0
+}
+
+// TestDamagedInlineBucketFailsClosed damages the inline page of the
+// journal's "meta" and "due.seq" buckets, both copied to the heap by bbolt
+// (their values are not 8-byte aligned in this layout, checked below), and
+// expects every Open to refuse the file with ErrCorrupt naming the bucket,
+// the file left as it was.
+func TestDamagedInlineBucketFailsClosed(t *testing.T) {
+	img := imageOf(t, settledJournal(t, 300))
+	const bucketHeader = 16 // root page id, sequence
+	cases := []struct {
+		name, bucket string
+		damage       func(pg []byte) // the inline page, header first
+	}{
+		{"meta: element count past its page", "meta", func(pg []byte) {
+			binary.LittleEndian.PutUint16(pg[10:12], 0x7e)
+		}},
+		{"due.seq: element count past its page", "due.seq", func(pg []byte) {
+			binary.LittleEndian.PutUint16(pg[10:12], 0x0fff)
+		}},
+		{"due.seq: a key offset 16 MiB off its page", "due.seq", func(pg []byte) {
+			e := 16 + 16*3 // a leaf element: flags, pos, ksize, vsize
+			pos := binary.LittleEndian.Uint32(pg[e+4:])
+			binary.LittleEndian.PutUint32(pg[e+4:], pos+16<<20)
+		}},
+		{"meta: a value length past its page", "meta", func(pg []byte) {
+			e := 16 // the first element
+			binary.LittleEndian.PutUint32(pg[e+12:], 0x00100000)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := bytes.Clone(img.data)
+			off := rootValueOffset(t, data, c.bucket)
+			require.NotZero(t, off%8, "bucket %q: its value is aligned, so bbolt reads it in place: the layout changed, and the case no longer puts the page on the heap", c.bucket)
+			require.Zero(t, binary.LittleEndian.Uint64(data[off:off+8]), "bucket %q is not inline", c.bucket)
+			c.damage(data[off+bucketHeader:])
+			path := t.TempDir() + "/idem.journal"
+			require.NoError(t, os.WriteFile(path, data, 0o600))
+
+			for _, open := range []struct {
+				name string
+				opts []journal.Option
+			}{{"read-only Open", []journal.Option{journal.ReadOnly()}}, {"Open for writing", nil}} {
+				err := failsClosed(func() error {
+					s, err := journal.Open(path, open.opts...)
+					if err == nil {
+						_ = s.Close()
+						return errors.New("opened")
+					}
+					return err
+				})
+				require.ErrorIs(t, err, journal.ErrCorrupt, open.name)
+				require.ErrorContains(t, err, `bucket "`+c.bucket+`"`, open.name)
+			}
+			after, err := os.ReadFile(path)
+			require.NoError(t, err)
+			require.True(t, bytes.Equal(data, after), "the damaged file was changed")
+		})
+	}
+}
