@@ -1237,26 +1237,28 @@ var stateVerbs = [...]string{"cancel", "void", "refund", "reverse", "update", "m
 func refusedForState(before []string, done string) bool {
 	// Within the clause: a "cannot" further back is another sentence's.
 	for j := len(before) - 1; j >= max(0, len(before)-8); j-- {
-		var verb string
+		at := 0 // the verb's index
 		switch {
 		case before[j] == "cannot" && j+1 < len(before):
-			verb = before[j+1]
+			at = j + 1
 		case before[j] == "can" && j+2 < len(before) && (before[j+1] == "not" || before[j+1] == "t"):
-			verb = before[j+2]
+			at = j + 2
 		case before[j] == "unable" && j+2 < len(before) && before[j+1] == "to":
-			verb = before[j+2]
+			at = j + 2
 		default:
 			continue
 		}
+		verb := before[at]
 		stem := strings.TrimSuffix(verb, "e")
 		if !slices.Contains(stateVerbs[:], verb) || strings.HasPrefix(done, stem) {
 			return false
 		}
-		// "Unable to refund: refund request already raised" says the
-		// request's own action is done already, which a copy of it may
-		// have done: a duplicate, not a state it was refused for.
-		for _, w := range before[j+1:] {
-			if w != verb && strings.HasPrefix(w, stem) || w == "request" || w == "requests" {
+		// "Unable to refund: refund request already raised", or Paytm's
+		// "Refund Already Raised" after it, says the request's own action
+		// is done already, which a copy of it may have done: a
+		// duplicate, not a state it was refused for.
+		for _, w := range before[at+1:] {
+			if strings.HasPrefix(w, stem) || w == "request" || w == "requests" {
 				return false
 			}
 		}
