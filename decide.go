@@ -374,7 +374,8 @@ func submitMeaning(p past, a answer) judgment {
 			// executed: no key keeps the copy out, and a resend of these
 			// bytes is refused so forever.
 			return judgment{move: moveReview, label: "version_moved", refused: true, review: ReviewRefusedAfterSend,
-				err: fmt.Errorf("idem: %s (to a first attempt, saying the resource changed since the update was built: a copy of this update a proxy retried may have changed it)",
+				err: fmt.Errorf("idem: %s (to a first attempt, saying the resource changed since the update was built: a copy of this update a proxy retried may have changed it; "+
+					"see whether the resource holds the update before building one on its new version)",
 					refusalReason(a))}
 		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
