@@ -2138,9 +2138,11 @@ func fromCache(h http.Header) string {
 
 // namesKeyValue reports whether an answer names key: its key header
 // (header; "" when the key goes in the body) echoes it, bare or as an
-// sf-string, or its body holds it as a JSON string. A cache's answer to
-// a result query is taken as ours only then (cacheNamesKey): a cache
-// keyed on the path alone serves another key's result.
+// sf-string, or its body holds it as a JSON string. cacheNamesKey asks
+// it of a cache's answer to a result query, whose body it passes only
+// when the key goes in the body: a key in a header is a value other
+// resources may carry (an order number), so the body must name it as a
+// 409 replay's does (namesRequest).
 func namesKeyValue(h http.Header, body []byte, header, key string) bool {
 	if header != "" {
 		for _, v := range h[header] {
