@@ -809,16 +809,17 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// that runs (PayU India's error_code 120).
 		a.inFlight, a.out = true, Outcome{Reason: a.out.Reason}
 	}
-	if !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && graphQLInternalError(ex.body) {
+	if a.decodeErr == nil && a.out.State == StateFailed && graphQLInternalError(ex.body) {
 		// A GraphQL API answers an internal error 200 OK in place of a
 		// 500 (Shopify's INTERNAL_SERVER_ERROR, Braintree's errorClass
 		// INTERNAL), and it may follow the mutation's commit; a decoder
 		// that takes any top-level error for the request's failure
 		// would have it made again. To a result query it is the query's
-		// failure, not the operation's.
+		// failure, not the operation's. Replayed, it is a stored 5xx: the
+		// first request may have done the work before it.
 		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body is a GraphQL internal error, which may follow the work done", errUndecodable)
 	}
-	if !a.stored() && a.decodeErr == nil && a.out.State == StateFailed && envelopeFault(ex.body) {
+	if a.decodeErr == nil && a.out.State == StateFailed && envelopeFault(ex.body) {
 		// Kraken's "EGeneral:Internal error", 200 OK: a server's failure
 		// in an envelope, as a GraphQL internal error is.
 		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body's error says the server failed, which may follow the work done", errUndecodable)

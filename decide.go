@@ -374,7 +374,8 @@ func submitMeaning(p past, a answer) judgment {
 			// executed: no key keeps the copy out, and a resend of these
 			// bytes is refused so forever.
 			return judgment{move: moveReview, label: "version_moved", refused: true, review: ReviewRefusedAfterSend,
-				err: fmt.Errorf("idem: %s (to a first attempt, saying the resource changed since the update was built: a copy of this update a proxy retried may have changed it)",
+				err: fmt.Errorf("idem: %s (to a first attempt, saying the resource changed since the update was built: a copy of this update a proxy retried may have changed it; "+
+					"see whether the resource holds the update before building one on its new version)",
 					refusalReason(a))}
 		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
@@ -1237,26 +1238,28 @@ var stateVerbs = [...]string{"cancel", "void", "refund", "reverse", "update", "m
 func refusedForState(before []string, done string) bool {
 	// Within the clause: a "cannot" further back is another sentence's.
 	for j := len(before) - 1; j >= max(0, len(before)-8); j-- {
-		var verb string
+		at := 0 // the verb's index
 		switch {
 		case before[j] == "cannot" && j+1 < len(before):
-			verb = before[j+1]
+			at = j + 1
 		case before[j] == "can" && j+2 < len(before) && (before[j+1] == "not" || before[j+1] == "t"):
-			verb = before[j+2]
+			at = j + 2
 		case before[j] == "unable" && j+2 < len(before) && before[j+1] == "to":
-			verb = before[j+2]
+			at = j + 2
 		default:
 			continue
 		}
+		verb := before[at]
 		stem := strings.TrimSuffix(verb, "e")
 		if !slices.Contains(stateVerbs[:], verb) || strings.HasPrefix(done, stem) {
 			return false
 		}
-		// "Unable to refund: refund request already raised" says the
-		// request's own action is done already, which a copy of it may
-		// have done: a duplicate, not a state it was refused for.
-		for _, w := range before[j+1:] {
-			if w != verb && strings.HasPrefix(w, stem) || w == "request" || w == "requests" {
+		// "Unable to refund: refund request already raised", or Paytm's
+		// "Refund Already Raised" after it, says the request's own action
+		// is done already, which a copy of it may have done: a
+		// duplicate, not a state it was refused for.
+		for _, w := range before[at+1:] {
+			if strings.HasPrefix(w, stem) || w == "request" || w == "requests" {
 				return false
 			}
 		}
@@ -2135,9 +2138,11 @@ func fromCache(h http.Header) string {
 
 // namesKeyValue reports whether an answer names key: its key header
 // (header; "" when the key goes in the body) echoes it, bare or as an
-// sf-string, or its body holds it as a JSON string. A cache's answer to
-// a result query is taken as ours only then (cacheNamesKey): a cache
-// keyed on the path alone serves another key's result.
+// sf-string, or its body holds it as a JSON string. cacheNamesKey asks
+// it of a cache's answer to a result query, whose body it passes only
+// when the key goes in the body: a key in a header is a value other
+// resources may carry (an order number), so the body must name it as a
+// 409 replay's does (namesRequest).
 func namesKeyValue(h http.Header, body []byte, header, key string) bool {
 	if header != "" {
 		for _, v := range h[header] {

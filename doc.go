@@ -181,9 +181,11 @@
 // or 400 TransactionRequestIdempotencyKeyAlreadyExists with paymentId,
 // Banking Circle's 400 "IdempotencyKey … was already used at … creating
 // entity …", Moov's 409 whose body is the key's transfer, its
-// transferID, createdOn and status; Interchecks' and DOKU's 409 whose
-// body is the key's first answer as it was, when it names the key or the
-// request's own reference and its resource reads succeeded or failed) is
+// transferID, createdOn and status; Interchecks' 409 whose body is the
+// key's first answer as it was, when it holds the key at a member named
+// as a key, or the merchant's own reference at its member, and its
+// resource's status says it finished, read as a 202's is: DOKU's bodies,
+// with no id nor status, never are, and its 409s are read as bare) is
 // judged as a replayed 2xx: succeeded with that resource only if an
 // earlier attempt may have reached the server, unless the answer says
 // the resource was declined or failed (Primer's paymentStatus, Moov's

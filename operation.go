@@ -50,7 +50,10 @@ const (
 	ReviewKeyInUse = journal.ReviewKeyInUse
 	// ReviewRefusedAfterSend: after an attempt that may have executed, the
 	// server refused every resend; whether the first one executed is
-	// unknown.
+	// unknown. Also set at once on a first attempt refused for the
+	// resource's version (commercetools' 409 ConcurrentModification): a
+	// copy of it a proxy retried may be what moved the version, and no
+	// resend of the same bytes gets past the check.
 	ReviewRefusedAfterSend = "server refuses resends of a request that may have executed"
 	// ReviewClockStepped: a journaled time lies in the future, so the key
 	// window cannot be measured: resending could reach a server that has

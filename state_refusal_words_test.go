@@ -56,6 +56,10 @@ func TestSameActionAlreadyDoneStaysAnotherRequests(t *testing.T) {
 		// Already Raised", behind a "cannot"): the words are modelled,
 		// no page quotes them whole.
 		`{"message":"Unable to refund: refund request already raised"}`,
+		// Paytm's own words after the "cannot", the action's noun the
+		// verb itself: the verb's word again is the action done, not
+		// the verb the clause refuses.
+		`{"message":"Unable to refund: refund already raised"}`,
 	} {
 		t.Run(body, func(t *testing.T) {
 			v := newVendor(t, shape{status: http.StatusBadRequest, body: body})
