@@ -344,15 +344,9 @@ func BlankValues(text string, secrets ...string) string {
 	return NewValues(secrets...).Blank(text)
 }
 
-// MayHoldValues reports whether BlankValues could find any of secrets in
-// b: false says b is to be kept as it is, with no copy of it made.
-func MayHoldValues(b []byte, secrets ...string) bool {
-	return NewValues(secrets...).MayHold(b)
-}
-
 // Values are secrets in the forms a text may show them, worked out once
 // for the several texts of one exchange (its body, its error, a reason):
-// BlankValues and MayHoldValues work them out on every call.
+// BlankValues works them out on every call.
 type Values struct{ forms []string }
 
 // NewValues returns secrets' Values.
@@ -378,7 +372,8 @@ func (v Values) Blank(text string) string {
 	return text
 }
 
-// MayHold is MayHoldValues with v's secrets.
+// MayHold reports whether Blank could find any of v's secrets in b:
+// false says b is to be kept as it is, with no copy of it made.
 func (v Values) MayHold(b []byte) bool {
 	for _, form := range v.forms {
 		if bytes.Contains(b, []byte(form[:min(len(form), minTail)])) {
