@@ -27,8 +27,22 @@ import (
 // "done" bucket to span many pages) and a few open ones, and closes it.
 func settledJournal(t *testing.T, n int) string {
 	t.Helper()
+	return settledJournalOfPageSize(t, n, 0)
+}
+
+// settledJournalOfPageSize is settledJournal in a file of ps-byte pages,
+// as a system of that page size writes it (0: this system's).
+func settledJournalOfPageSize(t *testing.T, n, ps int) string {
+	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "idem.journal")
+	if ps != 0 {
+		// An empty bbolt file of that page size: Open makes it a
+		// journal, and bbolt keeps the file's page size.
+		db, err := bolt.Open(path, 0o600, &bolt.Options{PageSize: ps, Timeout: time.Second})
+		require.NoError(t, err)
+		require.NoError(t, db.Close())
+	}
 	s, err := journal.Open(path, journal.WithUnsafeNoSync())
 	require.NoError(t, err)
 	due := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)

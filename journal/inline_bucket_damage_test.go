@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 
@@ -27,16 +28,20 @@ import (
 
 // rootValueOffset returns where, in the file data, the value of the
 // top-level bucket name starts in the root bucket's leaf page of the
-// newest meta page (4 KiB pages, a root that is one leaf: a journal's six
-// buckets fit one).
+// newest meta page (a root that is one leaf: a journal's six buckets fit
+// one). The page size is the file's, which bbolt records in its meta
+// pages: the system's that wrote it (4 KiB on amd64, 16 KiB on arm64
+// macOS, 64 KiB on some arm64 Linux kernels).
 func rootValueOffset(t *testing.T, data []byte, name string) int {
 	t.Helper()
-	const ps = 4096
-	var root, txid uint64
+	ps := int(binary.LittleEndian.Uint32(data[16+8 : 16+12])) // past the page header, the magic and the version
+	require.Contains(t, []int{1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10}, ps, "page size in the first meta page")
+	var root int
+	var txid uint64
 	for i := range 2 {
 		m := data[i*ps+16:]
 		if tx := binary.LittleEndian.Uint64(m[48:56]); tx >= txid {
-			txid, root = tx, binary.LittleEndian.Uint64(m[16:24])
+			txid, root = tx, int(binary.LittleEndian.Uint64(m[16:24]))
 		}
 	}
 	pg := data[root*ps : (root+1)*ps]
@@ -46,7 +51,7 @@ func rootValueOffset(t *testing.T, data []byte, name string) int {
 		pos := int(binary.LittleEndian.Uint32(pg[e+4:]))
 		ksize := int(binary.LittleEndian.Uint32(pg[e+8:]))
 		if string(pg[e+pos:e+pos+ksize]) == name {
-			return int(root)*ps + e + pos + ksize
+			return root*ps + e + pos + ksize
 		}
 	}
 	t.Fatalf("no bucket %q in the root page", name)
@@ -55,11 +60,13 @@ func rootValueOffset(t *testing.T, data []byte, name string) int {
 
 // TestDamagedInlineBucketFailsClosed damages the inline page of the
 // journal's "meta" and "due.seq" buckets, both copied to the heap by bbolt
-// (their values are not 8-byte aligned in this layout, checked below), and
-// expects every Open to refuse the file with ErrCorrupt naming the bucket,
-// the file left as it was.
+// (their values are not 8-byte aligned in the layout of 4 KiB pages,
+// checked below), and expects every Open to refuse the file with
+// ErrCorrupt naming the bucket, the file left as it was. It does so in
+// files of 4, 16 and 64 KiB pages, as systems of those page sizes write
+// them, whatever this system's page size: Open reads a file at the page
+// size its meta page gives.
 func TestDamagedInlineBucketFailsClosed(t *testing.T) {
-	img := imageOf(t, settledJournal(t, 300))
 	const bucketHeader = 16 // root page id, sequence
 	cases := []struct {
 		name, bucket string
@@ -81,34 +88,39 @@ func TestDamagedInlineBucketFailsClosed(t *testing.T) {
 			binary.LittleEndian.PutUint32(pg[e+12:], 0x00100000)
 		}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			data := bytes.Clone(img.data)
-			off := rootValueOffset(t, data, c.bucket)
-			require.NotZero(t, off%8, "bucket %q: its value is aligned, so bbolt reads it in place: the layout changed, and the case no longer puts the page on the heap", c.bucket)
-			require.Zero(t, binary.LittleEndian.Uint64(data[off:off+8]), "bucket %q is not inline", c.bucket)
-			c.damage(data[off+bucketHeader:])
-			path := t.TempDir() + "/idem.journal"
-			require.NoError(t, os.WriteFile(path, data, 0o600))
+	for _, ps := range []int{4 << 10, 16 << 10, 64 << 10} {
+		img := imageOf(t, settledJournalOfPageSize(t, 300, ps))
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%d/%s", ps, c.name), func(t *testing.T) {
+				data := bytes.Clone(img.data)
+				off := rootValueOffset(t, data, c.bucket)
+				if ps == 4<<10 {
+					require.NotZero(t, off%8, "bucket %q: its value is aligned, so bbolt reads it in place: the layout changed, and the case no longer puts the page on the heap", c.bucket)
+				}
+				require.Zero(t, binary.LittleEndian.Uint64(data[off:off+8]), "bucket %q is not inline", c.bucket)
+				c.damage(data[off+bucketHeader:])
+				path := t.TempDir() + "/idem.journal"
+				require.NoError(t, os.WriteFile(path, data, 0o600))
 
-			for _, open := range []struct {
-				name string
-				opts []journal.Option
-			}{{"read-only Open", []journal.Option{journal.ReadOnly()}}, {"Open for writing", nil}} {
-				err := failsClosed(func() error {
-					s, err := journal.Open(path, open.opts...)
-					if err == nil {
-						_ = s.Close()
-						return errors.New("opened")
-					}
-					return err
-				})
-				require.ErrorIs(t, err, journal.ErrCorrupt, open.name)
-				require.ErrorContains(t, err, `bucket "`+c.bucket+`"`, open.name)
-			}
-			after, err := os.ReadFile(path)
-			require.NoError(t, err)
-			require.True(t, bytes.Equal(data, after), "the damaged file was changed")
-		})
+				for _, open := range []struct {
+					name string
+					opts []journal.Option
+				}{{"read-only Open", []journal.Option{journal.ReadOnly()}}, {"Open for writing", nil}} {
+					err := failsClosed(func() error {
+						s, err := journal.Open(path, open.opts...)
+						if err == nil {
+							_ = s.Close()
+							return errors.New("opened")
+						}
+						return err
+					})
+					require.ErrorIs(t, err, journal.ErrCorrupt, open.name)
+					require.ErrorContains(t, err, `bucket "`+c.bucket+`"`, open.name)
+				}
+				after, err := os.ReadFile(path)
+				require.NoError(t, err)
+				require.True(t, bytes.Equal(data, after), "the damaged file was changed")
+			})
+		}
 	}
 }
