@@ -22,17 +22,7 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 		`"currency":"INR","fees":590,"tax":90,"status":"processing","purpose":"refund","utr":null,"mode":"IMPS",` +
 		`"reference_id":"Acme Transaction ID 12345","narration":"Acme Corp Fund Transfer","failure_reason":null}`
 	const payment = `{"amount":100}`
-	for _, tt := range []struct {
-		name   string
-		shapes []shape
-		header string // the key's header; "" with the key in the body
-		body   string // the request's body; payment when empty
-		state  idem.State
-		kinds  []error // errors.Is must match each; nil: no error
-		id     string
-		review string
-		posts  int
-	}{
+	for _, tt := range []providerShape{
 		// https://increase.com/documentation/idempotency-keys: the same
 		// request again gets "the object created during the first
 		// request" and Idempotent-Replayed: true; its objects echo the
@@ -304,25 +294,44 @@ func TestProviderIdempotencyShapes(t *testing.T) {
 			shapes: []shape{{status: 400, body: paystackDuplicate}},
 			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrKeyConflict, idem.ErrNeedsReview}, review: idem.ReviewKeyInUse, posts: 1},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			v := newVendor(t, tt.shapes...)
-			opts := []idem.Option{idem.WithKeyInBody()}
-			if tt.header != "" {
-				opts = []idem.Option{idem.WithKeyHeader(tt.header, idem.KeyBare)}
-			}
-			body := tt.body
-			if body == "" {
-				body = payment
-			}
-			c := clientFor(t, v.srv, idemtest.NewClock(epoch), opts...)
-			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(body)})
-			requireOutcome(t, res, err, tt.state, tt.kinds, tt.id, tt.review)
-			if tt.header != "" {
-				v.requireKeys(t, tt.header, "k", tt.posts)
-			} else {
-				v.requireBodies(t, body, tt.posts)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, payment) })
+	}
+}
+
+// providerShape is an API's documented answers (shapes, in turn) to a
+// submit of key "k" at the default settings but for where the API wants
+// its key, and what idem must make of them.
+type providerShape struct {
+	name   string
+	shapes []shape
+	header string // the key's header; "" with the key in the body
+	body   string // the request's body; check's body when empty
+	state  idem.State
+	kinds  []error // errors.Is must match each; nil: no error
+	id     string
+	review string
+	posts  int // sends, each with the key and the same bytes
+}
+
+// check submits tt's request, its body or else body, and asserts the
+// outcome and that every send carried the key.
+func (tt providerShape) check(t *testing.T, body string) {
+	t.Helper()
+	v := newVendor(t, tt.shapes...)
+	opts := []idem.Option{idem.WithKeyInBody()}
+	if tt.header != "" {
+		opts = []idem.Option{idem.WithKeyHeader(tt.header, idem.KeyBare)}
+	}
+	if tt.body != "" {
+		body = tt.body
+	}
+	c := clientFor(t, v.srv, idemtest.NewClock(epoch), opts...)
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(body)})
+	requireOutcome(t, res, err, tt.state, tt.kinds, tt.id, tt.review)
+	if tt.header != "" {
+		v.requireKeys(t, tt.header, "k", tt.posts)
+	} else {
+		v.requireBodies(t, body, tt.posts)
 	}
 }
 
