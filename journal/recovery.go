@@ -162,6 +162,7 @@ func (s *Store) openLog(cfg *config) error {
 		s.ap.dep.Store(dep.gen)
 	}
 	s.ap.failCommit = cfg.failCommit
+	s.ap.failFreelist = cfg.failFreelist
 	if missing != nil {
 		// Accepted (AcceptLostLog): recorded now, so that the next Open
 		// does not refuse the journal again, whether or not a write
