@@ -71,6 +71,10 @@ type applier struct {
 	// written, shown through the map, perhaps not on disk, as a failed
 	// final fdatasync leaves them).
 	failCommit func(written bool) error
+	// failFreelist, when a test sets it, stands in for the fdatasync of
+	// Close's commit of the freelist (syncFreelist): an error fails it
+	// once written.
+	failFreelist func() error
 	// dep is the log generation the file records it depends on
 	// (metaLogDep); written under mu, read by rounds (dependOnLog).
 	dep atomic.Uint64

@@ -39,14 +39,21 @@ func tuneFreelist(db *bolt.DB) {
 	}
 }
 
-// syncFreelist writes the freelist, with an empty commit, if the last
-// commit skipped it.
-func syncFreelist(db *bolt.DB) error {
-	if !db.NoFreelistSync {
+// syncFreelist writes the freelist, with an empty commit through o, if
+// the last commit skipped it. Close calls it once the log is deleted and
+// no commit follows, so tuneFreelist, which would skip it again on a file
+// with many free pages, is not called. The commit writes a new meta page
+// naming the new freelist page: bbolt's bare Update left no marker when
+// its fdatasync failed, Close said the journal was intact, and the next
+// Open, in the same boot, trusted a meta page and a freelist the disk may
+// not hold (a freelist naming pages in use, which later commits then
+// overwrite). openCommit leaves the marker.
+func syncFreelist(o openCommit) error {
+	if !o.db.NoFreelistSync {
 		return nil
 	}
-	db.NoFreelistSync = false
-	return db.Update(func(*bolt.Tx) error { return nil })
+	o.db.NoFreelistSync = false
+	return o.update(func(*bolt.Tx) error { return nil })
 }
 
 // flushFreelist does what bolt.Open does for a file whose last commit

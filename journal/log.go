@@ -667,9 +667,12 @@ func (w *logWriter) fail(err error, wrote, whole bool) error {
 	w.close()
 	if rerr := w.rotate(); rerr != nil {
 		if !wrote {
-			return errorf("writing the log failed before any of the write reached it (%w), and starting a new segment failed too (%v); nothing of this write was written", err, rerr)
+			return errorf("writing the log failed before any of the write reached it (%w), and starting a new segment failed too (%v); nothing of this write was written: "+
+				"check the disk (free space, I/O errors), then write again", err, rerr)
 		}
-		ferr := errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v)", ErrMaybeCommitted, err, rerr)
+		ferr := errorf("%w: writing the log failed (%w), and starting a new segment to void the write failed too (%v); "+
+			"the write may come back after a restart, or be gone once a later write succeeds: check the disk, "+
+			"never redo the operation under a new key, and look the record up (Get) once a later write has succeeded or the journal was opened again", ErrMaybeCommitted, err, rerr)
 		if whole {
 			ferr = unmarked(ferr, markWriteFailed(w.dir, w.base, ferr))
 		}

@@ -42,6 +42,8 @@ type config struct {
 	// failCommit, when a test sets it, is the applier's failCommit from
 	// the start, before the applier's first pass.
 	failCommit func(written bool) error
+	// failFreelist, when a test sets it, is the applier's failFreelist.
+	failFreelist func() error
 	// acceptLostLog: AcceptLostLog.
 	acceptLostLog bool
 	// fallocate, when a test sets it, stands in for fallocate(2) as Open

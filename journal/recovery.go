@@ -124,6 +124,15 @@ func (s *Store) openLog(cfg *config) error {
 	// have sent the requests of records that are gone.
 	if !cfg.noSync {
 		if err := syncRecovered(dir, st.segments, applied, cfg.failSync); err != nil {
+			// Only an fdatasync that failed may have left pages marked
+			// clean that the disk lacks; a segment or the directory that
+			// could not be opened (EMFILE, EACCES) was synced no worse
+			// than before, and its marker made the next Open write the
+			// whole journal again, with warnings, for nothing.
+			var sf syncFailed
+			if !errors.As(err, &sf) {
+				return err
+			}
 			return unmarked(err, markWriteFailed(dir, base, err))
 		}
 	}
@@ -153,6 +162,7 @@ func (s *Store) openLog(cfg *config) error {
 		s.ap.dep.Store(dep.gen)
 	}
 	s.ap.failCommit = cfg.failCommit
+	s.ap.failFreelist = cfg.failFreelist
 	if missing != nil {
 		// Accepted (AcceptLostLog): recorded now, so that the next Open
 		// does not refuse the journal again, whether or not a write
@@ -348,14 +358,28 @@ func syncRecovered(dir string, segs []segment, applied uint64, fail func(path st
 	}
 	// A process killed in rotate, between the new segment's fdatasync
 	// and the directory's, left a segment whose name a power cut undoes.
-	if err := syncDir(dir); err != nil {
+	if err := syncOpened(dir, nil, (*os.File).Sync); err != nil {
 		return errorf("the log's directory %s: making its segments' names durable failed (%w); nothing was changed: check the disk, then open the journal again", dir, err)
 	}
 	return nil
 }
 
+// syncFailed is the error of an fdatasync (or fsync) itself, as against
+// that of opening the file to sync: only the former may have left the
+// file's pages marked clean though the disk lacks them (see
+// writeFailedSuffix).
+type syncFailed struct{ error }
+
+func (e syncFailed) Unwrap() error { return e.error }
+
 // syncFile fdatasyncs the file at path.
 func syncFile(path string, fail func(path string) error) error {
+	return syncOpened(path, fail, fdatasync)
+}
+
+// syncOpened opens path and syncs it with sync, whose error (or fail's,
+// when a test sets it, standing in for it) it returns as syncFailed.
+func syncOpened(path string, fail func(path string) error, sync func(*os.File) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -363,8 +387,11 @@ func syncFile(path string, fail func(path string) error) error {
 	defer f.Close()
 	if fail != nil {
 		if err := fail(path); err != nil {
-			return err
+			return syncFailed{err}
 		}
 	}
-	return fdatasync(f)
+	if err := sync(f); err != nil {
+		return syncFailed{err}
+	}
+	return nil
 }

@@ -572,7 +572,7 @@ func (s *Store) Close() error {
 			_ = s.log.deleteApplied(s.ap.applied, true)
 		}
 		if s.failure() == nil {
-			ferr = syncFreelist(s.db)
+			ferr = syncFreelist(openCommit{db: s.db, path: cmp.Or(s.abs, s.path), fail: s.ap.failFreelist})
 		}
 		s.ap.closed = true
 		s.ap.mu.Unlock()
@@ -587,8 +587,12 @@ func (s *Store) Close() error {
 	if aerr != nil {
 		return errorf("journal: close: %w; the next Open applies them", aerr)
 	}
+	if errors.Is(ferr, ErrFileFailed) { // openCommit's words say what to do
+		return errorf("journal: close: writing the free-page list: %w", ferr)
+	}
 	if ferr != nil {
-		// Every record is intact; only the next Open's start-up is slower.
+		// Nothing was written: every record is intact; only the next
+		// Open's start-up is slower.
 		return errorf("journal: close: writing the free-page list failed (the journal is intact; the next Open rebuilds the list): %w", ferr)
 	}
 	return nil

@@ -1,0 +1,88 @@
+package journal
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+)
+
+// withFailFreelist sets failFreelist: fail stands in for the fdatasync
+// of Close's commit of the freelist.
+func withFailFreelist(fail func() error) Option {
+	return optionFunc(func(c *config) { c.failFreelist = fail })
+}
+
+// On a journal with many free pages, commits skip the freelist
+// (tuneFreelist), and Close, once the log is deleted, writes it with a
+// commit of its own (syncFreelist): a new meta page naming a new freelist
+// page. That commit was bbolt's bare Update: when its fdatasync failed
+// (the kernel marking the pages clean though the disk lacks them, see
+// writeFailedSuffix), it left no marker, and Close said "the journal is
+// intact". The next Open, in the same boot, read that meta page and
+// freelist from memory and built on them; a reboot later the file's newest
+// meta page may name a freelist page the disk never held, whose free pages
+// are pages in use, for later commits to overwrite. It now leaves the
+// marker, and says so, and the next Open writes the journal again and
+// syncs it before it trusts it.
+func TestCloseFreelistCommitFailedLeavesMarker(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "j.db")
+	manyFreePages(t, path)
+
+	s, err := Open(path, withFailFreelist(func() error { return syscall.EIO }))
+	require.NoError(t, err)
+	_, err = s.Create(ctx, rvRecord("k0", rvT0))
+	require.NoError(t, err)
+	require.NoError(t, s.flush(), "a commit of the file")
+	require.True(t, s.db.NoFreelistSync, "the fixture: commits skip the freelist")
+	err = s.Close()
+	require.ErrorIs(t, err, syscall.EIO)
+	require.ErrorIs(t, err, ErrFileFailed, "a commit written but not synced")
+	require.NotContains(t, err.Error(), "intact")
+	require.Contains(t, err.Error(), "open the journal again", "what to do")
+	_, err = os.Stat(path + writeFailedSuffix)
+	require.NoError(t, err, "the marker of the failed write")
+	require.Empty(t, segmentsOf(t, path), "the fixture: the log deleted before the freelist's commit")
+
+	requireWrittenAgain(t, path, nil)
+	r, err := Open(path, ReadOnly())
+	require.NoError(t, err)
+	_, err = r.Get(ctx, "s", "k0")
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	require.NoError(t, Check(path))
+}
+
+// manyFreePages makes a journal at path with more than
+// freelistUnsyncAbove free pages, as pruning many records leaves it (a
+// bucket of one-page values, deleted), quicker than pruning them.
+func manyFreePages(t *testing.T, path string) {
+	t.Helper()
+	s, err := Open(path)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	db, err := bolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	value := []byte(strings.Repeat("x", db.Info().PageSize-256))
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("scratch"))
+		if err != nil {
+			return err
+		}
+		for i := range freelistUnsyncAbove + 200 {
+			if err := b.Put(fmt.Appendf(nil, "%06d", i), value); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	require.NoError(t, db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("scratch")) }))
+	require.NoError(t, db.Close())
+}
