@@ -614,6 +614,11 @@ func queryRefusal(a answer) error {
 	if err := notFollowed(a); err != nil || a.status < 400 {
 		return err
 	}
+	if silentStatus(a.status) {
+		// A gateway's 502 or 504, Cloudflare's 52x: the result endpoint
+		// itself said nothing, refused nothing.
+		return fmt.Errorf("idem: no answer from the result endpoint, the operation stays unknown and is queried again: %s", errorReason(a.status, a.body))
+	}
 	return fmt.Errorf("idem: result query refused, the operation stays unknown and is queried again: %s", errorReason(a.status, a.body))
 }
 
