@@ -614,6 +614,11 @@ func queryRefusal(a answer) error {
 	if err := notFollowed(a); err != nil || a.status < 400 {
 		return err
 	}
+	if silentStatus(a.status) {
+		// A gateway's 502 or 504, Cloudflare's 52x: the result endpoint
+		// itself said nothing, refused nothing.
+		return fmt.Errorf("idem: no answer from the result endpoint, the operation stays unknown and is queried again: %s", errorReason(a.status, a.body))
+	}
 	return fmt.Errorf("idem: result query refused, the operation stays unknown and is queried again: %s", errorReason(a.status, a.body))
 }
 
@@ -659,8 +664,21 @@ func queryFailed(status int, body []byte, otherMissing bool) bool {
 
 // carriesError reports whether a JSON body carries an error as
 // DecodeJSON reads one: an "error" or "errors" member that is not null or
-// empty, or "success": false; or as an envelope says one (envelopeError).
+// empty, or "success": false; or as an envelope says one (envelopeError);
+// at the top or in the object a lone "data" envelope holds
+// (dataResource), which DecodeJSON reads as the answer. Read at the top
+// only, a query's 200 {"data":{"error":…}} was a search that found
+// nothing, and the key in the body was sent again.
 func carriesError(body []byte) bool {
+	if errorAtTop(body) {
+		return true
+	}
+	data, ok := dataResource(body)
+	return ok && errorAtTop(data)
+}
+
+// errorAtTop is carriesError of body's own members.
+func errorAtTop(body []byte) bool {
 	v, ok := scanResult(body)
 	if !ok {
 		var err error

@@ -41,6 +41,20 @@ func decodeOperationMonitor(a *idem.Answer) (idem.Outcome, error) {
 	return idem.Outcome{}, fmt.Errorf("operation status %q", v.Status)
 }
 
+// decodeEnvelopedMonitor is decodeOperationMonitor of the object a
+// body's "data" member holds, or of the body when it has none.
+func decodeEnvelopedMonitor(a *idem.Answer) (idem.Outcome, error) {
+	var env struct {
+		Data json.RawMessage `json:"data"`
+	}
+	if json.Unmarshal(a.Body, &env) == nil && len(env.Data) > 0 {
+		inner := *a
+		inner.Body = env.Data
+		return decodeOperationMonitor(&inner)
+	}
+	return decodeOperationMonitor(a)
+}
+
 // A status monitor names its operation while it runs and, once it
 // succeeded, the resource the operation made: the two ids differ. The
 // operation's id, held from the processing answers, made the resource's
@@ -61,6 +75,12 @@ func TestOperationMonitorFinalResourceIsNotMadeTwice(t *testing.T) {
 			finished: `{"id":"k","status":"succeeded","createdDateTime":"2026-11-29T12:00:00Z","resourceId":"site-1",` +
 				`"resourceLocation":"https://graph.microsoft.com/v1.0/sites/site-1"}`,
 			state: idem.StateSucceeded, resource: "site-1"},
+		// Modelled: the same monitor in a lone "data" envelope, as
+		// DecodeJSON reads one (Circle's {"data":{"id":…,"status":…}},
+		// developers.circle.com/api-reference/circle-mint/payments/create-payment).
+		{name: "the operation's monitor in a data envelope",
+			finished: `{"data":{"id":"k","status":"succeeded","resourceId":"site-1"}}`,
+			state:    idem.StateSucceeded, resource: "site-1"},
 		{name: "another operation's monitor names another resource",
 			finished: `{"id":"k2","status":"succeeded","resourceId":"site-2","resourceLocation":"https://graph.microsoft.com/v1.0/sites/site-2"}`,
 			state:    idem.StateSucceeded, resource: "site-2", review: idem.ReviewMadeTwice},
@@ -70,7 +90,7 @@ func TestOperationMonitorFinalResourceIsNotMadeTwice(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(s.serve))
 			t.Cleanup(srv.Close)
 			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyHeader("Operation-Id", idem.KeyBare),
-				idem.WithResultEndpoint("/operations/{key}"), idem.WithDecoder(decodeOperationMonitor))
+				idem.WithResultEndpoint("/operations/{key}"), idem.WithDecoder(decodeEnvelopedMonitor))
 
 			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/sites:create", Body: []byte(`{"displayName":"Team"}`)})
 			op, lerr := c.Lookup(t.Context(), idem.DefaultScope, "k")

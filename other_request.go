@@ -355,10 +355,26 @@ func clipValue(s string) string {
 // richLongRunningOperation: "id", then "resourceId" and
 // "resourceLocation"; Google's Operation: "name", then "response"): a
 // decoder that reads the resource then is reading the held operation's
-// result, not a second resource made for the key.
+// result, not a second resource made for the key. So is one whose lone
+// "data" envelope (dataResource) holds such an object, as DecodeJSON
+// reads it.
 func namesHeld(body []byte, held string) bool {
+	if held == "" {
+		return false
+	}
+	body = trimBOM(body)
+	if idNamed(body, held) {
+		return true
+	}
+	data, ok := dataResource(body)
+	return ok && idNamed(data, held)
+}
+
+// idNamed reports whether the JSON object body has held as a top-level
+// "id", "name" or "operationId".
+func idNamed(body []byte, held string) bool {
 	var top map[string]json.RawMessage
-	if held == "" || json.Unmarshal(trimBOM(body), &top) != nil {
+	if json.Unmarshal(body, &top) != nil {
 		return false
 	}
 	for name, raw := range top {

@@ -73,6 +73,20 @@ func (x *bybitOrders) serve(w http.ResponseWriter, r *http.Request) {
 		len(x.orders), order.OrderLinkID)
 }
 
+// submit serves x and submits to it order "ord-9", a market buy its key
+// in the body names (orderLinkId), queried at its realtime endpoint.
+func (x *bybitOrders) submit(t *testing.T, clock *idemtest.Clock) (*idem.Client, *idem.Result, error) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(x.serve))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, clock, idem.WithKeyInBody(),
+		idem.WithResultEndpoint(srv.URL+"/v5/order/realtime?category=spot&symbol=BTCUSDT&orderLinkId={key}"))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/v5/order/create",
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body:   []byte(`{"category":"spot","symbol":"BTCUSDT","side":"Buy","orderType":"Market","qty":"0.010","orderLinkId":"ord-9"}`)})
+	return c, res, err
+}
+
 // A result query answered 200 OK with an error in its envelope (Bybit's
 // retCode 10006, a limit on the queries reached) says nothing of the
 // order, as a 500 does not: it holds no "error" member, and was read as a
@@ -96,15 +110,8 @@ func TestErrorEnvelopeToAResultQueryIsNoAnswerAboutTheOrder(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := &bybitOrders{notPlaced: tt.notPlaced, queryFails: []string{tooMany}}
-			srv := httptest.NewServer(http.HandlerFunc(x.serve))
-			t.Cleanup(srv.Close)
 			clock := idemtest.NewClock(epoch)
-			c := clientFor(t, srv, clock, idem.WithKeyInBody(),
-				idem.WithResultEndpoint(srv.URL+"/v5/order/realtime?category=spot&symbol=BTCUSDT&orderLinkId={key}"))
-
-			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/v5/order/create",
-				Header: http.Header{"Content-Type": {"application/json"}},
-				Body:   []byte(`{"category":"spot","symbol":"BTCUSDT","side":"Buy","orderType":"Market","qty":"0.010","orderLinkId":"ord-9"}`)})
+			c, res, err := x.submit(t, clock)
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 			if tt.notPlaced {
 				require.Equal(t, idem.StateUnknown, res.State)
