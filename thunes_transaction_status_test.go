@@ -22,7 +22,10 @@ import (
 // whose external_id, in the body, is the caller's and unique, and GET
 // /v2/money-transfer/transactions/ext-{external_id} reads it back, or
 // answers 404 with Thunes' {"errors":[{"code","message"}]} for one it
-// has not. A transaction's "status" is a five-digit code; its word is
+// has not (the envelope integrations read, errors[0]'s code and message,
+// 404 mapped to not found; the code and words here are stand-ins, as
+// are those of the refusal of an external_id it holds, which no test
+// here reaches). A transaction's "status" is a five-digit code; its word is
 // "status_message", and its class "status_class" with the class's word
 // "status_class_message": 1 CREATED, 2 CONFIRMED, 3 REJECTED, 4
 // CANCELLED, 5 SUBMITTED, 6 AVAILABLE, 7 COMPLETED, 8 REVERSED, 9
@@ -35,6 +38,9 @@ type thunesTransactions struct {
 	posts  int
 	made   map[string]bool // external_id: created
 	status string          // the created transaction's status, class and words: "90000 DECLINED 9 DECLINED"
+	// lostFirst drops the first create's connection before Thunes took
+	// it, not after.
+	lostFirst bool
 }
 
 func (s *thunesTransactions) serve(w http.ResponseWriter, r *http.Request) {
@@ -60,6 +66,12 @@ func (s *thunesTransactions) serve(w http.ResponseWriter, r *http.Request) {
 	if s.made[req.ExternalID] {
 		w.WriteHeader(http.StatusBadRequest)
 		_, _ = io.WriteString(w, `{"errors":[{"code":"1007003","message":"External ID already used"}]}`)
+		return
+	}
+	if s.posts == 1 && s.lostFirst {
+		s.mu.Unlock()
+		dropConnection(w)
+		s.mu.Lock()
 		return
 	}
 	s.made[req.ExternalID] = true
@@ -129,4 +141,36 @@ func TestThunesTransactionStatusCodeReadsItsWord(t *testing.T) {
 			require.Equal(t, 1, s.posts, "one create: the lost one settled by its read-back")
 		})
 	}
+}
+
+// Thunes' 404 for an external_id it has no transaction for, {"errors":
+// [{"code":…,"message":"Transaction not found"}]}, is its read-back's
+// word that the create it answers for never arrived: once the result lag
+// has passed, Resume sends the create again, once, and the one
+// transaction settles it.
+func TestThunesTransactionNotFoundResendsAfterTheLag(t *testing.T) {
+	s := &thunesTransactions{made: map[string]bool{}, status: "10000 CREATED 1 CREATED", lostFirst: true}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	clock := idemtest.NewClock(epoch)
+	c := clientFor(t, srv, clock, idem.WithKeyInBody(),
+		idem.WithResultEndpoint(srv.URL+"/v2/money-transfer/transactions/ext-{key}"))
+	body := `{"external_id":"k","sender":{"lastname":"Doe","firstname":"John"},"beneficiary":{"lastname":"Roe","firstname":"Jane"},"purpose_of_remittance":"FAMILY_SUPPORT"}`
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v2/money-transfer/quotations/42/transactions", Body: []byte(body)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+
+	clock.Advance(idem.DefaultResultLag)
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, op.State)
+	require.Equal(t, "2237039", op.Result.ResourceID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, 2, s.posts, "the lost create and one resend")
 }
