@@ -162,15 +162,23 @@ func TestThunesTransactionNotFoundResendsAfterTheLag(t *testing.T) {
 	require.NotErrorIs(t, err, idem.ErrFailed)
 	require.Equal(t, idem.StateUnknown, res.State)
 
+	requireResumeSucceeds(t, c, clock, "k", "2237039")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, 2, s.posts, "the lost create and one resend")
+}
+
+// requireResumeSucceeds asserts that one Resume once the result lag has
+// passed settles operation key, the only one open, as succeeded with
+// resource id.
+func requireResumeSucceeds(t testing.TB, c *idem.Client, clock *idemtest.Clock, key, id string) {
+	t.Helper()
 	clock.Advance(idem.DefaultResultLag)
 	sum, err := c.Resume(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
-	op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, key)
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, op.State)
-	require.Equal(t, "2237039", op.Result.ResourceID)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	require.Equal(t, 2, s.posts, "the lost create and one resend")
+	require.Equal(t, id, op.Result.ResourceID)
 }
