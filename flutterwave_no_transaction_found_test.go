@@ -125,14 +125,7 @@ func TestFlutterwaveNoTransactionFoundResendsAfterTheLag(t *testing.T) {
 	require.NotErrorIs(t, err, idem.ErrFailed)
 	require.Equal(t, idem.StateUnknown, res.State)
 
-	clock.Advance(idem.DefaultResultLag)
-	sum, err := c.Resume(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
-	op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
-	require.NoError(t, err)
-	require.Equal(t, idem.StateSucceeded, op.State)
-	require.Equal(t, "288200108", op.Result.ResourceID)
+	requireResumeSucceeds(t, c, clock, "k", "288200108")
 
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -153,8 +153,10 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "DECLINED") is a failed payment, not a success. So is a PayPal order whose payments (purchase_units[].payments'
 // captures and authorizations) all have such a status, whatever the
 // order's own ("COMPLETED"); one with some declined and some not proves
-// nothing. Any other status is taken as the resource's creation
-// succeeding. One that a created resource reaches later ("canceled",
+// nothing. A status that is a code of digits (Thunes' transactions'
+// "90000") is read as the word beside it, "status_class_message" or else
+// "status_message" ("DECLINED"). Any other status is taken as the
+// resource's creation succeeding. One that a created resource reaches later ("canceled",
 // "voided", "expired", "refunded") is no failure of the call: the order
 // or payment was made, and a caller told "failed" might make it again.
 // APIs whose resources may be created in a state that is not yet an
@@ -307,6 +309,7 @@ func decodeObject(a *Answer, body []byte, inData bool) (Outcome, error) {
 // resourceOutcome reads a plain resource object, named id, whose own
 // status is st (see DecodeJSON).
 func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome, error) {
+	st = statusWord(body, st)
 	done := false
 	if st.ok {
 		switch resourceStatusOf(st.s) {
@@ -338,6 +341,30 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 		return Outcome{State: StateProcessing, ResourceID: id}, nil
 	}
 	return Outcome{State: StateSucceeded, ResourceID: id}, nil
+}
+
+// statusWord is a resource's status word: st, or, when st is a code of
+// digits (Thunes' transactions: "90000", docs.thunes.com/money-transfer/v2),
+// the word the body gives beside it, "status_class_message" (its class's:
+// "DECLINED" for "90201") or else "status_message". A code read as a word
+// is none of the failed ones: a transaction its payer declined was settled
+// as made.
+func statusWord(body []byte, st jsonString) jsonString {
+	if !st.ok || !allDigits(st.s) || !bytes.Contains(body, []byte(`"status_`)) {
+		return st
+	}
+	var v struct {
+		Class   string `json:"status_class_message"`
+		Message string `json:"status_message"`
+	}
+	switch {
+	case json.Unmarshal(body, &v) != nil:
+	case strings.TrimSpace(v.Class) != "":
+		return jsonString{v.Class, true}
+	case strings.TrimSpace(v.Message) != "":
+		return jsonString{v.Message, true}
+	}
+	return st
 }
 
 // dataResource is the object a body's top-level "data" member holds when
