@@ -84,6 +84,11 @@ func TestOperationMonitorFinalResourceIsNotMadeTwice(t *testing.T) {
 		{name: "another operation's monitor names another resource",
 			finished: `{"id":"k2","status":"succeeded","resourceId":"site-2","resourceLocation":"https://graph.microsoft.com/v1.0/sites/site-2"}`,
 			state:    idem.StateSucceeded, resource: "site-2", review: idem.ReviewMadeTwice},
+		// The envelope is looked into for the held id only: another
+		// operation's monitor in it is still another operation's.
+		{name: "another operation's monitor in a data envelope",
+			finished: `{"data":{"id":"k2","status":"succeeded","resourceId":"site-2"}}`,
+			state:    idem.StateSucceeded, resource: "site-2", review: idem.ReviewMadeTwice},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &lroService{started: map[string]bool{}, initial: http.StatusAccepted, running: "running", finished: tt.finished}

@@ -102,6 +102,8 @@ func TestNamesHeld(t *testing.T) {
 		{`{"resourceId":"ord_2","previous":"ord_1"}`, "ord_1", false},
 		{`{"data":{"id":"ord_1","status":"succeeded","resourceId":"ord_2"}}`, "ord_1", true},
 		{`{"data":{"id":"ord_1"},"meta":{"request_id":"r"}}`, "ord_1", true},
+		{`{"data":{"id":"ord_2","status":"succeeded","resourceId":"ord_1"}}`, "ord_1", false},
+		{`{"data":{"id":"ord_2"},"meta":{"request_id":"r"}}`, "ord_1", false},
 		{`{"data":{"id":"ord_1"},"errors":[{"message":"x"}]}`, "ord_1", false},
 		{`{"data":{"data":{"id":"ord_1"}}}`, "ord_1", false},
 		{`{"result":{"id":"ord_1"}}`, "ord_1", false},
