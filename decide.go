@@ -1002,6 +1002,17 @@ func saysDuplicate(body []byte, name, key string) bool {
 	about := func(w string) bool { return duplicateSubject(w, name) || strings.HasSuffix(bareName(w), "clordid") }
 	human := humanName(name)
 	fieldsRead := false // Prisma's fields, below
+	// clauseStart: the first word of the clause words[i] stands in, read
+	// once and only for a refusal that says "already".
+	var starts []bool
+	clauseStart := func(i int) int {
+		if starts == nil {
+			starts = clauseOpeners(text, split)
+		}
+		for ; i > 0 && i < len(starts) && !starts[i]; i-- {
+		}
+		return i
+	}
 	// aboutBefore: the word ahead of words[i], past the verbs that join a
 	// subject to "duplicated" or "unique" ("ClientOrderId is duplicated",
 	// "client_order_id must be unique"), is the subject; so is an id
@@ -1114,7 +1125,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 			// "taken": Rails' uniqueness error as a full message ("Client
 			// order has already been taken", its attribute's name without
 			// "_id").
-			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) && !refusedForState(words[:i], next) {
+			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) && !refusedForState(words[clauseStart(i):i], next) {
 				return true
 			}
 		case w == "same" && i >= 2 && words[i-1] == "the" && words[i-2] == "with":
@@ -1227,15 +1238,45 @@ var credentialNouns = [...]string{"device", "push", "fcm", "apns", "gcm", "acces
 var stateVerbs = [...]string{"cancel", "void", "refund", "reverse", "update", "modify", "edit", "change", "amend",
 	"delete", "remove", "close", "expire", "reject", "decline", "dispute", "reopen"}
 
-// refusedForState reports whether before, the words of a refusal ahead
-// of its "already", say that a verb of stateVerbs cannot be done to the
+// clauseOpeners reports, for each word of text as split makes them,
+// whether a clause opens with it: a sentence's end, a colon or
+// semicolon, or a JSON or XML bound stands between it and the word
+// before. A period or colon inside a name ("customer.id", "AAPL.buy:1")
+// ends nothing.
+func clauseOpeners(text string, split func(rune) bool) []bool {
+	var opens []bool
+	inWord, mark := false, true
+	for i, r := range text {
+		if !split(r) {
+			if !inWord {
+				opens = append(opens, mark)
+			}
+			inWord, mark = true, false
+			continue
+		}
+		inWord = false
+		switch r {
+		case '.', ':', '!', '?':
+			if next := i + 1; next >= len(text) || !alnum(text[next]) {
+				mark = true
+			}
+		case ';', '"', '{', '}', '[', ']', '<', '>':
+			mark = true
+		}
+	}
+	return opens
+}
+
+// refusedForState reports whether before, the words of a refusal's
+// clause ahead of its "already", say that a verb of stateVerbs cannot be done to the
 // subject, the verb not the one done already (done): "Cannot cancel a
 // payment that has already been processed." refuses a cancel for the
 // payment's state, which no copy of the cancel brought about: nothing
 // ran, a plain failure. "Cannot refund a payment that has already been
 // refunded" may be a copy's doing, and stays a duplicate.
 func refusedForState(before []string, done string) bool {
-	// Within the clause: a "cannot" further back is another sentence's.
+	// Close to the "already" too: a "cannot" far back in a long clause
+	// is about something else.
 	for j := len(before) - 1; j >= max(0, len(before)-8); j-- {
 		var verb string
 		switch {
