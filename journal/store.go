@@ -584,6 +584,12 @@ func (s *Store) Close() error {
 	if aerr != nil && s.gone.Load() {
 		return errorf("journal: close: %w", aerr)
 	}
+	if aerr != nil && errors.Is(ferr, ErrFileFailed) {
+		// The copy failed with nothing written, the freelist's commit once
+		// written: its marker, or the words saying none could be left,
+		// must reach the caller too.
+		return errorf("journal: close: %w; the next Open applies them; and writing the free-page list: %w", aerr, ferr)
+	}
 	if aerr != nil {
 		return errorf("journal: close: %w; the next Open applies them", aerr)
 	}
