@@ -532,7 +532,9 @@ func (s *Store) Path() string { return s.path }
 // lost: the writes stay in the log, and the next Open applies them. After
 // a commit of the file failed once written (the Store's calls have failed
 // since), Close writes nothing to the file, keeps the log whole, and
-// returns that failure.
+// returns that failure. Close's own last commit (of the free-page list)
+// failing once written is such a failure too: its error matches
+// ErrFileFailed and says what to do.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
