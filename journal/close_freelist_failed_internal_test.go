@@ -32,17 +32,8 @@ func withFailFreelist(fail func() error) Option {
 // marker, and says so, and the next Open writes the journal again and
 // syncs it before it trusts it.
 func TestCloseFreelistCommitFailedLeavesMarker(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "j.db")
-	manyFreePages(t, path)
-
-	s, err := Open(path, withFailFreelist(func() error { return syscall.EIO }))
-	require.NoError(t, err)
-	_, err = s.Create(ctx, rvRecord("k0", rvT0))
-	require.NoError(t, err)
-	require.NoError(t, s.flush(), "a commit of the file")
-	require.True(t, s.db.NoFreelistSync, "the fixture: commits skip the freelist")
-	err = s.Close()
+	s, path := openFreelistFailing(t)
+	err := s.Close()
 	require.ErrorIs(t, err, syscall.EIO)
 	require.ErrorIs(t, err, ErrFileFailed, "a commit written but not synced")
 	require.NotContains(t, err.Error(), "intact")
@@ -51,13 +42,7 @@ func TestCloseFreelistCommitFailedLeavesMarker(t *testing.T) {
 	require.NoError(t, err, "the marker of the failed write")
 	require.Empty(t, segmentsOf(t, path), "the fixture: the log deleted before the freelist's commit")
 
-	requireWrittenAgain(t, path, nil)
-	r, err := Open(path, ReadOnly())
-	require.NoError(t, err)
-	_, err = r.Get(ctx, "s", "k0")
-	require.NoError(t, err)
-	require.NoError(t, r.Close())
-	require.NoError(t, Check(path))
+	requireRewrittenHolds(t, path, "k0")
 }
 
 // manyFreePages makes a journal at path with more than
@@ -85,4 +70,67 @@ func manyFreePages(t *testing.T, path string) {
 	}))
 	require.NoError(t, db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("scratch")) }))
 	require.NoError(t, db.Close())
+}
+
+// A Close whose copy of the log failed before anything was written (a
+// full disk: the Store stays usable, the log kept for the next Open)
+// still commits the freelist (syncFreelist). When that commit failed once
+// written, it left the marker, but Close returned only the copy's error:
+// the caller was not told of a commit that may be missing from the disk,
+// nor, had the marker not been written, that the journal must not be
+// opened again before a reboot. Close now returns both.
+func TestCloseFreelistCommitFailedAfterFailedCopyIsReported(t *testing.T) {
+	ctx := context.Background()
+	s, path := openFreelistFailing(t)
+	_, err := s.Create(ctx, rvRecord("k1", rvT0))
+	require.NoError(t, err)
+	s.ap.mu.Lock()
+	s.ap.failCommit = func(written bool) error {
+		if !written {
+			return syscall.ENOSPC // before anything is written
+		}
+		return nil
+	}
+	s.ap.mu.Unlock()
+	err = s.Close()
+	require.ErrorIs(t, err, syscall.ENOSPC, "the copy's failure")
+	require.ErrorIs(t, err, ErrFileFailed, "the freelist's commit, written but not synced")
+	require.ErrorIs(t, err, syscall.EIO)
+	_, err = os.Stat(path + writeFailedSuffix)
+	require.NoError(t, err, "the marker of the failed write")
+	require.NotEmpty(t, segmentsOf(t, path), "the log kept for the next Open")
+
+	requireRewrittenHolds(t, path, "k0", "k1")
+}
+
+// openFreelistFailing opens a journal with many free pages (manyFreePages),
+// whose commits skip the freelist, holding record k0 in its file, and
+// whose Close's commit of the freelist fails with EIO once written.
+func openFreelistFailing(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "j.db")
+	manyFreePages(t, path)
+	s, err := Open(path, withFailFreelist(func() error { return syscall.EIO }))
+	require.NoError(t, err)
+	_, err = s.Create(context.Background(), rvRecord("k0", rvT0))
+	require.NoError(t, err)
+	require.NoError(t, s.flush(), "a commit of the file")
+	require.True(t, s.db.NoFreelistSync, "the fixture: commits skip the freelist")
+	return s, path
+}
+
+// requireRewrittenHolds opens the journal at path, which a failed write
+// left marked, for writing (it is written again) then read-only, and
+// requires it to hold keys and to pass Check.
+func requireRewrittenHolds(t *testing.T, path string, keys ...string) {
+	t.Helper()
+	requireWrittenAgain(t, path, nil)
+	r, err := Open(path, ReadOnly())
+	require.NoError(t, err)
+	for _, k := range keys {
+		_, err = r.Get(context.Background(), "s", k)
+		require.NoError(t, err, k)
+	}
+	require.NoError(t, r.Close())
+	require.NoError(t, Check(path))
 }

@@ -532,7 +532,9 @@ func (s *Store) Path() string { return s.path }
 // lost: the writes stay in the log, and the next Open applies them. After
 // a commit of the file failed once written (the Store's calls have failed
 // since), Close writes nothing to the file, keeps the log whole, and
-// returns that failure.
+// returns that failure. Close's own last commit (of the free-page list)
+// failing once written is such a failure too: its error matches
+// ErrFileFailed and says what to do.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -583,6 +585,12 @@ func (s *Store) Close() error {
 	}
 	if aerr != nil && s.gone.Load() {
 		return errorf("journal: close: %w", aerr)
+	}
+	if aerr != nil && errors.Is(ferr, ErrFileFailed) {
+		// The copy failed with nothing written, the freelist's commit once
+		// written: its marker, or the words saying none could be left,
+		// must reach the caller too.
+		return errorf("journal: close: %w; the next Open applies them; and writing the free-page list: %w", aerr, ferr)
 	}
 	if aerr != nil {
 		return errorf("journal: close: %w; the next Open applies them", aerr)
