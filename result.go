@@ -155,7 +155,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // order's own ("COMPLETED"); one with some declined and some not proves
 // nothing. A status that is a code of digits (Thunes' transactions'
 // "90000") is read as the word beside it, "status_class_message" or else
-// "status_message" ("DECLINED"). Any other status is taken as the
+// "status_message" ("DECLINED"); so is an object naming such a code,
+// by its "class"'s "message" or else its own (DT One's transactions:
+// {"id":90000,"message":"DECLINED","class":{"id":9,…}}). Any other status is taken as the
 // resource's creation succeeding. One that a created resource reaches later ("canceled",
 // "voided", "expired", "refunded") is no failure of the call: the order
 // or payment was made, and a caller told "failed" might make it again.
@@ -350,7 +352,10 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 // is none of the failed ones: a transaction its payer declined was settled
 // as made.
 func statusWord(body []byte, st jsonString) jsonString {
-	if !st.ok || !allDigits(st.s) || !bytes.Contains(body, []byte(`"status_`)) {
+	if !st.ok {
+		return codedStatus(body, st)
+	}
+	if !allDigits(st.s) || !bytes.Contains(body, []byte(`"status_`)) {
 		return st
 	}
 	var v struct {
@@ -363,6 +368,43 @@ func statusWord(body []byte, st jsonString) jsonString {
 		return jsonString{v.Class, true}
 	case strings.TrimSpace(v.Message) != "":
 		return jsonString{v.Message, true}
+	}
+	return st
+}
+
+// codedStatus is the word of a "status" that is an object naming a code
+// of digits, a number or a string, and its word: DT One's DVS
+// transactions' {"id":90000,"message":"DECLINED","class":{"id":9,
+// "message":"DECLINED"}} (github.com/dtone/dtone-dvs-api-java-client,
+// dto/Status.java; dvs-api-doc.dtone.com), Thunes' codes in an object of
+// their own. Its class's word, or else its own. Read as no status, a
+// top-up its operator declined was settled as made. Any other object
+// there (an envelope's {"code":…,"message":…}) is left unread: st.
+func codedStatus(body []byte, st jsonString) jsonString {
+	if !bytes.Contains(body, []byte(`"status"`)) {
+		return st
+	}
+	var v struct {
+		Status struct {
+			ID      json.RawMessage `json:"id"`
+			Message string          `json:"message"`
+			Class   struct {
+				Message string `json:"message"`
+			} `json:"class"`
+		} `json:"status"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return st
+	}
+	id := bytes.Trim(v.Status.ID, `"`)
+	if len(id) == 0 || !allDigits(string(id)) {
+		return st
+	}
+	switch {
+	case strings.TrimSpace(v.Status.Class.Message) != "":
+		return jsonString{v.Status.Class.Message, true}
+	case strings.TrimSpace(v.Status.Message) != "":
+		return jsonString{v.Status.Message, true}
 	}
 	return st
 }
