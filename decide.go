@@ -1963,132 +1963,25 @@ func refusalInFlight(v Verdict, status int, h http.Header, body []byte, name str
 // says "another payment" of a copy too, which is another request to it.
 // It may charge: never "failed". The subject must open the clause, after
 // a determiner at most: "Account verification is in progress" is about
-// something else. And it must be what runs (subjectRuns): "Payment
-// method verification in progress" and AndDone's "Transactions that are
-// currently in progress cannot be refunded." name it in passing.
+// something else.
 func saysSubjectRunning(body []byte) bool {
 	text := bytes.ToLower(body)
 	clauses := bytes.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune(`".!?;:{}[]<>`, r) })
 	for _, c := range clauses {
-		words := clauseWords(c)
+		words := strings.FieldsFunc(string(c), func(r rune) bool { return r >= utf8.RuneSelf || !alnum(byte(r)) })
 		if len(words) > 0 && slices.Contains(determiners[:], words[0]) {
 			words = words[1:]
 		}
 		if len(words) < 3 || !slices.ContainsFunc(subjects[:], func(s string) bool { return s != "token" && (words[0] == s || words[0] == s+"s") }) {
 			continue
 		}
-		if subjectRuns(words) {
+		rest := []byte(strings.Join(words[1:], " "))
+		if containsAny(rest, "in progress", "in flight", "being processed", "still processing", "currently processing", "lock could not be obtained") {
 			return true
 		}
 	}
 	return false
 }
-
-// clauseWords splits a clause into its words, runs of ASCII letters and
-// digits, and its commas, which subjectRuns reads as bounds. A run
-// joined by '_' or '-' is one word if it holds a digit, an id
-// ("ORD_98765"), and its parts otherwise, a code's words
-// ("PAYMENT_IN_PROGRESS").
-func clauseWords(c []byte) []string {
-	var words []string
-	for i := 0; i < len(c); {
-		j := i
-		for j < len(c) && (alnum(c[j]) || j > i && (c[j] == '_' || c[j] == '-')) {
-			j++
-		}
-		switch {
-		case j > i && bytes.ContainsAny(c[i:j], "0123456789"):
-			words = append(words, string(bytes.TrimRight(c[i:j], "_-")))
-			i = j
-		case j > i:
-			words = append(words, strings.FieldsFunc(string(c[i:j]), func(r rune) bool { return r == '_' || r == '-' })...)
-			i = j
-		case c[i] == ',':
-			words = append(words, ",")
-			i++
-		default:
-			i++
-		}
-	}
-	return words
-}
-
-// runningWords say a subject is running, each as its words.
-var runningWords = [...][]string{{"in", "progress"}, {"in", "flight"}, {"being", "processed"}, {"still", "processing"},
-	{"currently", "processing"}, {"lock", "could", "not", "be", "obtained"}}
-
-// subjectRuns reports whether words, a clause that opens with its
-// subject, say the subject runs: the words of runningWords its
-// predicate, with only a verb of being or an adverb ahead of them, the
-// subject's id ("Order 2042130686722629633 is being processed") or a
-// phrase that qualifies it ("Payment with this order id is in
-// progress"), or "it" in a clause of reason ("Order cannot be modified
-// as it is being processed", Kite's words to a modify while an
-// instruction on the order, a copy of this one perhaps, is in transit).
-// Not a noun the subject qualifies ("Payment method verification in
-// progress"), a clause of its own about something else ("Payouts are
-// not allowed while a KYC check is in progress"), nor the words as a
-// qualifier of the subject ahead of its predicate: "Transactions that
-// are currently in progress cannot be refunded.", AndDone's
-// Key_InProgressTransactionCanNotBeRefunded, refuses a refund for the
-// payment's state, which no copy of the refund brought about.
-func subjectRuns(words []string) bool {
-	at, n := -1, 0
-	for i := 1; i < len(words) && at < 0; i++ {
-		for _, r := range runningWords {
-			if len(words)-i >= len(r) && slices.Equal(words[i:i+len(r)], r) {
-				at, n = i, len(r)
-				break
-			}
-		}
-	}
-	if at < 0 {
-		return false
-	}
-	if at+n < len(words) && slices.Contains(qualifiedBy[:], words[at+n]) {
-		return false
-	}
-	mid := words[1:at]
-	for k := len(mid) - 1; k >= 0; k-- {
-		if !slices.Contains(subordinators[:], mid[k]) {
-			continue
-		}
-		// A clause of reason whose subject is "it", the subject again:
-		// "as it is being processed".
-		return slices.Contains([]string{"as", "because", "since"}, mid[k]) && k+1 < len(mid) && (mid[k+1] == "it" || mid[k+1] == "they") &&
-			!slices.ContainsFunc(mid[k+2:], func(w string) bool { return !slices.Contains(beingWords[:], w) })
-	}
-	qualified := false
-	for _, w := range mid {
-		switch {
-		case slices.Contains(runRefusals[:], w):
-			return false
-		case qualified, w == ",", slices.Contains(beingWords[:], w), slices.Contains(idWords[:], w),
-			strings.ContainsAny(w, "0123456789"):
-		case slices.Contains(placeWords[:], w) || w == "with" || w == "by" || w == "from" || w == "to":
-			qualified = true
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// beingWords join a subject to what it is doing: a verb of being, or an
-// adverb of time.
-var beingWords = [...]string{"is", "are", "was", "were", "been", "has", "have", "still", "currently", "already", "now"}
-
-// subordinators open a clause of their own inside subjectRuns' clause.
-var subordinators = [...]string{"that", "which", "who", "while", "whilst", "when", "until", "as", "because", "since", "if"}
-
-// runRefusals between a subject and runningWords refuse the subject
-// something: the running is another clause's.
-var runRefusals = [...]string{"not", "cannot", "t", "unable", "no"}
-
-// qualifiedBy, right after runningWords, makes them a qualifier of the
-// subject whose verb follows: "Transactions currently in progress
-// cannot be refunded".
-var qualifiedBy = [...]string{"cannot", "can", "could", "may", "must", "will", "shall", "should", "is", "are", "was", "were"}
 
 // determiners may stand before saysSubjectRunning's subject.
 var determiners = [...]string{"a", "an", "the", "this", "your", "another", "other"}

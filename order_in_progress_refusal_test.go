@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/idemkit/idem"
 )
 
@@ -63,6 +65,12 @@ func TestOtherThingsInProgressStayFailures(t *testing.T) {
 		`{"error":{"code":"ACCOUNT_UNDER_REVIEW","message":"Account verification is in progress"}}`,
 		`{"message":"Settlement in progress, try after 30 minutes"}`,
 	} {
-		t.Run(body, func(t *testing.T) { requirePlainFailure(t, body) })
+		t.Run(body, func(t *testing.T) {
+			v := newVendor(t, shape{status: http.StatusBadRequest, body: body})
+			res, err := v.submit(t)
+			require.ErrorIs(t, err, idem.ErrFailed)
+			require.Equal(t, idem.StateFailed, res.State)
+			v.requireKeys(t, "Idempotency-Key", "k", 1)
+		})
 	}
 }

@@ -3,6 +3,10 @@ package idem_test
 import (
 	"net/http"
 	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
 )
 
 // A first attempt refused for the state of what it acts on is a plain
@@ -28,7 +32,15 @@ func TestStateRefusalToAFirstAttemptIsAFailure(t *testing.T) {
 		`{"error":{"type":"invalid_request_error","message":"Cannot cancel a payment that has already been processed."}}`,
 		`{"message":"Device token is already registered","documentation_url":"https://cloud.google.com/looker/docs/r/err/4.0/422/post/mobile/device"}`,
 	} {
-		t.Run(body, func(t *testing.T) { requirePlainFailure(t, body) })
+		t.Run(body, func(t *testing.T) {
+			v := newVendor(t, shape{status: http.StatusBadRequest, body: body})
+			res, err := v.submit(t)
+			require.ErrorIs(t, err, idem.ErrFailed)
+			require.NotErrorIs(t, err, idem.ErrKeyConflict)
+			require.Equal(t, idem.StateFailed, res.State)
+			require.Empty(t, res.Review)
+			v.requireKeys(t, "Idempotency-Key", "k", 1)
+		})
 	}
 }
 
