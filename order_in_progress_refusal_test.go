@@ -34,6 +34,9 @@ func TestOrderInProgressRefusalToAFirstAttempt(t *testing.T) {
 		"code only": {status: http.StatusBadRequest, body: `{"error":"PAYMENT_IN_PROGRESS"}`},
 		"a transaction being processed": {status: http.StatusBadRequest,
 			body: `{"message":"Transaction for this order is being processed. Please check its status."}`},
+		// The same words under a 422, the status many APIs give every
+		// business-rule refusal (modelled).
+		"a 422": {status: http.StatusUnprocessableEntity, body: `{"message":"Payment request is in progress"}`},
 	} {
 		t.Run(name, func(t *testing.T) {
 			v := newVendor(t, running, shape{status: http.StatusCreated, body: `{"id":"pay_2","status":"succeeded"}`})
