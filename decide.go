@@ -1028,9 +1028,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 		if starts == nil {
 			starts = clauseOpeners(text, split)
 		}
-		for ; i > 0 && i < len(starts) && !starts[i]; i-- {
-		}
-		return i
+		return clauseFrom(starts, i)
 	}
 	// aboutBefore: the word ahead of words[i], past the verbs that join a
 	// subject to "duplicated" or "unique" ("ClientOrderId is duplicated",
@@ -1286,6 +1284,21 @@ func clauseOpeners(text string, split func(rune) bool) []bool {
 	return opens
 }
 
+// stateReach is how many words ahead of its "already" refusedForState
+// reads.
+const stateReach = 8
+
+// clauseFrom is the first word of the clause that word i stands in, as
+// starts (clauseOpeners) marks them, no further back than stateReach:
+// refusedForState reads no more, and a walk to the clause's start, for
+// each "already" of a long answer with no sentence's end in it, took
+// time growing as the square of its length.
+func clauseFrom(starts []bool, i int) int {
+	for lo := max(0, i-stateReach); i > lo && i < len(starts) && !starts[i]; i-- {
+	}
+	return i
+}
+
 // refusedForState reports whether before, the words of a refusal's
 // clause ahead of its "already", say that a verb of stateVerbs cannot be done to the
 // subject, the verb not the one done already (done): "Cannot cancel a
@@ -1296,7 +1309,7 @@ func clauseOpeners(text string, split func(rune) bool) []bool {
 func refusedForState(before []string, done string) bool {
 	// Close to the "already" too: a "cannot" far back in a long clause
 	// is about something else.
-	for j := len(before) - 1; j >= max(0, len(before)-8); j-- {
+	for j := len(before) - 1; j >= max(0, len(before)-stateReach); j-- {
 		at := 0 // the verb's index
 		switch {
 		case before[j] == "cannot" && j+1 < len(before):
