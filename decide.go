@@ -668,8 +668,10 @@ func queryFailed(status int, body []byte, otherMissing bool) bool {
 // at the top or in the object a lone "data" envelope holds
 // (dataResource), which DecodeJSON reads as the answer. Read at the top
 // only, a query's 200 {"data":{"error":…}} was a search that found
-// nothing, and the key in the body was sent again.
+// nothing, and the key in the body was sent again. Past a leading byte
+// order mark, as DecodeJSON reads a body (trimBOM).
 func carriesError(body []byte) bool {
+	body = trimBOM(body)
 	if errorAtTop(body) {
 		return true
 	}
