@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -97,6 +98,17 @@ func TestEnvelopeRefusalToAResendIsNoFailure(t *testing.T) {
 		{name: "KuCoin", path: "/api/v1/orders", decode: decodeKuCoin,
 			body:    `{"clientOid":"ord-9","side":"buy","symbol":"BTC-USDT","type":"market","funds":"100"}`,
 			refusal: `{"code":"200004","msg":"Balance insufficient!"}`},
+		// The same refusal behind a UTF-8 byte order mark, as a server on
+		// .NET's UTF8Encoding(true) writes one, read by a decoder that
+		// skips it as DecodeJSON does (RFC 8259 8.1).
+		{name: "Kraken behind a byte order mark", path: "/0/private/AddOrder",
+			decode: func(a *idem.Answer) (idem.Outcome, error) {
+				b := *a
+				b.Body = bytes.TrimPrefix(a.Body, []byte("\ufeff"))
+				return decodeKraken(&b)
+			},
+			body:    `{"ordertype":"market","type":"buy","volume":"0.01","pair":"XBTUSD","cl_ord_id":"ord-9"}`,
+			refusal: "\ufeff" + `{"error":["EOrder:Insufficient funds"]}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := &freedIDExchange{refusal: tt.refusal, funds: 1}
