@@ -1984,14 +1984,16 @@ func saysSubjectRunning(body []byte) bool {
 	clauses := bytes.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune(`".!?;:{}[]<>`, r) })
 	for _, c := range clauses {
 		words := strings.FieldsFunc(string(c), func(r rune) bool { return r >= utf8.RuneSelf || !alnum(byte(r)) })
-		if len(words) > 0 && slices.Contains(determiners[:], words[0]) {
+		// "Your previous payment": a determiner and a word placing the
+		// subject earlier, at most, before it.
+		for n := 0; n < 2 && len(words) > 0 && (slices.Contains(determiners[:], words[0]) || slices.Contains(earlierWords[:], words[0])); n++ {
 			words = words[1:]
 		}
 		if len(words) < 3 || !slices.ContainsFunc(subjects[:], func(s string) bool { return s != "token" && (words[0] == s || words[0] == s+"s") }) {
 			continue
 		}
 		rest := []byte(strings.Join(words[1:], " "))
-		if containsAny(rest, "in progress", "in flight", "being processed", "still processing", "currently processing", "lock could not be obtained") {
+		if containsAny(rest, "in progress", "in process", "in flight", "being processed", "still processing", "currently processing", "lock could not be obtained") {
 			return true
 		}
 	}
@@ -2000,6 +2002,10 @@ func saysSubjectRunning(body []byte) bool {
 
 // determiners may stand before saysSubjectRunning's subject.
 var determiners = [...]string{"a", "an", "the", "this", "your", "another", "other"}
+
+// earlierWords place a subject before this request ("Your previous
+// payment is still being processed"): one that runs may be a copy of it.
+var earlierWords = [...]string{"previous", "earlier", "last", "prior", "existing", "pending", "current", "same"}
 
 // saysKeyRunning reports whether an answer's words say the key's request
 // is still running: about the key (namesKey) or an earlier request, and

@@ -93,3 +93,18 @@ func TestCoordinatedSubjectRunningStillInFlight(t *testing.T) {
 		t.Run(body, func(t *testing.T) { requireLeftForReview(t, body) })
 	}
 }
+
+// TestEarlierSubjectRunningStillInFlight: a subject named as an earlier
+// one ("Your previous payment is still being processed") or said to be
+// "in process" rather than "in progress" still runs, and may be a copy of
+// ours: left for a person, sent once, never failed. Modelled on the
+// phrasings a review of the subject reading listed as failed.
+func TestEarlierSubjectRunningStillInFlight(t *testing.T) {
+	for _, body := range []string{
+		`{"message":"Your previous payment is still being processed"}`,
+		`{"message":"Payment is already in process"}`,
+		`{"message":"The earlier order is in process, try again later"}`,
+	} {
+		t.Run(body, func(t *testing.T) { requireLeftForReview(t, body) })
+	}
+}
