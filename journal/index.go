@@ -217,13 +217,9 @@ func (g *getter) pathOf(tx *bolt.Tx, b *bolt.Bucket, key []byte) (*scanCursor, e
 			return nil, errorf("vetPath: a bucket the getter did not open") // a bug, not damage
 		}
 		var err error
-		if c, err = newScanCursor(tx, b, name); err != nil {
+		if c, err = g.walk(tx, b, name); err != nil {
 			return nil, err
 		}
-		if g.known == nil {
-			g.known = make(map[uint64]keyRange)
-		}
-		c.known = g.known
 		g.paths = append(g.paths, bucketPath{b, c})
 	} else if len(c.vetted) > 0 && bytes.Equal(c.vetted, key) {
 		// The path just checked: the map's pages have not changed since
