@@ -748,7 +748,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 		}
 	}
-	if query {
+	if query && saysAny(ex.body, "found", "exist", "such") {
+		// Only words of a "not found" can name something else missing:
+		// a 2xx result is not split into words for nothing.
 		a.otherMissing = missingOther(ex.body, rec.URL)
 	}
 	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {

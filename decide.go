@@ -142,8 +142,9 @@ type answer struct {
 	// the server said only that the key was used: a server that never
 	// replays says so to a copy of this very request.
 	differs bool
-	// inFlight: a refusal other than a 409 says the key's request is
-	// still running or ran (refusalInFlight): not this one's merits.
+	// inFlight: a refusal other than a 409 says the key's request, or
+	// the order or payment the request makes, is still running or ran
+	// (refusalInFlight): not this one's merits.
 	inFlight bool
 	// versionMoved: a 409 refuses the version of the resource the update
 	// carries (versionConflict): the resource changed since the update

@@ -27,7 +27,7 @@ var unknownWords = [...]string{"may or may not have", "status unknown", "does no
 // "Execution status unknown". Such a 4xx is the server's timeout, not its refusal: the request may
 // have executed.
 func outcomeUnknown(body []byte) bool {
-	return containsAny(bytes.ToLower(body), unknownWords[:]...)
+	return saysAny(body, unknownWords[:]...)
 }
 
 // envelopeFault reports whether a 2xx body carries an error (carriesError)
@@ -35,5 +35,6 @@ func outcomeUnknown(body []byte) bool {
 // unknown (outcomeUnknown): no outcome of the request, which may have
 // executed, however a decoder that fails any error reads it.
 func envelopeFault(body []byte) bool {
-	return (containsAny(bytes.ToLower(body), faultWords[:]...) || outcomeUnknown(body)) && carriesError(body)
+	lower := bytes.ToLower(body)
+	return (containsAny(lower, faultWords[:]...) || containsAny(lower, unknownWords[:]...)) && carriesError(body)
 }

@@ -134,7 +134,7 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "card verified", as in Checkout.com's 202 replay of a processed
 // payment, or ISO 20022's settled "ACSC" or "ACCC") unless
 // its status says the server refused to carry it out: "failed",
-// "declined", "rejected", "refused", "denied", "soft_declined", a Pix
+// "failure", "declined", "rejected", "refused", "denied", "soft_declined", a Pix
 // refund's "NAO_REALIZADO" or ISO 20022's "RJCT" (in any case, spaces around it ignored) make it failed, with the status as the reason, "error" or
 // "errored" prove nothing, and "NotStarted", "Running" or "InProgress"
 // make it processing whatever the status code: a long-running
