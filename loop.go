@@ -552,7 +552,7 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 			// attempt timeout has passed, so that a host silent for long
 			// costs one attempt timeout at most per attempt timeout.
 			d.c.clocks.unanswered(u.Host, d.now().Add(d.c.cfg.attemptTimeout))
-			return false, d.unasked(u.Host)
+			return d.unasked(u.Host)
 		default:
 			d.c.clocks.probed(u.Host, true)
 		}
@@ -560,7 +560,7 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 		return true, nil
 	}
 	if over == nil {
-		return false, d.unasked(u.Host)
+		return d.unasked(u.Host)
 	}
 	bound := addSat(d.c.cfg.attemptTimeout, d.c.cfg.attemptTimeout)
 	if err := d.hold(now, bound); err != nil {
@@ -576,7 +576,7 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 		// may become the probe.
 		d.probeWaited = d.c.clocks.probeDone(u.Host, over)
 		if d.probeWaited {
-			if err := d.unasked(u.Host); err != nil {
+			if _, err := d.unasked(u.Host); err != nil {
 				return false, err
 			}
 		}
@@ -597,16 +597,24 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 // resend it took on a clock nothing taught would be a second order on a
 // key it has forgotten. A host silent at start-up thus costs one attempt
 // timeout, and none of the resends behind its probe is sent.
-func (d *driver) unasked(host string) error {
+//
+// A clock learnt meanwhile (another drive's probe or answer, since
+// resendBlock judged the resend by ours alone) has the resend judged
+// again (waited): going on as judged, it was a second order on a key the
+// server had forgotten whenever another visit's probe was answered
+// between this one's look at the clock and its turn (a Run's visits
+// racing after an outage).
+func (d *driver) unasked(host string) (waited bool, err error) {
 	now := d.now()
 	if _, ok := d.c.clocks.now(host, now); ok {
-		return nil
+		d.probeWaited = true
+		return true, nil
 	}
 	if until, ok := d.c.clocks.silent(host, now); ok {
 		d.silentHost = true
-		return d.handoff(errHostSilent, until)
+		return false, d.handoff(errHostSilent, until)
 	}
-	return nil
+	return false, nil
 }
 
 // sentBefore is the past of the attempts sent before this round: not the
