@@ -11,7 +11,7 @@ import (
 // wholeJournal parses a command that takes no arguments and works on the
 // journal file as a whole, and returns its path.
 func (e *env) wholeJournal(fs *flag.FlagSet, args []string) (string, error) {
-	name := fs.Name()[len("idem "):]
+	name := cmdOf(fs)
 	if err := e.parseNoArgs(fs, args); err != nil {
 		return "", err
 	}

@@ -218,11 +218,16 @@ func (e *env) flags(c string) *flag.FlagSet {
 	return fs
 }
 
+// cmdOf is the command fs parses for, as usage messages name it ("show").
+func cmdOf(fs *flag.FlagSet) string {
+	return strings.TrimPrefix(fs.Name(), "idem ")
+}
+
 // parse parses args with fs, allowing flags after positional arguments
 // (idem resolve KEY -succeeded …); "--" ends the flags. It returns the
 // positional arguments.
 func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
-	name := strings.TrimPrefix(fs.Name(), "idem ")
+	name := cmdOf(fs)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -438,7 +443,7 @@ func (e *env) parseKey(fs *flag.FlagSet, args []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := strings.TrimPrefix(fs.Name(), "idem ")
+	cmd := cmdOf(fs)
 	switch {
 	case len(pos) == 0:
 		return "", usagef(cmd, "no key given")
@@ -458,7 +463,7 @@ func (e *env) parseNoArgs(fs *flag.FlagSet, args []string) error {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef(strings.TrimPrefix(fs.Name(), "idem "), "unexpected argument %q", pos[0])
+		return usagef(cmdOf(fs), "unexpected argument %q", pos[0])
 	}
 	return nil
 }
