@@ -580,10 +580,24 @@ func (s *Store) Close() error {
 		s.ap.mu.Unlock()
 	}
 	defer s.unregister()
-	if err := s.db.Close(); err != nil {
-		return errorf("journal: close: %w", err)
+	err := closeResult(aerr, ferr, s.gone.Load())
+	if cerr := s.db.Close(); cerr != nil {
+		if err == nil {
+			return errorf("journal: close: %w", cerr)
+		}
+		// What the copy and the freelist's commit did (a commit the disk
+		// may not hold, its marker, the words if none could be left)
+		// must reach the caller whatever the file's closing does.
+		return errorf("%w; and closing the file: %w", err, cerr)
 	}
-	if aerr != nil && s.gone.Load() {
+	return err
+}
+
+// closeResult is Close's error, given the copy of the log's failure
+// (aerr), the commit of the free-page list's (ferr), and whether the
+// journal's file is gone.
+func closeResult(aerr, ferr error, gone bool) error {
+	if aerr != nil && gone {
 		return errorf("journal: close: %w", aerr)
 	}
 	if aerr != nil && errors.Is(ferr, ErrFileFailed) {
