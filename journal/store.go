@@ -612,6 +612,12 @@ func closeResult(aerr, ferr error, gone bool) error {
 	if errors.Is(ferr, ErrFileFailed) { // openCommit's words say what to do
 		return errorf("journal: close: writing the free-page list: %w", ferr)
 	}
+	if errors.Is(ferr, ErrCorrupt) {
+		// bbolt panicked on the file's pages, as it does on a damaged
+		// file: nothing was written, but the file is not known intact.
+		return withKind(ErrCorrupt, "journal: close: writing the free-page list failed, nothing written (%w): "+
+			"the journal may be damaged: stop, keep a copy, and run idem check before it is opened again", ferr)
+	}
 	if ferr != nil {
 		// Nothing was written: every record is intact; only the next
 		// Open's start-up is slower.
