@@ -259,10 +259,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		if err != nil && initUnsynced(path, err) {
 			// bbolt's first commit, a new file's first pages, may be
 			// written and its fdatasync failed: see openCommit.
-			dir, base, merr := markerLocation(path)
-			if merr == nil {
-				merr = markWriteFailed(dir, base, errorf("%w: making a new journal: %w", ErrFileFailed, err))
-			}
+			merr := markAt(path, errorf("%w: making a new journal: %w", ErrFileFailed, err))
 			err = unmarked(errorf("making a new journal failed (%w): check the disk, then open the journal again", err), merr)
 		}
 	}
