@@ -16,4 +16,5 @@ func TestCloseFreelistCommitOnDamagedPagesIsNotIntact(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 	require.NotContains(t, err.Error(), "intact")
 	require.Contains(t, err.Error(), "idem check", "what to do")
+	require.Equal(t, "journal: close: ", err.Error()[:len("journal: close: ")])
 }

@@ -156,6 +156,8 @@ func TestCloseFreelistCommitFailedThenCloseFailedIsReported(t *testing.T) {
 	require.ErrorIs(t, err, ErrFileFailed, "the freelist's commit, written but not synced")
 	require.ErrorIs(t, err, syscall.EIO)
 	require.Contains(t, err.Error(), "open the journal again", "what to do")
+	require.Equal(t, 1, strings.Count(err.Error(), "journal: "), "%q names the package once", err)
+	require.True(t, strings.HasPrefix(err.Error(), "journal: close: "), err.Error())
 	_, err = os.Stat(path + writeFailedSuffix)
 	require.NoError(t, err, "the marker of the failed write")
 

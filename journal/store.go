@@ -585,7 +585,7 @@ func (s *Store) Close() error {
 		// What the copy and the freelist's commit did (a commit the disk
 		// may not hold, its marker, the words if none could be left)
 		// must reach the caller whatever the file's closing does.
-		return errorf("%w; and closing the file: %w", err, cerr)
+		return errorf("journal: %w; and closing the file: %w", err, cerr)
 	}
 	return err
 }
