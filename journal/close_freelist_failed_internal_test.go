@@ -134,3 +134,32 @@ func requireRewrittenHolds(t *testing.T, path string, keys ...string) {
 	require.NoError(t, r.Close())
 	require.NoError(t, Check(path))
 }
+
+// A Close whose commit of the freelist failed once written (its marker
+// left), and whose closing of the file then failed too (close(2) reports
+// a write-back error on some file systems; here its descriptor is closed
+// under it), returned only the close's error: the caller was not told of
+// a commit the disk may not hold (ErrFileFailed), nor, had the marker not
+// been written, not to open the journal again before a reboot. Close now
+// returns both.
+func TestCloseFreelistCommitFailedThenCloseFailedIsReported(t *testing.T) {
+	s, path := openFreelistFailing(t)
+	s.ap.mu.Lock()
+	s.ap.failFreelist = func() error {
+		// bbolt's Close then fails to unlock and to close the file.
+		require.NoError(t, s.file.Close())
+		return syscall.EIO
+	}
+	s.ap.mu.Unlock()
+	err := s.Close()
+	require.ErrorIs(t, err, syscall.EBADF, "the close's failure (bbolt unlocking the file)")
+	require.ErrorIs(t, err, ErrFileFailed, "the freelist's commit, written but not synced")
+	require.ErrorIs(t, err, syscall.EIO)
+	require.Contains(t, err.Error(), "open the journal again", "what to do")
+	require.Equal(t, 1, strings.Count(err.Error(), "journal: "), "%q names the package once", err)
+	require.True(t, strings.HasPrefix(err.Error(), "journal: close: "), err.Error())
+	_, err = os.Stat(path + writeFailedSuffix)
+	require.NoError(t, err, "the marker of the failed write")
+
+	requireRewrittenHolds(t, path, "k0")
+}

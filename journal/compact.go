@@ -398,12 +398,8 @@ func removeCopy(path string, id os.FileInfo) error {
 	return unlinkName(path)
 }
 
-// syncDir makes a rename in dir durable.
+// syncDir makes a rename in dir durable. The fsync's own error is a
+// syncFailed (syncOpened), which only syncRecovered's caller tells apart.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return syncOpened(dir, nil, (*os.File).Sync)
 }

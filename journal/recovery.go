@@ -358,7 +358,7 @@ func syncRecovered(dir string, segs []segment, applied uint64, fail func(path st
 	}
 	// A process killed in rotate, between the new segment's fdatasync
 	// and the directory's, left a segment whose name a power cut undoes.
-	if err := syncOpened(dir, nil, (*os.File).Sync); err != nil {
+	if err := syncDir(dir); err != nil {
 		return errorf("the log's directory %s: making its segments' names durable failed (%w); nothing was changed: check the disk, then open the journal again", dir, err)
 	}
 	return nil

@@ -259,10 +259,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		if err != nil && initUnsynced(path, err) {
 			// bbolt's first commit, a new file's first pages, may be
 			// written and its fdatasync failed: see openCommit.
-			dir, base, merr := markerLocation(path)
-			if merr == nil {
-				merr = markWriteFailed(dir, base, errorf("%w: making a new journal: %w", ErrFileFailed, err))
-			}
+			merr := markAt(path, errorf("%w: making a new journal: %w", ErrFileFailed, err))
 			err = unmarked(errorf("making a new journal failed (%w): check the disk, then open the journal again", err), merr)
 		}
 	}
@@ -580,10 +577,24 @@ func (s *Store) Close() error {
 		s.ap.mu.Unlock()
 	}
 	defer s.unregister()
-	if err := s.db.Close(); err != nil {
-		return errorf("journal: close: %w", err)
+	err := closeResult(aerr, ferr, s.gone.Load())
+	if cerr := s.db.Close(); cerr != nil {
+		if err == nil {
+			return errorf("journal: close: %w", cerr)
+		}
+		// What the copy and the freelist's commit did (a commit the disk
+		// may not hold, its marker, the words if none could be left)
+		// must reach the caller whatever the file's closing does.
+		return errorf("journal: %w; and closing the file: %w", err, cerr)
 	}
-	if aerr != nil && s.gone.Load() {
+	return err
+}
+
+// closeResult is Close's error, given the copy of the log's failure
+// (aerr), the commit of the free-page list's (ferr), and whether the
+// journal's file is gone.
+func closeResult(aerr, ferr error, gone bool) error {
+	if aerr != nil && gone {
 		return errorf("journal: close: %w", aerr)
 	}
 	if aerr != nil && errors.Is(ferr, ErrFileFailed) {
@@ -597,6 +608,12 @@ func (s *Store) Close() error {
 	}
 	if errors.Is(ferr, ErrFileFailed) { // openCommit's words say what to do
 		return errorf("journal: close: writing the free-page list: %w", ferr)
+	}
+	if errors.Is(ferr, ErrCorrupt) {
+		// bbolt panicked on the file's pages, as it does on a damaged
+		// file: nothing was written, but the file is not known intact.
+		return withKind(ErrCorrupt, "journal: close: writing the free-page list failed, nothing written (%w): "+
+			"the journal may be damaged: stop, keep a copy, and run idem check before it is opened again", ferr)
 	}
 	if ferr != nil {
 		// Nothing was written: every record is intact; only the next

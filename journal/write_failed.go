@@ -67,6 +67,16 @@ func markWriteFailed(dir, base string, cause error) error {
 	return nil
 }
 
+// markAt is markWriteFailed for the journal at path, beside its absolute
+// path (markerLocation), or the error saying that cannot be found.
+func markAt(path string, cause error) error {
+	dir, base, err := markerLocation(path)
+	if err != nil {
+		return err
+	}
+	return markWriteFailed(dir, base, cause)
+}
+
 // unmarkedAdvice is what to do, on the system goos, when the marker of a
 // failed write could not be left. Dropping the page cache is Linux's way
 // (/proc/sys/vm/drop_caches); elsewhere there is no such file, and a
@@ -123,10 +133,7 @@ func (o openCommit) update(fn func(*bolt.Tx) error) error {
 	}
 	// An Open for writing has found the marker's place already
 	// (rewriteAfterFailure).
-	dir, base, merr := markerLocation(o.path)
-	if merr == nil {
-		merr = markWriteFailed(dir, base, errorf("%w: %w", ErrFileFailed, err))
-	}
+	merr := markAt(o.path, errorf("%w: %w", ErrFileFailed, err))
 	return unmarked(withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
 		"check the disk, then open the journal again, which writes it again and syncs it first", err), merr)
 }
