@@ -309,11 +309,11 @@ func (ex *exchange) blankSent(out *Outcome) {
 
 // judgeWords is the length of the judge's words that text begins with,
 // which pastOf reads back from the journaled attempt (conflictAfterSend,
-// inFlightAfterSend): a credential that is one of their words (a Basic
-// user "a") must leave them as written, or the refusals after a send are
-// counted otherwise.
+// stateAfterSend, inFlightAfterSend): a credential that is one of their
+// words (a Basic user "a") must leave them as written, or the refusals
+// after a send are counted otherwise.
 func judgeWords(text string) int {
-	for _, w := range [...]string{conflictAfterSend, inFlightAfterSend} {
+	for _, w := range [...]string{conflictAfterSend, stateAfterSend, inFlightAfterSend} {
 		if strings.HasPrefix(text, w) {
 			return len(w)
 		}
@@ -935,7 +935,7 @@ func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
 	switch {
 	case reusedElsewhere(body, name):
 		return Conflict
-	case versionConflict(body):
+	case versionConflict(body), objectStateRefusal(body):
 		return Rejected
 	}
 	return v

@@ -23,6 +23,7 @@ func TestBlankSentKeepsTheJudgesWords(t *testing.T) {
 		refusals int
 	}{
 		{conflictAfterSend, http.StatusConflict, 1},
+		{stateAfterSend, http.StatusConflict, 1},
 		{inFlightAfterSend, http.StatusBadRequest, 0},
 	} {
 		for _, secret := range []string{"a", "key", "idem"} {

@@ -76,7 +76,8 @@ func (p past) after(a journal.Attempt) past {
 		p.contested = true
 	case p.maybeExecuted && a.Refused && a.Status >= 400 && a.Status < 500 && a.Status != http.StatusConflict && a.Status != http.StatusTooManyRequests &&
 		!strings.HasPrefix(a.Err, inFlightAfterSend),
-		p.maybeExecuted && a.Refused && a.Status == http.StatusConflict && strings.HasPrefix(a.Err, conflictAfterSend),
+		p.maybeExecuted && a.Refused && a.Status == http.StatusConflict &&
+			(strings.HasPrefix(a.Err, conflictAfterSend) || strings.HasPrefix(a.Err, stateAfterSend)),
 		p.maybeExecuted && a.Refused && a.Status >= 200 && a.Status < 300 && !a.Replayed && a.Err == "":
 		// A 409 refuses only when it said the key was used (its Err,
 		// refusedAfterMaybeSent's): one saying the key's request still
@@ -226,6 +227,12 @@ const maxRefusalsAfterSend = 3
 // after an attempt that may have executed (refusedAfterMaybeSent), which
 // pastOf counts among the refusals.
 const conflictAfterSend = "idem: a 409 saying the key was used, after a send that may have executed"
+
+// stateAfterSend begins the journaled error of a 409 refusing the request
+// for the state of the object it acts on (objectStateRefusal), after an
+// attempt that may have executed: counted among the refusals as
+// conflictAfterSend's is, in words that do not say the key was used.
+const stateAfterSend = "idem: a 409 refusing the request for its object's state, after a send that may have executed"
 
 // inFlightAfterSend begins the journaled error of a refusal saying the
 // key's request still runs (a 422 or 400: Adyen's 704, PayPal's
@@ -408,7 +415,11 @@ func refusedAfterMaybeSent(p past, a answer) judgment {
 		// The journal keeps no verdict: the attempt's words tell pastOf
 		// that this 409 refused, as a 422 does (Xendit's DUPLICATE_ERROR),
 		// and is no 409 in flight, which is only waited for.
-		j.err = fmt.Errorf("%s: %s", conflictAfterSend, refusalReason(a))
+		words := conflictAfterSend
+		if objectStateRefusal(a.body) {
+			words = stateAfterSend
+		}
+		j.err = fmt.Errorf("%s: %s", words, refusalReason(a))
 	}
 	if p.refusals+1 >= maxRefusalsAfterSend {
 		j.move, j.review = moveReview, ReviewRefusedAfterSend
@@ -1943,6 +1954,29 @@ func versionConflict(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// objectStateRefusal reports whether a 409's body is Increase's refusal
+// of the action for the state of the object it acts on, an RFC 9457
+// problem of type invalid_operation_error ("The action you specified
+// can't be performed on the object in its current state.", detail
+// "There's an insufficient balance in the account.",
+// https://increase.com/documentation/errors): no request in flight, and
+// not the key's (idempotency_key_already_used_error is its key's). Read
+// as in flight, a first attempt so refused was resent until it was left
+// pending, and a resend so refused was waited for as a transfer under
+// way until the key window closed: it is a refusal, failed to a first
+// attempt (a copy of it that executed would be replayed, Increase
+// de-duplicating by the key), asked about and left for a person after
+// an attempt that may have executed.
+func objectStateRefusal(body []byte) bool {
+	if !bytes.Contains(body, []byte("invalid_operation_error")) {
+		return false
+	}
+	var v struct {
+		Type string `json:"type"`
+	}
+	return json.Unmarshal(body, &v) == nil && v.Type == "invalid_operation_error"
 }
 
 // refusalInFlight reports whether a refusal other than a 409 (a

@@ -392,6 +392,13 @@ func TestPastOf(t *testing.T) {
 		a.Err = inFlightAfterSend + ": 422: request already processed or in progress"
 		return a
 	}
+	// One refusing the request for its object's state (Increase's
+	// invalid_operation_error) is marked in words of its own.
+	state := func(n int) journal.Attempt {
+		a := sub(n, 409, true, true, true, false)
+		a.Err = stateAfterSend + ": 409: There's an insufficient balance in the account."
+		return a
+	}
 	inFlightCut := sub(4, 409, true, true, true, false)
 	inFlightCut.Err = "unexpected EOF: " + conflictAfterSend
 	tests := []struct {
@@ -414,6 +421,8 @@ func TestPastOf(t *testing.T) {
 		{"a replay cut in transit does not count", []journal.Attempt{sub(1, 502, true, true, false, false), cut}, 10, past{maybeExecuted: true}},
 		{"a 409 saying the key was used counts, one in flight does not", []journal.Attempt{sub(1, 502, true, true, false, false), used(2),
 			sub(3, 409, true, true, true, false), inFlightCut, used(5)}, 10, past{maybeExecuted: true, refusals: 2}},
+		{"a 409 refusing the object's state counts", []journal.Attempt{sub(1, 502, true, true, false, false), state(2),
+			sub(3, 409, true, true, true, false), state(4)}, 10, past{maybeExecuted: true, refusals: 2}},
 		{"a 422, 400 or 200 saying the key's request still runs does not count", []journal.Attempt{sub(1, 502, true, true, false, false),
 			inFlight(2, 422), inFlight(3, 400), inFlight(4, 200), sub(5, 422, true, true, true, false)}, 10, past{maybeExecuted: true, refusals: 1}},
 		{"a 409 saying the key was used before anything of ours may have run contests it", []journal.Attempt{used(1)}, 10, past{contested: true}},

@@ -103,6 +103,7 @@
 //	2xx, body does not decode                ambiguous               query the result endpoint
 //	409, ours may have executed              ours in flight          processing: wait, query
 //	409, nothing of ours executed            someone else's in flight wait, resend (never query)
+//	409 invalid_operation_error (Increase)   refused for the object's state as "other 4xx" (below)
 //	422 naming the key, WithKeyConflictStatus key reused, other body failed, ErrKeyConflict, never resent
 //	400 saying the key was used before       key reused, other body failed, ErrKeyConflict, never resent
 //	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
@@ -126,8 +127,9 @@
 //	  ... on a 2xx that settles it           may have run twice      settled, flagged ReviewMaybeTwice
 //
 // The "failed" rows are a first attempt's. After an attempt that may have
-// executed, a refusal (a 4xx but 429, a 409 saying the key was used, a
-// 2xx read as a refusal) that is not the key's stored answer (the
+// executed, a refusal (a 4xx but 429, a 409 saying the key was used or
+// refusing the request for its object's state as Increase's
+// invalid_operation_error does, a 2xx read as a refusal) that is not the key's stored answer (the
 // replayed rows) may be a gateway's or an expired credential's, or
 // refuse this copy for what the earlier one did: it is queried and
 // resent, never failed, and the third is flagged [ReviewRefusedAfterSend].
