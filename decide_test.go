@@ -748,3 +748,29 @@ func TestKeyField(t *testing.T) {
 		}
 	}
 }
+
+// TestObjectStateRefusalReadsTheTypeOnly: only a problem whose own type
+// is Increase's invalid_operation_error refuses for the object's state
+// (https://increase.com/documentation/errors); the words elsewhere (a
+// detail quoting them, a type URI or envelope of another API, a body cut
+// in transit) leave a 409 read as the key in flight, which is never
+// failed.
+func TestObjectStateRefusalReadsTheTypeOnly(t *testing.T) {
+	const title = `"title":"The action you specified can't be performed on the object in its current state."`
+	for _, tt := range []struct {
+		name, body string
+		want       bool
+	}{
+		{"increase", `{"type":"invalid_operation_error","status":409,` + title + `,"detail":"There's an insufficient balance in the account."}`, true},
+		{"the key's own 409", `{"type":"idempotency_key_already_used_error","status":409,"detail":"not an invalid_operation_error","resource_id":"ach_transfer_1"}`, false},
+		{"in an envelope", `{"error":{"type":"invalid_operation_error"}}`, false},
+		{"a type URI", `{"type":"https://errors.example.com/invalid_operation_error","status":409}`, false},
+		{"not a string", `{"type":["invalid_operation_error"],"status":409}`, false},
+		{"an HTML page", `<html><body>invalid_operation_error</body></html>`, false},
+		{"cut in transit", `{"type":"invalid_operation_error","status":409,` + title[:40], false},
+	} {
+		if got := objectStateRefusal([]byte(tt.body)); got != tt.want {
+			t.Errorf("%s: objectStateRefusal(%s) = %v; want %v", tt.name, tt.body, got, tt.want)
+		}
+	}
+}

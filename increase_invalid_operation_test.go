@@ -2,12 +2,14 @@ package idem_test
 
 import (
 	"net/http"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
 )
 
 // increaseInsufficientBalance is Increase's 409 refusing an action for
@@ -67,4 +69,48 @@ func TestIncreaseInvalidOperationToAResendIsRefusedAfterSend(t *testing.T) {
 	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ach-ord-7")
 	require.NoError(t, err)
 	require.Equal(t, 4, op.Attempts, "no result query: nothing to ask")
+}
+
+// TestIncreaseInvalidOperationToAResumedSendIsRefusedAfterSend: a
+// process that stopped between journaling its send and journaling the
+// answer may have created the transfer, and the next process's resend is
+// no first attempt, though none of its own came before: the refusal is
+// never failed, asked about and left for a person on the third, as after
+// a 502. No change: closeOpenAttempts counts the open attempt as written.
+func TestIncreaseInvalidOperationToAResumedSendIsRefusedAfterSend(t *testing.T) {
+	v := newVendor(t, shape{status: http.StatusConflict, body: increaseInsufficientBalance})
+	clock := idemtest.NewClock(epoch)
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	open := func() (*journal.Store, *idem.Client) {
+		store, err := journal.Open(path)
+		require.NoError(t, err)
+		c, err := idem.New(store, idem.WithHTTPClient(v.srv.Client()), idem.WithClock(clock))
+		require.NoError(t, err)
+		return store, c
+	}
+	store, c := open()
+	_, err := c.Prepare(t.Context(), idem.Request{Key: "ach-ord-7", URL: v.srv.URL + "/ach_transfers",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"account_id":"account_in71c4amph0vgo2qllky","amount":100}`)})
+	require.NoError(t, err)
+	// The send, journaled, and the process gone before its answer.
+	_, err = store.Update(t.Context(), idem.DefaultScope, "ach-ord-7", func(r *journal.Record) error {
+		r.Attempts = append(r.Attempts, journal.Attempt{Number: len(r.Attempts) + 1, Kind: journal.AttemptSubmit, Start: clock.Now()})
+		r.FirstSent = clock.Now()
+		return nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.NoError(t, store.Close())
+
+	store, c = open()
+	t.Cleanup(func() { _ = c.Close(); _ = store.Close() })
+	_, err = c.Resume(t.Context())
+	require.NoError(t, err)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ach-ord-7")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateUnknown, op.State, "the transfer may have been created")
+	require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
+	// The crashed send, then three refusals: the third leaves it for a person.
+	require.Equal(t, 4, op.Attempts)
+	v.requireKeys(t, "Idempotency-Key", "ach-ord-7", 3)
 }
