@@ -114,3 +114,19 @@ func TestIncreaseInvalidOperationToAResumedSendIsRefusedAfterSend(t *testing.T) 
 	require.Equal(t, 4, op.Attempts)
 	v.requireKeys(t, "Idempotency-Key", "ach-ord-7", 3)
 }
+
+// TestIncreaseInvalidOperationSayingSomethingRunsIsNoFailure: a refusal
+// of the object's state whose words say a transfer is still being
+// processed may be refusing for our own copy (a proxy's or mesh's retry
+// of this very request, or the first of two sends net/http made on a
+// connection it took for dead), whatever its type: never failed to a
+// first attempt, as any refusal saying something runs is not (modelled:
+// no Increase page quotes such a detail).
+func TestIncreaseInvalidOperationSayingSomethingRunsIsNoFailure(t *testing.T) {
+	running := `{"type":"invalid_operation_error","status":409,` +
+		`"title":"The action you specified can't be performed on the object in its current state.",` +
+		`"detail":"Your previous transfer is still being processed."}`
+	_, _, res, err := sendIncreaseTransfer(t, shape{status: http.StatusConflict, body: running})
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.NotEqual(t, idem.StateFailed, res.State)
+}
