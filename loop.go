@@ -915,7 +915,9 @@ func (d *driver) flag(reason string, cause error) error {
 		// flagged, and rechecks come hourly while the server is down.
 		level = slog.LevelDebug
 	}
+	unsent := d.unsentAttempt()
 	if err := d.commit(func(r *journal.Record) {
+		closeUnsent(r, unsent)
 		// "Processing" seen for a key another request holds was that
 		// request's progress, not ours.
 		if r.State != StateProcessing || reason == ReviewKeyInUse {
