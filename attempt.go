@@ -609,9 +609,17 @@ func (d *driver) submit() (step, error) {
 			return step{}, err
 		}
 	}
+	number := attemptCount(d.rec)
+	if !d.keyIgnored && c.ignoring.has(d.rec) && pastOf(d.rec, number).maybeExecuted {
+		// Learnt since resendBlock judged this resend (another
+		// operation's answer to the endpoint came while this attempt was
+		// journaled): what may have executed would execute again. Not
+		// sent, and closed as such (flag).
+		d.preRecorded = true
+		return step{}, d.flag(ReviewKeyIgnored, ErrNeedsReview)
+	}
 	d.exchanges++
 	d.submits++
-	number := attemptCount(d.rec)
 	d.keyIgnored = d.keyIgnored || c.ignoring.has(d.rec)
 	ex := c.send(d.ctx, d.rec, false, d.keyIgnored)
 	d.serverUntil = ex.serverUntil

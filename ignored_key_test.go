@@ -282,14 +282,18 @@ func TestIgnoredKeyEndpointLearntAfterLostAnswerIsNeverResent(t *testing.T) {
 // as the process; the operations it flagged for it stay in the journal.
 // After a restart, Resume (or Run, with the operations it claims) learns
 // the endpoint again from them before it visits anything: a payment to it whose answer was lost (its caller
-// stopped waiting) may have charged, and is not sent again.
+// stopped waiting) may have charged, and is not sent again. Nor does the
+// caller's own Do, retrying with the same key as told (before Resume, or
+// while Run's first pass has yet to read the journal): the first resend
+// of something that may have executed reads them first. It resent the
+// payment: charged twice.
 func TestIgnoredKeyEndpointRelearntAfterRestart(t *testing.T) {
-	for _, byRun := range []bool{false, true} {
-		t.Run(map[bool]string{false: "Resume", true: "Run"}[byRun], func(t *testing.T) { testIgnoredKeyEndpointRelearnt(t, byRun) })
+	for _, by := range []string{"Resume", "Run", "Do"} {
+		t.Run(by, func(t *testing.T) { testIgnoredKeyEndpointRelearnt(t, by) })
 	}
 }
 
-func testIgnoredKeyEndpointRelearnt(t *testing.T, byRun bool) {
+func testIgnoredKeyEndpointRelearnt(t *testing.T, by string) {
 	s := newIgnoringAPI(t)
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	var store *journal.Store
@@ -322,9 +326,13 @@ func testIgnoredKeyEndpointRelearnt(t *testing.T, byRun bool) {
 	s.requireSeen(t, "a", "k0", "k")
 
 	// A restart: a new process, the same journal, started by Resume or
-	// straight into Run.
+	// straight into Run, or whose caller retries at once.
 	c = open()
-	if byRun {
+	switch by {
+	case "Do":
+		_, err := c.Do(t.Context(), &idem.Operation{Key: "a"})
+		require.ErrorIs(t, err, idem.ErrNeedsReview)
+	case "Run":
 		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 		ran := make(chan struct{})
 		go func() { _ = c.Run(ctx); close(ran) }()
@@ -334,7 +342,7 @@ func testIgnoredKeyEndpointRelearnt(t *testing.T, byRun bool) {
 		}, 15*time.Second, time.Millisecond)
 		cancel()
 		<-ran
-	} else {
+	default:
 		sum, err := c.Resume(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, 2, sum.Review)

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,6 +26,10 @@ type keyIgnoring struct {
 	any atomic.Bool // an endpoint is known: the submit's path reads only this while none is
 	mu  sync.Mutex
 	set map[string]struct{}
+	// learnt: the journal's open operations flagged for it have been
+	// read (Client.ignoringLearnt); learning is held while they are.
+	learnt   atomic.Bool
+	learning sync.Mutex
 }
 
 // endpoint names rec's endpoint as keyIgnoring keys it.
@@ -67,4 +72,33 @@ func (k *keyIgnoring) relearn(rec *journal.Record) {
 	if rec.Review == ReviewKeyIgnored {
 		k.add(rec)
 	}
+}
+
+// ignoringLearnt reads, once per Client, the endpoints the journal's open
+// operations flagged for ignoring the key name (relearn), before a resend
+// of something that may have executed is judged: what an earlier process
+// learnt died with it, and the caller retrying an operation whose answer
+// was lost (with the same key, as told) comes at once after a restart,
+// before Resume, or while Run's first pass has yet to read them. Resent
+// then, a payment to an endpoint that charges every request was charged
+// twice. Resume's and Run's reading of them counts. A failed read is
+// tried again by the next resend.
+func (c *Client) ignoringLearnt(ctx context.Context) error {
+	k := &c.ignoring
+	if k.learnt.Load() {
+		return nil
+	}
+	k.learning.Lock()
+	defer k.learning.Unlock()
+	if k.learnt.Load() {
+		return nil
+	}
+	if err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+		k.relearn(r)
+		return nil
+	}); err != nil {
+		return err
+	}
+	k.learnt.Store(true)
+	return nil
 }

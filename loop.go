@@ -405,12 +405,21 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// from the endpoint must not reopen it.
 		return &blocked{ReviewKeyExpired, ErrKeyExpired}
 	}
-	if (d.keyIgnored || d.c.ignoring.has(rec)) && d.sentBefore().maybeExecuted {
-		// The endpoint does not de-duplicate by the key, learnt from
-		// another operation's answer after this one's was lost (its own
-		// lost answers are flagged as they come, judgeSubmit): what may
-		// have executed would execute again.
-		return &blocked{ReviewKeyIgnored, ErrNeedsReview}
+	if d.sentBefore().maybeExecuted {
+		if !d.keyIgnored {
+			// What the journal says of the endpoint, first: an earlier
+			// process may have learnt it (ignoringLearnt).
+			if err := d.c.ignoringLearnt(d.wctx); err != nil {
+				return &blocked{cause: &journalError{err}}
+			}
+		}
+		if d.keyIgnored || d.c.ignoring.has(rec) {
+			// The endpoint does not de-duplicate by the key, learnt from
+			// another operation's answer after this one's was lost (its
+			// own lost answers are flagged as they come, judgeSubmit):
+			// what may have executed would execute again.
+			return &blocked{ReviewKeyIgnored, ErrNeedsReview}
+		}
 	}
 	window := resendWindow(d.c.keyRetention(rec))
 	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && now.Sub(rec.Attempts[0].Start) >= window {
@@ -915,7 +924,9 @@ func (d *driver) flag(reason string, cause error) error {
 		// flagged, and rechecks come hourly while the server is down.
 		level = slog.LevelDebug
 	}
+	unsent := d.unsentAttempt()
 	if err := d.commit(func(r *journal.Record) {
+		closeUnsent(r, unsent)
 		// "Processing" seen for a key another request holds was that
 		// request's progress, not ours.
 		if r.State != StateProcessing || reason == ReviewKeyInUse {

@@ -115,6 +115,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, errorf("idem: resume: %w", withCause(ctx, err))
 	}
+	c.ignoring.learnt.Store(true)
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
 	visited, halted := 0, false
@@ -781,11 +782,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 // that flagged them knew (keyIgnoring) died with it, and Run's first
 // claims may come before any flagged operation is due.
 func (c *Client) learnIgnoring(ctx context.Context) error {
-	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
-		c.ignoring.relearn(r)
-		return nil
-	})
-	if err != nil {
+	if err := c.ignoringLearnt(ctx); err != nil {
 		return fmt.Errorf("idem: reconcile: %w", err)
 	}
 	return nil
