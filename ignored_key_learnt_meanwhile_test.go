@@ -26,6 +26,35 @@ type heldWriteStore struct {
 	release chan struct{}
 }
 
+// doEnd is how a Do run by doAsync ended.
+type doEnd struct {
+	res *idem.Result
+	err error
+}
+
+// doAsync runs c.Do on key on its own goroutine; awaitDo takes its end.
+func doAsync(t testing.TB, c *idem.Client, key string) <-chan doEnd {
+	done := make(chan doEnd, 1)
+	go func() {
+		res, err := c.Do(t.Context(), &idem.Operation{Key: key})
+		done <- doEnd{res, err}
+	}()
+	return done
+}
+
+// awaitDo is the end of a Do that doAsync started: bounded by two attempt
+// timeouts, far more than the calls of these tests take.
+func awaitDo(t testing.TB, done <-chan doEnd) doEnd {
+	t.Helper()
+	select {
+	case got := <-done:
+		return got
+	case <-time.After(2 * idem.DefaultAttemptTimeout):
+		t.Fatal("Do did not end")
+		return doEnd{}
+	}
+}
+
 func newHeldWriteStore(t testing.TB, key string) *heldWriteStore {
 	t.Helper()
 	store, err := journal.Open(t.TempDir() + "/idem.journal")
@@ -61,26 +90,10 @@ func TestIgnoredKeyLearntWhileTheResendIsJournaledIsNotSent(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	charge := s.srv.URL + "/api/v1/charge"
 
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	s.onLost = cancel // the caller stops waiting as the answer is lost
-	s.loseNext()
-	_, err = c.Submit(ctx, idem.Request{Key: "a", URL: charge, Body: []byte(`{"amount":100}`)})
-	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-	s.mu.Lock()
-	s.onLost = nil
-	s.mu.Unlock()
+	s.submitLost(t, c, "a", charge, `{"amount":100}`)
 
 	store.armed.Store(true)
-	type end struct {
-		res *idem.Result
-		err error
-	}
-	done := make(chan end, 1)
-	go func() {
-		res, err := c.Do(t.Context(), &idem.Operation{Key: "a"})
-		done <- end{res, err}
-	}()
+	done := doAsync(t, c, "a")
 	select {
 	case <-store.reached:
 	case <-time.After(idem.DefaultAttemptTimeout):
@@ -89,12 +102,7 @@ func TestIgnoredKeyLearntWhileTheResendIsJournaledIsNotSent(t *testing.T) {
 	_, err = c.Submit(t.Context(), idem.Request{Key: "k2", URL: charge, Body: []byte(`{"amount":5}`)})
 	require.NoError(t, err, "the other payment, whose answer says the key is ignored")
 	close(store.release)
-	var got end
-	select {
-	case got = <-done:
-	case <-time.After(2 * idem.DefaultAttemptTimeout):
-		t.Fatal("Do did not end")
-	}
+	got := awaitDo(t, done)
 
 	require.ErrorIs(t, got.err, idem.ErrNeedsReview)
 	require.ErrorIs(t, got.err, idem.ErrUnknownOutcome)

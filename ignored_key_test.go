@@ -183,6 +183,24 @@ func (s *ignoringAPI) loseNext() {
 	s.drop = len(s.keys) + 1
 }
 
+// submitLost submits a payment whose answer is lost after it charged,
+// its caller giving up waiting as it is lost (the operation is left
+// unknown, not resent).
+func (s *ignoringAPI) submitLost(t testing.TB, c *idem.Client, key, url, body string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	s.mu.Lock()
+	s.onLost = cancel
+	s.mu.Unlock()
+	s.loseNext()
+	_, err := c.Submit(ctx, idem.Request{Key: key, URL: url, Body: []byte(body)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	s.mu.Lock()
+	s.onLost = nil
+	s.mu.Unlock()
+}
+
 // requireSeen asserts the requests received, by key, and the charges.
 func (s *ignoringAPI) requireSeen(t testing.TB, keys ...string) {
 	t.Helper()

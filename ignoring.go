@@ -82,7 +82,10 @@ func (k *keyIgnoring) relearn(rec *journal.Record) {
 // before Resume, or while Run's first pass has yet to read them. Resent
 // then, a payment to an endpoint that charges every request was charged
 // twice. Resume's and Run's reading of them counts. A failed read is
-// tried again by the next resend.
+// tried again by the next resend. The walk misses an operation moved
+// ahead of where it stands (Store.ForEachOpen): whatever in this process
+// moves a flagged one learns from it first (a drive as it starts, Run's
+// reschedule; Run's claims and Resume read every one they visit).
 func (c *Client) ignoringLearnt(ctx context.Context) error {
 	k := &c.ignoring
 	if k.learnt.Load() {

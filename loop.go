@@ -113,6 +113,10 @@ func (c *Client) drive(ctx context.Context, rec *journal.Record, l journal.Lease
 // operation: not when someone else (Resolve, Confirm) settled it under
 // the drive, who told the hooks. brief is driver.brief.
 func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journal.Lease, mode driveMode, preRecorded, brief bool) (*Result, bool, hostNews, error) {
+	// Before the drive writes: one that moves a flagged operation ahead of
+	// where a first resend's walk (ignoringLearnt) stands hides it from
+	// the walk, and its endpoint would be taken for one that de-duplicates.
+	c.ignoring.relearn(rec)
 	now := c.cfg.clock.Now()
 	before := attemptCount(rec)
 	d := &driver{

@@ -812,6 +812,11 @@ func (c *Client) reschedule(ctx context.Context) error {
 	now := c.cfg.clock.Now()
 	var late []ref
 	err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+		// Before it moves: moved ahead of where a first resend's walk
+		// (ignoringLearnt) stands, a flagged operation is never read
+		// there, and its endpoint would be taken for one that
+		// de-duplicates.
+		c.ignoring.relearn(r)
 		if c.scheduledTooFar(r, now) {
 			late = append(late, ref{scope: r.Scope, key: r.Key})
 		}
