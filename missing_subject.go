@@ -10,7 +10,9 @@ import (
 // something other than the operation does not exist: the merchant, the
 // API key or token the query was made with, the account (Cielo's
 // {"Message":"Merchant not found"} to an unknown MerchantId, AEON's
-// "Merchant does not exist", a gateway's "API key not found"). Such a
+// "Merchant does not exist", a gateway's "API key not found"), or a part
+// of the query itself (queryParts: Hasura's 200 "field 'orders' not found
+// in type: 'query_root'", PostgREST's "column … does not exist"). Such a
 // refusal never looked for the operation: it is no "not found" of the
 // endpoint's, and a resend on its word could execute the operation
 // twice. The subject is the word before "not found" or "does not
@@ -154,11 +156,27 @@ var otherSubjects = [...]string{"merchant", "merchants", "mid", "token", "apikey
 // the endpoint's own.
 var keyOwners = [...]string{"api", "access", "secret", "merchant", "public", "private", "client", "app"}
 
+// queryParts are what a query is written with, whose "not found" is the
+// query's own mistake, never the operation missing: a GraphQL schema's
+// field or type (Hasura's "field 'orders' not found in type:
+// 'query_root'", to a valid query while its metadata reloads or from a
+// role the field is hidden from, hasura/graphql-engine#7366; its "no such
+// type exists in the schema: …"), a database's table or column
+// (PostgreSQL's "column orders.client_order_id does not exist").
+var queryParts = [...]string{"field", "type", "relation", "table", "column"}
+
 // otherSubject is the noun of words[i], the subject of a "not found",
 // when it is one of otherSubjects (as a word, or with "id" after it:
 // "merchant id", "merchantId") or a credential's key ("API key": "key"),
-// else "".
+// or one of queryParts, itself or the kind of the name it is (up to
+// maxPhrase words of it: "field 'orders'", "column
+// orders.client_order_id"), else "".
 func otherSubject(words []string, i int) string {
+	for j := i; j >= 0 && j >= i-maxPhrase; j-- {
+		if slices.Contains(queryParts[:], words[j]) {
+			return words[j]
+		}
+	}
 	w := words[i]
 	if (w == "id" || w == "ids") && i > 0 {
 		i--
