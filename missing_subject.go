@@ -162,8 +162,10 @@ var keyOwners = [...]string{"api", "access", "secret", "merchant", "public", "pr
 // 'query_root'", to a valid query while its metadata reloads or from a
 // role the field is hidden from, hasura/graphql-engine#7366; its "no such
 // type exists in the schema: …"), a database's table or column
-// (PostgreSQL's "column orders.client_order_id does not exist").
-var queryParts = [...]string{"field", "type", "relation", "table", "column"}
+// (PostgreSQL's "column orders.client_order_id does not exist"), the
+// method a status lookup is asked about (Galileo's Get Call Status,
+// 583-01 "The request method name does not exist").
+var queryParts = [...]string{"field", "type", "relation", "table", "column", "method"}
 
 // otherSubject is the noun of words[i], the subject of a "not found",
 // when it is one of otherSubjects (as a word, or with "id" after it:

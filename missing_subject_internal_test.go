@@ -54,6 +54,7 @@ func TestMissingOther(t *testing.T) {
 		{`{"code":"42703","details":null,"hint":null,"message":"column orders.client_order_id does not exist"}`, true},
 		{`{"code":"42P01","details":null,"hint":null,"message":"relation \"api.orders\" does not exist"}`, true},
 		{`{"errors":[{"message":"Order not found","extensions":{"code":"NOT_FOUND"}}]}`, false},
+		{`{"status_code":"583-01","status":"The request method name does not exist","errors":["The request method name does not exist"]}`, true},
 	} {
 		if got := missingOther([]byte(tt.body), "https://api.example.com/v1/payments?merchant=m1"); got != tt.want {
 			t.Errorf("missingOther(%s) = %v; want %v", tt.body, got, tt.want)
