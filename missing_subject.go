@@ -28,7 +28,7 @@ func missingOther(body []byte, target string) bool {
 		target = u.Path
 	}
 	var named []string
-	words, ends := phrases(strings.ToLower(string(body)))
+	words, ends, spaced := phrases(strings.ToLower(string(body)))
 	for i, w := range words {
 		var subject int
 		switch {
@@ -44,7 +44,7 @@ func missingOther(body []byte, target string) bool {
 		if subject < 0 {
 			continue
 		}
-		noun := otherSubject(words, subject)
+		noun := otherSubject(words, spaced, subject)
 		if noun == "" {
 			continue
 		}
@@ -72,15 +72,16 @@ func pathWords(path string) []string {
 		}
 		b.WriteByte(c)
 	}
-	words, _ := phrases(strings.ToLower(b.String()))
+	words, _, _ := phrases(strings.ToLower(b.String()))
 	return words
 }
 
 // phrases is s's words, its runs of ASCII letters and digits, and for
 // each whether a phrase ends after it: a mark other than a space, a hyphen
 // or an underscore ("payment_intent" is one phrase) before the next word,
-// or none.
-func phrases(s string) (words []string, ends []bool) {
+// or none; and whether a space follows it at once, as it follows a word
+// of a sentence, not a JSON member's name ("type": …).
+func phrases(s string) (words []string, ends, spaced []bool) {
 	start, mark := -1, false
 	for i := 0; i <= len(s); i++ {
 		if i < len(s) && ('a' <= s[i] && s[i] <= 'z' || '0' <= s[i] && s[i] <= '9') {
@@ -93,14 +94,14 @@ func phrases(s string) (words []string, ends []bool) {
 			continue
 		}
 		if start >= 0 {
-			words, ends = append(words, s[start:i]), append(ends, true)
+			words, ends, spaced = append(words, s[start:i]), append(ends, true), append(spaced, i < len(s) && s[i] == ' ')
 			start = -1
 		}
 		if i < len(s) && !strings.ContainsRune(" \t\n\r-_", rune(s[i])) {
 			mark = true
 		}
 	}
-	return words, ends
+	return words, ends, spaced
 }
 
 // maxPhrase bounds how many words head reads after "no such".
@@ -172,10 +173,12 @@ var queryParts = [...]string{"field", "type", "relation", "table", "column", "me
 // "merchant id", "merchantId") or a credential's key ("API key": "key"),
 // or one of queryParts, itself or the kind of the name it is (up to
 // maxPhrase words of it: "field 'orders'", "column
-// orders.client_order_id"), else "".
-func otherSubject(words []string, i int) string {
+// orders.client_order_id"), else "". A part is a word of a sentence,
+// spaced (phrases): not a member's name, as RFC 9457's "type" or the
+// "type" of {"error":{"type":"not_found",…}} is.
+func otherSubject(words []string, spaced []bool, i int) string {
 	for j := i; j >= 0 && j >= i-maxPhrase; j-- {
-		if slices.Contains(queryParts[:], words[j]) {
+		if spaced[j] && slices.Contains(queryParts[:], words[j]) {
 			return words[j]
 		}
 	}
