@@ -50,6 +50,12 @@ func TestQueryGraphQLErrorAboutTheQueryIsNoNotFound(t *testing.T) {
 		// A NOT_FOUND code with no words (Apollo Server's extensions.code):
 		// which thing is missing it does not say, so not the order.
 		{name: "a bare NOT_FOUND code", body: `{"errors":[{"extensions":{"code":"NOT_FOUND"}}],"data":{"order":null}}`},
+		// Apollo's automatic persisted queries, the way a GraphQL query
+		// goes by GET (apollographql/apollo-server#982): a hash the
+		// server has not stored yet is answered so, and says nothing of
+		// the order.
+		{name: "apollo's persisted query not found",
+			body: `{"errors":[{"message":"PersistedQueryNotFound","extensions":{"code":"PERSISTED_QUERY_NOT_FOUND"}}]}`},
 		// Hasura's own words for a type its schema lacks (getTyInfoVE).
 		{name: "no such type in the schema",
 			body: `{"errors":[{"message":"no such type exists in the schema: 'orders_bool_exp'","extensions":{"code":"validation-failed"}}]}`},

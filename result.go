@@ -126,8 +126,12 @@ type Decoder func(a *Answer) (Outcome, error)
 // WithResultLag, and a header key's server de-duplicates the resend.
 // Return it only for an answer about this key's request: a "not found"
 // of anything else (the merchant, the credential, a field of the query)
-// is a plain error, which idem reads as a query that told nothing and
-// asks again. To a submit's answer it proves nothing, as any error.
+// is a plain error. A plain error leaves the answer to idem's own
+// reading of the body: one carrying an error (an "error" member, an
+// envelope's error code) is a query that failed, asked again; a JSON
+// body with no error that does not name the key, a search that found
+// nothing, as ErrResultNotFound is. To a submit's answer
+// ErrResultNotFound proves nothing, as any error.
 var ErrResultNotFound = errors.New("idem: the result endpoint holds nothing for the key")
 
 // errUndecodable marks a 2xx body that proves nothing.

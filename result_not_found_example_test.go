@@ -55,8 +55,9 @@ func decodeHTXOrder(a *idem.Answer) (idem.Outcome, error) {
 // A Decoder whose result endpoint says "no such request" in words of
 // its own returns ErrResultNotFound: idem then weighs the answer as the
 // endpoint's 404, and resends the request with its key once the read
-// path has had time to catch up (WithResultLag). A plain error says the
-// answer proves nothing, and the query is asked again.
+// path has had time to catch up (WithResultLag). A plain error leaves
+// the answer to idem's own reading: HTX's other errors, in the same
+// error envelope, are a query that failed, asked again.
 func ExampleErrResultNotFound() {
 	_ = []idem.Option{idem.WithKeyInBody(), idem.WithDecoder(decodeHTXOrder),
 		idem.WithResultEndpoint("https://api.huobi.pro/v1/order/orders/getClientOrder?clientOrderId={key}")}
