@@ -93,6 +93,19 @@ func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, spotOrder(n, id))
 }
 
+// start serves x and returns a client with the client order id in the
+// body, Binance's decoder and its order by origClientOrderId for result
+// endpoint, on an injected clock; and the server's URL.
+func (x *spotExchange) start(t *testing.T) (*idem.Client, *idemtest.Clock, string) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(x.serve))
+	t.Cleanup(srv.Close)
+	clock := idemtest.NewClock(epoch)
+	c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+		idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+	return c, clock, srv.URL
+}
+
 // requireOneOrder asserts that the exchange placed one order, for the
 // key ord-9, and was sent submits orders in all.
 func (x *spotExchange) requireOneOrder(t *testing.T, submits int) {
@@ -301,13 +314,9 @@ func TestFailedResultQueryDoesNotResendAClientOrderID(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			x := &spotExchange{lostBefore: tt.lostBefore, queryFails: tt.fails}
-			srv := httptest.NewServer(http.HandlerFunc(x.serve))
-			t.Cleanup(srv.Close)
-			clock := idemtest.NewClock(epoch)
-			c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
-				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+			c, clock, base := x.start(t)
 
-			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
+			res, err := c.Submit(t.Context(), marketBuy(base))
 			switch {
 			case tt.lagged:
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome)

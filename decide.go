@@ -551,6 +551,12 @@ func judgeQuery(p past, a answer) judgment {
 // from.
 func queryMeaning(p past, a answer) judgment {
 	switch {
+	case a.status >= 200 && a.status < 300 && errors.Is(a.decodeErr, ErrResultNotFound):
+		// The Decoder read the API's own words for an unknown key, which
+		// the body's heuristics may take for a failed query (HTX's
+		// {"status":"error","err-code":"base-record-invalid"}) or for the
+		// order found (a body echoing the key beside "found": false).
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, err: a.decodeErr}
 	case a.status >= 200 && a.status < 300 && envelopeNotFound(a.body):
 		// Midtrans answers a status query for an order_id it never saw
 		// 200 OK, its own 404 in the body ({"status_code":"404",

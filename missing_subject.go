@@ -10,7 +10,9 @@ import (
 // something other than the operation does not exist: the merchant, the
 // API key or token the query was made with, the account (Cielo's
 // {"Message":"Merchant not found"} to an unknown MerchantId, AEON's
-// "Merchant does not exist", a gateway's "API key not found"). Such a
+// "Merchant does not exist", a gateway's "API key not found"), or a part
+// of the query itself (queryParts: Hasura's 200 "field 'orders' not found
+// in type: 'query_root'", PostgREST's "column … does not exist"). Such a
 // refusal never looked for the operation: it is no "not found" of the
 // endpoint's, and a resend on its word could execute the operation
 // twice. The subject is the word before "not found" or "does not
@@ -26,7 +28,7 @@ func missingOther(body []byte, target string) bool {
 		target = u.Path
 	}
 	var named []string
-	words, ends := phrases(strings.ToLower(string(body)))
+	words, ends, spaced := phrases(strings.ToLower(string(body)))
 	for i, w := range words {
 		var subject int
 		switch {
@@ -42,7 +44,7 @@ func missingOther(body []byte, target string) bool {
 		if subject < 0 {
 			continue
 		}
-		noun := otherSubject(words, subject)
+		noun := otherSubject(words, spaced, subject)
 		if noun == "" {
 			continue
 		}
@@ -70,15 +72,16 @@ func pathWords(path string) []string {
 		}
 		b.WriteByte(c)
 	}
-	words, _ := phrases(strings.ToLower(b.String()))
+	words, _, _ := phrases(strings.ToLower(b.String()))
 	return words
 }
 
 // phrases is s's words, its runs of ASCII letters and digits, and for
 // each whether a phrase ends after it: a mark other than a space, a hyphen
 // or an underscore ("payment_intent" is one phrase) before the next word,
-// or none.
-func phrases(s string) (words []string, ends []bool) {
+// or none; and whether a space follows it at once, as it follows a word
+// of a sentence, not a JSON member's name ("type": …).
+func phrases(s string) (words []string, ends, spaced []bool) {
 	start, mark := -1, false
 	for i := 0; i <= len(s); i++ {
 		if i < len(s) && ('a' <= s[i] && s[i] <= 'z' || '0' <= s[i] && s[i] <= '9') {
@@ -91,14 +94,14 @@ func phrases(s string) (words []string, ends []bool) {
 			continue
 		}
 		if start >= 0 {
-			words, ends = append(words, s[start:i]), append(ends, true)
+			words, ends, spaced = append(words, s[start:i]), append(ends, true), append(spaced, i < len(s) && s[i] == ' ')
 			start = -1
 		}
 		if i < len(s) && !strings.ContainsRune(" \t\n\r-_", rune(s[i])) {
 			mark = true
 		}
 	}
-	return words, ends
+	return words, ends, spaced
 }
 
 // maxPhrase bounds how many words head reads after "no such".
@@ -154,11 +157,31 @@ var otherSubjects = [...]string{"merchant", "merchants", "mid", "token", "apikey
 // the endpoint's own.
 var keyOwners = [...]string{"api", "access", "secret", "merchant", "public", "private", "client", "app"}
 
+// queryParts are what a query is written with, whose "not found" is the
+// query's own mistake, never the operation missing: a GraphQL schema's
+// field or type (Hasura's "field 'orders' not found in type:
+// 'query_root'", to a valid query while its metadata reloads or from a
+// role the field is hidden from, hasura/graphql-engine#7366; its "no such
+// type exists in the schema: …"), a database's table or column
+// (PostgreSQL's "column orders.client_order_id does not exist"), the
+// method a status lookup is asked about (Galileo's Get Call Status,
+// 583-01 "The request method name does not exist").
+var queryParts = [...]string{"field", "type", "relation", "table", "column", "method"}
+
 // otherSubject is the noun of words[i], the subject of a "not found",
 // when it is one of otherSubjects (as a word, or with "id" after it:
 // "merchant id", "merchantId") or a credential's key ("API key": "key"),
-// else "".
-func otherSubject(words []string, i int) string {
+// or one of queryParts, itself or the kind of the name it is (up to
+// maxPhrase words of it: "field 'orders'", "column
+// orders.client_order_id"), else "". A part is a word of a sentence,
+// spaced (phrases): not a member's name, as RFC 9457's "type" or the
+// "type" of {"error":{"type":"not_found",…}} is.
+func otherSubject(words []string, spaced []bool, i int) string {
+	for j := i; j >= 0 && j >= i-maxPhrase; j-- {
+		if spaced[j] && slices.Contains(queryParts[:], words[j]) {
+			return words[j]
+		}
+	}
 	w := words[i]
 	if (w == "id" || w == "ids") && i > 0 {
 		i--

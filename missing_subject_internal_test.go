@@ -47,6 +47,19 @@ func TestMissingOther(t *testing.T) {
 		{`{"name":"RESOURCE_NOT_FOUND","details":[{"issue":"INVALID_RESOURCE_ID","description":"Specified resource ID does not exist. Please check the resource ID and try again."}],"message":"The specified resource does not exist."}`, false},
 		{`{"status_code":"404","status_message":"Transaction doesn't exist."}`, false},
 		{`{"errors":[{"code":"NOT_FOUND","detail":"Could not find payment with id: x","category":"INVALID_REQUEST_ERROR"}]}`, false},
+		// The query's own parts: a GraphQL schema's field or type
+		// (Hasura), a database's column or table (PostgREST).
+		{`{"errors":[{"extensions":{"path":"$.selectionSet.orders","code":"validation-failed"},"message":"field 'orders' not found in type: 'query_root'"}]}`, true},
+		{`{"errors":[{"message":"no such type exists in the schema: 'orders_bool_exp'"}]}`, true},
+		{`{"code":"42703","details":null,"hint":null,"message":"column orders.client_order_id does not exist"}`, true},
+		{`{"code":"42P01","details":null,"hint":null,"message":"relation \"api.orders\" does not exist"}`, true},
+		{`{"errors":[{"message":"Order not found","extensions":{"code":"NOT_FOUND"}}]}`, false},
+		// A member named "type" or "field" is no part of the query:
+		// People Data Labs' 404, RFC 9457's problem type.
+		{`{"status":404,"error":{"type":"not_found","message":"No records were found matching your request"}}`, false},
+		{`{"type":"https://example.com/probs/not-found","title":"Not Found","status":404,"detail":"Order ord-9 not found"}`, false},
+		{`{"field":"client_order_id","message":"Order not found"}`, false},
+		{`{"status_code":"583-01","status":"The request method name does not exist","errors":["The request method name does not exist"]}`, true},
 	} {
 		if got := missingOther([]byte(tt.body), "https://api.example.com/v1/payments?merchant=m1"); got != tt.want {
 			t.Errorf("missingOther(%s) = %v; want %v", tt.body, got, tt.want)

@@ -501,7 +501,8 @@ func keyHeaderRefusal(canon string) string {
 // that reads the API's orders (WithDecoder) or a person settles it. Only
 // an answer that does not find the order (a JSON 404, a 400 or 422 saying it
 // is "not found" or "does not exist", a JSON 2xx with no error that
-// does not name it) is followed by a resend, and only once the last
+// does not name it, one the Decoder reads as ErrResultNotFound) is
+// followed by a resend, and only once the last
 // send is older than WithResultLag (until then it is asked again); a
 // query that fails (no
 // answer, a 5xx, a 401, a 400 about the query itself, a 2xx that is no

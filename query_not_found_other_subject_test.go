@@ -2,14 +2,12 @@ package idem_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/idemtest"
 )
 
 // A result query refused because something else it names is unknown (the
@@ -40,28 +38,32 @@ func TestQueryNotFoundAboutSomethingElseIsNoAnswer(t *testing.T) {
 		{name: "a 404 about the merchant", status: http.StatusNotFound, body: `{"Message":"Merchant not found"}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			fail := shape{status: tt.status, header: http.Header{"Content-Type": {"application/json"}}, body: tt.body}
-			x := &spotExchange{queryFails: slices.Repeat([]shape{fail}, 4*idem.DefaultMaxAttempts)}
-			srv := httptest.NewServer(http.HandlerFunc(x.serve))
-			t.Cleanup(srv.Close)
-			clock := idemtest.NewClock(epoch)
-			c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
-				idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
-
-			res, err := c.Submit(t.Context(), marketBuy(srv.URL))
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-			require.NotErrorIs(t, err, idem.ErrFailed)
-			require.Equal(t, idem.StateUnknown, res.State)
-
-			clock.Advance(idem.DefaultResultLag)
-			sum, err := c.Resume(t.Context())
-			require.NoError(t, err)
-			require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
-			op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
-			require.NoError(t, err)
-			require.Equal(t, idem.StateUnknown, op.State)
-
-			x.requireOneOrder(t, 1)
+			requireQueryAnswerNeverResent(t, shape{status: tt.status, header: http.Header{"Content-Type": {"application/json"}}, body: tt.body})
 		})
 	}
+}
+
+// requireQueryAnswerNeverResent asserts that a filled order whose answer
+// was lost, each of whose result queries is answered so, stays unknown
+// after Submit and after a Resume past the result lag: asked again, never
+// sent again.
+func requireQueryAnswerNeverResent(t *testing.T, answer shape) {
+	t.Helper()
+	x := &spotExchange{queryFails: slices.Repeat([]shape{answer}, 4*idem.DefaultMaxAttempts)}
+	c, clock, base := x.start(t)
+
+	res, err := c.Submit(t.Context(), marketBuy(base))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+
+	clock.Advance(idem.DefaultResultLag)
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateUnknown, op.State)
+
+	x.requireOneOrder(t, 1)
 }

@@ -110,8 +110,29 @@ type Answer struct {
 // a result query's too, that is a GraphQL INTERNAL_SERVER_ERROR or
 // Braintree's errorClass INTERNAL or SERVICE_AVAILABILITY (a 500 in an
 // envelope: ambiguous); see
-// ExampleWithDecoder_graphql for reading a GraphQL mutation.
+// ExampleWithDecoder_graphql for reading a GraphQL mutation. A result
+// query's answer saying the server holds nothing for the key is
+// ErrResultNotFound.
 type Decoder func(a *Answer) (Outcome, error)
+
+// ErrResultNotFound is what a Decoder returns, wrapped or not, for a
+// result query's answer (Answer.Query) that says the server holds no
+// request under the key, in a shape of the API's own: a
+// {"status":"not_found"}, a {"found":false}, an error code it documents
+// for an unknown key (HTX's "base-record-invalid" from getClientOrder).
+// idem weighs it as the endpoint's own 404: "not found" is not "never
+// happened" (a read path lags its writes), so with the key in the body
+// the request is sent again only once its last send is older than
+// WithResultLag, and a header key's server de-duplicates the resend.
+// Return it only for an answer about this key's request: a "not found"
+// of anything else (the merchant, the credential, a field of the query)
+// is a plain error. A plain error leaves the answer to idem's own
+// reading of the body: one carrying an error (an "error" member, an
+// envelope's error code) is a query that failed, asked again; a JSON
+// body with no error that does not name the key, a search that found
+// nothing, as ErrResultNotFound is. To a submit's answer
+// ErrResultNotFound proves nothing, as any error.
+var ErrResultNotFound = errors.New("idem: the result endpoint holds nothing for the key")
 
 // errUndecodable marks a 2xx body that proves nothing.
 var errUndecodable = errors.New("idem: response body does not decode to a result")

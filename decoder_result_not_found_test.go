@@ -1,0 +1,113 @@
+package idem_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// htxExchange models HTX's spot orders by client order id: the first
+// order's connection drops before it is placed; getClientOrder answers
+// an id it holds no order for with its documented 200 error envelope
+// (base-record-invalid, see decodeHTXOrder), and a placed one with the
+// order, filled.
+type htxExchange struct {
+	mu     sync.Mutex
+	sent   []string // the client-order-id of each order sent
+	orders []string // the client-order-id of each order placed
+}
+
+func (x *htxExchange) serve(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	w.Header().Set("Content-Type", "application/json;charset=utf-8")
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if r.Method == http.MethodGet {
+		if id := r.URL.Query().Get("clientOrderId"); len(x.orders) > 0 && x.orders[0] == id {
+			_, _ = io.WriteString(w, `{"status":"ok","data":{"id":356501383558845,"symbol":"btcusdt","account-id":100009,`+
+				`"client-order-id":"`+id+`","amount":"10.000000000000000000","price":"0.0","type":"buy-market",`+
+				`"field-amount":"0.000109","field-cash-amount":"9.99","source":"spot-api","state":"filled","canceled-at":0}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"status":"error","err-code":"base-record-invalid","err-msg":"record invalid","data":null}`)
+		return
+	}
+	var order struct {
+		ClientOrderID string `json:"client-order-id"`
+	}
+	_ = json.Unmarshal(b, &order)
+	x.sent = append(x.sent, order.ClientOrderID)
+	if len(x.sent) == 1 {
+		dropConnection(w)
+		return
+	}
+	x.orders = append(x.orders, order.ClientOrderID)
+	_, _ = io.WriteString(w, `{"status":"ok","data":"356501383558845"}`)
+}
+
+// A market order whose answer was lost and that HTX never placed: its
+// getClientOrder answers base-record-invalid, "no such order" in HTX's
+// words, which idem alone reads as a query that failed (an error
+// envelope) and never resends on, leaving the order unknown until its key
+// window passes and a person looks. A Decoder that returns
+// ErrResultNotFound for it has the order sent again once the result lag
+// has passed, at default settings, and placed once.
+func TestDecoderResultNotFoundLetsTheResendGo(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		decoder idem.Decoder
+		settled bool
+	}{
+		{name: "the decoder says not found", decoder: decodeHTXOrder, settled: true},
+		{name: "the decoder says nothing", settled: false, decoder: func(a *idem.Answer) (idem.Outcome, error) {
+			out, err := decodeHTXOrder(a)
+			if err != nil {
+				return idem.Outcome{}, io.ErrUnexpectedEOF // any error but ErrResultNotFound
+			}
+			return out, nil
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			x := &htxExchange{}
+			srv := httptest.NewServer(http.HandlerFunc(x.serve))
+			t.Cleanup(srv.Close)
+			clock := idemtest.NewClock(epoch)
+			c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(tt.decoder),
+				idem.WithResultEndpoint(srv.URL+"/v1/order/orders/getClientOrder?clientOrderId={key}"))
+
+			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/v1/order/orders/place",
+				Header: http.Header{"Content-Type": {"application/json"}},
+				Body:   []byte(`{"account-id":"100009","symbol":"btcusdt","type":"buy-market","amount":"10","client-order-id":"ord-9"}`)})
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "not before the result lag")
+			require.Equal(t, idem.StateUnknown, res.State)
+
+			clock.Advance(idem.DefaultResultLag)
+			sum, err := c.Resume(t.Context())
+			require.NoError(t, err)
+			op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+			require.NoError(t, err)
+			x.mu.Lock()
+			defer x.mu.Unlock()
+			if !tt.settled {
+				require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
+				require.Equal(t, idem.StateUnknown, op.State)
+				require.Equal(t, []string{"ord-9"}, x.sent, "never resent")
+				require.Empty(t, x.orders)
+				return
+			}
+			require.Equal(t, idem.Summary{Visited: 1, Succeeded: 1}, sum)
+			require.Equal(t, idem.StateSucceeded, op.State)
+			require.Equal(t, "356501383558845", op.Result.ResourceID)
+			require.Equal(t, []string{"ord-9", "ord-9"}, x.sent, "resent once, under the key")
+			require.Equal(t, []string{"ord-9"}, x.orders)
+		})
+	}
+}
