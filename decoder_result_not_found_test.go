@@ -200,12 +200,7 @@ func TestDecoderResultNotFoundOfAQueryPartIsAskedAgain(t *testing.T) {
 	require.Equal(t, idem.StateUnknown, res.State)
 
 	clock.Advance(idem.DefaultResultLag)
-	sum, err := c.Resume(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
-	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
-	require.NoError(t, err)
-	require.Equal(t, idem.StateUnknown, op.State)
+	requireResumeLeavesUnknown(t, c, "ord-9")
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	require.Equal(t, 1, h.placed, "asked again, never sent again")
