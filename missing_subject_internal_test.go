@@ -64,6 +64,12 @@ func TestMissingOther(t *testing.T) {
 		{`{"ok":false,"rows":[],"error":"no such column: client_order_id"}`, true},
 		{`{"ok":false,"rows":[],"error":"no such table: orders"}`, true},
 		{`{"type": "not_found", "detail":"No such order: ord-9"}`, false},
+		// A part named before the "not found" is the subject; one after
+		// it only says where the operation was looked for.
+		{`{"message":"Field 'order_id' not found in the request"}`, true},
+		{`{"message":"Payment method not found"}`, true},
+		{`{"message":"Order type not found"}`, true},
+		{`{"message":"Transaction not found for this method"}`, false},
 	} {
 		if got := missingOther([]byte(tt.body), "https://api.example.com/v1/payments?merchant=m1"); got != tt.want {
 			t.Errorf("missingOther(%s) = %v; want %v", tt.body, got, tt.want)
