@@ -151,6 +151,18 @@ func requireResumeSettlesKey(t *testing.T, c *idem.Client, key, orderID string) 
 	require.Equal(t, orderID, op.Result.ResourceID)
 }
 
+// requireResumeLeavesUnknown asserts that a Resume visits the operation
+// under key and leaves it unknown.
+func requireResumeLeavesUnknown(t *testing.T, c *idem.Client, key string) {
+	t.Helper()
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, key)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateUnknown, op.State)
+}
+
 // marketBuy is a MARKET order under the client order id ord-9, its
 // parameters form-encoded as Binance takes them.
 func marketBuy(base string) idem.Request {

@@ -556,7 +556,12 @@ func queryMeaning(p past, a answer) judgment {
 		// the body's heuristics may take for a failed query (HTX's
 		// {"status":"error","err-code":"base-record-invalid"}) or for the
 		// order found (a body echoing the key beside "found": false).
-		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, err: a.decodeErr}
+		// Weighed as the endpoint's 404 is: one whose words say a part
+		// of the query, or the merchant, is missing never looked for the
+		// order (Hasura's "field 'orders' not found in type:
+		// 'query_root'", no "data" in it, which a Decoder reading an
+		// empty list of orders as none takes for its not-found).
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, failed: a.otherMissing, err: a.decodeErr}
 	case a.status >= 200 && a.status < 300 && envelopeNotFound(a.body):
 		// Midtrans answers a status query for an order_id it never saw
 		// 200 OK, its own 404 in the body ({"status_code":"404",

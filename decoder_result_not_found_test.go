@@ -2,9 +2,12 @@ package idem_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -110,4 +113,95 @@ func TestDecoderResultNotFoundLetsTheResendGo(t *testing.T) {
 			require.Equal(t, []string{"ord-9"}, x.orders)
 		})
 	}
+}
+
+// hasuraOrders models an orders table served by Hasura: an order comes in
+// by the insert_orders_one mutation, the first one placed but its
+// connection dropped before the answer; the result endpoint, a GET of
+// the caller's own in front of Hasura that passes its answer through,
+// looks the order up by client_order_id while Hasura's metadata reloads,
+// and gets "field 'orders' not found in type: 'query_root'"
+// (hasura/graphql-engine#7366, code validation-failed), with no "data":
+// a request error comes without it
+// (https://spec.graphql.org/October2021/#sec-Data).
+type hasuraOrders struct {
+	mu     sync.Mutex
+	placed int
+}
+
+func (h *hasuraOrders) serve(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	if r.Method == http.MethodGet {
+		_, _ = io.WriteString(w, `{"errors":[{"extensions":{"path":"$.selectionSet.orders","code":"validation-failed"},`+
+			`"message":"field 'orders' not found in type: 'query_root'"}]}`)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.placed++
+	if h.placed == 1 {
+		dropConnection(w)
+		return
+	}
+	_, _ = io.WriteString(w, `{"data":{"insert_orders_one":{"id":"o-`+strconv.Itoa(h.placed)+`","client_order_id":"ord-9"}}}`)
+}
+
+// decodeHasuraOrder reads the mutation's order, and a lookup's list of
+// orders under the key: empty, no order under it. It does not look at
+// "errors" first, so an error's answer, which has no list, reads as an
+// empty one.
+func decodeHasuraOrder(a *idem.Answer) (idem.Outcome, error) {
+	type order struct {
+		ID            string `json:"id"`
+		ClientOrderID string `json:"client_order_id"`
+	}
+	var v struct {
+		Data struct {
+			Placed *order  `json:"insert_orders_one"`
+			Orders []order `json:"orders"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(a.Body, &v); err != nil {
+		return idem.Outcome{}, err
+	}
+	if o := v.Data.Placed; o != nil && o.ClientOrderID == a.Key {
+		return idem.Outcome{State: idem.StateSucceeded, ResourceID: o.ID}, nil
+	}
+	for _, o := range v.Data.Orders {
+		if o.ClientOrderID == a.Key {
+			return idem.Outcome{State: idem.StateSucceeded, ResourceID: o.ID}, nil
+		}
+	}
+	if a.Query {
+		return idem.Outcome{}, fmt.Errorf("hasura: no order %q: %w", a.Key, idem.ErrResultNotFound)
+	}
+	return idem.Outcome{}, errors.New("hasura: no order in the answer")
+}
+
+// ErrResultNotFound is weighed as the endpoint's own 404, and a 404 whose
+// "not found" is of a part of the query (the schema's field) is a query
+// that failed: so is a 200 a Decoder reads as ErrResultNotFound though
+// its words say the query's field is missing. Read as the order not
+// found, the order placed under ord-9 was placed again once the result
+// lag had passed.
+func TestDecoderResultNotFoundOfAQueryPartIsAskedAgain(t *testing.T) {
+	h := &hasuraOrders{}
+	srv := httptest.NewServer(http.HandlerFunc(h.serve))
+	t.Cleanup(srv.Close)
+	clock := idemtest.NewClock(epoch)
+	c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(decodeHasuraOrder),
+		idem.WithResultEndpoint(srv.URL+"/orders?client_order_id={key}"))
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/v1/graphql",
+		Header: http.Header{"Content-Type": {"application/json"}},
+		Body: []byte(`{"query":"mutation($o: orders_insert_input!) { insert_orders_one(object: $o) { id client_order_id } }",` +
+			`"variables":{"o":{"client_order_id":"ord-9","symbol":"BTCUSDT","side":"buy","quantity":1}}}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateUnknown, res.State)
+
+	clock.Advance(idem.DefaultResultLag)
+	requireResumeLeavesUnknown(t, c, "ord-9")
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	require.Equal(t, 1, h.placed, "asked again, never sent again")
 }

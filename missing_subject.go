@@ -28,7 +28,7 @@ func missingOther(body []byte, target string) bool {
 		target = u.Path
 	}
 	var named []string
-	words, ends, spaced := phrases(strings.ToLower(string(body)))
+	words, ends, prose := phrases(strings.ToLower(string(body)))
 	for i, w := range words {
 		var subject int
 		switch {
@@ -44,7 +44,7 @@ func missingOther(body []byte, target string) bool {
 		if subject < 0 {
 			continue
 		}
-		noun := otherSubject(words, spaced, subject)
+		noun := otherSubject(words, prose, subject)
 		if noun == "" {
 			continue
 		}
@@ -79,9 +79,10 @@ func pathWords(path string) []string {
 // phrases is s's words, its runs of ASCII letters and digits, and for
 // each whether a phrase ends after it: a mark other than a space, a hyphen
 // or an underscore ("payment_intent" is one phrase) before the next word,
-// or none; and whether a space follows it at once, as it follows a word
-// of a sentence, not a JSON member's name ("type": …).
-func phrases(s string) (words []string, ends, spaced []bool) {
+// or none; and whether it is a word of prose, a space or a colon after it
+// at once (SQLite's "no such column: client_order_id"), where a quote
+// closes a JSON member's name ("type": …).
+func phrases(s string) (words []string, ends, prose []bool) {
 	start, mark := -1, false
 	for i := 0; i <= len(s); i++ {
 		if i < len(s) && ('a' <= s[i] && s[i] <= 'z' || '0' <= s[i] && s[i] <= '9') {
@@ -94,14 +95,14 @@ func phrases(s string) (words []string, ends, spaced []bool) {
 			continue
 		}
 		if start >= 0 {
-			words, ends, spaced = append(words, s[start:i]), append(ends, true), append(spaced, i < len(s) && s[i] == ' ')
+			words, ends, prose = append(words, s[start:i]), append(ends, true), append(prose, i < len(s) && (s[i] == ' ' || s[i] == ':'))
 			start = -1
 		}
 		if i < len(s) && !strings.ContainsRune(" \t\n\r-_", rune(s[i])) {
 			mark = true
 		}
 	}
-	return words, ends, spaced
+	return words, ends, prose
 }
 
 // maxPhrase bounds how many words head reads after "no such".
@@ -163,7 +164,8 @@ var keyOwners = [...]string{"api", "access", "secret", "merchant", "public", "pr
 // 'query_root'", to a valid query while its metadata reloads or from a
 // role the field is hidden from, hasura/graphql-engine#7366; its "no such
 // type exists in the schema: …"), a database's table or column
-// (PostgreSQL's "column orders.client_order_id does not exist"), the
+// (PostgreSQL's "column orders.client_order_id does not exist", SQLite's
+// "no such column: client_order_id" and "no such table: orders"), the
 // method a status lookup is asked about (Galileo's Get Call Status,
 // 583-01 "The request method name does not exist").
 var queryParts = [...]string{"field", "type", "relation", "table", "column", "method"}
@@ -173,12 +175,12 @@ var queryParts = [...]string{"field", "type", "relation", "table", "column", "me
 // "merchant id", "merchantId") or a credential's key ("API key": "key"),
 // or one of queryParts, itself or the kind of the name it is (up to
 // maxPhrase words of it: "field 'orders'", "column
-// orders.client_order_id"), else "". A part is a word of a sentence,
-// spaced (phrases): not a member's name, as RFC 9457's "type" or the
-// "type" of {"error":{"type":"not_found",…}} is.
-func otherSubject(words []string, spaced []bool, i int) string {
+// orders.client_order_id"), else "". A part is a word of prose
+// (phrases): not a member's name, as RFC 9457's "type" or the "type" of
+// {"error":{"type":"not_found",…}} is.
+func otherSubject(words []string, prose []bool, i int) string {
 	for j := i; j >= 0 && j >= i-maxPhrase; j-- {
-		if spaced[j] && slices.Contains(queryParts[:], words[j]) {
+		if prose[j] && slices.Contains(queryParts[:], words[j]) {
 			return words[j]
 		}
 	}

@@ -60,6 +60,16 @@ func TestMissingOther(t *testing.T) {
 		{`{"type":"https://example.com/probs/not-found","title":"Not Found","status":404,"detail":"Order ord-9 not found"}`, false},
 		{`{"field":"client_order_id","message":"Order not found"}`, false},
 		{`{"status_code":"583-01","status":"The request method name does not exist","errors":["The request method name does not exist"]}`, true},
+		// SQLite's, a colon after the part (Datasette's 400).
+		{`{"ok":false,"rows":[],"error":"no such column: client_order_id"}`, true},
+		{`{"ok":false,"rows":[],"error":"no such table: orders"}`, true},
+		{`{"type": "not_found", "detail":"No such order: ord-9"}`, false},
+		// A part named before the "not found" is the subject; one after
+		// it only says where the operation was looked for.
+		{`{"message":"Field 'order_id' not found in the request"}`, true},
+		{`{"message":"Payment method not found"}`, true},
+		{`{"message":"Order type not found"}`, true},
+		{`{"message":"Transaction not found for this method"}`, false},
 	} {
 		if got := missingOther([]byte(tt.body), "https://api.example.com/v1/payments?merchant=m1"); got != tt.want {
 			t.Errorf("missingOther(%s) = %v; want %v", tt.body, got, tt.want)

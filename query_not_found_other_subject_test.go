@@ -58,12 +58,7 @@ func requireQueryAnswerNeverResent(t *testing.T, answer shape) {
 	require.Equal(t, idem.StateUnknown, res.State)
 
 	clock.Advance(idem.DefaultResultLag)
-	sum, err := c.Resume(t.Context())
-	require.NoError(t, err)
-	require.Equal(t, idem.Summary{Visited: 1, Unknown: 1}, sum)
-	op, err := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
-	require.NoError(t, err)
-	require.Equal(t, idem.StateUnknown, op.State)
+	requireResumeLeavesUnknown(t, c, "ord-9")
 
 	x.requireOneOrder(t, 1)
 }

@@ -126,7 +126,9 @@ type Decoder func(a *Answer) (Outcome, error)
 // WithResultLag, and a header key's server de-duplicates the resend.
 // Return it only for an answer about this key's request: a "not found"
 // of anything else (the merchant, the credential, a field of the query)
-// is a plain error. A plain error leaves the answer to idem's own
+// is a plain error, and one whose words idem reads so is a query that
+// failed, as the endpoint's 404 saying so is, whatever the Decoder
+// returned. A plain error leaves the answer to idem's own
 // reading of the body: one carrying an error (an "error" member, an
 // envelope's error code) is a query that failed, asked again; a JSON
 // body with no error that does not name the key, a search that found
