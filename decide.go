@@ -551,7 +551,7 @@ func judgeQuery(p past, a answer) judgment {
 // from.
 func queryMeaning(p past, a answer) judgment {
 	switch {
-	case a.status >= 200 && a.status < 300 && errors.Is(a.decodeErr, ErrResultNotFound):
+	case a.status >= 200 && a.status < 300 && a.status != http.StatusPartialContent && errors.Is(a.decodeErr, ErrResultNotFound):
 		// The Decoder read the API's own words for an unknown key, which
 		// the body's heuristics may take for a failed query (HTX's
 		// {"status":"error","err-code":"base-record-invalid"}) or for the
@@ -562,7 +562,7 @@ func queryMeaning(p past, a answer) judgment {
 		// 'query_root'", no "data" in it, which a Decoder reading an
 		// empty list of orders as none takes for its not-found).
 		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, failed: a.otherMissing, err: a.decodeErr}
-	case a.status >= 200 && a.status < 300 && envelopeNotFound(a.body):
+	case a.status >= 200 && a.status < 300 && a.status != http.StatusPartialContent && envelopeNotFound(a.body):
 		// Midtrans answers a status query for an order_id it never saw
 		// 200 OK, its own 404 in the body ({"status_code":"404",
 		// "status_message":"Transaction doesn't exist."}), which a
@@ -658,7 +658,8 @@ func queryRefusal(a answer) error {
 // resource ….", Laravel's "The route … could not be found."), a 2xx
 // that is no JSON document (a WAF's empty 202 challenge, an HTML page)
 // or that carries an error, in an "error" member or in an envelope's
-// code (Bybit's retCode 10006, HTX's "status": "error": envelopeError).
+// code (Bybit's retCode 10006, HTX's "status": "error": envelopeError),
+// and any 206, a cache's stored part (judgeResult).
 // Not one that says what it asked for
 // does not exist, as the endpoint's own 404 does (Binance's 400
 // {"code":-2013,"msg":"Order does not exist."}, Flutterwave's 400 "No
@@ -674,6 +675,8 @@ func queryFailed(status int, body []byte, otherMissing bool) bool {
 	doc := bytes.TrimSpace(trimBOM(body))
 	notJSON := len(doc) == 0 || doc[0] != '{' && doc[0] != '['
 	switch {
+	case status == http.StatusPartialContent:
+		return true // a cache's stored part (judgeResult): no search at all
 	case status >= 200 && status < 300:
 		return notJSON || carriesError(doc) && !missing()
 	case status == http.StatusBadRequest, status == http.StatusUnprocessableEntity:
