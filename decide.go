@@ -569,8 +569,10 @@ func queryMeaning(p past, a answer) judgment {
 		// decoder reading its status_code as midtrans-go does takes for
 		// the charge's failure, and the words for no "not found". It is
 		// the endpoint's 404: a resend of the same order_id is safe once
-		// the read path has had time to catch up.
-		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true}
+		// the read path has had time to catch up. Unless, as for the
+		// endpoint's own 404, its words say something else is missing
+		// (the merchant): that query never looked for the order.
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, failed: a.otherMissing}
 	case a.status >= 200 && a.status < 300:
 		j := judgeResult(a, "settled", "processing")
 		switch {

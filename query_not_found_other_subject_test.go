@@ -36,6 +36,9 @@ func TestQueryNotFoundAboutSomethingElseIsNoAnswer(t *testing.T) {
 		{name: "a gateway's unknown API key", status: http.StatusUnprocessableEntity, body: `{"error":"invalid_request","message":"API key not found"}`},
 		{name: "a token that is not found", status: http.StatusBadRequest, body: `{"status":"error","message":"Token not found"}`},
 		{name: "a 404 about the merchant", status: http.StatusNotFound, body: `{"Message":"Merchant not found"}`},
+		// A 200 whose envelope carries the 404, as Midtrans answers an
+		// order_id it never saw (modelled words).
+		{name: "an envelope's 404 about the merchant", status: http.StatusOK, body: `{"status_code":"404","status_message":"Merchant not found"}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			requireQueryAnswerNeverResent(t, shape{status: tt.status, header: http.Header{"Content-Type": {"application/json"}}, body: tt.body})
