@@ -49,8 +49,7 @@
 // (synchronous_commit on, with the standby in synchronous_standby_names).
 // A COMMIT cancelled while it waits for that standby's confirmation,
 // which PostgreSQL then answers as made with a WARNING, reports that it
-// may have committed (a pool given to New hears the WARNING only with
-// NoticeHandler).
+// may have committed.
 // Since leases are judged by the database's clock, the standby's clock
 // must agree with the primary's to well within a lease (NTP). The
 // replicas' clocks need not agree for leases, but the key window is
@@ -106,6 +105,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem"
@@ -300,7 +300,6 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		// pgx's message may quote the DSN, password included.
 		return nil, fmt.Errorf("%w: DSN not understood: use postgres://user@host/db or key=value pairs (%s)", ErrConfig, redact(err))
 	}
-	pc.ConnConfig.OnNotice = NoticeHandler(pc.ConnConfig.OnNotice)
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("pgjournal: open: %w", err)
@@ -336,10 +335,10 @@ func redact(err error) string {
 
 // New returns a Store on the caller's pool, which the caller closes after
 // the Store (Close leaves it open). Use it to share the pool the
-// application's own transactions use (PrepareTx). Set the pool's
-// ConnConfig.OnNotice to NoticeHandler before making the pool, as Open
-// does: without it, a COMMIT PostgreSQL made without the synchronous
-// standby's confirmation (see NoticeHandler) reads as made.
+// application's own transactions use (PrepareTx). The pool's
+// ConnConfig.OnNotice is the application's: the Store hears the WARNING
+// of a COMMIT PostgreSQL made without the synchronous standby's
+// confirmation whatever it is (see commitWarning).
 func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrConfig)
@@ -558,27 +557,66 @@ func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (commit
 		}
 		return false, err
 	}
-	// Only a WARNING the COMMIT draws counts (NoticeHandler): one that an
-	// earlier statement drew (the batch's, or the application's on this
-	// pooled connection) is cleared first, and the COMMIT's is cleared
-	// after, before the connection goes back to the pool.
-	data := conn.PgConn().CustomData()
-	delete(data, commitWarningKey)
-	tag, err := conn.Exec(ctx, "COMMIT")
-	warning, _ := data[commitWarningKey].(*pgconn.Notice)
-	delete(data, commitWarningKey)
+	tag, warning, sent, err := commit(ctx, conn.PgConn())
 	switch {
+	case !sent:
+		return false, err // refused unsent: the context had ended
 	case err == nil && tag.String() != "COMMIT":
 		return true, pgx.ErrTxCommitRollback // rolled back, not committed
 	case err == nil && warning != nil:
 		return true, &commitWarning{notice: warning}
-	case err != nil && pgconn.SafeToRetry(err) && ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		// Refused unsent: the context had ended. (Other errors pgx calls
-		// safe to retry here are not: it reports a connection that broke
-		// while the COMMIT was in flight as "conn closed", safe to retry.)
-		return false, err
 	}
 	return true, err
+}
+
+// commit sends COMMIT on pc, whose transaction's statements have all been
+// answered, and reads the answer itself, message by message, so that it
+// hears the WARNING PostgreSQL may send with a COMMIT it answers as made
+// (see commitWarning) whatever the pool does with notices: pgx hands
+// notices only to the pool's ConnConfig.OnNotice, which a pool given to
+// New need not have. The application's OnNotice still hears them. sent
+// reports whether the COMMIT was sent (only a context already ended
+// keeps it unsent). The answer is the server's error if it sent one (a
+// FATAL is followed by no ReadyForQuery, but by the connection's end);
+// else a connection that broke, or a context that ended, before the
+// answer's end. After an error the connection is left in its transaction
+// (its last ReadyForQuery's status), so the pool drops it instead of
+// using it again.
+func commit(ctx context.Context, pc *pgconn.PgConn) (tag pgconn.CommandTag, warning *pgconn.Notice, sent bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return tag, nil, false, fmt.Errorf("COMMIT not sent: %w", err)
+	}
+	pc.Frontend().SendQuery(&pgproto3.Query{String: "COMMIT"})
+	if err := pc.Frontend().Flush(); err != nil {
+		// Some of it may have reached the server.
+		return tag, nil, true, fmt.Errorf("sending COMMIT: %w", err)
+	}
+	var pgErr error
+	for {
+		msg, err := pc.ReceiveMessage(ctx)
+		if err != nil {
+			var fatal *pgconn.PgError
+			if pgErr == nil && errors.As(err, &fatal) {
+				pgErr = fatal // a FATAL: pgx closed the connection
+			}
+			if pgErr != nil {
+				return tag, warning, true, pgErr
+			}
+			return tag, warning, true, err
+		}
+		switch m := msg.(type) {
+		case *pgproto3.CommandComplete:
+			tag = pgconn.NewCommandTag(string(m.CommandTag))
+		case *pgproto3.ErrorResponse:
+			pgErr = pgconn.ErrorResponseToPgError(m)
+		case *pgproto3.NoticeResponse:
+			if m.SeverityUnlocalized == "WARNING" || (m.SeverityUnlocalized == "" && m.Severity == "WARNING") {
+				warning = (*pgconn.Notice)(pgconn.ErrorResponseToPgError((*pgproto3.ErrorResponse)(m)))
+			}
+		case *pgproto3.ReadyForQuery:
+			return tag, warning, true, pgErr
+		}
+	}
 }
 
 // queryer is what a statement runs on: the pool, or a caller's transaction.
@@ -1296,29 +1334,15 @@ func (s *Store) databaseID(ctx context.Context, fresh bool) (string, error) {
 // Schema returns the schema the Store's tables live in.
 func (s *Store) Schema() string { return s.schema }
 
-// commitWarningKey is where NoticeHandler leaves, in a connection's
-// CustomData, the WARNING its statement in flight drew, for inTx to read
-// once its COMMIT is answered.
-const commitWarningKey = "pgjournal.commitWarning"
-
-// NoticeHandler returns the pgconn.NoticeHandler a pool given to New
-// needs in its ConnConfig.OnNotice (Open sets it): it hears a WARNING
-// PostgreSQL sends with a COMMIT it answers as made, and passes every
-// notice on to next (nil: none). A COMMIT waiting for a synchronous
-// standby that is cancelled (pg_cancel_backend, a tool that cancels
-// long queries) is answered as made with only a WARNING,
-// "canceling wait for synchronous replication", DETAIL "The transaction
-// has already committed locally, but might not have been replicated to
-// the standby" (SyncRepWaitForLSN in src/backend/replication/syncrep.c):
-// a failover to that standby would lose the write, so the Store reports
-// it as journal.ErrMaybeCommitted, never as made. The message may be
-// translated (lc_messages), so any WARNING to a COMMIT counts; the
-// journal's COMMITs draw none otherwise.
+// NoticeHandler returns next, or a handler that drops notices when next
+// is nil: it passes every notice on to next.
+//
+// Deprecated: a pool given to New needs no handler of the package's. The
+// Store reads its COMMIT's answer itself (see commit), the WARNING
+// PostgreSQL sends with a COMMIT it answers as made included, whatever
+// the pool's ConnConfig.OnNotice is.
 func NoticeHandler(next pgconn.NoticeHandler) pgconn.NoticeHandler {
 	return func(c *pgconn.PgConn, n *pgconn.Notice) {
-		if n.SeverityUnlocalized == "WARNING" || (n.SeverityUnlocalized == "" && n.Severity == "WARNING") {
-			c.CustomData()[commitWarningKey] = n
-		}
 		if next != nil {
 			next(c, n)
 		}
@@ -1326,8 +1350,17 @@ func NoticeHandler(next pgconn.NoticeHandler) pgconn.NoticeHandler {
 }
 
 // A commitWarning is a COMMIT PostgreSQL answered as made, with a
-// WARNING (see NoticeHandler): made on this server, maybe not on the
-// synchronous standby a failover would promote.
+// WARNING: made on this server, maybe not on the synchronous standby a
+// failover would promote. A COMMIT waiting for a synchronous standby
+// that is cancelled (pg_cancel_backend, a tool that cancels long
+// queries) is answered as made with only a WARNING, "canceling wait for
+// synchronous replication", DETAIL "The transaction has already
+// committed locally, but might not have been replicated to the standby"
+// (SyncRepWaitForLSN in src/backend/replication/syncrep.c): a failover
+// to that standby would lose the write, so the Store reports it as
+// journal.ErrMaybeCommitted, never as made. The message may be
+// translated (lc_messages), so any WARNING to a COMMIT counts; the
+// journal's COMMITs draw none otherwise.
 type commitWarning struct{ notice *pgconn.Notice }
 
 func (e *commitWarning) Error() string {

@@ -48,9 +48,18 @@ func TestSyncStandbyStatementTimeout(t *testing.T) {
 // client of both, and an admin connection; cleanup closes them.
 func startSyncRepRig(t *testing.T, params string) (*pgjournal.Store, *idemtest.Server, *idem.Client, *pgx.Conn) {
 	t.Helper()
+	return startSyncRepRigWith(t, func(dsn string) (*pgjournal.Store, error) {
+		return pgjournal.Open(context.Background(), dsn+params, pgjournal.WithCallTimeout(3*time.Second))
+	})
+}
+
+// startSyncRepRigWith is startSyncRepRig with a Store open makes on the
+// private server's DSN.
+func startSyncRepRigWith(t *testing.T, open func(dsn string) (*pgjournal.Store, error)) (*pgjournal.Store, *idemtest.Server, *idem.Client, *pgx.Conn) {
+	t.Helper()
 	ctx := context.Background()
 	pg := startPrivateServer(t)
-	store, err := pgjournal.Open(ctx, pg.DSN+params, pgjournal.WithCallTimeout(3*time.Second))
+	store, err := open(pg.DSN)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	require.NoError(t, store.Migrate(ctx))

@@ -47,15 +47,8 @@ func run(ctx context.Context, dsn, schema string, out io.Writer) error {
 	defer srv.Close()
 
 	// One pool for the service's own tables and for the journal: the
-	// intent must be written in the service's transaction. The journal
-	// hears PostgreSQL's warning on a COMMIT made without the synchronous
-	// standby's confirmation through the pool's notice handler.
-	pc, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return err
-	}
-	pc.ConnConfig.OnNotice = pgjournal.NoticeHandler(pc.ConnConfig.OnNotice)
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	// intent must be written in the service's transaction.
+	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		return err
 	}
