@@ -35,13 +35,20 @@ import (
 // pgx dropped it, or handed it to the application only, before the Store
 // read its COMMIT's answer itself, and the write read as made: the Submit
 // sent its order with a record a failover to that standby loses. The
-// application's handler still hears the notices.
+// application's handler still hears the notices. Behind PgBouncer in
+// transaction mode, which passes the server's notice on with the COMMIT's
+// answer, the Store hears it too.
 func TestCancelledSyncRepWait(t *testing.T) {
-	for _, pool := range []string{"Open's", "no OnNotice", "the application's OnNotice"} {
+	for _, pool := range []string{"Open's", "no OnNotice", "the application's OnNotice", "no OnNotice, behind PgBouncer"} {
 		t.Run(pool, func(t *testing.T) {
 			ctx := context.Background()
 			var heard atomic.Int32
 			open := func(dsn string) (*pgjournal.Store, error) {
+				if pool == "no OnNotice, behind PgBouncer" {
+					cfg, err := pgconn.ParseConfig(dsn)
+					require.NoError(t, err)
+					dsn = startPgBouncerTo(t, cfg.Host, cfg.Port) + "&default_query_exec_mode=exec"
+				}
 				pc, err := pgxpool.ParseConfig(dsn)
 				require.NoError(t, err)
 				if pool == "the application's OnNotice" {
