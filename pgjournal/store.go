@@ -574,7 +574,9 @@ func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (commit
 // hears the WARNING PostgreSQL may send with a COMMIT it answers as made
 // (see commitWarning) whatever the pool does with notices: pgx hands
 // notices only to the pool's ConnConfig.OnNotice, which a pool given to
-// New need not have. The application's OnNotice still hears them. sent
+// New need not have. The application's OnNotice still hears them; a
+// pgx QueryTracer on the pool does not see this COMMIT (it bypasses
+// pgx.Conn's Exec), only the statements before it. sent
 // reports whether the COMMIT was sent (only a context already ended
 // keeps it unsent). The answer is the server's error if it sent one (a
 // FATAL is followed by no ReadyForQuery, but by the connection's end);
@@ -1334,8 +1336,8 @@ func (s *Store) databaseID(ctx context.Context, fresh bool) (string, error) {
 // Schema returns the schema the Store's tables live in.
 func (s *Store) Schema() string { return s.schema }
 
-// NoticeHandler returns next, or a handler that drops notices when next
-// is nil: it passes every notice on to next.
+// NoticeHandler returns a handler that passes every notice on to next,
+// and drops them when next is nil.
 //
 // Deprecated: a pool given to New needs no handler of the package's. The
 // Store reads its COMMIT's answer itself (see commit), the WARNING
