@@ -200,8 +200,11 @@ func (d *driver) run() error {
 			return d.handoff(block.cause, time.Time{})
 		}
 		// Only a key that may have executed for us can hold our result: a
-		// query before that would read someone else's.
-		if (needQuery || block != nil || queryOnly(d.rec)) && d.rec.QueryURL != "" && p.maybeExecuted {
+		// query before that would read someone else's. Nor can the attempt
+		// journaled with the record (preRecorded), not sent yet: the query
+		// would close it as "may have been sent" and the submit after it
+		// would go on the query's attempt, unjournaled.
+		if (needQuery || block != nil || queryOnly(d.rec)) && d.rec.QueryURL != "" && !d.preRecorded && p.maybeExecuted {
 			if !d.mayRetry() {
 				return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 			}
