@@ -191,7 +191,12 @@ func (d *driver) run() error {
 		if d.exchanges >= c.cfg.maxAttempts || !now.Before(d.deadline) {
 			return d.handoff(ErrBudgetSpent, time.Time{})
 		}
-		p := pastOf(d.rec, math.MaxInt)
+		// What was sent before this round: not the attempt Submit
+		// journaled with the record, yet to go. Counted, it made a first
+		// send look like a resend of a key that may have executed, and a
+		// clock stepped back just after Submit's commit flagged an order
+		// never sent for a person, which Resume and Run never send.
+		p := d.sentBefore()
 		block := d.resendBlock(p, now)
 		if block != nil && block.reason == "" {
 			// Not now, and not even a query: its attempt would be

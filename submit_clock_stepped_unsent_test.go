@@ -47,18 +47,18 @@ func submitAcrossAStepBack(t *testing.T, srv *idemtest.Server, shared *idemtest.
 }
 
 // A Submit whose clock is stepped back right after its record (with its
-// first attempt, unsent) is journaled finds the key window untrusted at
-// once, and is flagged (ReviewClockStepped). Its result endpoint was asked
-// about the key first, as if the unsent attempt might have executed: the
-// query closed that attempt as "may have been sent", for bytes that never
-// went. The result endpoint rate-limiting the query (Stripe answers 429
-// to reads too: https://docs.stripe.com/rate-limits) sent the call round
-// again once the clock had caught up, and the order went out on the
-// query's attempt, unjournaled: the journal held the order's 201 as the
-// query's answer, and a submit attempt that "may have been sent" before
-// it was. Nothing of ours may have executed, so nothing is asked: the
-// unsent attempt is closed as never sent, as without a result endpoint.
-func TestSubmitUnsentFirstAttemptIsNeverQueriedAfterAClockStepBack(t *testing.T) {
+// first attempt, unsent) is journaled sends its order, once: nothing of
+// it was sent, so no key window can have passed, and no query can find
+// anything of ours. The unsent attempt was counted as one that may have
+// executed: the key window, its first attempt in the clock's future,
+// read as untrusted, and the result endpoint was asked about a key never
+// sent; the query closed the attempt as "may have been sent", for bytes
+// that never went, and with the endpoint rate-limiting the query (Stripe
+// answers 429 to reads too: https://docs.stripe.com/rate-limits) the
+// order went out later on the query's attempt, unjournaled. Kept from
+// the query, the order was flagged for a person (ReviewClockStepped),
+// which Resume and Run never send: an order never placed.
+func TestSubmitUnsentFirstAttemptIsSentOnceAfterAClockStepBack(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		fault *idemtest.Fault
@@ -73,18 +73,20 @@ func TestSubmitUnsentFirstAttemptIsNeverQueriedAfterAClockStepBack(t *testing.T)
 				require.NoError(t, srv.Inject(*tc.fault))
 			}
 			_, store, err := submitAcrossAStepBack(t, srv, shared)
-			require.ErrorIs(t, err, idem.ErrNeedsReview)
+			require.NoError(t, err)
 
-			require.Empty(t, srv.Requests(), "asked about, or sent, a key never sent before")
-			require.Zero(t, srv.Effects("", "k"))
+			require.Equal(t, map[string]int{"k": 1}, serverSubmits(t, srv), "submits: the order, once")
+			require.Len(t, srv.Requests(), 1, "requests: the submit only, no query")
+			require.Equal(t, 1, srv.Effects("", "k"))
 			rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
 			require.NoError(t, err)
-			require.Equal(t, idem.ReviewClockStepped, rec.Review)
+			require.Equal(t, journal.StateSucceeded, rec.State)
+			require.Empty(t, rec.Review)
 			require.Len(t, rec.Attempts, 1, "attempts journaled")
 			a := rec.Attempts[0]
 			require.Equal(t, journal.AttemptSubmit, a.Kind)
-			require.True(t, a.Done, "the unsent attempt left open")
-			require.False(t, a.MaybeExecuted(), "the unsent attempt reads as maybe sent: %q", a.Err)
+			require.True(t, a.Done)
+			require.Equal(t, 201, a.Status, "the order's answer, on its own attempt")
 		})
 	}
 }
