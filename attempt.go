@@ -761,7 +761,19 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// a 2xx result is not split into words for nothing.
 		a.otherMissing = missingOther(ex.body, rec.URL)
 	}
-	if ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled) {
+	// A 302 or 303 to a submit naming the key may be the API's own
+	// answer to the request it ran: PayU GPO answers an order create 302,
+	// Location set to the buyer's redirectUri and the order in the body
+	// (developers.payu.com/en/restapi.html); a 303 says the request was
+	// processed (RFC 9110 15.4.4). Read, it settles what it says
+	// succeeded or runs; unread, the made order was resent until the
+	// server's refusals of its id left it for a person. Only one naming
+	// the key (cacheNamesKey): a Decoder written for 2xx may read any
+	// JSON as the order, and a login page's or a moved API's redirect
+	// names no key of ours.
+	orderRedirect := !query && cached == "" && !a.stored() && a.verdict == Ambiguous &&
+		(ex.status == http.StatusFound || ex.status == http.StatusSeeOther) && ex.err == nil && !ex.tooLarge && c.cacheNamesKey(rec, ex)
+	if !orderRedirect && (ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled)) {
 		return a
 	}
 	switch {
@@ -797,6 +809,15 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			own := ans // a WithDecoder's may keep what it is given
 			a.out, a.decodeErr = c.cfg.decode(&own)
 		}
+	}
+	if orderRedirect {
+		if a.decodeErr != nil || a.out.State != StateSucceeded && a.out.State != StateProcessing {
+			// A redirect refuses nothing: its body's "failed" or an
+			// unreadable one leaves it the ambiguous answer it was.
+			a.out, a.decodeErr = Outcome{}, nil
+			return a
+		}
+		a.verdict = Settled
 	}
 	if len(a.out.ResourceID) > recordable.MaxResourceID || len(a.out.Reason) > recordable.MaxReason {
 		// A server's id or reason, however a decoder read it, is bounded

@@ -479,6 +479,15 @@ func TestStrippedKeyHeaderAfterALostAnswerIsFlagged(t *testing.T) {
 		r.Header.Del("Idempotency-Key")
 		return false
 	})
+	f.requireRefusedResendsFlagged(t)
+}
+
+// requireRefusedResendsFlagged submits key "k" through f with no result
+// endpoint, the first send's answer lost after the server took it and
+// every resend refused, and requires the operation left for a person
+// after three refusals, never failed, with the one order made.
+func (f *front) requireRefusedResendsFlagged(t testing.TB) {
+	t.Helper()
 	res, err := clientFor(t, f.Server, idemtest.NewClock(epoch)).Submit(t.Context(), f.req("k"))
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.ErrorIs(t, err, idem.ErrNeedsReview)
@@ -486,7 +495,7 @@ func TestStrippedKeyHeaderAfterALostAnswerIsFlagged(t *testing.T) {
 	require.Equal(t, idem.StateUnknown, res.State)
 	require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
 	require.Equal(t, 4, f.posts, "one lost answer, then three refusals")
-	require.Equal(t, 1, srv.Effects("", "k"))
+	require.Equal(t, 1, f.srv.Effects("", "k"))
 }
 
 // A cache keyed on less than the URL also stores error answers (CloudFront

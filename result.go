@@ -103,7 +103,11 @@ type Answer struct {
 
 // A Decoder reads the outcome from a 2xx response of a submit or of a result
 // query. An error means the body does not prove anything: idem treats the
-// answer as ambiguous and checks again, never as success. A submit's
+// answer as ambiguous and checks again, never as success. It is also
+// given a submit's 302 or 303 whose body or headers name the key (PayU
+// GPO answers an order create 302, the order in its body): there only a
+// success or "processing" it reads counts, and anything else leaves the
+// redirect the ambiguous answer it was. A submit's
 // answer it reads as failed is not failed when its words say the key's
 // request is still in progress (a GraphQL userError such as Shopify's
 // IDEMPOTENCY_CONCURRENT_REQUEST: the key in flight), nor is any answer,
