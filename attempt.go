@@ -874,9 +874,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
 	if query && ex.status >= 200 && ex.status < 300 && (a.decodeErr == nil || a.foundOrder) ||
-		!query && !a.stored() && a.decodeErr == nil && a.out.State != StateFailed && heldOrderAnswer(ex.status, ex.body, rec.Key) {
+		!query && !a.stored() && a.decodeErr == nil && a.out.State != StateFailed && (orderRedirect || heldOrderAnswer(ex.status, ex.body, rec.Key)) {
 		// A submit's success may be the key's order held before ours
-		// (otherRequestAnswered), as a query's answer may be.
+		// (otherRequestAnswered), as a query's answer may be; so may a
+		// 303 to the resource a POST "would be equivalent to" (RFC 9110
+		// 9.3.3), the order another request left under the key.
 		a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 	}
 	if !query && !a.stored() && (a.decodeErr == nil && a.out.State == StateFailed || c.cfg.keyHeader == "" && a.decodeErr != nil) {

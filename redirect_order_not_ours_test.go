@@ -55,6 +55,40 @@ func submitRedirected(t *testing.T, f *redirectingFront) (*idem.Client, *idem.Re
 	return c, res, err
 }
 
+// A server may answer a POST whose result "would be equivalent to a
+// representation of an existing resource" with a 303 to that resource
+// (RFC 9110 9.3.3, https://www.rfc-editor.org/rfc/rfc9110#section-9.3.3;
+// https://github.com/AtomGraph/Processor/issues/28 weighs it for a POST
+// that constructs an existing resource): here the order it holds under the
+// client_order_id, placed by another request (another service's ETH sell
+// under the same id). Answered 200 so, that order is flagged
+// ReviewKeyInUse (TestCoinbaseCreateAnsweredWithAnotherRequestsHeldOrder);
+// answered 303, it was settled succeeded as ours, and ours was never
+// placed. It is flagged the same, sent once.
+func TestRedirectToAnotherRequestsHeldOrderIsNotOurs(t *testing.T) {
+	f := &redirectingFront{status: http.StatusSeeOther,
+		body: `{"id":"o_held","client_order_id":"ord-9","product_id":"ETH-USD","side":"SELL","amount":"10.00","currency":"USD","status":"FILLED"}`}
+	c, res, err := submitRedirected(t, f)
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.ErrorIs(t, err, idem.ErrKeyConflict)
+	require.Equal(t, idem.ReviewKeyInUse, res.Review)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Empty(t, res.ResourceID, "the held order is not journaled as ours")
+	op, lerr := c.Lookup(t.Context(), idem.DefaultScope, "ord-9")
+	require.NoError(t, lerr)
+	require.Equal(t, idem.ReviewKeyInUse, op.Review)
+	require.Equal(t, []string{redirectOrderBody}, f.sent(), "sent once")
+
+	// The order placed for this request, answered 303 so, is ours.
+	f = &redirectingFront{status: http.StatusSeeOther,
+		body: `{"id":"o_ours","client_order_id":"ord-9","product_id":"BTC-USD","side":"BUY","amount":"10.00","currency":"USD","status":"FILLED"}`}
+	_, res, err = submitRedirected(t, f)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, "o_ours", res.ResourceID)
+	require.Len(t, f.sent(), 1)
+}
+
 // A front between the client and the API (an SSO or bot-check gateway)
 // that answers a POST it will not pass 302 to its login or challenge, and
 // keeps the request to send on afterwards, may give it back in the
