@@ -680,6 +680,21 @@ func (c *Client) cacheNamesKey(rec *journal.Record, ex exchange) bool {
 	return namesKeyValue(ex.header, nil, c.cfg.keyHeader, rec.Key) || holdsKey(ex.body, rec.Key, c.cfg.keyHeader)
 }
 
+// redirectNamesKey reports whether a submit's 302 or 303 names rec's key
+// as the API's answer for it does: an echoed key header, or the key at a
+// member named as a key (keyMember, the request's own member for a key in
+// the body) of the body's resource, at its top level or in its envelope's
+// one (resources). Not the key anywhere in the body, as cacheNamesKey
+// takes it of a result query's answer, which is about the key: a front's
+// login or challenge redirect may quote the request it keeps (the key
+// inside it), and a short key is another order's value at another member.
+func (c *Client) redirectNamesKey(rec *journal.Record, ex exchange) bool {
+	if c.cfg.keyHeader != "" && namesKeyValue(ex.header, nil, c.cfg.keyHeader, rec.Key) {
+		return true
+	}
+	return resourceHoldsKey(ex.body, rec.Key, c.bodyKeyName(rec))
+}
+
 // answerOf prepares an exchange for the judge: the classifier's verdict
 // and, for a 2xx that may settle, the decoder's outcome.
 func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
@@ -768,11 +783,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	// processed (RFC 9110 15.4.4). Read, it settles what it says
 	// succeeded or runs; unread, the made order was resent until the
 	// server's refusals of its id left it for a person. Only one naming
-	// the key (cacheNamesKey): a Decoder written for 2xx may read any
+	// the key (redirectNamesKey): a Decoder written for 2xx may read any
 	// JSON as the order, and a login page's or a moved API's redirect
 	// names no key of ours.
 	orderRedirect := !query && cached == "" && !a.stored() && a.verdict == Ambiguous &&
-		(ex.status == http.StatusFound || ex.status == http.StatusSeeOther) && ex.err == nil && !ex.tooLarge && c.cacheNamesKey(rec, ex)
+		(ex.status == http.StatusFound || ex.status == http.StatusSeeOther) && ex.err == nil && !ex.tooLarge && c.redirectNamesKey(rec, ex)
 	if !orderRedirect && (ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled)) {
 		return a
 	}
@@ -859,9 +874,11 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
 	if query && ex.status >= 200 && ex.status < 300 && (a.decodeErr == nil || a.foundOrder) ||
-		!query && !a.stored() && a.decodeErr == nil && a.out.State != StateFailed && heldOrderAnswer(ex.status, ex.body, rec.Key) {
+		!query && !a.stored() && a.decodeErr == nil && a.out.State != StateFailed && (orderRedirect || heldOrderAnswer(ex.status, ex.body, rec.Key)) {
 		// A submit's success may be the key's order held before ours
-		// (otherRequestAnswered), as a query's answer may be.
+		// (otherRequestAnswered), as a query's answer may be; so may a
+		// 303 to the resource a POST "would be equivalent to" (RFC 9110
+		// 9.3.3), the order another request left under the key.
 		a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body)
 	}
 	if !query && !a.stored() && (a.decodeErr == nil && a.out.State == StateFailed || c.cfg.keyHeader == "" && a.decodeErr != nil) {

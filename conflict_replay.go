@@ -90,17 +90,42 @@ func (c *Client) namesRequest(rec *journal.Record, ex exchange) bool {
 // another order's number too, and that order's payment names it as its
 // merchantRefNum.
 func holdsKey(answer []byte, key, keyName string) bool {
+	doc, ok := parseNaming(answer, key)
+	return ok && keyMemberHolds(doc, key, bareName(keyName), distinctiveKey(key), 0)
+}
+
+// resourceHoldsKey is holdsKey of the answer's resource alone, its top
+// level or its envelope's one (resources): not a key quoted deeper, in a
+// request a front keeps to send on after its login.
+func resourceHoldsKey(answer []byte, key, keyName string) bool {
+	doc, ok := parseNaming(answer, key)
+	if !ok {
+		return false
+	}
+	name, ref := bareName(keyName), distinctiveKey(key)
+	for _, res := range resources(doc, 0, nil) {
+		for member, v := range res {
+			if s, ok := v.(string); ok && s == key && keyMember(member, name, ref) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parseNaming is answer, a JSON document, parsed if it may hold key.
+func parseNaming(answer []byte, key string) (any, bool) {
 	// A JSON encoder may write some of the key's bytes escaped (PHP's
 	// json_encode "/" as "\/", Go's encoding/json "&" as "\u0026"): the
 	// same value in other bytes, which only a parse finds.
 	if !strings.ContainsAny(key, `"\/<>&'`) && !bytes.Contains(answer, []byte(key)) {
-		return false // most answers: no parse
+		return nil, false // most answers: no parse
 	}
 	var doc any
 	if json.Unmarshal(trimBOM(answer), &doc) != nil {
-		return false
+		return nil, false
 	}
-	return keyMemberHolds(doc, key, bareName(keyName), distinctiveKey(key), 0)
+	return doc, true
 }
 
 // maxKeyDepth bounds holdsKey's walk: an echoed key is in the resource or
