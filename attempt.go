@@ -785,9 +785,12 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	// server's refusals of its id left it for a person. Only one naming
 	// the key (redirectNamesKey): a Decoder written for 2xx may read any
 	// JSON as the order, and a login page's or a moved API's redirect
-	// names no key of ours.
+	// names no key of ours. Nor the request's own bytes handed back (a
+	// front returning the request to send elsewhere): they name the key
+	// where the request does, and are no answer.
 	orderRedirect := !query && cached == "" && !a.stored() && a.verdict == Ambiguous &&
-		(ex.status == http.StatusFound || ex.status == http.StatusSeeOther) && ex.err == nil && !ex.tooLarge && c.redirectNamesKey(rec, ex)
+		(ex.status == http.StatusFound || ex.status == http.StatusSeeOther) && ex.err == nil && !ex.tooLarge &&
+		!bytes.Equal(bytes.TrimSpace(ex.body), bytes.TrimSpace(rec.Body)) && c.redirectNamesKey(rec, ex)
 	if !orderRedirect && (ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled)) {
 		return a
 	}

@@ -137,3 +137,26 @@ func TestRedirectReadAsFailedIsNeverFailed(t *testing.T) {
 		require.Equal(t, redirectOrderBody, b, "every attempt the same bytes")
 	}
 }
+
+// A front that answers a POST 302 with the request itself as its body
+// (a load balancer or gateway handing the request back for the client to
+// send elsewhere; modelled) names the key where the request does. Where
+// the client chooses the order's id (here the key, at "id"), idem's
+// decoder read the echo as the order made: settled succeeded, the order
+// never sent to the API. The request's own bytes are no answer.
+func TestRedirectEchoingTheRequestSettlesNothing(t *testing.T) {
+	const body = `{"id":"ord-9","product_id":"BTC-USD","side":"BUY","amount":"10.00","currency":"USD"}`
+	f := &redirectingFront{status: http.StatusFound, body: body}
+	srv := httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+	res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/orders",
+		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Empty(t, res.ResourceID)
+	for _, b := range f.sent() {
+		require.Equal(t, body, b, "every attempt the same bytes")
+	}
+}
