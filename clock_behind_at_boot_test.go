@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"net/http"
 	"testing"
 	"time"
 
@@ -78,4 +79,25 @@ func TestPruneKeepsOperationSettledWhileClockRanBehind(t *testing.T) {
 			require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders")
 		})
 	}
+}
+
+// The same board, its payment host down as it boots (a long outage): an
+// order the host never received (every connection refused) is journaled
+// eight days early, and once NTP has stepped the clock right it must not
+// look past the 72 h reconciliation deadline and go to a person, never to
+// be sent again: it is minutes old. Once the host is back, Run sends it,
+// once.
+func TestRunDeadlineOutlivesClockBehindAtBoot(t *testing.T) {
+	clk := &behindAtBootClock{behind: 8 * 24 * time.Hour}
+	down := &downTransport{}
+	e := newEnv(t, clientOpts(idem.WithClock(clk), idem.WithHTTPClient(&http.Client{Transport: down})))
+	start := e.clock.Now()
+	clk.Clock, clk.start, clk.fixed = e.clock, start, start.Add(30*time.Minute)
+	down.base, down.clock, down.up = e.srv.Client().Transport, e.clock, start.Add(150*time.Minute)
+	res, err := e.client.Submit(e.ctx, e.req("k", `{"amount":100}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StatePending, res.State, "the host refused every connection: never sent")
+
+	runUntil(t, e, start.Add(5*time.Hour))
+	requireOrderedOnce(t, e, "k")
 }
