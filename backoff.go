@@ -42,9 +42,10 @@ const maxFoldedLen = 4 * maxRetryAfterLen
 
 // maxServerDateSkew is how far an answer's Date may read from our clock
 // and still be taken for the server's clock (ParseRetryAfterHeader).
-// Clocks minutes apart are common; a day apart is a broken Date (a
-// device that lost its time reads 1970), and judging an HTTP-date by it
-// would make no more sense than by ours.
+// Clocks minutes apart are common; a day apart is a broken clock, the
+// server's (a device that lost its time reads 1970) or ours (set wrong by
+// days), and the Date alone is not believed: an HTTP-date is judged by
+// both clocks (parseRetryAfterFar).
 const maxServerDateSkew = 24 * time.Hour
 
 // ParseRetryAfter reads a Retry-After header value, either delta-seconds
@@ -72,8 +73,10 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // proxy folded into one line ("5, 10") count each. An HTTP-date is
 // judged against the answer's Date, both read on the server's clock, so
 // that ours running minutes behind or ahead of it neither stretches the
-// wait nor cuts it to nothing; without a Date that parses and reads
-// within a day of now, against now. h's keys are in canonical form, as
+// wait nor cuts it to nothing; without a Date that parses, against now.
+// A Date more than a day from now means one of the two clocks is wrong
+// by days: the date is judged against both, and the shorter of the
+// readings that ask for a wait is taken. h's keys are in canonical form, as
 // in the header of an *http.Response. It reports false when no field
 // gives a wait; the bounds are ParseRetryAfter's.
 func ParseRetryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
@@ -81,13 +84,17 @@ func ParseRetryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
 	if len(vs) == 0 && len(h["Retry-After-Ms"]) == 0 {
 		return 0, false // most answers: no Date to parse
 	}
-	clock := now
-	if d, err := http.ParseTime(strings.TrimSpace(headerValue(h, "Date"))); err == nil && d.Sub(now).Abs() <= maxServerDateSkew {
-		clock = d
+	clock, far := now, time.Time{}
+	if d, err := http.ParseTime(strings.TrimSpace(headerValue(h, "Date"))); err == nil {
+		if d.Sub(now).Abs() <= maxServerDateSkew {
+			clock = d
+		} else {
+			far = d
+		}
 	}
 	wait, ok := time.Duration(0), false
 	for _, v := range vs {
-		if d, vok := parseRetryAfter(v, clock); vok {
+		if d, vok := parseRetryAfterFar(v, clock, far); vok {
 			wait, ok = max(wait, d), true
 			continue
 		}
@@ -97,7 +104,7 @@ func ParseRetryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
 		// its own.
 		if v = strings.TrimSpace(v); v != "" && v[0] >= '0' && v[0] <= '9' && len(v) <= maxFoldedLen {
 			for part := range strings.SplitSeq(v, ",") {
-				if d, vok := parseRetryAfter(part, clock); vok {
+				if d, vok := parseRetryAfterFar(part, clock, far); vok {
 					wait, ok = max(wait, d), true
 				}
 			}
@@ -114,6 +121,26 @@ func ParseRetryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
 		}
 	}
 	return wait, ok
+}
+
+// parseRetryAfterFar is parseRetryAfter against clock, and, when far is
+// set (an answer's Date days from our clock), against far too: the
+// shorter of the two readings that ask for a wait. One of the two clocks
+// is wrong by days, and which one no answer tells: ours stepped by an
+// operator's mistake, or a server's that lost its time. A date on the
+// server's clock read against ours then comes to no wait (ours ahead)
+// or to days, the cap (ours behind), while the server asked for the
+// time between its two dates; and a Date broken alone would turn a date
+// on the right clock into days. Delta-seconds read the same either way.
+func parseRetryAfterFar(v string, clock, far time.Time) (time.Duration, bool) {
+	d, ok := parseRetryAfter(v, clock)
+	if !ok || far.IsZero() {
+		return d, ok
+	}
+	if f, _ := parseRetryAfter(v, far); f > 0 && (d == 0 || f < d) {
+		d = f
+	}
+	return d, true
 }
 
 // parseRetryAfter is ParseRetryAfter, with an HTTP-date judged against

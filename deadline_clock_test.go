@@ -54,9 +54,16 @@ func TestRunDeadlineOutlivesClockSteppedAhead(t *testing.T) {
 	// server comes back half an hour after the clock is right again.
 	clk.from, clk.to, clk.ahead = start.Add(2*time.Hour), start.Add(2*time.Hour+20*time.Minute), 4*24*time.Hour
 	runUntil(t, e, start.Add(5*time.Hour))
-	rec := e.record("k")
+	requireOrderedOnce(t, e, "k")
+}
+
+// requireOrderedOnce checks that key's order, never sent before Run's
+// visit, settled unflagged, sent once: one submit, one order.
+func requireOrderedOnce(t *testing.T, e *env, key string) {
+	t.Helper()
+	rec := e.record(key)
 	require.Equal(t, idem.StateSucceeded, rec.State, "review %q", rec.Review)
 	require.Empty(t, rec.Review)
-	require.Len(t, e.submits("k"), 1, "submits that reached the server")
-	require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders")
+	require.Len(t, e.submits(key), 1, "submits that reached the server")
+	require.Equal(t, 1, e.srv.Effects(scope, key), "orders")
 }

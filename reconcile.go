@@ -311,12 +311,15 @@ const pruneEvery = time.Hour
 
 // Prune deletes succeeded and failed operations settled more than
 // WithRetainSettled ago by the Client's clock, and returns how many it
-// deleted. Run prunes on its own hourly, and again on its next pass after
-// a failed prune, with a cut-off it also checks against the time it has
-// measured (see Run). Open operations are never pruned, whatever their
-// age, nor settled ones flagged for review (ReviewConfirmConflict: a
-// confirmation or a late answer contradicted them) until Resolve settles
-// them; their retention then counts from the resolution.
+// deleted. A clock this process has seen stepped forward (its monotonic
+// reading tells) is taken to have run behind before: the cut-off is set
+// back by the step, until the process starts again. Run prunes on its
+// own hourly, and again on its next pass after a failed prune, with a
+// cut-off it also checks against the time it has measured (see Run).
+// Open operations are never pruned, whatever their age, nor settled ones
+// flagged for review (ReviewConfirmConflict: a confirmation or a late
+// answer contradicted them) until Resolve settles them; their retention
+// then counts from the resolution.
 func (c *Client) Prune(ctx context.Context) (int, error) {
 	if err := c.enter(ctx); err != nil {
 		return 0, err
@@ -325,7 +328,31 @@ func (c *Client) Prune(ctx context.Context) (int, error) {
 	if c.cfg.retainSettled == 0 {
 		return 0, nil
 	}
-	return c.pruneBefore(ctx, c.cfg.clock.Now().Add(-c.cfg.retainSettled))
+	now := c.cfg.clock.Now()
+	return c.pruneBefore(ctx, c.unstepped(now).Add(-c.cfg.retainSettled))
+}
+
+// unstepped is now, the clock's reading, set back by how far the wall
+// clock reads ahead of any frame this process has seen it in (wallSteps):
+// an operation journaled while the clock ran behind (a board without a
+// real-time clock, booted at the time saved at its shutdown days ago,
+// NTP out of reach for a while) is stamped that much early, and once the
+// clock is put right it looks that much older than it is. Run's measure
+// (runClock) does not see a step made before it took its anchor, which
+// it takes once the clock is right. Pruned early, such an operation is
+// journaled afresh and sent when its request is redelivered with its
+// key, a second order once the server has forgotten the key; flagged
+// past the reconciliation deadline, an order never sent is not sent
+// until a person acts. A step forward that time really took (a suspended
+// VM resumed) only makes both wait longer, until the process starts
+// again.
+func (c *Client) unstepped(now time.Time) time.Time {
+	now = now.Round(0)
+	steps := c.wallView(now)
+	if ahead := steps.stepAhead(); ahead > clockSlack {
+		return now.Add(-ahead)
+	}
+	return now
 }
 
 // pruneBefore prunes the operations settled before cutoff. It does not
@@ -386,7 +413,9 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // hour (long enough for NTP to put right a clock that was wrong at boot),
 // it never believes the clock further ahead than its reading then plus
 // the time Run has measured since, by its own waits and passes. After such
-// a step, both wait longer, by the step, until Run starts again. While
+// a step, both wait longer, by the step, until Run starts again; and,
+// for a step this process saw by its monotonic reading (as Prune), until
+// the process starts again, whenever the step was made. While
 // Run runs, an operation's key window is judged by that measure as well
 // as by the clock: no resend while the clock reads less time than Run
 // measured (stepped back: flagged ReviewClockStepped if by Run's measure
@@ -514,7 +543,8 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 // matters more, and the next pass tries again.
 func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStalls) (full bool, phase string, err error) {
 	if c.cfg.retainSettled > 0 && (!sched.pruned || sched.sincePrune >= pruneEvery) {
-		cutoff := c.life.run.pruneCutoff(c.cfg.clock.Now(), c.cfg.retainSettled)
+		now := c.cfg.clock.Now()
+		cutoff := minTime(c.life.run.pruneCutoff(now, c.cfg.retainSettled), c.unstepped(now).Add(-c.cfg.retainSettled))
 		if _, perr := c.pruneBefore(ctx, cutoff); perr != nil {
 			if ctx.Err() != nil {
 				return false, "", nil
@@ -790,10 +820,11 @@ func (c *Client) learnIgnoring(ctx context.Context) error {
 
 // pastDeadline reports whether rec, not yet flagged, has passed the
 // reconciliation deadline: Run's next visit flags it for review. Run's
-// measured time bounds now (runClock): a clock stepped forward must not
-// hand every open operation to a person, for good.
+// measured time bounds now (runClock), and so do the steps forward this
+// process has seen (unstepped): a clock stepped forward must not hand
+// every open operation to a person, for good.
 func (c *Client) pastDeadline(rec *journal.Record, now time.Time) bool {
-	return rec.Review == "" && c.life.run.trusted(now).Sub(rec.Created) >= c.cfg.reconcileDeadline
+	return rec.Review == "" && minTime(c.life.run.trusted(now), c.unstepped(now)).Sub(rec.Created) >= c.cfg.reconcileDeadline
 }
 
 // rescheduleEvery spaces Run's searches for operations scheduled further

@@ -62,7 +62,8 @@ func TestParseRetryAfterDecimal(t *testing.T) {
 
 // ParseRetryAfterHeader judges an HTTP-date against the answer's own Date
 // (both the server's clock), falling back to ours only when Date is
-// missing, garbage or absurd; reads Retry-After-Ms when no Retry-After
+// missing or garbage, and to the shorter wait of both when Date is days
+// from ours; reads Retry-After-Ms when no Retry-After
 // is usable; and takes the longest of repeated Retry-After fields.
 func TestParseRetryAfterHeader(t *testing.T) {
 	now := epoch
@@ -79,6 +80,10 @@ func TestParseRetryAfterHeader(t *testing.T) {
 		{"no Date: our clock", http.Header{"Retry-After": {date(now.Add(7 * time.Second))}}, 7 * time.Second, true},
 		{"garbage Date: our clock", http.Header{"Date": {"yesterday"}, "Retry-After": {date(now.Add(7 * time.Second))}}, 7 * time.Second, true},
 		{"absurd Date: our clock", http.Header{"Date": {date(time.Unix(0, 0))}, "Retry-After": {date(now.Add(7 * time.Second))}}, 7 * time.Second, true},
+		// A Date days off ours: one clock is wrong by days, either; the shorter wait asked.
+		{"Date days behind ours: the server's wait", http.Header{"Date": {date(now.Add(-72 * time.Hour))}, "Retry-After": {date(now.Add(-72*time.Hour + 5*time.Second))}}, 5 * time.Second, true},
+		{"Date days ahead of ours: the server's wait", http.Header{"Date": {date(now.Add(72 * time.Hour))}, "Retry-After": {date(now.Add(72*time.Hour + 5*time.Second))}}, 5 * time.Second, true},
+		{"Date days off, date past by both: no wait", http.Header{"Date": {date(now.Add(72 * time.Hour))}, "Retry-After": {date(now.Add(-time.Minute))}}, 0, true},
 		{"Date does not change delta-seconds", http.Header{"Date": {date(server)}, "Retry-After": {"3"}}, 3 * time.Second, true},
 		{"date before the server's Date: no wait", http.Header{"Date": {date(server)}, "Retry-After": {date(server.Add(-time.Minute))}}, 0, true},
 		{"retry-after-ms", http.Header{"Retry-After-Ms": {"1500"}}, 1500 * time.Millisecond, true},
@@ -111,8 +116,8 @@ func retryAfterVendor(t *testing.T, clock *idemtest.Clock, skew time.Duration, h
 // A call waits what the server asked, however the server wrote it and
 // whatever our clock reads against the server's: a wait judged on our
 // clock behind the server's by ten minutes is the cap (60 s), not the 5 s
-// asked; ahead of it, an immediate resend into another 429. Default
-// settings but the clock.
+// asked; ahead of it, an immediate resend into another 429; and so with
+// our clock days off the server's. Default settings but the clock.
 func TestCallWaitsWhatTheServerAsked(t *testing.T) {
 	date := func(t time.Time) string { return t.Format(http.TimeFormat) }
 	for _, tt := range []struct {
@@ -131,6 +136,19 @@ func TestCallWaitsWhatTheServerAsked(t *testing.T) {
 			return http.Header{"Date": {date(s)}, "Retry-After": {date(s.Add(5 * time.Second))}}
 		}, 5 * time.Second},
 		{"HTTP-date, our clock ahead", -10 * time.Minute, func(s time.Time) http.Header {
+			return http.Header{"Date": {date(s)}, "Retry-After": {date(s.Add(5 * time.Second))}}
+		}, 5 * time.Second},
+		// Planned downtime's 503 (RFC 9110 10.2.3; "Dealing with scheduled
+		// downtime", https://developer.mozilla.org/docs/Web/HTTP/Headers/Retry-After)
+		// while our clock is set wrong by days: the Date is too far from
+		// it to be believed alone, yet the wait asked is the one between
+		// the server's two dates. Judged against our clock alone it was
+		// none (a resend into the downtime at once), or the cap, past the
+		// call's budget.
+		{"HTTP-date, our clock three days ahead", -72 * time.Hour, func(s time.Time) http.Header {
+			return http.Header{"Date": {date(s)}, "Retry-After": {date(s.Add(5 * time.Second))}}
+		}, 5 * time.Second},
+		{"HTTP-date, our clock three days behind", 72 * time.Hour, func(s time.Time) http.Header {
 			return http.Header{"Date": {date(s)}, "Retry-After": {date(s.Add(5 * time.Second))}}
 		}, 5 * time.Second},
 	} {

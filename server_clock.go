@@ -99,8 +99,14 @@ func (s *serverClocks) learn(host, date string, at time.Time) {
 
 // now is the time by host's clock when ours reads now: the last Date
 // learnt plus the time since its answer came. It reports false without a
-// Date that parses, or with one further than maxServerDateSkew from our
-// clock's reading then (a broken Date, not a clock).
+// Date that parses. A Date days off ours is reported too: it only ever
+// holds a resend back (resendBlock judges by it only when it reads
+// ahead of ours), and ours behind by days is the clock it is there for
+// (a board without a real-time clock restarted at the time saved at its
+// shutdown, days ago), where a key forgotten days ago looks fresh. A
+// server's Date wrong by days ahead costs a look at each operation an
+// earlier process left that a resend would settle; one wrong behind
+// (1970) holds nothing back.
 func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 	s.mu.Lock()
 	e, ok := s.hosts[host]
@@ -109,7 +115,7 @@ func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	d, err := http.ParseTime(e.date)
-	if err != nil || d.Sub(e.at.Round(0)).Abs() > maxServerDateSkew {
+	if err != nil {
 		return time.Time{}, false
 	}
 	return d.Add(now.Sub(e.at)), true

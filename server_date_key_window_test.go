@@ -154,8 +154,9 @@ func (d *dateTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // A server's Date that says nothing usable about its clock changes
 // nothing: absent (RFC 9110 6.6.1 lets a server without a clock leave it
-// out), garbled, behind ours (a cached answer's is as old as the cache's
-// copy), or days off (a device that lost its time). The orders' answers
+// out), garbled, or behind ours (a cached answer's is as old as the
+// cache's copy; a device that lost its time reads 1970). One days ahead
+// of ours holds resends back (TestServerDateDaysAheadHoldsResendsBack). The orders' answers
 // were lost 10 minutes ago, well inside the window: Resume resends each
 // with its key and the server replays it, one order each, nothing
 // flagged.
@@ -168,7 +169,6 @@ func TestServerDateWithoutMeaningChangesNothing(t *testing.T) {
 		{"garbled", func(time.Time) string { return "Sun, 99 Nov 1994 08:49:37 GMT" }},
 		{"not a date", func(time.Time) string { return "yesterday" }},
 		{"behind an hour", func(now time.Time) string { return now.Add(-time.Hour).UTC().Format(http.TimeFormat) }},
-		{"three days ahead", func(now time.Time) string { return now.Add(72 * time.Hour).UTC().Format(http.TimeFormat) }},
 		{"1970", func(time.Time) string { return time.Unix(0, 0).UTC().Format(http.TimeFormat) }},
 	}
 	for _, tc := range cases {
@@ -204,6 +204,64 @@ func TestServerDateWithoutMeaningChangesNothing(t *testing.T) {
 				want[k] = 2
 			}
 			require.Equal(t, want, serverSubmits(t, srv), "submits per key")
+		})
+	}
+}
+
+// A server's Date three days ahead of our clock: ours is behind by days,
+// or the server's Date is wrong; no answer tells which. A board without a
+// real-time clock, off for three days, restarts at the time fake-hwclock
+// saved at its shutdown ("NTP ... is not available early in the boot
+// process", fake-hwclock(8),
+// https://manpages.debian.org/wheezy/fake-hwclock/fake-hwclock.8): the
+// orders whose answers it lost just before look ten minutes old, nothing
+// journaled lies in its future, and the server (keys kept 20 minutes,
+// Date on every answer, RFC 9110 6.6.1) forgot their keys three days
+// ago. The Date, taken for a broken one, was not believed, and Resume
+// resent each: a second order. Believed, it holds the resends back
+// (flagged ReviewClockStepped), and a server whose Date alone is three
+// days ahead costs a look at each such order, never a second order.
+func TestServerDateDaysAheadHoldsResendsBack(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		ours   time.Duration // our clock minus the true time, after the restart
+		server time.Duration // the server's Date minus the true time
+		since  time.Duration // from the lost answers to the restart
+	}{
+		{"our clock three days behind", -72 * time.Hour, 0, 72*time.Hour + 10*time.Minute},
+		{"the server's Date three days ahead", 0, 72 * time.Hour, 10 * time.Minute},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := idemtest.NewClock(epoch) // the true time
+			srv := newServer(t, idemtest.WithClock(clock.Now), idemtest.WithRetention(idem.DefaultKeyRetention))
+			path := filepath.Join(t.TempDir(), "idem.journal")
+			keys := []string{"k0", "k1", "k2"}
+			lostOrders(t, srv, clock, path, false, keys...)
+			clock.Advance(tt.since)
+
+			clk := &skewedClock{Clock: clock}
+			clk.offset.Store(int64(tt.ours))
+			store, err := journal.Open(path)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, store.Close()) })
+			hc := &http.Client{Transport: &dateTransport{base: srv.Client().Transport, date: func() string {
+				return clock.Now().Add(tt.server).UTC().Format(http.TimeFormat)
+			}}}
+			c, err := idem.New(store, idem.WithHTTPClient(hc), idem.WithClock(clk))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			_, err = c.Resume(t.Context())
+			require.NoError(t, err)
+
+			submits := serverSubmits(t, srv)
+			for _, k := range keys {
+				rec, err := store.Get(t.Context(), idem.DefaultScope, k)
+				require.NoError(t, err)
+				require.Equalf(t, idem.StateUnknown, rec.State, "state of %s", k)
+				require.Equalf(t, idem.ReviewClockStepped, rec.Review, "review of %s", k)
+				require.Equalf(t, 1, submits[k], "submits of %s (the lost one only)", k)
+				require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
+			}
 		})
 	}
 }

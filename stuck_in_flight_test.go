@@ -59,6 +59,9 @@ func newStuckServer(t testing.TB, clock *idemtest.Clock, query string) *stuckSer
 		body, _ := io.ReadAll(r.Body)
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		// Its Date on its own clock, as a real server's (RFC 9110
+		// 6.6.1), not net/http's, the wall clock's, days from the test's.
+		w.Header().Set("Date", clock.Now().UTC().Format(http.TimeFormat))
 		w.Header().Set("Content-Type", "application/json")
 		if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/operations/") {
 			s.queries++

@@ -20,8 +20,8 @@ const maxWallFrames = 8
 // Monotonic) since born, from the reading that first showed it; a send's
 // wall reading places it among the frames (wallView.offsets). The clock
 // is read for it only off the first send's path: where the result lag or
-// a resend's key window is judged, and on Run's passes. Safe for
-// concurrent use.
+// a resend's key window is judged, on Run's passes, and by prunes. Safe
+// for concurrent use.
 type wallSteps struct {
 	mu     sync.Mutex
 	frames [maxWallFrames]wallFrame
@@ -138,6 +138,21 @@ func (v *wallView) stepped() bool { return v.n > 1 || v.dropped }
 func (v *wallView) stepSince(at time.Time) time.Duration {
 	lo, _ := v.offsets(at)
 	return max(v.now-lo, 0)
+}
+
+// stepAhead is how far, net, the wall clock reads ahead of the frame
+// furthest behind it since born, at the most: a time this process
+// journaled in that frame (a clock behind at boot, put right since) looks
+// that much older than it is.
+func (v *wallView) stepAhead() time.Duration {
+	lo := v.now
+	for _, f := range v.frames[:v.n] {
+		lo = min(lo, f.off)
+	}
+	if v.dropped {
+		lo = min(lo, v.lo)
+	}
+	return v.now - lo
 }
 
 // stepBackSince is how far, net, the wall clock has been stepped back

@@ -88,6 +88,46 @@ func TestWallStepsStepSince(t *testing.T) {
 	}
 }
 
+// TestWallStepsStepAhead: a prune sets its cut-off back by how far the
+// wall clock reads ahead of the frame furthest behind it, whatever the
+// steps in between: a clock stepped back, then forward by as much, has
+// settled operations in the frame behind; frames dropped for room count.
+func TestWallStepsStepAhead(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	const day = 24 * time.Hour
+	for _, tc := range []struct {
+		name  string
+		walls []time.Duration // readings' wall times from t0, a minute lived apart
+		want  time.Duration
+	}{
+		{"no step", []time.Duration{time.Minute, 2 * time.Minute}, 0},
+		{"stepped forward", []time.Duration{time.Minute, 8*day + 2*time.Minute}, 8 * day},
+		{"stepped back", []time.Duration{time.Minute, -8*day + 2*time.Minute}, 0},
+		{"stepped back, then forward as much", []time.Duration{-8*day + time.Minute, 2 * time.Minute}, 8 * day},
+	} {
+		var s wallSteps
+		var v wallView
+		for i, w := range tc.walls {
+			v = s.observe(t0.Add(w), t0, time.Duration(i+1)*time.Minute)
+		}
+		if got := v.stepAhead(); got != tc.want {
+			t.Errorf("%s: stepAhead() = %v; want %v", tc.name, got, tc.want)
+		}
+	}
+
+	var s wallSteps
+	var v wallView
+	for i := range 2 * maxWallFrames {
+		v = s.observe(t0.Add(time.Duration(i)*time.Hour), t0, time.Duration(i)*(time.Hour-time.Minute)) // a minute forward each time
+	}
+	if got, want := v.stepAhead(), time.Duration(2*maxWallFrames-1)*time.Minute; got != want {
+		t.Errorf("born's frame dropped: stepAhead() = %v; want %v", got, want)
+	}
+	if got := (&wallView{}).stepAhead(); got != 0 {
+		t.Errorf("zero wallView: stepAhead() = %v; want 0", got)
+	}
+}
+
 // steppableClock reads wall, and mono as its Monotonic: a test sets each
 // apart, as a step moves the wall clock alone.
 type steppableClock struct {
