@@ -346,8 +346,12 @@ func (c *Client) Prune(ctx context.Context) (int, error) {
 // VM resumed) only makes both wait longer, until the process starts
 // again.
 func (c *Client) unstepped(now time.Time) time.Time {
-	now = now.Round(0)
+	// now as read, not Round(0): stripped of its monotonic reading, a
+	// time.Now reading shows no step (wallView measures the time lived
+	// by it), and would set the steps' lived to the wall clock's time,
+	// step and all, so that the next readings start no frame.
 	steps := c.wallView(now)
+	now = now.Round(0)
 	if ahead := steps.stepAhead(); ahead > clockSlack {
 		return now.Add(-ahead)
 	}
