@@ -50,7 +50,7 @@ func TestUnsteppedTimeNowReadings(t *testing.T) {
 	rec := &journal.Record{Created: bootNow.Round(0).Add(time.Minute)}
 
 	now := wallStepped(t, bootNow.Add(2*time.Minute), behind)
-	if got, want := c.unstepped(now), now.Round(0).Add(-behind); !got.Equal(want) {
+	if got, want := c.unstepped(now, DefaultRetainSettled), now.Round(0).Add(-behind); !got.Equal(want) {
 		t.Errorf("unstepped() = %v; want %v, the clock set back by the step", got, want)
 	}
 	if c.pastDeadline(rec, now) {
