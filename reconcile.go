@@ -335,10 +335,11 @@ func (c *Client) Prune(ctx context.Context) (int, error) {
 // unstepped is now, the clock's reading, set back by how far the wall
 // clock reads ahead of any frame this process has seen it in that ended
 // less than within ago (wallSteps; within is the age judged, and what a
-// frame ended longer ago holds is older than that anyway): an operation journaled while the clock ran behind (a board without a
-// real-time clock, booted at the time saved at its shutdown days ago,
-// NTP out of reach for a while) is stamped that much early, and once the
-// clock is put right it looks that much older than it is. Run's measure
+// frame ended longer ago holds is older than that anyway): an operation
+// journaled while the clock ran behind (a board without a real-time
+// clock, booted at the time saved at its shutdown days ago, NTP out of
+// reach for a while) is stamped that much early, and once the clock is
+// put right it looks that much older than it is. Run's measure
 // (runClock) does not see a step made before it took its anchor, which
 // it takes once the clock is right. Pruned early, such an operation is
 // journaled afresh and sent when its request is redelivered with its
