@@ -101,3 +101,74 @@ func TestRunDeadlineOutlivesClockBehindAtBoot(t *testing.T) {
 	runUntil(t, e, start.Add(5*time.Hour))
 	requireOrderedOnce(t, e, "k")
 }
+
+// A board with neither a real-time clock nor fake-hwclock boots at the
+// epoch, 1970 ("the system clock ... will be reset to 1970-01-01 on each
+// boot" without an RTC or fake-hwclock, fake-hwclock(8),
+// https://manpages.debian.org/wheezy/fake-hwclock/fake-hwclock.8), and
+// NTP steps it fifty-six years forward half an hour later. What the
+// process settles afterwards was journaled on the right clock: once past
+// the retention it is pruned, by Prune and by Run, which have seen the
+// step, not kept until the process restarts (months, on a device, its
+// journal filling the flash). What it settled before the step is pruned
+// too: the retention has passed since the step.
+func TestPruneAfterStepForwardFromEpoch(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		prune func(t *testing.T, e *env, want int)
+	}{
+		{"Run", func(t *testing.T, e *env, _ int) { runUntil(t, e, e.clock.Now().Add(2*time.Hour)) }},
+		{"Prune", func(t *testing.T, e *env, want int) {
+			n, err := e.client.Prune(e.ctx)
+			require.NoError(t, err)
+			require.Equal(t, want, n, "operations pruned")
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := &behindAtBootClock{}
+			e := newEnv(t, clientOpts(idem.WithClock(clk)))
+			clk.Clock, clk.start = e.clock, e.clock.Now()
+			clk.behind = clk.start.Sub(time.Unix(0, 0))
+			clk.fixed = clk.start.Add(30 * time.Minute)
+			keys := []string{"before-the-step", "after-the-step"}
+			for i, k := range keys {
+				e.clock.Advance(time.Duration(i) * time.Hour)
+				res, err := e.client.Submit(e.ctx, e.req(k, `{"amount":100}`))
+				require.NoError(t, err)
+				require.Equal(t, idem.StateSucceeded, res.State)
+			}
+			tt.prune(t, e, 0) // sees the step
+
+			e.clock.Advance(idem.DefaultRetainSettled + time.Hour)
+			tt.prune(t, e, 2)
+			for _, k := range keys {
+				_, err := e.client.Lookup(e.ctx, idem.DefaultScope, k)
+				require.ErrorIsf(t, err, idem.ErrNotFound, "%s: settled more than the retention ago, kept", k)
+			}
+		})
+	}
+}
+
+// The same board: an order journaled after the step, its host down for
+// good, goes to a person once past the 72 h reconciliation deadline, not
+// only once the process restarts.
+func TestRunDeadlineAfterStepForwardFromEpoch(t *testing.T) {
+	clk := &behindAtBootClock{}
+	down := &downTransport{}
+	e := newEnv(t, clientOpts(idem.WithClock(clk), idem.WithHTTPClient(&http.Client{Transport: down})))
+	start := e.clock.Now()
+	clk.Clock, clk.start, clk.fixed = e.clock, start, start.Add(30*time.Minute)
+	clk.behind = start.Sub(time.Unix(0, 0))
+	down.base, down.clock, down.up = e.srv.Client().Transport, e.clock, start.Add(1000*time.Hour)
+	// Its first order, at boot, before the step: the host down already.
+	_, err := e.client.Submit(e.ctx, e.req("at-boot", `{"amount":100}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	e.clock.Advance(time.Hour)
+	_, err = e.client.Submit(e.ctx, e.req("k", `{"amount":100}`))
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+
+	runUntil(t, e, start.Add(idem.DefaultReconcileDeadline+3*time.Hour))
+	rec := e.record("k")
+	require.Equal(t, idem.ReviewDeadlinePassed, rec.Review, "state %v", rec.State)
+	require.Empty(t, e.submits("k"), "submits that reached the server")
+}

@@ -313,7 +313,8 @@ const pruneEvery = time.Hour
 // WithRetainSettled ago by the Client's clock, and returns how many it
 // deleted. A clock this process has seen stepped forward (its monotonic
 // reading tells) is taken to have run behind before: the cut-off is set
-// back by the step, until the process starts again. Run prunes on its
+// back by the step, until the retention has passed since it was seen
+// (what was settled before it is older than that by then). Run prunes on its
 // own hourly, and again on its next pass after a failed prune, with a
 // cut-off it also checks against the time it has measured (see Run).
 // Open operations are never pruned, whatever their age, nor settled ones
@@ -329,27 +330,32 @@ func (c *Client) Prune(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	now := c.cfg.clock.Now()
-	return c.pruneBefore(ctx, c.unstepped(now).Add(-c.cfg.retainSettled))
+	return c.pruneBefore(ctx, c.unstepped(now, c.cfg.retainSettled).Add(-c.cfg.retainSettled))
 }
 
 // unstepped is now, the clock's reading, set back by how far the wall
-// clock reads ahead of any frame this process has seen it in (wallSteps):
-// an operation journaled while the clock ran behind (a board without a
-// real-time clock, booted at the time saved at its shutdown days ago,
-// NTP out of reach for a while) is stamped that much early, and once the
-// clock is put right it looks that much older than it is. Run's measure
+// clock reads ahead of any frame this process has seen it in that ended
+// less than within ago (wallSteps; within is the age judged, and what a
+// frame ended longer ago holds is older than that anyway): an operation
+// journaled while the clock ran behind (a board without a real-time
+// clock, booted at the time saved at its shutdown days ago, NTP out of
+// reach for a while) is stamped that much early, and once the clock is
+// put right it looks that much older than it is. Run's measure
 // (runClock) does not see a step made before it took its anchor, which
 // it takes once the clock is right. Pruned early, such an operation is
 // journaled afresh and sent when its request is redelivered with its
 // key, a second order once the server has forgotten the key; flagged
 // past the reconciliation deadline, an order never sent is not sent
 // until a person acts. A step forward that time really took (a suspended
-// VM resumed) only makes both wait longer, until the process starts
-// again.
-func (c *Client) unstepped(now time.Time) time.Time {
-	now = now.Round(0)
+// VM resumed) only makes both wait longer, by within at the most.
+func (c *Client) unstepped(now time.Time, within time.Duration) time.Time {
+	// now as read, not Round(0): stripped of its monotonic reading, a
+	// time.Now reading shows no step (wallView measures the time lived
+	// by it), and would set the steps' lived to the wall clock's time,
+	// step and all, so that the next readings start no frame.
 	steps := c.wallView(now)
-	if ahead := steps.stepAhead(); ahead > clockSlack {
+	now = now.Round(0)
+	if ahead := steps.stepAhead(now, within); ahead > clockSlack {
 		return now.Add(-ahead)
 	}
 	return now
@@ -415,7 +421,8 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // the time Run has measured since, by its own waits and passes. After such
 // a step, both wait longer, by the step, until Run starts again; and,
 // for a step this process saw by its monotonic reading (as Prune), until
-// the process starts again, whenever the step was made. While
+// the retention (the deadline) has passed since it was seen, whenever
+// the step was made. While
 // Run runs, an operation's key window is judged by that measure as well
 // as by the clock: no resend while the clock reads less time than Run
 // measured (stepped back: flagged ReviewClockStepped if by Run's measure
@@ -544,7 +551,7 @@ func newRunBackoff(clk Clock) backoff.BackOff {
 func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStalls) (full bool, phase string, err error) {
 	if c.cfg.retainSettled > 0 && (!sched.pruned || sched.sincePrune >= pruneEvery) {
 		now := c.cfg.clock.Now()
-		cutoff := minTime(c.life.run.pruneCutoff(now, c.cfg.retainSettled), c.unstepped(now).Add(-c.cfg.retainSettled))
+		cutoff := minTime(c.life.run.pruneCutoff(now, c.cfg.retainSettled), c.unstepped(now, c.cfg.retainSettled).Add(-c.cfg.retainSettled))
 		if _, perr := c.pruneBefore(ctx, cutoff); perr != nil {
 			if ctx.Err() != nil {
 				return false, "", nil
@@ -824,7 +831,7 @@ func (c *Client) learnIgnoring(ctx context.Context) error {
 // process has seen (unstepped): a clock stepped forward must not hand
 // every open operation to a person, for good.
 func (c *Client) pastDeadline(rec *journal.Record, now time.Time) bool {
-	return rec.Review == "" && minTime(c.life.run.trusted(now), c.unstepped(now)).Sub(rec.Created) >= c.cfg.reconcileDeadline
+	return rec.Review == "" && minTime(c.life.run.trusted(now), c.unstepped(now, c.cfg.reconcileDeadline)).Sub(rec.Created) >= c.cfg.reconcileDeadline
 }
 
 // rescheduleEvery spaces Run's searches for operations scheduled further

@@ -140,19 +140,34 @@ func (v *wallView) stepSince(at time.Time) time.Duration {
 	return max(v.now-lo, 0)
 }
 
-// stepAhead is how far, net, the wall clock reads ahead of the frame
-// furthest behind it since born, at the most: a time this process
-// journaled in that frame (a clock behind at boot, put right since) looks
-// that much older than it is.
-func (v *wallView) stepAhead() time.Duration {
-	lo := v.now
-	for _, f := range v.frames[:v.n] {
-		lo = min(lo, f.off)
+// stepAhead is how far, net, the wall clock, reading now, reads ahead of
+// the frame furthest behind it among those that ended less than within
+// ago, at the most: a time this process journaled in such a frame (a
+// clock behind at boot, put right since) looks that much older than it
+// is. A frame ended when the next one's first reading was taken; what
+// was journaled in it is older than that reading, on the clock as it
+// reads now, and one that ended within ago or more holds only what is
+// older than within, whatever the step (a board booted at 1970, put right
+// by NTP, does not set back its cut-offs by fifty years for good).
+// Frames dropped for room ended by the first kept one's first reading.
+func (v *wallView) stepAhead(now time.Time, within time.Duration) time.Duration {
+	// ended reports whether the frame before f ended within ago or more:
+	// f's first reading, on the clock as it reads now, that long before
+	// now, and a slewing clock's drift more.
+	ended := func(f wallFrame) bool {
+		return now.Sub(f.wall.Add(v.now-f.off)) >= addSat(within, clockSlack)
 	}
-	if v.dropped {
-		lo = min(lo, v.lo)
+	var ahead time.Duration
+	for i, f := range v.frames[:v.n] {
+		if i+1 < v.n && ended(v.frames[i+1]) {
+			continue
+		}
+		ahead = max(ahead, v.now-f.off)
 	}
-	return v.now - lo
+	if v.dropped && v.n > 0 && !ended(v.frames[0]) {
+		ahead = max(ahead, v.now-v.lo)
+	}
+	return ahead
 }
 
 // stepBackSince is how far, net, the wall clock has been stepped back

@@ -92,25 +92,43 @@ func TestWallStepsStepSince(t *testing.T) {
 // wall clock reads ahead of the frame furthest behind it, whatever the
 // steps in between: a clock stepped back, then forward by as much, has
 // settled operations in the frame behind; frames dropped for room count.
+// Not a frame that ended the retention ago or more: all it holds is older
+// than the retention by then, and a clock put right from 1970 must not
+// hold back every prune until the process restarts.
 func TestWallStepsStepAhead(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	const day = 24 * time.Hour
+	const day, week = 24 * time.Hour, 7 * 24 * time.Hour
+	type reading struct{ wall, lived time.Duration } // from t0, from born
 	for _, tc := range []struct {
-		name  string
-		walls []time.Duration // readings' wall times from t0, a minute lived apart
-		want  time.Duration
+		name     string
+		readings []reading
+		want     time.Duration
 	}{
-		{"no step", []time.Duration{time.Minute, 2 * time.Minute}, 0},
-		{"stepped forward", []time.Duration{time.Minute, 8*day + 2*time.Minute}, 8 * day},
-		{"stepped back", []time.Duration{time.Minute, -8*day + 2*time.Minute}, 0},
-		{"stepped back, then forward as much", []time.Duration{-8*day + time.Minute, 2 * time.Minute}, 8 * day},
+		{"no step", []reading{{time.Minute, time.Minute}, {2 * time.Minute, 2 * time.Minute}}, 0},
+		{"stepped forward", []reading{{time.Minute, time.Minute}, {8*day + 2*time.Minute, 2 * time.Minute}}, 8 * day},
+		{"stepped back", []reading{{time.Minute, time.Minute}, {-8*day + 2*time.Minute, 2 * time.Minute}}, 0},
+		{"stepped back, then forward as much", []reading{{-8*day + time.Minute, time.Minute}, {2 * time.Minute, 2 * time.Minute}}, 8 * day},
+		{"stepped forward, seen just under the retention ago", []reading{
+			{time.Minute, time.Minute}, {8*day + 2*time.Minute, 2 * time.Minute}, {8*day + week + time.Minute, week + time.Minute},
+		}, 8 * day},
+		{"stepped forward, seen the retention ago", []reading{
+			{time.Minute, time.Minute}, {8*day + 2*time.Minute, 2 * time.Minute}, {8*day + week + 3*time.Minute, week + 3*time.Minute},
+		}, 0},
+		{"stepped back, then forward, both seen the retention ago", []reading{
+			{-8*day + time.Minute, time.Minute}, {2 * time.Minute, 2 * time.Minute}, {week + time.Hour, week + time.Hour},
+		}, 0},
+		{"put right from 1970, a week and a day ago", []reading{
+			{time.Minute, time.Minute}, {56*365*day + 2*time.Minute, 2 * time.Minute}, {56*365*day + 8*day, 8 * day},
+		}, 0},
 	} {
 		var s wallSteps
 		var v wallView
-		for i, w := range tc.walls {
-			v = s.observe(t0.Add(w), t0, time.Duration(i+1)*time.Minute)
+		var now time.Time
+		for _, r := range tc.readings {
+			now = t0.Add(r.wall)
+			v = s.observe(now, t0, r.lived)
 		}
-		if got := v.stepAhead(); got != tc.want {
+		if got := v.stepAhead(now, week); got != tc.want {
 			t.Errorf("%s: stepAhead() = %v; want %v", tc.name, got, tc.want)
 		}
 	}
@@ -120,10 +138,16 @@ func TestWallStepsStepAhead(t *testing.T) {
 	for i := range 2 * maxWallFrames {
 		v = s.observe(t0.Add(time.Duration(i)*time.Hour), t0, time.Duration(i)*(time.Hour-time.Minute)) // a minute forward each time
 	}
-	if got, want := v.stepAhead(), time.Duration(2*maxWallFrames-1)*time.Minute; got != want {
+	now := t0.Add(time.Duration(2*maxWallFrames-1) * time.Hour)
+	if got, want := v.stepAhead(now, week), time.Duration(2*maxWallFrames-1)*time.Minute; got != want {
 		t.Errorf("born's frame dropped: stepAhead() = %v; want %v", got, want)
 	}
-	if got := (&wallView{}).stepAhead(); got != 0 {
+	// Frames 59 min apart by the time lived: those that ended 90 min ago
+	// or more, and the dropped ones, hold nothing younger.
+	if got, want := v.stepAhead(now, 90*time.Minute), 2*time.Minute; got != want {
+		t.Errorf("within 90 min: stepAhead() = %v; want %v", got, want)
+	}
+	if got := (&wallView{}).stepAhead(now, week); got != 0 {
 		t.Errorf("zero wallView: stepAhead() = %v; want 0", got)
 	}
 }

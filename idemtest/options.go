@@ -36,8 +36,13 @@ func WithRetention(d time.Duration) Option {
 }
 
 // WithClock sets the server's clock, used for retention, query lag, slow
-// processing and HTTP-date Retry-After values (default time.Now). The delay
-// fault waits in real time.
+// processing, HTTP-date Retry-After values and every answer's Date
+// (default time.Now). The delay fault waits in real time. Give it the
+// clock the idem Client runs on: idem judges the key window of the
+// operations an earlier Client left open by the server's Date when it
+// reads ahead of the Client's clock, and a server on the wall clock,
+// days ahead of a test clock started in the past, has each of them
+// flagged "clock stepped back" rather than resent.
 func WithClock(now func() time.Time) Option {
 	return optionFunc(func(cfg *fakeserver.Config) { cfg.Now = now })
 }
