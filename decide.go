@@ -416,7 +416,7 @@ func refusedAfterMaybeSent(p past, a answer) judgment {
 		// that this 409 refused, as a 422 does (Xendit's DUPLICATE_ERROR),
 		// and is no 409 in flight, which is only waited for.
 		words := conflictAfterSend
-		if objectStateRefusal(a.body) {
+		if objectStateRefusal(a.body) || badValueRefusal(a.body) {
 			words = stateAfterSend
 		}
 		j.err = fmt.Errorf("%s: %s", words, refusalReason(a))
@@ -1993,6 +1993,28 @@ func objectStateRefusal(body []byte) bool {
 		Type string `json:"type"`
 	}
 	return json.Unmarshal(body, &v) == nil && v.Type == "invalid_operation_error"
+}
+
+// badValueRefusal reports whether a 409's body is Klarna's BAD_VALUE,
+// {"error_code":"BAD_VALUE","error_messages":[…],"correlation_id":…}:
+// Klarna Payments' refusal of a create order whose values no longer match
+// what its session or authorization holds ("Not matching fields...") or
+// whose authorization already placed an order with another body ("The
+// order has been already completed with different request body"),
+// https://docs.klarna.com/resources/developer-tools/error-handling/error-codes-and-messages-for-klarna-payments/.
+// No request is in flight, and the same bytes are refused so forever:
+// read as in flight, the order was resent until the key window closed.
+// A refusal, as objectStateRefusal's: failed to a first attempt (a copy
+// of these bytes that executed would be answered its order), asked about
+// and left for a person after an attempt that may have executed.
+func badValueRefusal(body []byte) bool {
+	if !bytes.Contains(body, []byte("BAD_VALUE")) {
+		return false
+	}
+	var v struct {
+		ErrorCode string `json:"error_code"`
+	}
+	return json.Unmarshal(body, &v) == nil && v.ErrorCode == "BAD_VALUE"
 }
 
 // refusalInFlight reports whether a refusal other than a 409 (a

@@ -907,6 +907,8 @@ func errorReason(statusCode int, body []byte) string {
 		ErrorDesc    any `json:"error_description"` // OAuth's, beside its "error" code
 		ErrorMsg     any `json:"errorMessage"`
 		Code         any `json:"code"`
+		ErrorCode    any `json:"error_code"`     // Klarna's, beside its error_messages
+		ErrorMsgs    any `json:"error_messages"` // Klarna's: a list of words
 	}
 	reason := ""
 	if json.Unmarshal(trimBOM(body), &v) == nil {
@@ -929,6 +931,13 @@ func errorReason(statusCode int, body []byte) string {
 			}
 			code, _ := memberOf(e, "ReasonCode").(string)
 			reason = joinCode(code, firstString(memberOf(e, "Description")))
+		}
+		if reason == "" {
+			// Klarna's {"error_code":"BAD_VALUE","error_messages":[…],
+			// "correlation_id":…}: the code a caller acts on, and the
+			// first of its words.
+			code, _ := v.ErrorCode.(string)
+			reason = joinCode(code, firstString(firstOf(v.ErrorMsgs)))
 		}
 		if reason == "" {
 			if typ, _ := v.ErrorType.(string); typ != "" {
