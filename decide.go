@@ -1986,35 +1986,44 @@ func versionConflict(body []byte) bool {
 // de-duplicating by the key), asked about and left for a person after
 // an attempt that may have executed.
 func objectStateRefusal(body []byte) bool {
-	if !bytes.Contains(body, []byte("invalid_operation_error")) {
-		return false
-	}
-	var v struct {
-		Type string `json:"type"`
-	}
-	return json.Unmarshal(body, &v) == nil && v.Type == "invalid_operation_error"
+	return memberIs(body, "type", "invalid_operation_error")
 }
 
-// badValueRefusal reports whether a 409's body is Klarna's BAD_VALUE,
-// {"error_code":"BAD_VALUE","error_messages":[…],"correlation_id":…}:
+// badValueRefusal reports whether a 409's body refuses the request's
+// values, never a key in flight: Klarna's BAD_VALUE,
+// {"error_code":"BAD_VALUE","error_messages":[…],"correlation_id":…},
 // Klarna Payments' refusal of a create order whose values no longer match
 // what its session or authorization holds ("Not matching fields...") or
 // whose authorization already placed an order with another body ("The
 // order has been already completed with different request body"),
-// https://docs.klarna.com/resources/developer-tools/error-handling/error-codes-and-messages-for-klarna-payments/.
-// No request is in flight, and the same bytes are refused so forever:
-// read as in flight, the order was resent until the key window closed.
-// A refusal, as objectStateRefusal's: failed to a first attempt (a copy
-// of these bytes that executed would be answered its order), asked about
-// and left for a person after an attempt that may have executed.
+// https://docs.klarna.com/resources/developer-tools/error-handling/error-codes-and-messages-for-klarna-payments/;
+// or Affirm's refusal of a capture's amount, its error object's code
+// capture-greater-instrument, capture-unequal-instrument or
+// partial-capture-instrument (docs.affirm.com/developers/docs/development-error-codes),
+// answered 409 as its key still being processed is
+// (docs.affirm.com/developers/reference/errors). The same bytes are
+// refused so forever: read as in flight, they were resent until the key
+// window closed. A refusal, as objectStateRefusal's: failed to a first
+// attempt (a copy of these bytes that executed would be answered its
+// result under the key), asked about and left for a person after an
+// attempt that may have executed.
 func badValueRefusal(body []byte) bool {
-	if !bytes.Contains(body, []byte("BAD_VALUE")) {
+	return memberIs(body, "error_code", "BAD_VALUE") || memberIs(body, "code", "capture-greater-instrument") ||
+		memberIs(body, "code", "capture-unequal-instrument") || memberIs(body, "code", "partial-capture-instrument")
+}
+
+// memberIs reports whether JSON body is an object whose member name is
+// the string value.
+func memberIs(body []byte, name, value string) bool {
+	if !bytes.Contains(body, []byte(value)) {
 		return false
 	}
-	var v struct {
-		ErrorCode string `json:"error_code"`
+	var v map[string]json.RawMessage
+	if json.Unmarshal(body, &v) != nil {
+		return false
 	}
-	return json.Unmarshal(body, &v) == nil && v.ErrorCode == "BAD_VALUE"
+	var got string
+	return json.Unmarshal(v[name], &got) == nil && got == value
 }
 
 // refusalInFlight reports whether a refusal other than a 409 (a
