@@ -94,3 +94,44 @@ func TestBNPLConflictRefusals(t *testing.T) {
 		})
 	}
 }
+
+// Buy-now-pay-later APIs' documented answers read right today, each row
+// what idem does with them at the default settings but for where the API
+// wants its key.
+func TestBNPLIdempotencyShapes(t *testing.T) {
+	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
+	// https://afterpay-global-api.readme.io/reference/capture-payment and
+	// .../reference/idempotent-requests: Afterpay's key is the requestId
+	// in the body; a capture answers 201 with the Payment object; a retry
+	// while the first still runs may get 409 ("repeat with the same
+	// requestId until something other than a 409"); a full capture done
+	// already is 410 payment_captured, in its error envelope (errorCode,
+	// errorId, message, httpStatusCode). After a lost answer that 410 may
+	// be about our own capture: never failed.
+	const afterpayCapture = `{"requestId":"k","merchantReference":"merchantOrder-1234","amount":{"amount":"100.00","currency":"USD"}}`
+	afterpayPayment := shape{status: http.StatusCreated, body: `{"id":"100101524","token":"002.m6d9jkrtv1p0j4jqk6dijl6d8o9d2ac2fd0ajas5kfs4u2e5",` +
+		`"status":"APPROVED","paymentState":"CAPTURED","merchantReference":"merchantOrder-1234","refunds":[],` +
+		`"events":[{"id":"1","type":"CAPTURED","amount":{"amount":"100.00","currency":"USD"}}]}`}
+	afterpayCaptured := shape{status: http.StatusGone, body: `{"errorCode":"payment_captured","errorId":"a5c7f0e5e2b4c0a6",` +
+		`"message":"Payment has already been fully captured for this order","httpStatusCode":410}`}
+	// https://docs.klarna.com/api/escalation-and-retry-policy: the same
+	// Klarna-Idempotency-Key on an Order Management capture gets the
+	// first's answer again: 201, no body, the capture in Location and
+	// Capture-Id.
+	klarnaCapture := shape{status: http.StatusCreated, header: http.Header{
+		"Location":   {"https://api.klarna.com/ordermanagement/v1/orders/f3392f8b-6116-4073-ab96-e330819e2c07/captures/4ba29b50-be7b-44f5-a492-113e6a865e22"},
+		"Capture-Id": {"4ba29b50-be7b-44f5-a492-113e6a865e22"}}}
+	for _, tt := range []providerShape{
+		{name: "afterpay capture answered after a lost response, key in the body", body: afterpayCapture,
+			shapes: []shape{lost, afterpayPayment}, state: idem.StateSucceeded, id: "100101524", posts: 2},
+		{name: "afterpay 409 while the first runs, after a lost response, key in the body", body: afterpayCapture,
+			shapes: []shape{lost, {status: http.StatusConflict}}, state: idem.StateProcessing, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "afterpay 410 payment_captured after a lost response, key in the body", body: afterpayCapture,
+			shapes: []shape{lost, afterpayCaptured},
+			state:  idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
+		{name: "klarna capture answered again after a lost response", header: "Klarna-Idempotency-Key",
+			shapes: []shape{lost, klarnaCapture}, state: idem.StateSucceeded, id: "4ba29b50-be7b-44f5-a492-113e6a865e22", posts: 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.check(t, `{"captured_amount":10000}`) })
+	}
+}
