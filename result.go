@@ -912,8 +912,9 @@ func errorReason(statusCode int, body []byte) string {
 	}
 	reason := ""
 	if json.Unmarshal(trimBOM(body), &v) == nil {
+		// Maxio's (Chargify's) "errors" is a list of sentences.
 		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Msg, v.ErrorMessage, v.Errors,
-			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"), v.Description, v.ErrorMsg)
+			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"), firstOf(v.Errors), v.Description, v.ErrorMsg)
 		if desc := firstString(v.ErrorDesc); desc != "" && reason == firstString(v.Error) {
 			// OAuth's "error" is a code ("invalid_client"); the words
 			// are its description's.

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/idemkit/idem"
 )
 
@@ -52,4 +54,19 @@ func TestSubscriptionBillingIdempotencyShapes(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.check(t, `{"plan_code":"gold","account":{"code":"acct-1"}}`) })
 	}
+}
+
+// Maxio Advanced Billing (Chargify) refuses with {"errors":[…]}, a list
+// of sentences (its SDK's ErrorListResponse and CustomerErrorResponse,
+// errors: string[]: @maxio-com/advanced-billing-sdk,
+// src/models/containers/customerErrorResponseErrors.ts). The failure's
+// reason is the first of them, where it was only the status's text and
+// the caller could not tell what to fix.
+func TestMaxioErrorListReason(t *testing.T) {
+	v := newVendor(t, shape{status: http.StatusUnprocessableEntity,
+		body: `{"errors":["Product must be specified","Credit card: cannot be expired."]}`})
+	res, err := v.submit(t)
+	requireOutcome(t, res, err, idem.StateFailed, []error{idem.ErrFailed}, "", "")
+	require.Equal(t, "422: Product must be specified", res.Reason)
+	v.requireKeys(t, "Idempotency-Key", "k", 1)
 }
