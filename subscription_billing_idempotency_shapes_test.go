@@ -36,7 +36,7 @@ func TestSubscriptionBillingIdempotencyShapes(t *testing.T) {
 	recurlyLimited := shape{status: http.StatusTooManyRequests, body: `{"error":{"type":"rate_limited","message":"Too many requests"}}`}
 	const (
 		chargebee = "Chargebee-Idempotency-Key"
-		recurly   = "Idempotency-Key"
+		standard  = "Idempotency-Key" // Recurly's and Zuora's
 	)
 	for _, tt := range []providerShape{
 		{name: "chargebee payment declined to a first attempt", header: chargebee, shapes: []shape{chargebeeDeclined},
@@ -45,12 +45,21 @@ func TestSubscriptionBillingIdempotencyShapes(t *testing.T) {
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
 		{name: "chargebee 404 resource_not_found to a first attempt", header: chargebee, shapes: []shape{chargebeeNoPlan},
 			state: idem.StateFailed, kinds: []error{idem.ErrFailed}, posts: 1},
-		{name: "recurly 422 validation to a first attempt", header: recurly, shapes: []shape{recurlyInvalid},
+		{name: "recurly 422 validation to a first attempt", header: standard, shapes: []shape{recurlyInvalid},
 			state: idem.StateFailed, kinds: []error{idem.ErrFailed}, posts: 1},
-		{name: "recurly 422 validation after a lost response", header: recurly, shapes: []shape{lost, recurlyInvalid},
+		{name: "recurly 422 validation after a lost response", header: standard, shapes: []shape{lost, recurlyInvalid},
 			state: idem.StateUnknown, kinds: []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, review: idem.ReviewRefusedAfterSend, posts: 4},
-		{name: "recurly 429 rate_limited", header: recurly, shapes: []shape{recurlyLimited},
+		{name: "recurly 429 rate_limited", header: standard, shapes: []shape{recurlyLimited},
 			state: idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		// https://developer.zuora.com/docs/guides/idempotent-requests: 409
+		// for the key's request still in progress, 422 for the key used
+		// with another request (bodies not documented: left empty here).
+		// Neither executed this request: the 409 is waited for and resent,
+		// the 422 is failed, never resent.
+		{name: "zuora 409 while the first is in progress, to a first attempt", header: standard, shapes: []shape{{status: http.StatusConflict}},
+			state: idem.StatePending, kinds: []error{idem.ErrUnknownOutcome}, posts: 5},
+		{name: "zuora 422 key used with another request, to a first attempt", header: standard, shapes: []shape{{status: http.StatusUnprocessableEntity}},
+			state: idem.StateFailed, kinds: []error{idem.ErrFailed}, posts: 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.check(t, `{"plan_code":"gold","account":{"code":"acct-1"}}`) })
 	}
