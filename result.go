@@ -827,11 +827,14 @@ type Classifier func(statusCode int) Verdict
 // emergepay's "conflicting payload"),
 // unless it also says a request is still running ("in progress", "in
 // use", "processing"…): that is the key in flight. A Processing 409 that
-// refuses the object's state, whoever sends it, is Rejected, a plain
-// refusal (failed to a first attempt, left for a person after a send
-// that may have executed): commercetools' ConcurrentModification, and
-// Increase's invalid_operation_error unless its words say something is
-// still running.
+// refuses the object's state or the request's values, whoever sends it,
+// is Rejected, a plain refusal (failed to a first attempt, left for a
+// person after a send that may have executed): commercetools'
+// ConcurrentModification, and Increase's invalid_operation_error,
+// Klarna's BAD_VALUE and Affirm's refusals of a capture's amount
+// (capture-greater-instrument, capture-unequal-instrument,
+// partial-capture-instrument) unless their words say something is still
+// running.
 // A Conflict, or a Rejected 400, whose body is about the key or says
 // "request already" or "previous request", and says a request is still
 // running ("in progress", "being processed"…; Adyen's 422 errorCode 704,
