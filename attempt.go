@@ -975,9 +975,9 @@ func (c *Client) keyName(rec *journal.Record, status int) string {
 // Processing 409 whose body says the key was used by a request that
 // differs (reusedElsewhere): the 422 of servers that answer it with 409;
 // and Rejected for one that refuses the version the request carries
-// (versionConflict), which no resend of the same bytes gets past, or the
-// object's state (objectStateRefusal). name is the key's, as for
-// namesKey.
+// (versionConflict), which no resend of the same bytes gets past, the
+// object's state (objectStateRefusal) or the request's values
+// (badValueRefusal). name is the key's, as for namesKey.
 func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
 	if v != Processing || status != http.StatusConflict {
 		return v
@@ -987,7 +987,7 @@ func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
 		return Conflict
 	case versionConflict(body):
 		return Rejected
-	case objectStateRefusal(body) && !saysSubjectRunning(body) && !saysKeyRunning(body, name):
+	case (objectStateRefusal(body) || badValueRefusal(body)) && !saysSubjectRunning(body) && !saysKeyRunning(body, name):
 		// Words saying a transfer still runs may be about our own copy
 		// (a mesh's retry of this request): such a 409 stays in flight,
 		// as reusedElsewhere's words do.

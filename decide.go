@@ -416,7 +416,7 @@ func refusedAfterMaybeSent(p past, a answer) judgment {
 		// that this 409 refused, as a 422 does (Xendit's DUPLICATE_ERROR),
 		// and is no 409 in flight, which is only waited for.
 		words := conflictAfterSend
-		if objectStateRefusal(a.body) {
+		if objectStateRefusal(a.body) || badValueRefusal(a.body) {
 			words = stateAfterSend
 		}
 		j.err = fmt.Errorf("%s: %s", words, refusalReason(a))
@@ -1986,13 +1986,44 @@ func versionConflict(body []byte) bool {
 // de-duplicating by the key), asked about and left for a person after
 // an attempt that may have executed.
 func objectStateRefusal(body []byte) bool {
-	if !bytes.Contains(body, []byte("invalid_operation_error")) {
+	return memberIs(body, "type", "invalid_operation_error")
+}
+
+// badValueRefusal reports whether a 409's body refuses the request's
+// values, never a key in flight: Klarna's BAD_VALUE,
+// {"error_code":"BAD_VALUE","error_messages":[…],"correlation_id":…},
+// Klarna Payments' refusal of a create order whose values no longer match
+// what its session or authorization holds ("Not matching fields...") or
+// whose authorization already placed an order with another body ("The
+// order has been already completed with different request body"),
+// https://docs.klarna.com/resources/developer-tools/error-handling/error-codes-and-messages-for-klarna-payments/;
+// or Affirm's refusal of a capture's amount, its error object's code
+// capture-greater-instrument, capture-unequal-instrument or
+// partial-capture-instrument (docs.affirm.com/developers/docs/development-error-codes),
+// answered 409 as its key still being processed is
+// (docs.affirm.com/developers/reference/errors). The same bytes are
+// refused so forever: read as in flight, they were resent until the key
+// window closed. A refusal, as objectStateRefusal's: failed to a first
+// attempt (a copy of these bytes that executed would be answered its
+// result under the key), asked about and left for a person after an
+// attempt that may have executed.
+func badValueRefusal(body []byte) bool {
+	return memberIs(body, "error_code", "BAD_VALUE") || memberIs(body, "code", "capture-greater-instrument") ||
+		memberIs(body, "code", "capture-unequal-instrument") || memberIs(body, "code", "partial-capture-instrument")
+}
+
+// memberIs reports whether JSON body is an object whose member name is
+// the string value.
+func memberIs(body []byte, name, value string) bool {
+	if !bytes.Contains(body, []byte(value)) {
 		return false
 	}
-	var v struct {
-		Type string `json:"type"`
+	var v map[string]json.RawMessage
+	if json.Unmarshal(body, &v) != nil {
+		return false
 	}
-	return json.Unmarshal(body, &v) == nil && v.Type == "invalid_operation_error"
+	var got string
+	return json.Unmarshal(v[name], &got) == nil && got == value
 }
 
 // refusalInFlight reports whether a refusal other than a 409 (a

@@ -831,11 +831,14 @@ type Classifier func(statusCode int) Verdict
 // emergepay's "conflicting payload"),
 // unless it also says a request is still running ("in progress", "in
 // use", "processing"…): that is the key in flight. A Processing 409 that
-// refuses the object's state, whoever sends it, is Rejected, a plain
-// refusal (failed to a first attempt, left for a person after a send
-// that may have executed): commercetools' ConcurrentModification, and
-// Increase's invalid_operation_error unless its words say something is
-// still running.
+// refuses the object's state or the request's values, whoever sends it,
+// is Rejected, a plain refusal (failed to a first attempt, left for a
+// person after a send that may have executed): commercetools'
+// ConcurrentModification, and Increase's invalid_operation_error,
+// Klarna's BAD_VALUE and Affirm's refusals of a capture's amount
+// (capture-greater-instrument, capture-unequal-instrument,
+// partial-capture-instrument) unless their words say something is still
+// running.
 // A Conflict, or a Rejected 400, whose body is about the key or says
 // "request already" or "previous request", and says a request is still
 // running ("in progress", "being processed"…; Adyen's 422 errorCode 704,
@@ -911,11 +914,14 @@ func errorReason(statusCode int, body []byte) string {
 		ErrorDesc    any `json:"error_description"` // OAuth's, beside its "error" code
 		ErrorMsg     any `json:"errorMessage"`
 		Code         any `json:"code"`
+		ErrorCode    any `json:"error_code"`     // Klarna's, beside its error_messages
+		ErrorMsgs    any `json:"error_messages"` // Klarna's: a list of words
 	}
 	reason := ""
 	if json.Unmarshal(trimBOM(body), &v) == nil {
+		// Maxio's (Chargify's) "errors" is a list of sentences.
 		reason = firstString(v.Reason, v.Message, v.Error, memberOf(v.Error, "message"), v.Detail, v.Title, v.Msg, v.ErrorMessage, v.Errors,
-			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"), v.Description, v.ErrorMsg)
+			memberOf(firstOf(v.Errors), "detail"), memberOf(firstOf(v.Errors), "message"), firstOf(v.Errors), v.Description, v.ErrorMsg)
 		if desc := firstString(v.ErrorDesc); desc != "" && reason == firstString(v.Error) {
 			// OAuth's "error" is a code ("invalid_client"); the words
 			// are its description's.
@@ -933,6 +939,13 @@ func errorReason(statusCode int, body []byte) string {
 			}
 			code, _ := memberOf(e, "ReasonCode").(string)
 			reason = joinCode(code, firstString(memberOf(e, "Description")))
+		}
+		if reason == "" {
+			// Klarna's {"error_code":"BAD_VALUE","error_messages":[…],
+			// "correlation_id":…}: the code a caller acts on, and the
+			// first of its words.
+			code, _ := v.ErrorCode.(string)
+			reason = joinCode(code, firstString(firstOf(v.ErrorMsgs)))
 		}
 		if reason == "" {
 			if typ, _ := v.ErrorType.(string); typ != "" {
