@@ -191,7 +191,12 @@ func (d *driver) run() error {
 		if d.exchanges >= c.cfg.maxAttempts || !now.Before(d.deadline) {
 			return d.handoff(ErrBudgetSpent, time.Time{})
 		}
-		p := pastOf(d.rec, math.MaxInt)
+		// What was sent before this round: not the attempt Submit
+		// journaled with the record, yet to go. Counted, it made a first
+		// send look like a resend of a key that may have executed, and a
+		// clock stepped back just after Submit's commit flagged an order
+		// never sent for a person, which Resume and Run never send.
+		p := d.sentBefore()
 		block := d.resendBlock(p, now)
 		if block != nil && block.reason == "" {
 			// Not now, and not even a query: its attempt would be
@@ -200,8 +205,11 @@ func (d *driver) run() error {
 			return d.handoff(block.cause, time.Time{})
 		}
 		// Only a key that may have executed for us can hold our result: a
-		// query before that would read someone else's.
-		if (needQuery || block != nil || queryOnly(d.rec)) && d.rec.QueryURL != "" && p.maybeExecuted {
+		// query before that would read someone else's. Nor can the attempt
+		// journaled with the record (preRecorded), not sent yet: the query
+		// would close it as "may have been sent" and the submit after it
+		// would go on the query's attempt, unjournaled.
+		if (needQuery || block != nil || queryOnly(d.rec)) && d.rec.QueryURL != "" && !d.preRecorded && p.maybeExecuted {
 			if !d.mayRetry() {
 				return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 			}
