@@ -39,7 +39,8 @@ import (
 // that executed would be answered its order or capture, under the key or
 // the authorization), asked about and left for a person after a send
 // that may have executed, the server's words the reason. Affirm's 409 of
-// a key being processed stays in flight.
+// a key being processed stays in flight, and so does either refusal whose
+// words say the order or capture still runs (d11ac35's guard).
 func TestBNPLConflictRefusals(t *testing.T) {
 	lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
 	klarna := shape{status: http.StatusConflict, body: `{"error_code":"BAD_VALUE",` +
@@ -48,6 +49,14 @@ func TestBNPLConflictRefusals(t *testing.T) {
 		`"message":"Charges on this instrument cannot be captured for an amount unequal to authorization hold amount."}`}
 	affirmProcessing := shape{status: http.StatusConflict, body: `{"status_code":"409","type":"invalid_request",` +
 		`"message":"The transaction with this idempotency key is processing. Please wait to retry or use a different idempotency key."}`}
+	// Modelled, no page quotes them: a refusal of the values whose words
+	// say the order or capture still runs may be refusing for our own
+	// copy (a mesh's retry of this very request), as Increase's
+	// invalid_operation_error saying so may: never failed, waited for.
+	klarnaRunning := shape{status: http.StatusConflict, body: `{"error_code":"BAD_VALUE",` +
+		`"error_messages":["The order is still being processed"],"correlation_id":"6a9b1cb1-73a3-4936-a030-481ba4bb203b"}`}
+	affirmRunning := shape{status: http.StatusConflict, body: `{"status_code":"409","type":"invalid_request","code":"capture-unequal-instrument",` +
+		`"message":"The transaction with this idempotency key is being processed."}`}
 	const (
 		klarnaHeader = "Klarna-Idempotency-Key"
 		klarnaURL    = "/payments/v1/authorizations/0b1d9815-165e-42e2-8867-35bc03789e00/order"
@@ -78,6 +87,10 @@ func TestBNPLConflictRefusals(t *testing.T) {
 			idem.StatePending, []error{idem.ErrUnknownOutcome}, "", "", 5},
 		{"affirm key processing, after a lost response", affirmHeader, affirmURL, affirmCap, []shape{lost, affirmProcessing},
 			idem.StateProcessing, []error{idem.ErrUnknownOutcome}, "", "", 5},
+		{"klarna BAD_VALUE saying the order still runs, to a first attempt", klarnaHeader, klarnaURL, klarnaOrder, []shape{klarnaRunning},
+			idem.StatePending, []error{idem.ErrUnknownOutcome}, "", "", 5},
+		{"affirm capture refusal saying the key's capture still runs, to a first attempt", affirmHeader, affirmURL, affirmCap, []shape{affirmRunning},
+			idem.StatePending, []error{idem.ErrUnknownOutcome}, "", "", 5},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := newVendor(t, tt.shapes...)
