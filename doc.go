@@ -104,7 +104,8 @@
 //	409, ours may have executed              ours in flight          processing: wait, query
 //	409, nothing of ours executed            someone else's in flight wait, resend (never query)
 //	409 invalid_operation_error (Increase)   refused for the object's state as "other 4xx" (below)
-//	409 BAD_VALUE (Klarna), capture-*-instrument (Affirm) refused for its values as "other 4xx" (below)
+//	409 BAD_VALUE (Klarna), Affirm's         refused for its values  as "other 4xx" (below)
+//	  capture-*/partial-capture-instrument
 //	422 naming the key, WithKeyConflictStatus key reused, other body failed, ErrKeyConflict, never resent
 //	400 saying the key was used before       key reused, other body failed, ErrKeyConflict, never resent
 //	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
