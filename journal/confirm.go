@@ -184,7 +184,8 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - A contradiction: ConfirmConflicted and an error matching
 //     ErrConfirmConflict. The state and result are kept; c is recorded
 //     and the record flagged ReviewConfirmConflict, unless it is flagged
-//     ReviewKeyInUse, which it keeps. This, and the
+//     ReviewKeyInUse, or is open and flagged ReviewMadeTwice, which it
+//     keeps (neither is resent). This, and the
 //     recording of c, are the only changes made to a terminal record
 //     other than Resolve's.
 //   - Bad input: ConfirmInvalid and an error matching ErrInvalid.
@@ -222,12 +223,18 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 	switch {
 	case otherID || (rec.State.Terminal() && rec.State != c.State):
 		c.Effect = ConfirmConflicted
-		if rec.Review != ReviewKeyInUse {
+		switch {
+		case rec.Review == ReviewKeyInUse:
 			// A key another request used stays the reason: the
 			// settlement may be that request's, whatever else contradicts
 			// it, and a contradiction naming another resource, read as
 			// saying nothing of the settled one, would make a success
 			// that may not be ours look like one.
+		case rec.Review == ReviewMadeTwice && !rec.State.Terminal():
+			// An open record whose server lost the key once is never
+			// resent, and the client knows it by this reason: an event
+			// about the second resource (another id) must not lift it.
+		default:
 			rec.Review = ReviewConfirmConflict
 		}
 		err = conflictErr(rec, &c)
