@@ -53,7 +53,9 @@ type Confirmation = journal.Confirmation
 // ErrConfirmConflict: a confirmation contradicts the operation's recorded
 // outcome (succeeded against failed, or another resource id). The
 // recorded outcome is kept, never overwritten; the operation is flagged
-// for review (ReviewConfirmConflict) and Hooks.ConfirmConflict is called.
+// for review (ReviewConfirmConflict; a ReviewKeyInUse, or an open
+// operation's ReviewMadeTwice, is kept) and Hooks.ConfirmConflict is
+// called.
 // The error also matches journal.ErrConfirmConflict.
 var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded outcome")
 
@@ -77,7 +79,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error.
 //   - A contradiction: the recorded outcome is kept, the operation is
-//     flagged for review (a person settles it with Resolve), the
+//     flagged for review (a person settles it with Resolve; one flagged
+//     ReviewKeyInUse keeps that reason, its settlement perhaps another
+//     request's, and an open one flagged ReviewMadeTwice keeps that one,
+//     never resent to a server that lost its key), the
 //     confirmation is recorded beside it, Hooks.ConfirmConflict is called
 //     (and Hooks.Review, for the first contradiction), and the error
 //     matches ErrConfirmConflict.

@@ -183,7 +183,9 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     flagged ReviewKeyInUse.
 //   - A contradiction: ConfirmConflicted and an error matching
 //     ErrConfirmConflict. The state and result are kept; c is recorded
-//     and the record flagged ReviewConfirmConflict. This, and the
+//     and the record flagged ReviewConfirmConflict, unless it is flagged
+//     ReviewKeyInUse, or is open and flagged ReviewMadeTwice, which it
+//     keeps (neither is resent). This, and the
 //     recording of c, are the only changes made to a terminal record
 //     other than Resolve's.
 //   - Bad input: ConfirmInvalid and an error matching ErrInvalid.
@@ -221,7 +223,20 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 	switch {
 	case otherID || (rec.State.Terminal() && rec.State != c.State):
 		c.Effect = ConfirmConflicted
-		rec.Review = ReviewConfirmConflict
+		switch {
+		case rec.Review == ReviewKeyInUse:
+			// A key another request used stays the reason: the
+			// settlement may be that request's, whatever else contradicts
+			// it, and a contradiction naming another resource, read as
+			// saying nothing of the settled one, would make a success
+			// that may not be ours look like one.
+		case rec.Review == ReviewMadeTwice && !rec.State.Terminal():
+			// An open record whose server lost the key once is never
+			// resent, and the client knows it by this reason: an event
+			// about the second resource (another id) must not lift it.
+		default:
+			rec.Review = ReviewConfirmConflict
+		}
 		err = conflictErr(rec, &c)
 	case rec.State.Terminal() && c.KeyInUse:
 		// The settlement may be the other request's: an event finds the

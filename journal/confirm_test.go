@@ -85,6 +85,9 @@ func TestApplyConfirmation(t *testing.T) {
 		// settled the record may be that request's.
 		{"key in use against succeeded", recordIn(ok, "", "ch_1"), keyInUse(ok), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewKeyInUse},
 		{"key in use against failed", recordIn(fail, "", ""), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, fail, "", journal.ReviewKeyInUse},
+		{"conflict keeps key in use", recordIn(ok, journal.ReviewKeyInUse, "ch_1"), confirmation(fail, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewKeyInUse},
+		{"conflict keeps made twice open", recordIn(journal.StateProcessing, journal.ReviewMadeTwice, "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, journal.StateProcessing, "ch_1", journal.ReviewMadeTwice},
+		{"conflict replaces made twice settled", recordIn(ok, journal.ReviewMadeTwice, "ch_1"), confirmation(fail, "ch_1", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use keeps a conflict", recordIn(ok, journal.ReviewConfirmConflict, "ch_1"), keyInUse(ok), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use against another state conflicts", recordIn(ok, "", "ch_1"), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use settles an open record flagged", sentOnce(recordIn(journal.StateProcessing, "", "")), keyInUse(fail), journal.ConfirmSettled, nil, fail, "", journal.ReviewKeyInUse},
