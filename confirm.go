@@ -77,7 +77,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     they stay until Resolve.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
-//     else changes, and Confirm returns its Result with a nil error.
+//     else changes, and Confirm returns its Result with a nil error. One
+//     settled without a resource id (Resolve without one) is held to the
+//     first such confirmation's that names one: another resource's event
+//     after it is a contradiction (a second payment), not an agreement.
 //   - A contradiction: the recorded outcome is kept, the operation is
 //     flagged for review (a person settles it with Resolve; one flagged
 //     ReviewKeyInUse keeps that reason, its settlement perhaps another

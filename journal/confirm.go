@@ -170,7 +170,10 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     processing result that named another resource id is a
 //     contradiction (below).
 //   - A settled record with c's state and resource id (or c without
-//     one): ConfirmAgreed, c recorded, nothing else changed.
+//     one): ConfirmAgreed, c recorded, nothing else changed. A record
+//     settled without a resource id takes the first agreeing one's that
+//     names one as its own (resourceOf): another resource after it is a
+//     contradiction.
 //   - c processing (the server's answer that it holds the request): a
 //     contradiction of a failed record; refused (ConfirmInvalid) for any
 //     other.
@@ -214,10 +217,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// It settles nothing, and only a failure does it contradict.
 		return ConfirmInvalid, errorf("confirmation state %s against a %s record: only a failure is contradicted by it: %w", c.State, rec.State, ErrInvalid)
 	}
-	var known string // the resource id the record holds
-	if rec.Result != nil {
-		known = rec.Result.ResourceID
-	}
+	known := resourceOf(rec)
 	otherID := c.ResourceID != "" && known != "" && c.ResourceID != known
 	var err error
 	switch {
@@ -299,13 +299,34 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 	return c.Effect, err
 }
 
-func conflictErr(rec *Record, c *Confirmation) error {
-	id := ""
-	if rec.Result != nil {
-		id = rec.Result.ResourceID
+// resourceOf is the resource id rec names: its result's, or, for a
+// record settled without one, that of the first confirmation that agreed
+// with it naming one. An event that names a resource settles nothing new
+// there, but another resource's event after it is a second payment, not
+// one more agreement.
+func resourceOf(rec *Record) string {
+	if rec.Result != nil && rec.Result.ResourceID != "" {
+		return rec.Result.ResourceID
 	}
+	if i := resourceAnchor(rec); i >= 0 {
+		return rec.Confirmations[i].ResourceID
+	}
+	return ""
+}
+
+// resourceAnchor is the index of the confirmation resourceOf reads, or -1.
+func resourceAnchor(rec *Record) int {
+	if !rec.State.Terminal() || rec.Result != nil && rec.Result.ResourceID != "" {
+		return -1
+	}
+	return slices.IndexFunc(rec.Confirmations, func(c Confirmation) bool {
+		return c.Effect == ConfirmAgreed && c.State == rec.State && c.ResourceID != ""
+	})
+}
+
+func conflictErr(rec *Record, c *Confirmation) error {
 	return errorf("confirmation %s/%s says %s %q, the journal says %s %q: kept the journal's, flagged for review: %w",
-		c.Source, c.EventID, c.State, c.ResourceID, rec.State, id, ErrConfirmConflict)
+		c.Source, c.EventID, c.State, c.ResourceID, rec.State, resourceOf(rec), ErrConfirmConflict)
 }
 
 // Confirm records confirmation c in the record and settles it, as

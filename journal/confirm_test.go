@@ -183,3 +183,29 @@ func TestApplyConfirmationBounded(t *testing.T) {
 	require.Len(t, rec.Confirmations, journal.MaxConfirmations)
 	require.Equal(t, "e"+string(rune('a'+journal.MaxConfirmations+4)), rec.Confirmations[journal.MaxConfirmations-1].EventID, "the latest is kept")
 }
+
+// A record settled without a resource id (resolved by hand) takes the id
+// of the first event that agrees with it naming one: Adyen does not check
+// a merchantReference for uniqueness, and a shopper who paid in two
+// checkout sessions for one order made two payments, each its own
+// pspReference (https://docs.adyen.com/development-resources/webhooks/webhook-types/).
+// The second one's AUTHORISATION success "true" agreed as well: a payment
+// made twice, unnoticed.
+func TestApplyConfirmationSettledWithoutResource(t *testing.T) {
+	rec := recordIn(journal.StateSucceeded, "", "")
+	effect, err := journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_a", "a"))
+	require.NoError(t, err)
+	require.Equal(t, journal.ConfirmAgreed, effect)
+	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "", "no id"))
+	require.NoError(t, err)
+	require.Equal(t, journal.ConfirmAgreed, effect, "an event naming no resource")
+	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_a", "a again"))
+	require.NoError(t, err)
+	require.Equal(t, journal.ConfirmAgreed, effect, "the same resource")
+
+	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_b", "b"))
+	require.ErrorIs(t, err, journal.ErrConfirmConflict, "another resource")
+	require.Equal(t, journal.ConfirmConflicted, effect)
+	require.Equal(t, journal.ReviewConfirmConflict, rec.Review)
+	require.Nil(t, rec.Result, "the result is kept as it was")
+}
