@@ -109,7 +109,8 @@ type Operation struct {
 	Settled   time.Time // zero while open
 	NextDue   time.Time // when the reconciler looks at it next
 	// Confirmations: the external confirmations recorded (Confirm), the
-	// latest journal.MaxConfirmations, oldest first.
+	// latest ones and the few older ones the outcome rests on, at most
+	// journal.MaxConfirmations, oldest first.
 	Confirmations []Confirmation
 }
 

@@ -48,7 +48,10 @@ func ReviewHeld(reason string) bool {
 }
 
 // MaxConfirmations bounds the confirmations a record keeps: the latest
-// ones, each of a distinct (Source, EventID). A provider redelivers an
+// ones, each of a distinct (Source, EventID), but for the few older ones
+// its outcome rests on (the one that settled it, the one that named its
+// resource, the first failure that disputes its success), kept in their
+// place. A provider redelivers an
 // event for days; an operation does not collect many distinct events.
 const MaxConfirmations = 16
 
@@ -193,7 +196,8 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     other than Resolve's.
 //   - Bad input: ConfirmInvalid and an error matching ErrInvalid.
 //
-// The record keeps the latest MaxConfirmations confirmations.
+// The record keeps the latest MaxConfirmations confirmations, and the
+// few older ones its outcome rests on (trimConfirmations).
 func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 	if err := c.Validate(); err != nil {
 		return ConfirmInvalid, err
@@ -290,9 +294,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		rec.Settled = c.At
 	}
 	rec.Confirmations = append(rec.Confirmations, c)
-	if n := len(rec.Confirmations); n > MaxConfirmations {
-		rec.Confirmations = append(rec.Confirmations[:0:0], rec.Confirmations[n-MaxConfirmations:]...)
-	}
+	trimConfirmations(rec)
 	if c.At.After(rec.Updated) {
 		rec.Updated = c.At
 	}
@@ -322,6 +324,50 @@ func resourceAnchor(rec *Record) int {
 	return slices.IndexFunc(rec.Confirmations, func(c Confirmation) bool {
 		return c.Effect == ConfirmAgreed && c.State == rec.State && c.ResourceID != ""
 	})
+}
+
+// trimConfirmations bounds rec's confirmations to MaxConfirmations,
+// dropping the oldest but those the record's meaning rests on: the one
+// that settled it (Result.Confirmed), the one that names its resource
+// (resourceOf), and the first contradicting failure of the result's
+// resource or of none (which disputes a success: the client's
+// failureAgainst). Dropped,
+// a run of other events (a shopper's refused cards, each its own
+// pspReference under one merchantReference) erased what disputes the
+// success, and Do reported it paid.
+func trimConfirmations(rec *Record) {
+	cs := rec.Confirmations
+	over := len(cs) - MaxConfirmations
+	if over <= 0 {
+		return
+	}
+	keep := make([]bool, len(cs))
+	if i := slices.IndexFunc(cs, func(c Confirmation) bool { return c.Effect == ConfirmSettled }); i >= 0 {
+		keep[i] = true
+	}
+	if i := resourceAnchor(rec); i >= 0 {
+		keep[i] = true
+	}
+	// As the client's failureAgainst reads them: by the result's id.
+	var known string
+	if rec.Result != nil {
+		known = rec.Result.ResourceID
+	}
+	if i := slices.IndexFunc(cs, func(c Confirmation) bool {
+		return c.Effect == ConfirmConflicted && c.State == StateFailed && (known == "" || c.ResourceID == "" || c.ResourceID == known)
+	}); i >= 0 {
+		keep[i] = true
+	}
+	kept := make([]Confirmation, 0, MaxConfirmations)
+	for i := range cs {
+		if over > 0 && !keep[i] {
+			over--
+			continue
+		}
+		kept = append(kept, cs[i])
+	}
+	// More kept than fit cannot happen (three at most); the oldest go.
+	rec.Confirmations = kept[max(0, len(kept)-MaxConfirmations):]
 }
 
 func conflictErr(rec *Record, c *Confirmation) error {

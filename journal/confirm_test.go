@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -184,6 +185,33 @@ func TestApplyConfirmationBounded(t *testing.T) {
 	require.Equal(t, "e"+string(rune('a'+journal.MaxConfirmations+4)), rec.Confirmations[journal.MaxConfirmations-1].EventID, "the latest is kept")
 }
 
+// A run of other events (a shopper's refused cards, each its own
+// pspReference under the merchantReference that carries the key: Adyen's
+// AUTHORISATION success "false",
+// https://docs.adyen.com/development-resources/webhooks/webhook-types/)
+// does not push out of the bound the failure that disputes the success,
+// nor the event that settled the record: the client reads them
+// (failureAgainst, Result.Confirmed).
+func TestApplyConfirmationBoundKeepsDispute(t *testing.T) {
+	rec := recordIn(journal.StateUnknown, "", "")
+	effect, err := journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_ours", "settled"))
+	require.NoError(t, err)
+	require.Equal(t, journal.ConfirmSettled, effect)
+	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateFailed, "psp_ours", "disputed"))
+	require.ErrorIs(t, err, journal.ErrConfirmConflict)
+	require.Equal(t, journal.ConfirmConflicted, effect)
+	for i := range journal.MaxConfirmations + 3 {
+		effect, err := journal.ApplyConfirmation(rec, confirmation(journal.StateFailed, fmt.Sprintf("psp_refused_%d", i), fmt.Sprintf("refused_%d", i)))
+		require.ErrorIs(t, err, journal.ErrConfirmConflict)
+		require.Equal(t, journal.ConfirmConflicted, effect)
+	}
+	require.Len(t, rec.Confirmations, journal.MaxConfirmations)
+	require.Equal(t, "settled", rec.Confirmations[0].EventID, "the settling event is kept")
+	require.Equal(t, "disputed", rec.Confirmations[1].EventID, "the dispute is kept")
+	require.Equal(t, fmt.Sprintf("refused_%d", journal.MaxConfirmations+2), rec.Confirmations[journal.MaxConfirmations-1].EventID, "the latest is kept")
+	require.Equal(t, fmt.Sprintf("refused_%d", 5), rec.Confirmations[2].EventID, "the oldest others are dropped")
+}
+
 // A record settled without a resource id (resolved by hand) takes the id
 // of the first event that agrees with it naming one: Adyen does not check
 // a merchantReference for uniqueness, and a shopper who paid in two
@@ -208,4 +236,13 @@ func TestApplyConfirmationSettledWithoutResource(t *testing.T) {
 	require.Equal(t, journal.ConfirmConflicted, effect)
 	require.Equal(t, journal.ReviewConfirmConflict, rec.Review)
 	require.Nil(t, rec.Result, "the result is kept as it was")
+
+	// Its anchor outlives the bound.
+	for i := range journal.MaxConfirmations {
+		_, err := journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "", fmt.Sprintf("n%d", i)))
+		require.NoError(t, err)
+	}
+	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_c", "c"))
+	require.ErrorIs(t, err, journal.ErrConfirmConflict, "another resource, past the bound")
+	require.Equal(t, journal.ConfirmConflicted, effect)
 }

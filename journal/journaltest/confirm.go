@@ -21,6 +21,7 @@ var confirmTests = []struct {
 }{
 	{"ConfirmSettles", testConfirmSettles},
 	{"ConfirmKeepsMadeTwice", testConfirmKeepsMadeTwice},
+	{"ConfirmBoundKeepsDispute", testConfirmBoundKeepsDispute},
 	{"ConfirmDuplicate", testConfirmDuplicate},
 	{"ConfirmAgrees", testConfirmAgrees},
 	{"ConfirmConflict", testConfirmConflict},
@@ -97,6 +98,26 @@ func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
 	n, err := s.Prune(context.Background(), at.Add(1000*time.Hour))
 	require.NoError(t, err)
 	require.Zero(t, n, "Prune() of a flagged record")
+}
+
+// Past MaxConfirmations, the event that settled a record and the failure
+// that disputes its success are kept: the client reads them.
+func testConfirmBoundKeepsDispute(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	at := t0.Add(time.Hour)
+	_, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ch_1", "settled", at))
+	require.NoError(t, err)
+	_, err = s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateFailed, "ch_1", "disputed", at))
+	require.ErrorIs(t, err, journal.ErrConfirmConflict)
+	for i := range journal.MaxConfirmations {
+		_, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateFailed, fmt.Sprintf("ch_other_%d", i), fmt.Sprintf("other_%d", i), at))
+		require.ErrorIs(t, err, journal.ErrConfirmConflict)
+	}
+	got := get(t, s, "acct", "k")
+	require.Len(t, got.Confirmations, journal.MaxConfirmations)
+	require.Equal(t, "settled", got.Confirmations[0].EventID)
+	require.Equal(t, "disputed", got.Confirmations[1].EventID)
+	require.Equal(t, fmt.Sprintf("other_%d", journal.MaxConfirmations-1), got.Confirmations[journal.MaxConfirmations-1].EventID)
 }
 
 func testConfirmDuplicate(t *testing.T, s idem.Store) {
