@@ -54,8 +54,8 @@ type Confirmation = journal.Confirmation
 // outcome (succeeded against failed, or another resource id). The
 // recorded outcome is kept, never overwritten; the operation is flagged
 // for review (ReviewConfirmConflict; a ReviewKeyInUse, or an open
-// operation's ReviewMadeTwice, is kept) and Hooks.ConfirmConflict is
-// called.
+// operation's ReviewMadeTwice or ReviewKeyIgnored, is kept) and
+// Hooks.ConfirmConflict is called.
 // The error also matches journal.ErrConfirmConflict.
 var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded outcome")
 
@@ -84,8 +84,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //   - A contradiction: the recorded outcome is kept, the operation is
 //     flagged for review (a person settles it with Resolve; one flagged
 //     ReviewKeyInUse keeps that reason, its settlement perhaps another
-//     request's, and an open one flagged ReviewMadeTwice keeps that one,
-//     never resent to a server that lost its key), the
+//     request's, and an open one flagged ReviewMadeTwice or
+//     ReviewKeyIgnored keeps that one, never resent to a server that
+//     lost or ignores its key; the confirmation that settles it later
+//     turns ReviewKeyIgnored into ReviewConfirmConflict), the
 //     confirmation is recorded beside it, Hooks.ConfirmConflict is called
 //     (and Hooks.Review, for the first contradiction), and the error
 //     matches ErrConfirmConflict.

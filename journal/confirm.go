@@ -32,6 +32,12 @@ const ReviewConfirmConflict = "an external confirmation contradicts the recorded
 // keeps ReviewConfirmConflict: it says nothing of the other resource.
 const ReviewMadeTwice = "server made another resource for a resend of the key it had said it holds: it lost the key, and the request executed twice"
 
+// ReviewKeyIgnored is the review of an operation whose endpoint said it
+// does not de-duplicate requests by the key (the client's ReviewKeyIgnored
+// says when it is set): it is never resent, and a new process learns the
+// endpoint again from the open operations flagged so.
+const ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
+
 // ReviewKeyInUse is the review of an operation whose key another request
 // used: what the server holds for the key may be that request's (the
 // client's ReviewKeyInUse says when it is set).
@@ -167,7 +173,8 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     not): ConfirmSettled, the state and result set as c says, the
 //     review reason cleared unless it is ReviewConfirmConflict (an
 //     earlier contradiction waits for Resolve), ReviewMadeTwice or
-//     ReviewKeyInUse; a pending record with no attempt that may have
+//     ReviewKeyInUse, or set to ReviewConfirmConflict if a contradiction
+//     is recorded (one that kept ReviewKeyIgnored); a pending record with no attempt that may have
 //     executed (Attempt.MaybeExecuted: none, or only ones answered as
 //     not executed, none on the wire) is flagged ReviewKeyInUse. A
 //     processing result that named another resource id is a
@@ -190,8 +197,10 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - A contradiction: ConfirmConflicted and an error matching
 //     ErrConfirmConflict. The state and result are kept; c is recorded
 //     and the record flagged ReviewConfirmConflict, unless it is flagged
-//     ReviewKeyInUse, or is open and flagged ReviewMadeTwice, which it
-//     keeps (neither is resent). This, and the
+//     ReviewKeyInUse, or is open and flagged ReviewMadeTwice or
+//     ReviewKeyIgnored, which it keeps (none is resent); an open record
+//     so kept takes ReviewConfirmConflict when a confirmation settles it.
+//     This, and the
 //     recording of c, are the only changes made to a terminal record
 //     other than Resolve's.
 //   - Bad input: ConfirmInvalid and an error matching ErrInvalid.
@@ -234,10 +243,13 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 			// it, and a contradiction naming another resource, read as
 			// saying nothing of the settled one, would make a success
 			// that may not be ours look like one.
-		case rec.Review == ReviewMadeTwice && !rec.State.Terminal():
-			// An open record whose server lost the key once is never
-			// resent, and the client knows it by this reason: an event
-			// about the second resource (another id) must not lift it.
+		case !rec.State.Terminal() && (rec.Review == ReviewMadeTwice || rec.Review == ReviewKeyIgnored):
+			// An open record whose server lost the key once, or ignores
+			// it, is never resent, and the client knows it by this reason
+			// (and learns again from it, after a restart, that the
+			// endpoint ignores keys): an event about another resource
+			// must not lift it. A settlement turns it into the
+			// contradiction's.
 		default:
 			rec.Review = ReviewConfirmConflict
 		}
@@ -287,8 +299,15 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// events carry it too.
 		if !ReviewHeld(rec.Review) && rec.Review != ReviewKeyInUse {
 			rec.Review = ""
-			if neverSent || c.KeyInUse {
+			switch {
+			case neverSent || c.KeyInUse:
 				rec.Review = ReviewKeyInUse
+			case slices.ContainsFunc(rec.Confirmations, func(o Confirmation) bool { return o.Effect == ConfirmConflicted }):
+				// A contradiction recorded under a flag that kept its
+				// place while the record was open (ReviewKeyIgnored):
+				// settled, the record is never sent again, and what is
+				// left for a person is the contradiction.
+				rec.Review = ReviewConfirmConflict
 			}
 		}
 		rec.Settled = c.At

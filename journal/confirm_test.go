@@ -52,6 +52,15 @@ func refusedOnce(r *journal.Record) *journal.Record {
 	return r
 }
 
+// contradicted records on r an event that contradicted it, as
+// ApplyConfirmation records one.
+func contradicted(r *journal.Record) *journal.Record {
+	c := confirmation(journal.StateSucceeded, "ch_other", "e0")
+	c.Effect = journal.ConfirmConflicted
+	r.Confirmations = append(r.Confirmations, c)
+	return r
+}
+
 // TestApplyConfirmation is the decision table of a confirmation.
 func TestApplyConfirmation(t *testing.T) {
 	ok, fail := journal.StateSucceeded, journal.StateFailed
@@ -88,6 +97,9 @@ func TestApplyConfirmation(t *testing.T) {
 		{"key in use against failed", recordIn(fail, "", ""), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, fail, "", journal.ReviewKeyInUse},
 		{"conflict keeps key in use", recordIn(ok, journal.ReviewKeyInUse, "ch_1"), confirmation(fail, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewKeyInUse},
 		{"conflict keeps made twice open", recordIn(journal.StateProcessing, journal.ReviewMadeTwice, "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, journal.StateProcessing, "ch_1", journal.ReviewMadeTwice},
+		{"conflict keeps key ignored open", recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, journal.StateUnknown, "ch_1", journal.ReviewKeyIgnored},
+		{"settling key ignored clears it", recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"settling after a kept conflict flags it", contradicted(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1")), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"conflict replaces made twice settled", recordIn(ok, journal.ReviewMadeTwice, "ch_1"), confirmation(fail, "ch_1", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use keeps a conflict", recordIn(ok, journal.ReviewConfirmConflict, "ch_1"), keyInUse(ok), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use against another state conflicts", recordIn(ok, "", "ch_1"), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
@@ -106,7 +118,7 @@ func TestApplyConfirmation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := tt.rec
-			wasSettled := rec.Settled
+			wasSettled, had := rec.Settled, len(rec.Confirmations)
 			effect, err := journal.ApplyConfirmation(rec, tt.c)
 			require.Equal(t, tt.effect, effect, "effect")
 			if tt.err == nil {
@@ -122,11 +134,11 @@ func TestApplyConfirmation(t *testing.T) {
 			require.Equal(t, tt.id, id, "resource id")
 			require.Equal(t, tt.review, rec.Review, "review")
 			if !effect.Changed() {
-				require.Empty(t, rec.Confirmations, "a refused confirmation is not recorded")
+				require.Len(t, rec.Confirmations, had, "a refused confirmation is not recorded")
 				return
 			}
-			require.Len(t, rec.Confirmations, 1)
-			require.Equal(t, effect, rec.Confirmations[0].Effect, "recorded effect")
+			require.Len(t, rec.Confirmations, had+1)
+			require.Equal(t, effect, rec.Confirmations[had].Effect, "recorded effect")
 			if effect == journal.ConfirmSettled {
 				require.Equal(t, tt.c.At, rec.Settled, "Settled")
 			} else {

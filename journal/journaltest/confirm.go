@@ -21,6 +21,7 @@ var confirmTests = []struct {
 }{
 	{"ConfirmSettles", testConfirmSettles},
 	{"ConfirmKeepsMadeTwice", testConfirmKeepsMadeTwice},
+	{"ConfirmConflictKeepsMadeTwice", testConfirmConflictKeepsMadeTwice},
 	{"ConfirmBoundKeepsDispute", testConfirmBoundKeepsDispute},
 	{"ConfirmDuplicate", testConfirmDuplicate},
 	{"ConfirmAgrees", testConfirmAgrees},
@@ -98,6 +99,27 @@ func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
 	n, err := s.Prune(context.Background(), at.Add(1000*time.Hour))
 	require.NoError(t, err)
 	require.Zero(t, n, "Prune() of a flagged record")
+}
+
+// An open record flagged ReviewMadeTwice keeps the flag when an event
+// about the other resource contradicts it: the flag is what keeps it from
+// being resent to a server that lost the key. Stored as decided.
+func testConfirmConflictKeepsMadeTwice(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+		r.State = journal.StateProcessing
+		r.Result = &journal.Result{ResourceID: "ord_1", StatusCode: 202}
+		r.Review = journal.ReviewMadeTwice
+		r.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: t0, Wrote: true, Done: true, Status: 202}}
+		return nil
+	})
+	require.NoError(t, err)
+	got, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ord_2", "evt_2", t0.Add(time.Hour)))
+	require.ErrorIs(t, err, journal.ErrConfirmConflict, "Confirm() of the other resource")
+	require.Equal(t, journal.StateProcessing, got.State)
+	require.Equal(t, journal.ReviewMadeTwice, got.Review, "Review kept")
+	require.Equal(t, journal.ConfirmConflicted, got.Confirmations[0].Effect)
+	require.Equal(t, got, get(t, s, "acct", "k"), "Get() after Confirm")
 }
 
 // Past MaxConfirmations, the event that settled a record and the failure
