@@ -76,12 +76,12 @@ func testConfirmSettles(t *testing.T, s idem.Store) {
 	require.Equal(t, 1, n, "Prune() finds the confirmed record by its Settled time")
 }
 
-// A record the server made a second resource for (ReviewMadeTwice) keeps
-// the flag when an event for the first settles it: the second still needs
-// a person, and the settled record is not pruned until Resolve.
-func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
-	create(t, s, NewRecord("acct", "k", t0))
-	_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+// madeTwice creates an open record whose server made a second resource
+// for a resend of the key it had said it holds ord_1 for, flagged so.
+func madeTwice(t testing.TB, s idem.Store, key string) {
+	t.Helper()
+	create(t, s, NewRecord("acct", key, t0))
+	_, err := s.Update(context.Background(), "acct", key, func(r *journal.Record) error {
 		r.State = journal.StateProcessing
 		r.Result = &journal.Result{ResourceID: "ord_1", StatusCode: 202}
 		r.Review = journal.ReviewMadeTwice
@@ -89,6 +89,13 @@ func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// A record the server made a second resource for (ReviewMadeTwice) keeps
+// the flag when an event for the first settles it: the second still needs
+// a person, and the settled record is not pruned until Resolve.
+func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
+	madeTwice(t, s, "k")
 	at := t0.Add(time.Hour)
 	got, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ord_1", "evt_1", at))
 	require.NoError(t, err, "Confirm() of the first resource")
@@ -105,15 +112,7 @@ func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
 // about the other resource contradicts it: the flag is what keeps it from
 // being resent to a server that lost the key. Stored as decided.
 func testConfirmConflictKeepsMadeTwice(t *testing.T, s idem.Store) {
-	create(t, s, NewRecord("acct", "k", t0))
-	_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
-		r.State = journal.StateProcessing
-		r.Result = &journal.Result{ResourceID: "ord_1", StatusCode: 202}
-		r.Review = journal.ReviewMadeTwice
-		r.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: t0, Wrote: true, Done: true, Status: 202}}
-		return nil
-	})
-	require.NoError(t, err)
+	madeTwice(t, s, "k")
 	got, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ord_2", "evt_2", t0.Add(time.Hour)))
 	require.ErrorIs(t, err, journal.ErrConfirmConflict, "Confirm() of the other resource")
 	require.Equal(t, journal.StateProcessing, got.State)
