@@ -206,16 +206,10 @@ func TestApplyConfirmationBounded(t *testing.T) {
 // (failureAgainst, Result.Confirmed).
 func TestApplyConfirmationBoundKeepsDispute(t *testing.T) {
 	rec := recordIn(journal.StateUnknown, "", "")
-	effect, err := journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_ours", "settled"))
-	require.NoError(t, err)
-	require.Equal(t, journal.ConfirmSettled, effect)
-	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateFailed, "psp_ours", "disputed"))
-	require.ErrorIs(t, err, journal.ErrConfirmConflict)
-	require.Equal(t, journal.ConfirmConflicted, effect)
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_ours", "settled"), journal.ConfirmSettled, nil)
+	requireApplied(t, rec, confirmation(journal.StateFailed, "psp_ours", "disputed"), journal.ConfirmConflicted, journal.ErrConfirmConflict)
 	for i := range journal.MaxConfirmations + 3 {
-		effect, err := journal.ApplyConfirmation(rec, confirmation(journal.StateFailed, fmt.Sprintf("psp_refused_%d", i), fmt.Sprintf("refused_%d", i)))
-		require.ErrorIs(t, err, journal.ErrConfirmConflict)
-		require.Equal(t, journal.ConfirmConflicted, effect)
+		requireApplied(t, rec, confirmation(journal.StateFailed, fmt.Sprintf("psp_refused_%d", i), fmt.Sprintf("refused_%d", i)), journal.ConfirmConflicted, journal.ErrConfirmConflict)
 	}
 	require.Len(t, rec.Confirmations, journal.MaxConfirmations)
 	require.Equal(t, "settled", rec.Confirmations[0].EventID, "the settling event is kept")
@@ -233,28 +227,30 @@ func TestApplyConfirmationBoundKeepsDispute(t *testing.T) {
 // made twice, unnoticed.
 func TestApplyConfirmationSettledWithoutResource(t *testing.T) {
 	rec := recordIn(journal.StateSucceeded, "", "")
-	effect, err := journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_a", "a"))
-	require.NoError(t, err)
-	require.Equal(t, journal.ConfirmAgreed, effect)
-	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "", "no id"))
-	require.NoError(t, err)
-	require.Equal(t, journal.ConfirmAgreed, effect, "an event naming no resource")
-	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_a", "a again"))
-	require.NoError(t, err)
-	require.Equal(t, journal.ConfirmAgreed, effect, "the same resource")
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_a", "a"), journal.ConfirmAgreed, nil)
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "", "no id"), journal.ConfirmAgreed, nil)
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_a", "a again"), journal.ConfirmAgreed, nil)
 
-	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_b", "b"))
-	require.ErrorIs(t, err, journal.ErrConfirmConflict, "another resource")
-	require.Equal(t, journal.ConfirmConflicted, effect)
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_b", "b"), journal.ConfirmConflicted, journal.ErrConfirmConflict)
 	require.Equal(t, journal.ReviewConfirmConflict, rec.Review)
 	require.Nil(t, rec.Result, "the result is kept as it was")
 
 	// Its anchor outlives the bound.
 	for i := range journal.MaxConfirmations {
-		_, err := journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "", fmt.Sprintf("n%d", i)))
-		require.NoError(t, err)
+		requireApplied(t, rec, confirmation(journal.StateSucceeded, "", fmt.Sprintf("n%d", i)), journal.ConfirmAgreed, nil)
 	}
-	effect, err = journal.ApplyConfirmation(rec, confirmation(journal.StateSucceeded, "psp_c", "c"))
-	require.ErrorIs(t, err, journal.ErrConfirmConflict, "another resource, past the bound")
-	require.Equal(t, journal.ConfirmConflicted, effect)
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_c", "c"), journal.ConfirmConflicted, journal.ErrConfirmConflict)
+}
+
+// requireApplied applies c to rec and asserts its effect and error (nil,
+// or one it matches).
+func requireApplied(t *testing.T, rec *journal.Record, c journal.Confirmation, effect journal.ConfirmEffect, want error) {
+	t.Helper()
+	got, err := journal.ApplyConfirmation(rec, c)
+	if want == nil {
+		require.NoError(t, err, "ApplyConfirmation(%s)", c.EventID)
+	} else {
+		require.ErrorIs(t, err, want, "ApplyConfirmation(%s)", c.EventID)
+	}
+	require.Equal(t, effect, got, "ApplyConfirmation(%s): effect", c.EventID)
 }
