@@ -54,8 +54,8 @@ type Confirmation = journal.Confirmation
 // outcome (succeeded against failed, or another resource id). The
 // recorded outcome is kept, never overwritten; the operation is flagged
 // for review (ReviewConfirmConflict; a ReviewKeyInUse, or an open
-// operation's ReviewMadeTwice, is kept) and Hooks.ConfirmConflict is
-// called.
+// operation's ReviewMadeTwice or ReviewKeyIgnored, is kept) and
+// Hooks.ConfirmConflict is called.
 // The error also matches journal.ErrConfirmConflict.
 var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded outcome")
 
@@ -77,12 +77,17 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     they stay until Resolve.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
-//     else changes, and Confirm returns its Result with a nil error.
+//     else changes, and Confirm returns its Result with a nil error. One
+//     settled without a resource id (Resolve without one) is held to the
+//     first such confirmation's that names one: another resource's event
+//     after it is a contradiction (a second payment), not an agreement.
 //   - A contradiction: the recorded outcome is kept, the operation is
 //     flagged for review (a person settles it with Resolve; one flagged
 //     ReviewKeyInUse keeps that reason, its settlement perhaps another
-//     request's, and an open one flagged ReviewMadeTwice keeps that one,
-//     never resent to a server that lost its key), the
+//     request's, and an open one flagged ReviewMadeTwice or
+//     ReviewKeyIgnored keeps that one, never resent to a server that
+//     lost or ignores its key; the confirmation that settles it later
+//     turns ReviewKeyIgnored into ReviewConfirmConflict), the
 //     confirmation is recorded beside it, Hooks.ConfirmConflict is called
 //     (and Hooks.Review, for the first contradiction), and the error
 //     matches ErrConfirmConflict.

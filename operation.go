@@ -67,7 +67,10 @@ const (
 	// leaves open whether the request executed, or an answer was lost
 	// from an endpoint that said so earlier in the process: a resend would
 	// be a second request, so nothing resends it, not even Do.
-	ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
+	// A contradicting confirmation (Confirm) keeps it while the operation
+	// is open; the confirmation that settles it then flags it
+	// ReviewConfirmConflict.
+	ReviewKeyIgnored = journal.ReviewKeyIgnored
 	// ReviewMaybeTwice: an answer that settled the operation said the
 	// server does not de-duplicate by the key there, and an earlier copy
 	// of the request (idem's, or net/http's own resend) may have executed
@@ -109,7 +112,8 @@ type Operation struct {
 	Settled   time.Time // zero while open
 	NextDue   time.Time // when the reconciler looks at it next
 	// Confirmations: the external confirmations recorded (Confirm), the
-	// latest journal.MaxConfirmations, oldest first.
+	// latest ones and the few older ones the outcome rests on, at most
+	// journal.MaxConfirmations, oldest first.
 	Confirmations []Confirmation
 }
 

@@ -32,6 +32,12 @@ const ReviewConfirmConflict = "an external confirmation contradicts the recorded
 // keeps ReviewConfirmConflict: it says nothing of the other resource.
 const ReviewMadeTwice = "server made another resource for a resend of the key it had said it holds: it lost the key, and the request executed twice"
 
+// ReviewKeyIgnored is the review of an operation whose endpoint said it
+// does not de-duplicate requests by the key (the client's ReviewKeyIgnored
+// says when it is set): it is never resent, and a new process learns the
+// endpoint again from the open operations flagged so.
+const ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
+
 // ReviewKeyInUse is the review of an operation whose key another request
 // used: what the server holds for the key may be that request's (the
 // client's ReviewKeyInUse says when it is set).
@@ -48,7 +54,10 @@ func ReviewHeld(reason string) bool {
 }
 
 // MaxConfirmations bounds the confirmations a record keeps: the latest
-// ones, each of a distinct (Source, EventID). A provider redelivers an
+// ones, each of a distinct (Source, EventID), but for the few older ones
+// its outcome rests on (the one that settled it, the one that named its
+// resource, the first failure that disputes its success), kept in their
+// place. A provider redelivers an
 // event for days; an operation does not collect many distinct events.
 const MaxConfirmations = 16
 
@@ -164,13 +173,17 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     not): ConfirmSettled, the state and result set as c says, the
 //     review reason cleared unless it is ReviewConfirmConflict (an
 //     earlier contradiction waits for Resolve), ReviewMadeTwice or
-//     ReviewKeyInUse; a pending record with no attempt that may have
+//     ReviewKeyInUse, or set to ReviewConfirmConflict if a contradiction
+//     is recorded (one that kept ReviewKeyIgnored); a pending record with no attempt that may have
 //     executed (Attempt.MaybeExecuted: none, or only ones answered as
 //     not executed, none on the wire) is flagged ReviewKeyInUse. A
 //     processing result that named another resource id is a
 //     contradiction (below).
 //   - A settled record with c's state and resource id (or c without
-//     one): ConfirmAgreed, c recorded, nothing else changed.
+//     one): ConfirmAgreed, c recorded, nothing else changed. A record
+//     settled without a resource id takes the first agreeing one's that
+//     names one as its own (resourceOf): another resource after it is a
+//     contradiction.
 //   - c processing (the server's answer that it holds the request): a
 //     contradiction of a failed record; refused (ConfirmInvalid) for any
 //     other.
@@ -184,13 +197,16 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - A contradiction: ConfirmConflicted and an error matching
 //     ErrConfirmConflict. The state and result are kept; c is recorded
 //     and the record flagged ReviewConfirmConflict, unless it is flagged
-//     ReviewKeyInUse, or is open and flagged ReviewMadeTwice, which it
-//     keeps (neither is resent). This, and the
+//     ReviewKeyInUse, or is open and flagged ReviewMadeTwice or
+//     ReviewKeyIgnored, which it keeps (none is resent); an open record
+//     so kept takes ReviewConfirmConflict when a confirmation settles it.
+//     This, and the
 //     recording of c, are the only changes made to a terminal record
 //     other than Resolve's.
 //   - Bad input: ConfirmInvalid and an error matching ErrInvalid.
 //
-// The record keeps the latest MaxConfirmations confirmations.
+// The record keeps the latest MaxConfirmations confirmations, and the
+// few older ones its outcome rests on (trimConfirmations).
 func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 	if err := c.Validate(); err != nil {
 		return ConfirmInvalid, err
@@ -214,10 +230,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// It settles nothing, and only a failure does it contradict.
 		return ConfirmInvalid, errorf("confirmation state %s against a %s record: only a failure is contradicted by it: %w", c.State, rec.State, ErrInvalid)
 	}
-	var known string // the resource id the record holds
-	if rec.Result != nil {
-		known = rec.Result.ResourceID
-	}
+	known := resourceOf(rec)
 	otherID := c.ResourceID != "" && known != "" && c.ResourceID != known
 	var err error
 	switch {
@@ -230,10 +243,13 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 			// it, and a contradiction naming another resource, read as
 			// saying nothing of the settled one, would make a success
 			// that may not be ours look like one.
-		case rec.Review == ReviewMadeTwice && !rec.State.Terminal():
-			// An open record whose server lost the key once is never
-			// resent, and the client knows it by this reason: an event
-			// about the second resource (another id) must not lift it.
+		case !rec.State.Terminal() && (rec.Review == ReviewMadeTwice || rec.Review == ReviewKeyIgnored):
+			// An open record whose server lost the key once, or ignores
+			// it, is never resent, and the client knows it by this reason
+			// (and learns again from it, after a restart, that the
+			// endpoint ignores keys): an event about another resource
+			// must not lift it. A settlement turns it into the
+			// contradiction's.
 		default:
 			rec.Review = ReviewConfirmConflict
 		}
@@ -283,29 +299,99 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// events carry it too.
 		if !ReviewHeld(rec.Review) && rec.Review != ReviewKeyInUse {
 			rec.Review = ""
-			if neverSent || c.KeyInUse {
+			switch {
+			case neverSent || c.KeyInUse:
 				rec.Review = ReviewKeyInUse
+			case slices.ContainsFunc(rec.Confirmations, func(o Confirmation) bool { return o.Effect == ConfirmConflicted }):
+				// A contradiction recorded under a flag that kept its
+				// place while the record was open (ReviewKeyIgnored):
+				// settled, the record is never sent again, and what is
+				// left for a person is the contradiction.
+				rec.Review = ReviewConfirmConflict
 			}
 		}
 		rec.Settled = c.At
 	}
 	rec.Confirmations = append(rec.Confirmations, c)
-	if n := len(rec.Confirmations); n > MaxConfirmations {
-		rec.Confirmations = append(rec.Confirmations[:0:0], rec.Confirmations[n-MaxConfirmations:]...)
-	}
+	trimConfirmations(rec)
 	if c.At.After(rec.Updated) {
 		rec.Updated = c.At
 	}
 	return c.Effect, err
 }
 
-func conflictErr(rec *Record, c *Confirmation) error {
-	id := ""
-	if rec.Result != nil {
-		id = rec.Result.ResourceID
+// resourceOf is the resource id rec names: its result's, or, for a
+// record settled without one, that of the first confirmation that agreed
+// with it naming one. An event that names a resource settles nothing new
+// there, but another resource's event after it is a second payment, not
+// one more agreement.
+func resourceOf(rec *Record) string {
+	if rec.Result != nil && rec.Result.ResourceID != "" {
+		return rec.Result.ResourceID
 	}
+	if i := resourceAnchor(rec); i >= 0 {
+		return rec.Confirmations[i].ResourceID
+	}
+	return ""
+}
+
+// resourceAnchor is the index of the confirmation resourceOf reads, or -1.
+func resourceAnchor(rec *Record) int {
+	if !rec.State.Terminal() || rec.Result != nil && rec.Result.ResourceID != "" {
+		return -1
+	}
+	return slices.IndexFunc(rec.Confirmations, func(c Confirmation) bool {
+		return c.Effect == ConfirmAgreed && c.State == rec.State && c.ResourceID != ""
+	})
+}
+
+// trimConfirmations bounds rec's confirmations to MaxConfirmations,
+// dropping the oldest but those the record's meaning rests on: the one
+// that settled it (Result.Confirmed), the one that names its resource
+// (resourceOf), and the first contradicting failure of the result's
+// resource or of none (which disputes a success: the client's
+// failureAgainst). Dropped,
+// a run of other events (a shopper's refused cards, each its own
+// pspReference under one merchantReference) erased what disputes the
+// success, and Do reported it paid.
+func trimConfirmations(rec *Record) {
+	cs := rec.Confirmations
+	over := len(cs) - MaxConfirmations
+	if over <= 0 {
+		return
+	}
+	keep := make([]bool, len(cs))
+	if i := slices.IndexFunc(cs, func(c Confirmation) bool { return c.Effect == ConfirmSettled }); i >= 0 {
+		keep[i] = true
+	}
+	if i := resourceAnchor(rec); i >= 0 {
+		keep[i] = true
+	}
+	// As the client's failureAgainst reads them: by the result's id.
+	var known string
+	if rec.Result != nil {
+		known = rec.Result.ResourceID
+	}
+	if i := slices.IndexFunc(cs, func(c Confirmation) bool {
+		return c.Effect == ConfirmConflicted && c.State == StateFailed && (known == "" || c.ResourceID == "" || c.ResourceID == known)
+	}); i >= 0 {
+		keep[i] = true
+	}
+	kept := make([]Confirmation, 0, MaxConfirmations)
+	for i := range cs {
+		if over > 0 && !keep[i] {
+			over--
+			continue
+		}
+		kept = append(kept, cs[i])
+	}
+	// More kept than fit cannot happen (three at most); the oldest go.
+	rec.Confirmations = kept[max(0, len(kept)-MaxConfirmations):]
+}
+
+func conflictErr(rec *Record, c *Confirmation) error {
 	return errorf("confirmation %s/%s says %s %q, the journal says %s %q: kept the journal's, flagged for review: %w",
-		c.Source, c.EventID, c.State, c.ResourceID, rec.State, id, ErrConfirmConflict)
+		c.Source, c.EventID, c.State, c.ResourceID, rec.State, resourceOf(rec), ErrConfirmConflict)
 }
 
 // Confirm records confirmation c in the record and settles it, as

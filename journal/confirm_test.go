@@ -2,6 +2,7 @@ package journal_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,15 @@ func refusedOnce(r *journal.Record) *journal.Record {
 	return r
 }
 
+// contradicted records on r an event that contradicted it, as
+// ApplyConfirmation records one.
+func contradicted(r *journal.Record) *journal.Record {
+	c := confirmation(journal.StateSucceeded, "ch_other", "e0")
+	c.Effect = journal.ConfirmConflicted
+	r.Confirmations = append(r.Confirmations, c)
+	return r
+}
+
 // TestApplyConfirmation is the decision table of a confirmation.
 func TestApplyConfirmation(t *testing.T) {
 	ok, fail := journal.StateSucceeded, journal.StateFailed
@@ -87,6 +97,9 @@ func TestApplyConfirmation(t *testing.T) {
 		{"key in use against failed", recordIn(fail, "", ""), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, fail, "", journal.ReviewKeyInUse},
 		{"conflict keeps key in use", recordIn(ok, journal.ReviewKeyInUse, "ch_1"), confirmation(fail, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewKeyInUse},
 		{"conflict keeps made twice open", recordIn(journal.StateProcessing, journal.ReviewMadeTwice, "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, journal.StateProcessing, "ch_1", journal.ReviewMadeTwice},
+		{"conflict keeps key ignored open", recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, journal.StateUnknown, "ch_1", journal.ReviewKeyIgnored},
+		{"settling key ignored clears it", recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"settling after a kept conflict flags it", contradicted(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1")), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"conflict replaces made twice settled", recordIn(ok, journal.ReviewMadeTwice, "ch_1"), confirmation(fail, "ch_1", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use keeps a conflict", recordIn(ok, journal.ReviewConfirmConflict, "ch_1"), keyInUse(ok), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use against another state conflicts", recordIn(ok, "", "ch_1"), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
@@ -105,7 +118,7 @@ func TestApplyConfirmation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := tt.rec
-			wasSettled := rec.Settled
+			wasSettled, had := rec.Settled, len(rec.Confirmations)
 			effect, err := journal.ApplyConfirmation(rec, tt.c)
 			require.Equal(t, tt.effect, effect, "effect")
 			if tt.err == nil {
@@ -121,11 +134,11 @@ func TestApplyConfirmation(t *testing.T) {
 			require.Equal(t, tt.id, id, "resource id")
 			require.Equal(t, tt.review, rec.Review, "review")
 			if !effect.Changed() {
-				require.Empty(t, rec.Confirmations, "a refused confirmation is not recorded")
+				require.Len(t, rec.Confirmations, had, "a refused confirmation is not recorded")
 				return
 			}
-			require.Len(t, rec.Confirmations, 1)
-			require.Equal(t, effect, rec.Confirmations[0].Effect, "recorded effect")
+			require.Len(t, rec.Confirmations, had+1)
+			require.Equal(t, effect, rec.Confirmations[had].Effect, "recorded effect")
 			if effect == journal.ConfirmSettled {
 				require.Equal(t, tt.c.At, rec.Settled, "Settled")
 			} else {
@@ -182,4 +195,62 @@ func TestApplyConfirmationBounded(t *testing.T) {
 	}
 	require.Len(t, rec.Confirmations, journal.MaxConfirmations)
 	require.Equal(t, "e"+string(rune('a'+journal.MaxConfirmations+4)), rec.Confirmations[journal.MaxConfirmations-1].EventID, "the latest is kept")
+}
+
+// A run of other events (a shopper's refused cards, each its own
+// pspReference under the merchantReference that carries the key: Adyen's
+// AUTHORISATION success "false",
+// https://docs.adyen.com/development-resources/webhooks/webhook-types/)
+// does not push out of the bound the failure that disputes the success,
+// nor the event that settled the record: the client reads them
+// (failureAgainst, Result.Confirmed).
+func TestApplyConfirmationBoundKeepsDispute(t *testing.T) {
+	rec := recordIn(journal.StateUnknown, "", "")
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_ours", "settled"), journal.ConfirmSettled, nil)
+	requireApplied(t, rec, confirmation(journal.StateFailed, "psp_ours", "disputed"), journal.ConfirmConflicted, journal.ErrConfirmConflict)
+	for i := range journal.MaxConfirmations + 3 {
+		requireApplied(t, rec, confirmation(journal.StateFailed, fmt.Sprintf("psp_refused_%d", i), fmt.Sprintf("refused_%d", i)), journal.ConfirmConflicted, journal.ErrConfirmConflict)
+	}
+	require.Len(t, rec.Confirmations, journal.MaxConfirmations)
+	require.Equal(t, "settled", rec.Confirmations[0].EventID, "the settling event is kept")
+	require.Equal(t, "disputed", rec.Confirmations[1].EventID, "the dispute is kept")
+	require.Equal(t, fmt.Sprintf("refused_%d", journal.MaxConfirmations+2), rec.Confirmations[journal.MaxConfirmations-1].EventID, "the latest is kept")
+	require.Equal(t, fmt.Sprintf("refused_%d", 5), rec.Confirmations[2].EventID, "the oldest others are dropped")
+}
+
+// A record settled without a resource id (resolved by hand) takes the id
+// of the first event that agrees with it naming one: Adyen does not check
+// a merchantReference for uniqueness, and a shopper who paid in two
+// checkout sessions for one order made two payments, each its own
+// pspReference (https://docs.adyen.com/development-resources/webhooks/webhook-types/).
+// The second one's AUTHORISATION success "true" agreed as well: a payment
+// made twice, unnoticed.
+func TestApplyConfirmationSettledWithoutResource(t *testing.T) {
+	rec := recordIn(journal.StateSucceeded, "", "")
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_a", "a"), journal.ConfirmAgreed, nil)
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "", "no id"), journal.ConfirmAgreed, nil)
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_a", "a again"), journal.ConfirmAgreed, nil)
+
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_b", "b"), journal.ConfirmConflicted, journal.ErrConfirmConflict)
+	require.Equal(t, journal.ReviewConfirmConflict, rec.Review)
+	require.Nil(t, rec.Result, "the result is kept as it was")
+
+	// Its anchor outlives the bound.
+	for i := range journal.MaxConfirmations {
+		requireApplied(t, rec, confirmation(journal.StateSucceeded, "", fmt.Sprintf("n%d", i)), journal.ConfirmAgreed, nil)
+	}
+	requireApplied(t, rec, confirmation(journal.StateSucceeded, "psp_c", "c"), journal.ConfirmConflicted, journal.ErrConfirmConflict)
+}
+
+// requireApplied applies c to rec and asserts its effect and error (nil,
+// or one it matches).
+func requireApplied(t *testing.T, rec *journal.Record, c journal.Confirmation, effect journal.ConfirmEffect, want error) {
+	t.Helper()
+	got, err := journal.ApplyConfirmation(rec, c)
+	if want == nil {
+		require.NoError(t, err, "ApplyConfirmation(%s)", c.EventID)
+	} else {
+		require.ErrorIs(t, err, want, "ApplyConfirmation(%s)", c.EventID)
+	}
+	require.Equal(t, effect, got, "ApplyConfirmation(%s): effect", c.EventID)
 }

@@ -125,8 +125,9 @@ type Record struct {
 	Attempts []Attempt
 	Result   *Result
 	Resolved *Resolution // set only by manual resolution
-	// Confirmations: outcomes learned from outside (webhook events), the
-	// latest MaxConfirmations; set only by Store.Confirm.
+	// Confirmations: outcomes learned from outside (webhook events), at
+	// most MaxConfirmations: the latest, and the few older ones its
+	// outcome rests on (ApplyConfirmation); set only by Store.Confirm.
 	Confirmations []Confirmation
 
 	Created   time.Time

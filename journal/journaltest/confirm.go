@@ -21,6 +21,8 @@ var confirmTests = []struct {
 }{
 	{"ConfirmSettles", testConfirmSettles},
 	{"ConfirmKeepsMadeTwice", testConfirmKeepsMadeTwice},
+	{"ConfirmConflictKeepsMadeTwice", testConfirmConflictKeepsMadeTwice},
+	{"ConfirmBoundKeepsDispute", testConfirmBoundKeepsDispute},
 	{"ConfirmDuplicate", testConfirmDuplicate},
 	{"ConfirmAgrees", testConfirmAgrees},
 	{"ConfirmConflict", testConfirmConflict},
@@ -74,12 +76,12 @@ func testConfirmSettles(t *testing.T, s idem.Store) {
 	require.Equal(t, 1, n, "Prune() finds the confirmed record by its Settled time")
 }
 
-// A record the server made a second resource for (ReviewMadeTwice) keeps
-// the flag when an event for the first settles it: the second still needs
-// a person, and the settled record is not pruned until Resolve.
-func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
-	create(t, s, NewRecord("acct", "k", t0))
-	_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+// madeTwice creates an open record whose server made a second resource
+// for a resend of the key it had said it holds ord_1 for, flagged so.
+func madeTwice(t testing.TB, s idem.Store, key string) {
+	t.Helper()
+	create(t, s, NewRecord("acct", key, t0))
+	_, err := s.Update(context.Background(), "acct", key, func(r *journal.Record) error {
 		r.State = journal.StateProcessing
 		r.Result = &journal.Result{ResourceID: "ord_1", StatusCode: 202}
 		r.Review = journal.ReviewMadeTwice
@@ -87,6 +89,13 @@ func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
 		return nil
 	})
 	require.NoError(t, err)
+}
+
+// A record the server made a second resource for (ReviewMadeTwice) keeps
+// the flag when an event for the first settles it: the second still needs
+// a person, and the settled record is not pruned until Resolve.
+func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
+	madeTwice(t, s, "k")
 	at := t0.Add(time.Hour)
 	got, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ord_1", "evt_1", at))
 	require.NoError(t, err, "Confirm() of the first resource")
@@ -97,6 +106,39 @@ func testConfirmKeepsMadeTwice(t *testing.T, s idem.Store) {
 	n, err := s.Prune(context.Background(), at.Add(1000*time.Hour))
 	require.NoError(t, err)
 	require.Zero(t, n, "Prune() of a flagged record")
+}
+
+// An open record flagged ReviewMadeTwice keeps the flag when an event
+// about the other resource contradicts it: the flag is what keeps it from
+// being resent to a server that lost the key. Stored as decided.
+func testConfirmConflictKeepsMadeTwice(t *testing.T, s idem.Store) {
+	madeTwice(t, s, "k")
+	got, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ord_2", "evt_2", t0.Add(time.Hour)))
+	require.ErrorIs(t, err, journal.ErrConfirmConflict, "Confirm() of the other resource")
+	require.Equal(t, journal.StateProcessing, got.State)
+	require.Equal(t, journal.ReviewMadeTwice, got.Review, "Review kept")
+	require.Equal(t, journal.ConfirmConflicted, got.Confirmations[0].Effect)
+	require.Equal(t, got, get(t, s, "acct", "k"), "Get() after Confirm")
+}
+
+// Past MaxConfirmations, the event that settled a record and the failure
+// that disputes its success are kept: the client reads them.
+func testConfirmBoundKeepsDispute(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	at := t0.Add(time.Hour)
+	_, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "ch_1", "settled", at))
+	require.NoError(t, err)
+	_, err = s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateFailed, "ch_1", "disputed", at))
+	require.ErrorIs(t, err, journal.ErrConfirmConflict)
+	for i := range journal.MaxConfirmations {
+		_, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateFailed, fmt.Sprintf("ch_other_%d", i), fmt.Sprintf("other_%d", i), at))
+		require.ErrorIs(t, err, journal.ErrConfirmConflict)
+	}
+	got := get(t, s, "acct", "k")
+	require.Len(t, got.Confirmations, journal.MaxConfirmations)
+	require.Equal(t, "settled", got.Confirmations[0].EventID)
+	require.Equal(t, "disputed", got.Confirmations[1].EventID)
+	require.Equal(t, fmt.Sprintf("other_%d", journal.MaxConfirmations-1), got.Confirmations[journal.MaxConfirmations-1].EventID)
 }
 
 func testConfirmDuplicate(t *testing.T, s idem.Store) {
