@@ -69,6 +69,9 @@ type Store struct {
 	c        *committer // nil when read-only
 	closed   atomic.Bool
 	leases   leases // in memory: see lease.go
+	// claimStep, when a test sets it, runs inside Claim between its
+	// taking of the lease and its reading of the record.
+	claimStep func()
 
 	log  *logWriter // nil when read-only
 	ov   overlay    // logged writes the file does not hold yet (overlay.go)
