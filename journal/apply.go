@@ -404,6 +404,9 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 // page first went on, and the next Create was acknowledged).
 func (s *Store) updateDamaged(fn func(*bolt.Tx) error) error {
 	err := updateRecovered(s.db, fn)
+	if locksHeld(err) {
+		return s.stopUsing(err)
+	}
 	if errors.Is(err, berrors.ErrIncompatibleValue) {
 		err = withKind(ErrCorrupt, "bbolt found a nested bucket where the journal keeps none, on a damaged page (%w)", err)
 	}
@@ -424,8 +427,15 @@ func (s *Store) updateDamaged(fn func(*bolt.Tx) error) error {
 // panics with on a damaged page (bboltPanic), or a fault on the memory
 // map, turned into an error matching ErrCorrupt that says what was seen
 // (see panicSeen); any other panic goes on. bbolt rolls the transaction
-// back as the panic unwinds, before anything is written.
+// back as the panic unwinds, before anything is written. It begins in
+// begin: a panic there, or in the rollback (a damaged free-page list),
+// leaves bbolt's writer lock held, and the error is a heldLocks.
 func updateRecovered(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
+	tx, err := begin(db, true)
+	if err != nil {
+		return err
+	}
+	rollingBack := false
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
@@ -434,9 +444,24 @@ func updateRecovered(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
 				panic(p) // not bbolt's: a bug in fn, the caller's to see
 			}
 			err = withKind(ErrCorrupt, "%s", panicSeen(p, panicSite()))
+			if rollingBack {
+				err = &heldLocks{err}
+			}
 		}
 	}()
-	return db.Update(fn)
+	// As bbolt's Update: rolled back however fn or the commit ends, a
+	// commit that failed having rolled back already.
+	defer func() {
+		if tx.DB() != nil {
+			rollingBack = true
+			_ = tx.Rollback()
+			rollingBack = false // fn's or the commit's panic, if any
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // bboltPanic reports whether p, a panic's value, is of a kind bbolt panics
@@ -502,8 +527,12 @@ func (s *Store) failure() error {
 // shows reports whether a reader of the file sees the transaction id (or
 // a later one), as it does once bbolt has written its meta page.
 func (s *Store) shows(id int) bool {
-	tx, err := s.db.Begin(false)
+	if s.held.Load() {
+		return true // cannot tell, and bbolt must not be called again
+	}
+	tx, err := begin(s.db, false)
 	if err != nil {
+		_ = s.stopUsing(err)
 		return true // cannot tell: the worst
 	}
 	defer func() { _ = tx.Rollback() }()

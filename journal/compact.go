@@ -131,11 +131,9 @@ func damaged(problems []error) error {
 // readDamaged). It returns the problems it found, and an error when it
 // could not look (a damaged page that stops the walk is one).
 func inspectDB(db *bolt.DB, f *os.File, rep *CheckReport) (problems []error, err error) {
-	err = readDamaged(func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			problems, err = checkTx(tx, f, rep)
-			return err
-		})
+	err = viewRecovered(db, func(tx *bolt.Tx) error {
+		problems, err = checkTx(tx, f, rep)
+		return err
 	})
 	return problems, err
 }

@@ -40,7 +40,7 @@ func (k *keptRead) lookup(db *bolt.DB, rk []byte) (enc []byte, ok bool, err erro
 	}
 	err = readDamaged(func() error {
 		if k.tx == nil {
-			tx, err := db.Begin(false)
+			tx, err := begin(db, false)
 			if err != nil {
 				return err
 			}
@@ -77,4 +77,14 @@ func (k *keptRead) endLocked() {
 		_ = k.tx.Rollback() // a read: nothing to lose
 		k.tx, k.g = nil, getter{}
 	}
+}
+
+// abandon drops the kept transaction without ending it, and keeps none
+// from then on: bbolt's locks are held (heldLocks), and ending it would
+// wait for them for ever.
+func (k *keptRead) abandon() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.suspended++
+	k.tx, k.g = nil, getter{}
 }

@@ -160,20 +160,39 @@ func (t *leases) drop(scope, key string) {
 // Every claim gets a new, greater Token. A terminal record is returned
 // with an error matching ErrTerminal and no lease: there is nothing left
 // to drive.
+//
+// The record is read once the lease is taken: read before, a write of
+// the previous holder's between the read and the claim (its lease
+// expired, or released) handed the lease over with the record as it was
+// before that write. Taken first, the lease fences any such write.
 func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*Record, Lease, error) {
 	if owner == "" {
 		return nil, Lease{}, errorf("journal: claim: empty owner: %w", ErrInvalid)
 	}
+	if err := validateID(scope, key); err != nil {
+		return nil, Lease{}, errorf("journal: claim: %w", err)
+	}
+	if err := s.usable(ctx); err != nil {
+		return nil, Lease{}, errorf("journal: claim: %w", err)
+	}
+	l, lerr := s.leases.claim(scope, key, owner, now, expires, true)
+	if s.claimStep != nil {
+		s.claimStep()
+	}
 	r, err := s.Get(ctx, scope, key)
-	if err != nil {
-		return nil, Lease{}, errorf("journal: claim: %w", err) // ErrInvalid for a bad scope or key
-	}
-	if r.State.Terminal() {
+	switch {
+	case err != nil:
+		if lerr == nil {
+			_ = s.leases.release(l) // nothing to drive under it
+		}
+		return nil, Lease{}, errorf("journal: claim: %w", err)
+	case r.State.Terminal():
+		if lerr == nil {
+			_ = s.leases.release(l)
+		}
 		return r, Lease{}, errorf("journal: claim %q: %w", key, ErrTerminal)
-	}
-	l, err := s.leases.claim(scope, key, owner, now, expires, true)
-	if err != nil {
-		return r, l, errorf("journal: claim %q: %w", key, err)
+	case lerr != nil:
+		return r, l, errorf("journal: claim %q: %w", key, lerr)
 	}
 	return r, l, nil
 }

@@ -241,19 +241,17 @@ func (s *Store) latestKeyed(rk []byte, kept bool) (enc []byte, key string, err e
 	}
 	if kept {
 		if enc, ok, err := s.kept.lookup(s.db, rk); ok {
-			return enc, "", err
+			return enc, "", s.stopUsing(err)
 		}
 	}
-	err = readDamaged(func() error {
-		return s.db.View(func(tx *bolt.Tx) error {
-			_, v, err := lookup(tx, rk)
-			// A copy: the file's bytes last only as long as the
-			// transaction, and the caller's function runs after it.
-			enc = slices.Clone(v)
-			return err
-		})
+	err = viewRecovered(s.db, func(tx *bolt.Tx) error {
+		_, v, err := lookup(tx, rk)
+		// A copy: the file's bytes last only as long as the
+		// transaction, and the caller's function runs after it.
+		enc = slices.Clone(v)
+		return err
 	})
-	return enc, "", err
+	return enc, "", s.stopUsing(err)
 }
 
 // put stages the current request's write of r, encoded as enc (which the

@@ -40,32 +40,30 @@ func (s *Store) openLog(cfg *config) error {
 	var id [16]byte
 	var applied uint64
 	var dep logDep
-	err := readDamaged(func() error {
-		return s.db.View(func(tx *bolt.Tx) error {
-			meta := tx.Bucket(bucketMeta)
-			switch v := meta.Get(metaID); len(v) {
-			case 0: // format version 2, read-only: no log
-			case len(id):
-				copy(id[:], v)
-			default:
-				return withKind(ErrCorrupt, "damaged (a journal id of %d bytes)", len(v))
-			}
-			switch v := meta.Get(metaApplied); len(v) {
-			case 0:
-			case 8:
-				applied = binary.BigEndian.Uint64(v)
-			default:
-				return withKind(ErrCorrupt, "damaged (an applied log position of %d bytes)", len(v))
-			}
-			switch v := meta.Get(metaLogDep); len(v) {
-			case 0:
-			case 16:
-				dep.gen, dep.applied = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
-			default:
-				return withKind(ErrCorrupt, "damaged (a log dependency of %d bytes)", len(v))
-			}
-			return nil
-		})
+	err := viewRecovered(s.db, func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		switch v := meta.Get(metaID); len(v) {
+		case 0: // format version 2, read-only: no log
+		case len(id):
+			copy(id[:], v)
+		default:
+			return withKind(ErrCorrupt, "damaged (a journal id of %d bytes)", len(v))
+		}
+		switch v := meta.Get(metaApplied); len(v) {
+		case 0:
+		case 8:
+			applied = binary.BigEndian.Uint64(v)
+		default:
+			return withKind(ErrCorrupt, "damaged (an applied log position of %d bytes)", len(v))
+		}
+		switch v := meta.Get(metaLogDep); len(v) {
+		case 0:
+		case 16:
+			dep.gen, dep.applied = binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
+		default:
+			return withKind(ErrCorrupt, "damaged (a log dependency of %d bytes)", len(v))
+		}
+		return nil
 	})
 	if err != nil {
 		return err

@@ -69,6 +69,9 @@ type Store struct {
 	c        *committer // nil when read-only
 	closed   atomic.Bool
 	leases   leases // in memory: see lease.go
+	// claimStep, when a test sets it, runs inside Claim between its
+	// taking of the lease and its reading of the record.
+	claimStep func()
 
 	log  *logWriter // nil when read-only
 	ov   overlay    // logged writes the file does not hold yet (overlay.go)
@@ -78,6 +81,9 @@ type Store struct {
 	// failed, once set, is the error of every call: a commit of the file
 	// failed after bbolt had written it (see commitBolt).
 	failed atomic.Pointer[error]
+	// held: a bbolt panic left bbolt's locks held, and nothing may call
+	// bbolt again, its Close included (stopUsing).
+	held atomic.Bool
 
 	logger *slog.Logger // WithLogger's; nil: silent
 	// toldNewer: Prune has logged that it kept records from a newer idem.
@@ -298,7 +304,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 			return nil, errorf("journal: open %s: %w", path, err)
 		}
 		if err := flushFreelist(db, file, commit); err != nil {
-			_ = db.Close()
+			closeOpened(db, file, err)
 			if errors.Is(err, ErrFileFailed) { // openCommit's words say what to do
 				return nil, errorf("journal: open %s: writing the freelist, which the last commit skipped: %w", path, err)
 			}
@@ -306,7 +312,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		}
 	}
 	if err := initMeta(db, file, cfg.readOnly, commit); err != nil {
-		_ = db.Close()
+		closeOpened(db, file, err)
 		if errors.As(err, &kind) {
 			return nil, withKind(kind.kind, "journal: open %s: %w", path, err)
 		}
@@ -323,7 +329,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		}
 	}
 	if err := s.openLog(cfg); err != nil {
-		_ = db.Close()
+		closeOpened(db, file, err)
 		var kind *kindError
 		if errors.As(err, &kind) {
 			return nil, withKind(kind.kind, "journal: open %s: %w", path, err)
@@ -412,57 +418,55 @@ var rootBuckets = slices.Concat([][]byte{bucketMeta}, dataBuckets, v1Buckets)
 func initMeta(db *bolt.DB, file *os.File, readOnly bool, o openCommit) (err error) {
 	empty := false
 	var old byte
-	err = readDamaged(func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			// Checked again now that the lock is held: the file bbolt mapped
-			// must hold every page its meta page names (see fileFits).
-			fi, err := file.Stat()
-			if err != nil {
-				return err
-			}
-			if fi.Size() < tx.Size() {
-				return truncated(fi.Size(), tx.Size())
-			}
-			if err := vetRootBuckets(tx, rootBuckets); err != nil {
-				return err
-			}
-			meta := tx.Bucket(bucketMeta)
-			if meta == nil {
-				k, _ := tx.Cursor().First()
-				empty = k == nil
-				if empty && !readOnly {
-					return nil
-				}
-				return withKind(ErrCorrupt, "not an idem journal (no journal metadata)")
-			}
-			if !bytes.Equal(meta.Get(metaMagic), magicValue) {
-				return withKind(ErrCorrupt, "not an idem journal, or damaged (bad journal magic)")
-			}
-			v := meta.Get(metaVersion)
-			switch {
-			case len(v) != 1:
-				// Not formatted: a damaged page can make it gigabytes long.
-				return withKind(ErrCorrupt, "damaged (a format version of %d bytes)", len(v))
-			case v[0] == 0:
-				return withKind(ErrCorrupt, "damaged (format version 0)")
-			case v[0] > formatVersion:
-				return withKind(ErrVersion, "written by a newer idem (format version %d; this build reads up to %d): upgrade idem to read it", v[0], formatVersion)
-			case v[0] == 2 && readOnly:
-				// Version 3 only adds the log: a version 2 file reads
-				// as it is, and has none.
-			case v[0] < formatVersion && readOnly:
-				return withKind(ErrOldFormat, "format version %d, written by an older idem: open it for writing once to migrate it to version %d (start the application, or run idem compact), then read it", v[0], formatVersion)
-			case v[0] < formatVersion:
-				old = v[0]
+	err = viewRecovered(db, func(tx *bolt.Tx) error {
+		// Checked again now that the lock is held: the file bbolt mapped
+		// must hold every page its meta page names (see fileFits).
+		fi, err := file.Stat()
+		if err != nil {
+			return err
+		}
+		if fi.Size() < tx.Size() {
+			return truncated(fi.Size(), tx.Size())
+		}
+		if err := vetRootBuckets(tx, rootBuckets); err != nil {
+			return err
+		}
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			k, _ := tx.Cursor().First()
+			empty = k == nil
+			if empty && !readOnly {
 				return nil
 			}
-			for _, name := range dataBuckets {
-				if tx.Bucket(name) == nil {
-					return withKind(ErrCorrupt, "damaged (bucket %q missing)", name)
-				}
-			}
+			return withKind(ErrCorrupt, "not an idem journal (no journal metadata)")
+		}
+		if !bytes.Equal(meta.Get(metaMagic), magicValue) {
+			return withKind(ErrCorrupt, "not an idem journal, or damaged (bad journal magic)")
+		}
+		v := meta.Get(metaVersion)
+		switch {
+		case len(v) != 1:
+			// Not formatted: a damaged page can make it gigabytes long.
+			return withKind(ErrCorrupt, "damaged (a format version of %d bytes)", len(v))
+		case v[0] == 0:
+			return withKind(ErrCorrupt, "damaged (format version 0)")
+		case v[0] > formatVersion:
+			return withKind(ErrVersion, "written by a newer idem (format version %d; this build reads up to %d): upgrade idem to read it", v[0], formatVersion)
+		case v[0] == 2 && readOnly:
+			// Version 3 only adds the log: a version 2 file reads
+			// as it is, and has none.
+		case v[0] < formatVersion && readOnly:
+			return withKind(ErrOldFormat, "format version %d, written by an older idem: open it for writing once to migrate it to version %d (start the application, or run idem compact), then read it", v[0], formatVersion)
+		case v[0] < formatVersion:
+			old = v[0]
 			return nil
-		})
+		}
+		for _, name := range dataBuckets {
+			if tx.Bucket(name) == nil {
+				return withKind(ErrCorrupt, "damaged (bucket %q missing)", name)
+			}
+		}
+		return nil
 	})
 	if err == nil && old != 0 {
 		if err = migrate(db, file, old, o); errors.Is(err, ErrFileFailed) {
@@ -572,11 +576,21 @@ func (s *Store) Close() error {
 		}
 		if s.failure() == nil {
 			ferr = syncFreelist(openCommit{db: s.db, path: cmp.Or(s.abs, s.path), fail: s.ap.failFreelist})
+			if locksHeld(ferr) {
+				aerr = s.stopUsing(ferr)
+			}
 		}
 		s.ap.closed = true
 		s.ap.mu.Unlock()
 	}
 	defer s.unregister()
+	if s.held.Load() {
+		// bbolt's Close would wait for the locks its panic left held.
+		if cerr := closeFile(s.file); cerr != nil {
+			return errorf("journal: close: %w; and closing the file: %w", s.failure(), cerr)
+		}
+		return errorf("journal: close: %w", s.failure())
+	}
 	err := closeResult(aerr, ferr, s.gone.Load())
 	if cerr := s.db.Close(); cerr != nil {
 		if err == nil {
@@ -664,7 +678,7 @@ func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := readDamaged(func() error { return s.db.View(fn) })
+	err := s.stopUsing(viewRecovered(s.db, fn))
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed // Close won the race
 	}

@@ -123,19 +123,37 @@ type openCommit struct {
 
 // update runs fn in a write transaction and commits it (see openCommit).
 func (o openCommit) update(fn func(*bolt.Tx) error) error {
-	before := txOf(o.db)
-	err := updateRecovered(o.db, fn)
+	before, err := txOf(o.db)
+	if err != nil {
+		return err // bbolt's locks are held: nothing was written, nor can be
+	}
+	err = updateRecovered(o.db, fn)
+	if locksHeld(err) {
+		// Nothing more can be read to tell whether the commit was
+		// written: the words say to stop and check the file.
+		return err
+	}
 	if err == nil && o.fail != nil {
 		err = o.fail()
 	}
-	if err == nil || before >= 0 && txOf(o.db) == before {
+	if err == nil {
+		return nil
+	}
+	now, herr := txOf(o.db)
+	if herr == nil && before >= 0 && now == before {
 		return err // nothing written: the file is as it was
 	}
 	// An Open for writing has found the marker's place already
 	// (rewriteAfterFailure).
 	merr := markAt(o.path, errorf("%w: %w", ErrFileFailed, err))
-	return unmarked(withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
+	werr := unmarked(withKind(ErrFileFailed, "a commit was written but not synced (%w), so the disk may not hold it; "+
 		"check the disk, then open the journal again, which writes it again and syncs it first", err), merr)
+	if herr != nil {
+		// Reading whether it was written left bbolt's locks held: the
+		// caller must not call bbolt again.
+		return &heldLocks{errorf("%w; and then %w", werr, herr)}
+	}
+	return werr
 }
 
 // initUnsynced reports whether err, bolt.Open's for the new (empty) file
@@ -165,14 +183,18 @@ func initUnsynced(path string, err error) bool {
 }
 
 // txOf returns the id of the newest commit a reader of db sees, or -1
-// when it cannot tell (taken for a commit that may have been written).
-func txOf(db *bolt.DB) int {
-	tx, err := db.Begin(false)
+// when it cannot tell (taken for a commit that may have been written),
+// with a heldLocks error when bbolt panicked holding its locks.
+func txOf(db *bolt.DB) (int, error) {
+	tx, err := begin(db, false)
 	if err != nil {
-		return -1
+		if locksHeld(err) {
+			return -1, err
+		}
+		return -1, nil
 	}
 	defer func() { _ = tx.Rollback() }()
-	return tx.ID()
+	return tx.ID(), nil
 }
 
 // markFailed is markWriteFailed for s's journal.
