@@ -101,7 +101,7 @@ func (s *Store) stopUsing(err error) error {
 	s.stopMu.Lock()
 	defer s.stopMu.Unlock()
 	if !s.held.Load() {
-		var ferr error = &heldLocks{withKind(ErrCorrupt, "the journal file %s: %v; nothing more is read from the file or written to it, "+
+		var ferr error = &heldLocks{withKind(ErrCorrupt, "the journal file %s: %w; nothing more is read from the file or written to it, "+
 			"and Close leaves it as it is: stop the process, keep a copy of the journal and its log segments, and run idem check: "+
 			"restore the journal if it finds damage, report this message if it finds none", s.path, err)}
 		if prev := s.failure(); prev != nil {

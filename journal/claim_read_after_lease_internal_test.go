@@ -1,9 +1,11 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -20,14 +22,7 @@ import (
 // under that lease: taken first, the lease fences the old holder's write.
 func TestClaimReadsTheRecordItLeases(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(filepath.Join(t.TempDir(), "j.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = s.Close() })
-	_, err = s.Create(ctx, newRecord("a"))
-	require.NoError(t, err)
-	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	_, la, err := s.Claim(ctx, "s", "a", "A", now, now.Add(time.Minute))
-	require.NoError(t, err)
+	s, la, now := leasedToA(t)
 
 	// A, its lease expired but still at work, writes as B claims.
 	s.claimStep = func() {
@@ -48,4 +43,88 @@ func TestClaimReadsTheRecordItLeases(t *testing.T) {
 	got, err := s.Get(ctx, "s", "a")
 	require.NoError(t, err)
 	require.True(t, r.NextDue.Equal(got.NextDue), "B's lease came with the record as it was before A's last write (NextDue %s; the journal holds %s)", r.NextDue, got.NextDue)
+}
+
+// TestClaimSeesAWriteWhoseFenceItPassed: a write under A's lease checks
+// the lease inside its round, then is logged and published. A Claim by B
+// between that check and the publication took the lease (too late to
+// fence the write) and read the record without the write: B drove the
+// operation from a state the journal no longer held, as when it read
+// before the claim. The claim must be ordered with the rounds: a write
+// either is published before it, and read with the lease, or checks its
+// lease after it, and is refused.
+func TestClaimSeesAWriteWhoseFenceItPassed(t *testing.T) {
+	ctx := context.Background()
+	s, la, now := leasedToA(t)
+
+	type claimed struct {
+		r   *Record
+		l   Lease
+		err error
+	}
+	done := make(chan claimed, 1)
+	later := now.Add(2 * time.Minute)
+	// A, its lease expired but still at work: its write has passed the
+	// fence (fn runs after it, in the round) when B claims.
+	_, err := s.Update(WithLease(ctx, la), "s", "a", func(r *Record) error {
+		go func() {
+			r, l, err := s.Claim(ctx, "s", "a", "B", later, later.Add(time.Minute))
+			done <- claimed{r, l, err}
+		}()
+		// B's Claim either returns (it does not wait for this round) or
+		// waits for it to end.
+		deadline := time.Now().Add(time.Minute)
+		for len(done) == 0 && !parkedIn("journal.(*Store).Claim") {
+			if time.Now().After(deadline) {
+				return errors.New("B's Claim neither returned nor waited")
+			}
+			runtime.Gosched()
+		}
+		r.NextDue = now.Add(time.Hour)
+		return nil
+	})
+	require.NoError(t, err, "A's write, fenced before B's claim")
+	var b claimed
+	select {
+	case b = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("B's Claim did not return")
+	}
+	require.NoError(t, b.err)
+	require.NotZero(t, b.l.Token)
+	got, err := s.Get(ctx, "s", "a")
+	require.NoError(t, err)
+	require.True(t, b.r.NextDue.Equal(got.NextDue), "B's lease came with the record as it was before A's write (NextDue %s; the journal holds %s)", b.r.NextDue, got.NextDue)
+	// B's lease is the record's: A's next write is refused.
+	_, err = s.Update(WithLease(ctx, la), "s", "a", func(*Record) error { return nil })
+	require.ErrorIs(t, err, ErrLeaseLost)
+}
+
+// leasedToA opens a journal holding record "a" of scope "s", leased to
+// owner A from now for a minute.
+func leasedToA(t *testing.T) (s *Store, la Lease, now time.Time) {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "j.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	_, err = s.Create(context.Background(), newRecord("a"))
+	require.NoError(t, err)
+	now = time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	_, la, err = s.Claim(context.Background(), "s", "a", "A", now, now.Add(time.Minute))
+	require.NoError(t, err)
+	return s, la, now
+}
+
+// parkedIn reports whether a goroutine waits in a select or on a channel
+// inside the function named fn (as a stack trace names it).
+func parkedIn(fn string) bool {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		parked := bytes.Contains(g, []byte("[select")) || bytes.Contains(g, []byte("[chan receive"))
+		if parked && bytes.Contains(g, []byte(fn+"(")) {
+			return true
+		}
+	}
+	return false
 }

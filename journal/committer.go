@@ -109,6 +109,9 @@ func (c *committer) stop() { c.q.Stop() }
 func (c *committer) commit(round []*request) {
 	c.rounds.Add(1)
 	s := c.s
+	// Once its writes are published (or failed), and when a caller's
+	// fn ends the round with runtime.Goexit too: a Claim waits for it.
+	defer s.leases.roundEnded()
 	if err := s.backPressure(); err != nil {
 		// Nothing of the round is written: the log may not outgrow what
 		// the file can take.

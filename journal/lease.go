@@ -58,6 +58,13 @@ type leases struct {
 	mu    sync.Mutex
 	next  uint64 // last token handed out, journal-wide
 	table map[leaseID]Lease
+	// checked holds the records whose writes passed their lease check
+	// in the committer's round under way (checkInRound), and roundEnd is
+	// closed when that round ends (roundEnded), its writes published or
+	// failed; nil while no write of the round has checked a lease. There
+	// is one round at a time.
+	checked  map[leaseID]struct{}
+	roundEnd chan struct{}
 }
 
 // leaseID keys the lease table. A struct rather than scope, NUL, key
@@ -89,6 +96,56 @@ func (t *leases) claim(scope, key, owner string, now, expires time.Time, again b
 	l := Lease{Scope: scope, Key: key, Owner: owner, Token: t.next, Expires: expires}
 	t.table[id] = l
 	return l, nil
+}
+
+// claimAfterRound is claim (again set) for Claim, which reads the record
+// next. A write under the record's old lease that passed its check in
+// the round under way (checkInRound) is published when that round ends,
+// after the claim that came too late to fence it: ended, when not nil, is
+// closed then, and the read must wait for it, or it misses the write.
+func (t *leases) claimAfterRound(scope, key, owner string, now, expires time.Time) (l Lease, ended <-chan struct{}, err error) {
+	l, err = t.claim(scope, key, owner, now, expires, true)
+	if err != nil {
+		return l, nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.checked[leaseID{scope, key}]; ok {
+		ended = t.roundEnd
+	}
+	return l, ended, nil
+}
+
+// checkInRound is check, made inside a round of the committer by a write
+// that the round publishes when it ends: the record is in checked until
+// then (see claimAfterRound).
+func (t *leases) checkInRound(l Lease) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := leaseID{l.Scope, l.Key}
+	if l.Token == 0 || t.table[id].Token != l.Token {
+		return ErrLeaseLost
+	}
+	if t.roundEnd == nil {
+		t.roundEnd = make(chan struct{})
+		if t.checked == nil {
+			t.checked = make(map[leaseID]struct{})
+		}
+	}
+	t.checked[id] = struct{}{}
+	return nil
+}
+
+// roundEnded says that the committer's round under way has ended: its
+// writes are published, or failed.
+func (t *leases) roundEnded() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.roundEnd != nil {
+		close(t.roundEnd)
+		t.roundEnd = nil
+		clear(t.checked)
+	}
 }
 
 // grant gives owner a new lease until expires, whatever entry the table
@@ -164,7 +221,11 @@ func (t *leases) drop(scope, key string) {
 // The record is read once the lease is taken: read before, a write of
 // the previous holder's between the read and the claim (its lease
 // expired, or released) handed the lease over with the record as it was
-// before that write. Taken first, the lease fences any such write.
+// before that write. Taken first, the lease fences any such write that
+// has not checked its lease yet; one that has, in the round under way,
+// is published when the round ends, and Claim waits for that before it
+// reads (see claimAfterRound). So an Update's fn must not claim its own
+// record.
 func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*Record, Lease, error) {
 	if owner == "" {
 		return nil, Lease{}, errorf("journal: claim: empty owner: %w", ErrInvalid)
@@ -175,7 +236,15 @@ func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expire
 	if err := s.usable(ctx); err != nil {
 		return nil, Lease{}, errorf("journal: claim: %w", err)
 	}
-	l, lerr := s.leases.claim(scope, key, owner, now, expires, true)
+	l, ended, lerr := s.leases.claimAfterRound(scope, key, owner, now, expires)
+	if ended != nil {
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			_ = s.leases.release(l) // nothing read under it
+			return nil, Lease{}, errorf("journal: claim: %w", ctx.Err())
+		}
+	}
 	if s.claimStep != nil {
 		s.claimStep()
 	}
@@ -316,15 +385,15 @@ func CheckLease(ctx context.Context, scope, key string) (Lease, bool, error) {
 
 // fenced wraps fn, the function of a write of (scope, key) with ctx, so
 // that it refuses the write once ctx's lease is no longer current. It is
-// checked inside the commit: a claim made while the write waited for its
-// commit fences it too.
+// checked inside the commit (checkInRound): a claim made while the write
+// waited for its commit fences it too.
 func (s *Store) fenced(ctx context.Context, scope, key string, fn func(*Record) error) (func(*Record) error, error) {
 	l, ok, err := s.fence(ctx, scope, key)
 	if err != nil || !ok {
 		return fn, err
 	}
 	return func(r *Record) error {
-		if err := s.leases.check(l); err != nil {
+		if err := s.leases.checkInRound(l); err != nil {
 			return err
 		}
 		return fn(r)

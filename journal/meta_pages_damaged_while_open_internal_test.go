@@ -2,7 +2,9 @@ package journal
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,4 +108,37 @@ func within(t *testing.T, what string, call func()) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("%s did not return in 10 s: it waits for locks a bbolt panic left held", what)
 	}
+}
+
+// TestCloseFreelistCommitFailedOnDamagedMetaPagesMatchesFileFailed: Close's
+// commit of the free-page list fails once written (its fdatasync), and
+// reading whether the file shows it finds both meta pages damaged, bbolt's
+// Begin panicking with its locks held. The commit may be on the disk or
+// not: the marker is left, and Close's error must say so as Close's doc
+// promises (ErrFileFailed), besides ErrCorrupt; it said only ErrCorrupt,
+// the stop that bbolt's locks forced having taken the failure's words in
+// as text.
+func TestCloseFreelistCommitFailedOnDamagedMetaPagesMatchesFileFailed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "j.db")
+	manyFreePages(t, path)
+	s, err := Open(path, withFailFreelist(func() error {
+		damageMetaPage(t, path, 0)
+		damageMetaPage(t, path, 1)
+		return syscall.EIO
+	}))
+	require.NoError(t, err)
+	_, err = s.Create(context.Background(), rvRecord("k0", rvT0))
+	require.NoError(t, err)
+	require.NoError(t, s.flush(), "a commit of the file")
+	require.True(t, s.db.NoFreelistSync, "the fixture: commits skip the freelist")
+
+	within(t, "Close", func() {
+		err := s.Close()
+		assert.ErrorIs(t, err, ErrFileFailed, "a commit written but not synced")
+		assert.ErrorIs(t, err, ErrCorrupt)
+		assert.ErrorIs(t, err, syscall.EIO)
+		assert.Contains(t, err.Error(), "idem check", "what to do")
+	})
+	_, err = os.Stat(path + writeFailedSuffix)
+	require.NoError(t, err, "the marker of the failed write")
 }

@@ -900,7 +900,7 @@ func (u *updateOp) run(v *view, req *request) error {
 	}
 	was.Confirmations = slices.Clone(r.Confirmations)
 	if u.leased {
-		if err := u.s.leases.check(u.lease); err != nil {
+		if err := u.s.leases.checkInRound(u.lease); err != nil {
 			return err
 		}
 	}
