@@ -873,6 +873,14 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// in an envelope, as a GraphQL internal error is.
 		a.out, a.decodeErr = Outcome{}, fmt.Errorf("%w: the body's error says the server failed, which may follow the work done", errUndecodable)
 	}
+	if query && errors.Is(a.decodeErr, ErrResultNotFound) && (graphQLRequestError(ex.body) || graphQLInternalError(ex.body) || envelopeFault(ex.body)) {
+		// A Decoder that reads a lookup's missing list as empty says
+		// "not found" of a request that searched for nothing: a GraphQL
+		// request error (no data), a server's failure in an envelope.
+		// Weighed as the endpoint's 404, the order placed under the key
+		// in the body was placed again once the result lag had passed.
+		a.decodeErr = fmt.Errorf("%w: a Decoder's not-found of an answer that is a request's error, which searched for nothing: %v", errUndecodable, a.decodeErr)
+	}
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}

@@ -2140,6 +2140,23 @@ func bareInProgress(body []byte) bool {
 	}
 }
 
+// graphQLRequestError reports whether body is a GraphQL request error:
+// a non-empty top-level "errors" with no "data", or a null one (the
+// GraphQL spec's "Data": a request that failed before it ran, or whose
+// error reached the root, has none: Hasura's "database query error",
+// hasura/graphql-engine#6489). It looked for nothing, whatever a Decoder
+// that reads its missing list as empty makes of it.
+func graphQLRequestError(body []byte) bool {
+	var v struct {
+		Errors []json.RawMessage `json:"errors"`
+		Data   json.RawMessage   `json:"data"`
+	}
+	if json.Unmarshal(trimBOM(body), &v) != nil || len(v.Errors) == 0 {
+		return false
+	}
+	return len(v.Data) == 0 || string(v.Data) == "null"
+}
+
 // graphQLInternalError reports whether body is a GraphQL answer with a
 // top-level error that says the server failed, not the request: an
 // extensions.code of INTERNAL_SERVER_ERROR, the code Shopify's Admin API

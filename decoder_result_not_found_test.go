@@ -125,15 +125,25 @@ func TestDecoderResultNotFoundLetsTheResendGo(t *testing.T) {
 // a request error comes without it
 // (https://spec.graphql.org/October2021/#sec-Data).
 type hasuraOrders struct {
+	lookup string // the lookup's answer; hasuraFieldMissing if empty
+
 	mu     sync.Mutex
 	placed int
 }
 
+// hasuraFieldMissing is Hasura's answer to a valid query while its
+// metadata reloads (hasura/graphql-engine#7366).
+const hasuraFieldMissing = `{"errors":[{"extensions":{"path":"$.selectionSet.orders","code":"validation-failed"},` +
+	`"message":"field 'orders' not found in type: 'query_root'"}]}`
+
 func (h *hasuraOrders) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	if r.Method == http.MethodGet {
-		_, _ = io.WriteString(w, `{"errors":[{"extensions":{"path":"$.selectionSet.orders","code":"validation-failed"},`+
-			`"message":"field 'orders' not found in type: 'query_root'"}]}`)
+		lookup := h.lookup
+		if lookup == "" {
+			lookup = hasuraFieldMissing
+		}
+		_, _ = io.WriteString(w, lookup)
 		return
 	}
 	h.mu.Lock()
@@ -185,7 +195,33 @@ func decodeHasuraOrder(a *idem.Answer) (idem.Outcome, error) {
 // found, the order placed under ord-9 was placed again once the result
 // lag had passed.
 func TestDecoderResultNotFoundOfAQueryPartIsAskedAgain(t *testing.T) {
-	h := &hasuraOrders{}
+	requireDecoderNotFoundAskedAgain(t, &hasuraOrders{})
+}
+
+// A GraphQL request error has no "data" (https://spec.graphql.org/October2021/#sec-Data):
+// Hasura's "database query error" (hasura/graphql-engine#6489), an
+// INTERNAL_SERVER_ERROR, or a server's fault in an envelope (Kraken's
+// EGeneral:Internal error) searched for nothing, whatever a Decoder that
+// reads its missing list as empty returns: ErrResultNotFound for it is a
+// query that failed. Weighed as the endpoint's 404, the order placed
+// under ord-9 was placed again once the result lag had passed.
+func TestDecoderResultNotFoundOfARequestErrorIsAskedAgain(t *testing.T) {
+	for name, lookup := range map[string]string{
+		"a database error":                `{"errors":[{"extensions":{"path":"$","code":"unexpected"},"message":"database query error"}]}`,
+		"an internal error":               `{"data":null,"errors":[{"message":"Internal error","extensions":{"code":"INTERNAL_SERVER_ERROR"}}]}`,
+		"a server's fault in an envelope": `{"error":["EGeneral:Internal error"]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			requireDecoderNotFoundAskedAgain(t, &hasuraOrders{lookup: lookup})
+		})
+	}
+}
+
+// requireDecoderNotFoundAskedAgain asserts that an order placed through
+// h's GraphQL mutation, its answer lost, stays unknown past the result
+// lag, its lookups read by decodeHasuraOrder: placed once, never again.
+func requireDecoderNotFoundAskedAgain(t *testing.T, h *hasuraOrders) {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(h.serve))
 	t.Cleanup(srv.Close)
 	clock := idemtest.NewClock(epoch)

@@ -132,7 +132,9 @@ type Decoder func(a *Answer) (Outcome, error)
 // of anything else (the merchant, the credential, a field of the query)
 // is a plain error, and one whose words idem reads so is a query that
 // failed, as the endpoint's 404 saying so is, whatever the Decoder
-// returned. A plain error leaves the answer to idem's own
+// returned; so is a GraphQL request error (top-level "errors" and no
+// "data") or internal error, or a server's failure in an envelope: they
+// searched for nothing. A plain error leaves the answer to idem's own
 // reading of the body: one carrying an error (an "error" member, an
 // envelope's error code) is a query that failed, asked again; a JSON
 // body with no error that does not name the key, a search that found
