@@ -200,3 +200,33 @@ func TestIgnoredKeyFlaggedOperationMovedByItsDriveDuringTheFirstResendsWalk(t *t
 	require.True(t, rec.NextDue.Before(epoch.Add(30*time.Minute)), "the flagged payment's NextDue = %s: due ahead of the walk's place", rec.NextDue)
 	w.requireNotResent(t)
 }
+
+// The first resend's walk of the open operations may be long (a big
+// backlog after an outage, a slow journal): a caller whose own resend
+// waits behind it gets its call back when its context ends, where it
+// waited for the walk whatever its deadline, the walk itself deaf to
+// cancellation. Nothing of its payment is sent meanwhile.
+func TestIgnoredKeyWalkWaitEndsWithTheCallersContext(t *testing.T) {
+	w := newWalkRace(t, "")
+	w.s.submitLost(t, w.c, "z", w.s.srv.URL+"/api/v1/charge", `{"amount":300}`)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := w.c.Do(ctx, &idem.Operation{Key: "z"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	case <-time.After(idem.DefaultAttemptTimeout):
+		t.Fatal("Do waited for another call's walk past its own deadline")
+	}
+	rec, err := w.store.Get(t.Context(), idem.DefaultScope, "z")
+	require.NoError(t, err)
+	require.Len(t, rec.Attempts, 1, "the payment whose answer was lost is not sent again")
+	w.release()
+	awaitDo(t, w.done)
+}

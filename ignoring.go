@@ -27,9 +27,10 @@ type keyIgnoring struct {
 	mu  sync.Mutex
 	set map[string]struct{}
 	// learnt: the journal's open operations flagged for it have been
-	// read (Client.ignoringLearnt); learning is held while they are.
-	learnt   atomic.Bool
-	learning sync.Mutex
+	// read (Client.ignoringLearnt); walking, under mu, is closed when the
+	// walk under way ends (nil: none is).
+	learnt  atomic.Bool
+	walking chan struct{}
 }
 
 // endpoint names rec's endpoint as keyIgnoring keys it.
@@ -86,22 +87,40 @@ func (k *keyIgnoring) relearn(rec *journal.Record) {
 // ahead of where it stands (Store.ForEachOpen): whatever in this process
 // moves a flagged one learns from it first (a drive as it starts, Run's
 // reschedule; Run's claims and Resume read every one they visit).
+//
+// One walk at a time; the resends behind it wait for it, each for as long
+// as its own ctx lets it: a walk over a big backlog (a pgjournal after an
+// outage) must not hold callers whose deadline has passed.
 func (c *Client) ignoringLearnt(ctx context.Context) error {
 	k := &c.ignoring
-	if k.learnt.Load() {
-		return nil
+	for !k.learnt.Load() {
+		k.mu.Lock()
+		if busy := k.walking; busy != nil {
+			k.mu.Unlock()
+			select {
+			case <-busy:
+				continue // learnt, or failed: this one walks again
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		}
+		busy := make(chan struct{})
+		k.walking = busy
+		k.mu.Unlock()
+		err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+			k.relearn(r)
+			return nil
+		})
+		if err == nil {
+			k.learnt.Store(true)
+		}
+		k.mu.Lock()
+		k.walking = nil
+		k.mu.Unlock()
+		close(busy)
+		if err != nil {
+			return err
+		}
 	}
-	k.learning.Lock()
-	defer k.learning.Unlock()
-	if k.learnt.Load() {
-		return nil
-	}
-	if err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
-		k.relearn(r)
-		return nil
-	}); err != nil {
-		return err
-	}
-	k.learnt.Store(true)
 	return nil
 }

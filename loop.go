@@ -199,6 +199,9 @@ func (d *driver) run() error {
 		p := d.sentBefore()
 		block := d.resendBlock(p, now)
 		if block != nil && block.reason == "" {
+			if d.ctx.Err() != nil {
+				return d.leave(context.Cause(d.ctx)) // while the journal's flags were read
+			}
 			// Not now, and not even a query: its attempt would be
 			// journaled at a time the clock, put right, finds in the
 			// future, and the window could never be judged again.
@@ -421,7 +424,10 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		if !d.keyIgnored {
 			// What the journal says of the endpoint, first: an earlier
 			// process may have learnt it (ignoringLearnt).
-			if err := d.c.ignoringLearnt(d.wctx); err != nil {
+			if err := d.c.ignoringLearnt(d.ctx); err != nil {
+				if d.ctx.Err() != nil {
+					return &blocked{cause: context.Cause(d.ctx)}
+				}
 				return &blocked{cause: &journalError{err}}
 			}
 		}
