@@ -229,9 +229,11 @@ const maxRefusalsAfterSend = 3
 const conflictAfterSend = "idem: a 409 saying the key was used, after a send that may have executed"
 
 // stateAfterSend begins the journaled error of a 409 refusing the request
-// for the state of the object it acts on (objectStateRefusal), after an
-// attempt that may have executed: counted among the refusals as
-// conflictAfterSend's is, in words that do not say the key was used.
+// for the state of the object it acts on (objectStateRefusal) or for its
+// values (badValueRefusal: Klarna's BAD_VALUE, Affirm's capture amounts),
+// after an attempt that may have executed: counted among the refusals as
+// conflictAfterSend's is, in words that do not say the key was used (the
+// words are journaled and read back: keep them as written).
 const stateAfterSend = "idem: a 409 refusing the request for its object's state, after a send that may have executed"
 
 // inFlightAfterSend begins the journaled error of a refusal saying the

@@ -131,9 +131,10 @@
 //
 // The "failed" rows are a first attempt's. After an attempt that may have
 // executed, a refusal (a 4xx but 429, a 409 saying the key was used or
-// refusing the request for its object's state as Increase's
-// invalid_operation_error does, a 2xx read as a refusal) that is not the key's stored answer (the
-// replayed rows) may be a gateway's or an expired credential's, or
+// refusing the request for its object's state or values as Increase's
+// invalid_operation_error, Klarna's BAD_VALUE and Affirm's capture
+// refusals do, a 2xx read as a refusal) that is not the key's stored
+// answer (the replayed rows) may be a gateway's or an expired credential's, or
 // refuse this copy for what the earlier one did: it is queried and
 // resent, never failed, and the third is flagged [ReviewRefusedAfterSend].
 // An answer saying the key's request still runs (a 409, or a 422, 400 or

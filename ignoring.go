@@ -76,7 +76,7 @@ func (k *keyIgnoring) relearn(rec *journal.Record) {
 }
 
 // ignoringLearnt reads, once per Client, the endpoints the journal's open
-// operations flagged for ignoring the key name (relearn), before a resend
+// operations flagged for ignoring the key (relearn), before a resend
 // of something that may have executed is judged: what an earlier process
 // learnt died with it, and the caller retrying an operation whose answer
 // was lost (with the same key, as told) comes at once after a restart,

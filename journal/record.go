@@ -70,8 +70,8 @@ type Attempt struct {
 	// Err: the transport or decode error, or the judge's note, for
 	// people. The judge reads it too, having no verdict journaled: a
 	// refused 2xx with no Err, and a refused 409 whose Err begins with
-	// its own words for "the key was used" or "the object's state
-	// refuses it", count among the refusals
+	// its own words for "the key was used" or "refusing the request for
+	// its object's state" (or values), count among the refusals
 	// after a send that may have executed; a refused 4xx whose Err begins
 	// with its words for "the key's request still runs" does not. Keep it
 	// as written.
