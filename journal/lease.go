@@ -224,8 +224,11 @@ func (t *leases) drop(scope, key string) {
 // before that write. Taken first, the lease fences any such write that
 // has not checked its lease yet; one that has, in the round under way,
 // is published when the round ends, and Claim waits for that before it
-// reads (see claimAfterRound). So an Update's fn must not claim its own
-// record.
+// reads (see claimAfterRound). So an Update's fn must not call Claim,
+// of its own record or of any other: the round under way may be the
+// fn's own, holding a leased write of the claimed record made before the
+// fn ran, and the fn runs on the goroutine that ends it; Claim waits for
+// it until ctx is done, and with a ctx never done every write waits too.
 func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*Record, Lease, error) {
 	if owner == "" {
 		return nil, Lease{}, errorf("journal: claim: empty owner: %w", ErrInvalid)
