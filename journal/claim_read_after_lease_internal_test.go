@@ -128,3 +128,61 @@ func parkedIn(fn string) bool {
 	}
 	return false
 }
+
+// TestClaimDueSeesAWriteWhoseFenceItPassed: ClaimDue, as Claim did, took
+// the lease of a record whose write under A's expired lease had passed
+// its check in the round under way, and returned at once: Run's visit
+// then read the record (Get) before that round published the write, and
+// drove the operation from a state the journal no longer held. ClaimDue
+// must wait for the round, and return the record with the write.
+func TestClaimDueSeesAWriteWhoseFenceItPassed(t *testing.T) {
+	ctx := context.Background()
+	s, la, now := leasedToA(t)
+	_, err := s.Update(WithLease(ctx, la), "s", "a", func(r *Record) error {
+		r.NextDue = now
+		return nil
+	})
+	require.NoError(t, err)
+
+	type claimedDue struct {
+		due []Claimed
+		got *Record // read right after, as Run's visit does
+		err error
+	}
+	done := make(chan claimedDue, 1)
+	later := now.Add(2 * time.Minute)
+	_, err = s.Update(WithLease(ctx, la), "s", "a", func(r *Record) error {
+		go func() {
+			due, err := s.ClaimDue(ctx, "B", later, later.Add(time.Minute), 10)
+			c := claimedDue{due: due, err: err}
+			if err == nil && len(due) == 1 {
+				c.got, c.err = s.Get(ctx, "s", "a")
+			}
+			done <- c
+		}()
+		deadline := time.Now().Add(time.Minute)
+		for len(done) == 0 && !parkedIn("journal.(*Store).ClaimDue") {
+			if time.Now().After(deadline) {
+				return errors.New("B's ClaimDue neither returned nor waited")
+			}
+			runtime.Gosched()
+		}
+		r.NextDue = now.Add(time.Hour)
+		return nil
+	})
+	require.NoError(t, err, "A's write, fenced before B's claim")
+	var b claimedDue
+	select {
+	case b = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("B's ClaimDue did not return")
+	}
+	require.NoError(t, b.err)
+	require.Len(t, b.due, 1, "a was due when B claimed")
+	require.NotZero(t, b.due[0].Lease.Token)
+	want := now.Add(time.Hour)
+	require.True(t, b.got.NextDue.Equal(want), "B's visit read the record as it was before A's write (NextDue %s; A wrote %s)", b.got.NextDue, want)
+	require.True(t, b.due[0].Record.NextDue.Equal(want), "ClaimDue returned the record as it was before A's write (NextDue %s)", b.due[0].Record.NextDue)
+	_, err = s.Update(WithLease(ctx, la), "s", "a", func(*Record) error { return nil })
+	require.ErrorIs(t, err, ErrLeaseLost, "B's lease is the record's")
+}
