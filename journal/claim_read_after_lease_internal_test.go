@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -73,12 +74,8 @@ func TestClaimSeesAWriteWhoseFenceItPassed(t *testing.T) {
 		}()
 		// B's Claim either returns (it does not wait for this round) or
 		// waits for it to end.
-		deadline := time.Now().Add(time.Minute)
-		for len(done) == 0 && !parkedIn("journal.(*Store).Claim") {
-			if time.Now().After(deadline) {
-				return errors.New("B's Claim neither returned nor waited")
-			}
-			runtime.Gosched()
+		if err := returnedOrParked(func() bool { return len(done) > 0 }, "journal.(*Store).Claim"); err != nil {
+			return err
 		}
 		r.NextDue = now.Add(time.Hour)
 		return nil
@@ -160,12 +157,8 @@ func TestClaimDueSeesAWriteWhoseFenceItPassed(t *testing.T) {
 			}
 			done <- c
 		}()
-		deadline := time.Now().Add(time.Minute)
-		for len(done) == 0 && !parkedIn("journal.(*Store).ClaimDue") {
-			if time.Now().After(deadline) {
-				return errors.New("B's ClaimDue neither returned nor waited")
-			}
-			runtime.Gosched()
+		if err := returnedOrParked(func() bool { return len(done) > 0 }, "journal.(*Store).ClaimDue"); err != nil {
+			return err
 		}
 		r.NextDue = now.Add(time.Hour)
 		return nil
@@ -185,4 +178,19 @@ func TestClaimDueSeesAWriteWhoseFenceItPassed(t *testing.T) {
 	require.True(t, b.due[0].Record.NextDue.Equal(want), "ClaimDue returned the record as it was before A's write (NextDue %s)", b.due[0].Record.NextDue)
 	_, err = s.Update(WithLease(ctx, la), "s", "a", func(*Record) error { return nil })
 	require.ErrorIs(t, err, ErrLeaseLost, "B's lease is the record's")
+}
+
+// returnedOrParked waits, for a minute at most, until returned reports
+// that the call under test returned or a goroutine parks in fn (see
+// parkedIn): it either did not wait for the round under way or waits for
+// it to end.
+func returnedOrParked(returned func() bool, fn string) error {
+	deadline := time.Now().Add(time.Minute)
+	for !returned() && !parkedIn(fn) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s neither returned nor waited", fn)
+		}
+		runtime.Gosched()
+	}
+	return nil
 }
