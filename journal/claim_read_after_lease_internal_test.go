@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -73,12 +74,8 @@ func TestClaimSeesAWriteWhoseFenceItPassed(t *testing.T) {
 		}()
 		// B's Claim either returns (it does not wait for this round) or
 		// waits for it to end.
-		deadline := time.Now().Add(time.Minute)
-		for len(done) == 0 && !parkedIn("journal.(*Store).Claim") {
-			if time.Now().After(deadline) {
-				return errors.New("B's Claim neither returned nor waited")
-			}
-			runtime.Gosched()
+		if err := returnedOrParked(func() bool { return len(done) > 0 }, "journal.(*Store).Claim"); err != nil {
+			return err
 		}
 		r.NextDue = now.Add(time.Hour)
 		return nil
@@ -127,4 +124,73 @@ func parkedIn(fn string) bool {
 		}
 	}
 	return false
+}
+
+// TestClaimDueSeesAWriteWhoseFenceItPassed: ClaimDue, as Claim did, took
+// the lease of a record whose write under A's expired lease had passed
+// its check in the round under way, and returned at once: Run's visit
+// then read the record (Get) before that round published the write, and
+// drove the operation from a state the journal no longer held. ClaimDue
+// must wait for the round, and return the record with the write.
+func TestClaimDueSeesAWriteWhoseFenceItPassed(t *testing.T) {
+	ctx := context.Background()
+	s, la, now := leasedToA(t)
+	_, err := s.Update(WithLease(ctx, la), "s", "a", func(r *Record) error {
+		r.NextDue = now
+		return nil
+	})
+	require.NoError(t, err)
+
+	type claimedDue struct {
+		due []Claimed
+		got *Record // read right after, as Run's visit does
+		err error
+	}
+	done := make(chan claimedDue, 1)
+	later := now.Add(2 * time.Minute)
+	_, err = s.Update(WithLease(ctx, la), "s", "a", func(r *Record) error {
+		go func() {
+			due, err := s.ClaimDue(ctx, "B", later, later.Add(time.Minute), 10)
+			c := claimedDue{due: due, err: err}
+			if err == nil && len(due) == 1 {
+				c.got, c.err = s.Get(ctx, "s", "a")
+			}
+			done <- c
+		}()
+		if err := returnedOrParked(func() bool { return len(done) > 0 }, "journal.(*Store).ClaimDue"); err != nil {
+			return err
+		}
+		r.NextDue = now.Add(time.Hour)
+		return nil
+	})
+	require.NoError(t, err, "A's write, fenced before B's claim")
+	var b claimedDue
+	select {
+	case b = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("B's ClaimDue did not return")
+	}
+	require.NoError(t, b.err)
+	require.Len(t, b.due, 1, "a was due when B claimed")
+	require.NotZero(t, b.due[0].Lease.Token)
+	want := now.Add(time.Hour)
+	require.True(t, b.got.NextDue.Equal(want), "B's visit read the record as it was before A's write (NextDue %s; A wrote %s)", b.got.NextDue, want)
+	require.True(t, b.due[0].Record.NextDue.Equal(want), "ClaimDue returned the record as it was before A's write (NextDue %s)", b.due[0].Record.NextDue)
+	_, err = s.Update(WithLease(ctx, la), "s", "a", func(*Record) error { return nil })
+	require.ErrorIs(t, err, ErrLeaseLost, "B's lease is the record's")
+}
+
+// returnedOrParked waits, for a minute at most, until returned reports
+// that the call under test returned or a goroutine parks in fn (see
+// parkedIn): it either did not wait for the round under way or waits for
+// it to end.
+func returnedOrParked(returned func() bool, fn string) error {
+	deadline := time.Now().Add(time.Minute)
+	for !returned() && !parkedIn(fn) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s neither returned nor waited", fn)
+		}
+		runtime.Gosched()
+	}
+	return nil
 }

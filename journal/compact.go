@@ -72,11 +72,21 @@ func Inspect(path string, opts ...Option) (CheckReport, error) {
 		return rep, err
 	}
 	defer s.Close()
+	var cfg config
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if cfg.inspectStep != nil {
+		cfg.inspectStep()
+	}
 	if fi, err := s.file.Stat(); err == nil {
 		rep.FileSize = fi.Size()
 	}
 	rep.Logged = s.ov.len()
 	problems, err := inspectDB(s.db, s.file, &rep)
+	// A bbolt panic that left its locks held (heldLocks): the deferred
+	// Close must not call bbolt's Close, which would wait for them for ever.
+	_ = s.stopUsing(err)
 	if err != nil && len(problems) == 0 {
 		problems = []error{err} // what stopped the walk
 	}

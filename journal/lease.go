@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 )
@@ -108,12 +109,20 @@ func (t *leases) claimAfterRound(scope, key, owner string, now, expires time.Tim
 	if err != nil {
 		return l, nil, err
 	}
+	return l, t.checkedIn(scope, key), nil
+}
+
+// checkedIn returns, when a write of the record passed its lease check in
+// the round under way (checkInRound), the channel closed when that round
+// ends; nil otherwise. Called after a claim of the record: a write that
+// checks its lease later is fenced by the claim.
+func (t *leases) checkedIn(scope, key string) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.checked[leaseID{scope, key}]; ok {
-		ended = t.roundEnd
+		return t.roundEnd
 	}
-	return l, ended, nil
+	return nil
 }
 
 // checkInRound is check, made inside a round of the committer by a write
@@ -224,8 +233,11 @@ func (t *leases) drop(scope, key string) {
 // before that write. Taken first, the lease fences any such write that
 // has not checked its lease yet; one that has, in the round under way,
 // is published when the round ends, and Claim waits for that before it
-// reads (see claimAfterRound). So an Update's fn must not claim its own
-// record.
+// reads (see claimAfterRound). So an Update's fn must not call Claim,
+// of its own record or of any other: the round under way may be the
+// fn's own, holding a leased write of the claimed record made before the
+// fn ran, and the fn runs on the goroutine that ends it; Claim waits for
+// it until ctx is done, and with a ctx never done every write waits too.
 func (s *Store) Claim(ctx context.Context, scope, key, owner string, now, expires time.Time) (*Record, Lease, error) {
 	if owner == "" {
 		return nil, Lease{}, errorf("journal: claim: empty owner: %w", ErrInvalid)
@@ -291,7 +303,10 @@ func (s *Store) CreateClaimed(ctx context.Context, rec *Record, owner string, ex
 // ClaimDue claims, for owner until expires, up to limit open records whose
 // NextDue is not after now (limit <= 0 means all) and on which nobody, not
 // even owner, holds a live lease (owner's own is a drive of its under
-// way), soonest due first.
+// way), soonest due first. A record that a write under its previous
+// lease had passed its lease check for, in the commit under way, comes
+// once that commit ends, as it then is (and not at all if the write
+// settled it): as in Claim, a read before would miss the write.
 func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Time, limit int) ([]Claimed, error) {
 	if owner == "" {
 		return nil, errorf("journal: claim due: empty owner: %w", ErrInvalid)
@@ -311,6 +326,8 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 		return nil, err
 	}
 	var out []Claimed
+	var ended <-chan struct{}
+	var stale []int // of out: a write of the record checked its lease in the round under way
 	for _, r := range due {
 		if limit > 0 && len(out) == limit {
 			break
@@ -319,9 +336,40 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 		if err != nil {
 			continue
 		}
+		// As in Claim: the write is published when its round ends, after
+		// this claim came too late to fence it. The last round found is
+		// the latest: one at a time.
+		if e := s.leases.checkedIn(r.Scope, r.Key); e != nil {
+			ended = e
+			stale = append(stale, len(out))
+		}
 		out = append(out, Claimed{Record: r, Lease: l})
 	}
-	return out, nil
+	if ended == nil {
+		return out, nil
+	}
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		for _, c := range out {
+			_ = s.leases.release(c.Lease) // nothing driven under them
+		}
+		return nil, errorf("journal: claim due: %w", ctx.Err())
+	}
+	kept := out[:0]
+	for i, c := range out {
+		if slices.Contains(stale, i) {
+			r, err := s.Get(ctx, c.Record.Scope, c.Record.Key)
+			if err != nil || r.State.Terminal() {
+				// Settled (or gone) by that write: nothing to drive.
+				_ = s.leases.release(c.Lease)
+				continue
+			}
+			c.Record = r
+		}
+		kept = append(kept, c)
+	}
+	return kept, nil
 }
 
 // Renew extends l to expires, if l is still the record's lease; otherwise

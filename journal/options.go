@@ -23,6 +23,9 @@ type config struct {
 	logger      *slog.Logger
 	applyDelay  time.Duration // tests: see applyDelay
 	overlayMax  int64         // tests: see overlayMax
+	// inspectStep, when a test sets it, runs inside Inspect between its
+	// Open and its walk of the file.
+	inspectStep func()
 	// failSync, when a test sets it, stands in for the fdatasync of each
 	// log segment Open makes durable (syncRecovered), and of each file it
 	// writes again after a failed write (rewriteAfterFailure): an error

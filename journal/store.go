@@ -838,7 +838,7 @@ func (s *Store) get(ctx context.Context, rk []byte) (*Record, error) {
 // fn runs inside the commit that it shares with other writers, on the
 // goroutine of whichever writer leads that commit (the caller's own when
 // it writes alone): it must be quick and must not call the Store's write
-// methods, which would wait for that very commit.
+// methods, nor Claim, which would wait for that very commit.
 func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) error) (*Record, error) {
 	if err := validateID(scope, key); err != nil {
 		return nil, errorf("journal: update: %w", err)
