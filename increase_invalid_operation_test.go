@@ -126,7 +126,9 @@ func TestIncreaseInvalidOperationSayingSomethingRunsIsNoFailure(t *testing.T) {
 	running := `{"type":"invalid_operation_error","status":409,` +
 		`"title":"The action you specified can't be performed on the object in its current state.",` +
 		`"detail":"Your previous transfer is still being processed."}`
-	_, _, res, err := sendIncreaseTransfer(t, shape{status: http.StatusConflict, body: running})
+	v, _, res, err := sendIncreaseTransfer(t, shape{status: http.StatusConflict, body: running})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.NotErrorIs(t, err, idem.ErrFailed)
-	require.NotEqual(t, idem.StateFailed, res.State)
+	require.Equal(t, idem.StatePending, res.State, "waited for as the key in flight")
+	v.requireKeys(t, "Idempotency-Key", "ach-ord-7", idem.DefaultMaxAttempts)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -44,9 +45,10 @@ func damageMetaPages(t testing.TB, path string) {
 	}
 }
 
-// inTime runs call and fails the test if it has not returned in ten
-// seconds, so that a call waiting for bbolt's locks fails the test rather
-// than hanging the run. It ends the test binary then: the env's cleanup
+// inTime runs call and fails the test if it has not returned in a
+// minute (far more than a loaded machine takes), so that a call waiting
+// for bbolt's locks fails the test rather than hanging the run. It ends
+// the test binary then, with every goroutine's stack: the env's cleanup
 // closes the journal, and would wait for the same locks (a panic or
 // t.Fatal runs the cleanups first).
 func inTime(t *testing.T, what string, call func()) {
@@ -58,8 +60,10 @@ func inTime(t *testing.T, what string, call func()) {
 	}()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
-		fmt.Fprintf(os.Stderr, "--- FAIL: %s: %s did not return in 10 s: it waits for locks a bbolt panic left held\n", t.Name(), what)
+	case <-time.After(time.Minute):
+		buf := make([]byte, 1<<20)
+		fmt.Fprintf(os.Stderr, "--- FAIL: %s: %s did not return in a minute: it waits for locks a bbolt panic left held\n%s\n",
+			t.Name(), what, buf[:runtime.Stack(buf, true)])
 		os.Exit(1)
 	}
 }

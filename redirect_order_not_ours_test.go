@@ -114,6 +114,7 @@ func TestRedirectQuotingTheRequestSettlesNothing(t *testing.T) {
 			require.NotErrorIs(t, err, idem.ErrFailed)
 			require.Equal(t, idem.StateUnknown, res.State)
 			require.Empty(t, res.ResourceID)
+			require.Len(t, f.sent(), idem.DefaultMaxAttempts, "sends: the call's budget, never settled")
 			for _, b := range f.sent() {
 				require.Equal(t, redirectOrderBody, b, "every attempt the same bytes")
 			}
@@ -133,6 +134,7 @@ func TestRedirectReadAsFailedIsNeverFailed(t *testing.T) {
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.NotErrorIs(t, err, idem.ErrFailed)
 	require.Equal(t, idem.StateUnknown, res.State)
+	require.Len(t, f.sent(), idem.DefaultMaxAttempts, "sends: the call's budget, never settled")
 	for _, b := range f.sent() {
 		require.Equal(t, redirectOrderBody, b, "every attempt the same bytes")
 	}
@@ -156,6 +158,7 @@ func TestRedirectEchoingTheRequestSettlesNothing(t *testing.T) {
 	require.NotErrorIs(t, err, idem.ErrFailed)
 	require.Equal(t, idem.StateUnknown, res.State)
 	require.Empty(t, res.ResourceID)
+	require.Len(t, f.sent(), idem.DefaultMaxAttempts, "sends: the call's budget, never settled")
 	for _, b := range f.sent() {
 		require.Equal(t, body, b, "every attempt the same bytes")
 	}

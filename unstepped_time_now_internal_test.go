@@ -27,7 +27,7 @@ func wallStepped(t *testing.T, now time.Time, step time.Duration) time.Time {
 		loc  *time.Location
 	})(unsafe.Pointer(&s)).ext -= int64(step)
 	if s.Sub(now) != 0 || s.Round(0).Sub(now.Round(0)) != step {
-		t.Skip("wallStepped: time.Time's layout is not the one this helper knows")
+		t.Fatal("wallStepped: time.Time's layout is not the one this helper knows: mend the helper, or this fix goes untested")
 	}
 	return s
 }

@@ -44,7 +44,12 @@ func TestCommitCutMidAnswerDropsConn(t *testing.T) {
 		done <- err
 	}()
 	cut := backendWaiting(t, admin, "COMMIT", "SyncRep")
-	err := <-done
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Update() did not return once its COMMIT was cut")
+	}
 	t.Logf("Update(): %v", err)
 	require.ErrorIs(t, err, journal.ErrMaybeCommitted, "Update() cut while its COMMIT waited")
 
