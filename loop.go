@@ -623,7 +623,9 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 // (serverClocks.silent): the host may be slow rather than gone, and a
 // resend it took on a clock nothing taught would be a second order on a
 // key it has forgotten. A host silent at start-up thus costs one attempt
-// timeout, and none of the resends behind its probe is sent.
+// timeout, and none of the resends behind its probe is sent, however late
+// its turn comes (a stalled process, a paused VM): past the time the host
+// may be asked again, it is handed off due at once, and its next turn asks.
 //
 // A clock learnt meanwhile (another drive's probe or answer, since
 // resendBlock judged the resend by ours alone) has the resend judged
@@ -637,9 +639,9 @@ func (d *driver) unasked(host string) (waited bool, err error) {
 		d.probeWaited = true
 		return true, nil
 	}
-	if until, ok := d.c.clocks.silent(host, now); ok {
+	if until, ok := d.c.clocks.silent(host); ok {
 		d.silentHost = true
-		return false, d.handoff(errHostSilent, until)
+		return false, d.handoff(errHostSilent, maxTime(until, now))
 	}
 	return false, nil
 }

@@ -43,7 +43,7 @@ type serverClocks struct {
 	// again holds, per host whose probe got no answer (unanswered), when
 	// the next resend that asks sends it again: at once after a refusal,
 	// an attempt timeout after a silent host's, whose resends wait until
-	// then (silent).
+	// the host is asked again (silent).
 	again map[string]time.Time
 	// root holds the hosts whose next probe asks the host's root rather
 	// than the operation's path: the last one to the path timed out
@@ -202,15 +202,20 @@ func (s *serverClocks) rootNext(host string) bool {
 
 // silent reports until when a resend to host, whose clock no answer has
 // taught, must wait: its last probe timed out (unanswered with a time)
-// and the next may not be sent yet. Sent now, the resend would go on a
-// clock nothing taught to a host that may be only slow, not gone (it
+// and no probe has asked the host since. Sent now, the resend would go on
+// a clock nothing taught to a host that may be only slow, not gone (it
 // answers after the attempt timeout, having done the work): a second
 // order on each key the server has forgotten, if ours was stepped back.
-func (s *serverClocks) silent(host string, now time.Time) (until time.Time, ok bool) {
+// A time already past still holds it: the resend is handed off, due at
+// once, and its next turn asks the host (firstProbe). Judged by the time
+// alone, a resend whose turn came late (a process stalled, a VM paused
+// between the probe's end and the resend's look at the clock) went
+// unjudged.
+func (s *serverClocks) silent(host string) (until time.Time, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	from, ok := s.again[host]
-	if !ok || !now.Before(from) {
+	if !ok || from.IsZero() {
 		return time.Time{}, false
 	}
 	return from, true
