@@ -301,6 +301,12 @@ func (c *Client) headProbe(ctx context.Context, u *url.URL, root bool) probeEnd 
 	if root {
 		target.Path, target.RawPath = "/", ""
 	}
+	if ctx.Err() != nil {
+		// A call given up (a Resume's deadline, Close) while its probe
+		// waited for its turn: nothing is sent. A Transport of the
+		// caller's may not look at the context before sending.
+		return probeFailed
+	}
 	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodHead, target.String(), nil)
