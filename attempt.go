@@ -785,12 +785,13 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	// server's refusals of its id left it for a person. Only one naming
 	// the key (redirectNamesKey): a Decoder written for 2xx may read any
 	// JSON as the order, and a login page's or a moved API's redirect
-	// names no key of ours. Nor the request's own bytes handed back (a
-	// front returning the request to send elsewhere): they name the key
-	// where the request does, and are no answer.
+	// names no key of ours. Nor the request handed back (a front
+	// returning the request to send elsewhere), its own bytes or the same
+	// JSON re-encoded (echoesRequest): it names the key where the request
+	// does, and is no answer.
 	orderRedirect := !query && cached == "" && !a.stored() && a.verdict == Ambiguous &&
 		(ex.status == http.StatusFound || ex.status == http.StatusSeeOther) && ex.err == nil && !ex.tooLarge &&
-		!bytes.Equal(bytes.TrimSpace(ex.body), bytes.TrimSpace(rec.Body)) && c.redirectNamesKey(rec, ex)
+		c.redirectNamesKey(rec, ex) && !echoesRequest(rec.Body, ex.body)
 	if !orderRedirect && (ex.status < 200 || ex.status > 299 || !(query || a.replayed || a.verdict == Settled)) {
 		return a
 	}

@@ -55,6 +55,21 @@ func submitRedirected(t *testing.T, f *redirectingFront) (*idem.Client, *idem.Re
 	return c, res, err
 }
 
+// requireLeftOpen requires a submit of body through f to have been left
+// open, unknown and never failed, after the call's budget of sends, each
+// of body's bytes.
+func requireLeftOpen(t *testing.T, f *redirectingFront, body string, res *idem.Result, err error) {
+	t.Helper()
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Empty(t, res.ResourceID)
+	require.Len(t, f.sent(), idem.DefaultMaxAttempts, "sends: the call's budget, never settled")
+	for _, b := range f.sent() {
+		require.Equal(t, body, b, "every attempt the same bytes")
+	}
+}
+
 // A server may answer a POST whose result "would be equivalent to a
 // representation of an existing resource" with a 303 to that resource
 // (RFC 9110 9.3.3, https://www.rfc-editor.org/rfc/rfc9110#section-9.3.3;
@@ -110,14 +125,7 @@ func TestRedirectQuotingTheRequestSettlesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &redirectingFront{status: http.StatusFound, body: tc.body}
 			_, res, err := submitRedirected(t, f)
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-			require.NotErrorIs(t, err, idem.ErrFailed)
-			require.Equal(t, idem.StateUnknown, res.State)
-			require.Empty(t, res.ResourceID)
-			require.Len(t, f.sent(), idem.DefaultMaxAttempts, "sends: the call's budget, never settled")
-			for _, b := range f.sent() {
-				require.Equal(t, redirectOrderBody, b, "every attempt the same bytes")
-			}
+			requireLeftOpen(t, f, redirectOrderBody, res, err)
 		})
 	}
 }
@@ -131,13 +139,7 @@ func TestRedirectReadAsFailedIsNeverFailed(t *testing.T) {
 	f := &redirectingFront{status: http.StatusFound,
 		body: `{"id":"o_ours","client_order_id":"ord-9","product_id":"BTC-USD","side":"BUY","status":"DECLINED"}`}
 	_, res, err := submitRedirected(t, f)
-	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-	require.NotErrorIs(t, err, idem.ErrFailed)
-	require.Equal(t, idem.StateUnknown, res.State)
-	require.Len(t, f.sent(), idem.DefaultMaxAttempts, "sends: the call's budget, never settled")
-	for _, b := range f.sent() {
-		require.Equal(t, redirectOrderBody, b, "every attempt the same bytes")
-	}
+	requireLeftOpen(t, f, redirectOrderBody, res, err)
 }
 
 // A front that answers a POST 302 with the request itself as its body
@@ -145,21 +147,37 @@ func TestRedirectReadAsFailedIsNeverFailed(t *testing.T) {
 // send elsewhere; modelled) names the key where the request does. Where
 // the client chooses the order's id (here the key, at "id"), idem's
 // decoder read the echo as the order made: settled succeeded, the order
-// never sent to the API. The request's own bytes are no answer.
+// never sent to the API. The request's own bytes are no answer, nor are
+// they re-encoded: a front that parses the posted JSON and writes it back
+// (modelled on what encoders do to a value they re-encode: Go's
+// encoding/json sorts a map's members, writes "&" as \u0026 and a float64
+// 10.00 as 10; PHP's json_encode with JSON_PRETTY_PRINT indents, writes
+// "/" as \/ and, with JSON_PRESERVE_ZERO_FRACTION, 10.0) hands back the
+// same request in other bytes. Compared byte for byte, those were taken
+// as the order's answer and settled succeeded after one send.
 func TestRedirectEchoingTheRequestSettlesNothing(t *testing.T) {
-	const body = `{"id":"ord-9","product_id":"BTC-USD","side":"BUY","amount":"10.00","currency":"USD"}`
-	f := &redirectingFront{status: http.StatusFound, body: body}
-	srv := httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(srv.Close)
-	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
-	res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/orders",
-		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body)})
-	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-	require.NotErrorIs(t, err, idem.ErrFailed)
-	require.Equal(t, idem.StateUnknown, res.State)
-	require.Empty(t, res.ResourceID)
-	require.Len(t, f.sent(), idem.DefaultMaxAttempts, "sends: the call's budget, never settled")
-	for _, b := range f.sent() {
-		require.Equal(t, body, b, "every attempt the same bytes")
+	const body = `{"id":"ord-9","product_id":"BTC-USD","side":"BUY","amount":10.00,"currency":"USD","note":"a&b/c"}`
+	const form = "id=ord-9&product_id=BTC-USD&side=BUY&amount=10.00"
+	for _, tc := range []struct{ name, body, echo string }{
+		{"the request's bytes", body, body},
+		{"the request's bytes, a newline after", body, body + "\n"},
+		{"re-encoded by Go's encoding/json", body, `{"amount":10,"currency":"USD","id":"ord-9","note":"a\u0026b/c","product_id":"BTC-USD","side":"BUY"}`},
+		{"re-encoded by PHP's json_encode, pretty", body, "{\n    \"id\": \"ord-9\",\n    \"product_id\": \"BTC-USD\",\n    \"side\": \"BUY\",\n" +
+			"    \"amount\": 10.0,\n    \"currency\": \"USD\",\n    \"note\": \"a&b\\/c\"\n}"},
+		{"a form written back as JSON", form, `{"amount":"10.00","id":"ord-9","product_id":"BTC-USD","side":"BUY"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &redirectingFront{status: http.StatusFound, body: tc.echo}
+			srv := httptest.NewServer(http.HandlerFunc(f.serve))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
+			ct := "application/json"
+			if tc.body == form {
+				ct = "application/x-www-form-urlencoded"
+			}
+			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/orders",
+				Header: http.Header{"Content-Type": {ct}}, Body: []byte(tc.body)})
+			requireLeftOpen(t, f, tc.body, res, err)
+		})
 	}
 }
