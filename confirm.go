@@ -74,7 +74,11 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     (an earlier confirmation's contradiction), ReviewMadeTwice (the
 //     server made a second resource for the key) and ReviewKeyInUse
 //     (another request used the key, and its events carry the key too):
-//     they stay until Resolve.
+//     they stay until Resolve. ReviewKeyIgnored becomes ReviewMaybeTwice,
+//     kept until Resolve, when more than one send of the operation may
+//     have executed: the server took each for a new request, and the
+//     event tells of one (an earlier contradiction's ReviewConfirmConflict
+//     comes first).
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error. One
@@ -104,9 +108,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 // Confirm returns the operation's Result (nil only with an error that
 // matches none of ErrConfirmConflict), whose State says the outcome: a
 // confirmed failure is not an error of Confirm's. Read its Review too: a
-// failed Result with Review set (a flag the confirmation kept,
-// ReviewMadeTwice or ReviewConfirmConflict) may have executed, and is no
-// failure to offer again under a new key. A key the journal does
+// failed Result with Review set (a flag the confirmation kept or set,
+// ReviewMadeTwice, ReviewMaybeTwice or ReviewConfirmConflict) may have
+// executed, and is no failure to offer again under a new key. A key the
+// journal does
 // not know gives an error matching ErrNotFound and journal.ErrNotFound,
 // and nothing is created: an operation is journaled before its request
 // is sent, so no event about it precedes its record; the key is not this

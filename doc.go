@@ -258,7 +258,10 @@
 // (idem's, or net/http's own resend) may have executed settles it and
 // flags it [ReviewMaybeTwice]: the server may have executed it twice. If
 // it settles it failed, the earlier copy may still have executed: the
-// call ends in [ErrNeedsReview], not [ErrFailed].
+// call ends in [ErrNeedsReview], not [ErrFailed]. An event
+// ([Client.Confirm]) that settles an operation flagged [ReviewKeyIgnored]
+// more than one send of which may have executed flags it
+// [ReviewMaybeTwice] too: it tells of one copy.
 // An operation the server said it holds (processing, naming its resource)
 // is resent only without a result endpoint; an answer to such a resend,
 // replayed or not, that names another resource says the server lost the
@@ -337,7 +340,9 @@
 // again; an event that contradicts a settled outcome is flagged
 // ([ReviewConfirmConflict], [ErrConfirmConflict]; one flagged
 // [ReviewKeyInUse], or open and flagged [ReviewMadeTwice] or
-// [ReviewKeyIgnored], keeps that flag), never applied. A
+// [ReviewKeyIgnored], keeps that flag), never applied; one that settles
+// an operation flagged [ReviewKeyIgnored] after more than one send that
+// may have executed flags it [ReviewMaybeTwice]. A
 // call's own answer that arrives after an event (or [Client.Resolve])
 // settled the operation is compared the same way (one saying the server
 // is still executing the request, or one that tells nothing to a resend

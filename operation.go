@@ -69,14 +69,19 @@ const (
 	// be a second request, so nothing resends it, not even Do.
 	// A contradicting confirmation (Confirm) keeps it while the operation
 	// is open; the confirmation that settles it then flags it
-	// ReviewConfirmConflict.
+	// ReviewConfirmConflict, or, after more than one send that may have
+	// executed, ReviewMaybeTwice; one that settles it after a single such
+	// send clears it.
 	ReviewKeyIgnored = journal.ReviewKeyIgnored
 	// ReviewMaybeTwice: an answer that settled the operation said the
 	// server does not de-duplicate by the key there, and an earlier copy
 	// of the request (idem's, or net/http's own resend) may have executed
-	// too. The settled outcome is kept; like ReviewConfirmConflict it
-	// flags a succeeded or failed operation, and only Resolve clears it.
-	ReviewMaybeTwice = "server ignores the idempotency key here, and an earlier copy of the request may have executed too: it may have executed twice"
+	// too; or a confirmation (Confirm) settled an operation flagged
+	// ReviewKeyIgnored more than one send of which may have executed: the
+	// event tells of one copy, and the other may have charged. The
+	// settled outcome is kept; like ReviewConfirmConflict it flags a
+	// succeeded or failed operation, and only Resolve clears it.
+	ReviewMaybeTwice = journal.ReviewMaybeTwice
 	// ReviewMadeTwice: the server had said it holds the operation, naming
 	// the resource it made, and an answer to a resend with the same key
 	// named another: it had lost the key, and both exist. Nothing resends

@@ -35,8 +35,17 @@ const ReviewMadeTwice = "server made another resource for a resend of the key it
 // ReviewKeyIgnored is the review of an operation whose endpoint said it
 // does not de-duplicate requests by the key (the client's ReviewKeyIgnored
 // says when it is set): it is never resent, and a new process learns the
-// endpoint again from the open operations flagged so.
+// endpoint again from the open operations flagged so. A confirmation that
+// settles it clears it only if at most one of its sends may have executed
+// (Attempt.MaybeExecuted): else it flags the record ReviewMaybeTwice.
 const ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
+
+// ReviewMaybeTwice is the review of a settled record whose server does
+// not de-duplicate by the key, after more than one copy of the request
+// may have executed: the answer or the event that settled it tells of
+// one, and the other may have charged too (the client's ReviewMaybeTwice
+// says when it is set).
+const ReviewMaybeTwice = "server ignores the idempotency key here, and an earlier copy of the request may have executed too: it may have executed twice"
 
 // ReviewKeyInUse is the review of an operation whose key another request
 // used: what the server holds for the key may be that request's (the
@@ -174,7 +183,9 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     review reason cleared unless it is ReviewConfirmConflict (an
 //     earlier contradiction waits for Resolve), ReviewMadeTwice or
 //     ReviewKeyInUse, or set to ReviewConfirmConflict if a contradiction
-//     is recorded (one that kept ReviewKeyIgnored); a pending record with no attempt that may have
+//     is recorded (one that kept ReviewKeyIgnored), or to
+//     ReviewMaybeTwice if it was ReviewKeyIgnored and more than one send
+//     may have executed; a pending record with no attempt that may have
 //     executed (Attempt.MaybeExecuted: none, or only ones answered as
 //     not executed, none on the wire) is flagged ReviewKeyInUse. A
 //     processing result that named another resource id is a
@@ -298,6 +309,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// an event finds the operation by the key, and that request's
 		// events carry it too.
 		if !ReviewHeld(rec.Review) && rec.Review != ReviewKeyInUse {
+			ignored := rec.Review == ReviewKeyIgnored
 			rec.Review = ""
 			switch {
 			case neverSent || c.KeyInUse:
@@ -308,6 +320,10 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 				// settled, the record is never sent again, and what is
 				// left for a person is the contradiction.
 				rec.Review = ReviewConfirmConflict
+			case ignored && sentTwice(rec):
+				// The server took each send for a new request: the
+				// event tells of one, and another may have charged.
+				rec.Review = ReviewMaybeTwice
 			}
 		}
 		rec.Settled = c.At
@@ -318,6 +334,20 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		rec.Updated = c.At
 	}
 	return c.Effect, err
+}
+
+// sentTwice reports whether more than one of rec's sends may have
+// executed.
+func sentTwice(rec *Record) bool {
+	n := 0
+	for _, a := range rec.Attempts {
+		if a.MaybeExecuted() {
+			if n++; n > 1 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // resourceOf is the resource id rec names: its result's, or, for a

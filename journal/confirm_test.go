@@ -52,6 +52,14 @@ func refusedOnce(r *journal.Record) *journal.Record {
 	return r
 }
 
+// lostOnce gives r an attempt written whole whose answer was lost: it
+// may have executed.
+func lostOnce(r *journal.Record) *journal.Record {
+	r.Attempts = append(r.Attempts, journal.Attempt{Number: len(r.Attempts) + 1, Kind: journal.AttemptSubmit, Start: c0,
+		Wrote: true, Done: true, Err: "EOF"})
+	return r
+}
+
 // contradicted records on r an event that contradicted it, as
 // ApplyConfirmation records one.
 func contradicted(r *journal.Record) *journal.Record {
@@ -100,6 +108,15 @@ func TestApplyConfirmation(t *testing.T) {
 		{"conflict keeps key ignored open", recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, journal.StateUnknown, "ch_1", journal.ReviewKeyIgnored},
 		{"settling key ignored clears it", recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"settling after a kept conflict flags it", contradicted(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1")), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewConfirmConflict},
+		// A server that ignores the key took each send for a new request:
+		// an event tells of one of them.
+		{"settling key ignored after one send clears it", lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "")), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"settling key ignored after a refusal and a send clears it", lostOnce(refusedOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"settling key ignored after two sends flags maybe twice", lostOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewMaybeTwice},
+		{"failing key ignored after two sends flags maybe twice", sentOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), confirmation(fail, "ch_2", "e1"), journal.ConfirmSettled, nil, fail, "ch_2", journal.ReviewMaybeTwice},
+		{"settling two sends not flagged clears nothing", lostOnce(lostOnce(recordIn(journal.StateUnknown, "", ""))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
+		{"settling key ignored after two sends and a kept conflict flags the conflict", contradicted(lostOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1")))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewConfirmConflict},
+		{"maybe twice settled agrees and keeps it", recordIn(ok, journal.ReviewMaybeTwice, "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmAgreed, nil, ok, "ch_1", journal.ReviewMaybeTwice},
 		{"conflict replaces made twice settled", recordIn(ok, journal.ReviewMadeTwice, "ch_1"), confirmation(fail, "ch_1", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use keeps a conflict", recordIn(ok, journal.ReviewConfirmConflict, "ch_1"), keyInUse(ok), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use against another state conflicts", recordIn(ok, "", "ch_1"), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
