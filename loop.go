@@ -939,9 +939,11 @@ func (d *driver) flag(reason string, cause error) error {
 	now := d.now()
 	next := d.recheckAt(now)
 	level := slog.LevelWarn
-	if d.mode == reconciling && d.rec.Review == reason {
+	if d.mode == reconciling && d.rec.Review != "" && reviewAfter(d.rec.Review, reason) == d.rec.Review {
 		// A recheck that did not settle it: a person was told when it was
-		// flagged, and rechecks come hourly while the server is down.
+		// flagged, and rechecks come hourly while the server is down. So
+		// was one of a flag the commit keeps (held, or outliving the
+		// key's expiry: reviewAfter).
 		level = slog.LevelDebug
 	}
 	unsent := d.unsentAttempt()
