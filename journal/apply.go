@@ -403,10 +403,7 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 // an ErrCorrupt from fn's own checks (a Prune whose checked path found the
 // page first went on, and the next Create was acknowledged).
 func (s *Store) updateDamaged(fn func(*bolt.Tx) error) error {
-	err := updateRecovered(s.db, s.heldStop, fn)
-	if errors.Is(err, errCommitLeft) {
-		s.commitLeft.Store(true)
-	}
+	err := updateRecovered(s.db, fn)
 	if locksHeld(err) {
 		return s.stopUsing(err)
 	}
@@ -432,16 +429,13 @@ func (s *Store) updateDamaged(fn func(*bolt.Tx) error) error {
 // (see panicSeen); any other panic goes on. bbolt rolls the transaction
 // back as the panic unwinds, before anything is written. It begins in
 // begin: a panic there, or in the rollback (a damaged free-page list),
-// leaves bbolt's writer lock held, and the error is a heldLocks. The
-// commit runs unlessHeld(stop): if stop closed first, the transaction is
-// left to its goroutine, and the error is a heldLocks (the commit may yet
-// be written: a meta page written as stop closed).
-func updateRecovered(db *bolt.DB, stop <-chan struct{}, fn func(*bolt.Tx) error) (err error) {
+// leaves bbolt's writer lock held, and the error is a heldLocks.
+func updateRecovered(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
 	tx, err := begin(db, true)
 	if err != nil {
 		return err
 	}
-	rollingBack, left := false, false
+	rollingBack := false
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
@@ -458,7 +452,7 @@ func updateRecovered(db *bolt.DB, stop <-chan struct{}, fn func(*bolt.Tx) error)
 	// As bbolt's Update: rolled back however fn or the commit ends, a
 	// commit that failed having rolled back already.
 	defer func() {
-		if !left && tx.DB() != nil {
+		if tx.DB() != nil {
 			rollingBack = true
 			_ = tx.Rollback()
 			rollingBack = false // fn's or the commit's panic, if any
@@ -467,38 +461,7 @@ func updateRecovered(db *bolt.DB, stop <-chan struct{}, fn func(*bolt.Tx) error)
 	if err := fn(tx); err != nil {
 		return err
 	}
-	var cerr error
-	if !unlessHeld(stop, func() { cerr = commitRecovered(tx) }) {
-		left = true
-		return errCommitLeft
-	}
-	return cerr
-}
-
-// commitRecovered is tx.Commit(), with a panic of bbolt's kinds turned
-// into an error matching ErrCorrupt, as updateRecovered does: it may run
-// on a goroutine of its own (unlessHeld), where a panic would kill the
-// process. bbolt has not closed tx then: updateRecovered rolls it back.
-func commitRecovered(tx *bolt.Tx) (err error) {
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if p := recover(); p != nil {
-			err = withKind(ErrCorrupt, "%s", bboltPanicSeen(p))
-		}
-	}()
 	return tx.Commit()
-}
-
-// bboltPanicSeen describes p, the value of the panic under way (see
-// panicSeen), if it is of bbolt's kinds (bboltPanic), and panics with it
-// again if not. Only a function deferred while the panic unwinds may call
-// it.
-func bboltPanicSeen(p any) string {
-	if !bboltPanic(p) {
-		panic(p)
-	}
-	return panicSeen(p, panicSite())
 }
 
 // bboltPanic reports whether p, a panic's value, is of a kind bbolt panics

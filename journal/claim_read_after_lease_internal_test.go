@@ -113,15 +113,12 @@ func leasedToA(t *testing.T) (s *Store, la Lease, now time.Time) {
 }
 
 // parkedIn reports whether a goroutine waits in a select or on a channel
-// inside the function named fn (as a stack trace names it). One waiting
-// for a bbolt commit it runs on a goroutine of its own (unlessHeld) is
-// not parked: it is committing, as a goroutine in fdatasync is.
+// inside the function named fn (as a stack trace names it).
 func parkedIn(fn string) bool {
 	buf := make([]byte, 1<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
 		parked := bytes.Contains(g, []byte("[select")) || bytes.Contains(g, []byte("[chan receive"))
-		parked = parked && !bytes.Contains(g, []byte("journal.unlessHeld("))
 		if parked && bytes.Contains(g, []byte(fn+"(")) {
 			return true
 		}

@@ -34,9 +34,14 @@ func TestMetaPagesDamagedUnderOpenStoreFailClosed(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			path := filepath.Join(t.TempDir(), "j.db")
-			s := openCopiedA(t, path)
+			// The applier waits: only the calls below touch the file.
+			s, err := Open(path, withApplyDelay(time.Hour))
+			require.NoError(t, err)
+			_, err = s.Create(ctx, newRecord("a"))
+			require.NoError(t, err)
+			require.NoError(t, s.Checkpoint(ctx))
 			if pending {
-				_, err := s.Create(ctx, newRecord("b"))
+				_, err = s.Create(ctx, newRecord("b"))
 				require.NoError(t, err)
 			}
 			damageMetaPage(t, path, 0)

@@ -244,7 +244,7 @@ func (s *Store) latestKeyed(rk []byte, kept bool) (enc []byte, key string, err e
 			return enc, "", s.stopUsing(err)
 		}
 	}
-	err = viewRecovered(s.db, &s.held, func(tx *bolt.Tx) error {
+	err = viewRecovered(s.db, func(tx *bolt.Tx) error {
 		_, v, err := lookup(tx, rk)
 		// A copy: the file's bytes last only as long as the
 		// transaction, and the caller's function runs after it.

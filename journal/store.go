@@ -84,10 +84,6 @@ type Store struct {
 	// held: a bbolt panic left bbolt's locks held, and nothing may call
 	// bbolt again, its Close included (stopUsing).
 	held atomic.Bool
-	// heldStop is closed as held is set: a commit under way stops being
-	// waited for (unlessHeld), and commitLeft says it was left running.
-	heldStop   chan struct{}
-	commitLeft atomic.Bool
 
 	logger *slog.Logger // WithLogger's; nil: silent
 	// toldNewer: Prune has logged that it kept records from a newer idem.
@@ -322,7 +318,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		}
 		return nil, errorf("journal: open %s: %w", path, err)
 	}
-	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly, logger: cfg.logger, heldStop: make(chan struct{})}
+	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly, logger: cfg.logger}
 	s.abs, _ = filepath.Abs(path) // before the process changes its directory
 	if cfg.readOnly {
 		// Under the shared lock: a writer that met the failure has let
@@ -422,7 +418,7 @@ var rootBuckets = slices.Concat([][]byte{bucketMeta}, dataBuckets, v1Buckets)
 func initMeta(db *bolt.DB, file *os.File, readOnly bool, o openCommit) (err error) {
 	empty := false
 	var old byte
-	err = viewRecovered(db, nil, func(tx *bolt.Tx) error {
+	err = viewRecovered(db, func(tx *bolt.Tx) error {
 		// Checked again now that the lock is held: the file bbolt mapped
 		// must hold every page its meta page names (see fileFits).
 		fi, err := file.Stat()
@@ -590,7 +586,7 @@ func (s *Store) Close() error {
 	defer s.unregister()
 	if s.held.Load() {
 		// bbolt's Close would wait for the locks its panic left held.
-		if cerr := closeFile(s.file, s.commitLeft.Load()); cerr != nil {
+		if cerr := closeFile(s.file); cerr != nil {
 			return errorf("journal: close: %w; and closing the file: %w", s.failure(), cerr)
 		}
 		return errorf("journal: close: %w", s.failure())
@@ -682,7 +678,7 @@ func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.stopUsing(viewRecovered(s.db, &s.held, fn))
+	err := s.stopUsing(viewRecovered(s.db, fn))
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed // Close won the race
 	}

@@ -127,7 +127,7 @@ func (o openCommit) update(fn func(*bolt.Tx) error) error {
 	if err != nil {
 		return err // bbolt's locks are held: nothing was written, nor can be
 	}
-	err = updateRecovered(o.db, nil, fn)
+	err = updateRecovered(o.db, fn)
 	if locksHeld(err) {
 		// Nothing more can be read to tell whether the commit was
 		// written: the words say to stop and check the file.
