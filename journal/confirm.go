@@ -36,8 +36,9 @@ const ReviewMadeTwice = "server made another resource for a resend of the key it
 // does not de-duplicate requests by the key (the client's ReviewKeyIgnored
 // says when it is set): it is never resent, and a new process learns the
 // endpoint again from the open operations flagged so. A confirmation that
-// settles it clears it only if at most one of its sends may have executed
-// (Attempt.MaybeExecuted): else it flags the record ReviewMaybeTwice.
+// settles it clears it only if at most one copy of its request may have
+// executed (Attempt.MaybeExecuted, Attempt.Resent): else it flags the
+// record ReviewMaybeTwice.
 const ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
 
 // ReviewMaybeTwice is the review of a settled record whose server does
@@ -336,15 +337,22 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 	return c.Effect, err
 }
 
-// sentTwice reports whether more than one of rec's sends may have
-// executed.
+// sentTwice reports whether more than one copy of rec's request may
+// have executed: two attempts that may have, or one that net/http sent
+// twice (Attempt.Resent), its first copy written whole on a connection
+// that died.
 func sentTwice(rec *Record) bool {
 	n := 0
 	for _, a := range rec.Attempts {
-		if a.MaybeExecuted() {
-			if n++; n > 1 {
-				return true
-			}
+		if !a.MaybeExecuted() {
+			continue
+		}
+		n++
+		if a.Resent {
+			n++
+		}
+		if n > 1 {
+			return true
 		}
 	}
 	return false
@@ -531,18 +539,24 @@ func appendConfirmations(dst []byte, cs []Confirmation) []byte {
 	return dst
 }
 
-// versionOf is the record version r is written in: 5 if it holds a
-// KeyInUse confirmation, 4 if it holds a processing one, which version 3
-// cannot hold, else 3; so that an older build refuses what it cannot read
-// as newer (ErrVersion) and still reads every other record.
+// versionOf is the record version r is written in: 6 if it holds an
+// attempt net/http resent (Attempt.Resent), 5 if it holds a KeyInUse
+// confirmation, 4 if it holds a processing one, which version 3 cannot
+// hold, else 3; so that an older build refuses what it cannot read as
+// newer (ErrVersion) and still reads every other record.
 func versionOf(r *Record) byte {
-	v := byte(recordVersion - 2)
+	for i := range r.Attempts {
+		if r.Attempts[i].Resent {
+			return 6
+		}
+	}
+	v := byte(3)
 	for i := range r.Confirmations {
 		if r.Confirmations[i].KeyInUse {
-			return recordVersion
+			return 5
 		}
 		if r.Confirmations[i].State == StateProcessing {
-			v = recordVersion - 1
+			v = 4
 		}
 	}
 	return v
