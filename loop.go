@@ -69,6 +69,11 @@ type driver struct {
 	// reviewed: this call flagged the operation for review; it may still
 	// query, never resend.
 	reviewed bool
+	// wasReview: the operation's review reason when this call began ("":
+	// not flagged), what a person was told before it (flag, driveEnded).
+	// d.rec's may be this call's own by then: a query's commit (a 410)
+	// writes the reason before flag runs.
+	wasReview string
 	// handedOff: this call committed a hand-off to the reconciler.
 	handedOff bool
 	// keyIgnored: an answer to this call's submits, or to an earlier
@@ -121,9 +126,9 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	before := attemptCount(rec)
 	d := &driver{
 		c: c, ctx: ctx, wctx: context.WithoutCancel(ctx), rec: rec, mode: mode,
-		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded, lease: l, brief: brief,
+		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded, lease: l, brief: brief, wasReview: rec.Review,
 	}
-	wasOpen, wasReview := rec.Open(), rec.Review
+	wasOpen := rec.Open()
 	hctx, end := c.callStarted(ctx, rec, mode)
 	d.hctx = hctx
 	cause := d.run()
@@ -136,7 +141,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	d.lateAnswerResult(res)
 	settled := wasOpen && !d.rec.Open() && !elsewhere
 	if wasOpen && !elsewhere {
-		c.driveEnded(hctx, d, wasReview, settled, res)
+		c.driveEnded(hctx, d, d.wasReview, settled, res)
 	}
 	if end != nil {
 		end(res.clone(), err)
@@ -962,11 +967,13 @@ func (d *driver) flag(reason string, cause error) error {
 	now := d.now()
 	next := d.recheckAt(now)
 	level := slog.LevelWarn
-	if d.mode == reconciling && d.rec.Review != "" && reviewAfter(d.rec.Review, reason) == d.rec.Review {
+	if d.mode == reconciling && d.wasReview != "" && reviewAfter(d.wasReview, reason) == d.wasReview {
 		// A recheck that did not settle it: a person was told when it was
 		// flagged, and rechecks come hourly while the server is down. So
 		// was one of a flag the commit keeps (held, or outliving the
-		// key's expiry: reviewAfter).
+		// key's expiry: reviewAfter). Judged by the reason before this
+		// call (wasReview), not d.rec's, which this call's query may
+		// have set already.
 		level = slog.LevelDebug
 	}
 	unsent := d.unsentAttempt()
