@@ -35,9 +35,10 @@ const ReviewMadeTwice = "server made another resource for a resend of the key it
 // ReviewKeyIgnored is the review of an operation whose endpoint said it
 // does not de-duplicate requests by the key (the client's ReviewKeyIgnored
 // says when it is set): it is never resent, and a new process learns the
-// endpoint again from the open operations flagged so. A confirmation that
-// settles it clears it only if at most one of its sends may have executed
-// (Attempt.MaybeExecuted): else it flags the record ReviewMaybeTwice.
+// endpoint again from the open operations flagged so. A confirmation (or
+// the client's result query) that settles it clears it only if at most
+// one of its sends may have executed (SentTwice): else it flags the
+// record ReviewMaybeTwice.
 const ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
 
 // ReviewMaybeTwice is the review of a settled record whose server does
@@ -320,7 +321,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 				// settled, the record is never sent again, and what is
 				// left for a person is the contradiction.
 				rec.Review = ReviewConfirmConflict
-			case ignored && sentTwice(rec):
+			case ignored && SentTwice(rec):
 				// The server took each send for a new request: the
 				// event tells of one, and another may have charged.
 				rec.Review = ReviewMaybeTwice
@@ -336,9 +337,13 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 	return c.Effect, err
 }
 
-// sentTwice reports whether more than one of rec's sends may have
-// executed.
-func sentTwice(rec *Record) bool {
+// SentTwice reports whether more than one of rec's sends may have
+// executed (Attempt.MaybeExecuted): to a server that ignores the key, two
+// requests, of which one answer or one event tells. Whatever settles a
+// record flagged ReviewKeyIgnored (a confirmation, the client's result
+// query) flags it ReviewMaybeTwice then, so that the one told of is not
+// taken for all.
+func SentTwice(rec *Record) bool {
 	n := 0
 	for _, a := range rec.Attempts {
 		if a.MaybeExecuted() {
