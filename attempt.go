@@ -1196,6 +1196,9 @@ func recordOutcome(r *journal.Record, number int, ex exchange, refused, replayed
 		// never sent".
 		a.Wrote = ex.wrote || !ex.unsent
 		a.Refused, a.Replayed = refused, replayed
+		// Two copies of a submit may have executed: Confirm reads it
+		// (journal.ApplyConfirmation) when the server ignores the key.
+		a.Resent = ex.resent && a.Kind == journal.AttemptSubmit
 		a.Status = ex.status
 		a.RetryAfter = ex.retryAfter
 		a.Duration = ex.dur

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/journal"
 )
 
 // stallingClock is steppedBackHour's clock, an hour behind, on a VM that
@@ -66,24 +65,10 @@ func TestClockProbeTimedOutHoldsItsResendsWhenTheyLookLate(t *testing.T) {
 	clk := &stallingClock{skewedClock: &skewedClock{Clock: clock}, stall: idem.DefaultAttemptTimeout + time.Second}
 	clk.offset.Store(int64(-time.Hour))
 	network := &silentHead{base: srv.Client().Transport, clock: clk}
-	store, err := journal.Open(path)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clk))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	store, c := openOn(t, path, network, clk)
 
-	_, err = c.Resume(t.Context())
+	_, err := c.Resume(t.Context())
 	require.NoError(t, err)
 	require.EqualValues(t, 1, network.heads.Load(), "clock probes: the one that timed out")
-	lost := map[string]int{}
-	for _, k := range keys {
-		require.Equalf(t, 1, srv.Effects("", k), "orders for %s", k)
-		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
-		require.NoError(t, err)
-		require.Equalf(t, idem.StateUnknown, rec.State, "state of %s", k)
-		require.Lenf(t, rec.Attempts, 1, "attempts of %s: the lost one", k)
-		lost[k] = 1
-	}
-	require.Equal(t, lost, serverSubmits(t, srv), "submits per key: the lost one, no resend")
+	requireHeldUnknown(t, srv, store, keys)
 }

@@ -328,11 +328,39 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 // setReview sets the record's review reason, or clears it (reason ""),
 // unless a confirmation contradicted the record, or the server made a
 // second resource for the key: that stays for a person, whatever the
-// driver learns later, until Resolve.
+// driver learns later, until Resolve. Nor does an expired key replace a
+// reason that tells more (outlivesExpiry).
 func setReview(r *journal.Record, reason string) {
-	if !journal.ReviewHeld(r.Review) {
-		r.Review = reason
+	r.Review = reviewAfter(r.Review, reason)
+}
+
+// reviewAfter is the review reason of a record flagged was ("": none)
+// once setReview sets reason on it.
+func reviewAfter(was, reason string) string {
+	if journal.ReviewHeld(was) || reason == ReviewKeyExpired && outlivesExpiry(was) {
+		return was
 	}
+	return reason
+}
+
+// outlivesExpiry reports whether a record flagged for reason keeps it when
+// its key expires (the client's window over, or the result endpoint's 410
+// on a daily recheck): "key expired" would tell the person only that time
+// ran out, and hide that the key's result may be another request's
+// (ReviewKeyInUse), that a resend would charge again (ReviewKeyIgnored),
+// that it may have executed twice (ReviewMaybeTwice), or that the
+// journal's times cannot be trusted (ReviewClockStepped). Each of them
+// blocks resends on its own (resendBlock; keyWindow for a clock stepped;
+// a record settled for ReviewMaybeTwice is never sent again), so keeping
+// it lets nothing be resent that the expiry would have stopped. Not
+// ReviewRefusedAfterSend: only the expiry keeps an explicit Do from
+// resending that one once the server has said it forgot the key.
+func outlivesExpiry(reason string) bool {
+	switch reason {
+	case ReviewKeyInUse, ReviewKeyIgnored, ReviewMaybeTwice, ReviewClockStepped:
+		return true
+	}
+	return false
 }
 
 // lateAnswerResult gives res the status and body of the server's answer

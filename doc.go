@@ -243,7 +243,10 @@
 // which is asked again; a 503 to a submit,
 // which may follow the work done, is asked about before any resend. A
 // result query answered 410 Gone says the server has forgotten the key, as does a 404 whose body says the idempotency key "expired" or is "no longer" held:
-// the operation is never resent, and stays unknown with [ReviewKeyExpired].
+// the operation is never resent, and stays unknown with [ReviewKeyExpired],
+// unless it was flagged already for a reason that tells a person more
+// ([ReviewKeyInUse], [ReviewKeyIgnored], [ReviewClockStepped],
+// [ReviewMadeTwice]): that reason stays, and blocks resends as well.
 // An answer whose Idempotency-Status (or X-Idempotency-Status) is
 // "ignored" says the server does not de-duplicate by the key there
 // (Solidgate's endpoints without idempotency support): if the operation
@@ -260,8 +263,9 @@
 // it settles it failed, the earlier copy may still have executed: the
 // call ends in [ErrNeedsReview], not [ErrFailed]. An event
 // ([Client.Confirm]) or a result query's answer that settles an operation
-// flagged [ReviewKeyIgnored] more than one send of which may have
-// executed flags it [ReviewMaybeTwice] too: it tells of one copy.
+// flagged [ReviewKeyIgnored] more than one copy of which may have
+// executed (idem's, or net/http's own resend, which the journal records)
+// flags it [ReviewMaybeTwice] too: it tells of one copy.
 // An operation the server said it holds (processing, naming its resource)
 // is resent only without a result endpoint; an answer to such a resend,
 // replayed or not, that names another resource says the server lost the

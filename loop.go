@@ -537,7 +537,8 @@ func (d *driver) mayAwaitProbe(p past) bool {
 // per operation, and none of the resends is sent while its probe has
 // timed out (unasked): a later one asks again an attempt timeout later
 // (serverClocks.unanswered). Waiting is bounded by two attempt
-// timeouts, and ends with ctx. The lease is held for the wait first: a
+// timeouts (a probe still out then is one that timed out), and ends
+// with ctx. The lease is held for the wait first: a
 // takeover meanwhile is seen by the next write.
 //
 // A host's clock learnt since resendBlock judged the resend (another
@@ -579,7 +580,7 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 			// attempt timeout has passed, so that a host silent for long
 			// costs one attempt timeout at most per attempt timeout.
 			d.c.clocks.unanswered(u.Host, d.now().Add(d.c.cfg.attemptTimeout))
-			return d.unasked(u.Host)
+			return d.unasked(u.Host, true)
 		default:
 			d.c.clocks.probed(u.Host, true)
 		}
@@ -587,7 +588,7 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 		return true, nil
 	}
 	if over == nil {
-		return d.unasked(u.Host)
+		return d.unasked(u.Host, false)
 	}
 	bound := addSat(d.c.cfg.attemptTimeout, d.c.cfg.attemptTimeout)
 	if err := d.hold(now, bound); err != nil {
@@ -603,16 +604,23 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 		// may become the probe.
 		d.probeWaited = d.c.clocks.probeDone(u.Host, over)
 		if d.probeWaited {
-			if _, err := d.unasked(u.Host); err != nil {
+			if _, err := d.unasked(u.Host, true); err != nil {
 				return false, err
 			}
 		}
 	case <-t.C:
 		// A probe that outlasts its bound ended without saying so (a
 		// transport that ignores its context): taken as over, or every
-		// later resend to the host would wait as long.
-		d.c.clocks.probed(u.Host, true)
+		// later resend to the host would wait as long; and as one that
+		// timed out, for it taught nothing: the resends behind it wait
+		// until the host is asked again (unasked). Taken for answered,
+		// this one went on our clock alone, a second order on a key
+		// the server had forgotten, while the probe was still out.
+		d.c.clocks.unanswered(u.Host, d.now().Add(d.c.cfg.attemptTimeout))
 		d.probeWaited = true
+		if _, err := d.unasked(u.Host, true); err != nil {
+			return false, err
+		}
 	case <-d.ctx.Done():
 	}
 	return true, nil
@@ -633,15 +641,30 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 // server had forgotten whenever another visit's probe was answered
 // between this one's look at the clock and its turn (a Run's visits
 // racing after an outage).
-func (d *driver) unasked(host string) (waited bool, err error) {
+//
+// behind: the resend was behind a probe that has just ended, its own or
+// one it waited on. If the host has been asked again since (another
+// call's probe, its turn come once the host may be asked again, took the
+// timeout's mark off), the resend waits for that probe, or is judged by
+// its answer, as the resends behind any probe are (awaitProbe again, not
+// waited). Taken for a host never silent, it went on our clock alone
+// while the probe that would have judged it was still out: a second
+// order on a forgotten key. A probe that ended without such a mark
+// (refused, or answered with no Date) lets it go as judged.
+func (d *driver) unasked(host string, behind bool) (waited bool, err error) {
 	now := d.now()
 	if _, ok := d.c.clocks.now(host, now); ok {
 		d.probeWaited = true
 		return true, nil
 	}
-	if until, ok := d.c.clocks.silent(host); ok {
+	until, ok, asked := d.c.clocks.silent(host)
+	if ok {
 		d.silentHost = true
 		return false, d.handoff(errHostSilent, maxTime(until, now))
+	}
+	if behind && asked {
+		d.probeWaited = false
+		return true, nil
 	}
 	return false, nil
 }
@@ -939,9 +962,11 @@ func (d *driver) flag(reason string, cause error) error {
 	now := d.now()
 	next := d.recheckAt(now)
 	level := slog.LevelWarn
-	if d.mode == reconciling && d.rec.Review == reason {
+	if d.mode == reconciling && d.rec.Review != "" && reviewAfter(d.rec.Review, reason) == d.rec.Review {
 		// A recheck that did not settle it: a person was told when it was
-		// flagged, and rechecks come hourly while the server is down.
+		// flagged, and rechecks come hourly while the server is down. So
+		// was one of a flag the commit keeps (held, or outliving the
+		// key's expiry: reviewAfter).
 		level = slog.LevelDebug
 	}
 	unsent := d.unsentAttempt()

@@ -184,7 +184,9 @@ func compactAttempts(rec *journal.Record) {
 	// replay can outnumber the entries kept), the first 409 that contested
 	// the key, the last maxRefusalsAfterSend refusals that counted, and,
 	// for them to count again, the first attempt that may have executed
-	// when the first entries hold none. Up to six entries over the
+	// when the first entries hold none (with the last one, two sends: to
+	// a server that ignores the key, Confirm reads two as two charges
+	// possible, journal.ApplyConfirmation). Up to six entries over the
 	// bound (seven kept from the middle beside the 63 first and
 	// latest), only for such histories.
 	var p past
@@ -219,7 +221,7 @@ func compactAttempts(rec *journal.Record) {
 	if len(refusals) > maxRefusalsAfterSend {
 		refusals = refusals[len(refusals)-maxRefusalsAfterSend:]
 	}
-	if len(refusals) == 0 || executedBefore {
+	if executedBefore {
 		firstExecuted = -1
 	}
 	for _, i := range append(refusals, replayed, contested, firstExecuted) {

@@ -98,9 +98,12 @@ func TestCompactAttemptsKeepsThePast(t *testing.T) {
 			a := kinds[k]
 			a.Number = i
 			rec.Attempts = append(rec.Attempts, a)
-			want := pastOf(rec, math.MaxInt)
+			want, wantCopies := pastOf(rec, math.MaxInt), min(executedCopies(rec), 2)
 			compactAttempts(rec)
 			got := pastOf(rec, math.MaxInt)
+			if copies := min(executedCopies(rec), 2); copies != wantCopies {
+				t.Fatalf("history %d, after attempt %d: %d copies may have executed after compaction; want %d", h, i, copies, wantCopies)
+			}
 			// Refusals beyond the third change nothing: the third leaves
 			// the operation for a person.
 			if got.maybeExecuted != want.maybeExecuted || got.final != want.final || got.contested != want.contested ||
@@ -111,5 +114,64 @@ func TestCompactAttemptsKeepsThePast(t *testing.T) {
 				t.Fatalf("history %d: %d entries after compaction", h, len(rec.Attempts))
 			}
 		}
+	}
+}
+
+// executedCopies is how many copies of rec's request may have executed,
+// as Confirm counts them (journal.ApplyConfirmation): more than one, to a
+// server that ignores the key, may have charged twice.
+func executedCopies(rec *journal.Record) int {
+	n := 0
+	for _, a := range rec.Attempts {
+		if maybeExecuted(a) {
+			n++
+			if a.Resent {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// A Solidgate payment endpoint ("A value of ignored means the endpoint
+// does not" de-duplicate by the key,
+// https://api-docs.solidgate.com/api/v2/idempotent-requests) behind a
+// host that refused connections for the first sixteen attempts: the
+// seventeenth charged and its answer was lost, the result endpoint did
+// not know the payment yet, the resend charged again and was answered
+// 500 marked ignored (flagged ReviewKeyIgnored), and the daily recheck
+// of the flagged operation queried it for seven weeks (modelled: a status
+// endpoint that answers 404 for a payment it does not find). Compaction
+// kept one of the two sends; the event that then settled it cleared the
+// review of an operation that may have charged twice.
+func TestCompactAttemptsKeepsASecondSend(t *testing.T) {
+	rec := &journal.Record{State: StateUnknown, Review: ReviewKeyIgnored}
+	add := func(a journal.Attempt) {
+		a.Number = len(rec.Attempts) + 1
+		a.Done = true
+		rec.Attempts = append(rec.Attempts, a)
+		compactAttempts(rec)
+	}
+	for range 16 {
+		add(journal.Attempt{Kind: journal.AttemptSubmit, Refused: true, Err: "dial tcp 127.0.0.1:443: connect: connection refused"})
+	}
+	add(journal.Attempt{Kind: journal.AttemptSubmit, Wrote: true, Err: "EOF"})
+	for range 3 {
+		add(journal.Attempt{Kind: journal.AttemptQuery, Wrote: true, Status: 404})
+	}
+	add(journal.Attempt{Kind: journal.AttemptSubmit, Wrote: true, Status: 500})
+	for range 49 {
+		add(journal.Attempt{Kind: journal.AttemptQuery, Wrote: true, Status: 404})
+	}
+	if got := executedCopies(rec); got != 2 {
+		t.Fatalf("%d sends that may have executed kept of 2 (%d entries)", got, len(rec.Attempts))
+	}
+	effect, err := journal.ApplyConfirmation(rec, journal.Confirmation{State: StateSucceeded, ResourceID: "pay_2",
+		Source: "solidgate", EventID: "evt_pay_2_settle_ok", At: rec.Attempts[len(rec.Attempts)-1].Start.Add(1)})
+	if err != nil || effect != journal.ConfirmSettled {
+		t.Fatalf("ApplyConfirmation() = %v, %v; want settled", effect, err)
+	}
+	if rec.Review != ReviewMaybeTwice {
+		t.Fatalf("Review = %q after the event; want ReviewMaybeTwice", rec.Review)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -154,10 +155,21 @@ func TestRedirectReadAsFailedIsNeverFailed(t *testing.T) {
 // 10.00 as 10; PHP's json_encode with JSON_PRETTY_PRINT indents, writes
 // "/" as \/ and, with JSON_PRESERVE_ZERO_FRACTION, 10.0) hands back the
 // same request in other bytes. Compared byte for byte, those were taken
-// as the order's answer and settled succeeded after one send.
+// as the order's answer and settled succeeded after one send. So is a
+// form whose names are bracketed, which the front's parser nests: PHP's
+// "To get your <form> result sent as an array to your PHP script you
+// name the <input>, <select> or <textarea> elements like this: <input
+// name="MyArray[]" />" (php.net/manual/en/faq.html.php#faq.html.arrays),
+// order[id] a member of $_POST["order"]; Express's urlencoded parser,
+// whose "extended" syntax "allows for rich objects and arrays to be
+// encoded into the URL-encoded format" (expressjs.com body-parser, qs).
+// Written back with json_encode, compared parameter by parameter, each
+// settled succeeded after one send.
 func TestRedirectEchoingTheRequestSettlesNothing(t *testing.T) {
 	const body = `{"id":"ord-9","product_id":"BTC-USD","side":"BUY","amount":10.00,"currency":"USD","note":"a&b/c"}`
 	const form = "id=ord-9&product_id=BTC-USD&side=BUY&amount=10.00"
+	const bracketed = "id=ord-9&product_id=BTC-USD&amount=10.00&meta[note]=a%26b&tags[]=x&tags[]=y&items[0][ref]=l1&items[1][ref]=l2"
+	const numbered = "id=ord-9&items[1][ref]=l1&items[1][qty]=2&items[2][ref]=l2&items[2][qty]=1"
 	for _, tc := range []struct{ name, body, echo string }{
 		{"the request's bytes", body, body},
 		{"the request's bytes, a newline after", body, body + "\n"},
@@ -165,6 +177,10 @@ func TestRedirectEchoingTheRequestSettlesNothing(t *testing.T) {
 		{"re-encoded by PHP's json_encode, pretty", body, "{\n    \"id\": \"ord-9\",\n    \"product_id\": \"BTC-USD\",\n    \"side\": \"BUY\",\n" +
 			"    \"amount\": 10.0,\n    \"currency\": \"USD\",\n    \"note\": \"a&b\\/c\"\n}"},
 		{"a form written back as JSON", form, `{"amount":"10.00","id":"ord-9","product_id":"BTC-USD","side":"BUY"}`},
+		{"a bracketed form, json_encode($_POST)", bracketed,
+			`{"id":"ord-9","product_id":"BTC-USD","amount":"10.00","meta":{"note":"a&b"},"tags":["x","y"],"items":[{"ref":"l1"},{"ref":"l2"}]}`},
+		{"a form numbered from 1, json_encode($_POST)", numbered,
+			`{"id":"ord-9","items":{"1":{"ref":"l1","qty":"2"},"2":{"ref":"l2","qty":"1"}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &redirectingFront{status: http.StatusFound, body: tc.echo}
@@ -172,7 +188,7 @@ func TestRedirectEchoingTheRequestSettlesNothing(t *testing.T) {
 			t.Cleanup(srv.Close)
 			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody())
 			ct := "application/json"
-			if tc.body == form {
+			if !strings.HasPrefix(tc.body, "{") {
 				ct = "application/x-www-form-urlencoded"
 			}
 			res, err := c.Submit(t.Context(), idem.Request{Key: "ord-9", URL: srv.URL + "/orders",

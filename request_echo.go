@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // echoesRequest reports whether answer is request, the body sent, handed
@@ -100,44 +102,184 @@ func sameNumber(a, b string) bool {
 // formEchoed reports whether answer, parsed JSON, is request, a form, as
 // a front that parses a posted form writes it back: an object with a
 // member per parameter, its value as a string (or a number of that
-// text's value), a repeated one's as an array of them.
+// text's value), a repeated one's as an array of them. A bracketed name
+// is nested as the parsers of PHP ($_POST), Rack and Express (qs) nest
+// it: order[id]=… a member "id" of an object "order", tag[]=… and
+// items[0][ref]=… elements of a list (a JSON array, or an object whose
+// members are the indexes). Every value sent must be in the answer
+// once, and nothing else.
 func formEchoed(request []byte, answer any) bool {
-	form, err := url.ParseQuery(string(request))
 	m, ok := answer.(map[string]any)
-	if err != nil || !ok || len(form) == 0 || len(form) != len(m) {
+	if !ok || len(m) == 0 {
 		return false
 	}
-	for name, vs := range form {
-		v, ok := m[name]
-		if !ok {
-			return false
-		}
-		if list, ok := v.([]any); ok && len(vs) > 1 {
-			if len(list) != len(vs) {
-				return false
-			}
-			for i := range vs {
-				if !formValue(vs[i], list[i]) {
-					return false
-				}
-			}
+	// Split on "&" alone, as PHP's and Express's parsers split: Go's
+	// url.ParseQuery refuses a value holding ";", which they keep.
+	root, left := &formNode{}, 0
+	for pair := range strings.SplitSeq(string(request), "&") {
+		if pair == "" {
 			continue
 		}
-		if len(vs) != 1 || !formValue(vs[0], v) {
+		name, value, _ := strings.Cut(pair, "=")
+		name, errName := url.QueryUnescape(name)
+		value, errValue := url.QueryUnescape(value)
+		if errName != nil || errValue != nil {
+			return false
+		}
+		root.at(name).add(value)
+		left++
+	}
+	if left == 0 {
+		return false
+	}
+	e := formEcho{left: left}
+	for name, v := range m {
+		if n := root.members[name]; n == nil || !e.walk(n, v) {
 			return false
 		}
 	}
-	return true
+	return e.numbers() && e.left == 0
 }
 
-// formValue reports whether v, a parsed JSON value, is a form's value s
-// written back.
-func formValue(s string, v any) bool {
+// formNode is a form's parameters under one name, nested as a parser of
+// bracketed names nests them: the values given the name, counted, the
+// names within it (order[id]) and its list's elements (tag[], items[0]),
+// taken as one: which element holds what is not compared, since the
+// values sent rearranged are no API's word either, and taken for an echo
+// the answer is only left unread.
+type formNode struct {
+	values  map[string]int
+	members map[string]*formNode
+	index   *formNode
+	floats  map[float64]int // values left, by number, once numbers are matched
+}
+
+// at is the node of a parameter's name: order[id] is the member "id" of
+// "order", and a bracket empty or holding an index a list's element. A
+// name whose brackets do not close is a name of its own.
+func (n *formNode) at(name string) *formNode {
+	base, rest, nested := strings.Cut(name, "[")
+	if nested {
+		segs := strings.Split(strings.TrimSuffix(rest, "]"), "][")
+		if base == "" || !strings.HasSuffix(rest, "]") || slices.ContainsFunc(segs, func(s string) bool { return strings.ContainsAny(s, "[]") }) {
+			return n.member(name)
+		}
+		n = n.member(base)
+		for _, seg := range segs {
+			if seg == "" || allDigits(seg) {
+				if n.index == nil {
+					n.index = &formNode{}
+				}
+				n = n.index
+				continue
+			}
+			n = n.member(seg)
+		}
+		return n
+	}
+	return n.member(name)
+}
+
+// member is n's member node named name, made if it is new.
+func (n *formNode) member(name string) *formNode {
+	if n.members == nil {
+		n.members = map[string]*formNode{}
+	}
+	c := n.members[name]
+	if c == nil {
+		c = &formNode{}
+		n.members[name] = c
+	}
+	return c
+}
+
+// add counts value as given at n's name once more.
+func (n *formNode) add(value string) {
+	if n.values == nil {
+		n.values = map[string]int{}
+	}
+	n.values[value]++
+}
+
+// formEcho is formEchoed's walk of an answer: the form's values not yet
+// found in it, and its numbers, matched once its strings are (a number
+// may be any text of its value; a string only its own).
+type formEcho struct {
+	left    int
+	pending []formNumber
+}
+
+type formNumber struct {
+	n *formNode
+	v json.Number
+}
+
+// walk matches v, the answer's value at n's name, with the form's values
+// there: a string takes one of the same text, an object's members and
+// an array's elements are matched in turn. A list's elements, or a
+// repeated name's values, may be an array or an object of indexes.
+func (e *formEcho) walk(n *formNode, v any) bool {
 	switch v := v.(type) {
 	case string:
-		return v == s
+		if n.values[v] == 0 {
+			return false
+		}
+		n.values[v]--
+		e.left--
+		return true
 	case json.Number:
-		return sameNumber(s, string(v))
+		e.pending = append(e.pending, formNumber{n, v})
+		return true
+	case []any:
+		elem := n
+		if n.index != nil {
+			elem = n.index
+		}
+		for _, w := range v {
+			if !e.walk(elem, w) {
+				return false
+			}
+		}
+		return len(v) > 0
+	case map[string]any:
+		for name, w := range v {
+			c := n.members[name]
+			if c == nil && allDigits(name) {
+				if c = n.index; c == nil {
+					c = n
+				}
+			}
+			if c == nil || !e.walk(c, w) {
+				return false
+			}
+		}
+		return len(v) > 0
 	}
-	return false
+	return false // a bool or null: no form's value
+}
+
+// numbers matches the answer's numbers with the values left at their
+// names: one of the same value (sameNumber's).
+func (e *formEcho) numbers() bool {
+	for _, num := range e.pending {
+		y, err := strconv.ParseFloat(string(num.v), 64)
+		if err != nil {
+			return false
+		}
+		n := num.n
+		if n.floats == nil {
+			n.floats = map[float64]int{}
+			for s, count := range n.values {
+				if x, err := strconv.ParseFloat(s, 64); err == nil && count > 0 {
+					n.floats[x] += count
+				}
+			}
+		}
+		if n.floats[y] == 0 {
+			return false
+		}
+		n.floats[y]--
+		e.left--
+	}
+	return true
 }

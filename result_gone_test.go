@@ -21,7 +21,7 @@ import (
 // executes a request afresh once it has forgotten the key. Its result
 // endpoint, /operations/{key}, answers 410 Gone for a key it has expired,
 // and 503 while down is set. Its first submit's answer is lost (a
-// gateway's 502 after the commit).
+// gateway's 502 after the commit), unless script says otherwise.
 type expiringServer struct {
 	*httptest.Server
 	clock  *idemtest.Clock
@@ -32,6 +32,13 @@ type expiringServer struct {
 	effects map[string]int
 	submits int
 	down    bool
+	// script's: the first submit's answer (status 0: a 502), the result
+	// endpoint's for a key it holds (status 0: the key's order), and
+	// whether the server goes down (every answer a 503, submits execute
+	// nothing) once the first submit has executed.
+	first, found   shape
+	downAfterFirst bool
+	submitsDown    bool // down since the first submit (downAfterFirst)
 }
 
 func newExpiringServer(t testing.TB, clock *idemtest.Clock, window time.Duration) *expiringServer {
@@ -50,16 +57,22 @@ func (s *expiringServer) serve(w http.ResponseWriter, r *http.Request) {
 	if key, ok := strings.CutPrefix(r.URL.Path, "/operations/"); ok && r.Method == http.MethodGet {
 		at, known := s.stored[key]
 		switch {
-		case s.down:
+		case s.down || s.submitsDown:
 			w.WriteHeader(http.StatusServiceUnavailable)
 		case known && now.Sub(at) >= s.window:
 			w.WriteHeader(http.StatusGone)
 			_, _ = io.WriteString(w, `{"error":"idempotency key expired"}`)
+		case known && s.found.status != 0:
+			writeShape(w, s.found)
 		case known:
 			_, _ = fmt.Fprintf(w, `{"state":"succeeded","resourceId":"ord_%s"}`, key)
 		default:
 			w.WriteHeader(http.StatusNotFound)
 		}
+		return
+	}
+	if s.submitsDown {
+		w.WriteHeader(http.StatusServiceUnavailable)
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
@@ -69,6 +82,11 @@ func (s *expiringServer) serve(w http.ResponseWriter, r *http.Request) {
 		s.effects[key]++
 	}
 	if s.submits == 1 {
+		s.submitsDown = s.downAfterFirst
+		if s.first.status != 0 {
+			writeShape(w, s.first)
+			return
+		}
 		w.WriteHeader(http.StatusBadGateway)
 		return
 	}
@@ -76,10 +94,29 @@ func (s *expiringServer) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = fmt.Fprintf(w, `{"state":"succeeded","resourceId":"ord_%s"}`, key)
 }
 
+// script sets the answers the server gives in place of its own (the
+// fields below its down).
+func (s *expiringServer) script(first, found shape, downAfterFirst bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.first, s.found, s.downAfterFirst = first, found, downAfterFirst
+}
+
+// writeShape writes the answer a.
+func writeShape(w http.ResponseWriter, a shape) {
+	for name, vals := range a.header {
+		w.Header()[name] = vals
+	}
+	w.WriteHeader(a.status)
+	_, _ = io.WriteString(w, a.body)
+}
+
+// set takes the result endpoint down, or brings the whole server back.
 func (s *expiringServer) set(down bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.down = down
+	s.submitsDown = s.submitsDown && down
 }
 
 func (s *expiringServer) counts(key string) (submits, effects int) {

@@ -211,14 +211,20 @@ func (s *serverClocks) rootNext(host string) bool {
 // alone, a resend whose turn came late (a process stalled, a VM paused
 // between the probe's end and the resend's look at the clock) went
 // unjudged.
-func (s *serverClocks) silent(host string) (until time.Time, ok bool) {
+//
+// asked reports that the host's last probe left no such mark: none got
+// no answer, or one has asked the host since (under way, over, or given
+// up). Read under the same lock as the mark, so that a resend behind a
+// probe that timed out tells the host asked again from the host never
+// silent (unasked).
+func (s *serverClocks) silent(host string) (until time.Time, ok, asked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	from, ok := s.again[host]
-	if !ok || from.IsZero() {
-		return time.Time{}, false
+	from, marked := s.again[host]
+	if !marked || from.IsZero() {
+		return time.Time{}, false, !marked
 	}
-	return from, true
+	return from, true, false
 }
 
 // probed ends host's probe: it is over, sent; or, not sent (a lease lost

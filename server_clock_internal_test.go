@@ -142,8 +142,8 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	if !isOver(wait) || !s.probeDone("h", wait) {
 		t.Fatalf("after the probe failed at once: woken %v, done %v; want both", isOver(wait), s.probeDone("h", wait))
 	}
-	if until, ok := s.silent("h"); ok {
-		t.Fatalf("silent() after the probe failed at once = %v, %v; want false", until, ok)
+	if until, ok, asked := s.silent("h"); ok || asked {
+		t.Fatalf("silent() after the probe failed at once = %v, %v, asked %v; want neither", until, ok, asked)
 	}
 	if s.rootNext("h") {
 		t.Fatal("rootNext() after the probe failed at once: want the path again")
@@ -170,14 +170,16 @@ func TestServerClocksFirstProbe(t *testing.T) {
 	}
 	// Silent until the host is asked again, however late the resend
 	// looks (its caller hands it off due at from or at once).
-	if until, ok := s.silent("h"); !ok || !until.Equal(from) {
-		t.Fatalf("silent() after the probe timed out = %v, %v; want %v, true", until, ok, from)
+	if until, ok, asked := s.silent("h"); !ok || !until.Equal(from) || asked {
+		t.Fatalf("silent() after the probe timed out = %v, %v, asked %v; want %v, true, not asked", until, ok, asked, from)
 	}
 	if first, wait := s.firstProbe("h", from); !first || wait != nil {
 		t.Fatalf("firstProbe() once the probe may go again = %v, %v; want the probe", first, wait)
 	}
-	if until, ok := s.silent("h"); ok {
-		t.Fatalf("silent() while the host is asked again = %v, %v; want false", until, ok)
+	// Asked: a resend behind the probe that timed out waits for this
+	// one (unasked) rather than go as if the host never was silent.
+	if until, ok, asked := s.silent("h"); ok || !asked {
+		t.Fatalf("silent() while the host is asked again = %v, %v, asked %v; want asked", until, ok, asked)
 	}
 	if !s.rootNext("h") {
 		t.Fatal("rootNext() after the probe to the path timed out: want the root")

@@ -85,6 +85,7 @@ type Attempt struct {
 	Done       bool      `json:"done"`
 	Replayed   bool      `json:"replayed"`
 	Refused    bool      `json:"refused"`
+	Resent     bool      `json:"resent,omitempty"` // net/http sent it twice: two copies may have executed
 	Status     int       `json:"status"`
 	Error      string    `json:"error,omitempty"`
 	RetryAfter float64   `json:"retry_after_seconds"`
@@ -120,7 +121,7 @@ func FromRecord(r *journal.Record, timeline bool) *Operation {
 		for i, a := range r.Attempts {
 			op.Timeline[i] = Attempt{
 				Number: a.Number, Kind: string(a.Kind), Start: a.Start, Wrote: a.Wrote, Done: a.Done,
-				Replayed: a.Replayed, Refused: a.Refused, Status: a.Status, Error: httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL),
+				Replayed: a.Replayed, Refused: a.Refused, Resent: a.Resent, Status: a.Status, Error: httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL),
 				RetryAfter: a.RetryAfter.Seconds(), Duration: a.Duration.Seconds(),
 			}
 		}
@@ -152,7 +153,7 @@ func (o *Operation) Record() *journal.Record {
 	for _, a := range o.Timeline {
 		r.Attempts = append(r.Attempts, journal.Attempt{
 			Number: a.Number, Kind: journal.AttemptKind(a.Kind), Start: a.Start, Wrote: a.Wrote, Done: a.Done,
-			Replayed: a.Replayed, Refused: a.Refused, Status: a.Status, Err: a.Error,
+			Replayed: a.Replayed, Refused: a.Refused, Resent: a.Resent, Status: a.Status, Err: a.Error,
 			RetryAfter: time.Duration(a.RetryAfter * float64(time.Second)), Duration: time.Duration(a.Duration * float64(time.Second)),
 		})
 	}

@@ -37,7 +37,7 @@ const ReviewMadeTwice = "server made another resource for a resend of the key it
 // says when it is set): it is never resent, and a new process learns the
 // endpoint again from the open operations flagged so. A confirmation (or
 // the client's result query) that settles it clears it only if at most
-// one of its sends may have executed (SentTwice): else it flags the
+// one copy of its request may have executed (SentTwice): else it flags the
 // record ReviewMaybeTwice.
 const ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
 
@@ -337,19 +337,26 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 	return c.Effect, err
 }
 
-// SentTwice reports whether more than one of rec's sends may have
-// executed (Attempt.MaybeExecuted): to a server that ignores the key, two
-// requests, of which one answer or one event tells. Whatever settles a
-// record flagged ReviewKeyIgnored (a confirmation, the client's result
-// query) flags it ReviewMaybeTwice then, so that the one told of is not
-// taken for all.
+// SentTwice reports whether more than one copy of rec's request may
+// have executed: two attempts that may have (Attempt.MaybeExecuted), or
+// one that net/http sent twice (Attempt.Resent), its first copy written
+// whole on a connection that died. To a server that ignores the key,
+// those are two requests, of which one answer or one event tells:
+// whatever settles a record flagged ReviewKeyIgnored (a confirmation, the
+// client's result query) flags it ReviewMaybeTwice then, so that the one
+// told of is not taken for all.
 func SentTwice(rec *Record) bool {
 	n := 0
 	for _, a := range rec.Attempts {
-		if a.MaybeExecuted() {
-			if n++; n > 1 {
-				return true
-			}
+		if !a.MaybeExecuted() {
+			continue
+		}
+		n++
+		if a.Resent {
+			n++
+		}
+		if n > 1 {
+			return true
 		}
 	}
 	return false
@@ -536,18 +543,24 @@ func appendConfirmations(dst []byte, cs []Confirmation) []byte {
 	return dst
 }
 
-// versionOf is the record version r is written in: 5 if it holds a
-// KeyInUse confirmation, 4 if it holds a processing one, which version 3
-// cannot hold, else 3; so that an older build refuses what it cannot read
-// as newer (ErrVersion) and still reads every other record.
+// versionOf is the record version r is written in: 6 if it holds an
+// attempt net/http resent (Attempt.Resent), 5 if it holds a KeyInUse
+// confirmation, 4 if it holds a processing one, which version 3 cannot
+// hold, else 3; so that an older build refuses what it cannot read as
+// newer (ErrVersion) and still reads every other record.
 func versionOf(r *Record) byte {
-	v := byte(recordVersion - 2)
+	for i := range r.Attempts {
+		if r.Attempts[i].Resent {
+			return 6
+		}
+	}
+	v := byte(3)
 	for i := range r.Confirmations {
 		if r.Confirmations[i].KeyInUse {
-			return recordVersion
+			return 5
 		}
 		if r.Confirmations[i].State == StateProcessing {
-			v = recordVersion - 1
+			v = 4
 		}
 	}
 	return v

@@ -3,6 +3,7 @@ package journal_test
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,16 @@ func lostOnce(r *journal.Record) *journal.Record {
 	return r
 }
 
+// resentOnce gives r an attempt answered after net/http sent it twice,
+// the first copy written whole on a connection that died: both copies
+// may have executed.
+func resentOnce(r *journal.Record) *journal.Record {
+	r = lostOnce(r)
+	a := &r.Attempts[len(r.Attempts)-1]
+	a.Resent, a.Status, a.Err = true, http.StatusInternalServerError, ""
+	return r
+}
+
 // contradicted records on r an event that contradicted it, as
 // ApplyConfirmation records one.
 func contradicted(r *journal.Record) *journal.Record {
@@ -114,6 +125,7 @@ func TestApplyConfirmation(t *testing.T) {
 		{"settling key ignored after a refusal and a send clears it", lostOnce(refusedOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"settling key ignored after two sends flags maybe twice", lostOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewMaybeTwice},
 		{"failing key ignored after two sends flags maybe twice", sentOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), confirmation(fail, "ch_2", "e1"), journal.ConfirmSettled, nil, fail, "ch_2", journal.ReviewMaybeTwice},
+		{"settling key ignored after one send net/http resent flags maybe twice", resentOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "")), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewMaybeTwice},
 		{"settling two sends not flagged clears nothing", lostOnce(lostOnce(recordIn(journal.StateUnknown, "", ""))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
 		{"settling key ignored after two sends and a kept conflict flags the conflict", contradicted(lostOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1")))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"maybe twice settled agrees and keeps it", recordIn(ok, journal.ReviewMaybeTwice, "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmAgreed, nil, ok, "ch_1", journal.ReviewMaybeTwice},

@@ -37,8 +37,9 @@ const (
 	// record that holds one is written as version 4, so that a build that
 	// knows only version 3 refuses it as newer (ErrVersion), not as
 	// damaged, and still reads every other. Version 5 adds a
-	// confirmation's KeyInUse, likewise only in a record that holds one.
-	recordVersion = 5
+	// confirmation's KeyInUse, likewise only in a record that holds one;
+	// version 6 an attempt's Resent flag, likewise.
+	recordVersion = 6
 
 	// secondsToYear1 shifts Unix seconds so that the zero time.Time is 0.
 	secondsToYear1 = 62135596800
@@ -80,8 +81,10 @@ const (
 	flagDone
 	flagReplayed // version 2
 	flagRefused  // version 2
+	flagResent   // version 6
 	flagMaskV1   = flagWrote | flagDone
-	flagMask     = flagMaskV1 | flagReplayed | flagRefused
+	flagMaskV2   = flagMaskV1 | flagReplayed | flagRefused
+	flagMask     = flagMaskV2 | flagResent
 )
 
 // Result presence codes: a replayed result needs version 2.
@@ -163,6 +166,9 @@ func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
 		}
 		if a.Refused {
 			flags |= flagRefused
+		}
+		if a.Resent {
+			flags |= flagResent
 		}
 		dst = append(dst, flags)
 		dst = binary.AppendVarint(dst, int64(a.Status))
@@ -308,6 +314,7 @@ func decodeStored(b []byte) (r *Record, body, header []byte, err error) {
 			a.Done = flags&flagDone != 0
 			a.Replayed = flags&flagReplayed != 0
 			a.Refused = flags&flagRefused != 0
+			a.Resent = flags&flagResent != 0
 			a.Status = d.int()
 			a.Err = d.string()
 			a.RetryAfter = time.Duration(d.varint())
@@ -432,8 +439,11 @@ func (d *decoder) skipHeader() {
 
 // flagMask is the attempt flags the record's version may hold.
 func (d *decoder) flagMask() byte {
-	if d.version < 2 {
+	switch {
+	case d.version < 2:
 		return flagMaskV1
+	case d.version < 6:
+		return flagMaskV2
 	}
 	return flagMask
 }

@@ -264,4 +264,17 @@ func TestRecordVersionWritten(t *testing.T) {
 	enc[2] = 4
 	_, err = decode(enc)
 	require.ErrorIs(t, err, ErrCorrupt, "its flag in version 4")
+
+	// An attempt net/http sent twice: a build that knows only version 5
+	// would count it as one copy, and Confirm would clear the review of
+	// an operation that may have charged twice.
+	r.Attempts = []Attempt{{Number: 1, Kind: AttemptSubmit, Start: t0, Wrote: true, Done: true, Resent: true, Status: 500}}
+	enc = encode(nil, r)
+	require.Equal(t, byte(6), enc[2], "with an attempt net/http resent")
+	got, err = decode(enc)
+	require.NoError(t, err)
+	require.Equal(t, r, got)
+	enc[2] = 5
+	_, err = decode(enc)
+	require.ErrorIs(t, err, ErrCorrupt, "its flag in version 5")
 }

@@ -66,7 +66,13 @@ type Attempt struct {
 	// earlier attempts did. Only attempts that may have reached the server
 	// without such an answer make an operation "maybe executed".
 	Refused bool
-	Status  int // HTTP status code; 0 for a transport error
+	// Resent: net/http sent the request again on a fresh connection
+	// after a copy written whole on a reused one that died (it resends a
+	// request with an Idempotency-Key header so): the attempt is two
+	// copies, and to a server that ignores the key both may have
+	// executed.
+	Resent bool
+	Status int // HTTP status code; 0 for a transport error
 	// Err: the transport or decode error, or the judge's note, for
 	// people. The judge reads it too, having no verdict journaled: a
 	// refused 2xx with no Err, and a refused 409 whose Err begins with

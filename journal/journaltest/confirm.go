@@ -22,6 +22,7 @@ var confirmTests = []struct {
 	{"ConfirmSettles", testConfirmSettles},
 	{"ConfirmKeepsMadeTwice", testConfirmKeepsMadeTwice},
 	{"ConfirmConflictKeepsMadeTwice", testConfirmConflictKeepsMadeTwice},
+	{"ConfirmKeyIgnoredResentKeepsMaybeTwice", testConfirmKeyIgnoredResentKeepsMaybeTwice},
 	{"ConfirmBoundKeepsDispute", testConfirmBoundKeepsDispute},
 	{"ConfirmDuplicate", testConfirmDuplicate},
 	{"ConfirmAgrees", testConfirmAgrees},
@@ -118,6 +119,28 @@ func testConfirmConflictKeepsMadeTwice(t *testing.T, s idem.Store) {
 	require.Equal(t, journal.StateProcessing, got.State)
 	require.Equal(t, journal.ReviewMadeTwice, got.Review, "Review kept")
 	require.Equal(t, journal.ConfirmConflicted, got.Confirmations[0].Effect)
+	require.Equal(t, got, get(t, s, "acct", "k"), "Get() after Confirm")
+}
+
+// A record whose server ignores the key (ReviewKeyIgnored), its one
+// attempt sent twice by net/http (Attempt.Resent: the first copy written
+// whole on a connection that died), is settled by an event for one copy
+// flagged ReviewMaybeTwice: the other may have charged. The flag
+// survives the store, as it decides this.
+func testConfirmKeyIgnoredResentKeepsMaybeTwice(t *testing.T, s idem.Store) {
+	create(t, s, NewRecord("acct", "k", t0))
+	_, err := s.Update(context.Background(), "acct", "k", func(r *journal.Record) error {
+		r.State = journal.StateUnknown
+		r.Review = journal.ReviewKeyIgnored
+		r.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: t0, Wrote: true, Done: true, Resent: true, Status: 500}}
+		return nil
+	})
+	require.NoError(t, err)
+	require.True(t, get(t, s, "acct", "k").Attempts[0].Resent, "Attempts[0].Resent stored")
+	got, err := s.Confirm(context.Background(), "acct", "k", confirmation(journal.StateSucceeded, "pay_2", "evt_1", t0.Add(time.Hour)))
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, got.State)
+	require.Equal(t, journal.ReviewMaybeTwice, got.Review, "Review: the other copy may have charged")
 	require.Equal(t, got, get(t, s, "acct", "k"), "Get() after Confirm")
 }
 
