@@ -1219,7 +1219,14 @@ func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, no
 	}
 	r.State = out.State
 	r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: body, Reason: out.Reason, Replayed: replayed}
-	setReview(r, "")
+	review := ""
+	if r.Review == ReviewKeyIgnored && journal.SentTwice(r) {
+		// The server took each send for a new request: the answer (a
+		// result query's, which tells of the last) is about one of them,
+		// and another may have charged. As a confirmation's would.
+		review = ReviewMaybeTwice
+	}
+	setReview(r, review)
 	r.Settled = now
 	r.NextDue = time.Time{}
 }

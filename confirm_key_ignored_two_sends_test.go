@@ -21,20 +21,30 @@ import (
 // Idempotency-Status value. A value of ignored means the endpoint does
 // not" (https://api-docs.solidgate.com/api/v2/idempotent-requests). Every
 // request it gets charges the card afresh (pay_1, pay_2, …). answer ends
-// request n once it charged.
+// request n once it charged. A GET is a query of the order's status
+// (answerFrom), which charges nothing.
 type keyIgnoringCharges struct {
 	srv    *httptest.Server
 	answer func(n int, w http.ResponseWriter)
 
-	mu   sync.Mutex
-	keys []string // the Idempotency-Key of each request, in order
+	mu      sync.Mutex
+	keys    []string // the Idempotency-Key of each request, in order
+	queries int
+	result  func(n int, w http.ResponseWriter) // answers query n
 }
 
 func newKeyIgnoringCharges(t testing.TB, answer func(n int, w http.ResponseWriter)) *keyIgnoringCharges {
-	s := &keyIgnoringCharges{answer: answer}
+	s := &keyIgnoringCharges{answer: answer, result: func(_ int, w http.ResponseWriter) { orderNotFound(w) }}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		s.mu.Lock()
+		if r.Method == http.MethodGet {
+			s.queries++
+			n, result := s.queries, s.result
+			s.mu.Unlock()
+			result(n, w)
+			return
+		}
 		s.keys = append(s.keys, r.Header.Get("Idempotency-Key"))
 		n := len(s.keys)
 		s.mu.Unlock()
@@ -154,21 +164,25 @@ func TestConfirmKeyIgnoredAfterTwoSendsKeepsMaybeTwice(t *testing.T) {
 	}
 }
 
+// secondAnswerLost charges each payment (pay_n) and answers 201, marked
+// ignored, but for the second, whose answer is lost.
+func secondAnswerLost(n int, w http.ResponseWriter) {
+	if n == 2 {
+		dropConnection(w) // pay_2 charged, its answer lost
+		return
+	}
+	w.Header().Set("Idempotency-Status", "ignored")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, n)
+}
+
 // The same endpoint, known already to ignore the key (an earlier
 // payment's answer said so): a payment whose first answer is lost is not
 // resent, flagged ReviewKeyIgnored with one send that may have executed.
 // The webhook's event tells of that one send: settled, no review left.
 func TestConfirmKeyIgnoredAfterOneSendClearsReview(t *testing.T) {
-	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
-		if n == 2 {
-			dropConnection(w) // pay_2 charged, its answer lost
-			return
-		}
-		w.Header().Set("Idempotency-Status", "ignored")
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, n)
-	})
+	s := newKeyIgnoringCharges(t, secondAnswerLost)
 	c := clientFor(t, s.srv, idemtest.NewClock(epoch))
 	url := s.srv.URL + "/api/v1/charge"
 	_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: url, Body: []byte(`{"amount":5}`)})

@@ -262,10 +262,10 @@
 // flags it [ReviewMaybeTwice]: the server may have executed it twice. If
 // it settles it failed, the earlier copy may still have executed: the
 // call ends in [ErrNeedsReview], not [ErrFailed]. An event
-// ([Client.Confirm]) that settles an operation flagged [ReviewKeyIgnored]
-// more than one copy of which may have executed (idem's, or net/http's
-// own resend, which the journal records) flags it [ReviewMaybeTwice]
-// too: it tells of one copy.
+// ([Client.Confirm]) or a result query's answer that settles an operation
+// flagged [ReviewKeyIgnored] more than one copy of which may have
+// executed (idem's, or net/http's own resend, which the journal records)
+// flags it [ReviewMaybeTwice] too: it tells of one copy.
 // An operation the server said it holds (processing, naming its resource)
 // is resent only without a result endpoint; an answer to such a resend,
 // replayed or not, that names another resource says the server lost the

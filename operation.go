@@ -70,15 +70,16 @@ const (
 	// A contradicting confirmation (Confirm) keeps it while the operation
 	// is open; the confirmation that settles it then flags it
 	// ReviewConfirmConflict, or, after more than one send that may have
-	// executed, ReviewMaybeTwice; one that settles it after a single such
-	// send clears it.
+	// executed, ReviewMaybeTwice, as does a result query's answer that
+	// settles it; one that settles it after a single such send clears it.
 	ReviewKeyIgnored = journal.ReviewKeyIgnored
 	// ReviewMaybeTwice: an answer that settled the operation said the
 	// server does not de-duplicate by the key there, and an earlier copy
 	// of the request (idem's, or net/http's own resend) may have executed
-	// too; or a confirmation (Confirm) settled an operation flagged
-	// ReviewKeyIgnored more than one send of which may have executed: the
-	// event tells of one copy, and the other may have charged. The
+	// too; or a confirmation (Confirm) or a result query's answer settled
+	// an operation flagged ReviewKeyIgnored more than one send of which
+	// may have executed: it tells of one copy, and the other may have
+	// charged. The
 	// settled outcome is kept; like ReviewConfirmConflict it flags a
 	// succeeded or failed operation, and only Resolve clears it.
 	ReviewMaybeTwice = journal.ReviewMaybeTwice

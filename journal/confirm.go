@@ -35,9 +35,9 @@ const ReviewMadeTwice = "server made another resource for a resend of the key it
 // ReviewKeyIgnored is the review of an operation whose endpoint said it
 // does not de-duplicate requests by the key (the client's ReviewKeyIgnored
 // says when it is set): it is never resent, and a new process learns the
-// endpoint again from the open operations flagged so. A confirmation that
-// settles it clears it only if at most one copy of its request may have
-// executed (Attempt.MaybeExecuted, Attempt.Resent): else it flags the
+// endpoint again from the open operations flagged so. A confirmation (or
+// the client's result query) that settles it clears it only if at most
+// one copy of its request may have executed (SentTwice): else it flags the
 // record ReviewMaybeTwice.
 const ReviewKeyIgnored = "server ignores the idempotency key here: a resend could execute the request again"
 
@@ -321,7 +321,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 				// settled, the record is never sent again, and what is
 				// left for a person is the contradiction.
 				rec.Review = ReviewConfirmConflict
-			case ignored && sentTwice(rec):
+			case ignored && SentTwice(rec):
 				// The server took each send for a new request: the
 				// event tells of one, and another may have charged.
 				rec.Review = ReviewMaybeTwice
@@ -337,11 +337,15 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 	return c.Effect, err
 }
 
-// sentTwice reports whether more than one copy of rec's request may
-// have executed: two attempts that may have, or one that net/http sent
-// twice (Attempt.Resent), its first copy written whole on a connection
-// that died.
-func sentTwice(rec *Record) bool {
+// SentTwice reports whether more than one copy of rec's request may
+// have executed: two attempts that may have (Attempt.MaybeExecuted), or
+// one that net/http sent twice (Attempt.Resent), its first copy written
+// whole on a connection that died. To a server that ignores the key,
+// those are two requests, of which one answer or one event tells:
+// whatever settles a record flagged ReviewKeyIgnored (a confirmation, the
+// client's result query) flags it ReviewMaybeTwice then, so that the one
+// told of is not taken for all.
+func SentTwice(rec *Record) bool {
 	n := 0
 	for _, a := range rec.Attempts {
 		if !a.MaybeExecuted() {
