@@ -104,10 +104,20 @@ func TestClockProbeTimedOutHoldsItsResendWhileTheHostIsAskedAgain(t *testing.T) 
 			_, err := c.Submit(t.Context(), order(keys[1]))
 			second <- err
 		}()
-		<-network.secondHead
+		// Bounded: a change in the clock's readings that fires this at
+		// another moment must fail the test, not hang it.
+		select {
+		case <-network.secondHead:
+		case <-time.After(3 * idem.DefaultAttemptTimeout):
+		}
 	}
 	_, first := c.Submit(t.Context(), order(keys[0]))
-	asked := <-second
+	var asked error
+	select {
+	case asked = <-second:
+	case <-time.After(3 * idem.DefaultAttemptTimeout):
+		t.Fatal("the second call did not end")
+	}
 
 	require.EqualValues(t, 2, network.heads.Load(), "clock probes: the path's, the root's")
 	requireHeldUnknown(t, srv, store, keys)
@@ -163,7 +173,11 @@ func TestClockProbeOutlastingItsBoundHoldsTheResendBehindIt(t *testing.T) {
 		_, err := c.Submit(t.Context(), order(keys[0]))
 		first <- err
 	}()
-	<-network.held
+	select {
+	case <-network.held:
+	case <-time.After(3 * idem.DefaultAttemptTimeout):
+		t.Fatal("no clock probe was sent")
+	}
 	_, behind := c.Submit(t.Context(), order(keys[1]))
 	releaseOnce()
 	probing := <-first

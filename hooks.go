@@ -55,7 +55,10 @@ type Hooks struct {
 	// reconciliation gave up on it and a person must look (Result.Review
 	// says why). It fires once per flagging, not on every later visit;
 	// after Settle, for an operation settled and flagged at once
-	// (ReviewMaybeTwice, ReviewMadeTwice).
+	// (ReviewMaybeTwice, ReviewMadeTwice). A drive (Do, Resume, Run)
+	// that settles an operation already flagged ReviewKeyIgnored as
+	// ReviewMaybeTwice calls it again with the new reason; Confirm,
+	// which has no drive, calls Settle only.
 	Review func(ctx context.Context, res *Result)
 	// Handoff is called when a Do or Submit call spent its budget (or the
 	// retry budget) and handed the operation to the reconciler: the call

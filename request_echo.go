@@ -126,19 +126,64 @@ func formEchoed(request []byte, answer any) bool {
 		if errName != nil || errValue != nil {
 			return false
 		}
-		root.at(name).add(value)
+		n := root.at(name)
+		n.add(value)
+		if !strings.Contains(name, "[") {
+			n.repeated++
+			n.last = value
+		}
 		left++
 	}
 	if left == 0 {
 		return false
 	}
+	// PHP's $_POST names a parameter whose name holds "." or " " (or a
+	// "[" left open) with "_" in their place: "order.ref" comes back as
+	// "order_ref" (php.net, "Variables From External Sources").
+	var mangled map[string]string
+	for name := range root.members {
+		if p := phpName(name); p != name {
+			if _, taken := root.members[p]; !taken {
+				if mangled == nil {
+					mangled = map[string]string{}
+				}
+				mangled[p] = name
+			}
+		}
+	}
 	e := formEcho{left: left}
 	for name, v := range m {
-		if n := root.members[name]; n == nil || !e.walk(n, v) {
+		n := root.members[name]
+		if n == nil && mangled[name] != "" {
+			n = root.members[mangled[name]]
+		}
+		if n == nil {
+			return false
+		}
+		if s, ok := v.(string); ok && n.repeated > 1 && s == n.last {
+			// A name repeated without brackets keeps its last value in
+			// PHP's $_POST: the values before it were sent, and dropped
+			// by the parser, not by any API.
+			e.left -= n.repeated
+			clear(n.values)
+			continue
+		}
+		if !e.walk(n, v) {
 			return false
 		}
 	}
 	return e.numbers() && e.left == 0
+}
+
+// phpName is name as PHP's form parser names its variable: ".", " " and
+// "[" become "_".
+func phpName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == ' ' || r == '[' {
+			return '_'
+		}
+		return r
+	}, name)
 }
 
 // formNode is a form's parameters under one name, nested as a parser of
@@ -152,6 +197,10 @@ type formNode struct {
 	members map[string]*formNode
 	index   *formNode
 	floats  map[float64]int // values left, by number, once numbers are matched
+	// repeated counts the values given the name itself, unbracketed,
+	// and last is the last of them (PHP keeps only it).
+	repeated int
+	last     string
 }
 
 // at is the node of a parameter's name: order[id] is the member "id" of

@@ -41,6 +41,11 @@ func TestEchoesRequest(t *testing.T) {
 		{"a form, an empty object added", "id=ord-9&qty=1", `{"id":"ord-9","qty":"1","order":{}}`, false},
 		{"a form, an unclosed bracket", "id=ord-9&order[amount=1", `{"id":"ord-9","order":{"amount":"1"}}`, false},
 		{"a form, a bad escape", "id=ord-9&note=%zz", `{"id":"ord-9","note":"%zz"}`, false},
+		{"a form as PHP names it", "id=ord-9&order.ref=o1&first+name=x", `{"id":"ord-9","order_ref":"o1","first_name":"x"}`, true},
+		{"a form as PHP names it, another value", "id=ord-9&order.ref=o1", `{"id":"ord-9","order_ref":"o2"}`, false},
+		{"a repeated name, PHP's last value", "id=ord-9&tag=a&tag=b", `{"id":"ord-9","tag":"b"}`, true},
+		{"a repeated name, the first value alone", "id=ord-9&tag=a&tag=b", `{"id":"ord-9","tag":"a"}`, false},
+		{"a repeated name, as a list of the same", "id=ord-9&tag=b&tag=b", `{"id":"ord-9","tag":["b","b"]}`, true},
 		{"nothing sent, nothing answered", "", "", true},
 		{"nothing sent, an object answered", "", `{}`, false},
 	} {
