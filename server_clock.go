@@ -161,7 +161,8 @@ func (s *serverClocks) firstProbe(host string, now time.Time) (first bool, wait 
 // (a silent host: a black-holed route, a firewall dropping packets; or
 // one slower than the attempt timeout). After a refusal its waiters go as
 // they are judged, and would be refused as fast; after a timeout they
-// wait, as every resend to the host does until from (silent). The host
+// are handed off, as every resend to the host is until a resend asks it
+// again, the first from from on (silent). The host
 // may answer a later resend, which then asks it first, so that a host
 // coming back is not sent the resends of every visit under way on a clock
 // nothing taught: the first resend that asks once our clock reads from
