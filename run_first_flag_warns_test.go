@@ -23,7 +23,7 @@ import (
 // (https://docs.stripe.com/idempotency); its result endpoint then answers
 // 410 Gone (modelled, as result_gone_test.go's). Or, back within the day,
 // the endpoint names another request's payment under the key (a key space
-// shared with another service: modelled, as review_outlives_expiry_test.go's).
+// shared with another service: modelled, as expired_key_keeps_review_test.go's).
 // Run's query flags the order; the query's own commit wrote the reason,
 // and flag() took its first flagging for a recheck of a reason already
 // told: "flagged for review" at Debug, nothing at Warn, a person reading
