@@ -63,30 +63,11 @@ func TestClaimSeesAWriteWhoseFenceItPassed(t *testing.T) {
 		l   Lease
 		err error
 	}
-	done := make(chan claimed, 1)
 	later := now.Add(2 * time.Minute)
-	// A, its lease expired but still at work: its write has passed the
-	// fence (fn runs after it, in the round) when B claims.
-	_, err := s.Update(WithLease(ctx, la), "s", "a", func(r *Record) error {
-		go func() {
-			r, l, err := s.Claim(ctx, "s", "a", "B", later, later.Add(time.Minute))
-			done <- claimed{r, l, err}
-		}()
-		// B's Claim either returns (it does not wait for this round) or
-		// waits for it to end.
-		if err := returnedOrParked(func() bool { return len(done) > 0 }, "journal.(*Store).Claim"); err != nil {
-			return err
-		}
-		r.NextDue = now.Add(time.Hour)
-		return nil
+	b := duringFencedWrite(t, s, la, now, "journal.(*Store).Claim", func() claimed {
+		r, l, err := s.Claim(ctx, "s", "a", "B", later, later.Add(time.Minute))
+		return claimed{r, l, err}
 	})
-	require.NoError(t, err, "A's write, fenced before B's claim")
-	var b claimed
-	select {
-	case b = <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("B's Claim did not return")
-	}
 	require.NoError(t, b.err)
 	require.NotZero(t, b.l.Token)
 	got, err := s.Get(ctx, "s", "a")
@@ -146,30 +127,15 @@ func TestClaimDueSeesAWriteWhoseFenceItPassed(t *testing.T) {
 		got *Record // read right after, as Run's visit does
 		err error
 	}
-	done := make(chan claimedDue, 1)
 	later := now.Add(2 * time.Minute)
-	_, err = s.Update(WithLease(ctx, la), "s", "a", func(r *Record) error {
-		go func() {
-			due, err := s.ClaimDue(ctx, "B", later, later.Add(time.Minute), 10)
-			c := claimedDue{due: due, err: err}
-			if err == nil && len(due) == 1 {
-				c.got, c.err = s.Get(ctx, "s", "a")
-			}
-			done <- c
-		}()
-		if err := returnedOrParked(func() bool { return len(done) > 0 }, "journal.(*Store).ClaimDue"); err != nil {
-			return err
+	b := duringFencedWrite(t, s, la, now, "journal.(*Store).ClaimDue", func() claimedDue {
+		due, err := s.ClaimDue(ctx, "B", later, later.Add(time.Minute), 10)
+		c := claimedDue{due: due, err: err}
+		if err == nil && len(due) == 1 {
+			c.got, c.err = s.Get(ctx, "s", "a")
 		}
-		r.NextDue = now.Add(time.Hour)
-		return nil
+		return c
 	})
-	require.NoError(t, err, "A's write, fenced before B's claim")
-	var b claimedDue
-	select {
-	case b = <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("B's ClaimDue did not return")
-	}
 	require.NoError(t, b.err)
 	require.Len(t, b.due, 1, "a was due when B claimed")
 	require.NotZero(t, b.due[0].Lease.Token)
@@ -178,6 +144,33 @@ func TestClaimDueSeesAWriteWhoseFenceItPassed(t *testing.T) {
 	require.True(t, b.due[0].Record.NextDue.Equal(want), "ClaimDue returned the record as it was before A's write (NextDue %s)", b.due[0].Record.NextDue)
 	_, err = s.Update(WithLease(ctx, la), "s", "a", func(*Record) error { return nil })
 	require.ErrorIs(t, err, ErrLeaseLost, "B's lease is the record's")
+}
+
+// duringFencedWrite has B's claim (fn names it as a stack trace does)
+// run while A, its lease on "a" expired but still at work, writes
+// NextDue an hour on: B claims once A's write has passed its fence (the
+// Update's fn runs after the check, in the round), and the write goes on
+// once the claim has returned or waits for the round to end. It returns
+// what claim returned.
+func duringFencedWrite[T any](t *testing.T, s *Store, la Lease, now time.Time, fn string, claim func() T) T {
+	t.Helper()
+	done := make(chan T, 1)
+	_, err := s.Update(WithLease(context.Background(), la), "s", "a", func(r *Record) error {
+		go func() { done <- claim() }()
+		if err := returnedOrParked(func() bool { return len(done) > 0 }, fn); err != nil {
+			return err
+		}
+		r.NextDue = now.Add(time.Hour)
+		return nil
+	})
+	require.NoError(t, err, "A's write, fenced before B's claim")
+	select {
+	case b := <-done:
+		return b
+	case <-time.After(time.Minute):
+		t.Fatalf("%s did not return", fn)
+		panic("unreachable")
+	}
 }
 
 // returnedOrParked waits, for a minute at most, until returned reports
