@@ -336,7 +336,22 @@ func submitMeaning(p past, a answer) judgment {
 		if a.envelopeRefusal && p.maybeExecuted {
 			return refusedAfterMaybeSent(p, a)
 		}
-		return otherRequestAnswered(judgeResult(a, "settled", "accepted"), a)
+		j := otherRequestAnswered(judgeResult(a, "settled", "accepted"), a)
+		if p.contested && a.otherRequest != "" && j.move != moveReview &&
+			(j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing) {
+			// A 409 said another request held the key before anything of
+			// ours could have run, and this answer describes a request
+			// other than ours: that request's stored answer, which a
+			// server that keeps the key's first answer gives every later
+			// copy, unmarked (Flexiti's X-Idempotency-Key "will return the
+			// previously successful response"). One that describes ours
+			// is ours, a mesh's copy of ours the request that held the key
+			// (TestMeshRetryInFlightThenStoredOrderIsOurs).
+			return judgment{move: moveReview, label: "contested_other_request", review: ReviewKeyInUse, conflict: true,
+				err: fmt.Errorf("idem: the answer after a 409 said another request held the key is that request's (%q): its %s",
+					truncate(j.out.ResourceID, 64), a.otherRequest)}
+		}
+		return j
 	case Processing:
 		if a.status >= 200 && a.status < 300 {
 			// A classifier's 2xx "accepted": this attempt is in hand.
