@@ -630,7 +630,16 @@ func (d *driver) submit() (step, error) {
 	}
 	d.keyIgnored = d.keyIgnored || a.keyIgnored
 	a.keyIgnored = d.keyIgnored
-	st := step{judgment: judgeSubmit(pastOf(d.rec, number), a), retryAfter: ex.retryAfter}
+	p := pastOf(d.rec, number)
+	if p.contested && a.otherRequest == "" && !a.stored() &&
+		(a.verdict == Settled && a.decodeErr == nil && a.out.State != StateFailed || a.verdict == Processing && a.status >= 200 && a.status < 300) {
+		// After a 409 said another request held the key, a success, or a
+		// classifier's 2xx "accepted", may be that request's stored
+		// answer, unmarked: compared with ours as heldOrderAnswer's is,
+		// whether it names the key or not.
+		a.otherRequest, a.otherFixed = otherRequest(d.rec.Body, ex.body)
+	}
+	st := step{judgment: judgeSubmit(p, a), retryAfter: ex.retryAfter}
 	if st.err != nil {
 		ex.err = st.err
 	}

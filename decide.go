@@ -336,9 +336,20 @@ func submitMeaning(p past, a answer) judgment {
 		if a.envelopeRefusal && p.maybeExecuted {
 			return refusedAfterMaybeSent(p, a)
 		}
-		return otherRequestAnswered(judgeResult(a, "settled", "accepted"), a)
+		j := otherRequestAnswered(judgeResult(a, "settled", "accepted"), a)
+		if p.contested && a.otherRequest != "" && j.move != moveReview &&
+			(j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing) {
+			return contestedOtherRequest(a, j.out.ResourceID)
+		}
+		return j
 	case Processing:
 		if a.status >= 200 && a.status < 300 {
+			if p.contested && a.otherRequest != "" {
+				// Another request's stored "accepted", as its success is
+				// (TestFlexitiStoredAcceptedAfterAnotherRequestHeldTheKey):
+				// taken as ours, its webhook's Confirm settled ours.
+				return contestedOtherRequest(a, "")
+			}
 			// A classifier's 2xx "accepted": this attempt is in hand.
 			return judgment{move: moveProcessing, label: "accepted"}
 		}
@@ -503,6 +514,25 @@ func replayMeaning(p past, a answer) judgment {
 		return judgment{move: moveReview, label: "replayed_error",
 			review: fmt.Sprintf("server replayed a stored %d for this key: the request may have executed", a.status)}
 	}
+}
+
+// contestedOtherRequest: a 409 said another request held the key before
+// anything of ours could have run, and this answer, unmarked, describes a
+// request other than ours (a's otherRequest): that request's stored
+// answer, which a server that keeps the key's first answer gives every
+// later copy (Flexiti's X-Idempotency-Key "will return the previously
+// successful response"). One that describes ours is ours, a mesh's copy
+// of ours the request that held the key
+// (TestMeshRetryInFlightThenStoredOrderIsOurs). The resource it names,
+// if any, goes in the attempt's error only: a webhook's Confirm for it
+// must not settle ours.
+func contestedOtherRequest(a answer, resource string) judgment {
+	named := ""
+	if resource != "" {
+		named = fmt.Sprintf(" (%q)", truncate(resource, 64))
+	}
+	return judgment{move: moveReview, label: "contested_other_request", review: ReviewKeyInUse, conflict: true,
+		err: fmt.Errorf("idem: the answer after a 409 said another request held the key is that request's%s: its %s", named, a.otherRequest)}
 }
 
 // contestedSuccess: another request held the key, so a success stored for

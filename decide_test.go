@@ -687,6 +687,17 @@ func TestContestedKey(t *testing.T) {
 	if j := judgeSubmit(p, answer{status: 201, verdict: Settled, out: ok}); j.move != moveSettle {
 		t.Errorf("judgeSubmit(contested, fresh 201) = %+v; want settled: the server executed ours", j)
 	}
+	other := answer{status: 200, verdict: Settled, out: ok, otherRequest: `amount "55.00", not the request's amount "123.45"`}
+	if j := judgeSubmit(p, other); j.move != moveReview || !j.conflict || j.review != ReviewKeyInUse {
+		t.Errorf("judgeSubmit(contested, unmarked 200 describing another request) = %+v; want review as a key conflict", j)
+	}
+	accepted := answer{status: 202, verdict: Processing, otherRequest: other.otherRequest}
+	if j := judgeSubmit(p, accepted); j.move != moveReview || !j.conflict || j.review != ReviewKeyInUse {
+		t.Errorf("judgeSubmit(contested, classifier's 202 accepted describing another request) = %+v; want review as a key conflict", j)
+	}
+	if j := judgeSubmit(p, answer{status: 202, verdict: Processing}); j.move != moveProcessing {
+		t.Errorf("judgeSubmit(contested, classifier's 202 accepted) = %+v; want processing: ours, or nothing to compare", j)
+	}
 	// Our own request in flight (a 409 after ours may have executed) is no contest.
 	rec.Attempts[0], rec.Attempts[1] = journal.Attempt{Number: 1, Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 502},
 		journal.Attempt{Number: 2, Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 409, Refused: true}
