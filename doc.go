@@ -255,8 +255,12 @@
 // not even by [Client.Do]. Once an endpoint's answer has said so (a 429
 // so marked is resent), a lost answer to a later submit to it, of this
 // operation or another, is judged the same way, and net/http is not let
-// send such a submit again on its own. The Client remembers such
-// endpoints (method and URL without its query) while the process lives.
+// send such a submit again on its own. An operation whose answers were
+// lost before the endpoint said so is not resent either: the visit that
+// finds it so flags it [ReviewKeyIgnored], whatever it ends in, so that
+// what settles it after two such sends flags it [ReviewMaybeTwice]. The
+// Client remembers such endpoints (method and URL without its query)
+// while the process lives.
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
 // flags it [ReviewMaybeTwice]: the server may have executed it twice. If

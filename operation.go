@@ -65,8 +65,10 @@ const (
 	// ReviewKeyIgnored: the server said it does not de-duplicate requests
 	// by the key there (Idempotency-Status: ignored) in an answer that
 	// leaves open whether the request executed, or an answer was lost
-	// from an endpoint that said so earlier in the process: a resend would
-	// be a second request, so nothing resends it, not even Do.
+	// from an endpoint that said so earlier in the process, or an
+	// operation whose answers were lost before it said so was visited
+	// since: a resend would be a second request, so nothing resends it,
+	// not even Do.
 	// A contradicting confirmation (Confirm) keeps it while the operation
 	// is open; the confirmation that settles it then flags it
 	// ReviewConfirmConflict, or, after more than one send that may have
