@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -754,7 +755,7 @@ func (r *Result) clone() *Result {
 // finish turns the journaled state into what Do returns.
 func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	res := newResult(rec)
-	if rec.State == StateSucceeded && !failureAgainst(rec) && rec.Review != ReviewKeyInUse {
+	if rec.State == StateSucceeded && !failureAgainst(rec) && !keyInUseAgainst(rec) {
 		// Flagged or not, it executed: a payment made twice was made,
 		// and an error would read "not charged" to a caller who takes a
 		// nil error for "charged". Result.Review tells the rest. Not so
@@ -805,12 +806,14 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 
 // failureAgainst reports whether a failure contradicts rec's success: a
 // confirmation, or the server's own answer, that said failed and was
-// kept beside it (ReviewConfirmConflict), about the resource the success
-// names or about none. One naming another resource (Adyen's refusal of
-// another payment under the same merchantReference) says nothing of
-// this one's success, though a person looks at it all the same.
+// kept beside it (ReviewConfirmConflict, or a review that comes before
+// it, ReviewMaybeTwice), about the resource the success names or about
+// none. One naming another resource (Adyen's refusal of another payment
+// under the same merchantReference) says nothing of this one's success,
+// though a person looks at it all the same. Not once resolved: Resolve
+// clears the review, and a person's word is final.
 func failureAgainst(rec *journal.Record) bool {
-	if rec.Review != ReviewConfirmConflict {
+	if rec.Review == "" {
 		return false
 	}
 	id := ""
@@ -824,6 +827,17 @@ func failureAgainst(rec *journal.Record) bool {
 		}
 	}
 	return false
+}
+
+// keyInUseAgainst reports whether rec's settlement may be another
+// request's that used the key: flagged ReviewKeyInUse, or flagged for a
+// reason that comes before it (ReviewMaybeTwice) with the server's answer
+// saying so recorded beside it (Confirmation.KeyInUse).
+func keyInUseAgainst(rec *journal.Record) bool {
+	if rec.Review == ReviewKeyInUse {
+		return true
+	}
+	return rec.Review != "" && slices.ContainsFunc(rec.Confirmations, func(c journal.Confirmation) bool { return c.KeyInUse })
 }
 
 // contradicted is the cause of the error for an operation settled failed

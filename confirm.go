@@ -53,8 +53,9 @@ type Confirmation = journal.Confirmation
 // ErrConfirmConflict: a confirmation contradicts the operation's recorded
 // outcome (succeeded against failed, or another resource id). The
 // recorded outcome is kept, never overwritten; the operation is flagged
-// for review (ReviewConfirmConflict; a ReviewKeyInUse, or an open
-// operation's ReviewMadeTwice or ReviewKeyIgnored, is kept) and
+// for review (ReviewConfirmConflict; a ReviewKeyInUse or
+// ReviewMaybeTwice, or an open operation's ReviewMadeTwice or
+// ReviewKeyIgnored, is kept) and
 // Hooks.ConfirmConflict is called.
 // The error also matches journal.ErrConfirmConflict.
 var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded outcome")
@@ -77,8 +78,8 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     they stay until Resolve. ReviewKeyIgnored becomes ReviewMaybeTwice,
 //     kept until Resolve, when more than one send of the operation may
 //     have executed: the server took each for a new request, and the
-//     event tells of one (an earlier contradiction's ReviewConfirmConflict
-//     comes first).
+//     event tells of one (before an earlier contradiction's
+//     ReviewConfirmConflict, which stays recorded beside it).
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error. One
@@ -88,10 +89,12 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //   - A contradiction: the recorded outcome is kept, the operation is
 //     flagged for review (a person settles it with Resolve; one flagged
 //     ReviewKeyInUse keeps that reason, its settlement perhaps another
-//     request's, and an open one flagged ReviewMadeTwice or
+//     request's, one flagged ReviewMaybeTwice keeps that one, two
+//     charges possible, and an open one flagged ReviewMadeTwice or
 //     ReviewKeyIgnored keeps that one, never resent to a server that
 //     lost or ignores its key; the confirmation that settles it later
-//     turns ReviewKeyIgnored into ReviewConfirmConflict), the
+//     turns ReviewKeyIgnored into ReviewConfirmConflict, or into
+//     ReviewMaybeTwice after more than one send), the
 //     confirmation is recorded beside it, Hooks.ConfirmConflict is called
 //     (and Hooks.Review, for the first contradiction), and the error
 //     matches ErrConfirmConflict.

@@ -347,10 +347,11 @@
 // changes nothing) and settles the open operation, which is never sent
 // again; an event that contradicts a settled outcome is flagged
 // ([ReviewConfirmConflict], [ErrConfirmConflict]; one flagged
-// [ReviewKeyInUse], or open and flagged [ReviewMadeTwice] or
-// [ReviewKeyIgnored], keeps that flag), never applied; one that settles
-// an operation flagged [ReviewKeyIgnored] after more than one send that
-// may have executed flags it [ReviewMaybeTwice]. A
+// [ReviewKeyInUse] or [ReviewMaybeTwice], or open and flagged
+// [ReviewMadeTwice] or [ReviewKeyIgnored], keeps that flag), never
+// applied; one that settles an operation flagged [ReviewKeyIgnored]
+// after more than one send that may have executed flags it
+// [ReviewMaybeTwice], whatever contradiction came before it. A
 // call's own answer that arrives after an event (or [Client.Resolve])
 // settled the operation is compared the same way (one saying the server
 // is still executing the request, or one that tells nothing to a resend

@@ -83,7 +83,10 @@ const (
 	// may have executed: it tells of one copy, and the other may have
 	// charged. The
 	// settled outcome is kept; like ReviewConfirmConflict it flags a
-	// succeeded or failed operation, and only Resolve clears it.
+	// succeeded or failed operation, and only Resolve clears it. It comes
+	// before ReviewConfirmConflict and ReviewKeyInUse: a contradicting
+	// confirmation, or the server's word that another request holds the
+	// key, is recorded beside it and leaves it in place.
 	ReviewMaybeTwice = journal.ReviewMaybeTwice
 	// ReviewMadeTwice: the server had said it holds the operation, naming
 	// the resource it made, and an answer to a resend with the same key
