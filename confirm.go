@@ -332,7 +332,8 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 // unless a confirmation contradicted the record, or the server made a
 // second resource for the key: that stays for a person, whatever the
 // driver learns later, until Resolve. Nor does an expired key replace a
-// reason that tells more (outlivesExpiry).
+// reason that tells more (outlivesExpiry), nor does a key another request
+// used replace ReviewKeyIgnored (keepsIgnored).
 func setReview(r *journal.Record, reason string) {
 	r.Review = reviewAfter(r.Review, reason)
 }
@@ -340,10 +341,22 @@ func setReview(r *journal.Record, reason string) {
 // reviewAfter is the review reason of a record flagged was ("": none)
 // once setReview sets reason on it.
 func reviewAfter(was, reason string) string {
-	if journal.ReviewHeld(was) || reason == ReviewKeyExpired && outlivesExpiry(was) {
+	if journal.ReviewHeld(was) || reason == ReviewKeyExpired && outlivesExpiry(was) || keepsIgnored(was, reason) {
 		return was
 	}
 	return reason
+}
+
+// keepsIgnored reports whether a record flagged was keeps it when reason
+// is set: ReviewKeyIgnored against ReviewKeyInUse (a result query finding
+// under the key what another request left, query_other_request). Both
+// block resends; only ReviewKeyIgnored tells a restarted process that the
+// endpoint ignores the key (keyIgnoring.relearn), without which the next
+// lost answer there is resent as a second charge, and only it becomes
+// ReviewMaybeTwice when what settles the operation tells of one of two
+// sends. The query's finding stays in its attempt.
+func keepsIgnored(was, reason string) bool {
+	return was == ReviewKeyIgnored && reason == ReviewKeyInUse
 }
 
 // outlivesExpiry reports whether a record flagged for reason keeps it when

@@ -36,8 +36,11 @@ const (
 	// the result endpoint answered for the key an order or payment whose
 	// side, symbol, quantity, price, amount or currency is not the
 	// journaled request's (a client order id free again once an earlier
-	// order under it filled). What the server holds for the key may be
-	// that request's: never taken as ours. An event confirming it
+	// order under it filled), unless the operation was flagged
+	// ReviewKeyIgnored, which it keeps (both block resends; only that one
+	// tells a restarted process that the endpoint ignores the key). What
+	// the server holds for the key may be that request's: never taken as
+	// ours. An event confirming it
 	// (Confirm) settles it and keeps the flag, until Resolve: the event
 	// finds it by the key, which that request's events carry too. An
 	// event confirming an operation prepared and never sent, or pending
