@@ -9,7 +9,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -831,13 +830,27 @@ func failureAgainst(rec *journal.Record) bool {
 
 // keyInUseAgainst reports whether rec's settlement may be another
 // request's that used the key: flagged ReviewKeyInUse, or flagged for a
-// reason that comes before it (ReviewMaybeTwice) with the server's answer
-// saying so recorded beside it (Confirmation.KeyInUse).
+// reason that comes before it (ReviewMaybeTwice, or ReviewKeyIgnored kept
+// against it) with the server's answer saying so recorded beside it
+// (Confirmation.KeyInUse), or with an event settling it after a result
+// query found another request's result under the key
+// (journal.FoundOther): the event found it by the key, which that
+// request's events carry too.
 func keyInUseAgainst(rec *journal.Record) bool {
 	if rec.Review == ReviewKeyInUse {
 		return true
 	}
-	return rec.Review != "" && slices.ContainsFunc(rec.Confirmations, func(c journal.Confirmation) bool { return c.KeyInUse })
+	if rec.Review == "" {
+		return false
+	}
+	byEvent := false
+	for _, c := range rec.Confirmations {
+		if c.KeyInUse {
+			return true
+		}
+		byEvent = byEvent || c.Effect == journal.ConfirmSettled
+	}
+	return byEvent && journal.FoundOther(rec)
 }
 
 // contradicted is the cause of the error for an operation settled failed

@@ -79,7 +79,10 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     kept until Resolve, when more than one send of the operation may
 //     have executed: the server took each for a new request, and the
 //     event tells of one (before an earlier contradiction's
-//     ReviewConfirmConflict, which stays recorded beside it).
+//     ReviewConfirmConflict, which stays recorded beside it); after one
+//     send, ReviewKeyInUse if a result query found another request's
+//     result under the key (journal.QueryFoundOther): the event may be
+//     that request's.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error. One
@@ -354,7 +357,10 @@ func reviewAfter(was, reason string) string {
 // endpoint ignores the key (keyIgnoring.relearn), without which the next
 // lost answer there is resent as a second charge, and only it becomes
 // ReviewMaybeTwice when what settles the operation tells of one of two
-// sends. The query's finding stays in its attempt.
+// sends. The query's finding stays in its attempt, which the confirmation
+// that settles the operation after one send reads (journal.QueryFoundOther):
+// the event may be that request's, and it flags the operation
+// ReviewKeyInUse.
 func keepsIgnored(was, reason string) bool {
 	return was == ReviewKeyIgnored && reason == ReviewKeyInUse
 }

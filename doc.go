@@ -84,9 +84,11 @@
 // a new key; Result.Review says a person must look (a second copy to
 // refund), Hooks.Review fired when it was flagged, and it stays listed
 // (Filter.Review) until Resolve. So does a success an event confirmed
-// ([Client.Confirm]) while the operation was flagged [ReviewKeyInUse]:
-// the event found it by the key, which the other request's events carry
-// too, and a person decides whose payment it names. [Summary] and [Stats] count
+// ([Client.Confirm]) while the operation was flagged [ReviewKeyInUse],
+// or flagged [ReviewKeyIgnored] after a result query found another
+// request's result under the key: the event found it by the key, which
+// the other request's events carry too, and a person decides whose
+// payment it names. [Summary] and [Stats] count
 // every flagged operation as Review, settled or not, never as succeeded
 // or failed. The readers that return a Result or an Operation without an
 // error ([Client.Wait], [Client.Lookup], [Client.List], Hooks.Settle, the

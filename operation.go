@@ -38,7 +38,9 @@ const (
 	// journaled request's (a client order id free again once an earlier
 	// order under it filled), unless the operation was flagged
 	// ReviewKeyIgnored, which it keeps (both block resends; only that one
-	// tells a restarted process that the endpoint ignores the key). What
+	// tells a restarted process that the endpoint ignores the key; the
+	// event that settles it after one send then flags it ReviewKeyInUse,
+	// reading the query's attempt). What
 	// the server holds for the key may be that request's: never taken as
 	// ours. An event confirming it
 	// (Confirm) settles it and keeps the flag, until Resolve: the event

@@ -190,7 +190,9 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     comes first), or else to ReviewConfirmConflict if a contradiction
 //     is recorded (one that kept ReviewKeyIgnored); a pending record with no attempt that may have
 //     executed (Attempt.MaybeExecuted: none, or only ones answered as
-//     not executed, none on the wire) is flagged ReviewKeyInUse. A
+//     not executed, none on the wire) is flagged ReviewKeyInUse, and so
+//     is one flagged ReviewKeyIgnored after one send whose result query
+//     found another request's result under the key (QueryFoundOther). A
 //     processing result that named another resource id is a
 //     contradiction (below).
 //   - A settled record with c's state and resource id (or c without
@@ -332,7 +334,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 				// beside it (ReviewMaybeTwice's place among the reasons,
 				// above).
 				rec.Review = ReviewMaybeTwice
-			case neverSent || c.KeyInUse:
+			case neverSent || c.KeyInUse || ignored && FoundOther(rec):
 				rec.Review = ReviewKeyInUse
 			case slices.ContainsFunc(rec.Confirmations, func(o Confirmation) bool { return o.Effect == ConfirmConflicted }):
 				// A contradiction recorded under a flag that kept its
@@ -350,6 +352,25 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		rec.Updated = c.At
 	}
 	return c.Effect, err
+}
+
+// QueryFoundOther begins the note (Attempt.Err) of a result query that
+// found under the key another request's result (another amount, side or
+// price than the journaled request's). The client flags the record
+// ReviewKeyInUse then, unless it is flagged ReviewKeyIgnored, which it
+// keeps (only that flag tells a restarted process that the endpoint
+// ignores the key): the note is what is left of the finding, and the
+// confirmation that settles such a record reads it (FoundOther). Keep it
+// as written.
+const QueryFoundOther = "idem: the result found under the key is another request's"
+
+// FoundOther reports whether a result query of rec found another
+// request's result under its key (QueryFoundOther): an event carrying the
+// key may then be that request's, as with ReviewKeyInUse.
+func FoundOther(rec *Record) bool {
+	return slices.ContainsFunc(rec.Attempts, func(a Attempt) bool {
+		return a.Kind == AttemptQuery && strings.HasPrefix(a.Err, QueryFoundOther)
+	})
 }
 
 // SentTwice reports whether more than one copy of rec's request may
