@@ -754,7 +754,7 @@ func (r *Result) clone() *Result {
 // finish turns the journaled state into what Do returns.
 func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 	res := newResult(rec)
-	if rec.State == StateSucceeded && !failureAgainst(rec) && rec.Review != ReviewKeyInUse {
+	if rec.State == StateSucceeded && !failureAgainst(rec) && !keyInUseAgainst(rec) {
 		// Flagged or not, it executed: a payment made twice was made,
 		// and an error would read "not charged" to a caller who takes a
 		// nil error for "charged". Result.Review tells the rest. Not so
@@ -805,12 +805,14 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 
 // failureAgainst reports whether a failure contradicts rec's success: a
 // confirmation, or the server's own answer, that said failed and was
-// kept beside it (ReviewConfirmConflict), about the resource the success
-// names or about none. One naming another resource (Adyen's refusal of
-// another payment under the same merchantReference) says nothing of
-// this one's success, though a person looks at it all the same.
+// kept beside it (ReviewConfirmConflict, or a review that comes before
+// it, ReviewMaybeTwice), about the resource the success names or about
+// none. One naming another resource (Adyen's refusal of another payment
+// under the same merchantReference) says nothing of this one's success,
+// though a person looks at it all the same. Not once resolved: Resolve
+// clears the review, and a person's word is final.
 func failureAgainst(rec *journal.Record) bool {
-	if rec.Review != ReviewConfirmConflict {
+	if rec.Review == "" {
 		return false
 	}
 	id := ""
@@ -824,6 +826,31 @@ func failureAgainst(rec *journal.Record) bool {
 		}
 	}
 	return false
+}
+
+// keyInUseAgainst reports whether rec's settlement may be another
+// request's that used the key: flagged ReviewKeyInUse, or flagged for a
+// reason that comes before it (ReviewMaybeTwice, or ReviewKeyIgnored kept
+// against it) with the server's answer saying so recorded beside it
+// (Confirmation.KeyInUse), or with an event settling it after a result
+// query found another request's result under the key
+// (journal.FoundOther): the event found it by the key, which that
+// request's events carry too.
+func keyInUseAgainst(rec *journal.Record) bool {
+	if rec.Review == ReviewKeyInUse {
+		return true
+	}
+	if rec.Review == "" {
+		return false
+	}
+	byEvent := false
+	for _, c := range rec.Confirmations {
+		if c.KeyInUse {
+			return true
+		}
+		byEvent = byEvent || c.Effect == journal.ConfirmSettled
+	}
+	return byEvent && journal.FoundOther(rec)
 }
 
 // contradicted is the cause of the error for an operation settled failed

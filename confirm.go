@@ -53,8 +53,9 @@ type Confirmation = journal.Confirmation
 // ErrConfirmConflict: a confirmation contradicts the operation's recorded
 // outcome (succeeded against failed, or another resource id). The
 // recorded outcome is kept, never overwritten; the operation is flagged
-// for review (ReviewConfirmConflict; a ReviewKeyInUse, or an open
-// operation's ReviewMadeTwice or ReviewKeyIgnored, is kept) and
+// for review (ReviewConfirmConflict; a ReviewKeyInUse or
+// ReviewMaybeTwice, or an open operation's ReviewMadeTwice or
+// ReviewKeyIgnored, is kept) and
 // Hooks.ConfirmConflict is called.
 // The error also matches journal.ErrConfirmConflict.
 var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded outcome")
@@ -77,8 +78,11 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     they stay until Resolve. ReviewKeyIgnored becomes ReviewMaybeTwice,
 //     kept until Resolve, when more than one send of the operation may
 //     have executed: the server took each for a new request, and the
-//     event tells of one (an earlier contradiction's ReviewConfirmConflict
-//     comes first).
+//     event tells of one (before an earlier contradiction's
+//     ReviewConfirmConflict, which stays recorded beside it); after one
+//     send, ReviewKeyInUse if a result query found another request's
+//     result under the key (journal.QueryFoundOther): the event may be
+//     that request's.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error. One
@@ -88,10 +92,12 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //   - A contradiction: the recorded outcome is kept, the operation is
 //     flagged for review (a person settles it with Resolve; one flagged
 //     ReviewKeyInUse keeps that reason, its settlement perhaps another
-//     request's, and an open one flagged ReviewMadeTwice or
+//     request's, one flagged ReviewMaybeTwice keeps that one, two
+//     charges possible, and an open one flagged ReviewMadeTwice or
 //     ReviewKeyIgnored keeps that one, never resent to a server that
 //     lost or ignores its key; the confirmation that settles it later
-//     turns ReviewKeyIgnored into ReviewConfirmConflict), the
+//     turns ReviewKeyIgnored into ReviewConfirmConflict, or into
+//     ReviewMaybeTwice after more than one send), the
 //     confirmation is recorded beside it, Hooks.ConfirmConflict is called
 //     (and Hooks.Review, for the first contradiction), and the error
 //     matches ErrConfirmConflict.
@@ -329,7 +335,8 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 // unless a confirmation contradicted the record, or the server made a
 // second resource for the key: that stays for a person, whatever the
 // driver learns later, until Resolve. Nor does an expired key replace a
-// reason that tells more (outlivesExpiry).
+// reason that tells more (outlivesExpiry), nor does a key another request
+// used replace ReviewKeyIgnored (keepsIgnored).
 func setReview(r *journal.Record, reason string) {
 	r.Review = reviewAfter(r.Review, reason)
 }
@@ -337,10 +344,25 @@ func setReview(r *journal.Record, reason string) {
 // reviewAfter is the review reason of a record flagged was ("": none)
 // once setReview sets reason on it.
 func reviewAfter(was, reason string) string {
-	if journal.ReviewHeld(was) || reason == ReviewKeyExpired && outlivesExpiry(was) {
+	if journal.ReviewHeld(was) || reason == ReviewKeyExpired && outlivesExpiry(was) || keepsIgnored(was, reason) {
 		return was
 	}
 	return reason
+}
+
+// keepsIgnored reports whether a record flagged was keeps it when reason
+// is set: ReviewKeyIgnored against ReviewKeyInUse (a result query finding
+// under the key what another request left, query_other_request). Both
+// block resends; only ReviewKeyIgnored tells a restarted process that the
+// endpoint ignores the key (keyIgnoring.relearn), without which the next
+// lost answer there is resent as a second charge, and only it becomes
+// ReviewMaybeTwice when what settles the operation tells of one of two
+// sends. The query's finding stays in its attempt, which the confirmation
+// that settles the operation after one send reads (journal.QueryFoundOther):
+// the event may be that request's, and it flags the operation
+// ReviewKeyInUse.
+func keepsIgnored(was, reason string) bool {
+	return was == ReviewKeyIgnored && reason == ReviewKeyInUse
 }
 
 // outlivesExpiry reports whether a record flagged for reason keeps it when

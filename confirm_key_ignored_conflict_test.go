@@ -33,7 +33,8 @@ import (
 // the endpoint ignores the key (it learns that again from the open
 // operations flagged ReviewKeyIgnored): Do resent the payment, one more
 // charge. The open operation now keeps ReviewKeyIgnored, and nothing is
-// resent; the event that settles it later flags it for the contradiction.
+// resent; the event that settles it later flags it ReviewMaybeTwice, the
+// contradiction recorded beside it.
 func TestConfirmConflictKeepsKeyIgnoredUnsent(t *testing.T) {
 	var (
 		mu      sync.Mutex
@@ -132,12 +133,14 @@ func TestConfirmConflictKeepsKeyIgnoredUnsent(t *testing.T) {
 	require.ErrorIs(t, err, idem.ErrNeedsReview, "Do()")
 	require.Equal(t, 3, charged(), "charges after the event")
 
-	// pay_1's own event settles it; the contradiction stays for a person.
+	// pay_1's own event settles it; a person must still look: two
+	// payments may be charged (ReviewMaybeTwice, which comes before the
+	// contradiction: pay_2's event stays recorded beside it).
 	res, err = c.Confirm(t.Context(), "", "k", idem.Confirmation{State: idem.StateSucceeded, ResourceID: "pay_1",
 		Source: "solidgate", EventID: "pay_1:settle_ok", Reason: "card_gate.order.updated"})
 	require.NoError(t, err, "Confirm() of pay_1's event")
 	require.Equal(t, idem.StateSucceeded, res.State)
-	require.Equal(t, idem.ReviewConfirmConflict, res.Review, "Confirm(): Result.Review")
+	require.Equal(t, idem.ReviewMaybeTwice, res.Review, "Confirm(): Result.Review")
 	flagged, err := c.List(t.Context(), idem.Filter{Review: true})
 	require.NoError(t, err)
 	require.Len(t, flagged, 1, "List(Review)")

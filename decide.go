@@ -634,7 +634,7 @@ func queryMeaning(p past, a answer) judgment {
 			// order another request left under the id (Coinbase Advanced
 			// Trade returns it "instead"), which our answer then named.
 			return judgment{move: moveReview, label: "query_other_request", review: ReviewKeyInUse, conflict: true,
-				err: fmt.Errorf("idem: the result found under the key is another request's: its %s", a.otherRequest)}
+				err: fmt.Errorf("%s: its %s", journal.QueryFoundOther, a.otherRequest)}
 		case j.move == moveSettle && p.contested && j.out.State == StateSucceeded:
 			return contestedSuccess("query_contested")
 		}

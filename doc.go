@@ -84,9 +84,11 @@
 // a new key; Result.Review says a person must look (a second copy to
 // refund), Hooks.Review fired when it was flagged, and it stays listed
 // (Filter.Review) until Resolve. So does a success an event confirmed
-// ([Client.Confirm]) while the operation was flagged [ReviewKeyInUse]:
-// the event found it by the key, which the other request's events carry
-// too, and a person decides whose payment it names. [Summary] and [Stats] count
+// ([Client.Confirm]) while the operation was flagged [ReviewKeyInUse],
+// or flagged [ReviewKeyIgnored] after a result query found another
+// request's result under the key: the event found it by the key, which
+// the other request's events carry too, and a person decides whose
+// payment it names. [Summary] and [Stats] count
 // every flagged operation as Review, settled or not, never as succeeded
 // or failed. The readers that return a Result or an Operation without an
 // error ([Client.Wait], [Client.Lookup], [Client.List], Hooks.Settle, the
@@ -256,8 +258,12 @@
 // not even by [Client.Do]. Once an endpoint's answer has said so (a 429
 // so marked is resent), a lost answer to a later submit to it, of this
 // operation or another, is judged the same way, and net/http is not let
-// send such a submit again on its own. The Client remembers such
-// endpoints (method and URL without its query) while the process lives.
+// send such a submit again on its own. An operation whose answers were
+// lost before the endpoint said so is not resent either: the visit that
+// finds it so flags it [ReviewKeyIgnored], whatever it ends in, so that
+// what settles it after two such sends flags it [ReviewMaybeTwice]. The
+// Client remembers such endpoints (method and URL without its query)
+// while the process lives.
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
 // flags it [ReviewMaybeTwice]: the server may have executed it twice. If
@@ -344,10 +350,11 @@
 // changes nothing) and settles the open operation, which is never sent
 // again; an event that contradicts a settled outcome is flagged
 // ([ReviewConfirmConflict], [ErrConfirmConflict]; one flagged
-// [ReviewKeyInUse], or open and flagged [ReviewMadeTwice] or
-// [ReviewKeyIgnored], keeps that flag), never applied; one that settles
-// an operation flagged [ReviewKeyIgnored] after more than one send that
-// may have executed flags it [ReviewMaybeTwice]. A
+// [ReviewKeyInUse] or [ReviewMaybeTwice], or open and flagged
+// [ReviewMadeTwice] or [ReviewKeyIgnored], keeps that flag), never
+// applied; one that settles an operation flagged [ReviewKeyIgnored]
+// after more than one send that may have executed flags it
+// [ReviewMaybeTwice], whatever contradiction came before it. A
 // call's own answer that arrives after an event (or [Client.Resolve])
 // settled the operation is compared the same way (one saying the server
 // is still executing the request, or one that tells nothing to a resend

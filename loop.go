@@ -82,6 +82,10 @@ type driver struct {
 	// answer that says nothing (a lost one) is judged as if it said so
 	// too: the server would take a resend for a new request.
 	keyIgnored bool
+	// ignoredEndpoint: resendBlock found the operation's endpoint known
+	// to ignore the key, and its writes from then on flag it so
+	// (markIgnored).
+	ignoredEndpoint bool
 	// lease: the drive's claim on the operation (lease.go); every write
 	// carries it. leaseLost: another owner took it over.
 	lease     journal.Lease
@@ -203,6 +207,9 @@ func (d *driver) run() error {
 		// never sent for a person, which Resume and Run never send.
 		p := d.sentBefore()
 		block := d.resendBlock(p, now)
+		if block != nil && block.reason == ReviewKeyIgnored {
+			d.ignoredEndpoint = true
+		}
 		if block != nil && block.reason == "" {
 			if d.ctx.Err() != nil {
 				return d.leave(context.Cause(d.ctx)) // while the journal's flags were read
@@ -759,6 +766,9 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 	if d.leaseLost {
 		return &leaseLostError{journal.ErrLeaseLost}
 	}
+	if d.ignoredEndpoint {
+		fn = markIgnored(fn)
+	}
 	now := d.now()
 	update := func() (*journal.Record, error) {
 		wctx := d.wctx
@@ -802,6 +812,24 @@ func (d *driver) commit(fn func(r *journal.Record)) error {
 	}
 	d.rec = rec
 	return nil
+}
+
+// markIgnored is fn that first flags an open record not flagged yet
+// ReviewKeyIgnored: its endpoint was learnt to ignore the key from another
+// operation's answer after its own sends' answers were lost, and the
+// drive blocked it (resendBlock). Unflagged, the journal would not say
+// why it is never resent: what settles it later (this drive's result
+// query, a confirmation, after a handoff or a restart) would settle it
+// clean, where two lost sends may have executed twice (ReviewMaybeTwice),
+// and a restarted process would not learn the endpoint from it
+// (keyIgnoring.relearn).
+func markIgnored(fn func(r *journal.Record)) func(r *journal.Record) {
+	return func(r *journal.Record) {
+		if r.Open() && r.Review == "" {
+			r.Review = ReviewKeyIgnored
+		}
+		fn(r)
+	}
 }
 
 // readBack reads the record again after a write whose commit may have

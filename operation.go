@@ -36,8 +36,13 @@ const (
 	// the result endpoint answered for the key an order or payment whose
 	// side, symbol, quantity, price, amount or currency is not the
 	// journaled request's (a client order id free again once an earlier
-	// order under it filled). What the server holds for the key may be
-	// that request's: never taken as ours. An event confirming it
+	// order under it filled), unless the operation was flagged
+	// ReviewKeyIgnored, which it keeps (both block resends; only that one
+	// tells a restarted process that the endpoint ignores the key; the
+	// event that settles it after one send then flags it ReviewKeyInUse,
+	// reading the query's attempt). What
+	// the server holds for the key may be that request's: never taken as
+	// ours. An event confirming it
 	// (Confirm) settles it and keeps the flag, until Resolve: the event
 	// finds it by the key, which that request's events carry too. An
 	// event confirming an operation prepared and never sent, or pending
@@ -65,8 +70,10 @@ const (
 	// ReviewKeyIgnored: the server said it does not de-duplicate requests
 	// by the key there (Idempotency-Status: ignored) in an answer that
 	// leaves open whether the request executed, or an answer was lost
-	// from an endpoint that said so earlier in the process: a resend would
-	// be a second request, so nothing resends it, not even Do.
+	// from an endpoint that said so earlier in the process, or an
+	// operation whose answers were lost before it said so was visited
+	// since: a resend would be a second request, so nothing resends it,
+	// not even Do.
 	// A contradicting confirmation (Confirm) keeps it while the operation
 	// is open; the confirmation that settles it then flags it
 	// ReviewConfirmConflict, or, after more than one send that may have
@@ -81,7 +88,10 @@ const (
 	// may have executed: it tells of one copy, and the other may have
 	// charged. The
 	// settled outcome is kept; like ReviewConfirmConflict it flags a
-	// succeeded or failed operation, and only Resolve clears it.
+	// succeeded or failed operation, and only Resolve clears it. It comes
+	// before ReviewConfirmConflict and ReviewKeyInUse: a contradicting
+	// confirmation, or the server's word that another request holds the
+	// key, is recorded beside it and leaves it in place.
 	ReviewMaybeTwice = journal.ReviewMaybeTwice
 	// ReviewMadeTwice: the server had said it holds the operation, naming
 	// the resource it made, and an answer to a resend with the same key

@@ -56,11 +56,12 @@ const ReviewKeyInUse = "key used by another request: the server's answer for it 
 // ReviewHeld reports whether reason is a review that stays for a person,
 // whatever settles or answers the record after it, until Resolve:
 // ReviewConfirmConflict (the later event or answer agreeing with our
-// resource does not explain the other's) and ReviewMadeTwice (nothing
-// later says what became of the other resource). Every writer of a review
-// asks it, so that a reason added to the list holds everywhere.
+// resource does not explain the other's), ReviewMadeTwice (nothing
+// later says what became of the other resource) and ReviewMaybeTwice
+// (nothing later says whether the other copy charged). Every writer of a
+// review asks it, so that a reason added to the list holds everywhere.
 func ReviewHeld(reason string) bool {
-	return reason == ReviewConfirmConflict || reason == ReviewMadeTwice
+	return reason == ReviewConfirmConflict || reason == ReviewMadeTwice || reason == ReviewMaybeTwice
 }
 
 // MaxConfirmations bounds the confirmations a record keeps: the latest
@@ -183,12 +184,15 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     not): ConfirmSettled, the state and result set as c says, the
 //     review reason cleared unless it is ReviewConfirmConflict (an
 //     earlier contradiction waits for Resolve), ReviewMadeTwice or
-//     ReviewKeyInUse, or set to ReviewConfirmConflict if a contradiction
-//     is recorded (one that kept ReviewKeyIgnored), or to
-//     ReviewMaybeTwice if it was ReviewKeyIgnored and more than one send
-//     may have executed; a pending record with no attempt that may have
+//     ReviewKeyInUse, or set to ReviewMaybeTwice if it was
+//     ReviewKeyIgnored and more than one send may have executed (whatever
+//     c or a contradiction recorded before says: two charges possible
+//     comes first), or else to ReviewConfirmConflict if a contradiction
+//     is recorded (one that kept ReviewKeyIgnored); a pending record with no attempt that may have
 //     executed (Attempt.MaybeExecuted: none, or only ones answered as
-//     not executed, none on the wire) is flagged ReviewKeyInUse. A
+//     not executed, none on the wire) is flagged ReviewKeyInUse, and so
+//     is one flagged ReviewKeyIgnored after one send whose result query
+//     found another request's result under the key (QueryFoundOther). A
 //     processing result that named another resource id is a
 //     contradiction (below).
 //   - A settled record with c's state and resource id (or c without
@@ -209,7 +213,7 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - A contradiction: ConfirmConflicted and an error matching
 //     ErrConfirmConflict. The state and result are kept; c is recorded
 //     and the record flagged ReviewConfirmConflict, unless it is flagged
-//     ReviewKeyInUse, or is open and flagged ReviewMadeTwice or
+//     ReviewKeyInUse or ReviewMaybeTwice, or is open and flagged ReviewMadeTwice or
 //     ReviewKeyIgnored, which it keeps (none is resent); an open record
 //     so kept takes ReviewConfirmConflict when a confirmation settles it.
 //     This, and the
@@ -255,6 +259,15 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 			// it, and a contradiction naming another resource, read as
 			// saying nothing of the settled one, would make a success
 			// that may not be ours look like one.
+		case rec.Review == ReviewMaybeTwice:
+			// Two charges possible is what a person must not miss: the
+			// contradiction (another payment's event, a decline of the
+			// one settled) is recorded beside it, the error and the
+			// ConfirmConflict hook tell of it, and the client reads a
+			// recorded failure against a success (failureAgainst) as
+			// ReviewConfirmConflict's. Replaced, the reason would say
+			// only that an event disagreed, and the person could settle
+			// the one payment told of and leave the other charge.
 		case !rec.State.Terminal() && (rec.Review == ReviewMadeTwice || rec.Review == ReviewKeyIgnored):
 			// An open record whose server lost the key once, or ignores
 			// it, is never resent, and the client knows it by this reason
@@ -313,7 +326,15 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 			ignored := rec.Review == ReviewKeyIgnored
 			rec.Review = ""
 			switch {
-			case neverSent || c.KeyInUse:
+			case ignored && SentTwice(rec):
+				// The server took each send for a new request: the
+				// event tells of one, and another may have charged.
+				// Before a key another request holds (c KeyInUse) or a
+				// contradiction recorded meanwhile, which stay readable
+				// beside it (ReviewMaybeTwice's place among the reasons,
+				// above).
+				rec.Review = ReviewMaybeTwice
+			case neverSent || c.KeyInUse || ignored && FoundOther(rec):
 				rec.Review = ReviewKeyInUse
 			case slices.ContainsFunc(rec.Confirmations, func(o Confirmation) bool { return o.Effect == ConfirmConflicted }):
 				// A contradiction recorded under a flag that kept its
@@ -321,10 +342,6 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 				// settled, the record is never sent again, and what is
 				// left for a person is the contradiction.
 				rec.Review = ReviewConfirmConflict
-			case ignored && SentTwice(rec):
-				// The server took each send for a new request: the
-				// event tells of one, and another may have charged.
-				rec.Review = ReviewMaybeTwice
 			}
 		}
 		rec.Settled = c.At
@@ -335,6 +352,25 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		rec.Updated = c.At
 	}
 	return c.Effect, err
+}
+
+// QueryFoundOther begins the note (Attempt.Err) of a result query that
+// found under the key another request's result (another amount, side or
+// price than the journaled request's). The client flags the record
+// ReviewKeyInUse then, unless it is flagged ReviewKeyIgnored, which it
+// keeps (only that flag tells a restarted process that the endpoint
+// ignores the key): the note is what is left of the finding, and the
+// confirmation that settles such a record reads it (FoundOther). Keep it
+// as written.
+const QueryFoundOther = "idem: the result found under the key is another request's"
+
+// FoundOther reports whether a result query of rec found another
+// request's result under its key (QueryFoundOther): an event carrying the
+// key may then be that request's, as with ReviewKeyInUse.
+func FoundOther(rec *Record) bool {
+	return slices.ContainsFunc(rec.Attempts, func(a Attempt) bool {
+		return a.Kind == AttemptQuery && strings.HasPrefix(a.Err, QueryFoundOther)
+	})
 }
 
 // SentTwice reports whether more than one copy of rec's request may

@@ -71,6 +71,14 @@ func resentOnce(r *journal.Record) *journal.Record {
 	return r
 }
 
+// foundOtherOnce gives r a result query that found under the key another
+// request's result, its note as the client journals it.
+func foundOtherOnce(r *journal.Record) *journal.Record {
+	r.Attempts = append(r.Attempts, journal.Attempt{Number: len(r.Attempts) + 1, Kind: journal.AttemptQuery, Start: c0,
+		Wrote: true, Done: true, Status: http.StatusOK, Err: journal.QueryFoundOther + `: its amount is 250, not 100`})
+	return r
+}
+
 // contradicted records on r an event that contradicted it, as
 // ApplyConfirmation records one.
 func contradicted(r *journal.Record) *journal.Record {
@@ -126,9 +134,19 @@ func TestApplyConfirmation(t *testing.T) {
 		{"settling key ignored after two sends flags maybe twice", lostOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewMaybeTwice},
 		{"failing key ignored after two sends flags maybe twice", sentOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), confirmation(fail, "ch_2", "e1"), journal.ConfirmSettled, nil, fail, "ch_2", journal.ReviewMaybeTwice},
 		{"settling key ignored after one send net/http resent flags maybe twice", resentOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "")), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewMaybeTwice},
+		// The event may be the other request's whose result the query
+		// found under the key, the flag kept for the endpoint's sake.
+		{"settling key ignored after one send and another request's result flags key in use", foundOtherOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), confirmation(ok, "pay_0", "e1"), journal.ConfirmSettled, nil, ok, "pay_0", journal.ReviewKeyInUse},
+		{"settling key ignored after two sends and another request's result flags maybe twice", foundOtherOnce(lostOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "")))), confirmation(fail, "pay_0", "e1"), journal.ConfirmSettled, nil, fail, "pay_0", journal.ReviewMaybeTwice},
 		{"settling two sends not flagged clears nothing", lostOnce(lostOnce(recordIn(journal.StateUnknown, "", ""))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", ""},
-		{"settling key ignored after two sends and a kept conflict flags the conflict", contradicted(lostOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1")))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewConfirmConflict},
+		// Two charges possible comes before a contradiction or a key
+		// another request holds: those stay recorded beside it.
+		{"settling key ignored after two sends and a kept conflict flags maybe twice", contradicted(lostOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, "ch_1")))), confirmation(ok, "ch_1", "e1"), journal.ConfirmSettled, nil, ok, "ch_1", journal.ReviewMaybeTwice},
+		{"key in use settling key ignored after two sends flags maybe twice", lostOnce(lostOnce(recordIn(journal.StateUnknown, journal.ReviewKeyIgnored, ""))), keyInUse(fail), journal.ConfirmSettled, nil, fail, "", journal.ReviewMaybeTwice},
 		{"maybe twice settled agrees and keeps it", recordIn(ok, journal.ReviewMaybeTwice, "ch_1"), confirmation(ok, "ch_1", "e1"), journal.ConfirmAgreed, nil, ok, "ch_1", journal.ReviewMaybeTwice},
+		{"conflict keeps maybe twice settled", recordIn(ok, journal.ReviewMaybeTwice, "ch_1"), confirmation(fail, "ch_1", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewMaybeTwice},
+		{"another resource keeps maybe twice settled", recordIn(fail, journal.ReviewMaybeTwice, "ch_1"), confirmation(ok, "ch_2", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, fail, "ch_1", journal.ReviewMaybeTwice},
+		{"key in use keeps maybe twice settled", recordIn(ok, journal.ReviewMaybeTwice, "ch_1"), keyInUse(ok), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewMaybeTwice},
 		{"conflict replaces made twice settled", recordIn(ok, journal.ReviewMadeTwice, "ch_1"), confirmation(fail, "ch_1", "e1"), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use keeps a conflict", recordIn(ok, journal.ReviewConfirmConflict, "ch_1"), keyInUse(ok), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
 		{"key in use against another state conflicts", recordIn(ok, "", "ch_1"), keyInUse(fail), journal.ConfirmConflicted, journal.ErrConfirmConflict, ok, "ch_1", journal.ReviewConfirmConflict},
