@@ -360,6 +360,34 @@ func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q without record", rk)
 }
 
+// lookupNew is lookup of a key that is likely absent, a create's. In a
+// read transaction it first searches the key index with vetMiss's checks
+// (treeReader.absent), and a miss that search is sure of is the answer:
+// bbolt's search would read the same pages and elements and miss too,
+// and vetMiss would then repeat the checked search and pass. The file is
+// searched once instead of twice. Anything else (a key found, a page
+// that fails a check, a search that would go on to the next leaf, an
+// inline key index) is looked up by lookup from the start, so what it
+// answers, damage included, is lookup's.
+func (g *getter) lookupNew(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
+	if !tx.Writable() {
+		if keys := g.bucket(tx, bucketKeys); keys != nil && keys.Root() != 0 {
+			var tree treeReader
+			t := &tree
+			if g != nil {
+				t = &g.tree
+			}
+			if t.mm == nil {
+				*t = treeOf(tx)
+			}
+			if t.absent(uint64(keys.Root()), rk) {
+				return nil, nil, nil
+			}
+		}
+	}
+	return g.lookup(tx, rk)
+}
+
 // addRecord stores r, a new record whose record key is rk and encoding
 // enc: it gives r its sequence number and key entry, then its record and
 // index entry (putRecord).
