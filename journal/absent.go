@@ -42,6 +42,10 @@ import (
 type treeReader struct {
 	mm []byte // the pages in use, [0, high-water mark × page size)
 	ps uint64
+	// edge, if not nil, is a key whose search from page edgeRoot (absent)
+	// found every key it probed below it; see absent.
+	edge     []byte
+	edgeRoot uint64
 }
 
 // maxDepth bounds a search: a B+tree of pages of 1 KiB or more holding at
@@ -173,7 +177,7 @@ func (r *treeReader) page(id uint64) ([]byte, error) {
 // seek searches the tree rooted at page root for key, and returns whether
 // it holds it, and its value.
 func (r *treeReader) seek(root uint64, key []byte) (found bool, v []byte, err error) {
-	pg, id, _, i, exact, _, err := r.leaf(root, key)
+	pg, id, _, i, exact, _, _, err := r.leaf(root, key)
 	if err != nil || !exact {
 		return false, nil, err
 	}
@@ -186,12 +190,13 @@ func (r *treeReader) seek(root uint64, key []byte) (found bool, v []byte, err er
 // leaf searches the tree rooted at page root for key, as bbolt's cursor
 // does, down to the leaf page pg (page id, n elements) where key is or
 // would be: at element i, which holds key if exact. last says the search
-// took the last child of every branch page on its way.
-func (r *treeReader) leaf(root uint64, key []byte) (pg []byte, id uint64, n, i int, exact, last bool, err error) {
-	id, last = root, true
+// took the last child of every branch page on its way; below, that every
+// key it probed, of every page, compared below key.
+func (r *treeReader) leaf(root uint64, key []byte) (pg []byte, id uint64, n, i int, exact, last, below bool, err error) {
+	id, last, below = root, true, true
 	for range maxDepth {
 		if pg, err = r.page(id); err != nil {
-			return nil, 0, 0, 0, false, false, err
+			return nil, 0, 0, 0, false, false, false, err
 		}
 		switch flags := binary.LittleEndian.Uint16(pg[8:10]); flags {
 		case leafPageFlag:
@@ -199,20 +204,22 @@ func (r *treeReader) leaf(root uint64, key []byte) (pg []byte, id uint64, n, i i
 				i, exact, err = search(pg, n, key, false)
 			}
 			if err != nil {
-				return nil, 0, 0, 0, false, false, errorf("page %d: %w", id, err)
+				return nil, 0, 0, 0, false, false, false, errorf("page %d: %w", id, err)
 			}
-			return pg, id, n, i, exact, last, nil
+			// A binary search ends past the end only if every probe
+			// went right.
+			return pg, id, n, i, exact, last, below && i == n, nil
 		case branchPageFlag:
-			child, lastChild, err := searchBranch(pg, key)
+			child, lastChild, past, err := searchBranch(pg, key)
 			if err != nil {
-				return nil, 0, 0, 0, false, false, errorf("page %d: %w", id, err)
+				return nil, 0, 0, 0, false, false, false, errorf("page %d: %w", id, err)
 			}
-			id, last = child, last && lastChild
+			id, last, below = child, last && lastChild, below && past
 		default:
-			return nil, 0, 0, 0, false, false, errorf("page %d: neither a branch nor a leaf (flags %#x)", id, flags)
+			return nil, 0, 0, 0, false, false, false, errorf("page %d: neither a branch nor a leaf (flags %#x)", id, flags)
 		}
 	}
-	return nil, 0, 0, 0, false, false, errorf("page %d: more than %d levels of branch pages", id, maxDepth)
+	return nil, 0, 0, 0, false, false, false, errorf("page %d: more than %d levels of branch pages", id, maxDepth)
 }
 
 // absent reports whether the tree rooted at page root surely lacks key:
@@ -224,8 +231,22 @@ func (r *treeReader) leaf(root uint64, key []byte) (pg []byte, id uint64, n, i i
 // element (Cursor.next) and reads no other. A search that ends past the
 // last element of another leaf is not sure: bbolt's cursor goes on to
 // read the next leaf.
+//
+// A search that found every key it probed below its key is remembered
+// (edge): the search for a key at or above that one makes the same probes,
+// compares each the same way, passes the same checks on the same bytes (a
+// read transaction's pages do not change) and ends past the end as well,
+// so it is not made again. A create's key is above every key in the file
+// mostly (UUIDv7, in one scope): one search per kept transaction, then a
+// compare per create.
 func (r *treeReader) absent(root uint64, key []byte) bool {
-	_, _, n, i, exact, last, err := r.leaf(root, key)
+	if r.edge != nil && r.edgeRoot == root && bytes.Compare(r.edge, key) <= 0 {
+		return true
+	}
+	_, _, n, i, exact, last, below, err := r.leaf(root, key)
+	if err == nil && below {
+		r.edge, r.edgeRoot = append(r.edge[:0], key...), root
+	}
 	return err == nil && !exact && (i < n || last)
 }
 
@@ -293,24 +314,26 @@ func search(pg []byte, n int, key []byte, branch bool) (i int, exact bool, err e
 }
 
 // searchBranch returns the child of the branch page pg that may hold key,
-// and whether it is the page's last.
-func searchBranch(pg, key []byte) (child uint64, last bool, err error) {
+// whether it is the page's last, and whether every key the search probed
+// compared below key (it ended past the page's end).
+func searchBranch(pg, key []byte) (child uint64, last, past bool, err error) {
 	n, err := count(pg)
 	if err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
 	if n == 0 {
-		return 0, false, errorf("a branch without elements")
+		return 0, false, false, errorf("a branch without elements")
 	}
 	i, exact, err := search(pg, n, key, true)
 	if err != nil {
-		return 0, false, err
+		return 0, false, false, err
 	}
+	past = i == n
 	if !exact && i > 0 {
 		i--
 	}
 	e := pageHeaderSize + i*pageElementSize
-	return binary.LittleEndian.Uint64(pg[e+8 : e+16]), i == n-1, nil
+	return binary.LittleEndian.Uint64(pg[e+8 : e+16]), i == n-1, past, nil
 }
 
 // searchLeaf reports whether the leaf page pg holds key, and its value.
