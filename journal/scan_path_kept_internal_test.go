@@ -37,6 +37,10 @@ func TestScanPathKeepsOnlyItsOwnPages(t *testing.T) {
 			keys = append(keys, append(bytes.Clone(rk), 0), []byte{0}, bytes.Repeat([]byte{0xff}, 10))
 		}
 	}
+	// And the right edge in order, one key after another: a leaf's last
+	// key, then the next leaf's first, the key its parent's next element
+	// holds, whose path leaves the leaf the last one took.
+	keys = append(keys, ascending...)
 	var kept, damaged int
 	for round := range 200 {
 		r := treeReader{mm: image, ps: ps}
