@@ -42,6 +42,10 @@ import (
 type treeReader struct {
 	mm []byte // the pages in use, [0, high-water mark × page size)
 	ps uint64
+	// edge, if not nil, is a key whose search from page edgeRoot (absent)
+	// found every key it probed below it; see absent.
+	edge     []byte
+	edgeRoot uint64
 }
 
 // maxDepth bounds a search: a B+tree of pages of 1 KiB or more holding at
@@ -173,30 +177,77 @@ func (r *treeReader) page(id uint64) ([]byte, error) {
 // seek searches the tree rooted at page root for key, and returns whether
 // it holds it, and its value.
 func (r *treeReader) seek(root uint64, key []byte) (found bool, v []byte, err error) {
-	id := root
+	pg, id, _, i, exact, _, _, err := r.leaf(root, key)
+	if err != nil || !exact {
+		return false, nil, err
+	}
+	if v, err = leafValue(pg, i); err != nil {
+		return false, nil, errorf("page %d: %w", id, err)
+	}
+	return true, v, nil
+}
+
+// leaf searches the tree rooted at page root for key, as bbolt's cursor
+// does, down to the leaf page pg (page id, n elements) where key is or
+// would be: at element i, which holds key if exact. last says the search
+// took the last child of every branch page on its way; below, that every
+// key it probed, of every page, compared below key.
+func (r *treeReader) leaf(root uint64, key []byte) (pg []byte, id uint64, n, i int, exact, last, below bool, err error) {
+	id, last, below = root, true, true
 	for range maxDepth {
-		pg, err := r.page(id)
-		if err != nil {
-			return false, nil, err
+		if pg, err = r.page(id); err != nil {
+			return nil, 0, 0, 0, false, false, false, err
 		}
 		switch flags := binary.LittleEndian.Uint16(pg[8:10]); flags {
 		case leafPageFlag:
-			found, v, err = searchLeaf(pg, key)
-			if err != nil {
-				return false, nil, errorf("page %d: %w", id, err)
+			if n, err = count(pg); err == nil {
+				i, exact, err = search(pg, n, key, false)
 			}
-			return found, v, nil
+			if err != nil {
+				return nil, 0, 0, 0, false, false, false, errorf("page %d: %w", id, err)
+			}
+			// A binary search ends past the end only if every probe
+			// went right.
+			return pg, id, n, i, exact, last, below && i == n, nil
 		case branchPageFlag:
-			child, err := searchBranch(pg, key)
+			child, lastChild, past, err := searchBranch(pg, key)
 			if err != nil {
-				return false, nil, errorf("page %d: %w", id, err)
+				return nil, 0, 0, 0, false, false, false, errorf("page %d: %w", id, err)
 			}
-			id = child
+			id, last, below = child, last && lastChild, below && past
 		default:
-			return false, nil, errorf("page %d: neither a branch nor a leaf (flags %#x)", id, flags)
+			return nil, 0, 0, 0, false, false, false, errorf("page %d: neither a branch nor a leaf (flags %#x)", id, flags)
 		}
 	}
-	return false, nil, errorf("page %d: more than %d levels of branch pages", id, maxDepth)
+	return nil, 0, 0, 0, false, false, false, errorf("page %d: more than %d levels of branch pages", id, maxDepth)
+}
+
+// absent reports whether the tree rooted at page root surely lacks key:
+// its search (leaf) passed every check and ended on an element of its
+// leaf that is not key, or past the last element of the tree's last leaf
+// (a key above all others: a time-ordered key, as idem's are). bbolt's
+// search then reads the same pages and elements, and misses too; past
+// the last leaf its cursor finds every page on its path at its last
+// element (Cursor.next) and reads no other. A search that ends past the
+// last element of another leaf is not sure: bbolt's cursor goes on to
+// read the next leaf.
+//
+// A search that found every key it probed below its key is remembered
+// (edge): the search for a key at or above that one makes the same probes,
+// compares each the same way, passes the same checks on the same bytes (a
+// read transaction's pages do not change) and ends past the end as well,
+// so it is not made again. A create's key is above every key in the file
+// mostly (UUIDv7, in one scope): one search per kept transaction, then a
+// compare per create.
+func (r *treeReader) absent(root uint64, key []byte) bool {
+	if r.edge != nil && r.edgeRoot == root && bytes.Compare(r.edge, key) <= 0 {
+		return true
+	}
+	_, _, n, i, exact, last, below, err := r.leaf(root, key)
+	if err == nil && below {
+		r.edge, r.edgeRoot = append(r.edge[:0], key...), root
+	}
+	return err == nil && !exact && (i < n || last)
 }
 
 // elementKey returns the key of element i of the page pg (a branch's if
@@ -262,24 +313,27 @@ func search(pg []byte, n int, key []byte, branch bool) (i int, exact bool, err e
 	return lo, exact, nil
 }
 
-// searchBranch returns the child of the branch page pg that may hold key.
-func searchBranch(pg, key []byte) (uint64, error) {
+// searchBranch returns the child of the branch page pg that may hold key,
+// whether it is the page's last, and whether every key the search probed
+// compared below key (it ended past the page's end).
+func searchBranch(pg, key []byte) (child uint64, last, past bool, err error) {
 	n, err := count(pg)
 	if err != nil {
-		return 0, err
+		return 0, false, false, err
 	}
 	if n == 0 {
-		return 0, errorf("a branch without elements")
+		return 0, false, false, errorf("a branch without elements")
 	}
 	i, exact, err := search(pg, n, key, true)
 	if err != nil {
-		return 0, err
+		return 0, false, false, err
 	}
+	past = i == n
 	if !exact && i > 0 {
 		i--
 	}
 	e := pageHeaderSize + i*pageElementSize
-	return binary.LittleEndian.Uint64(pg[e+8 : e+16]), nil
+	return binary.LittleEndian.Uint64(pg[e+8 : e+16]), i == n-1, past, nil
 }
 
 // searchLeaf reports whether the leaf page pg holds key, and its value.
@@ -292,12 +346,19 @@ func searchLeaf(pg, key []byte) (bool, []byte, error) {
 	if err != nil || !exact {
 		return false, nil, err
 	}
+	v, err := leafValue(pg, i)
+	return err == nil, v, err
+}
+
+// leafValue returns the value of element i of the leaf page pg, once
+// checked to lie on the page.
+func leafValue(pg []byte, i int) ([]byte, error) {
 	e := pageHeaderSize + i*pageElementSize
 	el := pg[e : e+pageElementSize]
 	vstart := uint64(e) + uint64(binary.LittleEndian.Uint32(el[4:8])) + uint64(binary.LittleEndian.Uint32(el[8:12]))
 	vend := vstart + uint64(binary.LittleEndian.Uint32(el[12:16]))
 	if vend > uint64(len(pg)) {
-		return false, nil, errorf("the value of element %d runs off the page", i)
+		return nil, errorf("the value of element %d runs off the page", i)
 	}
-	return true, pg[vstart:vend], nil
+	return pg[vstart:vend], nil
 }

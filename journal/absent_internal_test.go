@@ -105,7 +105,15 @@ func keysImage(tb testing.TB) (image []byte, ps, root uint64, rks [][]byte) {
 	tb.Helper()
 	s, rks := absentJournal(tb, 3000, func(i int) int { return 7 + i%40 })
 	require.NoError(tb, s.Close())
-	db, err := bolt.Open(s.path, 0o600, &bolt.Options{ReadOnly: true})
+	image, ps, root = fileImage(tb, s.path)
+	return image, ps, root, rks
+}
+
+// fileImage returns the closed journal file at path up to its high-water
+// mark, its page size, and the root page of its key index.
+func fileImage(tb testing.TB, path string) (image []byte, ps, root uint64) {
+	tb.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	require.NoError(tb, err)
 	var hwm uint64
 	require.NoError(tb, db.View(func(tx *bolt.Tx) error {
@@ -115,9 +123,9 @@ func keysImage(tb testing.TB) (image []byte, ps, root uint64, rks [][]byte) {
 	}))
 	require.NoError(tb, db.Close())
 	require.NotZero(tb, root)
-	image, err = os.ReadFile(s.path)
+	image, err = os.ReadFile(path)
 	require.NoError(tb, err)
-	return image[:hwm], ps, root, rks
+	return image[:hwm], ps, root
 }
 
 // damageImage writes patch into image at at or, when patch's first byte is

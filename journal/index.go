@@ -97,10 +97,9 @@ func recordKeyIn(room *[rkRoom]byte, scope, key string) []byte {
 	return append(k, key...)
 }
 
-// seqKey is the key of the record with sequence number n.
-func seqKey(n uint64) []byte {
-	return binary.BigEndian.AppendUint64(make([]byte, 0, seqKeySize), n)
-}
+// seqKeyIn is the key of the record with sequence number n, written into
+// room, which has room for it.
+func seqKeyIn(room []byte, n uint64) []byte { return binary.BigEndian.AppendUint64(room[:0], n) }
 
 // timeKey maps t to 8 bytes whose byte order is time order: Unix
 // nanoseconds with the sign bit flipped. Times outside the range of
@@ -119,19 +118,43 @@ func timeKey(t time.Time) uint64 {
 // indexKey is the key of the index entry at t of the record whose key in
 // its bucket is sk.
 func indexKey(t time.Time, sk []byte) []byte {
-	k := make([]byte, timeKeySize, timeKeySize+len(sk))
-	binary.BigEndian.PutUint64(k, timeKey(t))
-	return append(k, sk...)
+	return indexKeyIn(make([]byte, 0, timeKeySize+len(sk)), t, sk)
+}
+
+// indexKeyIn is indexKey written into room, which has room for it.
+func indexKeyIn(room []byte, t time.Time, sk []byte) []byte {
+	return append(binary.BigEndian.AppendUint64(room[:0], timeKey(t)), sk...)
+}
+
+// keyRoom is the size of the chunks room carves: 42 records' sequence and
+// index keys.
+const keyRoom = 1008
+
+// room returns n bytes, with a capacity of n, for a key or value bbolt is
+// given to keep until the transaction ends (a new record's sequence key,
+// a record's index key), carved from one allocation per keyRoom bytes
+// rather than one each: the applier writes two for every record. The
+// bytes are the transaction's, never reused: g lives as long as it.
+func (g *getter) room(n int) []byte {
+	if g == nil || n > keyRoom {
+		return make([]byte, 0, n)
+	}
+	if cap(g.keys)-len(g.keys) < n {
+		g.keys = make([]byte, 0, keyRoom)
+	}
+	k := g.keys[len(g.keys) : len(g.keys) : len(g.keys)+n]
+	g.keys = g.keys[:len(g.keys)+n]
+	return k
 }
 
 // home returns the bucket a record lives in, and its index bucket and key.
 func (g *getter) home(tx *bolt.Tx, r *Record, sk []byte) (records, index *bolt.Bucket, ik []byte) {
 	if r.Open() {
-		return g.bucket(tx, bucketOpen), g.bucket(tx, bucketDue), indexKey(r.NextDue, sk)
+		return g.bucket(tx, bucketOpen), g.bucket(tx, bucketDue), indexKeyIn(g.room(timeKeySize+len(sk)), r.NextDue, sk)
 	}
 	records, index = g.bucket(tx, bucketDone), g.bucket(tx, bucketSettled)
 	records.FillPercent, index.FillPercent = appendFill, appendFill
-	return records, index, indexKey(r.Settled, sk)
+	return records, index, indexKeyIn(g.room(timeKeySize+len(sk)), r.Settled, sk)
 }
 
 // lookup returns the sequence key and stored encoding of a record, or
@@ -159,6 +182,8 @@ type getter struct {
 	// pages it has checked.
 	paths []bucketPath
 	known map[uint64]keyRange
+	// keys is the chunk room carves keys from.
+	keys []byte
 }
 
 // bucketPath is the cursor that checks the pages of one bucket.
@@ -360,6 +385,34 @@ func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q without record", rk)
 }
 
+// lookupNew is lookup of a key that is likely absent, a create's. In a
+// read transaction it first searches the key index with vetMiss's checks
+// (treeReader.absent), and a miss that search is sure of is the answer:
+// bbolt's search would read the same pages and elements and miss too,
+// and vetMiss would then repeat the checked search and pass. The file is
+// searched once instead of twice. Anything else (a key found, a page
+// that fails a check, a search that would go on to the next leaf, an
+// inline key index) is looked up by lookup from the start, so what it
+// answers, damage included, is lookup's.
+func (g *getter) lookupNew(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
+	if !tx.Writable() {
+		if keys := g.bucket(tx, bucketKeys); keys != nil && keys.Root() != 0 {
+			var tree treeReader
+			t := &tree
+			if g != nil {
+				t = &g.tree
+			}
+			if t.mm == nil {
+				*t = treeOf(tx)
+			}
+			if t.absent(uint64(keys.Root()), rk) {
+				return nil, nil, nil
+			}
+		}
+	}
+	return g.lookup(tx, rk)
+}
+
 // addRecord stores r, a new record whose record key is rk and encoding
 // enc: it gives r its sequence number and key entry, then its record and
 // index entry (putRecord).
@@ -377,7 +430,7 @@ func (g *getter) addRecord(tx *bolt.Tx, rk []byte, r *Record, enc []byte) error 
 	if err != nil {
 		return err
 	}
-	sk := seqKey(n)
+	sk := seqKeyIn(g.room(seqKeySize), n)
 	// A sequence number is never given twice (bbolt keeps the counter in
 	// the bucket, and Compact copies it); were it ever reset, the new
 	// record would overwrite an old one: refuse instead.

@@ -30,9 +30,9 @@ type keptRead struct {
 }
 
 // lookup is lookup(tx, rk) in the kept transaction, begun now if there is
-// none, with a copy of the record's encoding. ok is false, and nothing is
-// read, while a write of the file is under way.
-func (k *keptRead) lookup(db *bolt.DB, rk []byte) (enc []byte, ok bool, err error) {
+// none, with a copy of the record's encoding; lookupNew if fresh. ok is
+// false, and nothing is read, while a write of the file is under way.
+func (k *keptRead) lookup(db *bolt.DB, rk []byte, fresh bool) (enc []byte, ok bool, err error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.suspended > 0 {
@@ -46,7 +46,13 @@ func (k *keptRead) lookup(db *bolt.DB, rk []byte) (enc []byte, ok bool, err erro
 			}
 			k.tx = tx
 		}
-		_, v, err := k.g.lookup(k.tx, rk)
+		var v []byte
+		var err error
+		if fresh {
+			_, v, err = k.g.lookupNew(k.tx, rk)
+		} else {
+			_, v, err = k.g.lookup(k.tx, rk)
+		}
 		enc = slices.Clone(v) // the file's bytes: valid only in the transaction
 		return err
 	})

@@ -192,12 +192,18 @@ func (v *view) reset(s *Store) {
 
 // get returns the current encoding of the record rk, or nil; the caller
 // must not change it.
-func (v *view) get(rk []byte) ([]byte, error) {
+func (v *view) get(rk []byte) ([]byte, error) { return v.getAs(rk, false) }
+
+// getNew is get of a record key that is likely absent, a create's: the
+// file is looked up by lookupNew.
+func (v *view) getNew(rk []byte) ([]byte, error) { return v.getAs(rk, true) }
+
+func (v *view) getAs(rk []byte, fresh bool) ([]byte, error) {
 	if e := v.staged(rk); e != nil {
 		v.read = e.rk
 		return e.enc, nil
 	}
-	enc, key, err := v.s.latestKeyed(rk, true)
+	enc, key, err := v.s.latestKeyed(rk, true, fresh)
 	if key != "" {
 		v.read = key
 	}
@@ -220,14 +226,15 @@ func (v *view) staged(rk []byte) *logged {
 // latest returns the encoding of the latest version of the record rk: the
 // overlay's, or a copy of the file's; nil if there is none.
 func (s *Store) latest(rk []byte) ([]byte, error) {
-	enc, _, err := s.latestKeyed(rk, false)
+	enc, _, err := s.latestKeyed(rk, false, false)
 	return enc, err
 }
 
 // latestKeyed is latest that also returns, when the overlay holds the
 // record, its entry's record key: rk as a string, already made. The
 // committer's rounds (kept) read the file in the transaction they keep.
-func (s *Store) latestKeyed(rk []byte, kept bool) (enc []byte, key string, err error) {
+// fresh looks the file up by lookupNew (a create's key, likely absent).
+func (s *Store) latestKeyed(rk []byte, kept, fresh bool) (enc []byte, key string, err error) {
 	// The read lock keeps the applier from removing the record from the
 	// overlay between the miss there and the read of the file, which
 	// would then be older than the write the applier copied.
@@ -240,12 +247,18 @@ func (s *Store) latestKeyed(rk []byte, kept bool) (enc []byte, key string, err e
 		return nil, "", err // a round begun before the file's commit failed
 	}
 	if kept {
-		if enc, ok, err := s.kept.lookup(s.db, rk); ok {
+		if enc, ok, err := s.kept.lookup(s.db, rk, fresh); ok {
 			return enc, "", s.stopUsing(err)
 		}
 	}
 	err = viewRecovered(s.db, func(tx *bolt.Tx) error {
-		_, v, err := lookup(tx, rk)
+		var v []byte
+		var err error
+		if fresh {
+			_, v, err = (*getter)(nil).lookupNew(tx, rk)
+		} else {
+			_, v, err = lookup(tx, rk)
+		}
 		// A copy: the file's bytes last only as long as the
 		// transaction, and the caller's function runs after it.
 		enc = slices.Clone(v)

@@ -96,10 +96,24 @@ func (c *scanCursor) seek(key []byte) (k, v []byte, err error) {
 
 // path enters the pages bbolt's search for key goes through, down to the
 // leaf where key is or would be, and stops there.
+//
+// The pages already on the stack that key's path goes through stay there,
+// unread: the root, and below it every page whose parent's search for key
+// goes to it (holds). Entering them again would read and check the same
+// bytes of the map with the same bounds, and pass as they did. The
+// applier's paths mostly share all but their leaf: sequence keys, time
+// keys and idem's UUIDv7 record keys each land at their tree's right edge.
 func (c *scanCursor) path(key []byte) error {
-	c.stack = c.stack[:0]
-	if err := c.enter(c.root, nil, nil); err != nil {
-		return err
+	if len(c.stack) == 0 {
+		if err := c.enter(c.root, nil, nil); err != nil {
+			return err
+		}
+	} else {
+		keep := 0
+		for keep < len(c.stack)-1 && c.stack[keep].holds(key) {
+			keep++
+		}
+		c.stack = c.stack[:keep+1]
 	}
 	for {
 		f := &c.stack[len(c.stack)-1]
@@ -169,6 +183,16 @@ func (f *scanFrame) child(i int) (id uint64, lo, hi []byte) {
 	}
 	e := pageHeaderSize + i*pageElementSize
 	return binary.LittleEndian.Uint64(f.pg[e+8 : e+16]), lo, hi
+}
+
+// holds reports whether the search for key in the frame's branch page
+// goes to its child at i: the child whose keys start at or below key (or
+// the first), before the next child's.
+func (f *scanFrame) holds(key []byte) bool {
+	if f.i > 0 && bytes.Compare(branchKey(f.pg, f.i), key) > 0 {
+		return false
+	}
+	return f.i+1 >= f.n || bytes.Compare(key, branchKey(f.pg, f.i+1)) < 0
 }
 
 // siblings checks, after path, the pages beside each page of the path

@@ -777,7 +777,7 @@ type createOp struct {
 
 func (w *createOp) run(v *view, req *request) error {
 	req.claim = nil
-	cur, err := v.get(w.rk)
+	cur, err := v.getNew(w.rk)
 	if err != nil {
 		return err
 	}
