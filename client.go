@@ -627,7 +627,9 @@ func keyHeldByOther(scope, key string, state State, attempts int) error {
 // reconciler, which never waits and hands off what does not settle at once:
 // the caller's own budget is untouched; and a caller (mode foreground)
 // joined to a Resume visit that left the operation processing, which
-// Resume may hand off without waiting (driver.brief).
+// Resume may hand off without waiting (driver.brief), or that its host's
+// clock probe refused, which Resume hands off where the caller waits its
+// backoff and asks again (driver.refusedProbe).
 func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.Record, mode driveMode, fn func() (*Result, error)) (*Result, error) {
 	const maxJoins = 3 // then take what the last leader left
 	for joins := 0; ; joins++ {
@@ -659,7 +661,7 @@ func (c *Client) coalesce(ctx context.Context, scope, key string, want *journal.
 		// DeadlineExceeded, and the joiner must not inherit it.
 		open := res == nil || !res.State.Terminal()
 		leaderGaveUp := res == nil || (open && (cl.stopped || (mode != reconciling && cl.mode == reconciling) ||
-			(mode == foreground && cl.mode == resuming && res.State == StateProcessing)))
+			(mode == foreground && cl.mode == resuming && (res.State == StateProcessing || errors.Is(err, errHostRefused)))))
 		if !leaderGaveUp || joins == maxJoins {
 			return res, err
 		}

@@ -336,12 +336,15 @@
 // the resends to that host wait for it (at most two attempt timeouts),
 // then are judged by it. Nothing else is ever sent without the key. A
 // HEAD answered with no usable Date teaches nothing: the resends are
-// judged by our clock alone. One refused at once (a host not up yet) is
-// asked again before the next resend to the host. One that timed out (a
-// silent host, or one slower than the attempt timeout) holds the resends:
-// none is sent, each call ends unknown, and the first resend to the host
-// an attempt timeout later asks again, at the host's root (a HEAD on the
-// path may run its slow GET handler), then at the path, in turn.
+// judged by our clock alone. One refused at once (a host not up yet)
+// holds the resends too, none sent by our clock alone: a call waits its
+// backoff, the probe counted as an attempt, and asks again; Resume and
+// Run hand the operation off, and their next visit asks. One that timed
+// out (a silent host, or one slower than the attempt timeout) holds the
+// resends: none is sent, each call ends unknown, and the first resend to
+// the host an attempt timeout later asks again, at the host's root (a
+// HEAD on the path may run its slow GET handler), then at the path, in
+// turn.
 //
 // # Settling from webhooks
 //

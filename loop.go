@@ -43,6 +43,10 @@ var errSettledElsewhere = errors.New("idem: settled elsewhere")
 // probe asking it timed out (driver.unasked).
 var errHostSilent = errors.New("idem: the host's clock could not be asked (its probe got no answer within the attempt timeout); the operation an earlier process sent is resent once it can be")
 
+// errHostRefused ends a Resume or Run visit whose resend waits for its
+// host's clock: the probe asking it was refused (driver.refusedProbe).
+var errHostRefused = errors.New("idem: the host's clock could not be asked (its probe was refused); the operation an earlier process sent is resent once it can be")
+
 // errClockAhead ends a call that could not judge the key window: the
 // clock reads further ahead than Run has measured (resendBlock).
 var errClockAhead = errors.New("idem: the clock reads further ahead than the reconciler has measured (stepped?); the key window is judged again on the next visit")
@@ -60,6 +64,10 @@ type driver struct {
 	exchanges int
 	submits   int             // submits sent by this call
 	bo        backoff.BackOff // made at the first wait: most calls never wait
+	// refusedProbes: clock probes of this call refused at once, each
+	// counted against maxAttempts as the resend it stood in for
+	// (refusedProbe).
+	refusedProbes int
 	// serverUntil: when the last answer's Retry-After ends, bounded by
 	// the reconciler's longest interval; a hand-off honours it in full.
 	serverUntil time.Time
@@ -106,9 +114,14 @@ type driver struct {
 	// probeWaited: this drive waited for its host's probe to end, or
 	// sent it (awaitProbe), and does not again.
 	probeWaited bool
+	// probeRefused: the host's probe was refused and nothing has asked
+	// the host since (refusedProbe): this caller's resend waits its
+	// backoff and asks the host's clock again instead of going.
+	probeRefused bool
 	// silentHost: the drive ended unsent because its host's clock probe
-	// timed out (unasked): the host gave no answer, as a visit whose
-	// resend timed out, and Run counts it so (hostNews).
+	// timed out or was refused (unasked): the host gave no answer, as a
+	// visit whose resend timed out or was refused, and Run counts it so
+	// (hostNews).
 	silentHost bool
 }
 
@@ -197,7 +210,7 @@ func (d *driver) run() error {
 		// One reading of the clock for this round's checks: nothing in
 		// between waits.
 		now := d.now()
-		if d.exchanges >= c.cfg.maxAttempts || !now.Before(d.deadline) {
+		if d.exchanges+d.refusedProbes >= c.cfg.maxAttempts || !now.Before(d.deadline) {
 			return d.handoff(ErrBudgetSpent, time.Time{})
 		}
 		// What was sent before this round: not the attempt Submit
@@ -305,6 +318,15 @@ func (d *driver) run() error {
 				return err
 			}
 			if waited {
+				if d.probeRefused {
+					// In place of the resend, which would have been
+					// refused as fast: its backoff, then the host's clock
+					// is asked again.
+					d.probeRefused = false
+					if wait, err = d.next(0); err != nil {
+						return err
+					}
+				}
 				continue // judged again, by the host's clock if it is learnt now
 			}
 		}
@@ -527,7 +549,9 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 // mayAwaitProbe reports whether the resend about to go may have to wait
 // for its host's probe (awaitProbe): this drive's first resend of an
 // operation that may have executed. A first send, and a drive that has
-// resent or waited already, never wait; the test costs nothing else.
+// resent or waited already, never wait; the test costs nothing else. A
+// drive whose probe was refused has neither resent nor waited: it asks
+// again (refusedProbe).
 func (d *driver) mayAwaitProbe(p past) bool {
 	return !d.preRecorded && d.submits == 0 && !d.probeWaited && p.maybeExecuted
 }
@@ -548,7 +572,9 @@ func (d *driver) mayAwaitProbe(p past) bool {
 // that never answers thus costs one attempt timeout at start-up, not one
 // per operation, and none of the resends is sent while its probe has
 // timed out (unasked): a later one asks again an attempt timeout later
-// (serverClocks.unanswered). Waiting is bounded by two attempt
+// (serverClocks.unanswered); nor after it was refused, when a caller
+// waits its backoff and asks again, and Resume and Run hand the
+// operation off (refusedProbe). Waiting is bounded by two attempt
 // timeouts (a probe still out then is one that timed out), and ends
 // with ctx. The lease is held for the wait first: a
 // takeover meanwhile is seen by the next write.
@@ -584,8 +610,10 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 			d.c.clocks.probed(u.Host, false)
 		case end == probeFailed:
 			// Refused at once: the next resend asks again, or every visit
-			// under way when the host is back would go unjudged at once.
+			// under way when the host is back would go unjudged at once;
+			// this one too (unasked).
 			d.c.clocks.unanswered(u.Host, time.Time{})
+			return d.unasked(u.Host, true)
 		case end == probeTimedOut:
 			// Silent, or slower than the attempt timeout: the resends wait
 			// (unasked), and a later one asks again, not before another
@@ -661,8 +689,9 @@ func (d *driver) awaitProbe(now time.Time) (waited bool, err error) {
 // its answer, as the resends behind any probe are (awaitProbe again, not
 // waited). Taken for a host never silent, it went on our clock alone
 // while the probe that would have judged it was still out: a second
-// order on a forgotten key. A probe that ended without such a mark
-// (refused, or answered with no Date) lets it go as judged.
+// order on a forgotten key. A probe refused at once, the host asked by
+// no resend since, holds it back too (refusedProbe); one answered with
+// no Date lets it go as judged.
 func (d *driver) unasked(host string, behind bool) (waited bool, err error) {
 	now := d.now()
 	if _, ok := d.c.clocks.now(host, now); ok {
@@ -674,11 +703,36 @@ func (d *driver) unasked(host string, behind bool) (waited bool, err error) {
 		d.silentHost = true
 		return false, d.handoff(errHostSilent, maxTime(until, now))
 	}
-	if behind && asked {
+	if !asked {
+		return d.refusedProbe(now)
+	}
+	if behind {
 		d.probeWaited = false
 		return true, nil
 	}
 	return false, nil
+}
+
+// refusedProbe holds back a resend whose host's clock is unknown and
+// whose last probe was refused at once (serverClocks.unanswered with no
+// time), no resend having asked the host since. Taken as a refusal the
+// resend would meet as fast, it let the resend go by our clock alone: a
+// host back by then (the last moment of a restart), or by the caller's
+// next retry, which never asked again (mayAwaitProbe), took it as a
+// second order on a key it had forgotten. A caller waits the backoff a
+// refused resend waits, the probe counted as the exchange it stands in
+// for, and asks the host's clock again; Resume and Run, which have other
+// operations to visit, hand it off, as after a probe that timed out
+// (unasked), rather than have each visit wait a backoff, and their next
+// visit asks.
+func (d *driver) refusedProbe(now time.Time) (waited bool, err error) {
+	if d.mode == foreground {
+		d.refusedProbes++
+		d.probeWaited, d.probeRefused = false, true
+		return true, nil
+	}
+	d.silentHost = true
+	return false, d.handoff(errHostRefused, now)
 }
 
 // sentBefore is the past of the attempts sent before this round: not the
@@ -731,7 +785,7 @@ func (d *driver) next(retryAfter time.Duration) (time.Duration, error) {
 // reconciler itself never sleeps on an operation.
 func (d *driver) sleep(wait time.Duration) error {
 	now := d.now()
-	if d.mode != reconciling && d.exchanges >= d.c.cfg.maxAttempts {
+	if d.mode != reconciling && d.exchanges+d.refusedProbes >= d.c.cfg.maxAttempts {
 		// No attempt follows a wait after the last one: the caller would
 		// be held for nothing, up to the Retry-After cap. The operation
 		// goes to the reconciler as it would have after the wait: on

@@ -159,10 +159,12 @@ func (s *serverClocks) firstProbe(host string, now time.Time) (first bool, wait 
 // unanswered ends host's probe, which got no answer: it failed at once
 // (refused, reset, a name not resolved: a host not up yet), or timed out
 // (a silent host: a black-holed route, a firewall dropping packets; or
-// one slower than the attempt timeout). After a refusal its waiters go as
-// they are judged, and would be refused as fast; after a timeout they
-// are handed off, as every resend to the host is until a resend asks it
-// again, the first from from on (silent). The host
+// one slower than the attempt timeout). After a refusal its waiters, and
+// its sender, are held too (driver.refusedProbe: a caller waits its
+// backoff, Resume and Run hand the operation off) until the host is asked
+// again, for the host may be back before their resends would be; after
+// a timeout they are handed off, as every resend to the host is until a
+// resend asks it again, the first from from on (silent). The host
 // may answer a later resend, which then asks it first, so that a host
 // coming back is not sent the resends of every visit under way on a clock
 // nothing taught: the first resend that asks once our clock reads from
@@ -213,11 +215,12 @@ func (s *serverClocks) rootNext(host string) bool {
 // between the probe's end and the resend's look at the clock) went
 // unjudged.
 //
-// asked reports that the host's last probe left no such mark: none got
-// no answer, or one has asked the host since (under way, over, or given
-// up). Read under the same lock as the mark, so that a resend behind a
-// probe that timed out tells the host asked again from the host never
-// silent (unasked).
+// asked reports that the host's last probe left no such mark, nor a
+// refusal's (unanswered with no time): none got no answer, or one has
+// asked the host since (under way, over, or given up). Read under the
+// same lock as the mark, so that a resend behind a probe that timed out
+// or was refused tells the host asked again from the host never silent
+// (unasked).
 func (s *serverClocks) silent(host string) (until time.Time, ok, asked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
