@@ -113,6 +113,8 @@ func TestClockProbeRefusedForGoodEndsTheCallUnsent(t *testing.T) {
 
 	_, err := c.Submit(t.Context(), idem.Request{Key: keys[0], URL: srv.URL + "/orders", Body: []byte(`{"order":1}`)})
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.ErrorIs(t, err, idem.ErrBudgetSpent)
+	require.ErrorContains(t, err, "5 of its attempts were clock probes the host refused", "an error that says the attempts asked the clock, not that it sent 5 times")
 	require.EqualValues(t, idem.DefaultMaxAttempts, network.refused.Load(), "requests refused: a clock probe per attempt")
 	requireHeldUnknown(t, srv, store, keys)
 	require.Zero(t, serverHeads(t, srv), "clock probes that reached the server")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -211,7 +212,7 @@ func (d *driver) run() error {
 		// between waits.
 		now := d.now()
 		if d.exchanges+d.refusedProbes >= c.cfg.maxAttempts || !now.Before(d.deadline) {
-			return d.handoff(ErrBudgetSpent, time.Time{})
+			return d.handoff(d.budgetSpent(), time.Time{})
 		}
 		// What was sent before this round: not the attempt Submit
 		// journaled with the record, yet to go. Counted, it made a first
@@ -735,6 +736,16 @@ func (d *driver) refusedProbe(now time.Time) (waited bool, err error) {
 	return false, d.handoff(errHostRefused, now)
 }
 
+// budgetSpent is the cause a call ends with once its attempts are used
+// up. Attempts that went to clock probes the host refused are named: a
+// bare "budget spent" after no send of this call reads as a bug.
+func (d *driver) budgetSpent() error {
+	if d.refusedProbes == 0 {
+		return ErrBudgetSpent
+	}
+	return fmt.Errorf("%w: %d of its attempts were clock probes the host refused (its clock is asked before an earlier process's order is resent; the reconciler resends once it answers)", ErrBudgetSpent, d.refusedProbes)
+}
+
 // sentBefore is the past of the attempts sent before this round: not the
 // one Submit journaled with the record, which is yet to go.
 func (d *driver) sentBefore() past {
@@ -791,14 +802,14 @@ func (d *driver) sleep(wait time.Duration) error {
 		// goes to the reconciler as it would have after the wait: on
 		// the reconciler's own, longer schedule, which the retry budget
 		// does not throttle, and not before the wait ends.
-		return d.handoff(ErrBudgetSpent, maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
+		return d.handoff(d.budgetSpent(), maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
 	}
 	if d.brief && d.rec.State == StateProcessing {
 		// Accepted and still at work, on a host whose work takes longer
 		// than a visit (a bank debit processes for days): nobody waits for
 		// it, and start-up waits for Resume. Run asks again on its own
 		// schedule, as it does after each of its visits.
-		return d.handoff(ErrBudgetSpent, maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
+		return d.handoff(d.budgetSpent(), maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
 	}
 	if d.mode == reconciling || !now.Add(wait).Before(d.deadline) {
 		return d.handoff(ErrBudgetSpent, now.Add(wait))
