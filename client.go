@@ -807,12 +807,13 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 
 // failureAgainst reports whether a failure contradicts rec's success: a
 // confirmation, or the server's own answer, that said failed and was
-// kept beside it (ReviewConfirmConflict, or a review that comes before
-// it, ReviewMaybeTwice), about the resource the success names or about
-// none. One naming another resource (Adyen's refusal of another payment
-// under the same merchantReference) says nothing of this one's success,
-// though a person looks at it all the same. Not once resolved: Resolve
-// clears the review, and a person's word is final.
+// kept beside it under any review (ReviewConfirmConflict, or one that
+// comes before it, such as ReviewMaybeTwice), about the resource the
+// success names or about none. One naming another resource (Adyen's
+// refusal of another payment under the same merchantReference) says
+// nothing of this one's success, though a person looks at it all the
+// same. Not once resolved: Resolve clears the review, and a person's
+// word is final.
 func failureAgainst(rec *journal.Record) bool {
 	if rec.Review == "" {
 		return false

@@ -337,8 +337,7 @@ func submitMeaning(p past, a answer) judgment {
 			return refusedAfterMaybeSent(p, a)
 		}
 		j := otherRequestAnswered(judgeResult(a, "settled", "accepted"), a)
-		if p.contested && a.otherRequest != "" && j.move != moveReview &&
-			(j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing) {
+		if p.contested && a.otherRequest != "" && takenAsOurs(j) {
 			return contestedOtherRequest(a, j.out.ResourceID)
 		}
 		return j
@@ -532,7 +531,7 @@ func contestedOtherRequest(a answer, resource string) judgment {
 		named = fmt.Sprintf(" (%q)", truncate(resource, 64))
 	}
 	return judgment{move: moveReview, label: "contested_other_request", review: ReviewKeyInUse, conflict: true,
-		err: fmt.Errorf("idem: the answer after a 409 said another request held the key is that request's%s: its %s", named, a.otherRequest)}
+		err: fmt.Errorf("idem: after a 409 said another request held the key, the answer describes that request%s, not ours: its %s; check which order is ours with the provider, then Resolve", named, a.otherRequest)}
 }
 
 // contestedSuccess: another request held the key, so a success stored for

@@ -42,11 +42,11 @@ var errSettledElsewhere = errors.New("idem: settled elsewhere")
 
 // errHostSilent ends a call whose resend waits for its host's clock: the
 // probe asking it timed out (driver.unasked).
-var errHostSilent = errors.New("idem: the host's clock could not be asked (its probe got no answer within the attempt timeout); the operation an earlier process sent is resent once it can be")
+var errHostSilent = errors.New("idem: the host's clock could not be asked (its probe got no answer within the attempt timeout); the operation an earlier process sent is resent once it can be, by Client.Run or the next Resume")
 
 // errHostRefused ends a Resume or Run visit whose resend waits for its
 // host's clock: the probe asking it was refused (driver.refusedProbe).
-var errHostRefused = errors.New("idem: the host's clock could not be asked (its probe was refused); the operation an earlier process sent is resent once it can be")
+var errHostRefused = errors.New("idem: the host's clock could not be asked (its probe was refused); the operation an earlier process sent is resent once it can be, by Client.Run or the next Resume")
 
 // errClockAhead ends a call that could not judge the key window: the
 // clock reads further ahead than Run has measured (resendBlock).
@@ -743,7 +743,7 @@ func (d *driver) budgetSpent() error {
 	if d.refusedProbes == 0 {
 		return ErrBudgetSpent
 	}
-	return fmt.Errorf("%w: %d of its attempts were clock probes the host refused (its clock is asked before an earlier process's order is resent; the reconciler resends once it answers)", ErrBudgetSpent, d.refusedProbes)
+	return fmt.Errorf("%w: %d of its attempts were clock probes the host refused (its clock is asked before an earlier process's order is resent; the reconciler, Client.Run or Resume, resends once it answers)", ErrBudgetSpent, d.refusedProbes)
 }
 
 // sentBefore is the past of the attempts sent before this round: not the
@@ -786,7 +786,7 @@ func (d *driver) next(retryAfter time.Duration) (time.Duration, error) {
 	}
 	b := d.bo.NextBackOff()
 	if b == backoff.Stop {
-		return 0, d.handoff(ErrBudgetSpent, time.Time{})
+		return 0, d.handoff(d.budgetSpent(), time.Time{})
 	}
 	return max(b, retryAfter), nil
 }
@@ -812,7 +812,7 @@ func (d *driver) sleep(wait time.Duration) error {
 		return d.handoff(d.budgetSpent(), maxTime(now.Add(wait), now.Add(d.c.reconcileDelay(d.rec))))
 	}
 	if d.mode == reconciling || !now.Add(wait).Before(d.deadline) {
-		return d.handoff(ErrBudgetSpent, now.Add(wait))
+		return d.handoff(d.budgetSpent(), now.Add(wait))
 	}
 	// Saturated: a wait of centuries (WithMaxElapsed and a backoff of
 	// "no limit") plus the timeout would wrap to a lease already covered.

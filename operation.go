@@ -2,6 +2,7 @@ package idem
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/idemkit/idem/journal"
@@ -196,9 +197,13 @@ func compactAttempts(rec *journal.Record) {
 	// for them to count again, the first attempt that may have executed
 	// when the first entries hold none (with the last one, two sends: to
 	// a server that ignores the key, Confirm reads two as two charges
-	// possible, journal.ApplyConfirmation). Up to six entries over the
-	// bound (seven kept from the middle beside the 63 first and
-	// latest), only for such histories.
+	// possible, journal.ApplyConfirmation), and the last query that found
+	// another request's result under the key (journal.FoundOther: an
+	// event carrying the key may be that request's, and must not settle
+	// the operation unflagged once hourly rechecks have pushed the query
+	// into the middle). Up to seven entries over the bound (eight kept
+	// from the middle beside the 63 first and latest), only for such
+	// histories.
 	var p past
 	for _, a := range kept {
 		p = p.after(a)
@@ -206,7 +211,7 @@ func compactAttempts(rec *journal.Record) {
 	executedBefore := p.maybeExecuted
 	keep := map[int]journal.Attempt{}
 	last := dropped[len(dropped)-1]
-	replayed, contested, firstExecuted := -1, -1, -1
+	replayed, contested, firstExecuted, foundOther := -1, -1, -1, -1
 	var refusals []int
 	for i, a := range dropped {
 		if contested < 0 && contesting(a, p) {
@@ -221,6 +226,9 @@ func compactAttempts(rec *journal.Record) {
 		if a.Replayed {
 			replayed = i
 		}
+		if a.Kind == journal.AttemptQuery && strings.HasPrefix(a.Err, journal.QueryFoundOther) {
+			foundOther = i
+		}
 		next := p.after(a)
 		if next.refusals > p.refusals {
 			refusals = append(refusals, i)
@@ -234,7 +242,7 @@ func compactAttempts(rec *journal.Record) {
 	if executedBefore {
 		firstExecuted = -1
 	}
-	for _, i := range append(refusals, replayed, contested, firstExecuted) {
+	for _, i := range append(refusals, replayed, contested, firstExecuted, foundOther) {
 		if i >= 0 {
 			keep[dropped[i].Number] = dropped[i]
 		}

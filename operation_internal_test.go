@@ -67,7 +67,8 @@ func TestCompactAttemptsKeepsReplay(t *testing.T) {
 // Compaction never changes what pastOf reads from a history: whether it
 // may have executed, whether the answer is final, whether the key was
 // contested, and up to the third, how many refusals came after a send
-// that may have executed.
+// that may have executed; nor whether a query found another request's
+// result under the key (journal.FoundOther).
 func TestCompactAttemptsKeepsThePast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	kinds := []journal.Attempt{
@@ -79,11 +80,12 @@ func TestCompactAttemptsKeepsThePast(t *testing.T) {
 		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 201, Replayed: true, Refused: true},
 		{Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 404},
 		{Kind: journal.AttemptSubmit, Wrote: true, Done: true, Status: 409, Refused: true, Err: conflictAfterSend + ": 409: Idempotency Key Reused"},
+		{Kind: journal.AttemptQuery, Wrote: true, Done: true, Status: 200, Err: journal.QueryFoundOther + " (amount 55.00, ours 123.45)"},
 	}
 	for h := range 2000 {
 		rec := &journal.Record{}
 		n := 60 + rng.IntN(200)
-		weights := []int{rng.IntN(10), rng.IntN(3), rng.IntN(3), rng.IntN(5), rng.IntN(2), rng.IntN(2), rng.IntN(20) + 1, rng.IntN(2)}
+		weights := []int{rng.IntN(10), rng.IntN(3), rng.IntN(3), rng.IntN(5), rng.IntN(2), rng.IntN(2), rng.IntN(20) + 1, rng.IntN(2), rng.IntN(2)}
 		total := 0
 		for _, w := range weights {
 			total += w
@@ -98,9 +100,12 @@ func TestCompactAttemptsKeepsThePast(t *testing.T) {
 			a := kinds[k]
 			a.Number = i
 			rec.Attempts = append(rec.Attempts, a)
-			want, wantCopies := pastOf(rec, math.MaxInt), min(executedCopies(rec), 2)
+			want, wantCopies, wantOther := pastOf(rec, math.MaxInt), min(executedCopies(rec), 2), journal.FoundOther(rec)
 			compactAttempts(rec)
 			got := pastOf(rec, math.MaxInt)
+			if other := journal.FoundOther(rec); other != wantOther {
+				t.Fatalf("history %d, after attempt %d: journal.FoundOther = %t after compaction; want %t", h, i, other, wantOther)
+			}
 			if copies := min(executedCopies(rec), 2); copies != wantCopies {
 				t.Fatalf("history %d, after attempt %d: %d copies may have executed after compaction; want %d", h, i, copies, wantCopies)
 			}
@@ -110,7 +115,7 @@ func TestCompactAttemptsKeepsThePast(t *testing.T) {
 				min(got.refusals, maxRefusalsAfterSend) != min(want.refusals, maxRefusalsAfterSend) {
 				t.Fatalf("history %d, after attempt %d: pastOf(compacted) = %+v; want %+v", h, i, got, want)
 			}
-			if len(rec.Attempts) > maxAttemptEntries+6 {
+			if len(rec.Attempts) > maxAttemptEntries+7 {
 				t.Fatalf("history %d: %d entries after compaction", h, len(rec.Attempts))
 			}
 		}

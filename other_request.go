@@ -129,12 +129,20 @@ func heldOrderAnswer(status int, body []byte, key string) bool {
 // quantity alone is no proof: our own order, placed by an earlier attempt
 // whose answer was lost, may have been amended since.
 func otherRequestAnswered(j judgment, a answer) judgment {
-	if !a.otherFixed || !(j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing) {
+	if !a.otherFixed || !takenAsOurs(j) {
 		return j
 	}
 	return judgment{move: moveReview, label: "submit_other_request", review: ReviewKeyInUse, conflict: true,
 		err: fmt.Errorf("idem: the order answered for the key (%q) is another request's, held under it before this one: its %s",
 			truncate(j.out.ResourceID, 64), a.otherRequest)}
+}
+
+// takenAsOurs reports whether j takes an answer for this operation's own
+// order: a success, or an order in hand. Those are what another
+// request's answer must never be taken for; a failure of it is safe,
+// nothing of ours having run after it.
+func takenAsOurs(j judgment) bool {
+	return j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing
 }
 
 // requestMembers is the describing members of a request's body with one

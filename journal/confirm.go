@@ -183,12 +183,13 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - An open record (pending, processing, unknown, flagged for review or
 //     not): ConfirmSettled, the state and result set as c says, the
 //     review reason cleared unless it is ReviewConfirmConflict (an
-//     earlier contradiction waits for Resolve), ReviewMadeTwice or
-//     ReviewKeyInUse, or set to ReviewMaybeTwice if it was
-//     ReviewKeyIgnored and more than one send may have executed (whatever
-//     c or a contradiction recorded before says: two charges possible
-//     comes first), or else to ReviewConfirmConflict if a contradiction
-//     is recorded (one that kept ReviewKeyIgnored); a pending record with no attempt that may have
+//     earlier contradiction waits for Resolve), ReviewMadeTwice,
+//     ReviewKeyInUse or ReviewMaybeTwice (ReviewHeld), or set to
+//     ReviewMaybeTwice if it was ReviewKeyIgnored and more than one send
+//     may have executed (whatever c or a contradiction recorded before
+//     says: two charges possible comes first), or else to
+//     ReviewConfirmConflict if a contradiction is recorded (one that kept
+//     ReviewKeyIgnored); a pending record with no attempt that may have
 //     executed (Attempt.MaybeExecuted: none, or only ones answered as
 //     not executed, none on the wire) is flagged ReviewKeyInUse, and so
 //     is one flagged ReviewKeyIgnored after one send whose result query

@@ -360,12 +360,7 @@ func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 		if tx.Writable() { // a getter checked the path (vetPath), a nil one migrates
 			return nil, nil, nil
 		}
-		var tree treeReader
-		t := &tree
-		if g != nil {
-			t = &g.tree
-		}
-		return nil, nil, vetMiss(tx, t, keys, bucketKeys, rk)
+		return nil, nil, vetMiss(tx, g.reader(), keys, bucketKeys, rk)
 	}
 	if err := mappedOf(tx, keys).check(sk); err != nil {
 		return nil, nil, err
@@ -385,6 +380,15 @@ func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	return nil, nil, withKind(ErrCorrupt, "damaged key index: entry %q without record", rk)
 }
 
+// reader is the getter's tree reader, which keeps what it learnt for the
+// rest of the transaction, or a fresh one for a nil getter.
+func (g *getter) reader() *treeReader {
+	if g == nil {
+		return &treeReader{}
+	}
+	return &g.tree
+}
+
 // lookupNew is lookup of a key that is likely absent, a create's. In a
 // read transaction it first searches the key index with vetMiss's checks
 // (treeReader.absent), and a miss that search is sure of is the answer:
@@ -397,11 +401,7 @@ func (g *getter) lookup(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 func (g *getter) lookupNew(tx *bolt.Tx, rk []byte) (sk, v []byte, err error) {
 	if !tx.Writable() {
 		if keys := g.bucket(tx, bucketKeys); keys != nil && keys.Root() != 0 {
-			var tree treeReader
-			t := &tree
-			if g != nil {
-				t = &g.tree
-			}
+			t := g.reader()
 			if t.mm == nil {
 				*t = treeOf(tx)
 			}

@@ -198,6 +198,8 @@ func (v *view) get(rk []byte) ([]byte, error) { return v.getAs(rk, false) }
 // file is looked up by lookupNew.
 func (v *view) getNew(rk []byte) ([]byte, error) { return v.getAs(rk, true) }
 
+// getAs is get and getNew: fresh says rk is a key being created, whose
+// miss in the file lookupNew may take without bbolt's search.
 func (v *view) getAs(rk []byte, fresh bool) ([]byte, error) {
 	if e := v.staged(rk); e != nil {
 		v.read = e.rk
