@@ -86,10 +86,19 @@ func TestIgnoredKeyLearntAfterTwoLostSendsKeepsMaybeTwice(t *testing.T) {
 			doCtx, doCancel := context.WithCancel(t.Context())
 			defer doCancel()
 			s.answerFrom(2, func(w http.ResponseWriter) {
-				if tt.confirm {
-					doCancel() // the caller stops waiting for a payment still processing
+				if !tt.confirm {
+					orderStatus("pay_2", tt.status)(w)
+					return
 				}
-				orderStatus("pay_2", tt.status)(w)
+				// The caller stops waiting for a payment still processing,
+				// which the endpoint answers 202 Accepted (modelled): a 200
+				// with its status "processing" is a payment DecodeJSON takes
+				// as made, and whether the call read that answer before it
+				// saw its context end was a race.
+				doCancel()
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusAccepted)
+				_, _ = fmt.Fprintf(w, `{"id":"pay_2","order_id":"o-1","status":%q}`, tt.status)
 			})
 			op, err := c.Lookup(t.Context(), "", "k")
 			require.NoError(t, err)

@@ -83,8 +83,13 @@ func TestResumeGivesUpOnADownHostBetweenFlaggedOperations(t *testing.T) {
 		require.Equal(t, "", rec.Review, "%03d-new: inside its key window", i)
 		require.Equal(t, journal.StateUnknown, rec.State, "%03d-new", i)
 	}
+	// The bound allows each of the other workers' flagged visits, its
+	// flag journaled (what afterFlagged waits for) but its end not yet
+	// counted, to wipe one more silent visit's stall: under load (1 run
+	// in 160) the down host's first visits ended before the last flagged
+	// ones did. Without the rule, Resume visited all 40.
 	visitedNew := perKind - sum.Deferred
-	require.LessOrEqual(t, visitedNew, giveUp+idem.DefaultResumeConcurrency-1,
+	require.LessOrEqual(t, visitedNew, giveUp+2*(idem.DefaultResumeConcurrency-1),
 		"visits to the down host's orders inside their window before giving up on it (%+v)", sum)
 	require.Equal(t, perKind, sum.Review, "the orders past their window flagged (%+v)", sum)
 	// Each visit's attempts, and at most one HEAD each asking the host's

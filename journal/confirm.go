@@ -214,12 +214,15 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //   - A contradiction: ConfirmConflicted and an error matching
 //     ErrConfirmConflict. The state and result are kept; c is recorded
 //     and the record flagged ReviewConfirmConflict, unless it is flagged
-//     ReviewKeyInUse or ReviewMaybeTwice, or is open and flagged ReviewMadeTwice or
-//     ReviewKeyIgnored, which it keeps (none is resent); an open record
-//     so kept takes ReviewConfirmConflict when a confirmation settles it.
-//     This, and the
-//     recording of c, are the only changes made to a terminal record
-//     other than Resolve's.
+//     ReviewKeyInUse or ReviewMaybeTwice, or is open and flagged
+//     ReviewMadeTwice or ReviewKeyIgnored, which it keeps (none is
+//     resent); an open ReviewKeyIgnored record so kept takes, when a
+//     confirmation settles it, ReviewMaybeTwice after more than one send,
+//     else ReviewKeyInUse if that confirmation says another request holds
+//     the key or a result query found another request's result
+//     (FoundOther), else ReviewConfirmConflict. This, and the recording
+//     of c, are the only changes made to a terminal record other than
+//     Resolve's.
 //   - Bad input: ConfirmInvalid and an error matching ErrInvalid.
 //
 // The record keeps the latest MaxConfirmations confirmations, and the

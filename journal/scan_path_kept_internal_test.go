@@ -42,7 +42,7 @@ func TestScanPathKeepsOnlyItsOwnPages(t *testing.T) {
 	// holds, whose path leaves the leaf the last one took.
 	keys = append(keys, ascending...)
 	var kept, damaged int
-	for round := range 200 {
+	for round := range 60 {
 		r := treeReader{mm: image, ps: ps}
 		restore := func() {}
 		if round > 0 {
