@@ -2,10 +2,7 @@ package idem_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -15,74 +12,8 @@ import (
 	"github.com/idemkit/idem/idemtest"
 )
 
-// keyIgnoringCharges is a Solidgate payment endpoint that does not
-// de-duplicate by the key: "Idempotency support varies by endpoint. Send
-// the request with an Idempotency-Key header and check the
-// Idempotency-Status value. A value of ignored means the endpoint does
-// not" (https://api-docs.solidgate.com/api/v2/idempotent-requests). Every
-// request it gets charges the card afresh (pay_1, pay_2, …). answer ends
-// request n once it charged. A GET is a query of the order's status
-// (answerFrom), which charges nothing.
-type keyIgnoringCharges struct {
-	srv    *httptest.Server
-	answer func(n int, w http.ResponseWriter)
-
-	mu      sync.Mutex
-	keys    []string // the Idempotency-Key of each request, in order
-	queries int
-	result  func(n int, w http.ResponseWriter) // answers query n
-}
-
-func newKeyIgnoringCharges(t testing.TB, answer func(n int, w http.ResponseWriter)) *keyIgnoringCharges {
-	s := &keyIgnoringCharges{answer: answer, result: func(_ int, w http.ResponseWriter) { orderNotFound(w) }}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		s.mu.Lock()
-		if r.Method == http.MethodGet {
-			s.queries++
-			n, result := s.queries, s.result
-			s.mu.Unlock()
-			result(n, w)
-			return
-		}
-		s.keys = append(s.keys, r.Header.Get("Idempotency-Key"))
-		n := len(s.keys)
-		s.mu.Unlock()
-		s.answer(n, w)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *keyIgnoringCharges) requireCharges(t testing.TB, keys []string) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	require.Equal(t, keys, s.keys, "charges, by the key each request carried")
-}
-
-// ignoredInternalError is the endpoint's 500 after the payment it made:
-// marked, as every answer of the endpoint is, as ignoring the key
-// (modelled on the page above: the status is the endpoint's, whatever
-// the answer).
-func ignoredInternalError(w http.ResponseWriter) {
-	w.Header().Set("Idempotency-Status", "ignored")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusInternalServerError)
-	_, _ = fmt.Fprint(w, `{"error":{"code":"5.01","message":"internal error"}}`)
-}
-
-// cardOrderUpdated is the Confirmation a handler of Solidgate's "Updated
-// Card Order" webhook ("reflects a change in the status of a card order",
-// https://docs.solidgate.com/payments/integrate/webhooks/) makes of one
-// payment's event, its event_id naming the delivery ("deduplicating
-// webhook deliveries, which use the event_id field",
-// https://api-docs.solidgate.com/api/v2/idempotent-requests).
-func cardOrderUpdated(state idem.State, payment, eventID string) idem.Confirmation {
-	return idem.Confirmation{State: state, ResourceID: payment, Source: "solidgate", EventID: eventID, Reason: "card_order.updated"}
-}
-
-// A payment to that endpoint whose answer is lost (pay_1 charged) is
+// A payment to the Solidgate endpoint that ignores the key
+// (keyIgnoringCharges) whose answer is lost (pay_1 charged) is
 // resent with the same key, as to any endpoint not known to ignore it;
 // the resend charges again (pay_2) and is answered 500, marked ignored:
 // both may have executed, and the operation is flagged ReviewKeyIgnored,
@@ -162,19 +93,6 @@ func TestConfirmKeyIgnoredAfterTwoSendsKeepsMaybeTwice(t *testing.T) {
 			require.Len(t, reviews, 1, "Review hook calls: the flagging, once (the settlement keeps it flagged)")
 		})
 	}
-}
-
-// secondAnswerLost charges each payment (pay_n) and answers 201, marked
-// ignored, but for the second, whose answer is lost.
-func secondAnswerLost(n int, w http.ResponseWriter) {
-	if n == 2 {
-		dropConnection(w) // pay_2 charged, its answer lost
-		return
-	}
-	w.Header().Set("Idempotency-Status", "ignored")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
-	_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, n)
 }
 
 // The same endpoint, known already to ignore the key (an earlier

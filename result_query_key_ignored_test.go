@@ -2,9 +2,6 @@ package idem_test
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -15,63 +12,8 @@ import (
 	"github.com/idemkit/idem/idemtest"
 )
 
-// answerFrom makes the order's status endpoint answer query n and those
-// after it with result; those before, not found. The endpoint, GET
-// /api/v1/orders/{order_id} beside the payment endpoint, is modelled on
-// Solidgate's order status, by the merchant's reference: an order
-// "remains in this state until a payment attempt occurs" and then moves
-// to approval or decline
-// (https://docs.solidgate.com/payments/payments-insights/payments-types-and-statuses/);
-// it tells of the order's last payment only, whatever charged before it.
-func (s *keyIgnoringCharges) answerFrom(n int, result func(w http.ResponseWriter)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.result = func(i int, w http.ResponseWriter) {
-		if i < n {
-			orderNotFound(w)
-			return
-		}
-		result(w)
-	}
-}
-
-func (s *keyIgnoringCharges) requireSeen(t testing.TB, keys []string, queries int) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	require.Equal(t, keys, s.keys, "charges, by the key each request carried")
-	require.Equal(t, queries, s.queries, "status queries")
-}
-
-// orderNotFound is the status endpoint before the order reaches its read
-// path (modelled): nothing said of the payments.
-func orderNotFound(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusNotFound)
-	_, _ = io.WriteString(w, `{"error":{"code":"2.01","message":"order not found"}}`)
-}
-
-// orderStatus is the status endpoint's answer naming the order's last
-// payment, in status.
-func orderStatus(payment, status string) func(w http.ResponseWriter) {
-	return func(w http.ResponseWriter) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = fmt.Fprintf(w, `{"id":%q,"order_id":"o-1","status":%q}`, payment, status)
-	}
-}
-
-// lostThenIgnored charges twice for one payment: the first charge's answer
-// is lost (pay_1), so idem resends with the same key, and the resend
-// charges again (pay_2), answered 500 marked ignored.
-func lostThenIgnored(n int, w http.ResponseWriter) {
-	if n == 1 {
-		dropConnection(w)
-		return
-	}
-	ignoredInternalError(w)
-}
-
-// A payment to that endpoint whose answer is lost (pay_1 charged) is
+// A payment to the Solidgate endpoint that ignores the key
+// (keyIgnoringCharges) whose answer is lost (pay_1 charged) is
 // resent with the same key; the resend charges again (pay_2) and is
 // answered 500, marked ignored: both may have executed, and the operation
 // is flagged ReviewKeyIgnored, never resent. Its status endpoint then
