@@ -35,16 +35,16 @@ func TestShow(t *testing.T) {
 	}
 	require.Regexp(t, regexp.MustCompile(fmt.Sprintf(`body: %d bytes, sha256 [0-9a-f]{64}, as text:`, len(orderBody))), stdout)
 	require.NotContains(t, stdout, secretToken)
-	require.Regexp(t, `(?m)^\s+#\s+KIND\s+START\s+WROTE\s+STATUS\s+ERROR\s+RETRY-AFTER\s+DURATION$`, stdout)
-	require.Regexp(t, `(?m)^\s+1\s+submit\s+\S+\s+yes\s+503\s+-\s+2s\s+120ms$`, stdout)
-	require.Regexp(t, `(?m)^\s+2\s+query\s+\S+\s+yes\s+-\s+read tcp: i/o timeout\s+-\s+10s$`, stdout)
+	require.Regexp(t, `(?m)^\s+#\s+KIND\s+START\s+WROTE\s+RESENT\s+STATUS\s+REFUSED\s+REPLAYED\s+ERROR\s+RETRY-AFTER\s+DURATION$`, stdout)
+	require.Regexp(t, `(?m)^\s+1\s+submit\s+\S+\s+yes\s+no\s+503\s+no\s+no\s+-\s+2s\s+120ms$`, stdout)
+	require.Regexp(t, `(?m)^\s+2\s+query\s+\S+\s+yes\s+no\s+-\s+no\s+no\s+read tcp: i/o timeout\s+-\s+10s$`, stdout)
 }
 
 func TestShowAttemptWithoutOutcome(t *testing.T) {
 	f := newJournal(t)
 	stdout, stderr, code := runIdem(t, "show", "-journal", f.path, "k-pending")
 	require.Equal(t, 0, code, stderr)
-	require.Regexp(t, `(?m)^\s+1\s+submit\s+\S+\s+yes\s+\?\s+no outcome recorded \(maybe sent\)\s+-\s+-$`, stdout)
+	require.Regexp(t, `(?m)^\s+1\s+submit\s+\S+\s+yes\s+no\s+\?\s+-\s+-\s+no outcome recorded \(maybe sent\)\s+-\s+-$`, stdout)
 	require.Contains(t, stdout, "header:\n  Content-Type: application/json\n  X-Request-Source: checkout\n")
 }
 

@@ -72,6 +72,7 @@ type resultJSON struct {
 	ResourceID string  `json:"resource_id,omitempty"`
 	StatusCode int     `json:"status_code,omitempty"`
 	Reason     string  `json:"reason,omitempty"`
+	Replayed   bool    `json:"replayed,omitempty"` // the server's stored answer for the key
 	Body       *string `json:"body,omitempty"`
 	BodyBase64 *string `json:"body_base64,omitempty"`
 }
@@ -88,7 +89,10 @@ type attemptJSON struct {
 	Kind       journal.AttemptKind `json:"kind"`
 	Start      time.Time           `json:"start"`
 	Wrote      bool                `json:"wrote"`
+	Resent     bool                `json:"resent,omitempty"` // net/http sent it twice: both copies may have executed
 	Done       bool                `json:"done"`
+	Refused    bool                `json:"refused"`  // the answer says this attempt did not execute
+	Replayed   bool                `json:"replayed"` // the answer was the server's stored one for the key
 	Status     int                 `json:"status,omitempty"`
 	Err        string              `json:"error,omitempty"`
 	RetryAfter string              `json:"retry_after,omitempty"`
@@ -117,7 +121,7 @@ func toJSON(r *journal.Record) recordJSON {
 	}
 	j.Body, j.BodyBase64 = bodyJSON(r.Body)
 	if res := r.Result; res != nil {
-		j.Result = &resultJSON{ResourceID: res.ResourceID, StatusCode: res.StatusCode, Reason: res.Reason}
+		j.Result = &resultJSON{ResourceID: res.ResourceID, StatusCode: res.StatusCode, Reason: res.Reason, Replayed: res.Replayed}
 		j.Result.Body, j.Result.BodyBase64 = bodyJSON(res.Body)
 	}
 	if m := r.Resolved; m != nil {
@@ -133,7 +137,7 @@ func toJSON(r *journal.Record) recordJSON {
 	for _, a := range r.Attempts {
 		aj := attemptJSON{
 			Number: a.Number, Kind: a.Kind, Start: a.Start.UTC(), Wrote: a.Wrote,
-			Done: a.Done, Status: a.Status, Err: httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL),
+			Done: a.Done, Resent: a.Resent, Refused: a.Refused, Replayed: a.Replayed, Status: a.Status, Err: httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL),
 		}
 		if a.RetryAfter > 0 {
 			aj.RetryAfter = a.RetryAfter.String()

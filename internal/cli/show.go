@@ -106,6 +106,7 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 		}
 		fmt.Fprintf(tw, "  resource id:\t%s\n", clean(res.ResourceID))
 		fmt.Fprintf(tw, "  status:\t%s\n", status)
+		fmt.Fprintf(tw, "  replayed:\t%s\n", yesNo(res.Replayed))
 		fmt.Fprintf(tw, "  reason:\t%s\n", clean(res.Reason))
 		_ = tw.Flush()
 		if len(res.Body) > 0 {
@@ -118,8 +119,17 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 			clean(m.By), stamp(m.At), clean(string(m.From)), clean(m.Reason))
 	}
 	for _, c := range r.Confirmations {
-		fmt.Fprintf(w, "confirmation (%s): %s event %s at %s: %s %s %s\n", c.Effect, clean(c.Source), clean(c.EventID),
-			stamp(c.At), clean(string(c.State)), clean(c.ResourceID), clean(c.Reason))
+		// The status and the key-in-use mark are what ReviewKeyInUse and a
+		// conflicted effect rest on: a reviewer needs them beside the event.
+		var marks string
+		if c.StatusCode != 0 {
+			marks += " (status " + strconv.Itoa(c.StatusCode) + ")"
+		}
+		if c.KeyInUse {
+			marks += "; the key was held by another request"
+		}
+		fmt.Fprintf(w, "confirmation (%s): %s event %s at %s: %s %s %s%s\n", c.Effect, clean(c.Source), clean(c.EventID),
+			stamp(c.At), clean(string(c.State)), clean(c.ResourceID), clean(c.Reason), marks)
 	}
 
 	if len(r.Attempts) == 0 {
@@ -128,15 +138,17 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 	}
 	fmt.Fprintln(w, "attempts:")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  #\tKIND\tSTART\tWROTE\tSTATUS\tERROR\tRETRY-AFTER\tDURATION")
+	// RESENT, REFUSED and REPLAYED are what decide whether an attempt may
+	// have executed (journal.Attempt.MaybeExecuted) and how many times: a
+	// reviewer judging a "maybe twice" or "key in use" flag reads them.
+	fmt.Fprintln(tw, "  #\tKIND\tSTART\tWROTE\tRESENT\tSTATUS\tREFUSED\tREPLAYED\tERROR\tRETRY-AFTER\tDURATION")
 	for _, a := range r.Attempts {
-		wrote, status, errText, retry, dur := "no", "-", clean(httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL)), "-", "-"
-		if a.Wrote {
-			wrote = "yes"
-		}
+		status, errText, retry, dur := "-", clean(httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL)), "-", "-"
+		refused, replayed := yesNo(a.Refused), yesNo(a.Replayed)
 		switch {
 		case !a.Done:
-			status, errText = "?", "no outcome recorded (maybe sent)"
+			// No answer recorded: nothing said whether it was refused.
+			status, errText, refused, replayed = "?", "no outcome recorded (maybe sent)", "-", "-"
 		case a.Status != 0:
 			status = strconv.Itoa(a.Status)
 		}
@@ -146,8 +158,16 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 		if a.Done {
 			dur = a.Duration.String()
 		}
-		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			a.Number, clean(string(a.Kind)), stamp(a.Start), wrote, status, errText, retry, dur)
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			a.Number, clean(string(a.Kind)), stamp(a.Start), yesNo(a.Wrote), yesNo(a.Resent),
+			status, refused, replayed, errText, retry, dur)
 	}
 	_ = tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
