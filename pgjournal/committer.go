@@ -635,7 +635,7 @@ func (c *committer) readRows(ctx context.Context, q queryer, rows map[rowKey]*ro
 // that it may have been.
 func (c *committer) writeRows(ctx context.Context, conn *pgxpool.Conn, ins []*request, upd []rowKey, rows map[rowKey]*row) (inserted, updated map[rowKey]bool, committing bool, err error) {
 	inserted, updated = make(map[rowKey]bool, len(ins)), make(map[rowKey]bool, len(upd))
-	committing, err = inTx(ctx, conn.Conn(), func(b *pgx.Batch) { c.queueWrites(b, ins, upd, rows, inserted, updated) })
+	committing, err = inTx(ctx, conn.Conn(), c.s.tracer, func(b *pgx.Batch) { c.queueWrites(b, ins, upd, rows, inserted, updated) })
 	return inserted, updated, committing, err
 }
 

@@ -193,6 +193,9 @@ type Store struct {
 	// read: nil until then.
 	database atomic.Pointer[string]
 	logger   *slog.Logger // WithLogger's; nil: silent
+	// tracer is the pool's ConnConfig.Tracer, read once: inTx hands it
+	// the COMMIT, which pgx cannot trace (see commit). nil: none.
+	tracer pgx.QueryTracer
 	// toldNewer holds the records written by a newer idem that
 	// ForEachOpen skipped and logged, by [2]string{scope, key}: each is
 	// logged once, not on every pass of Run.
@@ -338,7 +341,11 @@ func redact(err error) string {
 // application's own transactions use (PrepareTx). The pool's
 // ConnConfig.OnNotice is the application's: the Store hears the WARNING
 // of a COMMIT PostgreSQL made without the synchronous standby's
-// confirmation whatever it is (see commitWarning).
+// confirmation whatever it is (see commitWarning). The pool's
+// ConnConfig.Tracer, a pgx QueryTracer (otelpgx's, tracelog's), sees each
+// write's COMMIT as an Exec of "COMMIT", after the batch of statements
+// before it; New reads it once, so a Tracer that BeforeConnect sets on a
+// connection alone sees those statements but not the COMMIT.
 func New(pool *pgxpool.Pool, opts ...Option) (*Store, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: nil pool", ErrConfig)
@@ -370,6 +377,7 @@ func newStore(pool *pgxpool.Pool, cfg *config) *Store {
 		table:       pgx.Identifier{cfg.schema, "records"}.Sanitize(),
 		callTimeout: cfg.callTimeout,
 		logger:      cfg.logger,
+		tracer:      pool.Config().ConnConfig.Tracer,
 	}
 	s.committer = newCommitter(s)
 	return s
@@ -512,7 +520,7 @@ func (s *Store) bounded(ctx context.Context, op string, queue func(b *pgx.Batch)
 		return callErr(ctx, op, err, false) // nothing sent
 	}
 	defer conn.Release()
-	committing, err := inTx(ctx, conn.Conn(), queue)
+	committing, err := inTx(ctx, conn.Conn(), s.tracer, queue)
 	return callErr(ctx, op, err, committing)
 }
 
@@ -535,8 +543,9 @@ func (s *Store) execBounded(ctx context.Context, op, sql string, args ...any) (t
 // which a batch committing at its end could not tell: the server may
 // finish and commit such a batch after the client has given up on it.
 // committing reports whether err came from the COMMIT (see callErr). The
-// COMMIT costs a round trip of its own.
-func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (committing bool, err error) {
+// COMMIT costs a round trip of its own. tracer, the pool's QueryTracer
+// (nil if none), sees the COMMIT as it would an Exec of it.
+func inTx(ctx context.Context, conn *pgx.Conn, tracer pgx.QueryTracer, queue func(b *pgx.Batch)) (committing bool, err error) {
 	b := &pgx.Batch{}
 	// Whatever the database's or role's default_transaction_isolation:
 	// the fencing (version and token in each UPDATE's WHERE clause) is
@@ -557,7 +566,7 @@ func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (commit
 		}
 		return false, err
 	}
-	tag, warning, sent, err := commit(ctx, conn.PgConn())
+	tag, warning, sent, err := tracedCommit(ctx, conn, tracer)
 	switch {
 	case !sent:
 		return false, err // refused unsent: the context had ended
@@ -574,10 +583,9 @@ func inTx(ctx context.Context, conn *pgx.Conn, queue func(b *pgx.Batch)) (commit
 // hears the WARNING PostgreSQL may send with a COMMIT it answers as made
 // (see commitWarning) whatever the pool does with notices: pgx hands
 // notices only to the pool's ConnConfig.OnNotice, which a pool given to
-// New need not have. The application's OnNotice still hears them; a
-// pgx QueryTracer on the pool does not see this COMMIT (it bypasses
-// pgx.Conn's Exec), only the statements before it. sent
-// reports whether the COMMIT was sent (only a context already ended
+// New need not have. The application's OnNotice still hears them. Being
+// no pgx.Conn call, it is traced by no pgx tracer: tracedCommit hands it
+// to the pool's. sent reports whether the COMMIT was sent (only a context already ended
 // keeps it unsent). The answer is the server's error if it sent one (a
 // FATAL is followed by no ReadyForQuery, but by the connection's end);
 // else a connection that broke, or a context that ended, before the
@@ -619,6 +627,25 @@ func commit(ctx context.Context, pc *pgconn.PgConn) (tag pgconn.CommandTag, warn
 			return tag, warning, true, pgErr
 		}
 	}
+}
+
+// tracedCommit is commit on conn, shown to tracer as pgx shows an Exec
+// of "COMMIT" to the conn's QueryTracer: the statement whose latency
+// (the WAL flush, a synchronous standby's confirmation) a write waits on
+// most, which SQL tracing (otelpgx, tracelog, the application's own)
+// would otherwise miss. The COMMIT runs on ctx, not on the context
+// TraceQueryStart returns: a tracer's context must not change when the
+// COMMIT is cut, nor so whether the write may have committed. The trace
+// ends with commit's tag and error as they are (a COMMIT answered
+// ROLLBACK is no error, as with Exec).
+func tracedCommit(ctx context.Context, conn *pgx.Conn, tracer pgx.QueryTracer) (tag pgconn.CommandTag, warning *pgconn.Notice, sent bool, err error) {
+	if tracer == nil {
+		return commit(ctx, conn.PgConn())
+	}
+	tctx := tracer.TraceQueryStart(ctx, conn, pgx.TraceQueryStartData{SQL: "COMMIT"})
+	tag, warning, sent, err = commit(ctx, conn.PgConn())
+	tracer.TraceQueryEnd(tctx, conn, pgx.TraceQueryEndData{CommandTag: tag, Err: err})
+	return tag, warning, sent, err
 }
 
 // queryer is what a statement runs on: the pool, or a caller's transaction.
