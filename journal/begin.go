@@ -33,10 +33,21 @@ import (
 // read that found the Store usable a moment before the panic, queued on
 // the meta lock in Begin or in its Rollback (which takes the lock to end
 // the transaction), waited for ever. So a Store's Begins and read
-// Rollbacks pass through its gate, which admits one at a time, as bbolt's
-// meta lock does already, and which a heldLocks shuts before the next is
-// admitted: a call queued there is told the error, and none waits on a
-// lock of bbolt's that no one will release.
+// Rollbacks pass through its gate, which admits one at a time, and which
+// a heldLocks shuts before the next is admitted: a call queued there is
+// told the error, and none waits on a lock of bbolt's that no one will
+// release.
+//
+// A Rollback must not queue on the gate, though: a read's Begin waits in
+// it, holding it, for the mmap lock while a write's commit remaps the
+// file it grew, and the remap waits for every open read to end. bbolt's
+// Rollback lets go of the mmap lock before it takes the meta lock so that
+// it never waits for such a Begin; a Rollback queued on the gate did, and
+// the Begin, the remap (under the applier's mutex) and every later call
+// waited for ever. So a Rollback that finds the gate taken is left to a
+// goroutine of its own, outside the gate, and its caller goes on: it ends
+// once the Begin in the gate has, or, if that Begin panics, waits for
+// ever on the meta lock where nothing waits for it.
 
 // heldLocks is the error of a bbolt panic that left bbolt's locks held:
 // nothing may call bbolt on that database again. It matches ErrCorrupt.
@@ -53,11 +64,9 @@ func locksHeld(err error) bool {
 
 // gate admits a Store's calls into the parts of bbolt that take its meta
 // lock, one at a time, until a panic leaves bbolt's locks held (see
-// above). Its span is the meta lock's own in a read's Begin and Rollback,
-// so the reads it queues would have queued on the meta lock: a read pays
-// one uncontended lock more at each end. A write's Begin takes bbolt's
-// writer lock in the gate, which never waits there: the Store's writes
-// are one at a time already (the applier's mutex). A nil gate, for a db
+// above). A read pays one uncontended lock more at each end. A write's
+// Begin takes bbolt's writer lock in the gate, which never waits there:
+// the Store's writes are one at a time already (the applier's mutex). A nil gate, for a db
 // that one goroutine uses (Open's, Compact's), admits every call.
 //
 // The meta lock's other taker, a write's Commit writing its meta page,
@@ -110,13 +119,18 @@ func begin(g *gate, db *bolt.DB, writable bool) (*bolt.Tx, error) {
 
 // endRead rolls back tx, a read begun through the gate g; unless a panic
 // shut g, when the Rollback would wait for ever for the meta lock (and
-// nothing waits for tx to end: bbolt's Close is not called).
+// nothing waits for tx to end: bbolt's Close is not called). When g is
+// taken, by a Begin that may be waiting for a remap that waits for tx
+// (see above), the Rollback goes on in a goroutine, outside g.
 func endRead(g *gate, tx *bolt.Tx) {
 	if g == nil {
 		_ = tx.Rollback()
 		return
 	}
-	g.mu.Lock()
+	if !g.mu.TryLock() {
+		go func() { _ = tx.Rollback() }()
+		return
+	}
 	defer g.mu.Unlock()
 	if g.held == nil {
 		_ = tx.Rollback()

@@ -84,8 +84,9 @@ type Store struct {
 	// held: a bbolt panic left bbolt's locks held, and nothing may call
 	// bbolt again, its Close included (stopUsing).
 	held atomic.Bool
-	// gate: every Begin on db, and every read's Rollback, passes through
-	// it, so none waits for ever on locks a panic left held (begin.go).
+	// gate: every Begin on db passes through it, and every read's
+	// Rollback that finds it free, so none waits for ever on locks a
+	// panic left held (begin.go).
 	gate gate
 
 	logger *slog.Logger // WithLogger's; nil: silent
