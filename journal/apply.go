@@ -403,7 +403,7 @@ func (s *Store) commitBolt(fn func(*bolt.Tx) error) error {
 // an ErrCorrupt from fn's own checks (a Prune whose checked path found the
 // page first went on, and the next Create was acknowledged).
 func (s *Store) updateDamaged(fn func(*bolt.Tx) error) error {
-	err := updateRecovered(s.db, fn)
+	err := updateRecovered(&s.gate, s.db, fn)
 	if locksHeld(err) {
 		return s.stopUsing(err)
 	}
@@ -430,8 +430,8 @@ func (s *Store) updateDamaged(fn func(*bolt.Tx) error) error {
 // back as the panic unwinds, before anything is written. It begins in
 // begin: a panic there, or in the rollback (a damaged free-page list),
 // leaves bbolt's writer lock held, and the error is a heldLocks.
-func updateRecovered(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
-	tx, err := begin(db, true)
+func updateRecovered(g *gate, db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
+	tx, err := begin(g, db, true)
 	if err != nil {
 		return err
 	}
@@ -530,12 +530,12 @@ func (s *Store) shows(id int) bool {
 	if s.held.Load() {
 		return true // cannot tell, and bbolt must not be called again
 	}
-	tx, err := begin(s.db, false)
+	tx, err := begin(&s.gate, s.db, false)
 	if err != nil {
 		_ = s.stopUsing(err)
 		return true // cannot tell: the worst
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer endRead(&s.gate, tx)
 	return tx.ID() >= id
 }
 

@@ -141,7 +141,7 @@ func damaged(problems []error) error {
 // readDamaged). It returns the problems it found, and an error when it
 // could not look (a damaged page that stops the walk is one).
 func inspectDB(db *bolt.DB, f *os.File, rep *CheckReport) (problems []error, err error) {
-	err = viewRecovered(db, func(tx *bolt.Tx) error {
+	err = viewRecovered(nil, db, func(tx *bolt.Tx) error {
 		problems, err = checkTx(tx, f, rep)
 		return err
 	})

@@ -26,7 +26,8 @@ type keptRead struct {
 	mu        sync.Mutex
 	tx        *bolt.Tx
 	g         getter
-	suspended int // writes under way; Close suspends for good
+	suspended int   // writes under way; Close suspends for good
+	gate      *gate // the Store's: begin.go
 }
 
 // lookup is lookup(tx, rk) in the kept transaction, begun now if there is
@@ -40,7 +41,7 @@ func (k *keptRead) lookup(db *bolt.DB, rk []byte, fresh bool) (enc []byte, ok bo
 	}
 	err = readDamaged(func() error {
 		if k.tx == nil {
-			tx, err := begin(db, false)
+			tx, err := begin(k.gate, db, false)
 			if err != nil {
 				return err
 			}
@@ -80,7 +81,7 @@ func (k *keptRead) resume() {
 
 func (k *keptRead) endLocked() {
 	if k.tx != nil {
-		_ = k.tx.Rollback() // a read: nothing to lose
+		endRead(k.gate, k.tx) // a read: nothing to lose
 		k.tx, k.g = nil, getter{}
 	}
 }

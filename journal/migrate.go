@@ -43,7 +43,7 @@ var (
 // yet. The write itself still goes through updateRecovered, in case
 // bbolt trips on something the checks let by.
 func migrate(db *bolt.DB, f *os.File, old byte, o openCommit) error {
-	err := viewRecovered(db, func(tx *bolt.Tx) error { return vetOld(tx, f, old) })
+	err := viewRecovered(nil, db, func(tx *bolt.Tx) error { return vetOld(tx, f, old) })
 	if err == nil {
 		fn := migrateV2
 		if old == 1 {

@@ -253,7 +253,7 @@ func (s *Store) latestKeyed(rk []byte, kept, fresh bool) (enc []byte, key string
 			return enc, "", s.stopUsing(err)
 		}
 	}
-	err = viewRecovered(s.db, func(tx *bolt.Tx) error {
+	err = viewRecovered(&s.gate, s.db, func(tx *bolt.Tx) error {
 		var v []byte
 		var err error
 		if fresh {

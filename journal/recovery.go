@@ -40,7 +40,7 @@ func (s *Store) openLog(cfg *config) error {
 	var id [16]byte
 	var applied uint64
 	var dep logDep
-	err := viewRecovered(s.db, func(tx *bolt.Tx) error {
+	err := viewRecovered(&s.gate, s.db, func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		switch v := meta.Get(metaID); len(v) {
 		case 0: // format version 2, read-only: no log

@@ -84,6 +84,10 @@ type Store struct {
 	// held: a bbolt panic left bbolt's locks held, and nothing may call
 	// bbolt again, its Close included (stopUsing).
 	held atomic.Bool
+	// gate: every Begin on db passes through it, and every read's
+	// Rollback that finds it free, so none waits for ever on locks a
+	// panic left held (begin.go).
+	gate gate
 
 	logger *slog.Logger // WithLogger's; nil: silent
 	// toldNewer: Prune has logged that it kept records from a newer idem.
@@ -319,6 +323,7 @@ func openOnce(path string, cfg *config, timeout time.Duration) (*Store, error) {
 		return nil, errorf("journal: open %s: %w", path, err)
 	}
 	s := &Store{db: db, file: file, id: id, path: path, readOnly: cfg.readOnly, logger: cfg.logger}
+	s.kept.gate = &s.gate
 	s.abs, _ = filepath.Abs(path) // before the process changes its directory
 	if cfg.readOnly {
 		// Under the shared lock: a writer that met the failure has let
@@ -418,7 +423,7 @@ var rootBuckets = slices.Concat([][]byte{bucketMeta}, dataBuckets, v1Buckets)
 func initMeta(db *bolt.DB, file *os.File, readOnly bool, o openCommit) (err error) {
 	empty := false
 	var old byte
-	err = viewRecovered(db, func(tx *bolt.Tx) error {
+	err = viewRecovered(nil, db, func(tx *bolt.Tx) error {
 		// Checked again now that the lock is held: the file bbolt mapped
 		// must hold every page its meta page names (see fileFits).
 		fi, err := file.Stat()
@@ -575,7 +580,7 @@ func (s *Store) Close() error {
 			_ = s.log.deleteApplied(s.ap.applied, true)
 		}
 		if s.failure() == nil {
-			ferr = syncFreelist(openCommit{db: s.db, path: cmp.Or(s.abs, s.path), fail: s.ap.failFreelist})
+			ferr = syncFreelist(openCommit{db: s.db, g: &s.gate, path: cmp.Or(s.abs, s.path), fail: s.ap.failFreelist})
 			if locksHeld(ferr) {
 				aerr = s.stopUsing(ferr)
 			}
@@ -584,6 +589,11 @@ func (s *Store) Close() error {
 		s.ap.mu.Unlock()
 	}
 	defer s.unregister()
+	if herr := s.gate.closeBegins(); herr != nil {
+		// A read's Begin panicked a moment ago: its error may not have
+		// reached stopUsing yet.
+		_ = s.stopUsing(herr)
+	}
 	if s.held.Load() {
 		// bbolt's Close would wait for the locks its panic left held.
 		if cerr := closeFile(s.file); cerr != nil {
@@ -678,7 +688,7 @@ func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	err := s.stopUsing(viewRecovered(s.db, fn))
+	err := s.stopUsing(viewRecovered(&s.gate, s.db, fn))
 	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return ErrClosed // Close won the race
 	}

@@ -117,17 +117,18 @@ func unmarked(err, merr error) error {
 // journal idem check called damaged.
 type openCommit struct {
 	db   *bolt.DB
+	g    *gate // the Store's, once there is one (Close's commit)
 	path string
 	fail func() error
 }
 
 // update runs fn in a write transaction and commits it (see openCommit).
 func (o openCommit) update(fn func(*bolt.Tx) error) error {
-	before, err := txOf(o.db)
+	before, err := txOf(o.g, o.db)
 	if err != nil {
 		return err // bbolt's locks are held: nothing was written, nor can be
 	}
-	err = updateRecovered(o.db, fn)
+	err = updateRecovered(o.g, o.db, fn)
 	if locksHeld(err) {
 		// Nothing more can be read to tell whether the commit was
 		// written: the words say to stop and check the file.
@@ -139,7 +140,7 @@ func (o openCommit) update(fn func(*bolt.Tx) error) error {
 	if err == nil {
 		return nil
 	}
-	now, herr := txOf(o.db)
+	now, herr := txOf(o.g, o.db)
 	if herr == nil && before >= 0 && now == before {
 		return err // nothing written: the file is as it was
 	}
@@ -185,15 +186,15 @@ func initUnsynced(path string, err error) bool {
 // txOf returns the id of the newest commit a reader of db sees, or -1
 // when it cannot tell (taken for a commit that may have been written),
 // with a heldLocks error when bbolt panicked holding its locks.
-func txOf(db *bolt.DB) (int, error) {
-	tx, err := begin(db, false)
+func txOf(g *gate, db *bolt.DB) (int, error) {
+	tx, err := begin(g, db, false)
 	if err != nil {
 		if locksHeld(err) {
 			return -1, err
 		}
 		return -1, nil
 	}
-	defer func() { _ = tx.Rollback() }()
+	defer endRead(g, tx)
 	return tx.ID(), nil
 }
 
