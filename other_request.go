@@ -88,7 +88,7 @@ func amendable(name string) bool {
 // nothing. fixed: a member no amendment changes differs (amendable), the
 // one then named.
 func otherRequest(body, answer []byte) (how string, fixed bool) {
-	ours := requestMembers(body)
+	ours, own := requestMembers(body)
 	if len(ours) == 0 {
 		return "", false
 	}
@@ -98,7 +98,7 @@ func otherRequest(body, answer []byte) (how string, fixed bool) {
 	if dec.Decode(&doc) != nil {
 		return "", false
 	}
-	for _, res := range resources(doc, 0, nil) {
+	for _, res := range resources(doc, 0, own, nil) {
 		for _, m := range ours {
 			theirName := m.path
 			their, named := memberAt(res, m.path)
@@ -168,16 +168,18 @@ type member struct{ path, name, value string }
 // requestMembers is the describing members of a request's body with one
 // scalar value each: a JSON object's (a JSON-RPC call's params'), its top
 // level's first in describingMembers' order, then those nested in it in
-// the order of their paths; or a form's parameters.
-func requestMembers(body []byte) []member {
+// the order of their paths; or a form's parameters. own is the names of
+// that object's top level: an answer's top-level member of one of them
+// answers the request's member, whatever it holds, and is no envelope of
+// the resource (resources).
+func requestMembers(body []byte) (ours []member, own map[string]any) {
 	doc := bytes.TrimSpace(trimBOM(body))
-	var ours []member
 	if len(doc) > 0 && doc[0] == '{' {
 		var m map[string]any
 		dec := json.NewDecoder(bytes.NewReader(doc))
 		dec.UseNumber()
 		if dec.Decode(&m) != nil {
-			return nil
+			return nil, nil
 		}
 		top := m
 		params, rpc := m["params"].(map[string]any)
@@ -206,18 +208,18 @@ func requestMembers(body []byte) []member {
 				ours = append(ours, member{name, name, v})
 			}
 		}
-		return nestedMembers(m, "", "", 0, ours)
+		return nestedMembers(m, "", "", 0, ours), m
 	}
 	form, err := url.ParseQuery(string(doc))
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	for _, name := range describingMembers {
 		if vs := form[name]; len(vs) == 1 {
 			ours = append(ours, member{name, name, vs[0]})
 		}
 	}
-	return ours
+	return ours, nil
 }
 
 // nestedMembers appends to ours the describing members below m's top level
@@ -311,8 +313,15 @@ func memberAt(m map[string]any, path string) (any, bool) {
 
 // resources appends to into the objects of doc that may be the resource an
 // answer describes: doc itself, or its only element, and so on down its
-// envelope members to depth 2.
-func resources(doc any, depth int, into []map[string]any) []map[string]any {
+// envelope members to depth 2, but for doc's own members that own, the
+// request's top level, names too: those are the answer's copy of the
+// request's member, compared path by path from doc (otherRequest), not
+// the resource wrapped. Adyen's /payments takes the partial-payments
+// order a payment is part of as "order", {"pspReference", "orderData"},
+// and answers it as "order" with the order's "amount", "The initial
+// amount of the order", beside the payment's own (CheckoutOrderResponse):
+// read as the resource, it made a part payment another request's.
+func resources(doc any, depth int, own map[string]any, into []map[string]any) []map[string]any {
 	if a, ok := doc.([]any); ok {
 		if len(a) != 1 {
 			// A list of several is a search's: which one is the key's is
@@ -328,8 +337,11 @@ func resources(doc any, depth int, into []map[string]any) []map[string]any {
 	into = append(into, m)
 	if depth < 2 {
 		for _, name := range envelopeMembers {
+			if _, asked := own[name]; asked && depth == 0 {
+				continue
+			}
 			if v, ok := m[name]; ok {
-				into = resources(v, depth+1, into)
+				into = resources(v, depth+1, nil, into)
 			}
 		}
 	}
