@@ -105,7 +105,7 @@
 //	2xx, body does not decode                ambiguous               query the result endpoint
 //	409, ours may have executed              ours in flight          processing: wait, query
 //	409, nothing of ours executed            someone else's in flight wait, resend (never query)
-//	  then a 2xx describing another request  theirs, stored          unknown, ReviewKeyInUse, ErrKeyConflict (Flexiti)
+//	  then a 2xx describing another request  theirs, stored          unknown, ReviewKeyInUse, ErrKeyConflict (Flexiti; Mercado Pago, PayPal, nested)
 //	409 invalid_operation_error (Increase)   refused for the object's state as "other 4xx" (below)
 //	409 BAD_VALUE (Klarna), Affirm's         refused for its values  as "other 4xx" (below)
 //	  capture-*/partial-capture-instrument

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -26,14 +28,23 @@ import (
 // its requests and in its answers about them: what the order or payment
 // is. Others (type, status, time in force, ids) are not compared: an
 // answer may spell them its own way, or change them as the order runs.
-// A member path with a dot is one level down: an amount given as an
-// object of its value and currency (Moov's and Adyen's {"amount":
-// {"currency": "USD", "value": 1000}}), compared only with an answer that
-// gives it so too (a request's plain amount may be in major units, an
-// answer's value in minor ones). Deribit names its symbol
-// "instrument_name" in a request and its order alike, Coinbase
-// "product_id" ("BTC-USD").
-var describingMembers = [...]string{"symbol", "instrument_name", "product_id", "side", "quantity", "qty", "price", "amount", "currency", "amount.value", "amount.currency"}
+// Deribit names its symbol "instrument_name" in a request and its order
+// alike, Coinbase "product_id" ("BTC-USD"). Below the top level, more
+// names describe (nestedDescribing).
+var describingMembers = [...]string{"symbol", "instrument_name", "product_id", "side", "quantity", "qty", "price", "amount", "currency"}
+
+// Bounds on the nested members a request's body gives for comparison, so
+// that a body of any shape costs a bounded walk and a bounded number of
+// lookups in each answer.
+const (
+	nestedDepth = 6  // object levels below the top
+	nestedMost  = 32 // members kept
+)
+
+// requestEnvelopes are the members a request may wrap its order or
+// payment in, whose answer may come without them: Square's CreateOrder
+// ({"order": {…}}), GoCardless's {"payments": {…}}.
+var requestEnvelopes = [...]string{"data", "order", "payment", "payments", "transaction"}
 
 // answerAliases maps a request's member to the name an API's answer gives
 // the same value, tried when the answer lacks the request's own name:
@@ -55,10 +66,12 @@ var envelopeMembers = [...]string{"data", "result", "order", "list", "success_re
 // are amended in place (Bybit's amend-order, Binance's futures Modify
 // Order), an authorised payment's amount updated (Adyen's amountUpdates).
 // Its symbol, side and currency never are: an answer whose are not the
-// request's describes another order whatever resource it names.
+// request's describes another order whatever resource it names. name is
+// a member's own name, however deep (an amount object's "currency",
+// PayPal's "currency_code").
 func amendable(name string) bool {
 	switch name {
-	case "symbol", "instrument_name", "product_id", "side", "currency", "amount.currency":
+	case "symbol", "instrument_name", "product_id", "side", "currency", "currency_code":
 		return false
 	}
 	return true
@@ -66,15 +79,16 @@ func amendable(name string) bool {
 
 // otherRequest reports how a result query's answer, answer, describes a
 // request other than the journaled body, body (a JSON object or a form):
-// a describing member both name, at the answer's top level or in its
-// envelope's one resource, whose values differ as values (numbers by
-// value, "1.00000000" as 1; words by their letters and digits, "BUY" as
-// "buy", "BTC/USD" as "BTCUSD"). "" when nothing differs, or nothing can
-// be compared: a member on one side only, nested otherwise, or a number
-// on one side and a word on the other proves nothing. fixed: a member no
-// amendment changes differs (amendable), the one then named.
+// a describing member both name at one path, from the answer's top level
+// or its envelope's one resource, whose values differ as values (numbers
+// by value, "1.00000000" as 1 and "100.00" as 100; words by their letters
+// and digits, "BUY" as "buy", "BTC/USD" as "BTCUSD"). "" when nothing
+// differs, or nothing can be compared: a member on one side only, at
+// another path, or a number on one side and a word on the other proves
+// nothing. fixed: a member no amendment changes differs (amendable), the
+// one then named.
 func otherRequest(body, answer []byte) (how string, fixed bool) {
-	ours := requestMembers(body)
+	ours, own := requestMembers(body)
 	if len(ours) == 0 {
 		return "", false
 	}
@@ -84,22 +98,23 @@ func otherRequest(body, answer []byte) (how string, fixed bool) {
 	if dec.Decode(&doc) != nil {
 		return "", false
 	}
-	for _, res := range resources(doc, 0, nil) {
-		for _, name := range describingMembers {
-			v, ok := ours[name]
-			if !ok {
-				continue
+	for _, res := range resources(doc, 0, own, nil) {
+		for _, m := range ours {
+			theirName := m.path
+			their, named := memberAt(res, m.path)
+			if outer, inner, nested := strings.Cut(m.path, "."); !named && nested && slices.Contains(requestEnvelopes[:], outer) {
+				// A request's envelope, answered with the resource alone.
+				theirName = inner
+				their, named = memberAt(res, inner)
 			}
-			theirName := name
-			their, named := memberAt(res, name)
 			w, ok := scalarOf(their)
-			if !named && answerAliases[name] != "" {
-				theirName = answerAliases[name]
+			if !named && answerAliases[m.path] != "" {
+				theirName = answerAliases[m.path]
 				w, ok = scalarOf(res[theirName])
 			}
-			if ok && differ(v, w) && !(name == "product_id" && oneBook(v, w)) && (how == "" || !amendable(name)) {
-				how = fmt.Sprintf("%s %q, not the request's %s %q", theirName, clipValue(w), name, clipValue(v))
-				if !amendable(name) {
+			if ok && differ(m.value, w) && !(m.name == "product_id" && oneBook(m.value, w)) && (how == "" || !amendable(m.name)) {
+				how = fmt.Sprintf("%s %q, not the request's %s %q", theirName, clipValue(w), m.path, clipValue(m.value))
+				if !amendable(m.name) {
 					return how, true
 				}
 			}
@@ -145,18 +160,26 @@ func takenAsOurs(j judgment) bool {
 	return j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing
 }
 
+// member is one describing member of a request: its path from the body's
+// top (names joined by dots, "0" for a list of one's element), its own
+// name, and its value.
+type member struct{ path, name, value string }
+
 // requestMembers is the describing members of a request's body with one
-// scalar value each: a JSON object's top level (a JSON-RPC call's
-// params), or a form's parameters.
-func requestMembers(body []byte) map[string]string {
+// scalar value each: a JSON object's (a JSON-RPC call's params'), its top
+// level's first in describingMembers' order, then those nested in it in
+// the order of their paths; or a form's parameters. own is the names of
+// that object's top level: an answer's top-level member of one of them
+// answers the request's member, whatever it holds, and is no envelope of
+// the resource (resources).
+func requestMembers(body []byte) (ours []member, own map[string]any) {
 	doc := bytes.TrimSpace(trimBOM(body))
-	ours := map[string]string{}
 	if len(doc) > 0 && doc[0] == '{' {
 		var m map[string]any
 		dec := json.NewDecoder(bytes.NewReader(doc))
 		dec.UseNumber()
 		if dec.Decode(&m) != nil {
-			return nil
+			return nil, nil
 		}
 		top := m
 		params, rpc := m["params"].(map[string]any)
@@ -165,33 +188,91 @@ func requestMembers(body []byte) map[string]string {
 			// private/buy): its top level names only the call.
 			m = params
 		}
+		side := ""
+		if rpc {
+			side = rpcSide(top)
+		}
 		for _, name := range describingMembers {
-			v, _ := memberAt(m, name)
-			if v, ok := scalarOf(v); ok {
-				ours[name] = v
+			v, ok := scalarOf(m[name])
+			switch {
+			case name == "side" && !ok && side != "":
+				v, ok = side, true
+			case name == "price" && rpc && m["post_only"] == true && m["reject_post_only"] != true:
+				// Deribit places a post-only order that would take at a
+				// price "just below the spread" (private/buy's post_only)
+				// rather than refuse it: the price sent is not the one it
+				// rests at.
+				ok = false
+			}
+			if ok {
+				ours = append(ours, member{name, name, v})
 			}
 		}
-		if side := rpcSide(top); rpc && side != "" && ours["side"] == "" {
-			ours["side"] = side
-		}
-		if rpc && m["post_only"] == true && m["reject_post_only"] != true {
-			// Deribit places a post-only order that would take at a price
-			// "just below the spread" (private/buy's post_only) rather than
-			// refuse it: the price sent is not the one it rests at.
-			delete(ours, "price")
-		}
-		return ours
+		return nestedMembers(m, "", "", 0, ours), m
 	}
 	form, err := url.ParseQuery(string(doc))
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	for _, name := range describingMembers {
-		if vs := form[name]; len(vs) == 1 && !strings.Contains(name, ".") {
-			ours[name] = vs[0]
+		if vs := form[name]; len(vs) == 1 {
+			ours = append(ours, member{name, name, vs[0]})
+		}
+	}
+	return ours, nil
+}
+
+// nestedMembers appends to ours the describing members below m's top level
+// (m being at path prefix, a member named parent): an amount object's
+// value and currency (Moov's and Adyen's {"amount": {"currency": "USD",
+// "value": 1000}}, PayPal's purchase_units' {"amount": {"currency_code":
+// "USD", "value": "100.00"}}), a payment wrapped in an envelope (Mercado
+// Pago's {"wallet_payment": {"transaction_amount": 700.5}}). A list is
+// followed only when it holds one element: the elements of several may
+// come back in another order. A member compared at one path only, the
+// request's, never a plain amount against an amount object: a request's
+// plain amount may be in major units, an answer's value in minor ones.
+func nestedMembers(m map[string]any, prefix, parent string, depth int, ours []member) []member {
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		if len(ours) >= nestedMost {
+			break
+		}
+		if strings.Contains(name, ".") {
+			// Its path would read as another.
+			continue
+		}
+		v := m[name]
+		if a, ok := v.([]any); ok && len(a) == 1 && depth < nestedDepth {
+			if obj, ok := a[0].(map[string]any); ok {
+				ours = nestedMembers(obj, prefix+name+".0.", name, depth+1, ours)
+			}
+			continue
+		}
+		if obj, ok := v.(map[string]any); ok && depth < nestedDepth {
+			ours = nestedMembers(obj, prefix+name+".", name, depth+1, ours)
+			continue
+		}
+		if s, ok := scalarOf(v); ok && depth > 0 && nestedDescribing(parent, name) {
+			ours = append(ours, member{prefix + name, name, s})
 		}
 	}
 	return ours
+}
+
+// nestedDescribing reports whether a member named name, in an object named
+// parent, describes an order or payment: one of describingMembers, a
+// currency code (PayPal's "currency_code"), an amount of any kind
+// (Mercado Pago's "transaction_amount"), or a money object's "value".
+func nestedDescribing(parent, name string) bool {
+	f := folded(name)
+	switch {
+	case slices.Contains(describingMembers[:], name), f == "currencycode", strings.HasSuffix(f, "amount"):
+		return true
+	case f == "value":
+		p := folded(parent)
+		return strings.HasSuffix(p, "amount") || strings.HasSuffix(p, "money")
+	}
+	return false
 }
 
 // rpcSide is the side a JSON-RPC call's method names, Deribit's
@@ -207,26 +288,40 @@ func rpcSide(call map[string]any) string {
 	return ""
 }
 
-// memberAt is m's member at path, a name or two joined by a dot (the
-// second a member of the first's object).
+// memberAt is m's member at path, names joined by dots, each a member of
+// the object the one before names, or "0" for a list of one's element.
 func memberAt(m map[string]any, path string) (any, bool) {
-	outer, inner, nested := strings.Cut(path, ".")
-	v, ok := m[outer]
-	if !nested || !ok {
-		return v, ok
+	var v any = m
+	for name := range strings.SplitSeq(path, ".") {
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[name]; !ok {
+				return nil, false
+			}
+		case []any:
+			if len(x) != 1 || name != "0" {
+				return nil, false
+			}
+			v = x[0]
+		default:
+			return nil, false
+		}
 	}
-	obj, isObj := v.(map[string]any)
-	if !isObj {
-		return nil, false
-	}
-	v, ok = obj[inner]
-	return v, ok
+	return v, true
 }
 
 // resources appends to into the objects of doc that may be the resource an
 // answer describes: doc itself, or its only element, and so on down its
-// envelope members to depth 2.
-func resources(doc any, depth int, into []map[string]any) []map[string]any {
+// envelope members to depth 2, but for doc's own members that own, the
+// request's top level, names too: those are the answer's copy of the
+// request's member, compared path by path from doc (otherRequest), not
+// the resource wrapped. Adyen's /payments takes the partial-payments
+// order a payment is part of as "order", {"pspReference", "orderData"},
+// and answers it as "order" with the order's "amount", "The initial
+// amount of the order", beside the payment's own (CheckoutOrderResponse):
+// read as the resource, it made a part payment another request's.
+func resources(doc any, depth int, own map[string]any, into []map[string]any) []map[string]any {
 	if a, ok := doc.([]any); ok {
 		if len(a) != 1 {
 			// A list of several is a search's: which one is the key's is
@@ -242,8 +337,11 @@ func resources(doc any, depth int, into []map[string]any) []map[string]any {
 	into = append(into, m)
 	if depth < 2 {
 		for _, name := range envelopeMembers {
+			if _, asked := own[name]; asked && depth == 0 {
+				continue
+			}
 			if v, ok := m[name]; ok {
-				into = resources(v, depth+1, into)
+				into = resources(v, depth+1, nil, into)
 			}
 		}
 	}
