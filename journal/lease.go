@@ -62,8 +62,9 @@ type leases struct {
 	// checked holds the records whose writes passed their lease check
 	// in the committer's round under way (checkInRound), and roundEnd is
 	// closed when that round ends (roundEnded), its writes published or
-	// failed; nil while no write of the round has checked a lease. There
-	// is one round at a time.
+	// failed. roundEnd is made only when a claim of a checked record
+	// must wait for it (checkedIn), not by every round with a leased
+	// write: nil until then. There is one round at a time.
 	checked  map[leaseID]struct{}
 	roundEnd chan struct{}
 }
@@ -119,10 +120,16 @@ func (t *leases) claimAfterRound(scope, key, owner string, now, expires time.Tim
 func (t *leases) checkedIn(scope, key string) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.checked[leaseID{scope, key}]; ok {
-		return t.roundEnd
+	if _, ok := t.checked[leaseID{scope, key}]; !ok {
+		return nil
 	}
-	return nil
+	// Made under mu while the record is in checked, which only
+	// roundEnded empties, under mu, closing it: it is closed when the
+	// round under way ends, as if the round had made it.
+	if t.roundEnd == nil {
+		t.roundEnd = make(chan struct{})
+	}
+	return t.roundEnd
 }
 
 // checkInRound is check, made inside a round of the committer by a write
@@ -135,11 +142,8 @@ func (t *leases) checkInRound(l Lease) error {
 	if l.Token == 0 || t.table[id].Token != l.Token {
 		return ErrLeaseLost
 	}
-	if t.roundEnd == nil {
-		t.roundEnd = make(chan struct{})
-		if t.checked == nil {
-			t.checked = make(map[leaseID]struct{})
-		}
+	if t.checked == nil {
+		t.checked = make(map[leaseID]struct{})
 	}
 	t.checked[id] = struct{}{}
 	return nil
@@ -153,6 +157,8 @@ func (t *leases) roundEnded() {
 	if t.roundEnd != nil {
 		close(t.roundEnd)
 		t.roundEnd = nil
+	}
+	if len(t.checked) > 0 {
 		clear(t.checked)
 	}
 }
