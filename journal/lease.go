@@ -413,11 +413,34 @@ type leaseKey struct{}
 // lease (an operator's, a webhook's) are not fenced. A lease carried for
 // another record than the one written is ErrInvalid.
 func WithLease(ctx context.Context, l Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, l)
+	if ctx == nil {
+		panic("journal: WithLease of a nil context") // as context.WithValue
+	}
+	return &leaseCtx{ctx, l}
+}
+
+// leaseCtx is WithLease's context: context.WithValue's, but one
+// allocation where that was two (the context and the Lease boxed as its
+// value), and a Client's drive makes one per write. LeaseFrom reads the
+// lease straight from it; a context derived from it finds the lease
+// through Value, as it found WithValue's.
+type leaseCtx struct {
+	context.Context
+	l Lease
+}
+
+func (c *leaseCtx) Value(key any) any {
+	if key == (leaseKey{}) {
+		return c.l
+	}
+	return c.Context.Value(key)
 }
 
 // LeaseFrom returns the lease ctx carries, if any (see WithLease).
 func LeaseFrom(ctx context.Context) (Lease, bool) {
+	if c, ok := ctx.(*leaseCtx); ok {
+		return c.l, true
+	}
 	l, ok := ctx.Value(leaseKey{}).(Lease)
 	return l, ok
 }
