@@ -37,11 +37,24 @@ func clone(r *Record) *Record {
 // adopt is clone for a record the client marked as its own (see
 // ownership): the copy shares r's body and header, which nobody changes,
 // instead of copying them.
+//
+// The copy and its attempts are one allocation when the record has at
+// most one attempt (a create's usual: none, or the first send journaled
+// before it goes), as decode's are (recordBlock): the attempts' slice is
+// capped at its length, so the caller's append never writes past it.
 func adopt(r *Record) *Record {
-	c := *r
+	blk := &recordBlock{r: *r}
+	c := &blk.r
 	c.owned = ownership{}
-	c.Attempts = slices.Clone(r.Attempts) // asStored changes Start in place only in a copy; the driver's own list stays its own
-	return asStored(&c)
+	// asStored changes Start in place only in a copy; the driver's own
+	// list stays its own.
+	if n := len(r.Attempts); n <= len(blk.attempts) && r.Attempts != nil {
+		c.Attempts = blk.attempts[:n:n]
+		copy(c.Attempts, r.Attempts)
+	} else {
+		c.Attempts = slices.Clone(r.Attempts)
+	}
+	return asStored(c)
 }
 
 // storedTimes puts r's times in decode's form (UTC, without a monotonic

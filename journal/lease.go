@@ -62,8 +62,9 @@ type leases struct {
 	// checked holds the records whose writes passed their lease check
 	// in the committer's round under way (checkInRound), and roundEnd is
 	// closed when that round ends (roundEnded), its writes published or
-	// failed; nil while no write of the round has checked a lease. There
-	// is one round at a time.
+	// failed. roundEnd is made only when a claim of a checked record
+	// must wait for it (checkedIn), not by every round with a leased
+	// write: nil until then. There is one round at a time.
 	checked  map[leaseID]struct{}
 	roundEnd chan struct{}
 }
@@ -119,10 +120,16 @@ func (t *leases) claimAfterRound(scope, key, owner string, now, expires time.Tim
 func (t *leases) checkedIn(scope, key string) <-chan struct{} {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.checked[leaseID{scope, key}]; ok {
-		return t.roundEnd
+	if _, ok := t.checked[leaseID{scope, key}]; !ok {
+		return nil
 	}
-	return nil
+	// Made under mu while the record is in checked, which only
+	// roundEnded empties, under mu, closing it: it is closed when the
+	// round under way ends, as if the round had made it.
+	if t.roundEnd == nil {
+		t.roundEnd = make(chan struct{})
+	}
+	return t.roundEnd
 }
 
 // checkInRound is check, made inside a round of the committer by a write
@@ -135,11 +142,8 @@ func (t *leases) checkInRound(l Lease) error {
 	if l.Token == 0 || t.table[id].Token != l.Token {
 		return ErrLeaseLost
 	}
-	if t.roundEnd == nil {
-		t.roundEnd = make(chan struct{})
-		if t.checked == nil {
-			t.checked = make(map[leaseID]struct{})
-		}
+	if t.checked == nil {
+		t.checked = make(map[leaseID]struct{})
 	}
 	t.checked[id] = struct{}{}
 	return nil
@@ -153,6 +157,8 @@ func (t *leases) roundEnded() {
 	if t.roundEnd != nil {
 		close(t.roundEnd)
 		t.roundEnd = nil
+	}
+	if len(t.checked) > 0 {
 		clear(t.checked)
 	}
 }
@@ -407,11 +413,34 @@ type leaseKey struct{}
 // lease (an operator's, a webhook's) are not fenced. A lease carried for
 // another record than the one written is ErrInvalid.
 func WithLease(ctx context.Context, l Lease) context.Context {
-	return context.WithValue(ctx, leaseKey{}, l)
+	if ctx == nil {
+		panic("journal: WithLease of a nil context") // as context.WithValue
+	}
+	return &leaseCtx{ctx, l}
+}
+
+// leaseCtx is WithLease's context: context.WithValue's, but one
+// allocation where that was two (the context and the Lease boxed as its
+// value), and a Client's drive makes one per write. LeaseFrom reads the
+// lease straight from it; a context derived from it finds the lease
+// through Value, as it found WithValue's.
+type leaseCtx struct {
+	context.Context
+	l Lease
+}
+
+func (c *leaseCtx) Value(key any) any {
+	if key == (leaseKey{}) {
+		return c.l
+	}
+	return c.Context.Value(key)
 }
 
 // LeaseFrom returns the lease ctx carries, if any (see WithLease).
 func LeaseFrom(ctx context.Context) (Lease, bool) {
+	if c, ok := ctx.(*leaseCtx); ok {
+		return c.l, true
+	}
 	l, ok := ctx.Value(leaseKey{}).(Lease)
 	return l, ok
 }

@@ -272,11 +272,19 @@ func (s *Store) latestKeyed(rk []byte, kept, fresh bool) (enc []byte, key string
 // put stages the current request's write of r, encoded as enc (which the
 // Store owns from now on).
 func (v *view) put(rk []byte, r *Record, enc []byte) {
+	v.putIn(new(logged), rk, r, enc)
+}
+
+// putIn is put that stages e, a zero logged the write's op holds (see
+// createOp.entry), rather than allocating one: the overlay keeps e once
+// published, so e must be used for no other write.
+func (v *view) putIn(e *logged, rk []byte, r *Record, enc []byte) {
 	key := v.read
 	if key != string(rk) {
 		key = string(rk)
 	}
-	v.pending = newLogged(key, r, enc)
+	*e = logged{rk: key, enc: enc, open: r.Open(), nextDue: r.NextDue, settled: r.Settled} // newLogged's fields
+	v.pending = e
 }
 
 // settle keeps or drops the current request's staged write.

@@ -757,6 +757,11 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	w.enc = encode(nil, stored)
 	w.op = w
 	err := s.do(ctx, &w.request)
+	stored = w.stored
+	// w lives on in the overlay (entry) until the applier has copied the
+	// record into the file: it keeps nothing of the caller's. Its request
+	// is left as the round released it.
+	w.stored, w.claim = nil, nil
 	if errors.Is(err, ErrExists) {
 		old, derr := decode(w.existing)
 		if derr != nil {
@@ -783,6 +788,11 @@ type createOp struct {
 	// (ErrExists); granted is the lease the commit granted with claim.
 	existing []byte
 	granted  Lease
+	// entry is the write staged for the overlay (view.putIn), in the
+	// op's allocation rather than one of its own: once published, the
+	// overlay holds it (and so the op) until the applier has copied it
+	// into the file, so create drops what else the op points at.
+	entry logged
 }
 
 func (w *createOp) run(v *view, req *request) error {
@@ -795,7 +805,7 @@ func (w *createOp) run(v *view, req *request) error {
 		w.existing = slices.Clone(cur)
 		return ErrExists
 	}
-	v.put(w.rk, w.stored, w.enc)
+	v.putIn(&w.entry, w.rk, w.stored, w.enc)
 	if w.claim != nil {
 		req.claim, req.lease = w.claim, &w.granted
 	}
@@ -865,13 +875,16 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	u := &updateOp{s: s, fn: fn, lease: lease, leased: leased}
 	u.rk = recordKeyIn(&u.rkRoom, scope, key)
 	u.op = u
-	if err := s.do(ctx, &u.request); err != nil {
+	err = s.do(ctx, &u.request)
+	stored := u.stored
+	u.fn, u.stored = nil, nil // as create's: u lives on in the overlay
+	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
-	s.settledUnder(ctx, u.stored)
+	s.settledUnder(ctx, stored)
 	// The record fn changed is the caller's: the Store kept only its
-	// encoding (v.put), so it is handed back rather than copied again.
-	return asStored(u.stored), nil
+	// encoding (v.putIn), so it is handed back rather than copied again.
+	return asStored(stored), nil
 }
 
 // updateOp is an Update's write: the request, what its run reads, and the
@@ -885,6 +898,7 @@ type updateOp struct {
 	lease  Lease // the caller's, checked in the commit when leased
 	leased bool
 	stored *Record
+	entry  logged // as createOp's
 }
 
 func (u *updateOp) run(v *view, req *request) error {
@@ -933,7 +947,7 @@ func (u *updateOp) run(v *view, req *request) error {
 	if err := validateChange(&was, r); err != nil {
 		return err
 	}
-	v.put(u.rk, r, enc)
+	v.putIn(&u.entry, u.rk, r, enc)
 	u.stored = r
 	return nil
 }

@@ -61,7 +61,8 @@ func TestEndedWriterHandsLeadOn(t *testing.T) {
 	h.q.mu.Unlock()
 	var wg sync.WaitGroup
 	second := h.queue(t, &wg, 2)[0]
-	h.q.handOff()
+	h.q.mu.Lock()
+	h.q.handOffLocked()
 	require.True(t, first.lead, "the head of the queue was handed the lead")
 	require.True(t, h.q.leave(&first.Slot), "leave() of a writer handed the lead")
 	wg.Wait()

@@ -27,8 +27,12 @@ import (
 // Slot is what a request embeds to be queued: its writer waits on it until
 // the round that carries the request releases it.
 type Slot struct {
-	done     chan struct{} // closed when the outcome is final, or when lead is set
-	lead     bool          // set before done is closed: lead the next round
+	// done is closed when the outcome is final, or when lead is set. Only
+	// a writer that queues behind a round waits on it, so only such a
+	// writer makes it: a writer that leads at once has none (nil), and an
+	// allocation fewer per write.
+	done     chan struct{}
+	lead     bool // set before done is closed: lead the next round
 	released bool
 }
 
@@ -39,7 +43,7 @@ func (s *Slot) slot() *Slot { return s }
 // each of its requests once.
 func (s *Slot) Release() {
 	s.released = true
-	if !s.lead {
+	if !s.lead && s.done != nil {
 		close(s.done)
 	}
 }
@@ -61,7 +65,9 @@ type Queue[R Request] struct {
 	// Commit carries out a round, on the leader's goroutine, and releases
 	// every request of it: there, or later on goroutines of its own,
 	// while the next round runs (the leader's writer returns when Commit
-	// does). A function of a caller's that it calls may
+	// does). The round slice is the Queue's, and a later round's once
+	// Commit returns: Commit may keep its requests, not the slice. A
+	// function of a caller's that it calls may
 	// call runtime.Goexit (t.FailNow in a test): Commit must then have
 	// written nothing for the requests it has not released.
 	Commit func(round []R)
@@ -74,6 +80,7 @@ type Queue[R Request] struct {
 
 	mu      sync.Mutex
 	queue   []R
+	spare   []R           // a round's slice once its Commit returned, for the next round's
 	busy    bool          // a leader is committing, or has been handed the lead
 	closed  bool          // Stop was called: no more requests are taken
 	drained chan struct{} // closed when busy ends after Stop
@@ -107,11 +114,17 @@ func (q *Queue[R]) DoContext(ctx context.Context, r R) error {
 		return err
 	}
 	s := r.slot()
-	s.done, s.lead, s.released = make(chan struct{}), false, false
+	s.done, s.lead, s.released = nil, false, false
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return ErrStopped
+	}
+	if q.busy {
+		// Made under mu, before r is queued: whoever takes r from the
+		// queue (a leader releasing it, handOffLocked) does so under mu
+		// and sees it.
+		s.done = make(chan struct{})
 	}
 	q.queue = append(q.queue, r)
 	if q.busy {
@@ -171,7 +184,10 @@ func (q *Queue[R]) lead() {
 	if q.Max > 0 {
 		n = min(n, q.Max)
 	}
-	round := slices.Clone(q.queue[:n])
+	// The previous round's slice, its Commit over (endRound): one leader
+	// at a time, so no other round holds it.
+	round := append(q.spare[:0], q.queue[:n]...)
+	q.spare = nil
 	q.queue = slices.Delete(q.queue, 0, n)
 	q.mu.Unlock()
 
@@ -191,22 +207,30 @@ func (q *Queue[R]) lead() {
 					q.Abandon(r)
 				}
 			}
-			q.handOff()
+			q.endRound(round)
 		}
 	}()
 	q.Commit(round)
 	finished = true
-	q.handOff()
+	q.endRound(round)
 }
 
-// handOff ends a round: it hands the lead to the oldest queued request, or
-// clears busy.
-func (q *Queue[R]) handOff() {
+// endRound keeps round's slice for the next round, holding none of its
+// requests, and hands the lead on. A large round's slice is not kept.
+func (q *Queue[R]) endRound(round []R) {
+	clear(round)
 	q.mu.Lock()
+	if cap(round) <= maxSpare {
+		q.spare = round[:0]
+	}
 	q.handOffLocked()
 }
 
-// handOffLocked is handOff, called with mu held; it releases mu.
+// maxSpare bounds the round slice a Queue keeps between rounds.
+const maxSpare = 1024
+
+// handOffLocked ends a round, called with mu held: it hands the lead to
+// the oldest queued request, or clears busy. It releases mu.
 func (q *Queue[R]) handOffLocked() {
 	if len(q.queue) == 0 {
 		q.busy = false
