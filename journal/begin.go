@@ -58,6 +58,9 @@ func (e *heldLocks) Unwrap() error { return e.err }
 
 // locksHeld reports whether err is, or wraps, a heldLocks.
 func locksHeld(err error) bool {
+	if err == nil {
+		return false // As allocates its target: stopUsing asks of every call's error, nil mostly
+	}
 	var h *heldLocks
 	return errors.As(err, &h)
 }
@@ -111,7 +114,7 @@ func begin(g *gate, db *bolt.DB, writable bool) (*bolt.Tx, error) {
 		return nil, berrors.ErrDatabaseNotOpen // as bbolt's Begin after Close
 	}
 	tx, err := beginOnce(db, writable)
-	if err != nil && locksHeld(err) { // checked for nil first: As allocates
+	if locksHeld(err) {
 		g.held = err
 	}
 	return tx, err
