@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,12 @@ func (k *keyIgnoring) has(rec *journal.Record) bool {
 	return ok
 }
 
+// mayKnow reports whether an endpoint may be known to ignore the key: one
+// is, or the journal's flagged operations are unread (ignoringLearnt).
+func (k *keyIgnoring) mayKnow() bool {
+	return k.any.Load() || !k.learnt.Load()
+}
+
 // add remembers that rec's endpoint ignores the key.
 func (k *keyIgnoring) add(rec *journal.Record) {
 	e := endpoint(rec)
@@ -82,8 +89,13 @@ func (k *keyIgnoring) relearn(rec *journal.Record) {
 // was lost (with the same key, as told) comes at once after a restart,
 // before Resume, or while Run's first pass has yet to read them. Resent
 // then, a payment to an endpoint that charges every request was charged
-// twice. Resume's and Run's reading of them counts. A failed read is
-// tried again by the next resend. The walk misses an operation moved
+// twice. So before the process's first send (submit): a new payment there
+// sent as to one that de-duplicates lets net/http resend it on its own on
+// a dead reused connection. And before a confirmation settles an
+// operation two of whose sends may have executed
+// (markIgnoredBeforeConfirm). Resume's and Run's reading of them counts.
+// A failed read is tried again by the next send or confirmation; a send
+// meanwhile goes out once. The walk misses an operation moved
 // ahead of where it stands (Store.ForEachOpen): whatever in this process
 // moves a flagged one learns from it first (a drive as it starts, Run's
 // reschedule; Run's claims and Resume read every one they visit).
@@ -123,4 +135,66 @@ func (c *Client) ignoringLearnt(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ignoringLearntFirst is ignoringLearnt before a first send, which does
+// not wait for a walk under way (another caller's, that may be long): a
+// send made while the endpoints are unread goes out once (submit), as to
+// an endpoint known to ignore the key, so that net/http's own resend of
+// it on a dead reused connection is not a second charge there. A failed
+// walk leaves it so too, and the next send or resend walks again.
+func (c *Client) ignoringLearntFirst(ctx context.Context) {
+	k := &c.ignoring
+	if k.learnt.Load() {
+		return
+	}
+	k.mu.Lock()
+	busy := k.walking != nil
+	k.mu.Unlock()
+	if !busy {
+		_ = c.ignoringLearnt(ctx)
+	}
+}
+
+// errUnflaggable: the record a confirmation is about to settle is not one
+// markIgnoredBeforeConfirm flags; nothing is written.
+var errUnflaggable = errors.New("idem: not flagged for an endpoint that ignores the key")
+
+// markIgnoredBeforeConfirm flags prior's operation ReviewKeyIgnored before
+// a confirmation settles it (wctx: the write's) when its endpoint is known
+// to ignore the key, by this process or by an earlier one (ignoringLearnt),
+// and more than one of its sends may have executed, as a drive blocked
+// from resending it would have (markIgnored): the server took each send
+// for a new request and the event tells of one, so ApplyConfirmation
+// turns the flag into ReviewMaybeTwice. Unflagged (both answers lost
+// before anything said the endpoint ignores the key, and no drive has
+// visited it since), it was settled clean, two charges possible. After
+// one send nothing is written: the confirmation settles it as before.
+// prior nil (no record) writes nothing. An error leaves the confirmation
+// unrecorded, to be delivered again; a flag written before it is what a
+// drive would write, and the redelivery reads it.
+func (c *Client) markIgnoredBeforeConfirm(ctx, wctx context.Context, prior *journal.Record) error {
+	flaggable := func(r *journal.Record) bool {
+		return r.Open() && r.Review == "" && journal.SentTwice(r)
+	}
+	if prior == nil || !flaggable(prior) {
+		return nil
+	}
+	if err := c.ignoringLearnt(ctx); err != nil {
+		return err
+	}
+	if !c.ignoring.has(prior) {
+		return nil
+	}
+	_, err := c.store.Update(wctx, prior.Scope, prior.Key, func(r *journal.Record) error {
+		if !flaggable(r) {
+			return errUnflaggable // flagged or moved on since: the confirmation reads it as it is
+		}
+		r.Review = ReviewKeyIgnored
+		return nil
+	})
+	if errors.Is(err, errUnflaggable) || errors.Is(err, journal.ErrTerminal) {
+		return nil // settled since: the confirmation agrees with it, or contradicts it
+	}
+	return err
 }

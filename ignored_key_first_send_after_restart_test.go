@@ -1,0 +1,72 @@
+package idem_test
+
+import (
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// net/http resends a request on a fresh connection when the reused one it
+// was written on dies before any answer, if the request "is idempotent
+// and either has no body or has its Request.GetBody defined", and it
+// counts one whose Header "contains an "Idempotency-Key" or
+// "X-Idempotency-Key" entry" as idempotent (net/http's Transport docs).
+// idem turns that off for an endpoint it knows ignores the key (Solidgate:
+// "A value of ignored means the endpoint does not",
+// https://api-docs.solidgate.com/api/v2/idempotent-requests), where every
+// copy is a charge. An earlier process learnt the endpoint (k1, flagged
+// ReviewKeyIgnored, still open). After a restart the first send of a new
+// payment went out before anything had read that flag (only a resend
+// read it, ignoringLearnt): its first copy charged (pay_3) and died with
+// the connection a refund to the same host had left, and net/http's copy
+// charged again (pay_4). The first send reads the journal's flags once
+// per Client, as a resend does: one copy, one charge, and its lost answer
+// flags it.
+func TestIgnoredKeyFirstSendAfterRestartIsSentOnce(t *testing.T) {
+	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+		switch n {
+		case 2:
+			refunded(w)
+		case 3:
+			dropConnection(w) // pay_3 charged, its connection dead
+		default:
+			ignoredInternalError(w) // pay_1, and net/http's copy of k's: pay_4
+		}
+	})
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	open := func() (*idem.Client, *journal.Store) {
+		store, err := journal.Open(path)
+		require.NoError(t, err)
+		c, err := idem.New(store, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(); _ = store.Close() })
+		return c, store
+	}
+	charge := s.srv.URL + "/api/v1/charge"
+	c, store := open()
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: charge, Body: []byte(`{"amount":1}`)})
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, idem.ReviewKeyIgnored, res.Review)
+	require.NoError(t, c.Close())
+	require.NoError(t, store.Close())
+
+	c, _ = open() // a restart: the same journal, nothing read of it yet
+	_, err = c.Submit(t.Context(), idem.Request{Key: "k0", URL: s.srv.URL + "/api/v1/refund", Body: []byte(`{"amount":1}`)})
+	require.NoError(t, err)
+	res, err = c.Submit(t.Context(), idem.Request{Key: "k", URL: charge, Body: []byte(`{"amount":100}`)})
+	s.requireCharges(t, []string{"k1", "k0", "k"})
+	require.ErrorIs(t, err, idem.ErrNeedsReview, "its lost answer may have charged, and a resend would charge again")
+	require.Equal(t, idem.ReviewKeyIgnored, res.Review)
+	op, err := c.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+	require.Equal(t, 1, op.Attempts, "journal: attempts")
+	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: Review")
+	require.True(t, op.State == idem.StateUnknown || op.State == idem.StateProcessing, "journal: State %s: open", op.State)
+	s.requireCharges(t, []string{"k1", "k0", "k"})
+}
