@@ -87,7 +87,9 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     by an earlier process, from the journal's flagged operations) is
 //     flagged ReviewKeyIgnored first, as the drive that visited it would
 //     have, when more than one of its sends may have executed: it
-//     settles ReviewMaybeTwice.
+//     settles ReviewMaybeTwice. If the confirmation then fails, that
+//     flag stays, and Hooks.Review is called for it here: the
+//     redelivery finds the operation flagged.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error. One
@@ -168,12 +170,19 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	// context) must not leave the write half-known, committed with nobody
 	// told. The Store bounds its own calls (pgjournal's WithCallTimeout).
 	wctx := context.WithoutCancel(ctx)
-	if err := c.markIgnoredBeforeConfirm(ctx, wctx, prior); err != nil {
+	marked, err := c.markIgnoredBeforeConfirm(ctx, wctx, prior)
+	if err != nil {
 		return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
 	}
 	rec, err := c.store.Confirm(wctx, scope, key, conf)
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		rec, err = c.confirmedAfterAll(wctx, scope, key, &conf, err)
+	}
+	if rec == nil && marked != nil {
+		// Flagged here and left open: the redelivery finds it flagged
+		// and calls Settle only, so this call is the only one that can
+		// tell of the flagging, as a drive's flag is told.
+		c.flagged(ctx, newResult(marked))
 	}
 	switch {
 	case errors.Is(err, journal.ErrNotFound):

@@ -27,8 +27,26 @@ import (
 // the connection a refund to the same host had left, and net/http's copy
 // charged again (pay_4). The first send reads the journal's flags once
 // per Client, as a resend does: one copy, one charge, and its lost answer
-// flags it.
+// flags it. When that read fails (the journal's open index unreadable),
+// the send still goes out once, as to an endpoint that ignores the key,
+// and nothing resends it while the flags are unread.
 func TestIgnoredKeyFirstSendAfterRestartIsSentOnce(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		unreadable bool // the restarted Client's ForEachOpen fails
+		wantErr    error
+		wantReview string
+	}{
+		{"flags read", false, idem.ErrNeedsReview, idem.ReviewKeyIgnored},
+		{"flags unreadable", true, idem.ErrUnknownOutcome, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			firstSendAfterRestart(t, tt.unreadable, tt.wantErr, tt.wantReview)
+		})
+	}
+}
+
+func firstSendAfterRestart(t *testing.T, unreadable bool, wantErr error, wantReview string) {
 	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
 		switch n {
 		case 2:
@@ -40,33 +58,37 @@ func TestIgnoredKeyFirstSendAfterRestartIsSentOnce(t *testing.T) {
 		}
 	})
 	path := filepath.Join(t.TempDir(), "idem.journal")
-	open := func() (*idem.Client, *journal.Store) {
+	open := func(unreadable bool) (*idem.Client, *journal.Store) {
 		store, err := journal.Open(path)
 		require.NoError(t, err)
-		c, err := idem.New(store, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
+		var js idem.Store = store
+		if unreadable {
+			js = unreadableOpenStore{store}
+		}
+		c, err := idem.New(js, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close(); _ = store.Close() })
 		return c, store
 	}
 	charge := s.srv.URL + "/api/v1/charge"
-	c, store := open()
+	c, store := open(false)
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: charge, Body: []byte(`{"amount":1}`)})
 	require.ErrorIs(t, err, idem.ErrNeedsReview)
 	require.Equal(t, idem.ReviewKeyIgnored, res.Review)
 	require.NoError(t, c.Close())
 	require.NoError(t, store.Close())
 
-	c, _ = open() // a restart: the same journal, nothing read of it yet
+	c, _ = open(unreadable) // a restart: the same journal, nothing read of it yet
 	_, err = c.Submit(t.Context(), idem.Request{Key: "k0", URL: s.srv.URL + "/api/v1/refund", Body: []byte(`{"amount":1}`)})
 	require.NoError(t, err)
 	res, err = c.Submit(t.Context(), idem.Request{Key: "k", URL: charge, Body: []byte(`{"amount":100}`)})
 	s.requireCharges(t, []string{"k1", "k0", "k"})
-	require.ErrorIs(t, err, idem.ErrNeedsReview, "its lost answer may have charged, and a resend would charge again")
-	require.Equal(t, idem.ReviewKeyIgnored, res.Review)
+	require.ErrorIs(t, err, wantErr, "its lost answer may have charged, and a resend would charge again")
+	require.Equal(t, wantReview, res.Review)
 	op, err := c.Lookup(t.Context(), "", "k")
 	require.NoError(t, err)
 	require.Equal(t, 1, op.Attempts, "journal: attempts")
-	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: Review")
+	require.Equal(t, wantReview, op.Review, "journal: Review")
 	require.True(t, op.State == idem.StateUnknown || op.State == idem.StateProcessing, "journal: State %s: open", op.State)
 	s.requireCharges(t, []string{"k1", "k0", "k"})
 }

@@ -170,31 +170,42 @@ var errUnflaggable = errors.New("idem: not flagged for an endpoint that ignores 
 // before anything said the endpoint ignores the key, and no drive has
 // visited it since), it was settled clean, two charges possible. After
 // one send nothing is written: the confirmation settles it as before.
-// prior nil (no record) writes nothing. An error leaves the confirmation
-// unrecorded, to be delivered again; a flag written before it is what a
-// drive would write, and the redelivery reads it.
-func (c *Client) markIgnoredBeforeConfirm(ctx, wctx context.Context, prior *journal.Record) error {
+// prior nil (no record) writes nothing. It returns the record it flagged
+// (nil if none): Confirm reports the flagging (Hooks.Review) if the
+// confirmation then fails, since the redelivery finds it flagged and
+// calls Settle only. A commit whose answer was lost is read back, as a
+// drive's is. An error leaves the confirmation unrecorded, to be
+// delivered again; a flag written before it is what a drive would write,
+// and the redelivery reads it.
+func (c *Client) markIgnoredBeforeConfirm(ctx, wctx context.Context, prior *journal.Record) (*journal.Record, error) {
 	flaggable := func(r *journal.Record) bool {
 		return r.Open() && r.Review == "" && journal.SentTwice(r)
 	}
 	if prior == nil || !flaggable(prior) {
-		return nil
+		return nil, nil
 	}
 	if err := c.ignoringLearnt(ctx); err != nil {
-		return err
+		return nil, err
 	}
 	if !c.ignoring.has(prior) {
-		return nil
+		return nil, nil
 	}
-	_, err := c.store.Update(wctx, prior.Scope, prior.Key, func(r *journal.Record) error {
+	rec, err := c.store.Update(wctx, prior.Scope, prior.Key, func(r *journal.Record) error {
 		if !flaggable(r) {
 			return errUnflaggable // flagged or moved on since: the confirmation reads it as it is
 		}
 		r.Review = ReviewKeyIgnored
 		return nil
 	})
-	if errors.Is(err, errUnflaggable) || errors.Is(err, journal.ErrTerminal) {
-		return nil // settled since: the confirmation agrees with it, or contradicts it
+	if errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
+		// Flagged, by this write or by a drive's meanwhile: either way
+		// what the confirmation must find.
+		if cur, gerr := c.readAgain(wctx, wctx, prior.Scope, prior.Key); gerr == nil && cur.Open() && cur.Review == ReviewKeyIgnored {
+			return cur, nil
+		}
 	}
-	return err
+	if errors.Is(err, errUnflaggable) || errors.Is(err, journal.ErrTerminal) {
+		return nil, nil // settled since: the confirmation agrees with it, or contradicts it
+	}
+	return rec, err
 }
