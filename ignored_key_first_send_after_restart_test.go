@@ -1,8 +1,11 @@
 package idem_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -91,4 +94,50 @@ func firstSendAfterRestart(t *testing.T, unreadable bool, wantErr error, wantRev
 	require.Equal(t, wantReview, op.Review, "journal: Review")
 	require.True(t, op.State == idem.StateUnknown || op.State == idem.StateProcessing, "journal: State %s: open", op.State)
 	s.requireCharges(t, []string{"k1", "k0", "k"})
+}
+
+// damagedOpenIndex is a Store whose walk of the open operations fails, as
+// the journal's does when "A damaged page of the index ends the walk with
+// an error matching ErrCorrupt" (journal.Store.ForEachOpen's docs), and
+// counts the walks.
+type damagedOpenIndex struct {
+	*journal.Store
+	walks atomic.Int32
+}
+
+func (s *damagedOpenIndex) ForEachOpen(context.Context, func(*journal.Record) error) error {
+	s.walks.Add(1)
+	return fmt.Errorf("journal: open index page 7: %w", journal.ErrCorrupt)
+}
+
+// With the open index damaged, each Submit walked the open operations
+// twice (before it journaled, and before its send), every time, up to the
+// damaged page: ten walks for five payments, each as long as the backlog
+// before that page. The first send's walk is tried once per Client; the
+// payments still go out once each (GetBody nil while the flags are
+// unread), each one charge.
+func TestIgnoredKeyFirstSendsWalkOnceWhenTheWalkFails(t *testing.T) {
+	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, n)
+	})
+	inner, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = inner.Close() })
+	store := &damagedOpenIndex{Store: inner}
+	c, err := idem.New(store, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+
+	var keys []string
+	for i := range 5 {
+		key := fmt.Sprintf("k%d", i)
+		keys = append(keys, key)
+		res, err := c.Submit(t.Context(), idem.Request{Key: key, URL: s.srv.URL + "/api/v1/charge", Body: []byte(`{"amount":100}`)})
+		require.NoError(t, err, "Submit(%s)", key)
+		require.Equal(t, idem.StateSucceeded, res.State)
+	}
+	s.requireSeen(t, keys, 0)
+	require.EqualValues(t, 1, store.walks.Load(), "walks of the open operations")
 }

@@ -32,6 +32,9 @@ type keyIgnoring struct {
 	// walk under way ends (nil: none is).
 	learnt  atomic.Bool
 	walking chan struct{}
+	// firstTried: a first send has walked, or found a walk under way
+	// (ignoringLearntFirst); later first sends do not walk.
+	firstTried atomic.Bool
 }
 
 // endpoint names rec's endpoint as keyIgnoring keys it.
@@ -94,8 +97,8 @@ func (k *keyIgnoring) relearn(rec *journal.Record) {
 // a dead reused connection. And before a confirmation settles an
 // operation two of whose sends may have executed
 // (markIgnoredBeforeConfirm). Resume's and Run's reading of them counts.
-// A failed read is tried again by the next send or confirmation; a send
-// meanwhile goes out once. The walk misses an operation moved
+// A failed read is tried again by the next resend or confirmation; a
+// send meanwhile goes out once. The walk misses an operation moved
 // ahead of where it stands (Store.ForEachOpen): whatever in this process
 // moves a flagged one learns from it first (a drive as it starts, Run's
 // reschedule; Run's claims and Resume read every one they visit).
@@ -141,11 +144,16 @@ func (c *Client) ignoringLearnt(ctx context.Context) error {
 // not wait for a walk under way (another caller's, that may be long): a
 // send made while the endpoints are unread goes out once (submit), as to
 // an endpoint known to ignore the key, so that net/http's own resend of
-// it on a dead reused connection is not a second charge there. A failed
-// walk leaves it so too, and the next send or resend walks again.
+// it on a dead reused connection is not a second charge there. Only the
+// Client's first such send walks: a walk that fails, or whose caller's
+// context ends, leaves the endpoints unread and the sends going out once,
+// which is safe, while a walk of every first send would cost each Submit
+// a walk of the open operations (up to a damaged page of the index, every
+// time) to spare a status query. A resend, a Confirm that may flag, Resume
+// and Run still walk until one succeeds.
 func (c *Client) ignoringLearntFirst(ctx context.Context) {
 	k := &c.ignoring
-	if k.learnt.Load() {
+	if k.learnt.Load() || k.firstTried.Swap(true) {
 		return
 	}
 	k.mu.Lock()
