@@ -609,6 +609,15 @@ func (d *driver) submit() (step, error) {
 			return step{}, err
 		}
 	}
+	if !d.keyIgnored {
+		// A first send too needs the endpoints an earlier process
+		// learnt ignore the key (its flagged open operations): sent as
+		// to one that de-duplicates, net/http's own resend of it on a
+		// dead reused connection is a second charge there. Read once
+		// per Client: Submit reads them before it journals, Do of a
+		// prepared operation here.
+		c.ignoringLearntFirst(d.ctx)
+	}
 	number := attemptCount(d.rec)
 	if !d.keyIgnored && c.ignoring.has(d.rec) && pastOf(d.rec, number).maybeExecuted {
 		// Learnt since resendBlock judged this resend (another
@@ -621,7 +630,8 @@ func (d *driver) submit() (step, error) {
 	d.exchanges++
 	d.submits++
 	d.keyIgnored = d.keyIgnored || c.ignoring.has(d.rec)
-	ex := c.send(d.ctx, d.rec, false, d.keyIgnored)
+	// Still unread (another caller's walk under way, or failed): once.
+	ex := c.send(d.ctx, d.rec, false, d.keyIgnored || !c.ignoring.learnt.Load())
 	d.serverUntil = ex.serverUntil
 
 	a := c.answerOf(d.rec, ex, false)

@@ -289,6 +289,9 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		}
 	}
 	rec.Trace = c.traceOf(ctx)
+	// Before the operation is journaled: the walk's read of the journal
+	// then finds nothing of this call's to apply first.
+	c.ignoringLearntFirst(ctx)
 	return c.coalesce(ctx, rec.Scope, rec.Key, rec, foreground, func() (*Result, error) {
 		// In the form the journal stores it (UTC, no monotonic reading),
 		// so that the Store need not copy the attempt to convert it.

@@ -82,7 +82,14 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //     ReviewConfirmConflict, which stays recorded beside it); after one
 //     send, ReviewKeyInUse if a result query found another request's
 //     result under the key (journal.QueryFoundOther): the event may be
-//     that request's.
+//     that request's. One not flagged yet whose endpoint the Client
+//     knows ignores the key (learnt from another operation's answer, or
+//     by an earlier process, from the journal's flagged operations) is
+//     flagged ReviewKeyIgnored first, as the drive that visited it would
+//     have, when more than one of its sends may have executed: it
+//     settles ReviewMaybeTwice. If the confirmation then fails, that
+//     flag stays, and Hooks.Review is called for it here: the
+//     redelivery finds the operation flagged.
 //   - An operation already settled the same way (same state, and the same
 //     resource id or none in c): the confirmation is recorded, nothing
 //     else changes, and Confirm returns its Result with a nil error. One
@@ -142,11 +149,20 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	conf.At = c.cfg.clock.Now()
 	// A contradiction overwrites the review reason: read the record
 	// before, so that Hooks.Review fires only for an operation not flagged
-	// yet. Only a Review hook needs it; a failed read reads as "not
-	// flagged".
+	// yet; a failed read reads as "not flagged". And so that an
+	// operation two of whose sends may have executed, to an endpoint
+	// known to ignore the key, is flagged so before it settles
+	// (markIgnoredBeforeConfirm): then a failed read fails the call.
 	var prior *journal.Record
-	if c.cfg.hooks.Review != nil {
-		prior, _ = c.store.Get(ctx, scope, key)
+	if c.cfg.hooks.Review != nil || c.ignoring.mayKnow() {
+		var err error
+		prior, err = c.store.Get(ctx, scope, key)
+		if err != nil && !errors.Is(err, journal.ErrNotFound) && c.ignoring.mayKnow() {
+			// Whether the endpoint ignores the key is unread: settled
+			// unflagged, two charges would go unseen. Nothing is
+			// written; the provider delivers the event again.
+			return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
+		}
 	}
 	// Written, and read back, with a context the caller's cancellation
 	// does not end, as a drive's writes are: a provider that stops
@@ -154,9 +170,19 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	// context) must not leave the write half-known, committed with nobody
 	// told. The Store bounds its own calls (pgjournal's WithCallTimeout).
 	wctx := context.WithoutCancel(ctx)
+	marked, err := c.markIgnoredBeforeConfirm(ctx, wctx, prior)
+	if err != nil {
+		return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
+	}
 	rec, err := c.store.Confirm(wctx, scope, key, conf)
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		rec, err = c.confirmedAfterAll(wctx, scope, key, &conf, err)
+	}
+	if rec == nil && marked != nil {
+		// Flagged here and left open: the redelivery finds it flagged
+		// and calls Settle only, so this call is the only one that can
+		// tell of the flagging, as a drive's flag is told.
+		c.flagged(ctx, newResult(marked))
 	}
 	switch {
 	case errors.Is(err, journal.ErrNotFound):

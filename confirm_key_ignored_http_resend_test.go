@@ -1,7 +1,6 @@
 package idem_test
 
 import (
-	"fmt"
 	"net/http"
 	"testing"
 
@@ -27,11 +26,7 @@ func TestConfirmKeyIgnoredAfterHTTPResendKeepsMaybeTwice(t *testing.T) {
 	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
 		switch n {
 		case 1:
-			// A refund to another endpoint of the host, not marked: it
-			// leaves a connection to reuse and says nothing of the
-			// charge endpoint.
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = fmt.Fprint(w, `{"id":"ref_1","status":"refunded"}`)
+			refunded(w)
 		case 2:
 			dropConnection(w) // pay_2 charged, its connection dead
 		default:

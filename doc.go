@@ -261,9 +261,13 @@
 // send such a submit again on its own. An operation whose answers were
 // lost before the endpoint said so is not resent either: the visit that
 // finds it so flags it [ReviewKeyIgnored], whatever it ends in, so that
-// what settles it after two such sends flags it [ReviewMaybeTwice]. The
+// what settles it after two such sends flags it [ReviewMaybeTwice]; a
+// [Client.Confirm] that settles it before any visit flags it so too. The
 // Client remembers such endpoints (method and URL without its query)
-// while the process lives.
+// while the process lives; a new one reads them again, once, from the
+// open operations flagged for them, before its first send, its first
+// resend of what may have executed, or a Confirm of an operation two of
+// whose sends may have.
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
 // flags it [ReviewMaybeTwice]: the server may have executed it twice. If

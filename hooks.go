@@ -58,7 +58,10 @@ type Hooks struct {
 	// (ReviewMaybeTwice, ReviewMadeTwice). A drive (Do, Resume, Run)
 	// that settles an operation already flagged ReviewKeyIgnored as
 	// ReviewMaybeTwice calls it again with the new reason; Confirm,
-	// which has no drive, calls Settle only.
+	// which has no drive, calls Settle only. A Confirm that flags an
+	// operation ReviewKeyIgnored itself and then fails to record the
+	// confirmation calls it for that flag: the redelivery finds the
+	// operation flagged.
 	Review func(ctx context.Context, res *Result)
 	// Handoff is called when a Do or Submit call spent its budget (or the
 	// retry budget) and handed the operation to the reconciler: the call

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +32,9 @@ type keyIgnoring struct {
 	// walk under way ends (nil: none is).
 	learnt  atomic.Bool
 	walking chan struct{}
+	// firstTried: a first send has walked, or found a walk under way
+	// (ignoringLearntFirst); later first sends do not walk.
+	firstTried atomic.Bool
 }
 
 // endpoint names rec's endpoint as keyIgnoring keys it.
@@ -49,6 +53,12 @@ func (k *keyIgnoring) has(rec *journal.Record) bool {
 	defer k.mu.Unlock()
 	_, ok := k.set[endpoint(rec)]
 	return ok
+}
+
+// mayKnow reports whether an endpoint may be known to ignore the key: one
+// is, or the journal's flagged operations are unread (ignoringLearnt).
+func (k *keyIgnoring) mayKnow() bool {
+	return k.any.Load() || !k.learnt.Load()
 }
 
 // add remembers that rec's endpoint ignores the key.
@@ -82,8 +92,13 @@ func (k *keyIgnoring) relearn(rec *journal.Record) {
 // was lost (with the same key, as told) comes at once after a restart,
 // before Resume, or while Run's first pass has yet to read them. Resent
 // then, a payment to an endpoint that charges every request was charged
-// twice. Resume's and Run's reading of them counts. A failed read is
-// tried again by the next resend. The walk misses an operation moved
+// twice. So before the process's first send (submit): a new payment there
+// sent as to one that de-duplicates lets net/http resend it on its own on
+// a dead reused connection. And before a confirmation settles an
+// operation two of whose sends may have executed
+// (markIgnoredBeforeConfirm). Resume's and Run's reading of them counts.
+// A failed read is tried again by the next resend or confirmation; a
+// send meanwhile goes out once. The walk misses an operation moved
 // ahead of where it stands (Store.ForEachOpen): whatever in this process
 // moves a flagged one learns from it first (a drive as it starts, Run's
 // reschedule; Run's claims and Resume read every one they visit).
@@ -123,4 +138,82 @@ func (c *Client) ignoringLearnt(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ignoringLearntFirst is ignoringLearnt before a first send, which does
+// not wait for a walk under way (another caller's, that may be long): a
+// send made while the endpoints are unread goes out once (submit), as to
+// an endpoint known to ignore the key, so that net/http's own resend of
+// it on a dead reused connection is not a second charge there. Only the
+// Client's first such send walks: a walk that fails, or whose caller's
+// context ends, leaves the endpoints unread and the sends going out once,
+// which is safe, while a walk of every first send would cost each Submit
+// a walk of the open operations (up to a damaged page of the index, every
+// time) to spare a status query. A resend, a Confirm that may flag, Resume
+// and Run still walk until one succeeds.
+func (c *Client) ignoringLearntFirst(ctx context.Context) {
+	k := &c.ignoring
+	if k.learnt.Load() || k.firstTried.Swap(true) {
+		return
+	}
+	k.mu.Lock()
+	busy := k.walking != nil
+	k.mu.Unlock()
+	if !busy {
+		_ = c.ignoringLearnt(ctx)
+	}
+}
+
+// errUnflaggable: the record a confirmation is about to settle is not one
+// markIgnoredBeforeConfirm flags; nothing is written.
+var errUnflaggable = errors.New("idem: not flagged for an endpoint that ignores the key")
+
+// markIgnoredBeforeConfirm flags prior's operation ReviewKeyIgnored before
+// a confirmation settles it (wctx: the write's) when its endpoint is known
+// to ignore the key, by this process or by an earlier one (ignoringLearnt),
+// and more than one of its sends may have executed, as a drive blocked
+// from resending it would have (markIgnored): the server took each send
+// for a new request and the event tells of one, so ApplyConfirmation
+// turns the flag into ReviewMaybeTwice. Unflagged (both answers lost
+// before anything said the endpoint ignores the key, and no drive has
+// visited it since), it was settled clean, two charges possible. After
+// one send nothing is written: the confirmation settles it as before.
+// prior nil (no record) writes nothing. It returns the record it flagged
+// (nil if none): Confirm reports the flagging (Hooks.Review) if the
+// confirmation then fails, since the redelivery finds it flagged and
+// calls Settle only. A commit whose answer was lost is read back, as a
+// drive's is. An error leaves the confirmation unrecorded, to be
+// delivered again; a flag written before it is what a drive would write,
+// and the redelivery reads it.
+func (c *Client) markIgnoredBeforeConfirm(ctx, wctx context.Context, prior *journal.Record) (*journal.Record, error) {
+	flaggable := func(r *journal.Record) bool {
+		return r.Open() && r.Review == "" && journal.SentTwice(r)
+	}
+	if prior == nil || !flaggable(prior) {
+		return nil, nil
+	}
+	if err := c.ignoringLearnt(ctx); err != nil {
+		return nil, err
+	}
+	if !c.ignoring.has(prior) {
+		return nil, nil
+	}
+	rec, err := c.store.Update(wctx, prior.Scope, prior.Key, func(r *journal.Record) error {
+		if !flaggable(r) {
+			return errUnflaggable // flagged or moved on since: the confirmation reads it as it is
+		}
+		r.Review = ReviewKeyIgnored
+		return nil
+	})
+	if errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
+		// Flagged, by this write or by a drive's meanwhile: either way
+		// what the confirmation must find.
+		if cur, gerr := c.readAgain(wctx, wctx, prior.Scope, prior.Key); gerr == nil && cur.Open() && cur.Review == ReviewKeyIgnored {
+			return cur, nil
+		}
+	}
+	if errors.Is(err, errUnflaggable) || errors.Is(err, journal.ErrTerminal) {
+		return nil, nil // settled since: the confirmation agrees with it, or contradicts it
+	}
+	return rec, err
 }

@@ -148,3 +148,11 @@ func lostThenIgnored(n int, w http.ResponseWriter) {
 	}
 	ignoredInternalError(w)
 }
+
+// refunded is the answer to a refund to another endpoint of the host, not
+// marked (modelled): it leaves a connection to reuse and says nothing of
+// the charge endpoint.
+func refunded(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprint(w, `{"id":"ref_1","status":"refunded"}`)
+}
