@@ -256,11 +256,13 @@ func nestedMembers(m map[string]any, prefix, parent string, depth int, ours []me
 			ours = nestedMembers(obj, prefix+name+".", name, depth+1, ours)
 			continue
 		}
-		if s, ok := scalarOf(v); ok && (depth > 0 || !slices.Contains(describingMembers[:], name)) && nestedDescribing(parent, name) {
+		if s, ok := scalarOf(v); ok && (depth > 0 || !slices.Contains(describingMembers[:], name) && !componentAmount(name)) && nestedDescribing(parent, name) {
 			// At the top level, the describing names are requestMembers'
 			// own; the rest are read as they are below it: Mercado Pago's
 			// /v1/payments sends its "transaction_amount" there, Paddle's
-			// transactions their "currency_code".
+			// transactions their "currency_code". Not a part of the
+			// amount: an answer's member of that name may be its parent
+			// resource's (componentAmount).
 			ours = append(ours, member{prefix + name, name, s})
 		}
 	}
@@ -279,6 +281,31 @@ func nestedDescribing(parent, name string) bool {
 	case f == "value":
 		p := folded(parent)
 		return strings.HasSuffix(p, "amount") || strings.HasSuffix(p, "money")
+	}
+	return false
+}
+
+// componentAmounts are the parts an amount is counted in that a server
+// may count its own way, or that an answer gives for the resource an
+// operation acted on rather than for the operation.
+var componentAmounts = [...]string{"tax", "vat", "fee", "fees", "tip", "tips", "discount", "coupon", "surcharge"}
+
+// componentAmount reports whether name, a body's top-level member, is a
+// part of the amount (a tax, fee, tip or discount amount), not the amount
+// itself: no evidence of another request. Toss Payments' partial cancel
+// sends the cancel's tax-free part as "taxFreeAmount" and is answered
+// with the payment, whose top-level "taxFreeAmount" is the payment's
+// (docs.tosspayments.com/guides/apis/cancel-payment).
+func componentAmount(name string) bool {
+	f := folded(name)
+	stem, ok := strings.CutSuffix(f, "amount")
+	if !ok {
+		return false
+	}
+	for _, c := range componentAmounts {
+		if strings.HasPrefix(stem, c) || strings.HasSuffix(stem, c) {
+			return true
+		}
 	}
 	return false
 }

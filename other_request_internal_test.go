@@ -102,6 +102,16 @@ func TestOtherRequest(t *testing.T) {
 		{"primer's top-level currencyCode, another", primer, `{"id":"kHdEw9EG","status":"AUTHORIZED","orderId":"order-abc","currencyCode":"GBP","amount":42}`,
 			`currencyCode "GBP", not the request's currencyCode "EUR"`},
 		{"primer's payment, same", primer, `{"id":"kHdEw9EG","status":"AUTHORIZED","orderId":"order-abc","currencyCode":"EUR","amount":42}`, ""},
+		// A part of the amount at the top level proves nothing: Toss's
+		// partial cancel is answered with the payment, whose taxFreeAmount
+		// is the payment's; a discount or fee may be counted the
+		// server's way. The amount itself still is compared.
+		{"toss's partial cancel answered with the payment's tax-free amount", `{"cancelReason":"r","cancelAmount":5000,"taxFreeAmount":1000}`,
+			`{"paymentKey":"pk","status":"PARTIAL_CANCELED","totalAmount":20000,"taxFreeAmount":3000,"cancels":[{"cancelAmount":5000,"taxFreeAmount":1000}]}`, ""},
+		{"a coupon, fee or tip amount counted the server's way", `{"transaction_amount":100,"coupon_amount":10,"application_fee_amount":3,"tip_amount":5}`,
+			`{"id":1,"transaction_amount":100,"coupon_amount":12,"application_fee_amount":4,"tip_amount":7}`, ""},
+		{"the amount beside a coupon amount, another", `{"transaction_amount":100,"coupon_amount":10}`, `{"id":1,"transaction_amount":700,"coupon_amount":10}`,
+			`transaction_amount "700", not the request's transaction_amount "100"`},
 		{"no body", "", `{"amount":5000}`, ""},
 		{"not JSON", order, `<html>`, ""},
 	} {
