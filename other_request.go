@@ -67,11 +67,11 @@ var envelopeMembers = [...]string{"data", "result", "order", "list", "success_re
 // Order), an authorised payment's amount updated (Adyen's amountUpdates).
 // Its symbol, side and currency never are: an answer whose are not the
 // request's describes another order whatever resource it names. name is
-// a member's own name, however deep (an amount object's "currency",
-// PayPal's "currency_code").
+// a member's own name, however deep and however spelled (an amount
+// object's "currency", PayPal's "currency_code", a "currencyCode").
 func amendable(name string) bool {
-	switch name {
-	case "symbol", "instrument_name", "product_id", "side", "currency", "currency_code":
+	switch folded(name) {
+	case "symbol", "instrumentname", "productid", "side", "currency", "currencycode":
 		return false
 	}
 	return true
@@ -167,8 +167,9 @@ type member struct{ path, name, value string }
 
 // requestMembers is the describing members of a request's body with one
 // scalar value each: a JSON object's (a JSON-RPC call's params'), its top
-// level's first in describingMembers' order, then those nested in it in
-// the order of their paths; or a form's parameters. own is the names of
+// level's describingMembers first in their order, then the others
+// nestedDescribing names, at its top level or nested in it, in the order
+// of their paths; or a form's parameters. own is the names of
 // that object's top level: an answer's top-level member of one of them
 // answers the request's member, whatever it holds, and is no envelope of
 // the resource (resources).
@@ -222,12 +223,15 @@ func requestMembers(body []byte) (ours []member, own map[string]any) {
 	return ours, nil
 }
 
-// nestedMembers appends to ours the describing members below m's top level
-// (m being at path prefix, a member named parent): an amount object's
+// nestedMembers appends to ours the describing members of m (m being at
+// path prefix, a member named parent), but for the describingMembers of
+// the body's top level, which requestMembers reads: an amount object's
 // value and currency (Moov's and Adyen's {"amount": {"currency": "USD",
 // "value": 1000}}, PayPal's purchase_units' {"amount": {"currency_code":
 // "USD", "value": "100.00"}}), a payment wrapped in an envelope (Mercado
-// Pago's {"wallet_payment": {"transaction_amount": 700.5}}). A list is
+// Pago's {"wallet_payment": {"transaction_amount": 700.5}}), a top-level
+// amount or currency code of another name (its /v1/payments'
+// "transaction_amount", Paddle's "currency_code"). A list is
 // followed only when it holds one element: the elements of several may
 // come back in another order. A member compared at one path only, the
 // request's, never a plain amount against an amount object: a request's
@@ -252,7 +256,13 @@ func nestedMembers(m map[string]any, prefix, parent string, depth int, ours []me
 			ours = nestedMembers(obj, prefix+name+".", name, depth+1, ours)
 			continue
 		}
-		if s, ok := scalarOf(v); ok && depth > 0 && nestedDescribing(parent, name) {
+		if s, ok := scalarOf(v); ok && (depth > 0 || !slices.Contains(describingMembers[:], name) && !componentAmount(name)) && nestedDescribing(parent, name) {
+			// At the top level, the describing names are requestMembers'
+			// own; the rest are read as they are below it: Mercado Pago's
+			// /v1/payments sends its "transaction_amount" there, Paddle's
+			// transactions their "currency_code". Not a part of the
+			// amount: an answer's member of that name may be its parent
+			// resource's (componentAmount).
 			ours = append(ours, member{prefix + name, name, s})
 		}
 	}
@@ -271,6 +281,31 @@ func nestedDescribing(parent, name string) bool {
 	case f == "value":
 		p := folded(parent)
 		return strings.HasSuffix(p, "amount") || strings.HasSuffix(p, "money")
+	}
+	return false
+}
+
+// componentAmounts are the parts an amount is counted in that a server
+// may count its own way, or that an answer gives for the resource an
+// operation acted on rather than for the operation.
+var componentAmounts = [...]string{"tax", "vat", "fee", "fees", "tip", "tips", "discount", "coupon", "surcharge"}
+
+// componentAmount reports whether name, a body's top-level member, is a
+// part of the amount (a tax, fee, tip or discount amount), not the amount
+// itself: no evidence of another request. Toss Payments' partial cancel
+// sends the cancel's tax-free part as "taxFreeAmount" and is answered
+// with the payment, whose top-level "taxFreeAmount" is the payment's
+// (docs.tosspayments.com/guides/apis/cancel-payment).
+func componentAmount(name string) bool {
+	f := folded(name)
+	stem, ok := strings.CutSuffix(f, "amount")
+	if !ok {
+		return false
+	}
+	for _, c := range componentAmounts {
+		if strings.HasPrefix(stem, c) || strings.HasSuffix(stem, c) {
+			return true
+		}
 	}
 	return false
 }

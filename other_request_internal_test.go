@@ -19,6 +19,11 @@ func TestOtherRequest(t *testing.T) {
 		return `{"pspReference":"9915","resultCode":"Authorised","merchantReference":"p-1",` + own +
 			`"order":{"amount":{"currency":"EUR","value":10000},"remainingAmount":{"currency":"EUR","value":7500},"pspReference":"8815","reference":"o-1","orderData":"Ab03"}}`
 	}
+	// Mercado Pago's /v1/payments, Paddle's transactions and Primer's
+	// payments name the amount or currency code at the top level.
+	const mercadoPago = `{"transaction_amount":125.98,"token":"t","installments":1,"payment_method_id":"visa","payer":{"email":"a@b.c"}}`
+	const paddle = `{"items":[{"price_id":"pri_1","quantity":1}],"currency_code":"USD","customer_id":"ctm_1"}`
+	const primer = `{"orderId":"order-abc","currencyCode":"EUR","amount":42,"paymentMethodToken":"tok"}`
 	const coinbase = `{"client_order_id":"ord-9","product_id":"BTC-USD","side":"BUY","order_configuration":{"market_market_ioc":{"quote_size":"10"}}}`
 	for _, tt := range []struct {
 		name, body, answer, want string
@@ -85,6 +90,28 @@ func TestOtherRequest(t *testing.T) {
 		{"adyen's part payment answered without its own amount", adyenPart, adyenPartAnswer(""), ""},
 		{"adyen's part payment of another amount", adyenPart, adyenPartAnswer(`"amount":{"currency":"EUR","value":4000},`),
 			`amount.value "4000", not the request's amount.value "2500"`},
+		{"mercado pago's top-level transaction_amount, another", mercadoPago, `{"id":1,"status":"approved","transaction_amount":700.5,"transaction_amount_refunded":0}`,
+			`transaction_amount "700.5", not the request's transaction_amount "125.98"`},
+		{"mercado pago's top-level transaction_amount, same", mercadoPago, `{"id":1,"transaction_amount":"125.980","transaction_amount_refunded":125.98,` +
+			`"transaction_details":{"net_received_amount":119.3,"total_paid_amount":125.98}}`, ""},
+		{"an answer's amount the request does not name proves nothing", mercadoPago, `{"id":1,"net_amount":7,"amount_refunded":9}`, ""},
+		{"a top-level amount answered in an envelope", mercadoPago, `{"data":{"transaction_amount":700.5}}`, `transaction_amount "700.5"`},
+		{"paddle's top-level currency_code, another", paddle, `{"data":{"id":"txn_1","status":"ready","currency_code":"EUR","items":[{"price_id":"pri_1","quantity":1}]}}`,
+			`currency_code "EUR", not the request's currency_code "USD"`},
+		{"paddle's top-level currency_code, same", paddle, `{"data":{"id":"txn_1","status":"ready","currency_code":"usd","items":[{"price_id":"pri_1","quantity":1}]}}`, ""},
+		{"primer's top-level currencyCode, another", primer, `{"id":"kHdEw9EG","status":"AUTHORIZED","orderId":"order-abc","currencyCode":"GBP","amount":42}`,
+			`currencyCode "GBP", not the request's currencyCode "EUR"`},
+		{"primer's payment, same", primer, `{"id":"kHdEw9EG","status":"AUTHORIZED","orderId":"order-abc","currencyCode":"EUR","amount":42}`, ""},
+		// A part of the amount at the top level proves nothing: Toss's
+		// partial cancel is answered with the payment, whose taxFreeAmount
+		// is the payment's; a discount or fee may be counted the
+		// server's way. The amount itself still is compared.
+		{"toss's partial cancel answered with the payment's tax-free amount", `{"cancelReason":"r","cancelAmount":5000,"taxFreeAmount":1000}`,
+			`{"paymentKey":"pk","status":"PARTIAL_CANCELED","totalAmount":20000,"taxFreeAmount":3000,"cancels":[{"cancelAmount":5000,"taxFreeAmount":1000}]}`, ""},
+		{"a coupon, fee or tip amount counted the server's way", `{"transaction_amount":100,"coupon_amount":10,"application_fee_amount":3,"tip_amount":5}`,
+			`{"id":1,"transaction_amount":100,"coupon_amount":12,"application_fee_amount":4,"tip_amount":7}`, ""},
+		{"the amount beside a coupon amount, another", `{"transaction_amount":100,"coupon_amount":10}`, `{"id":1,"transaction_amount":700,"coupon_amount":10}`,
+			`transaction_amount "700", not the request's transaction_amount "100"`},
 		{"no body", "", `{"amount":5000}`, ""},
 		{"not JSON", order, `<html>`, ""},
 	} {
@@ -106,6 +133,16 @@ func TestOtherRequest(t *testing.T) {
 	// success is flagged only for such a member).
 	if got, fixed := otherRequest([]byte(paypal), []byte(`{"purchase_units":[{"amount":{"currency_code":"EUR","value":"100.00"}}]}`)); !fixed {
 		t.Errorf("otherRequest() = %q, fixed false: another currency_code is no amendment's", got)
+	}
+	// And at the top level, whatever its spelling: Paddle's
+	// "currency_code", Primer's "currencyCode".
+	for _, tt := range [][2]string{
+		{paddle, `{"data":{"currency_code":"EUR"}}`},
+		{primer, `{"currencyCode":"GBP","amount":42}`},
+	} {
+		if got, fixed := otherRequest([]byte(tt[0]), []byte(tt[1])); !fixed {
+			t.Errorf("otherRequest(%s) = %q, fixed false: another currency code is no amendment's", tt[1], got)
+		}
 	}
 	var many strings.Builder
 	for i := range 2 * nestedMost {
