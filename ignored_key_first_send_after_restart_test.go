@@ -66,7 +66,7 @@ func firstSendAfterRestart(t *testing.T, unreadable bool, wantErr error, wantRev
 		require.NoError(t, err)
 		var js idem.Store = store
 		if unreadable {
-			js = unreadableOpenStore{store}
+			js = &damagedOpenIndex{Store: store}
 		}
 		c, err := idem.New(js, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
 		require.NoError(t, err)
@@ -96,7 +96,8 @@ func firstSendAfterRestart(t *testing.T, unreadable bool, wantErr error, wantRev
 	s.requireCharges(t, []string{"k1", "k0", "k"})
 }
 
-// damagedOpenIndex is a Store whose walk of the open operations fails, as
+// damagedOpenIndex is a Store whose walk of the open operations fails (a
+// Client on it never reads the journal's flagged operations), as
 // the journal's does when "A damaged page of the index ends the walk with
 // an error matching ErrCorrupt" (journal.Store.ForEachOpen's docs), and
 // counts the walks.

@@ -2,7 +2,6 @@ package idem_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,14 +55,6 @@ func (s *heldScanStore) ClaimDue(ctx context.Context, owner string, now, expires
 		return nil, ctx.Err()
 	}
 	return s.Store.ClaimDue(ctx, owner, now, expires, limit)
-}
-
-// unreadableOpenStore fails every ForEachOpen: a Client on it never reads
-// the journal's flagged operations.
-type unreadableOpenStore struct{ *journal.Store }
-
-func (unreadableOpenStore) ForEachOpen(context.Context, func(*journal.Record) error) error {
-	return errors.New("open index unreadable")
 }
 
 // walkRace is a restarted process whose caller's Do resends a payment
@@ -128,7 +119,7 @@ func newWalkRace(t *testing.T, resultURL string) *walkRace {
 	// flagged operations (ForEachOpen failed): sent once, its answer lost,
 	// not flagged, as one sent before anything said the endpoint ignores
 	// the key. w.c has read nothing yet: its Do of y is the first resend.
-	other, err := idem.New(unreadableOpenStore{inner}, idem.WithHTTPClient(w.s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
+	other, err := idem.New(&damagedOpenIndex{Store: inner}, idem.WithHTTPClient(w.s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
 	require.NoError(t, err)
 	w.s.submitLost(t, other, "y", charge, `{"amount":100}`)
 	require.NoError(t, other.Close())

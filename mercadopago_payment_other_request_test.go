@@ -18,8 +18,9 @@ import (
 // mercadopago.com.br/developers/en/docs/checkout-api-payments/
 // response-handling/collection-results). It takes X-Idempotency-Key
 // ("you must send the X-Idempotency-Key attribute mandatorily", …/
-// checkout-bricks/payment-brick/payment-submission/cards) as Wallet
-// Connect's advanced payments do: "If the payment has already been
+// checkout-bricks/payment-brick/payment-submission/cards), and is
+// modelled as answering a used key as Wallet Connect's advanced payments
+// do (that page covers them, not /v1/payments): "If the payment has already been
 // created, your information is returned without creating a new payment"
 // (…/wallet-connect/payment-flow/idempotency); its 409 while the key's
 // payment is processed is mercadoPagoBusy's (modelled on that page's

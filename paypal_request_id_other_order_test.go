@@ -14,8 +14,8 @@ import (
 // {"currency_code": "USD", "value": "100.00"}}]}. Keyed by its
 // PayPal-Request-Id header, "PayPal returns the latest status of the
 // previous request that used that same header"
-// (developer.paypal.com/api/rest/reference/idempotency), whatever this
-// request's body, and the create's "200 OK" is "A successful response to
+// (developer.paypal.com/api/rest/reference/idempotency); modelled: the
+// page does not say whether this request's body is compared. And the create's "200 OK" is "A successful response to
 // an idempotent request … with a JSON response body that shows order
 // details" (Create order's responses; a fresh order is 201 Created). Of
 // two simultaneous requests with one id "PayPal processes the first

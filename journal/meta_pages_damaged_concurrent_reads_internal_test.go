@@ -51,6 +51,7 @@ func TestHeldLocksEndConcurrentReads(t *testing.T) {
 	const readers = 8
 	var started sync.WaitGroup
 	var stop atomic.Bool
+	t.Cleanup(func() { stop.Store(true) }) // the readers end if a wait below failed
 	errs := make(chan error, readers)
 	for range readers {
 		started.Add(1)

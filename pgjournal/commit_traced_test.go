@@ -119,8 +119,9 @@ func openTracedStore(t *testing.T, tracer *recordingTracer, wrap func(net.Conn) 
 // processing must complete before the database server returns a
 // "success" indication to the client",
 // https://www.postgresql.org/docs/current/runtime-config-wal.html), and
-// pgx hands a pool's tracer "Query, QueryRow, and Exec calls"
-// (https://pkg.go.dev/github.com/jackc/pgx/v5#QueryTracer). pgjournal
+// pgx hands a pool's tracer its calls ("QueryTracer traces Query,
+// QueryRow, and Exec.",
+// https://pkg.go.dev/github.com/jackc/pgx/v5#QueryTracer). pgjournal
 // sends the COMMIT on the wire itself (commit), so the pool's tracer saw
 // each write's batch and never its COMMIT: 0 COMMITs traced for a create
 // (the committer's transaction) and for a prune (a Store's own). Now it

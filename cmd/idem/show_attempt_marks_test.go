@@ -16,8 +16,8 @@ import (
 // marks a reviewer judges it by, modelled on Whop's documented key
 // handling (https://docs.whop.com/developer/api/idempotency): replayed
 // responses "carry an Idempotent-Replayed: true header so you can tell a
-// replay apart from a fresh execution" (attempt 3 and the result), and,
-// in the same page's Korean edition (docs.whop.com/ko/...), a retry while
+// replay apart from a fresh execution" (attempt 3 and the result); and,
+// modelled (the English page names no status for it), a retry while
 // the first request with the key still executes is answered 409 with
 // error.code idempotency_request_in_progress (attempt 2, refused).
 // Attempt 1 is a copy net/http sent twice: "HTTP requests are considered

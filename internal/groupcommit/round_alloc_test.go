@@ -33,7 +33,7 @@ func TestLoneWriterAllocatesNothing(t *testing.T) {
 	require.Nil(t, r.done, "a lone writer's done channel")
 }
 
-// TestReusedRoundSliceHoldsNothingOfAnEndedRound: rounds of 1, 3, 2 and 1
+// TestReusedRoundSliceHoldsNothingOfAnEndedRound: rounds of 1, 3, 3 and 1
 // requests share one slice, each seeing only its own requests, in queue
 // order; once a round is over the kept slice points at none of its
 // requests (the Queue would keep them from the garbage collector).
