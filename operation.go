@@ -74,8 +74,8 @@ const (
 	// from an endpoint that said so earlier in the process, or an
 	// operation whose answers were lost before it said so was visited
 	// since (or, after two such sends, is being settled by Confirm,
-	// which then flags it ReviewMaybeTwice): a resend would be a second request, so nothing resends it,
-	// not even Do.
+	// which then flags it ReviewMaybeTwice): a resend would be a second
+	// request, so nothing resends it, not even Do.
 	// A contradicting confirmation (Confirm) keeps it while the operation
 	// is open; the confirmation that settles it then flags it
 	// ReviewConfirmConflict, or, after more than one send that may have

@@ -69,8 +69,9 @@ func locksHeld(err error) bool {
 // lock, one at a time, until a panic leaves bbolt's locks held (see
 // above). A read pays one uncontended lock more at each end. A write's
 // Begin takes bbolt's writer lock in the gate, which never waits there:
-// the Store's writes are one at a time already (the applier's mutex). A nil gate, for a db
-// that one goroutine uses (Open's, Compact's), admits every call.
+// the Store's writes are one at a time already (the applier's mutex). A
+// nil gate, for a db that one goroutine uses (Open's, Compact's,
+// Inspect's), admits every call.
 //
 // The meta lock's other taker, a write's Commit writing its meta page,
 // cannot pass through it without holding it for the whole commit.

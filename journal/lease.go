@@ -429,6 +429,8 @@ type leaseCtx struct {
 	l Lease
 }
 
+// Value answers the lease's key itself, and any other through the
+// context it wraps, which finds a cancelable parent by a key of its own.
 func (c *leaseCtx) Value(key any) any {
 	if key == (leaseKey{}) {
 		return c.l

@@ -585,8 +585,8 @@ func inTx(ctx context.Context, conn *pgx.Conn, tracer pgx.QueryTracer, queue fun
 // notices only to the pool's ConnConfig.OnNotice, which a pool given to
 // New need not have. The application's OnNotice still hears them. Being
 // no pgx.Conn call, it is traced by no pgx tracer: tracedCommit hands it
-// to the pool's. sent reports whether the COMMIT was sent (only a context already ended
-// keeps it unsent). The answer is the server's error if it sent one (a
+// to the pool's. sent reports whether the COMMIT was sent (only a
+// context already ended keeps it unsent). The answer is the server's error if it sent one (a
 // FATAL is followed by no ReadyForQuery, but by the connection's end);
 // else a connection that broke, or a context that ended, before the
 // answer's end. After an error the connection is left in its transaction

@@ -44,7 +44,7 @@ func TestShowAttemptWithoutOutcome(t *testing.T) {
 	f := newJournal(t)
 	stdout, stderr, code := runIdem(t, "show", "-journal", f.path, "k-pending")
 	require.Equal(t, 0, code, stderr)
-	require.Regexp(t, `(?m)^\s+1\s+submit\s+\S+\s+yes\s+no\s+\?\s+-\s+-\s+no outcome recorded \(maybe sent\)\s+-\s+-$`, stdout)
+	require.Regexp(t, `(?m)^\s+1\s+submit\s+\S+\s+yes\s+-\s+\?\s+-\s+-\s+no outcome recorded \(maybe sent\)\s+-\s+-$`, stdout)
 	require.Contains(t, stdout, "header:\n  Content-Type: application/json\n  X-Request-Source: checkout\n")
 }
 

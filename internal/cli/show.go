@@ -144,11 +144,13 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 	fmt.Fprintln(tw, "  #\tKIND\tSTART\tWROTE\tRESENT\tSTATUS\tREFUSED\tREPLAYED\tERROR\tRETRY-AFTER\tDURATION")
 	for _, a := range r.Attempts {
 		status, errText, retry, dur := "-", clean(httpsyntax.RedactURLsIn(a.Err, r.URL, r.QueryURL)), "-", "-"
-		refused, replayed := yesNo(a.Refused), yesNo(a.Replayed)
+		resent, refused, replayed := yesNo(a.Resent), yesNo(a.Refused), yesNo(a.Replayed)
 		switch {
 		case !a.Done:
-			// No answer recorded: nothing said whether it was refused.
-			status, errText, refused, replayed = "?", "no outcome recorded (maybe sent)", "-", "-"
+			// No answer recorded: nothing said whether it was refused,
+			// nor (net/http's count is recorded with the outcome)
+			// whether it went twice.
+			status, errText, resent, refused, replayed = "?", "no outcome recorded (maybe sent)", "-", "-", "-"
 		case a.Status != 0:
 			status = strconv.Itoa(a.Status)
 		}
@@ -159,12 +161,13 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 			dur = a.Duration.String()
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			a.Number, clean(string(a.Kind)), stamp(a.Start), yesNo(a.Wrote), yesNo(a.Resent),
+			a.Number, clean(string(a.Kind)), stamp(a.Start), yesNo(a.Wrote), resent,
 			status, refused, replayed, errText, retry, dur)
 	}
 	_ = tw.Flush()
 }
 
+// yesNo is a mark's cell in show's attempt table.
 func yesNo(b bool) string {
 	if b {
 		return "yes"
