@@ -619,11 +619,20 @@ func (d *driver) submit() (step, error) {
 		c.ignoringLearntFirst(d.ctx)
 	}
 	number := attemptCount(d.rec)
-	if !d.keyIgnored && c.ignoring.has(d.rec) && pastOf(d.rec, number).maybeExecuted {
+	// Flagged by another process since resendBlock judged this resend
+	// (its Confirm, its drive: several services on one journal), whose
+	// commit landed before this attempt's: d.rec is what the commit read
+	// back, so it costs no read. The flag is the endpoint's, which this
+	// process may not know.
+	flagged := d.rec.Review == ReviewKeyIgnored
+	if flagged {
+		c.ignoring.relearn(d.rec)
+	}
+	if flagged || !d.keyIgnored && c.ignoring.has(d.rec) && pastOf(d.rec, number).maybeExecuted {
 		// Learnt since resendBlock judged this resend (another
 		// operation's answer to the endpoint came while this attempt was
-		// journaled): what may have executed would execute again. Not
-		// sent, and closed as such (flag).
+		// journaled, or the flag above): what may have executed would
+		// execute again. Not sent, and closed as such (flag).
 		d.preRecorded = true
 		return step{}, d.flag(ReviewKeyIgnored, ErrNeedsReview)
 	}

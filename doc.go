@@ -267,7 +267,9 @@
 // while the process lives; a new one reads them again, once, from the
 // open operations flagged for them, before its first send, its first
 // resend of what may have executed, or a Confirm of an operation two of
-// whose sends may have.
+// whose sends may have. A drive whose new attempt is journaled on an
+// operation another process sharing the journal flagged so meanwhile
+// (its Confirm, its drive) does not send it, and learns the endpoint.
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
 // flags it [ReviewMaybeTwice]: the server may have executed it twice. If

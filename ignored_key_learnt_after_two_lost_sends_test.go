@@ -68,18 +68,10 @@ func TestIgnoredKeyLearntAfterTwoLostSendsKeepsMaybeTwice(t *testing.T) {
 			}))
 			url := s.srv.URL + "/api/v1/charge"
 
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			mu.Lock()
-			stop = cancel
-			mu.Unlock()
-			res, err := c.Submit(ctx, idem.Request{Key: "k", URL: url, ResultURL: s.srv.URL + "/api/v1/orders/o-1",
-				Body: []byte(`{"amount":100,"order_id":"o-1"}`)})
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-			require.Empty(t, res.Review, "Submit(): nothing said yet that the endpoint ignores the key")
+			submitUntilGivenUp(t, c, s, &mu, &stop)
 			s.requireSeen(t, []string{"k", "k"}, 1)
 
-			_, err = c.Submit(t.Context(), idem.Request{Key: "k0", URL: url, Body: []byte(`{"amount":5}`)})
+			_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: url, Body: []byte(`{"amount":5}`)})
 			require.NoError(t, err, "the other payment, whose answer says the key is ignored")
 			s.requireSeen(t, []string{"k", "k", "k0"}, 1)
 
@@ -102,7 +94,7 @@ func TestIgnoredKeyLearntAfterTwoLostSendsKeepsMaybeTwice(t *testing.T) {
 			})
 			op, err := c.Lookup(t.Context(), "", "k")
 			require.NoError(t, err)
-			res, err = c.Do(doCtx, op)
+			res, err := c.Do(doCtx, op)
 			s.requireSeen(t, []string{"k", "k", "k0"}, 2)
 			if tt.confirm {
 				require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Do(): still processing")

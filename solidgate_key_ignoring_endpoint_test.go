@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -155,4 +156,21 @@ func lostThenIgnored(n int, w http.ResponseWriter) {
 func refunded(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = fmt.Fprint(w, `{"id":"ref_1","status":"refunded"}`)
+}
+
+// submitUntilGivenUp submits payment k (order o-1) to s's charge endpoint
+// through c, its caller giving up at the send whose answer calls *stop
+// (set here, under mu): every answer lost before it, nothing said yet
+// that the endpoint ignores the key, the call ends unknown and unflagged.
+func submitUntilGivenUp(t *testing.T, c *idem.Client, s *keyIgnoringCharges, mu *sync.Mutex, stop *context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	mu.Lock()
+	*stop = cancel
+	mu.Unlock()
+	res, err := c.Submit(ctx, idem.Request{Key: "k", URL: s.srv.URL + "/api/v1/charge", ResultURL: s.srv.URL + "/api/v1/orders/o-1",
+		Body: []byte(`{"amount":100,"order_id":"o-1"}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit(k)")
+	require.Empty(t, res.Review, "Submit(k): nothing said yet that the endpoint ignores the key")
 }
