@@ -58,5 +58,6 @@ func TestWithLeaseCarriesTheLeaseAsWithValueDid(t *testing.T) {
 		t.Fatal("the derived context was not cancelled with the lease's parent")
 	}
 	require.ErrorIs(t, ctx.Err(), context.Canceled)
-	require.Panics(t, func() { WithLease(nil, l) }) //nolint:staticcheck // nil on purpose, as context.WithValue
+	var none context.Context // nil on purpose: WithLease panics on it, as context.WithValue does
+	require.Panics(t, func() { WithLease(none, l) })
 }
