@@ -490,7 +490,7 @@ func replayMeaning(p past, a answer) judgment {
 			// The key's resource is another request's (a key shared, or
 			// reused from a business id): ours may never have run.
 			return judgment{move: moveReview, label: "created_other_request", review: ReviewKeyInUse, conflict: true,
-				err: fmt.Errorf("idem: the resource the key created is another request's: its %s", a.otherRequest)}
+				err: fmt.Errorf("idem: the resource the key created is another request's: its %s; check which resource is ours with the provider, then Resolve", a.otherRequest)}
 		}
 		return judgment{move: moveSettle, label: "created", out: Outcome{State: StateSucceeded, ResourceID: a.created}}
 	case a.status >= 200 && a.status < 300:

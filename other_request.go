@@ -148,7 +148,7 @@ func otherRequestAnswered(j judgment, a answer) judgment {
 		return j
 	}
 	return judgment{move: moveReview, label: "submit_other_request", review: ReviewKeyInUse, conflict: true,
-		err: fmt.Errorf("idem: the order answered for the key (%q) is another request's, held under it before this one: its %s",
+		err: fmt.Errorf("idem: the order answered for the key (%q) is another request's, held under it before this one: its %s; ours was never placed: check with the provider, then Resolve",
 			truncate(j.out.ResourceID, 64), a.otherRequest)}
 }
 
