@@ -27,6 +27,11 @@ type Operation struct {
 	Updated   time.Time   `json:"updated"`
 	Settled   time.Time   `json:"settled"`
 	NextDue   time.Time   `json:"next_due"`
+	// Trace is the trace context of the call that journaled the
+	// operation (journal.Record.Trace), by which a person finds the
+	// request that started a stuck one; only in the answer for one
+	// operation, with Timeline.
+	Trace string `json:"trace,omitempty"`
 	// Timeline is the journaled attempts, oldest first; only in the
 	// answer for one operation.
 	Timeline []Attempt `json:"timeline,omitempty"`
@@ -117,6 +122,7 @@ func FromRecord(r *journal.Record, timeline bool) *Operation {
 		})
 	}
 	if timeline {
+		op.Trace = r.Trace
 		op.Timeline = make([]Attempt, len(r.Attempts))
 		for i, a := range r.Attempts {
 			op.Timeline[i] = Attempt{
@@ -137,6 +143,7 @@ func (o *Operation) Record() *journal.Record {
 		Scope: o.Scope, Key: o.Key, Ref: o.Ref, Method: o.Method, URL: o.URL, QueryURL: o.ResultURL,
 		State: journal.State(o.State), Review: o.Review,
 		Created: o.Created, FirstSent: o.FirstSent, Updated: o.Updated, Settled: o.Settled, NextDue: o.NextDue,
+		Trace: o.Trace,
 	}
 	if res := o.Result; res != nil {
 		r.Result = &journal.Result{ResourceID: res.ResourceID, StatusCode: res.StatusCode, Reason: res.Reason, Replayed: res.Replayed}

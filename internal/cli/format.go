@@ -51,6 +51,9 @@ type recordJSON struct {
 	Settled    *time.Time          `json:"settled,omitempty"`
 	NextDue    *time.Time          `json:"next_due,omitempty"`
 	Attempts   []attemptJSON       `json:"attempts"`
+	// Trace: the trace context of the call that journaled it, to find
+	// the request that started a stuck operation.
+	Trace string `json:"trace,omitempty"`
 	// Confirmations: outcomes learned from outside (webhook events).
 	Confirmations []confirmationJSON `json:"confirmations,omitempty"`
 }
@@ -118,6 +121,7 @@ func toJSON(r *journal.Record) recordJSON {
 		Settled:    optTime(r.Settled),
 		NextDue:    optTime(r.NextDue),
 		Attempts:   []attemptJSON{},
+		Trace:      r.Trace,
 	}
 	j.Body, j.BodyBase64 = bodyJSON(r.Body)
 	if res := r.Result; res != nil {

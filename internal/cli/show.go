@@ -59,6 +59,10 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 	}
 	field("request", clean(r.Method)+" "+clean(httpsyntax.RedactURL(r.URL)))
 	field("result url", clean(httpsyntax.RedactURL(r.QueryURL)))
+	if r.Trace != "" {
+		// The call that journaled it: where a person looks for why it is stuck.
+		field("trace", clean(r.Trace))
+	}
 	field("created", stamp(r.Created)+" ("+age(now, r.Created)+" ago)")
 	field("first sent", stamp(r.FirstSent))
 	field("updated", stamp(r.Updated))
