@@ -142,8 +142,11 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 var resourceIDs = [...]string{"id", "paymentKey"}
 
 // pathSegments is the segments of rawURL's path, unescaped, but for empty
-// ones and key's: a path naming the key names the request itself (a
-// create at a client-chosen id), no resource it acts on.
+// ones and a last one that is key: a path ending in the key names the
+// request itself (a create at a client-chosen id), no resource it acts
+// on. The key followed by an operation's segment names the resource it
+// acts on: a caller capturing an intent once may key the capture by the
+// intent's id (POST /payment_intents/{id}/capture).
 func pathSegments(rawURL, key string) []string {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -151,9 +154,12 @@ func pathSegments(rawURL, key string) []string {
 	}
 	var segs []string
 	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
-		if s, err := url.PathUnescape(seg); err == nil && s != "" && s != key {
+		if s, err := url.PathUnescape(seg); err == nil && s != "" {
 			segs = append(segs, s)
 		}
+	}
+	if len(segs) > 0 && segs[len(segs)-1] == key {
+		segs = segs[:len(segs)-1]
 	}
 	return segs
 }

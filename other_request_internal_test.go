@@ -197,6 +197,12 @@ func TestOtherRequestActedOn(t *testing.T) {
 		{"a capture naming the intent as its parent", capture, `{"id":"cap_9","payment_intent_id":"int_1","amount":70}`, "",
 			`amount "70", not the request's amount "50"`},
 		{"a create at the key's id is no resource acted on", `{"amount":50}`, `{"id":"k-1","amount":100}`, "https://h/v1/transfers/k-1", `amount "100"`},
+		{"a create at the key's id, a trailing slash", `{"amount":50}`, `{"id":"k-1","amount":100}`, "https://h/v1/transfers/k-1/", `amount "100"`},
+		{"a create at the key's id, escaped", `{"amount":50}`, `{"id":"k-1","amount":100}`, "https://h/v1/transfers/k%2D1", `amount "100"`},
+		{"the key naming the intent acted on", capture, `{"id":"k-1","amount":100}`, "https://h/v1/pa/payment_intents/k-1/capture", ""},
+		{"the intent, its id escaped", capture, `{"id":"pay/1","amount":100}`, "https://h/v1/payments/pay%2F1/capture", ""},
+		{"the intent, another currency in its amount object", `{"amount":{"currency":"EUR","value":50}}`,
+			`{"id":"int_1","amount":{"currency":"USD","value":100}}`, "", `amount.currency "USD", not the request's amount.currency "EUR"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			segs := acted
