@@ -87,7 +87,12 @@ func amendable(name string) bool {
 // another path, or a number on one side and a word on the other proves
 // nothing. fixed: a member no amendment changes differs (amendable), the
 // one then named.
-func otherRequest(body, answer []byte) (how string, fixed bool) {
+//
+// acted is the request URL's path segments (pathSegments): an answer's
+// resource whose own id is one of them is the resource the request acted
+// on (a capture's, refund's or cancel's payment), not one it made, and
+// its top-level amounts are that resource's (actedOn).
+func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) {
 	ours, own := requestMembers(body)
 	if len(ours) == 0 {
 		return "", false
@@ -99,9 +104,16 @@ func otherRequest(body, answer []byte) (how string, fixed bool) {
 		return "", false
 	}
 	for _, res := range resources(doc, 0, own, nil) {
+		parent := actedOn(res, acted)
 		for _, m := range ours {
+			if parent && topAmount(m.path) && amendable(m.name) {
+				continue
+			}
 			theirName := m.path
 			their, named := memberAt(res, m.path)
+			if name, v, ok := requestedAmount(res, m.path); ok {
+				theirName, their, named = name, v, true
+			}
 			if outer, inner, nested := strings.Cut(m.path, "."); !named && nested && slices.Contains(requestEnvelopes[:], outer) {
 				// A request's envelope, answered with the resource alone.
 				theirName = inner
@@ -121,6 +133,83 @@ func otherRequest(body, answer []byte) (how string, fixed bool) {
 		}
 	}
 	return how, false
+}
+
+// resourceIDs are the names an answer gives its resource's own id: "id",
+// and Toss Payments' Payment's "paymentKey". Not a name of another
+// resource's id (a capture's "payment_id"): an answer naming the parent
+// so is the capture, its amount the capture's.
+var resourceIDs = [...]string{"id", "paymentKey"}
+
+// pathSegments is the segments of rawURL's path, unescaped, but for empty
+// ones and a last one that is key: a path ending in the key names the
+// request itself (a create at a client-chosen id), no resource it acts
+// on. The key followed by an operation's segment names the resource it
+// acts on: a caller capturing an intent once may key the capture by the
+// intent's id (POST /payment_intents/{id}/capture).
+func pathSegments(rawURL, key string) []string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil
+	}
+	var segs []string
+	for seg := range strings.SplitSeq(u.EscapedPath(), "/") {
+		if s, err := url.PathUnescape(seg); err == nil && s != "" {
+			segs = append(segs, s)
+		}
+	}
+	if len(segs) > 0 && segs[len(segs)-1] == key {
+		segs = segs[:len(segs)-1]
+	}
+	return segs
+}
+
+// actedOn reports whether res, an answer's resource, is the one a request
+// to a path of segments acted on: its own id (resourceIDs) is one of
+// them. An operation on an existing resource may be answered with that
+// resource: Airwallex's capture, POST /api/v1/pa/payment_intents/{id}/
+// capture with {"amount": 50}, with the PaymentIntent, whose "amount" is
+// the intent's 100 and "captured_amount" what has been captured of it
+// (Toss Payments' cancel likewise, componentAmount). Its top-level
+// amounts describe that resource, not the operation: compared with the
+// request's, they made our own partial capture another request's.
+func actedOn(res map[string]any, segments []string) bool {
+	for _, name := range resourceIDs {
+		if id, ok := scalarOf(res[name]); ok && id != "" && slices.Contains(segments, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// topAmount reports whether path, a request member's, is an amount at the
+// body's top level, or in an amount object there ("amount.value").
+func topAmount(path string) bool {
+	top, _, _ := strings.Cut(path, ".")
+	return strings.HasSuffix(folded(top), "amount")
+}
+
+// requestedAmount is res's member that names, beside its own amount, the
+// amount a request asked for, when path, a request member's, is a plain
+// amount at the body's top level: its name, and the name "requested"
+// before or after it (amount_requested, requested_amount). An answer
+// giving both says its own amount may be less than the one asked for:
+// Checkout.com's payment answers a partial authorization's approved
+// amount as "amount" beside "amount_requested" (checkout-sdk-go's
+// PaymentResponse), the card's funds short of the request's. Compared
+// with the plain amount, our own partly approved payment was another
+// request's.
+func requestedAmount(res map[string]any, path string) (string, any, bool) {
+	f := folded(path)
+	if strings.Contains(path, ".") || !strings.HasSuffix(f, "amount") {
+		return "", nil, false
+	}
+	for _, name := range slices.Sorted(maps.Keys(res)) {
+		if g := folded(name); g == f+"requested" || g == "requested"+f {
+			return name, res[name], true
+		}
+	}
+	return "", nil, false
 }
 
 // heldOrderAnswer reports whether a submit's 2xx of status and body may be

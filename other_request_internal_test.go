@@ -113,11 +113,19 @@ func TestOtherRequest(t *testing.T) {
 			`{"id":1,"transaction_amount":100,"coupon_amount":12,"application_fee_amount":4,"tip_amount":7}`, ""},
 		{"the amount beside a coupon amount, another", `{"transaction_amount":100,"coupon_amount":10}`, `{"id":1,"transaction_amount":700,"coupon_amount":10}`,
 			`transaction_amount "700", not the request's transaction_amount "100"`},
+		// An answer naming the amount asked for beside its own compares
+		// the request's by that: Checkout.com's partial authorization.
+		{"checkout's partial authorization, the amount requested", `{"amount":10000,"currency":"USD","partial_authorization":{"enabled":true}}`,
+			`{"id":"pay_1","amount":6000,"amount_requested":10000,"currency":"USD","status":"Authorized"}`, ""},
+		{"checkout's partial authorization, another amount requested", `{"amount":10000,"currency":"USD"}`,
+			`{"id":"pay_1","amount":6000,"amount_requested":7000,"currency":"USD"}`, `amount_requested "7000", not the request's amount "10000"`},
+		{"a requestedAmount beside a transaction amount", `{"transactionAmount":100}`, `{"transactionAmount":60,"requestedTransactionAmount":100}`, ""},
+		{"a nested amount has no requested name", `{"amount":{"value":100}}`, `{"amount":{"value":60},"amount_requested":100}`, `amount.value "60"`},
 		{"no body", "", `{"amount":5000}`, ""},
 		{"not JSON", order, `<html>`, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, fixed := otherRequest([]byte(tt.body), []byte(tt.answer))
+			got, fixed := otherRequest([]byte(tt.body), []byte(tt.answer), nil)
 			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
 				t.Errorf("otherRequest() = %q; want %q", got, tt.want)
 			}
@@ -135,7 +143,7 @@ func TestOtherRequest(t *testing.T) {
 	// Pinned apart from the loop's cases too: a
 	// currency_code, however deep, is no amendment's (a submit's own
 	// success is flagged only for such a member).
-	if got, fixed := otherRequest([]byte(paypal), []byte(`{"purchase_units":[{"amount":{"currency_code":"EUR","value":"100.00"}}]}`)); !fixed {
+	if got, fixed := otherRequest([]byte(paypal), []byte(`{"purchase_units":[{"amount":{"currency_code":"EUR","value":"100.00"}}]}`), nil); !fixed {
 		t.Errorf("otherRequest() = %q, fixed false: another currency_code is no amendment's", got)
 	}
 	// And at the top level, whatever its spelling: Paddle's
@@ -144,7 +152,7 @@ func TestOtherRequest(t *testing.T) {
 		{paddle, `{"data":{"currency_code":"EUR"}}`},
 		{primer, `{"currencyCode":"GBP","amount":42}`},
 	} {
-		if got, fixed := otherRequest([]byte(tt[0]), []byte(tt[1])); !fixed {
+		if got, fixed := otherRequest([]byte(tt[0]), []byte(tt[1]), nil); !fixed {
 			t.Errorf("otherRequest(%s) = %q, fixed false: another currency code is no amendment's", tt[1], got)
 		}
 	}
@@ -152,14 +160,60 @@ func TestOtherRequest(t *testing.T) {
 	for i := range 2 * nestedMost {
 		fmt.Fprintf(&many, `"u%03d":{"amount":1},`, i)
 	}
-	if got, _ := otherRequest([]byte(`{`+many.String()+`"z":{"amount":1}}`), []byte(`{"z":{"amount":2}}`)); got != "" {
+	if got, _ := otherRequest([]byte(`{`+many.String()+`"z":{"amount":1}}`), []byte(`{"z":{"amount":2}}`), nil); got != "" {
 		t.Errorf("otherRequest() = %q: the member past the cap compared", got)
 	}
-	if got, _ := otherRequest([]byte(`{`+many.String()+`"z":{"amount":1}}`), []byte(`{"u000":{"amount":2}}`)); got == "" {
+	if got, _ := otherRequest([]byte(`{`+many.String()+`"z":{"amount":1}}`), []byte(`{"u000":{"amount":2}}`), nil); got == "" {
 		t.Errorf("otherRequest() = %q: the member within the cap not compared", got)
 	}
-	if got, _ := otherRequest([]byte(`{"symbol":"BTCUSDT"}`), []byte(`{"symbol":"`+`\u0001`+strings.Repeat("x", 200)+`"}`)); len(got) > 200 || strings.Contains(got, "\x01") {
+	if got, _ := otherRequest([]byte(`{"symbol":"BTCUSDT"}`), []byte(`{"symbol":"`+`\u0001`+strings.Repeat("x", 200)+`"}`), nil); len(got) > 200 || strings.Contains(got, "\x01") {
 		t.Errorf("otherRequest() = %q: not bounded or not printable", got)
+	}
+}
+
+// TestOtherRequestActedOn: an answer whose own id the request's path
+// names is the resource the request acted on (Airwallex's capture answered
+// with the PaymentIntent): its top-level amounts are that resource's and
+// compared with nothing; its currency, its nested members, and any other
+// resource's amounts still are.
+func TestOtherRequestActedOn(t *testing.T) {
+	const capture = `{"amount":50,"request_id":"k-1"}`
+	intent := func(id, more string) string {
+		return `{"id":"` + id + `","amount":100,"currency":"USD","status":"SUCCEEDED","captured_amount":50` + more + `}`
+	}
+	acted := pathSegments("https://api.airwallex.com/api/v1/pa/payment_intents/int_1/capture", "k-1")
+	for _, tt := range []struct {
+		name, body, answer, url, want string
+	}{
+		{"the intent captured, its own amount", capture, intent("int_1", ""), "", ""},
+		{"another intent, its own amount", capture, intent("int_2", ""), "", `amount "100", not the request's amount "50"`},
+		{"the intent, numeric id", capture, `{"id":1044,"amount":100}`, "https://h/v1/payments/1044/capture", ""},
+		{"toss's paymentKey", `{"cancelAmount":5000}`, `{"paymentKey":"pk_1","cancelAmount":20000}`, "https://h/v1/payments/pk_1/cancel", ""},
+		{"an amount object at the top", `{"amount":{"currency":"EUR","value":50}}`, `{"id":"int_1","amount":{"currency":"EUR","value":100}}`, "", ""},
+		{"the intent, its currency", `{"amount":50,"currency":"USD"}`, intent("int_1", ""), "", ""},
+		{"the intent, another currency code", `{"amount":50,"currency":"EUR"}`, intent("int_1", ""), "", `currency "USD", not the request's currency "EUR"`},
+		{"the intent, another nested amount", `{"order":{"lines":[{"amount":50}]}}`, `{"id":"int_1","order":{"lines":[{"amount":70}]}}`, "",
+			`order.lines.0.amount "70", not the request's order.lines.0.amount "50"`},
+		{"a capture naming the intent as its parent", capture, `{"id":"cap_9","payment_intent_id":"int_1","amount":70}`, "",
+			`amount "70", not the request's amount "50"`},
+		{"a create at the key's id is no resource acted on", `{"amount":50}`, `{"id":"k-1","amount":100}`, "https://h/v1/transfers/k-1", `amount "100"`},
+		{"a create at the key's id, a trailing slash", `{"amount":50}`, `{"id":"k-1","amount":100}`, "https://h/v1/transfers/k-1/", `amount "100"`},
+		{"a create at the key's id, escaped", `{"amount":50}`, `{"id":"k-1","amount":100}`, "https://h/v1/transfers/k%2D1", `amount "100"`},
+		{"the key naming the intent acted on", capture, `{"id":"k-1","amount":100}`, "https://h/v1/pa/payment_intents/k-1/capture", ""},
+		{"the intent, its id escaped", capture, `{"id":"pay/1","amount":100}`, "https://h/v1/payments/pay%2F1/capture", ""},
+		{"the intent, another currency in its amount object", `{"amount":{"currency":"EUR","value":50}}`,
+			`{"id":"int_1","amount":{"currency":"USD","value":100}}`, "", `amount.currency "USD", not the request's amount.currency "EUR"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			segs := acted
+			if tt.url != "" {
+				segs = pathSegments(tt.url, "k-1")
+			}
+			got, _ := otherRequest([]byte(tt.body), []byte(tt.answer), segs)
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("otherRequest() = %q; want %q", got, tt.want)
+			}
+		})
 	}
 }
 
