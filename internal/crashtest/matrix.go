@@ -29,6 +29,12 @@ type Scenario struct {
 	// ForegroundOptions are added to the options of the first process
 	// only, the one that submits under the faults.
 	ForegroundOptions []idem.Option
+	// ResubmitAfterRestart makes the restarted process's callers submit
+	// every operation again, as an application that never heard back
+	// retries with the same key, with the faults still on, before the
+	// faults stop and it resumes: it must know, before it sends, what
+	// the process before it learnt (an endpoint that ignores the key).
+	ResubmitAfterRestart bool
 	// Transport, when set, wraps the transport of the client's requests
 	// to the server (a gateway between them that rewrites answers, say).
 	Transport func(http.RoundTripper) http.RoundTripper
@@ -55,9 +61,11 @@ const (
 
 // Scenarios returns the fault matrix of one server behaviour: no fault,
 // each fault of the fake server alone at MatrixRate, a mixed profile with
-// every fault at once, and drop-then-restart: responses lost after the
+// every fault at once, drop-then-restart (responses lost after the
 // commit, and a first process that gives up after one attempt, so that the
-// restarted process finds them open. Under a behaviour with a key window of
+// restarted process finds them open) and drop-then-resubmit, the same with
+// the restarted process's callers submitting every operation again, the
+// drops still on, before it resumes. Under a behaviour with a key window of
 // its own (short-window), the client restarts twice that window later, as a
 // process that was down for a while. Under an order API (client-order-id)
 // the client is configured for it by BehaviorOptions, at the default retry
@@ -87,7 +95,9 @@ func Scenarios(b idemtest.Behavior) []Scenario {
 	sc = append(sc, row("mixed", profile(mixed)))
 	handOff := row("drop-then-restart", profile(map[idemtest.FaultKind]float64{idemtest.DropAfterCommit: MatrixRate}))
 	handOff.ForegroundOptions = []idem.Option{idem.WithMaxAttempts(1)}
-	return append(sc, handOff)
+	resubmit := handOff
+	resubmit.Name, resubmit.ResubmitAfterRestart = "drop-then-resubmit", true
+	return append(sc, handOff, resubmit)
 }
 
 func profile(rates map[idemtest.FaultKind]float64) idemtest.Profile {
@@ -192,31 +202,40 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 	if err != nil {
 		return row, err
 	}
-	for i := range ops {
-		res, err := c.Submit(ctx, idem.Request{Key: Key(i), URL: srv.URL + OrdersPath, Body: Body(i)})
-		var ierr *idem.Error
-		switch {
-		case res == nil:
-			_ = c.Close()
-			return row, fmt.Errorf("%s: Submit(%s): no result: %w", sc.Name, Key(i), err)
-		case err != nil && !errors.As(err, &ierr):
-			_ = c.Close()
-			return row, fmt.Errorf("%s: Submit(%s): %w", sc.Name, Key(i), err)
-		case !res.State.Terminal():
-			row.HandedOff++
-		}
+	row.HandedOff, err = submitAll(ctx, c, sc, ops, srv.URL)
+	if cerr := c.Close(); err == nil {
+		err = cerr
 	}
-	if err := c.Close(); err != nil {
+	if err != nil {
 		return row, err
 	}
 
-	// The faults stop; a restarted process resumes what was left open.
-	if err := srv.SetProfile(idemtest.Profile{}); err != nil {
-		return row, fmt.Errorf("%s: %w", sc.Name, err)
+	// A restarted process resumes what was left open, once the faults
+	// stop; under ResubmitAfterRestart its callers first submit every
+	// operation again, faults still on.
+	stopFaults := func() error {
+		if err := srv.SetProfile(idemtest.Profile{}); err != nil {
+			return fmt.Errorf("%s: %w", sc.Name, err)
+		}
+		return nil
+	}
+	if !sc.ResubmitAfterRestart {
+		if err := stopFaults(); err != nil {
+			return row, err
+		}
 	}
 	clk.Advance(sc.RestartAfter)
 	if c, err = idem.Open(path, opts...); err != nil {
 		return row, err
+	}
+	if sc.ResubmitAfterRestart {
+		if _, err = submitAll(ctx, c, sc, ops, srv.URL); err == nil {
+			err = stopFaults()
+		}
+		if err != nil {
+			_ = c.Close()
+			return row, err
+		}
 	}
 	_, err = c.Resume(ctx)
 	if err == nil && sc.Behavior.KeyMember != "" {
@@ -239,6 +258,27 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 	}
 	row.Elapsed = time.Since(start)
 	return row, nil
+}
+
+// submitAll submits the workload's ops operations through c, one after
+// the other, and returns how many were not settled when Submit returned.
+// An error is one no caller of idem expects: no result, or not an
+// *idem.Error.
+func submitAll(ctx context.Context, c *idem.Client, sc Scenario, ops int, url string) (int, error) {
+	handedOff := 0
+	for i := range ops {
+		res, err := c.Submit(ctx, idem.Request{Key: Key(i), URL: url + OrdersPath, Body: Body(i)})
+		var ierr *idem.Error
+		switch {
+		case res == nil:
+			return handedOff, fmt.Errorf("%s: Submit(%s): no result: %w", sc.Name, Key(i), err)
+		case err != nil && !errors.As(err, &ierr):
+			return handedOff, fmt.Errorf("%s: Submit(%s): %w", sc.Name, Key(i), err)
+		case !res.State.Terminal():
+			handedOff++
+		}
+	}
+	return handedOff, nil
 }
 
 // check fills in the outcome columns from the journal, read-only as the
