@@ -35,11 +35,13 @@
 // draft above ([IETFDraft], the default), stored 500 and 503 replayed for
 // the key's life ([StoredErrors]), a silent replay of a used key's answer
 // whatever the body ([NoBodyCompare]), 417 for a used key with another
-// body ([Conflict417]), a 30-minute key window ([ShortWindow]), or an order
+// body ([Conflict417]), a 30-minute key window ([ShortWindow]), an order
 // API whose key is a client order id in the body, which refuses a repeated
 // id with Binance's 400 -2010 "Duplicate order sent." and answers its result
-// endpoint by client order id, never replaying ([ClientOrderID]); the knobs
-// of a [Behavior] combine. [Server.Preempt] (or the [Preempt] fault) makes
+// endpoint by client order id, never replaying ([ClientOrderID]), or an
+// endpoint that ignores the key, executing every submit and marking its
+// answers Idempotency-Status: ignored ([KeyIgnored]); the knobs of a
+// [Behavior] combine. [Server.Preempt] (or the [Preempt] fault) makes
 // someone else use a key first. [Server.KeyStats] counts, per key, the
 // submits that arrived once the key's answer could no longer change, so a
 // test can bound how often a client resends a settled key.

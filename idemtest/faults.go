@@ -226,8 +226,8 @@ type Request struct {
 // Idempotency-Key middleware it models, or with KeyMember which order API
 // whose key is a client order id in the body; see [WithBehavior]. Its
 // knobs combine; the presets ([IETFDraft], [StoredErrors],
-// [NoBodyCompare], [Conflict417], [ShortWindow], [ClientOrderID]) each
-// turn one. The zero value is the IETF
+// [NoBodyCompare], [Conflict417], [ShortWindow], [ClientOrderID],
+// [KeyIgnored]) each turn one. The zero value is the IETF
 // draft.
 type Behavior struct {
 	// Name labels the behaviour: the preset's name ("stored-errors", …),
@@ -265,6 +265,13 @@ type Behavior struct {
 	// order is open: once filled, a repeat places a second order
 	// (Binance's newClientOrderId, "unique among open orders").
 	OpenOnly bool
+	// KeyIgnored makes the server an endpoint that does not de-duplicate
+	// by the key: every submit executes, a new order each time, and the
+	// handler's answers carry "Idempotency-Status: ignored" (Solidgate's
+	// endpoints without idempotency support); the result endpoint answers
+	// the key's last order. It takes no StoreErrors, NoBodyCompare,
+	// ConflictStatus or KeyMember. See [KeyIgnored].
+	KeyIgnored bool
 }
 
 // String returns b.Name, or if it is "" the knobs that differ from the
@@ -315,7 +322,17 @@ const ClientOrderIDMember = fakeserver.ClientOrderIDMember
 // order (idem's ExampleWithDecoder_clientOrderID).
 func ClientOrderID() Behavior { return Behavior(fakeserver.ClientOrderID()) }
 
-// Behaviors returns the presets, IETFDraft first.
+// KeyIgnored is an endpoint that ignores the key, as Solidgate's without
+// idempotency support ("A value of ignored means the endpoint does not",
+// https://api-docs.solidgate.com/api/v2/idempotent-requests): every submit
+// executes, a new order counted in the key's [KeyStats.Effects], its
+// answers marked "Idempotency-Status: ignored" (not the 500, 429 and 503
+// of the faults that answer instead of it); the result endpoint answers
+// the key's last order. Not one of [Behaviors]: a client can flag a
+// second order there, not always prevent it.
+func KeyIgnored() Behavior { return Behavior(fakeserver.KeyIgnored()) }
+
+// Behaviors returns the presets, IETFDraft first; not [KeyIgnored].
 func Behaviors() []Behavior {
 	var bs []Behavior
 	for _, b := range fakeserver.Behaviors() {
@@ -324,8 +341,8 @@ func Behaviors() []Behavior {
 	return bs
 }
 
-// BehaviorNamed returns the preset called name ("stored-errors", …), or an
-// error listing the names.
+// BehaviorNamed returns the preset of [Behaviors] called name
+// ("stored-errors", …), or an error listing the names.
 func BehaviorNamed(name string) (Behavior, error) {
 	b, err := fakeserver.BehaviorNamed(name)
 	if err != nil {

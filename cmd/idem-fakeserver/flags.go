@@ -32,7 +32,7 @@ var generalFlags = []string{
 }
 
 // behaviorFlags lists the flags of the server's behaviour, in usage order.
-var behaviorFlags = []string{"behavior", "store-errors", "no-body-compare", "conflict-status"}
+var behaviorFlags = []string{"behavior", "store-errors", "no-body-compare", "conflict-status", "key-ignored"}
 
 // rateFlag returns the name of the rate flag of kind: the kind itself, the
 // word POST /_faults takes.
@@ -88,6 +88,7 @@ func newFlagSet(opts *options, rates map[fakeserver.FaultKind]*rate) *flag.FlagS
 	fs.BoolVar(&cfg.Behavior.StoreErrors, "store-errors", false, "store the handler's 500 and 503 as the key's answer and replay them")
 	fs.BoolVar(&cfg.Behavior.NoBodyCompare, "no-body-compare", false, "replay a used key's answer to any request with it, whatever the body")
 	fs.IntVar(&cfg.Behavior.ConflictStatus, "conflict-status", http.StatusUnprocessableEntity, "`status` for a used key with another request")
+	fs.BoolVar(&cfg.Behavior.KeyIgnored, "key-ignored", false, "ignore the key: every submit executes, answers carry Idempotency-Status: ignored (Solidgate's endpoints without idempotency support)")
 	opts.webhook.register(fs)
 	for _, k := range fakeserver.FaultKinds() {
 		r := new(rate)
@@ -171,6 +172,9 @@ func (opts *options) resolveBehavior(set map[string]bool) error {
 	if set["no-body-compare"] && knobs.NoBodyCompare != b.NoBodyCompare {
 		b.NoBodyCompare, changed = knobs.NoBodyCompare, true
 	}
+	if set["key-ignored"] && knobs.KeyIgnored != b.KeyIgnored {
+		b.KeyIgnored, changed = knobs.KeyIgnored, true
+	}
 	current := b.ConflictStatus
 	if current == 0 {
 		current = http.StatusUnprocessableEntity
@@ -229,8 +233,8 @@ Flags:
 	}
 	fmt.Fprint(w, `
 Behavior: how the server answers a key it has seen. -behavior picks a preset;
--store-errors, -no-body-compare and -conflict-status change it. GET /_behavior
-shows the result under the same names.
+-store-errors, -no-body-compare, -conflict-status and -key-ignored change it.
+GET /_behavior shows the result under the same names.
 `)
 	for _, name := range behaviorFlags {
 		printFlag(w, fs.Lookup(name))

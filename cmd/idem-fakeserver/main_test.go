@@ -199,6 +199,9 @@ func TestBehaviorFlags(t *testing.T) {
 		{[]string{"-behavior", "stored-errors", "-no-body-compare", "-conflict-status", "409"},
 			fakeserver.Behavior{StoreErrors: true, NoBodyCompare: true, ConflictStatus: 409}},
 		{[]string{"-behavior", "stored-errors", "-store-errors=false"}, fakeserver.Behavior{}},
+		// Not a preset (fakeserver.Behaviors), a knob: named as
+		// fakeserver.KeyIgnored is.
+		{[]string{"-key-ignored"}, fakeserver.Behavior{KeyIgnored: true}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -1,6 +1,7 @@
 package crashtest_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -67,7 +68,9 @@ func TestCrashChild(t *testing.T) {
 	}
 	ch := &childProc{journal: os.Getenv(envJournal), url: os.Getenv(envURL)}
 	var err error
-	if v := os.Getenv(envBehavior); v != "" {
+	if v := os.Getenv(envBehavior); v == idemtest.KeyIgnored().Name {
+		ch.behavior = idemtest.KeyIgnored() // no preset of Behaviors
+	} else if v != "" {
 		if ch.behavior, err = idemtest.BehaviorNamed(v); err != nil {
 			say("error %s: %v", envBehavior, err)
 			os.Exit(2)
@@ -341,6 +344,29 @@ func (s *crashStore) Update(ctx context.Context, scope, key string, fn func(*jou
 	return rec, err
 }
 
+// bodyOf returns req's body, and the request to send: req, or for one
+// sent once (no GetBody, so that net/http cannot resend it, as idem sends
+// to an endpoint that ignores the key) a copy of it holding the bytes
+// read, still without GetBody.
+func bodyOf(req *http.Request) (*http.Request, []byte, error) {
+	if req.GetBody != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			return nil, nil, err
+		}
+		b, err := io.ReadAll(body)
+		return req, b, err
+	}
+	b, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, nil, err
+	}
+	once := req.Clone(req.Context())
+	once.Body = io.NopCloser(bytes.NewReader(b))
+	return once, b, nil
+}
+
 // logTransport tells the parent about every request it forwards, so the
 // parent can check that each key always went out with the same bytes to the
 // same URL, and crashes at the configured point.
@@ -354,13 +380,10 @@ func (t *logTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	key, sha := req.Header.Get("Idempotency-Key"), "-"
 	if req.Method == http.MethodGet {
 		key, _ = url.PathUnescape(strings.TrimPrefix(req.URL.EscapedPath(), "/operations/"))
-	} else if req.GetBody != nil {
-		body, err := req.GetBody()
-		if err != nil {
-			return nil, err
-		}
-		b, err := io.ReadAll(body)
-		if err != nil {
+	} else if req.Body != nil && req.Body != http.NoBody {
+		var b []byte
+		var err error
+		if req, b, err = bodyOf(req); err != nil {
 			return nil, err
 		}
 		sum := sha256.Sum256(b)

@@ -29,6 +29,15 @@ type Scenario struct {
 	// ForegroundOptions are added to the options of the first process
 	// only, the one that submits under the faults.
 	ForegroundOptions []idem.Option
+	// ResubmitAfterRestart makes the restarted process's callers submit
+	// every operation again, as an application that never heard back
+	// retries with the same key, with the faults still on, before the
+	// faults stop and it resumes: it must know, before it sends, what
+	// the process before it learnt (an endpoint that ignores the key).
+	ResubmitAfterRestart bool
+	// Transport, when set, wraps the transport of the client's requests
+	// to the server (a gateway between them that rewrites answers, say).
+	Transport func(http.RoundTripper) http.RoundTripper
 }
 
 // MatrixRate is how often a fault strikes in the single-fault rows: every
@@ -52,9 +61,11 @@ const (
 
 // Scenarios returns the fault matrix of one server behaviour: no fault,
 // each fault of the fake server alone at MatrixRate, a mixed profile with
-// every fault at once, and drop-then-restart: responses lost after the
+// every fault at once, drop-then-restart (responses lost after the
 // commit, and a first process that gives up after one attempt, so that the
-// restarted process finds them open. Under a behaviour with a key window of
+// restarted process finds them open) and drop-then-resubmit, the same with
+// the restarted process's callers submitting every operation again, the
+// drops still on, before it resumes. Under a behaviour with a key window of
 // its own (short-window), the client restarts twice that window later, as a
 // process that was down for a while. Under an order API (client-order-id)
 // the client is configured for it by BehaviorOptions, at the default retry
@@ -84,7 +95,9 @@ func Scenarios(b idemtest.Behavior) []Scenario {
 	sc = append(sc, row("mixed", profile(mixed)))
 	handOff := row("drop-then-restart", profile(map[idemtest.FaultKind]float64{idemtest.DropAfterCommit: MatrixRate}))
 	handOff.ForegroundOptions = []idem.Option{idem.WithMaxAttempts(1)}
-	return append(sc, handOff)
+	resubmit := handOff
+	resubmit.Name, resubmit.ResubmitAfterRestart = "drop-then-resubmit", true
+	return append(sc, handOff, resubmit)
 }
 
 func profile(rates map[idemtest.FaultKind]float64) idemtest.Profile {
@@ -113,6 +126,18 @@ type Row struct {
 	Queries   int // result queries the server saw
 	// Duplicates counts side effects beyond the first, over every key.
 	Duplicates int
+	// FlaggedDuplicates counts the Duplicates of operations the journal
+	// flags for a person as made, or maybe made, twice (ReviewMaybeTwice,
+	// ReviewMadeTwice) or sent to an endpoint that ignores the key
+	// (ReviewKeyIgnored): idem told someone. Only where the server does
+	// not de-duplicate (idemtest.KeyIgnored) are they no broken promise;
+	// idem cannot unsend what net/http resent on its own before anything
+	// said the endpoint ignores the key.
+	FlaggedDuplicates int
+	// SilentDuplicates counts the other Duplicates: of an operation
+	// settled clean, left open unflagged, or missing from the journal. A
+	// broken promise under every behaviour.
+	SilentDuplicates int
 	// Lost counts operations missing from the journal, or left open after
 	// Resume without a review reason.
 	Lost int
@@ -156,8 +181,12 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 	}
 	defer srv.Close()
 	path := filepath.Join(dir, strings.ReplaceAll(row.Behavior+"-"+sc.Name, "/", "_")+".journal")
+	hc := srv.Client()
+	if sc.Transport != nil {
+		hc = &http.Client{Transport: sc.Transport(hc.Transport)}
+	}
 	opts := []idem.Option{
-		idem.WithHTTPClient(srv.Client()),
+		idem.WithHTTPClient(hc),
 		idem.WithClock(clk),
 		idem.WithAttemptTimeout(matrixAttemptTimeout),
 		idem.WithResultEndpoint(srv.ResultTemplate()),
@@ -173,31 +202,40 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 	if err != nil {
 		return row, err
 	}
-	for i := range ops {
-		res, err := c.Submit(ctx, idem.Request{Key: Key(i), URL: srv.URL + OrdersPath, Body: Body(i)})
-		var ierr *idem.Error
-		switch {
-		case res == nil:
-			_ = c.Close()
-			return row, fmt.Errorf("%s: Submit(%s): no result: %w", sc.Name, Key(i), err)
-		case err != nil && !errors.As(err, &ierr):
-			_ = c.Close()
-			return row, fmt.Errorf("%s: Submit(%s): %w", sc.Name, Key(i), err)
-		case !res.State.Terminal():
-			row.HandedOff++
-		}
+	row.HandedOff, err = submitAll(ctx, c, sc, ops, srv.URL)
+	if cerr := c.Close(); err == nil {
+		err = cerr
 	}
-	if err := c.Close(); err != nil {
+	if err != nil {
 		return row, err
 	}
 
-	// The faults stop; a restarted process resumes what was left open.
-	if err := srv.SetProfile(idemtest.Profile{}); err != nil {
-		return row, fmt.Errorf("%s: %w", sc.Name, err)
+	// A restarted process resumes what was left open, once the faults
+	// stop; under ResubmitAfterRestart its callers first submit every
+	// operation again, faults still on.
+	stopFaults := func() error {
+		if err := srv.SetProfile(idemtest.Profile{}); err != nil {
+			return fmt.Errorf("%s: %w", sc.Name, err)
+		}
+		return nil
+	}
+	if !sc.ResubmitAfterRestart {
+		if err := stopFaults(); err != nil {
+			return row, err
+		}
 	}
 	clk.Advance(sc.RestartAfter)
 	if c, err = idem.Open(path, opts...); err != nil {
 		return row, err
+	}
+	if sc.ResubmitAfterRestart {
+		if _, err = submitAll(ctx, c, sc, ops, srv.URL); err == nil {
+			err = stopFaults()
+		}
+		if err != nil {
+			_ = c.Close()
+			return row, err
+		}
 	}
 	_, err = c.Resume(ctx)
 	if err == nil && sc.Behavior.KeyMember != "" {
@@ -215,16 +253,37 @@ func RunScenario(ctx context.Context, sc Scenario, ops int, seed int64, dir stri
 		return row, err
 	}
 
-	if err := row.check(ctx, path, srv); err != nil {
+	if err := row.check(ctx, sc, path, srv); err != nil {
 		return row, err
 	}
 	row.Elapsed = time.Since(start)
 	return row, nil
 }
 
+// submitAll submits the workload's ops operations through c, one after
+// the other, and returns how many were not settled when Submit returned.
+// An error is one no caller of idem expects: no result, or not an
+// *idem.Error.
+func submitAll(ctx context.Context, c *idem.Client, sc Scenario, ops int, url string) (int, error) {
+	handedOff := 0
+	for i := range ops {
+		res, err := c.Submit(ctx, idem.Request{Key: Key(i), URL: url + OrdersPath, Body: Body(i)})
+		var ierr *idem.Error
+		switch {
+		case res == nil:
+			return handedOff, fmt.Errorf("%s: Submit(%s): no result: %w", sc.Name, Key(i), err)
+		case err != nil && !errors.As(err, &ierr):
+			return handedOff, fmt.Errorf("%s: Submit(%s): %w", sc.Name, Key(i), err)
+		case !res.State.Terminal():
+			handedOff++
+		}
+	}
+	return handedOff, nil
+}
+
 // check fills in the outcome columns from the journal, read-only as the
 // operator tool reads it, and from the server's counters and request log.
-func (row *Row) check(ctx context.Context, path string, srv *idemtest.Server) error {
+func (row *Row) check(ctx context.Context, sc Scenario, path string, srv *idemtest.Server) error {
 	store, err := journal.Open(path, journal.ReadOnly())
 	if err != nil {
 		return err
@@ -260,11 +319,22 @@ func (row *Row) check(ctx context.Context, path string, srv *idemtest.Server) er
 		rec, err := store.Get(ctx, idem.DefaultScope, key)
 		if errors.Is(err, journal.ErrNotFound) {
 			row.Lost++
+			row.SilentDuplicates += max(0, effects-1)
 			problem("%s: not in the journal", key)
 			continue
 		}
 		if err != nil {
 			return err
+		}
+		// Where the server de-duplicates nothing, a second order idem
+		// flagged for a person is what idem promises there; elsewhere
+		// every second order is a broken promise.
+		flagged := flaggedTwice(rec.Review)
+		excused := flagged && sc.Behavior.KeyIgnored
+		if flagged {
+			row.FlaggedDuplicates += max(0, effects-1)
+		} else {
+			row.SilentDuplicates += max(0, effects-1)
 		}
 		if rec.BodySHA != BodySHA(i) {
 			problem("%s: journaled body differs from the workload's", key)
@@ -272,7 +342,7 @@ func (row *Row) check(ctx context.Context, path string, srv *idemtest.Server) er
 		switch {
 		case rec.State == journal.StateSucceeded:
 			row.Succeeded++
-			if effects != 1 {
+			if effects != 1 && !(excused && effects > 1) {
 				row.WronglySucceeded++
 				problem("%s: succeeded with %d side effects of its own (%d of someone else's); attempts %s", key, effects, ks.ForeignEffects, DescribeAttempts(rec.Attempts))
 			}
@@ -289,8 +359,8 @@ func (row *Row) check(ctx context.Context, path string, srv *idemtest.Server) er
 			row.Lost++
 			problem("%s: left %s after Resume with no review reason", key, rec.State)
 		}
-		if effects > 1 {
-			problem("%s: %d side effects", key, effects)
+		if effects > 1 && !excused {
+			problem("%s: %d side effects (review %q); attempts %s", key, effects, rec.Review, DescribeAttempts(rec.Attempts))
 		}
 	}
 	want := make(map[string][32]byte, row.Ops)
@@ -314,21 +384,34 @@ func (row *Row) check(ctx context.Context, path string, srv *idemtest.Server) er
 	st := srv.Stats()
 	row.Attempts = st.Submits + st.Queries
 	row.Queries = st.Queries
-	if st.MaxEffectsPerKey > 1 {
+	if st.MaxEffectsPerKey > 1 && !sc.Behavior.KeyIgnored {
+		// Under KeyIgnored the keys above judged each second order.
 		problem("max_effects_per_key = %d", st.MaxEffectsPerKey)
 	}
 	return nil
 }
 
+// flaggedTwice reports whether a record's review reason tells a person
+// the operation was, or may have been, performed more than once, or was
+// sent where the key is ignored.
+func flaggedTwice(review string) bool {
+	switch review {
+	case idem.ReviewMaybeTwice, idem.ReviewMadeTwice, idem.ReviewKeyIgnored:
+		return true
+	}
+	return false
+}
+
 // Markdown renders rows as a Markdown table.
 func Markdown(rows []Row) string {
 	var b strings.Builder
-	b.WriteString("| fault | ops | handed off | succeeded | failed | unknown | review | attempts | queries | preempted | refused | max after final | duplicates | lost | wrongly failed | wrongly succeeded |\n")
-	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| fault | ops | handed off | succeeded | failed | unknown | review | attempts | queries | preempted | refused | max after final | duplicates | flagged duplicates | silent duplicates | lost | wrongly failed | wrongly succeeded |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n",
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n",
 			r.Scenario, r.Ops, r.HandedOff, r.Succeeded, r.Failed, r.Unknown, r.Review,
-			r.Attempts, r.Queries, r.Preempted, r.Refused, r.MaxAfterFinal, r.Duplicates, r.Lost, r.WronglyFailed, r.WronglySucceeded)
+			r.Attempts, r.Queries, r.Preempted, r.Refused, r.MaxAfterFinal, r.Duplicates, r.FlaggedDuplicates, r.SilentDuplicates,
+			r.Lost, r.WronglyFailed, r.WronglySucceeded)
 	}
 	return b.String()
 }
@@ -342,7 +425,7 @@ func DescribeAttempts(attempts []journal.Attempt) string {
 		for _, flag := range []struct {
 			on   bool
 			name string
-		}{{!a.Done, "no-outcome"}, {a.Wrote, "wrote"}, {a.Replayed, "replayed"}, {a.Refused, "refused"}} {
+		}{{!a.Done, "no-outcome"}, {a.Wrote, "wrote"}, {a.Resent, "resent"}, {a.Replayed, "replayed"}, {a.Refused, "refused"}} {
 			if flag.on {
 				p += ":" + flag.name
 			}

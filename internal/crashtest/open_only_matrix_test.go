@@ -3,10 +3,7 @@ package crashtest_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/idemkit/idem/idemtest"
-	"github.com/idemkit/idem/internal/crashtest"
 )
 
 // TestFaultMatrixWhereFilledOrdersFreeTheirID runs the client-order-id
@@ -24,12 +21,5 @@ func TestFaultMatrixWhereFilledOrdersFreeTheirID(t *testing.T) {
 	}
 	b := idemtest.ClientOrderID()
 	b.OpenOnly = true
-	for n, sc := range crashtest.Scenarios(b) {
-		t.Run(sc.Name, func(t *testing.T) {
-			row, err := crashtest.RunScenario(t.Context(), sc, ops, int64(100+n), t.TempDir())
-			require.NoError(t, err)
-			t.Logf("%+v", row)
-			requireRowHolds(t, row)
-		})
-	}
+	runMatrix(t, b, ops)
 }

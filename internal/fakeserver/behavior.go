@@ -13,7 +13,7 @@ import (
 // which order API whose key is a client order id in the body. A behaviour
 // is a set of knobs, which combine; the presets ([IETFDraft],
 // [StoredErrors], [NoBodyCompare], [Conflict417], [ShortWindow],
-// [ClientOrderID], listed by [Behaviors]) each turn one knob, and their Name is the word used by the command's
+// [ClientOrderID], listed by [Behaviors], and [KeyIgnored]) each turn one knob, and their Name is the word used by the command's
 // -behavior flag and by GET /_behavior. The zero value is the IETF draft.
 //
 // A behaviour is the server's nature, not a fault: it holds for the
@@ -82,6 +82,28 @@ type Behavior struct {
 	// exist'"), against which a client's resend after a not-found
 	// answer places the order twice.
 	OpenOnly bool
+
+	// KeyIgnored makes the server an endpoint that does not de-duplicate
+	// by the key: every submit with a valid key executes (a new order,
+	// counted in the key's KeyStats.Effects), and the endpoint's answers
+	// say so with "Idempotency-Status: ignored", as Solidgate's endpoints
+	// without idempotency support do ("Idempotency support varies by
+	// endpoint. Send the request with an Idempotency-Key header and check
+	// the Idempotency-Status value. A value of ignored means the endpoint
+	// does not", https://api-docs.solidgate.com/api/v2/idempotent-requests).
+	// The mark is the handler's: on the answers of a submit that executed
+	// (error-after-commit's 500, garbage and truncated bodies included),
+	// not on those of the faults that answer instead of the handler
+	// (error-before-commit, throttle, unavailable: a proxy's or a rate
+	// limiter's in front of it, modelled), which tell a client nothing.
+	// The result endpoint answers by the key the key's last order, as
+	// Solidgate's order status by the merchant's order_id tells of the
+	// order's last payment only
+	// (https://docs.solidgate.com/payments/payments-insights/payments-types-and-statuses/,
+	// modelled): a resend that executes hides the order before it. It
+	// takes no StoreErrors, NoBodyCompare, ConflictStatus or KeyMember,
+	// which describe a server that de-duplicates.
+	KeyIgnored bool
 }
 
 // The names of the presets.
@@ -92,6 +114,7 @@ const (
 	nameConflict417   = "conflict-417"
 	nameShortWindow   = "short-window"
 	nameClientOrderID = "client-order-id"
+	nameKeyIgnored    = "key-ignored"
 )
 
 // ShortWindowRetention is the key window of the [ShortWindow] preset: the
@@ -141,13 +164,23 @@ func ClientOrderID() Behavior {
 	return Behavior{Name: nameClientOrderID, KeyMember: ClientOrderIDMember}
 }
 
-// Behaviors returns the presets, in a fixed order: IETFDraft first.
+// KeyIgnored is an endpoint that ignores the key: every submit executes,
+// every answer of its handler carries "Idempotency-Status: ignored", and
+// the result endpoint answers the key's last order (see
+// [Behavior.KeyIgnored]). It is not one of [Behaviors]: a client can only
+// flag, never prevent, a second order there (a resend net/http makes on
+// its own before anything said the endpoint ignores the key, say), which
+// a test of one order per key cannot hold it to.
+func KeyIgnored() Behavior { return Behavior{Name: nameKeyIgnored, KeyIgnored: true} }
+
+// Behaviors returns the presets, in a fixed order: IETFDraft first. Not
+// [KeyIgnored], whose server de-duplicates nothing.
 func Behaviors() []Behavior {
 	return []Behavior{IETFDraft(), StoredErrors(), NoBodyCompare(), Conflict417(), ShortWindow(), ClientOrderID()}
 }
 
-// BehaviorNamed returns the preset called name, or an error listing the
-// names.
+// BehaviorNamed returns the preset of [Behaviors] called name, or an
+// error listing the names.
 func BehaviorNamed(name string) (Behavior, error) {
 	var names []string
 	for _, b := range Behaviors() {
@@ -162,6 +195,13 @@ func BehaviorNamed(name string) (Behavior, error) {
 // Description returns a one-line description of the behaviour: how it
 // differs from the IETF draft.
 func (b Behavior) Description() string {
+	if b.KeyIgnored {
+		d := "an endpoint that ignores the key: every submit executes, answers carry Idempotency-Status: ignored; the result endpoint answers the key's last order"
+		if b.Retention != 0 {
+			d += "; orders found by key for " + b.Retention.String()
+		}
+		return d
+	}
 	if b.KeyMember != "" {
 		d := fmt.Sprintf("an order API: the key is the body's %q; a repeated id is refused 400 -2010 \"Duplicate order sent.\", never replayed; the result endpoint answers the order or 400 -2013 (Binance's shapes)", b.KeyMember)
 		if b.OpenOnly {
@@ -217,6 +257,9 @@ func (b Behavior) String() string {
 	if b.OpenOnly {
 		knobs = append(knobs, "open-only")
 	}
+	if b.KeyIgnored {
+		knobs = append(knobs, "key-ignored")
+	}
 	if len(knobs) == 0 {
 		return nameIETFDraft
 	}
@@ -246,6 +289,9 @@ func (b Behavior) validate() error {
 	if b.KeyMember != "" && (b.StoreErrors || b.NoBodyCompare || b.ConflictStatus != 0) {
 		return fmt.Errorf("key member %q is an order API that never replays: it takes no store-errors, no-body-compare or conflict status (leave them unset)", b.KeyMember)
 	}
+	if b.KeyIgnored && (b.StoreErrors || b.NoBodyCompare || b.ConflictStatus != 0 || b.KeyMember != "") {
+		return fmt.Errorf("key-ignored executes every submit: it takes no store-errors, no-body-compare, conflict status or key member, which de-duplicate (leave them unset)")
+	}
 	return nil
 }
 
@@ -257,6 +303,7 @@ type behaviorJSON struct {
 	Retention      string `json:"retention"`
 	KeyMember      string `json:"key_member,omitempty"`
 	OpenOnly       bool   `json:"open_only,omitempty"`
+	KeyIgnored     bool   `json:"key_ignored,omitempty"`
 }
 
 // marshalBehavior encodes the behaviour a server runs with, defaults
@@ -270,6 +317,7 @@ func marshalBehavior(b Behavior, retention time.Duration) []byte {
 		Retention:      retention.String(),
 		KeyMember:      b.KeyMember,
 		OpenOnly:       b.OpenOnly,
+		KeyIgnored:     b.KeyIgnored,
 	})
 	return body
 }

@@ -143,6 +143,9 @@ type answer struct {
 	// retryAfter, when set, is sent as Retry-After (with httpDate).
 	retryAfter time.Duration
 	httpDate   bool
+	// keyIgnored marks the answer "Idempotency-Status: ignored"
+	// (Behavior.KeyIgnored), whatever fault shapes it.
+	keyIgnored bool
 }
 
 func (a answer) write(w http.ResponseWriter, now time.Time) {
@@ -187,6 +190,9 @@ func orOneSecond(d time.Duration) time.Duration {
 // the delay, drops the connection, or mangles the body. It calls done with
 // the status sent (0 if dropped) before anything reaches the client.
 func deliver(w http.ResponseWriter, r *http.Request, a answer, f applied, now func() time.Time, done func(status int)) {
+	if a.keyIgnored {
+		w.Header().Set("Idempotency-Status", "ignored")
+	}
 	switch f.kind {
 	case DropAfterCommit:
 		done(0)

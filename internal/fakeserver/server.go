@@ -258,6 +258,11 @@ func (s *Server) preemptLocked(sk scopeKey, now time.Time, hold time.Duration) *
 		doneAt: now.Add(hold), retryAfter: time.Second,
 	}
 	e.counts.ForeignEffects = 1
+	if prev, ok := s.st.entries[sk]; ok {
+		// The key's order before it (a declined order API's, any under
+		// KeyIgnored) is still counted.
+		e.counts.add(prev.counts)
+	}
 	s.stats.ForeignEffects++
 	s.st.add(e)
 	return e

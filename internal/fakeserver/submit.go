@@ -58,9 +58,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	sk := scopeKey{req.Scope, key}
 	e := s.st.lookup(sk, now, s.cfg.Retention)
 	// An order API's order never placed (declined, rejected) left its id
-	// free: the next submit with it is a new order, not a resend of a
-	// final answer.
-	if e != nil && e.final(now) && !(e.order && e.state == stateFailed) {
+	// free, and an endpoint that ignores the key stores no answer: the
+	// next submit after an order never placed is a new order, not a
+	// resend of a final answer (after one placed, it is a resend of
+	// what executed, counted).
+	if e != nil && e.final(now) && !((e.order || s.cfg.Behavior.KeyIgnored) && e.state == stateFailed) {
 		e.counts.SubmitsAfterFinal++
 		s.stats.MaxSubmitsAfterFinal = max(s.stats.MaxSubmitsAfterFinal, s.st.keyStats(sk).SubmitsAfterFinal)
 	}
@@ -87,8 +89,9 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		e = s.executeLocked(sk, digest, now, f)
 		if prev != nil {
 			// An order API's order never placed, or filled under
-			// OpenOnly, left its id free: the key's counters go on
-			// across it, a second order included.
+			// OpenOnly, left its id free, or the endpoint ignores the
+			// key: the key's counters go on across it, a second order
+			// included.
 			e.counts.add(prev.counts)
 			s.stats.MaxEffectsPerKey = max(s.stats.MaxEffectsPerKey, s.st.keyStats(sk).Effects)
 		}
@@ -117,6 +120,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	}
 	if executed {
 		s.eventLocked(e, body, now)
+		a.keyIgnored = s.cfg.Behavior.KeyIgnored
 	}
 	s.mu.Unlock()
 
@@ -181,6 +185,13 @@ func (s *Server) responseFault(f applied) applied {
 // classifyLocked decides the outcome of a submit of digest against the live
 // entry e (nil if none).
 func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcome {
+	if s.cfg.Behavior.KeyIgnored {
+		// The key is not looked at: a resend is a new order.
+		if e == nil && len(s.st.entries) >= s.cfg.MaxKeys {
+			return outFull
+		}
+		return outExecute
+	}
 	if s.cfg.Behavior.KeyMember != "" {
 		// An order API replays nothing: a placed order's id is taken,
 		// in flight or resting or filled alike, and one never placed
