@@ -433,28 +433,10 @@ type blocked struct {
 
 // resendBlock says whether the operation may be resent now; nil if it may.
 func (d *driver) resendBlock(p past, now time.Time) *blocked {
+	if block := d.flagBlock(p); block != nil {
+		return block
+	}
 	rec := d.rec
-	switch {
-	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored || rec.Review == ReviewMadeTwice:
-		// The server's stored answer for the key is final, or this call
-		// has just flagged it: resending changes nothing. Nor is a key the
-		// server ignores ever safe to resend, nor one it has lost once.
-		reason := rec.Review
-		if reason == "" {
-			reason = ReviewFinalAnswer
-		}
-		cause := ErrNeedsReview
-		if reason == ReviewKeyInUse {
-			cause = errKeyInUse
-		}
-		return &blocked{reason, cause}
-	}
-	if rec.Review == ReviewKeyExpired {
-		// Expiry is for good, whether the client's window or the server's
-		// own answer (a 410 from the result endpoint) said so; a later 404
-		// from the endpoint must not reopen it.
-		return &blocked{ReviewKeyExpired, ErrKeyExpired}
-	}
 	if d.sentBefore().maybeExecuted {
 		if !d.keyIgnored {
 			// What the journal says of the endpoint, first: an earlier
@@ -541,8 +523,44 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			return &blocked{ReviewClockStepped, ErrNeedsReview}
 		}
 	}
+	return d.reviewOnlyBlock()
+}
+
+// flagBlock is resendBlock's judgement by the journal's flags and p
+// alone: what no clock, measure or read of the journal decides, so that
+// submit can judge the record its commit read back again at no cost
+// (another process's Confirm may have flagged it since resendBlock).
+func (d *driver) flagBlock(p past) *blocked {
+	rec := d.rec
+	switch {
+	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored || rec.Review == ReviewMadeTwice:
+		// The server's stored answer for the key is final, or this call
+		// has just flagged it: resending changes nothing. Nor is a key the
+		// server ignores ever safe to resend, nor one it has lost once.
+		reason := rec.Review
+		if reason == "" {
+			reason = ReviewFinalAnswer
+		}
+		cause := ErrNeedsReview
+		if reason == ReviewKeyInUse {
+			cause = errKeyInUse
+		}
+		return &blocked{reason, cause}
+	}
+	if rec.Review == ReviewKeyExpired {
+		// Expiry is for good, whether the client's window or the server's
+		// own answer (a 410 from the result endpoint) said so; a later 404
+		// from the endpoint must not reopen it.
+		return &blocked{ReviewKeyExpired, ErrKeyExpired}
+	}
+	return nil
+}
+
+// reviewOnlyBlock blocks a resend by automatic reconciliation of a
+// flagged operation (reviewOnly); nil otherwise.
+func (d *driver) reviewOnlyBlock() *blocked {
 	if d.reviewOnly() {
-		return &blocked{rec.Review, ErrBudgetSpent}
+		return &blocked{d.rec.Review, ErrBudgetSpent}
 	}
 	return nil
 }
