@@ -994,12 +994,15 @@ func closeOpenAttempts(r *journal.Record) {
 	}
 }
 
-// closeUnsent closes the attempt Submit journaled with the record when the
-// call ends before sending it. Left open, it would read as "may have been
-// sent" for ever (maybeExecuted, closeOpenAttempts): the operation reported
-// unknown rather than pending, and a later refusal never taken as final.
-// n is unsentAttempt's answer, taken before the commit: fn must only
-// change the record.
+// notSent is the Err of an attempt closeUnsent closed.
+const notSent = "not sent: the call ended before sending it"
+
+// closeUnsent closes the attempt journaled and not sent (unsentAttempt:
+// Submit's, or one blockSince withheld) when the call ends. Left open, it
+// would read as "may have been sent" for ever (maybeExecuted,
+// closeOpenAttempts): the operation reported unknown rather than pending,
+// and a later refusal never taken as final. n is unsentAttempt's answer,
+// taken before the commit: fn must only change the record.
 func closeUnsent(r *journal.Record, n int) {
 	if n == 0 {
 		return
@@ -1007,9 +1010,15 @@ func closeUnsent(r *journal.Record, n int) {
 	for i := range r.Attempts {
 		if a := &r.Attempts[i]; a.Number == n && !a.Done {
 			a.Done, a.Wrote = true, false
-			a.Err = "not sent: the call ended before sending it"
+			a.Err = notSent
 		}
 	}
+}
+
+// closedUnsent reports whether closeUnsent closed a: no exchange, so
+// nothing of its host either (reachOf, throttledBy).
+func closedUnsent(a journal.Attempt) bool {
+	return a.Kind == journal.AttemptSubmit && a.Done && !a.Wrote && a.Err == notSent
 }
 
 // unsentAttempt is the number of the attempt journaled with the record and
