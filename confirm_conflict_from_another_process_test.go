@@ -115,11 +115,16 @@ func TestConfirmConflictFromAnotherProcessStopsTheResend(t *testing.T) {
 	requireLastUnsent(t, store, "k")
 
 	// Flagged, the operation is queried only, and it has no result
-	// endpoint: later visits send nothing.
+	// endpoint: later visits send nothing, nor journal an attempt they
+	// would close unsent (resendBlock judges the flag before submit
+	// does, blockSince).
 	clock.Advance(idem.DefaultReconcileInterval)
 	_, err = b.Resume(t.Context())
 	require.NoError(t, err, "b.Resume() again")
 	s.requireSeen(t, []string{"k", "k"}, 2)
+	op, err = b.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+	require.Equal(t, 3, op.Attempts, "journal: attempts after the later Resume")
 
 	mu.Lock()
 	defer mu.Unlock()
