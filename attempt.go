@@ -590,6 +590,7 @@ type step struct {
 // request is built, and its outcome (with any settlement) after.
 func (d *driver) submit() (step, error) {
 	c := d.c
+	committed := !d.preRecorded
 	if d.preRecorded {
 		d.preRecorded = false
 	} else {
@@ -619,22 +620,11 @@ func (d *driver) submit() (step, error) {
 		c.ignoringLearntFirst(d.ctx)
 	}
 	number := attemptCount(d.rec)
-	// Flagged by another process since resendBlock judged this resend
-	// (its Confirm, its drive: several services on one journal), whose
-	// commit landed before this attempt's: d.rec is what the commit read
-	// back, so it costs no read. The flag is the endpoint's, which this
-	// process may not know.
-	flagged := d.rec.Review == ReviewKeyIgnored
-	if flagged {
-		c.ignoring.relearn(d.rec)
-	}
-	if flagged || !d.keyIgnored && c.ignoring.has(d.rec) && pastOf(d.rec, number).maybeExecuted {
-		// Learnt since resendBlock judged this resend (another
-		// operation's answer to the endpoint came while this attempt was
-		// journaled, or the flag above): what may have executed would
-		// execute again. Not sent, and closed as such (flag).
+	if block := d.blockSince(committed, number); block != nil {
+		// Not sent, and closed as such (flag): the flag is kept as it was
+		// written.
 		d.preRecorded = true
-		return step{}, d.flag(ReviewKeyIgnored, ErrNeedsReview)
+		return step{}, d.flag(block.reason, block.cause)
 	}
 	d.exchanges++
 	d.submits++
@@ -686,6 +676,42 @@ func (d *driver) submit() (step, error) {
 		}
 	})
 	return d.endAttempt(st, number, ex, false, err)
+}
+
+// blockSince judges again, just before the send of attempt number,
+// what resendBlock judged before the attempt was journaled (committed:
+// by this call; not the attempt Submit journaled with the record, whose
+// record resendBlock read).
+//
+// By the journal's flags (flagBlock, reviewOnlyBlock) on the record the
+// commit read back, so costing no read: another process sharing the
+// journal (a webhook handler's Confirm, several services on one
+// PostgreSQL) writes them without this drive's lease, and its commit may
+// have landed between resendBlock's judgement and this attempt's. A
+// Confirm's contradiction (ReviewConfirmConflict: the event names
+// another resource for the key, which a server that lost the key made)
+// ends a Run or Resume drive's resends, as it would have one judged
+// after it; ReviewKeyIgnored is the endpoint's, which this process may
+// not know: learnt from it (relearn).
+//
+// And by what this process learnt of the endpoint meanwhile: another
+// operation's answer to it may have come while this attempt was
+// journaled, and what may have executed would execute again.
+func (d *driver) blockSince(committed bool, number int) *blocked {
+	c := d.c
+	var block *blocked
+	if committed {
+		if block = d.flagBlock(pastOf(d.rec, number)); block == nil {
+			block = d.reviewOnlyBlock()
+		}
+	}
+	if block != nil && block.reason == ReviewKeyIgnored {
+		c.ignoring.relearn(d.rec)
+	}
+	if block == nil && !d.keyIgnored && c.ignoring.has(d.rec) && pastOf(d.rec, number).maybeExecuted {
+		block = &blocked{ReviewKeyIgnored, ErrNeedsReview}
+	}
+	return block
 }
 
 // cacheNamesKey reports whether a cache's answer to a result query names

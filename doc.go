@@ -361,7 +361,10 @@
 // ([ReviewConfirmConflict], [ErrConfirmConflict]; one flagged
 // [ReviewKeyInUse] or [ReviewMaybeTwice], or open and flagged
 // [ReviewMadeTwice] or [ReviewKeyIgnored], keeps that flag), never
-// applied; one that settles an operation flagged [ReviewKeyIgnored]
+// applied; one naming another resource than an open operation's flags
+// it so too, and Resume and Run then only query it, even a visit of
+// another process sharing the journal whose resend was judged before the
+// flag landed; one that settles an operation flagged [ReviewKeyIgnored]
 // after more than one send that may have executed flags it
 // [ReviewMaybeTwice], whatever contradiction came before it. A
 // call's own answer that arrives after an event (or [Client.Resolve])

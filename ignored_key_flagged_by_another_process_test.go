@@ -61,6 +61,18 @@ func (s *landsFirstStore) Update(ctx context.Context, scope, key string, fn func
 	return s.Store.Update(ctx, scope, key, fn)
 }
 
+// requireLastUnsent checks that key's last attempt in store is a submit
+// closed unsent.
+func requireLastUnsent(t *testing.T, store idem.Store, key string) {
+	t.Helper()
+	rec, err := store.Get(t.Context(), idem.DefaultScope, key)
+	require.NoError(t, err)
+	last := rec.Attempts[len(rec.Attempts)-1]
+	require.Equal(t, journal.AttemptSubmit, last.Kind)
+	require.True(t, last.Done, "journal: the last attempt is closed")
+	require.False(t, last.Wrote, "journal: the last attempt was not sent")
+}
+
 // openSubmit reports whether r's last attempt is a submit not yet done.
 func openSubmit(r *journal.Record) bool {
 	n := len(r.Attempts)
@@ -152,12 +164,7 @@ func TestIgnoredKeyFlaggedByAnotherProcessIsNotResent(t *testing.T) {
 	require.Equal(t, idem.StateUnknown, op.State, "journal: State")
 	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: Review")
 	require.Equal(t, 5, op.Attempts, "journal: attempts, two charges, two queries and the one not sent")
-	rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
-	require.NoError(t, err)
-	last := rec.Attempts[len(rec.Attempts)-1]
-	require.Equal(t, journal.AttemptSubmit, last.Kind)
-	require.True(t, last.Done, "journal: the last attempt is closed")
-	require.False(t, last.Wrote, "journal: the last attempt was not sent")
+	requireLastUnsent(t, store, "k")
 
 	// The provider redelivers the event: settled, two charges possible.
 	res, err = a.Confirm(t.Context(), "", "k", event)

@@ -433,28 +433,10 @@ type blocked struct {
 
 // resendBlock says whether the operation may be resent now; nil if it may.
 func (d *driver) resendBlock(p past, now time.Time) *blocked {
+	if block := d.flagBlock(p); block != nil {
+		return block
+	}
 	rec := d.rec
-	switch {
-	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored || rec.Review == ReviewMadeTwice:
-		// The server's stored answer for the key is final, or this call
-		// has just flagged it: resending changes nothing. Nor is a key the
-		// server ignores ever safe to resend, nor one it has lost once.
-		reason := rec.Review
-		if reason == "" {
-			reason = ReviewFinalAnswer
-		}
-		cause := ErrNeedsReview
-		if reason == ReviewKeyInUse {
-			cause = errKeyInUse
-		}
-		return &blocked{reason, cause}
-	}
-	if rec.Review == ReviewKeyExpired {
-		// Expiry is for good, whether the client's window or the server's
-		// own answer (a 410 from the result endpoint) said so; a later 404
-		// from the endpoint must not reopen it.
-		return &blocked{ReviewKeyExpired, ErrKeyExpired}
-	}
 	if d.sentBefore().maybeExecuted {
 		if !d.keyIgnored {
 			// What the journal says of the endpoint, first: an earlier
@@ -541,8 +523,44 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			return &blocked{ReviewClockStepped, ErrNeedsReview}
 		}
 	}
+	return d.reviewOnlyBlock()
+}
+
+// flagBlock is resendBlock's judgement by the journal's flags and p
+// alone: what no clock, measure or read of the journal decides, so that
+// submit can judge the record its commit read back again at no cost
+// (another process's Confirm may have flagged it since resendBlock).
+func (d *driver) flagBlock(p past) *blocked {
+	rec := d.rec
+	switch {
+	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored || rec.Review == ReviewMadeTwice:
+		// The server's stored answer for the key is final, or this call
+		// has just flagged it: resending changes nothing. Nor is a key the
+		// server ignores ever safe to resend, nor one it has lost once.
+		reason := rec.Review
+		if reason == "" {
+			reason = ReviewFinalAnswer
+		}
+		cause := ErrNeedsReview
+		if reason == ReviewKeyInUse {
+			cause = errKeyInUse
+		}
+		return &blocked{reason, cause}
+	}
+	if rec.Review == ReviewKeyExpired {
+		// Expiry is for good, whether the client's window or the server's
+		// own answer (a 410 from the result endpoint) said so; a later 404
+		// from the endpoint must not reopen it.
+		return &blocked{ReviewKeyExpired, ErrKeyExpired}
+	}
+	return nil
+}
+
+// reviewOnlyBlock blocks a resend by automatic reconciliation of a
+// flagged operation (reviewOnly); nil otherwise.
+func (d *driver) reviewOnlyBlock() *blocked {
 	if d.reviewOnly() {
-		return &blocked{rec.Review, ErrBudgetSpent}
+		return &blocked{d.rec.Review, ErrBudgetSpent}
 	}
 	return nil
 }
@@ -976,12 +994,15 @@ func closeOpenAttempts(r *journal.Record) {
 	}
 }
 
-// closeUnsent closes the attempt Submit journaled with the record when the
-// call ends before sending it. Left open, it would read as "may have been
-// sent" for ever (maybeExecuted, closeOpenAttempts): the operation reported
-// unknown rather than pending, and a later refusal never taken as final.
-// n is unsentAttempt's answer, taken before the commit: fn must only
-// change the record.
+// notSent is the Err of an attempt closeUnsent closed.
+const notSent = "not sent: the call ended before sending it"
+
+// closeUnsent closes the attempt journaled and not sent (unsentAttempt:
+// Submit's, or one blockSince withheld) when the call ends. Left open, it
+// would read as "may have been sent" for ever (maybeExecuted,
+// closeOpenAttempts): the operation reported unknown rather than pending,
+// and a later refusal never taken as final. n is unsentAttempt's answer,
+// taken before the commit: fn must only change the record.
 func closeUnsent(r *journal.Record, n int) {
 	if n == 0 {
 		return
@@ -989,9 +1010,15 @@ func closeUnsent(r *journal.Record, n int) {
 	for i := range r.Attempts {
 		if a := &r.Attempts[i]; a.Number == n && !a.Done {
 			a.Done, a.Wrote = true, false
-			a.Err = "not sent: the call ended before sending it"
+			a.Err = notSent
 		}
 	}
+}
+
+// closedUnsent reports whether closeUnsent closed a: no exchange, so
+// nothing of its host either (reachOf, throttledBy).
+func closedUnsent(a journal.Attempt) bool {
+	return a.Kind == journal.AttemptSubmit && a.Done && !a.Wrote && a.Err == notSent
 }
 
 // unsentAttempt is the number of the attempt journaled with the record and

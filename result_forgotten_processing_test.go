@@ -35,6 +35,10 @@ type asyncOrders struct {
 	lost   func(n int) (status int, body string)
 	misses int
 	seen   chan struct{}
+	// before, if set, runs as the nth submit (from 1) comes, under mu and
+	// before its key is looked up; if it says so, the connection is
+	// dropped once the order is made: the answer lost.
+	before func(n int) (drop bool)
 }
 
 func newAsyncOrders(t testing.TB) *asyncOrders {
@@ -68,11 +72,16 @@ func newAsyncOrders(t testing.TB) *asyncOrders {
 		}
 		key := r.Header.Get("Idempotency-Key")
 		s.posts = append(s.posts, key)
+		drop := s.before != nil && s.before(len(s.posts))
 		id, ok := s.keys[key]
 		if !ok {
 			s.orders++
 			id = fmt.Sprintf("ord_%d", s.orders)
 			s.keys[key] = id
+		}
+		if drop {
+			dropConnection(w)
+			return
 		}
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = fmt.Fprintf(w, `{"id":%q,"status":"pending"}`, id)

@@ -67,7 +67,7 @@ func throttledBy(rec *journal.Record, after int, queriesHost bool) bool {
 		if a.Number <= after {
 			return false
 		}
-		if !a.Done {
+		if !a.Done || closedUnsent(a) {
 			continue
 		}
 		if a.Kind == journal.AttemptQuery && !queriesHost {
@@ -97,11 +97,14 @@ func stuckElsewhere(rec *journal.Record, after int, queriesHost bool) bool {
 // reachOf is what the exchanges of rec numbered after `after` told of its
 // host (hostOf, the submit URL's). Queries count only when queriesHost
 // says the result endpoint is on that host: another host's silence says
-// nothing of it.
+// nothing of it. One closed unsent (closedUnsent: withheld because
+// another process flagged the operation meanwhile) told nothing either:
+// taken for silence, a visit that sent nothing counted towards marking a
+// host that answers unreachable (hostStalls).
 func reachOf(rec *journal.Record, after int, queriesHost bool) hostReach {
 	reach := reachNone
 	for _, a := range rec.Attempts {
-		if a.Number <= after || !a.Done || a.Kind == journal.AttemptQuery && !queriesHost {
+		if a.Number <= after || !a.Done || closedUnsent(a) || a.Kind == journal.AttemptQuery && !queriesHost {
 			continue
 		}
 		if !silentStatus(a.Status) {

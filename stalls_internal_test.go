@@ -65,12 +65,17 @@ func TestBringBackLeavesRescheduledOperations(t *testing.T) {
 // gateway's or an unavailable server's. A host that answers about an
 // operation without settling it (a query's 404, a 500) is there. A result
 // endpoint on another host tells nothing of it. A host whose last answer
-// is a 429 or 503 asks for rest.
+// is a 429 or 503 asks for rest. An attempt journaled and closed unsent
+// (closeUnsent: another process flagged the operation between the
+// resend's judgement and its commit, blockSince) was no exchange: taken
+// for silence, a Run or Resume visit that sent nothing counted towards
+// marking a host that answers unreachable (hostStalls), and hid the rest
+// its 429 asked for.
 func TestReachOf(t *testing.T) {
 	old := journal.Attempt{Number: 1, Done: true, Status: 201} // before this drive
 	for _, tc := range []struct {
 		name        string
-		statuses    []int // this drive's attempts, in order; -1: not done
+		statuses    []int // this drive's attempts, in order; -1: not done; -2: closed unsent
 		queries     []int // which of them (indexes) are queries
 		queriesHost bool  // the result endpoint is on the submit URL's host
 		want        hostReach
@@ -92,6 +97,9 @@ func TestReachOf(t *testing.T) {
 		{"query elsewhere throttled", []int{429}, []int{0}, false, reachNone, false},
 		{"query elsewhere answered, submit refused", []int{404, 0}, []int{0}, false, reachSilent, false},
 		{"query elsewhere refused, submit answered", []int{0, 201}, []int{0}, false, reachAnswered, false},
+		{"closed unsent only", []int{-2}, nil, true, reachNone, false},
+		{"refused, then closed unsent", []int{0, -2}, nil, true, reachSilent, false},
+		{"throttled, then closed unsent", []int{429, -2}, nil, true, reachAnswered, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &journal.Record{Attempts: []journal.Attempt{old}}
@@ -101,6 +109,11 @@ func TestReachOf(t *testing.T) {
 					a.Kind = journal.AttemptQuery
 				}
 				rec.Attempts = append(rec.Attempts, a)
+				if st == -2 {
+					a.Done = false
+					rec.Attempts[len(rec.Attempts)-1] = a
+					closeUnsent(rec, a.Number)
+				}
 			}
 			if got := reachOf(rec, 1, tc.queriesHost); got != tc.want {
 				t.Errorf("reachOf(%v) = %d; want %d", tc.statuses, got, tc.want)

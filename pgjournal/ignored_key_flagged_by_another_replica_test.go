@@ -24,21 +24,23 @@ import (
 var errOtherFirst = errors.New("the other replica commits first")
 
 // otherFirstStore is replica b's Store: once armed, its next Update of a
-// record whose last attempt is a finished result query (the commit of
-// the resend that query's answer let through) is rolled back, first runs
-// (the other replica's writes, as they would land between b's judgement
-// of the resend and its commit), and the Update is made again, reading
-// what they committed.
+// record whose last attempt is a finished one of kind after (a result
+// query: the commit of the resend that query's answer let through; a
+// submit: of the resend after it) is rolled back, first runs (the other
+// replica's writes, as they would land between b's judgement of the
+// resend and its commit), and the Update is made again, reading what
+// they committed.
 type otherFirstStore struct {
 	*pgjournal.Store
 
 	first func()
+	after journal.AttemptKind
 	armed atomic.Bool
 }
 
 func (s *otherFirstStore) Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error) {
 	rec, err := s.Store.Update(ctx, scope, key, func(r *journal.Record) error {
-		if n := len(r.Attempts); s.armed.Load() && n > 0 && r.Attempts[n-1].Kind == journal.AttemptQuery && r.Attempts[n-1].Done {
+		if n := len(r.Attempts); s.armed.Load() && n > 0 && r.Attempts[n-1].Kind == s.after && r.Attempts[n-1].Done {
 			return errOtherFirst
 		}
 		return fn(r)
@@ -48,6 +50,28 @@ func (s *otherFirstStore) Update(ctx context.Context, scope, key string, fn func
 		return s.Store.Update(ctx, scope, key, fn)
 	}
 	return rec, err
+}
+
+// replicasOnOneSchema opens replicas a and b of a service on one fresh
+// schema, each on a pool of its own, with client: a's Store is what
+// wrapA makes of its own, b's an otherFirstStore, not armed.
+func replicasOnOneSchema(t *testing.T, client *http.Client, wrapA func(*pgjournal.Store) idem.Store) (a, b *idem.Client, bs *otherFirstStore) {
+	t.Helper()
+	schema := openStore(t).Schema()
+	open := func() *pgjournal.Store {
+		s, err := pgjournal.Open(context.Background(), dsn(t), pgjournal.WithSchema(schema))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	newReplica := func(store idem.Store, owner string) *idem.Client {
+		c, err := idem.New(store, idem.WithHTTPClient(client), idem.WithLease(owner, idem.DefaultLeaseDuration))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	bs = &otherFirstStore{Store: open()}
+	return newReplica(wrapA(open()), "replica-a"), newReplica(bs, "replica-b"), bs
 }
 
 // confirmRefusedStore is replica a's Store, whose Confirm the database
@@ -106,22 +130,8 @@ func TestIgnoredKeyFlaggedByAnotherReplicaIsNotResent(t *testing.T) {
 		defer mu.Unlock()
 		return append([]string(nil), keys...)
 	}
-	schema := openStore(t).Schema()
-	open := func() *pgjournal.Store {
-		s, err := pgjournal.Open(ctx, dsn(t), pgjournal.WithSchema(schema))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}
-	newReplica := func(store idem.Store, owner string) *idem.Client {
-		c, err := idem.New(store, idem.WithHTTPClient(srv.Client()), idem.WithLease(owner, idem.DefaultLeaseDuration))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	a := newReplica(confirmRefusedStore{open()}, "replica-a")
-	bs := &otherFirstStore{Store: open()}
-	b := newReplica(bs, "replica-b")
+	a, b, bs := replicasOnOneSchema(t, srv.Client(), func(s *pgjournal.Store) idem.Store { return confirmRefusedStore{s} })
+	bs.after = journal.AttemptQuery
 	url := srv.URL + "/api/v1/charge"
 
 	callCtx, cancel := context.WithCancel(ctx)
