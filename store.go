@@ -146,3 +146,24 @@ type Store interface {
 	// Close releases the journal.
 	Close() error
 }
+
+// KeyIgnoringStore is a Store that keeps the endpoints a Client learnt
+// ignore the idempotency key (an answer's Idempotency-Status: ignored),
+// so that the next process knows them after every operation flagged for
+// one (ReviewKeyIgnored) has settled: a payment there whose answer is
+// lost is then flagged for review, not resent under the same key, which
+// such an endpoint executes again. An endpoint is its method, a space and
+// its URL without query or fragment: no credentials a query may carry.
+// The bbolt journal and pgjournal implement it; on a Store without it a
+// Client relearns an endpoint only from the open operations flagged for
+// it, and from its answers.
+type KeyIgnoringStore interface {
+	// AddKeyIgnoring records endpoint, durably when it returns nil. One
+	// already recorded writes nothing. A Store may keep a bounded number
+	// (journal.MaxKeyIgnoringEndpoints) and write nothing past it.
+	AddKeyIgnoring(ctx context.Context, endpoint string) error
+	// KeyIgnoringEndpoints returns every endpoint recorded.
+	KeyIgnoringEndpoints(ctx context.Context) ([]string, error)
+}
+
+var _ KeyIgnoringStore = (*journal.Store)(nil)
