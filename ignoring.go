@@ -7,14 +7,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idemkit/idem/journal"
 )
 
-// maxIgnoringEndpoints bounds the endpoints a Client remembers as ignoring
-// the key: paths may hold ids, and what is past the bound is only as
-// protected as an operation's own answers make it. The journal keeps as
-// many (journal.MaxKeyIgnoringEndpoints).
+// maxIgnoringEndpoints bounds the endpoints a Client learns ignore the
+// key, besides those the journal keeps (as many at most,
+// journal.MaxKeyIgnoringEndpoints): paths may hold ids, and what is past
+// the bound is only as protected as an operation's own answers make it.
 const maxIgnoringEndpoints = journal.MaxKeyIgnoringEndpoints
 
 // keyIgnoring is the endpoints (method, URL without its query) whose
@@ -31,6 +32,9 @@ type keyIgnoring struct {
 	any atomic.Bool // an endpoint is known: the submit's path reads only this while none is
 	mu  sync.Mutex
 	set map[string]struct{}
+	// learntHere, under mu: those of set learnt by this process, not
+	// read from the journal (keptIgnoring).
+	learntHere int
 	// learnt: the journal's endpoints and open operations flagged for
 	// it have been read (Client.ignoringLearnt); walking, under mu, is
 	// closed when the walk under way ends (nil: none is).
@@ -40,9 +44,21 @@ type keyIgnoring struct {
 	// (ignoringLearntFirst); later first sends do not walk.
 	firstTried atomic.Bool
 	// save journals an endpoint learnt here (nil: the Store keeps
-	// none); set by New, before any call.
-	save func(endpoint string)
+	// none); set by New, before any call. saving, under mu, counts
+	// those under way (saveIgnoring), which Close waits for (waitSaves);
+	// saved, under mu, is closed when saving drops to 0 (nil: nobody
+	// waits).
+	save   func(endpoint string)
+	saving int
+	saved  chan struct{}
+	// unkeptLogged: ErrKeyIgnoringUnkept has been logged.
+	unkeptLogged atomic.Bool
 }
+
+// saveIgnoringTimeout bounds the journaling of an endpoint learnt to
+// ignore the key (saveIgnoring), and Close's wait for it: a Store that
+// stalls must not hold the goroutine, nor Close, for ever.
+const saveIgnoringTimeout = 10 * time.Second
 
 // endpoint names rec's endpoint as keyIgnoring keys it.
 func endpoint(rec *journal.Record) string {
@@ -74,23 +90,29 @@ func (k *keyIgnoring) mayKnow() bool {
 // what tells the next process, and a failed save is made again by the
 // process that reads the flag (relearn).
 func (k *keyIgnoring) add(rec *journal.Record) {
-	if e := endpoint(rec); k.insert(e) && k.save != nil {
+	if e := endpoint(rec); k.insert(e, false) && k.save != nil {
 		k.save(e)
 	}
 }
 
 // insert remembers endpoint e, reporting whether it is new (false: known,
-// or past maxIgnoringEndpoints).
-func (k *keyIgnoring) insert(e string) bool {
+// or past maxIgnoringEndpoints learnt here). kept: read from the journal,
+// which bounds them itself; they do not count against what this process
+// learns, or a journal holding as many (paths with ids, one per payment)
+// would leave no room for an endpoint learnt from an answer.
+func (k *keyIgnoring) insert(e string, kept bool) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if _, ok := k.set[e]; ok || len(k.set) >= maxIgnoringEndpoints {
+	if _, ok := k.set[e]; ok || !kept && k.learntHere >= maxIgnoringEndpoints {
 		return false
 	}
 	if k.set == nil {
 		k.set = make(map[string]struct{})
 	}
 	k.set[e] = struct{}{}
+	if !kept {
+		k.learntHere++
+	}
 	k.any.Store(true)
 	return true
 }
@@ -166,7 +188,9 @@ func (c *Client) ignoringLearnt(ctx context.Context) error {
 
 // keptIgnoring remembers the endpoints the journal keeps as ignoring the
 // key, journaled by an earlier process (keyIgnoring.save): read, not
-// saved again.
+// saved again. A Store with no place for them yet (ErrKeyIgnoringUnkept:
+// pgjournal before Migrate) keeps none: logged, not an error, or every
+// resend would fail until the schema is migrated.
 func (c *Client) keptIgnoring(ctx context.Context) error {
 	ks, ok := c.store.(KeyIgnoringStore)
 	if !ok {
@@ -174,21 +198,83 @@ func (c *Client) keptIgnoring(ctx context.Context) error {
 	}
 	kept, err := ks.KeyIgnoringEndpoints(ctx)
 	for _, e := range kept {
-		c.ignoring.insert(e)
+		c.ignoring.insert(e, true)
+	}
+	if errors.Is(err, ErrKeyIgnoringUnkept) {
+		c.logUnkept(ctx, err)
+		return nil
 	}
 	return err
 }
 
-// saveIgnoring journals endpoint e as ignoring the key, with a context no
-// caller's cancellation ends, as every write of the Client is made. A
-// failure is logged: the operation flagged for it still tells the next
-// process, which saves it then; one that settled without a flag (a 201
-// marked ignored) tells nobody, as before the endpoints were journaled.
+// logUnkept logs, once per Client, that the journal keeps no endpoints
+// that ignore the key yet.
+func (c *Client) logUnkept(ctx context.Context, err error) {
+	if c.ignoring.unkeptLogged.Swap(true) {
+		return
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn,
+		"idem: the journal keeps no endpoints that ignore the idempotency key (run the journal's Migrate); they are learnt from the open operations flagged for them meanwhile",
+		slog.Any("err", err))
+}
+
+// saveIgnoring journals endpoint e as ignoring the key, in a goroutine of
+// its own with a context no caller's cancellation ends, bounded by
+// saveIgnoringTimeout: the drive that learnt it goes on to record its
+// payment's answer at once, whatever the Store does meanwhile (a stalled
+// database, a custom Store that hangs). A failure is logged: the
+// operation flagged for it still tells the next process, which saves it
+// then; one that settled without a flag (a 201 marked ignored) tells
+// nobody, as before the endpoints were journaled.
 func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
-	if err := ks.AddKeyIgnoring(context.Background(), e); err != nil {
-		c.log.LogAttrs(context.Background(), slog.LevelWarn,
-			"idem: could not journal an endpoint that ignores the idempotency key; its flagged operations still tell the next process",
-			slog.String("endpoint", e), slog.Any("err", err))
+	k := &c.ignoring
+	k.mu.Lock()
+	k.saving++
+	k.mu.Unlock()
+	go func() {
+		defer func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			if k.saving--; k.saving == 0 && k.saved != nil {
+				close(k.saved)
+				k.saved = nil
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), saveIgnoringTimeout)
+		defer cancel()
+		err := ks.AddKeyIgnoring(ctx, e)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrKeyIgnoringUnkept):
+			c.logUnkept(ctx, err)
+		default:
+			c.log.LogAttrs(ctx, slog.LevelWarn,
+				"idem: could not journal an endpoint that ignores the idempotency key; its flagged operations still tell the next process",
+				slog.String("endpoint", e), slog.Any("err", err))
+		}
+	}()
+}
+
+// waitSaves waits for the endpoints being journaled (saveIgnoring), up to
+// saveIgnoringTimeout: before the journal is closed, so that a next
+// process on it finds them.
+func (c *Client) waitSaves() {
+	k := &c.ignoring
+	k.mu.Lock()
+	if k.saving == 0 {
+		k.mu.Unlock()
+		return
+	}
+	if k.saved == nil {
+		k.saved = make(chan struct{})
+	}
+	done := k.saved
+	k.mu.Unlock()
+	t := time.NewTimer(saveIgnoringTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
 	}
 }
 

@@ -31,18 +31,23 @@ func TestKeyIgnoringEndpointKeptAfterItsRecordsSettle(t *testing.T) {
 		name   string
 		settle func(t *testing.T, c *idem.Client)
 		want   string // k1's Review once settled
+		resume bool   // the next process calls Resume at start-up, as README's start-up does
 	}{
 		{"settled by its webhook", func(t *testing.T, c *idem.Client) {
 			res, err := c.Confirm(t.Context(), "", "k1", cardOrderUpdated(idem.StateSucceeded, "pay_1", "evt_pay_1_settle_ok"))
 			require.NoError(t, err, "Confirm(k1)")
 			require.Equal(t, idem.StateSucceeded, res.State)
-		}, ""},
+		}, "", false},
 		{"resolved by an operator", func(t *testing.T, c *idem.Client) {
 			res, err := c.Resolve(t.Context(), "", "k1", idem.Resolution{State: idem.StateSucceeded, ResourceID: "pay_1",
 				Reason: "one charge in the dashboard", By: "ops"})
 			require.NoError(t, err, "Resolve(k1)")
 			require.Equal(t, idem.StateSucceeded, res.State)
-		}, ""},
+		}, "", false},
+		{"settled by its webhook, Resume at start-up", func(t *testing.T, c *idem.Client) {
+			_, err := c.Confirm(t.Context(), "", "k1", cardOrderUpdated(idem.StateSucceeded, "pay_1", "evt_pay_1_settle_ok"))
+			require.NoError(t, err, "Confirm(k1)")
+		}, "", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
@@ -76,6 +81,13 @@ func TestKeyIgnoringEndpointKeptAfterItsRecordsSettle(t *testing.T) {
 			require.NoError(t, store.Close())
 
 			c, _ = open() // a restart: no open operation says the endpoint ignores the key
+			if tt.resume {
+				// Resume reads the open operations, none flagged: the
+				// journaled endpoint must be read all the same.
+				sum, err := c.Resume(t.Context())
+				require.NoError(t, err, "Resume()")
+				require.Zero(t, sum.Visited, "Resume(): nothing open")
+			}
 			res, err = c.Submit(t.Context(), idem.Request{Key: "k2", URL: charge, Body: []byte(`{"amount":100}`)})
 			s.requireSeen(t, []string{"k1", "k2"}, 0)
 			require.ErrorIs(t, err, idem.ErrNeedsReview, "Submit(k2): its lost answer may have charged, and a resend would charge again")

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/idemkit/idem/journal"
@@ -159,11 +160,21 @@ type Store interface {
 // it, and from its answers.
 type KeyIgnoringStore interface {
 	// AddKeyIgnoring records endpoint, durably when it returns nil. One
-	// already recorded writes nothing. A Store may keep a bounded number
+	// already recorded writes nothing. The Client calls it in a goroutine
+	// of its own, with a context that ends after 10 s: the call that
+	// learnt the endpoint does not wait for it. A Store may keep a bounded number
 	// (journal.MaxKeyIgnoringEndpoints) and write nothing past it.
 	AddKeyIgnoring(ctx context.Context, endpoint string) error
 	// KeyIgnoringEndpoints returns every endpoint recorded.
 	KeyIgnoringEndpoints(ctx context.Context) ([]string, error)
 }
+
+// ErrKeyIgnoringUnkept is matched by the error of a KeyIgnoringStore that
+// has no place for the endpoints yet (pgjournal whose schema Migrate has
+// not brought to version 2, its other tables working): the Client reads
+// it as no endpoint kept, relearns them from the open operations flagged
+// for them as a Store without KeyIgnoringStore does, and logs it once,
+// rather than hold every resend until the schema is migrated.
+var ErrKeyIgnoringUnkept = errors.New("idem: the journal keeps no endpoints that ignore the key yet")
 
 var _ KeyIgnoringStore = (*journal.Store)(nil)

@@ -2,11 +2,14 @@ package pgjournal
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -16,13 +19,26 @@ func (s *Store) keyIgnoringTable() string {
 	return pgx.Identifier{s.schema, "key_ignoring"}.Sanitize()
 }
 
+// unkept marks err as idem.ErrKeyIgnoringUnkept when it is the table
+// missing (ErrNotMigrated): a schema at version 1, the new build deployed
+// before Migrate ran, whose records work. The Client reads it as no
+// endpoint kept and logs it, where an error would hold every resend.
+func unkept(err error) error {
+	if errors.Is(err, ErrNotMigrated) {
+		return fmt.Errorf("%w: %w", idem.ErrKeyIgnoringUnkept, err)
+	}
+	return err
+}
+
 // AddKeyIgnoring records that endpoint (method, space, URL without its
 // query) ignores the idempotency key, for every replica and every later
 // process (idem.KeyIgnoringStore), in a transaction of its own. One
 // already recorded writes nothing, and so does one past
 // journal.MaxKeyIgnoringEndpoints (replicas adding at once may pass it by
 // a few). An empty endpoint, one longer than journal.MaxKeyIgnoringEndpoint,
-// not valid UTF-8 or holding a NUL, is journal.ErrInvalid, unsent.
+// not valid UTF-8 or holding a NUL, is journal.ErrInvalid, unsent. On a
+// schema Migrate has not brought to version 2, the error matches
+// idem.ErrKeyIgnoringUnkept and ErrNotMigrated.
 func (s *Store) AddKeyIgnoring(ctx context.Context, endpoint string) error {
 	if err := s.usable(ctx); err != nil {
 		return errorf("add endpoint ignoring the key: %w", err)
@@ -38,13 +54,15 @@ func (s *Store) AddKeyIgnoring(ctx context.Context, endpoint string) error {
 		SELECT $1 WHERE (SELECT count(*) FROM `+t+`) < $2 ON CONFLICT DO NOTHING`,
 		endpoint, journal.MaxKeyIgnoringEndpoints)
 	if err != nil {
-		return errorf("add endpoint ignoring the key: %w", err)
+		return unkept(errorf("add endpoint ignoring the key: %w", err))
 	}
 	return nil
 }
 
 // KeyIgnoringEndpoints returns the endpoints AddKeyIgnoring recorded, in
-// byte order.
+// byte order. On a schema Migrate has not brought to version 2, the error
+// matches idem.ErrKeyIgnoringUnkept and ErrNotMigrated: the Client reads
+// it as none recorded.
 func (s *Store) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("read the endpoints ignoring the key: %w", err)
@@ -53,11 +71,11 @@ func (s *Store) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `SELECT endpoint FROM `+s.keyIgnoringTable()+` ORDER BY endpoint`)
 	if err != nil {
-		return nil, errorf("read the endpoints ignoring the key: %w", readErr(ctx, err))
+		return nil, unkept(errorf("read the endpoints ignoring the key: %w", readErr(ctx, err)))
 	}
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, errorf("read the endpoints ignoring the key: %w", readErr(ctx, err))
+		return nil, unkept(errorf("read the endpoints ignoring the key: %w", readErr(ctx, err)))
 	}
 	return out, nil
 }
