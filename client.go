@@ -117,6 +117,9 @@ func newClient(store Store, cfg *config) *Client {
 		log:      cfg.logger,
 		inflight: make(map[opID]*call),
 	}
+	if ks, ok := store.(KeyIgnoringStore); ok {
+		c.ignoring.save = func(e string) { c.saveIgnoring(ks, e) }
+	}
 	c.life.init()
 	return c
 }

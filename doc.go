@@ -263,11 +263,12 @@
 // finds it so flags it [ReviewKeyIgnored], whatever it ends in, so that
 // what settles it after two such sends flags it [ReviewMaybeTwice]; a
 // [Client.Confirm] that settles it before any visit flags it so too. The
-// Client remembers such endpoints (method and URL without its query)
-// while the process lives; a new one reads them again, once, from the
-// open operations flagged for them, before its first send, its first
-// resend of what may have executed, or a Confirm of an operation two of
-// whose sends may have. A drive whose new attempt is journaled on an
+// Client remembers such endpoints (method and URL without its query),
+// and journals them when its Store keeps them ([KeyIgnoringStore]); a
+// new one reads them again, once, from the journal and from the open
+// operations flagged for them ([Client.Resume] too), before its first
+// send, its first resend of what may have executed, or a Confirm of an
+// operation two of whose sends may have. A drive whose new attempt is journaled on an
 // operation another process sharing the journal flagged so meanwhile
 // (its Confirm, its drive) does not send it, and learns the endpoint.
 // A 2xx so marked that settles an operation an earlier copy of which

@@ -61,27 +61,31 @@ func firstSendAfterRestart(t *testing.T, unreadable bool, wantErr error, wantRev
 		}
 	})
 	path := filepath.Join(t.TempDir(), "idem.journal")
-	open := func(unreadable bool) (*idem.Client, *journal.Store) {
+	open := func(wrap func(*journal.Store) idem.Store) (*idem.Client, *journal.Store) {
 		store, err := journal.Open(path)
 		require.NoError(t, err)
-		var js idem.Store = store
-		if unreadable {
-			js = &damagedOpenIndex{Store: store}
-		}
-		c, err := idem.New(js, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
+		c, err := idem.New(wrap(store), idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close(); _ = store.Close() })
 		return c, store
 	}
 	charge := s.srv.URL + "/api/v1/charge"
-	c, store := open(false)
+	// A release before the endpoints were journaled: only k1's flag tells
+	// (TestKeyIgnoringEndpointKeptAfterItsRecordsSettle has the endpoint
+	// journaled).
+	c, store := open(func(s *journal.Store) idem.Store { return storeOnly{s} })
 	res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: charge, Body: []byte(`{"amount":1}`)})
 	require.ErrorIs(t, err, idem.ErrNeedsReview)
 	require.Equal(t, idem.ReviewKeyIgnored, res.Review)
 	require.NoError(t, c.Close())
 	require.NoError(t, store.Close())
 
-	c, _ = open(unreadable) // a restart: the same journal, nothing read of it yet
+	c, _ = open(func(s *journal.Store) idem.Store { // a restart: the same journal, nothing read of it yet
+		if unreadable {
+			return &damagedOpenIndex{Store: s}
+		}
+		return s
+	})
 	_, err = c.Submit(t.Context(), idem.Request{Key: "k0", URL: s.srv.URL + "/api/v1/refund", Body: []byte(`{"amount":1}`)})
 	require.NoError(t, err)
 	res, err = c.Submit(t.Context(), idem.Request{Key: "k", URL: charge, Body: []byte(`{"amount":100}`)})

@@ -61,7 +61,8 @@ func (s *heldScanStore) ClaimDue(ctx context.Context, owner string, now, expires
 // (y) whose answer was lost, held in the first resend's walk of the open
 // operations (after its first page), while the journal holds another
 // payment to the endpoint (x), flagged for ignoring the key by an
-// earlier process whose clock ran half an hour fast, and due after more
+// earlier process whose clock ran half an hour fast (of a release that
+// journaled no endpoints: storeOnly), and due after more
 // open operations than a page of the walk holds.
 type walkRace struct {
 	s          *ignoringAPI
@@ -81,7 +82,8 @@ func newWalkRace(t *testing.T, resultURL string) *walkRace {
 
 	fast, err := journal.Open(path)
 	require.NoError(t, err)
-	c, err := idem.New(fast, idem.WithHTTPClient(w.s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch.Add(30*time.Minute))))
+	// A release before the endpoints were journaled: only the flag tells.
+	c, err := idem.New(storeOnly{fast}, idem.WithHTTPClient(w.s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch.Add(30*time.Minute))))
 	require.NoError(t, err)
 	_, err = c.Submit(t.Context(), idem.Request{Key: "k0", URL: charge, Body: []byte(`{"amount":1}`)})
 	require.NoError(t, err)

@@ -3,17 +3,20 @@ package idem
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idemkit/idem/journal"
 )
 
-// maxIgnoringEndpoints bounds the endpoints a Client remembers as ignoring
-// the key: paths may hold ids, and what is past the bound is only as
-// protected as an operation's own answers make it.
-const maxIgnoringEndpoints = 1024
+// maxIgnoringEndpoints bounds the endpoints a Client learns ignore the
+// key, besides those the journal keeps (as many at most,
+// journal.MaxKeyIgnoringEndpoints): paths may hold ids, and what is past
+// the bound is only as protected as an operation's own answers make it.
+const maxIgnoringEndpoints = journal.MaxKeyIgnoringEndpoints
 
 // keyIgnoring is the endpoints (method, URL without its query) whose
 // answers said the server does not de-duplicate by the key there
@@ -21,21 +24,41 @@ const maxIgnoringEndpoints = 1024
 // is the endpoint's, not the request's (Solidgate: "Idempotency support
 // varies by endpoint"): another operation to it whose answer is lost may
 // have executed, and a resend would execute again, though no answer of
-// its own said so. Remembered for the process's life only (the journal
-// has no place for it). The zero value is empty and ready to use.
+// its own said so. Journaled as it is learnt when the Store keeps them
+// (KeyIgnoringStore), and read back with the open operations flagged for
+// it (ignoringLearnt): once the last of those settled, nothing else would
+// tell the next process. The zero value is empty and ready to use.
 type keyIgnoring struct {
 	any atomic.Bool // an endpoint is known: the submit's path reads only this while none is
 	mu  sync.Mutex
 	set map[string]struct{}
-	// learnt: the journal's open operations flagged for it have been
-	// read (Client.ignoringLearnt); walking, under mu, is closed when the
-	// walk under way ends (nil: none is).
+	// learntHere, under mu: those of set learnt by this process, not
+	// read from the journal (keptIgnoring).
+	learntHere int
+	// learnt: the journal's endpoints and open operations flagged for
+	// it have been read (Client.ignoringLearnt); walking, under mu, is
+	// closed when the walk under way ends (nil: none is).
 	learnt  atomic.Bool
 	walking chan struct{}
 	// firstTried: a first send has walked, or found a walk under way
 	// (ignoringLearntFirst); later first sends do not walk.
 	firstTried atomic.Bool
+	// save journals an endpoint learnt here (nil: the Store keeps
+	// none); set by New, before any call. saving, under mu, counts
+	// those under way (saveIgnoring), which Close waits for (waitSaves);
+	// saved, under mu, is closed when saving drops to 0 (nil: nobody
+	// waits).
+	save   func(endpoint string)
+	saving int
+	saved  chan struct{}
+	// unkeptLogged: ErrKeyIgnoringUnkept has been logged.
+	unkeptLogged atomic.Bool
 }
+
+// saveIgnoringTimeout bounds the journaling of an endpoint learnt to
+// ignore the key (saveIgnoring), and Close's wait for it: a Store that
+// stalls must not hold the goroutine, nor Close, for ever.
+const saveIgnoringTimeout = 10 * time.Second
 
 // endpoint names rec's endpoint as keyIgnoring keys it.
 func endpoint(rec *journal.Record) string {
@@ -61,19 +84,37 @@ func (k *keyIgnoring) mayKnow() bool {
 	return k.any.Load() || !k.learnt.Load()
 }
 
-// add remembers that rec's endpoint ignores the key.
+// add remembers that rec's endpoint ignores the key, and journals it
+// (save) if it is new to this process. After the commit that flags rec,
+// or before it: until the endpoint is journaled, the flagged operation is
+// what tells the next process, and a failed save is made again by the
+// process that reads the flag (relearn).
 func (k *keyIgnoring) add(rec *journal.Record) {
-	e := endpoint(rec)
+	if e := endpoint(rec); k.insert(e, false) && k.save != nil {
+		k.save(e)
+	}
+}
+
+// insert remembers endpoint e, reporting whether it is new (false: known,
+// or past maxIgnoringEndpoints learnt here). kept: read from the journal,
+// which bounds them itself; they do not count against what this process
+// learns, or a journal holding as many (paths with ids, one per payment)
+// would leave no room for an endpoint learnt from an answer.
+func (k *keyIgnoring) insert(e string, kept bool) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if _, ok := k.set[e]; ok || len(k.set) >= maxIgnoringEndpoints {
-		return
+	if _, ok := k.set[e]; ok || !kept && k.learntHere >= maxIgnoringEndpoints {
+		return false
 	}
 	if k.set == nil {
 		k.set = make(map[string]struct{})
 	}
 	k.set[e] = struct{}{}
+	if !kept {
+		k.learntHere++
+	}
 	k.any.Store(true)
+	return true
 }
 
 // relearn remembers rec's endpoint if rec was flagged for ignoring the key
@@ -85,8 +126,9 @@ func (k *keyIgnoring) relearn(rec *journal.Record) {
 	}
 }
 
-// ignoringLearnt reads, once per Client, the endpoints the journal's open
-// operations flagged for ignoring the key (relearn), before a resend
+// ignoringLearnt reads, once per Client, the endpoints the journal keeps
+// as ignoring the key (KeyIgnoringStore) and those its open operations
+// flagged for it (relearn), before a resend
 // of something that may have executed is judged: what an earlier process
 // learnt died with it, and the caller retrying an operation whose answer
 // was lost (with the same key, as told) comes at once after a restart,
@@ -122,10 +164,14 @@ func (c *Client) ignoringLearnt(ctx context.Context) error {
 		busy := make(chan struct{})
 		k.walking = busy
 		k.mu.Unlock()
-		err := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
+		// Both read, whichever fails: each teaches what it can.
+		err := c.keptIgnoring(ctx)
+		if werr := c.store.ForEachOpen(ctx, func(r *journal.Record) error {
 			k.relearn(r)
 			return nil
-		})
+		}); err == nil {
+			err = werr
+		}
 		if err == nil {
 			k.learnt.Store(true)
 		}
@@ -138,6 +184,98 @@ func (c *Client) ignoringLearnt(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// keptIgnoring remembers the endpoints the journal keeps as ignoring the
+// key, journaled by an earlier process (keyIgnoring.save): read, not
+// saved again. A Store with no place for them yet (ErrKeyIgnoringUnkept:
+// pgjournal before Migrate) keeps none: logged, not an error, or every
+// resend would fail until the schema is migrated.
+func (c *Client) keptIgnoring(ctx context.Context) error {
+	ks, ok := c.store.(KeyIgnoringStore)
+	if !ok {
+		return nil
+	}
+	kept, err := ks.KeyIgnoringEndpoints(ctx)
+	for _, e := range kept {
+		c.ignoring.insert(e, true)
+	}
+	if errors.Is(err, ErrKeyIgnoringUnkept) {
+		c.logUnkept(ctx, err)
+		return nil
+	}
+	return err
+}
+
+// logUnkept logs, once per Client, that the journal keeps no endpoints
+// that ignore the key yet.
+func (c *Client) logUnkept(ctx context.Context, err error) {
+	if c.ignoring.unkeptLogged.Swap(true) {
+		return
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn,
+		"idem: the journal keeps no endpoints that ignore the idempotency key (run the journal's Migrate); they are learnt from the open operations flagged for them meanwhile",
+		slog.Any("err", err))
+}
+
+// saveIgnoring journals endpoint e as ignoring the key, in a goroutine of
+// its own with a context no caller's cancellation ends, bounded by
+// saveIgnoringTimeout: the drive that learnt it goes on to record its
+// payment's answer at once, whatever the Store does meanwhile (a stalled
+// database, a custom Store that hangs). A failure is logged: the
+// operation flagged for it still tells the next process, which saves it
+// then; one that settled without a flag (a 201 marked ignored) tells
+// nobody, as before the endpoints were journaled.
+func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
+	k := &c.ignoring
+	k.mu.Lock()
+	k.saving++
+	k.mu.Unlock()
+	go func() {
+		defer func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			if k.saving--; k.saving == 0 && k.saved != nil {
+				close(k.saved)
+				k.saved = nil
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), saveIgnoringTimeout)
+		defer cancel()
+		err := ks.AddKeyIgnoring(ctx, e)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrKeyIgnoringUnkept):
+			c.logUnkept(ctx, err)
+		default:
+			c.log.LogAttrs(ctx, slog.LevelWarn,
+				"idem: could not journal an endpoint that ignores the idempotency key; its flagged operations still tell the next process",
+				slog.String("endpoint", e), slog.Any("err", err))
+		}
+	}()
+}
+
+// waitSaves waits for the endpoints being journaled (saveIgnoring), up to
+// saveIgnoringTimeout: before the journal is closed, so that a next
+// process on it finds them.
+func (c *Client) waitSaves() {
+	k := &c.ignoring
+	k.mu.Lock()
+	if k.saving == 0 {
+		k.mu.Unlock()
+		return
+	}
+	if k.saved == nil {
+		k.saved = make(chan struct{})
+	}
+	done := k.saved
+	k.mu.Unlock()
+	t := time.NewTimer(saveIgnoringTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // ignoringLearntFirst is ignoringLearnt before a first send, which does

@@ -309,6 +309,7 @@ func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
 	}
 	l.closeOnce.Do(func() {
 		l.endBound(true)
+		c.waitSaves()
 		if c.ownsStore {
 			l.closeErr = c.store.Close()
 		}

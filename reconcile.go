@@ -115,7 +115,12 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, errorf("idem: resume: %w", withCause(ctx, err))
 	}
-	c.ignoring.learnt.Store(true)
+	// And the endpoints journaled by an earlier process, whose flagged
+	// operations may all have settled: unread, a resend to one of them
+	// reads them first (ignoringLearnt).
+	if c.keptIgnoring(ctx) == nil {
+		c.ignoring.learnt.Store(true)
+	}
 	sum := Summary{Visited: len(refs)}
 	var journalErr error
 	visited, halted := 0, false

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/idemkit/idem/journal"
@@ -146,3 +147,34 @@ type Store interface {
 	// Close releases the journal.
 	Close() error
 }
+
+// KeyIgnoringStore is a Store that keeps the endpoints a Client learnt
+// ignore the idempotency key (an answer's Idempotency-Status: ignored),
+// so that the next process knows them after every operation flagged for
+// one (ReviewKeyIgnored) has settled: a payment there whose answer is
+// lost is then flagged for review, not resent under the same key, which
+// such an endpoint executes again. An endpoint is its method, a space and
+// its URL without query or fragment: no credentials a query may carry.
+// The bbolt journal and pgjournal implement it; on a Store without it a
+// Client relearns an endpoint only from the open operations flagged for
+// it, and from its answers.
+type KeyIgnoringStore interface {
+	// AddKeyIgnoring records endpoint, durably when it returns nil. One
+	// already recorded writes nothing. The Client calls it in a goroutine
+	// of its own, with a context that ends after 10 s: the call that
+	// learnt the endpoint does not wait for it. A Store may keep a bounded number
+	// (journal.MaxKeyIgnoringEndpoints) and write nothing past it.
+	AddKeyIgnoring(ctx context.Context, endpoint string) error
+	// KeyIgnoringEndpoints returns every endpoint recorded.
+	KeyIgnoringEndpoints(ctx context.Context) ([]string, error)
+}
+
+// ErrKeyIgnoringUnkept is matched by the error of a KeyIgnoringStore that
+// has no place for the endpoints yet (pgjournal whose schema Migrate has
+// not brought to version 2, its other tables working): the Client reads
+// it as no endpoint kept, relearns them from the open operations flagged
+// for them as a Store without KeyIgnoringStore does, and logs it once,
+// rather than hold every resend until the schema is migrated.
+var ErrKeyIgnoringUnkept = errors.New("idem: the journal keeps no endpoints that ignore the key yet")
+
+var _ KeyIgnoringStore = (*journal.Store)(nil)

@@ -409,8 +409,9 @@ func openBolt(path string, o *bolt.Options, file **os.File) (db *bolt.DB, err er
 }
 
 // rootBuckets are the top-level buckets Open reads, of this format
-// and of version 1, which it migrates: vetRootBuckets checks them first.
-var rootBuckets = slices.Concat([][]byte{bucketMeta}, dataBuckets, v1Buckets)
+// (bucketKeyIgnoring only once a write made it) and of version 1, which
+// it migrates: vetRootBuckets checks them first.
+var rootBuckets = slices.Concat([][]byte{bucketMeta}, dataBuckets, [][]byte{bucketKeyIgnoring}, v1Buckets)
 
 // initMeta checks that db is an idem journal this build can read, and
 // makes a new file one. A file whose root holds no bucket at all is new

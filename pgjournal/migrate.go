@@ -46,7 +46,7 @@ func loadMigrations() ([]migration, error) {
 }
 
 // SchemaVersion is the schema version this build writes and reads.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Migrate creates the journal's schema, or brings it up to SchemaVersion,
 // each step in its own transaction, and records the version reached. Each

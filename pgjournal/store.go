@@ -203,9 +203,10 @@ type Store struct {
 }
 
 var (
-	_ idem.Store         = (*Store)(nil)
-	_ idem.StatsStore    = (*Store)(nil)
-	_ idem.CreateClaimer = (*Store)(nil)
+	_ idem.Store            = (*Store)(nil)
+	_ idem.StatsStore       = (*Store)(nil)
+	_ idem.CreateClaimer    = (*Store)(nil)
+	_ idem.KeyIgnoringStore = (*Store)(nil)
 )
 
 // Option configures Open and New.

@@ -24,7 +24,8 @@
 // ClaimDue calls never hand one record to two owners. Writes made at once
 // (which a Store may commit together) each get their own answer; a Store
 // that implements [idem.CreateClaimer] creates a record with a lease like
-// any Claim's.
+// any Claim's. A Store that implements [idem.KeyIgnoringStore] reads back
+// each endpoint added, once.
 //
 // [NewerOpenRecord] checks, on a Store holding a record a newer idem
 // wrote, that the scans of open records skip it and that its key stays
@@ -110,6 +111,8 @@ func Run(t *testing.T, open func(t testing.TB) idem.Store) {
 		{"ConcurrentMixed", testConcurrentMixed},
 		{"CreateClaimed", testCreateClaimed},
 		{"CreateClaimedConcurrent", testCreateClaimedConcurrent},
+		// Only on a Store that implements idem.KeyIgnoringStore.
+		{"KeyIgnoring", testKeyIgnoring},
 	}
 	tests = append(tests, confirmTests...)
 	for _, tt := range tests {
