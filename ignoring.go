@@ -60,10 +60,22 @@ type keyIgnoring struct {
 // stalls must not hold the goroutine, nor Close, for ever.
 const saveIgnoringTimeout = 10 * time.Second
 
-// endpoint names rec's endpoint as keyIgnoring keys it.
+// endpoint names rec's endpoint as keyIgnoring keys it. Without the URL's
+// userinfo: the name is journaled (KeyIgnoringStore) and logged, kept
+// until an operator drops it, and a record journaled before URLs with
+// credentials were refused may still carry one.
 func endpoint(rec *journal.Record) string {
 	u, _, _ := strings.Cut(rec.URL, "?")
 	u, _, _ = strings.Cut(u, "#")
+	if scheme, rest, ok := strings.Cut(u, "://"); ok {
+		host, path, _ := strings.Cut(rest, "/")
+		if at := strings.LastIndexByte(host, '@'); at >= 0 {
+			u = scheme + "://" + host[at+1:]
+			if len(host) < len(rest) {
+				u += "/" + path
+			}
+		}
+	}
 	return rec.Method + " " + u
 }
 
