@@ -145,10 +145,10 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 		// net/http sends a request with an Idempotency-Key header again,
 		// on a fresh connection, when a reused one dies after it was
 		// written (isReplayable): to a server that ignores the key, a
-		// second charge. A body it cannot rewind makes the request not
-		// replayable; idem judges the lost answer itself. (An empty body
-		// is NoBody, always replayable: that exposure remains.)
-		req.GetBody = nil
+		// second charge. A body it cannot rewind then stops it; idem
+		// judges the lost answer itself. (An empty body is NoBody, always
+		// replayable: that exposure remains.)
+		req.GetBody = tr.sentOnce(req.GetBody)
 	}
 	if err := context.Cause(actx); err != nil {
 		// Surely unsent (Close while the attempt was being journaled, say):
@@ -426,7 +426,33 @@ type attemptTrace struct {
 	h2 atomic.Bool
 	// h1Sent: a copy written whole earlier did not go over HTTP/2.
 	h1Sent atomic.Bool
-	hooks  httptrace.ClientTrace
+	// answered: an answer came to the copy on the connection net/http
+	// got last (a 307 or 308 it follows).
+	answered atomic.Bool
+	hooks    httptrace.ClientTrace
+}
+
+// errSentOnce is what net/http's resend of a request sent once gets
+// instead of its body (attemptTrace.sentOnce).
+var errSentOnce = errors.New("idem: the connection died after the request was written; not resent, as the endpoint may not de-duplicate by the key")
+
+// sentOnce is getBody, but failing once a copy was written whole over
+// HTTP/1 and no answer came: net/http rewinds the body to resend it on a
+// fresh connection, and the copy written may have executed. Not when
+// HTTP/2's server said a copy was not processed (REFUSED_STREAM, a
+// GOAWAY below it: RFC 9113 8.7), nor one never written whole, nor to
+// follow a 307 or 308: whoever answers the same bytes again there, none
+// of ours executed twice. nil stays nil.
+func (t *attemptTrace) sentOnce(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
+	if getBody == nil {
+		return nil
+	}
+	return func() (io.ReadCloser, error) {
+		if t.h1Sent.Load() && !t.answered.Load() {
+			return nil, errSentOnce
+		}
+		return getBody()
+	}
 }
 
 func newAttemptTrace() *attemptTrace {
@@ -440,6 +466,7 @@ func newAttemptTrace() *attemptTrace {
 		// is surely unsent.
 		GotConn: func(info httptrace.GotConnInfo) {
 			t.conns.Add(1)
+			t.answered.Store(false)
 			// Another copy begins: net/http has finished writing the one
 			// before (it waits for its writer to end before resending).
 			// This copy's own WroteRequest may come only after its answer,
@@ -470,7 +497,10 @@ func newAttemptTrace() *attemptTrace {
 				t.h1Sent.Store(true)
 			}
 		},
-		GotFirstResponseByte: func() { t.wrote.Store(true) },
+		GotFirstResponseByte: func() {
+			t.wrote.Store(true)
+			t.answered.Store(true)
+		},
 	}
 	return t
 }
@@ -630,10 +660,14 @@ func (d *driver) submit() (step, error) {
 	d.submits++
 	d.keyIgnored = d.keyIgnored || c.ignoring.has(d.rec)
 	// Still unread (another caller's walk under way, or failed): once.
-	ex := c.send(d.ctx, d.rec, false, d.keyIgnored || !c.ignoring.learnt.Load())
+	// So too to an endpoint not heard from yet (heardEndpoints).
+	ex := c.send(d.ctx, d.rec, false, d.keyIgnored || !c.ignoring.learnt.Load() || !c.heard.has(d.rec))
 	d.serverUntil = ex.serverUntil
 
 	a := c.answerOf(d.rec, ex, false)
+	if !a.keyIgnored && heardFrom(ex.status) {
+		c.heard.add(d.rec)
+	}
 	if a.keyIgnored && !d.keyIgnored {
 		c.ignoring.add(d.rec)
 	}
@@ -796,6 +830,16 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	}
 	name := c.keyName(rec, ex.status)
 	a.verdict = reusedVerdict(a.verdict, ex.status, ex.body, name)
+	if a.keyIgnored && ex.status == http.StatusConflict && (a.verdict == Processing || a.verdict == Conflict) && !saysSubjectRunning(ex.body) {
+		// The endpoint does not read the key: its 409 is about no
+		// request holding the key, in flight or done, but its own
+		// refusal of this one, a conflict with the target's state (RFC
+		// 9110 15.5.10): nothing executed. Read as another request's in
+		// flight, it was resent, and the resend executed what the
+		// endpoint had refused. Words saying the order's payment runs
+		// may be about a copy of ours: read as they were.
+		a.verdict = Rejected
+	}
 	a.versionMoved = !query && a.verdict == Rejected && ex.status == http.StatusConflict && versionConflict(ex.body)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec.Key)

@@ -37,6 +37,9 @@ type Client struct {
 	urls      urlCache // the submit URL parsed last
 	ignoring  keyIgnoring
 	clocks    serverClocks // each host's clock, by its answers' Date
+	// heard: the submit endpoints whose answers did not say they
+	// ignore the key (heard.go).
+	heard heardEndpoints
 	// born is the clock's reading when the Client's first call began
 	// (begin): an operation first sent before it was journaled by an
 	// earlier process, by a clock that may read otherwise than this one

@@ -88,6 +88,11 @@ func secondAnswerLost(n int, w http.ResponseWriter) {
 		dropConnection(w) // pay_2 charged, its answer lost
 		return
 	}
+	ignoredCreated(n, w)
+}
+
+// ignoredCreated answers 201 for payment pay_n, marked ignored.
+func ignoredCreated(n int, w http.ResponseWriter) {
 	w.Header().Set("Idempotency-Status", "ignored")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)

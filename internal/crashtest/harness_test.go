@@ -419,7 +419,6 @@ func testRandomKills(t *testing.T, bin string, hb harnessBehavior) {
 	checkBolt(t, path)
 	recs := readJournal(t, path)
 	st := srv.stats(t) // before our own queries below add to it
-	var ignored409 int // key-ignored's 409s Submit called a key conflict
 	var duplicates, flaggedDuplicates, silentDuplicates, lost, wronglyFailed, wronglySucceeded, unknown, review, maxAfterFinal int
 	var problems []string
 	for i := range ops {
@@ -430,12 +429,7 @@ func testRandomKills(t *testing.T, bin string, hb harnessBehavior) {
 		if ks.SubmitsAfterFinal > harnessAfterFinal {
 			problems = append(problems, fmt.Sprintf("%s: %d submits after the server's answer was final (at most %d)", key, ks.SubmitsAfterFinal, harnessAfterFinal))
 		}
-		if hb.keyIgnored && led.conflicts[key] && ks.Conflicts == 0 && ks.ForeignEffects == 0 && !*requireIgnored409Fix {
-			// The endpoint's own 409, read as another request holding
-			// the key (TestKeyIgnoredEndpointsOwn409IsNoKeyConflict):
-			// a wrong error, no second order; counted, not failed.
-			ignored409++
-		} else if (ks.Conflicts > 0 || led.conflicts[key]) && ks.ForeignEffects == 0 {
+		if (ks.Conflicts > 0 || led.conflicts[key]) && ks.ForeignEffects == 0 {
 			problems = append(problems, fmt.Sprintf("%s: a key conflict (%d from the server), and no one else used the key; attempts %s", key, ks.Conflicts, describe(recs, key)))
 		}
 		rec := recs[key]
@@ -514,9 +508,6 @@ func testRandomKills(t *testing.T, bin string, hb harnessBehavior) {
 		hb.name, kills, len(recs), duplicates, flaggedDuplicates, silentDuplicates, lost, wronglyFailed, wronglySucceeded, unknown, review, maxAfterFinal)
 	t.Log(figures)
 	fmt.Println(figures)
-	if ignored409 > 0 {
-		t.Logf("key conflicts reported for the endpoint's own 409 (known bug, -crashtest.ignored-409-fix fails on them): %d", ignored409)
-	}
 	t.Logf("seed=%d lives=%d kills_mid_submit=%d kills_before_resume_returned=%d acked=%d requests_sent=%d final_resume=%q kill_phase=%v total=%v",
 		seed, lives, midOp, inResume, len(led.acked), led.sent, final, killPhase.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	t.Logf("server: %+v", st)

@@ -1,0 +1,100 @@
+package idem_test
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// An endpoint that ignores the key says so only in its answers (Solidgate:
+// "Idempotency support varies by endpoint. Send the request with an
+// Idempotency-Key header and check the Idempotency-Status value. A value
+// of ignored means the endpoint does not",
+// https://api-docs.solidgate.com/api/v2/idempotent-requests). A refund to
+// another endpoint of the host leaves a connection to reuse; the first
+// payment to the charge endpoint goes out on it, charges (pay_2) and the
+// connection dies. net/http resends a request with an Idempotency-Key
+// header on a fresh connection when the reused one dies before any answer
+// ("the request is retried if it is idempotent or has an Idempotency-Key
+// or X-Idempotency-Key header", net/http's Transport docs): pay_3, its
+// answer lost too. The status endpoint names the order's last payment,
+// and idem settled it succeeded, unflagged: two charges, nobody told.
+// No answer of the charge endpoint had come yet, so nothing said it
+// de-duplicates: the payment goes out once, and its lost answer is idem's
+// to judge, by the status endpoint, which settles the only charge.
+func TestKeyIgnoredEndpointNotHeardFromSendsOnce(t *testing.T) {
+	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+		switch n {
+		case 1:
+			refunded(w)
+		default:
+			dropConnection(w) // pay_n charged, its answer lost
+		}
+	})
+	// The status endpoint names the order's last payment.
+	s.answerFrom(1, func(w http.ResponseWriter) {
+		s.mu.Lock()
+		n := len(s.keys)
+		s.mu.Unlock()
+		orderStatus(fmt.Sprintf("pay_%d", n), "settled")(w)
+	})
+	store, c := openOn(t, filepath.Join(t.TempDir(), "idem.journal"), s.srv.Client().Transport, idemtest.NewClock(epoch))
+
+	_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: s.srv.URL + "/api/v1/refund", Body: []byte(`{"amount":1}`)})
+	require.NoError(t, err)
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: s.srv.URL + "/api/v1/charge", ResultURL: s.srv.URL + "/api/v1/orders/o-1",
+		Body: []byte(`{"amount":100,"order_id":"o-1"}`)})
+	require.NoError(t, err, "Submit(): settled by the status endpoint")
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, "pay_2", res.ResourceID, "the only charge")
+	require.Empty(t, res.Review)
+	s.requireSeen(t, []string{"k0", "k"}, 1)
+
+	rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, rec.State)
+	require.Len(t, rec.Attempts, 2, "journal: the charge and the query")
+	require.Equal(t, journal.AttemptSubmit, rec.Attempts[0].Kind)
+	require.False(t, rec.Attempts[0].Resent, "journal: the charge went out once")
+	require.False(t, journal.SentTwice(rec))
+}
+
+// The same endpoint, heard from already (a 2xx that did not say it
+// ignores the key): a first send on a reused connection that dies before
+// it is written is resent by net/http as before, which costs nothing and
+// spares an attempt; one written is resent too, as to an endpoint that
+// de-duplicates. Modelled: an endpoint whose answers carry no
+// Idempotency-Status, as those of most APIs, which de-duplicate by the
+// key.
+func TestHeardEndpointKeepsHTTPResend(t *testing.T) {
+	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+		if n == 2 {
+			dropConnection(w) // its copy's answer lost; the server holds the key
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, min(n, 2))
+	})
+	store, c := openOn(t, filepath.Join(t.TempDir(), "idem.journal"), s.srv.Client().Transport, idemtest.NewClock(epoch))
+
+	url := s.srv.URL + "/api/v1/charge"
+	_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: url, Body: []byte(`{"amount":5}`)})
+	require.NoError(t, err)
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: url, Body: []byte(`{"amount":100}`)})
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	s.requireSeen(t, []string{"k0", "k", "k"}, 0)
+
+	rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.Len(t, rec.Attempts, 1, "journal: one attempt, two copies")
+	require.True(t, rec.Attempts[0].Resent, "journal: net/http resent it")
+}
