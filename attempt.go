@@ -65,10 +65,27 @@ type exchange struct {
 // connection can be reused; past it the connection is dropped instead.
 const drainLimit = 64 << 10
 
-// send performs one HTTP exchange for rec with its own timeout. once: the
-// server does not de-duplicate by the key, so the request may go on the
-// wire only once (net/http may not send it again on its own).
-func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool) exchange {
+// onceRule is how far a send lets net/http send its request again on its
+// own.
+type onceRule uint8
+
+const (
+	// resendFree: the endpoint de-duplicates by the key; net/http's
+	// resends are let be.
+	resendFree onceRule = iota
+	// onceUnheard: nothing said yet whether the endpoint reads the key;
+	// a copy is rewound only where the one before surely did not run
+	// (attemptTrace.sentOnce).
+	onceUnheard
+	// onceIgnoring: the endpoint ignores the key, or the endpoints known
+	// to are not read yet; no copy after one written whole, over either
+	// protocol.
+	onceIgnoring
+)
+
+// send performs one HTTP exchange for rec with its own timeout. once: how
+// far the request may go on the wire again without idem (onceRule).
+func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once onceRule) exchange {
 	start := c.cfg.clock.Now()
 	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
 	defer cancel()
@@ -141,14 +158,14 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query, once bool
 		}
 	}
 	sent := sentSecrets(path, c.cfg.keyHeader, req)
-	if once {
+	if once != resendFree {
 		// net/http sends a request with an Idempotency-Key header again,
 		// on a fresh connection, when a reused one dies after it was
 		// written (isReplayable): to a server that ignores the key, a
 		// second charge. A body it cannot rewind then stops it; idem
 		// judges the lost answer itself. (An empty body is NoBody, always
 		// replayable: that exposure remains.)
-		req.GetBody = tr.sentOnce(req.GetBody)
+		req.GetBody = tr.sentOnce(req.GetBody, once == onceIgnoring)
 	}
 	if err := context.Cause(actx); err != nil {
 		// Surely unsent (Close while the attempt was being journaled, say):
@@ -426,6 +443,8 @@ type attemptTrace struct {
 	h2 atomic.Bool
 	// h1Sent: a copy written whole earlier did not go over HTTP/2.
 	h1Sent atomic.Bool
+	// sentWhole: a copy was written whole, over either protocol.
+	sentWhole atomic.Bool
 	// answered: an answer came to the copy on the connection net/http
 	// got last (a 307 or 308 it follows).
 	answered atomic.Bool
@@ -442,13 +461,17 @@ var errSentOnce = errors.New("idem: the connection died after the request was wr
 // HTTP/2's server said a copy was not processed (REFUSED_STREAM, a
 // GOAWAY below it: RFC 9113 8.7), nor one never written whole, nor to
 // follow a 307 or 308: whoever answers the same bytes again there, none
-// of ours executed twice. nil stays nil.
-func (t *attemptTrace) sentOnce(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
+// of ours executed twice. With anyProto, an HTTP/2 copy written whole
+// stops it too: net/http also resends after a peer's PROTOCOL_ERROR
+// reset, which says nothing of whether the stream ran, and the trace
+// cannot tell it from REFUSED_STREAM; to an endpoint that ignores the
+// key, the copy is a second order. nil stays nil.
+func (t *attemptTrace) sentOnce(getBody func() (io.ReadCloser, error), anyProto bool) func() (io.ReadCloser, error) {
 	if getBody == nil {
 		return nil
 	}
 	return func() (io.ReadCloser, error) {
-		if t.h1Sent.Load() && !t.answered.Load() {
+		if (t.h1Sent.Load() || anyProto && t.sentWhole.Load()) && !t.answered.Load() {
 			return nil, errSentOnce
 		}
 		return getBody()
@@ -493,6 +516,7 @@ func newAttemptTrace() *attemptTrace {
 			if t.h1Sent.Load() {
 				t.resent.Store(true)
 			}
+			t.sentWhole.Store(true)
 			if !h2 {
 				t.h1Sent.Store(true)
 			}
@@ -661,7 +685,14 @@ func (d *driver) submit() (step, error) {
 	d.keyIgnored = d.keyIgnored || c.ignoring.has(d.rec)
 	// Still unread (another caller's walk under way, or failed): once.
 	// So too to an endpoint not heard from yet (heardEndpoints).
-	ex := c.send(d.ctx, d.rec, false, d.keyIgnored || !c.ignoring.learnt.Load() || !c.heard.has(d.rec))
+	once := resendFree
+	switch {
+	case d.keyIgnored || !c.ignoring.learnt.Load():
+		once = onceIgnoring
+	case !c.heard.has(d.rec):
+		once = onceUnheard
+	}
+	ex := c.send(d.ctx, d.rec, false, once)
 	d.serverUntil = ex.serverUntil
 
 	a := c.answerOf(d.rec, ex, false)
@@ -1209,7 +1240,7 @@ func (d *driver) query() (step, error) {
 	d.exchanges++
 	number := attemptCount(d.rec) + 1
 	start := d.now()
-	ex := c.send(d.ctx, d.rec, true, false)
+	ex := c.send(d.ctx, d.rec, true, resendFree)
 	d.serverUntil = ex.serverUntil
 
 	st := step{judgment: judgeQuery(pastOf(d.rec, math.MaxInt), c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}

@@ -323,6 +323,10 @@ func TestHTTP2MaxConcurrentStreams(t *testing.T) {
 // REFUSED_STREAM, RFC 9113 8.7: never processed), or answer it.
 type h2Answer struct {
 	refuse bool
+	// protocolError: reset the stream PROTOCOL_ERROR once its request
+	// is taken (a processed stream's reset, which says nothing of
+	// whether it ran: RFC 9113 8.7).
+	protocolError bool
 	// early: answer on the request's HEADERS, before its body (RFC 9113
 	// 8.1 lets a server answer before the request ends), as a rate
 	// limiter in front does (nginx's limit_req reads no body). rawH2
@@ -368,7 +372,7 @@ func (s *rawH2) streams() []string {
 const (
 	h2Data, h2Headers, h2RSTStream, h2Settings = 0x0, 0x1, 0x3, 0x4
 	h2EndStream, h2Ack, h2EndHeaders, h2Padded = 0x1, 0x1, 0x4, 0x8
-	h2RefusedStream                            = 0x7
+	h2ProtocolError, h2RefusedStream           = 0x1, 0x7
 )
 
 func (s *rawH2) serve(c net.Conn) {
@@ -430,8 +434,12 @@ func (s *rawH2) serve(c net.Conn) {
 		s.bodies = append(s.bodies, string(bodies[stream]))
 		a := s.answers[min(n, len(s.answers)-1)]
 		s.mu.Unlock()
-		if a.refuse {
-			if write(h2RSTStream, 0, stream, binary.BigEndian.AppendUint32(nil, h2RefusedStream)) != nil {
+		if a.refuse || a.protocolError {
+			code := uint32(h2RefusedStream)
+			if a.protocolError {
+				code = h2ProtocolError
+			}
+			if write(h2RSTStream, 0, stream, binary.BigEndian.AppendUint32(nil, code)) != nil {
 				return
 			}
 			continue
