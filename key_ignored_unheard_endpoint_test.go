@@ -30,21 +30,7 @@ import (
 // de-duplicates: the payment goes out once, and its lost answer is idem's
 // to judge, by the status endpoint, which settles the only charge.
 func TestKeyIgnoredEndpointNotHeardFromSendsOnce(t *testing.T) {
-	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
-		switch n {
-		case 1:
-			refunded(w)
-		default:
-			dropConnection(w) // pay_n charged, its answer lost
-		}
-	})
-	// The status endpoint names the order's last payment.
-	s.answerFrom(1, func(w http.ResponseWriter) {
-		s.mu.Lock()
-		n := len(s.keys)
-		s.mu.Unlock()
-		orderStatus(fmt.Sprintf("pay_%d", n), "settled")(w)
-	})
+	s := lostChargesAfter(t, refunded)
 	store, c := openOn(t, filepath.Join(t.TempDir(), "idem.journal"), s.srv.Client().Transport, idemtest.NewClock(epoch))
 
 	_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: s.srv.URL + "/api/v1/refund", Body: []byte(`{"amount":1}`)})
@@ -97,4 +83,51 @@ func TestHeardEndpointKeepsHTTPResend(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rec.Attempts, 1, "journal: one attempt, two copies")
 	require.True(t, rec.Attempts[0].Resent, "journal: net/http resent it")
+}
+
+// Only a 2xx hears an endpoint: a front answers a 401 of its own (an API
+// gateway's "Unauthorized" for an expired token, modelled) without the
+// endpoint's Idempotency-Status, which says nothing of whether the
+// endpoint reads the key. The payment after it, on the same reused
+// connection, still goes out once: its lost answer is settled by the
+// status endpoint, one charge.
+func TestEndpointNotHeardFromByAFrontsRefusal(t *testing.T) {
+	s := lostChargesAfter(t, func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = fmt.Fprint(w, `{"message":"Unauthorized"}`)
+	})
+	_, c := openOn(t, filepath.Join(t.TempDir(), "idem.journal"), s.srv.Client().Transport, idemtest.NewClock(epoch))
+
+	url := s.srv.URL + "/api/v1/charge"
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: url, Body: []byte(`{"amount":5,"order_id":"o-0"}`)})
+	require.ErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateFailed, res.State)
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	res, err = c.Submit(t.Context(), idem.Request{Key: "k", URL: url, ResultURL: s.srv.URL + "/api/v1/orders/o-1",
+		Body: []byte(`{"amount":100,"order_id":"o-1"}`)})
+	require.NoError(t, err, "Submit(): settled by the status endpoint")
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, "pay_2", res.ResourceID, "the only charge")
+	s.requireSeen(t, []string{"k0", "k"}, 1)
+}
+
+// lostChargesAfter is the charge endpoint answering its first request with
+// first, then charging each after it (pay_n) and dropping its connection,
+// the answer lost; its status endpoint names the order's last payment.
+func lostChargesAfter(t *testing.T, first func(http.ResponseWriter)) *keyIgnoringCharges {
+	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			first(w)
+			return
+		}
+		dropConnection(w)
+	})
+	s.answerFrom(1, func(w http.ResponseWriter) {
+		s.mu.Lock()
+		n := len(s.keys)
+		s.mu.Unlock()
+		orderStatus(fmt.Sprintf("pay_%d", n), "settled")(w)
+	})
+	return s
 }
