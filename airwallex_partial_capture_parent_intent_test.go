@@ -14,7 +14,8 @@ import (
 // payment-operations/manage-payments). The answer is the PaymentIntent
 // acted on, whose "amount" is "Payment amount in the specified currency"
 // and "captured_amount" the "Amount captured so far" (its PaymentIntent
-// schema, apis.io/schemas/airwallex/airwallex-payment-intent): after a
+// schema as API Evangelist's third-party copy gives it,
+// apis.io/schemas/airwallex/airwallex-payment-intent): after a
 // partial capture of 50 of 100, "amount" is 100, not the 50 sent.
 // Airwallex keys a request by its body's request_id; the key is modelled
 // in a header here, and so is the result endpoint by key (as

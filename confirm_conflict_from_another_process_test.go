@@ -17,9 +17,10 @@ import (
 // handler (a). b's payment k is accepted as ord_1 by a server answering
 // 202 with the payment it holds and no lookup by key (asyncOrders,
 // Checkout.com's {"id":"ord_…","status":"Pending"}), whose key cache
-// forgets: "This key is cached in our system if the request returns a
-// 2xx response code ... After this window of time, we process the
-// request as normal"
+// forgets: "Subsequent requests with the same key will return the same
+// HTTP status code and response body as the original request, providing
+// that it was processed successfully ... After this window of time, the
+// request will be processed as normal"
 // (https://www.checkout.com/docs/developer-resources/api/idempotency);
 // modelled: the cache loses it early, as Redis evicting under maxmemory
 // does. b's resend, which asks how the payment stands, reaches it after

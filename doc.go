@@ -106,6 +106,7 @@
 //	409, ours may have executed              ours in flight          processing: wait, query
 //	409, nothing of ours executed            someone else's in flight wait, resend (never query)
 //	  then a 2xx describing another request  theirs, stored          unknown, ReviewKeyInUse, ErrKeyConflict (Flexiti; Mercado Pago, PayPal, nested)
+//	409 marked Idempotency-Status: ignored   the endpoint's refusal  failed (first attempt), else ReviewKeyIgnored (below)
 //	409 invalid_operation_error (Increase)   refused for the object's state as "other 4xx" (below)
 //	409 BAD_VALUE (Klarna), Affirm's         refused for its values  as "other 4xx" (below)
 //	  capture-*/partial-capture-instrument
@@ -258,7 +259,13 @@
 // not even by [Client.Do]. Once an endpoint's answer has said so (a 429
 // so marked is resent), a lost answer to a later submit to it, of this
 // operation or another, is judged the same way, and net/http is not let
-// send such a submit again on its own. An operation whose answers were
+// send such a submit again on its own. Nor, until a 2xx not so marked has
+// come from an endpoint in the process, a submit there written whole and
+// not answered (an endpoint says it ignores the key only in its answers).
+// A 409 so marked is the endpoint's own refusal, not another request
+// holding a key it does not read: failed with its reason to a first
+// attempt, flagged [ReviewKeyIgnored] after a send that may have executed
+// (unless its words say the order's payment is running: read as any 409). An operation whose answers were
 // lost before the endpoint said so is not resent either: the visit that
 // finds it so flags it [ReviewKeyIgnored], whatever it ends in, so that
 // what settles it after two such sends flags it [ReviewMaybeTwice]; a

@@ -15,9 +15,10 @@ import (
 // own 409, marked, as each of its answers is, as ignoring the key
 // (Solidgate: "A value of ignored means the endpoint does not",
 // https://api-docs.solidgate.com/api/v2/idempotent-requests). The body is
-// modelled on Solidgate's error object; the status on RFC 9110's 409: "the
-// request could not be completed due to a conflict with the current state
-// of the target resource" (the order is already paid): nothing charged.
+// modelled on Solidgate's error object; the status on RFC 9110's 409
+// (15.5.10): "the request could not be completed due to a conflict with
+// the target resource's current state" (the order is already paid):
+// nothing charged.
 func ignoredStateConflict(w http.ResponseWriter) {
 	w.Header().Set("Idempotency-Status", "ignored")
 	w.Header().Set("Content-Type", "application/json")

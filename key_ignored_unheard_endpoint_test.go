@@ -22,10 +22,14 @@ import (
 // payment to the charge endpoint goes out on it, charges (pay_2) and the
 // connection dies. net/http resends a request with an Idempotency-Key
 // header on a fresh connection when the reused one dies before any answer
-// ("the request is retried if it is idempotent or has an Idempotency-Key
-// or X-Idempotency-Key header", net/http's Transport docs): pay_3, its
-// answer lost too. The status endpoint names the order's last payment,
-// and idem settled it succeeded, unflagged: two charges, nobody told.
+// ("Transport only retries a request upon encountering a network error if
+// the connection has already been used successfully and if the request is
+// idempotent and either has no body or has its [Request.GetBody] defined.
+// HTTP requests are considered idempotent if ... their [Header] map
+// contains an "Idempotency-Key" or "X-Idempotency-Key" entry", net/http's
+// Transport docs): pay_3, its answer lost too. The status endpoint names
+// the order's last payment (modelled), and idem settled it succeeded,
+// unflagged: two charges, nobody told.
 // No answer of the charge endpoint had come yet, so nothing said it
 // de-duplicates: the payment goes out once, and its lost answer is idem's
 // to judge, by the status endpoint, which settles the only charge.

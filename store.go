@@ -154,7 +154,7 @@ type Store interface {
 // one (ReviewKeyIgnored) has settled: a payment there whose answer is
 // lost is then flagged for review, not resent under the same key, which
 // such an endpoint executes again. An endpoint is its method, a space and
-// its URL without query or fragment: no credentials a query may carry.
+// its URL without userinfo, query or fragment: no credentials.
 // The bbolt journal and pgjournal implement it; on a Store without it a
 // Client relearns an endpoint only from the open operations flagged for
 // it, and from its answers.

@@ -19,9 +19,10 @@ import (
 // Two replicas on one PostgreSQL journal: b's payment k is accepted with
 // 202 and the payment the server holds, which has no lookup by key
 // (Checkout.com's {"id":"pay_…","status":"Pending"}), and whose key cache
-// forgets: "This key is cached in our system if the request returns a
-// 2xx response code ... After this window of time, we process the
-// request as normal"
+// forgets: "Subsequent requests with the same key will return the same
+// HTTP status code and response body as the original request, providing
+// that it was processed successfully ... After this window of time, the
+// request will be processed as normal"
 // (https://www.checkout.com/docs/developer-resources/api/idempotency);
 // modelled: it loses keys early, as Redis evicting under maxmemory does.
 // b's resend, which asks how ord_1 stands, comes after k was lost: a

@@ -83,8 +83,8 @@ func TestKeyIgnoredEndpointBeforeItsFirstAnswer(t *testing.T) {
 // payment with its own 409, marked Idempotency-Status: ignored: a
 // conflict with the current state of the order it acts on (the
 // reject-409 fault; RFC 9110 15.5.10: "the request could not be
-// completed due to a conflict with the current state of the target
-// resource"), nothing executed. No other request holds the key, as the
+// completed due to a conflict with the target resource's current
+// state"), nothing executed. No other request holds the key, as the
 // endpoint does not read it. idem read it as one in flight: it resent,
 // the resend placed an order (its 201's body garbled, the query found it
 // succeeded), and it left the operation unknown, ReviewKeyIgnored, and
