@@ -745,8 +745,8 @@ func (d *driver) submit() (step, error) {
 
 // blockSince judges again, just before the send of attempt number,
 // what resendBlock judged before the attempt was journaled (committed:
-// by this call; not the attempt Submit journaled with the record, whose
-// record resendBlock read).
+// by this call; not the attempt Submit journaled with the record, which
+// nothing has journaled over since).
 //
 // By the journal's flags (flagBlock, reviewOnlyBlock) on the record the
 // commit read back, so costing no read: another process sharing the

@@ -241,7 +241,9 @@ func (l *lifecycle) endBound(all bool) {
 // joined to one drives the operation itself). Calls in flight (Do,
 // Submit) carry on until they settle or hand their operation to the
 // reconciler, as they would have; when ctx ends first they are stopped as
-// by Close. Then the journal is closed if the Client opened it (Open).
+// by Close. Then the journal is closed if the Client opened it (Open),
+// as Close does (after up to 10 s for endpoints being journaled, whatever
+// ctx says).
 //
 // An operation whose call was stopped is left unknown (or pending, if
 // nothing can have been sent), never failed: the next Resume settles it.
@@ -269,7 +271,9 @@ func (c *Client) Shutdown(ctx context.Context) error {
 // (unknown, or pending if nothing can have been sent; never failed) and
 // return errors matching ErrUnknownOutcome and ErrClosed. Close returns
 // when they have, after closing the journal if the Client opened it
-// (Open). To let calls finish first, use Shutdown.
+// (Open); before that it waits, up to 10 s, for the journaling of
+// endpoints learnt to ignore the key (KeyIgnoringStore), so that the next
+// process knows them. To let calls finish first, use Shutdown.
 func (c *Client) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

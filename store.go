@@ -162,8 +162,9 @@ type KeyIgnoringStore interface {
 	// AddKeyIgnoring records endpoint, durably when it returns nil. One
 	// already recorded writes nothing. The Client calls it in a goroutine
 	// of its own, with a context that ends after 10 s: the call that
-	// learnt the endpoint does not wait for it. A Store may keep a bounded number
-	// (journal.MaxKeyIgnoringEndpoints) and write nothing past it.
+	// learnt the endpoint does not wait for it. A Store may keep a
+	// bounded number (journal.MaxKeyIgnoringEndpoints) and write nothing
+	// past it.
 	AddKeyIgnoring(ctx context.Context, endpoint string) error
 	// KeyIgnoringEndpoints returns every endpoint recorded.
 	KeyIgnoringEndpoints(ctx context.Context) ([]string, error)
