@@ -60,3 +60,39 @@ func TestKeyIgnoredEndpointsOwn409FailsThePayment(t *testing.T) {
 	require.Equal(t, idem.StateFailed, op.State)
 	require.Equal(t, 1, op.Attempts, "journal: the one refused send")
 }
+
+// After a send that may have executed, the endpoint's own 409 proves
+// nothing of that send: a gateway in front of the charge endpoint
+// (modelled: its 502 carries none of the endpoint's headers) answered the
+// first request, which the endpoint may have charged, and the resend,
+// after the status endpoint found nothing yet, is refused as the order is
+// "already paid" (perhaps by that first request). Failed, the caller
+// would pay again under a new key; resent, the endpoint would charge
+// again. Flagged for a person, never resent: two requests, no third. (A
+// pin of the rule's second half: the first half, a first attempt's 409
+// failed, is TestKeyIgnoredEndpointsOwn409FailsThePayment.)
+func TestKeyIgnoredEndpointsOwn409AfterAMaybeExecutedSendIsFlagged(t *testing.T) {
+	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			http.Error(w, "Bad Gateway", http.StatusBadGateway)
+			return
+		}
+		ignoredStateConflict(w)
+	})
+	c := clientFor(t, s.srv, idemtest.NewClock(epoch))
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: s.srv.URL + "/api/v1/charge", ResultURL: s.srv.URL + "/api/v1/orders/o-1",
+		Body: []byte(`{"amount":100,"order_id":"o-1"}`)})
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.NotErrorIs(t, err, idem.ErrFailed, "the first request may have charged")
+	require.NotErrorIs(t, err, idem.ErrKeyConflict)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Equal(t, idem.ReviewKeyIgnored, res.Review)
+	s.requireSeen(t, []string{"k", "k"}, 2)
+
+	op, err := c.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateUnknown, op.State)
+	require.Equal(t, idem.ReviewKeyIgnored, op.Review)
+	require.Equal(t, 4, op.Attempts, "journal: the charge, a query, the refused resend, a query")
+}
