@@ -711,7 +711,7 @@ func (d *driver) submit() (step, error) {
 		// classifier's 2xx "accepted", may be that request's stored
 		// answer, unmarked: compared with ours as heldOrderAnswer's is,
 		// whether it names the key or not.
-		a.otherRequest, a.otherFixed = otherRequest(d.rec.Body, ex.body, pathSegments(d.rec.URL, d.rec.Key))
+		a.otherRequest, a.otherFixed = otherRequestOf(d.rec, ex.body)
 	}
 	st := step{judgment: judgeSubmit(p, a), retryAfter: ex.retryAfter}
 	if st.err != nil {
@@ -839,7 +839,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			// Moov's 409 is the key's transfer whole, and its keys are
 			// per account: a service sharing it, or a key taken from a
 			// business id, gets another request's transfer in it.
-			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body, pathSegments(rec.URL, rec.Key))
+			a.otherRequest, a.otherFixed = otherRequestOf(rec, ex.body)
 		}
 		a.keyIgnored = marked && keyIgnored(ex.header)
 	case query && cached != "" && !c.cacheNamesKey(rec, ex) && !pathNamesKey(rec.QueryURL, rec.Key):
@@ -897,7 +897,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// not one saying the order's payment runs, whose resource may
 		// be the order's last, finished, payment.
 		if a.created, a.createdStatus = c.conflictReplay(rec, ex); a.created != "" {
-			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body, pathSegments(rec.URL, rec.Key))
+			a.otherRequest, a.otherFixed = otherRequestOf(rec, ex.body)
 		}
 	}
 	if query && saysAny(ex.body, "found", "exist", "such") {
@@ -1020,7 +1020,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// (otherRequestAnswered), as a query's answer may be; so may a
 		// 303 to the resource a POST "would be equivalent to" (RFC 9110
 		// 9.3.3), the order another request left under the key.
-		a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body, pathSegments(rec.URL, rec.Key))
+		a.otherRequest, a.otherFixed = otherRequestOf(rec, ex.body)
 	}
 	if !query && !a.stored() && (a.decodeErr == nil && a.out.State == StateFailed || c.cfg.keyHeader == "" && a.decodeErr != nil) {
 		// The decoder's "failed" marks a refusal as an envelope's error

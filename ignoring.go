@@ -65,8 +65,7 @@ const saveIgnoringTimeout = 10 * time.Second
 // until an operator drops it, and a record journaled before URLs with
 // credentials were refused may still carry one.
 func endpoint(rec *journal.Record) string {
-	u, _, _ := strings.Cut(rec.URL, "?")
-	u, _, _ = strings.Cut(u, "#")
+	u := endpointKeyOf(rec).url
 	if scheme, rest, ok := strings.Cut(u, "://"); ok {
 		host, path, _ := strings.Cut(rest, "/")
 		if at := strings.LastIndexByte(host, '@'); at >= 0 {

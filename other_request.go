@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idem/internal/recordable"
+	"github.com/idemkit/idem/journal"
 )
 
 // A result query asks by key, and a key can hold another request's result:
@@ -133,6 +134,12 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 		}
 	}
 	return how, false
+}
+
+// otherRequestOf is otherRequest of rec's body with answer, a request to
+// rec's URL acting on what its path names (pathSegments).
+func otherRequestOf(rec *journal.Record, answer []byte) (how string, fixed bool) {
+	return otherRequest(rec.Body, answer, pathSegments(rec.URL, rec.Key))
 }
 
 // resourceIDs are the names an answer gives its resource's own id: "id",

@@ -92,7 +92,7 @@ func (s *Store) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 		if b == nil {
 			return nil
 		}
-		c, err := (&getter{}).walk(tx, b, bucketKeyIgnoring)
+		c, err := g.walk(tx, b, bucketKeyIgnoring)
 		if err != nil {
 			return err
 		}
