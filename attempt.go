@@ -755,7 +755,7 @@ func (d *driver) submit() (step, error) {
 // have landed between resendBlock's judgement and this attempt's. A
 // Confirm's contradiction (ReviewConfirmConflict: the event names
 // another resource for the key, which a server that lost the key made)
-// ends a Run or Resume drive's resends, as it would have one judged
+// ends any drive's resends, as it would have one judged
 // after it; ReviewKeyIgnored is the endpoint's, which this process may
 // not know: learnt from it (relearn).
 //

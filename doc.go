@@ -372,7 +372,8 @@
 // applied; one naming another resource than an open operation's flags
 // it so too, and Resume and Run then only query it, even a visit of
 // another process sharing the journal whose resend was judged before the
-// flag landed; one that settles an operation flagged [ReviewKeyIgnored]
+// flag landed, and [Client.Do] answers [ErrNeedsReview] without sending
+// it (another payment for the key tells of a server that lost it once); one that settles an operation flagged [ReviewKeyIgnored]
 // after more than one send that may have executed flags it
 // [ReviewMaybeTwice], whatever contradiction came before it. A
 // call's own answer that arrives after an event (or [Client.Resolve])

@@ -533,10 +533,14 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 func (d *driver) flagBlock(p past) *blocked {
 	rec := d.rec
 	switch {
-	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored || rec.Review == ReviewMadeTwice:
+	case p.final || d.reviewed || rec.Review == ReviewKeyInUse || rec.Review == ReviewKeyIgnored || rec.Review == ReviewMadeTwice ||
+		rec.Review == ReviewConfirmConflict:
 		// The server's stored answer for the key is final, or this call
 		// has just flagged it: resending changes nothing. Nor is a key the
-		// server ignores ever safe to resend, nor one it has lost once.
+		// server ignores ever safe to resend, nor one it has lost once:
+		// made twice, or an event naming another payment for the key
+		// than the one recorded (ReviewConfirmConflict on an open
+		// operation), which only a server that lost the key makes.
 		reason := rec.Review
 		if reason == "" {
 			reason = ReviewFinalAnswer
