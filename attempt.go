@@ -861,15 +861,25 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	}
 	name := c.keyName(rec, ex.status)
 	a.verdict = reusedVerdict(a.verdict, ex.status, ex.body, name)
-	if a.keyIgnored && ex.status == http.StatusConflict && (a.verdict == Processing || a.verdict == Conflict) && !saysSubjectRunning(ex.body) {
+	if a.keyIgnored && ex.status == http.StatusConflict && (a.verdict == Processing || a.verdict == Conflict) {
 		// The endpoint does not read the key: its 409 is about no
 		// request holding the key, in flight or done, but its own
 		// refusal of this one, a conflict with the target's state (RFC
 		// 9110 15.5.10): nothing executed. Read as another request's in
 		// flight, it was resent, and the resend executed what the
-		// endpoint had refused. Words saying the order's payment runs
-		// may be about a copy of ours: read as they were.
-		a.verdict = Rejected
+		// endpoint had refused. Unless its words say the order's
+		// payment runs, or the order exists, is a duplicate or was
+		// paid: what they refer to may be a copy of this very request
+		// (a mesh's retry of it), which the endpoint executed as it
+		// executes every copy (copyClaimed).
+		switch {
+		case saysSubjectRunning(ex.body):
+			a.copyRuns = true
+		case saysDuplicate(ex.body, name, rec.Key):
+			a.copyMade, a.verdict = true, Rejected
+		default:
+			a.verdict = Rejected
+		}
 	}
 	a.versionMoved = !query && a.verdict == Rejected && ex.status == http.StatusConflict && versionConflict(ex.body)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {

@@ -154,6 +154,11 @@ type answer struct {
 	// keyIgnored: the server says it does not de-duplicate by the key
 	// where this went (keyIgnored): a resend is a second request.
 	keyIgnored bool
+	// copyRuns, copyMade: a 409 marked keyIgnored whose words say the
+	// order's payment runs (saysSubjectRunning), or that the order
+	// exists, is a duplicate or was paid (saysDuplicate): what they
+	// refer to may be a copy of this request (copyClaimed).
+	copyRuns, copyMade bool
 	// foundOrder: with the key in the request's body, a result query's
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
@@ -214,6 +219,11 @@ type judgment struct {
 	// the operation (queryFailed): not that it is missing, nor a
 	// search's answer that does not name it.
 	failed bool
+	// awaits: moveReview of an answer saying a payment runs that may be
+	// this request's (copyClaimed): the result endpoint is asked until
+	// the call's budget ends, its "not found" no answer yet, as for a
+	// request in flight; nothing is resent.
+	awaits bool
 	err    error // what to record on the attempt (a decode error)
 }
 
@@ -315,6 +325,8 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveQuery, label: "response_lost"}
 	case a.stored():
 		return judgeReplay(p, a)
+	case (a.copyRuns || a.copyMade) && !p.maybeExecuted:
+		return copyClaimed(a)
 	case a.inFlight:
 		// The 409 of servers that answer it otherwise. Ours, if an
 		// earlier attempt may have executed. Otherwise another request's,
@@ -414,6 +426,25 @@ func submitMeaning(p past, a answer) judgment {
 	default:
 		return judgment{move: moveQuery, label: "ambiguous", err: notFollowed(a)}
 	}
+}
+
+// copyClaimed is the judgment of a first attempt's 409 from an endpoint
+// that ignores the key, whose words say the order's payment runs
+// (copyRuns) or that the order exists, is a duplicate or was paid
+// (copyMade). Such an endpoint checks the order, never the key: what it
+// holds may be a copy of this very request that a proxy sent again (a
+// mesh's retry of a 503 or of a reset, whatever the method: Envoy's
+// retry_on 5xx or reset), which it executed as it executes every copy.
+// Failed, the caller paid again under a new key; resent, the endpoint
+// executed the resend: a second charge either way. The attempt counts as
+// one that may have executed, flagged ReviewKeyIgnored and never resent;
+// the result endpoint, if there is one, settles it, and one saying the
+// payment runs is awaited (awaits). The server's words go with the
+// attempt, for the person deciding.
+func copyClaimed(a answer) judgment {
+	return judgment{move: moveReview, label: "key_ignored_copy", review: ReviewKeyIgnored, awaits: a.copyRuns,
+		err: fmt.Errorf("idem: %s (to a first attempt, from an endpoint that ignores the key: what it refers to may be a copy of this request a proxy sent again, "+
+			"which the endpoint executed as it executes every copy)", refusalReason(a))}
 }
 
 // refusedAfterMaybeSent: an earlier attempt may have executed, so a
@@ -1284,8 +1315,9 @@ var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 // Raised" and "Refund is already Successful" to a refId it holds, Toss
 // Payments' "This is a payment that has already been processed." to a
 // confirmation of a payment it confirmed, Interactive Brokers' "Local
-// order ID=<cOID> is already registered." to a cOID it holds).
-var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed", "registered"}
+// order ID=<cOID> is already registered." to a cOID it holds; an order
+// "already paid", which a copy of the payment may have paid).
+var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed", "registered", "paid"}
 
 // lettersOnly reports whether s is ASCII letters alone: a word, as a
 // key may be, not an id made of digits or signs.

@@ -26,6 +26,11 @@ func TestSaysDuplicateByKeyHeader(t *testing.T) {
 		{`{"code":"ALREADY_PROCESSED_PAYMENT","message":"이미 처리된 결제 입니다."}`, true},
 		{`{"code":"ALREADY_PROCESSED_PAYMENT","message":"This is a payment that has already been processed."}`, true},
 		{`{"code":"ALREADY_CANCELED_PAYMENT","message":"이미 취소된 결제 입니다."}`, false},
+		// An order paid already may be a copy of this payment's doing;
+		// a cancel refused for it is refused for the order's state.
+		{`{"error":{"message":"Order already paid"}}`, true},
+		{`{"error":{"message":"This order has already been paid"}}`, true},
+		{`{"error":"Cannot cancel an order that is already paid"}`, false},
 		{`{"code":"ALREADY_USED_EMAIL"}`, false},
 		{`{"error":"The card that was already used is blocked"}`, false},
 		// WPG's batch service: a batch is no order.
