@@ -875,7 +875,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		switch {
 		case saysSubjectRunning(ex.body):
 			a.copyRuns = true
-		case saysDuplicate(ex.body, name, rec.Key):
+		case saysDuplicateTo(rec, ex.body, name):
 			a.copyMade, a.verdict = true, Rejected
 		default:
 			a.verdict = Rejected
@@ -883,10 +883,10 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	}
 	a.versionMoved = !query && a.verdict == Rejected && ex.status == http.StatusConflict && versionConflict(ex.body)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
-		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec.Key)
+		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))
 		if !a.keyConflict && !query && !a.stored() && c.cfg.keyHeader != "" &&
-			(a.verdict == Conflict || a.verdict == Rejected && ex.status == http.StatusBadRequest) && saysDuplicate(ex.body, c.cfg.keyHeader, rec.Key) {
+			(a.verdict == Conflict || a.verdict == Rejected && ex.status == http.StatusBadRequest) && saysDuplicateTo(rec, ex.body, c.cfg.keyHeader) {
 			// With the key in a header, a 400 or 422 saying the order in
 			// the body is a duplicate (dLocal's 5009 "Order ID is
 			// duplicated.", Toss's DUPLICATED_ORDER_ID and
@@ -1038,7 +1038,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// became of the order, its refusal's name in sendStatus.status.
 		envelope := c.cfg.keyHeader == "" && carriesError(ex.body)
 		switch {
-		case (envelope || a.decodeErr == nil) && saysDuplicate(ex.body, c.bodyKeyName(rec), rec.Key):
+		case (envelope || a.decodeErr == nil) && saysDuplicateTo(rec, ex.body, c.bodyKeyName(rec)):
 			// An API that answers every refusal 200 OK refuses a client
 			// order id it holds so (Bybit's retCode 110072 "OrderLinkedID
 			// is duplicate", OKX's sCode 51016 "Duplicated clOrdId",
@@ -1149,17 +1149,17 @@ func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
 // that says the key was used with other parameters; with the key in the
 // body, either one that says the order is a duplicate (saysDuplicate).
 // Other answers' bodies are not scanned. name is the key's, as for
-// namesKey; key is the key itself.
-func (c *Client) keyConflict(v Verdict, status int, body []byte, name, key string) bool {
+// namesKey; rec is the operation refused (saysDuplicateTo).
+func (c *Client) keyConflict(v Verdict, status int, body []byte, name string, rec *journal.Record) bool {
 	inBody := "" // the key's member, when the key travels in the body
 	if c.cfg.keyHeader == "" {
 		inBody = name
 	}
 	switch {
 	case v == Conflict:
-		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name) || saysDuplicate(body, inBody, key)
+		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name) || saysDuplicateTo(rec, body, inBody)
 	case v == Rejected && status == http.StatusBadRequest:
-		return reusesKey(body, name) || saysDuplicate(body, inBody, key)
+		return reusesKey(body, name) || saysDuplicateTo(rec, body, inBody)
 	}
 	return false
 }

@@ -1,6 +1,10 @@
 package idem
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/idemkit/idem/journal"
+)
 
 // TestSaysDuplicateByKeyHeader: with the key in a header, answerOf reads
 // a 2xx the decoder failed with saysDuplicate under the header's name.
@@ -306,6 +310,32 @@ func TestSaysDuplicatePaidAndUtilized(t *testing.T) {
 	} {
 		if got := saysDuplicate([]byte(tc.body), "transaction_details.order_id", "order-7"); got != tc.want {
 			t.Errorf("saysDuplicate(%s) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
+
+// "Already paid" is a duplicate's words to a request that may pay, whose
+// copy may have paid the order; not to one changing the order's state (a
+// cancel, a refund, a reversal), whose copy pays nothing. Other words
+// read the same to both.
+func TestAlreadyPaidIsADuplicateOnlyToAPayment(t *testing.T) {
+	for _, tc := range []struct {
+		url, body string
+		want      bool
+	}{
+		{"https://api.example/v1/orders/o-1/payments", `{"message":"Order already paid"}`, true},
+		{"https://api.example/v1/charge", `{"code":"ORDER_ALREADY_PAID"}`, true},
+		{"https://api.example/v1/orders/o-1/cancel", `{"message":"Order already paid"}`, false},
+		{"https://api.example/v1/orders/o-1/cancellations", `{"code":"ORDER_ALREADY_PAID"}`, false},
+		{"https://api.example/v1/payments/p-1/refunds", `{"message":"Payment already paid"}`, false},
+		{"https://api.example/v1/payments/p-1/reversals?x=1", `{"message":"Order already paid"}`, false},
+		// The key as the last segment names the request, not an action.
+		{"https://api.example/v1/orders/cancel-7", `{"message":"Order already paid"}`, true},
+		{"https://api.example/v1/orders/o-1/cancel", `{"message":"Order ID already exists"}`, true},
+	} {
+		rec := &journal.Record{Key: "cancel-7", URL: tc.url}
+		if got := saysDuplicateTo(rec, []byte(tc.body), "Idempotency-Key"); got != tc.want {
+			t.Errorf("saysDuplicateTo(%s, %s) = %v, want %v", tc.url, tc.body, got, tc.want)
 		}
 	}
 }

@@ -89,18 +89,6 @@ func (b *chargesBehindSidecar) request(resultURL string) idem.Request {
 
 func (b *chargesBehindSidecar) resultURL() string { return b.sidecar.URL + "/api/v1/orders/o-1" }
 
-// requireSettled checks that a Submit settled succeeded with pay_1, the
-// sidecar's first copy, unflagged (one send from idem), after queries
-// status queries, and that nothing more charged.
-func (b *chargesBehindSidecar) requireSettled(t *testing.T, res *idem.Result, err error, queries int) {
-	t.Helper()
-	require.NoError(t, err)
-	require.Equal(t, idem.StateSucceeded, res.State)
-	require.Equal(t, "pay_1", res.ResourceID)
-	require.Empty(t, res.Review, "one send: the payment the 409 spoke of was this one")
-	b.requireOnce(t, res, queries)
-}
-
 // requireFlagged checks that a Submit ended unknown, flagged
 // ReviewKeyIgnored, after queries status queries: never failed (a copy of
 // the request may have charged) nor a key conflict (the endpoint reads no
@@ -133,17 +121,38 @@ func (b *chargesBehindSidecar) requireOnce(t *testing.T, res *idem.Result, queri
 // endpoint's own refusal (TestKeyIgnoredEndpointsOwn409FailsThePayment's
 // plain state conflict), the payment was failed with the 409's reason and
 // the caller paid again under a new key: a second charge. The result
-// endpoint is asked instead, never the charge endpoint again: here it
-// names pay_1, the order's payment, and the payment settles succeeded
-// with it. One request from idem (the sidecar's two copies), one charge,
-// one status query.
-func TestKeyIgnoredOrderExistsOnAFirstAttemptIsSettledByTheResultEndpoint(t *testing.T) {
+// endpoint is asked instead, never the charge endpoint again. Here it
+// names pay_1, the order's payment: the copy's, but an answer about the
+// order would name another request's payment of it alike
+// (TestKeyIgnoredOrderPaidByAnotherRequestIsNotTakenAsOurs), so it is left
+// for a person, the payment named. One request from idem, one charge, one
+// status query.
+func TestKeyIgnoredOrderExistsOnAFirstAttemptFoundIsLeftForAPerson(t *testing.T) {
 	b := newChargesBehindSidecar(t)
 	b.answerFrom(1, orderStatus("pay_1", "settled"))
 	c := clientFor(t, b.sidecar, idemtest.NewClock(epoch))
 
 	res, err := c.Submit(t.Context(), b.request(b.resultURL()))
-	b.requireSettled(t, res, err, 1)
+	b.requireFlagged(t, res, err, 1)
+	rec, err := c.Record(t.Context(), "", "k")
+	require.NoError(t, err)
+	require.Len(t, rec.Attempts, 2)
+	require.Contains(t, rec.Attempts[1].Err, `"pay_1"`, "the payment found, for the person deciding")
+}
+
+// As above, but the result endpoint says the order's payment was declined
+// (modelled): whoever tried it, nothing of ours charged. Settled failed,
+// unflagged; one request, one status query.
+func TestKeyIgnoredOrderExistsOnAFirstAttemptFoundDeclinedFails(t *testing.T) {
+	b := newChargesBehindSidecar(t)
+	b.answerFrom(1, orderStatus("pay_1", "failed"))
+	c := clientFor(t, b.sidecar, idemtest.NewClock(epoch))
+
+	res, err := c.Submit(t.Context(), b.request(b.resultURL()))
+	require.ErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateFailed, res.State)
+	require.Empty(t, res.Review)
+	b.requireOnce(t, res, 1)
 }
 
 // As above, but the result endpoint has nothing for the order yet (its

@@ -29,7 +29,9 @@ func runningBehindSidecar(t *testing.T) *chargesBehindSidecar {
 // though the running payment was this request's own (the sidecar's first
 // copy, pay_1). Nothing is resent: the result endpoint is asked as for a
 // request in flight, and here finds the payment processing, then
-// settled. One request from idem, one charge, two queries.
+// settled, which is left for a person as any payment of the order it
+// names after such a 409 (TestKeyIgnoredOrderPaidByAnotherRequestIsNotTakenAsOurs).
+// One request from idem, one charge, two queries.
 func TestKeyIgnoredPaymentRunningOnAFirstAttemptIsAwaitedNotResent(t *testing.T) {
 	b := runningBehindSidecar(t)
 	b.keyIgnoringCharges.mu.Lock()
@@ -44,7 +46,7 @@ func TestKeyIgnoredPaymentRunningOnAFirstAttemptIsAwaitedNotResent(t *testing.T)
 	c := clientFor(t, b.sidecar, idemtest.NewClock(epoch))
 
 	res, err := c.Submit(t.Context(), b.request(b.resultURL()))
-	b.requireSettled(t, res, err, 2)
+	b.requireFlagged(t, res, err, 2)
 }
 
 // As above, but the result endpoint never finds the payment within the

@@ -258,8 +258,12 @@ func (d *driver) run() error {
 				return nil
 			case moveReview:
 				cause := errKeyInUse
-				if q.review == ReviewKeyExpired {
+				switch q.review {
+				case ReviewKeyExpired:
 					cause = ErrKeyExpired
+				case ReviewKeyIgnored:
+					// An endpoint that reads no key holds none for another.
+					cause = ErrNeedsReview
 				}
 				return d.flag(q.review, cause)
 			case moveProcessing, moveResend:
