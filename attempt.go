@@ -861,22 +861,32 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	}
 	name := c.keyName(rec, ex.status)
 	a.verdict = reusedVerdict(a.verdict, ex.status, ex.body, name)
-	if a.keyIgnored && ex.status == http.StatusConflict && (a.verdict == Processing || a.verdict == Conflict) && !saysSubjectRunning(ex.body) {
+	if a.keyIgnored && ex.status == http.StatusConflict && (a.verdict == Processing || a.verdict == Conflict) {
 		// The endpoint does not read the key: its 409 is about no
 		// request holding the key, in flight or done, but its own
 		// refusal of this one, a conflict with the target's state (RFC
 		// 9110 15.5.10): nothing executed. Read as another request's in
 		// flight, it was resent, and the resend executed what the
-		// endpoint had refused. Words saying the order's payment runs
-		// may be about a copy of ours: read as they were.
-		a.verdict = Rejected
+		// endpoint had refused. Unless its words say the order's
+		// payment runs, or the order exists, is a duplicate or was
+		// paid: what they refer to may be a copy of this very request
+		// (a mesh's retry of it), which the endpoint executed as it
+		// executes every copy (copyClaimed).
+		switch {
+		case saysSubjectRunning(ex.body):
+			a.copyRuns = true
+		case saysDuplicateTo(rec, ex.body, name):
+			a.copyMade, a.verdict = true, Rejected
+		default:
+			a.verdict = Rejected
+		}
 	}
 	a.versionMoved = !query && a.verdict == Rejected && ex.status == http.StatusConflict && versionConflict(ex.body)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
-		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec.Key)
+		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))
 		if !a.keyConflict && !query && !a.stored() && c.cfg.keyHeader != "" &&
-			(a.verdict == Conflict || a.verdict == Rejected && ex.status == http.StatusBadRequest) && saysDuplicate(ex.body, c.cfg.keyHeader, rec.Key) {
+			(a.verdict == Conflict || a.verdict == Rejected && ex.status == http.StatusBadRequest) && saysDuplicateTo(rec, ex.body, c.cfg.keyHeader) {
 			// With the key in a header, a 400 or 422 saying the order in
 			// the body is a duplicate (dLocal's 5009 "Order ID is
 			// duplicated.", Toss's DUPLICATED_ORDER_ID and
@@ -1028,7 +1038,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// became of the order, its refusal's name in sendStatus.status.
 		envelope := c.cfg.keyHeader == "" && carriesError(ex.body)
 		switch {
-		case (envelope || a.decodeErr == nil) && saysDuplicate(ex.body, c.bodyKeyName(rec), rec.Key):
+		case (envelope || a.decodeErr == nil) && saysDuplicateTo(rec, ex.body, c.bodyKeyName(rec)):
 			// An API that answers every refusal 200 OK refuses a client
 			// order id it holds so (Bybit's retCode 110072 "OrderLinkedID
 			// is duplicate", OKX's sCode 51016 "Duplicated clOrdId",
@@ -1139,17 +1149,17 @@ func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
 // that says the key was used with other parameters; with the key in the
 // body, either one that says the order is a duplicate (saysDuplicate).
 // Other answers' bodies are not scanned. name is the key's, as for
-// namesKey; key is the key itself.
-func (c *Client) keyConflict(v Verdict, status int, body []byte, name, key string) bool {
+// namesKey; rec is the operation refused (saysDuplicateTo).
+func (c *Client) keyConflict(v Verdict, status int, body []byte, name string, rec *journal.Record) bool {
 	inBody := "" // the key's member, when the key travels in the body
 	if c.cfg.keyHeader == "" {
 		inBody = name
 	}
 	switch {
 	case v == Conflict:
-		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name) || saysDuplicate(body, inBody, key)
+		return slices.Contains(c.cfg.conflictStatus, status) || namesKey(body, name) || saysDuplicateTo(rec, body, inBody)
 	case v == Rejected && status == http.StatusBadRequest:
-		return reusesKey(body, name) || saysDuplicate(body, inBody, key)
+		return reusesKey(body, name) || saysDuplicateTo(rec, body, inBody)
 	}
 	return false
 }

@@ -798,7 +798,7 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		// call for it must fail the same way.
 		if r := rec.Result; r != nil && rec.Resolved == nil {
 			name := c.keyName(rec, r.StatusCode)
-			if c.keyConflict(reusedVerdict(c.verdict(r.StatusCode), r.StatusCode, r.Body, name), r.StatusCode, r.Body, name, rec.Key) {
+			if c.keyConflict(reusedVerdict(c.verdict(r.StatusCode), r.StatusCode, r.Body, name), r.StatusCode, r.Body, name, rec) {
 				e.Kind = ErrKeyConflict
 			}
 		}

@@ -48,6 +48,10 @@ type past struct {
 	// replay of what the server stored for the key (perhaps another
 	// request's).
 	heldOwn bool
+	// copyClaimed: a first attempt's 409 from an endpoint that ignores the
+	// key said the order exists, was paid or runs (copyClaimed): what the
+	// result endpoint finds for the order may be another request's.
+	copyClaimed bool
 }
 
 // pastOf reads a record's attempts numbered below before.
@@ -68,6 +72,9 @@ func pastOf(rec *journal.Record, before int) past {
 func (p past) after(a journal.Attempt) past {
 	if a.Kind != journal.AttemptSubmit {
 		return p
+	}
+	if strings.HasPrefix(a.Err, copyClaimedWords) {
+		p.copyClaimed = true
 	}
 	switch {
 	case maybeExecuted(a):
@@ -154,6 +161,11 @@ type answer struct {
 	// keyIgnored: the server says it does not de-duplicate by the key
 	// where this went (keyIgnored): a resend is a second request.
 	keyIgnored bool
+	// copyRuns, copyMade: a 409 marked keyIgnored whose words say the
+	// order's payment runs (saysSubjectRunning), or that the order
+	// exists, is a duplicate or was paid (saysDuplicate): what they
+	// refer to may be a copy of this request (copyClaimed).
+	copyRuns, copyMade bool
 	// foundOrder: with the key in the request's body, a result query's
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
@@ -214,6 +226,11 @@ type judgment struct {
 	// the operation (queryFailed): not that it is missing, nor a
 	// search's answer that does not name it.
 	failed bool
+	// awaits: moveReview of an answer saying a payment runs that may be
+	// this request's (copyClaimed): the result endpoint is asked until
+	// the call's budget ends, its "not found" no answer yet, as for a
+	// request in flight; nothing is resent.
+	awaits bool
 	err    error // what to record on the attempt (a decode error)
 }
 
@@ -315,6 +332,8 @@ func submitMeaning(p past, a answer) judgment {
 		return judgment{move: moveQuery, label: "response_lost"}
 	case a.stored():
 		return judgeReplay(p, a)
+	case (a.copyRuns || a.copyMade) && !p.maybeExecuted:
+		return copyClaimed(a)
 	case a.inFlight:
 		// The 409 of servers that answer it otherwise. Ours, if an
 		// earlier attempt may have executed. Otherwise another request's,
@@ -414,6 +433,44 @@ func submitMeaning(p past, a answer) judgment {
 	default:
 		return judgment{move: moveQuery, label: "ambiguous", err: notFollowed(a)}
 	}
+}
+
+// copyClaimed is the judgment of a first attempt's 409 from an endpoint
+// that ignores the key, whose words say the order's payment runs
+// (copyRuns) or that the order exists, is a duplicate or was paid
+// (copyMade). Such an endpoint checks the order, never the key: what it
+// holds may be a copy of this very request that a proxy sent again (a
+// mesh's retry of a 503 or of a reset, whatever the method: Envoy's
+// retry_on 5xx or reset), which it executed as it executes every copy.
+// Failed, the caller paid again under a new key; resent, the endpoint
+// executed the resend: a second charge either way. The attempt counts as
+// one that may have executed, flagged ReviewKeyIgnored and never resent;
+// the result endpoint, if there is one, is asked (copyClaimedFound), and
+// one saying the payment runs is awaited (awaits). The server's words go
+// with the attempt, for the person deciding.
+func copyClaimed(a answer) judgment {
+	return judgment{move: moveReview, label: "key_ignored_copy", review: ReviewKeyIgnored, awaits: a.copyRuns,
+		err: fmt.Errorf("%s: %s (what it refers to may be a copy of this request a proxy sent again, which the endpoint executed as it executes every copy)",
+			copyClaimedWords, refusalReason(a))}
+}
+
+// copyClaimedWords begin the journaled error of copyClaimed's attempt,
+// which pastOf reads back (past.copyClaimed): keep them as written.
+const copyClaimedWords = "idem: to a first attempt, an endpoint that ignores the key said the order is held"
+
+// copyClaimedFound is the judgment of a result query's success after
+// copyClaimed. The endpoint answers about the order, whoever paid it: the
+// payment it names may be the copy's, or another request's that paid the
+// order under another key (the order paid twice over, an order id used
+// again), which nothing in an answer about the order tells apart when the
+// two are alike. Settled, that payment was counted for both. Left for a
+// person, the payment named; a failed one settles (nothing of ours
+// charged, whoever tried); a running one is asked about again, never
+// recorded as ours (queryMeaning).
+func copyClaimedFound(j judgment) judgment {
+	return judgment{move: moveReview, label: "query_copy_claimed", review: ReviewKeyIgnored,
+		err: fmt.Errorf("idem: the result endpoint names payment %q of the order, which may be the one a copy of this request made or another request's: "+
+			"check whose it is with the provider, then Resolve", truncate(j.out.ResourceID, 64))}
 }
 
 // refusedAfterMaybeSent: an earlier attempt may have executed, so a
@@ -636,6 +693,14 @@ func queryMeaning(p past, a answer) judgment {
 				err: fmt.Errorf("%s: its %s", journal.QueryFoundOther, a.otherRequest)}
 		case j.move == moveSettle && p.contested && j.out.State == StateSucceeded:
 			return contestedSuccess("query_contested")
+		case j.move == moveSettle && p.copyClaimed && j.out.State == StateSucceeded:
+			return copyClaimedFound(j)
+		case j.move == moveProcessing && p.copyClaimed:
+			// Whoever's payment runs, it is not recorded as ours: asked
+			// again while the words said it runs (awaits), as if not
+			// found, and left for a person with nothing named ours.
+			return judgment{move: moveInconclusive, label: "query_copy_claimed_running",
+				err: fmt.Errorf("idem: the result endpoint says payment %q of the order runs, which may be a copy of this request's or another request's", truncate(j.out.ResourceID, 64))}
 		}
 		return j
 	case a.otherCache != "" && (a.status == http.StatusGone || a.status == http.StatusNotFound):
@@ -1063,6 +1128,12 @@ func reusesKey(body []byte, name string) bool {
 // key in a header is no order's field, and such a server's words name
 // it.
 func saysDuplicate(body []byte, name, key string) bool {
+	return duplicateWords(body, name, key, true)
+}
+
+// duplicateWords is saysDuplicate, reading "already paid" as a
+// duplicate's words only if paying (paidVerb).
+func duplicateWords(body []byte, name, key string, paying bool) bool {
 	if name == "" {
 		return false
 	}
@@ -1081,6 +1152,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 	// TE_CL_ORD_ID_DUPLICATE), as duplicateSubject reads an id.
 	about := func(w string) bool { return duplicateSubject(w, name) || strings.HasSuffix(bareName(w), "clordid") }
 	human := humanName(name)
+	done := func(v string) bool { return slices.Contains(alreadyVerbs[:], v) || paying && v == paidVerb }
 	fieldsRead := false // Prisma's fields, below
 	// clauseStart: the first word of the clause words[i] stands in, read
 	// once and only for a refusal that says "already".
@@ -1203,7 +1275,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 			// "taken": Rails' uniqueness error as a full message ("Client
 			// order has already been taken", its attribute's name without
 			// "_id").
-			if slices.Contains(alreadyVerbs[:], next) && aboutBefore(i) && !refusedForState(words[clauseStart(i):i], next) {
+			if done(next) && aboutBefore(i) && !refusedForState(words[clauseStart(i):i], next) {
 				return true
 			}
 		case w == "same" && i >= 2 && words[i-1] == "the" && words[i-2] == "with":
@@ -1229,7 +1301,7 @@ func saysDuplicate(body []byte, name, key string) bool {
 			// (docs.bitvavo.com/docs/errors). Only that member: an
 			// "order conflict" may be about anything the order holds.
 			return true
-		case joinedAlready(w, about), joinedUnique(w, about):
+		case joinedAlready(w, about, done), joinedUnique(w, about):
 			return true
 		}
 	}
@@ -1286,6 +1358,31 @@ var placeWords = [...]string{"in", "of", "on", "for", "within", "inside"}
 // confirmation of a payment it confirmed, Interactive Brokers' "Local
 // order ID=<cOID> is already registered." to a cOID it holds).
 var alreadyVerbs = [...]string{"exists", "exist", "used", "placed", "submitted", "sent", "taken", "logged", "raised", "successful", "processed", "registered"}
+
+// paidVerb follows "already" in a refusal of an order paid ("Order
+// already paid"): to a payment, a copy of it may have paid the order (a
+// duplicate, as alreadyVerbs' are); to a request changing the order's
+// state (a cancel, a refund: changesState), whose copy pays nothing, the
+// order's state refused it.
+const paidVerb = "paid"
+
+// changesState reports whether rawURL's last path segment (pathSegments:
+// not the key) names an action on an object's state, one of stateVerbs
+// (".../cancel", "/refunds", "/reversals"): no copy of it pays.
+func changesState(rawURL, key string) bool {
+	segs := pathSegments(rawURL, key)
+	if len(segs) == 0 {
+		return false
+	}
+	last := strings.ToLower(segs[len(segs)-1])
+	return slices.ContainsFunc(stateVerbs[:], func(v string) bool { return strings.HasPrefix(last, strings.TrimSuffix(v, "e")) })
+}
+
+// saysDuplicateTo is saysDuplicate of a refusal of rec: "already paid"
+// is a duplicate's words only to a request that may pay (changesState).
+func saysDuplicateTo(rec *journal.Record, body []byte, name string) bool {
+	return duplicateWords(body, name, rec.Key, !changesState(rec.URL, rec.Key))
+}
 
 // lettersOnly reports whether s is ASCII letters alone: a word, as a
 // key may be, not an id made of digits or signs.
@@ -1409,14 +1506,14 @@ func refusedForState(before []string, done string) bool {
 // its own in Korean only unless asked for English
 // (docs.tosspayments.com/reference/error-codes). Read apart, its words
 // are one saysDuplicate takes.
-func joinedAlready(w string, about func(string) bool) bool {
+func joinedAlready(w string, about, done func(string) bool) bool {
 	at := strings.Index(w, "already")
 	if at == 0 {
 		rest := strings.TrimLeft(w[len("already"):], "_-")
 		sep := strings.IndexAny(rest, "_-")
-		return sep > 0 && slices.Contains(alreadyVerbs[:], rest[:sep]) && about(rest[sep+1:])
+		return sep > 0 && done(rest[:sep]) && about(rest[sep+1:])
 	}
-	if at < 0 || !slices.Contains(alreadyVerbs[:], strings.Trim(w[at+len("already"):], "_-")) {
+	if at < 0 || !done(strings.Trim(w[at+len("already"):], "_-")) {
 		return false
 	}
 	return about(strings.Trim(w[:at], "_-"))

@@ -107,6 +107,7 @@
 //	409, nothing of ours executed            someone else's in flight wait, resend (never query)
 //	  then a 2xx describing another request  theirs, stored          unknown, ReviewKeyInUse, ErrKeyConflict (Flexiti; Mercado Pago, PayPal, nested)
 //	409 marked Idempotency-Status: ignored   the endpoint's refusal  failed (first attempt), else ReviewKeyIgnored (below)
+//	  saying the order exists, paid or runs  maybe a copy of ours    ReviewKeyIgnored, never resent; a result query's "declined" fails it (below)
 //	409 invalid_operation_error (Increase)   refused for the object's state as "other 4xx" (below)
 //	409 BAD_VALUE (Klarna), Affirm's         refused for its values  as "other 4xx" (below)
 //	  capture-*/partial-capture-instrument
@@ -264,8 +265,17 @@
 // not answered (an endpoint says it ignores the key only in its answers).
 // A 409 so marked is the endpoint's own refusal, not another request
 // holding a key it does not read: failed with its reason to a first
-// attempt, flagged [ReviewKeyIgnored] after a send that may have executed
-// (unless its words say the order's payment is running: read as any 409). An operation whose answers were
+// attempt, flagged [ReviewKeyIgnored] after a send that may have executed.
+// Unless its words say the order exists, is a duplicate or was already
+// paid (to a request that may pay, not a cancel or a refund), or that its
+// payment is running: what they refer to may be a copy
+// of this very request a proxy sent again (a mesh's retry), which the
+// endpoint executed. Such a 409 to a first attempt is flagged
+// [ReviewKeyIgnored] and never resent; the result endpoint, if any, is
+// asked (again until the call's budget ends when the words say it runs),
+// and settles it failed if it finds the payment declined. A payment it
+// finds made may be another request's that paid the order under another
+// key: like nothing found, it leaves the operation unknown for a person. An operation whose answers were
 // lost before the endpoint said so is not resent either: the visit that
 // finds it so flags it [ReviewKeyIgnored], whatever it ends in, so that
 // what settles it after two such sends flags it [ReviewMaybeTwice]; a

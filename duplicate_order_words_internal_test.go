@@ -1,6 +1,10 @@
 package idem
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/idemkit/idem/journal"
+)
 
 // TestSaysDuplicateByKeyHeader: with the key in a header, answerOf reads
 // a 2xx the decoder failed with saysDuplicate under the header's name.
@@ -26,6 +30,11 @@ func TestSaysDuplicateByKeyHeader(t *testing.T) {
 		{`{"code":"ALREADY_PROCESSED_PAYMENT","message":"이미 처리된 결제 입니다."}`, true},
 		{`{"code":"ALREADY_PROCESSED_PAYMENT","message":"This is a payment that has already been processed."}`, true},
 		{`{"code":"ALREADY_CANCELED_PAYMENT","message":"이미 취소된 결제 입니다."}`, false},
+		// An order paid already may be a copy of this payment's doing;
+		// a cancel refused for it is refused for the order's state.
+		{`{"error":{"message":"Order already paid"}}`, true},
+		{`{"error":{"message":"This order has already been paid"}}`, true},
+		{`{"error":"Cannot cancel an order that is already paid"}`, false},
 		{`{"code":"ALREADY_USED_EMAIL"}`, false},
 		{`{"error":"The card that was already used is blocked"}`, false},
 		// WPG's batch service: a batch is no order.
@@ -301,6 +310,32 @@ func TestSaysDuplicatePaidAndUtilized(t *testing.T) {
 	} {
 		if got := saysDuplicate([]byte(tc.body), "transaction_details.order_id", "order-7"); got != tc.want {
 			t.Errorf("saysDuplicate(%s) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
+
+// "Already paid" is a duplicate's words to a request that may pay, whose
+// copy may have paid the order; not to one changing the order's state (a
+// cancel, a refund, a reversal), whose copy pays nothing. Other words
+// read the same to both.
+func TestAlreadyPaidIsADuplicateOnlyToAPayment(t *testing.T) {
+	for _, tc := range []struct {
+		url, body string
+		want      bool
+	}{
+		{"https://api.example/v1/orders/o-1/payments", `{"message":"Order already paid"}`, true},
+		{"https://api.example/v1/charge", `{"code":"ORDER_ALREADY_PAID"}`, true},
+		{"https://api.example/v1/orders/o-1/cancel", `{"message":"Order already paid"}`, false},
+		{"https://api.example/v1/orders/o-1/cancellations", `{"code":"ORDER_ALREADY_PAID"}`, false},
+		{"https://api.example/v1/payments/p-1/refunds", `{"message":"Payment already paid"}`, false},
+		{"https://api.example/v1/payments/p-1/reversals?x=1", `{"message":"Order already paid"}`, false},
+		// The key as the last segment names the request, not an action.
+		{"https://api.example/v1/orders/cancel-7", `{"message":"Order already paid"}`, true},
+		{"https://api.example/v1/orders/o-1/cancel", `{"message":"Order ID already exists"}`, true},
+	} {
+		rec := &journal.Record{Key: "cancel-7", URL: tc.url}
+		if got := saysDuplicateTo(rec, []byte(tc.body), "Idempotency-Key"); got != tc.want {
+			t.Errorf("saysDuplicateTo(%s, %s) = %v, want %v", tc.url, tc.body, got, tc.want)
 		}
 	}
 }

@@ -17,13 +17,15 @@ import (
 // https://api-docs.solidgate.com/api/v2/idempotent-requests). The body is
 // modelled on Solidgate's error object; the status on RFC 9110's 409
 // (15.5.10): "the request could not be completed due to a conflict with
-// the target resource's current state" (the order is already paid):
-// nothing charged.
+// the target resource's current state" (the order's state allows no
+// payment): nothing charged. Not words saying the order exists or was
+// paid, which a copy of this request may have done
+// (key_ignored_409_order_exists_test.go).
 func ignoredStateConflict(w http.ResponseWriter) {
 	w.Header().Set("Idempotency-Status", "ignored")
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusConflict)
-	_, _ = fmt.Fprint(w, `{"error":{"code":"2.09","message":"Order with this id already paid"}}`)
+	_, _ = fmt.Fprint(w, `{"error":{"code":"2.09","message":"Order status does not allow this operation"}}`)
 }
 
 // An endpoint that does not read the key cannot answer about it: its 409
@@ -31,7 +33,7 @@ func ignoredStateConflict(w http.ResponseWriter) {
 // this one. idem read it as another request's in flight (the default
 // classifier's 409) and resent: the resend charged (pay_2, 201 marked
 // ignored) and Submit settled it succeeded, unflagged, an order the
-// endpoint had refused as paid already paid again. (Had the resend's
+// endpoint had refused for its state paid all the same. (Had the resend's
 // answer been garbled, the query's success was read as the other
 // request's: unknown, ErrKeyConflict; TestKeyIgnoredEndpointsOwn409IsNoKeyConflict
 // in internal/crashtest.) Refused, it fails with the server's reason: one
@@ -52,7 +54,7 @@ func TestKeyIgnoredEndpointsOwn409FailsThePayment(t *testing.T) {
 	require.NotErrorIs(t, err, idem.ErrKeyConflict, "no other request holds a key the endpoint does not read")
 	require.Equal(t, idem.StateFailed, res.State)
 	require.Empty(t, res.Review)
-	require.Contains(t, res.Reason, "Order with this id already paid")
+	require.Contains(t, res.Reason, "Order status does not allow this operation")
 	s.requireSeen(t, []string{"k"}, 0)
 
 	op, err := c.Lookup(t.Context(), "", "k")
@@ -65,8 +67,8 @@ func TestKeyIgnoredEndpointsOwn409FailsThePayment(t *testing.T) {
 // nothing of that send: a gateway in front of the charge endpoint
 // (modelled: its 502 carries none of the endpoint's headers) answered the
 // first request, which the endpoint may have charged, and the resend,
-// after the status endpoint found nothing yet, is refused as the order is
-// "already paid" (perhaps by that first request). Failed, the caller
+// after the status endpoint found nothing yet, is refused for the order's
+// state (perhaps the state that first request left). Failed, the caller
 // would pay again under a new key; resent, the endpoint would charge
 // again. Flagged for a person, never resent: two requests, no third. (A
 // pin of the rule's second half: the first half, a first attempt's 409

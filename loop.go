@@ -78,6 +78,10 @@ type driver struct {
 	// reviewed: this call flagged the operation for review; it may still
 	// query, never resend.
 	reviewed bool
+	// awaitsRun: the flag came with an answer saying a payment runs that
+	// may be this request's (judgment.awaits): a query finding nothing
+	// is asked again until the budget ends, not flagged at once.
+	awaitsRun bool
 	// wasReview: the operation's review reason when this call began ("":
 	// not flagged), what a person was told before it (flag, driveEnded).
 	// d.rec's may be this call's own by then: a query's commit (a 410)
@@ -254,8 +258,12 @@ func (d *driver) run() error {
 				return nil
 			case moveReview:
 				cause := errKeyInUse
-				if q.review == ReviewKeyExpired {
+				switch q.review {
+				case ReviewKeyExpired:
 					cause = ErrKeyExpired
+				case ReviewKeyIgnored:
+					// An endpoint that reads no key holds none for another.
+					cause = ErrNeedsReview
 				}
 				return d.flag(q.review, cause)
 			case moveProcessing, moveResend:
@@ -265,6 +273,14 @@ func (d *driver) run() error {
 				continue
 			}
 			// Inconclusive: "not found" is not "never happened".
+			if d.awaitsRun {
+				// The endpoint said the payment runs: its read path may
+				// not have it yet, as for a request in flight.
+				if wait, err = d.next(q.retryAfter); err != nil {
+					return err
+				}
+				continue
+			}
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
@@ -350,7 +366,7 @@ func (d *driver) run() error {
 		case moveReview:
 			// Flagged in the submit's own commit; a result endpoint may
 			// still settle it, so the loop queries before it ends.
-			d.reviewed = true
+			d.reviewed, d.awaitsRun = true, s.awaits
 			continue
 		case moveProcessing:
 			needQuery = true

@@ -1,0 +1,69 @@
+package idem_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+)
+
+// alreadyPaidOrder is an order API that reads the Idempotency-Key header
+// and refuses every request about order o-1, paid already, 400 "Order
+// already paid" (modelled on order APIs' ORDER_ALREADY_PAID, and on WeChat
+// Pay's close-order refusal ORDERPAID, "该订单已支付", the order is paid,
+// https://developers.weixin.qq.com/community/pay/doc/000e66c8408920fdc01aeaffc56c00).
+// requests counts what reached it.
+func alreadyPaidOrder(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprint(w, `{"error":{"code":"ORDER_ALREADY_PAID","message":"Order already paid"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &requests
+}
+
+// A cancel of a paid order refused "Order already paid" is refused for the
+// order's state: a copy of the cancel, whatever a proxy resent, cannot
+// have paid the order. Read as a payment's "already paid" (a copy of the
+// payment may have paid it: saysDuplicate's alreadyVerbs), it was left
+// unknown for a person as the key's "already used", ErrKeyConflict, where
+// it had failed with the server's reason. Failed; one request.
+func TestAlreadyPaidRefusesACancelForTheOrdersState(t *testing.T) {
+	srv, requests := alreadyPaidOrder(t)
+	c := clientFor(t, srv, idemtest.NewClock(epoch))
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "cancel-1", URL: srv.URL + "/v1/orders/o-1/cancel", Body: []byte(`{"reason":"customer"}`)})
+	require.ErrorIs(t, err, idem.ErrFailed)
+	require.NotErrorIs(t, err, idem.ErrKeyConflict, "the order's state refused it, not the key")
+	require.Equal(t, idem.StateFailed, res.State)
+	require.Empty(t, res.Review)
+	require.Contains(t, res.Reason, "Order already paid")
+	require.EqualValues(t, 1, requests.Load())
+}
+
+// The same words to a payment of the order may be about a copy of it
+// that a proxy sent again and the server, checking the order before the
+// key, executed (as dLocal's "Order ID is duplicated." may): never failed,
+// which would have the caller pay again; unknown, ReviewKeyInUse, one
+// request.
+func TestAlreadyPaidToAPaymentIsLeftForAPerson(t *testing.T) {
+	srv, requests := alreadyPaidOrder(t)
+	c := clientFor(t, srv, idemtest.NewClock(epoch))
+
+	res, err := c.Submit(t.Context(), idem.Request{Key: "pay-1", URL: srv.URL + "/v1/orders/o-1/payments", Body: []byte(`{"amount":100}`)})
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Equal(t, idem.ReviewKeyInUse, res.Review)
+	require.EqualValues(t, 1, requests.Load())
+}
