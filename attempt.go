@@ -70,17 +70,15 @@ const drainLimit = 64 << 10
 type onceRule uint8
 
 const (
-	// resendFree: the endpoint de-duplicates by the key; net/http's
+	// resendFree: the endpoint de-duplicates by the key (an answer of
+	// it not saying otherwise has come: heardEndpoints); net/http's
 	// resends are let be.
 	resendFree onceRule = iota
-	// onceUnheard: nothing said yet whether the endpoint reads the key;
-	// a copy is rewound only where the one before surely did not run
+	// sendOnce: the endpoint ignores the key, or nothing has said yet
+	// whether it reads it, or the endpoints known to ignore it are not
+	// read yet; no copy after one written whole, over either protocol
 	// (attemptTrace.sentOnce).
-	onceUnheard
-	// onceIgnoring: the endpoint ignores the key, or the endpoints known
-	// to are not read yet; no copy after one written whole, over either
-	// protocol.
-	onceIgnoring
+	sendOnce
 )
 
 // send performs one HTTP exchange for rec with its own timeout. once: how
@@ -161,11 +159,12 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	if once != resendFree {
 		// net/http sends a request with an Idempotency-Key header again,
 		// on a fresh connection, when a reused one dies after it was
-		// written (isReplayable): to a server that ignores the key, a
+		// written (isReplayable), and over HTTP/2 after a stream's reset
+		// (a PROTOCOL_ERROR one too): to a server that ignores the key, a
 		// second charge. A body it cannot rewind then stops it; idem
 		// judges the lost answer itself. (An empty body is NoBody, always
 		// replayable: that exposure remains.)
-		req.GetBody = tr.sentOnce(req.GetBody, once == onceIgnoring)
+		req.GetBody = tr.sentOnce(req.GetBody)
 	}
 	if err := context.Cause(actx); err != nil {
 		// Surely unsent (Close while the attempt was being journaled, say):
@@ -453,25 +452,26 @@ type attemptTrace struct {
 
 // errSentOnce is what net/http's resend of a request sent once gets
 // instead of its body (attemptTrace.sentOnce).
-var errSentOnce = errors.New("idem: the connection died after the request was written; not resent, as the endpoint may not de-duplicate by the key")
+var errSentOnce = errors.New("idem: the request was written and its answer lost (connection died, or stream reset); not resent, as the endpoint may not de-duplicate by the key")
 
-// sentOnce is getBody, but failing once a copy was written whole over
-// HTTP/1 and no answer came: net/http rewinds the body to resend it on a
-// fresh connection, and the copy written may have executed. Not when
-// HTTP/2's server said a copy was not processed (REFUSED_STREAM, a
-// GOAWAY below it: RFC 9113 8.7), nor one never written whole, nor to
-// follow a 307 or 308: whoever answers the same bytes again there, none
-// of ours executed twice. With anyProto, an HTTP/2 copy written whole
-// stops it too: net/http also resends after a peer's PROTOCOL_ERROR
-// reset, which says nothing of whether the stream ran, and the trace
-// cannot tell it from REFUSED_STREAM; to an endpoint that ignores the
-// key, the copy is a second order. nil stays nil.
-func (t *attemptTrace) sentOnce(getBody func() (io.ReadCloser, error), anyProto bool) func() (io.ReadCloser, error) {
+// sentOnce is getBody, but failing once a copy was written whole and no
+// answer came: net/http rewinds the body to resend it on a fresh HTTP/1
+// connection, or after an HTTP/2 stream's reset, and the copy written
+// may have executed. Over HTTP/2 it resends after REFUSED_STREAM or a
+// GOAWAY below the stream, which say the copy was not processed (RFC
+// 9113 8.7), but also after a peer's PROTOCOL_ERROR (golang/go#47635),
+// which says nothing of whether the stream ran, and the trace cannot
+// tell them apart: to an endpoint that ignores the key, the copy is a
+// second order. A refused stream so stopped is a lost answer like any
+// other, judged by idem under the same key and bytes. Not a copy never
+// written whole, nor one that follows a 307 or 308: whoever answers the
+// same bytes again there, none of ours executed twice. nil stays nil.
+func (t *attemptTrace) sentOnce(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
 	if getBody == nil {
 		return nil
 	}
 	return func() (io.ReadCloser, error) {
-		if (t.h1Sent.Load() || anyProto && t.sentWhole.Load()) && !t.answered.Load() {
+		if t.sentWhole.Load() && !t.answered.Load() {
 			return nil, errSentOnce
 		}
 		return getBody()
@@ -686,11 +686,8 @@ func (d *driver) submit() (step, error) {
 	// Still unread (another caller's walk under way, or failed): once.
 	// So too to an endpoint not heard from yet (heardEndpoints).
 	once := resendFree
-	switch {
-	case d.keyIgnored || !c.ignoring.learnt.Load():
-		once = onceIgnoring
-	case !c.heard.has(d.rec):
-		once = onceUnheard
+	if d.keyIgnored || !c.ignoring.learnt.Load() || !c.heard.has(d.rec) {
+		once = sendOnce
 	}
 	ex := c.send(d.ctx, d.rec, false, once)
 	d.serverUntil = ex.serverUntil
