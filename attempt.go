@@ -13,6 +13,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strconv"
@@ -88,6 +89,11 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
 	defer cancel()
 	tr := newAttemptTrace()
+	if once != resendFree {
+		// Before WithClientTrace, which composes a caller's own hooks
+		// into these.
+		tr.hooks.Got1xxResponse = tr.interimResponse
+	}
 	actx = httptrace.WithClientTrace(actx, &tr.hooks)
 
 	var req *http.Request
@@ -445,9 +451,12 @@ type attemptTrace struct {
 	// sentWhole: a copy was written whole, over either protocol.
 	sentWhole atomic.Bool
 	// answered: an answer came to the copy on the connection net/http
-	// got last (a 307 or 308 it follows).
+	// got last (a 307 or 308 it follows); not a 1xx (interimResponse).
 	answered atomic.Bool
-	hooks    httptrace.ClientTrace
+	// interim counts the attempt's informational responses
+	// (interimResponse).
+	interim atomic.Int32
+	hooks   httptrace.ClientTrace
 }
 
 // errSentOnce is what net/http's resend of a request sent once gets
@@ -476,6 +485,31 @@ func (t *attemptTrace) sentOnce(getBody func() (io.ReadCloser, error)) func() (i
 		}
 		return getBody()
 	}
+}
+
+// maxInterim bounds an attempt's informational responses: net/http
+// bounds them by their size only while no Got1xxResponse hook is set. A
+// server has use for one or two (100 Continue, 103 Early Hints).
+const maxInterim = 8
+
+// errTooManyInterim fails a copy given more than maxInterim
+// informational responses.
+var errTooManyInterim = errors.New("idem: too many informational (1xx) responses")
+
+// interimResponse is the Got1xxResponse hook of a send sentOnce guards.
+// net/http reports a 1xx as the copy's first response byte, but it is no
+// answer (RFC 9110 15.2: an interim response, "prior to completing the
+// requested action and sending a final response"), and over HTTP/2 a
+// reset may follow it, after which net/http resends the copy: to an
+// endpoint that ignores the key, a second order. The copy stays
+// unanswered. The final answer after a 1xx fires no hook, so a 307 or
+// 308 after one is not followed: a lost answer, judged by idem.
+func (t *attemptTrace) interimResponse(int, textproto.MIMEHeader) error {
+	t.answered.Store(false)
+	if t.interim.Add(1) > maxInterim {
+		return errTooManyInterim
+	}
+	return nil
 }
 
 func newAttemptTrace() *attemptTrace {

@@ -332,6 +332,10 @@ type h2Answer struct {
 	// is taken (a processed stream's reset, which says nothing of
 	// whether it ran: RFC 9113 8.7).
 	protocolError bool
+	// interim, if set, is the status of an informational response (103
+	// Early Hints, RFC 8297) sent on the stream once its request is
+	// taken, before what follows (a reset, or the answer).
+	interim string
 	// early: answer on the request's HEADERS, before its body (RFC 9113
 	// 8.1 lets a server answer before the request ends), as a rate
 	// limiter in front does (nginx's limit_req reads no body). rawH2
@@ -480,6 +484,11 @@ func (s *rawH2) serve(c net.Conn) {
 			a = s.answers[min(n, len(s.answers)-1)]
 		}
 		s.mu.Unlock()
+		// :status is the static table's 8th name; every field is a
+		// literal without indexing, no Huffman coding.
+		if a.interim != "" && write(h2Headers, h2EndHeaders, stream, append([]byte{0x08, byte(len(a.interim))}, a.interim...)) != nil {
+			return
+		}
 		if a.refuse || a.protocolError {
 			code := uint32(h2RefusedStream)
 			if a.protocolError {
@@ -490,8 +499,6 @@ func (s *rawH2) serve(c net.Conn) {
 			}
 			continue
 		}
-		// :status is the static table's 8th name; every field is a
-		// literal without indexing, no Huffman coding.
 		block := append([]byte{0x08, byte(len(a.status))}, a.status...)
 		for _, f := range a.header {
 			block = append(block, 0x00, byte(len(f[0])))

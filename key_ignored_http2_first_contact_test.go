@@ -19,15 +19,17 @@ import (
 // behind a front that resets the first payment's stream PROTOCOL_ERROR
 // once it was forwarded and charged (pay_1; modelled: RFC 9113 8.7 says
 // only REFUSED_STREAM and a GOAWAY below the stream mean "not
-// processed"). Each later payment is answered by then, given the
-// charges so far; a GET is the status endpoint, naming the order's last
-// payment (modelled), which charges nothing.
+// processed"), as first says (h2ProtocolErrorAfterCharge, or with an
+// informational response before the reset). Each later payment is
+// answered by then, given the charges so far; a GET is the status
+// endpoint, naming the order's last payment (modelled), which charges
+// nothing.
 type h2KeyIgnoringCharges struct {
 	*rawH2
 	charges int // under rawH2.mu
 }
 
-func startH2KeyIgnoringCharges(t *testing.T, then func(charges int) (h2Answer, bool)) (*h2KeyIgnoringCharges, string, *idem.Client) {
+func startH2KeyIgnoringCharges(t *testing.T, first h2Answer, then func(charges int) (h2Answer, bool)) (*h2KeyIgnoringCharges, string, *idem.Client) {
 	t.Helper()
 	s := &h2KeyIgnoringCharges{rawH2: &rawH2{}}
 	s.answer = func(body string) h2Answer {
@@ -37,7 +39,7 @@ func startH2KeyIgnoringCharges(t *testing.T, then func(charges int) (h2Answer, b
 		}
 		if s.charges == 0 {
 			s.charges++
-			return h2Answer{protocolError: true}
+			return first
 		}
 		a, charged := then(s.charges)
 		if charged {
@@ -54,6 +56,10 @@ func (s *h2KeyIgnoringCharges) charged() int {
 	defer s.mu.Unlock()
 	return s.charges
 }
+
+// h2ProtocolErrorAfterCharge is the first payment's stream reset
+// PROTOCOL_ERROR after it charged.
+var h2ProtocolErrorAfterCharge = h2Answer{protocolError: true}
 
 // chargedIgnored charges afresh, answered 201 marked ignored.
 func chargedIgnored(charges int) (h2Answer, bool) {
@@ -74,23 +80,10 @@ func chargedIgnored(charges int) (h2Answer, bool) {
 func TestKeyIgnoredEndpointHTTP2ProtocolErrorOnFirstContact(t *testing.T) {
 	const body = `{"amount":100,"order_id":"o-1"}`
 	t.Run("the status endpoint settles the one charge", func(t *testing.T) {
-		s, url, c := startH2KeyIgnoringCharges(t, chargedIgnored)
-		res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: url + "/api/v1/charge", ResultURL: url + "/api/v1/orders/o-1", Body: []byte(body)})
-		requireOutcome(t, res, err, idem.StateSucceeded, nil, "pay_1", "")
-		require.Equal(t, 1, s.charged())
-		require.Equal(t, []string{body, ""}, s.streams(), "streams: the charge, then the status query")
-		require.Equal(t, []bool{true, false}, s.carried("k1"), "the key on the charge (a query carries none)")
-
-		rec, err := c.Record(t.Context(), idem.DefaultScope, "k1")
-		require.NoError(t, err)
-		require.Equal(t, journal.StateSucceeded, rec.State)
-		require.Len(t, rec.Attempts, 2, "journal: the charge and the query")
-		require.Equal(t, journal.AttemptSubmit, rec.Attempts[0].Kind)
-		require.False(t, rec.Attempts[0].Resent, "journal: the charge went out once")
-		require.Equal(t, journal.AttemptQuery, rec.Attempts[1].Kind)
+		requireOneChargeQueried(t, h2ProtocolErrorAfterCharge)
 	})
 	t.Run("no status endpoint: the second charge flagged", func(t *testing.T) {
-		s, url, c := startH2KeyIgnoringCharges(t, chargedIgnored)
+		s, url, c := startH2KeyIgnoringCharges(t, h2ProtocolErrorAfterCharge, chargedIgnored)
 		res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: url + "/api/v1/charge", Body: []byte(body)})
 		requireOutcome(t, res, err, idem.StateSucceeded, nil, "pay_2", idem.ReviewMaybeTwice)
 		require.Equal(t, 2, s.charged())
@@ -99,6 +92,28 @@ func TestKeyIgnoredEndpointHTTP2ProtocolErrorOnFirstContact(t *testing.T) {
 
 		requireChargeThenResend(t, c, journal.StateSucceeded, idem.ReviewMaybeTwice)
 	})
+}
+
+// requireOneChargeQueried fails unless k1's payment, its stream given
+// first, is one charge (pay_1) that the status endpoint settles: the
+// charge went out once with k1, then the query; both journaled.
+func requireOneChargeQueried(t *testing.T, first h2Answer) {
+	t.Helper()
+	const body = `{"amount":100,"order_id":"o-1"}`
+	s, url, c := startH2KeyIgnoringCharges(t, first, chargedIgnored)
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: url + "/api/v1/charge", ResultURL: url + "/api/v1/orders/o-1", Body: []byte(body)})
+	requireOutcome(t, res, err, idem.StateSucceeded, nil, "pay_1", "")
+	require.Equal(t, 1, s.charged())
+	require.Equal(t, []string{body, ""}, s.streams(), "streams: the charge, then the status query")
+	require.Equal(t, []bool{true, false}, s.carried("k1"), "the key on the charge (a query carries none)")
+
+	rec, err := c.Record(t.Context(), idem.DefaultScope, "k1")
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, rec.State)
+	require.Len(t, rec.Attempts, 2, "journal: the charge and the query")
+	require.Equal(t, journal.AttemptSubmit, rec.Attempts[0].Kind)
+	require.False(t, rec.Attempts[0].Resent, "journal: the charge went out once")
+	require.Equal(t, journal.AttemptQuery, rec.Attempts[1].Kind)
 }
 
 // The same first contact, the endpoint refusing the payment's second copy
@@ -110,7 +125,7 @@ func TestKeyIgnoredEndpointHTTP2ProtocolErrorOnFirstContact(t *testing.T) {
 // a copy that may have executed: unknown, ReviewKeyIgnored, one charge.
 func TestKeyIgnoredEndpointHTTP2ProtocolErrorOnFirstContactThenAlreadyPaid(t *testing.T) {
 	const body = `{"amount":100,"order_id":"o-1"}`
-	s, url, c := startH2KeyIgnoringCharges(t, func(int) (h2Answer, bool) {
+	s, url, c := startH2KeyIgnoringCharges(t, h2ProtocolErrorAfterCharge, func(int) (h2Answer, bool) {
 		return h2Answer{status: "409", header: [][2]string{{"content-type", "application/json"}, {"idempotency-status", "ignored"}},
 			body: `{"error":{"code":"2.09","message":"Order with this id already paid"}}`}, false
 	})
