@@ -13,6 +13,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptrace"
+	"net/textproto"
 	"net/url"
 	"slices"
 	"strconv"
@@ -70,17 +71,15 @@ const drainLimit = 64 << 10
 type onceRule uint8
 
 const (
-	// resendFree: the endpoint de-duplicates by the key; net/http's
+	// resendFree: the endpoint de-duplicates by the key (an answer of
+	// it not saying otherwise has come: heardEndpoints); net/http's
 	// resends are let be.
 	resendFree onceRule = iota
-	// onceUnheard: nothing said yet whether the endpoint reads the key;
-	// a copy is rewound only where the one before surely did not run
+	// sendOnce: the endpoint ignores the key, or nothing has said yet
+	// whether it reads it, or the endpoints known to ignore it are not
+	// read yet; no copy after one written whole, over either protocol
 	// (attemptTrace.sentOnce).
-	onceUnheard
-	// onceIgnoring: the endpoint ignores the key, or the endpoints known
-	// to are not read yet; no copy after one written whole, over either
-	// protocol.
-	onceIgnoring
+	sendOnce
 )
 
 // send performs one HTTP exchange for rec with its own timeout. once: how
@@ -90,6 +89,11 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	actx, cancel := context.WithTimeout(ctx, c.cfg.attemptTimeout)
 	defer cancel()
 	tr := newAttemptTrace()
+	if once != resendFree {
+		// Before WithClientTrace, which composes a caller's own hooks
+		// into these.
+		tr.hooks.Got1xxResponse = tr.interimResponse
+	}
 	actx = httptrace.WithClientTrace(actx, &tr.hooks)
 
 	var req *http.Request
@@ -161,11 +165,12 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	if once != resendFree {
 		// net/http sends a request with an Idempotency-Key header again,
 		// on a fresh connection, when a reused one dies after it was
-		// written (isReplayable): to a server that ignores the key, a
+		// written (isReplayable), and over HTTP/2 after a stream's reset
+		// (a PROTOCOL_ERROR one too): to a server that ignores the key, a
 		// second charge. A body it cannot rewind then stops it; idem
 		// judges the lost answer itself. (An empty body is NoBody, always
 		// replayable: that exposure remains.)
-		req.GetBody = tr.sentOnce(req.GetBody, once == onceIgnoring)
+		req.GetBody = tr.sentOnce(req.GetBody)
 	}
 	if err := context.Cause(actx); err != nil {
 		// Surely unsent (Close while the attempt was being journaled, say):
@@ -446,36 +451,65 @@ type attemptTrace struct {
 	// sentWhole: a copy was written whole, over either protocol.
 	sentWhole atomic.Bool
 	// answered: an answer came to the copy on the connection net/http
-	// got last (a 307 or 308 it follows).
+	// got last (a 307 or 308 it follows); not a 1xx (interimResponse).
 	answered atomic.Bool
-	hooks    httptrace.ClientTrace
+	// interim counts the attempt's informational responses
+	// (interimResponse).
+	interim atomic.Int32
+	hooks   httptrace.ClientTrace
 }
 
 // errSentOnce is what net/http's resend of a request sent once gets
 // instead of its body (attemptTrace.sentOnce).
-var errSentOnce = errors.New("idem: the connection died after the request was written; not resent, as the endpoint may not de-duplicate by the key")
+var errSentOnce = errors.New("idem: the request was written and its answer lost (connection died, or stream reset); not resent, as the endpoint may not de-duplicate by the key")
 
-// sentOnce is getBody, but failing once a copy was written whole over
-// HTTP/1 and no answer came: net/http rewinds the body to resend it on a
-// fresh connection, and the copy written may have executed. Not when
-// HTTP/2's server said a copy was not processed (REFUSED_STREAM, a
-// GOAWAY below it: RFC 9113 8.7), nor one never written whole, nor to
-// follow a 307 or 308: whoever answers the same bytes again there, none
-// of ours executed twice. With anyProto, an HTTP/2 copy written whole
-// stops it too: net/http also resends after a peer's PROTOCOL_ERROR
-// reset, which says nothing of whether the stream ran, and the trace
-// cannot tell it from REFUSED_STREAM; to an endpoint that ignores the
-// key, the copy is a second order. nil stays nil.
-func (t *attemptTrace) sentOnce(getBody func() (io.ReadCloser, error), anyProto bool) func() (io.ReadCloser, error) {
+// sentOnce is getBody, but failing once a copy was written whole and no
+// answer came: net/http rewinds the body to resend it on a fresh HTTP/1
+// connection, or after an HTTP/2 stream's reset, and the copy written
+// may have executed. Over HTTP/2 it resends after REFUSED_STREAM or a
+// GOAWAY below the stream, which say the copy was not processed (RFC
+// 9113 8.7), but also after a peer's PROTOCOL_ERROR (golang/go#47635),
+// which says nothing of whether the stream ran, and the trace cannot
+// tell them apart: to an endpoint that ignores the key, the copy is a
+// second order. A refused stream so stopped is a lost answer like any
+// other, judged by idem under the same key and bytes. Not a copy never
+// written whole, nor one that follows a 307 or 308: whoever answers the
+// same bytes again there, none of ours executed twice. nil stays nil.
+func (t *attemptTrace) sentOnce(getBody func() (io.ReadCloser, error)) func() (io.ReadCloser, error) {
 	if getBody == nil {
 		return nil
 	}
 	return func() (io.ReadCloser, error) {
-		if (t.h1Sent.Load() || anyProto && t.sentWhole.Load()) && !t.answered.Load() {
+		if t.sentWhole.Load() && !t.answered.Load() {
 			return nil, errSentOnce
 		}
 		return getBody()
 	}
+}
+
+// maxInterim bounds an attempt's informational responses: net/http
+// bounds them by their size only while no Got1xxResponse hook is set. A
+// server has use for one or two (100 Continue, 103 Early Hints).
+const maxInterim = 8
+
+// errTooManyInterim fails a copy given more than maxInterim
+// informational responses.
+var errTooManyInterim = errors.New("idem: too many informational (1xx) responses")
+
+// interimResponse is the Got1xxResponse hook of a send sentOnce guards.
+// net/http reports a 1xx as the copy's first response byte, but it is no
+// answer (RFC 9110 15.2: an interim response, "prior to completing the
+// requested action and sending a final response"), and over HTTP/2 a
+// reset may follow it, after which net/http resends the copy: to an
+// endpoint that ignores the key, a second order. The copy stays
+// unanswered. The final answer after a 1xx fires no hook, so a 307 or
+// 308 after one is not followed: a lost answer, judged by idem.
+func (t *attemptTrace) interimResponse(int, textproto.MIMEHeader) error {
+	t.answered.Store(false)
+	if t.interim.Add(1) > maxInterim {
+		return errTooManyInterim
+	}
+	return nil
 }
 
 func newAttemptTrace() *attemptTrace {
@@ -686,11 +720,8 @@ func (d *driver) submit() (step, error) {
 	// Still unread (another caller's walk under way, or failed): once.
 	// So too to an endpoint not heard from yet (heardEndpoints).
 	once := resendFree
-	switch {
-	case d.keyIgnored || !c.ignoring.learnt.Load():
-		once = onceIgnoring
-	case !c.heard.has(d.rec):
-		once = onceUnheard
+	if d.keyIgnored || !c.ignoring.learnt.Load() || !c.heard.has(d.rec) {
+		once = sendOnce
 	}
 	ex := c.send(d.ctx, d.rec, false, once)
 	d.serverUntil = ex.serverUntil

@@ -262,7 +262,11 @@
 // operation or another, is judged the same way, and net/http is not let
 // send such a submit again on its own. Nor, until a 2xx not so marked has
 // come from an endpoint in the process, a submit there written whole and
-// not answered (an endpoint says it ignores the key only in its answers).
+// not answered (an endpoint says it ignores the key only in its answers;
+// a 1xx, such as 103 Early Hints, is no answer), over HTTP/1 or HTTP/2: net/http resends after an HTTP/2 stream's
+// PROTOCOL_ERROR reset, which says nothing of whether it ran, and a
+// stream the server refused cannot be told from it, so on first contact
+// either is a lost answer idem settles itself under the same key.
 // A 409 so marked is the endpoint's own refusal, not another request
 // holding a key it does not read: failed with its reason to a first
 // attempt, flagged [ReviewKeyIgnored] after a send that may have executed.

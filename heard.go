@@ -31,12 +31,16 @@ func endpointKeyOf(rec *journal.Record) endpointKey {
 // ignored means the endpoint does not",
 // https://api-docs.solidgate.com/api/v2/idempotent-requests): until one
 // has come, a submit there goes out once (submit), or net/http's own
-// resend of it on a dead reused connection (which it makes of a request
-// with an Idempotency-Key header) is a second order nobody sees: both
-// answers lost, the result query finds the key's last order and settles
-// it. Once heard, the endpoint de-duplicates as most do, and net/http's
-// resend, which spares a query, is let be. The zero value is empty and
-// ready to use.
+// resend of it (which it makes of a request with an Idempotency-Key
+// header) is a second order nobody sees: on a dead reused connection,
+// both answers lost, the result query finds the key's last order and
+// settles it; after an HTTP/2 stream reset PROTOCOL_ERROR, the copy's
+// answer settles the operation as if it had gone out once. A stream the
+// server refused is then a lost answer too, judged by idem under the
+// same key. Once heard, the endpoint de-duplicates as most do, and
+// net/http's resend, which spares a query (and, for a stream refused
+// under a server's stream limit, an attempt), is let be. The zero value
+// is empty and ready to use.
 type heardEndpoints struct {
 	// set is never changed once stored (add copies it): a send reads it
 	// with no lock. Adds are a few per endpoint, bounded.

@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
 )
 
 // Payment APIs answer over TLS with HTTP/2 (Stripe, Adyen, PayPal), and
@@ -310,8 +312,11 @@ func submitEach(t *testing.T, c *idem.Client, url, prefix string, n int) map[str
 // A server's SETTINGS_MAX_CONCURRENT_STREAMS of 1: streams a client opens
 // before it has the setting are refused (REFUSED_STREAM, or Go's server's
 // PROTOCOL_ERROR once it is acknowledged, golang/go#47635), never
-// processed (RFC 9113 8.7), and net/http resends them. Concurrent calls
-// on a new connection each end with one order.
+// processed (RFC 9113 8.7). On first contact with the endpoint, as here,
+// idem stops net/http's resend of them (the trace cannot tell either
+// from a reset after the handler ran) and resends them itself, under
+// the same key; once a 2xx has come, net/http resends them. Concurrent
+// calls on a new connection each end with one order.
 func TestHTTP2MaxConcurrentStreams(t *testing.T) {
 	o := newH2Orders()
 	srv, hc := startH2(t, o, func(s *http.Server) { s.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1} })
@@ -327,6 +332,10 @@ type h2Answer struct {
 	// is taken (a processed stream's reset, which says nothing of
 	// whether it ran: RFC 9113 8.7).
 	protocolError bool
+	// interim, if set, is the status of an informational response (103
+	// Early Hints, RFC 8297) sent on the stream once its request is
+	// taken, before what follows (a reset, or the answer).
+	interim string
 	// early: answer on the request's HEADERS, before its body (RFC 9113
 	// 8.1 lets a server answer before the request ends), as a rate
 	// limiter in front does (nginx's limit_req reads no body). rawH2
@@ -344,23 +353,35 @@ type h2Answer struct {
 // acknowledged), while proxies in front of payment APIs do it whenever
 // their stream limit is reached (nginx's http2_max_concurrent_streams,
 // Envoy's max_concurrent_streams). It answers each stream with the next
-// of answers, and keeps each stream's request body.
+// of answers, and keeps each stream's request body and header block.
 type rawH2 struct {
 	answers []h2Answer
-	mu      sync.Mutex
-	bodies  []string
+	// answer, if set, is what the server does with a stream instead,
+	// given its request body (empty: a GET, a result query).
+	answer func(body string) h2Answer
+	mu     sync.Mutex
+	bodies []string
+	blocks [][]byte
 }
 
 func startRawH2(t *testing.T, answers ...h2Answer) (*rawH2, string, *http.Client) {
 	t.Helper()
 	s := &rawH2{answers: answers}
+	url, hc := s.start(t)
+	return s, url, hc
+}
+
+// start serves s over TLS on 127.0.0.1 and returns its URL and
+// startTrusted's client.
+func (s *rawH2) start(t *testing.T) (string, *http.Client) {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(http.NotFoundHandler())
 	srv.TLS = &tls.Config{NextProtos: []string{"h2"}}
 	srv.Config.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){
 		"h2": func(_ *http.Server, c *tls.Conn, _ http.Handler) { s.serve(c) },
 	}
 	hc := startTrusted(t, srv)
-	return s, srv.URL, hc
+	return srv.URL, hc
 }
 
 func (s *rawH2) streams() []string {
@@ -369,8 +390,27 @@ func (s *rawH2) streams() []string {
 	return slices.Clone(s.bodies)
 }
 
+// carried reports, for each stream, whether its header block holds key
+// as a field value. rawH2's SETTINGS_HEADER_TABLE_SIZE of 0 (RFC 9113
+// 6.5.2) leaves the client's encoder no dynamic table to index a field
+// in, so each block carries the value itself (RFC 7541 6.2), and a key
+// whose Huffman code is no shorter than it ("k1": 7 and 5 bits, two
+// octets either way) is sent as its own octets (RFC 7541 5.2: the
+// encoder picks).
+func (s *rawH2) carried(key string) []bool {
+	lit := append([]byte{byte(len(key))}, key...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	has := make([]bool, len(s.blocks))
+	for i, b := range s.blocks {
+		has[i] = bytes.Contains(b, lit)
+	}
+	return has
+}
+
 const (
 	h2Data, h2Headers, h2RSTStream, h2Settings = 0x0, 0x1, 0x3, 0x4
+	h2SettingsHeaderTableSize                  = 0x1
 	h2EndStream, h2Ack, h2EndHeaders, h2Padded = 0x1, 0x1, 0x4, 0x8
 	h2ProtocolError, h2RefusedStream           = 0x1, 0x7
 )
@@ -386,10 +426,13 @@ func (s *rawH2) serve(c net.Conn) {
 		_, err := c.Write(append(binary.BigEndian.AppendUint32(hdr, stream), payload...))
 		return err
 	}
-	if write(h2Settings, 0, 0, nil) != nil {
+	// A header table of 0: each request's header block carries its
+	// fields' values (carried).
+	if write(h2Settings, 0, 0, []byte{0, h2SettingsHeaderTableSize, 0, 0, 0, 0}) != nil {
 		return
 	}
 	bodies := map[uint32][]byte{}
+	blocks := map[uint32][]byte{}
 	answered := map[uint32]bool{}
 	for {
 		var hdr [9]byte
@@ -411,8 +454,9 @@ func (s *rawH2) serve(c net.Conn) {
 			continue
 		case typ == h2Headers:
 			bodies[stream] = []byte{}
+			blocks[stream] = payload
 			s.mu.Lock()
-			early := s.answers[min(len(s.bodies), len(s.answers)-1)].early
+			early := s.answer == nil && s.answers[min(len(s.bodies), len(s.answers)-1)].early
 			s.mu.Unlock()
 			if early {
 				flags |= h2EndStream // answered as if the request had ended
@@ -432,8 +476,19 @@ func (s *rawH2) serve(c net.Conn) {
 		s.mu.Lock()
 		n := len(s.bodies)
 		s.bodies = append(s.bodies, string(bodies[stream]))
-		a := s.answers[min(n, len(s.answers)-1)]
+		s.blocks = append(s.blocks, blocks[stream])
+		var a h2Answer
+		if s.answer != nil {
+			a = s.answer(string(bodies[stream]))
+		} else {
+			a = s.answers[min(n, len(s.answers)-1)]
+		}
 		s.mu.Unlock()
+		// :status is the static table's 8th name; every field is a
+		// literal without indexing, no Huffman coding.
+		if a.interim != "" && write(h2Headers, h2EndHeaders, stream, append([]byte{0x08, byte(len(a.interim))}, a.interim...)) != nil {
+			return
+		}
 		if a.refuse || a.protocolError {
 			code := uint32(h2RefusedStream)
 			if a.protocolError {
@@ -444,8 +499,6 @@ func (s *rawH2) serve(c net.Conn) {
 			}
 			continue
 		}
-		// :status is the static table's 8th name; every field is a
-		// literal without indexing, no Huffman coding.
 		block := append([]byte{0x08, byte(len(a.status))}, a.status...)
 		for _, f := range a.header {
 			block = append(block, 0x00, byte(len(f[0])))
@@ -462,21 +515,20 @@ const http2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 // A stream refused with REFUSED_STREAM was never processed (RFC 9113
 // 8.7), and net/http sends the request again on the same connection,
-// the same key and bytes. The answer to that copy is then the answer to
-// the operation's first attempt, nothing of ours executed before it: a
-// replayed success is another request's under the key (ReviewKeyInUse,
-// never settled as ours), and a decline is the operation's failure.
-// Cleartext HTTP/2 (h2c) behind a sidecar proxy refuses and is resent
-// the same way (nginx's and Envoy's stream limits apply to either); the
-// trace tells HTTP/2 there by its pseudo-header fields, with no TLS
-// state to read.
+// the same key and bytes, to an endpoint heard from (an earlier
+// payment's 2xx that did not say it ignores the key). The answer to that
+// copy is then the answer to the operation's first attempt, nothing of
+// ours executed before it: a replayed success is another request's
+// under the key (ReviewKeyInUse, never settled as ours), and a decline
+// is the operation's failure; one attempt journaled. Cleartext HTTP/2
+// (h2c) behind a sidecar proxy refuses and is resent the same way
+// (nginx's and Envoy's stream limits apply to either); the trace tells
+// HTTP/2 there by its pseudo-header fields, with no TLS state to read.
+// (On first contact the refused copy is a lost answer instead:
+// TestHTTP2RefusedStreamOnFirstContactIsALostAnswer.)
 func TestHTTP2RefusedStreamIsNoEarlierSend(t *testing.T) {
 	const body = `{"amount":100}`
-	replay := h2Answer{status: "200", header: [][2]string{{"content-type", "application/json"}, {"idempotent-replayed", "true"}},
-		body: `{"id":"ord_other","status":"succeeded","amount":100}`}
-	declined := h2Answer{status: "402", header: [][2]string{{"content-type", "application/json"}},
-		body: `{"error":{"type":"card_error","code":"card_declined","message":"Your card was declined."}}`}
-	refused := h2Answer{refuse: true}
+	replay, refused := h2Replay("ord_other"), h2Answer{refuse: true}
 	for _, tc := range []struct {
 		name    string
 		answers []h2Answer
@@ -486,24 +538,108 @@ func TestHTTP2RefusedStreamIsNoEarlierSend(t *testing.T) {
 	}{
 		{"another request's replay", []h2Answer{replay}, idem.StateUnknown, []error{idem.ErrKeyConflict, idem.ErrNeedsReview}, idem.ReviewKeyInUse},
 		{"refused, then another request's replay", []h2Answer{refused, replay}, idem.StateUnknown, []error{idem.ErrKeyConflict, idem.ErrNeedsReview}, idem.ReviewKeyInUse},
-		{"declined", []h2Answer{declined}, idem.StateFailed, []error{idem.ErrFailed}, ""},
-		{"refused, then declined", []h2Answer{refused, declined}, idem.StateFailed, []error{idem.ErrFailed}, ""},
+		{"declined", []h2Answer{h2Declined}, idem.StateFailed, []error{idem.ErrFailed}, ""},
+		{"refused, then declined", []h2Answer{refused, h2Declined}, idem.StateFailed, []error{idem.ErrFailed}, ""},
 	} {
-		for _, srv := range []struct {
-			name  string
-			start func(*testing.T, ...h2Answer) (*rawH2, string, *http.Client)
-		}{{"TLS", startRawH2}, {"h2c", startRawH2C}} {
+		for _, srv := range rawH2Servers {
+			t.Run(srv.name+"/"+tc.name, func(t *testing.T) {
+				s, url, hc := srv.start(t, append([]h2Answer{h2Placed("ord_k0")}, tc.answers...)...)
+				c := journaledClient(t, idem.WithHTTPClient(hc), idem.WithClock(idemtest.NewClock(epoch)))
+				k0, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: url + "/v1/payment_intents", Body: []byte(body)})
+				requireOutcome(t, k0, err, idem.StateSucceeded, nil, "ord_k0", "")
+
+				res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: url + "/v1/payment_intents", Body: []byte(body)})
+				requireOutcome(t, res, err, tc.state, tc.kinds, "", tc.review)
+				require.Equal(t, 1, res.Attempts)
+				rec, err := c.Record(t.Context(), idem.DefaultScope, "k1")
+				require.NoError(t, err)
+				require.Len(t, rec.Attempts, 1, "journal: one attempt, net/http's copy inside it")
+				want := []string{body}
+				for range tc.answers {
+					want = append(want, body)
+				}
+				require.Equal(t, want, s.streams(), "streams: k0's, then k1's refused one and net/http's copy, the same bytes")
+				require.Equal(t, []bool{false, true, true}[:len(want)], s.carried("k1"), "k1 on each of its copies")
+			})
+		}
+	}
+}
+
+// rawH2Servers are rawH2 over TLS and over cleartext h2c.
+var rawH2Servers = []struct {
+	name  string
+	start func(*testing.T, ...h2Answer) (*rawH2, string, *http.Client)
+}{{"TLS", startRawH2}, {"h2c", startRawH2C}}
+
+// h2Declined is a card decline, Stripe's 402 card_error: nothing
+// charged.
+var h2Declined = h2Answer{status: "402", header: [][2]string{{"content-type", "application/json"}},
+	body: `{"error":{"type":"card_error","code":"card_declined","message":"Your card was declined."}}`}
+
+// h2Placed is the answer that placed order id.
+func h2Placed(id string) h2Answer {
+	return h2Answer{status: "200", header: [][2]string{{"content-type", "application/json"}},
+		body: `{"id":"` + id + `","status":"succeeded","amount":100}`}
+}
+
+// h2Replay is order id's stored answer replayed (Stripe's
+// Idempotent-Replayed).
+func h2Replay(id string) h2Answer {
+	a := h2Placed(id)
+	a.header = append(a.header, [2]string{"idempotent-replayed", "true"})
+	return a
+}
+
+// The same refusals on first contact with the endpoint: nothing has said
+// yet that it de-duplicates by the key, and an HTTP/2 stream's reset the
+// trace cannot tell from REFUSED_STREAM (PROTOCOL_ERROR: it may have run,
+// TestKeyIgnoredEndpointHTTP2ProtocolErrorOnFirstContact) stops
+// net/http's copy, so the refused stream is a lost answer, judged by
+// idem: resent under the same key and bytes after its backoff, a second
+// attempt journaled. An endpoint that de-duplicates (Stripe: "Subsequent
+// requests with the same key return the same result",
+// https://docs.stripe.com/api/idempotent_requests) places the one order,
+// ord_k1, on the resend (before: net/http's copy, one attempt). The cost,
+// since the refused copy counts as maybe executed: a replayed answer to
+// the resend reads as ours, and a decline to it is no proof that nothing
+// ran: resent while the endpoint declines, then flagged
+// ReviewRefusedAfterSend, not failed.
+func TestHTTP2RefusedStreamOnFirstContactIsALostAnswer(t *testing.T) {
+	const body = `{"amount":100}`
+	refused := h2Answer{refuse: true}
+	for _, tc := range []struct {
+		name    string
+		answers []h2Answer
+		state   idem.State
+		kinds   []error
+		id      string
+		review  string
+	}{
+		{"refused, then the order", []h2Answer{refused, h2Placed("ord_k1")}, idem.StateSucceeded, nil, "ord_k1", ""},
+		{"refused, then a replay", []h2Answer{refused, h2Replay("ord_other")}, idem.StateSucceeded, nil, "ord_other", ""},
+		{"refused, then declined", []h2Answer{refused, h2Declined, h2Declined, h2Declined}, idem.StateUnknown, []error{idem.ErrUnknownOutcome, idem.ErrNeedsReview}, "", idem.ReviewRefusedAfterSend},
+	} {
+		for _, srv := range rawH2Servers {
 			t.Run(srv.name+"/"+tc.name, func(t *testing.T) {
 				s, url, hc := srv.start(t, tc.answers...)
 				c := journaledClient(t, idem.WithHTTPClient(hc), idem.WithClock(idemtest.NewClock(epoch)))
 				res, err := c.Submit(t.Context(), idem.Request{Key: "k1", URL: url + "/v1/payment_intents", Body: []byte(body)})
-				requireOutcome(t, res, err, tc.state, tc.kinds, "", tc.review)
-				require.Equal(t, 1, res.Attempts)
-				want := make([]string, len(tc.answers))
-				for i := range want {
-					want[i] = body
+				requireOutcome(t, res, err, tc.state, tc.kinds, tc.id, tc.review)
+				require.Equal(t, len(tc.answers), res.Attempts, "the refused copy, then idem's resends")
+				rec, err := c.Record(t.Context(), idem.DefaultScope, "k1")
+				require.NoError(t, err)
+				require.Len(t, rec.Attempts, len(tc.answers), "journal: each copy an attempt")
+				for _, a := range rec.Attempts {
+					require.Equal(t, journal.AttemptSubmit, a.Kind)
+					require.False(t, a.Resent, "journal: net/http sent none twice")
 				}
-				require.Equal(t, want, s.streams(), "streams: the refused one and net/http's copy, the same bytes")
+				want := make([]string, len(tc.answers))
+				carried := make([]bool, len(tc.answers))
+				for i := range want {
+					want[i], carried[i] = body, true
+				}
+				require.Equal(t, want, s.streams(), "streams: the refused one and idem's resends, the same bytes")
+				require.Equal(t, carried, s.carried("k1"), "k1 on every copy")
 			})
 		}
 	}
