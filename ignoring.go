@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,9 @@ const maxIgnoringEndpoints = journal.MaxKeyIgnoringEndpoints
 type keyIgnoring struct {
 	any atomic.Bool // an endpoint is known: the submit's path reads only this while none is
 	mu  sync.Mutex
-	set map[string]struct{}
+	// set: each endpoint known, true if learnt by this process (counted
+	// in learntHere, which forget gives back).
+	set map[string]bool
 	// learntHere, under mu: those of set learnt by this process, not
 	// read from the journal (keptIgnoring).
 	learntHere int
@@ -118,9 +121,9 @@ func (k *keyIgnoring) insert(e string, kept bool) bool {
 		return false
 	}
 	if k.set == nil {
-		k.set = make(map[string]struct{})
+		k.set = make(map[string]bool)
 	}
-	k.set[e] = struct{}{}
+	k.set[e] = !kept
 	if !kept {
 		k.learntHere++
 	}
@@ -365,4 +368,124 @@ func (c *Client) markIgnoredBeforeConfirm(ctx, wctx context.Context, prior *jour
 		return nil, nil // settled since: the confirmation agrees with it, or contradicts it
 	}
 	return rec, err
+}
+
+// forget drops endpoint e, reporting whether it was known.
+func (k *keyIgnoring) forget(e string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	here, ok := k.set[e]
+	if !ok {
+		return false
+	}
+	delete(k.set, e)
+	if here {
+		k.learntHere--
+	}
+	k.any.Store(len(k.set) > 0)
+	return true
+}
+
+// known returns the endpoints known, unordered.
+func (k *keyIgnoring) known() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]string, 0, len(k.set))
+	for e := range k.set {
+		out = append(out, e)
+	}
+	return out
+}
+
+// KeyIgnoringEndpoints returns, sorted, the endpoints the Client takes to
+// ignore the idempotency key (an answer's Idempotency-Status: ignored),
+// each its method, a space and its URL without userinfo, query or
+// fragment, as ForgetKeyIgnoring takes it: those its Store keeps
+// (KeyIgnoringStore), those it learnt while it runs, and those the open
+// operations flagged for one (ReviewKeyIgnored) teach it, which it reads
+// first if no send has yet. An operation to one of them whose answer is
+// lost is flagged for review, never resent. For an operator (the admin
+// handler's GET /key-ignoring).
+func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	// What the first resend would read (ignoringLearnt) is what this
+	// process acts on; unread, a list would leave those out.
+	if err := c.ignoringLearnt(ctx); err != nil {
+		return nil, errorf("idem: list the endpoints ignoring the key: %w", withCause(ctx, err))
+	}
+	out := c.ignoring.known()
+	if ks, ok := c.store.(KeyIgnoringStore); ok {
+		// Another process on the journal (a pgjournal replica) may have
+		// journaled one since this one read them.
+		kept, err := ks.KeyIgnoringEndpoints(ctx)
+		if err != nil && !errors.Is(err, ErrKeyIgnoringUnkept) {
+			return nil, errorf("idem: list the endpoints ignoring the key: %w", withCause(ctx, err))
+		}
+		out = append(out, kept...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// ForgetKeyIgnoring removes endpoint, as KeyIgnoringEndpoints names it,
+// from the endpoints known to ignore the idempotency key: from the Store
+// (KeyIgnoringRemover) and from this Client's memory, so that an
+// operation to it whose answer is lost is resent under the same key again
+// from now on. It reports whether the endpoint was known to either. For
+// an operator whose endpoint was learnt wrongly (a provider's incident, a
+// proxy that added Idempotency-Status: ignored) or whose provider has
+// since made it de-duplicate by the key.
+//
+// What it does not undo: the operations already flagged ReviewKeyIgnored
+// for the endpoint stay flagged (never resent) until settled by hand
+// (Resolve), and while one of them is open, any process learns the
+// endpoint from it again, and journals it again: this one when a Resume,
+// a Run pass or a drive reads it, another at its start-up. Resolve them
+// first. Other processes sharing the journal (pgjournal replicas) keep
+// the endpoint in memory until they restart or are told to forget it
+// too. An answer that says so again teaches it again.
+//
+// A Store that keeps the endpoints but cannot remove them (a
+// KeyIgnoringStore that is not a KeyIgnoringRemover) is an error
+// matching errors.ErrUnsupported, nothing forgotten: a next process
+// would read the endpoint back. It waits, up to 10 s, for the endpoints
+// being journaled (as Close does), so that none lands after the removal.
+// The removal is logged at Warn.
+func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
+	if err := c.enter(ctx); err != nil {
+		return false, err
+	}
+	defer c.exit()
+	if endpoint == "" {
+		return false, errorf("idem: forget an endpoint ignoring the key: %w: empty endpoint; want METHOD URL as KeyIgnoringEndpoints names it", ErrInvalidRequest)
+	}
+	// A walk under way (ignoringLearnt) would put it back in memory
+	// after the removal, and a save under way back in the journal. A walk
+	// that fails leaves the next one to read the journal, without it.
+	_ = c.ignoringLearnt(ctx)
+	c.waitSaves()
+	removed := false
+	switch ks := c.store.(type) {
+	case KeyIgnoringRemover:
+		var err error
+		removed, err = ks.RemoveKeyIgnoring(ctx, endpoint)
+		if errors.Is(err, ErrKeyIgnoringUnkept) {
+			err = nil // no place for them: none kept
+		}
+		if err != nil {
+			return false, errorf("idem: forget an endpoint ignoring the key: %w", withCause(ctx, err))
+		}
+	case KeyIgnoringStore:
+		return false, errorf("idem: forget an endpoint ignoring the key: %w: the Store (%T) keeps them and has no RemoveKeyIgnoring (KeyIgnoringRemover)", errors.ErrUnsupported, ks)
+	}
+	forgotten := c.ignoring.forget(endpoint)
+	if removed || forgotten {
+		c.log.LogAttrs(ctx, slog.LevelWarn,
+			"idem: forgot an endpoint that ignores the idempotency key; its lost answers are resent under the same key again, but for operations still flagged for it",
+			slog.String("endpoint", endpoint))
+	}
+	return removed || forgotten, nil
 }

@@ -84,8 +84,9 @@ func (s *Store) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // reports whether it was recorded: for an operator whose provider has
 // since made the endpoint de-duplicate by the key (as DELETE FROM
 // <schema>.key_ignoring WHERE endpoint = '...' does). A Client that
-// learnt it keeps it in memory until it is closed, and learns it again
-// from an operation still open and flagged for it (ReviewKeyIgnored).
+// learnt it keeps it in memory until it is closed (its ForgetKeyIgnoring
+// forgets it in both), and learns it again from an operation still open
+// and flagged for it (ReviewKeyIgnored).
 func (s *Store) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
 	if err := s.usable(ctx); err != nil {
 		return false, errorf("remove endpoint ignoring the key: %w", err)
