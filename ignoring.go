@@ -3,7 +3,9 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -439,12 +441,16 @@ func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // proxy that added Idempotency-Status: ignored) or whose provider has
 // since made it de-duplicate by the key.
 //
-// What it does not undo: the operations already flagged ReviewKeyIgnored
-// for the endpoint stay flagged (never resent) until settled by hand
-// (Resolve), and while one of them is open, any process learns the
-// endpoint from it again, and journals it again: this one when a Resume,
-// a Run pass or a drive reads it, another at its start-up. Resolve them
-// first. Other processes sharing the journal (pgjournal replicas) keep
+// Only what is sent from now on: the open operations to the endpoint a
+// send of which may have executed while it was taken to ignore the key
+// are flagged ReviewKeyIgnored first, as a drive visiting them would
+// have (RemoveKeyIgnoring): the endpoint kept no key for what it ran
+// then, and a resend under the same key would run again, a second
+// charge. The flagged operations stay flagged (never resent) until
+// settled by hand (Resolve), and while one of them is open, any process
+// learns the endpoint from it again, and journals it again: this one
+// when a Resume, a Run pass or a drive reads it, another at its
+// start-up. Resolve them first. Other processes sharing the journal (pgjournal replicas) keep
 // the endpoint in memory until they restart or are told to forget it
 // too. An answer that says so again teaches it again.
 //
@@ -459,33 +465,126 @@ func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, 
 		return false, err
 	}
 	defer c.exit()
-	if endpoint == "" {
-		return false, errorf("idem: forget an endpoint ignoring the key: %w: empty endpoint; want METHOD URL as KeyIgnoringEndpoints names it", ErrInvalidRequest)
+	if err := checkEndpointName(endpoint); err != nil {
+		return false, errorf("idem: forget an endpoint ignoring the key: %w", err)
 	}
 	// A walk under way (ignoringLearnt) would put it back in memory
 	// after the removal, and a save under way back in the journal. A walk
 	// that fails leaves the next one to read the journal, without it.
 	_ = c.ignoringLearnt(ctx)
 	c.waitSaves()
-	removed := false
-	switch ks := c.store.(type) {
-	case KeyIgnoringRemover:
-		var err error
-		removed, err = ks.RemoveKeyIgnoring(ctx, endpoint)
-		if errors.Is(err, ErrKeyIgnoringUnkept) {
-			err = nil // no place for them: none kept
-		}
-		if err != nil {
-			return false, errorf("idem: forget an endpoint ignoring the key: %w", withCause(ctx, err))
-		}
-	case KeyIgnoringStore:
-		return false, errorf("idem: forget an endpoint ignoring the key: %w: the Store (%T) keeps them and has no RemoveKeyIgnoring (KeyIgnoringRemover)", errors.ErrUnsupported, ks)
+	removed, flagged, err := removeKeyIgnoring(ctx, c.store, endpoint)
+	if errors.Is(err, ErrKeyIgnoringUnkept) {
+		err = nil // no place for them: none kept
+	}
+	if err != nil {
+		return false, errorf("idem: forget an endpoint ignoring the key: %w", withCause(ctx, err))
 	}
 	forgotten := c.ignoring.forget(endpoint)
 	if removed || forgotten {
 		c.log.LogAttrs(ctx, slog.LevelWarn,
 			"idem: forgot an endpoint that ignores the idempotency key; its lost answers are resent under the same key again, but for operations still flagged for it",
-			slog.String("endpoint", endpoint))
+			slog.String("endpoint", endpoint), slog.Int("flagged", flagged))
 	}
 	return removed || forgotten, nil
+}
+
+// RemoveKeyIgnoring removes endpoint from the endpoints s keeps as
+// ignoring the idempotency key (KeyIgnoringRemover), as
+// Client.ForgetKeyIgnoring does but for the Client's memory: for a tool
+// on the journal (idem key-ignoring remove on a file or a pgjournal). It
+// reports whether s kept it, and how many operations it flagged first:
+// those open to the endpoint, not flagged yet, a send of which may have
+// executed. What the endpoint ran while it ignored the key it kept no key
+// for, and a resend under the same key, which a process that no longer
+// knows the endpoint would make, would run again; flagged
+// ReviewKeyIgnored, it is never resent, as a drive that visited it before
+// the removal would have left it. An error leaves the endpoint kept, and
+// what was flagged flagged. A Store with no place for the endpoints yet
+// flags, and returns an error matching ErrKeyIgnoringUnkept; one that
+// keeps none (not a KeyIgnoringStore) only flags. One that keeps them but
+// cannot remove them is an error matching errors.ErrUnsupported, nothing
+// flagged.
+func RemoveKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed bool, flagged int, err error) {
+	if err := checkEndpointName(endpoint); err != nil {
+		return false, 0, errorf("idem: remove an endpoint ignoring the key: %w", err)
+	}
+	removed, flagged, err = removeKeyIgnoring(ctx, s, endpoint)
+	if err != nil {
+		return false, flagged, errorf("idem: remove an endpoint ignoring the key: %w", withCause(ctx, err))
+	}
+	return removed, flagged, nil
+}
+
+// checkEndpointName refuses an endpoint name no endpoint has: empty, or
+// with a URL's userinfo, which endpoint() leaves out. The error does not
+// quote it: a password in it would be printed and logged with the error.
+func checkEndpointName(e string) error {
+	if e == "" {
+		return errorf("idem: %w: empty endpoint; want METHOD URL as KeyIgnoringEndpoints names it", ErrInvalidRequest)
+	}
+	_, u, _ := strings.Cut(e, " ")
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		host, _, _ := strings.Cut(rest, "/")
+		if strings.Contains(host, "@") {
+			return errorf("idem: %w: the endpoint's URL carries a user or password (user:password@), which no endpoint name holds; pass it as listed (KeyIgnoringEndpoints, idem key-ignoring)", ErrInvalidRequest)
+		}
+	}
+	return nil
+}
+
+// removeKeyIgnoring is RemoveKeyIgnoring, its errors unwrapped.
+func removeKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed bool, flagged int, err error) {
+	ks, keeps := s.(KeyIgnoringStore)
+	kr, removes := s.(KeyIgnoringRemover)
+	if keeps && !removes {
+		return false, 0, fmt.Errorf("%w: the Store (%T) keeps the endpoints ignoring the key and has no RemoveKeyIgnoring (KeyIgnoringRemover)", errors.ErrUnsupported, ks)
+	}
+	if flagged, err = flagSentTo(ctx, s, endpoint); err != nil || !removes {
+		return false, flagged, err
+	}
+	removed, err = kr.RemoveKeyIgnoring(ctx, endpoint)
+	return removed, flagged, err
+}
+
+// flagSentTo flags ReviewKeyIgnored the open operations to endpoint e that
+// sentToIgnoring holds for, and returns how many it flagged.
+func flagSentTo(ctx context.Context, s Store, e string) (int, error) {
+	var refs [][2]string // scope, key
+	if err := s.ForEachOpen(ctx, func(r *journal.Record) error {
+		if sentToIgnoring(r, e) {
+			refs = append(refs, [2]string{r.Scope, r.Key})
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ref := range refs {
+		_, err := s.Update(ctx, ref[0], ref[1], func(r *journal.Record) error {
+			if !sentToIgnoring(r, e) {
+				return errUnflaggable // flagged or moved on since
+			}
+			r.Review = ReviewKeyIgnored
+			return nil
+		})
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, errUnflaggable), errors.Is(err, journal.ErrTerminal), errors.Is(err, journal.ErrNotFound):
+		default:
+			// Unsure whether it landed (journal.ErrMaybeCommitted) is an
+			// error too: the endpoint stays, and a removal tried again
+			// finds the operation flagged or flags it.
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// sentToIgnoring reports whether r is open to endpoint e, not flagged, and
+// a send of it may have executed: what resendBlock blocks while e is
+// known to ignore the key.
+func sentToIgnoring(r *journal.Record, e string) bool {
+	return r.Open() && r.Review == "" && endpoint(r) == e && pastOf(r, math.MaxInt).maybeExecuted
 }

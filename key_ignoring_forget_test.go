@@ -57,19 +57,25 @@ func newDedupAfterIncident(t testing.TB, lose ...int) *dedupAfterIncident {
 			dropConnection(w)
 			return
 		}
-		status := http.StatusCreated
-		switch {
-		case n == 1:
-			w.Header().Set("Idempotency-Status", "ignored") // the incident
-		case replay:
-			status = http.StatusOK
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = fmt.Fprintf(w, `{"id":%q,"status":"settled"}`, pay)
+		answerPayment(w, pay, n == 1, replay) // n == 1: the incident
 	}))
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+// answerPayment answers payment pay: 201, or 200 for a replay of the
+// key's stored answer; marked Idempotency-Status: ignored if ignored.
+func answerPayment(w http.ResponseWriter, pay string, ignored, replay bool) {
+	status := http.StatusCreated
+	switch {
+	case ignored:
+		w.Header().Set("Idempotency-Status", "ignored")
+	case replay:
+		status = http.StatusOK
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `{"id":%q,"status":"settled"}`, pay)
 }
 
 func (s *dedupAfterIncident) requireSeen(t testing.TB, keys []string, charges int) {

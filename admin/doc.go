@@ -26,11 +26,13 @@
 // (idem.Client.KeyIgnoringEndpoints): an operation to one of them whose
 // answer is lost is flagged for review, never resent under the same key.
 // POST /key-ignoring/remove (idem.Client.ForgetKeyIgnoring) answers
-// {"removed": endpoint}, or 404 for an endpoint not known; operations
-// still open and flagged "key ignored" for it stay flagged, and teach it
-// again (to this process at Resume or a Run pass that reads them, to any
-// at its start): resolve them first. Other processes on the journal keep
-// it in memory until they restart.
+// {"removed": endpoint}, or 404 for an endpoint not known; the open
+// operations to it that may have executed are flagged "key ignored"
+// first (never resent: the endpoint kept no key for them); they stay
+// flagged, and teach it again (to this process at Resume or a Run pass
+// that reads them, to any at its start): resolve them, then remove it
+// again. Other processes on the journal keep it in memory until they
+// restart.
 //
 // Both POSTs take only a Content-Type: application/json body, and the
 // handler refuses any POST a browser sends for another site (Go's

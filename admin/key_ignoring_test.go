@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -78,12 +79,20 @@ func TestKeyIgnoringBadInput(t *testing.T) {
 		{http.MethodPost, "/key-ignoring/remove", `{}`, http.StatusBadRequest, "bad_request"},
 		{http.MethodPost, "/key-ignoring/remove", `{"endpoint":"` + charge + `","force":true}`, http.StatusBadRequest, "bad_request"},
 		{http.MethodPost, "/key-ignoring/remove", `{"endpoint":"` + charge + `"}{"endpoint":"` + charge + `"}`, http.StatusBadRequest, "bad_request"},
+		{http.MethodPost, "/key-ignoring/remove", `POST https://api.solidgate.example/api/v1/charge`, http.StatusBadRequest, "bad_request"},
+		{http.MethodPost, "/key-ignoring/remove", `{"endpoint":"` + strings.Repeat("x", 128<<10) + `"}`, http.StatusBadRequest, "bad_request"},
+		{http.MethodPost, "/key-ignoring/remove", `{"endpoint":42}`, http.StatusBadRequest, "bad_request"},
+		// An operator who pasted a URL with its credentials: no endpoint
+		// name holds them (the Client journals and logs it without), and
+		// the answer must not carry the password back into a log.
+		{http.MethodPost, "/key-ignoring/remove", `{"endpoint":"POST https://shop:hunter2@api.solidgate.example/api/v1/charge"}`, http.StatusBadRequest, "bad_request"},
 		{http.MethodGet, "/key-ignoring/remove", "", http.StatusMethodNotAllowed, "method_not_allowed"},
 		{http.MethodDelete, "/key-ignoring", "", http.StatusMethodNotAllowed, "method_not_allowed"},
 	} {
 		var e struct{ Error admin.Error }
 		require.Equal(t, tc.status, f.do(tc.method, tc.path, tc.body, &e), "%s %s %s", tc.method, tc.path, tc.body)
 		require.Equal(t, tc.code, e.Error.Code, "%s %s %s", tc.method, tc.path, tc.body)
+		require.NotContains(t, e.Error.Message, "hunter2", "%s %s %s", tc.method, tc.path, tc.body)
 	}
 	kept, err := f.store.KeyIgnoringEndpoints(context.Background())
 	require.NoError(t, err)

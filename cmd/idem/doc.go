@@ -62,10 +62,12 @@
 //	    it, quoted or as two arguments (METHOD URL). An unknown endpoint is
 //	    an error. With -url the running service forgets it in memory too;
 //	    otherwise a process running on the journal keeps it until it
-//	    restarts. Operations still open and flagged "key ignored" for it
-//	    stay flagged, and a process learns the endpoint from them again
-//	    (Resume, a Run pass reading them, its next start) and journals it
-//	    again: settle them first (list -review, resolve).
+//	    restarts. The open operations to it that may have executed are
+//	    flagged "key ignored" first (never resent: the endpoint kept no
+//	    key for them); they stay flagged, and a process learns the
+//	    endpoint from them again (Resume, a Run pass reading them, its
+//	    next start) and journals it again: settle them (list -review,
+//	    resolve) and remove it again.
 //
 // Durations are Go durations (90m, 720h) or whole days (30d). show and
 // resolve look in scope "default", the idem client's default, unless

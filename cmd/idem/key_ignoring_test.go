@@ -23,7 +23,7 @@ const (
 
 const (
 	noEndpoints = "idem: no endpoint is journaled as ignoring the idempotency key\n"
-	removedNote = "note: operations still open and flagged \"key ignored\" for it stay flagged, and teach it again at the next Resume or start: settle them (idem list -review)\n"
+	removedNote = "note: operations open to it that may have executed are flagged \"key ignored\" (never resent); they teach it again at the next Resume or start: settle them (idem list -review)\n"
 )
 
 // unknownEndpoint is remove's error for an endpoint not journaled.
@@ -153,4 +153,33 @@ func TestKeyIgnoringRemote(t *testing.T) {
 	require.Equal(t, 1, code)
 	require.Empty(t, stdout)
 	require.Equal(t, "idem: "+unknownEndpoint(chargeEndpoint)+" (admin handler "+base+", 404)\n", stderr)
+}
+
+// k-pending's one send to the orders endpoint may have executed (written,
+// no answer) while the endpoint ignored the key, which kept no key for
+// it. Removed from the journal, the endpoint was no longer known to the
+// service's next start, which resent k-pending under the same key: a
+// second order. remove flags it "key ignored" first, as a drive that
+// visited it before the removal would have; k-unknown, flagged already,
+// keeps its flag, and the settled ones are left as they were.
+func TestKeyIgnoringRemoveFileFlagsWhatMayHaveExecuted(t *testing.T) {
+	fx := newJournal(t)
+	const ordersEndpoint = "POST https://api.example.com/v1/orders"
+	keepEndpoints(t, fx.path, ordersEndpoint)
+
+	stdout, stderr, code := runIdem(t, "-journal", fx.path, "key-ignoring", "remove", ordersEndpoint)
+	require.Equal(t, 0, code, stderr)
+	require.Equal(t, "removed "+ordersEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote, stdout)
+
+	for key, review := range map[string]string{
+		"k-pending":   journal.ReviewKeyIgnored,
+		"k-unknown":   "key expired",
+		"k-succeeded": "",
+	} {
+		rec, err := record(t, fx.path, "default", key)
+		require.NoError(t, err)
+		require.Equal(t, review, rec.Review, "journal: %s's Review", key)
+	}
+	stdout, _ = listEndpoints(t, "-journal", fx.path, "key-ignoring")
+	require.Empty(t, stdout, "endpoints after remove")
 }

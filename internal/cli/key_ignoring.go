@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/admin"
+	"github.com/idemkit/idem/internal/errtext"
+	"github.com/idemkit/idem/journal"
 )
 
 // KeyIgnoringBackend is a Backend that lists and removes the endpoints
@@ -37,10 +40,11 @@ the header) or that de-duplicates since stays until removed.
       forgets it in memory too; a process on the journal otherwise keeps it
       until it restarts (pgjournal replicas: each until restarted).
 
-Operations still open and flagged "key ignored" for the endpoint stay
-flagged, and a process learns the endpoint from them again (at Resume, a Run
-pass that reads them, its next start) and journals it again: settle them
-first (idem list -review, idem resolve).`
+The open operations to the endpoint that may have executed are flagged "key
+ignored" first: it kept no key for them, and a resend would charge again.
+They stay flagged, and a process learns the endpoint from them again (at
+Resume, a Run pass that reads them, its next start) and journals it again:
+settle them (idem list -review, idem resolve) and remove it again.`
 
 func cmdKeyIgnoring(e *env, args []string) (err error) {
 	const name = "key-ignoring"
@@ -115,7 +119,7 @@ func cmdKeyIgnoring(e *env, args []string) (err error) {
 		return writeJSON(e.stdout, admin.RemoveKeyIgnoringAnswer{Removed: endpoint})
 	}
 	fmt.Fprintf(e.stdout, "removed %s: an operation to it whose answer is lost is resent under the same key again\n", clean(endpoint))
-	fmt.Fprintln(e.stdout, `note: operations still open and flagged "key ignored" for it stay flagged, and teach it again at the next Resume or start: settle them (idem list -review)`)
+	fmt.Fprintln(e.stdout, `note: operations open to it that may have executed are flagged "key ignored" (never resent); they teach it again at the next Resume or start: settle them (idem list -review)`)
 	return nil
 }
 
@@ -143,11 +147,7 @@ func (e *env) keyIgnoringBackend(cmd string, write bool) (KeyIgnoringBackend, fu
 
 // fileKeyIgnoring is key-ignoring on a journal file, its errors explained.
 type fileKeyIgnoring struct {
-	s interface {
-		Path() string
-		KeyIgnoringEndpoints(ctx context.Context) ([]string, error)
-		RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error)
-	}
+	s *journal.Store
 }
 
 func (f fileKeyIgnoring) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
@@ -159,9 +159,13 @@ func (f fileKeyIgnoring) KeyIgnoringEndpoints(ctx context.Context) ([]string, er
 }
 
 func (f fileKeyIgnoring) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
-	known, err := f.s.RemoveKeyIgnoring(ctx, endpoint)
+	// The operations that may have executed there are flagged first
+	// (idem.RemoveKeyIgnoring): the next process, which no longer knows
+	// the endpoint, would resend them.
+	known, _, err := idem.RemoveKeyIgnoring(ctx, f.s, endpoint)
 	if err != nil {
-		return false, explain(f.s.Path(), err)
+		// The command's own "idem: " comes first.
+		return false, explain(f.s.Path(), errtext.Errorf("idem: ", "%w", err))
 	}
 	return known, nil
 }

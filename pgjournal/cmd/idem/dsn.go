@@ -15,6 +15,7 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/internal/cli"
+	"github.com/idemkit/idem/internal/errtext"
 	"github.com/idemkit/idem/journal"
 	"github.com/idemkit/idem/pgjournal"
 )
@@ -170,10 +171,12 @@ func (b *pgBackend) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) 
 	return es, nil
 }
 
-// RemoveKeyIgnoring removes endpoint from the journal; the replicas that
+// RemoveKeyIgnoring removes endpoint from the journal, after flagging the
+// operations that may have executed there (idem.RemoveKeyIgnoring): a
+// replica restarted without it would resend them. The replicas that
 // learnt it keep it in memory until they restart.
 func (b *pgBackend) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
-	known, err := b.s.RemoveKeyIgnoring(ctx, endpoint)
+	known, _, err := idem.RemoveKeyIgnoring(ctx, b.s, endpoint)
 	if err != nil {
 		return false, b.explainUnkept(err)
 	}
@@ -183,6 +186,9 @@ func (b *pgBackend) RemoveKeyIgnoring(ctx context.Context, endpoint string) (boo
 // explainUnkept is explain, with advice for a schema that keeps no
 // endpoints yet.
 func (b *pgBackend) explainUnkept(err error) error {
+	// idem's errors (idem.ErrKeyIgnoringUnkept, idem.RemoveKeyIgnoring's)
+	// say "idem: ", which the command prints first already.
+	err = errtext.Errorf("idem: ", "%w", err)
 	if errors.Is(err, idem.ErrKeyIgnoringUnkept) {
 		return fmt.Errorf("%s\nhint: the service's pgjournal Migrate brings the schema to version 2, which keeps them", scrub(err, b.password))
 	}
