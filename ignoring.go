@@ -3,7 +3,10 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +34,9 @@ const maxIgnoringEndpoints = journal.MaxKeyIgnoringEndpoints
 type keyIgnoring struct {
 	any atomic.Bool // an endpoint is known: the submit's path reads only this while none is
 	mu  sync.Mutex
-	set map[string]struct{}
+	// set: each endpoint known, true if learnt by this process (counted
+	// in learntHere, which forget gives back).
+	set map[string]bool
 	// learntHere, under mu: those of set learnt by this process, not
 	// read from the journal (keptIgnoring).
 	learntHere int
@@ -118,9 +123,9 @@ func (k *keyIgnoring) insert(e string, kept bool) bool {
 		return false
 	}
 	if k.set == nil {
-		k.set = make(map[string]struct{})
+		k.set = make(map[string]bool)
 	}
-	k.set[e] = struct{}{}
+	k.set[e] = !kept
 	if !kept {
 		k.learntHere++
 	}
@@ -365,4 +370,221 @@ func (c *Client) markIgnoredBeforeConfirm(ctx, wctx context.Context, prior *jour
 		return nil, nil // settled since: the confirmation agrees with it, or contradicts it
 	}
 	return rec, err
+}
+
+// forget drops endpoint e, reporting whether it was known.
+func (k *keyIgnoring) forget(e string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	here, ok := k.set[e]
+	if !ok {
+		return false
+	}
+	delete(k.set, e)
+	if here {
+		k.learntHere--
+	}
+	k.any.Store(len(k.set) > 0)
+	return true
+}
+
+// known returns the endpoints known, unordered.
+func (k *keyIgnoring) known() []string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := make([]string, 0, len(k.set))
+	for e := range k.set {
+		out = append(out, e)
+	}
+	return out
+}
+
+// KeyIgnoringEndpoints returns, sorted, the endpoints the Client takes to
+// ignore the idempotency key (an answer's Idempotency-Status: ignored),
+// each its method, a space and its URL without userinfo, query or
+// fragment, as ForgetKeyIgnoring takes it: those its Store keeps
+// (KeyIgnoringStore), those it learnt while it runs, and those the open
+// operations flagged for one (ReviewKeyIgnored) teach it, which it reads
+// first if no send has yet. An operation to one of them whose answer is
+// lost is flagged for review, never resent. For an operator (the admin
+// handler's GET /key-ignoring).
+func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
+	if err := c.enter(ctx); err != nil {
+		return nil, err
+	}
+	defer c.exit()
+	// What the first resend would read (ignoringLearnt) is what this
+	// process acts on; unread, a list would leave those out.
+	if err := c.ignoringLearnt(ctx); err != nil {
+		return nil, errorf("idem: list the endpoints ignoring the key: %w", withCause(ctx, err))
+	}
+	out := c.ignoring.known()
+	if ks, ok := c.store.(KeyIgnoringStore); ok {
+		// Another process on the journal (a pgjournal replica) may have
+		// journaled one since this one read them.
+		kept, err := ks.KeyIgnoringEndpoints(ctx)
+		if err != nil && !errors.Is(err, ErrKeyIgnoringUnkept) {
+			return nil, errorf("idem: list the endpoints ignoring the key: %w", withCause(ctx, err))
+		}
+		out = append(out, kept...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// ForgetKeyIgnoring removes endpoint, as KeyIgnoringEndpoints names it,
+// from the endpoints known to ignore the idempotency key: from the Store
+// (KeyIgnoringRemover) and from this Client's memory, so that an
+// operation to it whose answer is lost is resent under the same key again
+// from now on. It reports whether the endpoint was known to either. For
+// an operator whose endpoint was learnt wrongly (a provider's incident, a
+// proxy that added Idempotency-Status: ignored) or whose provider has
+// since made it de-duplicate by the key.
+//
+// Only what is sent from now on: the open operations to the endpoint a
+// send of which may have executed while it was taken to ignore the key
+// are flagged ReviewKeyIgnored first, as a drive visiting them would
+// have (RemoveKeyIgnoring): the endpoint kept no key for what it ran
+// then, and a resend under the same key would run again, a second
+// charge. The flagged operations stay flagged (never resent) until
+// settled by hand (Resolve), and while one of them is open, any process
+// learns the endpoint from it again, and journals it again: this one
+// when a Resume, a Run pass or a drive reads it, another at its
+// start-up. Resolve them first. Other processes sharing the journal (pgjournal replicas) keep
+// the endpoint in memory until they restart or are told to forget it
+// too. An answer that says so again teaches it again.
+//
+// A Store that keeps the endpoints but cannot remove them (a
+// KeyIgnoringStore that is not a KeyIgnoringRemover) is an error
+// matching errors.ErrUnsupported, nothing forgotten: a next process
+// would read the endpoint back. It waits, up to 10 s, for the endpoints
+// being journaled (as Close does), so that none lands after the removal.
+// The removal is logged at Warn.
+func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
+	if err := c.enter(ctx); err != nil {
+		return false, err
+	}
+	defer c.exit()
+	if err := checkEndpointName(endpoint); err != nil {
+		return false, errorf("idem: forget an endpoint ignoring the key: %w", err)
+	}
+	// A walk under way (ignoringLearnt) would put it back in memory
+	// after the removal, and a save under way back in the journal. A walk
+	// that fails leaves the next one to read the journal, without it.
+	_ = c.ignoringLearnt(ctx)
+	c.waitSaves()
+	removed, flagged, err := removeKeyIgnoring(ctx, c.store, endpoint)
+	if errors.Is(err, ErrKeyIgnoringUnkept) {
+		err = nil // no place for them: none kept
+	}
+	if err != nil {
+		return false, errorf("idem: forget an endpoint ignoring the key: %w", withCause(ctx, err))
+	}
+	forgotten := c.ignoring.forget(endpoint)
+	if removed || forgotten {
+		c.log.LogAttrs(ctx, slog.LevelWarn,
+			"idem: forgot an endpoint that ignores the idempotency key; its lost answers are resent under the same key again, but for operations still flagged for it",
+			slog.String("endpoint", endpoint), slog.Int("flagged", flagged))
+	}
+	return removed || forgotten, nil
+}
+
+// RemoveKeyIgnoring removes endpoint from the endpoints s keeps as
+// ignoring the idempotency key (KeyIgnoringRemover), as
+// Client.ForgetKeyIgnoring does but for the Client's memory: for a tool
+// on the journal (idem key-ignoring remove on a file or a pgjournal). It
+// reports whether s kept it, and how many operations it flagged first:
+// those open to the endpoint, not flagged yet, a send of which may have
+// executed. What the endpoint ran while it ignored the key it kept no key
+// for, and a resend under the same key, which a process that no longer
+// knows the endpoint would make, would run again; flagged
+// ReviewKeyIgnored, it is never resent, as a drive that visited it before
+// the removal would have left it. An error leaves the endpoint kept, and
+// what was flagged flagged. A Store with no place for the endpoints yet
+// flags, and returns an error matching ErrKeyIgnoringUnkept; one that
+// keeps none (not a KeyIgnoringStore) only flags. One that keeps them but
+// cannot remove them is an error matching errors.ErrUnsupported, nothing
+// flagged.
+func RemoveKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed bool, flagged int, err error) {
+	if err := checkEndpointName(endpoint); err != nil {
+		return false, 0, errorf("idem: remove an endpoint ignoring the key: %w", err)
+	}
+	removed, flagged, err = removeKeyIgnoring(ctx, s, endpoint)
+	if err != nil {
+		return false, flagged, errorf("idem: remove an endpoint ignoring the key: %w", withCause(ctx, err))
+	}
+	return removed, flagged, nil
+}
+
+// checkEndpointName refuses an endpoint name no endpoint has: empty, or
+// with a URL's userinfo, which endpoint() leaves out. The error does not
+// quote it: a password in it would be printed and logged with the error.
+func checkEndpointName(e string) error {
+	if e == "" {
+		return errorf("idem: %w: empty endpoint; want METHOD URL as KeyIgnoringEndpoints names it", ErrInvalidRequest)
+	}
+	_, u, _ := strings.Cut(e, " ")
+	if _, rest, ok := strings.Cut(u, "://"); ok {
+		host, _, _ := strings.Cut(rest, "/")
+		if strings.Contains(host, "@") {
+			return errorf("idem: %w: the endpoint's URL carries a user or password (user:password@), which no endpoint name holds; pass it as listed (KeyIgnoringEndpoints, idem key-ignoring)", ErrInvalidRequest)
+		}
+	}
+	return nil
+}
+
+// removeKeyIgnoring is RemoveKeyIgnoring, its errors unwrapped.
+func removeKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed bool, flagged int, err error) {
+	ks, keeps := s.(KeyIgnoringStore)
+	kr, removes := s.(KeyIgnoringRemover)
+	if keeps && !removes {
+		return false, 0, fmt.Errorf("%w: the Store (%T) keeps the endpoints ignoring the key and has no RemoveKeyIgnoring (KeyIgnoringRemover)", errors.ErrUnsupported, ks)
+	}
+	if flagged, err = flagSentTo(ctx, s, endpoint); err != nil || !removes {
+		return false, flagged, err
+	}
+	removed, err = kr.RemoveKeyIgnoring(ctx, endpoint)
+	return removed, flagged, err
+}
+
+// flagSentTo flags ReviewKeyIgnored the open operations to endpoint e that
+// sentToIgnoring holds for, and returns how many it flagged.
+func flagSentTo(ctx context.Context, s Store, e string) (int, error) {
+	var refs [][2]string // scope, key
+	if err := s.ForEachOpen(ctx, func(r *journal.Record) error {
+		if sentToIgnoring(r, e) {
+			refs = append(refs, [2]string{r.Scope, r.Key})
+		}
+		return nil
+	}); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, ref := range refs {
+		_, err := s.Update(ctx, ref[0], ref[1], func(r *journal.Record) error {
+			if !sentToIgnoring(r, e) {
+				return errUnflaggable // flagged or moved on since
+			}
+			r.Review = ReviewKeyIgnored
+			return nil
+		})
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, errUnflaggable), errors.Is(err, journal.ErrTerminal), errors.Is(err, journal.ErrNotFound):
+		default:
+			// Unsure whether it landed (journal.ErrMaybeCommitted) is an
+			// error too: the endpoint stays, and a removal tried again
+			// finds the operation flagged or flags it.
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// sentToIgnoring reports whether r is open to endpoint e, not flagged, and
+// a send of it may have executed: what resendBlock blocks while e is
+// known to ignore the key.
+func sentToIgnoring(r *journal.Record, e string) bool {
+	return r.Open() && r.Review == "" && endpoint(r) == e && pastOf(r, math.MaxInt).maybeExecuted
 }

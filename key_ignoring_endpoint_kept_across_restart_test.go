@@ -2,14 +2,11 @@ package idem_test
 
 import (
 	"net/http"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/idemtest"
-	"github.com/idemkit/idem/journal"
 )
 
 // A Solidgate payment endpoint that does not de-duplicate by the key
@@ -57,15 +54,7 @@ func TestKeyIgnoringEndpointKeptAfterItsRecordsSettle(t *testing.T) {
 				}
 				ignoredInternalError(w) // pay_1; pay_3 if k2 were resent
 			})
-			path := filepath.Join(t.TempDir(), "idem.journal")
-			open := func() (*idem.Client, *journal.Store) {
-				store, err := journal.Open(path)
-				require.NoError(t, err)
-				c, err := idem.New(store, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = c.Close(); _ = store.Close() })
-				return c, store
-			}
+			open := reopenable(t, s.srv)
 			charge := s.srv.URL + "/api/v1/charge"
 
 			c, store := open()

@@ -178,4 +178,13 @@ type KeyIgnoringStore interface {
 // rather than hold every resend until the schema is migrated.
 var ErrKeyIgnoringUnkept = errors.New("idem: the journal keeps no endpoints that ignore the key yet")
 
-var _ KeyIgnoringStore = (*journal.Store)(nil)
+// KeyIgnoringRemover is a KeyIgnoringStore that can forget an endpoint
+// (Client.ForgetKeyIgnoring): RemoveKeyIgnoring removes endpoint, as
+// AddKeyIgnoring recorded it, and reports whether it was recorded. The
+// bbolt journal and pgjournal implement it.
+type KeyIgnoringRemover interface {
+	KeyIgnoringStore
+	RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error)
+}
+
+var _ KeyIgnoringRemover = (*journal.Store)(nil)

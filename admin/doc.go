@@ -19,8 +19,22 @@
 //	GET  /stats        counts by state, oldest open and unknown ages, review count, retry-budget tokens
 //	GET  /health       journal and Run state; 200 when ok, 503 otherwise
 //	POST /resolve      {"key","state","reason","by"} (+ "scope", "resource_id", "force")
+//	GET  /key-ignoring          the endpoints the Client takes to ignore the idempotency key
+//	POST /key-ignoring/remove   {"endpoint"}: forget one, in the journal and in the Client's memory
 //
-// POST /resolve takes only a Content-Type: application/json body, and the
+// GET /key-ignoring answers {"endpoints": ["POST https://host/path", ...]}
+// (idem.Client.KeyIgnoringEndpoints): an operation to one of them whose
+// answer is lost is flagged for review, never resent under the same key.
+// POST /key-ignoring/remove (idem.Client.ForgetKeyIgnoring) answers
+// {"removed": endpoint}, or 404 for an endpoint not known; the open
+// operations to it that may have executed are flagged "key ignored"
+// first (never resent: the endpoint kept no key for them); they stay
+// flagged, and teach it again (to this process at Resume or a Run pass
+// that reads them, to any at its start): resolve them, then remove it
+// again. Other processes on the journal keep it in memory until they
+// restart.
+//
+// Both POSTs take only a Content-Type: application/json body, and the
 // handler refuses any POST a browser sends for another site (Go's
 // http.CrossOriginProtection: Sec-Fetch-Site, else Origin against Host).
 // Cookie-based authentication lets such a request in with the operator's
@@ -35,8 +49,8 @@
 // /stats counts them (newer_records): above zero, the list is not the
 // whole journal. Errors are
 // {"error": {"code", "message"}} with status 400 (bad_request: a bad
-// filter, a missing by or reason), 404 (not_found: unknown key or
-// endpoint), 403 (forbidden: a cross-site browser request, or one
+// filter, a missing by or reason), 404 (not_found: unknown key, unknown
+// key-ignoring endpoint, or unknown handler endpoint), 403 (forbidden: a cross-site browser request, or one
 // WithOperator could not name), 405
 // (method_not_allowed), 409 (conflict: resolving a settled operation
 // without force), 415 (unsupported_media_type: a body that is not
@@ -68,6 +82,7 @@
 //	            failing_since, last_failed_visit, down_since,
 //	            slow_since, rest_until), hosts_omitted
 //	resolve     from (the state before), operation
+//	key-ignoring  endpoints; its remove: removed
 //
 // A resolve is recorded as the idem command's resolve is: who (by), why
 // (reason), when (the Client's clock) and the state it replaced, and it is

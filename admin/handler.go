@@ -99,11 +99,13 @@ func NewHandler(c *idem.Client, opts ...Option) http.Handler {
 		}
 	}
 	h.routes = map[string]route{
-		"/operations": {http.MethodGet, h.list},
-		"/operation":  {http.MethodGet, h.show},
-		"/stats":      {http.MethodGet, h.stats},
-		"/health":     {http.MethodGet, h.health},
-		"/resolve":    {http.MethodPost, h.resolve},
+		"/operations":          {http.MethodGet, h.list},
+		"/operation":           {http.MethodGet, h.show},
+		"/stats":               {http.MethodGet, h.stats},
+		"/health":              {http.MethodGet, h.health},
+		"/resolve":             {http.MethodPost, h.resolve},
+		"/key-ignoring":        {http.MethodGet, h.keyIgnoring},
+		"/key-ignoring/remove": {http.MethodPost, h.removeKeyIgnoring},
 	}
 	return h
 }
@@ -513,23 +515,32 @@ type ResolveAnswer struct {
 	Operation *Operation `json:"operation"`
 }
 
-func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
+// decodeBody decodes a POST's JSON body into v; want says what the object
+// holds, one what one request does, for the messages.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, want, one string) error {
 	// Only JSON: a browser sends a form or a text/plain body to any site
 	// without asking, and either can be made to parse as JSON.
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return &Error{http.StatusUnsupportedMediaType, "unsupported_media_type",
 			fmt.Sprintf("Content-Type %q: send the body as application/json", r.Header.Get("Content-Type"))}
 	}
-	var req ResolveRequest
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResolveBody))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		return badRequest("body: want a JSON object with key, state, reason and by (and optionally scope, resource_id, force): %v", err)
+	if err := dec.Decode(v); err != nil {
+		return badRequest("body: want a JSON object with %s: %v", want, err)
 	}
 	// A second value would be dropped unread while the first is applied:
-	// one settlement per request, so that what was asked is what was done.
+	// one change per request, so that what was asked is what was done.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return badRequest("body: want one JSON object; resolve one operation per request")
+		return badRequest("body: want one JSON object; %s per request", one)
+	}
+	return nil
+}
+
+func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
+	var req ResolveRequest
+	if err := decodeBody(w, r, &req, "key, state, reason and by (and optionally scope, resource_id, force)", "resolve one operation"); err != nil {
+		return err
 	}
 	st := idem.State(req.State)
 	by := strings.TrimSpace(req.By)
@@ -573,5 +584,57 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
 		return clientError(err)
 	}
 	writeJSON(w, http.StatusOK, ResolveAnswer{From: string(cur.State), Operation: FromRecord(rec, true)})
+	return nil
+}
+
+// KeyIgnoring is the answer of GET /key-ignoring.
+type KeyIgnoring struct {
+	// Endpoints: each endpoint the Client takes to ignore the idempotency
+	// key, "METHOD URL" (idem.Client.KeyIgnoringEndpoints), sorted.
+	Endpoints []string `json:"endpoints"`
+}
+
+func (h *handler) keyIgnoring(w http.ResponseWriter, r *http.Request) error {
+	es, err := h.c.KeyIgnoringEndpoints(r.Context())
+	if err != nil {
+		return clientError(err)
+	}
+	writeJSON(w, http.StatusOK, KeyIgnoring{Endpoints: append([]string{}, es...)})
+	return nil
+}
+
+// RemoveKeyIgnoringRequest is the body of POST /key-ignoring/remove.
+type RemoveKeyIgnoringRequest struct {
+	// Endpoint as GET /key-ignoring lists it: "POST https://host/path".
+	Endpoint string `json:"endpoint"`
+}
+
+// RemoveKeyIgnoringAnswer is the answer of POST /key-ignoring/remove.
+type RemoveKeyIgnoringAnswer struct {
+	Removed string `json:"removed"` // the endpoint
+}
+
+// NoKeyIgnoringEndpoint is the message of POST /key-ignoring/remove's 404,
+// the one the idem command gives for a journal file.
+func NoKeyIgnoringEndpoint(endpoint string) string {
+	return fmt.Sprintf("no endpoint %q is known to ignore the idempotency key; list them with `idem key-ignoring` and pass one as listed (\"METHOD URL\")", endpoint)
+}
+
+func (h *handler) removeKeyIgnoring(w http.ResponseWriter, r *http.Request) error {
+	var req RemoveKeyIgnoringRequest
+	if err := decodeBody(w, r, &req, "endpoint", "remove one endpoint"); err != nil {
+		return err
+	}
+	if req.Endpoint == "" {
+		return badRequest("endpoint is required: \"METHOD URL\" as GET /key-ignoring lists it")
+	}
+	known, err := h.c.ForgetKeyIgnoring(r.Context(), req.Endpoint)
+	if err != nil {
+		return clientError(err)
+	}
+	if !known {
+		return &Error{http.StatusNotFound, "not_found", NoKeyIgnoringEndpoint(req.Endpoint)}
+	}
+	writeJSON(w, http.StatusOK, RemoveKeyIgnoringAnswer{Removed: req.Endpoint})
 	return nil
 }

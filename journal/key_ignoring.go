@@ -127,8 +127,12 @@ func countKeys(tx *bolt.Tx, g *getter, b *bolt.Bucket, key []byte) (n int, found
 // RemoveKeyIgnoring forgets endpoint, as AddKeyIgnoring recorded it, and
 // reports whether it was recorded: for an operator whose provider has
 // since made the endpoint de-duplicate by the key. A Client that learnt it
-// already keeps it in memory until it is closed, and learns it again from
-// an operation still open and flagged for it (ReviewKeyIgnored).
+// already keeps it in memory until it is closed (its ForgetKeyIgnoring,
+// the admin handler's POST /key-ignoring/remove, forgets it in both), and
+// learns it again from an operation still open and flagged for it
+// (ReviewKeyIgnored). It flags nothing: idem.RemoveKeyIgnoring first
+// flags the open operations there that may have executed, which a
+// process that no longer knows the endpoint would resend.
 func (s *Store) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
 	if err := s.usable(ctx); err != nil {
 		return false, errorf("journal: remove endpoint ignoring the key: %w", err)

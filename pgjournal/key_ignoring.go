@@ -84,8 +84,13 @@ func (s *Store) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // reports whether it was recorded: for an operator whose provider has
 // since made the endpoint de-duplicate by the key (as DELETE FROM
 // <schema>.key_ignoring WHERE endpoint = '...' does). A Client that
-// learnt it keeps it in memory until it is closed, and learns it again
-// from an operation still open and flagged for it (ReviewKeyIgnored).
+// learnt it keeps it in memory until it is closed (its ForgetKeyIgnoring
+// forgets it in both), and learns it again from an operation still open
+// and flagged for it (ReviewKeyIgnored). It flags nothing:
+// idem.RemoveKeyIgnoring first flags the open operations there that may
+// have executed, which a process that no longer knows the endpoint would
+// resend. On a schema Migrate has not brought to version 2, the error
+// matches idem.ErrKeyIgnoringUnkept and ErrNotMigrated.
 func (s *Store) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
 	if err := s.usable(ctx); err != nil {
 		return false, errorf("remove endpoint ignoring the key: %w", err)
@@ -97,7 +102,9 @@ func (s *Store) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, e
 	defer cancel()
 	tag, err := s.execBounded(ctx, "remove endpoint ignoring the key", `DELETE FROM `+s.keyIgnoringTable()+` WHERE endpoint = $1`, endpoint)
 	if err != nil {
-		return false, errorf("remove endpoint ignoring the key: %w", err)
+		// As reading them: a schema with no table for them keeps none,
+		// which Client.ForgetKeyIgnoring takes for nothing to remove.
+		return false, unkept(errorf("remove endpoint ignoring the key: %w", err))
 	}
 	return tag.RowsAffected() > 0, nil
 }

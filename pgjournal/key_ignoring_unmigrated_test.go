@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/pgjournal"
 )
 
 // lockedBuffer is a log's output, written by the Client's goroutines.
@@ -125,4 +126,35 @@ func TestKeyIgnoringTableNotMigratedYet(t *testing.T) {
 	out := logs.String()
 	require.Equal(t, 1, strings.Count(out, "run the journal's Migrate"), "logged once, saying to migrate: %s", out)
 	require.NotContains(t, out, "could not journal", "the missing table is not a failed save: %s", out)
+}
+
+// On a schema still at version 1, reading the endpoints matches
+// idem.ErrKeyIgnoringUnkept (none kept) but removing one failed with
+// ErrNotMigrated alone: Client.ForgetKeyIgnoring, and so the admin
+// handler's POST /key-ignoring/remove, failed where its doc says a Store
+// with no place for them keeps none, and idem key-ignoring remove -dsn
+// said the schema held no idem journal at all. Removing matches both now,
+// and ForgetKeyIgnoring of an endpoint neither kept nor learnt reports it
+// unknown, not an error. Modelled: a service built for
+// schema version 2 before its Migrate ran (README: "Run it at start-up").
+func TestKeyIgnoringRemoveNotMigratedYet(t *testing.T) {
+	ctx := context.Background()
+	s := openStore(t)
+	conn, err := pgx.Connect(ctx, dsn(t))
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, `DROP TABLE `+pgx.Identifier{s.Schema(), "key_ignoring"}.Sanitize()+`;
+		DELETE FROM `+pgx.Identifier{s.Schema(), "schema_version"}.Sanitize()+` WHERE version = 2`)
+	require.NoError(t, err, "the schema back at version 1")
+
+	_, err = s.RemoveKeyIgnoring(ctx, "POST https://api.example.com/v1/charge")
+	require.ErrorIs(t, err, idem.ErrKeyIgnoringUnkept, "RemoveKeyIgnoring()")
+	require.ErrorIs(t, err, pgjournal.ErrNotMigrated, "RemoveKeyIgnoring()")
+
+	c, err := idem.New(s)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	known, err := c.ForgetKeyIgnoring(ctx, "POST https://api.example.com/v1/charge")
+	require.NoError(t, err, "ForgetKeyIgnoring()")
+	require.False(t, known, "ForgetKeyIgnoring(): none kept, none learnt")
 }

@@ -4,9 +4,11 @@
 //
 // Use it while the application that owns the journal is stopped: a running
 // application holds the journal's lock, and idem reports that instead of
-// waiting for ever. list, show, stats and check open the journal read-only
-// and never create or change the file; resolve, prune and compact open it
-// for writing.
+// waiting for ever. list, show, stats, check and key-ignoring list open
+// the journal read-only and never create or change the file; resolve,
+// prune, compact and key-ignoring remove open it for writing. With -url
+// (a running service's admin handler, package admin) list, show, stats,
+// resolve and key-ignoring work on the live service instead.
 //
 // Usage:
 //
@@ -49,11 +51,28 @@
 //	    -accept-lost-log goes on when the log segments the journal file
 //	    depends on are missing (check reports them), the writes they held
 //	    lost: only once they are known to be gone for good.
+//	key-ignoring [list] [-json]
+//	    List the endpoints journaled as ignoring the idempotency key (an
+//	    answer said Idempotency-Status: ignored), one "METHOD URL" a line;
+//	    -json prints {"endpoints": [...]}. An operation to one of them
+//	    whose answer is lost is flagged for review, never resent.
+//	key-ignoring remove [-json] ENDPOINT
+//	    Remove one, learnt wrongly (a provider's incident, a proxy that
+//	    added the header) or de-duplicating since: ENDPOINT as list prints
+//	    it, quoted or as two arguments (METHOD URL). An unknown endpoint is
+//	    an error. With -url the running service forgets it in memory too;
+//	    otherwise a process running on the journal keeps it until it
+//	    restarts. The open operations to it that may have executed are
+//	    flagged "key ignored" first (never resent: the endpoint kept no
+//	    key for them); they stay flagged, and a process learns the
+//	    endpoint from them again (Resume, a Run pass reading them, its
+//	    next start) and journals it again: settle them (list -review,
+//	    resolve) and remove it again.
 //
 // Durations are Go durations (90m, 720h) or whole days (30d). show and
 // resolve look in scope "default", the idem client's default, unless
 // -scope says otherwise.
 //
 // Exit status: 0 on success, 1 when the command failed (locked, missing
-// or damaged journal, unknown key), 2 on a usage error.
+// or damaged journal, unknown key or endpoint), 2 on a usage error.
 package main

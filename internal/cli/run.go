@@ -26,7 +26,8 @@ const usageText = `Usage: idem [-journal PATH] [-url URL] [-lock-timeout DURATIO
 
 idem inspects and settles the operations in an idem journal. Use it while
 the application that owns the journal is stopped: the running application
-holds the journal's lock. list, show and stats never change the file.
+holds the journal's lock. list, show, stats and key-ignoring list never
+change the file.
 
 Commands:
   list      list operations, oldest first (table or -json)
@@ -36,6 +37,9 @@ Commands:
   stats     count operations by state
   check     verify the journal's pages and indexes (read-only; -json)
   compact   give pruned pages back to the file system (atomic swap; -json)
+  key-ignoring
+            list the endpoints journaled as ignoring the idempotency key,
+            or remove one learnt wrongly (key-ignoring remove "METHOD URL")
 
 Global flags (also accepted after the command):
   -journal PATH
@@ -43,14 +47,15 @@ Global flags (also accepted after the command):
   -lock-timeout DURATION
         how long to wait for the journal's lock (default 1s)
   -allow-network-fs
-        let resolve, prune and compact write a journal on a network file
-        system (NFS, SMB, ...), as the application does with
-        journal.AllowNetworkFileSystem
+        let resolve, prune, compact and key-ignoring remove write a
+        journal on a network file system (NFS, SMB, ...), as the
+        application does with journal.AllowNetworkFileSystem
   -url URL
         a running service's admin handler (package admin), instead of a
-        journal: list, show, stats and resolve work on the live service,
-        with the same output; $IDEM_AUTHORIZATION, if set, is sent as
-        the Authorization header, over https or to this machine only
+        journal: list, show, stats, resolve and key-ignoring work on the
+        live service, with the same output; $IDEM_AUTHORIZATION, if set,
+        is sent as the Authorization header, over https or to this
+        machine only
   -allow-http
         send $IDEM_AUTHORIZATION, or the -url's user:password, over a
         plain http:// -url to another host (a network that encrypts the
@@ -83,6 +88,7 @@ var commands = []*command{
 		"Count operations by state.", cmdStats},
 	{"check", "[-json]", checkHelp, cmdCheck},
 	{"compact", "[-json]", compactHelp, cmdCompact},
+	{"key-ignoring", "[list] [-json] | remove [-json] ENDPOINT", keyIgnoringHelp, cmdKeyIgnoring},
 }
 
 // env is what a command runs with: output, the process environment, the
@@ -188,8 +194,8 @@ func (e *env) dispatch(args []string) error {
 func (e *env) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.journal, "journal", e.journal, "the journal file's `path` (default $IDEM_JOURNAL)")
 	fs.DurationVar(&e.lockTimeout, "lock-timeout", e.lockTimeout, "how long to wait for the journal's lock")
-	fs.BoolVar(&e.networkFS, "allow-network-fs", e.networkFS, "let resolve, prune and compact write a journal on a network file system (NFS, SMB, ...)")
-	fs.StringVar(&e.url, "url", e.url, "a running service's admin handler, such as http://127.0.0.1:8081/idem/ (list, show, stats, resolve)")
+	fs.BoolVar(&e.networkFS, "allow-network-fs", e.networkFS, "let resolve, prune, compact and key-ignoring remove write a journal on a network file system (NFS, SMB, ...)")
+	fs.StringVar(&e.url, "url", e.url, "a running service's admin handler, such as http://127.0.0.1:8081/idem/ (list, show, stats, resolve, key-ignoring)")
 	fs.BoolVar(&e.allowHTTP, "allow-http", e.allowHTTP, "send $IDEM_AUTHORIZATION, or the -url's user:password, over a plain http:// -url to another host (a service mesh that encrypts the hop)")
 	for _, m := range e.modes {
 		m.Flags(fs)

@@ -13,8 +13,13 @@
 //
 // With -dsn, list, show and stats read the live journal and print what
 // they print for a journal file with the same records; stats' first line
-// names the database (never its password) and the schema. check, compact
-// and prune work on a bbolt file only and refuse -dsn. Give the password
+// names the database (never its password) and the schema. key-ignoring
+// lists the endpoints the journal keeps as ignoring the idempotency key,
+// and its remove removes one, after flagging for review the open
+// operations to it that may have executed (idem.RemoveKeyIgnoring); a
+// replica that learnt it keeps it in memory until restarted, and a schema
+// Migrate has not brought to version 2 keeps none (the error says so).
+// check, compact and prune work on a bbolt file only and refuse -dsn. Give the password
 // in PGPASSWORD or a .pgpass file rather than in the DSN: a command line
 // is visible to every user of the machine.
 //

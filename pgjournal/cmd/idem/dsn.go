@@ -15,16 +15,18 @@ import (
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/internal/cli"
+	"github.com/idemkit/idem/internal/errtext"
 	"github.com/idemkit/idem/journal"
 	"github.com/idemkit/idem/pgjournal"
 )
 
 const dsnUsage = `  -dsn DSN
         a PostgreSQL journal's database (package pgjournal), instead of
-        a journal file: list, show, stats and resolve work on the live
-        journal while the service runs; resolve claims the operation's
-        lease first (see resolve -h). Give the password in PGPASSWORD or
-        ~/.pgpass, not in the DSN
+        a journal file: list, show, stats, resolve and key-ignoring work
+        on the live journal while the service runs; resolve claims the
+        operation's lease first (see resolve -h); a replica keeps an
+        endpoint key-ignoring removes in memory until it restarts. Give
+        the password in PGPASSWORD or ~/.pgpass, not in the DSN
   -schema NAME
         the PostgreSQL journal's schema (default "` + pgjournal.DefaultSchema + `")
 `
@@ -58,7 +60,7 @@ func (d *dsnMode) mode() cli.Mode {
 		Name:  "-dsn",
 		Usage: dsnUsage,
 		Flags: func(fs *flag.FlagSet) {
-			fs.StringVar(&d.dsn, "dsn", d.dsn, "a PostgreSQL journal's `DSN` (list, show, stats, resolve on the live journal)")
+			fs.StringVar(&d.dsn, "dsn", d.dsn, "a PostgreSQL journal's `DSN` (list, show, stats, resolve, key-ignoring on the live journal)")
 			fs.StringVar(&d.schema, "schema", d.schema, "the PostgreSQL journal's `schema`")
 		},
 		Active: func() bool { return d.dsn != "" },
@@ -156,6 +158,42 @@ func (b *pgBackend) Heading(st journal.Stats) string {
 }
 
 func (b *pgBackend) Close() error { return b.s.Close() }
+
+var _ cli.KeyIgnoringBackend = (*pgBackend)(nil)
+
+// KeyIgnoringEndpoints lists the endpoints the journal keeps as ignoring
+// the key (key-ignoring).
+func (b *pgBackend) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
+	es, err := b.s.KeyIgnoringEndpoints(ctx)
+	if err != nil {
+		return nil, b.explainUnkept(err)
+	}
+	return es, nil
+}
+
+// RemoveKeyIgnoring removes endpoint from the journal, after flagging the
+// operations that may have executed there (idem.RemoveKeyIgnoring): a
+// replica restarted without it would resend them. The replicas that
+// learnt it keep it in memory until they restart.
+func (b *pgBackend) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
+	known, _, err := idem.RemoveKeyIgnoring(ctx, b.s, endpoint)
+	if err != nil {
+		return false, b.explainUnkept(err)
+	}
+	return known, nil
+}
+
+// explainUnkept is explain, with advice for a schema that keeps no
+// endpoints yet.
+func (b *pgBackend) explainUnkept(err error) error {
+	// idem's errors (idem.ErrKeyIgnoringUnkept, idem.RemoveKeyIgnoring's)
+	// say "idem: ", which the command prints first already.
+	err = errtext.Errorf("idem: ", "%w", err)
+	if errors.Is(err, idem.ErrKeyIgnoringUnkept) {
+		return fmt.Errorf("%s\nhint: the service's pgjournal Migrate brings the schema to version 2, which keeps them", scrub(err, b.password))
+	}
+	return b.explain(err)
+}
 
 // Resolve settles the operation under a lease of the tool's own, so that
 // no replica driving it writes after the resolution (see the package
