@@ -161,7 +161,10 @@ func TestKeyIgnoringRemote(t *testing.T) {
 // service's next start, which resent k-pending under the same key: a
 // second order. remove flags it "key ignored" first, as a drive that
 // visited it before the removal would have; k-unknown, flagged already,
-// keeps its flag, and the settled ones are left as they were.
+// keeps its flag, and the settled ones are left as they were. acct-2's
+// k-other, open to the same endpoint, has had its answer (202, pay_5 held
+// as processing): no send of it was lost, none of it a resend could
+// repeat, and it is left unflagged.
 func TestKeyIgnoringRemoveFileFlagsWhatMayHaveExecuted(t *testing.T) {
 	fx := newJournal(t)
 	const ordersEndpoint = "POST https://api.example.com/v1/orders"
@@ -171,14 +174,15 @@ func TestKeyIgnoringRemoveFileFlagsWhatMayHaveExecuted(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "removed "+ordersEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote, stdout)
 
-	for key, review := range map[string]string{
-		"k-pending":   journal.ReviewKeyIgnored,
-		"k-unknown":   "key expired",
-		"k-succeeded": "",
+	for ref, review := range map[[2]string]string{
+		{"default", "k-pending"}:   journal.ReviewKeyIgnored,
+		{"default", "k-unknown"}:   "key expired",
+		{"default", "k-succeeded"}: "",
+		{"acct-2", "k-other"}:      "",
 	} {
-		rec, err := record(t, fx.path, "default", key)
+		rec, err := record(t, fx.path, ref[0], ref[1])
 		require.NoError(t, err)
-		require.Equal(t, review, rec.Review, "journal: %s's Review", key)
+		require.Equal(t, review, rec.Review, "journal: %s/%s's Review", ref[0], ref[1])
 	}
 	stdout, _ = listEndpoints(t, "-journal", fx.path, "key-ignoring")
 	require.Empty(t, stdout, "endpoints after remove")
