@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,10 +22,18 @@ const (
 	refundEndpoint = "POST https://api.solidgate.example/api/v1/refund"
 )
 
-const (
-	noEndpoints = "idem: no endpoint is journaled as ignoring the idempotency key\n"
-	removedNote = "note: operations open to it that may have executed are flagged \"key ignored\" (never resent); they teach it again at the next Resume or start: settle them (idem list -review)\n"
-)
+const noEndpoints = "idem: no endpoint is journaled as ignoring the idempotency key\n"
+
+// removedNote is remove's note after it flagged n operations, or after
+// -url's (n < 0), whose handler does not tell how many.
+func removedNote(n int) string {
+	what := `the open operations to it that may have executed are flagged "key ignored"`
+	if n >= 0 {
+		what = fmt.Sprintf(`flagged %d open operation(s) to it that may have executed "key ignored"`, n)
+	}
+	return "note: " + what + " (never resent); until settled, each operation so flagged teaches it again " +
+		"(at Resume, a Run pass that reads them, a process's next start): settle them (idem list -review)\n"
+}
 
 // unknownEndpoint is remove's error for an endpoint not journaled.
 func unknownEndpoint(e string) string {
@@ -89,7 +98,7 @@ func TestKeyIgnoringRemoveFile(t *testing.T) {
 
 	stdout, stderr, code := runIdem(t, "-journal", fx.path, "key-ignoring", "remove", chargeEndpoint)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "removed "+chargeEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote, stdout)
+	require.Equal(t, "removed "+chargeEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote(0), stdout)
 	require.Empty(t, stderr)
 	stdout, _ = listEndpoints(t, "-journal", fx.path, "key-ignoring")
 	require.Equal(t, "ENDPOINT\n"+refundEndpoint+"\n", stdout)
@@ -143,7 +152,7 @@ func TestKeyIgnoringRemote(t *testing.T) {
 
 	stdout, stderr, code = runIdem(t, "-url", base, "key-ignoring", "remove", chargeEndpoint)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "removed "+chargeEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote, stdout)
+	require.Equal(t, "removed "+chargeEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote(-1), stdout)
 
 	stdout, stderr, code = runIdem(t, "-url", base, "key-ignoring", "-json")
 	require.Equal(t, 0, code, stderr)
@@ -172,7 +181,7 @@ func TestKeyIgnoringRemoveFileFlagsWhatMayHaveExecuted(t *testing.T) {
 
 	stdout, stderr, code := runIdem(t, "-journal", fx.path, "key-ignoring", "remove", ordersEndpoint)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "removed "+ordersEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote, stdout)
+	require.Equal(t, "removed "+ordersEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote(1), stdout)
 
 	for ref, review := range map[[2]string]string{
 		{"default", "k-pending"}:   journal.ReviewKeyIgnored,
