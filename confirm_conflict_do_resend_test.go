@@ -13,7 +13,7 @@ import (
 // (asyncOrders, Checkout.com's {"id":"pay_…","status":"Pending"} for a
 // Cko-Idempotency-Key) accepts payment k as ord_1, then loses the key
 // ("After this window of time, the request will be processed as normal",
-// https://www.checkout.com/docs/developer-resources/api/idempotency;
+// https://www.checkout.com/docs/payments/manage-payments/idempotency;
 // modelled: early, as a cache evicting under memory pressure does). An
 // event for k names ord_2 (payment_approved carries the payment's
 // metadata, where the key is, and its own id,

@@ -262,11 +262,12 @@
 // operation or another, is judged the same way, and net/http is not let
 // send such a submit again on its own. Nor, until a 2xx not so marked has
 // come from an endpoint in the process, a submit there written whole and
-// not answered (an endpoint says it ignores the key only in its answers;
-// a 1xx, such as 103 Early Hints, is no answer), over HTTP/1 or HTTP/2: net/http resends after an HTTP/2 stream's
-// PROTOCOL_ERROR reset, which says nothing of whether it ran, and a
-// stream the server refused cannot be told from it, so on first contact
-// either is a lost answer idem settles itself under the same key.
+// not answered (an endpoint says it ignores the key only in its answers; a
+// 1xx, such as 103 Early Hints, is no answer), over HTTP/1 or HTTP/2:
+// net/http resends after an HTTP/2 stream's PROTOCOL_ERROR reset, which
+// says nothing of whether it ran, and a stream the server refused cannot
+// be told from it, so on first contact either is a lost answer idem
+// settles itself under the same key.
 // A 409 so marked is the endpoint's own refusal, not another request
 // holding a key it does not read: failed with its reason to a first
 // attempt, flagged [ReviewKeyIgnored] after a send that may have executed.
@@ -279,19 +280,23 @@
 // asked (again until the call's budget ends when the words say it runs),
 // and settles it failed if it finds the payment declined. A payment it
 // finds made may be another request's that paid the order under another
-// key: like nothing found, it leaves the operation unknown for a person. An operation whose answers were
-// lost before the endpoint said so is not resent either: the visit that
-// finds it so flags it [ReviewKeyIgnored], whatever it ends in, so that
-// what settles it after two such sends flags it [ReviewMaybeTwice]; a
-// [Client.Confirm] that settles it before any visit flags it so too. The
-// Client remembers such endpoints (method and URL without its query),
-// and journals them when its Store keeps them ([KeyIgnoringStore]); a
-// new one reads them again, once, from the journal and from the open
-// operations flagged for them ([Client.Resume] too), before its first
-// send, its first resend of what may have executed, or a Confirm of an
-// operation two of whose sends may have. A drive whose new attempt is journaled on an
-// operation another process sharing the journal flagged so meanwhile
-// (its Confirm, its drive) does not send it, and learns the endpoint.
+// key: like nothing found, it leaves the operation unknown for a person.
+// An operation whose answers were lost before the endpoint said so is not
+// resent either: the visit that finds it so flags it [ReviewKeyIgnored],
+// whatever it ends in, so that what settles it after two such sends flags
+// it [ReviewMaybeTwice]; a [Client.Confirm] that settles it before any
+// visit flags it so too. The Client remembers such endpoints (method and
+// URL without its query), and journals them when its Store keeps them
+// ([KeyIgnoringStore]); a new one reads them again, once, from the journal
+// and from the open operations flagged for them ([Client.Resume] too),
+// before its first send, its first resend of what may have executed, or a
+// Confirm of an operation two of whose sends may have.
+// [Client.KeyIgnoringEndpoints] lists them; [Client.ForgetKeyIgnoring]
+// ([RemoveKeyIgnoring] for a Store alone) forgets one, after flagging
+// [ReviewKeyIgnored] the open operations to it that may have executed. A
+// drive whose new attempt is journaled on an operation another process
+// sharing the journal flagged so meanwhile (its Confirm, its drive) does
+// not send it, and learns the endpoint.
 // A 2xx so marked that settles an operation an earlier copy of which
 // (idem's, or net/http's own resend) may have executed settles it and
 // flags it [ReviewMaybeTwice]: the server may have executed it twice. If
@@ -387,19 +392,19 @@
 // it so too, and Resume and Run then only query it, even a visit of
 // another process sharing the journal whose resend was judged before the
 // flag landed, and [Client.Do] answers [ErrNeedsReview] without sending
-// it (another payment for the key tells of a server that lost it once); one that settles an operation flagged [ReviewKeyIgnored]
-// after more than one send that may have executed flags it
-// [ReviewMaybeTwice], whatever contradiction came before it. A
-// call's own answer that arrives after an event (or [Client.Resolve])
-// settled the operation is compared the same way (one saying the server
-// is still executing the request, or one that tells nothing to a resend
-// that may have executed, contradicts a failure too); a failure
-// so contradicted, by that answer or by an event, is reported to every
-// call as [ErrNeedsReview] and [ErrUnknownOutcome], never [ErrFailed]:
-// the request may have executed, and a retry under a new key could
-// charge twice. Put the key in the request's metadata so that the events
-// carry it back; [Client.LookupResource] finds an open operation by the
-// resource id its response named. Confirm only an event that ends the
+// it (another payment for the key tells of a server that lost it once);
+// one that settles an operation flagged [ReviewKeyIgnored] after more than
+// one send that may have executed flags it [ReviewMaybeTwice], whatever
+// contradiction came before it. A call's own answer that arrives after an
+// event (or [Client.Resolve]) settled the operation is compared the same
+// way (one saying the server is still executing the request, or one that
+// tells nothing to a resend that may have executed, contradicts a failure
+// too); a failure so contradicted, by that answer or by an event, is
+// reported to every call as [ErrNeedsReview] and [ErrUnknownOutcome],
+// never [ErrFailed]: the request may have executed, and a retry under a
+// new key could charge twice. Put the key in the request's metadata so
+// that the events carry it back; [Client.LookupResource] finds an open
+// operation by the resource id its response named. Confirm only an event that ends the
 // operation's own object for good (Stripe's payment_intent.succeeded or
 // payment_intent.canceled, never payment_intent.payment_failed, after
 // which the customer may still pay the intent, nor a charge's, a

@@ -334,8 +334,10 @@ type h2Answer struct {
 	protocolError bool
 	// interim, if set, is the status of an informational response (103
 	// Early Hints, RFC 8297) sent on the stream once its request is
-	// taken, before what follows (a reset, or the answer).
-	interim string
+	// taken, before what follows (a reset, or the answer); sent
+	// interims times if that is more than once.
+	interim  string
+	interims int
 	// early: answer on the request's HEADERS, before its body (RFC 9113
 	// 8.1 lets a server answer before the request ends), as a rate
 	// limiter in front does (nginx's limit_req reads no body). rawH2
@@ -486,8 +488,10 @@ func (s *rawH2) serve(c net.Conn) {
 		s.mu.Unlock()
 		// :status is the static table's 8th name; every field is a
 		// literal without indexing, no Huffman coding.
-		if a.interim != "" && write(h2Headers, h2EndHeaders, stream, append([]byte{0x08, byte(len(a.interim))}, a.interim...)) != nil {
-			return
+		for i := 0; a.interim != "" && (i == 0 || i < a.interims); i++ {
+			if write(h2Headers, h2EndHeaders, stream, append([]byte{0x08, byte(len(a.interim))}, a.interim...)) != nil {
+				return
+			}
 		}
 		if a.refuse || a.protocolError {
 			code := uint32(h2RefusedStream)

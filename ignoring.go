@@ -450,11 +450,14 @@ func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // settled by hand (Resolve), and while one of them is open, any process
 // learns the endpoint from it again, and journals it again: this one
 // when a Resume, a Run pass or a drive reads it, another at its
-// start-up. Resolve them first. Other processes sharing the journal (pgjournal replicas) keep
-// the endpoint in memory until they restart or are told to forget it
-// too. An answer that says so again teaches it again.
+// start-up. Resolve them first. Other processes sharing the journal
+// (pgjournal replicas) keep the endpoint in memory until they restart or
+// are told to forget it too. An answer that says so again teaches it
+// again.
 //
-// A Store that keeps the endpoints but cannot remove them (a
+// An endpoint no endpoint name has (empty, or with a URL's
+// user:password@) is an error matching ErrInvalidRequest that does not
+// quote it. A Store that keeps the endpoints but cannot remove them (a
 // KeyIgnoringStore that is not a KeyIgnoringRemover) is an error
 // matching errors.ErrUnsupported, nothing forgotten: a next process
 // would read the endpoint back. It waits, up to 10 s, for the endpoints

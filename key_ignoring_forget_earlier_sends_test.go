@@ -2,12 +2,15 @@ package idem_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -160,19 +163,22 @@ func TestForgetKeyIgnoringRacesResume(t *testing.T) {
 	want = append(want, "k")
 	s.fix()
 
+	// A deadlock fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	wg.Go(func() {
-		_, err := c.ForgetKeyIgnoring(t.Context(), endpoint)
+		_, err := c.ForgetKeyIgnoring(ctx, endpoint)
 		errs <- err
 	})
 	wg.Go(func() {
-		_, err := c.Resume(t.Context())
+		_, err := c.Resume(ctx)
 		errs <- err
 	})
 	for i := 1; i <= 3; i++ {
 		wg.Go(func() {
-			_, err := c.Submit(t.Context(), idem.Request{Key: fmt.Sprintf("n%d", i), URL: charge, Body: []byte(`{"amount":7}`)})
+			_, err := c.Submit(ctx, idem.Request{Key: fmt.Sprintf("n%d", i), URL: charge, Body: []byte(`{"amount":7}`)})
 			errs <- err
 		})
 	}
@@ -197,5 +203,94 @@ func TestForgetKeyIgnoringRacesResume(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, journal.StateUnknown, rec.State, "journal: %s's State", k)
 		require.Equal(t, idem.ReviewKeyIgnored, rec.Review, "journal: %s's Review", k)
+	}
+}
+
+// keepsNoRemover keeps the endpoints ignoring the key in a journal but
+// cannot remove them (a KeyIgnoringStore that is no KeyIgnoringRemover):
+// a custom Store written before RemoveKeyIgnoring was (modelled).
+type keepsNoRemover struct {
+	idem.Store
+	js *journal.Store
+}
+
+func (s keepsNoRemover) AddKeyIgnoring(ctx context.Context, endpoint string) error {
+	return s.js.AddKeyIgnoring(ctx, endpoint)
+}
+
+func (s keepsNoRemover) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
+	return s.js.KeyIgnoringEndpoints(ctx)
+}
+
+// idem.RemoveKeyIgnoring, a tool's removal on the journal alone (idem
+// key-ignoring remove), after the payments of
+// TestForgetKeyIgnoringFlagsOperationsSentBefore (a's answer lost while
+// the endpoint ignored the key, k2's saying so) and the process's end:
+// it flags a, the one open operation a send of which may have executed
+// there, and says so (flagged 1), then removes the endpoint; done again,
+// it finds neither. A Store that keeps the endpoints but cannot remove
+// them is refused (errors.ErrUnsupported) with nothing flagged: a flag
+// with the endpoint kept would be a review asked for nothing. One that
+// keeps none only flags. Either way the server saw a and k2 once each.
+func TestRemoveKeyIgnoringCountsWhatItFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		store   func(*journal.Store) idem.Store
+		removed bool
+		flagged int
+		err     error
+		kept    bool // the journal still keeps the endpoint
+	}{
+		{"journal", func(js *journal.Store) idem.Store { return js }, true, 1, nil, false},
+		{"keeps them, no remover", func(js *journal.Store) idem.Store { return keepsNoRemover{js, js} }, false, 0, errors.ErrUnsupported, true},
+		{"keeps none", func(js *journal.Store) idem.Store { return storeOnly{js} }, false, 1, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newFixedAfterIncident(t)
+			js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = js.Close() })
+			c, err := idem.New(js, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(idemtest.NewClock(epoch)))
+			require.NoError(t, err)
+			charge := s.srv.URL + "/api/v1/charge"
+			endpoint := "POST " + charge
+			s.submitLost(t, c, "a", charge, `{"amount":100}`)
+			_, err = c.Submit(t.Context(), idem.Request{Key: "k2", URL: charge, Body: []byte(`{"amount":5}`)})
+			require.NoError(t, err, "Submit(k2): its answer says the key is ignored")
+			require.NoError(t, c.Close()) // waits for the endpoint's journaling
+
+			removed, flagged, err := idem.RemoveKeyIgnoring(t.Context(), tc.store(js), endpoint)
+			if tc.err != nil {
+				require.ErrorIs(t, err, tc.err, "RemoveKeyIgnoring()")
+			} else {
+				require.NoError(t, err, "RemoveKeyIgnoring()")
+			}
+			require.Equal(t, tc.removed, removed, "RemoveKeyIgnoring(): removed")
+			require.Equal(t, tc.flagged, flagged, "RemoveKeyIgnoring(): flagged")
+			a, err := js.Get(t.Context(), idem.DefaultScope, "a")
+			require.NoError(t, err)
+			require.Equal(t, journal.StateUnknown, a.State, "journal: a's State")
+			require.Len(t, a.Attempts, 1, "journal: a's attempts")
+			if tc.flagged == 1 {
+				require.Equal(t, idem.ReviewKeyIgnored, a.Review, "journal: a's Review")
+			} else {
+				require.Empty(t, a.Review, "journal: a's Review")
+			}
+			kept, err := js.KeyIgnoringEndpoints(t.Context())
+			require.NoError(t, err)
+			if tc.kept {
+				require.Equal(t, []string{endpoint}, kept, "journal: endpoints")
+			} else {
+				require.Empty(t, kept, "journal: endpoints")
+			}
+			s.requireSeen(t, []string{"a", "k2"}, 2)
+
+			if tc.err == nil {
+				removed, flagged, err = idem.RemoveKeyIgnoring(t.Context(), tc.store(js), endpoint)
+				require.NoError(t, err, "RemoveKeyIgnoring() again")
+				require.False(t, removed, "RemoveKeyIgnoring() again: removed")
+				require.Zero(t, flagged, "RemoveKeyIgnoring() again: a already flagged")
+			}
+		})
 	}
 }

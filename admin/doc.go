@@ -47,14 +47,16 @@
 // pruned while it was read holds fewer than limit, and still has next).
 // No page lists a record written by a newer idem (a rollback left them);
 // /stats counts them (newer_records): above zero, the list is not the
-// whole journal. Errors are
-// {"error": {"code", "message"}} with status 400 (bad_request: a bad
-// filter, a missing by or reason), 404 (not_found: unknown key, unknown
-// key-ignoring endpoint, or unknown handler endpoint), 403 (forbidden: a cross-site browser request, or one
-// WithOperator could not name), 405
-// (method_not_allowed), 409 (conflict: resolving a settled operation
-// without force), 415 (unsupported_media_type: a body that is not
-// application/json) or 503 (unavailable: the Client is closed).
+// whole journal. Errors are {"error": {"code", "message"}} with status 400
+// (bad_request: a bad filter, a missing by or reason, a body that is too
+// large or no JSON object of the fields wanted, a key-ignoring endpoint
+// missing or carrying a user:password@, which the message does not quote),
+// 404 (not_found: unknown key, unknown key-ignoring endpoint, or unknown
+// handler endpoint), 403 (forbidden: a cross-site browser request, or one
+// WithOperator could not name), 405 (method_not_allowed), 409 (conflict:
+// resolving a settled operation without force), 415
+// (unsupported_media_type: a body that is not application/json) or 503
+// (unavailable: the Client is closed).
 //
 // # Fields
 //

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -21,10 +22,18 @@ const (
 	refundEndpoint = "POST https://api.solidgate.example/api/v1/refund"
 )
 
-const (
-	noEndpoints = "idem: no endpoint is journaled as ignoring the idempotency key\n"
-	removedNote = "note: operations open to it that may have executed are flagged \"key ignored\" (never resent); they teach it again at the next Resume or start: settle them (idem list -review)\n"
-)
+const noEndpoints = "idem: no endpoint is journaled as ignoring the idempotency key\n"
+
+// removedNote is remove's note after it flagged n operations, or after
+// -url's (n < 0), whose handler does not tell how many.
+func removedNote(n int) string {
+	what := `the open operations to it that may have executed are flagged "key ignored"`
+	if n >= 0 {
+		what = fmt.Sprintf(`flagged %d open operation(s) to it that may have executed "key ignored"`, n)
+	}
+	return "note: " + what + " (never resent); until settled, each operation so flagged teaches it again " +
+		"(at Resume, a Run pass that reads them, a process's next start): settle them (idem list -review)\n"
+}
 
 // unknownEndpoint is remove's error for an endpoint not journaled.
 func unknownEndpoint(e string) string {
@@ -89,7 +98,7 @@ func TestKeyIgnoringRemoveFile(t *testing.T) {
 
 	stdout, stderr, code := runIdem(t, "-journal", fx.path, "key-ignoring", "remove", chargeEndpoint)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "removed "+chargeEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote, stdout)
+	require.Equal(t, "removed "+chargeEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote(0), stdout)
 	require.Empty(t, stderr)
 	stdout, _ = listEndpoints(t, "-journal", fx.path, "key-ignoring")
 	require.Equal(t, "ENDPOINT\n"+refundEndpoint+"\n", stdout)
@@ -143,7 +152,7 @@ func TestKeyIgnoringRemote(t *testing.T) {
 
 	stdout, stderr, code = runIdem(t, "-url", base, "key-ignoring", "remove", chargeEndpoint)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "removed "+chargeEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote, stdout)
+	require.Equal(t, "removed "+chargeEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote(-1), stdout)
 
 	stdout, stderr, code = runIdem(t, "-url", base, "key-ignoring", "-json")
 	require.Equal(t, 0, code, stderr)
@@ -161,7 +170,10 @@ func TestKeyIgnoringRemote(t *testing.T) {
 // service's next start, which resent k-pending under the same key: a
 // second order. remove flags it "key ignored" first, as a drive that
 // visited it before the removal would have; k-unknown, flagged already,
-// keeps its flag, and the settled ones are left as they were.
+// keeps its flag, and the settled ones are left as they were. acct-2's
+// k-other, open to the same endpoint, has had its answer (202, pay_5 held
+// as processing): no send of it was lost, none of it a resend could
+// repeat, and it is left unflagged.
 func TestKeyIgnoringRemoveFileFlagsWhatMayHaveExecuted(t *testing.T) {
 	fx := newJournal(t)
 	const ordersEndpoint = "POST https://api.example.com/v1/orders"
@@ -169,16 +181,17 @@ func TestKeyIgnoringRemoveFileFlagsWhatMayHaveExecuted(t *testing.T) {
 
 	stdout, stderr, code := runIdem(t, "-journal", fx.path, "key-ignoring", "remove", ordersEndpoint)
 	require.Equal(t, 0, code, stderr)
-	require.Equal(t, "removed "+ordersEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote, stdout)
+	require.Equal(t, "removed "+ordersEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+removedNote(1), stdout)
 
-	for key, review := range map[string]string{
-		"k-pending":   journal.ReviewKeyIgnored,
-		"k-unknown":   "key expired",
-		"k-succeeded": "",
+	for ref, review := range map[[2]string]string{
+		{"default", "k-pending"}:   journal.ReviewKeyIgnored,
+		{"default", "k-unknown"}:   "key expired",
+		{"default", "k-succeeded"}: "",
+		{"acct-2", "k-other"}:      "",
 	} {
-		rec, err := record(t, fx.path, "default", key)
+		rec, err := record(t, fx.path, ref[0], ref[1])
 		require.NoError(t, err)
-		require.Equal(t, review, rec.Review, "journal: %s's Review", key)
+		require.Equal(t, review, rec.Review, "journal: %s/%s's Review", ref[0], ref[1])
 	}
 	stdout, _ = listEndpoints(t, "-journal", fx.path, "key-ignoring")
 	require.Empty(t, stdout, "endpoints after remove")

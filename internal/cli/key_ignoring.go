@@ -19,9 +19,11 @@ import (
 // without it refuses the command.
 type KeyIgnoringBackend interface {
 	KeyIgnoringEndpoints(ctx context.Context) ([]string, error)
-	// RemoveKeyIgnoring reports whether endpoint was known; an unknown
-	// one may be an error that says so instead.
-	RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error)
+	// RemoveKeyIgnoring reports whether endpoint was known (an unknown
+	// one may be an error that says so instead), and how many open
+	// operations to it it flagged first (idem.RemoveKeyIgnoring), or -1
+	// if it is not told.
+	RemoveKeyIgnoring(ctx context.Context, endpoint string) (known bool, flagged int, err error)
 }
 
 const keyIgnoringHelp = `List the endpoints journaled as ignoring the idempotency key (an answer
@@ -42,7 +44,8 @@ the header) or that de-duplicates since stays until removed.
 
 The open operations to the endpoint that may have executed are flagged "key
 ignored" first: it kept no key for them, and a resend would charge again.
-They stay flagged, and a process learns the endpoint from them again (at
+remove prints how many (not with -url: the handler does not say). They
+stay flagged, and a process learns the endpoint from them again (at
 Resume, a Run pass that reads them, its next start) and journals it again:
 settle them (idem list -review, idem resolve) and remove it again.`
 
@@ -108,7 +111,7 @@ func cmdKeyIgnoring(e *env, args []string) (err error) {
 		}
 		return nil
 	}
-	known, err := kb.RemoveKeyIgnoring(e.ctx, endpoint)
+	known, flagged, err := kb.RemoveKeyIgnoring(e.ctx, endpoint)
 	if err != nil {
 		return err
 	}
@@ -119,7 +122,13 @@ func cmdKeyIgnoring(e *env, args []string) (err error) {
 		return writeJSON(e.stdout, admin.RemoveKeyIgnoringAnswer{Removed: endpoint})
 	}
 	fmt.Fprintf(e.stdout, "removed %s: an operation to it whose answer is lost is resent under the same key again\n", clean(endpoint))
-	fmt.Fprintln(e.stdout, `note: operations open to it that may have executed are flagged "key ignored" (never resent); they teach it again at the next Resume or start: settle them (idem list -review)`)
+	what := `the open operations to it that may have executed are flagged "key ignored"`
+	if flagged >= 0 {
+		what = fmt.Sprintf(`flagged %d open operation(s) to it that may have executed "key ignored"`, flagged)
+	}
+	// Those flagged earlier teach it again as well: the note is due
+	// whatever this removal flagged.
+	fmt.Fprintf(e.stdout, "note: %s (never resent); until settled, each operation so flagged teaches it again (at Resume, a Run pass that reads them, a process's next start): settle them (idem list -review)\n", what)
 	return nil
 }
 
@@ -158,16 +167,16 @@ func (f fileKeyIgnoring) KeyIgnoringEndpoints(ctx context.Context) ([]string, er
 	return es, nil
 }
 
-func (f fileKeyIgnoring) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
+func (f fileKeyIgnoring) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, int, error) {
 	// The operations that may have executed there are flagged first
 	// (idem.RemoveKeyIgnoring): the next process, which no longer knows
 	// the endpoint, would resend them.
-	known, _, err := idem.RemoveKeyIgnoring(ctx, f.s, endpoint)
+	known, flagged, err := idem.RemoveKeyIgnoring(ctx, f.s, endpoint)
 	if err != nil {
 		// The command's own "idem: " comes first.
-		return false, explain(f.s.Path(), errtext.Errorf("idem: ", "%w", err))
+		return false, flagged, explain(f.s.Path(), errtext.Errorf("idem: ", "%w", err))
 	}
-	return known, nil
+	return known, flagged, nil
 }
 
 var _ KeyIgnoringBackend = (*remote)(nil)
@@ -183,11 +192,12 @@ func (r *remote) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 }
 
 // RemoveKeyIgnoring has the service's Client forget endpoint, in its
-// journal and in memory; an unknown one is the handler's 404, which says so.
-func (r *remote) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
+// journal and in memory; an unknown one is the handler's 404, which says
+// so. The handler's answer does not tell how many operations it flagged.
+func (r *remote) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, int, error) {
 	var ans admin.RemoveKeyIgnoringAnswer
 	if err := r.call(ctx, http.MethodPost, "key-ignoring/remove", nil, admin.RemoveKeyIgnoringRequest{Endpoint: endpoint}, &ans); err != nil {
-		return false, err
+		return false, -1, err
 	}
-	return true, nil
+	return true, -1, nil
 }

@@ -17,11 +17,14 @@
 // lists the endpoints the journal keeps as ignoring the idempotency key,
 // and its remove removes one, after flagging for review the open
 // operations to it that may have executed (idem.RemoveKeyIgnoring); a
-// replica that learnt it keeps it in memory until restarted, and a schema
-// Migrate has not brought to version 2 keeps none (the error says so).
-// check, compact and prune work on a bbolt file only and refuse -dsn. Give the password
-// in PGPASSWORD or a .pgpass file rather than in the DSN: a command line
-// is visible to every user of the machine.
+// replica that learnt it keeps it in memory until restarted. A schema
+// Migrate has not brought to version 2 keeps none: remove exits 1 saying
+// so, after flagging those operations all the same (never resent, which
+// is safe: a replica that learnt the endpoint from an answer keeps it in
+// memory only), and its hint counts them. check, compact and prune work
+// on a bbolt file only and refuse -dsn. Give the password in PGPASSWORD
+// or a .pgpass file rather than in the DSN: a command line is visible to
+// every user of the machine.
 //
 // # Resolve and leases
 //

@@ -174,13 +174,19 @@ func (b *pgBackend) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) 
 // RemoveKeyIgnoring removes endpoint from the journal, after flagging the
 // operations that may have executed there (idem.RemoveKeyIgnoring): a
 // replica restarted without it would resend them. The replicas that
-// learnt it keep it in memory until they restart.
-func (b *pgBackend) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
-	known, _, err := idem.RemoveKeyIgnoring(ctx, b.s, endpoint)
-	if err != nil {
-		return false, b.explainUnkept(err)
+// learnt it keep it in memory until they restart. A schema that keeps no
+// endpoints yet is an error, the operations flagged all the same: a
+// replica that learnt the endpoint from an answer keeps it in memory
+// only, and one restarted would resend them.
+func (b *pgBackend) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, int, error) {
+	known, flagged, err := idem.RemoveKeyIgnoring(ctx, b.s, endpoint)
+	if errors.Is(err, idem.ErrKeyIgnoringUnkept) {
+		return false, flagged, fmt.Errorf("%w\nhint: %d open operation(s) to it that may have executed were flagged \"key ignored\" all the same (never resent): settle them (idem list -review)", b.explainUnkept(err), flagged)
 	}
-	return known, nil
+	if err != nil {
+		return false, flagged, b.explainUnkept(err)
+	}
+	return known, flagged, nil
 }
 
 // explainUnkept is explain, with advice for a schema that keeps no

@@ -38,7 +38,8 @@ func TestDSNKeyIgnoring(t *testing.T) {
 	stdout, stderr, code = runIdem(t, pg.args("key-ignoring", "remove", ordersEndpoint)...)
 	require.Equal(t, 0, code, stderr)
 	require.Equal(t, "removed "+ordersEndpoint+": an operation to it whose answer is lost is resent under the same key again\n"+
-		`note: operations open to it that may have executed are flagged "key ignored" (never resent); they teach it again at the next Resume or start: settle them (idem list -review)`+"\n", stdout)
+		`note: flagged 1 open operation(s) to it that may have executed "key ignored" (never resent); until settled, each operation so flagged teaches it again `+
+		`(at Resume, a Run pass that reads them, a process's next start): settle them (idem list -review)`+"\n", stdout)
 	for _, tc := range []struct{ scope, key, review string }{
 		{"default", "k-pending", journal.ReviewKeyIgnored},
 		{"default", "k-unknown", "key expired"},
@@ -61,9 +62,13 @@ func TestDSNKeyIgnoring(t *testing.T) {
 
 // A schema still at version 1 (the service's build newer than its last
 // Migrate) has no table for the endpoints: list and remove say to run
-// Migrate, exit status 1.
+// Migrate, exit status 1. remove has flagged k-pending, whose one send to
+// the endpoint may have executed, all the same, and says so: a replica
+// that learnt the endpoint from an answer keeps it in memory only, and
+// one restarted would resend k-pending under the same key.
 func TestDSNKeyIgnoringUnmigrated(t *testing.T) {
 	pg := newPG(t)
+	seed(t, pg.store, records(time.Now()))
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, pg.dsn)
 	require.NoError(t, err)
@@ -79,5 +84,14 @@ func TestDSNKeyIgnoringUnmigrated(t *testing.T) {
 		require.Contains(t, stderr, "hint: the service's pgjournal Migrate brings the schema to version 2, which keeps them", "%q", args)
 		require.NotContains(t, stderr, "holds no idem journal", "%q", args)
 		require.NotContains(t, stderr, "idem: idem:", "%q", args)
+		if args[len(args)-1] == ordersEndpoint {
+			require.Contains(t, stderr, `hint: 1 open operation(s) to it that may have executed were flagged "key ignored" all the same (never resent)`)
+		}
 	}
+	_, stderr, _ := runIdem(t, pg.args("key-ignoring", "remove", ordersEndpoint)...)
+	require.Contains(t, stderr, `hint: 0 open operation(s) to it that may have executed were flagged "key ignored" all the same`,
+		"removed again: k-pending flagged already")
+	rec, err := pg.store.Get(ctx, "default", "k-pending")
+	require.NoError(t, err)
+	require.Equal(t, journal.ReviewKeyIgnored, rec.Review, "journal: k-pending's Review")
 }
