@@ -503,7 +503,10 @@ var errTooManyInterim = errors.New("idem: too many informational (1xx) responses
 // reset may follow it, after which net/http resends the copy: to an
 // endpoint that ignores the key, a second order. The copy stays
 // unanswered. The final answer after a 1xx fires no hook, so a 307 or
-// 308 after one is not followed: a lost answer, judged by idem.
+// 308 after one may be judged a lost answer rather than read: net/http
+// asks for the body before CheckRedirect returns the 3xx, and whether
+// the copy's WroteRequest has fired by then is a race over HTTP/2. Both
+// readings are safe; neither sends the key elsewhere.
 func (t *attemptTrace) interimResponse(int, textproto.MIMEHeader) error {
 	t.answered.Store(false)
 	if t.interim.Add(1) > maxInterim {
