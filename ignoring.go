@@ -476,7 +476,7 @@ func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, 
 	// that fails leaves the next one to read the journal, without it.
 	_ = c.ignoringLearnt(ctx)
 	c.waitSaves()
-	removed, flagged, err := removeKeyIgnoring(ctx, c.store, endpoint)
+	removed, flagged, err := removeKeyIgnoring(ctx, c.store, endpoint, slices.Contains(c.ignoring.known(), endpoint))
 	if errors.Is(err, ErrKeyIgnoringUnkept) {
 		err = nil // no place for them: none kept
 	}
@@ -512,7 +512,7 @@ func RemoveKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed b
 	if err := checkEndpointName(endpoint); err != nil {
 		return false, 0, errorf("idem: remove an endpoint ignoring the key: %w", err)
 	}
-	removed, flagged, err = removeKeyIgnoring(ctx, s, endpoint)
+	removed, flagged, err = removeKeyIgnoring(ctx, s, endpoint, false)
 	if err != nil {
 		return false, flagged, errorf("idem: remove an endpoint ignoring the key: %w", withCause(ctx, err))
 	}
@@ -520,30 +520,46 @@ func RemoveKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed b
 }
 
 // checkEndpointName refuses an endpoint name no endpoint has: empty, or
-// with a URL's userinfo, which endpoint() leaves out. The error does not
-// quote it: a password in it would be printed and logged with the error.
+// with a URL's userinfo, query or fragment, which endpoint() leaves out.
+// The error does not quote it: a password in it, or an API key in its
+// query (?api_key=...), would be printed and logged with the error, and
+// answered by the admin handler.
 func checkEndpointName(e string) error {
 	if e == "" {
 		return errorf("idem: %w: empty endpoint; want METHOD URL as KeyIgnoringEndpoints names it", ErrInvalidRequest)
 	}
 	_, u, _ := strings.Cut(e, " ")
+	if strings.ContainsAny(u, "?#") {
+		return errorf("idem: %w: the endpoint's URL carries a query or fragment, which no endpoint name holds; pass it as listed (KeyIgnoringEndpoints, idem key-ignoring)", ErrInvalidRequest)
+	}
 	if _, rest, ok := strings.Cut(u, "://"); ok {
-		host, _, _ := strings.Cut(rest, "/")
-		if strings.Contains(host, "@") {
-			return errorf("idem: %w: the endpoint's URL carries a user or password (user:password@), which no endpoint name holds; pass it as listed (KeyIgnoringEndpoints, idem key-ignoring)", ErrInvalidRequest)
-		}
+		u = rest
+	}
+	// A URL without a scheme too (user:password@host/path).
+	host, _, _ := strings.Cut(u, "/")
+	if strings.Contains(host, "@") {
+		return errorf("idem: %w: the endpoint's URL carries a user or password (user:password@), which no endpoint name holds; pass it as listed (KeyIgnoringEndpoints, idem key-ignoring)", ErrInvalidRequest)
 	}
 	return nil
 }
 
-// removeKeyIgnoring is RemoveKeyIgnoring, its errors unwrapped.
-func removeKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed bool, flagged int, err error) {
+// removeKeyIgnoring is RemoveKeyIgnoring, its errors unwrapped. known:
+// the caller knows endpoint to ignore the key (a Client's memory); else
+// it is known if s keeps it or an open operation is flagged for it.
+func removeKeyIgnoring(ctx context.Context, s Store, endpoint string, known bool) (removed bool, flagged int, err error) {
 	ks, keeps := s.(KeyIgnoringStore)
 	kr, removes := s.(KeyIgnoringRemover)
 	if keeps && !removes {
 		return false, 0, fmt.Errorf("%w: the Store (%T) keeps the endpoints ignoring the key and has no RemoveKeyIgnoring (KeyIgnoringRemover)", errors.ErrUnsupported, ks)
 	}
-	if flagged, err = flagSentTo(ctx, s, endpoint); err != nil || !removes {
+	if keeps && !known {
+		kept, err := ks.KeyIgnoringEndpoints(ctx)
+		if err != nil && !errors.Is(err, ErrKeyIgnoringUnkept) {
+			return false, 0, err
+		}
+		known = slices.Contains(kept, endpoint)
+	}
+	if flagged, err = flagSentTo(ctx, s, endpoint, known); err != nil || !removes {
 		return false, flagged, err
 	}
 	removed, err = kr.RemoveKeyIgnoring(ctx, endpoint)
@@ -551,10 +567,19 @@ func removeKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed b
 }
 
 // flagSentTo flags ReviewKeyIgnored the open operations to endpoint e that
-// sentToIgnoring holds for, and returns how many it flagged.
-func flagSentTo(ctx context.Context, s Store, e string) (int, error) {
+// sentToIgnoring holds for, and returns how many it flagged; none if e is
+// not known to ignore the key (known, or an open operation flagged for
+// it). An endpoint never known (a typo, the wrong one of several paths)
+// may de-duplicate by the key: flagged, its lost answers would never be
+// resent, and every process would learn it as ignoring the key from them
+// (keyIgnoring.relearn), a de-duplicating endpoint's later lost answers
+// left for a person too.
+func flagSentTo(ctx context.Context, s Store, e string, known bool) (int, error) {
 	var refs [][2]string // scope, key
 	if err := s.ForEachOpen(ctx, func(r *journal.Record) error {
+		if r.Review == ReviewKeyIgnored && endpoint(r) == e {
+			known = true
+		}
 		if sentToIgnoring(r, e) {
 			refs = append(refs, [2]string{r.Scope, r.Key})
 		}
@@ -562,13 +587,16 @@ func flagSentTo(ctx context.Context, s Store, e string) (int, error) {
 	}); err != nil {
 		return 0, err
 	}
+	if !known {
+		return 0, nil
+	}
 	n := 0
 	for _, ref := range refs {
 		_, err := s.Update(ctx, ref[0], ref[1], func(r *journal.Record) error {
 			if !sentToIgnoring(r, e) {
 				return errUnflaggable // flagged or moved on since
 			}
-			r.Review = ReviewKeyIgnored
+			setReview(r, ReviewKeyIgnored)
 			return nil
 		})
 		switch {
@@ -585,9 +613,21 @@ func flagSentTo(ctx context.Context, s Store, e string) (int, error) {
 	return n, nil
 }
 
-// sentToIgnoring reports whether r is open to endpoint e, not flagged, and
-// a send of it may have executed: what resendBlock blocks while e is
-// known to ignore the key.
+// sentToIgnoring reports whether r is open to endpoint e, a send of it
+// may have executed, and a drive would flag it ReviewKeyIgnored while e
+// is known to ignore the key (resendBlock, driver.flag). Not only
+// unflagged ones: a flag that does not stop a caller's Do or Submit from
+// resending (ReviewRefusedAfterSend, ReviewFinalAnswer,
+// ReviewDeadlinePassed) would let the resend go once e is forgotten, a
+// second charge. One that stops every resend on its own (flagBlock) is
+// left as a drive leaves it, and a held one as setReview keeps it.
 func sentToIgnoring(r *journal.Record, e string) bool {
-	return r.Open() && r.Review == "" && endpoint(r) == e && pastOf(r, math.MaxInt).maybeExecuted
+	if !r.Open() || endpoint(r) != e {
+		return false
+	}
+	switch r.Review {
+	case ReviewKeyIgnored, ReviewKeyInUse, ReviewKeyExpired:
+		return false
+	}
+	return reviewAfter(r.Review, ReviewKeyIgnored) == ReviewKeyIgnored && pastOf(r, math.MaxInt).maybeExecuted
 }
