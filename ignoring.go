@@ -441,10 +441,12 @@ func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // proxy that added Idempotency-Status: ignored) or whose provider has
 // since made it de-duplicate by the key.
 //
-// Only what is sent from now on: the open operations to the endpoint a
-// send of which may have executed while it was taken to ignore the key
-// are flagged ReviewKeyIgnored first, as a drive visiting them would
-// have (RemoveKeyIgnoring): the endpoint kept no key for what it ran
+// Only what is sent from now on: when the endpoint is known to ignore
+// the key (this Client's memory, the Store, or an open operation flagged
+// for it), the open operations to it a send of which may have executed
+// while it was taken to ignore the key, unflagged or flagged for a
+// reason that does not stop a resend, are flagged ReviewKeyIgnored
+// first, as a drive visiting them would have (RemoveKeyIgnoring): the endpoint kept no key for what it ran
 // then, and a resend under the same key would run again, a second
 // charge. The flagged operations stay flagged (never resent) until
 // settled by hand (Resolve), and while one of them is open, any process
@@ -497,17 +499,21 @@ func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, 
 // Client.ForgetKeyIgnoring does but for the Client's memory: for a tool
 // on the journal (idem key-ignoring remove on a file or a pgjournal). It
 // reports whether s kept it, and how many operations it flagged first:
-// those open to the endpoint, not flagged yet, a send of which may have
-// executed. What the endpoint ran while it ignored the key it kept no key
+// those open to the endpoint, unflagged or flagged for a reason that
+// does not stop a resend, a send of which may have executed; none when
+// the endpoint is not known to ignore the key (neither kept by s nor
+// named by an open operation flagged ReviewKeyIgnored), which may
+// de-duplicate. What the endpoint ran while it ignored the key it kept no key
 // for, and a resend under the same key, which a process that no longer
 // knows the endpoint would make, would run again; flagged
 // ReviewKeyIgnored, it is never resent, as a drive that visited it before
 // the removal would have left it. An error leaves the endpoint kept, and
 // what was flagged flagged. A Store with no place for the endpoints yet
-// flags, and returns an error matching ErrKeyIgnoringUnkept; one that
-// keeps none (not a KeyIgnoringStore) only flags. One that keeps them but
-// cannot remove them is an error matching errors.ErrUnsupported, nothing
-// flagged.
+// (ErrKeyIgnoringUnkept, returned), or one that keeps none (not a
+// KeyIgnoringStore), knows the endpoint only from an open operation
+// flagged for it: it flags only then, and removes nothing. One that
+// keeps them but cannot remove them is an error matching
+// errors.ErrUnsupported, nothing flagged.
 func RemoveKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed bool, flagged int, err error) {
 	if err := checkEndpointName(endpoint); err != nil {
 		return false, 0, errorf("idem: remove an endpoint ignoring the key: %w", err)

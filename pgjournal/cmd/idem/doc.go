@@ -19,9 +19,9 @@
 // operations to it that may have executed (idem.RemoveKeyIgnoring); a
 // replica that learnt it keeps it in memory until restarted. A schema
 // Migrate has not brought to version 2 keeps none: remove exits 1 saying
-// so, after flagging those operations all the same (never resent, which
-// is safe: a replica that learnt the endpoint from an answer keeps it in
-// memory only), and its hint counts them. check, compact and prune work
+// so; it knows the endpoint then only from an open operation flagged for
+// it, and then flags the others that may have executed there all the
+// same (never resent), which a hint counts. check, compact and prune work
 // on a bbolt file only and refuse -dsn. Give the password in PGPASSWORD
 // or a .pgpass file rather than in the DSN: a command line is visible to
 // every user of the machine.

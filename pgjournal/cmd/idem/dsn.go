@@ -175,13 +175,17 @@ func (b *pgBackend) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) 
 // operations that may have executed there (idem.RemoveKeyIgnoring): a
 // replica restarted without it would resend them. The replicas that
 // learnt it keep it in memory until they restart. A schema that keeps no
-// endpoints yet is an error, the operations flagged all the same: a
-// replica that learnt the endpoint from an answer keeps it in memory
-// only, and one restarted would resend them.
+// endpoints yet is an error; it knows the endpoint only from an open
+// operation flagged for it, and then the others that may have executed
+// there are flagged all the same, which the hint counts.
 func (b *pgBackend) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, int, error) {
 	known, flagged, err := idem.RemoveKeyIgnoring(ctx, b.s, endpoint)
 	if errors.Is(err, idem.ErrKeyIgnoringUnkept) {
-		return false, flagged, fmt.Errorf("%w\nhint: %d open operation(s) to it that may have executed were flagged \"key ignored\" all the same (never resent): settle them (idem list -review)", b.explainUnkept(err), flagged)
+		err = b.explainUnkept(err)
+		if flagged > 0 {
+			err = fmt.Errorf("%w\nhint: %d open operation(s) to it that may have executed were flagged \"key ignored\" all the same (never resent): settle them (idem list -review)", err, flagged)
+		}
+		return false, flagged, err
 	}
 	if err != nil {
 		return false, flagged, b.explainUnkept(err)
