@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
 
 	"github.com/idemkit/idem/journal"
 )
@@ -446,25 +447,25 @@ func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // for it), the open operations to it a send of which may have executed
 // while it was taken to ignore the key, unflagged or flagged for a
 // reason that does not stop a resend, are flagged ReviewKeyIgnored
-// first, as a drive visiting them would have (RemoveKeyIgnoring): the endpoint kept no key for what it ran
-// then, and a resend under the same key would run again, a second
-// charge. The flagged operations stay flagged (never resent) until
-// settled by hand (Resolve), and while one of them is open, any process
-// learns the endpoint from it again, and journals it again: this one
-// when a Resume, a Run pass or a drive reads it, another at its
-// start-up. Resolve them first. Other processes sharing the journal
-// (pgjournal replicas) keep the endpoint in memory until they restart or
-// are told to forget it too. An answer that says so again teaches it
-// again.
+// first, as a drive visiting them would have (RemoveKeyIgnoring): the
+// endpoint kept no key for what it ran then, and a resend under the same
+// key would run again, a second charge. The flagged operations stay
+// flagged (never resent) until settled by hand (Resolve), and while one
+// of them is open, any process learns the endpoint from it again, and
+// journals it again: this one when a Resume, a Run pass or a drive reads
+// it, another at its start-up. Resolve them first. Other processes
+// sharing the journal (pgjournal replicas) keep the endpoint in memory
+// until they restart or are told to forget it too. An answer that says
+// so again teaches it again.
 //
-// An endpoint no endpoint name has (empty, or with a URL's
-// user:password@) is an error matching ErrInvalidRequest that does not
-// quote it. A Store that keeps the endpoints but cannot remove them (a
-// KeyIgnoringStore that is not a KeyIgnoringRemover) is an error
-// matching errors.ErrUnsupported, nothing forgotten: a next process
-// would read the endpoint back. It waits, up to 10 s, for the endpoints
-// being journaled (as Close does), so that none lands after the removal.
-// The removal is logged at Warn.
+// A name no endpoint has (not "METHOD URL", or a URL with a
+// user:password@, a query or a fragment) is an error matching
+// ErrInvalidRequest that does not quote it. A Store that keeps the
+// endpoints but cannot remove them (a KeyIgnoringStore that is not a
+// KeyIgnoringRemover) is an error matching errors.ErrUnsupported,
+// nothing forgotten: a next process would read the endpoint back. It
+// waits, up to 10 s, for the endpoints being journaled (as Close does),
+// so that none lands after the removal. The removal is logged at Warn.
 func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
 	if err := c.enter(ctx); err != nil {
 		return false, err
@@ -525,26 +526,31 @@ func RemoveKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed b
 	return removed, flagged, nil
 }
 
-// checkEndpointName refuses an endpoint name no endpoint has: empty, or
-// with a URL's userinfo, query or fragment, which endpoint() leaves out.
-// The error does not quote it: a password in it, or an API key in its
-// query (?api_key=...), would be printed and logged with the error, and
-// answered by the admin handler.
+// checkEndpointName refuses a name no endpoint has: endpoint() names
+// one "METHOD URL", the method a token, the URL absolute (http or
+// https) without its userinfo, query or fragment. The error does not
+// quote it: an operator pasting the URL they call (no method, or with a
+// tab, ?api_key=... or user:password@ in it) would have the secret
+// printed and logged with the error, and answered by the admin handler.
 func checkEndpointName(e string) error {
+	const want = "; pass it as listed (KeyIgnoringEndpoints, idem key-ignoring): METHOD URL"
 	if e == "" {
-		return errorf("idem: %w: empty endpoint; want METHOD URL as KeyIgnoringEndpoints names it", ErrInvalidRequest)
+		return errorf("idem: %w: empty endpoint%s", ErrInvalidRequest, want)
 	}
-	_, u, _ := strings.Cut(e, " ")
+	method, u, ok := strings.Cut(e, " ")
+	if !ok || method == "" || strings.IndexFunc(method, func(r rune) bool { return r < 'A' || r > 'Z' }) >= 0 {
+		return errorf("idem: %w: the endpoint does not begin with a method and one space%s", ErrInvalidRequest, want)
+	}
 	if strings.ContainsAny(u, "?#") {
-		return errorf("idem: %w: the endpoint's URL carries a query or fragment, which no endpoint name holds; pass it as listed (KeyIgnoringEndpoints, idem key-ignoring)", ErrInvalidRequest)
+		return errorf("idem: %w: the endpoint's URL carries a query or fragment, which no endpoint name holds%s", ErrInvalidRequest, want)
 	}
-	if _, rest, ok := strings.Cut(u, "://"); ok {
-		u = rest
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok || !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") || strings.ContainsFunc(u, unicode.IsSpace) {
+		return errorf("idem: %w: the endpoint's URL is not an absolute http or https URL%s", ErrInvalidRequest, want)
 	}
-	// A URL without a scheme too (user:password@host/path).
-	host, _, _ := strings.Cut(u, "/")
-	if strings.Contains(host, "@") {
-		return errorf("idem: %w: the endpoint's URL carries a user or password (user:password@), which no endpoint name holds; pass it as listed (KeyIgnoringEndpoints, idem key-ignoring)", ErrInvalidRequest)
+	host, _, _ := strings.Cut(rest, "/")
+	if host == "" || strings.Contains(host, "@") {
+		return errorf("idem: %w: the endpoint's URL has no host, or carries a user or password (user:password@), which no endpoint name holds%s", ErrInvalidRequest, want)
 	}
 	return nil
 }
@@ -623,16 +629,19 @@ func flagSentTo(ctx context.Context, s Store, e string, known bool) (int, error)
 // may have executed, and a drive would flag it ReviewKeyIgnored while e
 // is known to ignore the key (resendBlock, driver.flag). Not only
 // unflagged ones: a flag that does not stop a caller's Do or Submit from
-// resending (ReviewRefusedAfterSend, ReviewFinalAnswer,
-// ReviewDeadlinePassed) would let the resend go once e is forgotten, a
-// second charge. One that stops every resend on its own (flagBlock) is
-// left as a drive leaves it, and a held one as setReview keeps it.
+// resending (ReviewRefusedAfterSend, ReviewDeadlinePassed,
+// ReviewClockStepped) would let the resend go once e is forgotten, a
+// second charge. One that stops every resend on its own (flagBlock:
+// ReviewKeyInUse, ReviewKeyExpired, ReviewFinalAnswer, whose replay
+// shows the endpoint keeps the key) is left as a drive leaves it, and a
+// held one as setReview keeps it.
 func sentToIgnoring(r *journal.Record, e string) bool {
 	if !r.Open() || endpoint(r) != e {
 		return false
 	}
-	switch r.Review {
-	case ReviewKeyIgnored, ReviewKeyInUse, ReviewKeyExpired:
+	switch {
+	case r.Review == ReviewKeyIgnored, r.Review == ReviewKeyInUse, r.Review == ReviewKeyExpired,
+		strings.HasPrefix(r.Review, ReviewFinalAnswer):
 		return false
 	}
 	return reviewAfter(r.Review, ReviewKeyIgnored) == ReviewKeyIgnored && pastOf(r, math.MaxInt).maybeExecuted

@@ -50,7 +50,8 @@
 // whole journal. Errors are {"error": {"code", "message"}} with status 400
 // (bad_request: a bad filter, a missing by or reason, a body that is too
 // large or no JSON object of the fields wanted, a key-ignoring endpoint
-// missing or carrying a user:password@, which the message does not quote),
+// missing, not METHOD URL, or carrying a user:password@, query or
+// fragment, which the message does not quote),
 // 404 (not_found: unknown key, unknown key-ignoring endpoint, or unknown
 // handler endpoint), 403 (forbidden: a cross-site browser request, or one
 // WithOperator could not name), 405 (method_not_allowed), 409 (conflict:

@@ -196,3 +196,32 @@ func TestKeyIgnoringRemoveFileFlagsWhatMayHaveExecuted(t *testing.T) {
 	stdout, _ = listEndpoints(t, "-journal", fx.path, "key-ignoring")
 	require.Empty(t, stdout, "endpoints after remove")
 }
+
+// The journal keeps no endpoint (its save was lost with the process, or
+// the file predates them), but an open operation flagged "key ignored"
+// for it (acct-2's k-other, standing in for one whose answer said so)
+// makes it known: remove flags k-pending, whose one send there may have
+// executed, as a drive would, and, removing nothing, exits 1 saying the
+// endpoint is not kept; it said only that, the flag it had just written
+// untold.
+func TestKeyIgnoringRemoveFileNotKeptButKnown(t *testing.T) {
+	fx := newJournal(t)
+	const ordersEndpoint = "POST https://api.example.com/v1/orders"
+	s, err := journal.Open(fx.path)
+	require.NoError(t, err)
+	_, err = s.Update(context.Background(), "acct-2", "k-other", func(r *journal.Record) error {
+		r.Review = journal.ReviewKeyIgnored
+		return nil
+	})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	stdout, stderr, code := runIdem(t, "-journal", fx.path, "key-ignoring", "remove", ordersEndpoint)
+	require.Equal(t, 1, code, stderr)
+	require.Empty(t, stdout)
+	require.Contains(t, stderr, `hint: the journal does not keep it, but an open operation flagged "key ignored" for it makes it known: `+
+		`1 more open operation(s) to it that may have executed were flagged "key ignored"`)
+	rec, err := record(t, fx.path, "default", "k-pending")
+	require.NoError(t, err)
+	require.Equal(t, journal.ReviewKeyIgnored, rec.Review, "journal: k-pending's Review")
+}

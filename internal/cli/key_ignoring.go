@@ -116,7 +116,14 @@ func cmdKeyIgnoring(e *env, args []string) (err error) {
 		return err
 	}
 	if !known {
-		return errors.New(admin.NoKeyIgnoringEndpoint(endpoint))
+		msg := admin.NoKeyIgnoringEndpoint(endpoint)
+		if flagged > 0 {
+			// Not kept (its save was lost, or the file predates them),
+			// but an open operation flagged for it teaches it: what else
+			// may have executed there was flagged.
+			msg += fmt.Sprintf("\nhint: the journal does not keep it, but an open operation flagged \"key ignored\" for it makes it known: %d more open operation(s) to it that may have executed were flagged \"key ignored\" (never resent): settle them (idem list -review)", flagged)
+		}
+		return errors.New(msg)
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, admin.RemoveKeyIgnoringAnswer{Removed: endpoint})
