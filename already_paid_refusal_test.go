@@ -35,7 +35,7 @@ func alreadyPaidOrder(t *testing.T) (*httptest.Server, *atomic.Int32) {
 // A cancel of a paid order refused "Order already paid" is refused for the
 // order's state: a copy of the cancel, whatever a proxy resent, cannot
 // have paid the order. Read as a payment's "already paid" (a copy of the
-// payment may have paid it: saysDuplicate's alreadyVerbs), it was left
+// payment may have paid it: duplicateWords's alreadyVerbs), it was left
 // unknown for a person as the key's "already used", ErrKeyConflict, where
 // it had failed with the server's reason. Failed; one request.
 func TestAlreadyPaidRefusesACancelForTheOrdersState(t *testing.T) {

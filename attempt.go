@@ -1181,7 +1181,7 @@ func reusedVerdict(v Verdict, status int, body []byte, name string) Verdict {
 // keyConflict reports whether a refusal is about the key: a Conflict
 // answer rather than a validation error with the same status, or a 400
 // that says the key was used with other parameters; with the key in the
-// body, either one that says the order is a duplicate (saysDuplicate).
+// body, either one that says the order is a duplicate (duplicateWords).
 // Other answers' bodies are not scanned. name is the key's, as for
 // namesKey; rec is the operation refused (saysDuplicateTo).
 func (c *Client) keyConflict(v Verdict, status int, body []byte, name string, rec *journal.Record) bool {

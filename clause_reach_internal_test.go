@@ -41,11 +41,11 @@ func TestClauseFromReachesNoFurtherThanStateReach(t *testing.T) {
 func TestSaysDuplicateLongRefusalReadAsBefore(t *testing.T) {
 	long := strings.Repeat("word ", 5000)
 	refused := []byte(`{"message":"` + long + `cannot cancel client_order_id already processed"}`)
-	if saysDuplicate(refused, "client_order_id", "k1") {
-		t.Errorf("saysDuplicate(%q…) = true, want false: a cancel refused for the state", refused[len(refused)-60:])
+	if duplicateWords(refused, "client_order_id", "k1", true) {
+		t.Errorf("duplicateWords(%q…) = true, want false: a cancel refused for the state", refused[len(refused)-60:])
 	}
 	far := []byte(`{"message":"` + long + `cannot cancel one two three four five six seven eight client_order_id already processed"}`)
-	if !saysDuplicate(far, "client_order_id", "k1") {
-		t.Errorf("saysDuplicate(%q…) = false, want true: the \"cannot\" is beyond reach", far[len(far)-60:])
+	if !duplicateWords(far, "client_order_id", "k1", true) {
+		t.Errorf("duplicateWords(%q…) = false, want true: the \"cannot\" is beyond reach", far[len(far)-60:])
 	}
 }

@@ -163,7 +163,7 @@ type answer struct {
 	keyIgnored bool
 	// copyRuns, copyMade: a 409 marked keyIgnored whose words say the
 	// order's payment runs (saysSubjectRunning), or that the order
-	// exists, is a duplicate or was paid (saysDuplicate): what they
+	// exists, is a duplicate or was paid (duplicateWords): what they
 	// refer to may be a copy of this request (copyClaimed).
 	copyRuns, copyMade bool
 	// foundOrder: with the key in the request's body, a result query's
@@ -1110,7 +1110,7 @@ func reusesKey(body []byte, name string) bool {
 	return saysAny(body, "reuse", "re-use", "same", "differ", "mismatch", "already", "previously", "used before", "duplicate")
 }
 
-// saysDuplicate reports whether a refusal's body says the order or
+// duplicateWords reports whether a refusal's body says the order or
 // request is a duplicate, or that the body member holding the key (name,
 // keyField's) is, without naming the key as namesKey does: order APIs
 // whose key is a client order id answer the id sent again so (Binance's
@@ -1127,12 +1127,7 @@ func reusesKey(body []byte, name string) bool {
 // words of its error. name is empty when the key is not in the body: a
 // key in a header is no order's field, and such a server's words name
 // it.
-func saysDuplicate(body []byte, name, key string) bool {
-	return duplicateWords(body, name, key, true)
-}
-
-// duplicateWords is saysDuplicate, reading "already paid" as a
-// duplicate's words only if paying (paidVerb).
+// "Already paid" counts only if paying (paidVerb): saysDuplicateTo.
 func duplicateWords(body []byte, name, key string, paying bool) bool {
 	if name == "" {
 		return false
@@ -1378,7 +1373,7 @@ func changesState(rawURL, key string) bool {
 	return slices.ContainsFunc(stateVerbs[:], func(v string) bool { return strings.HasPrefix(last, strings.TrimSuffix(v, "e")) })
 }
 
-// saysDuplicateTo is saysDuplicate of a refusal of rec: "already paid"
+// saysDuplicateTo is duplicateWords of a refusal of rec: "already paid"
 // is a duplicate's words only to a request that may pay (changesState).
 func saysDuplicateTo(rec *journal.Record, body []byte, name string) bool {
 	return duplicateWords(body, name, rec.Key, !changesState(rec.URL, rec.Key))
@@ -1505,7 +1500,7 @@ func refusedForState(before []string, done string) bool {
 // Toss Payments' ALREADY_PROCESSED_PAYMENT, which comes with words of
 // its own in Korean only unless asked for English
 // (docs.tosspayments.com/reference/error-codes). Read apart, its words
-// are one saysDuplicate takes.
+// are one duplicateWords takes.
 func joinedAlready(w string, about, done func(string) bool) bool {
 	at := strings.Index(w, "already")
 	if at == 0 {
@@ -1553,7 +1548,7 @@ func joinedUnique(w string, about func(string) bool) bool {
 var jsonBreaks = strings.NewReplacer(`\n`, " ", `\r`, " ", `\t`, " ")
 
 // duplicateSubject reports whether w, a lower-cased word of a refusal, is
-// what saysDuplicate's word must stand beside: the order or request
+// what duplicateWords's word must stand beside: the order or request
 // itself, or the member holding the key (name), separators aside.
 func duplicateSubject(w, name string) bool {
 	if w == "" {

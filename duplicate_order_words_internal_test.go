@@ -7,7 +7,7 @@ import (
 )
 
 // TestSaysDuplicateByKeyHeader: with the key in a header, answerOf reads
-// a 2xx the decoder failed with saysDuplicate under the header's name.
+// a 2xx the decoder failed with duplicateWords under the header's name.
 // The words must still be about the order, the request or the key, as
 // with a body member's name: a validation error about the body's parts
 // is the order's own failure.
@@ -43,8 +43,8 @@ func TestSaysDuplicateByKeyHeader(t *testing.T) {
 		{`{"error":"items contains duplicate entries"}`, false},
 		{`{"error":"duplicate email"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), DefaultKeyHeader, "k"); got != tc.want {
-			t.Errorf("saysDuplicate(%s, %q) = %v, want %v", tc.body, DefaultKeyHeader, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), DefaultKeyHeader, "k", true); got != tc.want {
+			t.Errorf("duplicateWords(%s, %q) = %v, want %v", tc.body, DefaultKeyHeader, got, tc.want)
 		}
 	}
 }
@@ -65,8 +65,8 @@ func TestSaysDuplicateRefundToken(t *testing.T) {
 		{`{"status":0,"msg":"Token expired"}`, false},
 		{`{"status":0,"msg":"User is already logged in"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "var2", "rfnd-7f3c9a"); got != tc.want {
-			t.Errorf("saysDuplicate(%s, var2) = %v, want %v", tc.body, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "var2", "rfnd-7f3c9a", true); got != tc.want {
+			t.Errorf("duplicateWords(%s, var2) = %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }
@@ -88,8 +88,8 @@ func TestSaysDuplicateNotUniqueCode(t *testing.T) {
 		{`{"code":"ORDER_LINES_NOT_UNIQUE"}`, false},
 		{`{"code":"NOT_UNIQUE"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "extOrderId", "ord-42"); got != tc.want {
-			t.Errorf("saysDuplicate(%s, extOrderId) = %v, want %v", tc.body, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "extOrderId", "ord-42", true); got != tc.want {
+			t.Errorf("duplicateWords(%s, extOrderId) = %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }
@@ -117,8 +117,8 @@ func TestSaysDuplicateRefund(t *testing.T) {
 		{`{"error":"Dispute already raised for this payment"}`, false},
 		{`{"error":"refund_items contains duplicate entries"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "refId", "rfd-0b7e41"); got != tc.want {
-			t.Errorf("saysDuplicate(%s, refId) = %v, want %v", tc.body, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "refId", "rfd-0b7e41", true); got != tc.want {
+			t.Errorf("duplicateWords(%s, refId) = %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }
@@ -137,8 +137,8 @@ func TestSaysDuplicateUUID(t *testing.T) {
 		{`{"error":"beneficiary_uuid is duplicated"}`, false},
 		{`{"error":"items contain duplicate uuids"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "MessageID", "payout-7f3c9a"); got != tc.want {
-			t.Errorf("saysDuplicate(%s, MessageID) = %v, want %v", tc.body, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "MessageID", "payout-7f3c9a", true); got != tc.want {
+			t.Errorf("duplicateWords(%s, MessageID) = %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }
@@ -160,8 +160,8 @@ func TestSaysDuplicateWithTheSameID(t *testing.T) {
 		{`{"error":"Items with the same order cannot be split"}`, false},
 		{`{"error":"Packages with the same package id"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "orderId", "order-7f3c9a"); got != tc.want {
-			t.Errorf("saysDuplicate(%s, orderId) = %v, want %v", tc.body, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "orderId", "order-7f3c9a", true); got != tc.want {
+			t.Errorf("duplicateWords(%s, orderId) = %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }
@@ -180,8 +180,8 @@ func TestSaysDuplicateCodeEndingInSubject(t *testing.T) {
 		{`{"code":"DUPLICATE_LINE_ITEM"}`, false},
 		{`{"code":"DUPLICATE_ITEMS_OF_ORDER"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "merchantPaymentId", "mp-7f3c9a"); got != tc.want {
-			t.Errorf("saysDuplicate(%s, merchantPaymentId) = %v, want %v", tc.body, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "merchantPaymentId", "mp-7f3c9a", true); got != tc.want {
+			t.Errorf("duplicateWords(%s, merchantPaymentId) = %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }
@@ -201,8 +201,8 @@ func TestSaysDuplicateKeyMemberConflict(t *testing.T) {
 		{`{"error":"price conflicts with the market's tick size"}`, false},
 		{`{"error":"timeInForce conflict with postOnly"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "clientOrderId", "2be7d0df-d5dc-4b53-a250-3376f3b393e6"); got != tc.want {
-			t.Errorf("saysDuplicate(%s, clientOrderId) = %v, want %v", tc.body, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "clientOrderId", "2be7d0df-d5dc-4b53-a250-3376f3b393e6", true); got != tc.want {
+			t.Errorf("duplicateWords(%s, clientOrderId) = %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }
@@ -233,8 +233,8 @@ func TestSaysDuplicateAlreadyRegistered(t *testing.T) {
 		{dotted, `{"error":"Local order ID=1 is already registered."}`, false},
 		{dotted, `{"error":"Device AAPL.buy:20261205/1 is already registered"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "cOID", tc.key); got != tc.want {
-			t.Errorf("saysDuplicate(%s, cOID, %s) = %v, want %v", tc.body, tc.key, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "cOID", tc.key, true); got != tc.want {
+			t.Errorf("duplicateWords(%s, cOID, %s) = %v, want %v", tc.body, tc.key, got, tc.want)
 		}
 	}
 }
@@ -265,8 +265,8 @@ func TestSaysDuplicateKeyOfACommonWord(t *testing.T) {
 		{"ord_7", `{"message":"Order ord_7 has already been placed"}`, true},
 		{"1001", `{"message":"Order 1002 already exists"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "client_order_id", tc.key); got != tc.want {
-			t.Errorf("saysDuplicate(%s, client_order_id, %q) = %v, want %v", tc.body, tc.key, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "client_order_id", tc.key, true); got != tc.want {
+			t.Errorf("duplicateWords(%s, client_order_id, %q) = %v, want %v", tc.body, tc.key, got, tc.want)
 		}
 	}
 }
@@ -288,8 +288,8 @@ func TestSaysDuplicateRefusedForState(t *testing.T) {
 		`{"message":"Card token is already used"}`:                                true,
 		`{"message":"This is a payment that has already been processed."}`:        true,
 	} {
-		if got := saysDuplicate([]byte(body), DefaultKeyHeader, "k"); got != want {
-			t.Errorf("saysDuplicate(%s, %q) = %v, want %v", body, DefaultKeyHeader, got, want)
+		if got := duplicateWords([]byte(body), DefaultKeyHeader, "k", true); got != want {
+			t.Errorf("duplicateWords(%s, %q) = %v, want %v", body, DefaultKeyHeader, got, want)
 		}
 	}
 }
@@ -308,8 +308,8 @@ func TestSaysDuplicatePaidAndUtilized(t *testing.T) {
 		{`{"status_code":"406","status_message":"Voucher has been paid and utilized"}`, false},
 		{`{"status_code":"406","status_message":"order_id has been utilized for reporting"}`, false},
 	} {
-		if got := saysDuplicate([]byte(tc.body), "transaction_details.order_id", "order-7"); got != tc.want {
-			t.Errorf("saysDuplicate(%s) = %v, want %v", tc.body, got, tc.want)
+		if got := duplicateWords([]byte(tc.body), "transaction_details.order_id", "order-7", true); got != tc.want {
+			t.Errorf("duplicateWords(%s) = %v, want %v", tc.body, got, tc.want)
 		}
 	}
 }

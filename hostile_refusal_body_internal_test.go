@@ -16,14 +16,14 @@ func TestSaysDuplicateReadsARepeatedRefusalOnce(t *testing.T) {
 	body := []byte(strings.Repeat("Unique constraint failed on the fields x ", 2000))
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	if saysDuplicate(body, "client_order_id", "ord-7") {
-		t.Error("saysDuplicate = true for fields that are not the key's member")
+	if duplicateWords(body, "client_order_id", "ord-7", true) {
+		t.Error("duplicateWords = true for fields that are not the key's member")
 	}
 	runtime.ReadMemStats(&after)
 	// The lower-cased copies, the words and their slice: some times the
 	// body, not the body once for each of its lines (2000 times).
 	if n := after.TotalAlloc - before.TotalAlloc; n > 64*uint64(len(body)) {
-		t.Errorf("saysDuplicate allocated %d bytes reading a body of %d; want at most %d", n, len(body), 64*len(body))
+		t.Errorf("duplicateWords allocated %d bytes reading a body of %d; want at most %d", n, len(body), 64*len(body))
 	}
 }
 
@@ -62,9 +62,9 @@ func FuzzSaysDuplicate(f *testing.F) {
 		if named, ours := refusedValue(string(body), name, key); !named && ours {
 			t.Fatalf("refusedValue(%q, %q, %q) = unnamed yet ours", body, name, key)
 		}
-		if saysDuplicate(body, "", key) {
-			t.Fatalf("saysDuplicate(%q) with the key in no member = true", body)
+		if duplicateWords(body, "", key, true) {
+			t.Fatalf("duplicateWords(%q) with the key in no member = true", body)
 		}
-		saysDuplicate(body, name, key)
+		duplicateWords(body, name, key, true)
 	})
 }

@@ -71,7 +71,7 @@ var paytmRefusals = []struct{ code, msg string }{{"617", "Refund Already Raised"
 // Paytm refuses a refId it holds 200 OK, TXN_FAILURE, no error member:
 // to the resend after a lost answer the decoder read it as failed, and a
 // refund, the request itself of a refund API, was no subject of
-// saysDuplicate, nor "raised" or "successful" words saying it exists:
+// duplicateWords, nor "raised" or "successful" words saying it exists:
 // Submit returned ErrFailed for a refund taken, inviting it again under a
 // new refId (a second refund). Left for a person.
 func TestRefundAlreadyRaisedToAResendIsNoFailure(t *testing.T) {
