@@ -4,7 +4,8 @@
 # for the syscall fault-injection tests; PostgreSQL, for the pgjournal
 # module, started throwaway by scripts/postgres.sh unless IDEM_PG_DSN is
 # set; pgbouncer, which one pgjournal test runs in front of it), then
-# checks formatting, vets every module, and runs every test with the race
+# checks formatting, vets every module (bench/ too, whose benchmarks run only
+# by hand: BENCHMARKS.md), and runs every test with the race
 # detector.
 set -euo pipefail
 cd "$(dirname "$0")/.."
