@@ -273,14 +273,15 @@ func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
 }
 
 // waitSaves waits for the endpoints being journaled (saveIgnoring), up to
-// saveIgnoringTimeout: before the journal is closed, so that a next
-// process on it finds them.
-func (c *Client) waitSaves() {
+// saveIgnoringTimeout or until ctx ends: ctx's error then, or
+// errSaveUnderWay when a Store held a save past its own bound. nil when
+// none is under way any more.
+func (c *Client) waitSaves(ctx context.Context) error {
 	k := &c.ignoring
 	k.mu.Lock()
 	if k.saving == 0 {
 		k.mu.Unlock()
-		return
+		return nil
 	}
 	if k.saved == nil {
 		k.saved = make(chan struct{})
@@ -291,9 +292,17 @@ func (c *Client) waitSaves() {
 	defer t.Stop()
 	select {
 	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	case <-t.C:
+		return errSaveUnderWay
 	}
 }
+
+// errSaveUnderWay: a Store still journaling an endpoint learnt to ignore
+// the key past saveIgnoringTimeout (one that does not heed its context).
+var errSaveUnderWay = errors.New("idem: an endpoint learnt to ignore the key is still being journaled (the Store is slow to commit); nothing was removed: try again")
 
 // ignoringLearntFirst is ignoringLearnt before a first send, which does
 // not wait for a walk under way (another caller's, that may be long): a
@@ -464,8 +473,10 @@ func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // endpoints but cannot remove them (a KeyIgnoringStore that is not a
 // KeyIgnoringRemover) is an error matching errors.ErrUnsupported,
 // nothing forgotten: a next process would read the endpoint back. It
-// waits, up to 10 s, for the endpoints being journaled (as Close does),
-// so that none lands after the removal. The removal is logged at Warn.
+// waits, up to 10 s and while ctx lasts, for the endpoints being
+// journaled (as Close does), so that none lands after the removal; if
+// one is still under way then, it removes nothing and returns ctx's
+// error, or one saying to try again. The removal is logged at Warn.
 func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
 	if err := c.enter(ctx); err != nil {
 		return false, err
@@ -478,7 +489,12 @@ func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, 
 	// after the removal, and a save under way back in the journal. A walk
 	// that fails leaves the next one to read the journal, without it.
 	_ = c.ignoringLearnt(ctx)
-	c.waitSaves()
+	if err := c.waitSaves(ctx); err != nil {
+		// Removed before the save lands, the endpoint would be back in
+		// the journal with nothing said: the operator's forget undone
+		// at the next start-up.
+		return false, errorf("idem: forget an endpoint ignoring the key: %w", err)
+	}
 	removed, flagged, err := removeKeyIgnoring(ctx, c.store, endpoint, slices.Contains(c.ignoring.known(), endpoint))
 	if errors.Is(err, ErrKeyIgnoringUnkept) {
 		err = nil // no place for them: none kept

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -41,40 +42,8 @@ func (s *slowKeyIgnoringSave) AddKeyIgnoring(ctx context.Context, endpoint strin
 // with nothing said. Waiting, it removes what the save wrote: the
 // journal keeps no endpoint, and the server saw k1 once.
 func TestForgetKeyIgnoringWaitsForTheSaveUnderWay(t *testing.T) {
-	var mu sync.Mutex
-	var keys []string // the Idempotency-Key of each request, in order
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		keys = append(keys, r.Header.Get("Idempotency-Key"))
-		mu.Unlock()
-		w.Header().Set("Idempotency-Status", "ignored")
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_, _ = io.WriteString(w, `{"id":"pay_1","status":"settled"}`)
-	}))
-	t.Cleanup(srv.Close)
-	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = js.Close() })
-	store := &slowKeyIgnoringSave{Store: js, entered: make(chan string, 1), release: make(chan struct{})}
-	c, err := New(store, WithHTTPClient(srv.Client()))
-	require.NoError(t, err)
-	var releaseOnce sync.Once
-	release := func() { releaseOnce.Do(func() { close(store.release) }) }
-	t.Cleanup(func() { release(); _ = c.Close() })
-	charge := srv.URL + "/api/v1/charge"
-	endpoint := "POST " + charge
-
-	res, err := c.Submit(t.Context(), Request{Key: "k1", URL: charge, Body: []byte(`{"amount":1}`)})
-	require.NoError(t, err, "Submit(k1)")
-	require.Equal(t, "pay_1", res.ResourceID)
-	select {
-	case e := <-store.entered:
-		require.Equal(t, endpoint, e, "the endpoint being journaled")
-	case <-time.After(10 * time.Second):
-		t.Fatal("the endpoint was never journaled")
-	}
+	sv := startSlowSave(t)
+	c, endpoint := sv.client, sv.endpoint
 
 	type result struct {
 		known bool
@@ -85,17 +54,8 @@ func TestForgetKeyIgnoringWaitsForTheSaveUnderWay(t *testing.T) {
 		known, err := c.ForgetKeyIgnoring(t.Context(), endpoint)
 		done <- result{known, err}
 	}()
-	// Released once ForgetKeyIgnoring waits for the save (waitSaves made
-	// the channel it waits on), or once it returned without waiting.
-	require.Eventually(t, func() bool {
-		if len(done) > 0 {
-			return true
-		}
-		c.ignoring.mu.Lock()
-		defer c.ignoring.mu.Unlock()
-		return c.ignoring.saved != nil
-	}, 10*time.Second, time.Millisecond, "ForgetKeyIgnoring neither waited for the save nor returned")
-	release()
+	sv.awaitWaiter(t, func() bool { return len(done) > 0 })
+	sv.release()
 	var got result
 	select {
 	case got = <-done:
@@ -110,10 +70,113 @@ func TestForgetKeyIgnoringWaitsForTheSaveUnderWay(t *testing.T) {
 	require.Empty(t, op.Review, "journal: k1's Review")
 	require.NoError(t, c.Close()) // waits for any save still under way
 
-	kept, err := js.KeyIgnoringEndpoints(t.Context())
+	kept, err := sv.journal.KeyIgnoringEndpoints(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, []string{}, append([]string{}, kept...), "journal: endpoints after ForgetKeyIgnoring()")
-	mu.Lock()
-	defer mu.Unlock()
-	require.Equal(t, []string{"k1"}, keys, "requests, by the key each carried")
+	require.Equal(t, []string{"k1"}, sv.keys(), "requests, by the key each carried")
+}
+
+// The same save under way, and the operator's call to forget the endpoint
+// given up (a CLI's Ctrl-C, an admin request's deadline) while it waits:
+// ForgetKeyIgnoring returns at once with the context's error and removes
+// nothing. Removing on regardless, as it did once its 10 s were up,
+// would let the save land after the removal: the forget undone at the
+// next start-up while the caller was told it was done.
+func TestForgetKeyIgnoringEndsWithItsContext(t *testing.T) {
+	sv := startSlowSave(t)
+	c, endpoint := sv.client, sv.endpoint
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.ForgetKeyIgnoring(ctx, endpoint)
+		done <- err
+	}()
+	sv.awaitWaiter(t, func() bool { return len(done) > 0 })
+	cancel()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, context.Canceled, "ForgetKeyIgnoring() given up")
+	case <-time.After(20 * time.Second):
+		t.Fatal("ForgetKeyIgnoring did not return when its context ended")
+	}
+	require.Contains(t, c.ignoring.known(), endpoint, "memory: the endpoint, not forgotten")
+	sv.release()
+	require.NoError(t, c.Close())
+	kept, err := sv.journal.KeyIgnoringEndpoints(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, []string{endpoint}, append([]string{}, kept...), "journal: endpoints, nothing removed")
+	require.Equal(t, []string{"k1"}, sv.keys(), "requests, by the key each carried")
+}
+
+// slowSave is a Client whose Store is journaling the endpoint k1's
+// payment taught it (Solidgate's Idempotency-Status: ignored), held until
+// release.
+type slowSave struct {
+	client   *Client
+	journal  *journal.Store
+	store    *slowKeyIgnoringSave
+	endpoint string
+	release  func()
+	mu       sync.Mutex
+	sent     []string // the Idempotency-Key of each request, in order
+}
+
+func startSlowSave(t *testing.T) *slowSave {
+	sv := &slowSave{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		sv.mu.Lock()
+		sv.sent = append(sv.sent, r.Header.Get("Idempotency-Key"))
+		sv.mu.Unlock()
+		w.Header().Set("Idempotency-Status", "ignored")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"pay_1","status":"settled"}`)
+	}))
+	t.Cleanup(srv.Close)
+	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = js.Close() })
+	sv.journal = js
+	sv.store = &slowKeyIgnoringSave{Store: js, entered: make(chan string, 1), release: make(chan struct{})}
+	c, err := New(sv.store, WithHTTPClient(srv.Client()))
+	require.NoError(t, err)
+	sv.client = c
+	var releaseOnce sync.Once
+	sv.release = func() { releaseOnce.Do(func() { close(sv.store.release) }) }
+	t.Cleanup(func() { sv.release(); _ = c.Close() })
+	charge := srv.URL + "/api/v1/charge"
+	sv.endpoint = "POST " + charge
+
+	res, err := c.Submit(t.Context(), Request{Key: "k1", URL: charge, Body: []byte(`{"amount":1}`)})
+	require.NoError(t, err, "Submit(k1)")
+	require.Equal(t, "pay_1", res.ResourceID)
+	select {
+	case e := <-sv.store.entered:
+		require.Equal(t, sv.endpoint, e, "the endpoint being journaled")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the endpoint was never journaled")
+	}
+	return sv
+}
+
+// awaitWaiter returns once ForgetKeyIgnoring waits for the save
+// (waitSaves made the channel it waits on), or once returned says it
+// returned without waiting.
+func (sv *slowSave) awaitWaiter(t *testing.T, returned func() bool) {
+	require.Eventually(t, func() bool {
+		if returned() {
+			return true
+		}
+		sv.client.ignoring.mu.Lock()
+		defer sv.client.ignoring.mu.Unlock()
+		return sv.client.ignoring.saved != nil
+	}, 10*time.Second, time.Millisecond, "ForgetKeyIgnoring neither waited for the save nor returned")
+}
+
+func (sv *slowSave) keys() []string {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	return slices.Clone(sv.sent)
 }

@@ -313,7 +313,9 @@ func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
 	}
 	l.closeOnce.Do(func() {
 		l.endBound(true)
-		c.waitSaves()
+		// Before the journal closes, so that the next process on it
+		// finds them; bounded, and a save cut short is logged.
+		_ = c.waitSaves(context.Background())
 		if c.ownsStore {
 			l.closeErr = c.store.Close()
 		}
