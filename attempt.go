@@ -1059,11 +1059,17 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
 	if query && ex.status >= 200 && ex.status < 300 && (a.decodeErr == nil || a.foundOrder) ||
-		!query && !a.stored() && a.decodeErr == nil && a.out.State != StateFailed && (orderRedirect || heldOrderAnswer(ex.status, ex.body, rec.Key)) {
+		!query && !a.stored() && a.decodeErr == nil && a.out.State != StateFailed && (orderRedirect || heldOrderAnswer(ex.status, ex.body, rec.Key)) ||
+		!query && a.replayed && a.created == "" && a.decodeErr == nil && a.out.State != StateFailed {
 		// A submit's success may be the key's order held before ours
 		// (otherRequestAnswered), as a query's answer may be; so may a
 		// 303 to the resource a POST "would be equivalent to" (RFC 9110
-		// 9.3.3), the order another request left under the key.
+		// 9.3.3), the order another request left under the key. So may
+		// a replayed 2xx (the only replay decoded here): a server that
+		// answers a key it holds with its stored answer whatever the
+		// body (Flutterwave's "original response associated with the
+		// first request that used that key") replays another
+		// request's success to a key that collided.
 		a.otherRequest, a.otherFixed = otherRequestOf(rec, ex.body)
 	}
 	if !query && !a.stored() && (a.decodeErr == nil && a.out.State == StateFailed || c.cfg.keyHeader == "" && a.decodeErr != nil) {

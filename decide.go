@@ -558,6 +558,18 @@ func replayMeaning(p past, a answer) judgment {
 		if p.contested && (j.move == moveSettle && j.out.State == StateSucceeded || j.move == moveProcessing) {
 			return contestedSuccess("replayed_contested")
 		}
+		if takenAsOurs(j) && a.otherRequest != "" && !(p.heldOwn && j.out.ResourceID == p.held && !a.otherFixed) {
+			// The key's stored answer describes another request (a key
+			// shared, or reused from a business id, on a server that
+			// replays it whatever the body): ours may never have run,
+			// and a resend is replayed the same. Its resource goes in
+			// the error only: a webhook's Confirm for it must not settle
+			// ours. One our own answer named (heldOwn) is ours, as a
+			// query's answer is, unless it differs where nothing amends.
+			return judgment{move: moveReview, label: "replayed_other_request", review: ReviewKeyInUse, conflict: true,
+				err: fmt.Errorf("idem: the server replayed the key's stored answer, and it describes another request (%q): its %s; check which is ours with the provider, then Resolve",
+					truncate(j.out.ResourceID, 64), a.otherRequest)}
+		}
 		if j.move == moveQuery && !a.cut {
 			// The stored answer itself proves nothing: resending replays
 			// it again. A body cut in transit is another matter.

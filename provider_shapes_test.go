@@ -36,9 +36,10 @@ func TestProviderShapes(t *testing.T) {
 		posts  int
 	}{
 		// https://docs.stripe.com/idempotency: a stored answer, error or
-		// not, replayed with Idempotent-Replayed: true.
+		// not, replayed with Idempotent-Replayed: true. Ours: its amount
+		// is the one submit sends.
 		{name: "stripe replayed charge after a lost response",
-			shapes: []shape{lost, {status: 200, header: replayed, body: `{"id":"ch_3MmlLrLkdIwHu7ix0snN0B15","object":"charge","amount":1099,"paid":true,"status":"succeeded"}`}},
+			shapes: []shape{lost, {status: 200, header: replayed, body: `{"id":"ch_3MmlLrLkdIwHu7ix0snN0B15","object":"charge","amount":100,"paid":true,"status":"succeeded"}`}},
 			state:  idem.StateSucceeded, id: "ch_3MmlLrLkdIwHu7ix0snN0B15", posts: 2},
 		{name: "stripe replayed card decline after a lost response",
 			shapes: []shape{lost, {status: 402, header: replayed, body: `{"error":{"type":"card_error","code":"card_declined","decline_code":"generic_decline",` +
