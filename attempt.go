@@ -78,7 +78,8 @@ const (
 	// sendOnce: the endpoint ignores the key, or nothing has said yet
 	// whether it reads it, or the endpoints known to ignore it are not
 	// read yet; no copy after one written whole, over either protocol
-	// (attemptTrace.sentOnce).
+	// (attemptTrace.sentOnce; of an empty body, hideReplayKey and
+	// attemptTrace.stop).
 	sendOnce
 )
 
@@ -93,6 +94,12 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 		// Before WithClientTrace, which composes a caller's own hooks
 		// into these.
 		tr.hooks.Got1xxResponse = tr.interimResponse
+		if len(rec.Body) == 0 {
+			// net/http resends an empty body (NoBody) over HTTP/2
+			// without asking GetBody (attemptTrace.stop).
+			actx, tr.stop = context.WithCancelCause(actx)
+			defer tr.stop(nil)
+		}
 	}
 	actx = httptrace.WithClientTrace(actx, &tr.hooks)
 
@@ -168,9 +175,18 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 		// written (isReplayable), and over HTTP/2 after a stream's reset
 		// (a PROTOCOL_ERROR one too): to a server that ignores the key, a
 		// second charge. A body it cannot rewind then stops it; idem
-		// judges the lost answer itself. (An empty body is NoBody, always
-		// replayable: that exposure remains.)
+		// judges the lost answer itself. An empty body is NoBody, which
+		// net/http resends without rewinding: over HTTP/1 it is not
+		// replayable with the key under another spelling
+		// (hideReplayKey), over HTTP/2 the copy is stopped before it is
+		// written (attemptTrace.stop). A body that is not NoBody would
+		// do for both, but net/http frames an empty one of unknown length
+		// as chunked over HTTP/1, with no Content-Length: a POST some
+		// servers refuse (411).
 		req.GetBody = tr.sentOnce(req.GetBody)
+		if req.Body == nil || req.Body == http.NoBody {
+			hideReplayKey(req.Header)
+		}
 	}
 	if err := context.Cause(actx); err != nil {
 		// Surely unsent (Close while the attempt was being journaled, say):
@@ -191,7 +207,13 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 			// accepted a credential in its URL holds it (RedactURL leaves
 			// any other URL as it is).
 			journaled := httpsyntax.RedactURL(journaledURL(rec, query))
-			err = &url.Error{Op: ue.Op, URL: journaled, Err: sentURLOut(ue.Err, journaled, ue.URL, req.URL, sent...)}
+			cause := ue.Err
+			if tr.stop != nil && context.Cause(actx) == errSentOnce {
+				// A copy stopped ends as "context canceled", which
+				// reads as the caller's doing.
+				cause = errSentOnce
+			}
+			err = &url.Error{Op: ue.Op, URL: journaled, Err: sentURLOut(cause, journaled, ue.URL, req.URL, sent...)}
 		}
 		ex.err = err
 		ex.unsent = !ex.wrote && tr.traced.Load() && tr.conns.Load() == 0
@@ -456,7 +478,16 @@ type attemptTrace struct {
 	// interim counts the attempt's informational responses
 	// (interimResponse).
 	interim atomic.Int32
-	hooks   httptrace.ClientTrace
+	// stop, set on a send sentOnce guards whose body is empty, ends the
+	// attempt's context with errSentOnce when a copy begins (GotConn)
+	// after one written whole over HTTP/2 and not answered: net/http's
+	// HTTP/2 transport resends an empty request (NoBody) after a reset
+	// without asking GetBody, and it checks the context before it writes
+	// a stream's headers (encodeAndWriteHeaders), so the copy never goes
+	// out. Not after an HTTP/1 copy: net/http may write that one before
+	// it sees the context end; hideReplayKey stops its resend instead.
+	stop  context.CancelCauseFunc
+	hooks httptrace.ClientTrace
 }
 
 // errSentOnce is what net/http's resend of a request sent once gets
@@ -484,6 +515,27 @@ func (t *attemptTrace) sentOnce(getBody func() (io.ReadCloser, error)) func() (i
 			return nil, errSentOnce
 		}
 		return getBody()
+	}
+}
+
+// hideReplayKey moves the fields net/http reads as "this request may be
+// sent again" (Request.isReplayable looks up Idempotency-Key and
+// X-Idempotency-Key by their exact spelling) to their lower-case names,
+// which it does not look up: a copy of an empty request written whole on
+// a reused HTTP/1 connection that dies is then not resent, while one
+// never written still is. The server reads the same field, its name
+// case-insensitive (RFC 9110 5.1) and in lower case over HTTP/2 anyway.
+func hideReplayKey(h http.Header) {
+	for _, n := range [...]struct{ name, lower string }{{"Idempotency-Key", "idempotency-key"}, {"X-Idempotency-Key", "x-idempotency-key"}} {
+		v, ok := h[n.name]
+		if !ok {
+			continue
+		}
+		delete(h, n.name)
+		if w, ok := h[n.lower]; ok {
+			v = append(w, v...)
+		}
+		h[n.lower] = v
 	}
 }
 
@@ -525,6 +577,9 @@ func newAttemptTrace() *attemptTrace {
 		// wrapper that times out). Only a request no connection ever had
 		// is surely unsent.
 		GotConn: func(info httptrace.GotConnInfo) {
+			if t.stop != nil && t.sentWhole.Load() && !t.answered.Load() && !t.h1Sent.Load() {
+				t.stop(errSentOnce)
+			}
 			t.conns.Add(1)
 			t.answered.Store(false)
 			// Another copy begins: net/http has finished writing the one

@@ -270,7 +270,10 @@
 // net/http resends after an HTTP/2 stream's PROTOCOL_ERROR reset, which
 // says nothing of whether it ran, and a stream the server refused cannot
 // be told from it, so on first contact either is a lost answer idem
-// settles itself under the same key.
+// settles itself under the same key. An empty body too, which net/http
+// resends without rewinding: over HTTP/1 the key's field goes out named
+// in lower case (idempotency-key, as HTTP/2 names it), which net/http
+// does not read as making the request replayable.
 // A 409 so marked is the endpoint's own refusal, not another request
 // holding a key it does not read: failed with its reason to a first
 // attempt, flagged [ReviewKeyIgnored] after a send that may have executed.

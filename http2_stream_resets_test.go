@@ -364,6 +364,8 @@ type rawH2 struct {
 	mu     sync.Mutex
 	bodies []string
 	blocks [][]byte
+	// ended: each stream's HEADERS frame carried END_STREAM.
+	ended []bool
 }
 
 func startRawH2(t *testing.T, answers ...h2Answer) (*rawH2, string, *http.Client) {
@@ -390,6 +392,12 @@ func (s *rawH2) streams() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.bodies)
+}
+
+func (s *rawH2) endedOnHeaders() []bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ended)
 }
 
 // carried reports, for each stream, whether its header block holds key
@@ -435,6 +443,7 @@ func (s *rawH2) serve(c net.Conn) {
 	}
 	bodies := map[uint32][]byte{}
 	blocks := map[uint32][]byte{}
+	ended := map[uint32]bool{}
 	answered := map[uint32]bool{}
 	for {
 		var hdr [9]byte
@@ -457,6 +466,7 @@ func (s *rawH2) serve(c net.Conn) {
 		case typ == h2Headers:
 			bodies[stream] = []byte{}
 			blocks[stream] = payload
+			ended[stream] = flags&h2EndStream != 0
 			s.mu.Lock()
 			early := s.answer == nil && s.answers[min(len(s.bodies), len(s.answers)-1)].early
 			s.mu.Unlock()
@@ -479,6 +489,7 @@ func (s *rawH2) serve(c net.Conn) {
 		n := len(s.bodies)
 		s.bodies = append(s.bodies, string(bodies[stream]))
 		s.blocks = append(s.blocks, blocks[stream])
+		s.ended = append(s.ended, ended[stream])
 		var a h2Answer
 		if s.answer != nil {
 			a = s.answer(string(bodies[stream]))

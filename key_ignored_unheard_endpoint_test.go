@@ -60,33 +60,40 @@ func TestKeyIgnoredEndpointNotHeardFromSendsOnce(t *testing.T) {
 // ignores the key): a first send on a reused connection that dies before
 // it is written is resent by net/http as before, which costs nothing and
 // spares an attempt; one written is resent too, as to an endpoint that
-// de-duplicates. Modelled: an endpoint whose answers carry no
-// Idempotency-Status, as those of most APIs, which de-duplicate by the
-// key.
+// de-duplicates, and so is one with no body (an empty capture, which
+// net/http resends without rewinding it). Modelled: an endpoint whose
+// answers carry no Idempotency-Status, as those of most APIs, which
+// de-duplicate by the key.
 func TestHeardEndpointKeepsHTTPResend(t *testing.T) {
-	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
-		if n == 2 {
-			dropConnection(w) // its copy's answer lost; the server holds the key
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, min(n, 2))
-	})
-	store, c := openOn(t, filepath.Join(t.TempDir(), "idem.journal"), s.srv.Client().Transport, idemtest.NewClock(epoch))
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{{"a body", []byte(`{"amount":100}`)}, {"no body", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+				if n == 2 {
+					dropConnection(w) // its copy's answer lost; the server holds the key
+					return
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusCreated)
+				_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, min(n, 2))
+			})
+			store, c := openOn(t, filepath.Join(t.TempDir(), "idem.journal"), s.srv.Client().Transport, idemtest.NewClock(epoch))
 
-	url := s.srv.URL + "/api/v1/charge"
-	_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: url, Body: []byte(`{"amount":5}`)})
-	require.NoError(t, err)
-	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: url, Body: []byte(`{"amount":100}`)})
-	require.NoError(t, err)
-	require.Equal(t, idem.StateSucceeded, res.State)
-	s.requireSeen(t, []string{"k0", "k", "k"}, 0)
+			url := s.srv.URL + "/api/v1/charge"
+			_, err := c.Submit(t.Context(), idem.Request{Key: "k0", URL: url, Body: []byte(`{"amount":5}`)})
+			require.NoError(t, err)
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: url, Body: tc.body})
+			requireOutcome(t, res, err, idem.StateSucceeded, nil, "pay_2", "")
+			s.requireSeen(t, []string{"k0", "k", "k"}, 0)
 
-	rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
-	require.NoError(t, err)
-	require.Len(t, rec.Attempts, 1, "journal: one attempt, two copies")
-	require.True(t, rec.Attempts[0].Resent, "journal: net/http resent it")
+			rec, err := store.Get(t.Context(), idem.DefaultScope, "k")
+			require.NoError(t, err)
+			require.Len(t, rec.Attempts, 1, "journal: one attempt, two copies")
+			require.True(t, rec.Attempts[0].Resent, "journal: net/http resent it")
+		})
+	}
 }
 
 // Only a 2xx hears an endpoint: a front answers a 401 of its own (an API

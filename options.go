@@ -216,6 +216,11 @@ func atLeastOne[N int | int64](c *config, name string, n N) bool {
 // WithHTTPClient sets the client that sends every attempt. idem copies it
 // and turns redirects off (a redirected POST turns into a GET without its
 // body). The default has a connection pool sized for concurrent callers.
+// Its Transport may find the key's Idempotency-Key or X-Idempotency-Key
+// field under its lower-case name: so goes out a request with an empty
+// body that net/http must not resend on its own (to an endpoint not known
+// to read the key). Header.Get misses it there; WithRequestHook, which
+// runs before, does not.
 func WithHTTPClient(hc *http.Client) Option {
 	return optionFunc(func(c *config) {
 		if hc == nil {
