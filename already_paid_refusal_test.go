@@ -51,19 +51,27 @@ func TestAlreadyPaidRefusesACancelForTheOrdersState(t *testing.T) {
 	require.EqualValues(t, 1, requests.Load())
 }
 
-// The same words to a payment of the order may be about a copy of it
-// that a proxy sent again and the server, checking the order before the
-// key, executed (as dLocal's "Order ID is duplicated." may): never failed,
-// which would have the caller pay again; unknown, ReviewKeyInUse, one
+// The same words to a payment's first attempt, from a server that keeps
+// its idempotency store by the key's header: another request paid the
+// order, under another key (a copy of ours under this key would be
+// answered from the store). Left unknown for a person as the key's
+// "already used", ErrKeyConflict, though no key was reused. Failed, with
+// the server's reason and that the order is paid: a payment of it under
+// a new key is refused so too, and the caller is told to see who paid it
+// before paying for it otherwise (orderPaidMeaning; after a send of ours
+// that may have executed, order_paid_under_another_key_test.go). One
 // request.
-func TestAlreadyPaidToAPaymentIsLeftForAPerson(t *testing.T) {
+func TestAlreadyPaidToAPaymentsFirstAttemptFails(t *testing.T) {
 	srv, requests := alreadyPaidOrder(t)
 	c := clientFor(t, srv, idemtest.NewClock(epoch))
 
 	res, err := c.Submit(t.Context(), idem.Request{Key: "pay-1", URL: srv.URL + "/v1/orders/o-1/payments", Body: []byte(`{"amount":100}`)})
-	require.ErrorIs(t, err, idem.ErrNeedsReview)
-	require.NotErrorIs(t, err, idem.ErrFailed)
-	require.Equal(t, idem.StateUnknown, res.State)
-	require.Equal(t, idem.ReviewKeyInUse, res.Review)
+	require.ErrorIs(t, err, idem.ErrFailed)
+	require.NotErrorIs(t, err, idem.ErrKeyConflict, "no key was reused")
+	require.NotErrorIs(t, err, idem.ErrNeedsReview)
+	require.Equal(t, idem.StateFailed, res.State)
+	require.Empty(t, res.Review)
+	require.Contains(t, res.Reason, "Order already paid")
+	require.Contains(t, res.Reason, "the order is paid already")
 	require.EqualValues(t, 1, requests.Load())
 }

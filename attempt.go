@@ -915,8 +915,17 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.verdict = Rejected
 		}
 	}
+	if !query && !a.keyIgnored && !a.stored() && c.cfg.keyHeader != "" && !slices.Contains(c.cfg.conflictStatus, ex.status) &&
+		paidRefusal(rec, a.verdict, ex.status, ex.body, name) {
+		// "Order already paid" from a server that keeps the key: the
+		// order's state, neither the key in flight, resent until the key
+		// window, nor the key reused. To a payment, the payment that paid
+		// it may be ours (orderPaidMeaning); to a cancel or a refund
+		// (changesState), no copy of it paid, as for a 400.
+		a.orderPaid, a.verdict = !changesState(rec.URL, rec.Key), Rejected
+	}
 	a.versionMoved = !query && a.verdict == Rejected && ex.status == http.StatusConflict && versionConflict(ex.body)
-	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
+	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight && !a.orderPaid {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))
 		if !a.keyConflict && !query && !a.stored() && c.cfg.keyHeader != "" &&

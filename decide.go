@@ -166,6 +166,10 @@ type answer struct {
 	// exists, is a duplicate or was paid (duplicateWords): what they
 	// refer to may be a copy of this request (copyClaimed).
 	copyRuns, copyMade bool
+	// orderPaid: a refusal of a payment from an endpoint that keeps the
+	// key in a header says the order is paid already, and nothing of the
+	// key (paidRefusal): the order's state, whoever paid it.
+	orderPaid bool
 	// foundOrder: with the key in the request's body, a result query's
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
@@ -334,6 +338,8 @@ func submitMeaning(p past, a answer) judgment {
 		return judgeReplay(p, a)
 	case (a.copyRuns || a.copyMade) && !p.maybeExecuted:
 		return copyClaimed(a)
+	case a.orderPaid:
+		return orderPaidMeaning(p, a)
 	case a.inFlight:
 		// The 409 of servers that answer it otherwise. Ours, if an
 		// earlier attempt may have executed. Otherwise another request's,
@@ -472,6 +478,45 @@ func copyClaimedFound(j judgment) judgment {
 		err: fmt.Errorf("idem: the result endpoint names payment %q of the order, which may be the one a copy of this request made or another request's: "+
 			"check whose it is with the provider, then Resolve", truncate(j.out.ResourceID, 64))}
 }
+
+// orderPaidMeaning is the judgment of a refusal saying the order is paid
+// (a.orderPaid). To an attempt before which nothing of ours may have
+// executed, the payment that paid the order is another request's, under
+// another key: the key's store holds nothing of ours, and the server
+// refused this one for the order's state. Read as the key in flight (a
+// 409), it was resent until the budget ended and left open, sent again by
+// every Resume pass until the key window; as the key's "already used" (a
+// 400 or 422), it was left for a person as ErrKeyConflict, though no key
+// was reused. Failed, with the server's words and that the order is paid:
+// a payment under a new key is refused so too, and the caller must see
+// who paid before paying for it otherwise. After an attempt of ours that
+// may have executed, the payment may be that one's (the server checks the
+// order before the key): never failed, which would have the caller pay
+// again, nor resent, which the server refuses so forever. The result
+// endpoint, if any, is asked by the key (the flag does not stop it); what
+// it cannot settle is left for a person. So after the server said
+// another request held the key (p.contested): that request may be a copy
+// of ours a mesh sent, and its payment the one that paid the order.
+func orderPaidMeaning(p past, a answer) judgment {
+	switch {
+	case p.maybeExecuted:
+		return judgment{move: moveReview, label: "order_paid_after_send", refused: true, review: ReviewRefusedAfterSend,
+			err: fmt.Errorf("idem: %s (after a send of ours that may have executed, the server says the order is paid: the payment may be ours, "+
+				"or another request's; ask the provider whose it is, then Resolve)", refusalReason(a))}
+	case p.contested:
+		return judgment{move: moveReview, label: "order_paid_contested", refused: true, review: ReviewKeyInUse, conflict: true,
+			err: fmt.Errorf("idem: %s (after the server said another request held the key, which may be a copy of this one: "+
+				"the payment that paid the order may be that request's; ask the provider whose it is, then Resolve)", refusalReason(a))}
+	}
+	return judgment{move: moveSettle, label: "order_paid", refused: true,
+		out: Outcome{State: StateFailed, Reason: refusalReason(a) + orderPaidHint}}
+}
+
+// orderPaidHint follows the reason of a payment refused because its
+// order is paid already (orderPaidMeaning), to an attempt before which
+// nothing of ours may have executed.
+const orderPaidHint = " (the order is paid already, and no send of this request is known to have executed: " +
+	"see who paid it before paying for it again, under a new key or another order)"
 
 // refusedAfterMaybeSent: an earlier attempt may have executed, so a
 // refusal may be a gateway's or an expired credential's, or refuse this
@@ -1377,6 +1422,25 @@ func changesState(rawURL, key string) bool {
 // is a duplicate's words only to a request that may pay (changesState).
 func saysDuplicateTo(rec *journal.Record, body []byte, name string) bool {
 	return duplicateWords(body, name, rec.Key, !changesState(rec.URL, rec.Key))
+}
+
+// paidRefusal reports whether a refusal of rec says the order is paid
+// already (paidVerb) and nothing of the key: a 409 the classifier took
+// for the key in flight, a Conflict (a 422), or a 400. name is the key's
+// header: a server keeping its idempotency store by it answers a copy of
+// ours under the key from the store, not with the order's state. Words
+// naming the key, or saying the key's request or the order's payment
+// runs, are about the key or what runs, never this; nor are an order's
+// "already exists" or "duplicate" (duplicateWords without paying), whose
+// id the key may be.
+func paidRefusal(rec *journal.Record, v Verdict, status int, body []byte, name string) bool {
+	if !(v == Processing && status == http.StatusConflict || v == Conflict || v == Rejected && status == http.StatusBadRequest) {
+		return false
+	}
+	if namesKey(body, name) || saysKeyRunning(body, name) || saysSubjectRunning(body) {
+		return false
+	}
+	return duplicateWords(body, name, rec.Key, true) && !duplicateWords(body, name, rec.Key, false)
 }
 
 // lettersOnly reports whether s is ASCII letters alone: a word, as a
