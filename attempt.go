@@ -1296,7 +1296,13 @@ func (d *driver) query() (step, error) {
 	ex := c.send(d.ctx, d.rec, true, resendFree)
 	d.serverUntil = ex.serverUntil
 
-	st := step{judgment: judgeQuery(pastOf(d.rec, math.MaxInt), c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
+	p := pastOf(d.rec, math.MaxInt)
+	st := step{judgment: judgeQuery(p, c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
+	if p.orderPaid && st.move == moveInconclusive && st.notFound && !st.failed && !c.lagging(d.rec, start) {
+		// The key's payment, if a copy of ours made one, would show by
+		// now: another request paid the order.
+		st.judgment = orderPaidNotFound(d.rec)
+	}
 	if st.err != nil {
 		ex.err = st.err
 	}

@@ -52,6 +52,11 @@ type past struct {
 	// key said the order exists, was paid or runs (copyClaimed): what the
 	// result endpoint finds for the order may be another request's.
 	copyClaimed bool
+	// orderPaid: an attempt before which nothing of ours may have
+	// executed was refused "order already paid" by a server that keeps
+	// the key (orderPaidMeaning): the result endpoint's "not found" for
+	// the key, once past the lag, fails it.
+	orderPaid bool
 }
 
 // pastOf reads a record's attempts numbered below before.
@@ -75,6 +80,9 @@ func (p past) after(a journal.Attempt) past {
 	}
 	if strings.HasPrefix(a.Err, copyClaimedWords) {
 		p.copyClaimed = true
+	}
+	if strings.HasPrefix(a.Err, orderPaidWords) {
+		p.orderPaid = true
 	}
 	switch {
 	case maybeExecuted(a):
@@ -480,23 +488,27 @@ func copyClaimedFound(j judgment) judgment {
 }
 
 // orderPaidMeaning is the judgment of a refusal saying the order is paid
-// (a.orderPaid). To an attempt before which nothing of ours may have
-// executed, the payment that paid the order is another request's, under
-// another key: the key's store holds nothing of ours, and the server
-// refused this one for the order's state. Read as the key in flight (a
-// 409), it was resent until the budget ended and left open, sent again by
-// every Resume pass until the key window; as the key's "already used" (a
-// 400 or 422), it was left for a person as ErrKeyConflict, though no key
-// was reused. Failed, with the server's words and that the order is paid:
-// a payment under a new key is refused so too, and the caller must see
-// who paid before paying for it otherwise. After an attempt of ours that
-// may have executed, the payment may be that one's (the server checks the
-// order before the key): never failed, which would have the caller pay
-// again, nor resent, which the server refuses so forever. The result
-// endpoint, if any, is asked by the key (the flag does not stop it); what
-// it cannot settle is left for a person. So after the server said
-// another request held the key (p.contested): that request may be a copy
-// of ours a mesh sent, and its payment the one that paid the order.
+// (a.orderPaid). The server checks the order before the key, so the
+// payment that paid it may be a copy of ours under this very key: a
+// mesh's retry of a reset or a 5xx (Istio's, Envoy's retry_on), sent
+// before ours arrived and executed, its answer lost. Failed, the caller
+// would pay again under a new key or another order: a second charge.
+// Resent, the server refuses so forever (read as the key in flight, the
+// 409 was resent until the key window). So even to an attempt before
+// which nothing of ours may have executed, it is a send that may have
+// executed (not refused): never resent, and the result endpoint, if any,
+// is asked by the key, which this server keeps, so its answer is about
+// our key: a payment it names settles (ours paid), and "not found" once
+// past the lag fails it with the server's reason and orderPaidHint
+// (orderPaidNotFound: another request paid the order). What it cannot
+// settle, and all of it without a result endpoint, is left unknown,
+// ReviewRefusedAfterSend: a refusal after a send of ours that may have
+// executed, which is what it is; not ReviewKeyInUse nor ErrKeyConflict,
+// no key was reused. After a send of ours that may have executed so
+// too. After the server said another request held the key (p.contested):
+// that request may be a copy of ours a mesh sent, its payment the one
+// that paid the order, and the endpoint's answer for the key may be
+// another request's: left for a person as the key's other holder is.
 func orderPaidMeaning(p past, a answer) judgment {
 	switch {
 	case p.maybeExecuted:
@@ -508,14 +520,56 @@ func orderPaidMeaning(p past, a answer) judgment {
 			err: fmt.Errorf("idem: %s (after the server said another request held the key, which may be a copy of this one: "+
 				"the payment that paid the order may be that request's; ask the provider whose it is, then Resolve)", refusalReason(a))}
 	}
-	return judgment{move: moveSettle, label: "order_paid", refused: true,
-		out: Outcome{State: StateFailed, Reason: refusalReason(a) + orderPaidHint}}
+	return judgment{move: moveReview, label: "order_paid", review: ReviewRefusedAfterSend,
+		err: fmt.Errorf("%s: %s%s", orderPaidWords, refusalReason(a), orderPaidAsk)}
+}
+
+// orderPaidWords begin the journaled error of orderPaidMeaning's attempt
+// before which nothing of ours may have executed, which pastOf reads back
+// (past.orderPaid) and orderPaidReason cuts the server's reason from:
+// keep them as written.
+const orderPaidWords = "idem: the server says the order is paid already"
+
+// orderPaidAsk follows the server's reason in the error of
+// orderPaidMeaning's first attempt.
+const orderPaidAsk = " (maybe by a copy of this request a proxy sent again, which the server executed before this one: " +
+	"ask the provider whose payment it is, then Resolve)"
+
+// orderPaidReason is the server's reason journaled by orderPaidMeaning's
+// attempt of rec, or "".
+func orderPaidReason(rec *journal.Record) string {
+	for i := len(rec.Attempts) - 1; i >= 0; i-- {
+		if r, ok := strings.CutPrefix(rec.Attempts[i].Err, orderPaidWords+": "); ok {
+			return strings.TrimSuffix(r, orderPaidAsk)
+		}
+	}
+	return ""
+}
+
+// orderPaidError is what a call ends with when the result endpoint has
+// not settled orderPaidMeaning's refusal: the journaled words, which say
+// the order is paid, maybe by a copy of ours, and whom to ask.
+func orderPaidError(rec *journal.Record) error {
+	for i := len(rec.Attempts) - 1; i >= 0; i-- {
+		if err := rec.Attempts[i].Err; strings.HasPrefix(err, orderPaidWords) {
+			return fmt.Errorf("%w: %s", ErrNeedsReview, strings.TrimPrefix(err, "idem: "))
+		}
+	}
+	return ErrNeedsReview
+}
+
+// orderPaidNotFound is the judgment of the result endpoint's "not found"
+// for the key after orderPaidMeaning's refusal, the lag past: nothing of
+// ours under the key executed, and another request paid the order.
+func orderPaidNotFound(rec *journal.Record) judgment {
+	return judgment{move: moveSettle, label: "order_paid_not_found",
+		out: Outcome{State: StateFailed, Reason: orderPaidReason(rec) + orderPaidHint}}
 }
 
 // orderPaidHint follows the reason of a payment refused because its
-// order is paid already (orderPaidMeaning), to an attempt before which
-// nothing of ours may have executed.
-const orderPaidHint = " (the order is paid already, and no send of this request is known to have executed: " +
+// order is paid already, which the result endpoint does not find under
+// the key (orderPaidNotFound).
+const orderPaidHint = " (the order is paid already, and the result endpoint finds no payment under this request's key: " +
 	"see who paid it before paying for it again, under a new key or another order)"
 
 // refusedAfterMaybeSent: an earlier attempt may have executed, so a

@@ -111,6 +111,41 @@ func (s *paidOrderServer) requireSent(t *testing.T, charges int, sends map[strin
 	require.Equal(t, sends, s.sends, "submits per key")
 }
 
+// paidByA opens a client at default settings on a new journal (open)
+// and pays order o-1 under key a, pay_1.
+func (s *paidOrderServer) paidByA(t *testing.T) (c *idem.Client, stop func(), clock *idemtest.Clock, path string) {
+	t.Helper()
+	clock = idemtest.NewClock(epoch)
+	path = t.TempDir() + "/idem.journal"
+	c, stop = s.open(t, path, clock)
+	res, err := c.Submit(t.Context(), s.pay("a", false))
+	require.NoError(t, err)
+	require.Equal(t, "pay_1", res.ResourceID)
+	return c, stop, clock, path
+}
+
+// requireQueries asserts the server's result queries.
+func (s *paidOrderServer) requireQueries(t *testing.T, queries int) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, queries, s.queries, "result queries")
+}
+
+// requireKPaidOnce submits k with its result endpoint at default
+// settings and asserts it settled succeeded with the one payment of the
+// order, pay_1, after sends submits of k and queries result queries.
+func (s *paidOrderServer) requireKPaidOnce(t *testing.T, sends, queries int) {
+	t.Helper()
+	res, err := clientFor(t, s.srv, idemtest.NewClock(epoch)).Submit(t.Context(), s.pay("k", true))
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, "pay_1", res.ResourceID)
+	require.Empty(t, res.Review)
+	s.requireSent(t, 1, map[string]int{"k": sends})
+	s.requireQueries(t, queries)
+}
+
 func (s *paidOrderServer) pay(key string, result bool) idem.Request {
 	req := idem.Request{Key: key, URL: s.srv.URL + "/v1/orders/o-1/payments", Body: []byte(`{"amount":100}`)}
 	if result {
@@ -133,52 +168,109 @@ func (s *paidOrderServer) open(t *testing.T, path string, clock *idemtest.Clock)
 }
 
 // Payment a pays order o-1; payment k of the same order, under its own
-// key, is refused "Order already paid" on its first attempt: nothing of
-// k's could have executed, and the key's store holds nothing for k. The
-// 409 was read as k's key in flight and resent: five submits in the
-// call, left pending, five more in each Resume pass, until the key window
-// flagged it ReviewKeyInUse (twenty submits with passes five minutes
-// apart). The 422 and the 400 were read as the key "already used",
-// ErrKeyConflict ("idempotency key already used with a different
-// request") and ReviewKeyInUse, though no key was reused. Each is the
-// order's state: failed with the server's words and that the order is
-// paid, not a key conflict, k sent once; a restarted client's Resume
-// sends nothing.
-func TestOrderPaidUnderAnotherKeyFailsAtOnce(t *testing.T) {
+// key, is refused "Order already paid" on its first attempt. The payment
+// that paid the order may be a copy of k a proxy sent first, its answer
+// lost (the server checks the order before the key): failed, k would be
+// paid again under a new key. The 409 was read as k's key in flight and
+// resent (five submits in the call, five more per Resume pass until the
+// key window); the 422 and the 400 as the key "already used",
+// ErrKeyConflict, though no key was reused; then all three failed. With
+// no result endpoint to ask by the key: unknown, ReviewRefusedAfterSend
+// (ErrNeedsReview, not ErrKeyConflict), its error saying the order is
+// paid, maybe by a copy of this request; k sent once, and a restarted
+// client's Resume sends nothing.
+func TestOrderPaidUnderAnotherKeyWithoutAResultEndpointIsLeftUnknown(t *testing.T) {
 	for _, status := range []int{http.StatusConflict, http.StatusUnprocessableEntity, http.StatusBadRequest} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			s := newPaidOrderServer(t, status)
-			clock := idemtest.NewClock(epoch)
-			path := t.TempDir() + "/idem.journal"
-			c, stop := s.open(t, path, clock)
+			c, stop, clock, path := s.paidByA(t)
 
-			res, err := c.Submit(t.Context(), s.pay("a", false))
-			require.NoError(t, err)
-			require.Equal(t, "pay_1", res.ResourceID)
-
-			res, err = c.Submit(t.Context(), s.pay("k", false))
-			require.ErrorIs(t, err, idem.ErrFailed)
-			require.NotErrorIs(t, err, idem.ErrKeyConflict, "no key was reused")
-			require.NotErrorIs(t, err, idem.ErrNeedsReview)
-			require.NotContains(t, err.Error(), "idempotency key already used")
-			require.Equal(t, idem.StateFailed, res.State)
-			require.Empty(t, res.Review)
-			require.Contains(t, res.Reason, "Order already paid")
-			require.Contains(t, res.Reason, "the order is paid already")
+			res, err := c.Submit(t.Context(), s.pay("k", false))
+			requireOrderPaidUnknown(t, res, err)
 			require.Equal(t, 1, res.Attempts)
 			s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
 			stop()
 
 			c, _ = s.open(t, path, clock)
-			clock.Advance(5 * time.Minute)
-			sum, err := c.Resume(t.Context())
-			require.NoError(t, err)
-			require.Zero(t, sum.Visited)
-			op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
-			require.NoError(t, err)
+			op := resumeK(t, c, clock, 5*time.Minute)
+			require.Equal(t, idem.StateUnknown, op.State)
+			require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
+			s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
+		})
+	}
+}
+
+// resumeK is k after clock advanced by d and a Resume of c.
+func resumeK(t *testing.T, c *idem.Client, clock *idemtest.Clock, d time.Duration) *idem.Operation {
+	t.Helper()
+	clock.Advance(d)
+	_, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	return op
+}
+
+// requireOrderPaidUnknown asserts a payment's "Order already paid" left
+// unknown for a person: flagged ReviewRefusedAfterSend, no key conflict,
+// the error saying the order is paid, maybe by a copy of this request.
+func requireOrderPaidUnknown(t *testing.T, res *idem.Result, err error) {
+	t.Helper()
+	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.NotErrorIs(t, err, idem.ErrKeyConflict, "no key was reused")
+	require.NotContains(t, err.Error(), "idempotency key already used")
+	require.Contains(t, err.Error(), "Order already paid")
+	require.Contains(t, err.Error(), "copy of this request")
+	require.Contains(t, err.Error(), "ask the provider")
+	require.Equal(t, idem.StateUnknown, res.State)
+	require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
+}
+
+// With a result endpoint, the first attempt's "Order already paid" is
+// asked about by the key, which this server keeps, so its answer is
+// about ours. A copy of k a mesh sent first (Envoy's retry_on reset)
+// paid the order under k, its answer lost, and the server, checking the
+// order before the key, refused k "Order already paid": the endpoint
+// names k's payment, settled succeeded, pay_1, where k failed and the
+// caller paid again. Payment a paid it, and the endpoint does not find
+// k: unknown while the read path may lag (WithResultLag's default, past
+// the call's budget), then, a restarted client's Resume asking once the
+// lag is over, failed with the server's reason and that the order is
+// paid. k sent once in each, Resume sending no submit.
+func TestOrderPaidToAFirstAttemptAsksTheResultEndpoint(t *testing.T) {
+	for _, status := range []int{http.StatusConflict, http.StatusBadRequest} {
+		t.Run(fmt.Sprint(status, " a copy of ours paid"), func(t *testing.T) {
+			s := newPaidOrderServer(t, status)
+			s.orderFirst = true
+			s.charges, s.stored["k"] = 1, `{"id":"pay_1","status":"succeeded"}` // the mesh's copy of k
+			s.requireKPaidOnce(t, 1, 1)
+		})
+		t.Run(fmt.Sprint(status, " another key paid"), func(t *testing.T) {
+			s := newPaidOrderServer(t, status)
+			c, stop, clock, path := s.paidByA(t)
+
+			res, err := c.Submit(t.Context(), s.pay("k", true))
+			requireOrderPaidUnknown(t, res, err)
+			s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
+			stop()
+
+			// A restarted process counts the lag from its start, as its
+			// clock may read otherwise than the one that sent k: its
+			// first Resume finds k lagging, the next, past it, fails k.
+			c, _ = s.open(t, path, clock)
+			op := resumeK(t, c, clock, 5*time.Minute)
+			require.Equal(t, idem.StateUnknown, op.State)
+			require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
+			op = resumeK(t, c, clock, idem.DefaultResultLag)
 			require.Equal(t, idem.StateFailed, op.State)
 			require.Empty(t, op.Review)
+			require.NotNil(t, op.Result)
+			require.Contains(t, op.Result.Reason, "Order already paid")
+			require.Contains(t, op.Result.Reason, "the order is paid already")
 			s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
+			s.requireQueries(t, 3)
 		})
 	}
 }
@@ -216,11 +308,7 @@ func TestOrderPaidAfterOurSendIsNeverResent(t *testing.T) {
 			stop()
 
 			c, _ = s.open(t, path, clock)
-			clock.Advance(5 * time.Minute)
-			_, err = c.Resume(t.Context())
-			require.NoError(t, err)
-			op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
-			require.NoError(t, err)
+			op := resumeK(t, c, clock, 5*time.Minute)
 			require.Equal(t, idem.StateUnknown, op.State)
 			require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
 			s.requireSent(t, 1, map[string]int{"k": 2})
@@ -228,17 +316,7 @@ func TestOrderPaidAfterOurSendIsNeverResent(t *testing.T) {
 		t.Run(fmt.Sprint(status, " result endpoint"), func(t *testing.T) {
 			s := newPaidOrderServer(t, status)
 			s.orderFirst, s.lost, s.lag = true, true, 1
-			c := clientFor(t, s.srv, idemtest.NewClock(epoch))
-
-			res, err := c.Submit(t.Context(), s.pay("k", true))
-			require.NoError(t, err)
-			require.Equal(t, idem.StateSucceeded, res.State)
-			require.Equal(t, "pay_1", res.ResourceID)
-			require.Empty(t, res.Review)
-			s.requireSent(t, 1, map[string]int{"k": 2})
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			require.Equal(t, 2, s.queries)
+			s.requireKPaidOnce(t, 2, 2)
 		})
 	}
 }
@@ -263,13 +341,15 @@ func TestOrderPaidRefusesARefundAtOnce(t *testing.T) {
 }
 
 // "Did not execute" answers before it leave nothing of ours that may have
-// paid: a 429 (throttled, not executed), then the 409 "Order already
-// paid", fails at the second submit. After a 409 saying another request
-// holds the key (Stripe's in-progress idempotency_error), that request
-// may be a copy of ours a mesh sent, and the payment that paid the order
-// its: left for a person as the key's other holder is, unknown,
-// ReviewKeyInUse (ErrKeyConflict), never failed; it was resent as the
-// key in flight until the budget ended. Two submits each, same key.
+// paid but a copy a proxy sent: a 429 (throttled, not executed), then the
+// 409 "Order already paid", is left unknown, ReviewRefusedAfterSend, at
+// the second submit, as a first attempt's (it was failed). After a 409
+// saying another request holds the key (Stripe's in-progress
+// idempotency_error), that request may be a copy of ours a mesh sent, and
+// the payment that paid the order its: left for a person as the key's
+// other holder is, unknown, ReviewKeyInUse (ErrKeyConflict), never
+// failed; it was resent as the key in flight until the budget ended. Two
+// submits each, same key.
 func TestOrderPaidAfterDidNotExecuteAnswers(t *testing.T) {
 	paid := shape{status: http.StatusConflict, body: `{"error":{"code":"ORDER_ALREADY_PAID","message":"Order already paid"}}`}
 	req := func(v *vendor) idem.Request {
@@ -278,10 +358,7 @@ func TestOrderPaidAfterDidNotExecuteAnswers(t *testing.T) {
 
 	v := newVendor(t, shape{status: http.StatusTooManyRequests, header: http.Header{"Retry-After": {"1"}}}, paid)
 	res, err := clientFor(t, v.srv, idemtest.NewClock(epoch)).Submit(t.Context(), req(v))
-	require.ErrorIs(t, err, idem.ErrFailed)
-	require.NotErrorIs(t, err, idem.ErrKeyConflict)
-	require.Equal(t, idem.StateFailed, res.State)
-	require.Contains(t, res.Reason, "the order is paid already")
+	requireOrderPaidUnknown(t, res, err)
 	v.requireKeys(t, "Idempotency-Key", "k", 2)
 
 	v = newVendor(t, shape{status: http.StatusConflict, body: stuckBody}, paid)
