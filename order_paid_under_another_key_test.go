@@ -230,8 +230,11 @@ func requireOrderPaidUnknown(t *testing.T, res *idem.Result, err error) {
 
 // With a result endpoint, the first attempt's "Order already paid" is
 // asked about by the key, which this server keeps, so its answer is
-// about ours. A copy of k a mesh sent first (Envoy's retry_on reset)
-// paid the order under k, its answer lost, and the server, checking the
+// about ours. A copy of k a mesh sent first paid the order under k, its
+// answer lost (Envoy's retry_on "reset": "Envoy will attempt a retry if
+// the upstream server does not respond due to a reset",
+// https://github.com/envoyproxy/envoy/pull/7505; the copy sent before
+// ours is modelled by storing it), and the server, checking the
 // order before the key, refused k "Order already paid": the endpoint
 // names k's payment, settled succeeded, pay_1, where k failed and the
 // caller paid again. Payment a paid it, and the endpoint does not find
