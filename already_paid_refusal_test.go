@@ -51,19 +51,30 @@ func TestAlreadyPaidRefusesACancelForTheOrdersState(t *testing.T) {
 	require.EqualValues(t, 1, requests.Load())
 }
 
-// The same words to a payment of the order may be about a copy of it
-// that a proxy sent again and the server, checking the order before the
-// key, executed (as dLocal's "Order ID is duplicated." may): never failed,
-// which would have the caller pay again; unknown, ReviewKeyInUse, one
-// request.
-func TestAlreadyPaidToAPaymentIsLeftForAPerson(t *testing.T) {
+// The same words to a payment's first attempt, from a server that keeps
+// its idempotency store by the key's header but checks the order before
+// the key: the payment that paid the order may be a copy of ours a proxy
+// sent first (Istio's retry of a reset), executed, its answer lost, so
+// never failed (the caller would pay again) nor resent. It was failed
+// (and, before that, left as the key's "already used", ErrKeyConflict,
+// though no key was reused). With no result endpoint to ask by the key:
+// unknown, ReviewRefusedAfterSend, ErrNeedsReview, its error saying the
+// order is paid, maybe by a copy of this request, and to ask the
+// provider whose. One request (with a result endpoint:
+// order_paid_under_another_key_test.go).
+func TestAlreadyPaidToAPaymentsFirstAttemptIsLeftUnknown(t *testing.T) {
 	srv, requests := alreadyPaidOrder(t)
 	c := clientFor(t, srv, idemtest.NewClock(epoch))
 
 	res, err := c.Submit(t.Context(), idem.Request{Key: "pay-1", URL: srv.URL + "/v1/orders/o-1/payments", Body: []byte(`{"amount":100}`)})
 	require.ErrorIs(t, err, idem.ErrNeedsReview)
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	require.NotErrorIs(t, err, idem.ErrFailed)
+	require.NotErrorIs(t, err, idem.ErrKeyConflict, "no key was reused")
 	require.Equal(t, idem.StateUnknown, res.State)
-	require.Equal(t, idem.ReviewKeyInUse, res.Review)
+	require.Equal(t, idem.ReviewRefusedAfterSend, res.Review)
+	require.Contains(t, err.Error(), "Order already paid")
+	require.Contains(t, err.Error(), "copy of this request")
+	require.Contains(t, err.Error(), "ask the provider")
 	require.EqualValues(t, 1, requests.Load())
 }

@@ -970,8 +970,17 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.verdict = Rejected
 		}
 	}
+	if !query && !a.keyIgnored && !a.stored() && c.cfg.keyHeader != "" && !slices.Contains(c.cfg.conflictStatus, ex.status) &&
+		paidRefusal(rec, a.verdict, ex.status, ex.body, name) {
+		// "Order already paid" from a server that keeps the key: the
+		// order's state, neither the key in flight, resent until the key
+		// window, nor the key reused. To a payment, the payment that paid
+		// it may be ours (orderPaidMeaning); to a cancel or a refund
+		// (changesState), no copy of it paid, as for a 400.
+		a.orderPaid, a.verdict = !changesState(rec.URL, rec.Key), Rejected
+	}
 	a.versionMoved = !query && a.verdict == Rejected && ex.status == http.StatusConflict && versionConflict(ex.body)
-	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight {
+	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight && !a.orderPaid {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))
 		if !a.keyConflict && !query && !a.stored() && c.cfg.keyHeader != "" &&
@@ -1348,7 +1357,13 @@ func (d *driver) query() (step, error) {
 	ex := c.send(d.ctx, d.rec, true, resendFree)
 	d.serverUntil = ex.serverUntil
 
-	st := step{judgment: judgeQuery(pastOf(d.rec, math.MaxInt), c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
+	p := pastOf(d.rec, math.MaxInt)
+	st := step{judgment: judgeQuery(p, c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
+	if p.orderPaid && st.move == moveInconclusive && st.notFound && !st.failed && !c.lagging(d.rec, start) {
+		// The key's payment, if a copy of ours made one, would show by
+		// now: another request paid the order.
+		st.judgment = orderPaidNotFound(d.rec)
+	}
 	if st.err != nil {
 		ex.err = st.err
 	}

@@ -52,6 +52,11 @@ type past struct {
 	// key said the order exists, was paid or runs (copyClaimed): what the
 	// result endpoint finds for the order may be another request's.
 	copyClaimed bool
+	// orderPaid: an attempt before which nothing of ours may have
+	// executed was refused "order already paid" by a server that keeps
+	// the key (orderPaidMeaning): the result endpoint's "not found" for
+	// the key, once past the lag, fails it.
+	orderPaid bool
 }
 
 // pastOf reads a record's attempts numbered below before.
@@ -75,6 +80,9 @@ func (p past) after(a journal.Attempt) past {
 	}
 	if strings.HasPrefix(a.Err, copyClaimedWords) {
 		p.copyClaimed = true
+	}
+	if strings.HasPrefix(a.Err, orderPaidWords) {
+		p.orderPaid = true
 	}
 	switch {
 	case maybeExecuted(a):
@@ -166,6 +174,10 @@ type answer struct {
 	// exists, is a duplicate or was paid (duplicateWords): what they
 	// refer to may be a copy of this request (copyClaimed).
 	copyRuns, copyMade bool
+	// orderPaid: a refusal of a payment from an endpoint that keeps the
+	// key in a header says the order is paid already, and nothing of the
+	// key (paidRefusal): the order's state, whoever paid it.
+	orderPaid bool
 	// foundOrder: with the key in the request's body, a result query's
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
@@ -334,6 +346,8 @@ func submitMeaning(p past, a answer) judgment {
 		return judgeReplay(p, a)
 	case (a.copyRuns || a.copyMade) && !p.maybeExecuted:
 		return copyClaimed(a)
+	case a.orderPaid:
+		return orderPaidMeaning(p, a)
 	case a.inFlight:
 		// The 409 of servers that answer it otherwise. Ours, if an
 		// earlier attempt may have executed. Otherwise another request's,
@@ -472,6 +486,91 @@ func copyClaimedFound(j judgment) judgment {
 		err: fmt.Errorf("idem: the result endpoint names payment %q of the order, which may be the one a copy of this request made or another request's: "+
 			"check whose it is with the provider, then Resolve", truncate(j.out.ResourceID, 64))}
 }
+
+// orderPaidMeaning is the judgment of a refusal saying the order is paid
+// (a.orderPaid). The server checks the order before the key, so the
+// payment that paid it may be a copy of ours under this very key: a
+// mesh's retry of a reset or a 5xx (Istio's, Envoy's retry_on), sent
+// before ours arrived and executed, its answer lost. Failed, the caller
+// would pay again under a new key or another order: a second charge.
+// Resent, the server refuses so forever (read as the key in flight, the
+// 409 was resent until the key window). So even to an attempt before
+// which nothing of ours may have executed, it is a send that may have
+// executed (not refused): never resent, and the result endpoint, if any,
+// is asked by the key, which this server keeps, so its answer is about
+// our key: a payment it names settles (ours paid), and "not found" once
+// past the lag fails it with the server's reason and orderPaidHint
+// (orderPaidNotFound: another request paid the order). What it cannot
+// settle, and all of it without a result endpoint, is left unknown,
+// ReviewRefusedAfterSend: a refusal after a send of ours that may have
+// executed, which is what it is; not ReviewKeyInUse nor ErrKeyConflict,
+// no key was reused. After a send of ours that may have executed so
+// too. After the server said another request held the key (p.contested):
+// that request may be a copy of ours a mesh sent, its payment the one
+// that paid the order, and the endpoint's answer for the key may be
+// another request's: left for a person as the key's other holder is.
+func orderPaidMeaning(p past, a answer) judgment {
+	switch {
+	case p.maybeExecuted:
+		return judgment{move: moveReview, label: "order_paid_after_send", refused: true, review: ReviewRefusedAfterSend,
+			err: fmt.Errorf("idem: %s (after a send of ours that may have executed, the server says the order is paid: the payment may be ours, "+
+				"or another request's; ask the provider whose it is, then Resolve)", refusalReason(a))}
+	case p.contested:
+		return judgment{move: moveReview, label: "order_paid_contested", refused: true, review: ReviewKeyInUse, conflict: true,
+			err: fmt.Errorf("idem: %s (after the server said another request held the key, which may be a copy of this one: "+
+				"the payment that paid the order may be that request's; ask the provider whose it is, then Resolve)", refusalReason(a))}
+	}
+	return judgment{move: moveReview, label: "order_paid", review: ReviewRefusedAfterSend,
+		err: fmt.Errorf("%s: %s%s", orderPaidWords, refusalReason(a), orderPaidAsk)}
+}
+
+// orderPaidWords begin the journaled error of orderPaidMeaning's attempt
+// before which nothing of ours may have executed, which pastOf reads back
+// (past.orderPaid) and orderPaidReason cuts the server's reason from:
+// keep them as written.
+const orderPaidWords = "idem: the server says the order is paid already"
+
+// orderPaidAsk follows the server's reason in the error of
+// orderPaidMeaning's first attempt.
+const orderPaidAsk = " (maybe by a copy of this request a proxy sent again, which the server executed before this one: " +
+	"ask the provider whose payment it is, then Resolve)"
+
+// orderPaidReason is the server's reason journaled by orderPaidMeaning's
+// attempt of rec, or "".
+func orderPaidReason(rec *journal.Record) string {
+	for i := len(rec.Attempts) - 1; i >= 0; i-- {
+		if r, ok := strings.CutPrefix(rec.Attempts[i].Err, orderPaidWords+": "); ok {
+			return strings.TrimSuffix(r, orderPaidAsk)
+		}
+	}
+	return ""
+}
+
+// orderPaidError is what a call ends with when the result endpoint has
+// not settled orderPaidMeaning's refusal: the journaled words, which say
+// the order is paid, maybe by a copy of ours, and whom to ask.
+func orderPaidError(rec *journal.Record) error {
+	for i := len(rec.Attempts) - 1; i >= 0; i-- {
+		if err := rec.Attempts[i].Err; strings.HasPrefix(err, orderPaidWords) {
+			return fmt.Errorf("%w: %s", ErrNeedsReview, strings.TrimPrefix(err, "idem: "))
+		}
+	}
+	return ErrNeedsReview
+}
+
+// orderPaidNotFound is the judgment of the result endpoint's "not found"
+// for the key after orderPaidMeaning's refusal, the lag past: nothing of
+// ours under the key executed, and another request paid the order.
+func orderPaidNotFound(rec *journal.Record) judgment {
+	return judgment{move: moveSettle, label: "order_paid_not_found",
+		out: Outcome{State: StateFailed, Reason: orderPaidReason(rec) + orderPaidHint}}
+}
+
+// orderPaidHint follows the reason of a payment refused because its
+// order is paid already, which the result endpoint does not find under
+// the key (orderPaidNotFound).
+const orderPaidHint = " (the order is paid already, and the result endpoint finds no payment under this request's key: " +
+	"see who paid it before paying for it again, under a new key or another order)"
 
 // refusedAfterMaybeSent: an earlier attempt may have executed, so a
 // refusal may be a gateway's or an expired credential's, or refuse this
@@ -1389,6 +1488,25 @@ func changesState(rawURL, key string) bool {
 // is a duplicate's words only to a request that may pay (changesState).
 func saysDuplicateTo(rec *journal.Record, body []byte, name string) bool {
 	return duplicateWords(body, name, rec.Key, !changesState(rec.URL, rec.Key))
+}
+
+// paidRefusal reports whether a refusal of rec says the order is paid
+// already (paidVerb) and nothing of the key: a 409 the classifier took
+// for the key in flight, a Conflict (a 422), or a 400. name is the key's
+// header: a server keeping its idempotency store by it answers a copy of
+// ours under the key from the store, not with the order's state. Words
+// naming the key, or saying the key's request or the order's payment
+// runs, are about the key or what runs, never this; nor are an order's
+// "already exists" or "duplicate" (duplicateWords without paying), whose
+// id the key may be.
+func paidRefusal(rec *journal.Record, v Verdict, status int, body []byte, name string) bool {
+	if !(v == Processing && status == http.StatusConflict || v == Conflict || v == Rejected && status == http.StatusBadRequest) {
+		return false
+	}
+	if namesKey(body, name) || saysKeyRunning(body, name) || saysSubjectRunning(body) {
+		return false
+	}
+	return duplicateWords(body, name, rec.Key, true) && !duplicateWords(body, name, rec.Key, false)
 }
 
 // lettersOnly reports whether s is ASCII letters alone: a word, as a

@@ -281,6 +281,14 @@ func (d *driver) run() error {
 				}
 				continue
 			}
+			if block != nil && p.orderPaid {
+				if q.notFound && !q.failed {
+					// Lagging (query settles it once the lag is past):
+					// asked again then, by Resume or Run.
+					return d.handoff(orderPaidError(d.rec), now.Add(c.cfg.resultLag))
+				}
+				return d.flag(block.reason, orderPaidError(d.rec))
+			}
 			if block != nil {
 				return d.flag(block.reason, block.cause)
 			}
@@ -325,6 +333,9 @@ func (d *driver) run() error {
 				}
 			}
 			continue
+		}
+		if block != nil && p.orderPaid {
+			return d.flag(block.reason, orderPaidError(d.rec))
 		}
 		if block != nil {
 			return d.flag(block.reason, block.cause)

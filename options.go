@@ -129,7 +129,7 @@ type config struct {
 	keyHeader         string
 	keyFormat         KeyFormat
 	resultTemplate    string
-	resultLag         time.Duration // WithResultLag; read only with the key in the body
+	resultLag         time.Duration // WithResultLag; read with the key in the body, and after "order already paid"
 	decode            Decoder
 	decodeIsJSON      bool // decode is the default DecodeJSON: called directly, its Answer stays on the stack
 	classify          Classifier
@@ -534,11 +534,14 @@ const DefaultResultLag = 2 * time.Minute
 const maxResultLag = 24 * time.Hour
 
 // WithResultLag sets how long the result endpoint may not yet show an
-// order it has placed. It applies only with the key in the body
+// order it has placed. It applies with the key in the body
 // (WithKeyInBody): a client order id the server refuses while its order
 // is open and forgets once it has filled, so a resend after a lagging
-// "not found" places the order again. Until the last send that may
-// have placed the order is older than d (by the journaled attempt
+// "not found" places the order again; and to a payment a header key's
+// server refused "order already paid" (checking the order before the
+// key, so a copy of ours may have paid it), which its "not found" fails.
+// Until the last send that may have placed the order is older than d
+// (by the journaled attempt
 // times; one the clock finds in the future is not; one an earlier
 // process sent counts from this process's first call at the earliest,
 // as its clock may have read slow; this process's own are aged by the
