@@ -275,7 +275,8 @@
 // settles itself under the same key. An empty body too, which net/http
 // resends without rewinding: over HTTP/1 the key's field goes out named
 // in lower case (idempotency-key, as HTTP/2 names it), which net/http
-// does not read as making the request replayable.
+// does not read as making the request replayable; not a GET, HEAD,
+// OPTIONS or TRACE, which net/http resends over HTTP/1 by its method.
 // A 409 so marked is the endpoint's own refusal, not another request
 // holding a key it does not read: failed with its reason to a first
 // attempt, flagged [ReviewKeyIgnored] after a send that may have executed.

@@ -302,7 +302,9 @@ func (c *Client) waitSaves(ctx context.Context) error {
 
 // errSaveUnderWay: a Store still journaling an endpoint learnt to ignore
 // the key past saveIgnoringTimeout (one that does not heed its context).
-var errSaveUnderWay = errors.New("idem: an endpoint learnt to ignore the key is still being journaled (the Store is slow to commit); nothing was removed: try again")
+// A wait that timed out, as context.DeadlineExceeded says: the admin
+// handler answers it 503, to be tried again.
+var errSaveUnderWay = fmt.Errorf("idem: an endpoint learnt to ignore the key is still being journaled (the Store is slow to commit); nothing was removed: try again: %w", context.DeadlineExceeded)
 
 // ignoringLearntFirst is ignoringLearnt before a first send, which does
 // not wait for a walk under way (another caller's, that may be long): a
@@ -476,7 +478,8 @@ func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // waits, up to 10 s and while ctx lasts, for the endpoints being
 // journaled (as Close does), so that none lands after the removal; if
 // one is still under way then, it removes nothing and returns ctx's
-// error, or one saying to try again. The removal is logged at Warn.
+// cause (context.Cause), or an error matching context.DeadlineExceeded
+// that says to try again. The removal is logged at Warn.
 func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
 	if err := c.enter(ctx); err != nil {
 		return false, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -314,8 +315,13 @@ func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
 	l.closeOnce.Do(func() {
 		l.endBound(true)
 		// Before the journal closes, so that the next process on it
-		// finds them; bounded, and a save cut short is logged.
-		_ = c.waitSaves(context.Background())
+		// finds them; bounded. A save the bound cuts short is logged
+		// by its goroutine if the Store heeds its context, here if not.
+		if err := c.waitSaves(context.Background()); err != nil {
+			c.log.LogAttrs(context.Background(), slog.LevelWarn,
+				"idem: closing before an endpoint learnt to ignore the idempotency key was journaled; its flagged operations still tell the next process",
+				slog.Any("err", err))
+		}
 		if c.ownsStore {
 			l.closeErr = c.store.Close()
 		}

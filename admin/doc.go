@@ -26,8 +26,10 @@
 // (idem.Client.KeyIgnoringEndpoints): an operation to one of them whose
 // answer is lost is flagged for review, never resent under the same key.
 // POST /key-ignoring/remove (idem.Client.ForgetKeyIgnoring) answers
-// {"removed": endpoint}, or 404 for an endpoint not known; the open
-// operations to it that may have executed are flagged "key ignored"
+// {"removed": endpoint}, or 404 for an endpoint not known (503, nothing
+// removed, while an endpoint learnt meanwhile is still being journaled
+// past 10 s: try again); the open operations to it that may have
+// executed are flagged "key ignored"
 // first (never resent: the endpoint kept no key for them); they stay
 // flagged, and teach it again (to this process at Resume or a Run pass
 // that reads them, to any at its start): resolve them, then remove it

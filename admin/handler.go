@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -161,7 +162,10 @@ func clientError(err error) error {
 		// journal.ErrInvalid: a scope or key the journal cannot hold
 		// (a NUL byte, too long), the caller's to fix.
 		return &Error{http.StatusBadRequest, "bad_request", err.Error()}
-	case errors.Is(err, idem.ErrClosed):
+	case errors.Is(err, idem.ErrClosed), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// A wait the Client gave up (ForgetKeyIgnoring's for a save
+		// under way), or the request's own end: nothing done, to be
+		// tried again.
 		return &Error{http.StatusServiceUnavailable, "unavailable", err.Error()}
 	}
 	return &Error{http.StatusInternalServerError, "internal", err.Error()}
