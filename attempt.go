@@ -793,6 +793,15 @@ func (d *driver) submit() (step, error) {
 	}
 	d.keyIgnored = d.keyIgnored || a.keyIgnored
 	a.keyIgnored = d.keyIgnored
+	if a.orderPaid && a.keyIgnored {
+		// "Order already paid" unmarked (a layer in front of the
+		// endpoint's idempotency middleware answered it) from an endpoint
+		// known to ignore the key: read as a key-keeping server's, the
+		// result endpoint's answer about the order was taken as about
+		// our key. The order's, whoever paid it, maybe a copy of ours
+		// (copyClaimed), as the marked 409 is.
+		a.orderPaid, a.copyMade = false, true
+	}
 	p := pastOf(d.rec, number)
 	if p.contested && a.otherRequest == "" && !a.stored() &&
 		(a.verdict == Settled && a.decodeErr == nil && a.out.State != StateFailed || a.verdict == Processing && a.status >= 200 && a.status < 300) {
@@ -1358,6 +1367,13 @@ func (d *driver) query() (step, error) {
 	d.serverUntil = ex.serverUntil
 
 	p := pastOf(d.rec, math.MaxInt)
+	if p.orderPaid && d.ignoresKey() {
+		// Learnt since the refusal: the endpoint does not read the key,
+		// so its answer is about the order, whoever paid it, and its "not
+		// found" says nothing of a copy of ours. Neither settles: a
+		// payment it names is left for a person (copyClaimedFound).
+		p.orderPaid, p.copyClaimed = false, true
+	}
 	st := step{judgment: judgeQuery(p, c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
 	if p.orderPaid && st.move == moveInconclusive && st.notFound && !st.failed && !c.lagging(d.rec, start) {
 		// The key's payment, if a copy of ours made one, would show by

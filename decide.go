@@ -509,6 +509,9 @@ func copyClaimedFound(j judgment) judgment {
 // that request may be a copy of ours a mesh sent, its payment the one
 // that paid the order, and the endpoint's answer for the key may be
 // another request's: left for a person as the key's other holder is.
+// From an endpoint known to ignore the key, the refusal is not read so
+// (submit takes it for copyClaimed's), nor is the result endpoint's
+// answer once it is learnt to (driver.query): it is about the order.
 func orderPaidMeaning(p past, a answer) judgment {
 	switch {
 	case p.maybeExecuted:

@@ -282,7 +282,7 @@ func (d *driver) run() error {
 				continue
 			}
 			if block != nil && p.orderPaid {
-				if q.notFound && !q.failed {
+				if q.notFound && !q.failed && block.reason != ReviewKeyIgnored {
 					// Lagging (query settles it once the lag is past):
 					// asked again then, by Resume or Run.
 					return d.handoff(orderPaidError(d.rec), now.Add(c.cfg.resultLag))
@@ -475,7 +475,7 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 				return &blocked{cause: &journalError{err}}
 			}
 		}
-		if d.keyIgnored || d.c.ignoring.has(rec) {
+		if d.ignoresKey() {
 			// The endpoint does not de-duplicate by the key, learnt from
 			// another operation's answer after this one's was lost (its
 			// own lost answers are flagged as they come, judgeSubmit):
@@ -584,7 +584,25 @@ func (d *driver) flagBlock(p past) *blocked {
 		// from the endpoint must not reopen it.
 		return &blocked{ReviewKeyExpired, ErrKeyExpired}
 	}
+	if p.orderPaid {
+		// "Order already paid" to a send of ours (orderPaidMeaning): the
+		// server refuses a resend so forever, and a copy of ours may have
+		// paid. Never resent, by a caller's Do or Submit either; only
+		// queried. From an endpoint since known to ignore the key, the
+		// result endpoint's "not found" settles nothing (driver.query):
+		// flagged as the endpoint's.
+		if d.ignoresKey() {
+			return &blocked{ReviewKeyIgnored, ErrNeedsReview}
+		}
+		return &blocked{ReviewRefusedAfterSend, ErrNeedsReview}
+	}
 	return nil
+}
+
+// ignoresKey reports whether the endpoint is known not to de-duplicate
+// by the key: by this call's answers or by what this process learnt.
+func (d *driver) ignoresKey() bool {
+	return d.keyIgnored || d.c.ignoring.has(d.rec)
 }
 
 // reviewOnlyBlock blocks a resend by automatic reconciliation of a

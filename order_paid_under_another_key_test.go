@@ -38,9 +38,14 @@ import (
 // and on Gett's 409 ORDER_ALREADY_PLACED under an Idempotency-Key, sent
 // when "the cart referenced has already been turned into a placed
 // order" ("Do not retry. Treat the user's order as already placed"),
-// https://developer.gett-tech.com/errors/ORDER_ALREADY_PLACED. The words,
-// "Order already paid" under ORDER_ALREADY_PAID, are modelled, as
-// alreadyPaidOrder's are (WeChat Pay's ORDERPAID).
+// https://developer.gett-tech.com/errors/ORDER_ALREADY_PLACED, which
+// Gett calls a "Reserved error code — not currently emitted by any
+// endpoint", and which its server checks the key before: "A clean retry
+// with the same idempotency key and the same body returns the original
+// successful response, not this error". Only the status is modelled on
+// it: the order checked before the key, and the words, "Order already
+// paid" under ORDER_ALREADY_PAID, are modelled, as alreadyPaidOrder's are
+// (WeChat Pay's ORDERPAID).
 type paidOrderServer struct {
 	srv        *httptest.Server
 	refusal    int
@@ -372,4 +377,35 @@ func TestOrderPaidAfterDidNotExecuteAnswers(t *testing.T) {
 	require.Equal(t, idem.StateUnknown, res.State)
 	require.Equal(t, idem.ReviewKeyInUse, res.Review)
 	v.requireKeys(t, "Idempotency-Key", "k", 2)
+}
+
+// "Never resent" holds for the caller's own calls too: after k's first
+// attempt was refused "Order already paid" and left unknown (the result
+// endpoint lagging), a second Submit of k, and a Do, sent k again (the
+// query's "not found" while lagging let the resend go), two submits of k,
+// where the server refuses it so forever and a copy of ours may have
+// paid. Now the query alone: the second Submit leaves k unknown,
+// ReviewRefusedAfterSend, and a Do once the lag is over fails it with the
+// server's reason and that the order is paid; k sent once in all.
+func TestOrderPaidIsNotResentByTheCallersOwnCalls(t *testing.T) {
+	s := newPaidOrderServer(t, http.StatusConflict)
+	c, _, clock, _ := s.paidByA(t)
+
+	res, err := c.Submit(t.Context(), s.pay("k", true))
+	requireOrderPaidUnknown(t, res, err)
+	res, err = c.Submit(t.Context(), s.pay("k", true))
+	requireOrderPaidUnknown(t, res, err)
+	s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
+	s.requireQueries(t, 2)
+
+	clock.Advance(idem.DefaultResultLag)
+	op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	res, err = c.Do(t.Context(), op)
+	require.ErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateFailed, res.State)
+	require.Contains(t, res.Reason, "Order already paid")
+	require.Contains(t, res.Reason, "the order is paid already")
+	s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
+	s.requireQueries(t, 3)
 }
