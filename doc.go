@@ -115,8 +115,9 @@
 //	400 saying the key was used before       key reused, other body failed, ErrKeyConflict, never resent
 //	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
 //	  the three, not saying ours differs     maybe a copy of ours    unknown, ReviewKeyInUse, ErrKeyConflict
-//	409/422/400 "order already paid", the    the order's state, or   never resent nor failed: query by key (found settles; first attempt:
-//	  key in a header, to a payment          a copy of ours paid it  not found past the lag fails), else ReviewRefusedAfterSend
+//	409/422/400 "order already paid", the    the order's state, or   never resent (Do and Submit too) nor failed: query by key (found settles;
+//	  key in a header, to a payment          a copy of ours paid it  first attempt: not found past the lag fails), else ReviewRefusedAfterSend;
+//	  (unmarked, from an endpoint known to ignore the key: as its 409 marked ignored, ReviewKeyIgnored)
 //	422/400 in progress, ours may have run   ours in flight          processing: wait, resend
 //	422/400 in progress, nothing of ours     someone else's          unknown, ReviewKeyInUse, ErrKeyConflict
 //	2xx decoded failed, saying in progress   as a 422/400 in progress (a GraphQL userError: Shopify's IDEMPOTENCY_CONCURRENT_REQUEST; WPG's XML error 9 "Request in progress")
