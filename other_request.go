@@ -106,8 +106,9 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 	}
 	for _, res := range resources(doc, 0, own, nil) {
 		parent := actedOn(res, acted)
+		net := surcharged(own, res)
 		for _, m := range ours {
-			if parent && topAmount(m.path) && amendable(m.name) {
+			if parent && topAmount(m.path) && amendable(m.name) || net && amendable(m.name) && strings.HasSuffix(folded(m.name), "amount") {
 				continue
 			}
 			theirName := m.path
@@ -316,6 +317,13 @@ func requestMembers(body []byte) (ours []member, own map[string]any) {
 			ours = append(ours, member{name, name, vs[0]})
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(form)) {
+		// A form's currency code of another name: Chargebee's
+		// "currency_code" (its payment intents, its invoices).
+		if vs := form[name]; len(vs) == 1 && folded(name) == "currencycode" && name != "currency" && len(ours) < nestedMost {
+			ours = append(ours, member{name, name, vs[0]})
+		}
+	}
 	return ours, nil
 }
 
@@ -466,6 +474,12 @@ func resources(doc any, depth int, own map[string]any, into []map[string]any) []
 		return into
 	}
 	into = append(into, m)
+	if out, ok := paymentOutput(m); ok {
+		into = append(into, out)
+	}
+	if res, ok := loneWrapped(m); ok && depth == 0 {
+		into = append(into, res)
+	}
 	if depth < 2 {
 		for _, name := range envelopeMembers {
 			if _, asked := own[name]; asked && depth == 0 {
@@ -477,6 +491,60 @@ func resources(doc any, depth int, own map[string]any, into []map[string]any) []
 		}
 	}
 	return into
+}
+
+// paymentOutput is the payment details of m, an answer's object, when it
+// wraps a payment as Worldline Direct's CreatePayment answers one,
+// {"payment": {"id", "paymentOutput": {"amountOfMoney": {"amount",
+// "currencyCode"}, …}, "status"}} (its SDKs' CreatePaymentResponse),
+// for the request's {"order": {"amountOfMoney": {…}}}: the replay of
+// another request's payment, "the same outcome as the original request,
+// even with different payloads", was read nowhere and settled as ours.
+// Only a "payment" holding a "paymentOutput": a "payment" of any shape
+// may be the parent an operation acted on (a refund's, a capture's),
+// whose amount is not the operation's.
+func paymentOutput(m map[string]any) (map[string]any, bool) {
+	payment, _ := m["payment"].(map[string]any)
+	out, ok := payment["paymentOutput"].(map[string]any)
+	return out, ok
+}
+
+// loneWrappers are the members Chargebee wraps the resource an operation
+// made or changed in, alone in its answer: {"payment_intent": {…}},
+// {"invoice": {…}} (apidocs.chargebee.com; chargebee-node's
+// PaymentIntent.CreateResponse and Invoice.CreateForChargeItemsAndCharges
+// Response).
+var loneWrappers = [...]string{"payment_intent", "invoice"}
+
+// loneWrapped is the resource m, an answer's top level, wraps when it is
+// one of loneWrappers and m's only member. Not one beside others: an
+// answer that expands a related object in place (Stripe's expand[] of a
+// refund's "payment_intent") carries that object's amounts, not the
+// request's.
+func loneWrapped(m map[string]any) (map[string]any, bool) {
+	if len(m) != 1 {
+		return nil, false
+	}
+	for _, name := range loneWrappers {
+		if res, ok := m[name].(map[string]any); ok {
+			return res, true
+		}
+	}
+	return nil, false
+}
+
+// surcharged reports whether an order's amount, the request's (own, its
+// top level) or res's, an answer's resource, leaves out a surcharge the
+// other counts: Worldline Direct's order.amountOfMoney is "The net amount
+// (without the surcharge)" when the order asks for surcharging
+// (order.surchargeSpecificInput), and its payment tells the surcharge
+// applied (paymentOutput.surchargeSpecificOutput). Its amounts then
+// differ for our own payment; its currency does not.
+func surcharged(own, res map[string]any) bool {
+	order, _ := own["order"].(map[string]any)
+	_, asked := order["surchargeSpecificInput"].(map[string]any)
+	_, applied := res["surchargeSpecificOutput"].(map[string]any)
+	return asked || applied
 }
 
 // scalarOf is v as text if it is a string or a number.

@@ -17,38 +17,34 @@ import (
 	"github.com/idemkit/idem/idemtest"
 )
 
-// flutterwaveKeyStore is Flutterwave's v4 POST /charges as its docs describe
-// its keys (developer.flutterwave.com/docs/idempotency): "When a
-// subsequent request is made with the same idempotency key, we return the
-// original response associated with the first request that used that
-// key", marked "X-Idempotency-Cache-Hit: true"; nothing there compares
-// the later request's body with the first's. Its charge echoes the
-// request's amount, currency and reference in "data". stored holds the
-// answers it keeps by key, which a test may fill with another request's
-// charge: a key shared with another service, or derived from a business
-// id that another order used first. The first cutBefore posts are cut
-// before the server reads them (a load balancer's reset: nothing
-// executes); the next cutAfter are cut once their charge is made and
+// keyReplayingServer is a server that answers a key it holds with the
+// key's stored answer, whatever the body, marked as a replay: stored
+// holds the answers it keeps by key, which a test may fill with another
+// request's. The first cutBefore posts are cut before the server reads
+// them (nothing executes); the next cutAfter once their resource is made
+// (make, of the request's body and the count of resources made) and
 // stored.
-type flutterwaveKeyStore struct {
+type keyReplayingServer struct {
+	keyHeader           string
+	marker              http.Header
+	status              int
+	make                func(body []byte, n int) string
 	cutBefore, cutAfter int
-	bare                bool // a charge's answer echoes none of the request's members
 
-	mu      sync.Mutex
-	stored  map[string]string // key -> the stored answer's body
-	charges []string          // the key of each charge made
-	keys    []string          // each post's X-Idempotency-Key
-	bodies  []string          // each post's body
+	mu     sync.Mutex
+	stored map[string]string
+	made   []string // the key of each resource made
+	keys   []string // each post's key
+	bodies []string // each post's body
 }
 
-func (f *flutterwaveKeyStore) serve(w http.ResponseWriter, r *http.Request) {
+func (f *keyReplayingServer) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		// A restarted client's HEAD, asking the host's clock.
 		w.WriteHeader(http.StatusNotFound)
 		return
 	}
 	b, _ := io.ReadAll(r.Body)
-	key := r.Header.Get("X-Idempotency-Key")
+	key := r.Header.Get(f.keyHeader)
 	f.mu.Lock()
 	f.keys = append(f.keys, key)
 	f.bodies = append(f.bodies, string(b))
@@ -60,18 +56,8 @@ func (f *flutterwaveKeyStore) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	answer, replay := f.stored[key]
 	if !replay {
-		var req struct {
-			Amount    json.Number `json:"amount"`
-			Currency  string      `json:"currency"`
-			Reference string      `json:"reference"`
-		}
-		_ = json.Unmarshal(b, &req)
-		f.charges = append(f.charges, key)
-		id := fmt.Sprintf("chg_%d", len(f.charges))
-		answer = flutterwaveV4Charge(id, req.Amount.String(), req.Currency, req.Reference)
-		if f.bare {
-			answer = fmt.Sprintf(`{"status":"success","message":"Charge created","data":{"id":%q,"status":"succeeded"}}`, id)
-		}
+		f.made = append(f.made, key)
+		answer = f.make(b, len(f.made))
 		f.stored[key] = answer
 	}
 	f.mu.Unlock()
@@ -80,11 +66,63 @@ func (f *flutterwaveKeyStore) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if replay {
-		w.Header().Set("X-Idempotency-Cache-Hit", "true")
+		for name, vs := range f.marker {
+			w.Header()[name] = vs
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusCreated)
+	w.WriteHeader(f.status)
 	_, _ = io.WriteString(w, answer)
+}
+
+// requireSent asserts the server got posts posts, each with key k and
+// body, and made the resources listed by key.
+func (f *keyReplayingServer) requireSent(t *testing.T, body string, posts int, made []string) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Equal(t, slices.Repeat([]string{"k"}, posts), f.keys, "keys of the posts")
+	require.Equal(t, slices.Repeat([]string{body}, posts), f.bodies, "bodies of the posts")
+	require.Equal(t, made, f.made, "resources made, by key")
+}
+
+// requireOwnReplaySettled asserts a call settled succeeded with id, the
+// answer a replay.
+func requireOwnReplaySettled(t *testing.T, res *idem.Result, err error, id string) {
+	t.Helper()
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, id, res.ResourceID)
+	require.True(t, res.Replayed)
+}
+
+// flutterwaveKeyStore is Flutterwave's v4 POST /charges as its docs
+// describe its keys (developer.flutterwave.com/docs/idempotency): "When a
+// subsequent request is made with the same idempotency key, we return the
+// original response associated with the first request that used that
+// key", marked "X-Idempotency-Cache-Hit: true"; nothing there compares
+// the later request's body with the first's. Its charge echoes the
+// request's amount, currency and reference in "data"; with bare, none of
+// them. stored holds the answers it keeps by key, which a test may fill
+// with another request's charge: a key shared with another service, or
+// derived from a business id that another order used first.
+func flutterwaveKeyStore(cutBefore, cutAfter int, bare bool, stored map[string]string) *keyReplayingServer {
+	return &keyReplayingServer{keyHeader: "X-Idempotency-Key", status: http.StatusCreated,
+		marker:    http.Header{"X-Idempotency-Cache-Hit": {"true"}},
+		cutBefore: cutBefore, cutAfter: cutAfter, stored: stored,
+		make: func(b []byte, n int) string {
+			var req struct {
+				Amount    json.Number `json:"amount"`
+				Currency  string      `json:"currency"`
+				Reference string      `json:"reference"`
+			}
+			_ = json.Unmarshal(b, &req)
+			id := fmt.Sprintf("chg_%d", n)
+			if bare {
+				return fmt.Sprintf(`{"status":"success","message":"Charge created","data":{"id":%q,"status":"succeeded"}}`, id)
+			}
+			return flutterwaveV4Charge(id, req.Amount.String(), req.Currency, req.Reference)
+		}}
 }
 
 // flutterwaveV4Charge is a charge's answer as Flutterwave's v4 API gives it.
@@ -117,17 +155,6 @@ func decodeFlutterwaveV4(a *idem.Answer) (idem.Outcome, error) {
 	return idem.Outcome{}, fmt.Errorf("charge status %q", v.Data.Status)
 }
 
-// requireSent asserts the server got posts posts, each with key k and
-// body, and made the charges listed by key.
-func (f *flutterwaveKeyStore) requireSent(t *testing.T, body string, posts int, charges []string) {
-	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.Equal(t, slices.Repeat([]string{"k"}, posts), f.keys, "keys of the posts")
-	require.Equal(t, slices.Repeat([]string{body}, posts), f.bodies, "bodies of the posts")
-	require.Equal(t, charges, f.charges, "charges made, by key")
-}
-
 // A server that answers a key it holds with the key's stored answer,
 // whatever the request (Flutterwave above; Worldline Direct likewise "will
 // respond with the same outcome as the original request, even with
@@ -157,7 +184,7 @@ func TestReplayedSuccessOfAnotherRequestIsNotOurs(t *testing.T) {
 			how: `currency "GHS", not the request's currency "NGN"`},
 	} {
 		t.Run(tt.name+": after a cut send", func(t *testing.T) {
-			f := &flutterwaveKeyStore{cutBefore: 1, stored: map[string]string{"k": tt.other}}
+			f := flutterwaveKeyStore(1, 0, false, map[string]string{"k": tt.other})
 			srv := httptest.NewServer(http.HandlerFunc(f.serve))
 			t.Cleanup(srv.Close)
 			c := clientFor(t, srv, idemtest.NewClock(epoch), key, decode)
@@ -168,7 +195,7 @@ func TestReplayedSuccessOfAnotherRequestIsNotOurs(t *testing.T) {
 			f.requireSent(t, body, 2, nil)
 		})
 		t.Run(tt.name+": replayed to Resume after a restart", func(t *testing.T) {
-			f := &flutterwaveKeyStore{cutBefore: idem.DefaultMaxAttempts, stored: map[string]string{"k": tt.other}}
+			f := flutterwaveKeyStore(idem.DefaultMaxAttempts, 0, false, map[string]string{"k": tt.other})
 			srv := httptest.NewServer(http.HandlerFunc(f.serve))
 			t.Cleanup(srv.Close)
 			// The clock at the server's: a restart weighs the key window
@@ -202,16 +229,13 @@ func TestReplayedSuccessOfAnotherRequestIsNotOurs(t *testing.T) {
 		{name: "echoing nothing to compare", bare: true},
 	} {
 		t.Run("our own charge replayed, "+tt.name+": settles", func(t *testing.T) {
-			f := &flutterwaveKeyStore{cutAfter: 1, bare: tt.bare, stored: map[string]string{}}
+			f := flutterwaveKeyStore(0, 1, tt.bare, map[string]string{})
 			srv := httptest.NewServer(http.HandlerFunc(f.serve))
 			t.Cleanup(srv.Close)
 			c := clientFor(t, srv, idemtest.NewClock(epoch), key, decode)
 
 			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/charges", Body: []byte(body)})
-			require.NoError(t, err)
-			require.Equal(t, idem.StateSucceeded, res.State)
-			require.Equal(t, "chg_1", res.ResourceID)
-			require.True(t, res.Replayed)
+			requireOwnReplaySettled(t, res, err, "chg_1")
 			f.requireSent(t, body, 2, []string{"k"})
 		})
 	}
