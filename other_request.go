@@ -320,7 +320,7 @@ func requestMembers(body []byte) (ours []member, own map[string]any) {
 	for _, name := range slices.Sorted(maps.Keys(form)) {
 		// A form's currency code of another name: Chargebee's
 		// "currency_code" (its payment intents, its invoices).
-		if vs := form[name]; len(vs) == 1 && folded(name) == "currencycode" && name != "currency" && len(ours) < nestedMost {
+		if vs := form[name]; len(vs) == 1 && folded(name) == "currencycode" && len(ours) < nestedMost {
 			ours = append(ours, member{name, name, vs[0]})
 		}
 	}
