@@ -103,7 +103,7 @@ func resourceHoldsKey(answer []byte, key, keyName string) bool {
 		return false
 	}
 	name, ref := bareName(keyName), distinctiveKey(key)
-	for _, res := range resources(doc, 0, nil, nil) {
+	for _, res := range resources(doc, 0, nil, nil, nil) {
 		for member, v := range res {
 			if s, ok := v.(string); ok && s == key && keyMember(member, name, ref) {
 				return true
@@ -203,7 +203,7 @@ func echoesReference(body, answer []byte) bool {
 	if json.Unmarshal(trimBOM(answer), &doc) != nil {
 		return false
 	}
-	for _, res := range resources(doc, 0, nil, nil) {
+	for _, res := range resources(doc, 0, nil, nil, nil) {
 		for name, v := range req {
 			ours, ok := v.(string)
 			if !ok || !distinctiveKey(ours) || !referenceName(name) {

@@ -104,7 +104,7 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 	if dec.Decode(&doc) != nil {
 		return "", false
 	}
-	for _, res := range resources(doc, 0, own, nil) {
+	for _, res := range resources(doc, 0, own, acted, nil) {
 		parent := actedOn(res, acted)
 		net := surcharged(own, res)
 		for _, m := range ours {
@@ -460,7 +460,10 @@ func memberAt(m map[string]any, path string) (any, bool) {
 // and answers it as "order" with the order's "amount", "The initial
 // amount of the order", beside the payment's own (CheckoutOrderResponse):
 // read as the resource, it made a part payment another request's.
-func resources(doc any, depth int, own map[string]any, into []map[string]any) []map[string]any {
+// Besides, a payment's output (paymentOutput, but for one acted on, its id
+// among acted, the request's path segments) and a lone wrapper's resource
+// (loneWrapped).
+func resources(doc any, depth int, own map[string]any, acted []string, into []map[string]any) []map[string]any {
 	if a, ok := doc.([]any); ok {
 		if len(a) != 1 {
 			// A list of several is a search's: which one is the key's is
@@ -474,7 +477,7 @@ func resources(doc any, depth int, own map[string]any, into []map[string]any) []
 		return into
 	}
 	into = append(into, m)
-	if out, ok := paymentOutput(m); ok {
+	if out, ok := paymentOutput(m, acted); ok {
 		into = append(into, out)
 	}
 	if res, ok := loneWrapped(m); ok && depth == 0 {
@@ -486,7 +489,7 @@ func resources(doc any, depth int, own map[string]any, into []map[string]any) []
 				continue
 			}
 			if v, ok := m[name]; ok {
-				into = resources(v, depth+1, nil, into)
+				into = resources(v, depth+1, nil, acted, into)
 			}
 		}
 	}
@@ -502,11 +505,15 @@ func resources(doc any, depth int, own map[string]any, into []map[string]any) []
 // even with different payloads", was read nowhere and settled as ours.
 // Only a "payment" holding a "paymentOutput": a "payment" of any shape
 // may be the parent an operation acted on (a refund's, a capture's),
-// whose amount is not the operation's.
-func paymentOutput(m map[string]any) (map[string]any, bool) {
+// whose amount is not the operation's. Nor one whose id is among acted,
+// the request's path segments (actedOn): Worldline's CancelPayment, POST
+// …/payments/{paymentId}/cancel with the part to cancel as its
+// "amountOfMoney", answers {"payment": …} with the payment's own amount,
+// which made our partial cancel another request's.
+func paymentOutput(m map[string]any, acted []string) (map[string]any, bool) {
 	payment, _ := m["payment"].(map[string]any)
 	out, ok := payment["paymentOutput"].(map[string]any)
-	return out, ok
+	return out, ok && !actedOn(payment, acted)
 }
 
 // loneWrappers are the members Chargebee wraps the resource an operation

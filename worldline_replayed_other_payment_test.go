@@ -68,25 +68,35 @@ func worldlinePayment(id string, amount int64, currency, reference string, surch
 		id, amount+surcharge, currency, amount+surcharge, currency, reference, extra)
 }
 
-// decodeWorldlinePayment reads a CreatePayment answer: its payment's id
-// and status.
-func decodeWorldlinePayment(a *idem.Answer) (idem.Outcome, error) {
+// worldlinePaymentOf is the id and status of the payment an answer wraps,
+// {"payment": {"id", "status", …}}.
+func worldlinePaymentOf(body []byte) (id, status string, err error) {
 	var v struct {
 		Payment *struct {
 			ID     string `json:"id"`
 			Status string `json:"status"`
 		} `json:"payment"`
 	}
-	if err := json.Unmarshal(a.Body, &v); err != nil || v.Payment == nil || v.Payment.ID == "" {
-		return idem.Outcome{}, fmt.Errorf("not a Worldline payment")
+	if err := json.Unmarshal(body, &v); err != nil || v.Payment == nil || v.Payment.ID == "" {
+		return "", "", fmt.Errorf("not a Worldline payment")
 	}
-	switch v.Payment.Status {
+	return v.Payment.ID, v.Payment.Status, nil
+}
+
+// decodeWorldlinePayment reads a CreatePayment answer: its payment's id
+// and status.
+func decodeWorldlinePayment(a *idem.Answer) (idem.Outcome, error) {
+	id, status, err := worldlinePaymentOf(a.Body)
+	if err != nil {
+		return idem.Outcome{}, err
+	}
+	switch status {
 	case "CAPTURED", "PENDING_CAPTURE":
-		return idem.Outcome{State: idem.StateSucceeded, ResourceID: v.Payment.ID}, nil
+		return idem.Outcome{State: idem.StateSucceeded, ResourceID: id}, nil
 	case "REJECTED":
-		return idem.Outcome{State: idem.StateFailed, ResourceID: v.Payment.ID, Reason: "rejected"}, nil
+		return idem.Outcome{State: idem.StateFailed, ResourceID: id, Reason: "rejected"}, nil
 	}
-	return idem.Outcome{State: idem.StateProcessing, ResourceID: v.Payment.ID}, nil
+	return idem.Outcome{State: idem.StateProcessing, ResourceID: id}, nil
 }
 
 // Worldline Direct replays the key's stored payment "even with different
