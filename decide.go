@@ -1587,7 +1587,7 @@ func saysDuplicateTo(rec *journal.Record, body []byte, name string) bool {
 // naming the key, or saying the key's request or the order's payment
 // runs, are about the key or what runs, never this. exists: the refusal
 // is a 409 to a create (not changesState) saying the order exists or is
-// a duplicate (duplicateWords without paying, about an order: saysOrder;
+// a duplicate (duplicateWords without paying, about an order: orderDuplicate;
 // Paxos's 409 Already Exists to an order's ref_id used before), which
 // such a server, its key in a header, says of the order's reference, not
 // of the key: it checked the order before the key, and the order may be
@@ -1602,7 +1602,7 @@ func paidRefusal(rec *journal.Record, v Verdict, status int, body []byte, name s
 		return false, false
 	}
 	if duplicateWords(body, name, rec.Key, false) {
-		exists = status == http.StatusConflict && !changesState(rec.URL, rec.Key) && saysOrder(body)
+		exists = status == http.StatusConflict && !changesState(rec.URL, rec.Key) && orderDuplicate(body, name, rec.Key)
 		return exists, exists
 	}
 	return duplicateWords(body, name, rec.Key, true), false
@@ -2128,14 +2128,29 @@ func namesTheKey(rest []byte, name string) bool {
 	return false
 }
 
-// saysOrder reports whether body has the word "order" (or "orders"),
-// alone or as a part of a code's name (ORDER_ALREADY_EXISTS, order_id):
-// a duplicate it speaks of is the order's, not the request's, which to a
-// server keeping the key may be the key's own ("Duplicate request",
-// "Request already processed").
-func saysOrder(body []byte) bool {
-	words := bytes.FieldsFunc(bytes.ToLower(body), func(r rune) bool { return r < 'a' || r > 'z' })
-	return slices.ContainsFunc(words, func(w []byte) bool { return string(w) == "order" || string(w) == "orders" })
+// orderDuplicate reports whether body's duplicate (duplicateWords, not
+// paying) is the order's: it holds with the word "order" (or "orders",
+// alone or a part of a code's name: ORDER_ALREADY_EXISTS, order_id) and
+// not without it. One about the request, which to a server keeping the
+// key may be the key's own ("Duplicate request", "Request already
+// processed"), holds without it, whatever else names an order: an RFC
+// 9457 problem's instance, the request's path ("/v1/orders"), as
+// Spring's ProblemDetail fills it; an order_id member beside it.
+func orderDuplicate(body []byte, name, key string) bool {
+	out := bytes.Clone(body)
+	said := false
+	for i := 0; i < len(out); {
+		j := i
+		for j < len(out) && (out[j]|0x20) >= 'a' && (out[j]|0x20) <= 'z' {
+			j++
+		}
+		if w := strings.ToLower(string(out[i:j])); w == "order" || w == "orders" {
+			said = true
+			copy(out[i:j], bytes.Repeat([]byte(" "), j-i))
+		}
+		i = j + 1
+	}
+	return said && !duplicateWords(out, name, key, false)
 }
 
 // saysAny reports whether body contains any of words (lower case),
