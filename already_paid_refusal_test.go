@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -77,4 +78,28 @@ func TestAlreadyPaidToAPaymentsFirstAttemptIsLeftUnknown(t *testing.T) {
 	require.Contains(t, err.Error(), "copy of this request")
 	require.Contains(t, err.Error(), "ask the provider")
 	require.EqualValues(t, 1, requests.Load())
+}
+
+// The same words in a 200 whose body the decoder reads as failed, the
+// key in the Idempotency-Key header (modelled: an API answering its
+// refusals 200 OK in an envelope, as WPG answers "Duplicate Order", and a
+// decoder that reads the envelope's refusal as failed): the 409's
+// meaning in another envelope. It was weighed as the key's "already
+// used", unknown, ReviewKeyInUse and ErrKeyConflict, though no key was
+// reused; now as the 409 is: unknown, ReviewRefusedAfterSend,
+// ErrNeedsReview, its error saying the order is paid, maybe by a copy of
+// this request. One request.
+func TestAlreadyPaidInA200ToAPaymentsFirstAttemptIsLeftUnknown(t *testing.T) {
+	v := newVendor(t, shape{status: http.StatusOK, body: `{"result":"error","message":"Order already paid"}`})
+	envelope := func(a *idem.Answer) (idem.Outcome, error) {
+		var b struct{ Result, Message string }
+		if err := json.Unmarshal(a.Body, &b); err != nil || b.Result != "error" {
+			return idem.Outcome{}, fmt.Errorf("unexpected body: %s", a.Body)
+		}
+		return idem.Outcome{State: idem.StateFailed, Reason: b.Message}, nil
+	}
+	res, err := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithDecoder(envelope)).Submit(t.Context(),
+		idem.Request{Key: "k", URL: v.srv.URL + "/v1/orders/o-1/payments", Body: []byte(`{"amount":100}`)})
+	requireOrderPaidUnknown(t, res, err)
+	v.requireKeys(t, "Idempotency-Key", "k", 1)
 }

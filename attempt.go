@@ -979,14 +979,17 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.verdict = Rejected
 		}
 	}
-	if !query && !a.keyIgnored && !a.stored() && c.cfg.keyHeader != "" && !slices.Contains(c.cfg.conflictStatus, ex.status) &&
-		paidRefusal(rec, a.verdict, ex.status, ex.body, name) {
-		// "Order already paid" from a server that keeps the key: the
-		// order's state, neither the key in flight, resent until the key
-		// window, nor the key reused. To a payment, the payment that paid
-		// it may be ours (orderPaidMeaning); to a cancel or a refund
-		// (changesState), no copy of it paid, as for a 400.
-		a.orderPaid, a.verdict = !changesState(rec.URL, rec.Key), Rejected
+	if !query && !a.keyIgnored && !a.stored() && c.cfg.keyHeader != "" && !slices.Contains(c.cfg.conflictStatus, ex.status) {
+		if paid, exists := paidRefusal(rec, a.verdict, ex.status, ex.body, name); paid {
+			// "Order already paid" from a server that keeps the key, or
+			// its 409 "Order already exists" to a create: the order's
+			// state, neither the key in flight, resent until the key
+			// window, nor the key reused. To a payment or a create, what
+			// paid or made the order may be ours (orderPaidMeaning); to a
+			// cancel or a refund (changesState), no copy of it paid, as
+			// for a 400.
+			a.orderPaid, a.orderExists, a.verdict = !changesState(rec.URL, rec.Key), exists, Rejected
+		}
 	}
 	a.versionMoved = !query && a.verdict == Rejected && ex.status == http.StatusConflict && versionConflict(ex.body)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight && !a.orderPaid {
@@ -1150,7 +1153,17 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// does: Kraken Futures answers "result": "success" whatever
 		// became of the order, its refusal's name in sendStatus.status.
 		envelope := c.cfg.keyHeader == "" && carriesError(ex.body)
+		paid := false
+		if c.cfg.keyHeader != "" && !a.keyIgnored && a.decodeErr == nil && !changesState(rec.URL, rec.Key) {
+			// Weighed as a 4xx's refusal (Conflict), as below.
+			paid, _ = paidRefusal(rec, Conflict, ex.status, ex.body, c.cfg.keyHeader)
+		}
 		switch {
+		case paid:
+			// "Order already paid" in a 200 from a server that keeps the
+			// key in a header: its 409's or 400's meaning in another
+			// envelope (orderPaidMeaning), not the key's "already used".
+			a.verdict, a.orderPaid, a.out = Rejected, true, Outcome{Reason: a.out.Reason}
 		case (envelope || a.decodeErr == nil) && saysDuplicateTo(rec, ex.body, c.bodyKeyName(rec)):
 			// An API that answers every refusal 200 OK refuses a client
 			// order id it holds so (Bybit's retCode 110072 "OrderLinkedID

@@ -53,9 +53,10 @@ type past struct {
 	// result endpoint finds for the order may be another request's.
 	copyClaimed bool
 	// orderPaid: an attempt before which nothing of ours may have
-	// executed was refused "order already paid" by a server that keeps
-	// the key (orderPaidMeaning): the result endpoint's "not found" for
-	// the key, once past the lag, fails it.
+	// executed was refused "order already paid", or a create "order
+	// already exists", by a server that keeps the key (orderPaidMeaning):
+	// the result endpoint's "not found" for the key, once past the lag,
+	// fails it.
 	orderPaid bool
 }
 
@@ -81,7 +82,7 @@ func (p past) after(a journal.Attempt) past {
 	if strings.HasPrefix(a.Err, copyClaimedWords) {
 		p.copyClaimed = true
 	}
-	if strings.HasPrefix(a.Err, orderPaidWords) {
+	if _, ok := orderHeldOf(a.Err); ok {
 		p.orderPaid = true
 	}
 	switch {
@@ -176,8 +177,9 @@ type answer struct {
 	copyRuns, copyMade bool
 	// orderPaid: a refusal of a payment from an endpoint that keeps the
 	// key in a header says the order is paid already, and nothing of the
-	// key (paidRefusal): the order's state, whoever paid it.
-	orderPaid bool
+	// key (paidRefusal): the order's state, whoever paid it. orderExists:
+	// it is a 409 saying the order a create makes exists already.
+	orderPaid, orderExists bool
 	// foundOrder: with the key in the request's body, a result query's
 	// 2xx the decoder could not read names the key as a member's value
 	// (foundOrder): the order exists.
@@ -512,24 +514,30 @@ func copyClaimedFound(j judgment) judgment {
 // From an endpoint known to ignore the key, the refusal is not read so
 // (submit takes it for copyClaimed's), nor is the result endpoint's
 // answer once it is learnt to (driver.query): it is about the order.
+// A create's 409 saying the order exists (a.orderExists) is read so too:
+// what made the order may be a copy of ours.
 func orderPaidMeaning(p past, a answer) judgment {
+	h, what, which := orderHeld[0], "is paid", "the payment that paid the order"
+	if a.orderExists {
+		h, what, which = orderHeld[1], "exists", "the order"
+	}
 	switch {
 	case p.maybeExecuted:
 		return judgment{move: moveReview, label: "order_paid_after_send", refused: true, review: ReviewRefusedAfterSend,
-			err: fmt.Errorf("idem: %s (after a send of ours that may have executed, the server says the order is paid: the payment may be ours, "+
-				"or another request's; ask the provider whose it is, then Resolve)", refusalReason(a))}
+			err: fmt.Errorf("idem: %s (after a send of ours that may have executed, the server says the order %s: it may be ours, "+
+				"or another request's; ask the provider whose it is, then Resolve)", refusalReason(a), what)}
 	case p.contested:
 		return judgment{move: moveReview, label: "order_paid_contested", refused: true, review: ReviewKeyInUse, conflict: true,
 			err: fmt.Errorf("idem: %s (after the server said another request held the key, which may be a copy of this one: "+
-				"the payment that paid the order may be that request's; ask the provider whose it is, then Resolve)", refusalReason(a))}
+				"%s may be that request's; ask the provider whose it is, then Resolve)", refusalReason(a), which)}
 	}
 	return judgment{move: moveReview, label: "order_paid", review: ReviewRefusedAfterSend,
-		err: fmt.Errorf("%s: %s%s", orderPaidWords, refusalReason(a), orderPaidAsk)}
+		err: fmt.Errorf("%s: %s%s", h.words, refusalReason(a), h.ask)}
 }
 
 // orderPaidWords begin the journaled error of orderPaidMeaning's attempt
 // before which nothing of ours may have executed, which pastOf reads back
-// (past.orderPaid) and orderPaidReason cuts the server's reason from:
+// (past.orderPaid) and orderPaidNotFound cuts the server's reason from:
 // keep them as written.
 const orderPaidWords = "idem: the server says the order is paid already"
 
@@ -538,23 +546,43 @@ const orderPaidWords = "idem: the server says the order is paid already"
 const orderPaidAsk = " (maybe by a copy of this request a proxy sent again, which the server executed before this one: " +
 	"ask the provider whose payment it is, then Resolve)"
 
-// orderPaidReason is the server's reason journaled by orderPaidMeaning's
-// attempt of rec, or "".
-func orderPaidReason(rec *journal.Record) string {
-	for i := len(rec.Attempts) - 1; i >= 0; i-- {
-		if r, ok := strings.CutPrefix(rec.Attempts[i].Err, orderPaidWords+": "); ok {
-			return strings.TrimSuffix(r, orderPaidAsk)
+// orderExistsWords, orderExistsAsk and orderExistsHint are orderPaidWords',
+// orderPaidAsk's and orderPaidHint's for a create's 409 saying the order
+// exists already (answer.orderExists): the words are read back as
+// orderPaidWords are.
+const (
+	orderExistsWords = "idem: the server says the order exists already"
+	orderExistsAsk   = " (maybe made by a copy of this request a proxy sent again, which the server executed before this one: " +
+		"ask the provider whose order it is, then Resolve)"
+	orderExistsHint = " (the order exists already, and the result endpoint finds nothing under this request's key: " +
+		"see who made it before making it again, under a new key or another reference)"
+)
+
+// orderHeld are the words, ask and hint of orderPaidMeaning's refusal, by
+// what the server said of the order: paid, or (a create's) existing.
+var orderHeld = [...]struct{ words, ask, hint string }{
+	{orderPaidWords, orderPaidAsk, orderPaidHint},
+	{orderExistsWords, orderExistsAsk, orderExistsHint},
+}
+
+// orderHeldOf is the index in orderHeld of the words err, an attempt's
+// journaled error, begins with.
+func orderHeldOf(err string) (int, bool) {
+	for i, h := range orderHeld {
+		if strings.HasPrefix(err, h.words) {
+			return i, true
 		}
 	}
-	return ""
+	return 0, false
 }
 
 // orderPaidError is what a call ends with when the result endpoint has
 // not settled orderPaidMeaning's refusal: the journaled words, which say
-// the order is paid, maybe by a copy of ours, and whom to ask.
+// the order is paid (or exists), maybe by a copy of ours, and whom to ask.
 func orderPaidError(rec *journal.Record) error {
 	for i := len(rec.Attempts) - 1; i >= 0; i-- {
-		if err := rec.Attempts[i].Err; strings.HasPrefix(err, orderPaidWords) {
+		err := rec.Attempts[i].Err
+		if _, ok := orderHeldOf(err); ok {
 			return fmt.Errorf("%w: %s", ErrNeedsReview, strings.TrimPrefix(err, "idem: "))
 		}
 	}
@@ -563,10 +591,21 @@ func orderPaidError(rec *journal.Record) error {
 
 // orderPaidNotFound is the judgment of the result endpoint's "not found"
 // for the key after orderPaidMeaning's refusal, the lag past: nothing of
-// ours under the key executed, and another request paid the order.
+// ours under the key executed, and another request paid (or made) the
+// order. Its reason is the server's, journaled with the refusal.
 func orderPaidNotFound(rec *journal.Record) judgment {
+	reason, hint := "", orderPaidHint
+	for i := len(rec.Attempts) - 1; i >= 0; i-- {
+		err := rec.Attempts[i].Err
+		if k, ok := orderHeldOf(err); ok {
+			h := orderHeld[k]
+			reason = strings.TrimSuffix(strings.TrimPrefix(err, h.words+": "), h.ask)
+			hint = h.hint
+			break
+		}
+	}
 	return judgment{move: moveSettle, label: "order_paid_not_found",
-		out: Outcome{State: StateFailed, Reason: orderPaidReason(rec) + orderPaidHint}}
+		out: Outcome{State: StateFailed, Reason: reason + hint}}
 }
 
 // orderPaidHint follows the reason of a payment refused because its
@@ -1384,7 +1423,11 @@ func duplicateWords(body []byte, name, key string, paying bool) bool {
 			// "taken": Rails' uniqueness error as a full message ("Client
 			// order has already been taken", its attribute's name without
 			// "_id").
-			if done(next) && aboutBefore(i) && !refusedForState(words[clauseStart(i):i], next) {
+			// Or the subject named with the id it is held by ("An order
+			// with this reference already exists"), or, paid, an invoice
+			// (paidInvoice).
+			if done(next) && (aboutBefore(i) || heldWith(words[:i], about) || next == paidVerb && paidInvoice(words[:i])) &&
+				!refusedForState(words[clauseStart(i):i], next) {
 				return true
 			}
 		case w == "same" && i >= 2 && words[i-1] == "the" && words[i-2] == "with":
@@ -1415,6 +1458,49 @@ func duplicateWords(body []byte, name, key string, paying bool) bool {
 		}
 	}
 	return false
+}
+
+// joinVerbs join a subject to "already" ("Invoice is already paid",
+// "has already been taken").
+var joinVerbs = [...]string{"is", "was", "are", "were", "has", "have", "been"}
+
+// beforeVerbs is before, the words ahead of "already", without the
+// joinVerbs that end it.
+func beforeVerbs(before []string) []string {
+	for len(before) > 0 && slices.Contains(joinVerbs[:], before[len(before)-1]) {
+		before = before[:len(before)-1]
+	}
+	return before
+}
+
+// heldWith reports whether before, the words ahead of "already", end in
+// a subject (about) named with the id it is held by, "with this" or "with
+// the same" one of idWords: "An order with this reference already
+// exists" (Paxos's Already Exists to an order's ref_id used before).
+func heldWith(before []string, about func(string) bool) bool {
+	before = beforeVerbs(before)
+	n := len(before)
+	if n < 4 || !slices.Contains(idWords[:], before[n-1]) {
+		return false
+	}
+	j := n - 2
+	switch {
+	case before[j] == "this" || before[j] == "that":
+		j--
+	case before[j] == "same" && before[j-1] == "the":
+		j -= 2
+	default:
+		return false
+	}
+	return j >= 1 && before[j] == "with" && about(before[j-1])
+}
+
+// paidInvoice reports whether before, the words ahead of "already paid",
+// end in an invoice: "Invoice is already paid", "The invoice has already
+// been paid", a payment's refusal as an order's "already paid" is.
+func paidInvoice(before []string) bool {
+	before = beforeVerbs(before)
+	return len(before) > 0 && (before[len(before)-1] == "invoice" || before[len(before)-1] == "invoices")
 }
 
 // sameID reports whether words start with an id of the subject (about):
@@ -1499,17 +1585,27 @@ func saysDuplicateTo(rec *journal.Record, body []byte, name string) bool {
 // header: a server keeping its idempotency store by it answers a copy of
 // ours under the key from the store, not with the order's state. Words
 // naming the key, or saying the key's request or the order's payment
-// runs, are about the key or what runs, never this; nor are an order's
-// "already exists" or "duplicate" (duplicateWords without paying), whose
-// id the key may be.
-func paidRefusal(rec *journal.Record, v Verdict, status int, body []byte, name string) bool {
+// runs, are about the key or what runs, never this. exists: the refusal
+// is a 409 to a create (not changesState) saying the order exists or is
+// a duplicate (duplicateWords without paying, about an order: orderDuplicate;
+// Paxos's 409 Already Exists to an order's ref_id used before), which
+// such a server, its key in a header, says of the order's reference, not
+// of the key: it checked the order before the key, and the order may be
+// a copy of ours. A 422 or 400 saying so stays the key's "already used"
+// (keyConflict); a 409 saying a request is a duplicate, the key's in
+// flight.
+func paidRefusal(rec *journal.Record, v Verdict, status int, body []byte, name string) (ok, exists bool) {
 	if !(v == Processing && status == http.StatusConflict || v == Conflict || v == Rejected && status == http.StatusBadRequest) {
-		return false
+		return false, false
 	}
 	if namesKey(body, name) || saysKeyRunning(body, name) || saysSubjectRunning(body) {
-		return false
+		return false, false
 	}
-	return duplicateWords(body, name, rec.Key, true) && !duplicateWords(body, name, rec.Key, false)
+	if duplicateWords(body, name, rec.Key, false) {
+		exists = status == http.StatusConflict && !changesState(rec.URL, rec.Key) && orderDuplicate(body, name, rec.Key)
+		return exists, exists
+	}
+	return duplicateWords(body, name, rec.Key, true), false
 }
 
 // lettersOnly reports whether s is ASCII letters alone: a word, as a
@@ -2030,6 +2126,31 @@ func namesTheKey(rest []byte, name string) bool {
 		return w == "id" || w == "ids" || w == "identifier" || w == "token" || w == "key"
 	}
 	return false
+}
+
+// orderDuplicate reports whether body's duplicate (duplicateWords, not
+// paying) is the order's: it holds with the word "order" (or "orders",
+// alone or a part of a code's name: ORDER_ALREADY_EXISTS, order_id) and
+// not without it. One about the request, which to a server keeping the
+// key may be the key's own ("Duplicate request", "Request already
+// processed"), holds without it, whatever else names an order: an RFC
+// 9457 problem's instance, the request's path ("/v1/orders"), as
+// Spring's ProblemDetail fills it; an order_id member beside it.
+func orderDuplicate(body []byte, name, key string) bool {
+	out := bytes.Clone(body)
+	said := false
+	for i := 0; i < len(out); {
+		j := i
+		for j < len(out) && (out[j]|0x20) >= 'a' && (out[j]|0x20) <= 'z' {
+			j++
+		}
+		if w := strings.ToLower(string(out[i:j])); w == "order" || w == "orders" {
+			said = true
+			copy(out[i:j], bytes.Repeat([]byte(" "), j-i))
+		}
+		i = j + 1
+	}
+	return said && !duplicateWords(out, name, key, false)
 }
 
 // saysAny reports whether body contains any of words (lower case),

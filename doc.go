@@ -118,11 +118,12 @@
 //	409/422/400 "order already paid", the    the order's state, or   never resent (Do and Submit too) nor failed: query by key (found settles;
 //	  key in a header, to a payment          a copy of ours paid it  first attempt: not found past the lag fails), else ReviewRefusedAfterSend;
 //	  (unmarked, from an endpoint known to ignore the key: as its 409 marked ignored, ReviewKeyIgnored)
+//	  "invoice already paid" too; a 2xx decoded failed saying so; a create's 409 "order already exists"
 //	422/400 in progress, ours may have run   ours in flight          processing: wait, resend
 //	422/400 in progress, nothing of ours     someone else's          unknown, ReviewKeyInUse, ErrKeyConflict
 //	2xx decoded failed, saying in progress   as a 422/400 in progress (a GraphQL userError: Shopify's IDEMPOTENCY_CONCURRENT_REQUEST; WPG's XML error 9 "Request in progress")
 //	2xx decoded failed, GraphQL internal err may have executed       query, then resend same key (INTERNAL_SERVER_ERROR; Braintree errorClass INTERNAL, SERVICE_AVAILABILITY)
-//	2xx decoded failed, duplicate order      as a 400 saying the key was used (WPG's "Duplicate Order" with the key in a header)
+//	2xx decoded failed, duplicate order      as a 400 saying the key was used (WPG's "Duplicate Order" with the key in a header; "already paid": as its 409)
 //	429                                      throttled               wait max(backoff, Retry-After), resend
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
 //	400 with AWS's ThrottlingException…      throttled               wait max(backoff, Retry-After), resend

@@ -60,10 +60,11 @@ const (
 	// resource's version (commercetools' 409 ConcurrentModification): a
 	// copy of it a proxy retried may be what moved the version, and no
 	// resend of the same bytes gets past the check; and on a payment's
-	// first attempt refused "order already paid" by a server that keeps
-	// the key but checks the order first: a copy of it a proxy sent may
-	// have paid the order, and the result endpoint, asked by the key,
-	// did not settle it.
+	// first attempt refused "order already paid" (or a create's 409
+	// "order already exists") by a server that keeps the key but checks
+	// the order first: a copy of it a proxy sent may have paid (or made)
+	// the order, and the result endpoint, asked by the key, did not
+	// settle it.
 	ReviewRefusedAfterSend = "server refuses resends of a request that may have executed"
 	// ReviewClockStepped: a journaled time lies in the future, so the key
 	// window cannot be measured: resending could reach a server that has

@@ -538,8 +538,9 @@ const maxResultLag = 24 * time.Hour
 // (WithKeyInBody): a client order id the server refuses while its order
 // is open and forgets once it has filled, so a resend after a lagging
 // "not found" places the order again; and to a payment a header key's
-// server refused "order already paid" (checking the order before the
-// key, so a copy of ours may have paid it), which its "not found" fails.
+// server refused "order already paid", or a create "order already
+// exists" with a 409 (checking the order before the key, so a copy of
+// ours may have paid or made it), which its "not found" fails.
 // Until the last send that may have placed the order is older than d
 // (by the journaled attempt
 // times; one the clock finds in the future is not; one an earlier

@@ -51,7 +51,8 @@ type paidOrderServer struct {
 	refusal    int
 	orderFirst bool
 	lost       bool
-	lag        int // queries answered 404 before the stored payments show
+	lag        int    // queries answered 404 before the stored payments show
+	words      string // the refusal's body, if not "Order already paid"'s
 
 	mu      sync.Mutex
 	charges int
@@ -91,7 +92,11 @@ func newPaidOrderServer(t *testing.T, refusal int) *paidOrderServer {
 			_, _ = io.WriteString(w, body)
 		case s.charges > 0:
 			w.WriteHeader(s.refusal)
-			_, _ = io.WriteString(w, `{"error":{"code":"ORDER_ALREADY_PAID","message":"Order already paid"}}`)
+			words := s.words
+			if words == "" {
+				words = `{"error":{"code":"ORDER_ALREADY_PAID","message":"Order already paid"}}`
+			}
+			_, _ = io.WriteString(w, words)
 		default:
 			s.charges++
 			s.stored[key] = fmt.Sprintf(`{"id":"pay_%d","status":"succeeded"}`, s.charges)
@@ -127,6 +132,32 @@ func (s *paidOrderServer) paidByA(t *testing.T) (c *idem.Client, stop func(), cl
 	require.NoError(t, err)
 	require.Equal(t, "pay_1", res.ResourceID)
 	return c, stop, clock, path
+}
+
+// refuseK opens a client at default settings on a new journal, sends a
+// (to be made) and then k (to be refused), req building each, and
+// returns k's result and error and restart, which asserts a sent once,
+// k once, then closes the client, opens another on the journal and
+// asserts that its Resume, five minutes on, leaves k unknown,
+// ReviewRefusedAfterSend, sending nothing.
+func (s *paidOrderServer) refuseK(t *testing.T, req func(key string) idem.Request) (res *idem.Result, err error, restart func()) {
+	t.Helper()
+	clock := idemtest.NewClock(epoch)
+	path := t.TempDir() + "/idem.journal"
+	c, stop := s.open(t, path, clock)
+	_, err = c.Submit(t.Context(), req("a"))
+	require.NoError(t, err)
+	res, err = c.Submit(t.Context(), req("k"))
+	return res, err, func() {
+		t.Helper()
+		s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
+		stop()
+		c, _ = s.open(t, path, clock)
+		op := resumeK(t, c, clock, 5*time.Minute)
+		require.Equal(t, idem.StateUnknown, op.State)
+		require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
+		s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
+	}
 }
 
 // requireQueries asserts the server's result queries.
@@ -188,19 +219,10 @@ func TestOrderPaidUnderAnotherKeyWithoutAResultEndpointIsLeftUnknown(t *testing.
 	for _, status := range []int{http.StatusConflict, http.StatusUnprocessableEntity, http.StatusBadRequest} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			s := newPaidOrderServer(t, status)
-			c, stop, clock, path := s.paidByA(t)
-
-			res, err := c.Submit(t.Context(), s.pay("k", false))
+			res, err, restart := s.refuseK(t, func(key string) idem.Request { return s.pay(key, false) })
 			requireOrderPaidUnknown(t, res, err)
 			require.Equal(t, 1, res.Attempts)
-			s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
-			stop()
-
-			c, _ = s.open(t, path, clock)
-			op := resumeK(t, c, clock, 5*time.Minute)
-			require.Equal(t, idem.StateUnknown, op.State)
-			require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
-			s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
+			restart()
 		})
 	}
 }
@@ -264,23 +286,34 @@ func TestOrderPaidToAFirstAttemptAsksTheResultEndpoint(t *testing.T) {
 			s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
 			stop()
 
-			// A restarted process counts the lag from its start, as its
-			// clock may read otherwise than the one that sent k: its
-			// first Resume finds k lagging, the next, past it, fails k.
-			c, _ = s.open(t, path, clock)
-			op := resumeK(t, c, clock, 5*time.Minute)
-			require.Equal(t, idem.StateUnknown, op.State)
-			require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
-			op = resumeK(t, c, clock, idem.DefaultResultLag)
-			require.Equal(t, idem.StateFailed, op.State)
-			require.Empty(t, op.Review)
-			require.NotNil(t, op.Result)
-			require.Contains(t, op.Result.Reason, "Order already paid")
-			require.Contains(t, op.Result.Reason, "the order is paid already")
-			s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
-			s.requireQueries(t, 3)
+			s.requireResumeFailsK(t, path, clock, "Order already paid", "the order is paid already")
 		})
 	}
+}
+
+// requireResumeFailsK opens a client on the journal at path, as a
+// restarted process does, and asserts that its Resume leaves k unknown,
+// ReviewRefusedAfterSend, while the result endpoint may lag, and fails
+// it once the lag is over, its reason holding each of reason; a sent
+// once, k once, three result queries in all. The restarted process
+// counts the lag from its start, as its clock may read otherwise than
+// the one that sent k: its first Resume finds k lagging, the next, past
+// it, fails k.
+func (s *paidOrderServer) requireResumeFailsK(t *testing.T, path string, clock *idemtest.Clock, reason ...string) {
+	t.Helper()
+	c, _ := s.open(t, path, clock)
+	op := resumeK(t, c, clock, 5*time.Minute)
+	require.Equal(t, idem.StateUnknown, op.State)
+	require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
+	op = resumeK(t, c, clock, idem.DefaultResultLag)
+	require.Equal(t, idem.StateFailed, op.State)
+	require.Empty(t, op.Review)
+	require.NotNil(t, op.Result)
+	for _, r := range reason {
+		require.Contains(t, op.Result.Reason, r)
+	}
+	s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
+	s.requireQueries(t, 3)
 }
 
 // The payment that paid the order may be ours: k's first attempt pays
