@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -106,9 +107,10 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 	}
 	for _, res := range resources(doc, 0, own, acted, nil) {
 		parent := actedOn(res, acted)
-		net := surcharged(own, res)
+		asked, added, exact := surcharged(own, res)
 		for _, m := range ours {
-			if parent && topAmount(m.path) && amendable(m.name) || net && amendable(m.name) && strings.HasSuffix(folded(m.name), "amount") {
+			orderAmount := amendable(m.name) && strings.HasSuffix(folded(m.name), "amount")
+			if parent && topAmount(m.path) && amendable(m.name) || asked && orderAmount && !exact {
 				continue
 			}
 			theirName := m.path
@@ -125,6 +127,10 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 			if !named && answerAliases[m.path] != "" {
 				theirName = answerAliases[m.path]
 				w, ok = scalarOf(res[theirName])
+			}
+			if ok && asked && orderAmount {
+				w, ok = netAmount(w, added)
+				theirName += " less its surcharge"
 			}
 			if ok && differ(m.value, w) && !(m.name == "product_id" && oneBook(m.value, w)) && (how == "" || !amendable(m.name)) {
 				how = fmt.Sprintf("%s %q, not the request's %s %q", theirName, clipValue(w), m.path, clipValue(m.value))
@@ -540,18 +546,47 @@ func loneWrapped(m map[string]any) (map[string]any, bool) {
 	return nil, false
 }
 
-// surcharged reports whether an order's amount, the request's (own, its
-// top level) or res's, an answer's resource, leaves out a surcharge the
-// other counts: Worldline Direct's order.amountOfMoney is "The net amount
-// (without the surcharge)" when the order asks for surcharging
+// surcharged reports whether own, a request's top level, asks for its
+// order to be surcharged, and the surcharge res, an answer's resource,
+// tells applied: Worldline Direct's order.amountOfMoney is "The net
+// amount (without the surcharge)" when the order asks for surcharging
 // (order.surchargeSpecificInput), and its payment tells the surcharge
-// applied (paymentOutput.surchargeSpecificOutput). Its amounts then
-// differ for our own payment; its currency does not.
-func surcharged(own, res map[string]any) bool {
+// applied (paymentOutput.surchargeSpecificOutput.surchargeAmount). added
+// is that surcharge in minor units, exact when it is told as an integer:
+// the answer's amount less it is then the request's net amount. Not
+// exact, the amounts may differ for our own payment and only its
+// currency is compared. A surcharge the request did not ask for proves
+// nothing of ours: surcharging is defined in the request (Worldline's
+// "The following properties define the surcharge of your order in a
+// CreateHostedCheckout/CreatePayment request"), so such an answer's
+// amount is compared as it is.
+func surcharged(own, res map[string]any) (asked bool, added int64, exact bool) {
 	order, _ := own["order"].(map[string]any)
-	_, asked := order["surchargeSpecificInput"].(map[string]any)
-	_, applied := res["surchargeSpecificOutput"].(map[string]any)
-	return asked || applied
+	if _, asked = order["surchargeSpecificInput"].(map[string]any); !asked {
+		return false, 0, false
+	}
+	out, _ := res["surchargeSpecificOutput"].(map[string]any)
+	amount, _ := out["surchargeAmount"].(map[string]any)
+	v, ok := scalarOf(amount["amount"])
+	if !ok {
+		return true, 0, false
+	}
+	added, err := strconv.ParseInt(v, 10, 64)
+	return true, added, err == nil
+}
+
+// netAmount is gross, an answer's amount in minor units, less added, the
+// surcharge it counts; false when gross is no integer, the net then
+// unknown. A negative one, no amount a payment has, is left as it is.
+func netAmount(gross string, added int64) (string, bool) {
+	n, err := strconv.ParseInt(gross, 10, 64)
+	if err != nil {
+		return "", false
+	}
+	if n < 0 || added < 0 {
+		return gross, true
+	}
+	return strconv.FormatInt(n-added, 10), true
 }
 
 // scalarOf is v as text if it is a string or a number.

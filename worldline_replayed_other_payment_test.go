@@ -107,8 +107,11 @@ func decodeWorldlinePayment(a *idem.Answer) (idem.Outcome, error) {
 // replay of 250000 USD (or 2500 EUR) settled succeeded as our 1000 EUR,
 // 2 posts, no payment of ours. Now flagged ReviewKeyInUse, never resent.
 // Our own payment replayed still settles, surcharged too: its order's
-// amount is the net one, the answer's may be the gross, so a surcharge on
-// either side leaves the amount uncompared, the currency compared still.
+// amount is the net one, the answer's the gross beside the surcharge it
+// counts, so the answer's amount less its surchargeAmount is compared. A
+// surcharge our request did not ask for leaves the amount compared as it
+// is (it was the reason to skip it, so another request's surcharged
+// payment settled as ours: 2 posts, none of ours made).
 func TestWorldlineReplayedPaymentOfAnotherRequest(t *testing.T) {
 	plain := `{"cardPaymentMethodSpecificInput":{"authorizationMode":"SALE","token":"0ca037cc-9cb0-4a9f-8c3b-6c9e5d1e2f30"},` +
 		`"order":{"amountOfMoney":{"amount":1000,"currencyCode":"EUR"},"references":{"merchantReference":"order-1001"}}}`
@@ -131,6 +134,16 @@ func TestWorldlineReplayedPaymentOfAnotherRequest(t *testing.T) {
 			how: `amountOfMoney.amount "2500", not the request's order.amountOfMoney.amount "1000"`},
 		{name: "ours surcharged, another currency", body: surcharged, other: worldlinePayment("3066019730_0", 1000, "USD", "order-0950", 30),
 			how: `amountOfMoney.currencyCode "USD", not the request's order.amountOfMoney.currencyCode "EUR"`},
+		// Surcharging is asked in the request ("The following properties
+		// define the surcharge of your order in a
+		// CreateHostedCheckout/CreatePayment request", Surcharging): a
+		// surcharged payment for a plain request is another request's.
+		{name: "plain request, another amount, surcharged answer", body: plain, other: worldlinePayment("3066019730_0", 2500, "EUR", "order-0950", 30),
+			how: `amountOfMoney.amount "2530", not the request's order.amountOfMoney.amount "1000"`},
+		// The answer's gross amount less its surchargeAmount is the
+		// order's net amount: 2530 less 30 is not our 1000.
+		{name: "ours surcharged, another net amount", body: surcharged, other: worldlinePayment("3066019730_0", 2500, "EUR", "order-0950", 30),
+			how: `amountOfMoney.amount less its surcharge "2500", not the request's order.amountOfMoney.amount "1000"`},
 	} {
 		t.Run(tt.name+": after a cut send", func(t *testing.T) {
 			f := worldlineKeyStore(1, 0, 0, map[string]string{"k": tt.other})
