@@ -73,7 +73,7 @@ func TestOrderExistsToAFirstAttemptWithoutAResultEndpointIsLeftUnknown(t *testin
 		t.Run(w.name, func(t *testing.T) {
 			s := newPaidOrderServer(t, http.StatusConflict)
 			s.words = w.body
-			res, err, restart := s.refuseK(t, func(key string) idem.Request { return s.createOrder(key, false) })
+			res, restart, err := s.refuseK(t, func(key string) idem.Request { return s.createOrder(key, false) })
 			requireOrderExistsUnknown(t, res, err, w.words)
 			require.Equal(t, 1, res.Attempts)
 			restart()
@@ -145,7 +145,7 @@ func TestInvoiceAlreadyPaidToAFirstAttemptIsLeftUnknown(t *testing.T) {
 			t.Run(fmt.Sprint(status, " ", i), func(t *testing.T) {
 				s := newPaidOrderServer(t, status)
 				s.words = body
-				res, err, restart := s.refuseK(t, func(key string) idem.Request {
+				res, restart, err := s.refuseK(t, func(key string) idem.Request {
 					return idem.Request{Key: key, URL: s.srv.URL + "/v1/invoices/in_1/pay", Body: []byte(`{"amount":100}`)}
 				})
 				require.ErrorIs(t, err, idem.ErrNeedsReview)

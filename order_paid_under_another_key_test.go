@@ -136,11 +136,11 @@ func (s *paidOrderServer) paidByA(t *testing.T) (c *idem.Client, stop func(), cl
 
 // refuseK opens a client at default settings on a new journal, sends a
 // (to be made) and then k (to be refused), req building each, and
-// returns k's result and error and restart, which asserts a sent once,
+// returns k's result, restart, which asserts a sent once,
 // k once, then closes the client, opens another on the journal and
 // asserts that its Resume, five minutes on, leaves k unknown,
 // ReviewRefusedAfterSend, sending nothing.
-func (s *paidOrderServer) refuseK(t *testing.T, req func(key string) idem.Request) (res *idem.Result, err error, restart func()) {
+func (s *paidOrderServer) refuseK(t *testing.T, req func(key string) idem.Request) (res *idem.Result, restart func(), err error) {
 	t.Helper()
 	clock := idemtest.NewClock(epoch)
 	path := t.TempDir() + "/idem.journal"
@@ -148,7 +148,7 @@ func (s *paidOrderServer) refuseK(t *testing.T, req func(key string) idem.Reques
 	_, err = c.Submit(t.Context(), req("a"))
 	require.NoError(t, err)
 	res, err = c.Submit(t.Context(), req("k"))
-	return res, err, func() {
+	return res, func() {
 		t.Helper()
 		s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
 		stop()
@@ -157,7 +157,7 @@ func (s *paidOrderServer) refuseK(t *testing.T, req func(key string) idem.Reques
 		require.Equal(t, idem.StateUnknown, op.State)
 		require.Equal(t, idem.ReviewRefusedAfterSend, op.Review)
 		s.requireSent(t, 1, map[string]int{"a": 1, "k": 1})
-	}
+	}, err
 }
 
 // requireQueries asserts the server's result queries.
@@ -219,7 +219,7 @@ func TestOrderPaidUnderAnotherKeyWithoutAResultEndpointIsLeftUnknown(t *testing.
 	for _, status := range []int{http.StatusConflict, http.StatusUnprocessableEntity, http.StatusBadRequest} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
 			s := newPaidOrderServer(t, status)
-			res, err, restart := s.refuseK(t, func(key string) idem.Request { return s.pay(key, false) })
+			res, restart, err := s.refuseK(t, func(key string) idem.Request { return s.pay(key, false) })
 			requireOrderPaidUnknown(t, res, err)
 			require.Equal(t, 1, res.Attempts)
 			restart()
