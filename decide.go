@@ -1602,7 +1602,8 @@ func paidRefusal(rec *journal.Record, v Verdict, status int, body []byte, name s
 		return false, false
 	}
 	if duplicateWords(body, name, rec.Key, false) {
-		exists = status == http.StatusConflict && !changesState(rec.URL, rec.Key) && orderDuplicate(body, name, rec.Key)
+		exists = status == http.StatusConflict && !changesState(rec.URL, rec.Key) && orderDuplicate(body, name, rec.Key) &&
+			!keyWorded(body, rec.Key)
 		return exists, exists
 	}
 	return duplicateWords(body, name, rec.Key, true), false
@@ -2152,6 +2153,27 @@ func orderDuplicate(body []byte, name, key string) bool {
 	}
 	return said && !duplicateWords(out, name, key, false)
 }
+
+// keyWorded reports whether an order's duplicate (orderDuplicate) may
+// be the key's after all, another request holding it: the body says
+// "key" or "idempotency" ("An order with this key already exists"),
+// gives the key's value when that is telling (distinctiveKey), names a
+// request ("for this request", "A request for this order", a
+// request_id), says "processed" (as "Request already processed" is the
+// key's), or says something runs or is to be retried ("is processing",
+// "pending", "retry later"), which saysSubjectRunning reads only at a
+// clause's head. An order that exists is none of these.
+func keyWorded(body []byte, key string) bool {
+	if distinctiveKey(key) && bytes.Contains(body, []byte(key)) {
+		return true
+	}
+	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool { return r >= utf8.RuneSelf || !alnum(byte(r)) })
+	return slices.ContainsFunc(words, func(w string) bool { return slices.Contains(keyWords[:], w) })
+}
+
+// keyWords are keyWorded's words.
+var keyWords = [...]string{"key", "keys", "idempotency", "idempotent", "request", "requests", "processed", "process",
+	"processing", "pending", "progress", "running", "retry", "retrying", "later", "locked"}
 
 // saysAny reports whether body contains any of words (lower case),
 // ignoring case.
