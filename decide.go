@@ -1606,7 +1606,9 @@ func paidRefusal(rec *journal.Record, v Verdict, status int, body []byte, name s
 			!keyWorded(body, rec.Key)
 		return exists, exists
 	}
-	return duplicateWords(body, name, rec.Key, true), false
+	// Words of the key's request are the key's in flight here too: "An
+	// order with this key is already paid", "…, retry later".
+	return duplicateWords(body, name, rec.Key, true) && !keyWorded(body, rec.Key), false
 }
 
 // lettersOnly reports whether s is ASCII letters alone: a word, as a
@@ -2157,23 +2159,29 @@ func orderDuplicate(body []byte, name, key string) bool {
 // keyWorded reports whether an order's duplicate (orderDuplicate) may
 // be the key's after all, another request holding it: the body says
 // "key" or "idempotency" ("An order with this key already exists"),
-// gives the key's value when that is telling (distinctiveKey), names a
-// request ("for this request", "A request for this order", a
-// request_id), says "processed" (as "Request already processed" is the
-// key's), or says something runs or is to be retried ("is processing",
-// "pending", "retry later"), which saysSubjectRunning reads only at a
-// clause's head. An order that exists is none of these.
+// gives the key's value when that is telling (distinctiveKey: a
+// request_id holding it), names a request ("for this request", "A
+// request for this order"), says "processed" (as "Request already
+// processed" is the key's), or says something runs, is to be retried or
+// is in flight ("is processing", "pending", "retry later", "concurrent
+// submission"), which saysSubjectRunning reads only at a clause's head.
+// An order that exists, or is paid, is none of these.
 func keyWorded(body []byte, key string) bool {
 	if distinctiveKey(key) && bytes.Contains(body, []byte(key)) {
 		return true
 	}
-	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool { return r >= utf8.RuneSelf || !alnum(byte(r)) })
+	// A member or code in snake_case is one word: Stripe's
+	// "invalid_request_error", a "request_id" or an order's
+	// "PENDING_PAYMENT" say nothing of the key (its value, in one, is
+	// found above).
+	words := strings.FieldsFunc(strings.ToLower(string(body)), func(r rune) bool { return r >= utf8.RuneSelf || !alnum(byte(r)) && r != '_' })
 	return slices.ContainsFunc(words, func(w string) bool { return slices.Contains(keyWords[:], w) })
 }
 
 // keyWords are keyWorded's words.
 var keyWords = [...]string{"key", "keys", "idempotency", "idempotent", "request", "requests", "processed", "process",
-	"processing", "pending", "progress", "running", "retry", "retrying", "later", "locked"}
+	"processing", "pending", "progress", "inprogress", "running", "retry", "retrying", "later", "locked", "concurrent",
+	"concurrently", "flight", "inflight", "ongoing"}
 
 // saysAny reports whether body contains any of words (lower case),
 // ignoring case.

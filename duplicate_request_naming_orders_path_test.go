@@ -122,6 +122,11 @@ func TestOrderExistsWordsAboutTheKeyAreTheKeyInFlight(t *testing.T) {
 		{"is processing", "k", `{"message":"Order already exists and is processing"}`},
 		{"pending", "k", `{"message":"Order already exists","status":"pending"}`},
 		{"retry later", "k", `{"message":"Order already exists, retry later"}`},
+		{"concurrent", "k", `{"message":"Order already exists (concurrent submission)"}`},
+		// The same words beside "already paid" (paidRefusal's paid
+		// reading): the key's in flight too.
+		{"paid with this key", "k", `{"message":"An order with this key is already paid"}`},
+		{"paid, retry later", "k", `{"message":"Order already paid, retry later"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) { requireOrderKeyInFlight(t, tc.key, tc.body) })
 	}

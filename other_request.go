@@ -565,7 +565,12 @@ func surcharged(own, res map[string]any) (asked bool, added int64, exact bool) {
 	if _, asked = order["surchargeSpecificInput"].(map[string]any); !asked {
 		return false, 0, false
 	}
-	out, _ := res["surchargeSpecificOutput"].(map[string]any)
+	out, ok := res["surchargeSpecificOutput"].(map[string]any)
+	if !ok {
+		// Asked, none applied (Worldline surcharges commercial cards
+		// only): the answer's amount is the net one.
+		return true, 0, true
+	}
 	amount, _ := out["surchargeAmount"].(map[string]any)
 	v, ok := scalarOf(amount["amount"])
 	if !ok {

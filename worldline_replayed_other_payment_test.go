@@ -144,6 +144,11 @@ func TestWorldlineReplayedPaymentOfAnotherRequest(t *testing.T) {
 		// order's net amount: 2530 less 30 is not our 1000.
 		{name: "ours surcharged, another net amount", body: surcharged, other: worldlinePayment("3066019730_0", 2500, "EUR", "order-0950", 30),
 			how: `amountOfMoney.amount less its surcharge "2500", not the request's order.amountOfMoney.amount "1000"`},
+		// Surcharges apply to commercial cards only ("You can apply
+		// surcharges only to commercial cards", Surcharging): an answer
+		// with no surchargeSpecificOutput carries the net amount.
+		{name: "ours surcharged, none applied, another amount", body: surcharged, other: worldlinePayment("3066019730_0", 2500, "EUR", "order-0950", 0),
+			how: `amountOfMoney.amount less its surcharge "2500", not the request's order.amountOfMoney.amount "1000"`},
 	} {
 		t.Run(tt.name+": after a cut send", func(t *testing.T) {
 			f := worldlineKeyStore(1, 0, 0, map[string]string{"k": tt.other})
