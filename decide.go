@@ -576,15 +576,24 @@ func orderHeldOf(err string) (int, bool) {
 	return 0, false
 }
 
+// lastOrderHeld is the journaled error of rec's latest attempt that
+// orderPaidMeaning refused, and its index in orderHeld; ok false if none.
+func lastOrderHeld(rec *journal.Record) (err string, k int, ok bool) {
+	for i := len(rec.Attempts) - 1; i >= 0; i-- {
+		err = rec.Attempts[i].Err
+		if k, ok = orderHeldOf(err); ok {
+			return err, k, true
+		}
+	}
+	return "", 0, false
+}
+
 // orderPaidError is what a call ends with when the result endpoint has
 // not settled orderPaidMeaning's refusal: the journaled words, which say
 // the order is paid (or exists), maybe by a copy of ours, and whom to ask.
 func orderPaidError(rec *journal.Record) error {
-	for i := len(rec.Attempts) - 1; i >= 0; i-- {
-		err := rec.Attempts[i].Err
-		if _, ok := orderHeldOf(err); ok {
-			return fmt.Errorf("%w: %s", ErrNeedsReview, strings.TrimPrefix(err, "idem: "))
-		}
+	if err, _, ok := lastOrderHeld(rec); ok {
+		return fmt.Errorf("%w: %s", ErrNeedsReview, strings.TrimPrefix(err, "idem: "))
 	}
 	return ErrNeedsReview
 }
@@ -595,14 +604,9 @@ func orderPaidError(rec *journal.Record) error {
 // order. Its reason is the server's, journaled with the refusal.
 func orderPaidNotFound(rec *journal.Record) judgment {
 	reason, hint := "", orderPaidHint
-	for i := len(rec.Attempts) - 1; i >= 0; i-- {
-		err := rec.Attempts[i].Err
-		if k, ok := orderHeldOf(err); ok {
-			h := orderHeld[k]
-			reason = strings.TrimSuffix(strings.TrimPrefix(err, h.words+": "), h.ask)
-			hint = h.hint
-			break
-		}
+	if err, k, ok := lastOrderHeld(rec); ok {
+		h := orderHeld[k]
+		reason, hint = strings.TrimSuffix(strings.TrimPrefix(err, h.words+": "), h.ask), h.hint
 	}
 	return judgment{move: moveSettle, label: "order_paid_not_found",
 		out: Outcome{State: StateFailed, Reason: reason + hint}}
