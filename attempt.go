@@ -816,29 +816,47 @@ func (d *driver) submit() (step, error) {
 		ex.err = st.err
 	}
 	ex.blankSent(&st.out)
-	now := d.now()
-	err := d.commit(func(r *journal.Record) {
-		// A replay whose body was cut in transit is read again by a resend:
-		// it does not make the answer final.
-		recordOutcome(r, number, ex, st.refused, a.stored() && st.move != moveQuery)
-		switch st.move {
-		case moveSettle:
-			settleRecord(r, st.out, ex, a.stored(), now)
-			if st.review != "" {
-				setReview(r, st.review)
-			}
-		case moveProcessing:
-			r.State = StateProcessing
-			if st.out.ResourceID != "" {
-				r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: a.stored()}
-			}
-		case moveReview:
-			// Durable before anything else is tried: a crash now must not
-			// leave the operation looking resendable.
+	// What the commit reads, copied into one allocation: captured by the
+	// closure one by one, ex, a and st were each moved to the heap. Nothing
+	// changes them from here until the commit returns, so the copies are
+	// what the closure read (TestSubmitAllocations).
+	end := &submitEnd{ex: ex, st: st, number: number, stored: a.stored(), now: d.now()}
+	err := d.commit(end.apply)
+	return d.endAttempt(st, number, ex, false, err)
+}
+
+// submitEnd is what a submit's answer journals: its attempt's outcome and
+// what the judgement made of it.
+type submitEnd struct {
+	ex     exchange
+	st     step
+	number int
+	stored bool // the answer was a stored one (answer.stored)
+	now    time.Time
+}
+
+// apply is the commit's change to the record.
+func (e *submitEnd) apply(r *journal.Record) {
+	ex, st := &e.ex, &e.st
+	// A replay whose body was cut in transit is read again by a resend:
+	// it does not make the answer final.
+	recordOutcome(r, e.number, *ex, st.refused, e.stored && st.move != moveQuery)
+	switch st.move {
+	case moveSettle:
+		settleRecord(r, st.out, *ex, e.stored, e.now)
+		if st.review != "" {
 			setReview(r, st.review)
 		}
-	})
-	return d.endAttempt(st, number, ex, false, err)
+	case moveProcessing:
+		r.State = StateProcessing
+		if st.out.ResourceID != "" {
+			r.Result = &journal.Result{ResourceID: st.out.ResourceID, StatusCode: ex.status, Replayed: e.stored}
+		}
+	case moveReview:
+		// Durable before anything else is tried: a crash now must not
+		// leave the operation looking resendable.
+		setReview(r, st.review)
+	}
 }
 
 // blockSince judges again, just before the send of attempt number,
