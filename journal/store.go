@@ -753,7 +753,12 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	if err := validateRecord(stored, !owned); err != nil {
 		return nil, Lease{}, errorf("journal: create: %w", err)
 	}
-	w := &createOp{stored: stored, claim: claim}
+	w := &createOp{stored: stored}
+	if claim != nil {
+		// In the op's allocation: CreateClaimed's own stays on its stack.
+		w.claimRoom = *claim
+		w.claim = &w.claimRoom
+	}
 	w.rk = recordKeyIn(&w.rkRoom, stored.Scope, stored.Key)
 	w.enc = encode(nil, stored)
 	w.op = w
@@ -762,7 +767,7 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	// w lives on in the overlay (entry) until the applier has copied the
 	// record into the file: it keeps nothing of the caller's. Its request
 	// is left as the round released it.
-	w.stored, w.claim = nil, nil
+	w.stored, w.claim, w.claimRoom = nil, nil, Lease{}
 	if errors.Is(err, ErrExists) {
 		old, derr := decode(w.existing)
 		if derr != nil {
@@ -785,6 +790,8 @@ type createOp struct {
 	stored *Record
 	enc    []byte
 	claim  *Lease
+	// claimRoom is what claim points at, a copy of create's.
+	claimRoom Lease
 	// existing is a copy of the record already stored under rk
 	// (ErrExists); granted is the lease the commit granted with claim.
 	existing []byte
