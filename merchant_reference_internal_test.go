@@ -63,3 +63,72 @@ func TestOtherRequestMerchantReference(t *testing.T) {
 		})
 	}
 }
+
+// TestOtherRequestReferenceCut: an answer's reference whose letters and
+// digits begin ours is ours cut by a scheme only when it is at least the
+// shortest cut long (18: Faster Payments', TrueLayer's "Typically, the
+// character limit for payment references is 18 characters"), or is ours
+// up to a cut's length, the spaces it ends in dropped. A shorter
+// beginning is another order's: sequential order numbers make ours begin
+// with another's (ord-12 with ord-1, INV-2026-10 with INV-2026-1).
+func TestOtherRequestReferenceCut(t *testing.T) {
+	body := func(reference string) string {
+		return `{"amount":1000,"currency":"GBP","reference":"` + reference + `"}`
+	}
+	answer := func(reference string) string {
+		return `{"id":"pay_1","amount":1000,"currency":"GBP","reference":"` + reference + `","status":"Captured"}`
+	}
+	for _, tt := range []struct {
+		name, ours, theirs, want string
+	}{
+		{"ord-1 for ord-12", "ord-12", "ord-1", `reference "ord-1", not the request's reference "ord-12"`},
+		{"INV-2026-1 for INV-2026-10", "INV-2026-10", "INV-2026-1", `reference "INV-2026-1", not the request's reference "INV-2026-10"`},
+		{"upper-cased, ord-1 for ord-12", "ord-12", "ORD1", `reference "ORD1"`},
+		{"a beginning shorter than any cut", "Rent December 2026 flat 4B", "RENT DEC", `reference "RENT DEC"`},
+		{"cut to Faster Payments' 18", "Rent December 2026 flat 4B", "RENT DECEMBER 2026", ""},
+		{"cut to 18, the space it ended in dropped", "Payment for order 4471-B", "PAYMENT FOR ORDER", ""},
+		{"cut to SEPA's 25", "Invoice 2026-000123 for flat 4B, December", "Invoice 2026-000123 for f", ""},
+		{"cut to SWIFT's 35", "Invoice 2026-000123 for flat 4B, December rent", "Invoice 2026-000123 for flat 4B, De", ""},
+		{"18 long, not ours cut", "Rent December 2026 flat 4B", "RENT NOVEMBER 2026", `reference "RENT NOVEMBER 2026"`},
+		{"ours exactly", "ord-12", "ORD-12", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := otherRequest([]byte(body(tt.ours)), []byte(answer(tt.theirs)), nil)
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("otherRequest() = %q; want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestOtherRequestActedOnReference: an answer whose id the request's path
+// names is the resource acted on (actedOn), and its merchant reference is
+// that resource's, not the operation's: Checkout.com's capture, POST
+// /payments/{id}/captures with its own {"amount": 100, "reference":
+// "ORD-752-814", "capture_type": "Final"} (its Capture a payment guide),
+// found as the payment GET /payments/{id} answers ("information about
+// the payment or payout that matches the ID you provided", Get payment
+// details), whose "reference" is the payment's. Compared, our own capture
+// was another request's. Another payment's answer still is.
+func TestOtherRequestActedOnReference(t *testing.T) {
+	const capture = `{"amount":500,"reference":"CAP-ORD-5023-1","capture_type":"NonFinal"}`
+	acted := pathSegments("https://api.checkout.com/payments/pay_1/captures", "k-1")
+	for _, tt := range []struct {
+		name, body, answer, want string
+	}{
+		{"the payment captured, its reference", capture, `{"id":"pay_1","amount":1000,"currency":"EUR","reference":"ORD-5023-4E89","status":"Captured"}`, ""},
+		{"the payment captured, a nested merchantReference", `{"amount":500,"references":{"merchantReference":"cap-1"}}`,
+			`{"id":"pay_1","amount":1000,"references":{"merchantReference":"order-1"}}`, ""},
+		{"another payment", capture, `{"id":"pay_2","amount":500,"currency":"EUR","reference":"ORD-6001","status":"Captured"}`,
+			`reference "ORD-6001", not the request's reference "CAP-ORD-5023-1"`},
+		{"the capture, another reference", capture, `{"action_id":"act_1","amount":500,"reference":"CAP-ORD-5023-2"}`,
+			`reference "CAP-ORD-5023-2", not the request's reference "CAP-ORD-5023-1"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := otherRequest([]byte(tt.body), []byte(tt.answer), acted)
+			if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+				t.Errorf("otherRequest() = %q; want %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -27,10 +27,18 @@ import (
 // "order.references.merchantReference" (worldlineKeyStore; its migration
 // guide maps the legacy ORDERID to order.references.merchantReference).
 // Another reference is now another request's: flagged ReviewKeyInUse,
-// nothing settled as ours, never resent. Our own payment replayed, its
+// nothing settled as ours, never resent; so is one whose reference only
+// begins ours (order-1 for our order-12, sequential order numbers),
+// shorter than any scheme cuts a reference to (referenceCut), which was
+// taken for ours cut and settled. Our own payment replayed, its
 // reference ours, still settles.
 func TestReplayedPaymentOfAnotherOrderOfTheSameAmount(t *testing.T) {
 	flutterwave := `{"amount":1000,"currency":"NGN","customer_id":"cus_3XarBILKQS","payment_method_id":"pmd_4Xk2lIO1sK","reference":"order-1001"}`
+	flutterwaveSequential := `{"amount":1000,"currency":"NGN","customer_id":"cus_3XarBILKQS","payment_method_id":"pmd_4Xk2lIO1sK","reference":"order-12"}`
+	flutterwaveOpts := []idem.Option{idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare), idem.WithDecoder(decodeFlutterwaveV4)}
+	flutterwaveStore := func(cutBefore, cutAfter int, stored map[string]string) *keyReplayingServer {
+		return flutterwaveKeyStore(cutBefore, cutAfter, false, stored)
+	}
 	worldline := `{"cardPaymentMethodSpecificInput":{"authorizationMode":"SALE","token":"0ca037cc-9cb0-4a9f-8c3b-6c9e5d1e2f30"},` +
 		`"order":{"amountOfMoney":{"amount":1000,"currencyCode":"EUR"},"references":{"merchantReference":"order-1001"}}}`
 	for _, tt := range []struct {
@@ -41,13 +49,12 @@ func TestReplayedPaymentOfAnotherOrderOfTheSameAmount(t *testing.T) {
 		how             string
 		ownID           string // our own payment's id, replayed
 	}{
-		{name: "flutterwave", body: flutterwave, url: "/charges",
-			opts: []idem.Option{idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare), idem.WithDecoder(decodeFlutterwaveV4)},
-			store: func(cutBefore, cutAfter int, stored map[string]string) *keyReplayingServer {
-				return flutterwaveKeyStore(cutBefore, cutAfter, false, stored)
-			},
+		{name: "flutterwave", body: flutterwave, url: "/charges", opts: flutterwaveOpts, store: flutterwaveStore,
 			other: flutterwaveV4Charge("chg_1", "1000", "NGN", "order-1002"),
 			how:   `reference "order-1002", not the request's reference "order-1001"`, ownID: "chg_1"},
+		{name: "flutterwave, sequential order numbers", body: flutterwaveSequential, url: "/charges", opts: flutterwaveOpts, store: flutterwaveStore,
+			other: flutterwaveV4Charge("chg_1", "1000", "NGN", "order-1"),
+			how:   `reference "order-1", not the request's reference "order-12"`, ownID: "chg_1"},
 		{name: "worldline", body: worldline, url: "/v2/1234/payments",
 			opts: []idem.Option{idem.WithKeyHeader("X-GCS-Idempotence-Key", idem.KeyBare), idem.WithDecoder(decodeWorldlinePayment)},
 			store: func(cutBefore, cutAfter int, stored map[string]string) *keyReplayingServer {

@@ -100,7 +100,8 @@ func amendable(name string) bool {
 // acted is the request URL's path segments (pathSegments): an answer's
 // resource whose own id is one of them is the resource the request acted
 // on (a capture's, refund's or cancel's payment), not one it made, and
-// its top-level amounts are that resource's (actedOn).
+// its top-level amounts and its merchant's reference are that
+// resource's (actedOn).
 func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) {
 	ours, own := requestMembers(body)
 	if len(ours) == 0 {
@@ -117,7 +118,7 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 		asked, added, exact := surcharged(own, res)
 		for _, m := range ours {
 			orderAmount := amendable(m.name) && strings.HasSuffix(folded(m.name), "amount")
-			if parent && topAmount(m.path) && amendable(m.name) || asked && orderAmount && !exact {
+			if parent && (topAmount(m.path) && amendable(m.name) || merchantReference(m)) || asked && orderAmount && !exact {
 				continue
 			}
 			theirName := m.path
@@ -175,24 +176,60 @@ func differs(m member, w string) bool {
 // (Adyen's, Checkout.com's, Flutterwave's). It tells two requests of one
 // amount and currency apart, two 1000 EUR orders under a key that
 // collided: without it the replay of the other order's payment settled
-// as ours, and ours was never paid.
+// as ours, and ours was never paid. A resource the request acted on
+// (actedOn) has its own: Checkout.com's capture, POST
+// /payments/{id}/captures with the capture's "reference", found as the
+// payment captured, whose "reference" is the payment's.
 func merchantReference(m member) bool {
 	return m.path == "reference" || referenceName(m.name)
 }
 
 // referenceDiffers reports whether a and b, a request's reference and an
 // answer's, surely differ: their letters and digits, case aside, are
-// not the same, and b is not a's beginning. A provider may write a
-// reference its own way for a bank statement: upper-cased, separators
-// dropped, cut to a scheme's length (Wise's transfer "reference",
-// "Maximum allowed characters depends on the currency route"). Text
-// beyond ASCII is no evidence: it may come back transliterated.
+// not the same, and b is not a cut of a (referenceCut). A provider may
+// write a reference its own way for a bank statement: upper-cased,
+// separators dropped. Text beyond ASCII is no evidence: it may come back
+// transliterated.
 func referenceDiffers(a, b string) bool {
 	if !ascii(a) || !ascii(b) {
 		return false
 	}
 	fa, fb := folded(a), folded(b)
-	return fa != "" && fb != "" && !strings.HasPrefix(fa, fb)
+	return fa != "" && fb != "" && fa != fb && !referenceCut(a, b)
+}
+
+// referenceCuts are the lengths a payment scheme cuts a reference to:
+// Faster Payments' 18, SEPA's 25 (as Equals Money sends it), SWIFT's 35
+// ("If a payment reference exceeds the limit set by the payment scheme,
+// it will be truncated", docs.equalsmoney.com, About payment
+// references), SEPA's remittance information's 140. The shortest is 18:
+// "Typically, the character limit for payment references is 18
+// characters" (TrueLayer's Character limitations in payments).
+var referenceCuts = [...]int{18, 25, 35, 140}
+
+// referenceCut reports whether b, an answer's reference, may be a, the
+// request's, cut by a scheme: b's letters and digits begin a's, and b is
+// at least the shortest cut long (referenceCuts), or is a's first
+// characters up to a cut's length but for the spaces or separators that
+// ended them (a bank trims a cut's trailing space). A
+// shorter beginning is no cut but another reference: sequential order
+// numbers make one of ours (ord-12, INV-2026-10) begin with another's
+// (ord-1, INV-2026-1), and taken for a cut, the replay of that order's
+// payment settled as ours, and ours was never paid.
+func referenceCut(a, b string) bool {
+	fa, fb := folded(a), folded(b)
+	if !strings.HasPrefix(fa, fb) {
+		return false
+	}
+	if utf8.RuneCountInString(strings.TrimSpace(b)) >= referenceCuts[0] {
+		return true
+	}
+	for _, n := range referenceCuts {
+		if len(a) > n && folded(a[:n]) == fb {
+			return true
+		}
+	}
+	return false
 }
 
 // ascii reports whether s is all ASCII.
