@@ -66,11 +66,12 @@ func TestOtherRequestMerchantReference(t *testing.T) {
 
 // TestOtherRequestReferenceCut: an answer's reference whose letters and
 // digits begin ours is ours cut by a scheme only when it is at least the
-// shortest cut long (18: Faster Payments', TrueLayer's "Typically, the
-// character limit for payment references is 18 characters"), or is ours
-// up to a cut's length, the spaces it ends in dropped. A shorter
+// ours up to a cut's length (18: Faster Payments', TrueLayer's
+// "Typically, the character limit for payment references is 18
+// characters"; 25, 35, 140), the spaces it ends in dropped. Any other
 // beginning is another order's: sequential order numbers make ours begin
-// with another's (ord-12 with ord-1, INV-2026-10 with INV-2026-1).
+// with another's (ord-12 with ord-1, INV-2026-10 with INV-2026-1,
+// ORDER-2026-12-07-123 with ORDER-2026-12-07-12, long as it is).
 func TestOtherRequestReferenceCut(t *testing.T) {
 	body := func(reference string) string {
 		return `{"amount":1000,"currency":"GBP","reference":"` + reference + `"}`
@@ -91,6 +92,7 @@ func TestOtherRequestReferenceCut(t *testing.T) {
 		{"cut to SWIFT's 35", "Invoice 2026-000123 for flat 4B, December rent", "Invoice 2026-000123 for flat 4B, De", ""},
 		{"18 long, not ours cut", "Rent December 2026 flat 4B", "RENT NOVEMBER 2026", `reference "RENT NOVEMBER 2026"`},
 		{"ours exactly", "ord-12", "ORD-12", ""},
+		{"a long beginning at no cut's length", "ORDER-2026-12-07-123", "ORDER-2026-12-07-12", `reference "ORDER-2026-12-07-12"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, _ := otherRequest([]byte(body(tt.ours)), []byte(answer(tt.theirs)), nil)

@@ -208,21 +208,18 @@ func referenceDiffers(a, b string) bool {
 var referenceCuts = [...]int{18, 25, 35, 140}
 
 // referenceCut reports whether b, an answer's reference, may be a, the
-// request's, cut by a scheme: b's letters and digits begin a's, and b is
-// at least the shortest cut long (referenceCuts), or is a's first
-// characters up to a cut's length but for the spaces or separators that
-// ended them (a bank trims a cut's trailing space). A
-// shorter beginning is no cut but another reference: sequential order
-// numbers make one of ours (ord-12, INV-2026-10) begin with another's
-// (ord-1, INV-2026-1), and taken for a cut, the replay of that order's
-// payment settled as ours, and ours was never paid.
+// request's, cut by a scheme: b is a's first characters up to a cut's
+// length (referenceCuts) but for the spaces or separators that ended
+// them (a bank trims a cut's trailing space). Any other beginning is no
+// cut but another reference: sequential order numbers make one of ours
+// (ord-12, INV-2026-10, ORDER-2026-12-07-123) begin with another's
+// (ord-1, INV-2026-1, ORDER-2026-12-07-12), and taken for a cut, the
+// replay of that order's payment settled as ours, and ours was never
+// paid; a beginning of any length but a cut's is such a one too.
 func referenceCut(a, b string) bool {
 	fa, fb := folded(a), folded(b)
 	if !strings.HasPrefix(fa, fb) {
 		return false
-	}
-	if utf8.RuneCountInString(strings.TrimSpace(b)) >= referenceCuts[0] {
-		return true
 	}
 	for _, n := range referenceCuts {
 		if len(a) > n && folded(a[:n]) == fb {
