@@ -821,7 +821,7 @@ func (d *driver) submit() (step, error) {
 	// changes them from here until the commit returns, so the copies are
 	// what the closure read (TestSubmitAllocations).
 	end := &submitEnd{ex: ex, st: st, number: number, stored: a.stored(), now: d.now()}
-	err := d.commit(end.apply)
+	err := d.commitEnd(end)
 	return d.endAttempt(st, number, ex, false, err)
 }
 
@@ -833,6 +833,18 @@ type submitEnd struct {
 	number int
 	stored bool // the answer was a stored one (answer.stored)
 	now    time.Time
+	// updated is the commit's time, Updated's (commitChange sets it
+	// before the store may call write).
+	updated time.Time
+}
+
+// write is the store's fn of commitEnd: what commit's own closure does
+// with apply.
+func (e *submitEnd) write(r *journal.Record) error {
+	e.apply(r)
+	r.Updated = e.updated
+	compactAttempts(r)
+	return nil
 }
 
 // apply is the commit's change to the record.

@@ -895,28 +895,58 @@ func (d *driver) sleep(wait time.Duration) error {
 // commit applies fn to the journaled record. Every state change goes
 // through here, so the caller learns nothing that is not on disk.
 func (d *driver) commit(fn func(r *journal.Record)) error {
+	return d.commitChange(fn, nil)
+}
+
+// commitEnd is commit(end.apply), the submit's end, costing one
+// allocation less: the store's fn is end's write, not a closure of
+// commit's own over end.apply and the time (TestSubmitAllocations).
+func (d *driver) commitEnd(end *submitEnd) error {
+	return d.commitChange(nil, end)
+}
+
+// commitChange is commit of fn, or of end.apply when end is not nil. The
+// store's fn applies the change, stamps Updated with the time read here
+// and compacts the attempts, in that order, whichever is given.
+func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error {
 	if d.leaseLost {
 		return &leaseLostError{journal.ErrLeaseLost}
+	}
+	if end != nil && d.ignoredEndpoint {
+		fn, end = end.apply, nil
 	}
 	if d.ignoredEndpoint {
 		fn = markIgnored(fn)
 	}
 	now := d.now()
+	var write func(r *journal.Record) error
+	if end != nil {
+		// Set before the store may call write, and never again: end is
+		// this commit's alone.
+		end.updated = now
+		write = end.write
+	} else {
+		write = func(r *journal.Record) error {
+			fn(r)
+			r.Updated = now
+			compactAttempts(r)
+			return nil
+		}
+	}
 	update := func() (*journal.Record, error) {
 		wctx := d.wctx
 		if d.lease.Token != 0 {
 			wctx = journal.WithLease(wctx, d.lease)
 		}
-		return d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, func(r *journal.Record) error {
-			fn(r)
-			r.Updated = now
-			compactAttempts(r)
-			return nil
-		})
+		return d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, write)
 	}
 	rec, err := adopting(d, update)
 	if errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
-		rec, err = d.readBack(fn, now, err)
+		change := fn // not fn itself: a closure's, it would move to the heap
+		if end != nil {
+			change = end.apply
+		}
+		rec, err = d.readBack(change, now, err)
 	}
 	if errors.Is(err, journal.ErrLeaseLost) {
 		// Never retried: the operation is another owner's now.
