@@ -93,16 +93,7 @@ func equalHeader(a, b http.Header) bool {
 // A request built from the cached parse is the one http.NewRequest builds
 // from the journaled URL.
 func TestRequestFromCachedURL(t *testing.T) {
-	for _, raw := range []string{
-		"https://api.example.com/v1/orders",
-		"http://127.0.0.1:8080/v1/orders?expand=customer&x=%20y",
-		"http://h:/empty-port",
-		"http://[::1]:/v6-empty-port",
-		"http://[fe80::1%25en0]:8443/zone",
-		"https://api.example.com/a%2Fb/c%20d",
-		"https://api.example.com/x#frag",
-		"HTTPS://API.example.com:443/Upper",
-	} {
+	for _, raw := range cachedURLs {
 		var c urlCache
 		p, err := c.parse(raw)
 		if err != nil {

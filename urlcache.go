@@ -1,6 +1,9 @@
 package idem
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -51,4 +54,40 @@ func (p *parsedURL) setRequestURL(r *http.Request) {
 	*r.URL = p.u
 	r.URL.Host = strings.TrimSuffix(r.URL.Host, ":")
 	r.Host = r.URL.Host
+}
+
+// newRequest is http.NewRequestWithContext(ctx, method, p.raw,
+// bytes.NewReader(body)) with u as its URL, set as setRequestURL sets it:
+// the caller's u shares an allocation it makes anyway (the attempt's
+// trace), where NewRequest would allocate a URL of its own by parsing ""
+// (and, of an empty body, a NopCloser and GetBody it then drops). Every
+// field is what NewRequest sets (TestCachedURLRequestIsNewRequests). ok
+// false: a method NewRequest must check (validMethod), left to it.
+func (p *parsedURL) newRequest(ctx context.Context, method string, body []byte, u *url.URL) (r *http.Request, ok bool) {
+	switch method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodGet,
+		http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodConnect:
+	default:
+		return nil, false
+	}
+	req := http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: make(http.Header)}
+	p.setRequestURL(&req)
+	if len(body) == 0 {
+		// NewRequest's own for a body of no bytes: NoBody, which says
+		// "zero" where a ContentLength of 0 says "unknown".
+		req.Body = http.NoBody
+		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
+	} else {
+		br := bytes.NewReader(body)
+		req.Body = io.NopCloser(br)
+		req.ContentLength = int64(len(body))
+		snapshot := *br
+		req.GetBody = func() (io.ReadCloser, error) {
+			r := snapshot
+			return io.NopCloser(&r), nil
+		}
+	}
+	// WithContext's copy is the request's one allocation; req stays on
+	// the stack.
+	return req.WithContext(ctx), true
 }
