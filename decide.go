@@ -612,6 +612,25 @@ func orderPaidNotFound(rec *journal.Record) judgment {
 		out: Outcome{State: StateFailed, Reason: reason + hint}}
 }
 
+// orderPaidNotFoundWithin is the judgment of the result endpoint's "not
+// found" j for the key after orderPaidMeaning's refusal, the lag past,
+// for a query sent at start: orderPaidNotFound while the server keeps
+// the key (its window, as resends judge it). Past the window (a result
+// host down for days) the server may have forgotten the key and the
+// payment a copy of ours made under it: failed, the caller would pay
+// again. It is left for a person, "key expired", as any query past the
+// window that does not settle. A window the clock cannot judge (a time
+// journaled in its future) leaves j as it is: asked again later.
+func orderPaidNotFoundWithin(j judgment, rec *journal.Record, p past, start time.Time, window time.Duration) judgment {
+	switch keyWindow(rec, p, start, window) {
+	case windowExpired:
+		return judgment{move: moveReview, label: "order_paid_key_expired", review: ReviewKeyExpired}
+	case windowUntrusted:
+		return j
+	}
+	return orderPaidNotFound(rec)
+}
+
 // orderPaidHint follows the reason of a payment refused because its
 // order is paid already, which the result endpoint does not find under
 // the key (orderPaidNotFound).
