@@ -620,15 +620,20 @@ func orderPaidNotFound(rec *journal.Record) judgment {
 // payment a copy of ours made under it: failed, the caller would pay
 // again. It is left for a person, "key expired", as any query past the
 // window that does not settle. A window the clock cannot judge (a time
-// journaled in its future) leaves j as it is: asked again later.
+// journaled in its future) leaves j as it is: asked again later. The
+// window counts from the first attempt, not from FirstSent: a copy of an
+// attempt answered as not executed (a 429 to a mesh's retry of one that
+// paid) may be the one that paid, and the key's age is that copy's.
 func orderPaidNotFoundWithin(j judgment, rec *journal.Record, p past, start time.Time, window time.Duration) judgment {
 	switch keyWindow(rec, p, start, window) {
-	case windowExpired:
-		return judgment{move: moveReview, label: "order_paid_key_expired", review: ReviewKeyExpired}
 	case windowUntrusted:
 		return j
+	case windowOpen:
+		if len(rec.Attempts) == 0 || start.Sub(rec.Attempts[0].Start) < window {
+			return orderPaidNotFound(rec)
+		}
 	}
-	return orderPaidNotFound(rec)
+	return judgment{move: moveReview, label: "order_paid_key_expired", review: ReviewKeyExpired}
 }
 
 // orderPaidHint follows the reason of a payment refused because its

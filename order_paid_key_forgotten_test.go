@@ -38,6 +38,19 @@ func (g *resultHostDown) RoundTrip(req *http.Request) (*http.Response, error) {
 	}, nil
 }
 
+// openThrough is a client on a new journal sending through rt, at
+// default settings but for opts.
+func (s *paidOrderServer) openThrough(t *testing.T, rt http.RoundTripper, clock *idemtest.Clock, opts ...idem.Option) *idem.Client {
+	t.Helper()
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := idem.New(store, append([]idem.Option{idem.WithHTTPClient(&http.Client{Transport: rt}), idem.WithClock(clock)}, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // TestOrderPaidNotFoundPastTheKeyWindowIsNotFailed: k's first attempt
 // is refused "Order already paid" (paidOrderServer, orderFirst: the
 // order is checked before the key) because a copy of k a mesh sent
@@ -67,12 +80,7 @@ func TestOrderPaidNotFoundPastTheKeyWindowIsNotFailed(t *testing.T) {
 			gw := &resultHostDown{base: s.srv.Client().Transport}
 			gw.down.Store(true)
 			clock := idemtest.NewClock(epoch)
-			store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = store.Close() })
-			c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: gw}), idem.WithClock(clock))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
+			c := s.openThrough(t, gw, clock)
 
 			res, err := c.Submit(t.Context(), s.pay("k", true))
 			requireOrderPaidUnknown(t, res, err)
