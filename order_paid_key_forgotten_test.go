@@ -94,12 +94,19 @@ func TestOrderPaidNotFoundPastTheKeyWindowIsNotFailed(t *testing.T) {
 			require.Equal(t, idem.StateUnknown, op.State, "Resume: the endpoint's not found past the key window")
 			require.Equal(t, idem.ReviewKeyExpired, op.Review)
 			s.requireQueries(t, 1)
-
-			clock.Advance(idem.DefaultResultLag)
-			res, err = c.Do(t.Context(), op)
-			requireOutcome(t, res, err, idem.StateUnknown, []error{idem.ErrUnknownOutcome, idem.ErrKeyExpired}, "", idem.ReviewKeyExpired)
-			s.requireSent(t, 1, map[string]int{"k": 1})
-			s.requireQueries(t, 2)
+			s.requireDoKeyExpired(t, c, clock, op)
 		})
 	}
+}
+
+// requireDoKeyExpired asserts that the caller's Do of op, flagged
+// ReviewKeyExpired after one query, once the lag is past, leaves it
+// unknown, ReviewKeyExpired (ErrKeyExpired): k sent once, one more query.
+func (s *paidOrderServer) requireDoKeyExpired(t *testing.T, c *idem.Client, clock *idemtest.Clock, op *idem.Operation) {
+	t.Helper()
+	clock.Advance(idem.DefaultResultLag)
+	res, err := c.Do(t.Context(), op)
+	requireOutcome(t, res, err, idem.StateUnknown, []error{idem.ErrUnknownOutcome, idem.ErrKeyExpired}, "", idem.ReviewKeyExpired)
+	s.requireSent(t, 1, map[string]int{"k": 1})
+	s.requireQueries(t, 2)
 }
