@@ -40,7 +40,7 @@ func (g *resultHostDown) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // openThrough is a client on a new journal sending through rt, at
 // default settings but for opts.
-func (s *paidOrderServer) openThrough(t *testing.T, rt http.RoundTripper, clock *idemtest.Clock, opts ...idem.Option) *idem.Client {
+func (s *paidOrderServer) openThrough(t *testing.T, rt http.RoundTripper, clock idem.Clock, opts ...idem.Option) *idem.Client {
 	t.Helper()
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)
