@@ -623,13 +623,15 @@ func orderPaidNotFound(rec *journal.Record) judgment {
 // journaled in its future) leaves j as it is: asked again later. The
 // window counts from the first attempt, not from FirstSent: a copy of an
 // attempt answered as not executed (a 429 to a mesh's retry of one that
-// paid) may be the one that paid, and the key's age is that copy's.
+// paid) may be the one that paid, and the key's age is that copy's. Nor
+// once flagged ReviewKeyExpired: the server's own word (a 410) that it
+// has forgotten the key stands against any window (flagBlock).
 func orderPaidNotFoundWithin(j judgment, rec *journal.Record, p past, start time.Time, window time.Duration) judgment {
 	switch keyWindow(rec, p, start, window) {
 	case windowUntrusted:
 		return j
 	case windowOpen:
-		if len(rec.Attempts) == 0 || start.Sub(rec.Attempts[0].Start) < window {
+		if rec.Review != ReviewKeyExpired && (len(rec.Attempts) == 0 || start.Sub(rec.Attempts[0].Start) < window) {
 			return orderPaidNotFound(rec)
 		}
 	}

@@ -1,9 +1,7 @@
 package idem_test
 
 import (
-	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,13 +27,8 @@ func (g *meshRetryThrottled) RoundTrip(req *http.Request) (*http.Response, error
 	if err != nil || req.Method != http.MethodPost || g.posts.Add(1) != 1 {
 		return res, err
 	}
-	_, _ = io.Copy(io.Discard, res.Body)
-	_ = res.Body.Close()
-	res.StatusCode, res.Status = http.StatusTooManyRequests, "429 Too Many Requests"
-	res.Header = http.Header{"Content-Type": {"application/json"}, "Retry-After": {"3600"}}
-	res.Body = io.NopCloser(strings.NewReader(`{"error":{"code":"rate_limited","message":"Too many requests"}}`))
-	res.ContentLength = -1
-	return res, nil
+	return answerInstead(res, http.StatusTooManyRequests, http.Header{"Content-Type": {"application/json"}, "Retry-After": {"3600"}},
+		`{"error":{"code":"rate_limited","message":"Too many requests"}}`), nil
 }
 
 // TestOrderPaidKeyWindowCountsFromTheFirstAttempt: k's first attempt
