@@ -56,7 +56,7 @@ type past struct {
 	// executed was refused "order already paid", or a create "order
 	// already exists", by a server that keeps the key (orderPaidMeaning):
 	// the result endpoint's "not found" for the key, once past the lag,
-	// fails it.
+	// fails it while the server keeps the key (orderPaidNotFoundWithin).
 	orderPaid bool
 }
 
