@@ -1428,8 +1428,9 @@ func (d *driver) query() (step, error) {
 	st := step{judgment: judgeQuery(p, c.answerOf(d.rec, ex, true)), retryAfter: ex.retryAfter}
 	if p.orderPaid && st.move == moveInconclusive && st.notFound && !st.failed && !c.lagging(d.rec, start) {
 		// The key's payment, if a copy of ours made one, would show by
-		// now: another request paid the order.
-		st.judgment = orderPaidNotFound(d.rec)
+		// now: another request paid the order, if the server still
+		// keeps the key (orderPaidNotFoundWithin).
+		st.judgment = orderPaidNotFoundWithin(st.judgment, d.rec, p, start, resendWindow(c.keyRetention(d.rec)))
 	}
 	if st.err != nil {
 		ex.err = st.err

@@ -56,7 +56,7 @@ type past struct {
 	// executed was refused "order already paid", or a create "order
 	// already exists", by a server that keeps the key (orderPaidMeaning):
 	// the result endpoint's "not found" for the key, once past the lag,
-	// fails it.
+	// fails it while the server keeps the key (orderPaidNotFoundWithin).
 	orderPaid bool
 }
 
@@ -610,6 +610,32 @@ func orderPaidNotFound(rec *journal.Record) judgment {
 	}
 	return judgment{move: moveSettle, label: "order_paid_not_found",
 		out: Outcome{State: StateFailed, Reason: reason + hint}}
+}
+
+// orderPaidNotFoundWithin is the judgment of the result endpoint's "not
+// found" j for the key after orderPaidMeaning's refusal, the lag past,
+// for a query sent at start: orderPaidNotFound while the server keeps
+// the key (its window, as resends judge it). Past the window (a result
+// host down for days) the server may have forgotten the key and the
+// payment a copy of ours made under it: failed, the caller would pay
+// again. It is left for a person, "key expired", as any query past the
+// window that does not settle. A window the clock cannot judge (a time
+// journaled in its future) leaves j as it is: asked again later. The
+// window counts from the first attempt, not from FirstSent: a copy of an
+// attempt answered as not executed (a 429 to a mesh's retry of one that
+// paid) may be the one that paid, and the key's age is that copy's. Nor
+// once flagged ReviewKeyExpired: the server's own word (a 410) that it
+// has forgotten the key stands against any window (flagBlock).
+func orderPaidNotFoundWithin(j judgment, rec *journal.Record, p past, start time.Time, window time.Duration) judgment {
+	switch keyWindow(rec, p, start, window) {
+	case windowUntrusted:
+		return j
+	case windowOpen:
+		if rec.Review != ReviewKeyExpired && (len(rec.Attempts) == 0 || start.Sub(rec.Attempts[0].Start) < window) {
+			return orderPaidNotFound(rec)
+		}
+	}
+	return judgment{move: moveReview, label: "order_paid_key_expired", review: ReviewKeyExpired}
 }
 
 // orderPaidHint follows the reason of a payment refused because its

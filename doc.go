@@ -116,7 +116,8 @@
 //	409 saying the key's request differs     key reused, other body failed, ErrKeyConflict, never resent
 //	  the three, not saying ours differs     maybe a copy of ours    unknown, ReviewKeyInUse, ErrKeyConflict
 //	409/422/400 "order already paid", the    the order's state, or   never resent (Do and Submit too) nor failed: query by key (found settles;
-//	  key in a header, to a payment          a copy of ours paid it  first attempt: not found past the lag fails), else ReviewRefusedAfterSend;
+//	  key in a header, to a payment          a copy of ours paid it  first attempt: not found past the lag fails, past the key window
+//	                                                                 from the first attempt ReviewKeyExpired), else ReviewRefusedAfterSend;
 //	  (unmarked, from an endpoint known to ignore the key: as its 409 marked ignored, ReviewKeyIgnored)
 //	  "invoice already paid" too; a 2xx decoded failed saying so; a create's 409 "order already exists"
 //	422/400 in progress, ours may have run   ours in flight          processing: wait, resend

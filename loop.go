@@ -282,6 +282,19 @@ func (d *driver) run() error {
 				continue
 			}
 			if block != nil && p.orderPaid {
+				if block.reason != ReviewKeyIgnored && keyWindow(d.rec, p, d.now(), resendWindow(c.keyRetention(d.rec))) == windowUntrusted {
+					// A time journaled in the clock's future: once the
+					// clock has caught up, FirstSent, read by a clock that
+					// ran fast, would make the key look younger than it
+					// is, and the endpoint's "not found" fail a payment
+					// the server may have forgotten with the key
+					// (orderPaidNotFoundWithin). Flagged for good, as
+					// resends flag it (resendBlock). Read after the
+					// query's commit: the round's reading would find the
+					// query's own attempt in its future after a slow
+					// lease renewal or journal read.
+					return d.flag(ReviewClockStepped, orderPaidError(d.rec))
+				}
 				if q.notFound && !q.failed && block.reason != ReviewKeyIgnored {
 					// Lagging (query settles it once the lag is past):
 					// asked again then, by Resume or Run.
