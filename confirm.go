@@ -113,10 +113,12 @@ var ErrConfirmConflict = errors.New("idem: confirmation contradicts the recorded
 //   - A pending operation with no attempt journaled (prepared, as an
 //     outbox's intent is, and not sent yet), or none but attempts the
 //     server answered as not executed (a 409 for a key another request
-//     holds, a 429) while it waits to resend: settled as c says and
-//     flagged ReviewKeyInUse (Hooks.Review fires), since an attempt is
-//     journaled before it is sent: nothing of ours executed, and the
-//     event is another request's that carried the same key.
+//     holds, a 429) while it waits to resend, or either flagged
+//     ReviewDeadlinePassed since (nothing sent for that): settled as c
+//     says and flagged ReviewKeyInUse (Hooks.Review fires, unless it was
+//     flagged), since an attempt is journaled before it is sent: nothing
+//     of ours executed, and the event is another request's that carried
+//     the same key.
 //
 // Confirm returns the operation's Result (nil only with an error that
 // matches none of ErrConfirmConflict), whose State says the outcome: a

@@ -100,8 +100,7 @@ func TestConfirmOfAnIntentNeverSent(t *testing.T) {
 	_, err := e.client.Prepare(e.ctx, e.req("order-42", `{"amount":700,"metadata":{"idem_key":"order-42"}}`))
 	require.NoError(t, err)
 
-	res, err := e.client.Confirm(e.ctx, "", "order-42", idem.Confirmation{State: idem.StateSucceeded, ResourceID: "pi_other",
-		Source: "stripe", EventID: "evt_other", Reason: "payment_intent.succeeded"})
+	res, err := e.client.Confirm(e.ctx, "", "order-42", othersSuccess)
 	require.NoError(t, err, "Confirm()")
 	require.Equal(t, idem.StateSucceeded, res.State)
 	require.Equal(t, idem.ReviewKeyInUse, res.Review, "nothing of ours was sent: the event is another request's")

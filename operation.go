@@ -27,8 +27,12 @@ const (
 	// ReviewKeyExpired: the key window passed before the outcome was
 	// confirmed; resending could execute it twice.
 	ReviewKeyExpired = "key expired"
-	// ReviewDeadlinePassed: the reconciliation deadline passed.
-	ReviewDeadlinePassed = "reconciliation deadline passed"
+	// ReviewDeadlinePassed: the reconciliation deadline passed. Set only
+	// on an operation not flagged yet, and it sends nothing: one nothing
+	// of ours executed for (never sent, or every send answered as not
+	// executed) is still not ours to settle by an event carrying its key
+	// (ReviewKeyInUse).
+	ReviewDeadlinePassed = journal.ReviewDeadlinePassed
 	// ReviewKeyInUse: another request used the key (the server replayed
 	// its stored answer to the first of our requests that could reach it,
 	// or said the key was in flight, or only that it was already used,
@@ -47,9 +51,10 @@ const (
 	// (Confirm) settles it and keeps the flag, until Resolve: the event
 	// finds it by the key, which that request's events carry too. An
 	// event confirming an operation prepared and never sent, or pending
-	// with every attempt answered as not executed, flags it so: nothing
-	// of ours executed. So does the server's answer, to a request of ours
-	// on the wire while an event settled the operation, that another
+	// with every attempt answered as not executed (or so and flagged
+	// ReviewDeadlinePassed since), flags it so: nothing of ours
+	// executed. So does the server's answer, to a request of ours on the
+	// wire while an event settled the operation, that another
 	// request holds the key (its stored answer replayed, or the key
 	// refused), or that it did not execute when no other attempt of ours
 	// may have: the event may be that request's.

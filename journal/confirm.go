@@ -53,6 +53,14 @@ const ReviewMaybeTwice = "server ignores the idempotency key here, and an earlie
 // client's ReviewKeyInUse says when it is set).
 const ReviewKeyInUse = "key used by another request: the server's answer for it may not be ours"
 
+// ReviewDeadlinePassed is the review of an open record the client
+// stopped reconciling when its deadline passed (the client's
+// ReviewDeadlinePassed), set only on a record not flagged yet: it tells
+// of the time the record waited, not of anything a server answered, and
+// sends nothing. Such a record with no attempt that may have executed is
+// as never sent as a pending one (ApplyConfirmation).
+const ReviewDeadlinePassed = "reconciliation deadline passed"
+
 // ReviewHeld reports whether reason is a review that stays for a person,
 // whatever settles or answers the record after it, until Resolve:
 // ReviewConfirmConflict (the later event or answer agreeing with our
@@ -191,7 +199,8 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     ReviewConfirmConflict if a contradiction is recorded (one that kept
 //     ReviewKeyIgnored); a pending record with no attempt that may have
 //     executed (Attempt.MaybeExecuted: none, or only ones answered as
-//     not executed, none on the wire) is flagged ReviewKeyInUse, and so
+//     not executed, none on the wire), or an unknown one so flagged
+//     ReviewDeadlinePassed, is flagged ReviewKeyInUse, and so
 //     is one flagged ReviewKeyIgnored after one send whose result query
 //     found another request's result under the key (QueryFoundOther). A
 //     processing result that named another resource id is a
@@ -301,8 +310,14 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// attempt, or none but those an answer said did not execute (a
 		// 409 for a key another request holds, a 429, a request never
 		// written) and none on the wire, an event carrying the key is
-		// another request's.
-		neverSent := rec.State == StatePending && !slices.ContainsFunc(rec.Attempts, Attempt.MaybeExecuted)
+		// another request's. So it is once flagged, unknown, for the
+		// time it waited alone: the reconciliation deadline passed on an
+		// intent a relay stopped for days never sent, which no answer
+		// flagged first. Not after a flag an answer set: a first
+		// attempt's refusal that a copy of it a proxy sent may explain
+		// (the client's ReviewRefusedAfterSend) may have been ours.
+		neverSent := (rec.State == StatePending || rec.State == StateUnknown && rec.Review == ReviewDeadlinePassed) &&
+			!slices.ContainsFunc(rec.Attempts, Attempt.MaybeExecuted)
 		res := rec.Result
 		if res == nil {
 			res = &Result{}
