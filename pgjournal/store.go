@@ -33,7 +33,10 @@
 // The journal is as durable as the database's commits, and write-ahead
 // rests on it: an operation is sent only after its journal write was
 // acknowledged. A server that restarts, or crashes and recovers from its
-// WAL, loses nothing acknowledged; the calls made while it is down fail
+// WAL, loses nothing acknowledged: the Store's transactions commit with
+// synchronous_commit on even where a DBA turned the database's default
+// off for throughput (PostgreSQL then answers a COMMIT before its WAL is
+// on disk, and a crash loses it). The calls made while it is down fail
 // saying nothing was journaled, a write whose connection broke after its
 // COMMIT was sent says it may have committed (journal.ErrMaybeCommitted:
 // the client then reports the outcome unknown, and the same call made
@@ -491,7 +494,7 @@ func (s *Store) insertClock() any {
 	return nil
 }
 
-// setLockWait bounds how long the rest of its transaction waits for a
+// txSettings bounds how long the rest of its transaction waits for a
 // lock another transaction holds (a row: an operator's forgotten psql
 // session, an application's long transaction inserting the same key) to
 // 5 s, PostgreSQL's lock_timeout for that transaction alone; the
@@ -510,7 +513,22 @@ func (s *Store) insertClock() any {
 // (idle_in_transaction_session_timeout, for that transaction alone); the
 // COMMIT the client sends later fails, and the write reports that it was
 // not made, or, if pgx does not hear why, that it may have been.
-const setLockWait = `SELECT set_config('lock_timeout', '5s', true), set_config('idle_in_transaction_session_timeout', '5s', true)`
+//
+// And it makes the transaction's COMMIT wait for its WAL to reach disk
+// whatever the database's, role's or server's synchronous_commit, which
+// a DBA may turn off for throughput: PostgreSQL then answers a COMMIT
+// before its WAL is flushed, and a crash of the server or its host
+// within three times wal_writer_delay loses it. A create so lost was
+// sent all the same: an order made and no record of it for Resume or Run
+// to settle; a claim so lost gives its token to the next claimant as
+// well. Off becomes on (PostgreSQL's
+// default); any other setting (local, remote_write, on, remote_apply)
+// already flushes the WAL locally and is kept. The flush also covers
+// what committed before it, so an intent PrepareTx journaled in a
+// transaction that committed asynchronously is on disk once Run's claim
+// of it returns, before it is sent.
+const txSettings = `SELECT set_config('lock_timeout', '5s', true), set_config('idle_in_transaction_session_timeout', '5s', true),
+	set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, true)`
 
 // bounded runs the statements queue adds in one transaction on a
 // connection of the pool (see inTx) and returns the first error, as
@@ -537,7 +555,7 @@ func (s *Store) execBounded(ctx context.Context, op, sql string, args ...any) (t
 }
 
 // inTx runs the statements queue adds on conn in one transaction whose
-// lock waits setLockWait bounds: BEGIN and the statements in one
+// lock waits and durability txSettings sets: BEGIN and the statements in one
 // pipelined batch, then COMMIT on its own. PostgreSQL commits the
 // transaction only on that COMMIT, so a call cut before it was sent (its
 // bound ended while a statement waited for a locked row) wrote nothing,
@@ -555,7 +573,7 @@ func inTx(ctx context.Context, conn *pgx.Conn, tracer pgx.QueryTracer, queue fun
 	// another replica wrote meanwhile fails the transaction (40001)
 	// instead of being read again.
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	b.Queue(setLockWait)
+	b.Queue(txSettings)
 	queue(b)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		if !conn.IsClosed() {
