@@ -52,7 +52,10 @@ const SchemaVersion = 2
 // each step in its own transaction, and records the version reached. Each
 // of its transactions holds a PostgreSQL advisory lock (per schema), so
 // replicas starting at once may all call it: one migrates, the others
-// wait and then find nothing to do. A schema newer than this build is an
+// wait and then find nothing to do. A schema already at SchemaVersion is
+// only read, without the lock: a service whose role may read and write
+// the journal's tables but create nothing (the schema migrated by a
+// deployment role) may call it too. A schema newer than this build is an
 // error: upgrade idem. Run it at start-up, before the Client.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.usable(ctx); err != nil {
@@ -69,6 +72,24 @@ func (s *Store) Migrate(ctx context.Context) error {
 	defer conn.Release()
 	schema := pgx.Identifier{s.schema}.Sanitize()
 	versions := pgx.Identifier{s.schema, "schema_version"}.Sanitize()
+	newer := func(current int) error {
+		return errorf("migrate: schema %s is at version %d, newer than this build's %d: upgrade idem", schema, current, SchemaVersion)
+	}
+	// A schema at this build's version or newer is read without the lock
+	// and without DDL: PostgreSQL checks CREATE's privilege before it
+	// looks whether a schema or table exists, so CREATE SCHEMA IF NOT
+	// EXISTS fails a service whose role has data rights alone (its schema
+	// migrated by a deployment role) at every start-up. A step commits
+	// with its version, so the version read means every step before it is
+	// made. Any error (no schema yet, no right to read the versions) goes
+	// the locked way, which makes what is missing or says why it cannot.
+	var current int
+	if conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+versions).Scan(&current) == nil && current >= SchemaVersion {
+		if current > SchemaVersion {
+			return newer(current)
+		}
+		return nil
+	}
 	// The lock is each transaction's (pg_advisory_xact_lock), never the
 	// session's: behind a pooler in transaction mode (PgBouncer) a
 	// session's lock outlives the transaction on a server connection
@@ -87,7 +108,6 @@ func (s *Store) Migrate(ctx context.Context) error {
 		err = tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+versions).Scan(&current)
 		return current, err
 	}
-	var current int
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) (err error) {
 		current, err = locked(tx)
 		return err
@@ -96,7 +116,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return errorf("migrate: %w", err)
 	}
 	if current > SchemaVersion {
-		return errorf("migrate: schema %s is at version %d, newer than this build's %d: upgrade idem", schema, current, SchemaVersion)
+		return newer(current)
 	}
 	for _, m := range steps {
 		if m.version <= current {
