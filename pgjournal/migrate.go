@@ -95,6 +95,14 @@ func (s *Store) Migrate(ctx context.Context) error {
 	// session's lock outlives the transaction on a server connection
 	// that other clients then share, and hold it through, and that the
 	// unlock may never reach (a later Migrate waits for it for ever).
+	//
+	// And each runs READ COMMITTED whatever the database's or role's
+	// default_transaction_isolation: under REPEATABLE READ or SERIALIZABLE
+	// the snapshot is taken by the lock's statement, before it waits, so
+	// a replica that waited while another made a step read the versions
+	// as they were before it and made the step again (relation already
+	// exists: its start-up failed).
+	readCommitted := pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 	locked := func(tx pgx.Tx) (current int, err error) {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockID(s.schema)); err != nil {
 			return 0, fmt.Errorf("advisory lock: %w", err)
@@ -108,7 +116,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		err = tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+versions).Scan(&current)
 		return current, err
 	}
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) (err error) {
+	err = pgx.BeginTxFunc(ctx, conn, readCommitted, func(tx pgx.Tx) (err error) {
 		current, err = locked(tx)
 		return err
 	})
@@ -122,7 +130,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if m.version <= current {
 			continue
 		}
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		err := pgx.BeginTxFunc(ctx, conn, readCommitted, func(tx pgx.Tx) error {
 			// Made meanwhile by another replica's Migrate?
 			now, err := locked(tx)
 			if err != nil || now >= m.version {
