@@ -107,8 +107,24 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockID(s.schema)); err != nil {
 			return 0, fmt.Errorf("advisory lock: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
-			return 0, fmt.Errorf("create schema %s: %w", schema, err)
+		// Whether the schema exists is asked of pg_namespace, after the
+		// lock, not left to CREATE SCHEMA IF NOT EXISTS: that looks the
+		// name up in the backend's catalog cache, which the lock does not
+		// bring up to date, and the unlocked read above, on this backend or
+		// (behind a pooler) another replica's on it, cached the schema's
+		// absence; a replica that waited here while another created it
+		// then created it again and failed (duplicate key value violates
+		// unique constraint "pg_namespace_nspname_index"). This statement
+		// reads what committed before it, and opening pg_namespace brings
+		// the cache up to date for the statements after it.
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)`, s.schema).Scan(&exists); err != nil {
+			return 0, fmt.Errorf("schema %s: %w", schema, err)
+		}
+		if !exists {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+				return 0, fmt.Errorf("create schema %s: %w", schema, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+versions+` (version int NOT NULL)`); err != nil {
 			return 0, err

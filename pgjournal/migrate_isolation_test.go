@@ -32,11 +32,33 @@ import (
 // for it (seen in pg_locks), then a let go.
 func TestMigrateStricterDefaultIsolation(t *testing.T) {
 	for _, level := range []string{"repeatable read", "serializable"} {
-		t.Run(level, func(t *testing.T) { migrateInterleaved(t, level) })
+		t.Run(level, func(t *testing.T) { migrateInterleaved(t, level, 2) })
 	}
 }
 
-func migrateInterleaved(t *testing.T, level string) {
+// TestMigrateAfterWaitingForTheSchema: replica b read the schema's
+// version before taking the lock (the read that spares a role with data
+// rights alone), found no schema, then waited for the lock while replica
+// a created it. PostgreSQL caches catalog lookups in each backend, a
+// name's absence too, and brings its caches up to date when a
+// transaction starts or takes a lock on a relation, not an advisory lock
+// (modelled on PostgreSQL 15's inval.c and lmgr.c: LockRelationOid calls
+// AcceptInvalidationMessages; pg_advisory_xact_lock does not): b's
+// CREATE SCHEMA IF NOT EXISTS then believed the absence it had cached,
+// and failed with duplicate key value violates unique constraint
+// "pg_namespace_nspname_index" (SQLSTATE 23505), b's start-up failed.
+// Behind PgBouncer any replica's read leaves it in a shared backend.
+// The locked transaction now asks pg_namespace whether the schema exists
+// before creating it: a statement of its own, read after the lock.
+func TestMigrateAfterWaitingForTheSchema(t *testing.T) {
+	migrateInterleaved(t, "read committed", 1)
+}
+
+// migrateInterleaved has replicas a and b migrate a new schema at
+// default_transaction_isolation level, b paused before its nth advisory
+// lock, a paused holding its nth, then b let go to wait for a's lock,
+// then a let go: both must succeed.
+func migrateInterleaved(t *testing.T, level string, nth int32) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	schema := fmt.Sprintf("mi%d_%d", os.Getpid(), schemas.Add(1))
@@ -48,17 +70,26 @@ func migrateInterleaved(t *testing.T, level string) {
 		_, _ = admin.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
 	})
 
-	// replica opens a Store on schema whose second advisory lock (its
-	// first step's) waits for release, before being sent (before) or
-	// once taken (after), and says so on reached.
+	// replica opens a Store on schema whose nth advisory lock of it waits
+	// for release, before being sent (before) or once taken (after), and
+	// says so on reached. Its pool has one connection, warmed by a
+	// Migrate of another schema first (as a long-running pooler's server
+	// connections are): a cold backend's first statements read the
+	// catalogs, which also brings its caches up to date.
 	replica := func(before bool, reached, release chan struct{}) *pgjournal.Store {
 		pc, err := pgxpool.ParseConfig(dsn(t))
 		require.NoError(t, err)
+		pc.MaxConns = 1
 		pc.ConnConfig.RuntimeParams["default_transaction_isolation"] = level
-		pc.ConnConfig.Tracer = &lockPause{before: before, reached: reached, release: release}
+		pc.ConnConfig.Tracer = &lockPause{lock: lock, nth: nth, before: before, reached: reached, release: release}
 		pool, err := pgxpool.NewWithConfig(ctx, pc)
 		require.NoError(t, err)
 		t.Cleanup(pool.Close)
+		warm := fmt.Sprintf("%s_warm%d", schema, schemas.Add(1))
+		w, err := pgjournal.New(pool, pgjournal.WithSchema(warm))
+		require.NoError(t, err)
+		require.NoError(t, w.Migrate(ctx), "Migrate() of %s", warm)
+		require.NoError(t, w.DropSchema(ctx, warm))
 		s, err := pgjournal.New(pool, pgjournal.WithSchema(schema))
 		require.NoError(t, err)
 		return s
@@ -76,9 +107,9 @@ func migrateInterleaved(t *testing.T, level string) {
 		}
 	}
 	go func() { errs <- b.Migrate(ctx) }()
-	reach(bAt, "b's step took its lock")
+	reach(bAt, "b took its lock")
 	go func() { errs <- a.Migrate(ctx) }()
-	reach(aAt, "a's step held its lock")
+	reach(aAt, "a held its lock")
 	close(bGo)
 	require.Eventually(t, func() bool {
 		var waiting int
@@ -95,16 +126,18 @@ func migrateInterleaved(t *testing.T, level string) {
 	require.Equal(t, pgjournal.SchemaVersion, version)
 }
 
-// lockPause holds its connection's second advisory lock statement until
-// release: before it is sent, or after it is answered.
+// lockPause holds its pool's nth statement taking advisory lock lock
+// until release: before it is sent, or after it is answered.
 type lockPause struct {
+	lock             int64
+	nth              int32
 	before           bool
 	locks            atomic.Int32
 	reached, release chan struct{}
 }
 
 func (p *lockPause) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.Contains(d.SQL, "pg_advisory_xact_lock") && p.locks.Add(1) == 2 {
+	if strings.Contains(d.SQL, "pg_advisory_xact_lock") && len(d.Args) == 1 && d.Args[0] == p.lock && p.locks.Add(1) == p.nth {
 		ctx = context.WithValue(ctx, pausedKey{}, true)
 		if p.before {
 			close(p.reached)
