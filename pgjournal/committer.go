@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem/internal/groupcommit"
@@ -611,7 +612,7 @@ func (c *committer) readRows(ctx context.Context, q queryer, rows map[rowKey]*ro
 		return err
 	}
 	var k rowKey
-	var data []byte
+	var data pgtype.UndecodedBytes
 	var version, token int64
 	_, err = pgx.ForEachRow(rs, []any{&k.scope, &k.key, &data, &version, &token}, func() error {
 		w := rows[k]
@@ -619,7 +620,7 @@ func (c *committer) readRows(ctx context.Context, q queryer, rows map[rowKey]*ro
 			return fmt.Errorf("read a record not asked for: %q", k.key)
 		}
 		w.version, w.token = version, token
-		w.rec, w.err = journal.DecodeRecord(data)
+		w.rec, w.err = storedRecord(data)
 		return nil
 	})
 	return err

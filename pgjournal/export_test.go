@@ -15,3 +15,6 @@ func CommitterRounds(s *Store) int64 { return s.committer.rounds.Load() }
 // by the database's clock: the conformance suite's clock is fixed, and
 // jumps past a lease's end without waiting for it.
 func UseCallerClock(s *Store) { s.callerClock = true }
+
+// MigrateLockID is the advisory lock Migrate's transactions take for schema.
+func MigrateLockID(schema string) int64 { return lockID(schema) }

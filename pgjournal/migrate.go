@@ -52,7 +52,10 @@ const SchemaVersion = 2
 // each step in its own transaction, and records the version reached. Each
 // of its transactions holds a PostgreSQL advisory lock (per schema), so
 // replicas starting at once may all call it: one migrates, the others
-// wait and then find nothing to do. A schema newer than this build is an
+// wait and then find nothing to do. A schema already at SchemaVersion is
+// only read, without the lock: a service whose role may read and write
+// the journal's tables but create nothing (the schema migrated by a
+// deployment role) may call it too. A schema newer than this build is an
 // error: upgrade idem. Run it at start-up, before the Client.
 func (s *Store) Migrate(ctx context.Context) error {
 	if err := s.usable(ctx); err != nil {
@@ -69,17 +72,59 @@ func (s *Store) Migrate(ctx context.Context) error {
 	defer conn.Release()
 	schema := pgx.Identifier{s.schema}.Sanitize()
 	versions := pgx.Identifier{s.schema, "schema_version"}.Sanitize()
+	newer := func(current int) error {
+		return errorf("migrate: schema %s is at version %d, newer than this build's %d: upgrade idem", schema, current, SchemaVersion)
+	}
+	// A schema at this build's version or newer is read without the lock
+	// and without DDL: PostgreSQL checks CREATE's privilege before it
+	// looks whether a schema or table exists, so CREATE SCHEMA IF NOT
+	// EXISTS fails a service whose role has data rights alone (its schema
+	// migrated by a deployment role) at every start-up. A step commits
+	// with its version, so the version read means every step before it is
+	// made. Any error (no schema yet, no right to read the versions) goes
+	// the locked way, which makes what is missing or says why it cannot.
+	var current int
+	if conn.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+versions).Scan(&current) == nil && current >= SchemaVersion {
+		if current > SchemaVersion {
+			return newer(current)
+		}
+		return nil
+	}
 	// The lock is each transaction's (pg_advisory_xact_lock), never the
 	// session's: behind a pooler in transaction mode (PgBouncer) a
 	// session's lock outlives the transaction on a server connection
 	// that other clients then share, and hold it through, and that the
 	// unlock may never reach (a later Migrate waits for it for ever).
+	//
+	// And each runs READ COMMITTED whatever the database's or role's
+	// default_transaction_isolation: under REPEATABLE READ or SERIALIZABLE
+	// the snapshot is taken by the lock's statement, before it waits, so
+	// a replica that waited while another made a step read the versions
+	// as they were before it and made the step again (relation already
+	// exists: its start-up failed).
+	readCommitted := pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 	locked := func(tx pgx.Tx) (current int, err error) {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, lockID(s.schema)); err != nil {
 			return 0, fmt.Errorf("advisory lock: %w", err)
 		}
-		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
-			return 0, fmt.Errorf("create schema %s: %w", schema, err)
+		// Whether the schema exists is asked of pg_namespace, after the
+		// lock, not left to CREATE SCHEMA IF NOT EXISTS: that looks the
+		// name up in the backend's catalog cache, which the lock does not
+		// bring up to date, and the unlocked read above, on this backend or
+		// (behind a pooler) another replica's on it, cached the schema's
+		// absence; a replica that waited here while another created it
+		// then created it again and failed (duplicate key value violates
+		// unique constraint "pg_namespace_nspname_index"). This statement
+		// reads what committed before it, and opening pg_namespace brings
+		// the cache up to date for the statements after it.
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)`, s.schema).Scan(&exists); err != nil {
+			return 0, fmt.Errorf("schema %s: %w", schema, err)
+		}
+		if !exists {
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+schema); err != nil {
+				return 0, fmt.Errorf("create schema %s: %w", schema, err)
+			}
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+versions+` (version int NOT NULL)`); err != nil {
 			return 0, err
@@ -87,8 +132,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		err = tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM `+versions).Scan(&current)
 		return current, err
 	}
-	var current int
-	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) (err error) {
+	err = pgx.BeginTxFunc(ctx, conn, readCommitted, func(tx pgx.Tx) (err error) {
 		current, err = locked(tx)
 		return err
 	})
@@ -96,13 +140,13 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return errorf("migrate: %w", err)
 	}
 	if current > SchemaVersion {
-		return errorf("migrate: schema %s is at version %d, newer than this build's %d: upgrade idem", schema, current, SchemaVersion)
+		return newer(current)
 	}
 	for _, m := range steps {
 		if m.version <= current {
 			continue
 		}
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		err := pgx.BeginTxFunc(ctx, conn, readCommitted, func(tx pgx.Tx) error {
 			// Made meanwhile by another replica's Migrate?
 			now, err := locked(tx)
 			if err != nil || now >= m.version {

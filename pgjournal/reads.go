@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemkit/idem/journal"
 )
@@ -16,9 +17,9 @@ import (
 // scanRecords decodes the data column of every row.
 func scanRecords(rows pgx.Rows) ([]*journal.Record, error) {
 	var out []*journal.Record
-	var data []byte
+	var data pgtype.UndecodedBytes
 	_, err := pgx.ForEachRow(rows, []any{&data}, func() error {
-		r, err := journal.DecodeRecord(data)
+		r, err := storedRecord(data)
 		if err != nil {
 			return err
 		}
@@ -96,10 +97,10 @@ func (s *Store) openPage(ctx context.Context, afterDue int64, afterScope, afterK
 	if err != nil {
 		return nil, nil, readErr(ctx, err)
 	}
-	var data []byte
+	var data pgtype.UndecodedBytes
 	var o openRow
 	_, err = pgx.ForEachRow(rows, []any{&data, &o.due, &o.scope, &o.key}, func() error {
-		r, err := journal.DecodeRecord(data)
+		r, err := storedRecord(data)
 		if err != nil && !errors.Is(err, journal.ErrVersion) {
 			return err
 		}

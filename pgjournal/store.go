@@ -33,7 +33,10 @@
 // The journal is as durable as the database's commits, and write-ahead
 // rests on it: an operation is sent only after its journal write was
 // acknowledged. A server that restarts, or crashes and recovers from its
-// WAL, loses nothing acknowledged; the calls made while it is down fail
+// WAL, loses nothing acknowledged: the Store's transactions commit with
+// synchronous_commit on even where a DBA turned the database's default
+// off for throughput (PostgreSQL then answers a COMMIT before its WAL is
+// on disk, and a crash loses it). The calls made while it is down fail
 // saying nothing was journaled, a write whose connection broke after its
 // COMMIT was sent says it may have committed (journal.ErrMaybeCommitted:
 // the client then reports the outcome unknown, and the same call made
@@ -70,7 +73,8 @@
 // max_prepared_statements), and calls then fail, unmade, with an error
 // that says so. The Store keeps no state in a session between its
 // transactions (its lock and statement timeouts, and Migrate's lock, are
-// each transaction's own), so nothing else needs setting. A pooler that
+// each transaction's own), so nothing else needs setting; records are
+// read in the exec mode whatever the database's bytea_output. A pooler that
 // loses its connection to the server while a COMMIT is in flight says so
 // in an error of its own (PgBouncer: "server conn crashed?", SQLSTATE
 // 08P01), not the server's verdict: the write reports that it may have
@@ -92,6 +96,7 @@ package pgjournal
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -106,6 +111,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemkit/idem"
@@ -491,7 +497,7 @@ func (s *Store) insertClock() any {
 	return nil
 }
 
-// setLockWait bounds how long the rest of its transaction waits for a
+// txSettings bounds how long the rest of its transaction waits for a
 // lock another transaction holds (a row: an operator's forgotten psql
 // session, an application's long transaction inserting the same key) to
 // 5 s, PostgreSQL's lock_timeout for that transaction alone; the
@@ -510,7 +516,22 @@ func (s *Store) insertClock() any {
 // (idle_in_transaction_session_timeout, for that transaction alone); the
 // COMMIT the client sends later fails, and the write reports that it was
 // not made, or, if pgx does not hear why, that it may have been.
-const setLockWait = `SELECT set_config('lock_timeout', '5s', true), set_config('idle_in_transaction_session_timeout', '5s', true)`
+//
+// And it makes the transaction's COMMIT wait for its WAL to reach disk
+// whatever the database's, role's or server's synchronous_commit, which
+// a DBA may turn off for throughput: PostgreSQL then answers a COMMIT
+// before its WAL is flushed, and a crash of the server or its host
+// within three times wal_writer_delay loses it. A create so lost was
+// sent all the same: an order made and no record of it for Resume or Run
+// to settle; a claim so lost gives its token to the next claimant as
+// well. Off becomes on (PostgreSQL's
+// default); any other setting (local, remote_write, on, remote_apply)
+// already flushes the WAL locally and is kept. The flush also covers
+// what committed before it, so an intent PrepareTx journaled in a
+// transaction that committed asynchronously is on disk once Run's claim
+// of it returns, before it is sent.
+const txSettings = `SELECT set_config('lock_timeout', '5s', true), set_config('idle_in_transaction_session_timeout', '5s', true),
+	set_config('synchronous_commit', CASE current_setting('synchronous_commit') WHEN 'off' THEN 'on' ELSE current_setting('synchronous_commit') END, true)`
 
 // bounded runs the statements queue adds in one transaction on a
 // connection of the pool (see inTx) and returns the first error, as
@@ -537,7 +558,7 @@ func (s *Store) execBounded(ctx context.Context, op, sql string, args ...any) (t
 }
 
 // inTx runs the statements queue adds on conn in one transaction whose
-// lock waits setLockWait bounds: BEGIN and the statements in one
+// lock waits and durability txSettings sets: BEGIN and the statements in one
 // pipelined batch, then COMMIT on its own. PostgreSQL commits the
 // transaction only on that COMMIT, so a call cut before it was sent (its
 // bound ended while a statement waited for a locked row) wrote nothing,
@@ -555,7 +576,7 @@ func inTx(ctx context.Context, conn *pgx.Conn, tracer pgx.QueryTracer, queue fun
 	// another replica wrote meanwhile fails the transaction (40001)
 	// instead of being read again.
 	b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	b.Queue(setLockWait)
+	b.Queue(txSettings)
 	queue(b)
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		if !conn.IsClosed() {
@@ -818,6 +839,56 @@ func errorf(format string, args ...any) error {
 
 func encode(r *journal.Record) []byte { return journal.EncodeRecord(nil, r) }
 
+// storedRecord decodes the data column as pgx hands it over undecoded: a
+// scan into []byte reads bytea's text output in hex format only, and
+// pgx reads results as text in the exec and simple-protocol modes (the
+// modes for a pooler in transaction mode), so on a database, role or
+// server whose bytea_output is escape (PostgreSQL's format before 9.0,
+// kept for older applications) every read of a record failed after the
+// journal's create was made: a submit sent whose outcome could never be
+// written, nor settled by Run. A record's bytes start with its magic
+// (0xe1 0xde): never a backslash, which starts both text formats.
+func storedRecord(raw []byte) (*journal.Record, error) {
+	b, err := byteaBytes(raw)
+	if err != nil {
+		return nil, fmt.Errorf("data column: %w", err)
+	}
+	return journal.DecodeRecord(b)
+}
+
+// byteaBytes is a bytea's bytes from its binary form or either text
+// output: hex (\x...) or escape (\\ for a backslash, \ooo in octal
+// for a byte, the rest as is).
+func byteaBytes(raw []byte) ([]byte, error) {
+	switch {
+	case len(raw) >= 2 && raw[0] == '\\' && raw[1] == 'x':
+		out := make([]byte, hex.DecodedLen(len(raw)-2))
+		_, err := hex.Decode(out, raw[2:])
+		return out, err
+	case len(raw) == 0 || raw[0] != '\\':
+		return raw, nil // pgx's copy
+	}
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c != '\\':
+			out = append(out, c)
+		case i+1 < len(raw) && raw[i+1] == '\\':
+			out = append(out, '\\')
+			i++
+		case i+3 < len(raw) && isOctal(raw[i+1]) && isOctal(raw[i+2]) && isOctal(raw[i+3]) && raw[i+1] <= '3':
+			out = append(out, (raw[i+1]-'0')<<6|(raw[i+2]-'0')<<3|(raw[i+3]-'0'))
+			i += 3
+		default:
+			return nil, errors.New("bytea in escape format: a backslash neither doubled nor before three octal digits")
+		}
+	}
+	return out, nil
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
 const recordCols = `state, open, review, created_ns, next_due_ns, settled_ns, data`
 
 func colValues(r *journal.Record) []any {
@@ -926,7 +997,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (*journal.Record, er
 }
 
 func (s *Store) get(ctx context.Context, q queryer, scope, key string) (*journal.Record, error) {
-	var data []byte
+	var data pgtype.UndecodedBytes
 	err := q.QueryRow(ctx, `SELECT data FROM `+s.table+` WHERE scope = $1 AND key = $2`, scope, key).Scan(&data)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, journal.ErrNotFound
@@ -934,7 +1005,7 @@ func (s *Store) get(ctx context.Context, q queryer, scope, key string) (*journal
 	if err != nil {
 		return nil, err
 	}
-	return journal.DecodeRecord(data)
+	return storedRecord(data)
 }
 
 // Update applies fn to a copy of the stored record and commits it; see
@@ -1032,7 +1103,7 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	clock := s.clockArg(now)
-	var data []byte
+	var data pgtype.UndecodedBytes
 	var token int64
 	claimed := false
 	err := s.bounded(ctx, op, func(b *pgx.Batch) {
@@ -1055,7 +1126,7 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 	}
 	if claimed {
-		r, err := journal.DecodeRecord(data)
+		r, err := storedRecord(data)
 		if err != nil {
 			return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 		}
@@ -1074,7 +1145,7 @@ func (s *Store) claim(ctx context.Context, op, scope, key, owner string, now, ex
 		// Not claimed: the claim's statement took no lease.
 		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, readErr(ctx, err))
 	}
-	r, err := journal.DecodeRecord(data)
+	r, err := storedRecord(data)
 	if err != nil {
 		return nil, journal.Lease{}, errorf("%s %q: %w", op, key, err)
 	}
@@ -1156,10 +1227,10 @@ func (s *Store) ClaimDue(ctx context.Context, owner string, now, expires time.Ti
 		FROM due WHERE r.scope = due.scope AND r.key = due.key
 		RETURNING r.data, r.lease_token, r.next_due_ns`, ns(now), lim, owner, int64(expires.Sub(now)), s.clockArg(now), newestVersion).
 			Query(func(rows pgx.Rows) error {
-				var data []byte
+				var data pgtype.UndecodedBytes
 				var token, due int64
 				_, err := pgx.ForEachRow(rows, []any{&data, &token, &due}, func() error {
-					r, err := journal.DecodeRecord(data)
+					r, err := storedRecord(data)
 					if err != nil {
 						return err
 					}
