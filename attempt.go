@@ -796,7 +796,8 @@ func (d *driver) submit() (step, error) {
 	if !a.keyIgnored && heardFrom(ex.status) {
 		c.heard.add(d.rec)
 	}
-	if a.keyIgnored && !d.keyIgnored {
+	learnt := a.keyIgnored && !d.keyIgnored
+	if learnt {
 		c.ignoring.add(d.rec)
 	}
 	d.keyIgnored = d.keyIgnored || a.keyIgnored
@@ -824,6 +825,20 @@ func (d *driver) submit() (step, error) {
 		ex.err = st.err
 	}
 	ex.blankSent(&st.out)
+	if learnt && st.review != ReviewKeyIgnored {
+		// The endpoint learnt from this answer is journaled before the
+		// answer's outcome is: an outcome with no ReviewKeyIgnored flag
+		// tells the next process nothing of the endpoint, and a process
+		// killed between that commit and the save's (which ran beside
+		// it) left the journal without it: Resume resent, to an endpoint
+		// that charges every request, another payment whose answer was
+		// lost there (and this one, left open), a second charge. A flag
+		// tells the next process itself (relearn): no wait then, as
+		// before. Bounded by saveIgnoringTimeout and the call's context:
+		// a Store that stalls holds the payment no longer (the save
+		// logged, as before).
+		_ = c.waitSaves(d.ctx)
+	}
 	// What the commit reads, copied into one allocation: captured by the
 	// closure one by one, ex, a and st were each moved to the heap. Nothing
 	// changes them from here until the commit returns, so the copies are

@@ -53,10 +53,12 @@ type keyIgnoring struct {
 	// none); set by New, before any call. saving, under mu, counts
 	// those under way (saveIgnoring), which Close waits for (waitSaves);
 	// saved, under mu, is closed when saving drops to 0 (nil: nobody
-	// waits).
-	save   func(endpoint string)
-	saving int
-	saved  chan struct{}
+	// waits); waiting, under mu, counts the waitSaves waiting on it (a
+	// payment whose answer taught the endpoint, Close, ForgetKeyIgnoring).
+	save    func(endpoint string)
+	saving  int
+	saved   chan struct{}
+	waiting int
 	// unkeptLogged: ErrKeyIgnoringUnkept has been logged.
 	unkeptLogged atomic.Bool
 }
@@ -237,12 +239,14 @@ func (c *Client) logUnkept(ctx context.Context, err error) {
 
 // saveIgnoring journals endpoint e as ignoring the key, in a goroutine of
 // its own with a context no caller's cancellation ends, bounded by
-// saveIgnoringTimeout: the drive that learnt it goes on to record its
-// payment's answer at once, whatever the Store does meanwhile (a stalled
-// database, a custom Store that hangs). A failure is logged: the
-// operation flagged for it still tells the next process, which saves it
-// then; one that settled without a flag (a 201 marked ignored) tells
-// nobody, as before the endpoints were journaled.
+// saveIgnoringTimeout: a drive whose answer taught it and flags its
+// operation for it goes on to record that answer at once, whatever the
+// Store does meanwhile (a stalled database, a custom Store that hangs);
+// one whose answer settles unflagged (a 201 marked ignored) waits for it
+// first, up to as long (submit). A failure is logged: the operation
+// flagged for it still tells the next process, which saves it then; one
+// that settled without a flag tells nobody, as before the endpoints were
+// journaled.
 func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
 	k := &c.ignoring
 	k.mu.Lock()
@@ -287,7 +291,13 @@ func (c *Client) waitSaves(ctx context.Context) error {
 		k.saved = make(chan struct{})
 	}
 	done := k.saved
+	k.waiting++
 	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		k.waiting--
+		k.mu.Unlock()
+	}()
 	t := time.NewTimer(saveIgnoringTimeout)
 	defer t.Stop()
 	select {

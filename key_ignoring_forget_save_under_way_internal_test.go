@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -54,8 +55,9 @@ func TestForgetKeyIgnoringWaitsForTheSaveUnderWay(t *testing.T) {
 		known, err := c.ForgetKeyIgnoring(t.Context(), endpoint)
 		done <- result{known, err}
 	}()
-	sv.awaitWaiter(t, func() bool { return len(done) > 0 })
+	sv.awaitWaiters(t, 2, func() bool { return len(done) > 0 })
 	sv.release()
+	require.NoError(t, sv.awaitSubmitted(t), "Submit(k1)")
 	var got result
 	select {
 	case got = <-done:
@@ -92,7 +94,7 @@ func TestForgetKeyIgnoringEndsWithItsContext(t *testing.T) {
 		_, err := c.ForgetKeyIgnoring(ctx, endpoint)
 		done <- err
 	}()
-	sv.awaitWaiter(t, func() bool { return len(done) > 0 })
+	sv.awaitWaiters(t, 2, func() bool { return len(done) > 0 })
 	cancel()
 	select {
 	case err := <-done:
@@ -102,6 +104,7 @@ func TestForgetKeyIgnoringEndsWithItsContext(t *testing.T) {
 	}
 	require.Contains(t, c.ignoring.known(), endpoint, "memory: the endpoint, not forgotten")
 	sv.release()
+	require.NoError(t, sv.awaitSubmitted(t), "Submit(k1)")
 	require.NoError(t, c.Close())
 	kept, err := sv.journal.KeyIgnoringEndpoints(t.Context())
 	require.NoError(t, err)
@@ -118,8 +121,10 @@ type slowSave struct {
 	store    *slowKeyIgnoringSave
 	endpoint string
 	release  func()
-	mu       sync.Mutex
-	sent     []string // the Idempotency-Key of each request, in order
+	// submitted: Submit(k1)'s error, once it returns.
+	submitted chan error
+	mu        sync.Mutex
+	sent      []string // the Idempotency-Key of each request, in order
 }
 
 func startSlowSave(t *testing.T) *slowSave {
@@ -149,30 +154,49 @@ func startSlowSave(t *testing.T) *slowSave {
 	charge := srv.URL + "/api/v1/charge"
 	sv.endpoint = "POST " + charge
 
-	res, err := c.Submit(t.Context(), Request{Key: "k1", URL: charge, Body: []byte(`{"amount":1}`)})
-	require.NoError(t, err, "Submit(k1)")
-	require.Equal(t, "pay_1", res.ResourceID)
+	// k1's outcome, unflagged, is committed once the endpoint is: Submit
+	// waits for the save (a second waiter, ForgetKeyIgnoring, joins it).
+	sv.submitted = make(chan error, 1)
+	go func() {
+		res, err := c.Submit(t.Context(), Request{Key: "k1", URL: charge, Body: []byte(`{"amount":1}`)})
+		if err == nil && res.ResourceID != "pay_1" {
+			err = fmt.Errorf("Submit(k1) settled with %q, not pay_1", res.ResourceID)
+		}
+		sv.submitted <- err
+	}()
 	select {
 	case e := <-sv.store.entered:
 		require.Equal(t, sv.endpoint, e, "the endpoint being journaled")
 	case <-time.After(10 * time.Second):
 		t.Fatal("the endpoint was never journaled")
 	}
+	sv.awaitWaiters(t, 1, func() bool { return len(sv.submitted) > 0 })
+	require.Empty(t, sv.submitted, "Submit(k1) returned before its endpoint was journaled")
 	return sv
 }
 
-// awaitWaiter returns once ForgetKeyIgnoring waits for the save
-// (waitSaves made the channel it waits on), or once returned says it
-// returned without waiting.
-func (sv *slowSave) awaitWaiter(t *testing.T, returned func() bool) {
+// awaitWaiters returns once n callers wait for the save (waitSaves), or
+// once returned says the one expected last returned without waiting.
+func (sv *slowSave) awaitWaiters(t *testing.T, n int, returned func() bool) {
 	require.Eventually(t, func() bool {
 		if returned() {
 			return true
 		}
 		sv.client.ignoring.mu.Lock()
 		defer sv.client.ignoring.mu.Unlock()
-		return sv.client.ignoring.saved != nil
-	}, 10*time.Second, time.Millisecond, "ForgetKeyIgnoring neither waited for the save nor returned")
+		return sv.client.ignoring.waiting >= n
+	}, 10*time.Second, time.Millisecond, "neither waited for the save nor returned")
+}
+
+// awaitSubmitted returns Submit(k1)'s error once it returns.
+func (sv *slowSave) awaitSubmitted(t *testing.T) error {
+	select {
+	case err := <-sv.submitted:
+		return err
+	case <-time.After(20 * time.Second):
+		t.Fatal("Submit(k1) did not return once its endpoint was journaled")
+		return nil
+	}
 }
 
 func (sv *slowSave) keys() []string {

@@ -89,6 +89,10 @@ func TestCrashChild(t *testing.T) {
 		err = ch.resume()
 	case "point":
 		err = ch.point(os.Getenv(envPoint), os.Getenv(envKey))
+	case "ignoring-save":
+		err = ch.ignoringSave()
+	case "ignoring-resume":
+		err = ch.ignoringResume()
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}
