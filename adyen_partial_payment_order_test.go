@@ -3,6 +3,7 @@ package idem_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,17 +40,31 @@ func adyenPartAnswer(value string) string {
 // person as another request's (ReviewKeyInUse, ErrKeyConflict). The
 // answer's "order" answers the request's own "order": ours, succeeded. A
 // payment of another amount is still another request's.
+//
+// So is one of our amount and currency, another gift card's part of the
+// same order: the request's "reference" answered as "merchantReference",
+// "The reference to uniquely identify a payment" (Adyen's
+// PaymentResponse, @adyen/api-library), is not ours. It settled
+// succeeded as ours, our part never paid. Ours in Adyen's spelling, its
+// case its own, still settles.
 func TestAdyenPartPaymentIsNotItsOrdersAmount(t *testing.T) {
+	ownAs := func(reference string) string {
+		return strings.Replace(adyenPartAnswer("2500"), `"merchantReference":"cart-88-giftcard"`, `"merchantReference":"`+reference+`"`, 1)
+	}
 	for _, tt := range []struct {
-		name, value string
-		ours        bool
+		name, answer string
+		ours         bool
+		how          string // how another request's differs
 	}{
-		{"ours", "2500", true},
-		{"another amount", "4000", false},
+		{"ours", adyenPartAnswer("2500"), true, ""},
+		{"another amount", adyenPartAnswer("4000"), false, `amount.value "4000", not the request's amount.value "2500"`},
+		{"another part of the order, same amount", ownAs("cart-88-voucher"), false,
+			`merchantReference "cart-88-voucher", not the request's reference "cart-88-giftcard"`},
+		{"ours, its reference in capitals", ownAs("CART-88-GIFTCARD"), true, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			clock := idemtest.NewClock(epoch)
-			s := &sharedKeyServer{result: adyenPartAnswer(tt.value)}
+			s := &sharedKeyServer{result: tt.answer}
 			srv := httptest.NewServer(http.HandlerFunc(s.serve))
 			t.Cleanup(srv.Close)
 			c := clientFor(t, srv, clock, idem.WithKeyHeader("Idempotency-Key", idem.KeyBare), idem.WithDecoder(decodeAdyen),
@@ -72,7 +87,7 @@ func TestAdyenPartPaymentIsNotItsOrdersAmount(t *testing.T) {
 				require.Empty(t, resourceOf(op), "another request's payment taken for ours")
 				rec, gerr := c.Store().Get(t.Context(), idem.DefaultScope, key)
 				require.NoError(t, gerr)
-				require.Contains(t, rec.Attempts[len(rec.Attempts)-1].Err, `amount.value "4000", not the request's amount.value "2500"`)
+				require.Contains(t, rec.Attempts[len(rec.Attempts)-1].Err, tt.how)
 			}
 			s.mu.Lock()
 			defer s.mu.Unlock()

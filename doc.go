@@ -162,8 +162,8 @@
 // have reached the server, else the key is another request's
 // ([ReviewKeyInUse], an error matching [ErrKeyConflict],
 // [ErrUnknownOutcome] and [ErrNeedsReview]), as it is when its body
-// describes another request (an amount, currency, side… not the journaled
-// body's: a server replaying the key's stored answer whatever the body,
+// describes another request (an amount, currency, side, the merchant's
+// reference… not the journaled body's: a server replaying the key's stored answer whatever the body,
 // to a key that collided); a replayed 4xx settles
 // failed; a replayed 5xx, 408 or 499 is flagged for review at once ([ErrNeedsReview]) and still
 // queried. A key conflict (422, 400, 409 above) answered to a first

@@ -24,7 +24,8 @@ import (
 // two services sharing an account or a key space use a key first. When
 // the answer describes the order or payment, and the request is journaled,
 // the two can be compared: an answer whose side, symbol, quantity, price,
-// amount or currency is not the request's is another request's result.
+// amount, currency or merchant's reference is not the request's is
+// another request's result.
 
 // describingMembers are the members an order or payment API names alike in
 // its requests and in its answers about them: what the order or payment
@@ -55,7 +56,12 @@ var requestEnvelopes = [...]string{"data", "order", "payment", "payments", "tran
 // (developers.binance.com, Query order's response). Deribit's order
 // names its side "direction" (private/get_order_state's "buy" or "sell"),
 // which its request says in the method (rpcSide).
-var answerAliases = map[string]string{"quantity": "origQty", "side": "direction"}
+//
+// Adyen's /payments answers the request's "reference" as
+// "merchantReference", "The reference to uniquely identify a payment"
+// (its API library's PaymentResponse), beside the payment's own
+// "pspReference".
+var answerAliases = map[string]string{"quantity": "origQty", "side": "direction", "reference": "merchantReference"}
 
 // envelopeMembers are the members an answer may carry its resource in, one
 // or two levels down: {"data": {…}}, OKX's {"data": [{…}]}, Bybit's
@@ -84,7 +90,8 @@ func amendable(name string) bool {
 // a describing member both name at one path, from the answer's top level
 // or its envelope's one resource, whose values differ as values (numbers
 // by value, "1.00000000" as 1 and "100.00" as 100; words by their letters
-// and digits, "BUY" as "buy", "BTC/USD" as "BTCUSD"). "" when nothing
+// and digits, "BUY" as "buy", "BTC/USD" as "BTCUSD"; a merchant's
+// reference as referenceDiffers reads it). "" when nothing
 // differs, or nothing can be compared: a member on one side only, at
 // another path, or a number on one side and a word on the other proves
 // nothing. fixed: a member no amendment changes differs (amendable), the
@@ -93,7 +100,8 @@ func amendable(name string) bool {
 // acted is the request URL's path segments (pathSegments): an answer's
 // resource whose own id is one of them is the resource the request acted
 // on (a capture's, refund's or cancel's payment), not one it made, and
-// its top-level amounts are that resource's (actedOn).
+// its top-level amounts and its merchant's reference are that
+// resource's (actedOn).
 func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) {
 	ours, own := requestMembers(body)
 	if len(ours) == 0 {
@@ -110,7 +118,7 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 		asked, added, exact := surcharged(own, res)
 		for _, m := range ours {
 			orderAmount := amendable(m.name) && strings.HasSuffix(folded(m.name), "amount")
-			if parent && topAmount(m.path) && amendable(m.name) || asked && orderAmount && !exact {
+			if parent && (topAmount(m.path) && amendable(m.name) || merchantReference(m)) || asked && orderAmount && !exact {
 				continue
 			}
 			theirName := m.path
@@ -123,16 +131,21 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 				theirName = inner
 				their, named = memberAt(res, inner)
 			}
-			w, ok := scalarOf(their)
 			if !named && answerAliases[m.path] != "" {
 				theirName = answerAliases[m.path]
-				w, ok = scalarOf(res[theirName])
+				their = res[theirName]
+			}
+			w, ok := scalarOf(their)
+			if merchantReference(m) {
+				// A number is an id of something else.
+				_, text := their.(string)
+				ok = ok && text
 			}
 			if ok && asked && orderAmount {
 				w, ok = netAmount(w, added)
 				theirName += " less its surcharge"
 			}
-			if ok && differ(m.value, w) && !(m.name == "product_id" && oneBook(m.value, w)) && (how == "" || !amendable(m.name)) {
+			if ok && differs(m, w) && (how == "" || !amendable(m.name)) {
 				how = fmt.Sprintf("%s %q, not the request's %s %q", theirName, clipValue(w), m.path, clipValue(m.value))
 				if !amendable(m.name) {
 					return how, true
@@ -141,6 +154,89 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 		}
 	}
 	return how, false
+}
+
+// differs reports whether w, an answer's value, is surely not m's, a
+// request member's: differ, but for a product id naming our order's book
+// (oneBook), and a merchant reference compared by referenceDiffers.
+func differs(m member, w string) bool {
+	switch {
+	case merchantReference(m):
+		return referenceDiffers(m.value, w)
+	case m.name == "product_id" && oneBook(m.value, w):
+		return false
+	}
+	return differ(m.value, w)
+}
+
+// merchantReference reports whether m is the merchant's own reference for
+// the request: a member named so at any depth (referenceName:
+// Worldline Direct's order.references.merchantReference, a
+// "client_reference_id"), or a plain "reference" at the body's top level
+// (Adyen's, Checkout.com's, Flutterwave's). It tells two requests of one
+// amount and currency apart, two 1000 EUR orders under a key that
+// collided: without it the replay of the other order's payment settled
+// as ours, and ours was never paid. A resource the request acted on
+// (actedOn) has its own: Checkout.com's capture, POST
+// /payments/{id}/captures with the capture's "reference", found as the
+// payment captured, whose "reference" is the payment's.
+func merchantReference(m member) bool {
+	return m.path == "reference" || referenceName(m.name)
+}
+
+// referenceDiffers reports whether a and b, a request's reference and an
+// answer's, surely differ: their letters and digits, case aside, are
+// not the same, and b is not a cut of a (referenceCut). A provider may
+// write a reference its own way for a bank statement: upper-cased,
+// separators dropped. Text beyond ASCII is no evidence: it may come back
+// transliterated.
+func referenceDiffers(a, b string) bool {
+	if !ascii(a) || !ascii(b) {
+		return false
+	}
+	fa, fb := folded(a), folded(b)
+	return fa != "" && fb != "" && fa != fb && !referenceCut(a, b)
+}
+
+// referenceCuts are the lengths a payment scheme cuts a reference to:
+// Faster Payments' 18, SEPA's 25 (as Equals Money sends it), SWIFT's 35
+// ("If a payment reference exceeds the limit set by the payment scheme,
+// it will be truncated", docs.equalsmoney.com, About payment
+// references), SEPA's remittance information's 140. The shortest is 18:
+// "Typically, the character limit for payment references is 18
+// characters" (TrueLayer's Character limitations in payments).
+var referenceCuts = [...]int{18, 25, 35, 140}
+
+// referenceCut reports whether b, an answer's reference, may be a, the
+// request's, cut by a scheme: b is a's first characters up to a cut's
+// length (referenceCuts) but for the spaces or separators that ended
+// them (a bank trims a cut's trailing space). Any other beginning is no
+// cut but another reference: sequential order numbers make one of ours
+// (ord-12, INV-2026-10, ORDER-2026-12-07-123) begin with another's
+// (ord-1, INV-2026-1, ORDER-2026-12-07-12), and taken for a cut, the
+// replay of that order's payment settled as ours, and ours was never
+// paid; a beginning of any length but a cut's is such a one too.
+func referenceCut(a, b string) bool {
+	fa, fb := folded(a), folded(b)
+	if !strings.HasPrefix(fa, fb) {
+		return false
+	}
+	for _, n := range referenceCuts {
+		if len(a) > n && folded(a[:n]) == fb {
+			return true
+		}
+	}
+	return false
+}
+
+// ascii reports whether s is all ASCII.
+func ascii(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // otherRequestOf is otherRequest of rec's body with answer, a request to
@@ -374,6 +470,12 @@ func nestedMembers(m map[string]any, prefix, parent string, depth int, ours []me
 			// amount: an answer's member of that name may be its parent
 			// resource's (componentAmount).
 			ours = append(ours, member{prefix + name, name, s})
+			continue
+		}
+		if s, ok := v.(string); ok && s != "" && (referenceName(name) || depth == 0 && name == "reference") {
+			// The merchant's reference (merchantReference), a string
+			// only: a number is an id of something else.
+			ours = append(ours, member{prefix + name, name, s})
 		}
 	}
 	return ours
@@ -552,10 +654,14 @@ func loneWrapped(m map[string]any) (map[string]any, bool) {
 // amount (without the surcharge)" when the order asks for surcharging
 // (order.surchargeSpecificInput), and its payment tells the surcharge
 // applied (paymentOutput.surchargeSpecificOutput.surchargeAmount). added
-// is that surcharge in minor units, exact when it is told as an integer:
-// the answer's amount less it is then the request's net amount. Not
-// exact, the amounts may differ for our own payment and only its
-// currency is compared. A surcharge the request did not ask for proves
+// is that surcharge in minor units, exact when it is told as an integer
+// (2530 or 2530.0, minorUnits) in the payment's own currency: the
+// answer's amount less it is then the request's net amount. Not exact,
+// the amounts may differ for our own payment and only its currency is
+// compared: a surcharge told in another currency than the payment's
+// amountOfMoney cannot be subtracted from it (subtracted, our own 1000
+// EUR surcharged 30 USD read as 970 EUR, another request's). A
+// surcharge the request did not ask for proves
 // nothing of ours: surcharging is defined in the request (Worldline's
 // "The following properties define the surcharge of your order in a
 // CreateHostedCheckout/CreatePayment request"), so such an answer's
@@ -576,16 +682,40 @@ func surcharged(own, res map[string]any) (asked bool, added int64, exact bool) {
 	if !ok {
 		return true, 0, false
 	}
-	added, err := strconv.ParseInt(v, 10, 64)
-	return true, added, err == nil
+	paid, _ := res["amountOfMoney"].(map[string]any)
+	if theirs, ours := currencyCodeOf(amount), currencyCodeOf(paid); theirs != "" && ours != "" && theirs != ours {
+		return true, 0, false
+	}
+	added, exact = minorUnits(v)
+	return true, added, exact
+}
+
+// currencyCodeOf is an amount object's "currencyCode", folded ("" when
+// it has none).
+func currencyCodeOf(amount map[string]any) string {
+	code, _ := amount["currencyCode"].(string)
+	return folded(code)
+}
+
+// minorUnits is s, an amount in minor units, as an integer, written
+// either way a JSON number of integer value may be (1030, 1030.0);
+// false for any other value (a fraction of a minor unit, an exponent,
+// a word).
+func minorUnits(s string) (int64, bool) {
+	r, kind := decimal(s)
+	if kind != number || !r.IsInt() || !r.Num().IsInt64() {
+		return 0, false
+	}
+	return r.Num().Int64(), true
 }
 
 // netAmount is gross, an answer's amount in minor units, less added, the
-// surcharge it counts; false when gross is no integer, the net then
-// unknown. A negative one, no amount a payment has, is left as it is.
+// surcharge it counts; false when gross is no integer (minorUnits), the
+// net then unknown. A negative one, no amount a payment has, is left as
+// it is.
 func netAmount(gross string, added int64) (string, bool) {
-	n, err := strconv.ParseInt(gross, 10, 64)
-	if err != nil {
+	n, ok := minorUnits(gross)
+	if !ok {
 		return "", false
 	}
 	if n < 0 || added < 0 {

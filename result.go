@@ -164,7 +164,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // payment, or ISO 20022's settled "ACSC" or "ACCC") unless
 // its status says the server refused to carry it out: "failed",
 // "failure", "declined", "rejected", "refused", "denied", "soft_declined", a Pix
-// refund's "NAO_REALIZADO" or ISO 20022's "RJCT" (in any case, spaces around it ignored) make it failed, with the status as the reason, "error" or
+// refund's "NAO_REALIZADO", ISO 20022's "RJCT" or Cybersource's
+// "AUTHORIZED_RISK_DECLINED" and "INVALID_REQUEST" (in any case, spaces around it ignored) make it failed, with the status as the reason, "error" or
 // "errored" prove nothing, and "NotStarted", "Running" or "InProgress"
 // make it processing whatever the status code: a long-running
 // operation's status monitor (the Azure REST API Guidelines' and ARM's,
@@ -598,7 +599,12 @@ func resourceStatusOf(s string) resourceStatus {
 		// ISO 20022's rejected (pain.002 RJCT), which open banking APIs
 		// put in "status" (Bridge's payment requests): read as created,
 		// a payment no one made read as paid.
-		"rjct":
+		"rjct",
+		// Cybersource's 201 for a payment Decision Manager rejected after
+		// the issuer approved it (its authorisation reversed), and for one
+		// it could not process: read as created, an order no one paid for
+		// was shipped. Its AUTHORIZED_PENDING_REVIEW stays created.
+		"authorized_risk_declined", "invalid_request":
 		return statusFailed
 	case "error", "errored":
 		return statusError
