@@ -176,6 +176,20 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	if err != nil {
 		return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
 	}
+	if prior != nil && prior.Review == ReviewKeyIgnored {
+		// The flag the confirmation clears may be all that tells a
+		// restarted process the endpoint ignores the key (its save lost
+		// to a kill, or failed): cleared first, Resume resent another
+		// payment there whose answer was lost, a second charge. So the
+		// endpoint is learnt from it and journaled before, as a drive
+		// whose answer taught it waits (submit), within ctx and
+		// saveIgnoringTimeout; a wait that ends first writes nothing:
+		// the provider delivers the event again.
+		c.ignoring.relearn(prior)
+		if err := c.waitSaves(ctx); err != nil {
+			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is still being journaled: %w", scope, key, err)
+		}
+	}
 	rec, err := c.store.Confirm(wctx, scope, key, conf)
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		rec, err = c.confirmedAfterAll(wctx, scope, key, &conf, err)

@@ -131,6 +131,13 @@ func (k *keyIgnoring) insert(e string, kept bool) bool {
 	k.set[e] = !kept
 	if !kept {
 		k.learntHere++
+		if k.save != nil {
+			// Counted as under way with the endpoint's insertion, not
+			// when saveIgnoring starts: a drive that learns the endpoint
+			// in between finds it known, starts no save, and must still
+			// find this one to wait for (submit's waitSaves).
+			k.saving++
+		}
 	}
 	k.any.Store(true)
 	return true
@@ -248,10 +255,7 @@ func (c *Client) logUnkept(ctx context.Context, err error) {
 // that settled without a flag tells nobody, as before the endpoints were
 // journaled.
 func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
-	k := &c.ignoring
-	k.mu.Lock()
-	k.saving++
-	k.mu.Unlock()
+	k := &c.ignoring // saving counts this save already (insert)
 	go func() {
 		defer func() {
 			k.mu.Lock()
