@@ -283,6 +283,20 @@ func requireForeignKey(t testing.TB, res *idem.Result, err error) {
 	require.Equal(t, idem.ReviewKeyInUse, res.Review)
 }
 
+// requireOtherRequestsOp asserts that op, the operation of key on c, is
+// left for a person as another request's (unknown, ReviewKeyInUse),
+// nothing of that request taken for ours, its last attempt naming what
+// differs, names.
+func requireOtherRequestsOp(t testing.TB, c *idem.Client, op *idem.Operation, key, names string) {
+	t.Helper()
+	require.Equal(t, idem.StateUnknown, op.State)
+	require.Equal(t, idem.ReviewKeyInUse, op.Review)
+	require.Empty(t, resourceOf(op), "another request's resource taken for ours")
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, key)
+	require.NoError(t, err)
+	require.Contains(t, rec.Attempts[len(rec.Attempts)-1].Err, names)
+}
+
 // requireOutcome asserts that a call ended in state with resource id
 // and review, its error matching each of kinds (nil: no error), and
 // that no state but failed came with ErrFailed.

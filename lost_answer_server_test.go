@@ -66,12 +66,7 @@ func (s *lostAnswerServer) requireFoundByTheQuery(t *testing.T, decode idem.Deco
 		require.Empty(t, op.Review)
 	} else {
 		requireForeignKey(t, res, err)
-		require.Equal(t, idem.StateUnknown, op.State)
-		require.Equal(t, idem.ReviewKeyInUse, op.Review)
-		require.Empty(t, resourceOf(op), "another request's resource taken for ours")
-		rec, gerr := c.Store().Get(t.Context(), idem.DefaultScope, req.Key)
-		require.NoError(t, gerr)
-		require.Contains(t, rec.Attempts[len(rec.Attempts)-1].Err, names)
+		requireOtherRequestsOp(t, c, op, req.Key, names)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -6,9 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
@@ -96,51 +93,11 @@ func TestMercadoPagoStoredPaymentOfACopyOfOursAfterTheKeyWasHeld(t *testing.T) {
 // key holds, as TestProcessingQueryNamesNoResourceOfOurs's does). idem
 // settled ours succeeded with it. Left for a person, never resent.
 func TestMercadoPagoResultQueryFindingAnotherCheckoutsPayment(t *testing.T) {
-	for _, tt := range []struct {
-		name, amount string
-		ours         bool
-		queries      int // the lost answer's; and Resume's look again at one left unknown
-	}{
-		{"another checkout's", "700.50", false, 2},
-		{"ours", "125.980", true, 1},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			clock := idemtest.NewClock(epoch)
-			s := &sharedKeyServer{result: mercadoPagoPayment(42, tt.amount)}
-			srv := httptest.NewServer(http.HandlerFunc(s.serve))
-			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, clock, idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare), idem.WithDecoder(decodeStatusID("approved")),
-				idem.WithResultEndpoint(srv.URL+"/v1/advanced_payments/by-key/{key}"))
-			const body = `{"wallet_payment":{"transaction_amount":125.98,"external_reference":"Payment_seller_123"},"payer":{"token":"PAYER_TOKEN"}}`
-
-			res, err := c.Submit(t.Context(), idem.Request{Key: mercadoPagoKey, URL: srv.URL + "/v1/advanced_payments", Body: []byte(body)})
-			if !tt.ours {
-				requireForeignKey(t, res, err)
-			} else {
-				require.NoError(t, err)
-				require.Equal(t, idem.StateSucceeded, res.State)
-				require.Equal(t, "10458742", res.ResourceID)
-			}
-			clock.Advance(10 * time.Minute)
-			_, err = c.Resume(t.Context())
-			require.NoError(t, err)
-			op, err := c.Lookup(t.Context(), idem.DefaultScope, mercadoPagoKey)
-			require.NoError(t, err)
-			if !tt.ours {
-				require.Equal(t, idem.StateUnknown, op.State)
-				require.Equal(t, idem.ReviewKeyInUse, op.Review)
-				require.Empty(t, resourceOf(op), "another checkout's payment taken for ours")
-				rec, err := c.Store().Get(t.Context(), idem.DefaultScope, mercadoPagoKey)
-				require.NoError(t, err)
-				require.Contains(t, rec.Attempts[len(rec.Attempts)-1].Err, `wallet_payment.transaction_amount "700.50"`)
-			} else {
-				require.Equal(t, idem.StateSucceeded, op.State)
-				require.Empty(t, op.Review)
-			}
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			require.Equal(t, []string{body}, s.submits, "submits: one, never resent")
-			require.Equal(t, tt.queries, s.queries, "queries")
-		})
-	}
+	answer := func(amount string) string { return mercadoPagoPayment(42, amount) }
+	requireQueriedResults(t, answer, "700.50", "125.980", func(srv *httptest.Server, clock *idemtest.Clock) (*idem.Client, idem.Request) {
+		c := clientFor(t, srv, clock, idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare), idem.WithDecoder(decodeStatusID("approved")),
+			idem.WithResultEndpoint(srv.URL+"/v1/advanced_payments/by-key/{key}"))
+		const body = `{"wallet_payment":{"transaction_amount":125.98,"external_reference":"Payment_seller_123"},"payer":{"token":"PAYER_TOKEN"}}`
+		return c, idem.Request{Key: mercadoPagoKey, URL: srv.URL + "/v1/advanced_payments", Body: []byte(body)}
+	}, "10458742", `wallet_payment.transaction_amount "700.50"`)
 }

@@ -46,8 +46,11 @@ const (
 
 // requestEnvelopes are the members a request may wrap its order or
 // payment in, whose answer may come without them: Square's CreateOrder
-// ({"order": {…}}), GoCardless's {"payments": {…}}.
-var requestEnvelopes = [...]string{"data", "order", "payment", "payments", "transaction"}
+// ({"order": {…}}), GoCardless's {"payments": {…}}, Midtrans's charge
+// ({"transaction_details": {"order_id", "gross_amount"}}, its status
+// answering "gross_amount" at the top: read at the envelope's path only,
+// another order's capture under a reused order_id settled ours).
+var requestEnvelopes = [...]string{"data", "order", "payment", "payments", "transaction", "transaction_details"}
 
 // answerAliases maps a request's member to the name an API's answer gives
 // the same value, tried when the answer lacks the request's own name:

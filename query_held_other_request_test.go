@@ -52,6 +52,59 @@ func (s *sharedKeyServer) setResult(result string) {
 	s.result = result
 }
 
+// requireQueriedResults submits the request setup gives, to a client of
+// a sharedKeyServer whose result endpoint answers answer(theirs), the
+// key's payment of another amount, then answer(ours), a copy of ours,
+// and asserts what each made of it after Resume looked again: another
+// request's, left for a person (requireOtherRequestsOp, names what
+// differs); ours, succeeded with resource id. Either way the request was
+// sent once, never resent, and the result endpoint asked twice for the
+// other request's (the lost answer's query, Resume's) and once for ours.
+func requireQueriedResults(t *testing.T, answer func(amount string) string, theirs, ours string,
+	setup func(srv *httptest.Server, clock *idemtest.Clock) (*idem.Client, idem.Request), id, names string) {
+	t.Helper()
+	for _, tt := range []struct {
+		name, amount string
+		ours         bool
+		queries      int
+	}{
+		{"another request's", theirs, false, 2},
+		{"ours", ours, true, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := idemtest.NewClock(epoch)
+			s := &sharedKeyServer{result: answer(tt.amount)}
+			srv := httptest.NewServer(http.HandlerFunc(s.serve))
+			t.Cleanup(srv.Close)
+			c, req := setup(srv, clock)
+
+			res, err := c.Submit(t.Context(), req)
+			if tt.ours {
+				require.NoError(t, err)
+				require.Equal(t, idem.StateSucceeded, res.State)
+				require.Equal(t, id, res.ResourceID)
+			} else {
+				requireForeignKey(t, res, err)
+			}
+			clock.Advance(10 * time.Minute)
+			_, err = c.Resume(t.Context())
+			require.NoError(t, err)
+			op, err := c.Lookup(t.Context(), idem.DefaultScope, req.Key)
+			require.NoError(t, err)
+			if tt.ours {
+				require.Equal(t, idem.StateSucceeded, op.State)
+				require.Empty(t, op.Review)
+			} else {
+				requireOtherRequestsOp(t, c, op, req.Key, names)
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			require.Equal(t, []string{string(req.Body)}, s.submits, "submits: one, never resent")
+			require.Equal(t, tt.queries, s.queries, "queries")
+		})
+	}
+}
+
 // A resource a result query named while it ran is the key's, not one our
 // own request was answered with: the key's result may be another
 // request's, and its short "processing" form said nothing to tell. Once
