@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -1207,7 +1208,8 @@ func (d *driver) flag(reason string, cause error) error {
 
 // recheckAt is when an operation flagged now is queried next: a day on,
 // unless this call's last exchange was a result query that got no answer
-// from the server (silentStatus: it is down). The endpoint's word is
+// from the server (silentStatus: it is down), or an answer that says
+// nothing of it (saidNothing: a maintenance page). The endpoint's word is
 // still to come then, and the server keeps the key only so long (Stripe:
 // 24 hours): rechecked a day after a query lost in an outage of a few
 // hours, the operation is first asked about once the key is forgotten,
@@ -1222,11 +1224,21 @@ func (d *driver) flag(reason string, cause error) error {
 func (d *driver) recheckAt(now time.Time) time.Time {
 	if n := len(d.rec.Attempts); d.exchanges > 0 && n > 0 {
 		a := d.rec.Attempts[n-1]
-		if a.Kind == journal.AttemptQuery && a.Done && (silentStatus(a.Status) || a.Status == http.StatusNotFound && d.backFromSilence(n-1)) {
+		if a.Kind == journal.AttemptQuery && a.Done && (silentStatus(a.Status) || saidNothing(a) || a.Status == http.StatusNotFound && d.backFromSilence(n-1)) {
 			return maxTime(now.Add(d.c.reconcileDelay(d.rec)), d.serverUntil)
 		}
 	}
 	return now.Add(reviewRecheck)
+}
+
+// saidNothing reports whether query a was answered 2xx with a body that
+// does not decode to a result: a maintenance page a front end serves over
+// the API for the while, or any other page that says nothing of the
+// operation. Rechecked a day on, as after the endpoint's own word, an
+// operation flagged during such a window was first asked about once the
+// key was forgotten.
+func saidNothing(a journal.Attempt) bool {
+	return a.Status >= 200 && a.Status < 300 && strings.HasPrefix(a.Err, errUndecodable.Error())
 }
 
 // backFromSilence reports whether the result query before rec's attempt
