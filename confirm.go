@@ -187,7 +187,7 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		// the provider delivers the event again.
 		c.ignoring.relearn(prior)
 		if err := c.waitSaves(ctx); err != nil {
-			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is still being journaled: %w", scope, key, err)
+			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is still being journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
 		}
 	}
 	rec, err := c.store.Confirm(wctx, scope, key, conf)

@@ -171,7 +171,7 @@ func startSlowSave(t *testing.T) *slowSave {
 		t.Fatal("the endpoint was never journaled")
 	}
 	sv.awaitWaiters(t, 1, func() bool { return len(sv.submitted) > 0 })
-	require.Empty(t, sv.submitted, "Submit(k1) returned before its endpoint was journaled")
+	require.Zero(t, len(sv.submitted), "Submit(k1) returned before its endpoint was journaled")
 	return sv
 }
 
