@@ -72,7 +72,7 @@ func TestCompactOnFailingDisk(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
 					cmd := exec.CommandContext(ctx, strace, "-f", "-qq", "-o", os.DevNull, "-e", inject, "--", os.Args[0], "compact", "-journal", path)
-					cmd.Env = append(os.Environ(), asCommandEnv+"=1", "IDEM_JOURNAL=")
+					cmd.Env = commandEnv()
 					out, err := cmd.CombinedOutput()
 					t.Logf("%s: %v: %s", inject, err, strings.TrimSpace(string(out)))
 					// On a full disk, a copy left behind would hold the space.

@@ -55,7 +55,7 @@ func TestCompactKilled(t *testing.T) {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 					defer cancel()
 					cmd := exec.CommandContext(ctx, strace, "-f", "-qq", "-o", os.DevNull, "-e", inject, "--", os.Args[0], "compact", "-journal", path)
-					cmd.Env = append(os.Environ(), asCommandEnv+"=1", "IDEM_JOURNAL=")
+					cmd.Env = commandEnv()
 					out, err := cmd.CombinedOutput()
 					t.Logf("%s: %v: %s", inject, err, strings.TrimSpace(string(out)))
 					require.Equal(t, want, reopened(t, path), "the journal's operations after a compaction killed by %s", inject)
@@ -96,7 +96,7 @@ func killedUnder(t *testing.T, strace, syscall string, n int, args ...string) st
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, strace, append([]string{"-f", "-qq", "-o", os.DevNull, "-e", inject, "--", os.Args[0]}, args...)...)
-	cmd.Env = append(os.Environ(), asCommandEnv+"=1", "IDEM_JOURNAL=")
+	cmd.Env = commandEnv()
 	out, err := cmd.CombinedOutput()
 	return fmt.Sprintf("%s: %v: %s", inject, err, strings.TrimSpace(string(out)))
 }

@@ -80,6 +80,16 @@ func TestMain(m *testing.M) {
 
 const asCommandEnv = "IDEM_TEST_AS_COMMAND"
 
+// commandEnv is the environment of the test binary run as the command,
+// directly or under strace. A race-enabled binary sleeps a second before
+// it exits, unless told not to: hundreds of runs would take minutes (the
+// strace tests' children, which did not say so, spent a second each
+// after their last system call).
+func commandEnv() []string {
+	return append(os.Environ(), asCommandEnv+"=1", "IDEM_JOURNAL=",
+		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+}
+
 // runIdemProcess runs the command as a child process: a crash (a fault the
 // runtime cannot turn into a panic, a fatal error) ends it with a status
 // and output of the runtime's, where runIdem would take the test binary
@@ -89,10 +99,7 @@ func runIdemProcess(t testing.TB, args ...string) (stdout, stderr string, code i
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	// A race-enabled binary sleeps a second before it exits, unless told
-	// not to: hundreds of runs would take minutes.
-	cmd.Env = append(os.Environ(), asCommandEnv+"=1", "IDEM_JOURNAL=",
-		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	cmd.Env = commandEnv()
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
