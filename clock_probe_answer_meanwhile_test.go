@@ -46,6 +46,9 @@ func (s *slowPathHead) RoundTrip(r *http.Request) (*http.Response, error) {
 // judged again: all 40 flagged, none resent. Default settings but the
 // clock.
 func TestClockLearntWhileTheProbeTimesOutJudgesItsResendAgain(t *testing.T) {
+	// Parallel: it waits out a real attempt timeout (10 s) on a silent
+	// host, idle meanwhile, and shares nothing with other tests.
+	t.Parallel()
 	network := &slowPathHead{arrived: make(chan struct{})}
 	_, srv, store, keys, c := steppedBackHour(t, func(base http.RoundTripper) http.RoundTripper {
 		network.base = base

@@ -86,6 +86,9 @@ func (h *askedAgainHost) RoundTrip(r *http.Request) (*http.Response, error) {
 // timed out waits for the host's next probe, asked by another call or by
 // itself. Default settings but the clock.
 func TestClockProbeTimedOutHoldsItsResendWhileTheHostIsAskedAgain(t *testing.T) {
+	// Parallel: it waits out a real attempt timeout (10 s) on a silent
+	// host, idle meanwhile, and shares nothing with other tests.
+	t.Parallel()
 	clock, srv, path, keys := stripeBacklog(t, "old", 2)
 	clock.Advance(70 * time.Minute)
 	clk := &probeEndClock{skewedClock: &skewedClock{Clock: clock}}
@@ -156,6 +159,9 @@ func (h *deafHead) RoundTrip(r *http.Request) (*http.Response, error) {
 // as after a probe that timed out, and is handed off, as the first is
 // once its HEAD ends, timed out. Default settings but the clock.
 func TestClockProbeOutlastingItsBoundHoldsTheResendBehindIt(t *testing.T) {
+	// Parallel: it waits out a real attempt timeout (10 s) on a silent
+	// host, idle meanwhile, and shares nothing with other tests.
+	t.Parallel()
 	clock, srv, path, keys := stripeBacklog(t, "old", 2)
 	clock.Advance(70 * time.Minute)
 	clk := &skewedClock{Clock: clock}

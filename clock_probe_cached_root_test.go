@@ -61,6 +61,9 @@ func (c *cdnRoot) RoundTrip(r *http.Request) (*http.Response, error) {
 // clock now, which says every key is past the window. Default settings
 // but the clock.
 func TestClockProbeAnsweredFromACachedRootCountsItsAge(t *testing.T) {
+	// Parallel: it waits out a real attempt timeout (10 s) on a silent
+	// host, idle meanwhile, and shares nothing with other tests.
+	t.Parallel()
 	var network *cdnRoot
 	clock, srv, store, keys, c := steppedBackHour(t, func(base http.RoundTripper) http.RoundTripper {
 		network = &cdnRoot{base: base}

@@ -60,6 +60,9 @@ func (s *silentHead) RoundTrip(r *http.Request) (*http.Response, error) {
 // until the host is asked again, however late they look. Default
 // settings but the clock.
 func TestClockProbeTimedOutHoldsItsResendsWhenTheyLookLate(t *testing.T) {
+	// Parallel: it waits out a real attempt timeout (10 s) on a silent
+	// host, idle meanwhile, and shares nothing with other tests.
+	t.Parallel()
 	clock, srv, path, keys := stripeBacklog(t, "late", 2)
 	clock.Advance(70 * time.Minute)
 	clk := &stallingClock{skewedClock: &skewedClock{Clock: clock}, stall: idem.DefaultAttemptTimeout + time.Second}

@@ -51,6 +51,9 @@ func (s *slowListing) RoundTrip(r *http.Request) (*http.Response, error) {
 // of the path serves: its Date teaches the clock, every key is resent and
 // replayed, none ordered twice. Default settings but the clock.
 func TestClockProbeSlowOnThePathAsksTheHostRoot(t *testing.T) {
+	// Parallel: it waits out a real attempt timeout (10 s) on a silent
+	// host, idle meanwhile, and shares nothing with other tests.
+	t.Parallel()
 	clock, srv, path, keys := stripeBacklog(t, "list", 3)
 	clock.Advance(10 * time.Second)
 	network := &slowListing{base: srv.Client().Transport}

@@ -42,12 +42,16 @@ func (b *backAgain) RoundTrip(r *http.Request) (*http.Response, error) {
 // the start-up call ends once the probe has timed out, every operation
 // unknown with only its lost attempt. Default settings but the clock.
 func TestClockProbeTimedOutAtStartUpIsAskedAgain(t *testing.T) {
+	// Parallel: it waits out a real attempt timeout (10 s) on a silent
+	// host, idle meanwhile, and shares nothing with other tests.
+	t.Parallel()
 	for _, tc := range []struct{ name, startUp, later string }{
 		{"Run after Resume", "Resume", "Run"},
 		{"Resume after Resume", "Resume", "Resume"},
 		{"the caller's retries", "Submit", "Submit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case a server, journal and client of its own
 			network := &backAgain{}
 			clock, srv, store, keys, c := steppedBackHour(t, func(base http.RoundTripper) http.RoundTripper {
 				network.hole = newBlackhole(base, "")
@@ -160,6 +164,9 @@ func (l *lateAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
 // flags every key, none resent (or our clock does, once past the window
 // for a key Run reaches late). Default settings but the clock.
 func TestClockProbeTimedOutHoldsTheResendsToASlowHost(t *testing.T) {
+	// Parallel: it waits out a real attempt timeout (10 s) on a silent
+	// host, idle meanwhile, and shares nothing with other tests.
+	t.Parallel()
 	network := &lateAnswers{}
 	network.slow.Store(true)
 	clock, srv, store, keys, c := steppedBackHour(t, func(base http.RoundTripper) http.RoundTripper {

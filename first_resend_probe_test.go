@@ -286,6 +286,9 @@ func laggingOrders(t *testing.T, srv *idemtest.Server, clock *idemtest.Clock, pa
 // Default settings but the clock: the probe ends by the real attempt
 // timeout.
 func TestFirstResendProbeToASilentHostHoldsTheRestOneAttempt(t *testing.T) {
+	// Parallel: it waits out a real attempt timeout (10 s) on a silent
+	// host, idle meanwhile, and shares nothing with other tests.
+	t.Parallel()
 	const backlog = 10
 	clock := idemtest.NewClock(epoch)
 	silent, healthy := downAndUp(t, clock)
