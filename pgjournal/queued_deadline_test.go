@@ -19,6 +19,9 @@ import (
 // says that nothing was written (not journal.ErrMaybeCommitted), and
 // indeed nothing is written, then or when the rounds ahead end.
 func TestQueuedWriteLeavesAtDeadline(t *testing.T) {
+	// Parallel: it waits out DefaultCallTimeout (30 s), idle meanwhile, on
+	// a schema of its own.
+	t.Parallel()
 	ctx := context.Background()
 	s := openStore(t)
 	mustCreate(t, s, "short", "bounded")

@@ -118,6 +118,9 @@ func (s *privateServer) Crash(t *testing.T) {
 // Nothing is lost, nothing is sent that was not journaled first, and no
 // operation has two side effects.
 func TestPostgresRestart(t *testing.T) {
+	// Parallel: it waits on a PostgreSQL of its own (startPrivateServer)
+	// as it stops and starts, idle meanwhile.
+	t.Parallel()
 	ctx := context.Background()
 	pg, store, srv := startRestartRig(t)
 	c, err := idem.New(store,
@@ -213,6 +216,9 @@ func TestPostgresRestart(t *testing.T) {
 // Every operation ends settled, with one side effect each; every request
 // the server saw was journaled first.
 func TestPostgresRestartDefaults(t *testing.T) {
+	// Parallel: it waits on a PostgreSQL of its own (startPrivateServer)
+	// as it stops and starts, idle meanwhile.
+	t.Parallel()
 	ctx := context.Background()
 	pg, store, srv := startRestartRig(t)
 	c := newClient(t, store, srv)

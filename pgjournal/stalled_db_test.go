@@ -131,6 +131,9 @@ func checkOneOrder(t *testing.T, c *idem.Client, srv *idemtest.Server, key strin
 // journaled and due), and once the database answers again the operation
 // settles with one order.
 func TestStalledDatabaseDo(t *testing.T) {
+	// Parallel: it waits out caller deadlines and call bounds (seconds) on
+	// a database its own proxy stalls, idle meanwhile, on a schema of its own.
+	t.Parallel()
 	t.Run("before the claim", func(t *testing.T) {
 		p, store, srv := stallRig(t)
 		c := newClient(t, store, srv)
@@ -229,6 +232,9 @@ func (r *running) stopped(t *testing.T, d time.Duration) {
 // the stalled visit could not give up expires soon (it lasts the attempt
 // timeout more).
 func TestStalledDatabaseRun(t *testing.T) {
+	// Parallel: it waits out call bounds (seconds) on a database its own
+	// proxy stalls, idle meanwhile, on a schema of its own.
+	t.Parallel()
 	p, store, srv := stallRig(t)
 	c := stallingClient(t, store, srv, p,
 		idem.WithReconcile(50*time.Millisecond, time.Second, time.Hour), idem.WithLease("run", time.Second))
@@ -314,6 +320,9 @@ func TestStalledConnectionDropped(t *testing.T) {
 // Run then backs off, and stops when asked; once the database answers
 // again every operation settles with one order.
 func TestStalledDatabaseRunBatch(t *testing.T) {
+	// Parallel: it waits out call bounds (seconds) on a database its own
+	// proxy stalls, idle meanwhile, on a schema of its own.
+	t.Parallel()
 	const ops = 60
 	p, store, srv := stallRig(t)
 	c := stallingClient(t, store, srv, p,

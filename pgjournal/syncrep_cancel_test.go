@@ -39,6 +39,9 @@ import (
 // transaction mode, which passes the server's notice on with the COMMIT's
 // answer, the Store hears it too.
 func TestCancelledSyncRepWait(t *testing.T) {
+	// Parallel: it waits on a PostgreSQL of its own (startPrivateServer)
+	// and a PgBouncer of its own, idle meanwhile.
+	t.Parallel()
 	for _, pool := range []string{"Open's", "no OnNotice", "the application's OnNotice", "no OnNotice, behind PgBouncer"} {
 		t.Run(pool, func(t *testing.T) {
 			ctx := context.Background()
