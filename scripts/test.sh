@@ -51,9 +51,28 @@ if [ -n "$unformatted" ]; then
 fi
 go vet ./...
 (cd bench && go vet ./...)
-go test -race "$@" ./...
-# Nested modules with their own dependencies (OpenTelemetry, Prometheus,
-# pgx): PostgreSQL's tests use the server started above.
-for m in $NESTED_MODULES; do
-  (cd "$m" && go vet ./... && go test -race "$@" ./...)
-done
+for m in $NESTED_MODULES; do (cd "$m" && go vet ./...); done
+
+# The nested modules (their own dependencies: OpenTelemetry, Prometheus,
+# pgx; PostgreSQL's tests use the server started above) are tested beside
+# the root module, not after it: pgjournal's tests, 7 minutes alone, spend
+# most of it waiting (call bounds, caller deadlines, lock and statement
+# timeouts, leases, PostgreSQL servers of their own stopped and started),
+# which left the CPUs idle for minutes of every run. Their log is held
+# back and printed after the root module's, whole, so neither interleaves
+# with the other; the first module that fails still stops the rest, and
+# any failure fails the run.
+nested_log=$(mktemp)
+(
+  for m in $NESTED_MODULES; do
+    (cd "$m" && go test -race "$@" ./...) || exit 1
+  done
+) >"$nested_log" 2>&1 &
+nested=$!
+root_rc=0
+go test -race "$@" ./... || root_rc=$?
+nested_rc=0
+wait "$nested" || nested_rc=$?
+cat "$nested_log"
+rm -f "$nested_log"
+if [ "$root_rc" != 0 ] || [ "$nested_rc" != 0 ]; then exit 1; fi
