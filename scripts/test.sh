@@ -62,15 +62,17 @@ for m in $NESTED_MODULES; do (cd "$m" && go vet ./...); done
 # back and printed after the root module's, whole, so neither interleaves
 # with the other; the first module that fails still stops the rest, and
 # any failure fails the run.
+# -timeout 30m: go test's default 10 minutes is the root package's own
+# run time on a loaded 2-CPU runner (it timed out once, healthy).
 nested_log=$(mktemp)
 (
   for m in $NESTED_MODULES; do
-    (cd "$m" && go test -race "$@" ./...) || exit 1
+    (cd "$m" && go test -race -timeout 30m "$@" ./...) || exit 1
   done
 ) >"$nested_log" 2>&1 &
 nested=$!
 root_rc=0
-go test -race "$@" ./... || root_rc=$?
+go test -race -timeout 30m "$@" ./... || root_rc=$?
 nested_rc=0
 wait "$nested" || nested_rc=$?
 cat "$nested_log"
