@@ -184,7 +184,25 @@ func differs(m member, w string) bool {
 // /payments/{id}/captures with the capture's "reference", found as the
 // payment captured, whose "reference" is the payment's.
 func merchantReference(m member) bool {
-	return m.path == "reference" || referenceName(m.name)
+	return m.path == "reference" || referenceName(m.name) || ownID(m.name)
+}
+
+// ownID reports whether a member's name, separators and case aside, is
+// one an API gives the merchant's own id for the order, echoed as sent:
+// PayPal's Orders v2 purchase unit's "invoice_id", "The API
+// caller-provided external invoice number for this order", and
+// "custom_id", "The API caller-provided external ID. Used to reconcile
+// client transactions with PayPal transactions" (Create order's
+// purchase_unit_request; the order's purchase_unit answers both). Of two
+// orders of one amount and currency under a PayPal-Request-Id that
+// collided, it is what tells them apart: uncompared, the other order's
+// stored answer was settled as ours.
+func ownID(name string) bool {
+	switch bareName(name) {
+	case "invoiceid", "customid":
+		return true
+	}
+	return false
 }
 
 // referenceDiffers reports whether a and b, a request's reference and an
@@ -472,7 +490,7 @@ func nestedMembers(m map[string]any, prefix, parent string, depth int, ours []me
 			ours = append(ours, member{prefix + name, name, s})
 			continue
 		}
-		if s, ok := v.(string); ok && s != "" && (referenceName(name) || depth == 0 && name == "reference") {
+		if s, ok := v.(string); ok && s != "" && (referenceName(name) || ownID(name) || depth == 0 && name == "reference") {
 			// The merchant's reference (merchantReference), a string
 			// only: a number is an id of something else.
 			ours = append(ours, member{prefix + name, name, s})
