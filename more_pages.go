@@ -16,8 +16,9 @@ import (
 // "has_more", "has_next" or "hasNextPage" (Stripe's lists and searches,
 // Coinbase's), or, where no such flag is, a next page's token, cursor or
 // link that is not empty (Google's next_page_token, Square's cursor,
-// Azure's nextLink, Adyen's _links.next), or a "page" before its
-// "total_pages" (PayPal's transaction search). Such a page not holding
+// Azure's nextLink, Adyen's _links.next, Laravel's next_page_url, AWS's
+// NextToken), or a "page" before its "total_pages" (PayPal's
+// transaction search) or "current_page" before "last_page" (Laravel). Such a page not holding
 // the key is no "not found": the order may be on a later one (a filter
 // matching others too, or ignored, answering the account's latest
 // orders), and a search may stop short of it with nothing on the page
@@ -40,7 +41,13 @@ func morePages(h http.Header, body []byte) bool {
 // "more follow" flag and of its next page's token, cursor or link.
 var (
 	pageFlags  = []string{"hasmore", "hasnext", "hasnextpage"}
-	pageTokens = []string{"nextpagetoken", "nextpagecursor", "nextcursor", "nextpage", "nextlink", "@odata.nextlink", "next", "cursor"}
+	pageTokens = []string{"nextpagetoken", "nextpagecursor", "nextcursor", "nextpage", "nextpageurl", "nexttoken", "nextlink", "@odata.nextlink", "next", "cursor"}
+	// pageNumbers and pageCounts name a page's number and the number of
+	// pages (or the last page's): Laravel's paginator writes
+	// current_page and last_page, Flutterwave's page_info current_page
+	// and total_pages, KuCoin currentPage and totalPage.
+	pageNumbers = []string{"page", "currentpage"}
+	pageCounts  = []string{"totalpages", "totalpage", "lastpage"}
 )
 
 // pagerSaysMore is morePages of one object, obj, and of the objects it
@@ -59,9 +66,9 @@ func pagerSaysMore(obj map[string]json.RawMessage, depth int) bool {
 			}
 		case slices.Contains(pageTokens, n):
 			token = token || tokenGiven(raw)
-		case n == "page":
+		case slices.Contains(pageNumbers, n):
 			page = raw
-		case n == "totalpages":
+		case slices.Contains(pageCounts, n):
 			pages = raw
 		}
 	}
@@ -96,7 +103,7 @@ func tokenGiven(raw json.RawMessage) bool {
 }
 
 // pageBefore reports whether page, a page's number, is below pages, the
-// number of pages: both JSON numbers.
+// number of pages or the last page's: both JSON numbers.
 func pageBefore(page, pages json.RawMessage) bool {
 	var n, total float64
 	return page != nil && pages != nil && json.Unmarshal(page, &n) == nil && json.Unmarshal(pages, &total) == nil && n < total

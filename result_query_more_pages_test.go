@@ -157,6 +157,15 @@ func TestResultQueryPageWithMoreToComeLetsNoResendGo(t *testing.T) {
 		// (developer.paypal.com/docs/api/transaction-search/v1).
 		{name: "PayPal's page of total_pages", page: shape{body: `{"transaction_details":[],"account_number":"XZXSPECPDZHZU",` +
 			`"page":1,"total_items":120,"total_pages":3}`}},
+		// Laravel's paginator as JSON (laravel.com/docs/pagination,
+		// "Converting Results to JSON"): current_page, last_page and
+		// next_page_url beside data.
+		{name: "Laravel's paginator, page 1 of 4", page: shape{body: `{"current_page":1,"data":[],"first_page_url":"https://shop.example.com/api/orders?page=1",` +
+			`"from":null,"last_page":4,"last_page_url":"https://shop.example.com/api/orders?page=4","next_page_url":"https://shop.example.com/api/orders?page=2",` +
+			`"path":"https://shop.example.com/api/orders","per_page":15,"prev_page_url":null,"to":null,"total":50}`}},
+		// Flutterwave's meta.page_info: current_page of total_pages.
+		{name: "a current_page before total_pages", page: shape{body: `{"status":"success","message":"Transactions fetched","data":[],` +
+			`"meta":{"page_info":{"total":30,"current_page":1,"total_pages":3}}}`}},
 		// RFC 8288's Link rel="next" (Shopify's REST lists, GitHub's).
 		{name: "a Link header to the next page", page: shape{header: http.Header{"Link": {`<https://shop.example.com/admin/api/2024-10/orders.json?limit=50&page_info=eyJkaXIiOiJwcmV2In0>; rel="previous", ` +
 			`<https://shop.example.com/admin/api/2024-10/orders.json?limit=50&page_info=eyJsYXN0X2lkIjo0fQ>; rel="next"`}},
@@ -197,6 +206,9 @@ func TestResultQueryLastPageLetsTheResendGo(t *testing.T) {
 		{name: "Square's page without a cursor", decoder: decodeOrdersPage, page: shape{body: `{"orders":[]}`}},
 		{name: "PayPal's last page", page: shape{body: `{"transaction_details":[],"page":1,"total_items":0,"total_pages":1}`}},
 		{name: "a null next_page_token", page: shape{body: `{"orders":[],"next_page_token":null}`}},
+		{name: "Laravel's paginator, its only page", page: shape{body: `{"current_page":1,"data":[],"first_page_url":"https://shop.example.com/api/orders?page=1",` +
+			`"from":null,"last_page":1,"last_page_url":"https://shop.example.com/api/orders?page=1","next_page_url":null,` +
+			`"path":"https://shop.example.com/api/orders","per_page":15,"prev_page_url":null,"to":null,"total":0}`}},
 		{name: "a Link header to the previous page only", page: shape{header: http.Header{"Link": {`<https://shop.example.com/orders.json?page_info=x>; rel="previous"`}},
 			body: `{"orders":[]}`}},
 	} {
