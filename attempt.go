@@ -1187,6 +1187,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if query && a.decodeErr != nil && c.cfg.keyHeader == "" {
 		a.foundOrder = foundOrder(ex.body, rec.Key)
 	}
+	if query && a.decodeErr != nil && ex.status >= 200 && ex.status < 300 {
+		a.morePages = morePages(ex.header, ex.body)
+	}
 	if query && ex.status >= 200 && ex.status < 300 && (a.decodeErr == nil || a.foundOrder) ||
 		!query && !a.stored() && a.decodeErr == nil && a.out.State != StateFailed && (orderRedirect || heldOrderAnswer(ex.status, ex.body, rec.Key)) ||
 		!query && a.replayed && a.created == "" && a.decodeErr == nil && a.out.State != StateFailed {

@@ -188,6 +188,10 @@ type answer struct {
 	// does not exist (missingOther: the merchant, the API key), nothing
 	// the operation's URL names.
 	otherMissing bool
+	// morePages: a result query's 2xx that proves nothing is one page of
+	// a list or search that says more follow (morePages): not holding
+	// the key, it is no "not found".
+	morePages bool
 	// otherRequest: a result query's 2xx, or a refusal naming the
 	// resource the key created (created), describes a request other
 	// than the journaled one (otherRequest): how, for the attempt's
@@ -832,7 +836,7 @@ func queryMeaning(p past, a answer) judgment {
 		// order (Hasura's "field 'orders' not found in type:
 		// 'query_root'", no "data" in it, which a Decoder reading an
 		// empty list of orders as none takes for its not-found).
-		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, failed: a.otherMissing, err: a.decodeErr}
+		return judgment{move: moveInconclusive, label: "query_not_found", notFound: true, failed: a.otherMissing || a.morePages, err: pageErr(a, a.decodeErr)}
 	case a.status >= 200 && a.status < 300 && a.status != http.StatusPartialContent && envelopeNotFound(a.body):
 		// Midtrans answers a status query for an order_id it never saw
 		// 200 OK, its own 404 in the body ({"status_code":"404",
@@ -856,7 +860,8 @@ func queryMeaning(p past, a answer) judgment {
 			j.err = fmt.Errorf("%w, but it names the key the request's body carries: the order exists, and a resend may place it again; "+
 				"a Decoder that reads this answer (WithDecoder) settles it", j.err)
 		case j.move == moveQuery:
-			j.move, j.label, j.failed = moveInconclusive, "query_failed", queryFailed(a.status, a.body, a.otherMissing)
+			j.move, j.label, j.failed = moveInconclusive, "query_failed", queryFailed(a.status, a.body, a.otherMissing) || a.morePages
+			j.err = pageErr(a, j.err)
 		}
 		switch {
 		case (j.move == moveSettle || j.move == moveProcessing) && a.otherRequest != "" &&
@@ -907,6 +912,19 @@ func queryMeaning(p past, a answer) judgment {
 	default:
 		return judgment{move: moveInconclusive, label: "query_failed", err: queryRefusal(a), failed: queryFailed(a.status, a.body, a.otherMissing)}
 	}
+}
+
+// pageErr is err, why a result query's 2xx a proves nothing, and, when a
+// is a page that says more follow (morePages), that its missing the key
+// is no "not found": asked again, never resent on it, as a failed query
+// is. Read as a search that found nothing (or a decoder's empty first
+// page), the order on a later page, or one a search stopped short of,
+// was placed again once the result lag had passed.
+func pageErr(a answer, err error) error {
+	if !a.morePages {
+		return err
+	}
+	return fmt.Errorf("%w; the answer is one page of a list or search whose pager says more follow: the order may be on another", err)
 }
 
 // queryRefusal is what a result query's failed answer says, for the

@@ -134,7 +134,9 @@ type Decoder func(a *Answer) (Outcome, error)
 // failed, as the endpoint's 404 saying so is, whatever the Decoder
 // returned; so is a GraphQL request error (top-level "errors" and no
 // "data") or internal error, or a server's failure in an envelope: they
-// searched for nothing. A plain error leaves the answer to idem's own
+// searched for nothing; and so is one page of a list or search whose
+// pager says more follow (a true "has_more", a next page's token or
+// cursor, a Link to rel="next"): the order may be on a later page. A plain error leaves the answer to idem's own
 // reading of the body: one carrying an error (an "error" member, an
 // envelope's error code) is a query that failed, asked again; a JSON
 // body with no error that does not name the key, a search that found
