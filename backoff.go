@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -174,6 +175,11 @@ var rateLimitResets = [...]struct{ reset, remaining string }{
 // seconds (2001-09-09), not as seconds to wait: nobody means 31 years.
 const minEpochReset = 1_000_000_000
 
+// minMilliReset is where a reset's number reads as Unix milliseconds, as
+// JavaScript's Date.now() gives them (2001-09-09 again): in seconds, a
+// time past the year 33658.
+const minMilliReset = 1_000_000_000_000
+
 // maxEpochReset bounds a reset read as a time: about the year 36812, a
 // wait past maxWait however the clocks read.
 const maxEpochReset = 1 << 40
@@ -185,7 +191,7 @@ const maxEpochReset = 1 << 40
 // to have some left. A reset may be seconds to wait (as Retry-After's,
 // a fraction allowed), Unix epoch seconds (GitHub's: "you should not
 // make another request until after the time specified by the
-// x-ratelimit-reset header"), or an HTTP-date; a time is judged on the
+// x-ratelimit-reset header") or milliseconds, or an HTTP-date; a time is judged on the
 // server's clock as Retry-After's HTTP-date is. Such fields come with
 // every answer of these servers, a 2xx's too: only a 429's say to wait.
 func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
@@ -208,11 +214,20 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 		if len(v) > maxFoldedLen {
 			continue
 		}
+		// The draft's -07 form is one dictionary for the whole field
+		// ("limit=100, remaining=40, reset=50"): its remaining speaks
+		// for its reset, though each is a member of its own. Later
+		// forms name a policy per item ("hour";r=0;t=50).
+		var fieldReset string
+		fieldLeft := false
 		for item := range strings.SplitSeq(v, ",") {
 			var reset string
-			left := false
+			left, member, first := false, false, true
 			for param := range strings.SplitSeq(item, ";") {
-				name, val, _ := strings.Cut(strings.TrimSpace(param), "=")
+				name, val, named := strings.Cut(strings.TrimSpace(param), "=")
+				if first {
+					member, first = named, false
+				}
 				switch name {
 				case "t", "reset":
 					reset = val
@@ -221,16 +236,21 @@ func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
 					left = err == nil && n > 0
 				}
 			}
-			if reset != "" && !left {
+			if member {
+				fieldReset, fieldLeft = cmp.Or(reset, fieldReset), fieldLeft || left
+			} else if reset != "" && !left {
 				take(reset)
 			}
+		}
+		if fieldReset != "" && !fieldLeft {
+			take(fieldReset)
 		}
 	}
 	return wait, ok
 }
 
 // parseReset reads a rate limit's reset (rateLimitReset): seconds to
-// wait, epoch seconds, or an HTTP-date.
+// wait, epoch seconds or milliseconds, or an HTTP-date.
 func parseReset(v string, clock, far time.Time) (time.Duration, bool) {
 	v = strings.TrimSpace(v)
 	whole, frac, _ := strings.Cut(v, ".")
@@ -238,9 +258,12 @@ func parseReset(v string, clock, far time.Time) (time.Duration, bool) {
 	if err != nil || n < minEpochReset || len(v) > maxRetryAfterLen || !allDigits(whole) || frac != "" && !allDigits(frac) {
 		return parseRetryAfterFar(v, clock, far)
 	}
-	at := time.Unix(min(n, maxEpochReset), 0) // time.Unix overflows past it
+	at, unit := time.Unix(min(n, maxEpochReset), 0), time.Second // time.Unix overflows past it
+	if n >= minMilliReset {
+		at, unit = time.UnixMilli(n), time.Millisecond
+	}
 	if strings.Trim(frac, "0") != "" {
-		at = at.Add(time.Second) // never shorter than asked
+		at = at.Add(unit) // never shorter than asked
 	}
 	return readFar(func(clock time.Time) (time.Duration, bool) { return min(max(at.Sub(clock), 0), maxWait), true }, clock, far)
 }

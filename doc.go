@@ -345,7 +345,7 @@
 // [ParseRetryAfterHeader] reads it), capped by WithRetryAfterCap; a 429
 // without one waits as long as its rate-limit fields say the quota takes
 // to reset (RateLimit's t, RateLimit-Reset, X-RateLimit-Reset: seconds,
-// epoch seconds as GitHub's, or an HTTP-date), unless they say some of
+// epoch seconds as GitHub's or milliseconds, or an HTTP-date), unless they say some of
 // it remains. A wait that would outlast the
 // call's budget ends the call at once with [ErrUnknownOutcome] and leaves
 // the operation due for the reconciler when the wait ends. The wait

@@ -123,12 +123,24 @@ func TestCallWaitsForTheRateLimitReset(t *testing.T) {
 	shapes = append(shapes,
 		shape{"github epoch, our clock three days behind", 72 * time.Hour, rateLimiters[0].set, 40 * time.Second},
 		shape{"github epoch, our clock three days ahead", -72 * time.Hour, rateLimiters[0].set, 40 * time.Second},
+		// Modelled: an epoch in milliseconds, as JavaScript's Date.now()
+		// gives it, not seconds: 13 digits no time in seconds has before
+		// the year 33658.
+		shape{"epoch in milliseconds", 0, func(h http.Header, now, until time.Time) {
+			h.Set("X-RateLimit-Remaining", "0")
+			h.Set("X-RateLimit-Reset", strconv.FormatInt(until.UnixMilli(), 10))
+		}, 40 * time.Second},
 		shape{"github secondary limit, quota left", 0, func(h http.Header, now, until time.Time) {
 			h.Set("X-RateLimit-Remaining", "4000")
 			h.Set("X-RateLimit-Reset", strconv.FormatInt(now.Add(50*time.Minute).Unix(), 10))
 		}, 0},
 		shape{"ietf RateLimit, quota left", 0, func(h http.Header, now, until time.Time) {
 			h.Set("RateLimit", `"hour";r=40;t=3000`)
+		}, 0},
+		// The draft's -07 form, one dictionary for the field, as
+		// express-rate-limit's standardHeaders "draft-7" sends it.
+		shape{"ietf draft-07 RateLimit, quota left", 0, func(h http.Header, now, until time.Time) {
+			h.Set("RateLimit", "limit=100, remaining=40, reset=3000")
 		}, 0},
 		shape{"epoch past", 0, func(h http.Header, now, until time.Time) {
 			h.Set("X-RateLimit-Remaining", "0")
