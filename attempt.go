@@ -261,7 +261,11 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	// host (hostNews), so the two never disagree.
 	end := c.cfg.clock.Now()
 	c.clocks.learn(req.URL.Host, headerValue(resp.Header, "Date"), end)
-	if ra, ok := ParseRetryAfterHeader(resp.Header, end); ok && ra > 0 {
+	ra, ok := ParseRetryAfterHeader(resp.Header, end)
+	if !ok && resp.StatusCode == http.StatusTooManyRequests {
+		ra, ok = rateLimitReset(resp.Header, end)
+	}
+	if ok && ra > 0 {
 		ex.retryAfter = min(ra, c.cfg.retryAfterCap)
 		ex.serverUntil = end.Add(min(ra, c.cfg.reconcileMax))
 	}

@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -84,14 +85,7 @@ func ParseRetryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
 	if len(vs) == 0 && len(h["Retry-After-Ms"]) == 0 {
 		return 0, false // most answers: no Date to parse
 	}
-	clock, far := now, time.Time{}
-	if d, err := http.ParseTime(strings.TrimSpace(headerValue(h, "Date"))); err == nil {
-		if d.Sub(now).Abs() <= maxServerDateSkew {
-			clock = d
-		} else {
-			far = d
-		}
-	}
+	clock, far := serverClock(h, now)
 	wait, ok := time.Duration(0), false
 	for _, v := range vs {
 		if d, vok := parseRetryAfterFar(v, clock, far); vok {
@@ -123,6 +117,21 @@ func ParseRetryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
 	return wait, ok
 }
 
+// serverClock is what an answer's times are judged against: its Date,
+// the server's clock, when that reads within maxServerDateSkew of now;
+// else now, and far the Date, when it parses (parseRetryAfterFar).
+func serverClock(h http.Header, now time.Time) (clock, far time.Time) {
+	clock = now
+	if d, err := http.ParseTime(strings.TrimSpace(headerValue(h, "Date"))); err == nil {
+		if d.Sub(now).Abs() <= maxServerDateSkew {
+			clock = d
+		} else {
+			far = d
+		}
+	}
+	return clock, far
+}
+
 // parseRetryAfterFar is parseRetryAfter against clock, and, when far is
 // set (an answer's Date days from our clock), against far too: the
 // shorter of the two readings that ask for a wait. One of the two clocks
@@ -133,14 +142,130 @@ func ParseRetryAfterHeader(h http.Header, now time.Time) (time.Duration, bool) {
 // time between its two dates; and a Date broken alone would turn a date
 // on the right clock into days. Delta-seconds read the same either way.
 func parseRetryAfterFar(v string, clock, far time.Time) (time.Duration, bool) {
-	d, ok := parseRetryAfter(v, clock)
+	return readFar(func(clock time.Time) (time.Duration, bool) { return parseRetryAfter(v, clock) }, clock, far)
+}
+
+// readFar is read against clock, and, when far is set, against far too:
+// the shorter of the two readings that ask for a wait
+// (parseRetryAfterFar).
+func readFar(read func(clock time.Time) (time.Duration, bool), clock, far time.Time) (time.Duration, bool) {
+	d, ok := read(clock)
 	if !ok || far.IsZero() {
 		return d, ok
 	}
-	if f, _ := parseRetryAfter(v, far); f > 0 && (d == 0 || f < d) {
+	if f, _ := read(far); f > 0 && (d == 0 || f < d) {
 		d = f
 	}
 	return d, true
+}
+
+// rateLimitResets are the fields in which servers that send no
+// Retry-After with their 429 say when the quota resets, each with the
+// field that says how much of it remains: draft-ietf-httpapi-ratelimit-
+// headers (up to its -06) and the X- forms before it (GitHub's
+// x-ratelimit-reset in epoch seconds, Envoy's in seconds to the reset,
+// X's x-rate-limit-reset). Canonical keys.
+var rateLimitResets = [...]struct{ reset, remaining string }{
+	{"Ratelimit-Reset", "Ratelimit-Remaining"},
+	{"X-Ratelimit-Reset", "X-Ratelimit-Remaining"},
+	{"X-Rate-Limit-Reset", "X-Rate-Limit-Remaining"},
+}
+
+// minEpochReset is where a reset's number reads as a time, in Unix
+// seconds (2001-09-09), not as seconds to wait: nobody means 31 years.
+const minEpochReset = 1_000_000_000
+
+// minMilliReset is where a reset's number reads as Unix milliseconds, as
+// JavaScript's Date.now() gives them (2001-09-09 again): in seconds, a
+// time past the year 33658.
+const minMilliReset = 1_000_000_000_000
+
+// maxEpochReset bounds a reset read as a time: about the year 36812, a
+// wait past maxWait however the clocks read.
+const maxEpochReset = 1 << 40
+
+// rateLimitReset reads the wait a 429 without a usable Retry-After asks
+// for in rate-limit fields (rateLimitResets, and the draft's later
+// RateLimit field, whose items carry the seconds to the reset in t and
+// what remains in r): the longest of the resets whose quota is not said
+// to have some left. A reset may be seconds to wait (as Retry-After's,
+// a fraction allowed), Unix epoch seconds (GitHub's: "you should not
+// make another request until after the time specified by the
+// x-ratelimit-reset header") or milliseconds, or an HTTP-date; a time is judged on the
+// server's clock as Retry-After's HTTP-date is. Such fields come with
+// every answer of these servers, a 2xx's too: only a 429's say to wait.
+func rateLimitReset(h http.Header, now time.Time) (time.Duration, bool) {
+	clock, far := serverClock(h, now)
+	wait, ok := time.Duration(0), false
+	take := func(v string) {
+		if d, vok := parseReset(v, clock, far); vok {
+			wait, ok = max(wait, d), true
+		}
+	}
+	for _, f := range rateLimitResets {
+		if n, err := strconv.Atoi(strings.TrimSpace(headerValue(h, f.remaining))); err == nil && n > 0 {
+			continue // another limit refused it, not this one
+		}
+		for _, v := range h[f.reset] {
+			take(v)
+		}
+	}
+	for _, v := range h["Ratelimit"] {
+		if len(v) > maxFoldedLen {
+			continue
+		}
+		// The draft's -07 form is one dictionary for the whole field
+		// ("limit=100, remaining=40, reset=50"): its remaining speaks
+		// for its reset, though each is a member of its own. Later
+		// forms name a policy per item ("hour";r=0;t=50).
+		var fieldReset string
+		fieldLeft := false
+		for item := range strings.SplitSeq(v, ",") {
+			var reset string
+			left, member, first := false, false, true
+			for param := range strings.SplitSeq(item, ";") {
+				name, val, named := strings.Cut(strings.TrimSpace(param), "=")
+				if first {
+					member, first = named, false
+				}
+				switch name {
+				case "t", "reset":
+					reset = val
+				case "r", "remaining":
+					n, err := strconv.Atoi(strings.TrimSpace(val))
+					left = err == nil && n > 0
+				}
+			}
+			if member {
+				fieldReset, fieldLeft = cmp.Or(reset, fieldReset), fieldLeft || left
+			} else if reset != "" && !left {
+				take(reset)
+			}
+		}
+		if fieldReset != "" && !fieldLeft {
+			take(fieldReset)
+		}
+	}
+	return wait, ok
+}
+
+// parseReset reads a rate limit's reset (rateLimitReset): seconds to
+// wait, epoch seconds or milliseconds, or an HTTP-date.
+func parseReset(v string, clock, far time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	whole, frac, _ := strings.Cut(v, ".")
+	n, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || n < minEpochReset || len(v) > maxRetryAfterLen || !allDigits(whole) || frac != "" && !allDigits(frac) {
+		return parseRetryAfterFar(v, clock, far)
+	}
+	at, unit := time.Unix(min(n, maxEpochReset), 0), time.Second // time.Unix overflows past it
+	if n >= minMilliReset {
+		at, unit = time.UnixMilli(n), time.Millisecond
+	}
+	if strings.Trim(frac, "0") != "" {
+		at = at.Add(unit) // never shorter than asked
+	}
+	return readFar(func(clock time.Time) (time.Duration, bool) { return min(max(at.Sub(clock), 0), maxWait), true }, clock, far)
 }
 
 // parseRetryAfter is ParseRetryAfter, with an HTTP-date judged against

@@ -342,7 +342,11 @@
 //	response body read           1 MiB                    WithMaxResponseBytes
 //
 // A wait is never shorter than the server's Retry-After (as
-// [ParseRetryAfterHeader] reads it), capped by WithRetryAfterCap. A wait that would outlast the
+// [ParseRetryAfterHeader] reads it), capped by WithRetryAfterCap; a 429
+// without one waits as long as its rate-limit fields say the quota takes
+// to reset (RateLimit's t, RateLimit-Reset, X-RateLimit-Reset: seconds,
+// epoch seconds as GitHub's or milliseconds, or an HTTP-date), unless they say some of
+// it remains. A wait that would outlast the
 // call's budget ends the call at once with [ErrUnknownOutcome] and leaves
 // the operation due for the reconciler when the wait ends. The wait
 // outlives the call: a later Do or Resume, after a restart too, sends

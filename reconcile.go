@@ -402,7 +402,8 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // host with one visit a pass and postpones its other due operations, by
 // about as long as it has been unreachable (within WithReconcile's
 // interval and maximum); once a probe gets an answer they are due at
-// once. A host that answers 429 or 503 with a Retry-After has asked this
+// once. A host that answers 429 or 503 with a Retry-After (or a 429 whose
+// rate-limit fields say when its spent quota resets) has asked this
 // client, not one request, to wait: Run sends it nothing more until that
 // wait (at most WithReconcile's maximum) is over, and postpones its due
 // operations to then. An operation past the reconciliation deadline is

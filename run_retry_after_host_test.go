@@ -31,6 +31,48 @@ func throttling(status int, until time.Time) func(time.Time, http.ResponseWriter
 	}
 }
 
+// throttledBacklog journals backlog orders to srv (keys k000, k001, …)
+// taken while it was down, never sent, and returns the journal and a
+// Client on it, at default settings but the clock, three minutes on:
+// all due, the server up and throttling.
+func throttledBacklog(t *testing.T, clock *idemtest.Clock, srv *orderAPI, backlog int) (*journal.Store, *env) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	store, err := journal.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	network := &downTransport{clock: clock, up: epoch.Add(time.Hour * 24 * 365)}
+	setup, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock), idem.WithMaxAttempts(1))
+	require.NoError(t, err)
+	for i := range backlog {
+		res, err := setup.Submit(t.Context(), idem.Request{Key: fmt.Sprintf("k%03d", i), URL: srv.srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+		require.Equal(t, idem.StatePending, res.State)
+	}
+	require.NoError(t, setup.Close())
+	clock.Advance(3 * time.Minute)
+
+	c, err := idem.New(store, idem.WithHTTPClient(srv.srv.Client()), idem.WithClock(clock))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return store, &env{t: t, clock: clock, client: c, ctx: t.Context()}
+}
+
+// runThroughThrottle runs e's Run while srv throttles, until a minute
+// before until, and checks that it sent srv no more than a pass's
+// probes in that time; then three hours on. It returns the submits srv
+// refused and the orders it took.
+func runThroughThrottle(t *testing.T, e *env, srv *orderAPI, until time.Time) (throttled int, orders map[string]int) {
+	t.Helper()
+	runUntil(t, e, until.Add(-time.Minute))
+	throttled, _ = srv.counts()
+	require.LessOrEqual(t, throttled, 2*idem.DefaultResumeConcurrency,
+		"requests sent to a server that asked this client to wait until %v, before then", until.Sub(epoch))
+	runUntil(t, e, until.Add(3*time.Hour))
+	_, orders = srv.counts()
+	return throttled, orders
+}
+
 // A server back from an outage that answers "429 (or 503), come back in
 // an hour" is asking this client, not one of its requests, to wait: Run
 // must not send every other due operation to it regardless, nor probe it
@@ -44,33 +86,8 @@ func TestRunHonoursAHostsRetryAfterAcrossOperations(t *testing.T) {
 			until := epoch.Add(3*time.Minute + time.Hour)
 			srv := newOrderAPI(t, clock, throttling(status, until))
 
-			// The orders were taken while the server was down: never sent.
-			path := filepath.Join(t.TempDir(), "idem.journal")
-			store, err := journal.Open(path)
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = store.Close() })
-			network := &downTransport{clock: clock, up: epoch.Add(time.Hour * 24 * 365)}
-			setup, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: network}), idem.WithClock(clock), idem.WithMaxAttempts(1))
-			require.NoError(t, err)
-			for i := range backlog {
-				res, err := setup.Submit(t.Context(), idem.Request{Key: fmt.Sprintf("k%03d", i), URL: srv.srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
-				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-				require.Equal(t, idem.StatePending, res.State)
-			}
-			require.NoError(t, setup.Close())
-			clock.Advance(3 * time.Minute) // all due; the server is up and throttling
-
-			c, err := idem.New(store, idem.WithHTTPClient(srv.srv.Client()), idem.WithClock(clock))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = c.Close() })
-			e := &env{t: t, clock: clock, client: c, ctx: t.Context()}
-			runUntil(t, e, until.Add(-time.Minute))
-			throttled, _ := srv.counts()
-			require.LessOrEqual(t, throttled, 2*idem.DefaultResumeConcurrency,
-				"requests sent to a server that asked for an hour's rest, in that hour")
-
-			runUntil(t, e, until.Add(3*time.Hour))
-			_, orders := srv.counts()
+			store, e := throttledBacklog(t, clock, srv, backlog)
+			throttled, orders := runThroughThrottle(t, e, srv, until)
 			flagged := 0
 			for i := range backlog {
 				k := fmt.Sprintf("k%03d", i)
