@@ -189,6 +189,13 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		if err := c.waitSaves(ctx); err != nil {
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is still being journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
 		}
+		// The save relearn started, or this process's earlier one, may
+		// have failed rather than hung (a full disk, a database failing
+		// over): waitSaves tells nothing of that, and a process that knows
+		// the endpoint does not save it again.
+		if err := c.keepIgnoring(ctx, prior); err != nil {
+			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
+		}
 	}
 	rec, err := c.store.Confirm(wctx, scope, key, conf)
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {

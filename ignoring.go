@@ -314,6 +314,25 @@ func (c *Client) waitSaves(ctx context.Context) error {
 	}
 }
 
+// keepIgnoring journals rec's endpoint as ignoring the key (a Store that
+// keeps one already writes nothing) and waits for the commit, within ctx
+// and saveIgnoringTimeout. nil when the Store keeps no endpoints (none,
+// or ErrKeyIgnoringUnkept), as saveIgnoring reads it.
+func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
+	ks, ok := c.store.(KeyIgnoringStore)
+	if !ok {
+		return nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, saveIgnoringTimeout)
+	defer cancel()
+	err := ks.AddKeyIgnoring(sctx, endpoint(rec))
+	if errors.Is(err, ErrKeyIgnoringUnkept) {
+		c.logUnkept(ctx, err)
+		return nil
+	}
+	return err
+}
+
 // errSaveUnderWay: a Store still journaling an endpoint learnt to ignore
 // the key past saveIgnoringTimeout (one that does not heed its context).
 // A wait that timed out, as context.DeadlineExceeded says: the admin

@@ -124,6 +124,9 @@ type driver struct {
 	// the host since (refusedProbe): this caller's resend waits its
 	// backoff and asks the host's clock again instead of going.
 	probeRefused bool
+	// ignoringKept: the endpoint of this drive's operation, flagged
+	// ReviewKeyIgnored, is journaled (keepIgnoring) before its query.
+	ignoringKept bool
 	// silentHost: the drive ended unsent because its host's clock probe
 	// timed out or was refused (unasked): the host gave no answer, as a
 	// visit whose resend timed out or was refused, and Run counts it so
@@ -246,6 +249,27 @@ func (d *driver) run() error {
 		if (needQuery || block != nil || queryOnly(d.rec)) && d.rec.QueryURL != "" && !d.preRecorded && p.maybeExecuted {
 			if !d.mayRetry() {
 				return d.handoff(ErrRetryBudgetEmpty, time.Time{})
+			}
+			if d.rec.Review == ReviewKeyIgnored && !d.ignoringKept {
+				// The flag may be all that tells a restarted process the
+				// endpoint ignores the key (its save failed, or was lost
+				// to a kill), and the query's settlement clears it: the
+				// next process resent another payment there whose answer
+				// was lost, a second charge. Journaled first, once the
+				// save relearn started has ended, as Confirm does;
+				// unjournaled, nothing is asked, and the operation stays
+				// flagged for the next visit.
+				err := c.waitSaves(d.ctx)
+				if err == nil {
+					err = c.keepIgnoring(d.ctx, d.rec)
+				}
+				if err != nil {
+					if d.ctx.Err() != nil {
+						return d.leave(context.Cause(d.ctx))
+					}
+					return d.handoff(&journalError{err}, time.Time{})
+				}
+				d.ignoringKept = true
 			}
 			if err := d.hold(now, c.cfg.attemptTimeout); err != nil {
 				return err

@@ -162,7 +162,10 @@ type KeyIgnoringStore interface {
 	// AddKeyIgnoring records endpoint, durably when it returns nil. One
 	// already recorded writes nothing. The Client calls it in a goroutine
 	// of its own, with a context that ends after 10 s: the call that
-	// learnt the endpoint does not wait for it. A Store may keep a
+	// learnt the endpoint does not wait for it. A Confirm or a result
+	// query that may settle an operation flagged ReviewKeyIgnored calls
+	// it first, within its own context and 10 s, and waits: the flag may
+	// be all that tells the next process. A Store may keep a
 	// bounded number (journal.MaxKeyIgnoringEndpoints) and write nothing
 	// past it.
 	AddKeyIgnoring(ctx context.Context, endpoint string) error
