@@ -56,17 +56,25 @@ func TestRevolutMerchantOrderPendingIsCreated(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"state":"pending","checkout_url":"` + revolutCheckout + `"}`, 200, idem.Outcome{State: idem.StateProcessing}, true},
 	})
 
-	// At default settings, the key in its header: one POST, the order
-	// made, its checkout page handed to the caller.
-	v := newVendor(t, shape{status: http.StatusCreated, body: revolutOrder("pending", revolutCheckout)})
+	requireCreatedOnce(t, "/api/orders", `{"amount":1000,"currency":"GBP","merchant_order_data":{"reference":"ord-42"}}`,
+		revolutOrder("pending", revolutCheckout), revolutOrderID, revolutCheckout)
+}
+
+// requireCreatedOnce submits body to path at default settings, the key in
+// its header, to a server answering 201 with answer, a resource created
+// "pending" for its customer: one POST, settled succeeded as resource
+// id, the answer (which names what the customer pays with, want) handed
+// to the caller, journaled succeeded, nothing left for Resume to send.
+func requireCreatedOnce(t *testing.T, path, body, answer, id, want string) {
+	t.Helper()
+	v := newVendor(t, shape{status: http.StatusCreated, body: answer})
 	c := clientFor(t, v.srv, idemtest.NewClock(epoch))
-	req := idem.Request{Key: "ord-42", URL: v.srv.URL + "/api/orders",
-		Body: []byte(`{"amount":1000,"currency":"GBP","merchant_order_data":{"reference":"ord-42"}}`)}
+	req := idem.Request{Key: "ord-42", URL: v.srv.URL + path, Body: []byte(body)}
 	res, err := c.Submit(t.Context(), req)
-	require.NoError(t, err, "an order waiting for its customer left unknown")
+	require.NoError(t, err, "a resource waiting for its customer left unknown")
 	require.Equal(t, idem.StateSucceeded, res.State)
-	require.Equal(t, revolutOrderID, res.ResourceID)
-	require.Contains(t, string(res.Body), revolutCheckout, "the caller needs the page its customer pays at")
+	require.Equal(t, id, res.ResourceID)
+	require.Contains(t, string(res.Body), want, "the caller needs what its customer pays with")
 	v.requireKeys(t, "Idempotency-Key", "ord-42", 1)
 
 	op, err := c.Lookup(t.Context(), "", "ord-42")
