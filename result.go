@@ -148,7 +148,11 @@ var ErrResultNotFound = errors.New("idem: the result endpoint holds nothing for 
 var errUndecodable = errors.New("idem: response body does not decode to a result")
 
 // DecodeJSON is the default Decoder. It accepts a JSON object with
-// "state" ("succeeded", "failed", "processing"; "pending" means processing)
+// "state" ("succeeded", "failed", "processing"; "pending" means processing,
+// but beside an "id" and a "checkout_url" or a "setup_order_id" it is an
+// order created to be paid at that page, or a subscription whose setup
+// order its customer is to pay, Revolut Merchant's, read as a resource
+// created)
 // and "resourceId" (required for succeeded; for failed an "id" stands
 // in for it), plus an optional "reason"; or a
 // plain resource object with an "id" that is a non-empty string or a
@@ -315,6 +319,9 @@ func decodeObject(a *Answer, body []byte, inData bool) (Outcome, error) {
 	case "failed":
 		return Outcome{State: StateFailed, ResourceID: resourceID, Reason: reason}, nil
 	case "processing", "pending":
+		if s == "pending" && id != "" && awaitsCustomer(body) {
+			return resourceOutcome(a, body, id, v[memState])
+		}
 		// Only "resourceId" names the resource held for the key: an "id"
 		// beside a running state may be a job's or the request's, and a
 		// later answer naming the resource made would read as a second
@@ -375,6 +382,29 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 		return Outcome{State: StateProcessing, ResourceID: id}, nil
 	}
 	return Outcome{State: StateSucceeded, ResourceID: id}, nil
+}
+
+// awaitsCustomer reports whether body, a resource whose "state" is
+// "pending", is one created to be paid by its customer at what it names:
+// Revolut Merchant's order is created "pending" and stays so until its
+// customer pays at its "checkout_url" or in the widget its "token" opens
+// (developer.revolut.com/docs/guides/merchant/reference/order-lifecycle:
+// "pending: Order is created via the Merchant API"), and its
+// subscription is created "pending" until its customer pays the order
+// its "setup_order_id" names (developer.revolut.com/docs/merchant/create-subscription).
+// Read as the key's request running, it was asked again until the budget
+// ran out and left unknown, the caller never given the page or order its
+// customer must pay, so it stayed pending for ever. Made, as a payment
+// waiting for its customer's 3-D Secure challenge is.
+func awaitsCustomer(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"checkout_url"`)) && !bytes.Contains(body, []byte(`"setup_order_id"`)) {
+		return false
+	}
+	var v struct {
+		CheckoutURL string `json:"checkout_url"`
+		SetupOrder  string `json:"setup_order_id"`
+	}
+	return json.Unmarshal(body, &v) == nil && (strings.TrimSpace(v.CheckoutURL) != "" || strings.TrimSpace(v.SetupOrder) != "")
 }
 
 // statusWord is a resource's status word: st, or, when st is a code of
