@@ -1,0 +1,157 @@
+package idem_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// pausedGuestClock is the clock of a guest VM that was paused: the true
+// time (the shared clock) less lost, the time the guest did not see pass.
+// Its monotonic reading was paused with it, so no step shows.
+type pausedGuestClock struct {
+	*idemtest.Clock
+	start time.Time
+	mu    sync.Mutex
+	lost  time.Duration
+}
+
+func (c *pausedGuestClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Clock.Now().Add(-c.lost)
+}
+
+func (c *pausedGuestClock) Monotonic() time.Duration { return c.Now().Sub(c.start) }
+
+// pause stops the guest for d of true time.
+func (c *pausedGuestClock) pause(d time.Duration) {
+	c.mu.Lock()
+	c.lost += d
+	c.mu.Unlock()
+	c.Clock.Advance(d)
+}
+
+// losingTransport passes requests on, and loses the answer to the first
+// POST for each key in lose (the connection died): taken by the server
+// and the guest paused for the duration given, if any; never forwarded,
+// if none (it died as the request was written).
+type losingTransport struct {
+	base  http.RoundTripper
+	clock *pausedGuestClock
+	mu    sync.Mutex
+	lose  map[string]time.Duration
+}
+
+func (l *losingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	key := req.Header.Get("Idempotency-Key")
+	l.mu.Lock()
+	pause, lost := l.lose[key]
+	if req.Method == http.MethodPost {
+		delete(l.lose, key)
+	}
+	l.mu.Unlock()
+	if req.Method != http.MethodPost || !lost {
+		return l.base.RoundTrip(req)
+	}
+	if pause == 0 {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteRequest != nil {
+			tr.WroteRequest(httptrace.WroteRequestInfo{})
+		}
+		return nil, errors.New("read tcp: connection reset by peer")
+	}
+	resp, err := l.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	l.clock.pause(pause)
+	return nil, errors.New("read tcp: connection reset by peer")
+}
+
+// A guest VM paused by its hypervisor (virsh suspend, a snapshot with
+// memory) sees no time pass: its clock, wall and monotonic, stands still,
+// and reads behind the true time after the resume until NTP puts it
+// right (libvirt added virDomainSetTime for a domain "resumed just
+// recently and NTP is not configured or hasn't kicked in yet ... NTP may
+// refuse to re-set the clock if the skew is too big",
+// https://www.redhat.com/archives/libvir-list/2014-February/msg00927.html).
+// An order sent as a 35-minute pause began, its answer lost with the
+// connection, is 35 minutes old by the server's clock, whose idempotency
+// store has forgotten its key (30 minutes, the default Lifetime of
+// Fiber's idempotency middleware,
+// https://docs.gofiber.io/api/middleware/idempotency/; a result endpoint
+// reading the same store: modelled), while our clock calls it seconds
+// old: before, it was sent again and ordered twice. The server's answers'
+// Dates, from before the pause and after, show our clock lost the time:
+// it stays unknown, for a person, ordered once. An order first sent after
+// the pause lost nothing to it: its lost answer is settled by a resend,
+// ordered once, unflagged.
+func TestKeyWindowOutlivesPausedVM(t *testing.T) {
+	clock := idemtest.NewClock(epoch)
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(30*time.Minute))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	guest := &pausedGuestClock{Clock: clock, start: clock.Now()}
+	tr := &losingTransport{base: srv.Client().Transport, clock: guest,
+		lose: map[string]time.Duration{"paused": 35 * time.Minute, "after": 0}}
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: tr}), idem.WithClock(guest),
+		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := t.Context()
+	// submit is the caller's request, redelivered a minute apart until it
+	// returns a settled outcome or is flagged.
+	submit := func(key string) *journal.Record {
+		t.Helper()
+		req := idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)}
+		_, err := c.Submit(ctx, req)
+		for i := 0; i < 5 && errors.Is(err, idem.ErrUnknownOutcome) && !errors.Is(err, idem.ErrNeedsReview); i++ {
+			clock.Advance(time.Minute)
+			_, err = c.Submit(ctx, req)
+		}
+		rec, gerr := store.Get(ctx, idem.DefaultScope, key)
+		require.NoError(t, gerr)
+		return rec
+	}
+
+	rec := submit("before") // its answer's Date teaches the host's clock
+	require.Equal(t, idem.StateSucceeded, rec.State)
+	clock.Advance(time.Minute)
+
+	rec = submit("paused")
+	require.Equal(t, 1, srv.Effects("", "paused"), "orders for the key sent as the VM paused")
+	posts := 0
+	for _, r := range srv.Requests() {
+		if r.Method == http.MethodPost && r.Key == "paused" {
+			posts++
+		}
+	}
+	require.Equal(t, 1, posts, "sends of the key that reached the server")
+	require.Equal(t, idem.StateUnknown, rec.State)
+	require.Equal(t, idem.ReviewClockStepped, rec.Review)
+
+	clock.Advance(time.Minute)
+	rec = submit("after")
+	require.Equal(t, 1, srv.Effects("", "after"), "orders for the key sent after the pause")
+	require.Equal(t, idem.StateSucceeded, rec.State)
+	require.Empty(t, rec.Review)
+}
