@@ -79,8 +79,15 @@ const maxHostGains = 8
 // showed: an answer's Date is truncated to the second and read by us
 // after its latency, so an offset never reads above the true one, and
 // one that rises past the frame's by more than clockSlack is the host's
-// clock gaining on ours. A fall (our clock put right, a slow answer)
-// starts no frame. The zero value has heard no answer.
+// clock gaining on ours. A fall by more than clockSlack (our clock put
+// right after a pause, a slow answer) starts no frame but lowers the
+// last one to it: left at the height before, a second pause after the
+// correction would rise to no more than the first did, and gain nothing
+// (a send before the fall is then judged to have gained the fall too,
+// which holds back rather than lets go). A Date more than
+// maxServerDateSkew behind ours is a broken clock (1970), not ours put
+// right: it lowers nothing, nor starts the first frame. The zero value
+// has heard no answer.
 type hostGains struct {
 	frames [maxHostGains]gainFrame
 	n      int
@@ -103,17 +110,22 @@ func (g *hostGains) observe(date string, at time.Time) {
 	at = at.Round(0)
 	off := d.Sub(at)
 	switch {
+	case off < -maxServerDateSkew:
 	case g.n == 0:
 		g.frames[0], g.n = gainFrame{at, off}, 1
 	case off > g.frames[g.n-1].off+clockSlack:
 		if g.n == maxHostGains {
-			// The first frame stays: a send that lay in the one dropped
-			// is judged by it, lower, which holds back rather than lets go.
+			// The first frame stays, the lower of the two: a send that
+			// lay in the one dropped is judged by it, which holds back
+			// rather than lets go.
+			g.frames[0].off = min(g.frames[0].off, g.frames[1].off)
 			copy(g.frames[1:], g.frames[2:])
 			g.n--
 		}
 		g.frames[g.n] = gainFrame{at, off}
 		g.n++
+	case off < g.frames[g.n-1].off-clockSlack:
+		g.frames[g.n-1].off = off
 	default:
 		g.frames[g.n-1].off = max(g.frames[g.n-1].off, off)
 	}
@@ -476,7 +488,7 @@ func (c *Client) logProbe(ctx context.Context, host string, attrs ...slog.Attr) 
 // maxAge is the Age a cache sends for any greater one (RFC 9111 1.2.2).
 const maxAge = 1 << 31
 
-// aged is a probe answer's Date as the host's clock reads it now: a
+// aged is an answer's Date as the host's clock reads it now: a
 // cache that served it from a copy keeps the origin's Date of then and
 // sends how long ago that was as Age (RFC 9111 4, 4.2.3, 5.1). CDNs serve
 // a copy whatever the request's no-cache (Fastly, Cloudflare and

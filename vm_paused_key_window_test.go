@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,14 @@ func (c *pausedGuestClock) pause(d time.Duration) {
 	c.lost += d
 	c.mu.Unlock()
 	c.Clock.Advance(d)
+}
+
+// putRight is NTP (or the guest agent's virDomainSetTime) stepping the
+// guest's clock forward to the true time again.
+func (c *pausedGuestClock) putRight() {
+	c.mu.Lock()
+	c.lost = 0
+	c.mu.Unlock()
 }
 
 // losingTransport passes requests on, and loses the answer to the first
@@ -152,6 +161,158 @@ func TestKeyWindowOutlivesPausedVM(t *testing.T) {
 	clock.Advance(time.Minute)
 	rec = submit("after")
 	require.Equal(t, 1, srv.Effects("", "after"), "orders for the key sent after the pause")
+	require.Equal(t, idem.StateSucceeded, rec.State)
+	require.Empty(t, rec.Review)
+}
+
+// A guest paused twice in a process's life, its clock put right in
+// between (NTP, or the guest agent): after the first pause the host's
+// Date read 35 minutes ahead of ours, after the correction level with it
+// again, and the second pause puts it 35 minutes ahead once more. That
+// is a gain of 35 minutes since an order sent as the second pause began,
+// though no higher than the host ever read: it stays unknown, ordered
+// once, as the first pause's did.
+func TestKeyWindowOutlivesSecondPauseOfVM(t *testing.T) {
+	clock := idemtest.NewClock(epoch)
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(30*time.Minute))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	guest := &pausedGuestClock{Clock: clock, start: clock.Now()}
+	tr := &losingTransport{base: srv.Client().Transport, clock: guest,
+		lose: map[string]time.Duration{"first": 35 * time.Minute, "second": 35 * time.Minute}}
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: tr}), idem.WithClock(guest),
+		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := t.Context()
+	submit := func(key string) *journal.Record {
+		t.Helper()
+		req := idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)}
+		_, err := c.Submit(ctx, req)
+		for i := 0; i < 5 && errors.Is(err, idem.ErrUnknownOutcome) && !errors.Is(err, idem.ErrNeedsReview); i++ {
+			clock.Advance(time.Minute)
+			_, err = c.Submit(ctx, req)
+		}
+		rec, gerr := store.Get(ctx, idem.DefaultScope, key)
+		require.NoError(t, gerr)
+		return rec
+	}
+
+	require.Equal(t, idem.StateSucceeded, submit("before").State)
+	clock.Advance(time.Minute)
+	rec := submit("first")
+	require.Equal(t, 1, srv.Effects("", "first"))
+	require.Equal(t, idem.ReviewClockStepped, rec.Review)
+
+	guest.putRight()
+	clock.Advance(time.Minute)
+	require.Equal(t, idem.StateSucceeded, submit("between").State) // its Date: level with ours again
+	clock.Advance(time.Minute)
+
+	rec = submit("second")
+	require.Equal(t, 1, srv.Effects("", "second"), "orders for the key sent as the second pause began")
+	require.Equal(t, idem.StateUnknown, rec.State)
+	require.Equal(t, idem.ReviewClockStepped, rec.Review)
+}
+
+// cachingTransport passes requests on, serving the result query for key
+// copy as a CDN's copy would (its Date the origin's of age ago, and Age
+// saying so: RFC 9111 4, 5.1; a CDN may ignore the query's no-cache), and
+// failing every request for key down (the connection died as it was
+// written) while failing is set.
+type cachingTransport struct {
+	base       http.RoundTripper
+	copy, down string
+	age        time.Duration
+	mu         sync.Mutex
+	failing    bool
+}
+
+func (c *cachingTransport) fail(on bool) {
+	c.mu.Lock()
+	c.failing = on
+	c.mu.Unlock()
+}
+
+func (c *cachingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	failing := c.failing
+	c.mu.Unlock()
+	if failing && (req.Header.Get("Idempotency-Key") == c.down || req.URL.Path == "/operations/"+c.down) {
+		if req.Body != nil {
+			_ = req.Body.Close()
+		}
+		if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteRequest != nil {
+			tr.WroteRequest(httptrace.WroteRequestInfo{})
+		}
+		return nil, errors.New("read tcp: connection reset by peer")
+	}
+	resp, err := c.base.RoundTrip(req)
+	if err != nil || req.Method != http.MethodGet || req.URL.Path != "/operations/"+c.copy {
+		return resp, err
+	}
+	if d, perr := http.ParseTime(resp.Header.Get("Date")); perr == nil {
+		resp.Header.Set("Date", d.Add(-c.age).Format(http.TimeFormat))
+		resp.Header.Set("Age", strconv.Itoa(int(c.age/time.Second)))
+	}
+	return resp, nil
+}
+
+// A result query a CDN answered from a copy ten minutes old: its Date
+// alone reads the host's clock ten minutes behind, as if ours had been
+// put right, and the next fresh answer would read ten minutes gained
+// since an order sent in between, whose key, nine minutes old, would be
+// judged past the default window and flagged. Its Age says how old the
+// copy is: nothing gained, the order, its answer lost before it reached
+// the server, is sent again and made once, unflagged. At default
+// settings but the clock and the result endpoint.
+func TestCachedResultDateGainsNothing(t *testing.T) {
+	clock := idemtest.NewClock(epoch)
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(time.Hour))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	guest := &pausedGuestClock{Clock: clock, start: clock.Now()}
+	lose := &losingTransport{base: srv.Client().Transport, clock: guest,
+		lose: map[string]time.Duration{"copied": time.Nanosecond}}
+	tr := &cachingTransport{base: lose, copy: "copied", down: "between", age: 10 * time.Minute}
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: tr}), idem.WithClock(guest),
+		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := t.Context()
+	submit := func(key string) (*journal.Record, error) {
+		t.Helper()
+		_, err := c.Submit(ctx, idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
+		rec, gerr := store.Get(ctx, idem.DefaultScope, key)
+		require.NoError(t, gerr)
+		return rec, err
+	}
+
+	rec, err := submit("before")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, rec.State)
+	clock.Advance(time.Minute)
+	rec, err = submit("copied") // its answer lost, settled by the copy
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, rec.State)
+	tr.fail(true)
+	_, err = submit("between")
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	tr.fail(false)
+	clock.Advance(9 * time.Minute)
+	rec, err = submit("after") // a fresh answer
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, rec.State)
+
+	rec, err = submit("between")
+	require.NoError(t, err)
+	require.Equal(t, 1, srv.Effects("", "between"), "orders for the key sent between the copy and the fresh answer")
 	require.Equal(t, idem.StateSucceeded, rec.State)
 	require.Empty(t, rec.Review)
 }
