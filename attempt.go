@@ -262,8 +262,8 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	end := c.cfg.clock.Now()
 	// A copy a cache served (a CDN may ignore the query's no-cache) keeps
 	// the origin's Date of then: by it alone the host's clock would read
-	// behind, and lower its gains (hostGains) to have it gain the copy's
-	// age on the next fresh answer.
+	// behind, and a send after it would gain the copy's age by the next
+	// fresh answer (hostGains).
 	c.clocks.learn(req.URL.Host, aged(headerValue(resp.Header, "Date"), resp.Header["Age"]), end)
 	if ra, ok := ParseRetryAfterHeader(resp.Header, end); ok && ra > 0 {
 		ex.retryAfter = min(ra, c.cfg.retryAfterCap)

@@ -79,25 +79,24 @@ const maxHostGains = 8
 // showed: an answer's Date is truncated to the second and read by us
 // after its latency, so an offset never reads above the true one, and
 // one that rises past the frame's by more than clockSlack is the host's
-// clock gaining on ours. A fall by more than clockSlack (our clock put
-// right after a pause, a slow answer) starts no frame but lowers the
-// last one to it: left at the height before, a second pause after the
-// correction would rise to no more than the first did, and gain nothing
-// (a send before the fall is then judged to have gained the fall too,
-// which holds back rather than lets go). A Date more than
-// maxServerDateSkew behind ours is a broken clock (1970), not ours put
-// right: it lowers nothing, nor starts the first frame. The zero value
-// has heard no answer.
+// clock gaining on ours. One that falls by more than clockSlack (ours
+// put right after a pause, a slow answer, a balancer over clocks apart)
+// starts a frame too: without it, a second pause after the correction
+// would rise to no more than the first did, and gain nothing. A Date
+// more than maxServerDateSkew behind ours is a broken clock (1970), not
+// ours put right: it starts no frame. The zero value has heard no
+// answer.
 type hostGains struct {
 	frames [maxHostGains]gainFrame
 	n      int
 }
 
 // gainFrame is an offset of the host's clock from ours, first shown by an
-// answer that came when our wall clock read first.
+// answer that came when our wall clock read first; top is the highest
+// any frame merged into it showed (observe), off where none was.
 type gainFrame struct {
-	first time.Time
-	off   time.Duration
+	first    time.Time
+	off, top time.Duration
 }
 
 // observe records the offset an answer dated date showed, that came when
@@ -112,43 +111,46 @@ func (g *hostGains) observe(date string, at time.Time) {
 	switch {
 	case off < -maxServerDateSkew:
 	case g.n == 0:
-		g.frames[0], g.n = gainFrame{at, off}, 1
-	case off > g.frames[g.n-1].off+clockSlack:
+		g.frames[0], g.n = gainFrame{at, off, off}, 1
+	case off > g.frames[g.n-1].off+clockSlack || off < g.frames[g.n-1].off-clockSlack:
 		if g.n == maxHostGains {
-			// The first frame stays, the lower of the two: a send that
-			// lay in the one dropped is judged by it, which holds back
-			// rather than lets go.
-			g.frames[0].off = min(g.frames[0].off, g.frames[1].off)
+			// The first frame stays, merged with the second: a send that
+			// lay in either is judged from the lower offset to the
+			// highest since, which holds back rather than lets go.
+			f0, f1 := &g.frames[0], g.frames[1]
+			f0.off, f0.top = min(f0.off, f1.off), max(f0.top, f1.top)
 			copy(g.frames[1:], g.frames[2:])
 			g.n--
 		}
-		g.frames[g.n] = gainFrame{at, off}
+		g.frames[g.n] = gainFrame{at, off, off}
 		g.n++
-	case off < g.frames[g.n-1].off-clockSlack:
-		g.frames[g.n-1].off = off
 	default:
-		g.frames[g.n-1].off = max(g.frames[g.n-1].off, off)
+		f := &g.frames[g.n-1]
+		f.off, f.top = max(f.off, off), max(f.top, off)
 	}
 }
 
 // since is how far the host's clock has gained on ours since a send of
-// ours that read sent, at the least seen: its last offset less that of
-// the frame the send lay in, the last one first shown before it (one
-// shown at its reading or after may have come after the send, which may
-// then lie before the gain). A send before the first answer is judged by
-// the first frame.
+// ours that read sent, at the least seen: the highest offset shown since
+// less that of the frame the send lay in, the last one first shown
+// before it (one shown at its reading or after may have come after the
+// send, which may then lie before the gain). A send before the first
+// answer is judged by the first frame. The highest, not the last: one
+// answer that reads low (a backend's clock behind, a cache's copy) takes
+// nothing back.
 func (g *hostGains) since(sent time.Time) time.Duration {
 	if g.n == 0 {
 		return 0
 	}
-	ref := g.frames[0].off
-	for _, f := range g.frames[1:g.n] {
-		if !f.first.Before(sent) {
-			break
-		}
-		ref = f.off
+	i := 0
+	for i+1 < g.n && g.frames[i+1].first.Before(sent) {
+		i++
 	}
-	return max(g.frames[g.n-1].off-ref, 0)
+	ref, top := g.frames[i].off, g.frames[i].top
+	for _, f := range g.frames[i+1 : g.n] {
+		top = max(top, f.top)
+	}
+	return max(top-ref, 0)
 }
 
 // maxServerClocks bounds the hosts remembered: a client sends to a few

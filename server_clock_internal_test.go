@@ -239,9 +239,10 @@ func TestAgedProbeDate(t *testing.T) {
 // though the host reads no higher than it did then. A Date days behind
 // ours (a backend that lost its time, 1970) between two answers level
 // with ours lowers nothing, so no send gains the decades back; nor does
-// it start the first frame. More frames than kept: a send in a dropped
-// frame is judged by the lower of it and the first, never gaining less
-// than it did.
+// it start the first frame, and one hours behind (a backend's clock
+// behind a balancer) neither takes a gain back nor gives one. More
+// frames than kept: a send in a dropped frame is judged by the lower of
+// it and the first, never gaining less than it did.
 func TestHostGainsSince(t *testing.T) {
 	ours := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
 	pause := 35 * time.Minute
@@ -263,6 +264,23 @@ func TestHostGainsSince(t *testing.T) {
 	answer(pause)
 	if got := g.since(second); got != pause {
 		t.Errorf("gain since a send as the second pause began = %v; want %v", got, pause)
+	}
+
+	// A balancer over a backend whose clock is two hours behind: its
+	// answer after the pause takes none of the gain back, nor gives a
+	// send before it the two hours.
+	g, at = hostGains{}, ours
+	answer(0)
+	before := send()
+	answer(-2 * time.Hour)
+	answer(0)
+	if got := g.since(before); got != 0 {
+		t.Errorf("gain since a send before an answer two hours behind = %v; want 0", got)
+	}
+	answer(pause)
+	answer(-2 * time.Hour)
+	if got := g.since(before); got != pause {
+		t.Errorf("gain since a send before the pause, an answer two hours behind last = %v; want %v", got, pause)
 	}
 
 	g, at = hostGains{}, ours

@@ -301,6 +301,7 @@ func TestCachedResultDateGainsNothing(t *testing.T) {
 	rec, err = submit("copied") // its answer lost, settled by the copy
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, rec.State)
+	clock.Advance(time.Second)
 	tr.fail(true)
 	_, err = submit("between")
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
