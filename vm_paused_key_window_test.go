@@ -1,6 +1,7 @@
 package idem_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -52,6 +53,19 @@ func (c *pausedGuestClock) putRight() {
 	c.mu.Unlock()
 }
 
+// resetAsWritten is a connection that died as req was written: the
+// request may have reached the server, for all the client can tell, and
+// did not.
+func resetAsWritten(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteRequest != nil {
+		tr.WroteRequest(httptrace.WroteRequestInfo{})
+	}
+	return nil, errors.New("read tcp: connection reset by peer")
+}
+
 // losingTransport passes requests on, and loses the answer to the first
 // POST for each key in lose (the connection died): taken by the server
 // and the guest paused for the duration given, if any; never forwarded,
@@ -75,13 +89,7 @@ func (l *losingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return l.base.RoundTrip(req)
 	}
 	if pause == 0 {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteRequest != nil {
-			tr.WroteRequest(httptrace.WroteRequestInfo{})
-		}
-		return nil, errors.New("read tcp: connection reset by peer")
+		return resetAsWritten(req)
 	}
 	resp, err := l.base.RoundTrip(req)
 	if err != nil {
@@ -91,6 +99,54 @@ func (l *losingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	_ = resp.Body.Close()
 	l.clock.pause(pause)
 	return nil, errors.New("read tcp: connection reset by peer")
+}
+
+// guestClient is a client on guest's clock through rt, at default
+// settings but the result endpoint result, and get reads the record it
+// journaled for a key.
+func guestClient(t *testing.T, rt http.RoundTripper, guest *pausedGuestClock, result string) (c *idem.Client, get func(key string) *journal.Record) {
+	t.Helper()
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c, err = idem.New(store, idem.WithHTTPClient(&http.Client{Transport: rt}), idem.WithClock(guest), idem.WithResultEndpoint(result))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c, func(key string) *journal.Record {
+		t.Helper()
+		rec, err := store.Get(context.Background(), idem.DefaultScope, key)
+		require.NoError(t, err)
+		return rec
+	}
+}
+
+// pausedGuestOrders is a client on a guest VM's clock (guest), its
+// requests through a losingTransport losing lose, to a server keeping
+// keys 30 minutes with a result endpoint, at default settings but those.
+// submit is the caller's request for key, redelivered a minute apart
+// until it returns a settled outcome or is flagged: the record it left.
+func pausedGuestOrders(t *testing.T, lose map[string]time.Duration) (clock *idemtest.Clock, guest *pausedGuestClock,
+	srv *idemtest.Server, submit func(key string) *journal.Record) {
+	t.Helper()
+	clock = idemtest.NewClock(epoch)
+	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(30*time.Minute))
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	guest = &pausedGuestClock{Clock: clock, start: clock.Now()}
+	tr := &losingTransport{base: srv.Client().Transport, clock: guest, lose: lose}
+	c, get := guestClient(t, tr, guest, srv.URL+"/operations/{key}")
+	ctx := t.Context()
+	submit = func(key string) *journal.Record {
+		t.Helper()
+		req := idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)}
+		_, err := c.Submit(ctx, req)
+		for i := 0; i < 5 && errors.Is(err, idem.ErrUnknownOutcome) && !errors.Is(err, idem.ErrNeedsReview); i++ {
+			clock.Advance(time.Minute)
+			_, err = c.Submit(ctx, req)
+		}
+		return get(key)
+	}
+	return clock, guest, srv, submit
 }
 
 // A guest VM paused by its hypervisor (virsh suspend, a snapshot with
@@ -112,35 +168,7 @@ func (l *losingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // the pause lost nothing to it: its lost answer is settled by a resend,
 // ordered once, unflagged.
 func TestKeyWindowOutlivesPausedVM(t *testing.T) {
-	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(30*time.Minute))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	guest := &pausedGuestClock{Clock: clock, start: clock.Now()}
-	tr := &losingTransport{base: srv.Client().Transport, clock: guest,
-		lose: map[string]time.Duration{"paused": 35 * time.Minute, "after": 0}}
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: tr}), idem.WithClock(guest),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	ctx := t.Context()
-	// submit is the caller's request, redelivered a minute apart until it
-	// returns a settled outcome or is flagged.
-	submit := func(key string) *journal.Record {
-		t.Helper()
-		req := idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)}
-		_, err := c.Submit(ctx, req)
-		for i := 0; i < 5 && errors.Is(err, idem.ErrUnknownOutcome) && !errors.Is(err, idem.ErrNeedsReview); i++ {
-			clock.Advance(time.Minute)
-			_, err = c.Submit(ctx, req)
-		}
-		rec, gerr := store.Get(ctx, idem.DefaultScope, key)
-		require.NoError(t, gerr)
-		return rec
-	}
+	clock, _, srv, submit := pausedGuestOrders(t, map[string]time.Duration{"paused": 35 * time.Minute, "after": 0})
 
 	rec := submit("before") // its answer's Date teaches the host's clock
 	require.Equal(t, idem.StateSucceeded, rec.State)
@@ -173,33 +201,7 @@ func TestKeyWindowOutlivesPausedVM(t *testing.T) {
 // though no higher than the host ever read: it stays unknown, ordered
 // once, as the first pause's did.
 func TestKeyWindowOutlivesSecondPauseOfVM(t *testing.T) {
-	clock := idemtest.NewClock(epoch)
-	srv, err := idemtest.NewServer(idemtest.WithClock(clock.Now), idemtest.WithRetention(30*time.Minute))
-	require.NoError(t, err)
-	t.Cleanup(srv.Close)
-	guest := &pausedGuestClock{Clock: clock, start: clock.Now()}
-	tr := &losingTransport{base: srv.Client().Transport, clock: guest,
-		lose: map[string]time.Duration{"first": 35 * time.Minute, "second": 35 * time.Minute}}
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: tr}), idem.WithClock(guest),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	ctx := t.Context()
-	submit := func(key string) *journal.Record {
-		t.Helper()
-		req := idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)}
-		_, err := c.Submit(ctx, req)
-		for i := 0; i < 5 && errors.Is(err, idem.ErrUnknownOutcome) && !errors.Is(err, idem.ErrNeedsReview); i++ {
-			clock.Advance(time.Minute)
-			_, err = c.Submit(ctx, req)
-		}
-		rec, gerr := store.Get(ctx, idem.DefaultScope, key)
-		require.NoError(t, gerr)
-		return rec
-	}
+	clock, guest, srv, submit := pausedGuestOrders(t, map[string]time.Duration{"first": 35 * time.Minute, "second": 35 * time.Minute})
 
 	require.Equal(t, idem.StateSucceeded, submit("before").State)
 	clock.Advance(time.Minute)
@@ -242,13 +244,7 @@ func (c *cachingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	failing := c.failing
 	c.mu.Unlock()
 	if failing && (req.Header.Get("Idempotency-Key") == c.down || req.URL.Path == "/operations/"+c.down) {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteRequest != nil {
-			tr.WroteRequest(httptrace.WroteRequestInfo{})
-		}
-		return nil, errors.New("read tcp: connection reset by peer")
+		return resetAsWritten(req)
 	}
 	resp, err := c.base.RoundTrip(req)
 	if err != nil || req.Method != http.MethodGet || req.URL.Path != "/operations/"+c.copy {
@@ -278,20 +274,12 @@ func TestCachedResultDateGainsNothing(t *testing.T) {
 	lose := &losingTransport{base: srv.Client().Transport, clock: guest,
 		lose: map[string]time.Duration{"copied": time.Nanosecond}}
 	tr := &cachingTransport{base: lose, copy: "copied", down: "between", age: 10 * time.Minute}
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	c, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: tr}), idem.WithClock(guest),
-		idem.WithResultEndpoint(srv.URL+"/operations/{key}"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
+	c, get := guestClient(t, tr, guest, srv.URL+"/operations/{key}")
 	ctx := t.Context()
 	submit := func(key string) (*journal.Record, error) {
 		t.Helper()
 		_, err := c.Submit(ctx, idem.Request{Key: key, URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
-		rec, gerr := store.Get(ctx, idem.DefaultScope, key)
-		require.NoError(t, gerr)
-		return rec, err
+		return get(key), err
 	}
 
 	rec, err := submit("before")
