@@ -260,7 +260,11 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	// through serverUntil, a hand-off's due time and Run's rest for the
 	// host (hostNews), so the two never disagree.
 	end := c.cfg.clock.Now()
-	c.clocks.learn(req.URL.Host, headerValue(resp.Header, "Date"), end)
+	// A copy a cache served (a CDN may ignore the query's no-cache) keeps
+	// the origin's Date of then: by it alone the host's clock would read
+	// behind, and a send after it would gain the copy's age by the next
+	// fresh answer (hostGains).
+	c.clocks.learn(req.URL.Host, aged(headerValue(resp.Header, "Date"), resp.Header["Age"]), end)
 	ra, ok := ParseRetryAfterHeader(resp.Header, end)
 	if !ok && resp.StatusCode == http.StatusTooManyRequests {
 		ra, ok = rateLimitReset(resp.Header, end)

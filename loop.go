@@ -575,6 +575,14 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			if back := steps.stepBackSince(rec.FirstSent); back > clockSlack && keyWindow(rec, p, now.Add(back), window) == windowExpired {
 				return &blocked{ReviewClockStepped, ErrNeedsReview}
 			}
+			// Nor by a clock that lost time no reading of ours shows (a
+			// VM paused: hostGains), which the host's clock, gaining on
+			// ours by its answers' Dates, does: by the host's time the
+			// key may be forgotten. A host merely ahead of us gains
+			// nothing.
+			if gain := d.c.hostGain(rec); gain > clockSlack && keyWindow(rec, p, now.Add(gain), window) == windowExpired {
+				return &blocked{ReviewClockStepped, ErrNeedsReview}
+			}
 			break
 		}
 		if srv, ok := d.c.serverNow(rec, now); ok && srv.Sub(now) > clockSlack && keyWindow(rec, p, srv, window) == windowExpired {

@@ -25,8 +25,9 @@ import (
 //
 // Kept in memory only, per host as the URL names it (not normalised: a
 // lookup must cost no string). Learning costs a lock and a map lookup per
-// answer, no allocation but a host's first entry; the Date is parsed only
-// when a resend is judged. A resend to a host none of whose answers has
+// answer, no allocation but a host's first entry; the Date is parsed when
+// it changes (once a second per host at most, for hostGains), and when a
+// resend is judged. A resend to a host none of whose answers has
 // come back since the process started cannot be judged by it: the first
 // such resend asks the host's clock with a HEAD (headProbe), the others
 // wait for its answer, and all are judged again (driver.awaitProbe). Nor is an operation this process first sent
@@ -57,6 +58,99 @@ type serverClocks struct {
 type serverDate struct {
 	date string
 	at   time.Time
+	// gains are the host's clock's offsets from ours (its Date less our
+	// wall reading), each from the answer that first showed it more than
+	// clockSlack ahead of the last (hostGains).
+	gains hostGains
+}
+
+// maxHostGains bounds the offsets a host's gains remember: a clock of
+// ours loses time on the host's a few times in a process's life (a VM
+// paused, a clock stepped back).
+const maxHostGains = 8
+
+// hostGains is how a host's clock has gained on ours since this process
+// first heard from it, by its answers' Dates: a guest VM paused by its
+// hypervisor (virsh suspend, a snapshot with memory) sees no time pass,
+// its wall and monotonic clocks alike, and after the resume reads the
+// pause behind the true time until NTP slews it right, hours later. No
+// reading of ours shows it (wallSteps sees no step); the host's clock,
+// which went on, does. Each frame's offset is the highest its answers
+// showed: an answer's Date is truncated to the second and read by us
+// after its latency, so an offset never reads above the true one, and
+// one that rises past the frame's by more than clockSlack is the host's
+// clock gaining on ours. One that falls by more than clockSlack (ours
+// put right after a pause, a slow answer, a balancer over clocks apart)
+// starts a frame too: without it, a second pause after the correction
+// would rise to no more than the first did, and gain nothing. A Date
+// more than maxServerDateSkew behind ours is a broken clock (1970), not
+// ours put right: it starts no frame. The zero value has heard no
+// answer.
+type hostGains struct {
+	frames [maxHostGains]gainFrame
+	n      int
+}
+
+// gainFrame is an offset of the host's clock from ours, first shown by an
+// answer that came when our wall clock read first; top is the highest
+// any frame merged into it showed (observe), off where none was.
+type gainFrame struct {
+	first    time.Time
+	off, top time.Duration
+}
+
+// observe records the offset an answer dated date showed, that came when
+// our wall clock read at.
+func (g *hostGains) observe(date string, at time.Time) {
+	d, err := http.ParseTime(date)
+	if err != nil {
+		return
+	}
+	at = at.Round(0)
+	off := d.Sub(at)
+	switch {
+	case off < -maxServerDateSkew:
+	case g.n == 0:
+		g.frames[0], g.n = gainFrame{at, off, off}, 1
+	case off > g.frames[g.n-1].off+clockSlack || off < g.frames[g.n-1].off-clockSlack:
+		if g.n == maxHostGains {
+			// The first frame stays, merged with the second: a send that
+			// lay in either is judged from the lower offset to the
+			// highest since, which holds back rather than lets go.
+			f0, f1 := &g.frames[0], g.frames[1]
+			f0.off, f0.top = min(f0.off, f1.off), max(f0.top, f1.top)
+			copy(g.frames[1:], g.frames[2:])
+			g.n--
+		}
+		g.frames[g.n] = gainFrame{at, off, off}
+		g.n++
+	default:
+		f := &g.frames[g.n-1]
+		f.off, f.top = max(f.off, off), max(f.top, off)
+	}
+}
+
+// since is how far the host's clock has gained on ours since a send of
+// ours that read sent, at the least seen: the highest offset shown since
+// less that of the frame the send lay in, the last one first shown
+// before it (one shown at its reading or after may have come after the
+// send, which may then lie before the gain). A send before the first
+// answer is judged by the first frame. The highest, not the last: one
+// answer that reads low (a backend's clock behind, a cache's copy) takes
+// nothing back.
+func (g *hostGains) since(sent time.Time) time.Duration {
+	if g.n == 0 {
+		return 0
+	}
+	i := 0
+	for i+1 < g.n && g.frames[i+1].first.Before(sent) {
+		i++
+	}
+	ref, top := g.frames[i].off, g.frames[i].top
+	for _, f := range g.frames[i+1 : g.n] {
+		top = max(top, f.top)
+	}
+	return max(top-ref, 0)
 }
 
 // maxServerClocks bounds the hosts remembered: a client sends to a few
@@ -83,7 +177,9 @@ func (s *serverClocks) learn(host, date string, at time.Time) {
 	defer s.mu.Unlock()
 	if e, ok := s.hosts[host]; ok {
 		if e.date != date {
-			s.hosts[host] = serverDate{date, at}
+			e.date, e.at = date, at
+			e.gains.observe(date, at)
+			s.hosts[host] = e
 			s.probeOver(host)
 		}
 		return
@@ -92,7 +188,9 @@ func (s *serverClocks) learn(host, date string, at time.Time) {
 		s.hosts = make(map[string]serverDate)
 	}
 	if len(s.hosts) < maxServerClocks {
-		s.hosts[host] = serverDate{date, at}
+		e := serverDate{date: date, at: at}
+		e.gains.observe(date, at)
+		s.hosts[host] = e
 	}
 	s.probeOver(host)
 }
@@ -119,6 +217,19 @@ func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return d.Add(now.Sub(e.at)), true
+}
+
+// gainSince is how far host's clock has gained on ours since a send of
+// ours that read sent (hostGains.since); zero if no answer from it has
+// taught it.
+func (s *serverClocks) gainSince(host string, sent time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.hosts[host]
+	if !ok {
+		return 0
+	}
+	return e.gains.since(sent)
 }
 
 // firstProbe says how a resend to host that its clock cannot judge (none
@@ -281,6 +392,17 @@ func (c *Client) serverNow(rec *journal.Record, now time.Time) (time.Time, bool)
 	return c.clocks.now(u.Host, now)
 }
 
+// hostGain is how far the clock of rec's host has gained on ours since
+// rec was first sent (hostGains.since); zero if no answer from it has
+// taught it.
+func (c *Client) hostGain(rec *journal.Record) time.Duration {
+	u, err := c.parsedURL(rec.URL)
+	if err != nil {
+		return 0
+	}
+	return c.clocks.gainSince(u.Host, rec.FirstSent)
+}
+
 // headProbe asks the clock of u's host: a HEAD to u's path (to the
 // host's root instead if root, after one to the path timed out), whose
 // answer's Date, if usable, is learnt (serverClocks.learn). HEAD is safe
@@ -368,7 +490,7 @@ func (c *Client) logProbe(ctx context.Context, host string, attrs ...slog.Attr) 
 // maxAge is the Age a cache sends for any greater one (RFC 9111 1.2.2).
 const maxAge = 1 << 31
 
-// aged is a probe answer's Date as the host's clock reads it now: a
+// aged is an answer's Date as the host's clock reads it now: a
 // cache that served it from a copy keeps the origin's Date of then and
 // sends how long ago that was as Age (RFC 9111 4, 4.2.3, 5.1). CDNs serve
 // a copy whatever the request's no-cache (Fastly, Cloudflare and

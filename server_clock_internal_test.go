@@ -233,3 +233,79 @@ func TestAgedProbeDate(t *testing.T) {
 	}
 	require.Equal(t, "garbled", aged("garbled", []string{"60"}), "a Date that does not parse is left for learn to refuse")
 }
+
+// A host's gains since a send, as a guest VM paused twice sees them, its
+// clock put right in between: the second pause gains as much as the first
+// though the host reads no higher than it did then. A Date days behind
+// ours (a backend that lost its time, 1970) between two answers level
+// with ours lowers nothing, so no send gains the decades back; nor does
+// it start the first frame, and one hours behind (a backend's clock
+// behind a balancer) neither takes a gain back nor gives one. More
+// frames than kept: a send in a dropped frame is judged by the lower of
+// it and the first, never gaining less than it did.
+func TestHostGainsSince(t *testing.T) {
+	ours := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	pause := 35 * time.Minute
+	var g hostGains
+	at := ours
+	answer := func(off time.Duration) {
+		at = at.Add(time.Minute)
+		g.observe(at.Add(off).Format(http.TimeFormat), at)
+	}
+	send := func() time.Time { at = at.Add(time.Second); return at }
+	answer(0)
+	first := send()
+	answer(pause)
+	if got := g.since(first); got != pause {
+		t.Errorf("gain since a send as the first pause began = %v; want %v", got, pause)
+	}
+	answer(0) // put right
+	second := send()
+	answer(pause)
+	if got := g.since(second); got != pause {
+		t.Errorf("gain since a send as the second pause began = %v; want %v", got, pause)
+	}
+
+	// A balancer over a backend whose clock is two hours behind: its
+	// answer after the pause takes none of the gain back, nor gives a
+	// send before it the two hours.
+	g, at = hostGains{}, ours
+	answer(0)
+	before := send()
+	answer(-2 * time.Hour)
+	answer(0)
+	if got := g.since(before); got != 0 {
+		t.Errorf("gain since a send before an answer two hours behind = %v; want 0", got)
+	}
+	answer(pause)
+	answer(-2 * time.Hour)
+	if got := g.since(before); got != pause {
+		t.Errorf("gain since a send before the pause, an answer two hours behind last = %v; want %v", got, pause)
+	}
+
+	g, at = hostGains{}, ours
+	epoch := time.Unix(0, 0).UTC().Format(http.TimeFormat)
+	g.observe(epoch, at)
+	answer(0)
+	sent := send()
+	g.observe(epoch, at.Add(time.Second))
+	answer(0)
+	if got := g.since(sent); got != 0 {
+		t.Errorf("gain since a send with a Date of 1970 after it = %v; want 0", got)
+	}
+	if got := g.since(ours); got != 0 {
+		t.Errorf("gain since a send before a first Date of 1970 = %v; want 0", got)
+	}
+
+	g, at = hostGains{}, ours
+	answer(0)
+	answer(10 * time.Second)
+	answer(-30 * time.Second) // ours put right: that frame lowered below the first
+	oldest := send()
+	for i := range maxHostGains {
+		answer(time.Duration(i+1) * 3 * time.Second)
+	}
+	if got, want := g.since(oldest), time.Duration(maxHostGains)*3*time.Second+30*time.Second; got != want {
+		t.Errorf("gain since a send in a dropped frame = %v; want %v", got, want)
+	}
+}
