@@ -227,9 +227,11 @@ func newKey() (string, error) {
 // the same key (the *Error's Key), never a new one. A retry whose write
 // fails before reaching the journal (the database still down) is
 // ErrUnknownOutcome too, in the same process: the first write may still
-// have committed. Any other error
+// have committed; so is one for a key whose earlier Do or Submit ended in
+// ErrUnknownOutcome. Any other error
 // (a journal error, ErrKeyConflict, ErrInvalidRequest) means nothing was
-// journaled for this call and nothing will be sent for it.
+// journaled for this call and nothing will be sent for it (an earlier
+// call's operation of the same key, journaled, stands: see Submit).
 func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 	return c.prepare(ctx, req, nil, false)
 }
@@ -291,7 +293,11 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 // matches journal.ErrMaybeCommitted means nothing was sent yet and the
 // journal may or may not hold the operation: retry with the same key
 // until a call gets past the journal's write (one that cannot reach the
-// journal says ErrUnknownOutcome again, as for Prepare).
+// journal says ErrUnknownOutcome again, as for Prepare). So does one for a
+// key whose earlier Submit or Do ended in ErrUnknownOutcome in this
+// process. Across a restart idem cannot tell: an error for a key an
+// earlier call left unknown says only that this call journaled nothing;
+// the earlier call's operation stands, so keep retrying that key.
 func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	ctx, b, err := c.begin(ctx, false)
 	if err != nil {
@@ -308,7 +314,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	// Before the operation is journaled: the walk's read of the journal
 	// then finds nothing of this call's to apply first.
 	c.ignoringLearntFirst(ctx)
-	return c.coalesce(ctx, rec.Scope, rec.Key, rec, foreground, func() (*Result, error) {
+	res, err := c.coalesce(ctx, rec.Scope, rec.Key, rec, foreground, func() (*Result, error) {
 		// In the form the journal stores it (UTC, no monotonic reading),
 		// so that the Store need not copy the attempt to convert it.
 		now := c.cfg.clock.Now().UTC()
@@ -345,6 +351,18 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		}
 		return c.claimAndDrive(ctx, stored.Scope, stored.Key, stored, foreground)
 	})
+	c.rememberUnknown(rec.Scope, rec.Key, err)
+	return res, err
+}
+
+// rememberUnknown keeps a key whose Submit or Do ended in
+// ErrUnknownOutcome (its operation journaled, or maybe) among the maybe
+// journaled: the caller retries it, and a retry that cannot reach the
+// journal must say unknown again, never "nothing was journaled".
+func (c *Client) rememberUnknown(scope, key string, err error) {
+	if errors.Is(err, ErrUnknownOutcome) {
+		c.maybe.add(opID{scope, key}, false)
+	}
 }
 
 // Do drives a journaled operation until it settles or the call's budget is
@@ -388,11 +406,13 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 	// Only Scope and Key are read: the journal holds the request. An
 	// empty Scope is the client's default, as in Lookup.
 	scope, key := c.scopeOr(op.Scope), op.Key
-	return c.coalesce(ctx, scope, key, nil, foreground, func() (*Result, error) {
+	res, err := c.coalesce(ctx, scope, key, nil, foreground, func() (*Result, error) {
 		// Claimed (read) even if ctx is done, so the caller still learns
 		// the state.
 		return c.claimAndDrive(ctx, scope, key, nil, foreground)
 	})
+	c.rememberUnknown(scope, key, err)
+	return res, err
 }
 
 // Lookup returns the journaled operation, or an error matching ErrNotFound.
@@ -555,13 +575,18 @@ func (c *Client) createErr(op string, rec *journal.Record, err error) error {
 		return &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: attemptCount(rec), Kind: ErrUnknownOutcome, Cause: cause}
 	}
 	if errors.Is(err, journal.ErrMaybeCommitted) {
-		c.maybe.add(id)
+		c.maybe.add(id, true)
 		return unknown(fmt.Errorf("%s: retry with this key, never a new one: %w", op, err))
 	}
-	if c.maybe.has(id) {
+	switch held, lostCommit := c.maybe.has(id); {
+	case held && lostCommit:
 		return unknown(fmt.Errorf("%s: this write made nothing, but an earlier create of this key lost its commit's answer, "+
 			"so the journal may hold the operation (%w) and Run may send it: retry with this key, never a new one: %w",
 			op, journal.ErrMaybeCommitted, err))
+	case held:
+		return unknown(fmt.Errorf("%s: this write made nothing, but an earlier call of this key ended in %w: "+
+			"the journal holds the operation, and Run may send it or have sent it: retry with this key, never a new one: %w",
+			op, ErrUnknownOutcome, err))
 	}
 	return fmt.Errorf("idem: %s (scope %q, key %q): nothing was journaled; if you retry, reuse this key: %w", op, rec.Scope, rec.Key, err)
 }

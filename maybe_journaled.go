@@ -12,45 +12,51 @@ import (
 const maxMaybeJournaled = 4096
 
 // maybeJournaled holds the keys whose create ended, in this process, with
-// its commit's answer lost (journal.ErrMaybeCommitted), until a create of
-// the key reaches the journal (made, or found there). The next create of
-// such a key that fails before reaching the journal (the database still
-// down) knows nothing of the first: its plain error said "nothing was
+// its commit's answer lost (journal.ErrMaybeCommitted), or whose Submit or
+// Do ended in ErrUnknownOutcome, until a create of the key reaches the
+// journal (made, or found there). The next create of such a key that
+// fails before reaching the journal (the database still down) knows
+// nothing of the earlier call: its plain error said "nothing was
 // journaled", which the errors' contract reads as nothing will be sent,
-// and a caller placed the order again under a new key while the first
-// create, committed after all, was sent by Resume or Run: two orders.
+// and a caller placed the order again under a new key while the first,
+// journaled after all, was (or had been) sent: two orders.
 type maybeJournaled struct {
-	n    atomic.Int32 // len(keys): a Submit of a Client with none takes no lock
-	mu   sync.Mutex
-	keys map[opID]struct{}
+	n  atomic.Int32 // len(keys): a Submit of a Client with none takes no lock
+	mu sync.Mutex
+	// keys: true when the create's commit answer was lost (the journal
+	// may not hold it), false when an earlier call ended unknown.
+	keys map[opID]bool
 }
 
-func (m *maybeJournaled) add(id opID) {
+// add remembers id; lostCommit says why (see keys). A key already held
+// as a lost commit stays one.
+func (m *maybeJournaled) add(id opID, lostCommit bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.keys == nil {
-		m.keys = make(map[opID]struct{})
+		m.keys = make(map[opID]bool)
 	}
-	if _, ok := m.keys[id]; !ok && len(m.keys) >= maxMaybeJournaled {
+	was, ok := m.keys[id]
+	if !ok && len(m.keys) >= maxMaybeJournaled {
 		for old := range m.keys {
 			delete(m.keys, old)
 			break
 		}
 	}
-	m.keys[id] = struct{}{}
+	m.keys[id] = was || lostCommit
 	m.n.Store(int32(len(m.keys)))
 }
 
 // has reports whether id's create may have been journaled by an earlier
-// call.
-func (m *maybeJournaled) has(id opID) bool {
+// call, and whether that call's commit answer was lost.
+func (m *maybeJournaled) has(id opID) (held, lostCommit bool) {
 	if m.n.Load() == 0 {
-		return false
+		return false, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.keys[id]
-	return ok
+	lostCommit, held = m.keys[id]
+	return held, lostCommit
 }
 
 // forget drops id: a create of it reached the journal, which now says

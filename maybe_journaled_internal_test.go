@@ -13,12 +13,14 @@ import (
 func TestMaybeJournaledBounded(t *testing.T) {
 	var m maybeJournaled
 	for i := range maxMaybeJournaled + 10 {
-		m.add(opID{"s", strconv.Itoa(i)})
+		m.add(opID{"s", strconv.Itoa(i)}, true)
 	}
 	require.Len(t, m.keys, maxMaybeJournaled)
 	last := opID{"s", strconv.Itoa(maxMaybeJournaled + 9)}
-	require.True(t, m.has(last), "the newest key")
+	held, _ := m.has(last)
+	require.True(t, held, "the newest key")
 	m.forget(last)
-	require.False(t, m.has(last), "a key forgotten")
+	held, _ = m.has(last)
+	require.False(t, held, "a key forgotten")
 	require.EqualValues(t, maxMaybeJournaled-1, m.n.Load())
 }

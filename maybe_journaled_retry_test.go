@@ -2,7 +2,6 @@ package idem_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -60,18 +59,7 @@ func TestMaybeJournaledKeyStaysUnknownWhileJournalDown(t *testing.T) {
 			e := newEnv(t)
 			c, err := idem.New(&outageStore{Store: e.store}, e.baseOpts()...)
 			require.NoError(t, err)
-			call := func(req idem.Request) error {
-				if mode == "submit" {
-					_, err := c.Submit(e.ctx, req)
-					return err
-				}
-				op, err := c.Prepare(e.ctx, req)
-				if err != nil {
-					return err
-				}
-				_, err = c.Do(e.ctx, op)
-				return err
-			}
+			call := func(req idem.Request) error { return submitOrPrepare(e.ctx, c, mode, req) }
 
 			req := e.req("", `{"amount":7}`) // a key idem makes up
 			err = call(req)
@@ -80,23 +68,8 @@ func TestMaybeJournaledKeyStaysUnknownWhileJournalDown(t *testing.T) {
 			require.ErrorAs(t, err, &ie)
 			first := ie.Key
 
-			// The caller as the errors' docs tell it, in at most three
-			// more calls.
 			req.Key = first
-			var keys []string
-			var errs []error
-			for range 3 {
-				keys = append(keys, req.Key)
-				err = call(req)
-				errs = append(errs, err)
-				if err == nil {
-					break
-				}
-				if !errors.Is(err, idem.ErrUnknownOutcome) {
-					t.Logf("call for key %s: %v: taken as nothing journaled, placed anew", req.Key, err)
-					req.Key = "" // nothing journaled, nothing will be sent
-				}
-			}
+			keys, errs, err := retryAsDocsSay(t, req, "", call, nil)
 			require.NoError(t, err, "the caller's last call")
 
 			// Later, the process restarts and resumes what is open.
