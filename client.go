@@ -53,6 +53,9 @@ type Client struct {
 	handover handovers // Run's claims on calls in flight (lease.go)
 	life     lifecycle
 	watch    watchers // Wait calls (hooks.go)
+	// maybe: the keys whose create's commit answer was lost
+	// (maybe_journaled.go).
+	maybe maybeJournaled
 }
 
 // call is one in-flight drive that later callers for the same key join.
@@ -221,9 +224,14 @@ func newKey() (string, error) {
 // An error matching ErrUnknownOutcome means the journal write failed at a
 // step after which it may have taken effect (the disk failed the commit's
 // last fsync): the operation may be journaled and sent later. Retry with
-// the same key (the *Error's Key), never a new one. Any other error
+// the same key (the *Error's Key), never a new one. A retry whose write
+// fails before reaching the journal (the database still down) is
+// ErrUnknownOutcome too, in the same process: the first write may still
+// have committed; so is one for a key whose earlier Do or Submit ended in
+// ErrUnknownOutcome. Any other error
 // (a journal error, ErrKeyConflict, ErrInvalidRequest) means nothing was
-// journaled for this call and nothing will be sent for it.
+// journaled for this call and nothing will be sent for it (an earlier
+// call's operation of the same key, journaled, stands: see Submit).
 func (c *Client) Prepare(ctx context.Context, req Request) (*Operation, error) {
 	return c.prepare(ctx, req, nil, false)
 }
@@ -257,17 +265,19 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 	stored, err := create(ctx, rec)
 	switch {
 	case errors.Is(err, journal.ErrExists) && stored != nil:
+		c.maybe.forget(opID{rec.Scope, rec.Key})
 		if !sameRequest(stored, rec) {
 			return nil, c.conflict(stored)
 		}
 		return newOperation(stored), nil
 	case err != nil:
-		return nil, createErr("prepare", rec, err)
+		return nil, c.createErr("prepare", rec, err)
 	case stored == nil:
 		// A PrepareIn create that broke its contract: it may well have
 		// journaled rec, so the caller must not be told nothing was.
-		return nil, createErr("prepare", rec, fmt.Errorf("create returned neither the record nor an error: %w", journal.ErrMaybeCommitted))
+		return nil, c.createErr("prepare", rec, fmt.Errorf("create returned neither the record nor an error: %w", journal.ErrMaybeCommitted))
 	}
+	c.maybe.forget(opID{rec.Scope, rec.Key})
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: prepared", opAttrs(stored)...)
 	}
@@ -281,7 +291,13 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 // none of ErrUnknownOutcome, ErrFailed and ErrKeyConflict means nothing
 // was journaled and nothing will be sent. An ErrUnknownOutcome whose Cause
 // matches journal.ErrMaybeCommitted means nothing was sent yet and the
-// journal may or may not hold the operation: retry with the same key.
+// journal may or may not hold the operation: retry with the same key
+// until a call gets past the journal's write (one that cannot reach the
+// journal says ErrUnknownOutcome again, as for Prepare). So does one for a
+// key whose earlier Submit or Do ended in ErrUnknownOutcome in this
+// process. Across a restart idem cannot tell: an error for a key an
+// earlier call left unknown says only that this call journaled nothing;
+// the earlier call's operation stands, so keep retrying that key.
 func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	ctx, b, err := c.begin(ctx, false)
 	if err != nil {
@@ -298,7 +314,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 	// Before the operation is journaled: the walk's read of the journal
 	// then finds nothing of this call's to apply first.
 	c.ignoringLearntFirst(ctx)
-	return c.coalesce(ctx, rec.Scope, rec.Key, rec, foreground, func() (*Result, error) {
+	res, err := c.coalesce(ctx, rec.Scope, rec.Key, rec, foreground, func() (*Result, error) {
 		// In the form the journal stores it (UTC, no monotonic reading),
 		// so that the Store need not copy the attempt to convert it.
 		now := c.cfg.clock.Now().UTC()
@@ -311,6 +327,7 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		stored, lease, err := c.createClaimed(ctx, rec)
 		switch {
 		case errors.Is(err, journal.ErrExists):
+			c.maybe.forget(opID{rec.Scope, rec.Key})
 			if !sameRequest(stored, rec) {
 				return nil, c.conflict(stored)
 			}
@@ -318,10 +335,15 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		case errors.Is(err, journal.ErrMaybeCommitted):
 			c.releaseMaybeCreated(ctx, rec, lease, err)
 			// What a later Lookup would show, if the journal holds it.
-			return newResult(rec), createErr("submit", rec, err)
+			return newResult(rec), c.createErr("submit", rec, err)
 		case err != nil:
-			return nil, createErr("submit", rec, withCause(ctx, err))
+			err = c.createErr("submit", rec, withCause(ctx, err))
+			if errors.Is(err, ErrUnknownOutcome) {
+				return newResult(rec), err // an earlier call's create may have journaled it
+			}
+			return nil, err
 		}
+		c.maybe.forget(opID{rec.Scope, rec.Key})
 		// Journaled: from here on every error is ErrUnknownOutcome.
 		if lease.Token != 0 {
 			// Leased with the record: its first attempt is still unsent.
@@ -329,6 +351,18 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		}
 		return c.claimAndDrive(ctx, stored.Scope, stored.Key, stored, foreground)
 	})
+	c.rememberUnknown(rec.Scope, rec.Key, err)
+	return res, err
+}
+
+// rememberUnknown keeps a key whose Submit or Do ended in
+// ErrUnknownOutcome (its operation journaled, or maybe) among the maybe
+// journaled: the caller retries it, and a retry that cannot reach the
+// journal must say unknown again, never "nothing was journaled".
+func (c *Client) rememberUnknown(scope, key string, err error) {
+	if errors.Is(err, ErrUnknownOutcome) {
+		c.maybe.add(opID{scope, key}, false)
+	}
 }
 
 // Do drives a journaled operation until it settles or the call's budget is
@@ -372,11 +406,13 @@ func (c *Client) Do(ctx context.Context, op *Operation) (*Result, error) {
 	// Only Scope and Key are read: the journal holds the request. An
 	// empty Scope is the client's default, as in Lookup.
 	scope, key := c.scopeOr(op.Scope), op.Key
-	return c.coalesce(ctx, scope, key, nil, foreground, func() (*Result, error) {
+	res, err := c.coalesce(ctx, scope, key, nil, foreground, func() (*Result, error) {
 		// Claimed (read) even if ctx is done, so the caller still learns
 		// the state.
 		return c.claimAndDrive(ctx, scope, key, nil, foreground)
 	})
+	c.rememberUnknown(scope, key, err)
+	return res, err
 }
 
 // Lookup returns the journaled operation, or an error matching ErrNotFound.
@@ -527,13 +563,30 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 // error means the journal does not hold it, and never will: the caller may
 // give up, or retry (reusing the key is still the safe habit). A commit
 // that may have taken effect (journal.ErrMaybeCommitted: the disk failed
-// its last step) is an *Error matching ErrUnknownOutcome: the operation
-// may be journaled and Run may send it, so the caller must retry with the
-// same key, never a new one.
-func createErr(op string, rec *journal.Record, err error) error {
+// its last step, the connection broke after the COMMIT was sent) is an
+// *Error matching ErrUnknownOutcome: the operation may be journaled and
+// Run may send it, so the caller must retry with the same key, never a
+// new one. So is a plain failure of a key an earlier call's create left
+// maybe journaled (maybeJournaled): this write made nothing, but the
+// operation may be in the journal all the same.
+func (c *Client) createErr(op string, rec *journal.Record, err error) error {
+	id := opID{rec.Scope, rec.Key}
+	unknown := func(cause error) error {
+		return &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: attemptCount(rec), Kind: ErrUnknownOutcome, Cause: cause}
+	}
 	if errors.Is(err, journal.ErrMaybeCommitted) {
-		return &Error{Scope: rec.Scope, Key: rec.Key, State: rec.State, Attempts: attemptCount(rec), Kind: ErrUnknownOutcome,
-			Cause: fmt.Errorf("%s: retry with this key, never a new one: %w", op, err)}
+		c.maybe.add(id, true)
+		return unknown(fmt.Errorf("%s: retry with this key, never a new one: %w", op, err))
+	}
+	switch held, lostCommit := c.maybe.has(id); {
+	case held && lostCommit:
+		return unknown(fmt.Errorf("%s: this write made nothing, but an earlier create of this key lost its commit's answer, "+
+			"so the journal may hold the operation (%w) and Run may send it: retry with this key, never a new one: %w",
+			op, journal.ErrMaybeCommitted, err))
+	case held:
+		return unknown(fmt.Errorf("%s: this write made nothing, but an earlier call of this key ended in %w: "+
+			"the journal holds the operation, and Run may send it or have sent it: retry with this key, never a new one: %w",
+			op, ErrUnknownOutcome, err))
 	}
 	return fmt.Errorf("idem: %s (scope %q, key %q): nothing was journaled; if you retry, reuse this key: %w", op, rec.Scope, rec.Key, err)
 }
