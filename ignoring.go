@@ -271,10 +271,7 @@ func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
 			// Before the save stops counting: a waitSaves it ends reads
 			// whether it failed.
 			k.markUnsaved(e, failed)
-			if k.saving--; k.saving == 0 && k.saved != nil {
-				close(k.saved)
-				k.saved = nil
-			}
+			k.saveDone()
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), saveIgnoringTimeout)
 		defer cancel()
@@ -355,6 +352,15 @@ func (c *Client) keepEndpoint(ctx context.Context, e string) error {
 	return err
 }
 
+// saveDone, under mu, ends a save counted as under way (saving), waking
+// the waitSaves waiting for the last.
+func (k *keyIgnoring) saveDone() {
+	if k.saving--; k.saving == 0 && k.saved != nil {
+		close(k.saved)
+		k.saved = nil
+	}
+}
+
 // markUnsaved records, under mu, whether endpoint e's last save failed.
 func (k *keyIgnoring) markUnsaved(e string, failed bool) {
 	switch {
@@ -380,7 +386,20 @@ func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
 			todo = append(todo, e)
 		}
 	}
+	if len(todo) == 0 {
+		k.mu.Unlock()
+		return
+	}
+	// Counted as under way, as saveIgnoring's are: ForgetKeyIgnoring
+	// waits for it (waitSaves), else the operator's removal, made while
+	// this write was in flight, was undone by it in the journal.
+	k.saving++
 	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.saveDone()
+	}()
 	for _, e := range todo {
 		if err := c.keepEndpoint(ctx, e); err != nil {
 			c.log.LogAttrs(ctx, slog.LevelWarn,
@@ -587,6 +606,15 @@ func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, 
 		// Removed before the save lands, the endpoint would be back in
 		// the journal with nothing said: the operator's forget undone
 		// at the next start-up.
+		return false, errorf("idem: forget an endpoint ignoring the key: %w", err)
+	}
+	// A save of it that failed is not made again (saveUnsaved) once its
+	// mark is gone, and one made again since the wait above is waited
+	// for now: landing after the removal, it undid the forget.
+	c.ignoring.mu.Lock()
+	c.ignoring.markUnsaved(endpoint, false)
+	c.ignoring.mu.Unlock()
+	if err := c.waitSaves(ctx); err != nil {
 		return false, errorf("idem: forget an endpoint ignoring the key: %w", err)
 	}
 	removed, flagged, err := removeKeyIgnoring(ctx, c.store, endpoint, slices.Contains(c.ignoring.known(), endpoint))

@@ -1,6 +1,11 @@
 package idem_test
 
 import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
 	"path/filepath"
 	"testing"
 
@@ -76,4 +81,85 @@ func testKeyIgnoringSaveFailed(t *testing.T, fail int32, keptBySubmit bool) {
 	require.Equal(t, idem.StateUnknown, l.State, "journal: l's State")
 	require.Equal(t, idem.ReviewKeyIgnored, l.Review, "journal: l flagged for the endpoint")
 	require.Equal(t, 1, l.Attempts, "journal: l's attempts")
+}
+
+// heldKeyIgnoringSave fails the first save of an endpoint (ENOSPC) and
+// holds the second, made again by the submit it taught, until release is
+// closed (entered says it is in flight); removed says a removal is made.
+type heldKeyIgnoringSave struct {
+	*journal.Store
+	saves            atomic.Int32
+	entered, release chan struct{}
+	removed          chan struct{}
+}
+
+func (s *heldKeyIgnoringSave) AddKeyIgnoring(ctx context.Context, endpoint string) error {
+	switch s.saves.Add(1) {
+	case 1:
+		return fmt.Errorf("journal: add endpoint ignoring the key: %w", errNoSpace)
+	case 2:
+		close(s.entered)
+		<-s.release
+	}
+	return s.Store.AddKeyIgnoring(ctx, endpoint)
+}
+
+func (s *heldKeyIgnoringSave) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
+	ok, err := s.Store.RemoveKeyIgnoring(ctx, endpoint)
+	close(s.removed)
+	return ok, err
+}
+
+// An operator forgets the endpoint (ForgetKeyIgnoring) while the save
+// made again for it is in flight: removed first, the endpoint was put
+// back in the journal by that save a moment later, the forget undone at
+// the next start-up. The forget now waits for it (here past its own
+// deadline: nothing removed, try again), and the second removes it for
+// good.
+func TestKeyIgnoringForgetNotUndoneBySaveMadeAgain(t *testing.T) {
+	s := newKeyIgnoringCharges(t, ignoredCreated)
+	charge := s.srv.URL + "/api/v1/charge"
+	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = js.Close() })
+	st := &heldKeyIgnoringSave{Store: js, entered: make(chan struct{}), release: make(chan struct{}), removed: make(chan struct{})}
+	c, err := idem.New(st, idem.WithHTTPClient(s.srv.Client()))
+	require.NoError(t, err)
+
+	submitted := make(chan error, 1)
+	go func() {
+		_, err := c.Submit(t.Context(), idem.Request{Key: "p", URL: charge, Body: []byte(`{"amount":1}`)})
+		submitted <- err
+	}()
+	select {
+	case <-st.entered:
+	case err := <-submitted:
+		t.Fatalf("Submit(p) returned (%v) before saving the endpoint again", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the endpoint's save was not made again")
+	}
+	forgot := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		_, err := c.ForgetKeyIgnoring(ctx, "POST "+charge)
+		forgot <- err
+	}()
+	var err1 error
+	select {
+	case <-st.removed: // removed under the save in flight
+		err1 = <-forgot
+	case err1 = <-forgot:
+	}
+	close(st.release)
+	require.NoError(t, <-submitted, "Submit(p)")
+	if err1 != nil {
+		_, err = c.ForgetKeyIgnoring(t.Context(), "POST "+charge)
+		require.NoError(t, err, "ForgetKeyIgnoring, again")
+	}
+	require.NoError(t, c.Close())
+	kept, err := js.KeyIgnoringEndpoints(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, kept, "journal: endpoints ignoring the key after the operator forgot it")
+	require.Equal(t, int32(2), st.saves.Load(), "saves of the endpoint: the first failed, made again once")
 }
