@@ -844,8 +844,12 @@ func (d *driver) submit() (step, error) {
 		// tells the next process itself (relearn): no wait then, as
 		// before. Bounded by saveIgnoringTimeout and the call's context:
 		// a Store that stalls holds the payment no longer (the save
-		// logged, as before).
-		_ = c.waitSaves(d.ctx)
+		// logged, as before). A save that failed (a full disk for a
+		// moment) is made once more, as long: known only in memory,
+		// the endpoint was never journaled again.
+		if c.waitSaves(d.ctx) == nil {
+			c.saveUnsaved(d.ctx, d.rec)
+		}
 	}
 	// What the commit reads, copied into one allocation: captured by the
 	// closure one by one, ex, a and st were each moved to the heap. Nothing

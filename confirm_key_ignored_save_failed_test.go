@@ -17,16 +17,22 @@ import (
 	"github.com/idemkit/idem/journal"
 )
 
-// failingKeyIgnoringSave is a journal whose first two AddKeyIgnoring
-// fail, as commits on a full disk do (modelled: the journal's other
-// writes, smaller or made once room was freed, go on).
+// failingKeyIgnoringSave is a journal whose first AddKeyIgnoring fail
+// (two, unless fail says how many), as commits on a full disk do
+// (modelled: the journal's other writes, smaller or made once room was
+// freed, go on).
 type failingKeyIgnoringSave struct {
 	*journal.Store
-	failures atomic.Int32 // how many saves failed so far
+	fail     int32        // how many of the first saves fail; 0: two
+	failures atomic.Int32 // how many saves were tried so far
 }
 
 func (s *failingKeyIgnoringSave) AddKeyIgnoring(ctx context.Context, endpoint string) error {
-	if s.failures.Add(1) <= 2 {
+	fail := s.fail
+	if fail == 0 {
+		fail = 2
+	}
+	if s.failures.Add(1) <= fail {
 		return fmt.Errorf("journal: add endpoint ignoring the key: %w", errNoSpace)
 	}
 	return s.Store.AddKeyIgnoring(ctx, endpoint)
@@ -42,23 +48,31 @@ func journalFlaggedAndLost(t *testing.T, path, charge, orders string) *journal.S
 	t.Helper()
 	js, err := journal.Open(path)
 	require.NoError(t, err)
-	sent := []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: time.Now(), Wrote: true, Done: true}}
-	body := []byte(`{"amount":100}`)
 	for key, review := range map[string]string{"x": idem.ReviewKeyIgnored, "l": ""} {
-		rec := &journal.Record{Scope: idem.DefaultScope, Key: key, Method: http.MethodPost, URL: charge,
-			Body: body, BodySHA: sha256.Sum256(body), State: journal.StatePending, Created: time.Now()}
-		if orders != "" {
-			rec.QueryURL = orders + "/" + key
-		}
-		_, err := js.Create(t.Context(), rec)
-		require.NoError(t, err)
-		_, err = js.Update(t.Context(), idem.DefaultScope, key, func(r *journal.Record) error {
-			r.State, r.Review, r.Attempts, r.FirstSent = journal.StateUnknown, review, sent, sent[0].Start
-			return nil
-		})
-		require.NoError(t, err)
+		journalSentOnce(t, js, key, review, charge, orders)
 	}
 	return js
+}
+
+// journalSentOnce journals in js a payment under key sent once to
+// charge, unknown after its answer there was lost, flagged review; its
+// status endpoint orders+"/"+key unless orders is empty.
+func journalSentOnce(t *testing.T, js *journal.Store, key, review, charge, orders string) {
+	t.Helper()
+	sent := []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: time.Now(), Wrote: true, Done: true}}
+	body := []byte(`{"amount":100}`)
+	rec := &journal.Record{Scope: idem.DefaultScope, Key: key, Method: http.MethodPost, URL: charge,
+		Body: body, BodySHA: sha256.Sum256(body), State: journal.StatePending, Created: time.Now()}
+	if orders != "" {
+		rec.QueryURL = orders + "/" + key
+	}
+	_, err := js.Create(t.Context(), rec)
+	require.NoError(t, err)
+	_, err = js.Update(t.Context(), idem.DefaultScope, key, func(r *journal.Record) error {
+		r.State, r.Review, r.Attempts, r.FirstSent = journal.StateUnknown, review, sent, sent[0].Start
+		return nil
+	})
+	require.NoError(t, err)
 }
 
 // settleFlaggedWhileSavesFail runs, on a journal of
@@ -92,15 +106,7 @@ func settleFlaggedWhileSavesFail(t *testing.T, s *keyIgnoringCharges, orders str
 	t.Cleanup(func() { _ = c2.Close() })
 	_, err = c2.Resume(t.Context())
 	require.NoError(t, err)
-	s.mu.Lock()
-	var charged []string
-	for _, k := range s.keys {
-		if k != "" { // the clock's HEAD probe, which charges nothing
-			charged = append(charged, k)
-		}
-	}
-	s.mu.Unlock()
-	require.Empty(t, charged, "charges, by key: l's payment, charged once already, charged again")
+	require.Empty(t, s.charged(), "charges, by key: l's payment, charged once already, charged again")
 	op, err := c2.Lookup(t.Context(), "", "l")
 	require.NoError(t, err)
 	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: l flagged for the endpoint")

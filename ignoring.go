@@ -59,6 +59,13 @@ type keyIgnoring struct {
 	saving  int
 	saved   chan struct{}
 	waiting int
+	// unsaved, under mu: endpoints learnt here whose last save failed
+	// (saveIgnoring), set before that save stops counting as under way.
+	// Known in memory only, they are saved again (saveUnsaved) by the
+	// submit whose answer taught one and by Close: else an endpoint whose
+	// one save met a full disk for a moment was never journaled, and the
+	// next process resent there another payment whose answer was lost.
+	unsaved map[string]struct{}
 	// unkeptLogged: ErrKeyIgnoringUnkept has been logged.
 	unkeptLogged atomic.Bool
 }
@@ -257,13 +264,14 @@ func (c *Client) logUnkept(ctx context.Context, err error) {
 func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
 	k := &c.ignoring // saving counts this save already (insert)
 	go func() {
+		failed := false
 		defer func() {
 			k.mu.Lock()
 			defer k.mu.Unlock()
-			if k.saving--; k.saving == 0 && k.saved != nil {
-				close(k.saved)
-				k.saved = nil
-			}
+			// Before the save stops counting: a waitSaves it ends reads
+			// whether it failed.
+			k.markUnsaved(e, failed)
+			k.saveDone()
 		}()
 		ctx, cancel := context.WithTimeout(context.Background(), saveIgnoringTimeout)
 		defer cancel()
@@ -273,6 +281,7 @@ func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
 		case errors.Is(err, ErrKeyIgnoringUnkept):
 			c.logUnkept(ctx, err)
 		default:
+			failed = true
 			c.log.LogAttrs(ctx, slog.LevelWarn,
 				"idem: could not journal an endpoint that ignores the idempotency key; its flagged operations still tell the next process",
 				slog.String("endpoint", e), slog.Any("err", err))
@@ -319,18 +328,85 @@ func (c *Client) waitSaves(ctx context.Context) error {
 // and saveIgnoringTimeout. nil when the Store keeps no endpoints (none,
 // or ErrKeyIgnoringUnkept), as saveIgnoring reads it.
 func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
+	return c.keepEndpoint(ctx, endpoint(rec))
+}
+
+// keepEndpoint is keepIgnoring of endpoint e.
+func (c *Client) keepEndpoint(ctx context.Context, e string) error {
 	ks, ok := c.store.(KeyIgnoringStore)
 	if !ok {
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, saveIgnoringTimeout)
 	defer cancel()
-	err := ks.AddKeyIgnoring(sctx, endpoint(rec))
+	err := ks.AddKeyIgnoring(sctx, e)
+	if err == nil {
+		c.ignoring.mu.Lock()
+		c.ignoring.markUnsaved(e, false)
+		c.ignoring.mu.Unlock()
+	}
 	if errors.Is(err, ErrKeyIgnoringUnkept) {
 		c.logUnkept(ctx, err)
 		return nil
 	}
 	return err
+}
+
+// saveDone, under mu, ends a save counted as under way (saving), waking
+// the waitSaves waiting for the last.
+func (k *keyIgnoring) saveDone() {
+	if k.saving--; k.saving == 0 && k.saved != nil {
+		close(k.saved)
+		k.saved = nil
+	}
+}
+
+// markUnsaved records, under mu, whether endpoint e's last save failed.
+func (k *keyIgnoring) markUnsaved(e string, failed bool) {
+	switch {
+	case failed:
+		if k.unsaved == nil {
+			k.unsaved = make(map[string]struct{})
+		}
+		k.unsaved[e] = struct{}{}
+	case k.unsaved != nil:
+		delete(k.unsaved, e)
+	}
+}
+
+// saveUnsaved journals again the endpoints whose save failed (unsaved),
+// each within ctx and saveIgnoringTimeout (keepEndpoint), only rec's if
+// rec is not nil. Failures are logged; the endpoint stays unsaved.
+func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
+	k := &c.ignoring
+	k.mu.Lock()
+	var todo []string
+	for e := range k.unsaved {
+		if rec == nil || e == endpoint(rec) {
+			todo = append(todo, e)
+		}
+	}
+	if len(todo) == 0 {
+		k.mu.Unlock()
+		return
+	}
+	// Counted as under way, as saveIgnoring's are: ForgetKeyIgnoring
+	// waits for it (waitSaves), else the operator's removal, made while
+	// this write was in flight, was undone by it in the journal.
+	k.saving++
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.saveDone()
+	}()
+	for _, e := range todo {
+		if err := c.keepEndpoint(ctx, e); err != nil {
+			c.log.LogAttrs(ctx, slog.LevelWarn,
+				"idem: could not journal an endpoint that ignores the idempotency key, again; its flagged operations still tell the next process",
+				slog.String("endpoint", e), slog.Any("err", err))
+		}
+	}
 }
 
 // errSaveUnderWay: a Store still journaling an endpoint learnt to ignore
@@ -426,6 +502,7 @@ func (k *keyIgnoring) forget(e string) bool {
 		return false
 	}
 	delete(k.set, e)
+	k.markUnsaved(e, false) // forgotten: not saved again
 	if here {
 		k.learntHere--
 	}
@@ -529,6 +606,15 @@ func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, 
 		// Removed before the save lands, the endpoint would be back in
 		// the journal with nothing said: the operator's forget undone
 		// at the next start-up.
+		return false, errorf("idem: forget an endpoint ignoring the key: %w", err)
+	}
+	// A save of it that failed is not made again (saveUnsaved) once its
+	// mark is gone, and one made again since the wait above is waited
+	// for now: landing after the removal, it undid the forget.
+	c.ignoring.mu.Lock()
+	c.ignoring.markUnsaved(endpoint, false)
+	c.ignoring.mu.Unlock()
+	if err := c.waitSaves(ctx); err != nil {
 		return false, errorf("idem: forget an endpoint ignoring the key: %w", err)
 	}
 	removed, flagged, err := removeKeyIgnoring(ctx, c.store, endpoint, slices.Contains(c.ignoring.known(), endpoint))

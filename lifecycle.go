@@ -274,7 +274,8 @@ func (c *Client) Shutdown(ctx context.Context) error {
 // when they have, after closing the journal if the Client opened it
 // (Open); before that it waits, up to 10 s, for the journaling of
 // endpoints learnt to ignore the key (KeyIgnoringStore), so that the next
-// process knows them. To let calls finish first, use Shutdown.
+// process knows them, and up to 10 s more to journal again those whose
+// journaling failed. To let calls finish first, use Shutdown.
 func (c *Client) Close() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -321,6 +322,13 @@ func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
 			c.log.LogAttrs(context.Background(), slog.LevelWarn,
 				"idem: closing before an endpoint learnt to ignore the idempotency key was journaled; its flagged operations still tell the next process",
 				slog.Any("err", err))
+		} else {
+			// One whose save failed while this process ran, made once
+			// more before the journal closes: this process is the only
+			// one that knows it.
+			sctx, cancel := context.WithTimeout(context.Background(), saveIgnoringTimeout)
+			c.saveUnsaved(sctx, nil)
+			cancel()
 		}
 		if c.ownsStore {
 			l.closeErr = c.store.Close()

@@ -53,6 +53,20 @@ func newKeyIgnoringCharges(t testing.TB, answer func(n int, w http.ResponseWrite
 	return s
 }
 
+// charged returns the Idempotency-Key of each payment request, in order,
+// leaving out the clock's HEAD probe (no key), which charges nothing.
+func (s *keyIgnoringCharges) charged() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for _, k := range s.keys {
+		if k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 func (s *keyIgnoringCharges) requireCharges(t testing.TB, keys []string) {
 	t.Helper()
 	s.mu.Lock()
