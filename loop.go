@@ -174,9 +174,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if news.reach == reachNone && d.silentHost {
 		news.reach = reachSilent
 	}
-	if !d.serverUntil.IsZero() && throttledBy(d.rec, before, queriesHost) {
-		news.rest = d.serverUntil
-	}
+	throttleNews(&news, d.rec, before, queriesHost, d.serverUntil)
 	return res, settled, news, err
 }
 
@@ -1109,7 +1107,7 @@ func closeUnsent(r *journal.Record, n int) {
 }
 
 // closedUnsent reports whether closeUnsent closed a: no exchange, so
-// nothing of its host either (reachOf, throttledBy).
+// nothing of its host either (reachOf, lastHostExchange).
 func closedUnsent(a journal.Attempt) bool {
 	return a.Kind == journal.AttemptSubmit && a.Done && !a.Wrote && a.Err == notSent
 }
