@@ -457,7 +457,7 @@ func (c *Client) journaledRest(rec *journal.Record, now time.Time) time.Time {
 	if a.RetryAfter >= c.cfg.retryAfterCap && rec.NextDue.After(until) {
 		until = minTime(rec.NextDue, end.Add(c.cfg.reconcileMax))
 	}
-	if !until.After(now) || until.Sub(now) > max(c.cfg.reconcileMax, c.cfg.retryAfterCap)+clockSlack {
+	if !until.After(now) || beyondSlack(until, now, max(c.cfg.reconcileMax, c.cfg.retryAfterCap)) {
 		return time.Time{}
 	}
 	return until

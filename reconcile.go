@@ -911,7 +911,7 @@ func (c *Client) scheduledTooFar(rec *journal.Record, now time.Time) bool {
 	if rec.Review != "" {
 		furthest = max(furthest, reviewRecheck)
 	}
-	return rec.Open() && rec.NextDue.After(now.Add(furthest+clockSlack))
+	return rec.Open() && beyondSlack(rec.NextDue, now, furthest)
 }
 
 // releaseUnvisited gives up the leases of the operations a pass claimed

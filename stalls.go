@@ -224,7 +224,7 @@ func (h *hostStalls) passJudged(judged map[string]bool, pushed map[string]time.T
 		}
 	}
 	for host := range h.slow {
-		if until := h.slowWait[host]; !until.After(now) || until.Sub(now) > h.maxRest+clockSlack {
+		if until := h.slowWait[host]; !until.After(now) || beyondSlack(until, now, h.maxRest) {
 			delete(h.slow, host)
 		}
 	}
@@ -343,7 +343,7 @@ func (h *hostStalls) restUntil(host string, now time.Time) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	if !until.After(now) || until.Sub(now) > h.maxRest+clockSlack {
+	if !until.After(now) || beyondSlack(until, now, h.maxRest) {
 		delete(h.rest, host)
 		return time.Time{}, false
 	}
