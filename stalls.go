@@ -172,22 +172,22 @@ type hostStalls struct {
 	// firstRest is the first rest after a 429 that named no wait (Run's
 	// interval); each one after it in a row doubles it (throttled).
 	firstRest time.Duration
-	rest      map[string]time.Time                   // host → when its Retry-After (or its backoff: throttled) ends
-	backoff   map[string]*backoff.ExponentialBackOff // host → its rests since its last answer let through
-	streak    map[string]int                         // host → its visits in a row that got nowhere
-	strayed   map[string]int                         // host → those of its streak that got nowhere only elsewhere (strayedFrom)
-	failing   map[string]time.Time                   // host → when the first of those ended
-	lastFail  map[string]time.Time                   // host → when the last of those ended
-	down      map[string]time.Time                   // host → when it was found unreachable
-	slow      map[string]time.Time                   // host → when Run took it for slow (visitFair), while its operations wait (passJudged)
-	slowWait  map[string]time.Time                   // host → when the last operation Run pushed back for it falls due
+	rest      map[string]time.Time    // host → when its Retry-After (or its backoff: throttled) ends
+	backoff   map[string]*hostBackoff // host → its rests since its last answer let through
+	streak    map[string]int          // host → its visits in a row that got nowhere
+	strayed   map[string]int          // host → those of its streak that got nowhere only elsewhere (strayedFrom)
+	failing   map[string]time.Time    // host → when the first of those ended
+	lastFail  map[string]time.Time    // host → when the last of those ended
+	down      map[string]time.Time    // host → when it was found unreachable
+	slow      map[string]time.Time    // host → when Run took it for slow (visitFair), while its operations wait (passJudged)
+	slowWait  map[string]time.Time    // host → when the last operation Run pushed back for it falls due
 	postponed map[string]map[opID]time.Time
 	back      []string // hosts found answering again, whose postponed operations are not due yet
 }
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, backoff: map[string]*backoff.ExponentialBackOff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
+		rest: map[string]time.Time{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
@@ -310,14 +310,19 @@ func (h *hostStalls) throttled(host string, now time.Time) {
 		return
 	}
 	bo := h.backoff[host]
-	if bo == nil {
-		bo = backoff.NewExponentialBackOff(
+	// Nothing let through since may only mean nothing was sent: the
+	// host's operations settled by another replica's Run, by Do or by
+	// Confirm. A 429 longer after the last rest than any rest lasts is
+	// a throttle of its own; kept, one a week later rested the host an
+	// hour, its operations postponed past their key window.
+	if bo == nil || now.Sub(bo.restEnd) > h.maxRest {
+		bo = &hostBackoff{ExponentialBackOff: backoff.NewExponentialBackOff(
 			backoff.WithInitialInterval(h.firstRest),
 			backoff.WithMultiplier(DefaultMultiplier),
 			backoff.WithRandomizationFactor(DefaultJitter),
 			backoff.WithMaxInterval(h.maxRest),
 			backoff.WithMaxElapsedTime(0),
-		)
+		)}
 		h.backoff[host] = bo
 	}
 	// The jitter may draw past the maximum, which restUntil takes for a
@@ -326,7 +331,15 @@ func (h *hostStalls) throttled(host string, now time.Time) {
 	if d < 0 || d > h.maxRest {
 		d = h.maxRest
 	}
-	h.rested(host, now.Add(d))
+	bo.restEnd = now.Add(d)
+	h.rested(host, bo.restEnd)
+}
+
+// hostBackoff is a host's backoff after 429s that named no wait
+// (throttled), and when the last rest it set ends.
+type hostBackoff struct {
+	*backoff.ExponentialBackOff
+	restEnd time.Time
 }
 
 // letThrough records that host answered a request other than 429: its
