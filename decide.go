@@ -2885,6 +2885,15 @@ const (
 // less than any key window's margin.
 const clockSlack = 2 * time.Second
 
+// beyondSlack reports whether t lies further ahead of now than bound,
+// with clockSlack to spare: set while the clock ran fast. It subtracts
+// rather than adds: WithReconcile and WithRetryAfterCap take any bound,
+// math.MaxInt64 too, where bound+clockSlack overflowed to a negative
+// and every rest, journaled wait and schedule was taken for one set so.
+func beyondSlack(t, now time.Time, bound time.Duration) bool {
+	return t.After(now) && t.Sub(now)-clockSlack > bound
+}
+
 // resendWindow is how long after the first send that may have executed a
 // key is still resent: the server's window less KeyWindowMargin, or less a
 // tenth of a short window.

@@ -98,8 +98,9 @@ type HostHealth struct {
 	// they time out looks slow only until they do.
 	SlowSince time.Time
 	// RestUntil is when the wait the host asked for (429 or 503 with a
-	// Retry-After, bounded by WithReconcile's maximum) ends: Run sends
-	// it nothing before then. Zero if none is pending.
+	// Retry-After, bounded by WithReconcile's maximum) ends, or Run's
+	// backoff after a 429 that named no wait: Run sends it nothing
+	// before then. Zero if none is pending.
 	RestUntil time.Time
 }
 

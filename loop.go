@@ -177,9 +177,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if news.reach == reachNone && d.silentHost {
 		news.reach = reachSilent
 	}
-	if !d.serverUntil.IsZero() && throttledBy(d.rec, before, queriesHost) {
-		news.rest = d.serverUntil
-	}
+	throttleNews(&news, d.rec, before, queriesHost, d.serverUntil)
 	return res, settled, news, err
 }
 
@@ -483,7 +481,7 @@ func (c *Client) journaledRest(rec *journal.Record, now time.Time) time.Time {
 	if a.RetryAfter >= c.cfg.retryAfterCap && rec.NextDue.After(until) {
 		until = minTime(rec.NextDue, end.Add(c.cfg.reconcileMax))
 	}
-	if !until.After(now) || until.Sub(now) > max(c.cfg.reconcileMax, c.cfg.retryAfterCap)+clockSlack {
+	if !until.After(now) || beyondSlack(until, now, max(c.cfg.reconcileMax, c.cfg.retryAfterCap)) {
 		return time.Time{}
 	}
 	return until
@@ -1141,7 +1139,7 @@ func closeUnsent(r *journal.Record, n int) {
 }
 
 // closedUnsent reports whether closeUnsent closed a: no exchange, so
-// nothing of its host either (reachOf, throttledBy).
+// nothing of its host either (reachOf, lastHostExchange).
 func closedUnsent(a journal.Attempt) bool {
 	return a.Kind == journal.AttemptSubmit && a.Done && !a.Wrote && a.Err == notSent
 }

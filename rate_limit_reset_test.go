@@ -85,19 +85,10 @@ func TestRunHonoursRateLimitResetAcrossOperations(t *testing.T) {
 	const backlog = 200
 	for _, rl := range rateLimiters {
 		t.Run(rl.name, func(t *testing.T) {
-			clock := idemtest.NewClock(epoch)
-			until := epoch.Add(3*time.Minute + time.Hour)
-			srv := newOrderAPI(t, clock, quotaSpent(rl.set, until))
-
-			store, e := throttledBacklog(t, clock, srv, backlog)
-			_, orders := runThroughThrottle(t, e, srv, until)
-			for i := range backlog {
-				k := fmt.Sprintf("k%03d", i)
-				rec, err := store.Get(t.Context(), idem.DefaultScope, k)
-				require.NoError(t, err)
-				require.Equalf(t, idem.StateSucceeded, rec.State, "state of %s", k)
-				require.Equalf(t, 1, orders[k], "orders for %s", k)
-			}
+			store, _, orders := throttledHour(t, backlog, func(until time.Time) func(time.Time, http.ResponseWriter) bool {
+				return quotaSpent(rl.set, until)
+			}, 2*idem.DefaultResumeConcurrency)
+			requireEachOrderedOnce(t, store, backlog, orders)
 		})
 	}
 }

@@ -406,7 +406,11 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // rate-limit fields say when its spent quota resets) has asked this
 // client, not one request, to wait: Run sends it nothing more until that
 // wait (at most WithReconcile's maximum) is over, and postpones its due
-// operations to then. An operation past the reconciliation deadline is
+// operations to then. A 429 that names no wait rests the host so too,
+// for a backoff: WithReconcile's interval, doubling (jittered) with each
+// such 429 after a rest, up to its maximum, until the host answers
+// anything but 429 or a 429 comes more than that maximum after the last
+// rest ended. An operation past the reconciliation deadline is
 // still flagged on time. Nor does one server that answers, but slowly,
 // within the attempt timeout (an acquirer's authorisation that takes
 // seconds, a result endpoint that stalls): Run visits up to twice
@@ -470,7 +474,7 @@ func (c *Client) Run(ctx context.Context) (err error) {
 	defer c.life.run.stop()
 	var sched runSchedule
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
-	stalls.maxRest = c.cfg.reconcileMax
+	stalls.maxRest, stalls.firstRest = c.cfg.reconcileMax, c.cfg.reconcileInterval
 	for {
 		start := c.cfg.clock.Now()
 		full, phase, perr := c.pass(ctx, &sched, stalls)
@@ -639,7 +643,8 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	// made no exchange of its own is none; the rest of its operations
 	// are postponed, so that its backlog does not hold up the
 	// other hosts' operations. A host that asked for rest (429 or 503 with
-	// Retry-After) gets no visit until the rest is over: its operations
+	// Retry-After, or a 429 naming no wait: throttled) gets no visit until
+	// the rest is over: its operations
 	// are postponed to then. One past the reconciliation deadline is
 	// visited all the same: its visit flags it for review, with no request.
 	probed := map[string]bool{}
@@ -760,8 +765,13 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 			}
 			delete(waiting, r.host)
 		}
-		if !news.rest.IsZero() {
+		switch {
+		case !news.rest.IsZero():
 			stalls.rested(r.host, news.rest)
+		case news.throttled:
+			stalls.throttled(r.host, c.cfg.clock.Now())
+		case news.letThrough:
+			stalls.letThrough(r.host)
 		}
 		// Only silence: an operation a host answers about without
 		// settling it (a query's 404) says the host is there, and a
@@ -902,7 +912,7 @@ func (c *Client) scheduledTooFar(rec *journal.Record, now time.Time) bool {
 	if rec.Review != "" {
 		furthest = max(furthest, reviewRecheck)
 	}
-	return rec.Open() && rec.NextDue.After(now.Add(furthest+clockSlack))
+	return rec.Open() && beyondSlack(rec.NextDue, now, furthest)
 }
 
 // releaseUnvisited gives up the leases of the operations a pass claimed

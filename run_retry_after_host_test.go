@@ -58,19 +58,39 @@ func throttledBacklog(t *testing.T, clock *idemtest.Clock, srv *orderAPI, backlo
 	return store, &env{t: t, clock: clock, client: c, ctx: t.Context()}
 }
 
-// runThroughThrottle runs e's Run while srv throttles, until a minute
-// before until, and checks that it sent srv no more than a pass's
-// probes in that time; then three hours on. It returns the submits srv
-// refused and the orders it took.
-func runThroughThrottle(t *testing.T, e *env, srv *orderAPI, until time.Time) (throttled int, orders map[string]int) {
+// throttledHour journals backlog orders (throttledBacklog) to a server
+// whose submits refuse, given until, answers from three minutes on
+// until an hour later, and runs Run through that hour, checking that it
+// sent the server no more than most requests in it (to a minute before
+// until), then three hours on. It returns the journal, the submits the
+// server refused and the orders it took.
+func throttledHour(t *testing.T, backlog int, refuse func(until time.Time) func(time.Time, http.ResponseWriter) bool, most int) (store *journal.Store, throttled int, orders map[string]int) {
 	t.Helper()
+	clock := idemtest.NewClock(epoch)
+	until := epoch.Add(3*time.Minute + time.Hour)
+	srv := newOrderAPI(t, clock, refuse(until))
+	store, e := throttledBacklog(t, clock, srv, backlog)
 	runUntil(t, e, until.Add(-time.Minute))
 	throttled, _ = srv.counts()
-	require.LessOrEqual(t, throttled, 2*idem.DefaultResumeConcurrency,
-		"requests sent to a server that asked this client to wait until %v, before then", until.Sub(epoch))
+	require.LessOrEqual(t, throttled, most,
+		"requests sent to a server that throttled this client until %v, before then", until.Sub(epoch))
 	runUntil(t, e, until.Add(3*time.Hour))
 	_, orders = srv.counts()
-	return throttled, orders
+	return store, throttled, orders
+}
+
+// requireEachOrderedOnce checks that each of the backlog's orders
+// (throttledBacklog) succeeded, unflagged, and was ordered once.
+func requireEachOrderedOnce(t *testing.T, store *journal.Store, backlog int, orders map[string]int) {
+	t.Helper()
+	for i := range backlog {
+		k := fmt.Sprintf("k%03d", i)
+		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
+		require.NoError(t, err)
+		require.Equalf(t, idem.StateSucceeded, rec.State, "state of %s", k)
+		require.Emptyf(t, rec.Review, "review of %s", k)
+		require.Equalf(t, 1, orders[k], "orders for %s", k)
+	}
 }
 
 // A server back from an outage that answers "429 (or 503), come back in
@@ -82,12 +102,9 @@ func TestRunHonoursAHostsRetryAfterAcrossOperations(t *testing.T) {
 	const backlog = 200
 	for _, status := range []int{http.StatusTooManyRequests, http.StatusServiceUnavailable} {
 		t.Run(fmt.Sprint(status), func(t *testing.T) {
-			clock := idemtest.NewClock(epoch)
-			until := epoch.Add(3*time.Minute + time.Hour)
-			srv := newOrderAPI(t, clock, throttling(status, until))
-
-			store, e := throttledBacklog(t, clock, srv, backlog)
-			throttled, orders := runThroughThrottle(t, e, srv, until)
+			store, throttled, orders := throttledHour(t, backlog, func(until time.Time) func(time.Time, http.ResponseWriter) bool {
+				return throttling(status, until)
+			}, 2*idem.DefaultResumeConcurrency)
 			flagged := 0
 			for i := range backlog {
 				k := fmt.Sprintf("k%03d", i)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cenkalti/backoff/v4"
+
 	"github.com/idemkit/idem/journal"
 )
 
@@ -45,6 +47,12 @@ type hostNews struct {
 	// rest: the host's last answer was a 429 or 503 asking this client to
 	// wait (Retry-After, bounded by the reconciler's maximum) until then.
 	rest time.Time
+	// throttled: the host's last answer was a 429 that said nothing of
+	// how long to wait (no rest).
+	throttled bool
+	// letThrough: the host's last answer was its own and no 429 (not
+	// silentStatus): its limiter, if any, let the request through.
+	letThrough bool
 }
 
 // unheard reports whether the drive exchanged with its host and heard
@@ -56,26 +64,46 @@ func (n hostNews) unheard() bool {
 	return n.reach == reachSilent || n.reach == reachNone && n.stuckElsewhere
 }
 
-// throttledBy reports whether the last exchange of rec numbered after
-// `after` was answered 429 or 503 by its host (hostOf; a query counts
-// only when queriesHost says so). Such a Retry-After is the host's word
-// to this client, not to one request: RFC 6585 and RFC 9110 ask the
-// client to wait before making a new request.
-func throttledBy(rec *journal.Record, after int, queriesHost bool) bool {
+// lastHostExchange is the last exchange of rec numbered after `after`
+// with its host (hostOf; a query counts only when queriesHost says so),
+// if the last exchange of all was one.
+func lastHostExchange(rec *journal.Record, after int, queriesHost bool) (journal.Attempt, bool) {
 	for i := len(rec.Attempts) - 1; i >= 0; i-- {
 		a := rec.Attempts[i]
 		if a.Number <= after {
-			return false
+			return journal.Attempt{}, false
 		}
 		if !a.Done || closedUnsent(a) {
 			continue
 		}
 		if a.Kind == journal.AttemptQuery && !queriesHost {
-			return false
+			return journal.Attempt{}, false
 		}
-		return a.Status == http.StatusTooManyRequests || a.Status == http.StatusServiceUnavailable
+		return a, true
 	}
-	return false
+	return journal.Attempt{}, false
+}
+
+// throttleNews is what the last exchange of rec numbered after `after`
+// with its host (lastHostExchange) told of the host's limiter, given
+// until, when the exchange's Retry-After ends (zero: none). A 429 or 503
+// with a Retry-After is the host's word to this client, not to one
+// request: RFC 6585 and RFC 9110 ask the client to wait before making a
+// new request; so is a 429 with none (throttled), for as long as the
+// client's backoff says.
+func throttleNews(news *hostNews, rec *journal.Record, after int, queriesHost bool, until time.Time) {
+	a, ok := lastHostExchange(rec, after, queriesHost)
+	if !ok {
+		return
+	}
+	switch {
+	case (a.Status == http.StatusTooManyRequests || a.Status == http.StatusServiceUnavailable) && !until.IsZero():
+		news.rest = until
+	case a.Status == http.StatusTooManyRequests:
+		news.throttled = true
+	case !silentStatus(a.Status):
+		news.letThrough = true
+	}
 }
 
 // stuckElsewhere reports whether a query of rec numbered after `after`
@@ -140,22 +168,26 @@ type hostStalls struct {
 	giveUp int
 	// maxRest bounds a rest (Run's longest interval): a rest further
 	// ahead was set while the clock ran fast, and is over.
-	maxRest   time.Duration
-	rest      map[string]time.Time // host → when its Retry-After ends
-	streak    map[string]int       // host → its visits in a row that got nowhere
-	strayed   map[string]int       // host → those of its streak that got nowhere only elsewhere (strayedFrom)
-	failing   map[string]time.Time // host → when the first of those ended
-	lastFail  map[string]time.Time // host → when the last of those ended
-	down      map[string]time.Time // host → when it was found unreachable
-	slow      map[string]time.Time // host → when Run took it for slow (visitFair), while its operations wait (passJudged)
-	slowWait  map[string]time.Time // host → when the last operation Run pushed back for it falls due
+	maxRest time.Duration
+	// firstRest is the first rest after a 429 that named no wait (Run's
+	// interval); each one after it in a row doubles it (throttled).
+	firstRest time.Duration
+	rest      map[string]time.Time    // host → when its Retry-After (or its backoff: throttled) ends
+	backoff   map[string]*hostBackoff // host → its rests since its last answer let through
+	streak    map[string]int          // host → its visits in a row that got nowhere
+	strayed   map[string]int          // host → those of its streak that got nowhere only elsewhere (strayedFrom)
+	failing   map[string]time.Time    // host → when the first of those ended
+	lastFail  map[string]time.Time    // host → when the last of those ended
+	down      map[string]time.Time    // host → when it was found unreachable
+	slow      map[string]time.Time    // host → when Run took it for slow (visitFair), while its operations wait (passJudged)
+	slowWait  map[string]time.Time    // host → when the last operation Run pushed back for it falls due
 	postponed map[string]map[opID]time.Time
 	back      []string // hosts found answering again, whose postponed operations are not due yet
 }
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
+		rest: map[string]time.Time{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
@@ -192,7 +224,7 @@ func (h *hostStalls) passJudged(judged map[string]bool, pushed map[string]time.T
 		}
 	}
 	for host := range h.slow {
-		if until := h.slowWait[host]; !until.After(now) || until.Sub(now) > h.maxRest+clockSlack {
+		if until := h.slowWait[host]; !until.After(now) || beyondSlack(until, now, h.maxRest) {
 			delete(h.slow, host)
 		}
 	}
@@ -265,6 +297,58 @@ func (h *hostStalls) rested(host string, until time.Time) {
 	}
 }
 
+// throttled records that host answered a request 429 at now, naming no
+// wait: Stripe's rate_limit and lock_timeout, Amazon API Gateway's
+// throttling, whose docs ask for exponential backoff. Sent every due
+// operation on every pass instead, a backlog of 200 put 2200 requests
+// an hour into the limiter. The host rests from firstRest on, doubling
+// (jittered) with each such 429 after a rest, up to maxRest, until an
+// answer is let through (letThrough). A 429 while the host rests answers
+// a request sent before the rest began: the same throttle, no new one.
+func (h *hostStalls) throttled(host string, now time.Time) {
+	if _, ok := h.restUntil(host, now); ok {
+		return
+	}
+	bo := h.backoff[host]
+	// Nothing let through since may only mean nothing was sent: the
+	// host's operations settled by another replica's Run, by Do or by
+	// Confirm. A 429 longer after the last rest than any rest lasts is
+	// a throttle of its own; kept, one a week later rested the host an
+	// hour, its operations postponed past their key window.
+	if bo == nil || now.Sub(bo.restEnd) > h.maxRest {
+		bo = &hostBackoff{ExponentialBackOff: backoff.NewExponentialBackOff(
+			backoff.WithInitialInterval(h.firstRest),
+			backoff.WithMultiplier(DefaultMultiplier),
+			backoff.WithRandomizationFactor(DefaultJitter),
+			backoff.WithMaxInterval(h.maxRest),
+			backoff.WithMaxElapsedTime(0),
+		)}
+		h.backoff[host] = bo
+	}
+	// The jitter may draw past the maximum, which restUntil takes for a
+	// rest set by a clock running fast; past a huge one, it overflows.
+	d := bo.NextBackOff()
+	if d < 0 || d > h.maxRest {
+		d = h.maxRest
+	}
+	bo.restEnd = now.Add(d)
+	h.rested(host, bo.restEnd)
+}
+
+// hostBackoff is a host's backoff after 429s that named no wait
+// (throttled), and when the last rest it set ends.
+type hostBackoff struct {
+	*backoff.ExponentialBackOff
+	restEnd time.Time
+}
+
+// letThrough records that host answered a request other than 429: its
+// next 429 that names no wait rests it firstRest again. The rest under
+// way, if any, still ends when it was to.
+func (h *hostStalls) letThrough(host string) {
+	delete(h.backoff, host)
+}
+
 // restUntil reports until when host asked this client to send nothing, if
 // that is still ahead of now and within maxRest of it.
 func (h *hostStalls) restUntil(host string, now time.Time) (time.Time, bool) {
@@ -272,7 +356,7 @@ func (h *hostStalls) restUntil(host string, now time.Time) (time.Time, bool) {
 	if !ok {
 		return time.Time{}, false
 	}
-	if !until.After(now) || until.Sub(now) > h.maxRest+clockSlack {
+	if !until.After(now) || beyondSlack(until, now, h.maxRest) {
 		delete(h.rest, host)
 		return time.Time{}, false
 	}

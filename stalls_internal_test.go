@@ -79,7 +79,7 @@ func TestReachOf(t *testing.T) {
 		queries     []int // which of them (indexes) are queries
 		queriesHost bool  // the result endpoint is on the submit URL's host
 		want        hostReach
-		throttled   bool // throttledBy: the host asked this client to wait
+		throttled   bool // throttleNews: the host asked this client to wait
 	}{
 		{"no exchange", nil, nil, true, reachNone, false},
 		{"unfinished only", []int{-1}, nil, true, reachNone, false},
@@ -118,8 +118,10 @@ func TestReachOf(t *testing.T) {
 			if got := reachOf(rec, 1, tc.queriesHost); got != tc.want {
 				t.Errorf("reachOf(%v) = %d; want %d", tc.statuses, got, tc.want)
 			}
-			if got := throttledBy(rec, 1, tc.queriesHost); got != tc.throttled {
-				t.Errorf("throttledBy(%v) = %t; want %t", tc.statuses, got, tc.throttled)
+			var news hostNews
+			throttleNews(&news, rec, 1, tc.queriesHost, time.Unix(1, 0))
+			if got := !news.rest.IsZero(); got != tc.throttled {
+				t.Errorf("throttleNews(%v) rests the host: %t; want %t", tc.statuses, got, tc.throttled)
 			}
 		})
 	}
