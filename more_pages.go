@@ -18,12 +18,12 @@ import (
 // link that is not empty (Google's next_page_token, Square's cursor,
 // Azure's nextLink, Adyen's _links.next, Laravel's next_page_url, AWS's
 // NextToken), or a "page" before its "total_pages" (PayPal's
-// transaction search) or "current_page" before "last_page" (Laravel). Such a page not holding
-// the key is no "not found": the order may be on a later one (a filter
-// matching others too, or ignored, answering the account's latest
-// orders), and a search may stop short of it with nothing on the page
-// (Google's AIP-158: fewer results than asked, "including zero results",
-// a next_page_token beside them). Not inside arrays: a listed resource's
+// transaction search) or "current_page" before "last_page" (Laravel).
+// Such a page not holding the key is no "not found": the order may be on
+// a later one (a filter matching others too, or ignored, answering the
+// account's latest orders), and a search may stop short of it with
+// nothing on the page (Google's AIP-158: fewer results than asked,
+// "including zero results", a next_page_token beside them). Not inside arrays: a listed resource's
 // own nested list (a payment's refunds) pages nothing of the search's.
 func morePages(h http.Header, body []byte) bool {
 	if linkNext(h) {
