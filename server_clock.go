@@ -25,7 +25,8 @@ import (
 //
 // Kept in memory only, per host as the URL names it (not normalised: a
 // lookup must cost no string). Learning costs a lock and a map lookup per
-// answer, no allocation but a host's first entry; the Date is parsed when
+// answer, no allocation but a host's first entry and an answer's Age
+// (aged); the Date is parsed when
 // it changes (once a second per host at most, for hostGains), and when a
 // resend is judged. A resend to a host none of whose answers has
 // come back since the process started cannot be judged by it: the first
