@@ -161,8 +161,11 @@ type Store interface {
 type KeyIgnoringStore interface {
 	// AddKeyIgnoring records endpoint, durably when it returns nil. One
 	// already recorded writes nothing. The Client calls it in a goroutine
-	// of its own, with a context that ends after 10 s: the call that
-	// learnt the endpoint does not wait for it. A Confirm or a result
+	// of its own, with a context that ends after 10 s; the call whose
+	// answer taught the endpoint waits for it before journaling that
+	// answer (unless the answer's outcome is flagged ReviewKeyIgnored),
+	// and calls it once more if it failed, as Close does for any whose
+	// save failed. A Confirm or a result
 	// query that may settle an operation flagged ReviewKeyIgnored calls
 	// it first, within its own context and 10 s, and waits: the flag may
 	// be all that tells the next process. A Store may keep a
