@@ -408,9 +408,9 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // wait (at most WithReconcile's maximum) is over, and postpones its due
 // operations to then. A 429 that names no wait rests the host so too,
 // for a backoff: WithReconcile's interval, doubling (jittered) with each
-// such 429 after a rest, up to its maximum, until the host answers
-// anything but 429 or a 429 comes more than that maximum after the last
-// rest ended. An operation past the reconciliation deadline is
+// such 429 after a rest, up to its maximum, until a request of Run's
+// gets an answer other than a 429 or a gateway's 5xx, or a 429 comes
+// more than that maximum after the last rest ended. An operation past the reconciliation deadline is
 // still flagged on time. Nor does one server that answers, but slowly,
 // within the attempt timeout (an acquirer's authorisation that takes
 // seconds, a result endpoint that stalls): Run visits up to twice
