@@ -129,7 +129,7 @@
 //	503                                      unavailable             wait max(backoff, Retry-After), resend
 //	400 with AWS's ThrottlingException…      throttled               wait max(backoff, Retry-After), resend
 //	408, 499, 3xx, 500, 502, 504, other 5xx  may have executed       query, then resend same key
-//	301/302/307/308 to the URL in https, 301/307/308 to it ± a trailing slash  not executed (a router)  failed, the reason names the URL
+//	301/307/308 to the URL ± a trailing slash or in https  not executed (a router)  failed, the reason names the URL
 //	302/303 naming the key, decoded success  the API's answer (PayU) as a 2xx decoded so; read otherwise, as other 3xx
 //	other 4xx (402 declined, 400, 403, …)    rejected                failed with the server's reason
 //	transport error, request not written     not executed            backoff, resend

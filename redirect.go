@@ -11,19 +11,23 @@ import (
 // when the redirect can only come from a router or a front end, answered
 // before any handler ran: a 301, 307 or 308 to the same URL but for a
 // trailing slash added or removed (FastAPI's redirect_slashes, 307;
-// Werkzeug's strict_slashes, 308; Django's APPEND_SLASH, 301), or one of
-// them or a 302 for http upgraded to https (a load balancer's: Azure
-// Front Door's redirect types include 302). No handler ran, so nothing
+// Werkzeug's strict_slashes, 308; Django's APPEND_SLASH, 301), or for
+// http upgraded to https (a load balancer). No handler ran, so nothing
 // executed. It returns "" for any other answer: a redirect elsewhere (to
-// the created resource, to a login page, a 303), or a 302 to the slash's
-// other side (a handler's Post/Redirect/Get), may follow a handler's
-// work. sentQuery is reqURL's query string as
+// the created resource, to a login page, a 303) may follow a handler's
+// work, and so may a 302, a handler's Post/Redirect/Get by default
+// (Express's res.redirect, Laravel's redirect()->route), to the path as
+// the app spells it (Express runs one handler for /orders and /orders/)
+// or in https (Laravel's URLs after URL::forceScheme('https')). A front
+// end's 302 upgrade (ASP.NET Core's AddRedirectToHttps) is then one more
+// 3xx: resent with the same key, nothing executing, until the key window
+// passes and a person settles it. sentQuery is reqURL's query string as
 // sent, with what the request hook added (an API key): a router keeps it
 // in the Location (Django's APPEND_SLASH), and the URL returned has
 // reqURL's instead, never the hook's additions.
 func routerRedirect(reqURL, sentQuery string, status int, h http.Header) string {
 	switch status {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
 	default:
 		return ""
 	}
@@ -53,12 +57,6 @@ func routerRedirect(reqURL, sentQuery string, status int, h http.Header) string 
 	case fp == tp && !upgrade: // a redirect to itself says nothing
 		return ""
 	case fp != tp && fp+"/" != tp && tp+"/" != fp:
-		return ""
-	case fp != tp && status == http.StatusFound:
-		// A router that runs one handler for both paths (Express's, not
-		// strict by default) leaves the redirect to the handler, after
-		// its work: its Post/Redirect/Get, 302 by default (Express's
-		// res.redirect), to the path as the app spells it.
 		return ""
 	}
 	to.RawQuery = from.RawQuery

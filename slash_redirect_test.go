@@ -103,10 +103,12 @@ func TestSlashRedirectIsNotExecuted(t *testing.T) {
 }
 
 // A load balancer that upgrades http to https answers before any server
-// behind it sees the request: the same, a 302 too (a redirect type Azure
-// Front Door offers).
+// behind it sees the request: the same, 301 (Django's
+// SECURE_SSL_REDIRECT), 307 (ASP.NET Core's UseHttpsRedirection) or 308.
+// Not a 302: a handler's redirect after its work may be one
+// (TestPostRedirectGetToHTTPSIsNotFailed).
 func TestHTTPSUpgradeRedirectIsNotExecuted(t *testing.T) {
-	for _, status := range []int{http.StatusPermanentRedirect, http.StatusFound} {
+	for _, status := range []int{http.StatusPermanentRedirect, http.StatusTemporaryRedirect, http.StatusMovedPermanently} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			srv, posts := countingServer(t, func(w http.ResponseWriter, r *http.Request, _ int) {
 				w.Header().Set("Location", "https://"+r.Host[:strings.LastIndexByte(r.Host, ':')]+r.URL.RequestURI())
