@@ -2,7 +2,6 @@ package idem_test
 
 import (
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -71,29 +70,6 @@ func (p *payuRetrieve) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(body)
 }
 
-// decodePayURetrieve reads PayU's order retrieve as its SDKs hand it over:
-// the order in "orders", COMPLETED paid, NEW, PENDING or
-// WAITING_FOR_CONFIRMATION running, CANCELED refused.
-func decodePayURetrieve(a *idem.Answer) (idem.Outcome, error) {
-	var v struct {
-		Orders []payuOrder `json:"orders"`
-	}
-	if err := json.Unmarshal(a.Body, &v); err != nil {
-		return idem.Outcome{}, err
-	}
-	if len(v.Orders) != 1 {
-		return idem.Outcome{}, errors.New("payu: not one order")
-	}
-	switch o := v.Orders[0]; o.Status {
-	case "COMPLETED":
-		return idem.Outcome{State: idem.StateSucceeded, ResourceID: o.OrderID}, nil
-	case "CANCELED":
-		return idem.Outcome{State: idem.StateFailed, ResourceID: o.OrderID, Reason: o.Status}, nil
-	default:
-		return idem.Outcome{State: idem.StateProcessing, ResourceID: o.OrderID}, nil
-	}
-}
-
 // An extOrderId another order took first (a business id reused, two
 // services on one POS) is refused to ours, the refusal lost; the retrieve
 // by the id answers the other order, wrapped in PayU's "orders" list,
@@ -124,7 +100,7 @@ func TestPayUOrderRetrieveFindingAnotherOrderIsNotOurs(t *testing.T) {
 			}
 			srv := httptest.NewServer(http.HandlerFunc(p.serve))
 			t.Cleanup(srv.Close)
-			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodePayURetrieve),
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithKeyInBody(), idem.WithDecoder(decodeListed("orders", "orderId", "COMPLETED", "CANCELED")),
 				idem.WithResultEndpoint(srv.URL+"/api/v2_1/orders/ext/{key}"))
 
 			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/api/v2_1/orders", Body: []byte(ours)})
