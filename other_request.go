@@ -69,8 +69,12 @@ var answerAliases = map[string]string{"quantity": "origQty", "side": "direction"
 // envelopeMembers are the members an answer may carry its resource in, one
 // or two levels down: {"data": {…}}, OKX's {"data": [{…}]}, Bybit's
 // {"result": {"list": [{…}]}}, Coinbase's {"order": {…}} (a query's) and
-// {"success_response": {…}} (a create's).
-var envelopeMembers = [...]string{"data", "result", "order", "list", "success_response"}
+// {"success_response": {…}} (a create's), PayU GPO's order retrieve
+// {"orders": [{…}], "status": {"statusCode": "SUCCESS"}}
+// (OrderRetrieveResponse): not looked in, another order's retrieve, its
+// amount and currency not ours, settled ours succeeded. Paysafe's payments
+// lookup by merchantRefNum, {"payments": [{…}], "meta": {…}}, likewise.
+var envelopeMembers = [...]string{"data", "result", "order", "list", "success_response", "orders", "payments"}
 
 // amendable are the describing members an order or payment keeps its
 // identity through when they change: a resting order's price and quantity
