@@ -197,7 +197,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // resource's creation succeeding. One that a created resource reaches later ("canceled",
 // "voided", "expired", "refunded") is no failure of the call: the order
 // or payment was made, and a caller told "failed" might make it again;
-// but a "canceled" or "cancelled" whose "id" is the key is the status
+// but a "canceled" or "cancelled" whose "id" is the key (a UUID key in
+// any case, with or without its hyphens) is the status
 // monitor of the key's own operation (the Azure REST API Guidelines'
 // monitor, named by its Operation-Id) saying the work was not done: failed.
 // APIs whose resources may be created in a state that is not yet an
@@ -354,7 +355,7 @@ func decodeObject(a *Answer, body []byte, inData bool) (Outcome, error) {
 // status is st (see DecodeJSON).
 func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome, error) {
 	st = statusWord(body, st)
-	if st.ok && id == a.Key && operationCanceled(st.s) {
+	if st.ok && operationCanceled(st.s) && isKey(id, a.Key) {
 		return Outcome{State: StateFailed, ResourceID: id, Reason: truncate(st.s, 64)}, nil
 	}
 	done := false
@@ -406,6 +407,21 @@ func operationCanceled(s string) bool {
 		return true
 	}
 	return false
+}
+
+// isKey reports whether id, a resource's "id", is key: as it was
+// sent, or, when key is a UUID, in any form a UUID is written in. An
+// Azure service may compare a UUID its customer passed without regard to
+// case (azure/Guidelines.md, http-url-case-sensitivity) and write back
+// its own form: the key's monitor named so, its "Canceled" settled
+// succeeded.
+func isKey(id, key string) bool {
+	if id == key {
+		return true
+	}
+	canonical, _ := uuidTexts(key)
+	other, _ := uuidTexts(id)
+	return canonical != "" && other == canonical
 }
 
 // awaitsCustomer reports whether body, a resource whose "state" is
