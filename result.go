@@ -196,7 +196,11 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // {"id":90000,"message":"DECLINED","class":{"id":9,…}}). Any other status is taken as the
 // resource's creation succeeding. One that a created resource reaches later ("canceled",
 // "voided", "expired", "refunded") is no failure of the call: the order
-// or payment was made, and a caller told "failed" might make it again.
+// or payment was made, and a caller told "failed" might make it again;
+// but a "canceled" or "cancelled" whose "id" is the key (a UUID key in
+// any case, with or without its hyphens) is the status
+// monitor of the key's own operation (the Azure REST API Guidelines'
+// monitor, named by its Operation-Id) saying the work was not done: failed.
 // APIs whose resources may be created in a state that is not yet an
 // outcome (a payment "pending" its authorisation), or that say a failure
 // another way (Adyen's "resultCode"), need a Decoder that reads it:
@@ -351,6 +355,9 @@ func decodeObject(a *Answer, body []byte, inData bool) (Outcome, error) {
 // status is st (see DecodeJSON).
 func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome, error) {
 	st = statusWord(body, st)
+	if st.ok && operationCanceled(st.s) && isKey(id, a.Key) {
+		return Outcome{State: StateFailed, ResourceID: id, Reason: truncate(st.s, 64)}, nil
+	}
 	done := false
 	if st.ok {
 		switch resourceStatusOf(st.s) {
@@ -382,6 +389,39 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 		return Outcome{State: StateProcessing, ResourceID: id}, nil
 	}
 	return Outcome{State: StateSucceeded, ResourceID: id}, nil
+}
+
+// operationCanceled reports whether s, the status of a resource whose id
+// is the operation's key, says the operation was canceled: the Azure REST
+// API Guidelines' status monitor, named by the Operation-Id its client
+// passed (idem's key), ends "Succeeded", "Failed" or "Canceled", its
+// "error" given only when "Failed" (github.com/microsoft/api-guidelines,
+// azure/Guidelines.md, lro-status-monitor-structure), and azure-core's
+// pollers take "Canceled" for a failure. A canceled operation did not do
+// the work asked; read as a resource that reached "canceled" after it was
+// made, it settled succeeded. A resource the server named itself keeps
+// that reading.
+func operationCanceled(s string) bool {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "canceled", "cancelled":
+		return true
+	}
+	return false
+}
+
+// isKey reports whether id, a resource's "id", is key: as it was
+// sent, or, when key is a UUID, in any form a UUID is written in. An
+// Azure service may compare a UUID its customer passed without regard to
+// case (azure/Guidelines.md, http-url-case-sensitivity) and write back
+// its own form: the key's monitor named so, its "Canceled" settled
+// succeeded.
+func isKey(id, key string) bool {
+	if id == key {
+		return true
+	}
+	canonical, _ := uuidTexts(key)
+	other, _ := uuidTexts(id)
+	return canonical != "" && other == canonical
 }
 
 // awaitsCustomer reports whether body, a resource whose "state" is
