@@ -1008,6 +1008,9 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	case query && cached != "" && !c.cacheNamesKey(rec, ex) && !pathNamesKey(rec.QueryURL, rec.Key):
 		a.otherCache = cached
 	}
+	if query {
+		a.cached = cached
+	}
 	a.verdict, a.location = c.verdict(ex.status), headerValue(ex.header, "Location")
 	if a.verdict == Rejected && ex.status == http.StatusBadRequest && throttledAnswer(ex.header, ex.body) {
 		a.verdict = Throttled

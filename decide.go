@@ -147,7 +147,10 @@ type answer struct {
 	// than the URL (CDNs leave the query string out unless told) serves
 	// one key's answer to a query for any, so it may be another key's.
 	otherCache string
-	verdict    Verdict
+	// cached: a result query's answer came out of a cache (what
+	// fromCache says), whether or not it names the key; "" otherwise.
+	cached  string
+	verdict Verdict
 	// keyConflict: a Conflict verdict is about the key (a status set with
 	// WithKeyConflictStatus, or a body that names the idempotency key),
 	// not a validation error that happens to be 422; or a 400 says the
@@ -811,11 +814,15 @@ func judgeResult(a answer, settled, processing string) judgment {
 // judgeQuery decides what a result query's answer means.
 func judgeQuery(p past, a answer) judgment {
 	j := queryMeaning(p, a)
-	if j.move == moveInconclusive && a.otherCache != "" {
+	if j.move == moveInconclusive && (a.otherCache != "" || a.cached != "") {
 		// A cache keyed on the path alone (CloudFront's CachingOptimized
 		// leaves the query string out) serves another key's answer, or
 		// an old one: whatever its status, not the endpoint's word on
-		// this order now.
+		// this order now. Nor is the key's own: a "not found" stored
+		// while the read path lagged and served past the result lag
+		// (nginx's proxy_cache_use_stale while the origin fails) sent a
+		// client order id again, or failed a payment refused "order
+		// already paid" that a copy of ours had paid.
 		j.failed = true
 	}
 	return heldElsewhere(p, j, a.body)

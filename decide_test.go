@@ -358,6 +358,7 @@ func TestQueryFailed(t *testing.T) {
 		{"a 2xx envelope's success, empty", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"code":"200000","data":null}`)}, false},
 		{"a WAF's empty 202 challenge", answer{status: 202, decodeErr: errUndecodable}, true},
 		{"a cache's stored 404 of another key", answer{status: 404, otherCache: "X-Cache: Hit from cloudfront", body: []byte(`{"code":40410000,"message":"order not found"}`)}, true},
+		{"a cache's stale 404 of the key's own path", answer{status: 404, cached: "X-Cache-Status: STALE", body: []byte(`{"code":40410000,"message":"order not found"}`)}, true},
 		{"a cache's stored empty list", answer{status: 200, otherCache: "Age: 4", decodeErr: errUndecodable, body: []byte(`{"retCode":0,"retMsg":"OK","result":{"list":[]}}`)}, true},
 		{"an HTML page", answer{status: 200, decodeErr: errUndecodable, body: []byte(`<!doctype html><title>Just a moment...</title>`)}, true},
 	} {
