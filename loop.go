@@ -265,6 +265,12 @@ func (d *driver) run() error {
 					if d.ctx.Err() != nil {
 						return d.leave(context.Cause(d.ctx))
 					}
+					if errors.Is(err, journal.ErrKeyIgnoringFull) {
+						// The journal works: no reason to stop Run's pass
+						// (journalError). The flag stays, for a person or
+						// for a visit once room is made.
+						return d.handoff(errorf("idem: the operation stays flagged %s, unqueried: %w", ReviewKeyIgnored, err), time.Time{})
+					}
 					return d.handoff(&journalError{err}, time.Time{})
 				}
 				d.ignoringKept = true

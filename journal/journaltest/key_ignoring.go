@@ -2,6 +2,7 @@ package journaltest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,7 +13,8 @@ import (
 
 // testKeyIgnoring checks idem.KeyIgnoringStore: an endpoint added is read
 // back, once however often it is added, in byte order with the others;
-// an empty one is refused (journal.ErrInvalid).
+// an empty one is refused (journal.ErrInvalid), and so is a new one past
+// journal.MaxKeyIgnoringEndpoints (journal.ErrKeyIgnoringFull).
 func testKeyIgnoring(t *testing.T, s idem.Store) {
 	ks, ok := s.(idem.KeyIgnoringStore)
 	if !ok {
@@ -30,4 +32,17 @@ func testKeyIgnoring(t *testing.T, s idem.Store) {
 	got, err = ks.KeyIgnoringEndpoints(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []string{charge, refund}, got)
+
+	// Full: one more is refused, never taken for recorded (the Client
+	// would clear the last flag telling the next process of it); one
+	// recorded is still nil.
+	for i := len(got); i < journal.MaxKeyIgnoringEndpoints; i++ {
+		require.NoError(t, ks.AddKeyIgnoring(ctx, fmt.Sprintf("POST https://api.example.com/v1/customers/cus_%d/charges", i)))
+	}
+	require.ErrorIs(t, ks.AddKeyIgnoring(ctx, "POST https://api.example.com/v1/customers/cus_new/charges"), journal.ErrKeyIgnoringFull,
+		"AddKeyIgnoring past journal.MaxKeyIgnoringEndpoints")
+	require.NoError(t, ks.AddKeyIgnoring(ctx, charge), "AddKeyIgnoring of one recorded, the Store full")
+	got, err = ks.KeyIgnoringEndpoints(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, journal.MaxKeyIgnoringEndpoints)
 }
