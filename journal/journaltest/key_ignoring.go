@@ -3,6 +3,7 @@ package journaltest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,8 +14,10 @@ import (
 
 // testKeyIgnoring checks idem.KeyIgnoringStore: an endpoint added is read
 // back, once however often it is added, in byte order with the others;
-// an empty one is refused (journal.ErrInvalid), and so is a new one past
-// journal.MaxKeyIgnoringEndpoints (journal.ErrKeyIgnoringFull).
+// an empty one is refused (journal.ErrInvalid). A new one past
+// journal.MaxKeyIgnoringEndpoints is kept, or refused as
+// journal.ErrKeyIgnoringFull (the bound is the Store's to keep), never
+// said nil and dropped.
 func testKeyIgnoring(t *testing.T, s idem.Store) {
 	ks, ok := s.(idem.KeyIgnoringStore)
 	if !ok {
@@ -33,16 +36,24 @@ func testKeyIgnoring(t *testing.T, s idem.Store) {
 	require.NoError(t, err)
 	require.Equal(t, []string{charge, refund}, got)
 
-	// Full: one more is refused, never taken for recorded (the Client
-	// would clear the last flag telling the next process of it); one
-	// recorded is still nil.
+	// Past the bound: nil is "recorded" (the Client then clears the last
+	// flag telling the next process of the endpoint), so one not kept is
+	// refused; one recorded is still nil.
 	for i := len(got); i < journal.MaxKeyIgnoringEndpoints; i++ {
 		require.NoError(t, ks.AddKeyIgnoring(ctx, fmt.Sprintf("POST https://api.example.com/v1/customers/cus_%d/charges", i)))
 	}
-	require.ErrorIs(t, ks.AddKeyIgnoring(ctx, "POST https://api.example.com/v1/customers/cus_new/charges"), journal.ErrKeyIgnoringFull,
-		"AddKeyIgnoring past journal.MaxKeyIgnoringEndpoints")
-	require.NoError(t, ks.AddKeyIgnoring(ctx, charge), "AddKeyIgnoring of one recorded, the Store full")
-	got, err = ks.KeyIgnoringEndpoints(ctx)
-	require.NoError(t, err)
-	require.Len(t, got, journal.MaxKeyIgnoringEndpoints)
+	const past = "POST https://api.example.com/v1/customers/cus_new/charges"
+	err = ks.AddKeyIgnoring(ctx, past)
+	if err != nil {
+		require.ErrorIs(t, err, journal.ErrKeyIgnoringFull, "AddKeyIgnoring past journal.MaxKeyIgnoringEndpoints")
+	}
+	require.NoError(t, ks.AddKeyIgnoring(ctx, charge), "AddKeyIgnoring of one recorded, past the bound")
+	got, gerr := ks.KeyIgnoringEndpoints(ctx)
+	require.NoError(t, gerr)
+	require.Equal(t, err == nil, slices.Contains(got, past), "read back exactly when AddKeyIgnoring past the bound said nil (it said %v)", err)
+	want := journal.MaxKeyIgnoringEndpoints
+	if err == nil {
+		want++
+	}
+	require.Len(t, got, want)
 }
