@@ -193,7 +193,14 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		// have failed rather than hung (a full disk, a database failing
 		// over): waitSaves tells nothing of that, and a process that knows
 		// the endpoint does not save it again.
-		if err := c.keepIgnoring(ctx, prior); err != nil {
+		switch err := c.keepIgnoring(ctx, prior); {
+		case errors.Is(err, journal.ErrKeyIgnoringFull):
+			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, the journal keeping as many as it can, so nothing was written and it stays flagged for review: "+
+				"once room is made its redelivery settles it, or settle it by hand (Resolve): %w", scope, key, err)
+		case errors.Is(err, journal.ErrInvalid):
+			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is too long, or not valid UTF-8, to be journaled, so nothing was written and it stays flagged for review: "+
+				"a redelivery cannot settle it; settle it by hand (Resolve): %w", scope, key, err)
+		case err != nil:
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
 		}
 	}

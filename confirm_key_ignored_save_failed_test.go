@@ -75,6 +75,31 @@ func journalSentOnce(t *testing.T, js *journal.Store, key, review, charge, order
 	require.NoError(t, err)
 }
 
+// resumeWithoutResendingL starts the next process on the journal at path
+// (journalFlaggedAndLost's) and runs its Resume, which must know the
+// endpoint, charge l no second time, and flag it. It returns that
+// process's Client.
+func resumeWithoutResendingL(t *testing.T, s *keyIgnoringCharges, path string) *idem.Client {
+	t.Helper()
+	c2, err := idem.Open(path, idem.WithHTTPClient(s.srv.Client()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c2.Close() })
+	_, err = c2.Resume(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, s.charged(), "charges, by key: l's payment, charged once already, charged again")
+	op, err := c2.Lookup(t.Context(), "", "l")
+	require.NoError(t, err)
+	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: l flagged for the endpoint")
+	return c2
+}
+
+// confirmXSucceeded confirms x succeeded, as a handler of x's "Updated
+// Card Order" webhook does.
+func confirmXSucceeded(c *idem.Client) error {
+	_, err := c.Confirm(context.Background(), "", "x", cardOrderUpdated(idem.StateSucceeded, "pay_x", "evt_1"))
+	return err
+}
+
 // settleFlaggedWhileSavesFail runs, on a journal of
 // journalFlaggedAndLost's whose first two AddKeyIgnoring fail
 // (failingKeyIgnoringSave), settle until it returns no error (as a
@@ -101,15 +126,7 @@ func settleFlaggedWhileSavesFail(t *testing.T, s *keyIgnoringCharges, orders str
 	require.NoError(t, c.Close())
 	require.NoError(t, js.Close())
 
-	c2, err := idem.Open(path, idem.WithHTTPClient(s.srv.Client()))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c2.Close() })
-	_, err = c2.Resume(t.Context())
-	require.NoError(t, err)
-	require.Empty(t, s.charged(), "charges, by key: l's payment, charged once already, charged again")
-	op, err := c2.Lookup(t.Context(), "", "l")
-	require.NoError(t, err)
-	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: l flagged for the endpoint")
+	c2 := resumeWithoutResendingL(t, s, path)
 	kept, err := c2.KeyIgnoringEndpoints(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, []string{"POST " + charge}, kept, "endpoints journaled as ignoring the key")
@@ -132,10 +149,7 @@ func TestConfirmOfAKeyIgnoredFlagWhoseSaveFailedWritesNothing(t *testing.T) {
 	s := newKeyIgnoringCharges(t, ignoredCreated)
 	// The provider delivers the event until the handler answers 2xx
 	// (Confirm returns no error).
-	errs, c2 := settleFlaggedWhileSavesFail(t, s, "", func(c *idem.Client) error {
-		_, err := c.Confirm(t.Context(), "", "x", cardOrderUpdated(idem.StateSucceeded, "pay_x", "evt_1"))
-		return err
-	})
+	errs, c2 := settleFlaggedWhileSavesFail(t, s, "", confirmXSucceeded)
 	require.Len(t, errs, 2, "deliveries of x's event: the first refused, its saves failed")
 	require.ErrorIs(t, errs[0], syscall.ENOSPC)
 	require.NotErrorIs(t, errs[0], idem.ErrNotFound)

@@ -68,6 +68,8 @@ type keyIgnoring struct {
 	unsaved map[string]struct{}
 	// unkeptLogged: ErrKeyIgnoringUnkept has been logged.
 	unkeptLogged atomic.Bool
+	// fullLogged: journal.ErrKeyIgnoringFull has been logged.
+	fullLogged atomic.Bool
 }
 
 // saveIgnoringTimeout bounds the journaling of an endpoint learnt to
@@ -280,6 +282,9 @@ func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
 		case err == nil:
 		case errors.Is(err, ErrKeyIgnoringUnkept):
 			c.logUnkept(ctx, err)
+		case errors.Is(err, journal.ErrKeyIgnoringFull):
+			failed = true // saved again by Close, once room may be made
+			c.logFull(ctx, e, err)
 		default:
 			failed = true
 			c.log.LogAttrs(ctx, slog.LevelWarn,
@@ -349,7 +354,22 @@ func (c *Client) keepEndpoint(ctx context.Context, e string) error {
 		c.logUnkept(ctx, err)
 		return nil
 	}
+	if errors.Is(err, journal.ErrKeyIgnoringFull) {
+		c.logFull(ctx, e, err)
+	}
 	return err
+}
+
+// logFull logs, once per Client, that the journal's endpoints ignoring
+// the key are at their bound: every endpoint learnt past it, and every
+// operation flagged for one, would log it again.
+func (c *Client) logFull(ctx context.Context, e string, err error) {
+	if c.ignoring.fullLogged.Swap(true) {
+		return
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn,
+		"idem: the journal keeps as many endpoints that ignore the idempotency key as it can; one learnt now is not journaled, and the operations flagged for it stay flagged (no Confirm or result query settles them) until room is made: remove the endpoints no longer called (idem key-ignoring remove, Client.ForgetKeyIgnoring)",
+		slog.String("endpoint", e), slog.Any("err", err))
 }
 
 // saveDone, under mu, ends a save counted as under way (saving), waking
@@ -401,7 +421,7 @@ func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
 		k.saveDone()
 	}()
 	for _, e := range todo {
-		if err := c.keepEndpoint(ctx, e); err != nil {
+		if err := c.keepEndpoint(ctx, e); err != nil && !errors.Is(err, journal.ErrKeyIgnoringFull) { // logged once
 			c.log.LogAttrs(ctx, slog.LevelWarn,
 				"idem: could not journal an endpoint that ignores the idempotency key, again; its flagged operations still tell the next process",
 				slog.String("endpoint", e), slog.Any("err", err))

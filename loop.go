@@ -265,6 +265,13 @@ func (d *driver) run() error {
 					if d.ctx.Err() != nil {
 						return d.leave(context.Cause(d.ctx))
 					}
+					if errors.Is(err, journal.ErrKeyIgnoringFull) || errors.Is(err, journal.ErrInvalid) {
+						// The journal works: no reason to stop Run's pass
+						// or fail Resume (journalError). The flag stays, for
+						// a person or for a visit once room is made (an
+						// endpoint too long to journal never is).
+						return d.handoff(errorf("idem: the operation stays flagged for review, its result endpoint unasked: %w", err), time.Time{})
+					}
 					return d.handoff(&journalError{err}, time.Time{})
 				}
 				d.ignoringKept = true

@@ -169,8 +169,11 @@ type KeyIgnoringStore interface {
 	// query that may settle an operation flagged ReviewKeyIgnored calls
 	// it first, within its own context and 10 s, and waits: the flag may
 	// be all that tells the next process. A Store may keep a
-	// bounded number (journal.MaxKeyIgnoringEndpoints) and write nothing
-	// past it.
+	// bounded number (journal.MaxKeyIgnoringEndpoints); one more past it
+	// writes nothing and returns an error matching
+	// journal.ErrKeyIgnoringFull, never nil: the Client takes it for a
+	// failed save, so a Confirm or a result query leaves the operation
+	// flagged, and logs it once.
 	AddKeyIgnoring(ctx context.Context, endpoint string) error
 	// KeyIgnoringEndpoints returns every endpoint recorded.
 	KeyIgnoringEndpoints(ctx context.Context) ([]string, error)

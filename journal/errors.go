@@ -93,6 +93,14 @@ var (
 // (see Store.Prune).
 var ErrMaybeCommitted = errors.New("journal: write may or may not be committed")
 
+// ErrKeyIgnoringFull is matched by the error of AddKeyIgnoring of an
+// endpoint not recorded yet when MaxKeyIgnoringEndpoints are: nothing was
+// written. The Client reads it as a failed save (idem.KeyIgnoringStore):
+// the operations flagged for the endpoint stay flagged, as the only thing
+// that tells the next process of it.
+var ErrKeyIgnoringFull = errors.New("journal: the endpoints ignoring the key are at their bound (MaxKeyIgnoringEndpoints), so this one was not recorded; " +
+	"remove those no longer called (idem key-ignoring list, then remove; Client.ForgetKeyIgnoring)")
+
 // kindError is an error of one of the kinds above whose message says all
 // there is to say: errors.Is matches the kind, but the kind's own text is
 // not appended ("journal: open x: truncated …", not "…: journal: not an

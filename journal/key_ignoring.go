@@ -25,10 +25,11 @@ const (
 
 // AddKeyIgnoring records that endpoint (method, space, URL without its
 // query) ignores the idempotency key, durably when it returns nil (see
-// idem.KeyIgnoringStore). An endpoint already recorded writes nothing,
-// and so does one past MaxKeyIgnoringEndpoints: it returns nil. An empty
-// endpoint, one longer than MaxKeyIgnoringEndpoint or not valid UTF-8, is
-// ErrInvalid.
+// idem.KeyIgnoringStore). An endpoint already recorded writes nothing and
+// returns nil. One more past MaxKeyIgnoringEndpoints writes nothing and is
+// ErrKeyIgnoringFull: read as recorded, the Client would clear the last
+// flag that tells the next process of the endpoint. An empty endpoint, one
+// longer than MaxKeyIgnoringEndpoint or not valid UTF-8, is ErrInvalid.
 func (s *Store) AddKeyIgnoring(ctx context.Context, endpoint string) error {
 	if err := s.usable(ctx); err != nil {
 		return errorf("journal: add endpoint ignoring the key: %w", err)
@@ -49,7 +50,7 @@ func (s *Store) AddKeyIgnoring(ctx context.Context, endpoint string) error {
 		}
 	}
 	if len(known) >= MaxKeyIgnoringEndpoints {
-		return nil
+		return errorf("journal: add endpoint ignoring the key: %w", ErrKeyIgnoringFull)
 	}
 	s.ap.mu.Lock()
 	defer s.ap.mu.Unlock()
@@ -70,8 +71,11 @@ func (s *Store) AddKeyIgnoring(ctx context.Context, endpoint string) error {
 		// Counted again in the transaction, before its change (walk):
 		// another call may have added since the read above.
 		n, found, err := countKeys(tx, g, b, []byte(endpoint))
-		if err != nil || found || n >= MaxKeyIgnoringEndpoints {
+		if err != nil || found {
 			return err
+		}
+		if n >= MaxKeyIgnoringEndpoints {
+			return ErrKeyIgnoringFull
 		}
 		return g.put(tx, b, []byte(endpoint), []byte{})
 	})

@@ -15,8 +15,8 @@ import (
 // The endpoints a Client learnt ignore the key (idem.KeyIgnoringStore)
 // outlive the process: kept across Close and Open, read-only too, and
 // through Compact; one added again writes nothing, and past
-// MaxKeyIgnoringEndpoints none is kept, until an operator removes one
-// (RemoveKeyIgnoring). A file made before them (the
+// MaxKeyIgnoringEndpoints none is kept (ErrKeyIgnoringFull), until an
+// operator removes one (RemoveKeyIgnoring). A file made before them (the
 // bucket absent) opens and reads none, and gets the bucket on its first
 // AddKeyIgnoring, which passes the journal's check.
 func TestKeyIgnoringEndpointsKept(t *testing.T) {
@@ -49,11 +49,17 @@ func TestKeyIgnoringEndpointsKept(t *testing.T) {
 	want := []string{charge} // sorts before "orders"
 	for i := range journal.MaxKeyIgnoringEndpoints + 1 {
 		e := fmt.Sprintf("POST http://127.0.0.1:8080/api/v1/orders/%04d/pay", i)
-		require.NoError(t, s.AddKeyIgnoring(ctx, e))
+		err := s.AddKeyIgnoring(ctx, e)
 		if len(want) < journal.MaxKeyIgnoringEndpoints {
+			require.NoError(t, err)
 			want = append(want, e)
+			continue
 		}
+		// Not "recorded": the Client would clear the last flag that
+		// tells the next process of the endpoint.
+		require.ErrorIs(t, err, journal.ErrKeyIgnoringFull, "AddKeyIgnoring past the bound")
 	}
+	require.NoError(t, s.AddKeyIgnoring(ctx, charge), "AddKeyIgnoring of one kept, the store full")
 	require.NoError(t, s.Close())
 	_, err = journal.Compact(path)
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/journal"
@@ -33,9 +34,11 @@ func unkept(err error) error {
 // AddKeyIgnoring records that endpoint (method, space, URL without its
 // query) ignores the idempotency key, for every replica and every later
 // process (idem.KeyIgnoringStore), in a transaction of its own. One
-// already recorded writes nothing, and so does one past
+// already recorded writes nothing and returns nil. One more past
 // journal.MaxKeyIgnoringEndpoints (replicas adding at once may pass it by
-// a few). An empty endpoint, one longer than journal.MaxKeyIgnoringEndpoint,
+// a few) writes nothing and is journal.ErrKeyIgnoringFull: read as
+// recorded, the Client would clear the last flag that tells the next
+// process of the endpoint. An empty endpoint, one longer than journal.MaxKeyIgnoringEndpoint,
 // not valid UTF-8 or holding a NUL, is journal.ErrInvalid, unsent. On a
 // schema Migrate has not brought to version 2, the error matches
 // idem.ErrKeyIgnoringUnkept and ErrNotMigrated.
@@ -50,11 +53,26 @@ func (s *Store) AddKeyIgnoring(ctx context.Context, endpoint string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	t := s.keyIgnoringTable()
-	_, err := s.execBounded(ctx, "add endpoint ignoring the key", `INSERT INTO `+t+` (endpoint)
-		SELECT $1 WHERE (SELECT count(*) FROM `+t+`) < $2 ON CONFLICT DO NOTHING`,
-		endpoint, journal.MaxKeyIgnoringEndpoints)
+	var inserted, kept bool
+	err := s.bounded(ctx, "add endpoint ignoring the key", func(b *pgx.Batch) {
+		b.Queue(`INSERT INTO `+t+` (endpoint)
+			SELECT $1 WHERE (SELECT count(*) FROM `+t+`) < $2 ON CONFLICT DO NOTHING`,
+			endpoint, journal.MaxKeyIgnoringEndpoints).Exec(func(tag pgconn.CommandTag) error {
+			inserted = tag.RowsAffected() > 0
+			return nil
+		})
+		// Nothing inserted: kept already (a conflict, another replica's
+		// row included: this statement's snapshot is taken after the
+		// INSERT's wait for it), or the table full.
+		b.Queue(`SELECT EXISTS (SELECT FROM `+t+` WHERE endpoint = $1)`, endpoint).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&kept)
+		})
+	})
 	if err != nil {
 		return unkept(errorf("add endpoint ignoring the key: %w", err))
+	}
+	if !inserted && !kept {
+		return errorf("add endpoint ignoring the key: %w", journal.ErrKeyIgnoringFull)
 	}
 	return nil
 }

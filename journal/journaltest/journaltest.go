@@ -25,7 +25,8 @@
 // (which a Store may commit together) each get their own answer; a Store
 // that implements [idem.CreateClaimer] creates a record with a lease like
 // any Claim's. A Store that implements [idem.KeyIgnoringStore] reads back
-// each endpoint added, once.
+// each endpoint added, once, and never says nil for one it does not keep
+// (past its bound: [journal.ErrKeyIgnoringFull]).
 //
 // [NewerOpenRecord] checks, on a Store holding a record a newer idem
 // wrote, that the scans of open records skip it and that its key stays
