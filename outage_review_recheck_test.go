@@ -34,6 +34,7 @@ func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
 	// finds nothing, and the next was a day later, when the server had
 	// forgotten the key.
 	t.Run("read path behind on return", func(t *testing.T) { runSettlesFlaggedAfterOutage(t, netDown, netReadBehind) })
+	t.Run("database down, read path behind on return", func(t *testing.T) { runSettlesFlaggedAfterOutage(t, netDatabaseDown, netReadBehind) })
 }
 
 // outageShapes are the ways a server's outage reaches the client: no
@@ -44,6 +45,7 @@ var outageShapes = []struct {
 }{
 	{"connections refused", netDown},
 	{"Cloudflare 521 for the origin", netOriginDown},
+	{"database down: 500 to every request", netDatabaseDown},
 }
 
 // behindOutage starts a fake server and a Client (closed with the test) on

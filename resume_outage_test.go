@@ -27,7 +27,7 @@ import (
 // CDN in front of a server that is down.
 type outage struct {
 	base    http.RoundTripper
-	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown, netFailedOver, netNoTargets, netReadBehind
+	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown, netFailedOver, netNoTargets, netReadBehind, netDatabaseDown
 	refused atomic.Int64
 	then    atomic.Int32 // netFailedOver: the mode after its one failover
 	behind  sync.Map     // netReadBehind: the result URLs asked once since
@@ -66,6 +66,13 @@ const (
 	// outage does (DESIGN.md: "not found" is not "never happened"); the
 	// next finds what the server holds.
 	netReadBehind
+	// netDatabaseDown: the API's servers run, their database does not:
+	// every request, a result query too, gets the framework's own 500
+	// page (Rails renders public/500.html for ActiveRecord's
+	// ConnectionNotEstablished; guides.rubyonrails.org/action_controller_overview.html,
+	// "Rescue"), and nothing executes. Modelled: the page says nothing of
+	// the operation asked about.
+	netDatabaseDown
 )
 
 func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -89,6 +96,10 @@ func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
 	case netNoTargets:
 		o.refused.Add(1)
 		return noTargets(r), nil
+	case netDatabaseDown:
+		o.refused.Add(1)
+		return frontPage(r, http.StatusInternalServerError, http.Header{},
+			`<!DOCTYPE html><html><head><title>We're sorry, but something went wrong (500)</title></head><body><h1>We're sorry, but something went wrong.</h1></body></html>`), nil
 	case netReadBehind:
 		if _, asked := o.behind.LoadOrStore(r.URL.Path, true); r.Method == http.MethodGet && !asked {
 			resp := frontPage(r, http.StatusNotFound, http.Header{}, `{"error":"not found"}`)
