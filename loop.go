@@ -1246,18 +1246,19 @@ func (d *driver) flag(reason string, cause error) error {
 // recheckAt is when an operation flagged now is queried next: a day on,
 // unless this call's last exchange was a result query that got no answer
 // from the server (silentStatus: it is down), or an answer that says
-// nothing of it (saidNothing: a maintenance page). The endpoint's word is
+// nothing of it (saidNothing: a maintenance page, a server error, a
+// gateway refusing the client's credentials). The endpoint's word is
 // still to come then, and the server keeps the key only so long (Stripe:
 // 24 hours): rechecked a day after a query lost in an outage of a few
 // hours, the operation is first asked about once the key is forgotten,
-// and what the endpoint would have settled is left to a person. It is
-// queried on the reconciler's schedule instead (at most its maximum
-// interval apart), never before a server's Retry-After ends. So is one
-// whose query found nothing (404) just after one that got no answer: the
-// first answer of a server back from an outage may come from a read path
-// still catching up with what it committed before it (a replica behind),
-// and "not found" is not "never happened"; asked once more on the
-// schedule, it is rechecked daily if it still finds nothing.
+// and what the endpoint would have settled is left to a person. It is queried on the reconciler's schedule instead (at most
+// its maximum interval apart), never before a server's Retry-After ends.
+// So is one whose query found nothing (404) just after one that got no
+// answer, or none that said anything of it: the first answer of a server
+// back from an outage may come from a read path still catching up with
+// what it committed before it (a replica behind), and "not found" is not
+// "never happened"; asked once more on the schedule, it is rechecked
+// daily if it still finds nothing.
 func (d *driver) recheckAt(now time.Time) time.Time {
 	if n := len(d.rec.Attempts); d.exchanges > 0 && n > 0 {
 		a := d.rec.Attempts[n-1]
@@ -1271,19 +1272,31 @@ func (d *driver) recheckAt(now time.Time) time.Time {
 // saidNothing reports whether query a was answered 2xx with a body that
 // does not decode to a result: a maintenance page a front end serves over
 // the API for the while, or any other page that says nothing of the
-// operation. Rechecked a day on, as after the endpoint's own word, an
-// operation flagged during such a window was first asked about once the
-// key was forgotten.
+// operation; or answered with a server error: an API whose database is
+// down answers every request 500 for hours, which silentStatus leaves
+// out (a host that answers 500 is there), but which is no word of the
+// operation either; or with a refusal of the client's credentials (401,
+// 403), which never reached the endpoint: Envoy's JWT filter answers
+// every request 401 while the identity provider's keys cannot be fetched
+// (envoyproxy/envoy#13705), and an API key refused until the caller
+// rotates it is refused for every request. Rechecked a day on, as after
+// the endpoint's own word, an operation flagged during such a window was
+// first asked about once the key was forgotten.
 func saidNothing(a journal.Attempt) bool {
+	switch {
+	case a.Status >= 500, a.Status == http.StatusUnauthorized, a.Status == http.StatusForbidden:
+		return true
+	}
 	return a.Status >= 200 && a.Status < 300 && strings.HasPrefix(a.Err, errUndecodable.Error())
 }
 
 // backFromSilence reports whether the result query before rec's attempt
-// at index i got no answer from its server (silentStatus).
+// at index i got no answer from its server (silentStatus), or none that
+// said anything of the operation (saidNothing).
 func (d *driver) backFromSilence(i int) bool {
 	for j := i - 1; j >= 0; j-- {
 		if a := d.rec.Attempts[j]; a.Kind == journal.AttemptQuery {
-			return a.Done && silentStatus(a.Status)
+			return a.Done && (silentStatus(a.Status) || saidNothing(a))
 		}
 	}
 	return false

@@ -34,16 +34,21 @@ func TestRunSettlesFlaggedOperationsOnceTheServerIsBack(t *testing.T) {
 	// finds nothing, and the next was a day later, when the server had
 	// forgotten the key.
 	t.Run("read path behind on return", func(t *testing.T) { runSettlesFlaggedAfterOutage(t, netDown, netReadBehind) })
+	t.Run("database down, read path behind on return", func(t *testing.T) { runSettlesFlaggedAfterOutage(t, netDatabaseDown, netReadBehind) })
 }
 
 // outageShapes are the ways a server's outage reaches the client: no
-// connection, or a CDN's edge answering for the origin with its own page.
+// connection, a CDN's edge answering for the origin with its own page,
+// the API's own 500, or a gateway refusing every request's credentials.
 var outageShapes = []struct {
 	name string
 	mode int32
 }{
 	{"connections refused", netDown},
 	{"Cloudflare 521 for the origin", netOriginDown},
+	{"database down: 500 to every request", netDatabaseDown},
+	{"identity provider down: Envoy's 401 to every request", netIdentityDown},
+	{"API key rejected until rotated: API Gateway's 403", netKeyRejected},
 }
 
 // behindOutage starts a fake server and a Client (closed with the test) on
@@ -87,16 +92,24 @@ func runSettlesFlaggedAfterOutage(t *testing.T, down, back int32) {
 	flagged, err := c.List(t.Context(), idem.Filter{Open: true, Review: true})
 	require.NoError(t, err)
 	require.Len(t, flagged, n, "flagged during the outage: their key window passed")
-	// Rechecked more often than daily, but a person is told once: every
-	// later visit that does not settle it is the reconciler's routine.
-	levels, _ := logs.find("idem: flagged for review")
-	warned := 0
-	for _, l := range levels {
+	// Rechecked more often than daily, but a person is told once of each
+	// reason: every later visit that does not settle it is the
+	// reconciler's routine. A gateway refusing credentials refuses the
+	// resends inside the key window too, flagged first for that
+	// (ReviewRefusedAfterSend), then for the window passing.
+	levels, attrs := logs.find("idem: flagged for review")
+	warned := map[string]int{}
+	keys := map[string]bool{}
+	for i, l := range levels {
 		if l >= slog.LevelWarn {
-			warned++
+			warned[attrs[i]["key"].String()+" / "+attrs[i]["review"].String()]++
+			keys[attrs[i]["key"].String()] = true
 		}
 	}
-	require.Equal(t, n, warned, "flagged-for-review warnings in the outage (%d records)", len(levels))
+	for told, times := range warned {
+		require.Equalf(t, 1, times, "flagged-for-review warnings for %s in the outage (%d records)", told, len(levels))
+	}
+	require.Lenf(t, keys, n, "operations a person was told of in the outage: %v", warned)
 
 	network.mode.Store(back)
 	runUntil(t, e, epoch.Add(4*time.Hour))

@@ -27,7 +27,7 @@ import (
 // CDN in front of a server that is down.
 type outage struct {
 	base    http.RoundTripper
-	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown, netFailedOver, netNoTargets, netReadBehind
+	mode    atomic.Int32 // one of netUp, netLossy, netDown, netOriginDown, netFailedOver, netNoTargets, netReadBehind, netDatabaseDown, netIdentityDown, netKeyRejected
 	refused atomic.Int64
 	then    atomic.Int32 // netFailedOver: the mode after its one failover
 	behind  sync.Map     // netReadBehind: the result URLs asked once since
@@ -66,6 +66,26 @@ const (
 	// outage does (DESIGN.md: "not found" is not "never happened"); the
 	// next finds what the server holds.
 	netReadBehind
+	// netDatabaseDown: the API's servers run, their database does not:
+	// every request, a result query too, gets the framework's own 500
+	// page (Rails renders public/500.html for ActiveRecord's
+	// ConnectionNotEstablished; guides.rubyonrails.org/action_controller_overview.html,
+	// "Rescue"), and nothing executes. Modelled: the page says nothing of
+	// the operation asked about.
+	netDatabaseDown
+	// netIdentityDown: Envoy's jwt_authn filter (Istio's
+	// RequestAuthentication) in front of the API, its identity
+	// provider's JWKS endpoint down: "If fetching fails, the original
+	// request will fail with 401" (envoyproxy/envoy#13705; #41669:
+	// "Jwks remote fetch is failed"), every request, the request never
+	// passed on.
+	netIdentityDown
+	// netKeyRejected: AWS API Gateway refusing the client's API key
+	// (expired, or revoked by a leak) until the caller rotates it: 403
+	// ForbiddenException "Invalid API Key identifier specified"
+	// (repost.aws/knowledge-center/api-gateway-troubleshoot-403-forbidden),
+	// the request never passed on.
+	netKeyRejected
 )
 
 func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -89,6 +109,16 @@ func (o *outage) RoundTrip(r *http.Request) (*http.Response, error) {
 	case netNoTargets:
 		o.refused.Add(1)
 		return noTargets(r), nil
+	case netDatabaseDown:
+		o.refused.Add(1)
+		return frontPage(r, http.StatusInternalServerError, http.Header{},
+			`<!DOCTYPE html><html><head><title>We're sorry, but something went wrong (500)</title></head><body><h1>We're sorry, but something went wrong.</h1></body></html>`), nil
+	case netIdentityDown:
+		o.refused.Add(1)
+		return refusedAtGate(r, http.StatusUnauthorized, "text/plain", "Jwks remote fetch is failed"), nil
+	case netKeyRejected:
+		o.refused.Add(1)
+		return refusedAtGate(r, http.StatusForbidden, "application/json", `{"message":"Invalid API Key identifier specified"}`), nil
 	case netReadBehind:
 		if _, asked := o.behind.LoadOrStore(r.URL.Path, true); r.Method == http.MethodGet && !asked {
 			resp := frontPage(r, http.StatusNotFound, http.Header{}, `{"error":"not found"}`)
@@ -118,6 +148,14 @@ func originDown(r *http.Request) *http.Response {
 func noTargets(r *http.Request) *http.Response {
 	return frontPage(r, http.StatusServiceUnavailable, http.Header{"Server": {"awselb/2.0"}},
 		`<html><head><title>503 Service Temporarily Unavailable</title></head><body><center><h1>503 Service Temporarily Unavailable</h1></center></body></html>`)
+}
+
+// refusedAtGate is a gateway's refusal of r's credentials, status with
+// body of contentType, the request never passed on.
+func refusedAtGate(r *http.Request, status int, contentType, body string) *http.Response {
+	resp := frontPage(r, status, http.Header{}, body)
+	resp.Header.Set("Content-Type", contentType)
+	return resp
 }
 
 // frontPage is a front end's own HTML page of status answering r.
