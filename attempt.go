@@ -110,10 +110,10 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	} else if p := c.urls.lookup(rec.URL); p != nil {
 		// Parsed already: NewRequest's own parse of rec.URL would give the
 		// same, and the URL and Host are all it sets from it
-		// (TestRequestFromCachedURL). The URL is the trace's room for it
-		// (parsedURL.newRequest).
+		// (TestRequestFromCachedURL). The URL and the body's reader are
+		// the trace's room for them (parsedURL.newRequest).
 		var ok bool
-		if req, ok = p.newRequest(actx, rec.Method, rec.Body, &tr.url); !ok {
+		if req, ok = p.newRequest(actx, rec.Method, rec.Body, &tr.room); !ok {
 			if req, err = http.NewRequestWithContext(actx, rec.Method, "", bytes.NewReader(rec.Body)); err == nil {
 				p.setRequestURL(req)
 			}
@@ -500,10 +500,10 @@ type attemptTrace struct {
 	// it sees the context end; hideReplayKey stops its resend instead.
 	stop  context.CancelCauseFunc
 	hooks httptrace.ClientTrace
-	// url is the submit's request's URL when its parse was cached
-	// (parsedURL.newRequest): allocated with the trace, which every
-	// attempt makes, rather than on its own.
-	url url.URL
+	// room holds the submit's request's URL and body reader when its
+	// URL's parse was cached (parsedURL.newRequest): allocated with the
+	// trace, which every attempt makes, rather than each on its own.
+	room requestRoom
 }
 
 // errSentOnce is what net/http's resend of a request sent once gets
