@@ -110,10 +110,10 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	} else if p := c.urls.lookup(rec.URL); p != nil {
 		// Parsed already: NewRequest's own parse of rec.URL would give the
 		// same, and the URL and Host are all it sets from it
-		// (TestRequestFromCachedURL). The URL is the trace's room for it
-		// (parsedURL.newRequest).
+		// (TestRequestFromCachedURL). The URL and the body's reader are
+		// the trace's room for them (parsedURL.newRequest).
 		var ok bool
-		if req, ok = p.newRequest(actx, rec.Method, rec.Body, &tr.url); !ok {
+		if req, ok = p.newRequest(actx, rec.Method, rec.Body, &tr.room); !ok {
 			if req, err = http.NewRequestWithContext(actx, rec.Method, "", bytes.NewReader(rec.Body)); err == nil {
 				p.setRequestURL(req)
 			}
@@ -128,7 +128,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	if !query && c.cfg.keyHeader != "" {
 		spare = 1 // the key's value shares the copy's backing array
 	}
-	room := copyHeader(req.Header, rec.Header, spare)
+	room := copyHeader(req.Header, rec.Header, spare, tr.values[:])
 	if v, ok := req.Header["Accept-Encoding"]; ok && !readableCodings(v) {
 		// A journaled Accept-Encoding (copied from a browser's request,
 		// say) that offers Brotli, zstd or deflate gets answers in it from
@@ -500,10 +500,14 @@ type attemptTrace struct {
 	// it sees the context end; hideReplayKey stops its resend instead.
 	stop  context.CancelCauseFunc
 	hooks httptrace.ClientTrace
-	// url is the submit's request's URL when its parse was cached
-	// (parsedURL.newRequest): allocated with the trace, which every
-	// attempt makes, rather than on its own.
-	url url.URL
+	// room holds the submit's request's URL and body reader when its
+	// URL's parse was cached (parsedURL.newRequest): allocated with the
+	// trace, which every attempt makes, rather than each on its own.
+	room requestRoom
+	// values is the room for the request header's values (copyHeader):
+	// a body's Content-Type, the key and one more, in the trace's
+	// allocation rather than one of their own.
+	values [3]string
 }
 
 // errSentOnce is what net/http's resend of a request sent once gets
@@ -683,13 +687,20 @@ func refusedCoding(params string) bool {
 // (as http.Header.Clone does): the request hook may change dst, never the
 // journaled record. It leaves room in the array for spare more values and
 // returns it (empty, with capacity spare); every slice it puts in dst has
-// its capacity capped, so an append to one never lands in another.
-func copyHeader(dst, src http.Header, spare int) []string {
+// its capacity capped, so an append to one never lands in another. The
+// array is room when they fit in it (the attempt's trace's), else a new
+// one.
+func copyHeader(dst, src http.Header, spare int, room []string) []string {
 	n := spare
 	for _, vals := range src {
 		n += len(vals)
 	}
-	all := make([]string, 0, n)
+	var all []string
+	if n <= len(room) {
+		all = room[:0:n]
+	} else {
+		all = make([]string, 0, n)
+	}
 	for name, vals := range src {
 		all = append(all, vals...)
 		dst[name] = all[len(all)-len(vals) : len(all) : len(all)]

@@ -3,6 +3,7 @@ package idem
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -45,12 +46,25 @@ func TestReadAtMost(t *testing.T) {
 }
 
 // A request hook changes the request's headers, never the journaled ones,
-// and one header's append never lands in another's values.
+// and one header's append never lands in another's values: whether the
+// values fit in the room given (the attempt's trace's) or not.
 func TestCopyHeaderIsTheRequests(t *testing.T) {
+	for _, size := range []int{0, 4, 5, 8} {
+		t.Run(fmt.Sprint("room ", size), func(t *testing.T) { testCopyHeader(t, make([]string, size)) })
+	}
+}
+
+func testCopyHeader(t *testing.T, given []string) {
 	src := http.Header{"Content-Type": {"application/json"}, "X-A": {"1", "2"}, "X-B": {"3"}}
 	orig := src.Clone()
 	dst := http.Header{}
-	room := copyHeader(dst, src, 1)
+	room := copyHeader(dst, src, 1, given)
+	// Four values and the spare: the spare is given's last slot when
+	// they fit.
+	fits := len(given) >= 5
+	if inRoom := fits && &room[:1][0] == &given[4]; inRoom != fits {
+		t.Fatalf("copyHeader() with room of %d: values in it %v; want %v", len(given), inRoom, fits)
+	}
 	if !equalHeader(dst, orig) {
 		t.Fatalf("copyHeader() = %v; want %v", dst, orig)
 	}

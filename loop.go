@@ -13,6 +13,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/idemkit/idem/internal/owned"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -988,6 +989,10 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 		wctx := d.wctx
 		if d.lease.Token != 0 {
 			wctx = journal.WithLease(wctx, d.lease)
+			// The drive's fns never change the record's Body, nor does
+			// anything after with the record handed back: the journal
+			// need not copy it (internal/owned).
+			owned.Mark(wctx)
 		}
 		return d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, write)
 	}

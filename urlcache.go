@@ -56,21 +56,32 @@ func (p *parsedURL) setRequestURL(r *http.Request) {
 	r.Host = r.URL.Host
 }
 
+// requestRoom is the room a submit's request takes from its attempt's
+// trace (attemptTrace.room), which every attempt allocates anyway: the
+// request's URL and its body's reader. Each attempt has its own, so
+// nothing in it is shared with another attempt's request, and the trace
+// lives as long as net/http holds the request (its hooks are the trace's).
+type requestRoom struct {
+	url  url.URL
+	body bytes.Reader
+}
+
 // newRequest is http.NewRequestWithContext(ctx, method, p.raw,
-// bytes.NewReader(body)) with u as its URL, set as setRequestURL sets it:
-// the caller's u shares an allocation it makes anyway (the attempt's
-// trace), where NewRequest would allocate a URL of its own by parsing ""
-// (and, of an empty body, a NopCloser and GetBody it then drops). Every
-// field is what NewRequest sets (TestCachedURLRequestIsNewRequests). ok
-// false: a method NewRequest must check (validMethod), left to it.
-func (p *parsedURL) newRequest(ctx context.Context, method string, body []byte, u *url.URL) (r *http.Request, ok bool) {
+// bytes.NewReader(body)) with room's URL and reader, set as setRequestURL
+// and bytes.NewReader set them: the caller's room shares an allocation it
+// makes anyway (the attempt's trace), where NewRequest would allocate a
+// URL of its own by parsing "" (and, of an empty body, a NopCloser and
+// GetBody it then drops), and the caller a reader. Every field is what
+// NewRequest sets (TestCachedURLRequestIsNewRequests). ok false: a method
+// NewRequest must check (validMethod), left to it.
+func (p *parsedURL) newRequest(ctx context.Context, method string, body []byte, room *requestRoom) (r *http.Request, ok bool) {
 	switch method {
 	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodGet,
 		http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodConnect:
 	default:
 		return nil, false
 	}
-	req := http.Request{Method: method, URL: u, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: make(http.Header)}
+	req := http.Request{Method: method, URL: &room.url, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: make(http.Header)}
 	p.setRequestURL(&req)
 	if len(body) == 0 {
 		// NewRequest's own for a body of no bytes: NoBody, which says
@@ -78,7 +89,8 @@ func (p *parsedURL) newRequest(ctx context.Context, method string, body []byte, 
 		req.Body = http.NoBody
 		req.GetBody = func() (io.ReadCloser, error) { return http.NoBody, nil }
 	} else {
-		br := bytes.NewReader(body)
+		br := &room.body
+		br.Reset(body) // bytes.NewReader's reader
 		req.Body = io.NopCloser(br)
 		req.ContentLength = int64(len(body))
 		snapshot := *br

@@ -97,14 +97,15 @@ const (
 // encode appends the encoding of r to dst. It never fails: validate has
 // already rejected what the format cannot hold.
 func encode(dst []byte, r *Record) []byte {
-	dst, _ = encodeHeader(dst, r)
+	dst, _, _ = encodeHeader(dst, r)
 	return dst
 }
 
 // encodeHeader is encode that also returns the request header's encoding
 // (appendHeader), a slice of the record's: what encodedHeader would find
-// in it, without reading the record again.
-func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
+// in it, without reading the record again; and the body's bytes in it.
+// Both slices are capped.
+func encodeHeader(dst []byte, r *Record) (enc, header, body []byte) {
 	size := 3 + 1 + len(r.Review) + len(r.Scope) + len(r.Key) + len(r.Ref) + len(r.Method) +
 		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts) + 1 + 64*len(r.Confirmations) + len(r.Trace) + 1
 	// The names are gathered for appendHeader as they are counted: one
@@ -136,6 +137,7 @@ func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
 	dst = appendHeaderNames(dst, r.Header, names)
 	he := len(dst)
 	dst = appendBytes(dst, r.Body)
+	be := len(dst)
 	dst = append(dst, r.BodySHA[:]...)
 
 	dst = binary.AppendUvarint(dst, uint64(len(r.Attempts)))
@@ -207,7 +209,7 @@ func encodeHeader(dst []byte, r *Record) (enc, header []byte) {
 	dst = appendTime(dst, r.NextDue)
 	dst = appendConfirmations(dst, r.Confirmations) // version 3
 	dst = appendString(dst, r.Trace)                // version 3
-	return dst, dst[hs:he:he]
+	return dst, dst[hs:he:he], dst[be-len(r.Body) : be : be]
 }
 
 func appendString(dst []byte, s string) []byte {
@@ -260,13 +262,16 @@ func appendHeaderNames(dst []byte, h http.Header, keys []string) []byte {
 // and it allocates no more than a small multiple of len(b): every count
 // and length is checked against the bytes that remain.
 func decode(b []byte) (*Record, error) {
-	r, _, _, err := decodeStored(b)
+	r, _, _, err := decodeStored(b, false)
 	return r, err
 }
 
 // decodeStored is decode that also returns the stored body and the request
-// header's encoding (encodedHeader's): slices of b, not copies.
-func decodeStored(b []byte) (r *Record, body, header []byte, err error) {
+// header's encoding (encodedHeader's): slices of b, not copies. With
+// shared, r.Body is that slice of b too, not a copy: only for a caller
+// that neither changes it nor keeps it past b's life (an owned Update's,
+// which puts its own encoding's in its place).
+func decodeStored(b []byte, shared bool) (r *Record, body, header []byte, err error) {
 	d := decoder{b: b}
 	d.header()
 	blk := &recordBlock{r: Record{State: d.state()}}
@@ -286,7 +291,11 @@ func decodeStored(b []byte) (r *Record, body, header []byte, err error) {
 	r.Header = d.httpHeader(blk.values[:])
 	header = b[hs : len(b)-len(d.b)]
 	body = d.take(d.length())
-	r.Body = cloneBytes(body)
+	if shared && len(body) > 0 {
+		r.Body = body[:len(body):len(body)]
+	} else {
+		r.Body = cloneBytes(body)
+	}
 	copy(r.BodySHA[:], d.take(32))
 
 	// An encoded attempt is at least 9 bytes.

@@ -20,7 +20,7 @@ func TestEncodedHeaderSpans(t *testing.T) {
 		"settled":   settled,
 		"no header": {Scope: "s", Key: "k", State: StatePending, Review: "r", QueryURL: "q", Body: []byte("b")},
 	} {
-		enc, header := encodeHeader(nil, r)
+		enc, header, _ := encodeHeader(nil, r)
 		require.Equal(t, encode(nil, r), enc, name)
 		require.Equal(t, appendHeader(nil, r.Header), header, name)
 		require.Equal(t, encodedHeader(enc), header, name)
@@ -28,7 +28,7 @@ func TestEncodedHeaderSpans(t *testing.T) {
 		require.Equal(t, encode(nil, r), enc, name)
 		require.Equal(t, appendHeader(nil, r.Header), grown[:len(grown)-1], name)
 
-		got, body, stored, err := decodeStored(enc)
+		got, body, stored, err := decodeStored(enc, false)
 		require.NoError(t, err, name)
 		require.Equal(t, encodedHeader(enc), stored, name)
 		require.True(t, bytes.Equal(got.Body, body), name)
@@ -41,7 +41,7 @@ func FuzzStoredHeader(f *testing.F) {
 	f.Add(encode(nil, fullRecord()))
 	f.Add(encode(nil, &Record{Scope: "s", Key: "k", State: StatePending}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, header, err := decodeStored(b)
+		_, _, header, err := decodeStored(b, false)
 		if err != nil {
 			return
 		}

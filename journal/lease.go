@@ -416,7 +416,7 @@ func WithLease(ctx context.Context, l Lease) context.Context {
 	if ctx == nil {
 		panic("journal: WithLease of a nil context") // as context.WithValue
 	}
-	return &leaseCtx{ctx, l}
+	return &leaseCtx{Context: ctx, l: l}
 }
 
 // leaseCtx is WithLease's context: context.WithValue's, but one
@@ -427,6 +427,20 @@ func WithLease(ctx context.Context, l Lease) context.Context {
 type leaseCtx struct {
 	context.Context
 	l Lease
+	// owned marks the client's own write (internal/owned): see
+	// ownedUpdate. Set only by the mark, before the context is used.
+	owned bool
+}
+
+// ownedUpdate reports whether ctx is a lease's context the client marked
+// as its own (owned.Mark of WithLease's context, made for that one
+// write): the Update's fn is the client's, which never changes the
+// record's Body nor keeps it, and the client never changes the Body of
+// the record Update hands back (updateOp.owned). Any other context, one
+// derived from a marked one included, is not.
+func ownedUpdate(ctx context.Context) bool {
+	c, ok := ctx.(*leaseCtx)
+	return ok && c.owned
 }
 
 // Value answers the lease's key itself, and any other through the

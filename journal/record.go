@@ -167,8 +167,15 @@ type ownership struct {
 
 func init() {
 	owned.Register(func(v any) {
-		if r, ok := v.(*Record); ok && r != nil {
-			r.owned = ownership{by: r, body: r.Body, sum: r.BodySHA}
+		switch v := v.(type) {
+		case *Record:
+			if v != nil {
+				v.owned = ownership{by: v, body: v.Body, sum: v.BodySHA}
+			}
+		case *leaseCtx:
+			if v != nil {
+				v.owned = true
+			}
 		}
 	})
 }

@@ -5,6 +5,12 @@
 // than copying them again. Records built anywhere else (by a user, for
 // PrepareIn, or in a test) are never marked and are checked in full.
 //
+// The client also marks the lease's context it makes for one of its own
+// Updates (journal.WithLease's): the journal then hands that Update's fn
+// the stored body itself and the record back with its new encoding's body
+// rather than a copy, the client's fns and drive never changing a record's
+// Body.
+//
 // The mark goes through this package, not an exported method, so that the
 // journal's public API keeps one contract for every caller.
 package owned
@@ -18,8 +24,9 @@ var mark func(any)
 func Register(f func(any)) { mark = f }
 
 // Mark marks rec (a *journal.Record) as built by the client for one Create,
-// if package journal registered a marker; otherwise it does nothing and
-// rec is checked in full.
+// or a context journal.WithLease made for one of the client's Updates, if
+// package journal registered a marker; otherwise it does nothing and rec
+// is checked (or copied) in full.
 func Mark(rec any) {
 	if mark != nil {
 		mark(rec)
