@@ -67,8 +67,10 @@ type Store interface {
 	Create(ctx context.Context, rec *journal.Record) (*journal.Record, error)
 	// Get returns the record or an error matching journal.ErrNotFound.
 	Get(ctx context.Context, scope, key string) (*journal.Record, error)
-	// Update applies fn to a copy of the stored record and commits the copy
-	// (fenced when ctx carries a lease: see journal.WithLease);
+	// Update applies fn to a copy of the stored record (the bbolt journal
+	// shares its Body, never written, for the Client's own Updates) and
+	// commits the copy (fenced when ctx carries a lease: see
+	// journal.WithLease);
 	// nothing is written when fn returns an error. It returns an error
 	// matching journal.ErrTerminal, without calling fn, when the record is
 	// already succeeded or failed. fn may run more than once (when the

@@ -861,7 +861,11 @@ func (s *Store) get(ctx context.Context, rk []byte) (*Record, error) {
 // Otherwise it returns the record as committed: the very record fn was
 // given and changed, in the form Get returns (times in UTC). The Store
 // keeps none of it, so it shares nothing with the journal, only with
-// what fn kept of it or put in it.
+// what fn kept of it or put in it. The one exception is an Update under a
+// context the idem Client made for its own writes (internal/owned): its fn
+// is given the stored body and the record returned holds the new
+// encoding's body, neither copied, so a Store wrapping this one that
+// passes the Client's context on must not write into a record's Body.
 //
 // fn runs inside the commit that it shares with other writers, on the
 // goroutine of whichever writer leads that commit (the caller's own when
