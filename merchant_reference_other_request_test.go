@@ -25,7 +25,12 @@ import (
 // echoes "reference" in its data (flutterwaveKeyStore); Worldline's
 // payment "paymentOutput.references.merchantReference" for the request's
 // "order.references.merchantReference" (worldlineKeyStore; its migration
-// guide maps the legacy ORDERID to order.references.merchantReference).
+// guide maps the legacy ORDERID to order.references.merchantReference);
+// its payout "payoutOutput.references.merchantReference" for the
+// request's top-level "references.merchantReference"
+// (worldlinePayoutStore), that payoutOutput read nowhere, so the
+// replay of another payout of our amount settled as ours (2 posts, no
+// payout of ours made, our payee never paid).
 // Another reference is now another request's: flagged ReviewKeyInUse,
 // nothing settled as ours, never resent; so is one whose reference only
 // begins ours (order-1 for our order-12, sequential order numbers),
@@ -62,6 +67,11 @@ func TestReplayedPaymentOfAnotherOrderOfTheSameAmount(t *testing.T) {
 			},
 			other: worldlinePayment("3066019730_0", 1000, "EUR", "order-1002", 0),
 			how:   `references.merchantReference "order-1002", not the request's order.references.merchantReference "order-1001"`, ownID: "3066019731_0"},
+		{name: "worldline payout", body: worldlinePayoutRequest, url: "/v2/1234/payouts",
+			opts:  []idem.Option{idem.WithKeyHeader("X-GCS-Idempotence-Key", idem.KeyBare), idem.WithDecoder(decodeWorldlinePayout)},
+			store: worldlinePayoutStore,
+			other: worldlinePayout("4066019730_0", 1000, "EUR", "payout-1002"),
+			how:   `references.merchantReference "payout-1002", not the request's references.merchantReference "payout-1001"`, ownID: "4066019731_0"},
 	} {
 		submit := func(t *testing.T, f *keyReplayingServer) (*idem.Client, *idem.Result, error) {
 			srv := httptest.NewServer(http.HandlerFunc(f.serve))

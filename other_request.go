@@ -640,7 +640,17 @@ func resources(doc any, depth int, own map[string]any, acted []string, into []ma
 // …/payments/{paymentId}/cancel with the part to cancel as its
 // "amountOfMoney", answers {"payment": …} with the payment's own amount,
 // which made our partial cancel another request's.
+//
+// Its CreatePayout answers the payout itself, {"id", "payoutOutput":
+// {"amountOfMoney", "references": {"merchantReference"}, …}, "status"}
+// (PayoutResponse), for the request's top-level "amountOfMoney" and
+// "references": read nowhere, the replay of another request's payout of
+// our amount and currency, only its merchantReference not ours, settled
+// as ours, and our payee was never paid.
 func paymentOutput(m map[string]any, acted []string) (map[string]any, bool) {
+	if out, ok := m["payoutOutput"].(map[string]any); ok && !actedOn(m, acted) {
+		return out, true
+	}
 	payment, _ := m["payment"].(map[string]any)
 	out, ok := payment["paymentOutput"].(map[string]any)
 	return out, ok && !actedOn(payment, acted)

@@ -203,6 +203,13 @@ func TestOtherRequestActedOn(t *testing.T) {
 		{"the intent, its id escaped", capture, `{"id":"pay/1","amount":100}`, "https://h/v1/payments/pay%2F1/capture", ""},
 		{"the intent, another currency in its amount object", `{"amount":{"currency":"EUR","value":50}}`,
 			`{"id":"int_1","amount":{"currency":"USD","value":100}}`, "", `amount.currency "USD", not the request's amount.currency "EUR"`},
+		// A payout's own output, as Worldline Direct's CreatePayout
+		// answers it, is compared; not one of a payout the path names.
+		{"a payout's output", `{"amountOfMoney":{"amount":50,"currencyCode":"EUR"}}`,
+			`{"id":"po_1","payoutOutput":{"amountOfMoney":{"amount":100,"currencyCode":"EUR"}}}`, "https://h/v2/m/payouts",
+			`amountOfMoney.amount "100", not the request's amountOfMoney.amount "50"`},
+		{"the payout acted on, its output", `{"amountOfMoney":{"amount":50,"currencyCode":"EUR"}}`,
+			`{"id":"po_1","payoutOutput":{"amountOfMoney":{"amount":100,"currencyCode":"EUR"}}}`, "https://h/v2/m/payouts/po_1/cancel", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			segs := acted

@@ -28,30 +28,41 @@ import (
 // beside its surchargeSpecificOutput (modelled: the SDKs' PaymentOutput
 // says only "Object containing amount and ISO currency code attributes").
 func worldlineKeyStore(cutBefore, cutAfter int, surcharge int64, stored map[string]string) *keyReplayingServer {
+	return worldlineReplaying(cutBefore, cutAfter, stored, func(b []byte, n int) string {
+		var req struct {
+			Order struct {
+				worldlineAmount
+				Surcharge json.RawMessage `json:"surchargeSpecificInput"`
+			} `json:"order"`
+		}
+		_ = json.Unmarshal(b, &req)
+		o, added := req.Order, int64(0)
+		if o.Surcharge != nil {
+			added = surcharge
+		}
+		return worldlinePayment(fmt.Sprintf("%d_0", 3066019730+n), o.AmountOfMoney.Amount, o.AmountOfMoney.CurrencyCode,
+			o.References.MerchantReference, added)
+	})
+}
+
+// worldlineReplaying is a Worldline Direct endpoint keeping its answers,
+// made by answer, under X-GCS-Idempotence-Key and replaying them marked.
+func worldlineReplaying(cutBefore, cutAfter int, stored map[string]string, answer func(body []byte, n int) string) *keyReplayingServer {
 	return &keyReplayingServer{keyHeader: "X-GCS-Idempotence-Key", status: http.StatusCreated,
 		marker:    http.Header{"X-Gcs-Idempotence-Request-Timestamp": {"1700000000000"}},
-		cutBefore: cutBefore, cutAfter: cutAfter, stored: stored,
-		make: func(b []byte, n int) string {
-			var req struct {
-				Order struct {
-					AmountOfMoney struct {
-						Amount       int64  `json:"amount"`
-						CurrencyCode string `json:"currencyCode"`
-					} `json:"amountOfMoney"`
-					References struct {
-						MerchantReference string `json:"merchantReference"`
-					} `json:"references"`
-					Surcharge json.RawMessage `json:"surchargeSpecificInput"`
-				} `json:"order"`
-			}
-			_ = json.Unmarshal(b, &req)
-			o, added := req.Order, int64(0)
-			if o.Surcharge != nil {
-				added = surcharge
-			}
-			return worldlinePayment(fmt.Sprintf("%d_0", 3066019730+n), o.AmountOfMoney.Amount, o.AmountOfMoney.CurrencyCode,
-				o.References.MerchantReference, added)
-		}}
+		cutBefore: cutBefore, cutAfter: cutAfter, stored: stored, make: answer}
+}
+
+// worldlineAmount is what a Worldline Direct request says it is for: its
+// amountOfMoney and merchant's reference.
+type worldlineAmount struct {
+	AmountOfMoney struct {
+		Amount       int64  `json:"amount"`
+		CurrencyCode string `json:"currencyCode"`
+	} `json:"amountOfMoney"`
+	References struct {
+		MerchantReference string `json:"merchantReference"`
+	} `json:"references"`
 }
 
 // worldlinePayment is a CreatePayment answer for a captured card payment
