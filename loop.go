@@ -156,7 +156,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	}
 	wasOpen := rec.Open()
 	if wasOpen && !preRecorded {
-		c.sights.read(rec, now, c.bornAt(), c.cfg.reconcileDeadline)
+		c.sights.read(rec, now, c.cfg.reconcileDeadline)
 	}
 	hctx, end := c.callStarted(ctx, rec, mode)
 	d.hctx = hctx

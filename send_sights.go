@@ -19,9 +19,11 @@ import (
 // read by our clock its send looked minutes old, the result lag over at
 // once, and a client order id whose market order had filled (Binance's
 // -2013 while its read path lags) was resent and placed a second order.
-// A send that happened before this process began is counted from born
-// instead (resultLagging). Kept in memory only: a restarted process has
-// born.
+// A send stamped before this process began, which resultLagging counts
+// from born, is noted too: stamped by a clock running behind ours, it
+// may have been made after born (a replica started a minute before
+// another, two minutes behind, sent).
+// Kept in memory only: a restarted process reads every send afresh.
 type sendSights struct {
 	mu    sync.Mutex
 	n     atomic.Int32 // len(m): most drives end with none to forget
@@ -47,11 +49,11 @@ func lastSend(rec *journal.Record) (journal.Attempt, bool) {
 
 // read notes rec's last send that may have executed as read at now by a
 // drive about to start on it, unless this process knows it already (it
-// made it, or read it before) or it happened before born. keep bounds
-// how long an entry may matter (sweep).
-func (s *sendSights) read(rec *journal.Record, now, born time.Time, keep time.Duration) {
+// made it, or read it before). keep bounds how long an entry may matter
+// (sweep).
+func (s *sendSights) read(rec *journal.Record, now time.Time, keep time.Duration) {
 	a, ok := lastSend(rec)
-	if !ok || born.IsZero() || a.Start.Before(born) {
+	if !ok {
 		return
 	}
 	id := opID{rec.Scope, rec.Key}

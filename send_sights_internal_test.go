@@ -26,25 +26,26 @@ func sentRecord(key string, n int, start time.Time) *journal.Record {
 // lag starting over, and an order never placed would never be resent);
 // this process's own send counts from its start, and a later read of it
 // does not move that; a newer send of another replica is counted afresh.
-// A send before born is left to born.
+// A send stamped before born is counted from its first read too: by a
+// clock behind ours, it may have been made since.
 func TestSendSightsCountFromFirstRead(t *testing.T) {
 	var s sendSights
 	born := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
 	t0 := born.Add(time.Hour)
 	keep := DefaultReconcileDeadline
 
-	s.read(sentRecord("other", 1, t0.Add(-2*time.Minute)), t0, born, keep)
-	s.read(sentRecord("other", 1, t0.Add(-2*time.Minute)), t0.Add(5*time.Minute), born, keep)
+	s.read(sentRecord("other", 1, t0.Add(-2*time.Minute)), t0, keep)
+	s.read(sentRecord("other", 1, t0.Add(-2*time.Minute)), t0.Add(5*time.Minute), keep)
 	require.Equal(t, t0, s.since(sentRecord("other", 1, time.Time{})), "another replica's send, read twice")
-	s.read(sentRecord("other", 3, t0), t0.Add(6*time.Minute), born, keep)
+	s.read(sentRecord("other", 3, t0), t0.Add(6*time.Minute), keep)
 	require.Equal(t, t0.Add(6*time.Minute), s.since(sentRecord("other", 3, time.Time{})), "its newer send")
 
 	s.made(sentRecord("own", 2, t0), 1, t0.Add(time.Second), keep)
-	s.read(sentRecord("own", 2, t0), t0.Add(10*time.Minute), born, keep)
+	s.read(sentRecord("own", 2, t0), t0.Add(10*time.Minute), keep)
 	require.Equal(t, t0, s.since(sentRecord("own", 2, time.Time{})), "this process's own send, read again")
 
-	s.read(sentRecord("earlier", 1, born.Add(-time.Minute)), t0, born, keep)
-	require.True(t, s.since(sentRecord("earlier", 1, time.Time{})).IsZero(), "a send before born")
+	s.read(sentRecord("earlier", 1, born.Add(-time.Minute)), t0, keep)
+	require.Equal(t, t0, s.since(sentRecord("earlier", 1, time.Time{})), "a send stamped before born")
 
 	// A drive whose own sends were all refused leaves the send it read
 	// counted from when it read it.
@@ -65,11 +66,11 @@ func TestSendSightsSweepsOldEntries(t *testing.T) {
 	born := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
 	keep := time.Hour
 	for i := range 1000 {
-		s.read(sentRecord(fmt.Sprint("old", i), 1, born), born, born, keep)
+		s.read(sentRecord(fmt.Sprint("old", i), 1, born), born, keep)
 	}
 	later := born.Add(2 * time.Hour)
 	for i := range 100 {
-		s.read(sentRecord(fmt.Sprint("new", i), 1, later), later, born, keep)
+		s.read(sentRecord(fmt.Sprint("new", i), 1, later), later, keep)
 	}
 	require.Equal(t, 100, int(s.n.Load()), "entries left after the sweep")
 	require.Len(t, s.m, 100)

@@ -37,12 +37,23 @@ func (c aheadClock) Now() time.Time { return c.Clock.Now().Add(c.ahead) }
 // else keeps the replicas apart). Read by B's clock, A's send was two
 // minutes old, the lag over at once: B's -2013 let the id go again and
 // placed a second order, settled succeeded (2 submits, 2 orders; B up
-// for an hour before, so its start-up did not count for it). B counts
-// the lag of a send another replica made from when it first read it: it
-// only asks, and finds the one order once the read path has caught up.
+// for an hour before, so its start-up did not count for it). Nor did it
+// when B had started 90 s before A sent: A's send, stamped by A's clock
+// before B's start by B's, was counted from B's start, 2 min over by the
+// time B visited 35 s after the send (2 orders). B counts the lag of a
+// send another replica made from when it first read it: it only asks,
+// and finds the one order once the read path has caught up.
 func TestResultLagOfAnotherReplicasSendByAClockAhead(t *testing.T) {
-	for _, visit := range []string{"caller's retry", "Resume"} {
-		t.Run(visit, func(t *testing.T) {
+	for _, row := range []struct {
+		name, visit string
+		bUp         time.Duration // how long B has been up when A sends
+	}{
+		{"caller's retry", "caller's retry", time.Hour},
+		{"Resume", "Resume", time.Hour},
+		{"caller's retry, B started just before", "caller's retry", 90 * time.Second},
+		{"Resume, B started just before", "Resume", 90 * time.Second},
+	} {
+		t.Run(row.name, func(t *testing.T) {
 			ctx := context.Background()
 			shared := idemtest.NewClock(time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC))
 			key := crashtest.Key(1)
@@ -70,13 +81,14 @@ func TestResultLagOfAnotherReplicasSendByAClockAhead(t *testing.T) {
 			a := newReplica("a", shared, &http.Client{Transport: &crashtest.LoseFirstOrder{Base: srv.Client().Transport}})
 			bc := newReplica("b", aheadClock{shared, 2 * time.Minute}, srv.Client())
 
-			// Both replicas have been up a while: B's start-up is long
-			// past when A sends.
-			for _, c := range []*idem.Client{a, bc} {
-				_, err := c.Resume(ctx)
-				require.NoError(t, err)
-			}
+			// A has been up a while; B started bUp before A sends.
+			_, err = a.Resume(ctx)
+			require.NoError(t, err)
 			shared.Advance(time.Hour)
+			bStarted := shared.Now()
+			_, err = bc.Resume(ctx)
+			require.NoError(t, err)
+			shared.Advance(row.bUp)
 
 			req := idem.Request{Key: key, URL: srv.URL + crashtest.OrdersPath, Body: crashtest.Body(1)}
 			placed := shared.Now()
@@ -84,9 +96,13 @@ func TestResultLagOfAnotherReplicasSendByAClockAhead(t *testing.T) {
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "A's call, the read path still behind")
 			require.Equal(t, idem.StateUnknown, res.State)
 			require.Equal(t, 1, submits(srv, key))
+			// B visits once its start is over the lag ago by its clock.
+			if d := bStarted.Add(idem.DefaultResultLag + 5*time.Second).Sub(shared.Now()); d > 0 {
+				shared.Advance(d)
+			}
 			require.Less(t, shared.Now().Sub(placed), 62*time.Second, "the read path still behind when B visits")
 
-			switch visit {
+			switch row.visit {
 			case "caller's retry":
 				res, err = bc.Submit(ctx, req)
 				t.Logf("B's Submit: %v, %v", res.State, err)
