@@ -65,6 +65,17 @@ func (s *sendSights) read(rec *journal.Record, now time.Time, keep time.Duration
 	s.put(id, sendSight{a.Number, now}, now, keep)
 }
 
+// listed is read for rec as Resume lists it, before any drive: a send
+// Resume's drives defer (a host down, its share spent) counts from then,
+// not from a later visit's read. Only a send whose outcome is journaled:
+// one still under way when listed may go out after it, and is left to
+// the drive's read, under the lease.
+func (s *sendSights) listed(rec *journal.Record, now time.Time, keep time.Duration) {
+	if a, ok := lastSend(rec); ok && a.Done {
+		s.read(rec, now, keep)
+	}
+}
+
 // made notes rec's last send that may have executed as this process's
 // own, counted from its start, at the end of a drive that left the
 // operation open, if the drive made it (numbered past before, the last
