@@ -50,7 +50,8 @@ type Client struct {
 
 	mu       sync.Mutex
 	inflight map[opID]*call
-	handover handovers // Run's claims on calls in flight (lease.go)
+	handover handovers  // Run's claims on calls in flight (lease.go)
+	sights   sendSights // when this process met each open operation's last send (send_sights.go)
 	life     lifecycle
 	watch    watchers // Wait calls (hooks.go)
 	// maybe: the keys whose create's commit answer was lost

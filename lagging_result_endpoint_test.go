@@ -1,10 +1,8 @@
 package idem_test
 
 import (
-	"errors"
 	"net/http"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,22 +12,6 @@ import (
 	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/internal/crashtest"
 )
-
-// loseFirstOrder drops the answer to the first order placed, after the
-// server has placed it: a connection reset on the way back.
-type loseFirstOrder struct {
-	base http.RoundTripper
-	lost atomic.Bool
-}
-
-func (l *loseFirstOrder) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := l.base.RoundTrip(r)
-	if err == nil && r.Method == http.MethodPost && l.lost.CompareAndSwap(false, true) {
-		_ = resp.Body.Close()
-		return nil, errors.New("connection reset by peer")
-	}
-	return resp, err
-}
 
 // openOnlyExchange is the fake server as an order API whose client order
 // id is unique among open orders only (Binance's newClientOrderId, "a
@@ -65,8 +47,8 @@ func openOnlyServer(t *testing.T, shared *idemtest.Clock, clk idem.Clock, wrap f
 		crashtest.BehaviorOptions(b)...)
 }
 
-// loseFirst wraps a transport in loseFirstOrder.
-func loseFirst(rt http.RoundTripper) http.RoundTripper { return &loseFirstOrder{base: rt} }
+// loseFirst wraps a transport in crashtest.LoseFirstOrder.
+func loseFirst(rt http.RoundTripper) http.RoundTripper { return &crashtest.LoseFirstOrder{Base: rt} }
 
 // requireResume runs Resume and asserts its summary.
 func requireResume(t *testing.T, c *idem.Client, want idem.Summary) {

@@ -151,7 +151,14 @@ func (c *Client) lagging(rec *journal.Record, now time.Time) bool {
 	if !steps.stepped() {
 		now = c.life.run.trusted(now)
 	}
-	return resultLagging(rec, now, c.bornAt(), steps, c.cfg.resultLag, c.cfg.attemptTimeout)
+	if resultLagging(rec, now, c.bornAt(), steps, c.cfg.resultLag, c.cfg.attemptTimeout) {
+		return true
+	}
+	// Nor before the lag has passed since this process first read a send
+	// another replica made (sendSights): that replica's clock, by which
+	// the send is stamped, may run behind ours.
+	seen := c.sights.since(rec)
+	return c.cfg.resultLag > 0 && !seen.IsZero() && now.Sub(seen.Add(steps.stepSince(seen))) < c.cfg.resultLag
 }
 
 // sentEarlier reports whether an earlier process first sent rec: how

@@ -156,11 +156,24 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 		start: now, deadline: now.Add(c.cfg.maxElapsed), preRecorded: preRecorded, lease: l, brief: brief, wasReview: rec.Review,
 	}
 	wasOpen := rec.Open()
+	if wasOpen && !preRecorded {
+		c.sights.read(rec, now, c.cfg.reconcileDeadline)
+	}
 	hctx, end := c.callStarted(ctx, rec, mode)
 	d.hctx = hctx
 	cause := d.run()
 	elsewhere := errors.Is(cause, errSettledElsewhere)
 	d.release(elsewhere)
+	switch {
+	case d.rec.Open() && d.submits > 0:
+		ours := before // the attempts past it are this drive's
+		if preRecorded {
+			ours-- // and the one journaled with the record, which it sent
+		}
+		c.sights.made(d.rec, ours, c.cfg.clock.Now(), c.cfg.reconcileDeadline)
+	case !d.rec.Open():
+		c.sights.forget(d.rec.Scope, d.rec.Key)
+	}
 	if elsewhere {
 		cause = nil // whoever settled it (Resolve) told the hooks
 	}

@@ -110,6 +110,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	err = c.store.ForEachOpen(ctx, func(r *journal.Record) error {
 		refs = append(refs, ref{scope: r.Scope, key: r.Key, host: c.hostOf(r)})
 		c.ignoring.relearn(r) // before any visit
+		c.sights.listed(r, c.cfg.clock.Now(), c.cfg.reconcileDeadline)
 		return nil
 	})
 	if err != nil {

@@ -55,9 +55,10 @@
 // may have committed.
 // Since leases are judged by the database's clock, the standby's clock
 // must agree with the primary's to well within a lease (NTP). The
-// replicas' clocks need not agree for leases, but the key window is
-// judged in them (a first send one replica stamped, against another's
-// now): replicas still need clocks that agree to well within
+// replicas' clocks need not agree for leases, nor for the result lag (a
+// replica counts another's send from when it first read it), but the
+// key window is judged in them (a first send one replica stamped,
+// against another's now): replicas still need clocks that agree to well within
 // idem.KeyWindowMargin, the time before the window's end from which idem
 // stops resending (plus whatever margin their WithKeyRetention leaves
 // below the server's window).

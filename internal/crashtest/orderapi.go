@@ -2,8 +2,11 @@ package crashtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/idemkit/idem"
 	"github.com/idemkit/idem/idemtest"
@@ -52,4 +55,22 @@ func DecodeOrder(a *idem.Answer) (idem.Outcome, error) {
 		return idem.Outcome{State: idem.StateSucceeded, ResourceID: id}, nil
 	}
 	return idem.Outcome{}, fmt.Errorf("order: status %q settles nothing", v.Status)
+}
+
+// LoseFirstOrder drops the answer to the first order placed through it,
+// after the server has placed it: a connection reset on the way back.
+type LoseFirstOrder struct {
+	Base http.RoundTripper
+	lost atomic.Bool
+}
+
+// RoundTrip sends r through Base, and for the first submit answered
+// closes the answer and returns a transport error instead.
+func (l *LoseFirstOrder) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.Base.RoundTrip(r)
+	if err == nil && r.Method == http.MethodPost && l.lost.CompareAndSwap(false, true) {
+		_ = resp.Body.Close()
+		return nil, errors.New("connection reset by peer")
+	}
+	return resp, err
 }

@@ -1,0 +1,78 @@
+package idem
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// sentRecord is an open record of key whose last attempt, a submit
+// numbered n, started at start and may have executed.
+func sentRecord(key string, n int, start time.Time) *journal.Record {
+	rec := &journal.Record{Scope: "s", Key: key}
+	for i := 1; i <= n; i++ {
+		rec.Attempts = append(rec.Attempts, journal.Attempt{Number: i, Kind: journal.AttemptSubmit, Start: start, Done: true, Wrote: true})
+	}
+	return rec
+}
+
+// TestSendSightsCountFromFirstRead: a send another replica made is
+// counted from this process's first read of it, and read again it keeps
+// that time (counted from each read, Run's every visit would find the
+// lag starting over, and an order never placed would never be resent);
+// this process's own send counts from its start, and a later read of it
+// does not move that; a newer send of another replica is counted afresh.
+// A send stamped before born is counted from its first read too: by a
+// clock behind ours, it may have been made since.
+func TestSendSightsCountFromFirstRead(t *testing.T) {
+	var s sendSights
+	born := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
+	t0 := born.Add(time.Hour)
+	keep := DefaultReconcileDeadline
+
+	s.read(sentRecord("other", 1, t0.Add(-2*time.Minute)), t0, keep)
+	s.read(sentRecord("other", 1, t0.Add(-2*time.Minute)), t0.Add(5*time.Minute), keep)
+	require.Equal(t, t0, s.since(sentRecord("other", 1, time.Time{})), "another replica's send, read twice")
+	s.read(sentRecord("other", 3, t0), t0.Add(6*time.Minute), keep)
+	require.Equal(t, t0.Add(6*time.Minute), s.since(sentRecord("other", 3, time.Time{})), "its newer send")
+
+	s.made(sentRecord("own", 2, t0), 1, t0.Add(time.Second), keep)
+	s.read(sentRecord("own", 2, t0), t0.Add(10*time.Minute), keep)
+	require.Equal(t, t0, s.since(sentRecord("own", 2, time.Time{})), "this process's own send, read again")
+
+	s.read(sentRecord("earlier", 1, born.Add(-time.Minute)), t0, keep)
+	require.Equal(t, t0, s.since(sentRecord("earlier", 1, time.Time{})), "a send stamped before born")
+
+	// A drive whose own sends were all refused leaves the send it read
+	// counted from when it read it.
+	refused := sentRecord("other", 4, t0.Add(7*time.Minute))
+	refused.Attempts[3].Refused = true
+	s.made(refused, 3, t0.Add(8*time.Minute), keep)
+	require.Equal(t, t0.Add(6*time.Minute), s.since(refused), "after a drive whose sends were refused")
+
+	s.forget("s", "own")
+	require.True(t, s.since(sentRecord("own", 2, time.Time{})).IsZero(), "forgotten once settled")
+}
+
+// TestSendSightsSweepsOldEntries: entries of operations another replica
+// settled, which this process never visits again, are dropped once older
+// than keep, when the map has doubled; younger ones stay.
+func TestSendSightsSweepsOldEntries(t *testing.T) {
+	var s sendSights
+	born := time.Date(2026, 12, 7, 11, 0, 0, 0, time.UTC)
+	keep := time.Hour
+	for i := range 1000 {
+		s.read(sentRecord(fmt.Sprint("old", i), 1, born), born, keep)
+	}
+	later := born.Add(2 * time.Hour)
+	for i := range 100 {
+		s.read(sentRecord(fmt.Sprint("new", i), 1, later), later, keep)
+	}
+	require.Equal(t, 100, int(s.n.Load()), "entries left after the sweep")
+	require.Len(t, s.m, 100)
+	require.Equal(t, later, s.since(sentRecord("new0", 1, time.Time{})))
+}
