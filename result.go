@@ -200,7 +200,9 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // but a "canceled" or "cancelled" whose "id" is the key (a UUID key in
 // any case, with or without its hyphens) is the status
 // monitor of the key's own operation (the Azure REST API Guidelines'
-// monitor, named by its Operation-Id) saying the work was not done: failed.
+// monitor, named by its Operation-Id) saying the work was not done:
+// failed; unless the request made its resource at the key (its path ends
+// in the key, or its body's "id" is the key), which was made.
 // APIs whose resources may be created in a state that is not yet an
 // outcome (a payment "pending" its authorisation), or that say a failure
 // another way (Adyen's "resultCode"), need a Decoder that reads it:
@@ -355,7 +357,7 @@ func decodeObject(a *Answer, body []byte, inData bool) (Outcome, error) {
 // status is st (see DecodeJSON).
 func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome, error) {
 	st = statusWord(body, st)
-	if st.ok && operationCanceled(st.s) && isKey(id, a.Key) {
+	if st.ok && operationCanceled(st.s) && isKey(id, a.Key) && !namesKeyItself(a) {
 		return Outcome{State: StateFailed, ResourceID: id, Reason: truncate(st.s, 64)}, nil
 	}
 	done := false
@@ -402,11 +404,30 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 // made, it settled succeeded. A resource the server named itself keeps
 // that reading.
 func operationCanceled(s string) bool {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "canceled", "cancelled":
+	s = strings.TrimSpace(s)
+	return strings.EqualFold(s, "canceled") || strings.EqualFold(s, "cancelled")
+}
+
+// namesKeyItself reports whether a's request made its resource at the key:
+// its path ends in the key (PUT /v1/orders/{key}, a create at a
+// client-chosen id) or its body's own "id" is the key. That resource's
+// "id" is the key too, and its "canceled" is a state it reached after it
+// was made (an IOC order partly filled, the rest canceled): read as a
+// canceled operation, the order that executed settled failed, and its
+// caller, told so, ordered again. A status monitor is another resource
+// than the request's, polled at its own path.
+func namesKeyItself(a *Answer) bool {
+	if segs := pathSegments(a.URL, ""); len(segs) > 0 && isKey(segs[len(segs)-1], a.Key) {
 		return true
 	}
-	return false
+	var body struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(a.RequestBody, &body) != nil || len(body.ID) == 0 {
+		return false
+	}
+	var id string
+	return json.Unmarshal(body.ID, &id) == nil && isKey(id, a.Key)
 }
 
 // isKey reports whether id, a resource's "id", is key: as it was
