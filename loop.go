@@ -283,8 +283,15 @@ func (d *driver) run() error {
 						// The journal works: no reason to stop Run's pass
 						// or fail Resume (journalError). The flag stays, for
 						// a person or for a visit once room is made (an
-						// endpoint too long to journal never is).
-						return d.handoff(errorf("idem: the operation stays flagged for review, its result endpoint unasked: %w", err), time.Time{})
+						// endpoint too long to journal never is). Not
+						// visited again at the reconcile delay, which no
+						// attempt lengthens: each visit read every endpoint
+						// and made an fsync'd commit, every 30 s, for ever.
+						recheck := min(c.cfg.reconcileMax, reviewRecheck)
+						if errors.Is(err, journal.ErrInvalid) {
+							recheck = reviewRecheck
+						}
+						return d.handoff(errorf("idem: the operation stays flagged for review, its result endpoint unasked: %w", err), d.now().Add(recheck))
 					}
 					return d.handoff(&journalError{err}, time.Time{})
 				}
