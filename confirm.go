@@ -196,7 +196,7 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		switch err := c.keepIgnoring(ctx, prior); {
 		case errors.Is(err, journal.ErrKeyIgnoringFull):
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, the journal keeping as many as it can, so nothing was written and it stays flagged for review: "+
-				"once room is made its redelivery settles it, or settle it by hand (Resolve): %w", scope, key, err)
+				"answer the provider with a retryable status (5xx), and once room is made (idem key-ignoring remove, ForgetKeyIgnoring) its redelivery settles it; or settle it by hand (Resolve): %w", scope, key, err)
 		case errors.Is(err, journal.ErrInvalid):
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is too long, or not valid UTF-8, to be journaled, so nothing was written and it stays flagged for review: "+
 				"a redelivery cannot settle it; settle it by hand (Resolve): %w", scope, key, err)
