@@ -309,3 +309,76 @@ func TestHostGainsSince(t *testing.T) {
 		t.Errorf("gain since a send in a dropped frame = %v; want %v", got, want)
 	}
 }
+
+// A guest VM paused 35 minutes (virsh suspend) reads the pause behind the
+// true time after the resume, and chrony slews it right at its default
+// maxslewrate, 83333 ppm (chrony.conf(5) maxslewrate: 83 ms a second),
+// over seven hours: the host's offset falls by clockSlack every 24
+// seconds, a frame each, and the frames fill within minutes. No send
+// after the resume gained anything on the host's clock (ours, slewed
+// forward, calls it older than the host does), so none of those within
+// the key window by our clock may read a gain that puts it past the
+// window: before, the merges folded the pause into every later frame,
+// and each send more than a few minutes old read 35 minutes gained. A
+// send before the pause still reads the whole pause, all the way.
+func TestHostGainsSlewAfterPause(t *testing.T) {
+	const (
+		pause  = 35 * time.Minute
+		window = 27 * time.Minute // resendWindow of a 30-minute key
+		slew   = 83333            // ppm
+	)
+	truth := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	lost := time.Duration(0)
+	ours := func() time.Time { return truth.Add(-lost) }
+	var g hostGains
+	answer := func() { g.observe(truth.Format(http.TimeFormat), ours()) }
+
+	answer()
+	truth = truth.Add(time.Minute)
+	before := ours()
+	truth, lost = truth.Add(pause), pause // the guest stands still
+	answer()
+
+	var sends []time.Time
+	flagged, judged := 0, 0
+	for s := 1; lost > 0; s++ {
+		truth = truth.Add(time.Second)
+		lost = max(lost-slew*time.Microsecond, 0) // ppm of a second
+		if s%5 == 0 {
+			answer()
+		}
+		if s%30 == 0 {
+			sends = append(sends, ours())
+		}
+		if s%60 != 0 {
+			continue
+		}
+		now := ours()
+		for _, sent := range sends {
+			age := now.Sub(sent)
+			if age >= window {
+				continue // expired by our clock alone
+			}
+			judged++
+			if gain := g.since(sent); gain > clockSlack && age+gain >= window {
+				flagged++
+			}
+		}
+		if gain := g.since(before); gain < pause-clockSlack {
+			t.Fatalf("%v into the slew: gain since a send before the pause = %v; want %v", truth.Sub(before), gain, pause)
+		}
+	}
+	if flagged != 0 {
+		t.Errorf("sends after the resume read past the key window: %d of %d judgements; want 0", flagged, judged)
+	}
+
+	// Every answer goes through observe: a merge must cost no allocation.
+	dates := [2]string{truth.Format(http.TimeFormat), truth.Add(10 * time.Second).Format(http.TimeFormat)}
+	i := 0
+	if n := testing.AllocsPerRun(100, func() {
+		i++
+		g.observe(dates[i%2], ours())
+	}); n != 0 {
+		t.Errorf("observe allocs, merging = %v; want 0", n)
+	}
+}
