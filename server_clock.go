@@ -103,6 +103,11 @@ type hostGains struct {
 type gainFrame struct {
 	first          time.Time
 	off, top, rose time.Duration
+	// last is the latest first of the frames merged into it after its
+	// own (zero where none was): ours stepped back puts a later frame's
+	// first before an earlier one's, and a send read between them lies
+	// in this frame, not past it (since).
+	last time.Time
 }
 
 // observe records the offset an answer dated date showed, that came when
@@ -117,12 +122,12 @@ func (g *hostGains) observe(date string, at time.Time) {
 	switch {
 	case off < -maxServerDateSkew:
 	case g.n == 0:
-		g.frames[0], g.n = gainFrame{at, off, off, 0}, 1
+		g.frames[0], g.n = gainFrame{first: at, off: off, top: off}, 1
 	case off > g.frames[g.n-1].off+clockSlack || off < g.frames[g.n-1].off-clockSlack:
 		if g.n == maxHostGains {
 			g.merge()
 		}
-		g.frames[g.n] = gainFrame{at, off, off, 0}
+		g.frames[g.n] = gainFrame{first: at, off: off, top: off}
 		g.n++
 	default:
 		f := &g.frames[g.n-1]
@@ -154,6 +159,7 @@ func (g *hostGains) merge() {
 	}
 	a, b := &g.frames[best], g.frames[best+1]
 	a.off, a.top, a.rose = min(a.off, b.off), max(a.top, b.top), rose
+	a.last = later(later(a.last, b.first), b.last)
 	copy(g.frames[best+1:], g.frames[best+2:g.n])
 	g.n--
 }
@@ -163,7 +169,8 @@ func (g *hostGains) merge() {
 // less that of the frame the send lay in (the most that frame rose
 // within it, if more: merge), the last one first shown
 // before it (one shown at its reading or after may have come after the
-// send, which may then lie before the gain). A send before the first
+// send, which may then lie before the gain), none merged into it first
+// shown at its reading or after. A send before the first
 // answer is judged by the first frame. The highest, not the last: one
 // answer that reads low (a backend's clock behind, a cache's copy) takes
 // nothing back.
@@ -172,7 +179,7 @@ func (g *hostGains) since(sent time.Time) time.Duration {
 		return 0
 	}
 	i := 0
-	for i+1 < g.n && g.frames[i+1].first.Before(sent) {
+	for i+1 < g.n && g.frames[i].last.Before(sent) && g.frames[i+1].first.Before(sent) {
 		i++
 	}
 	ref, top := g.frames[i].off, g.frames[i].off
@@ -180,6 +187,14 @@ func (g *hostGains) since(sent time.Time) time.Duration {
 		top = max(top, f.top)
 	}
 	return max(top-ref, g.frames[i].rose)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // maxServerClocks bounds the hosts remembered: a client sends to a few
