@@ -178,10 +178,15 @@ func TestRunRestsAHostAsLongAsItsOwnClockSays(t *testing.T) {
 		if until.IsZero() {
 			until = now.Add(10 * time.Minute)
 		}
+		// Every answer's Date reads the host's clock, the orders' too:
+		// net/http's own, the machine's days from the test's clock, read
+		// as the host's clock gaining days since the 503s and flagged
+		// the other order ReviewClockStepped whenever its resend was
+		// judged after the first order's answer (a loaded machine).
+		w.Header().Set("Date", now.Add(skew).Format(http.TimeFormat))
 		if !now.Before(until) {
 			return false
 		}
-		w.Header().Set("Date", now.Add(skew).Format(http.TimeFormat))
 		w.Header().Set("Retry-After", until.Add(skew).Format(http.TimeFormat))
 		w.WriteHeader(http.StatusServiceUnavailable)
 		return true

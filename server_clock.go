@@ -85,8 +85,11 @@ const maxHostGains = 8
 // starts a frame too: without it, a second pause after the correction
 // would rise to no more than the first did, and gain nothing. A Date
 // more than maxServerDateSkew behind ours is a broken clock (1970), not
-// ours put right: it starts no frame. The zero value has heard no
-// answer.
+// ours put right: it starts no frame. Past maxHostGains frames, the
+// adjacent pair whose merging rises least becomes one (merge): NTP
+// slewing ours right after a pause starts a frame every few dozen
+// seconds, and those fold together, the pause's jump kept between them
+// and the sends before it. The zero value has heard no answer.
 type hostGains struct {
 	frames [maxHostGains]gainFrame
 	n      int
@@ -94,10 +97,17 @@ type hostGains struct {
 
 // gainFrame is an offset of the host's clock from ours, first shown by an
 // answer that came when our wall clock read first; top is the highest
-// any frame merged into it showed (observe), off where none was.
+// any frame merged into it showed (merge), off the lowest, both the one
+// offset where none was; rose is the most the host's clock gained within
+// it since a send in it, at the least seen (zero where none was merged).
 type gainFrame struct {
-	first    time.Time
-	off, top time.Duration
+	first          time.Time
+	off, top, rose time.Duration
+	// last is the latest first of the frames merged into it after its
+	// own (zero where none was): ours stepped back puts a later frame's
+	// first before an earlier one's, and a send read between them lies
+	// in this frame, not past it (since).
+	last time.Time
 }
 
 // observe records the offset an answer dated date showed, that came when
@@ -112,18 +122,12 @@ func (g *hostGains) observe(date string, at time.Time) {
 	switch {
 	case off < -maxServerDateSkew:
 	case g.n == 0:
-		g.frames[0], g.n = gainFrame{at, off, off}, 1
+		g.frames[0], g.n = gainFrame{first: at, off: off, top: off}, 1
 	case off > g.frames[g.n-1].off+clockSlack || off < g.frames[g.n-1].off-clockSlack:
 		if g.n == maxHostGains {
-			// The first frame stays, merged with the second: a send that
-			// lay in either is judged from the lower offset to the
-			// highest since, which holds back rather than lets go.
-			f0, f1 := &g.frames[0], g.frames[1]
-			f0.off, f0.top = min(f0.off, f1.off), max(f0.top, f1.top)
-			copy(g.frames[1:], g.frames[2:])
-			g.n--
+			g.merge()
 		}
-		g.frames[g.n] = gainFrame{at, off, off}
+		g.frames[g.n] = gainFrame{first: at, off: off, top: off}
 		g.n++
 	default:
 		f := &g.frames[g.n-1]
@@ -131,11 +135,42 @@ func (g *hostGains) observe(date string, at time.Time) {
 	}
 }
 
+// merge makes room for a frame: of the adjacent pairs, the one whose
+// merged frame rises least becomes one, the earlier's first, its offset
+// the lower, its top the higher. A send that lay in either is judged
+// from that lower offset (since), which holds back rather than lets go:
+// it reads at least the gain it did. The rise is what a send in the
+// earlier may read that it did not: the later's top less the earlier's
+// offset. A fall merges at no cost, for the host's clock gained nothing
+// on ours since a send before it, so NTP slewing ours right after a
+// pause, a frame every few dozen seconds (chrony's default maxslewrate,
+// 83333 ppm: 2 s in 24 s), folds into one frame while the pause's jump
+// stays a boundary. Merging the first two frames instead folded the
+// pause into every later one: each send since read the whole pause as
+// gained, and one sent minutes after the resume, a key the server still
+// held, went to a person. Of pairs rising alike, the oldest merges.
+func (g *hostGains) merge() {
+	best, rose := 0, time.Duration(0)
+	for i := 0; i+1 < g.n; i++ {
+		a, b := g.frames[i], g.frames[i+1]
+		if r := max(a.rose, b.rose, b.top-a.off); i == 0 || r < rose {
+			best, rose = i, r
+		}
+	}
+	a, b := &g.frames[best], g.frames[best+1]
+	a.off, a.top, a.rose = min(a.off, b.off), max(a.top, b.top), rose
+	a.last = later(later(a.last, b.first), b.last)
+	copy(g.frames[best+1:], g.frames[best+2:g.n])
+	g.n--
+}
+
 // since is how far the host's clock has gained on ours since a send of
 // ours that read sent, at the least seen: the highest offset shown since
-// less that of the frame the send lay in, the last one first shown
+// less that of the frame the send lay in (the most that frame rose
+// within it, if more: merge), the last one first shown
 // before it (one shown at its reading or after may have come after the
-// send, which may then lie before the gain). A send before the first
+// send, which may then lie before the gain), none merged into it first
+// shown at its reading or after. A send before the first
 // answer is judged by the first frame. The highest, not the last: one
 // answer that reads low (a backend's clock behind, a cache's copy) takes
 // nothing back.
@@ -144,14 +179,22 @@ func (g *hostGains) since(sent time.Time) time.Duration {
 		return 0
 	}
 	i := 0
-	for i+1 < g.n && g.frames[i+1].first.Before(sent) {
+	for i+1 < g.n && g.frames[i].last.Before(sent) && g.frames[i+1].first.Before(sent) {
 		i++
 	}
-	ref, top := g.frames[i].off, g.frames[i].top
+	ref, top := g.frames[i].off, g.frames[i].off
 	for _, f := range g.frames[i+1 : g.n] {
 		top = max(top, f.top)
 	}
-	return max(top-ref, 0)
+	return max(top-ref, g.frames[i].rose)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // maxServerClocks bounds the hosts remembered: a client sends to a few

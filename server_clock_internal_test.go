@@ -2,6 +2,7 @@ package idem
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"testing"
 	"time"
@@ -308,4 +309,209 @@ func TestHostGainsSince(t *testing.T) {
 	if got, want := g.since(oldest), time.Duration(maxHostGains)*3*time.Second+30*time.Second; got != want {
 		t.Errorf("gain since a send in a dropped frame = %v; want %v", got, want)
 	}
+}
+
+// A guest VM paused 35 minutes (virsh suspend) reads the pause behind the
+// true time after the resume, and chrony slews it right at its default
+// maxslewrate, 83333 ppm (chrony.conf(5) maxslewrate: 83 ms a second),
+// over seven hours: the host's offset falls by clockSlack every 24
+// seconds, a frame each, and the frames fill within minutes. No send
+// after the resume gained anything on the host's clock (ours, slewed
+// forward, calls it older than the host does), so none of those within
+// the key window by our clock may read a gain that puts it past the
+// window: before, the merges folded the pause into every later frame,
+// and each send more than a few minutes old read 35 minutes gained. A
+// send before the pause still reads the whole pause, all the way.
+func TestHostGainsSlewAfterPause(t *testing.T) {
+	const (
+		pause  = 35 * time.Minute
+		window = 27 * time.Minute // resendWindow of a 30-minute key
+		slew   = 83333            // ppm
+	)
+	truth := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+	lost := time.Duration(0)
+	ours := func() time.Time { return truth.Add(-lost) }
+	var g hostGains
+	answer := func() { g.observe(truth.Format(http.TimeFormat), ours()) }
+
+	answer()
+	truth = truth.Add(time.Minute)
+	before := ours()
+	truth, lost = truth.Add(pause), pause // the guest stands still
+	answer()
+
+	var sends []time.Time
+	flagged, judged := 0, 0
+	for s := 1; lost > 0; s++ {
+		truth = truth.Add(time.Second)
+		lost = max(lost-slew*time.Microsecond, 0) // ppm of a second
+		if s%5 == 0 {
+			answer()
+		}
+		if s%30 == 0 {
+			sends = append(sends, ours())
+		}
+		if s%60 != 0 {
+			continue
+		}
+		now := ours()
+		for _, sent := range sends {
+			age := now.Sub(sent)
+			if age >= window {
+				continue // expired by our clock alone
+			}
+			judged++
+			if gain := g.since(sent); gain > clockSlack && age+gain >= window {
+				flagged++
+			}
+		}
+		if gain := g.since(before); gain < pause-clockSlack {
+			t.Fatalf("%v into the slew: gain since a send before the pause = %v; want %v", truth.Sub(before), gain, pause)
+		}
+	}
+	if flagged != 0 {
+		t.Errorf("sends after the resume read past the key window: %d of %d judgements; want 0", flagged, judged)
+	}
+
+	// Every answer goes through observe: a merge must cost no allocation.
+	dates := [2]string{truth.Format(http.TimeFormat), truth.Add(10 * time.Second).Format(http.TimeFormat)}
+	i := 0
+	if n := testing.AllocsPerRun(100, func() {
+		i++
+		g.observe(dates[i%2], ours())
+	}); n != 0 {
+		t.Errorf("observe allocs, merging = %v; want 0", n)
+	}
+}
+
+// gainsOracle is hostGains with no bound on its frames: no merge, each
+// frame the one offset its answers showed. What it reports is the gain
+// since a send that hostGains must never report less of, whatever it
+// merged: less, a key the server forgot during a pause would be resent,
+// a second charge.
+type gainsOracle struct {
+	first []time.Time
+	off   []time.Duration
+}
+
+func (o *gainsOracle) observe(date string, at time.Time) {
+	d, err := http.ParseTime(date)
+	if err != nil {
+		return
+	}
+	at = at.Round(0)
+	off := d.Sub(at)
+	n := len(o.off)
+	switch {
+	case off < -maxServerDateSkew:
+	case n == 0 || off > o.off[n-1]+clockSlack || off < o.off[n-1]-clockSlack:
+		o.first, o.off = append(o.first, at), append(o.off, off)
+	default:
+		o.off[n-1] = max(o.off[n-1], off)
+	}
+}
+
+func (o *gainsOracle) since(sent time.Time) time.Duration {
+	if len(o.off) == 0 {
+		return 0
+	}
+	i := 0
+	for i+1 < len(o.off) && o.first[i+1].Before(sent) {
+		i++
+	}
+	gain := time.Duration(0)
+	for _, off := range o.off[i+1:] {
+		gain = max(gain, off-o.off[i])
+	}
+	return gain
+}
+
+// Merging frames only ever holds back: over random lives of a host's
+// clock and ours (VM pauses, a second pause mid-slew, chrony slewing
+// ours right, ours stepped back or forward then paused, a balancer over
+// backends seconds and hours apart alternating, a 1970 Date, a cache's
+// Date minutes old), no send, before, between or at any answer, reads
+// less gain from hostGains than from the unbounded frames. Ours stepped
+// back puts a frame's first before an earlier one's: a merge that took
+// the earlier first alone let a send there be judged by a frame after
+// its own, past the pause (4m42s gained read for 17m17s).
+func TestHostGainsMergeNeverLowersAGain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(44, 128))
+	epoch := time.Unix(0, 0).UTC().Format(http.TimeFormat)
+	checked := 0
+	for life := range 400 {
+		var g hostGains
+		var o gainsOracle
+		truth := time.Date(2026, 12, 2, 17, 0, 0, 0, time.UTC)
+		var behind time.Duration // how far ours reads behind the truth
+		var slew time.Duration   // per second our clock gains on the truth, while behind
+		var backends []time.Duration
+		type send struct {
+			at     time.Time
+			behind time.Duration // ours behind the truth when sent
+		}
+		var sends []send
+		step := func(d time.Duration) {
+			for d > 0 {
+				s := min(d, time.Second)
+				truth, d = truth.Add(s), d-s
+				if slew > 0 && behind > 0 {
+					behind = max(behind-slew*s/time.Second, 0)
+				}
+			}
+		}
+		ours := func() time.Time { return truth.Add(-behind) }
+		answer := func(skew time.Duration) {
+			g.observe(truth.Add(skew).Format(http.TimeFormat), ours())
+			o.observe(truth.Add(skew).Format(http.TimeFormat), ours())
+		}
+		for range 40 + rng.IntN(160) {
+			switch r := rng.IntN(100); {
+			case r < 8: // a VM pause: ours stands still
+				step(0)
+				behind += time.Duration(1+rng.IntN(60)) * time.Minute
+			case r < 14: // chrony slews ours right at up to its maxslewrate
+				slew = time.Duration(rng.IntN(83334)) * time.Microsecond
+			case r < 18: // ours stepped back, or forward (NTP's step)
+				behind = max(behind+time.Duration(rng.IntN(7200)-3600)*time.Second, -time.Hour)
+			case r < 22: // a balancer: backends' clocks apart
+				backends = nil
+				for range 1 + rng.IntN(3) {
+					apart := []time.Duration{0, 3 * time.Second, -3 * time.Second, time.Second, -2 * time.Hour}
+					backends = append(backends, apart[rng.IntN(len(apart))])
+				}
+			case r < 24:
+				g.observe(epoch, ours())
+				o.observe(epoch, ours())
+			case r < 27: // a cache's copy, minutes old, no Age
+				answer(-time.Duration(rng.IntN(600)) * time.Second)
+			case r < 50:
+				sends = append(sends, send{ours(), behind})
+				step(time.Duration(rng.IntN(3000)) * time.Millisecond)
+			default:
+				step(time.Duration(rng.IntN(90_000)) * time.Millisecond)
+				skew := time.Duration(0)
+				if len(backends) > 0 {
+					skew = backends[rng.IntN(len(backends))]
+				}
+				answer(skew)
+			}
+			for _, s := range sends {
+				for _, at := range []time.Time{s.at, s.at.Add(-time.Nanosecond), s.at.Add(time.Nanosecond)} {
+					checked++
+					if got, want := g.since(at), o.since(at); got < want {
+						t.Fatalf("life %d: gain since a send at %v = %v; unbounded frames say %v", life, at, got, want)
+					}
+				}
+			}
+			for i, first := range o.first {
+				for _, at := range []time.Time{first, first.Add(time.Nanosecond)} {
+					if got, want := g.since(at), o.since(at); got < want {
+						t.Fatalf("life %d: gain since a send at frame %d's first answer = %v; unbounded frames say %v", life, i, got, want)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d judgements", checked)
 }

@@ -22,17 +22,33 @@ import (
 // pausedGuestClock is the clock of a guest VM that was paused: the true
 // time (the shared clock) less lost, the time the guest did not see pass.
 // Its monotonic reading was paused with it, so no step shows.
+// Slewed (slew), it gains on the true time at chrony's default
+// maxslewrate, 83333 ppm (chrony.conf(5) maxslewrate), until it reads
+// it again.
 type pausedGuestClock struct {
 	*idemtest.Clock
-	start time.Time
-	mu    sync.Mutex
-	lost  time.Duration
+	start    time.Time
+	mu       sync.Mutex
+	lost     time.Duration
+	slewFrom time.Time
 }
 
 func (c *pausedGuestClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.Clock.Now().Add(-c.lost)
+	now, lost := c.Clock.Now(), c.lost
+	if !c.slewFrom.IsZero() {
+		lost -= min(lost, now.Sub(c.slewFrom)/12) // 83333 ppm
+	}
+	return now.Add(-lost)
+}
+
+// slew is NTP putting the guest's clock right from now on by slewing it,
+// as chrony does an offset under its makestep threshold.
+func (c *pausedGuestClock) slew() {
+	c.mu.Lock()
+	c.slewFrom = c.Clock.Now()
+	c.mu.Unlock()
 }
 
 func (c *pausedGuestClock) Monotonic() time.Duration { return c.Now().Sub(c.start) }
