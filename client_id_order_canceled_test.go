@@ -61,21 +61,27 @@ func TestOrderAtClientChosenIDCanceledAfterFillIsNotFailed(t *testing.T) {
 	require.Equal(t, map[string]int{key: 1}, orders, "orders placed")
 }
 
-// The request names the key as its resource's "id" in its body, not in
-// its path: the same resource made, canceled after.
+// The request names the key as its resource's "id" in its path or in its
+// body: the same resource made, canceled after. Unless the answer holds
+// nothing but a status monitor's members: a PUT /widgets/{key} whose
+// client passed the key as its Operation-Id too (modelled), polled at the
+// key's monitor, whose "Canceled" says the widget was never made.
 func TestDecodeJSONCanceledResourceTheRequestNamed(t *testing.T) {
+	const order = `{"id":"k","status":"Canceled","qty":"10","filled_qty":"5"}`
+	const monitor = `{"id":"k","status":"Canceled","createdDateTime":"2026-11-29T12:00:00Z","lastActionDateTime":"2026-11-29T12:01:00Z"}`
 	for _, tc := range []struct {
-		url, body string
-		want      idem.State
+		url, body, answer string
+		want              idem.State
 	}{
-		{"https://api.example/v1/orders/k", `{"qty":"10"}`, idem.StateSucceeded},
-		{"https://api.example/v1/orders", `{"id":"k","qty":"10"}`, idem.StateSucceeded},
-		{"https://api.example/v1/orders", `{"id":"other","qty":"10"}`, idem.StateFailed},
-		{"https://api.example/documents:analyze", `{"source":"doc-1"}`, idem.StateFailed},
+		{"https://api.example/v1/orders/k", `{"qty":"10"}`, order, idem.StateSucceeded},
+		{"https://api.example/v1/orders", `{"id":"k","qty":"10"}`, order, idem.StateSucceeded},
+		{"https://api.example/v1/orders", `{"id":"other","qty":"10"}`, order, idem.StateFailed},
+		{"https://api.example/documents:analyze", `{"source":"doc-1"}`, monitor, idem.StateFailed},
+		{"https://api.example/widgets/k", `{"size":"large"}`, monitor, idem.StateFailed},
 	} {
-		out, err := idem.DecodeJSON(&idem.Answer{Key: "k", Method: http.MethodPost, URL: tc.url, RequestBody: []byte(tc.body),
-			StatusCode: http.StatusOK, Body: []byte(`{"id":"k","status":"Canceled"}`), Query: true})
+		out, err := idem.DecodeJSON(&idem.Answer{Key: "k", Method: http.MethodPut, URL: tc.url, RequestBody: []byte(tc.body),
+			StatusCode: http.StatusOK, Body: []byte(tc.answer), Query: true})
 		require.NoError(t, err, tc.body)
-		require.Equal(t, tc.want, out.State, "%s %s", tc.url, tc.body)
+		require.Equal(t, tc.want, out.State, "%s %s: %s", tc.url, tc.body, tc.answer)
 	}
 }

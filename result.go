@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/idemkit/idem/journal"
@@ -202,7 +203,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // monitor of the key's own operation (the Azure REST API Guidelines'
 // monitor, named by its Operation-Id) saying the work was not done:
 // failed; unless the request made its resource at the key (its path ends
-// in the key, or its body's "id" is the key), which was made.
+// in the key, or its body's "id" is the key) and the answer holds more
+// than a monitor's members: that resource was made.
 // APIs whose resources may be created in a state that is not yet an
 // outcome (a payment "pending" its authorisation), or that say a failure
 // another way (Adyen's "resultCode"), need a Decoder that reads it:
@@ -357,7 +359,7 @@ func decodeObject(a *Answer, body []byte, inData bool) (Outcome, error) {
 // status is st (see DecodeJSON).
 func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome, error) {
 	st = statusWord(body, st)
-	if st.ok && operationCanceled(st.s) && isKey(id, a.Key) && !namesKeyItself(a) {
+	if st.ok && operationCanceled(st.s) && isKey(id, a.Key) && (!namesKeyItself(a) || monitorShaped(body)) {
 		return Outcome{State: StateFailed, ResourceID: id, Reason: truncate(st.s, 64)}, nil
 	}
 	done := false
@@ -406,6 +408,32 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 func operationCanceled(s string) bool {
 	s = strings.TrimSpace(s)
 	return strings.EqualFold(s, "canceled") || strings.EqualFold(s, "cancelled")
+}
+
+// monitorMembers are the members of a status monitor of the Azure REST
+// API Guidelines (azure/Guidelines.md, lro-status-monitor-structure:
+// "id", "status", "error", "result" and the times and progress its
+// services add), none of them the resource's own.
+var monitorMembers = []string{"id", "status", "error", "result", "resourceLocation", "percentComplete",
+	"createdDateTime", "lastActionDateTime", "lastUpdatedDateTime", "startTime", "endTime"}
+
+// monitorShaped reports whether body, a JSON object, has no member but a
+// status monitor's (monitorMembers): a PUT /widgets/{key} whose client
+// passed the key as its Operation-Id too is polled at a monitor named
+// by the key, and its "Canceled", read as the widget's own state, told
+// the caller a widget never made was made. An order read back at its
+// client-chosen id carries its own members (its quantity, its fills).
+func monitorShaped(body []byte) bool {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(body, &members) != nil {
+		return false
+	}
+	for name := range members {
+		if !slices.Contains(monitorMembers, name) {
+			return false
+		}
+	}
+	return true
 }
 
 // namesKeyItself reports whether a's request made its resource at the key:
