@@ -34,7 +34,22 @@ type sendSights struct {
 // sendSight is one operation's entry in sendSights.
 type sendSight struct {
 	number int       // the send's attempt number
+	start  time.Time // its Start as journaled: the send, not another of a key used again
 	at     time.Time // the lag counts from no earlier than this
+}
+
+// of reports whether e is of a send of rec's: a key used again after its
+// operation was settled elsewhere (Confirm, another replica) and pruned
+// starts its attempts over, and an entry of the old operation's, its
+// number no lower, had the new one's send skipped, its lag counted from
+// the old read.
+func (e sendSight) of(rec *journal.Record) bool {
+	for i := len(rec.Attempts) - 1; i >= 0; i-- {
+		if a := rec.Attempts[i]; a.Number == e.number {
+			return a.Start.Equal(e.start)
+		}
+	}
+	return false
 }
 
 // lastSend returns rec's last attempt that may have executed, if any.
@@ -59,10 +74,14 @@ func (s *sendSights) read(rec *journal.Record, now time.Time, keep time.Duration
 	id := opID{rec.Scope, rec.Key}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e, ok := s.m[id]; ok && e.number >= a.Number {
+	if e, ok := s.m[id]; ok && e.number >= a.Number && e.of(rec) {
 		return
 	}
-	s.put(id, sendSight{a.Number, now}, now, keep)
+	// By the wall clock alone, as a send's Start is: lagging takes the
+	// wall clock's steps since from it, and a monotonic reading, which
+	// sees none, had them taken twice (a step forward of S held a "not
+	// found" for the lag plus S: a board booted in 1970, never).
+	s.put(id, sendSight{a.Number, a.Start, now.Round(0)}, now, keep)
 }
 
 // listed is read for rec as Resume lists it, before any drive: a send
@@ -87,9 +106,17 @@ func (s *sendSights) made(rec *journal.Record, before int, now time.Time, keep t
 	if !ok || a.Number <= before {
 		return
 	}
+	id := opID{rec.Scope, rec.Key}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.put(opID{rec.Scope, rec.Key}, sendSight{a.Number, a.Start}, now, keep)
+	if e, ok := s.m[id]; ok && e.number > a.Number {
+		// Read since this drive released the operation: another
+		// replica's newer send, whose read this must not undo (or an
+		// old operation's of the key, which since passes over; this
+		// send, our own, resultLagging counts by our clock).
+		return
+	}
+	s.put(id, sendSight{a.Number, a.Start, a.Start}, now, keep)
 }
 
 // put stores e for id (s.mu held), sweeping when the map has doubled
@@ -138,5 +165,8 @@ func (s *sendSights) since(rec *journal.Record) time.Time {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.m[opID{rec.Scope, rec.Key}].at
+	if e, ok := s.m[opID{rec.Scope, rec.Key}]; ok && e.of(rec) {
+		return e.at
+	}
+	return time.Time{}
 }
