@@ -598,7 +598,8 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 				break
 			}
 			steps := d.c.wallView(now)
-			if back := steps.stepBackSince(rec.FirstSent); back > clockSlack && keyWindow(rec, p, now.Add(back), window) == windowExpired {
+			back := steps.stepBackSince(rec.FirstSent)
+			if back > clockSlack && keyWindow(rec, p, now.Add(back), window) == windowExpired {
 				return &blocked{ReviewClockStepped, ErrNeedsReview}
 			}
 			// Nor by a clock that lost time no reading of ours shows (a
@@ -606,7 +607,7 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			// ours by its answers' Dates, does: by the host's time the
 			// key may be forgotten. A host merely ahead of us gains
 			// nothing.
-			if gain := d.c.hostGain(rec); gain > clockSlack && keyWindow(rec, p, now.Add(gain), window) == windowExpired {
+			if gain := d.c.hostGain(rec, back); gain > clockSlack && keyWindow(rec, p, now.Add(gain), window) == windowExpired {
 				return &blocked{ReviewClockStepped, ErrNeedsReview}
 			}
 			break

@@ -103,11 +103,11 @@ type hostGains struct {
 type gainFrame struct {
 	first          time.Time
 	off, top, rose time.Duration
-	// last is the latest first of the frames merged into it after its
-	// own (zero where none was): ours stepped back puts a later frame's
-	// first before an earlier one's, and a send read between them lies
-	// in this frame, not past it (since).
-	last time.Time
+	// end is the latest reading of ours at any answer in it, merged
+	// ones included: ours stepped back reads, in a later frame, what it
+	// read in this one, and a send read up to end may lie in this frame
+	// though a later one's first is before it (since).
+	end time.Time
 }
 
 // observe records the offset an answer dated date showed, that came when
@@ -122,16 +122,16 @@ func (g *hostGains) observe(date string, at time.Time) {
 	switch {
 	case off < -maxServerDateSkew:
 	case g.n == 0:
-		g.frames[0], g.n = gainFrame{first: at, off: off, top: off}, 1
+		g.frames[0], g.n = gainFrame{first: at, off: off, top: off, end: at}, 1
 	case off > g.frames[g.n-1].off+clockSlack || off < g.frames[g.n-1].off-clockSlack:
 		if g.n == maxHostGains {
 			g.merge()
 		}
-		g.frames[g.n] = gainFrame{first: at, off: off, top: off}
+		g.frames[g.n] = gainFrame{first: at, off: off, top: off, end: at}
 		g.n++
 	default:
 		f := &g.frames[g.n-1]
-		f.off, f.top = max(f.off, off), max(f.top, off)
+		f.off, f.top, f.end = max(f.off, off), max(f.top, off), later(f.end, at)
 	}
 }
 
@@ -159,7 +159,7 @@ func (g *hostGains) merge() {
 	}
 	a, b := &g.frames[best], g.frames[best+1]
 	a.off, a.top, a.rose = min(a.off, b.off), max(a.top, b.top), rose
-	a.last = later(later(a.last, b.first), b.last)
+	a.end = later(a.end, b.end)
 	copy(g.frames[best+1:], g.frames[best+2:g.n])
 	g.n--
 }
@@ -167,26 +167,42 @@ func (g *hostGains) merge() {
 // since is how far the host's clock has gained on ours since a send of
 // ours that read sent, at the least seen: the highest offset shown since
 // less that of the frame the send lay in (the most that frame rose
-// within it, if more: merge), the last one first shown
+// within it, if more: merge). The send may lie in any frame first shown
 // before it (one shown at its reading or after may have come after the
-// send, which may then lie before the gain), none merged into it first
-// shown at its reading or after. A send before the first
-// answer is judged by the first frame. The highest, not the last: one
-// answer that reads low (a backend's clock behind, a cache's copy) takes
-// nothing back.
-func (g *hostGains) since(sent time.Time) time.Duration {
-	if g.n == 0 {
-		return 0
-	}
-	i := 0
-	for i+1 < g.n && g.frames[i].last.Before(sent) && g.frames[i+1].first.Before(sent) {
-		i++
-	}
-	ref, top := g.frames[i].off, g.frames[i].off
-	for _, f := range g.frames[i+1 : g.n] {
+// send, which may then lie before the gain) that ended at or after it: the
+// next frame was first shown at its reading or after, or the frame itself
+// showed a reading at or after it, or the next frame's first reading is
+// at or before this one's last (ours stepped back between them) and the
+// send read less than back, how far ours has been stepped back since it
+// at the most (wallView.stepBackSince), after that first reading. Ours
+// stepped back makes more than one such frame (a later frame reads again
+// what an earlier one read), and the send is judged by the one that
+// gained most since: judged by the last, a send before a step back of
+// ours and a VM pause after it read nothing of the pause (the frames
+// after the step all first shown before it), a key the server forgot
+// judged fresh. A send before the first answer is judged by the first
+// frame. The highest, not the last: one answer that reads low (a
+// backend's clock behind, a cache's copy) takes nothing back.
+func (g *hostGains) since(sent time.Time, back time.Duration) time.Duration {
+	gain, top := time.Duration(0), time.Duration(0)
+	for i := g.n - 1; i >= 0; i-- {
+		f := &g.frames[i]
+		if i+1 == g.n {
+			if i == 0 || f.first.Before(sent) {
+				gain = f.rose
+			}
+			top = f.top
+			continue
+		}
+		next := g.frames[i+1].first
+		ended := !next.Before(sent) || !f.end.Before(sent) ||
+			!next.After(f.end) && sent.Before(next.Add(addSat(back, clockSlack)))
+		if (i == 0 || f.first.Before(sent)) && ended {
+			gain = max(gain, f.rose, top-f.off)
+		}
 		top = max(top, f.top)
 	}
-	return max(top-ref, g.frames[i].rose)
+	return gain
 }
 
 // later is the later of a and b.
@@ -264,16 +280,16 @@ func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 }
 
 // gainSince is how far host's clock has gained on ours since a send of
-// ours that read sent (hostGains.since); zero if no answer from it has
-// taught it.
-func (s *serverClocks) gainSince(host string, sent time.Time) time.Duration {
+// ours that read sent, ours stepped back at most back since
+// (hostGains.since); zero if no answer from it has taught it.
+func (s *serverClocks) gainSince(host string, sent time.Time, back time.Duration) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e, ok := s.hosts[host]
 	if !ok {
 		return 0
 	}
-	return e.gains.since(sent)
+	return e.gains.since(sent, back)
 }
 
 // firstProbe says how a resend to host that its clock cannot judge (none
@@ -437,14 +453,14 @@ func (c *Client) serverNow(rec *journal.Record, now time.Time) (time.Time, bool)
 }
 
 // hostGain is how far the clock of rec's host has gained on ours since
-// rec was first sent (hostGains.since); zero if no answer from it has
-// taught it.
-func (c *Client) hostGain(rec *journal.Record) time.Duration {
+// rec was first sent, ours stepped back at most back since
+// (hostGains.since); zero if no answer from it has taught it.
+func (c *Client) hostGain(rec *journal.Record, back time.Duration) time.Duration {
 	u, err := c.parsedURL(rec.URL)
 	if err != nil {
 		return 0
 	}
-	return c.clocks.gainSince(u.Host, rec.FirstSent)
+	return c.clocks.gainSince(u.Host, rec.FirstSent, back)
 }
 
 // headProbe asks the clock of u's host: a HEAD to u's path (to the

@@ -257,13 +257,13 @@ func TestHostGainsSince(t *testing.T) {
 	answer(0)
 	first := send()
 	answer(pause)
-	if got := g.since(first); got != pause {
+	if got := g.since(first, 0); got != pause {
 		t.Errorf("gain since a send as the first pause began = %v; want %v", got, pause)
 	}
 	answer(0) // put right
 	second := send()
 	answer(pause)
-	if got := g.since(second); got != pause {
+	if got := g.since(second, 0); got != pause {
 		t.Errorf("gain since a send as the second pause began = %v; want %v", got, pause)
 	}
 
@@ -275,12 +275,12 @@ func TestHostGainsSince(t *testing.T) {
 	before := send()
 	answer(-2 * time.Hour)
 	answer(0)
-	if got := g.since(before); got != 0 {
+	if got := g.since(before, 0); got != 0 {
 		t.Errorf("gain since a send before an answer two hours behind = %v; want 0", got)
 	}
 	answer(pause)
 	answer(-2 * time.Hour)
-	if got := g.since(before); got != pause {
+	if got := g.since(before, 0); got != pause {
 		t.Errorf("gain since a send before the pause, an answer two hours behind last = %v; want %v", got, pause)
 	}
 
@@ -291,10 +291,10 @@ func TestHostGainsSince(t *testing.T) {
 	sent := send()
 	g.observe(epoch, at.Add(time.Second))
 	answer(0)
-	if got := g.since(sent); got != 0 {
+	if got := g.since(sent, 0); got != 0 {
 		t.Errorf("gain since a send with a Date of 1970 after it = %v; want 0", got)
 	}
-	if got := g.since(ours); got != 0 {
+	if got := g.since(ours, 0); got != 0 {
 		t.Errorf("gain since a send before a first Date of 1970 = %v; want 0", got)
 	}
 
@@ -306,7 +306,7 @@ func TestHostGainsSince(t *testing.T) {
 	for i := range maxHostGains {
 		answer(time.Duration(i+1) * 3 * time.Second)
 	}
-	if got, want := g.since(oldest), time.Duration(maxHostGains)*3*time.Second+30*time.Second; got != want {
+	if got, want := g.since(oldest, 0), time.Duration(maxHostGains)*3*time.Second+30*time.Second; got != want {
 		t.Errorf("gain since a send in a dropped frame = %v; want %v", got, want)
 	}
 }
@@ -361,11 +361,11 @@ func TestHostGainsSlewAfterPause(t *testing.T) {
 				continue // expired by our clock alone
 			}
 			judged++
-			if gain := g.since(sent); gain > clockSlack && age+gain >= window {
+			if gain := g.since(sent, 0); gain > clockSlack && age+gain >= window {
 				flagged++
 			}
 		}
-		if gain := g.since(before); gain < pause-clockSlack {
+		if gain := g.since(before, 0); gain < pause-clockSlack {
 			t.Fatalf("%v into the slew: gain since a send before the pause = %v; want %v", truth.Sub(before), gain, pause)
 		}
 	}
@@ -499,14 +499,14 @@ func TestHostGainsMergeNeverLowersAGain(t *testing.T) {
 			for _, s := range sends {
 				for _, at := range []time.Time{s.at, s.at.Add(-time.Nanosecond), s.at.Add(time.Nanosecond)} {
 					checked++
-					if got, want := g.since(at), o.since(at); got < want {
+					if got, want := g.since(at, 0), o.since(at); got < want {
 						t.Fatalf("life %d: gain since a send at %v = %v; unbounded frames say %v", life, at, got, want)
 					}
 				}
 			}
 			for i, first := range o.first {
 				for _, at := range []time.Time{first, first.Add(time.Nanosecond)} {
-					if got, want := g.since(at), o.since(at); got < want {
+					if got, want := g.since(at, 0), o.since(at); got < want {
 						t.Fatalf("life %d: gain since a send at frame %d's first answer = %v; unbounded frames say %v", life, i, got, want)
 					}
 				}
