@@ -157,7 +157,11 @@ func (c *Client) lagging(rec *journal.Record, now time.Time) bool {
 	// Nor before the lag has passed since this process first read a send
 	// another replica made (sendSights): that replica's clock, by which
 	// the send is stamped, may run behind ours.
-	seen := c.sights.since(rec)
+	// By the wall clock alone, as a send's Start is: the steps since are
+	// taken from it, and a monotonic reading, which sees none, had them
+	// taken twice (a step forward of S held a "not found" for the lag
+	// plus S: a board booted in 1970, never).
+	seen := c.sights.since(rec).Round(0)
 	return c.cfg.resultLag > 0 && !seen.IsZero() && now.Sub(seen.Add(steps.stepSince(seen))) < c.cfg.resultLag
 }
 

@@ -412,9 +412,10 @@ func operationCanceled(s string) bool {
 
 // monitorMembers are the members of a status monitor of the Azure REST
 // API Guidelines (azure/Guidelines.md, lro-status-monitor-structure:
-// "id", "status", "error", "result" and the times and progress its
-// services add), none of them the resource's own.
-var monitorMembers = []string{"id", "status", "error", "result", "resourceLocation", "percentComplete",
+// "id", "status", "error" and the times and progress its services add),
+// none of them the resource's own. Not "result", which a monitor holds
+// only once "Succeeded" and many resources wrap themselves in.
+var monitorMembers = []string{"id", "status", "error", "resourceLocation", "percentComplete",
 	"createdDateTime", "lastActionDateTime", "lastUpdatedDateTime", "startTime", "endTime"}
 
 // monitorShaped reports whether body, a JSON object, has no member but a

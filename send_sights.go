@@ -77,11 +77,7 @@ func (s *sendSights) read(rec *journal.Record, now time.Time, keep time.Duration
 	if e, ok := s.m[id]; ok && e.number >= a.Number && e.of(rec) {
 		return
 	}
-	// By the wall clock alone, as a send's Start is: lagging takes the
-	// wall clock's steps since from it, and a monotonic reading, which
-	// sees none, had them taken twice (a step forward of S held a "not
-	// found" for the lag plus S: a board booted in 1970, never).
-	s.put(id, sendSight{a.Number, a.Start, now.Round(0)}, now, keep)
+	s.put(id, sendSight{a.Number, a.Start, now}, now, keep)
 }
 
 // listed is read for rec as Resume lists it, before any drive: a send
@@ -158,7 +154,11 @@ func (s *sendSights) forget(scope, key string) {
 
 // since returns the time from which rec's last send that may have
 // executed counts its lag, if this process holds one for it; zero
-// otherwise.
+// otherwise. A read's time keeps its monotonic reading, so that sweep
+// measures its age with no step of the wall clock in it (a step forward
+// past keep swept a hold a minute old, and the "not found" went
+// through); lagging, which takes the wall clock's steps since from it,
+// reads it by the wall clock alone.
 func (s *sendSights) since(rec *journal.Record) time.Time {
 	if s.n.Load() == 0 {
 		return time.Time{}

@@ -121,3 +121,27 @@ func TestSendSightsOfAKeyUsedAgain(t *testing.T) {
 	s.made(sentRecord("k", 1, t0.Add(48*time.Hour)), 0, t0.Add(51*time.Hour), keep)
 	require.Equal(t, t0.Add(51*time.Hour), s.since(newer), "another replica's newer send, read after the drive released")
 }
+
+// TestSendSightsSweepSeesNoStep: a forward step of the wall clock past
+// keep does not make a read minutes old look expired to a sweep: the hold
+// stays, and the "not found" waits out the lag. Measured by the wall
+// clock, the step swept the entry a minute into its lag, and a lagging
+// result endpoint's "not found" placed the order again.
+func TestSendSightsSweepSeesNoStep(t *testing.T) {
+	const behind = 8 * 24 * time.Hour
+	bootNow := time.Now()
+	c := &Client{}
+	c.cfg.clock = realClock{}
+	c.cfg.resultLag = DefaultResultLag
+	c.cfg.reconcileDeadline = DefaultReconcileDeadline
+	c.born.Store(&bornReading{wall: bootNow.Round(0), read: bootNow})
+	rec := sentRecord("other", 1, bootNow.Round(0).Add(-3*time.Minute))
+	c.sights.read(rec, bootNow.Add(10*time.Second), DefaultReconcileDeadline)
+
+	now := wallStepped(t, bootNow.Add(10*time.Second+time.Minute), behind)
+	for i := range 1100 { // past the sweep's threshold
+		c.sights.read(sentRecord(fmt.Sprint("k", i), 1, now.Round(0)), now, DefaultReconcileDeadline)
+	}
+	require.False(t, c.sights.since(rec).IsZero(), "the read, a minute old, after a sweep")
+	require.True(t, c.lagging(rec, now), "a minute into the lag since the read")
+}
