@@ -86,12 +86,7 @@ func TestSendSightsSweepsOldEntries(t *testing.T) {
 // placed, was never resent while the process lived.
 func TestSendSightsStepForwardCountedOnce(t *testing.T) {
 	const behind = 8 * 24 * time.Hour
-	bootNow := time.Now()
-	c := &Client{}
-	c.cfg.clock = realClock{}
-	c.cfg.resultLag = DefaultResultLag
-	c.cfg.reconcileDeadline = DefaultReconcileDeadline
-	c.born.Store(&bornReading{wall: bootNow.Round(0), read: bootNow})
+	c, bootNow := bootedClient()
 	rec := sentRecord("other", 1, bootNow.Round(0).Add(-time.Hour)) // by another replica's clock
 	c.sights.read(rec, bootNow.Add(10*time.Second), DefaultReconcileDeadline)
 
@@ -129,12 +124,7 @@ func TestSendSightsOfAKeyUsedAgain(t *testing.T) {
 // result endpoint's "not found" placed the order again.
 func TestSendSightsSweepSeesNoStep(t *testing.T) {
 	const behind = 8 * 24 * time.Hour
-	bootNow := time.Now()
-	c := &Client{}
-	c.cfg.clock = realClock{}
-	c.cfg.resultLag = DefaultResultLag
-	c.cfg.reconcileDeadline = DefaultReconcileDeadline
-	c.born.Store(&bornReading{wall: bootNow.Round(0), read: bootNow})
+	c, bootNow := bootedClient()
 	rec := sentRecord("other", 1, bootNow.Round(0).Add(-3*time.Minute))
 	c.sights.read(rec, bootNow.Add(10*time.Second), DefaultReconcileDeadline)
 
@@ -144,4 +134,16 @@ func TestSendSightsSweepSeesNoStep(t *testing.T) {
 	}
 	require.False(t, c.sights.since(rec).IsZero(), "the read, a minute old, after a sweep")
 	require.True(t, c.lagging(rec, now), "a minute into the lag since the read")
+}
+
+// bootedClient is a Client on the default Clock, born now, with the
+// default result lag and deadline, and that reading of time.Now.
+func bootedClient() (*Client, time.Time) {
+	bootNow := time.Now()
+	c := &Client{}
+	c.cfg.clock = realClock{}
+	c.cfg.resultLag = DefaultResultLag
+	c.cfg.reconcileDeadline = DefaultReconcileDeadline
+	c.born.Store(&bornReading{wall: bootNow.Round(0), read: bootNow})
+	return c, bootNow
 }
