@@ -25,13 +25,21 @@ const DefaultRetryAfterCap = 60 * time.Second
 // newDefaultBackoff is the policy used unless WithBackoff replaces it. Its
 // elapsed-time limit is off: the client's own budget decides when to stop.
 func newDefaultBackoff() backoff.BackOff {
-	return backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(DefaultInitialInterval),
+	return jitteredBackoff(DefaultInitialInterval, DefaultMaxInterval)
+}
+
+// jitteredBackoff is an exponential backoff from first to most, by
+// DefaultMultiplier with DefaultJitter, never ending by itself (the
+// caller's budget, context or Close does): the shape of every backoff
+// idem keeps.
+func jitteredBackoff(first, most time.Duration, opts ...backoff.ExponentialBackOffOpts) *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(append([]backoff.ExponentialBackOffOpts{
+		backoff.WithInitialInterval(first),
 		backoff.WithMultiplier(DefaultMultiplier),
 		backoff.WithRandomizationFactor(DefaultJitter),
-		backoff.WithMaxInterval(DefaultMaxInterval),
+		backoff.WithMaxInterval(most),
 		backoff.WithMaxElapsedTime(0),
-	)
+	}, opts...)...)
 }
 
 // maxRetryAfterLen rejects absurd header values before parsing them.

@@ -401,8 +401,12 @@ func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
 	k := &c.ignoring
 	k.mu.Lock()
 	var todo []string
+	want := ""
+	if rec != nil {
+		want = endpoint(rec)
+	}
 	for e := range k.unsaved {
-		if rec == nil || e == endpoint(rec) {
+		if rec == nil || e == want {
 			todo = append(todo, e)
 		}
 	}

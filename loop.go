@@ -287,11 +287,11 @@ func (d *driver) run() error {
 						// visited again at the reconcile delay, which no
 						// attempt lengthens: each visit read every endpoint
 						// and made an fsync'd commit, every 30 s, for ever.
-						recheck := min(c.cfg.reconcileMax, reviewRecheck)
+						recheck, what := min(c.cfg.reconcileMax, reviewRecheck), "until room is made (idem key-ignoring remove, ForgetKeyIgnoring), or settle it by hand (Resolve)"
 						if errors.Is(err, journal.ErrInvalid) {
-							recheck = reviewRecheck
+							recheck, what = reviewRecheck, "and no visit will ask it: settle it by hand (Resolve)"
 						}
-						return d.handoff(errorf("idem: the operation stays flagged for review, its result endpoint unasked: %w", err), d.now().Add(recheck))
+						return d.handoff(errorf("idem: the operation stays flagged for review, its result endpoint unasked %s: %w", what, err), d.now().Add(recheck))
 					}
 					return d.handoff(&journalError{err}, time.Time{})
 				}

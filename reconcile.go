@@ -538,16 +538,7 @@ const (
 )
 
 func newRunBackoff(clk Clock) backoff.BackOff {
-	bo := backoff.NewExponentialBackOff(
-		backoff.WithInitialInterval(runRetryInitial),
-		backoff.WithMultiplier(DefaultMultiplier),
-		backoff.WithRandomizationFactor(DefaultJitter),
-		backoff.WithMaxInterval(runRetryMax),
-		backoff.WithMaxElapsedTime(0), // only ctx and Close stop Run
-		backoff.WithClockProvider(clk),
-	)
-	bo.Reset()
-	return bo
+	return jitteredBackoff(runRetryInitial, runRetryMax, backoff.WithClockProvider(clk)) // only ctx and Close stop Run
 }
 
 // pass prunes and looks for operations scheduled too far ahead (hourly

@@ -450,13 +450,9 @@ func namesKeyItself(a *Answer) bool {
 		return true
 	}
 	var body struct {
-		ID json.RawMessage `json:"id"`
+		ID string `json:"id"`
 	}
-	if json.Unmarshal(a.RequestBody, &body) != nil || len(body.ID) == 0 {
-		return false
-	}
-	var id string
-	return json.Unmarshal(body.ID, &id) == nil && isKey(id, a.Key)
+	return json.Unmarshal(a.RequestBody, &body) == nil && body.ID != "" && isKey(body.ID, a.Key)
 }
 
 // isKey reports whether id, a resource's "id", is key: as it was

@@ -131,7 +131,7 @@ func (g *hostGains) observe(date string, at time.Time) {
 		g.n++
 	default:
 		f := &g.frames[g.n-1]
-		f.off, f.top, f.end = max(f.off, off), max(f.top, off), later(f.end, at)
+		f.off, f.top, f.end = max(f.off, off), max(f.top, off), maxTime(f.end, at)
 	}
 }
 
@@ -159,7 +159,7 @@ func (g *hostGains) merge() {
 	}
 	a, b := &g.frames[best], g.frames[best+1]
 	a.off, a.top, a.rose = min(a.off, b.off), max(a.top, b.top), rose
-	a.end = later(a.end, b.end)
+	a.end = maxTime(a.end, b.end)
 	copy(g.frames[best+1:], g.frames[best+2:g.n])
 	g.n--
 }
@@ -203,14 +203,6 @@ func (g *hostGains) since(sent time.Time, back time.Duration) time.Duration {
 		top = max(top, f.top)
 	}
 	return gain
-}
-
-// later is the later of a and b.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
 
 // maxServerClocks bounds the hosts remembered: a client sends to a few

@@ -290,7 +290,7 @@ func (h *hostStalls) strayedFrom(host string, now time.Time) hostChange {
 }
 
 // rested records that host asked this client to send nothing before
-// until (throttledBy).
+// until (throttleNews).
 func (h *hostStalls) rested(host string, until time.Time) {
 	if until.After(h.rest[host]) {
 		h.rest[host] = until
@@ -316,13 +316,7 @@ func (h *hostStalls) throttled(host string, now time.Time) {
 	// a throttle of its own; kept, one a week later rested the host an
 	// hour, its operations postponed past their key window.
 	if bo == nil || now.Sub(bo.restEnd) > h.maxRest {
-		bo = &hostBackoff{ExponentialBackOff: backoff.NewExponentialBackOff(
-			backoff.WithInitialInterval(h.firstRest),
-			backoff.WithMultiplier(DefaultMultiplier),
-			backoff.WithRandomizationFactor(DefaultJitter),
-			backoff.WithMaxInterval(h.maxRest),
-			backoff.WithMaxElapsedTime(0),
-		)}
+		bo = &hostBackoff{ExponentialBackOff: jitteredBackoff(h.firstRest, h.maxRest)}
 		h.backoff[host] = bo
 	}
 	// The jitter may draw past the maximum, which restUntil takes for a
