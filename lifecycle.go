@@ -154,6 +154,9 @@ func (c *Client) lagging(rec *journal.Record, now time.Time) bool {
 	if resultLagging(rec, now, c.bornAt(), steps, c.cfg.resultLag, c.cfg.attemptTimeout) {
 		return true
 	}
+	if c.cfg.resultLag <= 0 {
+		return false
+	}
 	// Nor before the lag has passed since this process first read a send
 	// another replica made (sendSights): that replica's clock, by which
 	// the send is stamped, may run behind ours.
@@ -162,7 +165,7 @@ func (c *Client) lagging(rec *journal.Record, now time.Time) bool {
 	// taken twice (a step forward of S held a "not found" for the lag
 	// plus S: a board booted in 1970, never).
 	seen := c.sights.since(rec).Round(0)
-	return c.cfg.resultLag > 0 && !seen.IsZero() && now.Sub(seen.Add(steps.stepSince(seen))) < c.cfg.resultLag
+	return !seen.IsZero() && now.Sub(seen.Add(steps.stepSince(seen))) < c.cfg.resultLag
 }
 
 // sentEarlier reports whether an earlier process first sent rec: how

@@ -67,10 +67,13 @@ func lastSend(rec *journal.Record) (journal.Attempt, bool) {
 // made it, or read it before). keep bounds how long an entry may matter
 // (sweep).
 func (s *sendSights) read(rec *journal.Record, now time.Time, keep time.Duration) {
-	a, ok := lastSend(rec)
-	if !ok {
-		return
+	if a, ok := lastSend(rec); ok {
+		s.readSend(rec, a, now, keep)
 	}
+}
+
+// readSend is read of a, rec's last send that may have executed.
+func (s *sendSights) readSend(rec *journal.Record, a journal.Attempt, now time.Time, keep time.Duration) {
 	id := opID{rec.Scope, rec.Key}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -87,7 +90,7 @@ func (s *sendSights) read(rec *journal.Record, now time.Time, keep time.Duration
 // the drive's read, under the lease.
 func (s *sendSights) listed(rec *journal.Record, now time.Time, keep time.Duration) {
 	if a, ok := lastSend(rec); ok && a.Done {
-		s.read(rec, now, keep)
+		s.readSend(rec, a, now, keep)
 	}
 }
 
