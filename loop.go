@@ -1309,8 +1309,7 @@ func (d *driver) recheckAt(now time.Time) time.Time {
 // the endpoint's own word, an operation flagged during such a window was
 // first asked about once the key was forgotten.
 func saidNothing(a journal.Attempt) bool {
-	switch {
-	case a.Status >= 500, a.Status == http.StatusUnauthorized, a.Status == http.StatusForbidden:
+	if a.Status >= 500 || a.Status == http.StatusUnauthorized || a.Status == http.StatusForbidden {
 		return true
 	}
 	return a.Status >= 200 && a.Status < 300 && strings.HasPrefix(a.Err, errUndecodable.Error())
