@@ -45,7 +45,8 @@ var (
 	// pageNumbers and pageCounts name a page's number and the number of
 	// pages (or the last page's): Laravel's paginator writes
 	// current_page and last_page, Flutterwave's page_info current_page
-	// and total_pages, KuCoin currentPage and totalPage.
+	// and total_pages, KuCoin currentPage and totalPage. Each in the
+	// order pageNumber reads them: an earlier name decides.
 	pageNumbers = []string{"page", "currentpage"}
 	pageCounts  = []string{"totalpages", "totalpage", "lastpage"}
 )
@@ -55,7 +56,7 @@ var (
 // whatever else is in it or below: Paddle's "next" is "always returned,
 // even if has_more is false".
 func pagerSaysMore(obj map[string]json.RawMessage, depth int) bool {
-	var page, pages json.RawMessage
+	var page, pages pageNumber
 	flag, flagged, token := false, false, false
 	for name, raw := range obj {
 		switch n := bareName(name); {
@@ -67,15 +68,15 @@ func pagerSaysMore(obj map[string]json.RawMessage, depth int) bool {
 		case slices.Contains(pageTokens, n):
 			token = token || tokenGiven(raw)
 		case slices.Contains(pageNumbers, n):
-			page = raw
+			page.offer(slices.Index(pageNumbers, n), name, raw)
 		case slices.Contains(pageCounts, n):
-			pages = raw
+			pages.offer(slices.Index(pageCounts, n), name, raw)
 		}
 	}
 	if flagged {
 		return flag
 	}
-	if token || pageBefore(page, pages) {
+	if token || page.set && pages.set && page.n < pages.n {
 		return true
 	}
 	if depth == 0 {
@@ -102,11 +103,32 @@ func tokenGiven(raw json.RawMessage) bool {
 	}
 }
 
-// pageBefore reports whether page, a page's number, is below pages, the
-// number of pages or the last page's: both JSON numbers.
-func pageBefore(page, pages json.RawMessage) bool {
-	var n, total float64
-	return page != nil && pages != nil && json.Unmarshal(page, &n) == nil && json.Unmarshal(pages, &total) == nil && n < total
+// pageNumber is a page's number, or the number of pages (or the last
+// page's), as one of an object's members gives it: the member whose name
+// comes first in pageNumbers or pageCounts, of those that hold a JSON
+// number, and of two spellings of one name (page, Page) the first in
+// byte order. Not whichever the map's iteration came to last: an object
+// with both "page" and "current_page", or one of them not a number, read
+// "more follow" on one call and not on the next.
+type pageNumber struct {
+	rank int    // the name's index in its list
+	name string // the member's name as written
+	n    float64
+	set  bool
+}
+
+// offer keeps member name, whose bare name is at index rank of its list,
+// if raw is a JSON number (null reads as 0, as it always has) and the
+// member comes before the one kept.
+func (p *pageNumber) offer(rank int, name string, raw json.RawMessage) {
+	var n float64
+	if json.Unmarshal(raw, &n) != nil {
+		return
+	}
+	if p.set && (p.rank < rank || p.rank == rank && p.name < name) {
+		return
+	}
+	*p = pageNumber{rank: rank, name: name, n: n, set: true}
 }
 
 // linkNext reports whether a Link header (RFC 8288) has a link whose

@@ -54,6 +54,14 @@ func TestMorePages(t *testing.T) {
 		{"the last_page", "", `{"current_page":4,"last_page":4,"data":[],"next_page_url":null}`, false},
 		{"KuCoin's currentPage before totalPage", "", `{"code":"200000","data":{"currentPage":1,"pageSize":50,"totalNum":120,"totalPage":3,"items":[]}}`, true},
 		{"KuCoin's empty search", "", `{"code":"200000","data":{"currentPage":1,"pageSize":50,"totalNum":0,"totalPage":0,"items":[]}}`, false},
+		// Two members of one kind: the name first in pageNumbers or
+		// pageCounts that holds a number decides, whatever the map's
+		// order (the older read took whichever it came to last).
+		{"page before current_page", "", `{"page":2,"current_page":4,"total_pages":4,"data":[]}`, true},
+		{"page before current_page, the last", "", `{"page":4,"current_page":2,"total_pages":4,"data":[]}`, false},
+		{"total_pages before last_page", "", `{"page":2,"total_pages":4,"last_page":2,"data":[]}`, true},
+		{"a page that is no number gives way", "", `{"page":{"size":20},"current_page":1,"last_page":4,"data":[]}`, true},
+		{"two spellings of page: byte order", "", `{"Page":1,"page":4,"total_pages":4,"data":[]}`, true},
 		{"a NextToken", "", `{"Orders":[],"NextToken":"eyJ2IjoxfQ=="}`, true},
 		{"Laravel's next_page_url alone", "", `{"data":[],"next_page_url":"https://x/?page=2"}`, true},
 		{"Stripe's last search page", "", `{"object":"search_result","has_more":false,"data":[]}`, false},
