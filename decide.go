@@ -146,6 +146,7 @@ type answer struct {
 	// fromCache says) and does not name the key: a cache keyed on less
 	// than the URL (CDNs leave the query string out unless told) serves
 	// one key's answer to a query for any, so it may be another key's.
+	// Set only with cached, to the same.
 	otherCache string
 	// cached: a result query's answer came out of a cache (what
 	// fromCache says), whether or not it names the key; "" otherwise.
@@ -814,7 +815,7 @@ func judgeResult(a answer, settled, processing string) judgment {
 // judgeQuery decides what a result query's answer means.
 func judgeQuery(p past, a answer) judgment {
 	j := queryMeaning(p, a)
-	if j.move == moveInconclusive && (a.otherCache != "" || a.cached != "") {
+	if j.move == moveInconclusive && a.cached != "" {
 		// A cache keyed on the path alone (CloudFront's CachingOptimized
 		// leaves the query string out) serves another key's answer, or
 		// an old one: whatever its status, not the endpoint's word on
