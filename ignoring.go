@@ -356,12 +356,7 @@ func (c *Client) keepFlagged(ctx context.Context, rec *journal.Record) (saving b
 }
 
 // keepBeforeResolve is keepFlagged before Resolve settles scope and key,
-// if it is open and flagged ReviewKeyIgnored. An error, nothing written,
-// says what to do. An endpoint too long ever to be journaled
-// (journal.ErrInvalid) is no error: Resolve is the only way out for its
-// operations; the open ones to it a send of which may have executed are
-// flagged first (flagSentTo), so that their flags still tell the next
-// process.
+// if it is open and flagged ReviewKeyIgnored (keepForResolve).
 func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) error {
 	prior, err := c.store.Get(ctx, scope, key)
 	switch {
@@ -369,26 +364,88 @@ func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) error
 		return nil // the resolution says so
 	case err != nil:
 		return errorf("idem: Resolve (scope %q, key %q): nothing was written: %w", scope, key, withCause(ctx, err))
-	case !prior.Open() || prior.Review != ReviewKeyIgnored:
+	case !flaggedKeyIgnored(prior):
 		return nil
 	}
-	saving, err := c.keepFlagged(ctx, prior)
-	flagged := fmt.Sprintf("idem: Resolve (scope %q, key %q): it is flagged for an endpoint that ignores the idempotency key, which a restarted process may know from that flag alone", scope, key)
+	c.ignoring.relearn(prior)
+	if err := c.waitSaves(ctx); err != nil {
+		return errorf("idem: Resolve (scope %q, key %q): %s; the endpoint is still being journaled, so nothing was written: resolve it again: %w", scope, key, flaggedForIgnoring, err)
+	}
+	if err := keepForResolve(ctx, c.store, prior, c.keepEndpoint); err != nil {
+		return errorf("idem: Resolve (scope %q, key %q): %w", scope, key, withCause(ctx, err))
+	}
+	return nil
+}
+
+// KeepKeyIgnoringBeforeResolve is what a tool on the journal (idem
+// resolve on a stopped journal file or on a pgjournal) calls before it
+// resolves rec, read from s, by hand (Store.Resolve), as Client.Resolve
+// does: if rec is open and flagged ReviewKeyIgnored, the flag may be all
+// that tells a process that its endpoint ignores the key (the endpoint's
+// save failed: a full disk, the journal's endpoints at their bound), and
+// cleared first, the next process resends there another payment whose
+// answer was lost, under the same key: a second charge. It journals the
+// endpoint in s (KeyIgnoringStore); an error means nothing must be
+// resolved, and says what to do (journal.ErrKeyIgnoringFull: make room
+// with idem key-ignoring remove, then resolve again). An endpoint too
+// long ever to be journaled (journal.ErrInvalid) is no error: the open
+// operations to it a send of which may have executed are flagged
+// ReviewKeyIgnored first, their flags then telling the next process. nil
+// for any other rec, and when s keeps no endpoints (not a
+// KeyIgnoringStore, or ErrKeyIgnoringUnkept), as before they were kept.
+func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Record) error {
+	if !flaggedKeyIgnored(rec) {
+		return nil
+	}
+	err := keepForResolve(ctx, s, rec, func(ctx context.Context, e string) error {
+		ks, ok := s.(KeyIgnoringStore)
+		if !ok {
+			return nil
+		}
+		if err := ks.AddKeyIgnoring(ctx, e); !errors.Is(err, ErrKeyIgnoringUnkept) {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return errorf("idem: resolve (scope %q, key %q): %w", rec.Scope, rec.Key, withCause(ctx, err))
+	}
+	return nil
+}
+
+// flaggedKeyIgnored reports whether rec is open and flagged
+// ReviewKeyIgnored: a flag that teaches its endpoint (relearn).
+func flaggedKeyIgnored(rec *journal.Record) bool {
+	return rec.Open() && rec.Review == ReviewKeyIgnored
+}
+
+// flaggedForIgnoring begins keepForResolve's errors.
+const flaggedForIgnoring = "it is flagged for an endpoint that ignores the idempotency key, which a restarted process may know from that flag alone"
+
+// keepForResolve journals with add (nil when the Store keeps no
+// endpoints) the endpoint rec, flagged ReviewKeyIgnored, is flagged for,
+// before a resolution clears the flag: an error, nothing to be written,
+// says what to do. One too long ever to be journaled (journal.ErrInvalid)
+// is not refused, a resolution being the only way out for its
+// operations: the open ones to it a send of which may have executed are
+// flagged first (flagSentTo), so that their flags still tell the next
+// process.
+func keepForResolve(ctx context.Context, s Store, rec *journal.Record, add func(context.Context, string) error) error {
+	e := endpoint(rec)
+	err := add(ctx, e)
 	switch {
 	case err == nil:
 		return nil
-	case saving:
-		return errorf("%s; the endpoint is still being journaled, so nothing was written: Resolve again: %w", flagged, err)
 	case errors.Is(err, journal.ErrKeyIgnoringFull):
-		return errorf("%s; the journal keeps as many such endpoints as it can, so nothing was written and it stays flagged: "+
-			"make room (idem key-ignoring remove, Client.ForgetKeyIgnoring: endpoints no longer called), then Resolve again: %w", flagged, err)
+		return fmt.Errorf("%s; the journal keeps as many such endpoints as it can, so nothing was written and it stays flagged: "+
+			"make room (idem key-ignoring remove, Client.ForgetKeyIgnoring: endpoints no longer called), then resolve it again: %w", flaggedForIgnoring, err)
 	case errors.Is(err, journal.ErrInvalid):
-		if _, err := flagSentTo(ctx, c.store, endpoint(prior), true); err != nil {
-			return errorf("%s, too long to be journaled; the operations to it that may have executed could not all be flagged first, so nothing was resolved: Resolve again: %w", flagged, withCause(ctx, err))
+		if _, err := flagSentTo(ctx, s, e, true); err != nil {
+			return fmt.Errorf("%s, too long to be journaled; the open operations to it that may have executed could not all be flagged first, so nothing was resolved: resolve it again: %w", flaggedForIgnoring, err)
 		}
 		return nil
 	}
-	return errorf("%s; it could not be journaled, so nothing was written: Resolve again once the journal takes writes: %w", flagged, withCause(ctx, err))
+	return fmt.Errorf("%s; it could not be journaled, so nothing was written: resolve it again once the journal takes writes: %w", flaggedForIgnoring, err)
 }
 
 // keepEndpoint is keepIgnoring of endpoint e.

@@ -35,7 +35,7 @@ func TestResolveOfAKeyIgnoredFlagWhoseSaveFailedWritesNothing(t *testing.T) {
 	errs, c2 := settleFlaggedWhileSavesFail(t, s, "", resolveXSucceeded)
 	require.Len(t, errs, 2, "Resolve(x) calls: the first refused, its saves failed")
 	require.ErrorIs(t, errs[0], syscall.ENOSPC)
-	require.ErrorContains(t, errs[0], "nothing was written: Resolve again")
+	require.ErrorContains(t, errs[0], "nothing was written: resolve it again")
 	x, err := c2.Lookup(t.Context(), "", "x")
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, x.State, "x settled by the second Resolve")
@@ -49,7 +49,7 @@ func TestResolveOfAKeyIgnoredFlagWhoseSaveFailedWritesNothing(t *testing.T) {
 // (charged: none, x and l flagged).
 func TestResolveOfAKeyIgnoredFlagWithTheStoreFullWritesNothing(t *testing.T) {
 	err := refusedWithTheStoreFull(t, resolveXSucceeded)
-	require.ErrorContains(t, err, "then Resolve again")
+	require.ErrorContains(t, err, "then resolve it again")
 }
 
 // An endpoint longer than journal.MaxKeyIgnoringEndpoint (modelled: a

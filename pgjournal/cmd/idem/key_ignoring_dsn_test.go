@@ -108,3 +108,29 @@ func TestDSNKeyIgnoringUnmigrated(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, journal.ReviewKeyIgnored, rec.Review, "journal: k-pending's Review")
 }
+
+// resolve on the live PostgreSQL journal of acct-2's k-other, flagged
+// "key ignored" for the orders endpoint, which the journal does not keep
+// (its save failed: the flag is its one trace), cleared the flag without
+// journaling the endpoint: a replica started afterwards took it for one
+// that de-duplicates and resent k-pending there under the same key
+// (modelled: a second order). resolve now journals the endpoint first.
+func TestDSNResolveOfAKeyIgnoredFlagJournalsItsEndpointFirst(t *testing.T) {
+	pg := newPG(t)
+	seed(t, pg.store, records(time.Now()))
+	ctx := context.Background()
+	_, err := pg.store.Update(ctx, "acct-2", "k-other", func(r *journal.Record) error {
+		r.Review = journal.ReviewKeyIgnored
+		return nil
+	})
+	require.NoError(t, err)
+
+	_, stderr, code := runIdem(t, pg.args("resolve", "-scope", "acct-2", "k-other", "-succeeded", "-reason", "one charge in the dashboard", "-by", "ops")...)
+	require.Equal(t, 0, code, stderr)
+	got, err := pg.store.Get(ctx, "acct-2", "k-other")
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, got.State, "journal: k-other resolved")
+	kept, err := pg.store.KeyIgnoringEndpoints(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{ordersEndpoint}, kept, "endpoints journaled as ignoring the key")
+}
