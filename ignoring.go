@@ -356,7 +356,7 @@ func (c *Client) keepFlagged(ctx context.Context, rec *journal.Record) (saving b
 }
 
 // keepBeforeResolve is keepFlagged before Resolve settles scope and key,
-// if it is open and flagged ReviewKeyIgnored (keepForResolve).
+// if it is open and flagged ReviewKeyIgnored (keptForResolve).
 func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) error {
 	prior, err := c.store.Get(ctx, scope, key)
 	switch {
@@ -367,11 +367,11 @@ func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) error
 	case !flaggedKeyIgnored(prior):
 		return nil
 	}
-	c.ignoring.relearn(prior)
-	if err := c.waitSaves(ctx); err != nil {
+	saving, err := c.keepFlagged(ctx, prior)
+	if saving {
 		return errorf("idem: Resolve (scope %q, key %q): %s; the endpoint is still being journaled, so nothing was written: resolve it again: %w", scope, key, flaggedForIgnoring, err)
 	}
-	if err := keepForResolve(ctx, c.store, prior, c.keepEndpoint); err != nil {
+	if err := keptForResolve(ctx, c.store, prior, err); err != nil {
 		return errorf("idem: Resolve (scope %q, key %q): %w", scope, key, withCause(ctx, err))
 	}
 	return nil
@@ -397,17 +397,13 @@ func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Rec
 	if !flaggedKeyIgnored(rec) {
 		return nil
 	}
-	err := keepForResolve(ctx, s, rec, func(ctx context.Context, e string) error {
-		ks, ok := s.(KeyIgnoringStore)
-		if !ok {
-			return nil
+	var err error
+	if ks, ok := s.(KeyIgnoringStore); ok {
+		if err = ks.AddKeyIgnoring(ctx, endpoint(rec)); errors.Is(err, ErrKeyIgnoringUnkept) {
+			err = nil
 		}
-		if err := ks.AddKeyIgnoring(ctx, e); !errors.Is(err, ErrKeyIgnoringUnkept) {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
+	}
+	if err := keptForResolve(ctx, s, rec, err); err != nil {
 		return errorf("idem: resolve (scope %q, key %q): %w", rec.Scope, rec.Key, withCause(ctx, err))
 	}
 	return nil
@@ -419,20 +415,18 @@ func flaggedKeyIgnored(rec *journal.Record) bool {
 	return rec.Open() && rec.Review == ReviewKeyIgnored
 }
 
-// flaggedForIgnoring begins keepForResolve's errors.
+// flaggedForIgnoring begins keptForResolve's errors.
 const flaggedForIgnoring = "it is flagged for an endpoint that ignores the idempotency key, which a restarted process may know from that flag alone"
 
-// keepForResolve journals with add (nil when the Store keeps no
-// endpoints) the endpoint rec, flagged ReviewKeyIgnored, is flagged for,
-// before a resolution clears the flag: an error, nothing to be written,
-// says what to do. One too long ever to be journaled (journal.ErrInvalid)
-// is not refused, a resolution being the only way out for its
-// operations: the open ones to it a send of which may have executed are
-// flagged first (flagSentTo), so that their flags still tell the next
-// process.
-func keepForResolve(ctx context.Context, s Store, rec *journal.Record, add func(context.Context, string) error) error {
-	e := endpoint(rec)
-	err := add(ctx, e)
+// keptForResolve judges, before a resolution clears the flag of rec,
+// flagged ReviewKeyIgnored, the journaling of its endpoint, which ended
+// in err (nil also when the Store keeps no endpoints): an error, nothing
+// to be written, says what to do. One too long ever to be journaled
+// (journal.ErrInvalid) is not refused, a resolution being the only way
+// out for its operations: the open ones to it a send of which may have
+// executed are flagged first (flagSentTo), so that their flags still
+// tell the next process.
+func keptForResolve(ctx context.Context, s Store, rec *journal.Record, err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -440,7 +434,7 @@ func keepForResolve(ctx context.Context, s Store, rec *journal.Record, add func(
 		return fmt.Errorf("%s; the journal keeps as many such endpoints as it can, so nothing was written and it stays flagged: "+
 			"make room (idem key-ignoring remove, Client.ForgetKeyIgnoring: endpoints no longer called), then resolve it again: %w", flaggedForIgnoring, err)
 	case errors.Is(err, journal.ErrInvalid):
-		if _, err := flagSentTo(ctx, s, e, true); err != nil {
+		if _, err := flagSentTo(ctx, s, endpoint(rec), true); err != nil {
 			return fmt.Errorf("%s, too long to be journaled; the open operations to it that may have executed could not all be flagged first, so nothing was resolved: resolve it again: %w", flaggedForIgnoring, err)
 		}
 		return nil
