@@ -50,7 +50,8 @@ func TestResolveFileOfAKeyIgnoredFlagJournalsItsEndpointFirst(t *testing.T) {
 
 // As above, the journal's endpoints at their bound (paths with ids):
 // resolve settled k-other all the same, the endpoint's one trace gone.
-// It now exits 1 with nothing written, saying how to make room.
+// It now exits 1 with nothing written, saying how to make room, naming
+// idem once (the command's own "idem: " comes first).
 func TestResolveFileOfAKeyIgnoredFlagWithTheStoreFullWritesNothing(t *testing.T) {
 	fx := newJournal(t)
 	others := make([]string, journal.MaxKeyIgnoringEndpoints)
@@ -63,6 +64,7 @@ func TestResolveFileOfAKeyIgnoredFlagWithTheStoreFullWritesNothing(t *testing.T)
 	stdout, stderr, code := runIdem(t, "-journal", fx.path, "resolve", "-scope", "acct-2", "k-other", "-succeeded", "-reason", "one charge in the dashboard")
 	require.Equal(t, 1, code, stdout)
 	require.Contains(t, stderr, "make room (idem key-ignoring remove")
+	require.NotContains(t, stderr, "idem: idem:")
 	r, err := record(t, fx.path, "acct-2", "k-other")
 	require.NoError(t, err)
 	require.Equal(t, journal.StateProcessing, r.State, "journal: k-other left open")

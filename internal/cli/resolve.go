@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/errtext"
 	"github.com/idemkit/idem/internal/recordable"
 	"github.com/idemkit/idem/journal"
 )
@@ -86,7 +87,8 @@ func cmdResolve(e *env, args []string) (err error) {
 		// Its flag may be the endpoint's one trace: the service, started
 		// again, would resend there a payment whose answer was lost.
 		if err := idem.KeepKeyIgnoringBeforeResolve(e.ctx, s, rec); err != nil {
-			return explain(s.Path(), err)
+			// The command's own "idem: " comes first.
+			return explain(s.Path(), errtext.Errorf("idem: ", "%w", err))
 		}
 		m.At = e.now()
 		if r, err = s.Resolve(e.ctx, *scope, key, m); err != nil {

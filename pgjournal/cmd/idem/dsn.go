@@ -229,7 +229,8 @@ func (b *pgBackend) Resolve(ctx context.Context, scope, key string, m journal.Ma
 		err = idem.KeepKeyIgnoringBeforeResolve(ctx, b.s, cur)
 	}
 	if err != nil {
-		return nil, "", b.explain(err)
+		// The command's own "idem: " comes first.
+		return nil, "", b.explain(errtext.Errorf("idem: ", "%w", err))
 	}
 	// A webhook's Confirm takes no lease: without force, an outcome that
 	// lands between the claim and this write is kept, not overwritten.
