@@ -393,7 +393,11 @@ func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) error
 // ReviewKeyIgnored first, their flags then telling the next process. nil
 // for any other rec, and when s keeps no endpoints (not a
 // KeyIgnoringStore, or ErrKeyIgnoringUnkept), as before they were kept.
+// A nil rec is ErrInvalidRequest.
 func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Record) error {
+	if rec == nil {
+		return errorf("idem: resolve: %w: no record; pass the one read from the Store (Get)", ErrInvalidRequest)
+	}
 	if !flaggedKeyIgnored(rec) {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
 )
 
 // resolveXSucceeded settles x by hand, as a person who found its payment
@@ -73,4 +74,13 @@ func TestResolveOfAKeyIgnoredFlagTooLongToJournalFlagsTheOthersFirst(t *testing.
 	x, err := c2.Lookup(t.Context(), "", "x")
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, x.State, "x resolved")
+}
+
+// A tool that passes the record it failed to read (nil, from a Get that
+// found nothing) is told so, not crashed.
+func TestKeepKeyIgnoringBeforeResolveOfNoRecordIsAnError(t *testing.T) {
+	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	defer js.Close()
+	require.ErrorIs(t, idem.KeepKeyIgnoringBeforeResolve(t.Context(), js, nil), idem.ErrInvalidRequest)
 }
