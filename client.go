@@ -522,6 +522,18 @@ type Resolution struct {
 // (ResponseSource), and one that contradicts it flags the operation for
 // review (ReviewConfirmConflict). An empty scope is the client's default
 // (WithScope). ResourceID takes at most 2048 bytes, By 255, Reason 1024.
+//
+// An open operation flagged ReviewKeyIgnored is settled only once the
+// endpoint it was flagged for is journaled (KeyIgnoringStore), as Confirm
+// does: the flag may be all that tells a restarted process the endpoint
+// ignores the key, and cleared, another payment there whose answer was
+// lost would be resent under the same key, a second charge. A write that
+// fails writes nothing and returns the error: with the journal's
+// endpoints at their bound (journal.ErrKeyIgnoringFull), make room
+// (idem key-ignoring remove, ForgetKeyIgnoring) and Resolve again. One
+// whose endpoint is too long ever to be journaled is settled after the
+// open operations to it that may have executed are flagged
+// ReviewKeyIgnored, their flags telling the next process.
 func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (*Result, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err
@@ -543,6 +555,9 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 		return nil, fmt.Errorf("%w: Resolve: ResourceID and By must be free of control characters, and all three valid UTF-8", ErrInvalidRequest)
 	}
 	scope = c.scopeOr(scope)
+	if err := c.keepBeforeResolve(ctx, scope, key); err != nil {
+		return nil, err
+	}
 	rec, err := c.store.Resolve(ctx, scope, key, journal.Manual{
 		State: r.State, ResourceID: r.ResourceID, Reason: r.Reason, By: r.By, At: c.cfg.clock.Now(),
 		OnlyOpen: r.OnlyOpen,

@@ -177,26 +177,15 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
 	}
 	if prior != nil && prior.Review == ReviewKeyIgnored {
-		// The flag the confirmation clears may be all that tells a
-		// restarted process the endpoint ignores the key (its save lost
-		// to a kill, or failed): cleared first, Resume resent another
-		// payment there whose answer was lost, a second charge. So the
-		// endpoint is learnt from it and journaled before, as a drive
-		// whose answer taught it waits (submit), within ctx and
-		// saveIgnoringTimeout; a wait that ends first writes nothing:
-		// the provider delivers the event again.
-		c.ignoring.relearn(prior)
-		if err := c.waitSaves(ctx); err != nil {
+		// The endpoint is journaled before the flag is cleared, within
+		// ctx and saveIgnoringTimeout; a wait or a write that fails
+		// writes nothing: the provider delivers the event again.
+		switch saving, err := c.keepFlagged(ctx, prior); {
+		case saving:
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is still being journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
-		}
-		// The save relearn started, or this process's earlier one, may
-		// have failed rather than hung (a full disk, a database failing
-		// over): waitSaves tells nothing of that, and a process that knows
-		// the endpoint does not save it again.
-		switch err := c.keepIgnoring(ctx, prior); {
 		case errors.Is(err, journal.ErrKeyIgnoringFull):
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, the journal keeping as many as it can, so nothing was written and it stays flagged for review: "+
-				"answer the provider with a retryable status (5xx), and once room is made (idem key-ignoring remove, ForgetKeyIgnoring) its redelivery settles it; or settle it by hand (Resolve): %w", scope, key, err)
+				"answer the provider with a retryable status (5xx), and once room is made (idem key-ignoring remove, ForgetKeyIgnoring) its redelivery settles it, as Resolve does: %w", scope, key, err)
 		case errors.Is(err, journal.ErrInvalid):
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is too long, or not valid UTF-8, to be journaled, so nothing was written and it stays flagged for review: "+
 				"a redelivery cannot settle it; settle it by hand (Resolve): %w", scope, key, err)

@@ -336,6 +336,116 @@ func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
 	return c.keepEndpoint(ctx, endpoint(rec))
 }
 
+// keepFlagged journals the endpoint rec, flagged ReviewKeyIgnored, was
+// flagged for, before what settles rec (Confirm, Resolve) clears the
+// flag: it may be all that tells a restarted process the endpoint
+// ignores the key (its save lost to a kill, or failed: a full disk, the
+// journal's endpoints at their bound), and cleared first, Resume resent
+// another payment there whose answer was lost, a second charge. It learns
+// the endpoint from the flag, waits for its save under way (waitSaves:
+// its error, saving true), then journals it itself (keepIgnoring's
+// error): that save, or this process's earlier one, may have failed
+// rather than hung, and a process that knows the endpoint does not save
+// it again.
+func (c *Client) keepFlagged(ctx context.Context, rec *journal.Record) (saving bool, err error) {
+	c.ignoring.relearn(rec)
+	if err := c.waitSaves(ctx); err != nil {
+		return true, err
+	}
+	return false, c.keepIgnoring(ctx, rec)
+}
+
+// keepBeforeResolve is keepFlagged before Resolve settles scope and key,
+// if it is open and flagged ReviewKeyIgnored (keptForResolve).
+func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) error {
+	prior, err := c.store.Get(ctx, scope, key)
+	switch {
+	case errors.Is(err, journal.ErrNotFound):
+		return nil // the resolution says so
+	case err != nil:
+		return errorf("idem: Resolve (scope %q, key %q): nothing was written: %w", scope, key, withCause(ctx, err))
+	case !flaggedKeyIgnored(prior):
+		return nil
+	}
+	saving, err := c.keepFlagged(ctx, prior)
+	if saving {
+		return errorf("idem: Resolve (scope %q, key %q): %s; the endpoint is still being journaled, so nothing was written: resolve it again: %w", scope, key, flaggedForIgnoring, err)
+	}
+	if err := keptForResolve(ctx, c.store, prior, err); err != nil {
+		return errorf("idem: Resolve (scope %q, key %q): %w", scope, key, withCause(ctx, err))
+	}
+	return nil
+}
+
+// KeepKeyIgnoringBeforeResolve is what a tool on the journal (idem
+// resolve on a stopped journal file or on a pgjournal) calls before it
+// resolves rec, read from s, by hand (Store.Resolve), as Client.Resolve
+// does: if rec is open and flagged ReviewKeyIgnored, the flag may be all
+// that tells a process that its endpoint ignores the key (the endpoint's
+// save failed: a full disk, the journal's endpoints at their bound), and
+// cleared first, the next process resends there another payment whose
+// answer was lost, under the same key: a second charge. It journals the
+// endpoint in s (KeyIgnoringStore); an error means nothing must be
+// resolved, and says what to do (journal.ErrKeyIgnoringFull: make room
+// with idem key-ignoring remove, then resolve again). An endpoint too
+// long ever to be journaled (journal.ErrInvalid) is no error: the open
+// operations to it a send of which may have executed are flagged
+// ReviewKeyIgnored first, their flags then telling the next process. nil
+// for any other rec, and when s keeps no endpoints (not a
+// KeyIgnoringStore, or ErrKeyIgnoringUnkept), as before they were kept.
+// A nil rec is ErrInvalidRequest.
+func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Record) error {
+	if rec == nil {
+		return errorf("idem: resolve: %w: no record; pass the one read from the Store (Get)", ErrInvalidRequest)
+	}
+	if !flaggedKeyIgnored(rec) {
+		return nil
+	}
+	var err error
+	if ks, ok := s.(KeyIgnoringStore); ok {
+		if err = ks.AddKeyIgnoring(ctx, endpoint(rec)); errors.Is(err, ErrKeyIgnoringUnkept) {
+			err = nil
+		}
+	}
+	if err := keptForResolve(ctx, s, rec, err); err != nil {
+		return errorf("idem: resolve (scope %q, key %q): %w", rec.Scope, rec.Key, withCause(ctx, err))
+	}
+	return nil
+}
+
+// flaggedKeyIgnored reports whether rec is open and flagged
+// ReviewKeyIgnored: a flag that teaches its endpoint (relearn).
+func flaggedKeyIgnored(rec *journal.Record) bool {
+	return rec.Open() && rec.Review == ReviewKeyIgnored
+}
+
+// flaggedForIgnoring begins keptForResolve's errors.
+const flaggedForIgnoring = "it is flagged for an endpoint that ignores the idempotency key, which a restarted process may know from that flag alone"
+
+// keptForResolve judges, before a resolution clears the flag of rec,
+// flagged ReviewKeyIgnored, the journaling of its endpoint, which ended
+// in err (nil also when the Store keeps no endpoints): an error, nothing
+// to be written, says what to do. One too long ever to be journaled
+// (journal.ErrInvalid) is not refused, a resolution being the only way
+// out for its operations: the open ones to it a send of which may have
+// executed are flagged first (flagSentTo), so that their flags still
+// tell the next process.
+func keptForResolve(ctx context.Context, s Store, rec *journal.Record, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, journal.ErrKeyIgnoringFull):
+		return fmt.Errorf("%s; the journal keeps as many such endpoints as it can, so nothing was written and it stays flagged: "+
+			"make room (idem key-ignoring remove, Client.ForgetKeyIgnoring: endpoints no longer called), then resolve it again: %w", flaggedForIgnoring, err)
+	case errors.Is(err, journal.ErrInvalid):
+		if _, err := flagSentTo(ctx, s, endpoint(rec), true); err != nil {
+			return fmt.Errorf("%s, too long to be journaled; the open operations to it that may have executed could not all be flagged first, so nothing was resolved: resolve it again: %w", flaggedForIgnoring, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s; it could not be journaled, so nothing was written: resolve it again once the journal takes writes: %w", flaggedForIgnoring, err)
+}
+
 // keepEndpoint is keepIgnoring of endpoint e.
 func (c *Client) keepEndpoint(ctx context.Context, e string) error {
 	ks, ok := c.store.(KeyIgnoringStore)
@@ -368,7 +478,7 @@ func (c *Client) logFull(ctx context.Context, e string, err error) {
 		return
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn,
-		"idem: the journal keeps as many endpoints that ignore the idempotency key as it can; one learnt now is not journaled, and the operations flagged for it stay flagged (no Confirm or result query settles them) until room is made: remove the endpoints no longer called (idem key-ignoring remove, Client.ForgetKeyIgnoring)",
+		"idem: the journal keeps as many endpoints that ignore the idempotency key as it can; one learnt now is not journaled, and the operations flagged for it stay flagged (no Confirm, Resolve or result query settles them) until room is made: remove the endpoints no longer called (idem key-ignoring remove, Client.ForgetKeyIgnoring)",
 		slog.String("endpoint", e), slog.Any("err", err))
 }
 
@@ -598,7 +708,9 @@ func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // flagged (never resent) until settled by hand (Resolve), and while one
 // of them is open, any process learns the endpoint from it again, and
 // journals it again: this one when a Resume, a Run pass or a drive reads
-// it, another at its start-up. Resolve them first. Other processes
+// it, another at its start-up, and Resolve journals it again before it
+// clears one's flag (the flag may be its one trace). Resolve them
+// first. Other processes
 // sharing the journal (pgjournal replicas) keep the endpoint in memory
 // until they restart or are told to forget it too. An answer that says
 // so again teaches it again.

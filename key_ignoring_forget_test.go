@@ -154,8 +154,10 @@ func TestForgetKeyIgnoringResendsUnderTheSameKey(t *testing.T) {
 // whose answer is lost, is flagged, not resent (requests k1, k2). A
 // restart reads the journal without it, and k3, whose answer is lost
 // too, is resent under its key (requests k1, k2, k3, k3) once k2 is
-// resolved; while k2 is open and flagged, the restarted process learns
-// the endpoint from it again and k3 is flagged (k1, k2, k3).
+// resolved (which journals the endpoint again, k2's flag perhaps its one
+// trace: removed again after it); while k2 is open and flagged, the
+// restarted process learns the endpoint from it again and k3 is flagged
+// (k1, k2, k3).
 func TestKeyIgnoringRemovedFromTheJournalKeptUntilRestart(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
@@ -194,6 +196,14 @@ func TestKeyIgnoringRemovedFromTheJournalKeptUntilRestart(t *testing.T) {
 				_, err = c.Resolve(t.Context(), "", "k2", idem.Resolution{State: idem.StateSucceeded, ResourceID: "pay_2",
 					Reason: "one charge in the dashboard", By: "ops"})
 				require.NoError(t, err, "Resolve(k2)")
+				// k2's flag may have been all that told of the endpoint
+				// (its save failed): Resolve journaled it again first.
+				kept, err := store.KeyIgnoringEndpoints(t.Context())
+				require.NoError(t, err)
+				require.Equal(t, []string{endpoint}, kept, "journal: endpoints after Resolve(k2)")
+				removed, err := store.RemoveKeyIgnoring(t.Context(), endpoint)
+				require.NoError(t, err, "RemoveKeyIgnoring() after Resolve(k2)")
+				require.True(t, removed, "RemoveKeyIgnoring() after Resolve(k2)")
 			}
 			require.NoError(t, c.Close())
 			require.NoError(t, store.Close())

@@ -69,11 +69,21 @@ func settleFlaggedWithTheStoreFull(t *testing.T, s *keyIgnoringCharges, orders s
 // it, writes nothing, and the next process learns the endpoint from x's
 // flag: l is flagged, not resent (charged: none).
 func TestConfirmOfAKeyIgnoredFlagWithTheStoreFullWritesNothing(t *testing.T) {
+	refusedWithTheStoreFull(t, confirmXSucceeded)
+}
+
+// refusedWithTheStoreFull runs settleFlaggedWithTheStoreFull's settle of
+// x, with no status endpoint, at a Solidgate-style endpoint that ignores
+// the key, and returns its error, which must be
+// journal.ErrKeyIgnoringFull and say how to make room.
+func refusedWithTheStoreFull(t *testing.T, settle func(*idem.Client) error) error {
+	t.Helper()
 	s := newKeyIgnoringCharges(t, ignoredCreated)
-	err := settleFlaggedWithTheStoreFull(t, s, "", confirmXSucceeded)
+	err := settleFlaggedWithTheStoreFull(t, s, "", settle)
 	require.ErrorIs(t, err, journal.ErrKeyIgnoringFull)
 	require.NotErrorIs(t, err, idem.ErrNotFound)
-	require.ErrorContains(t, err, "idem key-ignoring", "Confirm's error says how to make room")
+	require.ErrorContains(t, err, "idem key-ignoring remove", "the error says how to make room")
+	return err
 }
 
 // As above, x settled by its status endpoint's "settled" when the caller
@@ -118,7 +128,7 @@ func TestKeyIgnoringStoreFullLoggedOnce(t *testing.T) {
 	}
 	require.NoError(t, c.Close())
 	s.requireCharges(t, []string{"cus_a", "cus_b", "cus_c"})
-	levels, _ := logs.find("idem: the journal keeps as many endpoints that ignore the idempotency key as it can; one learnt now is not journaled, and the operations flagged for it stay flagged (no Confirm or result query settles them) until room is made: remove the endpoints no longer called (idem key-ignoring remove, Client.ForgetKeyIgnoring)")
+	levels, _ := logs.find("idem: the journal keeps as many endpoints that ignore the idempotency key as it can; one learnt now is not journaled, and the operations flagged for it stay flagged (no Confirm, Resolve or result query settles them) until room is made: remove the endpoints no longer called (idem key-ignoring remove, Client.ForgetKeyIgnoring)")
 	require.Equal(t, []slog.Level{slog.LevelWarn}, levels)
 	for _, msg := range []string{
 		"idem: could not journal an endpoint that ignores the idempotency key; its flagged operations still tell the next process",

@@ -287,7 +287,7 @@ func (d *driver) run() error {
 						// visited again at the reconcile delay, which no
 						// attempt lengthens: each visit read every endpoint
 						// and made an fsync'd commit, every 30 s, for ever.
-						recheck, what := min(c.cfg.reconcileMax, reviewRecheck), "until room is made (idem key-ignoring remove, ForgetKeyIgnoring), or settle it by hand (Resolve)"
+						recheck, what := min(c.cfg.reconcileMax, reviewRecheck), "until room is made (idem key-ignoring remove, ForgetKeyIgnoring), which Resolve needs too"
 						if errors.Is(err, journal.ErrInvalid) {
 							recheck, what = reviewRecheck, "and no visit will ask it: settle it by hand (Resolve)"
 						}

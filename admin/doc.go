@@ -57,7 +57,9 @@
 // 404 (not_found: unknown key, unknown key-ignoring endpoint, or unknown
 // handler endpoint), 403 (forbidden: a cross-site browser request, or one
 // WithOperator could not name), 405 (method_not_allowed), 409 (conflict:
-// resolving a settled operation without force), 415
+// resolving a settled operation without force, or one flagged "key
+// ignored" whose endpoint the journal, keeping as many as it can, cannot
+// journal first: remove one no longer called, then resolve again), 415
 // (unsupported_media_type: a body that is not application/json) or 503
 // (unavailable: the Client is closed).
 //

@@ -162,6 +162,11 @@ func clientError(err error) error {
 		// journal.ErrInvalid: a scope or key the journal cannot hold
 		// (a NUL byte, too long), the caller's to fix.
 		return &Error{http.StatusBadRequest, "bad_request", err.Error()}
+	case errors.Is(err, journal.ErrKeyIgnoringFull):
+		// A resolution refused until the operator makes room for the
+		// endpoint its flag tells of (POST /key-ignoring/remove): the
+		// journal's state, theirs to change, not a broken handler.
+		return &Error{http.StatusConflict, "conflict", err.Error()}
 	case errors.Is(err, idem.ErrClosed), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// A wait the Client gave up (ForgetKeyIgnoring's for a save
 		// under way), or the request's own end: nothing done, to be

@@ -207,14 +207,7 @@ func TestKeyIgnoringRemoveFileFlagsWhatMayHaveExecuted(t *testing.T) {
 func TestKeyIgnoringRemoveFileNotKeptButKnown(t *testing.T) {
 	fx := newJournal(t)
 	const ordersEndpoint = "POST https://api.example.com/v1/orders"
-	s, err := journal.Open(fx.path)
-	require.NoError(t, err)
-	_, err = s.Update(context.Background(), "acct-2", "k-other", func(r *journal.Record) error {
-		r.Review = journal.ReviewKeyIgnored
-		return nil
-	})
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
+	flagOtherKeyIgnored(t, fx.path)
 
 	stdout, stderr, code := runIdem(t, "-journal", fx.path, "key-ignoring", "remove", ordersEndpoint)
 	require.Equal(t, 1, code, stderr)

@@ -8,6 +8,8 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/internal/errtext"
 	"github.com/idemkit/idem/internal/recordable"
 	"github.com/idemkit/idem/journal"
 )
@@ -81,6 +83,12 @@ func cmdResolve(e *env, args []string) (err error) {
 		defer closeStore(s, &err)
 		if rec.State.Terminal() && !*force {
 			return SettledError(rec)
+		}
+		// Its flag may be the endpoint's one trace: the service, started
+		// again, would resend there a payment whose answer was lost.
+		if err := idem.KeepKeyIgnoringBeforeResolve(e.ctx, s, rec); err != nil {
+			// The command's own "idem: " comes first.
+			return explain(s.Path(), errtext.Errorf("idem: ", "%w", err))
 		}
 		m.At = e.now()
 		if r, err = s.Resolve(e.ctx, *scope, key, m); err != nil {

@@ -221,6 +221,17 @@ func (b *pgBackend) Resolve(ctx context.Context, scope, key string, m journal.Ma
 		// work. Were Release to fail, the lease would expire on its own.
 		defer func() { _ = b.s.Release(context.WithoutCancel(ctx), l) }()
 	}
+	// Under the lease, so that no replica's drive moves it meanwhile: its
+	// flag may be the endpoint's one trace, and a replica started again
+	// would resend there a payment whose answer was lost.
+	cur, err := b.s.Get(ctx, scope, key)
+	if err == nil {
+		err = idem.KeepKeyIgnoringBeforeResolve(ctx, b.s, cur)
+	}
+	if err != nil {
+		// The command's own "idem: " comes first.
+		return nil, "", b.explain(errtext.Errorf("idem: ", "%w", err))
+	}
 	// A webhook's Confirm takes no lease: without force, an outcome that
 	// lands between the claim and this write is kept, not overwritten.
 	m.OnlyOpen = !force

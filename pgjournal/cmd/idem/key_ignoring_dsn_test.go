@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,15 +70,11 @@ func TestDSNKeyIgnoring(t *testing.T) {
 // flags k-pending, whose one send there may have executed, all the same,
 // and the hint counts it.
 func TestDSNKeyIgnoringUnmigrated(t *testing.T) {
-	pg := newPG(t)
-	seed(t, pg.store, records(time.Now()))
+	pg := seededThen(t, "the schema back at version 1", func(table func(string) string) string {
+		return `DROP TABLE ` + table("key_ignoring") + `;
+		DELETE FROM ` + table("schema_version") + ` WHERE version = 2`
+	})
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pg.dsn)
-	require.NoError(t, err)
-	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, `DROP TABLE `+pgx.Identifier{pg.schema, "key_ignoring"}.Sanitize()+`;
-		DELETE FROM `+pgx.Identifier{pg.schema, "schema_version"}.Sanitize()+` WHERE version = 2`)
-	require.NoError(t, err, "the schema back at version 1")
 
 	for _, args := range [][]string{{"key-ignoring"}, {"key-ignoring", "remove", ordersEndpoint}} {
 		stdout, stderr, code := runIdem(t, pg.args(args...)...)
@@ -107,4 +104,71 @@ func TestDSNKeyIgnoringUnmigrated(t *testing.T) {
 	rec, err = pg.store.Get(ctx, "default", "k-pending")
 	require.NoError(t, err)
 	require.Equal(t, journal.ReviewKeyIgnored, rec.Review, "journal: k-pending's Review")
+}
+
+// resolve on the live PostgreSQL journal of acct-2's k-other, flagged
+// "key ignored" for the orders endpoint, which the journal does not keep
+// (its save failed: the flag is its one trace), cleared the flag without
+// journaling the endpoint: a replica started afterwards took it for one
+// that de-duplicates and resent k-pending there under the same key
+// (modelled: a second order). resolve now journals the endpoint first.
+func TestDSNResolveOfAKeyIgnoredFlagJournalsItsEndpointFirst(t *testing.T) {
+	pg := newPG(t)
+	seed(t, pg.store, records(time.Now()))
+	ctx := context.Background()
+	_, stderr, code := resolveOtherFlagged(t, pg)
+	require.Equal(t, 0, code, stderr)
+	got, err := pg.store.Get(ctx, "acct-2", "k-other")
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, got.State, "journal: k-other resolved")
+	kept, err := pg.store.KeyIgnoringEndpoints(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []string{ordersEndpoint}, kept, "endpoints journaled as ignoring the key")
+}
+
+// As above, the journal's endpoints at their bound (paths with ids): the
+// endpoint cannot be journaled, so resolve exits 1 having written
+// nothing, k-other still open and flagged, and says how to make room,
+// naming idem once.
+func TestDSNResolveOfAKeyIgnoredFlagWithTheStoreFullWritesNothing(t *testing.T) {
+	pg := seededThen(t, "the endpoints at their bound", func(table func(string) string) string {
+		return `INSERT INTO ` + table("key_ignoring") + ` (endpoint)
+		SELECT 'POST https://api.example.com/customers/cus_' || i || '/charges' FROM generate_series(1, ` + strconv.Itoa(journal.MaxKeyIgnoringEndpoints) + `) AS i`
+	})
+	ctx := context.Background()
+	stdout, stderr, code := resolveOtherFlagged(t, pg)
+	require.Equal(t, 1, code, stdout)
+	require.Contains(t, stderr, "make room (idem key-ignoring remove")
+	require.NotContains(t, stderr, "idem: idem:")
+	got, err := pg.store.Get(ctx, "acct-2", "k-other")
+	require.NoError(t, err)
+	require.Equal(t, journal.StateProcessing, got.State, "journal: k-other left open")
+	require.Equal(t, journal.ReviewKeyIgnored, got.Review, "journal: k-other still flagged")
+}
+
+// seededThen is a journal of records(now) on which the SQL statements
+// sql returns have then run, table naming a table of the journal's schema.
+func seededThen(t *testing.T, what string, sql func(table func(string) string) string) pgJournal {
+	t.Helper()
+	pg := newPG(t)
+	seed(t, pg.store, records(time.Now()))
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pg.dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql(func(name string) string { return pgx.Identifier{pg.schema, name}.Sanitize() }))
+	require.NoError(t, err, what)
+	return pg
+}
+
+// resolveOtherFlagged flags acct-2's k-other "key ignored" for the orders
+// endpoint, its one trace, and runs resolve of it as succeeded.
+func resolveOtherFlagged(t *testing.T, pg pgJournal) (stdout, stderr string, code int) {
+	t.Helper()
+	_, err := pg.store.Update(context.Background(), "acct-2", "k-other", func(r *journal.Record) error {
+		r.Review = journal.ReviewKeyIgnored
+		return nil
+	})
+	require.NoError(t, err)
+	return runIdem(t, pg.args("resolve", "-scope", "acct-2", "k-other", "-succeeded", "-reason", "one charge in the dashboard", "-by", "ops")...)
 }
