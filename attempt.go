@@ -1009,6 +1009,10 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	case !query && cached == "":
 		a.replayed = marked && replayed(ex.header, ex.status)
 		a.created, a.createdStatus = createdResource(ex.status, ex.body)
+		// Primer answers a refund's key already processed with the
+		// payment refunded: POST /payments/{id}/refund's 409 names {id}
+		// and that payment's status, whatever became of the refund.
+		a.actedOn = a.created != "" && slices.Contains(pathSegments(rec.URL, rec.Key), a.created)
 		if a.created != "" {
 			// Moov's 409 is the key's transfer whole, and its keys are
 			// per account: a service sharing it, or a key taken from a
