@@ -2294,17 +2294,36 @@ func containsAny(text []byte, words ...string) bool {
 //
 // Empty for any other answer, and for one that names no resource: only
 // the resource makes the answer final.
-func createdResource(status int, body []byte) (id, state string) {
-	for _, read := range createdReaders {
-		if id, state = read(status, body); id != "" {
-			return id, state
+//
+// collection: the path segment that names the resource's kind, when the
+// shape says what it names (Primer's a payment, Moov's a transfer).
+func createdResource(status int, body []byte) (id, state, collection string) {
+	for _, r := range createdReaders {
+		if id, state = r.read(status, body); id != "" {
+			return id, state, r.collection
 		}
 	}
-	return "", ""
+	return "", "", ""
 }
 
 // createdReaders read createdResource's answers, one shape each.
-var createdReaders = [...]func(status int, body []byte) (id, state string){gocardlessCreated, primerPayment, bankingCircleEntity, moovTransfer}
+var createdReaders = [...]struct {
+	read       func(status int, body []byte) (id, state string)
+	collection string
+}{{gocardlessCreated, ""}, {primerPayment, "payments"}, {bankingCircleEntity, ""}, {moovTransfer, "transfers"}}
+
+// memberActedOn is the id a request to a path of segments (pathSegments)
+// names in collection before an action's segment, the member of it the
+// request acts on (POST /payments/{id}/refund); "" for a create (POST
+// /payments) or an empty collection.
+func memberActedOn(segments []string, collection string) string {
+	for i := 0; collection != "" && i+2 < len(segments); i++ {
+		if strings.EqualFold(segments[i], collection) {
+			return segments[i+1]
+		}
+	}
+	return ""
+}
 
 // gocardlessCreated reads createdResource's GoCardless answer.
 func gocardlessCreated(status int, body []byte) (id, state string) {

@@ -211,7 +211,9 @@
 // status), which
 // settles failed, as a replayed 4xx. One whose body describes another
 // request (Moov's transfer, its amount not the journaled one's: a key
-// shared, or reused from a business id) is flagged ReviewKeyInUse. One
+// shared, or reused from a business id), or a payment or transfer other
+// than the one the request's path acts on (a refund's), is flagged
+// ReviewKeyInUse. One
 // naming the resource the request's path names, the one it acted on
 // (Primer's refund's 409 naming the payment refunded, and that payment's
 // status), says only that the key's request was processed: flagged

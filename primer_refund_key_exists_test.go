@@ -134,3 +134,44 @@ func TestPrimerRefundKeyExistsToAFirstAttempt(t *testing.T) {
 	defer p.mu.Unlock()
 	require.Equal(t, 2, p.copies, "the mesh's copy and ours, nothing resent")
 }
+
+// A refund acts on the payment its path names, and Primer's 409 names the
+// payment of the key's request: one other than the path's is another
+// request's, whose key ours shares (a service sharing the account, or a
+// key taken from a business id, which Primer's idempotency page warns
+// against: "multiple payment attempts and refunds can be made for a
+// single order"). Primer ignored ours, and nothing was refunded. So does
+// Moov's 409 to a refund, POST /accounts/{accountID}/transfers/{transferID}/refunds,
+// carry the key's transfer ("returns a 409 with the original transfer in
+// the body", docs.moov.io/guides/money-movement/manage-transfers): one
+// not the path's was made by another request. Taken as the resource our
+// key created, the refund settled succeeded with that other payment's id
+// after its first answer was lost.
+func TestRefundKeyExistsNamingAnotherPayment(t *testing.T) {
+	for _, tt := range []struct {
+		name, path, body, other string
+	}{
+		{"primer", "/payments/Pq7rT2vX/refund", `{"error":{"errorId":"IdempotencyKeyAlreadyExists",` +
+			`"description":"The idempotency key \"rf-k\" already exists for transaction","diagnosticsId":"1234567898",` +
+			`"paymentId":"` + primerRefundedPayment + `","paymentStatus":"SETTLED"}}`, primerRefundedPayment},
+		{"moov", "/accounts/cb6ae9f9-afab-4f06-9eb0-8abf54a3ada2/transfers/04022119-95be-4ef4-9dd4-b3782f6aa7b9/refunds",
+			`{"transferID":"ec7e1848-dc80-4ab0-8827-dd7fc0737b01","createdOn":"2026-11-29T11:00:00Z","status":"completed",` +
+				`"amount":{"currency":"USD","value":300}}`, "ec7e1848-dc80-4ab0-8827-dd7fc0737b01"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lost := shape{status: http.StatusBadGateway, body: `<html>bad gateway</html>`}
+			v := newVendor(t, lost, shape{status: http.StatusConflict, body: tt.body})
+			c := clientFor(t, v.srv, idemtest.NewClock(epoch), idem.WithKeyHeader("X-Idempotency-Key", idem.KeyBare))
+			res, err := c.Submit(t.Context(), idem.Request{Key: "rf-k", URL: v.srv.URL + tt.path, Body: []byte(`{"amount":300}`)})
+			requireForeignKey(t, res, err)
+
+			sum, err := c.Resume(t.Context())
+			require.NoError(t, err)
+			require.Zero(t, sum.Succeeded+sum.Failed, "settled from another payment's status: %+v", sum)
+			op, err := c.Lookup(t.Context(), "", "rf-k")
+			require.NoError(t, err)
+			requireOtherRequestsOp(t, c, op, "rf-k", tt.other)
+			v.requireKeys(t, "X-Idempotency-Key", "rf-k", 2)
+		})
+	}
+}
