@@ -1010,12 +1010,13 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		a.replayed = marked && replayed(ex.header, ex.status)
 		var collection string
 		a.created, a.createdStatus, collection = createdResource(ex.status, ex.body)
-		// Primer answers a refund's key already processed with the
-		// payment refunded: POST /payments/{id}/refund's 409 names {id}
-		// and that payment's status, whatever became of the refund.
-		segs := pathSegments(rec.URL, rec.Key)
-		a.actedOn = a.created != "" && slices.Contains(segs, a.created)
 		if a.created != "" {
+			// Primer answers a refund's key already processed with the
+			// payment refunded: POST /payments/{id}/refund's 409 names
+			// {id} and that payment's status, whatever became of the
+			// refund.
+			segs := pathSegments(rec.URL, rec.Key)
+			a.actedOn = slices.Contains(segs, a.created)
 			// Moov's 409 is the key's transfer whole, and its keys are
 			// per account: a service sharing it, or a key taken from a
 			// business id, gets another request's transfer in it.
