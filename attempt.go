@@ -1008,12 +1008,25 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	switch {
 	case !query && cached == "":
 		a.replayed = marked && replayed(ex.header, ex.status)
-		a.created, a.createdStatus = createdResource(ex.status, ex.body)
+		var collection string
+		a.created, a.createdStatus, collection = createdResource(ex.status, ex.body)
 		if a.created != "" {
+			// Primer answers a refund's key already processed with the
+			// payment refunded: POST /payments/{id}/refund's 409 names
+			// {id} and that payment's status, whatever became of the
+			// refund.
+			segs := pathSegments(rec.URL, rec.Key)
+			a.actedOn = slices.Contains(segs, a.created)
 			// Moov's 409 is the key's transfer whole, and its keys are
 			// per account: a service sharing it, or a key taken from a
 			// business id, gets another request's transfer in it.
 			a.otherRequest, a.otherFixed = otherRequestOf(rec, ex.body)
+			if acted := memberActedOn(segs, collection); a.otherRequest == "" && !a.actedOn && acted != "" {
+				// So is a refund's naming a payment other than the one
+				// its path names (POST /payments/{id}/refund): the key's
+				// request acted on another, and ours was ignored.
+				a.otherRequest, a.otherFixed = fmt.Sprintf("id %q under %s, not %q, the one this request's path names", clipValue(a.created), collection, clipValue(acted)), true
+			}
 		}
 		a.keyIgnored = marked && keyIgnored(ex.header)
 	case query && cached != "" && !c.cacheNamesKey(rec, ex) && !pathNamesKey(rec.QueryURL, rec.Key):

@@ -135,8 +135,12 @@ type answer struct {
 	// (createdResource: GoCardless's, Primer's, Banking Circle's,
 	// Moov's), the server's final word for the key as a replay is; empty
 	// for any other answer. createdStatus: that resource's status, when
-	// the answer gives it.
+	// the answer gives it. actedOn: the resource named is one the
+	// request's path names, the one it acted on (a refund's payment),
+	// not one its key made: the key's request was processed, and its
+	// status is that resource's, not the request's outcome.
 	created, createdStatus string
+	actedOn                bool
 	// redirect: where a router's redirect points (routerRedirect), which
 	// no handler ran for; empty for any other answer.
 	redirect string
@@ -700,6 +704,9 @@ func judgeReplay(p past, a answer) judgment {
 }
 
 func replayMeaning(p past, a answer) judgment {
+	if a.actedOn && p.maybeExecuted {
+		return actedOnMeaning(a)
+	}
 	switch {
 	case a.status >= 400 && a.status < 500 && a.created == "" && a.verdict != Ambiguous:
 		// A stored refusal: whichever request ran first was refused, and
@@ -710,7 +717,7 @@ func replayMeaning(p past, a answer) judgment {
 		return judgment{move: moveSettle, label: "replayed_rejection",
 			out:      Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)},
 			conflict: a.keyConflict}
-	case a.created != "" && resourceStatusOf(a.createdStatus) == statusFailed:
+	case a.created != "" && !a.actedOn && resourceStatusOf(a.createdStatus) == statusFailed:
 		// The key's payment was declined: as a stored refusal, whichever
 		// request ran first was refused and nothing ran after it.
 		return judgment{move: moveSettle, label: "created_failed",
@@ -761,6 +768,19 @@ func replayMeaning(p past, a answer) judgment {
 		return judgment{move: moveReview, label: "replayed_error",
 			review: fmt.Sprintf("server replayed a stored %d for this key: the request may have executed", a.status)}
 	}
+}
+
+// actedOnMeaning is the judgment of the key's final answer naming only
+// the resource the request acted on (a.actedOn), after an attempt of ours
+// that may have executed: ours was processed, and how it ended (a refund
+// made or declined) the answer does not say. Taken as the resource the
+// key made, a declined refund of a settled payment settled succeeded
+// with the payment's id, and its customer was never refunded; failed,
+// one made would be made again. Resending gets the same answer.
+func actedOnMeaning(a answer) judgment {
+	err := fmt.Errorf("idem: the server says the key's request was processed, naming only %q, the resource this request acted on, and its status %q: "+
+		"not how the request ended; check with the provider, then Resolve", truncate(a.created, 64), truncate(a.createdStatus, 64))
+	return judgment{move: moveReview, label: "acted_on", review: ReviewFinalAnswer + ": " + err.Error(), err: err}
 }
 
 // contestedOtherRequest: a 409 said another request held the key before
@@ -2275,17 +2295,36 @@ func containsAny(text []byte, words ...string) bool {
 //
 // Empty for any other answer, and for one that names no resource: only
 // the resource makes the answer final.
-func createdResource(status int, body []byte) (id, state string) {
-	for _, read := range createdReaders {
-		if id, state = read(status, body); id != "" {
-			return id, state
+//
+// collection: the path segment that names the resource's kind, when the
+// shape says what it names (Primer's a payment, Moov's a transfer).
+func createdResource(status int, body []byte) (id, state, collection string) {
+	for _, r := range createdReaders {
+		if id, state = r.read(status, body); id != "" {
+			return id, state, r.collection
 		}
 	}
-	return "", ""
+	return "", "", ""
 }
 
 // createdReaders read createdResource's answers, one shape each.
-var createdReaders = [...]func(status int, body []byte) (id, state string){gocardlessCreated, primerPayment, bankingCircleEntity, moovTransfer}
+var createdReaders = [...]struct {
+	read       func(status int, body []byte) (id, state string)
+	collection string
+}{{gocardlessCreated, ""}, {primerPayment, "payments"}, {bankingCircleEntity, ""}, {moovTransfer, "transfers"}}
+
+// memberActedOn is the id a request to a path of segments (pathSegments)
+// names in collection before an action's segment, the member of it the
+// request acts on (POST /payments/{id}/refund); "" for a create (POST
+// /payments) or an empty collection.
+func memberActedOn(segments []string, collection string) string {
+	for i := 0; collection != "" && i+2 < len(segments); i++ {
+		if strings.EqualFold(segments[i], collection) {
+			return segments[i+1]
+		}
+	}
+	return ""
+}
 
 // gocardlessCreated reads createdResource's GoCardless answer.
 func gocardlessCreated(status int, body []byte) (id, state string) {

@@ -563,7 +563,7 @@ func TestCreatedResource(t *testing.T) {
 		{409, `{"error":"duplicate transfer","transferID":"ec7e1848","createdOn":"2026-11-29T12:00:00Z","status":"pending"}`, "", ""},
 		{409, `{"transferID":7,"createdOn":"2026-11-29T12:00:00Z","status":"pending"}`, "", ""},
 	} {
-		if got, state := createdResource(tt.status, []byte(tt.body)); got != tt.want || state != tt.state {
+		if got, state, _ := createdResource(tt.status, []byte(tt.body)); got != tt.want || state != tt.state {
 			t.Errorf("createdResource(%d, %s) = %q, %q; want %q, %q", tt.status, tt.body, got, state, tt.want, tt.state)
 		}
 	}

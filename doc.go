@@ -211,7 +211,13 @@
 // status), which
 // settles failed, as a replayed 4xx. One whose body describes another
 // request (Moov's transfer, its amount not the journaled one's: a key
-// shared, or reused from a business id) is flagged ReviewKeyInUse.
+// shared, or reused from a business id), or a payment or transfer other
+// than the one the request's path acts on (a refund's), is flagged
+// ReviewKeyInUse. One
+// naming the resource the request's path names, the one it acted on
+// (Primer's refund's 409 naming the payment refunded, and that payment's
+// status), says only that the key's request was processed: flagged
+// ReviewFinalAnswer after an attempt that may have executed.
 //
 // An answer that says this attempt did not execute (409 in flight, 429, a
 // 4xx, a request never written) says nothing of earlier attempts: an

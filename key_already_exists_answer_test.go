@@ -20,8 +20,10 @@ import (
 // declined or failed payment is still considered successfully processed"
 // (https://primer.io/docs/api/introduction/idempotency-key; the 400
 // TransactionRequestIdempotencyKeyAlreadyExists of its earlier API
-// version). The answer names the payment the key made and its status
-// (https://apis.io/examples/primer/primer-post-payments-id-refund-response-409-idempotencykeyalreadyexists/):
+// version). To a create (POST /payments) the answer names the payment the
+// key made and its status
+// (https://apis.io/examples/primer/primer-post-payments-response-400-idempotencyerror/;
+// a refund's names the payment refunded: primer_refund_key_exists_test.go):
 // the key's final word, as a replay is, never a request still running.
 // Banking Circle's direct debits answer so too, with a 400 whose message
 // names the entity the key created (bankingCircleUsed).

@@ -75,8 +75,10 @@ const (
 	// window cannot be measured: resending could reach a server that has
 	// forgotten the key.
 	ReviewClockStepped = "clock stepped back: the key window cannot be measured"
-	// ReviewFinalAnswer: the server's stored answer for the key (a replay)
-	// leaves the outcome open, and no result endpoint can settle it.
+	// ReviewFinalAnswer: the server's stored answer for the key (a replay,
+	// or a refusal naming only the resource the request acted on, as
+	// Primer's refund's 409 names the payment refunded) leaves the
+	// outcome open, and no result endpoint can settle it.
 	ReviewFinalAnswer = "server's stored answer for the key does not settle it"
 	// ReviewKeyIgnored: the server said it does not de-duplicate requests
 	// by the key there (Idempotency-Status: ignored) in an answer that
