@@ -529,6 +529,14 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 	}
 	rec := d.rec
 	if d.sentBefore().maybeExecuted {
+		if d.c.cfg.keyHeader == "" && !keyInBody(rec.Key, rec.Body) {
+			// Journaled with the key in a header (an earlier release's
+			// or deploy's settings), resent by a Client that sends it
+			// in the body: the journaled body does not carry it, and the
+			// resend would carry no key at all, a new order to the
+			// server.
+			return &blocked{ReviewKeyNotCarried, errKeyNotCarried}
+		}
 		if !d.keyIgnored {
 			// What the journal says of the endpoint, first: an earlier
 			// process may have learnt it (ignoringLearnt).
