@@ -161,6 +161,17 @@ func TestKeyMovedIntoBodyAfterRestartResendsNoKeylessCopy(t *testing.T) {
 	orders, posts = s.counts()
 	require.Equal(t, 1, orders)
 	require.Equal(t, sent, posts, "no request without a key")
+
+	// Nor does the caller's retry of its Submit, which an ErrUnknownOutcome
+	// asks for: refused, its body lacking the key, and told that the
+	// journaled operation under the key stands, lest a caller trusting
+	// "nothing journaled" order again under a new key.
+	_, err = after.Submit(ctx, idem.Request{Key: "ord-7f3a9c", URL: s.srv.URL + "/v1/orders", Body: []byte(`{"amount":100,"currency":"EUR"}`)})
+	require.ErrorIs(t, err, idem.ErrInvalidRequest)
+	require.ErrorContains(t, err, "Lookup")
+	orders, posts = s.counts()
+	require.Equal(t, 1, orders)
+	require.Equal(t, sent, posts, "no request without a key")
 }
 
 // An order prepared by a release that sent the key in the header (an
