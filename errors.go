@@ -111,6 +111,11 @@ var (
 // that a caller testing for ErrNeedsReview finds it too.
 var errKeyInUse = errorf("idem: %w: %w", ErrKeyConflict, ErrNeedsReview)
 
+// errKeyNotCarried ends a call for an operation flagged
+// ReviewKeyNotCarried.
+var errKeyNotCarried = errorf("idem: %w: the journaled body does not carry the key, and this Client sends the key in the body (WithKeyInBody): "+
+	"a send would carry no key, and every copy could execute; send it with the key header it was journaled with (WithKeyHeader), or settle it by hand (Resolve)", ErrNeedsReview)
+
 // Error is returned by Do, Submit and Resolve for an operation that exists in
 // the journal. It matches its Kind (ErrUnknownOutcome, ErrFailed or
 // ErrKeyConflict) and its Cause with errors.Is. A key conflict also matches

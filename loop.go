@@ -528,6 +528,16 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		return block
 	}
 	rec := d.rec
+	if d.c.cfg.keyHeader == "" && !keyInBody(rec.Key, rec.Body) {
+		// Journaled with the key in a header (an earlier release's or
+		// deploy's settings), sent by a Client that sends it in the
+		// body: the journaled body does not carry it, and the request
+		// would carry no key at all, a new order to the server on every
+		// copy. Not even a first send: a mesh's retry of a copy that
+		// executed (Istio's of an upstream 503), which a key makes a
+		// replay, would be a second order.
+		return &blocked{ReviewKeyNotCarried, errKeyNotCarried}
+	}
 	if d.sentBefore().maybeExecuted {
 		if !d.keyIgnored {
 			// What the journal says of the endpoint, first: an earlier

@@ -75,6 +75,14 @@ const (
 	// window cannot be measured: resending could reach a server that has
 	// forgotten the key.
 	ReviewClockStepped = "clock stepped back: the key window cannot be measured"
+	// ReviewKeyNotCarried: a send would carry no key: this Client sends
+	// the key in the body (WithKeyInBody), and the journaled body,
+	// journaled with the key in a header (an earlier release's or
+	// deploy's settings), does not carry it. Nothing sends it while the
+	// Client's settings stay so, not even a first send of an operation
+	// never sent (a mesh's retry of a keyless copy is a second order); one
+	// that may have executed may still be queried.
+	ReviewKeyNotCarried = "the journaled request would carry no idempotency key under this Client's settings (WithKeyInBody): every copy sent could execute"
 	// ReviewFinalAnswer: the server's stored answer for the key (a replay,
 	// or a refusal naming only the resource the request acted on, as
 	// Primer's refund's 409 names the payment refunded) leaves the

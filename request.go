@@ -205,7 +205,12 @@ func (c *Client) newRecord(req Request, journaled bool) (*journal.Record, *[1]jo
 		}
 	}
 	if c.cfg.keyHeader == "" && !keyInBody(key, req.Body) {
-		return nil, nil, fmt.Errorf("%w: with WithKeyInBody, the body must carry Request.Key %q: without it the server gets no key and may execute every retry", ErrInvalidRequest, key)
+		// Nothing journaled for this call; but an operation an earlier
+		// release journaled under the key, with the key in a header,
+		// stands (ReviewKeyNotCarried once driven), and a caller told
+		// only "invalid" might order again under a new key.
+		return nil, nil, fmt.Errorf("%w: with WithKeyInBody, the body must carry Request.Key %q: without it the server gets no key and may execute every retry "+
+			"(an operation journaled under this key by a Client that sent it in a header stands, and is not sent under these settings: Lookup it)", ErrInvalidRequest, key)
 	}
 	if len(req.Body) > MaxBodyBytes {
 		return nil, nil, fmt.Errorf("%w: body is %d bytes; at most %d can be journaled", ErrInvalidRequest, len(req.Body), MaxBodyBytes)
