@@ -98,7 +98,13 @@ func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
 // endpoint, on an injected clock; and the server's URL.
 func (x *spotExchange) start(t *testing.T) (*idem.Client, *idemtest.Clock, string) {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(x.serve))
+	return startSpot(t, x.serve)
+}
+
+// startSpot is spotExchange.start for serve, x's serve behind a hop.
+func startSpot(t *testing.T, serve http.HandlerFunc) (*idem.Client, *idemtest.Clock, string) {
+	t.Helper()
+	srv := httptest.NewServer(serve)
 	t.Cleanup(srv.Close)
 	clock := idemtest.NewClock(epoch)
 	c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),

@@ -825,6 +825,14 @@ func judgeQuery(p past, a answer) judgment {
 		// already paid" that a copy of ours had paid.
 		j.failed = true
 	}
+	if j.move == moveInconclusive && a.cut {
+		// A body cut in transit (the connection closed before its
+		// Content-Length's octets came) is no search that found nothing:
+		// the order, or the error, may have been further on. Read by its
+		// first bytes, a 200 holding the order was taken for one that
+		// did not name it, and the client order id was sent again.
+		j.failed = true
+	}
 	return heldElsewhere(p, j, a.body)
 }
 
