@@ -16,11 +16,12 @@ import (
 // that cuts its answers to result queries mid-body: the exchange's
 // whole answer is the order, 200 OK, its Content-Length the whole
 // order's, and the connection resets after its first bytes (a load
-// balancer's idle timeout, a proxy restarted, a flaky network), before
-// the clientOrderId. net/http reports the body's read as
-// io.ErrUnexpectedEOF (modelled; the shape of RFC 9112 6.3's
-// "incomplete message" when the connection closes before the
-// Content-Length's octets have arrived).
+// balancer's idle timeout, a proxy restarted, a flaky network: modelled),
+// before the clientOrderId. net/http reports the body's read as
+// io.ErrUnexpectedEOF (golang/go#52727: "a mismatched Content-Length
+// header on the HTTP response" provokes it); servers do send such
+// answers (valyala/fasthttp#913: a site's Content-Length with no body
+// after it, curl's "transfer closed with … bytes remaining to read").
 type cutQueries struct {
 	x    *spotExchange
 	mu   sync.Mutex
