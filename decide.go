@@ -825,15 +825,26 @@ func judgeQuery(p past, a answer) judgment {
 		// already paid" that a copy of ours had paid.
 		j.failed = true
 	}
-	if j.move == moveInconclusive && a.cut {
+	if j.move == moveInconclusive && (a.cut || cutDocument(a.body)) {
 		// A body cut in transit (the connection closed before its
 		// Content-Length's octets came) is no search that found nothing:
 		// the order, or the error, may have been further on. Read by its
 		// first bytes, a 200 holding the order was taken for one that
-		// did not name it, and the client order id was sent again.
+		// did not name it, and the client order id was sent again. So
+		// is a JSON document that does not parse, however it came: a
+		// body delimited by the connection's close ends wherever the
+		// close came, with no read error (RFC 9112 6.3), and one over
+		// the cap is its first bytes.
 		j.failed = true
 	}
 	return heldElsewhere(p, j, a.body)
+}
+
+// cutDocument reports whether body begins as a JSON document and does not
+// parse: what arrived of one, not an answer.
+func cutDocument(body []byte) bool {
+	doc := bytes.TrimSpace(trimBOM(body))
+	return len(doc) > 0 && (doc[0] == '{' || doc[0] == '[') && !json.Valid(doc)
 }
 
 // queryMeaning is what a result query's answer says of the operation, by
