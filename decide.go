@@ -440,6 +440,16 @@ func submitMeaning(p past, a answer) judgment {
 					"see whether the resource holds the update before building one on its new version)",
 					refusalReason(a))}
 		}
+		if a.redirect == "" && (a.cut || cutDocument(a.body)) {
+			// The words that tell a refusal on its merits from "the key's
+			// request runs" or "the key was used" (Adyen's 422 704) may
+			// be in the part lost: read by its status, it failed a
+			// payment another request of the key, perhaps a copy of this
+			// one, may charge. The same bytes go again under the same
+			// key, and the whole answer is judged.
+			return judgment{move: moveResend, label: "refusal_cut", refused: true,
+				err: fmt.Errorf("idem: %d refusal whose body was cut in transit, sent again for its words: %s", a.status, errorReason(a.status, a.body))}
+		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
 			out: Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)}}
 		if a.redirect != "" {
