@@ -850,11 +850,18 @@ func judgeQuery(p past, a answer) judgment {
 	return heldElsewhere(p, j, a.body)
 }
 
-// cutDocument reports whether body begins as a JSON document and does not
-// parse: what arrived of one, not an answer.
+// cutDocument reports whether body is the beginning of a JSON document:
+// valid as far as it goes, it ends before the document does. What
+// arrived of one, not an answer. Not a body that breaks JSON's syntax
+// before its end (a Python dict's repr, {'error': …}): that is whole, in
+// a form of its own, and is read as it always was.
 func cutDocument(body []byte) bool {
 	doc := bytes.TrimSpace(trimBOM(body))
-	return len(doc) > 0 && (doc[0] == '{' || doc[0] == '[') && !json.Valid(doc)
+	if len(doc) == 0 || doc[0] != '{' && doc[0] != '[' || json.Valid(doc) {
+		return false
+	}
+	var se *json.SyntaxError
+	return errors.As(json.Unmarshal(doc, new(json.RawMessage)), &se) && se.Offset == int64(len(doc))
 }
 
 // queryMeaning is what a result query's answer says of the operation, by

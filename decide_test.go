@@ -808,6 +808,9 @@ func TestJudgeQueryCutDocumentIsAFailedQuery(t *testing.T) {
 		{"whole 400", answer{status: 400, body: []byte(`{"code":-2013,"msg":"Order does not exist."}`)}, false},
 		{"whole 2xx search that found nothing", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"orders":[]}`)}, false},
 		{"plain words", answer{status: 400, body: []byte("Order not found")}, false},
+		{"a Python dict's repr, whole", answer{status: 404, body: []byte(`{'error': 'Order not found'}`)}, false},
+		{"cut mid-literal", answer{status: 404, body: []byte(`{"found":fal`)}, true},
+		{"cut mid-rune", answer{status: 404, body: []byte("{\"msg\":\"Auftrag nicht gefunden \xe2\x80")}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
