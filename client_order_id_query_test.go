@@ -98,12 +98,25 @@ func (x *spotExchange) serve(w http.ResponseWriter, r *http.Request) {
 // endpoint, on an injected clock; and the server's URL.
 func (x *spotExchange) start(t *testing.T) (*idem.Client, *idemtest.Clock, string) {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(x.serve))
+	return startSpot(t, x.serve)
+}
+
+// startSpot is spotExchange.start for serve, x's serve behind a hop.
+func startSpot(t *testing.T, serve http.HandlerFunc) (*idem.Client, *idemtest.Clock, string) {
+	t.Helper()
+	srv := httptest.NewServer(serve)
 	t.Cleanup(srv.Close)
+	return spotClient(t, srv.URL, srv.Client())
+}
+
+// spotClient is spotExchange.start's client for the exchange at base,
+// reached through hc.
+func spotClient(t *testing.T, base string, hc *http.Client) (*idem.Client, *idemtest.Clock, string) {
+	t.Helper()
 	clock := idemtest.NewClock(epoch)
-	c := clientFor(t, srv, clock, idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
-		idem.WithResultEndpoint(srv.URL+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
-	return c, clock, srv.URL
+	c := journaledClient(t, idem.WithHTTPClient(hc), idem.WithClock(clock), idem.WithKeyInBody(), idem.WithDecoder(decodeSpotOrder),
+		idem.WithResultEndpoint(base+"/api/v3/order?symbol=BTCUSDT&origClientOrderId={key}"))
+	return c, clock, base
 }
 
 // requireOneOrder asserts that the exchange placed one order, for the

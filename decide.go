@@ -445,6 +445,16 @@ func submitMeaning(p past, a answer) judgment {
 					"see whether the resource holds the update before building one on its new version)",
 					refusalReason(a))}
 		}
+		if a.redirect == "" && (a.cut || cutDocument(a.body)) {
+			// The words that tell a refusal on its merits from "the key's
+			// request runs" or "the key was used" (Adyen's 422 704) may
+			// be in the part lost: read by its status, it failed a
+			// payment another request of the key, perhaps a copy of this
+			// one, may charge. The same bytes go again under the same
+			// key, and the whole answer is judged.
+			return judgment{move: moveResend, label: "refusal_cut", refused: true,
+				err: fmt.Errorf("idem: %d refusal whose body was cut in transit, sent again for its words: %s", a.status, errorReason(a.status, a.body))}
+		}
 		j := judgment{move: moveSettle, label: "rejected", refused: true,
 			out: Outcome{State: StateFailed, Reason: errorReason(a.status, a.body)}}
 		if a.redirect != "" {
@@ -846,7 +856,33 @@ func judgeQuery(p past, a answer) judgment {
 		// already paid" that a copy of ours had paid.
 		j.failed = true
 	}
+	if j.move == moveInconclusive && (a.cut || cutDocument(a.body)) {
+		// A body cut in transit (the connection closed before its
+		// Content-Length's octets came) is no search that found nothing:
+		// the order, or the error, may have been further on. Read by its
+		// first bytes, a 200 holding the order was taken for one that
+		// did not name it, and the client order id was sent again. So
+		// is a JSON document that does not parse, however it came: a
+		// body delimited by the connection's close ends wherever the
+		// close came, with no read error (RFC 9112 6.3), and one over
+		// the cap is its first bytes.
+		j.failed = true
+	}
 	return heldElsewhere(p, j, a.body)
+}
+
+// cutDocument reports whether body is the beginning of a JSON document:
+// valid as far as it goes, it ends before the document does. What
+// arrived of one, not an answer. Not a body that breaks JSON's syntax
+// before its end (a Python dict's repr, {'error': …}): that is whole, in
+// a form of its own, and is read as it always was.
+func cutDocument(body []byte) bool {
+	doc := bytes.TrimSpace(trimBOM(body))
+	if len(doc) == 0 || doc[0] != '{' && doc[0] != '[' || json.Valid(doc) {
+		return false
+	}
+	var se *json.SyntaxError
+	return errors.As(json.Unmarshal(doc, new(json.RawMessage)), &se) && se.Offset == int64(len(doc))
 }
 
 // queryMeaning is what a result query's answer says of the operation, by

@@ -786,3 +786,38 @@ func TestObjectStateRefusalReadsTheTypeOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestJudgeQueryCutDocumentIsAFailedQuery: a query's answer whose body
+// begins as JSON and does not parse is what arrived of a document (its
+// connection's close ended it, RFC 9112 6.3; or it passed the cap), with
+// no read error to say so: whatever its status, it says nothing of the
+// order, and a resend of a client order id must not go on it. A whole
+// document, or plain words, still says what it says.
+func TestJudgeQueryCutDocumentIsAFailedQuery(t *testing.T) {
+	tests := []struct {
+		name   string
+		a      answer
+		failed bool
+	}{
+		{"2xx over the cap", answer{status: 200, decodeErr: errUndecodable,
+			body: []byte(`{"orders":[{"orderId":1,"clientOrderId":"other-1","status":"FILLED"},{"orderId":2,`)}, true},
+		{"404 cut in its words", answer{status: 404, body: []byte(`{"code":-2013,"msg":"Order does`)}, true},
+		{"400 cut after its words", answer{status: 400, body: []byte(`{"code":-2013,"msg":"Order does not exist."`)}, true},
+		{"2xx list cut", answer{status: 200, decodeErr: errUndecodable, body: []byte(`[{"orderId":1},`)}, true},
+		{"whole 404", answer{status: 404, body: []byte(`{"code":-2013,"msg":"Order does not exist."}`)}, false},
+		{"whole 400", answer{status: 400, body: []byte(`{"code":-2013,"msg":"Order does not exist."}`)}, false},
+		{"whole 2xx search that found nothing", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"orders":[]}`)}, false},
+		{"plain words", answer{status: 400, body: []byte("Order not found")}, false},
+		{"a Python dict's repr, whole", answer{status: 404, body: []byte(`{'error': 'Order not found'}`)}, false},
+		{"cut mid-literal", answer{status: 404, body: []byte(`{"found":fal`)}, true},
+		{"cut mid-rune", answer{status: 404, body: []byte("{\"msg\":\"Auftrag nicht gefunden \xe2\x80")}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := judgeQuery(past{maybeExecuted: true}, tt.a)
+			if j.move != moveInconclusive || j.failed != tt.failed {
+				t.Fatalf("judgeQuery() = move %d failed %v; want %d %v", j.move, j.failed, moveInconclusive, tt.failed)
+			}
+		})
+	}
+}
