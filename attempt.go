@@ -993,7 +993,7 @@ func (c *Client) redirectNamesKey(rec *journal.Record, ex exchange) bool {
 func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	// Over the cap is not "cut": a stored answer over the cap is over it
 	// on every replay, and reading it again changes nothing.
-	a := answer{status: ex.status, unsent: ex.unsent, resent: ex.resent, cut: ex.err != nil, body: ex.body}
+	a := answer{status: ex.status, unsent: ex.unsent, resent: ex.resent, cut: ex.err != nil, tooLarge: ex.tooLarge, body: ex.body}
 	if ex.status == 0 {
 		return a
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -51,5 +52,32 @@ func TestCutFirstRefusalIsSentAgainNotFailed(t *testing.T) {
 	requireForeignKey(t, res, err)
 	mu.Lock()
 	require.Equal(t, 2, submits, "the cut refusal's request sent again, once")
+	mu.Unlock()
+}
+
+// A first attempt's refusal over the response cap is whole as the server
+// sent it: only its start is kept, and every copy of it would be cut at
+// the same byte. Taken for one cut in transit, it was sent again and
+// again (5 sends, pending, and as many again on every Resume), a plain
+// refusal never settled. It fails on its status, once.
+func TestRefusalOverTheResponseCapFailsOnce(t *testing.T) {
+	var mu sync.Mutex
+	submits := 0
+	details := strings.Repeat("x", 2<<20) // past the default 1 MiB cap
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		submits++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"error":{"type":"invalid_request_error","details":"` + details + `"}}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := clientFor(t, srv, idemtest.NewClock(epoch))
+	res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/v1/payments", Body: []byte(`{"amount":100}`)})
+	require.ErrorIs(t, err, idem.ErrFailed)
+	require.Equal(t, idem.StateFailed, res.State)
+	mu.Lock()
+	require.Equal(t, 1, submits, "a whole refusal over the cap is not sent again")
 	mu.Unlock()
 }

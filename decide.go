@@ -129,7 +129,8 @@ type answer struct {
 	status   int
 	unsent   bool // surely never sent (no connection ever took it)
 	resent   bool // net/http began another copy after one that may have executed (attemptTrace.resent)
-	cut      bool // the body was not read whole (a read error, or over the cap)
+	cut      bool // the body was not read whole (a read error)
+	tooLarge bool // the body passed the cap: whole, but only its start kept
 	replayed bool // marked as the stored answer (Idempotent-Replayed: true, …)
 	// created: a refusal that names the resource the key already created
 	// (createdResource: GoCardless's, Primer's, Banking Circle's,
@@ -445,13 +446,14 @@ func submitMeaning(p past, a answer) judgment {
 					"see whether the resource holds the update before building one on its new version)",
 					refusalReason(a))}
 		}
-		if a.redirect == "" && (a.cut || cutDocument(a.body)) {
+		if a.redirect == "" && (a.cut || !a.tooLarge && cutDocument(a.body)) {
 			// The words that tell a refusal on its merits from "the key's
 			// request runs" or "the key was used" (Adyen's 422 704) may
 			// be in the part lost: read by its status, it failed a
 			// payment another request of the key, perhaps a copy of this
 			// one, may charge. The same bytes go again under the same
-			// key, and the whole answer is judged.
+			// key, and the whole answer is judged. Not one over the cap,
+			// whole as sent: its start is all any copy of it would give.
 			return judgment{move: moveResend, label: "refusal_cut", refused: true,
 				err: fmt.Errorf("idem: %d refusal whose body was cut in transit, sent again for its words: %s", a.status, errorReason(a.status, a.body))}
 		}
