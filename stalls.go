@@ -183,11 +183,16 @@ type hostStalls struct {
 	slowWait  map[string]time.Time    // host → when the last operation Run pushed back for it falls due
 	postponed map[string]map[opID]time.Time
 	back      []string // hosts found answering again, whose postponed operations are not due yet
+	// paced: host → its answers let through in a row since it last asked
+	// for rest; a host in it gets one visit at a time (pacedAlone) until
+	// share (WithResumeConcurrency) of them are.
+	paced map[string]int
+	share int
 }
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
+		rest: map[string]time.Time{}, paced: map[string]int{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
@@ -290,11 +295,40 @@ func (h *hostStalls) strayedFrom(host string, now time.Time) hostChange {
 }
 
 // rested records that host asked this client to send nothing before
-// until (throttleNews).
+// until (throttleNews), and paces it: one visit at a time from then on
+// (pacedAlone).
 func (h *hostStalls) rested(host string, until time.Time) {
 	if until.After(h.rest[host]) {
 		h.rest[host] = until
 	}
+	h.paced[host] = 0
+}
+
+// pacedAlone reports whether host gets one of Run's visits at a time: it
+// asked for rest, and fewer than its share of answers in a row have been
+// let through since. A limiter that lets one request a second through
+// (Shopify's leaky bucket, GitHub's secondary limit: 429 with
+// Retry-After: 1) refuses all but one of a burst: sent its whole share
+// at once as each rest ended, a backlog had one order a pass let through
+// and the others 429, each resent later with a longer backoff of its own,
+// and 209 of 400 orders went past their key window, for a person. One at
+// a time, the visit after the one let through is refused, and the rest of
+// the host's due operations wait for the rest's end without a send.
+func (h *hostStalls) pacedAlone(host string) bool {
+	_, ok := h.paced[host]
+	return ok
+}
+
+// restEnd is the earliest end of a rest still ahead of now, if any, and
+// within maxRest of it (restUntil).
+func (h *hostStalls) restEnd(now time.Time) (time.Time, bool) {
+	var first time.Time
+	for host := range h.rest {
+		if until, ok := h.restUntil(host, now); ok && (first.IsZero() || until.Before(first)) {
+			first = until
+		}
+	}
+	return first, !first.IsZero()
 }
 
 // throttled records that host answered a request 429 at now, naming no
@@ -337,10 +371,19 @@ type hostBackoff struct {
 }
 
 // letThrough records that host answered a request other than 429: its
-// next 429 that names no wait rests it firstRest again. The rest under
-// way, if any, still ends when it was to.
+// next 429 that names no wait rests it firstRest again, and once its
+// share of answers in a row are let through, it gets its share of
+// visits at once again (pacedAlone). The rest under way, if any, still
+// ends when it was to.
 func (h *hostStalls) letThrough(host string) {
 	delete(h.backoff, host)
+	if n, ok := h.paced[host]; ok {
+		if n+1 >= h.share {
+			delete(h.paced, host)
+		} else {
+			h.paced[host] = n + 1
+		}
+	}
 }
 
 // restUntil reports until when host asked this client to send nothing, if

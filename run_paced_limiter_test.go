@@ -1,0 +1,197 @@
+package idem_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// pacedLimiter is an order API behind a rate limiter that lets one
+// request a second through, by the shared clock, and answers the others
+// "429, Retry-After: 1": Shopify's REST Admin API limits with a leaky
+// bucket and answers 429 with a Retry-After
+// (shopify.dev/docs/api/usage/rate-limits), and GitHub asks a client
+// given a retry-after not to retry "until after that many seconds has
+// elapsed" (docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api);
+// one a second, and its bucket of one, are modelled. It keeps every key
+// (a day, longer than the test) with the order's request bytes, and
+// replays the order for its key; it has no result endpoint. Before from
+// its limiter is off.
+type pacedLimiter struct {
+	srv   *httptest.Server
+	clock *idemtest.Clock
+	from  time.Time
+
+	mu       sync.Mutex
+	next     time.Time         // when the limiter lets the next request through
+	orders   map[string]int    // key → orders taken
+	bodies   map[string][]byte // key → the bytes of its first send
+	mismatch []string          // keys sent again with other bytes
+	through  int               // sends let through from `from` on
+	refused  int               // sends answered 429
+	last     time.Time         // the last send from `from` on
+}
+
+func newPacedLimiter(t *testing.T, clock *idemtest.Clock, from time.Time) *pacedLimiter {
+	t.Helper()
+	s := &pacedLimiter{clock: clock, from: from, orders: map[string]int{}, bodies: map[string][]byte{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		key := r.Header.Get("Idempotency-Key")
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		now := s.clock.Now()
+		w.Header().Set("Content-Type", "application/json")
+		// The host's clock is the shared one: by a real Date, years
+		// ahead, the key would look forgotten (ReviewClockStepped).
+		w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
+		if !now.Before(s.from) {
+			s.last = now
+			if now.Before(s.next) {
+				s.refused++
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = io.WriteString(w, `{"errors":"Exceeded 1 calls per second for api client. Reduce request rates to resume uninterrupted service."}`)
+				return
+			}
+			s.next = now.Add(time.Second)
+			s.through++
+		}
+		if first, ok := s.bodies[key]; !ok {
+			s.bodies[key] = body
+			s.orders[key]++
+		} else if !bytes.Equal(first, body) {
+			s.mismatch = append(s.mismatch, key)
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"id":"ord_%s"}`, key)
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// A backlog of orders, each executed and its answer lost, to a host whose
+// limiter lets one request a second through and answers the rest "429,
+// Retry-After: 1", no result endpoint, default settings: Run resends
+// each with its key while the key window lasts. Paced to the limiter
+// (one visit at a time to the host once it throttles, the next pass
+// when its rest ends) it settles them all, about one a second, well
+// inside the window. Before, it slept its 5 s poll after every pass
+// though the rest ended after 1 s, and sent the host's share of visits
+// at once into the limiter each pass: one got through every 5 s, and
+// 400 orders left 191 succeeded and 209 flagged "key expired", none
+// charged twice but more than half handed to a person for nothing.
+func TestRunPacesItselfToAHostsLimiter(t *testing.T) {
+	const backlog = 400
+	clock := idemtest.NewClock(epoch)
+	start := epoch.Add(time.Minute)
+	srv := newPacedLimiter(t, clock, start)
+
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	lossy := &outage{base: http.DefaultTransport}
+	lossy.mode.Store(netLossy)
+	setup, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: lossy}), idem.WithClock(clock), idem.WithMaxAttempts(1))
+	require.NoError(t, err)
+	for i := range backlog {
+		_, err := setup.Submit(t.Context(), idem.Request{Key: fmt.Sprintf("k%03d", i), URL: srv.srv.URL + "/orders", Body: fmt.Appendf(nil, `{"order":%d}`, i)})
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	}
+	require.NoError(t, setup.Close())
+	clock.Advance(start.Sub(clock.Now()))
+
+	c, err := idem.New(store, idem.WithHTTPClient(srv.srv.Client()), idem.WithClock(clock))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	e := &env{t: t, clock: clock, client: c, ctx: t.Context()}
+	// Past the key window (20 min by default): what is not settled by
+	// then is flagged on its next visit.
+	runUntil(t, e, start.Add(time.Hour))
+
+	srv.mu.Lock()
+	through, refused, mismatch, last := srv.through, srv.refused, srv.mismatch, srv.last
+	orders := maps.Clone(srv.orders)
+	srv.mu.Unlock()
+	succeeded, flagged := 0, 0
+	for i := range backlog {
+		k := fmt.Sprintf("k%03d", i)
+		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
+		require.NoError(t, err)
+		require.Equalf(t, 1, orders[k], "orders for %s", k)
+		switch {
+		case rec.Review != "":
+			require.Equalf(t, idem.ReviewKeyExpired, rec.Review, "review of %s", k)
+			flagged++
+		case rec.State == idem.StateSucceeded:
+			succeeded++
+		}
+	}
+	secs := last.Sub(start).Seconds()
+	t.Logf("settled succeeded %d, flagged %d; sends into the limiter in %.0f s: %d let through (%.2f/s), %d refused (%.2f/s)",
+		succeeded, flagged, secs, through, float64(through)/secs, refused, float64(refused)/secs)
+	require.Empty(t, mismatch, "keys sent again with other bytes")
+	require.Equal(t, backlog, succeeded, "settled succeeded (flagged: %d)", flagged)
+	// Paced, about one refused send for each let through: the one after
+	// it in its second.
+	require.LessOrEqual(t, refused, through+idem.DefaultResumeConcurrency, "sends refused by the limiter")
+}
+
+// A host that answers every request 429 with a wait of a millisecond
+// (Retry-After-Ms, as Azure OpenAI sends it; a millisecond, and never
+// letting one through, modelled as hostile) must not spin Run: the next
+// pass waits for a rest's end, but a second at least, and the host gets
+// one visit a pass. Before pacing, Run sent it its share of visits each
+// 5 s poll; waking at each rest's end with no floor, it sent the whole
+// backlog in 50 ms of its clock, one a pass.
+func TestRunWaitsASecondAtLeastForAHostsRest(t *testing.T) {
+	const backlog = 50
+	clock := idemtest.NewClock(epoch)
+	var mu sync.Mutex
+	bySecond := map[time.Time]int{} // sends, by the second of the shared clock
+	srv := newOrderAPI(t, clock, func(now time.Time, w http.ResponseWriter) bool {
+		mu.Lock()
+		bySecond[now.Truncate(time.Second)]++
+		mu.Unlock()
+		w.Header().Set("Retry-After-Ms", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"error":{"code":"429","message":"Rate limit is exceeded."}}`)
+		return true
+	})
+	store, e := throttledBacklog(t, clock, srv, backlog)
+	const span = 10 * time.Minute
+	most := int(span/time.Second) + idem.DefaultResumeConcurrency
+	start := clock.Now()
+	runUntilDone(t, e, start.Add(span), func() bool { return srv.received() > most })
+	mu.Lock()
+	busiest := 0
+	for _, n := range bySecond {
+		busiest = max(busiest, n)
+	}
+	mu.Unlock()
+	t.Logf("%d requests to the host in %v, at most %d in a second", srv.received(), clock.Now().Sub(start), busiest)
+	require.LessOrEqual(t, srv.received(), most, "requests to a host that asked for a millisecond's rest each time, in %v", span)
+	// The first pass's share, before the host asked for anything.
+	require.LessOrEqual(t, busiest, idem.DefaultResumeConcurrency, "requests to the host in one second")
+	_, orders := srv.counts()
+	for i := range backlog {
+		k := fmt.Sprintf("k%03d", i)
+		rec, err := store.Get(t.Context(), idem.DefaultScope, k)
+		require.NoError(t, err)
+		require.Truef(t, rec.Open(), "%s settled with no answer let through: %s", k, rec.State)
+		require.Zerof(t, orders[k], "orders for %s", k)
+	}
+}
