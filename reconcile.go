@@ -416,7 +416,8 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // of its answers in a row are let through (a limiter that lets one
 // request a second through refuses all but one of a burst), and a rest
 // that ends before Run's next pass would start it then, a second at the
-// least. An operation past the reconciliation deadline is
+// least if that host let one of Run's requests through on the pass.
+// An operation past the reconciliation deadline is
 // still flagged on time. Nor does one server that answers, but slowly,
 // within the attempt timeout (an acquirer's authorisation that takes
 // seconds, a result endpoint that stalls): Run visits up to twice
@@ -519,14 +520,14 @@ func (c *Client) Run(ctx context.Context) (err error) {
 			if full {
 				continue // more are due now
 			}
-			// A host's rest that ends before the poll (429, Retry-After:
-			// 1) is when its postponed operations come due: slept
-			// through, a limiter that lets one request a second through
-			// saw one of Run's every 5 s, and a backlog went past its
-			// key window. Never before the rest's end, nor sooner than
-			// minRestWait: a Retry-After or rate-limit reset a
-			// millisecond ahead must not spin Run.
-			if until, ok := stalls.restEnd(now); ok && until.Sub(now) < wait {
+			// The rest, ending before the poll (429, Retry-After: 1), of
+			// a host that let a request through is when its postponed
+			// operations come due: slept through, a limiter that lets
+			// one request a second through saw one of Run's every 5 s,
+			// and a backlog went past its key window. Never before the
+			// rest's end, nor sooner than minRestWait: a Retry-After or
+			// rate-limit reset a millisecond ahead must not spin Run.
+			if until, ok := stalls.wakeAt(now); ok && until.Sub(now) < wait {
 				wait = min(max(until.Sub(now), minRestWait), poll)
 			}
 		}

@@ -188,11 +188,14 @@ type hostStalls struct {
 	// share (WithResumeConcurrency) of them are.
 	paced map[string]int
 	share int
+	// through: the hosts that let a request of Run's through since
+	// wakeAt last looked.
+	through map[string]bool
 }
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, paced: map[string]int{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
+		rest: map[string]time.Time{}, paced: map[string]int{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
@@ -319,15 +322,20 @@ func (h *hostStalls) pacedAlone(host string) bool {
 	return ok
 }
 
-// restEnd is the earliest end of a rest still ahead of now, if any, and
-// within maxRest of it (restUntil).
-func (h *hostStalls) restEnd(now time.Time) (time.Time, bool) {
+// wakeAt is the earliest end of a rest still ahead of now (restUntil) of
+// a host that let a request of Run's through since the last call, if
+// any. Only such a host is worth a pass at its rest's end: one that
+// refuses everything (every request 429, Retry-After: 1, for an hour)
+// would get a pass a second for nothing, each claiming and postponing
+// its whole backlog again.
+func (h *hostStalls) wakeAt(now time.Time) (time.Time, bool) {
 	var first time.Time
-	for host := range h.rest {
+	for host := range h.through {
 		if until, ok := h.restUntil(host, now); ok && (first.IsZero() || until.Before(first)) {
 			first = until
 		}
 	}
+	clear(h.through)
 	return first, !first.IsZero()
 }
 
@@ -377,6 +385,7 @@ type hostBackoff struct {
 // ends when it was to.
 func (h *hostStalls) letThrough(host string) {
 	delete(h.backoff, host)
+	h.through[host] = true
 	if n, ok := h.paced[host]; ok {
 		if n+1 >= h.share {
 			delete(h.paced, host)
