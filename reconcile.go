@@ -475,7 +475,7 @@ func (c *Client) Run(ctx context.Context) (err error) {
 	h.runStarted()
 	defer func() { h.runEnded(err) }()
 
-	poll := min(c.cfg.reconcileInterval, 5*time.Second)
+	poll := c.poll()
 	bo := newRunBackoff(c.cfg.clock)
 	c.life.run.start()
 	defer c.life.run.stop()
@@ -540,6 +540,9 @@ func (c *Client) Run(ctx context.Context) (err error) {
 		c.measure(&sched, wait, c.cfg.clock.Now())
 	}
 }
+
+// poll is Run's longest wait between passes.
+func (c *Client) poll() time.Duration { return min(c.cfg.reconcileInterval, 5*time.Second) }
 
 // minRestWait is Run's shortest wait for a host's rest to end before its
 // next pass (Retry-After counts whole seconds).
@@ -785,6 +788,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		case news.letThrough:
 			stalls.letThrough(r.host)
 		}
+		// The visit wrote its own NextDue: bringBack has nothing of it to
+		// move, and its entry would outlive it (a host paced for days).
+		delete(stalls.postponed[r.host], opID{r.scope, r.key})
 		// Only silence: an operation a host answers about without
 		// settling it (a query's 404) says the host is there, and a
 		// visit that sent nothing says nothing.

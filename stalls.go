@@ -188,6 +188,7 @@ type hostStalls struct {
 	// share (WithResumeConcurrency) of them are.
 	paced map[string]int
 	share int
+	slots map[string]pacedSlot // paced host → its last postponed operation's slot (nextSlot)
 	// through: the hosts that let a request of Run's through since
 	// wakeAt last looked.
 	through map[string]bool
@@ -195,7 +196,7 @@ type hostStalls struct {
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, paced: map[string]int{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
+		rest: map[string]time.Time{}, paced: map[string]int{}, slots: map[string]pacedSlot{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
@@ -322,6 +323,31 @@ func (h *hostStalls) pacedAlone(host string) bool {
 	return ok
 }
 
+// pacedSlot is when the last operation postponed for a paced host falls
+// due (nextSlot), and how many fall due then.
+type pacedSlot struct {
+	at time.Time
+	n  int
+}
+
+// nextSlot is when the next operation postponed for paced host falls due:
+// behind those postponed before, its share (WithResumeConcurrency) at a
+// time, every step from the rest's end (until) on; the pass at each
+// takes about the share that one visit at a time can send. Those the
+// pass claims and does not visit queue up again at the end.
+func (h *hostStalls) nextSlot(host string, until time.Time, step time.Duration) time.Time {
+	s := h.slots[host]
+	switch {
+	case s.at.Before(until):
+		s = pacedSlot{at: until}
+	case s.n >= max(h.share, 1):
+		s = pacedSlot{at: s.at.Add(step)}
+	}
+	s.n++
+	h.slots[host] = s
+	return s.at
+}
+
 // wakeAt is the earliest end of a rest still ahead of now (restUntil) of
 // a host that let a request of Run's through since the last call, if
 // any. Only such a host is worth a pass at its rest's end: one that
@@ -389,6 +415,10 @@ func (h *hostStalls) letThrough(host string) {
 	if n, ok := h.paced[host]; ok {
 		if n+1 >= h.share {
 			delete(h.paced, host)
+			delete(h.slots, host)
+			if len(h.postponed[host]) > 0 {
+				h.back = append(h.back, host)
+			}
 		} else {
 			h.paced[host] = n + 1
 		}
@@ -494,7 +524,13 @@ func (h *hostStalls) isDown(host string) bool {
 // been so (at least the reconcile interval, at most its maximum): the
 // next pass then reaches the other hosts' due operations instead of
 // claiming the same backlog again, and one probe a pass tells
-// when the host is back (then bringBack makes them due at once). Only
+// when the host is back (then bringBack makes them due at once). A paced
+// host's (pacedAlone) queue up behind those postponed for it before, its
+// share to each of its later rests (nextSlot), and come due at once when
+// it is paced no more: one visit at a time, a limiter that lets one
+// request a second through takes one of them a pass, and all postponed
+// to the rest's end, every pass claimed and wrote back its whole backlog
+// again, 254 fsync'd commits a second for one order settled. Only
 // NextDue changes, under the pass's lease: nothing about the operation is
 // decided. One whose host answered later in the pass is left due: the
 // next pass visits it (bringBack knows only what postpone recorded, and
@@ -506,10 +542,14 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 	n := 0
 	for _, r := range refs {
 		var due time.Time
-		if since, down := stalls.down[r.host]; down {
+		since, down := stalls.down[r.host]
+		if down {
 			due = now.Add(c.spread(now.Sub(since)))
 		}
 		if until, ok := stalls.restUntil(r.host, now); ok {
+			if !down && stalls.pacedAlone(r.host) {
+				until = stalls.nextSlot(r.host, until, min(max(until.Sub(now), minRestWait), c.poll()))
+			}
 			due = maxTime(due, until)
 		}
 		if due.IsZero() {
@@ -525,9 +565,10 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 			continue
 		}
 		n++
-		// Only an unreachable host's: bringBack makes them due when it
-		// answers again. A rest ends by itself.
-		if _, down := stalls.down[r.host]; down {
+		// Only an unreachable host's, or a paced one's: bringBack makes
+		// them due when it answers again, or lets its share through at
+		// once. A rest ends by itself.
+		if down || stalls.pacedAlone(r.host) {
 			if stalls.postponed[r.host] == nil {
 				stalls.postponed[r.host] = map[opID]time.Time{}
 			}
