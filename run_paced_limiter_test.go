@@ -2,12 +2,15 @@ package idem_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,7 +104,7 @@ func TestRunPacesItselfToAHostsLimiter(t *testing.T) {
 	clock := idemtest.NewClock(epoch)
 	start := epoch.Add(time.Minute)
 	srv := newPacedLimiter(t, clock, start)
-	store, c, commits := pacedBacklog(t, clock, srv, backlog)
+	store, c, commits := pacedBacklog(t, clock, srv.srv.URL, srv.from, backlog, idem.WithHTTPClient(srv.srv.Client()))
 	e := &env{t: t, clock: clock, client: c, ctx: t.Context()}
 	// Past the key window (20 min by default): what is not settled by
 	// then is flagged on its next visit.
@@ -153,7 +156,7 @@ func TestRunBringsBackAPacedHostsBacklogWhenItsLimiterLifts(t *testing.T) {
 	start := epoch.Add(time.Minute)
 	srv := newPacedLimiter(t, clock, start)
 	srv.lift = start.Add(time.Minute)
-	store, c, _ := pacedBacklog(t, clock, srv, backlog)
+	store, c, _ := pacedBacklog(t, clock, srv.srv.URL, srv.from, backlog, idem.WithHTTPClient(srv.srv.Client()))
 	e := &env{t: t, clock: clock, client: c, ctx: t.Context()}
 	// The orders the limiter refused have backoffs of their own: the
 	// last of them comes due within a minute of the lift.
@@ -176,11 +179,11 @@ func TestRunBringsBackAPacedHostsBacklogWhenItsLimiterLifts(t *testing.T) {
 	require.Zero(t, open, "orders not settled 75 s after the limiter lifted")
 }
 
-// pacedBacklog journals backlog orders to srv (keys k000, k001, …), each
-// executed and its answer lost, moves the clock to srv's from, and
+// pacedBacklog journals backlog orders to url + "/orders" (keys k000,
+// k001, …), each executed and its answer lost, moves the clock to from, and
 // returns the journal, a Client on it at default settings but the clock,
 // and the count of that Client's journal commits.
-func pacedBacklog(t *testing.T, clock *idemtest.Clock, srv *pacedLimiter, backlog int) (*journal.Store, *idem.Client, *atomic.Int64) {
+func pacedBacklog(t *testing.T, clock *idemtest.Clock, url string, from time.Time, backlog int, opts ...idem.Option) (*journal.Store, *idem.Client, *atomic.Int64) {
 	t.Helper()
 	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
 	require.NoError(t, err)
@@ -190,15 +193,15 @@ func pacedBacklog(t *testing.T, clock *idemtest.Clock, srv *pacedLimiter, backlo
 	setup, err := idem.New(store, idem.WithHTTPClient(&http.Client{Transport: lossy}), idem.WithClock(clock), idem.WithMaxAttempts(1))
 	require.NoError(t, err)
 	for i := range backlog {
-		_, err := setup.Submit(t.Context(), idem.Request{Key: fmt.Sprintf("k%03d", i), URL: srv.srv.URL + "/orders", Body: fmt.Appendf(nil, `{"order":%d}`, i)})
+		_, err := setup.Submit(t.Context(), idem.Request{Key: fmt.Sprintf("k%03d", i), URL: url + "/orders", Body: fmt.Appendf(nil, `{"order":%d}`, i)})
 		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	}
 	require.NoError(t, setup.Close())
-	clock.Advance(srv.from.Sub(clock.Now()))
+	clock.Advance(from.Sub(clock.Now()))
 
 	commits := new(atomic.Int64)
 	counted := &updateHookStore{Store: store, onUpdate: func() { commits.Add(1) }}
-	c, err := idem.New(counted, idem.WithHTTPClient(srv.srv.Client()), idem.WithClock(clock))
+	c, err := idem.New(counted, append([]idem.Option{idem.WithClock(clock)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return store, c, commits
@@ -234,4 +237,87 @@ func TestRunWaitsASecondAtLeastForAHostsRest(t *testing.T) {
 	}
 	_, orders := srv.counts()
 	requireEachOrderedOnce(t, store, backlog, orders)
+}
+
+// A paced host gets one visit at a time, and is taken for slow when that
+// one stalls: "answers slowly" says it had one visit at once, not the
+// share (8) it would have had unpaced, which sent an operator looking
+// for seven visits that were never made. The host refuses Run's first
+// visits "429, Retry-After: 1", then holds the next one.
+func TestRunLogsAPacedSlowHostsOneVisitAtOnce(t *testing.T) {
+	const backlog = 3
+	clock := idemtest.NewClock(epoch)
+	start := epoch.Add(time.Minute)
+	release := make(chan struct{})
+	var mu sync.Mutex
+	posts, held, peak := 0, 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		now := clock.Now()
+		w.Header().Set("Date", now.UTC().Format(http.TimeFormat))
+		if r.Method != http.MethodPost {
+			return // a clock probe
+		}
+		mu.Lock()
+		n := 0
+		if !now.Before(start) {
+			posts++
+			n = posts
+		}
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case n == 0: // the backlog's first sends, their answers lost
+		case n <= backlog:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		default:
+			mu.Lock()
+			held++
+			peak = max(peak, held)
+			mu.Unlock()
+			defer func() { mu.Lock(); held--; mu.Unlock() }()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = fmt.Fprintf(w, `{"id":"ord_%s"}`, r.Header.Get("Idempotency-Key"))
+	}))
+	t.Cleanup(srv.Close)
+	var logs syncBuffer
+	_, c, _ := pacedBacklog(t, clock, srv.URL, start, backlog, idem.WithHTTPClient(srv.Client()),
+		idem.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := runAsync(ctx, c)
+	defer func() {
+		close(release)
+		cancel()
+		<-ran
+	}()
+	const msg = "idem: reconciler: a host answers slowly"
+	deadline := time.After(idem.DefaultAttemptTimeout)
+	for !logged(&logs, msg) {
+		select {
+		case err := <-ran:
+			t.Fatalf("Run returned %v", err)
+		case <-deadline:
+			t.Fatal("the held visit was not taken for slow")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	slowLines := 0
+	for _, l := range logs.lines(t) {
+		if m, _ := l["msg"].(string); strings.HasPrefix(m, msg) {
+			slowLines++
+			require.EqualValues(t, 1, l["visits_at_once"], "visits_at_once in %v", l)
+		}
+	}
+	require.Equal(t, 1, slowLines, "lines saying the host answers slowly")
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 1, peak, "visits held at once by the paced host")
 }

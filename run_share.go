@@ -161,7 +161,8 @@ func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, cla
 						msg = "idem: resume: a host answers slowly; its operations wait their turn while the other hosts' go on"
 					}
 					c.log.LogAttrs(ctx, slog.LevelInfo, msg,
-						slog.String("host", host), slog.Int("visits_at_once", share), slog.Duration("no_answer_for", c.stallAfter()))
+						// Its own limit: one for a paced host (alone), not the share.
+						slog.String("host", host), slog.Int("visits_at_once", inflight[host]), slog.Duration("no_answer_for", c.stallAfter()))
 				}
 			}
 			if tick != nil {
