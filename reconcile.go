@@ -145,7 +145,7 @@ func (c *Client) Resume(ctx context.Context) (Summary, error) {
 		r.brief = processing[r.host] >= stalls.giveUp
 		return stalls.isDown(r.host)
 	}
-	c.visitFair(ctx, resuming, refs, nil, nil, nil, skip, func(r ref, res *Result, news hostNews, err error) bool {
+	c.visitFair(ctx, resuming, refs, nil, nil, nil, nil, skip, func(r ref, res *Result, news hostNews, err error) bool {
 		visited++
 		if err != nil && journalErr == nil && isJournalErr(err) {
 			journalErr = err
@@ -411,7 +411,13 @@ func (c *Client) pruneBefore(ctx context.Context, cutoff time.Time) (int, error)
 // for a backoff: WithReconcile's interval, doubling (jittered) with each
 // such 429 after a rest, up to its maximum, until a request of Run's
 // gets an answer other than a 429 or a gateway's 5xx, or a 429 comes
-// more than that maximum after the last rest ended. An operation past the reconciliation deadline is
+// more than that maximum after the last rest ended. A host that asked for
+// rest either way gets one visit at a time until WithResumeConcurrency
+// of its answers in a row are let through (a limiter that lets one
+// request a second through refuses all but one of a burst), and a rest
+// that ends before Run's next pass would start it then, a second at the
+// least if that host let one of Run's requests through on the pass.
+// An operation past the reconciliation deadline is
 // still flagged on time. Nor does one server that answers, but slowly,
 // within the attempt timeout (an acquirer's authorisation that takes
 // seconds, a result endpoint that stalls): Run visits up to twice
@@ -469,13 +475,13 @@ func (c *Client) Run(ctx context.Context) (err error) {
 	h.runStarted()
 	defer func() { h.runEnded(err) }()
 
-	poll := min(c.cfg.reconcileInterval, 5*time.Second)
+	poll := c.poll()
 	bo := newRunBackoff(c.cfg.clock)
 	c.life.run.start()
 	defer c.life.run.stop()
 	var sched runSchedule
 	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
-	stalls.maxRest, stalls.firstRest = c.cfg.reconcileMax, c.cfg.reconcileInterval
+	stalls.maxRest, stalls.firstRest, stalls.share = c.cfg.reconcileMax, c.cfg.reconcileInterval, c.cfg.resumeConcurrency
 	for {
 		start := c.cfg.clock.Now()
 		full, phase, perr := c.pass(ctx, &sched, stalls)
@@ -514,6 +520,16 @@ func (c *Client) Run(ctx context.Context) (err error) {
 			if full {
 				continue // more are due now
 			}
+			// The rest, ending before the poll (429, Retry-After: 1), of
+			// a host that let a request through is when its postponed
+			// operations come due: slept through, a limiter that lets
+			// one request a second through saw one of Run's every 5 s,
+			// and a backlog went past its key window. Never before the
+			// rest's end, nor sooner than minRestWait: a Retry-After or
+			// rate-limit reset a millisecond ahead must not spin Run.
+			if until, ok := stalls.wakeAt(now); ok && until.Sub(now) < wait {
+				wait = min(max(until.Sub(now), minRestWait), poll)
+			}
 		}
 		if err := c.cfg.clock.Sleep(ctx, wait); err != nil {
 			if ctx.Err() != nil {
@@ -524,6 +540,13 @@ func (c *Client) Run(ctx context.Context) (err error) {
 		c.measure(&sched, wait, c.cfg.clock.Now())
 	}
 }
+
+// poll is Run's longest wait between passes.
+func (c *Client) poll() time.Duration { return min(c.cfg.reconcileInterval, 5*time.Second) }
+
+// minRestWait is Run's shortest wait for a host's rest to end before its
+// next pass (Retry-After counts whole seconds).
+const minRestWait = time.Second
 
 // Run's waits after a pass that met a journal error. A minute at most:
 // a freed disk should not leave operations unsettled for long, and a
@@ -731,7 +754,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 			berr = e
 		}
 	}
-	c.visitFair(ctx, reconciling, first, claim, aside, tick, skip, func(r ref, _ *Result, news hostNews, err error) bool {
+	c.visitFair(ctx, reconciling, first, claim, aside, tick, stalls.pacedAlone, skip, func(r ref, _ *Result, news hostNews, err error) bool {
 		visited[r] = true
 		if probing[r.host] == r {
 			delete(probing, r.host)
@@ -765,6 +788,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		case news.letThrough:
 			stalls.letThrough(r.host)
 		}
+		// The visit wrote its own NextDue: bringBack has nothing of it to
+		// move, and its entry would outlive it (a host paced for days).
+		delete(stalls.postponed[r.host], opID{r.scope, r.key})
 		// Only silence: an operation a host answers about without
 		// settling it (a query's 404) says the host is there, and a
 		// visit that sent nothing says nothing.

@@ -67,7 +67,10 @@ func (c *Client) stallAfter() time.Duration {
 // at a time with them. Resume, which visits every operation it found
 // and no other, passes none of the three: a slow host's refs wait their
 // turn, each visited once.
-func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(slowed []string), skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
+//
+// A host that alone (if not nil) names, asked as skip is, gets one visit
+// at a time: its share is one (pacedAlone).
+func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, claim func() ([]ref, bool), aside func([]ref), tick func(slowed []string), alone func(host string) bool, skip func(*ref) bool, done func(ref, *Result, hostNews, error) bool) {
 	if len(first) == 0 {
 		return
 	}
@@ -86,7 +89,15 @@ func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, cla
 	inflight := map[string]int{}
 	quiet := map[string]int{} // ticks since a visit to the host started from none or ended
 	slow := map[string]bool{}
-	full := func(host string) bool { return inflight[host] >= share }
+	full := func(host string) bool {
+		n := inflight[host]
+		if n >= share || n == 0 || alone == nil {
+			return n >= share
+		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		return alone(host)
+	}
 	var queue fairQueue
 	setAside := func() {
 		if aside == nil {
@@ -138,8 +149,8 @@ func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, cla
 				continue
 			}
 			var slowed []string
-			for host, n := range inflight {
-				if n < share {
+			for host := range inflight {
+				if !full(host) {
 					continue
 				}
 				if quiet[host]++; quiet[host] >= 2 && !slow[host] {
@@ -150,7 +161,8 @@ func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, cla
 						msg = "idem: resume: a host answers slowly; its operations wait their turn while the other hosts' go on"
 					}
 					c.log.LogAttrs(ctx, slog.LevelInfo, msg,
-						slog.String("host", host), slog.Int("visits_at_once", share), slog.Duration("no_answer_for", c.stallAfter()))
+						// Its own limit: one for a paced host (alone), not the share.
+						slog.String("host", host), slog.Int("visits_at_once", inflight[host]), slog.Duration("no_answer_for", c.stallAfter()))
 				}
 			}
 			if tick != nil {

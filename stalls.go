@@ -183,11 +183,20 @@ type hostStalls struct {
 	slowWait  map[string]time.Time    // host → when the last operation Run pushed back for it falls due
 	postponed map[string]map[opID]time.Time
 	back      []string // hosts found answering again, whose postponed operations are not due yet
+	// paced: host → its answers let through in a row since it last asked
+	// for rest; a host in it gets one visit at a time (pacedAlone) until
+	// share (WithResumeConcurrency) of them are.
+	paced map[string]int
+	share int
+	slots map[string]pacedSlot // paced host → its last postponed operation's slot (nextSlot)
+	// through: the hosts that let a request of Run's through since
+	// wakeAt last looked.
+	through map[string]bool
 }
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
+		rest: map[string]time.Time{}, paced: map[string]int{}, slots: map[string]pacedSlot{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
@@ -290,11 +299,70 @@ func (h *hostStalls) strayedFrom(host string, now time.Time) hostChange {
 }
 
 // rested records that host asked this client to send nothing before
-// until (throttleNews).
+// until (throttleNews), and paces it: one visit at a time from then on
+// (pacedAlone).
 func (h *hostStalls) rested(host string, until time.Time) {
 	if until.After(h.rest[host]) {
 		h.rest[host] = until
 	}
+	h.paced[host] = 0
+}
+
+// pacedAlone reports whether host gets one of Run's visits at a time: it
+// asked for rest, and fewer than its share of answers in a row have been
+// let through since. A limiter that lets one request a second through
+// (Shopify's leaky bucket, GitHub's secondary limit: 429 with
+// Retry-After: 1) refuses all but one of a burst: sent its whole share
+// at once as each rest ended, a backlog had one order a pass let through
+// and the others 429, each resent later with a longer backoff of its own,
+// and 209 of 400 orders went past their key window, for a person. One at
+// a time, the visit after the one let through is refused, and the rest of
+// the host's due operations wait for the rest's end without a send.
+func (h *hostStalls) pacedAlone(host string) bool {
+	_, ok := h.paced[host]
+	return ok
+}
+
+// pacedSlot is when the last operation postponed for a paced host falls
+// due (nextSlot), and how many fall due then.
+type pacedSlot struct {
+	at time.Time
+	n  int
+}
+
+// nextSlot is when the next operation postponed for paced host falls due:
+// behind those postponed before, its share (WithResumeConcurrency) at a
+// time, every step from the rest's end (until) on; the pass at each
+// takes about the share that one visit at a time can send. Those the
+// pass claims and does not visit queue up again at the end.
+func (h *hostStalls) nextSlot(host string, until time.Time, step time.Duration) time.Time {
+	s := h.slots[host]
+	switch {
+	case s.at.Before(until):
+		s = pacedSlot{at: until}
+	case s.n >= max(h.share, 1):
+		s = pacedSlot{at: s.at.Add(step)}
+	}
+	s.n++
+	h.slots[host] = s
+	return s.at
+}
+
+// wakeAt is the earliest end of a rest still ahead of now (restUntil) of
+// a host that let a request of Run's through since the last call, if
+// any. Only such a host is worth a pass at its rest's end: one that
+// refuses everything (every request 429, Retry-After: 1, for an hour)
+// would get a pass a second for nothing, each claiming and postponing
+// its whole backlog again.
+func (h *hostStalls) wakeAt(now time.Time) (time.Time, bool) {
+	var first time.Time
+	for host := range h.through {
+		if until, ok := h.restUntil(host, now); ok && (first.IsZero() || until.Before(first)) {
+			first = until
+		}
+	}
+	clear(h.through)
+	return first, !first.IsZero()
 }
 
 // throttled records that host answered a request 429 at now, naming no
@@ -337,10 +405,24 @@ type hostBackoff struct {
 }
 
 // letThrough records that host answered a request other than 429: its
-// next 429 that names no wait rests it firstRest again. The rest under
-// way, if any, still ends when it was to.
+// next 429 that names no wait rests it firstRest again, and once its
+// share of answers in a row are let through, it gets its share of
+// visits at once again (pacedAlone). The rest under way, if any, still
+// ends when it was to.
 func (h *hostStalls) letThrough(host string) {
 	delete(h.backoff, host)
+	h.through[host] = true
+	if n, ok := h.paced[host]; ok {
+		if n+1 >= h.share {
+			delete(h.paced, host)
+			delete(h.slots, host)
+			if len(h.postponed[host]) > 0 {
+				h.back = append(h.back, host)
+			}
+		} else {
+			h.paced[host] = n + 1
+		}
+	}
 }
 
 // restUntil reports until when host asked this client to send nothing, if
@@ -442,7 +524,13 @@ func (h *hostStalls) isDown(host string) bool {
 // been so (at least the reconcile interval, at most its maximum): the
 // next pass then reaches the other hosts' due operations instead of
 // claiming the same backlog again, and one probe a pass tells
-// when the host is back (then bringBack makes them due at once). Only
+// when the host is back (then bringBack makes them due at once). A paced
+// host's (pacedAlone) queue up behind those postponed for it before, its
+// share to each of its later rests (nextSlot), and come due at once when
+// it is paced no more: one visit at a time, a limiter that lets one
+// request a second through takes one of them a pass, and all postponed
+// to the rest's end, every pass claimed and wrote back its whole backlog
+// again, 254 fsync'd commits a second for one order settled. Only
 // NextDue changes, under the pass's lease: nothing about the operation is
 // decided. One whose host answered later in the pass is left due: the
 // next pass visits it (bringBack knows only what postpone recorded, and
@@ -454,10 +542,14 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 	n := 0
 	for _, r := range refs {
 		var due time.Time
-		if since, down := stalls.down[r.host]; down {
+		since, down := stalls.down[r.host]
+		if down {
 			due = now.Add(c.spread(now.Sub(since)))
 		}
 		if until, ok := stalls.restUntil(r.host, now); ok {
+			if !down && stalls.pacedAlone(r.host) {
+				until = stalls.nextSlot(r.host, until, min(max(until.Sub(now), minRestWait), c.poll()))
+			}
 			due = maxTime(due, until)
 		}
 		if due.IsZero() {
@@ -473,9 +565,10 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 			continue
 		}
 		n++
-		// Only an unreachable host's: bringBack makes them due when it
-		// answers again. A rest ends by itself.
-		if _, down := stalls.down[r.host]; down {
+		// Only an unreachable host's, or a paced one's: bringBack makes
+		// them due when it answers again, or lets its share through at
+		// once. A rest ends by itself.
+		if down || stalls.pacedAlone(r.host) {
 			if stalls.postponed[r.host] == nil {
 				stalls.postponed[r.host] = map[opID]time.Time{}
 			}
