@@ -190,7 +190,13 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "DECLINED") is a failed payment, not a success. So is a PayPal order whose payments (purchase_units[].payments'
 // captures and authorizations) all have such a status, whatever the
 // order's own ("COMPLETED"); one with some declined and some not proves
-// nothing. A status that is a code of digits (Thunes' transactions'
+// nothing. So is a resource the request acted on (its id in the
+// request's path before an operation's segment: Primer's refund, POST
+// /payments/{id}/refund, answered
+// with the Payment, still SETTLED) whose last "transactions" element,
+// the refund's, has a "processorStatus" (or "status") of such a word,
+// whatever the resource's own; its id is not the refund's. A status
+// that is a code of digits (Thunes' transactions'
 // "90000") is read as the word beside it, "status_class_message" or else
 // "status_message" ("DECLINED"); so is an object naming such a code,
 // by its "class"'s "message" or else its own (DT One's transactions:
@@ -386,6 +392,11 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 			// the taken one made again.
 			return Outcome{}, fmt.Errorf("%w: %d of the order's %d payments are %q", errUndecodable, declined, all, truncate(status, 64))
 		}
+	}
+	if status, ok := actionDeclined(a, body, id); ok {
+		// The resource is the one the request acted on, not one it made:
+		// the payment's own status is not the refund's outcome.
+		return Outcome{State: StateFailed, Reason: truncate(status, 64)}, nil
 	}
 	if a.StatusCode == http.StatusAccepted && !done {
 		// The resource exists, but 202 says its work is not done: an
@@ -679,6 +690,48 @@ func orderPayments(body []byte) (declined, all int, status string) {
 		}
 	}
 	return declined, all, status
+}
+
+// actionDeclined reports whether body, an answer naming id, is the
+// resource a's request acted on (its id a segment of the request's path,
+// pathSegments, an operation's segment after it) whose last
+// "transactions" element, the action the request added, was refused (resourceStatusOf its "processorStatus", else its
+// "status"), and that status. Primer answers a refund, POST
+// /payments/{id}/refund, with the Payment, still SETTLED whatever became
+// of the refund, the refund's outcome being its transaction's
+// ("processorStatus": SETTLED or FAILED,
+// primer.io/docs/api-reference/endpoints/v2.4/payment-webhooks/payment-refund):
+// read by the payment's status, a declined refund settled succeeded and
+// the customer was never refunded. Not a resource updated at its own
+// path, whose transactions are not the request's doing (SumUp's checkout
+// processed at PUT /v0.1/checkouts/{id} may list a failed attempt beside
+// the one that paid: read failed, its customer pays again), nor a
+// transaction's "state", which commercetools' Payment carries for what
+// its caller recorded.
+func actionDeclined(a *Answer, body []byte, id string) (string, bool) {
+	if !bytes.Contains(body, []byte(`"transactions"`)) {
+		return "", false
+	}
+	if segs := pathSegments(a.URL, a.Key); len(segs) == 0 || !slices.Contains(segs[:len(segs)-1], id) {
+		return "", false
+	}
+	var v struct {
+		Transactions []json.RawMessage `json:"transactions"`
+	}
+	if json.Unmarshal(body, &v) != nil || len(v.Transactions) == 0 {
+		return "", false
+	}
+	var last map[string]json.RawMessage
+	if json.Unmarshal(v.Transactions[len(v.Transactions)-1], &last) != nil {
+		return "", false
+	}
+	for _, name := range [...]string{"processorStatus", "status"} {
+		var s string
+		if json.Unmarshal(last[name], &s) == nil && s != "" {
+			return s, resourceStatusOf(s) == statusFailed
+		}
+	}
+	return "", false
 }
 
 // resourceStatus is what a resource's "status" says of its creation.
