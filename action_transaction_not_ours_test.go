@@ -52,6 +52,7 @@ func TestRefundAnsweredWithThePaymentFailsOnlyOnItsOwnRefusal(t *testing.T) {
 		{"another amount declined after ours made", []string{primerRefund("1000", "SETTLED"), primerRefund("500", "FAILED")}, idem.StateSucceeded},
 		{"our amount declined after ours made", []string{primerRefund("1000", "SETTLED"), primerRefund("1000", "FAILED")}, idem.StateUnknown},
 		{"our amount declined after one of it pending", []string{primerRefund("1000", "PENDING"), primerRefund("1000", "DECLINED")}, idem.StateUnknown},
+		{"our amount declined after one of it saying nothing", []string{`{"transactionType":"REFUND","amount":1000}`, primerRefund("1000", "FAILED")}, idem.StateUnknown},
 		{"ours declined after another amount made", []string{primerRefund("500", "SETTLED"), primerRefund("1000", "FAILED")}, idem.StateFailed},
 		{"ours declined again", []string{primerRefund("1000", "FAILED"), primerRefund("1000", "FAILED")}, idem.StateFailed},
 	} {

@@ -761,7 +761,8 @@ func actionDeclined(a *Answer, body []byte, id string) (string, bool, error) {
 			errUndecodable, truncate(segs[len(segs)-1], 64), truncate(status, 64))
 	}
 	for _, t := range v.Transactions[:last] {
-		if s, refused := transactionRefused(t); ours(t) && s != "" && !refused {
+		// One with no status may be ours made as well as one that says so.
+		if s, refused := transactionRefused(t); ours(t) && !refused {
 			return "", false, fmt.Errorf("%w: the last %q transaction like ours is %q, an earlier one %q: which is ours is unknown",
 				errUndecodable, truncate(segs[len(segs)-1], 64), truncate(status, 64), truncate(s, 64))
 		}
