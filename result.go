@@ -190,7 +190,17 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "DECLINED") is a failed payment, not a success. So is a PayPal order whose payments (purchase_units[].payments'
 // captures and authorizations) all have such a status, whatever the
 // order's own ("COMPLETED"); one with some declined and some not proves
-// nothing. A status that is a code of digits (Thunes' transactions'
+// nothing. So is a resource the request acted on (its id in the
+// request's path before an operation's segment: Primer's refund, POST
+// /payments/{id}/refund, answered
+// with the Payment, still SETTLED) whose last "transactions" element of
+// the action's kind ("transactionType" or "type" REFUND) and of the
+// request's "amount", the refund's, has a "processorStatus" (or
+// "status") of such a word, whatever the resource's own; its id is not
+// the refund's. One beside an element of that kind and amount not
+// refused, or in a result query's answer, may be another request's and
+// proves nothing. A status
+// that is a code of digits (Thunes' transactions'
 // "90000") is read as the word beside it, "status_class_message" or else
 // "status_message" ("DECLINED"); so is an object naming such a code,
 // by its "class"'s "message" or else its own (DT One's transactions:
@@ -386,6 +396,14 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 			// the taken one made again.
 			return Outcome{}, fmt.Errorf("%w: %d of the order's %d payments are %q", errUndecodable, declined, all, truncate(status, 64))
 		}
+	}
+	switch status, declined, err := actionDeclined(a, body, id); {
+	case err != nil:
+		return Outcome{}, err
+	case declined:
+		// The resource is the one the request acted on, not one it made:
+		// the payment's own status is not the refund's outcome.
+		return Outcome{State: StateFailed, Reason: truncate(status, 64)}, nil
 	}
 	if a.StatusCode == http.StatusAccepted && !done {
 		// The resource exists, but 202 says its work is not done: an
@@ -679,6 +697,113 @@ func orderPayments(body []byte) (declined, all int, status string) {
 		}
 	}
 	return declined, all, status
+}
+
+// actionDeclined reports whether body, an answer naming id, is the
+// resource a's request acted on (its id a segment of the request's path,
+// pathSegments, an operation's segment after it) whose own transaction
+// for the request, in "transactions", was refused (resourceStatusOf its
+// "processorStatus", else its "status"), and that status. Primer answers
+// a refund, POST /payments/{id}/refund, with the Payment, still SETTLED
+// whatever became of the refund, the refund's outcome being its
+// transaction's ("processorStatus": SETTLED or FAILED,
+// primer.io/docs/api-reference/endpoints/v2.4/payment-webhooks/payment-refund):
+// read by the payment's status, a declined refund settled succeeded and
+// the customer was never refunded.
+//
+// A refusal read as ours is refunded or paid again, so only one surely
+// ours counts (actionTransaction): the last transaction of the action's
+// kind (a "transactionType" or "type" that is the path's last segment,
+// "REFUND" for /refund) and of the request's "amount", if both give one.
+// Another request's, listed after ours (a payment refunded in parts at
+// once), or of another kind (Recurly's invoice marked paid, PUT
+// /invoices/{id}/mark_successful, lists the declined collection before
+// it) is not. One beside a transaction of that kind and amount not
+// refused, or in a result query's answer, which may come before ours is
+// listed, cannot be told from another's: an error (errUndecodable),
+// never failed. Not a resource updated at its own path, whose
+// transactions are not the request's doing (SumUp's checkout processed
+// at PUT /v0.1/checkouts/{id} may list a failed attempt beside the one
+// that paid), nor a transaction's "state", which commercetools' Payment
+// carries for what its caller recorded.
+func actionDeclined(a *Answer, body []byte, id string) (string, bool, error) {
+	if !bytes.Contains(body, []byte(`"transactions"`)) {
+		return "", false, nil
+	}
+	segs := pathSegments(a.URL, a.Key)
+	if len(segs) == 0 || !slices.Contains(segs[:len(segs)-1], id) {
+		return "", false, nil
+	}
+	var v struct {
+		Transactions []map[string]any `json:"transactions"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimBOM(body)))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return "", false, nil
+	}
+	ours := actionTransaction(segs[len(segs)-1], a.RequestBody)
+	last := -1
+	for i, t := range v.Transactions {
+		if ours(t) {
+			last = i
+		}
+	}
+	if last < 0 {
+		return "", false, nil
+	}
+	status, refused := transactionRefused(v.Transactions[last])
+	if !refused {
+		return "", false, nil
+	}
+	if a.Query {
+		return "", false, fmt.Errorf("%w: a result query's answer whose last %q transaction is %q may list ours not yet",
+			errUndecodable, truncate(segs[len(segs)-1], 64), truncate(status, 64))
+	}
+	for _, t := range v.Transactions[:last] {
+		// One with no status may be ours made as well as one that says so.
+		if s, refused := transactionRefused(t); ours(t) && !refused {
+			return "", false, fmt.Errorf("%w: the last %q transaction like ours is %q, an earlier one %q: which is ours is unknown",
+				errUndecodable, truncate(segs[len(segs)-1], 64), truncate(status, 64), truncate(s, 64))
+		}
+	}
+	return status, true, nil
+}
+
+// actionTransaction is whether a transaction may be the one a request
+// doing action (a path's last segment, "refund") with body added: its
+// "transactionType" or else "type" names the action, in either case,
+// singular or plural, and its "amount" is not surely other than the
+// body's.
+func actionTransaction(action string, body []byte) func(map[string]any) bool {
+	var req map[string]any
+	dec := json.NewDecoder(bytes.NewReader(trimBOM(body)))
+	dec.UseNumber()
+	_ = dec.Decode(&req)
+	asked, hasAmount := scalarOf(req["amount"])
+	action = folded(action)
+	return func(t map[string]any) bool {
+		kind, ok := scalarOf(t["transactionType"])
+		if !ok {
+			kind, _ = scalarOf(t["type"])
+		}
+		if kind = folded(kind); kind == "" || (kind != action && kind+"s" != action) {
+			return false
+		}
+		amount, ok := scalarOf(t["amount"])
+		return !ok || !hasAmount || !differ(asked, amount)
+	}
+}
+
+// transactionRefused is a transaction's "processorStatus", else its
+// "status", and whether it says the transaction was refused.
+func transactionRefused(t map[string]any) (string, bool) {
+	for _, name := range [...]string{"processorStatus", "status"} {
+		if s, ok := t[name].(string); ok && s != "" {
+			return s, resourceStatusOf(s) == statusFailed
+		}
+	}
+	return "", false
 }
 
 // resourceStatus is what a resource's "status" says of its creation.
