@@ -337,6 +337,16 @@ type pacedSlot struct {
 // pass claims and does not visit queue up again at the end.
 func (h *hostStalls) nextSlot(host string, until time.Time, step time.Duration) time.Time {
 	s := h.slots[host]
+	// The line outlives the rest it was set by, and is compared with the
+	// next by the monotonic reading, but the journal keeps only the wall
+	// one: re-based on until's wall clock, a place keeps its distance
+	// from the rest's end across a step. Kept as set, a step forward of
+	// a day wrote every place 23h59m in the past (every pass full of the
+	// host's backlog, due at once and postponed again, the other hosts'
+	// operations sorted after it), a step back a day ahead.
+	if !s.at.IsZero() {
+		s.at = until.Add(s.at.Sub(until))
+	}
 	switch {
 	case s.at.Before(until):
 		s = pacedSlot{at: until}
