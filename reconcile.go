@@ -832,6 +832,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	if berr != nil && err == nil && verr == nil {
 		phase, err = "bring back", berr
 	}
+	stalls.forgetDue(c.cfg.clock.Now())
 	for r := range givenUp {
 		visited[r] = true
 	}

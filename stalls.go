@@ -619,6 +619,25 @@ func (c *Client) bringBack(ctx context.Context, stalls *hostStalls) error {
 	return nil
 }
 
+// forgetDue drops what postpone recorded that is due by now: the
+// operation is due anyway, and bringBack has nothing left to do for it.
+// A visit drops its own entry, but one settled elsewhere (another
+// replica's Run, Do, Confirm, a prune) is never visited here: kept, a
+// host paced for days gathered an entry for each, and an Update each
+// when it was paced no more.
+func (h *hostStalls) forgetDue(now time.Time) {
+	for host, ops := range h.postponed {
+		for id, due := range ops {
+			if !due.After(now) {
+				delete(ops, id)
+			}
+		}
+		if len(ops) == 0 {
+			delete(h.postponed, host)
+		}
+	}
+}
+
 // moveDue sets the NextDue of (scope, key) to what to returns for the
 // stored record, when it says so; nothing else changes, and a lease in
 // ctx fences the write. It returns the record written, or nil and no

@@ -1,0 +1,54 @@
+package idem
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/idemkit/idem/journal"
+)
+
+// TestPassForgetsPostponedEntriesOnceDue: while a host stays paced, what
+// postpone recorded for it is dropped by a visit or when pacing ends;
+// an operation settled elsewhere (another replica's Run, Do, Confirm, a
+// prune) is never visited here. A pass drops the entries already due
+// (bringBack would have nothing to do for them but an Update each), and
+// a host with none left, and keeps those still ahead.
+func TestPassForgetsPostponedEntriesOnceDue(t *testing.T) {
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c, err := New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	now := c.cfg.clock.Now()
+	later := now.Add(time.Hour)
+	if _, err := c.Prepare(t.Context(), Request{Key: "waiting", URL: "http://127.0.0.1:1/orders", Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Update(t.Context(), DefaultScope, "waiting", func(r *journal.Record) error { r.NextDue = later; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	const paced, other = "127.0.0.1:1", "127.0.0.1:2"
+	stalls := newHostStalls(8)
+	stalls.share = 8
+	stalls.paced[paced], stalls.paced[other] = 0, 0
+	stalls.postponed[paced] = map[opID]time.Time{
+		{DefaultScope, "waiting"}:           later,
+		{DefaultScope, "settled-elsewhere"}: now.Add(-time.Minute), // journaled no more (pruned)
+	}
+	stalls.postponed[other] = map[opID]time.Time{{DefaultScope, "confirmed-elsewhere"}: now.Add(-time.Second)}
+	if _, phase, err := c.pass(t.Context(), &runSchedule{}, stalls); err != nil {
+		t.Fatalf("pass() = %v in %s", err, phase)
+	}
+	if got := stalls.postponed[paced]; len(got) != 1 || !got[opID{DefaultScope, "waiting"}].Equal(later) {
+		t.Errorf("after a pass, postponed[%s] = %v; want only the one still ahead", paced, got)
+	}
+	if got, ok := stalls.postponed[other]; ok {
+		t.Errorf("after a pass, postponed[%s] = %v; want the host gone, none of its entries ahead", other, got)
+	}
+}
