@@ -558,7 +558,12 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 		}
 		if until, ok := stalls.restUntil(r.host, now); ok {
 			if !down && stalls.pacedAlone(r.host) {
-				until = stalls.nextSlot(r.host, until, min(max(until.Sub(now), minRestWait), c.poll()))
+				// No further than Run's longest interval: past the
+				// hourly reschedule's reach, a place was made due at
+				// once (two writes more) with a warning of a clock
+				// stepped back that never was.
+				slot := stalls.nextSlot(r.host, until, min(max(until.Sub(now), minRestWait), c.poll()))
+				until = minTime(slot, maxTime(until, now.Add(c.cfg.reconcileMax)))
 			}
 			due = maxTime(due, until)
 		}
