@@ -826,6 +826,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	if perr != nil && err == nil && verr == nil {
 		phase, err = "postpone", perr
 	}
+	stalls.unpace(c.cfg.clock.Now())
 	if e := c.bringBack(ctx, stalls); e != nil && berr == nil {
 		berr = e
 	}

@@ -188,6 +188,9 @@ type hostStalls struct {
 	// share (WithResumeConcurrency) of them are.
 	paced map[string]int
 	share int
+	// restEnd: paced host → when the last rest it asked for ends
+	// (unpace).
+	restEnd map[string]time.Time
 	slots map[string]pacedSlot // paced host → its last postponed operation's slot (nextSlot)
 	// through: the hosts that let a request of Run's through since
 	// wakeAt last looked.
@@ -196,7 +199,7 @@ type hostStalls struct {
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, paced: map[string]int{}, slots: map[string]pacedSlot{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
+		rest: map[string]time.Time{}, paced: map[string]int{}, restEnd: map[string]time.Time{}, slots: map[string]pacedSlot{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
@@ -305,7 +308,35 @@ func (h *hostStalls) rested(host string, until time.Time) {
 	if until.After(h.rest[host]) {
 		h.rest[host] = until
 	}
+	if until.After(h.restEnd[host]) {
+		h.restEnd[host] = until
+	}
 	h.paced[host] = 0
+}
+
+// unpace ends the pacing of the hosts whose last rest ended more than
+// maxRest before now, as letThrough does after their share of answers in
+// a row: throttled takes a 429 that late for a new throttle anyway. A
+// host given one 429 and then visited fewer times than its share (its
+// operations settled elsewhere, or few of them) stayed paced for as long
+// as Run ran, an entry each, with tenants' hosts without end.
+func (h *hostStalls) unpace(now time.Time) {
+	for host := range h.paced {
+		if now.Sub(h.restEnd[host]) > h.maxRest {
+			h.endPacing(host)
+		}
+	}
+}
+
+// endPacing gives host its share of visits at once again, and has
+// bringBack make due what was postponed for it.
+func (h *hostStalls) endPacing(host string) {
+	delete(h.paced, host)
+	delete(h.restEnd, host)
+	delete(h.slots, host)
+	if len(h.postponed[host]) > 0 {
+		h.back = append(h.back, host)
+	}
 }
 
 // pacedAlone reports whether host gets one of Run's visits at a time: it
@@ -424,11 +455,7 @@ func (h *hostStalls) letThrough(host string) {
 	h.through[host] = true
 	if n, ok := h.paced[host]; ok {
 		if n+1 >= h.share {
-			delete(h.paced, host)
-			delete(h.slots, host)
-			if len(h.postponed[host]) > 0 {
-				h.back = append(h.back, host)
-			}
+			h.endPacing(host)
 		} else {
 			h.paced[host] = n + 1
 		}
