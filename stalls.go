@@ -191,7 +191,7 @@ type hostStalls struct {
 	// restEnd: paced host → when the last rest it asked for ends
 	// (unpace).
 	restEnd map[string]time.Time
-	slots map[string]pacedSlot // paced host → its last postponed operation's slot (nextSlot)
+	slots   map[string]pacedSlot // paced host → its last postponed operation's slot (nextSlot)
 	// through: the hosts that let a request of Run's through since
 	// wakeAt last looked.
 	through map[string]bool
