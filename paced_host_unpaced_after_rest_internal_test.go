@@ -1,11 +1,8 @@
 package idem
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/idemkit/idem/journal"
 )
 
 // TestPassEndsPacingLongAfterTheLastRest: a host that asked for rest
@@ -17,25 +14,11 @@ import (
 // pacing and makes due what it postponed for it; a host whose rest ended
 // lately stays paced.
 func TestPassEndsPacingLongAfterTheLastRest(t *testing.T) {
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c, err := New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	store, c := pacedFixture(t)
 	const stale, recent = "127.0.0.1:1", "127.0.0.1:2"
 	now := c.cfg.clock.Now()
 	later := now.Add(30 * time.Minute)
-	if _, err := c.Prepare(t.Context(), Request{Key: "order-1", URL: "http://" + stale + "/orders", Body: []byte(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Update(t.Context(), DefaultScope, "order-1", func(r *journal.Record) error { r.NextDue = later; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	preparedDue(t, c, store, stale, "order-1", later)
 	stalls := newHostStalls(8)
 	stalls.share, stalls.maxRest = 8, c.cfg.reconcileMax
 	stalls.rested(stale, now.Add(-c.cfg.reconcileMax-time.Minute))

@@ -1,11 +1,8 @@
 package idem
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/idemkit/idem/journal"
 )
 
 // TestPacedPlaceCappedAtRunsLongestInterval: a paced host's line grows
@@ -15,24 +12,10 @@ import (
 // it makes the operation due at once, two writes more, and warns of a
 // step that never was. postpone puts such an operation at the cap.
 func TestPacedPlaceCappedAtRunsLongestInterval(t *testing.T) {
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c, err := New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	store, c := pacedFixture(t)
 	const host = "127.0.0.1:1"
-	if _, err := c.Prepare(t.Context(), Request{Key: "order-1", URL: "http://" + host + "/orders", Body: []byte(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
 	now := c.cfg.clock.Now()
-	if _, err := store.Update(t.Context(), DefaultScope, "order-1", func(r *journal.Record) error { r.NextDue = now; return nil }); err != nil {
-		t.Fatal(err)
-	}
+	preparedDue(t, c, store, host, "order-1", now)
 	claimed, err := store.ClaimDue(t.Context(), c.cfg.owner, now.Add(time.Second), now.Add(time.Minute), 1)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("ClaimDue() = %d claimed, %v; want 1", len(claimed), err)

@@ -15,25 +15,11 @@ import (
 // (bringBack would have nothing to do for them but an Update each), and
 // a host with none left, and keeps those still ahead.
 func TestPassForgetsPostponedEntriesOnceDue(t *testing.T) {
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c, err := New(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	store, c := pacedFixture(t)
 	now := c.cfg.clock.Now()
 	later := now.Add(time.Hour)
-	if _, err := c.Prepare(t.Context(), Request{Key: "waiting", URL: "http://127.0.0.1:1/orders", Body: []byte(`{}`)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Update(t.Context(), DefaultScope, "waiting", func(r *journal.Record) error { r.NextDue = later; return nil }); err != nil {
-		t.Fatal(err)
-	}
 	const paced, other = "127.0.0.1:1", "127.0.0.1:2"
+	preparedDue(t, c, store, paced, "waiting", later)
 	stalls := newHostStalls(8)
 	stalls.share = 8
 	stalls.paced[paced], stalls.paced[other] = 0, 0
@@ -50,5 +36,32 @@ func TestPassForgetsPostponedEntriesOnceDue(t *testing.T) {
 	}
 	if got, ok := stalls.postponed[other]; ok {
 		t.Errorf("after a pass, postponed[%s] = %v; want the host gone, none of its entries ahead", other, got)
+	}
+}
+
+// pacedFixture is a Client on a fresh file journal, closed with the test.
+func pacedFixture(t *testing.T) (*journal.Store, *Client) {
+	t.Helper()
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	c, err := New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return store, c
+}
+
+// preparedDue journals an order for host under key, due at due.
+func preparedDue(t *testing.T, c *Client, store *journal.Store, host, key string, due time.Time) {
+	t.Helper()
+	if _, err := c.Prepare(t.Context(), Request{Key: key, URL: "http://" + host + "/orders", Body: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Update(t.Context(), DefaultScope, key, func(r *journal.Record) error { r.NextDue = due; return nil }); err != nil {
+		t.Fatal(err)
 	}
 }
