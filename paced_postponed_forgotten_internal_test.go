@@ -21,8 +21,10 @@ func TestPassForgetsPostponedEntriesOnceDue(t *testing.T) {
 	const paced, other = "127.0.0.1:1", "127.0.0.1:2"
 	preparedDue(t, c, store, paced, "waiting", later)
 	stalls := newHostStalls(8)
-	stalls.share = 8
-	stalls.paced[paced], stalls.paced[other] = 0, 0
+	stalls.share, stalls.maxRest = 8, c.cfg.reconcileMax
+	// Their rests ended lately: paced still (unpace).
+	stalls.rested(paced, now.Add(-time.Minute))
+	stalls.rested(other, now.Add(-time.Minute))
 	stalls.postponed[paced] = map[opID]time.Time{
 		{DefaultScope, "waiting"}:           later,
 		{DefaultScope, "settled-elsewhere"}: now.Add(-time.Minute), // journaled no more (pruned)
@@ -33,6 +35,9 @@ func TestPassForgetsPostponedEntriesOnceDue(t *testing.T) {
 	}
 	if got := stalls.postponed[paced]; len(got) != 1 || !got[opID{DefaultScope, "waiting"}].Equal(later) {
 		t.Errorf("after a pass, postponed[%s] = %v; want only the one still ahead", paced, got)
+	}
+	if !stalls.pacedAlone(paced) || !stalls.pacedAlone(other) {
+		t.Fatal("a pass ended the pacing of hosts whose rest ended a minute ago")
 	}
 	if got, ok := stalls.postponed[other]; ok {
 		t.Errorf("after a pass, postponed[%s] = %v; want the host gone, none of its entries ahead", other, got)
