@@ -726,6 +726,9 @@ func WithReconcile(interval, maxInterval, deadline time.Duration) Option {
 // WithResumeConcurrency bounds how many operations Resume and Run drive at
 // once on one host; across hosts they drive up to twice as many, so that
 // a host that answers slowly leaves the others as many workers again.
+// It also sets how many of a host's answers in a row, let through after
+// it asked for rest (429 or 503), end Run's pacing of that host: until
+// then Run visits it one operation at a time.
 // Default DefaultResumeConcurrency.
 func WithResumeConcurrency(n int) Option {
 	return optionFunc(func(c *config) {

@@ -826,12 +826,14 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	if perr != nil && err == nil && verr == nil {
 		phase, err = "postpone", perr
 	}
+	stalls.unpace(c.cfg.clock.Now())
 	if e := c.bringBack(ctx, stalls); e != nil && berr == nil {
 		berr = e
 	}
 	if berr != nil && err == nil && verr == nil {
 		phase, err = "bring back", berr
 	}
+	stalls.forgetDue(c.cfg.clock.Now())
 	for r := range givenUp {
 		visited[r] = true
 	}

@@ -188,7 +188,10 @@ type hostStalls struct {
 	// share (WithResumeConcurrency) of them are.
 	paced map[string]int
 	share int
-	slots map[string]pacedSlot // paced host → its last postponed operation's slot (nextSlot)
+	// restEnd: paced host → when the last rest it asked for ends
+	// (unpace).
+	restEnd map[string]time.Time
+	slots   map[string]pacedSlot // paced host → its last postponed operation's slot (nextSlot)
 	// through: the hosts that let a request of Run's through since
 	// wakeAt last looked.
 	through map[string]bool
@@ -196,7 +199,7 @@ type hostStalls struct {
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, paced: map[string]int{}, slots: map[string]pacedSlot{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
+		rest: map[string]time.Time{}, paced: map[string]int{}, restEnd: map[string]time.Time{}, slots: map[string]pacedSlot{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
@@ -305,7 +308,35 @@ func (h *hostStalls) rested(host string, until time.Time) {
 	if until.After(h.rest[host]) {
 		h.rest[host] = until
 	}
+	if until.After(h.restEnd[host]) {
+		h.restEnd[host] = until
+	}
 	h.paced[host] = 0
+}
+
+// unpace ends the pacing of the hosts whose last rest ended more than
+// maxRest before now, as letThrough does after their share of answers in
+// a row: throttled takes a 429 that late for a new throttle anyway. A
+// host given one 429 and then visited fewer times than its share (its
+// operations settled elsewhere, or few of them) stayed paced for as long
+// as Run ran, an entry each, with tenants' hosts without end.
+func (h *hostStalls) unpace(now time.Time) {
+	for host := range h.paced {
+		if now.Sub(h.restEnd[host]) > h.maxRest {
+			h.endPacing(host)
+		}
+	}
+}
+
+// endPacing gives host its share of visits at once again, and has
+// bringBack make due what was postponed for it.
+func (h *hostStalls) endPacing(host string) {
+	delete(h.paced, host)
+	delete(h.restEnd, host)
+	delete(h.slots, host)
+	if len(h.postponed[host]) > 0 {
+		h.back = append(h.back, host)
+	}
 }
 
 // pacedAlone reports whether host gets one of Run's visits at a time: it
@@ -337,6 +368,16 @@ type pacedSlot struct {
 // pass claims and does not visit queue up again at the end.
 func (h *hostStalls) nextSlot(host string, until time.Time, step time.Duration) time.Time {
 	s := h.slots[host]
+	// The line outlives the rest it was set by, and is compared with the
+	// next by the monotonic reading, but the journal keeps only the wall
+	// one: re-based on until's wall clock, a place keeps its distance
+	// from the rest's end across a step. Kept as set, a step forward of
+	// a day wrote every place 23h59m in the past (every pass full of the
+	// host's backlog, due at once and postponed again, the other hosts'
+	// operations sorted after it), a step back a day ahead.
+	if !s.at.IsZero() {
+		s.at = until.Add(s.at.Sub(until))
+	}
 	switch {
 	case s.at.Before(until):
 		s = pacedSlot{at: until}
@@ -414,11 +455,7 @@ func (h *hostStalls) letThrough(host string) {
 	h.through[host] = true
 	if n, ok := h.paced[host]; ok {
 		if n+1 >= h.share {
-			delete(h.paced, host)
-			delete(h.slots, host)
-			if len(h.postponed[host]) > 0 {
-				h.back = append(h.back, host)
-			}
+			h.endPacing(host)
 		} else {
 			h.paced[host] = n + 1
 		}
@@ -548,7 +585,12 @@ func (c *Client) postpone(ctx context.Context, refs []ref, stalls *hostStalls) e
 		}
 		if until, ok := stalls.restUntil(r.host, now); ok {
 			if !down && stalls.pacedAlone(r.host) {
-				until = stalls.nextSlot(r.host, until, min(max(until.Sub(now), minRestWait), c.poll()))
+				// No further than Run's longest interval: past the
+				// hourly reschedule's reach, a place was made due at
+				// once (two writes more) with a warning of a clock
+				// stepped back that never was.
+				slot := stalls.nextSlot(r.host, until, min(max(until.Sub(now), minRestWait), c.poll()))
+				until = minTime(slot, maxTime(until, now.Add(c.cfg.reconcileMax)))
 			}
 			due = maxTime(due, until)
 		}
@@ -607,6 +649,25 @@ func (c *Client) bringBack(ctx context.Context, stalls *hostStalls) error {
 		stalls.back = stalls.back[1:]
 	}
 	return nil
+}
+
+// forgetDue drops what postpone recorded that is due by now: the
+// operation is due anyway, and bringBack has nothing left to do for it.
+// A visit drops its own entry, but one settled elsewhere (another
+// replica's Run, Do, Confirm, a prune) is never visited here: kept, a
+// host paced for days gathered an entry for each, and an Update each
+// when it was paced no more.
+func (h *hostStalls) forgetDue(now time.Time) {
+	for host, ops := range h.postponed {
+		for id, due := range ops {
+			if !due.After(now) {
+				delete(ops, id)
+			}
+		}
+		if len(ops) == 0 {
+			delete(h.postponed, host)
+		}
+	}
 }
 
 // moveDue sets the NextDue of (scope, key) to what to returns for the
