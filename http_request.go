@@ -90,7 +90,13 @@ var errNoBody = errors.New("idem: DecodeBody: the result has no body (nil Result
 
 // DecodeBody decodes a Result's body, the server's answer that settled the
 // operation, as JSON into a T: the created resource, say. The journal keeps
-// at most 64 KiB of a body, so a larger one fails to decode.
+// at most 64 KiB of a body, so a larger one fails to decode. A succeeded
+// Result with a StatusCode of 400 or more was settled by an answer that
+// names the resource rather than carries it (GoCardless's and Primer's
+// 409 naming the resource the key created), or by a 409 carrying the
+// first request's answer as it was (Interchecks, DOKU): only the second
+// is the resource, so read StatusCode first, and fetch the first kind by
+// Result.ResourceID.
 func DecodeBody[T any](res *Result) (T, error) {
 	var v T
 	if res == nil || len(res.Body) == 0 {
