@@ -31,7 +31,7 @@ type exchange struct {
 	status   int
 	header   http.Header
 	body     []byte
-	tooLarge bool  // the body passed the cap and was cut
+	tooLarge bool  // the body passed the cap: only its start kept
 	err      error // transport error, or an error reading the body
 	wrote    bool  // the request was fully written: the server may act on it
 	// unsent: surely never sent. Only when net/http's trace shows it took
@@ -1020,7 +1020,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			// Moov's 409 is the key's transfer whole, and its keys are
 			// per account: a service sharing it, or a key taken from a
 			// business id, gets another request's transfer in it.
-			a.otherRequest, a.otherFixed = otherRequestOf(rec, ex.body)
+			a.otherRequest, a.otherFixed = otherRequest(rec.Body, ex.body, segs)
 			if acted := memberActedOn(segs, collection); a.otherRequest == "" && !a.actedOn && acted != "" {
 				// So is a refund's naming a payment other than the one
 				// its path names (POST /payments/{id}/refund): the key's

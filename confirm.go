@@ -185,7 +185,7 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is still being journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
 		case errors.Is(err, journal.ErrKeyIgnoringFull):
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, the journal keeping as many as it can, so nothing was written and it stays flagged for review: "+
-				"answer the provider with a retryable status (5xx), and once room is made (idem key-ignoring remove, ForgetKeyIgnoring) its redelivery settles it, as Resolve does: %w", scope, key, err)
+				"answer the provider with a retryable status (5xx), and once room is made (idem key-ignoring remove, ForgetKeyIgnoring) its redelivery settles it (Resolve too waits for that room): %w", scope, key, err)
 		case errors.Is(err, journal.ErrInvalid):
 			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is too long, or not valid UTF-8, to be journaled, so nothing was written and it stays flagged for review: "+
 				"a redelivery cannot settle it; settle it by hand (Resolve): %w", scope, key, err)

@@ -91,8 +91,11 @@ func (c *Client) visitFair(ctx context.Context, mode driveMode, first []ref, cla
 	slow := map[string]bool{}
 	full := func(host string) bool {
 		n := inflight[host]
-		if n >= share || n == 0 || alone == nil {
-			return n >= share
+		if n >= share {
+			return true
+		}
+		if n == 0 || alone == nil {
+			return false
 		}
 		v.mu.Lock()
 		defer v.mu.Unlock()

@@ -19,9 +19,9 @@ import (
 // hold bbolt's mmap lock while a write grows the file: the write would
 // wait for it for ever. So every write of the file suspends it first
 // (Store.commitBolt, Close): the kept transaction ends, and none is kept
-// until the write has committed, but while the write's function runs,
-// before its commit changes anything (Store.runKeeping); reads meanwhile
-// begin one of their own, as before. A transaction begun after a write's
+// from the write's begin to its commit except while its function runs,
+// when bbolt has changed nothing of the file (Store.runKeeping); reads
+// outside that window begin one of their own, as before. A transaction begun after a write's
 // commit sees it, and the applier drops records from the overlay only
 // after their commit.
 type keptRead struct {
