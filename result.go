@@ -190,16 +190,14 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // "DECLINED") is a failed payment, not a success. So is a PayPal order whose payments (purchase_units[].payments'
 // captures and authorizations) all have such a status, whatever the
 // order's own ("COMPLETED"); one with some declined and some not proves
-// nothing. So is a resource the request acted on (its id in the
+// nothing. So does a resource the request acted on (its id in the
 // request's path before an operation's segment: Primer's refund, POST
 // /payments/{id}/refund, answered
 // with the Payment, still SETTLED) whose last "transactions" element of
 // the action's kind ("transactionType" or "type" REFUND) and of the
 // request's "amount", the refund's, has a "processorStatus" (or
-// "status") of such a word, whatever the resource's own; its id is not
-// the refund's. One beside an element of that kind and amount not
-// refused, or in a result query's answer, may be another request's and
-// proves nothing. A status
+// "status") of such a word, whatever the resource's own: the refusal may
+// be an earlier request's, the refund asked for not listed yet. A status
 // that is a code of digits (Thunes' transactions'
 // "90000") is read as the word beside it, "status_class_message" or else
 // "status_message" ("DECLINED"); so is an object naming such a code,
@@ -397,13 +395,10 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 			return Outcome{}, fmt.Errorf("%w: %d of the order's %d payments are %q", errUndecodable, declined, all, truncate(status, 64))
 		}
 	}
-	switch status, declined, err := actionDeclined(a, body, id); {
-	case err != nil:
-		return Outcome{}, err
-	case declined:
+	if err := actionDeclined(a, body, id); err != nil {
 		// The resource is the one the request acted on, not one it made:
 		// the payment's own status is not the refund's outcome.
-		return Outcome{State: StateFailed, Reason: truncate(status, 64)}, nil
+		return Outcome{}, err
 	}
 	if a.StatusCode == http.StatusAccepted && !done {
 		// The resource exists, but 202 says its work is not done: an
@@ -699,40 +694,43 @@ func orderPayments(body []byte) (declined, all int, status string) {
 	return declined, all, status
 }
 
-// actionDeclined reports whether body, an answer naming id, is the
-// resource a's request acted on (its id a segment of the request's path,
-// pathSegments, an operation's segment after it) whose own transaction
-// for the request, in "transactions", was refused (resourceStatusOf its
-// "processorStatus", else its "status"), and that status. Primer answers
-// a refund, POST /payments/{id}/refund, with the Payment, still SETTLED
-// whatever became of the refund, the refund's outcome being its
-// transaction's ("processorStatus": SETTLED or FAILED,
+// actionDeclined reports, as an error (errUndecodable), an answer body
+// naming id that is the resource a's request acted on (its id a segment
+// of the request's path, pathSegments, an operation's segment after it)
+// whose last transaction for such a request, in "transactions", was
+// refused (resourceStatusOf its "processorStatus", else its "status").
+// Primer answers a refund, POST /payments/{id}/refund, with the Payment,
+// still SETTLED whatever became of the refund, the refund's outcome being
+// its transaction's ("processorStatus": SETTLED or FAILED,
 // primer.io/docs/api-reference/endpoints/v2.4/payment-webhooks/payment-refund):
 // read by the payment's status, a declined refund settled succeeded and
 // the customer was never refunded.
 //
-// A refusal read as ours is refunded or paid again, so only one surely
-// ours counts (actionTransaction): the last transaction of the action's
-// kind (a "transactionType" or "type" that is the path's last segment,
-// "REFUND" for /refund) and of the request's "amount", if both give one.
-// Another request's, listed after ours (a payment refunded in parts at
-// once), or of another kind (Recurly's invoice marked paid, PUT
-// /invoices/{id}/mark_successful, lists the declined collection before
-// it) is not. One beside a transaction of that kind and amount not
-// refused, or in a result query's answer, which may come before ours is
-// listed, cannot be told from another's: an error (errUndecodable),
-// never failed. Not a resource updated at its own path, whose
-// transactions are not the request's doing (SumUp's checkout processed
-// at PUT /v0.1/checkouts/{id} may list a failed attempt beside the one
-// that paid), nor a transaction's "state", which commercetools' Payment
-// carries for what its caller recorded.
-func actionDeclined(a *Answer, body []byte, id string) (string, bool, error) {
+// Nor is it read failed: a refusal read as ours is refunded or paid
+// again, and the refusal listed may be an earlier request's, ours not
+// listed yet (Primer's own example answer lists the sale alone; the
+// refund's webhook comes once it "has been fully processed"): a refund
+// declined under one key and asked again under another was answered with
+// the first one's FAILED. The answer proves nothing: the operation stays
+// unknown, asked again under its key, for a result endpoint or a person.
+// Only a transaction that may be the request's counts (actionTransaction):
+// the last of the action's kind (a "transactionType" or "type" that is
+// the path's last segment, "REFUND" for /refund) and of the request's
+// "amount", if both give one; another request's of another amount listed
+// after ours (a payment refunded in parts at once), or one of another
+// kind (Recurly's invoice marked paid, PUT /invoices/{id}/mark_successful,
+// lists the declined collection before it) says nothing. Not a resource
+// updated at its own path, whose transactions are not the request's doing
+// (SumUp's checkout processed at PUT /v0.1/checkouts/{id} may list a
+// failed attempt beside the one that paid), nor a transaction's "state",
+// which commercetools' Payment carries for what its caller recorded.
+func actionDeclined(a *Answer, body []byte, id string) error {
 	if !bytes.Contains(body, []byte(`"transactions"`)) {
-		return "", false, nil
+		return nil
 	}
 	segs := pathSegments(a.URL, a.Key)
 	if len(segs) == 0 || !slices.Contains(segs[:len(segs)-1], id) {
-		return "", false, nil
+		return nil
 	}
 	var v struct {
 		Transactions []map[string]any `json:"transactions"`
@@ -740,7 +738,7 @@ func actionDeclined(a *Answer, body []byte, id string) (string, bool, error) {
 	dec := json.NewDecoder(bytes.NewReader(trimBOM(body)))
 	dec.UseNumber()
 	if dec.Decode(&v) != nil {
-		return "", false, nil
+		return nil
 	}
 	ours := actionTransaction(segs[len(segs)-1], a.RequestBody)
 	last := -1
@@ -750,24 +748,13 @@ func actionDeclined(a *Answer, body []byte, id string) (string, bool, error) {
 		}
 	}
 	if last < 0 {
-		return "", false, nil
+		return nil
 	}
-	status, refused := transactionRefused(v.Transactions[last])
-	if !refused {
-		return "", false, nil
-	}
-	if a.Query {
-		return "", false, fmt.Errorf("%w: a result query's answer whose last %q transaction is %q may list ours not yet",
+	if status, refused := transactionRefused(v.Transactions[last]); refused {
+		return fmt.Errorf("%w: the last %q transaction like ours is %q, and it may be an earlier request's, ours not listed yet",
 			errUndecodable, truncate(segs[len(segs)-1], 64), truncate(status, 64))
 	}
-	for _, t := range v.Transactions[:last] {
-		// One with no status may be ours made as well as one that says so.
-		if s, refused := transactionRefused(t); ours(t) && !refused {
-			return "", false, fmt.Errorf("%w: the last %q transaction like ours is %q, an earlier one %q: which is ours is unknown",
-				errUndecodable, truncate(segs[len(segs)-1], 64), truncate(status, 64), truncate(s, 64))
-		}
-	}
-	return status, true, nil
+	return nil
 }
 
 // actionTransaction is whether a transaction may be the one a request
