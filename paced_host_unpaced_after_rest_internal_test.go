@@ -41,3 +41,33 @@ func TestPassEndsPacingLongAfterTheLastRest(t *testing.T) {
 		t.Errorf("NextDue %v from now, postponed = %v; want due now, nothing postponed left", rec.NextDue.Sub(now), stalls.postponed)
 	}
 }
+
+// A host whose pacing ends while it looks unreachable keeps its backlog
+// postponed: made due at once, it was claimed again, one operation
+// probed and the rest postponed again, two writes more each for nothing;
+// the host's first answer brings them back (visited).
+func TestPassEndsPacingOfADownHostWithoutBringingBackItsBacklog(t *testing.T) {
+	store, c := pacedFixture(t)
+	const host = "127.0.0.1:1"
+	now := c.cfg.clock.Now()
+	later := now.Add(30 * time.Minute)
+	preparedDue(t, c, store, host, "order-1", later)
+	stalls := newHostStalls(8)
+	stalls.share, stalls.maxRest = 8, c.cfg.reconcileMax
+	stalls.rested(host, now.Add(-c.cfg.reconcileMax-time.Minute))
+	stalls.down[host] = now.Add(-c.cfg.reconcileMax)
+	stalls.postponed[host] = map[opID]time.Time{{DefaultScope, "order-1"}: later}
+	if _, phase, err := c.pass(t.Context(), &runSchedule{}, stalls); err != nil {
+		t.Fatalf("pass() = %v in %s", err, phase)
+	}
+	if stalls.pacedAlone(host) {
+		t.Errorf("%s, its last rest over %v ago, is still paced", host, c.cfg.reconcileMax+time.Minute)
+	}
+	rec, err := store.Get(t.Context(), DefaultScope, "order-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.NextDue.Equal(later) || len(stalls.postponed[host]) != 1 {
+		t.Errorf("NextDue %v from now, postponed = %v; want %v from now, still postponed while the host is down", rec.NextDue.Sub(now), stalls.postponed, later.Sub(now))
+	}
+}

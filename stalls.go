@@ -329,12 +329,15 @@ func (h *hostStalls) unpace(now time.Time) {
 }
 
 // endPacing gives host its share of visits at once again, and has
-// bringBack make due what was postponed for it.
+// bringBack make due what was postponed for it, unless the host looks
+// unreachable: claimed again, its backlog would be probed once and
+// postponed again (two writes each for nothing), and its first answer
+// brings it back (visited).
 func (h *hostStalls) endPacing(host string) {
 	delete(h.paced, host)
 	delete(h.restEnd, host)
 	delete(h.slots, host)
-	if len(h.postponed[host]) > 0 {
+	if len(h.postponed[host]) > 0 && !h.isDown(host) {
 		h.back = append(h.back, host)
 	}
 }
