@@ -1030,7 +1030,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		}
 		a.keyIgnored = marked && keyIgnored(ex.header)
 	case query && cached != "" && !c.cacheNamesKey(rec, ex) && !pathNamesKey(rec.QueryURL, rec.Key):
-		a.otherCache = cached
+		a.otherCache = true
 	}
 	if query {
 		a.cached = cached
@@ -1156,7 +1156,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		// one never reached the server. Its replay marker, if any, was
 		// not read above for the same reason.
 		a.decodeErr = fmt.Errorf("%w: the answer came out of a cache (%s), not from this request", errUndecodable, cached)
-	case a.otherCache != "":
+	case a.otherCache:
 		a.decodeErr = fmt.Errorf("%w: a cache's answer (%s) that does not name key %q", errUndecodable, cached, rec.Key)
 	default:
 		ans := Answer{

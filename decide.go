@@ -151,8 +151,8 @@ type answer struct {
 	// fromCache says) and does not name the key: a cache keyed on less
 	// than the URL (CDNs leave the query string out unless told) serves
 	// one key's answer to a query for any, so it may be another key's.
-	// Set only with cached, to the same.
-	otherCache string
+	// Set only with cached, which says how it came.
+	otherCache bool
 	// cached: a result query's answer came out of a cache (what
 	// fromCache says), whether or not it names the key; "" otherwise.
 	cached  string
@@ -957,10 +957,10 @@ func queryMeaning(p past, a answer) judgment {
 				err: fmt.Errorf("idem: the result endpoint says payment %q of the order runs, which may be a copy of this request's or another request's", truncate(j.out.ResourceID, 64))}
 		}
 		return j
-	case a.otherCache != "" && (a.status == http.StatusGone || a.status == http.StatusNotFound):
+	case a.otherCache && (a.status == http.StatusGone || a.status == http.StatusNotFound):
 		// Another key's "gone" would flag ours expired for a person.
 		return judgment{move: moveInconclusive, label: "query_not_found", notFound: a.status == http.StatusNotFound,
-			err: fmt.Errorf("idem: a cache's %d (%s) that does not name the key: maybe another key's", a.status, a.otherCache)}
+			err: fmt.Errorf("idem: a cache's %d (%s) that does not name the key: maybe another key's", a.status, a.cached)}
 	case a.status == http.StatusNotFound && saysKeyForgotten(a.body):
 		// A 404 that says the key expired is a 410 in other words: the
 		// server has forgotten it, and a resend would execute afresh.

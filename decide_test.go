@@ -186,9 +186,9 @@ func TestJudgeQuery(t *testing.T) {
 		{"410 is a forgotten key: review, never resend", answer{status: 410}, moveReview, false},
 		{"404 saying the key expired is a 410", answer{status: 404, body: []byte(`{"error":"Idempotency key expired"}`)}, moveReview, false},
 		{"404 saying the key is not found is not", answer{status: 404, body: []byte(`{"error":"Idempotency key not found"}`)}, moveInconclusive, true},
-		{"a cache's 410 that does not name the key: maybe another key's", answer{status: 410, otherCache: "Age: 4", cached: "Age: 4"}, moveInconclusive, false},
+		{"a cache's 410 that does not name the key: maybe another key's", answer{status: 410, otherCache: true, cached: "Age: 4"}, moveInconclusive, false},
 		{"a cache's expired 404 that does not name the key: maybe another key's",
-			answer{status: 404, otherCache: "Age: 4", cached: "Age: 4", body: []byte(`{"error":"Idempotency key expired"}`)}, moveInconclusive, true},
+			answer{status: 404, otherCache: true, cached: "Age: 4", body: []byte(`{"error":"Idempotency key expired"}`)}, moveInconclusive, true},
 		// Midtrans's "Transaction doesn't exist." to a status query, 200
 		// OK, whatever a decoder made of it; its number form too. Only
 		// the top-level member is the API's own status: a resource's
@@ -357,9 +357,9 @@ func TestQueryFailed(t *testing.T) {
 			body: []byte(`{"status":"error","err-code":"api-signature-not-valid","err-msg":"Signature not valid: Verification failure","data":null}`)}, true},
 		{"a 2xx envelope's success, empty", answer{status: 200, decodeErr: errUndecodable, body: []byte(`{"code":"200000","data":null}`)}, false},
 		{"a WAF's empty 202 challenge", answer{status: 202, decodeErr: errUndecodable}, true},
-		{"a cache's stored 404 of another key", answer{status: 404, otherCache: "X-Cache: Hit from cloudfront", cached: "X-Cache: Hit from cloudfront", body: []byte(`{"code":40410000,"message":"order not found"}`)}, true},
+		{"a cache's stored 404 of another key", answer{status: 404, otherCache: true, cached: "X-Cache: Hit from cloudfront", body: []byte(`{"code":40410000,"message":"order not found"}`)}, true},
 		{"a cache's stale 404 of the key's own path", answer{status: 404, cached: "X-Cache-Status: STALE", body: []byte(`{"code":40410000,"message":"order not found"}`)}, true},
-		{"a cache's stored empty list", answer{status: 200, otherCache: "Age: 4", cached: "Age: 4", decodeErr: errUndecodable, body: []byte(`{"retCode":0,"retMsg":"OK","result":{"list":[]}}`)}, true},
+		{"a cache's stored empty list", answer{status: 200, otherCache: true, cached: "Age: 4", decodeErr: errUndecodable, body: []byte(`{"retCode":0,"retMsg":"OK","result":{"list":[]}}`)}, true},
 		{"an HTML page", answer{status: 200, decodeErr: errUndecodable, body: []byte(`<!doctype html><title>Just a moment...</title>`)}, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
