@@ -24,7 +24,7 @@ func TestPacedPlaceCappedAtRunsLongestInterval(t *testing.T) {
 	stalls.share, stalls.maxRest = 8, c.cfg.reconcileMax
 	stalls.rested(host, now.Add(time.Second))
 	// A backlog of thousands queued before it, its share a second.
-	stalls.slots[host] = pacedSlot{at: now.Add(3 * time.Hour), n: stalls.share}
+	stalls.paced[host].slot = pacedSlot{at: now.Add(3 * time.Hour), n: stalls.share}
 	refs := []ref{{scope: DefaultScope, key: "order-1", lease: claimed[0].Lease, host: host}}
 	if err := c.postpone(t.Context(), refs, stalls); err != nil {
 		t.Fatalf("postpone() = %v", err)

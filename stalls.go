@@ -183,15 +183,12 @@ type hostStalls struct {
 	slowWait  map[string]time.Time    // host → when the last operation Run pushed back for it falls due
 	postponed map[string]map[opID]time.Time
 	back      []string // hosts found answering again, whose postponed operations are not due yet
-	// paced: host → its answers let through in a row since it last asked
-	// for rest; a host in it gets one visit at a time (pacedAlone) until
-	// share (WithResumeConcurrency) of them are.
-	paced map[string]int
+	// paced: the hosts that asked for rest; one in it gets one visit at a
+	// time (pacedAlone) until share (WithResumeConcurrency) of its answers
+	// in a row are let through. One entry a host, so that no path sets or
+	// ends one part of a host's pacing and forgets another.
+	paced map[string]*pacing
 	share int
-	// restEnd: paced host → when the last rest it asked for ends
-	// (unpace).
-	restEnd map[string]time.Time
-	slots   map[string]pacedSlot // paced host → its last postponed operation's slot (nextSlot)
 	// through: the hosts that let a request of Run's through since
 	// wakeAt last looked.
 	through map[string]bool
@@ -199,7 +196,7 @@ type hostStalls struct {
 
 func newHostStalls(giveUp int) *hostStalls {
 	return &hostStalls{giveUp: giveUp, streak: map[string]int{}, strayed: map[string]int{}, failing: map[string]time.Time{}, lastFail: map[string]time.Time{}, down: map[string]time.Time{},
-		rest: map[string]time.Time{}, paced: map[string]int{}, restEnd: map[string]time.Time{}, slots: map[string]pacedSlot{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
+		rest: map[string]time.Time{}, paced: map[string]*pacing{}, through: map[string]bool{}, backoff: map[string]*hostBackoff{}, postponed: map[string]map[opID]time.Time{}, slow: map[string]time.Time{}, slowWait: map[string]time.Time{}}
 }
 
 // slowed records that a pass of Run took host for slow at now; a host
@@ -308,10 +305,28 @@ func (h *hostStalls) rested(host string, until time.Time) {
 	if until.After(h.rest[host]) {
 		h.rest[host] = until
 	}
-	if until.After(h.restEnd[host]) {
-		h.restEnd[host] = until
+	p := h.pacingOf(host)
+	if until.After(p.restEnd) {
+		p.restEnd = until
 	}
-	h.paced[host] = 0
+	p.answers = 0
+}
+
+// pacing is a paced host's pacing (hostStalls.paced).
+type pacing struct {
+	answers int       // answers let through in a row since it last asked for rest (letThrough)
+	restEnd time.Time // when the last rest it asked for ends (unpace)
+	slot    pacedSlot // its last postponed operation's (nextSlot)
+}
+
+// pacingOf is host's pacing, host paced from now on if it was not.
+func (h *hostStalls) pacingOf(host string) *pacing {
+	p := h.paced[host]
+	if p == nil {
+		p = &pacing{}
+		h.paced[host] = p
+	}
+	return p
 }
 
 // unpace ends the pacing of the hosts whose last rest ended more than
@@ -321,8 +336,8 @@ func (h *hostStalls) rested(host string, until time.Time) {
 // operations settled elsewhere, or few of them) stayed paced for as long
 // as Run ran, an entry each, with tenants' hosts without end.
 func (h *hostStalls) unpace(now time.Time) {
-	for host := range h.paced {
-		if now.Sub(h.restEnd[host]) > h.maxRest {
+	for host, p := range h.paced {
+		if now.Sub(p.restEnd) > h.maxRest {
 			h.endPacing(host)
 		}
 	}
@@ -335,8 +350,6 @@ func (h *hostStalls) unpace(now time.Time) {
 // brings it back (visited).
 func (h *hostStalls) endPacing(host string) {
 	delete(h.paced, host)
-	delete(h.restEnd, host)
-	delete(h.slots, host)
 	if len(h.postponed[host]) > 0 && !h.isDown(host) {
 		h.back = append(h.back, host)
 	}
@@ -370,7 +383,10 @@ type pacedSlot struct {
 // takes about the share that one visit at a time can send. Those the
 // pass claims and does not visit queue up again at the end.
 func (h *hostStalls) nextSlot(host string, until time.Time, step time.Duration) time.Time {
-	s := h.slots[host]
+	// The line is part of the host's pacing: postpone asks only for a
+	// paced host's place, and one asked for another's is paced from here.
+	p := h.pacingOf(host)
+	s := p.slot
 	// The line outlives the rest it was set by, and is compared with the
 	// next by the monotonic reading, but the journal keeps only the wall
 	// one: re-based on until's wall clock, a place keeps its distance
@@ -388,7 +404,7 @@ func (h *hostStalls) nextSlot(host string, until time.Time, step time.Duration) 
 		s = pacedSlot{at: s.at.Add(step)}
 	}
 	s.n++
-	h.slots[host] = s
+	p.slot = s
 	return s.at
 }
 
@@ -456,11 +472,11 @@ type hostBackoff struct {
 func (h *hostStalls) letThrough(host string) {
 	delete(h.backoff, host)
 	h.through[host] = true
-	if n, ok := h.paced[host]; ok {
-		if n+1 >= h.share {
+	if p, ok := h.paced[host]; ok {
+		if p.answers+1 >= h.share {
 			h.endPacing(host)
 		} else {
-			h.paced[host] = n + 1
+			p.answers++
 		}
 	}
 }
