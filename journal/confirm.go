@@ -318,11 +318,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// (the client's ReviewRefusedAfterSend) may have been ours.
 		neverSent := (rec.State == StatePending || rec.State == StateUnknown && rec.Review == ReviewDeadlinePassed) &&
 			!slices.ContainsFunc(rec.Attempts, Attempt.MaybeExecuted)
-		res := rec.Result
-		if res == nil {
-			res = &Result{}
-			rec.Result = res
-		}
+		res := rec.result()
 		if c.ResourceID != "" {
 			res.ResourceID = c.ResourceID
 		}

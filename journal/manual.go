@@ -45,11 +45,7 @@ func (m *Manual) validate() error {
 // resolve settles r as m says, keeping what the server last said (status
 // code, body) and recording where the record stood before.
 func (m *Manual) resolve(r *Record) {
-	res := r.Result
-	if res == nil {
-		res = &Result{}
-		r.Result = res
-	}
+	res := r.result()
 	if m.ResourceID != "" {
 		res.ResourceID = m.ResourceID
 	}

@@ -154,6 +154,16 @@ type Record struct {
 // Open reports whether the record belongs in the open index (not terminal).
 func (r *Record) Open() bool { return !r.State.Terminal() }
 
+// result is r's Result, an empty one set first if r has none: what a
+// confirmation or a manual resolution records goes beside what the
+// server last said.
+func (r *Record) result() *Result {
+	if r.Result == nil {
+		r.Result = &Result{}
+	}
+	return r.Result
+}
+
 // ownership marks a record the client built for one Create (see package
 // internal/owned): its Body is a private copy and BodySHA is its digest.
 // The mark holds only while the record is the one marked, with the body
