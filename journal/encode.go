@@ -272,9 +272,16 @@ func decode(b []byte) (*Record, error) {
 // that neither changes it nor keeps it past b's life (an owned Update's,
 // which puts its own encoding's in its place).
 func decodeStored(b []byte, shared bool) (r *Record, body, header []byte, err error) {
+	return decodeStoredIn(new(recordBlock), b, shared)
+}
+
+// decodeStoredIn is decodeStored into blk, which it overwrites whole: the
+// record handed back is blk's. An Update decodes into a block of its op's
+// allocation (ownedUpdateOp), one allocation fewer per write.
+func decodeStoredIn(blk *recordBlock, b []byte, shared bool) (r *Record, body, header []byte, err error) {
 	d := decoder{b: b}
 	d.header()
-	blk := &recordBlock{r: Record{State: d.state()}}
+	*blk = recordBlock{r: Record{State: d.state()}}
 	r = &blk.r
 	if d.err == nil && !r.State.Valid() {
 		d.fail("invalid state")

@@ -884,7 +884,15 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
-	u := &updateOp{s: s, fn: fn, lease: lease, leased: leased, owned: ownedUpdate(ctx)}
+	var u *updateOp
+	if ownedUpdate(ctx) {
+		o := new(ownedUpdateOp) // the op and the record it decodes, in one allocation
+		u = &o.updateOp
+		u.owned, u.block = true, &o.block
+	} else {
+		u = new(updateOp)
+	}
+	u.s, u.fn, u.lease, u.leased = s, fn, lease, leased
 	u.rk = recordKeyIn(&u.rkRoom, scope, key)
 	u.op = u
 	err = s.do(ctx, &u.request)
@@ -917,6 +925,21 @@ type updateOp struct {
 	owned  bool
 	stored *Record
 	entry  logged // as createOp's
+	// block, an owned Update's (ownedUpdateOp), is what run decodes the
+	// record into, the record fn changes and Update hands back; nil for
+	// the others, whose run allocates it.
+	block *recordBlock
+}
+
+// ownedUpdateOp is an owned Update's op and the record it decodes, in one
+// allocation rather than two. The record handed back keeps the op alive,
+// which holds nothing of the caller's (fn and stored are cleared) but the
+// encoding the record's body is a slice of already. Other callers' records
+// may be kept for long: they keep only a block of their own alive, not an
+// op and an encoding too.
+type ownedUpdateOp struct {
+	updateOp
+	block recordBlock
 }
 
 func (u *updateOp) run(v *view, req *request) error {
@@ -927,7 +950,11 @@ func (u *updateOp) run(v *view, req *request) error {
 	if cur == nil {
 		return ErrNotFound
 	}
-	r, body, header, err := decodeStored(cur, u.owned)
+	blk := u.block
+	if blk == nil {
+		blk = new(recordBlock)
+	}
+	r, body, header, err := decodeStoredIn(blk, cur, u.owned)
 	if err != nil {
 		return err
 	}
