@@ -853,13 +853,16 @@ func (d *driver) submit() (step, error) {
 		// that charges every request, another payment whose answer was
 		// lost there (and this one, left open), a second charge. A flag
 		// tells the next process itself (relearn): no wait then, as
-		// before. Bounded by saveIgnoringTimeout and the call's context:
-		// a Store that stalls holds the payment no longer (the save
-		// logged, as before). A save that failed (a full disk for a
-		// moment) is made once more, as long: known only in memory,
-		// the endpoint was never journaled again.
-		if c.waitSaves(d.ctx) == nil {
-			c.saveUnsaved(d.ctx, d.rec)
+		// before. Bounded by saveIgnoringTimeout, not by the call's
+		// context: a write the outcome's commit must follow, which does
+		// not heed it either (wctx); a caller that gave up during the
+		// save had the outcome committed first, and a kill then lost
+		// the endpoint as above. A Store that stalls holds the payment
+		// no longer (the save logged, as before). A save that failed (a
+		// full disk for a moment) is made once more, as long: known
+		// only in memory, the endpoint was never journaled again.
+		if c.waitSaves(d.wctx) == nil {
+			c.saveUnsaved(d.wctx, d.rec)
 		}
 	}
 	// What the commit reads, copied into one allocation: captured by the

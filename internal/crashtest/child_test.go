@@ -93,6 +93,8 @@ func TestCrashChild(t *testing.T) {
 		err = ch.ignoringSave()
 	case "ignoring-resume":
 		err = ch.ignoringResume()
+	case "ignoring-save-caller-gone":
+		err = ch.ignoringSaveCallerGone()
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

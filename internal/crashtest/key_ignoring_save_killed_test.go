@@ -76,6 +76,15 @@ func (s *ignoringCharges) count(key string) int {
 // resent ignoringLost under the same key, a second charge the endpoint
 // does not de-duplicate. Default settings: no result endpoint.
 func TestKeyIgnoringSaveKilled(t *testing.T) {
+	requireLostFlaggedAfterKill(t, "ignoring-save")
+}
+
+// requireLostFlaggedAfterKill runs the child of mode, which dies once
+// ignoringLearnt's outcome is committed, then Resume in another, and
+// checks that each payment was charged once and ignoringLost left open,
+// flagged ReviewKeyIgnored.
+func requireLostFlaggedAfterKill(t *testing.T, mode string) {
+	t.Helper()
 	srv := &ignoringCharges{charges: map[string]int{}}
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
@@ -83,7 +92,7 @@ func TestKeyIgnoringSaveKilled(t *testing.T) {
 	env := []string{envJournal + "=" + path, envURL + "=" + hs.URL}
 
 	var lines []string
-	ch := startChild(t, append(env, envMode+"=ignoring-save")...)
+	ch := startChild(t, append(env, envMode+"="+mode)...)
 	ch.wait(t, time.Minute, func(l string) { lines = append(lines, l) })
 	require.Truef(t, ch.killed(), "child died of SIGKILL; exit %v; lines %q; stderr:\n%s", ch.err, lines, ch.stderr)
 	require.Contains(t, lines, "crash settled "+ignoringLearnt, "the child crashed once its outcome was committed")
@@ -129,11 +138,22 @@ func (ch *childProc) ignoringSave() error {
 	}
 	ctx := context.Background()
 	charge := ch.url + "/api/v1/charge"
+	if err := ch.lostInFlight(c, charge); err != nil {
+		return err
+	}
+	_, err = c.Submit(ctx, idem.Request{Key: ignoringLearnt, URL: charge, Body: []byte(`{"amount":200}`)})
+	say("submitted %s: %v", ignoringLearnt, err)
+	select {} // dies at the commit
+}
+
+// lostInFlight submits ignoringLost to charge through c, in a goroutine
+// of its own, and returns once the server has charged it: its answer
+// never comes.
+func (ch *childProc) lostInFlight(c *idem.Client, charge string) error {
 	go func() {
-		_, err := c.Submit(ctx, idem.Request{Key: ignoringLost, URL: charge, Body: []byte(`{"amount":100}`)})
+		_, err := c.Submit(context.Background(), idem.Request{Key: ignoringLost, URL: charge, Body: []byte(`{"amount":100}`)})
 		say("error Submit(%s) returned: %v", ignoringLost, err)
 	}()
-	// Until the server has charged it.
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		resp, err := http.Get(ch.url + "/charges?key=" + ignoringLost)
 		if err != nil {
@@ -142,16 +162,13 @@ func (ch *childProc) ignoringSave() error {
 		b, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		if strings.TrimSpace(string(b)) == "1" {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return errors.New("the server never saw " + ignoringLost)
 		}
 		time.Sleep(time.Millisecond) // polling the server with a deadline
 	}
-	_, err = c.Submit(ctx, idem.Request{Key: ignoringLearnt, URL: charge, Body: []byte(`{"amount":200}`)})
-	say("submitted %s: %v", ignoringLearnt, err)
-	select {} // dies at the commit
 }
 
 // ignoringResume is the next process of TestKeyIgnoringSaveKilled:
