@@ -84,8 +84,9 @@ type call struct {
 // header, request hook and decoder. New refuses a Store (one of pointer
 // type, as journal's and pgjournal's are) on which another Client is open,
 // with an error matching ErrInvalidRequest; once that one's Shutdown or
-// Close has begun, the Store takes a new one. A service calling several
-// providers gives each its own journal.
+// Close has begun, the Store takes a new one, which drives what that one
+// left open: make it with the same settings. A service calling several
+// providers gives each its own journal, for good.
 func New(store Store, opts ...Option) (*Client, error) {
 	if store == nil {
 		return nil, errors.New("idem: New: nil Store (use idem.Open to open a journal file)")
@@ -130,7 +131,7 @@ func (u *clientsByStore) take(store Store, c *Client) error {
 		return nil
 	}
 	if other := u.m[store]; other != nil && !other.closed() {
-		return fmt.Errorf("%w: New: another Client is open on this Store: each Client's Resume and Run drive every operation in the journal with its own key header, request hook (credentials) and decoder; use that Client, Close it first, or give each provider its own journal", ErrInvalidRequest)
+		return fmt.Errorf("%w: New: another Client is open on this Store: each Client's Resume and Run drive every operation in the journal, those Clients before it left open too, with its own key header, request hook (credentials) and decoder; use that Client (or Close it first to make it again with the same settings), or give each provider its own journal", ErrInvalidRequest)
 	}
 	if u.m == nil {
 		u.m = make(map[Store]*Client)

@@ -95,9 +95,14 @@ func TestSecondClientOnAStoreIsRefused(t *testing.T) {
 	}
 	require.ErrorIs(t, err, idem.ErrInvalidRequest)
 	require.ErrorContains(t, err, "another Client")
+	// Closing the Stripe Client and then making the PayPal one would be
+	// the same defect: the PayPal Client's Resume drives what the Stripe
+	// one left open. The error must not offer that as a way out.
+	require.ErrorContains(t, err, "those Clients before it left open too")
+	require.ErrorContains(t, err, "make it again with the same settings")
 
-	// Closed, the first Client leaves the Store to the next one (a
-	// restart in one process).
+	// Closed, the first Client leaves the Store to the next one; this
+	// journal holds only the PayPal order, so a PayPal Client may take it.
 	require.NoError(t, stripe.Close())
 	payPal, err = idem.New(store, payPalOpts...)
 	require.NoError(t, err)
