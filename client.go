@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -77,8 +78,15 @@ type call struct {
 }
 
 // New returns a Client that journals to store. Options are validated here,
-// once; an invalid option is reported with what to change. Use one Client
-// per Store: calls for the same key are coalesced within a Client.
+// once; an invalid option is reported with what to change. One Client per
+// Store: calls for the same key are coalesced within a Client, and its
+// Resume and Run drive every operation in the journal with its own key
+// header, request hook and decoder. New refuses a Store (one of pointer
+// type, as journal's and pgjournal's are) on which another Client is open,
+// with an error matching ErrInvalidRequest; once that one's Shutdown or
+// Close has begun, the Store takes a new one, which drives what that one
+// left open: make it with the same settings. A service calling several
+// providers gives each its own journal, for good.
 func New(store Store, opts ...Option) (*Client, error) {
 	if store == nil {
 		return nil, errors.New("idem: New: nil Store (use idem.Open to open a journal file)")
@@ -87,7 +95,61 @@ func New(store Store, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newClient(store, cfg), nil
+	c := newClient(store, cfg)
+	if err := storeUsers.take(store, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// storeUsers are the open Clients by their Store, so that New refuses a
+// second one: each Client's Resume and Run drive every operation in the
+// journal with its own settings (key header, request hook, decoder), so a
+// Client per provider on one journal sends one provider's orders with the
+// other's credentials and key header (a PayPal order without its
+// PayPal-Request-Id, a new order on every copy).
+var storeUsers clientsByStore
+
+type clientsByStore struct {
+	mu sync.Mutex
+	m  map[Store]*Client
+	// shared: Stores whose Clients are replicas of one another (tests
+	// that run several processes' Clients on one journal); unguarded.
+	shared map[Store]bool
+}
+
+// take makes c store's Client, unless another open one is.
+func (u *clientsByStore) take(store Store, c *Client) error {
+	if reflect.TypeOf(store).Kind() != reflect.Pointer {
+		// Only a pointer is sure to be comparable as a map key; a Store
+		// of another kind is left unguarded.
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.shared[store] {
+		return nil
+	}
+	if other := u.m[store]; other != nil && !other.closed() {
+		return fmt.Errorf("%w: New: another Client is open on this Store: each Client's Resume and Run drive every operation in the journal, those Clients before it left open too, with its own key header, request hook (credentials) and decoder; use that Client (or Close it first to make it again with the same settings), or give each provider its own journal", ErrInvalidRequest)
+	}
+	if u.m == nil {
+		u.m = make(map[Store]*Client)
+	}
+	u.m[store] = c
+	return nil
+}
+
+// release forgets c as its Store's Client once it is closed.
+func (u *clientsByStore) release(c *Client) {
+	if reflect.TypeOf(c.store).Kind() != reflect.Pointer {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.m[c.store] == c {
+		delete(u.m, c.store)
+	}
 }
 
 // newConfig applies and validates opts, once for New and Open alike.
@@ -158,6 +220,9 @@ func Open(path string, opts ...Option) (*Client, error) {
 	}
 	c := newClient(store, cfg)
 	c.ownsStore = true
+	// A fresh journal: no other Client holds it, but New(c.Store()) may
+	// try to.
+	_ = storeUsers.take(store, c)
 	return c, nil
 }
 

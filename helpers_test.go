@@ -100,6 +100,8 @@ func (e *env) open() {
 	e.t.Helper()
 	store, err := journal.Open(e.path)
 	require.NoError(e.t, err)
+	// Tests build other processes' and replicas' Clients on it.
+	idem.ShareStore(e.t, store)
 	c, err := idem.New(store, e.baseOpts()...)
 	require.NoError(e.t, err)
 	e.store, e.client = store, c

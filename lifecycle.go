@@ -297,6 +297,14 @@ func (c *Client) Close() error {
 	return err
 }
 
+// closed reports whether Shutdown or Close has begun: the Client takes no
+// new calls, and its Store may have another Client (New).
+func (c *Client) closed() bool {
+	c.life.mu.Lock()
+	defer c.life.mu.Unlock()
+	return c.life.closing
+}
+
 // shutdown reports whether it had to stop calls, and the journal's error
 // from closing.
 func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
@@ -347,6 +355,7 @@ func (c *Client) shutdown(ctx context.Context) (stopped bool, err error) {
 		if c.ownsStore {
 			l.closeErr = c.store.Close()
 		}
+		storeUsers.release(c)
 	})
 	return stopped, l.closeErr
 }

@@ -59,6 +59,7 @@ func TestClientOnEachStore(t *testing.T) {
 			_, err := c.Prepare(context.Background(), order(srv, "k"))
 			require.NoError(t, err)
 			// The process stops; the next one (a new owner) resumes.
+			require.NoError(t, c.Close())
 			restarted := newClient(t, store, srv)
 			sum, err := restarted.Resume(context.Background())
 			require.NoError(t, err)

@@ -45,6 +45,8 @@ func TestResumeAndRunOutliveOpenRecordFromNewerIdem(t *testing.T) {
 	prepareNow(c, "newer")
 	setNewer(t, store, idem.DefaultScope, "newer")
 
+	// The process stops; the next one resumes.
+	require.NoError(t, c.Close())
 	restarted := newClient(t, store, srv)
 	sum, err := restarted.Resume(ctx)
 	require.NoError(t, err, "Resume at start-up")
