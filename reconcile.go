@@ -480,8 +480,7 @@ func (c *Client) Run(ctx context.Context) (err error) {
 	c.life.run.start()
 	defer c.life.run.stop()
 	var sched runSchedule
-	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
-	stalls.maxRest, stalls.firstRest, stalls.share = c.cfg.reconcileMax, c.cfg.reconcileInterval, c.cfg.resumeConcurrency
+	stalls := c.runStalls()
 	for {
 		start := c.cfg.clock.Now()
 		full, phase, perr := c.pass(ctx, &sched, stalls)
@@ -539,6 +538,13 @@ func (c *Client) Run(ctx context.Context) (err error) {
 		}
 		c.measure(&sched, wait, c.cfg.clock.Now())
 	}
+}
+
+// runStalls is what Run knows of its hosts, kept across its passes.
+func (c *Client) runStalls() *hostStalls {
+	stalls := newHostStalls(resumeGiveUp(c.cfg.resumeConcurrency))
+	stalls.maxRest, stalls.firstRest, stalls.share = c.cfg.reconcileMax, c.cfg.reconcileInterval, c.cfg.resumeConcurrency
+	return stalls
 }
 
 // poll is Run's longest wait between passes.
@@ -827,6 +833,7 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 		phase, err = "postpone", perr
 	}
 	stalls.unpace(c.cfg.clock.Now())
+	stalls.forgetBackoffs(c.cfg.clock.Now())
 	if e := c.bringBack(ctx, stalls); e != nil && berr == nil {
 		berr = e
 	}

@@ -343,6 +343,20 @@ func (h *hostStalls) unpace(now time.Time) {
 	}
 }
 
+// forgetBackoffs drops the backoffs whose last rest ended more than
+// maxRest before now, which throttled would start afresh anyway: a host
+// whose last answer to Run was such a 429, its operations then settled
+// elsewhere (by Do, Confirm, another replica), is never visited again,
+// and one such host per merchant kept an entry each for as long as Run
+// ran.
+func (h *hostStalls) forgetBackoffs(now time.Time) {
+	for host, bo := range h.backoff {
+		if now.Sub(bo.restEnd) > h.maxRest {
+			delete(h.backoff, host)
+		}
+	}
+}
+
 // endPacing gives host its share of visits at once again, and has
 // bringBack make due what was postponed for it, unless the host looks
 // unreachable: claimed again, its backlog would be probed once and
