@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -161,7 +162,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	}
 	hctx, end := c.callStarted(ctx, rec, mode)
 	d.hctx = hctx
-	cause := d.run()
+	cause := d.runCaught()
 	elsewhere := errors.Is(cause, errSettledElsewhere)
 	d.release(elsewhere)
 	switch {
@@ -193,6 +194,41 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	}
 	throttleNews(&news, d.rec, before, queriesHost, d.serverUntil)
 	return res, settled, news, err
+}
+
+// runCaught is run, and for Resume and Run, whose visits run on idem's
+// goroutines where no caller can recover a panic, it catches one of the
+// caller's code (a decoder, classifier, request hook, transport, Attempt
+// hook): uncaught, it killed the process, and the next start-up's Resume
+// met the same answer and died again, for ever. The operation is handed
+// off as any unsettled visit's is: what may have been sent is unknown,
+// asked about by the next visit. A caller's call (Do, Submit) lets it go
+// on up the caller's stack.
+func (d *driver) runCaught() (cause error) {
+	if d.mode == foreground {
+		return d.run()
+	}
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		cause = d.c.visitPanicked(d.ctx, d.mode, p, opAttrs(d.rec))
+		if d.rec.Open() && !d.leaseLost && !d.journalStalled {
+			if err := d.handoff(cause, time.Time{}); err != cause {
+				cause = errors.Join(cause, err)
+			}
+		}
+	}()
+	return d.run()
+}
+
+// visitPanicked logs a panic a Resume or Run visit caught, with its stack,
+// and returns the visit's error for it.
+func (c *Client) visitPanicked(ctx context.Context, mode driveMode, p any, attrs []slog.Attr) error {
+	c.log.LogAttrs(ctx, slog.LevelError, "idem: "+callKind(mode)+": a visit panicked; the operation stays open for the next visit",
+		append(attrs, slog.Any("panic", p), slog.String("stack", string(debug.Stack())))...)
+	return fmt.Errorf("%w: %v", errCallPanicked, p)
 }
 
 // run returns why the call ended without settling (nil when it settled).
