@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -40,7 +41,7 @@ func TestResumeOutlivesPanickingCallerCode(t *testing.T) {
 		return
 	}
 	out := childOutput(t, "TestResumeOutlivesPanickingCallerCode", panickingCallerCodeChild)
-	for _, sub := range []string{"decoder", "call-hook"} {
+	for _, sub := range []string{"decoder", "run", "call-hook"} {
 		require.Contains(t, out, "--- PASS: TestResumeOutlivesPanickingCallerCode/"+sub, "child:\n%s", out)
 	}
 }
@@ -117,6 +118,7 @@ func resumeWithPanickingCallerCode(t *testing.T) {
 	t.Run("decoder", func(t *testing.T) {
 		resumeWithPanic(t, idem.StateUnknown, 1, idem.WithDecoder(strict))
 	})
+	t.Run("run", func(t *testing.T) { runWithPanickingDecoder(t, idem.WithDecoder(strict)) })
 	// A Call hook (metrics by the request's amount, read as strict reads
 	// it) that panics before the drive: nothing sent, still pending.
 	call := func(ctx context.Context, ev idem.CallEvent) (context.Context, func(*idem.Result, error)) {
@@ -197,4 +199,46 @@ func resumeWithPanic(t *testing.T, state idem.State, posts int, bad ...idem.Opti
 	require.Contains(t, string(srv.answer(panickedKey)), `"id":"`+op.Result.ResourceID+`"`)
 	stop(c, store)
 	requireSent(panickedKey, 1, 1, "fixed")
+}
+
+// runWithPanickingDecoder: Run's visit, on its own goroutine too, meets
+// the answer bad panics on; Run goes on, the operation handed off
+// unknown with its one order, until Run is stopped.
+func runWithPanickingDecoder(t *testing.T, bad ...idem.Option) {
+	srv := &amountOrders{orders: map[string][]byte{}, made: map[string]int{}, posts: map[string]int{}}
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	defer store.Close()
+	c, err := idem.New(store, append([]idem.Option{idem.WithHTTPClient(ts.Client()), idem.WithResultEndpoint(ts.URL + "/orders/{key}")}, bad...)...)
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// PrepareIn's operation is due at once: nobody calls Do for it.
+	_, err = c.PrepareIn(ctx, idem.Request{Key: panickedKey, URL: ts.URL + "/orders", Body: []byte(`{"amount":"12.00"}`)}, store.Create)
+	require.NoError(t, err)
+	ran := make(chan error, 1)
+	go func() { ran <- c.Run(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec, err := store.Get(ctx, idem.DefaultScope, panickedKey)
+		require.NoError(t, err)
+		if rec.State == journal.StateUnknown {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "Run's visit left %s %s", panickedKey, rec.State)
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-ran:
+		require.ErrorIs(t, err, context.Canceled)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still running 30 s after its context ended")
+	}
+	made, posts := srv.counts(panickedKey)
+	require.Equal(t, 1, made)
+	require.Equal(t, 1, posts)
 }
