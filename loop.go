@@ -181,12 +181,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	res, err := c.finish(d.rec, cause)
 	d.lateAnswerResult(res)
 	settled := wasOpen && !d.rec.Open() && !elsewhere
-	if wasOpen && !elsewhere {
-		c.driveEnded(hctx, d, d.wasReview, settled, res)
-	}
-	if end != nil {
-		end(res.clone(), err)
-	}
+	d.reportEnd(end, wasOpen && !elsewhere, settled, res, err)
 	queriesHost := c.queriesHost(d.rec)
 	news := hostNews{reach: reachOf(d.rec, before, queriesHost), stuckElsewhere: stuckElsewhere(d.rec, before, queriesHost)}
 	if news.reach == reachNone && d.silentHost {
@@ -221,6 +216,27 @@ func (d *driver) runCaught() (cause error) {
 		}
 	}()
 	return d.run()
+}
+
+// reportEnd tells the hooks how the drive ended (driveEnded, if report)
+// and ends the call (end, Hooks.Call's). In a Resume or Run visit a panic
+// of theirs is logged and goes no further: it came after the drive
+// committed, and up the visit's stack it skipped the WithSettleFunc
+// callback of a settlement, which no later visit reports.
+func (d *driver) reportEnd(end func(*Result, error), report, settled bool, res *Result, err error) {
+	if d.mode != foreground {
+		defer func() {
+			if p := recover(); p != nil {
+				_ = d.c.visitPanicked(d.ctx, d.mode, p, opAttrs(d.rec))
+			}
+		}()
+	}
+	if report {
+		d.c.driveEnded(d.hctx, d, d.wasReview, settled, res)
+	}
+	if end != nil {
+		end(res.clone(), err)
+	}
 }
 
 // visitPanicked logs a panic a Resume or Run visit caught, with its stack,

@@ -275,10 +275,11 @@ func (v *visitor) run(r ref) {
 
 // visitCaught is visit on Resume's and Run's own goroutines, where a
 // panic reaches no caller who could recover it: one of the caller's code
-// outside the drive (runCaught catches those in it) that the drive
-// surrounds (the Call, Settle, Review hooks, WithSettleFunc's callback)
-// killed the process, and a Call hook that panics on an operation did so
-// again at every start-up. The operation stays as the drive left it.
+// outside the drive (runCaught catches those in it, reportEnd those of
+// the hooks told how it ended) that the drive surrounds (the Call hook,
+// WithSettleFunc's callback) killed the process, and a Call hook that
+// panics on an operation did so again at every start-up. The operation
+// stays as the drive left it.
 func (c *Client) visitCaught(ctx context.Context, r ref, mode driveMode) (res *Result, news hostNews, err error) {
 	defer func() {
 		if p := recover(); p != nil {

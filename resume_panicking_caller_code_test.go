@@ -142,22 +142,7 @@ const panickedKey = "order-string"
 // posts times in all. A start without bad then settles it, with one
 // order.
 func resumeWithPanic(t *testing.T, state idem.State, posts int, bad ...idem.Option) {
-	srv := &amountOrders{orders: map[string][]byte{}, made: map[string]int{}, posts: map[string]int{}}
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
-	path := filepath.Join(t.TempDir(), "idem.journal")
-	start := func(opts ...idem.Option) (*idem.Client, *journal.Store) {
-		store, err := journal.Open(path)
-		require.NoError(t, err)
-		opts = append([]idem.Option{idem.WithHTTPClient(ts.Client()), idem.WithResultEndpoint(ts.URL + "/orders/{key}")}, opts...)
-		c, err := idem.New(store, opts...)
-		require.NoError(t, err)
-		return c, store
-	}
-	stop := func(c *idem.Client, store *journal.Store) {
-		require.NoError(t, c.Close())
-		require.NoError(t, store.Close())
-	}
+	srv, ts, start, stop := amountOrdersBoots(t)
 	requireSent := func(key string, made, posts int, what string) {
 		t.Helper()
 		m, p := srv.counts(key)
@@ -199,6 +184,30 @@ func resumeWithPanic(t *testing.T, state idem.State, posts int, bad ...idem.Opti
 	require.Contains(t, string(srv.answer(panickedKey)), `"id":"`+op.Result.ResourceID+`"`)
 	stop(c, store)
 	requireSent(panickedKey, 1, 1, "fixed")
+}
+
+// amountOrdersBoots serves a new amountOrders, and starts (start) and
+// stops (stop) a Client of its, on one journal opened anew at each start
+// as a restarted process opens it. start's options come after the
+// server's client and result endpoint.
+func amountOrdersBoots(t *testing.T) (*amountOrders, *httptest.Server, func(...idem.Option) (*idem.Client, *journal.Store), func(*idem.Client, *journal.Store)) {
+	srv := &amountOrders{orders: map[string][]byte{}, made: map[string]int{}, posts: map[string]int{}}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	start := func(opts ...idem.Option) (*idem.Client, *journal.Store) {
+		store, err := journal.Open(path)
+		require.NoError(t, err)
+		opts = append([]idem.Option{idem.WithHTTPClient(ts.Client()), idem.WithResultEndpoint(ts.URL + "/orders/{key}")}, opts...)
+		c, err := idem.New(store, opts...)
+		require.NoError(t, err)
+		return c, store
+	}
+	stop := func(c *idem.Client, store *journal.Store) {
+		require.NoError(t, c.Close())
+		require.NoError(t, store.Close())
+	}
+	return srv, ts, start, stop
 }
 
 // runWithPanickingDecoder: Run's visit, on its own goroutine too, meets
