@@ -11,7 +11,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path"
 	"path/filepath"
@@ -55,14 +54,8 @@ func TestRunSurvivesDiskFull(t *testing.T) {
 		runDiskFull(t, d)
 	})
 	t.Run("fsize-limit", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestRunSurvivesDiskFull$", "-test.count=1", "-test.v", "-test.timeout=60s")
-		cmd.Env = append(os.Environ(), diskFullChild+"=1")
-		out, err := cmd.CombinedOutput()
-		require.NoError(t, err, "child:\n%s", out)
-		require.Contains(t, string(out), "disk-full child: file-size limit", "child:\n%s", out)
-		require.Contains(t, string(out), "--- PASS: TestRunSurvivesDiskFull", "child:\n%s", out)
+		out := childOutput(t, "TestRunSurvivesDiskFull", diskFullChild)
+		require.Contains(t, out, "disk-full child: file-size limit", "child:\n%s", out)
 		t.Logf("child:\n%s", out)
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -350,4 +352,20 @@ func (v *vendor) submit(t testing.TB, opts ...idem.Option) (*idem.Result, error)
 	t.Helper()
 	c := clientFor(t, v.srv, idemtest.NewClock(epoch), opts...)
 	return c.Submit(t.Context(), idem.Request{Key: "k", URL: v.srv.URL + "/v1/payments", Body: []byte(`{"amount":100}`)})
+}
+
+// childOutput runs this binary's test name in a child process, with
+// envVar set in its environment, and returns its output once it passed:
+// for what would kill the test binary (a panic on another goroutine) or
+// must not be set in it (a file-size limit).
+func childOutput(t *testing.T, name, envVar string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^"+name+"$", "-test.count=1", "-test.v", "-test.timeout=90s")
+	cmd.Env = append(os.Environ(), envVar+"=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "child:\n%s", out)
+	require.Contains(t, string(out), "--- PASS: "+name, "child:\n%s", out)
+	return string(out)
 }

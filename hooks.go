@@ -21,7 +21,10 @@ import (
 // Each event is reported exactly once: callers joined to a call in flight
 // share its events, and a Run visit that leaves an operation as it was
 // reports nothing but its attempts. Keep hooks fast, and never call Close
-// or Shutdown from one (they wait for the call that runs it).
+// or Shutdown from one (they wait for the call that runs it). A panic in
+// one goes on up the stack of the Do or Submit that runs it; one in a
+// Resume or Run visit, on idem's goroutines, is caught and logged, the
+// operation left as journaled (see Resume).
 type Hooks struct {
 	// Trace returns the trace context of the call that journals a new
 	// operation (Prepare, PrepareIn, Submit), for example a W3C traceparent and

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -161,7 +162,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	}
 	hctx, end := c.callStarted(ctx, rec, mode)
 	d.hctx = hctx
-	cause := d.run()
+	cause := d.runCaught()
 	elsewhere := errors.Is(cause, errSettledElsewhere)
 	d.release(elsewhere)
 	switch {
@@ -180,12 +181,7 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	res, err := c.finish(d.rec, cause)
 	d.lateAnswerResult(res)
 	settled := wasOpen && !d.rec.Open() && !elsewhere
-	if wasOpen && !elsewhere {
-		c.driveEnded(hctx, d, d.wasReview, settled, res)
-	}
-	if end != nil {
-		end(res.clone(), err)
-	}
+	d.reportEnd(end, wasOpen && !elsewhere, settled, res, err)
 	queriesHost := c.queriesHost(d.rec)
 	news := hostNews{reach: reachOf(d.rec, before, queriesHost), stuckElsewhere: stuckElsewhere(d.rec, before, queriesHost)}
 	if news.reach == reachNone && d.silentHost {
@@ -193,6 +189,62 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	}
 	throttleNews(&news, d.rec, before, queriesHost, d.serverUntil)
 	return res, settled, news, err
+}
+
+// runCaught is run, and for Resume and Run, whose visits run on idem's
+// goroutines where no caller can recover a panic, it catches one of the
+// caller's code (a decoder, classifier, request hook, transport, Attempt
+// hook): uncaught, it killed the process, and the next start-up's Resume
+// met the same answer and died again, for ever. The operation is handed
+// off as any unsettled visit's is: what may have been sent is unknown,
+// asked about by the next visit. A caller's call (Do, Submit) lets it go
+// on up the caller's stack.
+func (d *driver) runCaught() (cause error) {
+	if d.mode == foreground {
+		return d.run()
+	}
+	defer func() {
+		p := recover()
+		if p == nil {
+			return
+		}
+		cause = d.c.visitPanicked(d.ctx, d.mode, p, opAttrs(d.rec))
+		if d.rec.Open() && !d.leaseLost && !d.journalStalled {
+			if err := d.handoff(cause, time.Time{}); err != cause {
+				cause = errors.Join(cause, err)
+			}
+		}
+	}()
+	return d.run()
+}
+
+// reportEnd tells the hooks how the drive ended (driveEnded, if report)
+// and ends the call (end, Hooks.Call's). In a Resume or Run visit a panic
+// of theirs is logged and goes no further: it came after the drive
+// committed, and up the visit's stack it skipped the WithSettleFunc
+// callback of a settlement, which no later visit reports.
+func (d *driver) reportEnd(end func(*Result, error), report, settled bool, res *Result, err error) {
+	if d.mode != foreground {
+		defer func() {
+			if p := recover(); p != nil {
+				_ = d.c.visitPanicked(d.ctx, d.mode, p, opAttrs(d.rec))
+			}
+		}()
+	}
+	if report {
+		d.c.driveEnded(d.hctx, d, d.wasReview, settled, res)
+	}
+	if end != nil {
+		end(res.clone(), err)
+	}
+}
+
+// visitPanicked logs a panic a Resume or Run visit caught, with its stack,
+// and returns the visit's error for it.
+func (c *Client) visitPanicked(ctx context.Context, mode driveMode, p any, attrs []slog.Attr) error {
+	c.log.LogAttrs(ctx, slog.LevelError, "idem: "+callKind(mode)+": a visit panicked; the operation stays open for the next visit",
+		append(attrs, slog.Any("panic", p), slog.String("stack", string(debug.Stack())))...)
+	return fmt.Errorf("%w: %v", errCallPanicked, p)
 }
 
 // run returns why the call ended without settling (nil when it settled).

@@ -100,6 +100,12 @@ func (s *Summary) add(res *Result) (stalled bool) {
 //
 // The error is non-nil only if the journal cannot be read or written, or
 // ctx ends; the Summary then counts what was done.
+//
+// A panic of the caller's code in a visit (a Decoder, Classifier, request
+// hook, transport, Hooks function) is caught: it is logged at Error with
+// its stack, and an operation the visit had not settled stays open,
+// unknown if it may have been sent, for the next visit. Run's visits
+// catch it so too.
 func (c *Client) Resume(ctx context.Context) (Summary, error) {
 	ctx, b, err := c.begin(ctx, true)
 	if err != nil {
@@ -259,12 +265,30 @@ func (v *visitor) run(r ref) {
 			return
 		}
 	}
-	res, reach, err := v.c.visit(v.ctx, r, v.mode)
+	res, reach, err := v.c.visitCaught(v.ctx, r, v.mode)
 	v.mu.Lock()
 	if !v.done(r, res, reach, err) {
 		v.halted = true
 	}
 	v.mu.Unlock()
+}
+
+// visitCaught is visit on Resume's and Run's own goroutines, where a
+// panic reaches no caller who could recover it: one of the caller's code
+// outside the drive (runCaught catches those in it, reportEnd those of
+// the hooks told how it ended) that the drive surrounds (the Call hook,
+// WithSettleFunc's callback) killed the process, and a Call hook that
+// panics on an operation did so again at every start-up. The operation
+// stays as the drive left it.
+func (c *Client) visitCaught(ctx context.Context, r ref, mode driveMode) (res *Result, news hostNews, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			cause := c.visitPanicked(ctx, mode, p, []slog.Attr{slog.String("scope", r.scope), slog.String("key", r.key)})
+			res, err = c.current(r.scope, r.key, cause)
+			news = hostNews{}
+		}
+	}()
+	return c.visit(ctx, r, mode)
 }
 
 // visit drives one journaled operation, joining any call in flight for it
