@@ -154,7 +154,7 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 				w, ok = netAmount(w, added)
 				theirName += " less its surcharge"
 			}
-			if ok && partial && topAmount(m.path) && amendable(m.name) && authorisedPart(m.value, w) {
+			if ok && partial && topAmount(m.path) && amendable(m.name) && authorisedPart(m.value, w, own, res) {
 				continue
 			}
 			if ok && differs(m, w) && (how == "" || !amendable(m.name)) {
@@ -744,13 +744,30 @@ func partlyAuthorised(own, res map[string]any) bool {
 	return (allowed == true || allowed == "true") && code == "PartiallyAuthorised"
 }
 
-// authorisedPart reports whether approved, an answer's amount, may be the
-// part authorised of asked, the request's: both numbers, approved above
-// nothing and below asked. A greater amount is another request's.
-func authorisedPart(asked, approved string) bool {
+// authorisedPart reports whether approved, res's amount, may be the part
+// authorised of asked, the amount own, a request's top level, asked for:
+// both numbers, approved above nothing and below asked. A greater amount
+// is another request's. So is one that, with the remainingAmount of the
+// order res answers, does not make asked: an order partly authorised is
+// paid in parts of one reference (Adyen's "collect the outstanding
+// balance", a payment naming the order), and each part's authorised
+// amount may be below the other's asked; a part's answer whose order's
+// balance cannot be read is ours only to a request that names no order.
+func authorisedPart(asked, approved string, own, res map[string]any) bool {
 	x, xk := decimal(asked)
 	y, yk := decimal(approved)
-	return xk == number && yk == number && y.Sign() > 0 && y.Cmp(x) < 0
+	if xk != number || yk != number || y.Sign() <= 0 || y.Cmp(x) >= 0 {
+		return false
+	}
+	order, _ := res["order"].(map[string]any)
+	remaining, _ := order["remainingAmount"].(map[string]any)
+	rest, ok := scalarOf(remaining["value"])
+	if !ok {
+		_, onOrder := own["order"]
+		return !onOrder
+	}
+	z, zk := decimal(rest)
+	return zk == number && z.Add(z, y).Cmp(x) == 0
 }
 
 // currencyCodeOf is an amount object's "currencyCode", folded ("" when
