@@ -108,7 +108,8 @@ func amendable(name string) bool {
 // resource whose own id is one of them is the resource the request acted
 // on (a capture's, refund's or cancel's payment), not one it made, and
 // its top-level amounts and its merchant's reference are that
-// resource's (actedOn).
+// resource's (actedOn). A partly authorised payment's top-level amount
+// below the request's is its authorised part (partlyAuthorised).
 func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) {
 	ours, own := requestMembers(body)
 	if len(ours) == 0 {
@@ -123,6 +124,7 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 	for _, res := range resources(doc, 0, own, acted, nil) {
 		parent := actedOn(res, acted)
 		asked, added, exact := surcharged(own, res)
+		partial := partlyAuthorised(own, res)
 		for _, m := range ours {
 			orderAmount := amendable(m.name) && strings.HasSuffix(folded(m.name), "amount")
 			if parent && (topAmount(m.path) && amendable(m.name) || merchantReference(m)) || asked && orderAmount && !exact {
@@ -151,6 +153,9 @@ func otherRequest(body, answer []byte, acted []string) (how string, fixed bool) 
 			if ok && asked && orderAmount {
 				w, ok = netAmount(w, added)
 				theirName += " less its surcharge"
+			}
+			if ok && partial && topAmount(m.path) && amendable(m.name) && authorisedPart(m.value, w, own, res) {
+				continue
 			}
 			if ok && differs(m, w) && (how == "" || !amendable(m.name)) {
 				how = fmt.Sprintf("%s %q, not the request's %s %q", theirName, clipValue(w), m.path, clipValue(m.value))
@@ -720,6 +725,49 @@ func surcharged(own, res map[string]any) (asked bool, added int64, exact bool) {
 	}
 	added, exact = minorUnits(v)
 	return true, added, exact
+}
+
+// partlyAuthorised reports whether res, an answer's resource, is a
+// payment authorised for part of its amount that own, a request's top
+// level, allowed to be: Adyen's /payments takes
+// "additionalData.allowPartialAuth = true"
+// (docs.adyen.com/payment-methods/cards/partial-authorisations) and
+// answers resultCode "PartiallyAuthorised", "The payment has been
+// authorised for a partial amount", its "amount" the "Authorised amount
+// in the transaction" (Checkout API, PaymentResponse). Compared with the
+// amount asked for, our own partly authorised payment was another
+// request's, as if ours had never been made.
+func partlyAuthorised(own, res map[string]any) bool {
+	extra, _ := own["additionalData"].(map[string]any)
+	allowed := extra["allowPartialAuth"]
+	code, _ := res["resultCode"].(string)
+	return (allowed == true || allowed == "true") && code == "PartiallyAuthorised"
+}
+
+// authorisedPart reports whether approved, res's amount, may be the part
+// authorised of asked, the amount own, a request's top level, asked for:
+// both numbers, approved above nothing and below asked. A greater amount
+// is another request's. So is one that, with the remainingAmount of the
+// order res answers, does not make asked: an order partly authorised is
+// paid in parts of one reference (Adyen's "collect the outstanding
+// balance", a payment naming the order), and each part's authorised
+// amount may be below the other's asked; a part's answer whose order's
+// balance cannot be read is ours only to a request that names no order.
+func authorisedPart(asked, approved string, own, res map[string]any) bool {
+	x, xk := decimal(asked)
+	y, yk := decimal(approved)
+	if xk != number || yk != number || y.Sign() <= 0 || y.Cmp(x) >= 0 {
+		return false
+	}
+	order, _ := res["order"].(map[string]any)
+	remaining, _ := order["remainingAmount"].(map[string]any)
+	rest, ok := scalarOf(remaining["value"])
+	if !ok {
+		_, onOrder := own["order"]
+		return !onOrder
+	}
+	z, zk := decimal(rest)
+	return zk == number && z.Add(z, y).Cmp(x) == 0
 }
 
 // currencyCodeOf is an amount object's "currencyCode", folded ("" when
