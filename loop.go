@@ -165,6 +165,20 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if wasOpen && !preRecorded {
 		c.sights.read(rec, now, c.cfg.reconcileDeadline)
 	}
+	if mode != foreground {
+		defer func() {
+			if d.hctx != nil {
+				return // the Call hook returned: no recover, no cost
+			}
+			// Its panic, which visitCaught catches, skipped release
+			// below: the claim kept every reconciler (another replica's
+			// too) off the operation until it expired.
+			if p := recover(); p != nil {
+				d.release(false)
+				panic(p)
+			}
+		}()
+	}
 	hctx, end := c.callStarted(ctx, rec, mode)
 	d.hctx = hctx
 	cause := d.runCaught()
