@@ -811,7 +811,9 @@ func (d *driver) submit() (step, error) {
 	ex := c.send(d.ctx, d.rec, false, once)
 	d.serverUntil = ex.serverUntil
 
+	d.answerHeader = ex.header
 	a := c.answerOf(d.rec, ex, false)
+	d.answerHeader = nil
 	if !a.keyIgnored && heardFrom(ex.status) {
 		c.heard.add(d.rec)
 	}

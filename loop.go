@@ -98,6 +98,11 @@ type driver struct {
 	// answer that says nothing (a lost one) is judged as if it said so
 	// too: the server would take a resend for a new request.
 	keyIgnored bool
+	// answerHeader: the header of the submit's answer while answerOf
+	// reads it (the caller's classifier and decoder run there), nil
+	// otherwise: a visit whose decoder panicked learns from it that the
+	// endpoint ignores the key (ignoredBeforePanic).
+	answerHeader http.Header
 	// ignoredEndpoint: resendBlock found the operation's endpoint known
 	// to ignore the key, and its writes from then on flag it so
 	// (markIgnored).
@@ -160,6 +165,20 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if wasOpen && !preRecorded {
 		c.sights.read(rec, now, c.cfg.reconcileDeadline)
 	}
+	if mode != foreground {
+		defer func() {
+			if d.hctx != nil {
+				return // the Call hook returned: no recover, no cost
+			}
+			// Its panic, which visitCaught catches, skipped release
+			// below: the claim kept every reconciler (another replica's
+			// too) off the operation until it expired.
+			if p := recover(); p != nil {
+				d.release(false)
+				panic(p)
+			}
+		}()
+	}
 	hctx, end := c.callStarted(ctx, rec, mode)
 	d.hctx = hctx
 	cause := d.runCaught()
@@ -201,6 +220,22 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 // on up the caller's stack.
 func (d *driver) runCaught() (cause error) {
 	if d.mode == foreground {
+		// The panic goes on up, but the send it followed was journaled:
+		// unflagged, the next Resume resent it blind to an endpoint its
+		// answer had said ignores the key, a second charge.
+		defer func() {
+			if d.answerHeader == nil {
+				return // not amid the submit's answer: no recover, no cost
+			}
+			p := recover()
+			if p == nil {
+				return // runtime.Goexit goes on
+			}
+			if d.rec.Open() && !d.leaseLost && !d.journalStalled && d.ignoredBeforePanic() {
+				_ = d.flag(ReviewKeyIgnored, fmt.Errorf("%w: %v", errCallPanicked, p))
+			}
+			panic(p)
+		}()
 		return d.run()
 	}
 	defer func() {
@@ -210,12 +245,35 @@ func (d *driver) runCaught() (cause error) {
 		}
 		cause = d.c.visitPanicked(d.ctx, d.mode, p, opAttrs(d.rec))
 		if d.rec.Open() && !d.leaseLost && !d.journalStalled {
-			if err := d.handoff(cause, time.Time{}); err != cause {
+			end := d.handoff
+			if d.ignoredBeforePanic() {
+				end = func(cause error, _ time.Time) error { return d.flag(ReviewKeyIgnored, cause) }
+			}
+			if err := end(cause, time.Time{}); err != cause {
 				cause = errors.Join(cause, err)
 			}
 		}
 	}()
 	return d.run()
+}
+
+// ignoredBeforePanic reports whether the submit's answer that the caller's
+// code panicked on said the endpoint ignores the key (as answerOf reads
+// it), and then learns the endpoint as submit does. Handed off unflagged,
+// the endpoint neither known nor journaled, every later visit resent the
+// request there, where each send is another charge (Solidgate's
+// Idempotency-Status: ignored).
+func (d *driver) ignoredBeforePanic() bool {
+	h := d.answerHeader
+	d.answerHeader = nil
+	if h == nil || !markedAnswer(h) || fromCache(h) != "" || !keyIgnored(h) {
+		return false
+	}
+	if !d.keyIgnored {
+		d.c.ignoring.add(d.rec)
+	}
+	d.keyIgnored = true
+	return true
 }
 
 // reportEnd tells the hooks how the drive ended (driveEnded, if report)
