@@ -198,6 +198,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 		// "maybe sent".
 		return exchange{err: err, unsent: true}
 	}
+	c.clocks.sending(req.URL.Host, start)
 	resp, err := c.hc.Do(req)
 	// Only a first copy that was written whole may have executed: net/http
 	// also retries a request it never wrote (a dead idle connection).

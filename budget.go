@@ -16,10 +16,16 @@ const (
 )
 
 // maxBudgetHosts bounds the hosts whose buckets are kept apart. Only a
-// bucket below full takes room (a full one is the same as none), so the
-// bound is met only by that many hosts failing at once: the hosts beyond
-// it share one bucket, which can refuse a retry to one of them for the
-// others' failures, as the single client-wide bucket did for every host.
+// bucket below full takes room (a full one is the same as none), but a
+// bucket refills only by its host's successes: a host that failed once
+// and was never called again (one per merchant, for months) stays below
+// full for good. So a host failing with no room takes the place of the
+// fullest bucket kept, if that one is above half (evictFullest): it
+// allows retries, as the full bucket it is then read as does. Only while
+// every bucket kept is at or below half (that many hosts failing at
+// once) do the hosts beyond share one bucket, which can refuse a retry
+// to one of them for the others' failures, as the single client-wide
+// bucket did for every host.
 const maxBudgetHosts = 1024
 
 // retryBudget stops a fleet of clients from multiplying load on a
@@ -72,7 +78,7 @@ func (b *retryBudget) add(host string, d float64) {
 	t, kept := b.hosts[host]
 	switch {
 	case kept:
-	case len(b.hosts) >= maxBudgetHosts:
+	case len(b.hosts) >= maxBudgetHosts && (d >= 0 || !b.evictFullest()):
 		b.overflow = min(b.max, max(0, b.overflow+d))
 		return
 	case d >= 0:
@@ -86,6 +92,23 @@ func (b *retryBudget) add(host string, d float64) {
 		return
 	}
 	b.hosts[host] = t
+}
+
+// evictFullest forgets the fullest bucket kept, under mu, if it is above
+// half: read as full from then on (tokensLocked), it allows a retry as
+// it did. It reports whether it made room.
+func (b *retryBudget) evictFullest() bool {
+	victim, most := "", b.max/2
+	for h, t := range b.hosts {
+		if t > most {
+			victim, most = h, t
+		}
+	}
+	if victim == "" {
+		return false
+	}
+	delete(b.hosts, victim)
+	return true
 }
 
 // count updates low, under mu. The shared bucket is full again once the

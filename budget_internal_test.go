@@ -7,11 +7,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Past maxBudgetHosts drained hosts, the others share one bucket: it is
-// charged and refilled, and never grows the map.
+// Past maxBudgetHosts hosts drained to half, the others share one
+// bucket: it is charged and refilled, and never grows the map.
 func TestRetryBudgetBeyondItsHosts(t *testing.T) {
 	b := newRetryBudget(4, 1)
 	for i := range maxBudgetHosts {
+		b.failure(fmt.Sprint("h", i))
 		b.failure(fmt.Sprint("h", i))
 	}
 	require.True(t, b.allowRetry("new"), "the shared bucket starts full")
@@ -21,13 +22,15 @@ func TestRetryBudgetBeyondItsHosts(t *testing.T) {
 	b.success("other")
 	require.True(t, b.allowRetry("new"), "the shared bucket refills from its hosts' successes")
 	require.Len(t, b.hosts, maxBudgetHosts)
-	require.True(t, b.allowRetry("h0"), "3 of 4 tokens")
+	require.False(t, b.allowRetry("h0"), "2 of 4 tokens")
+	b.success("h0")
 	b.success("h0")
 	require.Len(t, b.hosts, maxBudgetHosts-1, "a full bucket takes no room")
 
 	// With room again, the shared bucket is full: a good day is one
 	// again (anyLow), and a later crowd starts from full.
 	for i := 1; i < maxBudgetHosts; i++ {
+		b.success(fmt.Sprint("h", i))
 		b.success(fmt.Sprint("h", i))
 	}
 	require.Empty(t, b.hosts)

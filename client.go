@@ -189,6 +189,13 @@ func newClient(store Store, cfg *config) *Client {
 	if ks, ok := store.(KeyIgnoringStore); ok {
 		c.ignoring.save = func(e string) { c.saveIgnoring(ks, e) }
 	}
+	// A host's clock is kept for twice the longest key window after our
+	// last send to it (serverClocks.evictClock).
+	keep := cfg.keyRetention
+	for _, d := range cfg.hostRetention {
+		keep = max(keep, d)
+	}
+	c.clocks.keep = addSat(keep, keep)
 	c.life.init()
 	return c
 }

@@ -33,24 +33,7 @@ func TestRunForgetsThrottleBackoffOfHostsDoneWith(t *testing.T) {
 	gw := &throttlingGateway{posts: map[string]int{}, orders: map[string]string{}}
 	srv := httptest.NewServer(gw)
 	t.Cleanup(srv.Close)
-	// Every merchant's host resolves to the one test server, as distinct
-	// custom domains of one gateway would.
-	var dialer net.Dialer
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return dialer.DialContext(ctx, network, srv.Listener.Addr().String())
-	}}}
-	t.Cleanup(hc.CloseIdleConnections)
-	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	clk := &passingClock{}
-	c, err := New(store, WithHTTPClient(hc), WithClock(clk))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c, clk := newMerchantsClient(t, srv)
 	ctx := t.Context()
 	host := func(i int) string { return fmt.Sprintf("shop-%03d.example", i) }
 	prepare := func(i int) *Operation {
@@ -144,6 +127,35 @@ func (g *throttlingGateway) counts(host string) (posts, orders int) {
 
 // passingClock is time.Now moved on by what pass added, both its wall and
 // its monotonic readings, as time passing moves them: no step.
+// newMerchantsClient is a Client at default settings but for its clock
+// (passingClock), journaled to a file, every host it sends to resolving
+// to srv, as distinct custom domains of one gateway would; srv nil,
+// sending nowhere.
+func newMerchantsClient(t *testing.T, srv *httptest.Server) (*Client, *passingClock) {
+	t.Helper()
+	var opts []Option
+	if srv != nil {
+		var dialer net.Dialer
+		hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return dialer.DialContext(ctx, network, srv.Listener.Addr().String())
+		}}}
+		t.Cleanup(hc.CloseIdleConnections)
+		opts = append(opts, WithHTTPClient(hc))
+	}
+	store, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	clk := &passingClock{}
+	c, err := New(store, append(opts, WithClock(clk))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, clk
+}
+
 type passingClock struct {
 	realClock
 	ahead atomic.Int64

@@ -51,6 +51,17 @@ type serverClocks struct {
 	// than the operation's path: the last one to the path timed out
 	// (rootNext).
 	root map[string]bool
+	// asked holds, per host in probes, when a resend last asked for its
+	// probe (firstProbe): the least recently asked makes room (evictProbe).
+	asked map[string]time.Time
+	// keep is how long after its last answer or send of ours a host's
+	// entry is kept (evictClock): twice the longest key window a send may
+	// be judged by (newClient); zero, none is kept past the bound.
+	keep time.Duration
+	// settled is a reading before which no entry is old enough to go
+	// (evictClock found none): hosts past the bound cost no scan per
+	// answer while they wait.
+	settled time.Time
 }
 
 // serverDate is one answer's Date, as sent, and our clock's reading when
@@ -63,6 +74,9 @@ type serverDate struct {
 	// wall reading), each from the answer that first showed it more than
 	// clockSlack ahead of the last (hostGains).
 	gains hostGains
+	// used is our clock's reading at the latest answer from the host or
+	// send of ours to it (sending), whichever came last.
+	used time.Time
 }
 
 // maxHostGains bounds the offsets a host's gains remember: a clock of
@@ -205,9 +219,15 @@ func (g *hostGains) since(sent time.Time, back time.Duration) time.Duration {
 	return gain
 }
 
-// maxServerClocks bounds the hosts remembered: a client sends to a few
-// hosts, and one that is given a new host per request must not grow this
-// for ever.
+// maxServerClocks bounds the hosts remembered, and the hosts probed: a
+// client sends to a few hosts, and one that is given a new host per
+// request must not grow this for ever. Past it, a new host takes the
+// place of the one least recently heard from or sent to, if neither was
+// within twice the longest key window, so that no resend still judged by
+// its gains loses them (evictClock), and of the probe least recently asked for that
+// is not under way (evictProbe): a host a service last called months ago
+// (one per merchant) must not leave a new tenant's host with no clock
+// learnt and no probe, its resends judged by our clock alone.
 const maxServerClocks = 1024
 
 // imfFixdateLen is the length of an IMF-fixdate ("Sun, 06 Nov 1994
@@ -231,20 +251,116 @@ func (s *serverClocks) learn(host, date string, at time.Time) {
 		if e.date != date {
 			e.date, e.at = date, at
 			e.gains.observe(date, at)
-			s.hosts[host] = e
 			s.probeOver(host)
 		}
+		e.used = maxTime(e.used, at)
+		s.hosts[host] = e
 		return
 	}
 	if s.hosts == nil {
 		s.hosts = make(map[string]serverDate)
 	}
+	if len(s.hosts) >= maxServerClocks {
+		s.evictClock(at)
+	}
 	if len(s.hosts) < maxServerClocks {
-		e := serverDate{date: date, at: at}
+		e := serverDate{date: date, at: at, used: at}
 		e.gains.observe(date, at)
 		s.hosts[host] = e
 	}
 	s.probeOver(host)
+}
+
+// sending records a send of ours to host, when our clock read at: its
+// entry, if it has one, is kept for twice the longest key window since
+// (evictClock), for the gains a resend of it is judged by (since) are
+// those of answers before it as well as after. No entry is made.
+func (s *serverClocks) sending(host string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.hosts[host]; ok && e.used.Before(at) {
+		e.used = at
+		s.hosts[host] = e
+	}
+}
+
+// evictClock makes room for a host at now, s.mu held: it forgets the
+// host least recently heard from or sent to, if that was more than keep
+// (twice the longest key window) ago by our clock, monotonic where it
+// has one, so that a step of ours does not age an entry, and a VM paused
+// leaves it younger. No send of ours still within its key window is then
+// judged by the host's gains, for a resend outside it is held back by
+// our clock alone; a resend from an earlier process asks the host's
+// clock again (a probe). Its probe goes with it, unless under way: one
+// closed would let such a resend go unjudged, and one under way holds
+// the entry. None so old: the new host is not remembered.
+func (s *serverClocks) evictClock(now time.Time) {
+	if now.Before(s.settled) {
+		return
+	}
+	victim, oldest, found := "", time.Time{}, false
+	for h, e := range s.hosts {
+		if found && !e.used.Before(oldest) {
+			continue
+		}
+		if s.probing(h) {
+			continue
+		}
+		victim, oldest, found = h, e.used, true
+	}
+	if !found {
+		return
+	}
+	if now.Sub(oldest) < s.keep {
+		s.settled = oldest.Add(s.keep)
+		return
+	}
+	delete(s.hosts, victim)
+	s.forgetProbe(victim)
+}
+
+// probing reports whether host's probe is under way; s.mu held.
+func (s *serverClocks) probing(host string) bool {
+	over, ok := s.probes[host]
+	if !ok {
+		return false
+	}
+	select {
+	case <-over:
+		return false
+	default:
+		return true
+	}
+}
+
+// forgetProbe forgets host's probe and what it left (a host silent or
+// refused, the root asked next): the next resend to the host that its
+// clock cannot judge asks it first, as one to a host never probed; s.mu
+// held.
+func (s *serverClocks) forgetProbe(host string) {
+	delete(s.probes, host)
+	delete(s.again, host)
+	delete(s.root, host)
+	delete(s.asked, host)
+}
+
+// evictProbe makes room for a probe, s.mu held: it forgets the probe
+// least recently asked for (firstProbe) that is not under way, whose
+// host's next resend then asks again: a HEAD more, never a resend
+// unjudged. It reports false if every probe is under way.
+func (s *serverClocks) evictProbe() bool {
+	victim, oldest, found := "", time.Time{}, false
+	for h := range s.probes {
+		at := s.asked[h]
+		if found && !at.Before(oldest) || s.probing(h) {
+			continue
+		}
+		victim, oldest, found = h, at, true
+	}
+	if found {
+		s.forgetProbe(victim)
+	}
+	return found
 }
 
 // now is the time by host's clock when ours reads now: the last Date
@@ -290,22 +406,26 @@ func (s *serverClocks) gainSince(host string, sent time.Time, back time.Duration
 // not nil, it waits for the probe (or a Date from the host) first;
 // neither, the probe is over and it goes as it is judged. A probe that
 // got no answer (unanswered) is sent again by the next resend that asks
-// once our clock reads now at or past the time given. Hosts past
-// maxServerClocks get no probe.
+// once our clock reads now at or past the time given. Past
+// maxServerClocks probes, the least recently asked for makes room
+// (evictProbe); with every one under way, the host gets no probe.
 func (s *serverClocks) firstProbe(host string, now time.Time) (first bool, wait <-chan struct{}) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	over, ok := s.probes[host]
 	if !ok {
-		if len(s.probes) >= maxServerClocks {
+		if len(s.probes) >= maxServerClocks && !s.evictProbe() {
 			return false, nil
 		}
 		if s.probes == nil {
 			s.probes = make(map[string]chan struct{})
+			s.asked = make(map[string]time.Time)
 		}
 		s.probes[host] = make(chan struct{})
+		s.asked[host] = now
 		return true, nil
 	}
+	s.asked[host] = now
 	select {
 	case <-over:
 		if from, ok := s.again[host]; ok && !now.Before(from) {
@@ -408,6 +528,7 @@ func (s *serverClocks) probed(host string, sent bool) {
 	if !sent {
 		delete(s.probes, host)
 		delete(s.again, host)
+		delete(s.asked, host)
 	}
 }
 
