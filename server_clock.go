@@ -35,8 +35,10 @@ import (
 // (its clock's error then is not known: resendBlock). Safe for
 // concurrent use; the zero value is ready.
 type serverClocks struct {
-	mu    sync.Mutex
-	hosts map[string]serverDate
+	mu sync.Mutex
+	// hosts holds each host's entry by pointer: an entry is 648 bytes,
+	// and every answer and send updates it.
+	hosts map[string]*serverDate
 	// probes holds, per host that has had a probe (firstProbe), a
 	// channel closed once the probe's attempt is over or an answer with
 	// a Date came from the host: the resends behind the probe wait on it
@@ -256,17 +258,16 @@ func (s *serverClocks) learn(host, date string, at time.Time) {
 			s.probeOver(host)
 		}
 		e.used = maxTime(e.used, at)
-		s.hosts[host] = e
 		return
 	}
 	if s.hosts == nil {
-		s.hosts = make(map[string]serverDate)
+		s.hosts = make(map[string]*serverDate)
 	}
 	if len(s.hosts) >= maxServerClocks {
 		s.evictClock(at)
 	}
 	if len(s.hosts) < maxServerClocks {
-		e := serverDate{date: date, at: at, used: at}
+		e := &serverDate{date: date, at: at, used: at}
 		e.gains.observe(date, at)
 		s.hosts[host] = e
 	}
@@ -282,7 +283,6 @@ func (s *serverClocks) sending(host string, at time.Time) {
 	defer s.mu.Unlock()
 	if e, ok := s.hosts[host]; ok && e.used.Before(at) {
 		e.used = at
-		s.hosts[host] = e
 	}
 }
 
@@ -378,16 +378,21 @@ func (s *serverClocks) evictProbe() bool {
 // (1970) holds nothing back.
 func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 	s.mu.Lock()
+	var date string
+	var at time.Time
 	e, ok := s.hosts[host]
+	if ok {
+		date, at = e.date, e.at
+	}
 	s.mu.Unlock()
 	if !ok {
 		return time.Time{}, false
 	}
-	d, err := http.ParseTime(e.date)
+	d, err := http.ParseTime(date)
 	if err != nil {
 		return time.Time{}, false
 	}
-	return d.Add(now.Sub(e.at)), true
+	return d.Add(now.Sub(at)), true
 }
 
 // gainSince is how far host's clock has gained on ours since a send of
