@@ -20,10 +20,12 @@ const (
 // bucket refills only by its host's successes: a host that failed once
 // and was never called again (one per merchant, for months) stays below
 // full for good. So a host failing with no room takes the place of the
-// fullest bucket kept, if that one is above half (evictFullest): it
-// allows retries, as the full bucket it is then read as does. Only while
-// every bucket kept is at or below half (that many hosts failing at
-// once) do the hosts beyond share one bucket, which can refuse a retry
+// fullest bucket kept, if that one is above half (evictFullest). The
+// host dropped then reads the shared bucket, as every host not kept does
+// once the new one fills the slot: full, allowing retries as the bucket
+// dropped did, unless every bucket kept has been at or below half (that
+// many hosts failing at once) since the hosts last filled. Only then do
+// the hosts beyond share a bucket below full, which can refuse a retry
 // to one of them for the others' failures, as the single client-wide
 // bucket did for every host.
 const maxBudgetHosts = 1024
@@ -76,9 +78,13 @@ func (b *retryBudget) add(host string, d float64) {
 	defer b.mu.Unlock()
 	defer b.count()
 	t, kept := b.hosts[host]
+	shared := !kept && len(b.hosts) >= maxBudgetHosts
+	if shared && d < 0 {
+		shared = !b.evictFullest()
+	}
 	switch {
 	case kept:
-	case len(b.hosts) >= maxBudgetHosts && (d >= 0 || !b.evictFullest()):
+	case shared:
 		b.overflow = min(b.max, max(0, b.overflow+d))
 		return
 	case d >= 0:
@@ -95,8 +101,10 @@ func (b *retryBudget) add(host string, d float64) {
 }
 
 // evictFullest forgets the fullest bucket kept, under mu, if it is above
-// half: read as full from then on (tokensLocked), it allows a retry as
-// it did. It reports whether it made room.
+// half. Its host then reads the shared bucket (tokensLocked) once the
+// failing host fills the slot: full, so that it allows a retry as it
+// did, unless every bucket kept has been at or below half since the
+// hosts last filled. It reports whether it made room.
 func (b *retryBudget) evictFullest() bool {
 	victim, most := "", b.max/2
 	for h, t := range b.hosts {

@@ -191,10 +191,7 @@ func newClient(store Store, cfg *config) *Client {
 	}
 	// A host's clock is kept for twice the longest key window after our
 	// last send to it (serverClocks.evictClock).
-	keep := cfg.keyRetention
-	for _, d := range cfg.hostRetention {
-		keep = max(keep, d)
-	}
+	keep := cfg.longestKeyWindow()
 	c.clocks.keep = addSat(keep, keep)
 	c.life.init()
 	return c

@@ -759,11 +759,18 @@ func WithJournalOptions(opts ...journal.Option) Option {
 	return optionFunc(func(c *config) { c.journalOpts = append(c.journalOpts, opts...) })
 }
 
-func (c *config) err() error {
+// longestKeyWindow is the longest key window any host is given: the
+// client-wide one, or a host's own (WithHostKeyRetention) if longer.
+func (c *config) longestKeyWindow() time.Duration {
 	longest := c.keyRetention
 	for _, d := range c.hostRetention {
 		longest = max(longest, d)
 	}
+	return longest
+}
+
+func (c *config) err() error {
+	longest := c.longestKeyWindow()
 	if !c.retainSet {
 		c.retainSettled = max(c.retainSettled, longest)
 	}

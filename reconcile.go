@@ -856,8 +856,9 @@ func (c *Client) pass(ctx context.Context, sched *runSchedule, stalls *hostStall
 	if perr != nil && err == nil && verr == nil {
 		phase, err = "postpone", perr
 	}
-	stalls.unpace(c.cfg.clock.Now())
-	stalls.forgetBackoffs(c.cfg.clock.Now())
+	now := c.cfg.clock.Now()
+	stalls.unpace(now)
+	stalls.forgetBackoffs(now)
 	if e := c.bringBack(ctx, stalls); e != nil && berr == nil {
 		berr = e
 	}

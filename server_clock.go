@@ -26,17 +26,19 @@ import (
 // Kept in memory only, per host as the URL names it (not normalised: a
 // lookup must cost no string). Learning costs a lock and a map lookup per
 // answer, no allocation but a host's first entry and an answer's Age
-// (aged); the Date is parsed when
-// it changes (once a second per host at most, for hostGains), and when a
-// resend is judged. A resend to a host none of whose answers has
-// come back since the process started cannot be judged by it: the first
-// such resend asks the host's clock with a HEAD (headProbe), the others
-// wait for its answer, and all are judged again (driver.awaitProbe). Nor is an operation this process first sent
+// (aged); the Date is parsed when it changes (once a second per host at
+// most, for hostGains), and when a resend is judged. A resend to a host
+// none of whose answers has come back since the process started cannot
+// be judged by it: the first such resend asks the host's clock with a
+// HEAD (headProbe), the others wait for its answer, and all are judged
+// again (driver.awaitProbe). Nor is an operation this process first sent
 // (its clock's error then is not known: resendBlock). Safe for
 // concurrent use; the zero value is ready.
 type serverClocks struct {
-	mu    sync.Mutex
-	hosts map[string]serverDate
+	mu sync.Mutex
+	// hosts holds each host's entry by pointer: an entry is 648 bytes,
+	// and every answer and send updates it.
+	hosts map[string]*serverDate
 	// probes holds, per host that has had a probe (firstProbe), a
 	// channel closed once the probe's attempt is over or an answer with
 	// a Date came from the host: the resends behind the probe wait on it
@@ -51,17 +53,18 @@ type serverClocks struct {
 	// than the operation's path: the last one to the path timed out
 	// (rootNext).
 	root map[string]bool
-	// asked holds, per host in probes, when a resend last asked for its
-	// probe (firstProbe): the least recently asked makes room (evictProbe).
-	asked map[string]time.Time
+	// probeAsked holds, per host in probes, when a resend last asked for
+	// its probe (firstProbe): the least recently asked makes room
+	// (evictProbe).
+	probeAsked map[string]time.Time
 	// keep is how long after its last answer or send of ours a host's
 	// entry is kept (evictClock): twice the longest key window a send may
 	// be judged by (newClient); zero, none is kept past the bound.
 	keep time.Duration
-	// settled is a reading before which no entry is old enough to go
-	// (evictClock found none): hosts past the bound cost no scan per
+	// noEvictBefore is a reading before which no entry is old enough to
+	// go (evictClock found none): hosts past the bound cost no scan per
 	// answer while they wait.
-	settled time.Time
+	noEvictBefore time.Time
 }
 
 // serverDate is one answer's Date, as sent, and our clock's reading when
@@ -224,10 +227,11 @@ func (g *hostGains) since(sent time.Time, back time.Duration) time.Duration {
 // request must not grow this for ever. Past it, a new host takes the
 // place of the one least recently heard from or sent to, if neither was
 // within twice the longest key window, so that no resend still judged by
-// its gains loses them (evictClock), and of the probe least recently asked for that
-// is not under way (evictProbe): a host a service last called months ago
-// (one per merchant) must not leave a new tenant's host with no clock
-// learnt and no probe, its resends judged by our clock alone.
+// its gains loses them (evictClock), and of the probe least recently
+// asked for that is not under way (evictProbe): a host a service last
+// called months ago (one per merchant) must not leave a new tenant's
+// host with no clock learnt and no probe, its resends judged by our
+// clock alone.
 const maxServerClocks = 1024
 
 // imfFixdateLen is the length of an IMF-fixdate ("Sun, 06 Nov 1994
@@ -254,17 +258,16 @@ func (s *serverClocks) learn(host, date string, at time.Time) {
 			s.probeOver(host)
 		}
 		e.used = maxTime(e.used, at)
-		s.hosts[host] = e
 		return
 	}
 	if s.hosts == nil {
-		s.hosts = make(map[string]serverDate)
+		s.hosts = make(map[string]*serverDate)
 	}
 	if len(s.hosts) >= maxServerClocks {
 		s.evictClock(at)
 	}
 	if len(s.hosts) < maxServerClocks {
-		e := serverDate{date: date, at: at, used: at}
+		e := &serverDate{date: date, at: at, used: at}
 		e.gains.observe(date, at)
 		s.hosts[host] = e
 	}
@@ -280,7 +283,6 @@ func (s *serverClocks) sending(host string, at time.Time) {
 	defer s.mu.Unlock()
 	if e, ok := s.hosts[host]; ok && e.used.Before(at) {
 		e.used = at
-		s.hosts[host] = e
 	}
 }
 
@@ -291,11 +293,12 @@ func (s *serverClocks) sending(host string, at time.Time) {
 // leaves it younger. No send of ours still within its key window is then
 // judged by the host's gains, for a resend outside it is held back by
 // our clock alone; a resend from an earlier process asks the host's
-// clock again (a probe). Its probe goes with it, unless under way: one
-// closed would let such a resend go unjudged, and one under way holds
-// the entry. None so old: the new host is not remembered.
+// clock again (a probe). Its probe goes with it, for one closed would
+// let such a resend go unjudged; a host whose probe is under way is
+// never the one dropped, for the probe's answer will teach it. None so
+// old: the new host is not remembered.
 func (s *serverClocks) evictClock(now time.Time) {
-	if now.Before(s.settled) {
+	if now.Before(s.noEvictBefore) {
 		return
 	}
 	victim, oldest, found := "", time.Time{}, false
@@ -312,7 +315,7 @@ func (s *serverClocks) evictClock(now time.Time) {
 		return
 	}
 	if now.Sub(oldest) < s.keep {
-		s.settled = oldest.Add(s.keep)
+		s.noEvictBefore = oldest.Add(s.keep)
 		return
 	}
 	delete(s.hosts, victim)
@@ -341,7 +344,7 @@ func (s *serverClocks) forgetProbe(host string) {
 	delete(s.probes, host)
 	delete(s.again, host)
 	delete(s.root, host)
-	delete(s.asked, host)
+	delete(s.probeAsked, host)
 }
 
 // evictProbe makes room for a probe, s.mu held: it forgets the probe
@@ -351,7 +354,7 @@ func (s *serverClocks) forgetProbe(host string) {
 func (s *serverClocks) evictProbe() bool {
 	victim, oldest, found := "", time.Time{}, false
 	for h := range s.probes {
-		at := s.asked[h]
+		at := s.probeAsked[h]
 		if found && !at.Before(oldest) || s.probing(h) {
 			continue
 		}
@@ -375,16 +378,21 @@ func (s *serverClocks) evictProbe() bool {
 // (1970) holds nothing back.
 func (s *serverClocks) now(host string, now time.Time) (time.Time, bool) {
 	s.mu.Lock()
+	var date string
+	var at time.Time
 	e, ok := s.hosts[host]
+	if ok {
+		date, at = e.date, e.at
+	}
 	s.mu.Unlock()
 	if !ok {
 		return time.Time{}, false
 	}
-	d, err := http.ParseTime(e.date)
+	d, err := http.ParseTime(date)
 	if err != nil {
 		return time.Time{}, false
 	}
-	return d.Add(now.Sub(e.at)), true
+	return d.Add(now.Sub(at)), true
 }
 
 // gainSince is how far host's clock has gained on ours since a send of
@@ -419,13 +427,13 @@ func (s *serverClocks) firstProbe(host string, now time.Time) (first bool, wait 
 		}
 		if s.probes == nil {
 			s.probes = make(map[string]chan struct{})
-			s.asked = make(map[string]time.Time)
+			s.probeAsked = make(map[string]time.Time)
 		}
 		s.probes[host] = make(chan struct{})
-		s.asked[host] = now
+		s.probeAsked[host] = now
 		return true, nil
 	}
-	s.asked[host] = now
+	s.probeAsked[host] = now
 	select {
 	case <-over:
 		if from, ok := s.again[host]; ok && !now.Before(from) {
@@ -528,7 +536,7 @@ func (s *serverClocks) probed(host string, sent bool) {
 	if !sent {
 		delete(s.probes, host)
 		delete(s.again, host)
-		delete(s.asked, host)
+		delete(s.probeAsked, host)
 	}
 }
 
