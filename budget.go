@@ -3,6 +3,7 @@ package idem
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/idemkit/idem/journal"
 )
@@ -20,7 +21,8 @@ const (
 // bucket refills only by its host's successes: a host that failed once
 // and was never called again (one per merchant, for months) stays below
 // full for good. So a host failing with no room takes the place of the
-// fullest bucket kept, if that one is above half (evictFullest). The
+// fullest bucket kept, if that one is above half and has not changed for
+// budgetStale (evictFullest). The
 // host dropped then reads the shared bucket, as every host not kept does
 // once the new one fills the slot: full, allowing retries as the bucket
 // dropped did, unless every bucket kept has been at or below half (that
@@ -30,24 +32,51 @@ const (
 // bucket did for every host.
 const maxBudgetHosts = 1024
 
+// budgetStale is how long a bucket kept must have gone unchanged before
+// a host failing with no room may take its place. In an outage wider
+// than maxBudgetHosts every bucket is live: one evicted came back full
+// less a token and evicted another just as live, and the buckets swapped
+// round and never drained to half, allowing retries the budget is there
+// to stop; unevicted, the hosts past them share the overflow bucket,
+// which drains with them. An hour is far longer than a host carrying
+// traffic goes between failures while it is down (retries back off
+// seconds to minutes), and short enough that a merchant's host that
+// failed once and was never called again makes room the same day. Not
+// WithReconcile's maximum interval: the reconciler spends no budget, so
+// its pace says nothing of a bucket's, and one set to seconds would
+// bring the swapping back.
+const budgetStale = time.Hour
+
 // retryBudget stops a fleet of clients from multiplying load on a
 // struggling server. It is kept per host (Client.hostOf): an outage at one
 // provider drains that provider's bucket and leaves retries to the others
 // alone. First attempts never consult it. A nil budget allows everything.
 type retryBudget struct {
 	mu       sync.Mutex
-	max      float64            // a bucket's size; 0 disables the budget
-	ratio    float64            // what a success earns back
-	hosts    map[string]float64 // tokens of each host whose bucket is below full
-	overflow float64            // tokens of the shared bucket past maxBudgetHosts
+	max      float64                 // a bucket's size; 0 disables the budget
+	ratio    float64                 // what a success earns back
+	now      func() time.Time        // the Client's clock (budgetStale)
+	hosts    map[string]budgetBucket // each host whose bucket is below full
+	overflow float64                 // tokens of the shared bucket past maxBudgetHosts
+	// noEvictBefore is when a bucket kept may first be stale, as
+	// evictFullest last found none: until then a wide outage's failures
+	// past maxBudgetHosts skip the scan of the buckets.
+	noEvictBefore time.Time
 	// low counts the buckets below full, kept and shared: while it is
 	// zero, as it is on a good day, a success has nothing to earn back,
 	// and the caller need not even name the host (anyLow).
 	low atomic.Int32
 }
 
-func newRetryBudget(maxTokens, ratio float64) *retryBudget {
-	return &retryBudget{max: maxTokens, ratio: ratio, overflow: maxTokens, hosts: make(map[string]float64)}
+// budgetBucket is a kept host's bucket: its tokens, and when they last
+// changed by the Client's clock, monotonic where it has one.
+type budgetBucket struct {
+	tokens  float64
+	changed time.Time
+}
+
+func newRetryBudget(maxTokens, ratio float64, now func() time.Time) *retryBudget {
+	return &retryBudget{max: maxTokens, ratio: ratio, now: now, overflow: maxTokens, hosts: make(map[string]budgetBucket)}
 }
 
 // allowRetry reports whether a retry to host may go now.
@@ -77,7 +106,8 @@ func (b *retryBudget) add(host string, d float64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	defer b.count()
-	t, kept := b.hosts[host]
+	bk, kept := b.hosts[host]
+	t := bk.tokens
 	shared := !kept && len(b.hosts) >= maxBudgetHosts
 	if shared && d < 0 {
 		shared = !b.evictFullest()
@@ -97,22 +127,40 @@ func (b *retryBudget) add(host string, d float64) {
 		delete(b.hosts, host)
 		return
 	}
-	b.hosts[host] = t
+	b.hosts[host] = budgetBucket{tokens: t, changed: b.now()}
 }
 
 // evictFullest forgets the fullest bucket kept, under mu, if it is above
-// half. Its host then reads the shared bucket (tokensLocked) once the
+// half and unchanged for budgetStale: in an outage as wide as the hosts
+// kept, none is, and the failing host reads the shared bucket. The host
+// forgotten then reads the shared bucket (tokensLocked) once the
 // failing host fills the slot: full, so that it allows a retry as it
 // did, unless every bucket kept has been at or below half since the
 // hosts last filled. It reports whether it made room.
 func (b *retryBudget) evictFullest() bool {
-	victim, most := "", b.max/2
-	for h, t := range b.hosts {
-		if t > most {
-			victim, most = h, t
+	now := b.now()
+	if now.Before(b.noEvictBefore) {
+		return false
+	}
+	// A bucket at or below half, or new, is stale no sooner than
+	// budgetStale from now: it goes above half, or in, only by a change.
+	victim, most, oldest := "", b.max/2, now
+	for h, bk := range b.hosts {
+		if bk.tokens <= b.max/2 {
+			continue
+		}
+		if now.Sub(bk.changed) < budgetStale {
+			if bk.changed.Before(oldest) {
+				oldest = bk.changed
+			}
+			continue
+		}
+		if bk.tokens > most {
+			victim, most = h, bk.tokens
 		}
 	}
 	if victim == "" {
+		b.noEvictBefore = oldest.Add(budgetStale)
 		return false
 	}
 	delete(b.hosts, victim)
@@ -136,8 +184,8 @@ func (b *retryBudget) count() {
 // tokensLocked is what host's bucket holds: its own, or the shared one
 // once maxBudgetHosts others are kept, or a full one.
 func (b *retryBudget) tokensLocked(host string) float64 {
-	if t, ok := b.hosts[host]; ok {
-		return t
+	if bk, ok := b.hosts[host]; ok {
+		return bk.tokens
 	}
 	if len(b.hosts) >= maxBudgetHosts {
 		return b.overflow
@@ -159,9 +207,9 @@ func (b *retryBudget) level() (lowest, size float64, hosts map[string]float64) {
 		lowest = b.overflow
 	}
 	hosts = make(map[string]float64, len(b.hosts))
-	for h, t := range b.hosts {
-		hosts[h] = t
-		lowest = min(lowest, t)
+	for h, bk := range b.hosts {
+		hosts[h] = bk.tokens
+		lowest = min(lowest, bk.tokens)
 	}
 	return lowest, b.max, hosts
 }

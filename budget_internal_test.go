@@ -3,6 +3,7 @@ package idem
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -10,7 +11,7 @@ import (
 // Past maxBudgetHosts hosts drained to half, the others share one
 // bucket: it is charged and refilled, and never grows the map.
 func TestRetryBudgetBeyondItsHosts(t *testing.T) {
-	b := newRetryBudget(4, 1)
+	b := newRetryBudget(4, 1, time.Now)
 	for i := range maxBudgetHosts {
 		b.failure(fmt.Sprint("h", i))
 		b.failure(fmt.Sprint("h", i))
@@ -40,7 +41,7 @@ func TestRetryBudgetBeyondItsHosts(t *testing.T) {
 // A good day's successes skip the budget (anyLow false); one failure, and
 // they are counted again until its bucket is full.
 func TestRetryBudgetAnyLow(t *testing.T) {
-	b := newRetryBudget(4, 0.5)
+	b := newRetryBudget(4, 0.5, time.Now)
 	require.False(t, b.anyLow())
 	b.failure("h")
 	require.True(t, b.anyLow())
@@ -48,5 +49,5 @@ func TestRetryBudgetAnyLow(t *testing.T) {
 	require.True(t, b.anyLow(), "3.5 of 4")
 	b.success("h")
 	require.False(t, b.anyLow(), "full again")
-	require.False(t, newRetryBudget(0, 0).anyLow(), "budget off")
+	require.False(t, newRetryBudget(0, 0, time.Now).anyLow(), "budget off")
 }

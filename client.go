@@ -182,7 +182,7 @@ func newClient(store Store, cfg *config) *Client {
 		cfg:      *cfg,
 		store:    store,
 		hc:       hc,
-		budget:   newRetryBudget(cfg.retryTokens, cfg.retryRatio),
+		budget:   newRetryBudget(cfg.retryTokens, cfg.retryRatio, cfg.clock.Now),
 		log:      cfg.logger,
 		inflight: make(map[opID]*call),
 	}
