@@ -243,7 +243,7 @@ func (d *driver) runCaught() (cause error) {
 		if p == nil {
 			return
 		}
-		cause = d.c.visitPanicked(d.ctx, d.mode, p, opAttrs(d.rec))
+		cause = d.c.visitPanicked(d.ctx, d.mode, p, d.rec.Open(), opAttrs(d.rec))
 		if d.rec.Open() && !d.leaseLost && !d.journalStalled {
 			end := d.handoff
 			if d.ignoredBeforePanic() {
@@ -285,7 +285,7 @@ func (d *driver) reportEnd(end func(*Result, error), report, settled bool, res *
 	if d.mode != foreground {
 		defer func() {
 			if p := recover(); p != nil {
-				_ = d.c.visitPanicked(d.ctx, d.mode, p, opAttrs(d.rec))
+				_ = d.c.visitPanicked(d.ctx, d.mode, p, d.rec.Open(), opAttrs(d.rec))
 			}
 		}()
 	}
@@ -297,11 +297,12 @@ func (d *driver) reportEnd(end func(*Result, error), report, settled bool, res *
 	}
 }
 
-// visitPanicked logs a panic a Resume or Run visit caught, with its stack,
-// and returns the visit's error for it.
-func (c *Client) visitPanicked(ctx context.Context, mode driveMode, p any, attrs []slog.Attr) error {
-	c.log.LogAttrs(ctx, slog.LevelError, "idem: "+callKind(mode)+": a visit panicked; the operation stays open for the next visit",
-		append(attrs, slog.Any("panic", p), slog.String("stack", string(debug.Stack())))...)
+// visitPanicked logs a panic a Resume or Run visit caught, with its stack
+// and whether the operation is still open (a hook told of a settlement
+// panics after it), and returns the visit's error for it.
+func (c *Client) visitPanicked(ctx context.Context, mode driveMode, p any, open bool, attrs []slog.Attr) error {
+	c.log.LogAttrs(ctx, slog.LevelError, "idem: "+callKind(mode)+": a visit panicked",
+		append(attrs, slog.Bool("open", open), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))...)
 	return fmt.Errorf("%w: %v", errCallPanicked, p)
 }
 
