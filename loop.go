@@ -280,20 +280,35 @@ func (d *driver) ignoredBeforePanic() bool {
 // and ends the call (end, Hooks.Call's). In a Resume or Run visit a panic
 // of theirs is logged and goes no further: it came after the drive
 // committed, and up the visit's stack it skipped the WithSettleFunc
-// callback of a settlement, which no later visit reports.
+// callback of a settlement, which no later visit reports; nor does it
+// skip end, which leaves the Call hook's span or gauge open for ever.
 func (d *driver) reportEnd(end func(*Result, error), report, settled bool, res *Result, err error) {
-	if d.mode != foreground {
+	if d.mode == foreground {
+		if report {
+			d.c.driveEnded(d.hctx, d, d.wasReview, settled, res)
+		}
+		if end != nil {
+			end(res.clone(), err)
+		}
+		return
+	}
+	if end != nil {
 		defer func() {
-			if p := recover(); p != nil {
-				_ = d.c.visitPanicked(d.ctx, d.mode, p, d.rec.Open(), opAttrs(d.rec))
-			}
+			defer d.endPanicked()
+			end(res.clone(), err)
 		}()
 	}
+	defer d.endPanicked()
 	if report {
 		d.c.driveEnded(d.hctx, d, d.wasReview, settled, res)
 	}
-	if end != nil {
-		end(res.clone(), err)
+}
+
+// endPanicked, deferred, logs a panic of a hook reportEnd runs in a
+// visit and lets it go no further.
+func (d *driver) endPanicked() {
+	if p := recover(); p != nil {
+		_ = d.c.visitPanicked(d.ctx, d.mode, p, d.rec.Open(), opAttrs(d.rec))
 	}
 }
 

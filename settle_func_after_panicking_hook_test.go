@@ -66,7 +66,7 @@ func TestPanickingSettleHookOnResumeVisit(t *testing.T) {
 	resumeOrderOnce(t, srv, start, stop, 1, idem.WithHooks(hooks), idem.WithLogger(logger))
 	mu.Lock()
 	defer mu.Unlock()
-	_ = ends
+	require.Equal(t, 1, ends, "the Call hook's end runs once, the Settle hook's panic notwithstanding")
 	var line string
 	for _, l := range strings.Split(logs.String(), "\n") {
 		if strings.Contains(l, "a visit panicked") {
