@@ -113,9 +113,6 @@ var storeUsers clientsByStore
 type clientsByStore struct {
 	mu sync.Mutex
 	m  map[Store]*Client
-	// shared: Stores whose Clients are replicas of one another (tests
-	// that run several processes' Clients on one journal); unguarded.
-	shared map[Store]bool
 }
 
 // take makes c store's Client, unless another open one is.
@@ -125,9 +122,6 @@ func (u *clientsByStore) take(store Store, c *Client) error {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.shared[store] {
-		return nil
-	}
 	if other := u.m[store]; other != nil && !other.closing() {
 		return fmt.Errorf("%w: New: another Client is open on this Store: each Client's Resume and Run drive every operation in the journal, those Clients before it left open too, with its own key header, request hook (credentials) and decoder; use that Client (or Close it first to make it again with the same settings), or give each provider its own journal", ErrInvalidRequest)
 	}
