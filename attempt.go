@@ -994,6 +994,24 @@ func (c *Client) redirectNamesKey(rec *journal.Record, ex exchange) bool {
 	return resourceHoldsKey(ex.body, rec.Key, c.bodyKeyName(rec))
 }
 
+// answerMarks reads h once for the names fromCache, replayed and
+// keyIgnored look up: most answers carry none of them, and one pass
+// rules them all out, where looking each name up was ~25 map reads per
+// answer. cached is fromCache's word, "" when unmarked.
+func answerMarks(h http.Header) (marked bool, cached string) {
+	if marked = markedAnswer(h); marked {
+		cached = fromCache(h)
+	}
+	return marked, cached
+}
+
+// submitIgnoresKey is whether a submit's answer, marked and cached as
+// answerMarks read them, says the endpoint ignores the key: a cache's
+// copy of one speaks for the cache, not for the server.
+func submitIgnoresKey(h http.Header, marked bool, cached string) bool {
+	return marked && cached == "" && keyIgnored(h)
+}
+
 // answerOf prepares an exchange for the judge: the classifier's verdict
 // and, for a 2xx that may settle, the decoder's outcome.
 func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
@@ -1003,14 +1021,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	if ex.status == 0 {
 		return a
 	}
-	// Most answers carry none of the names fromCache, replayed and
-	// keyIgnored read: one pass over the header rules them all out, where
-	// looking each name up was ~25 map reads per answer.
-	marked := markedAnswer(ex.header)
-	cached := ""
-	if marked {
-		cached = fromCache(ex.header)
-	}
+	marked, cached := answerMarks(ex.header)
 	switch {
 	case !query && cached == "":
 		a.replayed = marked && replayed(ex.header, ex.status)
@@ -1034,7 +1045,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 				a.otherRequest, a.otherFixed = fmt.Sprintf("id %q under %s, not %q, the one this request's path names", clipValue(a.created), collection, clipValue(acted)), true
 			}
 		}
-		a.keyIgnored = marked && keyIgnored(ex.header)
+		a.keyIgnored = submitIgnoresKey(ex.header, marked, cached)
 	case query && cached != "" && !c.cacheNamesKey(rec, ex) && !pathNamesKey(rec.QueryURL, rec.Key):
 		a.otherCache = true
 	}

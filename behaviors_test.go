@@ -137,7 +137,7 @@ func TestKeyWindowUnderBehaviors(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			e := newEnv(t, serverOpts(idemtest.WithBehavior(b)))
 			require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: key}))
-			first, err := idem.New(e.store, append(e.baseOpts(), idem.WithMaxAttempts(1))...)
+			first, err := idem.New(e.replica(), append(e.baseOpts(), idem.WithMaxAttempts(1))...)
 			require.NoError(t, err)
 			res, err := first.Submit(e.ctx, e.req(key, `{"amount":100}`))
 			require.ErrorIs(t, err, idem.ErrUnknownOutcome)

@@ -113,24 +113,16 @@ var storeUsers clientsByStore
 type clientsByStore struct {
 	mu sync.Mutex
 	m  map[Store]*Client
-	// shared: Stores whose Clients are replicas of one another (tests
-	// that run several processes' Clients on one journal); unguarded.
-	shared map[Store]bool
 }
 
 // take makes c store's Client, unless another open one is.
 func (u *clientsByStore) take(store Store, c *Client) error {
-	if reflect.TypeOf(store).Kind() != reflect.Pointer {
-		// Only a pointer is sure to be comparable as a map key; a Store
-		// of another kind is left unguarded.
+	if !guarded(store) {
 		return nil
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.shared[store] {
-		return nil
-	}
-	if other := u.m[store]; other != nil && !other.closed() {
+	if other := u.m[store]; other != nil && !other.closing() {
 		return fmt.Errorf("%w: New: another Client is open on this Store: each Client's Resume and Run drive every operation in the journal, those Clients before it left open too, with its own key header, request hook (credentials) and decoder; use that Client (or Close it first to make it again with the same settings), or give each provider its own journal", ErrInvalidRequest)
 	}
 	if u.m == nil {
@@ -142,7 +134,7 @@ func (u *clientsByStore) take(store Store, c *Client) error {
 
 // release forgets c as its Store's Client once it is closed.
 func (u *clientsByStore) release(c *Client) {
-	if reflect.TypeOf(c.store).Kind() != reflect.Pointer {
+	if !guarded(c.store) {
 		return
 	}
 	u.mu.Lock()
@@ -150,6 +142,13 @@ func (u *clientsByStore) release(c *Client) {
 	if u.m[c.store] == c {
 		delete(u.m, c.store)
 	}
+}
+
+// guarded reports whether store is one clientsByStore keeps: only a
+// pointer is sure to be comparable as a map key, and a Store of another
+// kind is left unguarded.
+func guarded(store Store) bool {
+	return reflect.TypeOf(store).Kind() == reflect.Pointer
 }
 
 // newConfig applies and validates opts, once for New and Open alike.

@@ -122,7 +122,7 @@ func TestHostKeyRetentionDefaultPort(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, noResultEndpoint())
 			tr := &countingTransport{}
-			c, err := idem.New(e.store, append(e.baseOpts(),
+			c, err := idem.New(e.replica(), append(e.baseOpts(),
 				idem.WithHTTPClient(&http.Client{Transport: tr}),
 				idem.WithKeyRetention(idem.KeyRetentionStripe),
 				idem.WithHostKeyRetention("api.example.test", idem.KeyRetentionFiber))...)

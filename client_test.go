@@ -125,7 +125,7 @@ func TestOutcomeTable(t *testing.T) {
 func TestKeyConflictOnServerIsNeverResent(t *testing.T) {
 	e := newEnv(t)
 	// Another client used the key with another body first.
-	other, err := idem.New(e.store, idem.WithHTTPClient(e.srv.Client()), idem.WithScope("elsewhere"),
+	other, err := idem.New(e.replica(), idem.WithHTTPClient(e.srv.Client()), idem.WithScope("elsewhere"),
 		idem.WithRequestHook(func(r *http.Request) error { r.Header.Set("Authorization", scope); return nil }))
 	require.NoError(t, err)
 	_, err = other.Submit(e.ctx, idem.Request{Key: "k1", URL: e.srv.URL + "/orders", Body: []byte(`{"amount":1}`)})
@@ -245,7 +245,7 @@ func TestInvalidOptions(t *testing.T) {
 	}
 	for name, o := range bad {
 		t.Run(name, func(t *testing.T) {
-			c, err := idem.New(e.store, o)
+			c, err := idem.New(e.replica(), o)
 			require.Error(t, err)
 			require.Nil(t, c)
 			require.Contains(t, err.Error(), "idem: ")

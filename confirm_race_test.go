@@ -67,11 +67,11 @@ func TestConfirmRacesResend(t *testing.T) {
 	tr := &lateSends{base: e.srv.Client().Transport, sent: make(chan struct{}, 1), answered: make(chan struct{}, 1)}
 	// A fresh connection per request: net/http silently resends a request
 	// whose reused connection died, and that resend would settle it.
-	submitter, err := idem.New(e.store, append(e.baseOpts(),
+	submitter, err := idem.New(e.replica(), append(e.baseOpts(),
 		idem.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = submitter.Close() })
-	resender, err := idem.New(e.store, append(e.baseOpts(),
+	resender, err := idem.New(e.replica(), append(e.baseOpts(),
 		idem.WithMaxAttempts(idem.DefaultMaxAttempts), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = resender.Close() })
@@ -236,7 +236,7 @@ func TestConfirmLateAnswer(t *testing.T) {
 			// deadline passed would; the resend is a Do with the default
 			// budget.
 			tr := &confirmOnSend{base: e.srv.Client().Transport}
-			resender, err := idem.New(e.store, append(e.baseOpts(),
+			resender, err := idem.New(e.replica(), append(e.baseOpts(),
 				idem.WithMaxAttempts(idem.DefaultMaxAttempts), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = resender.Close() })
@@ -310,7 +310,7 @@ func TestConfirmLateProcessingAnswer(t *testing.T) {
 	e := newEnv(t, noResultEndpoint(), counts.options())
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.SlowProcessing, Key: "k", Delay: time.Hour}))
 	tr := &confirmOnSend{base: e.srv.Client().Transport}
-	c, err := idem.New(e.store, append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+	c, err := idem.New(e.replica(), append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	tr.confirm = func() error {
@@ -349,7 +349,7 @@ func TestConfirmDuringSubmitKeepsTheAnswer(t *testing.T) {
 		t.Run(string(st), func(t *testing.T) {
 			e := newEnv(t)
 			tr := &confirmOnSend{base: e.srv.Client().Transport}
-			c, err := idem.New(e.store, append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+			c, err := idem.New(e.replica(), append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = c.Close() })
 			id, status := "ord_000001", http.StatusCreated

@@ -48,7 +48,7 @@ func TestConfirmConflictDuringDrive(t *testing.T) {
 		_, confirmErr = c.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "ord_other", "evt_1"))
 	}}
 	var err error
-	c, err = idem.New(e.store, append(e.baseOpts(), idem.WithClock(clk), idem.WithHooks(idem.Hooks{
+	c, err = idem.New(e.replica(), append(e.baseOpts(), idem.WithClock(clk), idem.WithHooks(idem.Hooks{
 		Review: func(_ context.Context, r *idem.Result) { counts.add(counts.review, r.Key) },
 	}))...)
 	require.NoError(t, err)

@@ -56,7 +56,7 @@ func TestWebhookFailureContradictedByAnswer(t *testing.T) {
 	counts := newSettleCounts()
 	e := newEnv(t, counts.options())
 	tr := &confirmOnSend{base: e.srv.Client().Transport}
-	c, err := idem.New(e.store, append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
+	c, err := idem.New(e.replica(), append(e.baseOpts(), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	tr.confirm = func() error { return refusedElsewhere(c) }
@@ -120,7 +120,7 @@ func TestDeclineAfterMaybeExecutedCopyIsNotAFailure(t *testing.T) {
 func doWhileForcedFailed(t testing.TB, e *env, reason string) (*idem.Result, error) {
 	t.Helper()
 	tr := &confirmOnSend{base: e.srv.Client().Transport}
-	c, err := idem.New(e.store, append(e.baseOpts(),
+	c, err := idem.New(e.replica(), append(e.baseOpts(),
 		idem.WithMaxAttempts(idem.DefaultMaxAttempts), idem.WithHTTPClient(&http.Client{Transport: tr}))...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })

@@ -21,11 +21,11 @@ func TestCountOptionErrorsNameTheOption(t *testing.T) {
 		{idem.WithMaxResponseBytes(-1), idem.WithMaxResponseBytes(1), "idem: WithMaxResponseBytes: need at least 1, got -1"},
 		{idem.WithResumeConcurrency(0), idem.WithResumeConcurrency(1), "idem: WithResumeConcurrency: need at least 1, got 0"},
 	} {
-		c, err := idem.New(e.store, tc.bad)
+		c, err := idem.New(e.replica(), tc.bad)
 		require.Nil(t, c)
 		require.EqualError(t, err, tc.want)
 
-		c, err = idem.New(e.store, tc.good)
+		c, err = idem.New(e.replica(), tc.good)
 		require.NoError(t, err, tc.want)
 		require.NoError(t, c.Close())
 	}

@@ -102,12 +102,19 @@ func (e *env) open() {
 	e.t.Helper()
 	store, err := journal.Open(e.path)
 	require.NoError(e.t, err)
-	// Tests build other processes' and replicas' Clients on it.
-	idem.ShareStore(e.t, store)
 	c, err := idem.New(store, e.baseOpts()...)
 	require.NoError(e.t, err)
 	e.store, e.client = store, c
 	e.t.Cleanup(func() { _ = store.Close() })
+}
+
+// replica is e.store under a pointer of its own, for another process's
+// or replica's Client on the same journal: New refuses a second Client
+// on one Store. Embedding keeps every optional interface idem asks a
+// Store for (KeyIgnoringStore, KeyIgnoringRemover, StatsStore,
+// CreateClaimer).
+func (e *env) replica() idem.Store {
+	return &struct{ *journal.Store }{e.store}
 }
 
 // restart closes the journal and opens it again.

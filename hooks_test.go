@@ -204,7 +204,7 @@ func (blockingClock) Sleep(ctx context.Context, _ time.Duration) error {
 func TestWait(t *testing.T) {
 	t.Run("woken by a settlement in this process", func(t *testing.T) {
 		e := newEnv(t)
-		c, err := idem.New(e.store, append(e.baseOpts(), idem.WithClock(blockingClock{e.clock}))...)
+		c, err := idem.New(e.replica(), append(e.baseOpts(), idem.WithClock(blockingClock{e.clock}))...)
 		require.NoError(t, err)
 		op, err := c.Prepare(e.ctx, e.req("k", `{}`))
 		require.NoError(t, err)

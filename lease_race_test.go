@@ -36,7 +36,7 @@ func (s *claimFirst) Claim(ctx context.Context, scope, key, owner string, now, e
 func TestSubmitClaimedFirstByOtherReplica(t *testing.T) {
 	e := newEnv(t, noResultEndpoint())
 	require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.Throttle, Key: "k", RetryAfter: time.Second}))
-	b, err := idem.New(e.store, append(e.baseOpts(), idem.WithLease("replica-b", idem.DefaultLeaseDuration), idem.WithMaxAttempts(1))...)
+	b, err := idem.New(e.replica(), append(e.baseOpts(), idem.WithLease("replica-b", idem.DefaultLeaseDuration), idem.WithMaxAttempts(1))...)
 	require.NoError(t, err)
 	defer b.Close()
 	var bErr error

@@ -25,7 +25,7 @@ func TestLeaseLostStopsTheDriver(t *testing.T) {
 		_, takenOver, err = e.store.Claim(e.ctx, idem.DefaultScope, "k", "replica-b", now, now.Add(time.Minute))
 		require.NoError(t, err, "takeover Claim()")
 	}}
-	c, err := idem.New(e.store, append(e.baseOpts(), idem.WithClock(clk), idem.WithLease("replica-a", time.Second))...)
+	c, err := idem.New(e.replica(), append(e.baseOpts(), idem.WithClock(clk), idem.WithLease("replica-a", time.Second))...)
 	require.NoError(t, err)
 	defer c.Close()
 

@@ -297,9 +297,9 @@ func (c *Client) Close() error {
 	return err
 }
 
-// closed reports whether Shutdown or Close has begun: the Client takes no
-// new calls, and its Store may have another Client (New).
-func (c *Client) closed() bool {
+// closing reports whether Shutdown or Close has begun: the Client takes
+// no new calls, and its Store may have another Client (New).
+func (c *Client) closing() bool {
 	c.life.mu.Lock()
 	defer c.life.mu.Unlock()
 	return c.life.closing

@@ -101,7 +101,7 @@ type driver struct {
 	// answerHeader: the header of the submit's answer while answerOf
 	// reads it (the caller's classifier and decoder run there), nil
 	// otherwise: a visit whose decoder panicked learns from it that the
-	// endpoint ignores the key (ignoredBeforePanic).
+	// endpoint ignores the key (learnIgnoredBeforePanic).
 	answerHeader http.Header
 	// ignoredEndpoint: resendBlock found the operation's endpoint known
 	// to ignore the key, and its writes from then on flag it so
@@ -165,10 +165,11 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if wasOpen && !preRecorded {
 		c.sights.read(rec, now, c.cfg.reconcileDeadline)
 	}
+	callReturned := false
 	if mode != foreground {
 		defer func() {
-			if d.hctx != nil {
-				return // the Call hook returned: no recover, no cost
+			if callReturned {
+				return // no recover, no cost
 			}
 			// Its panic, which visitCaught catches, skipped release
 			// below: the claim kept every reconciler (another replica's
@@ -180,8 +181,12 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 		}()
 	}
 	hctx, end := c.callStarted(ctx, rec, mode)
-	d.hctx = hctx
-	cause := d.runCaught()
+	callReturned, d.hctx = true, hctx
+	run := d.runCaught
+	if mode == foreground {
+		run = d.runFlagging
+	}
+	cause := run()
 	elsewhere := errors.Is(cause, errSettledElsewhere)
 	d.release(elsewhere)
 	switch {
@@ -210,43 +215,44 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	return res, settled, news, err
 }
 
-// runCaught is run, and for Resume and Run, whose visits run on idem's
-// goroutines where no caller can recover a panic, it catches one of the
+// runFlagging is run for a caller's call (Do, Submit), whose panic goes
+// on up the caller's stack. The send it followed was journaled:
+// unflagged, the next Resume resent it blind to an endpoint its answer
+// had said ignores the key, a second charge.
+func (d *driver) runFlagging() error {
+	defer func() {
+		if d.answerHeader == nil {
+			return // not amid the submit's answer: no recover, no cost
+		}
+		p := recover()
+		if p == nil {
+			return // runtime.Goexit goes on
+		}
+		if d.rec.Open() && !d.leaseLost && !d.journalStalled && d.learnIgnoredBeforePanic() {
+			_ = d.flag(ReviewKeyIgnored, fmt.Errorf("%w: %v", errCallPanicked, p))
+		}
+		panic(p)
+	}()
+	return d.run()
+}
+
+// runCaught is run for Resume and Run, whose visits run on idem's
+// goroutines where no caller can recover a panic: it catches one of the
 // caller's code (a decoder, classifier, request hook, transport, Attempt
 // hook): uncaught, it killed the process, and the next start-up's Resume
 // met the same answer and died again, for ever. The operation is handed
 // off as any unsettled visit's is: what may have been sent is unknown,
-// asked about by the next visit. A caller's call (Do, Submit) lets it go
-// on up the caller's stack.
+// asked about by the next visit.
 func (d *driver) runCaught() (cause error) {
-	if d.mode == foreground {
-		// The panic goes on up, but the send it followed was journaled:
-		// unflagged, the next Resume resent it blind to an endpoint its
-		// answer had said ignores the key, a second charge.
-		defer func() {
-			if d.answerHeader == nil {
-				return // not amid the submit's answer: no recover, no cost
-			}
-			p := recover()
-			if p == nil {
-				return // runtime.Goexit goes on
-			}
-			if d.rec.Open() && !d.leaseLost && !d.journalStalled && d.ignoredBeforePanic() {
-				_ = d.flag(ReviewKeyIgnored, fmt.Errorf("%w: %v", errCallPanicked, p))
-			}
-			panic(p)
-		}()
-		return d.run()
-	}
 	defer func() {
 		p := recover()
 		if p == nil {
 			return
 		}
-		cause = d.c.visitPanicked(d.ctx, d.mode, p, opAttrs(d.rec))
+		cause = d.c.visitPanicked(d.ctx, d.mode, p, d.rec.Open(), opAttrs(d.rec))
 		if d.rec.Open() && !d.leaseLost && !d.journalStalled {
 			end := d.handoff
-			if d.ignoredBeforePanic() {
+			if d.learnIgnoredBeforePanic() {
 				end = func(cause error, _ time.Time) error { return d.flag(ReviewKeyIgnored, cause) }
 			}
 			if err := end(cause, time.Time{}); err != cause {
@@ -257,16 +263,19 @@ func (d *driver) runCaught() (cause error) {
 	return d.run()
 }
 
-// ignoredBeforePanic reports whether the submit's answer that the caller's
-// code panicked on said the endpoint ignores the key (as answerOf reads
-// it), and then learns the endpoint as submit does. Handed off unflagged,
-// the endpoint neither known nor journaled, every later visit resent the
-// request there, where each send is another charge (Solidgate's
-// Idempotency-Status: ignored).
-func (d *driver) ignoredBeforePanic() bool {
+// learnIgnoredBeforePanic reports whether the submit's answer that the
+// caller's code panicked on said the endpoint ignores the key (as
+// answerOf reads it), and then learns the endpoint as submit does.
+// Handed off unflagged, the endpoint neither known nor journaled, every
+// later visit resent the request there, where each send is another
+// charge (Solidgate's Idempotency-Status: ignored).
+func (d *driver) learnIgnoredBeforePanic() bool {
 	h := d.answerHeader
 	d.answerHeader = nil
-	if h == nil || !markedAnswer(h) || fromCache(h) != "" || !keyIgnored(h) {
+	if h == nil {
+		return false
+	}
+	if marked, cached := answerMarks(h); !submitIgnoresKey(h, marked, cached) {
 		return false
 	}
 	if !d.keyIgnored {
@@ -280,28 +289,44 @@ func (d *driver) ignoredBeforePanic() bool {
 // and ends the call (end, Hooks.Call's). In a Resume or Run visit a panic
 // of theirs is logged and goes no further: it came after the drive
 // committed, and up the visit's stack it skipped the WithSettleFunc
-// callback of a settlement, which no later visit reports.
+// callback of a settlement, which no later visit reports; nor does it
+// skip end, which leaves the Call hook's span or gauge open for ever.
 func (d *driver) reportEnd(end func(*Result, error), report, settled bool, res *Result, err error) {
-	if d.mode != foreground {
+	if d.mode == foreground {
+		if report {
+			d.c.driveEnded(d.hctx, d, d.wasReview, settled, res)
+		}
+		if end != nil {
+			end(res.clone(), err)
+		}
+		return
+	}
+	if end != nil {
 		defer func() {
-			if p := recover(); p != nil {
-				_ = d.c.visitPanicked(d.ctx, d.mode, p, opAttrs(d.rec))
-			}
+			defer d.endPanicked()
+			end(res.clone(), err)
 		}()
 	}
+	defer d.endPanicked()
 	if report {
 		d.c.driveEnded(d.hctx, d, d.wasReview, settled, res)
 	}
-	if end != nil {
-		end(res.clone(), err)
+}
+
+// endPanicked, deferred, logs a panic of a hook reportEnd runs in a
+// visit and lets it go no further.
+func (d *driver) endPanicked() {
+	if p := recover(); p != nil {
+		_ = d.c.visitPanicked(d.ctx, d.mode, p, d.rec.Open(), opAttrs(d.rec))
 	}
 }
 
-// visitPanicked logs a panic a Resume or Run visit caught, with its stack,
-// and returns the visit's error for it.
-func (c *Client) visitPanicked(ctx context.Context, mode driveMode, p any, attrs []slog.Attr) error {
-	c.log.LogAttrs(ctx, slog.LevelError, "idem: "+callKind(mode)+": a visit panicked; the operation stays open for the next visit",
-		append(attrs, slog.Any("panic", p), slog.String("stack", string(debug.Stack())))...)
+// visitPanicked logs a panic a Resume or Run visit caught, with its stack
+// and whether the operation is still open (a hook told of a settlement
+// panics after it), and returns the visit's error for it.
+func (c *Client) visitPanicked(ctx context.Context, mode driveMode, p any, open bool, attrs []slog.Attr) error {
+	c.log.LogAttrs(ctx, slog.LevelError, "idem: "+callKind(mode)+": a visit panicked",
+		append(attrs, slog.Bool("open", open), slog.Any("panic", p), slog.String("stack", string(debug.Stack())))...)
 	return fmt.Errorf("%w: %v", errCallPanicked, p)
 }
 

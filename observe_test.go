@@ -133,7 +133,7 @@ func (u *untracedOnce) RoundTrip(req *http.Request) (*http.Response, error) {
 // its errors count as "maybe sent", so idem asks before resending.
 func TestUntracedTransportErrorIsMaybeSent(t *testing.T) {
 	e := newEnv(t)
-	c, err := idem.New(e.store, append(e.baseOpts(),
+	c, err := idem.New(e.replica(), append(e.baseOpts(),
 		idem.WithHTTPClient(&http.Client{Transport: &untracedOnce{base: e.srv.Client().Transport}}))...)
 	require.NoError(t, err)
 	res, err := c.Submit(e.ctx, e.req("k", `{}`))

@@ -76,7 +76,7 @@ func TestOptionsRefuseWhatWouldBreakEveryCall(t *testing.T) {
 	}
 	for name, o := range bad {
 		t.Run(name, func(t *testing.T) {
-			c, err := idem.New(e.store, o)
+			c, err := idem.New(e.replica(), o)
 			require.ErrorContains(t, err, want[name])
 			require.Nil(t, c)
 		})

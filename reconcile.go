@@ -283,8 +283,10 @@ func (v *visitor) run(r ref) {
 func (c *Client) visitCaught(ctx context.Context, r ref, mode driveMode) (res *Result, news hostNews, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			cause := c.visitPanicked(ctx, mode, p, []slog.Attr{slog.String("scope", r.scope), slog.String("key", r.key)})
+			cause := fmt.Errorf("%w: %v", errCallPanicked, p)
 			res, err = c.current(r.scope, r.key, cause)
+			open := res == nil || !res.State.Terminal() // unread: say it may be
+			_ = c.visitPanicked(ctx, mode, p, open, []slog.Attr{slog.String("scope", r.scope), slog.String("key", r.key)})
 			news = hostNews{}
 		}
 	}()

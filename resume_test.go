@@ -189,7 +189,7 @@ func TestRunFlagsPastDeadline(t *testing.T) {
 	// A restart's Resume only asks about a flagged operation: resending is
 	// a person's decision now, even inside the key window.
 	submits, queries := len(e.submits("k")), e.queries("k")
-	restarted, err := idem.New(e.store, append(e.baseOpts(), idem.WithMaxAttempts(5))...)
+	restarted, err := idem.New(e.replica(), append(e.baseOpts(), idem.WithMaxAttempts(5))...)
 	require.NoError(t, err)
 	sum, err := restarted.Resume(e.ctx)
 	require.NoError(t, err)
@@ -277,7 +277,7 @@ func TestPruneKeepsOpenAndRecent(t *testing.T) {
 		require.NoError(t, err, k)
 	}
 
-	_, err = idem.New(e.store, idem.WithRetainSettled(idem.DefaultKeyRetention/2))
+	_, err = idem.New(e.replica(), idem.WithRetainSettled(idem.DefaultKeyRetention/2))
 	require.ErrorContains(t, err, "shorter than the key window")
 }
 

@@ -269,7 +269,7 @@ func TestKeyConflictStatuses(t *testing.T) {
 	})
 	t.Run("WithKeyConflictStatus refuses a non-4xx status", func(t *testing.T) {
 		e := newEnv(t)
-		_, err := idem.New(e.store, idem.WithKeyConflictStatus(500))
+		_, err := idem.New(e.replica(), idem.WithKeyConflictStatus(500))
 		require.ErrorContains(t, err, "not a 4xx")
 	})
 }

@@ -397,8 +397,8 @@ type pacedSlot struct {
 // takes about the share that one visit at a time can send. Those the
 // pass claims and does not visit queue up again at the end.
 func (h *hostStalls) nextSlot(host string, until time.Time, step time.Duration) time.Time {
-	// The line is part of the host's pacing: postpone asks only for a
-	// paced host's place, and one asked for another's is paced from here.
+	// The line is part of the host's pacing: postpone calls this only
+	// for a paced host (pacedAlone), whose pacing pacingOf finds.
 	p := h.pacingOf(host)
 	s := p.slot
 	// The line outlives the rest it was set by, and is compared with the

@@ -80,7 +80,7 @@ func TestDefaultBackoffIsJittered(t *testing.T) {
 	e2 := newEnv(t, script(
 		step{status: http.StatusServiceUnavailable}, step{status: http.StatusServiceUnavailable}, step{status: http.StatusServiceUnavailable}))
 	// Rebuild the client without the test's constant backoff.
-	c, err := idem.New(e2.store, idem.WithHTTPClient(&http.Client{Transport: e2.script}), idem.WithClock(e2.clock))
+	c, err := idem.New(e2.replica(), idem.WithHTTPClient(&http.Client{Transport: e2.script}), idem.WithClock(e2.clock))
 	require.NoError(t, err)
 	_, err = c.Submit(e2.ctx, e2.req("k", `{}`))
 	require.NoError(t, err)

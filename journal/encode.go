@@ -262,22 +262,22 @@ func appendHeaderNames(dst []byte, h http.Header, keys []string) []byte {
 // and it allocates no more than a small multiple of len(b): every count
 // and length is checked against the bytes that remain.
 func decode(b []byte) (*Record, error) {
-	r, _, _, err := decodeStored(b, false)
+	r, _, _, err := decodeStored(b)
 	return r, err
 }
 
 // decodeStored is decode that also returns the stored body and the request
-// header's encoding (encodedHeader's): slices of b, not copies. With
-// shared, r.Body is that slice of b too, not a copy: only for a caller
-// that neither changes it nor keeps it past b's life (an owned Update's,
-// which puts its own encoding's in its place).
-func decodeStored(b []byte, shared bool) (r *Record, body, header []byte, err error) {
-	return decodeStoredIn(new(recordBlock), b, shared)
+// header's encoding (encodedHeader's): slices of b, not copies.
+func decodeStored(b []byte) (r *Record, body, header []byte, err error) {
+	return decodeStoredIn(new(recordBlock), b, false)
 }
 
 // decodeStoredIn is decodeStored into blk, which it overwrites whole: the
-// record handed back is blk's. An Update decodes into a block of its op's
-// allocation (ownedUpdateOp), one allocation fewer per write.
+// record handed back is blk's. An owned Update decodes into a block of
+// its op's allocation (ownedUpdateOp), one allocation fewer per write.
+// With shared, r.Body is the body's slice of b too, not a copy: only for
+// a caller that neither changes it nor keeps it past b's life (an owned
+// Update's, which puts its own encoding's in its place).
 func decodeStoredIn(blk *recordBlock, b []byte, shared bool) (r *Record, body, header []byte, err error) {
 	d := decoder{b: b}
 	d.header()

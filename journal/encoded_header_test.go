@@ -28,7 +28,7 @@ func TestEncodedHeaderSpans(t *testing.T) {
 		require.Equal(t, encode(nil, r), enc, name)
 		require.Equal(t, appendHeader(nil, r.Header), grown[:len(grown)-1], name)
 
-		got, body, stored, err := decodeStored(enc, false)
+		got, body, stored, err := decodeStored(enc)
 		require.NoError(t, err, name)
 		require.Equal(t, encodedHeader(enc), stored, name)
 		require.True(t, bytes.Equal(got.Body, body), name)
@@ -41,7 +41,7 @@ func FuzzStoredHeader(f *testing.F) {
 	f.Add(encode(nil, fullRecord()))
 	f.Add(encode(nil, &Record{Scope: "s", Key: "k", State: StatePending}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _, header, err := decodeStored(b, false)
+		_, _, header, err := decodeStored(b)
 		if err != nil {
 			return
 		}

@@ -436,7 +436,7 @@ type leaseCtx struct {
 // as its own (owned.Mark of WithLease's context, made for that one
 // write): the Update's fn is the client's, which never changes the
 // record's Body nor keeps it, and the client never changes the Body of
-// the record Update hands back (updateOp.owned). Any other context, one
+// the record Update hands back (updateOp.block). Any other context, one
 // derived from a marked one included, is not.
 func ownedUpdate(ctx context.Context) bool {
 	c, ok := ctx.(*leaseCtx)

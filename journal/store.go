@@ -888,7 +888,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if ownedUpdate(ctx) {
 		o := new(ownedUpdateOp) // the op and the record it decodes, in one allocation
 		u = &o.updateOp
-		u.owned, u.block = true, &o.block
+		u.block = &o.block
 	} else {
 		u = new(updateOp)
 	}
@@ -917,17 +917,16 @@ type updateOp struct {
 	fn     func(*Record) error
 	lease  Lease // the caller's, checked in the commit when leased
 	leased bool
-	// owned: the client's own Update (ownedUpdate), whose fn neither
-	// changes the record's Body nor keeps it, and whose caller never
-	// changes the Body of the record handed back: run gives fn the
-	// stored body itself, and the record its new encoding's, rather
-	// than a copy of 1 KiB or so per write.
-	owned  bool
 	stored *Record
 	entry  logged // as createOp's
-	// block, an owned Update's (ownedUpdateOp), is what run decodes the
-	// record into, the record fn changes and Update hands back; nil for
-	// the others, whose run allocates it.
+	// block, set only for the client's own Update (ownedUpdate, in an
+	// ownedUpdateOp), is what run decodes the record into, the record fn
+	// changes and Update hands back; nil for the others, whose run
+	// allocates it. Such an Update's fn neither changes the record's
+	// Body nor keeps it, and its caller never changes the Body of the
+	// record handed back: run gives fn the stored body itself, and the
+	// record its new encoding's, rather than a copy of 1 KiB or so per
+	// write.
 	block *recordBlock
 }
 
@@ -950,11 +949,11 @@ func (u *updateOp) run(v *view, req *request) error {
 	if cur == nil {
 		return ErrNotFound
 	}
-	blk := u.block
-	if blk == nil {
+	blk, owned := u.block, u.block != nil
+	if !owned {
 		blk = new(recordBlock)
 	}
-	r, body, header, err := decodeStoredIn(blk, cur, u.owned)
+	r, body, header, err := decodeStoredIn(blk, cur, owned)
 	if err != nil {
 		return err
 	}
@@ -992,7 +991,7 @@ func (u *updateOp) run(v *view, req *request) error {
 	if err := validateChange(&was, r); err != nil {
 		return err
 	}
-	if u.owned && len(body) > 0 && &r.Body[0] == &body[0] {
+	if owned && len(body) > 0 && &r.Body[0] == &body[0] {
 		// cur's bytes live no longer than the round (bbolt's, or an
 		// earlier write's the applier may drop): the record keeps the
 		// same bytes in its own encoding, which nothing changes.
