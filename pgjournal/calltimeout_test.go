@@ -113,12 +113,7 @@ func TestLockWaitCutNotWritten(t *testing.T) {
 // fails saying so, not journal.ErrMaybeCommitted, and wrote nothing.
 func TestPoolWaitCutNotWritten(t *testing.T) {
 	ctx := context.Background()
-	pc, err := pgxpool.ParseConfig(dsn(t))
-	require.NoError(t, err)
-	pc.MaxConns = 1
-	pool, err := pgxpool.NewWithConfig(ctx, pc)
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
+	pool := newPool(t, func(pc *pgxpool.Config) { pc.MaxConns = 1 })
 	schema := openStore(t).Schema() // migrated, dropped at cleanup
 	s, err := pgjournal.New(pool, pgjournal.WithSchema(schema), pgjournal.WithCallTimeout(shortBound))
 	require.NoError(t, err)

@@ -88,6 +88,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 		if current > SchemaVersion {
 			return newer(current)
 		}
+		s.noteDatabase(ctx, conn)
 		return nil
 	}
 	// The lock is each transaction's (pg_advisory_xact_lock), never the
@@ -162,7 +163,21 @@ func (s *Store) Migrate(ctx context.Context) error {
 			return errorf("migrate: %s: %w", m.name, err)
 		}
 	}
+	s.noteDatabase(ctx, conn)
 	return nil
+}
+
+// noteDatabase reads, if it can, the database s's pool reaches
+// (databaseID) on conn, a connection Migrate holds, for PrepareTx to
+// compare with its transaction's: read by PrepareTx's first call on a
+// pool the application's transactions share (New), it would wait for a
+// connection those transactions may all hold, its own among them, and
+// fail after WithCallTimeout.
+func (s *Store) noteDatabase(ctx context.Context, conn queryer) {
+	var id string
+	if s.database.Load() == nil && conn.QueryRow(ctx, databaseIDSQL).Scan(&id) == nil {
+		s.database.Store(&id)
+	}
 }
 
 // lockID is the advisory lock of a schema's migrations.

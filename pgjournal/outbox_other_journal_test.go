@@ -100,13 +100,20 @@ func TestPrepareTxForAClientOfAnotherJournal(t *testing.T) {
 				return
 			}
 			require.NoError(t, prepErr)
-			op, err := c.Lookup(ctx, "", key)
-			require.NoError(t, err)
-			require.Equal(t, idem.StateSucceeded, op.State)
-			require.Equal(t, 1, submits(srv, key), "submits")
-			require.Equal(t, 1, srv.Effects("", key), "orders the server made")
+			requireChargedOnce(t, c, srv, key)
 		})
 	}
+}
+
+// requireChargedOnce asserts that key's operation succeeded, sent once,
+// and made one order on srv.
+func requireChargedOnce(t *testing.T, c *idem.Client, srv *idemtest.Server, key string) {
+	t.Helper()
+	op, err := c.Lookup(context.Background(), "", key)
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, op.State)
+	require.Equal(t, 1, submits(srv, key), "submits")
+	require.Equal(t, 1, srv.Effects("", key), "orders the server made")
 }
 
 // storeInAnotherDatabase is a migrated Store on schema in a database of

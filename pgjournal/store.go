@@ -955,7 +955,12 @@ func (s *Store) createLeased(ctx context.Context, rec *journal.Record, owner str
 }
 
 // create inserts rec with q, inside the caller's transaction (PrepareTx),
-// whose commit is the caller's to judge.
+// whose commit is the caller's to judge, if q is on s's database. A
+// transaction on another database holding a table of the same schema
+// (the service's orders database, migrated for a Store of its own) took
+// the intent there, where no Run of the Client's looks: committed with
+// the order row, and never sent. The check is made by the insert's own
+// statement, which inserts nothing elsewhere, so it costs no round trip.
 func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record) (*journal.Record, error) {
 	if err := journal.CheckRecord(rec); err != nil {
 		return nil, errorf("create: %w", err)
@@ -963,14 +968,28 @@ func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record) (*jo
 	if err := s.usable(ctx); err != nil {
 		return nil, errorf("create: %w", err)
 	}
+	want, err := s.databaseID(ctx, false)
+	if err != nil {
+		return nil, errorf("create %q: which database this Store journals to: %w", rec.Key, err)
+	}
 	stored := journal.CloneRecord(rec)
 	args := append([]any{stored.Scope, stored.Key}, colValues(stored)...)
-	tag, err := q.Exec(ctx, `INSERT INTO `+s.table+` (scope, key, `+recordCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (scope, key) DO NOTHING`, args...)
-	if err != nil {
-		return nil, errorf("create %q: %w", rec.Key, err)
+	here, inserted, err := s.insertHere(ctx, q, want, args)
+	if err == nil && here != want {
+		// Read again before refusing: a database that moved (a
+		// blue/green switchover) since the Store's was read. Nothing was
+		// inserted, so the insert may be made again.
+		if want, err = s.databaseID(ctx, true); err == nil && here == want {
+			here, inserted, err = s.insertHere(ctx, q, want, args)
+		}
 	}
-	if tag.RowsAffected() == 0 {
+	switch {
+	case err != nil:
+		return nil, errorf("create %q: %w", rec.Key, err)
+	case here != want:
+		return nil, fmt.Errorf("%w: PrepareTx: the transaction is on database %s, not on this Store's %s, whose journal the Client's Run reads: "+
+			"an intent written there would never be sent; begin the transaction on the Store's database (the pool given to New)", idem.ErrInvalidRequest, here, want)
+	case !inserted:
 		old, err := s.get(ctx, q, rec.Scope, rec.Key)
 		if err != nil {
 			return nil, errorf("create %q: existing record: %w", rec.Key, err)
@@ -978,6 +997,18 @@ func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record) (*jo
 		return old, errorf("create %q: %w", rec.Key, journal.ErrExists)
 	}
 	return stored, nil
+}
+
+// insertHere inserts the record of args (create's) with q if q's
+// database is want (databaseID's), and returns q's database and whether
+// the row was inserted (not if its key was there).
+func (s *Store) insertHere(ctx context.Context, q queryer, want string, args []any) (here string, inserted bool, err error) {
+	err = q.QueryRow(ctx, `WITH here AS (`+databaseIDSQL+`),
+		ins AS (INSERT INTO `+s.table+` (scope, key, `+recordCols+`)
+			SELECT $1::text, $2::text, $3::text, $4::bool, $5::bool, $6::int8, $7::int8, $8::int8, $9::bytea FROM here WHERE here.id = $10
+			ON CONFLICT (scope, key) DO NOTHING RETURNING 1)
+		SELECT here.id, EXISTS (SELECT FROM ins) FROM here`, append(args, want)...).Scan(&here, &inserted)
+	return here, inserted, err
 }
 
 // Get returns the record or an error matching journal.ErrNotFound.
@@ -1330,9 +1361,13 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 // statement in tx: an intent journaled where c's Run never looks would
 // never be sent. For a Store other than this one, the database is read
 // once, on each Store's pool (an error then leaves tx untouched). tx
-// must be on this Store's database, which PrepareTx cannot check. Errors
-// are Prepare's; a failed statement leaves tx aborted, as any failed
-// statement does in PostgreSQL.
+// must be on this Store's database too: the insert's statement inserts
+// nothing on another (one whose schema of the same name holds another
+// journal), and the call is refused with ErrInvalidRequest, tx left
+// usable. The Store's database is compared as Migrate read it, or read
+// once on the pool if this Store was not migrated. Errors are Prepare's;
+// a failed statement leaves tx aborted, as any failed statement does in
+// PostgreSQL.
 //
 // Until tx commits, the operation is invisible to every other
 // transaction: Run neither waits on it nor sends it, and a Do for it
@@ -1410,6 +1445,9 @@ func (s *Store) sameDatabase(ctx context.Context, o *Store, fresh bool) (bool, e
 	return err == nil && mine == theirs, err
 }
 
+// databaseIDSQL reads databaseID's name of the database, as id.
+const databaseIDSQL = `SELECT system_identifier::text || '/' || current_database() AS id FROM pg_control_system()`
+
 // databaseID names the database s's pool reaches: the cluster's system
 // identifier, which pg_control_system() gives any role, and the
 // database's name. Host names cannot tell it: a pooler, a socket and an
@@ -1425,7 +1463,7 @@ func (s *Store) databaseID(ctx context.Context, fresh bool) (string, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var id string
-	err := s.pool.QueryRow(ctx, `SELECT system_identifier::text || '/' || current_database() FROM pg_control_system()`).Scan(&id)
+	err := s.pool.QueryRow(ctx, databaseIDSQL).Scan(&id)
 	if err != nil {
 		return "", readErr(ctx, err)
 	}

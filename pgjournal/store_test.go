@@ -42,13 +42,7 @@ func openStoreWith(t testing.TB, cfg func(*pgxpool.Config), opts ...pgjournal.Op
 	if cfg == nil {
 		s, err = pgjournal.Open(ctx, dsn(t), append(opts, pgjournal.WithSchema(schema))...)
 	} else {
-		pc, perr := pgxpool.ParseConfig(dsn(t))
-		require.NoError(t, perr)
-		cfg(pc)
-		pool, perr := pgxpool.NewWithConfig(ctx, pc)
-		require.NoError(t, perr)
-		t.Cleanup(pool.Close)
-		s, err = pgjournal.New(pool, append(opts, pgjournal.WithSchema(schema))...)
+		s, err = pgjournal.New(newPool(t, cfg), append(opts, pgjournal.WithSchema(schema))...)
 	}
 	require.NoError(t, err, "Open()")
 	require.NoError(t, s.Migrate(ctx), "Migrate()")
@@ -60,6 +54,19 @@ func openStoreWith(t testing.TB, cfg func(*pgxpool.Config), opts ...pgjournal.Op
 		}
 	})
 	return s
+}
+
+// newPool is a pool on the test server whose configuration cfg changes,
+// closed when the test ends.
+func newPool(t testing.TB, cfg func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	pc, err := pgxpool.ParseConfig(dsn(t))
+	require.NoError(t, err)
+	cfg(pc)
+	pool, err := pgxpool.NewWithConfig(context.Background(), pc)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
 }
 
 // openStoreWrapping is openStore on a pool whose connections to the
