@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -112,4 +113,52 @@ func TestPrepareTxOnASharedPoolOfOne(t *testing.T) {
 	_, err = c.Resume(ctx)
 	require.NoError(t, err)
 	requireChargedOnce(t, c, srv, "charge-order-1")
+}
+
+// TestPrepareTxAfterTheDatabaseMoved: the outbox on a shared pool of one
+// (TestPrepareTxOnASharedPoolOfOne) whose address a switchover points at
+// another database (a blue/green switchover behind PgBouncer, modelled by
+// re-pointing it): Migrate read the first, the business transaction runs
+// on the second. PrepareTx read the Store's database again on the pool
+// before refusing, waiting for the connection the transaction holds:
+// each call failed after the call timeout, nothing journaled, and no
+// order could be placed until the process restarted. The transaction's
+// connection, made to the Store's pool's address, tells where the pool
+// reaches now: the intent is journaled there, and sent once.
+func TestPrepareTxAfterTheDatabaseMoved(t *testing.T) {
+	ctx := context.Background()
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	blue := openStore(t)
+	green := storeInAnotherDatabase(t, blue.Schema())
+	cfg, err := pgconn.ParseConfig(dsn(t))
+	require.NoError(t, err)
+	bouncer, moveTo := startMovablePgBouncer(t, cfg.Host, cfg.Port, cfg.Database)
+	pool, err := pgxpool.New(ctx, bouncer+"&default_query_exec_mode=exec&pool_max_conns=1")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	s, err := pgjournal.New(pool, pgjournal.WithSchema(blue.Schema()))
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
+	c := newClient(t, s, srv)
+
+	moveTo(blue.Schema() + "_db") // storeInAnotherDatabase's
+	waitFor(t, "PgBouncer moved", func() bool {
+		var db string
+		return pool.QueryRow(ctx, `SELECT current_database()`).Scan(&db) == nil && db == blue.Schema()+"_db"
+	})
+	for _, key := range []string{"charge-order-1", "charge-order-2"} {
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := s.PrepareTx(ctx, tx, c, order(srv, key))
+			return err
+		}), "the business transaction")
+		_, err = c.Resume(ctx)
+		require.NoError(t, err)
+		requireChargedOnce(t, c, srv, key)
+		_, err = green.Get(ctx, idem.DefaultScope, key)
+		require.NoError(t, err, "the intent, in the database the pool reaches now")
+		_, err = blue.Get(ctx, idem.DefaultScope, key)
+		require.ErrorIs(t, err, journal.ErrNotFound)
+	}
 }

@@ -42,6 +42,18 @@ func startPgBouncerTo(t *testing.T, host string, serverPort uint16) string {
 	t.Helper()
 	cfg, err := pgconn.ParseConfig(dsn(t))
 	require.NoError(t, err)
+	bouncer, _ := startMovablePgBouncer(t, host, serverPort, cfg.Database)
+	return bouncer
+}
+
+// startMovablePgBouncer is startPgBouncerTo in front of database dbname,
+// and a moveTo that points it at another database of the server, as a
+// switchover does behind an unchanged address: the connections PgBouncer
+// makes from then on reach that one.
+func startMovablePgBouncer(t *testing.T, host string, serverPort uint16, dbname string) (bouncer string, moveTo func(dbname string)) {
+	t.Helper()
+	cfg, err := pgconn.ParseConfig(dsn(t))
+	require.NoError(t, err)
 	bin := os.Getenv("IDEM_PGBOUNCER")
 	if bin == "" {
 		if bin, err = exec.LookPath("pgbouncer"); err != nil {
@@ -68,7 +80,8 @@ func startPgBouncerTo(t *testing.T, host string, serverPort uint16) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 	ini := filepath.Join(dir, "pgbouncer.ini")
-	require.NoError(t, os.WriteFile(ini, fmt.Appendf(nil, `[databases]
+	writeIni := func(dbname string) {
+		require.NoError(t, os.WriteFile(ini, fmt.Appendf(nil, `[databases]
 db = host=%s port=%d dbname=%s user=%s
 [pgbouncer]
 listen_addr = 127.0.0.1
@@ -80,7 +93,9 @@ default_pool_size = 3
 max_client_conn = 200
 ignore_startup_parameters = extra_float_digits
 logfile = %s
-`, host, serverPort, cfg.Database, cfg.User, port, filepath.Join(dir, "pgbouncer.log")), 0o644))
+`, host, serverPort, dbname, cfg.User, port, filepath.Join(dir, "pgbouncer.log")), 0o644))
+	}
+	writeIni(dbname)
 	cmd := exec.Command(bin, ini)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: as}
 	require.NoError(t, cmd.Start())
@@ -96,7 +111,10 @@ logfile = %s
 		}
 		return err == nil
 	}, 10*time.Second, 10*time.Millisecond, "pgbouncer listening")
-	return fmt.Sprintf("postgres://%s@%s/db?sslmode=disable", cfg.User, addr)
+	return fmt.Sprintf("postgres://%s@%s/db?sslmode=disable", cfg.User, addr), func(dbname string) {
+		writeIni(dbname)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGHUP)) // RELOAD
+	}
 }
 
 // TestPgBouncerTransactionMode: behind PgBouncer in transaction mode,

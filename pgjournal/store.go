@@ -979,7 +979,7 @@ func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record) (*jo
 		// Read again before refusing: a database that moved (a
 		// blue/green switchover) since the Store's was read. Nothing was
 		// inserted, so the insert may be made again.
-		if want, err = s.databaseID(ctx, true); err == nil && here == want {
+		if want, err = s.databaseNow(ctx, q, here); err == nil && here == want {
 			here, inserted, err = s.insertHere(ctx, q, want, args)
 		}
 	}
@@ -997,6 +997,28 @@ func (s *Store) create(ctx context.Context, q queryer, rec *journal.Record) (*jo
 		return old, errorf("create %q: %w", rec.Key, journal.ErrExists)
 	}
 	return stored, nil
+}
+
+// databaseNow reads the Store's database again, q having been found on
+// here, not on the one read before. A transaction whose connection was
+// made to the address of the Store's pool (the pool given to New, which
+// the application's transactions share) shows where that pool reaches
+// now, and here is taken without a read on the pool, which would wait
+// for a connection the transactions may all hold, q's among them: on a
+// pool of one, every PrepareTx after a switchover failed after
+// WithCallTimeout, until the process restarted.
+func (s *Store) databaseNow(ctx context.Context, q queryer, here string) (string, error) {
+	if tx, ok := q.(pgx.Tx); ok && tx.Conn() != nil && sameAddress(tx.Conn().Config(), s.pool.Config().ConnConfig) {
+		s.database.Store(&here)
+		return here, nil
+	}
+	return s.databaseID(ctx, true)
+}
+
+// sameAddress reports whether a and b connect to one database by one
+// address, as the same role.
+func sameAddress(a, b *pgx.ConnConfig) bool {
+	return a.Host == b.Host && a.Port == b.Port && a.Database == b.Database && a.User == b.User
 }
 
 // insertHere inserts the record of args (create's) with q if q's
@@ -1365,7 +1387,9 @@ func (s *Store) Release(ctx context.Context, l journal.Lease) error {
 // nothing on another (one whose schema of the same name holds another
 // journal), and the call is refused with ErrInvalidRequest, tx left
 // usable. The Store's database is compared as Migrate read it, or read
-// once on the pool if this Store was not migrated. Errors are Prepare's;
+// once on the pool if this Store was not migrated; when it moved since (a
+// switchover), a tx whose connection was made to the Store's pool's
+// address tells where it is now. Errors are Prepare's;
 // a failed statement leaves tx aborted, as any failed statement does in
 // PostgreSQL.
 //
