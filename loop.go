@@ -1159,6 +1159,9 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 			// anything after with the record handed back: the journal
 			// need not copy it (internal/owned).
 			owned.Mark(wctx)
+			// Nor its request's strings and header, which d.rec holds
+			// and nothing changes: d waits in Update while they are read.
+			owned.Like(wctx, d.rec)
 		}
 		return d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, write)
 	}

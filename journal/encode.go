@@ -269,7 +269,7 @@ func decode(b []byte) (*Record, error) {
 // decodeStored is decode that also returns the stored body and the request
 // header's encoding (encodedHeader's): slices of b, not copies.
 func decodeStored(b []byte) (r *Record, body, header []byte, err error) {
-	return decodeStoredIn(new(recordBlock), b, false)
+	return decodeStoredIn(new(recordBlock), b, false, nil)
 }
 
 // decodeStoredIn is decodeStored into blk, which it overwrites whole: the
@@ -277,8 +277,10 @@ func decodeStored(b []byte) (r *Record, body, header []byte, err error) {
 // its op's allocation (ownedUpdateOp), one allocation fewer per write.
 // With shared, r.Body is the body's slice of b too, not a copy: only for
 // a caller that neither changes it nor keeps it past b's life (an owned
-// Update's, which puts its own encoding's in its place).
-func decodeStoredIn(blk *recordBlock, b []byte, shared bool) (r *Record, body, header []byte, err error) {
+// Update's, which puts its own encoding's in its place). A like that is
+// not nil gives r its request strings and header where b holds the same
+// (requestLike).
+func decodeStoredIn(blk *recordBlock, b []byte, shared bool, like *Record) (r *Record, body, header []byte, err error) {
 	d := decoder{b: b}
 	d.header()
 	*blk = recordBlock{r: Record{State: d.state()}}
@@ -286,17 +288,19 @@ func decodeStoredIn(blk *recordBlock, b []byte, shared bool) (r *Record, body, h
 	if d.err == nil && !r.State.Valid() {
 		d.fail("invalid state")
 	}
-	d.textAhead()
-	r.Review = d.string()
-	r.Scope = d.string()
-	r.Key = d.string()
-	r.Ref = d.string()
-	r.Method = d.string()
-	r.URL = d.string()
-	r.QueryURL = d.string()
-	hs := len(b) - len(d.b)
-	r.Header = d.httpHeader(blk.values[:])
-	header = b[hs : len(b)-len(d.b)]
+	if header = d.requestLike(r, like); header == nil {
+		d.textAhead()
+		r.Review = d.string()
+		r.Scope = d.string()
+		r.Key = d.string()
+		r.Ref = d.string()
+		r.Method = d.string()
+		r.URL = d.string()
+		r.QueryURL = d.string()
+		hs := len(b) - len(d.b)
+		r.Header = d.httpHeader(blk.values[:])
+		header = b[hs : len(b)-len(d.b)]
+	}
 	body = d.take(d.length())
 	if shared && len(body) > 0 {
 		r.Body = body[:len(body):len(body)]

@@ -430,6 +430,9 @@ type leaseCtx struct {
 	// owned marks the client's own write (internal/owned): see
 	// ownedUpdate. Set only by the mark, before the context is used.
 	owned bool
+	// like is the client's copy of the record the owned Update writes
+	// (internal/owned.Like), or nil: see ownedLike.
+	like *Record
 }
 
 // ownedUpdate reports whether ctx is a lease's context the client marked
@@ -441,6 +444,17 @@ type leaseCtx struct {
 func ownedUpdate(ctx context.Context) bool {
 	c, ok := ctx.(*leaseCtx)
 	return ok && c.owned
+}
+
+// ownedLike is the record the client named for the owned Update under
+// ctx (internal/owned.Like), nil for any other context: its request
+// strings and header are the decoded record's where the stored bytes
+// hold the same (decoder.requestLike).
+func ownedLike(ctx context.Context) *Record {
+	if c, ok := ctx.(*leaseCtx); ok && c.owned {
+		return c.like
+	}
+	return nil
 }
 
 // Value answers the lease's key itself, and any other through the

@@ -188,6 +188,13 @@ func init() {
 			}
 		}
 	})
+	owned.RegisterLike(func(ctx, rec any) {
+		c, ok := ctx.(*leaseCtx)
+		r, rok := rec.(*Record)
+		if ok && rok && c != nil && c.owned {
+			c.like = r
+		}
+	})
 }
 
 // clientOwned reports whether r carries a mark that still holds.

@@ -865,7 +865,10 @@ func (s *Store) get(ctx context.Context, rk []byte) (*Record, error) {
 // context the idem Client made for its own writes (internal/owned): its fn
 // is given the stored body and the record returned holds the new
 // encoding's body, neither copied, so a Store wrapping this one that
-// passes the Client's context on must not write into a record's Body.
+// passes the Client's context on must not write into a record's Body;
+// the record's request strings and Header map are those of the Client's
+// own copy of the record where the stored bytes hold the same, so such a
+// Store must not change that map in place either.
 //
 // fn runs inside the commit that it shares with other writers, on the
 // goroutine of whichever writer leads that commit (the caller's own when
@@ -889,6 +892,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		o := new(ownedUpdateOp) // the op and the record it decodes, in one allocation
 		u = &o.updateOp
 		u.block = &o.block
+		u.like = ownedLike(ctx)
 	} else {
 		u = new(updateOp)
 	}
@@ -897,7 +901,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	u.op = u
 	err = s.do(ctx, &u.request)
 	stored := u.stored
-	u.fn, u.stored = nil, nil // as create's: u lives on in the overlay
+	u.fn, u.stored, u.like = nil, nil, nil // as create's: u lives on in the overlay
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
@@ -928,6 +932,11 @@ type updateOp struct {
 	// record its new encoding's, rather than a copy of 1 KiB or so per
 	// write.
 	block *recordBlock
+	// like, only ever set with block, is the client's copy of the record
+	// (internal/owned.Like): run decodes its request strings and header
+	// as like's own where the stored bytes hold the same. Read only in
+	// run, while its caller waits.
+	like *Record
 }
 
 // ownedUpdateOp is an owned Update's op and the record it decodes, in one
@@ -953,7 +962,7 @@ func (u *updateOp) run(v *view, req *request) error {
 	if !owned {
 		blk = new(recordBlock)
 	}
-	r, body, header, err := decodeStoredIn(blk, cur, owned)
+	r, body, header, err := decodeStoredIn(blk, cur, owned, u.like)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,10 @@
 // Updates (journal.WithLease's): the journal then hands that Update's fn
 // the stored body itself and the record back with its new encoding's body
 // rather than a copy, the client's fns and drive never changing a record's
-// Body.
+// Body. With the context it may name the record the client holds of the
+// one that Update writes (Like): the journal then gives the record it
+// decodes that record's strings and header map, where the stored bytes
+// hold the same, rather than copies of them.
 //
 // The mark goes through this package, not an exported method, so that the
 // journal's public API keeps one contract for every caller.
@@ -30,5 +33,29 @@ func Register(f func(any)) { mark = f }
 func Mark(rec any) {
 	if mark != nil {
 		mark(rec)
+	}
+}
+
+// like is package journal's function that names, for a context Mark
+// marked, the client's copy of the record its Update writes. Set at
+// journal's init, as mark is.
+var like func(ctx, rec any)
+
+// RegisterLike sets the function Like calls. Package journal calls it
+// once, at init.
+func RegisterLike(f func(ctx, rec any)) { like = f }
+
+// Like tells the journal that rec (a *journal.Record) is the client's
+// latest copy of the record the Update under ctx (a context Mark marked)
+// writes. The journal compares rec's request strings and header with the
+// stored bytes and, where they are the same, gives the record it decodes
+// rec's own (strings are immutable; the client never changes a record's
+// Header map, which the journal's rules keep the same for a record's
+// life); where they differ it decodes its own, as without rec. The
+// journal reads rec only while the Update runs, on whichever goroutine
+// leads its commit: the client must not change rec until Update returns.
+func Like(ctx, rec any) {
+	if like != nil {
+		like(ctx, rec)
 	}
 }
