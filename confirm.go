@@ -149,22 +149,21 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		return nil, err
 	}
 	conf.At = c.cfg.clock.Now()
-	// A contradiction overwrites the review reason: read the record
-	// before, so that Hooks.Review fires only for an operation not flagged
-	// yet; a failed read reads as "not flagged". And so that an
-	// operation two of whose sends may have executed, to an endpoint
-	// known to ignore the key, is flagged so before it settles
-	// (markIgnoredBeforeConfirm): then a failed read fails the call.
-	var prior *journal.Record
-	if c.cfg.hooks.Review != nil || c.ignoring.mayKnow() {
-		var err error
-		prior, err = c.store.Get(ctx, scope, key)
-		if err != nil && !errors.Is(err, journal.ErrNotFound) && c.ignoring.mayKnow() {
-			// Whether the endpoint ignores the key is unread: settled
-			// unflagged, two charges would go unseen. Nothing is
-			// written; the provider delivers the event again.
-			return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
-		}
+	// Read the record before, whatever this Client knows: one flagged
+	// ReviewKeyIgnored (by another replica on the journal, whose save of
+	// the endpoint was lost to a kill or failed) has its endpoint
+	// journaled before the flag is cleared (keepFlagged), the flag
+	// perhaps the endpoint's one trace; one two of whose sends may have
+	// executed, to an endpoint known to ignore the key, is flagged so
+	// before it settles (markIgnoredBeforeConfirm); and Hooks.Review
+	// fires only for an operation not flagged yet, as a contradiction
+	// overwrites the review reason.
+	prior, err := c.store.Get(ctx, scope, key)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		// Whether it is flagged, or its endpoint ignores the key, is
+		// unread: settled, the flag or two charges would go unseen.
+		// Nothing is written; the provider delivers the event again.
+		return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
 	}
 	// Written, and read back, with a context the caller's cancellation
 	// does not end, as a drive's writes are: a provider that stops
