@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -149,51 +150,29 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		return nil, err
 	}
 	conf.At = c.cfg.clock.Now()
-	// A contradiction overwrites the review reason: read the record
-	// before, so that Hooks.Review fires only for an operation not flagged
-	// yet; a failed read reads as "not flagged". And so that an
-	// operation two of whose sends may have executed, to an endpoint
-	// known to ignore the key, is flagged so before it settles
-	// (markIgnoredBeforeConfirm): then a failed read fails the call.
-	var prior *journal.Record
-	if c.cfg.hooks.Review != nil || c.ignoring.mayKnow() {
-		var err error
-		prior, err = c.store.Get(ctx, scope, key)
-		if err != nil && !errors.Is(err, journal.ErrNotFound) && c.ignoring.mayKnow() {
-			// Whether the endpoint ignores the key is unread: settled
-			// unflagged, two charges would go unseen. Nothing is
-			// written; the provider delivers the event again.
-			return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
-		}
-	}
 	// Written, and read back, with a context the caller's cancellation
 	// does not end, as a drive's writes are: a provider that stops
 	// waiting for the webhook handler (net/http then ends the request's
 	// context) must not leave the write half-known, committed with nobody
 	// told. The Store bounds its own calls (pgjournal's WithCallTimeout).
 	wctx := context.WithoutCancel(ctx)
-	marked, err := c.markIgnoredBeforeConfirm(ctx, wctx, prior)
-	if err != nil {
-		return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
-	}
-	if prior != nil && prior.Review == ReviewKeyIgnored {
-		// The endpoint is journaled before the flag is cleared, within
-		// ctx and saveIgnoringTimeout; a wait or a write that fails
-		// writes nothing: the provider delivers the event again.
-		switch saving, err := c.keepFlagged(ctx, prior); {
-		case saving:
-			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is still being journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
-		case errors.Is(err, journal.ErrKeyIgnoringFull):
-			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, the journal keeping as many as it can, so nothing was written and it stays flagged for review: "+
-				"answer the provider with a retryable status (5xx), and once room is made (idem key-ignoring remove, ForgetKeyIgnoring) its redelivery settles it (Resolve too waits for that room): %w", scope, key, err)
-		case errors.Is(err, journal.ErrInvalid):
-			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is too long, or not valid UTF-8, to be journaled, so nothing was written and it stays flagged for review: "+
-				"a redelivery cannot settle it; settle it by hand (Resolve): %w", scope, key, err)
-		case err != nil:
-			return nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
+	var prior, marked, rec *journal.Record
+	var err error
+	// Twice at most: a flag set between the read and the write (by
+	// another replica's drive, on a shared journal) makes the Store
+	// write nothing (UnlessFlaggedKeyIgnored), and the second read finds
+	// it, so its endpoint is journaled before the flag is cleared.
+	for range 2 {
+		if prior, marked, err = c.beforeConfirm(ctx, wctx, scope, key); err != nil {
+			return nil, err
+		}
+		seen := cmp.Or(marked, prior)
+		send := conf.UnlessFlaggedKeyIgnored(seen == nil || !flaggedKeyIgnored(seen))
+		rec, err = c.store.Confirm(wctx, scope, key, send)
+		if !errors.Is(err, journal.ErrFlaggedKeyIgnored) {
+			break
 		}
 	}
-	rec, err := c.store.Confirm(wctx, scope, key, conf)
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		rec, err = c.confirmedAfterAll(wctx, scope, key, &conf, err)
 	}
@@ -244,6 +223,52 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		c.cfg.onSettle(res.clone())
 	}
 	return res, nil
+}
+
+// beforeConfirm reads the record Confirm settles (prior; nil if the
+// journal has none), and readies it, as Confirm's doc says: flagged
+// ReviewKeyIgnored first (marked, markIgnoredBeforeConfirm), or, so
+// flagged already, its endpoint journaled. An error means nothing was
+// written: the provider delivers the event again.
+func (c *Client) beforeConfirm(ctx, wctx context.Context, scope, key string) (prior, marked *journal.Record, err error) {
+	// Read the record before, whatever this Client knows: one flagged
+	// ReviewKeyIgnored (by another replica on the journal, whose save of
+	// the endpoint was lost to a kill or failed) has its endpoint
+	// journaled before the flag is cleared (keepFlagged), the flag
+	// perhaps the endpoint's one trace; one two of whose sends may have
+	// executed, to an endpoint known to ignore the key, is flagged so
+	// before it settles (markIgnoredBeforeConfirm); and Hooks.Review
+	// fires only for an operation not flagged yet, as a contradiction
+	// overwrites the review reason.
+	prior, err = c.store.Get(ctx, scope, key)
+	if err != nil && !errors.Is(err, journal.ErrNotFound) {
+		// Whether it is flagged, or its endpoint ignores the key, is
+		// unread: settled, the flag or two charges would go unseen.
+		// Nothing is written; the provider delivers the event again.
+		return nil, nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
+	}
+	marked, err = c.markIgnoredBeforeConfirm(ctx, wctx, prior)
+	if err != nil {
+		return nil, nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
+	}
+	if prior != nil && prior.Review == ReviewKeyIgnored {
+		// The endpoint is journaled before the flag is cleared, within
+		// ctx and saveIgnoringTimeout; a wait or a write that fails
+		// writes nothing: the provider delivers the event again.
+		switch saving, err := c.keepFlagged(ctx, prior); {
+		case saving:
+			return nil, nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is still being journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
+		case errors.Is(err, journal.ErrKeyIgnoringFull):
+			return nil, nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, the journal keeping as many as it can, so nothing was written and it stays flagged for review: "+
+				"answer the provider with a retryable status (5xx), and once room is made (idem key-ignoring remove, ForgetKeyIgnoring) its redelivery settles it (Resolve too waits for that room): %w", scope, key, err)
+		case errors.Is(err, journal.ErrInvalid):
+			return nil, nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for is too long, or not valid UTF-8, to be journaled, so nothing was written and it stays flagged for review: "+
+				"a redelivery cannot settle it; settle it by hand (Resolve): %w", scope, key, err)
+		case err != nil:
+			return nil, nil, errorf("idem: Confirm (scope %q, key %q): the endpoint it was flagged for could not be journaled, so nothing was written: answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
+		}
+	}
+	return prior, marked, nil
 }
 
 // confirmedAfterAll reads the operation again after a Confirm whose

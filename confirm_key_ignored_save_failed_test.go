@@ -123,14 +123,22 @@ func settleFlaggedWhileSavesFail(t *testing.T, s *keyIgnoringCharges, orders str
 			break
 		}
 	}
+	return errs, closeAndResumeKnowingTheEndpoint(t, s, c, js, path)
+}
+
+// closeAndResumeKnowingTheEndpoint closes c and its journal js (at path,
+// journalFlaggedAndLost's), starts the next process on it and runs its
+// Resume (resumeWithoutResendingL), which must find s's charge endpoint
+// journaled as ignoring the key. It returns that process's Client.
+func closeAndResumeKnowingTheEndpoint(t *testing.T, s *keyIgnoringCharges, c *idem.Client, js *journal.Store, path string) *idem.Client {
+	t.Helper()
 	require.NoError(t, c.Close())
 	require.NoError(t, js.Close())
-
 	c2 := resumeWithoutResendingL(t, s, path)
 	kept, err := c2.KeyIgnoringEndpoints(t.Context())
 	require.NoError(t, err)
-	require.Equal(t, []string{"POST " + charge}, kept, "endpoints journaled as ignoring the key")
-	return errs, c2
+	require.Equal(t, []string{"POST " + s.srv.URL + "/api/v1/charge"}, kept, "endpoints journaled as ignoring the key")
+	return c2
 }
 
 // A Solidgate payment endpoint ignores the key ("A value of ignored means

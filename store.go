@@ -89,7 +89,10 @@ type Store interface {
 	// with an error matching journal.ErrConfirmConflict). A (Source,
 	// EventID) already recorded writes nothing and returns the stored
 	// record with an error matching journal.ErrExists. A missing record is
-	// journal.ErrNotFound, and nothing is created.
+	// journal.ErrNotFound, and nothing is created. One made
+	// UnlessFlaggedKeyIgnored writes nothing over an open record flagged
+	// ReviewKeyIgnored (journal.ErrFlaggedKeyIgnored, which
+	// ApplyConfirmation returns).
 	Confirm(ctx context.Context, scope, key string, c journal.Confirmation) (*journal.Record, error)
 	// ForEachOpen calls fn for every open (non-terminal) record, soonest due
 	// first, outside any transaction. Its cost grows with the number of open

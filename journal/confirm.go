@@ -153,6 +153,27 @@ type Confirmation struct {
 	KeyInUse bool
 	// Effect is what it did, set by ApplyConfirmation when it is recorded.
 	Effect ConfirmEffect
+	// unlessKeyIgnored: UnlessFlaggedKeyIgnored's; never recorded.
+	unlessKeyIgnored bool
+}
+
+// ErrFlaggedKeyIgnored is matched by the error of a confirmation made
+// UnlessFlaggedKeyIgnored against an open record flagged
+// ReviewKeyIgnored: nothing was written.
+var ErrFlaggedKeyIgnored = errors.New("journal: the record was flagged for an endpoint that ignores the key after the confirmation's caller read it; nothing was written")
+
+// UnlessFlaggedKeyIgnored returns c made, if on, to settle nothing if
+// the record is open and flagged ReviewKeyIgnored when the Store applies
+// it (ApplyConfirmation: ErrFlaggedKeyIgnored), for a caller that read
+// the record unflagged; if not on, applied whatever the flag, as a
+// Confirmation is by default. The flag may be all that tells a
+// restarted process its endpoint ignores the key (the process that set
+// it killed before its save of the endpoint committed), and the
+// confirmation would clear it: the caller journals the endpoint first,
+// as it does for a flag it reads, and confirms again.
+func (c Confirmation) UnlessFlaggedKeyIgnored(on bool) Confirmation {
+	c.unlessKeyIgnored = on
+	return c
 }
 
 // Validate reports what is wrong with c as input, or nil. Its errors
@@ -233,6 +254,9 @@ func (c *Confirmation) same(o *Confirmation) bool {
 //     of c, are the only changes made to a terminal record other than
 //     Resolve's.
 //   - Bad input: ConfirmInvalid and an error matching ErrInvalid.
+//   - c made UnlessFlaggedKeyIgnored against an open record flagged
+//     ReviewKeyIgnored: ConfirmInvalid and an error matching
+//     ErrFlaggedKeyIgnored, rec untouched.
 //
 // The record keeps the latest MaxConfirmations confirmations, and the
 // few older ones its outcome rests on (trimConfirmations).
@@ -255,6 +279,10 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		}
 		return ConfirmDuplicate, nil
 	}
+	if c.unlessKeyIgnored && rec.Open() && rec.Review == ReviewKeyIgnored {
+		return ConfirmInvalid, errorf("confirmation %s/%s: %w", c.Source, c.EventID, ErrFlaggedKeyIgnored)
+	}
+	c.unlessKeyIgnored = false
 	if c.State == StateProcessing && rec.State != StateFailed {
 		// It settles nothing, and only a failure does it contradict.
 		return ConfirmInvalid, errorf("confirmation state %s against a %s record: only a failure is contradicted by it: %w", c.State, rec.State, ErrInvalid)

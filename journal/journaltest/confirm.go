@@ -23,6 +23,7 @@ var confirmTests = []struct {
 	{"ConfirmKeepsMadeTwice", testConfirmKeepsMadeTwice},
 	{"ConfirmConflictKeepsMadeTwice", testConfirmConflictKeepsMadeTwice},
 	{"ConfirmKeyIgnoredResentKeepsMaybeTwice", testConfirmKeyIgnoredResentKeepsMaybeTwice},
+	{"ConfirmUnlessFlaggedKeyIgnored", testConfirmUnlessFlaggedKeyIgnored},
 	{"ConfirmBoundKeepsDispute", testConfirmBoundKeepsDispute},
 	{"ConfirmDuplicate", testConfirmDuplicate},
 	{"ConfirmAgrees", testConfirmAgrees},
@@ -142,6 +143,42 @@ func testConfirmKeyIgnoredResentKeepsMaybeTwice(t *testing.T, s idem.Store) {
 	require.Equal(t, journal.StateSucceeded, got.State)
 	require.Equal(t, journal.ReviewMaybeTwice, got.Review, "Review: the other copy may have charged")
 	require.Equal(t, got, get(t, s, "acct", "k"), "Get() after Confirm")
+}
+
+// A confirmation made UnlessFlaggedKeyIgnored, by a client that read the
+// record unflagged, writes nothing over a ReviewKeyIgnored flag another
+// replica set since (the flag may be the endpoint's one trace, which the
+// client journals first), and settles a record not so flagged as any
+// confirmation does, the condition not stored.
+func testConfirmUnlessFlaggedKeyIgnored(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	for _, key := range []string{"flagged", "unflagged"} {
+		create(t, s, NewRecord("acct", key, t0))
+		_, err := s.Update(ctx, "acct", key, func(r *journal.Record) error {
+			r.State = journal.StateUnknown
+			if key == "flagged" {
+				r.Review = journal.ReviewKeyIgnored
+			}
+			r.Attempts = []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: t0, Wrote: true, Done: true, Status: 500}}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	before := get(t, s, "acct", "flagged")
+	conf := confirmation(journal.StateSucceeded, "pay_1", "evt_1", t0.Add(time.Hour))
+	_, err := s.Confirm(ctx, "acct", "flagged", conf.UnlessFlaggedKeyIgnored(true))
+	require.ErrorIs(t, err, journal.ErrFlaggedKeyIgnored)
+	require.Equal(t, before, get(t, s, "acct", "flagged"), "nothing written over the flag")
+	got, err := s.Confirm(ctx, "acct", "flagged", conf)
+	require.NoError(t, err, "the same event, once the flag was read")
+	require.Equal(t, journal.StateSucceeded, got.State)
+	require.Empty(t, got.Review, "one send: the flag cleared")
+
+	got, err = s.Confirm(ctx, "acct", "unflagged", conf.UnlessFlaggedKeyIgnored(true))
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, got.State)
+	require.Equal(t, got, get(t, s, "acct", "unflagged"), "Get() after Confirm")
+	require.Equal(t, got.Confirmations, get(t, s, "acct", "flagged").Confirmations, "the condition is not recorded")
 }
 
 // Past MaxConfirmations, the event that settled a record and the failure
