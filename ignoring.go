@@ -281,6 +281,9 @@ func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrKeyIgnoringUnkept):
+			// Not journaled either: the submit whose answer taught it
+			// flags the endpoint's other open operations (keepLearnt).
+			failed = true
 			c.logUnkept(ctx, err)
 		case errors.Is(err, journal.ErrKeyIgnoringFull):
 			failed = true // saved again by Close, once room may be made
@@ -549,18 +552,25 @@ func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
 // failed one once more (saveUnsaved). An endpoint not journaled even so
 // (the Store's commit outlasted saveIgnoringTimeout: a stalled fsync, a
 // database failing over; or failed again: the journal's endpoints at
-// their bound) has its other open operations a send of which may have
-// executed flagged ReviewKeyIgnored first (flagSentTo): killed after the
-// outcome's commit, the process left nothing else to tell the next one,
-// whose Resume resent each under the same key, a second charge. Within
-// ctx, as the outcome's commit is: a Store that stalls the walk and its
-// writes stalls that commit too. A failure is logged, and the outcome
-// committed as before.
+// their bound; or the Store keeps none) has its other open operations a
+// send of which may have executed flagged ReviewKeyIgnored first
+// (flagSentTo): killed after the outcome's commit, or restarted, the
+// process left nothing else to tell the next one, whose Resume resent
+// each under the same key, a second charge. Within ctx, as the outcome's
+// commit is, with no bound of its own: the bbolt journal's walk waits for
+// the applier, whose lock a stalled save of the endpoint holds, so a Do
+// behind it is held until that commit ends, where before it committed
+// unflagged after saveIgnoringTimeout. A failure is logged, and the
+// outcome committed as before.
 func (c *Client) keepLearnt(ctx context.Context, rec *journal.Record) {
 	e := endpoint(rec)
-	if c.waitSaves(ctx) == nil {
+	k := &c.ignoring
+	// A Store that keeps no endpoints (no KeyIgnoringStore: no save; or
+	// none yet, ErrKeyIgnoringUnkept: unsaved) journals nothing of it
+	// either: the flags are all that tell the next process, whose Resume
+	// resent each otherwise, after a clean restart too.
+	if k.save != nil && c.waitSaves(ctx) == nil {
 		c.saveUnsaved(ctx, rec)
-		k := &c.ignoring
 		k.mu.Lock()
 		_, unsaved := k.unsaved[e]
 		k.mu.Unlock()
