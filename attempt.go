@@ -861,12 +861,16 @@ func (d *driver) submit() (step, error) {
 		// not heed it either (wctx); a caller that gave up during the
 		// save had the outcome committed first, and a kill then lost
 		// the endpoint as above. A Store that stalls holds the payment
-		// no longer (the save logged, as before). A save that failed (a
-		// full disk for a moment) is made once more, as long: known
-		// only in memory, the endpoint was never journaled again.
-		if c.waitSaves(d.wctx) == nil {
-			c.saveUnsaved(d.wctx, d.rec)
-		}
+		// no longer for the save (logged, as before), only for the flag
+		// walk below. A save that failed (a full disk for a moment) is
+		// made once more, as long: known only in memory, the endpoint
+		// was never journaled again. Still unjournaled then, or on a
+		// Store that keeps none, the endpoint's other open operations
+		// that may have executed are flagged before the outcome's
+		// commit: a kill after it (a restart, on a Store that keeps
+		// none) left no trace of the endpoint, and Resume resent each,
+		// a second charge (keepLearnt).
+		c.keepLearnt(d.wctx, d.rec)
 	}
 	// What the commit reads, copied into one allocation: captured by the
 	// closure one by one, ex, a and st were each moved to the heap. Nothing

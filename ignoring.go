@@ -281,6 +281,9 @@ func (c *Client) saveIgnoring(ks KeyIgnoringStore, e string) {
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrKeyIgnoringUnkept):
+			// Not journaled either: the submit whose answer taught it
+			// flags the endpoint's other open operations (keepLearnt).
+			failed = true
 			c.logUnkept(ctx, err)
 		case errors.Is(err, journal.ErrKeyIgnoringFull):
 			failed = true // saved again by Close, once room may be made
@@ -438,7 +441,7 @@ func keptForResolve(ctx context.Context, s Store, rec *journal.Record, err error
 		return fmt.Errorf("%s; the journal keeps as many such endpoints as it can, so nothing was written and it stays flagged: "+
 			"make room (idem key-ignoring remove, Client.ForgetKeyIgnoring: endpoints no longer called), then resolve it again: %w", flaggedForIgnoring, err)
 	case errors.Is(err, journal.ErrInvalid):
-		if _, err := flagSentTo(ctx, s, endpoint(rec), true); err != nil {
+		if _, err := flagSentTo(ctx, s, endpoint(rec), true, nil); err != nil {
 			return fmt.Errorf("%s, too long to be journaled; the open operations to it that may have executed could not all be flagged first, so nothing was resolved: resolve it again: %w", flaggedForIgnoring, err)
 		}
 		return nil
@@ -541,6 +544,50 @@ func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
 				slog.String("endpoint", e), slog.Any("err", err))
 		}
 	}
+}
+
+// keepLearnt journals rec's endpoint, just learnt from rec's answer to
+// ignore the key, before that answer's outcome is committed unflagged
+// (submit): it waits for the save under way (waitSaves) and makes a
+// failed one once more (saveUnsaved). An endpoint not journaled even so
+// (the Store's commit outlasted saveIgnoringTimeout: a stalled fsync, a
+// database failing over; or failed again: the journal's endpoints at
+// their bound; or the Store keeps none) has its other open operations a
+// send of which may have executed flagged ReviewKeyIgnored first
+// (flagSentTo): killed after the outcome's commit, or restarted, the
+// process left nothing else to tell the next one, whose Resume resent
+// each under the same key, a second charge. Within ctx, as the outcome's
+// commit is, with no bound of its own: the bbolt journal's walk waits for
+// the applier, whose lock a stalled save of the endpoint holds, so a Do
+// behind it is held until that commit ends, where before it committed
+// unflagged after saveIgnoringTimeout. A failure is logged, and the
+// outcome committed as before.
+func (c *Client) keepLearnt(ctx context.Context, rec *journal.Record) {
+	e := endpoint(rec)
+	k := &c.ignoring
+	// A Store that keeps no endpoints (no KeyIgnoringStore: no save; or
+	// none yet, ErrKeyIgnoringUnkept: unsaved) journals nothing of it
+	// either: the flags are all that tell the next process, whose Resume
+	// resent each otherwise, after a clean restart too.
+	if k.save != nil && c.waitSaves(ctx) == nil {
+		c.saveUnsaved(ctx, rec)
+		k.mu.Lock()
+		_, unsaved := k.unsaved[e]
+		k.mu.Unlock()
+		if !unsaved {
+			return
+		}
+	}
+	n, err := flagSentTo(ctx, c.store, e, true, rec)
+	if err != nil {
+		c.log.LogAttrs(ctx, slog.LevelWarn,
+			"idem: an endpoint that ignores the idempotency key is not journaled yet, and its open operations that may have executed could not all be flagged for review; a process killed now may resend one",
+			slog.String("endpoint", e), slog.Int("flagged", n), slog.Any("err", err))
+		return
+	}
+	c.log.LogAttrs(ctx, slog.LevelWarn,
+		"idem: an endpoint that ignores the idempotency key is not journaled yet; its open operations that may have executed are flagged for review",
+		slog.String("endpoint", e), slog.Int("flagged", n))
 }
 
 // errSaveUnderWay: a Store still journaling an endpoint learnt to ignore
@@ -845,7 +892,7 @@ func removeKeyIgnoring(ctx context.Context, s Store, endpoint string, known bool
 		}
 		known = slices.Contains(kept, endpoint)
 	}
-	if flagged, err = flagSentTo(ctx, s, endpoint, known); err != nil || !removes {
+	if flagged, err = flagSentTo(ctx, s, endpoint, known, nil); err != nil || !removes {
 		return false, flagged, err
 	}
 	removed, err = kr.RemoveKeyIgnoring(ctx, endpoint)
@@ -860,13 +907,16 @@ func removeKeyIgnoring(ctx context.Context, s Store, endpoint string, known bool
 // resent, and every process would learn it as ignoring the key from them
 // (keyIgnoring.relearn), a de-duplicating endpoint's later lost answers
 // left for a person too.
-func flagSentTo(ctx context.Context, s Store, e string, known bool) (int, error) {
+//
+// except, if not nil, is left as it is: the operation whose answer taught
+// the endpoint, which its drive settles or flags itself (keepLearnt).
+func flagSentTo(ctx context.Context, s Store, e string, known bool, except *journal.Record) (int, error) {
 	var refs [][2]string // scope, key
 	if err := s.ForEachOpen(ctx, func(r *journal.Record) error {
 		if r.Review == ReviewKeyIgnored && endpoint(r) == e {
 			known = true
 		}
-		if sentToIgnoring(r, e) {
+		if sentToIgnoring(r, e) && (except == nil || r.Scope != except.Scope || r.Key != except.Key) {
 			refs = append(refs, [2]string{r.Scope, r.Key})
 		}
 		return nil

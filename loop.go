@@ -165,28 +165,30 @@ func (c *Client) driveSettling(ctx context.Context, rec *journal.Record, l journ
 	if wasOpen && !preRecorded {
 		c.sights.read(rec, now, c.cfg.reconcileDeadline)
 	}
-	callReturned := false
-	if mode != foreground {
-		defer func() {
-			if callReturned {
-				return // no recover, no cost
-			}
-			// Its panic, which visitCaught catches, skipped release
-			// below: the claim kept every reconciler (another replica's
-			// too) off the operation until it expired.
-			if p := recover(); p != nil {
-				d.release(false)
-				panic(p)
-			}
-		}()
-	}
+	ran := false
+	defer func() {
+		if ran {
+			return // no recover, no cost
+		}
+		// A panic of the Call hook (visitCaught catches a visit's), or of
+		// the caller's code in a caller's drive (a decoder, classifier or
+		// hook: runFlagging lets it go on up the caller's stack), skipped
+		// release below: the claim kept every other owner (another
+		// replica's reconciler, the caller's retry landing there) off the
+		// operation until it expired.
+		if p := recover(); p != nil {
+			d.release(false)
+			panic(p)
+		}
+	}()
 	hctx, end := c.callStarted(ctx, rec, mode)
-	callReturned, d.hctx = true, hctx
+	d.hctx = hctx
 	run := d.runCaught
 	if mode == foreground {
 		run = d.runFlagging
 	}
 	cause := run()
+	ran = true
 	elsewhere := errors.Is(cause, errSettledElsewhere)
 	d.release(elsewhere)
 	switch {

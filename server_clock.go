@@ -222,9 +222,10 @@ func (g *hostGains) since(sent time.Time, back time.Duration) time.Duration {
 	return gain
 }
 
-// maxServerClocks bounds the hosts remembered, and the hosts probed: a
-// client sends to a few hosts, and one that is given a new host per
-// request must not grow this for ever. Past it, a new host takes the
+// maxServerClocks bounds the hosts remembered (twice it for hosts a
+// resend probed: learn), and the hosts probed: a client sends to a few
+// hosts, and one that is given a new host per request must not grow this
+// for ever. Past it, a new host takes the
 // place of the one least recently heard from or sent to, if neither was
 // within twice the longest key window, so that no resend still judged by
 // its gains loses them (evictClock), and of the probe least recently
@@ -266,7 +267,13 @@ func (s *serverClocks) learn(host, date string, at time.Time) {
 	if len(s.hosts) >= maxServerClocks {
 		s.evictClock(at)
 	}
-	if len(s.hosts) < maxServerClocks {
+	// A host a resend asked about (its probe under way or over) is kept
+	// past the bound, up to twice it: with every host within its key
+	// windows (more than maxServerClocks heard from lately), its probe's
+	// Date thrown away left the resends behind it judged by our clock
+	// alone, no guard against ours stepped back.
+	_, asked := s.probes[host]
+	if len(s.hosts) < maxServerClocks || asked && len(s.hosts) < 2*maxServerClocks {
 		e := &serverDate{date: date, at: at, used: at}
 		e.gains.observe(date, at)
 		s.hosts[host] = e

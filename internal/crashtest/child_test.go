@@ -95,6 +95,8 @@ func TestCrashChild(t *testing.T) {
 		err = ch.ignoringResume()
 	case "ignoring-save-caller-gone":
 		err = ch.ignoringSaveCallerGone()
+	case "ignoring-save-outlived":
+		err = ch.ignoringSaveOutlived()
 	default:
 		err = fmt.Errorf("unknown mode %q", mode)
 	}

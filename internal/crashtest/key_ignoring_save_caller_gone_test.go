@@ -49,28 +49,16 @@ func (s *slowSaveStore) AddKeyIgnoring(ctx context.Context, endpoint string) err
 // ignoringSaveCallerGone is the child of TestKeyIgnoringSaveOutlivesTheCaller
 // that dies.
 func (ch *childProc) ignoringSaveCallerGone() error {
-	js, err := journal.Open(ch.journal)
-	if err != nil {
-		return err
-	}
-	store := &slowSaveStore{saveKilledStore: saveKilledStore{Store: js}, started: make(chan struct{}), done: make(chan struct{})}
-	c, err := idem.New(store)
-	if err != nil {
-		return err
-	}
-	charge := ch.url + "/api/v1/charge"
-	if err := ch.lostInFlight(c, charge); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-store.started
-		cancel() // the caller gives up while the endpoint is being journaled
-		// The modelled commit's length: the outcome's commit, if it
-		// does not wait, kills the child well before.
-		time.AfterFunc(2*time.Second, func() { close(store.done) })
-	}()
-	_, err = c.Submit(ctx, idem.Request{Key: ignoringLearnt, URL: charge, Body: []byte(`{"amount":200}`)})
-	say("submitted %s: %v", ignoringLearnt, err)
-	select {} // dies at the commit
+	return ch.learntWhileLost(ctx, func(js *journal.Store) idem.Store {
+		store := &slowSaveStore{saveKilledStore: saveKilledStore{Store: js}, started: make(chan struct{}), done: make(chan struct{})}
+		go func() {
+			<-store.started
+			cancel() // the caller gives up while the endpoint is being journaled
+			// The modelled commit's length: the outcome's commit, if it
+			// does not wait, kills the child well before.
+			time.AfterFunc(2*time.Second, func() { close(store.done) })
+		}()
+		return store
+	})
 }

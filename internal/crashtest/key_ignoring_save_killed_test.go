@@ -127,16 +127,24 @@ func (s *saveKilledStore) Update(ctx context.Context, scope, key string, fn func
 
 // ignoringSave is the child of TestKeyIgnoringSaveKilled that dies.
 func (ch *childProc) ignoringSave() error {
+	return ch.learntWhileLost(context.Background(), func(js *journal.Store) idem.Store {
+		return &saveKilledStore{Store: js}
+	})
+}
+
+// learntWhileLost opens the child's journal as the Store wrap makes of
+// it, puts ignoringLost in flight on a Client over it (lostInFlight),
+// then submits ignoringLearnt with ctx, and never returns but with an
+// error: the Store kills the child (saveKilledStore).
+func (ch *childProc) learntWhileLost(ctx context.Context, wrap func(*journal.Store) idem.Store) error {
 	js, err := journal.Open(ch.journal)
 	if err != nil {
 		return err
 	}
-	store := &saveKilledStore{Store: js}
-	c, err := idem.New(store)
+	c, err := idem.New(wrap(js))
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
 	charge := ch.url + "/api/v1/charge"
 	if err := ch.lostInFlight(c, charge); err != nil {
 		return err

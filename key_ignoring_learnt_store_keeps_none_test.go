@@ -1,0 +1,94 @@
+package idem_test
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
+)
+
+// A Solidgate payment endpoint that does not de-duplicate by the key
+// ("Idempotency support varies by endpoint. [...] A value of ignored means
+// the endpoint does not",
+// https://api-docs.solidgate.com/api/v2/idempotent-requests) charged k1,
+// whose caller gave up before the answer came (k1 open, unflagged: nothing
+// had said the endpoint ignores the key), then answered k2 201 marked
+// ignored, which the process learnt from. The Store keeps no endpoints:
+// one without idem.KeyIgnoringStore, or a pgjournal whose schema Migrate
+// has not brought to version 2 (its AddKeyIgnoring then fails with
+// idem.ErrKeyIgnoringUnkept, modelled). k2's outcome was committed
+// unflagged, nothing in the journal told of the endpoint, and the next
+// process (a plain restart: no kill needed) had Resume resend k1 under the
+// same key, which the endpoint charged again. The endpoint's other open
+// operations that may have executed are flagged before k2's outcome is
+// committed, as when a keeping Store's save fails: k1 is left open for a
+// person, charged once.
+func TestKeyIgnoringLearntOnStoreKeepingNone(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		wrap func(*journal.Store) idem.Store
+	}{
+		{"keeps none", func(js *journal.Store) idem.Store { return storeOnly{js} }},
+		{"not migrated", func(js *journal.Store) idem.Store { return unmigratedStore{js} }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, giveUp := context.WithCancel(t.Context())
+			defer giveUp()
+			s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+				if n == 1 {
+					giveUp() // k1 charged; its caller leaves before the answer
+					dropConnection(w)
+					return
+				}
+				ignoredCreated(n, w)
+			})
+			path := filepath.Join(t.TempDir(), "idem.journal")
+			open := func() (*idem.Client, *journal.Store) {
+				js, err := journal.Open(path)
+				require.NoError(t, err)
+				c, err := idem.New(tt.wrap(js), idem.WithHTTPClient(s.srv.Client()))
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = c.Close(); _ = js.Close() })
+				return c, js
+			}
+			charge := s.srv.URL + "/api/v1/charge"
+
+			c, js := open()
+			_, err := c.Submit(ctx, idem.Request{Key: "k1", URL: charge, Body: []byte(`{"amount":100}`)})
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit(k1): its caller gave up")
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k2", URL: charge, Body: []byte(`{"amount":200}`)})
+			require.NoError(t, err, "Submit(k2)")
+			require.Equal(t, idem.StateSucceeded, res.State)
+			require.NoError(t, c.Close())
+			require.NoError(t, js.Close())
+
+			c, _ = open() // a restart
+			_, err = c.Resume(t.Context())
+			require.NoError(t, err, "Resume()")
+			require.Equal(t, []string{"k1", "k2"}, s.charged(), "charges, by the key each request carried")
+			op, err := c.Lookup(t.Context(), "", "k1")
+			require.NoError(t, err)
+			require.False(t, op.State.Terminal(), "journal: k1 open for a person, state %s", op.State)
+			require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: k1's Review")
+			require.Equal(t, 1, op.Attempts, "journal: k1's attempts")
+		})
+	}
+}
+
+// unmigratedStore is a pgjournal whose schema Migrate has not brought to
+// version 2, modelled: its operations work, its endpoints do not
+// (pgjournal's unkept: the table is missing).
+type unmigratedStore struct{ *journal.Store }
+
+func (unmigratedStore) AddKeyIgnoring(context.Context, string) error {
+	return idem.ErrKeyIgnoringUnkept
+}
+
+func (unmigratedStore) KeyIgnoringEndpoints(context.Context) ([]string, error) {
+	return nil, idem.ErrKeyIgnoringUnkept
+}
