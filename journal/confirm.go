@@ -594,12 +594,16 @@ func appendConfirmations(dst []byte, cs []Confirmation) []byte {
 	return dst
 }
 
-// versionOf is the record version r is written in: 6 if it holds an
+// versionOf is the record version r is written in: 7 if it holds its
+// key's placement (Record.KeyPlacement), 6 if it holds an
 // attempt net/http resent (Attempt.Resent), 5 if it holds a KeyInUse
 // confirmation, 4 if it holds a processing one, which version 3 cannot
 // hold, else 3; so that an older build refuses what it cannot read as
 // newer (ErrVersion) and still reads every other record.
 func versionOf(r *Record) byte {
+	if r.KeyPlacement != "" {
+		return 7
+	}
 	for i := range r.Attempts {
 		if r.Attempts[i].Resent {
 			return 6
