@@ -673,6 +673,9 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// replay, would be a second order.
 		return &blocked{ReviewKeyNotCarried, errKeyNotCarried}
 	}
+	if block := d.c.keyMovedBlock(rec.KeyPlacement); block != nil {
+		return block
+	}
 	if d.sentBefore().maybeExecuted {
 		if !d.keyIgnored {
 			// What the journal says of the endpoint, first: an earlier
