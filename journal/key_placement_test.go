@@ -36,6 +36,11 @@ func TestReopenKeepsKeyPlacement(t *testing.T) {
 	got, err = s2.Get(ctx, "acct", "k-older")
 	require.NoError(t, err)
 	require.Empty(t, got.KeyPlacement)
+	_, err = s2.Update(ctx, "acct", "k-placed", func(r *journal.Record) error {
+		r.KeyPlacement = "body"
+		return nil
+	})
+	require.ErrorIs(t, err, journal.ErrInvalid, "an Update moving the key")
 
 	require.Equal(t, byte(journal.RecordVersion), journal.EncodeRecord(nil, placed)[2], "a placed record's version")
 	require.Less(t, journal.EncodeRecord(nil, journaltest.NewRecord("acct", "k-older", t0))[2], byte(journal.RecordVersion),
