@@ -3,6 +3,8 @@ package idem
 import (
 	"fmt"
 	"strings"
+
+	"github.com/idemkit/idem/journal"
 )
 
 // placementOf is journal.Record.KeyPlacement for a Client that sends the
@@ -44,4 +46,16 @@ func (c *Client) keyMovedBlock(placement string) *blocked {
 		"a send would reach the server under another key, or none, and could execute again; "+
 		"drive it (Do, Resume, Run) with a Client configured as it was journaled until it settles, or settle it by hand (Resolve)",
 		ErrInvalidRequest, ErrNeedsReview, placementWords(placement), placementWords(c.cfg.keyPlacement))}
+}
+
+// movedHere reports whether rec is flagged only because a Client that
+// puts the key elsewhere visited it (ReviewKeyMoved, which replaces no
+// other reason: reviewAfter), and this Client puts it where rec was
+// journaled. The flag speaks of that Client, not of the operation: held
+// to queries here, an outbox's operation (PrepareTx) a replica on the
+// other settings visited during a rolling deploy would never be sent
+// by any Run, and one that may have executed, with no result endpoint,
+// never settled.
+func (c *Client) movedHere(rec *journal.Record) bool {
+	return rec.Review == ReviewKeyMoved && rec.KeyPlacement == c.cfg.keyPlacement
 }

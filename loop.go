@@ -1048,7 +1048,7 @@ func (d *driver) sentBefore() past {
 // resending this operation; it still asks the result endpoint, which may
 // settle it. Only an explicit Do may resend it, inside the key window.
 func (d *driver) reviewOnly() bool {
-	return d.mode != foreground && d.rec.Review != ""
+	return d.mode != foreground && d.rec.Review != "" && !d.c.movedHere(d.rec)
 }
 
 // mayRetry consults the retry budget of the operation's host. Only callers' retries
