@@ -55,6 +55,22 @@ func (e *keyMovedDeploy) resume(renamed bool) {
 	})
 }
 
+// run runs release 1's Run until done says the operation is visited.
+func (e *keyMovedDeploy) run(done func(*idem.Operation) bool) {
+	e.release(false, func(_ *journal.Store, c *idem.Client) {
+		ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
+		defer cancel()
+		ran := make(chan struct{})
+		go func() { _ = c.Run(ctx); close(ran) }()
+		require.Eventually(e.t, func() bool {
+			op, err := c.Lookup(e.ctx, "", e.req.Key)
+			return err == nil && done(op)
+		}, 15*time.Second, time.Millisecond)
+		cancel()
+		<-ran
+	})
+}
+
 func (e *keyMovedDeploy) record() *journal.Record {
 	var rec *journal.Record
 	e.release(false, func(st *journal.Store, _ *idem.Client) {
@@ -128,23 +144,33 @@ func TestKeyMovedFlagKeepsDeadlinePassed(t *testing.T) {
 		require.NoError(t, err)
 	})
 	e.clock.Advance(idem.DefaultReconcileDeadline + time.Hour)
-	e.release(false, func(_ *journal.Store, c *idem.Client) {
-		ctx, cancel := context.WithTimeout(e.ctx, 20*time.Second)
-		defer cancel()
-		ran := make(chan struct{})
-		go func() { _ = c.Run(ctx); close(ran) }()
-		require.Eventually(t, func() bool {
-			op, err := c.Lookup(e.ctx, "", e.req.Key)
-			return err == nil && op.Review != ""
-		}, 15*time.Second, time.Millisecond)
-		cancel()
-		<-ran
-	})
+	e.run(func(op *idem.Operation) bool { return op.Review != "" })
 	require.Equal(t, idem.ReviewDeadlinePassed, e.record().Review)
 
 	e.resume(true)
 	require.Equal(t, idem.ReviewDeadlinePassed, e.record().Review, "release 2's visit")
 	e.resume(false)
+	orders, posts := e.srv.counts()
+	require.Equal(t, [2]int{0, 0}, [2]int{orders, posts}, "sent past its deadline")
+	require.Equal(t, idem.ReviewDeadlinePassed, e.record().Review)
+}
+
+// Run on the journaled settings drives an operation flagged only
+// ReviewKeyMoved as unflagged, deadline included: release 1's intent,
+// visited by release 2 before its reconciliation deadline and by
+// release 1's Run after it, is flagged ReviewDeadlinePassed, not sent.
+func TestKeyMovedFlagRunPastDeadlineSendsNothing(t *testing.T) {
+	e := newKeyMovedDeploy(t)
+	e.srv.answer()
+	e.release(false, func(_ *journal.Store, c *idem.Client) {
+		_, err := c.Prepare(e.ctx, e.req)
+		require.NoError(t, err)
+	})
+	e.clock.Advance(time.Hour)
+	e.resume(true)
+	require.Equal(t, idem.ReviewKeyMoved, e.record().Review)
+	e.clock.Advance(idem.DefaultReconcileDeadline)
+	e.run(func(op *idem.Operation) bool { return op.Review != idem.ReviewKeyMoved || op.State.Terminal() })
 	orders, posts := e.srv.counts()
 	require.Equal(t, [2]int{0, 0}, [2]int{orders, posts}, "sent past its deadline")
 	require.Equal(t, idem.ReviewDeadlinePassed, e.record().Review)
