@@ -175,3 +175,29 @@ func TestKeyMovedFlagRunPastDeadlineSendsNothing(t *testing.T) {
 	require.Equal(t, [2]int{0, 0}, [2]int{orders, posts}, "sent past its deadline")
 	require.Equal(t, idem.ReviewDeadlinePassed, e.record().Review)
 }
+
+// An intent nothing of ours ever sent, flagged ReviewKeyMoved by release
+// 2's visit, is unknown like any flagged operation; a Stripe event
+// carrying its key is another request's (as in
+// TestConfirmOfAnIntentNeverSentPastTheDeadline). Confirm read only a
+// pending record, or one flagged ReviewDeadlinePassed, as never sent:
+// it settled this one succeeded with the other's PaymentIntent, clean.
+// It is flagged ReviewKeyInUse as it settles.
+func TestKeyMovedFlagNeverSentConfirmIsAnotherRequests(t *testing.T) {
+	e := newKeyMovedDeploy(t)
+	e.srv.answer()
+	e.release(false, func(st *journal.Store, c *idem.Client) {
+		_, err := c.PrepareIn(e.ctx, e.req, st.Create)
+		require.NoError(t, err)
+	})
+	e.resume(true)
+	require.Equal(t, idem.ReviewKeyMoved, e.record().Review)
+	e.release(true, func(_ *journal.Store, c *idem.Client) {
+		res, err := c.Confirm(e.ctx, "", e.req.Key, othersSuccess)
+		require.NoError(t, err, "Confirm()")
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, idem.ReviewKeyInUse, res.Review, "nothing of ours executed: the event is another request's")
+	})
+	orders, posts := e.srv.counts()
+	require.Equal(t, [2]int{0, 0}, [2]int{orders, posts})
+}

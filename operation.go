@@ -89,8 +89,10 @@ const (
 	// send would reach the server under another key, or none, and could
 	// execute again. Nothing sends it from such a Client, not even a
 	// first send; one that may have executed may still be queried. A
-	// Client configured as it was journaled sends it again.
-	ReviewKeyMoved = "the operation was journaled with its idempotency key in another place (header name or form, or the body) than this Client puts it: every copy sent could execute again"
+	// Client configured as it was journaled sends it again. One nothing
+	// of ours executed for is still not ours to settle by an event
+	// carrying its key (ReviewKeyInUse).
+	ReviewKeyMoved = journal.ReviewKeyMoved
 	// ReviewFinalAnswer: the server's stored answer for the key (a replay,
 	// or a refusal naming only the resource the request acted on, as
 	// Primer's refund's 409 names the payment refunded) leaves the
