@@ -2,7 +2,9 @@ package idem_test
 
 import (
 	"context"
+	"net/http"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -55,6 +57,22 @@ func (e *keyMovedDeploy) resume(renamed bool) {
 	})
 }
 
+// prepare journals the order under release 1's settings, never sent:
+// with PrepareIn, as an outbox's PrepareTx does (due at once), or with
+// Prepare; the server answers from now on.
+func (e *keyMovedDeploy) prepare(outbox bool) {
+	e.srv.answer()
+	e.release(false, func(st *journal.Store, c *idem.Client) {
+		var err error
+		if outbox {
+			_, err = c.PrepareIn(e.ctx, e.req, st.Create)
+		} else {
+			_, err = c.Prepare(e.ctx, e.req)
+		}
+		require.NoError(e.t, err)
+	})
+}
+
 // run runs release 1's Run until done says the operation is visited.
 func (e *keyMovedDeploy) run(done func(*idem.Operation) bool) {
 	e.release(false, func(_ *journal.Store, c *idem.Client) {
@@ -94,13 +112,7 @@ func TestKeyMovedFlagClientOnJournaledSettingsDrivesIt(t *testing.T) {
 		name  string
 		start func(e *keyMovedDeploy)
 	}{
-		{"outbox intent never sent", func(e *keyMovedDeploy) {
-			e.srv.answer()
-			e.release(false, func(st *journal.Store, c *idem.Client) {
-				_, err := c.PrepareIn(e.ctx, e.req, st.Create)
-				require.NoError(t, err)
-			})
-		}},
+		{"outbox intent never sent", func(e *keyMovedDeploy) { e.prepare(true) }},
 		{"answers lost, no result endpoint", func(e *keyMovedDeploy) {
 			e.release(false, func(_ *journal.Store, c *idem.Client) {
 				_, err := c.Submit(e.ctx, e.req)
@@ -138,11 +150,7 @@ func TestKeyMovedFlagClientOnJournaledSettingsDrivesIt(t *testing.T) {
 // reconciliation deadline passed days ago.
 func TestKeyMovedFlagKeepsDeadlinePassed(t *testing.T) {
 	e := newKeyMovedDeploy(t)
-	e.srv.answer()
-	e.release(false, func(_ *journal.Store, c *idem.Client) {
-		_, err := c.Prepare(e.ctx, e.req)
-		require.NoError(t, err)
-	})
+	e.prepare(false)
 	e.clock.Advance(idem.DefaultReconcileDeadline + time.Hour)
 	e.run(func(op *idem.Operation) bool { return op.Review != "" })
 	require.Equal(t, idem.ReviewDeadlinePassed, e.record().Review)
@@ -161,11 +169,7 @@ func TestKeyMovedFlagKeepsDeadlinePassed(t *testing.T) {
 // release 1's Run after it, is flagged ReviewDeadlinePassed, not sent.
 func TestKeyMovedFlagRunPastDeadlineSendsNothing(t *testing.T) {
 	e := newKeyMovedDeploy(t)
-	e.srv.answer()
-	e.release(false, func(_ *journal.Store, c *idem.Client) {
-		_, err := c.Prepare(e.ctx, e.req)
-		require.NoError(t, err)
-	})
+	e.prepare(false)
 	e.clock.Advance(time.Hour)
 	e.resume(true)
 	require.Equal(t, idem.ReviewKeyMoved, e.record().Review)
@@ -185,11 +189,7 @@ func TestKeyMovedFlagRunPastDeadlineSendsNothing(t *testing.T) {
 // It is flagged ReviewKeyInUse as it settles.
 func TestKeyMovedFlagNeverSentConfirmIsAnotherRequests(t *testing.T) {
 	e := newKeyMovedDeploy(t)
-	e.srv.answer()
-	e.release(false, func(st *journal.Store, c *idem.Client) {
-		_, err := c.PrepareIn(e.ctx, e.req, st.Create)
-		require.NoError(t, err)
-	})
+	e.prepare(true)
 	e.resume(true)
 	require.Equal(t, idem.ReviewKeyMoved, e.record().Review)
 	e.release(true, func(_ *journal.Store, c *idem.Client) {
@@ -200,4 +200,86 @@ func TestKeyMovedFlagNeverSentConfirmIsAnotherRequests(t *testing.T) {
 	})
 	orders, posts := e.srv.counts()
 	require.Equal(t, [2]int{0, 0}, [2]int{orders, posts})
+}
+
+// An endpoint that ignores the key (keyIgnoringCharges, modelled on
+// Solidgate's) charged every send of release 1's payment, each answer
+// lost. Release 2, the key's header renamed, learns from another
+// payment's answer that the endpoint ignores keys, then visits it: it
+// flagged it ReviewKeyMoved, where ReviewKeyIgnored tells that several
+// sends may each have charged, and the webhook event for one payment
+// then settled it clean, the others' charges forgotten. ReviewKeyIgnored
+// comes first: the settlement keeps ReviewMaybeTwice.
+func TestKeyMovedFlagYieldsToKeyIgnored(t *testing.T) {
+	// Release 2's Resume at start-up visits the payment before any
+	// answer has taught it the endpoint, or after.
+	for _, resumeFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "learnt first", true: "resumed first"}[resumeFirst], func(t *testing.T) {
+			keyMovedFlagYieldsToKeyIgnored(t, resumeFirst)
+		})
+	}
+}
+
+func keyMovedFlagYieldsToKeyIgnored(t *testing.T, resumeFirst bool) {
+	ctx := context.Background()
+	var lost atomic.Bool
+	lost.Store(true)
+	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+		if lost.Load() {
+			dropConnection(w)
+			return
+		}
+		ignoredCreated(n, w)
+	})
+	clock := idemtest.NewClock(epoch)
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	url := s.srv.URL + "/api/v1/charge"
+	var sentK atomic.Int32 // POSTs of k, under either header
+	hc := s.srv.Client()
+	base := hc.Transport
+	hc.Transport = rtFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodPost && (r.Header.Get("Idempotency-Key") == "k" || r.Header.Get("Paypal-Request-Id") == "k") {
+			sentK.Add(1)
+		}
+		return base.RoundTrip(r)
+	})
+	release := func(opts []idem.Option, fn func(*idem.Client)) {
+		st, err := journal.Open(path)
+		require.NoError(t, err)
+		c, err := idem.New(st, append([]idem.Option{idem.WithHTTPClient(hc), idem.WithClock(clock)}, opts...)...)
+		require.NoError(t, err)
+		fn(c)
+		require.NoError(t, c.Close())
+		require.NoError(t, st.Close())
+	}
+	renamed := []idem.Option{idem.WithKeyHeader("PayPal-Request-Id", idem.KeyBare)}
+
+	release(nil, func(c *idem.Client) {
+		_, err := c.Submit(ctx, idem.Request{Key: "k", URL: url, Body: []byte(`{"amount":100,"order_id":"o-1"}`)})
+		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	})
+	sends := sentK.Load()
+	require.Greater(t, sends, int32(1), "release 1's sends, each a charge")
+	lost.Store(false)
+	clock.Advance(time.Minute)
+
+	release(renamed, func(c *idem.Client) {
+		if resumeFirst {
+			_, err := c.Resume(ctx)
+			require.NoError(t, err)
+		}
+		_, err := c.Submit(ctx, idem.Request{Key: "k0", URL: url, Body: []byte(`{"amount":5,"order_id":"o-0"}`)})
+		require.NoError(t, err)
+		if !resumeFirst {
+			_, err = c.Resume(ctx)
+			require.NoError(t, err)
+			op, err := c.Lookup(ctx, "", "k")
+			require.NoError(t, err)
+			require.Equal(t, idem.ReviewKeyIgnored, op.Review)
+		}
+		res, err := c.Confirm(ctx, "", "k", cardOrderUpdated(idem.StateSucceeded, "pay_1", "evt_pay_1_settle_ok"))
+		require.NoError(t, err, "Confirm()")
+		require.Equal(t, idem.ReviewMaybeTwice, res.Review, "the other sends may have charged")
+	})
+	require.Equal(t, sends, sentK.Load(), "k sent again")
 }

@@ -673,9 +673,6 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 		// replay, would be a second order.
 		return &blocked{ReviewKeyNotCarried, errKeyNotCarried}
 	}
-	if block := d.c.keyMovedBlock(rec.KeyPlacement); block != nil {
-		return block
-	}
 	if d.sentBefore().maybeExecuted {
 		if !d.keyIgnored {
 			// What the journal says of the endpoint, first: an earlier
@@ -694,6 +691,13 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			// what may have executed would execute again.
 			return &blocked{ReviewKeyIgnored, ErrNeedsReview}
 		}
+	}
+	// After ReviewKeyIgnored, which says what the operation's sends may
+	// have done (each charged: ReviewMaybeTwice once an event settles
+	// it); ReviewKeyMoved, saying only where this Client puts the key,
+	// would stand in its place, and the event would settle it clean.
+	if block := d.c.keyMovedBlock(rec.KeyPlacement); block != nil {
+		return block
 	}
 	window := resendWindow(d.c.keyRetention(rec))
 	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && now.Sub(rec.Attempts[0].Start) >= window {
