@@ -164,6 +164,7 @@ func newConfig(opts []Option) (*config, error) {
 	if err := cfg.err(); err != nil {
 		return nil, err
 	}
+	cfg.keyPlacement = placementOf(cfg.keyHeader, cfg.keyFormat)
 	return cfg, nil
 }
 

@@ -406,7 +406,11 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 // second resource for the key: that stays for a person, whatever the
 // driver learns later, until Resolve. Nor does an expired key replace a
 // reason that tells more (outlivesExpiry), nor does a key another request
-// used replace ReviewKeyIgnored (keepsIgnored).
+// used replace ReviewKeyIgnored (keepsIgnored), nor ReviewKeyMoved any
+// reason: it speaks of the Client visiting, and a Client on the
+// journaled settings drives an operation flagged only for it as
+// unflagged (movedHere), which must not undo what the operation itself
+// earned (a deadline passed, a clock stepped).
 func setReview(r *journal.Record, reason string) {
 	r.Review = reviewAfter(r.Review, reason)
 }
@@ -414,7 +418,8 @@ func setReview(r *journal.Record, reason string) {
 // reviewAfter is the review reason of a record flagged was ("": none)
 // once setReview sets reason on it.
 func reviewAfter(was, reason string) string {
-	if journal.ReviewHeld(was) || reason == ReviewKeyExpired && outlivesExpiry(was) || keepsIgnored(was, reason) {
+	if journal.ReviewHeld(was) || reason == ReviewKeyExpired && outlivesExpiry(was) || keepsIgnored(was, reason) ||
+		reason == ReviewKeyMoved && was != "" {
 		return was
 	}
 	return reason

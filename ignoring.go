@@ -643,7 +643,7 @@ var errUnflaggable = errors.New("idem: not flagged for an endpoint that ignores 
 // and the redelivery reads it.
 func (c *Client) markIgnoredBeforeConfirm(ctx, wctx context.Context, prior *journal.Record) (*journal.Record, error) {
 	flaggable := func(r *journal.Record) bool {
-		return r.Open() && r.Review == "" && journal.SentTwice(r)
+		return r.Open() && ignoredUnflagged(r) && journal.SentTwice(r)
 	}
 	if prior == nil || !flaggable(prior) {
 		return nil, nil
@@ -672,6 +672,17 @@ func (c *Client) markIgnoredBeforeConfirm(ctx, wctx context.Context, prior *jour
 		return nil, nil // settled since: the confirmation agrees with it, or contradicts it
 	}
 	return rec, err
+}
+
+// ignoredUnflagged reports whether r is flagged for nothing that
+// ReviewKeyIgnored must not replace: not at all, or only ReviewKeyMoved,
+// which says where a Client put the key, not what the sends did. Kept,
+// it would have the event that settles r clear it, where two sends to an
+// endpoint that ignores the key may each have charged (ReviewMaybeTwice):
+// release 2's Resume at start-up flags release 1's operations before any
+// answer has taught it the endpoint.
+func ignoredUnflagged(r *journal.Record) bool {
+	return r.Review == "" || r.Review == ReviewKeyMoved
 }
 
 // forget drops endpoint e, reporting whether it was known.

@@ -39,6 +39,13 @@ type bodyKeyServer struct {
 
 func newBodyKeyServer(t *testing.T, clock *idemtest.Clock) *bodyKeyServer {
 	t.Helper()
+	return newKeyReadingServer(t, clock, movingKey)
+}
+
+// newKeyReadingServer is bodyKeyServer reading a request's key with
+// keyOf ("" when it carries none).
+func newKeyReadingServer(t *testing.T, clock *idemtest.Clock, keyOf func(*http.Request, []byte) string) *bodyKeyServer {
+	t.Helper()
 	s := &bodyKeyServer{held: map[string]string{}, lose: true}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -50,7 +57,7 @@ func newBodyKeyServer(t *testing.T, clock *idemtest.Clock) *bodyKeyServer {
 			return
 		}
 		s.posts++
-		key := movingKey(r, body)
+		key := keyOf(r, body)
 		w.Header().Set("Content-Type", "application/json")
 		answer, replay := s.held[key]
 		if replay && key != "" {

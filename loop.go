@@ -694,6 +694,13 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 			return &blocked{ReviewKeyIgnored, ErrNeedsReview}
 		}
 	}
+	// After ReviewKeyIgnored, which says what the operation's sends may
+	// have done (each charged: ReviewMaybeTwice once an event settles
+	// it); ReviewKeyMoved, saying only where this Client puts the key,
+	// would stand in its place, and the event would settle it clean.
+	if block := d.c.keyMovedBlock(rec.KeyPlacement); block != nil {
+		return block
+	}
 	window := resendWindow(d.c.keyRetention(rec))
 	if p.contested && !p.maybeExecuted && len(rec.Attempts) > 0 && now.Sub(rec.Attempts[0].Start) >= window {
 		// Nothing of ours ever ran, and the key has been someone else's
@@ -1047,7 +1054,7 @@ func (d *driver) sentBefore() past {
 // resending this operation; it still asks the result endpoint, which may
 // settle it. Only an explicit Do may resend it, inside the key window.
 func (d *driver) reviewOnly() bool {
-	return d.mode != foreground && d.rec.Review != ""
+	return d.mode != foreground && d.rec.Review != "" && !d.c.movedHere(d.rec)
 }
 
 // mayRetry consults the retry budget of the operation's host. Only callers' retries

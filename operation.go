@@ -83,6 +83,16 @@ const (
 	// never sent (a mesh's retry of a keyless copy is a second order); one
 	// that may have executed may still be queried.
 	ReviewKeyNotCarried = "the journaled request would carry no idempotency key under this Client's settings (WithKeyInBody): every copy sent could execute"
+	// ReviewKeyMoved: the operation was journaled by a Client that put
+	// its key elsewhere (another header name, the other KeyFormat, the
+	// body rather than a header or back) than the Client driving it: a
+	// send would reach the server under another key, or none, and could
+	// execute again. Nothing sends it from such a Client, not even a
+	// first send; one that may have executed may still be queried. A
+	// Client configured as it was journaled sends it again. One nothing
+	// of ours executed for is still not ours to settle by an event
+	// carrying its key (ReviewKeyInUse).
+	ReviewKeyMoved = journal.ReviewKeyMoved
 	// ReviewFinalAnswer: the server's stored answer for the key (a replay,
 	// or a refusal naming only the resource the request acted on, as
 	// Primer's refund's 409 names the payment refunded) leaves the

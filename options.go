@@ -116,18 +116,21 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	httpClient        *http.Client
-	hook              func(*http.Request) error
-	newBackoff        func() backoff.BackOff
-	maxAttempts       int
-	maxElapsed        time.Duration
-	attemptTimeout    time.Duration
-	retryAfterCap     time.Duration
-	keyRetention      time.Duration
-	hostRetention     map[string]time.Duration // lower-case host → key window
-	conflictStatus    []int                    // statuses that always mean a key conflict
-	keyHeader         string
-	keyFormat         KeyFormat
+	httpClient     *http.Client
+	hook           func(*http.Request) error
+	newBackoff     func() backoff.BackOff
+	maxAttempts    int
+	maxElapsed     time.Duration
+	attemptTimeout time.Duration
+	retryAfterCap  time.Duration
+	keyRetention   time.Duration
+	hostRetention  map[string]time.Duration // lower-case host → key window
+	conflictStatus []int                    // statuses that always mean a key conflict
+	keyHeader      string
+	keyFormat      KeyFormat
+	// keyPlacement is journal.Record.KeyPlacement for keyHeader and
+	// keyFormat (placementOf), made once: every record holds this string.
+	keyPlacement      string
 	resultTemplate    string
 	resultLag         time.Duration // WithResultLag; read with the key in the body, and after "order already paid"
 	decode            Decoder

@@ -899,9 +899,11 @@ func (c *Client) learnIgnoring(ctx context.Context) error {
 // reconciliation deadline: Run's next visit flags it for review. Run's
 // measured time bounds now (runClock), and so do the steps forward this
 // process has seen (unstepped): a clock stepped forward must not hand
-// every open operation to a person, for good.
+// every open operation to a person, for good. One flagged only by a
+// Client on other settings is not yet flagged here (movedHere), which
+// drives it.
 func (c *Client) pastDeadline(rec *journal.Record, now time.Time) bool {
-	return rec.Review == "" && minTime(c.life.run.trusted(now), c.unstepped(now, c.cfg.reconcileDeadline)).Sub(rec.Created) >= c.cfg.reconcileDeadline
+	return (rec.Review == "" || c.movedHere(rec)) && minTime(c.life.run.trusted(now), c.unstepped(now, c.cfg.reconcileDeadline)).Sub(rec.Created) >= c.cfg.reconcileDeadline
 }
 
 // rescheduleEvery spaces Run's searches for operations scheduled further

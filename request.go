@@ -286,7 +286,8 @@ func (c *Client) newRecord(req Request, journaled bool) (*journal.Record, *[1]jo
 		Created:  now,
 		Updated:  now,
 		// Due only if the caller abandons it: Do normally settles it first.
-		NextDue: now.Add(c.cfg.reconcileInterval),
+		NextDue:      now.Add(c.cfg.reconcileInterval),
+		KeyPlacement: c.cfg.keyPlacement,
 	}
 	return &made.rec, &made.first, nil
 }

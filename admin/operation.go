@@ -32,6 +32,11 @@ type Operation struct {
 	// request that started a stuck one; only in the answer for one
 	// operation, with Timeline.
 	Trace string `json:"trace,omitempty"`
+	// KeyPlacement is where the Client that journaled the operation put
+	// its key (journal.Record.KeyPlacement): a Client putting it
+	// elsewhere leaves it unsent (idem.ReviewKeyMoved); only in the
+	// answer for one operation, with Timeline.
+	KeyPlacement string `json:"key_placement,omitempty"`
 	// Timeline is the journaled attempts, oldest first; only in the
 	// answer for one operation.
 	Timeline []Attempt `json:"timeline,omitempty"`
@@ -123,6 +128,7 @@ func FromRecord(r *journal.Record, timeline bool) *Operation {
 	}
 	if timeline {
 		op.Trace = r.Trace
+		op.KeyPlacement = r.KeyPlacement
 		op.Timeline = make([]Attempt, len(r.Attempts))
 		for i, a := range r.Attempts {
 			op.Timeline[i] = Attempt{
@@ -143,7 +149,7 @@ func (o *Operation) Record() *journal.Record {
 		Scope: o.Scope, Key: o.Key, Ref: o.Ref, Method: o.Method, URL: o.URL, QueryURL: o.ResultURL,
 		State: journal.State(o.State), Review: o.Review,
 		Created: o.Created, FirstSent: o.FirstSent, Updated: o.Updated, Settled: o.Settled, NextDue: o.NextDue,
-		Trace: o.Trace,
+		Trace: o.Trace, KeyPlacement: o.KeyPlacement,
 	}
 	if res := o.Result; res != nil {
 		r.Result = &journal.Result{ResourceID: res.ResourceID, StatusCode: res.StatusCode, Reason: res.Reason, Replayed: res.Replayed}

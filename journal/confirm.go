@@ -61,6 +61,14 @@ const ReviewKeyInUse = "key used by another request: the server's answer for it 
 // as never sent as a pending one (ApplyConfirmation).
 const ReviewDeadlinePassed = "reconciliation deadline passed"
 
+// ReviewKeyMoved is the review of an open record a client that puts the
+// key elsewhere than the record's KeyPlacement visited (the client's
+// ReviewKeyMoved): it sends nothing, and set only on a record not
+// flagged yet. Like ReviewDeadlinePassed, such a record with no attempt
+// that may have executed is as never sent as a pending one
+// (ApplyConfirmation).
+const ReviewKeyMoved = "the operation was journaled with its idempotency key in another place (header name or form, or the body) than this Client puts it: every copy sent could execute again"
+
 // ReviewHeld reports whether reason is a review that stays for a person,
 // whatever settles or answers the record after it, until Resolve:
 // ReviewConfirmConflict (the later event or answer agreeing with our
@@ -340,11 +348,12 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		// written) and none on the wire, an event carrying the key is
 		// another request's. So it is once flagged, unknown, for the
 		// time it waited alone: the reconciliation deadline passed on an
-		// intent a relay stopped for days never sent, which no answer
-		// flagged first. Not after a flag an answer set: a first
+		// intent a relay stopped for days never sent, or a client on
+		// other key settings visited it (ReviewKeyMoved), which no
+		// answer flagged first. Not after a flag an answer set: a first
 		// attempt's refusal that a copy of it a proxy sent may explain
 		// (the client's ReviewRefusedAfterSend) may have been ours.
-		neverSent := (rec.State == StatePending || rec.State == StateUnknown && rec.Review == ReviewDeadlinePassed) &&
+		neverSent := (rec.State == StatePending || rec.State == StateUnknown && (rec.Review == ReviewDeadlinePassed || rec.Review == ReviewKeyMoved)) &&
 			!slices.ContainsFunc(rec.Attempts, Attempt.MaybeExecuted)
 		res := rec.result()
 		if c.ResourceID != "" {
@@ -622,12 +631,16 @@ func appendConfirmations(dst []byte, cs []Confirmation) []byte {
 	return dst
 }
 
-// versionOf is the record version r is written in: 6 if it holds an
+// versionOf is the record version r is written in: 7 if it holds its
+// key's placement (Record.KeyPlacement), 6 if it holds an
 // attempt net/http resent (Attempt.Resent), 5 if it holds a KeyInUse
 // confirmation, 4 if it holds a processing one, which version 3 cannot
 // hold, else 3; so that an older build refuses what it cannot read as
 // newer (ErrVersion) and still reads every other record.
 func versionOf(r *Record) byte {
+	if r.KeyPlacement != "" {
+		return 7
+	}
 	for i := range r.Attempts {
 		if r.Attempts[i].Resent {
 			return 6

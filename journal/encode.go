@@ -38,8 +38,11 @@ const (
 	// knows only version 3 refuses it as newer (ErrVersion), not as
 	// damaged, and still reads every other. Version 5 adds a
 	// confirmation's KeyInUse, likewise only in a record that holds one;
-	// version 6 an attempt's Resent flag, likewise.
-	recordVersion = 6
+	// version 6 an attempt's Resent flag, likewise; version 7 the key's
+	// placement (Record.KeyPlacement), after Trace, likewise: only a
+	// record that holds one, which every record a Client creates since
+	// does.
+	recordVersion = 7
 
 	// secondsToYear1 shifts Unix seconds so that the zero time.Time is 0.
 	secondsToYear1 = 62135596800
@@ -107,7 +110,7 @@ func encode(dst []byte, r *Record) []byte {
 // Both slices are capped.
 func encodeHeader(dst []byte, r *Record) (enc, header, body []byte) {
 	size := 3 + 1 + len(r.Review) + len(r.Scope) + len(r.Key) + len(r.Ref) + len(r.Method) +
-		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts) + 1 + 64*len(r.Confirmations) + len(r.Trace) + 1
+		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts) + 1 + 64*len(r.Confirmations) + len(r.Trace) + 1 + len(r.KeyPlacement) + 1
 	// The names are gathered for appendHeader as they are counted: one
 	// pass over the map, not two. On the stack for the few headers a
 	// request has: this runs on every write.
@@ -209,6 +212,9 @@ func encodeHeader(dst []byte, r *Record) (enc, header, body []byte) {
 	dst = appendTime(dst, r.NextDue)
 	dst = appendConfirmations(dst, r.Confirmations) // version 3
 	dst = appendString(dst, r.Trace)                // version 3
+	if r.KeyPlacement != "" {
+		dst = appendString(dst, r.KeyPlacement) // version 7 (versionOf)
+	}
 	return dst, dst[hs:he:he], dst[be-len(r.Body) : be : be]
 }
 
@@ -377,6 +383,9 @@ func decodeStoredIn(blk *recordBlock, b []byte, shared bool, like *Record) (r *R
 	r.Confirmations = d.confirmations() // version 3
 	if d.version >= 3 {
 		r.Trace = d.string()
+	}
+	if d.version >= 7 {
+		r.KeyPlacement = d.string()
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")

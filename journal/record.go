@@ -148,6 +148,15 @@ type Record struct {
 	// the request, it is set at Create and never changed.
 	Trace string
 
+	// KeyPlacement is where the Client that journaled the operation put
+	// its key: "header " and the header's canonical name (and " quoted"
+	// for an RFC 8941 string), or "body". Set at Create, never changed:
+	// a Client that puts the key elsewhere must not send the record (a
+	// server would read another key, or none). Empty in a record written
+	// before it was journaled (record version 7), or by a caller of the
+	// Store's own.
+	KeyPlacement string
+
 	owned ownership // see ownership; never encoded
 }
 

@@ -1738,6 +1738,8 @@ func validateChange(was, r *Record) error {
 		return errorf("update changed Created: %w", ErrInvalid)
 	case r.Trace != was.Trace:
 		return errorf("update changed Trace: %w", ErrInvalid)
+	case r.KeyPlacement != was.KeyPlacement:
+		return errorf("update changed KeyPlacement: %w", ErrInvalid)
 	case !sameResolution(r.Resolved, was.Resolved):
 		return errorf("update changed Resolved: only Resolve records a manual resolution: %w", ErrInvalid)
 	case !slices.Equal(r.Confirmations, was.Confirmations):

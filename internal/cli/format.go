@@ -54,6 +54,9 @@ type recordJSON struct {
 	// Trace: the trace context of the call that journaled it, to find
 	// the request that started a stuck operation.
 	Trace string `json:"trace,omitempty"`
+	// KeyPlacement: where the Client that journaled it put the key
+	// (journal.Record.KeyPlacement), which a Client driving it must too.
+	KeyPlacement string `json:"key_placement,omitempty"`
 	// Confirmations: outcomes learned from outside (webhook events).
 	Confirmations []confirmationJSON `json:"confirmations,omitempty"`
 }
@@ -104,24 +107,25 @@ type attemptJSON struct {
 
 func toJSON(r *journal.Record) recordJSON {
 	j := recordJSON{
-		Key:        r.Key,
-		Scope:      r.Scope,
-		Ref:        r.Ref,
-		State:      r.State,
-		Review:     r.Review,
-		Method:     r.Method,
-		URL:        httpsyntax.RedactURL(r.URL),
-		ResultURL:  httpsyntax.RedactURL(r.QueryURL),
-		Header:     redact(r.Header),
-		BodySize:   len(r.Body),
-		BodySHA256: hex.EncodeToString(r.BodySHA[:]),
-		Created:    r.Created.UTC(),
-		FirstSent:  optTime(r.FirstSent),
-		Updated:    optTime(r.Updated),
-		Settled:    optTime(r.Settled),
-		NextDue:    optTime(r.NextDue),
-		Attempts:   []attemptJSON{},
-		Trace:      r.Trace,
+		Key:          r.Key,
+		Scope:        r.Scope,
+		Ref:          r.Ref,
+		State:        r.State,
+		Review:       r.Review,
+		Method:       r.Method,
+		URL:          httpsyntax.RedactURL(r.URL),
+		ResultURL:    httpsyntax.RedactURL(r.QueryURL),
+		Header:       redact(r.Header),
+		BodySize:     len(r.Body),
+		BodySHA256:   hex.EncodeToString(r.BodySHA[:]),
+		Created:      r.Created.UTC(),
+		FirstSent:    optTime(r.FirstSent),
+		Updated:      optTime(r.Updated),
+		Settled:      optTime(r.Settled),
+		NextDue:      optTime(r.NextDue),
+		Attempts:     []attemptJSON{},
+		Trace:        r.Trace,
+		KeyPlacement: r.KeyPlacement,
 	}
 	j.Body, j.BodyBase64 = bodyJSON(r.Body)
 	if res := r.Result; res != nil {

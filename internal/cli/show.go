@@ -59,6 +59,11 @@ func writeRecord(w io.Writer, now time.Time, r *journal.Record) {
 	}
 	field("request", clean(r.Method)+" "+clean(httpsyntax.RedactURL(r.URL)))
 	field("result url", clean(httpsyntax.RedactURL(r.QueryURL)))
+	if r.KeyPlacement != "" {
+		// Where the key goes: a Client that puts it elsewhere leaves the
+		// operation unsent (idem.ReviewKeyMoved).
+		field("key placement", clean(r.KeyPlacement))
+	}
 	if r.Trace != "" {
 		// The call that journaled it: where a person looks for why it is stuck.
 		field("trace", clean(r.Trace))

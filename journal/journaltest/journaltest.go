@@ -83,6 +83,7 @@ func Run(t *testing.T, open func(t testing.TB) idem.Store) {
 		{"UpdateNotFound", testUpdateNotFound},
 		{"UpdateTerminal", testUpdateTerminal},
 		{"UpdateInvalid", testUpdateInvalid},
+		{"KeyPlacement", testKeyPlacement},
 		{"Resolve", testResolve},
 		{"ResolveTerminal", testResolveTerminal},
 		{"ResolveOnlyOpen", testResolveOnlyOpen},
@@ -349,6 +350,24 @@ func testUpdateInvalid(t *testing.T, s idem.Store) {
 			require.Equal(t, want, get(t, s, "acct", "k"), "nothing written")
 		})
 	}
+}
+
+// testKeyPlacement: where the key goes is kept as created: a Client
+// that puts it elsewhere must find the record's own placement to refuse
+// to send it (idem.ReviewKeyMoved).
+func testKeyPlacement(t *testing.T, s idem.Store) {
+	ctx := context.Background()
+	rec := NewRecord("acct", "k", t0)
+	rec.KeyPlacement = "header Paypal-Request-Id"
+	create(t, s, rec)
+	require.Equal(t, "header Paypal-Request-Id", get(t, s, "acct", "k").KeyPlacement, "Get after Create")
+	got, err := s.Update(ctx, "acct", "k", func(r *journal.Record) error {
+		r.Attempts = append(r.Attempts, journal.Attempt{Number: 1, Kind: journal.AttemptSubmit, Start: t0})
+		return nil
+	})
+	require.NoError(t, err, "Update()")
+	require.Equal(t, "header Paypal-Request-Id", got.KeyPlacement, "Update's record")
+	require.Equal(t, "header Paypal-Request-Id", get(t, s, "acct", "k").KeyPlacement, "Get after Update")
 }
 
 func testResolve(t *testing.T, s idem.Store) {
