@@ -336,7 +336,8 @@ func (c *Client) waitSaves(ctx context.Context) error {
 // and saveIgnoringTimeout. nil when the Store keeps no endpoints (none,
 // or ErrKeyIgnoringUnkept), as saveIgnoring reads it.
 func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
-	return c.keepEndpoint(ctx, endpoint(rec))
+	_, err := c.keepEndpoint(ctx, endpoint(rec))
+	return err
 }
 
 // keepFlagged journals the endpoint rec, flagged ReviewKeyIgnored, was
@@ -349,13 +350,20 @@ func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
 // its error, saving true), then journals it itself (keepIgnoring's
 // error): that save, or this process's earlier one, may have failed
 // rather than hung, and a process that knows the endpoint does not save
-// it again.
+// it again. On a Store that keeps no endpoints (not a KeyIgnoringStore,
+// or ErrKeyIgnoringUnkept) the flag is the endpoint's only trace: the
+// open operations to it a send of which may have executed are flagged
+// first (flagSentTo), their flags then telling the next process.
 func (c *Client) keepFlagged(ctx context.Context, rec *journal.Record) (saving bool, err error) {
 	c.ignoring.relearn(rec)
 	if err := c.waitSaves(ctx); err != nil {
 		return true, err
 	}
-	return false, c.keepIgnoring(ctx, rec)
+	kept, err := c.keepEndpoint(ctx, endpoint(rec))
+	if err == nil && !kept {
+		_, err = flagSentTo(ctx, c.store, endpoint(rec), true, rec)
+	}
+	return false, err
 }
 
 // keepBeforeResolve is keepFlagged before Resolve settles scope and key,
@@ -449,15 +457,16 @@ func keptForResolve(ctx context.Context, s Store, rec *journal.Record, err error
 	return fmt.Errorf("%s; it could not be journaled, so nothing was written: resolve it again once the journal takes writes: %w", flaggedForIgnoring, err)
 }
 
-// keepEndpoint is keepIgnoring of endpoint e.
-func (c *Client) keepEndpoint(ctx context.Context, e string) error {
+// keepEndpoint is keepIgnoring of endpoint e; kept is false when the
+// Store keeps no endpoints.
+func (c *Client) keepEndpoint(ctx context.Context, e string) (kept bool, err error) {
 	ks, ok := c.store.(KeyIgnoringStore)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, saveIgnoringTimeout)
 	defer cancel()
-	err := ks.AddKeyIgnoring(sctx, e)
+	err = ks.AddKeyIgnoring(sctx, e)
 	if err == nil {
 		c.ignoring.mu.Lock()
 		c.ignoring.markUnsaved(e, false)
@@ -465,12 +474,12 @@ func (c *Client) keepEndpoint(ctx context.Context, e string) error {
 	}
 	if errors.Is(err, ErrKeyIgnoringUnkept) {
 		c.logUnkept(ctx, err)
-		return nil
+		return false, nil
 	}
 	if errors.Is(err, journal.ErrKeyIgnoringFull) {
 		c.logFull(ctx, e, err)
 	}
-	return err
+	return err == nil, err
 }
 
 // logFull logs, once per Client, that the journal's endpoints ignoring
@@ -538,7 +547,7 @@ func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
 		k.saveDone()
 	}()
 	for _, e := range todo {
-		if err := c.keepEndpoint(ctx, e); err != nil && !errors.Is(err, journal.ErrKeyIgnoringFull) { // logged once
+		if _, err := c.keepEndpoint(ctx, e); err != nil && !errors.Is(err, journal.ErrKeyIgnoringFull) { // logged once
 			c.log.LogAttrs(ctx, slog.LevelWarn,
 				"idem: could not journal an endpoint that ignores the idempotency key, again; its flagged operations still tell the next process",
 				slog.String("endpoint", e), slog.Any("err", err))
