@@ -351,19 +351,31 @@ func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
 // error): that save, or this process's earlier one, may have failed
 // rather than hung, and a process that knows the endpoint does not save
 // it again. On a Store that keeps no endpoints (not a KeyIgnoringStore,
-// or ErrKeyIgnoringUnkept) the flag is the endpoint's only trace: the
-// open operations to it a send of which may have executed are flagged
-// first (flagSentTo), their flags then telling the next process.
+// or ErrKeyIgnoringUnkept) the flag is the endpoint's only trace
+// (flagUnkept).
 func (c *Client) keepFlagged(ctx context.Context, rec *journal.Record) (saving bool, err error) {
 	c.ignoring.relearn(rec)
 	if err := c.waitSaves(ctx); err != nil {
 		return true, err
 	}
 	kept, err := c.keepEndpoint(ctx, endpoint(rec))
-	if err == nil && !kept {
-		_, err = flagSentTo(ctx, c.store, endpoint(rec), true, rec)
+	return false, flagUnkept(ctx, c.store, rec, kept, err)
+}
+
+// flagUnkept follows the journaling of the endpoint rec is flagged
+// ReviewKeyIgnored for, which ended in err, kept saying whether the
+// Store kept it. One that keeps none (not a KeyIgnoringStore, or
+// ErrKeyIgnoringUnkept) has only rec's flag to tell the next process of
+// the endpoint: cleared, Resume resent another payment there whose
+// answer was lost, a second charge. The open operations to it a send of
+// which may have executed are flagged first (flagSentTo), their flags
+// telling it then.
+func flagUnkept(ctx context.Context, s Store, rec *journal.Record, kept bool, err error) error {
+	if err != nil || kept {
+		return err
 	}
-	return false, err
+	_, err = flagSentTo(ctx, s, endpoint(rec), true, rec)
+	return err
 }
 
 // keepBeforeResolve is keepFlagged before Resolve settles scope and key,
@@ -401,10 +413,10 @@ func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) error
 // with idem key-ignoring remove, then resolve again). An endpoint too
 // long ever to be journaled (journal.ErrInvalid) is no error: the open
 // operations to it a send of which may have executed are flagged
-// ReviewKeyIgnored first, their flags then telling the next process. nil
-// for any other rec, and when s keeps no endpoints (not a
-// KeyIgnoringStore, or ErrKeyIgnoringUnkept), as before they were kept.
-// A nil rec is ErrInvalidRequest.
+// ReviewKeyIgnored first, their flags then telling the next process, as
+// they are when s keeps no endpoints (not a KeyIgnoringStore, or
+// ErrKeyIgnoringUnkept). nil for any other rec. A nil rec is
+// ErrInvalidRequest.
 func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Record) error {
 	if rec == nil {
 		return errorf("idem: resolve: %w: no record; pass the one read from the Store (Get)", ErrInvalidRequest)
@@ -413,12 +425,15 @@ func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Rec
 		return nil
 	}
 	var err error
+	kept := false
 	if ks, ok := s.(KeyIgnoringStore); ok {
-		if err = ks.AddKeyIgnoring(ctx, endpoint(rec)); errors.Is(err, ErrKeyIgnoringUnkept) {
+		err = ks.AddKeyIgnoring(ctx, endpoint(rec))
+		kept = err == nil
+		if errors.Is(err, ErrKeyIgnoringUnkept) {
 			err = nil
 		}
 	}
-	if err := keptForResolve(ctx, s, rec, err); err != nil {
+	if err := keptForResolve(ctx, s, rec, flagUnkept(ctx, s, rec, kept, err)); err != nil {
 		return errorf("idem: resolve (scope %q, key %q): %w", rec.Scope, rec.Key, withCause(ctx, err))
 	}
 	return nil

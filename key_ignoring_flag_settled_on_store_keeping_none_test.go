@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,9 +21,10 @@ import (
 // ReviewKeyIgnored, its flag the only record of the endpoint on a Store
 // that keeps none (no idem.KeyIgnoringStore, or a pgjournal whose schema
 // Migrate has not brought to version 2: idem.ErrKeyIgnoringUnkept,
-// modelled). The webhook's Confirm of k2 (or a person's Resolve) cleared
-// that flag, and after a restart Resume resent k1 under the same key,
-// which the endpoint charged again: charges [k1 k2 k1]. The endpoint's
+// modelled). The webhook's Confirm of k2 (or a person's Resolve, or idem
+// resolve: KeepKeyIgnoringBeforeResolve) cleared that flag, and after a
+// restart Resume resent k1 under the same key, which the endpoint charged
+// again: charges [k1 k2 k1]. The endpoint's
 // other open operations that may have executed are flagged before the
 // flag is cleared: k1 is left open for a person, charged once.
 func TestKeyIgnoringFlagSettledOnStoreKeepingNone(t *testing.T) {
@@ -43,6 +45,18 @@ func TestKeyIgnoringFlagSettledOnStoreKeepingNone(t *testing.T) {
 		}},
 		{"Resolve", func(ctx context.Context, c *idem.Client) error {
 			_, err := c.Resolve(ctx, "", "k2", idem.Resolution{State: idem.StateSucceeded, ResourceID: "pay_2", By: "ops", Reason: "seen in the dashboard"})
+			return err
+		}},
+		{"idem resolve", func(ctx context.Context, c *idem.Client) error {
+			// The tool on the journal, as pgjournal's idem resolve does.
+			rec, err := c.Store().Get(ctx, idem.DefaultScope, "k2")
+			if err != nil {
+				return err
+			}
+			if err := idem.KeepKeyIgnoringBeforeResolve(ctx, c.Store(), rec); err != nil {
+				return err
+			}
+			_, err = c.Store().Resolve(ctx, idem.DefaultScope, "k2", journal.Manual{State: idem.StateSucceeded, ResourceID: "pay_2", By: "ops", Reason: "seen in the dashboard", At: time.Now()})
 			return err
 		}},
 	}
