@@ -848,28 +848,11 @@ func (d *driver) submit() (step, error) {
 	}
 	ex.blankSent(&st.out)
 	if learnt && st.review != ReviewKeyIgnored {
-		// The endpoint learnt from this answer is journaled before the
-		// answer's outcome is: an outcome with no ReviewKeyIgnored flag
-		// tells the next process nothing of the endpoint, and a process
-		// killed between that commit and the save's (which ran beside
-		// it) left the journal without it: Resume resent, to an endpoint
-		// that charges every request, another payment whose answer was
-		// lost there (and this one, left open), a second charge. A flag
-		// tells the next process itself (relearn): no wait then, as
-		// before. Bounded by saveIgnoringTimeout, not by the call's
-		// context: a write the outcome's commit must follow, which does
-		// not heed it either (wctx); a caller that gave up during the
-		// save had the outcome committed first, and a kill then lost
-		// the endpoint as above. A Store that stalls holds the payment
-		// no longer for the save (logged, as before), only for the flag
-		// walk below. A save that failed (a full disk for a moment) is
-		// made once more, as long: known only in memory, the endpoint
-		// was never journaled again. Still unjournaled then, or on a
-		// Store that keeps none, the endpoint's other open operations
-		// that may have executed are flagged before the outcome's
-		// commit: a kill after it (a restart, on a Store that keeps
-		// none) left no trace of the endpoint, and Resume resent each,
-		// a second charge (keepLearnt).
+		// The endpoint learnt from this answer is journaled (or, failing
+		// that, its other open operations flagged) before the unflagged
+		// outcome is (keepLearnt); a flag tells the next process itself.
+		// Within wctx, not the caller's context, as the outcome's commit
+		// is: a caller that gave up would have it committed first.
 		c.keepLearnt(d.wctx, d.rec)
 	}
 	// What the commit reads, copied into one allocation: captured by the

@@ -602,7 +602,9 @@ type Resolution struct {
 // (idem key-ignoring remove, ForgetKeyIgnoring) and Resolve again. One
 // whose endpoint is too long ever to be journaled is settled after the
 // open operations to it that may have executed are flagged
-// ReviewKeyIgnored, their flags telling the next process.
+// ReviewKeyIgnored, their flags telling the next process, as they are on
+// a Store that keeps no endpoints (not a KeyIgnoringStore, or
+// ErrKeyIgnoringUnkept).
 func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (*Result, error) {
 	if err := c.enter(ctx); err != nil {
 		return nil, err

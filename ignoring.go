@@ -336,7 +336,8 @@ func (c *Client) waitSaves(ctx context.Context) error {
 // and saveIgnoringTimeout. nil when the Store keeps no endpoints (none,
 // or ErrKeyIgnoringUnkept), as saveIgnoring reads it.
 func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
-	return c.keepEndpoint(ctx, endpoint(rec))
+	_, err := c.keepEndpoint(ctx, endpoint(rec))
+	return err
 }
 
 // keepFlagged journals the endpoint rec, flagged ReviewKeyIgnored, was
@@ -349,13 +350,32 @@ func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
 // its error, saving true), then journals it itself (keepIgnoring's
 // error): that save, or this process's earlier one, may have failed
 // rather than hung, and a process that knows the endpoint does not save
-// it again.
+// it again. On a Store that keeps no endpoints (not a KeyIgnoringStore,
+// or ErrKeyIgnoringUnkept) the flag is the endpoint's only trace
+// (flagUnkept).
 func (c *Client) keepFlagged(ctx context.Context, rec *journal.Record) (saving bool, err error) {
 	c.ignoring.relearn(rec)
 	if err := c.waitSaves(ctx); err != nil {
 		return true, err
 	}
-	return false, c.keepIgnoring(ctx, rec)
+	kept, err := c.keepEndpoint(ctx, endpoint(rec))
+	return false, flagUnkept(ctx, c.store, rec, kept, err)
+}
+
+// flagUnkept follows the journaling of the endpoint rec is flagged
+// ReviewKeyIgnored for, which ended in err, kept saying whether the
+// Store kept it. One that keeps none (not a KeyIgnoringStore, or
+// ErrKeyIgnoringUnkept) has only rec's flag to tell the next process of
+// the endpoint: cleared, Resume resent another payment there whose
+// answer was lost, a second charge. The open operations to it a send of
+// which may have executed are flagged first (flagSentTo), their flags
+// telling it then.
+func flagUnkept(ctx context.Context, s Store, rec *journal.Record, kept bool, err error) error {
+	if err != nil || kept {
+		return err
+	}
+	_, err = flagSentTo(ctx, s, endpoint(rec), true, rec)
+	return err
 }
 
 // keepBeforeResolve is keepFlagged before Resolve settles scope and key,
@@ -393,10 +413,10 @@ func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) error
 // with idem key-ignoring remove, then resolve again). An endpoint too
 // long ever to be journaled (journal.ErrInvalid) is no error: the open
 // operations to it a send of which may have executed are flagged
-// ReviewKeyIgnored first, their flags then telling the next process. nil
-// for any other rec, and when s keeps no endpoints (not a
-// KeyIgnoringStore, or ErrKeyIgnoringUnkept), as before they were kept.
-// A nil rec is ErrInvalidRequest.
+// ReviewKeyIgnored first, their flags then telling the next process, as
+// they are when s keeps no endpoints (not a KeyIgnoringStore, or
+// ErrKeyIgnoringUnkept). nil for any other rec. A nil rec is
+// ErrInvalidRequest.
 func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Record) error {
 	if rec == nil {
 		return errorf("idem: resolve: %w: no record; pass the one read from the Store (Get)", ErrInvalidRequest)
@@ -405,12 +425,15 @@ func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Rec
 		return nil
 	}
 	var err error
+	kept := false
 	if ks, ok := s.(KeyIgnoringStore); ok {
-		if err = ks.AddKeyIgnoring(ctx, endpoint(rec)); errors.Is(err, ErrKeyIgnoringUnkept) {
+		err = ks.AddKeyIgnoring(ctx, endpoint(rec))
+		kept = err == nil
+		if errors.Is(err, ErrKeyIgnoringUnkept) {
 			err = nil
 		}
 	}
-	if err := keptForResolve(ctx, s, rec, err); err != nil {
+	if err := keptForResolve(ctx, s, rec, flagUnkept(ctx, s, rec, kept, err)); err != nil {
 		return errorf("idem: resolve (scope %q, key %q): %w", rec.Scope, rec.Key, withCause(ctx, err))
 	}
 	return nil
@@ -449,15 +472,16 @@ func keptForResolve(ctx context.Context, s Store, rec *journal.Record, err error
 	return fmt.Errorf("%s; it could not be journaled, so nothing was written: resolve it again once the journal takes writes: %w", flaggedForIgnoring, err)
 }
 
-// keepEndpoint is keepIgnoring of endpoint e.
-func (c *Client) keepEndpoint(ctx context.Context, e string) error {
+// keepEndpoint is keepIgnoring of endpoint e; kept is false when the
+// Store keeps no endpoints.
+func (c *Client) keepEndpoint(ctx context.Context, e string) (kept bool, err error) {
 	ks, ok := c.store.(KeyIgnoringStore)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	sctx, cancel := context.WithTimeout(ctx, saveIgnoringTimeout)
 	defer cancel()
-	err := ks.AddKeyIgnoring(sctx, e)
+	err = ks.AddKeyIgnoring(sctx, e)
 	if err == nil {
 		c.ignoring.mu.Lock()
 		c.ignoring.markUnsaved(e, false)
@@ -465,12 +489,12 @@ func (c *Client) keepEndpoint(ctx context.Context, e string) error {
 	}
 	if errors.Is(err, ErrKeyIgnoringUnkept) {
 		c.logUnkept(ctx, err)
-		return nil
+		return false, nil
 	}
 	if errors.Is(err, journal.ErrKeyIgnoringFull) {
 		c.logFull(ctx, e, err)
 	}
-	return err
+	return err == nil, err
 }
 
 // logFull logs, once per Client, that the journal's endpoints ignoring
@@ -538,7 +562,7 @@ func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
 		k.saveDone()
 	}()
 	for _, e := range todo {
-		if err := c.keepEndpoint(ctx, e); err != nil && !errors.Is(err, journal.ErrKeyIgnoringFull) { // logged once
+		if _, err := c.keepEndpoint(ctx, e); err != nil && !errors.Is(err, journal.ErrKeyIgnoringFull) { // logged once
 			c.log.LogAttrs(ctx, slog.LevelWarn,
 				"idem: could not journal an endpoint that ignores the idempotency key, again; its flagged operations still tell the next process",
 				slog.String("endpoint", e), slog.Any("err", err))

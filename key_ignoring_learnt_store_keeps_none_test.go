@@ -37,25 +37,7 @@ func TestKeyIgnoringLearntOnStoreKeepingNone(t *testing.T) {
 		{"not migrated", func(js *journal.Store) idem.Store { return unmigratedStore{js} }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx, giveUp := context.WithCancel(t.Context())
-			defer giveUp()
-			s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
-				if n == 1 {
-					giveUp() // k1 charged; its caller leaves before the answer
-					dropConnection(w)
-					return
-				}
-				ignoredCreated(n, w)
-			})
-			path := filepath.Join(t.TempDir(), "idem.journal")
-			open := func() (*idem.Client, *journal.Store) {
-				js, err := journal.Open(path)
-				require.NoError(t, err)
-				c, err := idem.New(tt.wrap(js), idem.WithHTTPClient(s.srv.Client()))
-				require.NoError(t, err)
-				t.Cleanup(func() { _ = c.Close(); _ = js.Close() })
-				return c, js
-			}
+			ctx, s, open := firstAnswerLost(t, tt.wrap, ignoredCreated)
 			charge := s.srv.URL + "/api/v1/charge"
 
 			c, js := open()
@@ -64,18 +46,7 @@ func TestKeyIgnoringLearntOnStoreKeepingNone(t *testing.T) {
 			res, err := c.Submit(t.Context(), idem.Request{Key: "k2", URL: charge, Body: []byte(`{"amount":200}`)})
 			require.NoError(t, err, "Submit(k2)")
 			require.Equal(t, idem.StateSucceeded, res.State)
-			require.NoError(t, c.Close())
-			require.NoError(t, js.Close())
-
-			c, _ = open() // a restart
-			_, err = c.Resume(t.Context())
-			require.NoError(t, err, "Resume()")
-			require.Equal(t, []string{"k1", "k2"}, s.charged(), "charges, by the key each request carried")
-			op, err := c.Lookup(t.Context(), "", "k1")
-			require.NoError(t, err)
-			require.False(t, op.State.Terminal(), "journal: k1 open for a person, state %s", op.State)
-			require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: k1's Review")
-			require.Equal(t, 1, op.Attempts, "journal: k1's attempts")
+			resumedK1LeftForAPerson(t, c, js, open, s)
 		})
 	}
 }
@@ -91,4 +62,52 @@ func (unmigratedStore) AddKeyIgnoring(context.Context, string) error {
 
 func (unmigratedStore) KeyIgnoringEndpoints(context.Context) ([]string, error) {
 	return nil, idem.ErrKeyIgnoringUnkept
+}
+
+// firstAnswerLost is the endpoint of the tests above, which charges every
+// request: the first's answer is lost, its caller (ctx) leaving before it
+// came, and answer answers the others. open opens a Client on one journal
+// file, its Store wrapped, again after a Close: a restart.
+func firstAnswerLost(t *testing.T, wrap func(*journal.Store) idem.Store, answer func(n int, w http.ResponseWriter)) (
+	ctx context.Context, s *keyIgnoringCharges, open func() (*idem.Client, *journal.Store),
+) {
+	ctx, giveUp := context.WithCancel(t.Context())
+	t.Cleanup(giveUp)
+	s = newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			giveUp() // k1 charged; its caller leaves before the answer
+			dropConnection(w)
+			return
+		}
+		answer(n, w)
+	})
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	return ctx, s, func() (*idem.Client, *journal.Store) {
+		js, err := journal.Open(path)
+		require.NoError(t, err)
+		c, err := idem.New(wrap(js), idem.WithHTTPClient(s.srv.Client()))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close(); _ = js.Close() })
+		return c, js
+	}
+}
+
+// resumedK1LeftForAPerson restarts c (its Store js) with open, and holds
+// that Resume left k1, charged once, open and flagged ReviewKeyIgnored,
+// the endpoint having charged k1 and k2 once each. It returns the new
+// Client.
+func resumedK1LeftForAPerson(t *testing.T, c *idem.Client, js *journal.Store, open func() (*idem.Client, *journal.Store), s *keyIgnoringCharges) *idem.Client {
+	t.Helper()
+	require.NoError(t, c.Close())
+	require.NoError(t, js.Close())
+	c, _ = open() // a restart
+	_, err := c.Resume(t.Context())
+	require.NoError(t, err, "Resume()")
+	require.Equal(t, []string{"k1", "k2"}, s.charged(), "charges, by the key each request carried")
+	op, err := c.Lookup(t.Context(), "", "k1")
+	require.NoError(t, err)
+	require.False(t, op.State.Terminal(), "journal: k1 open for a person, state %s", op.State)
+	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: k1's Review")
+	require.Equal(t, 1, op.Attempts, "journal: k1's attempts")
+	return c
 }
