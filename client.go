@@ -588,8 +588,10 @@ type Resolution struct {
 // already on the wire when the resolution commits is not recalled: its
 // answer is recorded beside the resolution as a confirmation
 // (ResponseSource), and one that contradicts it flags the operation for
-// review (ReviewConfirmConflict). An empty scope is the client's default
-// (WithScope). ResourceID takes at most 2048 bytes, By 255, Reason 1024.
+// review (ReviewConfirmConflict). An operation it settles from open is
+// reported to WithSettleFunc too, as a Run visit's settlement is. An
+// empty scope is the client's default (WithScope). ResourceID takes at
+// most 2048 bytes, By 255, Reason 1024.
 //
 // An open operation flagged ReviewKeyIgnored is settled only once the
 // endpoint it was flagged for is journaled (KeyIgnoringStore), as Confirm
@@ -640,6 +642,11 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 		append(opAttrs(rec), slog.String("by", r.By), slog.String("reason", r.Reason))...)
 	res := newResult(rec)
 	c.settled(ctx, res)
+	if m := rec.Resolved; m != nil && !m.From.Terminal() && c.cfg.onSettle != nil {
+		// Work the application handed off (ErrUnknownOutcome) that no
+		// Run visit will settle now: the settle func is how it learns.
+		c.cfg.onSettle(res.clone())
+	}
 	return res, nil
 }
 
