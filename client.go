@@ -641,12 +641,14 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resolved by hand",
 		append(opAttrs(rec), slog.String("by", r.By), slog.String("reason", r.Reason))...)
 	res := newResult(rec)
-	c.settled(ctx, res)
 	if m := rec.Resolved; m != nil && !m.From.Terminal() && c.cfg.onSettle != nil {
 		// Work the application handed off (ErrUnknownOutcome) that no
 		// Run visit will settle now: the settle func is how it learns.
-		c.cfg.onSettle(res.clone())
+		// Deferred, so that a Settle hook's panic (on its way up to the
+		// caller) does not skip it: the retry finds the operation settled.
+		defer c.cfg.onSettle(res.clone())
 	}
+	c.settled(ctx, res)
 	return res, nil
 }
 

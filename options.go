@@ -672,7 +672,7 @@ func WithClock(clk Clock) Option {
 // ReviewKeyInUse may be another request's success, not one to ship on. It runs after the
 // outcome is committed, on the goroutine of Run or Resume (or Confirm,
 // Resolve): do not call Close or Shutdown from it, which wait for that
-// very call to return.
+// very call to return. A Settle or Review hook's panic does not skip it.
 func WithSettleFunc(fn func(*Result)) Option {
 	return optionFunc(func(c *config) { c.onSettle = fn })
 }
