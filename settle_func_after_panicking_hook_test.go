@@ -132,14 +132,9 @@ func TestSettleFuncRunsAfterPanickingSettleHookOnResolveOrConfirm(t *testing.T) 
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var mu sync.Mutex
-			var reported []*idem.Result
+			var reports settleFuncReports
 			e := newEnv(t, noResultEndpoint(), clientOpts(
-				idem.WithSettleFunc(func(res *idem.Result) {
-					mu.Lock()
-					defer mu.Unlock()
-					reported = append(reported, res)
-				}),
+				reports.option(),
 				idem.WithHooks(idem.Hooks{Settle: func(context.Context, *idem.Result) { panic("metrics label missing") }}),
 			))
 			require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k", Count: 1000}))
@@ -164,10 +159,29 @@ func TestSettleFuncRunsAfterPanickingSettleHookOnResolveOrConfirm(t *testing.T) 
 			require.Equal(t, idem.StateSucceeded, op.State)
 			require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders after the settlement")
 			require.Len(t, e.srv.Requests(), sent, "requests sent after the settlement")
-			mu.Lock()
-			defer mu.Unlock()
+			reported := reports.results()
 			require.Len(t, reported, 1, "WithSettleFunc reports the settlement once, its hook's panic notwithstanding")
 			require.Equal(t, "ord_000001", reported[0].ResourceID)
 		})
 	}
+}
+
+// settleFuncReports records what WithSettleFunc is told.
+type settleFuncReports struct {
+	mu  sync.Mutex
+	got []*idem.Result
+}
+
+func (s *settleFuncReports) option() idem.Option {
+	return idem.WithSettleFunc(func(res *idem.Result) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.got = append(s.got, res)
+	})
+}
+
+func (s *settleFuncReports) results() []*idem.Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*idem.Result(nil), s.got...)
 }
