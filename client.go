@@ -589,8 +589,12 @@ type Resolution struct {
 // already on the wire when the resolution commits is not recalled: its
 // answer is recorded beside the resolution as a confirmation
 // (ResponseSource), and one that contradicts it flags the operation for
-// review (ReviewConfirmConflict). An empty scope is the client's default
-// (WithScope). ResourceID takes at most 2048 bytes, By 255, Reason 1024.
+// review (ReviewConfirmConflict). An operation it settles from open is
+// reported to WithSettleFunc too, as a Run visit's settlement is. A
+// commit whose answer was lost (journal.ErrMaybeCommitted) is read back
+// first: if it took effect, Resolve returns as if it had answered, hooks
+// called. An empty scope is the client's default (WithScope). ResourceID
+// takes at most 2048 bytes, By 255, Reason 1024.
 //
 // An open operation flagged ReviewKeyIgnored is settled only once the
 // endpoint it was flagged for is journaled (KeyIgnoringStore), as Confirm
@@ -629,10 +633,14 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	if err := c.keepBeforeResolve(ctx, scope, key); err != nil {
 		return nil, err
 	}
-	rec, err := c.store.Resolve(ctx, scope, key, journal.Manual{
+	manual := journal.Manual{
 		State: r.State, ResourceID: r.ResourceID, Reason: r.Reason, By: r.By, At: c.cfg.clock.Now(),
 		OnlyOpen: r.OnlyOpen,
-	})
+	}
+	rec, err := c.store.Resolve(ctx, scope, key, manual)
+	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
+		rec, err = c.resolvedAfterAll(ctx, scope, key, &manual, err)
+	}
 	if errors.Is(err, journal.ErrTerminal) {
 		return nil, fmt.Errorf("idem: Resolve (scope %q, key %q): already settled, left as it is (resolve without OnlyOpen to correct a settled outcome): %w", scope, key, err)
 	}
@@ -642,8 +650,34 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resolved by hand",
 		append(opAttrs(rec), slog.String("by", r.By), slog.String("reason", r.Reason))...)
 	res := newResult(rec)
+	if m := rec.Resolved; m != nil && !m.From.Terminal() && c.cfg.onSettle != nil {
+		// Work the application handed off (ErrUnknownOutcome) that no
+		// Run visit will settle now: the settle func is how it learns.
+		// Deferred, so that a Settle hook's panic (on its way up to the
+		// caller) does not skip it: the retry finds the operation settled.
+		defer c.cfg.onSettle(res.clone())
+	}
 	c.settled(ctx, res)
 	return res, nil
+}
+
+// resolvedAfterAll reads the operation again after a Resolve whose commit
+// may have taken effect (err: journal.ErrMaybeCommitted). If the record
+// holds m as this call made it (its At is this call's clock reading),
+// Resolve goes on as if the commit had answered: the operator's retry
+// finds the operation settled, so this call is the only one that can tell
+// the settle hook and the settle func. Otherwise, or unread, err.
+func (c *Client) resolvedAfterAll(ctx context.Context, scope, key string, m *journal.Manual, err error) (*journal.Record, error) {
+	// Read on when ctx ends (the operator hung up), as Confirm does.
+	wctx := context.WithoutCancel(ctx)
+	cur, gerr := c.readAgain(wctx, wctx, scope, key)
+	if gerr != nil {
+		return nil, err
+	}
+	if v := cur.Resolved; v != nil && v.At.Equal(m.At) && v.By == m.By && v.Reason == m.Reason && cur.State == m.State {
+		return cur, nil
+	}
+	return nil, err
 }
 
 // createErr reports a failed journal write of a new operation. A plain

@@ -212,15 +212,17 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	}
 	c.log.LogAttrs(ctx, slog.LevelInfo, "idem: settled by confirmation", attrs...)
 	// As with a Run visit's settlement, nobody waits for this one: the
-	// settle func learns of it too.
+	// settle func learns of it too. Deferred, so that a Settle or Review
+	// hook's panic (on its way up to the caller) does not skip it: the
+	// event's redelivery changes nothing.
+	if c.cfg.onSettle != nil {
+		defer c.cfg.onSettle(res.clone())
+	}
 	c.settled(ctx, res)
 	if res.Review != "" && prior != nil && prior.Review == "" {
 		// Settled and flagged at once: a never-sent operation's event is
 		// another request's (journal.ApplyConfirmation).
 		c.flagged(ctx, res)
-	}
-	if c.cfg.onSettle != nil {
-		c.cfg.onSettle(res.clone())
 	}
 	return res, nil
 }

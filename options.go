@@ -668,12 +668,14 @@ func WithClock(clk Clock) Option {
 
 // WithSettleFunc sets the callback told about each operation that Resume or
 // Run settles: work the application handed off and must still learn about.
+// So is one Confirm or Resolve settles from open (a person's resolution
+// through the admin handler), on their caller's goroutine.
 // A failed Result with Review set may have executed (as Hooks.Settle
 // says): not a failure to retry under a new key; a succeeded one flagged
 // ReviewKeyInUse may be another request's success, not one to ship on. It runs after the
-// outcome is committed, on the goroutine of Run or Resume: do not call
-// Close or Shutdown from it, which wait for that very Run or Resume to
-// return.
+// outcome is committed, on the goroutine of Run or Resume (or Confirm,
+// Resolve): do not call Close or Shutdown from it, which wait for that
+// very call to return. A Settle or Review hook's panic does not skip it.
 func WithSettleFunc(fn func(*Result)) Option {
 	return optionFunc(func(c *config) { c.onSettle = fn })
 }

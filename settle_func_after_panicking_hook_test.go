@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
 	"github.com/idemkit/idem/journal"
 )
 
@@ -106,4 +107,81 @@ func resumeOrderOnce(t *testing.T, srv *amountOrders, start func(...idem.Option)
 	made, posts := srv.counts("order-1")
 	require.Equal(t, 1, made, "orders")
 	require.Equal(t, 1, posts, "posts")
+}
+
+// A person's resolution (the admin handler's POST /resolve) or a
+// provider's webhook event (Confirm) settles an order handed off unknown
+// (ErrUnknownOutcome) while the Settle hook panics on it. The panic goes
+// up to the caller (net/http recovers it in a handler: the operator or
+// the provider gets no answer), but the settlement is committed, and the
+// retry finds it settled (409, or a redelivery that changes nothing):
+// skipped by the panic, the WithSettleFunc callback, the application's
+// only word of work it handed off, was never called. It now runs, once.
+func TestSettleFuncRunsAfterPanickingSettleHookOnResolveOrConfirm(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		settle func(e *env) error
+	}{
+		{"resolve", func(e *env) error {
+			_, err := e.client.Resolve(e.ctx, "", "k", idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "seen in the dashboard", By: "alice"})
+			return err
+		}},
+		{"confirm", func(e *env) error {
+			_, err := e.client.Confirm(e.ctx, "", "k", webhookEvent(idem.StateSucceeded, "ord_000001", "evt_1"))
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reports settleFuncReports
+			e := newEnv(t, noResultEndpoint(), clientOpts(
+				reports.option(),
+				idem.WithHooks(idem.Hooks{Settle: func(context.Context, *idem.Result) { panic("metrics label missing") }}),
+			))
+			require.NoError(t, e.srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit, Key: "k", Count: 1000}))
+			_, err := e.client.Submit(e.ctx, e.req("k", `{"n":1}`))
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "every answer lost")
+			require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders before the settlement")
+			sent := len(e.srv.Requests())
+
+			require.PanicsWithValue(t, "metrics label missing", func() { _ = tc.settle(e) }, "the hook's panic reaches the caller")
+			// The retry: the operator's resolve is refused as settled
+			// already (OnlyOpen, as the admin handler asks), the event's
+			// redelivery changes nothing.
+			if tc.name == "resolve" {
+				_, err = e.client.Resolve(e.ctx, "", "k", idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "again", By: "alice", OnlyOpen: true})
+				require.ErrorIs(t, err, journal.ErrTerminal)
+			} else {
+				require.NoError(t, tc.settle(e))
+			}
+
+			op, err := e.client.Lookup(e.ctx, "", "k")
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, op.State)
+			require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders after the settlement")
+			require.Len(t, e.srv.Requests(), sent, "requests sent after the settlement")
+			reported := reports.results()
+			require.Len(t, reported, 1, "WithSettleFunc reports the settlement once, its hook's panic notwithstanding")
+			require.Equal(t, "ord_000001", reported[0].ResourceID)
+		})
+	}
+}
+
+// settleFuncReports records what WithSettleFunc is told.
+type settleFuncReports struct {
+	mu  sync.Mutex
+	got []*idem.Result
+}
+
+func (s *settleFuncReports) option() idem.Option {
+	return idem.WithSettleFunc(func(res *idem.Result) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.got = append(s.got, res)
+	})
+}
+
+func (s *settleFuncReports) results() []*idem.Result {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*idem.Result(nil), s.got...)
 }
