@@ -222,8 +222,8 @@ func (c *Client) ignoringLearnt(ctx context.Context) error {
 }
 
 // keptIgnoring remembers the endpoints the journal keeps as ignoring the
-// key, journaled by an earlier process (keyIgnoring.save): read, not
-// saved again. A Store with no place for them yet (ErrKeyIgnoringUnkept:
+// key, journaled by an earlier process or by another Client on the
+// journal (keyIgnoring.save): read, not saved again. A Store with no place for them yet (ErrKeyIgnoringUnkept:
 // pgjournal before Migrate) keeps none: logged, not an error, or every
 // resend would fail until the schema is migrated.
 func (c *Client) keptIgnoring(ctx context.Context) error {
