@@ -676,17 +676,9 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 	if d.sentBefore().maybeExecuted {
 		if !d.keyIgnored {
 			// What the journal says of the endpoint, first: an earlier
-			// process may have learnt it (ignoringLearnt). And read its
-			// journaled endpoints again if this one is not known: another
-			// Client on the journal may have journaled it since this one
-			// read them (a replica; the Client a rollout's Shutdown
-			// drains, whose calls in flight go on learning), and a resend
-			// there charges again what may have executed.
-			err := d.c.ignoringLearnt(d.ctx)
-			if err == nil && !d.c.ignoring.has(d.rec) {
-				err = d.c.keptIgnoring(d.ctx)
-			}
-			if err != nil {
+			// process, or another Client on the journal, may have learnt
+			// it (knowsIgnoring).
+			if _, err := d.c.knowsIgnoring(d.ctx, d.rec); err != nil {
 				if d.ctx.Err() != nil {
 					return &blocked{cause: context.Cause(d.ctx)}
 				}
