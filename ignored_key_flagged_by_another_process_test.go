@@ -61,6 +61,23 @@ func (s *landsFirstStore) Update(ctx context.Context, scope, key string, fn func
 	return s.Store.Update(ctx, scope, key, fn)
 }
 
+// saveHeldStore is a's view of the journal while its journaling of an
+// endpoint learnt to ignore the key waits for the database (a slow
+// commit), until released.
+type saveHeldStore struct {
+	*flagCutStore
+	release chan struct{}
+}
+
+func (s *saveHeldStore) AddKeyIgnoring(ctx context.Context, endpoint string) error {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.flagCutStore.AddKeyIgnoring(ctx, endpoint)
+}
+
 // requireLastUnsent checks that key's last attempt in store is a submit
 // closed unsent.
 func requireLastUnsent(t *testing.T, store idem.Store, key string) {
@@ -86,7 +103,8 @@ func openSubmit(r *journal.Record) bool {
 // https://api-docs.solidgate.com/api/v2/idempotent-requests), b's payment
 // loses both sends' answers (pay_1, pay_2 charged) before anything says
 // the endpoint ignores the key, and its caller gives up. a's own payment
-// k0 then learns that it does (its 500 marked ignored). The caller retries
+// k0 then learns that it does (its 500 marked ignored), its journaling of
+// the endpoint held by a slow commit. The caller retries
 // k (Do); its drive finds it unflagged, queries (not found) and judges the
 // resend; meanwhile the "Updated Card Order" event of pay_1 comes to a,
 // whose Confirm flags k ReviewKeyIgnored before the confirmation, which
@@ -129,7 +147,8 @@ func TestIgnoredKeyFlaggedByAnotherProcessIsNotResent(t *testing.T) {
 		return c
 	}
 	webhook := &flagCutStore{Store: store}
-	a := newClient(webhook, "a")
+	saving := &saveHeldStore{flagCutStore: webhook, release: make(chan struct{})}
+	a := newClient(saving, "a")
 	bStore := &landsFirstStore{Store: store}
 	b := newClient(bStore, "b")
 	url := s.srv.URL + "/api/v1/charge"
@@ -158,6 +177,7 @@ func TestIgnoredKeyFlaggedByAnotherProcessIsNotResent(t *testing.T) {
 	require.ErrorIs(t, err, idem.ErrNeedsReview, "b.Do(k): flagged by a while its attempt was journaled")
 	require.Equal(t, idem.ReviewKeyIgnored, res.Review, "b.Do(k): Review")
 	s.requireSeen(t, []string{"k", "k", "k0"}, 2)
+	close(saving.release)
 
 	op, err = b.Lookup(t.Context(), "", "k")
 	require.NoError(t, err)

@@ -46,22 +46,7 @@ func TestIgnoredKeyLearntAfterTwoLostSendsKeepsMaybeTwice(t *testing.T) {
 				stop            context.CancelFunc // the call whose request this is gives up
 				reviews, settle []*idem.Result
 			)
-			s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
-				switch n {
-				case 1:
-					dropConnection(w) // pay_1 charged, its answer lost
-				case 2:
-					mu.Lock()
-					stop()
-					mu.Unlock()
-					dropConnection(w) // pay_2 charged, its answer lost
-				default:
-					w.Header().Set("Idempotency-Status", "ignored")
-					w.Header().Set("Content-Type", "application/json")
-					w.WriteHeader(http.StatusCreated)
-					_, _ = fmt.Fprintf(w, `{"id":"pay_%d","status":"settled"}`, n)
-				}
-			})
+			s := newKeyIgnoringCharges(t, twoLostThen(&mu, &stop, ignoredCreated))
 			c := clientFor(t, s.srv, idemtest.NewClock(epoch), idem.WithHooks(idem.Hooks{
 				Review: func(_ context.Context, r *idem.Result) { mu.Lock(); reviews = append(reviews, r); mu.Unlock() },
 				Settle: func(_ context.Context, r *idem.Result) { mu.Lock(); settle = append(settle, r); mu.Unlock() },

@@ -221,11 +221,35 @@ func (c *Client) ignoringLearnt(ctx context.Context) error {
 	return nil
 }
 
+// knowsIgnoring reports whether rec's endpoint is known to ignore the
+// key, before a resend of something that may have executed
+// (resendBlock), or a confirmation of something two sends of which may
+// have (markIgnoredBeforeConfirm): what the journal says first
+// (ignoringLearnt), and, if not known, its journaled endpoints read again
+// (keptIgnoring). Another Client on the journal may have journaled it
+// since this one read them (a replica; the Client a rollout's Shutdown
+// drains, whose calls in flight go on learning): resent, what may have
+// executed there executes again; settled unflagged, two charges go
+// unseen.
+func (c *Client) knowsIgnoring(ctx context.Context, rec *journal.Record) (bool, error) {
+	if err := c.ignoringLearnt(ctx); err != nil {
+		return false, err
+	}
+	if c.ignoring.has(rec) {
+		return true, nil
+	}
+	if err := c.keptIgnoring(ctx); err != nil {
+		return false, err
+	}
+	return c.ignoring.has(rec), nil
+}
+
 // keptIgnoring remembers the endpoints the journal keeps as ignoring the
-// key, journaled by an earlier process (keyIgnoring.save): read, not
-// saved again. A Store with no place for them yet (ErrKeyIgnoringUnkept:
-// pgjournal before Migrate) keeps none: logged, not an error, or every
-// resend would fail until the schema is migrated.
+// key, journaled by an earlier process or by another Client on the
+// journal (keyIgnoring.save): read, not saved again. A Store with no
+// place for them yet (ErrKeyIgnoringUnkept: pgjournal before Migrate)
+// keeps none: logged, not an error, or every resend would fail until the
+// schema is migrated.
 func (c *Client) keptIgnoring(ctx context.Context) error {
 	ks, ok := c.store.(KeyIgnoringStore)
 	if !ok {
@@ -650,9 +674,10 @@ var errUnflaggable = errors.New("idem: not flagged for an endpoint that ignores 
 
 // markIgnoredBeforeConfirm flags prior's operation ReviewKeyIgnored before
 // a confirmation settles it (wctx: the write's) when its endpoint is known
-// to ignore the key, by this process or by an earlier one (ignoringLearnt),
-// and more than one of its sends may have executed, as a drive blocked
-// from resending it would have (markIgnored): the server took each send
+// to ignore the key, by this process, an earlier one or another Client on
+// the journal (knowsIgnoring), and more than one of its sends may have
+// executed, as a drive blocked from resending it would have
+// (markIgnored): the server took each send
 // for a new request and the event tells of one, so ApplyConfirmation
 // turns the flag into ReviewMaybeTwice. Unflagged (both answers lost
 // before anything said the endpoint ignores the key, and no drive has
@@ -672,11 +697,8 @@ func (c *Client) markIgnoredBeforeConfirm(ctx, wctx context.Context, prior *jour
 	if prior == nil || !flaggable(prior) {
 		return nil, nil
 	}
-	if err := c.ignoringLearnt(ctx); err != nil {
+	if known, err := c.knowsIgnoring(ctx, prior); err != nil || !known {
 		return nil, err
-	}
-	if !c.ignoring.has(prior) {
-		return nil, nil
 	}
 	rec, err := c.store.Update(wctx, prior.Scope, prior.Key, func(r *journal.Record) error {
 		if !flaggable(r) {

@@ -678,8 +678,9 @@ func (d *driver) resendBlock(p past, now time.Time) *blocked {
 	if d.sentBefore().maybeExecuted {
 		if !d.keyIgnored {
 			// What the journal says of the endpoint, first: an earlier
-			// process may have learnt it (ignoringLearnt).
-			if err := d.c.ignoringLearnt(d.ctx); err != nil {
+			// process, or another Client on the journal, may have learnt
+			// it (knowsIgnoring).
+			if _, err := d.c.knowsIgnoring(d.ctx, d.rec); err != nil {
 				if d.ctx.Err() != nil {
 					return &blocked{cause: context.Cause(d.ctx)}
 				}

@@ -177,6 +177,25 @@ func refunded(w http.ResponseWriter) {
 	_, _ = fmt.Fprint(w, `{"id":"ref_1","status":"refunded"}`)
 }
 
+// twoLostThen charges each payment: the first two (k's, its caller
+// giving up at the second: *stop, set under mu) with their answers lost,
+// pay_1 and pay_2, and those after answered by then.
+func twoLostThen(mu *sync.Mutex, stop *context.CancelFunc, then func(n int, w http.ResponseWriter)) func(n int, w http.ResponseWriter) {
+	return func(n int, w http.ResponseWriter) {
+		switch n {
+		case 1:
+			dropConnection(w) // pay_1 charged, its answer lost
+		case 2:
+			mu.Lock()
+			(*stop)()
+			mu.Unlock()
+			dropConnection(w) // pay_2 charged, its answer lost
+		default:
+			then(n, w)
+		}
+	}
+}
+
 // submitUntilGivenUp submits payment k (order o-1) to s's charge endpoint
 // through c, its caller giving up at the send whose answer calls *stop
 // (set here, under mu): every answer lost before it, nothing said yet

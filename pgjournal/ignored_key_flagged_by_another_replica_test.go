@@ -82,12 +82,30 @@ func (s confirmRefusedStore) Confirm(_ context.Context, _, key string, _ journal
 	return nil, fmt.Errorf("pgjournal: confirm %q: %w", key, syscall.ECONNREFUSED)
 }
 
+// saveHeldStore is replica a's confirmRefusedStore while its journaling
+// of an endpoint learnt to ignore the key waits for the database (a slow
+// commit), until released.
+type saveHeldStore struct {
+	confirmRefusedStore
+	release chan struct{}
+}
+
+func (s saveHeldStore) AddKeyIgnoring(ctx context.Context, endpoint string) error {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.confirmRefusedStore.AddKeyIgnoring(ctx, endpoint)
+}
+
 // Two replicas on one PostgreSQL journal: b sends payment k to a
 // Solidgate endpoint that does not de-duplicate by the key ("A value of
 // ignored means the endpoint does not",
 // https://api-docs.solidgate.com/api/v2/idempotent-requests); both sends'
 // answers are lost (two charges) and b's caller gives up. Replica a's own
-// payment k0 then learns that the endpoint ignores the key. b's caller
+// payment k0 then learns that the endpoint ignores the key, its journaling
+// of the endpoint held by a slow commit. b's caller
 // retries k (Do): its query finds nothing, and while it journals its
 // resend, k's "Updated Card Order" event reaches a, whose Confirm flags k
 // ReviewKeyIgnored before the confirmation, which the database refuses.
@@ -130,7 +148,10 @@ func TestIgnoredKeyFlaggedByAnotherReplicaIsNotResent(t *testing.T) {
 		defer mu.Unlock()
 		return append([]string(nil), keys...)
 	}
-	a, b, bs := replicasOnOneSchema(t, srv.Client(), func(s *pgjournal.Store) idem.Store { return confirmRefusedStore{s} })
+	saved := make(chan struct{})
+	a, b, bs := replicasOnOneSchema(t, srv.Client(), func(s *pgjournal.Store) idem.Store {
+		return saveHeldStore{confirmRefusedStore{s}, saved}
+	})
 	bs.after = journal.AttemptQuery
 	url := srv.URL + "/api/v1/charge"
 
@@ -162,6 +183,7 @@ func TestIgnoredKeyFlaggedByAnotherReplicaIsNotResent(t *testing.T) {
 	require.ErrorIs(t, err, idem.ErrNeedsReview, "b.Do(k)")
 	require.Equal(t, idem.ReviewKeyIgnored, res.Review, "b.Do(k): Review")
 	require.Equal(t, []string{"k", "k", "k0"}, charges(), "charges, by the key each request carried")
+	close(saved)
 
 	op, err = a.Lookup(ctx, "", "k")
 	require.NoError(t, err)
