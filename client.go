@@ -637,7 +637,12 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 		State: r.State, ResourceID: r.ResourceID, Reason: r.Reason, By: r.By, At: c.cfg.clock.Now(),
 		OnlyOpen: r.OnlyOpen,
 	}
-	rec, err := c.store.Resolve(ctx, scope, key, manual)
+	// Written on when ctx ends, as Confirm's write is (the Store's own
+	// bound, WithCallTimeout, still caps it): a write cut by the caller's
+	// deadline after its COMMIT was sent reads as the Store stalled
+	// (storeStalled), so no read-back would find a resolution that took
+	// effect, and the settle func would never be told of it.
+	rec, err := c.store.Resolve(context.WithoutCancel(ctx), scope, key, manual)
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		rec, err = c.resolvedAfterAll(ctx, scope, key, &manual, err)
 	}
