@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -170,4 +171,50 @@ func TestResolveCallerDeadlineAfterCommitReachesTheSettleFunc(t *testing.T) {
 	resolution := idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "seen in the dashboard", By: "alice", OnlyOpen: true}
 	res, resolveErr := c.Resolve(ctx, "", "k", resolution)
 	requireResolvedReportedOnce(t, e, c, reports, sent, res, resolveErr)
+}
+
+// twinWinsCommit is a Store whose first Resolve loses its COMMIT to an
+// operator's double-submit of the same resolution (twin, the other POST
+// /resolve, which passed the open check too): the twin commits and
+// reports, and this one answers journal.ErrMaybeCommitted having written
+// nothing, as a PostgreSQL journal does when the connection breaks before
+// the COMMIT reached the database.
+type twinWinsCommit struct {
+	*journal.Store
+	twin func()
+	ran  atomic.Bool
+}
+
+func (s *twinWinsCommit) Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error) {
+	if s.twin == nil || s.ran.Swap(true) {
+		return s.Store.Resolve(ctx, scope, key, m)
+	}
+	s.twin()
+	return nil, fmt.Errorf("pgjournal: resolve %q: %w: unexpected EOF", key, journal.ErrMaybeCommitted)
+}
+
+// An operator double-submits a resolution: both calls read the same clock
+// (a manual one here; a coarse wall clock does it too), so the same At,
+// By, Reason and state. The first's commit was lost, the second committed
+// and reported; the first read the second's resolution back as its own
+// and reported it again. Each of a Client's resolutions now has its own
+// time, later than the one before.
+func TestResolveLostCommitDoesNotReportTheTwinsResolution(t *testing.T) {
+	var store *twinWinsCommit
+	e, c, reports, sent := unknownOrder(t, func(s *journal.Store) idem.Store {
+		store = &twinWinsCommit{Store: s}
+		return store
+	})
+	resolution := idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "seen in the dashboard", By: "alice", OnlyOpen: true}
+	var twinErr error
+	store.twin = func() { _, twinErr = c.Resolve(e.ctx, "", "k", resolution) }
+
+	_, err := c.Resolve(e.ctx, "", "k", resolution)
+	require.Len(t, reports.results(), 1, "WithSettleFunc told once, by the twin that committed")
+	require.ErrorIs(t, err, journal.ErrMaybeCommitted, "the call whose commit was lost")
+	require.NoError(t, twinErr, "the twin, which committed")
+
+	require.Equal(t, idem.StateSucceeded, e.record("k").State)
+	require.Equal(t, 1, e.srv.Effects(scope, "k"), "orders after the resolution")
+	require.Len(t, e.srv.Requests(), sent, "requests sent after the resolution")
 }
