@@ -58,6 +58,9 @@ type Client struct {
 	// maybe: the keys whose create's commit answer was lost
 	// (maybe_journaled.go).
 	maybe maybeJournaled
+	// resolvedAt: the time (Unix nanoseconds) of the last resolution
+	// this Client wrote (resolutionTime).
+	resolvedAt atomic.Int64
 }
 
 // call is one in-flight drive that later callers for the same key join.
@@ -634,10 +637,15 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 		return nil, err
 	}
 	manual := journal.Manual{
-		State: r.State, ResourceID: r.ResourceID, Reason: r.Reason, By: r.By, At: c.cfg.clock.Now(),
+		State: r.State, ResourceID: r.ResourceID, Reason: r.Reason, By: r.By, At: c.resolutionTime(),
 		OnlyOpen: r.OnlyOpen,
 	}
-	rec, err := c.store.Resolve(ctx, scope, key, manual)
+	// Written on when ctx ends, as Confirm's write is (the Store's own
+	// bound, WithCallTimeout, still caps it): a write cut by the caller's
+	// deadline after its COMMIT was sent reads as the Store stalled
+	// (storeStalled), so no read-back would find a resolution that took
+	// effect, and the settle func would never be told of it.
+	rec, err := c.store.Resolve(context.WithoutCancel(ctx), scope, key, manual)
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		rec, err = c.resolvedAfterAll(ctx, scope, key, &manual, err)
 	}
@@ -678,6 +686,26 @@ func (c *Client) resolvedAfterAll(ctx context.Context, scope, key string, m *jou
 		return cur, nil
 	}
 	return nil, err
+}
+
+// resolutionTime is the clock's reading for a new resolution, made later
+// than the one before it if need be: resolvedAfterAll tells this call's
+// resolution by its time, and two calls with the same By and Reason (an
+// operator's double-submit) reading the same clock (a manual one, a
+// coarse wall clock) would otherwise each take the one that committed
+// for its own, and report it twice.
+func (c *Client) resolutionTime() time.Time {
+	now := c.cfg.clock.Now()
+	for {
+		last := c.resolvedAt.Load()
+		at := now
+		if now.UnixNano() <= last {
+			at = time.Unix(0, last+1).In(now.Location())
+		}
+		if c.resolvedAt.CompareAndSwap(last, at.UnixNano()) {
+			return at
+		}
+	}
 }
 
 // createErr reports a failed journal write of a new operation. A plain

@@ -31,7 +31,9 @@
 //	    with who, why, when and the state it replaced. An operation that
 //	    is already succeeded or failed needs -force, one flagged for
 //	    review too (a failure the server's word contradicts, a payment
-//	    made twice).
+//	    made twice). On a journal file (or with -dsn) no WithSettleFunc
+//	    hears of it: the application learns of it by Lookup; with -url
+//	    the running service's settle func does.
 //	prune -settled-before D [-dry-run]
 //	    Delete succeeded and failed operations settled more than D ago.
 //	    Open operations are never pruned.

@@ -81,7 +81,9 @@ var commands = []*command{
 	{"show", "[-scope S] [-json] KEY",
 		"Print one operation in full: request, state, result, manual resolution and attempts.", cmdShow},
 	{"resolve", "[-scope S] KEY -succeeded|-failed -reason TEXT [-resource-id ID] [-by NAME] [-force]",
-		"Settle an operation by hand. The journal records who, why, when and the state it replaced.", cmdResolve},
+		"Settle an operation by hand. The journal records who, why, when and the state it replaced.\n" +
+			"On a journal file or with -dsn no WithSettleFunc hears of it (the application learns by Lookup);\n" +
+			"with -url the running service's settle func does.", cmdResolve},
 	{"prune", "-settled-before D [-dry-run]",
 		"Delete succeeded and failed operations settled more than D ago. Open operations are never pruned.", cmdPrune},
 	{"stats", "[-json]",
