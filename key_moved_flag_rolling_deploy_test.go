@@ -222,15 +222,7 @@ func TestKeyMovedFlagYieldsToKeyIgnored(t *testing.T) {
 
 func keyMovedFlagYieldsToKeyIgnored(t *testing.T, resumeFirst bool) {
 	ctx := context.Background()
-	var lost atomic.Bool
-	lost.Store(true)
-	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
-		if lost.Load() {
-			dropConnection(w)
-			return
-		}
-		ignoredCreated(n, w)
-	})
+	s, lost := newLostThenIgnoredCreated(t)
 	clock := idemtest.NewClock(epoch)
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	url := s.srv.URL + "/api/v1/charge"
