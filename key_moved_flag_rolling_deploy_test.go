@@ -24,6 +24,7 @@ type keyMovedDeploy struct {
 	srv   *bodyKeyServer
 	path  string
 	req   idem.Request
+	opts  []idem.Option // every release's, after the settings
 }
 
 func newKeyMovedDeploy(t *testing.T) *keyMovedDeploy {
@@ -41,6 +42,7 @@ func (e *keyMovedDeploy) release(renamed bool, fn func(*journal.Store, *idem.Cli
 	if renamed {
 		opts = append(opts, idem.WithKeyHeader("PayPal-Request-Id", idem.KeyBare))
 	}
+	opts = append(opts, e.opts...)
 	st, err := journal.Open(e.path)
 	require.NoError(e.t, err)
 	c, err := idem.New(st, opts...)
