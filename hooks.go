@@ -193,7 +193,11 @@ func (c *Client) driveEnded(ctx context.Context, d *driver, wasReview string, se
 		}
 	// A contradicting confirmation flags the operation in Confirm's (or
 	// lateAnswer's) own commit, which reports it: it is never the drive's.
-	case d.rec.Open() && d.rec.Review != "" && wasReview == "" && d.rec.Review != ReviewConfirmConflict:
+	// ReviewKeyMoved told a person only where another Client put the key:
+	// a later flag (a deadline passed, the endpoint ignoring the key) is
+	// news.
+	case d.rec.Open() && d.rec.Review != "" && d.rec.Review != wasReview && (wasReview == "" || wasReview == ReviewKeyMoved) &&
+		d.rec.Review != ReviewConfirmConflict:
 		c.flagged(ctx, res)
 	case d.handedOff && d.mode == foreground && d.rec.Open():
 		if c.cfg.hooks.Handoff != nil {

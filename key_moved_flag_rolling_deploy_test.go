@@ -24,6 +24,7 @@ type keyMovedDeploy struct {
 	srv   *bodyKeyServer
 	path  string
 	req   idem.Request
+	opts  []idem.Option // every release's, after the settings
 }
 
 func newKeyMovedDeploy(t *testing.T) *keyMovedDeploy {
@@ -41,6 +42,7 @@ func (e *keyMovedDeploy) release(renamed bool, fn func(*journal.Store, *idem.Cli
 	if renamed {
 		opts = append(opts, idem.WithKeyHeader("PayPal-Request-Id", idem.KeyBare))
 	}
+	opts = append(opts, e.opts...)
 	st, err := journal.Open(e.path)
 	require.NoError(e.t, err)
 	c, err := idem.New(st, opts...)
@@ -222,15 +224,7 @@ func TestKeyMovedFlagYieldsToKeyIgnored(t *testing.T) {
 
 func keyMovedFlagYieldsToKeyIgnored(t *testing.T, resumeFirst bool) {
 	ctx := context.Background()
-	var lost atomic.Bool
-	lost.Store(true)
-	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
-		if lost.Load() {
-			dropConnection(w)
-			return
-		}
-		ignoredCreated(n, w)
-	})
+	s, lost := newLostThenIgnoredCreated(t)
 	clock := idemtest.NewClock(epoch)
 	path := filepath.Join(t.TempDir(), "idem.journal")
 	url := s.srv.URL + "/api/v1/charge"

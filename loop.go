@@ -1211,8 +1211,8 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 	return nil
 }
 
-// markIgnored is fn that first flags an open record not flagged yet
-// ReviewKeyIgnored: its endpoint was learnt to ignore the key from another
+// markIgnored is fn that first flags an open record not flagged yet, or
+// flagged only ReviewKeyMoved (ignoredUnflagged), ReviewKeyIgnored: its endpoint was learnt to ignore the key from another
 // operation's answer after its own sends' answers were lost, and the
 // drive blocked it (resendBlock). Unflagged, the journal would not say
 // why it is never resent: what settles it later (this drive's result
@@ -1222,7 +1222,7 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 // (keyIgnoring.relearn).
 func markIgnored(fn func(r *journal.Record)) func(r *journal.Record) {
 	return func(r *journal.Record) {
-		if r.Open() && r.Review == "" {
+		if r.Open() && ignoredUnflagged(r) {
 			r.Review = ReviewKeyIgnored
 		}
 		fn(r)

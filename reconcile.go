@@ -962,10 +962,12 @@ func (c *Client) reschedule(ctx context.Context) error {
 // interval, a server's wait, a wait the budget could not take) or a
 // flagged operation's daily recheck. A custom backoff's longer wait is
 // taken for a stepped clock too: the operation is then visited early,
-// which costs one exchange.
+// which costs one exchange. One flagged only by a Client on other
+// settings (movedHere) is driven here as unflagged: that Client's daily
+// recheck would leave an outbox's intent unsent for a day.
 func (c *Client) scheduledTooFar(rec *journal.Record, now time.Time) bool {
 	furthest := max(c.cfg.reconcileMax, c.cfg.retryAfterCap)
-	if rec.Review != "" {
+	if rec.Review != "" && !c.movedHere(rec) {
 		furthest = max(furthest, reviewRecheck)
 	}
 	return rec.Open() && beyondSlack(rec.NextDue, now, furthest)

@@ -385,7 +385,7 @@ func decodeStoredIn(blk *recordBlock, b []byte, shared bool, like *Record) (r *R
 		r.Trace = d.string()
 	}
 	if d.version >= 7 {
-		r.KeyPlacement = d.string()
+		r.KeyPlacement = d.placement(like)
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("trailing bytes")
@@ -630,6 +630,27 @@ func (d *decoder) string() string {
 		return d.text[off : off+n]
 	}
 	return string(d.take(n))
+}
+
+// commonPlacements are the key placements most Clients journal (idem's
+// placementOf): its default header, bare or quoted, and the body.
+var commonPlacements = [...]string{"header Idempotency-Key", "body", "header Idempotency-Key quoted"}
+
+// placement reads Record.KeyPlacement without a string of its own where
+// it can: like's (an Update's own record) or a common one where the bytes
+// hold the same. Every version 7 record carries one, and each Get and
+// every record of a scan paid an allocation for it.
+func (d *decoder) placement(like *Record) string {
+	b := d.take(d.length())
+	if like != nil && string(b) == like.KeyPlacement {
+		return like.KeyPlacement
+	}
+	for _, p := range commonPlacements {
+		if string(b) == p {
+			return p
+		}
+	}
+	return string(b)
 }
 
 func (d *decoder) bytes() []byte {
