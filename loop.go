@@ -1211,10 +1211,11 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 	return nil
 }
 
-// markIgnored is fn that first flags an open record not flagged yet, or
-// flagged only ReviewKeyMoved (ignoredUnflagged), ReviewKeyIgnored: its endpoint was learnt to ignore the key from another
-// operation's answer after its own sends' answers were lost, and the
-// drive blocked it (resendBlock). Unflagged, the journal would not say
+// markIgnored is fn that first flags ReviewKeyIgnored an open record not
+// flagged yet, or flagged only ReviewKeyMoved (ignoredUnflagged): its
+// endpoint was learnt to ignore the key from another operation's answer
+// after its own sends' answers were lost, and the drive blocked it
+// (resendBlock). Unflagged, the journal would not say
 // why it is never resent: what settles it later (this drive's result
 // query, a confirmation, after a handoff or a restart) would settle it
 // clean, where two lost sends may have executed twice (ReviewMaybeTwice),
