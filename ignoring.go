@@ -106,12 +106,6 @@ func (k *keyIgnoring) has(rec *journal.Record) bool {
 	return ok
 }
 
-// mayKnow reports whether an endpoint may be known to ignore the key: one
-// is, or the journal's flagged operations are unread (ignoringLearnt).
-func (k *keyIgnoring) mayKnow() bool {
-	return k.any.Load() || !k.learnt.Load()
-}
-
 // add remembers that rec's endpoint ignores the key, and journals it
 // (save) if it is new to this process. After the commit that flags rec,
 // or before it: until the endpoint is journaled, the flagged operation is
