@@ -219,9 +219,11 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		defer c.cfg.onSettle(res.clone())
 	}
 	c.settled(ctx, res)
-	if res.Review != "" && prior != nil && prior.Review == "" {
+	if res.Review != "" && prior != nil && ignoredUnflagged(prior) && res.Review != prior.Review {
 		// Settled and flagged at once: a never-sent operation's event is
-		// another request's (journal.ApplyConfirmation).
+		// another request's (journal.ApplyConfirmation), or sends to an
+		// endpoint ignoring the key may have charged twice. ReviewKeyMoved
+		// told a person of nothing of the kind (driveEnded).
 		c.flagged(ctx, res)
 	}
 	return res, nil

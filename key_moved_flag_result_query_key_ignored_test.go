@@ -52,23 +52,43 @@ func newLostThenIgnoredCreated(t *testing.T) (*keyIgnoringCharges, *atomic.Bool)
 
 func keyMovedFlagResultQueryKeyIgnored(t *testing.T, journaled bool) {
 	ctx := context.Background()
+	s, clock, release, resume, sends := keyMovedThenLearnt(t)
+	clock.Advance(time.Minute)
+	resume(!journaled)
+	require.Equal(t, sends, len(s.charged()), "k sent again")
+	release(journaled, func(c *idem.Client) {
+		op, err := c.Lookup(ctx, "", "k")
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, op.State)
+		require.Equal(t, idem.ReviewMaybeTwice, op.Review, "the other sends may have charged")
+	})
+}
+
+// keyMovedThenLearnt journals payment "k" whose every send release 1
+// made was charged, answers lost; a renamed replica flags it
+// ReviewKeyMoved, then learns the endpoint from payment "k0". release
+// opens a Client on the journal (renamed: release 2's settings; more
+// options after them), resume
+// runs its Resume; sends is how many charges "k" made.
+func keyMovedThenLearnt(t *testing.T) (s *keyIgnoringCharges, clock *idemtest.Clock, release func(bool, func(*idem.Client), ...idem.Option), resume func(bool), sends int) {
+	ctx := context.Background()
 	s, lost := newLostThenIgnoredCreated(t)
-	clock := idemtest.NewClock(epoch)
+	clock = idemtest.NewClock(epoch)
 	path := filepath.Join(t.TempDir(), "idem.journal")
-	release := func(renamed bool, fn func(*idem.Client)) {
+	release = func(renamed bool, fn func(*idem.Client), more ...idem.Option) {
 		st, err := journal.Open(path)
 		require.NoError(t, err)
 		opts := []idem.Option{idem.WithHTTPClient(s.srv.Client()), idem.WithClock(clock)}
 		if renamed {
 			opts = append(opts, idem.WithKeyHeader("PayPal-Request-Id", idem.KeyBare))
 		}
-		c, err := idem.New(st, opts...)
+		c, err := idem.New(st, append(opts, more...)...)
 		require.NoError(t, err)
 		fn(c)
 		require.NoError(t, c.Close())
 		require.NoError(t, st.Close())
 	}
-	resume := func(renamed bool) {
+	resume = func(renamed bool) {
 		release(renamed, func(c *idem.Client) {
 			_, err := c.Resume(ctx)
 			require.NoError(t, err)
@@ -80,7 +100,7 @@ func keyMovedFlagResultQueryKeyIgnored(t *testing.T, journaled bool) {
 			Body: []byte(`{"amount":100,"order_id":"o-1"}`)})
 		require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	})
-	sends := len(s.charged())
+	sends = len(s.charged())
 	require.Greater(t, sends, 1, "release 1's sends, each a charge")
 	clock.Advance(time.Minute)
 	resume(true)
@@ -93,14 +113,5 @@ func keyMovedFlagResultQueryKeyIgnored(t *testing.T, journaled bool) {
 		require.Equal(t, idem.ReviewKeyMoved, op.Review)
 	})
 	s.answerFrom(1, orderStatus("pay_2", "settled"))
-
-	clock.Advance(time.Minute)
-	resume(!journaled)
-	require.Equal(t, sends, len(s.charged()), "k sent again")
-	release(journaled, func(c *idem.Client) {
-		op, err := c.Lookup(ctx, "", "k")
-		require.NoError(t, err)
-		require.Equal(t, idem.StateSucceeded, op.State)
-		require.Equal(t, idem.ReviewMaybeTwice, op.Review, "the other sends may have charged")
-	})
+	return s, clock, release, resume, sends
 }
