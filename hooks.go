@@ -227,12 +227,13 @@ func (c *Client) flagged(ctx context.Context, res *Result) {
 
 // conflicted reports a confirmation that contradicted the recorded outcome
 // and flagged the operation (wasReview: its review reason before; a
-// flagged operation is not reported as flagged again).
+// flagged operation is not reported as flagged again; ReviewKeyMoved,
+// which told a person nothing, counts as none, as in driveEnded).
 func (c *Client) conflicted(ctx context.Context, res *Result, conf Confirmation, wasReview string) {
 	if c.cfg.hooks.ConfirmConflict != nil {
 		c.cfg.hooks.ConfirmConflict(ctx, res.clone(), conf)
 	}
-	if wasReview == "" {
+	if wasReview == "" || wasReview == ReviewKeyMoved {
 		c.flagged(ctx, res)
 	}
 }
