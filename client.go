@@ -688,18 +688,25 @@ func (c *Client) resolvedAfterAll(ctx context.Context, scope, key string, m *jou
 	return nil, err
 }
 
+// resolutionStepSlack bounds how far behind the last resolution's time a
+// clock reading is still made later than it (resolutionTime).
+const resolutionStepSlack = time.Second
+
 // resolutionTime is the clock's reading for a new resolution, made later
 // than the one before it if need be: resolvedAfterAll tells this call's
 // resolution by its time, and two calls with the same By and Reason (an
 // operator's double-submit) reading the same clock (a manual one, a
 // coarse wall clock) would otherwise each take the one that committed
-// for its own, and report it twice.
+// for its own, and report it twice. A reading more than
+// resolutionStepSlack behind the last is a wall clock put back (NTP
+// correcting a step ahead): taken as it is, else every later resolution
+// would carry the bad reading until restart.
 func (c *Client) resolutionTime() time.Time {
 	now := c.cfg.clock.Now()
 	for {
 		last := c.resolvedAt.Load()
 		at := now
-		if now.UnixNano() <= last {
+		if n := now.UnixNano(); n <= last && last-n < int64(resolutionStepSlack) {
 			at = time.Unix(0, last+1).In(now.Location())
 		}
 		if c.resolvedAt.CompareAndSwap(last, at.UnixNano()) {
