@@ -188,6 +188,11 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 			ErrNotFound, scope, key, journal.ErrNotFound)
 	case errors.Is(err, journal.ErrInvalid):
 		return nil, fmt.Errorf("%w: Confirm: %w", ErrInvalidRequest, err)
+	case errors.Is(err, journal.ErrFlaggedKeyIgnored):
+		// Flagged by another drive after each of the two reads: rare, and
+		// the redelivery reads the flag and journals its endpoint first.
+		return nil, errorf("idem: Confirm (scope %q, key %q): flagged for an endpoint that ignores the key while this call ran, so nothing was written: "+
+			"answer the provider with a retryable status (5xx) and its redelivery settles the operation: %w", scope, key, err)
 	case rec == nil:
 		return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
 	}
