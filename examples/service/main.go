@@ -19,8 +19,11 @@
 //  3. go Client.Run: the background reconciler settles what foreground calls
 //     handed off with ErrUnknownOutcome, and tells the service through the
 //     WithSettleFunc callback, the place to update the order's own record.
-//  4. Serve: each incoming order is submitted with a short foreground budget.
-//     An unknown outcome is not an error page; it is "accepted, confirming".
+//  4. Serve: each incoming order is submitted with a short foreground budget,
+//     under the order's own id as the key, never one made up per call: an
+//     order delivered again (its caller's retry after a kill) is then the
+//     same operation, not a second payment. An unknown outcome is not an
+//     error page; it is "accepted, confirming".
 //  5. Operate: /metrics (the OpenTelemetry layer, idemotel, exported to
 //     Prometheus) and the admin handler under /idem/, on loopback.
 //  6. On SIGINT or SIGTERM: stop taking work, let calls in flight finish

@@ -150,14 +150,14 @@ serve:
 		}
 		rep.Taken++
 		n := rep.Taken
+		// A real service is handed the order's id by its caller (the
+		// checkout's order, the queue message's); this made-up order
+		// gets one here.
+		o := order{ID: idem.NewKey(), N: n}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := c.Submit(callCtx, idem.Request{
-				Ref:  fmt.Sprintf("order-%d", n),
-				URL:  ordersURL,
-				Body: fmt.Appendf(nil, `{"order":%d,"amount":%d,"currency":"EUR"}`, n, 500+n),
-			})
+			_, err := submitOrder(callCtx, c, ordersURL, o)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -207,6 +207,28 @@ serve:
 	}
 	log.Info("stopped", "open_for_next_start", rep.OpenAtExit, "server_side_duplicates", rep.Duplicates)
 	return rep, nil
+}
+
+// order is one order the service is asked to pay for. ID is the order's
+// own id, the same each time the order is delivered.
+type order struct {
+	ID string
+	N  int
+}
+
+// submitOrder pays for o under its own id as the key. A key made up per
+// call (an empty Key) would make each delivery of the order a new
+// payment: one delivered again after this process was killed mid-call,
+// or retried by a load balancer on another start, is paid twice while
+// Resume settles the first. Under the order's id, it finds the journaled
+// operation and its outcome instead.
+func submitOrder(ctx context.Context, c *idem.Client, ordersURL string, o order) (*idem.Result, error) {
+	return c.Submit(ctx, idem.Request{
+		Key:  o.ID,
+		Ref:  fmt.Sprintf("order-%d", o.N),
+		URL:  ordersURL,
+		Body: fmt.Appendf(nil, `{"order":%d,"amount":%d,"currency":"EUR"}`, o.N, 500+o.N),
+	})
 }
 
 // duplicates counts, from the fake server's counters, the orders made more
