@@ -192,7 +192,7 @@ var _ KeyIgnoringBackend = (*remote)(nil)
 // ignore the key.
 func (r *remote) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 	var ans admin.KeyIgnoring
-	if err := r.call(ctx, http.MethodGet, "key-ignoring", nil, nil, &ans); err != nil {
+	if err := r.call(ctx, http.MethodGet, "key-ignoring", nil, nil, "endpoints", &ans); err != nil {
 		return nil, err
 	}
 	return ans.Endpoints, nil
@@ -203,7 +203,7 @@ func (r *remote) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // so. The handler's answer does not tell how many operations it flagged.
 func (r *remote) RemoveKeyIgnoring(ctx context.Context, endpoint string) (bool, int, error) {
 	var ans admin.RemoveKeyIgnoringAnswer
-	if err := r.call(ctx, http.MethodPost, "key-ignoring/remove", nil, admin.RemoveKeyIgnoringRequest{Endpoint: endpoint}, &ans); err != nil {
+	if err := r.call(ctx, http.MethodPost, "key-ignoring/remove", nil, admin.RemoveKeyIgnoringRequest{Endpoint: endpoint}, "removed", &ans); err != nil {
 		return false, -1, err
 	}
 	return true, -1, nil

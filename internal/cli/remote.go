@@ -108,8 +108,12 @@ func loopback(host string) bool {
 	return err == nil && ip.Unmap().IsLoopback()
 }
 
-// call sends one request and decodes the JSON answer into out.
-func (r *remote) call(ctx context.Context, method, path string, q url.Values, body, out any) error {
+// call sends one request and decodes the JSON answer into out. member is
+// a member every answer of the handler's at path holds: a 200 answer
+// without it is another service's, such as the one a -url without the
+// handler's mount path reaches (a ServeMux's "/" matches every path), and
+// is an error, never read as an empty list or a write done.
+func (r *remote) call(ctx context.Context, method, path string, q url.Values, body any, member string, out any) error {
 	u := r.base.ResolveReference(&url.URL{Path: path, RawQuery: q.Encode()})
 	var rd io.Reader
 	if body != nil {
@@ -162,7 +166,20 @@ func (r *remote) call(ctx context.Context, method, path string, q url.Values, bo
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("admin handler %s: the answer is not the handler's JSON (%v); check -url", shownURL(r.base), err)
 	}
+	// Not an object (an array, null): members stays empty.
+	var members map[string]json.RawMessage
+	_ = json.Unmarshal(b, &members)
+	if _, ok := members[member]; !ok {
+		return notHandlers(r, path, member)
+	}
 	return nil
+}
+
+// notHandlers is the error for an answer to path that is not the admin
+// handler's answer: it lacks member, which the handler's always holds.
+func notHandlers(r *remote, path, member string) error {
+	return fmt.Errorf("admin handler %s: the answer to %s is not the admin handler's answer (it has no %q), so it is not taken as one: "+
+		"check -url (it should end in the handler's mount path, such as /idem/)", shownURL(r.base), path, member)
 }
 
 // List reads every operation f selects, page after page.
@@ -187,7 +204,7 @@ func (r *remote) List(ctx context.Context, f journal.Filter, olderThan time.Dura
 	var recs []*journal.Record
 	for {
 		var p admin.Page
-		if err := r.call(ctx, http.MethodGet, "operations", q, nil, &p); err != nil {
+		if err := r.call(ctx, http.MethodGet, "operations", q, nil, "operations", &p); err != nil {
 			return nil, err
 		}
 		for _, op := range p.Operations {
@@ -202,7 +219,7 @@ func (r *remote) List(ctx context.Context, f journal.Filter, olderThan time.Dura
 
 func (r *remote) Get(ctx context.Context, scope, key string) (*journal.Record, error) {
 	var op admin.Operation
-	if err := r.call(ctx, http.MethodGet, "operation", url.Values{"scope": {scope}, "key": {key}}, nil, &op); err != nil {
+	if err := r.call(ctx, http.MethodGet, "operation", url.Values{"scope": {scope}, "key": {key}}, nil, "key", &op); err != nil {
 		return nil, err
 	}
 	return op.Record(), nil
@@ -210,7 +227,7 @@ func (r *remote) Get(ctx context.Context, scope, key string) (*journal.Record, e
 
 func (r *remote) Stats(ctx context.Context) (journal.Stats, error) {
 	var st admin.Stats
-	if err := r.call(ctx, http.MethodGet, "stats", nil, nil, &st); err != nil {
+	if err := r.call(ctx, http.MethodGet, "stats", nil, nil, "by_state", &st); err != nil {
 		return journal.Stats{}, err
 	}
 	out := journal.Stats{ByState: map[journal.State]int{}, Open: st.Open, Review: st.Review, Total: st.Total, Newer: st.Newer, NewerOpen: st.NewerOpen}
@@ -224,9 +241,12 @@ func (r *remote) Resolve(ctx context.Context, scope, key string, m journal.Manua
 	var ans admin.ResolveAnswer
 	err := r.call(ctx, http.MethodPost, "resolve", nil, admin.ResolveRequest{
 		Scope: scope, Key: key, State: string(m.State), ResourceID: m.ResourceID, Reason: m.Reason, By: m.By, Force: force,
-	}, &ans)
+	}, "operation", &ans)
 	if err != nil {
 		return nil, "", err
+	}
+	if ans.Operation == nil {
+		return nil, "", notHandlers(r, "resolve", "operation")
 	}
 	return ans.Operation.Record(), journal.State(ans.From), nil
 }
