@@ -26,7 +26,7 @@
 //	go c.Run(ctx) // background reconciler
 //
 //	res, err := c.Submit(ctx, idem.Request{
-//		Key:  draft.ID, // or empty for a random, time-ordered UUIDv7
+//		Key:  draft.ID, // its own id: a call made again is this operation (empty: a new UUIDv7 per call)
 //		URL:  "https://api.example.com/v1/orders",
 //		Body: body,
 //	})

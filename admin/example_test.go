@@ -24,7 +24,7 @@ func ExampleNewHandler() {
 	defer os.RemoveAll(dir)
 	c, _ := idem.Open(filepath.Join(dir, "idem.journal"), idem.WithHTTPClient(api.Client()))
 	defer c.Close()
-	_, _ = c.Submit(context.Background(), idem.Request{URL: api.URL + "/orders", Body: []byte(`{"amount":1}`)})
+	_, _ = c.Submit(context.Background(), idem.Request{Key: "order-1", URL: api.URL + "/orders", Body: []byte(`{"amount":1}`)})
 
 	requireOperator := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -23,7 +23,8 @@
 //     under the order's own id as the key, never one made up per call: an
 //     order delivered again (its caller's retry after a kill) is then the
 //     same operation, not a second payment. An unknown outcome is not an
-//     error page; it is "accepted, confirming".
+//     error page; it is "accepted, confirming". One flagged for review
+//     (ErrNeedsReview, or Result.Review with no error) goes to a person.
 //  5. Operate: /metrics (the OpenTelemetry layer, idemotel, exported to
 //     Prometheus) and the admin handler under /idem/, on loopback.
 //  6. On SIGINT or SIGTERM: stop taking work, let calls in flight finish
@@ -72,8 +73,8 @@ func main() {
 		log.Error("service failed", "err", err)
 		os.Exit(1)
 	}
-	fmt.Printf("orders taken %d: settled in the call %d, handed off %d; settled in the background %d; open at exit %d; server-side duplicates %d\n",
-		rep.Taken, rep.SettledInCall, rep.HandedOff, rep.SettledInBackground, rep.OpenAtExit, rep.Duplicates)
+	fmt.Printf("orders taken %d: settled in the call %d, handed off %d, for review %d; settled in the background %d; open at exit %d; server-side duplicates %d\n",
+		rep.Taken, rep.SettledInCall, rep.HandedOff, rep.Review, rep.SettledInBackground, rep.OpenAtExit, rep.Duplicates)
 	if rep.Duplicates != 0 {
 		os.Exit(1)
 	}

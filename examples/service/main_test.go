@@ -28,8 +28,9 @@ func TestRun(t *testing.T) {
 	if rep.Resumed.Visited != 3 {
 		t.Errorf("Resume visited %d; want the 3 left by the previous process", rep.Resumed.Visited)
 	}
-	if rep.Taken == 0 || rep.SettledInCall+rep.HandedOff != rep.Taken {
-		t.Errorf("taken %d, settled in the call %d, handed off %d; want some, all accounted for", rep.Taken, rep.SettledInCall, rep.HandedOff)
+	if rep.Taken == 0 || rep.SettledInCall+rep.HandedOff+rep.Review != rep.Taken {
+		t.Errorf("taken %d, settled in the call %d, handed off %d, for review %d; want some, all accounted for",
+			rep.Taken, rep.SettledInCall, rep.HandedOff, rep.Review)
 	}
 	if rep.SettledInBackground < rep.Resumed.Succeeded+rep.Resumed.Failed {
 		t.Errorf("settled in the background = %d; want at least Resume's %d", rep.SettledInBackground, rep.Resumed.Succeeded+rep.Resumed.Failed)

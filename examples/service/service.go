@@ -28,6 +28,7 @@ type report struct {
 	Taken               int // orders submitted
 	SettledInCall       int
 	HandedOff           int // ErrUnknownOutcome: the reconciler owns them
+	Review              int // ErrNeedsReview or Result.Review: a person owns them
 	SettledInBackground int // reported by WithSettleFunc (Resume and Run)
 	OpenAtExit          int // left for the next start
 	Duplicates          int // from the fake server's counters
@@ -132,9 +133,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 
 	log.Info("serving", "every", cfg.Every, "max_orders", cfg.MaxOrders)
 	var (
-		wg                       sync.WaitGroup
-		mu                       sync.Mutex
-		settledInCall, handedOff int
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		calls tally
 	)
 	// Calls in flight at shutdown get cfg.Drain to finish; they are not
 	// cancelled by the signal.
@@ -157,16 +158,10 @@ serve:
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := submitOrder(callCtx, c, ordersURL, o)
+			res, err := submitOrder(callCtx, c, ordersURL, o)
 			mu.Lock()
 			defer mu.Unlock()
-			switch {
-			case err == nil || errors.Is(err, idem.ErrFailed):
-				settledInCall++
-			case errors.Is(err, idem.ErrUnknownOutcome):
-				// Tell the customer "accepted, confirming"; Run settles it.
-				handedOff++
-			default:
+			if err := calls.add(res, err); err != nil {
 				log.Error("order not journaled", "order", n, "err", err)
 			}
 		}()
@@ -198,7 +193,7 @@ serve:
 		return rep, err
 	}
 	mu.Lock()
-	rep.SettledInCall, rep.HandedOff = settledInCall, handedOff
+	rep.SettledInCall, rep.HandedOff, rep.Review = calls.settled, calls.handedOff, calls.review
 	mu.Unlock()
 	rep.SettledInBackground = int(settledBg.Load())
 	rep.OpenAtExit = len(open)
@@ -221,7 +216,9 @@ type order struct {
 // payment: one delivered again after this process was killed mid-call,
 // or retried by a load balancer on another start, is paid twice while
 // Resume settles the first. Under the order's id, it finds the journaled
-// operation and its outcome instead.
+// operation and its outcome instead. So the id must name this order alone,
+// for good (not a counter that starts again): a reused id with the same
+// body is answered with the earlier order's payment.
 func submitOrder(ctx context.Context, c *idem.Client, ordersURL string, o order) (*idem.Result, error) {
 	return c.Submit(ctx, idem.Request{
 		Key:  o.ID,
@@ -229,6 +226,35 @@ func submitOrder(ctx context.Context, c *idem.Client, ordersURL string, o order)
 		URL:  ordersURL,
 		Body: fmt.Appendf(nil, `{"order":%d,"amount":%d,"currency":"EUR"}`, o.N, 500+o.N),
 	})
+}
+
+// tally counts how the service answers each order's caller: the three
+// outcomes README's "Use" switch tells apart.
+type tally struct{ settled, handedOff, review int }
+
+// add counts one submitOrder call; it returns err when nothing was
+// journaled for it.
+func (t *tally) add(res *idem.Result, err error) error {
+	switch {
+	case errors.Is(err, idem.ErrNeedsReview), err == nil && res.Review != "":
+		// A person settles it (the admin handler lists it; Resolve), not
+		// Run: it may be paid twice (no error: mark it paid, refund the
+		// copy), or the server answered for another request under its key.
+		// Never pay it again.
+		t.review++
+	case errors.Is(err, idem.ErrUnknownOutcome):
+		// Tell the customer "accepted, confirming"; Run settles it.
+		t.handedOff++
+	case err == nil || errors.Is(err, idem.ErrFailed):
+		// Paid (res.ResourceID), or refused (res.Reason).
+		t.settled++
+	default:
+		// Nothing journaled, nothing sent: an id idem refuses as a key
+		// (ErrInvalidRequest), or one its journal holds for another
+		// order's request (ErrKeyConflict).
+		return err
+	}
+	return nil
 }
 
 // duplicates counts, from the fake server's counters, the orders made more
