@@ -31,6 +31,7 @@
 //		Body: body,
 //	})
 //	switch {
+//	case err == nil && res.Review != "": // succeeded, flagged (perhaps made twice): a person looks
 //	case err == nil: // res.State == StateSucceeded, res.ResourceID
 //	case errors.Is(err, idem.ErrUnknownOutcome): // journaled; Run settles it,
 //		// or a person (ErrNeedsReview: res.Review); never a new key

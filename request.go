@@ -23,9 +23,11 @@ type Request struct {
 	// Scope is the caller identity or account the key belongs to (keys are
 	// unique per scope). Empty means the client's WithScope default.
 	Scope string
-	// Key is the idempotency key. Empty means a fresh random UUID. Supply
-	// your own (an order-draft id, say) to tie the key to your own record,
-	// or when the key travels in the body (WithKeyInBody).
+	// Key is the idempotency key. Empty means a fresh random UUID on every
+	// call, so a call made again (a handler retried, a message
+	// redelivered) is a new operation and a second order: supply your own
+	// (an order-draft id, say) to tie the key to the business intent, and
+	// when the key travels in the body (WithKeyInBody).
 	Key string
 	// Ref is your own reference for logs and the operator tool; optional.
 	Ref string
