@@ -14,9 +14,10 @@
 // query string or user information (idem cannot tell every secret
 // there), never a body or a header; a failed call's span status is its
 // error's text, which holds the server's reason (at most 512 bytes of
-// it, as every status description). Metrics carry none of these: their
-// attributes take a few values each (outcome, attempt kind, status
-// class, call kind, state), never the key.
+// it, as every status description), the request's URL in it cut as
+// url.full is. Metrics carry none of these: their attributes take a few
+// values each (outcome, attempt kind, status class, call kind, state),
+// never the key.
 package idemotel
 
 import (
@@ -384,7 +385,8 @@ func (i *Instrumentation) journaled(s string) trace.SpanContext {
 // callState is what a call's attempt spans need, worked out once per
 // call rather than on every attempt.
 type callState struct {
-	submit []attribute.KeyValue // method and URL attributes of a submit; shared, read-only
+	submit    []attribute.KeyValue // method and URL attributes of a submit; shared, read-only
+	submitURL string               // as journaled: an error's text quotes it so
 	// The query's, worked out on the first query: most calls make none.
 	resultURL string
 	queryOnce sync.Once
@@ -421,23 +423,45 @@ func endpointAttrs(method, u string) []attribute.KeyValue {
 // values, never a status description.
 const maxStatusDescription = 512
 
-// errorDescription is err's text for a span status, with the URL that
-// net/http quotes in it cut as url.full is, for the same reason, and at
-// most maxStatusDescription bytes of it: net/http quotes a malformed
-// status line whole (up to its Transport's MaxResponseHeaderBytes, 10 MiB
-// by default), and every attempt's span would carry it.
-func errorDescription(err error) string {
+// errorDescription is err's text for a span status, with the URLs it
+// quotes cut as url.full is, for the same reason, and at most
+// maxStatusDescription bytes of it: net/http quotes a malformed status
+// line whole (up to its Transport's MaxResponseHeaderBytes, 10 MiB by
+// default), and every attempt's span would carry it. The URLs are the
+// one its *url.Error names and urls (an attempt's URL as journaled,
+// which idem's text names in place of the one the request hook made);
+// each is cut quoted, as net/http quotes it, and bare, as a Transport's
+// or a request hook's own words quote it (go-retryablehttp's "POST <URL>
+// giving up after N attempt(s)").
+func errorDescription(err error, urls ...string) string {
 	msg := err.Error()
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		// A URL that does not parse was never sent: Request's URLs are
-		// checked before they are journaled.
-		if pu, perr := url.Parse(ue.URL); perr == nil {
-			pu.User, pu.RawQuery, pu.ForceQuery, pu.Fragment = nil, "", false, ""
-			msg = strings.ReplaceAll(msg, strconv.Quote(ue.URL), strconv.Quote(pu.String()))
-		}
+		msg = withoutQuery(msg, ue.URL)
+	}
+	for _, u := range urls {
+		msg = withoutQuery(msg, u)
 	}
 	return recordable.Clip(msg, maxStatusDescription)
+}
+
+// withoutQuery is msg with u, quoted or bare, cut as url.full is. A URL
+// that does not parse was never sent: Request's URLs are checked before
+// they are journaled.
+func withoutQuery(msg, u string) string {
+	pu, err := url.Parse(u)
+	if u == "" || err != nil {
+		return msg
+	}
+	pu.User, pu.RawQuery, pu.ForceQuery, pu.Fragment = nil, "", false, ""
+	cut := pu.String()
+	if cut == u {
+		return msg
+	}
+	// Quoted too: %q escapes a '"' or '\' of the query (a search
+	// filter's quotes), and the bare form is then not in its text.
+	msg = strings.ReplaceAll(msg, strconv.Quote(u), strconv.Quote(cut))
+	return strings.ReplaceAll(msg, u, cut)
 }
 
 // endpoint is the key of endpointCache.
@@ -554,7 +578,7 @@ func (i *Instrumentation) call(ctx context.Context, ev idem.CallEvent) (context.
 	ctx, c.span = i.tracer.Start(ctx, callSpanName(ev.Kind), a.opts...)
 	putSpanArgs(a)
 	if c.span.IsRecording() {
-		c.submit, c.resultURL = i.endpoints.attrs(ev.Method, ev.URL), ev.ResultURL
+		c.submit, c.submitURL, c.resultURL = i.endpoints.attrs(ev.Method, ev.URL), ev.URL, ev.ResultURL
 		ctx = context.WithValue(ctx, callStateKey{}, &c.callState)
 	}
 	c.ctx = ctx
@@ -610,9 +634,9 @@ func (i *Instrumentation) attempt(ctx context.Context, ev idem.AttemptEvent) {
 	if cs == nil {
 		return // not traced, or the call's span is not sampled
 	}
-	base := cs.submit
+	base, journaled := cs.submit, cs.submitURL
 	if ev.Query {
-		base = cs.queryAttrs()
+		base, journaled = cs.queryAttrs(), cs.resultURL
 	}
 	a := getSpanArgs()
 	a.attrs = append(append(a.attrs, base...),
@@ -633,7 +657,7 @@ func (i *Instrumentation) attempt(ctx context.Context, ev idem.AttemptEvent) {
 	_, span := i.tracer.Start(ctx, base[0].Value.AsString(), a.opts...)
 	switch {
 	case ev.Err != nil:
-		span.SetStatus(codes.Error, errorDescription(ev.Err))
+		span.SetStatus(codes.Error, errorDescription(ev.Err, journaled))
 	case ev.StatusCode >= 500:
 		span.SetStatus(codes.Error, "")
 	}
