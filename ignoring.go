@@ -349,15 +349,6 @@ func (c *Client) waitSaves(ctx context.Context) error {
 	}
 }
 
-// keepIgnoring journals rec's endpoint as ignoring the key (a Store that
-// keeps one already writes nothing) and waits for the commit, within ctx
-// and saveIgnoringTimeout. nil when the Store keeps no endpoints (none,
-// or ErrKeyIgnoringUnkept), as saveIgnoring reads it.
-func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
-	_, err := c.keepEndpoint(ctx, endpoint(rec))
-	return err
-}
-
 // keepFlagged journals the endpoint rec, flagged ReviewKeyIgnored, was
 // flagged for, before what settles rec (Confirm, Resolve) clears the
 // flag: it may be all that tells a restarted process the endpoint
@@ -365,7 +356,7 @@ func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
 // journal's endpoints at their bound), and cleared first, Resume resent
 // another payment there whose answer was lost, a second charge. It learns
 // the endpoint from the flag, waits for its save under way (waitSaves:
-// its error, saving true), then journals it itself (keepIgnoring's
+// its error, saving true), then journals it itself (keepEndpoint's
 // error): that save, or this process's earlier one, may have failed
 // rather than hung, and a process that knows the endpoint does not save
 // it again. On a Store that keeps no endpoints (not a KeyIgnoringStore,
@@ -490,8 +481,10 @@ func keptForResolve(ctx context.Context, s Store, rec *journal.Record, err error
 	return fmt.Errorf("%s; it could not be journaled, so nothing was written: resolve it again once the journal takes writes: %w", flaggedForIgnoring, err)
 }
 
-// keepEndpoint is keepIgnoring of endpoint e; kept is false when the
-// Store keeps no endpoints.
+// keepEndpoint journals endpoint e as ignoring the key (a Store that
+// keeps it already writes nothing) and waits for the commit, within ctx
+// and saveIgnoringTimeout; kept is false, err nil, when the Store keeps
+// no endpoints (none, or ErrKeyIgnoringUnkept), as saveIgnoring reads it.
 func (c *Client) keepEndpoint(ctx context.Context, e string) (kept bool, err error) {
 	ks, ok := c.store.(KeyIgnoringStore)
 	if !ok {

@@ -29,26 +29,30 @@ import (
 // committed, as when a keeping Store's save fails: k1 is left open for a
 // person, charged once.
 func TestKeyIgnoringLearntOnStoreKeepingNone(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		wrap func(*journal.Store) idem.Store
-	}{
-		{"keeps none", func(js *journal.Store) idem.Store { return storeOnly{js} }},
-		{"not migrated", func(js *journal.Store) idem.Store { return unmigratedStore{js} }},
-	} {
+	for _, tt := range storesKeepingNone {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, s, open := firstAnswerLost(t, tt.wrap, ignoredCreated)
 			charge := s.srv.URL + "/api/v1/charge"
 
 			c, js := open()
-			_, err := c.Submit(ctx, idem.Request{Key: "k1", URL: charge, Body: []byte(`{"amount":100}`)})
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit(k1): its caller gave up")
+			submitK1Lost(ctx, t, c, charge)
 			res, err := c.Submit(t.Context(), idem.Request{Key: "k2", URL: charge, Body: []byte(`{"amount":200}`)})
 			require.NoError(t, err, "Submit(k2)")
 			require.Equal(t, idem.StateSucceeded, res.State)
 			resumedK1LeftForAPerson(t, c, js, open, s)
 		})
 	}
+}
+
+// storesKeepingNone wraps a journal as the Stores that keep no endpoints
+// ignoring the key: one without idem.KeyIgnoringStore, and a pgjournal
+// not migrated (unmigratedStore).
+var storesKeepingNone = []struct {
+	name string
+	wrap func(*journal.Store) idem.Store
+}{
+	{"keeps none", func(js *journal.Store) idem.Store { return storeOnly{js} }},
+	{"not migrated", func(js *journal.Store) idem.Store { return unmigratedStore{js} }},
 }
 
 // unmigratedStore is a pgjournal whose schema Migrate has not brought to
@@ -90,6 +94,15 @@ func firstAnswerLost(t *testing.T, wrap func(*journal.Store) idem.Store, answer 
 		t.Cleanup(func() { _ = c.Close(); _ = js.Close() })
 		return c, js
 	}
+}
+
+// submitK1Lost submits k1 to charge with c, under ctx, which
+// firstAnswerLost's endpoint ends as it charges: k1 is left open, its
+// answer lost.
+func submitK1Lost(ctx context.Context, t *testing.T, c *idem.Client, charge string) {
+	t.Helper()
+	_, err := c.Submit(ctx, idem.Request{Key: "k1", URL: charge, Body: []byte(`{"amount":100}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit(k1): its caller gave up")
 }
 
 // resumedK1LeftForAPerson restarts c (its Store js) with open, and holds
