@@ -592,12 +592,14 @@ func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
 // (flagSentTo): killed after the outcome's commit, or restarted, the
 // process left nothing else to tell the next one, whose Resume resent
 // each under the same key, a second charge. Within ctx, as the outcome's
-// commit is, with no bound of its own: the bbolt journal's walk waits for
-// the applier, whose lock a stalled save of the endpoint holds, so a Do
-// behind it is held until that commit ends, where before it committed
-// unflagged after saveIgnoringTimeout. A failure is logged, and the
-// outcome committed as before.
-func (c *Client) keepLearnt(ctx context.Context, rec *journal.Record) {
+// commit is, and bounded by saveIgnoringTimeout as the save is: the bbolt
+// journal's walk waits for the applier, whose lock a stalled save of the
+// endpoint holds (an fsync on a dying disk), and heeds no context, so it
+// goes on beside the drive, flagging what it can once the applier does.
+// A failure is logged. It reports whether the endpoint is journaled or
+// its operations flagged: false, the outcome keeps the trace itself
+// (submit flags rec).
+func (c *Client) keepLearnt(ctx context.Context, rec *journal.Record) bool {
 	e := endpoint(rec)
 	k := &c.ignoring
 	// A Store that keeps no endpoints (no KeyIgnoringStore: no save; or
@@ -610,19 +612,36 @@ func (c *Client) keepLearnt(ctx context.Context, rec *journal.Record) {
 		_, unsaved := k.unsaved[e]
 		k.mu.Unlock()
 		if !unsaved {
-			return
+			return true
 		}
 	}
-	n, err := flagSentTo(ctx, c.store, e, true, rec)
-	if err != nil {
+	type walked struct {
+		n   int
+		err error
+	}
+	done := make(chan walked, 1)
+	go func() {
+		n, err := flagSentTo(ctx, c.store, e, true, rec)
+		done <- walked{n, err}
+	}()
+	t := time.NewTimer(saveIgnoringTimeout)
+	defer t.Stop()
+	var w walked
+	select {
+	case w = <-done:
+	case <-t.C:
+		w.err = errSaveUnderWay
+	}
+	if w.err != nil {
 		c.log.LogAttrs(ctx, slog.LevelWarn,
-			"idem: an endpoint that ignores the idempotency key is not journaled yet, and its open operations that may have executed could not all be flagged for review; a process killed now may resend one",
-			slog.String("endpoint", e), slog.Int("flagged", n), slog.Any("err", err))
-		return
+			"idem: an endpoint that ignores the idempotency key is not journaled yet, and its open operations that may have executed could not all be flagged for review; the operation that taught it is flagged instead",
+			slog.String("endpoint", e), slog.Int("flagged", w.n), slog.Any("err", w.err))
+		return false
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn,
 		"idem: an endpoint that ignores the idempotency key is not journaled yet; its open operations that may have executed are flagged for review",
-		slog.String("endpoint", e), slog.Int("flagged", n))
+		slog.String("endpoint", e), slog.Int("flagged", w.n))
+	return true
 }
 
 // errSaveUnderWay: a Store still journaling an endpoint learnt to ignore

@@ -117,10 +117,17 @@ func resumedK1LeftForAPerson(t *testing.T, c *idem.Client, js *journal.Store, op
 	_, err := c.Resume(t.Context())
 	require.NoError(t, err, "Resume()")
 	require.Equal(t, []string{"k1", "k2"}, s.charged(), "charges, by the key each request carried")
-	op, err := c.Lookup(t.Context(), "", "k1")
-	require.NoError(t, err)
-	require.False(t, op.State.Terminal(), "journal: k1 open for a person, state %s", op.State)
-	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: k1's Review")
-	require.Equal(t, 1, op.Attempts, "journal: k1's attempts")
+	requireOpenKeyIgnored(t, c, "k1")
 	return c
+}
+
+// requireOpenKeyIgnored holds that key's operation, sent once, is open
+// for a person, flagged ReviewKeyIgnored.
+func requireOpenKeyIgnored(t *testing.T, c *idem.Client, key string) {
+	t.Helper()
+	op, err := c.Lookup(t.Context(), "", key)
+	require.NoError(t, err)
+	require.False(t, op.State.Terminal(), "journal: %s open for a person, state %s", key, op.State)
+	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: %s's Review", key)
+	require.Equal(t, 1, op.Attempts, "journal: %s's attempts", key)
 }
