@@ -853,7 +853,14 @@ func (d *driver) submit() (step, error) {
 		// outcome is (keepLearnt); a flag tells the next process itself.
 		// Within wctx, not the caller's context, as the outcome's commit
 		// is: a caller that gave up would have it committed first.
-		c.keepLearnt(d.wctx, d.rec)
+		if !c.keepLearnt(d.wctx, d.rec) {
+			// Neither done (the journal stalled or failing): committed
+			// settled and unflagged, the outcome left nothing to tell a
+			// process killed meanwhile, whose Resume resent the others.
+			// Left open and flagged, it tells it; its attempt keeps the
+			// answer for a query, a Confirm or a person.
+			st.move, st.label, st.review = moveReview, "key_ignored", ReviewKeyIgnored
+		}
 	}
 	// What the commit reads, copied into one allocation: captured by the
 	// closure one by one, ex, a and st were each moved to the heap. Nothing

@@ -349,15 +349,6 @@ func (c *Client) waitSaves(ctx context.Context) error {
 	}
 }
 
-// keepIgnoring journals rec's endpoint as ignoring the key (a Store that
-// keeps one already writes nothing) and waits for the commit, within ctx
-// and saveIgnoringTimeout. nil when the Store keeps no endpoints (none,
-// or ErrKeyIgnoringUnkept), as saveIgnoring reads it.
-func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
-	_, err := c.keepEndpoint(ctx, endpoint(rec))
-	return err
-}
-
 // keepFlagged journals the endpoint rec, flagged ReviewKeyIgnored, was
 // flagged for, before what settles rec (Confirm, Resolve) clears the
 // flag: it may be all that tells a restarted process the endpoint
@@ -365,7 +356,7 @@ func (c *Client) keepIgnoring(ctx context.Context, rec *journal.Record) error {
 // journal's endpoints at their bound), and cleared first, Resume resent
 // another payment there whose answer was lost, a second charge. It learns
 // the endpoint from the flag, waits for its save under way (waitSaves:
-// its error, saving true), then journals it itself (keepIgnoring's
+// its error, saving true), then journals it itself (keepEndpoint's
 // error): that save, or this process's earlier one, may have failed
 // rather than hung, and a process that knows the endpoint does not save
 // it again. On a Store that keeps no endpoints (not a KeyIgnoringStore,
@@ -490,8 +481,10 @@ func keptForResolve(ctx context.Context, s Store, rec *journal.Record, err error
 	return fmt.Errorf("%s; it could not be journaled, so nothing was written: resolve it again once the journal takes writes: %w", flaggedForIgnoring, err)
 }
 
-// keepEndpoint is keepIgnoring of endpoint e; kept is false when the
-// Store keeps no endpoints.
+// keepEndpoint journals endpoint e as ignoring the key (a Store that
+// keeps it already writes nothing) and waits for the commit, within ctx
+// and saveIgnoringTimeout; kept is false, err nil, when the Store keeps
+// no endpoints (none, or ErrKeyIgnoringUnkept), as saveIgnoring reads it.
 func (c *Client) keepEndpoint(ctx context.Context, e string) (kept bool, err error) {
 	ks, ok := c.store.(KeyIgnoringStore)
 	if !ok {
@@ -599,12 +592,14 @@ func (c *Client) saveUnsaved(ctx context.Context, rec *journal.Record) {
 // (flagSentTo): killed after the outcome's commit, or restarted, the
 // process left nothing else to tell the next one, whose Resume resent
 // each under the same key, a second charge. Within ctx, as the outcome's
-// commit is, with no bound of its own: the bbolt journal's walk waits for
-// the applier, whose lock a stalled save of the endpoint holds, so a Do
-// behind it is held until that commit ends, where before it committed
-// unflagged after saveIgnoringTimeout. A failure is logged, and the
-// outcome committed as before.
-func (c *Client) keepLearnt(ctx context.Context, rec *journal.Record) {
+// commit is, and bounded by saveIgnoringTimeout as the save is: the bbolt
+// journal's walk waits for the applier, whose lock a stalled save of the
+// endpoint holds (an fsync on a dying disk), and heeds no context, so it
+// goes on beside the drive, flagging what it can once the applier does.
+// A failure is logged. It reports whether the endpoint is journaled or
+// its operations flagged: false, the outcome keeps the trace itself
+// (submit flags rec).
+func (c *Client) keepLearnt(ctx context.Context, rec *journal.Record) bool {
 	e := endpoint(rec)
 	k := &c.ignoring
 	// A Store that keeps no endpoints (no KeyIgnoringStore: no save; or
@@ -617,19 +612,36 @@ func (c *Client) keepLearnt(ctx context.Context, rec *journal.Record) {
 		_, unsaved := k.unsaved[e]
 		k.mu.Unlock()
 		if !unsaved {
-			return
+			return true
 		}
 	}
-	n, err := flagSentTo(ctx, c.store, e, true, rec)
-	if err != nil {
+	type walked struct {
+		n   int
+		err error
+	}
+	done := make(chan walked, 1)
+	go func() {
+		n, err := flagSentTo(ctx, c.store, e, true, rec)
+		done <- walked{n, err}
+	}()
+	t := time.NewTimer(saveIgnoringTimeout)
+	defer t.Stop()
+	var w walked
+	select {
+	case w = <-done:
+	case <-t.C:
+		w.err = errSaveUnderWay
+	}
+	if w.err != nil {
 		c.log.LogAttrs(ctx, slog.LevelWarn,
-			"idem: an endpoint that ignores the idempotency key is not journaled yet, and its open operations that may have executed could not all be flagged for review; a process killed now may resend one",
-			slog.String("endpoint", e), slog.Int("flagged", n), slog.Any("err", err))
-		return
+			"idem: an endpoint that ignores the idempotency key is not journaled yet, and its open operations that may have executed could not all be flagged for review; the operation that taught it is flagged instead",
+			slog.String("endpoint", e), slog.Int("flagged", w.n), slog.Any("err", w.err))
+		return false
 	}
 	c.log.LogAttrs(ctx, slog.LevelWarn,
 		"idem: an endpoint that ignores the idempotency key is not journaled yet; its open operations that may have executed are flagged for review",
-		slog.String("endpoint", e), slog.Int("flagged", n))
+		slog.String("endpoint", e), slog.Int("flagged", w.n))
+	return true
 }
 
 // errSaveUnderWay: a Store still journaling an endpoint learnt to ignore

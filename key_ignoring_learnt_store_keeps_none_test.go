@@ -29,26 +29,30 @@ import (
 // committed, as when a keeping Store's save fails: k1 is left open for a
 // person, charged once.
 func TestKeyIgnoringLearntOnStoreKeepingNone(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		wrap func(*journal.Store) idem.Store
-	}{
-		{"keeps none", func(js *journal.Store) idem.Store { return storeOnly{js} }},
-		{"not migrated", func(js *journal.Store) idem.Store { return unmigratedStore{js} }},
-	} {
+	for _, tt := range storesKeepingNone {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, s, open := firstAnswerLost(t, tt.wrap, ignoredCreated)
 			charge := s.srv.URL + "/api/v1/charge"
 
 			c, js := open()
-			_, err := c.Submit(ctx, idem.Request{Key: "k1", URL: charge, Body: []byte(`{"amount":100}`)})
-			require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit(k1): its caller gave up")
+			submitK1Lost(ctx, t, c, charge)
 			res, err := c.Submit(t.Context(), idem.Request{Key: "k2", URL: charge, Body: []byte(`{"amount":200}`)})
 			require.NoError(t, err, "Submit(k2)")
 			require.Equal(t, idem.StateSucceeded, res.State)
 			resumedK1LeftForAPerson(t, c, js, open, s)
 		})
 	}
+}
+
+// storesKeepingNone wraps a journal as the Stores that keep no endpoints
+// ignoring the key: one without idem.KeyIgnoringStore, and a pgjournal
+// not migrated (unmigratedStore).
+var storesKeepingNone = []struct {
+	name string
+	wrap func(*journal.Store) idem.Store
+}{
+	{"keeps none", func(js *journal.Store) idem.Store { return storeOnly{js} }},
+	{"not migrated", func(js *journal.Store) idem.Store { return unmigratedStore{js} }},
 }
 
 // unmigratedStore is a pgjournal whose schema Migrate has not brought to
@@ -92,6 +96,15 @@ func firstAnswerLost(t *testing.T, wrap func(*journal.Store) idem.Store, answer 
 	}
 }
 
+// submitK1Lost submits k1 to charge with c, under ctx, which
+// firstAnswerLost's endpoint ends as it charges: k1 is left open, its
+// answer lost.
+func submitK1Lost(ctx context.Context, t *testing.T, c *idem.Client, charge string) {
+	t.Helper()
+	_, err := c.Submit(ctx, idem.Request{Key: "k1", URL: charge, Body: []byte(`{"amount":100}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "Submit(k1): its caller gave up")
+}
+
 // resumedK1LeftForAPerson restarts c (its Store js) with open, and holds
 // that Resume left k1, charged once, open and flagged ReviewKeyIgnored,
 // the endpoint having charged k1 and k2 once each. It returns the new
@@ -104,10 +117,17 @@ func resumedK1LeftForAPerson(t *testing.T, c *idem.Client, js *journal.Store, op
 	_, err := c.Resume(t.Context())
 	require.NoError(t, err, "Resume()")
 	require.Equal(t, []string{"k1", "k2"}, s.charged(), "charges, by the key each request carried")
-	op, err := c.Lookup(t.Context(), "", "k1")
-	require.NoError(t, err)
-	require.False(t, op.State.Terminal(), "journal: k1 open for a person, state %s", op.State)
-	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: k1's Review")
-	require.Equal(t, 1, op.Attempts, "journal: k1's attempts")
+	requireOpenKeyIgnored(t, c, "k1")
 	return c
+}
+
+// requireOpenKeyIgnored holds that key's operation, sent once, is open
+// for a person, flagged ReviewKeyIgnored.
+func requireOpenKeyIgnored(t *testing.T, c *idem.Client, key string) {
+	t.Helper()
+	op, err := c.Lookup(t.Context(), "", key)
+	require.NoError(t, err)
+	require.False(t, op.State.Terminal(), "journal: %s open for a person, state %s", key, op.State)
+	require.Equal(t, idem.ReviewKeyIgnored, op.Review, "journal: %s's Review", key)
+	require.Equal(t, 1, op.Attempts, "journal: %s's attempts", key)
 }

@@ -132,7 +132,7 @@ type driver struct {
 	// backoff and asks the host's clock again instead of going.
 	probeRefused bool
 	// ignoringKept: the endpoint of this drive's operation, flagged
-	// ReviewKeyIgnored, is journaled (keepIgnoring) before its query.
+	// ReviewKeyIgnored, is journaled (keepFlagged) before its query.
 	ignoringKept bool
 	// silentHost: the drive ended unsent because its host's clock probe
 	// timed out or was refused (unasked): the host gave no answer, as a
@@ -405,14 +405,12 @@ func (d *driver) run() error {
 				// to a kill), and the query's settlement clears it: the
 				// next process resent another payment there whose answer
 				// was lost, a second charge. Journaled first, once the
-				// save relearn started has ended, as Confirm does;
-				// unjournaled, nothing is asked, and the operation stays
-				// flagged for the next visit.
-				err := c.waitSaves(d.ctx)
-				if err == nil {
-					err = c.keepIgnoring(d.ctx, d.rec)
-				}
-				if err != nil {
+				// save relearn started has ended, as Confirm does; on a
+				// Store that keeps none, the endpoint's other open
+				// operations that may have executed flagged first
+				// (keepFlagged). Neither done, nothing is asked, and the
+				// operation stays flagged for the next visit.
+				if _, err := c.keepFlagged(d.ctx, d.rec); err != nil {
 					if d.ctx.Err() != nil {
 						return d.leave(context.Cause(d.ctx))
 					}
