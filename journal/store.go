@@ -813,7 +813,7 @@ func (w *createOp) run(v *view, req *request) error {
 		w.existing = slices.Clone(cur)
 		return ErrExists
 	}
-	v.putIn(&w.entry, w.rk, w.stored, w.enc)
+	v.putIn(&w.entry, opKey(w.rk), w.stored, w.enc)
 	if w.claim != nil {
 		req.claim, req.lease = w.claim, &w.granted
 	}
@@ -1006,7 +1006,7 @@ func (u *updateOp) run(v *view, req *request) error {
 		// same bytes in its own encoding, which nothing changes.
 		r.Body = encBody
 	}
-	v.putIn(&u.entry, u.rk, r, enc)
+	v.putIn(&u.entry, opKey(u.rk), r, enc)
 	u.stored = r
 	return nil
 }
