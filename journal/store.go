@@ -741,8 +741,8 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	// what a later Get would return. Validating the copy rather than rec
 	// means what is checked is what is written. A record the client
 	// marked as its own (ownership) was hashed when it was built and is
-	// shared with nobody: its digest is taken as given, and its body and
-	// header are not copied a second time.
+	// shared with nobody: its digest is taken as given, and it is not
+	// copied at all (adopt).
 	owned := rec.clientOwned()
 	var stored *Record
 	if owned {
