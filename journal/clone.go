@@ -35,14 +35,48 @@ func clone(r *Record) *Record {
 }
 
 // adopt is clone for a record the client marked as its own (see
-// ownership): the copy shares r's body and header, which nobody changes,
-// instead of copying them.
+// ownership): it returns r itself, unmarked and in stored form (asStored),
+// rather than a copy. The client built r for this one Create and hands it
+// to nobody else to change: what it reads of r afterwards (the request's
+// strings, body and header, to compare a joiner's request) nothing
+// changes, and the Store keeps nothing of r once create returns but its
+// encoding. A copy was an allocation of the record and its first attempt
+// (576 bytes) on every operation the Client journals.
+//
+// A header that asStored would replace (empty, or a nil value list) is
+// the one exception: a joiner of the client's call may be reading r's
+// Header as create runs, so such a record is copied, as adoptCopy did
+// for every record.
+func adopt(r *Record) *Record {
+	r.owned = ownership{}
+	if !headerStored(r.Header) {
+		return adoptCopy(r)
+	}
+	return asStored(r)
+}
+
+// headerStored reports whether asStored keeps h as it is: decode's form,
+// neither empty nor with a nil value list.
+func headerStored(h http.Header) bool {
+	if len(h) == 0 {
+		return false
+	}
+	for _, vs := range h {
+		if vs == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// adoptCopy is adopt's copy of r: it shares r's body and header, which
+// nobody changes, instead of copying them.
 //
 // The copy and its attempts are one allocation when the record has at
 // most one attempt (a create's usual: none, or the first send journaled
 // before it goes), as decode's are (recordBlock): the attempts' slice is
 // capped at its length, so the caller's append never writes past it.
-func adopt(r *Record) *Record {
+func adoptCopy(r *Record) *Record {
 	blk := &recordBlock{r: *r}
 	c := &blk.r
 	c.owned = ownership{}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -272,19 +273,32 @@ func (s *Store) latestKeyed(rk []byte, kept, fresh bool) (enc []byte, key string
 // put stages the current request's write of r, encoded as enc (which the
 // Store owns from now on).
 func (v *view) put(rk []byte, r *Record, enc []byte) {
-	v.putIn(new(logged), rk, r, enc)
-}
-
-// putIn is put that stages e, a zero logged the write's op holds (see
-// createOp.entry), rather than allocating one: the overlay keeps e once
-// published, so e must be used for no other write.
-func (v *view) putIn(e *logged, rk []byte, r *Record, enc []byte) {
 	key := v.read
 	if key != string(rk) {
 		key = string(rk)
 	}
+	v.putIn(new(logged), key, r, enc)
+}
+
+// putIn is put that stages e, a zero logged the write's op holds (see
+// createOp.entry), rather than allocating one: the overlay keeps e once
+// published, so e must be used for no other write. key is the record key
+// as a string, the op's own (opKey).
+func (v *view) putIn(e *logged, key string, r *Record, enc []byte) {
 	*e = logged{rk: key, enc: enc, open: r.Open(), nextDue: r.NextDue, settled: r.Settled} // newLogged's fields
 	v.pending = e
+}
+
+// opKey is rk, a create's or an update's record key (recordKeyIn, in the
+// op's rkRoom or a slice of its own), as a string sharing its bytes: the
+// overlay's entry and map key, which converting rk cost an allocation
+// on every create (an update's read mostly finds the overlay's string
+// already). Sound because nothing writes rk after recordKeyIn made it
+// (its readers only look keys up), and the entry the string is kept
+// with lives in the same op (createOp.entry, updateOp.entry), which a
+// pointer into it keeps alive as long as the overlay holds either.
+func opKey(rk []byte) string {
+	return unsafe.String(unsafe.SliceData(rk), len(rk))
 }
 
 // settle keeps or drops the current request's staged write.

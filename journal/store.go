@@ -741,8 +741,8 @@ func (s *Store) create(ctx context.Context, rec *Record, claim *Lease) (*Record,
 	// what a later Get would return. Validating the copy rather than rec
 	// means what is checked is what is written. A record the client
 	// marked as its own (ownership) was hashed when it was built and is
-	// shared with nobody: its digest is taken as given, and its body and
-	// header are not copied a second time.
+	// shared with nobody: its digest is taken as given, and it is not
+	// copied at all (adopt).
 	owned := rec.clientOwned()
 	var stored *Record
 	if owned {
@@ -813,7 +813,7 @@ func (w *createOp) run(v *view, req *request) error {
 		w.existing = slices.Clone(cur)
 		return ErrExists
 	}
-	v.putIn(&w.entry, w.rk, w.stored, w.enc)
+	v.putIn(&w.entry, opKey(w.rk), w.stored, w.enc)
 	if w.claim != nil {
 		req.claim, req.lease = w.claim, &w.granted
 	}
@@ -1006,7 +1006,7 @@ func (u *updateOp) run(v *view, req *request) error {
 		// same bytes in its own encoding, which nothing changes.
 		r.Body = encBody
 	}
-	v.putIn(&u.entry, u.rk, r, enc)
+	v.putIn(&u.entry, opKey(u.rk), r, enc)
 	u.stored = r
 	return nil
 }

@@ -1,8 +1,8 @@
 // Package owned lets the client tell the bbolt journal that a record it
 // hands to Create is its own: built for that one call, its Body a private
 // copy already hashed into BodySHA. The journal then takes the digest as
-// given and shares the body and header with the record it returns rather
-// than copying them again. Records built anywhere else (by a user, for
+// given and returns that very record, in stored form, rather than a copy
+// of it. Records built anywhere else (by a user, for
 // PrepareIn, or in a test) are never marked and are checked in full.
 //
 // The client also marks the lease's context it makes for one of its own
