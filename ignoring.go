@@ -835,7 +835,12 @@ func (c *Client) KeyIgnoringEndpoints(ctx context.Context) ([]string, error) {
 // journaled (as Close does), so that none lands after the removal; if
 // one is still under way then, it removes nothing and returns ctx's
 // cause (context.Cause), or an error matching context.DeadlineExceeded
-// that says to try again. The removal is logged at Warn.
+// that says to try again. While a Store that would remove the endpoint
+// holds open operations a newer idem wrote (a rollback left them; its
+// Stats counts them, NewerOpen), none of which this build can read or
+// flag, it forgets nothing and returns an error matching
+// journal.ErrVersion: remove the endpoint with the newer idem. The
+// removal is logged at Warn.
 func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, error) {
 	if err := c.enter(ctx); err != nil {
 		return false, err
@@ -853,6 +858,11 @@ func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, 
 		// the journal with nothing said: the operator's forget undone
 		// at the next start-up.
 		return false, errorf("idem: forget an endpoint ignoring the key: %w", err)
+	}
+	// Refused before the mark below goes: an endpoint left in memory
+	// whose failed save is never made again would be lost at restart.
+	if err := refuseOverNewerOpen(ctx, c.store); err != nil {
+		return false, errorf("idem: forget an endpoint ignoring the key: %w", withCause(ctx, err))
 	}
 	// A save of it that failed is not made again (saveUnsaved) once its
 	// mark is gone, and one made again since the wait above is waited
@@ -898,16 +908,47 @@ func (c *Client) ForgetKeyIgnoring(ctx context.Context, endpoint string) (bool, 
 // KeyIgnoringStore), knows the endpoint only from an open operation
 // flagged for it: it flags only then, and removes nothing. One that
 // keeps them but cannot remove them is an error matching
-// errors.ErrUnsupported, nothing flagged.
+// errors.ErrUnsupported, nothing flagged. One that holds open
+// operations a newer idem wrote (ForgetKeyIgnoring) is an error matching
+// journal.ErrVersion, nothing flagged or removed.
 func RemoveKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed bool, flagged int, err error) {
 	if err := checkEndpointName(endpoint); err != nil {
 		return false, 0, errorf("idem: remove an endpoint ignoring the key: %w", err)
+	}
+	if err := refuseOverNewerOpen(ctx, s); err != nil {
+		return false, 0, errorf("idem: remove an endpoint ignoring the key: %w", withCause(ctx, err))
 	}
 	removed, flagged, err = removeKeyIgnoring(ctx, s, endpoint, false)
 	if err != nil {
 		return false, flagged, errorf("idem: remove an endpoint ignoring the key: %w", withCause(ctx, err))
 	}
 	return removed, flagged, nil
+}
+
+// refuseOverNewerOpen refuses the removal of an endpoint from s while s
+// holds open records written by a newer idem (a rollback left them),
+// which ForEachOpen skips: one sent to the endpoint whose answer was lost
+// would go unflagged, and the newer idem, running again without the
+// endpoint, would resend it under the same key, which the endpoint kept
+// for nothing. Only a Store that would remove the endpoint
+// (KeyIgnoringRemover) and counts those records (StatsStore) is asked.
+func refuseOverNewerOpen(ctx context.Context, s Store) error {
+	_, removes := s.(KeyIgnoringRemover)
+	ss, counts := s.(StatsStore)
+	if !removes || !counts {
+		return nil
+	}
+	st, err := ss.Stats(ctx)
+	if err != nil {
+		return err
+	}
+	if st.NewerOpen == 0 {
+		return nil
+	}
+	return fmt.Errorf("the journal holds %d open operation(s) written by a newer idem, which this one cannot read (%w): "+
+		"one sent to the endpoint with its answer lost would go unflagged, and the newer idem, no longer knowing the endpoint, "+
+		"would resend it under the same key (a second charge); remove the endpoint with the newer idem",
+		st.NewerOpen, journal.ErrVersion)
 }
 
 // checkEndpointName refuses a name no endpoint has: endpoint() names

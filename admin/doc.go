@@ -28,7 +28,9 @@
 // POST /key-ignoring/remove (idem.Client.ForgetKeyIgnoring) answers
 // {"removed": endpoint}, or 404 for an endpoint not known (503, nothing
 // removed, while an endpoint learnt meanwhile is still being journaled
-// past 10 s: try again); the open operations to it that may have
+// past 10 s: try again; 409, nothing removed, while the journal holds
+// open operations a newer idem wrote, after a rollback: remove it with
+// the newer idem); the open operations to it that may have
 // executed are flagged "key ignored"
 // first (never resent: the endpoint kept no key for them); they stay
 // flagged, and teach it again (to this process at Resume or a Run pass

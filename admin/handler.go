@@ -638,6 +638,11 @@ func (h *handler) removeKeyIgnoring(w http.ResponseWriter, r *http.Request) erro
 		return badRequest("endpoint is required: \"METHOD URL\" as GET /key-ignoring lists it")
 	}
 	known, err := h.c.ForgetKeyIgnoring(r.Context(), req.Endpoint)
+	if errors.Is(err, journal.ErrVersion) {
+		// Refused over open operations a newer idem wrote (a rollback):
+		// the journal's state, to be removed with the newer idem.
+		return &Error{http.StatusConflict, "conflict", err.Error()}
+	}
 	if err != nil {
 		return clientError(err)
 	}

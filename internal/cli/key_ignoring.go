@@ -47,7 +47,10 @@ ignored" first: it kept no key for them, and a resend would charge again.
 remove prints how many (not with -url: the handler does not say). They
 stay flagged, and a process learns the endpoint from them again (at
 Resume, a Run pass that reads them, its next start) and journals it again:
-settle them (idem list -review, idem resolve) and remove it again.`
+settle them (idem list -review, idem resolve) and remove it again.
+After a rollback, while operations the newer idem wrote are open (idem
+stats: "of them open"), remove is refused: it can neither read nor flag
+them; remove the endpoint with the newer idem.`
 
 func cmdKeyIgnoring(e *env, args []string) (err error) {
 	const name = "key-ignoring"

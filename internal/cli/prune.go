@@ -46,8 +46,7 @@ func cmdPrune(e *env, args []string) (err error) {
 				n++
 			}
 		}
-		fmt.Fprintf(e.stdout, "would delete %d settled operations (settled before %s); dry run, nothing deleted\n", n, stamp(cutoff))
-		return nil
+		return printCount(e, fmt.Sprintf("would delete %d settled operations (settled before %s); dry run, nothing deleted", n, stamp(cutoff)))
 	}
 
 	s, err := e.open(name, true)
@@ -60,6 +59,15 @@ func cmdPrune(e *env, args []string) (err error) {
 		// Prune commits in chunks: what it deleted before failing stays deleted.
 		return fmt.Errorf("%w (%d operations were deleted before the error)", explain(s.Path(), err), n)
 	}
-	fmt.Fprintf(e.stdout, "deleted %d settled operations (settled before %s)\n", n, stamp(cutoff))
+	return printCount(e, fmt.Sprintf("deleted %d settled operations (settled before %s)", n, stamp(cutoff)))
+}
+
+// printCount prints prune's count, the one record a script keeps of what
+// it deleted: unprinted (stdout on a full disk), it is said on stderr with
+// exit status 1, not lost behind a success.
+func printCount(e *env, count string) error {
+	if _, err := fmt.Fprintln(e.stdout, count); err != nil {
+		return fmt.Errorf("%s, but printing it failed: %w", count, err)
+	}
 	return nil
 }
