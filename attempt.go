@@ -1094,7 +1094,8 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			a.orderPaid, a.orderExists, a.verdict = !changesState(rec.URL, rec.Key), exists, Rejected
 		}
 	}
-	a.versionMoved = !query && a.verdict == Rejected && ex.status == http.StatusConflict && versionConflict(ex.body)
+	a.versionMoved = !query && a.verdict == Rejected &&
+		(ex.status == http.StatusConflict && versionConflict(ex.body) || ex.status == http.StatusPreconditionFailed && conditionalUpdate(rec.Header))
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight && !a.orderPaid {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))

@@ -173,8 +173,9 @@ type answer struct {
 	// (refusalInFlight): not this one's merits.
 	inFlight bool
 	// versionMoved: a 409 refuses the version of the resource the update
-	// carries (versionConflict): the resource changed since the update
-	// was built, by another writer or by a copy of this update.
+	// carries (versionConflict), or a 412 its precondition on the version
+	// (conditionalUpdate): the resource changed since the update was
+	// built, by another writer or by a copy of this update.
 	versionMoved bool
 	// keyIgnored: the server says it does not de-duplicate by the key
 	// where this went (keyIgnored): a resend is a second request.
@@ -431,7 +432,8 @@ func submitMeaning(p past, a answer) judgment {
 					refusalReason(a))}
 		}
 		if a.versionMoved {
-			// commercetools' ConcurrentModification: what moved the
+			// commercetools' ConcurrentModification, or a 412 to an
+			// If-Match (conditionalUpdate): what moved the
 			// version may be a copy of this very update, applied and its
 			// answer lost before idem saw any (a mesh's retry of a 503
 			// reset before headers: Istio's default retry_on), whose
@@ -2510,6 +2512,20 @@ func versionConflict(body []byte) bool {
 		}
 	}
 	return false
+}
+
+// conditionalUpdate reports whether a submit's journaled header makes it
+// conditional on the target's current version (If-Match, or
+// If-Unmodified-Since): its 412 Precondition Failed (RFC 9110 15.5.13)
+// says the version moved since the update was built, as commercetools'
+// ConcurrentModification does (versionConflict), and a copy of this
+// update that applied (a sidecar's retry of a 503 reset) moves it too:
+// Banking Circle's PUT and DELETE carry the resource's concurrency token
+// so (docs.bankingcircleconnect.com/guides/concurrency-handling). Not
+// If-None-Match: a conditional create's 412 says the resource exists,
+// another reading.
+func conditionalUpdate(h http.Header) bool {
+	return len(h["If-Match"]) > 0 || len(h["If-Unmodified-Since"]) > 0
 }
 
 // objectStateRefusal reports whether a 409's body is Increase's refusal
