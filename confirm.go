@@ -158,20 +158,15 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	wctx := context.WithoutCancel(ctx)
 	var prior, marked, rec *journal.Record
 	var err error
-	// Twice at most: a flag set between the read and the write (by
-	// another replica's drive, on a shared journal) makes the Store
-	// write nothing (UnlessFlaggedKeyIgnored), and the second read finds
-	// it, so its endpoint is journaled before the flag is cleared.
-	for range 2 {
-		if prior, marked, err = c.beforeConfirm(ctx, wctx, scope, key); err != nil {
-			return nil, err
-		}
-		seen := cmp.Or(marked, prior)
-		send := conf.UnlessFlaggedKeyIgnored(seen == nil || !flaggedKeyIgnored(seen))
-		rec, err = c.store.Confirm(wctx, scope, key, send)
-		if !errors.Is(err, journal.ErrFlaggedKeyIgnored) {
-			break
-		}
+	if rerr := unlessFlaggedSinceRead(func() (*journal.Record, error) {
+		var err error
+		prior, marked, err = c.beforeConfirm(ctx, wctx, scope, key)
+		return cmp.Or(marked, prior), err
+	}, func(unless bool) error {
+		rec, err = c.store.Confirm(wctx, scope, key, conf.UnlessFlaggedKeyIgnored(unless))
+		return err
+	}); rerr != nil {
+		return nil, rerr
 	}
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		rec, err = c.confirmedAfterAll(wctx, scope, key, &conf, err)
