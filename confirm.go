@@ -218,14 +218,17 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	if c.cfg.onSettle != nil {
 		defer c.cfg.onSettle(res.clone())
 	}
-	c.settled(ctx, res)
 	if res.Review != "" && prior != nil && ignoredUnflagged(prior) && res.Review != prior.Review {
 		// Settled and flagged at once: a never-sent operation's event is
 		// another request's (journal.ApplyConfirmation), or sends to an
 		// endpoint ignoring the key may have charged twice. ReviewKeyMoved
-		// told a person of nothing of the kind (driveEnded).
-		c.flagged(ctx, res)
+		// told a person of nothing of the kind (driveEnded). Deferred, so
+		// that it still runs after the Settle hook if that panics: the
+		// redelivery finds the operation settled, and no later call
+		// tells the person.
+		defer c.flagged(ctx, res)
 	}
+	c.settled(ctx, res)
 	return res, nil
 }
 

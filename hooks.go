@@ -24,7 +24,8 @@ import (
 // or Shutdown from one (they wait for the call that runs it). A panic in
 // one goes on up the stack of the Do or Submit that runs it; one in a
 // Resume or Run visit, on idem's goroutines, is caught and logged, the
-// operation left as journaled (see Resume).
+// operation left as journaled (see Resume). A Settle hook's panic does
+// not skip the Review hook of an operation settled and flagged at once.
 type Hooks struct {
 	// Trace returns the trace context of the call that journals a new
 	// operation (Prepare, PrepareIn, Submit), for example a W3C traceparent and
@@ -185,12 +186,14 @@ func (c *Client) callStarted(ctx context.Context, rec *journal.Record, mode driv
 func (c *Client) driveEnded(ctx context.Context, d *driver, wasReview string, settled bool, res *Result) {
 	switch {
 	case settled:
-		c.settled(ctx, res)
 		if (res.Review == ReviewMaybeTwice || res.Review == ReviewMadeTwice) && c.cfg.hooks.Review != nil {
 			// Settled and flagged in one commit: a person must look all
-			// the same.
-			c.cfg.hooks.Review(ctx, res.clone())
+			// the same. Deferred, so that it still runs after the Settle
+			// hook if that panics: no later visit comes to a settled
+			// operation to tell the person.
+			defer c.cfg.hooks.Review(ctx, res.clone())
 		}
+		c.settled(ctx, res)
 	// A contradicting confirmation flags the operation in Confirm's (or
 	// lateAnswer's) own commit, which reports it: it is never the drive's.
 	// ReviewKeyMoved told a person only where another Client put the key:
