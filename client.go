@@ -633,24 +633,35 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 		return nil, fmt.Errorf("%w: Resolve: ResourceID and By must be free of control characters, and all three valid UTF-8", ErrInvalidRequest)
 	}
 	scope = c.scopeOr(scope)
-	if err := c.keepBeforeResolve(ctx, scope, key); err != nil {
-		return nil, err
-	}
 	manual := journal.Manual{
 		State: r.State, ResourceID: r.ResourceID, Reason: r.Reason, By: r.By, At: c.resolutionTime(),
 		OnlyOpen: r.OnlyOpen,
 	}
-	// Written on when ctx ends, as Confirm's write is (the Store's own
-	// bound, WithCallTimeout, still caps it): a write cut by the caller's
-	// deadline after its COMMIT was sent reads as the Store stalled
-	// (storeStalled), so no read-back would find a resolution that took
-	// effect, and the settle func would never be told of it.
-	rec, err := c.store.Resolve(context.WithoutCancel(ctx), scope, key, manual)
+	var rec *journal.Record
+	var err error
+	if rerr := unlessFlaggedSinceRead(func() (*journal.Record, error) {
+		return c.keepBeforeResolve(ctx, scope, key)
+	}, func(unless bool) error {
+		// Written on when ctx ends, as Confirm's write is (the Store's
+		// own bound, WithCallTimeout, still caps it): a write cut by the
+		// caller's deadline after its COMMIT was sent reads as the Store
+		// stalled (storeStalled), so no read-back would find a
+		// resolution that took effect, and the settle func would never
+		// be told of it.
+		rec, err = c.store.Resolve(context.WithoutCancel(ctx), scope, key, manual.UnlessFlaggedKeyIgnored(unless))
+		return err
+	}); rerr != nil {
+		return nil, rerr
+	}
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		rec, err = c.resolvedAfterAll(ctx, scope, key, &manual, err)
 	}
 	if errors.Is(err, journal.ErrTerminal) {
 		return nil, fmt.Errorf("idem: Resolve (scope %q, key %q): already settled, left as it is (resolve without OnlyOpen to correct a settled outcome): %w", scope, key, err)
+	}
+	if errors.Is(err, journal.ErrFlaggedKeyIgnored) {
+		// Flagged by another drive after each of the two reads: rare.
+		return nil, errorf("idem: Resolve (scope %q, key %q): %s, flagged so while this call ran, so nothing was written: resolve it again: %w", scope, key, flaggedForIgnoring, err)
 	}
 	if err != nil {
 		return nil, c.lookupErr(scope, key, err)

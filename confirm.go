@@ -158,20 +158,15 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	wctx := context.WithoutCancel(ctx)
 	var prior, marked, rec *journal.Record
 	var err error
-	// Twice at most: a flag set between the read and the write (by
-	// another replica's drive, on a shared journal) makes the Store
-	// write nothing (UnlessFlaggedKeyIgnored), and the second read finds
-	// it, so its endpoint is journaled before the flag is cleared.
-	for range 2 {
-		if prior, marked, err = c.beforeConfirm(ctx, wctx, scope, key); err != nil {
-			return nil, err
-		}
-		seen := cmp.Or(marked, prior)
-		send := conf.UnlessFlaggedKeyIgnored(seen == nil || !flaggedKeyIgnored(seen))
-		rec, err = c.store.Confirm(wctx, scope, key, send)
-		if !errors.Is(err, journal.ErrFlaggedKeyIgnored) {
-			break
-		}
+	if rerr := unlessFlaggedSinceRead(func() (*journal.Record, error) {
+		var err error
+		prior, marked, err = c.beforeConfirm(ctx, wctx, scope, key)
+		return cmp.Or(marked, prior), err
+	}, func(unless bool) error {
+		rec, err = c.store.Confirm(wctx, scope, key, conf.UnlessFlaggedKeyIgnored(unless))
+		return err
+	}); rerr != nil {
+		return nil, rerr
 	}
 	if rec == nil && errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		rec, err = c.confirmedAfterAll(wctx, scope, key, &conf, err)
@@ -223,14 +218,17 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	if c.cfg.onSettle != nil {
 		defer c.cfg.onSettle(res.clone())
 	}
-	c.settled(ctx, res)
 	if res.Review != "" && prior != nil && ignoredUnflagged(prior) && res.Review != prior.Review {
 		// Settled and flagged at once: a never-sent operation's event is
 		// another request's (journal.ApplyConfirmation), or sends to an
 		// endpoint ignoring the key may have charged twice. ReviewKeyMoved
-		// told a person of nothing of the kind (driveEnded).
-		c.flagged(ctx, res)
+		// told a person of nothing of the kind (driveEnded). Deferred, so
+		// that it still runs after the Settle hook if that panics: the
+		// redelivery finds the operation settled, and no later call
+		// tells the person.
+		defer c.flagged(ctx, res)
 	}
+	c.settled(ctx, res)
 	return res, nil
 }
 

@@ -30,17 +30,18 @@ import (
 // reads the record first whatever the Client knows, and journals the
 // endpoint before the flag is cleared.
 func TestConfirmOfAKeyIgnoredFlagFromAnotherReplicaJournalsTheEndpoint(t *testing.T) {
-	confirmOnASharedJournal(t, idem.ReviewKeyIgnored, func(js *journal.Store) idem.Store { return js })
+	settleOnASharedJournal(t, idem.ReviewKeyIgnored, func(js *journal.Store) idem.Store { return js }, confirmXSucceeded)
 }
 
-// confirmOnASharedJournal starts replica b on a new journal (its Store
+// settleOnASharedJournal starts replica b on a new journal (its Store
 // wrap's of it) and runs its Resume: nothing open, no endpoint known.
 // Then it journals replica a's writes, x sent once to a charge endpoint
 // of newKeyIgnoringCharges's and flagged xReview, and l lost there;
-// confirms x on b, which must settle it succeeded and unflagged; and
-// starts the next process, which must know the endpoint and charge l
-// no second time (closeAndResumeKnowingTheEndpoint).
-func confirmOnASharedJournal(t *testing.T, xReview string, wrap func(*journal.Store) idem.Store) {
+// settles x on b (confirmXSucceeded, resolveXSucceeded), which must
+// leave it succeeded and unflagged; and starts the next process, which
+// must know the endpoint and charge l no second time
+// (closeAndResumeKnowingTheEndpoint).
+func settleOnASharedJournal(t *testing.T, xReview string, wrap func(*journal.Store) idem.Store, settle func(*idem.Client) error) {
 	t.Helper()
 	s := newKeyIgnoringCharges(t, ignoredCreated)
 	charge := s.srv.URL + "/api/v1/charge"
@@ -55,7 +56,7 @@ func confirmOnASharedJournal(t *testing.T, xReview string, wrap func(*journal.St
 	journalSentOnce(t, js, "x", xReview, charge, "")
 	journalSentOnce(t, js, "l", "", charge, "")
 
-	require.NoError(t, confirmXSucceeded(b), "b.Confirm(x)")
+	require.NoError(t, settle(b), "settle x on b")
 	x, err := b.Lookup(t.Context(), "", "x")
 	require.NoError(t, err)
 	require.Equal(t, idem.StateSucceeded, x.State, "x settled by its event")
@@ -75,15 +76,29 @@ type flaggedBetweenReadAndWrite struct {
 }
 
 func (s *flaggedBetweenReadAndWrite) Confirm(ctx context.Context, scope, key string, c journal.Confirmation) (*journal.Record, error) {
-	if s.flagged.CompareAndSwap(false, true) {
-		if _, err := s.Update(ctx, scope, key, func(r *journal.Record) error {
-			r.Review = idem.ReviewKeyIgnored
-			return nil
-		}); err != nil {
-			return nil, err
-		}
+	if err := s.flagOnce(ctx, scope, key); err != nil {
+		return nil, err
 	}
 	return s.Store.Confirm(ctx, scope, key, c)
+}
+
+func (s *flaggedBetweenReadAndWrite) Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error) {
+	if err := s.flagOnce(ctx, scope, key); err != nil {
+		return nil, err
+	}
+	return s.Store.Resolve(ctx, scope, key, m)
+}
+
+// flagOnce commits replica a's flag on the first write it precedes.
+func (s *flaggedBetweenReadAndWrite) flagOnce(ctx context.Context, scope, key string) error {
+	if !s.flagged.CompareAndSwap(false, true) {
+		return nil
+	}
+	_, err := s.Update(ctx, scope, key, func(r *journal.Record) error {
+		r.Review = idem.ReviewKeyIgnored
+		return nil
+	})
+	return err
 }
 
 // As above, but replica a's flag on x commits between b's Confirm
@@ -95,10 +110,18 @@ func (s *flaggedBetweenReadAndWrite) Confirm(ctx context.Context, scope, key str
 // (Confirmation.UnlessFlaggedKeyIgnored), and Confirm reads again and
 // journals the endpoint first.
 func TestConfirmOfAKeyIgnoredFlagSetBetweenItsReadAndItsWriteJournalsTheEndpoint(t *testing.T) {
+	settleFlaggedBetweenReadAndWrite(t, confirmXSucceeded)
+}
+
+// settleFlaggedBetweenReadAndWrite is settleOnASharedJournal with x
+// unflagged when b reads it and flagged by replica a before b's write
+// (flaggedBetweenReadAndWrite).
+func settleFlaggedBetweenReadAndWrite(t *testing.T, settle func(*idem.Client) error) {
+	t.Helper()
 	var shared *flaggedBetweenReadAndWrite
-	confirmOnASharedJournal(t, "", func(js *journal.Store) idem.Store {
+	settleOnASharedJournal(t, "", func(js *journal.Store) idem.Store {
 		shared = &flaggedBetweenReadAndWrite{Store: js}
 		return shared
-	})
+	}, settle)
 	require.True(t, shared.flagged.Load(), "a's flag committed between b's read and write")
 }

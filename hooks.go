@@ -24,7 +24,8 @@ import (
 // or Shutdown from one (they wait for the call that runs it). A panic in
 // one goes on up the stack of the Do or Submit that runs it; one in a
 // Resume or Run visit, on idem's goroutines, is caught and logged, the
-// operation left as journaled (see Resume).
+// operation left as journaled (see Resume). A Settle or ConfirmConflict
+// hook's panic does not skip the Review hook of the same event.
 type Hooks struct {
 	// Trace returns the trace context of the call that journals a new
 	// operation (Prepare, PrepareIn, Submit), for example a W3C traceparent and
@@ -185,12 +186,14 @@ func (c *Client) callStarted(ctx context.Context, rec *journal.Record, mode driv
 func (c *Client) driveEnded(ctx context.Context, d *driver, wasReview string, settled bool, res *Result) {
 	switch {
 	case settled:
-		c.settled(ctx, res)
 		if (res.Review == ReviewMaybeTwice || res.Review == ReviewMadeTwice) && c.cfg.hooks.Review != nil {
 			// Settled and flagged in one commit: a person must look all
-			// the same.
-			c.cfg.hooks.Review(ctx, res.clone())
+			// the same. Deferred, so that it still runs after the Settle
+			// hook if that panics: no later visit comes to a settled
+			// operation to tell the person.
+			defer c.cfg.hooks.Review(ctx, res.clone())
 		}
+		c.settled(ctx, res)
 	// A contradicting confirmation flags the operation in Confirm's (or
 	// lateAnswer's) own commit, which reports it: it is never the drive's.
 	// ReviewKeyMoved told a person only where another Client put the key:
@@ -230,11 +233,14 @@ func (c *Client) flagged(ctx context.Context, res *Result) {
 // flagged operation is not reported as flagged again; ReviewKeyMoved,
 // which told a person nothing, counts as none, as in driveEnded).
 func (c *Client) conflicted(ctx context.Context, res *Result, conf Confirmation, wasReview string) {
+	if wasReview == "" || wasReview == ReviewKeyMoved {
+		// Deferred, so that it still runs after the ConfirmConflict hook
+		// if that panics: a redelivery of the event calls no hook, and
+		// the person would never be told.
+		defer c.flagged(ctx, res)
+	}
 	if c.cfg.hooks.ConfirmConflict != nil {
 		c.cfg.hooks.ConfirmConflict(ctx, res.clone(), conf)
-	}
-	if wasReview == "" || wasReview == ReviewKeyMoved {
-		c.flagged(ctx, res)
 	}
 }
 

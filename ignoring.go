@@ -388,23 +388,48 @@ func flagUnkept(ctx context.Context, s Store, rec *journal.Record, kept bool, er
 }
 
 // keepBeforeResolve is keepFlagged before Resolve settles scope and key,
-// if it is open and flagged ReviewKeyIgnored (keptForResolve).
-func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) error {
+// if it is open and flagged ReviewKeyIgnored (keptForResolve). It
+// returns the record read (nil if the journal has none).
+func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) (*journal.Record, error) {
 	prior, err := c.store.Get(ctx, scope, key)
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
-		return nil // the resolution says so
+		return nil, nil // the resolution says so
 	case err != nil:
-		return errorf("idem: Resolve (scope %q, key %q): nothing was written: %w", scope, key, withCause(ctx, err))
+		return nil, errorf("idem: Resolve (scope %q, key %q): nothing was written: %w", scope, key, withCause(ctx, err))
 	case !flaggedKeyIgnored(prior):
-		return nil
+		return prior, nil
 	}
 	saving, err := c.keepFlagged(ctx, prior)
 	if saving {
-		return errorf("idem: Resolve (scope %q, key %q): %s; the endpoint is still being journaled, so nothing was written: resolve it again: %w", scope, key, flaggedForIgnoring, err)
+		return nil, errorf("idem: Resolve (scope %q, key %q): %s; the endpoint is still being journaled, so nothing was written: resolve it again: %w", scope, key, flaggedForIgnoring, err)
 	}
 	if err := keptForResolve(ctx, c.store, prior, err); err != nil {
-		return errorf("idem: Resolve (scope %q, key %q): %w", scope, key, withCause(ctx, err))
+		return nil, errorf("idem: Resolve (scope %q, key %q): %w", scope, key, withCause(ctx, err))
+	}
+	return prior, nil
+}
+
+// unlessFlaggedSinceRead runs read, then write, made
+// UnlessFlaggedKeyIgnored (unless) when what read saw (nil: nothing) is
+// not flagged ReviewKeyIgnored; twice at most. A flag set between the
+// read and the write (by another replica's drive, on a shared journal)
+// makes the Store write nothing (journal.ErrFlaggedKeyIgnored), and the
+// second read finds it, so that read (Confirm's, Resolve's) journals its
+// endpoint before the write clears the flag: cleared unjournaled, the
+// flag may have been all that told the next process the endpoint ignores
+// the key, and it resent there another payment whose answer was lost, a
+// second charge. It returns read's error, nothing written; write's is
+// write's to keep.
+func unlessFlaggedSinceRead(read func() (seen *journal.Record, err error), write func(unless bool) error) error {
+	for range 2 {
+		seen, err := read()
+		if err != nil {
+			return err
+		}
+		if err := write(seen == nil || !flaggedKeyIgnored(seen)); !errors.Is(err, journal.ErrFlaggedKeyIgnored) {
+			return nil
+		}
 	}
 	return nil
 }

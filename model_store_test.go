@@ -162,8 +162,8 @@ func (s *memStore) Resolve(ctx context.Context, scope, key string, m journal.Man
 	if err != nil {
 		return nil, err
 	}
-	if m.OnlyOpen && old.State.Terminal() {
-		return nil, fmt.Errorf("%w: scope %q, key %q", journal.ErrTerminal, scope, key)
+	if err := journal.CheckResolve(old, m); err != nil {
+		return nil, fmt.Errorf("%w: scope %q, key %q", err, scope, key)
 	}
 	r := cloneRecord(old)
 	res := r.Result

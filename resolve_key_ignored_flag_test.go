@@ -76,6 +76,22 @@ func TestResolveOfAKeyIgnoredFlagTooLongToJournalFlagsTheOthersFirst(t *testing.
 	require.Equal(t, idem.StateSucceeded, x.State, "x resolved")
 }
 
+// As TestConfirmOfAKeyIgnoredFlagSetBetweenItsReadAndItsWriteJournalsTheEndpoint,
+// for a person's Resolve on replica b: two replicas on one journal
+// (pgjournal, or two Clients on one bbolt file), replica a flags x
+// ReviewKeyIgnored from its answer marked ignored
+// (https://api-docs.solidgate.com/api/v2/idempotent-requests) and is
+// killed before its save of the endpoint commits, the flag committing
+// after b's Resolve read x unflagged and before it wrote. The
+// resolution cleared the flag, the endpoint's one trace, unjournaled,
+// and the next process resent l, a second charge. The Store now writes
+// nothing over a flag its caller did not read
+// (Manual.UnlessFlaggedKeyIgnored), and Resolve reads again and
+// journals the endpoint first.
+func TestResolveOfAKeyIgnoredFlagSetBetweenItsReadAndItsWriteJournalsTheEndpoint(t *testing.T) {
+	settleFlaggedBetweenReadAndWrite(t, resolveXSucceeded)
+}
+
 // A tool that passes the record it failed to read (nil, from a Get that
 // found nothing) is told so, not crashed.
 func TestKeepKeyIgnoringBeforeResolveOfNoRecordIsAnError(t *testing.T) {

@@ -80,7 +80,11 @@ type Store interface {
 	// (journal.ErrInvalid).
 	Update(ctx context.Context, scope, key string, fn func(*journal.Record) error) (*journal.Record, error)
 	// Resolve settles a record by hand and records who did it and why
-	// (fenced, as Update is, when ctx carries a lease).
+	// (fenced, as Update is, when ctx carries a lease), after
+	// journal.CheckResolve allows it in the same transaction: one made
+	// OnlyOpen writes nothing over a settled record (journal.ErrTerminal),
+	// one made UnlessFlaggedKeyIgnored nothing over an open record flagged
+	// ReviewKeyIgnored (journal.ErrFlaggedKeyIgnored).
 	Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error)
 	// Confirm applies journal.ApplyConfirmation to the stored record and
 	// commits what it changed, in one transaction: it settles an open

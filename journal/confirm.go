@@ -165,10 +165,10 @@ type Confirmation struct {
 	unlessKeyIgnored bool
 }
 
-// ErrFlaggedKeyIgnored is matched by the error of a confirmation made
-// UnlessFlaggedKeyIgnored against an open record flagged
-// ReviewKeyIgnored: nothing was written.
-var ErrFlaggedKeyIgnored = errors.New("journal: the record was flagged for an endpoint that ignores the key after the confirmation's caller read it; nothing was written")
+// ErrFlaggedKeyIgnored is matched by the error of a confirmation or a
+// manual resolution made UnlessFlaggedKeyIgnored against an open record
+// flagged ReviewKeyIgnored: nothing was written.
+var ErrFlaggedKeyIgnored = errors.New("journal: the record was flagged for an endpoint that ignores the key after the writer read it; nothing was written")
 
 // UnlessFlaggedKeyIgnored returns c made, if on, to settle nothing if
 // the record is open and flagged ReviewKeyIgnored when the Store applies
@@ -287,7 +287,7 @@ func ApplyConfirmation(rec *Record, c Confirmation) (ConfirmEffect, error) {
 		}
 		return ConfirmDuplicate, nil
 	}
-	if c.unlessKeyIgnored && rec.Open() && rec.Review == ReviewKeyIgnored {
+	if flaggedSinceRead(c.unlessKeyIgnored, rec) {
 		return ConfirmInvalid, errorf("confirmation %s/%s: %w", c.Source, c.EventID, ErrFlaggedKeyIgnored)
 	}
 	c.unlessKeyIgnored = false

@@ -21,6 +21,45 @@ type Manual struct {
 	// what looked open never overwrites an outcome that landed meanwhile.
 	// Leave it unset only to correct a settled outcome on purpose.
 	OnlyOpen bool
+	// unlessKeyIgnored: UnlessFlaggedKeyIgnored's; never recorded.
+	unlessKeyIgnored bool
+}
+
+// UnlessFlaggedKeyIgnored returns m made, if on, to settle nothing if
+// the record is open and flagged ReviewKeyIgnored when the Store applies
+// it (CheckResolve: ErrFlaggedKeyIgnored), for a caller that read the
+// record unflagged, as Confirmation.UnlessFlaggedKeyIgnored does and for
+// the same reason: the flag, set since by another replica, may be all
+// that tells a restarted process its endpoint ignores the key, and the
+// resolution would clear it. The caller journals the endpoint first, as
+// it does for a flag it reads, and resolves again.
+func (m Manual) UnlessFlaggedKeyIgnored(on bool) Manual {
+	m.unlessKeyIgnored = on
+	return m
+}
+
+// CheckResolve reports whether m may settle r, the stored record as the
+// Store's write reads it, in the transaction that writes the resolution:
+// an error matching ErrTerminal when m is OnlyOpen and r settled, one
+// matching ErrFlaggedKeyIgnored when m is UnlessFlaggedKeyIgnored and r
+// open and flagged ReviewKeyIgnored, and nil when it may. Nothing must be
+// written on an error. A Store that does not call it settles r whatever
+// the flag, as it did before.
+func CheckResolve(r *Record, m Manual) error {
+	switch {
+	case m.OnlyOpen && r.State.Terminal():
+		return ErrTerminal
+	case flaggedSinceRead(m.unlessKeyIgnored, r):
+		return errorf("resolution by %q: %w", m.By, ErrFlaggedKeyIgnored)
+	}
+	return nil
+}
+
+// flaggedSinceRead reports whether a write made UnlessFlaggedKeyIgnored
+// (unless) finds rec open and flagged ReviewKeyIgnored: the flag was set
+// after its caller read rec, and the write must leave it.
+func flaggedSinceRead(unless bool, rec *Record) bool {
+	return unless && rec.Open() && rec.Review == ReviewKeyIgnored
 }
 
 func (m *Manual) validate() error {

@@ -1032,8 +1032,8 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m Manual) (*Reco
 		if err := check(r); err != nil {
 			return false, err
 		}
-		if m.OnlyOpen && r.State.Terminal() {
-			return false, ErrTerminal
+		if err := CheckResolve(r, m); err != nil {
+			return false, err
 		}
 		m.resolve(r)
 		return true, nil

@@ -1088,8 +1088,8 @@ func (s *Store) Resolve(ctx context.Context, scope, key string, m journal.Manual
 		return nil, errorf("resolve: %w", err)
 	}
 	return s.write(ctx, "resolve", scope, key, func(r *journal.Record) error {
-		if m.OnlyOpen && r.State.Terminal() {
-			return journal.ErrTerminal
+		if err := journal.CheckResolve(r, m); err != nil {
+			return err
 		}
 		journal.ApplyManual(r, m)
 		return journal.CheckRecord(r)

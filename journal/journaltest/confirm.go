@@ -151,10 +151,46 @@ func testConfirmKeyIgnoredResentKeepsMaybeTwice(t *testing.T, s idem.Store) {
 // client journals first), and settles a record not so flagged as any
 // confirmation does, the condition not stored.
 func testConfirmUnlessFlaggedKeyIgnored(t *testing.T, s idem.Store) {
-	ctx := context.Background()
+	conf := confirmation(journal.StateSucceeded, "pay_1", "evt_1", t0.Add(time.Hour))
+	got := settleUnlessFlaggedKeyIgnored(t, s, func(key string, unless bool) (*journal.Record, error) {
+		return s.Confirm(context.Background(), "acct", key, conf.UnlessFlaggedKeyIgnored(unless))
+	})
+	require.Equal(t, got.Confirmations, get(t, s, "acct", "flagged").Confirmations, "the condition is not recorded")
+}
+
+// settleUnlessFlaggedKeyIgnored journals sentOnceFlaggedAndNot's
+// records in s, and settles them succeeded with settle (a confirmation
+// or a resolution of key, made UnlessFlaggedKeyIgnored if unless): over
+// the flag, made so, it must write nothing (journal.ErrFlaggedKeyIgnored);
+// not made so, settle and clear it; and the unflagged record, made so,
+// be settled as ever. It returns that record.
+func settleUnlessFlaggedKeyIgnored(t *testing.T, s idem.Store, settle func(key string, unless bool) (*journal.Record, error)) *journal.Record {
+	t.Helper()
+	sentOnceFlaggedAndNot(t, s)
+	before := get(t, s, "acct", "flagged")
+	_, err := settle("flagged", true)
+	require.ErrorIs(t, err, journal.ErrFlaggedKeyIgnored)
+	require.Equal(t, before, get(t, s, "acct", "flagged"), "nothing written over the flag")
+	got, err := settle("flagged", false)
+	require.NoError(t, err, "the same settlement, once the flag was read")
+	require.Equal(t, journal.StateSucceeded, got.State)
+	require.Empty(t, got.Review, "the flag cleared")
+
+	got, err = settle("unflagged", true)
+	require.NoError(t, err)
+	require.Equal(t, journal.StateSucceeded, got.State)
+	require.Equal(t, got, get(t, s, "acct", "unflagged"), "Get() after the settlement")
+	return got
+}
+
+// sentOnceFlaggedAndNot journals in s two operations unknown after one
+// send answered 500: "flagged", flagged ReviewKeyIgnored since, and
+// "unflagged".
+func sentOnceFlaggedAndNot(t *testing.T, s idem.Store) {
+	t.Helper()
 	for _, key := range []string{"flagged", "unflagged"} {
 		create(t, s, NewRecord("acct", key, t0))
-		_, err := s.Update(ctx, "acct", key, func(r *journal.Record) error {
+		_, err := s.Update(context.Background(), "acct", key, func(r *journal.Record) error {
 			r.State = journal.StateUnknown
 			if key == "flagged" {
 				r.Review = journal.ReviewKeyIgnored
@@ -164,21 +200,6 @@ func testConfirmUnlessFlaggedKeyIgnored(t *testing.T, s idem.Store) {
 		})
 		require.NoError(t, err)
 	}
-	before := get(t, s, "acct", "flagged")
-	conf := confirmation(journal.StateSucceeded, "pay_1", "evt_1", t0.Add(time.Hour))
-	_, err := s.Confirm(ctx, "acct", "flagged", conf.UnlessFlaggedKeyIgnored(true))
-	require.ErrorIs(t, err, journal.ErrFlaggedKeyIgnored)
-	require.Equal(t, before, get(t, s, "acct", "flagged"), "nothing written over the flag")
-	got, err := s.Confirm(ctx, "acct", "flagged", conf)
-	require.NoError(t, err, "the same event, once the flag was read")
-	require.Equal(t, journal.StateSucceeded, got.State)
-	require.Empty(t, got.Review, "one send: the flag cleared")
-
-	got, err = s.Confirm(ctx, "acct", "unflagged", conf.UnlessFlaggedKeyIgnored(true))
-	require.NoError(t, err)
-	require.Equal(t, journal.StateSucceeded, got.State)
-	require.Equal(t, got, get(t, s, "acct", "unflagged"), "Get() after Confirm")
-	require.Equal(t, got.Confirmations, get(t, s, "acct", "flagged").Confirmations, "the condition is not recorded")
 }
 
 // Past MaxConfirmations, the event that settled a record and the failure

@@ -87,6 +87,7 @@ func Run(t *testing.T, open func(t testing.TB) idem.Store) {
 		{"Resolve", testResolve},
 		{"ResolveTerminal", testResolveTerminal},
 		{"ResolveOnlyOpen", testResolveOnlyOpen},
+		{"ResolveUnlessFlaggedKeyIgnored", testResolveUnlessFlaggedKeyIgnored},
 		{"ResolveInvalid", testResolveInvalid},
 		{"DeepCopy", testDeepCopy},
 		{"OpenIndex", testOpenIndex},
@@ -439,6 +440,18 @@ func testResolveOnlyOpen(t *testing.T, s idem.Store) {
 	})
 	require.ErrorIs(t, err, journal.ErrTerminal, "Resolve(OnlyOpen) of a settled record")
 	require.Equal(t, want, get(t, s, "acct", "k"), "nothing written")
+}
+
+// A resolution made UnlessFlaggedKeyIgnored, by a client that read the
+// record unflagged, writes nothing over a ReviewKeyIgnored flag another
+// replica set since (the flag may be the endpoint's one trace, which the
+// client journals first), and settles a record not so flagged as any
+// resolution does.
+func testResolveUnlessFlaggedKeyIgnored(t *testing.T, s idem.Store) {
+	m := journal.Manual{State: journal.StateSucceeded, ResourceID: "pay_1", Reason: "found in the dashboard", By: "ops", At: t0.Add(time.Hour)}
+	settleUnlessFlaggedKeyIgnored(t, s, func(key string, unless bool) (*journal.Record, error) {
+		return s.Resolve(context.Background(), "acct", key, m.UnlessFlaggedKeyIgnored(unless))
+	})
 }
 
 func testResolveInvalid(t *testing.T, s idem.Store) {
