@@ -159,20 +159,20 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 		// keyHeader is canonical (WithKeyHeader): Set's work is done.
 		req.Header[c.cfg.keyHeader] = append(room, c.keyValue(rec.Key))
 	}
-	path := req.URL.Path
+	path, rawQuery := req.URL.Path, req.URL.RawQuery
 	if c.cfg.hook != nil {
 		if err := c.cfg.hook(req); err != nil {
 			// The hook may quote what it just added (a signer's "signing
 			// <URL>", a token refresh's header): its error is journaled
 			// and logged as the attempt's.
-			err = sentURLOut(fmt.Errorf("idem: request hook: %w", err), journaledURL(rec, query), "", req.URL, sentSecrets(path, c.cfg.keyHeader, req)...)
+			err = sentURLOut(fmt.Errorf("idem: request hook: %w", err), journaledURL(rec, query), "", req.URL, sentSecrets(path, rawQuery, c.cfg.keyHeader, req)...)
 			return exchange{err: err, unsent: true}
 		}
 		if err := hookHeaderErr(req.Header); err != nil {
 			return exchange{err: err, unsent: true}
 		}
 	}
-	sent := sentSecrets(path, c.cfg.keyHeader, req)
+	sent := sentSecrets(path, rawQuery, c.cfg.keyHeader, req)
 	if once != resendFree {
 		// net/http sends a request with an Idempotency-Key header again,
 		// on a fresh connection, when a reused one dies after it was
@@ -313,13 +313,17 @@ func sentURLOut(err error, journaled, shown string, sent *url.URL, secrets ...st
 	return &shownTransportError{msg: replaced, err: err}
 }
 
-// sentSecrets returns the credentials req carries, its URL's path
-// having been path before the request hook: the values of its credential
-// headers but the key's (credentialValues), its URL's (SecretValues), and
-// the path segments the hook added (a token in the path: Telegram's
+// sentSecrets returns the credentials req carries, its URL's path and
+// query having been path and rawQuery before the request hook: the values
+// of its credential headers but the key's (credentialValues), its URL's
+// (SecretValues), those of the query parameters the hook added (a key
+// under a name of the API's own, as README advises: Google's key=,
+// cloud.google.com/docs/authentication/api-keys-use), and the path
+// segments the hook added (a token in the path: Telegram's
 // /bot<token>/METHOD, core.telegram.org/bots/api#making-requests).
-func sentSecrets(path, keyHeader string, req *http.Request) []string {
+func sentSecrets(path, rawQuery, keyHeader string, req *http.Request) []string {
 	secrets := append(credentialValues(req.Header, keyHeader), httpsyntax.SecretValues(req.URL)...)
+	secrets = append(secrets, httpsyntax.AddedParamValues(rawQuery, req.URL.RawQuery)...)
 	if req.URL.Path == path {
 		return secrets
 	}

@@ -128,8 +128,9 @@ type AttemptEvent struct {
 	// with the credentials the request was sent with blanked wherever
 	// it quotes them, a server's words too (the values of its
 	// credential headers, ErrSecretHeader's names, but the key's; of
-	// its URL's user and secret query parameters; the path segments the
-	// hook added; one under 8 bytes where it stands as a word), and cut
+	// its URL's user and secret query parameters, and of the query
+	// parameters the hook added; the path segments the hook added; one
+	// under 8 bytes where it stands as a word), and cut
 	// to 1024 bytes (net/http quotes a malformed status line whole, up
 	// to 10 MiB); errors.Is and errors.As see the error as it came. The
 	// journal keeps 512 bytes.

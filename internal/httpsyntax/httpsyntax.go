@@ -272,6 +272,39 @@ func SecretValues(u *url.URL) []string {
 	return secrets
 }
 
+// AddedParamValues returns the values of the query parameters of after
+// (separated by '&' or ';') that before does not hold with the same
+// value, each as written and unescaped: a request hook adds a credential
+// under a name of the API's own there (Google's key=), which SecretValues
+// does not know. Pairs are compared unescaped, so a hook that re-encodes
+// or reorders the journaled query (a signer's url.Values.Encode) adds
+// none of them.
+func AddedParamValues(before, after string) []string {
+	if after == before || after == "" {
+		return nil
+	}
+	had := map[[2]string]bool{}
+	unescaped := func(v string) string {
+		if u, err := url.QueryUnescape(v); err == nil {
+			return u
+		}
+		return v
+	}
+	eachParam(before, func(_, _, name, value string) { had[[2]string{name, unescaped(value)}] = true })
+	var values []string
+	eachParam(after, func(_, _, name, value string) {
+		v := unescaped(value)
+		if value == "" || had[[2]string{name, v}] {
+			return
+		}
+		values = append(values, value)
+		if v != value {
+			values = append(values, v)
+		}
+	})
+	return values
+}
+
 // RedactURL returns raw for display, with the values of its secret query
 // parameters (SecretParam) and its user information replaced: records
 // journaled before the client refused such URLs still hold them. The user
