@@ -18,6 +18,11 @@
 // url.full is. Metrics carry none of these: their attributes take a few
 // values each (outcome, attempt kind, status class, call kind, state),
 // never the key.
+//
+// The hooks run on the send path: give the TracerProvider a batching span
+// processor (sdktrace.WithBatcher), not WithSyncer, whose export to a
+// collector that does not answer would hold each attempt's end past the
+// call's deadline, its operation's lease held.
 package idemotel
 
 import (
