@@ -1087,7 +1087,13 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		}
 	}
 	if !query && !a.keyIgnored && !a.stored() && c.cfg.keyHeader != "" && !slices.Contains(c.cfg.conflictStatus, ex.status) {
-		if paid, exists := paidRefusal(rec, a.verdict, ex.status, ex.body, name); paid {
+		paid, exists := paidRefusal(rec, a.verdict, ex.status, ex.body, name)
+		if a.verdict == Rejected && ex.status == http.StatusPreconditionFailed && conditionalCreate(rec.Header) {
+			// A create-only request's 412 is its "already exists" in
+			// standard form, and what exists may be a copy of ours.
+			paid, exists = true, true
+		}
+		if paid {
 			// "Order already paid" from a server that keeps the key, or
 			// its 409 "Order already exists" to a create: the order's
 			// state, neither the key in flight, resent until the key
@@ -1095,7 +1101,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 			// paid or made the order may be ours (orderPaidMeaning); to a
 			// cancel or a refund (changesState), no copy of it paid, as
 			// for a 400.
-			a.orderPaid, a.orderExists, a.verdict = !changesState(rec.URL, rec.Key), exists, Rejected
+			a.orderPaid, a.orderExists, a.verdict = exists || !changesState(rec.URL, rec.Key), exists, Rejected
 		}
 	}
 	a.versionMoved = !query && a.verdict == Rejected &&

@@ -2523,9 +2523,29 @@ func versionConflict(body []byte) bool {
 // Banking Circle's PUT and DELETE carry the resource's concurrency token
 // so (docs.bankingcircleconnect.com/guides/concurrency-handling). Not
 // If-None-Match: a conditional create's 412 says the resource exists,
-// another reading.
+// another reading (conditionalCreate).
 func conditionalUpdate(h http.Header) bool {
 	return len(h["If-Match"]) > 0 || len(h["If-Unmodified-Since"]) > 0
+}
+
+// conditionalCreate reports whether a submit's journaled header makes it
+// create-only (If-None-Match: *, RFC 9110 13.1.2): its 412 says the
+// target exists, Amazon S3's answer to a conditional write "if the
+// object key name does already exist"
+// (docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html).
+// What made it may be a copy of this very create that a proxy retried
+// after its answer was lost (a mesh's retry of a 503 reset before
+// headers), as for a create's 409 "order already exists" (paidRefusal).
+// Failed, the caller makes it again under another name: twice.
+func conditionalCreate(h http.Header) bool {
+	for _, v := range h["If-None-Match"] {
+		for _, tag := range strings.Split(v, ",") {
+			if strings.TrimSpace(tag) == "*" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // objectStateRefusal reports whether a 409's body is Increase's refusal
