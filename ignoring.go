@@ -956,24 +956,33 @@ func RemoveKeyIgnoring(ctx context.Context, s Store, endpoint string) (removed b
 // would go unflagged, and the newer idem, running again without the
 // endpoint, would resend it under the same key, which the endpoint kept
 // for nothing. Only a Store that would remove the endpoint
-// (KeyIgnoringRemover) and counts those records (StatsStore) is asked.
+// (KeyIgnoringRemover) and counts those records (NewerOpenCounter, else
+// StatsStore) is asked.
 func refuseOverNewerOpen(ctx context.Context, s Store) error {
-	_, removes := s.(KeyIgnoringRemover)
-	ss, counts := s.(StatsStore)
-	if !removes || !counts {
+	if _, removes := s.(KeyIgnoringRemover); !removes {
 		return nil
 	}
-	st, err := ss.Stats(ctx)
-	if err != nil {
-		return err
+	var n int
+	switch c := s.(type) {
+	case NewerOpenCounter:
+		var err error
+		if n, err = c.NewerOpen(ctx); err != nil {
+			return err
+		}
+	case StatsStore:
+		st, err := c.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		n = st.NewerOpen
 	}
-	if st.NewerOpen == 0 {
+	if n == 0 {
 		return nil
 	}
 	return fmt.Errorf("the journal holds %d open operation(s) written by a newer idem, which this one cannot read (%w): "+
 		"one sent to the endpoint with its answer lost would go unflagged, and the newer idem, no longer knowing the endpoint, "+
 		"would resend it under the same key (a second charge); remove the endpoint with the newer idem",
-		st.NewerOpen, journal.ErrVersion)
+		n, journal.ErrVersion)
 }
 
 // checkEndpointName refuses a name no endpoint has: endpoint() names

@@ -15,6 +15,18 @@ type StatsStore interface {
 	Stats(ctx context.Context) (journal.Stats, error)
 }
 
+// NewerOpenCounter is a Store that counts its open records written by a
+// newer idem (journal.Stats' NewerOpen) from its open records alone.
+// RemoveKeyIgnoring and Client.ForgetKeyIgnoring ask it before they
+// remove an endpoint, and fall back to Stats for a Store without it:
+// Stats reads every record, settled ones too, so one damaged settled
+// page, or a table too large to count within the call's timeout, failed
+// every removal, and a journal full of endpoints (ErrKeyIgnoringFull)
+// could never make room. The package journal's Store is one.
+type NewerOpenCounter interface {
+	NewerOpen(ctx context.Context) (int, error)
+}
+
 // Stats is a snapshot of the journal and of the Client's retry budget, for
 // an admin handler, a metric or an alert.
 type Stats struct {

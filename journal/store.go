@@ -1598,12 +1598,8 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	}
 	err := s.scan(ctx, func(tx *bolt.Tx) error {
 		st.FileSize = tx.Size()
-		var m mapped
 		var inOpen bool
 		count := func(k, v []byte) error {
-			if err := m.checkKV(k, v); err != nil {
-				return err
-			}
 			state, review, err := decodeState(v)
 			if errors.Is(err, ErrVersion) {
 				st.Newer++
@@ -1621,19 +1617,7 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 		}
 		for _, name := range [][]byte{bucketOpen, bucketDone} {
 			inOpen = bytes.Equal(name, bucketOpen)
-			b := tx.Bucket(name)
-			m = mappedOf(tx, b)
-			c, err := newScanCursor(tx, b, name)
-			if err != nil {
-				return err
-			}
-			k, v, err := c.first()
-			for ; err == nil && k != nil; k, v, err = c.next() {
-				if err := count(k, v); err != nil {
-					return err
-				}
-			}
-			if err != nil {
+			if err := eachStored(tx, name, count); err != nil {
 				return err
 			}
 		}
@@ -1668,6 +1652,55 @@ func (s *Store) Stats(ctx context.Context) (Stats, error) {
 	}
 	st.LostLogSegments = int(s.lostSegs.Load())
 	return st, nil
+}
+
+// NewerOpen counts the open records written by a newer idem (Stats'
+// NewerOpen; a rollback left them), reading the open records only, so
+// that a damaged page of the settled ones, which Stats fails on, does
+// not fail it, and its cost grows with the open operations, not with the
+// journal's size (idem.NewerOpenCounter: idem.RemoveKeyIgnoring asks it).
+// A damaged open record fails it: it may be one of them.
+func (s *Store) NewerOpen(ctx context.Context) (int, error) {
+	n := 0
+	err := s.scan(ctx, func(tx *bolt.Tx) error {
+		n = 0
+		return eachStored(tx, bucketOpen, func(k, v []byte) error {
+			_, _, err := decodeState(v)
+			switch {
+			case errors.Is(err, ErrVersion):
+				n++
+			case err != nil:
+				return errorf("record %q: %w", k, err)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, errorf("journal: count newer open records: %w", err)
+	}
+	return n, nil
+}
+
+// eachStored calls fn with each entry of tx's bucket name (bucketOpen or
+// bucketDone), its pages checked as it reads them (scanCursor) and the
+// entry within the file (mapped.checkKV), in key order.
+func eachStored(tx *bolt.Tx, name []byte, fn func(k, v []byte) error) error {
+	b := tx.Bucket(name)
+	m := mappedOf(tx, b)
+	c, err := newScanCursor(tx, b, name)
+	if err != nil {
+		return err
+	}
+	k, v, err := c.first()
+	for ; err == nil && k != nil; k, v, err = c.next() {
+		if err := m.checkKV(k, v); err != nil {
+			return err
+		}
+		if err := fn(k, v); err != nil {
+			return err
+		}
+	}
+	return err
 }
 
 func validateID(scope, key string) error {

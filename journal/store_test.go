@@ -20,6 +20,10 @@ import (
 
 var _ idem.Store = (*journal.Store)(nil)
 
+// RemoveKeyIgnoring counts the newer idem's open records from the open
+// ones only (TestRemoveKeyIgnoringOverDamagedSettledPage).
+var _ idem.NewerOpenCounter = (*journal.Store)(nil)
+
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // openTemp opens a new journal in a temporary directory and, when the test

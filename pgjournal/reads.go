@@ -241,6 +241,25 @@ func (s *Store) pruneSome(ctx context.Context, settledBefore time.Time) (int, er
 	return int(tag.RowsAffected()), err
 }
 
+// NewerOpen counts the open records written by a newer idem (Stats'
+// NewerOpen; a rollback left them), reading the open rows only, through
+// the index of open records (records_due): idem.RemoveKeyIgnoring asks it
+// before removing an endpoint (idem.NewerOpenCounter), and Stats, which
+// reads the whole table, timed out on a large retained one, failing every
+// removal.
+func (s *Store) NewerOpen(ctx context.Context) (int, error) {
+	if err := s.usable(ctx); err != nil {
+		return 0, errorf("count newer open records: %w", err)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+s.table+` WHERE open AND NOT `+notNewerSQL(1), newestVersion).Scan(&n); err != nil {
+		return 0, errorf("count newer open records: %w", readErr(ctx, err))
+	}
+	return n, nil
+}
+
 // Stats counts the journal's records by state, as the bbolt journal's
 // Stats does (for the operator tool); FileSize is the table's size on
 // disk, indexes included. It reads every record's state column and the
