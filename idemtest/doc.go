@@ -23,7 +23,10 @@
 //
 // [Server.Effects] counts the side effects for one key, across expiries, and
 // [Stats].MaxEffectsPerKey the largest count for any key: a client is correct
-// when, whatever the faults, every intent it settled has exactly one.
+// when, whatever the faults, every intent it settled has exactly one. A
+// second order under a new key, or an order never made, leaves
+// MaxEffectsPerKey at 1: compare [Stats].SideEffects with the number of
+// intents as well.
 // [Server.Requests] logs every request received, including those net/http
 // resends by itself (its Transport silently resends a request that carries an
 // Idempotency-Key header when a reused connection dies before any answer).
