@@ -233,9 +233,16 @@ func (b *pgBackend) Resolve(ctx context.Context, scope, key string, m journal.Ma
 		return nil, "", b.explain(errtext.Errorf("idem: ", "%w", err))
 	}
 	// A webhook's Confirm takes no lease: without force, an outcome that
-	// lands between the claim and this write is kept, not overwritten.
+	// lands between the claim and this write is kept, not overwritten;
+	// nor is the flag its Confirm sets on an endpoint that ignores the
+	// key before settling (unleased) over a record read unflagged: it may
+	// be the endpoint's one trace, journaled by the next run's read.
 	m.OnlyOpen = !force
+	m = m.UnlessFlaggedKeyIgnored(!cur.Open() || cur.Review != journal.ReviewKeyIgnored)
 	r, err := b.s.Resolve(wctx, scope, key, m)
+	if errors.Is(err, journal.ErrFlaggedKeyIgnored) {
+		return nil, "", fmt.Errorf("operation %q in scope %q was flagged for an endpoint that ignores the idempotency key while it was being resolved; nothing was changed: run resolve again, which journals the endpoint first", key, scope)
+	}
 	if errors.Is(err, journal.ErrTerminal) {
 		return nil, "", fmt.Errorf("operation %q in scope %q settled while it was being resolved; nothing was changed: show it, and resolve with -force to change a settled outcome", key, scope)
 	}
