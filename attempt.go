@@ -886,12 +886,19 @@ type submitEnd struct {
 	// updated is the commit's time, Updated's (commitChange sets it
 	// before the store may call write).
 	updated time.Time
+	// unread: the drive did not read the record flagged ReviewKeyIgnored
+	// (commitChange's).
+	unread bool
 }
 
 // write is the store's fn of commitEnd: what commit's own closure does
 // with apply.
 func (e *submitEnd) write(r *journal.Record) error {
+	flagged := e.unread && flaggedKeyIgnored(r)
 	e.apply(r)
+	if flagged && !flaggedKeyIgnored(r) {
+		return journal.ErrFlaggedKeyIgnored
+	}
 	r.Updated = e.updated
 	compactAttempts(r)
 	return nil

@@ -59,7 +59,17 @@ func journalFlaggedAndLost(t *testing.T, path, charge, orders string) *journal.S
 // status endpoint orders+"/"+key unless orders is empty.
 func journalSentOnce(t *testing.T, js *journal.Store, key, review, charge, orders string) {
 	t.Helper()
-	sent := []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: time.Now(), Wrote: true, Done: true}}
+	journalSent(t, js, key, review, charge, orders, 1)
+}
+
+// journalSent is journalSentOnce of a payment sent sends times, each
+// answer lost.
+func journalSent(t *testing.T, js *journal.Store, key, review, charge, orders string, sends int) {
+	t.Helper()
+	var sent []journal.Attempt
+	for i := range sends {
+		sent = append(sent, journal.Attempt{Number: i + 1, Kind: journal.AttemptSubmit, Start: time.Now(), Wrote: true, Done: true})
+	}
 	body := []byte(`{"amount":100}`)
 	rec := &journal.Record{Scope: idem.DefaultScope, Key: key, Method: http.MethodPost, URL: charge,
 		Body: body, BodySHA: sha256.Sum256(body), State: journal.StatePending, Created: time.Now()}

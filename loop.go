@@ -1145,15 +1145,27 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 		fn = markIgnored(fn)
 	}
 	now := d.now()
+	// Another replica's flag (its Confirm's, its drive's), set since this
+	// drive read the record, may be all that tells the next process the
+	// endpoint ignores the key (that replica killed before its save):
+	// cleared by this write unjournaled, Resume resent another payment
+	// there whose answer was lost, a second charge. Such a write writes
+	// nothing (journal.ErrFlaggedKeyIgnored) and is made again once the
+	// endpoint is journaled (keepUnreadFlag).
 	var write func(r *journal.Record) error
 	if end != nil {
 		// Set before the store may call write, and never again: end is
 		// this commit's alone.
-		end.updated = now
+		end.updated, end.unread = now, d.unreadFlag()
 		write = end.write
 	} else {
 		write = func(r *journal.Record) error {
+			// d waits in Update while the store calls this: d.rec holds.
+			flagged := d.unreadFlag() && flaggedKeyIgnored(r)
 			fn(r)
+			if flagged && !flaggedKeyIgnored(r) {
+				return journal.ErrFlaggedKeyIgnored
+			}
 			r.Updated = now
 			compactAttempts(r)
 			return nil
@@ -1174,6 +1186,16 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 		return d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, write)
 	}
 	rec, err := adopting(d, update)
+	if errors.Is(err, journal.ErrFlaggedKeyIgnored) {
+		// Once: a flag set again after the read below fails the write,
+		// the operation left open and flagged for the next visit.
+		if err = d.keepUnreadFlag(); err == nil {
+			if end != nil {
+				end.unread = d.unreadFlag()
+			}
+			rec, err = adopting(d, update)
+		}
+	}
 	if errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
 		change := fn // not fn itself: a closure's, it would move to the heap
 		if end != nil {
@@ -1206,6 +1228,32 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 		return &journalError{err}
 	}
 	d.rec = rec
+	return nil
+}
+
+// unreadFlag reports whether a ReviewKeyIgnored flag on the record
+// would be one this drive has not read, its endpoint not journaled by it.
+func (d *driver) unreadFlag() bool {
+	return !d.ignoringKept && !flaggedKeyIgnored(d.rec)
+}
+
+// keepUnreadFlag reads the record again after a write refused for a
+// ReviewKeyIgnored flag this drive had not read (commitChange) and, if
+// it is flagged so still, journals its endpoint (keepFlagged), as a drive
+// that read the flag does before its query.
+func (d *driver) keepUnreadFlag() error {
+	cur, err := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key)
+	if err != nil {
+		return err
+	}
+	d.rec = cur
+	if !flaggedKeyIgnored(cur) {
+		return nil
+	}
+	if _, err := d.c.keepFlagged(d.ctx, cur); err != nil {
+		return err
+	}
+	d.ignoringKept = true
 	return nil
 }
 
