@@ -894,9 +894,9 @@ type submitEnd struct {
 // write is the store's fn of commitEnd: what commit's own closure does
 // with apply.
 func (e *submitEnd) write(r *journal.Record) error {
-	flagged := e.unread && flaggedKeyIgnored(r)
+	flagged := e.unread && journal.FlaggedKeyIgnored(r)
 	e.apply(r)
-	if flagged && !flaggedKeyIgnored(r) {
+	if flagged && !journal.FlaggedKeyIgnored(r) {
 		return journal.ErrFlaggedKeyIgnored
 	}
 	r.Updated = e.updated

@@ -397,7 +397,7 @@ func (c *Client) keepBeforeResolve(ctx context.Context, scope, key string) (*jou
 		return nil, nil // the resolution says so
 	case err != nil:
 		return nil, errorf("idem: Resolve (scope %q, key %q): nothing was written: %w", scope, key, withCause(ctx, err))
-	case !flaggedKeyIgnored(prior):
+	case !journal.FlaggedKeyIgnored(prior):
 		return prior, nil
 	}
 	saving, err := c.keepFlagged(ctx, prior)
@@ -427,7 +427,7 @@ func unlessFlaggedSinceRead(read func() (seen *journal.Record, err error), write
 		if err != nil {
 			return err
 		}
-		if err := write(seen == nil || !flaggedKeyIgnored(seen)); !errors.Is(err, journal.ErrFlaggedKeyIgnored) {
+		if err := write(seen == nil || !journal.FlaggedKeyIgnored(seen)); !errors.Is(err, journal.ErrFlaggedKeyIgnored) {
 			return nil
 		}
 	}
@@ -455,7 +455,7 @@ func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Rec
 	if rec == nil {
 		return errorf("idem: resolve: %w: no record; pass the one read from the Store (Get)", ErrInvalidRequest)
 	}
-	if !flaggedKeyIgnored(rec) {
+	if !journal.FlaggedKeyIgnored(rec) {
 		return nil
 	}
 	var err error
@@ -471,12 +471,6 @@ func KeepKeyIgnoringBeforeResolve(ctx context.Context, s Store, rec *journal.Rec
 		return errorf("idem: resolve (scope %q, key %q): %w", rec.Scope, rec.Key, withCause(ctx, err))
 	}
 	return nil
-}
-
-// flaggedKeyIgnored reports whether rec is open and flagged
-// ReviewKeyIgnored: a flag that teaches its endpoint (relearn).
-func flaggedKeyIgnored(rec *journal.Record) bool {
-	return rec.Open() && rec.Review == ReviewKeyIgnored
 }
 
 // flaggedForIgnoring begins keptForResolve's errors.

@@ -1161,9 +1161,9 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 	} else {
 		write = func(r *journal.Record) error {
 			// d waits in Update while the store calls this: d.rec holds.
-			flagged := d.unreadFlag() && flaggedKeyIgnored(r)
+			flagged := d.unreadFlag() && journal.FlaggedKeyIgnored(r)
 			fn(r)
-			if flagged && !flaggedKeyIgnored(r) {
+			if flagged && !journal.FlaggedKeyIgnored(r) {
 				return journal.ErrFlaggedKeyIgnored
 			}
 			r.Updated = now
@@ -1234,7 +1234,7 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 // unreadFlag reports whether a ReviewKeyIgnored flag on the record
 // would be one this drive has not read, its endpoint not journaled by it.
 func (d *driver) unreadFlag() bool {
-	return !d.ignoringKept && !flaggedKeyIgnored(d.rec)
+	return !d.ignoringKept && !journal.FlaggedKeyIgnored(d.rec)
 }
 
 // keepUnreadFlag reads the record again after a write refused for a
@@ -1247,7 +1247,7 @@ func (d *driver) keepUnreadFlag() error {
 		return err
 	}
 	d.rec = cur
-	if !flaggedKeyIgnored(cur) {
+	if !journal.FlaggedKeyIgnored(cur) {
 		return nil
 	}
 	if _, err := d.c.keepFlagged(d.ctx, cur); err != nil {

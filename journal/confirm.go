@@ -170,6 +170,14 @@ type Confirmation struct {
 // flagged ReviewKeyIgnored: nothing was written.
 var ErrFlaggedKeyIgnored = errors.New("journal: the record was flagged for an endpoint that ignores the key after the writer read it; nothing was written")
 
+// FlaggedKeyIgnored reports whether rec is open and flagged
+// ReviewKeyIgnored: a flag that may be all that tells a restarted
+// process its endpoint ignores the key, which nothing may clear before
+// that endpoint is journaled.
+func FlaggedKeyIgnored(rec *Record) bool {
+	return rec.Open() && rec.Review == ReviewKeyIgnored
+}
+
 // UnlessFlaggedKeyIgnored returns c made, if on, to settle nothing if
 // the record is open and flagged ReviewKeyIgnored when the Store applies
 // it (ApplyConfirmation: ErrFlaggedKeyIgnored), for a caller that read

@@ -59,7 +59,7 @@ func CheckResolve(r *Record, m Manual) error {
 // (unless) finds rec open and flagged ReviewKeyIgnored: the flag was set
 // after its caller read rec, and the write must leave it.
 func flaggedSinceRead(unless bool, rec *Record) bool {
-	return unless && rec.Open() && rec.Review == ReviewKeyIgnored
+	return unless && FlaggedKeyIgnored(rec)
 }
 
 func (m *Manual) validate() error {

@@ -238,7 +238,7 @@ func (b *pgBackend) Resolve(ctx context.Context, scope, key string, m journal.Ma
 	// key before settling (unleased) over a record read unflagged: it may
 	// be the endpoint's one trace, journaled by the next run's read.
 	m.OnlyOpen = !force
-	m = m.UnlessFlaggedKeyIgnored(!cur.Open() || cur.Review != journal.ReviewKeyIgnored)
+	m = m.UnlessFlaggedKeyIgnored(!journal.FlaggedKeyIgnored(cur))
 	r, err := b.s.Resolve(wctx, scope, key, m)
 	if errors.Is(err, journal.ErrFlaggedKeyIgnored) {
 		return nil, "", fmt.Errorf("operation %q in scope %q was flagged for an endpoint that ignores the idempotency key while it was being resolved; nothing was changed: run resolve again, which journals the endpoint first", key, scope)
