@@ -167,6 +167,11 @@ func clientError(err error) error {
 		// endpoint its flag tells of (POST /key-ignoring/remove): the
 		// journal's state, theirs to change, not a broken handler.
 		return &Error{http.StatusConflict, "conflict", err.Error()}
+	case errors.Is(err, journal.ErrFlaggedKeyIgnored):
+		// Flagged by another replica while the resolution ran, nothing
+		// written: a race the next try wins (it journals the endpoint
+		// first), the Client's error saying to resolve again.
+		return &Error{http.StatusConflict, "conflict", err.Error()}
 	case errors.Is(err, idem.ErrClosed), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// A wait the Client gave up (ForgetKeyIgnoring's for a save
 		// under way), or the request's own end: nothing done, to be

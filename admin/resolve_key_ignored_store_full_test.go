@@ -30,30 +30,13 @@ import (
 // handler is broken. Removing one endpoint (POST /key-ignoring/remove)
 // then lets the resolution through, the endpoint journaled first.
 func TestResolveOfAKeyIgnoredFlagWithTheStoreFullIsAConflict(t *testing.T) {
-	f := &fixture{t: t, clock: idemtest.NewClock(epoch)}
-	var err error
-	f.store, err = journal.Open(filepath.Join(t.TempDir(), "idem.journal"), journal.WithUnsafeNoSync())
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = f.store.Close() })
+	f := chargeFixture(t, journal.ReviewKeyIgnored, func(s *journal.Store) idem.Store { return s })
 	ctx := context.Background()
 	others := make([]string, journal.MaxKeyIgnoringEndpoints)
 	for i := range others {
 		others[i] = fmt.Sprintf("POST https://api.solidgate.example/api/v1/customers/cus_%d/charges", i)
 		require.NoError(t, f.store.AddKeyIgnoring(ctx, others[i]))
 	}
-	body := []byte(`{"amount":500}`)
-	_, err = f.store.Create(ctx, &journal.Record{
-		Scope: idem.DefaultScope, Key: "x", Method: http.MethodPost, URL: "https://api.solidgate.example/api/v1/charge",
-		Body: body, BodySHA: sha256.Sum256(body), State: journal.StateUnknown, Review: journal.ReviewKeyIgnored,
-		Attempts: []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: epoch.Add(-time.Hour), Wrote: true}},
-		Created:  epoch.Add(-time.Hour), FirstSent: epoch.Add(-time.Hour), Updated: epoch.Add(-time.Hour),
-	})
-	require.NoError(t, err)
-	f.client, err = idem.New(f.store, idem.WithClock(f.clock))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = f.client.Close() })
-	f.admin = httptest.NewServer(admin.NewHandler(f.client, admin.WithClock(f.clock)))
-	t.Cleanup(f.admin.Close)
 
 	resolve := `{"key":"x","state":"succeeded","resource_id":"pay_x","reason":"one charge in the dashboard","by":"alice"}`
 	var e struct{ Error admin.Error }
@@ -74,4 +57,30 @@ func TestResolveOfAKeyIgnoredFlagWithTheStoreFullIsAConflict(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, kept, "POST https://api.solidgate.example/api/v1/charge", "journal: x's endpoint, journaled before its flag was cleared")
 	require.NotContains(t, kept, others[0], "journal: the endpoint removed to make room")
+}
+
+// chargeFixture is a fixture whose journal holds x, a payment sent once
+// to Solidgate's charge endpoint, unknown and flagged review, and whose
+// Client's Store is wrap's of that journal.
+func chargeFixture(t *testing.T, review string, wrap func(*journal.Store) idem.Store) *fixture {
+	t.Helper()
+	f := &fixture{t: t, clock: idemtest.NewClock(epoch)}
+	var err error
+	f.store, err = journal.Open(filepath.Join(t.TempDir(), "idem.journal"), journal.WithUnsafeNoSync())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.store.Close() })
+	body := []byte(`{"amount":500}`)
+	_, err = f.store.Create(context.Background(), &journal.Record{
+		Scope: idem.DefaultScope, Key: "x", Method: http.MethodPost, URL: "https://api.solidgate.example/api/v1/charge",
+		Body: body, BodySHA: sha256.Sum256(body), State: journal.StateUnknown, Review: review,
+		Attempts: []journal.Attempt{{Number: 1, Kind: journal.AttemptSubmit, Start: epoch.Add(-time.Hour), Wrote: true}},
+		Created:  epoch.Add(-time.Hour), FirstSent: epoch.Add(-time.Hour), Updated: epoch.Add(-time.Hour),
+	})
+	require.NoError(t, err)
+	f.client, err = idem.New(wrap(f.store), idem.WithClock(f.clock))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.client.Close() })
+	f.admin = httptest.NewServer(admin.NewHandler(f.client, admin.WithClock(f.clock)))
+	t.Cleanup(f.admin.Close)
+	return f
 }
