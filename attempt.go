@@ -1107,7 +1107,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		}
 	}
 	a.versionMoved = !query && a.verdict == Rejected &&
-		(ex.status == http.StatusConflict && versionConflict(ex.body) || ex.status == http.StatusPreconditionFailed && conditionalUpdate(rec.Header))
+		(ex.status == http.StatusConflict && versionConflict(ex.body) || ex.status == http.StatusPreconditionFailed && conditionalUpdate(rec.Method, rec.Header))
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight && !a.orderPaid {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))

@@ -2523,9 +2523,26 @@ func versionConflict(body []byte) bool {
 // Banking Circle's PUT and DELETE carry the resource's concurrency token
 // so (docs.bankingcircleconnect.com/guides/concurrency-handling). Not
 // If-None-Match: a conditional create's 412 says the resource exists,
-// another reading (conditionalCreate).
-func conditionalUpdate(h http.Header) bool {
-	return len(h["If-Match"]) > 0 || len(h["If-Unmodified-Since"]) > 0
+// another reading (conditionalCreate). Not a GET or HEAD: a safe
+// method's copy moves no version. Nor an If-Match of weak tags only
+// (W/"1"): If-Match compares strongly (RFC 9110 13.1.1), so a compliant
+// server refuses it whatever the version, and nothing executed; If-
+// Unmodified-Since beside it is ignored (RFC 9110 13.2.2).
+func conditionalUpdate(method string, h http.Header) bool {
+	if method == http.MethodGet || method == http.MethodHead {
+		return false
+	}
+	if tags, ok := h["If-Match"]; ok {
+		return slices.ContainsFunc(tags, func(v string) bool {
+			// A ',' inside a tag splits it too: a piece of a weak one may
+			// then read strong, the reading a version moved keeps.
+			return slices.ContainsFunc(strings.Split(v, ","), func(tag string) bool {
+				tag = strings.TrimSpace(tag)
+				return tag != "" && !strings.HasPrefix(tag, "W/")
+			})
+		})
+	}
+	return len(h["If-Unmodified-Since"]) > 0
 }
 
 // conditionalCreate reports whether a submit's journaled header makes it

@@ -128,3 +128,43 @@ func requireVersionRefusalForAPerson(t testing.TB, c *idem.Client, res *idem.Res
 	require.NoError(t, err)
 	require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
 }
+
+// A 412 no copy of the request could have caused is a refusal on its
+// merits, failed, never left for a person: a GET or HEAD with a stale
+// If-Match (a safe method's copy moves no version, RFC 9110 9.2.1), and
+// an If-Match of weak tags only, which RFC 9110 13.1.1 compares strongly
+// ("An origin server MUST use the strong comparison function when
+// comparing entity tags for If-Match"): a compliant server refuses it
+// whatever the resource's version, so nothing executed, not even a copy.
+func TestPreconditionFailedThatNoCopyCausedIsAFailure(t *testing.T) {
+	for name, tt := range map[string]struct {
+		method string
+		match  []string
+	}{
+		"GET with a stale If-Match":  {http.MethodGet, []string{`"0"`}},
+		"HEAD with a stale If-Match": {http.MethodHead, []string{`"0"`}},
+		"PUT with a weak tag":        {http.MethodPut, []string{`W/"1"`}},
+		"PUT with weak tags only":    {http.MethodPut, []string{`W/"1", W/"2"`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &tokenGuarded{token: 1}
+			srv := httptest.NewServer(http.HandlerFunc(s.serve))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch))
+			req := updateRequest(srv.URL, false)
+			req.Method, req.Header = tt.method, http.Header{"If-Match": tt.match}
+			if tt.method != http.MethodPut {
+				req.Body = nil
+			}
+			res, err := c.Submit(t.Context(), req)
+			require.ErrorIs(t, err, idem.ErrFailed)
+			require.NotErrorIs(t, err, idem.ErrNeedsReview)
+			require.Equal(t, idem.StateFailed, res.State)
+			require.Empty(t, res.Review)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			require.Equal(t, 0, s.applied)
+			require.Len(t, s.puts, 1, "sent once")
+		})
+	}
+}
