@@ -370,13 +370,13 @@ func (ex *exchange) blankSent(out *Outcome) {
 
 // judgeWords is the length of the judge's words that text begins with,
 // which pastOf reads back from the journaled attempt (conflictAfterSend,
-// stateAfterSend, inFlightAfterSend, copyClaimedWords, orderPaidWords,
-// orderExistsWords): a credential that is one of their words (a Basic
-// user "a", or "idem") must leave them as written, or the refusals after
-// a send are counted otherwise, and an order said to be paid or to exist
-// is never failed by the result endpoint's "not found".
+// stateAfterSend, inFlightAfterSend, copyClaimedWords, orderHeld's): a
+// credential that is one of their words (a Basic user "a", or "idem")
+// must leave them as written, or the refusals after a send are counted
+// otherwise, and an order said to be paid or to exist is never failed by
+// the result endpoint's "not found".
 func judgeWords(text string) int {
-	for _, w := range [...]string{conflictAfterSend, stateAfterSend, inFlightAfterSend, copyClaimedWords, orderPaidWords, orderExistsWords} {
+	for _, w := range [...]string{conflictAfterSend, stateAfterSend, inFlightAfterSend, copyClaimedWords, orderPaidWords, orderExistsWords, versionMovedWords} {
 		if strings.HasPrefix(text, w) {
 			return len(w)
 		}

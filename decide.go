@@ -443,6 +443,18 @@ func submitMeaning(p past, a answer) judgment {
 			// person as a refusal of a resend after one that may have
 			// executed: no key keeps the copy out, and a resend of these
 			// bytes is refused so forever.
+			//
+			// Not refused, as orderPaidMeaning's first attempt is not:
+			// the result endpoint, if any, is asked by the key (a copy of
+			// ours found settles; "not found" past the lag fails it,
+			// orderHeld's words read back by pastOf), and without one it
+			// is left for a person at once. After the server said another
+			// request held the key, for a person as it was.
+			if !p.contested {
+				h := orderHeld[versionMovedHeld]
+				return judgment{move: moveReview, label: "version_moved", review: ReviewRefusedAfterSend,
+					err: fmt.Errorf("%s: %s%s", h.words, refusalReason(a), h.ask)}
+			}
 			return judgment{move: moveReview, label: "version_moved", refused: true, review: ReviewRefusedAfterSend,
 				err: fmt.Errorf("idem: %s (to a first attempt, saying the resource changed since the update was built: a copy of this update a proxy retried may have changed it; "+
 					"see whether the resource holds the update before building one on its new version)",
@@ -584,12 +596,30 @@ const (
 		"see who made it before making it again, under a new key or another reference)"
 )
 
+// versionMovedWords, versionMovedAsk and versionMovedHint are
+// orderPaidWords', orderPaidAsk's and orderPaidHint's for a first
+// attempt's refusal saying the resource changed since the update was
+// built (answer.versionMoved), read back as orderPaidWords are: what
+// changed it may be a copy of ours, found by the key, or another writer.
+const (
+	versionMovedWords = "idem: to a first attempt, the server says the resource changed since the update was built"
+	versionMovedAsk   = " (a copy of this update a proxy retried may have changed it; " +
+		"see whether the resource holds the update before building one on its new version)"
+	versionMovedHint = " (the resource changed since the update was built, and the result endpoint finds no update under this request's key: " +
+		"another writer changed it; fetch its new version and see whether the update is still wanted)"
+)
+
 // orderHeld are the words, ask and hint of orderPaidMeaning's refusal, by
-// what the server said of the order: paid, or (a create's) existing.
+// what the server said of the order: paid, or (a create's) existing; and
+// of a first attempt's versionMoved refusal (versionMovedHeld).
 var orderHeld = [...]struct{ words, ask, hint string }{
 	{orderPaidWords, orderPaidAsk, orderPaidHint},
 	{orderExistsWords, orderExistsAsk, orderExistsHint},
+	{versionMovedWords, versionMovedAsk, versionMovedHint},
 }
+
+// versionMovedHeld is versionMovedWords' index in orderHeld.
+const versionMovedHeld = 2
 
 // orderHeldOf is the index in orderHeld of the words err, an attempt's
 // journaled error, begins with.
