@@ -370,11 +370,13 @@ func (ex *exchange) blankSent(out *Outcome) {
 
 // judgeWords is the length of the judge's words that text begins with,
 // which pastOf reads back from the journaled attempt (conflictAfterSend,
-// stateAfterSend, inFlightAfterSend): a credential that is one of their
-// words (a Basic user "a") must leave them as written, or the refusals
-// after a send are counted otherwise.
+// stateAfterSend, inFlightAfterSend, copyClaimedWords, orderHeld's): a
+// credential that is one of their words (a Basic user "a", or "idem")
+// must leave them as written, or the refusals after a send are counted
+// otherwise, and an order said to be paid or to exist is never failed by
+// the result endpoint's "not found".
 func judgeWords(text string) int {
-	for _, w := range [...]string{conflictAfterSend, stateAfterSend, inFlightAfterSend} {
+	for _, w := range [...]string{conflictAfterSend, stateAfterSend, inFlightAfterSend, copyClaimedWords, orderPaidWords, orderExistsWords, versionMovedWords} {
 		if strings.HasPrefix(text, w) {
 			return len(w)
 		}
@@ -1112,7 +1114,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		}
 	}
 	a.versionMoved = !query && a.verdict == Rejected &&
-		(ex.status == http.StatusConflict && versionConflict(ex.body) || ex.status == http.StatusPreconditionFailed && conditionalUpdate(rec.Header))
+		(ex.status == http.StatusConflict && versionConflict(ex.body) || ex.status == http.StatusPreconditionFailed && conditionalUpdate(rec.Method, rec.Header))
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight && !a.orderPaid {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))

@@ -443,6 +443,18 @@ func submitMeaning(p past, a answer) judgment {
 			// person as a refusal of a resend after one that may have
 			// executed: no key keeps the copy out, and a resend of these
 			// bytes is refused so forever.
+			//
+			// Not refused, as orderPaidMeaning's first attempt is not:
+			// the result endpoint, if any, is asked by the key (a copy of
+			// ours found settles; "not found" past the lag fails it,
+			// orderHeld's words read back by pastOf), and without one it
+			// is left for a person at once. After the server said another
+			// request held the key, for a person as it was.
+			if !p.contested {
+				h := orderHeld[versionMovedHeld]
+				return judgment{move: moveReview, label: "version_moved", review: ReviewRefusedAfterSend,
+					err: fmt.Errorf("%s: %s%s", h.words, refusalReason(a), h.ask)}
+			}
 			return judgment{move: moveReview, label: "version_moved", refused: true, review: ReviewRefusedAfterSend,
 				err: fmt.Errorf("idem: %s (to a first attempt, saying the resource changed since the update was built: a copy of this update a proxy retried may have changed it; "+
 					"see whether the resource holds the update before building one on its new version)",
@@ -584,12 +596,30 @@ const (
 		"see who made it before making it again, under a new key or another reference)"
 )
 
+// versionMovedWords, versionMovedAsk and versionMovedHint are
+// orderPaidWords', orderPaidAsk's and orderPaidHint's for a first
+// attempt's refusal saying the resource changed since the update was
+// built (answer.versionMoved), read back as orderPaidWords are: what
+// changed it may be a copy of ours, found by the key, or another writer.
+const (
+	versionMovedWords = "idem: to a first attempt, the server says the resource changed since the update was built"
+	versionMovedAsk   = " (a copy of this update a proxy retried may have changed it; " +
+		"see whether the resource holds the update before building one on its new version)"
+	versionMovedHint = " (the resource changed since the update was built, and the result endpoint finds no update under this request's key: " +
+		"another writer changed it; fetch its new version and see whether the update is still wanted)"
+)
+
 // orderHeld are the words, ask and hint of orderPaidMeaning's refusal, by
-// what the server said of the order: paid, or (a create's) existing.
+// what the server said of the order: paid, or (a create's) existing; and
+// of a first attempt's versionMoved refusal (versionMovedHeld).
 var orderHeld = [...]struct{ words, ask, hint string }{
 	{orderPaidWords, orderPaidAsk, orderPaidHint},
 	{orderExistsWords, orderExistsAsk, orderExistsHint},
+	{versionMovedWords, versionMovedAsk, versionMovedHint},
 }
+
+// versionMovedHeld is versionMovedWords' index in orderHeld.
+const versionMovedHeld = 2
 
 // orderHeldOf is the index in orderHeld of the words err, an attempt's
 // journaled error, begins with.
@@ -2523,9 +2553,26 @@ func versionConflict(body []byte) bool {
 // Banking Circle's PUT and DELETE carry the resource's concurrency token
 // so (docs.bankingcircleconnect.com/guides/concurrency-handling). Not
 // If-None-Match: a conditional create's 412 says the resource exists,
-// another reading (conditionalCreate).
-func conditionalUpdate(h http.Header) bool {
-	return len(h["If-Match"]) > 0 || len(h["If-Unmodified-Since"]) > 0
+// another reading (conditionalCreate). Not a GET or HEAD: a safe
+// method's copy moves no version. Nor an If-Match of weak tags only
+// (W/"1"): If-Match compares strongly (RFC 9110 13.1.1), so a compliant
+// server refuses it whatever the version, and nothing executed; If-
+// Unmodified-Since beside it is ignored (RFC 9110 13.2.2).
+func conditionalUpdate(method string, h http.Header) bool {
+	if method == http.MethodGet || method == http.MethodHead {
+		return false
+	}
+	if tags, ok := h["If-Match"]; ok {
+		return slices.ContainsFunc(tags, func(v string) bool {
+			// A ',' inside a tag splits it too: a piece of a weak one may
+			// then read strong, the reading a version moved keeps.
+			return slices.ContainsFunc(strings.Split(v, ","), func(tag string) bool {
+				tag = strings.TrimSpace(tag)
+				return tag != "" && !strings.HasPrefix(tag, "W/")
+			})
+		})
+	}
+	return len(h["If-Unmodified-Since"]) > 0
 }
 
 // conditionalCreate reports whether a submit's journaled header makes it

@@ -130,15 +130,25 @@ func TestPreconditionFailedToACreateOnlyPutOfAnotherKeysResourceFails(t *testing
 	clock := idemtest.NewClock(epoch)
 	c := clientFor(t, srv, clock)
 	res, err := c.Submit(t.Context(), createPayout(srv.URL, true))
-	require.NotErrorIs(t, err, idem.ErrFailed, "not yet past the result endpoint's lag")
-	require.Equal(t, idem.StateUnknown, res.State)
-	op := resumeK(t, c, clock, idem.DefaultResultLag)
-	require.Equal(t, idem.StateFailed, op.State)
-	require.Empty(t, op.Review)
-	require.NotNil(t, op.Result)
-	require.Contains(t, op.Result.Reason, "pre-conditions you specified did not hold")
-	require.Contains(t, op.Result.Reason, "exists already")
+	requireFailedPastTheLag(t, c, clock, res, err, "pre-conditions you specified did not hold", "exists already")
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	require.Len(t, s.puts, 1, "never resent")
+}
+
+// requireFailedPastTheLag asserts that operation "k", refused at its
+// first attempt (res, err) for what the result endpoint does not find
+// under its key, is unknown until the read path's lag has passed and
+// failed once it has, its reason holding each of words.
+func requireFailedPastTheLag(t *testing.T, c *idem.Client, clock *idemtest.Clock, res *idem.Result, err error, words ...string) {
+	t.Helper()
+	require.NotErrorIs(t, err, idem.ErrFailed, "not yet past the result endpoint's lag")
+	require.Equal(t, idem.StateUnknown, res.State)
+	op := resumeK(t, c, clock, idem.DefaultResultLag)
+	require.Equal(t, idem.StateFailed, op.State, "nothing of ours executed")
+	require.Empty(t, op.Review)
+	require.NotNil(t, op.Result)
+	for _, w := range words {
+		require.Contains(t, op.Result.Reason, w)
+	}
 }

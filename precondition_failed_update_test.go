@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -25,21 +27,34 @@ import (
 // copy of an update that applied is refused 412 for the token its
 // original moved. The key is not checked before the token (modelled).
 // lose answers the first update applied as Envoy does a reset before
-// headers (podReset).
+// headers (podReset). Its result endpoint (modelled) finds an update by
+// the Idempotency-Key it applied under.
 type tokenGuarded struct {
 	mu      sync.Mutex
 	token   int
 	lose    bool
 	applied int
+	keys    []string // the key of each update applied
 	puts    []http.Header
+	queries int
 }
 
 func (s *tokenGuarded) serve(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.ReadAll(r.Body)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.puts = append(s.puts, r.Header.Clone())
 	w.Header().Set("Content-Type", "application/json")
+	if key, ok := strings.CutPrefix(r.URL.Path, "/api/v1/payments/by-key/"); ok {
+		s.queries++
+		if !slices.Contains(s.keys, key) {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"error":{"code":404,"message":"No update with this key."}}`)
+			return
+		}
+		_, _ = io.WriteString(w, `{"id":"pay_1","status":"Approved"}`)
+		return
+	}
+	s.puts = append(s.puts, r.Header.Clone())
 	if r.Header.Get("If-Match") != fmt.Sprintf(`"%d"`, s.token) {
 		w.WriteHeader(http.StatusPreconditionFailed)
 		_, _ = io.WriteString(w, `{"error":{"id":"9b1e7c2d","code":412,"message":"The resource state has changed.","details":[]}}`)
@@ -47,6 +62,7 @@ func (s *tokenGuarded) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.token++
 	s.applied++
+	s.keys = append(s.keys, r.Header.Get("Idempotency-Key"))
 	if s.lose {
 		s.lose = false
 		podReset(w)
@@ -127,4 +143,88 @@ func requireVersionRefusalForAPerson(t testing.TB, c *idem.Client, res *idem.Res
 	sum, err := c.Resume(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
+}
+
+// A 412 no copy of the request could have caused is a refusal on its
+// merits, failed, never left for a person: a GET or HEAD with a stale
+// If-Match (a safe method's copy moves no version, RFC 9110 9.2.1), and
+// an If-Match of weak tags only, which RFC 9110 13.1.1 compares strongly
+// ("An origin server MUST use the strong comparison function when
+// comparing entity tags for If-Match"): a compliant server refuses it
+// whatever the resource's version, so nothing executed, not even a copy.
+func TestPreconditionFailedThatNoCopyCausedIsAFailure(t *testing.T) {
+	for name, tt := range map[string]struct {
+		method string
+		match  []string
+	}{
+		"GET with a stale If-Match":  {http.MethodGet, []string{`"0"`}},
+		"HEAD with a stale If-Match": {http.MethodHead, []string{`"0"`}},
+		"PUT with a weak tag":        {http.MethodPut, []string{`W/"1"`}},
+		"PUT with weak tags only":    {http.MethodPut, []string{`W/"1", W/"2"`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &tokenGuarded{token: 1}
+			srv := httptest.NewServer(http.HandlerFunc(s.serve))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch))
+			req := updateRequest(srv.URL, false)
+			req.Method, req.Header = tt.method, http.Header{"If-Match": tt.match}
+			if tt.method != http.MethodPut {
+				req.Body = nil
+			}
+			res, err := c.Submit(t.Context(), req)
+			require.ErrorIs(t, err, idem.ErrFailed)
+			require.NotErrorIs(t, err, idem.ErrNeedsReview)
+			require.Equal(t, idem.StateFailed, res.State)
+			require.Empty(t, res.Review)
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			require.Equal(t, 0, s.applied)
+			require.Len(t, s.puts, 1, "sent once")
+		})
+	}
+}
+
+// With a result endpoint the 412 to a first attempt is asked about by
+// the key, as a create-only request's is: the server checks the token
+// before the key (modelled), and keeps the key of each update it applies.
+// A copy of ours that a sidecar retried applied: found, succeeded, one
+// update. Another writer moved the token: not found once past the read
+// path's lag, failed, with the server's words and that the resource
+// changed, nothing applied. It was left for a person at once either way.
+func TestPreconditionFailedWithAResultEndpointIsAsked(t *testing.T) {
+	t.Run("our copy applied", func(t *testing.T) {
+		s := &tokenGuarded{token: 1, lose: true}
+		sidecar := retryingSidecar(t, s.serve)
+		c := clientFor(t, sidecar, idemtest.NewClock(epoch))
+		req := updateRequest(sidecar.URL, false)
+		req.ResultURL = sidecar.URL + "/api/v1/payments/by-key/k"
+		res, err := c.Submit(t.Context(), req)
+		require.NoError(t, err)
+		require.Equal(t, idem.StateSucceeded, res.State)
+		require.Equal(t, "pay_1", res.ResourceID)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		require.Equal(t, 1, s.applied, "updates applied")
+		require.Len(t, s.puts, 2, "ours and the sidecar's copy, nothing resent")
+		require.Equal(t, 1, s.queries)
+	})
+	t.Run("another writer moved the token", func(t *testing.T) {
+		s := &tokenGuarded{token: 2}
+		srv := httptest.NewServer(http.HandlerFunc(s.serve))
+		t.Cleanup(srv.Close)
+		clock := idemtest.NewClock(epoch)
+		c := clientFor(t, srv, clock)
+		req := updateRequest(srv.URL, false)
+		req.ResultURL = srv.URL + "/api/v1/payments/by-key/k"
+		res, err := c.Submit(t.Context(), req)
+		requireFailedPastTheLag(t, c, clock, res, err, "The resource state has changed", "changed since the update was built")
+		_, err = c.Resume(t.Context())
+		require.NoError(t, err)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		require.Equal(t, 0, s.applied)
+		require.Len(t, s.puts, 1, "never resent")
+		require.Equal(t, 2, s.queries, "in the call, and past the lag")
+	})
 }

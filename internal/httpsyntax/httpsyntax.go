@@ -278,7 +278,10 @@ func SecretValues(u *url.URL) []string {
 // under a name of the API's own there (Google's key=), which SecretValues
 // does not know. Pairs are compared unescaped, so a hook that re-encodes
 // or reorders the journaled query (a signer's url.Values.Encode) adds
-// none of them.
+// none of them. A value shorter than minAnywhere is none either: a hook
+// adds flags and versions too (sandbox=true, v=1, HTX's
+// SignatureVersion=2), and blanked as words they took every true, 1 or 2
+// of the answer's JSON with them. No credential is that short.
 func AddedParamValues(before, after string) []string {
 	if after == before || after == "" {
 		return nil
@@ -294,7 +297,7 @@ func AddedParamValues(before, after string) []string {
 	var values []string
 	eachParam(after, func(_, _, name, value string) {
 		v := unescaped(value)
-		if value == "" || had[[2]string{name, v}] {
+		if len(v) < minAnywhere || had[[2]string{name, v}] {
 			return
 		}
 		values = append(values, value)
