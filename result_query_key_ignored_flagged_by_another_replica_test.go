@@ -55,11 +55,7 @@ func TestResultQueryOfAKeyIgnoredFlagSetWhileItRanJournalsTheEndpoint(t *testing
 			s.result = func(n int, w http.ResponseWriter) {
 				if n == 1 { // x's order, queried by b's drive
 					// Replica a's Confirm (markIgnoredBeforeConfirm).
-					_, err := js.Update(t.Context(), idem.DefaultScope, "x", func(r *journal.Record) error {
-						r.Review = idem.ReviewKeyIgnored
-						return nil
-					})
-					if err == nil {
+					if flagAsReplicaA(t, js, "x") {
 						flags.Add(1)
 					}
 					orderStatus("pay_x", "settled")(w)
@@ -78,4 +74,15 @@ func TestResultQueryOfAKeyIgnoredFlagSetWhileItRanJournalsTheEndpoint(t *testing
 			closeAndResumeKnowingTheEndpoint(t, s, b, js, path)
 		})
 	}
+}
+
+// flagAsReplicaA commits replica a's flag on key, an unleased write as
+// its Confirm's (markIgnoredBeforeConfirm) is, and reports whether it
+// committed.
+func flagAsReplicaA(t *testing.T, js *journal.Store, key string) bool {
+	_, err := js.Update(t.Context(), idem.DefaultScope, key, func(r *journal.Record) error {
+		r.Review = idem.ReviewKeyIgnored
+		return nil
+	})
+	return err == nil
 }
