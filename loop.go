@@ -411,24 +411,7 @@ func (d *driver) run() error {
 				// (keepFlagged). Neither done, nothing is asked, and the
 				// operation stays flagged for the next visit.
 				if _, err := c.keepFlagged(d.ctx, d.rec); err != nil {
-					if d.ctx.Err() != nil {
-						return d.leave(context.Cause(d.ctx))
-					}
-					if errors.Is(err, journal.ErrKeyIgnoringFull) || errors.Is(err, journal.ErrInvalid) {
-						// The journal works: no reason to stop Run's pass
-						// or fail Resume (journalError). The flag stays, for
-						// a person or for a visit once room is made (an
-						// endpoint too long to journal never is). Not
-						// visited again at the reconcile delay, which no
-						// attempt lengthens: each visit read every endpoint
-						// and made an fsync'd commit, every 30 s, for ever.
-						recheck, what := min(c.cfg.reconcileMax, reviewRecheck), "until room is made (idem key-ignoring remove, ForgetKeyIgnoring), which Resolve needs too"
-						if errors.Is(err, journal.ErrInvalid) {
-							recheck, what = reviewRecheck, "and no visit will ask it: settle it by hand (Resolve)"
-						}
-						return d.handoff(errorf("idem: the operation stays flagged for review, its result endpoint unasked %s: %w", what, err), d.now().Add(recheck))
-					}
-					return d.handoff(&journalError{err}, time.Time{})
+					return d.flagUnjournaled(err)
 				}
 				d.ignoringKept = true
 			}
@@ -1194,6 +1177,11 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 				end.unread = d.unreadFlag()
 			}
 			rec, err = adopting(d, update)
+		} else if journal.FlaggedKeyIgnored(d.rec) {
+			// Read flagged, its endpoint not journaled: handed off as a
+			// drive that read the flag before its query is, not a
+			// journal that works failed as a broken one (Resume's error).
+			return d.flagUnjournaled(err)
 		}
 	}
 	if errors.Is(err, journal.ErrMaybeCommitted) && !storeStalled(err) {
@@ -1255,6 +1243,28 @@ func (d *driver) keepUnreadFlag() error {
 	}
 	d.ignoringKept = true
 	return nil
+}
+
+// flagUnjournaled ends a visit whose keepFlagged failed with err, the
+// operation left open and flagged. A full or refused journal of
+// endpoints is the journal working: no reason to stop Run's pass or fail
+// Resume (journalError). The flag stays, for a person or for a visit
+// once room is made (an endpoint too long to journal never is). Not
+// visited again at the reconcile delay, which no attempt lengthens: each
+// visit read every endpoint and made an fsync'd commit, every 30 s, for
+// ever.
+func (d *driver) flagUnjournaled(err error) error {
+	if d.ctx.Err() != nil {
+		return d.leave(context.Cause(d.ctx))
+	}
+	if errors.Is(err, journal.ErrKeyIgnoringFull) || errors.Is(err, journal.ErrInvalid) {
+		recheck, what := min(d.c.cfg.reconcileMax, reviewRecheck), "until room is made (idem key-ignoring remove, ForgetKeyIgnoring), which Resolve needs too"
+		if errors.Is(err, journal.ErrInvalid) {
+			recheck, what = reviewRecheck, "and no visit will ask it: settle it by hand (Resolve)"
+		}
+		return d.handoff(errorf("idem: the operation stays flagged for review, its result endpoint unasked %s: %w", what, err), d.now().Add(recheck))
+	}
+	return d.handoff(&journalError{err}, time.Time{})
 }
 
 // markIgnored is fn that first flags ReviewKeyIgnored an open record not

@@ -55,11 +55,7 @@ func TestResultQueryOfAKeyIgnoredFlagSetWhileItRanJournalsTheEndpoint(t *testing
 			s.result = func(n int, w http.ResponseWriter) {
 				if n == 1 { // x's order, queried by b's drive
 					// Replica a's Confirm (markIgnoredBeforeConfirm).
-					_, err := js.Update(t.Context(), idem.DefaultScope, "x", func(r *journal.Record) error {
-						r.Review = idem.ReviewKeyIgnored
-						return nil
-					})
-					if err == nil {
+					if flagAsReplicaA(t, js, "x") {
 						flags.Add(1)
 					}
 					orderStatus("pay_x", "settled")(w)
@@ -78,4 +74,56 @@ func TestResultQueryOfAKeyIgnoredFlagSetWhileItRanJournalsTheEndpoint(t *testing
 			closeAndResumeKnowingTheEndpoint(t, s, b, js, path)
 		})
 	}
+}
+
+// flagAsReplicaA commits replica a's flag on key, an unleased write as
+// its Confirm's (markIgnoredBeforeConfirm) is, and reports whether it
+// committed.
+func flagAsReplicaA(t *testing.T, js *journal.Store, key string) bool {
+	_, err := js.Update(t.Context(), idem.DefaultScope, key, func(r *journal.Record) error {
+		r.Review = idem.ReviewKeyIgnored
+		return nil
+	})
+	return err == nil
+}
+
+// As above, with the flag set while b's first send of x was out: replica
+// a's walk of the endpoint's open operations (flagSentTo) flags x, sent,
+// and a is killed before its save of the endpoint commits. The endpoint
+// answers x with a decline that carries no Idempotency-Status (modelled:
+// a validation error from the gateway in front of it), so b learns
+// nothing from it, and the send's settling write (submitEnd's) settles x
+// failed over the flag. Cleared unjournaled, the next process resent l.
+func TestSendOfAKeyIgnoredFlagSetWhileItRanJournalsTheEndpoint(t *testing.T) {
+	var js *journal.Store
+	var flags atomic.Int32
+	s := newKeyIgnoringCharges(t, func(n int, w http.ResponseWriter) {
+		if n == 1 && flagAsReplicaA(t, js, "x") {
+			flags.Add(1)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		_, _ = w.Write([]byte(`{"error":{"code":"2.01","messages":["card declined"]}}`))
+	})
+	charge, orders := s.srv.URL+"/api/v1/charge", s.srv.URL+"/api/v1/orders"
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	var err error
+	js, err = journal.Open(path)
+	require.NoError(t, err)
+	b, err := idem.New(js, idem.WithHTTPClient(s.srv.Client()))
+	require.NoError(t, err)
+	_, err = b.Resume(t.Context())
+	require.NoError(t, err)
+	journalSentOnce(t, js, "l", "", charge, orders)
+
+	_, _ = b.Submit(t.Context(), idem.Request{Key: "x", URL: charge, ResultURL: orders + "/x", Body: []byte(`{"amount":5,"order_id":"x"}`)})
+	require.Equal(t, []string{"x"}, s.charged(), "sends: x's one")
+	require.Equal(t, int32(1), flags.Load(), "a's flag committed while b's send was out")
+	x, err := b.Lookup(t.Context(), "", "x")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateFailed, x.State, "x settled by its decline")
+	s.mu.Lock()
+	s.keys = nil // x's send, a decline: no charge
+	s.mu.Unlock()
+	closeAndResumeKnowingTheEndpoint(t, s, b, js, path)
 }
