@@ -78,6 +78,9 @@ type call struct {
 	// stopped: the leader's own context ended (caller gone, Shutdown
 	// draining background work) before it drove the operation to an end.
 	stopped bool
+	// resolving: a Resolve holding the operation (holdForResolve), which
+	// sends nothing; another Resolve goes on beside it.
+	resolving bool
 }
 
 // New returns a Client that journals to store. Options are validated here,
@@ -584,6 +587,14 @@ type Resolution struct {
 	// it is and the error matches journal.ErrTerminal. Tools that show an
 	// operator an open operation and then resolve it should set it.
 	OnlyOpen bool
+	// Force: resolve an open operation even while it is driven (a call
+	// of this process, or another owner's live lease on a shared
+	// journal), whose request may be on the wire and may still execute;
+	// its answer, if it comes, is journaled beside the resolution and
+	// flags it for review when it contradicts it (ReviewConfirmConflict).
+	// Another owner's lease is taken over where the Store can
+	// (pgjournal's TakeOver): that owner's next write is refused.
+	Force bool
 }
 
 // Resolve settles an operation by hand. It is the only way out of a
@@ -598,6 +609,15 @@ type Resolution struct {
 // first: if it took effect, Resolve returns as if it had answered, hooks
 // called. An empty scope is the client's default (WithScope). ResourceID
 // takes at most 2048 bytes, By 255, Reason 1024.
+//
+// An open operation is resolved under a lease of this Client's (Store
+// Claim), released after. One that is being driven, by a call of this
+// process (Do, Submit, a Resume or Run visit) or by another owner's live
+// lease, is refused without Force, nothing written, with an error
+// matching journal.ErrLeased: its request may be on the wire, and a
+// resolution "failed" the caller acts on (paying again under a new key)
+// would leave two charges when it executes. Resolve again once the drive
+// or lease ends (the error says until when), or with Force.
 //
 // An open operation flagged ReviewKeyIgnored is settled only once the
 // endpoint it was flagged for is journaled (KeyIgnoringStore), as Confirm
@@ -637,8 +657,12 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 		State: r.State, ResourceID: r.ResourceID, Reason: r.Reason, By: r.By, At: c.resolutionTime(),
 		OnlyOpen: r.OnlyOpen,
 	}
+	wctx, done, err := c.holdForResolve(ctx, scope, key, r.Force)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	var rec *journal.Record
-	var err error
 	if rerr := unlessFlaggedSinceRead(func() (*journal.Record, error) {
 		return c.keepBeforeResolve(ctx, scope, key)
 	}, func(unless bool) error {
@@ -648,7 +672,7 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 		// stalled (storeStalled), so no read-back would find a
 		// resolution that took effect, and the settle func would never
 		// be told of it.
-		rec, err = c.store.Resolve(context.WithoutCancel(ctx), scope, key, manual.UnlessFlaggedKeyIgnored(unless))
+		rec, err = c.store.Resolve(context.WithoutCancel(wctx), scope, key, manual.UnlessFlaggedKeyIgnored(unless))
 		return err
 	}); rerr != nil {
 		return nil, rerr
@@ -658,6 +682,9 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	}
 	if errors.Is(err, journal.ErrTerminal) {
 		return nil, fmt.Errorf("idem: Resolve (scope %q, key %q): already settled, left as it is (resolve without OnlyOpen to correct a settled outcome): %w", scope, key, err)
+	}
+	if errors.Is(err, journal.ErrLeaseLost) {
+		return nil, fmt.Errorf("idem: Resolve (scope %q, key %q): another owner claimed the operation while it was being resolved; nothing was written: resolve it again: %w", scope, key, err)
 	}
 	if errors.Is(err, journal.ErrFlaggedKeyIgnored) {
 		// Flagged by another drive after each of the two reads: rare.

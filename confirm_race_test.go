@@ -207,6 +207,8 @@ func TestConfirmLateAnswer(t *testing.T) {
 			return c.State, err
 		}
 	}
+	// Resolutions are forced: made on purpose while the resend is on the
+	// wire, which Resolve refuses without Force.
 	resolve := func(r idem.Resolution) func(*idem.Client) (idem.State, error) {
 		return func(cl *idem.Client) (idem.State, error) {
 			_, err := cl.Resolve(context.Background(), "", "k", r)
@@ -221,8 +223,8 @@ func TestConfirmLateAnswer(t *testing.T) {
 	}{
 		{"confirmation agrees", confirm(webhookEvent(idem.StateSucceeded, "ord_000001", "evt_1")), 1, false},
 		{"confirmation contradicts", confirm(webhookEvent(idem.StateFailed, "", "evt_1")), 1, true},
-		{"resolution agrees", resolve(idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "seen in the dashboard", By: "ops"}), 0, false},
-		{"resolution contradicts", resolve(idem.Resolution{State: idem.StateFailed, Reason: "not in the dashboard", By: "ops"}), 0, true},
+		{"resolution agrees", resolve(idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "seen in the dashboard", By: "ops", Force: true}), 0, false},
+		{"resolution contradicts", resolve(idem.Resolution{State: idem.StateFailed, Reason: "not in the dashboard", By: "ops", Force: true}), 0, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

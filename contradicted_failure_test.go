@@ -125,7 +125,7 @@ func doWhileForcedFailed(t testing.TB, e *env, reason string) (*idem.Result, err
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	tr.confirm = func() error {
-		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateFailed, Reason: reason, By: "ops"})
+		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateFailed, Reason: reason, By: "ops", Force: true})
 		return err
 	}
 	op, err := c.Lookup(e.ctx, "", "k")

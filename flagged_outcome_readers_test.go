@@ -280,7 +280,7 @@ func TestSuccessContradictedByTheCallsOwnDeclineIsNoSuccess(t *testing.T) {
 	_, err := c.Submit(ctx, idem.Request{Key: "k", URL: srv.srv.URL + "/v1/payment_intents", Body: []byte(`{"amount":1250}`)})
 	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
 	tr.confirm = func() error {
-		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateSucceeded, Reason: "customer sees the charge", By: "support"})
+		_, err := c.Resolve(context.Background(), "", "k", idem.Resolution{State: idem.StateSucceeded, Reason: "customer sees the charge", By: "support", Force: true}) // while the retry is on the wire, on purpose
 		return err
 	}
 	op, err := c.Lookup(t.Context(), "", "k")

@@ -317,3 +317,85 @@ func (d *driver) adopt() bool {
 	d.lease = l
 	return true
 }
+
+// takeOverer is a Store that can take a live lease of another owner over
+// (pgjournal's TakeOver), for a resolution forced over a drive.
+type takeOverer interface {
+	TakeOver(ctx context.Context, scope, key, owner string, now, expires time.Time) (*journal.Record, journal.Lease, error)
+}
+
+// errResolving is the cause a caller joined to a Resolve is told when the
+// operation is still open after it: that caller then drives it itself.
+var errResolving = errors.New("idem: the operation was being resolved by hand")
+
+// holdForResolve makes sure no drive of the operation is under way while
+// Resolve writes: a request on the wire may still execute after a
+// resolution "failed" the caller acts on (a second payment under a new
+// key). It stands in the Client's in-flight set as a call, so that a
+// drive of this process starting meanwhile waits for it, and claims the
+// operation's lease, so that another owner's drive does not start either
+// (and one of this process that the set missed, Run's claim made before
+// its visit, is fenced before it sends). It returns the context to write
+// under and what to run after the write. Without force, a drive under
+// way is refused with an error matching journal.ErrLeased. With force, a
+// drive of this process keeps its lease, so that its late answer is
+// journaled beside the resolution (a claim would fence it and drop the
+// answer); another owner's lease is taken over where the Store can, and
+// written beside where it cannot (the bbolt journal, in-process only).
+func (c *Client) holdForResolve(ctx context.Context, scope, key string, force bool) (context.Context, func(), error) {
+	id := opID{scope, key}
+	cl := &call{mode: foreground, resolving: true}
+	c.mu.Lock()
+	cur, driving := c.inflight[id]
+	if !driving {
+		c.inflight[id] = cl
+	}
+	c.mu.Unlock()
+	if driving && cur.resolving {
+		// An operator's double-submit: the first holds the lease, and
+		// the journal keeps the two apart (OnlyOpen, resolvedAfterAll).
+		return ctx, func() {}, nil
+	}
+	if driving {
+		if !force {
+			return nil, nil, fmt.Errorf("idem: Resolve (scope %q, key %q): a call of this process (%s) drives the operation, and its request may be on the wire: nothing was written; resolve it again once that call ends, or with Force (its answer is then journaled beside the resolution): %w",
+				scope, key, c.cfg.owner, journal.ErrLeased)
+		}
+		return ctx, func() {}, nil
+	}
+	ended := func() {
+		// Joiners drive the operation themselves if it is still open.
+		cl.res, cl.err = c.current(scope, key, errResolving)
+		cl.stopped = true
+		c.endCall(id, cl)
+	}
+	claim := c.store.Claim
+	if t, ok := c.store.(takeOverer); ok && force {
+		claim = t.TakeOver
+	}
+	wctx := context.WithoutCancel(ctx)
+	now := c.cfg.clock.Now()
+	rec, l, err := claim(wctx, scope, key, c.cfg.owner, now, now.Add(c.cfg.leaseFor))
+	switch {
+	case err == nil:
+		return journal.WithLease(ctx, l), func() {
+			// Resolve settled it (the lease went with it) or failed:
+			// either way the lease has done its work; unreleased, it
+			// expires.
+			_ = c.store.Release(wctx, l)
+			ended()
+		}, nil
+	case errors.Is(err, journal.ErrLeased) && rec != nil && force:
+		return ctx, ended, nil
+	case errors.Is(err, journal.ErrLeased) && rec != nil:
+		ended()
+		return nil, nil, fmt.Errorf("idem: Resolve (scope %q, key %q): %s drives the operation, its lease running until %s (%s from now), and its request may be on the wire: nothing was written; resolve it again once the lease ends, or with Force to take it over: %w",
+			scope, key, l.Owner, l.Expires.UTC().Format(time.RFC3339), l.Expires.Sub(now).Round(time.Second), err)
+	case errors.Is(err, journal.ErrTerminal), errors.Is(err, journal.ErrNotFound):
+		// Settled (nothing drives it) or absent: Resolve says which.
+		return ctx, ended, nil
+	default:
+		ended()
+		return nil, nil, errorf("idem: Resolve (scope %q, key %q): nothing was written: %w", scope, key, withCause(ctx, err))
+	}
+}

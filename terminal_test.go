@@ -75,7 +75,7 @@ func submitResolvedInBackoff(t *testing.T) *env {
 	clk.Clock = e.clock // the client reads its clock only once calls start
 	clk.fn = func() {
 		_, err := e.client.Resolve(context.Background(), idem.DefaultScope, "k",
-			idem.Resolution{State: idem.StateFailed, Reason: "refunded by phone", By: "ops"})
+			idem.Resolution{State: idem.StateFailed, Reason: "refunded by phone", By: "ops", Force: true}) // during the drive's wait, on purpose
 		require.NoError(t, err)
 	}
 	res, _ := e.client.Submit(e.ctx, e.req("k", `{}`))
@@ -98,7 +98,7 @@ func TestSettleHookOncePerSettlement(t *testing.T) {
 	clk.Clock = e.clock
 	clk.fn = func() {
 		_, err := e.client.Resolve(context.Background(), idem.DefaultScope, "k",
-			idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_x", Reason: "seen in dashboard", By: "ops"})
+			idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_x", Reason: "seen in dashboard", By: "ops", Force: true}) // during the drive's wait, on purpose
 		require.NoError(t, err)
 	}
 	_, _ = e.client.Submit(e.ctx, e.req("k", `{}`))

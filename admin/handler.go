@@ -162,7 +162,10 @@ func clientError(err error) error {
 		// journal.ErrInvalid: a scope or key the journal cannot hold
 		// (a NUL byte, too long), the caller's to fix.
 		return &Error{http.StatusBadRequest, "bad_request", err.Error()}
-	case errors.Is(err, journal.ErrKeyIgnoringFull):
+	case errors.Is(err, journal.ErrKeyIgnoringFull), errors.Is(err, journal.ErrLeased):
+		// journal.ErrLeased: a resolution refused while the operation
+		// is driven (its request may be on the wire): to retry once the
+		// drive ends, or force.
 		// A resolution refused until the operator makes room for the
 		// endpoint its flag tells of (POST /key-ignoring/remove): the
 		// journal's state, theirs to change, not a broken handler.
@@ -490,7 +493,9 @@ type ResolveRequest struct {
 	ResourceID string `json:"resource_id,omitempty"`
 	Reason     string `json:"reason"`
 	By         string `json:"by"`
-	// Force allows changing an operation that is already settled.
+	// Force allows changing an operation that is already settled, and
+	// resolving one that is being driven, whose request may be on the
+	// wire (idem.Resolution.Force).
 	Force bool `json:"force,omitempty"`
 }
 
@@ -584,7 +589,7 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
 	// write keeps its outcome unless force was asked for.
 	_, err = h.c.Resolve(r.Context(), cur.Scope, cur.Key, idem.Resolution{
 		State: st, ResourceID: req.ResourceID, Reason: strings.TrimSpace(req.Reason), By: by,
-		OnlyOpen: !req.Force,
+		OnlyOpen: !req.Force, Force: req.Force,
 	})
 	if errors.Is(err, journal.ErrTerminal) {
 		return &Error{http.StatusConflict, "conflict", fmt.Sprintf(

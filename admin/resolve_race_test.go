@@ -27,7 +27,9 @@ type settlingStore struct {
 func (s *settlingStore) Resolve(ctx context.Context, scope, key string, m journal.Manual) (*journal.Record, error) {
 	if !s.settled {
 		s.settled = true
-		_, err := s.Update(ctx, scope, key, func(r *journal.Record) error {
+		// Unleased, as a webhook's Confirm writes: ctx carries the
+		// resolution's own lease.
+		_, err := s.Update(context.Background(), scope, key, func(r *journal.Record) error {
 			r.State, r.Review, r.Settled, r.Updated = journal.StateSucceeded, "", s.at, s.at
 			r.Result = &journal.Result{ResourceID: "ord_real", StatusCode: 201}
 			return nil

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,8 +56,10 @@ func TestResolveWhileReplicaSends(t *testing.T) {
 		name    string
 		resolve func(t *testing.T, ctx context.Context, a *idem.Client, as *pgjournal.Store, scope string)
 	}{
-		{"another replica's Resolve", func(t *testing.T, ctx context.Context, a *idem.Client, _ *pgjournal.Store, scope string) {
-			_, err := a.Resolve(ctx, scope, "k", idem.Resolution{State: idem.StateFailed, By: "ops", Reason: "stuck; customer says no charge"})
+		{"another replica's Resolve -force", func(t *testing.T, ctx context.Context, a *idem.Client, _ *pgjournal.Store, scope string) {
+			// Forced: without it, Resolve refuses B's live lease
+			// (TestResolveRefusedWhileReplicaSends).
+			_, err := a.Resolve(ctx, scope, "k", idem.Resolution{State: idem.StateFailed, By: "ops", Reason: "stuck; customer says no charge", Force: true})
 			require.NoError(t, err, "Resolve()")
 		}},
 		{"resolve -force", func(t *testing.T, ctx context.Context, _ *idem.Client, as *pgjournal.Store, scope string) {
@@ -150,4 +153,60 @@ func TestResolveWhileReplicaSends(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestResolveRefusedWhileReplicaSends: replica A's operator resolves "k"
+// "failed" while replica B's Submit of it is on the wire. A's Resolve took
+// no lease and wrote it; the customer, told "failed", paid again under a
+// new key while B's request executed: 2 orders. It is now refused under
+// B's live lease, nothing written, naming B; B settles succeeded, 1 order.
+func TestResolveRefusedWhileReplicaSends(t *testing.T) {
+	ctx := context.Background()
+	schema := openStore(t).Schema()
+	srv, err := idemtest.NewServer()
+	require.NoError(t, err)
+	t.Cleanup(srv.Close)
+	proxyURL, arrived, release := heldProxy(t, srv.URL)
+	// Let B's request go on any exit, or the proxy's Close waits for it.
+	var once sync.Once
+	let := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(let)
+	a, _ := replica(t, ctx, schema, "replica-a", srv)
+	b, _ := replica(t, ctx, schema, "replica-b", srv)
+
+	type outcome struct {
+		res *idem.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := b.Submit(ctx, idem.Request{Key: "k", URL: proxyURL + "/orders", Body: []byte(`{"amount":1}`)})
+		done <- outcome{res, err}
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B's request never reached the server")
+	}
+	_, err = a.Resolve(ctx, "", "k", idem.Resolution{State: idem.StateFailed, By: "ops", Reason: "stuck; customer says no charge"})
+	require.ErrorIs(t, err, journal.ErrLeased, "Resolve() under B's lease")
+	require.ErrorContains(t, err, "replica-b")
+	op, err := a.Lookup(ctx, "", "k")
+	require.NoError(t, err)
+	require.False(t, op.State.Terminal(), "state %s: nothing written", op.State)
+	let()
+	var got outcome
+	select {
+	case got = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B's Submit never ended")
+	}
+	require.NoError(t, got.err, "B's Submit()")
+	require.Equal(t, idem.StateSucceeded, got.res.State)
+	op, err = a.Lookup(ctx, "", "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, op.State)
+	require.False(t, op.Result.Manual, "no resolution recorded")
+	require.Equal(t, 1, submits(srv, "k"), "submits")
+	require.Equal(t, 1, srv.Effects("", "k"), "orders the server made")
 }
