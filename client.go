@@ -661,7 +661,11 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	if err != nil {
 		return nil, err
 	}
-	defer done()
+	// Let go before the hooks and the settle func, as a Run visit's
+	// settle is told outside its call: one that calls Do on the same key
+	// would join this hold and wait for it for ever.
+	release := sync.OnceFunc(done)
+	defer release()
 	var rec *journal.Record
 	if rerr := unlessFlaggedSinceRead(func() (*journal.Record, error) {
 		return c.keepBeforeResolve(ctx, scope, key)
@@ -693,6 +697,7 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	if err != nil {
 		return nil, c.lookupErr(scope, key, err)
 	}
+	release()
 	c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resolved by hand",
 		append(opAttrs(rec), slog.String("by", r.By), slog.String("reason", r.Reason))...)
 	res := newResult(rec)

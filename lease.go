@@ -351,9 +351,16 @@ func (c *Client) holdForResolve(ctx context.Context, scope, key string, force bo
 		c.inflight[id] = cl
 	}
 	c.mu.Unlock()
+	if driving && cur.resolving && !force {
+		// An operator's double-submit: the first may still be claiming
+		// the lease, which another owner's live one refuses; this one,
+		// written now, would skip that check.
+		return nil, nil, fmt.Errorf("idem: Resolve (scope %q, key %q): another resolution of the operation is under way in this process: nothing was written; resolve it again once that one ends: %w",
+			scope, key, journal.ErrLeased)
+	}
 	if driving && cur.resolving {
-		// An operator's double-submit: the first holds the lease, and
-		// the journal keeps the two apart (OnlyOpen, resolvedAfterAll).
+		// Forced: written beside the first, as beside a drive; the
+		// journal keeps the two apart (OnlyOpen, resolvedAfterAll).
 		return ctx, func() {}, nil
 	}
 	if driving {

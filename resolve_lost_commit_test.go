@@ -198,7 +198,9 @@ func (s *twinWinsCommit) Resolve(ctx context.Context, scope, key string, m journ
 // By, Reason and state. The first's commit was lost, the second committed
 // and reported; the first read the second's resolution back as its own
 // and reported it again. Each of a Client's resolutions now has its own
-// time, later than the one before.
+// time, later than the one before. The twin is forced: an unforced one is
+// refused while the first holds the operation (holdForResolve), as a
+// second replica's, on its own Client, is not.
 func TestResolveLostCommitDoesNotReportTheTwinsResolution(t *testing.T) {
 	var store *twinWinsCommit
 	e, c, reports, sent := unknownOrder(t, func(s *journal.Store) idem.Store {
@@ -207,7 +209,9 @@ func TestResolveLostCommitDoesNotReportTheTwinsResolution(t *testing.T) {
 	})
 	resolution := idem.Resolution{State: idem.StateSucceeded, ResourceID: "ord_000001", Reason: "seen in the dashboard", By: "alice", OnlyOpen: true}
 	var twinErr error
-	store.twin = func() { _, twinErr = c.Resolve(e.ctx, "", "k", resolution) }
+	forced := resolution
+	forced.Force = true
+	store.twin = func() { _, twinErr = c.Resolve(e.ctx, "", "k", forced) }
 
 	_, err := c.Resolve(e.ctx, "", "k", resolution)
 	require.Len(t, reports.results(), 1, "WithSettleFunc told once, by the twin that committed")
