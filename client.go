@@ -588,8 +588,9 @@ type Resolution struct {
 	// operator an open operation and then resolve it should set it.
 	OnlyOpen bool
 	// Force: resolve an open operation even while it is driven (a call
-	// of this process, or another owner's live lease on a shared
-	// journal), whose request may be on the wire and may still execute;
+	// of this process, another Resolve of it in this process, or another
+	// owner's live lease on a shared journal), whose request may be on
+	// the wire and may still execute;
 	// its answer, if it comes, is journaled beside the resolution and
 	// flags it for review when it contradicts it (ReviewConfirmConflict).
 	// Another owner's lease is taken over where the Store can
