@@ -216,9 +216,12 @@ type order struct {
 // payment: one delivered again after this process was killed mid-call,
 // or retried by a load balancer on another start, is paid twice while
 // Resume settles the first. Under the order's id, it finds the journaled
-// operation and its outcome instead. So the id must name this order alone,
-// for good (not a counter that starts again): a reused id with the same
-// body is answered with the earlier order's payment.
+// operation and its outcome instead, in this journal only: replicas that
+// may each be handed the order share one (pgjournal), or a copy on a
+// journal of its own may be paid twice (README, "Which journal"). So the
+// id must name this order alone, for good (not a counter that starts
+// again): a reused id with the same body is answered with the earlier
+// order's payment.
 func submitOrder(ctx context.Context, c *idem.Client, ordersURL string, o order) (*idem.Result, error) {
 	return c.Submit(ctx, idem.Request{
 		Key:  o.ID,
