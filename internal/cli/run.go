@@ -167,7 +167,9 @@ func (e *env) main(args []string) int {
 		}
 		return 2
 	default:
-		fmt.Fprintf(e.stderr, "idem: %v\n", err)
+		// The running service's Client words its errors "idem: ...", and
+		// the admin handler and -dsn's store pass them on as they are.
+		fmt.Fprintf(e.stderr, "idem: %s\n", strings.TrimPrefix(err.Error(), "idem: "))
 		return 1
 	}
 }
