@@ -7,14 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/idemkit/idem/internal/cli/clitest"
 	"github.com/idemkit/idem/journal"
 )
-
-// fullDisk is stdout redirected to a file on a full disk, as `> /dev/full`
-// is: every write fails with ENOSPC.
-type fullDisk struct{}
-
-func (fullDisk) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
 
 // prune's count is what a cron job or a runbook keeps of what it deleted.
 // Written to a stdout that failed, it was lost and prune exited 0, as if
@@ -23,13 +18,13 @@ func (fullDisk) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
 func TestPruneStdoutWriteFailureExitsNonZero(t *testing.T) {
 	f := newJournal(t)
 	var stderr bytes.Buffer
-	code := run([]string{"prune", "-journal", f.path, "-settled-before", "720h", "-dry-run"}, fullDisk{}, &stderr)
+	code := run([]string{"prune", "-journal", f.path, "-settled-before", "720h", "-dry-run"}, clitest.FullDisk{}, &stderr)
 	require.Equal(t, 1, code, stderr.String())
 	require.Contains(t, stderr.String(), "would delete 2 settled operations")
 	require.Contains(t, stderr.String(), syscall.ENOSPC.Error())
 
 	stderr.Reset()
-	code = run([]string{"prune", "-journal", f.path, "-settled-before", "720h"}, fullDisk{}, &stderr)
+	code = run([]string{"prune", "-journal", f.path, "-settled-before", "720h"}, clitest.FullDisk{}, &stderr)
 	require.Equal(t, 1, code, stderr.String())
 	require.Contains(t, stderr.String(), "deleted 2 settled operations")
 	require.Contains(t, stderr.String(), syscall.ENOSPC.Error())

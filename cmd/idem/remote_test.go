@@ -1,32 +1,18 @@
 package main
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/idemkit/idem"
-	"github.com/idemkit/idem/admin"
+	"github.com/idemkit/idem/internal/cli/clitest"
 	"github.com/idemkit/idem/journal"
 )
 
-// serveJournal opens the journal in a Client, as the running service
-// would (holding its lock), and serves the admin handler on 127.0.0.1.
-// The handler's URL is what -url takes.
-func serveJournal(t testing.TB, path string) string {
-	t.Helper()
-	c, err := idem.Open(path)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
-	mux := http.NewServeMux()
-	mux.Handle("/idem/", http.StripPrefix("/idem", admin.NewHandler(c)))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return srv.URL + "/idem/"
-}
+// serveJournal serves the journal at path as the running service would
+// (clitest.Serve); the handler's URL is what -url takes.
+func serveJournal(t testing.TB, path string) string { return clitest.Serve(t, path) }
 
 // withoutBodies drops what only file mode prints: the journaled headers
 // and bodies, which the admin handler never serves.

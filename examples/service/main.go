@@ -15,7 +15,10 @@
 //     replica of a service has its own.
 //  2. Client.Resume before taking new work: it settles what the previous
 //     process left open (here, three orders a simulated earlier process
-//     journaled and never sent), and its Summary is logged.
+//     journaled and never sent), and its Summary is logged. Start-up waits
+//     for it at most -startup (30 s); a longer Resume (a large backlog, a
+//     slow provider) goes on while the service serves, and Run settles
+//     what it leaves: a service that exits instead never serves.
 //  3. go Client.Run: the background reconciler settles what foreground calls
 //     handed off with ErrUnknownOutcome, and tells the service through the
 //     WithSettleFunc callback, the place to update the order's own record.
@@ -41,6 +44,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -53,6 +57,7 @@ func main() {
 	flag.DurationVar(&cfg.Duration, "duration", cfg.Duration, "stop by itself after this long; 0 runs until SIGINT or SIGTERM")
 	flag.DurationVar(&cfg.Every, "every", cfg.Every, "one incoming order this often")
 	flag.IntVar(&cfg.MaxOrders, "max-orders", cfg.MaxOrders, "stop taking orders after this many")
+	flag.DurationVar(&cfg.Startup, "startup", cfg.Startup, "how long start-up waits for Resume before serving beside it")
 	flag.StringVar(&cfg.OpsAddr, "ops", cfg.OpsAddr, "`address` of /metrics and of the admin handler (/idem/)")
 	flag.Parse()
 
@@ -93,7 +98,11 @@ type config struct {
 
 	MaxElapsed time.Duration // foreground budget per order
 	Drain      time.Duration // how long calls in flight may finish at shutdown
-	Startup    time.Duration // bound on Resume
+	Startup    time.Duration // how long start-up waits for Resume before serving beside it
+
+	// provider, when set, wraps the transport to the payment API (the
+	// test makes it answer slowly).
+	provider func(http.RoundTripper) http.RoundTripper
 }
 
 func defaultConfig() config {

@@ -78,9 +78,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	}
 	defer tel.provider.Shutdown(context.WithoutCancel(ctx))
 	var settledBg atomic.Int64
+	hc := srv.Client()
+	if cfg.provider != nil {
+		hc.Transport = cfg.provider(hc.Transport)
+	}
 	c, err := idem.Open(path,
 		idem.WithHooks(tel.inst.Hooks()),
-		idem.WithHTTPClient(srv.Client()),
+		idem.WithHTTPClient(hc),
 		idem.WithResultEndpoint(srv.ResultTemplate()),
 		idem.WithRequestHook(func(r *http.Request) error {
 			r.Header.Set("Authorization", token)
@@ -115,18 +119,51 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	}
 	defer stopOps()
 
-	// Start-up: settle what the last process left open, before new work.
-	sctx, cancel := context.WithTimeout(ctx, cfg.Startup)
-	rep.Resumed, err = c.Resume(sctx)
-	cancel()
-	if err != nil {
-		return rep, fmt.Errorf("resume: %w", err)
+	// Start-up: settle what the last process left open, before new work,
+	// for at most cfg.Startup. A Resume that takes longer (a backlog of
+	// thousands, a provider answering slowly) goes on while the service
+	// serves, and Run settles what it leaves. Exiting instead would never
+	// serve: the next start meets the same backlog and exits again, and
+	// each cut Resume leaves what it was sending unknown.
+	// Stopped at shutdown, as the reconciler is, not by ctx: cut at the
+	// end of -duration it would be an error.
+	resumeCtx, stopResume := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopResume()
+	type resumed struct {
+		sum idem.Summary
+		err error
 	}
-	log.Info("resumed", "visited", rep.Resumed.Visited, "succeeded", rep.Resumed.Succeeded, "failed", rep.Resumed.Failed,
-		"still_open", rep.Resumed.Processing+rep.Resumed.Unknown+rep.Resumed.Pending+rep.Resumed.Deferred,
-		"deferred_to_run", rep.Resumed.Deferred, "review", rep.Resumed.Review)
+	resumeDone := make(chan resumed, 1)
+	go func() {
+		sum, err := c.Resume(resumeCtx)
+		if err == nil {
+			log.Info("resumed", "visited", sum.Visited, "succeeded", sum.Succeeded, "failed", sum.Failed,
+				"still_open", sum.Processing+sum.Unknown+sum.Pending+sum.Deferred,
+				"deferred_to_run", sum.Deferred, "review", sum.Review)
+		}
+		resumeDone <- resumed{sum, err}
+	}()
+	var resumeRes *resumed // set once Resume has returned
+	startup := time.NewTimer(cfg.Startup)
+	select {
+	case r := <-resumeDone:
+		startup.Stop()
+		if r.err != nil {
+			// The journal cannot be read or written, or ctx ended.
+			return rep, fmt.Errorf("resume: %w", r.err)
+		}
+		resumeRes = &r
+	case <-startup.C:
+		log.Warn("resume outlasts the start-up bound: serving while it goes on; the reconciler settles what it leaves",
+			"startup", cfg.Startup)
+	case <-ctx.Done(): // stopped during start-up: shut down below
+		startup.Stop()
+	}
 
 	// The reconciler lives until shutdown, after the last call in flight.
+	// Beside a Resume still going on it drives no operation twice: each
+	// drive claims its operation first, and a held one is not claimed
+	// again.
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	runDone := make(chan error, 1)
 	go func() { runDone <- c.Run(runCtx) }()
@@ -185,8 +222,18 @@ serve:
 		<-drained
 	}
 	stopRun()
+	if resumeRes == nil {
+		// What it did not reach stays open for the next start.
+		stopResume()
+		r := <-resumeDone
+		resumeRes = &r
+	}
+	rep.Resumed = resumeRes.sum
 	if err := <-runDone; err != nil && !errors.Is(err, context.Canceled) {
 		return rep, fmt.Errorf("reconciler: %w", err)
+	}
+	if err := resumeRes.err; err != nil && !errors.Is(err, context.Canceled) {
+		return rep, fmt.Errorf("resume: %w", err)
 	}
 	open, err := c.List(context.WithoutCancel(ctx), idem.Filter{States: []idem.State{idem.StatePending, idem.StateProcessing, idem.StateUnknown}})
 	if err != nil {

@@ -66,8 +66,6 @@ func cmdPrune(e *env, args []string) (err error) {
 // it deleted: unprinted (stdout on a full disk), it is said on stderr with
 // exit status 1, not lost behind a success.
 func printCount(e *env, count string) error {
-	if _, err := fmt.Fprintln(e.stdout, count); err != nil {
-		return fmt.Errorf("%s, but printing it failed: %w", count, err)
-	}
-	return nil
+	fmt.Fprintln(e.stdout, count)
+	return e.printed(count)
 }

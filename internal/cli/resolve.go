@@ -102,8 +102,9 @@ func cmdResolve(e *env, args []string) (err error) {
 	if r.Result != nil {
 		resource = r.Result.ResourceID
 	}
-	fmt.Fprintf(e.stdout, "resolved operation %s in scope %s: %s -> %s\n",
+	done := fmt.Sprintf("resolved operation %s in scope %s: %s -> %s",
 		clean(r.Key), clean(r.Scope), clean(string(from)), clean(string(r.State)))
+	fmt.Fprintln(e.stdout, done)
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 1, ' ', 0)
 	fmt.Fprintf(tw, "  ref:\t%s\n", clean(r.Ref))
 	fmt.Fprintf(tw, "  resource id:\t%s\n", clean(resource))
@@ -111,7 +112,10 @@ func cmdResolve(e *env, args []string) (err error) {
 	fmt.Fprintf(tw, "  by:\t%s\n", clean(m.By))
 	fmt.Fprintf(tw, "  at:\t%s\n", stamp(m.At))
 	fmt.Fprintf(tw, "  attempts:\t%d\n", len(r.Attempts))
-	return tw.Flush()
+	_ = tw.Flush() // its error is out's, which printed reports
+	// The resolution is written: the operator must not take a lost
+	// confirmation for a resolution that failed, and resolve again.
+	return e.printed(done + "; the resolution is journaled")
 }
 
 // The bounds the Client's Resolve and the journal set on a resolution:

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/idemkit/idem"
@@ -97,7 +98,8 @@ var commands = []*command{
 // clock and the global flags.
 type env struct {
 	ctx    context.Context
-	stdout io.Writer
+	stdout io.Writer // out, the command's stdout
+	out    *output
 	stderr io.Writer
 	getenv func(string) string
 	now    func() time.Time
@@ -115,10 +117,12 @@ type env struct {
 // run runs the idem command with args (without the program name) and
 // returns the process's exit status.
 func run(args []string, stdout, stderr io.Writer, modes ...Mode) int {
+	out := &output{w: stdout}
 	e := &env{
 		modes:       modes,
 		ctx:         context.Background(),
-		stdout:      stdout,
+		stdout:      out,
+		out:         out,
 		stderr:      stderr,
 		getenv:      os.Getenv,
 		now:         time.Now,
@@ -155,10 +159,19 @@ func (e *env) main(args []string) int {
 	} else {
 		err = &usageError{msg: err.Error()}
 	}
-	var ue *usageError
+	var (
+		ue *usageError
+		up *unprintedError
+	)
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
+	case errors.As(err, &up) && up.done == "" && errors.Is(up.err, syscall.EPIPE):
+		// The reader of a pipe went away (idem list | head -1): its
+		// going is the pipeline's doing, and nothing the command did is
+		// lost with the output. Exit non-zero quietly, as Go's runtime
+		// does by SIGPIPE for the real stdout.
+		return 1
 	case errors.As(err, &ue):
 		if ue.cmd == "" {
 			fmt.Fprintf(e.stderr, "idem: %s\nRun 'idem -h' for usage.\n", ue.msg)
@@ -167,7 +180,9 @@ func (e *env) main(args []string) int {
 		}
 		return 2
 	default:
-		fmt.Fprintf(e.stderr, "idem: %v\n", err)
+		// The running service's Client words its errors "idem: ...", and
+		// the admin handler and -dsn's store pass them on as they are.
+		fmt.Fprintf(e.stderr, "idem: %s\n", strings.TrimPrefix(err.Error(), "idem: "))
 		return 1
 	}
 }
@@ -187,11 +202,61 @@ func (e *env) dispatch(args []string) error {
 	for _, c := range commands {
 		if c.name == name {
 			e.cmd = c
-			return c.run(e, args)
+			err := c.run(e, args)
+			var up *unprintedError
+			if e.out.err != nil && !errors.As(err, &up) && (err == nil || errors.Is(err, e.out.err)) {
+				err = e.printed("")
+			}
+			return err
 		}
 	}
 	return usagef("", "unknown command %q", name)
 }
+
+// output is the command's stdout, keeping the first write error: a
+// command prints in many writes and checks none of them.
+type output struct {
+	w   io.Writer
+	err error
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	if o.err != nil {
+		return 0, o.err
+	}
+	n, err := o.w.Write(p)
+	if err != nil {
+		o.err = err
+	}
+	return n, err
+}
+
+// printed returns, once a command has printed, an error if its stdout
+// failed (a full disk, a reader gone): an answer lost is not a success
+// (exit status 1). done, if not empty, says what the command did all the
+// same, which the error carries to stderr: the output may have been the
+// operator's one record of it (prune's count, resolve's confirmation).
+func (e *env) printed(done string) error {
+	if e.out.err == nil {
+		return nil
+	}
+	return &unprintedError{done: done, err: e.out.err}
+}
+
+// unprintedError is printed's error.
+type unprintedError struct {
+	done string
+	err  error
+}
+
+func (u *unprintedError) Error() string {
+	if u.done == "" {
+		return "printing the output failed: " + u.err.Error()
+	}
+	return u.done + ", but printing it failed: " + u.err.Error()
+}
+
+func (u *unprintedError) Unwrap() error { return u.err }
 
 func (e *env) globalFlags(fs *flag.FlagSet) {
 	fs.StringVar(&e.journal, "journal", e.journal, "the journal file's `path` (default $IDEM_JOURNAL)")
