@@ -245,6 +245,14 @@ func (t *tally) add(res *idem.Result, err error) error {
 		// copy), or the server answered for another request under its key.
 		// Never pay it again.
 		t.review++
+	case errors.Is(err, idem.ErrFailed) && errors.Is(err, idem.ErrKeyConflict):
+		// The server refused the order's id as a key used with another
+		// body: an earlier call for this order, in other bytes (a newer
+		// release's, a replica's on its own journal), which may have
+		// paid. Not "refused": a person looks the order up under its id,
+		// at the provider and in the journal that holds its first call.
+		// Never pay it again under a new key.
+		t.review++
 	case errors.Is(err, idem.ErrUnknownOutcome):
 		// Tell the customer "accepted, confirming"; Run settles it.
 		t.handedOff++
