@@ -262,7 +262,8 @@ func (t *tally) add(res *idem.Result, err error) error {
 	default:
 		// Nothing journaled, nothing sent: an id idem refuses as a key
 		// (ErrInvalidRequest), or one its journal holds for another
-		// order's request (ErrKeyConflict).
+		// request (ErrKeyConflict): this order's earlier call, in other
+		// bytes, whose state Lookup shows. Never pay it under a new key.
 		return err
 	}
 	return nil
