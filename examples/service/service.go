@@ -292,6 +292,14 @@ func (t *tally) add(res *idem.Result, err error) error {
 		// copy), or the server answered for another request under its key.
 		// Never pay it again.
 		t.review++
+	case errors.Is(err, idem.ErrFailed) && errors.Is(err, idem.ErrKeyConflict):
+		// The server refused the order's id as a key used with another
+		// body: an earlier call for this order, in other bytes (a newer
+		// release's, a replica's on its own journal), which may have
+		// paid. Not "refused": a person looks the order up under its id,
+		// at the provider and in the journal that holds its first call.
+		// Never pay it again under a new key.
+		t.review++
 	case errors.Is(err, idem.ErrUnknownOutcome):
 		// Tell the customer "accepted, confirming"; Run settles it.
 		t.handedOff++
@@ -301,7 +309,8 @@ func (t *tally) add(res *idem.Result, err error) error {
 	default:
 		// Nothing journaled, nothing sent: an id idem refuses as a key
 		// (ErrInvalidRequest), or one its journal holds for another
-		// order's request (ErrKeyConflict).
+		// request (ErrKeyConflict): this order's earlier call, in other
+		// bytes, whose state Lookup shows. Never pay it under a new key.
 		return err
 	}
 	return nil
