@@ -38,6 +38,12 @@ func newStripeProvider(t *testing.T) *stripeProvider {
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		key := r.Header.Get("Idempotency-Key")
+		if r.Method != http.MethodPost {
+			// Only a payment's POST charges; idem's probe of the host's
+			// clock (a HEAD, read for its Date) makes nothing.
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		first, held := p.bodies[key]
@@ -109,12 +115,7 @@ func TestAnOrderDeliveredAgainInOtherBytesGoesToAPerson(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	res, err := b.Submit(ctx, idem.Request{
-		Key:  o.ID,
-		Ref:  fmt.Sprintf("order-%d", o.N),
-		URL:  ordersURL,
-		Body: fmt.Appendf(nil, `{"order":%d,"amount":%d,"currency":"EUR","delivered_at":"2026-12-07T20:15:00Z"}`, o.N, 500+o.N),
-	})
+	res, err := submitStamped(ctx, b, ordersURL, o, "2026-12-07T20:15:00Z")
 	if !errors.Is(err, idem.ErrFailed) || !errors.Is(err, idem.ErrKeyConflict) {
 		t.Fatalf("B: err = %v; want ErrFailed with ErrKeyConflict (Stripe's idempotency_error)", err)
 	}
@@ -134,5 +135,77 @@ func TestAnOrderDeliveredAgainInOtherBytesGoesToAPerson(t *testing.T) {
 
 	if n := p.chargeCount(); n != 1 {
 		t.Errorf("Stripe charged order 7 %d times; want 1 (A's payment, which stands)", n)
+	}
+}
+
+// submitStamped is submitOrder as a release would send it that stamps
+// each delivery's time in the body: the same order, in other bytes.
+func submitStamped(ctx context.Context, c *idem.Client, ordersURL string, o order, deliveredAt string) (*idem.Result, error) {
+	return c.Submit(ctx, idem.Request{
+		Key:  o.ID,
+		Ref:  fmt.Sprintf("order-%d", o.N),
+		URL:  ordersURL,
+		Body: fmt.Appendf(nil, `{"order":%d,"amount":%d,"currency":"EUR","delivered_at":%q}`, o.N, 500+o.N, deliveredAt),
+	})
+}
+
+// The service is killed while it pays order 7 (Stripe charged it, the
+// answer was lost); the next start, a release that stamps each delivery
+// in the body, resumes it on the same journal (settled succeeded), and
+// the queue delivers the order again, never acked. Its id finds the
+// journal's earlier call in other bytes: ErrKeyConflict, res nil, nothing
+// sent. That is no "nothing journaled": answered as an error, the
+// consumer leaves the message unacked and the queue delivers it again,
+// each time refused the same way, for ever (README's default case would
+// even retry it under a new key: a second charge). The order's earlier
+// call stands, so a person looks it up under its id, and the delivery is
+// answered once.
+func TestAnOrderDeliveredAgainInOtherBytesToItsJournalGoesToAPerson(t *testing.T) {
+	p := newStripeProvider(t)
+	ordersURL := p.srv.URL + "/orders"
+	path := filepath.Join(t.TempDir(), "service.journal")
+	o := order{ID: "order-7", N: 7}
+
+	callCtx, kill := context.WithCancel(context.Background())
+	defer kill()
+	first, err := idem.Open(path,
+		idem.WithHTTPClient(&http.Client{Transport: killAfterSubmit{base: p.srv.Client().Transport, kill: kill}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := submitStamped(callCtx, first, ordersURL, o, "2026-12-07T20:00:00Z"); !errors.Is(err, idem.ErrUnknownOutcome) {
+		t.Fatalf("first start: err = %v; want ErrUnknownOutcome (killed mid-call)", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx := context.Background()
+	next, err := idem.Open(path, idem.WithHTTPClient(p.srv.Client()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	if sum, err := next.Resume(ctx); err != nil || sum.Succeeded != 1 {
+		t.Fatalf("Resume: %+v, %v; want the order's earlier call settled succeeded", sum, err)
+	}
+
+	// The queue delivers the order until its consumer answers it; 5
+	// deliveries stand for "for ever".
+	var calls tally
+	deliveries := 0
+	for acked := false; !acked && deliveries < 5; {
+		deliveries++
+		res, err := submitStamped(ctx, next, ordersURL, o, fmt.Sprintf("2026-12-07T20:%02d:00Z", 15+deliveries))
+		if deliveries == 1 && (!errors.Is(err, idem.ErrKeyConflict) || errors.Is(err, idem.ErrFailed) || res != nil) {
+			t.Fatalf("delivery 1: %+v, %v; want the journal's ErrKeyConflict, res nil", res, err)
+		}
+		acked = calls.add(res, err) == nil
+	}
+	if deliveries != 1 || calls != (tally{review: 1}) {
+		t.Errorf("the order was delivered %d times, answered %+v; want once, for a person", deliveries, calls)
+	}
+	if n := p.chargeCount(); n != 1 {
+		t.Errorf("Stripe charged order 7 %d times; want 1", n)
 	}
 }

@@ -200,6 +200,11 @@ serve:
 			defer mu.Unlock()
 			if err := calls.add(res, err); err != nil {
 				log.Error("order not journaled", "order", n, "err", err)
+			} else if errors.Is(err, idem.ErrKeyConflict) && !errors.Is(err, idem.ErrNeedsReview) {
+				// No flag in the journal lists it for a person (the
+				// admin handler lists flagged ones): this line does.
+				log.Warn("order for a person: its id is held by an earlier call in other bytes; look it up under the id",
+					"order", n, "key", o.ID, "err", err)
 			}
 		}()
 	}
@@ -292,13 +297,17 @@ func (t *tally) add(res *idem.Result, err error) error {
 		// copy), or the server answered for another request under its key.
 		// Never pay it again.
 		t.review++
-	case errors.Is(err, idem.ErrFailed) && errors.Is(err, idem.ErrKeyConflict):
-		// The server refused the order's id as a key used with another
-		// body: an earlier call for this order, in other bytes (a newer
-		// release's, a replica's on its own journal), which may have
-		// paid. Not "refused": a person looks the order up under its id,
-		// at the provider and in the journal that holds its first call.
-		// Never pay it again under a new key.
+	case errors.Is(err, idem.ErrKeyConflict):
+		// The order's id is a key used with another body: an earlier
+		// call for this order, in other bytes (a newer release's, a
+		// replica's on its own journal), which may have paid. The server
+		// refused it (ErrFailed), or this journal holds that call (res
+		// nil, nothing sent; the error's State is the call's). Not
+		// "refused", nor "not journaled": an error would leave a queue's
+		// message unacked, delivered again and refused so for ever. A
+		// person looks the order up under its id, at the provider and in
+		// the journal that holds its first call (Lookup). Never pay it
+		// again under a new key.
 		t.review++
 	case errors.Is(err, idem.ErrUnknownOutcome):
 		// Tell the customer "accepted, confirming"; Run settles it.
@@ -308,9 +317,8 @@ func (t *tally) add(res *idem.Result, err error) error {
 		t.settled++
 	default:
 		// Nothing journaled, nothing sent: an id idem refuses as a key
-		// (ErrInvalidRequest), or one its journal holds for another
-		// request (ErrKeyConflict): this order's earlier call, in other
-		// bytes, whose state Lookup shows. Never pay it under a new key.
+		// (ErrInvalidRequest), a closed client, a journal that refused
+		// the write.
 		return err
 	}
 	return nil
