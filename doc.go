@@ -35,10 +35,11 @@
 //	case err == nil: // res.State == StateSucceeded, res.ResourceID
 //	case errors.Is(err, idem.ErrUnknownOutcome): // journaled; Run settles it,
 //		// or a person (ErrNeedsReview: res.Review); never a new key
-//	case errors.Is(err, idem.ErrFailed) && errors.Is(err, idem.ErrKeyConflict):
-//		// the key refused as used with another body: under an order-id
-//		// key, an earlier call for this order, which may have paid; look
-//		// it up under the key, never pay it again under a new one
+//	case errors.Is(err, idem.ErrKeyConflict):
+//		// the key used with another body, refused by the server
+//		// (ErrFailed) or held so by the journal (res nil): under an
+//		// order-id key, an earlier call for this order, which may have
+//		// paid; look it up under the key, never pay it again under a new one
 //	case errors.Is(err, idem.ErrFailed): // the server refused it: res.Reason
 //	}
 //
