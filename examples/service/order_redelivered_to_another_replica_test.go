@@ -89,7 +89,7 @@ func replica(t *testing.T, path string, p *forgettingProvider) *idem.Client {
 // succeeded with nothing flagged. On the journal A used, which replicas
 // share through pgjournal (modelled here by B's delivery reaching that
 // journal's Client), the order is found paid and nothing is sent. README's
-// "Use" says so.
+// "Which journal" says so.
 func TestAnOrderRedeliveredToAnotherReplica(t *testing.T) {
 	o := order{ID: "order-42", N: 42}
 	start := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
