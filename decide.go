@@ -2544,7 +2544,7 @@ func versionConflict(body []byte) bool {
 	return false
 }
 
-// conditionalUpdate reports whether a submit's journaled header makes it
+// conditionalUpdate reports whether a submit's header as sent makes it
 // conditional on the target's current version (If-Match, or
 // If-Unmodified-Since): its 412 Precondition Failed (RFC 9110 15.5.13)
 // says the version moved since the update was built, as commercetools'
@@ -2575,7 +2575,7 @@ func conditionalUpdate(method string, h http.Header) bool {
 	return len(h["If-Unmodified-Since"]) > 0
 }
 
-// conditionalCreate reports whether a submit's journaled header makes it
+// conditionalCreate reports whether a submit's header as sent makes it
 // create-only (If-None-Match: *, RFC 9110 13.1.2): its 412 says the
 // target exists, Amazon S3's answer to a conditional write "if the
 // object key name does already exist"
