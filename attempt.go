@@ -60,6 +60,13 @@ type exchange struct {
 	// by the request hook: a server may quote them in its answer, and
 	// they are blanked in all that is recorded of it (blankSent).
 	sent []string
+	// ifVersion and ifAbsent: the submit as sent, after the request
+	// hook, was conditional on its target's version (conditionalUpdate)
+	// or create-only (conditionalCreate). A hook may put on an If-Match
+	// it fetches per attempt, or a signer the conditional headers it
+	// signs, which the journal does not hold: their 412 is read by what
+	// the server was sent.
+	ifVersion, ifAbsent bool
 }
 
 // drainLimit is how much of an over-long body is read away so the
@@ -173,6 +180,10 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 		}
 	}
 	sent := sentSecrets(path, rawQuery, c.cfg.keyHeader, req)
+	var ifVersion, ifAbsent bool
+	if !query {
+		ifVersion, ifAbsent = conditionalUpdate(req.Method, req.Header), conditionalCreate(req.Header)
+	}
 	if once != resendFree {
 		// net/http sends a request with an Idempotency-Key header again,
 		// on a fresh connection, when a reused one dies after it was
@@ -202,7 +213,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	resp, err := c.hc.Do(req)
 	// Only a first copy that was written whole may have executed: net/http
 	// also retries a request it never wrote (a dead idle connection).
-	ex := exchange{wrote: tr.wrote.Load(), resent: tr.resent.Load(), sentQuery: req.URL.RawQuery, sent: sent}
+	ex := exchange{wrote: tr.wrote.Load(), resent: tr.resent.Load(), sentQuery: req.URL.RawQuery, sent: sent, ifVersion: ifVersion, ifAbsent: ifAbsent}
 	if err != nil {
 		// net/http's *url.Error quotes the URL as sent, with whatever the
 		// request hook added (an API key in the query string): that text
@@ -1097,7 +1108,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 	}
 	if !query && !a.keyIgnored && !a.stored() && c.cfg.keyHeader != "" && !slices.Contains(c.cfg.conflictStatus, ex.status) {
 		paid, exists := paidRefusal(rec, a.verdict, ex.status, ex.body, name)
-		if a.verdict == Rejected && ex.status == http.StatusPreconditionFailed && conditionalCreate(rec.Header) {
+		if a.verdict == Rejected && ex.status == http.StatusPreconditionFailed && ex.ifAbsent {
 			// A create-only request's 412 is its "already exists" in
 			// standard form, and what exists may be a copy of ours.
 			paid, exists = true, true
@@ -1114,7 +1125,7 @@ func (c *Client) answerOf(rec *journal.Record, ex exchange, query bool) answer {
 		}
 	}
 	a.versionMoved = !query && a.verdict == Rejected &&
-		(ex.status == http.StatusConflict && versionConflict(ex.body) || ex.status == http.StatusPreconditionFailed && conditionalUpdate(rec.Method, rec.Header))
+		(ex.status == http.StatusConflict && versionConflict(ex.body) || ex.status == http.StatusPreconditionFailed && ex.ifVersion)
 	if a.inFlight = refusalInFlight(a.verdict, ex.status, ex.header, ex.body, name); !a.inFlight && !a.orderPaid {
 		a.keyConflict = c.keyConflict(a.verdict, ex.status, ex.body, name, rec)
 		a.differs = a.keyConflict && (slices.Contains(c.cfg.conflictStatus, ex.status) || saysRequestDiffers(ex.body, name))

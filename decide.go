@@ -611,11 +611,15 @@ const (
 
 // orderHeld are the words, ask and hint of orderPaidMeaning's refusal, by
 // what the server said of the order: paid, or (a create's) existing; and
-// of a first attempt's versionMoved refusal (versionMovedHeld).
-var orderHeld = [...]struct{ words, ask, hint string }{
-	{orderPaidWords, orderPaidAsk, orderPaidHint},
-	{orderExistsWords, orderExistsAsk, orderExistsHint},
-	{versionMovedWords, versionMovedAsk, versionMovedHint},
+// of a first attempt's versionMoved refusal (versionMovedHeld). notFound
+// and expired label the result endpoint's "not found" for the key past
+// the lag (orderPaidNotFound) and past the key window
+// (orderPaidNotFoundWithin) in the attempt's log: a version conflict
+// logged as "order_paid" sends whoever reads it after a payment.
+var orderHeld = [...]struct{ words, ask, hint, notFound, expired string }{
+	{orderPaidWords, orderPaidAsk, orderPaidHint, "order_paid_not_found", "order_paid_key_expired"},
+	{orderExistsWords, orderExistsAsk, orderExistsHint, "order_paid_not_found", "order_paid_key_expired"},
+	{versionMovedWords, versionMovedAsk, versionMovedHint, "version_moved_not_found", "version_moved_key_expired"},
 }
 
 // versionMovedHeld is versionMovedWords' index in orderHeld.
@@ -659,13 +663,13 @@ func orderPaidError(rec *journal.Record) error {
 // ours under the key executed, and another request paid (or made) the
 // order. Its reason is the server's, journaled with the refusal.
 func orderPaidNotFound(rec *journal.Record) judgment {
-	reason, hint := "", orderPaidHint
+	reason, h := "", orderHeld[0]
 	if err, k, ok := lastOrderHeld(rec); ok {
-		h := orderHeld[k]
-		reason, hint = strings.TrimSuffix(strings.TrimPrefix(err, h.words+": "), h.ask), h.hint
+		h = orderHeld[k]
+		reason = strings.TrimSuffix(strings.TrimPrefix(err, h.words+": "), h.ask)
 	}
-	return judgment{move: moveSettle, label: "order_paid_not_found",
-		out: Outcome{State: StateFailed, Reason: reason + hint}}
+	return judgment{move: moveSettle, label: h.notFound,
+		out: Outcome{State: StateFailed, Reason: reason + h.hint}}
 }
 
 // orderPaidNotFoundWithin is the judgment of the result endpoint's "not
@@ -691,7 +695,8 @@ func orderPaidNotFoundWithin(j judgment, rec *journal.Record, p past, start time
 			return orderPaidNotFound(rec)
 		}
 	}
-	return judgment{move: moveReview, label: "order_paid_key_expired", review: ReviewKeyExpired}
+	_, k, _ := lastOrderHeld(rec)
+	return judgment{move: moveReview, label: orderHeld[k].expired, review: ReviewKeyExpired}
 }
 
 // orderPaidHint follows the reason of a payment refused because its
@@ -2544,7 +2549,7 @@ func versionConflict(body []byte) bool {
 	return false
 }
 
-// conditionalUpdate reports whether a submit's journaled header makes it
+// conditionalUpdate reports whether a submit's header as sent makes it
 // conditional on the target's current version (If-Match, or
 // If-Unmodified-Since): its 412 Precondition Failed (RFC 9110 15.5.13)
 // says the version moved since the update was built, as commercetools'
@@ -2575,7 +2580,7 @@ func conditionalUpdate(method string, h http.Header) bool {
 	return len(h["If-Unmodified-Since"]) > 0
 }
 
-// conditionalCreate reports whether a submit's journaled header makes it
+// conditionalCreate reports whether a submit's header as sent makes it
 // create-only (If-None-Match: *, RFC 9110 13.1.2): its 412 says the
 // target exists, Amazon S3's answer to a conditional write "if the
 // object key name does already exist"

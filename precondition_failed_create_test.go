@@ -91,18 +91,7 @@ func TestPreconditionFailedToACreateOnlyPutBehindARetryingMeshIsNoFailure(t *tes
 		sidecar := retryingSidecar(t, s.serve)
 		c := clientFor(t, sidecar, idemtest.NewClock(epoch))
 		res, err := c.Submit(t.Context(), createPayout(sidecar.URL, false))
-		requireOrderExistsUnknown(t, res, err, "pre-conditions you specified did not hold")
-		require.Equal(t, 1, res.Attempts)
-		sum, err := c.Resume(t.Context())
-		require.NoError(t, err)
-		require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		require.Equal(t, map[string]string{"po_1": "k"}, s.made)
-		require.Len(t, s.puts, 2, "ours and the sidecar's copy, nothing resent")
-		for _, h := range s.puts {
-			require.Equal(t, "k", h.Get("Idempotency-Key"))
-		}
+		requireCopiedCreateForAPerson(t, c, s, res, err)
 	})
 	t.Run("result endpoint", func(t *testing.T) {
 		s := &createOnly{lose: true, made: map[string]string{}}
@@ -118,6 +107,28 @@ func TestPreconditionFailedToACreateOnlyPutBehindARetryingMeshIsNoFailure(t *tes
 		require.Len(t, s.puts, 2)
 		require.Equal(t, 1, s.queries)
 	})
+}
+
+// requireCopiedCreateForAPerson asserts that create-only payout k, made
+// by our PUT and refused 412 to the sidecar's copy at its first attempt
+// (res, err), is unknown and left for a person, never failed: 1 payout,
+// made under k, 2 PUTs carrying k and If-None-Match: *, and Resume sends
+// nothing and leaves it so.
+func requireCopiedCreateForAPerson(t *testing.T, c *idem.Client, s *createOnly, res *idem.Result, err error) {
+	t.Helper()
+	requireOrderExistsUnknown(t, res, err, "pre-conditions you specified did not hold")
+	require.Equal(t, 1, res.Attempts)
+	sum, err := c.Resume(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, sum.Review, "still for a person: %+v", sum)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, map[string]string{"po_1": "k"}, s.made)
+	require.Len(t, s.puts, 2, "ours and the sidecar's copy, nothing resent")
+	for _, h := range s.puts {
+		require.Equal(t, "k", h.Get("Idempotency-Key"))
+		require.Equal(t, "*", h.Get("If-None-Match"))
+	}
 }
 
 // A payout another request made under its own key: k's create-only PUT

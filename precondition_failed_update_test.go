@@ -96,10 +96,18 @@ func TestPreconditionFailedBehindARetryingMeshIsNoFailure(t *testing.T) {
 	c := clientFor(t, sidecar, idemtest.NewClock(epoch))
 	res, err := c.Submit(t.Context(), updateRequest(sidecar.URL, false))
 	requireVersionRefusalForAPerson(t, c, res, err, "The resource state has changed")
+	s.requireOurCopyApplied(t)
+}
+
+// requireOurCopyApplied asserts that s applied one update, ours, and got
+// two PUTs, ours and the sidecar's copy, both under key k and on token
+// 1: nothing resent.
+func (s *tokenGuarded) requireOurCopyApplied(t *testing.T) {
+	t.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	require.Equal(t, 1, s.applied, "updates applied")
-	require.Len(t, s.puts, 2, "ours and the sidecar's copy")
+	require.Len(t, s.puts, 2, "ours and the sidecar's copy, nothing resent")
 	for _, h := range s.puts {
 		require.Equal(t, "k", h.Get("Idempotency-Key"))
 		require.Equal(t, `"1"`, h.Get("If-Match"))
