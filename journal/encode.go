@@ -109,6 +109,14 @@ func encode(dst []byte, r *Record) []byte {
 // in it, without reading the record again; and the body's bytes in it.
 // Both slices are capped.
 func encodeHeader(dst []byte, r *Record) (enc, header, body []byte) {
+	return encodeHeaderAs(dst, r, nil)
+}
+
+// encodeHeaderAs is encodeHeader given, unless it is nil, r.Header's
+// encoding (appendHeader's bytes, which it writes as they are): an owned
+// Update's record keeps the header the stored bytes hold (updateOp.run),
+// whose map a settle would otherwise walk, sort and write out again.
+func encodeHeaderAs(dst []byte, r *Record, known []byte) (enc, header, body []byte) {
 	size := 3 + 1 + len(r.Review) + len(r.Scope) + len(r.Key) + len(r.Ref) + len(r.Method) +
 		len(r.URL) + len(r.QueryURL) + len(r.Body) + 32 + 16*6 + 48*len(r.Attempts) + 1 + 64*len(r.Confirmations) + len(r.Trace) + 1 + len(r.KeyPlacement) + 1
 	// The names are gathered for appendHeader as they are counted: one
@@ -116,11 +124,15 @@ func encodeHeader(dst []byte, r *Record) (enc, header, body []byte) {
 	// request has: this runs on every write.
 	var small [8]string
 	names := small[:0]
-	for k, vs := range r.Header {
-		names = append(names, k)
-		size += len(k) + 2
-		for _, v := range vs {
-			size += len(v) + 2
+	if known != nil {
+		size += len(known)
+	} else {
+		for k, vs := range r.Header {
+			names = append(names, k)
+			size += len(k) + 2
+			for _, v := range vs {
+				size += len(v) + 2
+			}
 		}
 	}
 	if r.Result != nil {
@@ -137,7 +149,11 @@ func encodeHeader(dst []byte, r *Record) (enc, header, body []byte) {
 	dst = appendString(dst, r.URL)
 	dst = appendString(dst, r.QueryURL)
 	hs := len(dst)
-	dst = appendHeaderNames(dst, r.Header, names)
+	if known != nil {
+		dst = append(dst, known...)
+	} else {
+		dst = appendHeaderNames(dst, r.Header, names)
+	}
 	he := len(dst)
 	dst = appendBytes(dst, r.Body)
 	be := len(dst)

@@ -3,6 +3,7 @@ package journal
 import (
 	"bytes"
 	"net/http"
+	"reflect"
 )
 
 // requestLike reads the request's strings and header (Review through the
@@ -68,4 +69,11 @@ func (d *decoder) headerIs(h http.Header) bool {
 		}
 	}
 	return d.err == nil
+}
+
+// sameHeaderMap reports whether a and b are one map, not two that hold
+// the same: what a map's contents were when compared says nothing of a
+// second map's since.
+func sameHeaderMap(a, b http.Header) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }

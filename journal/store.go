@@ -989,7 +989,15 @@ func (u *updateOp) run(v *view, req *request) error {
 	// map in place): equal encoded headers are equal headers. Only
 	// when they differ is the stored one decoded again, so that
 	// validateChange reports the first rule broken, as ever.
-	enc, encHeader, encBody := encodeHeader(nil, r)
+	//
+	// The client's own fns never change the header map (internal/owned):
+	// one that is still the client's copy's, which decode took because
+	// the stored bytes hold it (requestLike), is written as those bytes.
+	var known []byte
+	if u.like != nil && len(r.Header) > 0 && sameHeaderMap(r.Header, u.like.Header) {
+		known = header
+	}
+	enc, encHeader, encBody := encodeHeaderAs(nil, r, known)
 	if bytes.Equal(encHeader, header) {
 		was.Header = r.Header
 	} else if old, err := decode(cur); err == nil {
