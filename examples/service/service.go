@@ -161,9 +161,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	}
 
 	// The reconciler lives until shutdown, after the last call in flight.
-	// Beside a Resume still going on it drives no operation twice: each
-	// drive claims its operation first, and a held one is not claimed
-	// again.
+	// Beside a Resume still going on, no operation is driven twice at
+	// once: Run's pass claims none whose lease a drive holds, this
+	// Client's included, and a drive of an operation already under way
+	// in this Client joins that drive. (Resume's claim, unlike Run's,
+	// takes its own owner's lease anew: one Run claimed but has not yet
+	// started is fenced, and Run's visit of it joins Resume's or is
+	// refused its first write, before any send.)
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	runDone := make(chan error, 1)
 	go func() { runDone <- c.Run(runCtx) }()
