@@ -240,7 +240,11 @@ func WithHTTPClient(hc *http.Client) Option {
 
 // WithRequestHook runs fn on every outgoing request (submits and result
 // queries) just before it is sent: the place to add credentials, which are
-// never journaled or logged. An error from fn counts as "not sent".
+// never journaled or logged. An error from fn counts as "not sent". Not the
+// place for a precondition fetched per attempt (the resource's current
+// ETag in If-Match): a resend after a lost answer would carry the version
+// the first copy moved to, and a server that checks it but not the key
+// applies the update twice. Journal it in Request.Header instead.
 func WithRequestHook(fn func(*http.Request) error) Option {
 	return optionFunc(func(c *config) { c.hook = fn })
 }
