@@ -812,10 +812,16 @@ func (d *driver) submit() (step, error) {
 	}
 	number := attemptCount(d.rec)
 	if block := d.blockSince(committed, number); block != nil {
-		// Not sent, and closed as such (flag): the flag is kept as it was
-		// written.
+		// Not sent, and closed as such (flag, handoff, leave): the flag
+		// is kept as it was written.
 		d.preRecorded = true
-		return step{}, d.flag(block.reason, block.cause)
+		switch {
+		case block.reason != "":
+			return step{}, d.flag(block.reason, block.cause)
+		case d.ctx.Err() != nil:
+			return step{}, d.leave(context.Cause(d.ctx))
+		}
+		return step{}, d.handoff(block.cause, time.Time{})
 	}
 	d.exchanges++
 	d.submits++
@@ -959,7 +965,11 @@ func (e *submitEnd) apply(r *journal.Record) {
 //
 // And by what this process learnt of the endpoint meanwhile: another
 // operation's answer to it may have come while this attempt was
-// journaled, and what may have executed would execute again.
+// journaled, and what may have executed would execute again. Or what
+// the journal's endpoints say, read again after the commit (one read per
+// resend of what may have executed, to an endpoint not known): another
+// replica's save of it does not flag this record. A block with no
+// reason (the read failed) is handed off unsent, as resendBlock's is.
 func (d *driver) blockSince(committed bool, number int) *blocked {
 	c := d.c
 	var block *blocked
@@ -971,10 +981,24 @@ func (d *driver) blockSince(committed bool, number int) *blocked {
 	if block != nil && block.reason == ReviewKeyIgnored {
 		c.ignoring.relearn(d.rec)
 	}
-	if block == nil && !d.keyIgnored && c.ignoring.has(d.rec) && pastOf(d.rec, number).maybeExecuted {
-		block = &blocked{ReviewKeyIgnored, ErrNeedsReview}
+	if block != nil || d.keyIgnored || !pastOf(d.rec, number).maybeExecuted {
+		return block
 	}
-	return block
+	if committed && !c.ignoring.has(d.rec) {
+		// The journal's endpoints, read again now that the attempt is
+		// journaled: another replica's save of the endpoint (learnt from
+		// another payment's answer, its open operations left unflagged)
+		// may have committed since resendBlock read them, and the resend
+		// was a second charge there. What commits after this read came
+		// after the attempt, as a send's answer would.
+		if err := c.keptIgnoring(d.ctx); err != nil {
+			return &blocked{cause: &journalError{err}}
+		}
+	}
+	if c.ignoring.has(d.rec) {
+		return &blocked{ReviewKeyIgnored, ErrNeedsReview}
+	}
+	return nil
 }
 
 // cacheNamesKey reports whether a cache's answer to a result query names
