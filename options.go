@@ -680,6 +680,10 @@ func WithClock(clk Clock) Option {
 // outcome is committed, on the goroutine of Run or Resume (or Confirm,
 // Resolve): do not call Close or Shutdown from it, which wait for that
 // very call to return. A Settle or Review hook's panic does not skip it.
+// It is called once and never again: a process killed after the commit,
+// before it returned, leaves the settlement told to nobody (Resume visits
+// open operations only). Record work handed off as such, and at start-up
+// Lookup what is still so (README, "Resume and the reconciler").
 func WithSettleFunc(fn func(*Result)) Option {
 	return optionFunc(func(c *config) { c.onSettle = fn })
 }

@@ -22,6 +22,10 @@
 //  3. go Client.Run: the background reconciler settles what foreground calls
 //     handed off with ErrUnknownOutcome, and tells the service through the
 //     WithSettleFunc callback, the place to update the order's own record.
+//     That callback is told once, after the commit: before Resume, the
+//     service records the outcome of each order still "confirming" that
+//     the journal holds settled (settleConfirming; a kill between the
+//     commit and the callback left it so), and sweeps so every minute.
 //  4. Serve: each incoming order is submitted with a short foreground budget,
 //     under the order's own id as the key, never one made up per call: an
 //     order delivered again (its caller's retry after a kill) is then the
@@ -103,6 +107,9 @@ type config struct {
 	// provider, when set, wraps the transport to the payment API (the
 	// test makes it answer slowly).
 	provider func(http.RoundTripper) http.RoundTripper
+	// orders, when set, is the service's own order records, kept across
+	// runs as its database would be; nil means a new, empty one.
+	orders *orderBook
 }
 
 func defaultConfig() config {

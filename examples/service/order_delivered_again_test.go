@@ -27,6 +27,30 @@ func (k killAfterSubmit) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// killedAfterTheProviderCharged is a first process, on the journal at
+// path, killed while it pays for o: the provider made the order and its
+// answer was lost, so the call ends in ErrUnknownOutcome.
+func killedAfterTheProviderCharged(t *testing.T, srv *idemtest.Server, path string, o order) {
+	t.Helper()
+	if err := srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit}); err != nil {
+		t.Fatal(err)
+	}
+	callCtx, kill := context.WithCancel(context.Background())
+	defer kill()
+	first, err := idem.Open(path,
+		idem.WithHTTPClient(&http.Client{Transport: killAfterSubmit{base: srv.Client().Transport, kill: kill}}),
+		idem.WithResultEndpoint(srv.ResultTemplate()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := submitOrder(callCtx, first, srv.URL+"/orders", o); !errors.Is(err, idem.ErrUnknownOutcome) {
+		t.Fatalf("first submitOrder: err = %v; want ErrUnknownOutcome (killed mid-call)", err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The service is killed while it pays for an order: the provider made the
 // order and its answer was lost. Nobody answered the order's caller, so
 // it delivers the order again to the next start (a queue's redelivery of
@@ -44,25 +68,7 @@ func TestAnOrderDeliveredAgainAfterAKillIsPaidOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "service.journal")
 	ordersURL := srv.URL + "/orders"
 	o := order{ID: idem.NewKey(), N: 7}
-	if err := srv.Inject(idemtest.Fault{Kind: idemtest.DropAfterCommit}); err != nil {
-		t.Fatal(err)
-	}
-
-	// The first process.
-	callCtx, kill := context.WithCancel(context.Background())
-	defer kill()
-	first, err := idem.Open(path,
-		idem.WithHTTPClient(&http.Client{Transport: killAfterSubmit{base: srv.Client().Transport, kill: kill}}),
-		idem.WithResultEndpoint(srv.ResultTemplate()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := submitOrder(callCtx, first, ordersURL, o); !errors.Is(err, idem.ErrUnknownOutcome) {
-		t.Fatalf("first submitOrder: err = %v; want ErrUnknownOutcome (killed mid-call)", err)
-	}
-	if err := first.Close(); err != nil {
-		t.Fatal(err)
-	}
+	killedAfterTheProviderCharged(t, srv, path, o)
 
 	// The next start: Resume, then the order delivered again.
 	ctx := context.Background()

@@ -78,6 +78,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	}
 	defer tel.provider.Shutdown(context.WithoutCancel(ctx))
 	var settledBg atomic.Int64
+	book := cfg.orders
+	if book == nil {
+		book = newOrderBook()
+	}
+	markOrder := settleFunc(book, log)
 	hc := srv.Client()
 	if cfg.provider != nil {
 		hc.Transport = cfg.provider(hc.Transport)
@@ -99,7 +104,10 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 		}),
 		idem.WithReconcile(250*time.Millisecond, 2*time.Second, 72*time.Hour),
 		idem.WithSettleFunc(func(res *idem.Result) {
-			// A real service marks its order paid (or failed) here.
+			// The service marks its order paid (or refused) here. Once
+			// only, after the commit: settleConfirming sweeps up what a
+			// kill or a failed write in between left "confirming".
+			markOrder(res)
 			settledBg.Add(1)
 			log.Info("settled in the background", "key", res.Key, "state", res.State, "resource_id", res.ResourceID)
 		}),
@@ -119,7 +127,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	}
 	defer stopOps()
 
-	// Start-up: settle what the last process left open, before new work,
+	// Start-up: first record the orders the last process settled but
+	// never told (killed after the commit, before its settle func), before
+	// Run prunes them; then settle what it left open, before new work,
 	// for at most cfg.Startup. A Resume that takes longer (a backlog of
 	// thousands, a provider answering slowly) goes on while the service
 	// serves, and Run settles what it leaves. Exiting instead would never
@@ -127,6 +137,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	// each cut Resume leaves what it was sending unknown.
 	// Stopped at shutdown, as the reconciler is, not by ctx: cut at the
 	// end of -duration it would be an error.
+	if n, err := settleConfirming(ctx, c, book, log); err != nil {
+		return rep, fmt.Errorf("recording orders settled before the restart: %w", err)
+	} else if n > 0 {
+		log.Info("recorded orders the last process settled but never told", "orders", n)
+	}
 	resumeCtx, stopResume := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopResume()
 	type resumed struct {
@@ -171,6 +186,24 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	runDone := make(chan error, 1)
 	go func() { runDone <- c.Run(runCtx) }()
+	// A settle func whose write failed left its order "confirming": the
+	// sweep records it while the journal still holds the settlement.
+	sweepDone := make(chan struct{})
+	go func() {
+		defer close(sweepDone)
+		sweep := time.NewTicker(sweepEvery)
+		defer sweep.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-sweep.C:
+			}
+			if _, err := settleConfirming(runCtx, c, book, log); err != nil && runCtx.Err() == nil {
+				log.Warn("sweep of confirming orders", "err", err)
+			}
+		}
+	}()
 
 	log.Info("serving", "every", cfg.Every, "max_orders", cfg.MaxOrders)
 	var (
@@ -202,6 +235,13 @@ serve:
 			res, err := submitOrder(callCtx, c, ordersURL, o)
 			mu.Lock()
 			defer mu.Unlock()
+			if errors.Is(err, idem.ErrUnknownOutcome) {
+				// The caller is told "accepted, confirming": the settle
+				// func or settleConfirming records the outcome.
+				if err := book.confirming(o.ID); err != nil {
+					log.Error("order confirming not recorded", "order", n, "key", o.ID, "err", err)
+				}
+			}
 			if err := calls.add(res, err); err != nil {
 				log.Error("order not journaled", "order", n, "err", err)
 			} else if errors.Is(err, idem.ErrKeyConflict) && !errors.Is(err, idem.ErrNeedsReview) {
@@ -231,6 +271,7 @@ serve:
 		<-drained
 	}
 	stopRun()
+	<-sweepDone
 	if resumeRes == nil {
 		// What it did not reach stays open for the next start.
 		stopResume()
@@ -259,6 +300,10 @@ serve:
 	log.Info("stopped", "open_for_next_start", rep.OpenAtExit, "server_side_duplicates", rep.Duplicates)
 	return rep, nil
 }
+
+// sweepEvery spaces the sweeps of orders left "confirming" while the
+// service runs: well within WithRetainSettled (7 days by default).
+const sweepEvery = time.Minute
 
 // order is one order the service is asked to pay for. ID is the order's
 // own id, the same each time the order is delivered.

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/idemkit/idem"
+)
+
+// orderBook is the service's own record of how each order's payment
+// stands: a table in its database in a real service, which outlives the
+// process (here a map, which the tests keep across a restart).
+type orderBook struct {
+	mu     sync.Mutex
+	orders map[string]orderRecord // by the order's id, the operation's key
+}
+
+// orderRecord is one order's payment as the service knows it.
+type orderRecord struct {
+	State      string // orderConfirming, orderPaid, orderRefused or orderForReview
+	ResourceID string // the provider's payment, once paid
+}
+
+const (
+	orderConfirming = "confirming" // the caller was told "accepted, confirming"
+	orderPaid       = "paid"
+	orderRefused    = "refused"
+	orderForReview  = "review" // settled, but a person must look (Result.Review)
+)
+
+func newOrderBook() *orderBook { return &orderBook{orders: map[string]orderRecord{}} }
+
+// confirming records that the order's caller was told "accepted,
+// confirming". An outcome recorded already stays: the settle func may
+// have run between Submit's return and this write.
+func (b *orderBook) confirming(id string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.orders[id]; !ok {
+		b.orders[id] = orderRecord{State: orderConfirming}
+	}
+	return nil
+}
+
+// settle records a settled operation's outcome as its order's.
+func (b *orderBook) settle(res *idem.Result) error {
+	rec := orderRecord{State: orderRefused}
+	switch {
+	case res.Review != "":
+		rec.State = orderForReview
+	case res.State == idem.StateSucceeded:
+		rec = orderRecord{State: orderPaid, ResourceID: res.ResourceID}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.orders[res.Key] = rec
+	return nil
+}
+
+// get returns the order's record.
+func (b *orderBook) get(id string) (orderRecord, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	rec, ok := b.orders[id]
+	return rec, ok
+}
+
+// confirmingIDs lists the orders still "confirming".
+func (b *orderBook) confirmingIDs() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var ids []string
+	for id, rec := range b.orders {
+		if rec.State == orderConfirming {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// settleFunc is the service's WithSettleFunc callback: it records the
+// outcome as the order's. It returns nothing, so a write the database
+// refuses can only be logged: the order stays "confirming", and
+// settleConfirming records it on its next sweep.
+func settleFunc(b *orderBook, log *slog.Logger) func(*idem.Result) {
+	return func(res *idem.Result) {
+		if err := b.settle(res); err != nil {
+			log.Warn("order settled but not recorded; the next sweep records it", "key", res.Key, "state", res.State, "err", err)
+		}
+	}
+}
+
+// settleConfirming records the outcome of each order still "confirming"
+// whose operation the journal holds settled, and returns how many it
+// recorded. The settle func is called once, after the outcome is
+// committed: a process killed between the two, or a write of the
+// callback that failed, leaves an order paid at the provider and
+// "confirming" here for ever, and Resume, which visits open operations
+// only, never reports it again. So the service sweeps at start-up, before
+// Run prunes what was settled longer ago than WithRetainSettled, and now
+// and then while it runs.
+func settleConfirming(ctx context.Context, c *idem.Client, b *orderBook, log *slog.Logger) (int, error) {
+	n := 0
+	for _, id := range b.confirmingIDs() {
+		op, err := c.Lookup(ctx, "", id)
+		if errors.Is(err, idem.ErrNotFound) {
+			// Submit journaled it before answering "confirming": pruned,
+			// settled longer ago than WithRetainSettled. The provider knows.
+			log.Error("order confirming, its operation pruned: look it up at the provider", "key", id)
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if !op.State.Terminal() {
+			continue // Resume or Run settles it and calls the settle func
+		}
+		res := op.Result
+		if res == nil { // settled with no answer recorded (by hand)
+			res = &idem.Result{Scope: op.Scope, Key: op.Key, State: op.State, Review: op.Review}
+		}
+		if err := b.settle(res); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
