@@ -618,7 +618,10 @@ type Resolution struct {
 // matching journal.ErrLeased: its request may be on the wire, and a
 // resolution "failed" the caller acts on (paying again under a new key)
 // would leave two charges when it executes. Resolve again once the drive
-// or lease ends (the error says until when), or with Force.
+// or lease ends (the error says until when), or with Force. A claim the
+// Store holds past ctx's end (a stuck fsync, a row lock another
+// transaction holds) ends with ctx, nothing written, and the key is free
+// for this process's calls again.
 //
 // An open operation flagged ReviewKeyIgnored is settled only once the
 // endpoint it was flagged for is journaled (KeyIgnoringStore), as Confirm

@@ -376,33 +376,50 @@ func (c *Client) holdForResolve(ctx context.Context, scope, key string, force bo
 		cl.stopped = true
 		c.endCall(id, cl)
 	}
+	// Unless handed to the caller, the hold ends here, on every path
+	// out, a Store's panic too: left, every Do and Submit of the key in
+	// this process would join it for ever.
+	handed := false
+	defer func() {
+		if !handed {
+			ended()
+		}
+	}()
 	claim := c.store.Claim
 	if t, ok := c.store.(takeOverer); ok && force {
 		claim = t.TakeOver
 	}
-	wctx := context.WithoutCancel(ctx)
 	now := c.cfg.clock.Now()
-	rec, l, err := claim(wctx, scope, key, c.cfg.owner, now, now.Add(c.cfg.leaseFor))
+	// Under the caller's context: a claim stalled behind the journal (a
+	// stuck fsync, a row lock another transaction holds) ends with the
+	// operator's deadline, the key's hold with it, and takes nothing
+	// (both journals' Claim give up a wait cut by ctx unclaimed).
+	rec, l, err := claim(ctx, scope, key, c.cfg.owner, now, now.Add(c.cfg.leaseFor))
 	switch {
 	case err == nil:
+		handed = true
 		return journal.WithLease(ctx, l), func() {
+			defer ended()
 			// Resolve settled it (the lease went with it) or failed:
-			// either way the lease has done its work; unreleased, it
-			// expires.
-			_ = c.store.Release(wctx, l)
-			ended()
+			// either way the lease has done its work. Given up past
+			// the caller's context, or it would block drives until it
+			// expires, but bounded, as Run's releases are: a journal
+			// that stopped answering leaves it to expire instead.
+			rctx, cancel := c.releasesContext(ctx)
+			defer cancel()
+			_ = c.store.Release(rctx, l)
 		}, nil
 	case errors.Is(err, journal.ErrLeased) && rec != nil && force:
+		handed = true
 		return ctx, ended, nil
 	case errors.Is(err, journal.ErrLeased) && rec != nil:
-		ended()
 		return nil, nil, fmt.Errorf("idem: Resolve (scope %q, key %q): %s drives the operation, its lease running until %s (%s from now), and its request may be on the wire: nothing was written; resolve it again once the lease ends, or with Force to take it over: %w",
 			scope, key, l.Owner, l.Expires.UTC().Format(time.RFC3339), l.Expires.Sub(now).Round(time.Second), err)
 	case errors.Is(err, journal.ErrTerminal), errors.Is(err, journal.ErrNotFound):
 		// Settled (nothing drives it) or absent: Resolve says which.
+		handed = true
 		return ctx, ended, nil
 	default:
-		ended()
 		return nil, nil, errorf("idem: Resolve (scope %q, key %q): nothing was written: %w", scope, key, withCause(ctx, err))
 	}
 }
