@@ -240,7 +240,11 @@ func WithHTTPClient(hc *http.Client) Option {
 
 // WithRequestHook runs fn on every outgoing request (submits and result
 // queries) just before it is sent: the place to add credentials, which are
-// never journaled or logged. An error from fn counts as "not sent".
+// never journaled or logged. An error from fn counts as "not sent". The
+// request's context is the caller's on a Submit or Do, Resume's or Run's
+// on their resends: choose nothing per operation from your own context
+// values (a merchant's account, its token), which are missing there, but
+// from the journaled request (its headers, URL).
 func WithRequestHook(fn func(*http.Request) error) Option {
 	return optionFunc(func(c *config) { c.hook = fn })
 }
