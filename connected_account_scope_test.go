@@ -24,7 +24,7 @@ import (
 // accounts", developer.amazon.com/docs/amazon-pay-api-v2/idempotency.html),
 // so two merchants' order "1001" are two charges. The first answer under
 // a key is stored and replayed, as Stripe's is. lost drops an account's
-// next answer after the charge, and calls then.
+// next answer after the charge, calling then first.
 type connectPlatform struct {
 	mu      sync.Mutex
 	answers map[string]string   // account + " " + key → stored answer
@@ -60,8 +60,10 @@ func (p *connectPlatform) serve(w http.ResponseWriter, r *http.Request) {
 	delete(p.lost, account)
 	p.mu.Unlock()
 	if then != nil {
-		dropConnection(w)
+		// Stopped first: the answer is lost with the caller gone, before
+		// it could resend under its own context.
 		then()
+		dropConnection(w)
 		return
 	}
 	if replay {
