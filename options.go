@@ -240,10 +240,14 @@ func WithHTTPClient(hc *http.Client) Option {
 
 // WithRequestHook runs fn on every outgoing request (submits and result
 // queries) just before it is sent: the place to add credentials, which are
-// never journaled or logged. An error from fn counts as "not sent". Not the
-// place for a precondition fetched per attempt (the resource's current
-// ETag in If-Match): a resend after a lost answer would carry the version
-// the first copy moved to, and a server that checks it but not the key
+// never journaled or logged. An error from fn counts as "not sent". The
+// request's context is the caller's on a Submit or Do, Resume's or Run's
+// on their resends: choose nothing per operation from your own context
+// values (a merchant's account, its token), which are missing there, but
+// from the journaled request (its headers, URL). Not the place for a
+// precondition fetched per attempt (the resource's current ETag in
+// If-Match): a resend after a lost answer would carry the version the
+// first copy moved to, and a server that checks it but not the key
 // applies the update twice. Journal it in Request.Header instead.
 func WithRequestHook(fn func(*http.Request) error) Option {
 	return optionFunc(func(c *config) { c.hook = fn })
