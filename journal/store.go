@@ -994,9 +994,9 @@ func (u *updateOp) run(v *view, req *request) error {
 	// the stored bytes held it (requestLike), is written as those bytes
 	// when they hold it still: fn had that very map, and one changing it
 	// in place (a wrapping Store's scrubbing a header) would otherwise
-	// have the old header journaled, the Update succeed and the client
-	// send the changed one. Reading the bytes against the map costs no
-	// walk of the map, sort or allocation.
+	// have the old header journaled and the Update succeed, the client's
+	// copy holding a header the journal does not. Reading the bytes
+	// against the map costs no walk of the map, sort or allocation.
 	var known []byte
 	if u.like != nil && len(r.Header) > 0 && sameHeaderMap(r.Header, u.like.Header) && headerHolds(header, r.Header) {
 		known = header
