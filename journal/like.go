@@ -77,3 +77,11 @@ func (d *decoder) headerIs(h http.Header) bool {
 func sameHeaderMap(a, b http.Header) bool {
 	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
+
+// headerHolds reports whether enc, a request header's encoding, is
+// exactly h's: what appendHeader would write of h now, however h was
+// changed since enc was compared with it.
+func headerHolds(enc []byte, h http.Header) bool {
+	d := decoder{b: enc}
+	return d.headerIs(h) && len(d.b) == 0
+}

@@ -990,11 +990,15 @@ func (u *updateOp) run(v *view, req *request) error {
 	// when they differ is the stored one decoded again, so that
 	// validateChange reports the first rule broken, as ever.
 	//
-	// The client's own fns never change the header map (internal/owned):
-	// one that is still the client's copy's, which decode took because
-	// the stored bytes hold it (requestLike), is written as those bytes.
+	// A map that is still the client's copy's, which decode took because
+	// the stored bytes held it (requestLike), is written as those bytes
+	// when they hold it still: fn had that very map, and one changing it
+	// in place (a wrapping Store's scrubbing a header) would otherwise
+	// have the old header journaled and the Update succeed, the client's
+	// copy holding a header the journal does not. Reading the bytes
+	// against the map costs no walk of the map, sort or allocation.
 	var known []byte
-	if u.like != nil && len(r.Header) > 0 && sameHeaderMap(r.Header, u.like.Header) {
+	if u.like != nil && len(r.Header) > 0 && sameHeaderMap(r.Header, u.like.Header) && headerHolds(header, r.Header) {
 		known = header
 	}
 	enc, encHeader, encBody := encodeHeaderAs(nil, r, known)
