@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/journal"
 )
 
 // orderBook is the service's own record of how each order's payment
@@ -109,6 +110,14 @@ func settleConfirming(ctx context.Context, c *idem.Client, b *orderBook, log *sl
 			// Submit journaled it before answering "confirming": pruned,
 			// settled longer ago than WithRetainSettled. The provider knows.
 			log.Error("order confirming, its operation pruned: look it up at the provider", "key", id)
+			continue
+		}
+		if errors.Is(err, journal.ErrVersion) {
+			// A newer release journaled it and was rolled back. Resume
+			// and Run go past such a record; so does the sweep, or one
+			// order would keep the service from starting and every
+			// order after it "confirming". The newer release records it.
+			log.Warn("order confirming, its operation written by a newer idem: upgrade to record it", "key", id)
 			continue
 		}
 		if err != nil {
