@@ -210,7 +210,7 @@ func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcom
 		// in flight or resting or filled alike, and one never placed
 		// leaves it free.
 		switch {
-		case e != nil && e.state != stateFailed && (!s.cfg.Behavior.OpenOnly || e.inFlight || e.processing(now)):
+		case e != nil && e.state != stateFailed && (!s.cfg.Behavior.OpenOnly || e.inFlight || e.processing(now) || e.running(now)):
 			return outRefused
 		case e == nil && len(s.st.entries) >= s.cfg.MaxKeys:
 			return outFull
