@@ -120,15 +120,7 @@ func TestOrderNeverPlacedIsResentOnceTheResultLagHasPassed(t *testing.T) {
 	clock := idemtest.NewClock(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 	key := crashtest.Key(1)
 	srv, c := openOnlyExchange(t, clock, nil, idemtest.Fault{Kind: idemtest.ErrorBeforeCommit, Key: key})
-
-	res, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + crashtest.OrdersPath, Body: crashtest.Body(1)})
-	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
-	require.Equal(t, idem.StateUnknown, res.State)
-	requireOrders(t, srv, key, 1, 0)
-
-	clock.Advance(30 * time.Second)
-	requireResume(t, c, idem.Summary{Visited: 1, Unknown: 1})
-	requireOrders(t, srv, key, 1, 0)
+	requireUnknownAndOnlyAskedWithinTheLag(t, c, srv, clock, key, 0)
 
 	clock.Advance(idem.DefaultResultLag)
 	requireResume(t, c, idem.Summary{Visited: 1, Succeeded: 1})
@@ -158,6 +150,22 @@ func TestLagFromASlowClockSteppedRightAtRestart(t *testing.T) {
 
 	shared.Advance(idem.DefaultResultLag)
 	requireFirstOrderFound(t, c, srv, key)
+}
+
+// requireUnknownAndOnlyAskedWithinTheLag submits the order of key, which
+// must end unknown after one send, and runs Resume half a minute later,
+// within DefaultResultLag: it must only ask. orders is what the server
+// placed for it.
+func requireUnknownAndOnlyAskedWithinTheLag(t *testing.T, c *idem.Client, srv *idemtest.Server, clock *idemtest.Clock, key string, orders int) {
+	t.Helper()
+	res, err := c.Submit(t.Context(), idem.Request{Key: key, URL: srv.URL + crashtest.OrdersPath, Body: crashtest.Body(1)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Equal(t, idem.StateUnknown, res.State)
+	requireOrders(t, srv, key, 1, orders)
+
+	clock.Advance(30 * time.Second)
+	requireResume(t, c, idem.Summary{Visited: 1, Unknown: 1})
+	requireOrders(t, srv, key, 1, orders)
 }
 
 // crashedWithALostOrder is a process, on clk, that sent an order to an

@@ -56,7 +56,8 @@
 // probabilities, reproducibly from [WithSeed]. The kinds: [DropAfterCommit],
 // [DelayResponse], [ErrorAfterCommit], [ErrorBeforeCommit], [Throttle],
 // [Unavailable], [QueryLag], [SlowProcessing], [GarbageBody],
-// [TruncatedBody], [Decline], [Reject409], [Preempt]. A test in another
+// [TruncatedBody], [Decline], [Reject409], [Preempt], [StillRunning],
+// [LostAnswerLag]. A test in another
 // process (or language) can script faults over HTTP: POST /_faults with a
 // JSON fault such as {"kind":"unavailable","retry_after":"2s"} (the kind is
 // the constant's name in kebab case); GET /_stats returns

@@ -20,8 +20,8 @@ func (k FaultKind) Description() string { return fakeserver.FaultKind(k).Descrip
 
 // The faults. As submit faults, [ErrorBeforeCommit], [Throttle] and
 // [Unavailable] match any submit with a valid key; [Decline], [Reject409],
-// [SlowProcessing], [QueryLag] and [Preempt] only a submit that executes (a
-// new key); the others a submit that executes or replays, not one that gets
+// [SlowProcessing], [QueryLag], [Preempt], [StillRunning] and
+// [LostAnswerLag] only a submit that executes (a new key); the others a submit that executes or replays, not one that gets
 // 409, 422 or 503. Under [StoredErrors], [ErrorAfterCommit],
 // [ErrorBeforeCommit] and [Unavailable] match only a submit that executes,
 // and their answer is stored as the key's.
@@ -68,6 +68,21 @@ const (
 	// used key with another request (422, 417 under Conflict417, a silent
 	// replay of the other's 201 under NoBodyCompare). See Server.Preempt.
 	Preempt FaultKind = "preempt"
+	// StillRunning is a request still running when its resend or the
+	// result query arrives: it commits (its side effect counted when it
+	// arrives) only once Fault.Delay has passed by the server's clock.
+	// Meanwhile any submit with the key gets Stripe's 409
+	// idempotency_key_in_use, with no Retry-After, and the result endpoint
+	// answers 404. The request is answered 201 after Fault.Delay (real
+	// time), or never if the client gives up first; after the commit a
+	// repeat gets the 201, replayed.
+	StillRunning FaultKind = "still-running"
+	// LostAnswerLag commits and performs the side effect, then closes the
+	// connection with no response (as DropAfterCommit), and the result
+	// endpoint answers 404 until Fault.Delay has passed since the commit,
+	// by the server's clock (as QueryLag): a lost answer with a read path
+	// behind the write. A repeat gets the 201, replayed.
+	LostAnswerLag FaultKind = "lost-answer-lag"
 )
 
 // FaultKinds returns every fault kind, in a fixed order: the order in which
@@ -96,8 +111,8 @@ type Fault struct {
 	// DelayResponse, GarbageBody, TruncatedBody and DropAfterCommit apply
 	// to queries.
 	Query bool
-	// Delay is the duration of the DelayResponse, QueryLag, SlowProcessing
-	// and Preempt faults.
+	// Delay is the duration of the DelayResponse, QueryLag, SlowProcessing,
+	// Preempt, StillRunning and LostAnswerLag faults.
 	Delay time.Duration
 	// RetryAfter is the Retry-After of Throttle (429), Unavailable (503)
 	// and the 409 of slow processing, in whole seconds rounded up; 0 means
@@ -131,8 +146,8 @@ type Profile struct {
 	// Rates is the probability (0..1) per submit of each fault; the rates
 	// sum to at most 1.
 	Rates map[FaultKind]float64
-	// Delay is the duration of the DelayResponse, QueryLag, SlowProcessing
-	// and Preempt faults, as in [Fault].
+	// Delay is the duration of the DelayResponse, QueryLag, SlowProcessing,
+	// Preempt, StillRunning and LostAnswerLag faults, as in [Fault].
 	Delay time.Duration
 	// RetryAfter is the Retry-After of Throttle, Unavailable and the 409
 	// of slow processing, as in [Fault].

@@ -81,7 +81,7 @@ func newFlagSet(opts *options, rates map[fakeserver.FaultKind]*rate) *flag.FlagS
 	fs.IntVar(&cfg.MaxKeys, "max-keys", fakeserver.DefaultMaxKeys, "keys stored at most; when full, new keys get 503")
 	fs.Int64Var(&cfg.MaxBody, "max-body", fakeserver.DefaultMaxBody, "largest request body in `bytes`; larger get 413")
 	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the random faults: the same seed gives the same faults")
-	fs.DurationVar(&cfg.Profile.Delay, "delay", 2*time.Second, "duration of the delay-response, query-lag, slow-processing and preempt faults")
+	fs.DurationVar(&cfg.Profile.Delay, "delay", 2*time.Second, "duration of the delay-response, query-lag, slow-processing, preempt, still-running and lost-answer-lag faults")
 	fs.DurationVar(&cfg.Profile.RetryAfter, "retry-after", time.Second, "Retry-After of the throttle (429) and unavailable (503) faults and the 409 of slow processing")
 	fs.BoolVar(&cfg.Profile.HTTPDate, "http-date", false, "send Retry-After as an HTTP-date instead of seconds")
 	fs.StringVar(&opts.behavior, "behavior", fakeserver.IETFDraft().Name, "how the server answers a key it has seen: `name` of a preset (see below)")

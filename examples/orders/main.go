@@ -93,6 +93,9 @@ var faultFlags = []faultFlag{
 	{idemtest.TruncatedBody, 0.01},
 	{idemtest.DelayResponse, 0.01},
 	{idemtest.Decline, 0.02},
+	// Off unless asked: flags for every kind a demo run can use.
+	{idemtest.StillRunning, 0},
+	{idemtest.LostAnswerLag, 0},
 }
 
 // renamedFlags maps the fault flags' former names to the kinds they were
@@ -147,7 +150,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (config, error) {
 	fs.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the server's random faults")
 	fs.StringVar(&cfg.Journal, "journal", cfg.Journal, "journal `path` (kept afterwards); default a temporary file, removed")
 	fs.Float64Var(&cfg.CrashAfter, "crash-after", cfg.CrashAfter, "crash after this many orders answered: a fraction of -n (0.5) or a count (150); 0 for no crash")
-	fs.DurationVar(&cfg.FaultDelay, "fault-delay", cfg.FaultDelay, "how long slow processing, result lag and delayed responses last")
+	fs.DurationVar(&cfg.FaultDelay, "fault-delay", cfg.FaultDelay, "how long slow processing, result lag, delayed responses and still-running requests last")
 	fs.DurationVar(&cfg.RetryAfter, "retry-after", cfg.RetryAfter, "Retry-After of 429 and 503 answers (whole seconds)")
 	fs.DurationVar(&cfg.SettleTimeout, "settle-timeout", cfg.SettleTimeout, "how long the reconciler may take to settle what is open after the restart")
 	fs.Float64Var(&cfg.RetryTokens, "retry-budget", cfg.RetryTokens, "tokens in each host's retry budget (retries stop at half); 0 turns it off")

@@ -183,3 +183,22 @@ func TestClientOrderIDOpenOnly(t *testing.T) {
 	_, err := fakeserver.New(fakeserver.Config{Behavior: fakeserver.Behavior{OpenOnly: true}})
 	require.ErrorContains(t, err, "open-only frees a client order id once its order fills: it needs a key member")
 }
+
+// TestClientOrderIDOpenOnlyStillRunning: an order still running is open,
+// so under OpenOnly its id is refused, not placed a second time, and the
+// order query does not find it until it has committed. The first request
+// is answered after its (real) delay; the server's clock, unmoved, still
+// has it running.
+func TestClientOrderIDOpenOnlyStillRunning(t *testing.T) {
+	b := fakeserver.ClientOrderID()
+	b.OpenOnly = true
+	h := newHarness(t, fakeserver.Config{Behavior: b})
+	body := `{"client_order_id":"ord-1"}`
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.StillRunning, Delay: 20 * time.Millisecond}))
+	require.JSONEq(t, orderBody(1, "ord-1", "FILLED"), h.do(t, call{body: body}).body)
+	require.JSONEq(t, duplicateOrderBody, h.do(t, call{body: body}).body, "running: refused")
+	require.JSONEq(t, noSuchOrderBody, h.query(t, "ord-1").body, "running: not committed")
+	require.Equal(t, fakeserver.KeyStats{Effects: 1, Refusals: 1}, h.srv.KeyStats("", "ord-1"))
+	h.clock.Advance(20 * time.Millisecond)
+	require.JSONEq(t, orderBody(1, "ord-1", "FILLED"), h.query(t, "ord-1").body, "committed")
+}

@@ -21,9 +21,9 @@ type FaultKind string
 //
 // Submit faults match as follows: [ErrorBeforeCommit], [Throttle] and
 // [Unavailable] match any submit with a valid key and replace its
-// processing; [Decline], [Reject409], [SlowProcessing], [QueryLag] and
-// [Preempt] shape a commit, so they match only a submit that executes (a
-// new key); the other faults shape a response, so they match a submit that
+// processing; [Decline], [Reject409], [SlowProcessing], [QueryLag],
+// [Preempt], [StillRunning] and [LostAnswerLag] shape a commit, so they
+// match only a submit that executes (a new key); the other faults shape a response, so they match a submit that
 // executes or replays, not one that gets 409, 422 or 503. Under
 // [Behavior.StoreErrors], [ErrorAfterCommit], [ErrorBeforeCommit] and
 // [Unavailable] are the handler's answers: they match only a submit that
@@ -88,6 +88,26 @@ const (
 	// Behavior.NoBodyCompare a silent replay of the other request's 201).
 	// See also [Server.Preempt].
 	Preempt FaultKind = "preempt"
+	// StillRunning starts the order but commits it only once Fault.Delay
+	// has passed by the server's clock: the request is still running, and
+	// its side effect (counted when it arrives: it will happen) not yet
+	// committed. Meanwhile a repeat of the submit, whatever its body, gets
+	// Stripe's 409 idempotency_key_in_use ("There is currently another
+	// in-progress request using this Idempotent Key", no Retry-After:
+	// https://docs.stripe.com/error-codes#idempotency-key-in-use), and the
+	// result endpoint answers 404, as it does for a key it never saw. The
+	// request itself is answered 201 after Fault.Delay (real time), or not
+	// at all if the client gives up first: a timeout while it runs. After
+	// the commit a repeat gets the stored 201, replayed.
+	StillRunning FaultKind = "still-running"
+	// LostAnswerLag commits and performs the side effect, then closes the
+	// connection with no response, as DropAfterCommit does; and the result
+	// endpoint answers 404 until Fault.Delay has passed since the commit,
+	// by the server's clock, as QueryLag does (a read replica or search
+	// index behind the write: Stripe's Search API, "data is not available
+	// for search for up to a minute", https://docs.stripe.com/search). A
+	// repeat of the submit gets the stored 201, replayed, lag or not.
+	LostAnswerLag FaultKind = "lost-answer-lag"
 )
 
 // faultKinds lists every kind in a fixed order, which is also the order in
@@ -95,7 +115,7 @@ const (
 var faultKinds = []FaultKind{
 	DropAfterCommit, DelayResponse, ErrorAfterCommit, ErrorBeforeCommit,
 	Throttle, Unavailable, QueryLag, SlowProcessing, GarbageBody,
-	TruncatedBody, Decline, Reject409, Preempt,
+	TruncatedBody, Decline, Reject409, Preempt, StillRunning, LostAnswerLag,
 }
 
 // FaultKinds returns every fault kind, in a fixed order.
@@ -133,6 +153,10 @@ func (k FaultKind) Description() string {
 		return "commit a failed result (409, conflicts with the resource's state), no side effect"
 	case Preempt:
 		return "someone else's request with the key and another body executes first, processing for the delay (409 meanwhile, then 422 or a silent replay)"
+	case StillRunning:
+		return "the request runs for the delay before it commits (repeats get Stripe's 409 idempotency_key_in_use, the result endpoint 404), answered 201 after it unless the client gave up"
+	case LostAnswerLag:
+		return "commit and side effect, close the connection with no response; the result endpoint answers 404 for the delay after the commit"
 	}
 	return ""
 }
@@ -174,8 +198,13 @@ func (k FaultKind) replacesProcessing() bool {
 
 // shapesCommit reports whether k changes what a new key commits.
 func (k FaultKind) shapesCommit() bool {
-	return k == Decline || k == Reject409 || k == SlowProcessing || k == QueryLag || k == Preempt
+	return k == Decline || k == Reject409 || k == SlowProcessing || k == QueryLag || k == Preempt ||
+		k == StillRunning || k == LostAnswerLag
 }
+
+// shapesAnswer reports whether k, which shapes the commit, also shapes the
+// answer to the request that committed: held, or dropped.
+func (k FaultKind) shapesAnswer() bool { return k == StillRunning || k == LostAnswerLag }
 
 // storedUnder reports whether, under b, k is the handler's answer, stored
 // as the key's answer.
@@ -208,7 +237,7 @@ type Fault struct {
 	// apply to queries.
 	Query bool
 	// Delay is the duration of the delay-response, query-lag,
-	// slow-processing and preempt faults.
+	// slow-processing, preempt, still-running and lost-answer-lag faults.
 	Delay time.Duration
 	// RetryAfter is the Retry-After of throttle (429), unavailable (503)
 	// and the 409 of slow processing, in whole seconds rounded up; 0 means 1s.
@@ -228,7 +257,8 @@ type Profile struct {
 	// sum to at most 1.
 	Rates map[FaultKind]float64
 	// Delay, RetryAfter and HTTPDate are as in [Fault]; Delay also serves
-	// query-lag, slow-processing and preempt.
+	// query-lag, slow-processing, preempt, still-running and
+	// lost-answer-lag.
 	Delay      time.Duration
 	RetryAfter time.Duration
 	HTTPDate   bool

@@ -40,6 +40,8 @@ var faultConstants = map[string]fakeserver.FaultKind{
 	"Decline":           fakeserver.Decline,
 	"Reject409":         fakeserver.Reject409,
 	"Preempt":           fakeserver.Preempt,
+	"StillRunning":      fakeserver.StillRunning,
+	"LostAnswerLag":     fakeserver.LostAnswerLag,
 }
 
 // TestFaultKindIsItsConstantName: one word per fault. The kind's string

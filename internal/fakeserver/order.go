@@ -105,7 +105,7 @@ func (e *entry) orderAnswer(now time.Time) answer {
 // orderQueryAnswer is an order API's answer to a query for e (nil if the
 // id is unknown): the order, or -2013 while there is none to see.
 func orderQueryAnswer(e *entry, now time.Time) answer {
-	if e == nil || e.state == stateFailed || now.Before(e.visibleAt) {
+	if e == nil || e.state == stateFailed || e.hidden(now) {
 		return orderError(http.StatusBadRequest, codeNoOrder, msgNoOrder)
 	}
 	return e.orderBody(now)

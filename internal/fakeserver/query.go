@@ -37,7 +37,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 		f = applied{}
 	} else if e := s.st.lookup(scopeKey{req.Scope, key}, now, s.cfg.Retention); s.cfg.Behavior.KeyMember != "" {
 		a = orderQueryAnswer(e, now)
-	} else if e == nil || e.noResult || now.Before(e.visibleAt) {
+	} else if e == nil || e.hidden(now) {
 		a = errorAnswer(http.StatusNotFound, "not found")
 	} else {
 		a.status, a.body = encodeJSON(http.StatusOK, e.result(now))

@@ -194,11 +194,11 @@ func deliver(w http.ResponseWriter, r *http.Request, a answer, f applied, now fu
 		w.Header().Set("Idempotency-Status", "ignored")
 	}
 	switch f.kind {
-	case DropAfterCommit:
+	case DropAfterCommit, LostAnswerLag:
 		done(0)
 		dropConn(w)
 		return
-	case DelayResponse:
+	case DelayResponse, StillRunning:
 		wait(r.Context(), f.delay)
 	case ErrorAfterCommit:
 		a = errorAnswer(http.StatusInternalServerError, msgInternal)

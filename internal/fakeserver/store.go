@@ -34,8 +34,10 @@ type entry struct {
 	// foreign marks an entry committed by Preempt: repeats get 409 while
 	// it is processing, as while a request is in flight.
 	foreign bool
-	// doneAt ends slow processing; visibleAt ends query lag.
-	doneAt, visibleAt time.Time
+	// doneAt ends slow processing; visibleAt ends query lag; committedBy
+	// ends the run of a still-running request, which has not committed
+	// before it.
+	doneAt, visibleAt, committedBy time.Time
 	// retryAfter and httpDate shape the Retry-After of the 409 while
 	// processing.
 	retryAfter time.Duration
@@ -90,8 +92,20 @@ type result struct {
 
 func (e *entry) processing(now time.Time) bool { return now.Before(e.doneAt) }
 
+// running reports whether the entry's request still runs at now, not yet
+// committed (the still-running fault).
+func (e *entry) running(now time.Time) bool { return now.Before(e.committedBy) }
+
+// hidden reports whether the result endpoint answers "not found" for the
+// entry at now: nothing of it committed yet, or not yet visible.
+func (e *entry) hidden(now time.Time) bool {
+	return e.noResult || e.running(now) || now.Before(e.visibleAt)
+}
+
 // final reports whether the key's answer can no longer change at now.
-func (e *entry) final(now time.Time) bool { return !e.inFlight && !e.processing(now) }
+func (e *entry) final(now time.Time) bool {
+	return !e.inFlight && !e.processing(now) && !e.running(now)
+}
 
 // expired reports whether the key's window has ended at now.
 func (e *entry) expired(now time.Time, retention time.Duration) bool {

@@ -20,6 +20,7 @@ const (
 	outFull                      // new key, store full: 503
 	outQuery                     // a result query (faults only)
 	outRefused                   // order API: the id's order exists, 400 -2010
+	outRunning                   // same key, still-running request not committed: Stripe's 409
 )
 
 const (
@@ -28,6 +29,13 @@ const (
 	msgRejected   = "order conflicts with the current state of the resource"
 	msgInternal   = "internal server error"
 )
+
+// keyInUseBody is Stripe's answer to a request whose key another request
+// still running holds (https://docs.stripe.com/error-codes#idempotency-key-in-use;
+// the message as Stripe words it, stripe-node's StripeIdempotencyError).
+var keyInUseBody = []byte(`{"error":{"code":"idempotency_key_in_use","message":"There is currently another in-progress request using this ` +
+	`Idempotent Key (that probably means you submitted twice, and the other request is still going through). Please try again later.",` +
+	`"type":"idempotency_error"}}`)
 
 // requestDigest identifies a request for key reuse checks: method, request
 // URI (path and query) and body.
@@ -111,6 +119,8 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	case out == outProcessing:
 		a = errorAnswer(http.StatusConflict, msgInProgress)
 		a.retryAfter, a.httpDate = e.retryAfter, e.httpDate
+	case out == outRunning:
+		a = answer{status: http.StatusConflict, body: keyInUseBody}
 	case out == outRefused:
 		s.stats.Refusals++
 		e.counts.Refusals++
@@ -176,6 +186,9 @@ func (s *Server) readSubmit(w http.ResponseWriter, r *http.Request, req *Request
 
 // responseFault returns f if it shapes the response, else no fault.
 func (s *Server) responseFault(f applied) applied {
+	if f.kind.shapesAnswer() {
+		return f
+	}
 	if f.kind.replacesProcessing() || f.kind.shapesCommit() || f.kind.storedUnder(s.cfg.Behavior) {
 		return applied{}
 	}
@@ -197,7 +210,7 @@ func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcom
 		// in flight or resting or filled alike, and one never placed
 		// leaves it free.
 		switch {
-		case e != nil && e.state != stateFailed && (!s.cfg.Behavior.OpenOnly || e.inFlight || e.processing(now)):
+		case e != nil && e.state != stateFailed && (!s.cfg.Behavior.OpenOnly || e.inFlight || e.processing(now) || e.running(now)):
 			return outRefused
 		case e == nil && len(s.st.entries) >= s.cfg.MaxKeys:
 			return outFull
@@ -209,6 +222,10 @@ func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcom
 		return outFull
 	case e == nil:
 		return outExecute
+	case e.running(now):
+		// Stripe answers any request with the key so while the first
+		// runs, whatever its body.
+		return outRunning
 	case e.inFlight, e.foreign && e.processing(now):
 		// Someone else's request is still executing: like a request in
 		// flight, whatever the body.
@@ -235,8 +252,10 @@ func (s *Server) executeLocked(sk scopeKey, digest [32]byte, now time.Time, f ap
 	case SlowProcessing:
 		e.doneAt = now.Add(f.delay)
 		e.retryAfter, e.httpDate = orOneSecond(f.retryAfter), f.httpDate
-	case QueryLag:
+	case QueryLag, LostAnswerLag:
 		e.visibleAt = now.Add(f.delay)
+	case StillRunning:
+		e.committedBy = now.Add(f.delay)
 	case DelayResponse:
 		e.inFlight = true
 	}
