@@ -74,13 +74,7 @@ func TestResendOfAnEndpointLearntKeyIgnoringByAnotherReplicaBeforeItsAttemptIsNo
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newKeyIgnoringCharges(t, ignoredCreated)
-			charge := s.srv.URL + "/api/v1/charge"
-			chargeOnceAnswerLost(t, charge, "x")
-			js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-			require.NoError(t, err)
-			t.Cleanup(func() { _ = js.Close() })
-			journalSentOnce(t, js, "x", "", charge, "")
+			s, js := xChargedOnceAnswerLost(t)
 			shared := &learntBeforeFirstUpdate{Store: js, key: "x", learnt: tc.learnt}
 			a, err := idem.New(shared, idem.WithHTTPClient(s.srv.Client()))
 			require.NoError(t, err)
@@ -96,6 +90,21 @@ func TestResendOfAnEndpointLearntKeyIgnoringByAnotherReplicaBeforeItsAttemptIsNo
 			require.Equal(t, idem.ReviewKeyIgnored, x.Review, "x's review")
 		})
 	}
+}
+
+// xChargedOnceAnswerLost is a key-ignoring charge endpoint and a
+// journal holding payment x, unknown: sent there once by an earlier
+// process, charged, its answer lost.
+func xChargedOnceAnswerLost(t *testing.T) (*keyIgnoringCharges, *journal.Store) {
+	t.Helper()
+	s := newKeyIgnoringCharges(t, ignoredCreated)
+	charge := s.srv.URL + "/api/v1/charge"
+	chargeOnceAnswerLost(t, charge, "x")
+	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = js.Close() })
+	journalSentOnce(t, js, "x", "", charge, "")
+	return s, js
 }
 
 // chargeOnceAnswerLost is an earlier process's one send of payment key
@@ -141,13 +150,7 @@ var errEndpointsUnread = errors.New("endpoints unread: the database is failing o
 // unknown and unflagged, its unsent attempt closed as never sent, and
 // Resume fails as for any journal read that fails before a resend.
 func TestResendWhoseEndpointsCannotBeReadAgainIsNotSent(t *testing.T) {
-	s := newKeyIgnoringCharges(t, ignoredCreated)
-	charge := s.srv.URL + "/api/v1/charge"
-	chargeOnceAnswerLost(t, charge, "x")
-	js, err := journal.Open(filepath.Join(t.TempDir(), "idem.journal"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = js.Close() })
-	journalSentOnce(t, js, "x", "", charge, "")
+	s, js := xChargedOnceAnswerLost(t)
 	shared := &endpointsUnreadAfterUpdate{Store: js, key: "x"}
 	a, err := idem.New(shared, idem.WithHTTPClient(s.srv.Client()))
 	require.NoError(t, err)
