@@ -28,7 +28,7 @@ const (
 	orderConfirming = "confirming" // the caller was told "accepted, confirming"
 	orderPaid       = "paid"
 	orderRefused    = "refused"
-	orderForReview  = "review" // settled, but a person must look (Result.Review)
+	orderForReview  = "review" // settled, but a person must look (Result.Review, KeyConflict)
 )
 
 func newOrderBook() *orderBook { return &orderBook{orders: map[string]orderRecord{}} }
@@ -45,11 +45,14 @@ func (b *orderBook) confirming(id string) error {
 	return nil
 }
 
-// settle records a settled operation's outcome as its order's.
+// settle records a settled operation's outcome as its order's: refused
+// only when the server refused the order, not its id as a key.
 func (b *orderBook) settle(res *idem.Result) error {
 	rec := orderRecord{State: orderRefused}
 	switch {
-	case res.Review != "":
+	case res.Review != "", res.KeyConflict:
+		// KeyConflict: the order's id was refused as used with another
+		// body, an earlier call's for this order, which may have paid.
 		rec.State = orderForReview
 	case res.State == idem.StateSucceeded:
 		rec = orderRecord{State: orderPaid, ResourceID: res.ResourceID}

@@ -104,7 +104,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 		}),
 		idem.WithReconcile(250*time.Millisecond, 2*time.Second, 72*time.Hour),
 		idem.WithSettleFunc(func(res *idem.Result) {
-			// The service marks its order paid (or refused) here. Once
+			// The service marks its order paid, refused or for a
+			// person (Review, KeyConflict) here. Once
 			// only, after the commit: settleConfirming sweeps up what a
 			// kill or a failed write in between left "confirming".
 			markOrder(res)
