@@ -50,7 +50,7 @@ func TestAnOrderRefusedInTheBackgroundAsUsedWithOtherBytesGoesToAPerson(t *testi
 	if calls != (tally{handedOff: 1}) {
 		t.Fatalf("B's call: %+v, %v; want handed off (429, then its caller gave up)", calls, err)
 	}
-	if err := book.confirming(o.ID); err != nil {
+	if err := book.confirming(idem.DefaultScope, o.ID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -58,19 +58,19 @@ func TestAnOrderRefusedInTheBackgroundAsUsedWithOtherBytesGoesToAPerson(t *testi
 	if sum, err := b.Resume(ctx); err != nil || sum.Failed != 1 {
 		t.Fatalf("Resume: %+v, %v; want the resend refused (Stripe's idempotency_error)", sum, err)
 	}
-	rec, _ := book.get(o.ID)
+	rec, _ := book.get(idem.DefaultScope, o.ID)
 	if rec.State != orderForReview {
 		t.Errorf("the settle func recorded order 7 %+v; want %q: A's payment under its id stands", rec, orderForReview)
 	}
 	// Killed before the settle func ran, the next start's sweep records it.
-	book.orders[o.ID] = orderRecord{State: orderConfirming}
+	book.orders[orderKey{idem.DefaultScope, o.ID}] = orderRecord{State: orderConfirming}
 	if n, err := settleConfirming(ctx, b, book, log); err != nil || n != 1 {
 		t.Fatalf("settleConfirming: %d, %v; want the order recorded", n, err)
 	}
-	if swept, _ := book.get(o.ID); swept.State != orderForReview {
+	if swept, _ := book.get(idem.DefaultScope, o.ID); swept.State != orderForReview {
 		t.Errorf("the sweep recorded order 7 %+v; want %q", swept, orderForReview)
 	}
-	if swept, _ := book.get(o.ID); swept.State == orderRefused {
+	if swept, _ := book.get(idem.DefaultScope, o.ID); swept.State == orderRefused {
 		rec = swept
 	}
 	if rec.State == orderRefused {

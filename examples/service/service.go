@@ -238,8 +238,13 @@ serve:
 			defer mu.Unlock()
 			if errors.Is(err, idem.ErrUnknownOutcome) {
 				// The caller is told "accepted, confirming": the settle
-				// func or settleConfirming records the outcome.
-				if err := book.confirming(o.ID); err != nil {
+				// func or settleConfirming records the outcome, under
+				// the scope the settle func's Result names.
+				scope := idem.DefaultScope
+				if res != nil {
+					scope = res.Scope
+				}
+				if err := book.confirming(scope, o.ID); err != nil {
 					log.Error("order confirming not recorded", "order", n, "key", o.ID, "err", err)
 				}
 			}
