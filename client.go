@@ -345,7 +345,7 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 		if !sameRequest(stored, rec) {
 			return nil, c.conflict(stored)
 		}
-		return newOperation(stored), nil
+		return c.newOperation(stored), nil
 	case err != nil:
 		return nil, c.createErr("prepare", rec, err)
 	case stored == nil:
@@ -357,7 +357,7 @@ func (c *Client) prepare(ctx context.Context, req Request, create func(context.C
 	if c.log.Enabled(ctx, slog.LevelDebug) {
 		c.log.LogAttrs(ctx, slog.LevelDebug, "idem: prepared", opAttrs(stored)...)
 	}
-	return newOperation(stored), nil
+	return c.newOperation(stored), nil
 }
 
 // Submit is Prepare followed by Do in one call, and cheaper: the operation
@@ -411,11 +411,11 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 		case errors.Is(err, journal.ErrMaybeCommitted):
 			c.releaseMaybeCreated(ctx, rec, lease, err)
 			// What a later Lookup would show, if the journal holds it.
-			return newResult(rec), c.createErr("submit", rec, err)
+			return c.newResult(rec), c.createErr("submit", rec, err)
 		case err != nil:
 			err = c.createErr("submit", rec, withCause(ctx, err))
 			if errors.Is(err, ErrUnknownOutcome) {
-				return newResult(rec), err // an earlier call's create may have journaled it
+				return c.newResult(rec), err // an earlier call's create may have journaled it
 			}
 			return nil, err
 		}
@@ -501,7 +501,7 @@ func (c *Client) Lookup(ctx context.Context, scope, key string) (*Operation, err
 	if err != nil {
 		return nil, err
 	}
-	return newOperation(rec), nil
+	return c.newOperation(rec), nil
 }
 
 // Filter selects operations for List. Each field set narrows the
@@ -570,7 +570,7 @@ func (c *Client) List(ctx context.Context, f Filter) ([]*Operation, error) {
 	}
 	ops := make([]*Operation, len(recs))
 	for i, r := range recs {
-		ops[i] = newOperation(r)
+		ops[i] = c.newOperation(r)
 	}
 	return ops, nil
 }
@@ -704,7 +704,7 @@ func (c *Client) Resolve(ctx context.Context, scope, key string, r Resolution) (
 	release()
 	c.log.LogAttrs(ctx, slog.LevelWarn, "idem: resolved by hand",
 		append(opAttrs(rec), slog.String("by", r.By), slog.String("reason", r.Reason))...)
-	res := newResult(rec)
+	res := c.newResult(rec)
 	if m := rec.Resolved; m != nil && !m.From.Terminal() && c.cfg.onSettle != nil {
 		// Work the application handed off (ErrUnknownOutcome) that no
 		// Run visit will settle now: the settle func is how it learns.
@@ -1020,7 +1020,7 @@ func (r *Result) clone() *Result {
 
 // finish turns the journaled state into what Do returns.
 func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
-	res := newResult(rec)
+	res := c.newResult(rec)
 	if rec.State == StateSucceeded && !failureAgainst(rec) && !keyInUseAgainst(rec) {
 		// Flagged or not, it executed: a payment made twice was made,
 		// and an error would read "not charged" to a caller who takes a
@@ -1052,11 +1052,8 @@ func (c *Client) finish(rec *journal.Record, cause error) (*Result, error) {
 		e.Kind = ErrFailed
 		// Read as the answer was when it settled the operation: a later
 		// call for it must fail the same way.
-		if r := rec.Result; r != nil && rec.Resolved == nil {
-			name := c.keyName(rec, r.StatusCode)
-			if c.keyConflict(reusedVerdict(c.verdict(r.StatusCode), r.StatusCode, r.Body, name), r.StatusCode, r.Body, name, rec) {
-				e.Kind = ErrKeyConflict
-			}
+		if res.KeyConflict {
+			e.Kind = ErrKeyConflict
 		}
 		if e.Cause == nil {
 			e.Cause = errors.New(res.Reason)

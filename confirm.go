@@ -175,7 +175,7 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 		// Flagged here and left open: the redelivery finds it flagged
 		// and calls Settle only, so this call is the only one that can
 		// tell of the flagging, as a drive's flag is told.
-		c.flagged(ctx, newResult(marked))
+		c.flagged(ctx, c.newResult(marked))
 	}
 	switch {
 	case errors.Is(err, journal.ErrNotFound):
@@ -191,7 +191,7 @@ func (c *Client) Confirm(ctx context.Context, scope, key string, conf Confirmati
 	case rec == nil:
 		return nil, errorf("idem: Confirm (scope %q, key %q): %w", scope, key, err)
 	}
-	res := newResult(rec)
+	res := c.newResult(rec)
 	redelivered := errors.Is(err, journal.ErrExists)
 	conflict := errors.Is(err, journal.ErrConfirmConflict)
 	err = nil
@@ -405,7 +405,7 @@ func (c *Client) LookupResource(ctx context.Context, scope, resourceID string) (
 		return nil, fmt.Errorf("%w: LookupResource: %d open operations of scope %q name resource %q (keys %q, %q, …): settle them by key",
 			ErrInvalidRequest, len(found), scope, resourceID, found[0].Key, found[1].Key)
 	}
-	return newOperation(found[0]), nil
+	return c.newOperation(found[0]), nil
 }
 
 // setReview sets the record's review reason, or clears it (reason ""),
@@ -603,5 +603,5 @@ func (d *driver) lateAnswer(err error, st step, number int, ex exchange, query b
 	}
 	d.c.log.LogAttrs(d.ctx, slog.LevelWarn, "idem: the server's answer contradicts how the operation was settled (a confirmation or a manual resolution); flagged for review",
 		append(opAttrs(d.rec), slog.Int("attempt", number), slog.String("answer_state", string(said)), slog.String("answer_resource_id", conf.ResourceID))...)
-	d.c.conflicted(d.hctx, newResult(d.rec), conf, wasFlagged(prior, d.rec, &conf))
+	d.c.conflicted(d.hctx, d.c.newResult(d.rec), conf, wasFlagged(prior, d.rec, &conf))
 }

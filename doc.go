@@ -41,6 +41,7 @@
 //		// order-id key, an earlier call for this order, which may have
 //		// paid; look it up under the key, never pay it again under a new one
 //	case errors.Is(err, idem.ErrFailed): // the server refused it: res.Reason
+//	default: // nothing journaled, nothing sent: retry under the same key
 //	}
 //
 // [Client.Prepare] journals an operation without sending it; [Client.Do]

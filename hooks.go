@@ -282,7 +282,7 @@ func (c *Client) Wait(ctx context.Context, scope, key string) (*Result, error) {
 			cancel()
 			return nil, c.lookupErr(scope, key, err)
 		}
-		res := newResult(rec)
+		res := c.newResult(rec)
 		if !rec.Open() || rec.Review != "" {
 			cancel()
 			return res, nil

@@ -165,7 +165,7 @@ type Operation struct {
 	Confirmations []Confirmation
 }
 
-func newOperation(rec *journal.Record) *Operation {
+func (c *Client) newOperation(rec *journal.Record) *Operation {
 	op := &Operation{
 		Scope:     rec.Scope,
 		Key:       rec.Key,
@@ -183,7 +183,7 @@ func newOperation(rec *journal.Record) *Operation {
 		NextDue:   rec.NextDue,
 	}
 	if rec.Result != nil {
-		op.Result = newResult(rec)
+		op.Result = c.newResult(rec)
 	}
 	op.Confirmations = slices.Clone(rec.Confirmations)
 	return op

@@ -680,7 +680,9 @@ func WithClock(clk Clock) Option {
 // through the admin handler), on their caller's goroutine.
 // A failed Result with Review set may have executed (as Hooks.Settle
 // says): not a failure to retry under a new key; a succeeded one flagged
-// ReviewKeyInUse may be another request's success, not one to ship on. It runs after the
+// ReviewKeyInUse may be another request's success, not one to ship on;
+// a failed one with KeyConflict is the key refused, not the order: an
+// earlier request under it may have paid (a person's). It runs after the
 // outcome is committed, on the goroutine of Run or Resume (or Confirm,
 // Resolve): do not call Close or Shutdown from it, which wait for that
 // very call to return. A Settle or Review hook's panic does not skip it.

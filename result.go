@@ -48,13 +48,21 @@ type Result struct {
 	// the resource it names came from such an answer or from a result
 	// query, both the server's word for the key, not for this request.
 	Replayed bool
+	// KeyConflict: a failed Result whose settling answer was the server
+	// refusing the key as used with another request's body, as
+	// errors.Is(err, ErrKeyConflict) says on the call. Under a key that
+	// is the order's id it is not a refusal of the order: an earlier
+	// request for it, in other bytes, may have paid it. Look it up at
+	// the provider before refusing or retrying the order. Derived from
+	// the journaled answer, never journaled.
+	KeyConflict bool
 }
 
 // newResult is what rec says of the operation's outcome. The Result
 // shares rec's response body: rec must be the caller's own, as every
 // record a Store returns is (journaltest's DeepCopy), and not used to
 // change the body after.
-func newResult(rec *journal.Record) *Result {
+func (c *Client) newResult(rec *journal.Record) *Result {
 	r := &Result{
 		Scope:    rec.Scope,
 		Key:      rec.Key,
@@ -78,7 +86,21 @@ func newResult(rec *journal.Record) *Result {
 	if r.Reason == "" && rec.Review != "" {
 		r.Reason = rec.Review
 	}
+	r.KeyConflict = c.settledKeyConflict(rec)
 	return r
+}
+
+// settledKeyConflict reports whether rec settled failed, unflagged and
+// not by hand, on an answer refusing the key (keyConflict), read as it
+// was when it settled the operation: Do's ErrKeyConflict and
+// Result.KeyConflict both come from here, so they never disagree.
+func (c *Client) settledKeyConflict(rec *journal.Record) bool {
+	r := rec.Result
+	if rec.State != StateFailed || rec.Review != "" || r == nil || rec.Resolved != nil {
+		return false
+	}
+	name := c.keyName(rec, r.StatusCode)
+	return c.keyConflict(reusedVerdict(c.verdict(r.StatusCode), r.StatusCode, r.Body, name), r.StatusCode, r.Body, name, rec)
 }
 
 // Outcome is what a Decoder read from a response body.

@@ -23,13 +23,16 @@ import (
 // requests can only be used with the same parameters they were first used
 // with". Parameters are compared as the body's bytes (modelled). The
 // first answer it gives is lost: the connection closes after the charge.
+// While throttled it answers 429 rate_limit, nothing executed
+// (docs.stripe.com/rate-limits).
 type stripeProvider struct {
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	bodies   map[string][]byte // key → the body it was first used with
-	charges  int
-	answered bool
+	mu        sync.Mutex
+	bodies    map[string][]byte // key → the body it was first used with
+	charges   int
+	answered  bool
+	throttled int // how many of the next POSTs it answers 429
 }
 
 func newStripeProvider(t *testing.T) *stripeProvider {
@@ -46,6 +49,13 @@ func newStripeProvider(t *testing.T) *stripeProvider {
 		}
 		p.mu.Lock()
 		defer p.mu.Unlock()
+		if p.throttled > 0 {
+			p.throttled--
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprint(w, `{"error":{"code":"rate_limit","message":"Too many requests hit the API too quickly.","type":"invalid_request_error"}}`)
+			return
+		}
 		first, held := p.bodies[key]
 		switch {
 		case held && !bytes.Equal(first, body):
@@ -74,6 +84,12 @@ func newStripeProvider(t *testing.T) *stripeProvider {
 	return p
 }
 
+func (p *stripeProvider) throttle(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.throttled = n
+}
+
 func (p *stripeProvider) chargeCount() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -95,19 +111,7 @@ func TestAnOrderDeliveredAgainInOtherBytesGoesToAPerson(t *testing.T) {
 	dir := t.TempDir()
 	o := order{ID: "order-7", N: 7}
 
-	callCtx, kill := context.WithCancel(context.Background())
-	defer kill()
-	a, err := idem.Open(filepath.Join(dir, "a.journal"),
-		idem.WithHTTPClient(&http.Client{Transport: killAfterSubmit{base: p.srv.Client().Transport, kill: kill}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := submitOrder(callCtx, a, ordersURL, o); !errors.Is(err, idem.ErrUnknownOutcome) {
-		t.Fatalf("A: err = %v; want ErrUnknownOutcome (killed mid-call)", err)
-	}
-	if err := a.Close(); err != nil {
-		t.Fatal(err)
-	}
+	paidByAKilledReplica(t, p, filepath.Join(dir, "a.journal"), o)
 
 	ctx := context.Background()
 	b, err := idem.Open(filepath.Join(dir, "b.journal"), idem.WithHTTPClient(p.srv.Client()))
@@ -135,6 +139,25 @@ func TestAnOrderDeliveredAgainInOtherBytesGoesToAPerson(t *testing.T) {
 
 	if n := p.chargeCount(); n != 1 {
 		t.Errorf("Stripe charged order 7 %d times; want 1 (A's payment, which stands)", n)
+	}
+}
+
+// paidByAKilledReplica is replica A, on the journal at path, killed
+// while it pays o: Stripe charged it, the answer was lost.
+func paidByAKilledReplica(t *testing.T, p *stripeProvider, path string, o order) {
+	t.Helper()
+	callCtx, kill := context.WithCancel(context.Background())
+	defer kill()
+	a, err := idem.Open(path,
+		idem.WithHTTPClient(&http.Client{Transport: killAfterSubmit{base: p.srv.Client().Transport, kill: kill}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := submitOrder(callCtx, a, p.srv.URL+"/orders", o); !errors.Is(err, idem.ErrUnknownOutcome) {
+		t.Fatalf("A: err = %v; want ErrUnknownOutcome (killed mid-call)", err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -45,7 +45,7 @@ func TestAnOrderSettledAsTheServiceIsKilledIsRecordedPaidAtTheNextStart(t *testi
 	// The first process: the provider charges, its answer is lost, and
 	// the caller is told "accepted, confirming".
 	killedAfterTheProviderCharged(t, srv, path, o)
-	if err := book.confirming(o.ID); err != nil {
+	if err := book.confirming(idem.DefaultScope, o.ID); err != nil {
 		t.Fatal(err)
 	}
 
@@ -93,7 +93,7 @@ func TestAnOrderSettledAsTheServiceIsKilledIsRecordedPaidAtTheNextStart(t *testi
 	if n := srv.Stats().SideEffects; n != 1 {
 		t.Errorf("orders made at the provider = %d; want 1", n)
 	}
-	rec, _ := book.get(o.ID)
+	rec, _ := book.get(idem.DefaultScope, o.ID)
 	if rec.State != orderPaid || rec.ResourceID == "" {
 		t.Errorf("the service's record of the order = %+v; want paid, with the provider's payment", rec)
 	}

@@ -37,7 +37,7 @@ func TestAServiceRolledBackPastANewerReleasesOrderStartsAndRecordsTheOthers(t *t
 	newer, other := order{ID: idem.NewKey(), N: 1}, order{ID: idem.NewKey(), N: 2}
 	for _, o := range []order{newer, other} {
 		killedAfterTheProviderCharged(t, srv, path, o)
-		if err := book.confirming(o.ID); err != nil {
+		if err := book.confirming(idem.DefaultScope, o.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -67,10 +67,10 @@ func TestAServiceRolledBackPastANewerReleasesOrderStartsAndRecordsTheOthers(t *t
 	if _, err := run(ctx, cfg, slog.New(slog.NewTextHandler(&logged, nil))); err != nil {
 		t.Fatalf("run() error = %v; want the service started past the record a newer idem wrote", err)
 	}
-	if rec, _ := book.get(other.ID); rec.State != orderPaid || rec.ResourceID == "" {
+	if rec, _ := book.get(idem.DefaultScope, other.ID); rec.State != orderPaid || rec.ResourceID == "" {
 		t.Errorf("the service's record of the other order = %+v; want paid, with the provider's payment", rec)
 	}
-	if rec, _ := book.get(newer.ID); rec.State != orderConfirming {
+	if rec, _ := book.get(idem.DefaultScope, newer.ID); rec.State != orderConfirming {
 		t.Errorf("the service's record of the newer release's order = %+v; want still confirming, for the newer release", rec)
 	}
 	if !strings.Contains(logged.String(), "key="+newer.ID) {

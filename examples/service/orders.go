@@ -15,8 +15,13 @@ import (
 // process (here a map, which the tests keep across a restart).
 type orderBook struct {
 	mu     sync.Mutex
-	orders map[string]orderRecord // by the order's id, the operation's key
+	orders map[orderKey]orderRecord
 }
+
+// orderKey is an order's operation: its scope (a merchant's account, or
+// idem.DefaultScope) and key (the order's id). Two accounts' order 1001
+// are two orders.
+type orderKey struct{ Scope, ID string }
 
 // orderRecord is one order's payment as the service knows it.
 type orderRecord struct {
@@ -28,57 +33,60 @@ const (
 	orderConfirming = "confirming" // the caller was told "accepted, confirming"
 	orderPaid       = "paid"
 	orderRefused    = "refused"
-	orderForReview  = "review" // settled, but a person must look (Result.Review)
+	orderForReview  = "review" // settled, but a person must look (Result.Review, KeyConflict)
 )
 
-func newOrderBook() *orderBook { return &orderBook{orders: map[string]orderRecord{}} }
+func newOrderBook() *orderBook { return &orderBook{orders: map[orderKey]orderRecord{}} }
 
 // confirming records that the order's caller was told "accepted,
 // confirming". An outcome recorded already stays: the settle func may
 // have run between Submit's return and this write.
-func (b *orderBook) confirming(id string) error {
+func (b *orderBook) confirming(scope, id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if _, ok := b.orders[id]; !ok {
-		b.orders[id] = orderRecord{State: orderConfirming}
+	if _, ok := b.orders[orderKey{scope, id}]; !ok {
+		b.orders[orderKey{scope, id}] = orderRecord{State: orderConfirming}
 	}
 	return nil
 }
 
-// settle records a settled operation's outcome as its order's.
+// settle records a settled operation's outcome as its order's: refused
+// only when the server refused the order, not its id as a key.
 func (b *orderBook) settle(res *idem.Result) error {
 	rec := orderRecord{State: orderRefused}
 	switch {
-	case res.Review != "":
+	case res.Review != "", res.KeyConflict:
+		// KeyConflict: the order's id was refused as used with another
+		// body, an earlier call's for this order, which may have paid.
 		rec.State = orderForReview
 	case res.State == idem.StateSucceeded:
 		rec = orderRecord{State: orderPaid, ResourceID: res.ResourceID}
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.orders[res.Key] = rec
+	b.orders[orderKey{res.Scope, res.Key}] = rec
 	return nil
 }
 
 // get returns the order's record.
-func (b *orderBook) get(id string) (orderRecord, bool) {
+func (b *orderBook) get(scope, id string) (orderRecord, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	rec, ok := b.orders[id]
+	rec, ok := b.orders[orderKey{scope, id}]
 	return rec, ok
 }
 
-// confirmingIDs lists the orders still "confirming".
-func (b *orderBook) confirmingIDs() []string {
+// confirmingOrders lists the orders still "confirming".
+func (b *orderBook) confirmingOrders() []orderKey {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var ids []string
-	for id, rec := range b.orders {
+	var ks []orderKey
+	for k, rec := range b.orders {
 		if rec.State == orderConfirming {
-			ids = append(ids, id)
+			ks = append(ks, k)
 		}
 	}
-	return ids
+	return ks
 }
 
 // settleFunc is the service's WithSettleFunc callback: it records the
@@ -104,12 +112,13 @@ func settleFunc(b *orderBook, log *slog.Logger) func(*idem.Result) {
 // and then while it runs.
 func settleConfirming(ctx context.Context, c *idem.Client, b *orderBook, log *slog.Logger) (int, error) {
 	n := 0
-	for _, id := range b.confirmingIDs() {
-		op, err := c.Lookup(ctx, "", id)
+	for _, k := range b.confirmingOrders() {
+		id := k.ID
+		op, err := c.Lookup(ctx, k.Scope, id) // under its scope: another account's order id is another order
 		if errors.Is(err, idem.ErrNotFound) {
 			// Submit journaled it before answering "confirming": pruned,
 			// settled longer ago than WithRetainSettled. The provider knows.
-			log.Error("order confirming, its operation pruned: look it up at the provider", "key", id)
+			log.Error("order confirming, its operation pruned: look it up at the provider", "scope", k.Scope, "key", id)
 			continue
 		}
 		if errors.Is(err, journal.ErrVersion) {
@@ -117,7 +126,7 @@ func settleConfirming(ctx context.Context, c *idem.Client, b *orderBook, log *sl
 			// and Run go past such a record; so does the sweep, or one
 			// order would keep the service from starting and every
 			// order after it "confirming". The newer release records it.
-			log.Warn("order confirming, its operation written by a newer idem: upgrade to record it", "key", id)
+			log.Warn("order confirming, its operation written by a newer idem: upgrade to record it", "scope", k.Scope, "key", id)
 			continue
 		}
 		if err != nil {

@@ -104,7 +104,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 		}),
 		idem.WithReconcile(250*time.Millisecond, 2*time.Second, 72*time.Hour),
 		idem.WithSettleFunc(func(res *idem.Result) {
-			// The service marks its order paid (or refused) here. Once
+			// The service marks its order paid, refused or for a
+			// person (Review, KeyConflict) here. Once
 			// only, after the commit: settleConfirming sweeps up what a
 			// kill or a failed write in between left "confirming".
 			markOrder(res)
@@ -237,8 +238,13 @@ serve:
 			defer mu.Unlock()
 			if errors.Is(err, idem.ErrUnknownOutcome) {
 				// The caller is told "accepted, confirming": the settle
-				// func or settleConfirming records the outcome.
-				if err := book.confirming(o.ID); err != nil {
+				// func or settleConfirming records the outcome, under
+				// the scope the settle func's Result names.
+				scope := idem.DefaultScope
+				if res != nil {
+					scope = res.Scope
+				}
+				if err := book.confirming(scope, o.ID); err != nil {
 					log.Error("order confirming not recorded", "order", n, "key", o.ID, "err", err)
 				}
 			}
