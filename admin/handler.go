@@ -598,7 +598,11 @@ func (h *handler) resolve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clientError(err)
 	}
-	rec, err := h.c.Record(r.Context(), cur.Scope, cur.Key)
+	// Read on when the request's context ends (a timeout middleware's
+	// deadline passing just after the commit): the resolution is
+	// written, and answered "unavailable" the operator would take it for
+	// one that failed.
+	rec, err := h.c.Record(context.WithoutCancel(r.Context()), cur.Scope, cur.Key)
 	if err != nil {
 		return clientError(err)
 	}
