@@ -70,7 +70,8 @@ const (
 	Preempt FaultKind = "preempt"
 	// StillRunning is a request still running when its resend or the
 	// result query arrives: it commits (its side effect counted when it
-	// arrives) only once Fault.Delay has passed by the server's clock.
+	// arrives) only once Fault.Delay has passed by the server's clock,
+	// whether or not its client waits for it.
 	// Meanwhile any submit with the key gets Stripe's 409
 	// idempotency_key_in_use, with no Retry-After, and the result endpoint
 	// answers 404. The request is answered 201 after Fault.Delay (real

@@ -56,8 +56,9 @@ func clockedServer(t *testing.T, f idemtest.Fault) (*idemtest.Clock, *idemtest.S
 // TestStillRunningAnswersKeyInUseUntilItCommits: the first request times
 // out while it runs; until the delay has passed by the server's clock
 // every resend, the same body or another, gets Stripe's 409
-// idempotency_key_in_use and the result endpoint 404; then it has
-// committed, one order, and a resend gets that order's 201, replayed.
+// idempotency_key_in_use, naming the key as Stripe's message does, and the
+// result endpoint 404; then it has committed, one order, and a resend gets
+// that order's 201, replayed.
 func TestStillRunningAnswersKeyInUseUntilItCommits(t *testing.T) {
 	clock, srv := clockedServer(t, idemtest.Fault{Kind: idemtest.StillRunning, Key: "k", Delay: time.Minute})
 	var err error
@@ -71,7 +72,7 @@ func TestStillRunningAnswersKeyInUseUntilItCommits(t *testing.T) {
 		require.Empty(t, replayed)
 		require.JSONEq(t, `{"error":{"code":"idempotency_key_in_use","type":"idempotency_error","message":"There is currently another `+
 			`in-progress request using this Idempotent Key (that probably means you submitted twice, and the other request is still `+
-			`going through). Please try again later."}}`, got)
+			`going through): k. Please try again later."}}`, got, "Stripe names the key")
 	}
 	status, got := query(t, srv, "k")
 	require.Equal(t, http.StatusNotFound, status, got)

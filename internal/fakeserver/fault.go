@@ -90,10 +90,11 @@ const (
 	Preempt FaultKind = "preempt"
 	// StillRunning starts the order but commits it only once Fault.Delay
 	// has passed by the server's clock: the request is still running, and
-	// its side effect (counted when it arrives: it will happen) not yet
-	// committed. Meanwhile a repeat of the submit, whatever its body, gets
+	// its side effect (counted when it arrives: it will happen, whether
+	// or not its client waits) not yet committed. Meanwhile a repeat of the submit, whatever its body, gets
 	// Stripe's 409 idempotency_key_in_use ("There is currently another
-	// in-progress request using this Idempotent Key", no Retry-After:
+	// in-progress request using this Idempotent Key (…): <key>. …", no
+	// Retry-After:
 	// https://docs.stripe.com/error-codes#idempotency-key-in-use), and the
 	// result endpoint answers 404, as it does for a key it never saw. The
 	// request itself is answered 201 after Fault.Delay (real time), or not

@@ -30,12 +30,27 @@ const (
 	msgInternal   = "internal server error"
 )
 
-// keyInUseBody is Stripe's answer to a request whose key another request
-// still running holds (https://docs.stripe.com/error-codes#idempotency-key-in-use;
-// the message as Stripe words it, stripe-node's StripeIdempotencyError).
-var keyInUseBody = []byte(`{"error":{"code":"idempotency_key_in_use","message":"There is currently another in-progress request using this ` +
-	`Idempotent Key (that probably means you submitted twice, and the other request is still going through). Please try again later.",` +
-	`"type":"idempotency_error"}}`)
+// keyInUseAnswer is Stripe's answer to a request whose key another
+// request still running holds
+// (https://docs.stripe.com/error-codes#idempotency-key-in-use): its
+// message names the key, as Stripe's does ("…still going through):
+// <key>. Please try again later."), so that a client's reading of a body
+// naming its key meets it here too.
+func keyInUseAnswer(key string) answer {
+	var v struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+			Type    string `json:"type"`
+		} `json:"error"`
+	}
+	v.Error.Code, v.Error.Type = "idempotency_key_in_use", "idempotency_error"
+	v.Error.Message = "There is currently another in-progress request using this Idempotent Key (that probably means you " +
+		"submitted twice, and the other request is still going through): " + key + ". Please try again later."
+	var a answer
+	a.status, a.body = encodeJSON(http.StatusConflict, v)
+	return a
+}
 
 // requestDigest identifies a request for key reuse checks: method, request
 // URI (path and query) and body.
@@ -120,7 +135,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 		a = errorAnswer(http.StatusConflict, msgInProgress)
 		a.retryAfter, a.httpDate = e.retryAfter, e.httpDate
 	case out == outRunning:
-		a = answer{status: http.StatusConflict, body: keyInUseBody}
+		a = keyInUseAnswer(key)
 	case out == outRefused:
 		s.stats.Refusals++
 		e.counts.Refusals++
