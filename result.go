@@ -54,7 +54,11 @@ type Result struct {
 	// is the order's id it is not a refusal of the order: an earlier
 	// request for it, in other bytes, may have paid it. Look it up at
 	// the provider before refusing or retrying the order. Derived from
-	// the journaled answer, never journaled.
+	// the journaled answer, never journaled, and read with the options
+	// of the Client handing it out (WithKeyConflictStatus,
+	// WithKeyHeader, WithKeyInBody): a Client configured otherwise,
+	// another replica's or one after a deploy that changed them, may
+	// read the same record otherwise; give replicas the same options.
 	KeyConflict bool
 }
 
