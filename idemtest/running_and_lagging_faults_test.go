@@ -61,9 +61,7 @@ func clockedServer(t *testing.T, f idemtest.Fault) (*idemtest.Clock, *idemtest.S
 // that order's 201, replayed.
 func TestStillRunningAnswersKeyInUseUntilItCommits(t *testing.T) {
 	clock, srv := clockedServer(t, idemtest.Fault{Kind: idemtest.StillRunning, Key: "k", Delay: time.Minute})
-	var err error
-
-	err = sendUntil(t, srv, "k", `{"amount":1}`, 50*time.Millisecond)
+	err := sendUntil(t, srv, "k", `{"amount":1}`, 50*time.Millisecond)
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "the first request is not answered while it runs: %v", err)
 
 	for _, body := range []string{`{"amount":1}`, `{"amount":2}`} {
@@ -109,9 +107,7 @@ func TestStillRunningAnswersOnceItHasRun(t *testing.T) {
 // second order.
 func TestLostAnswerLagDropsTheAnswerAndHidesTheOrder(t *testing.T) {
 	clock, srv := clockedServer(t, idemtest.Fault{Kind: idemtest.LostAnswerLag, Key: "k", Delay: time.Minute})
-	var err error
-
-	err = sendUntil(t, srv, "k", `{}`, 10*time.Second)
+	err := sendUntil(t, srv, "k", `{}`, 10*time.Second)
 	require.Error(t, err, "the answer is lost")
 	require.False(t, errors.Is(err, context.DeadlineExceeded), "dropped, not held: %v", err)
 	require.Equal(t, 1, srv.Effects("", "k"), "committed")
