@@ -133,7 +133,14 @@ type Row struct {
 	// (ReviewKeyIgnored): idem told someone. Only where the server does
 	// not de-duplicate (idemtest.KeyIgnored) are they no broken promise;
 	// idem cannot unsend what net/http resent on its own before anything
-	// said the endpoint ignores the key.
+	// said the endpoint ignores the key, nor its own resends then: with
+	// the key in a header idem takes the server to replay a resend, so
+	// a result endpoint's "not found" after a lost answer lets it resend
+	// at once (WithResultLag holds back only a key in the body). Under
+	// lost-answer-lag, a key whose every answer is lost while the
+	// endpoint lags (matrixDelay, by the shared clock) before any answer
+	// has said "ignored" executes once per submit (op-0000 at the cmd's
+	// seed: 3 orders, flagged ReviewKeyIgnored).
 	FlaggedDuplicates int
 	// SilentDuplicates counts the other Duplicates: of an operation
 	// settled clean, left open unflagged, or missing from the journal. A

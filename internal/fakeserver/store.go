@@ -65,6 +65,8 @@ type KeyStats struct {
 	// SubmitsAfterFinal counts the submits received while the key's answer
 	// was final: stored, and neither in flight nor processing. A client
 	// that keeps resending a key whose answer cannot change makes it grow.
+	// A submit a fault turns away unprocessed (throttle, unavailable,
+	// error-before-commit) does not: it told the client to send again.
 	SubmitsAfterFinal int `json:"submits_after_final"`
 	// Conflicts counts the answers that the key was used with another
 	// request (422, or the behaviour's status).

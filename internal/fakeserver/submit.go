@@ -80,18 +80,24 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	s.st.sweep(now, s.cfg.Retention)
 	sk := scopeKey{req.Scope, key}
 	e := s.st.lookup(sk, now, s.cfg.Retention)
+	out := s.classifyLocked(e, digest, now)
+	drawn := s.drawLocked()
+	f, _ := s.takeFaultLocked(key, false, out, drawn)
 	// An order API's order never placed (declined, rejected) left its id
 	// free, and an endpoint that ignores the key stores no answer: the
 	// next submit after an order never placed is a new order, not a
 	// resend of a final answer (after one placed, it is a resend of
-	// what executed, counted).
-	if e != nil && e.final(now) && !((e.order || s.cfg.Behavior.KeyIgnored) && e.state == stateFailed) {
+	// what executed, counted). A submit a fault turns away unprocessed
+	// (429, 503, a 500 before the commit) is not counted either: the
+	// server told the client to send again without looking at the key,
+	// and the client that does so is right, however final the key's
+	// answer (the mixed matrix row stacks a 409, two 503s and a dropped
+	// replay on one key).
+	if e != nil && e.final(now) && !((e.order || s.cfg.Behavior.KeyIgnored) && e.state == stateFailed) &&
+		!f.kind.replacesProcessing() {
 		e.counts.SubmitsAfterFinal++
 		s.stats.MaxSubmitsAfterFinal = max(s.stats.MaxSubmitsAfterFinal, s.st.keyStats(sk).SubmitsAfterFinal)
 	}
-	out := s.classifyLocked(e, digest, now)
-	drawn := s.drawLocked()
-	f, _ := s.takeFaultLocked(key, false, out, drawn)
 	if f.kind == Preempt {
 		// Someone else's request got there first; this one meets it.
 		e = s.preemptLocked(sk, now, f.delay)
