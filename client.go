@@ -594,7 +594,11 @@ type Resolution struct {
 	// its answer, if it comes, is journaled beside the resolution and
 	// flags it for review when it contradicts it (ReviewConfirmConflict).
 	// Another owner's lease is taken over where the Store can
-	// (pgjournal's TakeOver): that owner's next write is refused.
+	// (pgjournal's TakeOver): that owner's next write is refused. A
+	// takeover cut by ctx after it fenced that owner resolves nothing
+	// and that owner's late answer is not journaled: the operation stays
+	// open for Run; give a forced Resolve a deadline longer than the
+	// journal's call timeout.
 	Force bool
 }
 
