@@ -351,24 +351,21 @@ func (c *Client) holdForResolve(ctx context.Context, scope, key string, force bo
 		c.inflight[id] = cl
 	}
 	c.mu.Unlock()
-	if driving && cur.resolving && !force {
+	switch {
+	case driving && force:
+		// Written beside the drive, whose late answer is journaled
+		// beside it, or beside the first resolution: the journal keeps
+		// the two apart (OnlyOpen, resolvedAfterAll).
+		return ctx, func() {}, nil
+	case driving && cur.resolving:
 		// An operator's double-submit: the first may still be claiming
 		// the lease, which another owner's live one refuses; this one,
 		// written now, would skip that check.
 		return nil, nil, fmt.Errorf("idem: Resolve (scope %q, key %q): another resolution of the operation is under way in this process: nothing was written; resolve it again once that one ends: %w",
 			scope, key, journal.ErrLeased)
-	}
-	if driving && cur.resolving {
-		// Forced: written beside the first, as beside a drive; the
-		// journal keeps the two apart (OnlyOpen, resolvedAfterAll).
-		return ctx, func() {}, nil
-	}
-	if driving {
-		if !force {
-			return nil, nil, fmt.Errorf("idem: Resolve (scope %q, key %q): a call of this process (%s) drives the operation, and its request may be on the wire: nothing was written; resolve it again once that call ends, or with Force (its answer is then journaled beside the resolution): %w",
-				scope, key, c.cfg.owner, journal.ErrLeased)
-		}
-		return ctx, func() {}, nil
+	case driving:
+		return nil, nil, fmt.Errorf("idem: Resolve (scope %q, key %q): a call of this process (%s) drives the operation, and its request may be on the wire: nothing was written; resolve it again once that call ends, or with Force (its answer is then journaled beside the resolution): %w",
+			scope, key, c.cfg.owner, journal.ErrLeased)
 	}
 	ended := func() {
 		// Joiners drive the operation themselves if it is still open.

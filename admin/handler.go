@@ -162,18 +162,15 @@ func clientError(err error) error {
 		// journal.ErrInvalid: a scope or key the journal cannot hold
 		// (a NUL byte, too long), the caller's to fix.
 		return &Error{http.StatusBadRequest, "bad_request", err.Error()}
-	case errors.Is(err, journal.ErrKeyIgnoringFull), errors.Is(err, journal.ErrLeased):
-		// journal.ErrLeased: a resolution refused while the operation
-		// is driven (its request may be on the wire): to retry once the
-		// drive ends, or force.
-		// A resolution refused until the operator makes room for the
-		// endpoint its flag tells of (POST /key-ignoring/remove): the
-		// journal's state, theirs to change, not a broken handler.
-		return &Error{http.StatusConflict, "conflict", err.Error()}
-	case errors.Is(err, journal.ErrFlaggedKeyIgnored):
-		// Flagged by another replica while the resolution ran, nothing
-		// written: a race the next try wins (it journals the endpoint
-		// first), the Client's error saying to resolve again.
+	case errors.Is(err, journal.ErrKeyIgnoringFull), errors.Is(err, journal.ErrLeased), errors.Is(err, journal.ErrFlaggedKeyIgnored):
+		// The journal's state, the operator's to change or wait out,
+		// not a broken handler: a resolution refused until the operator
+		// makes room for the endpoint its flag tells of (POST
+		// /key-ignoring/remove); refused while the operation is driven
+		// (journal.ErrLeased: its request may be on the wire), to retry
+		// once the drive ends, or force; or flagged by another replica
+		// while it ran, nothing written, a race the next try wins (it
+		// journals the endpoint first).
 		return &Error{http.StatusConflict, "conflict", err.Error()}
 	case errors.Is(err, idem.ErrClosed), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// A wait the Client gave up (ForgetKeyIgnoring's for a save

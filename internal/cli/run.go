@@ -98,8 +98,7 @@ var commands = []*command{
 // clock and the global flags.
 type env struct {
 	ctx    context.Context
-	stdout io.Writer // out, the command's stdout
-	out    *output
+	stdout *output // keeps its first write error (printed)
 	stderr io.Writer
 	getenv func(string) string
 	now    func() time.Time
@@ -117,12 +116,10 @@ type env struct {
 // run runs the idem command with args (without the program name) and
 // returns the process's exit status.
 func run(args []string, stdout, stderr io.Writer, modes ...Mode) int {
-	out := &output{w: stdout}
 	e := &env{
 		modes:       modes,
 		ctx:         context.Background(),
-		stdout:      out,
-		out:         out,
+		stdout:      &output{w: stdout},
 		stderr:      stderr,
 		getenv:      os.Getenv,
 		now:         time.Now,
@@ -204,7 +201,7 @@ func (e *env) dispatch(args []string) error {
 			e.cmd = c
 			err := c.run(e, args)
 			var up *unprintedError
-			if e.out.err != nil && !errors.As(err, &up) && (err == nil || errors.Is(err, e.out.err)) {
+			if e.stdout.err != nil && !errors.As(err, &up) && (err == nil || errors.Is(err, e.stdout.err)) {
 				err = e.printed("")
 			}
 			return err
@@ -237,10 +234,10 @@ func (o *output) Write(p []byte) (int, error) {
 // same, which the error carries to stderr: the output may have been the
 // operator's one record of it (prune's count, resolve's confirmation).
 func (e *env) printed(done string) error {
-	if e.out.err == nil {
+	if e.stdout.err == nil {
 		return nil
 	}
-	return &unprintedError{done: done, err: e.out.err}
+	return &unprintedError{done: done, err: e.stdout.err}
 }
 
 // unprintedError is printed's error.
