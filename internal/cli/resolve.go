@@ -24,7 +24,7 @@ func cmdResolve(e *env, args []string) (err error) {
 	reason := fs.String("reason", "", "why, in a few words (required; recorded in the journal)")
 	by := fs.String("by", "", "who resolves it (default $USER, or \"operator\")")
 	force := fs.Bool("force", false, "allow changing an operation that is already succeeded or failed")
-	key, err := e.parseKey(fs, args)
+	key, err := e.parseOperation(fs, scope, args)
 	if err != nil {
 		return err
 	}

@@ -432,9 +432,6 @@ func closeStore(s *journal.Store, err *error) {
 // reads the operation scope and key from it: the setup show and resolve
 // share. On success the caller closes the store; on error it is closed.
 func (e *env) openRecord(cmd, scope, key string, write bool) (*journal.Store, *journal.Record, error) {
-	if scope == "" {
-		return nil, nil, usagef(cmd, "empty -scope")
-	}
 	s, err := e.open(cmd, write)
 	if err != nil {
 		return nil, nil, err
@@ -523,6 +520,22 @@ func (e *env) parseKey(fs *flag.FlagSet, args []string) (string, error) {
 		return "", usagef(cmd, "empty key")
 	}
 	return pos[0], nil
+}
+
+// parseOperation is parseKey for a command that names one operation by
+// scope (the flag scope is bound to) and key. An empty scope is refused
+// whatever the journal's way: no journal holds one, and the admin
+// handler would read it as the service's default scope, another
+// operation than the one the operator meant (an unset -scope "$SCOPE").
+func (e *env) parseOperation(fs *flag.FlagSet, scope *string, args []string) (string, error) {
+	key, err := e.parseKey(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if *scope == "" {
+		return "", usagef(cmdOf(fs), "empty -scope: pass the operation's scope, or leave -scope out for %q", defaultScope)
+	}
+	return key, nil
 }
 
 // parseNoArgs parses args with fs (see parse), for a command that takes

@@ -17,7 +17,7 @@ func cmdShow(e *env, args []string) (err error) {
 	fs := e.flags(name)
 	scope := fs.String("scope", defaultScope, "the operation's `scope`")
 	asJSON := fs.Bool("json", false, "print the record as JSON")
-	key, err := e.parseKey(fs, args)
+	key, err := e.parseOperation(fs, scope, args)
 	if err != nil {
 		return err
 	}
