@@ -26,16 +26,7 @@ func TestReadStdoutWriteFailureExitsNonZero(t *testing.T) {
 	}
 	for _, mode := range [][]string{{"-journal", file.path}, {"-url", serveJournal(t, served.path)}} {
 		for _, args := range reads {
-			args := append(append([]string{}, mode...), args...)
-			var stderr bytes.Buffer
-			code := run(args, clitest.FullDisk{}, &stderr)
-			require.Equal(t, 1, code, "%q: %s", args, stderr.String())
-			require.Equal(t, "idem: printing the output failed: "+syscall.ENOSPC.Error()+"\n", stderr.String(), "%q", args)
-
-			stderr.Reset()
-			code = run(args, clitest.ReaderGone{}, &stderr)
-			require.Equal(t, 1, code, "%q: %s", args, stderr.String())
-			require.Empty(t, stderr.String(), "%q", args)
+			clitest.RequireUnprintedExits(t, run, append(append([]string{}, mode...), args...))
 		}
 	}
 }

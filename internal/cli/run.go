@@ -140,7 +140,8 @@ func usagef(cmd, format string, args ...any) error {
 	return &usageError{cmd: cmd, msg: fmt.Sprintf(format, args...)}
 }
 
-// errHelp means usage was asked for and printed: exit status 0.
+// errHelp means usage was asked for and printed: exit status 0, unless
+// stdout failed (printed).
 var errHelp = errors.New("help requested")
 
 func (e *env) main(args []string) int {
@@ -160,6 +161,11 @@ func (e *env) main(args []string) int {
 		ue *usageError
 		up *unprintedError
 	)
+	// A command's output, or the usage asked for, lost to a failed
+	// stdout is no success, whichever printed it.
+	if e.stdout.err != nil && !errors.As(err, &up) && (err == nil || errors.Is(err, errHelp) || errors.Is(err, e.stdout.err)) {
+		err = e.printed("")
+	}
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
@@ -199,12 +205,7 @@ func (e *env) dispatch(args []string) error {
 	for _, c := range commands {
 		if c.name == name {
 			e.cmd = c
-			err := c.run(e, args)
-			var up *unprintedError
-			if e.stdout.err != nil && !errors.As(err, &up) && (err == nil || errors.Is(err, e.stdout.err)) {
-				err = e.printed("")
-			}
-			return err
+			return c.run(e, args)
 		}
 	}
 	return usagef("", "unknown command %q", name)

@@ -20,15 +20,7 @@ import (
 func TestDSNStdoutWriteFailureExitsNonZero(t *testing.T) {
 	pg, _ := seeded(t)
 	for _, args := range [][]string{{"list"}, {"list", "-json"}, {"show", "k-unknown"}, {"stats"}} {
-		var stderr bytes.Buffer
-		code := run(pg.args(args...), clitest.FullDisk{}, &stderr)
-		require.Equal(t, 1, code, "%q: %s", args, stderr.String())
-		require.Equal(t, "idem: printing the output failed: "+syscall.ENOSPC.Error()+"\n", stderr.String(), "%q", args)
-
-		stderr.Reset()
-		code = run(pg.args(args...), clitest.ReaderGone{}, &stderr)
-		require.Equal(t, 1, code, "%q: %s", args, stderr.String())
-		require.Empty(t, stderr.String(), "%q", args)
+		clitest.RequireUnprintedExits(t, run, pg.args(args...))
 	}
 
 	var stderr bytes.Buffer
