@@ -163,9 +163,13 @@ func cmdCompact(e *env, args []string) error {
 	if err != nil {
 		return explain(path, err)
 	}
+	done := fmt.Sprintf("journal %s compacted: %s -> %s", clean(path), size(st.Before), size(st.After))
 	if *asJSON {
-		return writeJSON(e.stdout, compactJSON{Journal: path, Before: st.Before, After: st.After, Saved: st.Before - st.After})
+		_ = writeJSON(e.stdout, compactJSON{Journal: path, Before: st.Before, After: st.After, Saved: st.Before - st.After}) // its error is stdout's, which printed reports
+	} else {
+		fmt.Fprintln(e.stdout, done)
 	}
-	fmt.Fprintf(e.stdout, "journal %s compacted: %s -> %s\n", clean(path), size(st.Before), size(st.After))
-	return nil
+	// The swap is done: the operator must not take a lost answer for a
+	// compact that failed, with the old file still in place.
+	return e.printed(done + "; the compacted journal is in place")
 }

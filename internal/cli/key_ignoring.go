@@ -128,8 +128,16 @@ func cmdKeyIgnoring(e *env, args []string) (err error) {
 		}
 		return errors.New(msg)
 	}
+	// The removal is journaled: a lost answer must not pass for one that
+	// failed, nor hide how many operations it flagged.
+	done := "removed " + clean(endpoint)
+	if flagged >= 0 {
+		done += fmt.Sprintf(` (flagged %d open operation(s) to it "key ignored")`, flagged)
+	}
+	done += "; the removal is journaled"
 	if *asJSON {
-		return writeJSON(e.stdout, admin.RemoveKeyIgnoringAnswer{Removed: endpoint})
+		_ = writeJSON(e.stdout, admin.RemoveKeyIgnoringAnswer{Removed: endpoint}) // its error is stdout's, which printed reports
+		return e.printed(done)
 	}
 	fmt.Fprintf(e.stdout, "removed %s: an operation to it whose answer is lost is resent under the same key again\n", clean(endpoint))
 	what := `the open operations to it that may have executed are flagged "key ignored"`
@@ -139,7 +147,7 @@ func cmdKeyIgnoring(e *env, args []string) (err error) {
 	// Those flagged earlier teach it again as well: the note is due
 	// whatever this removal flagged.
 	fmt.Fprintf(e.stdout, "note: %s (never resent); until settled, each operation so flagged teaches it again (at Resume, a Run pass that reads them, a process's next start): settle them (idem list -review)\n", what)
-	return nil
+	return e.printed(done)
 }
 
 // keyIgnoringBackend returns what key-ignoring runs on: the backend, or

@@ -16,7 +16,8 @@ import (
 // write error on stderr when stdout fails (a full disk), and quietly to a
 // reader gone; resolve, whose resolution is written all the same, says so
 // on stderr with exit status 1 (it exited 1 saying only "no space left on
-// device", show and stats exited 0).
+// device", show and stats exited 0), and so does key-ignoring remove (it
+// said only "printing the output failed").
 func TestDSNStdoutWriteFailureExitsNonZero(t *testing.T) {
 	pg, _ := seeded(t)
 	for _, args := range [][]string{{"list"}, {"list", "-json"}, {"show", "k-unknown"}, {"stats"}} {
@@ -32,4 +33,16 @@ func TestDSNStdoutWriteFailureExitsNonZero(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, journal.StateSucceeded, rec.State)
 	require.Equal(t, "alice", rec.Resolved.By)
+
+	// key-ignoring remove's removal, and the flag it set first, are
+	// journaled all the same: it says so, as resolve does.
+	require.NoError(t, pg.store.AddKeyIgnoring(context.Background(), ordersEndpoint))
+	stderr.Reset()
+	code = run(pg.args("key-ignoring", "remove", ordersEndpoint), clitest.FullDisk{}, &stderr)
+	require.Equal(t, 1, code, stderr.String())
+	require.Equal(t, "idem: removed "+ordersEndpoint+` (flagged 1 open operation(s) to it "key ignored"); the removal is journaled, but printing it failed: `+
+		syscall.ENOSPC.Error()+"\n", stderr.String())
+	es, err := pg.store.KeyIgnoringEndpoints(context.Background())
+	require.NoError(t, err)
+	require.Empty(t, es)
 }
