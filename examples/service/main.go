@@ -18,7 +18,9 @@
 //     journaled and never sent), and its Summary is logged. Start-up waits
 //     for it at most -startup (30 s); a longer Resume (a large backlog, a
 //     slow provider) goes on while the service serves, and Run settles
-//     what it leaves: a service that exits instead never serves.
+//     what it leaves: a service that exits instead never serves. Its
+//     error, if it then fails (the journal cannot be read or written),
+//     is logged when it returns, not left for shutdown.
 //  3. go Client.Run: the background reconciler settles what foreground calls
 //     handed off with ErrUnknownOutcome, and tells the service through the
 //     WithSettleFunc callback, the place to update the order's own record.
@@ -53,6 +55,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/idemkit/idem"
 )
 
 func main() {
@@ -107,6 +111,9 @@ type config struct {
 	// provider, when set, wraps the transport to the payment API (the
 	// test makes it answer slowly).
 	provider func(http.RoundTripper) http.RoundTripper
+	// open, when set, opens the Client in place of idem.Open (the test
+	// gives it a journal that fails).
+	open func(path string, opts ...idem.Option) (*idem.Client, error)
 	// orders, when set, is the service's own order records, kept across
 	// runs as its database would be; nil means a new, empty one.
 	orders *orderBook

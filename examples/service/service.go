@@ -87,7 +87,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	if cfg.provider != nil {
 		hc.Transport = cfg.provider(hc.Transport)
 	}
-	c, err := idem.Open(path,
+	openClient := idem.Open
+	if cfg.open != nil {
+		openClient = cfg.open
+	}
+	c, err := openClient(path,
 		idem.WithHooks(tel.inst.Hooks()),
 		idem.WithHTTPClient(hc),
 		idem.WithResultEndpoint(srv.ResultTemplate()),
@@ -159,7 +163,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 		}
 		resumeDone <- resumed{sum, err}
 	}()
-	var resumeRes *resumed // set once Resume has returned
+	var resumeRes *resumed                    // set once Resume has returned
+	var resumeEnd <-chan resumed = resumeDone // where shutdown hears its end
 	startup := time.NewTimer(cfg.Startup)
 	select {
 	case r := <-resumeDone:
@@ -172,6 +177,18 @@ func run(ctx context.Context, cfg config, log *slog.Logger) (report, error) {
 	case <-startup.C:
 		log.Warn("resume outlasts the start-up bound: serving while it goes on; the reconciler settles what it leaves",
 			"startup", cfg.Startup)
+		// Its failure is logged when it comes, not at shutdown: a journal
+		// that cannot be read or written is the operator's to hear while
+		// the service serves on it. Shutdown still returns it.
+		late := make(chan resumed, 1)
+		resumeEnd = late
+		go func() {
+			r := <-resumeDone
+			if r.err != nil && resumeCtx.Err() == nil {
+				log.Error("resume failed while serving: the reconciler settles what it left", "err", r.err)
+			}
+			late <- r
+		}()
 	case <-ctx.Done(): // stopped during start-up: shut down below
 		startup.Stop()
 	}
@@ -281,7 +298,7 @@ serve:
 	if resumeRes == nil {
 		// What it did not reach stays open for the next start.
 		stopResume()
-		r := <-resumeDone
+		r := <-resumeEnd
 		resumeRes = &r
 	}
 	rep.Resumed = resumeRes.sum
