@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -149,6 +150,9 @@ func (e *env) main(args []string) int {
 	fs.SetOutput(io.Discard)
 	e.globalFlags(fs)
 	err := fs.Parse(args)
+	if err == nil {
+		err = e.emptyWhere(fs, "")
+	}
 	if err == nil {
 		err = e.dispatch(fs.Args())
 	} else if errors.Is(err, flag.ErrHelp) {
@@ -309,14 +313,36 @@ func (e *env) parse(fs *flag.FlagSet, args []string) ([]string, error) {
 			return nil, usagef(name, "%v", err)
 		}
 		rest := fs.Args()
-		if len(rest) == 0 {
-			return pos, nil
+		if n := len(args) - len(rest); len(rest) > 0 && n > 0 && args[n-1] == "--" {
+			pos, rest = append(pos, rest...), nil
 		}
-		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
-			return append(pos, rest...), nil
+		if len(rest) == 0 {
+			if err := e.emptyWhere(fs, name); err != nil {
+				return nil, err
+			}
+			return pos, nil
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
+}
+
+// emptyWhere refuses a flag that says where the operations are (-journal,
+// -url, a mode's -dsn) given empty, as an unset variable gives it
+// (-journal "$JOURNAL"): read as the flag left out, it would reach
+// $IDEM_JOURNAL's journal instead, whose operation of the same scope and
+// key is not the one the operator meant.
+func (e *env) emptyWhere(fs *flag.FlagSet, cmd string) error {
+	where := []string{"journal", "url"}
+	for _, m := range e.modes {
+		where = append(where, strings.TrimPrefix(m.Name, "-"))
+	}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if err == nil && f.Value.String() == "" && slices.Contains(where, f.Name) {
+			err = usagef(cmd, "empty -%s: give it a value, or leave it out (an unset variable?)", f.Name)
+		}
+	})
+	return err
 }
 
 func (e *env) commandUsage(name string, fs *flag.FlagSet) {
