@@ -1228,7 +1228,10 @@ func (d *driver) unreadFlag() bool {
 // keepUnreadFlag reads the record again after a write refused for a
 // ReviewKeyIgnored flag this drive had not read (commitChange) and, if
 // it is flagged so still, journals its endpoint (keepFlagged), as a drive
-// that read the flag does before its query.
+// that read the flag does before its query. Within wctx, bounded by the
+// attempt timeout, not the caller's context: the refused write is the
+// outcome's commit, which a caller that gave up still gets (a final 201
+// left unjournaled, the operation stayed open and flagged for a person).
 func (d *driver) keepUnreadFlag() error {
 	cur, err := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key)
 	if err != nil {
@@ -1238,7 +1241,9 @@ func (d *driver) keepUnreadFlag() error {
 	if !journal.FlaggedKeyIgnored(cur) {
 		return nil
 	}
-	if _, err := d.c.keepFlagged(d.ctx, cur); err != nil {
+	kctx, cancel := context.WithTimeout(d.wctx, d.c.cfg.attemptTimeout)
+	defer cancel()
+	if _, err := d.c.keepFlagged(kctx, cur); err != nil {
 		return err
 	}
 	d.ignoringKept = true
