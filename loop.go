@@ -1144,14 +1144,7 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 	} else {
 		write = func(r *journal.Record) error {
 			// d waits in Update while the store calls this: d.rec holds.
-			flagged := d.unreadFlag() && journal.FlaggedKeyIgnored(r)
-			fn(r)
-			if flagged && !journal.FlaggedKeyIgnored(r) {
-				return journal.ErrFlaggedKeyIgnored
-			}
-			r.Updated = now
-			compactAttempts(r)
-			return nil
+			return writeChange(r, fn, now, d.unreadFlag())
 		}
 	}
 	update := func() (*journal.Record, error) {
@@ -1223,6 +1216,22 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 // would be one this drive has not read, its endpoint not journaled by it.
 func (d *driver) unreadFlag() bool {
 	return !d.ignoringKept && !journal.FlaggedKeyIgnored(d.rec)
+}
+
+// writeChange is the store's fn of a drive's commit: it applies change
+// to r, stamps Updated with now and compacts the attempts, unless change
+// takes r from flagged ReviewKeyIgnored to anything else while the flag
+// is unread (driver.unreadFlag): then it returns
+// journal.ErrFlaggedKeyIgnored, and the store writes nothing.
+func writeChange(r *journal.Record, change func(r *journal.Record), now time.Time, unread bool) error {
+	flagged := unread && journal.FlaggedKeyIgnored(r)
+	change(r)
+	if flagged && !journal.FlaggedKeyIgnored(r) {
+		return journal.ErrFlaggedKeyIgnored
+	}
+	r.Updated = now
+	compactAttempts(r)
+	return nil
 }
 
 // keepUnreadFlag reads the record again after a write refused for a
