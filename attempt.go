@@ -913,14 +913,7 @@ type submitEnd struct {
 // write is the store's fn of commitEnd: what commit's own closure does
 // with apply.
 func (e *submitEnd) write(r *journal.Record) error {
-	flagged := e.unread && journal.FlaggedKeyIgnored(r)
-	e.apply(r)
-	if flagged && !journal.FlaggedKeyIgnored(r) {
-		return journal.ErrFlaggedKeyIgnored
-	}
-	r.Updated = e.updated
-	compactAttempts(r)
-	return nil
+	return writeChange(r, e.apply, e.updated, e.unread)
 }
 
 // apply is the commit's change to the record.

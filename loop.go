@@ -1144,14 +1144,7 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 	} else {
 		write = func(r *journal.Record) error {
 			// d waits in Update while the store calls this: d.rec holds.
-			flagged := d.unreadFlag() && journal.FlaggedKeyIgnored(r)
-			fn(r)
-			if flagged && !journal.FlaggedKeyIgnored(r) {
-				return journal.ErrFlaggedKeyIgnored
-			}
-			r.Updated = now
-			compactAttempts(r)
-			return nil
+			return writeChange(r, fn, now, d.unreadFlag())
 		}
 	}
 	update := func() (*journal.Record, error) {
@@ -1225,10 +1218,29 @@ func (d *driver) unreadFlag() bool {
 	return !d.ignoringKept && !journal.FlaggedKeyIgnored(d.rec)
 }
 
+// writeChange is the store's fn of a drive's commit: it applies change
+// to r, stamps Updated with now and compacts the attempts, unless change
+// takes r from flagged ReviewKeyIgnored to anything else while the flag
+// is unread (driver.unreadFlag): then it returns
+// journal.ErrFlaggedKeyIgnored, and the store writes nothing.
+func writeChange(r *journal.Record, change func(r *journal.Record), now time.Time, unread bool) error {
+	flagged := unread && journal.FlaggedKeyIgnored(r)
+	change(r)
+	if flagged && !journal.FlaggedKeyIgnored(r) {
+		return journal.ErrFlaggedKeyIgnored
+	}
+	r.Updated = now
+	compactAttempts(r)
+	return nil
+}
+
 // keepUnreadFlag reads the record again after a write refused for a
 // ReviewKeyIgnored flag this drive had not read (commitChange) and, if
 // it is flagged so still, journals its endpoint (keepFlagged), as a drive
-// that read the flag does before its query.
+// that read the flag does before its query. Within wctx, bounded by the
+// attempt timeout, not the caller's context: the refused write is the
+// outcome's commit, which a caller that gave up still gets (a final 201
+// left unjournaled, the operation stayed open and flagged for a person).
 func (d *driver) keepUnreadFlag() error {
 	cur, err := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key)
 	if err != nil {
@@ -1238,7 +1250,9 @@ func (d *driver) keepUnreadFlag() error {
 	if !journal.FlaggedKeyIgnored(cur) {
 		return nil
 	}
-	if _, err := d.c.keepFlagged(d.ctx, cur); err != nil {
+	kctx, cancel := context.WithTimeout(d.wctx, d.c.cfg.attemptTimeout)
+	defer cancel()
+	if _, err := d.c.keepFlagged(kctx, cur); err != nil {
 		return err
 	}
 	d.ignoringKept = true
