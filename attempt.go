@@ -823,6 +823,20 @@ func (d *driver) submit() (step, error) {
 		}
 		return step{}, d.handoff(block.cause, time.Time{})
 	}
+	// The lease is held again, by its token, as the request goes: the
+	// process may have been frozen since the attempt's commit (a VM
+	// paused, kill -STOP) past the lease's end, and another replica,
+	// finding the attempt maybe sent, resent it meanwhile. Writes alone
+	// are fenced; this send, going out after that one, was a second
+	// charge at an endpoint that reads no key. A lease with time left
+	// costs no journal call.
+	if err := d.hold(d.now(), c.cfg.attemptTimeout); err != nil {
+		d.preRecorded = true // not sent
+		if d.leaseLost {
+			return step{}, d.settledElsewhere(err)
+		}
+		return step{}, err
+	}
 	d.exchanges++
 	d.submits++
 	d.keyIgnored = d.keyIgnored || c.ignoring.has(d.rec)

@@ -1186,16 +1186,11 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 	}
 	if errors.Is(err, journal.ErrLeaseLost) {
 		// Never retried: the operation is another owner's now.
-		lost := d.lost(err)
 		// An owner that settled it (an operator's resolve -force, which
 		// fences this drive) has not seen the answer this write carried:
 		// settled elsewhere, it is checked against that outcome
 		// (lateAnswer) instead of dropped.
-		if cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); gerr == nil && !cur.Open() {
-			d.rec = cur
-			return errSettledElsewhere
-		}
-		return lost
+		return d.settledElsewhere(d.lost(err))
 	}
 	if errors.Is(err, journal.ErrTerminal) {
 		if cur, gerr := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); gerr == nil {
@@ -1210,6 +1205,18 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 	}
 	d.rec = rec
 	return nil
+}
+
+// settledElsewhere is lost, the error of a drive another owner's claim
+// fenced, or errSettledElsewhere, d.rec then the record as it is, when
+// that owner has settled the operation since: the caller is told its
+// outcome, not an unknown one.
+func (d *driver) settledElsewhere(lost error) error {
+	if cur, err := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key); err == nil && !cur.Open() {
+		d.rec = cur
+		return errSettledElsewhere
+	}
+	return lost
 }
 
 // unreadFlag reports whether a ReviewKeyIgnored flag on the record
