@@ -223,7 +223,14 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // the action's kind ("transactionType" or "type" REFUND) and of the
 // request's "amount", the refund's, has a "processorStatus" (or
 // "status") of such a word, whatever the resource's own: the refusal may
-// be an earlier request's, the refund asked for not listed yet. A status
+// be an earlier request's, the refund asked for not listed yet. In a
+// result query's answer, the payment a capture, refund, void or cancel
+// acted on proves nothing unless its status says that action was done to
+// it ("captured", or "settled", "paid", "succeeded", "completed", to a
+// capture; "refunded" to a refund; "voided", "canceled" or "cancelled"
+// to a void or cancel): any other is how that payment stands, whether or
+// not the action reached it (Checkout.com's payment, still "Authorized"
+// to a capture never received). A status
 // that is a code of digits (Thunes' transactions'
 // "90000") is read as the word beside it, "status_class_message" or else
 // "status_message" ("DECLINED"); so is an object naming such a code,
@@ -410,6 +417,16 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 		case statusDone:
 			done = true
 		}
+	}
+	if a.Query && !actionShown(a, id, st) {
+		// A result query answered with the payment a capture, refund or
+		// void acted on (Checkout.com has no lookup by key: an action is
+		// seen at GET /payments/{id}) says how that payment stands,
+		// whether or not the action reached it: still Authorized to a
+		// capture never received, it settled the capture succeeded, and
+		// the capture was never sent again.
+		return Outcome{}, fmt.Errorf("%w: it names only %q, the resource this request acted on, whose status %q does not say the %s was done to it",
+			errUndecodable, truncate(id, 64), truncate(st.s, 64), truncate(actionOf(a), 64))
 	}
 	if bytes.Contains(body, []byte(`"purchase_units"`)) {
 		switch declined, all, status := orderPayments(body); {
@@ -751,13 +768,10 @@ func orderPayments(body []byte) (declined, all int, status string) {
 // failed attempt beside the one that paid), nor a transaction's "state",
 // which commercetools' Payment carries for what its caller recorded.
 func actionDeclined(a *Answer, body []byte, id string) error {
-	if !bytes.Contains(body, []byte(`"transactions"`)) {
+	if !bytes.Contains(body, []byte(`"transactions"`)) || !actionTarget(a, id) {
 		return nil
 	}
 	segs := pathSegments(a.URL, a.Key)
-	if len(segs) == 0 || !slices.Contains(segs[:len(segs)-1], id) {
-		return nil
-	}
 	var v struct {
 		Transactions []map[string]any `json:"transactions"`
 	}
@@ -781,6 +795,51 @@ func actionDeclined(a *Answer, body []byte, id string) error {
 			errUndecodable, truncate(segs[len(segs)-1], 64), truncate(status, 64))
 	}
 	return nil
+}
+
+// actionTarget reports whether id is the resource a's request acted on:
+// a segment of the request's path (pathSegments) with an operation's
+// segment after it (POST /payments/{id}/refund), not a resource updated
+// or made at its own path.
+func actionTarget(a *Answer, id string) bool {
+	segs := pathSegments(a.URL, a.Key)
+	return id != "" && len(segs) > 0 && slices.Contains(segs[:len(segs)-1], id)
+}
+
+// actionDoneWords are, for an action on a payment (its path's last
+// segment, singular, folded), the statuses of that payment which say the
+// action was done to it. Any other status of it is the payment's own
+// (Authorized, Captured to a refund), whether or not the action reached
+// it.
+var actionDoneWords = map[string][]string{
+	"capture":      {"captured", "settled", "paid", "succeeded", "completed"},
+	"refund":       {"refunded"},
+	"void":         {"voided", "canceled", "cancelled"},
+	"cancel":       {"canceled", "cancelled", "voided"},
+	"cancellation": {"canceled", "cancelled", "voided"},
+	"reversal":     {"reversed", "canceled", "cancelled", "voided"},
+}
+
+// actionOf is a's request's action: its path's last segment, folded,
+// without a plural's "s" ("captures" is "capture").
+func actionOf(a *Answer) string {
+	segs := pathSegments(a.URL, a.Key)
+	if len(segs) == 0 {
+		return ""
+	}
+	return strings.TrimSuffix(folded(segs[len(segs)-1]), "s")
+}
+
+// actionShown reports whether st, the status of the resource named id
+// in an answer to a's request, may be read as that request's outcome: it
+// is not the payment a capture, refund or void acted on (actionTarget,
+// actionDoneWords), or its status says the action was done to it.
+func actionShown(a *Answer, id string, st jsonString) bool {
+	done, ok := actionDoneWords[actionOf(a)]
+	if !ok || !actionTarget(a, id) {
+		return true
+	}
+	return st.ok && slices.Contains(done, folded(st.s))
 }
 
 // actionTransaction is whether a transaction may be the one a request
