@@ -139,15 +139,25 @@ func (c *Client) claimAndDrive(ctx context.Context, scope, key string, created *
 	return c.drive(ctx, rec, l, mode, created != nil && unsentSince(rec, created))
 }
 
+// cutReadBound bounds the read of a call whose claim its ctx cut: a
+// journal whose claim stalls but that answers reads (bbolt behind a
+// stuck fsync, PostgreSQL behind a row lock) answers well within it; one
+// that has stopped answering must not hold the caller, already past its
+// deadline, for a journal call's whole bound more.
+const cutReadBound = time.Second
+
 // claimCut is what a call whose ctx ended during its claim is told: the
 // operation as journaled (unknown while open, never failed: nothing was
 // sent, and a claim cut after its commit leaves our lease to expire,
 // attemptTimeout plus the lease's margin, or to this owner's next claim),
-// with ctx's cause. The read is not ended by ctx, which has: a Get does
-// not wait for the commit a stalled Claim waits for.
+// with ctx's cause; unread, the cause and the read's error. The read is
+// not ended by ctx, which has: a Get does not wait for the commit a
+// stalled Claim waits for.
 func (c *Client) claimCut(ctx context.Context, scope, key string, err error) (*Result, error) {
 	cause := withCause(ctx, err)
-	rec, gerr := c.store.Get(context.WithoutCancel(ctx), scope, key)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutReadBound)
+	defer cancel()
+	rec, gerr := c.store.Get(rctx, scope, key)
 	if gerr != nil {
 		return nil, errors.Join(cause, c.lookupErr(scope, key, gerr))
 	}
