@@ -84,8 +84,18 @@ func (e *leaseLostError) Unwrap() error { return e.err }
 // expire; Resume does not wait. Either then gets the record with an error
 // matching journal.ErrLeased: the operation is journaled, and someone
 // else's now.
+//
+// The Store's Claim runs under ctx: one stalled behind the journal (a
+// stuck fsync, a row lock another transaction holds) ends with the
+// caller's deadline, not the stall, and a call cut so learns the state
+// from claimCut. A ctx already done when the claim starts does not end
+// it: the caller still learns the state, and the drive what it does at
+// once with a done ctx, as before.
 func (c *Client) claim(ctx context.Context, scope, key string, mode driveMode) (*journal.Record, journal.Lease, error) {
-	wctx := context.WithoutCancel(ctx)
+	wctx := ctx
+	if ctx.Err() != nil {
+		wctx = context.WithoutCancel(ctx)
+	}
 	now := c.cfg.clock.Now()
 	deadline := now.Add(c.cfg.maxElapsed)
 	for {
@@ -120,11 +130,38 @@ func (c *Client) claimAndDrive(ctx context.Context, scope, key string, created *
 	case errors.Is(err, journal.ErrLeased):
 		return c.finish(rec, err)
 	case err != nil && created != nil:
-		return c.finish(created, &journalError{err})
+		return c.finish(created, &journalError{withCause(ctx, err)})
+	case err != nil && ctx.Err() != nil:
+		return c.claimCut(ctx, scope, key, err)
 	case err != nil:
 		return nil, c.lookupErr(scope, key, err)
 	}
 	return c.drive(ctx, rec, l, mode, created != nil && unsentSince(rec, created))
+}
+
+// cutReadBound bounds the read of a call whose claim its ctx cut: a
+// journal whose claim stalls but that answers reads (bbolt behind a
+// stuck fsync, PostgreSQL behind a row lock) answers well within it; one
+// that has stopped answering must not hold the caller, already past its
+// deadline, for a journal call's whole bound more.
+const cutReadBound = time.Second
+
+// claimCut is what a call whose ctx ended during its claim is told: the
+// operation as journaled (unknown while open, never failed: nothing was
+// sent, and a claim cut after its commit leaves our lease to expire,
+// attemptTimeout plus the lease's margin, or to this owner's next claim),
+// with ctx's cause; unread, the cause and the read's error. The read is
+// not ended by ctx, which has: a Get does not wait for the commit a
+// stalled Claim waits for.
+func (c *Client) claimCut(ctx context.Context, scope, key string, err error) (*Result, error) {
+	cause := withCause(ctx, err)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cutReadBound)
+	defer cancel()
+	rec, gerr := c.store.Get(rctx, scope, key)
+	if gerr != nil {
+		return nil, errors.Join(cause, c.lookupErr(scope, key, gerr))
+	}
+	return c.finish(rec, cause)
 }
 
 // unsentSince reports whether rec, as claimed, still ends with the attempt

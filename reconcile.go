@@ -322,6 +322,8 @@ func (c *Client) visit(ctx context.Context, r ref, mode driveMode) (*Result, hos
 		switch {
 		case errors.Is(err, journal.ErrLeased):
 			return c.finish(rec, err)
+		case err != nil && l.Token == 0 && ctx.Err() != nil:
+			return c.claimCut(ctx, scope, key, err)
 		case err != nil:
 			return nil, c.lookupErr(scope, key, err)
 		}
