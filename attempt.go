@@ -168,6 +168,7 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 	}
 	path, rawQuery := req.URL.Path, req.URL.RawQuery
 	if c.cfg.hook != nil {
+		before := hookBefore(req)
 		if err := c.cfg.hook(req); err != nil {
 			// The hook may quote what it just added (a signer's "signing
 			// <URL>", a token refresh's header): its error is journaled
@@ -176,6 +177,9 @@ func (c *Client) send(ctx context.Context, rec *journal.Record, query bool, once
 			return exchange{err: err, unsent: true}
 		}
 		if err := hookHeaderErr(req.Header); err != nil {
+			return exchange{err: err, unsent: true}
+		}
+		if err := c.hookChangeErr(rec, query, req, before); err != nil {
 			return exchange{err: err, unsent: true}
 		}
 	}
@@ -848,6 +852,7 @@ func (d *driver) submit() (step, error) {
 	}
 	ex := c.send(d.ctx, d.rec, false, once)
 	d.serverUntil = ex.serverUntil
+	d.hookChanged, _ = ex.err.(*hookChangeError)
 
 	d.answerHeader = ex.header
 	a := c.answerOf(d.rec, ex, false)

@@ -72,6 +72,9 @@ type driver struct {
 	// counted against maxAttempts as the resend it stood in for
 	// (refusedProbe).
 	refusedProbes int
+	// hookChanged: the last submit, refused unsent for what the request
+	// hook changed (hookChangeErr), which the call's error names.
+	hookChanged *hookChangeError
 	// serverUntil: when the last answer's Retry-After ends, bounded by
 	// the reconciler's longest interval; a hand-off honours it in full.
 	serverUntil time.Time
@@ -1013,9 +1016,13 @@ func (d *driver) refusedProbe(now time.Time) (waited bool, err error) {
 }
 
 // budgetSpent is the cause a call ends with once its attempts are used
-// up. Attempts that went to clock probes the host refused are named: a
-// bare "budget spent" after no send of this call reads as a bug.
+// up. A last submit the request hook changed, and attempts that went to
+// clock probes the host refused, are named: a bare "budget spent" after
+// no send of this call reads as a bug.
 func (d *driver) budgetSpent() error {
+	if d.hookChanged != nil {
+		return fmt.Errorf("%w: %s", ErrBudgetSpent, strings.TrimPrefix(d.hookChanged.Error(), "idem: "))
+	}
 	if d.refusedProbes == 0 {
 		return ErrBudgetSpent
 	}

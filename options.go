@@ -249,6 +249,15 @@ func WithHTTPClient(hc *http.Client) Option {
 // If-Match): a resend after a lost answer would carry the version the
 // first copy moved to, and a server that checks it but not the key
 // applies the update twice. Journal it in Request.Header instead.
+//
+// fn may add headers, Basic auth, query parameters and segments before
+// the path. An attempt it changed otherwise is never sent, its error
+// saying what changed: the key's header set to another value, removed
+// or given twice (under any spelling of its name); the body replaced by
+// other bytes (one read and put back byte for byte is idem's again);
+// the method; the journaled path; a journaled If-* header. A resend
+// must carry the key and bytes of the first copy, which may have
+// executed.
 func WithRequestHook(fn func(*http.Request) error) Option {
 	return optionFunc(func(c *config) { c.hook = fn })
 }

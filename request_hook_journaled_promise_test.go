@@ -1,0 +1,304 @@
+package idem_test
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/idemkit/idem"
+	"github.com/idemkit/idem/idemtest"
+	"github.com/idemkit/idem/journal"
+)
+
+// The request hook runs after idem has put the journaled key and body on
+// the request, to add credentials. Middleware written for plain HTTP
+// clients does more: a fresh Idempotency-Key per request (a request-id
+// habit), a body re-encoded with a nonce (some signing schemes), the
+// current ETag over the journaled If-Match. Each resend after a lost
+// answer then went out as another request. An attempt the hook changed
+// so is now never sent, and says what the hook changed.
+
+// stripeCharges models Stripe's idempotency layer
+// (docs.stripe.com/api/idempotent_requests): it saves the first answer
+// to a key and replays it to the key's later requests, and "compares
+// incoming parameters to those of the original request and errors if
+// they're not the same": a 400 idempotency_error. Each new key charges,
+// and each request without one;
+// the first charge's answer is lost (the connection closed).
+type stripeCharges struct {
+	srv     *httptest.Server
+	clock   *idemtest.Clock // the clients', one for all of them
+	mu      sync.Mutex
+	bodies  map[string]string // first body by key
+	charges int
+	keys    []string // the key of every request, as sent
+}
+
+func newStripeCharges(t testing.TB) *stripeCharges {
+	t.Helper()
+	s := &stripeCharges{bodies: map[string]string{}, clock: idemtest.NewClock(epoch)}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *stripeCharges) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	key := strings.Join(r.Header.Values("Idempotency-Key"), ",")
+	s.mu.Lock()
+	s.keys = append(s.keys, key)
+	first, seen := s.bodies[key]
+	if !seen {
+		if key != "" { // a request without a key is charged each time
+			s.bodies[key] = string(body)
+		}
+		s.charges++
+	}
+	n := s.charges
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case seen && first != string(body):
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"error":{"type":"idempotency_error","message":"Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '`+key+`' if you meant to execute a different request."}}`)
+	case !seen && n == 1:
+		dropConnection(w) // charged, its answer lost
+	default:
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(seen))
+		_, _ = fmt.Fprintf(w, `{"id":"ch_%d","object":"charge","status":"succeeded"}`, n)
+	}
+}
+
+func (s *stripeCharges) req() idem.Request {
+	return idem.Request{Key: "order-1001", URL: s.srv.URL + "/v1/charges", Body: []byte(`{"amount":2000,"currency":"eur"}`)}
+}
+
+func (s *stripeCharges) count() (charges, requests int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.charges, len(s.keys)
+}
+
+// hookedClient opens a Client with the default settings for s on the
+// journal at path, with hook as its request hook.
+func (s *stripeCharges) hookedClient(t testing.TB, path string, hook func(*http.Request) error) *idem.Client {
+	t.Helper()
+	store, err := journal.Open(path)
+	require.NoError(t, err)
+	c, err := idem.New(store, idem.WithHTTPClient(s.srv.Client()), idem.WithClock(s.clock), idem.WithRequestHook(hook))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = store.Close()
+	})
+	return c
+}
+
+// requireHookRefused submits s's charge through hook, given the count
+// of its calls, and asserts that no attempt was sent, each saying the
+// hook changed what (and what to do); then that under a hook that sets
+// credentials only Resume and the caller's retry charge once.
+func (s *stripeCharges) requireHookRefused(t *testing.T, what string, hook func(r *http.Request, n int) error) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "idem.journal")
+	n := 0
+	c := s.hookedClient(t, path, func(r *http.Request) error {
+		n++
+		return hook(r, n)
+	})
+	_, err := c.Submit(t.Context(), s.req())
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Contains(t, err.Error(), what)
+	charges, requests := s.count()
+	require.Zero(t, requests, "requests the server got from a hook that changed %s", what)
+	require.Zero(t, charges)
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, "order-1001")
+	require.NoError(t, err)
+	require.Equal(t, idem.StatePending, rec.State)
+	require.NotEmpty(t, rec.Attempts)
+	for _, a := range rec.Attempts {
+		require.False(t, a.Wrote, "attempt %d Wrote", a.Number)
+		require.Contains(t, a.Err, what, "attempt %d", a.Number)
+		require.Contains(t, a.Err, "set credentials only", "attempt %d", a.Number)
+	}
+
+	require.NoError(t, c.Close())
+	require.NoError(t, c.Store().(*journal.Store).Close())
+	c = s.hookedClient(t, path, func(r *http.Request) error {
+		r.SetBasicAuth("sk_test_4eC39HqLyjWDarjtT1zdp7dc", "")
+		return nil
+	})
+	// Resume sends it, its answer lost; the caller's retry resends it.
+	_, err = c.Resume(t.Context())
+	require.NoError(t, err)
+	res, err := c.Submit(t.Context(), s.req())
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, 1, s.charges, "keys sent: %v", s.keys)
+	require.Equal(t, []string{"order-1001", "order-1001"}, s.keys, "keys sent")
+}
+
+// A hook that sets a fresh Idempotency-Key on every request (as a
+// request-id middleware does): the lost answer's resend went out under
+// another key, a second charge at Stripe, settled succeeded by its
+// answer (2 charges). So too for a hook that adds a second one
+// (Header.Add), removes it (no key: each request charges), or writes
+// one under a lower-case name beside idem's (net/http sends both
+// fields, which a server reads as one list). Now no attempt is sent: 0
+// charges, pending, its error naming the header; under a hook that
+// sets credentials only, 1 charge.
+func TestRequestHookChangingTheKeyIsNeverSent(t *testing.T) {
+	for name, hook := range map[string]func(r *http.Request, id string){
+		"fresh":      func(r *http.Request, id string) { r.Header.Set("Idempotency-Key", id) },
+		"added":      func(r *http.Request, id string) { r.Header.Add("Idempotency-Key", id) },
+		"removed":    func(r *http.Request, _ string) { r.Header.Del("Idempotency-Key") },
+		"lower-case": func(r *http.Request, id string) { r.Header["idempotency-key"] = []string{id} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			newStripeCharges(t).requireHookRefused(t, "Idempotency-Key", func(r *http.Request, n int) error {
+				hook(r, fmt.Sprintf("req-%d", n))
+				return nil
+			})
+		})
+	}
+}
+
+// A signer that re-encodes the body with a nonce before signing it: the
+// resend's body differed from the first copy's, Stripe refused it 400
+// idempotency_error, and the charge made was left unknown for a person
+// (1 charge, 4 requests). Now no attempt is sent, its error saying the
+// body was replaced; under a hook that sets credentials only, 1 charge,
+// succeeded.
+func TestRequestHookReEncodedBodyIsNeverSent(t *testing.T) {
+	newStripeCharges(t).requireHookRefused(t, "body", func(r *http.Request, n int) error {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		b = fmt.Appendf(bytes.TrimSuffix(b, []byte("}")), `,"nonce":%d}`, n)
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		r.Header.Set("X-Signature", base64.StdEncoding.EncodeToString(b))
+		return nil
+	})
+}
+
+// A hook that rewrites the method or the journaled path (a router's
+// rewrite, a version swapped in) sends another operation under the
+// journaled key: never sent.
+func TestRequestHookChangingMethodOrPathIsNeverSent(t *testing.T) {
+	for what, hook := range map[string]func(r *http.Request){
+		"method": func(r *http.Request) { r.Method = http.MethodPut },
+		"path":   func(r *http.Request) { r.URL.Path = strings.Replace(r.URL.Path, "/v1/", "/v2/", 1) },
+	} {
+		t.Run(what, func(t *testing.T) {
+			newStripeCharges(t).requireHookRefused(t, what, func(r *http.Request, _ int) error {
+				hook(r)
+				return nil
+			})
+		})
+	}
+}
+
+// What a hook may do stays sent: set the key to the value it holds
+// already, add headers of its own (a signature over the body it read
+// and put back, byte for byte), Basic auth, a query parameter (an API
+// key), a path prefix (Telegram's /bot<token>), a precondition the
+// journal does not hold. One charge, the key and body as journaled on
+// both copies.
+func TestRequestHookCredentialsOnlyAreSent(t *testing.T) {
+	s := newStripeCharges(t)
+	c := s.hookedClient(t, filepath.Join(t.TempDir(), "idem.journal"), func(r *http.Request) error {
+		r.Header.Set("Idempotency-Key", r.Header.Get("Idempotency-Key"))
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return err
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.Header.Set("X-Signature", base64.StdEncoding.EncodeToString(b))
+		r.SetBasicAuth("sk_test_4eC39HqLyjWDarjtT1zdp7dc", "")
+		q := r.URL.Query()
+		q.Set("api_key", "planted-query-key")
+		r.URL.RawQuery = q.Encode()
+		r.URL.Path = "/acct_1" + r.URL.Path
+		r.Header["if-none-match"] = []string{`"x"`}
+		return nil
+	})
+	res, err := c.Submit(t.Context(), s.req())
+	require.NoError(t, err)
+	require.Equal(t, idem.StateSucceeded, res.State)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Equal(t, 1, s.charges)
+	require.Equal(t, []string{"order-1001", "order-1001"}, s.keys, "keys sent")
+	require.Equal(t, map[string]string{"order-1001": `{"amount":2000,"currency":"eur"}`}, s.bodies)
+}
+
+// Banking Circle's update under its concurrency token in If-Match
+// (docs.bankingcircleconnect.com/guides/concurrency-handling), which it
+// checks, not the key (modelled), built on token 1 and journaled so. A
+// hook fetches the current token per attempt and sets it over the
+// journaled one, canonically or under a lower-case name (net/http sends
+// both fields; the server reads either). The update applies, its answer
+// is lost, and the resend carried token 2, the version the first copy
+// moved to: applied twice, settled succeeded. Now the resend is never
+// sent: 1 update, unknown.
+func TestRequestHookOverwritingJournaledIfMatchIsNeverSent(t *testing.T) {
+	for name, set := range map[string]func(h http.Header, v string){
+		"canonical":  func(h http.Header, v string) { h.Set("If-Match", v) },
+		"lower-case": func(h http.Header, v string) { h["if-match"] = []string{v} },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := &tokenGuarded{token: 1}
+			var lost atomic.Bool
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				// The token is read whatever the field's spelling, the
+				// last one given (net/http sends both lines).
+				if vs := r.Header.Values("If-Match"); len(vs) > 0 {
+					r.Header.Set("If-Match", vs[len(vs)-1])
+				}
+				if r.Method == http.MethodPut && lost.CompareAndSwap(false, true) {
+					s.serve(httptest.NewRecorder(), r)
+					dropConnection(w) // applied, its answer lost
+					return
+				}
+				s.serve(w, r)
+			}))
+			t.Cleanup(srv.Close)
+			c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithRequestHook(func(r *http.Request) error {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				set(r.Header, fmt.Sprintf(`"%d"`, s.token))
+				return nil
+			}))
+			_, err := c.Submit(t.Context(), updateRequest(srv.URL, false))
+			require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+			require.Contains(t, err.Error(), "If-Match")
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			require.Equal(t, 1, s.applied, "updates applied")
+			require.Len(t, s.puts, 1, "the first copy only")
+			rec, err := c.Store().Get(t.Context(), idem.DefaultScope, "k")
+			require.NoError(t, err)
+			require.Equal(t, idem.StateUnknown, rec.State)
+			require.Greater(t, len(rec.Attempts), 1)
+			require.True(t, rec.Attempts[0].Wrote)
+			for _, a := range rec.Attempts[1:] {
+				require.False(t, a.Wrote, "attempt %d Wrote", a.Number)
+				require.Contains(t, a.Err, "If-Match", "attempt %d", a.Number)
+			}
+		})
+	}
+}
