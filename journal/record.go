@@ -197,6 +197,7 @@ func init() {
 			}
 		}
 	})
+	owned.RegisterLease(ownedLeaseContext)
 	owned.RegisterLike(func(ctx, rec any) {
 		c, ok := ctx.(*leaseCtx)
 		r, rok := rec.(*Record)
