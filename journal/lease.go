@@ -432,8 +432,10 @@ type leaseCtx struct {
 	// ownedUpdate. Set only by the mark, before the context is used.
 	owned bool
 	// like is the client's copy of the record the owned Update writes
-	// (internal/owned.Like), or nil: see ownedLike.
-	like *Record
+	// (internal/owned.Like), or nil: see ownedLike. Atomic: the Update
+	// that took the room drops it when it returns, and a wrapping Store
+	// may have passed the context to another Update running beside it.
+	like atomic.Pointer[Record]
 	// room is the op of the one owned Update made under the context, in
 	// its allocation (ownedLeaseCtx's), taken once (roomTaken; takeRoom);
 	// nil for WithLease's.
@@ -459,7 +461,9 @@ func ownedLeaseContext(ctx context.Context, l, like any) context.Context {
 		return nil
 	}
 	c := &ownedLeaseCtx{leaseCtx: leaseCtx{Context: ctx, l: *lp, owned: true}}
-	c.like, _ = like.(*Record)
+	if r, ok := like.(*Record); ok {
+		c.like.Store(r)
+	}
 	c.room = &c.op
 	return &c.leaseCtx
 }
@@ -495,7 +499,7 @@ func ownedUpdate(ctx context.Context) bool {
 // hold the same (decoder.requestLike).
 func ownedLike(ctx context.Context) *Record {
 	if c, ok := ctx.(*leaseCtx); ok && c.owned {
-		return c.like
+		return c.like.Load()
 	}
 	return nil
 }

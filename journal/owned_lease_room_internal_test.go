@@ -35,7 +35,7 @@ func TestOwnedLeaseContextHoldsItsUpdatesOp(t *testing.T) {
 	require.NoError(t, err)
 	c := lctx.(*leaseCtx)
 	require.True(t, first == &c.room.block.r, "the record decoded into the context's room")
-	require.Nil(t, c.like, "the client's earlier record, let go once the Update returned")
+	require.Nil(t, c.like.Load(), "the client's earlier record, let go once the Update returned")
 	second, err := s.Update(lctx, "s", "k", func(r *Record) error { r.Attempts[0].Status = 202; return nil })
 	require.NoError(t, err)
 	require.False(t, first == second, "a second Update's op is its own")

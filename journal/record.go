@@ -202,7 +202,7 @@ func init() {
 		c, ok := ctx.(*leaseCtx)
 		r, rok := rec.(*Record)
 		if ok && rok && c != nil && c.owned {
-			c.like = r
+			c.like.Store(r)
 		}
 	})
 }

@@ -911,7 +911,7 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	if roomed {
 		// And with it the context, which need not keep the client's
 		// earlier record alive (nor that record its own context's).
-		ctx.(*leaseCtx).like = nil
+		ctx.(*leaseCtx).like.Store(nil)
 	}
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
