@@ -1163,8 +1163,14 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 			// (internal/owned); nor its request's strings and header,
 			// which d.rec holds and nothing changes: d waits in Update
 			// while they are read. Made for this one Update, with room
-			// for its write (owned.Lease).
-			if lctx := owned.Lease(wctx, &d.lease, d.rec); lctx != nil {
+			// for its write (owned.Lease), where the Store is the bbolt
+			// journal, which takes it: any other (PostgreSQL's, a
+			// wrapping Store) would leave ~1 KiB per write unused.
+			var lctx context.Context
+			if _, bbolt := d.c.store.(*journal.Store); bbolt {
+				lctx = owned.Lease(wctx, &d.lease, d.rec)
+			}
+			if lctx != nil {
 				wctx = lctx
 			} else {
 				wctx = journal.WithLease(wctx, d.lease)
