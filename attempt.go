@@ -910,6 +910,9 @@ func (d *driver) submit() (step, error) {
 	// what the closure read (TestSubmitAllocations).
 	end := &submitEnd{ex: ex, st: st, number: number, stored: a.stored(), now: d.now()}
 	err := d.commitEnd(end)
+	// The committed record's Result is end's: it need not keep the
+	// answer's header, error and credentials alive with it.
+	end.ex, end.st = exchange{}, step{}
 	return d.endAttempt(st, number, ex, false, err)
 }
 
@@ -927,6 +930,11 @@ type submitEnd struct {
 	// unread: the drive did not read the record flagged ReviewKeyIgnored
 	// (commitChange's).
 	unread bool
+	// result is the settlement's Result (settleRecord's room): in the
+	// submit's one allocation rather than one of its own per settle. The
+	// record committed points at it, so the commit's submitEnd is never
+	// reused, and what else it holds is dropped once the commit returns.
+	result journal.Result
 }
 
 // write is the store's fn of commitEnd: what commit's own closure does
@@ -943,7 +951,7 @@ func (e *submitEnd) apply(r *journal.Record) {
 	recordOutcome(r, e.number, *ex, st.refused, e.stored && st.move != moveQuery)
 	switch st.move {
 	case moveSettle:
-		settleRecord(r, st.out, *ex, e.stored, e.now)
+		settleRecord(r, st.out, *ex, e.stored, e.now, &e.result)
 		if st.review != "" {
 			setReview(r, st.review)
 		}
@@ -1578,7 +1586,7 @@ func (d *driver) query() (step, error) {
 		recordOutcome(r, number, ex, false, false)
 		switch st.move {
 		case moveSettle:
-			settleRecord(r, st.out, ex, false, now)
+			settleRecord(r, st.out, ex, false, now, nil)
 			if st.review != "" {
 				setReview(r, st.review)
 			}
@@ -1661,7 +1669,9 @@ func recordOutcome(r *journal.Record, number int, ex exchange, refused, replayed
 	}
 }
 
-func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, now time.Time) {
+// settleRecord settles r on out and ex. room, unless nil, is where its
+// Result goes (submitEnd.result), which r then points at.
+func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, now time.Time, room *journal.Result) {
 	// ex.body is this exchange's own and nothing changes it: the record
 	// may share it (the Store copies what it keeps), unless only a part
 	// is kept, which must not pin the whole.
@@ -1670,7 +1680,11 @@ func settleRecord(r *journal.Record, out Outcome, ex exchange, replayed bool, no
 		body = bytes.Clone(body[:storedBodyBytes])
 	}
 	r.State = out.State
-	r.Result = &journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: body, Reason: out.Reason, Replayed: replayed}
+	if room == nil {
+		room = new(journal.Result)
+	}
+	*room = journal.Result{ResourceID: out.ResourceID, StatusCode: ex.status, Body: body, Reason: out.Reason, Replayed: replayed}
+	r.Result = room
 	review := ""
 	if r.Review == ReviewKeyIgnored && journal.SentTwice(r) {
 		// The server took each send for a new request: the answer (a
