@@ -20,8 +20,9 @@ func (k FaultKind) Description() string { return fakeserver.FaultKind(k).Descrip
 
 // The faults. As submit faults, [ErrorBeforeCommit], [Throttle] and
 // [Unavailable] match any submit with a valid key; [Decline], [Reject409],
-// [SlowProcessing], [QueryLag], [Preempt], [StillRunning] and
-// [LostAnswerLag] only a submit that executes (a new key); the others a submit that executes or replays, not one that gets
+// [SlowProcessing], [QueryLag], [Preempt], [StillRunning] (and its
+// variants) and [LostAnswerLag] only a submit that executes (a new key);
+// the others a submit that executes or replays, not one that gets
 // 409, 422 or 503. Under [StoredErrors], [ErrorAfterCommit],
 // [ErrorBeforeCommit] and [Unavailable] match only a submit that executes,
 // and their answer is stored as the key's.
@@ -30,7 +31,8 @@ const (
 	// connection with no response.
 	DropAfterCommit FaultKind = "drop-after-commit"
 	// DelayResponse commits and performs the side effect, then answers after
-	// Fault.Delay, or when the client gives up; repeats get 409 meanwhile.
+	// Fault.Delay, unless the client gives up first (logged with Status
+	// 0); repeats get 409 meanwhile.
 	DelayResponse FaultKind = "delay-response"
 	// ErrorAfterCommit commits and performs the side effect, then answers
 	// 500; a replay returns the stored result (under StoredErrors, the
@@ -75,8 +77,9 @@ const (
 	// Meanwhile any submit with the key gets Stripe's 409
 	// idempotency_key_in_use, with no Retry-After, and the result endpoint
 	// answers 404. The request is answered 201 after Fault.Delay (real
-	// time), or never if the client gives up first; after the commit a
-	// repeat gets the 201, replayed.
+	// time), or never if the client gives up first (logged with Status
+	// 0); after the commit a repeat gets the 201, replayed. Its webhook
+	// event ([WithWebhook]) is sent once it commits, not when it arrives.
 	StillRunning FaultKind = "still-running"
 	// LostAnswerLag commits and performs the side effect, then closes the
 	// connection with no response (as DropAfterCommit), and the result
@@ -84,6 +87,23 @@ const (
 	// by the server's clock (as QueryLag): a lost answer with a read path
 	// behind the write. A repeat gets the 201, replayed.
 	LostAnswerLag FaultKind = "lost-answer-lag"
+	// StillRunningDecline is a [StillRunning] request that fails: 409 to
+	// a repeat and 404 from the result endpoint while it runs, then it
+	// commits a failed result (402, "card declined") with no side effect,
+	// as Stripe saves a decline once its risk check has run ("results
+	// are only saved if an API endpoint started executing",
+	// https://docs.stripe.com/api/idempotent_requests). The request is
+	// answered the 402 after Fault.Delay unless its client gave up; after
+	// the commit a repeat gets the 402, replayed, and the result endpoint
+	// answers failed.
+	StillRunningDecline FaultKind = "still-running-decline"
+	// StillRunningProcessing is a [StillRunning] request whose result
+	// endpoint knows it while it runs: it answers 200
+	// {"state":"processing","key":…} until the commit, instead of 404
+	// (modelled: an operation-status endpoint). Repeats get Stripe's 409
+	// meanwhile; after the commit the 201, replayed, and the result
+	// endpoint the order.
+	StillRunningProcessing FaultKind = "still-running-processing"
 )
 
 // FaultKinds returns every fault kind, in a fixed order: the order in which
@@ -113,7 +133,7 @@ type Fault struct {
 	// to queries.
 	Query bool
 	// Delay is the duration of the DelayResponse, QueryLag, SlowProcessing,
-	// Preempt, StillRunning and LostAnswerLag faults.
+	// Preempt, StillRunning (and its variants) and LostAnswerLag faults.
 	Delay time.Duration
 	// RetryAfter is the Retry-After of Throttle (429), Unavailable (503)
 	// and the 409 of slow processing, in whole seconds rounded up; 0 means
@@ -148,7 +168,8 @@ type Profile struct {
 	// sum to at most 1.
 	Rates map[FaultKind]float64
 	// Delay is the duration of the DelayResponse, QueryLag, SlowProcessing,
-	// Preempt, StillRunning and LostAnswerLag faults, as in [Fault].
+	// Preempt, StillRunning (and its variants) and LostAnswerLag faults, as
+	// in [Fault].
 	Delay time.Duration
 	// RetryAfter is the Retry-After of Throttle, Unavailable and the 409
 	// of slow processing, as in [Fault].
@@ -232,7 +253,9 @@ type Request struct {
 	RawKey string
 	// BodySHA256 is the SHA-256 of the body read; zero if it was not read.
 	BodySHA256 [32]byte
-	// Status is the status answered; 0 if the connection was dropped.
+	// Status is the status answered; 0 if none was: the connection was
+	// dropped, or the client gave up while a fault held the answer
+	// (DelayResponse, StillRunning and its variants).
 	Status int
 	// Fault is the fault applied to the request; "" for none.
 	Fault FaultKind

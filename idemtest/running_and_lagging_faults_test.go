@@ -88,17 +88,32 @@ func TestStillRunningAnswersKeyInUseUntilItCommits(t *testing.T) {
 	require.Equal(t, 1, srv.Stats().SideEffects)
 }
 
-// TestStillRunningAnswersOnceItHasRun: a client that waits gets the 201.
+// TestStillRunningAnswersOnceItHasRun: a client that waits gets the
+// request's own answer, not replayed: the order, or the decline and no
+// order.
 func TestStillRunningAnswersOnceItHasRun(t *testing.T) {
-	srv, err := idemtest.NewServer()
-	require.NoError(t, err)
-	defer srv.Close()
-	require.NoError(t, srv.Inject(idemtest.Fault{Kind: idemtest.StillRunning, Delay: 20 * time.Millisecond}))
-	status, replayed, got := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, `{}`)
-	require.Equal(t, http.StatusCreated, status)
-	require.Empty(t, replayed)
-	require.JSONEq(t, `{"state":"succeeded","resourceId":"ord_000001","key":"k"}`, got)
-	require.Equal(t, 1, srv.Effects("", "k"))
+	for _, tc := range []struct {
+		kind    idemtest.FaultKind
+		status  int
+		body    string
+		effects int
+	}{
+		{idemtest.StillRunning, http.StatusCreated, `{"state":"succeeded","resourceId":"ord_000001","key":"k"}`, 1},
+		{idemtest.StillRunningProcessing, http.StatusCreated, `{"state":"succeeded","resourceId":"ord_000001","key":"k"}`, 1},
+		{idemtest.StillRunningDecline, http.StatusPaymentRequired, `{"state":"failed","key":"k","reason":"card declined"}`, 0},
+	} {
+		t.Run(string(tc.kind), func(t *testing.T) {
+			srv, err := idemtest.NewServer()
+			require.NoError(t, err)
+			defer srv.Close()
+			require.NoError(t, srv.Inject(idemtest.Fault{Kind: tc.kind, Delay: 20 * time.Millisecond}))
+			status, replayed, got := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, `{}`)
+			require.Equal(t, tc.status, status)
+			require.Empty(t, replayed)
+			require.JSONEq(t, tc.body, got)
+			require.Equal(t, tc.effects, srv.Effects("", "k"))
+		})
+	}
 }
 
 // TestLostAnswerLagDropsTheAnswerAndHidesTheOrder: the order commits, its

@@ -22,7 +22,7 @@ type Server struct {
 
 	ts     *httptest.Server
 	srv    *fakeserver.Server
-	cancel context.CancelFunc // ends the requests' contexts
+	cancel context.CancelCauseFunc // ends the requests' contexts
 }
 
 // NewServer starts and returns a new Server. The caller should call Close
@@ -45,7 +45,7 @@ func NewServer(opts ...Option) (*Server, error) {
 	ts := httptest.NewUnstartedServer(srv)
 	// Request contexts derive from base, which Close cancels first: a
 	// response held by a delay fault is then sent at once.
-	base, cancel := context.WithCancel(context.Background())
+	base, cancel := context.WithCancelCause(context.Background())
 	ts.Config.BaseContext = func(net.Listener) context.Context { return base }
 	ts.Start()
 	return &Server{URL: ts.URL, ts: ts, srv: srv, cancel: cancel}, nil
@@ -71,7 +71,7 @@ func (s *Server) Client() *http.Client { return s.ts.Client() }
 // it have completed. Responses held by a delay fault are sent at once.
 // Webhook deliveries (WithWebhook) still queued or in flight are stopped.
 func (s *Server) Close() {
-	s.cancel()
+	s.cancel(fakeserver.ErrClosing)
 	s.ts.Close()
 	s.srv.Close() // webhook deliveries, once no request can make more
 }

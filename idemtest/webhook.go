@@ -16,7 +16,8 @@ const WebhookSignatureHeader = fakeserver.SignatureHeader
 
 // Webhook configures event delivery (see [WithWebhook]): for every
 // operation the server commits, an event per state it reaches (processing
-// first, for slow processing, then succeeded or failed, sent at once) is
+// first, for slow processing, then succeeded or failed, sent at once; a
+// still-running request's once it commits, by the server's clock) is
 // POSTed to URL, signed with Secret, with the faults real providers have,
 // drawn per event from the server's seed: lost, duplicated, delayed (so
 // that events overtake one another). A delivery that fails, or is

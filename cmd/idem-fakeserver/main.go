@@ -82,8 +82,8 @@ func serve(ctx context.Context, addr string, h http.Handler, stdout io.Writer) e
 	}
 	// Request contexts derive from base: cancelling it at shutdown ends
 	// delay faults, so shutdown does not wait for them.
-	base, cancelBase := context.WithCancel(context.Background())
-	defer cancelBase()
+	base, cancelBase := context.WithCancelCause(context.Background())
+	defer cancelBase(fakeserver.ErrClosing)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -98,7 +98,9 @@ func serve(ctx context.Context, addr string, h http.Handler, stdout io.Writer) e
 		return err
 	case <-ctx.Done():
 	}
-	cancelBase()
+	// With ErrClosing the held answers are sent, as to a client still
+	// waiting, not taken for a client gone.
+	cancelBase(fakeserver.ErrClosing)
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	err = srv.Shutdown(sctx)

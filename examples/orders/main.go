@@ -96,6 +96,8 @@ var faultFlags = []faultFlag{
 	// Off unless asked: flags for every kind a demo run can use.
 	{idemtest.StillRunning, 0},
 	{idemtest.LostAnswerLag, 0},
+	{idemtest.StillRunningDecline, 0},
+	{idemtest.StillRunningProcessing, 0},
 }
 
 // renamedFlags maps the fault flags' former names to the kinds they were

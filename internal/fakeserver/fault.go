@@ -22,7 +22,8 @@ type FaultKind string
 // Submit faults match as follows: [ErrorBeforeCommit], [Throttle] and
 // [Unavailable] match any submit with a valid key and replace its
 // processing; [Decline], [Reject409], [SlowProcessing], [QueryLag],
-// [Preempt], [StillRunning] and [LostAnswerLag] shape a commit, so they
+// [Preempt], [StillRunning], [LostAnswerLag], [StillRunningDecline] and
+// [StillRunningProcessing] shape a commit, so they
 // match only a submit that executes (a new key); the other faults shape a response, so they match a submit that
 // executes or replays, not one that gets 409, 422 or 503. Under
 // [Behavior.StoreErrors], [ErrorAfterCommit], [ErrorBeforeCommit] and
@@ -34,8 +35,8 @@ const (
 	// closes the connection with no answer.
 	DropAfterCommit FaultKind = "drop-after-commit"
 	// DelayResponse commits and performs the side effect, then waits
-	// Fault.Delay (real time) before answering, or until the request
-	// context is done. Meanwhile a repeat of the submit gets 409. As a query
+	// Fault.Delay (real time) before answering; a client that gives up
+	// first gets nothing (logged with Status 0). Meanwhile a repeat of the submit gets 409. As a query
 	// fault it delays the answer.
 	DelayResponse FaultKind = "delay-response"
 	// ErrorAfterCommit commits and performs the side effect, then answers
@@ -98,8 +99,10 @@ const (
 	// https://docs.stripe.com/error-codes#idempotency-key-in-use), and the
 	// result endpoint answers 404, as it does for a key it never saw. The
 	// request itself is answered 201 after Fault.Delay (real time), or not
-	// at all if the client gives up first: a timeout while it runs. After
-	// the commit a repeat gets the stored 201, replayed.
+	// at all if the client gives up first: a timeout while it runs (logged
+	// with Status 0). After the commit a repeat gets the stored 201,
+	// replayed. Its webhook event is queued once it commits, by the
+	// server's clock, not when it arrives.
 	StillRunning FaultKind = "still-running"
 	// LostAnswerLag commits and performs the side effect, then closes the
 	// connection with no response, as DropAfterCommit does; and the result
@@ -109,6 +112,26 @@ const (
 	// for search for up to a minute", https://docs.stripe.com/search). A
 	// repeat of the submit gets the stored 201, replayed, lag or not.
 	LostAnswerLag FaultKind = "lost-answer-lag"
+	// StillRunningDecline is StillRunning for a request that fails: it
+	// runs for Fault.Delay, as StillRunning (409 idempotency_key_in_use
+	// to a repeat, 404 from the result endpoint), then commits a failed
+	// result, 402 {"state":"failed","reason":"card declined",…}, with no
+	// side effect: a decline once the provider's risk check has run,
+	// which Stripe saves as the key's result because the endpoint started
+	// executing ("results are only saved if an API endpoint started
+	// executing", https://docs.stripe.com/api/idempotent_requests). The
+	// request itself is answered the 402 after Fault.Delay, unless its
+	// client gave up; after the commit a repeat gets the 402, replayed,
+	// and the result endpoint answers failed.
+	StillRunningDecline FaultKind = "still-running-decline"
+	// StillRunningProcessing is StillRunning with a result endpoint that
+	// knows the request while it runs: GET /operations/{key} answers 200
+	// {"state":"processing","key":…} until the commit, instead of 404 (an
+	// operation-status endpoint, as a long-running operation's "done":
+	// false or a payment's "processing"; modelled). Repeats of the submit
+	// get Stripe's 409 meanwhile, as under StillRunning; after the commit
+	// the 201, replayed, and the result endpoint the order.
+	StillRunningProcessing FaultKind = "still-running-processing"
 )
 
 // faultKinds lists every kind in a fixed order, which is also the order in
@@ -117,6 +140,7 @@ var faultKinds = []FaultKind{
 	DropAfterCommit, DelayResponse, ErrorAfterCommit, ErrorBeforeCommit,
 	Throttle, Unavailable, QueryLag, SlowProcessing, GarbageBody,
 	TruncatedBody, Decline, Reject409, Preempt, StillRunning, LostAnswerLag,
+	StillRunningDecline, StillRunningProcessing,
 }
 
 // FaultKinds returns every fault kind, in a fixed order.
@@ -158,6 +182,10 @@ func (k FaultKind) Description() string {
 		return "the request runs for the delay before it commits (repeats get Stripe's 409 idempotency_key_in_use, the result endpoint 404), answered 201 after it unless the client gave up"
 	case LostAnswerLag:
 		return "commit and side effect, close the connection with no response; the result endpoint answers 404 for the delay after the commit"
+	case StillRunningDecline:
+		return "as still-running, but it then commits a failed result (402, card declined), no side effect: repeats get the 409 while it runs, then the 402 replayed"
+	case StillRunningProcessing:
+		return "as still-running, but the result endpoint answers 200 processing while it runs, instead of 404"
 	}
 	return ""
 }
@@ -200,12 +228,18 @@ func (k FaultKind) replacesProcessing() bool {
 // shapesCommit reports whether k changes what a new key commits.
 func (k FaultKind) shapesCommit() bool {
 	return k == Decline || k == Reject409 || k == SlowProcessing || k == QueryLag || k == Preempt ||
-		k == StillRunning || k == LostAnswerLag
+		k.runs() || k == LostAnswerLag
+}
+
+// runs reports whether k is a request that runs for its delay before it
+// commits: StillRunning and its variants.
+func (k FaultKind) runs() bool {
+	return k == StillRunning || k == StillRunningDecline || k == StillRunningProcessing
 }
 
 // shapesAnswer reports whether k, which shapes the commit, also shapes the
 // answer to the request that committed: held, or dropped.
-func (k FaultKind) shapesAnswer() bool { return k == StillRunning || k == LostAnswerLag }
+func (k FaultKind) shapesAnswer() bool { return k.runs() || k == LostAnswerLag }
 
 // storedUnder reports whether, under b, k is the handler's answer, stored
 // as the key's answer.
@@ -238,7 +272,8 @@ type Fault struct {
 	// apply to queries.
 	Query bool
 	// Delay is the duration of the delay-response, query-lag,
-	// slow-processing, preempt, still-running and lost-answer-lag faults.
+	// slow-processing, preempt, lost-answer-lag and still-running faults
+	// (the latter's variants too).
 	Delay time.Duration
 	// RetryAfter is the Retry-After of throttle (429), unavailable (503)
 	// and the 409 of slow processing, in whole seconds rounded up; 0 means 1s.

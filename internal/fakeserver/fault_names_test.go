@@ -27,21 +27,23 @@ func kebab(name string) string {
 // faultConstants names the Go constant of every fault kind. Adding a kind
 // without adding it here fails TestFaultKindIsItsConstantName.
 var faultConstants = map[string]fakeserver.FaultKind{
-	"DropAfterCommit":   fakeserver.DropAfterCommit,
-	"DelayResponse":     fakeserver.DelayResponse,
-	"ErrorAfterCommit":  fakeserver.ErrorAfterCommit,
-	"ErrorBeforeCommit": fakeserver.ErrorBeforeCommit,
-	"Throttle":          fakeserver.Throttle,
-	"Unavailable":       fakeserver.Unavailable,
-	"QueryLag":          fakeserver.QueryLag,
-	"SlowProcessing":    fakeserver.SlowProcessing,
-	"GarbageBody":       fakeserver.GarbageBody,
-	"TruncatedBody":     fakeserver.TruncatedBody,
-	"Decline":           fakeserver.Decline,
-	"Reject409":         fakeserver.Reject409,
-	"Preempt":           fakeserver.Preempt,
-	"StillRunning":      fakeserver.StillRunning,
-	"LostAnswerLag":     fakeserver.LostAnswerLag,
+	"DropAfterCommit":        fakeserver.DropAfterCommit,
+	"DelayResponse":          fakeserver.DelayResponse,
+	"ErrorAfterCommit":       fakeserver.ErrorAfterCommit,
+	"ErrorBeforeCommit":      fakeserver.ErrorBeforeCommit,
+	"Throttle":               fakeserver.Throttle,
+	"Unavailable":            fakeserver.Unavailable,
+	"QueryLag":               fakeserver.QueryLag,
+	"SlowProcessing":         fakeserver.SlowProcessing,
+	"GarbageBody":            fakeserver.GarbageBody,
+	"TruncatedBody":          fakeserver.TruncatedBody,
+	"Decline":                fakeserver.Decline,
+	"Reject409":              fakeserver.Reject409,
+	"Preempt":                fakeserver.Preempt,
+	"StillRunning":           fakeserver.StillRunning,
+	"LostAnswerLag":          fakeserver.LostAnswerLag,
+	"StillRunningDecline":    fakeserver.StillRunningDecline,
+	"StillRunningProcessing": fakeserver.StillRunningProcessing,
 }
 
 // TestFaultKindIsItsConstantName: one word per fault. The kind's string

@@ -14,7 +14,7 @@ type Request struct {
 	// path segment.
 	RawKey     string
 	BodySHA256 [32]byte // of the body read; zero if it was not read
-	Status     int      // 0 if the connection was dropped
+	Status     int      // 0 if none was sent: the connection was dropped, or the client gave up on a held answer
 	Fault      FaultKind
 	At         time.Time // arrival, by the server's clock
 }

@@ -74,7 +74,7 @@ func memberKey(body []byte, member string) string {
 // now: resting ("NEW") while processing, then "FILLED".
 func (e *entry) orderBody(now time.Time) answer {
 	status := "FILLED"
-	if e.processing(now) {
+	if e.processing(now) || e.running(now) {
 		status = "NEW"
 	}
 	var a answer

@@ -29,6 +29,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request) {
 	seq := s.logLocked(req, classQuery)
 	now := s.cfg.Now()
 	s.st.sweep(now, s.cfg.Retention)
+	s.releaseLocked(now)
 	f, _ := s.takeFaultLocked(key, true, outQuery, "")
 	kind := f.kind
 	var a answer

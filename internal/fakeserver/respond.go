@@ -89,6 +89,12 @@ func setRetryAfter(w http.ResponseWriter, d time.Duration, httpDate bool, now ti
 // lastHTTPDate is the latest instant an HTTP-date can name.
 var lastHTTPDate = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
+// ErrClosing is the cause with which a server's owner cancels the
+// requests' base context when it closes (idemtest's Server.Close): an
+// answer held by a delay is then sent at once, whereas a request whose
+// client gave up is not answered.
+var ErrClosing = errors.New("fakeserver: server closing")
+
 // wait blocks for d or until ctx is done, without leaving a goroutine or a
 // timer behind.
 func wait(ctx context.Context, d time.Duration) {
@@ -101,6 +107,13 @@ func wait(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// clientGone reports whether ctx, a request's, ended because its client
+// gave up (a timeout, a cancel: the connection closed), not because the
+// server is closing.
+func clientGone(ctx context.Context) bool {
+	return ctx.Err() != nil && !errors.Is(context.Cause(ctx), ErrClosing)
 }
 
 // dropConn closes the connection without an answer: it hijacks and closes
@@ -188,7 +201,8 @@ func orOneSecond(d time.Duration) time.Duration {
 
 // deliver writes a, shaped by the response fault f (if any): it waits for
 // the delay, drops the connection, or mangles the body. It calls done with
-// the status sent (0 if dropped) before anything reaches the client.
+// the status sent (0 if dropped, or if the client gave up while the answer
+// was held) before anything reaches the client.
 func deliver(w http.ResponseWriter, r *http.Request, a answer, f applied, now func() time.Time, done func(status int)) {
 	if a.keyIgnored {
 		w.Header().Set("Idempotency-Status", "ignored")
@@ -198,8 +212,14 @@ func deliver(w http.ResponseWriter, r *http.Request, a answer, f applied, now fu
 		done(0)
 		dropConn(w)
 		return
-	case DelayResponse, StillRunning:
+	case DelayResponse, StillRunning, StillRunningDecline, StillRunningProcessing:
 		wait(r.Context(), f.delay)
+		if clientGone(r.Context()) {
+			// Nothing reaches a client that has gone: logged as no
+			// answer (0), as a dropped connection is.
+			done(0)
+			return
+		}
 	case ErrorAfterCommit:
 		a = errorAnswer(http.StatusInternalServerError, msgInternal)
 	case GarbageBody:

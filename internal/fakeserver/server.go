@@ -60,6 +60,9 @@ type Server struct {
 	profile Profile
 	rng     *rand.Rand
 	hooks   *webhooks // nil without Config.Webhook
+	// running holds the webhook events of requests still running, queued
+	// once they commit.
+	running []runningEvent
 }
 
 // New returns a server configured by cfg, its zero fields set to their
@@ -97,6 +100,7 @@ func (s *Server) FlushWebhooks(ctx context.Context) error {
 	if s.hooks == nil {
 		return nil
 	}
+	s.release()
 	if err := s.hooks.flush(ctx); err != nil {
 		return fmt.Errorf("fakeserver: FlushWebhooks: %w", err)
 	}
@@ -108,7 +112,16 @@ func (s *Server) WebhookStats() WebhookStats {
 	if s.hooks == nil {
 		return WebhookStats{}
 	}
+	s.release()
 	return s.hooks.statsNow()
+}
+
+// release queues the webhook events of the requests still running that
+// have committed by now.
+func (s *Server) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.releaseLocked(s.cfg.Now())
 }
 
 func (s *Server) resetLocked() {
@@ -118,6 +131,7 @@ func (s *Server) resetLocked() {
 	s.stats = Stats{}
 	s.nextID = 0
 	s.faults = nil
+	s.running = nil
 	s.profile = s.cfg.Profile.clone()
 	seed := uint64(s.cfg.Seed)
 	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))

@@ -38,6 +38,9 @@ type entry struct {
 	// ends the run of a still-running request, which has not committed
 	// before it.
 	doneAt, visibleAt, committedBy time.Time
+	// runningShown makes the result endpoint answer processing while the
+	// request runs, rather than not found (still-running-processing).
+	runningShown bool
 	// retryAfter and httpDate shape the Retry-After of the 409 while
 	// processing.
 	retryAfter time.Duration
@@ -101,7 +104,7 @@ func (e *entry) running(now time.Time) bool { return now.Before(e.committedBy) }
 // hidden reports whether the result endpoint answers "not found" for the
 // entry at now: nothing of it committed yet, or not yet visible.
 func (e *entry) hidden(now time.Time) bool {
-	return e.noResult || e.running(now) || now.Before(e.visibleAt)
+	return e.noResult || e.running(now) && !e.runningShown || now.Before(e.visibleAt)
 }
 
 // final reports whether the key's answer can no longer change at now.
@@ -116,6 +119,10 @@ func (e *entry) expired(now time.Time, retention time.Duration) bool {
 
 // result returns the entry's state as seen at now.
 func (e *entry) result(now time.Time) result {
+	if e.running(now) {
+		// Nothing is committed yet: no resource, no outcome.
+		return result{State: stateProcessing, Key: e.sk.key}
+	}
 	state := e.state
 	if e.processing(now) {
 		state = stateProcessing
@@ -143,6 +150,20 @@ func (e *entry) response(now time.Time) answer {
 	}
 	var a answer
 	a.status, a.body = encodeJSON(status, res)
+	return a
+}
+
+// answerOnCommit returns the answer of the request that committed e at
+// now: the stored answer as it stands once the request has run, not the
+// processing it reports while it runs.
+func (e *entry) answerOnCommit(now time.Time) answer {
+	return e.response(later(now, e.committedBy))
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
 	return a
 }
 

@@ -78,6 +78,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	seq := s.logLocked(req, classSubmit)
 	now := s.cfg.Now()
 	s.st.sweep(now, s.cfg.Retention)
+	s.releaseLocked(now)
 	sk := scopeKey{req.Scope, key}
 	e := s.st.lookup(sk, now, s.cfg.Retention)
 	out := s.classifyLocked(e, digest, now)
@@ -110,7 +111,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	case f.kind.storedUnder(s.cfg.Behavior):
 		e = s.executeLocked(sk, digest, now, f)
 		executed = true
-		a = e.response(now)
+		a = e.answerOnCommit(now)
 	case f.kind.replacesProcessing():
 		a = faultAnswer(f)
 	case out == outExecute:
@@ -125,7 +126,7 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 			s.stats.MaxEffectsPerKey = max(s.stats.MaxEffectsPerKey, s.st.keyStats(sk).Effects)
 		}
 		executed = true
-		a = e.response(now)
+		a = e.answerOnCommit(now)
 	case out == outReplay:
 		s.stats.Replays++
 		a = e.response(now)
@@ -231,7 +232,8 @@ func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcom
 		// in flight or resting or filled alike, and one never placed
 		// leaves it free.
 		switch {
-		case e != nil && e.state != stateFailed && (!s.cfg.Behavior.OpenOnly || e.inFlight || e.processing(now) || e.running(now)):
+		case e != nil && e.running(now),
+			e != nil && e.state != stateFailed && (!s.cfg.Behavior.OpenOnly || e.inFlight || e.processing(now)):
 			return outRefused
 		case e == nil && len(s.st.entries) >= s.cfg.MaxKeys:
 			return outFull
@@ -266,7 +268,7 @@ func (s *Server) classifyLocked(e *entry, digest [32]byte, now time.Time) outcom
 func (s *Server) executeLocked(sk scopeKey, digest [32]byte, now time.Time, f applied) *entry {
 	e := &entry{sk: sk, digest: digest, committedAt: now, state: stateSucceeded, order: s.cfg.Behavior.KeyMember != ""}
 	switch f.kind {
-	case Decline:
+	case Decline, StillRunningDecline:
 		e.state, e.reason, e.failStatus = stateFailed, "card declined", http.StatusPaymentRequired
 	case Reject409:
 		e.state, e.reason, e.failStatus = stateFailed, msgRejected, http.StatusConflict
@@ -275,10 +277,12 @@ func (s *Server) executeLocked(sk scopeKey, digest [32]byte, now time.Time, f ap
 		e.retryAfter, e.httpDate = orOneSecond(f.retryAfter), f.httpDate
 	case QueryLag, LostAnswerLag:
 		e.visibleAt = now.Add(f.delay)
-	case StillRunning:
-		e.committedBy = now.Add(f.delay)
 	case DelayResponse:
 		e.inFlight = true
+	}
+	if f.kind.runs() {
+		e.committedBy = now.Add(f.delay)
+		e.runningShown = f.kind == StillRunningProcessing
 	}
 	if f.kind.storedUnder(s.cfg.Behavior) {
 		stored := faultAnswer(f)

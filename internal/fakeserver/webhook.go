@@ -220,6 +220,53 @@ func (s *Server) eventLocked(e *entry, body []byte, now time.Time) {
 		return
 	}
 	meta := metadataOf(body)
+	if e.running(now) {
+		// A request still running has not committed: an event now would
+		// tell of an order that may yet not exist. It is queued once the
+		// request commits, by the server's clock (releaseLocked).
+		s.running = append(s.running, runningEvent{e: e, meta: meta})
+		gen := s.gen
+		time.AfterFunc(e.committedBy.Sub(now), func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if gen == s.gen {
+				s.releaseLocked(s.cfg.Now())
+			}
+		})
+		return
+	}
+	s.eventsOfLocked(e, meta, now)
+}
+
+// runningEvent is the webhook event of a request still running, held
+// until it commits.
+type runningEvent struct {
+	e    *entry
+	meta json.RawMessage
+}
+
+// releaseLocked queues the events of the requests still running that
+// have committed by now. It runs at every request, at FlushWebhooks and
+// WebhookStats, and when the request's delay has passed in real time:
+// with the server's clock the wall clock, that is the commit itself.
+func (s *Server) releaseLocked(now time.Time) {
+	if len(s.running) == 0 || s.hooks.ctx.Err() != nil {
+		return // nothing held, or closed: no delivery can be made
+	}
+	held := s.running[:0]
+	for _, r := range s.running {
+		if r.e.running(now) {
+			held = append(held, r)
+			continue
+		}
+		s.eventsOfLocked(r.e, r.meta, r.e.committedBy)
+	}
+	clear(s.running[len(held):])
+	s.running = held
+}
+
+// eventsOfLocked queues the events of e, committed at now.
+func (s *Server) eventsOfLocked(e *entry, meta json.RawMessage, now time.Time) {
 	if e.processing(now) {
 		s.queueEventLocked(Event{Type: "order.processing", State: stateProcessing, ResourceID: e.resourceID, Metadata: meta}, now)
 	}
