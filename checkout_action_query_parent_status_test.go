@@ -106,13 +106,22 @@ func TestCheckoutActionFoundAsItsPaymentIsNotItsOutcome(t *testing.T) {
 			require.Equal(t, idem.StateSucceeded, res.State)
 			require.Equal(t, checkoutActionPayment, res.ResourceID)
 			require.Empty(t, res.Review)
-			rec, lerr := c.Store().Get(t.Context(), idem.DefaultScope, key)
-			require.NoError(t, lerr)
-			said := false
-			for _, at := range rec.Attempts {
-				said = said || strings.Contains(at.Err, `whose status "`+tt.status+`" does not say the `+strings.TrimSuffix(tt.action, "s")+" was done to it")
-			}
-			require.True(t, said, "an attempt says why the payment's first answer proved nothing")
+			requireAttemptSays(t, c, key, `whose status "`+tt.status+`" does not say the `+strings.TrimSuffix(tt.action, "s")+" was done to it",
+				"an attempt says why the payment's first answer proved nothing")
 		})
 	}
+}
+
+// requireAttemptSays requires an attempt of key's journaled operation to
+// have an error containing text.
+func requireAttemptSays(t *testing.T, c *idem.Client, key, text, what string) {
+	t.Helper()
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, key)
+	require.NoError(t, err)
+	for _, at := range rec.Attempts {
+		if strings.Contains(at.Err, text) {
+			return
+		}
+	}
+	require.Fail(t, what, "no attempt says %q", text)
 }

@@ -230,7 +230,8 @@ var errUndecodable = errors.New("idem: response body does not decode to a result
 // capture; "refunded" to a refund; "voided", "canceled" or "cancelled"
 // to a void or cancel): any other is how that payment stands, whether or
 // not the action reached it (Checkout.com's payment, still "Authorized"
-// to a capture never received). A status
+// to a capture never received), and so is one whose "captured" is false
+// to a capture (Stripe's Charge, "succeeded" once authorised). A status
 // that is a code of digits (Thunes' transactions'
 // "90000") is read as the word beside it, "status_class_message" or else
 // "status_message" ("DECLINED"); so is an object naming such a code,
@@ -418,15 +419,18 @@ func resourceOutcome(a *Answer, body []byte, id string, st jsonString) (Outcome,
 			done = true
 		}
 	}
-	if a.Query && !actionShown(a, id, st) {
+	if a.Query && !actionShown(a, body, id, st) {
 		// A result query answered with the payment a capture, refund or
 		// void acted on (Checkout.com has no lookup by key: an action is
 		// seen at GET /payments/{id}) says how that payment stands,
 		// whether or not the action reached it: still Authorized to a
 		// capture never received, it settled the capture succeeded, and
 		// the capture was never sent again.
-		return Outcome{}, fmt.Errorf("%w: it names only %q, the resource this request acted on, whose status %q does not say the %s was done to it",
-			errUndecodable, truncate(id, 64), truncate(st.s, 64), truncate(actionOf(a), 64))
+		why := fmt.Sprintf("whose status %q does not say the %s was done to it", truncate(st.s, 64), truncate(actionOf(a), 64))
+		if actionOf(a) == "capture" && uncaptured(body) {
+			why = `which says "captured": false`
+		}
+		return Outcome{}, fmt.Errorf("%w: it names only %q, the resource this request acted on, %s", errUndecodable, truncate(id, 64), why)
 	}
 	if bytes.Contains(body, []byte(`"purchase_units"`)) {
 		switch declined, all, status := orderPayments(body); {
@@ -831,15 +835,30 @@ func actionOf(a *Answer) string {
 }
 
 // actionShown reports whether st, the status of the resource named id
-// in an answer to a's request, may be read as that request's outcome: it
-// is not the payment a capture, refund or void acted on (actionTarget,
-// actionDoneWords), or its status says the action was done to it.
-func actionShown(a *Answer, id string, st jsonString) bool {
-	done, ok := actionDoneWords[actionOf(a)]
+// in body, an answer to a's request, may be read as that request's
+// outcome: it is not the payment a capture, refund or void acted on
+// (actionTarget, actionDoneWords), or its status says the action was
+// done to it and, to a capture, its "captured" is not false (Stripe's
+// Charge "succeeded" once authorised, "captured": false until captured).
+func actionShown(a *Answer, body []byte, id string, st jsonString) bool {
+	action := actionOf(a)
+	done, ok := actionDoneWords[action]
 	if !ok || !actionTarget(a, id) {
 		return true
 	}
+	if action == "capture" && uncaptured(body) {
+		return false
+	}
 	return st.ok && slices.Contains(done, folded(st.s))
+}
+
+// uncaptured reports whether body's "captured" is false (the JSON
+// literal).
+func uncaptured(body []byte) bool {
+	var v struct {
+		Captured *bool `json:"captured"`
+	}
+	return json.Unmarshal(body, &v) == nil && v.Captured != nil && !*v.Captured
 }
 
 // actionTransaction is whether a transaction may be the one a request
