@@ -20,14 +20,18 @@ func (answeringTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_ = r.Body.Close()
 	}
-	const s = `{"state":"succeeded","resourceId":"ord_1"}`
+	return createdAnswer(r, `{"state":"succeeded","resourceId":"ord_1"}`), nil
+}
+
+// createdAnswer is a 201 answering r with the JSON body s.
+func createdAnswer(r *http.Request, s string) *http.Response {
 	return &http.Response{
 		StatusCode: http.StatusCreated, Status: "201 Created", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 		Header:        http.Header{"Content-Type": {"application/json"}},
 		Body:          io.NopCloser(strings.NewReader(s)),
 		ContentLength: int64(len(s)),
 		Request:       r,
-	}, nil
+	}
 }
 
 // A Submit answered at once is the path every operation takes: its

@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,4 +92,39 @@ func createdAsTheClientSettles(t *testing.T, s *Store) (rec, stored *Record, l L
 	stored, l, err := s.CreateClaimed(context.Background(), rec, "owner", time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	return rec, stored, l
+}
+
+// A Store wrapping the bbolt journal (a mirror) may pass the client's
+// context to two Updates at once: one takes the context's room, the other
+// allocates its own op, each hands back its own record, both writes are
+// committed, and the context lets go of the client's record (a data race
+// while that was a plain field: run under -race).
+func TestOwnedLeaseContextTwoUpdatesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s := ownedTestStore(t)
+	_, mine, l := createdAsTheClientSettles(t, s)
+	for range 20 {
+		lctx := owned.Lease(ctx, &l, mine)
+		c := lctx.(*leaseCtx)
+		var wg sync.WaitGroup
+		got := make([]*Record, 2)
+		errs := make([]error, 2)
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i], errs[i] = s.Update(lctx, "s", "k", func(r *Record) error { r.Attempts[0].Status++; return nil })
+			}()
+		}
+		wg.Wait()
+		require.NoError(t, errs[0])
+		require.NoError(t, errs[1])
+		require.False(t, got[0] == got[1], "each Update's record its own")
+		room := &c.room.block.r
+		require.True(t, (got[0] == room) != (got[1] == room), "exactly one Update took the context's room")
+		require.Nil(t, c.like.Load(), "the client's record, let go")
+	}
+	stored, err := s.Get(ctx, "s", "k")
+	require.NoError(t, err)
+	require.Equal(t, 40, stored.Attempts[0].Status, "every write committed")
 }
