@@ -1157,26 +1157,14 @@ func (d *driver) commitChange(fn func(r *journal.Record), end *submitEnd) error 
 	update := func() (*journal.Record, error) {
 		wctx := d.wctx
 		if d.lease.Token != 0 {
-			// The lease's context, marked: the drive's fns never change
-			// the record's Body, nor does anything after with the record
-			// handed back, so the journal need not copy it
-			// (internal/owned); nor its request's strings and header,
-			// which d.rec holds and nothing changes: d waits in Update
-			// while they are read. Made for this one Update, with room
-			// for its write (owned.Lease), where the Store is the bbolt
-			// journal, which takes it: any other (PostgreSQL's, a
-			// wrapping Store) would leave ~1 KiB per write unused.
-			var lctx context.Context
-			if _, bbolt := d.c.store.(*journal.Store); bbolt {
-				lctx = owned.Lease(wctx, &d.lease, d.rec)
-			}
-			if lctx != nil {
-				wctx = lctx
-			} else {
-				wctx = journal.WithLease(wctx, d.lease)
-				owned.Mark(wctx)
-				owned.Like(wctx, d.rec)
-			}
+			wctx = journal.WithLease(wctx, d.lease)
+			// The drive's fns never change the record's Body, nor does
+			// anything after with the record handed back: the journal
+			// need not copy it (internal/owned).
+			owned.Mark(wctx)
+			// Nor its request's strings and header, which d.rec holds
+			// and nothing changes: d waits in Update while they are read.
+			owned.Like(wctx, d.rec)
 		}
 		return d.c.store.Update(wctx, d.rec.Scope, d.rec.Key, write)
 	}

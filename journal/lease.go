@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -432,54 +431,8 @@ type leaseCtx struct {
 	// ownedUpdate. Set only by the mark, before the context is used.
 	owned bool
 	// like is the client's copy of the record the owned Update writes
-	// (internal/owned.Like), or nil: see ownedLike. Atomic: the Update
-	// that took the room drops it when it returns, and a wrapping Store
-	// may have passed the context to another Update running beside it.
-	like atomic.Pointer[Record]
-	// room is the op of the one owned Update made under the context, in
-	// its allocation (ownedLeaseCtx's), taken once (roomTaken; takeRoom);
-	// nil for WithLease's.
-	room      *ownedUpdateOp
-	roomTaken atomic.Bool
-}
-
-// ownedLeaseCtx is the context internal/owned.Lease makes for one of the
-// client's own Updates: WithLease's, marked and naming the client's
-// record, and the room for that Update's op (ownedUpdateOp), in one
-// allocation where WithLease's and the op's were two, once per write of
-// every operation the Client journals.
-type ownedLeaseCtx struct {
-	leaseCtx
-	op ownedUpdateOp
-}
-
-// ownedLeaseContext is internal/owned.Lease's function: nil unless l is a
-// *Lease and ctx a context.
-func ownedLeaseContext(ctx context.Context, l, like any) context.Context {
-	lp, ok := l.(*Lease)
-	if !ok || lp == nil || ctx == nil {
-		return nil
-	}
-	c := &ownedLeaseCtx{leaseCtx: leaseCtx{Context: ctx, l: *lp, owned: true}}
-	if r, ok := like.(*Record); ok {
-		c.like.Store(r)
-	}
-	c.room = &c.op
-	return &c.leaseCtx
-}
-
-// takeRoom returns the op room of ctx, an owned Update's context that
-// internal/owned.Lease made, for the first Update under it to take; nil
-// for any other context, and once taken (a Store wrapping this one that
-// passed the context to two Updates: the second allocates its own). The
-// op, and so the context, lives as long as the record that Update hands
-// back (ownedUpdateOp).
-func takeRoom(ctx context.Context) *ownedUpdateOp {
-	c, ok := ctx.(*leaseCtx)
-	if !ok || c.room == nil || !c.roomTaken.CompareAndSwap(false, true) {
-		return nil
-	}
-	return c.room
+	// (internal/owned.Like), or nil: see ownedLike.
+	like *Record
 }
 
 // ownedUpdate reports whether ctx is a lease's context the client marked
@@ -499,7 +452,7 @@ func ownedUpdate(ctx context.Context) bool {
 // hold the same (decoder.requestLike).
 func ownedLike(ctx context.Context) *Record {
 	if c, ok := ctx.(*leaseCtx); ok && c.owned {
-		return c.like.Load()
+		return c.like
 	}
 	return nil
 }

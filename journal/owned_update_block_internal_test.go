@@ -2,7 +2,9 @@ package journal
 
 import (
 	"context"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -19,10 +21,13 @@ func TestOwnedUpdateDecodesIntoItsOp(t *testing.T) {
 	}
 	ctx := context.Background()
 	s := ownedTestStore(t)
-	_, _, l := createdAsTheClientSettles(t, s)
+	rec := ownedUpdateRecord("k", 1024)
+	rec.Header = http.Header{"Content-Type": {"application/json"}}
+	rec.Attempts = []Attempt{{Number: 1, Kind: AttemptSubmit, Start: rec.Created}}
+	_, l, err := s.CreateClaimed(ctx, rec, "owner", time.Now().Add(time.Hour))
+	require.NoError(t, err)
 	uctx := ownedLease(ctx, l)
 	var got *Record
-	var err error
 	allocs := testing.AllocsPerRun(200, func() {
 		if got, err = s.Update(uctx, "s", "k", func(r *Record) error { r.Attempts[0].Status++; return nil }); err != nil {
 			t.Fatal(err)

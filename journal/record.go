@@ -197,12 +197,11 @@ func init() {
 			}
 		}
 	})
-	owned.RegisterLease(ownedLeaseContext)
 	owned.RegisterLike(func(ctx, rec any) {
 		c, ok := ctx.(*leaseCtx)
 		r, rok := rec.(*Record)
 		if ok && rok && c != nil && c.owned {
-			c.like.Store(r)
+			c.like = r
 		}
 	})
 }

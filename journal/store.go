@@ -888,14 +888,8 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
 	var u *updateOp
-	roomed := false
 	if ownedUpdate(ctx) {
-		// The op and the record it decodes, in one allocation: the
-		// context's, when internal/owned.Lease made it.
-		o := takeRoom(ctx)
-		if roomed = o != nil; !roomed {
-			o = new(ownedUpdateOp)
-		}
+		o := new(ownedUpdateOp) // the op and the record it decodes, in one allocation
 		u = &o.updateOp
 		u.block = &o.block
 		u.like = ownedLike(ctx)
@@ -908,11 +902,6 @@ func (s *Store) Update(ctx context.Context, scope, key string, fn func(*Record) 
 	err = s.do(ctx, &u.request)
 	stored := u.stored
 	u.fn, u.stored, u.like = nil, nil, nil // as create's: u lives on in the overlay
-	if roomed {
-		// And with it the context, which need not keep the client's
-		// earlier record alive (nor that record its own context's).
-		ctx.(*leaseCtx).like.Store(nil)
-	}
 	if err != nil {
 		return nil, errorf("journal: update %q: %w", key, err)
 	}
@@ -951,11 +940,9 @@ type updateOp struct {
 }
 
 // ownedUpdateOp is an owned Update's op and the record it decodes, in one
-// allocation rather than two (three with its context's: ownedLeaseCtx).
-// The record handed back keeps the op alive, which holds nothing of the
-// caller's (fn and stored are cleared) but the encoding the record's body
-// is a slice of already, and, in a context's room, that context (its
-// parent's values: the client's write context's). Other callers' records
+// allocation rather than two. The record handed back keeps the op alive,
+// which holds nothing of the caller's (fn and stored are cleared) but the
+// encoding the record's body is a slice of already. Other callers' records
 // may be kept for long: they keep only a block of their own alive, not an
 // op and an encoding too.
 type ownedUpdateOp struct {

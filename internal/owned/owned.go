@@ -18,8 +18,6 @@
 // journal's public API keeps one contract for every caller.
 package owned
 
-import "context"
-
 // mark is package journal's marking function. It is set at journal's init,
 // which happens before any code that could call Mark runs, and never again.
 var mark func(any)
@@ -60,26 +58,4 @@ func Like(ctx, rec any) {
 	if like != nil {
 		like(ctx, rec)
 	}
-}
-
-// lease is package journal's function Lease calls. Set at journal's init,
-// as mark is.
-var lease func(ctx context.Context, l, like any) context.Context
-
-// RegisterLease sets the function Lease calls. Package journal calls it
-// once, at init.
-func RegisterLease(f func(ctx context.Context, l, like any) context.Context) { lease = f }
-
-// Lease returns the context of one of the client's own Updates: what
-// journal.WithLease(ctx, *l) returns (l a *journal.Lease), marked (Mark)
-// and naming like (Like), in one allocation with room for that Update's
-// write, which the Update takes rather than allocating its own. The
-// context is for that one Update. Nil if package journal registered no
-// such function (or l is not a *journal.Lease): the caller then makes
-// the context with WithLease, Mark and Like.
-func Lease(ctx context.Context, l, like any) context.Context {
-	if lease == nil {
-		return nil
-	}
-	return lease(ctx, l, like)
 }
