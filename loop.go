@@ -1251,10 +1251,11 @@ func writeChange(r *journal.Record, change func(r *journal.Record), now time.Tim
 // keepUnreadFlag reads the record again after a write refused for a
 // ReviewKeyIgnored flag this drive had not read (commitChange) and, if
 // it is flagged so still, journals its endpoint (keepFlagged), as a drive
-// that read the flag does before its query. Within wctx, bounded by the
-// attempt timeout, not the caller's context: the refused write is the
-// outcome's commit, which a caller that gave up still gets (a final 201
-// left unjournaled, the operation stayed open and flagged for a person).
+// that read the flag does before its query. Within wctx until the
+// attempt timeout after the caller's context ends (outlastCaller): the
+// refused write is the outcome's commit, which a caller that gave up
+// still gets (a final 201 left unjournaled, the operation stayed open and
+// flagged for a person).
 func (d *driver) keepUnreadFlag() error {
 	cur, err := d.c.store.Get(d.wctx, d.rec.Scope, d.rec.Key)
 	if err != nil {
@@ -1264,13 +1265,38 @@ func (d *driver) keepUnreadFlag() error {
 	if !journal.FlaggedKeyIgnored(cur) {
 		return nil
 	}
-	kctx, cancel := context.WithTimeout(d.wctx, d.c.cfg.attemptTimeout)
+	kctx, cancel := d.outlastCaller()
 	defer cancel()
 	if _, err := d.c.keepFlagged(kctx, cur); err != nil {
 		return err
 	}
 	d.ignoringKept = true
 	return nil
+}
+
+// outlastCaller is wctx ended the attempt timeout after the caller's
+// context (d.ctx) ends, never before: a caller that gave up waits that
+// long at most, but a caller still waiting (Run's pass, a caller whose
+// deadline is further off than one exchange's) is not cut short by a
+// bound on one exchange while the journal is slow (a failover), its
+// answer's commit left undone as if it had given up. cancel ends it and
+// the goroutine that would.
+func (d *driver) outlastCaller() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(d.wctx)
+	bound := d.c.cfg.attemptTimeout
+	stop := context.AfterFunc(d.ctx, func() {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			cancel()
+		case <-ctx.Done():
+		}
+	})
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // flagUnjournaled ends a visit whose keepFlagged failed with err, the
