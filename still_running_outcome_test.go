@@ -142,3 +142,50 @@ func TestRequestStillRunningShownProcessingIsSettledOnceCommitted(t *testing.T) 
 		})
 	}
 }
+
+// A request still running past idem's attempt timeout that then fails
+// before its endpoint starts executing: Stripe saves nothing and frees the
+// key ("no idempotent result is saved because no API endpoint began
+// execution. It is safe to retry these requests",
+// https://docs.stripe.com/api/idempotent_requests). Stripe has no result
+// endpoint: idem at default settings resends under the same key, meets
+// the 409 idempotency_key_in_use while it runs, and once it has run the
+// resend places the one order: settled succeeded from it, within the
+// call's budget or by Resume after it; never two orders, never failed.
+// (With a result endpoint idem only asks once a 409 said the key was in
+// flight, never resends, and a 404 forever ends in review at the key's
+// expiry: see queryOnly.)
+func TestRequestStillRunningThenFreedOnStripeIsResentIntoOneOrder(t *testing.T) {
+	for _, tc := range stillRunningCases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := idemtest.NewClock(epoch)
+			srv := faultedServer(t, clock, idemtest.Fault{Kind: idemtest.StillRunningFreed, Key: "k", Delay: tc.delay})
+			c := journaledClient(t, idem.WithHTTPClient(srv.Client()), idem.WithClock(clock))
+			advanceOnArrival(t, srv, clock, tc.advance)
+			res, err := c.Submit(t.Context(), idem.Request{Key: "k", URL: srv.URL + "/orders", Body: []byte(`{"amount":100}`)})
+			t.Logf("Submit: %v %v; server: %v; clock +%v", res.State, err, submitAndQueryStatuses(srv), clock.Now().Sub(epoch))
+			if tc.settledInCall {
+				require.NoError(t, err)
+				require.Equal(t, idem.StateSucceeded, res.State)
+			} else {
+				require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+				require.NotErrorIs(t, err, idem.ErrFailed)
+				require.Zero(t, srv.Stats().SideEffects, "nothing placed while it runs")
+				clock.Advance(tc.delay)
+				requireResume(t, c, idem.Summary{Visited: 1, Succeeded: 1})
+			}
+			op, err := c.Lookup(t.Context(), idem.DefaultScope, "k")
+			require.NoError(t, err)
+			require.Equal(t, idem.StateSucceeded, op.State)
+			require.Empty(t, op.Review)
+			require.Equal(t, "ord_000001", op.Result.ResourceID)
+			statuses := submitStatuses(srv)
+			require.Equal(t, []int{0, http.StatusConflict}, statuses[:2], "the first attempt given up on, the resend met it running")
+			require.Equal(t, http.StatusCreated, statuses[len(statuses)-1], "settled from the resend that executed")
+			for _, r := range srv.Requests() {
+				require.Equal(t, "k", r.RawKey, "every attempt under the one key")
+			}
+			requireOneOrder(t, srv, "k")
+		})
+	}
+}

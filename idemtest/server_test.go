@@ -112,7 +112,7 @@ func TestFaultKindsReexported(t *testing.T) {
 		idemtest.ErrorBeforeCommit, idemtest.Throttle, idemtest.Unavailable, idemtest.QueryLag,
 		idemtest.SlowProcessing, idemtest.GarbageBody, idemtest.TruncatedBody, idemtest.Decline,
 		idemtest.Reject409, idemtest.Preempt, idemtest.StillRunning, idemtest.LostAnswerLag,
-		idemtest.StillRunningDecline, idemtest.StillRunningProcessing,
+		idemtest.StillRunningDecline, idemtest.StillRunningProcessing, idemtest.StillRunningFreed,
 	}
 	require.ElementsMatch(t, kinds, idemtest.FaultKinds())
 }
