@@ -57,8 +57,7 @@
 // [DelayResponse], [ErrorAfterCommit], [ErrorBeforeCommit], [Throttle],
 // [Unavailable], [QueryLag], [SlowProcessing], [GarbageBody],
 // [TruncatedBody], [Decline], [Reject409], [Preempt], [StillRunning],
-// [LostAnswerLag], [StillRunningDecline], [StillRunningProcessing],
-// [StillRunningFreed]. A test
+// [LostAnswerLag], [StillRunningDecline], [StillRunningProcessing]. A test
 // in another
 // process (or language) can script faults over HTTP: POST /_faults with a
 // JSON fault such as {"kind":"unavailable","retry_after":"2s"} (the kind is

@@ -106,14 +106,6 @@ const (
 	// meanwhile; after the commit the 201, replayed, and the result
 	// endpoint the order.
 	StillRunningProcessing FaultKind = "still-running-processing"
-	// StillRunningFreed is a [StillRunning] request that fails before its
-	// endpoint starts executing: 409 to a repeat and 404 from the result
-	// endpoint while it runs, then nothing is saved, no side effect, and
-	// the key is free: a repeat executes anew ("no idempotent result is
-	// saved because no API endpoint began execution",
-	// https://docs.stripe.com/api/idempotent_requests). The request is
-	// answered 500 after Fault.Delay unless its client gave up.
-	StillRunningFreed FaultKind = "still-running-freed"
 )
 
 // FaultKinds returns every fault kind, in a fixed order: the order in which

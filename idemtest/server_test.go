@@ -112,7 +112,7 @@ func TestFaultKindsReexported(t *testing.T) {
 		idemtest.ErrorBeforeCommit, idemtest.Throttle, idemtest.Unavailable, idemtest.QueryLag,
 		idemtest.SlowProcessing, idemtest.GarbageBody, idemtest.TruncatedBody, idemtest.Decline,
 		idemtest.Reject409, idemtest.Preempt, idemtest.StillRunning, idemtest.LostAnswerLag,
-		idemtest.StillRunningDecline, idemtest.StillRunningProcessing, idemtest.StillRunningFreed,
+		idemtest.StillRunningDecline, idemtest.StillRunningProcessing,
 	}
 	require.ElementsMatch(t, kinds, idemtest.FaultKinds())
 }
@@ -228,7 +228,7 @@ func TestInjectInvalidFaultIsAnErrorAndScriptsNothing(t *testing.T) {
 		fault idemtest.Fault
 		want  string
 	}{
-		{"unknown kind", idemtest.Fault{Kind: "x"}, `idemtest: Inject: unknown fault kind "x" (want one of: drop-after-commit, delay-response, error-after-commit, error-before-commit, throttle, unavailable, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt, still-running, lost-answer-lag, still-running-decline, still-running-processing, still-running-freed)`},
+		{"unknown kind", idemtest.Fault{Kind: "x"}, `idemtest: Inject: unknown fault kind "x" (want one of: drop-after-commit, delay-response, error-after-commit, error-before-commit, throttle, unavailable, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt, still-running, lost-answer-lag, still-running-decline, still-running-processing)`},
 		{"negative count", idemtest.Fault{Kind: idemtest.Unavailable, Count: -2}, "idemtest: Inject: fault unavailable: count -2 is negative (want 0 for one request, or the number of requests to fault)"},
 		{"negative delay", idemtest.Fault{Kind: idemtest.DelayResponse, Delay: -time.Millisecond}, "idemtest: Inject: fault delay-response: delay -1ms is negative (want 0 or a positive duration)"},
 		{"negative retry-after", idemtest.Fault{Kind: idemtest.Throttle, RetryAfter: -time.Second}, "idemtest: Inject: fault throttle: retry-after -1s is negative (want 0 or a positive duration)"},

@@ -166,33 +166,3 @@ func TestAnswerHeldPastTheClientsTimeoutIsLoggedUnanswered(t *testing.T) {
 	require.Zero(t, first.Status, "nothing reached the client")
 	require.Equal(t, 1, srv.Effects("", "k"))
 }
-
-// TestStillRunningFreedLeavesTheKeyFreeOnceItHasRun: the request runs
-// past its client's timeout, then fails before executing. While it runs a
-// resend gets Stripe's 409 and the result endpoint 404; once it has run,
-// nothing was saved: the result endpoint still 404, and a resend executes
-// anew: 1 order, from the resend.
-func TestStillRunningFreedLeavesTheKeyFreeOnceItHasRun(t *testing.T) {
-	clock, srv := clockedServer(t, idemtest.Fault{Kind: idemtest.StillRunningFreed, Key: "k", Delay: time.Minute})
-	err := sendUntil(t, srv, "k", `{}`, 50*time.Millisecond)
-	require.True(t, errors.Is(err, context.DeadlineExceeded), "the first request is not answered while it runs: %v", err)
-
-	status, _, got := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, `{}`)
-	require.Equal(t, http.StatusConflict, status)
-	require.Contains(t, got, `"code":"idempotency_key_in_use"`)
-	status, _ = query(t, srv, "k")
-	require.Equal(t, http.StatusNotFound, status)
-
-	clock.Advance(time.Minute)
-	status, _ = query(t, srv, "k")
-	require.Equal(t, http.StatusNotFound, status, "nothing saved")
-	require.Zero(t, srv.Stats().SideEffects)
-	status, replayed, got := send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, `{}`)
-	require.Equal(t, http.StatusCreated, status)
-	require.Empty(t, replayed, "executed anew, not replayed")
-	require.JSONEq(t, `{"state":"succeeded","resourceId":"ord_000001","key":"k"}`, got)
-	status, _, _ = send(t, srv.Client(), srv.URL+"/orders", http.Header{"Idempotency-Key": {"k"}}, `{}`)
-	require.Equal(t, http.StatusCreated, status)
-	require.Equal(t, 1, srv.Effects("", "k"))
-	require.Equal(t, 1, srv.Stats().SideEffects)
-}

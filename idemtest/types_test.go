@@ -67,7 +67,7 @@ func TestConstantsAreTheServersKinds(t *testing.T) {
 	ours := []FaultKind{
 		DropAfterCommit, DelayResponse, ErrorAfterCommit, ErrorBeforeCommit, Throttle, Unavailable,
 		QueryLag, SlowProcessing, GarbageBody, TruncatedBody, Decline, Reject409, Preempt,
-		StillRunning, LostAnswerLag, StillRunningDecline, StillRunningProcessing, StillRunningFreed,
+		StillRunning, LostAnswerLag, StillRunningDecline, StillRunningProcessing,
 	}
 	theirs := fakeserver.FaultKinds()
 	require.Len(t, ours, len(theirs))

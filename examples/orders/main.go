@@ -98,7 +98,6 @@ var faultFlags = []faultFlag{
 	{idemtest.LostAnswerLag, 0},
 	{idemtest.StillRunningDecline, 0},
 	{idemtest.StillRunningProcessing, 0},
-	{idemtest.StillRunningFreed, 0},
 }
 
 // renamedFlags maps the fault flags' former names to the kinds they were

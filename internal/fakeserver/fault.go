@@ -22,8 +22,8 @@ type FaultKind string
 // Submit faults match as follows: [ErrorBeforeCommit], [Throttle] and
 // [Unavailable] match any submit with a valid key and replace its
 // processing; [Decline], [Reject409], [SlowProcessing], [QueryLag],
-// [Preempt], [StillRunning], [LostAnswerLag], [StillRunningDecline],
-// [StillRunningProcessing] and [StillRunningFreed] shape a commit, so they
+// [Preempt], [StillRunning], [LostAnswerLag], [StillRunningDecline] and
+// [StillRunningProcessing] shape a commit, so they
 // match only a submit that executes (a new key); the other faults shape a response, so they match a submit that
 // executes or replays, not one that gets 409, 422 or 503. Under
 // [Behavior.StoreErrors], [ErrorAfterCommit], [ErrorBeforeCommit] and
@@ -133,17 +133,6 @@ const (
 	// get Stripe's 409 meanwhile, as under StillRunning; after the commit
 	// the 201, replayed, and the result endpoint the order.
 	StillRunningProcessing FaultKind = "still-running-processing"
-	// StillRunningFreed is StillRunning for a request that fails before
-	// its endpoint starts executing: 409 idempotency_key_in_use to a
-	// repeat and 404 from the result endpoint while it runs, then nothing
-	// is saved, no side effect, and the key is free: a repeat executes
-	// anew. Stripe: "results are only saved if an API endpoint started
-	// executing ... no idempotent result is saved because no API endpoint
-	// began execution. It is safe to retry these requests"
-	// (https://docs.stripe.com/api/idempotent_requests). The request
-	// itself is answered 500 after Fault.Delay, unless its client gave
-	// up.
-	StillRunningFreed FaultKind = "still-running-freed"
 )
 
 // faultKinds lists every kind in a fixed order, which is also the order in
@@ -152,7 +141,7 @@ var faultKinds = []FaultKind{
 	DropAfterCommit, DelayResponse, ErrorAfterCommit, ErrorBeforeCommit,
 	Throttle, Unavailable, QueryLag, SlowProcessing, GarbageBody,
 	TruncatedBody, Decline, Reject409, Preempt, StillRunning, LostAnswerLag,
-	StillRunningDecline, StillRunningProcessing, StillRunningFreed,
+	StillRunningDecline, StillRunningProcessing,
 }
 
 // FaultKinds returns every fault kind, in a fixed order.
@@ -198,8 +187,6 @@ func (k FaultKind) Description() string {
 		return "as still-running, but it then commits a failed result (402, card declined), no side effect: repeats get the 409 while it runs, then the 402 replayed"
 	case StillRunningProcessing:
 		return "as still-running, but the result endpoint answers 200 processing while it runs, instead of 404"
-	case StillRunningFreed:
-		return "as still-running, but it then fails before executing: nothing saved, no side effect, the key free (a repeat executes anew); answered 500 unless the client gave up"
 	}
 	return ""
 }
@@ -248,7 +235,7 @@ func (k FaultKind) shapesCommit() bool {
 // runs reports whether k is a request that runs for its delay before it
 // commits: StillRunning and its variants.
 func (k FaultKind) runs() bool {
-	return k == StillRunning || k == StillRunningDecline || k == StillRunningProcessing || k == StillRunningFreed
+	return k == StillRunning || k == StillRunningDecline || k == StillRunningProcessing
 }
 
 // shapesAnswer reports whether k, which shapes the commit, also shapes the

@@ -44,7 +44,6 @@ var faultConstants = map[string]fakeserver.FaultKind{
 	"LostAnswerLag":          fakeserver.LostAnswerLag,
 	"StillRunningDecline":    fakeserver.StillRunningDecline,
 	"StillRunningProcessing": fakeserver.StillRunningProcessing,
-	"StillRunningFreed":      fakeserver.StillRunningFreed,
 }
 
 // TestFaultKindIsItsConstantName: one word per fault. The kind's string

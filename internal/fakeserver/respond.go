@@ -212,7 +212,7 @@ func deliver(w http.ResponseWriter, r *http.Request, a answer, f applied, now fu
 		done(0)
 		dropConn(w)
 		return
-	case DelayResponse, StillRunning, StillRunningDecline, StillRunningProcessing, StillRunningFreed:
+	case DelayResponse, StillRunning, StillRunningDecline, StillRunningProcessing:
 		wait(r.Context(), f.delay)
 		if clientGone(r.Context()) {
 			// Nothing reaches a client that has gone: logged as no

@@ -443,7 +443,7 @@ func TestFaultJSONRoundTrip(t *testing.T) {
 }
 
 // allKinds is the list of kinds that error messages offer.
-const allKinds = "drop-after-commit, delay-response, error-after-commit, error-before-commit, throttle, unavailable, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt, still-running, lost-answer-lag, still-running-decline, still-running-processing, still-running-freed"
+const allKinds = "drop-after-commit, delay-response, error-after-commit, error-before-commit, throttle, unavailable, query-lag, slow-processing, garbage-body, truncated-body, decline, reject-409, preempt, still-running, lost-answer-lag, still-running-decline, still-running-processing"
 
 func TestInjectInvalidFaultIsAnErrorAndChangesNothing(t *testing.T) {
 	h := newHarness(t, fakeserver.Config{})
@@ -546,7 +546,7 @@ func TestNewInvalidConfigIsAnError(t *testing.T) {
 
 func TestFaultKindsAreDescribed(t *testing.T) {
 	kinds := fakeserver.FaultKinds()
-	require.Len(t, kinds, 18)
+	require.Len(t, kinds, 17)
 	for _, k := range kinds {
 		require.NotEmpty(t, k.Description(), k)
 	}

@@ -41,9 +41,6 @@ type entry struct {
 	// runningShown makes the result endpoint answer processing while the
 	// request runs, rather than not found (still-running-processing).
 	runningShown bool
-	// freed: the request failed before it executed (still-running-freed):
-	// nothing is saved, and once it has run the key is free.
-	freed bool
 	// retryAfter and httpDate shape the Retry-After of the 409 while
 	// processing.
 	retryAfter time.Duration
@@ -238,12 +235,6 @@ func (st *store) retire(e *entry) {
 		delete(st.retired, front.Value.(*retiredCount).sk)
 		st.retiredLRU.Remove(front)
 	}
-}
-
-// free forgets e, keeping its counters: its key is free for a new request.
-func (st *store) free(e *entry) {
-	delete(st.entries, e.sk)
-	st.retire(e)
 }
 
 // keyStats returns the counters of sk, across expiry.

@@ -81,12 +81,6 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request) {
 	s.releaseLocked(now)
 	sk := scopeKey{req.Scope, key}
 	e := s.st.lookup(sk, now, s.cfg.Retention)
-	if e != nil && e.freed && !e.running(now) {
-		// It failed before executing: no result saved, a new request
-		// with the key executes.
-		s.st.free(e)
-		e = nil
-	}
 	out := s.classifyLocked(e, digest, now)
 	drawn := s.drawLocked()
 	f, _ := s.takeFaultLocked(key, false, out, drawn)
@@ -285,9 +279,6 @@ func (s *Server) executeLocked(sk scopeKey, digest [32]byte, now time.Time, f ap
 		e.visibleAt = now.Add(f.delay)
 	case DelayResponse:
 		e.inFlight = true
-	case StillRunningFreed:
-		stored := faultAnswer(f)
-		e.stored, e.noResult, e.freed, e.state = &stored, true, true, stateFailed
 	}
 	if f.kind.runs() {
 		e.committedBy = now.Add(f.delay)
