@@ -51,7 +51,9 @@ const (
 	QueryLag FaultKind = "query-lag"
 	// SlowProcessing commits, performs the side effect and answers 202
 	// processing; the operation is processing until Fault.Delay has passed,
-	// then succeeded. Repeats get 409 meanwhile.
+	// then succeeded. Repeats get 409 meanwhile. Its webhook events
+	// ([WithWebhook]): processing at once, succeeded once the delay has
+	// passed by the server's clock.
 	SlowProcessing FaultKind = "slow-processing"
 	// GarbageBody commits and performs the side effect, then answers 201
 	// with a body that is not JSON.

@@ -15,9 +15,10 @@ import (
 const WebhookSignatureHeader = fakeserver.SignatureHeader
 
 // Webhook configures event delivery (see [WithWebhook]): for every
-// operation the server commits, an event per state it reaches (processing
-// first, for slow processing, then succeeded or failed, sent at once; a
-// still-running request's once it commits, by the server's clock) is
+// operation the server commits, an event per state it reaches (succeeded
+// or failed, sent at once; for slow processing, processing at once, then
+// succeeded once processing ends; a still-running request's once it
+// commits; both by the server's clock) is
 // POSTed to URL, signed with Secret, with the faults real providers have,
 // drawn per event from the server's seed: lost, duplicated, delayed (so
 // that events overtake one another). A delivery that fails, or is
@@ -81,7 +82,10 @@ func WithWebhook(w Webhook) Option {
 
 // FlushWebhooks waits until every event made so far has been delivered or
 // given up, or ctx ends, or the server is closed. Without WithWebhook it
-// returns at once.
+// returns at once. An event is made once its state is so by the server's
+// clock (see [Webhook]): with [WithClock], a slow or still-running
+// operation's final event only once the clock has passed its delay;
+// FlushWebhooks does not wait for it before that.
 func (s *Server) FlushWebhooks(ctx context.Context) error {
 	if err := s.srv.FlushWebhooks(ctx); err != nil {
 		return rewrap("FlushWebhooks", err)

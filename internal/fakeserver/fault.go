@@ -60,7 +60,8 @@ const (
 	// {"state":"processing",…}. The operation reports processing until
 	// Fault.Delay has passed, then succeeded; a repeat of the submit while
 	// processing gets 409 with Retry-After, and after it a replay of 201
-	// succeeded.
+	// succeeded. Its succeeded webhook event is queued once processing
+	// ends, by the server's clock, as the result endpoint says it then.
 	SlowProcessing FaultKind = "slow-processing"
 	// GarbageBody commits and performs the side effect, then answers 201
 	// with a body that is not JSON.

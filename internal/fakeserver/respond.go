@@ -216,8 +216,11 @@ func deliver(w http.ResponseWriter, r *http.Request, a answer, f applied, now fu
 		wait(r.Context(), f.delay)
 		if clientGone(r.Context()) {
 			// Nothing reaches a client that has gone: logged as no
-			// answer (0), as a dropped connection is.
+			// answer (0), as a dropped connection is. The connection is
+			// closed, not left to net/http, which would answer an empty
+			// 200 to a client that only half-closed and still reads.
 			done(0)
+			dropConn(w)
 			return
 		}
 	case ErrorAfterCommit:

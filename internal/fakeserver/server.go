@@ -60,9 +60,9 @@ type Server struct {
 	profile Profile
 	rng     *rand.Rand
 	hooks   *webhooks // nil without Config.Webhook
-	// running holds the webhook events of requests still running, queued
-	// once they commit.
-	running []runningEvent
+	// held holds the webhook events not yet so by the server's clock:
+	// of requests still running, and slow ones' final states.
+	held []heldEvent
 }
 
 // New returns a server configured by cfg, its zero fields set to their
@@ -95,7 +95,9 @@ func (s *Server) Close() {
 
 // FlushWebhooks waits until every webhook event made so far has been
 // delivered or given up (see [Webhook]), or ctx ends; after Close it
-// returns an error. Without Config.Webhook it returns at once.
+// returns an error. Without Config.Webhook it returns at once. A held
+// event (a still-running request's, a slow one's final state) is made
+// once Config.Now has reached its time, not before.
 func (s *Server) FlushWebhooks(ctx context.Context) error {
 	if s.hooks == nil {
 		return nil
@@ -116,8 +118,7 @@ func (s *Server) WebhookStats() WebhookStats {
 	return s.hooks.statsNow()
 }
 
-// release queues the webhook events of the requests still running that
-// have committed by now.
+// release queues the held webhook events whose time has come by now.
 func (s *Server) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -131,7 +132,7 @@ func (s *Server) resetLocked() {
 	s.stats = Stats{}
 	s.nextID = 0
 	s.faults = nil
-	s.running = nil
+	s.held = nil
 	s.profile = s.cfg.Profile.clone()
 	seed := uint64(s.cfg.Seed)
 	s.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))

@@ -40,7 +40,9 @@ const (
 
 // Webhook configures event delivery: for every operation the server
 // commits, an event per state it reaches (processing first, for slow
-// processing; then succeeded or failed) is POSTed to URL, signed with
+// processing; then succeeded or failed, once so by Config.Now: a slow
+// operation's once processing ends, a still-running request's once it
+// commits) is POSTed to URL, signed with
 // Secret, with the faults real providers have, each drawn per event from
 // the server's seed: lost, duplicated, delayed (so that events arrive out
 // of order). A delivery answered other than 2xx, or failed, is retried up
@@ -222,53 +224,65 @@ func (s *Server) eventLocked(e *entry, body []byte, now time.Time) {
 	meta := metadataOf(body)
 	if e.running(now) {
 		// A request still running has not committed: an event now would
-		// tell of an order that may yet not exist. It is queued once the
-		// request commits, by the server's clock (releaseLocked).
-		s.running = append(s.running, runningEvent{e: e, meta: meta})
-		gen := s.gen
-		time.AfterFunc(e.committedBy.Sub(now), func() {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if gen == s.gen {
-				s.releaseLocked(s.cfg.Now())
-			}
-		})
+		// tell of an order that may yet not exist.
+		s.holdLocked(heldEvent{e: e, meta: meta, at: e.committedBy}, now)
 		return
 	}
 	s.eventsOfLocked(e, meta, now)
 }
 
-// runningEvent is the webhook event of a request still running, held
-// until it commits.
-type runningEvent struct {
+// heldEvent is the webhook event of an operation whose outcome is not
+// yet so by the server's clock, held until at: a request still running
+// until it commits, a slow one's final state until processing ends.
+type heldEvent struct {
 	e    *entry
 	meta json.RawMessage
+	at   time.Time
 }
 
-// releaseLocked queues the events of the requests still running that
-// have committed by now. It runs at every request, at FlushWebhooks and
-// WebhookStats, and when the request's delay has passed in real time:
-// with the server's clock the wall clock, that is the commit itself.
+// holdLocked holds h until its time, by the server's clock
+// (releaseLocked).
+func (s *Server) holdLocked(h heldEvent, now time.Time) {
+	s.held = append(s.held, h)
+	gen := s.gen
+	time.AfterFunc(h.at.Sub(now), func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if gen == s.gen {
+			s.releaseLocked(s.cfg.Now())
+		}
+	})
+}
+
+// releaseLocked queues the held events whose time has come by now. It
+// runs at every request, at FlushWebhooks and WebhookStats, and when the
+// event's delay has passed in real time: with the server's clock the
+// wall clock, that is the time itself. A clock that never reaches it
+// never releases it.
 func (s *Server) releaseLocked(now time.Time) {
-	if len(s.running) == 0 || s.hooks.ctx.Err() != nil {
+	if len(s.held) == 0 || s.hooks.ctx.Err() != nil {
 		return // nothing held, or closed: no delivery can be made
 	}
-	held := s.running[:0]
-	for _, r := range s.running {
-		if r.e.running(now) {
-			held = append(held, r)
+	held := s.held[:0]
+	for _, h := range s.held {
+		if now.Before(h.at) {
+			held = append(held, h)
 			continue
 		}
-		s.eventsOfLocked(r.e, r.meta, r.e.committedBy)
+		s.eventsOfLocked(h.e, h.meta, h.at)
 	}
-	clear(s.running[len(held):])
-	s.running = held
+	clear(s.held[len(held):])
+	s.held = held
 }
 
 // eventsOfLocked queues the events of e, committed at now.
 func (s *Server) eventsOfLocked(e *entry, meta json.RawMessage, now time.Time) {
 	if e.processing(now) {
+		// Its final state is not so until processing ends: the result
+		// endpoint says processing until then.
 		s.queueEventLocked(Event{Type: "order.processing", State: stateProcessing, ResourceID: e.resourceID, Metadata: meta}, now)
+		s.holdLocked(heldEvent{e: e, meta: meta, at: e.doneAt}, now)
+		return
 	}
 	s.queueEventLocked(Event{Type: "order." + e.state, State: e.state, ResourceID: e.resourceID, Reason: e.reason, Metadata: meta}, now)
 }

@@ -85,6 +85,9 @@ func TestWebhookEvents(t *testing.T) {
 	h.submit(t, "k3", `{"metadata":{"idem_key":"k3"}}`)
 	h.submit(t, "k1", `{"amount":1,"metadata":{"idem_key":"k1"}}`) // a replay: no new event
 	flush(t, h)
+	start := h.clock.Now()
+	h.clock.Advance(time.Hour) // k3's processing ends: its succeeded event
+	flush(t, h)
 
 	byID := map[string]fakeserver.Event{}
 	for _, ev := range r.got() {
@@ -103,12 +106,18 @@ func TestWebhookEvents(t *testing.T) {
 		require.Equal(t, w.state, ev.State, "%s state", id)
 		require.Equal(t, w.id, ev.ResourceID, "%s resource id", id)
 		require.Equal(t, w.meta, string(ev.Metadata), "%s metadata", id)
-		require.Equal(t, h.clock.Now().Unix(), ev.Created, "%s created", id)
+		created := start
+		if id == "evt_000004" {
+			created = start.Add(time.Hour)
+		}
+		require.Equal(t, created.Unix(), ev.Created, "%s created", id)
 	}
 	require.Equal(t, "card declined", byID["evt_000002"].Reason)
 	r.mu.Lock()
 	for i, body := range r.bodies {
-		require.Equal(t, fakeserver.Sign(secret, body, h.clock.Now()), r.sigs[i], "signature of delivery %d", i)
+		// Each delivery is signed when it is sent: here, at its event's
+		// creation.
+		require.Equal(t, fakeserver.Sign(secret, body, time.Unix(r.events[i].Created, 0)), r.sigs[i], "signature of delivery %d", i)
 	}
 	r.mu.Unlock()
 	require.Equal(t, fakeserver.WebhookStats{Events: 4, Delivered: 4}, h.srv.WebhookStats())
@@ -251,4 +260,33 @@ func TestWebhookConfigInvalid(t *testing.T) {
 		require.NoError(t, err, "URL %s", u)
 		srv.Close()
 	}
+}
+
+// TestSlowProcessingSucceededEventIsSentOnceItIsDone: while the operation
+// reports processing, its one event says processing; the succeeded event
+// comes once processing ends by the server's clock, dated then, not at
+// the arrival, when the result endpoint still said processing.
+func TestSlowProcessingSucceededEventIsSentOnceItIsDone(t *testing.T) {
+	r := newReceiver(t)
+	h := withHooks(t, r, fakeserver.Webhook{})
+	start := h.clock.Now()
+	require.NoError(t, h.srv.Inject(fakeserver.Fault{Kind: fakeserver.SlowProcessing, Key: "k", Delay: time.Hour}))
+	require.Equal(t, http.StatusAccepted, h.submit(t, "k", `{"metadata":{"idem_key":"k"}}`).status)
+	flush(t, h)
+	require.Equal(t, fakeserver.WebhookStats{Events: 1, Delivered: 1}, h.srv.WebhookStats(), "processing only")
+	require.Equal(t, "order.processing", r.got()[0].Type)
+
+	h.clock.Advance(time.Hour - time.Second)
+	flush(t, h)
+	require.Equal(t, fakeserver.WebhookStats{Events: 1, Delivered: 1}, h.srv.WebhookStats(), "still processing")
+
+	h.clock.Advance(time.Second)
+	flush(t, h)
+	require.Equal(t, fakeserver.WebhookStats{Events: 2, Delivered: 2}, h.srv.WebhookStats())
+	got := r.got()
+	require.Len(t, got, 2)
+	require.Equal(t, "order.succeeded", got[1].Type)
+	require.Equal(t, `{"idem_key":"k"}`, string(got[1].Metadata))
+	require.Equal(t, start.Add(time.Hour).Unix(), got[1].Created, "dated when processing ended")
+	require.Equal(t, 1, h.srv.Effects("", "k"))
 }
