@@ -836,10 +836,7 @@ func (d *driver) submit() (step, error) {
 	// costs no journal call.
 	if err := d.hold(d.now(), c.cfg.attemptTimeout); err != nil {
 		d.preRecorded = true // not sent
-		if d.leaseLost {
-			return step{}, d.settledElsewhere(err)
-		}
-		return step{}, err
+		return step{}, d.unheld(err)
 	}
 	d.exchanges++
 	d.submits++

@@ -26,7 +26,7 @@ import (
 // migration, kill -STOP, a host suspended) before it goes on to the send.
 // frozen is what happens meanwhile.
 type frozenAfterResendJournaled struct {
-	*journal.Store
+	*renewRefusedByJournal
 	key    string
 	frozen func()
 	done   atomic.Bool
@@ -116,23 +116,7 @@ func (s *keyIgnoringThrottledCharges) charged() []string {
 // which a's caller is told.
 func TestResendFrozenPastItsLeaseIsNotSentAfterAnotherReplicaTookItOver(t *testing.T) {
 	f := newFrozenResend(t)
-	b, err := idem.New(&struct{ *journal.Store }{f.js}, f.opts("replica-b")...)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = b.Close() })
-
-	var bRes *idem.Result
-	var bErr error
-	res, err := f.submit(t, func() {
-		f.clock.Advance(60 * time.Second)
-		op, err := b.Lookup(context.Background(), "", "k")
-		if err != nil {
-			bErr = err
-			return
-		}
-		bRes, bErr = b.Do(context.Background(), op)
-	})
-	require.NoError(t, bErr, "b's Do")
-	require.Equal(t, idem.StateSucceeded, bRes.State, "b's result")
+	res, err := f.takenOverByB(t, f.submit)
 	f.chargedOnce(t, res, err, 3) // a's 429, a's resend journaled, b's resend
 }
 
@@ -151,6 +135,9 @@ type frozenResend struct {
 	clock *idemtest.Clock
 	srv   *keyIgnoringThrottledCharges
 	js    *journal.Store
+	// a is replica a's journal: js, its renewals failed once a.failing
+	// is set.
+	a *renewRefusedByJournal
 }
 
 func newFrozenResend(t *testing.T) *frozenResend {
@@ -160,6 +147,7 @@ func newFrozenResend(t *testing.T) *frozenResend {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = js.Close() })
 	f.js = js
+	f.a = &renewRefusedByJournal{Store: js}
 	return f
 }
 
@@ -173,13 +161,18 @@ func (f *frozenResend) opts(owner string) []idem.Option {
 // submit is replica a's Submit of k, frozen while frozen runs once its
 // resend is journaled.
 func (f *frozenResend) submit(t *testing.T, frozen func()) (*idem.Result, error) {
-	shared := &frozenAfterResendJournaled{Store: f.js, key: "k", frozen: frozen}
+	shared := &frozenAfterResendJournaled{renewRefusedByJournal: f.a, key: "k", frozen: frozen}
+	res, err := f.submitOn(t, shared)
+	require.True(t, shared.done.Load(), "a was frozen after journaling its resend")
+	return res, err
+}
+
+// submitOn is replica a's Submit of k on its view of the journal.
+func (f *frozenResend) submitOn(t *testing.T, shared idem.Store) (*idem.Result, error) {
 	a, err := idem.New(shared, f.opts("replica-a")...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close() })
-	res, err := a.Submit(t.Context(), idem.Request{Key: "k", URL: f.srv.srv.URL + "/v1/charges", Body: []byte(`{"amount":100}`)})
-	require.True(t, shared.done.Load(), "a was frozen after journaling its resend")
-	return res, err
+	return a.Submit(t.Context(), idem.Request{Key: "k", URL: f.srv.srv.URL + "/v1/charges", Body: []byte(`{"amount":100}`)})
 }
 
 // chargedOnce holds that k was charged once (ch_1), that the journal
@@ -197,4 +190,143 @@ func (f *frozenResend) chargedOnce(t *testing.T, res *idem.Result, err error, at
 	require.NoError(t, err, "a's Submit")
 	require.Equal(t, idem.StateSucceeded, res.State, "a's result")
 	require.Equal(t, "ch_1", res.ResourceID, "a's payment")
+}
+
+// renewRefusedByJournal is a shared journal whose Renew fails, once
+// failing is set, as a database's connection reset fails it (modelled:
+// pgjournal's Renew is one UPDATE, and a dropped connection fails it
+// with no word on the lease), the write after it taken as usual.
+type renewRefusedByJournal struct {
+	*journal.Store
+	failing atomic.Bool
+}
+
+func (s *renewRefusedByJournal) Renew(ctx context.Context, l journal.Lease, expires time.Time) (journal.Lease, error) {
+	if s.failing.CompareAndSwap(true, false) {
+		return journal.Lease{}, fmt.Errorf("journal: renew %q: connection reset by peer", l.Key)
+	}
+	return s.Store.Renew(ctx, l, expires)
+}
+
+// As above, no replica taking k over, but the journal fails the renewal
+// a's send waits on: nothing is sent (only the 429 reached the server),
+// and the resend's attempt, journaled before the send, is closed as
+// never sent, k still pending. Left open it read "may have been sent"
+// (the process stopped mid-attempt): k unknown, and at an endpoint
+// known to read no key its resend withheld for a person
+// (ReviewKeyIgnored) where the old code sent once. b's Do sends it: one
+// charge, settled.
+func TestResendWhoseLeaseRenewalTheJournalFailsIsClosedAsNeverSent(t *testing.T) {
+	f := newFrozenResend(t)
+	_, err := f.submit(t, func() {
+		f.clock.Advance(60 * time.Second)
+		f.a.failing.Store(true)
+	})
+	f.closedNeverSent(t, err, 2) // the 429, the resend
+}
+
+// closedNeverSent holds that a's Submit of k, its lease's renewal
+// failed by the journal, ended unknown (err) with nothing sent; that
+// k's last attempt (of attempts), the one journaled for that send, is
+// closed as never sent, k pending; and that b's Do then sends k: one
+// charge, settled.
+func (f *frozenResend) closedNeverSent(t *testing.T, err error, attempts int) {
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome, "a's Submit")
+	require.False(t, f.a.failing.Load(), "the renewal was asked for")
+	require.Empty(t, f.srv.charged(), "charges")
+	rec, err := f.js.Get(t.Context(), idem.DefaultScope, "k")
+	require.NoError(t, err)
+	require.Equal(t, idem.StatePending, rec.State, "k")
+	require.Len(t, rec.Attempts, attempts, "k's attempts")
+	last := rec.Attempts[attempts-1]
+	require.True(t, last.Done, "the attempt journaled for the send closed")
+	require.False(t, last.Wrote, "the attempt journaled for the send read as sent")
+	require.Contains(t, last.Err, "not sent", "the attempt journaled for the send")
+
+	b := f.replicaB(t)
+	op, err := b.Lookup(t.Context(), "", "k")
+	require.NoError(t, err)
+	res, err := b.Do(t.Context(), op)
+	require.NoError(t, err, "b's Do")
+	require.Equal(t, idem.StateSucceeded, res.State)
+	require.Equal(t, []string{"ch_1"}, f.srv.charged(), "charges")
+}
+
+// frozenAfterCreate is replica a's view of the shared journal, its
+// process frozen once Submit has journaled k with its first attempt and
+// taken its lease (CreateClaimed), before that attempt is sent.
+type frozenAfterCreate struct {
+	*renewRefusedByJournal
+	frozen func()
+	done   atomic.Bool
+}
+
+func (s *frozenAfterCreate) CreateClaimed(ctx context.Context, rec *journal.Record, owner string, expires time.Time) (*journal.Record, journal.Lease, error) {
+	got, l, err := s.Store.CreateClaimed(ctx, rec, owner, expires)
+	if err == nil && s.done.CompareAndSwap(false, true) {
+		s.frozen()
+	}
+	return got, l, err
+}
+
+// The first send frozen the same way: a journals k with its first
+// attempt and is frozen 60 s before sending it; b takes k over (its
+// resend throttled, then charged: ch_1) and settles it. a wakes and
+// sends nothing: one charge. Its caller is told b's outcome, succeeded
+// ch_1, as after a frozen resend, not a lost lease's unknown outcome
+// (state pending, 1 attempt) for a payment made.
+func TestFirstSendFrozenPastItsLeaseIsNotSentAfterAnotherReplicaTookItOver(t *testing.T) {
+	f := newFrozenResend(t)
+	res, err := f.takenOverByB(t, f.submitFrozenAtCreate)
+	f.chargedOnce(t, res, err, 3) // a's, closed by b as maybe sent; b's 429; b's resend
+}
+
+// The first send frozen past its lease, no replica taking k over, the
+// journal failing the renewal: nothing sent, Submit's attempt closed as
+// never sent, as a resend's is.
+func TestFirstSendWhoseLeaseRenewalTheJournalFailsIsClosedAsNeverSent(t *testing.T) {
+	f := newFrozenResend(t)
+	_, err := f.submitFrozenAtCreate(t, func() {
+		f.clock.Advance(60 * time.Second)
+		f.a.failing.Store(true)
+	})
+	f.closedNeverSent(t, err, 1)
+}
+
+// submitFrozenAtCreate is replica a's Submit of k, frozen while frozen
+// runs once k is journaled with its first attempt.
+func (f *frozenResend) submitFrozenAtCreate(t *testing.T, frozen func()) (*idem.Result, error) {
+	shared := &frozenAfterCreate{renewRefusedByJournal: f.a, frozen: frozen}
+	res, err := f.submitOn(t, shared)
+	require.True(t, shared.done.Load(), "a was frozen after journaling k")
+	return res, err
+}
+
+// replicaB is replica b, on a's journal: its renewals never fail.
+func (f *frozenResend) replicaB(t *testing.T) *idem.Client {
+	b, err := idem.New(&struct{ *journal.Store }{f.js}, f.opts("replica-b")...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// takenOverByB is a's Submit of k by submit (f.submit,
+// f.submitFrozenAtCreate), replica b taking k over and settling it while
+// a is frozen, 60 s on.
+func (f *frozenResend) takenOverByB(t *testing.T, submit func(*testing.T, func()) (*idem.Result, error)) (*idem.Result, error) {
+	b := f.replicaB(t)
+	var bRes *idem.Result
+	var bErr error
+	res, err := submit(t, func() {
+		f.clock.Advance(60 * time.Second)
+		op, err := b.Lookup(context.Background(), "", "k")
+		if err != nil {
+			bErr = err
+			return
+		}
+		bRes, bErr = b.Do(context.Background(), op)
+	})
+	require.NoError(t, bErr, "b's Do")
+	require.Equal(t, idem.StateSucceeded, bRes.State, "b's result")
+	return res, err
 }

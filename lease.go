@@ -201,6 +201,25 @@ func (d *driver) hold(now time.Time, need time.Duration) error {
 	return nil
 }
 
+// unheld ends a drive whose hold of its lease before a send, err,
+// failed. Another owner's claim fenced it: the caller is told that
+// owner's outcome if settled (settledElsewhere). A renewal the journal
+// failed says nothing of the lease, but this drive knows an attempt
+// journaled for the send (unsentAttempt) never went: closed as such
+// (handoff), under the token, which another owner's claim still fences.
+// Left open, it read "may have been sent": unknown, and a resend
+// withheld for a person at an endpoint known to read no key. A journal
+// that stopped answering is not waited on again.
+func (d *driver) unheld(err error) error {
+	switch {
+	case d.leaseLost:
+		return d.settledElsewhere(err)
+	case d.journalStalled || d.unsentAttempt() == 0:
+		return err
+	}
+	return d.handoff(err, time.Time{})
+}
+
 // lost ends the drive on a write or renewal refused because another owner
 // claimed the operation: nothing more is sent or written.
 func (d *driver) lost(err error) error {

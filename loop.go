@@ -547,7 +547,7 @@ func (d *driver) run() error {
 			return d.handoff(ErrRetryBudgetEmpty, time.Time{})
 		}
 		if err := d.hold(now, c.cfg.attemptTimeout); err != nil {
-			return err
+			return d.unheld(err)
 		}
 		s, err := d.submit()
 		if err != nil {
