@@ -396,3 +396,31 @@ func TestRequestHookOverwritingJournaledAccountOnTheQueryIsNeverSent(t *testing.
 	require.Empty(t, queriedAs, "the accounts queried")
 	require.Equal(t, map[string]int{"": 1, "acct_B": 1}, p.charges, "charges by account")
 }
+
+// A caller's deadline that ends the call between attempts the hook
+// changed (a fresh key per request): its error said "context deadline
+// exceeded" and the state, never why nothing was sent. Now it names what
+// the hook changed; still pending, nothing sent.
+func TestRequestHookChangeNamedWhenTheCallersDeadlineEnds(t *testing.T) {
+	s := newStripeCharges(t)
+	ctx, stop := context.WithCancelCause(t.Context())
+	n := 0
+	c := s.hookedClient(t, filepath.Join(t.TempDir(), "idem.journal"), func(r *http.Request) error {
+		if n++; n == 2 {
+			stop(context.DeadlineExceeded) // the deadline passes as the second attempt is made
+		}
+		r.Header.Set("Idempotency-Key", fmt.Sprintf("req-%d", n))
+		return nil
+	})
+	_, err := c.Submit(ctx, s.req())
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "never sent")
+	require.Contains(t, err.Error(), "Idempotency-Key")
+	charges, requests := s.count()
+	require.Zero(t, requests)
+	require.Zero(t, charges)
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, "order-1001")
+	require.NoError(t, err)
+	require.Equal(t, idem.StatePending, rec.State)
+}
