@@ -1488,6 +1488,12 @@ func (d *driver) handoff(cause error, due time.Time) error {
 // the operation failed: what may have been sent becomes unknown, what was
 // surely not stays pending.
 func (d *driver) leave(cause error) error {
+	if d.hookChanged != nil {
+		// Else a caller's deadline ends a call whose attempts the hook
+		// kept from being sent with no word of why: the journal's
+		// attempts alone would say it.
+		cause = fmt.Errorf("%w; the last attempt was never sent: %s", cause, strings.TrimPrefix(d.hookChanged.Error(), "idem: "))
+	}
 	now := d.now()
 	unsent := d.unsentAttempt()
 	if err := d.commit(func(r *journal.Record) {

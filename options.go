@@ -255,7 +255,8 @@ func WithHTTPClient(hc *http.Client) Option {
 // saying what changed: the key's header set to another value, removed
 // or given twice (under any spelling of its name); the body replaced by
 // other bytes (one read and put back byte for byte is idem's again);
-// the method; the journaled path; a journaled If-* header. A resend
+// the method; the journaled path; a journaled If-* header, or account
+// header (Stripe-Account, X-Razorpay-Account), which scopes the key. A resend
 // must carry the key and bytes of the first copy, which may have
 // executed.
 func WithRequestHook(fn func(*http.Request) error) Option {

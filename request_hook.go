@@ -57,6 +57,15 @@ func (c *Client) hookChangeErr(rec *journal.Record, query bool, req *http.Reques
 	if p := req.URL.Path; p != b.path && (!strings.HasSuffix(p, b.path) || b.path != "" && b.path[0] != '/') {
 		return hookChanged("changed the URL's path %q (it may add segments before it only, as a token's /bot<token>)", b.path)
 	}
+	// Before the query's return: a result query carries the account
+	// too, and under another it reads that account's result for the key.
+	for _, name := range accountHeaders {
+		if want, ok := rec.Header[name]; ok {
+			if err := accountKept(req.Header, name, want); err != nil {
+				return err
+			}
+		}
+	}
 	if query {
 		return nil
 	}
@@ -124,25 +133,13 @@ func canonicalConditionals(h http.Header) {
 // key, or as another one. A key under another spelling alone is moved
 // back to name.
 func keyHeaderKept(h http.Header, name, want string) error {
-	n, same, other := 0, true, ""
-	for k, vals := range h {
-		if k != name && !strings.EqualFold(k, name) {
-			continue
-		}
-		n += len(vals)
-		for _, v := range vals {
-			same = same && v == want
-		}
-		if k != name {
-			other = k
-		}
-	}
+	vals, _, other := fieldOf(h, name)
 	switch {
-	case n == 0:
+	case len(vals) == 0:
 		return hookChanged("removed the %s header, which carries the journaled key", name)
-	case n > 1:
-		return hookChanged("gave the %s header %d values (an Add, or another spelling of its name) where it carries the journaled key once", name, n)
-	case !same:
+	case len(vals) > 1:
+		return hookChanged("gave the %s header %d values (an Add, or another spelling of its name) where it carries the journaled key once", name, len(vals))
+	case vals[0] != want:
 		return hookChanged("set the %s header to another value than the journaled key (a request id made per request?)", name)
 	}
 	if other != "" {
@@ -150,6 +147,53 @@ func keyHeaderKept(h http.Header, name, want string) error {
 		h[name] = []string{want}
 	}
 	return nil
+}
+
+// accountHeaders name the account a request acts as, under which the
+// provider scopes its keys: Stripe Connect's Stripe-Account
+// (docs.stripe.com/connect/authentication), Razorpay's partner
+// X-Razorpay-Account (razorpay.com/docs/partners/aggregators/partner-auth).
+// Journaled, the hook may not change them: the resend of a charge whose
+// answer was lost would go to another account under the same key, a
+// second charge there, and its answer be taken as ours.
+var accountHeaders = [...]string{"Stripe-Account", "X-Razorpay-Account"}
+
+// accountKept reports, as an error, a journaled account header (name,
+// canonical) that does not carry the journaled values (want) under one
+// spelling of its name; under another spelling alone they are moved
+// back to name.
+func accountKept(h http.Header, name string, want []string) error {
+	vals, spellings, other := fieldOf(h, name)
+	if spellings > 1 || !slices.Equal(vals, want) {
+		return hookChanged("changed the journaled %s header, the account the key is scoped to (an account taken from the caller's context, which Resume and Run do not have?)", name)
+	}
+	if other != "" {
+		delete(h, other)
+		h[name] = vals
+	}
+	return nil
+}
+
+// fieldOf returns the values of the header field name (canonical) under
+// every spelling of its name in h, how many spellings hold it, and one
+// that is not name.
+func fieldOf(h http.Header, name string) (vals []string, spellings int, other string) {
+	for k, vs := range h {
+		if k != name && !strings.EqualFold(k, name) {
+			continue
+		}
+		spellings++
+		if k != name {
+			other = k
+		}
+		if vals == nil {
+			vals = vs // no copy for the one spelling of every attempt
+		} else {
+			// Capped: an append must not write into the hook's array.
+			vals = append(vals[:len(vals):len(vals)], vs...)
+		}
+	}
+	return vals, spellings, other
 }
 
 // sameBody reports, as an error, a body the request hook put on (r) that

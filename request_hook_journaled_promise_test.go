@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -301,4 +302,125 @@ func TestRequestHookOverwritingJournaledIfMatchIsNeverSent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// accountInContext is the key of the merchant's account in a caller's
+// context, for accountFromContext.
+type accountInContext struct{}
+
+// accountFromContext is a platform's request hook written as Connect
+// middleware: the platform's key, and Stripe-Account set to the account
+// the caller's context names, the platform's own ("") when it names
+// none, over the journaled one.
+func accountFromContext(r *http.Request) error {
+	r.Header.Set("Authorization", "Bearer sk_platform")
+	account, _ := r.Context().Value(accountInContext{}).(string)
+	r.Header.Set("Stripe-Account", account)
+	return nil
+}
+
+// chargeLostThenResume submits merchant acct_B's order "1001" to srv
+// (p's) through c, its caller's context naming the account, with
+// resultURL; the charge is made and its answer lost with its caller
+// gone. Then Resume runs, as at start-up, under no caller's context;
+// the operation must be left unknown, its last attempt never sent and
+// naming the header.
+func (p *connectPlatform) chargeLostThenResume(t *testing.T, srv *httptest.Server, resultURL string) {
+	t.Helper()
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithRequestHook(accountFromContext))
+	ctx, stop := context.WithCancel(context.WithValue(t.Context(), accountInContext{}, "acct_B"))
+	p.mu.Lock()
+	p.lost["acct_B"] = stop
+	p.mu.Unlock()
+	_, err := c.Submit(ctx, idem.Request{Scope: "acct_B", Key: "1001", URL: srv.URL + "/v1/charges", ResultURL: resultURL,
+		Body: []byte(`{"amount":1000,"currency":"eur"}`), Header: http.Header{"Stripe-Account": {"acct_B"}}})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+
+	_, err = c.Resume(context.Background())
+	require.NoError(t, err)
+	rec, err := c.Store().Get(t.Context(), "acct_B", "1001")
+	require.NoError(t, err)
+	require.Equal(t, idem.StateUnknown, rec.State)
+	require.Nil(t, rec.Result)
+	last := rec.Attempts[len(rec.Attempts)-1]
+	require.Greater(t, last.Number, 1)
+	require.False(t, last.Wrote)
+	require.Contains(t, last.Err, "Stripe-Account")
+}
+
+// accountFromContext over the journaled Stripe-Account
+// (docs.stripe.com/connect/authentication: the header says which account
+// the request acts as; keys are scoped per account, modelled by
+// connectPlatform). B's charge is made, its answer lost; Resume's resend
+// went to the platform's account under the same key: a second charge,
+// settled succeeded with the platform's (2 charges). Now the resend is
+// never sent: 1 charge, B's, unknown, its attempt naming the header.
+func TestRequestHookOverwritingJournaledAccountIsNeverSent(t *testing.T) {
+	p, srv := newConnectPlatform(t)
+	p.chargeLostThenResume(t, srv, "")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	require.Equal(t, map[string]int{"acct_B": 1}, p.charges, "charges by account")
+	require.Equal(t, []string{"acct_B"}, p.sentTo["1001"], "the account of each request under the key")
+}
+
+// The same on the result query, which carries the journaled account: the
+// platform's own order "1001" was charged too, on its account under the
+// same key. Resume's query went to the platform's account and read its
+// charge, which settled B's order succeeded with the platform's. Now the
+// query is never sent either: B's order unknown, no result.
+func TestRequestHookOverwritingJournaledAccountOnTheQueryIsNeverSent(t *testing.T) {
+	p := &connectPlatform{answers: map[string]string{" 1001": `{"id":"ch_platform","object":"charge","status":"succeeded"}`},
+		charges: map[string]int{"": 1}, sentTo: map[string][]string{}, lost: map[string]func(){}}
+	var queriedAs []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			p.serve(w, r)
+			return
+		}
+		account := r.Header.Get("Stripe-Account")
+		p.mu.Lock()
+		queriedAs = append(queriedAs, account)
+		answer, ok := p.answers[account+" "+strings.TrimPrefix(r.URL.Path, "/v1/charges/by-key/")]
+		p.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, answer)
+	}))
+	t.Cleanup(srv.Close)
+	p.chargeLostThenResume(t, srv, srv.URL+"/v1/charges/by-key/1001")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	require.Empty(t, queriedAs, "the accounts queried")
+	require.Equal(t, map[string]int{"": 1, "acct_B": 1}, p.charges, "charges by account")
+}
+
+// A caller's deadline that ends the call between attempts the hook
+// changed (a fresh key per request): its error said "context deadline
+// exceeded" and the state, never why nothing was sent. Now it names what
+// the hook changed; still pending, nothing sent.
+func TestRequestHookChangeNamedWhenTheCallersDeadlineEnds(t *testing.T) {
+	s := newStripeCharges(t)
+	ctx, stop := context.WithCancelCause(t.Context())
+	n := 0
+	c := s.hookedClient(t, filepath.Join(t.TempDir(), "idem.journal"), func(r *http.Request) error {
+		if n++; n == 2 {
+			stop(context.DeadlineExceeded) // the deadline passes as the second attempt is made
+		}
+		r.Header.Set("Idempotency-Key", fmt.Sprintf("req-%d", n))
+		return nil
+	})
+	_, err := c.Submit(ctx, s.req())
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Contains(t, err.Error(), "never sent")
+	require.Contains(t, err.Error(), "Idempotency-Key")
+	charges, requests := s.count()
+	require.Zero(t, requests)
+	require.Zero(t, charges)
+	rec, err := c.Store().Get(t.Context(), idem.DefaultScope, "order-1001")
+	require.NoError(t, err)
+	require.Equal(t, idem.StatePending, rec.State)
 }
