@@ -407,7 +407,14 @@ func (c *Client) Submit(ctx context.Context, req Request) (*Result, error) {
 			if !sameRequest(stored, rec) {
 				return nil, c.conflict(stored)
 			}
-			return c.claimAndDrive(ctx, stored.Scope, stored.Key, nil, foreground)
+			res, err := c.claimAndDrive(ctx, stored.Scope, stored.Key, nil, foreground)
+			if res == nil && err != nil {
+				// A claim or read that failed (cut by ctx, the database
+				// gone) leaves the operation journaled all the same:
+				// a plain error would say nothing was (promise 13).
+				return c.finish(stored, &journalError{err})
+			}
+			return res, err
 		case errors.Is(err, journal.ErrMaybeCommitted):
 			c.releaseMaybeCreated(ctx, rec, lease, err)
 			// What a later Lookup would show, if the journal holds it.

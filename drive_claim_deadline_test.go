@@ -2,6 +2,7 @@ package idem_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -143,4 +144,54 @@ func TestResumeClaimStalledEndsAtTheCallersDeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, sum.Succeeded, "%+v", sum)
 	require.EqualValues(t, 1, hits.Load(), "charges")
+}
+
+// unreadableClaimStore is a stalledClaimStore whose reads fail too once
+// armed: a database that stopped answering (pgjournal past its read's
+// bound, a connection reset) after the operation was journaled.
+type unreadableClaimStore struct {
+	*stalledClaimStore
+	unreadable atomic.Bool
+}
+
+func (s *unreadableClaimStore) Get(ctx context.Context, scope, key string) (*journal.Record, error) {
+	if s.unreadable.Load() {
+		return nil, errors.New("journal: get: read tcp 127.0.0.1:5432: connection reset by peer")
+	}
+	return s.stalledClaimStore.Get(ctx, scope, key)
+}
+
+// A Submit of a key already journaled (the caller's retry) whose claim
+// its deadline cut, and whose read of the record then failed, returned
+// a plain error: by Submit's contract "nothing was journaled and nothing
+// will be sent", while Run sends the journaled charge; a caller that
+// trusted it and ordered again under a new key paid twice. The record
+// Submit found is journaled: it is now told unknown with the key, and a
+// Do of the key charges once.
+func TestSubmitOfAJournaledKeyCutInItsClaimWithTheReadFailingSaysUnknown(t *testing.T) {
+	srv, hits := chargeServer(t)
+	js, err := journal.Open(t.TempDir() + "/idem.journal")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = js.Close() })
+	store := &unreadableClaimStore{stalledClaimStore: &stalledClaimStore{Store: js, release: make(chan struct{})}}
+	c, err := idem.New(store, idem.WithHTTPClient(srv.Client()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(store.let)
+	req := idem.Request{Key: "k", URL: srv.URL + "/charges", Body: []byte(`{"amount":100}`)}
+	op, err := c.Prepare(context.Background(), req)
+	require.NoError(t, err)
+
+	store.armed.Store(true)
+	store.unreadable.Store(true)
+	start := time.Now()
+	res, err := callWithin(t, 100*time.Millisecond, 5*time.Second, func(ctx context.Context) (*idem.Result, error) {
+		return c.Submit(ctx, req)
+	})
+	requireUnknownAtDeadline(t, start, res, err, store.stalledClaimStore, hits)
+
+	store.armed.Store(false)
+	store.unreadable.Store(false)
+	store.let()
+	driveAfter(t, c, op, hits)
 }
