@@ -255,9 +255,11 @@ func WithHTTPClient(hc *http.Client) Option {
 // saying what changed: the key's header set to another value, removed
 // or given twice (under any spelling of its name); the body replaced by
 // other bytes (one read and put back byte for byte is idem's again);
-// the method; the journaled path; a journaled If-* header, or account
-// header (Stripe-Account, X-Razorpay-Account), which scopes the key. A resend
-// must carry the key and bytes of the first copy, which may have
+// the method; the journaled path; a journaled If-* header; an account
+// header (Stripe-Account, X-Razorpay-Account), which scopes the key,
+// changed, or added where the request journals none (put the account in
+// Request.Header: Resume has no caller's context to take it from). A
+// resend must carry the key and bytes of the first copy, which may have
 // executed.
 func WithRequestHook(fn func(*http.Request) error) Option {
 	return optionFunc(func(c *config) { c.hook = fn })

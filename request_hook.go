@@ -64,6 +64,12 @@ func (c *Client) hookChangeErr(rec *journal.Record, query bool, req *http.Reques
 			if err := accountKept(req.Header, name, want); err != nil {
 				return err
 			}
+		} else if _, spellings, _ := fieldOf(req.Header, name); spellings > 0 {
+			// Not journaled, it is what the hook found at send time:
+			// the caller's context on a Submit, nothing on Resume's
+			// resend, which then goes to the platform's own account
+			// under the same key.
+			return hookChanged("added the %s header, which the journal does not hold: the account the key is scoped to goes in Request.Header, journaled, so that every attempt and Resume's send it too", name)
 		}
 	}
 	if query {

@@ -364,6 +364,42 @@ func TestRequestHookOverwritingJournaledAccountIsNeverSent(t *testing.T) {
 	require.Equal(t, []string{"acct_B"}, p.sentTo["1001"], "the account of each request under the key")
 }
 
+// The account set by the hook alone (accountFromContext, the request
+// journaling none), as README's connected-accounts paragraph warns
+// against: B's charge made on acct_B, its answer lost; Resume's resend,
+// under no caller's context, went to the platform's own account under
+// the same key: a second charge, settled succeeded with the platform's
+// (charges acct_B 1, platform 1). Now the first attempt is never sent,
+// nor Resume's: 0 charges, pending, its error saying to journal the
+// account.
+func TestRequestHookAddingAnUnjournaledAccountIsNeverSent(t *testing.T) {
+	p, srv := newConnectPlatform(t)
+	c := clientFor(t, srv, idemtest.NewClock(epoch), idem.WithRequestHook(accountFromContext))
+	ctx, stop := context.WithCancel(context.WithValue(t.Context(), accountInContext{}, "acct_B"))
+	defer stop()
+	p.mu.Lock()
+	p.lost["acct_B"] = stop
+	p.mu.Unlock()
+	_, err := c.Submit(ctx, idem.Request{Scope: "acct_B", Key: "1001", URL: srv.URL + "/v1/charges",
+		Body: []byte(`{"amount":1000,"currency":"eur"}`)})
+	require.ErrorIs(t, err, idem.ErrUnknownOutcome)
+	require.Contains(t, err.Error(), "Request.Header")
+
+	_, err = c.Resume(context.Background())
+	require.NoError(t, err)
+	rec, err := c.Store().Get(t.Context(), "acct_B", "1001")
+	require.NoError(t, err)
+	require.Equal(t, idem.StatePending, rec.State)
+	for _, a := range rec.Attempts {
+		require.False(t, a.Wrote, "attempt %d Wrote", a.Number)
+		require.Contains(t, a.Err, "added the Stripe-Account header", "attempt %d", a.Number)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	require.Empty(t, p.charges, "charges by account")
+	require.Empty(t, p.sentTo["1001"], "the account of each request under the key")
+}
+
 // The same on the result query, which carries the journaled account: the
 // platform's own order "1001" was charged too, on its account under the
 // same key. Resume's query went to the platform's account and read its
